@@ -1,0 +1,17 @@
+//! # ptxsmith
+//!
+//! Hand-written GPU kernels generated as PTX from a typed Rust DSL, one
+//! variant per NVIDIA SM (sm_70 to sm_120), JIT-loaded through the CUDA
+//! driver API (no NVRTC, no nvcc, no toolkit), each with a bit-exact CPU
+//! host model. See the README for the verification layers.
+
+pub mod dsl;
+pub mod error;
+pub mod kernels;
+pub mod nvtools;
+pub mod runtime;
+pub mod sim;
+pub mod target;
+
+pub use error::{Error, Result};
+pub use target::{Feature, PtxVersion, Sm};

@@ -1,0 +1,1 @@
+//! Locating and running the pinned NVIDIA tools (ptxas, nvdisasm).

@@ -1,0 +1,3 @@
+//! Runtime: devices, module cache, launches and backends.
+
+pub mod exec;
