@@ -1,11 +1,22 @@
 //! The typed PTX DSL. This module is the only place in the crate that
 //! spells PTX text (in `printer.rs`); kernels describe their code through
-//! typed registers and builder methods.
+//! typed registers and [`KernelBuilder`] methods.
+//!
+//! Layers: [`types`] (typed registers and operands) → [`builder`] (records
+//! IR, checks target features, computes the minimal `.version`) → `ir`
+//! (printer-neutral instructions) → `printer` (text).
 
+pub mod builder;
+pub(crate) mod ir;
 pub mod params;
+pub(crate) mod printer;
+pub mod types;
+
+pub use builder::{GlobalPtr, KernelBuilder, Label, SharedArray, SharedPtr};
+pub use ir::{AtomOp, Cmp, Fp8Format, IntRounding, ReduxOp, Rounding, ShflMode, Special};
+pub use params::{ArgValue, DevPtr, KernelParams, ParamDesc, ParamKind, Ptr, ScalarType};
 
 use crate::target::{PtxVersion, Sm};
-use params::ParamDesc;
 
 /// One generated kernel variant: a complete PTX module with a single
 /// `.entry`, for one SM.
@@ -24,4 +35,11 @@ pub struct PtxModule {
     pub params: Vec<ParamDesc>,
     /// The PTX text.
     pub ptx: String,
+}
+
+impl PtxModule {
+    /// The file name `dump_ptx` writes: `<kernel>.<sm>.ptx`.
+    pub fn file_name(&self) -> String {
+        format!("{}.{}.ptx", self.kernel, self.sm)
+    }
 }

@@ -115,3 +115,148 @@ pub fn check_args(kernel: &str, params: &[ParamDesc], args: &[ArgValue]) -> Resu
     }
     Ok(())
 }
+
+// ---- typed parameter lists --------------------------------------------------
+
+use std::marker::PhantomData;
+
+use super::builder::{GlobalPtr, KernelBuilder};
+use super::types::{Elem, F32, Reg, RegType, S32, U32, U64};
+
+/// A host-side device address of `E`s, the launch argument for a
+/// [`Ptr<E>`] parameter.
+#[derive(Debug)]
+pub struct DevPtr<E> {
+    pub addr: u64,
+    _e: PhantomData<E>,
+}
+impl<E> Clone for DevPtr<E> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<E> Copy for DevPtr<E> {}
+impl<E> DevPtr<E> {
+    pub fn new(addr: u64) -> Self {
+        Self { addr, _e: PhantomData }
+    }
+}
+impl<E> From<crate::runtime::exec::BufferId> for DevPtr<E> {
+    fn from(b: crate::runtime::exec::BufferId) -> Self {
+        Self::new(b.addr)
+    }
+}
+
+/// Parameter marker: a global pointer to `E`s.
+#[derive(Debug, Clone, Copy)]
+pub struct Ptr<E>(PhantomData<E>);
+
+/// A type usable as a kernel parameter: its declaration, how the kernel
+/// loads it, and how the host passes it.
+pub trait ParamType {
+    /// What the host passes.
+    type Host: Copy;
+    /// What the kernel gets.
+    type Dev: Copy;
+    const KIND: ParamKind;
+    fn load(b: &mut KernelBuilder, name: &str) -> Self::Dev;
+    fn arg(h: Self::Host) -> ArgValue;
+}
+
+impl<E: Elem> ParamType for Ptr<E> {
+    type Host = DevPtr<E>;
+    type Dev = GlobalPtr<E>;
+    const KIND: ParamKind = ParamKind::GlobalPtr { elem: E::SCALAR, align: E::SCALAR.size() };
+    fn load(b: &mut KernelBuilder, name: &str) -> GlobalPtr<E> {
+        b.load_param_ptr::<E>(name)
+    }
+    fn arg(h: DevPtr<E>) -> ArgValue {
+        ArgValue::Ptr(h.addr)
+    }
+}
+
+macro_rules! scalar_params {
+    ($($t:ident => $host:ty, $s:ident, $v:ident;)*) => {$(
+        impl ParamType for $t {
+            type Host = $host;
+            type Dev = Reg<$t>;
+            const KIND: ParamKind = ParamKind::Scalar(ScalarType::$s);
+            fn load(b: &mut KernelBuilder, name: &str) -> Reg<$t> {
+                b.load_param::<$t>(name)
+            }
+            fn arg(h: $host) -> ArgValue {
+                ArgValue::$v(h)
+            }
+        }
+    )*};
+}
+scalar_params! {
+    U32 => u32, U32, U32;
+    S32 => i32, S32, S32;
+    U64 => u64, U64, U64;
+    F32 => f32, F32, F32;
+}
+
+// Keep `RegType` in scope for the macro's users.
+#[doc(hidden)]
+pub fn _assert_reg<T: RegType>() {}
+
+/// A kernel's parameter list as one Rust struct (see [`kernel_params!`]).
+pub trait KernelParams {
+    /// The loaded registers, one field per parameter.
+    type Regs;
+    /// The `.param` list, in order.
+    fn descs() -> Vec<ParamDesc>;
+    /// Emit the parameter loads.
+    fn load(b: &mut KernelBuilder) -> Self::Regs;
+    /// The launch arguments, in order.
+    fn args(&self) -> Vec<ArgValue>;
+}
+
+/// Define a kernel's parameters once; generates the host struct (launch
+/// values), the register struct (what the kernel body sees) and their
+/// [`KernelParams`] implementation, so the `.param` list and the launch
+/// arguments come from one description.
+///
+/// ```
+/// use ptxsmith::kernel_params;
+/// use ptxsmith::dsl::params::Ptr;
+/// use ptxsmith::dsl::types::{F32, U32};
+/// kernel_params! {
+///     /// Arguments of a dot product.
+///     pub struct DotArgs => DotRegs {
+///         x: Ptr<F32>,
+///         n: U32,
+///     }
+/// }
+/// ```
+#[macro_export]
+macro_rules! kernel_params {
+    ($(#[$m:meta])* $vis:vis struct $host:ident => $regs:ident { $($field:ident : $t:ty),* $(,)? }) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy)]
+        $vis struct $host {
+            $(pub $field: <$t as $crate::dsl::params::ParamType>::Host,)*
+        }
+        #[doc = concat!("Kernel-side registers of [`", stringify!($host), "`].")]
+        #[derive(Debug, Clone, Copy)]
+        $vis struct $regs {
+            $(pub $field: <$t as $crate::dsl::params::ParamType>::Dev,)*
+        }
+        impl $crate::dsl::params::KernelParams for $host {
+            type Regs = $regs;
+            fn descs() -> Vec<$crate::dsl::params::ParamDesc> {
+                vec![$($crate::dsl::params::ParamDesc {
+                    name: stringify!($field).to_string(),
+                    kind: <$t as $crate::dsl::params::ParamType>::KIND,
+                },)*]
+            }
+            fn load(b: &mut $crate::dsl::builder::KernelBuilder) -> $regs {
+                $regs { $($field: <$t as $crate::dsl::params::ParamType>::load(b, stringify!($field)),)* }
+            }
+            fn args(&self) -> Vec<$crate::dsl::params::ArgValue> {
+                vec![$(<$t as $crate::dsl::params::ParamType>::arg(self.$field),)*]
+            }
+        }
+    };
+}

@@ -1,2 +1,14 @@
 //! Kernel families, one folder each: `ptx.rs` (generator), `host.rs`
 //! (bit-exact host model, the spec), `launch.rs` (backend dispatch).
+
+pub mod dot;
+
+use crate::dsl::PtxModule;
+use crate::error::Result;
+use crate::target::Sm;
+
+/// Every kernel variant ptxsmith generates for `sm` (default tunings).
+/// `dump_ptx`, the ptxas tests and the demo iterate over this list.
+pub fn all_variants(sm: Sm) -> Result<Vec<PtxModule>> {
+    Ok(vec![dot::ptx::generate(sm)?])
+}

@@ -69,3 +69,54 @@ pub trait Executor {
     /// Number of streaming multiprocessors (for grid sizing).
     fn multiprocessor_count(&self) -> u32;
 }
+
+/// Plain element types that cross the host/device boundary as
+/// little-endian bytes.
+pub trait Plain: Copy + Default + 'static {
+    const SIZE: usize;
+    fn put(self, out: &mut [u8]);
+    fn get(b: &[u8]) -> Self;
+}
+
+macro_rules! plain {
+    ($($t:ty),*) => {$(
+        impl Plain for $t {
+            const SIZE: usize = std::mem::size_of::<$t>();
+            fn put(self, out: &mut [u8]) {
+                out.copy_from_slice(&self.to_le_bytes());
+            }
+            fn get(b: &[u8]) -> Self {
+                <$t>::from_le_bytes(b.try_into().expect("slice of SIZE bytes"))
+            }
+        }
+    )*};
+}
+plain!(u8, u16, u32, i32, u64, i64, f32, f64);
+
+/// Bytes of `data`, little-endian.
+pub fn to_bytes<T: Plain>(data: &[T]) -> Vec<u8> {
+    let mut out = vec![0u8; data.len() * T::SIZE];
+    for (v, chunk) in data.iter().zip(out.chunks_exact_mut(T::SIZE)) {
+        v.put(chunk);
+    }
+    out
+}
+
+/// Values from little-endian bytes.
+pub fn from_bytes<T: Plain>(bytes: &[u8]) -> Vec<T> {
+    bytes.chunks_exact(T::SIZE).map(T::get).collect()
+}
+
+/// Allocate a buffer holding `data`.
+pub fn upload_new<T: Plain>(ex: &mut dyn Executor, data: &[T]) -> Result<BufferId> {
+    let buf = ex.alloc(data.len().max(1) * T::SIZE)?;
+    ex.upload(buf, &to_bytes(data))?;
+    Ok(buf)
+}
+
+/// Download the first `n` elements of `buf`.
+pub fn download_vec<T: Plain>(ex: &mut dyn Executor, buf: BufferId, n: usize) -> Result<Vec<T>> {
+    let mut bytes = vec![0u8; n * T::SIZE];
+    ex.download(buf, &mut bytes)?;
+    Ok(from_bytes(&bytes))
+}

@@ -1,0 +1,260 @@
+//! The kernel IR: what the builder records and the printer spells. Every
+//! instruction form here has a printer case, a feature gate (if any) and a
+//! ptxas test on the lowest SM that has it.
+
+use super::types::{RegId, Ty, Value};
+use crate::target::Feature;
+
+/// IEEE rounding of float arithmetic. There is deliberately no "none":
+/// every float add/sub/mul carries a modifier, so ptxas never contracts a
+/// multiply and an add into an FMA.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Rounding {
+    /// To nearest, ties to even.
+    Rn,
+    /// Toward zero.
+    Rz,
+    /// Toward −∞.
+    Rm,
+    /// Toward +∞.
+    Rp,
+}
+
+/// Float → integer (or float → integral float) rounding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum IntRounding {
+    /// Nearest, ties to even (`.rni`).
+    Rni,
+    /// Toward zero (`.rzi`).
+    Rzi,
+    /// Toward −∞ (`.rmi`).
+    Rmi,
+    /// Toward +∞ (`.rpi`).
+    Rpi,
+}
+
+/// Comparison of `setp`. The `U*` variants are the unordered float forms
+/// (true when either operand is NaN); integer compares ignore them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Cmp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    /// Unordered-or-equal etc. (floats only).
+    Equ,
+    Neu,
+    Ltu,
+    Leu,
+    Gtu,
+    Geu,
+    /// Neither operand is NaN (floats only).
+    Num,
+    /// Either operand is NaN (floats only).
+    Nan,
+}
+
+impl Cmp {
+    pub(crate) fn float_only(self) -> bool {
+        !matches!(self, Cmp::Eq | Cmp::Ne | Cmp::Lt | Cmp::Le | Cmp::Gt | Cmp::Ge)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum IntOp {
+    Add,
+    Sub,
+    MulLo,
+    MulHi,
+    Div,
+    Rem,
+    Min,
+    Max,
+    And,
+    Or,
+    Xor,
+    Shl,
+    Shr,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum FloatOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum UnOp {
+    Not,
+    Neg,
+    Abs,
+    Clz,
+    Popc,
+    Brev,
+    /// `sqrt.rnd` (floats)
+    Sqrt(Rounding),
+    /// `rcp.rnd` (floats)
+    Rcp(Rounding),
+}
+
+/// Special registers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Special {
+    TidX,
+    TidY,
+    TidZ,
+    NtidX,
+    NtidY,
+    NtidZ,
+    CtaidX,
+    CtaidY,
+    CtaidZ,
+    NctaidX,
+    NctaidY,
+    NctaidZ,
+    LaneId,
+}
+
+/// Memory state spaces addressable by `ld`/`st`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Space {
+    Global,
+    /// Global, read-only for the kernel's lifetime (`ld.global.nc`).
+    GlobalNc,
+    Shared,
+}
+
+/// An address operand: `[base+offset]` where base is a register or a
+/// named variable (shared array).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) enum AddrBase {
+    Reg(RegId),
+    Var(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct Addr {
+    pub base: AddrBase,
+    pub offset: i32,
+}
+
+/// Warp shuffle modes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ShflMode {
+    Up,
+    Down,
+    Bfly,
+    Idx,
+}
+
+/// Atomic read-modify-write operations (integer only: float atomics are
+/// not reproducible and the DSL does not offer them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AtomOp {
+    Add,
+    Min,
+    Max,
+    Exch,
+    Cas,
+    And,
+    Or,
+}
+
+/// Warp reductions of `redux.sync` (sm_80+).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ReduxOp {
+    Add,
+    Min,
+    Max,
+    And,
+    Or,
+    Xor,
+}
+
+/// FP8 formats with a hardware `cvt` on sm_89+.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Fp8Format {
+    E4M3,
+    E5M2,
+}
+
+/// One IR operation.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Op {
+    Mov { ty: Ty, d: RegId, a: Value },
+    MovSpecial { d: RegId, s: Special },
+    /// Address of a shared variable within the shared window.
+    MovVarAddr { d: RegId, var: String },
+    Int { op: IntOp, ty: Ty, d: RegId, a: Value, b: Value },
+    /// `mul.wide` (32 → 64 bits)
+    MulWide { signed: bool, d: RegId, a: Value, b: Value },
+    /// `mad.lo` (`wide: false`) or `mad.wide` (32×32+64)
+    Mad { wide: bool, ty: Ty, d: RegId, a: Value, b: Value, c: Value },
+    Float { op: FloatOp, rnd: Rounding, ty: Ty, d: RegId, a: Value, b: Value },
+    Fma { rnd: Rounding, ty: Ty, d: RegId, a: Value, b: Value, c: Value },
+    /// `min/max.f32`, with `.NaN` when `nan` (sm_80+)
+    FMinMax { max: bool, nan: bool, ty: Ty, d: RegId, a: Value, b: Value },
+    Unary { op: UnOp, ty: Ty, d: RegId, a: Value },
+    Bfe { ty: Ty, d: RegId, a: Value, pos: Value, len: Value },
+    Bfi { ty: Ty, d: RegId, a: Value, b: Value, pos: Value, len: Value },
+    Prmt { d: RegId, a: Value, b: Value, sel: Value },
+    Setp { cmp: Cmp, ty: Ty, d: RegId, a: Value, b: Value },
+    Selp { ty: Ty, d: RegId, a: Value, b: Value, p: RegId },
+    PredLogic { op: IntOp, d: RegId, a: RegId, b: RegId },
+    PredNot { d: RegId, a: RegId },
+    /// Conversions; `rnd` is the printed modifier (None for exact ones).
+    Cvt { dt: Ty, st: Ty, rnd: Option<CvtRnd>, d: RegId, a: Value },
+    /// `cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32 d, hi, lo`
+    CvtToFp8x2 { fmt: Fp8Format, d: RegId, hi: Value, lo: Value },
+    /// `cvt.rn.f16x2.{e4m3x2,e5m2x2} d, a`
+    CvtFromFp8x2 { fmt: Fp8Format, d: RegId, a: RegId },
+    /// `mov.b32 {lo, hi}, a` (split 32 bits into two b16)
+    Unpack2x16 { lo: RegId, hi: RegId, a: RegId },
+    /// `mov.b32 d, {lo, hi}`
+    Pack2x16 { d: RegId, lo: RegId, hi: RegId },
+    LdParam { ty: Ty, d: RegId, name: String },
+    CvtaGlobal { d: RegId, a: RegId },
+    Ld { space: Space, ty: Ty, d: Vec<RegId>, addr: Addr },
+    St { space: Space, ty: Ty, v: Vec<Value>, addr: Addr },
+    Atom { space: Space, op: AtomOp, ty: Ty, d: RegId, addr: Addr, b: Value, c: Option<Value> },
+    BarSync,
+    Shfl { mode: ShflMode, d: RegId, a: Value, b: Value, c: Value, mask: u32 },
+    VoteBallot { d: RegId, p: RegId, mask: u32 },
+    VoteAny { all: bool, d: RegId, p: RegId, mask: u32 },
+    Redux { op: ReduxOp, ty: Ty, d: RegId, a: RegId, mask: u32 },
+    Label(u32),
+    Bra { target: u32, uni: bool },
+    Ret,
+    Comment(String),
+}
+
+/// Conversion rounding modifiers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum CvtRnd {
+    Float(Rounding),
+    Int(IntRounding),
+}
+
+/// An instruction: an operation with an optional guard predicate.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Instr {
+    pub guard: Option<(RegId, bool)>,
+    pub op: Op,
+}
+
+impl Op {
+    /// The feature the operation needs, if not every target has it.
+    pub(crate) fn feature(&self) -> Option<Feature> {
+        match self {
+            Op::Shfl { .. } | Op::VoteBallot { .. } | Op::VoteAny { .. } => Some(Feature::WarpSync),
+            Op::Redux { .. } => Some(Feature::Redux),
+            Op::FMinMax { nan: true, .. } => Some(Feature::MinMaxNaN),
+            Op::CvtToFp8x2 { .. } | Op::CvtFromFp8x2 { .. } => Some(Feature::Fp8Cvt),
+            _ => None,
+        }
+    }
+}

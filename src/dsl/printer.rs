@@ -1,0 +1,413 @@
+//! The printer: the only code in the crate that spells PTX text. It turns a
+//! finished kernel (IR plus declarations) into a module.
+
+use std::fmt::Write;
+
+use super::ir::*;
+use super::params::{ParamDesc, ParamKind};
+use super::types::{RegClass, RegId, Ty, Value, scalar_ty};
+use crate::target::{PtxVersion, Sm};
+
+/// Everything the printer needs about one kernel.
+pub(crate) struct KernelText<'a> {
+    pub name: &'a str,
+    pub sm: Sm,
+    pub version: PtxVersion,
+    pub params: &'a [ParamDesc],
+    pub reqntid: Option<(u32, u32, u32)>,
+    pub maxntid: Option<(u32, u32, u32)>,
+    pub min_ctas_per_sm: Option<u32>,
+    pub reg_counts: &'a [(RegClass, u32)],
+    pub shared: &'a [SharedDecl],
+    pub body: &'a [Instr],
+}
+
+/// A `.shared` array declaration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SharedDecl {
+    pub name: String,
+    pub align: u32,
+    pub bytes: u32,
+}
+
+fn class_decl(c: RegClass) -> (&'static str, &'static str) {
+    match c {
+        RegClass::Pred => (".pred", "%p"),
+        RegClass::B16 => (".b16", "%h"),
+        RegClass::B32 => (".b32", "%b"),
+        RegClass::U32 => (".u32", "%r"),
+        RegClass::S32 => (".s32", "%s"),
+        RegClass::F32 => (".f32", "%f"),
+        RegClass::U64 => (".u64", "%rd"),
+        RegClass::S64 => (".s64", "%sd"),
+        RegClass::F64 => (".f64", "%fd"),
+    }
+}
+
+fn ty(t: Ty) -> &'static str {
+    match t {
+        Ty::Pred => ".pred",
+        Ty::B8 => ".b8",
+        Ty::B16 => ".b16",
+        Ty::B32 => ".b32",
+        Ty::B64 => ".b64",
+        Ty::U8 => ".u8",
+        Ty::U16 => ".u16",
+        Ty::U32 => ".u32",
+        Ty::U64 => ".u64",
+        Ty::S32 => ".s32",
+        Ty::S64 => ".s64",
+        Ty::F16 => ".f16",
+        Ty::F32 => ".f32",
+        Ty::F64 => ".f64",
+    }
+}
+
+fn reg(r: RegId) -> String {
+    format!("{}{}", class_decl(r.class).1, r.idx)
+}
+
+fn val(v: Value) -> String {
+    match v {
+        Value::Reg(r) => reg(r),
+        Value::Int(i) => i.to_string(),
+        Value::F32Bits(b) => format!("0f{b:08X}"),
+        Value::F64Bits(b) => format!("0d{b:016X}"),
+    }
+}
+
+fn addr(a: &Addr) -> String {
+    let base = match &a.base {
+        AddrBase::Reg(r) => reg(*r),
+        AddrBase::Var(v) => v.clone(),
+    };
+    match a.offset {
+        0 => format!("[{base}]"),
+        o => format!("[{base}+{o}]"),
+    }
+}
+
+fn rnd(r: Rounding) -> &'static str {
+    match r {
+        Rounding::Rn => ".rn",
+        Rounding::Rz => ".rz",
+        Rounding::Rm => ".rm",
+        Rounding::Rp => ".rp",
+    }
+}
+
+fn irnd(r: IntRounding) -> &'static str {
+    match r {
+        IntRounding::Rni => ".rni",
+        IntRounding::Rzi => ".rzi",
+        IntRounding::Rmi => ".rmi",
+        IntRounding::Rpi => ".rpi",
+    }
+}
+
+fn cmp(c: Cmp, t: Ty) -> &'static str {
+    let unsigned = matches!(t, Ty::U32 | Ty::U64 | Ty::U16 | Ty::U8);
+    match c {
+        Cmp::Eq => "eq",
+        Cmp::Ne => "ne",
+        Cmp::Lt if unsigned => "lo",
+        Cmp::Le if unsigned => "ls",
+        Cmp::Gt if unsigned => "hi",
+        Cmp::Ge if unsigned => "hs",
+        Cmp::Lt => "lt",
+        Cmp::Le => "le",
+        Cmp::Gt => "gt",
+        Cmp::Ge => "ge",
+        Cmp::Equ => "equ",
+        Cmp::Neu => "neu",
+        Cmp::Ltu => "ltu",
+        Cmp::Leu => "leu",
+        Cmp::Gtu => "gtu",
+        Cmp::Geu => "geu",
+        Cmp::Num => "num",
+        Cmp::Nan => "nan",
+    }
+}
+
+fn special(s: Special) -> &'static str {
+    match s {
+        Special::TidX => "%tid.x",
+        Special::TidY => "%tid.y",
+        Special::TidZ => "%tid.z",
+        Special::NtidX => "%ntid.x",
+        Special::NtidY => "%ntid.y",
+        Special::NtidZ => "%ntid.z",
+        Special::CtaidX => "%ctaid.x",
+        Special::CtaidY => "%ctaid.y",
+        Special::CtaidZ => "%ctaid.z",
+        Special::NctaidX => "%nctaid.x",
+        Special::NctaidY => "%nctaid.y",
+        Special::NctaidZ => "%nctaid.z",
+        Special::LaneId => "%laneid",
+    }
+}
+
+fn space(s: Space) -> &'static str {
+    match s {
+        Space::Global => ".global",
+        Space::GlobalNc => ".global.nc",
+        Space::Shared => ".shared",
+    }
+}
+
+fn vec_prefix(n: usize) -> &'static str {
+    match n {
+        1 => "",
+        2 => ".v2",
+        _ => ".v4",
+    }
+}
+
+fn braced(items: &[String]) -> String {
+    if items.len() == 1 { items[0].clone() } else { format!("{{{}}}", items.join(", ")) }
+}
+
+fn fp8(f: Fp8Format) -> &'static str {
+    match f {
+        Fp8Format::E4M3 => ".e4m3x2",
+        Fp8Format::E5M2 => ".e5m2x2",
+    }
+}
+
+fn label(id: u32) -> String {
+    format!("$L_{id}")
+}
+
+/// The text of one operation (without guard, indentation or newline).
+fn op_text(op: &Op) -> String {
+    match op {
+        Op::Mov { ty: t, d, a } => format!("mov{} {}, {};", ty(*t), reg(*d), val(*a)),
+        Op::MovSpecial { d, s } => format!("mov.u32 {}, {};", reg(*d), special(*s)),
+        Op::MovVarAddr { d, var } => format!("mov.u32 {}, {};", reg(*d), var),
+        Op::Int { op, ty: t, d, a, b } => {
+            let (name, t) = match op {
+                IntOp::Add => ("add", *t),
+                IntOp::Sub => ("sub", *t),
+                IntOp::MulLo => ("mul.lo", *t),
+                IntOp::MulHi => ("mul.hi", *t),
+                IntOp::Div => ("div", *t),
+                IntOp::Rem => ("rem", *t),
+                IntOp::Min => ("min", *t),
+                IntOp::Max => ("max", *t),
+                IntOp::And => ("and", t.bits()),
+                IntOp::Or => ("or", t.bits()),
+                IntOp::Xor => ("xor", t.bits()),
+                IntOp::Shl => ("shl", t.bits()),
+                IntOp::Shr => ("shr", *t),
+            };
+            format!("{name}{} {}, {}, {};", ty(t), reg(*d), val(*a), val(*b))
+        }
+        Op::MulWide { signed, d, a, b } => {
+            let t = if *signed { Ty::S32 } else { Ty::U32 };
+            format!("mul.wide{} {}, {}, {};", ty(t), reg(*d), val(*a), val(*b))
+        }
+        Op::Mad { wide, ty: t, d, a, b, c } => {
+            let m = if *wide { "mad.wide" } else { "mad.lo" };
+            format!("{m}{} {}, {}, {}, {};", ty(*t), reg(*d), val(*a), val(*b), val(*c))
+        }
+        Op::Float { op, rnd: r, ty: t, d, a, b } => {
+            let name = match op {
+                FloatOp::Add => "add",
+                FloatOp::Sub => "sub",
+                FloatOp::Mul => "mul",
+                FloatOp::Div => "div",
+            };
+            format!("{name}{}{} {}, {}, {};", rnd(*r), ty(*t), reg(*d), val(*a), val(*b))
+        }
+        Op::Fma { rnd: r, ty: t, d, a, b, c } => {
+            format!("fma{}{} {}, {}, {}, {};", rnd(*r), ty(*t), reg(*d), val(*a), val(*b), val(*c))
+        }
+        Op::FMinMax { max, nan, ty: t, d, a, b } => {
+            let m = if *max { "max" } else { "min" };
+            let n = if *nan { ".NaN" } else { "" };
+            format!("{m}{n}{} {}, {}, {};", ty(*t), reg(*d), val(*a), val(*b))
+        }
+        Op::Unary { op, ty: t, d, a } => {
+            let (name, t) = match op {
+                UnOp::Not => ("not".to_string(), t.bits()),
+                UnOp::Neg => ("neg".to_string(), *t),
+                UnOp::Abs => ("abs".to_string(), *t),
+                UnOp::Clz => ("clz".to_string(), t.bits()),
+                UnOp::Popc => ("popc".to_string(), t.bits()),
+                UnOp::Brev => ("brev".to_string(), t.bits()),
+                UnOp::Sqrt(r) => (format!("sqrt{}", rnd(*r)), *t),
+                UnOp::Rcp(r) => (format!("rcp{}", rnd(*r)), *t),
+            };
+            format!("{name}{} {}, {};", ty(t), reg(*d), val(*a))
+        }
+        Op::Bfe { ty: t, d, a, pos, len } => {
+            format!("bfe{} {}, {}, {}, {};", ty(*t), reg(*d), val(*a), val(*pos), val(*len))
+        }
+        Op::Bfi { ty: t, d, a, b, pos, len } => format!(
+            "bfi{} {}, {}, {}, {}, {};",
+            ty(t.bits()),
+            reg(*d),
+            val(*a),
+            val(*b),
+            val(*pos),
+            val(*len)
+        ),
+        Op::Prmt { d, a, b, sel } => {
+            format!("prmt.b32 {}, {}, {}, {};", reg(*d), val(*a), val(*b), val(*sel))
+        }
+        Op::Setp { cmp: c, ty: t, d, a, b } => {
+            format!("setp.{}{} {}, {}, {};", cmp(*c, *t), ty(*t), reg(*d), val(*a), val(*b))
+        }
+        Op::Selp { ty: t, d, a, b, p } => {
+            format!("selp{} {}, {}, {}, {};", ty(*t), reg(*d), val(*a), val(*b), reg(*p))
+        }
+        Op::PredLogic { op, d, a, b } => {
+            let name = match op {
+                IntOp::And => "and",
+                IntOp::Or => "or",
+                _ => "xor",
+            };
+            format!("{name}.pred {}, {}, {};", reg(*d), reg(*a), reg(*b))
+        }
+        Op::PredNot { d, a } => format!("not.pred {}, {};", reg(*d), reg(*a)),
+        Op::Cvt { dt, st, rnd: r, d, a } => {
+            let m = match r {
+                None => String::new(),
+                Some(CvtRnd::Float(r)) => rnd(*r).to_string(),
+                Some(CvtRnd::Int(r)) => irnd(*r).to_string(),
+            };
+            format!("cvt{m}{}{} {}, {};", ty(*dt), ty(*st), reg(*d), val(*a))
+        }
+        Op::CvtToFp8x2 { fmt, d, hi, lo } => format!(
+            "cvt.rn.satfinite{}.f32 {}, {}, {};",
+            fp8(*fmt),
+            reg(*d),
+            val(*hi),
+            val(*lo)
+        ),
+        Op::CvtFromFp8x2 { fmt, d, a } => {
+            format!("cvt.rn.f16x2{} {}, {};", fp8(*fmt), reg(*d), reg(*a))
+        }
+        Op::Unpack2x16 { lo, hi, a } => format!("mov.b32 {{{}, {}}}, {};", reg(*lo), reg(*hi), reg(*a)),
+        Op::Pack2x16 { d, lo, hi } => format!("mov.b32 {}, {{{}, {}}};", reg(*d), reg(*lo), reg(*hi)),
+        Op::LdParam { ty: t, d, name } => format!("ld.param{} {}, [{}];", ty(*t), reg(*d), param_name(name)),
+        Op::CvtaGlobal { d, a } => format!("cvta.to.global.u64 {}, {};", reg(*d), reg(*a)),
+        Op::Ld { space: s, ty: t, d, addr: a } => {
+            let ds: Vec<String> = d.iter().map(|r| reg(*r)).collect();
+            format!("ld{}{}{} {}, {};", space(*s), vec_prefix(d.len()), ty(*t), braced(&ds), addr(a))
+        }
+        Op::St { space: s, ty: t, v, addr: a } => {
+            let vs: Vec<String> = v.iter().map(|x| val(*x)).collect();
+            format!("st{}{}{} {}, {};", space(*s), vec_prefix(v.len()), ty(*t), addr(a), braced(&vs))
+        }
+        Op::Atom { space: s, op, ty: t, d, addr: a, b, c } => {
+            let (name, t) = match op {
+                AtomOp::Add => ("add", *t),
+                AtomOp::Min => ("min", *t),
+                AtomOp::Max => ("max", *t),
+                AtomOp::Exch => ("exch", t.bits()),
+                AtomOp::Cas => ("cas", t.bits()),
+                AtomOp::And => ("and", t.bits()),
+                AtomOp::Or => ("or", t.bits()),
+            };
+            let extra = c.map(|c| format!(", {}", val(c))).unwrap_or_default();
+            format!("atom{}.{name}{} {}, {}, {}{extra};", space(*s), ty(t), reg(*d), addr(a), val(*b))
+        }
+        Op::BarSync => "bar.sync 0;".to_string(),
+        Op::Shfl { mode, d, a, b, c, mask } => {
+            let m = match mode {
+                ShflMode::Up => "up",
+                ShflMode::Down => "down",
+                ShflMode::Bfly => "bfly",
+                ShflMode::Idx => "idx",
+            };
+            format!("shfl.sync.{m}.b32 {}, {}, {}, {}, {mask:#x};", reg(*d), val(*a), val(*b), val(*c))
+        }
+        Op::VoteBallot { d, p, mask } => format!("vote.sync.ballot.b32 {}, {}, {mask:#x};", reg(*d), reg(*p)),
+        Op::VoteAny { all, d, p, mask } => {
+            let m = if *all { "all" } else { "any" };
+            format!("vote.sync.{m}.pred {}, {}, {mask:#x};", reg(*d), reg(*p))
+        }
+        Op::Redux { op, ty: t, d, a, mask } => {
+            let (name, t) = match op {
+                ReduxOp::Add => ("add", *t),
+                ReduxOp::Min => ("min", *t),
+                ReduxOp::Max => ("max", *t),
+                ReduxOp::And => ("and", t.bits()),
+                ReduxOp::Or => ("or", t.bits()),
+                ReduxOp::Xor => ("xor", t.bits()),
+            };
+            format!("redux.sync.{name}{} {}, {}, {mask:#x};", ty(t), reg(*d), reg(*a))
+        }
+        Op::Label(id) => format!("{}:", label(*id)),
+        Op::Bra { target, uni } => {
+            format!("bra{} {};", if *uni { ".uni" } else { "" }, label(*target))
+        }
+        Op::Ret => "ret;".to_string(),
+        Op::Comment(c) => format!("// {}", c.replace('\n', " ")),
+    }
+}
+
+/// Parameters are printed with a `p_` prefix so a parameter name can never
+/// collide with a PTX keyword or a shared array.
+fn param_name(name: &str) -> String {
+    format!("p_{name}")
+}
+
+fn param_decl(p: &ParamDesc) -> String {
+    let t = match p.kind {
+        ParamKind::Scalar(s) => scalar_ty(s),
+        ParamKind::GlobalPtr { .. } => Ty::U64,
+    };
+    format!(".param {} {}", ty(t), param_name(&p.name))
+}
+
+/// The PTX text of a finished kernel.
+pub(crate) fn print_module(k: &KernelText<'_>) -> String {
+    let mut s = String::with_capacity(256 + 40 * k.body.len());
+    let _ = writeln!(s, "//");
+    let _ = writeln!(s, "// Generated by ptxsmith {} ({} for {}).", env!("CARGO_PKG_VERSION"), k.name, k.sm);
+    let _ = writeln!(s, "//");
+    let _ = writeln!(s, ".version {}", k.version);
+    let _ = writeln!(s, ".target {}", k.sm.name());
+    let _ = writeln!(s, ".address_size 64");
+    let _ = writeln!(s);
+    let params: Vec<String> = k.params.iter().map(|p| format!("\t{}", param_decl(p))).collect();
+    let _ = writeln!(s, ".visible .entry {}(\n{}\n)", k.name, params.join(",\n"));
+    if let Some((x, y, z)) = k.reqntid {
+        let _ = writeln!(s, ".reqntid {x}, {y}, {z}");
+    }
+    if let Some((x, y, z)) = k.maxntid {
+        let _ = writeln!(s, ".maxntid {x}, {y}, {z}");
+    }
+    if let Some(n) = k.min_ctas_per_sm {
+        let _ = writeln!(s, ".minnctapersm {n}");
+    }
+    let _ = writeln!(s, "{{");
+    for &(class, n) in k.reg_counts {
+        if n > 0 {
+            let (t, prefix) = class_decl(class);
+            let _ = writeln!(s, "\t.reg {t} {prefix}<{n}>;");
+        }
+    }
+    for sh in k.shared {
+        let _ = writeln!(s, "\t.shared .align {} .b8 {}[{}];", sh.align, sh.name, sh.bytes);
+    }
+    let _ = writeln!(s);
+    for ins in k.body {
+        let text = op_text(&ins.op);
+        match (&ins.op, ins.guard) {
+            (Op::Label(_), _) => {
+                let _ = writeln!(s, "{text}");
+            }
+            (_, Some((p, neg))) => {
+                let _ = writeln!(s, "\t@{}{} {text}", if neg { "!" } else { "" }, reg(p));
+            }
+            (_, None) => {
+                let _ = writeln!(s, "\t{text}");
+            }
+        }
+    }
+    let _ = writeln!(s, "}}");
+    s
+}

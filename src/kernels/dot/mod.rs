@@ -1,0 +1,17 @@
+//! Separate-rounding row dot products (`out = X · y`), the smallest
+//! end-to-end kernel: DSL → PTX → ptxas → Sim/GPU → host model.
+//!
+//! # Contract
+//! `out[r]` = for c = 0, 1, …, n−1 in order: `acc = add.rn(acc,
+//! mul.rn(x[r][c], y[c]))`, starting from +0.0. Equal under `to_bits()` to
+//! the Rust loop `acc += x * y` (never `mul_add`). NaN and Inf propagate as
+//! IEEE arithmetic does (NaN bits are not part of the contract: PTX returns
+//! an unspecified NaN, so results are compared as "both NaN"). `n = 0`
+//! gives +0.0 for every row; `rows = 0` gives an empty result.
+
+pub mod host;
+pub mod launch;
+pub mod ptx;
+
+pub use host::dot_rows as dot_rows_host;
+
