@@ -42,8 +42,14 @@
 #![deny(unsafe_code)]
 
 pub mod cache;
+mod cuda;
+pub mod device;
+pub mod device_tests_support;
 pub mod exec;
 #[allow(unsafe_code)]
 mod ffi;
 
 pub use cache::{ModuleCache, ModuleKey};
+pub use device::{Gpu, GpuInfo, cuda_available, cuda_unavailable_reason, device_count, device_sm};
+pub use device_tests_support::{SKIP_NO_DEVICE, gpu_for_tests};
+pub use exec::{BufferId, Executor, LaunchConfig, Traffic};
