@@ -41,6 +41,7 @@
 
 #![deny(unsafe_code)]
 
+pub mod backend;
 pub mod cache;
 mod cuda;
 pub mod device;
@@ -49,6 +50,7 @@ pub mod exec;
 #[allow(unsafe_code)]
 mod ffi;
 
+pub use backend::{Backend, Ran, Resolved, SharedGpu, resolve, shared_gpu};
 pub use cache::{ModuleCache, ModuleKey};
 pub use device::{Gpu, GpuInfo, cuda_available, cuda_unavailable_reason, device_count, device_sm};
 pub use device_tests_support::{SKIP_NO_DEVICE, gpu_for_tests};
