@@ -29,7 +29,7 @@
 //! | sm_100 | 8.6 |
 //! | sm_120 | 8.7 |
 //!
-//! Below it, ptxas fails with `PTX .version 6.9 does not support .target
+//! Below it, ptxas fails with `PTX .version 6.5 does not support .target
 //! sm_80` (exit status 255). ptxas 12.9 still assembles sm_70 and sm_75
 //! **without any deprecation warning**; `.version` 8.9 and above are
 //! rejected (`Unsupported .version 8.9; current version is '8.8'`).
