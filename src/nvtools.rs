@@ -11,6 +11,30 @@
 //! * `nvdisasm` 13.5.37 (`nvidia-cuda-nvdisasm==13.5.37`,
 //!   `nvidia/cu13/bin/nvdisasm`).
 //!
+//! # Example
+//!
+//! ```
+//! use ptxsmith::Sm;
+//! use ptxsmith::nvtools::NvTools;
+//!
+//! // A hand-written test kernel: a loop of rn-rounded multiply and add.
+//! let ptx = include_str!(concat!(
+//!     env!("CARGO_MANIFEST_DIR"),
+//!     "/tests/fixtures/nvtools/loop.ptx"
+//! ));
+//! let Some(tools) = NvTools::for_tests() else { return Ok(()) }; // SKIP: not installed
+//! let asm = tools.assemble(ptx, Sm::Sm80)?;
+//! let usage = asm.function("axpy_loop").unwrap();
+//! assert!(!usage.spills() && usage.registers <= 32);
+//!
+//! let sass = tools.disassemble(&asm)?;
+//! let f = sass.function("axpy_loop").unwrap();
+//! let hot = f.innermost_loops().into_iter().next().unwrap();
+//! assert!(f.share(&hot, &["FMUL", "FADD"]) > 0.5);
+//! assert_eq!(f.count("FFMA"), 0); // not contracted
+//! # Ok::<(), ptxsmith::nvtools::ToolError>(())
+//! ```
+//!
 //! # Measured behaviour of the pinned tools
 //!
 //! **Lowest `.version` per target** (ptxas 12.9.86, a kernel that only
