@@ -1,4 +1,5 @@
 //! CPU PTX simulator.
+pub mod cli;
 pub mod error;
 pub mod exec;
 mod executor;
