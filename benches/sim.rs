@@ -10,12 +10,14 @@ use ptxsmith::dsl::params::ArgValue;
 use ptxsmith::runtime::exec::LaunchConfig;
 use ptxsmith::sim::{Program, Sim};
 
+type ArgsFn = Box<dyn Fn(&mut Sim) -> Vec<ArgValue>>;
+
 struct Case {
     name: &'static str,
     ptx: &'static str,
     entry: &'static str,
     cfg: LaunchConfig,
-    args: Box<dyn Fn(&mut Sim) -> Vec<ArgValue>>,
+    args: ArgsFn,
 }
 
 fn cases() -> Vec<Case> {
@@ -30,10 +32,17 @@ fn cases() -> Vec<Case> {
                 let x = s.alloc(4 * n as usize).unwrap();
                 let y = s.alloc(4 * n as usize).unwrap();
                 let p = s.alloc(4 * 32).unwrap();
-                let v: Vec<u8> = (0..n).flat_map(|i| (i as f32 * 1e-3).to_le_bytes()).collect();
+                let v: Vec<u8> = (0..n)
+                    .flat_map(|i| (i as f32 * 1e-3).to_le_bytes())
+                    .collect();
                 s.write(x, &v).unwrap();
                 s.write(y, &v).unwrap();
-                vec![ArgValue::Ptr(x), ArgValue::Ptr(y), ArgValue::Ptr(p), ArgValue::U32(n)]
+                vec![
+                    ArgValue::Ptr(x),
+                    ArgValue::Ptr(y),
+                    ArgValue::Ptr(p),
+                    ArgValue::U32(n),
+                ]
             }),
         },
         Case {
@@ -44,7 +53,12 @@ fn cases() -> Vec<Case> {
             args: Box::new(move |s: &mut Sim| {
                 let x = s.alloc(4 * n as usize).unwrap();
                 let y = s.alloc(4 * n as usize).unwrap();
-                vec![ArgValue::Ptr(x), ArgValue::Ptr(y), ArgValue::F32(2.0), ArgValue::U32(n)]
+                vec![
+                    ArgValue::Ptr(x),
+                    ArgValue::Ptr(y),
+                    ArgValue::F32(2.0),
+                    ArgValue::U32(n),
+                ]
             }),
         },
         Case {
@@ -68,12 +82,18 @@ fn bench(c: &mut Criterion) {
             let mut sim = Sim::new(Sm::Sm80);
             sim.set_checks(checks);
             let args = (case.args)(&mut sim);
-            let instructions = sim.launch_program(&prog, case.entry, case.cfg, &args).unwrap().instructions;
+            let instructions = sim
+                .launch_program(&prog, case.entry, case.cfg, &args)
+                .unwrap()
+                .instructions;
             let mut g = c.benchmark_group(format!("sim/{}", case.name));
             g.throughput(Throughput::Elements(instructions));
             g.sample_size(10);
             g.bench_function(if checks { "checks_on" } else { "checks_off" }, |b| {
-                b.iter(|| sim.launch_program(&prog, case.entry, case.cfg, &args).unwrap())
+                b.iter(|| {
+                    sim.launch_program(&prog, case.entry, case.cfg, &args)
+                        .unwrap()
+                })
             });
             g.finish();
         }

@@ -19,8 +19,16 @@ fn saxpy_through_files() {
     let x: Vec<f32> = (0..n).map(|i| i as f32 * 0.25).collect();
     let y: Vec<f32> = (0..n).map(|i| 1.0 - i as f32).collect();
     let (px, py) = (tmp("x.bin"), tmp("y.bin"));
-    std::fs::write(&px, x.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<_>>()).unwrap();
-    std::fs::write(&py, y.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<_>>()).unwrap();
+    std::fs::write(
+        &px,
+        x.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<_>>(),
+    )
+    .unwrap();
+    std::fs::write(
+        &py,
+        y.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<_>>(),
+    )
+    .unwrap();
     let out = cli::run(&args(&[
         "tests/ptx/saxpy.ptx",
         "--grid",
@@ -51,7 +59,14 @@ fn reduction_out_buffer_and_findings() {
     let input: Vec<u32> = (0..512).collect();
     let pin = tmp("in.bin");
     let pout = tmp("out.bin");
-    std::fs::write(&pin, input.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<_>>()).unwrap();
+    std::fs::write(
+        &pin,
+        input
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect::<Vec<_>>(),
+    )
+    .unwrap();
     let out = cli::run(&args(&[
         "tests/ptx/reduce.ptx",
         "--entry",
@@ -67,7 +82,11 @@ fn reduction_out_buffer_and_findings() {
     ]))
     .unwrap();
     assert!(out.contains("bar.sync"), "{out}");
-    let got: Vec<u32> = std::fs::read(&pout).unwrap().chunks(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect();
+    let got: Vec<u32> = std::fs::read(&pout)
+        .unwrap()
+        .chunks(4)
+        .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
     let want: Vec<u32> = (0..4).map(|b| (b * 128..(b + 1) * 128).sum()).collect();
     assert_eq!(got, want);
     // too-small input buffer: the out-of-bounds read is reported
@@ -85,6 +104,10 @@ fn reduction_out_buffer_and_findings() {
     ]))
     .unwrap_err();
     assert!(err.contains("out-of-bounds global"), "{err}");
-    assert!(cli::run(&args(&["--help"])).unwrap().contains("out:PATH:BYTES"));
+    assert!(
+        cli::run(&args(&["--help"]))
+            .unwrap()
+            .contains("out:PATH:BYTES")
+    );
     assert!(cli::run(&args(&["tests/ptx/reduce.ptx", "--grid", "1"])).is_err());
 }

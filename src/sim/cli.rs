@@ -51,7 +51,9 @@ fn parse_int(s: &str) -> Result<u64, String> {
 }
 
 fn parse_arg(s: &str) -> Result<ArgSpec, String> {
-    let (kind, rest) = s.split_once(':').ok_or_else(|| format!("bad --arg `{s}` (expected KIND:VALUE)"))?;
+    let (kind, rest) = s
+        .split_once(':')
+        .ok_or_else(|| format!("bad --arg `{s}` (expected KIND:VALUE)"))?;
     Ok(match kind {
         "u32" => ArgSpec::Scalar(ArgValue::U32(parse_int(rest)? as u32)),
         "s32" => ArgSpec::Scalar(ArgValue::S32(parse_int(rest)? as i32)),
@@ -70,7 +72,9 @@ fn parse_arg(s: &str) -> Result<ArgSpec, String> {
         "in" => ArgSpec::In(rest.to_string()),
         "inout" => ArgSpec::InOut(rest.to_string()),
         "out" => {
-            let (p, n) = rest.rsplit_once(':').ok_or_else(|| format!("bad --arg `{s}` (expected out:PATH:BYTES)"))?;
+            let (p, n) = rest
+                .rsplit_once(':')
+                .ok_or_else(|| format!("bad --arg `{s}` (expected out:PATH:BYTES)"))?;
             ArgSpec::Out(p.to_string(), parse_int(n)? as usize)
         }
         k => return Err(format!("unknown argument kind `{k}` in `{s}`")),
@@ -78,7 +82,10 @@ fn parse_arg(s: &str) -> Result<ArgSpec, String> {
 }
 
 fn dims(s: &str) -> Result<(u32, u32, u32), String> {
-    let v: Vec<u32> = s.split(',').map(|x| parse_int(x.trim()).map(|v| v as u32)).collect::<Result<_, _>>()?;
+    let v: Vec<u32> = s
+        .split(',')
+        .map(|x| parse_int(x.trim()).map(|v| v as u32))
+        .collect::<Result<_, _>>()?;
     if v.is_empty() || v.len() > 3 {
         return Err(format!("bad dimensions `{s}`"));
     }
@@ -100,7 +107,11 @@ pub fn run(args: &[String]) -> Result<String, String> {
     let mut specs = Vec::new();
     let mut it = args.iter();
     while let Some(a) = it.next() {
-        let mut val = |name: &str| it.next().cloned().ok_or_else(|| format!("{name} needs a value"));
+        let mut val = |name: &str| {
+            it.next()
+                .cloned()
+                .ok_or_else(|| format!("{name} needs a value"))
+        };
         match a.as_str() {
             "-h" | "--help" => return Ok(USAGE.to_string()),
             "--entry" => entry = Some(val("--entry")?),
@@ -109,7 +120,9 @@ pub fn run(args: &[String]) -> Result<String, String> {
             "--smem" => smem = parse_int(&val("--smem")?)? as u32,
             "--sm" => sm = Sm::parse(&val("--sm")?).map_err(|e| e.to_string())?,
             "--no-checks" => checks = false,
-            "--max-instructions" => max_instructions = Some(parse_int(&val("--max-instructions")?)?),
+            "--max-instructions" => {
+                max_instructions = Some(parse_int(&val("--max-instructions")?)?)
+            }
             "--arg" => specs.push(parse_arg(&val("--arg")?)?),
             s if s.starts_with("--") => return Err(format!("unknown option `{s}`\n{USAGE}")),
             s => {
@@ -128,7 +141,11 @@ pub fn run(args: &[String]) -> Result<String, String> {
         Some(e) => e,
         None => match prog.entry_names().as_slice() {
             [one] => one.to_string(),
-            names => return Err(format!("{file} has entries {names:?}; pick one with --entry")),
+            names => {
+                return Err(format!(
+                    "{file} has entries {names:?}; pick one with --entry"
+                ));
+            }
         },
     };
     let mut sim = Sim::new(sm);
@@ -157,7 +174,11 @@ pub fn run(args: &[String]) -> Result<String, String> {
             }
         }
     }
-    let cfg = LaunchConfig { grid, block, dynamic_smem_bytes: smem };
+    let cfg = LaunchConfig {
+        grid,
+        block,
+        dynamic_smem_bytes: smem,
+    };
     let mut out = String::new();
     let report = match sim.launch_program(&prog, &entry, cfg, &values) {
         Ok(r) => r,
