@@ -1247,11 +1247,7 @@ impl<'a> Exec<'a> {
                 let addr = a!().wrapping_add(i.off as u64);
                 let mut vals = [0u64; 4];
                 for (k, v) in vals.iter_mut().enumerate().take(n as usize) {
-                    *v = if k == 3 {
-                        self.rd(base, Src::Reg(i.d[0]))?
-                    } else {
-                        self.rd(base, i.s[k + 1])?
-                    };
+                    *v = self.rd(base, i.s[k + 1])?;
                 }
                 let sz = size as usize;
                 let (rs, _) = Self::resolve(sp, addr);
