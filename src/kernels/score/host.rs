@@ -401,7 +401,8 @@ pub const LANES: usize = 16;
 /// Knobs of [`route_top_s_fast_with`]. They change speed, never results.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FastConfig {
-    /// Worker threads (at least 1). Small problems use one regardless.
+    /// Worker threads (at least 1); fewer run when there are fewer atom
+    /// groups and rows than threads.
     pub threads: usize,
     /// Atoms per packed dictionary tile (at least 1; rounded up to a
     /// multiple of [`LANES`]). Working memory is one `atom_tile × P` panel
@@ -420,11 +421,12 @@ impl Default for FastConfig {
     }
 }
 
-/// Below this many multiply-adds a problem runs on one thread.
+/// Below this many multiply-adds [`route_top_s_fast`] uses one thread.
 const PARALLEL_MIN_MACS: usize = 1 << 18;
 
-/// [`route_top_s`] computed fast, with [`FastConfig::default`]. The result
-/// is bit-identical to [`route_top_s`].
+/// [`route_top_s`] computed fast, with [`FastConfig::default`] (one thread
+/// for problems under 2^18 multiply-adds). The result is bit-identical to
+/// [`route_top_s`].
 pub fn route_top_s_fast(
     x: &[f32],
     d: &[f32],
@@ -433,7 +435,11 @@ pub fn route_top_s_fast(
     p: usize,
     s: usize,
 ) -> Result<TopS> {
-    route_top_s_fast_with(x, d, rows, k, p, s, &FastConfig::default())
+    let mut cfg = FastConfig::default();
+    if rows.saturating_mul(k).saturating_mul(p) < PARALLEL_MIN_MACS {
+        cfg.threads = 1;
+    }
+    route_top_s_fast_with(x, d, rows, k, p, s, &cfg)
 }
 
 /// [`route_top_s`] computed fast: the dictionary is walked in tiles of
@@ -461,12 +467,7 @@ pub fn route_top_s_fast_with(
         ));
     }
     let atom_tile = cfg.atom_tile.div_ceil(LANES) * LANES;
-    let macs = rows.saturating_mul(k).saturating_mul(p);
-    let threads = if macs < PARALLEL_MIN_MACS {
-        1
-    } else {
-        cfg.threads
-    };
+    let threads = cfg.threads;
 
     // Work items: (row range, atom range), each producing one state per row.
     let groups = k.div_ceil(LANES);
@@ -802,5 +803,204 @@ impl SplitMix64 {
     /// Uniform-ish in `0..n` (`n ≥ 1`; the modulo bias is irrelevant here).
     fn below(&mut self, n: u64) -> u64 {
         self.next() % n
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SPECIALS: [f32; 9] = [
+        f32::NAN,
+        -f32::NAN,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        1e-45,
+    ];
+
+    #[test]
+    fn rank_key_orders_like_rank_cmp() {
+        let mut pairs = Vec::new();
+        for (i, &v) in SPECIALS.iter().enumerate() {
+            for atom in [0u32, 1, 7, u32::MAX - 1] {
+                pairs.push((atom.wrapping_add(i as u32 * 10), v));
+            }
+        }
+        for &a in &pairs {
+            for &b in &pairs {
+                let by_key = rank_key(b.0, b.1).cmp(&rank_key(a.0, a.1));
+                if a.0 == b.0 && (a.1.is_nan() == b.1.is_nan()) && (a.1.abs() == b.1.abs()) {
+                    assert_eq!(by_key, Ordering::Equal);
+                } else if a.0 != b.0 {
+                    assert_eq!(by_key, rank_cmp(a, b), "{a:?} vs {b:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn rank_cmp_spelled_out() {
+        use Ordering::*;
+        assert_eq!(rank_cmp((5, f32::INFINITY), (0, 1e38)), Less);
+        assert_eq!(
+            rank_cmp((1, f32::NEG_INFINITY), (0, f32::INFINITY)),
+            Greater
+        );
+        assert_eq!(rank_cmp((0, -0.0), (1, 0.0)), Less);
+        assert_eq!(rank_cmp((1, -0.0), (0, 0.0)), Greater);
+        assert_eq!(rank_cmp((9, 0.0), (0, f32::NAN)), Less);
+        assert_eq!(rank_cmp((0, f32::NAN), (1, -f32::NAN)), Less);
+        assert_eq!(rank_cmp((0, -3.0), (1, 2.0)), Less);
+    }
+
+    #[test]
+    fn dot_lanes_rows_matches_dot_per_lane() {
+        let p = 7;
+        let d: Vec<f32> = (0..20 * p).map(|i| (i as f32 * 0.37).sin() * 3.0).collect();
+        let x: Vec<f32> = (0..2 * p).map(|i| (i as f32 * 0.91).cos()).collect();
+        let mut panel = vec![f32::NAN; 2 * LANES * p];
+        pack_panel(&d, p, 0..20, &mut panel);
+        let (x0, x1) = (&x[..p], &x[p..]);
+        for g in 0..2 {
+            let accs = dot_lanes_rows([x0, x1], &panel[g * LANES * p..(g + 1) * LANES * p]);
+            for j in 0..LANES {
+                let a = g * LANES + j;
+                for (i, xr) in [x0, x1].into_iter().enumerate() {
+                    let want = if a < 20 {
+                        dot(xr, &d[a * p..(a + 1) * p])
+                    } else {
+                        0.0
+                    };
+                    assert_eq!(accs[i][j].to_bits(), want.to_bits(), "row {i} atom {a}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn split_covers_in_order() {
+        for n in 1..40 {
+            for parts in 1..=n {
+                let ranges = split(n, parts);
+                assert_eq!(ranges.len(), parts);
+                assert_eq!(ranges[0].start, 0);
+                assert_eq!(ranges[parts - 1].end, n);
+                for w in ranges.windows(2) {
+                    assert_eq!(w[0].end, w[1].start);
+                }
+                assert!(ranges.iter().all(|r| !r.is_empty()));
+            }
+        }
+    }
+
+    #[test]
+    fn state_keeps_bits_and_capacity() {
+        let mut st = TopSState::new(3);
+        assert!(st.is_empty());
+        let odd_nan = f32::from_bits(0x7fc0_1234);
+        for (a, &v) in [odd_nan, -0.0, 2.0, -5.0, 0.0].iter().enumerate() {
+            st.offer(a as u32, v);
+        }
+        assert_eq!(st.len(), 3);
+        assert_eq!(st.capacity(), 3);
+        let got: Vec<(u32, u32)> = st
+            .finish()
+            .into_iter()
+            .map(|(a, v)| (a, v.to_bits()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (3, (-5.0f32).to_bits()),
+                (2, 2.0f32.to_bits()),
+                (1, (-0.0f32).to_bits())
+            ]
+        );
+
+        let mut nan_only = TopSState::new(2);
+        nan_only.offer(4, odd_nan);
+        nan_only.offer(2, f32::NAN);
+        let got = nan_only.finish();
+        assert_eq!(got[0].0, 2);
+        assert_eq!(got[1].0, 4);
+        assert_eq!(got[1].1.to_bits(), 0x7fc0_1234);
+
+        let mut none = TopSState::new(0);
+        none.offer(0, 1.0);
+        assert!(none.finish().is_empty());
+    }
+
+    #[test]
+    fn merge_rejects_different_s() {
+        let mut a = TopSState::new(2);
+        let b = TopSState::new(3);
+        let msg = a.merge(&b).unwrap_err().to_string();
+        assert!(msg.contains("s=2") && msg.contains("s=3"), "{msg}");
+    }
+
+    #[test]
+    fn fast_config_rejects_zero_knobs() {
+        let x = [1.0f32];
+        let d = [1.0f32];
+        for cfg in [
+            FastConfig {
+                threads: 0,
+                atom_tile: 8,
+            },
+            FastConfig {
+                threads: 1,
+                atom_tile: 0,
+            },
+        ] {
+            let msg = route_top_s_fast_with(&x, &d, 1, 1, 1, 1, &cfg)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                msg.contains(&format!("threads={}", cfg.threads))
+                    && msg.contains(&format!("atom_tile={}", cfg.atom_tile)),
+                "{msg}"
+            );
+        }
+    }
+
+    #[test]
+    fn fast_splits_by_atoms_and_by_rows() {
+        // Atom split (many groups) and row split (one group, many rows),
+        // with tiles that do not divide K.
+        for (rows, k, p, s) in [(5, 203, 9, 4), (50, 16, 3, 16), (3, 17, 2, 17)] {
+            let x: Vec<f32> = (0..rows * p).map(|i| ((i * 7 % 11) as f32) - 5.0).collect();
+            let d: Vec<f32> = (0..k * p).map(|i| ((i * 5 % 13) as f32) - 6.0).collect();
+            let want = route_top_s(&x, &d, rows, k, p, s).unwrap();
+            for threads in 1..=5 {
+                for atom_tile in [1, 16, 33, 1000] {
+                    let cfg = FastConfig { threads, atom_tile };
+                    let got = route_top_s_fast_with(&x, &d, rows, k, p, s, &cfg).unwrap();
+                    assert_eq!(got, want, "rows={rows} K={k} P={p} s={s} {cfg:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn fma_candidate_plants_an_exact_tie() {
+        // In exact arithmetic the planted pair scores equal for the chosen
+        // row: check with f64, where the 16-bit products are exact and the
+        // short sums are too.
+        let mut rng = SplitMix64(42);
+        for _ in 0..50 {
+            let c = fma_candidate(3, 5, 6, &mut rng);
+            let (a, b) = (c.pair.0 as usize, c.pair.1 as usize);
+            assert_ne!(a, b);
+            let exact = |atom: usize, row: usize| -> f64 {
+                (0..c.p)
+                    .map(|j| f64::from(c.x[row * c.p + j]) * f64::from(c.d[atom * c.p + j]))
+                    .sum()
+            };
+            assert_eq!(exact(a, c.row), exact(b, c.row));
+        }
     }
 }
