@@ -529,7 +529,44 @@ fn split(n: usize, parts: usize) -> Vec<Range<usize>> {
 
 /// Routes rows `row_range` against atoms `atom_range` (whose start is a
 /// multiple of [`LANES`] or equal to `0`), returning one state per row.
+///
+/// On x86-64 CPUs with AVX the same code is compiled with 256-bit vectors:
+/// the same IEEE `mul`/`add` per lane, so the same bits. Only `avx` is
+/// enabled, not `fma`, and Rust never contracts `a * b + c` by itself.
 fn route_part(
+    x: &[f32],
+    d: &[f32],
+    p: usize,
+    s: usize,
+    row_range: Range<usize>,
+    atom_range: Range<usize>,
+    atom_tile: usize,
+) -> Vec<TopSState> {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx") {
+        // SAFETY: the CPU supports AVX, checked just above.
+        return unsafe { route_part_avx(x, d, p, s, row_range, atom_range, atom_tile) };
+    }
+    route_part_body(x, d, p, s, row_range, atom_range, atom_tile)
+}
+
+/// [`route_part_body`] compiled for AVX.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx")]
+fn route_part_avx(
+    x: &[f32],
+    d: &[f32],
+    p: usize,
+    s: usize,
+    row_range: Range<usize>,
+    atom_range: Range<usize>,
+    atom_tile: usize,
+) -> Vec<TopSState> {
+    route_part_body(x, d, p, s, row_range, atom_range, atom_tile)
+}
+
+#[inline(always)]
+fn route_part_body(
     x: &[f32],
     d: &[f32],
     p: usize,
@@ -574,7 +611,7 @@ fn route_part(
 }
 
 /// Rows scored together by the fast path's inner kernel.
-const ROW_BLOCK: usize = 2;
+const ROW_BLOCK: usize = 4;
 
 /// One packed dictionary tile: atoms `start..end`, `panel` as written by
 /// [`pack_panel`].
@@ -586,7 +623,7 @@ struct Tile<'a> {
 
 /// Scores rows `r0..r0+R` against every atom of `tile` and offers the
 /// scores to those rows' states.
-#[inline]
+#[inline(always)]
 fn score_rows<const R: usize>(
     x: &[f32],
     p: usize,
@@ -632,7 +669,7 @@ fn pack_panel(d: &[f32], p: usize, atoms: Range<usize>, panel: &mut [f32]) {
 /// of the group, with its own accumulator summing `c` ascending, separate
 /// roundings (no `mul_add`), so each lane equals the readable `dot` bit for
 /// bit. Each panel load is shared by the `R` rows.
-#[inline]
+#[inline(always)]
 fn dot_lanes_rows<const R: usize>(xs: [&[f32]; R], group_panel: &[f32]) -> [[f32; LANES]; R] {
     let mut acc = [[0.0f32; LANES]; R];
     for (c, dc) in group_panel.chunks_exact(LANES).enumerate() {
@@ -981,6 +1018,34 @@ mod tests {
                     let got = route_top_s_fast_with(&x, &d, rows, k, p, s, &cfg).unwrap();
                     assert_eq!(got, want, "rows={rows} K={k} P={p} s={s} {cfg:?}");
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn baseline_and_dispatched_kernels_agree() {
+        // On an AVX machine `route_part` runs the AVX build; the baseline
+        // body must give the same bits (elsewhere both are the baseline).
+        let finish = |states: Vec<TopSState>| -> Vec<(u32, u32)> {
+            states
+                .into_iter()
+                .flat_map(|st| st.finish())
+                .map(|(a, v)| (a, v.to_bits()))
+                .collect()
+        };
+        for (rows, k, p, s) in [(7, 100, 13, 100), (4, 33, 64, 3), (1, 5, 1, 2)] {
+            let x: Vec<f32> = (0..rows * p).map(|i| (i as f32 * 0.77).sin()).collect();
+            let mut d: Vec<f32> = (0..k * p).map(|i| (i as f32 * 0.31).cos() * 1e3).collect();
+            d[0] = f32::INFINITY;
+            d[k * p - 1] = f32::NAN;
+            for atom_tile in [16, 48] {
+                let dispatched = route_part(&x, &d, p, s, 0..rows, 0..k, atom_tile);
+                let baseline = route_part_body(&x, &d, p, s, 0..rows, 0..k, atom_tile);
+                assert_eq!(
+                    finish(dispatched),
+                    finish(baseline),
+                    "rows={rows} K={k} P={p}"
+                );
             }
         }
     }
