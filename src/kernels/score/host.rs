@@ -90,7 +90,7 @@ impl ScoreShape {
 /// The part of a length error that names the `P` a length implies, when it
 /// is a whole number of `count` rows of `unit`.
 fn implied_p(len: usize, count: usize, p: usize, name: &str, unit: &str) -> String {
-    if len % count == 0 {
+    if len.is_multiple_of(count) {
         format!(
             " ({name} holds {count} {unit} of P={} each, but P={p} was given)",
             len / count
@@ -356,10 +356,10 @@ impl TopSState {
         let entry = Reverse((rank_key(atom, score), score.to_bits()));
         if self.kept.len() < self.s {
             self.kept.push(entry);
-        } else if let Some(mut worst) = self.kept.peek_mut() {
-            if entry < *worst {
-                *worst = entry;
-            }
+        } else if let Some(mut worst) = self.kept.peek_mut()
+            && entry < *worst
+        {
+            *worst = entry;
         }
     }
 
@@ -904,15 +904,15 @@ mod tests {
         let (x0, x1) = (&x[..p], &x[p..]);
         for g in 0..2 {
             let accs = dot_lanes_rows([x0, x1], &panel[g * LANES * p..(g + 1) * LANES * p]);
-            for j in 0..LANES {
-                let a = g * LANES + j;
-                for (i, xr) in [x0, x1].into_iter().enumerate() {
+            for (acc, xr) in accs.iter().zip([x0, x1]) {
+                for (j, got) in acc.iter().enumerate() {
+                    let a = g * LANES + j;
                     let want = if a < 20 {
                         dot(xr, &d[a * p..(a + 1) * p])
                     } else {
                         0.0
                     };
-                    assert_eq!(accs[i][j].to_bits(), want.to_bits(), "row {i} atom {a}");
+                    assert_eq!(got.to_bits(), want.to_bits(), "atom {a}");
                 }
             }
         }
