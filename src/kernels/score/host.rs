@@ -40,12 +40,7 @@ impl ScoreShape {
                  least 1"
             ));
         }
-        if u32::try_from(k).is_err() {
-            return Err(invalid_arg!(
-                "score: K={k} atoms exceeds u32::MAX={} (atom indices are u32)",
-                u32::MAX
-            ));
-        }
+        check_atom_count(k)?;
         for (what, a, b) in [("rows·P", rows, p), ("K·P", k, p), ("rows·K", rows, k)] {
             if a.checked_mul(b).is_none() {
                 return Err(invalid_arg!("score: {what} = {a}·{b} overflows usize"));
@@ -80,17 +75,32 @@ impl ScoreShape {
 
     /// Checks `1 ≤ s ≤ K`. `s` is never clamped.
     pub fn check_s(&self, s: usize) -> Result<()> {
-        if s == 0 || s > self.k {
-            return Err(invalid_arg!("score: s={s} must be in 1..=K (K={})", self.k));
-        }
-        Ok(())
+        check_s(s, self.k)
     }
+}
+
+/// Atom indices are `u32`: at most `u32::MAX` atoms.
+fn check_atom_count(k: usize) -> Result<()> {
+    if u32::try_from(k).is_err() {
+        return Err(invalid_arg!(
+            "score: K={k} atoms exceeds u32::MAX={} (atom indices are u32)",
+            u32::MAX
+        ));
+    }
+    Ok(())
+}
+
+fn check_s(s: usize, k: usize) -> Result<()> {
+    if s == 0 || s > k {
+        return Err(invalid_arg!("score: s={s} must be in 1..=K (K={k})"));
+    }
+    Ok(())
 }
 
 /// The part of a length error that names the `P` a length implies, when it
 /// is a whole number of `count` rows of `unit`.
 fn implied_p(len: usize, count: usize, p: usize, name: &str, unit: &str) -> String {
-    if len.is_multiple_of(count) {
+    if len > 0 && len.is_multiple_of(count) {
         format!(
             " ({name} holds {count} {unit} of P={} each, but P={p} was given)",
             len / count
@@ -267,16 +277,8 @@ pub fn score_block(x: &[f32], d: &[f32], rows: usize, k: usize, p: usize) -> Res
 /// Errors if `s` is not in `1..=scores.len()` or the row has more than
 /// `u32::MAX` atoms.
 pub fn select_top_s(scores: &[f32], s: usize) -> Result<Vec<(u32, f32)>> {
-    let k = scores.len();
-    if u32::try_from(k).is_err() {
-        return Err(invalid_arg!(
-            "score: K={k} atoms exceeds u32::MAX={}",
-            u32::MAX
-        ));
-    }
-    if s == 0 || s > k {
-        return Err(invalid_arg!("score: s={s} must be in 1..=K (K={k})"));
-    }
+    check_atom_count(scores.len())?;
+    check_s(s, scores.len())?;
     let mut ranked: Vec<(u32, f32)> = scores
         .iter()
         .enumerate()
@@ -404,8 +406,8 @@ pub struct FastConfig {
     /// Worker threads (at least 1); fewer run when there are fewer atom
     /// groups and rows than threads.
     pub threads: usize,
-    /// Atoms per packed dictionary tile (at least 1; rounded up to a
-    /// multiple of [`LANES`]). Working memory is one `atom_tile × P` panel
+    /// Atoms per packed dictionary tile (at least 1; capped at `K`, then
+    /// rounded up to a multiple of [`LANES`]). Working memory is one `atom_tile × P` panel
     /// per thread plus `rows × s` kept candidates per thread; it does not
     /// grow with `K`.
     pub atom_tile: usize,
@@ -466,7 +468,8 @@ pub fn route_top_s_fast_with(
             cfg.atom_tile
         ));
     }
-    let atom_tile = cfg.atom_tile.div_ceil(LANES) * LANES;
+    // A tile wider than K only wastes panel memory (and could overflow).
+    let atom_tile = cfg.atom_tile.min(k).div_ceil(LANES) * LANES;
     let threads = cfg.threads;
 
     // Work items: (row range, atom range), each producing one state per row.
@@ -581,19 +584,15 @@ fn route_part_body(
     while tile_start < atom_range.end {
         let tile_end = (tile_start + atom_tile).min(atom_range.end);
         let n_groups = (tile_end - tile_start).div_ceil(LANES);
-        pack_panel(
-            d,
-            p,
-            tile_start..tile_end,
-            &mut panel[..n_groups * LANES * p],
-        );
-        // Rows in blocks of ROW_BLOCK so each panel load feeds several
-        // rows' accumulators; the leftover rows one at a time.
+        let used = &mut panel[..n_groups * LANES * p];
+        pack_panel(d, p, tile_start..tile_end, used);
         let tile = Tile {
-            panel: &panel[..n_groups * LANES * p],
+            panel: used,
             start: tile_start,
             end: tile_end,
         };
+        // Rows in blocks of ROW_BLOCK so each panel load feeds several
+        // rows' accumulators; the leftover rows one at a time.
         let mut blocks = states.chunks_exact_mut(ROW_BLOCK);
         let mut r = row_range.start;
         for block in &mut blocks {
@@ -737,7 +736,8 @@ pub struct FmaCase {
     pub s: usize,
     pub x: Vec<f32>,
     pub d: Vec<f32>,
-    /// The first row whose top-s differs.
+    /// The row holding the planted near-tie; its top-s differs (other
+    /// rows may differ too).
     pub row: usize,
     /// The two planted atoms (`x[row]·a == x[row]·b` in exact arithmetic).
     pub pair: (u32, u32),
@@ -753,9 +753,9 @@ pub struct FmaCase {
 /// random row and sets atom `b = a + t·(x[r][c2]·e_c1 − x[r][c1]·e_c2)` for
 /// a small integer `t`: in exact arithmetic `x[r]·a == x[r]·b`, so the two
 /// computed scores differ only by rounding, and the separate and the fused
-/// roundings often order them differently. The first attempt whose
-/// [`route_top_s`] and [`fma_route_top_s`] atoms differ is returned
-/// (typically within a few attempts).
+/// roundings often order them differently. The first attempt where
+/// [`route_top_s`] and [`fma_route_top_s`] pick different atoms for row `r`
+/// is returned (typically within a few attempts).
 pub fn fma_sensitive_case(rows: usize, k: usize, p: usize, seed: u64) -> Result<FmaCase> {
     const ATTEMPTS: usize = 10_000;
     ScoreShape::new(rows, k, p)?;
@@ -769,9 +769,8 @@ pub fn fma_sensitive_case(rows: usize, k: usize, p: usize, seed: u64) -> Result<
         let case = fma_candidate(rows, k, p, &mut rng);
         let separate = route_top_s(&case.x, &case.d, rows, k, p, case.s)?;
         let fused = fma_route_top_s(&case.x, &case.d, rows, k, p, case.s)?;
-        let differing = (0..rows).find(|&r| separate.row(r).0 != fused.row(r).0);
-        if let Some(row) = differing {
-            return Ok(FmaCase { row, ..case });
+        if separate.row(case.row).0 != fused.row(case.row).0 {
+            return Ok(case);
         }
     }
     Err(invalid_arg!(
@@ -803,7 +802,8 @@ fn fma_candidate(rows: usize, k: usize, p: usize, rng: &mut SplitMix64) -> FmaCa
     }
     let xr = &x[row * p..(row + 1) * p];
     for c in 0..p {
-        // Sums of 17-bit fractions on the 2^-16 grid: exact in f32.
+        // On the 2^-16 grid and below 4 in magnitude: at most 18
+        // significant bits, exact in f32.
         let shift = if c == c1 {
             t * xr[c2]
         } else if c == c2 {
@@ -1013,7 +1013,7 @@ mod tests {
             let d: Vec<f32> = (0..k * p).map(|i| ((i * 5 % 13) as f32) - 6.0).collect();
             let want = route_top_s(&x, &d, rows, k, p, s).unwrap();
             for threads in 1..=5 {
-                for atom_tile in [1, 16, 33, 1000] {
+                for atom_tile in [1, 16, 33, 1000, usize::MAX] {
                     let cfg = FastConfig { threads, atom_tile };
                     let got = route_top_s_fast_with(&x, &d, rows, k, p, s, &cfg).unwrap();
                     assert_eq!(got, want, "rows={rows} K={k} P={p} s={s} {cfg:?}");
