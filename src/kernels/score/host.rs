@@ -260,6 +260,18 @@ fn dot(x: &[f32], d: &[f32]) -> f32 {
 
 /// The full `rows × K` score block, row-major: `scores[r*K + a]`.
 pub fn score_block(x: &[f32], d: &[f32], rows: usize, k: usize, p: usize) -> Result<Vec<f32>> {
+    block_with(x, d, rows, k, p, dot)
+}
+
+/// The score block with `dot` as the per-score evaluation.
+fn block_with(
+    x: &[f32],
+    d: &[f32],
+    rows: usize,
+    k: usize,
+    p: usize,
+    dot: fn(&[f32], &[f32]) -> f32,
+) -> Result<Vec<f32>> {
     validate(x, d, rows, k, p)?;
     let mut scores = Vec::with_capacity(rows * k);
     for r in 0..rows {
@@ -299,6 +311,19 @@ pub fn route_top_s(
     k: usize,
     p: usize,
     s: usize,
+) -> Result<TopS> {
+    route_with(x, d, rows, k, p, s, dot)
+}
+
+/// The readable route with `dot` as the per-score evaluation.
+fn route_with(
+    x: &[f32],
+    d: &[f32],
+    rows: usize,
+    k: usize,
+    p: usize,
+    s: usize,
+    dot: fn(&[f32], &[f32]) -> f32,
 ) -> Result<TopS> {
     validate_route(x, d, rows, k, p, s)?;
     let mut lists = Vec::with_capacity(rows);
@@ -691,20 +716,7 @@ fn dot_lanes_rows<const R: usize>(xs: [&[f32]; R], group_panel: &[f32]) -> [[f32
 /// **not** the contract; it exists so tests can show that an
 /// implementation does not contract (see [`fma_sensitive_case`]).
 pub fn fma_score(x: &[f32], d: &[f32], rows: usize, k: usize, p: usize) -> Result<Vec<f32>> {
-    validate(x, d, rows, k, p)?;
-    let mut scores = Vec::with_capacity(rows * k);
-    for r in 0..rows {
-        let xr = &x[r * p..(r + 1) * p];
-        for a in 0..k {
-            let da = &d[a * p..(a + 1) * p];
-            let mut acc = 0.0f32;
-            for c in 0..p {
-                acc = xr[c].mul_add(da[c], acc);
-            }
-            scores.push(acc);
-        }
-    }
-    Ok(scores)
+    block_with(x, d, rows, k, p, fused_dot)
 }
 
 /// [`route_top_s`] on the fused scores of [`fma_score`] (for tests).
@@ -716,13 +728,16 @@ pub fn fma_route_top_s(
     p: usize,
     s: usize,
 ) -> Result<TopS> {
-    validate_route(x, d, rows, k, p, s)?;
-    let scores = fma_score(x, d, rows, k, p)?;
-    let lists = scores
-        .chunks_exact(k)
-        .map(|row| select_top_s(row, s))
-        .collect::<Result<Vec<_>>>()?;
-    Ok(TopS::from_rows(rows, s, lists))
+    route_with(x, d, rows, k, p, s, fused_dot)
+}
+
+/// `acc = mul_add(x[c], d[c], acc)` for c ascending from `+0.0`.
+fn fused_dot(x: &[f32], d: &[f32]) -> f32 {
+    let mut acc = 0.0f32;
+    for c in 0..x.len() {
+        acc = x[c].mul_add(d[c], acc);
+    }
+    acc
 }
 
 /// A routing problem whose separate-rounding top-s (the contract) differs
