@@ -4,6 +4,7 @@
 pub mod dispatch;
 pub mod dot;
 pub mod fp8;
+pub mod score;
 
 use crate::dsl::PtxModule;
 use crate::error::Result;
