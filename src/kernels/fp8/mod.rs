@@ -10,5 +10,7 @@
 //! Everything public in [`host`] is re-exported here.
 
 pub mod host;
+pub mod launch;
+pub mod ptx;
 
 pub use host::*;
