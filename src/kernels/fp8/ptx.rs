@@ -886,6 +886,65 @@ mod tests {
         assert_eq!(sw_encode_model(Format::E4M3, f32::NAN), host::NAN_CODE);
     }
 
+    crate::kernel_params! {
+        struct CanonArgs => CanonRegs {
+            w: Ptr<U32>,
+            n: U32,
+            out: Ptr<U32>,
+        }
+    }
+
+    /// The simulator's FP8 cvt always writes `0x7F` for NaN, so the
+    /// hardware path's NaN canonicalisation is checked on its own: every
+    /// byte value in every position, next to other bytes.
+    #[test]
+    fn nan_code_canonicalisation_on_the_simulator() {
+        use crate::dsl::params::KernelParams;
+        use crate::runtime::exec::{Executor, LaunchConfig, download_vec, upload_new};
+        for f in [Format::E4M3, Format::E5M2] {
+            let mut b = KernelBuilder::new("nan_canon", Sm::Sm80);
+            let p = b.params::<CanonArgs>();
+            let i = b.global_id_x();
+            let ok = b.setp(Cmp::Lt, i, p.n);
+            b.if_(ok, |b| {
+                let src = b.offset(p.w, i);
+                let w = b.ld_global(src, 0);
+                let c = canonicalize_nan_codes(b, f, w);
+                let dst = b.offset(p.out, i);
+                b.st_global(dst, 0, c);
+            });
+            let m = b.finish().unwrap();
+            let mut words = Vec::new();
+            for v in 0..=255u32 {
+                for k in 0..4 {
+                    let others = [0x00u32, 0xFF, 0x7F, 0x12, 0xFE][(v as usize + k) % 5];
+                    let w = (others * 0x0101_0101) & !(0xFF << (8 * k)) | (v << (8 * k));
+                    words.push(w);
+                }
+            }
+            let mut sim = crate::sim::Sim::new(Sm::Sm80);
+            let wb = upload_new(&mut sim, &words).unwrap();
+            let ob = Executor::alloc(&mut sim, words.len() * 4).unwrap();
+            let n = words.len() as u32;
+            let args = CanonArgs {
+                w: wb.into(),
+                n,
+                out: ob.into(),
+            };
+            sim.launch(&m, LaunchConfig::linear(n.div_ceil(128), 128), &args.args())
+                .unwrap();
+            let got: Vec<u32> = download_vec(&mut sim, ob, words.len()).unwrap();
+            let nan_code = |c: u32| f.decode(c as u8).is_nan();
+            for (w, g) in words.iter().zip(got) {
+                let want = (0..4).fold(0u32, |acc, k| {
+                    let c = (w >> (8 * k)) & 0xFF;
+                    acc | (if nan_code(c) { 0x7F } else { c }) << (8 * k)
+                });
+                assert_eq!(g, want, "{f:?} {w:#010x}");
+            }
+        }
+    }
+
     #[test]
     fn grid_is_capped_and_at_least_one() {
         assert_eq!(grid_blocks(0, 132), 1);
