@@ -6,7 +6,10 @@ use ptxsmith::Sm;
 use ptxsmith::nvtools::{NVDISASM_PINNED, NvTools, PTXAS_PINNED, Severity, ToolError};
 
 fn fixture(name: &str) -> String {
-    let p = format!("{}/tests/fixtures/nvtools/{name}", env!("CARGO_MANIFEST_DIR"));
+    let p = format!(
+        "{}/tests/fixtures/nvtools/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
     std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{p}: {e}"))
 }
 
@@ -29,7 +32,9 @@ fn retarget(ptx: &str, sm: Sm) -> String {
 
 #[test]
 fn pinned_versions() {
-    let Some(t) = NvTools::for_tests() else { return };
+    let Some(t) = NvTools::for_tests() else {
+        return;
+    };
     let (p, d) = t.versions().unwrap();
     assert_eq!(p, PTXAS_PINNED, "{}", t.ptxas.display());
     assert_eq!(d, NVDISASM_PINNED, "{}", t.nvdisasm.display());
@@ -37,7 +42,9 @@ fn pinned_versions() {
 
 #[test]
 fn mul_add_loop_becomes_fmul_fadd() {
-    let Some(t) = NvTools::for_tests() else { return };
+    let Some(t) = NvTools::for_tests() else {
+        return;
+    };
     for sm in [Sm::Sm80, Sm::Sm90] {
         let asm = t.assemble(&retarget(&fixture("loop.ptx"), sm), sm).unwrap();
         assert!(asm.cubin.starts_with(b"\x7fELF"));
@@ -61,7 +68,9 @@ fn mul_add_loop_becomes_fmul_fadd() {
 
 #[test]
 fn nested_loops_on_every_disassemblable_target() {
-    let Some(t) = NvTools::for_tests() else { return };
+    let Some(t) = NvTools::for_tests() else {
+        return;
+    };
     for sm in Sm::ALL {
         let asm = t.assemble(&retarget(&fixture("nest.ptx"), sm), sm).unwrap();
         if !NvTools::can_disassemble(sm) {
@@ -82,7 +91,9 @@ fn nested_loops_on_every_disassemblable_target() {
 
 #[test]
 fn spills_are_reported() {
-    let Some(t) = NvTools::for_tests() else { return };
+    let Some(t) = NvTools::for_tests() else {
+        return;
+    };
     let n = 64;
     let mut s = String::from(".version 7.0\n.target sm_80\n.address_size 64\n");
     s += ".visible .entry spill(.param .u64 p_x)\n.maxnreg 32\n{\n";
@@ -116,7 +127,9 @@ fn spills_are_reported() {
 
 #[test]
 fn errors_carry_line_numbers() {
-    let Some(t) = NvTools::for_tests() else { return };
+    let Some(t) = NvTools::for_tests() else {
+        return;
+    };
     let bad = ".version 7.0\n.target sm_80\n.address_size 64\n.visible .entry bad()\n{\n\
                .reg .b32 %r<2>;\n    add.rn.s32 %r1, %r1, 1;\n    ret;\n}\n";
     let e = t.assemble(bad, Sm::Sm80).unwrap_err();
@@ -141,7 +154,9 @@ fn errors_carry_line_numbers() {
 
 #[test]
 fn locate_honours_the_env_folder() {
-    let Some(t) = NvTools::for_tests() else { return };
+    let Some(t) = NvTools::for_tests() else {
+        return;
+    };
     // The installed folder found by locate() also works through in_dir().
     let root = t.ptxas.ancestors().nth(4).unwrap().to_path_buf();
     assert_eq!(NvTools::in_dir(&root), Some(t.clone()));

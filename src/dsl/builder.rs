@@ -1033,3 +1033,102 @@ fn is_identifier(s: &str) -> bool {
         _ => false,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::target::Feature;
+
+    fn err_of(r: Result<PtxModule>) -> Error {
+        r.expect_err("builder should refuse")
+    }
+
+    #[test]
+    fn missing_feature_is_a_typed_error_naming_sm_and_feature() {
+        let mut b = KernelBuilder::new("k", Sm::Sm75);
+        let t = b.tid_x();
+        let _ = b.redux(ReduxOp::Add, t, u32::MAX);
+        match err_of(b.finish()) {
+            Error::UnsupportedFeature { feature, sm, .. } => {
+                assert_eq!((feature, sm), (Feature::Redux, Sm::Sm75));
+            }
+            e => panic!("{e}"),
+        }
+    }
+
+    #[test]
+    fn feature_use_raises_the_version_only_as_far_as_needed() {
+        let build = |sm: Sm, fp8: bool| {
+            let mut b = KernelBuilder::new("k", sm);
+            let f = b.mov(1.0f32);
+            if fp8 {
+                let _ = b.cvt_to_fp8x2(Fp8Format::E4M3, f, f);
+            }
+            b.finish().unwrap().version.to_string()
+        };
+        assert_eq!(build(Sm::Sm89, false), "7.8");
+        assert_eq!(build(Sm::Sm89, true), "8.1");
+        assert_eq!(build(Sm::Sm90, true), "7.8");
+        assert_eq!(build(Sm::Sm100, true), "8.6");
+        assert_eq!(build(Sm::Sm80, false), "7.0");
+    }
+
+    #[test]
+    fn constant_index_past_a_shared_array_is_refused() {
+        let mut b = KernelBuilder::new("k", Sm::Sm80);
+        let a = b.shared_array::<F32>("a", 4, 4);
+        let _ = b.ld_shared_at(&a, 4);
+        assert!(matches!(err_of(b.finish()), Error::Build { message, .. } if message.contains("index 4")));
+    }
+
+    #[test]
+    fn static_shared_memory_over_48k_is_refused() {
+        let mut b = KernelBuilder::new("k", Sm::Sm90);
+        let _ = b.shared_array::<F32>("a", 12 * 1024, 16);
+        assert!(matches!(err_of(b.finish()), Error::Build { message, .. } if message.contains("static shared")));
+    }
+
+    #[test]
+    fn misuse_is_refused() {
+        let mut b = KernelBuilder::new("9bad", Sm::Sm80);
+        let _ = b.mov(1u32);
+        assert!(err_of(b.finish()).to_string().contains("identifier"));
+
+        let mut b = KernelBuilder::new("k", Sm::Sm80);
+        let x = b.mov(1u32);
+        let _ = b.setp(Cmp::Ltu, x, 2u32);
+        assert!(err_of(b.finish()).to_string().contains("floats only"));
+
+        let mut b = KernelBuilder::new("k", Sm::Sm80);
+        let x = b.mov(1u32);
+        let _ = b.div(x, 0u32);
+        assert!(err_of(b.finish()).to_string().contains("division"));
+
+        let mut b = KernelBuilder::new("k", Sm::Sm80);
+        let _ = b.shared_array::<F32>("a", 4, 2);
+        assert!(err_of(b.finish()).to_string().contains("alignment"));
+
+        let mut b = KernelBuilder::new("k", Sm::Sm80);
+        let p = b.mov(1u32);
+        let q = b.setp(Cmp::Eq, p, 1u32);
+        b.guarded(q, |b| {
+            let l = b.label();
+            b.place(l);
+        });
+        assert!(err_of(b.finish()).to_string().contains("guarded"));
+    }
+
+    #[test]
+    fn float_immediates_are_exact_hex_and_ops_carry_rounding() {
+        let mut b = KernelBuilder::new("k", Sm::Sm80);
+        let x = b.mov(0.1f32);
+        let y = b.fmul(Rounding::Rn, x, 3.0f32);
+        let _ = b.fadd(Rounding::Rz, y, -0.0f32);
+        let ptx = b.finish().unwrap().ptx;
+        assert!(ptx.contains("0f3DCCCCCD"), "{ptx}");
+        assert!(ptx.contains("mul.rn.f32"));
+        assert!(ptx.contains("add.rz.f32"));
+        assert!(ptx.contains("0f80000000"));
+        assert!(!ptx.contains(".approx"));
+    }
+}

@@ -45,14 +45,18 @@
 //!    single compare `|x| ≥ MAX` implements the rule. Infinity is never
 //!    produced, not even by E5M2, which has one.
 //! 4. **NaN → `0x7F`**, whatever the sign and payload of the input NaN,
-//!    for both formats. For E4M3 this matches NVIDIA's host reference
-//!    (`__nv_cvt_float_to_fp8`, which the `float8` crate ports). PTX leaves
-//!    the NaN bits of the conversion unspecified; for E5M2 NVIDIA's host
-//!    code keeps the sign and the top payload bits (`0x7E`/`0x7F`/
-//!    `0xFE`/`0xFF`), but we *choose* `0x7F` to mirror E4M3, so that a
-//!    NaN code is a single byte value in both formats. The GPU kernels
-//!    must canonicalise to `0x7F` explicitly (never trust the NaN bits of
-//!    a float register, see ptx-semantics §2).
+//!    for both formats. PTX says only "NaN → NaN" and leaves the sign and
+//!    bits unspecified. NVIDIA's host reference (`__nv_cvt_double_to_fp8`,
+//!    which the `float8` crate ports) gives `0x7F` for a positive NaN but
+//!    ORs the input sign in (negative NaN → `0xFF`), and for E5M2 also
+//!    keeps one payload bit (`0x7E`/`0x7F`/`0xFE`/`0xFF`). We *choose* the
+//!    single code `0x7F` for every NaN in both formats: the sign of a NaN
+//!    is meaningless, and may already have been lost in a float register
+//!    (ptx-semantics §2). The GPU kernels must therefore canonicalise to
+//!    `0x7F` explicitly after the hardware `cvt` (an `and`/`selp` on the
+//!    NaN test), and the software encoder tests for NaN *before* the
+//!    saturation compare: NaN magnitudes compare above 448 as integers,
+//!    so the other order would turn NaN into ±MAX.
 //! 5. **The sign of zero is kept:** `+0 → 0x00`, `−0 → 0x80`, and a
 //!    negative value that underflows gives `0x80`.
 //!
@@ -103,6 +107,17 @@
 //! [`Error::InvalidArgument`] naming the value; any finite positive scale,
 //! subnormal included, is accepted. [`dequantize`] performs no validation:
 //! it is the plain product above for any `scale_inv`.
+//!
+//! # Pitfalls the device paths must not reproduce
+//!
+//! * A clamp to `[−MAX, MAX]` before the conversion (`min`/`max.f32`)
+//!   returns the non-NaN operand for a NaN input, silently turning NaN
+//!   into ±MAX. Saturation belongs to the conversion, after the NaN test.
+//! * amax must be reduced over the whole tensor (grid-wide), not over the
+//!   elements a single block happens to see.
+//! * A test oracle must be real E4M3/E5M2 rounding (this module), not a
+//!   rounding to a fixed grid such as multiples of 1/8: FP8 spacing
+//!   depends on the binade (2⁻⁹ … 32 for E4M3).
 //!
 //! # Fast paths
 //!
