@@ -17,15 +17,9 @@ use super::ptx::{
 use crate::dsl::PtxModule;
 use crate::dsl::params::{ArgValue, KernelParams};
 use crate::error::{Error, Result};
-use crate::runtime::backend::{Backend, Ran, Resolved, resolve};
+use crate::kernels::dispatch::dispatch;
+use crate::runtime::backend::{Backend, Ran};
 use crate::runtime::exec::{BufferId, Executor, LaunchConfig, download_vec, upload_new};
-use crate::sim::Sim;
-use crate::target::Sm;
-
-/// The SM the [`Backend::Sim`] entry points simulate: sm_90, so the
-/// simulator runs the hardware-`cvt` variant that an H100 would run. Tests
-/// choose other SMs through the `*_on` functions.
-pub const SIM_SM: Sm = Sm::Sm90;
 
 /// What the two absmax passes did, for tests and diagnostics.
 #[derive(Debug, Clone, PartialEq)]
@@ -269,30 +263,6 @@ pub fn dequantize_on(
         download_vec::<f32>(ex, y, codes.len())
     })();
     finish(ex, &[c, y], result)
-}
-
-/// Run `host` or `dev` where `backend` resolves, and say which ran.
-fn dispatch<T>(
-    backend: Backend,
-    host: impl FnOnce() -> Result<T>,
-    dev: impl FnOnce(&mut dyn Executor) -> Result<T>,
-) -> Result<(T, Ran)> {
-    let resolved = resolve(backend)?;
-    let ran = resolved.ran();
-    let out = match resolved {
-        Resolved::Host => host()?,
-        Resolved::Cuda(gpu) => {
-            let mut g = gpu.lock();
-            dev(&mut *g)?
-        }
-        Resolved::Sim => run_on_sim(dev)?,
-    };
-    Ok((out, ran))
-}
-
-fn run_on_sim<T>(dev: impl FnOnce(&mut dyn Executor) -> Result<T>) -> Result<T> {
-    let mut sim = Sim::new(SIM_SM);
-    dev(&mut sim)
 }
 
 /// Current scaling to E4M3 (see [`quantize_as`]).
