@@ -291,11 +291,16 @@ fn first_code_mismatch(xs: &[f32], got: &[u8], want: &[u8]) -> Option<String> {
     })
 }
 
-/// The SMs whose variants the simulator runs: one per codec.
-const SIM_SMS: [(Sm, Codec); 3] = [
+/// The variants the simulator runs: both codecs, the oldest and newest
+/// SMs, sm_89 (PTX 8.1) and sm_90 (PTX 7.8) with the hardware cvt, and the
+/// software codec forced on sm_90.
+const SIM_SMS: [(Sm, Codec); 6] = [
+    (Sm::Sm70, Codec::Software),
     (Sm::Sm80, Codec::Software),
     (Sm::Sm89, Codec::Hardware),
+    (Sm::Sm90, Codec::Hardware),
     (Sm::Sm90, Codec::Software),
+    (Sm::Sm120, Codec::Hardware),
 ];
 
 // ---------------------------------------------------------------------------
@@ -340,7 +345,7 @@ fn sim_decode_of_all_256_codes_is_exact() {
 fn sim_random_sample_round_trips_like_the_host() {
     // Sized for the debug-build simulator; see the release-only test below
     // for a larger one.
-    let xs = random_inputs(4 * 1024 + 3, 7);
+    let xs = random_inputs(64 * 1024 + 3, 7);
     for (sm, codec) in SIM_SMS {
         let mut sim = Sim::new(sm);
         for f in FORMATS {
@@ -358,10 +363,15 @@ fn sim_random_sample_round_trips_like_the_host() {
 #[test]
 #[cfg_attr(debug_assertions, ignore = "large simulator run: release builds only")]
 fn sim_large_random_sample_release_only() {
-    let xs = random_inputs(256 * 1024 + 1, 11);
+    let xs = random_inputs(2 * 1024 * 1024 + 1, 11);
+    let finite: Vec<f32> = xs
+        .iter()
+        .map(|x| if x.is_finite() { x % 1e4 } else { *x })
+        .collect();
     for (sm, codec) in SIM_SMS {
         let mut sim = Sim::new(sm);
         for f in FORMATS {
+            check_quantize(&mut sim, &finite, f, codec, "large random");
             let got = launch::quantize_with_scale_on(&mut sim, &xs, 1.0, f, codec).unwrap();
             let want = fp8host::quantize_with_scale_as(&xs, 1.0, f).unwrap();
             if let Some(m) = first_code_mismatch(&xs, &got, &want) {
@@ -410,6 +420,14 @@ fn sim_quantize_with_device_scale_equals_the_host() {
                 .filter(|x| x.abs() <= 1e30)
                 .collect();
             check_quantize(&mut sim, &finite, f, codec, "finite boundaries");
+            // Every boundary within ±MAX: amax = MAX, so scale = 1 exactly
+            // and the codes sit on the encoder's boundaries.
+            let in_range: Vec<f32> = boundary_inputs(f)
+                .into_iter()
+                .filter(|x| x.abs() <= f.max_finite())
+                .collect();
+            assert_eq!(fp8host::quantize_as(&in_range, f).scale, 1.0);
+            check_quantize(&mut sim, &in_range, f, codec, "boundaries within MAX");
             // With ±Inf and NaN present: amax = Inf, scale = 1.
             check_quantize(&mut sim, &boundary_inputs(f), f, codec, "all boundaries");
             check_quantize(
@@ -434,6 +452,27 @@ fn sim_quantize_with_device_scale_equals_the_host() {
             check_quantize(&mut sim, &[f32::NAN, -f32::NAN], f, codec, "all NaN");
         }
     }
+}
+
+/// Current scaling never returns to the host between its passes: three
+/// launches, the input uploaded once, only the codes and the 12 bytes of
+/// stats downloaded.
+#[test]
+fn sim_quantize_traffic_has_no_host_round_trip() {
+    let xs = random_inputs(50_001, 9);
+    let mut sim = Sim::new(Sm::Sm89);
+    let before = sim.traffic();
+    launch::quantize_on(&mut sim, &xs, Format::E4M3, Codec::Hardware).unwrap();
+    let after = sim.traffic();
+    assert_eq!(after.launches - before.launches, 3);
+    assert_eq!(
+        after.bytes_uploaded - before.bytes_uploaded,
+        4 * xs.len() as u64
+    );
+    assert_eq!(
+        after.bytes_downloaded - before.bytes_downloaded,
+        xs.len() as u64 + 12
+    );
 }
 
 /// Arrays with the maximum at the first, a middle and the last index, and
@@ -618,6 +657,29 @@ fn device_all_f32_inputs_match_the_host() {
                 }
             }
         }
+    }
+}
+
+/// 64-bit indexing: more than 2³¹ elements through quantize_with_scale
+/// (8 GiB of input), every code checked against the host.
+#[test]
+fn device_more_than_2_pow_31_elements() {
+    let Some(mut gpu) = ptxsmith::runtime::gpu_for_tests() else {
+        return;
+    };
+    let n = (1usize << 31) + 7;
+    if gpu.info().total_memory_bytes < 12 << 30 {
+        println!("SKIP: the device has less than 12 GiB");
+        return;
+    }
+    let xs: Vec<f32> = (0..n).map(|i| (i % 1031) as f32 * 0.4375 - 200.0).collect();
+    let sm = gpu.sm();
+    let got = launch::quantize_with_scale_on(&mut gpu, &xs, 1.0, Format::E4M3, Codec::for_sm(sm))
+        .unwrap();
+    let mut want = vec![0u8; n];
+    fp8host::encode_slice(Format::E4M3, &xs, &mut want).unwrap();
+    if let Some(m) = first_code_mismatch(&xs, &got, &want) {
+        panic!("{sm}: {m}");
     }
 }
 
