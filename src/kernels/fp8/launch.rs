@@ -52,7 +52,7 @@ pub fn validate_scale(scale: f32) -> Result<()> {
 /// codes as one 4-byte access; executors allocate at least that aligned,
 /// and this checks it rather than launching a misaligned access.
 fn check_aligned(kernel: &str, buf: BufferId, align: u64) -> Result<()> {
-    if buf.addr % align == 0 {
+    if buf.addr.is_multiple_of(align) {
         return Ok(());
     }
     Err(Error::Launch {
