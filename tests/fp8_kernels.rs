@@ -5,12 +5,13 @@
 //! GPU encoder.
 
 use ptxsmith::dsl::PtxModule;
+use ptxsmith::dsl::params::KernelParams;
 use ptxsmith::kernels::fp8::launch;
 use ptxsmith::kernels::fp8::ptx::{self, BLOCK, Codec, Kind};
 use ptxsmith::kernels::fp8::{self as fp8host, Format};
 use ptxsmith::nvtools::NvTools;
 use ptxsmith::runtime::backend::{Backend, Ran};
-use ptxsmith::runtime::exec::Executor;
+use ptxsmith::runtime::exec::{Executor, LaunchConfig, download_vec, to_bytes};
 use ptxsmith::sim::Sim;
 use ptxsmith::{Error, Feature, Sm};
 
@@ -626,38 +627,101 @@ fn invalid_scales_are_refused_before_any_backend_runs() {
 // Device
 // ---------------------------------------------------------------------------
 
-/// On sm_89+, all 2³² f32 bit patterns through the GPU encoder (scale 1,
-/// so the product is the input itself) equal the host model; and the same
-/// for the software codec on the same card.
+/// The codecs an executor's SM offers (hardware first where present).
+fn codecs_of(sm: Sm) -> Vec<Codec> {
+    if sm.supports(Feature::Fp8Cvt) {
+        vec![Codec::Hardware, Codec::Software]
+    } else {
+        vec![Codec::Software]
+    }
+}
+
+/// Run the bit patterns `[start, start + chunk · chunks)` through every
+/// (format, codec) variant of the scaled-quantize kernel on `ex` (scale 1,
+/// so the product is the input itself), uploading each chunk once, and
+/// compare every code with the host model. Returns the codes checked.
+fn check_bit_patterns(ex: &mut dyn Executor, start: u64, chunk: usize, chunks: u64) -> u64 {
+    let sm = ex.sm();
+    let blocks = ptx::grid_blocks(chunk as u64, ex.multiprocessor_count());
+    let mut xs = vec![0f32; chunk];
+    let mut want = vec![0u8; chunk];
+    let x = ex.alloc(chunk * 4).unwrap();
+    let c = ex.alloc(chunk).unwrap();
+    let mut checked = 0u64;
+    for k in 0..chunks {
+        let first = start + k * chunk as u64;
+        for (i, v) in xs.iter_mut().enumerate() {
+            *v = f32::from_bits((first + i as u64) as u32);
+        }
+        ex.upload(x, &to_bytes(&xs)).unwrap();
+        for f in FORMATS {
+            fp8host::encode_slice(f, &xs, &mut want).unwrap();
+            for codec in codecs_of(sm) {
+                let m = ptx::generate_quantize_scaled(sm, f, codec).unwrap();
+                let args = ptx::QuantizeScaledArgs {
+                    x: x.into(),
+                    n: chunk as u64,
+                    scale: 1.0,
+                    codes: c.into(),
+                };
+                ex.launch(&m, LaunchConfig::linear(blocks, BLOCK), &args.args())
+                    .unwrap();
+                let got: Vec<u8> = download_vec(ex, c, chunk).unwrap();
+                if let Some(msg) = first_code_mismatch(&xs, &got, &want) {
+                    panic!("{sm} {codec:?} {f:?}: {msg}");
+                }
+                checked += chunk as u64;
+            }
+        }
+    }
+    ex.free(x).unwrap();
+    ex.free(c).unwrap();
+    checked
+}
+
+/// The bit-pattern sweep of the device test, on the simulator over the
+/// regions where the encoder's decisions change (zero threshold,
+/// subnormal/normal boundary, saturation, Inf/NaN), both signs.
+#[test]
+fn sim_bit_pattern_sweeps_around_every_decision() {
+    for sm in [Sm::Sm80, Sm::Sm90] {
+        let mut sim = Sim::new(sm);
+        for centre in [
+            0x3700_0000u64,
+            0x3880_0000,
+            0x3A80_0000,
+            0x3C80_0000,
+            0x43E0_0000,
+            0x4760_0000,
+            0x7F80_0000,
+        ] {
+            for sign in [0, 0x8000_0000u64] {
+                let n = check_bit_patterns(&mut sim, (centre | sign) - 2048, 4096, 1);
+                assert_eq!(n, 4096 * 2 * codecs_of(sm).len() as u64);
+            }
+        }
+    }
+}
+
+/// On sm_89+, all 2³² f32 bit patterns through the GPU encoder equal the
+/// host model, for both formats and both codecs (the software codec on
+/// older cards).
 #[test]
 fn device_all_f32_inputs_match_the_host() {
     let Some(mut gpu) = ptxsmith::runtime::gpu_for_tests() else {
         return;
     };
     let sm = gpu.sm();
-    let mut codecs = vec![Codec::Software];
-    if sm.supports(Feature::Fp8Cvt) {
-        codecs.insert(0, Codec::Hardware);
-    } else {
-        println!("SKIP: {sm} has no FP8 cvt; checking the software codec only");
+    if !sm.supports(Feature::Fp8Cvt) {
+        println!("note: {sm} has no FP8 cvt; checking the software codec only");
     }
-    const CHUNK: u64 = 1 << 26;
-    let mut xs = vec![0f32; CHUNK as usize];
-    let mut want = vec![0u8; CHUNK as usize];
-    for start in (0..1u64 << 32).step_by(CHUNK as usize) {
-        for (i, x) in xs.iter_mut().enumerate() {
-            *x = f32::from_bits((start + i as u64) as u32);
-        }
-        for f in FORMATS {
-            fp8host::encode_slice(f, &xs, &mut want).unwrap();
-            for &codec in &codecs {
-                let got = launch::quantize_with_scale_on(&mut gpu, &xs, 1.0, f, codec).unwrap();
-                if let Some(m) = first_code_mismatch(&xs, &got, &want) {
-                    panic!("{sm} {codec:?} {f:?}: {m}");
-                }
-            }
-        }
-    }
+    const CHUNK: usize = 1 << 26;
+    let checked = check_bit_patterns(&mut gpu, 0, CHUNK, (1u64 << 32) / CHUNK as u64);
+    assert_eq!(checked, (1u64 << 32) * 2 * codecs_of(sm).len() as u64);
+    println!(
+        "{sm}: all 2^32 inputs equal the host model for {:?} x {FORMATS:?}",
+        codecs_of(sm)
+    );
 }
 
 /// 64-bit indexing: more than 2³¹ elements through quantize_with_scale
