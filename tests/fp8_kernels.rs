@@ -167,6 +167,51 @@ fn ptxas_rejects_the_fp8_modules_one_version_lower() {
     }
 }
 
+/// The hardware encoder really is the hardware conversion in SASS
+/// (`F2FP.SATFINITE.<format>…`, two per group of four and one in the
+/// tail), and the software encoder has none; the main loop's size is
+/// printed.
+#[test]
+fn sass_of_the_quantize_loop() {
+    let Some(tools) = NvTools::for_tests() else {
+        return;
+    };
+    for (sm, codec) in [
+        (Sm::Sm80, Codec::Software),
+        (Sm::Sm89, Codec::Hardware),
+        (Sm::Sm90, Codec::Hardware),
+        (Sm::Sm90, Codec::Software),
+    ] {
+        for f in FORMATS {
+            let m = ptx::generate_quantize_scaled(sm, f, codec).unwrap();
+            let sass = tools
+                .disassemble(&tools.assemble(&m.ptx, sm).unwrap())
+                .unwrap();
+            let func = sass.function(&m.kernel).unwrap();
+            let fp8_cvt = func
+                .instructions
+                .iter()
+                .filter(|i| {
+                    i.base() == "F2FP"
+                        && i.opcode.contains("SATFINITE")
+                        && i.opcode.contains(&format!("{f:?}"))
+                })
+                .count();
+            let main_loop = func.largest_loop().expect("a grid-stride loop");
+            println!(
+                "{} {sm} {codec:?}: {} SASS instructions in the main loop (4 elements), {fp8_cvt} FP8 cvt",
+                m.kernel,
+                func.in_range(&main_loop).count()
+            );
+            match codec {
+                // Two per group of four, one in the tail.
+                Codec::Hardware => assert_eq!(fp8_cvt, 3, "{} {sm}", m.kernel),
+                Codec::Software => assert_eq!(fp8_cvt, 0, "{} {sm}", m.kernel),
+            }
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------
 // Inputs
 // ---------------------------------------------------------------------------
