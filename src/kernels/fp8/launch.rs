@@ -8,6 +8,11 @@
 //! the quantize kernel that reads its scale from that buffer. Nothing
 //! returns to the host between the passes; the host downloads the codes
 //! and the 12 bytes of stats at the end.
+//!
+//! Every entry point runs the SM's default codec ([`Codec::for_sm`]);
+//! `Backend::Sim` simulates [`crate::kernels::dispatch::default_sim_sm`]
+//! (the device's SM, else sm_80). Call the `*_on` functions with
+//! `&mut Sim::new(sm)` and an explicit [`Codec`] for any other variant.
 
 use super::host::{self, Format, Quantized};
 use super::ptx::{
