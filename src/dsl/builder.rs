@@ -33,6 +33,13 @@ impl<E> GlobalPtr<E> {
     pub fn addr(self) -> Reg<U64> {
         self.reg
     }
+    /// The same address viewed as a pointer to `F`s (no instruction), e.g.
+    /// a byte buffer accessed four codes at a time as `U32`s. Accesses
+    /// through the result must be aligned to their own size; the launch
+    /// code guarantees the buffer's alignment.
+    pub fn cast<F>(self) -> GlobalPtr<F> {
+        GlobalPtr { reg: self.reg, _e: PhantomData }
+    }
 }
 
 /// A typed pointer into shared memory (a 32-bit shared-window address of `E`s).

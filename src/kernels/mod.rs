@@ -13,5 +13,7 @@ use crate::target::Sm;
 /// Every kernel variant ptxsmith generates for `sm` (default tunings).
 /// `dump_ptx`, the ptxas tests and the demo iterate over this list.
 pub fn all_variants(sm: Sm) -> Result<Vec<PtxModule>> {
-    Ok(vec![dot::ptx::generate(sm)?])
+    let mut all = vec![dot::ptx::generate(sm)?];
+    all.extend(fp8::ptx::default_variants(sm)?);
+    Ok(all)
 }
