@@ -44,10 +44,36 @@ fn dot(ex: &mut dyn Executor) -> Result<Outcome> {
     Ok(Outcome { elements: rows * n, exact: same_bits(&got, &want) })
 }
 
+fn fp8_quantize(ex: &mut dyn Executor) -> Result<Outcome> {
+    use kernels::fp8::{self, Format, ptx::Codec};
+    let n = 1 << 18;
+    let mut r = lcg(2);
+    let mut xs: Vec<f32> = (0..n).map(|_| r() * 300.0).collect();
+    xs[1234] = f32::NAN;
+    xs[n - 1] = -1000.0;
+    let codec = Codec::for_sm(ex.sm());
+    let got = fp8::launch::quantize_on(ex, &xs, Format::E4M3, codec)?;
+    let want = fp8::quantize(&xs);
+    let exact = got.codes == want.codes
+        && got.scale.to_bits() == want.scale.to_bits()
+        && got.scale_inv.to_bits() == want.scale_inv.to_bits()
+        && got.amax.to_bits() == want.amax.to_bits();
+    Ok(Outcome { elements: n, exact })
+}
+
+fn fp8_dequantize(ex: &mut dyn Executor) -> Result<Outcome> {
+    use kernels::fp8::{self, Format, ptx::Codec};
+    let codes: Vec<u8> = (0..1 << 18).map(|i: u32| (i.wrapping_mul(2_654_435_761) >> 24) as u8).collect();
+    let codec = Codec::for_sm(ex.sm());
+    let got = fp8::launch::dequantize_on(ex, &codes, 0.125, Format::E4M3, codec)?;
+    let want = fp8::dequantize(&codes, 0.125);
+    Ok(Outcome { elements: codes.len(), exact: same_bits(&got, &want) })
+}
+
 type Case = (&'static str, fn(&mut dyn Executor) -> Result<Outcome>);
 
 fn cases() -> Vec<Case> {
-    vec![("dot_rows_f32", dot)]
+    vec![("dot_rows_f32", dot), ("fp8_e4m3 quantize", fp8_quantize), ("fp8_e4m3 dequantize", fp8_dequantize)]
 }
 
 fn main() -> ExitCode {
