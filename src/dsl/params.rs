@@ -104,13 +104,13 @@ pub fn check_args(kernel: &str, params: &[ParamDesc], args: &[ArgValue]) -> Resu
                 p.name, p.kind, a
             )));
         }
-        if let (ArgValue::Ptr(addr), ParamKind::GlobalPtr { align, .. }) = (a, p.kind) {
-            if addr % u64::from(align) != 0 {
-                return Err(Error::InvalidArgument(format!(
-                    "kernel `{kernel}` parameter `{}` needs {align}-byte alignment, got address {addr:#x}",
-                    p.name
-                )));
-            }
+        if let (ArgValue::Ptr(addr), ParamKind::GlobalPtr { align, .. }) = (a, p.kind)
+            && addr % u64::from(align) != 0
+        {
+            return Err(Error::InvalidArgument(format!(
+                "kernel `{kernel}` parameter `{}` needs {align}-byte alignment, got address {addr:#x}",
+                p.name
+            )));
         }
     }
     Ok(())
