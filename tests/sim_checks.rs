@@ -19,7 +19,7 @@ fn kernel(decls: &str, body: &str) -> String {
 fn launch(ptx: &str, threads: u32, out_words: usize) -> Result<Vec<u32>, SimError> {
     let prog = Program::parse(ptx)?;
     let mut sim = Sim::new(Sm::Sm80);
-    let out = sim.alloc(out_words * 4).unwrap();
+    let out = sim.alloc_zeroed(out_words * 4).unwrap();
     sim.launch_program(
         &prog,
         "k",
@@ -38,8 +38,8 @@ fn out_of_bounds_global_write() {
     let ptx = include_str!("ptx/saxpy.ptx");
     let prog = Program::parse(ptx).unwrap();
     let mut sim = Sim::new(Sm::Sm80);
-    let x = sim.alloc(64 * 4).unwrap();
-    let y = sim.alloc(60 * 4).unwrap(); // 4 elements short
+    let x = sim.alloc_zeroed(64 * 4).unwrap();
+    let y = sim.alloc_zeroed(60 * 4).unwrap(); // 4 elements short
     let e = sim
         .launch_program(
             &prog,
@@ -192,6 +192,42 @@ fn uninitialized_shared_read() {
         }
         e => panic!("{e}"),
     }
+}
+
+#[test]
+fn uninitialized_global_read() {
+    let prog = Program::parse(include_str!("ptx/saxpy.ptx")).unwrap();
+    let mut sim = Sim::new(Sm::Sm80);
+    let x = sim.alloc(64 * 4).unwrap();
+    let y = sim.alloc(64 * 4).unwrap();
+    sim.write(x, &[0u8; 256]).unwrap();
+    sim.write(y, &[0u8; 128]).unwrap(); // only the first 32 elements
+    let args = [
+        ArgValue::Ptr(x),
+        ArgValue::Ptr(y),
+        ArgValue::F32(1.0),
+        ArgValue::U32(64),
+    ];
+    match sim
+        .launch_program(&prog, "saxpy", LaunchConfig::linear(1, 64), &args)
+        .unwrap_err()
+    {
+        SimError::UninitializedGlobal { site, addr, size } => {
+            assert_eq!((addr, size), (y + 128, 4));
+            assert_eq!(site.tid, (32, 0, 0));
+        }
+        e => panic!("{e}"),
+    }
+    // a kernel's own stores initialise memory: the first launch wrote y[0..32] only
+    // through the host, so a second launch over 32 elements is fine
+    let args = [
+        ArgValue::Ptr(x),
+        ArgValue::Ptr(y),
+        ArgValue::F32(1.0),
+        ArgValue::U32(32),
+    ];
+    sim.launch_program(&prog, "saxpy", LaunchConfig::linear(1, 64), &args)
+        .unwrap();
 }
 
 #[test]
