@@ -90,7 +90,7 @@ proptest! {
             let cmp = |v: f32| {
                 // v/2^q is exact in f64; compare its floor, then its fraction
                 let sv = v as f64 / 2f64.powi(q);
-                (sv.floor() as i128).cmp(&e).then(if sv.fract() > 0.0 { std::cmp::Ordering::Greater } else { std::cmp::Ordering::Equal })
+                (sv.floor() as i128).cmp(&e).then(if sv - sv.floor() > 0.0 { std::cmp::Ordering::Greater } else { std::cmp::Ordering::Equal })
             };
             prop_assert!(check_bracket(r, rnd, cmp), "{a:e}+{b:e} {rnd:?} -> {r:e}");
             if e == 0 {
