@@ -892,3 +892,11 @@ fn atomics_and_reductions() {
         (0x4000_0000, 0x3F80_0000)
     );
 }
+
+#[test]
+fn cvta_round_trip_shared() {
+    let body = ".shared .align 4 .b8 buf[64];\nmov.u32 %r4, buf;\nadd.u32 %r4, %r4, 8;\nst.shared.u32 [%r4], %r1;\n\
+                cvt.u64.u32 %rd4, %r4;\ncvta.shared.u64 %rd5, %rd4;\nld.u32 %r5, [%rd5];\ncvta.to.shared.u32 %r6, %rd5;\n\
+                ld.shared.u32 %r7, [%r6];\nadd.u32 %r5, %r5, %r7;\ncvt.u64.u32 %rd7, %r5;";
+    assert_eq!(run(body, 21, 0, 0).unwrap(), 42);
+}

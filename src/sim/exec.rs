@@ -1352,8 +1352,8 @@ impl<'a> Exec<'a> {
                     out!(v)
                 }
             }
-            Op::Cvta { to, sp } => {
-                let x = a!();
+            Op::Cvta { to, sp, w } => {
+                let x = a!() & mask(w.max(if to { 64 } else { w }));
                 let win = match sp {
                     Space::Shared => SHARED_WINDOW,
                     Space::Local => LOCAL_WINDOW,
@@ -1361,7 +1361,7 @@ impl<'a> Exec<'a> {
                     _ => 0,
                 };
                 out!(if to {
-                    x.wrapping_sub(win)
+                    x.wrapping_sub(win) & mask(w)
                 } else {
                     x.wrapping_add(win)
                 })

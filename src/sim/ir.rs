@@ -398,9 +398,12 @@ pub enum Op {
         s: bool,
         ret: bool,
     },
+    /// `cvta{.to}.space.{u32,u64}`; `w` is the size (32 only for the
+    /// shared/local/const windows' space-relative side).
     Cvta {
         to: bool,
         sp: Space,
+        w: u8,
     },
     Bra {
         target: u32,

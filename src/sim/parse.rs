@@ -1585,10 +1585,12 @@ impl Decoder<'_> {
                     Some(&"const") => Space::Const,
                     _ => return unsup("cvta state space"),
                 };
-                if last != "u64" {
-                    return unsup("cvta needs .u64 under .address_size 64");
-                }
-                self.simple(Op::Cvta { to, sp }, ops, 1, Cls::Int)
+                let w = match last {
+                    "u64" => 64,
+                    "u32" if sp != Space::Global => 32,
+                    _ => return unsup("cvta size (.u64, or .u32 for shared/local/const)"),
+                };
+                self.simple(Op::Cvta { to, sp, w }, ops, 1, Cls::Int)
             }
             "ld" | "st" => self.ldst(base == "ld", mods, ops),
             "atom" | "red" => self.atom(base == "atom", mods, ops),
