@@ -466,9 +466,9 @@ fn launch_validation() {
 #[test]
 fn dynamic_shared_and_special_registers() {
     let ptx = format!(
-        "{HEAD}.extern .shared .align 16 .b8 dyn[];\n.visible .entry k(.param .u64 out)\n{{\n.reg .b64 %rd<8>;\n.reg .b32 %r<16>;\n\
+        "{HEAD}.extern .shared .align 16 .b8 dyn[];\n.extern .shared .align 4 .b32 dyn_alias[];\n.visible .entry k(.param .u64 out)\n{{\n.reg .b64 %rd<8>;\n.reg .b32 %r<16>;\n\
          .shared .align 4 .b8 st[20];\nld.param.u64 %rd0, [out];\nmov.u32 %r0, %tid.x;\nmov.u32 %r1, %tid.y;\nmov.u32 %r2, %ntid.x;\nmad.lo.u32 %r3, %r1, %r2, %r0;\n\
-         mov.u32 %r4, dyn;\nmov.u32 %r5, %dynamic_smem_size;\nmov.u32 %r6, %laneid;\nmov.u32 %r7, %warpid;\nmov.u32 %r8, %lanemask_lt;\nmov.u32 %r9, %ctaid.y;\n\
+         mov.u32 %r4, dyn_alias;\nmov.u32 %r5, %dynamic_smem_size;\nmov.u32 %r6, %laneid;\nmov.u32 %r7, %warpid;\nmov.u32 %r8, %lanemask_lt;\nmov.u32 %r9, %ctaid.y;\n\
          mov.u32 %r10, %nctaid.y;\nmul.wide.u32 %rd1, %r3, 32;\nmul.wide.u32 %rd2, %r9, 1024;\nadd.s64 %rd1, %rd1, %rd2;\nadd.s64 %rd1, %rd0, %rd1;\n\
          st.global.v4.u32 [%rd1], {{%r3, %r4, %r5, %r6}};\nst.global.v4.u32 [%rd1+16], {{%r7, %r8, %r9, %r10}};\n\
          shl.b32 %r11, %r3, 2;\nadd.u32 %r11, %r4, %r11;\nst.shared.u32 [%r11], %r3;\nret;\n}}\n"
