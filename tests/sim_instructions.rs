@@ -608,6 +608,11 @@ fn cvt_int_int_and_int_float() {
     assert_eq!(g("cvt.rn.f32.s32", 0xFFFF_FFFF), MONE);
     assert_eq!(g("cvt.rz.f32.s32", 0x8000_0001), 0xCEFF_FFFF);
     assert_eq!(f("cvt.rn.f32.u64", u64::MAX), 0x5F80_0000);
+    // double rounding trap: 2^53 + 2^29 + 1 is just above an f32 midpoint,
+    // but its f64 rounding lands exactly on it
+    assert_eq!(f("cvt.rn.f32.u64", (1 << 53) + (1 << 29) + 1), 0x5A00_0001);
+    assert_eq!(f("cvt.rn.f32.u64", (1 << 53) + (1 << 29)), 0x5A00_0000);
+    assert_eq!(f("cvt.rn.f32.u64", (1 << 53) + (1 << 29) * 3), 0x5A00_0002);
     assert_eq!(f("cvt.rz.f32.u64", u64::MAX), 0x5F7F_FFFF);
     assert_eq!(f("cvt.rm.f32.s64", (-(1i64 << 40) - 1) as u64), 0xD380_0001);
     assert_eq!(f("cvt.rp.f32.s64", (-(1i64 << 40) - 1) as u64), 0xD380_0000);
