@@ -98,6 +98,10 @@
 //!   `cvt`, `min/max` of two NaNs, `.NaN` forms, `atom.add.f32`) is the
 //!   canonical `0x7FFFFFFF`; f16 NaN results are `0x7FFF`. f64 arithmetic
 //!   propagates payloads as the host does; `abs/neg.f64` are bit operations.
+//! * f32 `add/sub/mul` without a rounding modifier execute as `.rn`, each
+//!   rounded separately. The GPU may contract such an unmodified mul/add
+//!   pair into an `fma` (reference §1); ptxsmith's printer always writes
+//!   `.rn`, which forbids that, so only hand-written PTX is affected.
 //! * `.ftz` flushes subnormal inputs and (rounded) results to zero of the
 //!   same sign. `.sat` maps NaN to +0.
 //! * Integer `div`/`rem` by zero stops the launch with [`SimError::Trap`];
