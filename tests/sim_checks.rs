@@ -528,3 +528,46 @@ fn deterministic_atomics_and_deadlock() {
         SimError::Deadlock { .. }
     ));
 }
+
+#[test]
+fn warp_broadcast_through_shared_with_warp_sync() {
+    // loop: lane 0 writes s[0]; bar.warp.sync; every lane reads s[0]; bar.warp.sync
+    let body = "mov.u32 %r5, 0;\nmov.u32 %r6, 0;\nsetp.eq.u32 %p1, %r0, 0;\n$L_top:\n@%p1 st.shared.u32 [s], %r5;\n\
+                bar.warp.sync 0xffffffff;\nld.shared.u32 %r7, [s];\nadd.u32 %r6, %r6, %r7;\nbar.warp.sync 0xffffffff;\n\
+                add.u32 %r5, %r5, 1;\nsetp.lt.u32 %p2, %r5, 4;\n@%p2 bra $L_top;\nst.global.u32 [%rd1], %r6;";
+    let ptx = kernel(".shared .align 4 .b32 s[1];", body);
+    assert_eq!(launch(&ptx, 32, 32).unwrap(), vec![6; 32]);
+    // lane 31 writes right after every lane read it, with no warp sync between
+    let body = "setp.eq.u32 %p1, %r0, 31;\n@%p1 st.shared.u32 [s], %r0;\nbar.warp.sync 0xffffffff;\n\
+                ld.shared.u32 %r7, [s];\n@%p1 st.shared.u32 [s], %r0;\nst.global.u32 [%rd1], %r7;";
+    match launch(&kernel(".shared .align 4 .b32 s[1];", body), 32, 32).unwrap_err() {
+        SimError::SharedRace {
+            other,
+            other_tid,
+            this,
+            site,
+            ..
+        } => {
+            assert_eq!((this, other), ("write", "read"));
+            assert_eq!(site.tid, (31, 0, 0));
+            assert_eq!(other_tid, (u32::MAX, u32::MAX, u32::MAX)); // several readers
+        }
+        e => panic!("{e}"),
+    }
+    // with a bar.warp.sync before the write it is fine
+    let body = body.replacen(
+        "ld.shared.u32 %r7, [s];\n",
+        "ld.shared.u32 %r7, [s];\nbar.warp.sync 0xffffffff;\n",
+        1,
+    );
+    assert_eq!(
+        launch(&kernel(".shared .align 4 .b32 s[1];", &body), 32, 32).unwrap(),
+        vec![31; 32]
+    );
+    // across warps the warp sync does not order anything
+    let body = "setp.eq.u32 %p1, %r0, 0;\n@%p1 st.shared.u32 [s], %r0;\nbar.sync 0;\nld.shared.u32 %r7, [s];\nbar.warp.sync 0xffffffff;\n@%p1 st.shared.u32 [s], %r0;";
+    assert!(matches!(
+        launch(&kernel(".shared .align 4 .b32 s[1];", body), 64, 64).unwrap_err(),
+        SimError::SharedRace { .. }
+    ));
+}

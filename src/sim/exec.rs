@@ -454,7 +454,22 @@ struct Cta {
     bu_out: Vec<Vec<bool>>,
 }
 
+/// Reader field of a byte read by several threads of different warps.
 const MULTI: u64 = 0x7FF;
+/// Reader field `MULTI_WARP + w`: several threads, all of warp `w`.
+const MULTI_WARP: u64 = 1024;
+
+/// The warp a tag's thread field belongs to (`None` for [`MULTI`]).
+#[inline(always)]
+fn tag_warp(ot: u64) -> Option<usize> {
+    if ot < MULTI_WARP {
+        Some((ot / 32) as usize)
+    } else if ot < MULTI_WARP + 32 {
+        Some((ot - MULTI_WARP) as usize)
+    } else {
+        None
+    }
+}
 const ATOMIC_BIT: u64 = 1 << 11;
 
 #[inline]
@@ -559,7 +574,11 @@ impl<'a> Exec<'a> {
                 offset,
                 this,
                 other,
-                other_tid: self.tid_of(other_tid as usize),
+                other_tid: if other_tid == u32::MAX {
+                    (u32::MAX, u32::MAX, u32::MAX)
+                } else {
+                    self.tid_of(other_tid as usize)
+                },
             },
             Fault::UninitGlobal(addr, size) => SimError::UninitializedGlobal { site, addr, size },
             Fault::UninitShared(offset, size) => {
@@ -803,12 +822,8 @@ impl<'a> Exec<'a> {
                 if ot == t as u64 {
                     return false;
                 }
-                let ow = (ot / 32) as usize;
-                if ow == w && ot != MULTI && ((tg >> 12) & 0xF_FFFF) as u32 != wepoch[w] & 0xF_FFFF
-                {
-                    return false;
-                }
-                true
+                // same warp, separated by a bar.warp.sync since: ordered
+                !(tag_warp(ot) == Some(w) && ((tg >> 12) & 0xF_FFFF) as u32 != wepoch[w] & 0xF_FFFF)
             };
             if conflict(wt, &c.wepoch) && !(atomic && wt & ATOMIC_BIT != 0) {
                 let other = if wt & ATOMIC_BIT != 0 {
@@ -837,14 +852,21 @@ impl<'a> Exec<'a> {
                         offset: i as u64,
                         this: if atomic { "atomic" } else { "write" },
                         other: "read",
-                        other_tid: if ot as u64 == MULTI { u32::MAX } else { ot },
+                        other_tid: if ot as u64 >= MULTI_WARP { u32::MAX } else { ot },
                     });
                 }
                 c.sh_w[i] = my;
             } else {
                 let rt = c.sh_r[i];
-                c.sh_r[i] = if (rt >> 32) as u32 == ep && rt & 0x7FF != t as u64 {
-                    tag(ep, 0, MULTI, false)
+                let ot = rt & 0x7FF;
+                c.sh_r[i] = if (rt >> 32) as u32 == ep && ot != t as u64 {
+                    // a second reader in this barrier interval: keep the warp
+                    // (and its latest warp-sync epoch) when all readers share it
+                    if tag_warp(ot) == Some(w) {
+                        tag(ep, c.wepoch[w], MULTI_WARP + w as u64, false)
+                    } else {
+                        tag(ep, 0, MULTI, false)
+                    }
                 } else {
                     my
                 };

@@ -156,10 +156,11 @@
 //!   shared byte between two CTA barriers, at least one writing, not both
 //!   atomic. Per byte the last write and last read are tagged (barrier
 //!   epoch, warp-sync epoch, thread); accesses by threads of one warp
-//!   separated by `bar.warp.sync` are ordered. After two different readers
-//!   of a byte in one epoch the reader is recorded as "several", so a later
-//!   write by a third thread of the same warp after `bar.warp.sync` is
-//!   conservatively reported.
+//!   separated by `bar.warp.sync` are ordered. When several threads read
+//!   a byte in one barrier interval the read tag keeps their warp (and the
+//!   latest warp-sync epoch) if they all belong to one warp, otherwise it
+//!   becomes "several warps", which conflicts with any later write in the
+//!   interval (reported with `other_tid` = `u32::MAX`s).
 //! * [`SimError::UninitializedShared`]: a shared byte read (or atomically
 //!   updated) before any thread of the CTA wrote it.
 //! * [`SimError::UninitializedGlobal`]: a kernel load (or atomic) of a
