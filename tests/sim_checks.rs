@@ -73,6 +73,24 @@ fn out_of_bounds_global_write() {
 }
 
 #[test]
+fn out_of_bounds_global_store() {
+    // 64 threads store one word each into a 32-word buffer
+    let ptx = kernel("", "st.global.u32 [%rd1], %r0;");
+    match launch(&ptx, 64, 32).unwrap_err() {
+        SimError::OutOfBounds {
+            site, space, size, ..
+        } => {
+            assert_eq!(space.to_string(), "global");
+            assert_eq!(size, 4);
+            assert_eq!(site.tid, (32, 0, 0));
+            assert_eq!(site.line, 14);
+            assert!(site.instr.starts_with("st.global.u32"));
+        }
+        e => panic!("{e}"),
+    }
+}
+
+#[test]
 fn out_of_bounds_shared_read() {
     let ptx = kernel(
         ".shared .align 4 .b32 s[64];",
