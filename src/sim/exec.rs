@@ -852,7 +852,11 @@ impl<'a> Exec<'a> {
                         offset: i as u64,
                         this: if atomic { "atomic" } else { "write" },
                         other: "read",
-                        other_tid: if ot as u64 >= MULTI_WARP { u32::MAX } else { ot },
+                        other_tid: if ot as u64 >= MULTI_WARP {
+                            u32::MAX
+                        } else {
+                            ot
+                        },
                     });
                 }
                 c.sh_w[i] = my;
