@@ -4,7 +4,7 @@
 use ptxsmith::Sm;
 use ptxsmith::dsl::params::ArgValue;
 use ptxsmith::runtime::exec::LaunchConfig;
-use ptxsmith::sim::{Program, Sim, SimError};
+use ptxsmith::sim::{Program, Sim, SimError, SimOptions};
 
 const HEAD: &str = ".version 7.0\n.target sm_80\n.address_size 64\n";
 
@@ -286,7 +286,7 @@ fn unsupported_ptx_names_the_line() {
         }
         r => panic!("{r:?}"),
     }
-    let ptx = kernel("", "div.approx.f32 %r1, %r1, %r1;");
+    let ptx = kernel("", "rcp.approx.ftz.f64 %rd1, %rd1;");
     assert!(matches!(
         Program::parse(&ptx),
         Err(SimError::Unsupported { line: 14, .. })
@@ -588,4 +588,43 @@ fn warp_broadcast_through_shared_with_warp_sync() {
         launch(&kernel(".shared .align 4 .b32 s[1];", body), 64, 64).unwrap_err(),
         SimError::SharedRace { .. }
     ));
+}
+
+#[test]
+fn approximate_instructions_are_opt_in() {
+    let body = ".reg .f32 %f<4>;\nmov.f32 %f1, 0f3F800000;\nex2.approx.ftz.f32 %f2, %f1;\nmov.f32 %f3, 0f00000000;\n\
+                lg2.approx.f32 %f3, %f3;\ndiv.full.f32 %f1, %f1, %f2;\nmov.b32 %r1, %f2;\nmov.b32 %r2, %f3;\nmov.b32 %r3, %f1;\n\
+                st.global.v2.u32 [%rd0], {%r1, %r2};\nst.global.u32 [%rd0+8], %r3;";
+    let ptx = kernel("", body);
+    // refused by default, naming the first approximate instruction
+    match launch(&ptx, 1, 4).unwrap_err() {
+        SimError::Unsupported { line, instr, .. } => {
+            assert_eq!(line, 16);
+            assert!(instr.starts_with("ex2.approx"));
+        }
+        e => panic!("{e}"),
+    }
+    let prog = Program::parse(&ptx).unwrap();
+    let mut sim = Sim::new(Sm::Sm80);
+    sim.set_options(SimOptions {
+        approx: true,
+        ..Default::default()
+    });
+    let out = sim.alloc(16).unwrap();
+    let rep = sim
+        .launch_program(
+            &prog,
+            "k",
+            LaunchConfig::linear(1, 1),
+            &[ArgValue::Ptr(out)],
+        )
+        .unwrap();
+    assert_eq!(rep.approximate, 3);
+    let mut o = [0u8; 12];
+    sim.read(out, &mut o).unwrap();
+    let w: Vec<u32> = o
+        .chunks(4)
+        .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    assert_eq!(w, vec![0x4000_0000, 0xFF80_0000, 0x3F00_0000]); // 2, -inf, 0.5
 }

@@ -56,7 +56,7 @@ proptest! {
         let text = mutate(SOURCES[which], &ops);
         if let Ok(prog) = Program::parse(&text) {
             let mut sim = Sim::new(Sm::Sm120);
-            sim.set_options(SimOptions { checks: true, max_instructions: Some(200_000) });
+            sim.set_options(SimOptions { max_instructions: Some(200_000), ..Default::default() });
             let a = sim.alloc_zeroed(4096).unwrap();
             let b = sim.alloc_zeroed(4096).unwrap();
             let c = sim.alloc_zeroed(4096).unwrap();

@@ -37,6 +37,13 @@ pub struct SimOptions {
     pub checks: bool,
     /// Stop a launch after this many instructions (runaway-loop guard).
     pub max_instructions: Option<u64>,
+    /// Execute approximate f32 instructions (`ex2/lg2/rsqrt/sin/cos/tanh
+    /// .approx`, `sqrt/rcp/div.approx`, `div.full`) as the correctly rounded
+    /// value. The GPU's results are only within NVIDIA's error bounds, so
+    /// these are not bit-exact; off by default (the launch is refused with
+    /// [`SimError::Unsupported`] naming the instruction), and counted in
+    /// [`LaunchReport::approximate`] when on.
+    pub approx: bool,
 }
 
 impl Default for SimOptions {
@@ -44,6 +51,7 @@ impl Default for SimOptions {
         SimOptions {
             checks: true,
             max_instructions: None,
+            approx: false,
         }
     }
 }
@@ -62,6 +70,9 @@ pub struct LaunchReport {
     pub threads_per_block: u32,
     /// Completed CTA-wide barriers, over all blocks.
     pub barriers: u64,
+    /// Executed approximate instructions (see [`SimOptions::approx`]); when
+    /// non-zero the results are not bit-exact with the GPU.
+    pub approximate: u64,
 }
 
 impl LaunchReport {
@@ -323,6 +334,18 @@ impl Sim {
                 prog.sm, self.sm
             )));
         }
+        if !self.options.approx
+            && let Some(pc) = e
+                .insts
+                .iter()
+                .position(|i| matches!(i.op, Op::Approx { .. }))
+        {
+            return Err(SimError::Unsupported {
+                    line: e.lines[pc],
+                    instr: e.texts[pc].clone(),
+                    reason: "approximate instruction: not bit-reproducible; set SimOptions::approx to run it as the correctly rounded value".into(),
+                });
+        }
         // parameters
         if args.len() != e.params.len() {
             return Err(SimError::InvalidLaunch(format!(
@@ -420,6 +443,9 @@ impl Sim {
             let base = name.split('.').next().unwrap_or(name);
             *report.per_base.entry(base.to_string()).or_default() += c;
             report.instructions += c;
+            if matches!(e.insts[pc].op, Op::Approx { .. }) {
+                report.approximate += c;
+            }
         }
         report.merge_into(&mut self.totals);
         self.total_instructions += report.instructions;
@@ -1392,6 +1418,11 @@ impl<'a> Exec<'a> {
                     x.wrapping_add(win)
                 })
             }
+            Op::Approx { f, ftz } => {
+                let x = a!() as u32;
+                let y = if f == ApproxFn::Div { b!() as u32 } else { 0 };
+                out!(approx(f, ftz, x, y) as u64)
+            }
             Op::Bra { target } | Op::BraUni { target, .. } => return Ok(Flow::Jump(target)),
             Op::Exit => return Ok(Flow::Exit),
             Op::Trap => return Err(Fault::Trap("trap instruction".into())),
@@ -2052,4 +2083,46 @@ fn int_range(d: CvtTy) -> (i128, i128) {
     } else {
         (0, (1i128 << b) - 1)
     }
+}
+
+/// Correctly rounded value of an approximate f32 function (specials per
+/// PTX ISA §9.7.3: `ex2(−∞) = +0`, `lg2(±0) = −∞`, `lg2(x<0) = NaN`,
+/// `rsqrt(±0) = ±∞`, `rcp(±0) = ±∞`, …; NaN results canonical).
+pub fn approx(f: ApproxFn, ftz: bool, a: u32, b: u32) -> u32 {
+    let flush = |x: f32| {
+        if ftz && x.is_subnormal() {
+            0.0f32.copysign(x)
+        } else {
+            x
+        }
+    };
+    let (x, y) = (
+        flush(f32::from_bits(a)) as f64,
+        flush(f32::from_bits(b)) as f64,
+    );
+    let r: f64 = match f {
+        ApproxFn::Ex2 => x.exp2(),
+        ApproxFn::Lg2 => {
+            if x == 0.0 {
+                f64::NEG_INFINITY
+            } else {
+                x.log2()
+            }
+        }
+        ApproxFn::Rsqrt => {
+            if x == 0.0 {
+                f64::INFINITY.copysign(x)
+            } else {
+                1.0 / x.sqrt()
+            }
+        }
+        ApproxFn::Sqrt => x.sqrt(),
+        ApproxFn::Rcp => 1.0 / x,
+        ApproxFn::Div => x / y,
+        ApproxFn::Sin => x.sin(),
+        ApproxFn::Cos => x.cos(),
+        ApproxFn::Tanh => x.tanh(),
+    };
+    let r = flush(r as f32);
+    if r.is_nan() { F32_NAN } else { r.to_bits() }
 }

@@ -51,7 +51,7 @@
 //! or `0x` integers, decimal floats), addresses `[reg]`, `[reg+imm]`,
 //! `[reg+-imm]`, `[var]`, `[var+imm]`, `[imm]`, and `mov r, var` (the
 //! state-space address of a variable). Anything else — `.func`/`call`,
-//! textures, `[r+r]`, `.approx`/`.full` arithmetic, module `.global`
+//! textures, `[r+r]`, f16/bf16 arithmetic, module `.global`
 //! variables, 256-bit accesses, … — is refused with
 //! [`SimError::Unsupported`] or [`SimError::Parse`] naming the line and the
 //! instruction text. Nothing unknown is executed silently.
@@ -88,6 +88,11 @@
 //!   §7 of the reference), `vote.sync.{all,any,uni,ballot}`,
 //!   `redux.sync` (refused when `.target` < sm_80; FP8 cvt refused below
 //!   sm_89, FP4 below sm_100).
+//! * approximate f32 instructions (`ex2/lg2/rsqrt/sin/cos/tanh.approx`,
+//!   `sqrt/rcp/div.approx`, `div.full`) are parsed but refused at launch
+//!   unless [`SimOptions::approx`] is set; then they return the f64 result
+//!   rounded to f32 (reference §5 *Interp*) and are counted in
+//!   [`LaunchReport::approximate`], because the GPU only meets error bounds.
 //! * special registers: `%tid %ntid %ctaid %nctaid` (`.x/.y/.z`),
 //!   `%laneid %warpid %nwarpid %smid %nsmid %lanemask_{eq,lt,le,gt,ge}`
 //!   `%clock %clock64 %dynamic_smem_size %gridid`, `WARP_SZ`.

@@ -1295,6 +1295,7 @@ impl Decoder<'_> {
             "abs", "neg", "and", "or", "xor", "not", "cnot", "shl", "shr", "bfe", "bfi", "prmt",
             "clz", "popc", "brev", "setp", "selp", "cvt", "cvta", "ld", "st", "atom", "red", "bra",
             "ret", "exit", "trap", "membar", "fence", "bar", "barrier", "shfl", "vote", "redux",
+            "ex2", "lg2", "rsqrt", "sin", "cos", "tanh",
         ];
         let base = opname.split('.').next().unwrap_or("");
         if !KNOWN.contains(&base) {
@@ -1394,7 +1395,14 @@ impl Decoder<'_> {
                 match last {
                     "f32" => {
                         if has("approx") || has("full") {
-                            return unsup("approximate f32 operations are not bit-reproducible");
+                            let f = match base {
+                                "sqrt" => ApproxFn::Sqrt,
+                                "rcp" => ApproxFn::Rcp,
+                                "div" => ApproxFn::Div,
+                                _ => return unsup(p.join(".")),
+                            };
+                            let n = if f == ApproxFn::Div { 2 } else { 1 };
+                            return self.simple(Op::Approx { f, ftz }, ops, n, Cls::F32);
                         }
                         let r = rnd.unwrap_or(Rnd::Rn);
                         let need_rnd = matches!(base, "fma" | "mad" | "div" | "sqrt" | "rcp");
@@ -1638,6 +1646,20 @@ impl Decoder<'_> {
             }
             "ret" | "exit" => Ok(blank_inst(Op::Exit)),
             "trap" => Ok(blank_inst(Op::Trap)),
+            "ex2" | "lg2" | "rsqrt" | "sin" | "cos" | "tanh" => {
+                if !has("approx") || last != "f32" {
+                    return unsup(format!("`{}` (only .approx{{.ftz}}.f32)", p.join(".")));
+                }
+                let f = match base {
+                    "ex2" => ApproxFn::Ex2,
+                    "lg2" => ApproxFn::Lg2,
+                    "rsqrt" => ApproxFn::Rsqrt,
+                    "sin" => ApproxFn::Sin,
+                    "cos" => ApproxFn::Cos,
+                    _ => ApproxFn::Tanh,
+                };
+                self.simple(Op::Approx { f, ftz: has("ftz") }, ops, 1, Cls::F32)
+            }
             "membar" | "fence" => Ok(blank_inst(Op::Nop)),
             "bar" | "barrier" => {
                 if base == "bar" && has("warp") {
@@ -2302,7 +2324,7 @@ $L1:
             "add.cc.u32 %r1, %r1, %r2;",
             "mov.u32 %r1, %envreg0;",
             "ld.global.u32 %r1, [%r2+%r3];",
-            "sin.approx.f32 %r1, %r1;",
+            "sin.approx.f64 %r1, %r1;",
             "bar.arrive 0, 64;",
         ] {
             match bad(body) {
