@@ -341,10 +341,14 @@ impl Sim {
                 .position(|i| matches!(i.op, Op::Approx { .. }))
         {
             return Err(SimError::Unsupported {
-                    line: e.lines[pc],
-                    instr: e.texts[pc].clone(),
-                    reason: "approximate instruction: not bit-reproducible; set SimOptions::approx to run it as the correctly rounded value".into(),
-                });
+                line: e.lines[pc],
+                instr: e.texts[pc].clone(),
+                reason: concat!(
+                    "approximate instruction: not bit-reproducible; set ",
+                    "SimOptions::approx to run it as the correctly rounded value"
+                )
+                .into(),
+            });
         }
         // parameters
         if args.len() != e.params.len() {
