@@ -401,7 +401,7 @@ impl Sim {
             epoch: 1,
             wepoch: vec![0; n.div_ceil(32)],
             bu_cnt: vec![0; n * e.n_brauni as usize],
-            bu_out: vec![Vec::new(); n.div_ceil(32) * e.n_brauni as usize],
+            bu_out: vec![Bits::default(); n.div_ceil(32) * e.n_brauni as usize],
         };
         let mut counts = vec![0u64; e.insts.len()];
         let mut report = LaunchReport {
@@ -481,11 +481,38 @@ struct Cta {
     epoch: u32,
     wepoch: Vec<u32>,
     bu_cnt: Vec<u32>,
-    bu_out: Vec<Vec<bool>>,
+    /// Per (warp, `bra.uni`): the outcome of each dynamic occurrence.
+    bu_out: Vec<Bits>,
 }
 
 /// Reader field of a byte read by several threads of different warps.
 const MULTI: u64 = 0x7FF;
+
+/// A growable bit vector.
+#[derive(Debug, Clone, Default)]
+struct Bits {
+    words: Vec<u64>,
+    len: usize,
+}
+
+impl Bits {
+    fn get(&self, i: usize) -> bool {
+        self.words[i / 64] >> (i % 64) & 1 != 0
+    }
+    fn push(&mut self, b: bool) {
+        if self.len % 64 == 0 {
+            self.words.push(0);
+        }
+        if b {
+            self.words[self.len / 64] |= 1 << (self.len % 64);
+        }
+        self.len += 1;
+    }
+    fn clear(&mut self) {
+        self.words.clear();
+        self.len = 0;
+    }
+}
 /// Reader field `MULTI_WARP + w`: several threads, all of warp `w`.
 const MULTI_WARP: u64 = 1024;
 
@@ -793,12 +820,13 @@ impl<'a> Exec<'a> {
         let c = self.cta.bu_cnt[ci] as usize;
         self.cta.bu_cnt[ci] += 1;
         let out = &mut self.cta.bu_out[(t / 32) * nb + idx as usize];
-        if c < out.len() {
-            if out[c] != taken {
+        if c < out.len {
+            let seen = out.get(c);
+            if seen != taken {
                 return Err(Fault::Warp(format!(
                     "bra.uni is divergent: this lane {} the branch, an earlier lane of the warp did {}",
                     if taken { "takes" } else { "does not take" },
-                    if out[c] { "take it" } else { "not take it" }
+                    if seen { "take it" } else { "not take it" }
                 )));
             }
         } else {
