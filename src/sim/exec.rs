@@ -500,7 +500,7 @@ impl Bits {
         self.words[i / 64] >> (i % 64) & 1 != 0
     }
     fn push(&mut self, b: bool) {
-        if self.len % 64 == 0 {
+        if self.len.is_multiple_of(64) {
             self.words.push(0);
         }
         if b {
