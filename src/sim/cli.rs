@@ -13,7 +13,7 @@ use crate::target::Sm;
 /// Usage text of `ptx_run`.
 pub const USAGE: &str = "\
 usage: ptx_run FILE.ptx [--entry NAME] --grid X[,Y[,Z]] --block X[,Y[,Z]]
-               [--smem BYTES] [--sm sm_XY] [--no-checks] [--max-instructions N]
+               [--smem BYTES] [--sm sm_XY] [--no-checks] [--approx] [--max-instructions N]
                [--arg SPEC]...
 
 Runs one .entry of FILE.ptx in the CPU PTX simulator (checks on unless
@@ -23,19 +23,23 @@ Runs one .entry of FILE.ptx in the CPU PTX simulator (checks on unless
   --grid, --block  launch shape; missing dimensions are 1
   --smem BYTES   dynamic shared memory (default 0)
   --sm sm_XY     simulated target (default: sm_120)
+  --approx       run approximate instructions (ex2.approx, div.full, ...) as the
+                 correctly rounded value instead of refusing them
 
 Arguments, one --arg per kernel parameter, in order:
   u32:V  s32:V  u64:V  s64:V     integer scalars (decimal or 0x hex)
   f32:V  f64:V                   float scalars (decimal, or 0x raw bits)
   in:PATH                        buffer initialised from PATH (raw little-endian bytes)
-  out:PATH:BYTES                 zero-filled buffer of BYTES, written to PATH after the run
+  out:PATH:BYTES                 uninitialised buffer of BYTES (reading it before writing
+                                 is a finding), written to PATH after the run
+  zero:PATH:BYTES                zero-filled buffer of BYTES, written to PATH after the run
   inout:PATH                     buffer from PATH, written back to PATH after the run
 Buffers are passed as pointers (.u64 parameters).";
 
 enum ArgSpec {
     Scalar(ArgValue),
     In(String),
-    Out(String, usize),
+    Out(String, usize, bool),
     InOut(String),
 }
 
@@ -71,11 +75,11 @@ fn parse_arg(s: &str) -> Result<ArgSpec, String> {
         })),
         "in" => ArgSpec::In(rest.to_string()),
         "inout" => ArgSpec::InOut(rest.to_string()),
-        "out" => {
+        "out" | "zero" => {
             let (p, n) = rest
                 .rsplit_once(':')
-                .ok_or_else(|| format!("bad --arg `{s}` (expected out:PATH:BYTES)"))?;
-            ArgSpec::Out(p.to_string(), parse_int(n)? as usize)
+                .ok_or_else(|| format!("bad --arg `{s}` (expected {kind}:PATH:BYTES)"))?;
+            ArgSpec::Out(p.to_string(), parse_int(n)? as usize, kind == "zero")
         }
         k => return Err(format!("unknown argument kind `{k}` in `{s}`")),
     })
@@ -103,6 +107,7 @@ pub fn run(args: &[String]) -> Result<String, String> {
     let mut smem = 0u32;
     let mut sm = Sm::Sm120;
     let mut checks = true;
+    let mut approx = false;
     let mut max_instructions = None;
     let mut specs = Vec::new();
     let mut it = args.iter();
@@ -120,6 +125,7 @@ pub fn run(args: &[String]) -> Result<String, String> {
             "--smem" => smem = parse_int(&val("--smem")?)? as u32,
             "--sm" => sm = Sm::parse(&val("--sm")?).map_err(|e| e.to_string())?,
             "--no-checks" => checks = false,
+            "--approx" => approx = true,
             "--max-instructions" => {
                 max_instructions = Some(parse_int(&val("--max-instructions")?)?)
             }
@@ -152,6 +158,7 @@ pub fn run(args: &[String]) -> Result<String, String> {
     let mut o = sim.options();
     o.checks = checks;
     o.max_instructions = max_instructions;
+    o.approx = approx;
     sim.set_options(o);
     let mut values = Vec::new();
     let mut outputs: Vec<(String, u64, usize)> = Vec::new();
@@ -167,8 +174,13 @@ pub fn run(args: &[String]) -> Result<String, String> {
                     outputs.push((p.clone(), a, data.len()));
                 }
             }
-            ArgSpec::Out(p, n) => {
-                let a = sim.alloc(*n).map_err(|e| e.to_string())?;
+            ArgSpec::Out(p, n, zero) => {
+                let a = if *zero {
+                    sim.alloc_zeroed(*n)
+                } else {
+                    sim.alloc(*n)
+                }
+                .map_err(|e| e.to_string())?;
                 values.push(ArgValue::Ptr(a));
                 outputs.push((p.clone(), a, *n));
             }
@@ -197,6 +209,13 @@ pub fn run(args: &[String]) -> Result<String, String> {
         report.instructions,
         report.barriers
     );
+    if report.approximate > 0 {
+        let _ = writeln!(
+            out,
+            "  note: {} approximate instructions ran as correctly rounded values (not bit-exact with the GPU)",
+            report.approximate
+        );
+    }
     let mut ops: Vec<(&String, &u64)> = report.per_opcode.iter().collect();
     ops.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
     for (k, v) in ops {
