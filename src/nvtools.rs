@@ -1,7 +1,9 @@
 //! Locating and running the pinned NVIDIA tools (ptxas, nvdisasm).
 //! (Temporary stub; replaced by the tools branch.)
 use crate::Sm;
-pub struct NvTools { ptxas: std::path::PathBuf }
+pub struct NvTools {
+    ptxas: std::path::PathBuf,
+}
 impl NvTools {
     pub fn for_tests() -> Option<NvTools> {
         let p = std::path::PathBuf::from("/tmp/nvx/nvidia/cuda_nvcc/bin/ptxas");
@@ -12,9 +14,25 @@ impl NvTools {
         std::fs::create_dir_all(&dir).unwrap();
         let f = dir.join(format!("k{}.ptx", rand_id()));
         std::fs::write(&f, ptx).unwrap();
-        let o = std::process::Command::new(&self.ptxas).arg(format!("-arch={}", sm.name())).arg("-v").arg(&f).arg("-o").arg(f.with_extension("cubin")).output().unwrap();
-        let log = String::from_utf8_lossy(&o.stderr).to_string() + &String::from_utf8_lossy(&o.stdout);
-        if o.status.success() { Ok(log) } else { Err(log) }
+        let o = std::process::Command::new(&self.ptxas)
+            .arg(format!("-arch={}", sm.name()))
+            .arg("-v")
+            .arg(&f)
+            .arg("-o")
+            .arg(f.with_extension("cubin"))
+            .output()
+            .unwrap();
+        let log =
+            String::from_utf8_lossy(&o.stderr).to_string() + &String::from_utf8_lossy(&o.stdout);
+        if o.status.success() {
+            Ok(log)
+        } else {
+            Err(log)
+        }
     }
 }
-fn rand_id() -> u64 { use std::sync::atomic::*; static C: AtomicU64 = AtomicU64::new(0); C.fetch_add(1, Ordering::Relaxed) }
+fn rand_id() -> u64 {
+    use std::sync::atomic::*;
+    static C: AtomicU64 = AtomicU64::new(0);
+    C.fetch_add(1, Ordering::Relaxed)
+}

@@ -2,6 +2,7 @@
 //! (bit-exact host model, the spec), `launch.rs` (backend dispatch).
 
 pub mod dot;
+pub mod score;
 
 use crate::dsl::PtxModule;
 use crate::error::Result;
@@ -10,5 +11,7 @@ use crate::target::Sm;
 /// Every kernel variant ptxsmith generates for `sm` (default tunings).
 /// `dump_ptx`, the ptxas tests and the demo iterate over this list.
 pub fn all_variants(sm: Sm) -> Result<Vec<PtxModule>> {
-    Ok(vec![dot::ptx::generate(sm)?])
+    let mut v = vec![dot::ptx::generate(sm)?];
+    v.extend(score::ptx::generate(sm)?);
+    Ok(v)
 }

@@ -1,0 +1,896 @@
+//! PTX generators for the score kernels: the register-tiled score block
+//! ([`SCORE_BLOCK`]), the routed top-s kernel that never writes a score to
+//! global memory ([`ROUTE`]) and the merge of K-split partial top-s lists
+//! ([`MERGE`]).
+//!
+//! # The score tile (shared by [`SCORE_BLOCK`] and [`ROUTE`])
+//! A CTA of `threads` threads computes a `bm × bn` tile of scores; thread
+//! `(ty, tx)` (`tid = ty · bn/tn + tx`) owns a `tm × tn` micro-tile of
+//! accumulators. `P` is walked in `bk`-wide chunks: each chunk of `x` and
+//! `D` is staged into shared memory **transposed** (`xs[k][m]`, `ds[k][n]`,
+//! rows padded by 4 floats so the transposing stores do not collide on a
+//! bank, every row 16-byte aligned). For each `k` of the chunk (unrolled in
+//! Rust) the thread reads its `tm` x-values and `tn` d-values with
+//! `ld.shared.v4` and issues `tm·tn` `mul.rn` and `tm·tn` `add.rn`, so every
+//! accumulator sees `c = 0, 1, …, P−1` in order and ptxas never contracts
+//! them into FMAs. A micro-tile's rows are `tm/4` groups of 4 consecutive
+//! rows spaced `4·bm/tm` apart (likewise columns), which keeps the
+//! `v4` reads of a warp free of bank conflicts.
+//!
+//! Bit-exactness of the padding: an accumulator only ever sees its own
+//! row of `x` and its own atom of `D`, so rows or atoms past the end are
+//! loaded from a clamped, valid row (their accumulators are never stored).
+//! Columns `c ≥ P` are staged as `+0.0` in **both** operands: `acc` starts
+//! at `+0.0` and is never `−0.0` under round-to-nearest (`x + (−x) = +0`),
+//! so adding `0·0 = +0` leaves every accumulator, NaN and Inf included,
+//! unchanged (zero in only one operand could produce `Inf·0 = NaN`).
+//!
+//! # Top-s state (the [`ROUTE`] and [`MERGE`] kernels)
+//! Each row's running top-s lives in device memory as `(atom u32, score
+//! f32)` pairs sorted best first; the ordering is the `u64` key of
+//! [`key`](fn@emit_key): `(k << 32) | !atom` with `k = 0` for NaN, else
+//! `(bits & 0x7FFF_FFFF) + 1`. Keys are unique (atoms are), so the fold is
+//! deterministic. A warp folds one row at a time: candidates better than
+//! the current `s`-th key (all of them while the state holds fewer than
+//! `s`) are compacted into a per-warp shared list (ballot + popc); then a
+//! candidate's new position is `#(state keys better)` (binary search) `+
+//! #(accepted keys better)` (count), and a state entry's is `its index +
+//! #(accepted keys better)`; entries whose position is below `s` are
+//! written to the other half of a ping-pong buffer. A row whose tile had no
+//! accepted candidate is left where it is (its half is tracked per row in
+//! a bit mask), and at the end every row is copied back into half 0.
+
+use crate::dsl::params::Ptr;
+use crate::dsl::types::{F32, Pred, Reg, U32, U64};
+use crate::dsl::{
+    Cmp, GlobalPtr, KernelBuilder, PtxModule, Rounding, SharedArray, SharedPtr, Special,
+};
+use crate::error::{Error, Result};
+use crate::kernel_params;
+use crate::target::{MAX_THREADS_PER_BLOCK, STATIC_SMEM_LIMIT, Sm};
+
+/// Entry name of the score-block kernel.
+pub const SCORE_BLOCK: &str = "score_block_f32";
+/// Entry name of the routed top-s kernel.
+pub const ROUTE: &str = "score_route_top_s_f32";
+/// Entry name of the merge of K-split partial top-s lists.
+pub const MERGE: &str = "score_route_merge_f32";
+/// Threads per CTA of the merge kernel (one warp per row).
+pub const MERGE_THREADS: u32 = 256;
+/// Candidates per fold step in the merge kernel.
+pub const MERGE_CHUNK: u32 = 128;
+
+const FULL: u32 = 0xffff_ffff;
+
+/// Tile shapes of the score kernels for one SM (part of the module cache
+/// key through [`ScoreTuning::key`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ScoreTuning {
+    /// Rows of the CTA tile.
+    pub bm: u32,
+    /// Atoms of the CTA tile.
+    pub bn: u32,
+    /// Width of a `P` chunk staged in shared memory.
+    pub bk: u32,
+    /// Rows of a thread's micro-tile (a multiple of 4).
+    pub tm: u32,
+    /// Atoms of a thread's micro-tile (a multiple of 4).
+    pub tn: u32,
+    /// Threads per CTA: `(bm/tm)·(bn/tn)`.
+    pub threads: u32,
+}
+
+/// An inconsistent [`ScoreTuning`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TuningError {
+    /// A micro-tile side is zero or not a multiple of 4 (the inner loop
+    /// reads it with 16-byte `ld.shared.v4`).
+    #[error("micro-tile {tm}×{tn}: both sides must be positive multiples of 4")]
+    MicroTile { tm: u32, tn: u32 },
+    /// The CTA tile is not a whole number of micro-tiles.
+    #[error("CTA tile {bm}×{bn} is not a multiple of the {tm}×{tn} micro-tile")]
+    TileNotDivisible { bm: u32, bn: u32, tm: u32, tn: u32 },
+    /// `threads` disagrees with the tile shape, or is not a whole number of
+    /// warps within the CTA limit.
+    #[error(
+        "threads = {threads}, but the {bm}×{bn} tile of {tm}×{tn} micro-tiles needs {needed} (a multiple of 32, at most 1024)"
+    )]
+    Threads {
+        threads: u32,
+        needed: u32,
+        bm: u32,
+        bn: u32,
+        tm: u32,
+        tn: u32,
+    },
+    /// `bk` must divide `threads`, and the staged chunks must split evenly
+    /// over the threads.
+    #[error(
+        "bk = {bk} must be positive, divide threads = {threads}, and threads/bk must divide bm = {bm} and bn = {bn}"
+    )]
+    Chunk {
+        bk: u32,
+        threads: u32,
+        bm: u32,
+        bn: u32,
+    },
+    /// The routed kernel gives each warp at most 32 rows of a tile.
+    #[error(
+        "the routed kernel needs bm ≤ 32 · warps and bm a multiple of the warp count: bm = {bm}, warps = {warps}"
+    )]
+    RowsPerWarp { bm: u32, warps: u32 },
+    /// Static shared memory over the 48 KiB limit.
+    #[error("{kernel} needs {bytes} bytes of static shared memory, over the {limit}-byte limit")]
+    SharedMemory {
+        kernel: &'static str,
+        bytes: u32,
+        limit: u32,
+    },
+}
+
+impl From<TuningError> for Error {
+    fn from(e: TuningError) -> Self {
+        Error::InvalidArgument(format!("score tuning: {e}"))
+    }
+}
+
+impl ScoreTuning {
+    /// The default score-block tuning for `sm`: a 128×128 tile, `bk` 16,
+    /// 8×8 micro-tiles, 256 threads (4 `ld.shared.v4` per 128 `mul.rn` +
+    /// `add.rn`). The same shape suits every supported SM.
+    pub fn default_for(sm: Sm) -> Self {
+        let _ = sm;
+        Self {
+            bm: 128,
+            bn: 128,
+            bk: 16,
+            tm: 8,
+            tn: 8,
+            threads: 256,
+        }
+    }
+
+    /// The default routed top-s tuning for `sm`: a 64×128 tile (its
+    /// 32 KiB score tile lives in shared memory), `bk` 16, 4×8 micro-tiles,
+    /// 256 threads.
+    pub fn route_default_for(sm: Sm) -> Self {
+        let _ = sm;
+        Self {
+            bm: 64,
+            bn: 128,
+            bk: 16,
+            tm: 4,
+            tn: 8,
+            threads: 256,
+        }
+    }
+
+    /// The module cache key, e.g. `bm128_bn128_bk16_tm8_tn8_t256`.
+    pub fn key(&self) -> String {
+        format!(
+            "bm{}_bn{}_bk{}_tm{}_tn{}_t{}",
+            self.bm, self.bn, self.bk, self.tm, self.tn, self.threads
+        )
+    }
+
+    fn warps(&self) -> u32 {
+        self.threads / 32
+    }
+
+    /// Floats of the staging area (`xs` and `ds`, rows padded by 4).
+    fn staging_floats(&self) -> u32 {
+        self.bk * (self.bm + 4) + self.bk * (self.bn + 4)
+    }
+
+    /// Check the shape rules shared by both kernels.
+    pub fn check(&self) -> std::result::Result<(), TuningError> {
+        let Self {
+            bm,
+            bn,
+            bk,
+            tm,
+            tn,
+            threads,
+        } = *self;
+        if tm == 0 || tn == 0 || tm % 4 != 0 || tn % 4 != 0 {
+            return Err(TuningError::MicroTile { tm, tn });
+        }
+        if bm == 0 || bn == 0 || bm % tm != 0 || bn % tn != 0 {
+            return Err(TuningError::TileNotDivisible { bm, bn, tm, tn });
+        }
+        let needed = (bm / tm).saturating_mul(bn / tn);
+        if threads != needed || threads % 32 != 0 || threads > MAX_THREADS_PER_BLOCK {
+            return Err(TuningError::Threads {
+                threads,
+                needed,
+                bm,
+                bn,
+                tm,
+                tn,
+            });
+        }
+        if bk == 0 || threads % bk != 0 || bm % (threads / bk) != 0 || bn % (threads / bk) != 0 {
+            return Err(TuningError::Chunk {
+                bk,
+                threads,
+                bm,
+                bn,
+            });
+        }
+        Ok(())
+    }
+
+    /// Static shared memory of the score-block kernel, in bytes.
+    pub fn score_smem_bytes(&self) -> u64 {
+        u64::from(self.staging_floats()) * 4 + 16
+    }
+
+    /// Static shared memory of the routed kernel, in bytes: the score tile
+    /// (aliased with the staging area) and each warp's accepted list.
+    pub fn route_smem_bytes(&self) -> u64 {
+        let tile = u64::from(self.staging_floats().max(self.bm * self.bn)) * 4 + 16;
+        tile + u64::from(self.warps()) * u64::from(self.bn) * 8 + 16
+    }
+
+    /// Validate for the score-block kernel.
+    pub fn check_score(&self) -> std::result::Result<(), TuningError> {
+        self.check()?;
+        let bytes = self.score_smem_bytes();
+        if bytes > u64::from(STATIC_SMEM_LIMIT) {
+            let bytes = u32::try_from(bytes).unwrap_or(u32::MAX);
+            return Err(TuningError::SharedMemory {
+                kernel: SCORE_BLOCK,
+                bytes,
+                limit: STATIC_SMEM_LIMIT,
+            });
+        }
+        Ok(())
+    }
+
+    /// Validate for the routed kernel.
+    pub fn check_route(&self) -> std::result::Result<(), TuningError> {
+        self.check()?;
+        let warps = self.warps();
+        if self.bm % warps != 0 || self.bm / warps > 32 {
+            return Err(TuningError::RowsPerWarp { bm: self.bm, warps });
+        }
+        let bytes = self.route_smem_bytes();
+        if bytes > u64::from(STATIC_SMEM_LIMIT) {
+            let bytes = u32::try_from(bytes).unwrap_or(u32::MAX);
+            return Err(TuningError::SharedMemory {
+                kernel: ROUTE,
+                bytes,
+                limit: STATIC_SMEM_LIMIT,
+            });
+        }
+        Ok(())
+    }
+}
+
+kernel_params! {
+    /// Launch arguments of [`SCORE_BLOCK`]: `out[r·k + a] = Σ_c x[r·p + c] ·
+    /// d[a·p + c]`. Grid: `ceil(rows/bm) · ceil(k/bn)` CTAs (1-D, atom tiles
+    /// fastest).
+    pub struct ScoreBlockArgs => ScoreBlockRegs {
+        x: Ptr<F32>,
+        d: Ptr<F32>,
+        out: Ptr<F32>,
+        rows: U32,
+        k: U32,
+        p: U32,
+    }
+}
+
+kernel_params! {
+    /// Launch arguments of [`ROUTE`]. CTA `i` takes row tile `i % row_tiles`
+    /// and atoms `[split·atoms_per_split, min(k, (split+1)·atoms_per_split))`
+    /// with `split = i / row_tiles`. `state` holds two halves of `half`
+    /// u32 each; the result of `(split, row)` ends in half 0 at entry
+    /// `(split·rows + row)·s`, as `(atom, score bits)` pairs.
+    pub struct RouteArgs => RouteRegs {
+        x: Ptr<F32>,
+        d: Ptr<F32>,
+        state: Ptr<U32>,
+        half: U64,
+        rows: U32,
+        k: U32,
+        p: U32,
+        s: U32,
+        row_tiles: U32,
+        atoms_per_split: U32,
+    }
+}
+
+kernel_params! {
+    /// Launch arguments of [`MERGE`]: merges the `splits` partial lists of
+    /// each row (from [`ROUTE`]'s half 0) into `out` (two halves of `half`
+    /// u32; the result ends in half 0, `rows × s` pairs). One warp per row,
+    /// [`MERGE_THREADS`] threads per CTA.
+    pub struct MergeArgs => MergeRegs {
+        parts: Ptr<U32>,
+        out: Ptr<U32>,
+        half: U64,
+        rows: U32,
+        k: U32,
+        s: U32,
+        splits: U32,
+        atoms_per_split: U32,
+    }
+}
+
+// ---- the score tile ------------------------------------------------------
+
+/// Emit the staged, register-tiled accumulation of one `bm × bn` tile
+/// (`row0`, `atom0` its corner) into `tm·tn` fresh accumulators, in the
+/// thread's micro-tile order (`acc[i·tn + j]`). Uses `tile` from element
+/// 0 for staging; ends after a barrier, so the caller may reuse `tile`.
+struct TileGeom {
+    ty: Reg<U32>,
+    tx: Reg<U32>,
+}
+
+impl TileGeom {
+    fn new(b: &mut KernelBuilder, t: &ScoreTuning, tid: Reg<U32>) -> Self {
+        let tn_threads = t.bn / t.tn;
+        let ty = b.div(tid, tn_threads);
+        let tx = b.rem(tid, tn_threads);
+        Self { ty, tx }
+    }
+}
+
+/// Local row of micro-tile row `i` relative to `4·ty` (a constant).
+fn micro_row(t: &ScoreTuning, i: u32) -> u32 {
+    (i / 4) * (4 * t.bm / t.tm) + i % 4
+}
+
+/// Local column of micro-tile column `j` relative to `4·tx` (a constant).
+fn micro_col(t: &ScoreTuning, j: u32) -> u32 {
+    (j / 4) * (4 * t.bn / t.tn) + j % 4
+}
+
+#[allow(clippy::too_many_arguments)]
+fn emit_tile(
+    b: &mut KernelBuilder,
+    t: &ScoreTuning,
+    tile: &SharedArray<F32>,
+    geom: &TileGeom,
+    tid: Reg<U32>,
+    x: GlobalPtr<F32>,
+    d: GlobalPtr<F32>,
+    rows: Reg<U32>,
+    k: Reg<U32>,
+    p: Reg<U32>,
+    row0: Reg<U32>,
+    atom0: Reg<U32>,
+) -> Vec<Reg<F32>> {
+    let xs_stride = t.bm + 4;
+    let ds_stride = t.bn + 4;
+    let ds_base = t.bk * xs_stride;
+    // Staging roles: thread `tid` loads column `kk = tid % bk` of rows
+    // `tid / bk + e · (threads / bk)`.
+    let kk = b.rem(tid, t.bk);
+    let m_first = b.div(tid, t.bk);
+    let step = t.threads / t.bk;
+    let last_row = b.sub(rows, 1u32);
+    let last_atom = b.sub(k, 1u32);
+
+    let mut x_src = Vec::new();
+    let mut x_dst = Vec::new();
+    for e in 0..t.bm / step {
+        let m = b.add(m_first, e * step);
+        let r = b.add(row0, m);
+        let r = b.min(r, last_row); // clamped: see the module docs
+        let start = b.mul_wide_u32(r, p);
+        let kk64 = b.u32_to_u64(kk);
+        let start = b.add(start, kk64);
+        let src = b.offset64(x, start);
+        x_src.push(src);
+        let dst_i = b.mad_lo(kk, xs_stride, m);
+        x_dst.push(b.shared_elem(tile, dst_i));
+    }
+    let mut d_src = Vec::new();
+    let mut d_dst = Vec::new();
+    for e in 0..t.bn / step {
+        let n = b.add(m_first, e * step);
+        let a = b.add(atom0, n);
+        let a = b.min(a, last_atom);
+        let start = b.mul_wide_u32(a, p);
+        let kk64 = b.u32_to_u64(kk);
+        let start = b.add(start, kk64);
+        let src = b.offset64(d, start);
+        d_src.push(src);
+        let dst_i = b.mad_lo(kk, ds_stride, n);
+        let dst_i = b.add(dst_i, ds_base);
+        d_dst.push(b.shared_elem(tile, dst_i));
+    }
+
+    // The thread's read pointers: xs[0][4·ty], ds[0][4·tx].
+    let xr = b.shl(geom.ty, 2u32);
+    let x_read = b.shared_elem(tile, xr);
+    let dr = b.shl(geom.tx, 2u32);
+    let dr = b.add(dr, ds_base);
+    let d_read = b.shared_elem(tile, dr);
+
+    let acc: Vec<Reg<F32>> = (0..t.tm * t.tn).map(|_| b.mov(0.0f32)).collect();
+    b.comment("score tile: P in bk-wide chunks, staged transposed in shared memory");
+    b.for_range(0u32, p, t.bk, |b, c0| {
+        let c = b.add(c0, kk);
+        let c_ok = b.setp(Cmp::Lt, c, p);
+        for (src, dst) in x_src.iter().zip(&x_dst).chain(d_src.iter().zip(&d_dst)) {
+            let v = b.mov(0.0f32);
+            b.guarded(c_ok, |b| {
+                let l = b.ld_global_nc(*src, 0);
+                b.assign(v, l);
+            });
+            b.st_shared(*dst, 0, v);
+            b.advance(*src, t.bk as i32);
+        }
+        b.bar_sync();
+        for kq in 0..t.bk {
+            let mut xv = Vec::new();
+            for g in 0..t.tm / 4 {
+                let off = kq * xs_stride + g * (4 * t.bm / t.tm);
+                xv.extend(b.ld_shared_v4(x_read, off as i32));
+            }
+            let mut dv = Vec::new();
+            for g in 0..t.tn / 4 {
+                let off = kq * ds_stride + g * (4 * t.bn / t.tn);
+                dv.extend(b.ld_shared_v4(d_read, off as i32));
+            }
+            for (i, xi) in xv.iter().enumerate() {
+                for (j, dj) in dv.iter().enumerate() {
+                    let a = acc[i * t.tn as usize + j];
+                    let prod = b.fmul(Rounding::Rn, *xi, *dj);
+                    let sum = b.fadd(Rounding::Rn, a, prod);
+                    b.assign(a, sum);
+                }
+            }
+        }
+        b.bar_sync();
+    });
+    acc
+}
+
+/// Generate the score-block kernel for `sm` with tuning `t`.
+pub fn generate_score_block(sm: Sm, t: &ScoreTuning) -> Result<PtxModule> {
+    t.check_score()?;
+    let mut b = KernelBuilder::new(SCORE_BLOCK, sm);
+    b.tuning(t.key());
+    b.reqntid(t.threads, 1, 1);
+    let a = b.params::<ScoreBlockArgs>();
+    let tile = b.shared_array::<F32>("tile", t.staging_floats(), 16);
+    let tid = b.tid_x();
+    let cta = b.ctaid_x();
+    let geom = TileGeom::new(&mut b, t, tid);
+    let bn_m1 = b.add(a.k, t.bn - 1);
+    let atom_tiles = b.div(bn_m1, t.bn);
+    let rt = b.div(cta, atom_tiles);
+    let at = b.rem(cta, atom_tiles);
+    let row0 = b.mul_lo(rt, t.bm);
+    let atom0 = b.mul_lo(at, t.bn);
+    let acc = emit_tile(
+        &mut b, t, &tile, &geom, tid, a.x, a.d, a.rows, a.k, a.p, row0, atom0,
+    );
+
+    b.comment("guarded stores of the micro-tile");
+    let r_base = b.mad_lo(geom.ty, 4u32, row0);
+    let c_base = b.mad_lo(geom.tx, 4u32, atom0);
+    let cols: Vec<(Reg<U32>, Reg<Pred>)> = (0..t.tn)
+        .map(|j| {
+            let c = b.add(c_base, micro_col(t, j));
+            let ok = b.setp(Cmp::Lt, c, a.k);
+            (c, ok)
+        })
+        .collect();
+    for i in 0..t.tm {
+        let r = b.add(r_base, micro_row(t, i));
+        let r_ok = b.setp(Cmp::Lt, r, a.rows);
+        let row_start = b.mul_wide_u32(r, a.k);
+        let row_ptr = b.offset64(a.out, row_start);
+        for (j, (c, c_ok)) in cols.iter().enumerate() {
+            let ok = b.pand(r_ok, *c_ok);
+            let v = acc[(i * t.tn) as usize + j];
+            b.guarded(ok, |b| {
+                let q = b.offset(row_ptr, *c);
+                b.st_global(q, 0, v);
+            });
+        }
+    }
+    b.finish()
+}
+
+// ---- top-s state -----------------------------------------------------------
+
+/// Emit the ordering key of `(score bits, atom)`: `(k << 32) | !atom` with
+/// `k = 0` for NaN, else `(bits & 0x7FFF_FFFF) + 1`. Larger is better.
+pub(crate) fn emit_key(b: &mut KernelBuilder, bits: Reg<U32>, atom: Reg<U32>) -> Reg<U64> {
+    let mag = b.and(bits, 0x7fff_ffffu32);
+    let is_num = b.setp(Cmp::Le, mag, 0x7f80_0000u32);
+    let k1 = b.add(mag, 1u32);
+    let k = b.selp(is_num, k1, 0u32);
+    let hi = b.u32_to_u64(k);
+    let hi = b.shl(hi, 32u32);
+    let lo = b.not(atom);
+    let lo = b.u32_to_u64(lo);
+    b.or(hi, lo)
+}
+
+/// Entry `j` of a top-s list: `(atom, score bits)`.
+fn load_entry(b: &mut KernelBuilder, list: GlobalPtr<U32>, j: Reg<U32>) -> (Reg<U32>, Reg<U32>) {
+    let j2 = b.shl(j, 1u32);
+    let q = b.offset(list, j2);
+    (b.ld_global(q, 0), b.ld_global(q, 1))
+}
+
+fn store_entry(
+    b: &mut KernelBuilder,
+    list: GlobalPtr<U32>,
+    j: Reg<U32>,
+    atom: Reg<U32>,
+    bits: Reg<U32>,
+) {
+    let j2 = b.shl(j, 1u32);
+    let q = b.offset(list, j2);
+    b.st_global(q, 0, atom);
+    b.st_global(q, 1, bits);
+}
+
+/// A warp's fold resources.
+struct Folder {
+    lane: Reg<U32>,
+    lt_mask: Reg<U32>,
+    /// This warp's accepted list: atoms at `acc_a[i]`, score bits at `acc_s[i]`.
+    acc_a: SharedPtr<U32>,
+    acc_s: SharedPtr<U32>,
+    s: Reg<U32>,
+}
+
+impl Folder {
+    fn new(
+        b: &mut KernelBuilder,
+        list: &SharedArray<U32>,
+        warp: Reg<U32>,
+        cap: u32,
+        s: Reg<U32>,
+    ) -> Self {
+        let lane = b.special(Special::LaneId);
+        let one = b.shl(1u32, lane);
+        let lt_mask = b.sub(one, 1u32);
+        let base = b.mul_lo(warp, 2 * cap);
+        let acc_a = b.shared_elem(list, base);
+        let acc_s = b.shared_offset(acc_a, cap);
+        Self {
+            lane,
+            lt_mask,
+            acc_a,
+            acc_s,
+            s,
+        }
+    }
+
+    fn acc_entry(&self, b: &mut KernelBuilder, i: Reg<U32>) -> (Reg<U32>, Reg<U32>) {
+        let pa = b.shared_offset(self.acc_a, i);
+        let ps = b.shared_offset(self.acc_s, i);
+        (b.ld_shared(pa, 0), b.ld_shared(ps, 0))
+    }
+
+    /// `#(accepted keys > key)` over the first `na` accepted entries.
+    fn count_better(&self, b: &mut KernelBuilder, na: Reg<U32>, key: Reg<U64>) -> Reg<U32> {
+        let cnt = b.mov(0u32);
+        b.for_range(0u32, na, 1u32, |b, j| {
+            let (aj, sj) = self.acc_entry(b, j);
+            let kj = emit_key(b, sj, aj);
+            let gt = b.setp(Cmp::Gt, kj, key);
+            let inc = b.selp(gt, 1u32, 0u32);
+            let next = b.add(cnt, inc);
+            b.assign(cnt, next);
+        });
+        cnt
+    }
+
+    /// Fold `nv` candidates (`cand(n)` = `(score bits, atom)` for `n < nv`)
+    /// into the `m`-entry list `cur`, writing the merged list to `nxt`.
+    /// Warp-uniform `m`, `nv`; every lane calls it. Returns whether `nxt`
+    /// was written (otherwise `cur` is still the state).
+    fn fold(
+        &self,
+        b: &mut KernelBuilder,
+        cur: GlobalPtr<U32>,
+        nxt: GlobalPtr<U32>,
+        m: Reg<U32>,
+        nv: Reg<U32>,
+        cand: &dyn Fn(&mut KernelBuilder, Reg<U32>) -> (Reg<U32>, Reg<U32>),
+    ) -> Reg<Pred> {
+        let s = self.s;
+        let full = b.setp(Cmp::Ge, m, s);
+        let not_full = b.pnot(full);
+        let threshold = b.mov(0u64);
+        b.if_(full, |b| {
+            let last = b.sub(s, 1u32);
+            let (a, sc) = load_entry(b, cur, last);
+            let k = emit_key(b, sc, a);
+            b.assign(threshold, k);
+        });
+        b.comment("fold: compact the candidates that beat the s-th key");
+        let na = b.mov(0u32);
+        b.for_range(0u32, nv, 32u32, |b, n0| {
+            let n = b.add(n0, self.lane);
+            let valid = b.setp(Cmp::Lt, n, nv);
+            let bits = b.mov(0u32);
+            let atom = b.mov(0u32);
+            b.if_(valid, |b| {
+                let (sc, a) = cand(b, n);
+                b.assign(bits, sc);
+                b.assign(atom, a);
+            });
+            let key = emit_key(b, bits, atom);
+            let beats = b.setp(Cmp::Gt, key, threshold);
+            let wanted = b.por(not_full, beats);
+            let ok = b.pand(valid, wanted);
+            let mask = b.vote_ballot(ok, FULL);
+            b.if_(ok, |b| {
+                let below = b.and(mask, self.lt_mask);
+                let before = b.popc(below);
+                let pos = b.add(na, before);
+                let pa = b.shared_offset(self.acc_a, pos);
+                b.st_shared(pa, 0, atom);
+                let ps = b.shared_offset(self.acc_s, pos);
+                b.st_shared(ps, 0, bits);
+            });
+            let cnt = b.popc(mask);
+            let next = b.add(na, cnt);
+            b.assign(na, next);
+        });
+        b.bar_warp_sync(FULL);
+        let changed = b.setp(Cmp::Ne, na, 0u32);
+        b.if_(changed, |b| {
+            b.comment("fold: place the accepted candidates");
+            b.for_range(0u32, na, 32u32, |b, i0| {
+                let i = b.add(i0, self.lane);
+                let in_range = b.setp(Cmp::Lt, i, na);
+                b.if_(in_range, |b| {
+                    let (ai, si) = self.acc_entry(b, i);
+                    let ki = emit_key(b, si, ai);
+                    let better = self.count_better(b, na, ki);
+                    // binary search: #(state entries with a larger key)
+                    let lo = b.mov(0u32);
+                    let hi = b.mov(m);
+                    b.while_(
+                        |b| b.setp(Cmp::Lt, lo, hi),
+                        |b| {
+                            let sum = b.add(lo, hi);
+                            let mid = b.shr(sum, 1u32);
+                            let (am, sm) = load_entry(b, cur, mid);
+                            let km = emit_key(b, sm, am);
+                            let gt = b.setp(Cmp::Gt, km, ki);
+                            let mid1 = b.add(mid, 1u32);
+                            let nlo = b.selp(gt, mid1, lo);
+                            let nhi = b.selp(gt, hi, mid);
+                            b.assign(lo, nlo);
+                            b.assign(hi, nhi);
+                        },
+                    );
+                    let pos = b.add(better, lo);
+                    let keep = b.setp(Cmp::Lt, pos, s);
+                    b.if_(keep, |b| store_entry(b, nxt, pos, ai, si));
+                });
+            });
+            b.comment("fold: move the surviving state entries");
+            b.for_range(0u32, m, 32u32, |b, j0| {
+                let j = b.add(j0, self.lane);
+                let in_range = b.setp(Cmp::Lt, j, m);
+                b.if_(in_range, |b| {
+                    let (aj, sj) = load_entry(b, cur, j);
+                    let kj = emit_key(b, sj, aj);
+                    let better = self.count_better(b, na, kj);
+                    let pos = b.add(j, better);
+                    let keep = b.setp(Cmp::Lt, pos, s);
+                    b.if_(keep, |b| store_entry(b, nxt, pos, aj, sj));
+                });
+            });
+            b.bar_warp_sync(FULL);
+        });
+        changed
+    }
+
+    /// Copy the first `m` entries of `from` to `to` (lanes strided), then
+    /// synchronise the warp.
+    fn copy(&self, b: &mut KernelBuilder, from: GlobalPtr<U32>, to: GlobalPtr<U32>, m: Reg<U32>) {
+        b.for_range(0u32, m, 32u32, |b, j0| {
+            let j = b.add(j0, self.lane);
+            let in_range = b.setp(Cmp::Lt, j, m);
+            b.if_(in_range, |b| {
+                let (a, sc) = load_entry(b, from, j);
+                store_entry(b, to, j, a, sc);
+            });
+        });
+        b.bar_warp_sync(FULL);
+    }
+}
+
+/// `base + (parity ? half : 0)` u32 elements.
+fn half_ptr(
+    b: &mut KernelBuilder,
+    base: GlobalPtr<U32>,
+    half: Reg<U64>,
+    parity: Reg<Pred>,
+) -> GlobalPtr<U32> {
+    let off = b.selp(parity, half, 0u64);
+    b.offset64(base, off)
+}
+
+/// Generate the routed top-s kernel for `sm` with tuning `t`.
+pub fn generate_route(sm: Sm, t: &ScoreTuning) -> Result<PtxModule> {
+    t.check_route()?;
+    let mut b = KernelBuilder::new(ROUTE, sm);
+    b.tuning(t.key());
+    b.reqntid(t.threads, 1, 1);
+    let a = b.params::<RouteArgs>();
+    let tile_len = t.staging_floats().max(t.bm * t.bn);
+    let tile = b.shared_array::<F32>("tile", tile_len, 16);
+    let list = b.shared_array::<U32>("accepted", t.warps() * t.bn * 2, 16);
+    let tid = b.tid_x();
+    let cta = b.ctaid_x();
+    let geom = TileGeom::new(&mut b, t, tid);
+    let warp = b.shr(tid, 5u32);
+    let folder = Folder::new(&mut b, &list, warp, t.bn, a.s);
+
+    let rt = b.rem(cta, a.row_tiles);
+    let split = b.div(cta, a.row_tiles);
+    let row0 = b.mul_lo(rt, t.bm);
+    let a_begin = b.mul_lo(split, a.atoms_per_split);
+    let a_end = b.add(a_begin, a.atoms_per_split);
+    let a_end = b.min(a_end, a.k);
+    let parity = b.mov(0u32);
+    let rows_per_warp = t.bm / t.warps();
+
+    // The score tile as written by the thread: row 4·ty + micro_row(i),
+    // columns 4·tx + micro_col(j) (groups of 4 contiguous).
+    let st_row = b.shl(geom.ty, 2u32);
+    let st_col = b.shl(geom.tx, 2u32);
+    let st_i = b.mad_lo(st_row, t.bn, st_col);
+    let st_base = b.shared_elem(&tile, st_i);
+
+    b.comment("route: walk this split's atom tiles");
+    b.for_range(a_begin, a_end, t.bn, |b, atom0| {
+        let acc = emit_tile(
+            b, t, &tile, &geom, tid, a.x, a.d, a.rows, a.k, a.p, row0, atom0,
+        );
+        b.comment("route: scores of the tile into shared memory");
+        for i in 0..t.tm {
+            for g in 0..t.tn / 4 {
+                let off = micro_row(t, i) * t.bn + micro_col(t, 4 * g);
+                let v: [Reg<F32>; 4] =
+                    std::array::from_fn(|e| acc[(i * t.tn + 4 * g) as usize + e]);
+                b.st_shared_v4(st_base, off as i32, v);
+            }
+        }
+        b.bar_sync();
+        b.comment("route: fold the tile into each row's top-s (a warp per row)");
+        let seen = b.sub(atom0, a_begin);
+        let m = b.min(seen, a.s);
+        let left = b.sub(a_end, atom0);
+        let nv = b.min(left, t.bn);
+        b.for_range(0u32, rows_per_warp, 1u32, |b, q| {
+            let r_l = b.mad_lo(q, t.warps(), warp);
+            let r = b.add(row0, r_l);
+            let live = b.setp(Cmp::Lt, r, a.rows);
+            b.if_(live, |b| {
+                let bit = b.shl(1u32, q);
+                let mine = b.and(parity, bit);
+                let odd = b.setp(Cmp::Ne, mine, 0u32);
+                let even = b.pnot(odd);
+                let slot = b.mad_lo(split, a.rows, r);
+                let start = b.mul_wide_u32(slot, a.s);
+                let start = b.shl(start, 1u32);
+                let row_list = b.offset64(a.state, start);
+                let cur = half_ptr(b, row_list, a.half, odd);
+                let nxt = half_ptr(b, row_list, a.half, even);
+                let row_scores = b.mul_lo(r_l, t.bn);
+                let cand = |b: &mut KernelBuilder, n: Reg<U32>| {
+                    let i = b.add(row_scores, n);
+                    let sp = b.shared_elem(&tile, i);
+                    let v = b.ld_shared(sp, 0);
+                    let bits = b.f32_bits(v);
+                    let atom = b.add(atom0, n);
+                    (bits, atom)
+                };
+                let changed = folder.fold(b, cur, nxt, m, nv, &cand);
+                let flip = b.selp(changed, bit, 0u32);
+                let p2 = b.xor(parity, flip);
+                b.assign(parity, p2);
+            });
+        });
+        b.bar_sync();
+    });
+
+    b.comment("route: leave every row's list in half 0");
+    let total = b.sub(a_end, a_begin);
+    let m_final = b.min(total, a.s);
+    b.for_range(0u32, rows_per_warp, 1u32, |b, q| {
+        let r_l = b.mad_lo(q, t.warps(), warp);
+        let r = b.add(row0, r_l);
+        let live = b.setp(Cmp::Lt, r, a.rows);
+        let bit = b.shl(1u32, q);
+        let mine = b.and(parity, bit);
+        let odd = b.setp(Cmp::Ne, mine, 0u32);
+        let go = b.pand(live, odd);
+        b.if_(go, |b| {
+            let slot = b.mad_lo(split, a.rows, r);
+            let start = b.mul_wide_u32(slot, a.s);
+            let start = b.shl(start, 1u32);
+            let row_list = b.offset64(a.state, start);
+            let from = b.offset64(row_list, a.half);
+            folder.copy(b, from, row_list, m_final);
+        });
+    });
+    b.finish()
+}
+
+/// Generate the merge kernel for `sm`.
+pub fn generate_merge(sm: Sm) -> Result<PtxModule> {
+    let mut b = KernelBuilder::new(MERGE, sm);
+    b.tuning(format!("c{MERGE_CHUNK}_t{MERGE_THREADS}"));
+    b.reqntid(MERGE_THREADS, 1, 1);
+    let a = b.params::<MergeArgs>();
+    let list = b.shared_array::<U32>("accepted", MERGE_THREADS / 32 * MERGE_CHUNK * 2, 16);
+    let tid = b.tid_x();
+    let cta = b.ctaid_x();
+    let warp = b.shr(tid, 5u32);
+    let folder = Folder::new(&mut b, &list, warp, MERGE_CHUNK, a.s);
+    let r = b.mad_lo(cta, MERGE_THREADS / 32, warp);
+    let live = b.setp(Cmp::Lt, r, a.rows);
+    b.if_(live, |b| {
+        let start = b.mul_wide_u32(r, a.s);
+        let start = b.shl(start, 1u32);
+        let out = b.offset64(a.out, start);
+        let odd = b.mov(0u32);
+        let m = b.mov(0u32);
+        b.for_range(0u32, a.splits, 1u32, |b, t| {
+            let first = b.mul_lo(t, a.atoms_per_split);
+            let len = b.sub(a.k, first);
+            let len = b.min(len, a.atoms_per_split);
+            let count = b.min(len, a.s);
+            let slot = b.mad_lo(t, a.rows, r);
+            let pstart = b.mul_wide_u32(slot, a.s);
+            let pstart = b.shl(pstart, 1u32);
+            let part = b.offset64(a.parts, pstart);
+            b.for_range(0u32, count, MERGE_CHUNK, |b, c0| {
+                let left = b.sub(count, c0);
+                let nv = b.min(left, MERGE_CHUNK);
+                let is_odd = b.setp(Cmp::Ne, odd, 0u32);
+                let is_even = b.pnot(is_odd);
+                let cur = half_ptr(b, out, a.half, is_odd);
+                let nxt = half_ptr(b, out, a.half, is_even);
+                let cand = |b: &mut KernelBuilder, n: Reg<U32>| {
+                    let j = b.add(c0, n);
+                    let (atom, bits) = load_entry(b, part, j);
+                    (bits, atom)
+                };
+                let changed = folder.fold(b, cur, nxt, m, nv, &cand);
+                let flip = b.selp(changed, 1u32, 0u32);
+                let o2 = b.xor(odd, flip);
+                b.assign(odd, o2);
+                let grown = b.add(m, nv);
+                let grown = b.min(grown, a.s);
+                b.assign(m, grown);
+            });
+        });
+        let is_odd = b.setp(Cmp::Ne, odd, 0u32);
+        b.if_(is_odd, |b| {
+            let from = b.offset64(out, a.half);
+            folder.copy(b, from, out, m);
+        });
+    });
+    b.finish()
+}
+
+/// The default variants (for `all_variants`, `dump_ptx` and the ptxas
+/// tests).
+pub fn generate(sm: Sm) -> Result<Vec<PtxModule>> {
+    Ok(vec![
+        generate_score_block(sm, &ScoreTuning::default_for(sm))?,
+        generate_route(sm, &ScoreTuning::route_default_for(sm))?,
+        generate_merge(sm)?,
+    ])
+}
