@@ -13,7 +13,96 @@ use super::ptx::{
 };
 use crate::dsl::params::KernelParams;
 use crate::error::{Error, Result};
+use crate::runtime::backend::{Backend, Ran, Resolved, resolve};
 use crate::runtime::exec::{BufferId, Executor, LaunchConfig, download_vec, upload_new};
+use crate::target::Sm;
+
+/// The SM the simulator backend generates code for.
+pub const SIM_SM: Sm = Sm::Sm80;
+
+/// Run `f` on the executor `resolved` stands for; `None` for the host model.
+fn with_executor<T>(
+    resolved: &Resolved,
+    f: impl FnOnce(&mut dyn Executor) -> Result<T>,
+) -> Option<Result<T>> {
+    match resolved {
+        Resolved::Cuda(gpu) => {
+            let mut g = gpu.lock();
+            Some(f(&mut *g))
+        }
+        Resolved::Host => None,
+        Resolved::Sim => Some(sim_executor().and_then(|mut sim| f(&mut *sim))),
+    }
+}
+
+/// The CPU PTX simulator as an executor.
+fn sim_executor() -> Result<Box<dyn Executor>> {
+    let _ = SIM_SM;
+    Err(Error::BackendUnavailable {
+        backend: "sim",
+        reason: "the CPU PTX simulator is not part of this build yet".to_string(),
+    })
+}
+
+/// The `rows × K` score block, row-major (`scores[r·K + a]`), on `backend`
+/// (see the [module contract](super)): every score equals the host model's
+/// under `to_bits()`. Reports which implementation ran.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] for a bad shape (see
+/// [`validate`](super::host::validate)); [`Error::NoDevice`] for
+/// [`Backend::Cuda`] without a device; driver, JIT and launch errors.
+pub fn score_block(
+    backend: Backend,
+    x: &[f32],
+    d: &[f32],
+    rows: usize,
+    k: usize,
+    p: usize,
+) -> Result<(Vec<f32>, Ran)> {
+    validate(x, d, rows, k, p)?;
+    let resolved = resolve(backend)?;
+    let ran = resolved.ran();
+    match with_executor(&resolved, |ex| score_block_on(ex, x, d, rows, k, p, None)) {
+        Some(r) => r.map(|v| (v, ran)),
+        None => super::host::score_block(x, d, rows, k, p).map(|v| (v, ran)),
+    }
+}
+
+/// Each row's top `s` atoms, best first (see the [module contract](super)),
+/// on `backend`. On a device, `x` and `D` are uploaded once, no score
+/// leaves the device, and exactly `rows · s · 8` bytes are downloaded.
+/// `tuning` overrides [`ScoreTuning::route_default_for`] (the host model
+/// ignores it). Reports which implementation ran.
+///
+/// # Errors
+/// As [`score_block`], plus `s = 0` or `s > K`, and an inconsistent
+/// `tuning` ([`TuningError`](super::ptx::TuningError) as
+/// [`Error::InvalidArgument`]).
+#[allow(clippy::too_many_arguments)]
+pub fn route_top_s(
+    backend: Backend,
+    x: &[f32],
+    d: &[f32],
+    rows: usize,
+    k: usize,
+    p: usize,
+    s: usize,
+    tuning: Option<ScoreTuning>,
+) -> Result<(TopS, Ran)> {
+    validate_route(x, d, rows, k, p, s)?;
+    if let Some(t) = &tuning {
+        t.check_route()?;
+    }
+    let resolved = resolve(backend)?;
+    let ran = resolved.ran();
+    match with_executor(&resolved, |ex| {
+        route_top_s_on(ex, x, d, rows, k, p, s, tuning)
+    }) {
+        Some(r) => r.map(|v| (v, ran)),
+        None => super::host::route_top_s_fast(x, d, rows, k, p, s).map(|v| (v, ran)),
+    }
+}
 
 /// Largest grid the kernels are launched with (`%nctaid.x` limit).
 const MAX_GRID: u64 = (1 << 31) - 1;
