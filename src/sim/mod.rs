@@ -1,6 +1,11 @@
-//! CPU PTX simulator (placeholder until the simulator lands).
+//! CPU PTX simulator.
+pub mod error;
+pub mod exec;
+mod executor;
+pub mod fp;
+pub mod ir;
+pub mod parse;
+pub use error::{SimError, Site};
+pub use parse::Program;
+pub use exec::{LaunchReport, Sim, SimOptions};
 
-/// An error found or raised by the simulator.
-#[derive(Debug, thiserror::Error)]
-#[error("simulator: {0}")]
-pub struct SimError(pub String);

@@ -1,0 +1,102 @@
+//! The simulator's error type.
+
+use std::fmt;
+
+use super::ir::Space;
+
+/// Where a runtime finding happened: kernel, block, thread, PTX line and
+/// instruction text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Site {
+    pub kernel: String,
+    pub ctaid: (u32, u32, u32),
+    pub tid: (u32, u32, u32),
+    pub line: u32,
+    pub instr: String,
+}
+
+impl fmt::Display for Site {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (c, t) = (self.ctaid, self.tid);
+        write!(
+            f,
+            "kernel `{}` block ({},{},{}) thread ({},{},{}) line {} `{}`",
+            self.kernel, c.0, c.1, c.2, t.0, t.1, t.2, self.line, self.instr
+        )
+    }
+}
+
+/// An error found or raised by the simulator. Each check has its own
+/// variant; runtime variants carry a [`Site`].
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SimError {
+    /// The PTX text could not be parsed.
+    #[error("PTX parse error at line {line}: {message} (`{text}`)")]
+    Parse { line: u32, text: String, message: String },
+
+    /// Valid PTX the simulator does not implement (refused, never guessed).
+    #[error("unsupported PTX at line {line}: `{instr}`: {reason}")]
+    Unsupported { line: u32, instr: String, reason: String },
+
+    /// An access outside every allocation / the state space's extent.
+    #[error("out-of-bounds {space} access of {size} bytes at {addr:#x}: {site}")]
+    OutOfBounds { site: Box<Site>, space: Space, addr: u64, size: u32 },
+
+    /// An access not naturally aligned to its total size.
+    #[error("misaligned {space} access of {size} bytes at {addr:#x}: {site}")]
+    Misaligned { site: Box<Site>, space: Space, addr: u64, size: u32 },
+
+    /// Two threads of a CTA touched the same shared byte between two
+    /// barriers, at least one writing, not both atomically.
+    #[error(
+        "shared-memory race at shared offset {offset:#x}: {site} ({this}) conflicts with an earlier {other} by thread ({},{},{})",
+        other_tid.0, other_tid.1, other_tid.2
+    )]
+    SharedRace {
+        site: Box<Site>,
+        offset: u64,
+        this: &'static str,
+        other: &'static str,
+        other_tid: (u32, u32, u32),
+    },
+
+    /// `bar.sync` not reached by every thread of the CTA at the same
+    /// instruction (`.aligned` semantics).
+    #[error("barrier divergence in kernel `{kernel}` block ({},{},{}): {message}", ctaid.0, ctaid.1, ctaid.2)]
+    BarrierDivergence { kernel: String, ctaid: (u32, u32, u32), message: String },
+
+    /// A warp-collective (`shfl/vote/redux.sync`, `bar.warp.sync`) whose
+    /// member threads are not all at that instruction, or a divergent
+    /// `bra.uni`.
+    #[error("warp divergence: {site}: {message}")]
+    WarpDivergence { site: Box<Site>, message: String },
+
+    /// A shared-memory byte read before any thread of the CTA wrote it.
+    #[error("uninitialized shared-memory read of {size} bytes at shared offset {offset:#x}: {site}")]
+    UninitializedShared { site: Box<Site>, offset: u64, size: u32 },
+
+    /// A register read before the thread wrote it.
+    #[error("read of uninitialized register `{reg}`: {site}")]
+    UninitializedRegister { site: Box<Site>, reg: String },
+
+    /// An instruction trapped (`trap`, integer division by zero).
+    #[error("trap: {message}: {site}")]
+    Trap { site: Box<Site>, message: String },
+
+    /// No thread of a CTA can proceed.
+    #[error("deadlock in kernel `{kernel}` block ({},{},{}): {parked}", ctaid.0, ctaid.1, ctaid.2)]
+    Deadlock { kernel: String, ctaid: (u32, u32, u32), parked: String },
+
+    /// The launch itself is invalid (shape, directives, shared memory,
+    /// arguments, unknown entry).
+    #[error("invalid launch: {0}")]
+    InvalidLaunch(String),
+
+    /// A host-side memory API misuse (unknown buffer, size mismatch).
+    #[error("invalid memory operation: {0}")]
+    InvalidMemory(String),
+
+    /// The per-launch instruction limit was reached (runaway loop guard).
+    #[error("instruction limit of {limit} reached in kernel `{kernel}`")]
+    InstructionLimit { kernel: String, limit: u64 },
+}

@@ -1,0 +1,352 @@
+//! The pre-decoded, executable form of a PTX entry: a flat `Vec<Inst>` with
+//! register operands resolved to slot indices, labels to instruction indices
+//! and state-space variables to offsets.
+
+use super::fp::{FOp, MiniFmt, Rnd};
+
+/// "no register" marker (a `_` destination or an unused slot).
+pub const NO_REG: u32 = u32::MAX;
+
+/// Reserved register slots holding the special registers (set at thread
+/// start, read-only).
+pub mod sreg {
+    pub const TID_X: u32 = 0;
+    pub const NTID_X: u32 = 3;
+    pub const CTAID_X: u32 = 6;
+    pub const NCTAID_X: u32 = 9;
+    pub const LANEID: u32 = 12;
+    pub const WARPID: u32 = 13;
+    pub const NWARPID: u32 = 14;
+    pub const SMID: u32 = 15;
+    pub const NSMID: u32 = 16;
+    pub const LANEMASK_EQ: u32 = 17;
+    pub const LANEMASK_LT: u32 = 18;
+    pub const LANEMASK_LE: u32 = 19;
+    pub const LANEMASK_GT: u32 = 20;
+    pub const LANEMASK_GE: u32 = 21;
+    pub const DYN_SMEM: u32 = 22;
+    pub const GRIDID: u32 = 23;
+    /// Number of reserved slots.
+    pub const COUNT: u32 = 24;
+
+    /// Slot of a special register name, e.g. `%tid.x`.
+    pub fn lookup(name: &str) -> Option<u32> {
+        let dim = |s: &str| match s {
+            "x" => Some(0),
+            "y" => Some(1),
+            "z" => Some(2),
+            _ => None,
+        };
+        let (base, comp) = match name.split_once('.') {
+            Some((b, c)) => (b, Some(c)),
+            None => (name, None),
+        };
+        match (base, comp) {
+            ("%tid", Some(c)) => dim(c).map(|d| TID_X + d),
+            ("%ntid", Some(c)) => dim(c).map(|d| NTID_X + d),
+            ("%ctaid", Some(c)) => dim(c).map(|d| CTAID_X + d),
+            ("%nctaid", Some(c)) => dim(c).map(|d| NCTAID_X + d),
+            ("%laneid", None) => Some(LANEID),
+            ("%warpid", None) => Some(WARPID),
+            ("%nwarpid", None) => Some(NWARPID),
+            ("%smid", None) => Some(SMID),
+            ("%nsmid", None) => Some(NSMID),
+            ("%lanemask_eq", None) => Some(LANEMASK_EQ),
+            ("%lanemask_lt", None) => Some(LANEMASK_LT),
+            ("%lanemask_le", None) => Some(LANEMASK_LE),
+            ("%lanemask_gt", None) => Some(LANEMASK_GT),
+            ("%lanemask_ge", None) => Some(LANEMASK_GE),
+            ("%dynamic_smem_size", None) => Some(DYN_SMEM),
+            ("%gridid", None) => Some(GRIDID),
+            _ => None,
+        }
+    }
+}
+
+/// A source operand.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Src {
+    Reg(u32),
+    Imm(u64),
+    /// `%clock`
+    Clock32,
+    /// `%clock64`
+    Clock64,
+    None,
+}
+
+/// A state space of a memory access.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Space {
+    Global,
+    Shared,
+    Local,
+    Param,
+    Const,
+    Generic,
+}
+
+impl std::fmt::Display for Space {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Space::Global => "global",
+            Space::Shared => "shared",
+            Space::Local => "local",
+            Space::Param => "param",
+            Space::Const => "const",
+            Space::Generic => "generic",
+        })
+    }
+}
+
+/// Comparison of `setp`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cmp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Equ,
+    Neu,
+    Ltu,
+    Leu,
+    Gtu,
+    Geu,
+    Num,
+    Nan,
+}
+
+/// Boolean combine of `setp.cmp.bool`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Comb {
+    None,
+    And,
+    Or,
+    Xor,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AtomOp {
+    Add,
+    Min,
+    Max,
+    Inc,
+    Dec,
+    And,
+    Or,
+    Xor,
+    Exch,
+    Cas,
+    AddF32,
+    AddF64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShflMode {
+    Up,
+    Down,
+    Bfly,
+    Idx,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VoteMode {
+    All,
+    Any,
+    Uni,
+    Ballot,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReduxOp {
+    Add,
+    Min,
+    Max,
+    And,
+    Or,
+    Xor,
+}
+
+/// Scalar types of `cvt`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CvtTy {
+    U8,
+    U16,
+    U32,
+    U64,
+    S8,
+    S16,
+    S32,
+    S64,
+    F16,
+    Bf16,
+    F32,
+    F64,
+}
+
+impl CvtTy {
+    pub fn bits(self) -> u32 {
+        match self {
+            CvtTy::U8 | CvtTy::S8 => 8,
+            CvtTy::U16 | CvtTy::S16 | CvtTy::F16 | CvtTy::Bf16 => 16,
+            CvtTy::U32 | CvtTy::S32 | CvtTy::F32 => 32,
+            CvtTy::U64 | CvtTy::S64 | CvtTy::F64 => 64,
+        }
+    }
+    pub fn is_int(self) -> bool {
+        !matches!(self, CvtTy::F16 | CvtTy::Bf16 | CvtTy::F32 | CvtTy::F64)
+    }
+    pub fn signed(self) -> bool {
+        matches!(self, CvtTy::S8 | CvtTy::S16 | CvtTy::S32 | CvtTy::S64)
+    }
+}
+
+/// One decoded operation. `w` is the operation width in bits, `s` whether
+/// the integer type is signed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Op {
+    Nop,
+    Mov { w: u8 },
+    /// d0 = s0 | s1 << w | ... (s0 is the low part)
+    Pack { n: u8, w: u8 },
+    /// d[i] = s0 >> (i·w)
+    Unpack { n: u8, w: u8 },
+    Add { w: u8 },
+    Sub { w: u8 },
+    MulLo { w: u8 },
+    MulHi { w: u8, s: bool },
+    MulWide { w: u8, s: bool },
+    MadLo { w: u8 },
+    MadHi { w: u8, s: bool },
+    MadWide { w: u8, s: bool },
+    Div { w: u8, s: bool },
+    Rem { w: u8, s: bool },
+    Min { w: u8, s: bool },
+    Max { w: u8, s: bool },
+    And { w: u8 },
+    Or { w: u8 },
+    Xor { w: u8 },
+    Not { w: u8 },
+    CNot { w: u8 },
+    Shl { w: u8 },
+    Shr { w: u8, s: bool },
+    Bfe { w: u8, s: bool },
+    Bfi { w: u8 },
+    /// 0 = generic, 1.. = f4e b4e rc8 ecl ecr rc16
+    Prmt { mode: u8 },
+    Clz { w: u8 },
+    Popc { w: u8 },
+    Brev { w: u8 },
+    Neg { w: u8 },
+    Abs { w: u8 },
+    F32 { op: FOp, rnd: Rnd, ftz: bool, sat: bool },
+    F32MinMax { max: bool, nan: bool, ftz: bool },
+    F32Abs { ftz: bool },
+    F32Neg { ftz: bool },
+    F64 { op: FOp },
+    F64MinMax { max: bool },
+    F64Abs,
+    F64Neg,
+    SetpI { cmp: Cmp, w: u8, s: bool, comb: Comb },
+    SetpF { cmp: Cmp, f64: bool, ftz: bool, comb: Comb },
+    Selp { w: u8 },
+    /// `rnd`: float rounding (int→float, float→float narrowing);
+    /// `irnd`: integer rounding (`.rni` …) for float→int and float→float.
+    Cvt { d: CvtTy, s: CvtTy, rnd: Option<Rnd>, irnd: Option<Rnd>, sat: bool, ftz: bool },
+    /// `cvt.rn.satfinite{.relu}.{e4m3x2,e5m2x2,e2m1x2}.f32 d, a, b`
+    CvtMiniEnc { fmt: MiniFmt, relu: bool },
+    /// `cvt.rn{.relu}.f16x2.{e4m3x2,e5m2x2,e2m1x2} d, a`
+    CvtMiniDec { fmt: MiniFmt, relu: bool },
+    /// `cvt.{rn,rz}{.relu}{.satfinite}.f16x2.f32 d, a, b` (a → upper half)
+    CvtF16x2 { rnd: Rnd, relu: bool, satfinite: bool },
+    /// n elements of `size` bytes; `signed` sign-extends narrow loads.
+    Ld { sp: Space, size: u8, signed: bool, n: u8 },
+    St { sp: Space, size: u8, n: u8 },
+    Atom { sp: Space, op: AtomOp, w: u8, s: bool, ret: bool },
+    Cvta { to: bool, sp: Space },
+    Bra { target: u32 },
+    /// `bra.uni`; `idx` numbers the entry's predicated `bra.uni`s for the
+    /// uniformity check.
+    BraUni { target: u32, idx: u32 },
+    Exit,
+    Trap,
+    /// `bar.sync a{, b}`: s0 = barrier, s1 = count (Src::None when absent).
+    Bar,
+    /// `bar.warp.sync mask`: s0 = mask
+    BarWarp,
+    /// d0 = d, d1 = p; s = a, b, c, mask
+    Shfl { mode: ShflMode },
+    /// d0 = d; s0 = a (negated by `neg`), s1 = mask
+    Vote { mode: VoteMode },
+    /// d0 = d; s0 = a, s1 = mask
+    Redux { op: ReduxOp, s: bool },
+}
+
+impl Op {
+    /// Whether the op is a synchronisation point (the scheduler parks the
+    /// thread there).
+    pub fn is_sync(&self) -> bool {
+        matches!(self, Op::Bar | Op::BarWarp | Op::Shfl { .. } | Op::Vote { .. } | Op::Redux { .. })
+    }
+}
+
+/// One instruction.
+#[derive(Debug, Clone, Copy)]
+pub struct Inst {
+    pub op: Op,
+    pub d: [u32; 4],
+    pub s: [Src; 4],
+    /// Byte offset of a memory operand.
+    pub off: i64,
+    /// Guard predicate slot, `NO_REG` if none.
+    pub guard: u32,
+    pub guard_neg: bool,
+    /// Negate the predicate source (`setp`'s `c`, `vote`'s `a`, `selp`'s `c`).
+    pub neg: bool,
+    /// Index of the opcode string in `Entry::opcodes`.
+    pub opcode: u16,
+}
+
+/// A kernel parameter of the parsed entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParamInfo {
+    pub name: String,
+    pub offset: u32,
+    pub size: u32,
+}
+
+/// One `.entry`, decoded.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub name: String,
+    pub params: Vec<ParamInfo>,
+    pub param_bytes: u32,
+    pub insts: Vec<Inst>,
+    /// Source line of each instruction (1-based).
+    pub lines: Vec<u32>,
+    /// Source text of each instruction.
+    pub texts: Vec<String>,
+    /// Distinct opcode strings (with modifiers), indexed by `Inst::opcode`.
+    pub opcodes: Vec<String>,
+    /// Register slot count (including the reserved special registers).
+    pub nregs: u32,
+    pub reg_names: Vec<String>,
+    /// Bytes of static shared memory (module + entry declarations).
+    pub static_shared: u32,
+    /// Offset of the dynamic shared array (static size rounded up to its
+    /// alignment).
+    pub dyn_shared_align: u32,
+    pub local_bytes: u32,
+    pub maxntid: Option<(u32, u32, u32)>,
+    pub reqntid: Option<(u32, u32, u32)>,
+    pub n_brauni: u32,
+}
+
+impl Entry {
+    pub fn dyn_shared_offset(&self) -> u32 {
+        let a = self.dyn_shared_align.max(1);
+        self.static_shared.div_ceil(a) * a
+    }
+}

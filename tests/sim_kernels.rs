@@ -1,0 +1,106 @@
+//! End-to-end runs of the hand-written kernels in tests/ptx through the
+//! simulator library (and the Executor interface).
+
+use ptxsmith::Sm;
+use ptxsmith::dsl::PtxModule;
+use ptxsmith::dsl::params::{ArgValue, ParamDesc, ParamKind, ScalarType};
+use ptxsmith::runtime::exec::{Executor, LaunchConfig};
+use ptxsmith::sim::{Program, Sim, SimError};
+
+fn f32s(b: &[u8]) -> Vec<f32> {
+    b.chunks(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect()
+}
+
+#[test]
+fn saxpy_matches_fma() {
+    let prog = Program::parse(include_str!("ptx/saxpy.ptx")).unwrap();
+    let mut sim = Sim::new(Sm::Sm80);
+    let n = 1000u32;
+    let x: Vec<f32> = (0..n).map(|i| i as f32 * 0.37 - 11.0).collect();
+    let y: Vec<f32> = (0..n).map(|i| (i as f32).sqrt()).collect();
+    let a = 1.7f32;
+    let px = sim.alloc(4 * n as usize).unwrap();
+    let py = sim.alloc(4 * n as usize).unwrap();
+    sim.write(px, &x.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<_>>()).unwrap();
+    sim.write(py, &y.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<_>>()).unwrap();
+    let rep = sim
+        .launch_program(
+            &prog,
+            "saxpy",
+            LaunchConfig::linear(n.div_ceil(128), 128),
+            &[ArgValue::Ptr(px), ArgValue::Ptr(py), ArgValue::F32(a), ArgValue::U32(n)],
+        )
+        .unwrap();
+    let mut out = vec![0u8; 4 * n as usize];
+    sim.read(py, &mut out).unwrap();
+    let out = f32s(&out);
+    for i in 0..n as usize {
+        assert_eq!(out[i].to_bits(), a.mul_add(x[i], y[i]).to_bits(), "i={i}");
+    }
+    assert_eq!(rep.per_opcode["fma.rn.f32"], n as u64);
+    assert_eq!(rep.per_base["fma"], n as u64);
+    assert!(rep.instructions > 10 * n as u64);
+    assert_eq!(sim.total_instructions(), rep.instructions);
+}
+
+#[test]
+fn block_sum_reduction() {
+    let prog = Program::parse(include_str!("ptx/reduce.ptx")).unwrap();
+    let mut sim = Sim::new(Sm::Sm80);
+    let blocks = 5u32;
+    let bs = 128u32;
+    let input: Vec<u32> = (0..blocks * bs).map(|i| i.wrapping_mul(2654435761)).collect();
+    let pin = sim.alloc(input.len() * 4).unwrap();
+    let pout = sim.alloc(blocks as usize * 4).unwrap();
+    sim.write(pin, &input.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<_>>()).unwrap();
+    let rep = sim
+        .launch_program(&prog, "block_sum", LaunchConfig::linear(blocks, bs), &[ArgValue::Ptr(pin), ArgValue::Ptr(pout)])
+        .unwrap();
+    let mut out = vec![0u8; blocks as usize * 4];
+    sim.read(pout, &mut out).unwrap();
+    for b in 0..blocks as usize {
+        let want = input[b * bs as usize..(b + 1) * bs as usize].iter().fold(0u32, |a, v| a.wrapping_add(*v));
+        assert_eq!(u32::from_le_bytes(out[4 * b..4 * b + 4].try_into().unwrap()), want);
+    }
+    // 1 + log2(128) barriers per block
+    assert_eq!(rep.barriers, blocks as u64 * 8);
+}
+
+#[test]
+fn executor_interface_parses_once_and_counts_traffic() {
+    let ptx = include_str!("ptx/saxpy.ptx").to_string();
+    let module = PtxModule {
+        kernel: "saxpy".into(),
+        tuning: String::new(),
+        sm: Sm::Sm80,
+        version: ptxsmith::PtxVersion::new(7, 0),
+        params: vec![
+            ParamDesc { name: "p_x".into(), kind: ParamKind::GlobalPtr { elem: ScalarType::F32, align: 16 } },
+            ParamDesc { name: "p_y".into(), kind: ParamKind::GlobalPtr { elem: ScalarType::F32, align: 16 } },
+            ParamDesc { name: "a".into(), kind: ParamKind::Scalar(ScalarType::F32) },
+            ParamDesc { name: "n".into(), kind: ParamKind::Scalar(ScalarType::U32) },
+        ],
+        ptx,
+    };
+    let mut sim = Sim::new(Sm::Sm80);
+    let ex: &mut dyn Executor = &mut sim;
+    let bx = ex.alloc(64).unwrap();
+    let by = ex.alloc(64).unwrap();
+    ex.upload(bx, &[0u8; 64]).unwrap();
+    ex.upload(by, &[0u8; 64]).unwrap();
+    let args = [bx.arg(), by.arg(), ArgValue::F32(2.0), ArgValue::U32(16)];
+    ex.launch(&module, LaunchConfig::linear(1, 32), &args).unwrap();
+    ex.launch(&module, LaunchConfig::linear(1, 32), &args).unwrap();
+    let mut out = [0u8; 64];
+    ex.download(by, &mut out).unwrap();
+    let t = ex.traffic();
+    assert_eq!((t.bytes_uploaded, t.bytes_downloaded, t.launches), (128, 64, 2));
+    assert_eq!(ex.multiprocessor_count(), 4);
+    // wrong argument kinds are refused before running
+    let bad = [bx.arg(), by.arg(), ArgValue::U32(2), ArgValue::U32(16)];
+    assert!(matches!(ex.launch(&module, LaunchConfig::linear(1, 32), &bad), Err(ptxsmith::Error::InvalidArgument(_))));
+    assert_eq!(sim.cache_len(), 1);
+    // sim errors convert into the crate error
+    let e: ptxsmith::Error = SimError::InvalidLaunch("x".into()).into();
+    assert!(matches!(e, ptxsmith::Error::Sim(_)));
+}
