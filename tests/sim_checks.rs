@@ -20,10 +20,17 @@ fn launch(ptx: &str, threads: u32, out_words: usize) -> Result<Vec<u32>, SimErro
     let prog = Program::parse(ptx)?;
     let mut sim = Sim::new(Sm::Sm80);
     let out = sim.alloc(out_words * 4).unwrap();
-    sim.launch_program(&prog, "k", LaunchConfig::linear(1, threads), &[ArgValue::Ptr(out)])?;
+    sim.launch_program(
+        &prog,
+        "k",
+        LaunchConfig::linear(1, threads),
+        &[ArgValue::Ptr(out)],
+    )?;
     let mut o = vec![0u8; out_words * 4];
     sim.read(out, &mut o).unwrap();
-    Ok(o.chunks(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect())
+    Ok(o.chunks(4)
+        .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+        .collect())
 }
 
 #[test]
@@ -34,10 +41,25 @@ fn out_of_bounds_global_write() {
     let x = sim.alloc(64 * 4).unwrap();
     let y = sim.alloc(60 * 4).unwrap(); // 4 elements short
     let e = sim
-        .launch_program(&prog, "saxpy", LaunchConfig::linear(1, 64), &[ArgValue::Ptr(x), ArgValue::Ptr(y), ArgValue::F32(1.0), ArgValue::U32(64)])
+        .launch_program(
+            &prog,
+            "saxpy",
+            LaunchConfig::linear(1, 64),
+            &[
+                ArgValue::Ptr(x),
+                ArgValue::Ptr(y),
+                ArgValue::F32(1.0),
+                ArgValue::U32(64),
+            ],
+        )
         .unwrap_err();
     match e {
-        SimError::OutOfBounds { site, space, addr, size } => {
+        SimError::OutOfBounds {
+            site,
+            space,
+            addr,
+            size,
+        } => {
             assert_eq!(space.to_string(), "global");
             assert_eq!(size, 4);
             assert_eq!(addr, y + 60 * 4);
@@ -52,9 +74,17 @@ fn out_of_bounds_global_write() {
 
 #[test]
 fn out_of_bounds_shared_read() {
-    let ptx = kernel(".shared .align 4 .b32 s[64];", "st.shared.u32 [s], %r0;\nld.shared.u32 %r1, [s+256];\nst.global.u32 [%rd1], %r1;");
+    let ptx = kernel(
+        ".shared .align 4 .b32 s[64];",
+        "st.shared.u32 [s], %r0;\nld.shared.u32 %r1, [s+256];\nst.global.u32 [%rd1], %r1;",
+    );
     match launch(&ptx, 1, 1).unwrap_err() {
-        SimError::OutOfBounds { site, space, addr, size } => {
+        SimError::OutOfBounds {
+            site,
+            space,
+            addr,
+            size,
+        } => {
             assert_eq!(space.to_string(), "shared");
             assert_eq!((addr, size), (256, 4));
             assert_eq!(site.line, 15);
@@ -66,18 +96,34 @@ fn out_of_bounds_shared_read() {
 #[test]
 fn misaligned_access() {
     let ptx = kernel("", "st.global.u32 [%rd0+2], %r0;");
-    assert!(matches!(launch(&ptx, 1, 2).unwrap_err(), SimError::Misaligned { size: 4, .. }));
-    let ptx = kernel(".shared .align 16 .b8 s[64];", "mov.u32 %r1, 0;\nst.shared.v2.u32 [s+4], {%r1, %r1};");
-    assert!(matches!(launch(&ptx, 1, 1).unwrap_err(), SimError::Misaligned { size: 8, .. }));
+    assert!(matches!(
+        launch(&ptx, 1, 2).unwrap_err(),
+        SimError::Misaligned { size: 4, .. }
+    ));
+    let ptx = kernel(
+        ".shared .align 16 .b8 s[64];",
+        "mov.u32 %r1, 0;\nst.shared.v2.u32 [s+4], {%r1, %r1};",
+    );
+    assert!(matches!(
+        launch(&ptx, 1, 1).unwrap_err(),
+        SimError::Misaligned { size: 8, .. }
+    ));
 }
 
 #[test]
 fn shared_race_without_barrier() {
     // thread 0 writes s[0]; thread 1 reads it with no bar.sync in between
-    let body = "setp.eq.u32 %p1, %r0, 0;\n@%p1 st.shared.u32 [s], %r0;\n@!%p1 ld.shared.u32 %r1, [s];";
+    let body =
+        "setp.eq.u32 %p1, %r0, 0;\n@%p1 st.shared.u32 [s], %r0;\n@!%p1 ld.shared.u32 %r1, [s];";
     let ptx = kernel(".shared .align 4 .b32 s[4];", body);
     match launch(&ptx, 2, 2).unwrap_err() {
-        SimError::SharedRace { site, offset, other_tid, this, other } => {
+        SimError::SharedRace {
+            site,
+            offset,
+            other_tid,
+            this,
+            other,
+        } => {
             assert_eq!(offset, 0);
             assert_eq!(site.tid, (1, 0, 0));
             assert_eq!(other_tid, (0, 0, 0));
@@ -91,7 +137,10 @@ fn shared_race_without_barrier() {
     assert_eq!(launch(&ptx, 2, 2).unwrap(), vec![0, 0]);
     // two writers of the same byte
     let ptx = kernel(".shared .align 4 .b32 s[4];", "st.shared.u32 [s], %r0;");
-    assert!(matches!(launch(&ptx, 2, 2).unwrap_err(), SimError::SharedRace { .. }));
+    assert!(matches!(
+        launch(&ptx, 2, 2).unwrap_err(),
+        SimError::SharedRace { .. }
+    ));
     // atomics do not race with each other
     let body = "mov.u32 %r2, 0;\nsetp.eq.u32 %p1, %r0, 0;\n@%p1 st.shared.u32 [s], %r2;\nbar.sync 0;\natom.shared.add.u32 %r1, [s], 1;\nbar.sync 0;\nld.shared.u32 %r1, [s];\nst.global.u32 [%rd1], %r1;";
     let ptx = kernel(".shared .align 4 .b32 s[4];", body);
@@ -109,7 +158,11 @@ fn barrier_in_divergent_branch() {
     let body = "setp.lt.u32 %p1, %r0, 16;\n@!%p1 bra $L_skip;\nbar.sync 0;\n$L_skip:\nst.global.u32 [%rd1], %r0;";
     let ptx = kernel("", body);
     match launch(&ptx, 64, 64).unwrap_err() {
-        SimError::BarrierDivergence { kernel, ctaid, message } => {
+        SimError::BarrierDivergence {
+            kernel,
+            ctaid,
+            message,
+        } => {
             assert_eq!(kernel, "k");
             assert_eq!(ctaid, (0, 0, 0));
             assert!(message.contains("exited"), "{message}");
@@ -120,12 +173,18 @@ fn barrier_in_divergent_branch() {
     // two different bar instructions
     let body = "setp.lt.u32 %p1, %r0, 16;\n@%p1 bra $L_a;\nbar.sync 0;\nbra.uni $L_b;\n$L_a:\nbar.sync 0;\n$L_b:\nst.global.u32 [%rd1], %r0;";
     let ptx = kernel("", body);
-    assert!(matches!(launch(&ptx, 64, 64).unwrap_err(), SimError::BarrierDivergence { .. }));
+    assert!(matches!(
+        launch(&ptx, 64, 64).unwrap_err(),
+        SimError::BarrierDivergence { .. }
+    ));
 }
 
 #[test]
 fn uninitialized_shared_read() {
-    let ptx = kernel(".shared .align 4 .b32 s[8];", "st.shared.u32 [s], %r0;\nbar.sync 0;\nld.shared.u32 %r1, [s+4];");
+    let ptx = kernel(
+        ".shared .align 4 .b32 s[8];",
+        "st.shared.u32 [s], %r0;\nbar.sync 0;\nld.shared.u32 %r1, [s+4];",
+    );
     match launch(&ptx, 1, 1).unwrap_err() {
         SimError::UninitializedShared { offset, size, site } => {
             assert_eq!((offset, size), (4, 4));
@@ -146,12 +205,21 @@ fn uninitialized_register_read() {
 
 #[test]
 fn checks_can_be_turned_off() {
-    let ptx = kernel(".shared .align 4 .b32 s[4];", "ld.shared.u32 %r1, [s];\nadd.u32 %r2, %r1, %r9;\nst.global.u32 [%rd1], %r2;");
+    let ptx = kernel(
+        ".shared .align 4 .b32 s[4];",
+        "ld.shared.u32 %r1, [s];\nadd.u32 %r2, %r1, %r9;\nst.global.u32 [%rd1], %r2;",
+    );
     let prog = Program::parse(&ptx).unwrap();
     let mut sim = Sim::new(Sm::Sm80);
     sim.set_checks(false);
     let out = sim.alloc(4).unwrap();
-    sim.launch_program(&prog, "k", LaunchConfig::linear(1, 1), &[ArgValue::Ptr(out)]).unwrap();
+    sim.launch_program(
+        &prog,
+        "k",
+        LaunchConfig::linear(1, 1),
+        &[ArgValue::Ptr(out)],
+    )
+    .unwrap();
 }
 
 #[test]
@@ -165,13 +233,25 @@ fn unsupported_ptx_names_the_line() {
         r => panic!("{r:?}"),
     }
     let ptx = kernel("", "div.approx.f32 %r1, %r1, %r1;");
-    assert!(matches!(Program::parse(&ptx), Err(SimError::Unsupported { line: 14, .. })));
+    assert!(matches!(
+        Program::parse(&ptx),
+        Err(SimError::Unsupported { line: 14, .. })
+    ));
     let ptx = kernel("", "add.u32 %r1, %r1, %nope;");
-    assert!(matches!(Program::parse(&ptx), Err(SimError::Unsupported { line: 14, .. }) | Err(SimError::Parse { line: 14, .. })));
+    assert!(matches!(
+        Program::parse(&ptx),
+        Err(SimError::Unsupported { line: 14, .. }) | Err(SimError::Parse { line: 14, .. })
+    ));
     let ptx = kernel("", "ld.global.u32 %r1, [%rd0+%rd1];");
-    assert!(matches!(Program::parse(&ptx), Err(SimError::Unsupported { line: 14, .. })));
+    assert!(matches!(
+        Program::parse(&ptx),
+        Err(SimError::Unsupported { line: 14, .. })
+    ));
     let ptx = kernel("", "add.u32 %r1, %r1 %r2;");
-    assert!(matches!(Program::parse(&ptx), Err(SimError::Parse { line: 14, .. })));
+    assert!(matches!(
+        Program::parse(&ptx),
+        Err(SimError::Parse { line: 14, .. })
+    ));
 }
 
 #[test]
@@ -183,7 +263,9 @@ fn shfl_modes_with_clamp_and_segments() {
              mul.wide.u32 %rd2, %r0, 8;\nadd.s64 %rd2, %rd0, %rd2;\nst.global.v2.u32 [%rd2], {{%r2, %r3}};"
         );
         let v = launch(&kernel("", &body), 32, 64).unwrap();
-        (0..32).map(|l| (v[2 * l], v[2 * l + 1] != 0)).collect::<Vec<_>>()
+        (0..32)
+            .map(|l| (v[2 * l], v[2 * l + 1] != 0))
+            .collect::<Vec<_>>()
     };
     let up = run("up", 1, 0);
     assert_eq!(up[0], (0, false));
@@ -205,12 +287,20 @@ fn shfl_modes_with_clamp_and_segments() {
     let seg_down = run("down", 2, (24 << 8) | 0x1f);
     for l in 0..32u32 {
         let ok = l % 8 + 2 < 8;
-        assert_eq!(seg_down[l as usize], (if ok { (l + 2) * 100 } else { l * 100 }, ok), "lane {l}");
+        assert_eq!(
+            seg_down[l as usize],
+            (if ok { (l + 2) * 100 } else { l * 100 }, ok),
+            "lane {l}"
+        );
     }
     let seg_up = run("up", 3, 24 << 8);
     for l in 0..32u32 {
         let ok = l % 8 >= 3;
-        assert_eq!(seg_up[l as usize], (if ok { (l - 3) * 100 } else { l * 100 }, ok), "lane {l}");
+        assert_eq!(
+            seg_up[l as usize],
+            (if ok { (l - 3) * 100 } else { l * 100 }, ok),
+            "lane {l}"
+        );
     }
     let seg_idx = run("idx", 3, (24 << 8) | 0x1f);
     for l in 0..32u32 {
@@ -224,7 +314,11 @@ fn shfl_modes_with_clamp_and_segments() {
     let clamp = run("down", 4, 15);
     for l in 0..32u32 {
         let ok = l + 4 <= 15;
-        assert_eq!(clamp[l as usize], (if ok { (l + 4) * 100 } else { l * 100 }, ok), "lane {l}");
+        assert_eq!(
+            clamp[l as usize],
+            (if ok { (l + 4) * 100 } else { l * 100 }, ok),
+            "lane {l}"
+        );
     }
 }
 
@@ -254,37 +348,83 @@ fn vote_ballot_redux() {
 fn warp_collective_divergence() {
     // half the warp skips the shfl
     let body = "setp.lt.u32 %p1, %r0, 16;\n@%p1 bra $L_x;\nshfl.sync.idx.b32 %r1, %r0, 0, 0x1f, 0xffffffff;\n$L_x:\nst.global.u32 [%rd1], %r0;";
-    assert!(matches!(launch(&kernel("", body), 32, 32).unwrap_err(), SimError::WarpDivergence { .. }));
+    assert!(matches!(
+        launch(&kernel("", body), 32, 32).unwrap_err(),
+        SimError::WarpDivergence { .. }
+    ));
     // the same with a mask covering only the participating lanes is fine
     let body = "setp.lt.u32 %p1, %r0, 16;\n@%p1 bra $L_x;\nshfl.sync.idx.b32 %r1, %r0, 16, 0x1f, 0xffff0000;\nst.global.u32 [%rd1], %r1;\n$L_x:\nret;";
     let v = launch(&kernel("", body), 32, 32).unwrap();
     assert_eq!(v[20], 16);
     // divergent bra.uni
     let body = "setp.lt.u32 %p1, %r0, 3;\n@%p1 bra.uni $L_x;\n$L_x:\nst.global.u32 [%rd1], %r0;";
-    assert!(matches!(launch(&kernel("", body), 32, 32).unwrap_err(), SimError::WarpDivergence { .. }));
+    assert!(matches!(
+        launch(&kernel("", body), 32, 32).unwrap_err(),
+        SimError::WarpDivergence { .. }
+    ));
 }
 
 #[test]
 fn launch_validation() {
     let prog = Program::parse(include_str!("ptx/saxpy.ptx")).unwrap();
     let mut sim = Sim::new(Sm::Sm80);
-    let args = [ArgValue::Ptr(0), ArgValue::Ptr(0), ArgValue::F32(1.0), ArgValue::U32(0)];
-    let bad = |sim: &mut Sim, cfg| matches!(sim.launch_program(&prog, "saxpy", cfg, &args), Err(SimError::InvalidLaunch(_)));
+    let args = [
+        ArgValue::Ptr(0),
+        ArgValue::Ptr(0),
+        ArgValue::F32(1.0),
+        ArgValue::U32(0),
+    ];
+    let bad = |sim: &mut Sim, cfg| {
+        matches!(
+            sim.launch_program(&prog, "saxpy", cfg, &args),
+            Err(SimError::InvalidLaunch(_))
+        )
+    };
     assert!(bad(&mut sim, LaunchConfig::linear(1, 2048)));
     assert!(bad(&mut sim, LaunchConfig::linear(0, 32)));
-    assert!(bad(&mut sim, LaunchConfig { grid: (1, 1, 1), block: (32, 32, 2), dynamic_smem_bytes: 0 }));
-    assert!(matches!(sim.launch_program(&prog, "nope", LaunchConfig::linear(1, 1), &args), Err(SimError::InvalidLaunch(_))));
-    assert!(matches!(sim.launch_program(&prog, "saxpy", LaunchConfig::linear(1, 1), &args[..3]), Err(SimError::InvalidLaunch(_))));
+    assert!(bad(
+        &mut sim,
+        LaunchConfig {
+            grid: (1, 1, 1),
+            block: (32, 32, 2),
+            dynamic_smem_bytes: 0
+        }
+    ));
+    assert!(matches!(
+        sim.launch_program(&prog, "nope", LaunchConfig::linear(1, 1), &args),
+        Err(SimError::InvalidLaunch(_))
+    ));
+    assert!(matches!(
+        sim.launch_program(&prog, "saxpy", LaunchConfig::linear(1, 1), &args[..3]),
+        Err(SimError::InvalidLaunch(_))
+    ));
     // .reqntid must match exactly
     let ptx = format!("{HEAD}.visible .entry k() .reqntid 64 {{\nret;\n}}\n");
     let p = Program::parse(&ptx).unwrap();
-    assert!(matches!(sim.launch_program(&p, "k", LaunchConfig::linear(1, 32), &[]), Err(SimError::InvalidLaunch(_))));
-    sim.launch_program(&p, "k", LaunchConfig::linear(1, 64), &[]).unwrap();
+    assert!(matches!(
+        sim.launch_program(&p, "k", LaunchConfig::linear(1, 32), &[]),
+        Err(SimError::InvalidLaunch(_))
+    ));
+    sim.launch_program(&p, "k", LaunchConfig::linear(1, 64), &[])
+        .unwrap();
     // .maxntid bounds the product
     let ptx = format!("{HEAD}.visible .entry k() .maxntid 16, 2, 1 {{\nret;\n}}\n");
     let p = Program::parse(&ptx).unwrap();
-    assert!(matches!(sim.launch_program(&p, "k", LaunchConfig::linear(1, 64), &[]), Err(SimError::InvalidLaunch(_))));
-    sim.launch_program(&p, "k", LaunchConfig { grid: (1, 1, 1), block: (8, 4, 1), dynamic_smem_bytes: 0 }, &[]).unwrap();
+    assert!(matches!(
+        sim.launch_program(&p, "k", LaunchConfig::linear(1, 64), &[]),
+        Err(SimError::InvalidLaunch(_))
+    ));
+    sim.launch_program(
+        &p,
+        "k",
+        LaunchConfig {
+            grid: (1, 1, 1),
+            block: (8, 4, 1),
+            dynamic_smem_bytes: 0,
+        },
+        &[],
+    )
+    .unwrap();
 }
 
 #[test]
@@ -300,11 +440,19 @@ fn dynamic_shared_and_special_registers() {
     let prog = Program::parse(&ptx).unwrap();
     let mut sim = Sim::new(Sm::Sm80);
     let out = sim.alloc(2 * 1024).unwrap();
-    let cfg = LaunchConfig { grid: (1, 2, 1), block: (16, 2, 1), dynamic_smem_bytes: 128 };
-    sim.launch_program(&prog, "k", cfg, &[ArgValue::Ptr(out)]).unwrap();
+    let cfg = LaunchConfig {
+        grid: (1, 2, 1),
+        block: (16, 2, 1),
+        dynamic_smem_bytes: 128,
+    };
+    sim.launch_program(&prog, "k", cfg, &[ArgValue::Ptr(out)])
+        .unwrap();
     let mut o = vec![0u8; 2048];
     sim.read(out, &mut o).unwrap();
-    let w: Vec<u32> = o.chunks(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect();
+    let w: Vec<u32> = o
+        .chunks(4)
+        .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
     for b in 0..2usize {
         for t in 0..32usize {
             let r = &w[b * 256 + t * 8..b * 256 + t * 8 + 8];
@@ -319,8 +467,15 @@ fn dynamic_shared_and_special_registers() {
         }
     }
     // dynamic shared is bounds-checked against the launch's size
-    let cfg = LaunchConfig { grid: (1, 1, 1), block: (16, 2, 1), dynamic_smem_bytes: 64 };
-    assert!(matches!(sim.launch_program(&prog, "k", cfg, &[ArgValue::Ptr(out)]), Err(SimError::OutOfBounds { .. })));
+    let cfg = LaunchConfig {
+        grid: (1, 1, 1),
+        block: (16, 2, 1),
+        dynamic_smem_bytes: 64,
+    };
+    assert!(matches!(
+        sim.launch_program(&prog, "k", cfg, &[ArgValue::Ptr(out)]),
+        Err(SimError::OutOfBounds { .. })
+    ));
 }
 
 #[test]
@@ -332,5 +487,8 @@ fn deterministic_atomics_and_deadlock() {
     assert_eq!(a, b);
     // counted barrier that never fills
     let body = "setp.lt.u32 %p1, %r0, 32;\n@%p1 bar.sync 1, 96;";
-    assert!(matches!(launch(&kernel("", body), 128, 1).unwrap_err(), SimError::Deadlock { .. }));
+    assert!(matches!(
+        launch(&kernel("", body), 128, 1).unwrap_err(),
+        SimError::Deadlock { .. }
+    ));
 }

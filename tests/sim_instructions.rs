@@ -22,7 +22,17 @@ fn run(body: &str, a: u64, b: u64, c: u64) -> Result<u64, SimError> {
     let prog = Program::parse(&ptx)?;
     let mut sim = Sim::new(Sm::Sm120);
     let out = sim.alloc(8).unwrap();
-    sim.launch_program(&prog, "k", LaunchConfig::linear(1, 1), &[ArgValue::Ptr(out), ArgValue::U64(a), ArgValue::U64(b), ArgValue::U64(c)])?;
+    sim.launch_program(
+        &prog,
+        "k",
+        LaunchConfig::linear(1, 1),
+        &[
+            ArgValue::Ptr(out),
+            ArgValue::U64(a),
+            ArgValue::U64(b),
+            ArgValue::U64(c),
+        ],
+    )?;
     let mut o = [0u8; 8];
     sim.read(out, &mut o).unwrap();
     Ok(u64::from_le_bytes(o))
@@ -30,22 +40,58 @@ fn run(body: &str, a: u64, b: u64, c: u64) -> Result<u64, SimError> {
 
 /// 32-bit float op `op %f4, %f1, %f2[, %f3]`.
 fn f3(op: &str, a: u32, b: u32, c: u32) -> u32 {
-    run(&format!("{op} %f4, %f1, %f2, %f3;\nmov.b32 %r4, %f4;\ncvt.u64.u32 %rd7, %r4;"), a as u64, b as u64, c as u64).unwrap() as u32
+    run(
+        &format!("{op} %f4, %f1, %f2, %f3;\nmov.b32 %r4, %f4;\ncvt.u64.u32 %rd7, %r4;"),
+        a as u64,
+        b as u64,
+        c as u64,
+    )
+    .unwrap() as u32
 }
 fn f2(op: &str, a: u32, b: u32) -> u32 {
-    run(&format!("{op} %f4, %f1, %f2;\nmov.b32 %r4, %f4;\ncvt.u64.u32 %rd7, %r4;"), a as u64, b as u64, 0).unwrap() as u32
+    run(
+        &format!("{op} %f4, %f1, %f2;\nmov.b32 %r4, %f4;\ncvt.u64.u32 %rd7, %r4;"),
+        a as u64,
+        b as u64,
+        0,
+    )
+    .unwrap() as u32
 }
 fn f1(op: &str, a: u32) -> u32 {
-    run(&format!("{op} %f4, %f1;\nmov.b32 %r4, %f4;\ncvt.u64.u32 %rd7, %r4;"), a as u64, 0, 0).unwrap() as u32
+    run(
+        &format!("{op} %f4, %f1;\nmov.b32 %r4, %f4;\ncvt.u64.u32 %rd7, %r4;"),
+        a as u64,
+        0,
+        0,
+    )
+    .unwrap() as u32
 }
 fn i2(op: &str, a: u32, b: u32) -> u32 {
-    run(&format!("{op} %r4, %r1, %r2;\ncvt.u64.u32 %rd7, %r4;"), a as u64, b as u64, 0).unwrap() as u32
+    run(
+        &format!("{op} %r4, %r1, %r2;\ncvt.u64.u32 %rd7, %r4;"),
+        a as u64,
+        b as u64,
+        0,
+    )
+    .unwrap() as u32
 }
 fn i3(op: &str, a: u32, b: u32, c: u32) -> u32 {
-    run(&format!("{op} %r4, %r1, %r2, %r3;\ncvt.u64.u32 %rd7, %r4;"), a as u64, b as u64, c as u64).unwrap() as u32
+    run(
+        &format!("{op} %r4, %r1, %r2, %r3;\ncvt.u64.u32 %rd7, %r4;"),
+        a as u64,
+        b as u64,
+        c as u64,
+    )
+    .unwrap() as u32
 }
 fn i1(op: &str, a: u32) -> u32 {
-    run(&format!("{op} %r4, %r1;\ncvt.u64.u32 %rd7, %r4;"), a as u64, 0, 0).unwrap() as u32
+    run(
+        &format!("{op} %r4, %r1;\ncvt.u64.u32 %rd7, %r4;"),
+        a as u64,
+        0,
+        0,
+    )
+    .unwrap() as u32
 }
 fn l2(op: &str, a: u64, b: u64) -> u64 {
     run(&format!("{op} %rd7, %rd1, %rd2;"), a, b, 0).unwrap()
@@ -62,7 +108,13 @@ fn cvt_f2i(op: &str, x: f32) -> u64 {
     run(&format!("{op} %rd7, %f1;"), x.to_bits() as u64, 0, 0).unwrap()
 }
 fn cvt_f2i32(op: &str, x: f32) -> u32 {
-    run(&format!("{op} %r4, %f1;\ncvt.u64.u32 %rd7, %r4;"), x.to_bits() as u64, 0, 0).unwrap() as u32
+    run(
+        &format!("{op} %r4, %f1;\ncvt.u64.u32 %rd7, %r4;"),
+        x.to_bits() as u64,
+        0,
+        0,
+    )
+    .unwrap() as u32
 }
 
 const ONE: u32 = 0x3F80_0000;
@@ -87,8 +139,14 @@ fn f32_add_sub_mul_rounding() {
     assert_eq!(f2("mul.rn.f32", MAX, 0x4000_0000), INF);
     assert_eq!(f2("mul.rz.f32", MAX, 0x4000_0000), MAX);
     assert_eq!(f2("mul.rm.f32", MAX, 0x4000_0000), MAX);
-    assert_eq!(f2("mul.rp.f32", MAX | 0x8000_0000, 0x4000_0000), MAX | 0x8000_0000);
-    assert_eq!(f2("mul.rm.f32", MAX | 0x8000_0000, 0x4000_0000), INF | 0x8000_0000);
+    assert_eq!(
+        f2("mul.rp.f32", MAX | 0x8000_0000, 0x4000_0000),
+        MAX | 0x8000_0000
+    );
+    assert_eq!(
+        f2("mul.rm.f32", MAX | 0x8000_0000, 0x4000_0000),
+        INF | 0x8000_0000
+    );
     // (1+2^-23)^2 = 1 + 2^-22 + 2^-46
     assert_eq!(f2("mul.rn.f32", 0x3F80_0001, 0x3F80_0001), 0x3F80_0002);
     assert_eq!(f2("mul.rz.f32", 0x3F80_0001, 0x3F80_0001), 0x3F80_0002);
@@ -115,8 +173,14 @@ fn f32_add_sub_mul_rounding() {
 #[test]
 fn f32_fma_div_sqrt_rcp() {
     // fma keeps a single rounding: a*a - (1+2^-22) = 2^-46 exactly
-    assert_eq!(f3("fma.rn.f32", 0x3F80_0001, 0x3F80_0001, 0xBF80_0002), 0x2880_0000);
-    assert_eq!(f3("fma.rz.f32", 0x3F80_0001, 0x3F80_0001, 0xBF80_0002), 0x2880_0000);
+    assert_eq!(
+        f3("fma.rn.f32", 0x3F80_0001, 0x3F80_0001, 0xBF80_0002),
+        0x2880_0000
+    );
+    assert_eq!(
+        f3("fma.rz.f32", 0x3F80_0001, 0x3F80_0001, 0xBF80_0002),
+        0x2880_0000
+    );
     // 1 * 1 + 2^-149: rp steps, rn/rz/rm stay
     assert_eq!(f3("fma.rp.f32", ONE, ONE, 1), 0x3F80_0001);
     assert_eq!(f3("fma.rm.f32", ONE, ONE, 1), ONE);
@@ -163,15 +227,45 @@ fn f32_min_max_abs_neg() {
 #[test]
 fn f64_ops_and_conversions() {
     let one = 1f64.to_bits();
-    let r = run("add.rn.f64 %fd0, %fd1, %fd2;\nmov.b64 %rd7, %fd0;", one, (2f64.powi(-53)).to_bits(), 0).unwrap();
+    let r = run(
+        "add.rn.f64 %fd0, %fd1, %fd2;\nmov.b64 %rd7, %fd0;",
+        one,
+        (2f64.powi(-53)).to_bits(),
+        0,
+    )
+    .unwrap();
     assert_eq!(r, one);
-    let r = run("fma.rn.f64 %fd0, %fd1, %fd2, %fd3;\nmov.b64 %rd7, %fd0;", 3f64.to_bits(), 0.1f64.to_bits(), (-0.3f64).to_bits()).unwrap();
+    let r = run(
+        "fma.rn.f64 %fd0, %fd1, %fd2, %fd3;\nmov.b64 %rd7, %fd0;",
+        3f64.to_bits(),
+        0.1f64.to_bits(),
+        (-0.3f64).to_bits(),
+    )
+    .unwrap();
     assert_eq!(r, 3f64.mul_add(0.1, -0.3).to_bits());
-    let r = run("cvt.f64.f32 %fd0, %f1;\nmov.b64 %rd7, %fd0;", 0x3DCC_CCCD, 0, 0).unwrap();
+    let r = run(
+        "cvt.f64.f32 %fd0, %f1;\nmov.b64 %rd7, %fd0;",
+        0x3DCC_CCCD,
+        0,
+        0,
+    )
+    .unwrap();
     assert_eq!(r, (f32::from_bits(0x3DCC_CCCD) as f64).to_bits());
-    let r = run("cvt.rn.f32.f64 %f4, %fd1;\nmov.b32 %r4, %f4;\ncvt.u64.u32 %rd7, %r4;", 0.1f64.to_bits(), 0, 0).unwrap();
+    let r = run(
+        "cvt.rn.f32.f64 %f4, %fd1;\nmov.b32 %r4, %f4;\ncvt.u64.u32 %rd7, %r4;",
+        0.1f64.to_bits(),
+        0,
+        0,
+    )
+    .unwrap();
     assert_eq!(r, 0.1f32.to_bits() as u64);
-    let r = run("cvt.rz.f32.f64 %f4, %fd1;\nmov.b32 %r4, %f4;\ncvt.u64.u32 %rd7, %r4;", 0.1f64.to_bits(), 0, 0).unwrap();
+    let r = run(
+        "cvt.rz.f32.f64 %f4, %fd1;\nmov.b32 %r4, %f4;\ncvt.u64.u32 %rd7, %r4;",
+        0.1f64.to_bits(),
+        0,
+        0,
+    )
+    .unwrap();
     assert_eq!(r, 0x3DCC_CCCC); // 0.1 rounds up in rn (…CD), down in rz
 }
 
@@ -183,10 +277,34 @@ fn integer_arithmetic() {
     assert_eq!(i2("mul.hi.u32", u32::MAX, u32::MAX), 0xFFFF_FFFE);
     assert_eq!(i2("mul.hi.s32", u32::MAX, 1), u32::MAX); // -1 * 1: high word all ones
     assert_eq!(i2("mul.hi.s32", 0x8000_0000, 0x8000_0000), 0x4000_0000);
-    assert_eq!(run("mul.wide.s32 %rd7, %r1, %r2;", (-2i32) as u32 as u64, 3, 0).unwrap(), (-6i64) as u64);
-    assert_eq!(run("mul.wide.u32 %rd7, %r1, %r2;", u32::MAX as u64, u32::MAX as u64, 0).unwrap(), 0xFFFF_FFFE_0000_0001);
-    assert_eq!(run("mad.wide.u32 %rd7, %r1, %r2, %rd3;", 0xFFFF_FFFF, 2, 5).unwrap(), 0x1_FFFF_FFFE + 5);
-    assert_eq!(run("mad.wide.s32 %rd7, %r1, %r2, %rd3;", (-1i32) as u32 as u64, 2, 1).unwrap(), (-1i64) as u64);
+    assert_eq!(
+        run("mul.wide.s32 %rd7, %r1, %r2;", (-2i32) as u32 as u64, 3, 0).unwrap(),
+        (-6i64) as u64
+    );
+    assert_eq!(
+        run(
+            "mul.wide.u32 %rd7, %r1, %r2;",
+            u32::MAX as u64,
+            u32::MAX as u64,
+            0
+        )
+        .unwrap(),
+        0xFFFF_FFFE_0000_0001
+    );
+    assert_eq!(
+        run("mad.wide.u32 %rd7, %r1, %r2, %rd3;", 0xFFFF_FFFF, 2, 5).unwrap(),
+        0x1_FFFF_FFFE + 5
+    );
+    assert_eq!(
+        run(
+            "mad.wide.s32 %rd7, %r1, %r2, %rd3;",
+            (-1i32) as u32 as u64,
+            2,
+            1
+        )
+        .unwrap(),
+        (-1i64) as u64
+    );
     assert_eq!(i3("mad.lo.u32", 3, 4, 5), 17);
     assert_eq!(i3("mad.hi.u32", 0x8000_0000, 4, 1), 3);
     assert_eq!(l2("mul.lo.u64", u64::MAX, 3), u64::MAX.wrapping_mul(3));
@@ -196,8 +314,14 @@ fn integer_arithmetic() {
     assert_eq!(i2("div.u32", 7, 2), 3);
     assert_eq!(i2("div.s32", 0x8000_0000, u32::MAX), 0x8000_0000); // INT_MIN / -1 wraps
     assert_eq!(l2("rem.u64", 100, 7), 2);
-    assert!(matches!(run("div.u32 %r4, %r1, %r2;\nmov.u64 %rd7, 0;", 1, 0, 0), Err(SimError::Trap { .. })));
-    assert!(matches!(run("rem.s32 %r4, %r1, %r2;\nmov.u64 %rd7, 0;", 1, 0, 0), Err(SimError::Trap { .. })));
+    assert!(matches!(
+        run("div.u32 %r4, %r1, %r2;\nmov.u64 %rd7, 0;", 1, 0, 0),
+        Err(SimError::Trap { .. })
+    ));
+    assert!(matches!(
+        run("rem.s32 %r4, %r1, %r2;\nmov.u64 %rd7, 0;", 1, 0, 0),
+        Err(SimError::Trap { .. })
+    ));
     assert_eq!(i2("min.s32", u32::MAX, 1), u32::MAX);
     assert_eq!(i2("min.u32", u32::MAX, 1), 1);
     assert_eq!(i2("max.s32", u32::MAX, 1), 1);
@@ -227,7 +351,10 @@ fn logic_shift_bitfield() {
     assert_eq!(i2("shr.s32", 0x8000_0000, 4), 0xF800_0000);
     assert_eq!(run("shl.b64 %rd7, %rd1, %r2;", 1, 64, 0).unwrap(), 0);
     assert_eq!(run("shl.b64 %rd7, %rd1, %r2;", 1, 63, 0).unwrap(), 1 << 63);
-    assert_eq!(run("shr.s64 %rd7, %rd1, %r2;", 1 << 63, 64, 0).unwrap(), u64::MAX);
+    assert_eq!(
+        run("shr.s64 %rd7, %rd1, %r2;", 1 << 63, 64, 0).unwrap(),
+        u64::MAX
+    );
     assert_eq!(run("shr.u64 %rd7, %rd1, %r2;", 1 << 63, 64, 0).unwrap(), 0);
     // bfe: len 0 -> 0; field past the msb padded with the sign bit
     assert_eq!(i3("bfe.u32", 0xF0, 4, 0), 0);
@@ -239,30 +366,58 @@ fn logic_shift_bitfield() {
     assert_eq!(i3("bfe.s32", 0x8000_0000, 40, 3), u32::MAX); // pos > msb: all sign bits
     assert_eq!(i3("bfe.u32", 0x8000_0000, 40, 3), 0);
     assert_eq!(i3("bfe.u32", 0xABCD, 0x104, 0x208), 0xBC); // only the low 8 bits of b, c count
-    assert_eq!(run("bfe.s64 %rd7, %rd1, %r2, %r3;", 1 << 63, 60, 10).unwrap(), 0xFFFF_FFFF_FFFF_FFF8);
+    assert_eq!(
+        run("bfe.s64 %rd7, %rd1, %r2, %r3;", 1 << 63, 60, 10).unwrap(),
+        0xFFFF_FFFF_FFFF_FFF8
+    );
     // bfi
     let bfi = |a: u32, b: u32, pos: u32, len: u32| {
-        run("bfi.b32 %r4, %r1, %r2, %r5, %r6;\ncvt.u64.u32 %rd7, %r4;", a as u64, b as u64, 0)
-            .map(|_| ())
-            .ok();
-        let body = format!("mov.u32 %r5, {pos};\nmov.u32 %r6, {len};\nbfi.b32 %r4, %r1, %r2, %r5, %r6;\ncvt.u64.u32 %rd7, %r4;");
+        run(
+            "bfi.b32 %r4, %r1, %r2, %r5, %r6;\ncvt.u64.u32 %rd7, %r4;",
+            a as u64,
+            b as u64,
+            0,
+        )
+        .map(|_| ())
+        .ok();
+        let body = format!(
+            "mov.u32 %r5, {pos};\nmov.u32 %r6, {len};\nbfi.b32 %r4, %r1, %r2, %r5, %r6;\ncvt.u64.u32 %rd7, %r4;"
+        );
         run(&body, a as u64, b as u64, 0).unwrap() as u32
     };
     assert_eq!(bfi(0xF, 0, 30, 4), 0xC000_0000);
     assert_eq!(bfi(0xF, 0xFFFF_FFFF, 4, 0), 0xFFFF_FFFF);
     assert_eq!(bfi(0x0, 0xFFFF_FFFF, 4, 8), 0xFFFF_F00F);
     // prmt
-    assert_eq!(i3("prmt.b32", 0x3322_1100, 0x7766_5544, 0x5140), 0x5511_4400);
+    assert_eq!(
+        i3("prmt.b32", 0x3322_1100, 0x7766_5544, 0x5140),
+        0x5511_4400
+    );
     assert_eq!(i3("prmt.b32", 0x0000_8000, 0, 0x0009), 0x0000_00FF); // sign replicate of byte 1
     assert_eq!(i3("prmt.b32.f4e", 0x3322_1100, 0x7766_5544, 1), 0x4433_2211);
     assert_eq!(i3("prmt.b32.rc8", 0x3322_1100, 0x7766_5544, 2), 0x2222_2222);
     // clz / popc / brev
     assert_eq!(i1("clz.b32", 0), 32);
     assert_eq!(i1("clz.b32", 1), 31);
-    assert_eq!(run("clz.b64 %r4, %rd1;\ncvt.u64.u32 %rd7, %r4;", 1, 0, 0).unwrap(), 63);
-    assert_eq!(run("clz.b64 %r4, %rd1;\ncvt.u64.u32 %rd7, %r4;", 0, 0, 0).unwrap(), 64);
+    assert_eq!(
+        run("clz.b64 %r4, %rd1;\ncvt.u64.u32 %rd7, %r4;", 1, 0, 0).unwrap(),
+        63
+    );
+    assert_eq!(
+        run("clz.b64 %r4, %rd1;\ncvt.u64.u32 %rd7, %r4;", 0, 0, 0).unwrap(),
+        64
+    );
     assert_eq!(i1("popc.b32", u32::MAX), 32);
-    assert_eq!(run("popc.b64 %r4, %rd1;\ncvt.u64.u32 %rd7, %r4;", u64::MAX, 0, 0).unwrap(), 64);
+    assert_eq!(
+        run(
+            "popc.b64 %r4, %rd1;\ncvt.u64.u32 %rd7, %r4;",
+            u64::MAX,
+            0,
+            0
+        )
+        .unwrap(),
+        64
+    );
     assert_eq!(i1("brev.b32", 1), 0x8000_0000);
     assert_eq!(run("brev.b64 %rd7, %rd1;", 1, 0, 0).unwrap(), 1 << 63);
 }
@@ -299,13 +454,37 @@ fn setp_selp_mov() {
     let v = run("setp.ne.u32 %p1, %r3, 0;\nselp.f32 %f4, %f1, %f2, %p1;\nmov.b32 %r4, %f4;\ncvt.u64.u32 %rd7, %r4;", 0x7FC0_0001, 2, 1).unwrap();
     assert_eq!(v, 0x7FC0_0001);
     // packing / unpacking
-    let v = run("mov.b32 {%h1, %h2}, %r1;\nmov.b32 %r4, {%h2, %h1};\ncvt.u64.u32 %rd7, %r4;", 0x1234_5678, 0, 0).unwrap();
+    let v = run(
+        "mov.b32 {%h1, %h2}, %r1;\nmov.b32 %r4, {%h2, %h1};\ncvt.u64.u32 %rd7, %r4;",
+        0x1234_5678,
+        0,
+        0,
+    )
+    .unwrap();
     assert_eq!(v, 0x5678_1234);
-    let v = run("mov.b64 {%r4, %r5}, %rd1;\nmov.b64 %rd7, {%r5, %r4};", 0x1111_2222_3333_4444, 0, 0).unwrap();
+    let v = run(
+        "mov.b64 {%r4, %r5}, %rd1;\nmov.b64 %rd7, {%r5, %r4};",
+        0x1111_2222_3333_4444,
+        0,
+        0,
+    )
+    .unwrap();
     assert_eq!(v, 0x3333_4444_1111_2222);
-    let v = run("mov.f32 %f4, 0f3F800000;\nmov.b32 %r4, %f4;\ncvt.u64.u32 %rd7, %r4;", 0, 0, 0).unwrap();
+    let v = run(
+        "mov.f32 %f4, 0f3F800000;\nmov.b32 %r4, %f4;\ncvt.u64.u32 %rd7, %r4;",
+        0,
+        0,
+        0,
+    )
+    .unwrap();
     assert_eq!(v, 0x3F80_0000);
-    let v = run("mov.u32 %r4, 0xFF;\nmov.u32 %r5, -1;\nadd.u32 %r4, %r4, %r5;\ncvt.u64.u32 %rd7, %r4;", 0, 0, 0).unwrap();
+    let v = run(
+        "mov.u32 %r4, 0xFF;\nmov.u32 %r5, -1;\nadd.u32 %r4, %r4, %r5;\ncvt.u64.u32 %rd7, %r4;",
+        0,
+        0,
+        0,
+    )
+    .unwrap();
     assert_eq!(v, 0xFE);
 }
 
@@ -333,12 +512,24 @@ fn cvt_float_to_int() {
     assert_eq!(cvt_f2i("cvt.rzi.s64.f32", 1e30), i64::MAX as u64);
     assert_eq!(cvt_f2i("cvt.rzi.s64.f32", -1e30), i64::MIN as u64);
     assert_eq!(cvt_f2i("cvt.rni.u64.f32", 1e30), u64::MAX);
-    let v = run("cvt.rzi.s32.f64 %r4, %fd1;\ncvt.u64.u32 %rd7, %r4;", f64::NAN.to_bits(), 0, 0).unwrap();
+    let v = run(
+        "cvt.rzi.s32.f64 %r4, %fd1;\ncvt.u64.u32 %rd7, %r4;",
+        f64::NAN.to_bits(),
+        0,
+        0,
+    )
+    .unwrap();
     assert_eq!(v, 0x8000_0000);
     // float -> float integer rounding
     assert_eq!(f1("cvt.rni.f32.f32", 2.5f32.to_bits()), 2.0f32.to_bits());
-    assert_eq!(f1("cvt.rzi.f32.f32", (-2.7f32).to_bits()), (-2.0f32).to_bits());
-    assert_eq!(f1("cvt.rmi.f32.f32", (-0.2f32).to_bits()), (-1.0f32).to_bits());
+    assert_eq!(
+        f1("cvt.rzi.f32.f32", (-2.7f32).to_bits()),
+        (-2.0f32).to_bits()
+    );
+    assert_eq!(
+        f1("cvt.rmi.f32.f32", (-0.2f32).to_bits()),
+        (-1.0f32).to_bits()
+    );
     assert_eq!(f1("cvt.rpi.f32.f32", (-0.2f32).to_bits()), 0x8000_0000);
     assert_eq!(f1("cvt.rni.f32.f32", 0x7FC0_0001), NAN);
 }
@@ -346,19 +537,68 @@ fn cvt_float_to_int() {
 #[test]
 fn cvt_int_int_and_int_float() {
     let c = |op: &str, a: u64| run(&format!("{op};"), a, 0, 0).unwrap();
-    assert_eq!(c("cvt.s32.s8 %r4, %r1;\ncvt.u64.u32 %rd7, %r4", 0x80), 0xFFFF_FF80);
-    assert_eq!(c("cvt.u32.u8 %r4, %r1;\ncvt.u64.u32 %rd7, %r4", 0x180), 0x80);
-    assert_eq!(c("cvt.s32.s16 %r4, %r1;\ncvt.u64.u32 %rd7, %r4", 0x8000), 0xFFFF_8000);
-    assert_eq!(c("cvt.u16.u32 %h1, %r1;\ncvt.u64.u16 %rd7, %h1", 0x12345), 0x2345);
+    assert_eq!(
+        c("cvt.s32.s8 %r4, %r1;\ncvt.u64.u32 %rd7, %r4", 0x80),
+        0xFFFF_FF80
+    );
+    assert_eq!(
+        c("cvt.u32.u8 %r4, %r1;\ncvt.u64.u32 %rd7, %r4", 0x180),
+        0x80
+    );
+    assert_eq!(
+        c("cvt.s32.s16 %r4, %r1;\ncvt.u64.u32 %rd7, %r4", 0x8000),
+        0xFFFF_8000
+    );
+    assert_eq!(
+        c("cvt.u16.u32 %h1, %r1;\ncvt.u64.u16 %rd7, %h1", 0x12345),
+        0x2345
+    );
     assert_eq!(c("cvt.s64.s32 %rd7, %r1", 0xFFFF_FFFF), u64::MAX);
     assert_eq!(c("cvt.u64.u32 %rd7, %r1", 0xFFFF_FFFF), 0xFFFF_FFFF);
-    assert_eq!(c("cvt.u32.u64 %r4, %rd1;\ncvt.u64.u32 %rd7, %r4", 0x1_0000_0005), 5);
-    assert_eq!(c("cvt.s8.s32 %r4, %r1;\ncvt.u64.u32 %rd7, %r4", 0x1FF), 0xFFFF_FFFF);
-    assert_eq!(c("cvt.u8.s32 %r4, %r1;\ncvt.u64.u32 %rd7, %r4", 0x1FF), 0xFF);
-    assert_eq!(c("cvt.sat.u8.s32 %r4, %r1;\ncvt.u64.u32 %rd7, %r4", 0x1FF), 0xFF);
-    assert_eq!(c("cvt.sat.u8.s32 %r4, %r1;\ncvt.u64.u32 %rd7, %r4", 0xFFFF_FFFF), 0);
-    let f = |op: &str, a: u64| run(&format!("{op} %f4, %rd1;\nmov.b32 %r4, %f4;\ncvt.u64.u32 %rd7, %r4;"), a, 0, 0).unwrap() as u32;
-    let g = |op: &str, a: u64| run(&format!("{op} %f4, %r1;\nmov.b32 %r4, %f4;\ncvt.u64.u32 %rd7, %r4;"), a, 0, 0).unwrap() as u32;
+    assert_eq!(
+        c(
+            "cvt.u32.u64 %r4, %rd1;\ncvt.u64.u32 %rd7, %r4",
+            0x1_0000_0005
+        ),
+        5
+    );
+    assert_eq!(
+        c("cvt.s8.s32 %r4, %r1;\ncvt.u64.u32 %rd7, %r4", 0x1FF),
+        0xFFFF_FFFF
+    );
+    assert_eq!(
+        c("cvt.u8.s32 %r4, %r1;\ncvt.u64.u32 %rd7, %r4", 0x1FF),
+        0xFF
+    );
+    assert_eq!(
+        c("cvt.sat.u8.s32 %r4, %r1;\ncvt.u64.u32 %rd7, %r4", 0x1FF),
+        0xFF
+    );
+    assert_eq!(
+        c(
+            "cvt.sat.u8.s32 %r4, %r1;\ncvt.u64.u32 %rd7, %r4",
+            0xFFFF_FFFF
+        ),
+        0
+    );
+    let f = |op: &str, a: u64| {
+        run(
+            &format!("{op} %f4, %rd1;\nmov.b32 %r4, %f4;\ncvt.u64.u32 %rd7, %r4;"),
+            a,
+            0,
+            0,
+        )
+        .unwrap() as u32
+    };
+    let g = |op: &str, a: u64| {
+        run(
+            &format!("{op} %f4, %r1;\nmov.b32 %r4, %f4;\ncvt.u64.u32 %rd7, %r4;"),
+            a,
+            0,
+            0,
+        )
+        .unwrap() as u32
+    };
     assert_eq!(g("cvt.rn.f32.u32", 0xFFFF_FFFF), 0x4F80_0000);
     assert_eq!(g("cvt.rz.f32.u32", 0xFFFF_FFFF), 0x4F7F_FFFF);
     assert_eq!(g("cvt.rm.f32.u32", 0xFFFF_FFFF), 0x4F7F_FFFF);
@@ -375,7 +615,15 @@ fn cvt_int_int_and_int_float() {
 
 #[test]
 fn cvt_f16_fp8_fp4() {
-    let h = |x: f32, op: &str| run(&format!("{op} %h1, %f1;\ncvt.u64.u16 %rd7, %h1;"), x.to_bits() as u64, 0, 0).unwrap();
+    let h = |x: f32, op: &str| {
+        run(
+            &format!("{op} %h1, %f1;\ncvt.u64.u16 %rd7, %h1;"),
+            x.to_bits() as u64,
+            0,
+            0,
+        )
+        .unwrap()
+    };
     assert_eq!(h(1.0, "cvt.rn.f16.f32"), 0x3C00);
     assert_eq!(h(65520.0, "cvt.rn.f16.f32"), 0x7C00);
     assert_eq!(h(65520.0, "cvt.rz.f16.f32"), 0x7BFF);
@@ -383,33 +631,95 @@ fn cvt_f16_fp8_fp4() {
     assert_eq!(h(-0.0, "cvt.rn.f16.f32"), 0x8000);
     assert_eq!(h(1e-8, "cvt.rn.f16.f32"), 0x0000);
     assert_eq!(h(6e-8, "cvt.rn.f16.f32"), 0x0001);
-    let v = run("cvt.u16.u32 %h1, %r1;\ncvt.f32.f16 %f4, %h1;\nmov.b32 %r4, %f4;\ncvt.u64.u32 %rd7, %r4;", 0x0001, 0, 0).unwrap();
+    let v = run(
+        "cvt.u16.u32 %h1, %r1;\ncvt.f32.f16 %f4, %h1;\nmov.b32 %r4, %f4;\ncvt.u64.u32 %rd7, %r4;",
+        0x0001,
+        0,
+        0,
+    )
+    .unwrap();
     assert_eq!(v, 0x3380_0000); // 2^-24
-    let v = run("cvt.u16.u32 %h1, %r1;\ncvt.f32.f16 %f4, %h1;\nmov.b32 %r4, %f4;\ncvt.u64.u32 %rd7, %r4;", 0xFC00, 0, 0).unwrap();
+    let v = run(
+        "cvt.u16.u32 %h1, %r1;\ncvt.f32.f16 %f4, %h1;\nmov.b32 %r4, %f4;\ncvt.u64.u32 %rd7, %r4;",
+        0xFC00,
+        0,
+        0,
+    )
+    .unwrap();
     assert_eq!(v, 0xFF80_0000);
     // FP8 pair: d[15:8] = cvt(a), d[7:0] = cvt(b)
-    let p = |op: &str, a: f32, b: f32| run(&format!("{op} %h1, %f1, %f2;\ncvt.u64.u16 %rd7, %h1;"), a.to_bits() as u64, b.to_bits() as u64, 0).unwrap();
+    let p = |op: &str, a: f32, b: f32| {
+        run(
+            &format!("{op} %h1, %f1, %f2;\ncvt.u64.u16 %rd7, %h1;"),
+            a.to_bits() as u64,
+            b.to_bits() as u64,
+            0,
+        )
+        .unwrap()
+    };
     assert_eq!(p("cvt.rn.satfinite.e4m3x2.f32", 448.0, -0.0), 0x7E80);
     assert_eq!(p("cvt.rn.satfinite.e4m3x2.f32", 464.0, 480.0), 0x7E7E);
-    assert_eq!(p("cvt.rn.satfinite.e4m3x2.f32", f32::INFINITY, f32::NEG_INFINITY), 0x7EFE);
+    assert_eq!(
+        p(
+            "cvt.rn.satfinite.e4m3x2.f32",
+            f32::INFINITY,
+            f32::NEG_INFINITY
+        ),
+        0x7EFE
+    );
     assert_eq!(p("cvt.rn.satfinite.e4m3x2.f32", f32::NAN, f32::MAX), 0x7F7E);
-    assert_eq!(p("cvt.rn.satfinite.e4m3x2.f32", 2f32.powi(-6), 2f32.powi(-10)), 0x0800);
+    assert_eq!(
+        p("cvt.rn.satfinite.e4m3x2.f32", 2f32.powi(-6), 2f32.powi(-10)),
+        0x0800
+    );
     assert_eq!(p("cvt.rn.satfinite.e4m3x2.f32", 1.0, 1.0625), 0x3838); // 1.0625 tie -> even 1.0
-    assert_eq!(p("cvt.rn.satfinite.e4m3x2.f32", 1.1875, 2f32.powi(-9)), 0x3A01); // 1.1875 tie between 1.125 (odd) and 1.25
+    assert_eq!(
+        p("cvt.rn.satfinite.e4m3x2.f32", 1.1875, 2f32.powi(-9)),
+        0x3A01
+    ); // 1.1875 tie between 1.125 (odd) and 1.25
     assert_eq!(p("cvt.rn.satfinite.relu.e4m3x2.f32", -3.0, 3.0), 0x0044);
-    assert_eq!(p("cvt.rn.satfinite.e5m2x2.f32", 57344.0, f32::INFINITY), 0x7B7B);
+    assert_eq!(
+        p("cvt.rn.satfinite.e5m2x2.f32", 57344.0, f32::INFINITY),
+        0x7B7B
+    );
     assert_eq!(p("cvt.rn.satfinite.e5m2x2.f32", 1.0, -1.0), 0x3CBC);
     // decode: d[31:16] = f16(a[15:8])
-    let d = |op: &str, a: u64| run(&format!("cvt.u16.u32 %h1, %r1;\n{op} %r4, %h1;\ncvt.u64.u32 %rd7, %r4;"), a, 0, 0).unwrap();
+    let d = |op: &str, a: u64| {
+        run(
+            &format!("cvt.u16.u32 %h1, %r1;\n{op} %r4, %h1;\ncvt.u64.u32 %rd7, %r4;"),
+            a,
+            0,
+            0,
+        )
+        .unwrap()
+    };
     assert_eq!(d("cvt.rn.f16x2.e4m3x2", 0x7E80), 0x5F00_8000);
     assert_eq!(d("cvt.rn.f16x2.e4m3x2", 0x7F01), 0x7FFF_1800); // NaN; 2^-9
     assert_eq!(d("cvt.rn.f16x2.e5m2x2", 0x7C3C), 0x7C00_3C00);
     // FP4: d[7:4] = cvt(a)
-    let v = run("cvt.rn.satfinite.e2m1x2.f32 %q1, %f1, %f2;\ncvt.u64.u8 %rd7, %q1;", f32::NAN.to_bits() as u64, 1.0f32.to_bits() as u64, 0).unwrap();
+    let v = run(
+        "cvt.rn.satfinite.e2m1x2.f32 %q1, %f1, %f2;\ncvt.u64.u8 %rd7, %q1;",
+        f32::NAN.to_bits() as u64,
+        1.0f32.to_bits() as u64,
+        0,
+    )
+    .unwrap();
     assert_eq!(v, 0x72);
-    let v = run("cvt.rn.satfinite.e2m1x2.f32 %q1, %f1, %f2;\ncvt.u64.u8 %rd7, %q1;", (-100.0f32).to_bits() as u64, 5.0f32.to_bits() as u64, 0).unwrap();
+    let v = run(
+        "cvt.rn.satfinite.e2m1x2.f32 %q1, %f1, %f2;\ncvt.u64.u8 %rd7, %q1;",
+        (-100.0f32).to_bits() as u64,
+        5.0f32.to_bits() as u64,
+        0,
+    )
+    .unwrap();
     assert_eq!(v, 0xF6);
-    let v = run("cvt.u8.u32 %q1, %r1;\ncvt.rn.f16x2.e2m1x2 %r4, %q1;\ncvt.u64.u32 %rd7, %r4;", 0x7F, 0, 0).unwrap();
+    let v = run(
+        "cvt.u8.u32 %q1, %r1;\ncvt.rn.f16x2.e2m1x2 %r4, %q1;\ncvt.u64.u32 %rd7, %r4;",
+        0x7F,
+        0,
+        0,
+    )
+    .unwrap();
     assert_eq!(v, 0x4600_C600); // 6.0, -6.0
 }
 

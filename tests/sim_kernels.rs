@@ -8,7 +8,9 @@ use ptxsmith::runtime::exec::{Executor, LaunchConfig};
 use ptxsmith::sim::{Program, Sim, SimError};
 
 fn f32s(b: &[u8]) -> Vec<f32> {
-    b.chunks(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect()
+    b.chunks(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect()
 }
 
 #[test]
@@ -21,14 +23,27 @@ fn saxpy_matches_fma() {
     let a = 1.7f32;
     let px = sim.alloc(4 * n as usize).unwrap();
     let py = sim.alloc(4 * n as usize).unwrap();
-    sim.write(px, &x.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<_>>()).unwrap();
-    sim.write(py, &y.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<_>>()).unwrap();
+    sim.write(
+        px,
+        &x.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<_>>(),
+    )
+    .unwrap();
+    sim.write(
+        py,
+        &y.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<_>>(),
+    )
+    .unwrap();
     let rep = sim
         .launch_program(
             &prog,
             "saxpy",
             LaunchConfig::linear(n.div_ceil(128), 128),
-            &[ArgValue::Ptr(px), ArgValue::Ptr(py), ArgValue::F32(a), ArgValue::U32(n)],
+            &[
+                ArgValue::Ptr(px),
+                ArgValue::Ptr(py),
+                ArgValue::F32(a),
+                ArgValue::U32(n),
+            ],
         )
         .unwrap();
     let mut out = vec![0u8; 4 * n as usize];
@@ -49,18 +64,37 @@ fn block_sum_reduction() {
     let mut sim = Sim::new(Sm::Sm80);
     let blocks = 5u32;
     let bs = 128u32;
-    let input: Vec<u32> = (0..blocks * bs).map(|i| i.wrapping_mul(2654435761)).collect();
+    let input: Vec<u32> = (0..blocks * bs)
+        .map(|i| i.wrapping_mul(2654435761))
+        .collect();
     let pin = sim.alloc(input.len() * 4).unwrap();
     let pout = sim.alloc(blocks as usize * 4).unwrap();
-    sim.write(pin, &input.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<_>>()).unwrap();
+    sim.write(
+        pin,
+        &input
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect::<Vec<_>>(),
+    )
+    .unwrap();
     let rep = sim
-        .launch_program(&prog, "block_sum", LaunchConfig::linear(blocks, bs), &[ArgValue::Ptr(pin), ArgValue::Ptr(pout)])
+        .launch_program(
+            &prog,
+            "block_sum",
+            LaunchConfig::linear(blocks, bs),
+            &[ArgValue::Ptr(pin), ArgValue::Ptr(pout)],
+        )
         .unwrap();
     let mut out = vec![0u8; blocks as usize * 4];
     sim.read(pout, &mut out).unwrap();
     for b in 0..blocks as usize {
-        let want = input[b * bs as usize..(b + 1) * bs as usize].iter().fold(0u32, |a, v| a.wrapping_add(*v));
-        assert_eq!(u32::from_le_bytes(out[4 * b..4 * b + 4].try_into().unwrap()), want);
+        let want = input[b * bs as usize..(b + 1) * bs as usize]
+            .iter()
+            .fold(0u32, |a, v| a.wrapping_add(*v));
+        assert_eq!(
+            u32::from_le_bytes(out[4 * b..4 * b + 4].try_into().unwrap()),
+            want
+        );
     }
     // 1 + log2(128) barriers per block
     assert_eq!(rep.barriers, blocks as u64 * 8);
@@ -75,10 +109,28 @@ fn executor_interface_parses_once_and_counts_traffic() {
         sm: Sm::Sm80,
         version: ptxsmith::PtxVersion::new(7, 0),
         params: vec![
-            ParamDesc { name: "p_x".into(), kind: ParamKind::GlobalPtr { elem: ScalarType::F32, align: 16 } },
-            ParamDesc { name: "p_y".into(), kind: ParamKind::GlobalPtr { elem: ScalarType::F32, align: 16 } },
-            ParamDesc { name: "a".into(), kind: ParamKind::Scalar(ScalarType::F32) },
-            ParamDesc { name: "n".into(), kind: ParamKind::Scalar(ScalarType::U32) },
+            ParamDesc {
+                name: "p_x".into(),
+                kind: ParamKind::GlobalPtr {
+                    elem: ScalarType::F32,
+                    align: 16,
+                },
+            },
+            ParamDesc {
+                name: "p_y".into(),
+                kind: ParamKind::GlobalPtr {
+                    elem: ScalarType::F32,
+                    align: 16,
+                },
+            },
+            ParamDesc {
+                name: "a".into(),
+                kind: ParamKind::Scalar(ScalarType::F32),
+            },
+            ParamDesc {
+                name: "n".into(),
+                kind: ParamKind::Scalar(ScalarType::U32),
+            },
         ],
         ptx,
     };
@@ -89,16 +141,24 @@ fn executor_interface_parses_once_and_counts_traffic() {
     ex.upload(bx, &[0u8; 64]).unwrap();
     ex.upload(by, &[0u8; 64]).unwrap();
     let args = [bx.arg(), by.arg(), ArgValue::F32(2.0), ArgValue::U32(16)];
-    ex.launch(&module, LaunchConfig::linear(1, 32), &args).unwrap();
-    ex.launch(&module, LaunchConfig::linear(1, 32), &args).unwrap();
+    ex.launch(&module, LaunchConfig::linear(1, 32), &args)
+        .unwrap();
+    ex.launch(&module, LaunchConfig::linear(1, 32), &args)
+        .unwrap();
     let mut out = [0u8; 64];
     ex.download(by, &mut out).unwrap();
     let t = ex.traffic();
-    assert_eq!((t.bytes_uploaded, t.bytes_downloaded, t.launches), (128, 64, 2));
+    assert_eq!(
+        (t.bytes_uploaded, t.bytes_downloaded, t.launches),
+        (128, 64, 2)
+    );
     assert_eq!(ex.multiprocessor_count(), 4);
     // wrong argument kinds are refused before running
     let bad = [bx.arg(), by.arg(), ArgValue::U32(2), ArgValue::U32(16)];
-    assert!(matches!(ex.launch(&module, LaunchConfig::linear(1, 32), &bad), Err(ptxsmith::Error::InvalidArgument(_))));
+    assert!(matches!(
+        ex.launch(&module, LaunchConfig::linear(1, 32), &bad),
+        Err(ptxsmith::Error::InvalidArgument(_))
+    ));
     assert_eq!(sim.cache_len(), 1);
     // sim errors convert into the crate error
     let e: ptxsmith::Error = SimError::InvalidLaunch("x".into()).into();

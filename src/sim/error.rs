@@ -32,19 +32,37 @@ impl fmt::Display for Site {
 pub enum SimError {
     /// The PTX text could not be parsed.
     #[error("PTX parse error at line {line}: {message} (`{text}`)")]
-    Parse { line: u32, text: String, message: String },
+    Parse {
+        line: u32,
+        text: String,
+        message: String,
+    },
 
     /// Valid PTX the simulator does not implement (refused, never guessed).
     #[error("unsupported PTX at line {line}: `{instr}`: {reason}")]
-    Unsupported { line: u32, instr: String, reason: String },
+    Unsupported {
+        line: u32,
+        instr: String,
+        reason: String,
+    },
 
     /// An access outside every allocation / the state space's extent.
     #[error("out-of-bounds {space} access of {size} bytes at {addr:#x}: {site}")]
-    OutOfBounds { site: Box<Site>, space: Space, addr: u64, size: u32 },
+    OutOfBounds {
+        site: Box<Site>,
+        space: Space,
+        addr: u64,
+        size: u32,
+    },
 
     /// An access not naturally aligned to its total size.
     #[error("misaligned {space} access of {size} bytes at {addr:#x}: {site}")]
-    Misaligned { site: Box<Site>, space: Space, addr: u64, size: u32 },
+    Misaligned {
+        site: Box<Site>,
+        space: Space,
+        addr: u64,
+        size: u32,
+    },
 
     /// Two threads of a CTA touched the same shared byte between two
     /// barriers, at least one writing, not both atomically.
@@ -63,7 +81,11 @@ pub enum SimError {
     /// `bar.sync` not reached by every thread of the CTA at the same
     /// instruction (`.aligned` semantics).
     #[error("barrier divergence in kernel `{kernel}` block ({},{},{}): {message}", ctaid.0, ctaid.1, ctaid.2)]
-    BarrierDivergence { kernel: String, ctaid: (u32, u32, u32), message: String },
+    BarrierDivergence {
+        kernel: String,
+        ctaid: (u32, u32, u32),
+        message: String,
+    },
 
     /// A warp-collective (`shfl/vote/redux.sync`, `bar.warp.sync`) whose
     /// member threads are not all at that instruction, or a divergent
@@ -72,8 +94,14 @@ pub enum SimError {
     WarpDivergence { site: Box<Site>, message: String },
 
     /// A shared-memory byte read before any thread of the CTA wrote it.
-    #[error("uninitialized shared-memory read of {size} bytes at shared offset {offset:#x}: {site}")]
-    UninitializedShared { site: Box<Site>, offset: u64, size: u32 },
+    #[error(
+        "uninitialized shared-memory read of {size} bytes at shared offset {offset:#x}: {site}"
+    )]
+    UninitializedShared {
+        site: Box<Site>,
+        offset: u64,
+        size: u32,
+    },
 
     /// A register read before the thread wrote it.
     #[error("read of uninitialized register `{reg}`: {site}")]
@@ -85,7 +113,11 @@ pub enum SimError {
 
     /// No thread of a CTA can proceed.
     #[error("deadlock in kernel `{kernel}` block ({},{},{}): {parked}", ctaid.0, ctaid.1, ctaid.2)]
-    Deadlock { kernel: String, ctaid: (u32, u32, u32), parked: String },
+    Deadlock {
+        kernel: String,
+        ctaid: (u32, u32, u32),
+        parked: String,
+    },
 
     /// The launch itself is invalid (shape, directives, shared memory,
     /// arguments, unknown entry).

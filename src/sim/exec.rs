@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use super::error::{SimError, Site};
-use super::fp::{self, FOp, MiniFmt, Rnd, F32_NAN};
+use super::fp::{self, F32_NAN, FOp, MiniFmt, Rnd};
 use super::ir::*;
 use super::parse::Program;
 use crate::dsl::params::ArgValue;
@@ -41,7 +41,10 @@ pub struct SimOptions {
 
 impl Default for SimOptions {
     fn default() -> Self {
-        SimOptions { checks: true, max_instructions: None }
+        SimOptions {
+            checks: true,
+            max_instructions: None,
+        }
     }
 }
 
@@ -86,7 +89,10 @@ impl GlobalMem {
     #[inline]
     fn find(&mut self, addr: u64, size: u64) -> Option<(usize, usize)> {
         if let Some(a) = self.allocs.get(self.last) {
-            if addr >= a.base && addr.wrapping_add(size) <= a.base + a.data.len() as u64 && addr.checked_add(size).is_some() {
+            if addr >= a.base
+                && addr.wrapping_add(size) <= a.base + a.data.len() as u64
+                && addr.checked_add(size).is_some()
+            {
                 return Some((self.last, (addr - a.base) as usize));
             }
         }
@@ -121,7 +127,11 @@ impl Sim {
     pub fn new(sm: Sm) -> Self {
         Sim {
             sm,
-            mem: GlobalMem { allocs: Vec::new(), last: 0, next: GLOBAL_BASE },
+            mem: GlobalMem {
+                allocs: Vec::new(),
+                last: 0,
+                next: GLOBAL_BASE,
+            },
             options: SimOptions::default(),
             cache: HashMap::new(),
             traffic: Traffic::default(),
@@ -155,16 +165,24 @@ impl Sim {
         let span = (bytes as u64).div_ceil(256) * 256;
         self.mem.next = base + span + GUARD;
         if self.mem.next >= CONST_WINDOW {
-            return Err(SimError::InvalidMemory("simulated address space exhausted".into()));
+            return Err(SimError::InvalidMemory(
+                "simulated address space exhausted".into(),
+            ));
         }
-        self.mem.allocs.push(Alloc { base, data: vec![0; bytes] });
+        self.mem.allocs.push(Alloc {
+            base,
+            data: vec![0; bytes],
+        });
         Ok(base)
     }
 
     /// Copy `data` to global memory at `addr` (inside one allocation).
     pub fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), SimError> {
         let (i, o) = self.mem.find(addr, data.len() as u64).ok_or_else(|| {
-            SimError::InvalidMemory(format!("write of {} bytes at {addr:#x} is outside every allocation", data.len()))
+            SimError::InvalidMemory(format!(
+                "write of {} bytes at {addr:#x} is outside every allocation",
+                data.len()
+            ))
         })?;
         self.mem.allocs[i].data[o..o + data.len()].copy_from_slice(data);
         Ok(())
@@ -173,7 +191,10 @@ impl Sim {
     /// Copy global memory at `addr` (inside one allocation) to `out`.
     pub fn read(&mut self, addr: u64, out: &mut [u8]) -> Result<(), SimError> {
         let (i, o) = self.mem.find(addr, out.len() as u64).ok_or_else(|| {
-            SimError::InvalidMemory(format!("read of {} bytes at {addr:#x} is outside every allocation", out.len()))
+            SimError::InvalidMemory(format!(
+                "read of {} bytes at {addr:#x} is outside every allocation",
+                out.len()
+            ))
         })?;
         out.copy_from_slice(&self.mem.allocs[i].data[o..o + out.len()]);
         Ok(())
@@ -187,7 +208,9 @@ impl Sim {
             .allocs
             .iter()
             .position(|a| a.base == addr)
-            .ok_or_else(|| SimError::InvalidMemory(format!("free of {addr:#x}, which is not an allocation")))?;
+            .ok_or_else(|| {
+                SimError::InvalidMemory(format!("free of {addr:#x}, which is not an allocation"))
+            })?;
         self.mem.allocs.remove(i);
         self.mem.last = 0;
         Ok(())
@@ -227,38 +250,62 @@ impl Sim {
         cfg: LaunchConfig,
         args: &[ArgValue],
     ) -> Result<LaunchReport, SimError> {
-        let e = prog
-            .entry(entry)
-            .ok_or_else(|| SimError::InvalidLaunch(format!("module has no entry `{entry}` (has {:?})", prog.entry_names())))?;
+        let e = prog.entry(entry).ok_or_else(|| {
+            SimError::InvalidLaunch(format!(
+                "module has no entry `{entry}` (has {:?})",
+                prog.entry_names()
+            ))
+        })?;
         let (bx, by, bz) = cfg.block;
         let (gx, gy, gz) = cfg.grid;
         let nthreads = bx as u64 * by as u64 * bz as u64;
         if bx == 0 || by == 0 || bz == 0 || gx == 0 || gy == 0 || gz == 0 {
-            return Err(SimError::InvalidLaunch(format!("zero dimension in grid {:?} / block {:?}", cfg.grid, cfg.block)));
+            return Err(SimError::InvalidLaunch(format!(
+                "zero dimension in grid {:?} / block {:?}",
+                cfg.grid, cfg.block
+            )));
         }
         if nthreads > 1024 || bx > 1024 || by > 1024 || bz > 64 {
-            return Err(SimError::InvalidLaunch(format!("block {:?} exceeds (1024, 1024, 64) / 1024 threads", cfg.block)));
+            return Err(SimError::InvalidLaunch(format!(
+                "block {:?} exceeds (1024, 1024, 64) / 1024 threads",
+                cfg.block
+            )));
         }
         if gx > i32::MAX as u32 || gy > 65535 || gz > 65535 {
-            return Err(SimError::InvalidLaunch(format!("grid {:?} exceeds (2^31-1, 65535, 65535)", cfg.grid)));
+            return Err(SimError::InvalidLaunch(format!(
+                "grid {:?} exceeds (2^31-1, 65535, 65535)",
+                cfg.grid
+            )));
         }
         if let Some(m) = e.maxntid {
             if nthreads > m.0 as u64 * m.1 as u64 * m.2 as u64 {
-                return Err(SimError::InvalidLaunch(format!("block {:?} exceeds .maxntid {:?} of `{entry}`", cfg.block, m)));
+                return Err(SimError::InvalidLaunch(format!(
+                    "block {:?} exceeds .maxntid {:?} of `{entry}`",
+                    cfg.block, m
+                )));
             }
         }
         if let Some(r) = e.reqntid {
             if r != cfg.block {
-                return Err(SimError::InvalidLaunch(format!("block {:?} differs from .reqntid {:?} of `{entry}`", cfg.block, r)));
+                return Err(SimError::InvalidLaunch(format!(
+                    "block {:?} differs from .reqntid {:?} of `{entry}`",
+                    cfg.block, r
+                )));
             }
         }
         let smem = e.dyn_shared_offset() as u64 + cfg.dynamic_smem_bytes as u64;
         let limit = self.sm.info().max_smem_per_block_optin as u64;
         if cfg.dynamic_smem_bytes > 0 && smem > limit {
-            return Err(SimError::InvalidLaunch(format!("{smem} bytes of shared memory exceed the {limit} of {}", self.sm)));
+            return Err(SimError::InvalidLaunch(format!(
+                "{smem} bytes of shared memory exceed the {limit} of {}",
+                self.sm
+            )));
         }
         if prog.sm > 0 && prog.sm > self.sm.info().cc.0 as u32 * 10 + self.sm.info().cc.1 as u32 {
-            return Err(SimError::InvalidLaunch(format!("module targets sm_{}, simulator is {}", prog.sm, self.sm)));
+            return Err(SimError::InvalidLaunch(format!(
+                "module targets sm_{}, simulator is {}",
+                prog.sm, self.sm
+            )));
         }
         // parameters
         if args.len() != e.params.len() {
@@ -283,7 +330,11 @@ impl Sim {
         }
         let n = nthreads as usize;
         let nregs = e.nregs as usize;
-        let smem_size = if e.dyn_shared_align > 1 || cfg.dynamic_smem_bytes > 0 { smem } else { e.static_shared as u64 } as usize;
+        let smem_size = if e.dyn_shared_align > 1 || cfg.dynamic_smem_bytes > 0 {
+            smem
+        } else {
+            e.static_shared as u64
+        } as usize;
         let checks = self.options.checks;
         let mut cta = Cta {
             n,
@@ -293,8 +344,16 @@ impl Sim {
             pc: vec![0; n],
             state: vec![TState::Run; n],
             shared: vec![0; smem_size],
-            sh_w: if checks { vec![0; smem_size] } else { Vec::new() },
-            sh_r: if checks { vec![0; smem_size] } else { Vec::new() },
+            sh_w: if checks {
+                vec![0; smem_size]
+            } else {
+                Vec::new()
+            },
+            sh_r: if checks {
+                vec![0; smem_size]
+            } else {
+                Vec::new()
+            },
             local: vec![0; n * e.local_bytes as usize],
             epoch: 1,
             wepoch: vec![0; n.div_ceil(32)],
@@ -391,7 +450,12 @@ fn tag(epoch: u32, wep: u32, t: u64, atomic: bool) -> u64 {
 enum Fault {
     Oob(Space, u64, u32),
     Misaligned(Space, u64, u32),
-    Race { offset: u64, this: &'static str, other: &'static str, other_tid: u32 },
+    Race {
+        offset: u64,
+        this: &'static str,
+        other: &'static str,
+        other_tid: u32,
+    },
     UninitShared(u64, u32),
     UninitReg(u32),
     Trap(String),
@@ -456,13 +520,37 @@ impl<'a> Exec<'a> {
     fn to_err(&self, f: Fault, t: usize, pc: usize) -> SimError {
         let site = self.site(t, pc);
         match f {
-            Fault::Oob(space, addr, size) => SimError::OutOfBounds { site, space, addr, size },
-            Fault::Misaligned(space, addr, size) => SimError::Misaligned { site, space, addr, size },
-            Fault::Race { offset, this, other, other_tid } => {
-                SimError::SharedRace { site, offset, this, other, other_tid: self.tid_of(other_tid as usize) }
+            Fault::Oob(space, addr, size) => SimError::OutOfBounds {
+                site,
+                space,
+                addr,
+                size,
+            },
+            Fault::Misaligned(space, addr, size) => SimError::Misaligned {
+                site,
+                space,
+                addr,
+                size,
+            },
+            Fault::Race {
+                offset,
+                this,
+                other,
+                other_tid,
+            } => SimError::SharedRace {
+                site,
+                offset,
+                this,
+                other,
+                other_tid: self.tid_of(other_tid as usize),
+            },
+            Fault::UninitShared(offset, size) => {
+                SimError::UninitializedShared { site, offset, size }
             }
-            Fault::UninitShared(offset, size) => SimError::UninitializedShared { site, offset, size },
-            Fault::UninitReg(r) => SimError::UninitializedRegister { site, reg: self.e.reg_names[r as usize].clone() },
+            Fault::UninitReg(r) => SimError::UninitializedRegister {
+                site,
+                reg: self.e.reg_names[r as usize].clone(),
+            },
             Fault::Trap(message) => SimError::Trap { site, message },
             Fault::Warp(message) => SimError::WarpDivergence { site, message },
         }
@@ -586,7 +674,10 @@ impl<'a> Exec<'a> {
             };
             self.counts[pc] += 1;
             if self.budget == 0 {
-                return Err(SimError::InstructionLimit { kernel: e.name.clone(), limit: self.limit });
+                return Err(SimError::InstructionLimit {
+                    kernel: e.name.clone(),
+                    limit: self.limit,
+                });
             }
             self.budget -= 1;
             if inst.guard != NO_REG {
@@ -597,7 +688,8 @@ impl<'a> Exec<'a> {
                 if g == inst.guard_neg {
                     if let Op::BraUni { idx, .. } = inst.op {
                         if self.checks {
-                            self.brauni(t, idx, false).map_err(|f| self.to_err(f, t, pc))?;
+                            self.brauni(t, idx, false)
+                                .map_err(|f| self.to_err(f, t, pc))?;
                         }
                     }
                     pc += 1;
@@ -605,7 +697,8 @@ impl<'a> Exec<'a> {
                 }
                 if let Op::BraUni { idx, .. } = inst.op {
                     if self.checks {
-                        self.brauni(t, idx, true).map_err(|f| self.to_err(f, t, pc))?;
+                        self.brauni(t, idx, true)
+                            .map_err(|f| self.to_err(f, t, pc))?;
                     }
                 }
             }
@@ -667,7 +760,14 @@ impl<'a> Exec<'a> {
     }
 
     /// Check a shared access and update the race metadata.
-    fn shared_check(&mut self, t: usize, off: usize, len: usize, write: bool, atomic: bool) -> Result<(), Fault> {
+    fn shared_check(
+        &mut self,
+        t: usize,
+        off: usize,
+        len: usize,
+        write: bool,
+        atomic: bool,
+    ) -> Result<(), Fault> {
         let c = &mut *self.cta;
         let ep = c.epoch;
         let w = t / 32;
@@ -688,16 +788,27 @@ impl<'a> Exec<'a> {
                     return false;
                 }
                 let ow = (ot / 32) as usize;
-                if ow == w && ot != MULTI && ((tg >> 12) & 0xF_FFFF) as u32 != wepoch[w] & 0xF_FFFF {
+                if ow == w && ot != MULTI && ((tg >> 12) & 0xF_FFFF) as u32 != wepoch[w] & 0xF_FFFF
+                {
                     return false;
                 }
                 true
             };
             if conflict(wt, &c.wepoch) && !(atomic && wt & ATOMIC_BIT != 0) {
-                let other = if wt & ATOMIC_BIT != 0 { "atomic" } else { "write" };
+                let other = if wt & ATOMIC_BIT != 0 {
+                    "atomic"
+                } else {
+                    "write"
+                };
                 return Err(Fault::Race {
                     offset: i as u64,
-                    this: if atomic { "atomic" } else if write { "write" } else { "read" },
+                    this: if atomic {
+                        "atomic"
+                    } else if write {
+                        "write"
+                    } else {
+                        "read"
+                    },
                     other,
                     other_tid: (wt & 0x7FF) as u32,
                 });
@@ -716,7 +827,11 @@ impl<'a> Exec<'a> {
                 c.sh_w[i] = my;
             } else {
                 let rt = c.sh_r[i];
-                c.sh_r[i] = if (rt >> 32) as u32 == ep && rt & 0x7FF != t as u64 { tag(ep, 0, MULTI, false) } else { my };
+                c.sh_r[i] = if (rt >> 32) as u32 == ep && rt & 0x7FF != t as u64 {
+                    tag(ep, 0, MULTI, false)
+                } else {
+                    my
+                };
             }
         }
         Ok(())
@@ -724,7 +839,15 @@ impl<'a> Exec<'a> {
 
     /// The byte slice of an access of `len` bytes (alignment `align`).
     #[inline(always)]
-    fn access(&mut self, t: usize, sp: Space, addr: u64, len: u32, write: bool, atomic: bool) -> Result<&mut [u8], Fault> {
+    fn access(
+        &mut self,
+        t: usize,
+        sp: Space,
+        addr: u64,
+        len: u32,
+        write: bool,
+        atomic: bool,
+    ) -> Result<&mut [u8], Fault> {
         let (sp, a) = Self::resolve(sp, addr);
         if a & (len as u64 - 1) != 0 {
             return Err(Fault::Misaligned(sp, addr, len));
@@ -736,7 +859,9 @@ impl<'a> Exec<'a> {
                 None => Err(Fault::Oob(sp, addr, len)),
             },
             Space::Shared => {
-                if a.checked_add(len as u64).is_none_or(|end| end > self.cta.shared.len() as u64) {
+                if a.checked_add(len as u64)
+                    .is_none_or(|end| end > self.cta.shared.len() as u64)
+                {
                     return Err(Fault::Oob(sp, a, len));
                 }
                 let o = a as usize;
@@ -754,14 +879,20 @@ impl<'a> Exec<'a> {
                 Ok(&mut self.cta.local[o..o + l])
             }
             Space::Param => {
-                if write || a.checked_add(len as u64).is_none_or(|end| end > self.params.len() as u64) {
+                if write
+                    || a.checked_add(len as u64)
+                        .is_none_or(|end| end > self.params.len() as u64)
+                {
                     return Err(Fault::Oob(sp, a, len));
                 }
                 // params are read-only; hand out a copy through the scratch
                 Err(Fault::Trap("internal: param access".into()))
             }
             Space::Const | Space::Generic => {
-                if write || a.checked_add(len as u64).is_none_or(|end| end > self.consts.len() as u64) {
+                if write
+                    || a.checked_add(len as u64)
+                        .is_none_or(|end| end > self.consts.len() as u64)
+                {
                     return Err(Fault::Oob(Space::Const, a, len));
                 }
                 Err(Fault::Trap("internal: const access".into()))
@@ -770,7 +901,15 @@ impl<'a> Exec<'a> {
     }
 
     #[inline(always)]
-    fn load(&mut self, t: usize, sp: Space, addr: u64, size: u8, n: u8, out: &mut [u64; 4]) -> Result<(), Fault> {
+    fn load(
+        &mut self,
+        t: usize,
+        sp: Space,
+        addr: u64,
+        size: u8,
+        n: u8,
+        out: &mut [u64; 4],
+    ) -> Result<(), Fault> {
         let total = size as u32 * n as u32;
         let (rs, ra) = Self::resolve(sp, addr);
         let bytes: &[u8] = match rs {
@@ -778,8 +917,15 @@ impl<'a> Exec<'a> {
                 if ra & (total as u64 - 1) != 0 {
                     return Err(Fault::Misaligned(rs, addr, total));
                 }
-                let src: &[u8] = if rs == Space::Param { self.params } else { self.consts };
-                if ra.checked_add(total as u64).is_none_or(|end| end > src.len() as u64) {
+                let src: &[u8] = if rs == Space::Param {
+                    self.params
+                } else {
+                    self.consts
+                };
+                if ra
+                    .checked_add(total as u64)
+                    .is_none_or(|end| end > src.len() as u64)
+                {
                     return Err(Fault::Oob(rs, ra, total));
                 }
                 &src[ra as usize..ra as usize + total as usize]
@@ -860,7 +1006,11 @@ impl<'a> Exec<'a> {
                 let is_div = matches!(i.op, Op::Div { .. });
                 let r = if s {
                     let (x, y) = (sext(x, w), sext(y, w));
-                    (if is_div { x.wrapping_div(y) } else { x.wrapping_rem(y) }) as u64
+                    (if is_div {
+                        x.wrapping_div(y)
+                    } else {
+                        x.wrapping_rem(y)
+                    }) as u64
                 } else {
                     let (x, y) = (x & mask(w), y & mask(w));
                     if is_div { x / y } else { x % y }
@@ -869,7 +1019,11 @@ impl<'a> Exec<'a> {
             }
             Op::Min { w, s } | Op::Max { w, s } => {
                 let (x, y) = (a!(), b!());
-                let lt = if s { sext(x, w) < sext(y, w) } else { x & mask(w) < y & mask(w) };
+                let lt = if s {
+                    sext(x, w) < sext(y, w)
+                } else {
+                    x & mask(w) < y & mask(w)
+                };
                 let is_min = matches!(i.op, Op::Min { .. });
                 out!(if lt == is_min { x } else { y } & mask(w))
             }
@@ -897,10 +1051,18 @@ impl<'a> Exec<'a> {
             Op::Bfe { w, s } => {
                 let (x, pos, len) = (a!() & mask(w), b!() & 0xFF, c!() & 0xFF);
                 let msb = w as u64 - 1;
-                let sbit = if !s || len == 0 { 0 } else { (x >> (pos + len - 1).min(msb)) & 1 };
+                let sbit = if !s || len == 0 {
+                    0
+                } else {
+                    (x >> (pos + len - 1).min(msb)) & 1
+                };
                 let mut d = 0u64;
                 for k in 0..w as u64 {
-                    let bit = if k < len && pos + k <= msb { (x >> (pos + k)) & 1 } else { sbit };
+                    let bit = if k < len && pos + k <= msb {
+                        (x >> (pos + k)) & 1
+                    } else {
+                        sbit
+                    };
                     d |= bit << k;
                 }
                 out!(d)
@@ -920,7 +1082,11 @@ impl<'a> Exec<'a> {
             Op::Prmt { mode } => out!(prmt(a!() as u32, b!() as u32, c!() as u32, mode) as u64),
             Op::Clz { w } => {
                 let x = a!() & mask(w);
-                out!(if w == 64 { x.leading_zeros() as u64 } else { (x as u32).leading_zeros() as u64 - (32 - w.min(32) as u64) })
+                out!(if w == 64 {
+                    x.leading_zeros() as u64
+                } else {
+                    (x as u32).leading_zeros() as u64 - (32 - w.min(32) as u64)
+                })
             }
             Op::Popc { w } => out!((a!() & mask(w)).count_ones() as u64),
             Op::Brev { w } => out!((a!() & mask(w)).reverse_bits() >> (64 - w as u32)),
@@ -928,19 +1094,33 @@ impl<'a> Exec<'a> {
             Op::Abs { w } => out!((sext(a!(), w).wrapping_abs() as u64) & mask(w)),
             Op::F32 { op, rnd, ftz, sat } => {
                 let x = a!() as u32;
-                let y = if matches!(op, FOp::Sqrt | FOp::Rcp) { 0 } else { b!() as u32 };
+                let y = if matches!(op, FOp::Sqrt | FOp::Rcp) {
+                    0
+                } else {
+                    b!() as u32
+                };
                 let z = if op == FOp::Fma { c!() as u32 } else { 0 };
                 out!(fp::f32_op(op, rnd, ftz, sat, x, y, z) as u64)
             }
-            Op::F32MinMax { max, nan, ftz } => out!(fp::f32_minmax(max, nan, ftz, a!() as u32, b!() as u32) as u64),
+            Op::F32MinMax { max, nan, ftz } => {
+                out!(fp::f32_minmax(max, nan, ftz, a!() as u32, b!() as u32) as u64)
+            }
             Op::F32Abs { ftz } => {
                 let x = f32::from_bits(a!() as u32);
-                let x = if ftz && x.is_subnormal() { 0.0 } else { x.abs() };
+                let x = if ftz && x.is_subnormal() {
+                    0.0
+                } else {
+                    x.abs()
+                };
                 out!(if x.is_nan() { F32_NAN } else { x.to_bits() } as u64)
             }
             Op::F32Neg { ftz } => {
                 let x = f32::from_bits(a!() as u32);
-                let x = if ftz && x.is_subnormal() { if x.is_sign_negative() { 0.0 } else { -0.0 } } else { -x };
+                let x = if ftz && x.is_subnormal() {
+                    if x.is_sign_negative() { 0.0 } else { -0.0 }
+                } else {
+                    -x
+                };
                 out!(if x.is_nan() { F32_NAN } else { x.to_bits() } as u64)
             }
             Op::F64 { op } => {
@@ -970,7 +1150,12 @@ impl<'a> Exec<'a> {
                 };
                 self.setp_out(base, i, r, comb)?;
             }
-            Op::SetpF { cmp, f64: is64, ftz, comb } => {
+            Op::SetpF {
+                cmp,
+                f64: is64,
+                ftz,
+                comb,
+            } => {
                 let (x, y) = if is64 {
                     (f64::from_bits(a!()), f64::from_bits(b!()))
                 } else {
@@ -992,7 +1177,14 @@ impl<'a> Exec<'a> {
                 let v = if c { a!() } else { b!() };
                 out!(v & mask(w))
             }
-            Op::Cvt { d, s, rnd, irnd, sat, ftz } => out!(cvt(d, s, rnd, irnd, sat, ftz, a!())),
+            Op::Cvt {
+                d,
+                s,
+                rnd,
+                irnd,
+                sat,
+                ftz,
+            } => out!(cvt(d, s, rnd, irnd, sat, ftz, a!())),
             Op::CvtMiniEnc { fmt, relu } => {
                 let enc = |v: u64| {
                     let mut x = f32::from_bits(v as u32);
@@ -1007,14 +1199,26 @@ impl<'a> Exec<'a> {
             }
             Op::CvtMiniDec { fmt, relu } => {
                 let v = a!();
-                let (hi, lo) = if fmt == MiniFmt::E2M1 { ((v >> 4) & 0xF, v & 0xF) } else { ((v >> 8) & 0xFF, v & 0xFF) };
+                let (hi, lo) = if fmt == MiniFmt::E2M1 {
+                    ((v >> 4) & 0xF, v & 0xF)
+                } else {
+                    ((v >> 8) & 0xFF, v & 0xFF)
+                };
                 let dec = |c: u64| {
                     let h = fmt.to_f16(c as u8);
-                    if relu && h & 0x8000 != 0 && h != fp::F16_NAN { 0 } else { h as u64 }
+                    if relu && h & 0x8000 != 0 && h != fp::F16_NAN {
+                        0
+                    } else {
+                        h as u64
+                    }
                 };
                 out!(dec(hi) << 16 | dec(lo))
             }
-            Op::CvtF16x2 { rnd, relu, satfinite } => {
+            Op::CvtF16x2 {
+                rnd,
+                relu,
+                satfinite,
+            } => {
                 let cv = |v: u64| {
                     let mut x = f32::from_bits(v as u32);
                     if relu && x < 0.0 {
@@ -1024,12 +1228,21 @@ impl<'a> Exec<'a> {
                 };
                 out!(cv(a!()) << 16 | cv(b!()))
             }
-            Op::Ld { sp, size, signed, n } => {
+            Op::Ld {
+                sp,
+                size,
+                signed,
+                n,
+            } => {
                 let addr = a!().wrapping_add(i.off as u64);
                 let mut vals = [0u64; 4];
                 self.load(t, sp, addr, size, n, &mut vals)?;
                 for k in 0..n as usize {
-                    let v = if signed { sext(vals[k], size * 8) as u64 } else { vals[k] };
+                    let v = if signed {
+                        sext(vals[k], size * 8) as u64
+                    } else {
+                        vals[k]
+                    };
                     self.wr(base, i.d[k], v);
                 }
             }
@@ -1037,7 +1250,11 @@ impl<'a> Exec<'a> {
                 let addr = a!().wrapping_add(i.off as u64);
                 let mut vals = [0u64; 4];
                 for k in 0..n as usize {
-                    vals[k] = if k == 3 { self.rd(base, Src::Reg(i.d[0]))? } else { self.rd(base, i.s[k + 1])? };
+                    vals[k] = if k == 3 {
+                        self.rd(base, Src::Reg(i.d[0]))?
+                    } else {
+                        self.rd(base, i.s[k + 1])?
+                    };
                 }
                 let sz = size as usize;
                 let (rs, _) = Self::resolve(sp, addr);
@@ -1066,7 +1283,11 @@ impl<'a> Exec<'a> {
                 let new = match op {
                     AtomOp::Add => old.wrapping_add(x),
                     AtomOp::Min | AtomOp::Max => {
-                        let lt = if s { sext(x, w) < sext(old, w) } else { x & m < old & m };
+                        let lt = if s {
+                            sext(x, w) < sext(old, w)
+                        } else {
+                            x & m < old & m
+                        };
                         if lt == (op == AtomOp::Min) { x } else { old }
                     }
                     AtomOp::Inc => {
@@ -1114,12 +1335,18 @@ impl<'a> Exec<'a> {
                     Space::Const => CONST_WINDOW,
                     _ => 0,
                 };
-                out!(if to { x.wrapping_sub(win) } else { x.wrapping_add(win) })
+                out!(if to {
+                    x.wrapping_sub(win)
+                } else {
+                    x.wrapping_add(win)
+                })
             }
             Op::Bra { target } | Op::BraUni { target, .. } => return Ok(Flow::Jump(target)),
             Op::Exit => return Ok(Flow::Exit),
             Op::Trap => return Err(Fault::Trap("trap instruction".into())),
-            Op::Bar | Op::BarWarp | Op::Shfl { .. } | Op::Vote { .. } | Op::Redux { .. } => return Ok(Flow::Park),
+            Op::Bar | Op::BarWarp | Op::Shfl { .. } | Op::Vote { .. } | Op::Redux { .. } => {
+                return Ok(Flow::Park);
+            }
         }
         Ok(Flow::Next)
     }
@@ -1172,11 +1399,23 @@ impl<'a> Exec<'a> {
                     continue;
                 }
                 let base = t * self.cta.nregs;
-                let m = self.rd(base, inst.s[Self::mask_src(&inst.op)]).map_err(|f| self.to_err(f, t, pc))? as u32;
-                let exist = if lanes == 32 { u32::MAX } else { (1u32 << lanes) - 1 };
+                let m = self
+                    .rd(base, inst.s[Self::mask_src(&inst.op)])
+                    .map_err(|f| self.to_err(f, t, pc))? as u32;
+                let exist = if lanes == 32 {
+                    u32::MAX
+                } else {
+                    (1u32 << lanes) - 1
+                };
                 let members = m & exist;
                 if m & (1 << l) == 0 {
-                    return Err(self.to_err(Fault::Warp(format!("lane {l} executes with membermask {m:#x} that excludes it")), t, pc));
+                    return Err(self.to_err(
+                        Fault::Warp(format!(
+                            "lane {l} executes with membermask {m:#x} that excludes it"
+                        )),
+                        t,
+                        pc,
+                    ));
                 }
                 for ml in 0..lanes {
                     if members & (1 << ml) == 0 {
@@ -1203,10 +1442,18 @@ impl<'a> Exec<'a> {
                             ));
                         }
                         _ => {
-                            let mm = self.rd(ml_base(mt, self.cta.nregs), inst.s[Self::mask_src(&inst.op)]).map_err(|f| self.to_err(f, mt, pc))? as u32;
+                            let mm = self
+                                .rd(
+                                    ml_base(mt, self.cta.nregs),
+                                    inst.s[Self::mask_src(&inst.op)],
+                                )
+                                .map_err(|f| self.to_err(f, mt, pc))?
+                                as u32;
                             if mm != m {
                                 return Err(self.to_err(
-                                    Fault::Warp(format!("lane {ml} uses membermask {mm:#x}, lane {l} uses {m:#x}")),
+                                    Fault::Warp(format!(
+                                        "lane {ml} uses membermask {mm:#x}, lane {l} uses {m:#x}"
+                                    )),
                                     t,
                                     pc,
                                 ));
@@ -1231,7 +1478,13 @@ impl<'a> Exec<'a> {
         Ok(progress)
     }
 
-    fn exec_collective(&mut self, w: usize, members: u32, inst: &Inst, pc: usize) -> Result<(), SimError> {
+    fn exec_collective(
+        &mut self,
+        w: usize,
+        members: u32,
+        inst: &Inst,
+        pc: usize,
+    ) -> Result<(), SimError> {
         let nregs = self.cta.nregs;
         let lanes: Vec<usize> = (0..32).filter(|l| members & (1 << l) != 0).collect();
         match inst.op {
@@ -1269,7 +1522,9 @@ impl<'a> Exec<'a> {
                         };
                         let j = if valid { j as usize } else { l };
                         if members & (1u32 << j) == 0 {
-                            return Err(Fault::Warp(format!("shfl reads lane {j}, which is outside the membermask or inactive")));
+                            return Err(Fault::Warp(format!(
+                                "shfl reads lane {j}, which is outside the membermask or inactive"
+                            )));
                         }
                         let v = s.rd((w * 32 + j) * nregs, inst.s[0])?;
                         Ok((v & 0xFFFF_FFFF, valid))
@@ -1286,14 +1541,21 @@ impl<'a> Exec<'a> {
                 let mut preds = Vec::with_capacity(lanes.len());
                 for &l in &lanes {
                     let t = w * 32 + l;
-                    let v = self.rd(t * nregs, inst.s[0]).map_err(|f| self.to_err(f, t, pc))?;
+                    let v = self
+                        .rd(t * nregs, inst.s[0])
+                        .map_err(|f| self.to_err(f, t, pc))?;
                     preds.push((v != 0) != inst.neg);
                 }
                 let r: u64 = match mode {
                     VoteMode::All => preds.iter().all(|p| *p) as u64,
                     VoteMode::Any => preds.iter().any(|p| *p) as u64,
                     VoteMode::Uni => (preds.iter().all(|p| *p) || preds.iter().all(|p| !*p)) as u64,
-                    VoteMode::Ballot => lanes.iter().zip(&preds).filter(|(_, p)| **p).map(|(l, _)| 1u64 << l).sum(),
+                    VoteMode::Ballot => lanes
+                        .iter()
+                        .zip(&preds)
+                        .filter(|(_, p)| **p)
+                        .map(|(l, _)| 1u64 << l)
+                        .sum(),
                 };
                 for &l in &lanes {
                     self.wr((w * 32 + l) * nregs, inst.d[0], r);
@@ -1303,7 +1565,10 @@ impl<'a> Exec<'a> {
                 let mut acc: Option<u64> = None;
                 for &l in &lanes {
                     let t = w * 32 + l;
-                    let v = self.rd(t * nregs, inst.s[0]).map_err(|f| self.to_err(f, t, pc))? & 0xFFFF_FFFF;
+                    let v = self
+                        .rd(t * nregs, inst.s[0])
+                        .map_err(|f| self.to_err(f, t, pc))?
+                        & 0xFFFF_FFFF;
                     acc = Some(match acc {
                         None => v,
                         Some(a) => match op {
@@ -1312,7 +1577,11 @@ impl<'a> Exec<'a> {
                             ReduxOp::Or => a | v,
                             ReduxOp::Xor => a ^ v,
                             ReduxOp::Min | ReduxOp::Max => {
-                                let lt = if s { (v as u32 as i32) < (a as u32 as i32) } else { v < a };
+                                let lt = if s {
+                                    (v as u32 as i32) < (a as u32 as i32)
+                                } else {
+                                    v < a
+                                };
                                 if lt == (op == ReduxOp::Min) { v } else { a }
                             }
                         },
@@ -1332,28 +1601,48 @@ impl<'a> Exec<'a> {
     fn resolve_barrier(&mut self) -> Result<(), SimError> {
         let e: &'a Entry = self.e;
         let n = self.cta.n;
-        let at_bar: Vec<usize> =
-            (0..n).filter(|&t| self.cta.state[t] == TState::Park && e.insts[self.cta.pc[t] as usize].op == Op::Bar).collect();
+        let at_bar: Vec<usize> = (0..n)
+            .filter(|&t| {
+                self.cta.state[t] == TState::Park && e.insts[self.cta.pc[t] as usize].op == Op::Bar
+            })
+            .collect();
         let kernel = e.name.clone();
         let ctaid = self.ctaid;
         let describe = |s: &Self, t: usize| {
             let (x, y, z) = s.tid_of(t);
             let pc = s.cta.pc[t] as usize;
-            format!("thread ({x},{y},{z}) at line {} `{}`", e.lines[pc], e.texts[pc])
+            format!(
+                "thread ({x},{y},{z}) at line {} `{}`",
+                e.lines[pc], e.texts[pc]
+            )
         };
         if at_bar.is_empty() {
-            let parked: Vec<String> =
-                (0..n).filter(|&t| self.cta.state[t] == TState::Park).take(8).map(|t| describe(self, t)).collect();
-            return Err(SimError::Deadlock { kernel, ctaid, parked: parked.join("; ") });
+            let parked: Vec<String> = (0..n)
+                .filter(|&t| self.cta.state[t] == TState::Park)
+                .take(8)
+                .map(|t| describe(self, t))
+                .collect();
+            return Err(SimError::Deadlock {
+                kernel,
+                ctaid,
+                parked: parked.join("; "),
+            });
         }
         let t0 = at_bar[0];
         let pc0 = self.cta.pc[t0] as usize;
         let inst = &e.insts[pc0];
         let count = match inst.s[1] {
             Src::None => None,
-            s => Some(self.rd(t0 * self.cta.nregs, s).map_err(|f| self.to_err(f, t0, pc0))?),
+            s => Some(
+                self.rd(t0 * self.cta.nregs, s)
+                    .map_err(|f| self.to_err(f, t0, pc0))?,
+            ),
         };
-        let same: Vec<usize> = at_bar.iter().copied().filter(|&t| self.cta.pc[t] as usize == pc0).collect();
+        let same: Vec<usize> = at_bar
+            .iter()
+            .copied()
+            .filter(|&t| self.cta.pc[t] as usize == pc0)
+            .collect();
         let full = count.is_none_or(|c| c as usize >= n);
         if full {
             if let Some(t) = (0..n).find(|&t| self.cta.state[t] == TState::Exit) {
@@ -1373,21 +1662,37 @@ impl<'a> Exec<'a> {
                 return Err(SimError::BarrierDivergence {
                     kernel,
                     ctaid,
-                    message: format!("{} and {} wait at different barriers", describe(self, t0), describe(self, t)),
+                    message: format!(
+                        "{} and {} wait at different barriers",
+                        describe(self, t0),
+                        describe(self, t)
+                    ),
                 });
             }
             if same.len() != n {
                 let t = (0..n).find(|&t| !same.contains(&t)).unwrap();
-                return Err(SimError::Deadlock { kernel, ctaid, parked: format!("{} vs {}", describe(self, t0), describe(self, t)) });
+                return Err(SimError::Deadlock {
+                    kernel,
+                    ctaid,
+                    parked: format!("{} vs {}", describe(self, t0), describe(self, t)),
+                });
             }
         } else {
             let c = count.unwrap() as usize;
             if same.len() < c {
-                let parked: Vec<String> = (0..n).filter(|&t| self.cta.state[t] == TState::Park).take(8).map(|t| describe(self, t)).collect();
+                let parked: Vec<String> = (0..n)
+                    .filter(|&t| self.cta.state[t] == TState::Park)
+                    .take(8)
+                    .map(|t| describe(self, t))
+                    .collect();
                 return Err(SimError::Deadlock {
                     kernel,
                     ctaid,
-                    parked: format!("bar.sync with count {c} has {} arrivals: {}", same.len(), parked.join("; ")),
+                    parked: format!(
+                        "bar.sync with count {c} has {} arrivals: {}",
+                        same.len(),
+                        parked.join("; ")
+                    ),
                 });
             }
         }
@@ -1468,9 +1773,9 @@ pub fn prmt(a: u32, b: u32, c: u32, mode: u8) -> u32 {
         _ => {
             let s = c & 3;
             match mode {
-                1 => [s, (s + 1) % 8, (s + 2) % 8, (s + 3) % 8],               // f4e
-                2 => [s, (s + 7) % 8, (s + 6) % 8, (s + 5) % 8],               // b4e
-                3 => [s, s, s, s],                                             // rc8
+                1 => [s, (s + 1) % 8, (s + 2) % 8, (s + 3) % 8], // f4e
+                2 => [s, (s + 7) % 8, (s + 6) % 8, (s + 5) % 8], // b4e
+                3 => [s, s, s, s],                               // rc8
                 4 => [[0, 1, 2, 3], [1, 1, 2, 3], [2, 2, 2, 3], [3, 3, 3, 3]][s as usize], // ecl
                 5 => [[0, 0, 0, 0], [0, 1, 1, 1], [0, 1, 2, 2], [0, 1, 2, 3]][s as usize], // ecr
                 _ => {
@@ -1495,7 +1800,11 @@ fn f64_next_up(x: f64) -> f64 {
         return f64::from_bits(1);
     }
     let b = x.to_bits();
-    if x > 0.0 { f64::from_bits(b + 1) } else { f64::from_bits(b - 1) }
+    if x > 0.0 {
+        f64::from_bits(b + 1)
+    } else {
+        f64::from_bits(b - 1)
+    }
 }
 
 fn round_int_f64(x: f64, r: Rnd) -> f64 {
@@ -1508,12 +1817,30 @@ fn round_int_f64(x: f64, r: Rnd) -> f64 {
 }
 
 /// Scalar `cvt` (see the module docs for the rules).
-pub fn cvt(d: CvtTy, s: CvtTy, rnd: Option<Rnd>, irnd: Option<Rnd>, sat: bool, ftz: bool, v: u64) -> u64 {
+pub fn cvt(
+    d: CvtTy,
+    s: CvtTy,
+    rnd: Option<Rnd>,
+    irnd: Option<Rnd>,
+    sat: bool,
+    ftz: bool,
+    v: u64,
+) -> u64 {
     let db = d.bits() as u8;
-    let fin = |x: u64| if d.signed() { sext(x, db) as u64 } else { x & mask(db) };
+    let fin = |x: u64| {
+        if d.signed() {
+            sext(x, db) as u64
+        } else {
+            x & mask(db)
+        }
+    };
     // source value
     if s.is_int() && d.is_int() {
-        let x: i128 = if s.signed() { sext(v, s.bits() as u8) as i128 } else { (v & mask(s.bits() as u8)) as i128 };
+        let x: i128 = if s.signed() {
+            sext(v, s.bits() as u8) as i128
+        } else {
+            (v & mask(s.bits() as u8)) as i128
+        };
         let x = if sat {
             let (lo, hi) = int_range(d);
             x.clamp(lo, hi)
@@ -1526,7 +1853,11 @@ pub fn cvt(d: CvtTy, s: CvtTy, rnd: Option<Rnd>, irnd: Option<Rnd>, sat: bool, f
         match s {
             CvtTy::F32 => {
                 let f = f32::from_bits(v as u32);
-                (if ftz && f.is_subnormal() { 0.0f32.copysign(f) } else { f }) as f64
+                (if ftz && f.is_subnormal() {
+                    0.0f32.copysign(f)
+                } else {
+                    f
+                }) as f64
             }
             CvtTy::F64 => f64::from_bits(v),
             CvtTy::F16 => fp::f16_to_f64(v as u16),
@@ -1537,7 +1868,11 @@ pub fn cvt(d: CvtTy, s: CvtTy, rnd: Option<Rnd>, irnd: Option<Rnd>, sat: bool, f
     if d.is_int() {
         let x = srcf(v);
         if x.is_nan() {
-            return if s == CvtTy::F64 || db == 64 { fin(1u64 << (db - 1)) } else { 0 };
+            return if s == CvtTy::F64 || db == 64 {
+                fin(1u64 << (db - 1))
+            } else {
+                0
+            };
         }
         let r = round_int_f64(x, irnd.unwrap_or(Rnd::Rz));
         let (lo, hi) = int_range(d);
@@ -1552,12 +1887,28 @@ pub fn cvt(d: CvtTy, s: CvtTy, rnd: Option<Rnd>, irnd: Option<Rnd>, sat: bool, f
     }
     // float destination
     let out_f32 = |f: f32| -> u64 {
-        let f = if ftz && f.is_subnormal() { 0.0f32.copysign(f) } else { f };
-        let f = if sat { if f.is_nan() { 0.0 } else { f.clamp(0.0, 1.0) } } else { f };
-        if f.is_nan() { F32_NAN as u64 } else { f.to_bits() as u64 }
+        let f = if ftz && f.is_subnormal() {
+            0.0f32.copysign(f)
+        } else {
+            f
+        };
+        let f = if sat {
+            if f.is_nan() { 0.0 } else { f.clamp(0.0, 1.0) }
+        } else {
+            f
+        };
+        if f.is_nan() {
+            F32_NAN as u64
+        } else {
+            f.to_bits() as u64
+        }
     };
     if s.is_int() {
-        let x: i128 = if s.signed() { sext(v, s.bits() as u8) as i128 } else { (v & mask(s.bits() as u8)) as i128 };
+        let x: i128 = if s.signed() {
+            sext(v, s.bits() as u8) as i128
+        } else {
+            (v & mask(s.bits() as u8)) as i128
+        };
         let hi = x as f64;
         let lo = (x - hi as i128) as f64;
         let r = rnd.unwrap_or(Rnd::Rn);
@@ -1570,7 +1921,11 @@ pub fn cvt(d: CvtTy, s: CvtTy, rnd: Option<Rnd>, irnd: Option<Rnd>, sat: bool, f
                     Rnd::Rn => {}
                     Rnd::Rz => {
                         if (err < 0 && h > 0.0) || (err > 0 && h < 0.0) {
-                            h = if h > 0.0 { -f64_next_up(-h) } else { f64_next_up(h) };
+                            h = if h > 0.0 {
+                                -f64_next_up(-h)
+                            } else {
+                                f64_next_up(h)
+                            };
                         }
                     }
                     Rnd::Rm => {
@@ -1600,7 +1955,11 @@ pub fn cvt(d: CvtTy, s: CvtTy, rnd: Option<Rnd>, irnd: Option<Rnd>, sat: bool, f
             if d == CvtTy::F32 {
                 out_f32(r as f32)
             } else {
-                let r = if sat { if r.is_nan() { 0.0 } else { r.clamp(0.0, 1.0) } } else { r };
+                let r = if sat {
+                    if r.is_nan() { 0.0 } else { r.clamp(0.0, 1.0) }
+                } else {
+                    r
+                };
                 r.to_bits()
             }
         }
@@ -1637,5 +1996,9 @@ pub fn cvt(d: CvtTy, s: CvtTy, rnd: Option<Rnd>, irnd: Option<Rnd>, sat: bool, f
 
 fn int_range(d: CvtTy) -> (i128, i128) {
     let b = d.bits();
-    if d.signed() { (-(1i128 << (b - 1)), (1i128 << (b - 1)) - 1) } else { (0, (1i128 << b) - 1) }
+    if d.signed() {
+        (-(1i128 << (b - 1)), (1i128 << (b - 1)) - 1)
+    } else {
+        (0, (1i128 << b) - 1)
+    }
 }

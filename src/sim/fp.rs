@@ -35,7 +35,11 @@ pub fn next_up(x: f32) -> f32 {
         return f32::from_bits(1);
     }
     let b = x.to_bits();
-    if x > 0.0 { f32::from_bits(b + 1) } else { f32::from_bits(b - 1) }
+    if x > 0.0 {
+        f32::from_bits(b + 1)
+    } else {
+        f32::from_bits(b - 1)
+    }
 }
 
 /// Next f32 toward −∞.
@@ -64,7 +68,11 @@ pub fn round_f32(hi: f64, lo: f64, rnd: Rnd) -> f32 {
             if hi - r == (up - r) / 2.0 || hi - r == (dn - r) / 2.0 {
                 // hi is a midpoint: the exact value lies on lo's side of it
                 let other = if hi > r { up } else { dn };
-                return if (lo > 0.0) == (other > r) { other as f32 } else { r0 };
+                return if (lo > 0.0) == (other > r) {
+                    other as f32
+                } else {
+                    r0
+                };
             }
         }
         return r0;
@@ -113,14 +121,22 @@ pub fn round_f32(hi: f64, lo: f64, rnd: Rnd) -> f32 {
     };
     // a zero reached by stepping keeps the sign of the exact value
     if res == 0.0 {
-        if hi < 0.0 || (hi == 0.0 && lo < 0.0) { -0.0 } else { 0.0 }
+        if hi < 0.0 || (hi == 0.0 && lo < 0.0) {
+            -0.0
+        } else {
+            0.0
+        }
     } else {
         res
     }
 }
 
 fn flush32(x: f32) -> f32 {
-    if x.is_subnormal() { if x.is_sign_negative() { -0.0 } else { 0.0 } } else { x }
+    if x.is_subnormal() {
+        if x.is_sign_negative() { -0.0 } else { 0.0 }
+    } else {
+        x
+    }
 }
 
 fn canon32(x: f32) -> u32 {
@@ -177,7 +193,9 @@ pub fn f32_op(op: FOp, rnd: Rnd, ftz: bool, sat: bool, a: u32, b: u32, c: u32) -
                     } else if xd + yd == 0.0 {
                         // exact zero: sign per IEEE (−0 only under Rm, or both −0)
                         let neg = if x == 0.0 && (yd == 0.0) {
-                            x.is_sign_negative() && (yd.is_sign_negative()) || (rnd == Rnd::Rm && (x.is_sign_negative() != yd.is_sign_negative()))
+                            x.is_sign_negative() && (yd.is_sign_negative())
+                                || (rnd == Rnd::Rm
+                                    && (x.is_sign_negative() != yd.is_sign_negative()))
                         } else {
                             rnd == Rnd::Rm
                         };
@@ -187,7 +205,10 @@ pub fn f32_op(op: FOp, rnd: Rnd, ftz: bool, sat: bool, a: u32, b: u32, c: u32) -
                     }
                 }
                 FOp::Mul => {
-                    if !rn.is_finite() && !(x * y).is_finite() && (x.is_infinite() || y.is_infinite() || x.is_nan() || y.is_nan()) {
+                    if !rn.is_finite()
+                        && !(x * y).is_finite()
+                        && (x.is_infinite() || y.is_infinite() || x.is_nan() || y.is_nan())
+                    {
                         None
                     } else if xd * yd == 0.0 {
                         None
@@ -202,8 +223,13 @@ pub fn f32_op(op: FOp, rnd: Rnd, ftz: bool, sat: bool, a: u32, b: u32, c: u32) -
                         let p = xd * yd; // exact
                         if p + zd == 0.0 {
                             if p == 0.0 && zd == 0.0 {
-                                let pneg = (x.is_sign_negative() != y.is_sign_negative()) && !(x == 0.0 && y == 0.0 && false);
-                                let neg = if pneg == z.is_sign_negative() { pneg } else { rnd == Rnd::Rm };
+                                let pneg = (x.is_sign_negative() != y.is_sign_negative())
+                                    && !(x == 0.0 && y == 0.0 && false);
+                                let neg = if pneg == z.is_sign_negative() {
+                                    pneg
+                                } else {
+                                    rnd == Rnd::Rm
+                                };
                                 return if neg { 0x8000_0000 } else { 0 };
                             }
                             return if rnd == Rnd::Rm { 0x8000_0000 } else { 0 };
@@ -212,7 +238,11 @@ pub fn f32_op(op: FOp, rnd: Rnd, ftz: bool, sat: bool, a: u32, b: u32, c: u32) -
                     }
                 }
                 FOp::Div | FOp::Rcp => {
-                    let (n, d) = if op == FOp::Rcp { (1.0f64, xd) } else { (xd, yd) };
+                    let (n, d) = if op == FOp::Rcp {
+                        (1.0f64, xd)
+                    } else {
+                        (xd, yd)
+                    };
                     if !n.is_finite() || !d.is_finite() || d == 0.0 || n == 0.0 {
                         None
                     } else {
@@ -270,7 +300,13 @@ pub fn f32_minmax(is_max: bool, nan_mode: bool, ftz: bool, a: u32, b: u32) -> u3
         };
         return if neg { 0x8000_0000 } else { 0 };
     }
-    let r = if is_max { if x > y { x } else { y } } else if x < y { x } else { y };
+    let r = if is_max {
+        if x > y { x } else { y }
+    } else if x < y {
+        x
+    } else {
+        y
+    };
     r.to_bits()
 }
 
@@ -292,7 +328,13 @@ pub fn f64_minmax(is_max: bool, a: u64, b: u64) -> u64 {
         };
         return if neg { 1 << 63 } else { 0 };
     }
-    let r = if is_max { if x > y { x } else { y } } else if x < y { x } else { y };
+    let r = if is_max {
+        if x > y { x } else { y }
+    } else if x < y {
+        x
+    } else {
+        y
+    };
     r.to_bits()
 }
 
@@ -341,9 +383,17 @@ pub fn f16_to_f64(h: u16) -> f64 {
     let e = ((h >> 10) & 0x1F) as i32;
     let m = (h & 0x3FF) as f64;
     if e == 0x1F {
-        return if m == 0.0 { s * f64::INFINITY } else { f64::NAN };
+        return if m == 0.0 {
+            s * f64::INFINITY
+        } else {
+            f64::NAN
+        };
     }
-    if e == 0 { s * m * pow2(-24) } else { s * (1.0 + m / 1024.0) * pow2(e - 15) }
+    if e == 0 {
+        s * m * pow2(-24)
+    } else {
+        s * (1.0 + m / 1024.0) * pow2(e - 15)
+    }
 }
 
 /// f16 bits of an exactly representable value (finite or ±inf).
@@ -403,7 +453,11 @@ pub fn f32_to_f16(x: f32, rnd: Rnd, satfinite: bool) -> u16 {
 /// `cvt.f32.f16`: exact; NaN → canonical f32 NaN.
 pub fn f16_to_f32(h: u16) -> u32 {
     let v = f16_to_f64(h);
-    if v.is_nan() { F32_NAN } else { (v as f32).to_bits() }
+    if v.is_nan() {
+        F32_NAN
+    } else {
+        (v as f32).to_bits()
+    }
 }
 
 /// `cvt.rn.bf16.f32` (RNE, overflow → inf, NaN → 0x7FFF).
@@ -423,7 +477,11 @@ pub fn f32_to_bf16(x: f32, rnd: Rnd) -> u16 {
             Rnd::Rm => r < 0.0,
             Rnd::Rp => r > 0.0,
         };
-        if to_inf { f32::INFINITY.copysign(x) } else { (maxbf as f32).copysign(x) }
+        if to_inf {
+            f32::INFINITY.copysign(x)
+        } else {
+            (maxbf as f32).copysign(x)
+        }
     } else if r == 0.0 {
         0.0f32.copysign(x)
     } else {
@@ -464,7 +522,11 @@ impl MiniFmt {
         match self {
             MiniFmt::E4M3 if e == 15 && m == 7 => return f64::NAN,
             MiniFmt::E5M2 if e == 31 => {
-                return if m == 0 { sign * f64::INFINITY } else { f64::NAN };
+                return if m == 0 {
+                    sign * f64::INFINITY
+                } else {
+                    f64::NAN
+                };
             }
             _ => {}
         }
@@ -478,7 +540,8 @@ impl MiniFmt {
 
     /// The non-negative finite codes with their values, ascending.
     fn table(self) -> &'static [(u8, f64)] {
-        static T: [OnceLock<Vec<(u8, f64)>>; 3] = [OnceLock::new(), OnceLock::new(), OnceLock::new()];
+        static T: [OnceLock<Vec<(u8, f64)>>; 3] =
+            [OnceLock::new(), OnceLock::new(), OnceLock::new()];
         let idx = self as usize;
         T[idx].get_or_init(|| {
             let half = 1u32 << (self.bits() - 1);
@@ -558,18 +621,33 @@ mod tests {
         assert_eq!(f32_op(FOp::Add, Rnd::Rn, false, false, one, tiny, 0), one);
         assert_eq!(f32_op(FOp::Add, Rnd::Rz, false, false, one, tiny, 0), one);
         assert_eq!(f32_op(FOp::Add, Rnd::Rm, false, false, one, tiny, 0), one);
-        assert_eq!(f32_op(FOp::Add, Rnd::Rp, false, false, one, tiny, 0), 0x3F80_0001);
+        assert_eq!(
+            f32_op(FOp::Add, Rnd::Rp, false, false, one, tiny, 0),
+            0x3F80_0001
+        );
         let mone = (-1.0f32).to_bits();
-        assert_eq!(f32_op(FOp::Add, Rnd::Rz, false, false, mone, tiny, 0), 0xBF7F_FFFF);
+        assert_eq!(
+            f32_op(FOp::Add, Rnd::Rz, false, false, mone, tiny, 0),
+            0xBF7F_FFFF
+        );
         assert_eq!(f32_op(FOp::Add, Rnd::Rm, false, false, mone, tiny, 0), mone);
         // x + (-x) = -0 under rm, +0 otherwise
-        assert_eq!(f32_op(FOp::Add, Rnd::Rm, false, false, one, mone, 0), 0x8000_0000);
+        assert_eq!(
+            f32_op(FOp::Add, Rnd::Rm, false, false, one, mone, 0),
+            0x8000_0000
+        );
         assert_eq!(f32_op(FOp::Add, Rnd::Rp, false, false, one, mone, 0), 0);
         // overflow
         let max = f32::MAX.to_bits();
         assert_eq!(f32_op(FOp::Add, Rnd::Rz, false, false, max, max, 0), max);
-        assert_eq!(f32_op(FOp::Add, Rnd::Rp, false, false, max, max, 0), 0x7F80_0000);
-        assert_eq!(f32_op(FOp::Add, Rnd::Rn, false, false, max, max, 0), 0x7F80_0000);
+        assert_eq!(
+            f32_op(FOp::Add, Rnd::Rp, false, false, max, max, 0),
+            0x7F80_0000
+        );
+        assert_eq!(
+            f32_op(FOp::Add, Rnd::Rn, false, false, max, max, 0),
+            0x7F80_0000
+        );
         assert_eq!(f32_op(FOp::Add, Rnd::Rm, false, false, max, max, 0), max);
     }
 
@@ -578,11 +656,26 @@ mod tests {
         // 1/3: rn rounds down (0x3EAAAAAB is rn), check rz/rm = 0x3EAAAAAA, rp = ...AB
         let one = 1.0f32.to_bits();
         let three = 3.0f32.to_bits();
-        assert_eq!(f32_op(FOp::Div, Rnd::Rn, false, false, one, three, 0), 0x3EAA_AAAB);
-        assert_eq!(f32_op(FOp::Div, Rnd::Rz, false, false, one, three, 0), 0x3EAA_AAAA);
-        assert_eq!(f32_op(FOp::Div, Rnd::Rm, false, false, one, three, 0), 0x3EAA_AAAA);
-        assert_eq!(f32_op(FOp::Div, Rnd::Rp, false, false, one, three, 0), 0x3EAA_AAAB);
-        assert_eq!(f32_op(FOp::Rcp, Rnd::Rz, false, false, three, 0, 0), 0x3EAA_AAAA);
+        assert_eq!(
+            f32_op(FOp::Div, Rnd::Rn, false, false, one, three, 0),
+            0x3EAA_AAAB
+        );
+        assert_eq!(
+            f32_op(FOp::Div, Rnd::Rz, false, false, one, three, 0),
+            0x3EAA_AAAA
+        );
+        assert_eq!(
+            f32_op(FOp::Div, Rnd::Rm, false, false, one, three, 0),
+            0x3EAA_AAAA
+        );
+        assert_eq!(
+            f32_op(FOp::Div, Rnd::Rp, false, false, one, three, 0),
+            0x3EAA_AAAB
+        );
+        assert_eq!(
+            f32_op(FOp::Rcp, Rnd::Rz, false, false, three, 0, 0),
+            0x3EAA_AAAA
+        );
         // sqrt(2) = 1.41421356237..., rn = 0x3FB504F3 (rounded up), rz = ...F3? check
         let two = 2.0f32.to_bits();
         let rn = f32_op(FOp::Sqrt, Rnd::Rn, false, false, two, 0, 0);
@@ -596,13 +689,28 @@ mod tests {
         assert_eq!(f32_op(FOp::Sqrt, Rnd::Rp, false, false, four, 0, 0), two);
         // mul: (1+2^-23)^2 = 1 + 2^-22 + 2^-46 -> rz drops 2^-46, rp adds an ulp
         let a = 0x3F80_0001;
-        assert_eq!(f32_op(FOp::Mul, Rnd::Rz, false, false, a, a, 0), 0x3F80_0002);
-        assert_eq!(f32_op(FOp::Mul, Rnd::Rp, false, false, a, a, 0), 0x3F80_0003);
+        assert_eq!(
+            f32_op(FOp::Mul, Rnd::Rz, false, false, a, a, 0),
+            0x3F80_0002
+        );
+        assert_eq!(
+            f32_op(FOp::Mul, Rnd::Rp, false, false, a, a, 0),
+            0x3F80_0003
+        );
         // fma: a*a - (1+2^-22) = 2^-46 exactly
-        assert_eq!(f32_op(FOp::Fma, Rnd::Rz, false, false, a, a, 0xBF80_0002), (2f32).powi(-46).to_bits());
+        assert_eq!(
+            f32_op(FOp::Fma, Rnd::Rz, false, false, a, a, 0xBF80_0002),
+            (2f32).powi(-46).to_bits()
+        );
         // NaN canonical
-        assert_eq!(f32_op(FOp::Sqrt, Rnd::Rn, false, false, (-1.0f32).to_bits(), 0, 0), F32_NAN);
-        assert_eq!(f32_op(FOp::Add, Rnd::Rz, false, false, 0x7FC0_0001, one, 0), F32_NAN);
+        assert_eq!(
+            f32_op(FOp::Sqrt, Rnd::Rn, false, false, (-1.0f32).to_bits(), 0, 0),
+            F32_NAN
+        );
+        assert_eq!(
+            f32_op(FOp::Add, Rnd::Rz, false, false, 0x7FC0_0001, one, 0),
+            F32_NAN
+        );
         // ftz flushes subnormal input and result
         assert_eq!(f32_op(FOp::Add, Rnd::Rn, true, false, 1, 1, 0), 0);
         assert_eq!(f32_op(FOp::Add, Rnd::Rn, false, false, 1, 1, 0), 2);
@@ -728,7 +836,11 @@ mod tests {
             if e == 15 && m == 7 {
                 assert_eq!(h, F16_NAN);
             } else {
-                let v = if e == 0 { m as f64 * 2f64.powi(-9) } else { (1.0 + m as f64 / 8.0) * 2f64.powi(e as i32 - 7) };
+                let v = if e == 0 {
+                    m as f64 * 2f64.powi(-9)
+                } else {
+                    (1.0 + m as f64 / 8.0) * 2f64.powi(e as i32 - 7)
+                };
                 let v = if s { -v } else { v };
                 assert_eq!(f16_to_f64(h), v, "e4m3 {c8:#x}");
                 assert_eq!(h & 0x8000 != 0, s);

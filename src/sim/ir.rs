@@ -208,68 +208,209 @@ impl CvtTy {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Op {
     Nop,
-    Mov { w: u8 },
+    Mov {
+        w: u8,
+    },
     /// d0 = s0 | s1 << w | ... (s0 is the low part)
-    Pack { n: u8, w: u8 },
+    Pack {
+        n: u8,
+        w: u8,
+    },
     /// d[i] = s0 >> (i·w)
-    Unpack { n: u8, w: u8 },
-    Add { w: u8 },
-    Sub { w: u8 },
-    MulLo { w: u8 },
-    MulHi { w: u8, s: bool },
-    MulWide { w: u8, s: bool },
-    MadLo { w: u8 },
-    MadHi { w: u8, s: bool },
-    MadWide { w: u8, s: bool },
-    Div { w: u8, s: bool },
-    Rem { w: u8, s: bool },
-    Min { w: u8, s: bool },
-    Max { w: u8, s: bool },
-    And { w: u8 },
-    Or { w: u8 },
-    Xor { w: u8 },
-    Not { w: u8 },
-    CNot { w: u8 },
-    Shl { w: u8 },
-    Shr { w: u8, s: bool },
-    Bfe { w: u8, s: bool },
-    Bfi { w: u8 },
+    Unpack {
+        n: u8,
+        w: u8,
+    },
+    Add {
+        w: u8,
+    },
+    Sub {
+        w: u8,
+    },
+    MulLo {
+        w: u8,
+    },
+    MulHi {
+        w: u8,
+        s: bool,
+    },
+    MulWide {
+        w: u8,
+        s: bool,
+    },
+    MadLo {
+        w: u8,
+    },
+    MadHi {
+        w: u8,
+        s: bool,
+    },
+    MadWide {
+        w: u8,
+        s: bool,
+    },
+    Div {
+        w: u8,
+        s: bool,
+    },
+    Rem {
+        w: u8,
+        s: bool,
+    },
+    Min {
+        w: u8,
+        s: bool,
+    },
+    Max {
+        w: u8,
+        s: bool,
+    },
+    And {
+        w: u8,
+    },
+    Or {
+        w: u8,
+    },
+    Xor {
+        w: u8,
+    },
+    Not {
+        w: u8,
+    },
+    CNot {
+        w: u8,
+    },
+    Shl {
+        w: u8,
+    },
+    Shr {
+        w: u8,
+        s: bool,
+    },
+    Bfe {
+        w: u8,
+        s: bool,
+    },
+    Bfi {
+        w: u8,
+    },
     /// 0 = generic, 1.. = f4e b4e rc8 ecl ecr rc16
-    Prmt { mode: u8 },
-    Clz { w: u8 },
-    Popc { w: u8 },
-    Brev { w: u8 },
-    Neg { w: u8 },
-    Abs { w: u8 },
-    F32 { op: FOp, rnd: Rnd, ftz: bool, sat: bool },
-    F32MinMax { max: bool, nan: bool, ftz: bool },
-    F32Abs { ftz: bool },
-    F32Neg { ftz: bool },
-    F64 { op: FOp },
-    F64MinMax { max: bool },
+    Prmt {
+        mode: u8,
+    },
+    Clz {
+        w: u8,
+    },
+    Popc {
+        w: u8,
+    },
+    Brev {
+        w: u8,
+    },
+    Neg {
+        w: u8,
+    },
+    Abs {
+        w: u8,
+    },
+    F32 {
+        op: FOp,
+        rnd: Rnd,
+        ftz: bool,
+        sat: bool,
+    },
+    F32MinMax {
+        max: bool,
+        nan: bool,
+        ftz: bool,
+    },
+    F32Abs {
+        ftz: bool,
+    },
+    F32Neg {
+        ftz: bool,
+    },
+    F64 {
+        op: FOp,
+    },
+    F64MinMax {
+        max: bool,
+    },
     F64Abs,
     F64Neg,
-    SetpI { cmp: Cmp, w: u8, s: bool, comb: Comb },
-    SetpF { cmp: Cmp, f64: bool, ftz: bool, comb: Comb },
-    Selp { w: u8 },
+    SetpI {
+        cmp: Cmp,
+        w: u8,
+        s: bool,
+        comb: Comb,
+    },
+    SetpF {
+        cmp: Cmp,
+        f64: bool,
+        ftz: bool,
+        comb: Comb,
+    },
+    Selp {
+        w: u8,
+    },
     /// `rnd`: float rounding (int→float, float→float narrowing);
     /// `irnd`: integer rounding (`.rni` …) for float→int and float→float.
-    Cvt { d: CvtTy, s: CvtTy, rnd: Option<Rnd>, irnd: Option<Rnd>, sat: bool, ftz: bool },
+    Cvt {
+        d: CvtTy,
+        s: CvtTy,
+        rnd: Option<Rnd>,
+        irnd: Option<Rnd>,
+        sat: bool,
+        ftz: bool,
+    },
     /// `cvt.rn.satfinite{.relu}.{e4m3x2,e5m2x2,e2m1x2}.f32 d, a, b`
-    CvtMiniEnc { fmt: MiniFmt, relu: bool },
+    CvtMiniEnc {
+        fmt: MiniFmt,
+        relu: bool,
+    },
     /// `cvt.rn{.relu}.f16x2.{e4m3x2,e5m2x2,e2m1x2} d, a`
-    CvtMiniDec { fmt: MiniFmt, relu: bool },
+    CvtMiniDec {
+        fmt: MiniFmt,
+        relu: bool,
+    },
     /// `cvt.{rn,rz}{.relu}{.satfinite}.f16x2.f32 d, a, b` (a → upper half)
-    CvtF16x2 { rnd: Rnd, relu: bool, satfinite: bool },
+    CvtF16x2 {
+        rnd: Rnd,
+        relu: bool,
+        satfinite: bool,
+    },
     /// n elements of `size` bytes; `signed` sign-extends narrow loads.
-    Ld { sp: Space, size: u8, signed: bool, n: u8 },
-    St { sp: Space, size: u8, n: u8 },
-    Atom { sp: Space, op: AtomOp, w: u8, s: bool, ret: bool },
-    Cvta { to: bool, sp: Space },
-    Bra { target: u32 },
+    Ld {
+        sp: Space,
+        size: u8,
+        signed: bool,
+        n: u8,
+    },
+    St {
+        sp: Space,
+        size: u8,
+        n: u8,
+    },
+    Atom {
+        sp: Space,
+        op: AtomOp,
+        w: u8,
+        s: bool,
+        ret: bool,
+    },
+    Cvta {
+        to: bool,
+        sp: Space,
+    },
+    Bra {
+        target: u32,
+    },
     /// `bra.uni`; `idx` numbers the entry's predicated `bra.uni`s for the
     /// uniformity check.
-    BraUni { target: u32, idx: u32 },
+    BraUni {
+        target: u32,
+        idx: u32,
+    },
     Exit,
     Trap,
     /// `bar.sync a{, b}`: s0 = barrier, s1 = count (Src::None when absent).
@@ -277,18 +418,28 @@ pub enum Op {
     /// `bar.warp.sync mask`: s0 = mask
     BarWarp,
     /// d0 = d, d1 = p; s = a, b, c, mask
-    Shfl { mode: ShflMode },
+    Shfl {
+        mode: ShflMode,
+    },
     /// d0 = d; s0 = a (negated by `neg`), s1 = mask
-    Vote { mode: VoteMode },
+    Vote {
+        mode: VoteMode,
+    },
     /// d0 = d; s0 = a, s1 = mask
-    Redux { op: ReduxOp, s: bool },
+    Redux {
+        op: ReduxOp,
+        s: bool,
+    },
 }
 
 impl Op {
     /// Whether the op is a synchronisation point (the scheduler parks the
     /// thread there).
     pub fn is_sync(&self) -> bool {
-        matches!(self, Op::Bar | Op::BarWarp | Op::Shfl { .. } | Op::Vote { .. } | Op::Redux { .. })
+        matches!(
+            self,
+            Op::Bar | Op::BarWarp | Op::Shfl { .. } | Op::Vote { .. } | Op::Redux { .. }
+        )
     }
 }
 

@@ -6,6 +6,5 @@ pub mod fp;
 pub mod ir;
 pub mod parse;
 pub use error::{SimError, Site};
-pub use parse::Program;
 pub use exec::{LaunchReport, Sim, SimOptions};
-
+pub use parse::Program;

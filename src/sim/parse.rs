@@ -108,7 +108,8 @@ fn tokenize(src: &str) -> Result<Vec<T>, SimError> {
     let mut v = Vec::new();
     let mut i = 0;
     let mut line = 1u32;
-    let is_id = |c: u8| c.is_ascii_alphanumeric() || c == b'_' || c == b'$' || c == b'%' || c == b'.';
+    let is_id =
+        |c: u8| c.is_ascii_alphanumeric() || c == b'_' || c == b'$' || c == b'%' || c == b'.';
     while i < b.len() {
         let c = b[i];
         if c == b'\n' {
@@ -122,11 +123,16 @@ fn tokenize(src: &str) -> Result<Vec<T>, SimError> {
             while i < b.len() && b[i] != b'"' {
                 i += 1;
             }
-            v.push(T { t: Tok::Str(s[st..i.min(b.len())].to_string()), line });
+            v.push(T {
+                t: Tok::Str(s[st..i.min(b.len())].to_string()),
+                line,
+            });
             i += 1;
         } else if c.is_ascii_digit() {
             let st = i;
-            let hexish = b.len() > i + 1 && c == b'0' && matches!(b[i + 1], b'x' | b'X' | b'f' | b'F' | b'd' | b'D');
+            let hexish = b.len() > i + 1
+                && c == b'0'
+                && matches!(b[i + 1], b'x' | b'X' | b'f' | b'F' | b'd' | b'D');
             while i < b.len() {
                 let d = b[i];
                 if d.is_ascii_alphanumeric() || d == b'.' || d == b'_' {
@@ -137,7 +143,10 @@ fn tokenize(src: &str) -> Result<Vec<T>, SimError> {
                     break;
                 }
             }
-            v.push(T { t: Tok::Num(s[st..i].to_string()), line });
+            v.push(T {
+                t: Tok::Num(s[st..i].to_string()),
+                line,
+            });
         } else if is_id(c) {
             let st = i;
             while i < b.len() {
@@ -149,13 +158,28 @@ fn tokenize(src: &str) -> Result<Vec<T>, SimError> {
                     break;
                 }
             }
-            v.push(T { t: Tok::Id(s[st..i].to_string()), line });
+            v.push(T {
+                t: Tok::Id(s[st..i].to_string()),
+                line,
+            });
         } else if "{}[]()<>,;:+-@!|=*".contains(c as char) {
-            v.push(T { t: Tok::P(c as char), line });
+            v.push(T {
+                t: Tok::P(c as char),
+                line,
+            });
             i += 1;
         } else {
-            let text = src.lines().nth(line as usize - 1).unwrap_or("").trim().to_string();
-            return Err(SimError::Parse { line, text, message: format!("unexpected character `{}`", c as char) });
+            let text = src
+                .lines()
+                .nth(line as usize - 1)
+                .unwrap_or("")
+                .trim()
+                .to_string();
+            return Err(SimError::Parse {
+                line,
+                text,
+                message: format!("unexpected character `{}`", c as char),
+            });
         }
     }
     Ok(v)
@@ -241,7 +265,11 @@ struct Parser<'a> {
 }
 
 fn line_text(src: &str, line: u32) -> String {
-    src.lines().nth((line as usize).saturating_sub(1)).unwrap_or("").trim().to_string()
+    src.lines()
+        .nth((line as usize).saturating_sub(1))
+        .unwrap_or("")
+        .trim()
+        .to_string()
 }
 
 struct Stmt {
@@ -270,15 +298,27 @@ impl<'a> Parser<'a> {
     }
 
     fn line(&self) -> u32 {
-        self.toks.get(self.pos).or(self.toks.last()).map(|t| t.line).unwrap_or(1)
+        self.toks
+            .get(self.pos)
+            .or(self.toks.last())
+            .map(|t| t.line)
+            .unwrap_or(1)
     }
 
     fn perr(&self, line: u32, msg: impl Into<String>) -> SimError {
-        SimError::Parse { line, text: line_text(self.src, line), message: msg.into() }
+        SimError::Parse {
+            line,
+            text: line_text(self.src, line),
+            message: msg.into(),
+        }
     }
 
     fn unsup(&self, line: u32, reason: impl Into<String>) -> SimError {
-        SimError::Unsupported { line, instr: line_text(self.src, line), reason: reason.into() }
+        SimError::Unsupported {
+            line,
+            instr: line_text(self.src, line),
+            reason: reason.into(),
+        }
     }
 
     fn peek(&self) -> Option<&Tok> {
@@ -287,7 +327,11 @@ impl<'a> Parser<'a> {
 
     fn next(&mut self) -> Result<Tok, SimError> {
         let l = self.line();
-        let t = self.toks.get(self.pos).map(|t| t.t.clone()).ok_or_else(|| self.perr(l, "unexpected end of input"))?;
+        let t = self
+            .toks
+            .get(self.pos)
+            .map(|t| t.t.clone())
+            .ok_or_else(|| self.perr(l, "unexpected end of input"))?;
         self.pos += 1;
         Ok(t)
     }
@@ -328,31 +372,34 @@ impl<'a> Parser<'a> {
                     let l = self.line();
                     match self.next()? {
                         Tok::Num(n) => {
-                            let (a, b) = n.split_once('.').ok_or_else(|| self.perr(l, "bad .version"))?;
+                            let (a, b) = n
+                                .split_once('.')
+                                .ok_or_else(|| self.perr(l, "bad .version"))?;
                             self.version = (a.parse().unwrap_or(0), b.parse().unwrap_or(0));
                         }
                         _ => return Err(self.perr(l, "bad .version")),
                     }
                 }
-                Tok::Id(ref s) if s == ".target" => {
-                    loop {
-                        let l = self.line();
-                        match self.next()? {
-                            Tok::Id(t) => {
-                                if let Some(r) = t.strip_prefix("sm_").or_else(|| t.strip_prefix("compute_")) {
-                                    let d: String = r.chars().take_while(|c| c.is_ascii_digit()).collect();
-                                    self.sm = d.parse().map_err(|_| self.perr(l, "bad .target"))?;
-                                }
+                Tok::Id(ref s) if s == ".target" => loop {
+                    let l = self.line();
+                    match self.next()? {
+                        Tok::Id(t) => {
+                            if let Some(r) =
+                                t.strip_prefix("sm_").or_else(|| t.strip_prefix("compute_"))
+                            {
+                                let d: String =
+                                    r.chars().take_while(|c| c.is_ascii_digit()).collect();
+                                self.sm = d.parse().map_err(|_| self.perr(l, "bad .target"))?;
                             }
-                            _ => return Err(self.perr(l, "bad .target")),
                         }
-                        if self.peek() == Some(&Tok::P(',')) {
-                            self.pos += 1;
-                        } else {
-                            break;
-                        }
+                        _ => return Err(self.perr(l, "bad .target")),
                     }
-                }
+                    if self.peek() == Some(&Tok::P(',')) {
+                        self.pos += 1;
+                    } else {
+                        break;
+                    }
+                },
                 Tok::Id(ref s) if s == ".address_size" => {
                     let n = self.expect_num()?;
                     if n != 64 {
@@ -370,7 +417,9 @@ impl<'a> Parser<'a> {
                                 self.decl_dyn_shared(line, &toks)?;
                             }
                         }
-                        Some(Tok::Id(n)) if n == ".func" => return Err(self.unsup(line, ".func is not supported")),
+                        Some(Tok::Id(n)) if n == ".func" => {
+                            return Err(self.unsup(line, ".func is not supported"));
+                        }
                         _ => {}
                     }
                 }
@@ -378,7 +427,9 @@ impl<'a> Parser<'a> {
                     let e = self.entry(line)?;
                     entries.push(e);
                 }
-                Tok::Id(ref s) if s == ".func" => return Err(self.unsup(line, ".func is not supported")),
+                Tok::Id(ref s) if s == ".func" => {
+                    return Err(self.unsup(line, ".func is not supported"));
+                }
                 Tok::Id(ref s) if s == ".shared" => {
                     let toks = self.until_semi()?;
                     let (name, size, align, _) = self.var_decl(line, &toks)?;
@@ -392,7 +443,9 @@ impl<'a> Parser<'a> {
                     self.until_semi().ok();
                 }
                 Tok::Id(ref s) if s == ".global" => {
-                    return Err(self.unsup(line, "module-scope .global variables are not supported"));
+                    return Err(
+                        self.unsup(line, "module-scope .global variables are not supported")
+                    );
                 }
                 _ => return Err(self.perr(line, format!("unexpected {t:?} at module scope"))),
             }
@@ -400,7 +453,12 @@ impl<'a> Parser<'a> {
         if entries.is_empty() {
             return Err(self.perr(1, "module has no .entry"));
         }
-        Ok(Program { entries, sm: self.sm, version: self.version, consts: self.consts })
+        Ok(Program {
+            entries,
+            sm: self.sm,
+            version: self.version,
+            consts: self.consts,
+        })
     }
 
     fn decl_dyn_shared(&mut self, line: u32, toks: &[Tok]) -> Result<(), SimError> {
@@ -503,7 +561,9 @@ impl<'a> Parser<'a> {
             })
             .next()
             .unwrap_or(1);
-        let float = toks.iter().any(|t| matches!(t, Tok::Id(s) if s == ".f32" || s == ".f64"));
+        let float = toks
+            .iter()
+            .any(|t| matches!(t, Tok::Id(s) if s == ".f32" || s == ".f64"));
         let (name, size, align, init) = self.var_decl(line, toks)?;
         let off = (self.consts.len() as u64).div_ceil(align) * align;
         self.consts.resize((off + size) as usize, 0);
@@ -514,12 +574,21 @@ impl<'a> Parser<'a> {
                 Tok::P('-') => neg = true,
                 Tok::Num(n) => {
                     let lit = parse_num(&n).ok_or_else(|| self.perr(line, "bad initializer"))?;
-                    let v = imm_bits(lit, neg, if float { if elem == 4 { Cls::F32 } else { Cls::F64 } } else { Cls::Int });
+                    let v = imm_bits(
+                        lit,
+                        neg,
+                        if float {
+                            if elem == 4 { Cls::F32 } else { Cls::F64 }
+                        } else {
+                            Cls::Int
+                        },
+                    );
                     neg = false;
                     if k + elem as usize > self.consts.len() {
                         return Err(self.perr(line, "too many initializers"));
                     }
-                    self.consts[k..k + elem as usize].copy_from_slice(&v.to_le_bytes()[..elem as usize]);
+                    self.consts[k..k + elem as usize]
+                        .copy_from_slice(&v.to_le_bytes()[..elem as usize]);
                     k += elem as usize;
                 }
                 Tok::P('{') | Tok::P('}') | Tok::P(',') => {}
@@ -569,16 +638,26 @@ impl<'a> Parser<'a> {
                         Tok::Id(s) if s == ".align" => {
                             if let Some(Tok::Num(n)) = toks.get(i + 1) {
                                 if let Some(Lit::Int(v)) = parse_num(n) {
-                                    if elem == 0 || pname.is_some() || toks.iter().all(|t| t != &Tok::Id(".ptr".into())) {
+                                    if elem == 0
+                                        || pname.is_some()
+                                        || toks.iter().all(|t| t != &Tok::Id(".ptr".into()))
+                                    {
                                         align = v;
                                     }
                                 }
                             }
                             i += 1;
                         }
-                        Tok::Id(s) if s == ".param" || s == ".ptr" || s == ".global" || s == ".shared" || s == ".const" || s == ".local" => {}
+                        Tok::Id(s)
+                            if s == ".param"
+                                || s == ".ptr"
+                                || s == ".global"
+                                || s == ".shared"
+                                || s == ".const"
+                                || s == ".local" => {}
                         Tok::Id(s) if s.starts_with('.') => {
-                            elem = type_bytes(s).ok_or_else(|| self.unsup(l, format!("parameter type `{s}`")))?;
+                            elem = type_bytes(s)
+                                .ok_or_else(|| self.unsup(l, format!("parameter type `{s}`")))?;
                         }
                         Tok::Id(s) => pname = Some(s.clone()),
                         Tok::P('[') => {
@@ -595,14 +674,22 @@ impl<'a> Parser<'a> {
                 }
                 // `.ptr .align N` describes the pointee; the param itself is aligned to its size
                 let has_ptr = toks.iter().any(|t| t == &Tok::Id(".ptr".into()));
-                let a = if has_ptr || align == 0 { elem as u64 } else { align };
+                let a = if has_ptr || align == 0 {
+                    elem as u64
+                } else {
+                    align
+                };
                 if elem == 0 {
                     return Err(self.perr(l, "parameter without type"));
                 }
                 let pname = pname.ok_or_else(|| self.perr(l, "parameter without name"))?;
                 let off = param_bytes.div_ceil(a.max(1)) * a.max(1);
                 let size = elem as u64 * count;
-                params.push(ParamInfo { name: pname, offset: off as u32, size: size as u32 });
+                params.push(ParamInfo {
+                    name: pname,
+                    offset: off as u32,
+                    size: size as u32,
+                });
                 param_bytes = off + size;
             }
         }
@@ -631,7 +718,9 @@ impl<'a> Parser<'a> {
                         reqntid = Some(t)
                     }
                 }
-                Some(Tok::Id(d)) if d == ".minnctapersm" || d == ".maxnreg" || d == ".maxnctapersm" => {
+                Some(Tok::Id(d))
+                    if d == ".minnctapersm" || d == ".maxnreg" || d == ".maxnctapersm" =>
+                {
                     self.pos += 1;
                     self.expect_num()?;
                 }
@@ -654,9 +743,14 @@ impl<'a> Parser<'a> {
                     self.pos += 1;
                     depth -= 1;
                 }
-                Some(Tok::Id(lbl)) if self.toks.get(self.pos + 1).map(|t| &t.t) == Some(&Tok::P(':')) => {
+                Some(Tok::Id(lbl))
+                    if self.toks.get(self.pos + 1).map(|t| &t.t) == Some(&Tok::P(':')) =>
+                {
                     self.pos += 2;
-                    stmts.push(Stmt { line, toks: vec![Tok::Id(lbl), Tok::P(':')] });
+                    stmts.push(Stmt {
+                        line,
+                        toks: vec![Tok::Id(lbl), Tok::P(':')],
+                    });
                 }
                 Some(_) => {
                     let toks = self.until_semi()?;
@@ -683,15 +777,33 @@ impl<'a> Parser<'a> {
         let mut shared_size = 0u64;
         for (n, size, align) in self.mod_shared.clone() {
             let off = shared_size.div_ceil(align) * align;
-            vars.insert(n, Var { sp: Space::Shared, offset: off });
+            vars.insert(
+                n,
+                Var {
+                    sp: Space::Shared,
+                    offset: off,
+                },
+            );
             shared_size = off + size;
         }
         let mut local_size = 0u64;
         for p in &params {
-            vars.insert(p.name.clone(), Var { sp: Space::Param, offset: p.offset as u64 });
+            vars.insert(
+                p.name.clone(),
+                Var {
+                    sp: Space::Param,
+                    offset: p.offset as u64,
+                },
+            );
         }
         for (n, off) in &self.const_vars {
-            vars.insert(n.clone(), Var { sp: Space::Const, offset: *off });
+            vars.insert(
+                n.clone(),
+                Var {
+                    sp: Space::Const,
+                    offset: *off,
+                },
+            );
         }
         let mut labels: HashMap<String, u32> = HashMap::new();
         let mut ninst = 0u32;
@@ -728,7 +840,9 @@ impl<'a> Parser<'a> {
                                     let n = match st.toks.get(i + 2) {
                                         Some(Tok::Num(n)) => match parse_num(n) {
                                             Some(Lit::Int(v)) => v,
-                                            _ => return Err(self.perr(st.line, "bad register count")),
+                                            _ => {
+                                                return Err(self.perr(st.line, "bad register count"));
+                                            }
                                         },
                                         _ => return Err(self.perr(st.line, "bad register count")),
                                     };
@@ -748,7 +862,9 @@ impl<'a> Parser<'a> {
                                 }
                             }
                             Tok::P(',') => {}
-                            t => return Err(self.perr(st.line, format!("unexpected {t:?} in .reg"))),
+                            t => {
+                                return Err(self.perr(st.line, format!("unexpected {t:?} in .reg")));
+                            }
                         }
                         i += 1;
                     }
@@ -760,11 +876,23 @@ impl<'a> Parser<'a> {
                     }
                     if first == ".shared" {
                         let off = shared_size.div_ceil(align) * align;
-                        vars.insert(n, Var { sp: Space::Shared, offset: off });
+                        vars.insert(
+                            n,
+                            Var {
+                                sp: Space::Shared,
+                                offset: off,
+                            },
+                        );
                         shared_size = off + size;
                     } else {
                         let off = local_size.div_ceil(align) * align;
-                        vars.insert(n, Var { sp: Space::Local, offset: off });
+                        vars.insert(
+                            n,
+                            Var {
+                                sp: Space::Local,
+                                offset: off,
+                            },
+                        );
                         local_size = off + size;
                     }
                 }
@@ -772,7 +900,9 @@ impl<'a> Parser<'a> {
                 ".const" | ".global" | ".param" => {
                     return Err(self.unsup(st.line, format!("{first} declaration inside an entry")));
                 }
-                s if s.starts_with('.') => return Err(self.unsup(st.line, format!("directive `{s}`"))),
+                s if s.starts_with('.') => {
+                    return Err(self.unsup(st.line, format!("directive `{s}`")));
+                }
                 _ => {
                     instrs.push(st);
                     ninst += 1;
@@ -801,22 +931,43 @@ impl<'a> Parser<'a> {
             n_brauni: 0,
         };
         if let Some(n) = dyn_name {
-            vars.insert(n, Var { sp: Space::Shared, offset: entry.dyn_shared_offset() as u64 });
+            vars.insert(
+                n,
+                Var {
+                    sp: Space::Shared,
+                    offset: entry.dyn_shared_offset() as u64,
+                },
+            );
         }
         if shared_size > crate::target::STATIC_SMEM_LIMIT as u64 {
             return Err(SimError::Unsupported {
                 line: 1,
                 instr: entry.name.clone(),
-                reason: format!("{shared_size} bytes of static shared memory exceed the 48 KiB limit"),
+                reason: format!(
+                    "{shared_size} bytes of static shared memory exceed the 48 KiB limit"
+                ),
             });
         }
         let mut opcode_ids: HashMap<String, u16> = HashMap::new();
-        let dec = Decoder { regs: &regs, vars: &vars, labels: &labels, sm: self.sm };
+        let dec = Decoder {
+            regs: &regs,
+            vars: &vars,
+            labels: &labels,
+            sm: self.sm,
+        };
         for st in instrs {
             let text = line_text(self.src, st.line);
             let (inst, opname) = dec.decode(st, &mut entry.n_brauni).map_err(|e| match e {
-                DErr::Parse(m) => SimError::Parse { line: st.line, text: text.clone(), message: m },
-                DErr::Unsup(m) => SimError::Unsupported { line: st.line, instr: text.clone(), reason: m },
+                DErr::Parse(m) => SimError::Parse {
+                    line: st.line,
+                    text: text.clone(),
+                    message: m,
+                },
+                DErr::Unsup(m) => SimError::Unsupported {
+                    line: st.line,
+                    instr: text.clone(),
+                    reason: m,
+                },
             })?;
             let id = *opcode_ids.entry(opname.clone()).or_insert_with(|| {
                 entry.opcodes.push(opname);
@@ -923,10 +1074,19 @@ fn operand(t: &[Tok]) -> Result<Opnd, DErr> {
         [] => perr("empty operand"),
         [Tok::Id(s)] if s == "_" => Ok(Opnd::Blank),
         [Tok::Id(s)] => Ok(Opnd::Name(s.clone())),
-        [Tok::Num(n)] => Ok(Opnd::Lit(parse_num(n).ok_or(DErr::Parse(format!("bad literal `{n}`")))?, false)),
-        [Tok::P('-'), Tok::Num(n)] => Ok(Opnd::Lit(parse_num(n).ok_or(DErr::Parse(format!("bad literal `{n}`")))?, true)),
+        [Tok::Num(n)] => Ok(Opnd::Lit(
+            parse_num(n).ok_or(DErr::Parse(format!("bad literal `{n}`")))?,
+            false,
+        )),
+        [Tok::P('-'), Tok::Num(n)] => Ok(Opnd::Lit(
+            parse_num(n).ok_or(DErr::Parse(format!("bad literal `{n}`")))?,
+            true,
+        )),
         [Tok::P('!'), rest @ ..] => Ok(Opnd::Not(Box::new(operand(rest)?))),
-        [a, Tok::P('|'), b] => Ok(Opnd::Pair(Box::new(operand(&[a.clone()])?), Box::new(operand(&[b.clone()])?))),
+        [a, Tok::P('|'), b] => Ok(Opnd::Pair(
+            Box::new(operand(&[a.clone()])?),
+            Box::new(operand(&[b.clone()])?),
+        )),
         [Tok::P('{'), inner @ .., Tok::P('}')] => {
             let v = operands(inner)?;
             Ok(Opnd::Vec(v))
@@ -951,7 +1111,11 @@ fn mem_rest(base: Option<String>, rest: &[Tok], abs: Option<u64>) -> Result<Opnd
         [] => 0,
         [Tok::P('+'), Tok::Num(n)] => lit_i64(n)?,
         [Tok::P('+'), Tok::P('-'), Tok::Num(n)] | [Tok::P('-'), Tok::Num(n)] => -lit_i64(n)?,
-        _ => return unsup("address form (only [reg], [reg+imm], [var], [var+imm], [imm] are supported)"),
+        _ => {
+            return unsup(
+                "address form (only [reg], [reg+imm], [var], [var+imm], [imm] are supported)",
+            );
+        }
     };
     Ok(Opnd::Mem(base, off, abs))
 }
@@ -1016,7 +1180,16 @@ fn irnd_of(m: &str) -> Option<Rnd> {
 }
 
 fn blank_inst(op: Op) -> Inst {
-    Inst { op, d: [NO_REG; 4], s: [Src::None; 4], off: 0, guard: NO_REG, guard_neg: false, neg: false, opcode: 0 }
+    Inst {
+        op,
+        d: [NO_REG; 4],
+        s: [Src::None; 4],
+        off: 0,
+        guard: NO_REG,
+        guard_neg: false,
+        neg: false,
+        opcode: 0,
+    }
 }
 
 impl Decoder<'_> {
@@ -1024,7 +1197,9 @@ impl Decoder<'_> {
         match o {
             Opnd::Name(n) => match self.regs.get(n) {
                 Some(r) => Ok(*r),
-                None if sreg::lookup(n).is_some() => perr(format!("special register `{n}` cannot be written")),
+                None if sreg::lookup(n).is_some() => {
+                    perr(format!("special register `{n}` cannot be written"))
+                }
                 None => perr(format!("undeclared register `{n}`")),
             },
             Opnd::Blank => Ok(NO_REG),
@@ -1051,7 +1226,9 @@ impl Decoder<'_> {
                     return Ok(Src::Imm(v.offset));
                 }
                 if n.starts_with('%') {
-                    return unsup(format!("register `{n}` (undeclared or unsupported special register)"));
+                    return unsup(format!(
+                        "register `{n}` (undeclared or unsupported special register)"
+                    ));
                 }
                 perr(format!("unknown name `{n}`"))
             }
@@ -1078,7 +1255,10 @@ impl Decoder<'_> {
                 i = 2;
             }
             guard = match toks.get(i) {
-                Some(Tok::Id(p)) => *self.regs.get(p).ok_or(DErr::Parse(format!("undeclared predicate `{p}`")))?,
+                Some(Tok::Id(p)) => *self
+                    .regs
+                    .get(p)
+                    .ok_or(DErr::Parse(format!("undeclared predicate `{p}`")))?,
                 _ => return perr("bad guard predicate"),
             };
             toks = &toks[i + 1..];
@@ -1166,8 +1346,13 @@ impl Decoder<'_> {
                     _ => self.simple(Op::Mov { w }, ops, 1, cls),
                 }
             }
-            "add" | "sub" | "mul" | "mad" | "fma" | "div" | "rem" | "min" | "max" | "sqrt" | "rcp" | "abs" | "neg" => {
-                if has("cc") || mods.iter().any(|m| m.starts_with("cc")) || has("relu") || has("xorsign") {
+            "add" | "sub" | "mul" | "mad" | "fma" | "div" | "rem" | "min" | "max" | "sqrt"
+            | "rcp" | "abs" | "neg" => {
+                if has("cc")
+                    || mods.iter().any(|m| m.starts_with("cc"))
+                    || has("relu")
+                    || has("xorsign")
+                {
                     return unsup(format!("modifier of `{}`", p.join(".")));
                 }
                 match last {
@@ -1192,7 +1377,16 @@ impl Decoder<'_> {
                                 if sat {
                                     return unsup("min/max.sat");
                                 }
-                                return self.simple(Op::F32MinMax { max: base == "max", nan: has("NaN"), ftz }, ops, 2, Cls::F32);
+                                return self.simple(
+                                    Op::F32MinMax {
+                                        max: base == "max",
+                                        nan: has("NaN"),
+                                        ftz,
+                                    },
+                                    ops,
+                                    2,
+                                    Cls::F32,
+                                );
                             }
                             "abs" => return self.simple(Op::F32Abs { ftz }, ops, 1, Cls::F32),
                             "neg" => return self.simple(Op::F32Neg { ftz }, ops, 1, Cls::F32),
@@ -1201,7 +1395,17 @@ impl Decoder<'_> {
                         if sat && !matches!(op, FOp::Add | FOp::Sub | FOp::Mul | FOp::Fma) {
                             return perr(".sat not allowed");
                         }
-                        self.simple(Op::F32 { op, rnd: r, ftz, sat }, ops, n, Cls::F32)
+                        self.simple(
+                            Op::F32 {
+                                op,
+                                rnd: r,
+                                ftz,
+                                sat,
+                            },
+                            ops,
+                            n,
+                            Cls::F32,
+                        )
                     }
                     "f64" => {
                         if has("approx") || has("full") || ftz || sat {
@@ -1218,7 +1422,14 @@ impl Decoder<'_> {
                             "div" => (FOp::Div, 2),
                             "sqrt" => (FOp::Sqrt, 1),
                             "rcp" => (FOp::Rcp, 1),
-                            "min" | "max" => return self.simple(Op::F64MinMax { max: base == "max" }, ops, 2, Cls::F64),
+                            "min" | "max" => {
+                                return self.simple(
+                                    Op::F64MinMax { max: base == "max" },
+                                    ops,
+                                    2,
+                                    Cls::F64,
+                                );
+                            }
                             "abs" => return self.simple(Op::F64Abs, ops, 1, Cls::F64),
                             "neg" => return self.simple(Op::F64Neg, ops, 1, Cls::F64),
                             _ => return unsup(format!("{base}.f64")),
@@ -1252,7 +1463,9 @@ impl Decoder<'_> {
                                 }
                                 return self.simple(Op::MadWide { w, s }, ops, 3, Cls::Int);
                             }
-                            "mad" if hi => return self.simple(Op::MadHi { w, s }, ops, 3, Cls::Int),
+                            "mad" if hi => {
+                                return self.simple(Op::MadHi { w, s }, ops, 3, Cls::Int);
+                            }
                             "mad" => return self.simple(Op::MadLo { w }, ops, 3, Cls::Int),
                             "div" => Op::Div { w, s },
                             "rem" => Op::Rem { w, s },
@@ -1267,7 +1480,11 @@ impl Decoder<'_> {
                 }
             }
             "and" | "or" | "xor" | "not" | "cnot" => {
-                let w = if last == "pred" { 1 } else { int.ok_or(DErr::Unsup(format!("type `{last}`")))?.0 };
+                let w = if last == "pred" {
+                    1
+                } else {
+                    int.ok_or(DErr::Unsup(format!("type `{last}`")))?.0
+                };
                 match base {
                     "and" => self.simple(Op::And { w }, ops, 2, Cls::Int),
                     "or" => self.simple(Op::Or { w }, ops, 2, Cls::Int),
@@ -1278,7 +1495,11 @@ impl Decoder<'_> {
             }
             "shl" | "shr" => {
                 let (w, s) = int.ok_or(DErr::Unsup(format!("type `{last}`")))?;
-                let op = if base == "shl" { Op::Shl { w } } else { Op::Shr { w, s } };
+                let op = if base == "shl" {
+                    Op::Shl { w }
+                } else {
+                    Op::Shr { w, s }
+                };
                 self.simple(op, ops, 2, Cls::Int)
             }
             "bfe" => {
@@ -1325,7 +1546,10 @@ impl Decoder<'_> {
                 let (w, cls) = match last {
                     "f32" => (32, Cls::F32),
                     "f64" => (64, Cls::F64),
-                    t => (int_ty(t).ok_or(DErr::Unsup(format!("selp type `{t}`")))?.0, Cls::Int),
+                    t => (
+                        int_ty(t).ok_or(DErr::Unsup(format!("selp type `{t}`")))?.0,
+                        Cls::Int,
+                    ),
                 };
                 self.nops(ops, 4)?;
                 let mut i = blank_inst(Op::Selp { w });
@@ -1340,7 +1564,10 @@ impl Decoder<'_> {
             "cvt" => self.cvt(mods, ops),
             "cvta" => {
                 let to = has("to");
-                let sp = match mods.iter().find(|m| matches!(**m, "global" | "shared" | "local" | "const" | "param")) {
+                let sp = match mods
+                    .iter()
+                    .find(|m| matches!(**m, "global" | "shared" | "local" | "const" | "param"))
+                {
                     Some(&"global") => Space::Global,
                     Some(&"shared") => Space::Shared,
                     Some(&"local") => Space::Local,
@@ -1357,7 +1584,10 @@ impl Decoder<'_> {
             "bra" => {
                 self.nops(ops, 1)?;
                 let target = match &ops[0] {
-                    Opnd::Name(l) => *self.labels.get(l).ok_or(DErr::Parse(format!("unknown label `{l}`")))?,
+                    Opnd::Name(l) => *self
+                        .labels
+                        .get(l)
+                        .ok_or(DErr::Parse(format!("unknown label `{l}`")))?,
                     _ => return perr("bra needs a label"),
                 };
                 if has("uni") {
@@ -1442,7 +1672,10 @@ impl Decoder<'_> {
             }
             "redux" => {
                 if self.sm < 80 {
-                    return unsup(format!("redux.sync needs sm_80, module targets sm_{}", self.sm));
+                    return unsup(format!(
+                        "redux.sync needs sm_80, module targets sm_{}",
+                        self.sm
+                    ));
                 }
                 let op = match mods.get(1) {
                     Some(&"add") => ReduxOp::Add,
@@ -1493,7 +1726,15 @@ impl Decoder<'_> {
                     "nan" => Cmp::Nan,
                     c => return unsup(format!("setp comparison `{c}` on floats")),
                 };
-                (Op::SetpF { cmp, f64: last == "f64", ftz, comb }, if last == "f32" { Cls::F32 } else { Cls::F64 })
+                (
+                    Op::SetpF {
+                        cmp,
+                        f64: last == "f64",
+                        ftz,
+                        comb,
+                    },
+                    if last == "f32" { Cls::F32 } else { Cls::F64 },
+                )
             }
             t => {
                 let (w, s) = int_ty(t).ok_or(DErr::Unsup(format!("setp type `{t}`")))?;
@@ -1541,7 +1782,22 @@ impl Decoder<'_> {
         let types: Vec<&str> = mods
             .iter()
             .copied()
-            .filter(|m| !matches!(*m, "rn" | "rz" | "rm" | "rp" | "rni" | "rzi" | "rmi" | "rpi" | "ftz" | "sat" | "relu" | "satfinite"))
+            .filter(|m| {
+                !matches!(
+                    *m,
+                    "rn" | "rz"
+                        | "rm"
+                        | "rp"
+                        | "rni"
+                        | "rzi"
+                        | "rmi"
+                        | "rpi"
+                        | "ftz"
+                        | "sat"
+                        | "relu"
+                        | "satfinite"
+                )
+            })
             .collect();
         let rnd = mods.iter().find_map(|m| rnd_of(m));
         let irnd = mods.iter().find_map(|m| irnd_of(m));
@@ -1563,10 +1819,16 @@ impl Decoder<'_> {
                 return perr(format!("cvt to {dt} requires .rn.satfinite"));
             }
             if self.sm < 89 && fmt != MiniFmt::E2M1 {
-                return unsup(format!("FP8 cvt needs sm_89+, module targets sm_{}", self.sm));
+                return unsup(format!(
+                    "FP8 cvt needs sm_89+, module targets sm_{}",
+                    self.sm
+                ));
             }
             if fmt == MiniFmt::E2M1 && self.sm < 100 {
-                return unsup(format!("FP4 cvt needs sm_100a/sm_120a, module targets sm_{}", self.sm));
+                return unsup(format!(
+                    "FP4 cvt needs sm_100a/sm_120a, module targets sm_{}",
+                    self.sm
+                ));
             }
             return self.simple(Op::CvtMiniEnc { fmt, relu }, ops, 2, Cls::F32);
         }
@@ -1578,10 +1840,16 @@ impl Decoder<'_> {
                 return perr(format!("cvt from {st} requires .rn"));
             }
             if self.sm < 89 && fmt != MiniFmt::E2M1 {
-                return unsup(format!("FP8 cvt needs sm_89+, module targets sm_{}", self.sm));
+                return unsup(format!(
+                    "FP8 cvt needs sm_89+, module targets sm_{}",
+                    self.sm
+                ));
             }
             if fmt == MiniFmt::E2M1 && self.sm < 100 {
-                return unsup(format!("FP4 cvt needs sm_100a/sm_120a, module targets sm_{}", self.sm));
+                return unsup(format!(
+                    "FP4 cvt needs sm_100a/sm_120a, module targets sm_{}",
+                    self.sm
+                ));
             }
             return self.simple(Op::CvtMiniDec { fmt, relu }, ops, 1, Cls::Int);
         }
@@ -1590,7 +1858,16 @@ impl Decoder<'_> {
                 Some(r @ (Rnd::Rn | Rnd::Rz)) => r,
                 _ => return perr("cvt.f16x2.f32 requires .rn or .rz"),
             };
-            return self.simple(Op::CvtF16x2 { rnd: r, relu, satfinite }, ops, 2, Cls::F32);
+            return self.simple(
+                Op::CvtF16x2 {
+                    rnd: r,
+                    relu,
+                    satfinite,
+                },
+                ops,
+                2,
+                Cls::F32,
+            );
         }
         let d = cvt_ty(dt).ok_or(DErr::Unsup(format!("cvt destination type `{dt}`")))?;
         let s = cvt_ty(st).ok_or(DErr::Unsup(format!("cvt source type `{st}`")))?;
@@ -1633,7 +1910,11 @@ impl Decoder<'_> {
         if d == CvtTy::F16 && s == CvtTy::F64 || d == CvtTy::Bf16 && s == CvtTy::F64 {
             return unsup("cvt from f64 to 16-bit float");
         }
-        if d == CvtTy::F32 && s == CvtTy::F64 && !matches!(rnd, Some(Rnd::Rn) | None) && irnd.is_none() {
+        if d == CvtTy::F32
+            && s == CvtTy::F64
+            && !matches!(rnd, Some(Rnd::Rn) | None)
+            && irnd.is_none()
+        {
             // directed f64->f32 is supported (exact path)
         }
         let cls = match s {
@@ -1644,7 +1925,19 @@ impl Decoder<'_> {
         if (has("satfinite")) && d != CvtTy::F16 {
             return unsup("cvt .satfinite for this type");
         }
-        let mut i = self.simple(Op::Cvt { d, s, rnd, irnd, sat: has("sat") || satfinite, ftz: has("ftz") }, ops, 1, cls)?;
+        let mut i = self.simple(
+            Op::Cvt {
+                d,
+                s,
+                rnd,
+                irnd,
+                sat: has("sat") || satfinite,
+                ftz: has("ftz"),
+            },
+            ops,
+            1,
+            cls,
+        )?;
         i.neg = false;
         Ok(i)
     }
@@ -1672,7 +1965,10 @@ impl Decoder<'_> {
                 if let Some(v) = self.vars.get(base) {
                     let vsp = if sp == Space::Generic { v.sp } else { sp };
                     if vsp != v.sp {
-                        return perr(format!("`{base}` is in .{} but the access is .{}", v.sp, sp));
+                        return perr(format!(
+                            "`{base}` is in .{} but the access is .{}",
+                            v.sp, sp
+                        ));
                     }
                     return Ok((Src::Imm(v.offset), *off, vsp));
                 }
@@ -1703,7 +1999,10 @@ impl Decoder<'_> {
             "f64" => (8, false),
             "f16" => (2, false),
             t => {
-                let (w, s) = int_ty(t).ok_or(DErr::Unsup(format!("{} type `{t}`", if ld { "ld" } else { "st" })))?;
+                let (w, s) = int_ty(t).ok_or(DErr::Unsup(format!(
+                    "{} type `{t}`",
+                    if ld { "ld" } else { "st" }
+                )))?;
                 (w / 8, s)
             }
         };
@@ -1719,9 +2018,22 @@ impl Decoder<'_> {
             return perr("st.const is illegal");
         }
         self.nops(ops, 2)?;
-        let (vals, mem) = if ld { (&ops[0], &ops[1]) } else { (&ops[1], &ops[0]) };
+        let (vals, mem) = if ld {
+            (&ops[0], &ops[1])
+        } else {
+            (&ops[1], &ops[0])
+        };
         let (base, off, sp) = self.mem_operand(mem, sp)?;
-        let mut i = blank_inst(if ld { Op::Ld { sp, size, signed, n } } else { Op::St { sp, size, n } });
+        let mut i = blank_inst(if ld {
+            Op::Ld {
+                sp,
+                size,
+                signed,
+                n,
+            }
+        } else {
+            Op::St { sp, size, n }
+        });
         i.off = off;
         i.s[0] = base;
         let elems: Vec<Opnd> = match vals {
@@ -1736,7 +2048,10 @@ impl Decoder<'_> {
                 i.d[k] = self.reg(e)?;
             }
         } else {
-            let vals = elems.iter().map(|e| self.src(e, cls)).collect::<Result<Vec<_>, _>>()?;
+            let vals = elems
+                .iter()
+                .map(|e| self.src(e, cls))
+                .collect::<Result<Vec<_>, _>>()?;
             if n == 4 {
                 // 4 values + base: the fourth value travels in d[0]
                 return unsup_v4_store(i, vals);
@@ -1753,7 +2068,12 @@ impl Decoder<'_> {
         let last = *mods.last().unwrap_or(&"");
         let opn = mods
             .iter()
-            .find(|m| matches!(**m, "add" | "min" | "max" | "inc" | "dec" | "and" | "or" | "xor" | "exch" | "cas"))
+            .find(|m| {
+                matches!(
+                    **m,
+                    "add" | "min" | "max" | "inc" | "dec" | "and" | "or" | "xor" | "exch" | "cas"
+                )
+            })
             .copied()
             .ok_or(DErr::Unsup("atomic operation".into()))?;
         if mods.iter().any(|m| m.starts_with('v') && m.len() == 2) {
@@ -1802,7 +2122,13 @@ impl Decoder<'_> {
             (0, &ops[1..])
         };
         let (base, off, sp) = self.mem_operand(&ops[first], sp)?;
-        let mut i = blank_inst(Op::Atom { sp, op, w, s, ret: is_atom });
+        let mut i = blank_inst(Op::Atom {
+            sp,
+            op,
+            w,
+            s,
+            ret: is_atom,
+        });
         if is_atom {
             i.d[0] = self.reg(&ops[0])?;
         }

@@ -35,13 +35,9 @@ fn with_executor<T>(
     }
 }
 
-/// The CPU PTX simulator as an executor.
+/// The CPU PTX simulator as an executor (target [`SIM_SM`]).
 fn sim_executor() -> Result<Box<dyn Executor>> {
-    let _ = SIM_SM;
-    Err(Error::BackendUnavailable {
-        backend: "sim",
-        reason: "the CPU PTX simulator is not part of this build yet".to_string(),
-    })
+    Ok(Box::new(crate::sim::Sim::new(SIM_SM)))
 }
 
 /// The `rows × K` score block, row-major (`scores[r·K + a]`), on `backend`

@@ -43,7 +43,7 @@
 use crate::dsl::params::Ptr;
 use crate::dsl::types::{F32, Pred, Reg, U32, U64};
 use crate::dsl::{
-    Cmp, GlobalPtr, KernelBuilder, PtxModule, Rounding, SharedArray, SharedPtr, Special,
+    Cmp, GlobalPtr, KernelBuilder, PtxModule, Rounding, SharedArray, SharedPtr, ShflMode, Special,
 };
 use crate::error::{Error, Result};
 use crate::kernel_params;
@@ -504,13 +504,23 @@ pub fn generate_score_block(sm: Sm, t: &ScoreTuning) -> Result<PtxModule> {
 /// Emit the ordering key of `(score bits, atom)`: `(k << 32) | !atom` with
 /// `k = 0` for NaN, else `(bits & 0x7FFF_FFFF) + 1`. Larger is better.
 pub(crate) fn emit_key(b: &mut KernelBuilder, bits: Reg<U32>, atom: Reg<U32>) -> Reg<U64> {
+    let (hi, lo) = emit_key_parts(b, bits, atom);
+    join_key(b, hi, lo)
+}
+
+/// The two halves of [`emit_key`]: `(k, !atom)`.
+fn emit_key_parts(b: &mut KernelBuilder, bits: Reg<U32>, atom: Reg<U32>) -> (Reg<U32>, Reg<U32>) {
     let mag = b.and(bits, 0x7fff_ffffu32);
     let is_num = b.setp(Cmp::Le, mag, 0x7f80_0000u32);
     let k1 = b.add(mag, 1u32);
     let k = b.selp(is_num, k1, 0u32);
-    let hi = b.u32_to_u64(k);
+    (k, b.not(atom))
+}
+
+/// `(hi << 32) | lo`.
+fn join_key(b: &mut KernelBuilder, hi: Reg<U32>, lo: Reg<U32>) -> Reg<U64> {
+    let hi = b.u32_to_u64(hi);
     let hi = b.shl(hi, 32u32);
-    let lo = b.not(atom);
     let lo = b.u32_to_u64(lo);
     b.or(hi, lo)
 }
@@ -575,15 +585,33 @@ impl Folder {
     }
 
     /// `#(accepted keys > key)` over the first `na` accepted entries.
+    /// Warp-uniform `na`; every lane calls it. Lane `l` reads entry `c0 +
+    /// l` of each 32-entry chunk from shared memory once and the chunk is
+    /// broadcast with `shfl` (no two lanes read the same shared word).
     fn count_better(&self, b: &mut KernelBuilder, na: Reg<U32>, key: Reg<U64>) -> Reg<U32> {
         let cnt = b.mov(0u32);
-        b.for_range(0u32, na, 1u32, |b, j| {
-            let (aj, sj) = self.acc_entry(b, j);
-            let kj = emit_key(b, sj, aj);
-            let gt = b.setp(Cmp::Gt, kj, key);
-            let inc = b.selp(gt, 1u32, 0u32);
-            let next = b.add(cnt, inc);
-            b.assign(cnt, next);
+        b.for_range(0u32, na, 32u32, |b, c0| {
+            let e = b.add(c0, self.lane);
+            let valid = b.setp(Cmp::Lt, e, na);
+            let hi = b.mov(0u32);
+            let lo = b.mov(0u32);
+            b.if_(valid, |b| {
+                let (a, sc) = self.acc_entry(b, e);
+                let (h, l) = emit_key_parts(b, sc, a);
+                b.assign(hi, h);
+                b.assign(lo, l);
+            });
+            let left = b.sub(na, c0);
+            let here = b.min(left, 32u32);
+            b.for_range(0u32, here, 1u32, |b, jj| {
+                let hj = b.shfl(ShflMode::Idx, hi, jj, 0x1f, FULL);
+                let lj = b.shfl(ShflMode::Idx, lo, jj, 0x1f, FULL);
+                let kj = join_key(b, hj, lj);
+                let gt = b.setp(Cmp::Gt, kj, key);
+                let inc = b.selp(gt, 1u32, 0u32);
+                let next = b.add(cnt, inc);
+                b.assign(cnt, next);
+            });
         });
         cnt
     }
@@ -648,10 +676,16 @@ impl Folder {
             b.for_range(0u32, na, 32u32, |b, i0| {
                 let i = b.add(i0, self.lane);
                 let in_range = b.setp(Cmp::Lt, i, na);
+                let ai = b.mov(0u32);
+                let si = b.mov(0u32);
                 b.if_(in_range, |b| {
-                    let (ai, si) = self.acc_entry(b, i);
-                    let ki = emit_key(b, si, ai);
-                    let better = self.count_better(b, na, ki);
+                    let (a, sc) = self.acc_entry(b, i);
+                    b.assign(ai, a);
+                    b.assign(si, sc);
+                });
+                let ki = emit_key(b, si, ai);
+                let better = self.count_better(b, na, ki);
+                b.if_(in_range, |b| {
                     // binary search: #(state entries with a larger key)
                     let lo = b.mov(0u32);
                     let hi = b.mov(m);
@@ -679,14 +713,19 @@ impl Folder {
             b.for_range(0u32, m, 32u32, |b, j0| {
                 let j = b.add(j0, self.lane);
                 let in_range = b.setp(Cmp::Lt, j, m);
+                let aj = b.mov(0u32);
+                let sj = b.mov(0u32);
                 b.if_(in_range, |b| {
-                    let (aj, sj) = load_entry(b, cur, j);
-                    let kj = emit_key(b, sj, aj);
-                    let better = self.count_better(b, na, kj);
-                    let pos = b.add(j, better);
-                    let keep = b.setp(Cmp::Lt, pos, s);
-                    b.if_(keep, |b| store_entry(b, nxt, pos, aj, sj));
+                    let (a, sc) = load_entry(b, cur, j);
+                    b.assign(aj, a);
+                    b.assign(sj, sc);
                 });
+                let kj = emit_key(b, sj, aj);
+                let better = self.count_better(b, na, kj);
+                let pos = b.add(j, better);
+                let keep = b.setp(Cmp::Lt, pos, s);
+                let keep = b.pand(keep, in_range);
+                b.if_(keep, |b| store_entry(b, nxt, pos, aj, sj));
             });
             b.bar_warp_sync(FULL);
         });
