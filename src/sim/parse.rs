@@ -841,7 +841,9 @@ impl<'a> Parser<'a> {
                                         Some(Tok::Num(n)) => match parse_num(n) {
                                             Some(Lit::Int(v)) => v,
                                             _ => {
-                                                return Err(self.perr(st.line, "bad register count"));
+                                                return Err(
+                                                    self.perr(st.line, "bad register count")
+                                                );
                                             }
                                         },
                                         _ => return Err(self.perr(st.line, "bad register count")),

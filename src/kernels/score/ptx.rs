@@ -362,6 +362,7 @@ fn emit_tile(
     p: Reg<U32>,
     row0: Reg<U32>,
     atom0: Reg<U32>,
+    prefetch: bool,
 ) -> Vec<Reg<F32>> {
     let xs_stride = t.bm + 4;
     let ds_stride = t.bn + 4;
@@ -412,20 +413,41 @@ fn emit_tile(
     let d_read = b.shared_elem(tile, dr);
 
     let acc: Vec<Reg<F32>> = (0..t.tm * t.tn).map(|_| b.mov(0.0f32)).collect();
-    b.comment("score tile: P in bk-wide chunks, staged transposed in shared memory");
-    b.for_range(0u32, p, t.bk, |b, c0| {
+    let srcs: Vec<GlobalPtr<F32>> = x_src.iter().chain(&d_src).copied().collect();
+    let dsts: Vec<SharedPtr<F32>> = x_dst.iter().chain(&d_dst).copied().collect();
+    let staged: Vec<Reg<F32>> = srcs.iter().map(|_| b.mov(0.0f32)).collect();
+    // Load chunk `c0` (zeros for `c ≥ P`) into the staging registers.
+    let load_chunk = |b: &mut KernelBuilder, c0: Reg<U32>| {
         let c = b.add(c0, kk);
         let c_ok = b.setp(Cmp::Lt, c, p);
-        for (src, dst) in x_src.iter().zip(&x_dst).chain(d_src.iter().zip(&d_dst)) {
-            let v = b.mov(0.0f32);
+        for (src, v) in srcs.iter().zip(&staged) {
+            b.assign(*v, 0.0f32);
             b.guarded(c_ok, |b| {
                 let l = b.ld_global_nc(*src, 0);
-                b.assign(v, l);
+                b.assign(*v, l);
             });
-            b.st_shared(*dst, 0, v);
             b.advance(*src, t.bk as i32);
         }
+    };
+    b.comment("score tile: P in bk-wide chunks, staged transposed in shared memory");
+    if prefetch {
+        // Chunk `c0 + bk` is loaded into registers before the arithmetic of
+        // chunk `c0`, so its global latency overlaps it.
+        let zero = b.mov(0u32);
+        load_chunk(b, zero);
+    }
+    b.for_range(0u32, p, t.bk, |b, c0| {
+        if !prefetch {
+            load_chunk(b, c0);
+        }
+        for (dst, v) in dsts.iter().zip(&staged) {
+            b.st_shared(*dst, 0, *v);
+        }
         b.bar_sync();
+        if prefetch {
+            let next = b.add(c0, t.bk);
+            load_chunk(b, next);
+        }
         for kq in 0..t.bk {
             let mut xv = Vec::new();
             for g in 0..t.tm / 4 {
@@ -469,7 +491,7 @@ pub fn generate_score_block(sm: Sm, t: &ScoreTuning) -> Result<PtxModule> {
     let row0 = b.mul_lo(rt, t.bm);
     let atom0 = b.mul_lo(at, t.bn);
     let acc = emit_tile(
-        &mut b, t, &tile, &geom, tid, a.x, a.d, a.rows, a.k, a.p, row0, atom0,
+        &mut b, t, &tile, &geom, tid, a.x, a.d, a.rows, a.k, a.p, row0, atom0, true,
     );
 
     b.comment("guarded stores of the micro-tile");
@@ -793,7 +815,7 @@ pub fn generate_route(sm: Sm, t: &ScoreTuning) -> Result<PtxModule> {
     b.comment("route: walk this split's atom tiles");
     b.for_range(a_begin, a_end, t.bn, |b, atom0| {
         let acc = emit_tile(
-            b, t, &tile, &geom, tid, a.x, a.d, a.rows, a.k, a.p, row0, atom0,
+            b, t, &tile, &geom, tid, a.x, a.d, a.rows, a.k, a.p, row0, atom0, false,
         );
         b.comment("route: scores of the tile into shared memory");
         for i in 0..t.tm {
