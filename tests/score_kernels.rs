@@ -223,6 +223,19 @@ fn host_backend_matches_the_model_and_says_so() {
             .zip(&want)
             .all(|(a, b)| a.to_bits() == b.to_bits())
     );
+    // Auto runs the device when there is one, else the host model, and
+    // says which; Cuda without a device fails loud.
+    let (auto, ran) = launch::route_top_s(Backend::Auto, &x, &d, rows, k, p, s, None).unwrap();
+    assert_eq!(auto, top);
+    if ptxsmith::runtime::cuda_unavailable_reason().is_some() {
+        assert_eq!(ran, Ran::Host);
+        let e = launch::route_top_s(Backend::Cuda, &x, &d, rows, k, p, s, None).unwrap_err();
+        assert!(matches!(e, ptxsmith::Error::NoDevice(_)), "{e}");
+        let e = launch::score_block(Backend::Cuda, &x, &d, rows, k, p).unwrap_err();
+        assert!(matches!(e, ptxsmith::Error::NoDevice(_)), "{e}");
+    } else {
+        assert_eq!(ran, Ran::Cuda);
+    }
     // Errors come before any backend is touched.
     assert!(launch::route_top_s(Backend::Cuda, &x, &d, rows, k, p, 0, None).is_err());
     assert!(launch::route_top_s(Backend::Cuda, &x, &d, rows, k, p, k + 1, None).is_err());

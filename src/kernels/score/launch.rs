@@ -46,7 +46,7 @@ fn sim_executor() -> Result<Box<dyn Executor>> {
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] for a bad shape (see
-/// [`validate`](super::host::validate)); [`Error::NoDevice`] for
+/// [`validate`]); [`Error::NoDevice`] for
 /// [`Backend::Cuda`] without a device; driver, JIT and launch errors.
 pub fn score_block(
     backend: Backend,

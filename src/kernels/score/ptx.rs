@@ -27,8 +27,8 @@
 //!
 //! # Top-s state (the [`ROUTE`] and [`MERGE`] kernels)
 //! Each row's running top-s lives in device memory as `(atom u32, score
-//! f32)` pairs sorted best first; the ordering is the `u64` key of
-//! [`key`](fn@emit_key): `(k << 32) | !atom` with `k = 0` for NaN, else
+//! f32)` pairs sorted best first, ordered by the `u64`
+//! key `(k << 32) | !atom` with `k = 0` for NaN, else
 //! `(bits & 0x7FFF_FFFF) + 1`. Keys are unique (atoms are), so the fold is
 //! deterministic. A warp folds one row at a time: candidates better than
 //! the current `s`-th key (all of them while the state holds fewer than
