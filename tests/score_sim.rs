@@ -206,7 +206,7 @@ fn duplicate_zero_nan_and_inf_scores() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 6, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
     #[test]
     fn small_shapes_route_like_the_host(
         rows in 1usize..12,

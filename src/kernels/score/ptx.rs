@@ -575,6 +575,8 @@ struct Folder {
     acc_a: SharedPtr<U32>,
     acc_s: SharedPtr<U32>,
     s: Reg<U32>,
+    /// Most candidates one fold step gets (the accepted list's capacity).
+    cap: u32,
 }
 
 impl Folder {
@@ -597,6 +599,7 @@ impl Folder {
             acc_a,
             acc_s,
             s,
+            cap,
         }
     }
 
@@ -638,6 +641,72 @@ impl Folder {
         cnt
     }
 
+    /// The `s`-th best key among the `nv` candidates when `s ≤ 32` and
+    /// `nv > s`, else 0 (every real key is at least 1: `!atom ≥ 1` because
+    /// `atom < K ≤ u32::MAX`). A candidate below it has `s` better
+    /// candidates, so it cannot reach the row's top `s`; filtering on it
+    /// keeps a fold step to at most `s` accepted candidates even while the
+    /// state is not full (the first tile of a row, or of a K-split), where
+    /// ranking all `nv` would cost `O(nv²/32)` per lane. Warp-uniform `nv`.
+    ///
+    /// Each lane holds the keys of candidates `lane + 32·i`; `s` rounds of
+    /// a warp-wide maximum (butterfly `shfl` of both halves) each retire
+    /// the current best (keys are unique, so exactly one lane owns it).
+    fn candidate_threshold(
+        &self,
+        b: &mut KernelBuilder,
+        nv: Reg<U32>,
+        cand: &dyn Fn(&mut KernelBuilder, Reg<U32>) -> (Reg<U32>, Reg<U32>),
+    ) -> Reg<U64> {
+        let s = self.s;
+        let result = b.mov(0u64);
+        let small_s = b.setp(Cmp::Le, s, 32u32);
+        let more = b.setp(Cmp::Gt, nv, s);
+        let go = b.pand(small_s, more);
+        b.if_(go, |b| {
+            b.comment("fold: s-th best candidate key (warp top-s)");
+            let keys: Vec<Reg<U64>> = (0..self.cap.div_ceil(32))
+                .map(|i| {
+                    let n = b.add(self.lane, 32 * i);
+                    let valid = b.setp(Cmp::Lt, n, nv);
+                    let key = b.mov(0u64);
+                    b.if_(valid, |b| {
+                        let (sc, a) = cand(b, n);
+                        let k = emit_key(b, sc, a);
+                        b.assign(key, k);
+                    });
+                    key
+                })
+                .collect();
+            b.for_range(0u32, s, 1u32, |b, _round| {
+                let best = b.mov(keys[0]);
+                for k in &keys[1..] {
+                    let gt = b.setp(Cmp::Gt, *k, best);
+                    let nb = b.selp(gt, *k, best);
+                    b.assign(best, nb);
+                }
+                for off in [16u32, 8, 4, 2, 1] {
+                    let lo = b.u64_to_u32(best);
+                    let hi64 = b.shr(best, 32u32);
+                    let hi = b.u64_to_u32(hi64);
+                    let olo = b.shfl(ShflMode::Bfly, lo, off, 0x1f, FULL);
+                    let ohi = b.shfl(ShflMode::Bfly, hi, off, 0x1f, FULL);
+                    let other = join_key(b, ohi, olo);
+                    let gt = b.setp(Cmp::Gt, other, best);
+                    let nb = b.selp(gt, other, best);
+                    b.assign(best, nb);
+                }
+                for k in &keys {
+                    let mine = b.setp(Cmp::Eq, *k, best);
+                    let nk = b.selp(mine, 0u64, *k);
+                    b.assign(*k, nk);
+                }
+                b.assign(result, best);
+            });
+        });
+        result
+    }
+
     /// Fold `nv` candidates (`cand(n)` = `(score bits, atom)` for `n < nv`)
     /// into the `m`-entry list `cur`, writing the merged list to `nxt`.
     /// Warp-uniform `m`, `nv`; every lane calls it. Returns whether `nxt`
@@ -661,6 +730,7 @@ impl Folder {
             let k = emit_key(b, sc, a);
             b.assign(threshold, k);
         });
+        let cand_threshold = self.candidate_threshold(b, nv, cand);
         b.comment("fold: compact the candidates that beat the s-th key");
         let na = b.mov(0u32);
         b.for_range(0u32, nv, 32u32, |b, n0| {
@@ -676,6 +746,8 @@ impl Folder {
             let key = emit_key(b, bits, atom);
             let beats = b.setp(Cmp::Gt, key, threshold);
             let wanted = b.por(not_full, beats);
+            let top_cand = b.setp(Cmp::Ge, key, cand_threshold);
+            let wanted = b.pand(wanted, top_cand);
             let ok = b.pand(valid, wanted);
             let mask = b.vote_ballot(ok, FULL);
             b.if_(ok, |b| {
