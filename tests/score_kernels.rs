@@ -236,6 +236,16 @@ fn host_backend_matches_the_model_and_says_so() {
     } else {
         assert_eq!(ran, Ran::Cuda);
     }
+    // An inconsistent tuning is refused before anything runs.
+    let bad = ScoreTuning {
+        tm: 3,
+        ..ScoreTuning::route_default_for(Sm::Sm80)
+    };
+    let e = launch::route_top_s(Backend::Host, &x, &d, rows, k, p, s, Some(bad)).unwrap_err();
+    assert!(
+        matches!(&e, ptxsmith::Error::InvalidArgument(m) if m.contains("micro-tile")),
+        "{e}"
+    );
     // Errors come before any backend is touched.
     assert!(launch::route_top_s(Backend::Cuda, &x, &d, rows, k, p, 0, None).is_err());
     assert!(launch::route_top_s(Backend::Cuda, &x, &d, rows, k, p, k + 1, None).is_err());

@@ -129,10 +129,10 @@ fn check_dims(rows: usize, k: usize, p: usize, t: &ScoreTuning) -> Result<(u32, 
 fn finish<T>(ex: &mut dyn Executor, bufs: &[BufferId], result: Result<T>) -> Result<T> {
     let mut freed = Ok(());
     for b in bufs {
-        if let Err(e) = ex.free(*b) {
-            if freed.is_ok() {
-                freed = Err(e);
-            }
+        if let Err(e) = ex.free(*b)
+            && freed.is_ok()
+        {
+            freed = Err(e);
         }
     }
     let v = result?;

@@ -251,7 +251,7 @@ impl ScoreTuning {
     pub fn check_route(&self) -> std::result::Result<(), TuningError> {
         self.check()?;
         let warps = self.warps();
-        if self.bm % warps != 0 || self.bm / warps > 32 {
+        if !self.bm.is_multiple_of(warps) || self.bm / warps > 32 {
             return Err(TuningError::RowsPerWarp { bm: self.bm, warps });
         }
         let bytes = self.route_smem_bytes();
@@ -567,6 +567,9 @@ fn store_entry(
     b.st_global(q, 1, bits);
 }
 
+/// Emits the load of candidate `n` of a fold step: `(score bits, atom)`.
+type CandFn<'a> = &'a dyn Fn(&mut KernelBuilder, Reg<U32>) -> (Reg<U32>, Reg<U32>);
+
 /// A warp's fold resources.
 struct Folder {
     lane: Reg<U32>,
@@ -656,7 +659,7 @@ impl Folder {
         &self,
         b: &mut KernelBuilder,
         nv: Reg<U32>,
-        cand: &dyn Fn(&mut KernelBuilder, Reg<U32>) -> (Reg<U32>, Reg<U32>),
+        cand: CandFn<'_>,
     ) -> Reg<U64> {
         let s = self.s;
         let result = b.mov(0u64);
@@ -718,7 +721,7 @@ impl Folder {
         nxt: GlobalPtr<U32>,
         m: Reg<U32>,
         nv: Reg<U32>,
-        cand: &dyn Fn(&mut KernelBuilder, Reg<U32>) -> (Reg<U32>, Reg<U32>),
+        cand: CandFn<'_>,
     ) -> Reg<Pred> {
         let s = self.s;
         let full = b.setp(Cmp::Ge, m, s);
