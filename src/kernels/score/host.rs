@@ -40,12 +40,7 @@ impl ScoreShape {
                  least 1"
             ));
         }
-        if u32::try_from(k).is_err() {
-            return Err(invalid_arg!(
-                "score: K={k} atoms exceeds u32::MAX={} (atom indices are u32)",
-                u32::MAX
-            ));
-        }
+        check_atom_count(k)?;
         for (what, a, b) in [("rows·P", rows, p), ("K·P", k, p), ("rows·K", rows, k)] {
             if a.checked_mul(b).is_none() {
                 return Err(invalid_arg!("score: {what} = {a}·{b} overflows usize"));
@@ -80,17 +75,32 @@ impl ScoreShape {
 
     /// Checks `1 ≤ s ≤ K`. `s` is never clamped.
     pub fn check_s(&self, s: usize) -> Result<()> {
-        if s == 0 || s > self.k {
-            return Err(invalid_arg!("score: s={s} must be in 1..=K (K={})", self.k));
-        }
-        Ok(())
+        check_s(s, self.k)
     }
+}
+
+/// Atom indices are `u32`: at most `u32::MAX` atoms.
+fn check_atom_count(k: usize) -> Result<()> {
+    if u32::try_from(k).is_err() {
+        return Err(invalid_arg!(
+            "score: K={k} atoms exceeds u32::MAX={} (atom indices are u32)",
+            u32::MAX
+        ));
+    }
+    Ok(())
+}
+
+fn check_s(s: usize, k: usize) -> Result<()> {
+    if s == 0 || s > k {
+        return Err(invalid_arg!("score: s={s} must be in 1..=K (K={k})"));
+    }
+    Ok(())
 }
 
 /// The part of a length error that names the `P` a length implies, when it
 /// is a whole number of `count` rows of `unit`.
 fn implied_p(len: usize, count: usize, p: usize, name: &str, unit: &str) -> String {
-    if len % count == 0 {
+    if len > 0 && len.is_multiple_of(count) {
         format!(
             " ({name} holds {count} {unit} of P={} each, but P={p} was given)",
             len / count
@@ -250,6 +260,18 @@ fn dot(x: &[f32], d: &[f32]) -> f32 {
 
 /// The full `rows × K` score block, row-major: `scores[r*K + a]`.
 pub fn score_block(x: &[f32], d: &[f32], rows: usize, k: usize, p: usize) -> Result<Vec<f32>> {
+    block_with(x, d, rows, k, p, dot)
+}
+
+/// The score block with `dot` as the per-score evaluation.
+fn block_with(
+    x: &[f32],
+    d: &[f32],
+    rows: usize,
+    k: usize,
+    p: usize,
+    dot: fn(&[f32], &[f32]) -> f32,
+) -> Result<Vec<f32>> {
     validate(x, d, rows, k, p)?;
     let mut scores = Vec::with_capacity(rows * k);
     for r in 0..rows {
@@ -267,16 +289,8 @@ pub fn score_block(x: &[f32], d: &[f32], rows: usize, k: usize, p: usize) -> Res
 /// Errors if `s` is not in `1..=scores.len()` or the row has more than
 /// `u32::MAX` atoms.
 pub fn select_top_s(scores: &[f32], s: usize) -> Result<Vec<(u32, f32)>> {
-    let k = scores.len();
-    if u32::try_from(k).is_err() {
-        return Err(invalid_arg!(
-            "score: K={k} atoms exceeds u32::MAX={}",
-            u32::MAX
-        ));
-    }
-    if s == 0 || s > k {
-        return Err(invalid_arg!("score: s={s} must be in 1..=K (K={k})"));
-    }
+    check_atom_count(scores.len())?;
+    check_s(s, scores.len())?;
     let mut ranked: Vec<(u32, f32)> = scores
         .iter()
         .enumerate()
@@ -297,6 +311,19 @@ pub fn route_top_s(
     k: usize,
     p: usize,
     s: usize,
+) -> Result<TopS> {
+    route_with(x, d, rows, k, p, s, dot)
+}
+
+/// The readable route with `dot` as the per-score evaluation.
+fn route_with(
+    x: &[f32],
+    d: &[f32],
+    rows: usize,
+    k: usize,
+    p: usize,
+    s: usize,
+    dot: fn(&[f32], &[f32]) -> f32,
 ) -> Result<TopS> {
     validate_route(x, d, rows, k, p, s)?;
     let mut lists = Vec::with_capacity(rows);
@@ -356,10 +383,10 @@ impl TopSState {
         let entry = Reverse((rank_key(atom, score), score.to_bits()));
         if self.kept.len() < self.s {
             self.kept.push(entry);
-        } else if let Some(mut worst) = self.kept.peek_mut() {
-            if entry < *worst {
-                *worst = entry;
-            }
+        } else if let Some(mut worst) = self.kept.peek_mut()
+            && entry < *worst
+        {
+            *worst = entry;
         }
     }
 
@@ -401,10 +428,11 @@ pub const LANES: usize = 16;
 /// Knobs of [`route_top_s_fast_with`]. They change speed, never results.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FastConfig {
-    /// Worker threads (at least 1). Small problems use one regardless.
+    /// Worker threads (at least 1); fewer run when there are fewer atom
+    /// groups and rows than threads.
     pub threads: usize,
-    /// Atoms per packed dictionary tile (at least 1; rounded up to a
-    /// multiple of [`LANES`]). Working memory is one `atom_tile × P` panel
+    /// Atoms per packed dictionary tile (at least 1; capped at `K`, then
+    /// rounded up to a multiple of [`LANES`]). Working memory is one `atom_tile × P` panel
     /// per thread plus `rows × s` kept candidates per thread; it does not
     /// grow with `K`.
     pub atom_tile: usize,
@@ -420,11 +448,12 @@ impl Default for FastConfig {
     }
 }
 
-/// Below this many multiply-adds a problem runs on one thread.
+/// Below this many multiply-adds [`route_top_s_fast`] uses one thread.
 const PARALLEL_MIN_MACS: usize = 1 << 18;
 
-/// [`route_top_s`] computed fast, with [`FastConfig::default`]. The result
-/// is bit-identical to [`route_top_s`].
+/// [`route_top_s`] computed fast, with [`FastConfig::default`] (one thread
+/// for problems under 2^18 multiply-adds). The result is bit-identical to
+/// [`route_top_s`].
 pub fn route_top_s_fast(
     x: &[f32],
     d: &[f32],
@@ -433,7 +462,11 @@ pub fn route_top_s_fast(
     p: usize,
     s: usize,
 ) -> Result<TopS> {
-    route_top_s_fast_with(x, d, rows, k, p, s, &FastConfig::default())
+    let mut cfg = FastConfig::default();
+    if rows.saturating_mul(k).saturating_mul(p) < PARALLEL_MIN_MACS {
+        cfg.threads = 1;
+    }
+    route_top_s_fast_with(x, d, rows, k, p, s, &cfg)
 }
 
 /// [`route_top_s`] computed fast: the dictionary is walked in tiles of
@@ -460,13 +493,9 @@ pub fn route_top_s_fast_with(
             cfg.atom_tile
         ));
     }
-    let atom_tile = cfg.atom_tile.div_ceil(LANES) * LANES;
-    let macs = rows.saturating_mul(k).saturating_mul(p);
-    let threads = if macs < PARALLEL_MIN_MACS {
-        1
-    } else {
-        cfg.threads
-    };
+    // A tile wider than K only wastes panel memory (and could overflow).
+    let atom_tile = cfg.atom_tile.min(k).div_ceil(LANES) * LANES;
+    let threads = cfg.threads;
 
     // Work items: (row range, atom range), each producing one state per row.
     let groups = k.div_ceil(LANES);
@@ -528,7 +557,44 @@ fn split(n: usize, parts: usize) -> Vec<Range<usize>> {
 
 /// Routes rows `row_range` against atoms `atom_range` (whose start is a
 /// multiple of [`LANES`] or equal to `0`), returning one state per row.
+///
+/// On x86-64 CPUs with AVX the same code is compiled with 256-bit vectors:
+/// the same IEEE `mul`/`add` per lane, so the same bits. Only `avx` is
+/// enabled, not `fma`, and Rust never contracts `a * b + c` by itself.
 fn route_part(
+    x: &[f32],
+    d: &[f32],
+    p: usize,
+    s: usize,
+    row_range: Range<usize>,
+    atom_range: Range<usize>,
+    atom_tile: usize,
+) -> Vec<TopSState> {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx") {
+        // SAFETY: the CPU supports AVX, checked just above.
+        return unsafe { route_part_avx(x, d, p, s, row_range, atom_range, atom_tile) };
+    }
+    route_part_body(x, d, p, s, row_range, atom_range, atom_tile)
+}
+
+/// [`route_part_body`] compiled for AVX.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx")]
+fn route_part_avx(
+    x: &[f32],
+    d: &[f32],
+    p: usize,
+    s: usize,
+    row_range: Range<usize>,
+    atom_range: Range<usize>,
+    atom_tile: usize,
+) -> Vec<TopSState> {
+    route_part_body(x, d, p, s, row_range, atom_range, atom_tile)
+}
+
+#[inline(always)]
+fn route_part_body(
     x: &[f32],
     d: &[f32],
     p: usize,
@@ -543,19 +609,15 @@ fn route_part(
     while tile_start < atom_range.end {
         let tile_end = (tile_start + atom_tile).min(atom_range.end);
         let n_groups = (tile_end - tile_start).div_ceil(LANES);
-        pack_panel(
-            d,
-            p,
-            tile_start..tile_end,
-            &mut panel[..n_groups * LANES * p],
-        );
-        // Rows in blocks of ROW_BLOCK so each panel load feeds several
-        // rows' accumulators; the leftover rows one at a time.
+        let used = &mut panel[..n_groups * LANES * p];
+        pack_panel(d, p, tile_start..tile_end, used);
         let tile = Tile {
-            panel: &panel[..n_groups * LANES * p],
+            panel: used,
             start: tile_start,
             end: tile_end,
         };
+        // Rows in blocks of ROW_BLOCK so each panel load feeds several
+        // rows' accumulators; the leftover rows one at a time.
         let mut blocks = states.chunks_exact_mut(ROW_BLOCK);
         let mut r = row_range.start;
         for block in &mut blocks {
@@ -573,7 +635,7 @@ fn route_part(
 }
 
 /// Rows scored together by the fast path's inner kernel.
-const ROW_BLOCK: usize = 2;
+const ROW_BLOCK: usize = 4;
 
 /// One packed dictionary tile: atoms `start..end`, `panel` as written by
 /// [`pack_panel`].
@@ -585,7 +647,7 @@ struct Tile<'a> {
 
 /// Scores rows `r0..r0+R` against every atom of `tile` and offers the
 /// scores to those rows' states.
-#[inline]
+#[inline(always)]
 fn score_rows<const R: usize>(
     x: &[f32],
     p: usize,
@@ -631,7 +693,7 @@ fn pack_panel(d: &[f32], p: usize, atoms: Range<usize>, panel: &mut [f32]) {
 /// of the group, with its own accumulator summing `c` ascending, separate
 /// roundings (no `mul_add`), so each lane equals the readable `dot` bit for
 /// bit. Each panel load is shared by the `R` rows.
-#[inline]
+#[inline(always)]
 fn dot_lanes_rows<const R: usize>(xs: [&[f32]; R], group_panel: &[f32]) -> [[f32; LANES]; R] {
     let mut acc = [[0.0f32; LANES]; R];
     for (c, dc) in group_panel.chunks_exact(LANES).enumerate() {
@@ -654,20 +716,7 @@ fn dot_lanes_rows<const R: usize>(xs: [&[f32]; R], group_panel: &[f32]) -> [[f32
 /// **not** the contract; it exists so tests can show that an
 /// implementation does not contract (see [`fma_sensitive_case`]).
 pub fn fma_score(x: &[f32], d: &[f32], rows: usize, k: usize, p: usize) -> Result<Vec<f32>> {
-    validate(x, d, rows, k, p)?;
-    let mut scores = Vec::with_capacity(rows * k);
-    for r in 0..rows {
-        let xr = &x[r * p..(r + 1) * p];
-        for a in 0..k {
-            let da = &d[a * p..(a + 1) * p];
-            let mut acc = 0.0f32;
-            for c in 0..p {
-                acc = xr[c].mul_add(da[c], acc);
-            }
-            scores.push(acc);
-        }
-    }
-    Ok(scores)
+    block_with(x, d, rows, k, p, fused_dot)
 }
 
 /// [`route_top_s`] on the fused scores of [`fma_score`] (for tests).
@@ -679,13 +728,16 @@ pub fn fma_route_top_s(
     p: usize,
     s: usize,
 ) -> Result<TopS> {
-    validate_route(x, d, rows, k, p, s)?;
-    let scores = fma_score(x, d, rows, k, p)?;
-    let lists = scores
-        .chunks_exact(k)
-        .map(|row| select_top_s(row, s))
-        .collect::<Result<Vec<_>>>()?;
-    Ok(TopS::from_rows(rows, s, lists))
+    route_with(x, d, rows, k, p, s, fused_dot)
+}
+
+/// `acc = mul_add(x[c], d[c], acc)` for c ascending from `+0.0`.
+fn fused_dot(x: &[f32], d: &[f32]) -> f32 {
+    let mut acc = 0.0f32;
+    for c in 0..x.len() {
+        acc = x[c].mul_add(d[c], acc);
+    }
+    acc
 }
 
 /// A routing problem whose separate-rounding top-s (the contract) differs
@@ -699,7 +751,8 @@ pub struct FmaCase {
     pub s: usize,
     pub x: Vec<f32>,
     pub d: Vec<f32>,
-    /// The first row whose top-s differs.
+    /// The row holding the planted near-tie; its top-s differs (other
+    /// rows may differ too).
     pub row: usize,
     /// The two planted atoms (`x[row]·a == x[row]·b` in exact arithmetic).
     pub pair: (u32, u32),
@@ -715,9 +768,9 @@ pub struct FmaCase {
 /// random row and sets atom `b = a + t·(x[r][c2]·e_c1 − x[r][c1]·e_c2)` for
 /// a small integer `t`: in exact arithmetic `x[r]·a == x[r]·b`, so the two
 /// computed scores differ only by rounding, and the separate and the fused
-/// roundings often order them differently. The first attempt whose
-/// [`route_top_s`] and [`fma_route_top_s`] atoms differ is returned
-/// (typically within a few attempts).
+/// roundings often order them differently. The first attempt where
+/// [`route_top_s`] and [`fma_route_top_s`] pick different atoms for row `r`
+/// is returned (typically within a few attempts).
 pub fn fma_sensitive_case(rows: usize, k: usize, p: usize, seed: u64) -> Result<FmaCase> {
     const ATTEMPTS: usize = 10_000;
     ScoreShape::new(rows, k, p)?;
@@ -731,9 +784,8 @@ pub fn fma_sensitive_case(rows: usize, k: usize, p: usize, seed: u64) -> Result<
         let case = fma_candidate(rows, k, p, &mut rng);
         let separate = route_top_s(&case.x, &case.d, rows, k, p, case.s)?;
         let fused = fma_route_top_s(&case.x, &case.d, rows, k, p, case.s)?;
-        let differing = (0..rows).find(|&r| separate.row(r).0 != fused.row(r).0);
-        if let Some(row) = differing {
-            return Ok(FmaCase { row, ..case });
+        if separate.row(case.row).0 != fused.row(case.row).0 {
+            return Ok(case);
         }
     }
     Err(invalid_arg!(
@@ -765,7 +817,8 @@ fn fma_candidate(rows: usize, k: usize, p: usize, rng: &mut SplitMix64) -> FmaCa
     }
     let xr = &x[row * p..(row + 1) * p];
     for c in 0..p {
-        // Sums of 17-bit fractions on the 2^-16 grid: exact in f32.
+        // On the 2^-16 grid and below 4 in magnitude: at most 18
+        // significant bits, exact in f32.
         let shift = if c == c1 {
             t * xr[c2]
         } else if c == c2 {
@@ -802,5 +855,232 @@ impl SplitMix64 {
     /// Uniform-ish in `0..n` (`n ≥ 1`; the modulo bias is irrelevant here).
     fn below(&mut self, n: u64) -> u64 {
         self.next() % n
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SPECIALS: [f32; 9] = [
+        f32::NAN,
+        -f32::NAN,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        1e-45,
+    ];
+
+    #[test]
+    fn rank_key_orders_like_rank_cmp() {
+        let mut pairs = Vec::new();
+        for (i, &v) in SPECIALS.iter().enumerate() {
+            for atom in [0u32, 1, 7, u32::MAX - 1] {
+                pairs.push((atom.wrapping_add(i as u32 * 10), v));
+            }
+        }
+        for &a in &pairs {
+            for &b in &pairs {
+                let by_key = rank_key(b.0, b.1).cmp(&rank_key(a.0, a.1));
+                if a.0 == b.0 && (a.1.is_nan() == b.1.is_nan()) && (a.1.abs() == b.1.abs()) {
+                    assert_eq!(by_key, Ordering::Equal);
+                } else if a.0 != b.0 {
+                    assert_eq!(by_key, rank_cmp(a, b), "{a:?} vs {b:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn rank_cmp_spelled_out() {
+        use Ordering::*;
+        assert_eq!(rank_cmp((5, f32::INFINITY), (0, 1e38)), Less);
+        assert_eq!(
+            rank_cmp((1, f32::NEG_INFINITY), (0, f32::INFINITY)),
+            Greater
+        );
+        assert_eq!(rank_cmp((0, -0.0), (1, 0.0)), Less);
+        assert_eq!(rank_cmp((1, -0.0), (0, 0.0)), Greater);
+        assert_eq!(rank_cmp((9, 0.0), (0, f32::NAN)), Less);
+        assert_eq!(rank_cmp((0, f32::NAN), (1, -f32::NAN)), Less);
+        assert_eq!(rank_cmp((0, -3.0), (1, 2.0)), Less);
+    }
+
+    #[test]
+    fn dot_lanes_rows_matches_dot_per_lane() {
+        let p = 7;
+        let d: Vec<f32> = (0..20 * p).map(|i| (i as f32 * 0.37).sin() * 3.0).collect();
+        let x: Vec<f32> = (0..2 * p).map(|i| (i as f32 * 0.91).cos()).collect();
+        let mut panel = vec![f32::NAN; 2 * LANES * p];
+        pack_panel(&d, p, 0..20, &mut panel);
+        let (x0, x1) = (&x[..p], &x[p..]);
+        for g in 0..2 {
+            let accs = dot_lanes_rows([x0, x1], &panel[g * LANES * p..(g + 1) * LANES * p]);
+            for (acc, xr) in accs.iter().zip([x0, x1]) {
+                for (j, got) in acc.iter().enumerate() {
+                    let a = g * LANES + j;
+                    let want = if a < 20 {
+                        dot(xr, &d[a * p..(a + 1) * p])
+                    } else {
+                        0.0
+                    };
+                    assert_eq!(got.to_bits(), want.to_bits(), "atom {a}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn split_covers_in_order() {
+        for n in 1..40 {
+            for parts in 1..=n {
+                let ranges = split(n, parts);
+                assert_eq!(ranges.len(), parts);
+                assert_eq!(ranges[0].start, 0);
+                assert_eq!(ranges[parts - 1].end, n);
+                for w in ranges.windows(2) {
+                    assert_eq!(w[0].end, w[1].start);
+                }
+                assert!(ranges.iter().all(|r| !r.is_empty()));
+            }
+        }
+    }
+
+    #[test]
+    fn state_keeps_bits_and_capacity() {
+        let mut st = TopSState::new(3);
+        assert!(st.is_empty());
+        let odd_nan = f32::from_bits(0x7fc0_1234);
+        for (a, &v) in [odd_nan, -0.0, 2.0, -5.0, 0.0].iter().enumerate() {
+            st.offer(a as u32, v);
+        }
+        assert_eq!(st.len(), 3);
+        assert_eq!(st.capacity(), 3);
+        let got: Vec<(u32, u32)> = st
+            .finish()
+            .into_iter()
+            .map(|(a, v)| (a, v.to_bits()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (3, (-5.0f32).to_bits()),
+                (2, 2.0f32.to_bits()),
+                (1, (-0.0f32).to_bits())
+            ]
+        );
+
+        let mut nan_only = TopSState::new(2);
+        nan_only.offer(4, odd_nan);
+        nan_only.offer(2, f32::NAN);
+        let got = nan_only.finish();
+        assert_eq!(got[0].0, 2);
+        assert_eq!(got[1].0, 4);
+        assert_eq!(got[1].1.to_bits(), 0x7fc0_1234);
+
+        let mut none = TopSState::new(0);
+        none.offer(0, 1.0);
+        assert!(none.finish().is_empty());
+    }
+
+    #[test]
+    fn merge_rejects_different_s() {
+        let mut a = TopSState::new(2);
+        let b = TopSState::new(3);
+        let msg = a.merge(&b).unwrap_err().to_string();
+        assert!(msg.contains("s=2") && msg.contains("s=3"), "{msg}");
+    }
+
+    #[test]
+    fn fast_config_rejects_zero_knobs() {
+        let x = [1.0f32];
+        let d = [1.0f32];
+        for cfg in [
+            FastConfig {
+                threads: 0,
+                atom_tile: 8,
+            },
+            FastConfig {
+                threads: 1,
+                atom_tile: 0,
+            },
+        ] {
+            let msg = route_top_s_fast_with(&x, &d, 1, 1, 1, 1, &cfg)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                msg.contains(&format!("threads={}", cfg.threads))
+                    && msg.contains(&format!("atom_tile={}", cfg.atom_tile)),
+                "{msg}"
+            );
+        }
+    }
+
+    #[test]
+    fn fast_splits_by_atoms_and_by_rows() {
+        // Atom split (many groups) and row split (one group, many rows),
+        // with tiles that do not divide K.
+        for (rows, k, p, s) in [(5, 203, 9, 4), (50, 16, 3, 16), (3, 17, 2, 17)] {
+            let x: Vec<f32> = (0..rows * p).map(|i| ((i * 7 % 11) as f32) - 5.0).collect();
+            let d: Vec<f32> = (0..k * p).map(|i| ((i * 5 % 13) as f32) - 6.0).collect();
+            let want = route_top_s(&x, &d, rows, k, p, s).unwrap();
+            for threads in 1..=5 {
+                for atom_tile in [1, 16, 33, 1000, usize::MAX] {
+                    let cfg = FastConfig { threads, atom_tile };
+                    let got = route_top_s_fast_with(&x, &d, rows, k, p, s, &cfg).unwrap();
+                    assert_eq!(got, want, "rows={rows} K={k} P={p} s={s} {cfg:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn baseline_and_dispatched_kernels_agree() {
+        // On an AVX machine `route_part` runs the AVX build; the baseline
+        // body must give the same bits (elsewhere both are the baseline).
+        let finish = |states: Vec<TopSState>| -> Vec<(u32, u32)> {
+            states
+                .into_iter()
+                .flat_map(|st| st.finish())
+                .map(|(a, v)| (a, v.to_bits()))
+                .collect()
+        };
+        for (rows, k, p, s) in [(7, 100, 13, 100), (4, 33, 64, 3), (1, 5, 1, 2)] {
+            let x: Vec<f32> = (0..rows * p).map(|i| (i as f32 * 0.77).sin()).collect();
+            let mut d: Vec<f32> = (0..k * p).map(|i| (i as f32 * 0.31).cos() * 1e3).collect();
+            d[0] = f32::INFINITY;
+            d[k * p - 1] = f32::NAN;
+            for atom_tile in [16, 48] {
+                let dispatched = route_part(&x, &d, p, s, 0..rows, 0..k, atom_tile);
+                let baseline = route_part_body(&x, &d, p, s, 0..rows, 0..k, atom_tile);
+                assert_eq!(
+                    finish(dispatched),
+                    finish(baseline),
+                    "rows={rows} K={k} P={p}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn fma_candidate_plants_an_exact_tie() {
+        // In exact arithmetic the planted pair scores equal for the chosen
+        // row: check with f64, where the 16-bit products are exact and the
+        // short sums are too.
+        let mut rng = SplitMix64(42);
+        for _ in 0..50 {
+            let c = fma_candidate(3, 5, 6, &mut rng);
+            let (a, b) = (c.pair.0 as usize, c.pair.1 as usize);
+            assert_ne!(a, b);
+            let exact = |atom: usize, row: usize| -> f64 {
+                (0..c.p)
+                    .map(|j| f64::from(c.x[row * c.p + j]) * f64::from(c.d[atom * c.p + j]))
+                    .sum()
+            };
+            assert_eq!(exact(a, c.row), exact(b, c.row));
+        }
     }
 }

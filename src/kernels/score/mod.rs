@@ -19,7 +19,10 @@
 //! i.e. separate rounding of every product and every sum, columns in
 //! ascending order. It is equal under `to_bits()` to the Rust loop
 //! `acc += x * d` (no `mul_add`, no reassociation, no splitting of the sum
-//! over `c`). A fused multiply-add rounds once instead of twice and can
+//! over `c`). Because the sum starts from `+0.0`, a score is never `−0.0`
+//! (`+0.0 + −0.0` and exact cancellation both give `+0.0`); an
+//! implementation that starts from the first product instead differs
+//! exactly there. A fused multiply-add rounds once instead of twice and can
 //! change a score by an ulp and with it the routing; see
 //! [`host::fma_sensitive_case`] for data that detects contraction.
 //!
