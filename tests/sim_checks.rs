@@ -269,8 +269,8 @@ fn shfl_modes_with_clamp_and_segments() {
     };
     let up = run("up", 1, 0);
     assert_eq!(up[0], (0, false));
-    for l in 1..32 {
-        assert_eq!(up[l], ((l as u32 - 1) * 100, true));
+    for (l, v) in up.iter().enumerate().skip(1) {
+        assert_eq!(*v, ((l as u32 - 1) * 100, true));
     }
     let down = run("down", 1, 0x1f);
     assert_eq!(down[31], (3100, false));

@@ -752,3 +752,16 @@ fn memory_vectors_narrow_and_generic() {
     // 0xFFFFFF80 + 0xFFFFFFFF + 3 + 4 + 4 = 0x80+... compute: -128 - 1 + 11 = -118
     assert_eq!(run(&ptx_body, 0, 0, 0).unwrap() as u32, (-118i32) as u32);
 }
+
+#[test]
+fn vector_store_with_immediates() {
+    let body = ".shared .align 16 .b8 buf[16];\nst.shared.v4.u32 [buf], {1, 2, 0xFFFFFFFF, %r1};\n\
+                ld.shared.v4.u32 {%r4, %r5, %r6, %r7}, [buf];\nadd.u32 %r4, %r4, %r5;\nadd.u32 %r4, %r4, %r6;\nadd.u32 %r4, %r4, %r7;\ncvt.u64.u32 %rd7, %r4;";
+    assert_eq!(run(body, 10, 0, 0).unwrap(), 12);
+    let body =
+        ".shared .align 16 .b8 buf[16];\nst.shared::cluster.u32 [buf], %r1;\nmov.u64 %rd7, 0;";
+    assert!(matches!(
+        run(body, 0, 0, 0),
+        Err(SimError::Unsupported { .. })
+    ));
+}

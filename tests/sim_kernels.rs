@@ -164,3 +164,87 @@ fn executor_interface_parses_once_and_counts_traffic() {
     let e: ptxsmith::Error = SimError::InvalidLaunch("x".into()).into();
     assert!(matches!(e, ptxsmith::Error::Sim(_)));
 }
+
+/// Host model of tests/ptx/dot.ptx, written from its comment.
+fn dot_model(x: &[f32], y: &[f32], grid: usize, block: usize) -> Vec<f32> {
+    let n = x.len();
+    let mut out = Vec::new();
+    for b in 0..grid {
+        let mut red: Vec<f32> = (0..block)
+            .map(|t| {
+                let mut acc = 0f32;
+                let mut i = b * block + t;
+                while i < n {
+                    acc = x[i].mul_add(y[i], acc);
+                    i += grid * block;
+                }
+                acc
+            })
+            .collect();
+        let mut s = block / 2;
+        while s >= 32 {
+            for t in 0..s {
+                red[t] += red[t + s];
+            }
+            s /= 2;
+        }
+        let mut v: Vec<f32> = red[..32].to_vec();
+        for off in [16, 8, 4, 2, 1] {
+            let old = v.clone();
+            for l in 0..32 {
+                let src = if l + off < 32 { old[l + off] } else { old[l] };
+                v[l] = old[l] + src;
+            }
+        }
+        out.push(v[0]);
+    }
+    out
+}
+
+#[test]
+fn dot_kernel_matches_model_bit_for_bit() {
+    let prog = Program::parse(include_str!("ptx/dot.ptx")).unwrap();
+    let mut sim = Sim::new(Sm::Sm80);
+    let n = 10_007usize;
+    let x: Vec<f32> = (0..n)
+        .map(|i| ((i * 7919) % 1000) as f32 / 997.0 - 0.5)
+        .collect();
+    let y: Vec<f32> = (0..n)
+        .map(|i| ((i * 104_729) % 1000) as f32 / 313.0 - 1.5)
+        .collect();
+    for (grid, block) in [(3usize, 256usize), (1, 1024), (7, 64)] {
+        let px = sim.alloc(4 * n).unwrap();
+        let py = sim.alloc(4 * n).unwrap();
+        let pp = sim.alloc(4 * grid).unwrap();
+        sim.write(
+            px,
+            &x.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<_>>(),
+        )
+        .unwrap();
+        sim.write(
+            py,
+            &y.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<_>>(),
+        )
+        .unwrap();
+        sim.launch_program(
+            &prog,
+            "dot",
+            LaunchConfig::linear(grid as u32, block as u32),
+            &[
+                ArgValue::Ptr(px),
+                ArgValue::Ptr(py),
+                ArgValue::Ptr(pp),
+                ArgValue::U32(n as u32),
+            ],
+        )
+        .unwrap();
+        let mut o = vec![0u8; 4 * grid];
+        sim.read(pp, &mut o).unwrap();
+        let got = f32s(&o);
+        let want = dot_model(&x, &y, grid, block);
+        assert_eq!(
+            got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            want.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+        );
+    }
+}

@@ -88,13 +88,12 @@ pub(crate) struct GlobalMem {
 impl GlobalMem {
     #[inline]
     fn find(&mut self, addr: u64, size: u64) -> Option<(usize, usize)> {
-        if let Some(a) = self.allocs.get(self.last) {
-            if addr >= a.base
-                && addr.wrapping_add(size) <= a.base + a.data.len() as u64
-                && addr.checked_add(size).is_some()
-            {
-                return Some((self.last, (addr - a.base) as usize));
-            }
+        if let Some(a) = self.allocs.get(self.last)
+            && addr >= a.base
+            && addr.wrapping_add(size) <= a.base + a.data.len() as u64
+            && addr.checked_add(size).is_some()
+        {
+            return Some((self.last, (addr - a.base) as usize));
         }
         let i = self.allocs.partition_point(|a| a.base <= addr);
         if i == 0 {
@@ -277,21 +276,21 @@ impl Sim {
                 cfg.grid
             )));
         }
-        if let Some(m) = e.maxntid {
-            if nthreads > m.0 as u64 * m.1 as u64 * m.2 as u64 {
-                return Err(SimError::InvalidLaunch(format!(
-                    "block {:?} exceeds .maxntid {:?} of `{entry}`",
-                    cfg.block, m
-                )));
-            }
+        if let Some(m) = e.maxntid
+            && nthreads > m.0 as u64 * m.1 as u64 * m.2 as u64
+        {
+            return Err(SimError::InvalidLaunch(format!(
+                "block {:?} exceeds .maxntid {:?} of `{entry}`",
+                cfg.block, m
+            )));
         }
-        if let Some(r) = e.reqntid {
-            if r != cfg.block {
-                return Err(SimError::InvalidLaunch(format!(
-                    "block {:?} differs from .reqntid {:?} of `{entry}`",
-                    cfg.block, r
-                )));
-            }
+        if let Some(r) = e.reqntid
+            && r != cfg.block
+        {
+            return Err(SimError::InvalidLaunch(format!(
+                "block {:?} differs from .reqntid {:?} of `{entry}`",
+                cfg.block, r
+            )));
         }
         let smem = e.dyn_shared_offset() as u64 + cfg.dynamic_smem_bytes as u64;
         let limit = self.sm.info().max_smem_per_block_optin as u64;
@@ -686,20 +685,20 @@ impl<'a> Exec<'a> {
                     return Err(self.to_err(Fault::UninitReg(inst.guard), t, pc));
                 }
                 if g == inst.guard_neg {
-                    if let Op::BraUni { idx, .. } = inst.op {
-                        if self.checks {
-                            self.brauni(t, idx, false)
-                                .map_err(|f| self.to_err(f, t, pc))?;
-                        }
+                    if let Op::BraUni { idx, .. } = inst.op
+                        && self.checks
+                    {
+                        self.brauni(t, idx, false)
+                            .map_err(|f| self.to_err(f, t, pc))?;
                     }
                     pc += 1;
                     continue;
                 }
-                if let Op::BraUni { idx, .. } = inst.op {
-                    if self.checks {
-                        self.brauni(t, idx, true)
-                            .map_err(|f| self.to_err(f, t, pc))?;
-                    }
+                if let Op::BraUni { idx, .. } = inst.op
+                    && self.checks
+                {
+                    self.brauni(t, idx, true)
+                        .map_err(|f| self.to_err(f, t, pc))?;
                 }
             }
             match self.step(t, base, inst) {
@@ -774,10 +773,8 @@ impl<'a> Exec<'a> {
         let my = tag(ep, c.wepoch[w], t as u64, atomic);
         for i in off..off + len {
             let wt = c.sh_w[i];
-            if !write || atomic {
-                if wt == 0 {
-                    return Err(Fault::UninitShared(off as u64, len as u32));
-                }
+            if (!write || atomic) && wt == 0 {
+                return Err(Fault::UninitShared(off as u64, len as u32));
             }
             let conflict = |tg: u64, wepoch: &[u32]| -> bool {
                 if (tg >> 32) as u32 != ep {
@@ -1237,11 +1234,11 @@ impl<'a> Exec<'a> {
                 let addr = a!().wrapping_add(i.off as u64);
                 let mut vals = [0u64; 4];
                 self.load(t, sp, addr, size, n, &mut vals)?;
-                for k in 0..n as usize {
+                for (k, &raw) in vals.iter().enumerate().take(n as usize) {
                     let v = if signed {
-                        sext(vals[k], size * 8) as u64
+                        sext(raw, size * 8) as u64
                     } else {
-                        vals[k]
+                        raw
                     };
                     self.wr(base, i.d[k], v);
                 }
@@ -1249,12 +1246,8 @@ impl<'a> Exec<'a> {
             Op::St { sp, size, n } => {
                 let addr = a!().wrapping_add(i.off as u64);
                 let mut vals = [0u64; 4];
-                for k in 0..n as usize {
-                    vals[k] = if k == 3 {
-                        self.rd(base, Src::Reg(i.d[0]))?
-                    } else {
-                        self.rd(base, i.s[k + 1])?
-                    };
+                for (k, v) in vals.iter_mut().enumerate().take(n as usize) {
+                    *v = self.rd(base, i.s[k + 1])?;
                 }
                 let sz = size as usize;
                 let (rs, _) = Self::resolve(sp, addr);
@@ -1983,7 +1976,7 @@ pub fn cvt(
         (CvtTy::F32, CvtTy::F16) | (CvtTy::F32, CvtTy::Bf16) => out_f32(x as f32),
         (CvtTy::F64, _) => {
             if x.is_nan() {
-                0x7FF8_0000_0000_0000 | (v & 0) // canonical quiet NaN from a narrower NaN
+                0x7FF8_0000_0000_0000 // canonical quiet NaN from a narrower NaN
             } else {
                 x.to_bits()
             }

@@ -97,8 +97,6 @@ pub fn round_f32(hi: f64, lo: f64, rnd: Rnd) -> f32 {
                 next_down(r0)
             } else if r0 < 0.0 && err > 0.0 {
                 next_up(r0)
-            } else if r0 == 0.0 {
-                r0
             } else {
                 r0
             }
@@ -192,10 +190,9 @@ pub fn f32_op(op: FOp, rnd: Rnd, ftz: bool, sat: bool, a: u32, b: u32, c: u32) -
                         None
                     } else if xd + yd == 0.0 {
                         // exact zero: sign per IEEE (−0 only under Rm, or both −0)
-                        let neg = if x == 0.0 && (yd == 0.0) {
-                            x.is_sign_negative() && (yd.is_sign_negative())
-                                || (rnd == Rnd::Rm
-                                    && (x.is_sign_negative() != yd.is_sign_negative()))
+                        let neg = if x == 0.0 && yd == 0.0 {
+                            (x.is_sign_negative() && yd.is_sign_negative())
+                                || (rnd == Rnd::Rm && x.is_sign_negative() != yd.is_sign_negative())
                         } else {
                             rnd == Rnd::Rm
                         };
@@ -205,12 +202,7 @@ pub fn f32_op(op: FOp, rnd: Rnd, ftz: bool, sat: bool, a: u32, b: u32, c: u32) -
                     }
                 }
                 FOp::Mul => {
-                    if !rn.is_finite()
-                        && !(x * y).is_finite()
-                        && (x.is_infinite() || y.is_infinite() || x.is_nan() || y.is_nan())
-                    {
-                        None
-                    } else if xd * yd == 0.0 {
+                    if !x.is_finite() || !y.is_finite() || x == 0.0 || y == 0.0 {
                         None
                     } else {
                         Some((xd * yd, 0.0))
@@ -222,17 +214,14 @@ pub fn f32_op(op: FOp, rnd: Rnd, ftz: bool, sat: bool, a: u32, b: u32, c: u32) -
                     } else {
                         let p = xd * yd; // exact
                         if p + zd == 0.0 {
-                            if p == 0.0 && zd == 0.0 {
-                                let pneg = (x.is_sign_negative() != y.is_sign_negative())
-                                    && !(x == 0.0 && y == 0.0 && false);
-                                let neg = if pneg == z.is_sign_negative() {
-                                    pneg
-                                } else {
-                                    rnd == Rnd::Rm
-                                };
-                                return if neg { 0x8000_0000 } else { 0 };
-                            }
-                            return if rnd == Rnd::Rm { 0x8000_0000 } else { 0 };
+                            // exact zero: IEEE sign rules
+                            let pneg = x.is_sign_negative() != y.is_sign_negative();
+                            let neg = if p == 0.0 && zd == 0.0 && pneg == z.is_sign_negative() {
+                                pneg
+                            } else {
+                                rnd == Rnd::Rm
+                            };
+                            return if neg { 0x8000_0000 } else { 0 };
                         }
                         Some(two_sum(p, zd))
                     }

@@ -448,7 +448,8 @@ impl Op {
 pub struct Inst {
     pub op: Op,
     pub d: [u32; 4],
-    pub s: [Src; 4],
+    /// Sources (`st.v4` uses s[1..5] for its values, s[0] for the address).
+    pub s: [Src; 5],
     /// Byte offset of a memory operand.
     pub off: i64,
     /// Guard predicate slot, `NO_REG` if none.

@@ -1,10 +1,192 @@
-//! CPU PTX simulator.
+//! # CPU PTX simulator
+//!
+//! A bit-exact, deterministic interpreter for the PTX that ptxsmith
+//! generates, with compute-sanitizer style checks on by default. It is the
+//! oracle the host models are tested against, so every semantic rule here
+//! is written from `shared/reference/ptx-semantics.md` (PTX ISA 9.4), never
+//! copied from a host model.
+//!
+//! ## Use
+//!
+//! ```
+//! use ptxsmith::Sm;
+//! use ptxsmith::dsl::params::ArgValue;
+//! use ptxsmith::runtime::exec::LaunchConfig;
+//! use ptxsmith::sim::{Program, Sim};
+//!
+//! let prog = Program::parse(include_str!("../../tests/ptx/saxpy.ptx")).unwrap();
+//! let mut sim = Sim::new(Sm::Sm80);
+//! let x = sim.alloc(16).unwrap();
+//! let y = sim.alloc(16).unwrap();
+//! sim.write(x, &[0u8; 16]).unwrap();
+//! sim.write(y, &[0u8; 16]).unwrap();
+//! let args = [ArgValue::Ptr(x), ArgValue::Ptr(y), ArgValue::F32(2.0), ArgValue::U32(4)];
+//! let report = sim.launch_program(&prog, "saxpy", LaunchConfig::linear(1, 32), &args).unwrap();
+//! assert_eq!(report.per_opcode["fma.rn.f32"], 4);
+//! ```
+//!
+//! [`Sim`] also implements [`crate::runtime::exec::Executor`]: a
+//! [`crate::dsl::PtxModule`] is parsed once (cached by its PTX text), its
+//! arguments are checked with [`crate::dsl::params::check_args`], and
+//! uploads, downloads and launches are counted in `traffic()`.
+//! `multiprocessor_count()` is [`exec::SM_COUNT`] (4).
+//! `examples/ptx_run.rs` (logic in [`cli`]) runs a PTX file from the
+//! command line.
+//!
+//! ## Parsing
+//!
+//! [`Program::parse`] turns the text into a pre-decoded form once: a flat
+//! instruction vector with registers resolved to slot indices, labels to
+//! instruction indices, variables to state-space offsets, immediates to
+//! bits. Accepted: `.version`, `.target sm_XY` (also `compute_XY`, suffixes
+//! `a`/`f`), `.address_size 64`, `.visible/.weak .entry` with `.param`
+//! scalars, `.ptr .global .align N` pointers and `.b8 name[N]` byte arrays,
+//! `.maxntid/.reqntid/.minnctapersm/.maxnreg`, `.reg` ranges `%f<12>` and
+//! lists, `.shared` (typed or `.b8`, `.align`), module-scope `.extern
+//! .shared` (dynamic shared, placed after all static shared at its
+//! alignment), `.local`, module-scope `.const` with initialisers, labels,
+//! nested `{ }` scopes (flattened), `//` and `/* */` comments, `.pragma`,
+//! `.loc`/`.file`. Operands: registers, special registers, `_`, `!%p`,
+//! `%p|%q`, vectors `{a,b,c,d}`, immediates (`0fXXXXXXXX`, `0dX…`, decimal
+//! or `0x` integers, decimal floats), addresses `[reg]`, `[reg+imm]`,
+//! `[reg+-imm]`, `[var]`, `[var+imm]`, `[imm]`, and `mov r, var` (the
+//! state-space address of a variable). Anything else — `.func`/`call`,
+//! textures, `[r+r]`, `.approx`/`.full` arithmetic, module `.global`
+//! variables, 256-bit accesses, … — is refused with
+//! [`SimError::Unsupported`] or [`SimError::Parse`] naming the line and the
+//! instruction text. Nothing unknown is executed silently.
+//!
+//! ## Instructions
+//!
+//! * f32 `add/sub/mul/fma/mad/div/sqrt/rcp` with `.rn/.rz/.rm/.rp`,
+//!   `.ftz`, `.sat`; `min/max{.NaN}`, `abs`, `neg`. Directed rounding is
+//!   exact: the infinitely precise result is held as an f64 pair (TwoSum,
+//!   exact f64 products, fma residuals for div/sqrt) and the f32 rounding is
+//!   stepped by one ulp where needed ([`fp::f32_op`]).
+//! * f64 `add/sub/mul/fma/div/sqrt/rcp` (`.rn` only), `min/max/abs/neg`.
+//! * integers: `add/sub/mul.{lo,hi,wide}/mad.{lo,hi,wide}/div/rem/min/max`
+//!   on 16/32/64-bit types, `and/or/xor/not/cnot` (incl. `.pred`),
+//!   `shl/shr`, `bfe/bfi`, `prmt` (generic and all modes), `clz/popc/brev`,
+//!   `neg/abs`.
+//! * `setp` (all integer and float comparisons, `p|q`, `.and/.or/.xor`
+//!   with `{!}c`), `selp`, `mov` (incl. pack/unpack of 2 or 4 parts).
+//! * `cvt`: all integer widths (sign/zero extension, truncation, `.sat`),
+//!   int→float `.rn/.rz/.rm/.rp`, float→int `.rni/.rzi/.rmi/.rpi`
+//!   (saturating; NaN → 0, or `1<<(N−1)` for an f64 source or 64-bit
+//!   destination), float→float (`.rni`-style rounding to integers, f32↔f64,
+//!   f16↔f32, bf16↔f32, `f16x2.f32`), FP8 `e4m3x2/e5m2x2` and FP4 `e2m1x2`
+//!   encode (`.rn.satfinite{.relu}`) and decode to `f16x2`.
+//! * memory: `ld/st` on `.global/.shared/.local/.param/.const` and generic
+//!   addresses, `.v2/.v4`, 8–64-bit types (narrow loads sign/zero-extend),
+//!   cache and ordering qualifiers accepted (`.nc/.ca/.cg/.cs/.volatile/…`),
+//!   `cvta{.to}.{global,shared,local,const}.u64`, `atom` and `red` on
+//!   `.global/.shared`/generic with `add/min/max/inc/dec/and/or/xor/exch/cas`
+//!   on 32/64-bit integers and `add.f32/.f64`.
+//! * control: `bra`, `bra.uni` (uniformity checked), `ret`, `exit`, `trap`,
+//!   `bar.sync/barrier.sync a{, b}`, `bar.warp.sync`, `membar`/`fence`
+//!   (no-ops), `shfl.sync` (all modes, clamp and segment mask exactly as
+//!   §7 of the reference), `vote.sync.{all,any,uni,ballot}`,
+//!   `redux.sync` (refused when `.target` < sm_80; FP8 cvt refused below
+//!   sm_89, FP4 below sm_100).
+//! * special registers: `%tid %ntid %ctaid %nctaid` (`.x/.y/.z`),
+//!   `%laneid %warpid %nwarpid %smid %nsmid %lanemask_{eq,lt,le,gt,ge}`
+//!   `%clock %clock64 %dynamic_smem_size %gridid`, `WARP_SZ`.
+//!
+//! ## Interpretation choices (*Interp*)
+//!
+//! * Every NaN produced by an f32 instruction (arithmetic, `abs`, `neg`,
+//!   `cvt`, `min/max` of two NaNs, `.NaN` forms, `atom.add.f32`) is the
+//!   canonical `0x7FFFFFFF`; f16 NaN results are `0x7FFF`. f64 arithmetic
+//!   propagates payloads as the host does; `abs/neg.f64` are bit operations.
+//! * `.ftz` flushes subnormal inputs and (rounded) results to zero of the
+//!   same sign. `.sat` maps NaN to +0.
+//! * Integer `div`/`rem` by zero stops the launch with [`SimError::Trap`];
+//!   `INT_MIN / −1` wraps to `INT_MIN` (rem 0); `rem` truncates like C;
+//!   `abs(INT_MIN)` = `INT_MIN`.
+//! * FP8/FP4 encoding searches the code table for the nearest value
+//!   (ties to the code with an even mantissa LSB); |x| above max-normal and
+//!   ±∞ saturate to ±max-normal; −0 keeps its sign (`0x80`, FP4 `0x8`);
+//!   any NaN (either sign) → `0x7F` for e4m3 and e5m2 (e5m2: the canonical
+//!   NaN chosen here), +6.0 (`0x7`) for e2m1. `.relu` maps negative inputs
+//!   (and −0) to +0 before encoding. Decoding is exact; NaN codes → `0x7FFF`.
+//! * `atom.add.f32` rounds to nearest and, on `.global` (incl. generic
+//!   addresses that resolve to global), flushes subnormals; atomics execute
+//!   in the deterministic thread order below.
+//! * `%clock/%clock64` read a counter that increases by one per read;
+//!   `%smid` is the linear block index modulo 4; `%warpid` = linear tid / 32.
+//! * Instruction counts include predicated-off instructions (issued).
+//!
+//! ## Execution model
+//!
+//! Blocks run one after another (x fastest, then y, z). Inside a CTA each
+//! thread (linear id x + y·ntid.x + z·ntid.x·ntid.y; warp = id/32,
+//! lane = id%32) runs alone, in thread order, until it reaches a
+//! synchronisation point (`bar.sync`, `bar.warp.sync`, `shfl/vote/redux.sync`)
+//! or exits. When every thread is parked or exited:
+//! * a warp collective executes when every existing lane of its membermask
+//!   is parked at the same instruction with the same mask (lanes beyond a
+//!   partial last warp are ignored); a member that exited or waits elsewhere,
+//!   an executing lane outside its mask, or a `shfl` reading an inactive
+//!   lane is [`SimError::WarpDivergence`];
+//! * otherwise a `bar.sync` completes when every thread of the CTA waits at
+//!   the same `bar` instruction (`.aligned` semantics). A thread that has
+//!   exited, or threads at different barrier instructions, is
+//!   [`SimError::BarrierDivergence`]. With a thread count `b` < CTA size the
+//!   barrier completes once `b` threads wait at it;
+//! * if nothing can proceed, [`SimError::Deadlock`] names the parked threads.
+//!
+//! The same launch therefore always produces the same bits.
+//!
+//! ## Checks (on by default; [`Sim::set_checks`] turns the optional ones off)
+//!
+//! Every finding stops the launch with its own [`SimError`] variant carrying
+//! a [`Site`] (kernel, ctaid, tid, PTX line, instruction) and the address:
+//! * [`SimError::OutOfBounds`] / [`SimError::Misaligned`] (always on):
+//!   global accesses must fall inside one allocation made through the
+//!   simulator (distinct addresses, ≥ 4 KiB unmapped guard gaps, freed
+//!   ranges never reused); shared accesses inside static + dynamic shared;
+//!   local inside the thread's `.local` frame; param/const inside their
+//!   banks. Alignment is the natural alignment of the whole access
+//!   (`ld.v4.b32` → 16 bytes).
+//! * [`SimError::SharedRace`]: two different threads of a CTA touch the same
+//!   shared byte between two CTA barriers, at least one writing, not both
+//!   atomic. Per byte the last write and last read are tagged (barrier
+//!   epoch, warp-sync epoch, thread); accesses by threads of one warp
+//!   separated by `bar.warp.sync` are ordered. After two different readers
+//!   of a byte in one epoch the reader is recorded as "several", so a later
+//!   write by a third thread of the same warp after `bar.warp.sync` is
+//!   conservatively reported.
+//! * [`SimError::UninitializedShared`]: a shared byte read (or atomically
+//!   updated) before any thread of the CTA wrote it.
+//! * [`SimError::UninitializedRegister`]: a register (or guard predicate)
+//!   read before the thread wrote it.
+//! * `bra.uni` with a predicate that differs between lanes of a warp (in
+//!   the same dynamic occurrence) is [`SimError::WarpDivergence`].
+//!
+//! Launch validation ([`SimError::InvalidLaunch`]): non-zero grid and block,
+//! block ≤ (1024, 1024, 64) and ≤ 1024 threads, grid ≤ (2³¹−1, 65535,
+//! 65535), `.maxntid` (product) and `.reqntid` (exact), shared memory within
+//! the SM's opt-in limit, the module's `.target` not newer than the
+//! simulated SM, and one argument of the parameter's size per parameter.
+//! [`SimOptions::max_instructions`] bounds runaway loops.
+//!
+//! ## Counters
+//!
+//! Each launch returns a [`LaunchReport`] with the dynamic instruction
+//! count, a per-opcode map keyed by the full opcode string (`add.rn.f32`)
+//! and one keyed by the base opcode (`add`), and the number of completed
+//! CTA barriers; [`Sim::opcode_totals`] and [`Sim::total_instructions`]
+//! accumulate over launches.
+
+pub mod cli;
 pub mod error;
 pub mod exec;
 mod executor;
 pub mod fp;
 pub mod ir;
 pub mod parse;
+
 pub use error::{SimError, Site};
 pub use exec::{LaunchReport, Sim, SimOptions};
+pub use ir::Space;
 pub use parse::Program;

@@ -135,9 +135,9 @@ fn tokenize(src: &str) -> Result<Vec<T>, SimError> {
                 && matches!(b[i + 1], b'x' | b'X' | b'f' | b'F' | b'd' | b'D');
             while i < b.len() {
                 let d = b[i];
-                if d.is_ascii_alphanumeric() || d == b'.' || d == b'_' {
-                    i += 1;
-                } else if (d == b'+' || d == b'-') && !hexish && matches!(b[i - 1], b'e' | b'E') {
+                let exp_sign =
+                    (d == b'+' || d == b'-') && !hexish && matches!(b[i - 1], b'e' | b'E');
+                if d.is_ascii_alphanumeric() || d == b'.' || d == b'_' || exp_sign {
                     i += 1;
                 } else {
                     break;
@@ -410,12 +410,10 @@ impl<'a> Parser<'a> {
                     // qualifiers: look at what follows
                     match self.peek() {
                         Some(Tok::Id(n)) if n == ".entry" => {}
-                        Some(Tok::Id(n)) if n == ".shared" => {
-                            if s == ".extern" {
-                                self.pos += 1;
-                                let toks = self.until_semi()?;
-                                self.decl_dyn_shared(line, &toks)?;
-                            }
+                        Some(Tok::Id(n)) if n == ".shared" && s == ".extern" => {
+                            self.pos += 1;
+                            let toks = self.until_semi()?;
+                            self.decl_dyn_shared(line, &toks)?;
                         }
                         Some(Tok::Id(n)) if n == ".func" => {
                             return Err(self.unsup(line, ".func is not supported"));
@@ -468,10 +466,10 @@ impl<'a> Parser<'a> {
         while i < toks.len() {
             match &toks[i] {
                 Tok::Id(s) if s == ".align" => {
-                    if let Some(Tok::Num(n)) = toks.get(i + 1) {
-                        if let Some(Lit::Int(v)) = parse_num(n) {
-                            align = v;
-                        }
+                    if let Some(Tok::Num(n)) = toks.get(i + 1)
+                        && let Some(Lit::Int(v)) = parse_num(n)
+                    {
+                        align = v;
                     }
                     i += 1;
                 }
@@ -636,15 +634,13 @@ impl<'a> Parser<'a> {
                 while i < toks.len() {
                     match &toks[i] {
                         Tok::Id(s) if s == ".align" => {
-                            if let Some(Tok::Num(n)) = toks.get(i + 1) {
-                                if let Some(Lit::Int(v)) = parse_num(n) {
-                                    if elem == 0
-                                        || pname.is_some()
-                                        || toks.iter().all(|t| t != &Tok::Id(".ptr".into()))
-                                    {
-                                        align = v;
-                                    }
-                                }
+                            if let Some(Tok::Num(n)) = toks.get(i + 1)
+                                && let Some(Lit::Int(v)) = parse_num(n)
+                                && (elem == 0
+                                    || pname.is_some()
+                                    || toks.iter().all(|t| t != &Tok::Id(".ptr".into())))
+                            {
+                                align = v;
                             }
                             i += 1;
                         }
@@ -661,10 +657,10 @@ impl<'a> Parser<'a> {
                         }
                         Tok::Id(s) => pname = Some(s.clone()),
                         Tok::P('[') => {
-                            if let Some(Tok::Num(n)) = toks.get(i + 1) {
-                                if let Some(Lit::Int(v)) = parse_num(n) {
-                                    count = v;
-                                }
+                            if let Some(Tok::Num(n)) = toks.get(i + 1)
+                                && let Some(Lit::Int(v)) = parse_num(n)
+                            {
+                                count = v;
                             }
                             i += 2;
                         }
@@ -1086,8 +1082,8 @@ fn operand(t: &[Tok]) -> Result<Opnd, DErr> {
         )),
         [Tok::P('!'), rest @ ..] => Ok(Opnd::Not(Box::new(operand(rest)?))),
         [a, Tok::P('|'), b] => Ok(Opnd::Pair(
-            Box::new(operand(&[a.clone()])?),
-            Box::new(operand(&[b.clone()])?),
+            Box::new(operand(std::slice::from_ref(a))?),
+            Box::new(operand(std::slice::from_ref(b))?),
         )),
         [Tok::P('{'), inner @ .., Tok::P('}')] => {
             let v = operands(inner)?;
@@ -1185,7 +1181,7 @@ fn blank_inst(op: Op) -> Inst {
     Inst {
         op,
         d: [NO_REG; 4],
-        s: [Src::None; 4],
+        s: [Src::None; 5],
         off: 0,
         guard: NO_REG,
         guard_neg: false,
@@ -1269,8 +1265,21 @@ impl Decoder<'_> {
             Some(Tok::Id(s)) => s.clone(),
             _ => return perr("expected an opcode"),
         };
+        const KNOWN: &[&str] = &[
+            "mov", "add", "sub", "mul", "mad", "fma", "div", "rem", "min", "max", "sqrt", "rcp",
+            "abs", "neg", "and", "or", "xor", "not", "cnot", "shl", "shr", "bfe", "bfi", "prmt",
+            "clz", "popc", "brev", "setp", "selp", "cvt", "cvta", "ld", "st", "atom", "red", "bra",
+            "ret", "exit", "trap", "membar", "fence", "bar", "barrier", "shfl", "vote", "redux",
+        ];
+        let base = opname.split('.').next().unwrap_or("");
+        if !KNOWN.contains(&base) {
+            return unsup(format!("opcode `{opname}`"));
+        }
         let ops = operands(&toks[1..])?;
         let norm = opname.replace("::cta", "").replace("::entry", "");
+        if norm.contains("::cluster") || norm.contains("::func") {
+            return unsup("cluster / function state spaces");
+        }
         let parts: Vec<&str> = norm.split('.').collect();
         let mut inst = self.decode_op(&parts, &ops, n_brauni)?;
         inst.guard = guard;
@@ -1323,7 +1332,7 @@ impl Decoder<'_> {
                 match (&ops[0], &ops[1]) {
                     (Opnd::Vec(ds), src) => {
                         let n = ds.len() as u8;
-                        if n < 2 || n > 4 || w % n != 0 {
+                        if !(2..=4).contains(&n) || w % n != 0 {
                             return perr("bad unpack");
                         }
                         let mut i = blank_inst(Op::Unpack { n, w: w / n });
@@ -1335,7 +1344,7 @@ impl Decoder<'_> {
                     }
                     (d, Opnd::Vec(ss)) => {
                         let n = ss.len() as u8;
-                        if n < 2 || n > 4 || w % n != 0 {
+                        if !(2..=4).contains(&n) || w % n != 0 {
                             return perr("bad pack");
                         }
                         let mut i = blank_inst(Op::Pack { n, w: w / n });
@@ -1909,7 +1918,7 @@ impl Decoder<'_> {
         if (s == CvtTy::F16 || s == CvtTy::Bf16) && d.is_int() {
             return unsup("cvt from 16-bit float to integer");
         }
-        if d == CvtTy::F16 && s == CvtTy::F64 || d == CvtTy::Bf16 && s == CvtTy::F64 {
+        if s == CvtTy::F64 && matches!(d, CvtTy::F16 | CvtTy::Bf16) {
             return unsup("cvt from f64 to 16-bit float");
         }
         if d == CvtTy::F32
@@ -2054,10 +2063,6 @@ impl Decoder<'_> {
                 .iter()
                 .map(|e| self.src(e, cls))
                 .collect::<Result<Vec<_>, _>>()?;
-            if n == 4 {
-                // 4 values + base: the fourth value travels in d[0]
-                return unsup_v4_store(i, vals);
-            }
             for (k, v) in vals.into_iter().enumerate() {
                 i.s[k + 1] = v;
             }
@@ -2143,17 +2148,161 @@ impl Decoder<'_> {
     }
 }
 
-/// `st.v4` needs 5 sources; the fourth value goes to `d[0]` as a register
-/// slot, or the store is refused when it is an immediate.
-fn unsup_v4_store(mut i: Inst, vals: Vec<Src>) -> Result<Inst, DErr> {
-    for (k, v) in vals.iter().enumerate().take(3) {
-        i.s[k + 1] = *v;
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SRC: &str = "// header comment
+.version 8.1
+.target sm_89
+.address_size 64
+.shared .align 8 .b8 mod_sh[12];
+.extern .shared .align 16 .b8 dyn[];
+.const .align 4 .u32 tbl[3] = {7, 0x10, -1};
+
+/* a block
+   comment */
+.visible .entry k(
+    .param .u32 n,
+    .param .u64 .ptr .global .align 16 p,
+    .param .align 8 .b8 blob[12]
+)
+.maxntid 256, 1, 1
+.minnctapersm 2
+{
+    .reg .pred %p<3>;
+    .reg .f32 %f<12>;
+    .reg .b32 %x, %y;
+    .shared .f32 sh[4];
+    .local .align 8 .b8 stack[24];
+    .pragma \"nounroll\";
+$L0:
+    @!%p1 bra $L1;   // forward label
+    mov.u32 %x, sh;
+    ld.const.u32 %y, [tbl+8];
+    ld.param.u32 %x, [blob+4];
+$L1:
+    ret;
+}
+";
+
+    #[test]
+    fn declarations_layout_and_labels() {
+        let p = Program::parse(SRC).unwrap();
+        assert_eq!(p.target_sm(), 89);
+        assert_eq!(p.version(), (8, 1));
+        let e = p.entry("k").unwrap();
+        assert_eq!(
+            e.params,
+            vec![
+                ParamInfo {
+                    name: "n".into(),
+                    offset: 0,
+                    size: 4
+                },
+                ParamInfo {
+                    name: "p".into(),
+                    offset: 8,
+                    size: 8
+                },
+                ParamInfo {
+                    name: "blob".into(),
+                    offset: 16,
+                    size: 12
+                },
+            ]
+        );
+        assert_eq!(e.param_bytes, 28);
+        // %p0..2, %f0..11, %x, %y after the reserved slots
+        assert_eq!(e.nregs, sreg::COUNT + 3 + 12 + 2);
+        assert_eq!(e.reg_names[sreg::COUNT as usize], "%p0");
+        // module shared (12 bytes) then sh at 12 (f32 alignment), 28 bytes; dynamic at 32
+        assert_eq!(e.static_shared, 28);
+        assert_eq!(e.dyn_shared_offset(), 32);
+        assert_eq!(e.local_bytes, 24);
+        assert_eq!(e.maxntid, Some((256, 1, 1)));
+        assert_eq!(e.insts.len(), 5);
+        assert_eq!(e.insts[0].op, Op::Bra { target: 4 });
+        assert!(e.insts[0].guard_neg);
+        assert_eq!(e.insts[1].s[0], Src::Imm(12)); // shared-space address of sh
+        assert_eq!(e.lines[1], 27);
+        assert_eq!(e.texts[1], "mov.u32 %x, sh;");
+        assert_eq!(
+            &p.consts[..12],
+            &[7, 0, 0, 0, 16, 0, 0, 0, 255, 255, 255, 255]
+        );
+        assert_eq!(e.insts[3].s[0], Src::Imm(16));
+        assert_eq!(e.insts[3].off, 4);
+        assert_eq!(e.opcodes[e.insts[2].opcode as usize], "ld.const.u32");
     }
-    match vals[3] {
-        Src::Reg(r) => {
-            i.d[0] = r;
-            Ok(i)
+
+    #[test]
+    fn literals() {
+        assert!(matches!(
+            parse_num("0f3F800000"),
+            Some(Lit::F32(0x3F80_0000))
+        ));
+        assert!(matches!(
+            parse_num("0d3FF0000000000000"),
+            Some(Lit::F64(0x3FF0_0000_0000_0000))
+        ));
+        assert!(matches!(parse_num("0x10U"), Some(Lit::Int(16))));
+        assert!(matches!(parse_num("017"), Some(Lit::Int(15))));
+        assert!(matches!(parse_num("42"), Some(Lit::Int(42))));
+        assert!(matches!(parse_num("1.5e-3"), Some(Lit::Dec(_))));
+        assert!(parse_num("0f3F80").is_none());
+        assert_eq!(imm_bits(Lit::Int(1), true, Cls::Int), u64::MAX);
+        assert_eq!(
+            imm_bits(Lit::Dec(1.5), false, Cls::F32),
+            1.5f32.to_bits() as u64
+        );
+        assert_eq!(
+            imm_bits(Lit::F32(0x3F80_0000), false, Cls::F64),
+            1f64.to_bits()
+        );
+    }
+
+    #[test]
+    fn refusals_name_the_line() {
+        let bad = |body: &str| {
+            let src = format!(
+                ".version 7.0\n.target sm_80\n.address_size 64\n.visible .entry k()\n{{\n.reg .b32 %r<4>;\n{body}\n}}\n"
+            );
+            Program::parse(&src).unwrap_err()
+        };
+        for body in [
+            "call.uni foo, (%r1);",
+            "add.cc.u32 %r1, %r1, %r2;",
+            "mov.u32 %r1, %envreg0;",
+            "ld.global.u32 %r1, [%r2+%r3];",
+            "sin.approx.f32 %r1, %r1;",
+            "bar.arrive 0, 64;",
+        ] {
+            match bad(body) {
+                SimError::Unsupported { line, instr, .. } => {
+                    assert_eq!(line, 7, "{body}");
+                    assert_eq!(instr, body);
+                }
+                e => panic!("{body}: {e}"),
+            }
         }
-        _ => unsup("st.v4 with an immediate fourth element"),
+        for body in [
+            "add.u32 %r1, %r9;",
+            "bra $nowhere;",
+            "fma.f32 %r1, %r1, %r1, %r1;",
+        ] {
+            match bad(body) {
+                SimError::Parse { line, .. } => assert_eq!(line, 7, "{body}"),
+                e => panic!("{body}: {e}"),
+            }
+        }
+        assert!(matches!(
+            Program::parse(".version 7.0\n.target sm_80\n.address_size 32\n"),
+            Err(SimError::Unsupported { line: 3, .. })
+        ));
+        assert!(matches!(
+            Program::parse(".version 7.0\n.target sm_80\n.visible .func f() { ret; }\n"),
+            Err(SimError::Unsupported { .. })
+        ));
     }
 }

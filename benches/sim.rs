@@ -1,0 +1,104 @@
+//! Simulator throughput in simulated instructions per second
+//! (`Throughput::Elements(instructions per launch)`), with checks on (the
+//! default) and off.
+//!
+//! `cargo bench --bench sim`
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use ptxsmith::Sm;
+use ptxsmith::dsl::params::ArgValue;
+use ptxsmith::runtime::exec::LaunchConfig;
+use ptxsmith::sim::{Program, Sim};
+
+type ArgsFn = Box<dyn Fn(&mut Sim) -> Vec<ArgValue>>;
+
+struct Case {
+    name: &'static str,
+    ptx: &'static str,
+    entry: &'static str,
+    cfg: LaunchConfig,
+    args: ArgsFn,
+}
+
+fn cases() -> Vec<Case> {
+    let n: u32 = 1 << 18;
+    vec![
+        Case {
+            name: "dot",
+            ptx: include_str!("../tests/ptx/dot.ptx"),
+            entry: "dot",
+            cfg: LaunchConfig::linear(32, 256),
+            args: Box::new(move |s: &mut Sim| {
+                let x = s.alloc(4 * n as usize).unwrap();
+                let y = s.alloc(4 * n as usize).unwrap();
+                let p = s.alloc(4 * 32).unwrap();
+                let v: Vec<u8> = (0..n)
+                    .flat_map(|i| (i as f32 * 1e-3).to_le_bytes())
+                    .collect();
+                s.write(x, &v).unwrap();
+                s.write(y, &v).unwrap();
+                vec![
+                    ArgValue::Ptr(x),
+                    ArgValue::Ptr(y),
+                    ArgValue::Ptr(p),
+                    ArgValue::U32(n),
+                ]
+            }),
+        },
+        Case {
+            name: "saxpy",
+            ptx: include_str!("../tests/ptx/saxpy.ptx"),
+            entry: "saxpy",
+            cfg: LaunchConfig::linear(n / 256, 256),
+            args: Box::new(move |s: &mut Sim| {
+                let x = s.alloc(4 * n as usize).unwrap();
+                let y = s.alloc(4 * n as usize).unwrap();
+                vec![
+                    ArgValue::Ptr(x),
+                    ArgValue::Ptr(y),
+                    ArgValue::F32(2.0),
+                    ArgValue::U32(n),
+                ]
+            }),
+        },
+        Case {
+            name: "block_sum",
+            ptx: include_str!("../tests/ptx/reduce.ptx"),
+            entry: "block_sum",
+            cfg: LaunchConfig::linear(n / 256, 256),
+            args: Box::new(move |s: &mut Sim| {
+                let x = s.alloc(4 * n as usize).unwrap();
+                let o = s.alloc(4 * (n / 256) as usize).unwrap();
+                vec![ArgValue::Ptr(x), ArgValue::Ptr(o)]
+            }),
+        },
+    ]
+}
+
+fn bench(c: &mut Criterion) {
+    for case in cases() {
+        let prog = Program::parse(case.ptx).unwrap();
+        for checks in [true, false] {
+            let mut sim = Sim::new(Sm::Sm80);
+            sim.set_checks(checks);
+            let args = (case.args)(&mut sim);
+            let instructions = sim
+                .launch_program(&prog, case.entry, case.cfg, &args)
+                .unwrap()
+                .instructions;
+            let mut g = c.benchmark_group(format!("sim/{}", case.name));
+            g.throughput(Throughput::Elements(instructions));
+            g.sample_size(10);
+            g.bench_function(if checks { "checks_on" } else { "checks_off" }, |b| {
+                b.iter(|| {
+                    sim.launch_program(&prog, case.entry, case.cfg, &args)
+                        .unwrap()
+                })
+            });
+            g.finish();
+        }
+    }
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -1,0 +1,31 @@
+//! Run one PTX kernel in the CPU simulator.
+//!
+//! ```text
+//! cargo run --example ptx_run -- FILE.ptx [--entry NAME] --grid X[,Y[,Z]] --block X[,Y[,Z]]
+//!     [--smem BYTES] [--sm sm_XY] [--no-checks] [--max-instructions N] [--arg SPEC]...
+//! ```
+//!
+//! One `--arg` per kernel parameter, in order:
+//! * `u32:V`, `s32:V`, `u64:V`, `s64:V` — integer scalars (decimal or `0x` hex);
+//! * `f32:V`, `f64:V` — float scalars (decimal, or `0x` raw bits);
+//! * `in:PATH` — a buffer initialised from the file's little-endian bytes;
+//! * `out:PATH:BYTES` — a zero-filled buffer of BYTES, written to PATH after the run;
+//! * `inout:PATH` — a buffer from PATH, written back after the run.
+//!
+//! Example (saxpy on 1000 floats):
+//! ```text
+//! cargo run --example ptx_run -- tests/ptx/saxpy.ptx --grid 8 --block 128 \
+//!     --arg in:x.bin --arg inout:y.bin --arg f32:2.5 --arg u32:1000
+//! ```
+//! Prints check findings (exit status 1) or the dynamic instruction counts.
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match ptxsmith::sim::cli::run(&args) {
+        Ok(report) => print!("{report}"),
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(1);
+        }
+    }
+}
