@@ -11,6 +11,30 @@
 //! * `nvdisasm` 13.5.37 (`nvidia-cuda-nvdisasm==13.5.37`,
 //!   `nvidia/cu13/bin/nvdisasm`).
 //!
+//! # Example
+//!
+//! ```
+//! use ptxsmith::Sm;
+//! use ptxsmith::nvtools::NvTools;
+//!
+//! // A hand-written test kernel: a loop of rn-rounded multiply and add.
+//! let ptx = include_str!(concat!(
+//!     env!("CARGO_MANIFEST_DIR"),
+//!     "/tests/fixtures/nvtools/loop.ptx"
+//! ));
+//! let Some(tools) = NvTools::for_tests() else { return Ok(()) }; // SKIP: not installed
+//! let asm = tools.assemble(ptx, Sm::Sm80)?;
+//! let usage = asm.function("axpy_loop").unwrap();
+//! assert!(!usage.spills() && usage.registers <= 32);
+//!
+//! let sass = tools.disassemble(&asm)?;
+//! let f = sass.function("axpy_loop").unwrap();
+//! let hot = f.innermost_loops().into_iter().next().unwrap();
+//! assert!(f.share(&hot, &["FMUL", "FADD"]) > 0.5);
+//! assert_eq!(f.count("FFMA"), 0); // not contracted
+//! # Ok::<(), ptxsmith::nvtools::ToolError>(())
+//! ```
+//!
 //! # Measured behaviour of the pinned tools
 //!
 //! **Lowest `.version` per target** (ptxas 12.9.86, a kernel that only
@@ -316,10 +340,11 @@ pub fn parse_resource_report(log: &str) -> (ModuleUsage, Vec<ResourceUsage>) {
                     }
                 }
             }
-        } else if raw.starts_with(char::is_whitespace) && raw.contains("bytes stack frame") {
-            if let Some(i) = props {
-                apply_parts(&mut funcs[i], raw.trim());
-            }
+        } else if raw.starts_with(char::is_whitespace)
+            && raw.contains("bytes stack frame")
+            && let Some(i) = props
+        {
+            apply_parts(&mut funcs[i], raw.trim());
         }
     }
     (module, funcs)
@@ -341,17 +366,17 @@ fn apply_parts(f: &mut ResourceUsage, body: &str) {
         if part.is_empty() {
             continue;
         }
-        if let Some(r) = part.strip_prefix("Used ") {
-            if let (Some(n), true) = (leading_number(r), r.ends_with("registers")) {
-                f.registers = n;
-                continue;
-            }
+        if let Some(r) = part.strip_prefix("Used ")
+            && let (Some(n), true) = (leading_number(r), r.ends_with("registers"))
+        {
+            f.registers = n;
+            continue;
         }
-        if let Some(r) = part.strip_prefix("used ") {
-            if let (Some(n), true) = (leading_number(r), r.ends_with("barriers")) {
-                f.barriers = n;
-                continue;
-            }
+        if let Some(r) = part.strip_prefix("used ")
+            && let (Some(n), true) = (leading_number(r), r.ends_with("barriers"))
+        {
+            f.barriers = n;
+            continue;
         }
         let Some(n) = leading_number(part) else {
             f.other.push(part.to_string());
@@ -627,21 +652,21 @@ pub fn parse_sass(text: &str) -> Vec<SassFunction> {
             pending_labels.clear();
             continue;
         }
-        if let Some(label) = t.strip_suffix(':') {
-            if !label.contains(char::is_whitespace) {
-                if declared.iter().any(|d| d == label) && !line.starts_with(char::is_whitespace) {
-                    if let Some(f) = funcs.last_mut() {
-                        finish(f, &mut pending_labels);
-                    }
-                    funcs.push(SassFunction {
-                        name: label.to_string(),
-                        ..SassFunction::default()
-                    });
-                } else if label.starts_with(".L") {
-                    pending_labels.push(label.to_string());
+        if let Some(label) = t.strip_suffix(':')
+            && !label.contains(char::is_whitespace)
+        {
+            if declared.iter().any(|d| d == label) && !line.starts_with(char::is_whitespace) {
+                if let Some(f) = funcs.last_mut() {
+                    finish(f, &mut pending_labels);
                 }
-                continue;
+                funcs.push(SassFunction {
+                    name: label.to_string(),
+                    ..SassFunction::default()
+                });
+            } else if label.starts_with(".L") {
+                pending_labels.push(label.to_string());
             }
+            continue;
         }
         let Some(instr) = parse_sass_line(t) else {
             continue;
@@ -653,10 +678,10 @@ pub fn parse_sass(text: &str) -> Vec<SassFunction> {
         for l in pending_labels.drain(..) {
             f.labels.insert(l, instr.address);
         }
-        if instr.base() == "BRA" {
-            if let Some(label) = branch_label(&instr.operands) {
-                unresolved.push((fi, f.instructions.len(), label));
-            }
+        if instr.base() == "BRA"
+            && let Some(label) = branch_label(&instr.operands)
+        {
+            unresolved.push((fi, f.instructions.len(), label));
         }
         f.instructions.push(instr);
     }
