@@ -35,7 +35,11 @@ die() {
 has_version() {
     [[ -f "$1" ]] || return 1
     [[ -x "$1" ]] || chmod +x "$1" 2>/dev/null || return 1
-    "$1" --version 2>/dev/null | grep -qF "$2"
+    # Capture first: `cmd | grep -q` under pipefail fails when grep exits
+    # early and the tool dies of SIGPIPE.
+    local out
+    out="$("$1" --version 2>/dev/null)" || return 1
+    [[ "$out" == *"$2"* ]]
 }
 
 installed() {

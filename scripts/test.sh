@@ -59,7 +59,8 @@ run() {
 # criterion benches (harness = false) reject --include-ignored, so they run
 # separately, in criterion's quick test mode.
 run cargo test --release "$@" --lib --bins --tests --examples -- "${harness_args[@]}"
-if cargo metadata --no-deps --format-version 1 2>/dev/null | grep -q '"kind":\["bench"\]'; then
+metadata="$(cargo metadata --no-deps --format-version 1 2>/dev/null)"
+if [[ "$metadata" == *'"kind":["bench"]'* ]]; then
     run cargo test --release "$@" --bench '*'
 fi
 run cargo test --release "$@" --doc -- "${harness_args[@]}"

@@ -183,6 +183,23 @@ impl Sm {
             })
     }
 
+    /// The matching `oxicuda-ptx` target, for code that mixes both DSLs.
+    /// oxicuda-ptx has no sm_70, and its `.version` for sm_100 (8.5) is below
+    /// what ptxas accepts (8.6): use [`Sm::min_ptx`], not its table.
+    pub fn to_oxicuda(self) -> Option<oxicuda_ptx::arch::SmVersion> {
+        use oxicuda_ptx::arch::SmVersion as O;
+        Some(match self {
+            Sm::Sm70 => return None,
+            Sm::Sm75 => O::Sm75,
+            Sm::Sm80 => O::Sm80,
+            Sm::Sm86 => O::Sm86,
+            Sm::Sm89 => O::Sm89,
+            Sm::Sm90 => O::Sm90,
+            Sm::Sm100 => O::Sm100,
+            Sm::Sm120 => O::Sm120,
+        })
+    }
+
     /// The best target for a device of compute capability `major.minor`: the
     /// newest supported plain target not newer than the device (PTX for a
     /// plain target JIT-compiles for every later GPU). Errors below sm_70.

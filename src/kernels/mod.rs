@@ -2,6 +2,7 @@
 //! (bit-exact host model, the spec), `launch.rs` (backend dispatch).
 
 pub mod dot;
+pub mod fp8;
 pub mod score;
 
 use crate::dsl::PtxModule;

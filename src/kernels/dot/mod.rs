@@ -14,3 +14,4 @@ pub mod launch;
 pub mod ptx;
 
 pub use host::dot_rows as dot_rows_host;
+
