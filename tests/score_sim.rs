@@ -127,6 +127,23 @@ fn route_ragged_default_tuning_split_and_merged() {
     assert_same_top(&route_sim(&x, &d, rows, k, p, s, t, 1), &want);
 }
 
+/// Many atom tiles per split, the default plan (K split over the
+/// simulator's 4 SMs, then merged), with `s` below and above the 32 of the
+/// warp pre-filter.
+#[test]
+fn route_many_tiles_default_plan() {
+    for (rows, s) in [(40, 4), (9, 40)] {
+        let (k, p) = (2048, 5);
+        let (x, d) = (values(rows * p, 13), values(k * p, 14));
+        let want = host::route_top_s(&x, &d, rows, k, p, s).unwrap();
+        let mut ex = sim();
+        let got = launch::route_top_s_on(&mut ex, &x, &d, rows, k, p, s, None).unwrap();
+        assert_eq!(ex.traffic().bytes_downloaded, (rows * s * 8) as u64);
+        assert_eq!(ex.traffic().launches, 2, "split and merged");
+        assert_same_top(&got, &want);
+    }
+}
+
 #[test]
 fn route_backend_sim_reports_sim() {
     let (rows, k, p, s) = (9, 70, 5, 3);
