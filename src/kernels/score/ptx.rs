@@ -770,59 +770,122 @@ impl Folder {
         let changed = b.setp(Cmp::Ne, na, 0u32);
         b.if_(changed, |b| {
             b.comment("fold: place the accepted candidates");
-            b.for_range(0u32, na, 32u32, |b, i0| {
-                let i = b.add(i0, self.lane);
+            // Lane `l` handles accepted entries `l + 32·c`; it keeps each
+            // one's rank among the accepted and its insertion point in the
+            // state (`#(state keys better)`) for the state move below.
+            let chunks = self.cap.div_ceil(32);
+            let mut held = Vec::new();
+            for c in 0..chunks {
+                let rank = b.mov(0u32);
+                let ins = b.mov(0u32);
+                let i = b.add(self.lane, 32 * c);
                 let in_range = b.setp(Cmp::Lt, i, na);
-                let ai = b.mov(0u32);
-                let si = b.mov(0u32);
-                b.if_(in_range, |b| {
-                    let (a, sc) = self.acc_entry(b, i);
-                    b.assign(ai, a);
-                    b.assign(si, sc);
+                let live = b.setp(Cmp::Lt, 32 * c, na);
+                b.if_(live, |b| {
+                    let ai = b.mov(0u32);
+                    let si = b.mov(0u32);
+                    b.if_(in_range, |b| {
+                        let (a, sc) = self.acc_entry(b, i);
+                        b.assign(ai, a);
+                        b.assign(si, sc);
+                    });
+                    let ki = emit_key(b, si, ai);
+                    let better = self.count_better(b, na, ki);
+                    b.assign(rank, better);
+                    b.if_(in_range, |b| {
+                        // binary search: #(state entries with a larger key)
+                        let lo = b.mov(0u32);
+                        let hi = b.mov(m);
+                        b.while_(
+                            |b| b.setp(Cmp::Lt, lo, hi),
+                            |b| {
+                                let sum = b.add(lo, hi);
+                                let mid = b.shr(sum, 1u32);
+                                let (am, sm) = load_entry(b, cur, mid);
+                                let km = emit_key(b, sm, am);
+                                let gt = b.setp(Cmp::Gt, km, ki);
+                                let mid1 = b.add(mid, 1u32);
+                                let nlo = b.selp(gt, mid1, lo);
+                                let nhi = b.selp(gt, hi, mid);
+                                b.assign(lo, nlo);
+                                b.assign(hi, nhi);
+                            },
+                        );
+                        b.assign(ins, lo);
+                        let pos = b.add(better, lo);
+                        let keep = b.setp(Cmp::Lt, pos, s);
+                        b.if_(keep, |b| store_entry(b, nxt, pos, ai, si));
+                    });
                 });
-                let ki = emit_key(b, si, ai);
-                let better = self.count_better(b, na, ki);
-                b.if_(in_range, |b| {
-                    // binary search: #(state entries with a larger key)
-                    let lo = b.mov(0u32);
-                    let hi = b.mov(m);
-                    b.while_(
-                        |b| b.setp(Cmp::Lt, lo, hi),
-                        |b| {
-                            let sum = b.add(lo, hi);
-                            let mid = b.shr(sum, 1u32);
-                            let (am, sm) = load_entry(b, cur, mid);
-                            let km = emit_key(b, sm, am);
-                            let gt = b.setp(Cmp::Gt, km, ki);
-                            let mid1 = b.add(mid, 1u32);
-                            let nlo = b.selp(gt, mid1, lo);
-                            let nhi = b.selp(gt, hi, mid);
-                            b.assign(lo, nlo);
-                            b.assign(hi, nhi);
-                        },
-                    );
-                    let pos = b.add(better, lo);
-                    let keep = b.setp(Cmp::Lt, pos, s);
-                    b.if_(keep, |b| store_entry(b, nxt, pos, ai, si));
+                held.push((rank, ins, in_range));
+            }
+            // The insertion points in rank order, `ins_by_rank[r]`, are
+            // non-decreasing (a better candidate inserts no later). Scatter
+            // them through the (now unused) accepted list and gather them
+            // back with lane `l` holding ranks `l + 32·c`.
+            b.bar_warp_sync(FULL);
+            for (rank, ins, in_range) in &held {
+                b.if_(*in_range, |b| {
+                    let q = b.shared_offset(self.acc_a, *rank);
+                    b.st_shared(q, 0, *ins);
                 });
-            });
+            }
+            b.bar_warp_sync(FULL);
+            let by_rank: Vec<Reg<U32>> = (0u32..)
+                .zip(&held)
+                .map(|(c, (_, _, in_range))| {
+                    let v = b.mov(0u32);
+                    b.if_(*in_range, |b| {
+                        let r = b.add(self.lane, 32 * c);
+                        let q = b.shared_offset(self.acc_a, r);
+                        let x = b.ld_shared(q, 0);
+                        b.assign(v, x);
+                    });
+                    v
+                })
+                .collect();
             b.comment("fold: move the surviving state entries");
+            // Entry `j` moves to `j + #(ranks r with ins_by_rank[r] ≤ j)`
+            // (an accepted candidate is better than entry `j` exactly when
+            // it inserts at or before `j`): an upper-bound search over the
+            // warp-held array, a fixed number of uniform steps with `shfl`.
+            let steps = 32 - (self.cap).leading_zeros();
             b.for_range(0u32, m, 32u32, |b, j0| {
                 let j = b.add(j0, self.lane);
                 let in_range = b.setp(Cmp::Lt, j, m);
-                let aj = b.mov(0u32);
-                let sj = b.mov(0u32);
+                let lo = b.mov(0u32);
+                let hi = b.mov(na);
+                for _ in 0..steps {
+                    let open = b.setp(Cmp::Lt, lo, hi);
+                    let sum = b.add(lo, hi);
+                    let mid = b.shr(sum, 1u32);
+                    let src = b.and(mid, 31u32);
+                    let which = b.shr(mid, 5u32);
+                    let val = b.mov(0u32);
+                    for (c, reg) in by_rank.iter().enumerate() {
+                        let got = b.shfl(ShflMode::Idx, *reg, src, 0x1f, FULL);
+                        let this = b.setp(Cmp::Eq, which, c as u32);
+                        let pick = b.selp(this, got, val);
+                        b.assign(val, pick);
+                    }
+                    let le = b.setp(Cmp::Le, val, j);
+                    let up = b.pand(open, le);
+                    let not_le = b.pnot(le);
+                    let down = b.pand(open, not_le);
+                    let mid1 = b.add(mid, 1u32);
+                    let nlo = b.selp(up, mid1, lo);
+                    let nhi = b.selp(down, mid, hi);
+                    b.assign(lo, nlo);
+                    b.assign(hi, nhi);
+                }
                 b.if_(in_range, |b| {
-                    let (a, sc) = load_entry(b, cur, j);
-                    b.assign(aj, a);
-                    b.assign(sj, sc);
+                    let pos = b.add(j, lo);
+                    let keep = b.setp(Cmp::Lt, pos, s);
+                    b.if_(keep, |b| {
+                        let (aj, sj) = load_entry(b, cur, j);
+                        store_entry(b, nxt, pos, aj, sj);
+                    });
                 });
-                let kj = emit_key(b, sj, aj);
-                let better = self.count_better(b, na, kj);
-                let pos = b.add(j, better);
-                let keep = b.setp(Cmp::Lt, pos, s);
-                let keep = b.pand(keep, in_range);
-                b.if_(keep, |b| store_entry(b, nxt, pos, aj, sj));
             });
             b.bar_warp_sync(FULL);
         });
