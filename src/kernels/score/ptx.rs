@@ -32,13 +32,17 @@
 //! `(bits & 0x7FFF_FFFF) + 1`. Keys are unique (atoms are), so the fold is
 //! deterministic. A warp folds one row at a time: candidates better than
 //! the current `s`-th key (all of them while the state holds fewer than
-//! `s`) are compacted into a per-warp shared list (ballot + popc); then a
-//! candidate's new position is `#(state keys better)` (binary search) `+
-//! #(accepted keys better)` (count), and a state entry's is `its index +
-//! #(accepted keys better)`; entries whose position is below `s` are
-//! written to the other half of a ping-pong buffer. A row whose tile had no
-//! accepted candidate is left where it is (its half is tracked per row in
-//! a bit mask), and at the end every row is copied back into half 0.
+//! `s`) and, for `s ≤ 32`, not below the `s`-th best candidate of the tile
+//! (a warp top-s by `shfl` maxima) are compacted into a per-warp shared
+//! list (ballot + popc). A candidate's new position is `#(state keys
+//! better)` (binary search in the state) `+ #(accepted keys better)`
+//! (count, the list broadcast by `shfl`); a state entry's is its index `+
+//! #(accepted candidates inserting at or before it)` (upper-bound search
+//! over the accepted insertion points, which are sorted by rank). Entries
+//! whose position is below `s` are written to the other half of a
+//! ping-pong buffer. A row whose tile had no accepted candidate is left
+//! where it is (its half is tracked per row in a bit mask), and at the end
+//! every row is copied back into half 0.
 
 use crate::dsl::params::Ptr;
 use crate::dsl::types::{F32, Pred, Reg, U32, U64};
