@@ -5,8 +5,8 @@
 //! The peak of separate `FMUL` + `FADD` is half the FP32 FMA peak:
 //! `SMs × fp32 lanes per SM × 2 × clock / 2`. The driver facts ptxsmith
 //! reads do not include the SM clock, so it comes from
-//! `PTXSMITH_SM_CLOCK_MHZ` (e.g. 1980 for an H100 SXM at boost); without it
-//! the peak is not printed.
+//! `PTXSMITH_SM_CLOCK_MHZ`, else from a table of boost clocks by card name;
+//! for an unknown card without the variable the peak is not printed.
 
 use std::time::{Duration, Instant};
 
@@ -42,11 +42,31 @@ fn bench_generate(c: &mut Criterion) {
     group.finish();
 }
 
-/// Separate-rounding peak in TFLOP/s, when the clock is known.
-fn peak_tflops(sms: u32, sm: Sm) -> Option<f64> {
-    let mhz: f64 = std::env::var("PTXSMITH_SM_CLOCK_MHZ").ok()?.parse().ok()?;
+/// Boost clocks (MHz) of common data-centre cards, by name fragment: the
+/// driver facts ptxsmith reads do not include the SM clock.
+const BOOST_MHZ: [(&str, f64); 6] = [
+    ("H200", 1980.0),
+    ("H100", 1980.0),
+    ("A100", 1410.0),
+    ("L40", 2490.0),
+    ("L4", 2040.0),
+    ("V100", 1530.0),
+];
+
+/// Separate-rounding peak in TFLOP/s (`SMs × lanes × 2 × clock / 2`), with
+/// the clock from `PTXSMITH_SM_CLOCK_MHZ` or [`BOOST_MHZ`].
+fn peak_tflops(sms: u32, sm: Sm, name: &str) -> Option<(f64, f64)> {
+    let mhz = std::env::var("PTXSMITH_SM_CLOCK_MHZ")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .or_else(|| {
+            BOOST_MHZ
+                .iter()
+                .find(|(n, _)| name.contains(n))
+                .map(|(_, m)| *m)
+        })?;
     let lanes = f64::from(sm.info().fp32_lanes_per_sm);
-    Some(f64::from(sms) * lanes * 2.0 * mhz * 1e6 / 2.0 / 1e12)
+    Some((f64::from(sms) * lanes * 2.0 * mhz * 1e6 / 2.0 / 1e12, mhz))
 }
 
 fn bench_gpu(c: &mut Criterion) {
@@ -58,11 +78,12 @@ fn bench_gpu(c: &mut Criterion) {
         return;
     }
     let gpu = ptxsmith::runtime::shared_gpu().expect("device opens");
+    let name = gpu.info().name.clone();
     let mut g = gpu.lock();
     let ex: &mut dyn Executor = &mut *g;
     let sm = ex.sm();
     let sms = ex.multiprocessor_count();
-    let peak = peak_tflops(sms, sm);
+    let peak = peak_tflops(sms, sm, &name);
 
     // Score block, kernel only (buffers resident).
     let (rows, k, p) = (4096usize, 16384usize, 256usize);
@@ -105,13 +126,14 @@ fn bench_gpu(c: &mut Criterion) {
     let per = start.elapsed().as_secs_f64() / f64::from(reps);
     let tf = flops / per / 1e12;
     match peak {
-        Some(pk) => println!(
-            "score_block {sm}: {tf:.2} TFLOP/s of a {pk:.1} TFLOP/s separate-rounding peak ({:.0} %)",
+        Some((pk, mhz)) => println!(
+            "score_block on {name} ({sm}): {tf:.2} TFLOP/s of a {pk:.1} TFLOP/s separate-rounding \
+             peak at {mhz} MHz ({:.0} %)",
             100.0 * tf / pk
         ),
-        None => {
-            println!("score_block {sm}: {tf:.2} TFLOP/s (set PTXSMITH_SM_CLOCK_MHZ for the peak)")
-        }
+        None => println!(
+            "score_block on {name} ({sm}): {tf:.2} TFLOP/s (set PTXSMITH_SM_CLOCK_MHZ for the peak)"
+        ),
     }
     for b in [bx, bd, bo] {
         ex.free(b).unwrap();
