@@ -112,6 +112,46 @@ fn sass_hot_loop_is_separate_fmul_fadd() {
     }
 }
 
+/// At the PTX level, on every SM: no `fma`/`mad` on floats, and every f32
+/// multiply and add carries `.rn` (an unmodified one may be contracted).
+#[test]
+fn ptx_float_arithmetic_is_rn_only() {
+    for sm in Sm::ALL {
+        for m in modules(sm) {
+            let (mut muls, mut adds) = (0, 0);
+            for line in m.ptx.lines().map(str::trim) {
+                let op = line.split_whitespace().next().unwrap_or("");
+                assert!(
+                    !op.starts_with("fma") && !(op.starts_with("mad") && op.ends_with(".f32")),
+                    "{}: {line}",
+                    m.kernel
+                );
+                if op.ends_with(".f32")
+                    && (op.starts_with("mul") || op.starts_with("add") || op.starts_with("sub"))
+                {
+                    assert!(
+                        op.contains(".rn."),
+                        "{} on {sm}: `{line}` without .rn",
+                        m.kernel
+                    );
+                    if op.starts_with("mul") {
+                        muls += 1;
+                    } else {
+                        adds += 1;
+                    }
+                }
+            }
+            if m.kernel != ptx::MERGE {
+                assert!(
+                    muls >= 512 && muls == adds,
+                    "{}: {muls} mul.rn, {adds} add.rn",
+                    m.kernel
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn sm80_modules_are_ptx_7_0() {
     for m in modules(Sm::Sm80) {

@@ -1097,3 +1097,55 @@ pub fn generate(sm: Sm) -> Result<Vec<PtxModule>> {
         generate_merge(sm)?,
     ])
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SMALL: ScoreTuning = ScoreTuning {
+        bm: 32,
+        bn: 32,
+        bk: 8,
+        tm: 4,
+        tn: 4,
+        threads: 64,
+    };
+
+    /// Rows `4·ty + micro_row(i)` and columns `4·tx + micro_col(j)` cover
+    /// the CTA tile exactly once.
+    #[test]
+    fn micro_tiles_partition_the_cta_tile() {
+        for t in [
+            ScoreTuning::default_for(Sm::Sm80),
+            ScoreTuning::route_default_for(Sm::Sm80),
+            SMALL,
+        ] {
+            let mut rows = vec![0u32; t.bm as usize];
+            for ty in 0..t.bm / t.tm {
+                for i in 0..t.tm {
+                    rows[(4 * ty + micro_row(&t, i)) as usize] += 1;
+                }
+            }
+            let mut cols = vec![0u32; t.bn as usize];
+            for tx in 0..t.bn / t.tn {
+                for j in 0..t.tn {
+                    cols[(4 * tx + micro_col(&t, j)) as usize] += 1;
+                }
+            }
+            assert!(rows.iter().chain(&cols).all(|&n| n == 1), "{t:?}");
+        }
+    }
+
+    #[test]
+    fn shared_memory_sizes_and_keys() {
+        let d = ScoreTuning::default_for(Sm::Sm90);
+        assert_eq!(d.key(), "bm128_bn128_bk16_tm8_tn8_t256");
+        // xs: 16 × (128 + 4) floats, ds the same, plus alignment slack.
+        assert_eq!(d.score_smem_bytes(), 16 * 132 * 4 * 2 + 16);
+        let r = ScoreTuning::route_default_for(Sm::Sm90);
+        // A 64 × 128 score tile plus 8 warps × 128 accepted pairs.
+        assert_eq!(r.route_smem_bytes(), 64 * 128 * 4 + 16 + 8 * 128 * 8 + 16);
+        assert!(r.route_smem_bytes() <= u64::from(STATIC_SMEM_LIMIT));
+        SMALL.check_route().unwrap();
+    }
+}
