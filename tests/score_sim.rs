@@ -168,6 +168,18 @@ fn route_p1_and_s_equal_k() {
     }
 }
 
+/// Large s: the route state grows over many tiles while not full, and the
+/// merge folds each split's list in several chunks of 128.
+#[test]
+fn route_large_s_over_merge_chunks() {
+    let (rows, k, p, s) = (3, 600, 4, 300);
+    let (x, d) = (values(rows * p, 15), values(k * p, 16));
+    let want = host::route_top_s(&x, &d, rows, k, p, s).unwrap();
+    for splits in [1, 2] {
+        assert_same_top(&route_sim(&x, &d, rows, k, p, s, SMALL, splits), &want);
+    }
+}
+
 #[test]
 fn near_ties_route_like_separate_rounding_not_fma() {
     let (rows, k, p) = (6, 40, 8);
