@@ -114,14 +114,13 @@ fn too_big(what: &str, v: u64, limit: u64) -> Error {
 
 /// Dimension limits of the kernels (32-bit loop counters that must not
 /// wrap when a tile width is added).
-fn check_dims(rows: usize, k: usize, p: usize, t: &ScoreTuning) -> Result<(u32, u32, u32)> {
+fn check_dims(rows: usize, k: usize, p: usize) -> Result<(u32, u32, u32)> {
     let lim = u64::from(u32::MAX / 2);
     for (what, v) in [("rows", rows), ("K", k), ("P", p)] {
         if v as u64 > lim {
             return Err(too_big(what, v as u64, lim));
         }
     }
-    let _ = t;
     Ok((rows as u32, k as u32, p as u32))
 }
 
@@ -153,15 +152,21 @@ pub fn score_block_on(
     validate(x, d, rows, k, p)?;
     let t = tuning.unwrap_or_else(|| ScoreTuning::default_for(ex.sm()));
     t.check_score()?;
-    let (rows32, k32, p32) = check_dims(rows, k, p, &t)?;
+    let (rows32, k32, p32) = check_dims(rows, k, p)?;
     let grid = u64::from(rows32.div_ceil(t.bm)) * u64::from(k32.div_ceil(t.bn));
     if grid > MAX_GRID {
         return Err(too_big("CTA count", grid, MAX_GRID));
     }
     let module = generate_score_block(ex.sm(), &t)?;
     let bx = upload_new(ex, x)?;
-    let bd = upload_new(ex, d)?;
-    let bo = ex.alloc(rows * k * 4)?;
+    let bd = match upload_new(ex, d) {
+        Ok(b) => b,
+        Err(e) => return finish(ex, &[bx], Err(e)),
+    };
+    let bo = match ex.alloc(rows * k * 4) {
+        Ok(b) => b,
+        Err(e) => return finish(ex, &[bx, bd], Err(e)),
+    };
     let args = ScoreBlockArgs {
         x: bx.into(),
         d: bd.into(),
@@ -259,7 +264,7 @@ pub fn route_top_s_planned(
 ) -> Result<TopS> {
     validate_route(x, d, rows, k, p, s)?;
     t.check_route()?;
-    let (rows32, k32, p32) = check_dims(rows, k, p, &t)?;
+    let (rows32, k32, p32) = check_dims(rows, k, p)?;
     let s32 = s as u32; // s ≤ K
     let RoutePlan {
         row_tiles,
@@ -297,8 +302,14 @@ pub fn route_top_s_planned(
     };
 
     let bx = upload_new(ex, x)?;
-    let bd = upload_new(ex, d)?;
-    let state = ex.alloc((entries * 16) as usize)?;
+    let bd = match upload_new(ex, d) {
+        Ok(b) => b,
+        Err(e) => return finish(ex, &[bx], Err(e)),
+    };
+    let state = match ex.alloc((entries * 16) as usize) {
+        Ok(b) => b,
+        Err(e) => return finish(ex, &[bx, bd], Err(e)),
+    };
     let mut bufs = vec![bx, bd, state];
     let args = RouteArgs {
         x: bx.into(),
