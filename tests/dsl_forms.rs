@@ -144,6 +144,10 @@ fn base_forms(sm: Sm) -> ptxsmith::Result<PtxModule> {
     let hp = b.offset(p.h, tid);
     let half = b.ld_global(hp, 0);
     b.st_global(hp, 1, half);
+    // a byte buffer read and written four bytes at a time
+    let words = p.b.cast::<U32>();
+    let four = b.ld_global(words, 0);
+    b.st_global(words, 1, four);
     // shared memory
     let sh = b.shared_array::<F32>("tile", 256, 16);
     let su = b.shared_array::<U32>("cnt", 4, 4);

@@ -33,6 +33,13 @@ impl<E> GlobalPtr<E> {
     pub fn addr(self) -> Reg<U64> {
         self.reg
     }
+    /// The same address viewed as a pointer to `F`s (no instruction), e.g.
+    /// a byte buffer accessed four codes at a time as `U32`s. Accesses
+    /// through the result must be aligned to their own size; the launch
+    /// code guarantees the buffer's alignment.
+    pub fn cast<F>(self) -> GlobalPtr<F> {
+        GlobalPtr { reg: self.reg, _e: PhantomData }
+    }
 }
 
 /// A typed pointer into shared memory (a 32-bit shared-window address of `E`s).
@@ -490,10 +497,7 @@ impl KernelBuilder {
             self.fail("selp on predicates; use pand/por".to_string());
         }
         let (a, b) = (a.into().v, b.into().v);
-        let ty = match T::CLASS.ty() {
-            Ty::B16 => Ty::B16,
-            t => t,
-        };
+        let ty = T::CLASS.ty();
         self.def(|d| Op::Selp { ty, d, a, b, p: p.id() })
     }
     /// `a && b`.
@@ -678,10 +682,8 @@ impl KernelBuilder {
     /// Address of element `i` of a shared array.
     pub fn shared_elem<E: Elem>(&mut self, a: &SharedArray<E>, i: impl Into<Src<U32>>) -> SharedPtr<E> {
         let i = i.into();
-        if let Some(k) = i.as_int() {
-            if k >= i128::from(a.len) {
-                self.fail(format!("constant index {k} past shared array `{}` of {}", a.name, a.len));
-            }
+        if let Some(k) = i.as_int().filter(|k| *k >= i128::from(a.len)) {
+            self.fail(format!("constant index {k} past shared array `{}` of {}", a.name, a.len));
         }
         let base = self.def(|d| Op::MovVarAddr { d, var: a.name.clone() });
         let reg = self.mad_lo(i, E::SCALAR.size(), base);

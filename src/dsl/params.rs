@@ -104,13 +104,13 @@ pub fn check_args(kernel: &str, params: &[ParamDesc], args: &[ArgValue]) -> Resu
                 p.name, p.kind, a
             )));
         }
-        if let (ArgValue::Ptr(addr), ParamKind::GlobalPtr { align, .. }) = (a, p.kind) {
-            if addr % u64::from(align) != 0 {
-                return Err(Error::InvalidArgument(format!(
-                    "kernel `{kernel}` parameter `{}` needs {align}-byte alignment, got address {addr:#x}",
-                    p.name
-                )));
-            }
+        if let (ArgValue::Ptr(addr), ParamKind::GlobalPtr { align, .. }) = (a, p.kind)
+            && addr % u64::from(align) != 0
+        {
+            return Err(Error::InvalidArgument(format!(
+                "kernel `{kernel}` parameter `{}` needs {align}-byte alignment, got address {addr:#x}",
+                p.name
+            )));
         }
     }
     Ok(())
@@ -121,7 +121,7 @@ pub fn check_args(kernel: &str, params: &[ParamDesc], args: &[ArgValue]) -> Resu
 use std::marker::PhantomData;
 
 use super::builder::{GlobalPtr, KernelBuilder};
-use super::types::{Elem, F32, Reg, RegType, S32, U32, U64};
+use super::types::{Elem, F32, Reg, S32, U32, U64};
 
 /// A host-side device address of `E`s, the launch argument for a
 /// [`Ptr<E>`] parameter.
@@ -196,10 +196,6 @@ scalar_params! {
     U64 => u64, U64, U64;
     F32 => f32, F32, F32;
 }
-
-// Keep `RegType` in scope for the macro's users.
-#[doc(hidden)]
-pub fn _assert_reg<T: RegType>() {}
 
 /// A kernel's parameter list as one Rust struct (see [`kernel_params!`]).
 pub trait KernelParams {

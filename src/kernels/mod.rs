@@ -1,6 +1,7 @@
 //! Kernel families, one folder each: `ptx.rs` (generator), `host.rs`
 //! (bit-exact host model, the spec), `launch.rs` (backend dispatch).
 
+pub mod dispatch;
 pub mod dot;
 pub mod fp8;
 pub mod score;
@@ -12,7 +13,8 @@ use crate::target::Sm;
 /// Every kernel variant ptxsmith generates for `sm` (default tunings).
 /// `dump_ptx`, the ptxas tests and the demo iterate over this list.
 pub fn all_variants(sm: Sm) -> Result<Vec<PtxModule>> {
-    let mut v = vec![dot::ptx::generate(sm)?];
-    v.extend(score::ptx::generate(sm)?);
-    Ok(v)
+    let mut all = vec![dot::ptx::generate(sm)?];
+    all.extend(fp8::ptx::default_variants(sm)?);
+    all.extend(score::ptx::generate(sm)?);
+    Ok(all)
 }

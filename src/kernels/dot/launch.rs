@@ -4,6 +4,8 @@
 use super::ptx::{BLOCK, DotRowsArgs, generate};
 use crate::dsl::params::KernelParams;
 use crate::error::{Error, Result};
+use crate::kernels::dispatch::dispatch;
+use crate::runtime::backend::{Backend, Ran};
 use crate::runtime::exec::{Executor, LaunchConfig, download_vec, upload_new};
 
 /// Check the shapes of a row dot product; returns `(rows, n)` as u32.
@@ -49,4 +51,16 @@ pub fn run_on(ex: &mut dyn Executor, x: &[f32], y: &[f32], rows: usize, n: usize
         ex.free(b)?;
     }
     result
+}
+
+/// `out[r] = Σ_c x[r·n + c] · y[c]` with separate rounding in ascending `c`
+/// (see the [module contract](super)) on `backend`; returns the result and
+/// which implementation ran. Every backend gives the same bits.
+pub fn dot_rows(backend: Backend, x: &[f32], y: &[f32], rows: usize, n: usize) -> Result<(Vec<f32>, Ran)> {
+    validate(x, y, rows, n)?;
+    dispatch(
+        backend,
+        || Ok(super::host::dot_rows(x, y, rows, n)),
+        |ex| run_on(ex, x, y, rows, n),
+    )
 }

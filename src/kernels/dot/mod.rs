@@ -14,4 +14,5 @@ pub mod launch;
 pub mod ptx;
 
 pub use host::dot_rows as dot_rows_host;
+pub use launch::dot_rows;
 

@@ -13,36 +13,14 @@ use super::ptx::{
 };
 use crate::dsl::params::KernelParams;
 use crate::error::{Error, Result};
-use crate::runtime::backend::{Backend, Ran, Resolved, resolve};
+use crate::kernels::dispatch::dispatch;
+use crate::runtime::backend::{Backend, Ran};
 use crate::runtime::exec::{BufferId, Executor, LaunchConfig, download_vec, upload_new};
-use crate::target::Sm;
-
-/// The SM the simulator backend generates code for.
-pub const SIM_SM: Sm = Sm::Sm80;
-
-/// Run `f` on the executor `resolved` stands for; `None` for the host model.
-fn with_executor<T>(
-    resolved: &Resolved,
-    f: impl FnOnce(&mut dyn Executor) -> Result<T>,
-) -> Option<Result<T>> {
-    match resolved {
-        Resolved::Cuda(gpu) => {
-            let mut g = gpu.lock();
-            Some(f(&mut *g))
-        }
-        Resolved::Host => None,
-        Resolved::Sim => Some(sim_executor().and_then(|mut sim| f(&mut *sim))),
-    }
-}
-
-/// The CPU PTX simulator as an executor (target [`SIM_SM`]).
-fn sim_executor() -> Result<Box<dyn Executor>> {
-    Ok(Box::new(crate::sim::Sim::new(SIM_SM)))
-}
 
 /// The `rows × K` score block, row-major (`scores[r·K + a]`), on `backend`
 /// (see the [module contract](super)): every score equals the host model's
-/// under `to_bits()`. Reports which implementation ran.
+/// under `to_bits()`. Reports which implementation ran (`Sim` simulates
+/// [`default_sim_sm`](crate::kernels::dispatch::default_sim_sm)).
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] for a bad shape (see
@@ -57,12 +35,11 @@ pub fn score_block(
     p: usize,
 ) -> Result<(Vec<f32>, Ran)> {
     validate(x, d, rows, k, p)?;
-    let resolved = resolve(backend)?;
-    let ran = resolved.ran();
-    match with_executor(&resolved, |ex| score_block_on(ex, x, d, rows, k, p, None)) {
-        Some(r) => r.map(|v| (v, ran)),
-        None => super::host::score_block(x, d, rows, k, p).map(|v| (v, ran)),
-    }
+    dispatch(
+        backend,
+        || super::host::score_block(x, d, rows, k, p),
+        |ex| score_block_on(ex, x, d, rows, k, p, None),
+    )
 }
 
 /// Each row's top `s` atoms, best first (see the [module contract](super)),
@@ -90,14 +67,11 @@ pub fn route_top_s(
     if let Some(t) = &tuning {
         t.check_route()?;
     }
-    let resolved = resolve(backend)?;
-    let ran = resolved.ran();
-    match with_executor(&resolved, |ex| {
-        route_top_s_on(ex, x, d, rows, k, p, s, tuning)
-    }) {
-        Some(r) => r.map(|v| (v, ran)),
-        None => super::host::route_top_s_fast(x, d, rows, k, p, s).map(|v| (v, ran)),
-    }
+    dispatch(
+        backend,
+        || super::host::route_top_s_fast(x, d, rows, k, p, s),
+        |ex| route_top_s_on(ex, x, d, rows, k, p, s, tuning),
+    )
 }
 
 /// Largest grid the kernels are launched with (`%nctaid.x` limit).

@@ -1,0 +1,90 @@
+//! The foundation's end-to-end kernel: DSL → PTX → ptxas → simulator,
+//! bit for bit against the host model, on every SM; and the GPU when one
+//! is present.
+
+use ptxsmith::Sm;
+use ptxsmith::kernels::dot::{self, dot_rows, dot_rows_host};
+use ptxsmith::runtime::backend::{Backend, Ran};
+use ptxsmith::runtime::gpu_for_tests;
+use ptxsmith::sim::Sim;
+use ptxsmith::{Error, runtime};
+
+fn data(rows: usize, n: usize, seed: u32) -> (Vec<f32>, Vec<f32>) {
+    let mut s = seed;
+    let mut next = move || {
+        s ^= s << 13;
+        s ^= s >> 17;
+        s ^= s << 5;
+        // Mixed magnitudes and signs, so rounding order matters.
+        (s as i32 as f32) * 2f32.powi(-((s % 40) as i32) - 40)
+    };
+    ((0..rows * n).map(|_| next()).collect(), (0..n).map(|_| next()).collect())
+}
+
+fn bits(v: &[f32]) -> Vec<u32> {
+    v.iter().map(|f| if f.is_nan() { 0x7fc0_0000 } else { f.to_bits() }).collect()
+}
+
+#[test]
+fn sim_matches_host_bit_for_bit_on_every_sm_and_ragged_shapes() {
+    for sm in Sm::ALL {
+        for (rows, n) in [(1, 1), (37, 67), (130, 5), (3, 0)] {
+            let (x, y) = data(rows, n, 7 + rows as u32);
+            let got = dot::launch::run_on(&mut Sim::new(sm), &x, &y, rows, n).unwrap();
+            assert_eq!(bits(&got), bits(&dot_rows_host(&x, &y, rows, n)), "{sm} rows {rows} n {n}");
+        }
+    }
+}
+
+#[test]
+fn fma_sensitive_data_proves_separate_rounding_on_sim() {
+    // (1 + 2^-23)^2 − (1 + 2^-22): 0 with separate rounding, 2^-46 fused.
+    let a = 1.0f32 + f32::EPSILON;
+    let (x, y) = (vec![a, 1.0], vec![a, -(1.0 + 2.0 * f32::EPSILON)]);
+    let (got, ran) = dot_rows(Backend::Sim, &x, &y, 1, 2).unwrap();
+    assert_eq!(ran, Ran::Sim);
+    assert_eq!(got[0].to_bits(), 0);
+}
+
+#[test]
+fn nan_and_inf_propagate_like_the_host() {
+    let x = vec![f32::INFINITY, 0.0, f32::NAN, 1.0, 1.0, -1.0];
+    let y = vec![0.0, 1.0, 2.0];
+    let got = dot::launch::run_on(&mut Sim::new(Sm::Sm80), &x, &y, 2, 3).unwrap();
+    let want = dot_rows_host(&x, &y, 2, 3);
+    assert!(got[0].is_nan() && want[0].is_nan());
+    assert_eq!(got[1].to_bits(), want[1].to_bits());
+}
+
+#[test]
+fn shapes_are_validated_with_the_values_named() {
+    let e = dot_rows(Backend::Host, &[1.0; 5], &[1.0; 2], 3, 2).unwrap_err();
+    assert!(matches!(&e, Error::InvalidArgument(m) if m.contains("5") && m.contains("3 × 2")), "{e}");
+    let e = dot_rows(Backend::Host, &[1.0; 6], &[1.0; 3], 3, 2).unwrap_err();
+    assert!(e.to_string().contains("y has 3"), "{e}");
+    let e = dot_rows(Backend::Host, &[], &[], usize::MAX, 2).unwrap_err();
+    assert!(e.to_string().contains("overflows"), "{e}");
+}
+
+#[test]
+fn cuda_backend_fails_loud_without_a_device_and_auto_reports_what_ran() {
+    let (x, y) = data(4, 8, 3);
+    if runtime::cuda_available() {
+        return;
+    }
+    assert!(matches!(dot_rows(Backend::Cuda, &x, &y, 4, 8), Err(Error::NoDevice(_))));
+    let (got, ran) = dot_rows(Backend::Auto, &x, &y, 4, 8).unwrap();
+    assert_eq!(ran, Ran::Host);
+    assert_eq!(bits(&got), bits(&dot_rows_host(&x, &y, 4, 8)));
+}
+
+#[test]
+fn device_matches_host_bit_for_bit() {
+    let Some(mut gpu) = gpu_for_tests() else { return };
+    let (x, y) = data(1000, 257, 11);
+    let got = dot::launch::run_on(&mut gpu, &x, &y, 1000, 257).unwrap();
+    assert_eq!(bits(&got), bits(&dot_rows_host(&x, &y, 1000, 257)));
+    let (got, ran) = dot_rows(Backend::Cuda, &x, &y, 1000, 257).unwrap();
+    assert_eq!(ran, Ran::Cuda);
+    assert_eq!(bits(&got), bits(&dot_rows_host(&x, &y, 1000, 257)));
+}
