@@ -51,8 +51,8 @@ fn cases() -> Vec<Case> {
             entry: "saxpy",
             cfg: LaunchConfig::linear(n / 256, 256),
             args: Box::new(move |s: &mut Sim| {
-                let x = s.alloc(4 * n as usize).unwrap();
-                let y = s.alloc(4 * n as usize).unwrap();
+                let x = s.alloc_zeroed(4 * n as usize).unwrap();
+                let y = s.alloc_zeroed(4 * n as usize).unwrap();
                 vec![
                     ArgValue::Ptr(x),
                     ArgValue::Ptr(y),
@@ -67,7 +67,7 @@ fn cases() -> Vec<Case> {
             entry: "block_sum",
             cfg: LaunchConfig::linear(n / 256, 256),
             args: Box::new(move |s: &mut Sim| {
-                let x = s.alloc(4 * n as usize).unwrap();
+                let x = s.alloc_zeroed(4 * n as usize).unwrap();
                 let o = s.alloc(4 * (n / 256) as usize).unwrap();
                 vec![ArgValue::Ptr(x), ArgValue::Ptr(o)]
             }),

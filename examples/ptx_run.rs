@@ -9,7 +9,9 @@
 //! * `u32:V`, `s32:V`, `u64:V`, `s64:V` — integer scalars (decimal or `0x` hex);
 //! * `f32:V`, `f64:V` — float scalars (decimal, or `0x` raw bits);
 //! * `in:PATH` — a buffer initialised from the file's little-endian bytes;
-//! * `out:PATH:BYTES` — a zero-filled buffer of BYTES, written to PATH after the run;
+//! * `out:PATH:BYTES` — an uninitialised buffer of BYTES (a kernel read before a
+//!   write is a finding), written to PATH after the run;
+//! * `zero:PATH:BYTES` — the same, zero-filled;
 //! * `inout:PATH` — a buffer from PATH, written back after the run.
 //!
 //! Example (saxpy on 1000 floats):

@@ -19,7 +19,7 @@ fn kernel(decls: &str, body: &str) -> String {
 fn launch(ptx: &str, threads: u32, out_words: usize) -> Result<Vec<u32>, SimError> {
     let prog = Program::parse(ptx)?;
     let mut sim = Sim::new(Sm::Sm80);
-    let out = sim.alloc(out_words * 4).unwrap();
+    let out = sim.alloc_zeroed(out_words * 4).unwrap();
     sim.launch_program(
         &prog,
         "k",
@@ -38,8 +38,8 @@ fn out_of_bounds_global_write() {
     let ptx = include_str!("ptx/saxpy.ptx");
     let prog = Program::parse(ptx).unwrap();
     let mut sim = Sim::new(Sm::Sm80);
-    let x = sim.alloc(64 * 4).unwrap();
-    let y = sim.alloc(60 * 4).unwrap(); // 4 elements short
+    let x = sim.alloc_zeroed(64 * 4).unwrap();
+    let y = sim.alloc_zeroed(60 * 4).unwrap(); // 4 elements short
     let e = sim
         .launch_program(
             &prog,
@@ -192,6 +192,42 @@ fn uninitialized_shared_read() {
         }
         e => panic!("{e}"),
     }
+}
+
+#[test]
+fn uninitialized_global_read() {
+    let prog = Program::parse(include_str!("ptx/saxpy.ptx")).unwrap();
+    let mut sim = Sim::new(Sm::Sm80);
+    let x = sim.alloc(64 * 4).unwrap();
+    let y = sim.alloc(64 * 4).unwrap();
+    sim.write(x, &[0u8; 256]).unwrap();
+    sim.write(y, &[0u8; 128]).unwrap(); // only the first 32 elements
+    let args = [
+        ArgValue::Ptr(x),
+        ArgValue::Ptr(y),
+        ArgValue::F32(1.0),
+        ArgValue::U32(64),
+    ];
+    match sim
+        .launch_program(&prog, "saxpy", LaunchConfig::linear(1, 64), &args)
+        .unwrap_err()
+    {
+        SimError::UninitializedGlobal { site, addr, size } => {
+            assert_eq!((addr, size), (y + 128, 4));
+            assert_eq!(site.tid, (32, 0, 0));
+        }
+        e => panic!("{e}"),
+    }
+    // a kernel's own stores initialise memory: the first launch wrote y[0..32] only
+    // through the host, so a second launch over 32 elements is fine
+    let args = [
+        ArgValue::Ptr(x),
+        ArgValue::Ptr(y),
+        ArgValue::F32(1.0),
+        ArgValue::U32(32),
+    ];
+    sim.launch_program(&prog, "saxpy", LaunchConfig::linear(1, 64), &args)
+        .unwrap();
 }
 
 #[test]
@@ -430,9 +466,9 @@ fn launch_validation() {
 #[test]
 fn dynamic_shared_and_special_registers() {
     let ptx = format!(
-        "{HEAD}.extern .shared .align 16 .b8 dyn[];\n.visible .entry k(.param .u64 out)\n{{\n.reg .b64 %rd<8>;\n.reg .b32 %r<16>;\n\
+        "{HEAD}.extern .shared .align 16 .b8 dyn[];\n.extern .shared .align 4 .b32 dyn_alias[];\n.visible .entry k(.param .u64 out)\n{{\n.reg .b64 %rd<8>;\n.reg .b32 %r<16>;\n\
          .shared .align 4 .b8 st[20];\nld.param.u64 %rd0, [out];\nmov.u32 %r0, %tid.x;\nmov.u32 %r1, %tid.y;\nmov.u32 %r2, %ntid.x;\nmad.lo.u32 %r3, %r1, %r2, %r0;\n\
-         mov.u32 %r4, dyn;\nmov.u32 %r5, %dynamic_smem_size;\nmov.u32 %r6, %laneid;\nmov.u32 %r7, %warpid;\nmov.u32 %r8, %lanemask_lt;\nmov.u32 %r9, %ctaid.y;\n\
+         mov.u32 %r4, dyn_alias;\nmov.u32 %r5, %dynamic_smem_size;\nmov.u32 %r6, %laneid;\nmov.u32 %r7, %warpid;\nmov.u32 %r8, %lanemask_lt;\nmov.u32 %r9, %ctaid.y;\n\
          mov.u32 %r10, %nctaid.y;\nmul.wide.u32 %rd1, %r3, 32;\nmul.wide.u32 %rd2, %r9, 1024;\nadd.s64 %rd1, %rd1, %rd2;\nadd.s64 %rd1, %rd0, %rd1;\n\
          st.global.v4.u32 [%rd1], {{%r3, %r4, %r5, %r6}};\nst.global.v4.u32 [%rd1+16], {{%r7, %r8, %r9, %r10}};\n\
          shl.b32 %r11, %r3, 2;\nadd.u32 %r11, %r4, %r11;\nst.shared.u32 [%r11], %r3;\nret;\n}}\n"

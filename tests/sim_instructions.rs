@@ -608,6 +608,11 @@ fn cvt_int_int_and_int_float() {
     assert_eq!(g("cvt.rn.f32.s32", 0xFFFF_FFFF), MONE);
     assert_eq!(g("cvt.rz.f32.s32", 0x8000_0001), 0xCEFF_FFFF);
     assert_eq!(f("cvt.rn.f32.u64", u64::MAX), 0x5F80_0000);
+    // double rounding trap: 2^53 + 2^29 + 1 is just above an f32 midpoint,
+    // but its f64 rounding lands exactly on it
+    assert_eq!(f("cvt.rn.f32.u64", (1 << 53) + (1 << 29) + 1), 0x5A00_0001);
+    assert_eq!(f("cvt.rn.f32.u64", (1 << 53) + (1 << 29)), 0x5A00_0000);
+    assert_eq!(f("cvt.rn.f32.u64", (1 << 53) + (1 << 29) * 3), 0x5A00_0002);
     assert_eq!(f("cvt.rz.f32.u64", u64::MAX), 0x5F7F_FFFF);
     assert_eq!(f("cvt.rm.f32.s64", (-(1i64 << 40) - 1) as u64), 0xD380_0001);
     assert_eq!(f("cvt.rp.f32.s64", (-(1i64 << 40) - 1) as u64), 0xD380_0000);
@@ -764,4 +769,139 @@ fn vector_store_with_immediates() {
         run(body, 0, 0, 0),
         Err(SimError::Unsupported { .. })
     ));
+}
+
+#[test]
+fn local_const_and_16bit_float_packs() {
+    // .local frame per thread, ld/st.local, out-of-bounds local
+    let body = ".local .align 8 .b8 frame[16];\nst.local.u32 [frame+4], %r1;\nst.local.u64 [frame+8], %rd2;\n\
+                ld.local.u32 %r4, [frame+4];\nld.local.u64 %rd7, [frame+8];\ncvt.u64.u32 %rd6, %r4;\nadd.u64 %rd7, %rd7, %rd6;";
+    assert_eq!(run(body, 5, 100, 0).unwrap(), 105);
+    let body = ".local .align 8 .b8 frame[16];\nst.local.u32 [frame+16], %r1;\nmov.u64 %rd7, 0;";
+    assert!(matches!(
+        run(body, 5, 100, 0),
+        Err(SimError::OutOfBounds { .. })
+    ));
+    // module-scope .const with an initialiser
+    let ptx = format!(
+        "{HEAD}.const .align 4 .u32 tbl[4] = {{10, 20, 30, 0xFFFFFFFF}};\n.visible .entry k(.param .u64 out)\n{{\n.reg .b64 %rd<4>;\n.reg .b32 %r<4>;\n\
+         ld.param.u64 %rd0, [out];\nld.const.u32 %r1, [tbl+8];\nld.const.u32 %r2, [tbl+12];\nadd.u32 %r1, %r1, %r2;\nst.global.u32 [%rd0], %r1;\nret;\n}}\n"
+    );
+    let prog = Program::parse(&ptx).unwrap();
+    let mut sim = Sim::new(Sm::Sm120);
+    let out = sim.alloc(4).unwrap();
+    sim.launch_program(
+        &prog,
+        "k",
+        LaunchConfig::linear(1, 1),
+        &[ArgValue::Ptr(out)],
+    )
+    .unwrap();
+    let mut o = [0u8; 4];
+    sim.read(out, &mut o).unwrap();
+    assert_eq!(u32::from_le_bytes(o), 29);
+    // f16x2 / bf16
+    let v = run(
+        "cvt.rn.f16x2.f32 %r4, %f1, %f2;\ncvt.u64.u32 %rd7, %r4;",
+        1.0f32.to_bits() as u64,
+        (-2.0f32).to_bits() as u64,
+        0,
+    )
+    .unwrap();
+    assert_eq!(v, 0x3C00_C000);
+    let v = run(
+        "cvt.rn.bf16.f32 %h1, %f1;\ncvt.u64.u16 %rd7, %h1;",
+        0x3F80_8000,
+        0,
+        0,
+    )
+    .unwrap();
+    assert_eq!(v, 0x3F80);
+    let v = run(
+        "cvt.u16.u32 %h1, %r1;\ncvt.f32.bf16 %f4, %h1;\nmov.b32 %r4, %f4;\ncvt.u64.u32 %rd7, %r4;",
+        0xC040,
+        0,
+        0,
+    )
+    .unwrap();
+    assert_eq!(v, 0xC040_0000);
+}
+
+#[test]
+fn atomics_and_reductions() {
+    // out[0] starts at 5; each op returns the old value into a running xor of olds
+    let t = |op: &str, init: u32, b: u32| -> (u32, u32) {
+        let ptx = format!(
+            "{HEAD}.visible .entry k(.param .u64 out, .param .u32 b)\n{{\n.reg .b64 %rd<4>;\n.reg .b32 %r<4>;\n\
+             ld.param.u64 %rd0, [out];\nld.param.u32 %r1, [b];\n{op}\nst.global.u32 [%rd0+4], %r2;\nret;\n}}\n"
+        );
+        let prog = Program::parse(&ptx).unwrap();
+        let mut sim = Sim::new(Sm::Sm120);
+        let out = sim.alloc(8).unwrap();
+        sim.write(out, &init.to_le_bytes()).unwrap();
+        sim.launch_program(
+            &prog,
+            "k",
+            LaunchConfig::linear(1, 1),
+            &[ArgValue::Ptr(out), ArgValue::U32(b)],
+        )
+        .unwrap();
+        let mut o = [0u8; 8];
+        sim.read(out, &mut o).unwrap();
+        (
+            u32::from_le_bytes(o[..4].try_into().unwrap()),
+            u32::from_le_bytes(o[4..].try_into().unwrap()),
+        )
+    };
+    assert_eq!(t("atom.global.add.u32 %r2, [%rd0], %r1;", 5, 3), (8, 5));
+    assert_eq!(t("atom.global.inc.u32 %r2, [%rd0], %r1;", 5, 5), (0, 5));
+    assert_eq!(t("atom.global.inc.u32 %r2, [%rd0], %r1;", 4, 5), (5, 4));
+    assert_eq!(t("atom.global.dec.u32 %r2, [%rd0], %r1;", 0, 7), (7, 0));
+    assert_eq!(t("atom.global.dec.u32 %r2, [%rd0], %r1;", 9, 7), (7, 9));
+    assert_eq!(t("atom.global.dec.u32 %r2, [%rd0], %r1;", 3, 7), (2, 3));
+    assert_eq!(
+        t("atom.global.min.s32 %r2, [%rd0], %r1;", 5, u32::MAX),
+        (u32::MAX, 5)
+    );
+    assert_eq!(
+        t("atom.global.min.u32 %r2, [%rd0], %r1;", 5, u32::MAX),
+        (5, 5)
+    );
+    assert_eq!(t("atom.global.max.u32 %r2, [%rd0], %r1;", 5, 9), (9, 5));
+    assert_eq!(t("atom.global.exch.b32 %r2, [%rd0], %r1;", 5, 9), (9, 5));
+    assert_eq!(t("atom.global.cas.b32 %r2, [%rd0], 5, %r1;", 5, 9), (9, 5));
+    assert_eq!(t("atom.global.cas.b32 %r2, [%rd0], 4, %r1;", 5, 9), (5, 5));
+    assert_eq!(t("atom.global.and.b32 %r2, [%rd0], %r1;", 6, 3), (2, 6));
+    assert_eq!(t("atom.global.or.b32 %r2, [%rd0], %r1;", 6, 3), (7, 6));
+    assert_eq!(t("atom.global.xor.b32 %r2, [%rd0], %r1;", 6, 3), (5, 6));
+    assert_eq!(
+        t("red.global.add.u32 [%rd0], %r1;\nmov.u32 %r2, 0;", 6, 3),
+        (9, 0)
+    );
+    // atom.add.f32 on .global flushes subnormals (no .noftz)
+    assert_eq!(
+        t(
+            "mov.b32 %r3, 1;\nmov.b32 %r1, 1;\natom.global.add.f32 %r2, [%rd0], %r1;",
+            1,
+            1
+        )
+        .0,
+        0
+    );
+    assert_eq!(
+        t(
+            "atom.global.add.f32 %r2, [%rd0], %r1;",
+            0x3F80_0000,
+            0x3F80_0000
+        ),
+        (0x4000_0000, 0x3F80_0000)
+    );
+}
+
+#[test]
+fn cvta_round_trip_shared() {
+    let body = ".shared .align 4 .b8 buf[64];\nmov.u32 %r4, buf;\nadd.u32 %r4, %r4, 8;\nst.shared.u32 [%r4], %r1;\n\
+                cvt.u64.u32 %rd4, %r4;\ncvta.shared.u64 %rd5, %rd4;\nld.u32 %r5, [%rd5];\ncvta.to.shared.u32 %r6, %rd5;\n\
+                ld.shared.u32 %r7, [%r6];\nadd.u32 %r5, %r5, %r7;\ncvt.u64.u32 %rd7, %r5;";
+    assert_eq!(run(body, 21, 0, 0).unwrap(), 42);
 }

@@ -28,14 +28,16 @@ Arguments, one --arg per kernel parameter, in order:
   u32:V  s32:V  u64:V  s64:V     integer scalars (decimal or 0x hex)
   f32:V  f64:V                   float scalars (decimal, or 0x raw bits)
   in:PATH                        buffer initialised from PATH (raw little-endian bytes)
-  out:PATH:BYTES                 zero-filled buffer of BYTES, written to PATH after the run
+  out:PATH:BYTES                 uninitialised buffer of BYTES (reading it before writing
+                                 is a finding), written to PATH after the run
+  zero:PATH:BYTES                zero-filled buffer of BYTES, written to PATH after the run
   inout:PATH                     buffer from PATH, written back to PATH after the run
 Buffers are passed as pointers (.u64 parameters).";
 
 enum ArgSpec {
     Scalar(ArgValue),
     In(String),
-    Out(String, usize),
+    Out(String, usize, bool),
     InOut(String),
 }
 
@@ -71,11 +73,11 @@ fn parse_arg(s: &str) -> Result<ArgSpec, String> {
         })),
         "in" => ArgSpec::In(rest.to_string()),
         "inout" => ArgSpec::InOut(rest.to_string()),
-        "out" => {
+        "out" | "zero" => {
             let (p, n) = rest
                 .rsplit_once(':')
-                .ok_or_else(|| format!("bad --arg `{s}` (expected out:PATH:BYTES)"))?;
-            ArgSpec::Out(p.to_string(), parse_int(n)? as usize)
+                .ok_or_else(|| format!("bad --arg `{s}` (expected {kind}:PATH:BYTES)"))?;
+            ArgSpec::Out(p.to_string(), parse_int(n)? as usize, kind == "zero")
         }
         k => return Err(format!("unknown argument kind `{k}` in `{s}`")),
     })
@@ -167,8 +169,13 @@ pub fn run(args: &[String]) -> Result<String, String> {
                     outputs.push((p.clone(), a, data.len()));
                 }
             }
-            ArgSpec::Out(p, n) => {
-                let a = sim.alloc(*n).map_err(|e| e.to_string())?;
+            ArgSpec::Out(p, n, zero) => {
+                let a = if *zero {
+                    sim.alloc_zeroed(*n)
+                } else {
+                    sim.alloc(*n)
+                }
+                .map_err(|e| e.to_string())?;
                 values.push(ArgValue::Ptr(a));
                 outputs.push((p.clone(), a, *n));
             }

@@ -103,6 +103,15 @@ pub enum SimError {
         size: u32,
     },
 
+    /// A global-memory byte read by a kernel before the host or a kernel
+    /// wrote it (allocations start uninitialised).
+    #[error("uninitialized global-memory read of {size} bytes at {addr:#x}: {site}")]
+    UninitializedGlobal {
+        site: Box<Site>,
+        addr: u64,
+        size: u32,
+    },
+
     /// A register read before the thread wrote it.
     #[error("read of uninitialized register `{reg}`: {site}")]
     UninitializedRegister { site: Box<Site>, reg: String },

@@ -75,6 +75,8 @@ impl LaunchReport {
 struct Alloc {
     base: u64,
     data: Vec<u8>,
+    /// Per byte: written by the host or a kernel since allocation.
+    init: Vec<bool>,
 }
 
 /// Global memory: allocations at distinct addresses with guard gaps.
@@ -158,8 +160,21 @@ impl Sim {
         self.options.checks = on;
     }
 
-    /// Allocate `bytes` of global memory (zero-filled); returns its address.
+    /// Allocate `bytes` of global memory; returns its address. The bytes
+    /// read back as zero but are tracked as uninitialised: with checks on,
+    /// a kernel load of a byte that neither the host ([`Sim::write`]) nor a
+    /// kernel wrote is [`SimError::UninitializedGlobal`].
     pub fn alloc(&mut self, bytes: usize) -> Result<u64, SimError> {
+        self.alloc_inner(bytes, false)
+    }
+
+    /// Allocate `bytes` of zero-initialised global memory (counts as
+    /// written).
+    pub fn alloc_zeroed(&mut self, bytes: usize) -> Result<u64, SimError> {
+        self.alloc_inner(bytes, true)
+    }
+
+    fn alloc_inner(&mut self, bytes: usize, init: bool) -> Result<u64, SimError> {
         let base = self.mem.next;
         let span = (bytes as u64).div_ceil(256) * 256;
         self.mem.next = base + span + GUARD;
@@ -171,6 +186,7 @@ impl Sim {
         self.mem.allocs.push(Alloc {
             base,
             data: vec![0; bytes],
+            init: vec![init; bytes],
         });
         Ok(base)
     }
@@ -184,6 +200,7 @@ impl Sim {
             ))
         })?;
         self.mem.allocs[i].data[o..o + data.len()].copy_from_slice(data);
+        self.mem.allocs[i].init[o..o + data.len()].fill(true);
         Ok(())
     }
 
@@ -456,6 +473,7 @@ enum Fault {
         other_tid: u32,
     },
     UninitShared(u64, u32),
+    UninitGlobal(u64, u32),
     UninitReg(u32),
     Trap(String),
     Warp(String),
@@ -543,6 +561,7 @@ impl<'a> Exec<'a> {
                 other,
                 other_tid: self.tid_of(other_tid as usize),
             },
+            Fault::UninitGlobal(addr, size) => SimError::UninitializedGlobal { site, addr, size },
             Fault::UninitShared(offset, size) => {
                 SimError::UninitializedShared { site, offset, size }
             }
@@ -852,7 +871,20 @@ impl<'a> Exec<'a> {
         let l = len as usize;
         match sp {
             Space::Global => match self.mem.find(a, len as u64) {
-                Some((i, o)) => Ok(&mut self.mem.allocs[i].data[o..o + l]),
+                Some((i, o)) => {
+                    let al = &mut self.mem.allocs[i];
+                    if self.checks {
+                        let init = &mut al.init[o..o + l];
+                        if !write || atomic {
+                            if let Some(k) = init.iter().position(|b| !*b) {
+                                return Err(Fault::UninitGlobal(addr + k as u64, len));
+                            }
+                        } else {
+                            init.fill(true);
+                        }
+                    }
+                    Ok(&mut al.data[o..o + l])
+                }
                 None => Err(Fault::Oob(sp, addr, len)),
             },
             Space::Shared => {
@@ -1320,8 +1352,8 @@ impl<'a> Exec<'a> {
                     out!(v)
                 }
             }
-            Op::Cvta { to, sp } => {
-                let x = a!();
+            Op::Cvta { to, sp, w } => {
+                let x = a!() & mask(w.max(if to { 64 } else { w }));
                 let win = match sp {
                     Space::Shared => SHARED_WINDOW,
                     Space::Local => LOCAL_WINDOW,
@@ -1329,7 +1361,7 @@ impl<'a> Exec<'a> {
                     _ => 0,
                 };
                 out!(if to {
-                    x.wrapping_sub(win)
+                    x.wrapping_sub(win) & mask(w)
                 } else {
                     x.wrapping_add(win)
                 })

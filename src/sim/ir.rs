@@ -216,7 +216,7 @@ pub enum Op {
         n: u8,
         w: u8,
     },
-    /// d[i] = s0 >> (i·w)
+    /// `d[i] = s0 >> (i·w)`
     Unpack {
         n: u8,
         w: u8,
@@ -398,9 +398,12 @@ pub enum Op {
         s: bool,
         ret: bool,
     },
+    /// `cvta{.to}.space.{u32,u64}`; `w` is the size (32 only for the
+    /// shared/local/const windows' space-relative side).
     Cvta {
         to: bool,
         sp: Space,
+        w: u8,
     },
     Bra {
         target: u32,
@@ -448,7 +451,7 @@ impl Op {
 pub struct Inst {
     pub op: Op,
     pub d: [u32; 4],
-    /// Sources (`st.v4` uses s[1..5] for its values, s[0] for the address).
+    /// Sources (`st.v4` uses `s[1..5]` for its values, `s[0]` for the address).
     pub s: [Src; 5],
     /// Byte offset of a memory operand.
     pub off: i64,

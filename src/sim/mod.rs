@@ -158,6 +158,10 @@
 //!   conservatively reported.
 //! * [`SimError::UninitializedShared`]: a shared byte read (or atomically
 //!   updated) before any thread of the CTA wrote it.
+//! * [`SimError::UninitializedGlobal`]: a kernel load (or atomic) of a
+//!   global byte that neither the host ([`Sim::write`], `upload`) nor a
+//!   kernel store wrote since [`Sim::alloc`] (use [`Sim::alloc_zeroed`] for
+//!   memory that counts as zero-initialised).
 //! * [`SimError::UninitializedRegister`]: a register (or guard predicate)
 //!   read before the thread wrote it.
 //! * `bra.uni` with a predicate that differs between lanes of a warp (in

@@ -259,7 +259,8 @@ struct Parser<'a> {
     sm: u32,
     version: (u32, u32),
     mod_shared: Vec<(String, u64, u64)>, // name, size, align
-    dyn_shared: Option<(String, u64)>,
+    /// Names of the `.extern .shared` arrays (they alias) and their alignment.
+    dyn_shared: Option<(Vec<String>, u64)>,
     const_vars: HashMap<String, u64>,
     consts: Vec<u8>,
 }
@@ -482,10 +483,12 @@ impl<'a> Parser<'a> {
             i += 1;
         }
         let name = name.ok_or_else(|| self.perr(line, "missing name"))?;
-        if let Some((_, a)) = &self.dyn_shared {
-            align = align.max(*a);
+        let mut names = vec![name];
+        if let Some((old, a)) = self.dyn_shared.take() {
+            align = align.max(a);
+            names.extend(old);
         }
-        self.dyn_shared = Some((name, align));
+        self.dyn_shared = Some((names, align));
         Ok(())
     }
 
@@ -907,9 +910,9 @@ impl<'a> Parser<'a> {
                 }
             }
         }
-        let (dyn_align, dyn_name) = match &self.dyn_shared {
-            Some((n, a)) => (*a as u32, Some(n.clone())),
-            None => (1, None),
+        let (dyn_align, dyn_names) = match &self.dyn_shared {
+            Some((n, a)) => (*a as u32, n.clone()),
+            None => (1, Vec::new()),
         };
         let mut entry = Entry {
             name,
@@ -928,7 +931,7 @@ impl<'a> Parser<'a> {
             reqntid,
             n_brauni: 0,
         };
-        if let Some(n) = dyn_name {
+        for n in dyn_names {
             vars.insert(
                 n,
                 Var {
@@ -1585,10 +1588,12 @@ impl Decoder<'_> {
                     Some(&"const") => Space::Const,
                     _ => return unsup("cvta state space"),
                 };
-                if last != "u64" {
-                    return unsup("cvta needs .u64 under .address_size 64");
-                }
-                self.simple(Op::Cvta { to, sp }, ops, 1, Cls::Int)
+                let w = match last {
+                    "u64" => 64,
+                    "u32" if sp != Space::Global => 32,
+                    _ => return unsup("cvta size (.u64, or .u32 for shared/local/const)"),
+                };
+                self.simple(Op::Cvta { to, sp, w }, ops, 1, Cls::Int)
             }
             "ld" | "st" => self.ldst(base == "ld", mods, ops),
             "atom" | "red" => self.atom(base == "atom", mods, ops),
