@@ -90,7 +90,7 @@ fn bench_gpu(c: &mut Criterion) {
     let x = values(rows * p, 1);
     let d = values(k * p, 2);
     let flops = 2.0 * (rows * k * p) as f64;
-    let t = ScoreTuning::default_for(sm);
+    let t = ScoreTuning::default_for(sm).vectorized_for(p);
     let module = ptx::generate_score_block(sm, &t).unwrap();
     let bx = upload_new(ex, &x).unwrap();
     let bd = upload_new(ex, &d).unwrap();

@@ -21,6 +21,7 @@ const SMALL: ScoreTuning = ScoreTuning {
     tm: 4,
     tn: 4,
     threads: 64,
+    vec4: false,
 };
 
 fn sim() -> Sim {
@@ -142,6 +143,37 @@ fn route_many_tiles_default_plan() {
         assert_eq!(ex.traffic().launches, 2, "split and merged");
         assert_same_top(&got, &want);
     }
+}
+
+/// 16-byte staging loads (`vec4`, chosen by default when `P % 4 = 0`):
+/// ragged rows and atoms, `P` a multiple of 4 but not of `bk`, `P = 4`.
+#[test]
+fn vec4_staging_is_bit_exact() {
+    let (rows, k, p, s) = (37, 1000, 68, 5);
+    let (x, d) = (values(rows * p, 17), values(k * p, 18));
+    let mut ex = sim();
+    let got = launch::score_block_on(&mut ex, &x, &d, rows, k, p, None).unwrap();
+    assert_same_scores(&got, &host::score_block(&x, &d, rows, k, p).unwrap());
+    let got = launch::route_top_s_on(&mut ex, &x, &d, rows, k, p, s, None).unwrap();
+    assert_same_top(&got, &host::route_top_s(&x, &d, rows, k, p, s).unwrap());
+    let small4 = ScoreTuning {
+        vec4: true,
+        ..SMALL
+    };
+    for (rows, k, p, s) in [(9, 70, 4, 3), (33, 65, 12, 7), (5, 40, 36, 40)] {
+        let (x, d) = (values(rows * p, 19), values(k * p, 20));
+        let mut ex = sim();
+        let got = launch::score_block_on(&mut ex, &x, &d, rows, k, p, Some(small4)).unwrap();
+        assert_same_scores(&got, &host::score_block(&x, &d, rows, k, p).unwrap());
+        let want = host::route_top_s(&x, &d, rows, k, p, s).unwrap();
+        for splits in [1, 2] {
+            assert_same_top(&route_sim(&x, &d, rows, k, p, s, small4, splits), &want);
+        }
+    }
+    // P not a multiple of 4 with vec4 asked for: refused.
+    let (x, d) = (values(3 * 6, 21), values(10 * 6, 22));
+    let e = launch::score_block_on(&mut sim(), &x, &d, 3, 10, 6, Some(small4)).unwrap_err();
+    assert!(e.to_string().contains("vec4"), "{e}");
 }
 
 #[test]

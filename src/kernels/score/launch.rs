@@ -45,7 +45,8 @@ pub fn score_block(
 /// Each row's top `s` atoms, best first (see the [module contract](super)),
 /// on `backend`. On a device, `x` and `D` are uploaded once, no score
 /// leaves the device, and exactly `rows · s · 8` bytes are downloaded.
-/// `tuning` overrides [`ScoreTuning::route_default_for`] (the host model
+/// `tuning` overrides [`ScoreTuning::route_default_for`] (made
+/// [`vectorized_for`](ScoreTuning::vectorized_for) `P`; the host model
 /// ignores it). Reports which implementation ran.
 ///
 /// # Errors
@@ -98,6 +99,16 @@ fn check_dims(rows: usize, k: usize, p: usize) -> Result<(u32, u32, u32)> {
     Ok((rows as u32, k as u32, p as u32))
 }
 
+/// 16-byte staging loads need whole vectors in every row.
+fn check_vec4(t: &ScoreTuning, p: usize) -> Result<()> {
+    if t.vec4 && !p.is_multiple_of(4) {
+        return Err(Error::InvalidArgument(format!(
+            "score tuning: vec4 needs P % 4 = 0, got P = {p}"
+        )));
+    }
+    Ok(())
+}
+
 /// Free `bufs`, keeping the first error of `result` or of the frees.
 fn finish<T>(ex: &mut dyn Executor, bufs: &[BufferId], result: Result<T>) -> Result<T> {
     let mut freed = Ok(());
@@ -124,8 +135,9 @@ pub fn score_block_on(
     tuning: Option<ScoreTuning>,
 ) -> Result<Vec<f32>> {
     validate(x, d, rows, k, p)?;
-    let t = tuning.unwrap_or_else(|| ScoreTuning::default_for(ex.sm()));
+    let t = tuning.unwrap_or_else(|| ScoreTuning::default_for(ex.sm()).vectorized_for(p));
     t.check_score()?;
+    check_vec4(&t, p)?;
     let (rows32, k32, p32) = check_dims(rows, k, p)?;
     let grid = u64::from(rows32.div_ceil(t.bm)) * u64::from(k32.div_ceil(t.bn));
     if grid > MAX_GRID {
@@ -218,7 +230,7 @@ pub fn route_top_s_on(
     s: usize,
     tuning: Option<ScoreTuning>,
 ) -> Result<TopS> {
-    let t = tuning.unwrap_or_else(|| ScoreTuning::route_default_for(ex.sm()));
+    let t = tuning.unwrap_or_else(|| ScoreTuning::route_default_for(ex.sm()).vectorized_for(p));
     let plan = RoutePlan::new(rows, k, s, &t, ex.multiprocessor_count());
     route_top_s_planned(ex, x, d, rows, k, p, s, t, plan)
 }
@@ -238,6 +250,7 @@ pub fn route_top_s_planned(
 ) -> Result<TopS> {
     validate_route(x, d, rows, k, p, s)?;
     t.check_route()?;
+    check_vec4(&t, p)?;
     let (rows32, k32, p32) = check_dims(rows, k, p)?;
     let s32 = s as u32; // s ≤ K
     let RoutePlan {

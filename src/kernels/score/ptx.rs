@@ -9,8 +9,10 @@
 //! accumulators. `P` is walked in `bk`-wide chunks: each chunk of `x` and
 //! `D` is staged into shared memory **transposed** (`xs[k][m]`, `ds[k][n]`,
 //! rows padded by 4 floats so the transposing stores do not collide on a
-//! bank, every row 16-byte aligned). For each `k` of the chunk (unrolled in
-//! Rust) the thread reads its `tm` x-values and `tn` d-values with
+//! bank, every row 16-byte aligned), with one-column loads or, when
+//! `P % 4 = 0` ([`ScoreTuning::vec4`]), 16-byte loads of 4 columns. For
+//! each `k` of the chunk (unrolled in Rust) the thread reads its `tm`
+//! x-values and `tn` d-values with
 //! `ld.shared.v4` and issues `tm·tn` `mul.rn` and `tm·tn` `add.rn`, so every
 //! accumulator sees `c = 0, 1, …, P−1` in order and ptxas never contracts
 //! them into FMAs. A micro-tile's rows are `tm/4` groups of 4 consecutive
@@ -55,8 +57,13 @@ use crate::target::{MAX_THREADS_PER_BLOCK, STATIC_SMEM_LIMIT, Sm};
 
 /// Entry name of the score-block kernel.
 pub const SCORE_BLOCK: &str = "score_block_f32";
+/// Entry name of the score-block kernel with 16-byte staging loads
+/// ([`ScoreTuning::vec4`]).
+pub const SCORE_BLOCK_V4: &str = "score_block_f32_v4";
 /// Entry name of the routed top-s kernel.
 pub const ROUTE: &str = "score_route_top_s_f32";
+/// Entry name of the routed top-s kernel with 16-byte staging loads.
+pub const ROUTE_V4: &str = "score_route_top_s_f32_v4";
 /// Entry name of the merge of K-split partial top-s lists.
 pub const MERGE: &str = "score_route_merge_f32";
 /// Threads per CTA of the merge kernel (one warp per row).
@@ -82,6 +89,11 @@ pub struct ScoreTuning {
     pub tn: u32,
     /// Threads per CTA: `(bm/tm)·(bn/tn)`.
     pub threads: u32,
+    /// Stage `x` and `D` with 16-byte loads of 4 columns (needs `P % 4 =
+    /// 0`, 16-byte aligned buffers, `bk % 4 = 0`); else one column per
+    /// load. The launch code turns it on when `P % 4 = 0` and no tuning is
+    /// given.
+    pub vec4: bool,
 }
 
 /// An inconsistent [`ScoreTuning`].
@@ -113,6 +125,17 @@ pub enum TuningError {
         "bk = {bk} must be positive, divide threads = {threads}, and threads/bk must divide bm = {bm} and bn = {bn}"
     )]
     Chunk {
+        bk: u32,
+        threads: u32,
+        bm: u32,
+        bn: u32,
+    },
+    /// With `vec4`, `bk` must be a multiple of 4 and the chunk's vectors
+    /// must split evenly over the threads.
+    #[error(
+        "vec4 needs bk = {bk} a multiple of 4 and 4·threads/bk (threads = {threads}) dividing bm = {bm} and bn = {bn}"
+    )]
+    Vec4 {
         bk: u32,
         threads: u32,
         bm: u32,
@@ -151,6 +174,7 @@ impl ScoreTuning {
             tm: 8,
             tn: 8,
             threads: 256,
+            vec4: false,
         }
     }
 
@@ -166,14 +190,32 @@ impl ScoreTuning {
             tm: 4,
             tn: 8,
             threads: 256,
+            vec4: false,
         }
     }
 
-    /// The module cache key, e.g. `bm128_bn128_bk16_tm8_tn8_t256`.
+    /// This tuning with [`vec4`](Self::vec4) on when `p % 4 = 0` (and the
+    /// chunk splits into whole vectors), else off.
+    pub fn vectorized_for(self, p: usize) -> Self {
+        let v = Self { vec4: true, ..self };
+        Self {
+            vec4: p.is_multiple_of(4) && v.check().is_ok(),
+            ..self
+        }
+    }
+
+    /// The module cache key, e.g. `bm128_bn128_bk16_tm8_tn8_t256` (with
+    /// `_v4` for [`vec4`](Self::vec4)).
     pub fn key(&self) -> String {
         format!(
-            "bm{}_bn{}_bk{}_tm{}_tn{}_t{}",
-            self.bm, self.bn, self.bk, self.tm, self.tn, self.threads
+            "bm{}_bn{}_bk{}_tm{}_tn{}_t{}{}",
+            self.bm,
+            self.bn,
+            self.bk,
+            self.tm,
+            self.tn,
+            self.threads,
+            if self.vec4 { "_v4" } else { "" }
         )
     }
 
@@ -195,6 +237,7 @@ impl ScoreTuning {
             tm,
             tn,
             threads,
+            vec4,
         } = *self;
         if tm == 0 || tn == 0 || tm % 4 != 0 || tn % 4 != 0 {
             return Err(TuningError::MicroTile { tm, tn });
@@ -220,6 +263,17 @@ impl ScoreTuning {
                 bm,
                 bn,
             });
+        }
+        if vec4 {
+            let step = 4 * threads / bk;
+            if bk % 4 != 0 || bm % step != 0 || bn % step != 0 {
+                return Err(TuningError::Vec4 {
+                    bk,
+                    threads,
+                    bm,
+                    bn,
+                });
+            }
         }
         Ok(())
     }
@@ -371,42 +425,36 @@ fn emit_tile(
     let xs_stride = t.bm + 4;
     let ds_stride = t.bn + 4;
     let ds_base = t.bk * xs_stride;
-    // Staging roles: thread `tid` loads column `kk = tid % bk` of rows
-    // `tid / bk + e · (threads / bk)`.
-    let kk = b.rem(tid, t.bk);
-    let m_first = b.div(tid, t.bk);
-    let step = t.threads / t.bk;
+    // Staging roles: `w` consecutive columns per load (4 with `vec4`, one
+    // 16-byte load; else 1). Thread `tid` loads columns `kk .. kk + w`,
+    // `kk = w · (tid % (bk/w))`, of rows `tid / (bk/w) + e · step`.
+    let w = if t.vec4 { 4 } else { 1 };
+    let per_row = t.bk / w;
+    let kq = b.rem(tid, per_row);
+    let kk = b.mul_lo(kq, w);
+    let m_first = b.div(tid, per_row);
+    let step = t.threads / per_row;
     let last_row = b.sub(rows, 1u32);
     let last_atom = b.sub(k, 1u32);
 
-    let mut x_src = Vec::new();
-    let mut x_dst = Vec::new();
-    for e in 0..t.bm / step {
-        let m = b.add(m_first, e * step);
-        let r = b.add(row0, m);
-        let r = b.min(r, last_row); // clamped: see the module docs
-        let start = b.mul_wide_u32(r, p);
-        let kk64 = b.u32_to_u64(kk);
-        let start = b.add(start, kk64);
-        let src = b.offset64(x, start);
-        x_src.push(src);
-        let dst_i = b.mad_lo(kk, xs_stride, m);
-        x_dst.push(b.shared_elem(tile, dst_i));
-    }
-    let mut d_src = Vec::new();
-    let mut d_dst = Vec::new();
-    for e in 0..t.bn / step {
-        let n = b.add(m_first, e * step);
-        let a = b.add(atom0, n);
-        let a = b.min(a, last_atom);
-        let start = b.mul_wide_u32(a, p);
-        let kk64 = b.u32_to_u64(kk);
-        let start = b.add(start, kk64);
-        let src = b.offset64(d, start);
-        d_src.push(src);
-        let dst_i = b.mad_lo(kk, ds_stride, n);
-        let dst_i = b.add(dst_i, ds_base);
-        d_dst.push(b.shared_elem(tile, dst_i));
+    // (global source, shared destination of its first column, column stride)
+    let mut loads: Vec<(GlobalPtr<F32>, SharedPtr<F32>, u32)> = Vec::new();
+    for (count, base, last, first, stride, off) in [
+        (t.bm / step, x, last_row, row0, xs_stride, 0),
+        (t.bn / step, d, last_atom, atom0, ds_stride, ds_base),
+    ] {
+        for e in 0..count {
+            let m = b.add(m_first, e * step);
+            let r = b.add(first, m);
+            let r = b.min(r, last); // clamped: see the module docs
+            let start = b.mul_wide_u32(r, p);
+            let kk64 = b.u32_to_u64(kk);
+            let start = b.add(start, kk64);
+            let src = b.offset64(base, start);
+            let dst_i = b.mad_lo(kk, stride, m);
+            let dst_i = b.add(dst_i, off);
+            loads.push((src, b.shared_elem(tile, dst_i), stride));
+        }
     }
 
     // The thread's read pointers: xs[0][4·ty], ds[0][4·tx].
@@ -417,18 +465,29 @@ fn emit_tile(
     let d_read = b.shared_elem(tile, dr);
 
     let acc: Vec<Reg<F32>> = (0..t.tm * t.tn).map(|_| b.mov(0.0f32)).collect();
-    let srcs: Vec<GlobalPtr<F32>> = x_src.iter().chain(&d_src).copied().collect();
-    let dsts: Vec<SharedPtr<F32>> = x_dst.iter().chain(&d_dst).copied().collect();
-    let staged: Vec<Reg<F32>> = srcs.iter().map(|_| b.mov(0.0f32)).collect();
-    // Load chunk `c0` (zeros for `c ≥ P`) into the staging registers.
+    let staged: Vec<Vec<Reg<F32>>> = loads
+        .iter()
+        .map(|_| (0..w).map(|_| b.mov(0.0f32)).collect())
+        .collect();
+    // Load chunk `c0` (zeros for `c ≥ P`; with `vec4`, `P % 4 = 0`, so a
+    // vector is wholly inside or wholly outside) into the staging registers.
     let load_chunk = |b: &mut KernelBuilder, c0: Reg<U32>| {
         let c = b.add(c0, kk);
         let c_ok = b.setp(Cmp::Lt, c, p);
-        for (src, v) in srcs.iter().zip(&staged) {
-            b.assign(*v, 0.0f32);
+        for ((src, _, _), v) in loads.iter().zip(&staged) {
+            for r in v {
+                b.assign(*r, 0.0f32);
+            }
             b.guarded(c_ok, |b| {
-                let l = b.ld_global_nc(*src, 0);
-                b.assign(*v, l);
+                if w == 4 {
+                    let l = b.ld_global_nc_v4(*src, 0);
+                    for (r, l) in v.iter().zip(l) {
+                        b.assign(*r, l);
+                    }
+                } else {
+                    let l = b.ld_global_nc(*src, 0);
+                    b.assign(v[0], l);
+                }
             });
             b.advance(*src, t.bk as i32);
         }
@@ -444,8 +503,10 @@ fn emit_tile(
         if !prefetch {
             load_chunk(b, c0);
         }
-        for (dst, v) in dsts.iter().zip(&staged) {
-            b.st_shared(*dst, 0, *v);
+        for ((_, dst, stride), v) in loads.iter().zip(&staged) {
+            for (j, r) in (0u32..).zip(v) {
+                b.st_shared(*dst, (j * stride) as i32, *r);
+            }
         }
         b.bar_sync();
         if prefetch {
@@ -480,7 +541,7 @@ fn emit_tile(
 /// Generate the score-block kernel for `sm` with tuning `t`.
 pub fn generate_score_block(sm: Sm, t: &ScoreTuning) -> Result<PtxModule> {
     t.check_score()?;
-    let mut b = KernelBuilder::new(SCORE_BLOCK, sm);
+    let mut b = KernelBuilder::new(if t.vec4 { SCORE_BLOCK_V4 } else { SCORE_BLOCK }, sm);
     b.tuning(t.key());
     b.reqntid(t.threads, 1, 1);
     let a = b.params::<ScoreBlockArgs>();
@@ -925,7 +986,7 @@ fn half_ptr(
 /// Generate the routed top-s kernel for `sm` with tuning `t`.
 pub fn generate_route(sm: Sm, t: &ScoreTuning) -> Result<PtxModule> {
     t.check_route()?;
-    let mut b = KernelBuilder::new(ROUTE, sm);
+    let mut b = KernelBuilder::new(if t.vec4 { ROUTE_V4 } else { ROUTE }, sm);
     b.tuning(t.key());
     b.reqntid(t.threads, 1, 1);
     let a = b.params::<RouteArgs>();
@@ -956,8 +1017,10 @@ pub fn generate_route(sm: Sm, t: &ScoreTuning) -> Result<PtxModule> {
 
     b.comment("route: walk this split's atom tiles");
     b.for_range(a_begin, a_end, t.bn, |b, atom0| {
+        // Register prefetch of the next P chunk only with 16-byte staging:
+        // the one-column staging needs those registers to stay within 128.
         let acc = emit_tile(
-            b, t, &tile, &geom, tid, a.x, a.d, a.rows, a.k, a.p, row0, atom0, false,
+            b, t, &tile, &geom, tid, a.x, a.d, a.rows, a.k, a.p, row0, atom0, t.vec4,
         );
         b.comment("route: scores of the tile into shared memory");
         for i in 0..t.tm {
@@ -1089,11 +1152,30 @@ pub fn generate_merge(sm: Sm) -> Result<PtxModule> {
 }
 
 /// The default variants (for `all_variants`, `dump_ptx` and the ptxas
-/// tests).
+/// tests): the score block and the route, each with one-column and
+/// 16-byte staging loads, and the merge.
 pub fn generate(sm: Sm) -> Result<Vec<PtxModule>> {
+    let (block, route) = (
+        ScoreTuning::default_for(sm),
+        ScoreTuning::route_default_for(sm),
+    );
     Ok(vec![
-        generate_score_block(sm, &ScoreTuning::default_for(sm))?,
-        generate_route(sm, &ScoreTuning::route_default_for(sm))?,
+        generate_score_block(sm, &block)?,
+        generate_score_block(
+            sm,
+            &ScoreTuning {
+                vec4: true,
+                ..block
+            },
+        )?,
+        generate_route(sm, &route)?,
+        generate_route(
+            sm,
+            &ScoreTuning {
+                vec4: true,
+                ..route
+            },
+        )?,
         generate_merge(sm)?,
     ])
 }
@@ -1109,6 +1191,7 @@ mod tests {
         tm: 4,
         tn: 4,
         threads: 64,
+        vec4: false,
     };
 
     /// Rows `4·ty + micro_row(i)` and columns `4·tx + micro_col(j)` cover
