@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! cargo run --example ptx_run -- FILE.ptx [--entry NAME] --grid X[,Y[,Z]] --block X[,Y[,Z]]
-//!     [--smem BYTES] [--sm sm_XY] [--no-checks] [--max-instructions N] [--arg SPEC]...
+//!     [--smem BYTES] [--sm sm_XY] [--no-checks] [--approx] [--max-instructions N] [--arg SPEC]...
 //! ```
 //!
 //! One `--arg` per kernel parameter, in order:

@@ -4,7 +4,7 @@
 use ptxsmith::Sm;
 use ptxsmith::dsl::params::ArgValue;
 use ptxsmith::runtime::exec::LaunchConfig;
-use ptxsmith::sim::{Program, Sim, SimError};
+use ptxsmith::sim::{Program, Sim, SimError, SimOptions};
 
 const HEAD: &str = ".version 7.0\n.target sm_80\n.address_size 64\n";
 
@@ -67,6 +67,24 @@ fn out_of_bounds_global_write() {
             assert_eq!(site.ctaid, (0, 0, 0));
             assert_eq!(site.kernel, "saxpy");
             assert!(site.instr.contains("ld.global.f32"), "{}", site.instr); // y[i] is read first
+        }
+        e => panic!("{e}"),
+    }
+}
+
+#[test]
+fn out_of_bounds_global_store() {
+    // 64 threads store one word each into a 32-word buffer
+    let ptx = kernel("", "st.global.u32 [%rd1], %r0;");
+    match launch(&ptx, 64, 32).unwrap_err() {
+        SimError::OutOfBounds {
+            site, space, size, ..
+        } => {
+            assert_eq!(space.to_string(), "global");
+            assert_eq!(size, 4);
+            assert_eq!(site.tid, (32, 0, 0));
+            assert_eq!(site.line, 14);
+            assert!(site.instr.starts_with("st.global.u32"));
         }
         e => panic!("{e}"),
     }
@@ -268,7 +286,7 @@ fn unsupported_ptx_names_the_line() {
         }
         r => panic!("{r:?}"),
     }
-    let ptx = kernel("", "div.approx.f32 %r1, %r1, %r1;");
+    let ptx = kernel("", "rcp.approx.ftz.f64 %rd1, %rd1;");
     assert!(matches!(
         Program::parse(&ptx),
         Err(SimError::Unsupported { line: 14, .. })
@@ -527,4 +545,86 @@ fn deterministic_atomics_and_deadlock() {
         launch(&kernel("", body), 128, 1).unwrap_err(),
         SimError::Deadlock { .. }
     ));
+}
+
+#[test]
+fn warp_broadcast_through_shared_with_warp_sync() {
+    // loop: lane 0 writes s[0]; bar.warp.sync; every lane reads s[0]; bar.warp.sync
+    let body = "mov.u32 %r5, 0;\nmov.u32 %r6, 0;\nsetp.eq.u32 %p1, %r0, 0;\n$L_top:\n@%p1 st.shared.u32 [s], %r5;\n\
+                bar.warp.sync 0xffffffff;\nld.shared.u32 %r7, [s];\nadd.u32 %r6, %r6, %r7;\nbar.warp.sync 0xffffffff;\n\
+                add.u32 %r5, %r5, 1;\nsetp.lt.u32 %p2, %r5, 4;\n@%p2 bra $L_top;\nst.global.u32 [%rd1], %r6;";
+    let ptx = kernel(".shared .align 4 .b32 s[1];", body);
+    assert_eq!(launch(&ptx, 32, 32).unwrap(), vec![6; 32]);
+    // lane 31 writes right after every lane read it, with no warp sync between
+    let body = "setp.eq.u32 %p1, %r0, 31;\n@%p1 st.shared.u32 [s], %r0;\nbar.warp.sync 0xffffffff;\n\
+                ld.shared.u32 %r7, [s];\n@%p1 st.shared.u32 [s], %r0;\nst.global.u32 [%rd1], %r7;";
+    match launch(&kernel(".shared .align 4 .b32 s[1];", body), 32, 32).unwrap_err() {
+        SimError::SharedRace {
+            other,
+            other_tid,
+            this,
+            site,
+            ..
+        } => {
+            assert_eq!((this, other), ("write", "read"));
+            assert_eq!(site.tid, (31, 0, 0));
+            assert_eq!(other_tid, (u32::MAX, u32::MAX, u32::MAX)); // several readers
+        }
+        e => panic!("{e}"),
+    }
+    // with a bar.warp.sync before the write it is fine
+    let body = body.replacen(
+        "ld.shared.u32 %r7, [s];\n",
+        "ld.shared.u32 %r7, [s];\nbar.warp.sync 0xffffffff;\n",
+        1,
+    );
+    assert_eq!(
+        launch(&kernel(".shared .align 4 .b32 s[1];", &body), 32, 32).unwrap(),
+        vec![31; 32]
+    );
+    // across warps the warp sync does not order anything
+    let body = "setp.eq.u32 %p1, %r0, 0;\n@%p1 st.shared.u32 [s], %r0;\nbar.sync 0;\nld.shared.u32 %r7, [s];\nbar.warp.sync 0xffffffff;\n@%p1 st.shared.u32 [s], %r0;";
+    assert!(matches!(
+        launch(&kernel(".shared .align 4 .b32 s[1];", body), 64, 64).unwrap_err(),
+        SimError::SharedRace { .. }
+    ));
+}
+
+#[test]
+fn approximate_instructions_are_opt_in() {
+    let body = ".reg .f32 %f<4>;\nmov.f32 %f1, 0f3F800000;\nex2.approx.ftz.f32 %f2, %f1;\nmov.f32 %f3, 0f00000000;\n\
+                lg2.approx.f32 %f3, %f3;\ndiv.full.f32 %f1, %f1, %f2;\nmov.b32 %r1, %f2;\nmov.b32 %r2, %f3;\nmov.b32 %r3, %f1;\n\
+                st.global.v2.u32 [%rd0], {%r1, %r2};\nst.global.u32 [%rd0+8], %r3;";
+    let ptx = kernel("", body);
+    // refused by default, naming the first approximate instruction
+    match launch(&ptx, 1, 4).unwrap_err() {
+        SimError::Unsupported { line, instr, .. } => {
+            assert_eq!(line, 16);
+            assert!(instr.starts_with("ex2.approx"));
+        }
+        e => panic!("{e}"),
+    }
+    let prog = Program::parse(&ptx).unwrap();
+    let mut sim = Sim::new(Sm::Sm80);
+    sim.set_options(SimOptions {
+        approx: true,
+        ..Default::default()
+    });
+    let out = sim.alloc(16).unwrap();
+    let rep = sim
+        .launch_program(
+            &prog,
+            "k",
+            LaunchConfig::linear(1, 1),
+            &[ArgValue::Ptr(out)],
+        )
+        .unwrap();
+    assert_eq!(rep.approximate, 3);
+    let mut o = [0u8; 12];
+    sim.read(out, &mut o).unwrap();
+    let w: Vec<u32> = o
+        .chunks(4)
+        .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    assert_eq!(w, vec![0x4000_0000, 0xFF80_0000, 0x3F00_0000]); // 2, -inf, 0.5
 }

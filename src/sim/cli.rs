@@ -13,7 +13,7 @@ use crate::target::Sm;
 /// Usage text of `ptx_run`.
 pub const USAGE: &str = "\
 usage: ptx_run FILE.ptx [--entry NAME] --grid X[,Y[,Z]] --block X[,Y[,Z]]
-               [--smem BYTES] [--sm sm_XY] [--no-checks] [--max-instructions N]
+               [--smem BYTES] [--sm sm_XY] [--no-checks] [--approx] [--max-instructions N]
                [--arg SPEC]...
 
 Runs one .entry of FILE.ptx in the CPU PTX simulator (checks on unless
@@ -23,6 +23,8 @@ Runs one .entry of FILE.ptx in the CPU PTX simulator (checks on unless
   --grid, --block  launch shape; missing dimensions are 1
   --smem BYTES   dynamic shared memory (default 0)
   --sm sm_XY     simulated target (default: sm_120)
+  --approx       run approximate instructions (ex2.approx, div.full, ...) as the
+                 correctly rounded value instead of refusing them
 
 Arguments, one --arg per kernel parameter, in order:
   u32:V  s32:V  u64:V  s64:V     integer scalars (decimal or 0x hex)
@@ -105,6 +107,7 @@ pub fn run(args: &[String]) -> Result<String, String> {
     let mut smem = 0u32;
     let mut sm = Sm::Sm120;
     let mut checks = true;
+    let mut approx = false;
     let mut max_instructions = None;
     let mut specs = Vec::new();
     let mut it = args.iter();
@@ -122,6 +125,7 @@ pub fn run(args: &[String]) -> Result<String, String> {
             "--smem" => smem = parse_int(&val("--smem")?)? as u32,
             "--sm" => sm = Sm::parse(&val("--sm")?).map_err(|e| e.to_string())?,
             "--no-checks" => checks = false,
+            "--approx" => approx = true,
             "--max-instructions" => {
                 max_instructions = Some(parse_int(&val("--max-instructions")?)?)
             }
@@ -154,6 +158,7 @@ pub fn run(args: &[String]) -> Result<String, String> {
     let mut o = sim.options();
     o.checks = checks;
     o.max_instructions = max_instructions;
+    o.approx = approx;
     sim.set_options(o);
     let mut values = Vec::new();
     let mut outputs: Vec<(String, u64, usize)> = Vec::new();
@@ -204,6 +209,13 @@ pub fn run(args: &[String]) -> Result<String, String> {
         report.instructions,
         report.barriers
     );
+    if report.approximate > 0 {
+        let _ = writeln!(
+            out,
+            "  note: {} approximate instructions ran as correctly rounded values (not bit-exact with the GPU)",
+            report.approximate
+        );
+    }
     let mut ops: Vec<(&String, &u64)> = report.per_opcode.iter().collect();
     ops.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
     for (k, v) in ops {

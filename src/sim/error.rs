@@ -65,7 +65,9 @@ pub enum SimError {
     },
 
     /// Two threads of a CTA touched the same shared byte between two
-    /// barriers, at least one writing, not both atomically.
+    /// barriers, at least one writing, not both atomically. `other_tid` is
+    /// `(u32::MAX, u32::MAX, u32::MAX)` when the earlier access was reads by
+    /// several threads.
     #[error(
         "shared-memory race at shared offset {offset:#x}: {site} ({this}) conflicts with an earlier {other} by thread ({},{},{})",
         other_tid.0, other_tid.1, other_tid.2

@@ -37,6 +37,13 @@ pub struct SimOptions {
     pub checks: bool,
     /// Stop a launch after this many instructions (runaway-loop guard).
     pub max_instructions: Option<u64>,
+    /// Execute approximate f32 instructions (`ex2/lg2/rsqrt/sin/cos/tanh
+    /// .approx`, `sqrt/rcp/div.approx`, `div.full`) as the correctly rounded
+    /// value. The GPU's results are only within NVIDIA's error bounds, so
+    /// these are not bit-exact; off by default (the launch is refused with
+    /// [`SimError::Unsupported`] naming the instruction), and counted in
+    /// [`LaunchReport::approximate`] when on.
+    pub approx: bool,
 }
 
 impl Default for SimOptions {
@@ -44,6 +51,7 @@ impl Default for SimOptions {
         SimOptions {
             checks: true,
             max_instructions: None,
+            approx: false,
         }
     }
 }
@@ -62,6 +70,9 @@ pub struct LaunchReport {
     pub threads_per_block: u32,
     /// Completed CTA-wide barriers, over all blocks.
     pub barriers: u64,
+    /// Executed approximate instructions (see [`SimOptions::approx`]); when
+    /// non-zero the results are not bit-exact with the GPU.
+    pub approximate: u64,
 }
 
 impl LaunchReport {
@@ -323,6 +334,22 @@ impl Sim {
                 prog.sm, self.sm
             )));
         }
+        if !self.options.approx
+            && let Some(pc) = e
+                .insts
+                .iter()
+                .position(|i| matches!(i.op, Op::Approx { .. }))
+        {
+            return Err(SimError::Unsupported {
+                line: e.lines[pc],
+                instr: e.texts[pc].clone(),
+                reason: concat!(
+                    "approximate instruction: not bit-reproducible; set ",
+                    "SimOptions::approx to run it as the correctly rounded value"
+                )
+                .into(),
+            });
+        }
         // parameters
         if args.len() != e.params.len() {
             return Err(SimError::InvalidLaunch(format!(
@@ -374,7 +401,7 @@ impl Sim {
             epoch: 1,
             wepoch: vec![0; n.div_ceil(32)],
             bu_cnt: vec![0; n * e.n_brauni as usize],
-            bu_out: vec![Vec::new(); n.div_ceil(32) * e.n_brauni as usize],
+            bu_out: vec![Bits::default(); n.div_ceil(32) * e.n_brauni as usize],
         };
         let mut counts = vec![0u64; e.insts.len()];
         let mut report = LaunchReport {
@@ -420,6 +447,9 @@ impl Sim {
             let base = name.split('.').next().unwrap_or(name);
             *report.per_base.entry(base.to_string()).or_default() += c;
             report.instructions += c;
+            if matches!(e.insts[pc].op, Op::Approx { .. }) {
+                report.approximate += c;
+            }
         }
         report.merge_into(&mut self.totals);
         self.total_instructions += report.instructions;
@@ -451,10 +481,52 @@ struct Cta {
     epoch: u32,
     wepoch: Vec<u32>,
     bu_cnt: Vec<u32>,
-    bu_out: Vec<Vec<bool>>,
+    /// Per (warp, `bra.uni`): the outcome of each dynamic occurrence.
+    bu_out: Vec<Bits>,
 }
 
+/// Reader field of a byte read by several threads of different warps.
 const MULTI: u64 = 0x7FF;
+
+/// A growable bit vector.
+#[derive(Debug, Clone, Default)]
+struct Bits {
+    words: Vec<u64>,
+    len: usize,
+}
+
+impl Bits {
+    fn get(&self, i: usize) -> bool {
+        self.words[i / 64] >> (i % 64) & 1 != 0
+    }
+    fn push(&mut self, b: bool) {
+        if self.len.is_multiple_of(64) {
+            self.words.push(0);
+        }
+        if b {
+            self.words[self.len / 64] |= 1 << (self.len % 64);
+        }
+        self.len += 1;
+    }
+    fn clear(&mut self) {
+        self.words.clear();
+        self.len = 0;
+    }
+}
+/// Reader field `MULTI_WARP + w`: several threads, all of warp `w`.
+const MULTI_WARP: u64 = 1024;
+
+/// The warp a tag's thread field belongs to (`None` for [`MULTI`]).
+#[inline(always)]
+fn tag_warp(ot: u64) -> Option<usize> {
+    if ot < MULTI_WARP {
+        Some((ot / 32) as usize)
+    } else if ot < MULTI_WARP + 32 {
+        Some((ot - MULTI_WARP) as usize)
+    } else {
+        None
+    }
+}
 const ATOMIC_BIT: u64 = 1 << 11;
 
 #[inline]
@@ -559,7 +631,11 @@ impl<'a> Exec<'a> {
                 offset,
                 this,
                 other,
-                other_tid: self.tid_of(other_tid as usize),
+                other_tid: if other_tid == u32::MAX {
+                    (u32::MAX, u32::MAX, u32::MAX)
+                } else {
+                    self.tid_of(other_tid as usize)
+                },
             },
             Fault::UninitGlobal(addr, size) => SimError::UninitializedGlobal { site, addr, size },
             Fault::UninitShared(offset, size) => {
@@ -744,12 +820,13 @@ impl<'a> Exec<'a> {
         let c = self.cta.bu_cnt[ci] as usize;
         self.cta.bu_cnt[ci] += 1;
         let out = &mut self.cta.bu_out[(t / 32) * nb + idx as usize];
-        if c < out.len() {
-            if out[c] != taken {
+        if c < out.len {
+            let seen = out.get(c);
+            if seen != taken {
                 return Err(Fault::Warp(format!(
                     "bra.uni is divergent: this lane {} the branch, an earlier lane of the warp did {}",
                     if taken { "takes" } else { "does not take" },
-                    if out[c] { "take it" } else { "not take it" }
+                    if seen { "take it" } else { "not take it" }
                 )));
             }
         } else {
@@ -803,12 +880,8 @@ impl<'a> Exec<'a> {
                 if ot == t as u64 {
                     return false;
                 }
-                let ow = (ot / 32) as usize;
-                if ow == w && ot != MULTI && ((tg >> 12) & 0xF_FFFF) as u32 != wepoch[w] & 0xF_FFFF
-                {
-                    return false;
-                }
-                true
+                // same warp, separated by a bar.warp.sync since: ordered
+                !(tag_warp(ot) == Some(w) && ((tg >> 12) & 0xF_FFFF) as u32 != wepoch[w] & 0xF_FFFF)
             };
             if conflict(wt, &c.wepoch) && !(atomic && wt & ATOMIC_BIT != 0) {
                 let other = if wt & ATOMIC_BIT != 0 {
@@ -837,14 +910,25 @@ impl<'a> Exec<'a> {
                         offset: i as u64,
                         this: if atomic { "atomic" } else { "write" },
                         other: "read",
-                        other_tid: if ot as u64 == MULTI { u32::MAX } else { ot },
+                        other_tid: if ot as u64 >= MULTI_WARP {
+                            u32::MAX
+                        } else {
+                            ot
+                        },
                     });
                 }
                 c.sh_w[i] = my;
             } else {
                 let rt = c.sh_r[i];
-                c.sh_r[i] = if (rt >> 32) as u32 == ep && rt & 0x7FF != t as u64 {
-                    tag(ep, 0, MULTI, false)
+                let ot = rt & 0x7FF;
+                c.sh_r[i] = if (rt >> 32) as u32 == ep && ot != t as u64 {
+                    // a second reader in this barrier interval: keep the warp
+                    // (and its latest warp-sync epoch) when all readers share it
+                    if tag_warp(ot) == Some(w) {
+                        tag(ep, c.wepoch[w], MULTI_WARP + w as u64, false)
+                    } else {
+                        tag(ep, 0, MULTI, false)
+                    }
                 } else {
                     my
                 };
@@ -1365,6 +1449,11 @@ impl<'a> Exec<'a> {
                 } else {
                     x.wrapping_add(win)
                 })
+            }
+            Op::Approx { f, ftz } => {
+                let x = a!() as u32;
+                let y = if f == ApproxFn::Div { b!() as u32 } else { 0 };
+                out!(approx(f, ftz, x, y) as u64)
             }
             Op::Bra { target } | Op::BraUni { target, .. } => return Ok(Flow::Jump(target)),
             Op::Exit => return Ok(Flow::Exit),
@@ -2026,4 +2115,46 @@ fn int_range(d: CvtTy) -> (i128, i128) {
     } else {
         (0, (1i128 << b) - 1)
     }
+}
+
+/// Correctly rounded value of an approximate f32 function (specials per
+/// PTX ISA §9.7.3: `ex2(−∞) = +0`, `lg2(±0) = −∞`, `lg2(x<0) = NaN`,
+/// `rsqrt(±0) = ±∞`, `rcp(±0) = ±∞`, …; NaN results canonical).
+pub fn approx(f: ApproxFn, ftz: bool, a: u32, b: u32) -> u32 {
+    let flush = |x: f32| {
+        if ftz && x.is_subnormal() {
+            0.0f32.copysign(x)
+        } else {
+            x
+        }
+    };
+    let (x, y) = (
+        flush(f32::from_bits(a)) as f64,
+        flush(f32::from_bits(b)) as f64,
+    );
+    let r: f64 = match f {
+        ApproxFn::Ex2 => x.exp2(),
+        ApproxFn::Lg2 => {
+            if x == 0.0 {
+                f64::NEG_INFINITY
+            } else {
+                x.log2()
+            }
+        }
+        ApproxFn::Rsqrt => {
+            if x == 0.0 {
+                f64::INFINITY.copysign(x)
+            } else {
+                1.0 / x.sqrt()
+            }
+        }
+        ApproxFn::Sqrt => x.sqrt(),
+        ApproxFn::Rcp => 1.0 / x,
+        ApproxFn::Div => x / y,
+        ApproxFn::Sin => x.sin(),
+        ApproxFn::Cos => x.cos(),
+        ApproxFn::Tanh => x.tanh(),
+    };
+    let r = flush(r as f32);
+    if r.is_nan() { F32_NAN } else { r.to_bits() }
 }

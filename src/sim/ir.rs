@@ -433,6 +433,28 @@ pub enum Op {
         op: ReduxOp,
         s: bool,
     },
+    /// An approximate f32 instruction (`ex2.approx`, `div.full`, …),
+    /// executed as the correctly rounded value only when
+    /// `SimOptions::approx` allows it.
+    Approx {
+        f: ApproxFn,
+        ftz: bool,
+    },
+}
+
+/// The approximate f32 functions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApproxFn {
+    Ex2,
+    Lg2,
+    Rsqrt,
+    Sqrt,
+    Rcp,
+    /// `div.approx` and `div.full`
+    Div,
+    Sin,
+    Cos,
+    Tanh,
 }
 
 impl Op {

@@ -51,7 +51,7 @@
 //! or `0x` integers, decimal floats), addresses `[reg]`, `[reg+imm]`,
 //! `[reg+-imm]`, `[var]`, `[var+imm]`, `[imm]`, and `mov r, var` (the
 //! state-space address of a variable). Anything else — `.func`/`call`,
-//! textures, `[r+r]`, `.approx`/`.full` arithmetic, module `.global`
+//! textures, `[r+r]`, f16/bf16 arithmetic, module `.global`
 //! variables, 256-bit accesses, … — is refused with
 //! [`SimError::Unsupported`] or [`SimError::Parse`] naming the line and the
 //! instruction text. Nothing unknown is executed silently.
@@ -88,6 +88,11 @@
 //!   §7 of the reference), `vote.sync.{all,any,uni,ballot}`,
 //!   `redux.sync` (refused when `.target` < sm_80; FP8 cvt refused below
 //!   sm_89, FP4 below sm_100).
+//! * approximate f32 instructions (`ex2/lg2/rsqrt/sin/cos/tanh.approx`,
+//!   `sqrt/rcp/div.approx`, `div.full`) are parsed but refused at launch
+//!   unless [`SimOptions::approx`] is set; then they return the f64 result
+//!   rounded to f32 (reference §5 *Interp*) and are counted in
+//!   [`LaunchReport::approximate`], because the GPU only meets error bounds.
 //! * special registers: `%tid %ntid %ctaid %nctaid` (`.x/.y/.z`),
 //!   `%laneid %warpid %nwarpid %smid %nsmid %lanemask_{eq,lt,le,gt,ge}`
 //!   `%clock %clock64 %dynamic_smem_size %gridid`, `WARP_SZ`.
@@ -98,6 +103,10 @@
 //!   `cvt`, `min/max` of two NaNs, `.NaN` forms, `atom.add.f32`) is the
 //!   canonical `0x7FFFFFFF`; f16 NaN results are `0x7FFF`. f64 arithmetic
 //!   propagates payloads as the host does; `abs/neg.f64` are bit operations.
+//! * f32 `add/sub/mul` without a rounding modifier execute as `.rn`, each
+//!   rounded separately. The GPU may contract such an unmodified mul/add
+//!   pair into an `fma` (reference §1); ptxsmith's printer always writes
+//!   `.rn`, which forbids that, so only hand-written PTX is affected.
 //! * `.ftz` flushes subnormal inputs and (rounded) results to zero of the
 //!   same sign. `.sat` maps NaN to +0.
 //! * Integer `div`/`rem` by zero stops the launch with [`SimError::Trap`];
@@ -152,10 +161,11 @@
 //!   shared byte between two CTA barriers, at least one writing, not both
 //!   atomic. Per byte the last write and last read are tagged (barrier
 //!   epoch, warp-sync epoch, thread); accesses by threads of one warp
-//!   separated by `bar.warp.sync` are ordered. After two different readers
-//!   of a byte in one epoch the reader is recorded as "several", so a later
-//!   write by a third thread of the same warp after `bar.warp.sync` is
-//!   conservatively reported.
+//!   separated by `bar.warp.sync` are ordered. When several threads read
+//!   a byte in one barrier interval the read tag keeps their warp (and the
+//!   latest warp-sync epoch) if they all belong to one warp, otherwise it
+//!   becomes "several warps", which conflicts with any later write in the
+//!   interval (reported with `other_tid` = `u32::MAX`s).
 //! * [`SimError::UninitializedShared`]: a shared byte read (or atomically
 //!   updated) before any thread of the CTA wrote it.
 //! * [`SimError::UninitializedGlobal`]: a kernel load (or atomic) of a

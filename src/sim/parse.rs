@@ -513,7 +513,7 @@ impl<'a> Parser<'a> {
                     i += 1;
                 }
                 Tok::Id(s) if s.starts_with(".v") && (s == ".v2" || s == ".v4") => {
-                    count *= s[2..].parse::<u64>().unwrap();
+                    count = count.saturating_mul(s[2..].parse::<u64>().unwrap_or(1));
                 }
                 Tok::Id(s) if s.starts_with('.') => {
                     elem = type_bytes(s).ok_or_else(|| self.unsup(line, format!("type `{s}`")))?;
@@ -527,7 +527,7 @@ impl<'a> Parser<'a> {
                 Tok::P('[') => {
                     match toks.get(i + 1) {
                         Some(Tok::Num(n)) => match parse_num(n) {
-                            Some(Lit::Int(v)) => count *= v,
+                            Some(Lit::Int(v)) => count = count.saturating_mul(v),
                             _ => return Err(self.perr(line, "bad array size")),
                         },
                         Some(Tok::P(']')) => {
@@ -550,7 +550,11 @@ impl<'a> Parser<'a> {
         }
         let name = name.ok_or_else(|| self.perr(line, "declaration without a name"))?;
         let align = if align == 0 { elem as u64 } else { align };
-        Ok((name, count * elem as u64, align, init))
+        let bytes = count.saturating_mul(elem as u64);
+        if bytes > 1 << 30 {
+            return Err(self.unsup(line, format!("declaration of {bytes} bytes")));
+        }
+        Ok((name, bytes, align, init))
     }
 
     fn const_decl(&mut self, line: u32, toks: &[Tok]) -> Result<(), SimError> {
@@ -567,6 +571,9 @@ impl<'a> Parser<'a> {
             .any(|t| matches!(t, Tok::Id(s) if s == ".f32" || s == ".f64"));
         let (name, size, align, init) = self.var_decl(line, toks)?;
         let off = (self.consts.len() as u64).div_ceil(align) * align;
+        if off + size > 64 * 1024 {
+            return Err(self.unsup(line, ".const data beyond the 64 KiB constant bank"));
+        }
         self.consts.resize((off + size) as usize, 0);
         let mut k = off as usize;
         let mut neg = false;
@@ -683,7 +690,12 @@ impl<'a> Parser<'a> {
                 }
                 let pname = pname.ok_or_else(|| self.perr(l, "parameter without name"))?;
                 let off = param_bytes.div_ceil(a.max(1)) * a.max(1);
-                let size = elem as u64 * count;
+                let size = (elem as u64).saturating_mul(count);
+                if size > 32764 {
+                    return Err(
+                        self.perr(l, "parameter larger than the 32764-byte parameter space")
+                    );
+                }
                 params.push(ParamInfo {
                     name: pname,
                     offset: off as u32,
@@ -847,6 +859,11 @@ impl<'a> Parser<'a> {
                                         },
                                         _ => return Err(self.perr(st.line, "bad register count")),
                                     };
+                                    if n + reg_names.len() as u64 > 1 << 16 {
+                                        return Err(
+                                            self.unsup(st.line, "more than 65536 registers")
+                                        );
+                                    }
                                     for k in 0..n {
                                         let rn = format!("{s}{k}");
                                         regs.entry(rn.clone()).or_insert_with(|| {
@@ -895,6 +912,11 @@ impl<'a> Parser<'a> {
                             },
                         );
                         local_size = off + size;
+                        if local_size > 512 * 1024 {
+                            return Err(
+                                self.unsup(st.line, ".local frame beyond 512 KiB per thread")
+                            );
+                        }
                     }
                 }
                 ".pragma" | ".loc" | ".file" => {}
@@ -1273,6 +1295,7 @@ impl Decoder<'_> {
             "abs", "neg", "and", "or", "xor", "not", "cnot", "shl", "shr", "bfe", "bfi", "prmt",
             "clz", "popc", "brev", "setp", "selp", "cvt", "cvta", "ld", "st", "atom", "red", "bra",
             "ret", "exit", "trap", "membar", "fence", "bar", "barrier", "shfl", "vote", "redux",
+            "ex2", "lg2", "rsqrt", "sin", "cos", "tanh",
         ];
         let base = opname.split('.').next().unwrap_or("");
         if !KNOWN.contains(&base) {
@@ -1372,7 +1395,14 @@ impl Decoder<'_> {
                 match last {
                     "f32" => {
                         if has("approx") || has("full") {
-                            return unsup("approximate f32 operations are not bit-reproducible");
+                            let f = match base {
+                                "sqrt" => ApproxFn::Sqrt,
+                                "rcp" => ApproxFn::Rcp,
+                                "div" => ApproxFn::Div,
+                                _ => return unsup(p.join(".")),
+                            };
+                            let n = if f == ApproxFn::Div { 2 } else { 1 };
+                            return self.simple(Op::Approx { f, ftz }, ops, n, Cls::F32);
                         }
                         let r = rnd.unwrap_or(Rnd::Rn);
                         let need_rnd = matches!(base, "fma" | "mad" | "div" | "sqrt" | "rcp");
@@ -1616,6 +1646,20 @@ impl Decoder<'_> {
             }
             "ret" | "exit" => Ok(blank_inst(Op::Exit)),
             "trap" => Ok(blank_inst(Op::Trap)),
+            "ex2" | "lg2" | "rsqrt" | "sin" | "cos" | "tanh" => {
+                if !has("approx") || last != "f32" {
+                    return unsup(format!("`{}` (only .approx{{.ftz}}.f32)", p.join(".")));
+                }
+                let f = match base {
+                    "ex2" => ApproxFn::Ex2,
+                    "lg2" => ApproxFn::Lg2,
+                    "rsqrt" => ApproxFn::Rsqrt,
+                    "sin" => ApproxFn::Sin,
+                    "cos" => ApproxFn::Cos,
+                    _ => ApproxFn::Tanh,
+                };
+                self.simple(Op::Approx { f, ftz: has("ftz") }, ops, 1, Cls::F32)
+            }
             "membar" | "fence" => Ok(blank_inst(Op::Nop)),
             "bar" | "barrier" => {
                 if base == "bar" && has("warp") {
@@ -2280,7 +2324,7 @@ $L1:
             "add.cc.u32 %r1, %r1, %r2;",
             "mov.u32 %r1, %envreg0;",
             "ld.global.u32 %r1, [%r2+%r3];",
-            "sin.approx.f32 %r1, %r1;",
+            "sin.approx.f64 %r1, %r1;",
             "bar.arrive 0, 64;",
         ] {
             match bad(body) {
