@@ -347,15 +347,24 @@ fn device_route_k32768_matches_host_and_downloads_only_shortlists() {
     let (top, ran) = launch::route_top_s(Backend::Cuda, &x, &d, rows, k, p, s, None).unwrap();
     assert_eq!(ran, Ran::Cuda);
     assert_eq!(top, want);
-    // The score block on the device, ragged, bit for bit.
-    let (r2, k2, p2) = (37, 1000, 67);
-    let (x2, d2) = (lcg_data(r2 * p2, 3), lcg_data(k2 * p2, 4));
-    let (sc, ran) = launch::score_block(Backend::Cuda, &x2, &d2, r2, k2, p2).unwrap();
-    assert_eq!(ran, Ran::Cuda);
-    let want = host::score_block(&x2, &d2, r2, k2, p2).unwrap();
-    assert!(
-        sc.iter()
-            .zip(&want)
-            .all(|(a, b)| a.to_bits() == b.to_bits())
-    );
+    // The score block on the device, ragged, bit for bit (one-column and
+    // 16-byte staging), and a ragged route on the one-column path.
+    for (r2, k2, p2) in [(37, 1000, 67), (37, 1000, 68)] {
+        let (x2, d2) = (lcg_data(r2 * p2, 3), lcg_data(k2 * p2, 4));
+        let (sc, ran) = launch::score_block(Backend::Cuda, &x2, &d2, r2, k2, p2).unwrap();
+        assert_eq!(ran, Ran::Cuda);
+        let want = host::score_block(&x2, &d2, r2, k2, p2).unwrap();
+        assert!(
+            sc.iter()
+                .zip(&want)
+                .all(|(a, b)| a.to_bits() == b.to_bits()),
+            "P = {p2}"
+        );
+        let (top, _) = launch::route_top_s(Backend::Cuda, &x2, &d2, r2, k2, p2, 5, None).unwrap();
+        assert_eq!(
+            top,
+            host::route_top_s(&x2, &d2, r2, k2, p2, 5).unwrap(),
+            "P = {p2}"
+        );
+    }
 }
