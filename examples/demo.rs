@@ -70,10 +70,37 @@ fn fp8_dequantize(ex: &mut dyn Executor) -> Result<Outcome> {
     Ok(Outcome { elements: codes.len(), exact: same_bits(&got, &want) })
 }
 
+fn score_block(ex: &mut dyn Executor) -> Result<Outcome> {
+    let (rows, k, p) = (67, 1000, 67);
+    let mut next = lcg(5);
+    let x: Vec<f32> = (0..rows * p).map(|_| next()).collect();
+    let d: Vec<f32> = (0..k * p).map(|_| next()).collect();
+    let got = kernels::score::launch::score_block_on(ex, &x, &d, rows, k, p, None)?;
+    let want = kernels::score::score_block(&x, &d, rows, k, p)?;
+    Ok(Outcome { elements: rows * k, exact: same_bits(&got, &want) })
+}
+
+fn score_route(ex: &mut dyn Executor) -> Result<Outcome> {
+    let (rows, k, p, s) = (64, 4096, 32, 4);
+    let mut next = lcg(6);
+    let x: Vec<f32> = (0..rows * p).map(|_| next()).collect();
+    let d: Vec<f32> = (0..k * p).map(|_| next()).collect();
+    let got = kernels::score::launch::route_top_s_on(ex, &x, &d, rows, k, p, s, None)?;
+    let want = kernels::score::route_top_s(&x, &d, rows, k, p, s)?;
+    let exact = got.atoms == want.atoms && same_bits(&got.scores, &want.scores);
+    Ok(Outcome { elements: rows * k, exact })
+}
+
 type Case = (&'static str, fn(&mut dyn Executor) -> Result<Outcome>);
 
 fn cases() -> Vec<Case> {
-    vec![("dot_rows_f32", dot), ("fp8_e4m3 quantize", fp8_quantize), ("fp8_e4m3 dequantize", fp8_dequantize)]
+    vec![
+        ("dot_rows_f32", dot),
+        ("fp8_e4m3 quantize", fp8_quantize),
+        ("fp8_e4m3 dequantize", fp8_dequantize),
+        ("score_block_f32", score_block),
+        ("score route top-4", score_route),
+    ]
 }
 
 fn main() -> ExitCode {

@@ -198,6 +198,7 @@ fn warp_forms(sm: Sm) -> ptxsmith::Result<PtxModule> {
     for (mode, c) in [(ShflMode::Up, 0), (ShflMode::Down, 0x1f), (ShflMode::Bfly, 0x1f), (ShflMode::Idx, 0x1f)] {
         v = b.shfl(mode, v, 1u32, c, 0xffff_ffff);
     }
+    b.bar_warp_sync(0xffff_ffff);
     let pr = b.setp(Cmp::Gt, v, 0.0f32);
     let ballot = b.vote_ballot(pr, 0xffff_ffff);
     let all = b.vote(true, pr, 0xffff_ffff);

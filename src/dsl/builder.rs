@@ -846,6 +846,15 @@ impl KernelBuilder {
         self.push(Op::BarSync);
     }
 
+    /// Warp barrier (`bar.warp.sync mask`): the threads in `mask` wait for
+    /// each other, and their earlier memory accesses (shared and global)
+    /// are ordered before their later ones, so lanes of one warp can hand
+    /// data to each other through memory. Every thread in `mask` must
+    /// execute it, and the executing thread must be in `mask`.
+    pub fn bar_warp_sync(&mut self, mask: u32) {
+        self.push(Op::BarWarpSync { mask });
+    }
+
     /// `shfl.sync` of 32 bits (`T` is any 32-bit class). `c` packs the
     /// clamp and segment mask (`0x1f` for a full-warp down/bfly/idx, `0`
     /// for up).

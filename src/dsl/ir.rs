@@ -222,6 +222,8 @@ pub(crate) enum Op {
     St { space: Space, ty: Ty, v: Vec<Value>, addr: Addr },
     Atom { space: Space, op: AtomOp, ty: Ty, d: RegId, addr: Addr, b: Value, c: Option<Value> },
     BarSync,
+    /// `bar.warp.sync mask` (sm_70+, PTX 6.0)
+    BarWarpSync { mask: u32 },
     Shfl { mode: ShflMode, d: RegId, a: Value, b: Value, c: Value, mask: u32 },
     VoteBallot { d: RegId, p: RegId, mask: u32 },
     VoteAny { all: bool, d: RegId, p: RegId, mask: u32 },
@@ -250,7 +252,9 @@ impl Op {
     /// The feature the operation needs, if not every target has it.
     pub(crate) fn feature(&self) -> Option<Feature> {
         match self {
-            Op::Shfl { .. } | Op::VoteBallot { .. } | Op::VoteAny { .. } => Some(Feature::WarpSync),
+            Op::Shfl { .. } | Op::VoteBallot { .. } | Op::VoteAny { .. } | Op::BarWarpSync { .. } => {
+                Some(Feature::WarpSync)
+            },
             Op::Redux { .. } => Some(Feature::Redux),
             Op::FMinMax { nan: true, .. } => Some(Feature::MinMaxNaN),
             Op::CvtToFp8x2 { .. } | Op::CvtFromFp8x2 { .. } => Some(Feature::Fp8Cvt),

@@ -314,6 +314,7 @@ fn op_text(op: &Op) -> String {
             format!("atom{}.{name}{} {}, {}, {}{extra};", space(*s), ty(t), reg(*d), addr(a), val(*b))
         }
         Op::BarSync => "bar.sync 0;".to_string(),
+        Op::BarWarpSync { mask } => format!("bar.warp.sync {mask:#x};"),
         Op::Shfl { mode, d, a, b, c, mask } => {
             let m = match mode {
                 ShflMode::Up => "up",

@@ -15,5 +15,6 @@ use crate::target::Sm;
 pub fn all_variants(sm: Sm) -> Result<Vec<PtxModule>> {
     let mut all = vec![dot::ptx::generate(sm)?];
     all.extend(fp8::ptx::default_variants(sm)?);
+    all.extend(score::ptx::generate(sm)?);
     Ok(all)
 }

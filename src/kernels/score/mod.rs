@@ -62,6 +62,32 @@
 //!   atom-tiled, vectorised, multi-threaded CPU path whose working memory
 //!   does not grow with `K`.
 
+//!
+//! # Device kernels ([`ptx`], [`launch`])
+//!
+//! * [`launch::score_block`]`(backend, x, d, rows, k, p)` and
+//!   [`launch::route_top_s`]`(backend, x, d, rows, k, p, s, tuning)` run
+//!   on a [`Backend`](crate::runtime::Backend) (`Cuda` fails loud without a
+//!   device, `Auto` falls back to the host model, `Host`, `Sim`) and report
+//!   which one ran; [`launch::score_block_on`] / [`launch::route_top_s_on`]
+//!   are the same launch sequence on any [`Executor`](crate::runtime::Executor).
+//!   Results equal the host model's under `to_bits()` (NaN scores: "is
+//!   NaN", their bits are unspecified on a device).
+//! * The score kernels accumulate with `mul.rn` + `add.rn` only (ptxas
+//!   never contracts them: zero `FFMA` in the SASS), each accumulator in
+//!   ascending `c`, in a register-tiled loop that is ≥ 90 % `FMUL`+`FADD`
+//!   on sm_80 and sm_90 at the default tuning ([`ptx::ScoreTuning`]).
+//! * The route keeps `x`, `D`, every score and the running top-s on the
+//!   device: a CTA scores its rows against one atom tile at a time in
+//!   shared memory and folds the tile into per-row top-s lists in device
+//!   memory (a warp per row); `K` may also be split across CTAs, whose
+//!   partial lists a second kernel merges ([`launch::RoutePlan`]). Device
+//!   memory besides `x` and `D` is `O(splits · rows · s)`, independent of
+//!   `K`; the host downloads exactly `rows · s · 8` bytes, the final
+//!   `(atom u32, score f32)` pairs.
+
 pub mod host;
+pub mod launch;
+pub mod ptx;
 
 pub use host::*;

@@ -1,0 +1,157 @@
+//! Score kernels: PTX generation time, and on a GPU (skipped without one)
+//! the score-block kernel and the routed top-s, reported as TFLOP/s
+//! (`2·rows·K·P` per call) next to the card's separate-rounding peak.
+//!
+//! The peak of separate `FMUL` + `FADD` is half the FP32 FMA peak:
+//! `SMs × fp32 lanes per SM × 2 × clock / 2`. The driver facts ptxsmith
+//! reads do not include the SM clock, so it comes from
+//! `PTXSMITH_SM_CLOCK_MHZ`, else from a table of boost clocks by card name;
+//! for an unknown card without the variable the peak is not printed.
+
+use std::time::{Duration, Instant};
+
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use ptxsmith::Sm;
+use ptxsmith::dsl::params::KernelParams;
+use ptxsmith::kernels::score::launch::route_top_s_on;
+use ptxsmith::kernels::score::ptx::{self, ScoreBlockArgs, ScoreTuning};
+use ptxsmith::runtime::exec::{Executor, LaunchConfig, upload_new};
+
+fn values(n: usize, seed: u64) -> Vec<f32> {
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            ((state >> 40) as f32) / (1u64 << 23) as f32 - 1.0
+        })
+        .collect()
+}
+
+fn bench_generate(c: &mut Criterion) {
+    let mut group = c.benchmark_group("score_ptx_generate");
+    for sm in [Sm::Sm80, Sm::Sm90] {
+        group.bench_with_input(BenchmarkId::new("score_block", sm.name()), &sm, |b, &sm| {
+            b.iter(|| ptx::generate_score_block(sm, &ScoreTuning::default_for(sm)).unwrap())
+        });
+        group.bench_with_input(BenchmarkId::new("route", sm.name()), &sm, |b, &sm| {
+            b.iter(|| ptx::generate_route(sm, &ScoreTuning::route_default_for(sm)).unwrap())
+        });
+    }
+    group.finish();
+}
+
+/// Boost clocks (MHz) of common data-centre cards, by name fragment: the
+/// driver facts ptxsmith reads do not include the SM clock.
+const BOOST_MHZ: [(&str, f64); 6] = [
+    ("H200", 1980.0),
+    ("H100", 1980.0),
+    ("A100", 1410.0),
+    ("L40", 2490.0),
+    ("L4", 2040.0),
+    ("V100", 1530.0),
+];
+
+/// Separate-rounding peak in TFLOP/s (`SMs × lanes × 2 × clock / 2`), with
+/// the clock from `PTXSMITH_SM_CLOCK_MHZ` or [`BOOST_MHZ`].
+fn peak_tflops(sms: u32, sm: Sm, name: &str) -> Option<(f64, f64)> {
+    let mhz = std::env::var("PTXSMITH_SM_CLOCK_MHZ")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .or_else(|| {
+            BOOST_MHZ
+                .iter()
+                .find(|(n, _)| name.contains(n))
+                .map(|(_, m)| *m)
+        })?;
+    let lanes = f64::from(sm.info().fp32_lanes_per_sm);
+    Some((f64::from(sms) * lanes * 2.0 * mhz * 1e6 / 2.0 / 1e12, mhz))
+}
+
+fn bench_gpu(c: &mut Criterion) {
+    if let Some(reason) = ptxsmith::runtime::cuda_unavailable_reason() {
+        println!(
+            "{} ({reason}): GPU benches skipped",
+            ptxsmith::runtime::SKIP_NO_DEVICE
+        );
+        return;
+    }
+    let gpu = ptxsmith::runtime::shared_gpu().expect("device opens");
+    let name = gpu.info().name.clone();
+    let mut g = gpu.lock();
+    let ex: &mut dyn Executor = &mut *g;
+    let sm = ex.sm();
+    let sms = ex.multiprocessor_count();
+    let peak = peak_tflops(sms, sm, &name);
+
+    // Score block, kernel only (buffers resident).
+    let (rows, k, p) = (4096usize, 16384usize, 256usize);
+    let x = values(rows * p, 1);
+    let d = values(k * p, 2);
+    let flops = 2.0 * (rows * k * p) as f64;
+    let t = ScoreTuning::default_for(sm).vectorized_for(p);
+    let module = ptx::generate_score_block(sm, &t).unwrap();
+    let bx = upload_new(ex, &x).unwrap();
+    let bd = upload_new(ex, &d).unwrap();
+    let bo = ex.alloc(rows * k * 4).unwrap();
+    let args = ScoreBlockArgs {
+        x: bx.into(),
+        d: bd.into(),
+        out: bo.into(),
+        rows: rows as u32,
+        k: k as u32,
+        p: p as u32,
+    };
+    let grid = (rows as u32).div_ceil(t.bm) * (k as u32).div_ceil(t.bn);
+    let cfg = LaunchConfig::linear(grid, t.threads);
+    let argv = args.args();
+    ex.launch(&module, cfg, &argv).unwrap(); // JIT outside the timing
+    let mut group = c.benchmark_group("score_gpu");
+    group.throughput(Throughput::Elements(flops as u64));
+    group.bench_function(format!("score_block_rows{rows}_K{k}_P{p}"), |b| {
+        b.iter_custom(|iters| {
+            let start = Instant::now();
+            for _ in 0..iters {
+                ex.launch(&module, cfg, &argv).unwrap();
+            }
+            start.elapsed()
+        })
+    });
+    let start = Instant::now();
+    let reps = 20;
+    for _ in 0..reps {
+        ex.launch(&module, cfg, &argv).unwrap();
+    }
+    let per = start.elapsed().as_secs_f64() / f64::from(reps);
+    let tf = flops / per / 1e12;
+    match peak {
+        Some((pk, mhz)) => println!(
+            "score_block on {name} ({sm}): {tf:.2} TFLOP/s of a {pk:.1} TFLOP/s separate-rounding \
+             peak at {mhz} MHz ({:.0} %)",
+            100.0 * tf / pk
+        ),
+        None => println!(
+            "score_block on {name} ({sm}): {tf:.2} TFLOP/s (set PTXSMITH_SM_CLOCK_MHZ for the peak)"
+        ),
+    }
+    for b in [bx, bd, bo] {
+        ex.free(b).unwrap();
+    }
+
+    // Routed top-s, end to end (upload, route, merge, download).
+    let (rows, k, p, s) = (256usize, 32768usize, 64usize, 4usize);
+    let x = values(rows * p, 3);
+    let d = values(k * p, 4);
+    let flops = 2.0 * (rows * k * p) as f64;
+    route_top_s_on(ex, &x, &d, rows, k, p, s, None).unwrap();
+    group.throughput(Throughput::Elements(flops as u64));
+    group.measurement_time(Duration::from_secs(5));
+    group.bench_function(format!("route_rows{rows}_K{k}_P{p}_s{s}"), |b| {
+        b.iter(|| route_top_s_on(ex, &x, &d, rows, k, p, s, None).unwrap())
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench_generate, bench_gpu);
+criterion_main!(benches);
