@@ -31,7 +31,10 @@ fn lcg(seed: u32) -> impl FnMut() -> f32 {
 }
 
 fn same_bits(a: &[f32], b: &[f32]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan()))
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|(x, y)| x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan()))
 }
 
 fn dot(ex: &mut dyn Executor) -> Result<Outcome> {
@@ -41,7 +44,10 @@ fn dot(ex: &mut dyn Executor) -> Result<Outcome> {
     let y: Vec<f32> = (0..n).map(|_| r()).collect();
     let got = kernels::dot::launch::run_on(ex, &x, &y, rows, n)?;
     let want = kernels::dot::dot_rows_host(&x, &y, rows, n);
-    Ok(Outcome { elements: rows * n, exact: same_bits(&got, &want) })
+    Ok(Outcome {
+        elements: rows * n,
+        exact: same_bits(&got, &want),
+    })
 }
 
 fn fp8_quantize(ex: &mut dyn Executor) -> Result<Outcome> {
@@ -63,11 +69,16 @@ fn fp8_quantize(ex: &mut dyn Executor) -> Result<Outcome> {
 
 fn fp8_dequantize(ex: &mut dyn Executor) -> Result<Outcome> {
     use kernels::fp8::{self, Format, ptx::Codec};
-    let codes: Vec<u8> = (0..1 << 18).map(|i: u32| (i.wrapping_mul(2_654_435_761) >> 24) as u8).collect();
+    let codes: Vec<u8> = (0..1 << 18)
+        .map(|i: u32| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
+        .collect();
     let codec = Codec::for_sm(ex.sm());
     let got = fp8::launch::dequantize_on(ex, &codes, 0.125, Format::E4M3, codec)?;
     let want = fp8::dequantize(&codes, 0.125);
-    Ok(Outcome { elements: codes.len(), exact: same_bits(&got, &want) })
+    Ok(Outcome {
+        elements: codes.len(),
+        exact: same_bits(&got, &want),
+    })
 }
 
 fn score_block(ex: &mut dyn Executor) -> Result<Outcome> {
@@ -77,7 +88,10 @@ fn score_block(ex: &mut dyn Executor) -> Result<Outcome> {
     let d: Vec<f32> = (0..k * p).map(|_| next()).collect();
     let got = kernels::score::launch::score_block_on(ex, &x, &d, rows, k, p, None)?;
     let want = kernels::score::score_block(&x, &d, rows, k, p)?;
-    Ok(Outcome { elements: rows * k, exact: same_bits(&got, &want) })
+    Ok(Outcome {
+        elements: rows * k,
+        exact: same_bits(&got, &want),
+    })
 }
 
 fn score_route(ex: &mut dyn Executor) -> Result<Outcome> {
@@ -88,7 +102,10 @@ fn score_route(ex: &mut dyn Executor) -> Result<Outcome> {
     let got = kernels::score::launch::route_top_s_on(ex, &x, &d, rows, k, p, s, None)?;
     let want = kernels::score::route_top_s(&x, &d, rows, k, p, s)?;
     let exact = got.atoms == want.atoms && same_bits(&got.scores, &want.scores);
-    Ok(Outcome { elements: rows * k, exact })
+    Ok(Outcome {
+        elements: rows * k,
+        exact,
+    })
 }
 
 type Case = (&'static str, fn(&mut dyn Executor) -> Result<Outcome>);
@@ -105,7 +122,11 @@ fn cases() -> Vec<Case> {
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let sim_sm = match args.iter().position(|a| a == "--sm").and_then(|i| args.get(i + 1)) {
+    let sim_sm = match args
+        .iter()
+        .position(|a| a == "--sm")
+        .and_then(|i| args.get(i + 1))
+    {
         Some(s) => match Sm::parse(s) {
             Ok(sm) => sm,
             Err(e) => {
@@ -126,8 +147,14 @@ fn main() -> ExitCode {
         }
     };
     let sm = ex.sm();
-    println!("ptxsmith demo: target {sm}, backend {backend}, cuda available: {}\n", runtime::cuda_available());
-    println!("{:<24} {:<7} {:<8} {:>10} {:>10} {:>10}", "kernel", "SM", "backend", "elements", "bit-exact", "time");
+    println!(
+        "ptxsmith demo: target {sm}, backend {backend}, cuda available: {}\n",
+        runtime::cuda_available()
+    );
+    println!(
+        "{:<24} {:<7} {:<8} {:>10} {:>10} {:>10}",
+        "kernel", "SM", "backend", "elements", "bit-exact", "time"
+    );
     let mut all_exact = true;
     for (name, run) in cases() {
         let t = Instant::now();

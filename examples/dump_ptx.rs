@@ -32,7 +32,9 @@ fn main() -> ExitCode {
             }
         }
     }
-    let (Some(sm), Some(out)) = (sm, out) else { return usage() };
+    let (Some(sm), Some(out)) = (sm, out) else {
+        return usage();
+    };
     let sms: Vec<Sm> = if sm == "all" {
         Sm::ALL.to_vec()
     } else {
@@ -63,7 +65,12 @@ fn main() -> ExitCode {
                 eprintln!("writing {}: {e}", path.display());
                 return ExitCode::FAILURE;
             }
-            println!("{}  (.version {}, {} bytes)", path.display(), m.version, m.ptx.len());
+            println!(
+                "{}  (.version {}, {} bytes)",
+                path.display(),
+                m.version,
+                m.ptx.len()
+            );
             written += 1;
         }
     }

@@ -16,7 +16,12 @@ pub enum Error {
 
     /// The driver's JIT compiler rejected a PTX module.
     #[error("JIT compilation of `{kernel}` for {sm} failed: {message}\n--- JIT log ---\n{log}")]
-    Jit { kernel: String, sm: Sm, message: String, log: String },
+    Jit {
+        kernel: String,
+        sm: Sm,
+        message: String,
+        log: String,
+    },
 
     /// A kernel launch (or the synchronisation after it) failed.
     #[error("launch of `{kernel}` failed: {message}")]
@@ -33,11 +38,19 @@ pub enum Error {
 
     /// An instruction or feature the target SM does not have.
     #[error("{feature} is not available on {sm} (needs {needs})")]
-    UnsupportedFeature { feature: Feature, sm: Sm, needs: String },
+    UnsupportedFeature {
+        feature: Feature,
+        sm: Sm,
+        needs: String,
+    },
 
     /// A kernel needs a newer PTX ISA than the caller allowed.
     #[error("kernel `{kernel}` needs PTX ISA {needs}, above the allowed {allowed}")]
-    PtxVersion { kernel: String, needs: PtxVersion, allowed: PtxVersion },
+    PtxVersion {
+        kernel: String,
+        needs: PtxVersion,
+        allowed: PtxVersion,
+    },
 
     /// The kernel builder was used inconsistently (a bug in a generator,
     /// reported instead of emitting invalid PTX).
@@ -50,7 +63,10 @@ pub enum Error {
 
     /// A backend was asked for that this entry point or build cannot run.
     #[error("backend {backend} unavailable: {reason}")]
-    BackendUnavailable { backend: &'static str, reason: String },
+    BackendUnavailable {
+        backend: &'static str,
+        reason: String,
+    },
 }
 
 /// Shorthand for `std::result::Result<T, ptxsmith::Error>`.

@@ -18,11 +18,16 @@ fn data(rows: usize, n: usize, seed: u32) -> (Vec<f32>, Vec<f32>) {
         // Mixed magnitudes and signs, so rounding order matters.
         (s as i32 as f32) * 2f32.powi(-((s % 40) as i32) - 40)
     };
-    ((0..rows * n).map(|_| next()).collect(), (0..n).map(|_| next()).collect())
+    (
+        (0..rows * n).map(|_| next()).collect(),
+        (0..n).map(|_| next()).collect(),
+    )
 }
 
 fn bits(v: &[f32]) -> Vec<u32> {
-    v.iter().map(|f| if f.is_nan() { 0x7fc0_0000 } else { f.to_bits() }).collect()
+    v.iter()
+        .map(|f| if f.is_nan() { 0x7fc0_0000 } else { f.to_bits() })
+        .collect()
 }
 
 #[test]
@@ -31,7 +36,11 @@ fn sim_matches_host_bit_for_bit_on_every_sm_and_ragged_shapes() {
         for (rows, n) in [(1, 1), (37, 67), (130, 5), (3, 0)] {
             let (x, y) = data(rows, n, 7 + rows as u32);
             let got = dot::launch::run_on(&mut Sim::new(sm), &x, &y, rows, n).unwrap();
-            assert_eq!(bits(&got), bits(&dot_rows_host(&x, &y, rows, n)), "{sm} rows {rows} n {n}");
+            assert_eq!(
+                bits(&got),
+                bits(&dot_rows_host(&x, &y, rows, n)),
+                "{sm} rows {rows} n {n}"
+            );
         }
     }
 }
@@ -59,7 +68,10 @@ fn nan_and_inf_propagate_like_the_host() {
 #[test]
 fn shapes_are_validated_with_the_values_named() {
     let e = dot_rows(Backend::Host, &[1.0; 5], &[1.0; 2], 3, 2).unwrap_err();
-    assert!(matches!(&e, Error::InvalidArgument(m) if m.contains("5") && m.contains("3 × 2")), "{e}");
+    assert!(
+        matches!(&e, Error::InvalidArgument(m) if m.contains("5") && m.contains("3 × 2")),
+        "{e}"
+    );
     let e = dot_rows(Backend::Host, &[1.0; 6], &[1.0; 3], 3, 2).unwrap_err();
     assert!(e.to_string().contains("y has 3"), "{e}");
     let e = dot_rows(Backend::Host, &[], &[], usize::MAX, 2).unwrap_err();
@@ -72,7 +84,10 @@ fn cuda_backend_fails_loud_without_a_device_and_auto_reports_what_ran() {
     if runtime::cuda_available() {
         return;
     }
-    assert!(matches!(dot_rows(Backend::Cuda, &x, &y, 4, 8), Err(Error::NoDevice(_))));
+    assert!(matches!(
+        dot_rows(Backend::Cuda, &x, &y, 4, 8),
+        Err(Error::NoDevice(_))
+    ));
     let (got, ran) = dot_rows(Backend::Auto, &x, &y, 4, 8).unwrap();
     assert_eq!(ran, Ran::Host);
     assert_eq!(bits(&got), bits(&dot_rows_host(&x, &y, 4, 8)));
@@ -80,7 +95,9 @@ fn cuda_backend_fails_loud_without_a_device_and_auto_reports_what_ran() {
 
 #[test]
 fn device_matches_host_bit_for_bit() {
-    let Some(mut gpu) = gpu_for_tests() else { return };
+    let Some(mut gpu) = gpu_for_tests() else {
+        return;
+    };
     let (x, y) = data(1000, 257, 11);
     let got = dot::launch::run_on(&mut gpu, &x, &y, 1000, 257).unwrap();
     assert_eq!(bits(&got), bits(&dot_rows_host(&x, &y, 1000, 257)));

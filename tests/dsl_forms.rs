@@ -170,7 +170,11 @@ fn base_forms(sm: Sm) -> ptxsmith::Result<PtxModule> {
     b.st_global_v4(p.f, 8, sv4);
     // control flow
     let flag = b.setp(Cmp::Lt, tid, p.n);
-    b.if_else(flag, |b| b.st_global(fp, 7, 1.0f32), |b| b.st_global(fp, 7, 2.0f32));
+    b.if_else(
+        flag,
+        |b| b.st_global(fp, 7, 1.0f32),
+        |b| b.st_global(fp, 7, 2.0f32),
+    );
     let acc = b.mov(0u32);
     b.for_range(0u32, p.n, 2u32, |b, i| {
         let t = b.add(acc, i);
@@ -195,7 +199,12 @@ fn warp_forms(sm: Sm) -> ptxsmith::Result<PtxModule> {
     let fp = b.offset(p.f, tid);
     let x = b.ld_global(fp, 0);
     let mut v = x;
-    for (mode, c) in [(ShflMode::Up, 0), (ShflMode::Down, 0x1f), (ShflMode::Bfly, 0x1f), (ShflMode::Idx, 0x1f)] {
+    for (mode, c) in [
+        (ShflMode::Up, 0),
+        (ShflMode::Down, 0x1f),
+        (ShflMode::Bfly, 0x1f),
+        (ShflMode::Idx, 0x1f),
+    ] {
         v = b.shfl(mode, v, 1u32, c, 0xffff_ffff);
     }
     b.bar_warp_sync(0xffff_ffff);
@@ -214,7 +223,14 @@ fn redux_forms(sm: Sm) -> ptxsmith::Result<PtxModule> {
     let p = b.params::<FormArgs>();
     let tid = b.tid_x();
     let mut v = tid;
-    for op in [ReduxOp::Add, ReduxOp::Min, ReduxOp::Max, ReduxOp::And, ReduxOp::Or, ReduxOp::Xor] {
+    for op in [
+        ReduxOp::Add,
+        ReduxOp::Min,
+        ReduxOp::Max,
+        ReduxOp::And,
+        ReduxOp::Or,
+        ReduxOp::Xor,
+    ] {
         v = b.redux(op, v, 0xffff_ffff);
     }
     let sv = b.u32_as_s32(v);
@@ -270,7 +286,14 @@ fn forms_are_refused_below_their_sm_with_a_named_error() {
                     assert_eq!(m.version, want, "{name} on {sm}");
                     assert!(m.ptx.contains(&format!(".version {want}\n")));
                 }
-                (Err(Error::UnsupportedFeature { feature: got, sm: at, .. }), Some(f)) => {
+                (
+                    Err(Error::UnsupportedFeature {
+                        feature: got,
+                        sm: at,
+                        ..
+                    }),
+                    Some(f),
+                ) => {
                     assert!(!sm.supports(f), "{name} refused on {sm}");
                     assert_eq!(at, sm);
                     assert!(!sm.supports(got));
@@ -283,7 +306,9 @@ fn forms_are_refused_below_their_sm_with_a_named_error() {
 
 #[test]
 fn every_form_assembles_on_its_lowest_sm_and_later() {
-    let Some(tools) = NvTools::for_tests() else { return };
+    let Some(tools) = NvTools::for_tests() else {
+        return;
+    };
     for (name, generate, _) in FAMILIES {
         for sm in Sm::ALL {
             let Ok(m) = generate(sm) else { continue };
@@ -296,7 +321,9 @@ fn every_form_assembles_on_its_lowest_sm_and_later() {
 
 #[test]
 fn fp8_module_version_is_the_lowest_ptxas_accepts() {
-    let Some(tools) = NvTools::for_tests() else { return };
+    let Some(tools) = NvTools::for_tests() else {
+        return;
+    };
     for sm in [Sm::Sm89, Sm::Sm90] {
         let m = fp8_forms(sm).unwrap();
         tools.assemble(&m.ptx, sm).unwrap();

@@ -11,7 +11,12 @@ use ptxsmith::dsl::{Fp8Format, KernelBuilder, Rounding};
 use ptxsmith::nvtools::NvTools;
 
 fn ox_kernel(sm: SmVersion, body: fn(&mut oxicuda_ptx::builder::BodyBuilder<'_>)) -> String {
-    OxKernel::new("k").target(sm).param("x", PtxType::U64).body(body).build().unwrap()
+    OxKernel::new("k")
+        .target(sm)
+        .param("x", PtxType::U64)
+        .body(body)
+        .build()
+        .unwrap()
 }
 
 #[test]
@@ -33,11 +38,16 @@ fn oxicuda_add_f32_has_no_rounding_modifier_so_ptxas_may_fuse_it() {
 fn oxicuda_sm100_version_is_below_what_ptxas_accepts() {
     assert_eq!(SmVersion::Sm100.ptx_version(), "8.5");
     assert_eq!(Sm::Sm100.min_ptx().to_string(), "8.6");
-    let Some(tools) = NvTools::for_tests() else { return };
+    let Some(tools) = NvTools::for_tests() else {
+        return;
+    };
     let ours = KernelBuilder::new("k", Sm::Sm100).finish().unwrap().ptx;
     assert!(tools.assemble(&ours, Sm::Sm100).is_ok());
     let theirs = ours.replace(".version 8.6", ".version 8.5");
-    assert!(tools.assemble(&theirs, Sm::Sm100).is_err(), "ptxas accepted .version 8.5 for sm_100");
+    assert!(
+        tools.assemble(&theirs, Sm::Sm100).is_err(),
+        "ptxas accepted .version 8.5 for sm_100"
+    );
 }
 
 #[test]
@@ -47,8 +57,13 @@ fn oxicuda_e4m3_cvt_is_rejected_by_ptxas_and_ours_is_accepted() {
         let _ = b.cvt_f32_to_e4m3(a);
     });
     assert!(ptx.contains("cvt.rn.e4m3.f32"), "{ptx}");
-    let Some(tools) = NvTools::for_tests() else { return };
-    assert!(tools.assemble(&ptx, Sm::Sm90).is_err(), "ptxas accepted {ptx}");
+    let Some(tools) = NvTools::for_tests() else {
+        return;
+    };
+    assert!(
+        tools.assemble(&ptx, Sm::Sm90).is_err(),
+        "ptxas accepted {ptx}"
+    );
     let mut k = KernelBuilder::new("k", Sm::Sm90);
     let a = k.mov(1.0f32);
     let _ = k.cvt_to_fp8x2(Fp8Format::E4M3, a, a);

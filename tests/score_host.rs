@@ -33,7 +33,9 @@ fn route_checked(x: &[f32], d: &[f32], rows: usize, k: usize, p: usize, s: usize
 /// Score bits, with every NaN mapped to one canonical pattern: NaN
 /// payloads are not part of the contract.
 fn bits(v: &[f32]) -> Vec<u32> {
-    v.iter().map(|f| if f.is_nan() { 0x7fc0_0000 } else { f.to_bits() }).collect()
+    v.iter()
+        .map(|f| if f.is_nan() { 0x7fc0_0000 } else { f.to_bits() })
+        .collect()
 }
 
 fn err_text(r: ptxsmith::Result<impl std::fmt::Debug>) -> String {

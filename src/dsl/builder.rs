@@ -38,7 +38,10 @@ impl<E> GlobalPtr<E> {
     /// through the result must be aligned to their own size; the launch
     /// code guarantees the buffer's alignment.
     pub fn cast<F>(self) -> GlobalPtr<F> {
-        GlobalPtr { reg: self.reg, _e: PhantomData }
+        GlobalPtr {
+            reg: self.reg,
+            _e: PhantomData,
+        }
     }
 }
 
@@ -65,7 +68,12 @@ pub struct SharedArray<E> {
 }
 impl<E> Clone for SharedArray<E> {
     fn clone(&self) -> Self {
-        Self { name: self.name.clone(), len: self.len, align: self.align, _e: PhantomData }
+        Self {
+            name: self.name.clone(),
+            len: self.len,
+            align: self.align,
+            _e: PhantomData,
+        }
     }
 }
 impl<E> SharedArray<E> {
@@ -166,7 +174,10 @@ impl KernelBuilder {
 
     pub(crate) fn fail(&mut self, message: String) {
         if self.error.is_none() {
-            self.error = Some(Error::Build { kernel: self.name.clone(), message });
+            self.error = Some(Error::Build {
+                kernel: self.name.clone(),
+                message,
+            });
         }
     }
 
@@ -195,7 +206,10 @@ impl KernelBuilder {
         if self.guard.is_some() && matches!(op, Op::Label(_)) {
             self.fail("a label cannot be placed inside a guarded region".to_string());
         }
-        self.body.push(Instr { guard: self.guard, op });
+        self.body.push(Instr {
+            guard: self.guard,
+            op,
+        });
     }
 
     fn def<T: RegType>(&mut self, f: impl FnOnce(RegId) -> Op) -> Reg<T> {
@@ -214,13 +228,21 @@ impl KernelBuilder {
     /// `d = a` into a fresh register.
     pub fn mov<T: RegType>(&mut self, a: impl Into<Src<T>>) -> Reg<T> {
         let a = a.into().v;
-        self.def(|d| Op::Mov { ty: T::CLASS.ty(), d, a })
+        self.def(|d| Op::Mov {
+            ty: T::CLASS.ty(),
+            d,
+            a,
+        })
     }
 
     /// Overwrite an existing register (loop-carried values).
     pub fn assign<T: RegType>(&mut self, d: Reg<T>, a: impl Into<Src<T>>) {
         let a = a.into().v;
-        self.push(Op::Mov { ty: T::CLASS.ty(), d: d.id(), a });
+        self.push(Op::Mov {
+            ty: T::CLASS.ty(),
+            d: d.id(),
+            a,
+        });
     }
 
     /// Read a special register.
@@ -264,7 +286,13 @@ impl KernelBuilder {
     // ---- integer arithmetic ----------------------------------------------
 
     fn int<T: IntType>(&mut self, op: IntOp, a: Src<T>, b: Src<T>) -> Reg<T> {
-        self.def(|d| Op::Int { op, ty: T::CLASS.ty(), d, a: a.v, b: b.v })
+        self.def(|d| Op::Int {
+            op,
+            ty: T::CLASS.ty(),
+            d,
+            a: a.v,
+            b: b.v,
+        })
     }
 
     /// Wrapping `a + b`.
@@ -323,33 +351,65 @@ impl KernelBuilder {
     /// `a << n`; amounts ≥ the width give 0 (PTX clamps, unlike Rust).
     pub fn shl<T: IntType>(&mut self, a: impl Into<Src<T>>, n: impl Into<Src<U32>>) -> Reg<T> {
         let (a, n) = (a.into().v, n.into().v);
-        self.def(|d| Op::Int { op: IntOp::Shl, ty: T::CLASS.ty(), d, a, b: n })
+        self.def(|d| Op::Int {
+            op: IntOp::Shl,
+            ty: T::CLASS.ty(),
+            d,
+            a,
+            b: n,
+        })
     }
     /// `a >> n`: logical for unsigned `T`, arithmetic for signed; amounts ≥
     /// the width give 0 or the sign fill.
     pub fn shr<T: IntType>(&mut self, a: impl Into<Src<T>>, n: impl Into<Src<U32>>) -> Reg<T> {
         let (a, n) = (a.into().v, n.into().v);
-        self.def(|d| Op::Int { op: IntOp::Shr, ty: T::CLASS.ty(), d, a, b: n })
+        self.def(|d| Op::Int {
+            op: IntOp::Shr,
+            ty: T::CLASS.ty(),
+            d,
+            a,
+            b: n,
+        })
     }
     /// Bitwise not.
     pub fn not<T: IntType>(&mut self, a: impl Into<Src<T>>) -> Reg<T> {
         let a = a.into().v;
-        self.def(|d| Op::Unary { op: UnOp::Not, ty: T::CLASS.ty(), d, a })
+        self.def(|d| Op::Unary {
+            op: UnOp::Not,
+            ty: T::CLASS.ty(),
+            d,
+            a,
+        })
     }
     /// Count leading zeros (`clz(0) = 32`).
     pub fn clz(&mut self, a: impl Into<Src<U32>>) -> Reg<U32> {
         let a = a.into().v;
-        self.def(|d| Op::Unary { op: UnOp::Clz, ty: Ty::U32, d, a })
+        self.def(|d| Op::Unary {
+            op: UnOp::Clz,
+            ty: Ty::U32,
+            d,
+            a,
+        })
     }
     /// Population count.
     pub fn popc(&mut self, a: impl Into<Src<U32>>) -> Reg<U32> {
         let a = a.into().v;
-        self.def(|d| Op::Unary { op: UnOp::Popc, ty: Ty::U32, d, a })
+        self.def(|d| Op::Unary {
+            op: UnOp::Popc,
+            ty: Ty::U32,
+            d,
+            a,
+        })
     }
     /// Reverse the bits.
     pub fn brev(&mut self, a: impl Into<Src<U32>>) -> Reg<U32> {
         let a = a.into().v;
-        self.def(|d| Op::Unary { op: UnOp::Brev, ty: Ty::U32, d, a })
+        self.def(|d| Op::Unary {
+            op: UnOp::Brev,
+            ty: Ty::U32,
+            d,
+            a,
+        })
     }
     /// `a * b + c`, low half.
     pub fn mad_lo<T: IntType>(
@@ -359,12 +419,24 @@ impl KernelBuilder {
         c: impl Into<Src<T>>,
     ) -> Reg<T> {
         let (a, b, c) = (a.into().v, b.into().v, c.into().v);
-        self.def(|d| Op::Mad { wide: false, ty: T::CLASS.ty(), d, a, b, c })
+        self.def(|d| Op::Mad {
+            wide: false,
+            ty: T::CLASS.ty(),
+            d,
+            a,
+            b,
+            c,
+        })
     }
     /// Full 64-bit product of two u32.
     pub fn mul_wide_u32(&mut self, a: impl Into<Src<U32>>, b: impl Into<Src<U32>>) -> Reg<U64> {
         let (a, b) = (a.into().v, b.into().v);
-        self.def(|d| Op::MulWide { signed: false, d, a, b })
+        self.def(|d| Op::MulWide {
+            signed: false,
+            d,
+            a,
+            b,
+        })
     }
     /// `u64(a) * u64(b) + c`.
     pub fn mad_wide_u32(
@@ -374,7 +446,14 @@ impl KernelBuilder {
         c: impl Into<Src<U64>>,
     ) -> Reg<U64> {
         let (a, b, c) = (a.into().v, b.into().v, c.into().v);
-        self.def(|d| Op::Mad { wide: true, ty: Ty::U32, d, a, b, c })
+        self.def(|d| Op::Mad {
+            wide: true,
+            ty: Ty::U32,
+            d,
+            a,
+            b,
+            c,
+        })
     }
     /// Bit-field extract: `len` bits of `a` from `pos` (both taken mod 256;
     /// `len = 0` gives 0; bits past the top are zero for `U32`, the sign for
@@ -386,7 +465,13 @@ impl KernelBuilder {
         len: impl Into<Src<U32>>,
     ) -> Reg<T> {
         let (a, pos, len) = (a.into().v, pos.into().v, len.into().v);
-        self.def(|d| Op::Bfe { ty: T::CLASS.ty(), d, a, pos, len })
+        self.def(|d| Op::Bfe {
+            ty: T::CLASS.ty(),
+            d,
+            a,
+            pos,
+            len,
+        })
     }
     /// Bit-field insert: `b` with `len` low bits of `a` placed at `pos`.
     pub fn bfi(
@@ -397,7 +482,14 @@ impl KernelBuilder {
         len: impl Into<Src<U32>>,
     ) -> Reg<U32> {
         let (a, b, pos, len) = (a.into().v, b.into().v, pos.into().v, len.into().v);
-        self.def(|d| Op::Bfi { ty: Ty::B32, d, a, b, pos, len })
+        self.def(|d| Op::Bfi {
+            ty: Ty::B32,
+            d,
+            a,
+            b,
+            pos,
+            len,
+        })
     }
     /// Byte permute (generic mode).
     pub fn prmt(
@@ -413,22 +505,49 @@ impl KernelBuilder {
     // ---- float arithmetic: always with explicit rounding -------------------
 
     fn float<T: FloatType>(&mut self, op: FloatOp, r: Rounding, a: Src<T>, b: Src<T>) -> Reg<T> {
-        self.def(|d| Op::Float { op, rnd: r, ty: T::CLASS.ty(), d, a: a.v, b: b.v })
+        self.def(|d| Op::Float {
+            op,
+            rnd: r,
+            ty: T::CLASS.ty(),
+            d,
+            a: a.v,
+            b: b.v,
+        })
     }
     /// `a + b` rounded by `r` (never fused with a multiply).
-    pub fn fadd<T: FloatType>(&mut self, r: Rounding, a: impl Into<Src<T>>, b: impl Into<Src<T>>) -> Reg<T> {
+    pub fn fadd<T: FloatType>(
+        &mut self,
+        r: Rounding,
+        a: impl Into<Src<T>>,
+        b: impl Into<Src<T>>,
+    ) -> Reg<T> {
         self.float(FloatOp::Add, r, a.into(), b.into())
     }
     /// `a - b` rounded by `r`.
-    pub fn fsub<T: FloatType>(&mut self, r: Rounding, a: impl Into<Src<T>>, b: impl Into<Src<T>>) -> Reg<T> {
+    pub fn fsub<T: FloatType>(
+        &mut self,
+        r: Rounding,
+        a: impl Into<Src<T>>,
+        b: impl Into<Src<T>>,
+    ) -> Reg<T> {
         self.float(FloatOp::Sub, r, a.into(), b.into())
     }
     /// `a * b` rounded by `r` (never fused with an add).
-    pub fn fmul<T: FloatType>(&mut self, r: Rounding, a: impl Into<Src<T>>, b: impl Into<Src<T>>) -> Reg<T> {
+    pub fn fmul<T: FloatType>(
+        &mut self,
+        r: Rounding,
+        a: impl Into<Src<T>>,
+        b: impl Into<Src<T>>,
+    ) -> Reg<T> {
         self.float(FloatOp::Mul, r, a.into(), b.into())
     }
     /// IEEE-correct `a / b` rounded by `r`.
-    pub fn fdiv<T: FloatType>(&mut self, r: Rounding, a: impl Into<Src<T>>, b: impl Into<Src<T>>) -> Reg<T> {
+    pub fn fdiv<T: FloatType>(
+        &mut self,
+        r: Rounding,
+        a: impl Into<Src<T>>,
+        b: impl Into<Src<T>>,
+    ) -> Reg<T> {
         self.float(FloatOp::Div, r, a.into(), b.into())
     }
     /// `a * b + c` with a single rounding (a deliberate FMA).
@@ -440,73 +559,153 @@ impl KernelBuilder {
         c: impl Into<Src<T>>,
     ) -> Reg<T> {
         let (a, b, c) = (a.into().v, b.into().v, c.into().v);
-        self.def(|d| Op::Fma { rnd: r, ty: T::CLASS.ty(), d, a, b, c })
+        self.def(|d| Op::Fma {
+            rnd: r,
+            ty: T::CLASS.ty(),
+            d,
+            a,
+            b,
+            c,
+        })
     }
     /// IEEE-correct square root.
     pub fn fsqrt<T: FloatType>(&mut self, r: Rounding, a: impl Into<Src<T>>) -> Reg<T> {
         let a = a.into().v;
-        self.def(|d| Op::Unary { op: UnOp::Sqrt(r), ty: T::CLASS.ty(), d, a })
+        self.def(|d| Op::Unary {
+            op: UnOp::Sqrt(r),
+            ty: T::CLASS.ty(),
+            d,
+            a,
+        })
     }
     /// IEEE-correct reciprocal.
     pub fn frcp<T: FloatType>(&mut self, r: Rounding, a: impl Into<Src<T>>) -> Reg<T> {
         let a = a.into().v;
-        self.def(|d| Op::Unary { op: UnOp::Rcp(r), ty: T::CLASS.ty(), d, a })
+        self.def(|d| Op::Unary {
+            op: UnOp::Rcp(r),
+            ty: T::CLASS.ty(),
+            d,
+            a,
+        })
     }
     /// `min(a, b)`: one NaN operand gives the other; −0 < +0.
     pub fn fmin(&mut self, a: impl Into<Src<F32>>, b: impl Into<Src<F32>>) -> Reg<F32> {
         let (a, b) = (a.into().v, b.into().v);
-        self.def(|d| Op::FMinMax { max: false, nan: false, ty: Ty::F32, d, a, b })
+        self.def(|d| Op::FMinMax {
+            max: false,
+            nan: false,
+            ty: Ty::F32,
+            d,
+            a,
+            b,
+        })
     }
     /// `max(a, b)`: one NaN operand gives the other; −0 < +0.
     pub fn fmax(&mut self, a: impl Into<Src<F32>>, b: impl Into<Src<F32>>) -> Reg<F32> {
         let (a, b) = (a.into().v, b.into().v);
-        self.def(|d| Op::FMinMax { max: true, nan: false, ty: Ty::F32, d, a, b })
+        self.def(|d| Op::FMinMax {
+            max: true,
+            nan: false,
+            ty: Ty::F32,
+            d,
+            a,
+            b,
+        })
     }
     /// `max.NaN`: NaN if either operand is NaN (sm_80+).
     pub fn fmax_nan(&mut self, a: impl Into<Src<F32>>, b: impl Into<Src<F32>>) -> Reg<F32> {
         let (a, b) = (a.into().v, b.into().v);
-        self.def(|d| Op::FMinMax { max: true, nan: true, ty: Ty::F32, d, a, b })
+        self.def(|d| Op::FMinMax {
+            max: true,
+            nan: true,
+            ty: Ty::F32,
+            d,
+            a,
+            b,
+        })
     }
     /// `|a|` as a float op (a NaN input gives an unspecified NaN; use
     /// [`Self::and`] on the bits when the payload matters).
     pub fn fabs(&mut self, a: impl Into<Src<F32>>) -> Reg<F32> {
         let a = a.into().v;
-        self.def(|d| Op::Unary { op: UnOp::Abs, ty: Ty::F32, d, a })
+        self.def(|d| Op::Unary {
+            op: UnOp::Abs,
+            ty: Ty::F32,
+            d,
+            a,
+        })
     }
     /// `-a` as a float op (see [`Self::fabs`] about NaN).
     pub fn fneg(&mut self, a: impl Into<Src<F32>>) -> Reg<F32> {
         let a = a.into().v;
-        self.def(|d| Op::Unary { op: UnOp::Neg, ty: Ty::F32, d, a })
+        self.def(|d| Op::Unary {
+            op: UnOp::Neg,
+            ty: Ty::F32,
+            d,
+            a,
+        })
     }
 
     // ---- comparisons and selection ----------------------------------------
 
     /// `a cmp b` into a predicate. Unsigned `T` compares unsigned; the
     /// unordered/`Num`/`Nan` comparisons are for floats only.
-    pub fn setp<T: CmpType>(&mut self, c: Cmp, a: impl Into<Src<T>>, b: impl Into<Src<T>>) -> Reg<Pred> {
+    pub fn setp<T: CmpType>(
+        &mut self,
+        c: Cmp,
+        a: impl Into<Src<T>>,
+        b: impl Into<Src<T>>,
+    ) -> Reg<Pred> {
         let is_float = matches!(T::CLASS, RegClass::F32 | RegClass::F64);
         if c.float_only() && !is_float {
             self.fail(format!("comparison {c:?} is for floats only"));
         }
         let (a, b) = (a.into().v, b.into().v);
-        self.def(|d| Op::Setp { cmp: c, ty: T::CLASS.ty(), d, a, b })
+        self.def(|d| Op::Setp {
+            cmp: c,
+            ty: T::CLASS.ty(),
+            d,
+            a,
+            b,
+        })
     }
     /// `p ? a : b`.
-    pub fn selp<T: RegType>(&mut self, p: Reg<Pred>, a: impl Into<Src<T>>, b: impl Into<Src<T>>) -> Reg<T> {
+    pub fn selp<T: RegType>(
+        &mut self,
+        p: Reg<Pred>,
+        a: impl Into<Src<T>>,
+        b: impl Into<Src<T>>,
+    ) -> Reg<T> {
         if T::CLASS == RegClass::Pred {
             self.fail("selp on predicates; use pand/por".to_string());
         }
         let (a, b) = (a.into().v, b.into().v);
         let ty = T::CLASS.ty();
-        self.def(|d| Op::Selp { ty, d, a, b, p: p.id() })
+        self.def(|d| Op::Selp {
+            ty,
+            d,
+            a,
+            b,
+            p: p.id(),
+        })
     }
     /// `a && b`.
     pub fn pand(&mut self, a: Reg<Pred>, b: Reg<Pred>) -> Reg<Pred> {
-        self.def(|d| Op::PredLogic { op: IntOp::And, d, a: a.id(), b: b.id() })
+        self.def(|d| Op::PredLogic {
+            op: IntOp::And,
+            d,
+            a: a.id(),
+            b: b.id(),
+        })
     }
     /// `a || b`.
     pub fn por(&mut self, a: Reg<Pred>, b: Reg<Pred>) -> Reg<Pred> {
-        self.def(|d| Op::PredLogic { op: IntOp::Or, d, a: a.id(), b: b.id() })
+        self.def(|d| Op::PredLogic {
+            op: IntOp::Or,
+            d,
+            a: a.id(),
+            b: b.id(),
+        })
     }
     /// `!a`.
     pub fn pnot(&mut self, a: Reg<Pred>) -> Reg<Pred> {
@@ -597,22 +796,39 @@ impl KernelBuilder {
     }
     /// Reinterpret bits (`mov.b32`).
     pub fn b32_as_u32(&mut self, a: Reg<B32>) -> Reg<U32> {
-        self.def(|d| Op::Mov { ty: Ty::B32, d, a: a.value() })
+        self.def(|d| Op::Mov {
+            ty: Ty::B32,
+            d,
+            a: a.value(),
+        })
     }
     /// Split 32 bits into (low, high) halves.
     pub fn unpack_2x16(&mut self, a: Reg<B32>) -> (Reg<B16>, Reg<B16>) {
         let (lo, hi) = (self.reg::<B16>(), self.reg::<B16>());
-        self.push(Op::Unpack2x16 { lo: lo.id(), hi: hi.id(), a: a.id() });
+        self.push(Op::Unpack2x16 {
+            lo: lo.id(),
+            hi: hi.id(),
+            a: a.id(),
+        });
         (lo, hi)
     }
     /// Join two halves: `hi << 16 | lo`.
     pub fn pack_2x16(&mut self, lo: Reg<B16>, hi: Reg<B16>) -> Reg<B32> {
-        self.def(|d| Op::Pack2x16 { d, lo: lo.id(), hi: hi.id() })
+        self.def(|d| Op::Pack2x16 {
+            d,
+            lo: lo.id(),
+            hi: hi.id(),
+        })
     }
     /// Hardware FP8 encode of two floats (sm_89+): `cvt.rn.satfinite`, so
     /// round-to-nearest-even, finite overflow and ±Inf saturate to the
     /// largest finite value, NaN becomes NaN. `hi` lands in bits 15:8.
-    pub fn cvt_to_fp8x2(&mut self, fmt: Fp8Format, hi: impl Into<Src<F32>>, lo: impl Into<Src<F32>>) -> Reg<B16> {
+    pub fn cvt_to_fp8x2(
+        &mut self,
+        fmt: Fp8Format,
+        hi: impl Into<Src<F32>>,
+        lo: impl Into<Src<F32>>,
+    ) -> Reg<B16> {
         let (hi, lo) = (hi.into().v, lo.into().v);
         self.def(|d| Op::CvtToFp8x2 { fmt, d, hi, lo })
     }
@@ -627,40 +843,62 @@ impl KernelBuilder {
     /// Load a scalar parameter (used by [`KernelParams`] implementations).
     pub fn load_param<T: RegType>(&mut self, name: &str) -> Reg<T> {
         let name = name.to_string();
-        self.def(|d| Op::LdParam { ty: T::CLASS.ty(), d, name })
+        self.def(|d| Op::LdParam {
+            ty: T::CLASS.ty(),
+            d,
+            name,
+        })
     }
 
     /// Load a pointer parameter and convert it to a global address.
     pub fn load_param_ptr<E: Elem>(&mut self, name: &str) -> GlobalPtr<E> {
         let generic = self.load_param::<U64>(name);
         let reg = self.def(|d| Op::CvtaGlobal { d, a: generic.id() });
-        GlobalPtr { reg, _e: PhantomData }
+        GlobalPtr {
+            reg,
+            _e: PhantomData,
+        }
     }
 
     /// `p + i` elements, with a 32-bit index (`mul.wide`, no overflow).
     pub fn offset<E: Elem>(&mut self, p: GlobalPtr<E>, i: impl Into<Src<U32>>) -> GlobalPtr<E> {
         let size = E::SCALAR.size();
         let reg = self.mad_wide_u32(i, size, p.reg);
-        GlobalPtr { reg, _e: PhantomData }
+        GlobalPtr {
+            reg,
+            _e: PhantomData,
+        }
     }
 
     /// `p + i` elements, with a 64-bit index.
     pub fn offset64<E: Elem>(&mut self, p: GlobalPtr<E>, i: impl Into<Src<U64>>) -> GlobalPtr<E> {
         let size = u64::from(E::SCALAR.size());
         let reg = self.mad_lo(i, size, p.reg);
-        GlobalPtr { reg, _e: PhantomData }
+        GlobalPtr {
+            reg,
+            _e: PhantomData,
+        }
     }
 
     /// A fresh register holding the same address (to advance separately).
     pub fn ptr_copy<E: Elem>(&mut self, p: GlobalPtr<E>) -> GlobalPtr<E> {
         let reg = self.mov(p.reg);
-        GlobalPtr { reg, _e: PhantomData }
+        GlobalPtr {
+            reg,
+            _e: PhantomData,
+        }
     }
 
     /// Move `p` forward by `k` elements in place (loop-carried pointers).
     pub fn advance<E: Elem>(&mut self, p: GlobalPtr<E>, k: i32) {
         let bytes = i64::from(k) * i64::from(E::SCALAR.size());
-        self.push(Op::Int { op: IntOp::Add, ty: Ty::U64, d: p.reg.id(), a: p.reg.value(), b: Value::Int(bytes.into()) });
+        self.push(Op::Int {
+            op: IntOp::Add,
+            ty: Ty::U64,
+            d: p.reg.id(),
+            a: p.reg.value(),
+            b: Value::Int(bytes.into()),
+        });
     }
 
     /// Declare a shared array of `len` elements aligned to `align` bytes
@@ -668,43 +906,86 @@ impl KernelBuilder {
     pub fn shared_array<E: Elem>(&mut self, name: &str, len: u32, align: u32) -> SharedArray<E> {
         let size = E::SCALAR.size();
         if !align.is_power_of_two() || align < size {
-            self.fail(format!("shared array `{name}`: alignment {align} must be a power of two ≥ {size}"));
+            self.fail(format!(
+                "shared array `{name}`: alignment {align} must be a power of two ≥ {size}"
+            ));
         }
         if !is_identifier(name) || self.shared.iter().any(|s| s.name == name) {
-            self.fail(format!("shared array name `{name}` is invalid or used twice"));
+            self.fail(format!(
+                "shared array name `{name}` is invalid or used twice"
+            ));
         }
         let bytes = u64::from(len) * u64::from(size);
         let bytes = u32::try_from(bytes).unwrap_or(u32::MAX);
-        self.shared.push(SharedDecl { name: name.to_string(), align, bytes });
-        SharedArray { name: name.to_string(), len, align, _e: PhantomData }
+        self.shared.push(SharedDecl {
+            name: name.to_string(),
+            align,
+            bytes,
+        });
+        SharedArray {
+            name: name.to_string(),
+            len,
+            align,
+            _e: PhantomData,
+        }
     }
 
     /// Address of element `i` of a shared array.
-    pub fn shared_elem<E: Elem>(&mut self, a: &SharedArray<E>, i: impl Into<Src<U32>>) -> SharedPtr<E> {
+    pub fn shared_elem<E: Elem>(
+        &mut self,
+        a: &SharedArray<E>,
+        i: impl Into<Src<U32>>,
+    ) -> SharedPtr<E> {
         let i = i.into();
         if let Some(k) = i.as_int().filter(|k| *k >= i128::from(a.len)) {
-            self.fail(format!("constant index {k} past shared array `{}` of {}", a.name, a.len));
+            self.fail(format!(
+                "constant index {k} past shared array `{}` of {}",
+                a.name, a.len
+            ));
         }
-        let base = self.def(|d| Op::MovVarAddr { d, var: a.name.clone() });
+        let base = self.def(|d| Op::MovVarAddr {
+            d,
+            var: a.name.clone(),
+        });
         let reg = self.mad_lo(i, E::SCALAR.size(), base);
-        SharedPtr { reg, _e: PhantomData }
+        SharedPtr {
+            reg,
+            _e: PhantomData,
+        }
     }
 
     /// `p + i` elements in shared memory.
-    pub fn shared_offset<E: Elem>(&mut self, p: SharedPtr<E>, i: impl Into<Src<U32>>) -> SharedPtr<E> {
+    pub fn shared_offset<E: Elem>(
+        &mut self,
+        p: SharedPtr<E>,
+        i: impl Into<Src<U32>>,
+    ) -> SharedPtr<E> {
         let reg = self.mad_lo(i, E::SCALAR.size(), p.reg);
-        SharedPtr { reg, _e: PhantomData }
+        SharedPtr {
+            reg,
+            _e: PhantomData,
+        }
     }
 
     // ---- loads and stores -------------------------------------------------
 
-    fn ld_n<E: Elem, const N: usize>(&mut self, space: Space, base: AddrBase, offset: i32) -> [Reg<E::Reg>; N] {
+    fn ld_n<E: Elem, const N: usize>(
+        &mut self,
+        space: Space,
+        base: AddrBase,
+        offset: i32,
+    ) -> [Reg<E::Reg>; N] {
         let regs: [Reg<E::Reg>; N] = std::array::from_fn(|_| self.reg::<E::Reg>());
         if N > 1 && E::SCALAR.size() < 4 {
             self.fail("vector loads of sub-word elements are not offered".to_string());
         }
         let ty = scalar_ty(E::SCALAR);
-        self.push(Op::Ld { space, ty, d: regs.iter().map(|r| r.id()).collect(), addr: Addr { base, offset } });
+        self.push(Op::Ld {
+            space,
+            ty,
+            d: regs.iter().map(|r| r.id()).collect(),
+            addr: Addr { base, offset },
+        });
         regs
     }
 
@@ -713,7 +994,12 @@ impl KernelBuilder {
             self.fail("vector stores of sub-word elements are not offered".to_string());
         }
         let ty = scalar_ty(E::SCALAR);
-        self.push(Op::St { space, ty, v, addr: Addr { base, offset } });
+        self.push(Op::St {
+            space,
+            ty,
+            v,
+            addr: Addr { base, offset },
+        });
     }
 
     fn elem_offset<E: Elem>(&mut self, k: i32) -> i32 {
@@ -746,12 +1032,22 @@ impl KernelBuilder {
     /// Store `v` to `p[k]`.
     pub fn st_global<E: Elem>(&mut self, p: GlobalPtr<E>, k: i32, v: impl Into<Src<E::Reg>>) {
         let o = self.elem_offset::<E>(k);
-        self.st_n::<E>(Space::Global, AddrBase::Reg(p.reg.id()), o, vec![v.into().v]);
+        self.st_n::<E>(
+            Space::Global,
+            AddrBase::Reg(p.reg.id()),
+            o,
+            vec![v.into().v],
+        );
     }
     /// Store four values to `p[k..k+4]` as one 16-byte access.
     pub fn st_global_v4<E: Elem>(&mut self, p: GlobalPtr<E>, k: i32, v: [Reg<E::Reg>; 4]) {
         let o = self.elem_offset::<E>(k);
-        self.st_n::<E>(Space::Global, AddrBase::Reg(p.reg.id()), o, v.iter().map(|r| r.value()).collect());
+        self.st_n::<E>(
+            Space::Global,
+            AddrBase::Reg(p.reg.id()),
+            o,
+            v.iter().map(|r| r.value()).collect(),
+        );
     }
     /// Load `p[k]` from shared memory.
     pub fn ld_shared<E: Elem>(&mut self, p: SharedPtr<E>, k: i32) -> Reg<E::Reg> {
@@ -771,17 +1067,30 @@ impl KernelBuilder {
     /// Store `v` to `p[k]` in shared memory.
     pub fn st_shared<E: Elem>(&mut self, p: SharedPtr<E>, k: i32, v: impl Into<Src<E::Reg>>) {
         let o = self.elem_offset::<E>(k);
-        self.st_n::<E>(Space::Shared, AddrBase::Reg(p.reg.id()), o, vec![v.into().v]);
+        self.st_n::<E>(
+            Space::Shared,
+            AddrBase::Reg(p.reg.id()),
+            o,
+            vec![v.into().v],
+        );
     }
     /// Store four values to `p[k..k+4]` in shared memory.
     pub fn st_shared_v4<E: Elem>(&mut self, p: SharedPtr<E>, k: i32, v: [Reg<E::Reg>; 4]) {
         let o = self.elem_offset::<E>(k);
-        self.st_n::<E>(Space::Shared, AddrBase::Reg(p.reg.id()), o, v.iter().map(|r| r.value()).collect());
+        self.st_n::<E>(
+            Space::Shared,
+            AddrBase::Reg(p.reg.id()),
+            o,
+            v.iter().map(|r| r.value()).collect(),
+        );
     }
     /// Load element `k` (constant) of a shared array: `[name+offset]`.
     pub fn ld_shared_at<E: Elem>(&mut self, a: &SharedArray<E>, k: u32) -> Reg<E::Reg> {
         if k >= a.len {
-            self.fail(format!("constant index {k} past shared array `{}` of {}", a.name, a.len));
+            self.fail(format!(
+                "constant index {k} past shared array `{}` of {}",
+                a.name, a.len
+            ));
         }
         let o = self.elem_offset::<E>(k as i32);
         self.ld_n::<E, 1>(Space::Shared, AddrBase::Var(a.name.clone()), o)[0]
@@ -789,10 +1098,18 @@ impl KernelBuilder {
     /// Store to element `k` (constant) of a shared array.
     pub fn st_shared_at<E: Elem>(&mut self, a: &SharedArray<E>, k: u32, v: impl Into<Src<E::Reg>>) {
         if k >= a.len {
-            self.fail(format!("constant index {k} past shared array `{}` of {}", a.name, a.len));
+            self.fail(format!(
+                "constant index {k} past shared array `{}` of {}",
+                a.name, a.len
+            ));
         }
         let o = self.elem_offset::<E>(k as i32);
-        self.st_n::<E>(Space::Shared, AddrBase::Var(a.name.clone()), o, vec![v.into().v]);
+        self.st_n::<E>(
+            Space::Shared,
+            AddrBase::Var(a.name.clone()),
+            o,
+            vec![v.into().v],
+        );
     }
 
     /// Integer atomic on global memory; returns the old value. `c` is the
@@ -804,7 +1121,14 @@ impl KernelBuilder {
         b: impl Into<Src<E::Reg>>,
         c: Option<Src<E::Reg>>,
     ) -> Reg<E::Reg> {
-        self.atom(Space::Global, op, AddrBase::Reg(p.reg.id()), b.into().v, c.map(|c| c.v), E::SCALAR)
+        self.atom(
+            Space::Global,
+            op,
+            AddrBase::Reg(p.reg.id()),
+            b.into().v,
+            c.map(|c| c.v),
+            E::SCALAR,
+        )
     }
 
     /// Integer atomic on shared memory; returns the old value.
@@ -815,7 +1139,14 @@ impl KernelBuilder {
         b: impl Into<Src<E::Reg>>,
         c: Option<Src<E::Reg>>,
     ) -> Reg<E::Reg> {
-        self.atom(Space::Shared, op, AddrBase::Reg(p.reg.id()), b.into().v, c.map(|c| c.v), E::SCALAR)
+        self.atom(
+            Space::Shared,
+            op,
+            AddrBase::Reg(p.reg.id()),
+            b.into().v,
+            c.map(|c| c.v),
+            E::SCALAR,
+        )
     }
 
     fn atom<R: RegType>(
@@ -832,10 +1163,20 @@ impl KernelBuilder {
             self.fail(format!("atomics on {s:?} are not offered (integers only: float atomics are not reproducible)"));
         }
         if (op == AtomOp::Cas) != c.is_some() {
-            self.fail("cas takes a compare and a new value; other atomics take one operand".to_string());
+            self.fail(
+                "cas takes a compare and a new value; other atomics take one operand".to_string(),
+            );
         }
         let ty = scalar_ty(s);
-        self.def(|d| Op::Atom { space, op, ty, d, addr: Addr { base, offset: 0 }, b, c })
+        self.def(|d| Op::Atom {
+            space,
+            op,
+            ty,
+            d,
+            addr: Addr { base, offset: 0 },
+            b,
+            c,
+        })
     }
 
     // ---- synchronisation and warp operations --------------------------------
@@ -858,12 +1199,29 @@ impl KernelBuilder {
     /// `shfl.sync` of 32 bits (`T` is any 32-bit class). `c` packs the
     /// clamp and segment mask (`0x1f` for a full-warp down/bfly/idx, `0`
     /// for up).
-    pub fn shfl<T: RegType>(&mut self, mode: ShflMode, a: Reg<T>, lane: impl Into<Src<U32>>, c: u32, mask: u32) -> Reg<T> {
-        if !matches!(T::CLASS, RegClass::U32 | RegClass::S32 | RegClass::F32 | RegClass::B32) {
+    pub fn shfl<T: RegType>(
+        &mut self,
+        mode: ShflMode,
+        a: Reg<T>,
+        lane: impl Into<Src<U32>>,
+        c: u32,
+        mask: u32,
+    ) -> Reg<T> {
+        if !matches!(
+            T::CLASS,
+            RegClass::U32 | RegClass::S32 | RegClass::F32 | RegClass::B32
+        ) {
             self.fail("shfl moves 32-bit registers only".to_string());
         }
         let b = lane.into().v;
-        self.def(|d| Op::Shfl { mode, d, a: a.value(), b, c: Value::Int(c.into()), mask })
+        self.def(|d| Op::Shfl {
+            mode,
+            d,
+            a: a.value(),
+            b,
+            c: Value::Int(c.into()),
+            mask,
+        })
     }
 
     /// Ballot of `p` over the threads in `mask`.
@@ -873,7 +1231,12 @@ impl KernelBuilder {
 
     /// `vote.sync.all` (`all = true`) or `.any`.
     pub fn vote(&mut self, all: bool, p: Reg<Pred>, mask: u32) -> Reg<Pred> {
-        self.def(|d| Op::VoteAny { all, d, p: p.id(), mask })
+        self.def(|d| Op::VoteAny {
+            all,
+            d,
+            p: p.id(),
+            mask,
+        })
     }
 
     /// Warp-wide integer reduction (sm_80+).
@@ -881,7 +1244,13 @@ impl KernelBuilder {
         if T::BITS != 32 {
             self.fail("redux.sync reduces 32-bit integers only".to_string());
         }
-        self.def(|d| Op::Redux { op, ty: T::CLASS.ty(), d, a: a.id(), mask })
+        self.def(|d| Op::Redux {
+            op,
+            ty: T::CLASS.ty(),
+            d,
+            a: a.id(),
+            mask,
+        })
     }
 
     // ---- control flow --------------------------------------------------------
@@ -899,7 +1268,10 @@ impl KernelBuilder {
 
     /// Unconditional branch.
     pub fn bra(&mut self, l: Label) {
-        self.push(Op::Bra { target: l.0, uni: false });
+        self.push(Op::Bra {
+            target: l.0,
+            uni: false,
+        });
     }
 
     /// Branch when `p` (or when `!p` if `negate`).
@@ -909,7 +1281,10 @@ impl KernelBuilder {
             self.fail("bra_if inside a guarded region".to_string());
         }
         self.guard = Some((p.id(), negate));
-        self.push(Op::Bra { target: l.0, uni: false });
+        self.push(Op::Bra {
+            target: l.0,
+            uni: false,
+        });
         self.guard = saved;
     }
 
@@ -927,7 +1302,12 @@ impl KernelBuilder {
     }
 
     /// `if p { then } else { otherwise }`.
-    pub fn if_else(&mut self, p: Reg<Pred>, then: impl FnOnce(&mut Self), otherwise: impl FnOnce(&mut Self)) {
+    pub fn if_else(
+        &mut self,
+        p: Reg<Pred>,
+        then: impl FnOnce(&mut Self),
+        otherwise: impl FnOnce(&mut Self),
+    ) {
         let (else_l, end) = (self.label(), self.label());
         self.bra_if(p, true, else_l);
         then(self);
@@ -973,7 +1353,11 @@ impl KernelBuilder {
 
     /// `while cond() { body() }`; `cond` emits code that computes the
     /// continuation predicate.
-    pub fn while_(&mut self, cond: impl FnOnce(&mut Self) -> Reg<Pred>, body: impl FnOnce(&mut Self)) {
+    pub fn while_(
+        &mut self,
+        cond: impl FnOnce(&mut Self) -> Reg<Pred>,
+        body: impl FnOnce(&mut Self),
+    ) {
         let (head, exit) = (self.label(), self.label());
         self.place(head);
         let go = cond(self);
@@ -990,18 +1374,32 @@ impl KernelBuilder {
         if let Some(e) = self.error.take() {
             return Err(e);
         }
-        let static_smem: u64 = self.shared.iter().map(|s| u64::from(s.bytes) + u64::from(s.align)).sum();
+        let static_smem: u64 = self
+            .shared
+            .iter()
+            .map(|s| u64::from(s.bytes) + u64::from(s.align))
+            .sum();
         if static_smem > u64::from(STATIC_SMEM_LIMIT) {
             return Err(Error::Build {
                 kernel: self.name,
-                message: format!("{static_smem} bytes of static shared memory exceed {STATIC_SMEM_LIMIT}"),
+                message: format!(
+                    "{static_smem} bytes of static shared memory exceed {STATIC_SMEM_LIMIT}"
+                ),
             });
         }
-        if !matches!(self.body.last(), Some(Instr { op: Op::Ret, guard: None })) {
+        if !matches!(
+            self.body.last(),
+            Some(Instr {
+                op: Op::Ret,
+                guard: None
+            })
+        ) {
             self.push(Op::Ret);
         }
-        let reg_counts: Vec<(RegClass, u32)> =
-            RegClass::ALL.iter().map(|&c| (c, self.regs[c as usize])).collect();
+        let reg_counts: Vec<(RegClass, u32)> = RegClass::ALL
+            .iter()
+            .map(|&c| (c, self.regs[c as usize]))
+            .collect();
         let ptx = print_module(&KernelText {
             name: &self.name,
             sm: self.sm,
@@ -1029,10 +1427,15 @@ impl KernelBuilder {
 fn is_identifier(s: &str) -> bool {
     let mut chars = s.chars();
     match chars.next() {
-        Some(c) if c.is_ascii_alphabetic() => chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$'),
+        Some(c) if c.is_ascii_alphabetic() => {
+            chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$')
+        }
         Some('_' | '$') => {
             let rest: Vec<char> = chars.collect();
-            !rest.is_empty() && rest.iter().all(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '$')
+            !rest.is_empty()
+                && rest
+                    .iter()
+                    .all(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '$')
         }
         _ => false,
     }
@@ -1082,14 +1485,18 @@ mod tests {
         let mut b = KernelBuilder::new("k", Sm::Sm80);
         let a = b.shared_array::<F32>("a", 4, 4);
         let _ = b.ld_shared_at(&a, 4);
-        assert!(matches!(err_of(b.finish()), Error::Build { message, .. } if message.contains("index 4")));
+        assert!(
+            matches!(err_of(b.finish()), Error::Build { message, .. } if message.contains("index 4"))
+        );
     }
 
     #[test]
     fn static_shared_memory_over_48k_is_refused() {
         let mut b = KernelBuilder::new("k", Sm::Sm90);
         let _ = b.shared_array::<F32>("a", 12 * 1024, 16);
-        assert!(matches!(err_of(b.finish()), Error::Build { message, .. } if message.contains("static shared")));
+        assert!(
+            matches!(err_of(b.finish()), Error::Build { message, .. } if message.contains("static shared"))
+        );
     }
 
     #[test]

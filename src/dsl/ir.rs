@@ -58,7 +58,10 @@ pub enum Cmp {
 
 impl Cmp {
     pub(crate) fn float_only(self) -> bool {
-        !matches!(self, Cmp::Eq | Cmp::Ne | Cmp::Lt | Cmp::Le | Cmp::Gt | Cmp::Ge)
+        !matches!(
+            self,
+            Cmp::Eq | Cmp::Ne | Cmp::Lt | Cmp::Le | Cmp::Gt | Cmp::Ge
+        )
     }
 }
 
@@ -185,51 +188,218 @@ pub enum Fp8Format {
 /// One IR operation.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Op {
-    Mov { ty: Ty, d: RegId, a: Value },
-    MovSpecial { d: RegId, s: Special },
+    Mov {
+        ty: Ty,
+        d: RegId,
+        a: Value,
+    },
+    MovSpecial {
+        d: RegId,
+        s: Special,
+    },
     /// Address of a shared variable within the shared window.
-    MovVarAddr { d: RegId, var: String },
-    Int { op: IntOp, ty: Ty, d: RegId, a: Value, b: Value },
+    MovVarAddr {
+        d: RegId,
+        var: String,
+    },
+    Int {
+        op: IntOp,
+        ty: Ty,
+        d: RegId,
+        a: Value,
+        b: Value,
+    },
     /// `mul.wide` (32 → 64 bits)
-    MulWide { signed: bool, d: RegId, a: Value, b: Value },
+    MulWide {
+        signed: bool,
+        d: RegId,
+        a: Value,
+        b: Value,
+    },
     /// `mad.lo` (`wide: false`) or `mad.wide` (32×32+64)
-    Mad { wide: bool, ty: Ty, d: RegId, a: Value, b: Value, c: Value },
-    Float { op: FloatOp, rnd: Rounding, ty: Ty, d: RegId, a: Value, b: Value },
-    Fma { rnd: Rounding, ty: Ty, d: RegId, a: Value, b: Value, c: Value },
+    Mad {
+        wide: bool,
+        ty: Ty,
+        d: RegId,
+        a: Value,
+        b: Value,
+        c: Value,
+    },
+    Float {
+        op: FloatOp,
+        rnd: Rounding,
+        ty: Ty,
+        d: RegId,
+        a: Value,
+        b: Value,
+    },
+    Fma {
+        rnd: Rounding,
+        ty: Ty,
+        d: RegId,
+        a: Value,
+        b: Value,
+        c: Value,
+    },
     /// `min/max.f32`, with `.NaN` when `nan` (sm_80+)
-    FMinMax { max: bool, nan: bool, ty: Ty, d: RegId, a: Value, b: Value },
-    Unary { op: UnOp, ty: Ty, d: RegId, a: Value },
-    Bfe { ty: Ty, d: RegId, a: Value, pos: Value, len: Value },
-    Bfi { ty: Ty, d: RegId, a: Value, b: Value, pos: Value, len: Value },
-    Prmt { d: RegId, a: Value, b: Value, sel: Value },
-    Setp { cmp: Cmp, ty: Ty, d: RegId, a: Value, b: Value },
-    Selp { ty: Ty, d: RegId, a: Value, b: Value, p: RegId },
-    PredLogic { op: IntOp, d: RegId, a: RegId, b: RegId },
-    PredNot { d: RegId, a: RegId },
+    FMinMax {
+        max: bool,
+        nan: bool,
+        ty: Ty,
+        d: RegId,
+        a: Value,
+        b: Value,
+    },
+    Unary {
+        op: UnOp,
+        ty: Ty,
+        d: RegId,
+        a: Value,
+    },
+    Bfe {
+        ty: Ty,
+        d: RegId,
+        a: Value,
+        pos: Value,
+        len: Value,
+    },
+    Bfi {
+        ty: Ty,
+        d: RegId,
+        a: Value,
+        b: Value,
+        pos: Value,
+        len: Value,
+    },
+    Prmt {
+        d: RegId,
+        a: Value,
+        b: Value,
+        sel: Value,
+    },
+    Setp {
+        cmp: Cmp,
+        ty: Ty,
+        d: RegId,
+        a: Value,
+        b: Value,
+    },
+    Selp {
+        ty: Ty,
+        d: RegId,
+        a: Value,
+        b: Value,
+        p: RegId,
+    },
+    PredLogic {
+        op: IntOp,
+        d: RegId,
+        a: RegId,
+        b: RegId,
+    },
+    PredNot {
+        d: RegId,
+        a: RegId,
+    },
     /// Conversions; `rnd` is the printed modifier (None for exact ones).
-    Cvt { dt: Ty, st: Ty, rnd: Option<CvtRnd>, d: RegId, a: Value },
+    Cvt {
+        dt: Ty,
+        st: Ty,
+        rnd: Option<CvtRnd>,
+        d: RegId,
+        a: Value,
+    },
     /// `cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32 d, hi, lo`
-    CvtToFp8x2 { fmt: Fp8Format, d: RegId, hi: Value, lo: Value },
+    CvtToFp8x2 {
+        fmt: Fp8Format,
+        d: RegId,
+        hi: Value,
+        lo: Value,
+    },
     /// `cvt.rn.f16x2.{e4m3x2,e5m2x2} d, a`
-    CvtFromFp8x2 { fmt: Fp8Format, d: RegId, a: RegId },
+    CvtFromFp8x2 {
+        fmt: Fp8Format,
+        d: RegId,
+        a: RegId,
+    },
     /// `mov.b32 {lo, hi}, a` (split 32 bits into two b16)
-    Unpack2x16 { lo: RegId, hi: RegId, a: RegId },
+    Unpack2x16 {
+        lo: RegId,
+        hi: RegId,
+        a: RegId,
+    },
     /// `mov.b32 d, {lo, hi}`
-    Pack2x16 { d: RegId, lo: RegId, hi: RegId },
-    LdParam { ty: Ty, d: RegId, name: String },
-    CvtaGlobal { d: RegId, a: RegId },
-    Ld { space: Space, ty: Ty, d: Vec<RegId>, addr: Addr },
-    St { space: Space, ty: Ty, v: Vec<Value>, addr: Addr },
-    Atom { space: Space, op: AtomOp, ty: Ty, d: RegId, addr: Addr, b: Value, c: Option<Value> },
+    Pack2x16 {
+        d: RegId,
+        lo: RegId,
+        hi: RegId,
+    },
+    LdParam {
+        ty: Ty,
+        d: RegId,
+        name: String,
+    },
+    CvtaGlobal {
+        d: RegId,
+        a: RegId,
+    },
+    Ld {
+        space: Space,
+        ty: Ty,
+        d: Vec<RegId>,
+        addr: Addr,
+    },
+    St {
+        space: Space,
+        ty: Ty,
+        v: Vec<Value>,
+        addr: Addr,
+    },
+    Atom {
+        space: Space,
+        op: AtomOp,
+        ty: Ty,
+        d: RegId,
+        addr: Addr,
+        b: Value,
+        c: Option<Value>,
+    },
     BarSync,
     /// `bar.warp.sync mask` (sm_70+, PTX 6.0)
-    BarWarpSync { mask: u32 },
-    Shfl { mode: ShflMode, d: RegId, a: Value, b: Value, c: Value, mask: u32 },
-    VoteBallot { d: RegId, p: RegId, mask: u32 },
-    VoteAny { all: bool, d: RegId, p: RegId, mask: u32 },
-    Redux { op: ReduxOp, ty: Ty, d: RegId, a: RegId, mask: u32 },
+    BarWarpSync {
+        mask: u32,
+    },
+    Shfl {
+        mode: ShflMode,
+        d: RegId,
+        a: Value,
+        b: Value,
+        c: Value,
+        mask: u32,
+    },
+    VoteBallot {
+        d: RegId,
+        p: RegId,
+        mask: u32,
+    },
+    VoteAny {
+        all: bool,
+        d: RegId,
+        p: RegId,
+        mask: u32,
+    },
+    Redux {
+        op: ReduxOp,
+        ty: Ty,
+        d: RegId,
+        a: RegId,
+        mask: u32,
+    },
     Label(u32),
-    Bra { target: u32, uni: bool },
+    Bra {
+        target: u32,
+        uni: bool,
+    },
     Ret,
     Comment(String),
 }
@@ -252,9 +422,10 @@ impl Op {
     /// The feature the operation needs, if not every target has it.
     pub(crate) fn feature(&self) -> Option<Feature> {
         match self {
-            Op::Shfl { .. } | Op::VoteBallot { .. } | Op::VoteAny { .. } | Op::BarWarpSync { .. } => {
-                Some(Feature::WarpSync)
-            },
+            Op::Shfl { .. }
+            | Op::VoteBallot { .. }
+            | Op::VoteAny { .. }
+            | Op::BarWarpSync { .. } => Some(Feature::WarpSync),
             Op::Redux { .. } => Some(Feature::Redux),
             Op::FMinMax { nan: true, .. } => Some(Feature::MinMaxNaN),
             Op::CvtToFp8x2 { .. } | Op::CvtFromFp8x2 { .. } => Some(Feature::Fp8Cvt),

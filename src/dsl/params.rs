@@ -138,7 +138,10 @@ impl<E> Clone for DevPtr<E> {
 impl<E> Copy for DevPtr<E> {}
 impl<E> DevPtr<E> {
     pub fn new(addr: u64) -> Self {
-        Self { addr, _e: PhantomData }
+        Self {
+            addr,
+            _e: PhantomData,
+        }
     }
 }
 impl<E> From<crate::runtime::exec::BufferId> for DevPtr<E> {
@@ -166,7 +169,10 @@ pub trait ParamType {
 impl<E: Elem> ParamType for Ptr<E> {
     type Host = DevPtr<E>;
     type Dev = GlobalPtr<E>;
-    const KIND: ParamKind = ParamKind::GlobalPtr { elem: E::SCALAR, align: E::SCALAR.size() };
+    const KIND: ParamKind = ParamKind::GlobalPtr {
+        elem: E::SCALAR,
+        align: E::SCALAR.size(),
+    };
     fn load(b: &mut KernelBuilder, name: &str) -> GlobalPtr<E> {
         b.load_param_ptr::<E>(name)
     }

@@ -164,7 +164,11 @@ fn vec_prefix(n: usize) -> &'static str {
 }
 
 fn braced(items: &[String]) -> String {
-    if items.len() == 1 { items[0].clone() } else { format!("{{{}}}", items.join(", ")) }
+    if items.len() == 1 {
+        items[0].clone()
+    } else {
+        format!("{{{}}}", items.join(", "))
+    }
 }
 
 fn fp8(f: Fp8Format) -> &'static str {
@@ -206,23 +210,73 @@ fn op_text(op: &Op) -> String {
             let t = if *signed { Ty::S32 } else { Ty::U32 };
             format!("mul.wide{} {}, {}, {};", ty(t), reg(*d), val(*a), val(*b))
         }
-        Op::Mad { wide, ty: t, d, a, b, c } => {
+        Op::Mad {
+            wide,
+            ty: t,
+            d,
+            a,
+            b,
+            c,
+        } => {
             let m = if *wide { "mad.wide" } else { "mad.lo" };
-            format!("{m}{} {}, {}, {}, {};", ty(*t), reg(*d), val(*a), val(*b), val(*c))
+            format!(
+                "{m}{} {}, {}, {}, {};",
+                ty(*t),
+                reg(*d),
+                val(*a),
+                val(*b),
+                val(*c)
+            )
         }
-        Op::Float { op, rnd: r, ty: t, d, a, b } => {
+        Op::Float {
+            op,
+            rnd: r,
+            ty: t,
+            d,
+            a,
+            b,
+        } => {
             let name = match op {
                 FloatOp::Add => "add",
                 FloatOp::Sub => "sub",
                 FloatOp::Mul => "mul",
                 FloatOp::Div => "div",
             };
-            format!("{name}{}{} {}, {}, {};", rnd(*r), ty(*t), reg(*d), val(*a), val(*b))
+            format!(
+                "{name}{}{} {}, {}, {};",
+                rnd(*r),
+                ty(*t),
+                reg(*d),
+                val(*a),
+                val(*b)
+            )
         }
-        Op::Fma { rnd: r, ty: t, d, a, b, c } => {
-            format!("fma{}{} {}, {}, {}, {};", rnd(*r), ty(*t), reg(*d), val(*a), val(*b), val(*c))
+        Op::Fma {
+            rnd: r,
+            ty: t,
+            d,
+            a,
+            b,
+            c,
+        } => {
+            format!(
+                "fma{}{} {}, {}, {}, {};",
+                rnd(*r),
+                ty(*t),
+                reg(*d),
+                val(*a),
+                val(*b),
+                val(*c)
+            )
         }
-        Op::FMinMax { max, nan, ty: t, d, a, b } => {
+        Op::FMinMax {
+            max,
+            nan,
+            ty: t,
+            d,
+            a,
+            b,
+        } => {
             let m = if *max { "max" } else { "min" };
             let n = if *nan { ".NaN" } else { "" };
             format!("{m}{n}{} {}, {}, {};", ty(*t), reg(*d), val(*a), val(*b))
@@ -240,10 +294,30 @@ fn op_text(op: &Op) -> String {
             };
             format!("{name}{} {}, {};", ty(t), reg(*d), val(*a))
         }
-        Op::Bfe { ty: t, d, a, pos, len } => {
-            format!("bfe{} {}, {}, {}, {};", ty(*t), reg(*d), val(*a), val(*pos), val(*len))
+        Op::Bfe {
+            ty: t,
+            d,
+            a,
+            pos,
+            len,
+        } => {
+            format!(
+                "bfe{} {}, {}, {}, {};",
+                ty(*t),
+                reg(*d),
+                val(*a),
+                val(*pos),
+                val(*len)
+            )
         }
-        Op::Bfi { ty: t, d, a, b, pos, len } => format!(
+        Op::Bfi {
+            ty: t,
+            d,
+            a,
+            b,
+            pos,
+            len,
+        } => format!(
             "bfi{} {}, {}, {}, {}, {};",
             ty(t.bits()),
             reg(*d),
@@ -253,13 +327,39 @@ fn op_text(op: &Op) -> String {
             val(*len)
         ),
         Op::Prmt { d, a, b, sel } => {
-            format!("prmt.b32 {}, {}, {}, {};", reg(*d), val(*a), val(*b), val(*sel))
+            format!(
+                "prmt.b32 {}, {}, {}, {};",
+                reg(*d),
+                val(*a),
+                val(*b),
+                val(*sel)
+            )
         }
-        Op::Setp { cmp: c, ty: t, d, a, b } => {
-            format!("setp.{}{} {}, {}, {};", cmp(*c, *t), ty(*t), reg(*d), val(*a), val(*b))
+        Op::Setp {
+            cmp: c,
+            ty: t,
+            d,
+            a,
+            b,
+        } => {
+            format!(
+                "setp.{}{} {}, {}, {};",
+                cmp(*c, *t),
+                ty(*t),
+                reg(*d),
+                val(*a),
+                val(*b)
+            )
         }
         Op::Selp { ty: t, d, a, b, p } => {
-            format!("selp{} {}, {}, {}, {};", ty(*t), reg(*d), val(*a), val(*b), reg(*p))
+            format!(
+                "selp{} {}, {}, {}, {};",
+                ty(*t),
+                reg(*d),
+                val(*a),
+                val(*b),
+                reg(*p)
+            )
         }
         Op::PredLogic { op, d, a, b } => {
             let name = match op {
@@ -270,7 +370,13 @@ fn op_text(op: &Op) -> String {
             format!("{name}.pred {}, {}, {};", reg(*d), reg(*a), reg(*b))
         }
         Op::PredNot { d, a } => format!("not.pred {}, {};", reg(*d), reg(*a)),
-        Op::Cvt { dt, st, rnd: r, d, a } => {
+        Op::Cvt {
+            dt,
+            st,
+            rnd: r,
+            d,
+            a,
+        } => {
             let m = match r {
                 None => String::new(),
                 Some(CvtRnd::Float(r)) => rnd(*r).to_string(),
@@ -288,19 +394,57 @@ fn op_text(op: &Op) -> String {
         Op::CvtFromFp8x2 { fmt, d, a } => {
             format!("cvt.rn.f16x2{} {}, {};", fp8(*fmt), reg(*d), reg(*a))
         }
-        Op::Unpack2x16 { lo, hi, a } => format!("mov.b32 {{{}, {}}}, {};", reg(*lo), reg(*hi), reg(*a)),
-        Op::Pack2x16 { d, lo, hi } => format!("mov.b32 {}, {{{}, {}}};", reg(*d), reg(*lo), reg(*hi)),
-        Op::LdParam { ty: t, d, name } => format!("ld.param{} {}, [{}];", ty(*t), reg(*d), param_name(name)),
+        Op::Unpack2x16 { lo, hi, a } => {
+            format!("mov.b32 {{{}, {}}}, {};", reg(*lo), reg(*hi), reg(*a))
+        }
+        Op::Pack2x16 { d, lo, hi } => {
+            format!("mov.b32 {}, {{{}, {}}};", reg(*d), reg(*lo), reg(*hi))
+        }
+        Op::LdParam { ty: t, d, name } => {
+            format!("ld.param{} {}, [{}];", ty(*t), reg(*d), param_name(name))
+        }
         Op::CvtaGlobal { d, a } => format!("cvta.to.global.u64 {}, {};", reg(*d), reg(*a)),
-        Op::Ld { space: s, ty: t, d, addr: a } => {
+        Op::Ld {
+            space: s,
+            ty: t,
+            d,
+            addr: a,
+        } => {
             let ds: Vec<String> = d.iter().map(|r| reg(*r)).collect();
-            format!("ld{}{}{} {}, {};", space(*s), vec_prefix(d.len()), ty(*t), braced(&ds), addr(a))
+            format!(
+                "ld{}{}{} {}, {};",
+                space(*s),
+                vec_prefix(d.len()),
+                ty(*t),
+                braced(&ds),
+                addr(a)
+            )
         }
-        Op::St { space: s, ty: t, v, addr: a } => {
+        Op::St {
+            space: s,
+            ty: t,
+            v,
+            addr: a,
+        } => {
             let vs: Vec<String> = v.iter().map(|x| val(*x)).collect();
-            format!("st{}{}{} {}, {};", space(*s), vec_prefix(v.len()), ty(*t), addr(a), braced(&vs))
+            format!(
+                "st{}{}{} {}, {};",
+                space(*s),
+                vec_prefix(v.len()),
+                ty(*t),
+                addr(a),
+                braced(&vs)
+            )
         }
-        Op::Atom { space: s, op, ty: t, d, addr: a, b, c } => {
+        Op::Atom {
+            space: s,
+            op,
+            ty: t,
+            d,
+            addr: a,
+            b,
+            c,
+        } => {
             let (name, t) = match op {
                 AtomOp::Add => ("add", *t),
                 AtomOp::Min => ("min", *t),
@@ -311,25 +455,53 @@ fn op_text(op: &Op) -> String {
                 AtomOp::Or => ("or", t.bits()),
             };
             let extra = c.map(|c| format!(", {}", val(c))).unwrap_or_default();
-            format!("atom{}.{name}{} {}, {}, {}{extra};", space(*s), ty(t), reg(*d), addr(a), val(*b))
+            format!(
+                "atom{}.{name}{} {}, {}, {}{extra};",
+                space(*s),
+                ty(t),
+                reg(*d),
+                addr(a),
+                val(*b)
+            )
         }
         Op::BarSync => "bar.sync 0;".to_string(),
         Op::BarWarpSync { mask } => format!("bar.warp.sync {mask:#x};"),
-        Op::Shfl { mode, d, a, b, c, mask } => {
+        Op::Shfl {
+            mode,
+            d,
+            a,
+            b,
+            c,
+            mask,
+        } => {
             let m = match mode {
                 ShflMode::Up => "up",
                 ShflMode::Down => "down",
                 ShflMode::Bfly => "bfly",
                 ShflMode::Idx => "idx",
             };
-            format!("shfl.sync.{m}.b32 {}, {}, {}, {}, {mask:#x};", reg(*d), val(*a), val(*b), val(*c))
+            format!(
+                "shfl.sync.{m}.b32 {}, {}, {}, {}, {mask:#x};",
+                reg(*d),
+                val(*a),
+                val(*b),
+                val(*c)
+            )
         }
-        Op::VoteBallot { d, p, mask } => format!("vote.sync.ballot.b32 {}, {}, {mask:#x};", reg(*d), reg(*p)),
+        Op::VoteBallot { d, p, mask } => {
+            format!("vote.sync.ballot.b32 {}, {}, {mask:#x};", reg(*d), reg(*p))
+        }
         Op::VoteAny { all, d, p, mask } => {
             let m = if *all { "all" } else { "any" };
             format!("vote.sync.{m}.pred {}, {}, {mask:#x};", reg(*d), reg(*p))
         }
-        Op::Redux { op, ty: t, d, a, mask } => {
+        Op::Redux {
+            op,
+            ty: t,
+            d,
+            a,
+            mask,
+        } => {
             let (name, t) = match op {
                 ReduxOp::Add => ("add", *t),
                 ReduxOp::Min => ("min", *t),
@@ -338,7 +510,12 @@ fn op_text(op: &Op) -> String {
                 ReduxOp::Or => ("or", t.bits()),
                 ReduxOp::Xor => ("xor", t.bits()),
             };
-            format!("redux.sync.{name}{} {}, {}, {mask:#x};", ty(t), reg(*d), reg(*a))
+            format!(
+                "redux.sync.{name}{} {}, {}, {mask:#x};",
+                ty(t),
+                reg(*d),
+                reg(*a)
+            )
         }
         Op::Label(id) => format!("{}:", label(*id)),
         Op::Bra { target, uni } => {
@@ -367,13 +544,23 @@ fn param_decl(p: &ParamDesc) -> String {
 pub(crate) fn print_module(k: &KernelText<'_>) -> String {
     let mut s = String::with_capacity(256 + 40 * k.body.len());
     let _ = writeln!(s, "//");
-    let _ = writeln!(s, "// Generated by ptxsmith {} ({} for {}).", env!("CARGO_PKG_VERSION"), k.name, k.sm);
+    let _ = writeln!(
+        s,
+        "// Generated by ptxsmith {} ({} for {}).",
+        env!("CARGO_PKG_VERSION"),
+        k.name,
+        k.sm
+    );
     let _ = writeln!(s, "//");
     let _ = writeln!(s, ".version {}", k.version);
     let _ = writeln!(s, ".target {}", k.sm.name());
     let _ = writeln!(s, ".address_size 64");
     let _ = writeln!(s);
-    let params: Vec<String> = k.params.iter().map(|p| format!("\t{}", param_decl(p))).collect();
+    let params: Vec<String> = k
+        .params
+        .iter()
+        .map(|p| format!("\t{}", param_decl(p)))
+        .collect();
     let _ = writeln!(s, ".visible .entry {}(\n{}\n)", k.name, params.join(",\n"));
     if let Some((x, y, z)) = k.reqntid {
         let _ = writeln!(s, ".reqntid {x}, {y}, {z}");
@@ -392,7 +579,11 @@ pub(crate) fn print_module(k: &KernelText<'_>) -> String {
         }
     }
     for sh in k.shared {
-        let _ = writeln!(s, "\t.shared .align {} .b8 {}[{}];", sh.align, sh.name, sh.bytes);
+        let _ = writeln!(
+            s,
+            "\t.shared .align {} .b8 {}[{}];",
+            sh.align, sh.name, sh.bytes
+        );
     }
     let _ = writeln!(s);
     for ins in k.body {

@@ -149,10 +149,16 @@ impl<T: RegType> fmt::Debug for Reg<T> {
 
 impl<T: RegType> Reg<T> {
     pub(crate) fn new(idx: u32) -> Self {
-        Self { idx, _t: PhantomData }
+        Self {
+            idx,
+            _t: PhantomData,
+        }
     }
     pub(crate) fn id(self) -> RegId {
-        RegId { class: T::CLASS, idx: self.idx }
+        RegId {
+            class: T::CLASS,
+            idx: self.idx,
+        }
     }
     pub(crate) fn value(self) -> Value {
         Value::Reg(self.id())

@@ -19,7 +19,11 @@ pub struct LaunchConfig {
 impl LaunchConfig {
     /// A 1-D launch.
     pub fn linear(grid: u32, block: u32) -> Self {
-        Self { grid: (grid, 1, 1), block: (block, 1, 1), dynamic_smem_bytes: 0 }
+        Self {
+            grid: (grid, 1, 1),
+            block: (block, 1, 1),
+            dynamic_smem_bytes: 0,
+        }
     }
 }
 

@@ -34,6 +34,12 @@ mod tests {
 
     #[test]
     fn empty_rows_sum_to_positive_zero() {
-        assert_eq!(dot_rows(&[], &[], 3, 0).iter().map(|v| v.to_bits()).collect::<Vec<_>>(), vec![0; 3]);
+        assert_eq!(
+            dot_rows(&[], &[], 3, 0)
+                .iter()
+                .map(|v| v.to_bits())
+                .collect::<Vec<_>>(),
+            vec![0; 3]
+        );
     }
 }

@@ -20,7 +20,10 @@ pub fn validate(x: &[f32], y: &[f32], rows: usize, n: usize) -> Result<(u32, u32
         )));
     }
     if y.len() != n {
-        return Err(Error::InvalidArgument(format!("y has {} elements, expected n = {n}", y.len())));
+        return Err(Error::InvalidArgument(format!(
+            "y has {} elements, expected n = {n}",
+            y.len()
+        )));
     }
     // The kernel's grid-stride loop adds the grid size to a u32 row index,
     // so keep rows well below the wrap point.
@@ -28,12 +31,19 @@ pub fn validate(x: &[f32], y: &[f32], rows: usize, n: usize) -> Result<(u32, u32
         .ok()
         .filter(|r| *r <= u32::MAX / 2)
         .ok_or_else(|| Error::InvalidArgument(format!("rows = {rows} exceeds {}", u32::MAX / 2)))?;
-    let n32 = u32::try_from(n).map_err(|_| Error::InvalidArgument(format!("n = {n} exceeds u32")))?;
+    let n32 =
+        u32::try_from(n).map_err(|_| Error::InvalidArgument(format!("n = {n} exceeds u32")))?;
     Ok((rows32, n32))
 }
 
 /// Run the kernel on `ex` (GPU or simulator) and download the result.
-pub fn run_on(ex: &mut dyn Executor, x: &[f32], y: &[f32], rows: usize, n: usize) -> Result<Vec<f32>> {
+pub fn run_on(
+    ex: &mut dyn Executor,
+    x: &[f32],
+    y: &[f32],
+    rows: usize,
+    n: usize,
+) -> Result<Vec<f32>> {
     let (rows32, n32) = validate(x, y, rows, n)?;
     if rows == 0 {
         return Ok(Vec::new());
@@ -42,8 +52,16 @@ pub fn run_on(ex: &mut dyn Executor, x: &[f32], y: &[f32], rows: usize, n: usize
     let bx = upload_new(ex, x)?;
     let by = upload_new(ex, y)?;
     let bo = ex.alloc(rows * 4)?;
-    let args = DotRowsArgs { x: bx.into(), y: by.into(), out: bo.into(), rows: rows32, n: n32 };
-    let blocks = rows32.div_ceil(BLOCK).min(ex.multiprocessor_count().max(1) * 8);
+    let args = DotRowsArgs {
+        x: bx.into(),
+        y: by.into(),
+        out: bo.into(),
+        rows: rows32,
+        n: n32,
+    };
+    let blocks = rows32
+        .div_ceil(BLOCK)
+        .min(ex.multiprocessor_count().max(1) * 8);
     let result = ex
         .launch(&module, LaunchConfig::linear(blocks, BLOCK), &args.args())
         .and_then(|()| download_vec::<f32>(ex, bo, rows));
@@ -56,7 +74,13 @@ pub fn run_on(ex: &mut dyn Executor, x: &[f32], y: &[f32], rows: usize, n: usize
 /// `out[r] = Σ_c x[r·n + c] · y[c]` with separate rounding in ascending `c`
 /// (see the [module contract](super)) on `backend`; returns the result and
 /// which implementation ran. Every backend gives the same bits.
-pub fn dot_rows(backend: Backend, x: &[f32], y: &[f32], rows: usize, n: usize) -> Result<(Vec<f32>, Ran)> {
+pub fn dot_rows(
+    backend: Backend,
+    x: &[f32],
+    y: &[f32],
+    rows: usize,
+    n: usize,
+) -> Result<(Vec<f32>, Ran)> {
     validate(x, y, rows, n)?;
     dispatch(
         backend,

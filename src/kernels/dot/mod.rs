@@ -15,4 +15,3 @@ pub mod ptx;
 
 pub use host::dot_rows as dot_rows_host;
 pub use launch::dot_rows;
-
