@@ -65,6 +65,31 @@ if [[ "$metadata" == *'"kind":["bench"]'* ]]; then
 fi
 run cargo test --release "$@" --doc -- "${harness_args[@]}"
 
+# The files `dump_ptx --sm all` writes are what users inspect: each one
+# must assemble with the pinned ptxas for the target in its name.
+if ! $tools_missing; then
+    section "dump_ptx --sm all: every file assembles with ptxas"
+    dump="$(mktemp -d "${TMPDIR:-/tmp}/ptxsmith-dump.XXXXXX")"
+    ptxas="${PTXSMITH_NVIDIA_TOOLS:-$repo/.nvidia-tools}/nvidia/cuda_nvcc/bin/ptxas"
+    if cargo run --release --quiet --example dump_ptx -- --sm all --out "$dump" >/dev/null; then
+        files=0
+        for f in "$dump"/*.ptx; do
+            sm="sm_${f##*.sm_}"
+            sm="${sm%.ptx}"
+            if ! "$ptxas" -arch="$sm" "$f" -o /dev/null; then
+                echo "ptxas rejected $f" >&2
+                status=1
+            fi
+            files=$((files + 1))
+        done
+        echo "$files files assembled"
+        [[ $files -gt 0 ]] || status=1
+    else
+        status=1
+    fi
+    rm -rf "$dump"
+fi
+
 section "summary"
 if $tools_missing; then
     echo "WARNING: NVIDIA tools missing, assembler checks were SKIPPED" >&2

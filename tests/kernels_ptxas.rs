@@ -5,7 +5,8 @@
 //! (separate rounding is promised everywhere else). IEEE-exact
 //! `div.rn`/`rcp.rn`/`sqrt.rn` are exempt: ptxas expands them into a
 //! correctly rounded sequence that uses FFMA internally (the FP8 absmax
-//! finalize kernel computes `448 / amax` with `div.rn.f32`).
+//! finalize kernel computes `448 / amax` with `div.rn.f32`). Each module's
+//! `.version` is also shown to be minimal: ptxas rejects the next lower one.
 
 use ptxsmith::Sm;
 use ptxsmith::kernels::all_variants;
@@ -55,6 +56,24 @@ fn every_variant_assembles_without_spills_and_without_ffma() {
                     sass.count("FMUL") + sass.count("FADD") > 0 || !m.ptx.contains("mul.rn.f32")
                 );
             }
+            // The `.version` is minimal: one ISA step lower is rejected.
+            let v = m.version;
+            let lower = if v.minor > 0 {
+                format!("{}.{}", v.major, v.minor - 1)
+            } else {
+                format!("{}.9", v.major - 1)
+            };
+            let text = m.ptx.replacen(
+                &format!(".version {v}\n"),
+                &format!(".version {lower}\n"),
+                1,
+            );
+            assert_ne!(text, m.ptx);
+            assert!(
+                tools.assemble(&text, sm).is_err(),
+                "{} on {sm}: ptxas accepts .version {lower}",
+                m.kernel
+            );
             checked += 1;
         }
     }
