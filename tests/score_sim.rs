@@ -128,6 +128,23 @@ fn route_ragged_default_tuning_split_and_merged() {
     assert_same_top(&route_sim(&x, &d, rows, k, p, s, t, 1), &want);
 }
 
+/// The default route tuning with one-column staging, whose whole `P`
+/// chunks run unguarded and whose last, partial chunk is peeled off: `P` a
+/// multiple of `bk` (no partial chunk), below `bk` (only the partial
+/// chunk), and both, with an infinity in the last column (the padding must
+/// stay `+0.0` in both operands).
+#[test]
+fn route_default_one_column_staging_whole_and_partial_chunks() {
+    let t = ScoreTuning::route_default_for(Sm::Sm80);
+    assert!(!t.vec4);
+    for (rows, k, p, s) in [(9, 300, 32, 6), (9, 150, 7, 4), (5, 200, 37, 3)] {
+        let (mut x, d) = (values(rows * p, 21), values(k * p, 22));
+        x[p - 1] = f32::INFINITY;
+        let want = host::route_top_s(&x, &d, rows, k, p, s).unwrap();
+        assert_same_top(&route_sim(&x, &d, rows, k, p, s, t, 1), &want);
+    }
+}
+
 /// Many atom tiles per split, the default plan (K split over the
 /// simulator's 4 SMs, then merged), with `s` below and above the 32 of the
 /// warp pre-filter.

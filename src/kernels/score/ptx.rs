@@ -9,7 +9,9 @@
 //! accumulators. `P` is walked in `bk`-wide chunks: each chunk of `x` and
 //! `D` is staged into shared memory **transposed** (`xs[k][m]`, `ds[k][n]`,
 //! rows padded by 4 floats so the transposing stores do not collide on a
-//! bank, every row 16-byte aligned), with one-column loads or, when
+//! bank, every row 16-byte aligned): a thread stages a run of
+//! consecutive columns of a row from one pointer (constant offsets, one
+//! pointer advance per row and chunk), with one-column loads or, when
 //! `P % 4 = 0` ([`ScoreTuning::vec4`]), 16-byte loads of 4 columns. For
 //! each `k` of the chunk (unrolled in Rust) the thread reads its `tm`
 //! x-values and `tn` d-values with
@@ -22,7 +24,9 @@
 //! Bit-exactness of the padding: an accumulator only ever sees its own
 //! row of `x` and its own atom of `D`, so rows or atoms past the end are
 //! loaded from a clamped, valid row (their accumulators are never stored).
-//! Columns `c ≥ P` are staged as `+0.0` in **both** operands: `acc` starts
+//! Columns `c ≥ P` are staged as `+0.0` in **both** operands (without
+//! register prefetch the whole chunks run unguarded and only a last,
+//! partial chunk is peeled off with the padding): `acc` starts
 //! at `+0.0` and is never `−0.0` under round-to-nearest (`x + (−x) = +0`),
 //! so adding `0·0 = +0` leaves every accumulator, NaN and Inf included,
 //! unchanged (zero in only one operand could produce `Inf·0 = NaN`).
@@ -221,6 +225,28 @@ impl ScoreTuning {
 
     fn warps(&self) -> u32 {
         self.threads / 32
+    }
+
+    /// Consecutive columns of one row a thread stages per chunk: the
+    /// largest divisor of `bk` that is a multiple of the load width (4 with
+    /// [`vec4`](Self::vec4)) and leaves the chunk's rows splitting evenly
+    /// over the threads (the load width itself always does, by
+    /// [`check`](Self::check)).
+    fn staging_run(&self) -> u32 {
+        let w = if self.vec4 { 4 } else { 1 };
+        (w..=self.bk)
+            .rev()
+            .find(|&r| {
+                let per_row = self.bk / r;
+                let step = self.threads / per_row;
+                r.is_multiple_of(w)
+                    && self.bk.is_multiple_of(r)
+                    && self.threads.is_multiple_of(per_row)
+                    && step > 0
+                    && self.bm.is_multiple_of(step)
+                    && self.bn.is_multiple_of(step)
+            })
+            .unwrap_or(w)
     }
 
     /// Floats of the staging area (`xs` and `ds`, rows padded by 4).
@@ -425,19 +451,21 @@ fn emit_tile(
     let xs_stride = t.bm + 4;
     let ds_stride = t.bn + 4;
     let ds_base = t.bk * xs_stride;
-    // Staging roles: `w` consecutive columns per load (4 with `vec4`, one
-    // 16-byte load; else 1). Thread `tid` loads columns `kk .. kk + w`,
-    // `kk = w · (tid % (bk/w))`, of rows `tid / (bk/w) + e · step`.
+    // Staging roles: thread `tid` loads `run` consecutive columns `kk ..
+    // kk + run`, `kk = run · (tid % (bk/run))`, of rows `tid / (bk/run) +
+    // e · step`, with `run/w` loads of `w` columns (4 with `vec4`, one
+    // 16-byte load; else 1) at constant offsets from one pointer per row.
     let w = if t.vec4 { 4 } else { 1 };
-    let per_row = t.bk / w;
+    let run = t.staging_run();
+    let per_row = t.bk / run;
     let kq = b.rem(tid, per_row);
-    let kk = b.mul_lo(kq, w);
+    let kk = b.mul_lo(kq, run);
     let m_first = b.div(tid, per_row);
     let step = t.threads / per_row;
     let last_row = b.sub(rows, 1u32);
     let last_atom = b.sub(k, 1u32);
 
-    // (global source, shared destination of its first column, column stride)
+    // (global source of column kk, shared destination of column kk, column stride)
     let mut loads: Vec<(GlobalPtr<F32>, SharedPtr<F32>, u32)> = Vec::new();
     for (count, base, last, first, stride, off) in [
         (t.bm / step, x, last_row, row0, xs_stride, 0),
@@ -467,52 +495,56 @@ fn emit_tile(
     let acc: Vec<Reg<F32>> = (0..t.tm * t.tn).map(|_| b.mov(0.0f32)).collect();
     let staged: Vec<Vec<Reg<F32>>> = loads
         .iter()
-        .map(|_| (0..w).map(|_| b.mov(0.0f32)).collect())
+        .map(|_| (0..run).map(|_| b.mov(0.0f32)).collect())
         .collect();
-    // Load chunk `c0` (zeros for `c ≥ P`; with `vec4`, `P % 4 = 0`, so a
-    // vector is wholly inside or wholly outside) into the staging registers.
-    let load_chunk = |b: &mut KernelBuilder, c0: Reg<U32>| {
-        let c = b.add(c0, kk);
-        let c_ok = b.setp(Cmp::Lt, c, p);
-        for ((src, _, _), v) in loads.iter().zip(&staged) {
-            for r in v {
-                b.assign(*r, 0.0f32);
-            }
-            b.guarded(c_ok, |b| {
-                if w == 4 {
-                    let l = b.ld_global_nc_v4(*src, 0);
-                    for (r, l) in v.iter().zip(l) {
-                        b.assign(*r, l);
+    // Load chunk `c0` into the staging registers. `guard`: columns `c ≥ P`
+    // become `+0.0` (with `vec4`, `P % 4 = 0`, so a vector is wholly inside
+    // or wholly outside); without it every column must be inside.
+    let load_chunk = |b: &mut KernelBuilder, c0: Reg<U32>, guard: bool| {
+        let c_ok: Vec<Option<Reg<Pred>>> = (0..run / w)
+            .map(|v| {
+                guard.then(|| {
+                    let c = b.add(c0, kk);
+                    let c = b.add(c, v * w);
+                    b.setp(Cmp::Lt, c, p)
+                })
+            })
+            .collect();
+        for ((src, _, _), regs) in loads.iter().zip(&staged) {
+            for (v, ok) in (0u32..).zip(&c_ok) {
+                let dst = &regs[(v * w) as usize..((v + 1) * w) as usize];
+                let emit = |b: &mut KernelBuilder| {
+                    if w == 4 {
+                        let l = b.ld_global_nc_v4(*src, (v * w) as i32);
+                        for (r, l) in dst.iter().zip(l) {
+                            b.assign(*r, l);
+                        }
+                    } else {
+                        let l = b.ld_global_nc(*src, v as i32);
+                        b.assign(dst[0], l);
                     }
-                } else {
-                    let l = b.ld_global_nc(*src, 0);
-                    b.assign(v[0], l);
+                };
+                match ok {
+                    Some(ok) => {
+                        for r in dst {
+                            b.assign(*r, 0.0f32);
+                        }
+                        b.guarded(*ok, emit);
+                    }
+                    None => emit(b),
                 }
-            });
+            }
             b.advance(*src, t.bk as i32);
         }
     };
-    b.comment("score tile: P in bk-wide chunks, staged transposed in shared memory");
-    if prefetch {
-        // Chunk `c0 + bk` is loaded into registers before the arithmetic of
-        // chunk `c0`, so its global latency overlaps it.
-        let zero = b.mov(0u32);
-        load_chunk(b, zero);
-    }
-    b.for_range(0u32, p, t.bk, |b, c0| {
-        if !prefetch {
-            load_chunk(b, c0);
-        }
-        for ((_, dst, stride), v) in loads.iter().zip(&staged) {
-            for (j, r) in (0u32..).zip(v) {
+    let store_chunk = |b: &mut KernelBuilder| {
+        for ((_, dst, stride), regs) in loads.iter().zip(&staged) {
+            for (j, r) in (0u32..).zip(regs) {
                 b.st_shared(*dst, (j * stride) as i32, *r);
             }
         }
-        b.bar_sync();
-        if prefetch {
-            let next = b.add(c0, t.bk);
-            load_chunk(b, next);
-        }
+    };
+    let compute_chunk = |b: &mut KernelBuilder| {
         for kq in 0..t.bk {
             let mut xv = Vec::new();
             for g in 0..t.tm / 4 {
@@ -533,8 +565,43 @@ fn emit_tile(
                 }
             }
         }
-        b.bar_sync();
-    });
+    };
+    b.comment("score tile: P in bk-wide chunks, staged transposed in shared memory");
+    if prefetch {
+        // Chunk `c0 + bk` is loaded into registers before the arithmetic of
+        // chunk `c0`, so its global latency overlaps it.
+        let zero = b.mov(0u32);
+        load_chunk(b, zero, true);
+        b.for_range(0u32, p, t.bk, |b, c0| {
+            store_chunk(b);
+            b.bar_sync();
+            let next = b.add(c0, t.bk);
+            load_chunk(b, next, true);
+            compute_chunk(b);
+            b.bar_sync();
+        });
+    } else {
+        // The whole chunks need no padding; a last partial chunk is peeled
+        // off, so the hot loop carries no guard.
+        let tail = b.rem(p, t.bk);
+        let p_full = b.sub(p, tail);
+        b.for_range(0u32, p_full, t.bk, |b, c0| {
+            load_chunk(b, c0, false);
+            store_chunk(b);
+            b.bar_sync();
+            compute_chunk(b);
+            b.bar_sync();
+        });
+        let partial = b.setp(Cmp::Ne, tail, 0u32);
+        b.if_(partial, |b| {
+            b.comment("score tile: the last, partial chunk (zero-padded)");
+            load_chunk(b, p_full, true);
+            store_chunk(b);
+            b.bar_sync();
+            compute_chunk(b);
+            b.bar_sync();
+        });
+    }
     acc
 }
 
@@ -989,6 +1056,10 @@ pub fn generate_route(sm: Sm, t: &ScoreTuning) -> Result<PtxModule> {
     let mut b = KernelBuilder::new(if t.vec4 { ROUTE_V4 } else { ROUTE }, sm);
     b.tuning(t.key());
     b.reqntid(t.threads, 1, 1);
+    // Without an occupancy target the pinned ptxas picks 80 registers for
+    // the default tuning and spills; two CTAs per SM (at most 128 registers
+    // at 256 threads) leaves it room.
+    b.min_ctas_per_sm(2);
     let a = b.params::<RouteArgs>();
     let tile_len = t.staging_floats().max(t.bm * t.bn);
     let tile = b.shared_array::<F32>("tile", tile_len, 16);
@@ -1017,8 +1088,10 @@ pub fn generate_route(sm: Sm, t: &ScoreTuning) -> Result<PtxModule> {
 
     b.comment("route: walk this split's atom tiles");
     b.for_range(a_begin, a_end, t.bn, |b, atom0| {
-        // Register prefetch of the next P chunk only with 16-byte staging:
-        // the one-column staging needs those registers to stay within 128.
+        // Register prefetch of the next P chunk only with 16-byte staging.
+        // The one-column staging loads each chunk in the loop instead: its
+        // whole chunks then need no padding guard (the last, partial chunk
+        // is peeled off), which keeps 12 guarded loads out of the hot loop.
         let acc = emit_tile(
             b, t, &tile, &geom, tid, a.x, a.d, a.rows, a.k, a.p, row0, atom0, t.vec4,
         );
@@ -1216,6 +1289,25 @@ mod tests {
                 }
             }
             assert!(rows.iter().chain(&cols).all(|&n| n == 1), "{t:?}");
+        }
+    }
+
+    /// One pointer per staged row: the route's 64 + 128 rows of a 16-wide
+    /// chunk take 4 columns per thread, the score block's 128 + 128 take 8.
+    #[test]
+    fn staging_runs() {
+        let r = ScoreTuning::route_default_for(Sm::Sm80);
+        let d = ScoreTuning::default_for(Sm::Sm80);
+        for (t, run) in [
+            (r, 4),
+            (ScoreTuning { vec4: true, ..r }, 4),
+            (d, 8),
+            (ScoreTuning { vec4: true, ..d }, 8),
+            (SMALL, 4),
+            (ScoreTuning { bk: 4, ..SMALL }, 2),
+        ] {
+            t.check().unwrap();
+            assert_eq!(t.staging_run(), run, "{t:?}");
         }
     }
 
