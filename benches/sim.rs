@@ -100,5 +100,53 @@ fn bench(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, bench);
+/// The library's own DSL-generated kernels through the `Executor` path
+/// (uploads, launches and downloads included), checks on; throughput is
+/// the simulated instruction count of one run.
+fn bench_library(c: &mut Criterion) {
+    use ptxsmith::kernels::{dot, fp8, score};
+    type Run = Box<dyn Fn(&mut Sim)>;
+    let (rows, n) = (256usize, 256usize);
+    let x: Vec<f32> = (0..rows * n)
+        .map(|i| ((i * 7919) % 1000) as f32 * 1e-3 - 0.5)
+        .collect();
+    let y: Vec<f32> = x[..n].to_vec();
+    let xs: Vec<f32> = x.iter().map(|v| v * 900.0).collect();
+    let (sr, sk, sp) = (64usize, 512usize, 64usize);
+    let sx: Vec<f32> = x[..sr * sp].to_vec();
+    let sd: Vec<f32> = x[..sk * sp].to_vec();
+    let runs: Vec<(&str, Run)> = vec![
+        (
+            "dot_rows_f32",
+            Box::new(move |s: &mut Sim| {
+                dot::launch::run_on(s, &x, &y, rows, n).unwrap();
+            }),
+        ),
+        (
+            "fp8_quantize_sw_sm80",
+            Box::new(move |s: &mut Sim| {
+                fp8::launch::quantize_on(s, &xs, fp8::Format::E4M3, fp8::ptx::Codec::Software)
+                    .unwrap();
+            }),
+        ),
+        (
+            "score_block_f32",
+            Box::new(move |s: &mut Sim| {
+                score::launch::score_block_on(s, &sx, &sd, sr, sk, sp, None).unwrap();
+            }),
+        ),
+    ];
+    for (name, run) in runs {
+        let mut sim = Sim::new(Sm::Sm80);
+        run(&mut sim);
+        let instructions = sim.total_instructions();
+        let mut g = c.benchmark_group(format!("sim/library/{name}"));
+        g.throughput(Throughput::Elements(instructions));
+        g.sample_size(10);
+        g.bench_function("checks_on", |b| b.iter(|| run(&mut sim)));
+        g.finish();
+    }
+}
+
+criterion_group!(benches, bench, bench_library);
 criterion_main!(benches);
