@@ -1216,6 +1216,23 @@ fn blank_inst(op: Op) -> Inst {
 }
 
 impl Decoder<'_> {
+    /// FP8 cvt exists from sm_89, FP4 only on sm_100a/sm_120a-class targets.
+    fn check_mini_target(&self, fmt: MiniFmt) -> Result<(), DErr> {
+        if fmt != MiniFmt::E2M1 && self.sm < 89 {
+            return unsup(format!(
+                "FP8 cvt needs sm_89+, module targets sm_{}",
+                self.sm
+            ));
+        }
+        if fmt == MiniFmt::E2M1 && self.sm < 100 {
+            return unsup(format!(
+                "FP4 cvt needs sm_100a/sm_120a, module targets sm_{}",
+                self.sm
+            ));
+        }
+        Ok(())
+    }
+
     fn reg(&self, o: &Opnd) -> Result<u32, DErr> {
         match o {
             Opnd::Name(n) => match self.regs.get(n) {
@@ -1878,18 +1895,7 @@ impl Decoder<'_> {
             if rnd != Some(Rnd::Rn) || !satfinite {
                 return perr(format!("cvt to {dt} requires .rn.satfinite"));
             }
-            if self.sm < 89 && fmt != MiniFmt::E2M1 {
-                return unsup(format!(
-                    "FP8 cvt needs sm_89+, module targets sm_{}",
-                    self.sm
-                ));
-            }
-            if fmt == MiniFmt::E2M1 && self.sm < 100 {
-                return unsup(format!(
-                    "FP4 cvt needs sm_100a/sm_120a, module targets sm_{}",
-                    self.sm
-                ));
-            }
+            self.check_mini_target(fmt)?;
             return self.simple(Op::CvtMiniEnc { fmt, relu }, ops, 2, Cls::F32);
         }
         if let Some(fmt) = mini(st) {
@@ -1899,18 +1905,7 @@ impl Decoder<'_> {
             if rnd != Some(Rnd::Rn) {
                 return perr(format!("cvt from {st} requires .rn"));
             }
-            if self.sm < 89 && fmt != MiniFmt::E2M1 {
-                return unsup(format!(
-                    "FP8 cvt needs sm_89+, module targets sm_{}",
-                    self.sm
-                ));
-            }
-            if fmt == MiniFmt::E2M1 && self.sm < 100 {
-                return unsup(format!(
-                    "FP4 cvt needs sm_100a/sm_120a, module targets sm_{}",
-                    self.sm
-                ));
-            }
+            self.check_mini_target(fmt)?;
             return self.simple(Op::CvtMiniDec { fmt, relu }, ops, 1, Cls::Int);
         }
         if dt == "f16x2" && st == "f32" {
