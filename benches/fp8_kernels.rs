@@ -12,10 +12,10 @@ use ptxsmith::Sm;
 use ptxsmith::dsl::params::KernelParams;
 use ptxsmith::kernels::fp8::Format;
 use ptxsmith::kernels::fp8::ptx::{
-    self, AbsmaxFinalizeArgs, AbsmaxPartialsArgs, BLOCK, Codec, DequantizeArgs, QuantizeArgs,
-    QuantizeScaledArgs,
+    self, AbsmaxFinalizeArgs, AbsmaxPartialsArgs, BLOCK, Codec, DequantizeArgs,
+    DequantizeStatsArgs, QuantizeArgs, QuantizeScaledArgs,
 };
-use ptxsmith::runtime::exec::{Executor, LaunchConfig, upload_new};
+use ptxsmith::runtime::{LaunchConfig, cuda_for_tests};
 
 /// Median of `reps` timings of `f` (after one warm-up call).
 fn median_time(reps: usize, mut f: impl FnMut()) -> Duration {
@@ -32,33 +32,36 @@ fn median_time(reps: usize, mut f: impl FnMut()) -> Duration {
 }
 
 fn bench_ptx_generation(reps: usize) {
-    println!("== PTX generation (all 9 FP8 modules of an SM, median of {reps})");
+    let count = ptx::default_variants(Sm::Sm80).unwrap().len();
+    println!("== PTX generation (all {count} FP8 modules of an SM, median of {reps})");
     for sm in Sm::ALL {
         let d = median_time(reps, || {
             black_box(ptx::default_variants(black_box(sm)).unwrap());
         });
-        let bytes: usize = ptx::default_variants(sm)
-            .unwrap()
-            .iter()
-            .map(|m| m.ptx.len())
-            .sum();
+        let modules = ptx::default_variants(sm).unwrap();
+        let bytes: usize = modules.iter().map(|m| m.ptx.len()).sum();
+        let count = modules.len();
         println!(
-            "{sm:>7}: {:>8.1} µs for 9 modules ({:.1} µs/module, {bytes} bytes of PTX, codec {:?})",
+            "{sm:>7}: {:>8.1} µs for {count} modules ({:.1} µs/module, {bytes} bytes of PTX, codec {:?})",
             d.as_secs_f64() * 1e6,
-            d.as_secs_f64() * 1e6 / 9.0,
+            d.as_secs_f64() * 1e6 / count as f64,
             Codec::for_sm(sm)
         );
     }
 }
 
+/// Kernel throughput on the device. Each timed call queues its launches
+/// on the default stream and synchronises it, so a timing covers the
+/// kernels' execution (the first, untimed call JIT-compiles them).
 fn bench_device(sizes: &[usize], reps: usize) {
-    let Some(mut gpu) = ptxsmith::runtime::gpu_for_tests() else {
+    let Some(ctx) = cuda_for_tests() else {
         return;
     };
-    let info = gpu.info().clone();
+    let st = ctx.default_stream();
+    let info = ctx.info().expect("a CUDA context has device info").clone();
     let peak = info.peak_bandwidth_gbps();
-    let sm = gpu.sm();
-    let sms = gpu.multiprocessor_count();
+    let sm = ctx.sm();
+    let sms = ctx.multiprocessor_count();
     println!(
         "== device: {} ({sm}, {sms} SMs), peak DRAM bandwidth {}",
         info.name,
@@ -69,17 +72,18 @@ fn bench_device(sizes: &[usize], reps: usize) {
         codecs.push(Codec::Software);
     }
     let f = Format::E4M3;
+    let cfg = |blocks: u32| LaunchConfig::linear(blocks, BLOCK);
     for &n in sizes {
         let xs: Vec<f32> = (0..n)
             .map(|i| ((i as f32) * 0.618_034).sin() * 300.0)
             .collect();
         let codes_host = vec![0x3Cu8; n];
-        let x = upload_new(&mut gpu, &xs).unwrap();
-        let c = upload_new(&mut gpu, &codes_host).unwrap();
-        let y = gpu.alloc(n * 4).unwrap();
+        let x = st.upload(&xs).unwrap();
+        let mut c = st.upload(&codes_host).unwrap();
+        let mut y = ctx.alloc::<f32>(n).unwrap();
         let blocks = ptx::grid_blocks(n as u64, sms);
-        let partials = gpu.alloc(blocks as usize * 4).unwrap();
-        let stats = gpu.alloc(12).unwrap();
+        let mut partials = ctx.alloc::<f32>(blocks as usize).unwrap();
+        let mut stats = ctx.alloc::<f32>(ptx::STATS_LEN).unwrap();
         let n64 = n as u64;
         let report = |what: &str, bytes: f64, d: Duration| {
             let gbps = bytes / d.as_secs_f64() / 1e9;
@@ -95,41 +99,38 @@ fn bench_device(sizes: &[usize], reps: usize) {
         let m1 = ptx::generate_absmax_partials(sm).unwrap();
         let m2 = ptx::generate_absmax_finalize(sm, f).unwrap();
         let a1 = AbsmaxPartialsArgs {
-            x: x.into(),
+            x: st.arg("x", &x).unwrap(),
             n: n64,
-            partials: partials.into(),
+            partials: st.arg_mut("partials", &mut partials).unwrap(),
         }
         .args();
         let a2 = AbsmaxFinalizeArgs {
-            partials: partials.into(),
+            partials: st.arg("partials", &partials).unwrap(),
             count: blocks,
-            stats: stats.into(),
+            stats: st.arg_mut("stats", &mut stats).unwrap(),
         }
         .args();
         let d = median_time(reps, || {
-            gpu.launch(&m1, LaunchConfig::linear(blocks, BLOCK), &a1)
-                .unwrap();
-            gpu.launch(&m2, LaunchConfig::linear(1, BLOCK), &a2)
-                .unwrap();
+            st.launch(&m1, cfg(blocks), &a1).unwrap();
+            st.launch(&m2, cfg(1), &a2).unwrap();
+            st.synchronize().unwrap();
         });
         report("absmax (2 passes, reads 4 B/elem)", 4.0 * n as f64, d);
 
         for &codec in &codecs {
             let mq = ptx::generate_quantize(sm, f, codec).unwrap();
             let aq = QuantizeArgs {
-                x: x.into(),
+                x: st.arg("x", &x).unwrap(),
                 n: n64,
-                stats: stats.into(),
-                codes: c.into(),
+                stats: st.arg("stats", &stats).unwrap(),
+                codes: st.arg_mut("codes", &mut c).unwrap(),
             }
             .args();
             let d = median_time(reps, || {
-                gpu.launch(&m1, LaunchConfig::linear(blocks, BLOCK), &a1)
-                    .unwrap();
-                gpu.launch(&m2, LaunchConfig::linear(1, BLOCK), &a2)
-                    .unwrap();
-                gpu.launch(&mq, LaunchConfig::linear(blocks, BLOCK), &aq)
-                    .unwrap();
+                st.launch(&m1, cfg(blocks), &a1).unwrap();
+                st.launch(&m2, cfg(1), &a2).unwrap();
+                st.launch(&mq, cfg(blocks), &aq).unwrap();
+                st.synchronize().unwrap();
             });
             report(
                 &format!("quantize+absmax {codec:?} (9 B/elem)"),
@@ -139,15 +140,15 @@ fn bench_device(sizes: &[usize], reps: usize) {
 
             let ms = ptx::generate_quantize_scaled(sm, f, codec).unwrap();
             let as_ = QuantizeScaledArgs {
-                x: x.into(),
+                x: st.arg("x", &x).unwrap(),
                 n: n64,
                 scale: 0.5,
-                codes: c.into(),
+                codes: st.arg_mut("codes", &mut c).unwrap(),
             }
             .args();
             let d = median_time(reps, || {
-                gpu.launch(&ms, LaunchConfig::linear(blocks, BLOCK), &as_)
-                    .unwrap()
+                st.launch(&ms, cfg(blocks), &as_).unwrap();
+                st.synchronize().unwrap();
             });
             report(
                 &format!("quantize_with_scale {codec:?} (5 B/elem)"),
@@ -157,25 +158,44 @@ fn bench_device(sizes: &[usize], reps: usize) {
 
             let md = ptx::generate_dequantize(sm, f, codec).unwrap();
             let ad = DequantizeArgs {
-                codes: c.into(),
+                codes: st.arg("codes", &c).unwrap(),
                 n: n64,
                 scale_inv: 2.0,
-                y: y.into(),
+                y: st.arg_mut("y", &mut y).unwrap(),
             }
             .args();
             let d = median_time(reps, || {
-                gpu.launch(&md, LaunchConfig::linear(blocks, BLOCK), &ad)
-                    .unwrap()
+                st.launch(&md, cfg(blocks), &ad).unwrap();
+                st.synchronize().unwrap();
             });
             report(
                 &format!("dequantize {codec:?} (5 B/elem)"),
                 5.0 * n as f64,
                 d,
             );
+
+            let mds = ptx::generate_dequantize_stats(sm, f, codec).unwrap();
+            let ads = DequantizeStatsArgs {
+                codes: st.arg("codes", &c).unwrap(),
+                n: n64,
+                stats: st.arg("stats", &stats).unwrap(),
+                y: st.arg_mut("y", &mut y).unwrap(),
+            }
+            .args();
+            let d = median_time(reps, || {
+                st.launch(&mds, cfg(blocks), &ads).unwrap();
+                st.synchronize().unwrap();
+            });
+            report(
+                &format!("dequantize_stats {codec:?} (5 B/elem)"),
+                5.0 * n as f64,
+                d,
+            );
         }
-        for b in [x, c, y, partials, stats] {
-            gpu.free(b).unwrap();
-        }
+        // The buffers are dropped here; free their memory before the next
+        // size allocates.
+        drop((x, c, y, partials, stats));
+        ctx.synchronize().unwrap();
     }
 }
 

@@ -13,9 +13,9 @@ use std::time::{Duration, Instant};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use ptxsmith::Sm;
 use ptxsmith::dsl::params::KernelParams;
-use ptxsmith::kernels::score::launch::route_top_s_on;
+use ptxsmith::kernels::score::launch::{route_top_s_dev, route_top_s_on};
 use ptxsmith::kernels::score::ptx::{self, ScoreBlockArgs, ScoreTuning};
-use ptxsmith::runtime::exec::{Executor, LaunchConfig, upload_new};
+use ptxsmith::runtime::{Context, LaunchConfig};
 
 fn values(n: usize, seed: u64) -> Vec<f32> {
     let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
@@ -69,6 +69,8 @@ fn peak_tflops(sms: u32, sm: Sm, name: &str) -> Option<(f64, f64)> {
     Some((f64::from(sms) * lanes * 2.0 * mhz * 1e6 / 2.0 / 1e12, mhz))
 }
 
+/// Launches are asynchronous: every timed region ends by synchronising the
+/// stream, so it covers the kernels' execution, not just their queueing.
 fn bench_gpu(c: &mut Criterion) {
     if let Some(reason) = ptxsmith::runtime::cuda_unavailable_reason() {
         println!(
@@ -77,12 +79,15 @@ fn bench_gpu(c: &mut Criterion) {
         );
         return;
     }
-    let gpu = ptxsmith::runtime::shared_gpu().expect("device opens");
-    let name = gpu.info().name.clone();
-    let mut g = gpu.lock();
-    let ex: &mut dyn Executor = &mut *g;
-    let sm = ex.sm();
-    let sms = ex.multiprocessor_count();
+    let ctx = Context::cuda(0).expect("device opens");
+    let st = ctx.default_stream();
+    let name = ctx
+        .info()
+        .expect("a CUDA context has device info")
+        .name
+        .clone();
+    let sm = ctx.sm();
+    let sms = ctx.multiprocessor_count();
     let peak = peak_tflops(sms, sm, &name);
 
     // Score block, kernel only (buffers resident).
@@ -92,13 +97,13 @@ fn bench_gpu(c: &mut Criterion) {
     let flops = 2.0 * (rows * k * p) as f64;
     let t = ScoreTuning::default_for(sm).vectorized_for(p);
     let module = ptx::generate_score_block(sm, &t).unwrap();
-    let bx = upload_new(ex, &x).unwrap();
-    let bd = upload_new(ex, &d).unwrap();
-    let bo = ex.alloc(rows * k * 4).unwrap();
+    let bx = st.upload(&x).unwrap();
+    let bd = st.upload(&d).unwrap();
+    let mut bo = ctx.alloc::<f32>(rows * k).unwrap();
     let args = ScoreBlockArgs {
-        x: bx.into(),
-        d: bd.into(),
-        out: bo.into(),
+        x: st.arg("x", &bx).unwrap(),
+        d: st.arg("D", &bd).unwrap(),
+        out: st.arg_mut("out", &mut bo).unwrap(),
         rows: rows as u32,
         k: k as u32,
         p: p as u32,
@@ -106,23 +111,27 @@ fn bench_gpu(c: &mut Criterion) {
     let grid = (rows as u32).div_ceil(t.bm) * (k as u32).div_ceil(t.bn);
     let cfg = LaunchConfig::linear(grid, t.threads);
     let argv = args.args();
-    ex.launch(&module, cfg, &argv).unwrap(); // JIT outside the timing
+    ctx.load(&module).unwrap(); // JIT outside the timing
+    st.launch(&module, cfg, &argv).unwrap();
+    st.synchronize().unwrap();
     let mut group = c.benchmark_group("score_gpu");
     group.throughput(Throughput::Elements(flops as u64));
     group.bench_function(format!("score_block_rows{rows}_K{k}_P{p}"), |b| {
         b.iter_custom(|iters| {
             let start = Instant::now();
             for _ in 0..iters {
-                ex.launch(&module, cfg, &argv).unwrap();
+                st.launch(&module, cfg, &argv).unwrap();
             }
+            st.synchronize().unwrap();
             start.elapsed()
         })
     });
     let start = Instant::now();
     let reps = 20;
     for _ in 0..reps {
-        ex.launch(&module, cfg, &argv).unwrap();
+        st.launch(&module, cfg, &argv).unwrap();
     }
+    st.synchronize().unwrap();
     let per = start.elapsed().as_secs_f64() / f64::from(reps);
     let tf = flops / per / 1e12;
     match peak {
@@ -135,20 +144,31 @@ fn bench_gpu(c: &mut Criterion) {
             "score_block on {name} ({sm}): {tf:.2} TFLOP/s (set PTXSMITH_SM_CLOCK_MHZ for the peak)"
         ),
     }
-    for b in [bx, bd, bo] {
-        ex.free(b).unwrap();
-    }
+    drop((bx, bd, bo));
+    ctx.synchronize().unwrap();
 
     // Routed top-s, end to end (upload, route, merge, download).
     let (rows, k, p, s) = (256usize, 32768usize, 64usize, 4usize);
     let x = values(rows * p, 3);
     let d = values(k * p, 4);
     let flops = 2.0 * (rows * k * p) as f64;
-    route_top_s_on(ex, &x, &d, rows, k, p, s, None).unwrap();
+    route_top_s_on(&st, &x, &d, rows, k, p, s, None).unwrap();
     group.throughput(Throughput::Elements(flops as u64));
     group.measurement_time(Duration::from_secs(5));
     group.bench_function(format!("route_rows{rows}_K{k}_P{p}_s{s}"), |b| {
-        b.iter(|| route_top_s_on(ex, &x, &d, rows, k, p, s, None).unwrap())
+        b.iter(|| route_top_s_on(&st, &x, &d, rows, k, p, s, None).unwrap())
+    });
+    // The same route with the dictionary resident: upload `x`, route,
+    // download the shortlists.
+    let dd = st.upload(&d).unwrap();
+    group.bench_function(format!("route_resident_D_rows{rows}_K{k}_P{p}_s{s}"), |b| {
+        b.iter(|| {
+            let dx = st.upload(&x).unwrap();
+            route_top_s_dev(&st, &dx, &dd, rows, k, p, s, None)
+                .unwrap()
+                .download(&st)
+                .unwrap()
+        })
     });
     group.finish();
 }

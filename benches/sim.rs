@@ -100,12 +100,13 @@ fn bench(c: &mut Criterion) {
     }
 }
 
-/// The library's own DSL-generated kernels through the `Executor` path
+/// The library's own DSL-generated kernels through the `Context` path
 /// (uploads, launches and downloads included), checks on; throughput is
 /// the simulated instruction count of one run.
 fn bench_library(c: &mut Criterion) {
     use ptxsmith::kernels::{dot, fp8, score};
-    type Run = Box<dyn Fn(&mut Sim)>;
+    use ptxsmith::runtime::{Context, Stream};
+    type Run = Box<dyn Fn(&Stream)>;
     let (rows, n) = (256usize, 256usize);
     let x: Vec<f32> = (0..rows * n)
         .map(|i| ((i * 7919) % 1000) as f32 * 1e-3 - 0.5)
@@ -118,32 +119,33 @@ fn bench_library(c: &mut Criterion) {
     let runs: Vec<(&str, Run)> = vec![
         (
             "dot_rows_f32",
-            Box::new(move |s: &mut Sim| {
+            Box::new(move |s: &Stream| {
                 dot::launch::run_on(s, &x, &y, rows, n).unwrap();
             }),
         ),
         (
             "fp8_quantize_sw_sm80",
-            Box::new(move |s: &mut Sim| {
+            Box::new(move |s: &Stream| {
                 fp8::launch::quantize_on(s, &xs, fp8::Format::E4M3, fp8::ptx::Codec::Software)
                     .unwrap();
             }),
         ),
         (
             "score_block_f32",
-            Box::new(move |s: &mut Sim| {
+            Box::new(move |s: &Stream| {
                 score::launch::score_block_on(s, &sx, &sd, sr, sk, sp, None).unwrap();
             }),
         ),
     ];
     for (name, run) in runs {
-        let mut sim = Sim::new(Sm::Sm80);
-        run(&mut sim);
-        let instructions = sim.total_instructions();
+        let ctx = Context::sim(Sm::Sm80);
+        let st = ctx.default_stream();
+        run(&st);
+        let instructions = ctx.with_sim(|s| s.total_instructions()).unwrap_or(0);
         let mut g = c.benchmark_group(format!("sim/library/{name}"));
         g.throughput(Throughput::Elements(instructions));
         g.sample_size(10);
-        g.bench_function("checks_on", |b| b.iter(|| run(&mut sim)));
+        g.bench_function("checks_on", |b| b.iter(|| run(&st)));
         g.finish();
     }
 }

@@ -11,9 +11,7 @@
 use std::process::ExitCode;
 use std::time::Instant;
 
-use ptxsmith::runtime::exec::Executor;
-use ptxsmith::runtime::{self, Gpu};
-use ptxsmith::sim::Sim;
+use ptxsmith::runtime::{self, Context, Stream};
 use ptxsmith::{Result, Sm, kernels};
 
 /// One demo run: what ran and whether it matched the host model.
@@ -37,12 +35,12 @@ fn same_bits(a: &[f32], b: &[f32]) -> bool {
             .all(|(x, y)| x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan()))
 }
 
-fn dot(ex: &mut dyn Executor) -> Result<Outcome> {
+fn dot(st: &Stream) -> Result<Outcome> {
     let (rows, n) = (512, 300);
     let mut r = lcg(1);
     let x: Vec<f32> = (0..rows * n).map(|_| r()).collect();
     let y: Vec<f32> = (0..n).map(|_| r()).collect();
-    let got = kernels::dot::launch::run_on(ex, &x, &y, rows, n)?;
+    let got = kernels::dot::launch::run_on(st, &x, &y, rows, n)?;
     let want = kernels::dot::dot_rows_host(&x, &y, rows, n);
     Ok(Outcome {
         elements: rows * n,
@@ -50,15 +48,15 @@ fn dot(ex: &mut dyn Executor) -> Result<Outcome> {
     })
 }
 
-fn fp8_quantize(ex: &mut dyn Executor) -> Result<Outcome> {
+fn fp8_quantize(st: &Stream) -> Result<Outcome> {
     use kernels::fp8::{self, Format, ptx::Codec};
     let n = 1 << 18;
     let mut r = lcg(2);
     let mut xs: Vec<f32> = (0..n).map(|_| r() * 300.0).collect();
     xs[1234] = f32::NAN;
     xs[n - 1] = -1000.0;
-    let codec = Codec::for_sm(ex.sm());
-    let got = fp8::launch::quantize_on(ex, &xs, Format::E4M3, codec)?;
+    let codec = Codec::for_sm(st.context().sm());
+    let got = fp8::launch::quantize_on(st, &xs, Format::E4M3, codec)?;
     let want = fp8::quantize(&xs);
     let exact = got.codes == want.codes
         && got.scale.to_bits() == want.scale.to_bits()
@@ -67,13 +65,13 @@ fn fp8_quantize(ex: &mut dyn Executor) -> Result<Outcome> {
     Ok(Outcome { elements: n, exact })
 }
 
-fn fp8_dequantize(ex: &mut dyn Executor) -> Result<Outcome> {
+fn fp8_dequantize(st: &Stream) -> Result<Outcome> {
     use kernels::fp8::{self, Format, ptx::Codec};
     let codes: Vec<u8> = (0..1 << 18)
         .map(|i: u32| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
         .collect();
-    let codec = Codec::for_sm(ex.sm());
-    let got = fp8::launch::dequantize_on(ex, &codes, 0.125, Format::E4M3, codec)?;
+    let codec = Codec::for_sm(st.context().sm());
+    let got = fp8::launch::dequantize_on(st, &codes, 0.125, Format::E4M3, codec)?;
     let want = fp8::dequantize(&codes, 0.125);
     Ok(Outcome {
         elements: codes.len(),
@@ -81,12 +79,12 @@ fn fp8_dequantize(ex: &mut dyn Executor) -> Result<Outcome> {
     })
 }
 
-fn score_block(ex: &mut dyn Executor) -> Result<Outcome> {
+fn score_block(st: &Stream) -> Result<Outcome> {
     let (rows, k, p) = (67, 1000, 67);
     let mut next = lcg(5);
     let x: Vec<f32> = (0..rows * p).map(|_| next()).collect();
     let d: Vec<f32> = (0..k * p).map(|_| next()).collect();
-    let got = kernels::score::launch::score_block_on(ex, &x, &d, rows, k, p, None)?;
+    let got = kernels::score::launch::score_block_on(st, &x, &d, rows, k, p, None)?;
     let want = kernels::score::score_block(&x, &d, rows, k, p)?;
     Ok(Outcome {
         elements: rows * k,
@@ -94,12 +92,12 @@ fn score_block(ex: &mut dyn Executor) -> Result<Outcome> {
     })
 }
 
-fn score_route(ex: &mut dyn Executor) -> Result<Outcome> {
+fn score_route(st: &Stream) -> Result<Outcome> {
     let (rows, k, p, s) = (64, 4096, 32, 4);
     let mut next = lcg(6);
     let x: Vec<f32> = (0..rows * p).map(|_| next()).collect();
     let d: Vec<f32> = (0..k * p).map(|_| next()).collect();
-    let got = kernels::score::launch::route_top_s_on(ex, &x, &d, rows, k, p, s, None)?;
+    let got = kernels::score::launch::route_top_s_on(st, &x, &d, rows, k, p, s, None)?;
     let want = kernels::score::route_top_s(&x, &d, rows, k, p, s)?;
     let exact = got.atoms == want.atoms && same_bits(&got.scores, &want.scores);
     Ok(Outcome {
@@ -108,7 +106,60 @@ fn score_route(ex: &mut dyn Executor) -> Result<Outcome> {
     })
 }
 
-type Case = (&'static str, fn(&mut dyn Executor) -> Result<Outcome>);
+/// Three batches routed against one resident dictionary: `D` crosses the
+/// bus once, each batch uploads its `x` and downloads `rows · s · 8` bytes.
+fn score_route_resident(st: &Stream) -> Result<Outcome> {
+    let (rows, k, p, s) = (64, 4096, 32, 4);
+    let mut next = lcg(7);
+    let d: Vec<f32> = (0..k * p).map(|_| next()).collect();
+    let ctx = st.context();
+    let before = ctx.traffic();
+    let dict = st.upload(&d)?;
+    let mut exact = true;
+    for _ in 0..3 {
+        let x: Vec<f32> = (0..rows * p).map(|_| next()).collect();
+        let xb = st.upload(&x)?;
+        let got = kernels::score::launch::route_top_s_dev(st, &xb, &dict, rows, k, p, s, None)?
+            .download(st)?;
+        let want = kernels::score::route_top_s(&x, &d, rows, k, p, s)?;
+        exact &= got.atoms == want.atoms && same_bits(&got.scores, &want.scores);
+    }
+    let t = ctx.traffic().since(&before);
+    exact &= t.bytes_uploaded == 4 * (k * p + 3 * rows * p) as u64
+        && t.bytes_downloaded == 3 * (rows * s * 8) as u64;
+    Ok(Outcome {
+        elements: 3 * rows * k,
+        exact,
+    })
+}
+
+/// Quantize → dequantize chained on the device: the codes and the scale
+/// never leave it; only the dequantized result is downloaded.
+fn fp8_chain(st: &Stream) -> Result<Outcome> {
+    use kernels::fp8::{self, Format, launch, ptx::Codec};
+    let n = 1 << 16;
+    let mut r = lcg(8);
+    let xs: Vec<f32> = (0..n).map(|_| r() * 40.0).collect();
+    let ctx = st.context();
+    let codec = Codec::for_sm(ctx.sm());
+    let before = ctx.traffic();
+    let x = st.upload(&xs)?;
+    let mut codes = ctx.alloc::<u8>(n)?;
+    let mut stats = ctx.alloc::<f32>(3)?;
+    let mut y = ctx.alloc::<f32>(n)?;
+    launch::quantize_dev(st, &x, Format::E4M3, codec, &mut codes, &mut stats)?;
+    launch::dequantize_stats_dev(st, &codes, &stats, Format::E4M3, codec, &mut y)?;
+    let got = st.to_vec(&y)?;
+    let q = fp8::quantize(&xs);
+    let want = fp8::dequantize(&q.codes, q.scale_inv);
+    let t = ctx.traffic().since(&before);
+    let exact = same_bits(&got, &want)
+        && t.bytes_uploaded == 4 * n as u64
+        && t.bytes_downloaded == 4 * n as u64;
+    Ok(Outcome { elements: n, exact })
+}
+
+type Case = (&'static str, fn(&Stream) -> Result<Outcome>);
 
 fn cases() -> Vec<Case> {
     vec![
@@ -117,6 +168,8 @@ fn cases() -> Vec<Case> {
         ("fp8_e4m3 dequantize", fp8_dequantize),
         ("score_block_f32", score_block),
         ("score route top-4", score_route),
+        ("route, resident D, 3x", score_route_resident),
+        ("fp8 quant->dequant chain", fp8_chain),
     ]
 }
 
@@ -136,34 +189,35 @@ fn main() -> ExitCode {
         },
         None => Sm::Sm80,
     };
-    let (mut ex, backend): (Box<dyn Executor>, String) = match Gpu::open(0) {
-        Ok(gpu) => {
-            let name = format!("cuda ({})", gpu.name());
-            (Box::new(gpu), name)
+    let (ctx, backend) = match Context::cuda(0) {
+        Ok(ctx) => {
+            let name = format!("cuda ({})", ctx.info().map_or("?", |i| i.name.as_str()));
+            (ctx, name)
         }
         Err(e) => {
             println!("no GPU ({e}); running the exact PTX on the CPU simulator");
-            (Box::new(Sim::new(sim_sm)), "sim".to_string())
+            (Context::sim(sim_sm), "sim".to_string())
         }
     };
-    let sm = ex.sm();
+    let st = ctx.default_stream();
+    let sm = ctx.sm();
     println!(
         "ptxsmith demo: target {sm}, backend {backend}, cuda available: {}\n",
         runtime::cuda_available()
     );
     println!(
-        "{:<24} {:<7} {:<8} {:>10} {:>10} {:>10}",
+        "{:<26} {:<7} {:<8} {:>10} {:>10} {:>10}",
         "kernel", "SM", "backend", "elements", "bit-exact", "time"
     );
     let mut all_exact = true;
     for (name, run) in cases() {
         let t = Instant::now();
-        match run(&mut *ex) {
+        match run(&st) {
             Ok(o) => {
                 all_exact &= o.exact;
                 let short = backend.split(' ').next().unwrap_or("?");
                 println!(
-                    "{name:<24} {:<7} {short:<8} {:>10} {:>10} {:>8.1}ms",
+                    "{name:<26} {:<7} {short:<8} {:>10} {:>10} {:>8.1}ms",
                     sm.name(),
                     o.elements,
                     if o.exact { "yes" } else { "NO" },
@@ -172,7 +226,7 @@ fn main() -> ExitCode {
             }
             Err(e) => {
                 all_exact = false;
-                println!("{name:<24} {:<7} error: {e}", sm.name());
+                println!("{name:<26} {:<7} error: {e}", sm.name());
             }
         }
     }

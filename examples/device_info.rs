@@ -17,7 +17,7 @@ fn main() -> ptxsmith::Result<()> {
     }
     let resolved = resolve(backend)?;
     match &resolved {
-        Resolved::Cuda(gpu) => println!("{}", gpu.info()),
+        Resolved::Cuda(ctx) => println!("{}", ctx.info().expect("a CUDA context has device info")),
         Resolved::Host | Resolved::Sim => {}
     }
     println!("backend {backend} runs on: {}", resolved.ran());

@@ -10,6 +10,24 @@ pub enum Error {
     #[error("no CUDA device: {0}")]
     NoDevice(String),
 
+    /// The device exists but refuses a context: another process holds it in
+    /// exclusive-process compute mode, or it is prohibited. Not a reason to
+    /// fall back to the host (`Backend::Auto` returns this error).
+    #[error("CUDA device busy or unavailable: {0}")]
+    DeviceBusy(String),
+
+    /// A device-side fault (illegal address, trap, …) destroyed the CUDA
+    /// context this handle belongs to. The fault was reported once, by the
+    /// call that synchronised after it; every later use of the old
+    /// [`Context`](crate::runtime::Context) or its buffers returns this.
+    /// [`Context::cuda`](crate::runtime::Context::cuda) opens a fresh one.
+    #[error("CUDA context of device {ordinal} is lost after a device fault: {fault}")]
+    DeviceLost { ordinal: u32, fault: String },
+
+    /// A buffer or stream was used with a context it does not belong to.
+    #[error("{what} belongs to context #{owner}, used with context #{used}")]
+    WrongContext { what: String, owner: u64, used: u64 },
+
     /// A CUDA driver call failed (other than JIT or launch).
     #[error("CUDA driver error in {call}: {message}")]
     Driver { call: &'static str, message: String },

@@ -5,8 +5,7 @@
 use ptxsmith::Sm;
 use ptxsmith::kernels::dot::{self, dot_rows, dot_rows_host};
 use ptxsmith::runtime::backend::{Backend, Ran};
-use ptxsmith::runtime::gpu_for_tests;
-use ptxsmith::sim::Sim;
+use ptxsmith::runtime::{Context, cuda_for_tests};
 use ptxsmith::{Error, runtime};
 
 fn data(rows: usize, n: usize, seed: u32) -> (Vec<f32>, Vec<f32>) {
@@ -35,7 +34,8 @@ fn sim_matches_host_bit_for_bit_on_every_sm_and_ragged_shapes() {
     for sm in Sm::ALL {
         for (rows, n) in [(1, 1), (37, 67), (130, 5), (3, 0)] {
             let (x, y) = data(rows, n, 7 + rows as u32);
-            let got = dot::launch::run_on(&mut Sim::new(sm), &x, &y, rows, n).unwrap();
+            let got =
+                dot::launch::run_on(&Context::sim(sm).default_stream(), &x, &y, rows, n).unwrap();
             assert_eq!(
                 bits(&got),
                 bits(&dot_rows_host(&x, &y, rows, n)),
@@ -59,7 +59,7 @@ fn fma_sensitive_data_proves_separate_rounding_on_sim() {
 fn nan_and_inf_propagate_like_the_host() {
     let x = vec![f32::INFINITY, 0.0, f32::NAN, 1.0, 1.0, -1.0];
     let y = vec![0.0, 1.0, 2.0];
-    let got = dot::launch::run_on(&mut Sim::new(Sm::Sm80), &x, &y, 2, 3).unwrap();
+    let got = dot::launch::run_on(&Context::sim(Sm::Sm80).default_stream(), &x, &y, 2, 3).unwrap();
     let want = dot_rows_host(&x, &y, 2, 3);
     assert!(got[0].is_nan() && want[0].is_nan());
     assert_eq!(got[1].to_bits(), want[1].to_bits());
@@ -95,11 +95,11 @@ fn cuda_backend_fails_loud_without_a_device_and_auto_reports_what_ran() {
 
 #[test]
 fn device_matches_host_bit_for_bit() {
-    let Some(mut gpu) = gpu_for_tests() else {
+    let Some(ctx) = cuda_for_tests() else {
         return;
     };
     let (x, y) = data(1000, 257, 11);
-    let got = dot::launch::run_on(&mut gpu, &x, &y, 1000, 257).unwrap();
+    let got = dot::launch::run_on(&ctx.default_stream(), &x, &y, 1000, 257).unwrap();
     assert_eq!(bits(&got), bits(&dot_rows_host(&x, &y, 1000, 257)));
     let (got, ran) = dot_rows(Backend::Cuda, &x, &y, 1000, 257).unwrap();
     assert_eq!(ran, Ran::Cuda);

@@ -11,8 +11,7 @@ use ptxsmith::kernels::fp8::ptx::{self, BLOCK, Codec, Kind};
 use ptxsmith::kernels::fp8::{self as fp8host, Format};
 use ptxsmith::nvtools::NvTools;
 use ptxsmith::runtime::backend::{Backend, Ran};
-use ptxsmith::runtime::exec::{Executor, LaunchConfig, download_vec, to_bytes};
-use ptxsmith::sim::Sim;
+use ptxsmith::runtime::{Context, LaunchConfig, Stream};
 use ptxsmith::{Error, Feature, Sm};
 
 const FORMATS: [Format; 2] = [Format::E4M3, Format::E5M2];
@@ -58,7 +57,10 @@ fn fp8_cvt_is_used_exactly_where_the_sm_has_it() {
                     Format::E4M3 => ("cvt.rn.satfinite.e4m3x2.f32", "cvt.rn.f16x2.e4m3x2"),
                     Format::E5M2 => ("cvt.rn.satfinite.e5m2x2.f32", "cvt.rn.f16x2.e5m2x2"),
                 };
-                let needle = if kind == Kind::Dequantize { dec } else { enc };
+                let needle = match kind {
+                    Kind::Dequantize | Kind::DequantizeStats => dec,
+                    _ => enc,
+                };
                 assert!(
                     m.ptx.contains(needle),
                     "{} on {sm} lacks {needle}",
@@ -153,6 +155,7 @@ fn ptxas_rejects_the_fp8_modules_one_version_lower() {
             for m in [
                 ptx::generate_quantize(sm, f, Codec::Hardware).unwrap(),
                 ptx::generate_dequantize(sm, f, Codec::Hardware).unwrap(),
+                ptx::generate_dequantize_stats(sm, f, Codec::Hardware).unwrap(),
             ] {
                 let v = m.version;
                 let lower = format!(".version {}.{}\n", v.major, v.minor - 1);
@@ -356,11 +359,11 @@ const SIM_SMS: [(Sm, Codec); 6] = [
 #[test]
 fn sim_quantize_with_scale_is_bit_exact_on_every_boundary() {
     for (sm, codec) in SIM_SMS {
-        let mut sim = Sim::new(sm);
+        let sim = Context::sim(sm).default_stream();
         for f in FORMATS {
             let xs = boundary_inputs(f);
             for scale in [1.0f32, 0.75, 3.0e-3] {
-                let got = launch::quantize_with_scale_on(&mut sim, &xs, scale, f, codec).unwrap();
+                let got = launch::quantize_with_scale_on(&sim, &xs, scale, f, codec).unwrap();
                 let want = fp8host::quantize_with_scale_as(&xs, scale, f).unwrap();
                 if let Some(m) = first_code_mismatch(&xs, &got, &want) {
                     panic!("{sm} {codec:?} {f:?} scale {scale}: {m}");
@@ -374,10 +377,10 @@ fn sim_quantize_with_scale_is_bit_exact_on_every_boundary() {
 fn sim_decode_of_all_256_codes_is_exact() {
     let codes: Vec<u8> = (0..=255u8).chain(0..=254u8).collect(); // 511: a tail of 3
     for (sm, codec) in SIM_SMS {
-        let mut sim = Sim::new(sm);
+        let sim = Context::sim(sm).default_stream();
         for f in FORMATS {
             for scale_inv in [1.0f32, 0.5, 1.0 / 3.0, 3.0e38] {
-                let got = launch::dequantize_on(&mut sim, &codes, scale_inv, f, codec).unwrap();
+                let got = launch::dequantize_on(&sim, &codes, scale_inv, f, codec).unwrap();
                 let want = fp8host::dequantize_as(&codes, scale_inv, f);
                 if let Err(e) = same_bits_or_both_nan(&got, &want) {
                     panic!("{sm} {codec:?} {f:?} scale_inv {scale_inv}: {e}");
@@ -393,14 +396,14 @@ fn sim_random_sample_round_trips_like_the_host() {
     // for a larger one.
     let xs = random_inputs(32 * 1024 + 3, 7);
     for (sm, codec) in SIM_SMS {
-        let mut sim = Sim::new(sm);
+        let sim = Context::sim(sm).default_stream();
         for f in FORMATS {
-            let got = launch::quantize_with_scale_on(&mut sim, &xs, 0.37, f, codec).unwrap();
+            let got = launch::quantize_with_scale_on(&sim, &xs, 0.37, f, codec).unwrap();
             let want = fp8host::quantize_with_scale_as(&xs, 0.37, f).unwrap();
             if let Some(m) = first_code_mismatch(&xs, &got, &want) {
                 panic!("{sm} {codec:?} {f:?}: {m}");
             }
-            let y = launch::dequantize_on(&mut sim, &got, 1.0 / 0.37, f, codec).unwrap();
+            let y = launch::dequantize_on(&sim, &got, 1.0 / 0.37, f, codec).unwrap();
             same_bits_or_both_nan(&y, &fp8host::dequantize_as(&want, 1.0 / 0.37, f)).unwrap();
         }
     }
@@ -415,10 +418,10 @@ fn sim_large_random_sample_release_only() {
         .map(|x| if x.is_finite() { x % 1e4 } else { *x })
         .collect();
     for (sm, codec) in SIM_SMS {
-        let mut sim = Sim::new(sm);
+        let sim = Context::sim(sm).default_stream();
         for f in FORMATS {
-            check_quantize(&mut sim, &finite, f, codec, "large random");
-            let got = launch::quantize_with_scale_on(&mut sim, &xs, 1.0, f, codec).unwrap();
+            check_quantize(&sim, &finite, f, codec, "large random");
+            let got = launch::quantize_with_scale_on(&sim, &xs, 1.0, f, codec).unwrap();
             let want = fp8host::quantize_with_scale_as(&xs, 1.0, f).unwrap();
             if let Some(m) = first_code_mismatch(&xs, &got, &want) {
                 panic!("{sm} {codec:?} {f:?}: {m}");
@@ -431,10 +434,10 @@ fn sim_large_random_sample_release_only() {
 // Simulator: current scaling and absmax
 // ---------------------------------------------------------------------------
 
-fn check_quantize(sim: &mut Sim, xs: &[f32], f: Format, codec: Codec, what: &str) {
-    let got = launch::quantize_on(sim, xs, f, codec).unwrap();
+fn check_quantize(st: &Stream, xs: &[f32], f: Format, codec: Codec, what: &str) {
+    let got = launch::quantize_on(st, xs, f, codec).unwrap();
     let want = fp8host::quantize_as(xs, f);
-    let sm = sim.sm();
+    let sm = st.context().sm();
     assert_eq!(
         got.amax.to_bits(),
         want.amax.to_bits(),
@@ -458,14 +461,14 @@ fn check_quantize(sim: &mut Sim, xs: &[f32], f: Format, codec: Codec, what: &str
 #[test]
 fn sim_quantize_with_device_scale_equals_the_host() {
     for (sm, codec) in SIM_SMS {
-        let mut sim = Sim::new(sm);
+        let sim = Context::sim(sm).default_stream();
         for f in FORMATS {
             // Finite boundary values (amax a finite FP8 boundary region).
             let finite: Vec<f32> = boundary_inputs(f)
                 .into_iter()
                 .filter(|x| x.abs() <= 1e30)
                 .collect();
-            check_quantize(&mut sim, &finite, f, codec, "finite boundaries");
+            check_quantize(&sim, &finite, f, codec, "finite boundaries");
             // Every boundary within ±MAX: amax = MAX, so scale = 1 exactly
             // and the codes sit on the encoder's boundaries.
             let in_range: Vec<f32> = boundary_inputs(f)
@@ -473,11 +476,11 @@ fn sim_quantize_with_device_scale_equals_the_host() {
                 .filter(|x| x.abs() <= f.max_finite())
                 .collect();
             assert_eq!(fp8host::quantize_as(&in_range, f).scale, 1.0);
-            check_quantize(&mut sim, &in_range, f, codec, "boundaries within MAX");
+            check_quantize(&sim, &in_range, f, codec, "boundaries within MAX");
             // With ±Inf and NaN present: amax = Inf, scale = 1.
-            check_quantize(&mut sim, &boundary_inputs(f), f, codec, "all boundaries");
+            check_quantize(&sim, &boundary_inputs(f), f, codec, "all boundaries");
             check_quantize(
-                &mut sim,
+                &sim,
                 &random_inputs(1027, 3)
                     .iter()
                     .map(|x| x % 1e6)
@@ -488,14 +491,14 @@ fn sim_quantize_with_device_scale_equals_the_host() {
             );
             // Tiny amax: 448 / amax overflows, so scale = 1.
             check_quantize(
-                &mut sim,
+                &sim,
                 &[f32::from_bits(1), -0.0, f32::from_bits(3)],
                 f,
                 codec,
                 "tiny",
             );
-            check_quantize(&mut sim, &[], f, codec, "empty");
-            check_quantize(&mut sim, &[f32::NAN, -f32::NAN], f, codec, "all NaN");
+            check_quantize(&sim, &[], f, codec, "empty");
+            check_quantize(&sim, &[f32::NAN, -f32::NAN], f, codec, "all NaN");
         }
     }
 }
@@ -506,19 +509,15 @@ fn sim_quantize_with_device_scale_equals_the_host() {
 #[test]
 fn sim_quantize_traffic_has_no_host_round_trip() {
     let xs = random_inputs(50_001, 9);
-    let mut sim = Sim::new(Sm::Sm89);
-    let before = sim.traffic();
-    launch::quantize_on(&mut sim, &xs, Format::E4M3, Codec::Hardware).unwrap();
-    let after = sim.traffic();
-    assert_eq!(after.launches - before.launches, 3);
-    assert_eq!(
-        after.bytes_uploaded - before.bytes_uploaded,
-        4 * xs.len() as u64
-    );
-    assert_eq!(
-        after.bytes_downloaded - before.bytes_downloaded,
-        xs.len() as u64 + 12
-    );
+    let ctx = Context::sim(Sm::Sm89);
+    let before = ctx.traffic();
+    launch::quantize_on(&ctx.default_stream(), &xs, Format::E4M3, Codec::Hardware).unwrap();
+    let moved = ctx.traffic().since(&before);
+    assert_eq!(moved.launches, 3);
+    assert_eq!(moved.bytes_uploaded, 4 * xs.len() as u64);
+    assert_eq!(moved.uploads, 1);
+    assert_eq!(moved.bytes_downloaded, xs.len() as u64 + 12);
+    assert_eq!(moved.downloads, 2, "the codes and the stats");
 }
 
 /// Arrays with the maximum at the first, a middle and the last index, and
@@ -547,8 +546,9 @@ fn absmax_cases(n: usize) -> Vec<(String, Vec<f32>)> {
 #[test]
 fn sim_absmax_uses_several_blocks_and_matches_the_contract() {
     let n = 64 * 1024 + 5; // 17 blocks of 256 × 16 elements wanted, 4 SMs × 8 allowed
-    let mut sim = Sim::new(Sm::Sm80);
-    let sms = sim.multiprocessor_count();
+    let ctx = Context::sim(Sm::Sm80);
+    let sim = ctx.default_stream();
+    let sms = ctx.multiprocessor_count();
     let blocks = ptx::grid_blocks(n as u64, sms);
     assert!(blocks > 1, "{blocks} blocks for n = {n}");
     assert_eq!(
@@ -558,7 +558,7 @@ fn sim_absmax_uses_several_blocks_and_matches_the_contract() {
             .min(u64::from(sms) * 8) as u32
     );
     for (name, xs) in absmax_cases(n) {
-        let t = launch::absmax_on(&mut sim, &xs, Format::E4M3).unwrap();
+        let t = launch::absmax_on(&sim, &xs, Format::E4M3).unwrap();
         let amax = fp8host::absmax(&xs);
         assert_eq!(t.partials_launch.grid.0, blocks, "{name}");
         assert_eq!(t.partials_launch.block.0, BLOCK, "{name}");
@@ -586,14 +586,14 @@ fn sim_absmax_uses_several_blocks_and_matches_the_contract() {
 
 #[test]
 fn sim_absmax_of_small_inputs() {
-    let mut sim = Sim::new(Sm::Sm90);
+    let sim = Context::sim(Sm::Sm90).default_stream();
     for xs in [
         vec![],
         vec![-3.0],
         vec![1.0, f32::NAN, -2.0],
         vec![f32::INFINITY, 1.0, 2.0, 3.0, 4.0],
     ] {
-        let t = launch::absmax_on(&mut sim, &xs, Format::E5M2).unwrap();
+        let t = launch::absmax_on(&sim, &xs, Format::E5M2).unwrap();
         assert_eq!(t.partials_launch.grid.0, 1);
         let amax = fp8host::absmax(&xs);
         assert_eq!(t.stats[0].to_bits(), amax.to_bits(), "{xs:?}");
@@ -603,6 +603,346 @@ fn sim_absmax_of_small_inputs() {
             "{xs:?}"
         );
     }
+}
+
+// ---------------------------------------------------------------------------
+// Simulator: device and raw-pointer entry points
+// ---------------------------------------------------------------------------
+
+fn bits(v: &[f32]) -> Vec<u32> {
+    v.iter().map(|x| x.to_bits()).collect()
+}
+
+/// Quantize → dequantize chained on the device: the stats stay resident
+/// and `dequantize_stats_dev` reads `scale_inv = stats[2]` there, so the
+/// input goes up once and only the result comes down (four launches). The
+/// resident codes and stats, `absmax_dev`, `dequantize_dev` and
+/// `quantize_with_scale_dev` all equal the host model bit for bit.
+#[test]
+fn sim_device_entry_points_chain_without_a_round_trip() {
+    let xs: Vec<f32> = random_inputs(4099, 13).iter().map(|x| x % 1e4).collect();
+    let n = xs.len();
+    for (sm, codec) in SIM_SMS {
+        let ctx = Context::sim(sm);
+        let st = ctx.default_stream();
+        for f in FORMATS {
+            let want = fp8host::quantize_as(&xs, f);
+            let before = ctx.traffic();
+            let x = st.upload(&xs).unwrap();
+            let mut codes = ctx.alloc::<u8>(n).unwrap();
+            let mut stats = ctx.alloc::<f32>(3).unwrap();
+            let mut y = ctx.alloc::<f32>(n).unwrap();
+            launch::quantize_dev(&st, &x, f, codec, &mut codes, &mut stats).unwrap();
+            launch::dequantize_stats_dev(&st, &codes, &stats, f, codec, &mut y).unwrap();
+            let got = st.to_vec(&y).unwrap();
+            let moved = ctx.traffic().since(&before);
+            assert_eq!(moved.launches, 4, "{sm} {f:?}");
+            assert_eq!((moved.uploads, moved.bytes_uploaded), (1, 4 * n as u64));
+            assert_eq!((moved.downloads, moved.bytes_downloaded), (1, 4 * n as u64));
+            let want_y = fp8host::dequantize_as(&want.codes, want.scale_inv, f);
+            if let Err(e) = same_bits_or_both_nan(&got, &want_y) {
+                panic!("{sm} {codec:?} {f:?}: {e}");
+            }
+
+            // What stayed on the device.
+            let resident = st.to_vec(&codes).unwrap();
+            if let Some(m) = first_code_mismatch(&xs, &resident, &want.codes) {
+                panic!("{sm} {codec:?} {f:?}: {m}");
+            }
+            let s = st.to_vec(&stats).unwrap();
+            assert_eq!(
+                bits(&s),
+                bits(&[want.amax, want.scale, want.scale_inv]),
+                "{sm} {f:?}"
+            );
+            let mut s2 = ctx.alloc::<f32>(3).unwrap();
+            launch::absmax_dev(&st, &x, f, &mut s2).unwrap();
+            assert_eq!(bits(&st.to_vec(&s2).unwrap()), bits(&s), "{sm} {f:?}");
+
+            // The scale as a value gives the same result.
+            let mut y2 = ctx.alloc::<f32>(n).unwrap();
+            launch::dequantize_dev(&st, &codes, want.scale_inv, f, codec, &mut y2).unwrap();
+            same_bits_or_both_nan(&st.to_vec(&y2).unwrap(), &want_y).unwrap();
+            let mut c2 = ctx.alloc::<u8>(n).unwrap();
+            launch::quantize_with_scale_dev(&st, &x, 0.37, f, codec, &mut c2).unwrap();
+            let want_c = fp8host::quantize_with_scale_as(&xs, 0.37, f).unwrap();
+            if let Some(m) = first_code_mismatch(&xs, &st.to_vec(&c2).unwrap(), &want_c) {
+                panic!("{sm} {codec:?} {f:?} scaled: {m}");
+            }
+        }
+    }
+}
+
+/// Sub-slices at a 16-byte (floats) / 4-byte (codes) boundary run on the
+/// device entry points like their own buffers would.
+#[test]
+fn sim_device_entry_points_on_aligned_sub_slices() {
+    let ctx = Context::sim(Sm::Sm90);
+    let st = ctx.default_stream();
+    let f = Format::E4M3;
+    let codec = Codec::Hardware;
+    let xs = random_inputs(1000, 17);
+    let x = st.upload(&xs).unwrap();
+    let part = &xs[4..903];
+    let mut codes = ctx.alloc::<u8>(1000).unwrap();
+    let mut stats = ctx.alloc::<f32>(3).unwrap();
+    launch::quantize_dev(
+        &st,
+        &x.slice(4..903).unwrap(),
+        f,
+        codec,
+        &mut codes.slice_mut(8..907).unwrap(),
+        &mut stats,
+    )
+    .unwrap();
+    let want = fp8host::quantize_as(part, f);
+    let got = st.to_vec(&codes.slice(8..907).unwrap()).unwrap();
+    if let Some(m) = first_code_mismatch(part, &got, &want.codes) {
+        panic!("{m}");
+    }
+    let mut y = ctx.alloc::<f32>(1000).unwrap();
+    launch::dequantize_stats_dev(
+        &st,
+        &codes.slice(8..907).unwrap(),
+        &stats,
+        f,
+        codec,
+        &mut y.slice_mut(96..995).unwrap(),
+    )
+    .unwrap();
+    same_bits_or_both_nan(
+        &st.to_vec(&y.slice(96..995).unwrap()).unwrap(),
+        &fp8host::dequantize_as(&want.codes, want.scale_inv, f),
+    )
+    .unwrap();
+}
+
+#[track_caller]
+fn assert_invalid(r: ptxsmith::Result<()>, needle: &str) {
+    match r {
+        Err(Error::InvalidArgument(m)) => assert!(m.contains(needle), "{m:?} lacks {needle:?}"),
+        other => panic!("expected InvalidArgument ({needle}), got {other:?}"),
+    }
+}
+
+/// Misaligned views (the vector accesses need `x`, `y` 16-byte and `codes`
+/// 4-byte aligned), mismatched lengths, a stats buffer that is not 3
+/// elements, a bad scale, a buffer of another context and the hardware
+/// codec below sm_89 are refused as typed errors before anything launches.
+#[test]
+fn sim_device_entry_points_refuse_bad_buffers() {
+    let ctx = Context::sim(Sm::Sm90);
+    let st = ctx.default_stream();
+    let (f, codec) = (Format::E4M3, Codec::Hardware);
+    let xs: Vec<f32> = (0..64).map(|i| i as f32 - 30.0).collect();
+    let x = st.upload(&xs).unwrap();
+    let mut codes = ctx.alloc_zeroed::<u8>(64).unwrap();
+    let mut stats = ctx.alloc_zeroed::<f32>(3).unwrap();
+    let mut y = ctx.alloc_zeroed::<f32>(64).unwrap();
+    let mut c60 = ctx.alloc_zeroed::<u8>(60).unwrap();
+    let mut y60 = ctx.alloc_zeroed::<f32>(60).unwrap();
+    let before = ctx.traffic();
+
+    // `x` one float into its allocation.
+    let x1 = x.slice(1..61).unwrap();
+    assert_invalid(
+        launch::quantize_dev(&st, &x1, f, codec, &mut c60, &mut stats),
+        "16-byte aligned",
+    );
+    assert_invalid(
+        launch::quantize_with_scale_dev(&st, &x1, 1.0, f, codec, &mut c60),
+        "16-byte aligned",
+    );
+    assert_invalid(
+        launch::absmax_dev(&st, &x1, f, &mut stats),
+        "16-byte aligned",
+    );
+    // `codes` one byte into its allocation.
+    let x60 = x.slice(0..60).unwrap();
+    assert_invalid(
+        launch::quantize_dev(
+            &st,
+            &x60,
+            f,
+            codec,
+            &mut codes.slice_mut(1..61).unwrap(),
+            &mut stats,
+        ),
+        "4-byte aligned",
+    );
+    assert_invalid(
+        launch::quantize_with_scale_dev(
+            &st,
+            &x60,
+            1.0,
+            f,
+            codec,
+            &mut codes.slice_mut(1..61).unwrap(),
+        ),
+        "4-byte aligned",
+    );
+    assert_invalid(
+        launch::dequantize_dev(&st, &codes.slice(1..61).unwrap(), 1.0, f, codec, &mut y60),
+        "4-byte aligned",
+    );
+    // `y` one float into its allocation.
+    assert_invalid(
+        launch::dequantize_dev(&st, &c60, 1.0, f, codec, &mut y.slice_mut(1..61).unwrap()),
+        "16-byte aligned",
+    );
+    assert_invalid(
+        launch::dequantize_stats_dev(
+            &st,
+            &c60,
+            &stats,
+            f,
+            codec,
+            &mut y.slice_mut(1..61).unwrap(),
+        ),
+        "16-byte aligned",
+    );
+    // Lengths.
+    assert_invalid(
+        launch::quantize_dev(&st, &x, f, codec, &mut c60, &mut stats),
+        "elements",
+    );
+    assert_invalid(
+        launch::dequantize_dev(&st, &codes, 1.0, f, codec, &mut y60),
+        "elements",
+    );
+    let mut stats4 = ctx.alloc_zeroed::<f32>(4).unwrap();
+    assert_invalid(
+        launch::quantize_dev(&st, &x, f, codec, &mut codes, &mut stats4),
+        "stats",
+    );
+    assert_invalid(launch::absmax_dev(&st, &x, f, &mut stats4), "stats");
+    assert_invalid(
+        launch::dequantize_stats_dev(&st, &codes, &stats.slice(0..2).unwrap(), f, codec, &mut y),
+        "stats",
+    );
+    // A scale that is not finite and > 0.
+    assert_invalid(
+        launch::quantize_with_scale_dev(&st, &x, 0.0, f, codec, &mut codes),
+        "scale",
+    );
+    // A buffer of another context.
+    let other = Context::sim(Sm::Sm90);
+    let foreign = other.upload(&xs).unwrap();
+    assert!(matches!(
+        launch::quantize_dev(&st, &foreign, f, codec, &mut codes, &mut stats),
+        Err(Error::WrongContext { .. })
+    ));
+    assert_eq!(ctx.traffic().since(&before).launches, 0, "nothing launched");
+
+    // The hardware codec where the SM has no FP8 cvt.
+    let old = Context::sim(Sm::Sm80);
+    let ost = old.default_stream();
+    let ox = ost.upload(&xs).unwrap();
+    let mut oc = old.alloc::<u8>(64).unwrap();
+    let mut os = old.alloc::<f32>(3).unwrap();
+    assert!(matches!(
+        launch::quantize_dev(&ost, &ox, f, Codec::Hardware, &mut oc, &mut os),
+        Err(Error::UnsupportedFeature {
+            feature: Feature::Fp8Cvt,
+            sm: Sm::Sm80,
+            ..
+        })
+    ));
+}
+
+/// The raw-pointer entry points on addresses of buffers the context owns
+/// (the way another stack's memory looks to them) compute what the
+/// device entry points do; alignment is still checked.
+#[test]
+fn sim_raw_entry_points_match_the_device_entry_points() {
+    let ctx = Context::sim(Sm::Sm89);
+    let st = ctx.default_stream();
+    let (f, codec) = (Format::E5M2, Codec::Hardware);
+    let xs: Vec<f32> = random_inputs(777, 21).iter().map(|x| x % 1e3).collect();
+    let n = xs.len();
+    let want = fp8host::quantize_as(&xs, f);
+    let x = st.upload(&xs).unwrap();
+    let codes = ctx.alloc::<u8>(n).unwrap();
+    let stats = ctx.alloc::<f32>(3).unwrap();
+    let y = ctx.alloc::<f32>(n).unwrap();
+    let scaled = ctx.alloc::<u8>(n).unwrap();
+    let y2 = ctx.alloc::<f32>(n).unwrap();
+    // SAFETY: every address is a live buffer of `ctx` of the stated size,
+    // the outputs overlap nothing, and `st` is `ctx`'s default stream.
+    unsafe {
+        let s = st.raw();
+        launch::quantize_raw(
+            &ctx,
+            s,
+            x.device_ptr(),
+            n,
+            f,
+            codec,
+            codes.device_ptr(),
+            stats.device_ptr(),
+        )
+        .unwrap();
+        launch::dequantize_stats_raw(
+            &ctx,
+            s,
+            codes.device_ptr(),
+            n,
+            stats.device_ptr(),
+            f,
+            codec,
+            y.device_ptr(),
+        )
+        .unwrap();
+        launch::quantize_with_scale_raw(
+            &ctx,
+            s,
+            x.device_ptr(),
+            n,
+            2.0,
+            f,
+            codec,
+            scaled.device_ptr(),
+        )
+        .unwrap();
+        launch::dequantize_raw(
+            &ctx,
+            s,
+            codes.device_ptr(),
+            n,
+            want.scale_inv,
+            f,
+            codec,
+            y2.device_ptr(),
+        )
+        .unwrap();
+        // Misaligned `x`: refused before anything runs.
+        assert_invalid(
+            launch::quantize_with_scale_raw(
+                &ctx,
+                s,
+                x.device_ptr() + 4,
+                n - 1,
+                2.0,
+                f,
+                codec,
+                scaled.device_ptr(),
+            ),
+            "16-byte aligned",
+        );
+    }
+    st.synchronize().unwrap();
+    assert_eq!(st.to_vec(&codes).unwrap(), want.codes);
+    assert_eq!(
+        bits(&st.to_vec(&stats).unwrap()),
+        bits(&[want.amax, want.scale, want.scale_inv])
+    );
+    let want_y = fp8host::dequantize_as(&want.codes, want.scale_inv, f);
+    same_bits_or_both_nan(&st.to_vec(&y).unwrap(), &want_y).unwrap();
+    same_bits_or_both_nan(&st.to_vec(&y2).unwrap(), &want_y).unwrap();
+    assert_eq!(
+        st.to_vec(&scaled).unwrap(),
+        fp8host::quantize_with_scale_as(&xs, 2.0, f).unwrap()
+    );
 }
 
 // ---------------------------------------------------------------------------
@@ -682,36 +1022,38 @@ fn codecs_of(sm: Sm) -> Vec<Codec> {
 }
 
 /// Run the bit patterns `[start, start + chunk · chunks)` through every
-/// (format, codec) variant of the scaled-quantize kernel on `ex` (scale 1,
+/// (format, codec) variant of the scaled-quantize kernel on `st` (scale 1,
 /// so the product is the input itself), uploading each chunk once, and
 /// compare every code with the host model. Returns the codes checked.
-fn check_bit_patterns(ex: &mut dyn Executor, start: u64, chunk: usize, chunks: u64) -> u64 {
-    let sm = ex.sm();
-    let blocks = ptx::grid_blocks(chunk as u64, ex.multiprocessor_count());
+fn check_bit_patterns(st: &Stream, start: u64, chunk: usize, chunks: u64) -> u64 {
+    let ctx = st.context();
+    let sm = ctx.sm();
+    let blocks = ptx::grid_blocks(chunk as u64, ctx.multiprocessor_count());
     let mut xs = vec![0f32; chunk];
     let mut want = vec![0u8; chunk];
-    let x = ex.alloc(chunk * 4).unwrap();
-    let c = ex.alloc(chunk).unwrap();
+    let mut got = vec![0u8; chunk];
+    let mut x = ctx.alloc::<f32>(chunk).unwrap();
+    let mut c = ctx.alloc::<u8>(chunk).unwrap();
     let mut checked = 0u64;
     for k in 0..chunks {
         let first = start + k * chunk as u64;
         for (i, v) in xs.iter_mut().enumerate() {
             *v = f32::from_bits((first + i as u64) as u32);
         }
-        ex.upload(x, &to_bytes(&xs)).unwrap();
+        st.copy_from_host(&mut x, &xs).unwrap();
         for f in FORMATS {
             fp8host::encode_slice(f, &xs, &mut want).unwrap();
             for codec in codecs_of(sm) {
                 let m = ptx::generate_quantize_scaled(sm, f, codec).unwrap();
                 let args = ptx::QuantizeScaledArgs {
-                    x: x.into(),
+                    x: st.arg("x", &x).unwrap(),
                     n: chunk as u64,
                     scale: 1.0,
-                    codes: c.into(),
+                    codes: st.arg_mut("codes", &mut c).unwrap(),
                 };
-                ex.launch(&m, LaunchConfig::linear(blocks, BLOCK), &args.args())
+                st.launch(&m, LaunchConfig::linear(blocks, BLOCK), &args.args())
                     .unwrap();
-                let got: Vec<u8> = download_vec(ex, c, chunk).unwrap();
+                st.copy_to_host(&c, &mut got).unwrap();
                 if let Some(msg) = first_code_mismatch(&xs, &got, &want) {
                     panic!("{sm} {codec:?} {f:?}: {msg}");
                 }
@@ -719,8 +1061,6 @@ fn check_bit_patterns(ex: &mut dyn Executor, start: u64, chunk: usize, chunks: u
             }
         }
     }
-    ex.free(x).unwrap();
-    ex.free(c).unwrap();
     checked
 }
 
@@ -730,7 +1070,7 @@ fn check_bit_patterns(ex: &mut dyn Executor, start: u64, chunk: usize, chunks: u
 #[test]
 fn sim_bit_pattern_sweeps_around_every_decision() {
     for sm in [Sm::Sm80, Sm::Sm90] {
-        let mut sim = Sim::new(sm);
+        let sim = Context::sim(sm).default_stream();
         for centre in [
             0x3700_0000u64,
             0x3880_0000,
@@ -741,7 +1081,7 @@ fn sim_bit_pattern_sweeps_around_every_decision() {
             0x7F80_0000,
         ] {
             for sign in [0, 0x8000_0000u64] {
-                let n = check_bit_patterns(&mut sim, (centre | sign) - 1024, 2048, 1);
+                let n = check_bit_patterns(&sim, (centre | sign) - 1024, 2048, 1);
                 assert_eq!(n, 2048 * 2 * codecs_of(sm).len() as u64);
             }
         }
@@ -753,15 +1093,16 @@ fn sim_bit_pattern_sweeps_around_every_decision() {
 /// older cards).
 #[test]
 fn device_all_f32_inputs_match_the_host() {
-    let Some(mut gpu) = ptxsmith::runtime::gpu_for_tests() else {
+    let Some(ctx) = ptxsmith::runtime::cuda_for_tests() else {
         return;
     };
-    let sm = gpu.sm();
+    let gpu = ctx.default_stream();
+    let sm = ctx.sm();
     if !sm.supports(Feature::Fp8Cvt) {
         println!("note: {sm} has no FP8 cvt; checking the software codec only");
     }
     const CHUNK: usize = 1 << 26;
-    let checked = check_bit_patterns(&mut gpu, 0, CHUNK, (1u64 << 32) / CHUNK as u64);
+    let checked = check_bit_patterns(&gpu, 0, CHUNK, (1u64 << 32) / CHUNK as u64);
     assert_eq!(checked, (1u64 << 32) * 2 * codecs_of(sm).len() as u64);
     println!(
         "{sm}: all 2^32 inputs equal the host model for {:?} x {FORMATS:?}",
@@ -773,18 +1114,20 @@ fn device_all_f32_inputs_match_the_host() {
 /// (8 GiB of input), every code checked against the host.
 #[test]
 fn device_more_than_2_pow_31_elements() {
-    let Some(mut gpu) = ptxsmith::runtime::gpu_for_tests() else {
+    let Some(ctx) = ptxsmith::runtime::cuda_for_tests() else {
         return;
     };
+    let gpu = ctx.default_stream();
     let n = (1usize << 31) + 7;
-    if gpu.info().total_memory_bytes < 12 << 30 {
+    let info = ctx.info().expect("a CUDA context has device info");
+    if info.total_memory_bytes < 12 << 30 {
         println!("SKIP: the device has less than 12 GiB");
         return;
     }
     let xs: Vec<f32> = (0..n).map(|i| (i % 1031) as f32 * 0.4375 - 200.0).collect();
-    let sm = gpu.sm();
-    let got = launch::quantize_with_scale_on(&mut gpu, &xs, 1.0, Format::E4M3, Codec::for_sm(sm))
-        .unwrap();
+    let sm = ctx.sm();
+    let got =
+        launch::quantize_with_scale_on(&gpu, &xs, 1.0, Format::E4M3, Codec::for_sm(sm)).unwrap();
     let mut want = vec![0u8; n];
     fp8host::encode_slice(Format::E4M3, &xs, &mut want).unwrap();
     if let Some(m) = first_code_mismatch(&xs, &got, &want) {
@@ -794,19 +1137,20 @@ fn device_more_than_2_pow_31_elements() {
 
 #[test]
 fn device_entry_points_match_the_host() {
-    let Some(mut gpu) = ptxsmith::runtime::gpu_for_tests() else {
+    let Some(ctx) = ptxsmith::runtime::cuda_for_tests() else {
         return;
     };
-    let sm = gpu.sm();
+    let gpu = ctx.default_stream();
+    let sm = ctx.sm();
     for f in FORMATS {
         let codec = Codec::for_sm(sm);
         for xs in [boundary_inputs(f), random_inputs(10_000_003, 1)] {
-            let got = launch::quantize_on(&mut gpu, &xs, f, codec).unwrap();
+            let got = launch::quantize_on(&gpu, &xs, f, codec).unwrap();
             let want = fp8host::quantize_as(&xs, f);
             assert_eq!(got.amax.to_bits(), want.amax.to_bits());
             assert_eq!(got.scale.to_bits(), want.scale.to_bits());
             assert!(first_code_mismatch(&xs, &got.codes, &want.codes).is_none());
-            let y = launch::dequantize_on(&mut gpu, &got.codes, got.scale_inv, f, codec).unwrap();
+            let y = launch::dequantize_on(&gpu, &got.codes, got.scale_inv, f, codec).unwrap();
             same_bits_or_both_nan(&y, &fp8host::dequantize_as(&want.codes, want.scale_inv, f))
                 .unwrap();
         }

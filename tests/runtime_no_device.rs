@@ -13,8 +13,8 @@ use ptxsmith::Error;
 use ptxsmith::dsl::PtxModule;
 use ptxsmith::dsl::params::{ArgValue, ParamDesc, ParamKind, ScalarType};
 use ptxsmith::runtime::{
-    Backend, Executor, Gpu, LaunchConfig, Ran, Resolved, cuda_available, cuda_unavailable_reason,
-    device_count, device_sm, gpu_for_tests, resolve, shared_gpu,
+    Backend, Context, Gpu, LaunchConfig, Ran, Resolved, cuda_available, cuda_for_tests,
+    cuda_unavailable_reason, device_count, device_sm, resolve,
 };
 use ptxsmith::target::{PtxVersion, Sm};
 
@@ -45,7 +45,7 @@ fn open_without_a_driver_is_no_device_with_the_loaders_reason() {
     }
     assert!(matches!(device_sm(), Err(Error::NoDevice(_))));
     assert!(matches!(device_count(), Err(Error::NoDevice(_))));
-    assert!(matches!(shared_gpu(), Err(Error::NoDevice(_))));
+    assert!(matches!(Context::cuda(0), Err(Error::NoDevice(_))));
     // The message names the cause.
     let shown = Gpu::open(0).unwrap_err().to_string();
     assert!(shown.starts_with("no CUDA device: "), "{shown}");
@@ -70,11 +70,11 @@ fn cuda_backend_fails_loud_and_auto_falls_back_to_host() {
 }
 
 #[test]
-fn gpu_for_tests_skips_without_a_device() {
+fn cuda_for_tests_skips_without_a_device() {
     if device_present() {
         return;
     }
-    assert!(gpu_for_tests().is_none());
+    assert!(cuda_for_tests().is_none());
 }
 
 #[test]
@@ -92,6 +92,7 @@ fn an_absent_ordinal_is_no_device_everywhere() {
         Err(Error::NoDevice(m)) => assert!(!m.is_empty()),
         other => panic!("expected NoDevice, got {other:?}"),
     }
+    assert!(matches!(Context::cuda(u32::MAX), Err(Error::NoDevice(_))));
 }
 
 /// Whether `text` holds `marker` other than as a Rust field access
@@ -227,170 +228,167 @@ fn host_scale(x: &[f32], scale: f32, offset: f64) -> Vec<f32> {
     x.iter().map(|&v| v * scale + offset as f32).collect()
 }
 
-fn f32_bytes(v: &[f32]) -> Vec<u8> {
-    v.iter().flat_map(|x| x.to_le_bytes()).collect()
-}
-
-fn f32s(b: &[u8]) -> Vec<f32> {
-    b.chunks_exact(4)
-        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
-        .collect()
-}
-
-/// Run the scale kernel on `exec` and check it bit for bit.
-fn run_scale(exec: &mut dyn Executor, n: usize) {
+/// Run the scale kernel on `ctx` (GPU or simulator) and check it bit for
+/// bit.
+fn run_scale(ctx: &Context, n: usize) {
     let module = scale_module();
     let input: Vec<f32> = (0..n).map(|i| (i as f32 - 300.25) * 0.37).collect();
     let (scale, offset) = (1.7f32, -0.1f64);
-    let bytes = 4 * n;
-    let inp = exec.alloc(bytes).unwrap();
-    let out = exec.alloc(bytes).unwrap();
-    exec.upload(inp, &f32_bytes(&input)).unwrap();
+    let st = ctx.default_stream();
+    let inp = st.upload(&input).unwrap();
+    let mut out = ctx.alloc::<f32>(n).unwrap();
     let args = [
-        out.arg(),
-        inp.arg(),
+        ArgValue::Ptr(st.arg_mut("out", &mut out).unwrap().addr),
+        ArgValue::Ptr(st.arg("in", &inp).unwrap().addr),
         ArgValue::U32(n as u32),
         ArgValue::F32(scale),
         ArgValue::F64(offset),
     ];
-    exec.launch(
+    st.launch(
         &module,
         LaunchConfig::linear((n as u32).div_ceil(128), 128),
         &args,
     )
     .unwrap();
-    let mut got = vec![0u8; bytes];
-    exec.download(out, &mut got).unwrap();
+    let got = st.to_vec(&out).unwrap();
     let want = host_scale(&input, scale, offset);
-    for (i, (g, w)) in f32s(&got).iter().zip(&want).enumerate() {
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
         assert_eq!(g.to_bits(), w.to_bits(), "element {i}: device {g} host {w}");
     }
-    exec.free(inp).unwrap();
-    exec.free(out).unwrap();
+}
+
+#[test]
+fn sim_runs_the_hand_written_scale_kernel_like_a_gpu() {
+    let ctx = Context::sim(Sm::Sm70);
+    run_scale(&ctx, 1000);
+    let t = ctx.traffic();
+    assert_eq!(
+        (
+            t.bytes_uploaded,
+            t.bytes_downloaded,
+            t.launches,
+            t.uploads,
+            t.downloads
+        ),
+        (4000, 4000, 1, 1, 1)
+    );
 }
 
 #[test]
 fn gpu_scale_kernel_matches_the_host_bit_for_bit() {
-    let Some(mut gpu) = gpu_for_tests() else {
+    let Some(ctx) = cuda_for_tests() else {
         return;
     };
-    println!("{}", gpu.info());
-    assert_eq!(gpu.sm(), device_sm().unwrap());
-    assert!(gpu.multiprocessor_count() > 0);
-
-    run_scale(&mut gpu, 1000);
-    let t = gpu.traffic();
+    println!("{}", ctx.info().unwrap());
+    assert_eq!(ctx.sm(), device_sm().unwrap());
+    assert!(ctx.multiprocessor_count() > 0);
+    let before = ctx.traffic();
+    run_scale(&ctx, 1000);
+    let t = ctx.traffic().since(&before);
     assert_eq!(
         (t.bytes_uploaded, t.bytes_downloaded, t.launches),
         (4000, 4000, 1)
     );
-    assert_eq!(gpu.jit_compilations(), 1);
-
-    // Second run: served from the module cache.
-    run_scale(&mut gpu, 37);
-    assert_eq!(gpu.jit_compilations(), 1);
-    assert_eq!(gpu.cached_modules(), 1);
-    assert_eq!(gpu.traffic().launches, 2);
-    assert_eq!(gpu.live_buffers(), 0);
+    run_scale(&ctx, 37);
+    assert_eq!(ctx.traffic().since(&before).launches, 2);
 }
 
 #[test]
-fn gpu_prefix_copies_and_length_checks() {
-    let Some(mut gpu) = gpu_for_tests() else {
+fn gpu_copies_and_length_checks() {
+    let Some(ctx) = cuda_for_tests() else {
         return;
     };
-    let buf = gpu.alloc(64).unwrap();
-    gpu.upload(buf, &[7u8; 64]).unwrap();
-    gpu.upload(buf, &[1, 2, 3]).unwrap();
+    let st = ctx.default_stream();
+    let mut buf = st.upload(&[7u8; 64]).unwrap();
+    st.copy_from_host(&mut buf.slice_mut(..3).unwrap(), &[1, 2, 3])
+        .unwrap();
     let mut head = [0u8; 5];
-    gpu.download(buf, &mut head).unwrap();
+    st.copy_to_host(&buf.slice(..5).unwrap(), &mut head)
+        .unwrap();
     assert_eq!(head, [1, 2, 3, 7, 7]);
-
-    match gpu.upload(buf, &[0u8; 65]) {
+    match buf.copy_from_host(&[0u8; 65]) {
         Err(Error::InvalidArgument(m)) => assert!(m.contains("65") && m.contains("64"), "{m}"),
         other => panic!("expected InvalidArgument, got {other:?}"),
     }
-    let mut too_long = [0u8; 65];
-    assert!(matches!(
-        gpu.download(buf, &mut too_long),
-        Err(Error::InvalidArgument(_))
-    ));
-
-    let empty = gpu.alloc(0).unwrap();
-    assert_eq!(empty.bytes, 0);
-    gpu.upload(empty, &[]).unwrap();
-    gpu.free(empty).unwrap();
-
-    gpu.free(buf).unwrap();
-    assert!(
-        matches!(gpu.upload(buf, &[1]), Err(Error::InvalidArgument(m)) if m.contains("no live buffer"))
-    );
-    assert!(matches!(gpu.free(buf), Err(Error::InvalidArgument(_))));
+    // Unaligned zeroing and device copies.
+    st.zero(&mut buf.slice_mut(1..6).unwrap()).unwrap();
+    let src = st.upload(&[9u8; 3]).unwrap();
+    st.copy(&mut buf.slice_mut(61..).unwrap(), &src).unwrap();
+    let all = buf.to_vec().unwrap();
+    assert_eq!(&all[..7], &[1, 0, 0, 0, 0, 0, 7]);
+    assert_eq!(&all[60..], &[7, 9, 9, 9]);
+    let empty = ctx.upload::<f32>(&[]).unwrap();
+    assert!(empty.to_vec().unwrap().is_empty());
+    let z = ctx.alloc_zeroed::<u32>(1001).unwrap();
+    assert!(z.to_vec().unwrap().iter().all(|&v| v == 0));
 }
 
 #[test]
 fn gpu_launch_arguments_are_checked_before_launching() {
-    let Some(mut gpu) = gpu_for_tests() else {
+    let Some(ctx) = cuda_for_tests() else {
         return;
     };
+    let st = ctx.default_stream();
     let module = scale_module();
-    let a = gpu.alloc(16).unwrap();
+    let a = st.upload(&[1.0f32, 2.0, 3.0, 4.0]).unwrap();
+    let pa = ArgValue::Ptr(a.device_ptr());
     let cfg = LaunchConfig::linear(1, 32);
+    let before = ctx.traffic();
     // Wrong count and wrong kind.
     assert!(matches!(
-        gpu.launch(&module, cfg, &[a.arg()]),
+        st.launch(&module, cfg, &[pa]),
         Err(Error::InvalidArgument(_))
     ));
     let wrong = [
-        a.arg(),
-        a.arg(),
+        pa,
+        pa,
         ArgValue::S32(4),
         ArgValue::F32(1.0),
         ArgValue::F64(0.0),
     ];
     assert!(
-        matches!(gpu.launch(&module, cfg, &wrong), Err(Error::InvalidArgument(m)) if m.contains("p_n"))
+        matches!(st.launch(&module, cfg, &wrong), Err(Error::InvalidArgument(m)) if m.contains("p_n"))
     );
-    // A pointer outside every live buffer (e.g. freed) is refused: on the
-    // device it would fault and lose the context.
-    let b = gpu.alloc(16).unwrap();
-    gpu.free(b).unwrap();
+    // A pointer outside every live buffer is refused: on the device it
+    // would fault and lose the context.
     let stale = [
-        b.arg(),
-        a.arg(),
+        ArgValue::Ptr(0x10),
+        pa,
         ArgValue::U32(4),
         ArgValue::F32(1.0),
         ArgValue::F64(0.0),
     ];
-    if b.addr != a.addr {
-        assert!(
-            matches!(gpu.launch(&module, cfg, &stale), Err(Error::InvalidArgument(m)) if m.contains("p_out"))
-        );
-    }
-    // A zero block is refused.
+    assert!(
+        matches!(st.launch(&module, cfg, &stale), Err(Error::InvalidArgument(m)) if m.contains("p_out"))
+    );
     let ok = [
-        a.arg(),
-        a.arg(),
+        pa,
+        pa,
         ArgValue::U32(4),
         ArgValue::F32(1.0),
         ArgValue::F64(0.0),
     ];
     assert!(matches!(
-        gpu.launch(&module, LaunchConfig::linear(1, 0), &ok),
+        st.launch(&module, LaunchConfig::linear(1, 0), &ok),
         Err(Error::InvalidArgument(_))
     ));
-    assert_eq!(gpu.traffic().launches, 0);
+    // A module whose PTX entry takes more parameters than it declares.
+    let mut lying = scale_module();
+    lying.params.pop();
+    assert!(matches!(
+        st.launch(&lying, cfg, &ok[..4]),
+        Err(Error::InvalidArgument(m)) if m.contains("description")
+    ));
+    assert_eq!(ctx.traffic().since(&before).launches, 0);
     // And the real thing works in place (out == in).
-    gpu.upload(a, &f32_bytes(&[1.0, 2.0, 3.0, 4.0])).unwrap();
-    gpu.launch(&module, cfg, &ok).unwrap();
-    let mut got = [0u8; 16];
-    gpu.download(a, &mut got).unwrap();
-    assert_eq!(f32s(&got), vec![1.0, 2.0, 3.0, 4.0]);
+    st.launch(&module, cfg, &ok).unwrap();
+    // scale 1, offset 0: the values come back unchanged.
+    assert_eq!(a.to_vec().unwrap(), vec![1.0f32, 2.0, 3.0, 4.0]);
 }
 
 #[test]
 fn gpu_broken_ptx_is_a_jit_error_with_the_log() {
-    let Some(mut gpu) = gpu_for_tests() else {
+    let Some(ctx) = cuda_for_tests() else {
         return;
     };
     let mut broken = scale_module();
@@ -398,7 +396,7 @@ fn gpu_broken_ptx_is_a_jit_error_with_the_log() {
     broken.ptx = SCALE_PTX
         .replace("ptxsmith_test_scale", "ptxsmith_test_broken")
         .replace("mul.rn.f32 %f3, %f2, %f1;", "frobnicate.f32 %f3, %f2, %f1;");
-    match gpu.load(&broken) {
+    match ctx.load(&broken) {
         Err(Error::Jit {
             kernel,
             sm,
@@ -413,42 +411,43 @@ fn gpu_broken_ptx_is_a_jit_error_with_the_log() {
         }
         other => panic!("expected Error::Jit, got {other:?}"),
     }
-    assert_eq!(gpu.cached_modules(), 0);
     // A JIT failure does not poison the context.
-    run_scale(&mut gpu, 100);
+    run_scale(&ctx, 100);
 }
 
 #[test]
 fn gpu_module_for_a_newer_sm_is_refused() {
-    let Some(mut gpu) = gpu_for_tests() else {
+    let Some(ctx) = cuda_for_tests() else {
         return;
     };
-    if gpu.sm() == Sm::Sm120 {
+    if ctx.sm() == Sm::Sm120 {
         println!("SKIP: the device runs the newest supported target");
         return;
     }
     let mut m = scale_module();
     m.sm = Sm::Sm120;
-    assert!(matches!(gpu.load(&m), Err(Error::UnsupportedSm(_))));
+    assert!(matches!(ctx.load(&m), Err(Error::UnsupportedSm(_))));
 }
 
 #[test]
 fn gpu_shared_device_works_from_several_threads() {
-    if gpu_for_tests().is_none() {
+    if cuda_for_tests().is_none() {
         return;
     }
     let shared = match resolve(Backend::Cuda).unwrap() {
-        Resolved::Cuda(g) => g,
+        Resolved::Cuda(c) => c,
         other => panic!("expected the device, got {other:?}"),
     };
     assert_eq!(resolve(Backend::Auto).unwrap().ran(), Ran::Cuda);
     assert_eq!(shared.sm(), device_sm().unwrap());
+    // One context per device: every lookup gives the same one.
+    assert_eq!(Context::cuda(0).unwrap().id(), shared.id());
     let handles: Vec<_> = (0..3)
         .map(|t| {
-            let shared = shared.clone();
+            let ctx = shared.clone();
             std::thread::spawn(move || {
                 for _ in 0..2 {
-                    run_scale(&mut *shared.lock(), 200 + t);
+                    run_scale(&ctx, 200 + t);
                 }
             })
         })
@@ -456,7 +455,4 @@ fn gpu_shared_device_works_from_several_threads() {
     for h in handles {
         h.join().unwrap();
     }
-    let gpu = shared.lock();
-    assert_eq!(gpu.jit_compilations(), 1);
-    assert!(gpu.traffic().launches >= 6);
 }

@@ -280,6 +280,7 @@ fn host_backend_matches_the_model_and_says_so() {
     );
     // Auto runs the device when there is one, else the host model, and
     // says which; Cuda without a device fails loud.
+    let _only = device_lock();
     let (auto, ran) = launch::route_top_s(Backend::Auto, &x, &d, rows, k, p, s, None).unwrap();
     assert_eq!(auto, top);
     if ptxsmith::runtime::cuda_unavailable_reason().is_some() {
@@ -318,29 +319,57 @@ fn lcg_data(n: usize, seed: u64) -> Vec<f32> {
         .collect()
 }
 
+/// Serialises the tests of this binary that use the process-wide GPU
+/// context, so a traffic window sees only its own copies.
+fn device_lock() -> std::sync::MutexGuard<'static, ()> {
+    static DEVICE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    DEVICE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// On a GPU: K = 32768, rows = 256, P = 64, s = 4 equals the host model
 /// bit for bit, and only the `rows × s` shortlists are downloaded.
 #[test]
 fn device_route_k32768_matches_host_and_downloads_only_shortlists() {
-    if let Some(reason) = ptxsmith::runtime::cuda_unavailable_reason() {
-        println!("{} ({reason})", ptxsmith::runtime::SKIP_NO_DEVICE);
+    let Some(ctx) = ptxsmith::runtime::cuda_for_tests() else {
         return;
-    }
-    let gpu = ptxsmith::runtime::shared_gpu().expect("a present device opens");
+    };
+    // The context is shared by the whole process: keep the other device
+    // test of this binary out of the traffic window.
+    let _only = device_lock();
+    let st = ctx.default_stream();
     let (rows, k, p, s) = (256, 32768, 64, 4);
     let x = lcg_data(rows * p, 1);
     let d = lcg_data(k * p, 2);
     let want = host::route_top_s_fast(&x, &d, rows, k, p, s).unwrap();
-    let mut g = gpu.lock();
-    let before = ptxsmith::runtime::exec::Executor::traffic(&*g);
-    let got = launch::route_top_s_on(&mut *g, &x, &d, rows, k, p, s, None).unwrap();
-    let after = ptxsmith::runtime::exec::Executor::traffic(&*g);
+    let before = ctx.traffic();
+    let got = launch::route_top_s_on(&st, &x, &d, rows, k, p, s, None).unwrap();
+    let moved = ctx.traffic().since(&before);
     assert_eq!(got, want);
-    assert_eq!(
-        after.bytes_downloaded - before.bytes_downloaded,
-        (rows * s * 8) as u64
-    );
-    drop(g);
+    assert_eq!(moved.bytes_downloaded, (rows * s * 8) as u64);
+    assert_eq!(moved.downloads, 1);
+    assert_eq!(moved.bytes_uploaded, ((rows + k) * p * 4) as u64);
+    // The dictionary resident on the device: each further batch uploads
+    // only its `x` and downloads only its shortlists.
+    let dd = st.upload(&d).unwrap();
+    for seed in [5, 6] {
+        let xb = lcg_data(rows * p, seed);
+        let t0 = ctx.traffic();
+        let dx = st.upload(&xb).unwrap();
+        let top = launch::route_top_s_dev(&st, &dx, &dd, rows, k, p, s, None)
+            .unwrap()
+            .download(&st)
+            .unwrap();
+        let moved = ctx.traffic().since(&t0);
+        assert_eq!(moved.bytes_uploaded, (rows * p * 4) as u64, "seed {seed}");
+        assert_eq!(moved.bytes_downloaded, (rows * s * 8) as u64, "seed {seed}");
+        assert_eq!(
+            top,
+            host::route_top_s_fast(&xb, &d, rows, k, p, s).unwrap(),
+            "seed {seed}"
+        );
+    }
     let (top, ran) = launch::route_top_s(Backend::Cuda, &x, &d, rows, k, p, s, None).unwrap();
     assert_eq!(ran, Ran::Cuda);
     assert_eq!(top, want);

@@ -9,9 +9,8 @@ use ptxsmith::Sm;
 use ptxsmith::kernels::score::host::{self, TopS};
 use ptxsmith::kernels::score::launch::{self, RoutePlan};
 use ptxsmith::kernels::score::ptx::ScoreTuning;
+use ptxsmith::runtime::Context;
 use ptxsmith::runtime::backend::{Backend, Ran};
-use ptxsmith::runtime::exec::Executor;
-use ptxsmith::sim::Sim;
 
 /// A small tuning that keeps simulator runs short (32×32 tiles, 64 threads).
 const SMALL: ScoreTuning = ScoreTuning {
@@ -24,8 +23,9 @@ const SMALL: ScoreTuning = ScoreTuning {
     vec4: false,
 };
 
-fn sim() -> Sim {
-    Sim::new(Sm::Sm80)
+/// A fresh simulator context (its traffic counters start at zero).
+fn sim() -> Context {
+    Context::sim(Sm::Sm80)
 }
 
 fn values(n: usize, seed: u64) -> Vec<f32> {
@@ -82,10 +82,11 @@ fn route_sim(
     t: ScoreTuning,
     splits: u32,
 ) -> TopS {
-    let mut ex = sim();
+    let ctx = sim();
     let plan = RoutePlan::with_splits(rows, k, &t, splits);
-    let got = launch::route_top_s_planned(&mut ex, x, d, rows, k, p, s, t, plan).unwrap();
-    let tr = ex.traffic();
+    let got =
+        launch::route_top_s_planned(&ctx.default_stream(), x, d, rows, k, p, s, t, plan).unwrap();
+    let tr = ctx.traffic();
     assert_eq!(
         tr.bytes_downloaded,
         (rows * s * 8) as u64,
@@ -99,8 +100,8 @@ fn route_sim(
 fn score_block_ragged_default_tuning_is_bit_exact() {
     let (rows, k, p) = (37, 1000, 67);
     let (x, d) = (values(rows * p, 1), values(k * p, 2));
-    let mut ex = sim();
-    let got = launch::score_block_on(&mut ex, &x, &d, rows, k, p, None).unwrap();
+    let ctx = sim();
+    let got = launch::score_block_on(&ctx.default_stream(), &x, &d, rows, k, p, None).unwrap();
     assert_same_scores(&got, &host::score_block(&x, &d, rows, k, p).unwrap());
 }
 
@@ -108,8 +109,9 @@ fn score_block_ragged_default_tuning_is_bit_exact() {
 fn score_block_small_tiles_and_p1() {
     for (rows, k, p) in [(37, 100, 67), (5, 70, 1), (33, 33, 9), (1, 1, 1)] {
         let (x, d) = (values(rows * p, 3), values(k * p, 4));
-        let mut ex = sim();
-        let got = launch::score_block_on(&mut ex, &x, &d, rows, k, p, Some(SMALL)).unwrap();
+        let ctx = sim();
+        let got =
+            launch::score_block_on(&ctx.default_stream(), &x, &d, rows, k, p, Some(SMALL)).unwrap();
         assert_same_scores(&got, &host::score_block(&x, &d, rows, k, p).unwrap());
     }
 }
@@ -154,10 +156,11 @@ fn route_many_tiles_default_plan() {
         let (k, p) = (2048, 5);
         let (x, d) = (values(rows * p, 13), values(k * p, 14));
         let want = host::route_top_s(&x, &d, rows, k, p, s).unwrap();
-        let mut ex = sim();
-        let got = launch::route_top_s_on(&mut ex, &x, &d, rows, k, p, s, None).unwrap();
-        assert_eq!(ex.traffic().bytes_downloaded, (rows * s * 8) as u64);
-        assert_eq!(ex.traffic().launches, 2, "split and merged");
+        let ctx = sim();
+        let got =
+            launch::route_top_s_on(&ctx.default_stream(), &x, &d, rows, k, p, s, None).unwrap();
+        assert_eq!(ctx.traffic().bytes_downloaded, (rows * s * 8) as u64);
+        assert_eq!(ctx.traffic().launches, 2, "split and merged");
         assert_same_top(&got, &want);
     }
 }
@@ -168,10 +171,10 @@ fn route_many_tiles_default_plan() {
 fn vec4_staging_is_bit_exact() {
     let (rows, k, p, s) = (37, 1000, 68, 5);
     let (x, d) = (values(rows * p, 17), values(k * p, 18));
-    let mut ex = sim();
-    let got = launch::score_block_on(&mut ex, &x, &d, rows, k, p, None).unwrap();
+    let ctx = sim();
+    let got = launch::score_block_on(&ctx.default_stream(), &x, &d, rows, k, p, None).unwrap();
     assert_same_scores(&got, &host::score_block(&x, &d, rows, k, p).unwrap());
-    let got = launch::route_top_s_on(&mut ex, &x, &d, rows, k, p, s, None).unwrap();
+    let got = launch::route_top_s_on(&ctx.default_stream(), &x, &d, rows, k, p, s, None).unwrap();
     assert_same_top(&got, &host::route_top_s(&x, &d, rows, k, p, s).unwrap());
     let small4 = ScoreTuning {
         vec4: true,
@@ -179,8 +182,9 @@ fn vec4_staging_is_bit_exact() {
     };
     for (rows, k, p, s) in [(9, 70, 4, 3), (33, 65, 12, 7), (5, 40, 36, 40)] {
         let (x, d) = (values(rows * p, 19), values(k * p, 20));
-        let mut ex = sim();
-        let got = launch::score_block_on(&mut ex, &x, &d, rows, k, p, Some(small4)).unwrap();
+        let ctx = sim();
+        let got = launch::score_block_on(&ctx.default_stream(), &x, &d, rows, k, p, Some(small4))
+            .unwrap();
         assert_same_scores(&got, &host::score_block(&x, &d, rows, k, p).unwrap());
         let want = host::route_top_s(&x, &d, rows, k, p, s).unwrap();
         for splits in [1, 2] {
@@ -189,7 +193,8 @@ fn vec4_staging_is_bit_exact() {
     }
     // P not a multiple of 4 with vec4 asked for: refused.
     let (x, d) = (values(3 * 6, 21), values(10 * 6, 22));
-    let e = launch::score_block_on(&mut sim(), &x, &d, 3, 10, 6, Some(small4)).unwrap_err();
+    let e = launch::score_block_on(&sim().default_stream(), &x, &d, 3, 10, 6, Some(small4))
+        .unwrap_err();
     assert!(e.to_string().contains("vec4"), "{e}");
 }
 
@@ -239,9 +244,17 @@ fn near_ties_route_like_separate_rounding_not_fma() {
         assert_ne!(want.row(case.row).0, fused.row(case.row).0);
         let got = route_sim(&case.x, &case.d, rows, k, p, case.s, SMALL, 2);
         assert_same_top(&got, &want);
-        let mut ex = sim();
-        let sc =
-            launch::score_block_on(&mut ex, &case.x, &case.d, rows, k, p, Some(SMALL)).unwrap();
+        let ctx = sim();
+        let sc = launch::score_block_on(
+            &ctx.default_stream(),
+            &case.x,
+            &case.d,
+            rows,
+            k,
+            p,
+            Some(SMALL),
+        )
+        .unwrap();
         assert_same_scores(
             &sc,
             &host::score_block(&case.x, &case.d, rows, k, p).unwrap(),
@@ -278,9 +291,100 @@ fn duplicate_zero_nan_and_inf_scores() {
     }
     let want_all = host::route_top_s(&x, &d, rows, k, p, k).unwrap();
     assert_same_top(&route_sim(&x, &d, rows, k, p, k, SMALL, 2), &want_all);
-    let mut ex = sim();
-    let sc = launch::score_block_on(&mut ex, &x, &d, rows, k, p, Some(SMALL)).unwrap();
+    let ctx = sim();
+    let sc =
+        launch::score_block_on(&ctx.default_stream(), &x, &d, rows, k, p, Some(SMALL)).unwrap();
     assert_same_scores(&sc, &host::score_block(&x, &d, rows, k, p).unwrap());
+}
+
+/// The device entry points on the simulator: a dictionary uploaded once is
+/// routed against several batches (per batch only `x` goes up and exactly
+/// the `rows · s · 8` bytes of pairs come down), and the score block of
+/// device buffers; both equal the host model. Shape, alignment and
+/// context mistakes are refused as typed errors before anything runs.
+#[test]
+fn device_entry_points_keep_the_dictionary_resident() {
+    let (rows, k, p, s) = (9, 300, 4, 4);
+    let ctx = sim();
+    let st = ctx.default_stream();
+    let d = values(k * p, 23);
+    let start = ctx.traffic();
+    let dd = st.upload(&d).unwrap();
+    let batches = 3u64;
+    for batch in 0..batches {
+        let x = values(rows * p, 24 + batch);
+        let t0 = ctx.traffic();
+        let dx = st.upload(&x).unwrap();
+        let top = launch::route_top_s_dev(&st, &dx, &dd, rows, k, p, s, Some(SMALL)).unwrap();
+        assert_eq!((top.rows(), top.s()), (rows, s));
+        assert_eq!(top.pairs().len(), 2 * rows * s);
+        let got = top.download(&st).unwrap();
+        let moved = ctx.traffic().since(&t0);
+        assert_eq!(moved.bytes_uploaded, (rows * p * 4) as u64, "batch {batch}");
+        assert_eq!(moved.uploads, 1, "batch {batch}: only x goes up");
+        assert_eq!(
+            moved.bytes_downloaded,
+            (rows * s * 8) as u64,
+            "batch {batch}"
+        );
+        assert_eq!(moved.downloads, 1, "batch {batch}");
+        assert_same_top(&got, &host::route_top_s(&x, &d, rows, k, p, s).unwrap());
+    }
+    let total = ctx.traffic().since(&start);
+    assert_eq!(
+        total.bytes_uploaded,
+        (k * p * 4) as u64 + batches * (rows * p * 4) as u64,
+        "D uploaded once"
+    );
+
+    // The score block of resident buffers, downloaded separately.
+    let x = values(rows * p, 30);
+    let dx = st.upload(&x).unwrap();
+    let mut out = ctx.alloc::<f32>(rows * k).unwrap();
+    launch::score_block_dev(&st, &dx, &dd, &mut out, rows, k, p, Some(SMALL)).unwrap();
+    assert_same_scores(
+        &st.to_vec(&out).unwrap(),
+        &host::score_block(&x, &d, rows, k, p).unwrap(),
+    );
+
+    // An output of the wrong length.
+    let mut short = ctx.alloc::<f32>(rows * k - 1).unwrap();
+    let e =
+        launch::score_block_dev(&st, &dx, &dd, &mut short, rows, k, p, Some(SMALL)).unwrap_err();
+    assert!(
+        matches!(&e, ptxsmith::Error::InvalidArgument(m) if m.contains("out has")),
+        "{e}"
+    );
+    // A vec4 tuning on an `x` that starts 4 bytes into its allocation.
+    let small4 = ScoreTuning {
+        vec4: true,
+        ..SMALL
+    };
+    let mut padded = vec![0.0f32];
+    padded.extend_from_slice(&x);
+    let dpad = st.upload(&padded).unwrap();
+    let xs = dpad.slice(1..).unwrap();
+    let e = launch::score_block_dev(&st, &xs, &dd, &mut out, rows, k, p, Some(small4)).unwrap_err();
+    assert!(
+        matches!(&e, ptxsmith::Error::InvalidArgument(m) if m.contains("16-byte aligned")),
+        "{e}"
+    );
+    let e = launch::route_top_s_dev(&st, &xs, &dd, rows, k, p, s, Some(small4)).unwrap_err();
+    assert!(
+        matches!(&e, ptxsmith::Error::InvalidArgument(m) if m.contains("16-byte aligned")),
+        "{e}"
+    );
+    // The same misaligned slice without vec4 is fine.
+    let top = launch::route_top_s_dev(&st, &xs, &dd, rows, k, p, s, Some(SMALL)).unwrap();
+    assert_same_top(
+        &top.download(&st).unwrap(),
+        &host::route_top_s(&x, &d, rows, k, p, s).unwrap(),
+    );
+    // A buffer of another context.
+    let other = sim();
+    let foreign = other.upload(&x).unwrap();
+    let e = launch::route_top_s_dev(&st, &foreign, &dd, rows, k, p, s, Some(SMALL)).unwrap_err();
+    assert!(matches!(e, ptxsmith::Error::WrongContext { .. }), "{e}");
 }
 
 proptest! {

@@ -1,10 +1,10 @@
 //! End-to-end runs of the hand-written kernels in tests/ptx through the
-//! simulator library (and the Executor interface).
+//! simulator library (and the `Context` interface shared with the GPU).
 
 use ptxsmith::Sm;
 use ptxsmith::dsl::PtxModule;
 use ptxsmith::dsl::params::{ArgValue, ParamDesc, ParamKind, ScalarType};
-use ptxsmith::runtime::exec::{Executor, LaunchConfig};
+use ptxsmith::runtime::{Context, LaunchConfig};
 use ptxsmith::sim::{Program, Sim, SimError};
 
 fn f32s(b: &[u8]) -> Vec<f32> {
@@ -134,32 +134,35 @@ fn executor_interface_parses_once_and_counts_traffic() {
         ],
         ptx,
     };
-    let mut sim = Sim::new(Sm::Sm80);
-    let ex: &mut dyn Executor = &mut sim;
-    let bx = ex.alloc(64).unwrap();
-    let by = ex.alloc(64).unwrap();
-    ex.upload(bx, &[0u8; 64]).unwrap();
-    ex.upload(by, &[0u8; 64]).unwrap();
-    let args = [bx.arg(), by.arg(), ArgValue::F32(2.0), ArgValue::U32(16)];
-    ex.launch(&module, LaunchConfig::linear(1, 32), &args)
+    let ctx = Context::sim(Sm::Sm80);
+    let st = ctx.default_stream();
+    let bx = st.upload(&[0f32; 16]).unwrap();
+    let by = st.upload(&[0f32; 16]).unwrap();
+    let args = [
+        ArgValue::Ptr(bx.device_ptr()),
+        ArgValue::Ptr(by.device_ptr()),
+        ArgValue::F32(2.0),
+        ArgValue::U32(16),
+    ];
+    st.launch(&module, LaunchConfig::linear(1, 32), &args)
         .unwrap();
-    ex.launch(&module, LaunchConfig::linear(1, 32), &args)
+    st.launch(&module, LaunchConfig::linear(1, 32), &args)
         .unwrap();
-    let mut out = [0u8; 64];
-    ex.download(by, &mut out).unwrap();
-    let t = ex.traffic();
+    let out = by.to_vec().unwrap();
+    assert_eq!(out.len(), 16);
+    let t = ctx.traffic();
     assert_eq!(
         (t.bytes_uploaded, t.bytes_downloaded, t.launches),
         (128, 64, 2)
     );
-    assert_eq!(ex.multiprocessor_count(), 4);
+    assert_eq!(ctx.multiprocessor_count(), 4);
     // wrong argument kinds are refused before running
-    let bad = [bx.arg(), by.arg(), ArgValue::U32(2), ArgValue::U32(16)];
+    let bad = [args[0], args[1], ArgValue::U32(2), ArgValue::U32(16)];
     assert!(matches!(
-        ex.launch(&module, LaunchConfig::linear(1, 32), &bad),
+        st.launch(&module, LaunchConfig::linear(1, 32), &bad),
         Err(ptxsmith::Error::InvalidArgument(_))
     ));
-    assert_eq!(sim.cache_len(), 1);
+    assert_eq!(ctx.with_sim(|sim: &mut Sim| sim.cache_len()), Some(1));
     // sim errors convert into the crate error
     let e: ptxsmith::Error = SimError::InvalidLaunch("x".into()).into();
     assert!(matches!(e, ptxsmith::Error::Sim(_)));

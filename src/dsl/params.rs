@@ -61,15 +61,24 @@ pub enum ArgValue {
 }
 
 impl ArgValue {
-    /// The little-endian bytes the driver copies into the parameter buffer.
-    pub fn to_le_bytes(self) -> Vec<u8> {
+    /// Write the little-endian bytes the driver copies into the parameter
+    /// buffer to the front of `out` (4 or 8 bytes; the rest is untouched).
+    pub fn write_le(self, out: &mut [u8; 8]) {
         match self {
-            ArgValue::U32(v) => v.to_le_bytes().to_vec(),
-            ArgValue::S32(v) => v.to_le_bytes().to_vec(),
-            ArgValue::U64(v) | ArgValue::Ptr(v) => v.to_le_bytes().to_vec(),
-            ArgValue::S64(v) => v.to_le_bytes().to_vec(),
-            ArgValue::F32(v) => v.to_le_bytes().to_vec(),
-            ArgValue::F64(v) => v.to_le_bytes().to_vec(),
+            ArgValue::U32(v) => out[..4].copy_from_slice(&v.to_le_bytes()),
+            ArgValue::S32(v) => out[..4].copy_from_slice(&v.to_le_bytes()),
+            ArgValue::F32(v) => out[..4].copy_from_slice(&v.to_le_bytes()),
+            ArgValue::U64(v) | ArgValue::Ptr(v) => *out = v.to_le_bytes(),
+            ArgValue::S64(v) => *out = v.to_le_bytes(),
+            ArgValue::F64(v) => *out = v.to_le_bytes(),
+        }
+    }
+
+    /// Size of the value in bytes (4 or 8).
+    pub const fn size(self) -> u32 {
+        match self {
+            ArgValue::U32(_) | ArgValue::S32(_) | ArgValue::F32(_) => 4,
+            _ => 8,
         }
     }
 
@@ -142,11 +151,6 @@ impl<E> DevPtr<E> {
             addr,
             _e: PhantomData,
         }
-    }
-}
-impl<E> From<crate::runtime::exec::BufferId> for DevPtr<E> {
-    fn from(b: crate::runtime::exec::BufferId) -> Self {
-        Self::new(b.addr)
     }
 }
 

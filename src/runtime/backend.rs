@@ -3,8 +3,8 @@
 //! Kernel entry points take a [`Backend`], call [`resolve`], and run what
 //! it returns:
 //!
-//! * [`Resolved::Cuda`]: the process-wide shared [`Gpu`] (see
-//!   [`shared_gpu`]);
+//! * [`Resolved::Cuda`]: device 0's shared [`Context`] (see
+//!   [`Context::cuda`]);
 //! * [`Resolved::Host`]: the kernel's bit-exact host model;
 //! * [`Resolved::Sim`]: the CPU PTX simulator (`crate::sim`), which the
 //!   entry point constructs itself for the SM it wants.
@@ -13,11 +13,9 @@
 
 use std::fmt;
 use std::str::FromStr;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::error::{Error, Result};
-use crate::runtime::device::{Gpu, GpuInfo, cuda_unavailable_reason};
-use crate::target::Sm;
+use crate::runtime::context::Context;
 
 /// Where a kernel call should run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -99,72 +97,11 @@ impl fmt::Display for Ran {
     }
 }
 
-/// A handle to the process-wide shared [`Gpu`] (device 0). Cloning is
-/// cheap; all clones use the same context, stream and module cache, one
-/// thread at a time.
-#[derive(Clone)]
-pub struct SharedGpu {
-    gpu: Arc<Mutex<Gpu>>,
-    info: Arc<GpuInfo>,
-}
-
-impl SharedGpu {
-    /// Exclusive use of the device until the guard drops. `Gpu` makes its
-    /// context current on whichever thread calls it, so the guard may be
-    /// taken from any thread. A panic while the lock was held does not
-    /// make the device unusable (the guard is recovered; `Gpu` keeps its own
-    /// state consistent between driver calls).
-    pub fn lock(&self) -> MutexGuard<'_, Gpu> {
-        self.gpu.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// The device's properties (without taking the lock).
-    pub fn info(&self) -> &GpuInfo {
-        &self.info
-    }
-
-    /// The target ptxsmith compiles for on this device.
-    pub fn sm(&self) -> Sm {
-        self.info.sm
-    }
-}
-
-impl fmt::Debug for SharedGpu {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SharedGpu")
-            .field("info", &self.info)
-            .finish_non_exhaustive()
-    }
-}
-
-/// The process-wide GPU: device 0, opened on first use and kept for the
-/// life of the process (its context is never destroyed).
-///
-/// [`Error::NoDevice`] without a driver or device. A failed open is not
-/// cached (the driver probe is), so a transient failure can be retried.
-pub fn shared_gpu() -> Result<SharedGpu> {
-    static SHARED: Mutex<Option<SharedGpu>> = Mutex::new(None);
-    if let Some(reason) = cuda_unavailable_reason() {
-        return Err(Error::NoDevice(reason.to_string()));
-    }
-    let mut slot = SHARED.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some(shared) = slot.as_ref() {
-        return Ok(shared.clone());
-    }
-    let gpu = Gpu::open(0)?;
-    let shared = SharedGpu {
-        info: Arc::new(gpu.info().clone()),
-        gpu: Arc::new(Mutex::new(gpu)),
-    };
-    *slot = Some(shared.clone());
-    Ok(shared)
-}
-
 /// What a [`Backend`] resolved to.
 #[derive(Debug, Clone)]
 pub enum Resolved {
-    /// Run on the shared GPU.
-    Cuda(SharedGpu),
+    /// Run on device 0's shared context.
+    Cuda(Context),
     /// Run the host model.
     Host,
     /// Run the CPU PTX simulator (the caller builds `crate::sim::Sim`).
@@ -182,14 +119,15 @@ impl Resolved {
     }
 }
 
-/// Resolve `backend` into what to run. `Cuda` returns the shared GPU or
-/// its error ([`Error::NoDevice`] without a device); `Auto` the shared GPU,
-/// or [`Resolved::Host`] when there is no (supported) device; `Host` and
-/// `Sim` never touch the driver.
+/// Resolve `backend` into what to run. `Cuda` returns device 0's context
+/// ([`Context::cuda`]) or its error ([`Error::NoDevice`] without a device);
+/// `Auto` that context, or [`Resolved::Host`] when there is no (supported)
+/// device (a busy or faulted device is an error, not a fallback); `Host`
+/// and `Sim` never touch the driver.
 pub fn resolve(backend: Backend) -> Result<Resolved> {
     match backend {
-        Backend::Cuda => shared_gpu().map(Resolved::Cuda),
-        Backend::Auto => match shared_gpu() {
+        Backend::Cuda => Context::cuda(0).map(Resolved::Cuda),
+        Backend::Auto => match Context::cuda(0) {
             Ok(gpu) => Ok(Resolved::Cuda(gpu)),
             Err(Error::NoDevice(_) | Error::UnsupportedSm(_)) => Ok(Resolved::Host),
             Err(e) => Err(e),

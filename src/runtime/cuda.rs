@@ -1,33 +1,73 @@
-//! [`Executor`] for [`Gpu`]: device buffers, JIT through the module cache,
-//! checked launches (layer 3 of the fence described in [`crate::runtime`]).
+//! [`Executor`] for [`Gpu`]: device buffers, streams, JIT through the
+//! module cache, checked asynchronous launches (layer 3 of the fence
+//! described in [`crate::runtime`]).
 //!
-//! Every operation is synchronous: copies and launches are queued on the
-//! `Gpu`'s stream and the stream is synchronised before returning, so
-//! errors are reported by the call that caused them.
+//! Launches, device-to-device copies and fills are queued and return at
+//! once. Host copies return when the bytes have landed. A failure of queued
+//! work is reported by the next synchronising call on its stream, naming
+//! the kernels queued there since the last successful synchronisation; a
+//! sticky fault (illegal address, trap, …) marks the `Gpu` lost, and every
+//! later call returns [`Error::DeviceLost`] with the same description.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use oxicuda_driver::error::CudaError;
 use oxicuda_driver::module::{JitOptions, Module};
-use oxicuda_launch::{Dim3, Kernel, LaunchParams};
-use oxicuda_memory::DeviceBuffer;
+use oxicuda_driver::stream::Stream;
+use oxicuda_launch::Kernel;
 
 use crate::dsl::PtxModule;
-use crate::dsl::params::ArgValue;
+use crate::dsl::params::{ArgValue, ParamDesc, ParamKind};
 use crate::error::{Error, Result};
-use crate::runtime::device::{DevBuf, Gpu, driver_error};
-use crate::runtime::exec::{BufferId, Executor, LaunchConfig, Traffic};
-use crate::runtime::ffi::{ArgPack, copy_dtoh_prefix, copy_htod_prefix};
+use crate::runtime::device::{DevBuf, Gpu, LoadedKernel, driver_error};
+use crate::runtime::exec::{Executor, LaunchConfig, PointerCheck, RawStream, Traffic};
+use crate::runtime::ffi::{self, ArgPack, DeviceAlloc};
 use crate::target::{MAX_THREADS_PER_BLOCK, STATIC_SMEM_LIMIT, Sm};
 
+/// Compare a module's declared parameters with the entry signature in
+/// its PTX text: the driver reads the argument pack by the PTX signature,
+/// so a module whose text declares more or larger parameters than its
+/// [`ParamDesc`]s would make it read past the pack.
+pub(crate) fn check_signature(module: &PtxModule) -> Result<()> {
+    let sig = crate::sim::parse::entry_signature(&module.ptx, &module.kernel).map_err(|e| {
+        Error::InvalidArgument(format!(
+            "module `{}`: cannot read the entry parameter list from its PTX: {e}",
+            module.kernel
+        ))
+    })?;
+    let size = |p: &ParamDesc| match p.kind {
+        ParamKind::Scalar(t) => t.size(),
+        ParamKind::GlobalPtr { .. } => 8,
+    };
+    let declared: Vec<u32> = module.params.iter().map(size).collect();
+    let in_ptx: Vec<u32> = sig.iter().map(|p| p.size).collect();
+    if declared != in_ptx {
+        return Err(Error::InvalidArgument(format!(
+            "module `{}`: its PTX entry takes parameters of {in_ptx:?} bytes, its description says {declared:?}",
+            module.kernel
+        )));
+    }
+    Ok(())
+}
+
 /// JIT-compile `module` in the current context and look up its entry.
-fn jit(module: &PtxModule) -> Result<Arc<Kernel>> {
+fn jit(module: &PtxModule, driver: Option<(u32, u32)>) -> Result<Arc<LoadedKernel>> {
+    check_signature(module)?;
     let jit_error = |message: String, log: String| Error::Jit {
         kernel: module.kernel.clone(),
         sm: module.sm,
         message,
         log,
+    };
+    let needs = || {
+        let (cuda, branch) = module.version.min_driver();
+        let have = driver.map_or("an unknown version".to_string(), |(a, b)| {
+            format!("{a}.{b}")
+        });
+        format!(
+            "the module's PTX ISA {} needs CUDA {cuda} (driver {branch}) or newer; this driver supports CUDA {have}",
+            module.version
+        )
     };
     let (loaded, _info_log) = Module::from_ptx_with_options(&module.ptx, &JitOptions::default())
         .map_err(|e| match e {
@@ -37,7 +77,15 @@ fn jit(module: &PtxModule) -> Result<Arc<Kernel>> {
                     .filter(|s| !s.is_empty())
                     .collect::<Vec<_>>()
                     .join("\n");
-                jit_error(source.to_string(), text)
+                let message = if *source == CudaError::UnsupportedPtxVersion {
+                    format!("{source}: {}", needs())
+                } else {
+                    source.to_string()
+                };
+                jit_error(message, text)
+            }
+            CudaError::UnsupportedPtxVersion => {
+                jit_error(format!("{e}: {}", needs()), String::new())
             }
             CudaError::NotInitialized => driver_error("cuModuleLoadDataEx", e),
             other => jit_error(other.to_string(), String::new()),
@@ -51,31 +99,21 @@ fn jit(module: &PtxModule) -> Result<Arc<Kernel>> {
             String::new(),
         )
     })?;
-    Ok(Arc::new(kernel))
-}
-
-/// The live buffer `buf` refers to.
-fn lookup<'a>(
-    buffers: &'a mut BTreeMap<u64, DevBuf>,
-    buf: BufferId,
-    op: &str,
-) -> Result<&'a mut DevBuf> {
-    match buffers.get_mut(&buf.addr) {
-        Some(b) if b.bytes == buf.bytes => Ok(b),
-        Some(b) => Err(Error::InvalidArgument(format!(
-            "{op}: buffer {:#x} has {} bytes, the id says {}",
-            buf.addr, b.bytes, buf.bytes
-        ))),
-        None => Err(Error::InvalidArgument(format!(
-            "{op}: no live buffer at {:#x} on this device (freed, or from another executor)",
-            buf.addr
-        ))),
-    }
+    let static_smem = kernel
+        .function()
+        .shared_memory_bytes()
+        .ok()
+        .and_then(|b| u32::try_from(b).ok())
+        .unwrap_or(0);
+    Ok(Arc::new(LoadedKernel {
+        kernel,
+        static_smem,
+    }))
 }
 
 /// Check a launch shape against the limits every supported target shares
-/// and the device's opt-in shared memory.
-fn check_config(kernel: &str, cfg: &LaunchConfig, max_dynamic_smem: u32) -> Result<()> {
+/// and the device's opt-in shared memory (static + dynamic per block).
+fn check_config(kernel: &str, cfg: &LaunchConfig, static_smem: u32, max_smem: u32) -> Result<()> {
     let (gx, gy, gz) = cfg.grid;
     let (bx, by, bz) = cfg.block;
     if [gx, gy, gz, bx, by, bz].contains(&0) {
@@ -91,24 +129,25 @@ fn check_config(kernel: &str, cfg: &LaunchConfig, max_dynamic_smem: u32) -> Resu
             cfg.block
         )));
     }
-    if cfg.dynamic_smem_bytes > max_dynamic_smem {
+    let total = u64::from(static_smem) + u64::from(cfg.dynamic_smem_bytes);
+    if total > u64::from(max_smem) {
         return Err(Error::InvalidArgument(format!(
-            "launch of `{kernel}`: {} bytes of dynamic shared memory, the device allows {max_dynamic_smem} per block",
+            "launch of `{kernel}`: {static_smem} bytes of static + {} bytes of dynamic shared memory = {total}, the device allows {max_smem} per block",
             cfg.dynamic_smem_bytes
         )));
     }
     Ok(())
 }
 
-impl Gpu {
-    /// JIT-compile `module` now (if not cached yet), e.g. to keep
-    /// compilation out of a timed region. [`Error::Jit`] carries the JIT log.
-    pub fn load(&mut self, module: &PtxModule) -> Result<()> {
-        self.kernel(module).map(drop)
-    }
+/// Whether a block with `static_smem + dynamic` bytes of shared memory
+/// must opt in above the default 48 KiB.
+fn needs_smem_opt_in(static_smem: u32, dynamic: u32) -> bool {
+    u64::from(static_smem) + u64::from(dynamic) > u64::from(STATIC_SMEM_LIMIT)
+}
 
+impl Gpu {
     /// The loaded entry of `module`, compiling it on first use.
-    fn kernel(&mut self, module: &PtxModule) -> Result<Arc<Kernel>> {
+    fn kernel(&mut self, module: &PtxModule) -> Result<Arc<LoadedKernel>> {
         if module.sm > self.info.sm {
             return Err(Error::UnsupportedSm(format!(
                 "module `{}` targets {}, but device {} `{}` runs code for {} at most",
@@ -116,31 +155,83 @@ impl Gpu {
             )));
         }
         self.make_current()?;
-        self.modules.get_or_load(module, jit).map(Arc::clone)
+        let driver = self.info.driver_version;
+        self.modules
+            .get_or_load(module, |m| jit(m, driver))
+            .map(Arc::clone)
+    }
+
+    /// The live buffer holding `[addr, addr + len)`, and the offset of
+    /// `addr` in it.
+    fn find(&self, addr: u64, len: usize, op: &str) -> Result<(&DevBuf, usize)> {
+        let hit = self.buffers.range(..=addr).next_back();
+        match hit {
+            Some((&base, b))
+                if (addr - base)
+                    .checked_add(len as u64)
+                    .is_some_and(|end| end <= b.bytes as u64) =>
+            {
+                Ok((b, (addr - base) as usize))
+            }
+            _ => Err(Error::InvalidArgument(format!(
+                "{op}: [{addr:#x}, +{len}) is not inside a live buffer of device {}",
+                self.info.ordinal
+            ))),
+        }
     }
 
     /// Every pointer argument must point into (or one past) a live buffer
     /// of this `Gpu`, or be null: a stray address would fault on the device
-    /// and lose the whole context.
+    /// and lose the context.
     fn check_pointers(&self, module: &PtxModule, args: &[ArgValue]) -> Result<()> {
         for (p, a) in module.params.iter().zip(args) {
             let ArgValue::Ptr(addr) = *a else { continue };
-            if addr == 0 {
-                continue;
-            }
-            let inside = self
-                .buffers
-                .range(..=addr)
-                .next_back()
-                .is_some_and(|(&base, b)| addr - base <= b.bytes as u64);
-            if !inside {
+            if addr != 0 && self.find(addr, 0, "").is_err() {
                 return Err(Error::InvalidArgument(format!(
-                    "kernel `{}` parameter `{}` = {addr:#x} is not inside a live buffer of this device",
-                    module.kernel, p.name
+                    "kernel `{}` parameter `{}` = {addr:#x} is not inside a live buffer of device {}",
+                    module.kernel, p.name, self.info.ordinal
                 )));
             }
         }
         Ok(())
+    }
+
+    fn raw_default(&self) -> RawStream {
+        RawStream::from_ptr(self.default_stream.raw().0)
+    }
+
+    /// Turn a failed synchronisation into an error naming the kernels
+    /// queued on `s` since its last good one; mark the `Gpu` lost if the
+    /// fault is sticky.
+    fn sync_error(&mut self, s: Option<RawStream>, e: CudaError) -> Error {
+        let kernels: Vec<String> = match s {
+            Some(s) => self.pending.remove(&s.0).unwrap_or_default(),
+            None => self.pending.drain().flat_map(|(_, v)| v).collect(),
+        };
+        let kernel = if kernels.is_empty() {
+            "(no kernel queued)".to_string()
+        } else {
+            kernels.join(", ")
+        };
+        let err = Error::Launch {
+            kernel: kernel.clone(),
+            message: format!(
+                "queued work failed on device {} ({e}); kernels queued since the last synchronisation: {kernel}",
+                self.info.ordinal
+            ),
+        };
+        if e.is_fatal() {
+            self.mark_lost(err.to_string());
+        }
+        err
+    }
+
+    fn copy_error(&mut self, call: &'static str, s: RawStream, e: CudaError) -> Error {
+        // A synchronous copy also reports failures of earlier queued work.
+        if e.is_fatal() {
+            return self.sync_error(Some(s), e);
+        }
+        driver_error(call, e)
     }
 }
 
@@ -149,109 +240,210 @@ impl Executor for Gpu {
         self.info.sm
     }
 
-    fn alloc(&mut self, bytes: usize) -> Result<BufferId> {
+    fn multiprocessor_count(&self) -> u32 {
+        self.info.multiprocessors
+    }
+
+    fn default_stream(&self) -> RawStream {
+        self.raw_default()
+    }
+
+    fn create_stream(&mut self) -> Result<RawStream> {
         self.make_current()?;
-        // The driver refuses empty allocations; a 0-byte buffer still gets a
-        // distinct address.
-        let mem = DeviceBuffer::<u8>::alloc(bytes.max(1)).map_err(|e| match e {
+        let s = Stream::new(&self.ctx).map_err(|e| driver_error("cuStreamCreate", e))?;
+        let raw = RawStream::from_ptr(s.raw().0);
+        self.streams.insert(raw.0, s);
+        Ok(raw)
+    }
+
+    fn destroy_stream(&mut self, s: RawStream) -> Result<()> {
+        if self.lost.is_some() {
+            return Ok(());
+        }
+        let r = self.synchronize(Some(s));
+        self.streams.remove(&s.0);
+        r
+    }
+
+    fn alloc(&mut self, bytes: usize, zeroed: bool) -> Result<u64> {
+        self.make_current()?;
+        let mem = DeviceAlloc::new(bytes).map_err(|e| match e {
             CudaError::OutOfMemory => Error::Driver {
                 call: "cuMemAlloc",
-                message: format!("out of device memory allocating {bytes} bytes"),
+                message: format!(
+                    "out of device memory allocating {bytes} bytes on device {}",
+                    self.info.ordinal
+                ),
             },
             e => driver_error("cuMemAlloc", e),
         })?;
-        let addr = mem.as_device_ptr();
+        let addr = mem.addr();
+        if zeroed {
+            // Zero on the default stream and wait, so the buffer reads as
+            // zero from every stream.
+            let s = self.raw_default();
+            ffi::zero(&mem, 0, bytes, s)
+                .and_then(|()| ffi::synchronize(s))
+                .map_err(|e| driver_error("cuMemsetD32Async", e))?;
+        }
         self.buffers.insert(addr, DevBuf { mem, bytes });
-        Ok(BufferId { addr, bytes })
+        self.traffic.allocations += 1;
+        Ok(addr)
     }
 
-    fn upload(&mut self, buf: BufferId, data: &[u8]) -> Result<()> {
-        self.make_current()?;
-        let b = lookup(&mut self.buffers, buf, "upload")?;
-        if data.len() > b.bytes {
+    fn free(&mut self, addr: u64) -> Result<()> {
+        if !self.buffers.contains_key(&addr) {
             return Err(Error::InvalidArgument(format!(
-                "upload of {} bytes into buffer {:#x} of {} bytes",
-                data.len(),
-                buf.addr,
-                b.bytes
+                "free of {addr:#x}, which is not a live buffer of device {}",
+                self.info.ordinal
             )));
         }
-        copy_htod_prefix(&mut b.mem, data, &self.stream)
-            .map_err(|e| driver_error("cuMemcpyHtoDAsync", e))?;
-        self.traffic.bytes_uploaded += data.len() as u64;
-        Ok(())
-    }
-
-    fn download(&mut self, buf: BufferId, out: &mut [u8]) -> Result<()> {
-        self.make_current()?;
-        let b = lookup(&mut self.buffers, buf, "download")?;
-        if out.len() > b.bytes {
-            return Err(Error::InvalidArgument(format!(
-                "download of {} bytes from buffer {:#x} of {} bytes",
-                out.len(),
-                buf.addr,
-                b.bytes
-            )));
-        }
-        copy_dtoh_prefix(out, &b.mem, &self.stream)
-            .map_err(|e| driver_error("cuMemcpyDtoHAsync", e))?;
-        self.traffic.bytes_downloaded += out.len() as u64;
-        Ok(())
-    }
-
-    fn free(&mut self, buf: BufferId) -> Result<()> {
-        lookup(&mut self.buffers, buf, "free")?;
-        // Nothing is in flight (every operation synchronises), so the memory
-        // can be released now, with the context current for `cuMemFree`. A
-        // lost context cannot fail a free: its memory goes with it.
+        // `cuMemFree` needs the context current; a lost context has leaked
+        // its buffers, and dropping them is a no-op.
         let _ = self.ctx.set_current();
-        self.buffers.remove(&buf.addr);
+        self.buffers.remove(&addr);
         Ok(())
     }
 
-    fn launch(&mut self, module: &PtxModule, cfg: LaunchConfig, args: &[ArgValue]) -> Result<()> {
+    fn copy_htod(&mut self, s: RawStream, dst: u64, src: &[u8]) -> Result<()> {
+        self.make_current()?;
+        let (b, off) = self.find(dst, src.len(), "upload")?;
+        if let Err(e) = ffi::copy_htod(&b.mem, off, src, s) {
+            return Err(self.copy_error("cuMemcpyHtoDAsync", s, e));
+        }
+        self.pending.remove(&s.0);
+        self.traffic.bytes_uploaded += src.len() as u64;
+        self.traffic.uploads += 1;
+        Ok(())
+    }
+
+    fn copy_dtoh(&mut self, s: RawStream, src: u64, dst: &mut [u8]) -> Result<()> {
+        self.make_current()?;
+        let (b, off) = self.find(src, dst.len(), "download")?;
+        if let Err(e) = ffi::copy_dtoh(&b.mem, off, dst, s) {
+            return Err(self.copy_error("cuMemcpyDtoHAsync", s, e));
+        }
+        self.pending.remove(&s.0);
+        self.traffic.bytes_downloaded += dst.len() as u64;
+        self.traffic.downloads += 1;
+        Ok(())
+    }
+
+    fn copy_dtod(
+        &mut self,
+        s: RawStream,
+        dst: u64,
+        src: u64,
+        bytes: usize,
+        pointers: PointerCheck,
+    ) -> Result<()> {
+        self.make_current()?;
+        let (sb, soff) = self.find(src, bytes, "device copy source")?;
+        let r = match pointers {
+            PointerCheck::LiveBuffers => {
+                let (d, doff) = self.find(dst, bytes, "device copy destination")?;
+                ffi::copy_dtod((&d.mem, doff), (&sb.mem, soff), bytes, s)
+            }
+            PointerCheck::Caller => ffi::copy_dtod_to_foreign(dst, (&sb.mem, soff), bytes, s),
+        };
+        r.map_err(|e| driver_error("cuMemcpyDtoDAsync", e))?;
+        self.traffic.bytes_copied_on_device += bytes as u64;
+        Ok(())
+    }
+
+    fn zero(&mut self, s: RawStream, dst: u64, bytes: usize) -> Result<()> {
+        self.make_current()?;
+        let (b, off) = self.find(dst, bytes, "zero")?;
+        ffi::zero(&b.mem, off, bytes, s).map_err(|e| driver_error("cuMemsetD32Async", e))
+    }
+
+    fn launch(
+        &mut self,
+        s: RawStream,
+        module: &PtxModule,
+        cfg: LaunchConfig,
+        args: &[ArgValue],
+        pointers: PointerCheck,
+    ) -> Result<()> {
         let pack = ArgPack::new(&module.kernel, &module.params, args)?;
-        check_config(&module.kernel, &cfg, self.info.max_smem_per_block_optin)?;
-        self.check_pointers(module, args)?;
-        let kernel = self.kernel(module)?;
+        if pointers == PointerCheck::LiveBuffers {
+            self.check_pointers(module, args)?;
+        }
+        let loaded = self.kernel(module)?;
+        check_config(
+            &module.kernel,
+            &cfg,
+            loaded.static_smem,
+            self.info.max_smem_per_block_optin,
+        )?;
         let launch_error = |stage: &str, e: CudaError| Error::Launch {
             kernel: module.kernel.clone(),
             message: format!(
-                "{stage} (grid {:?}, block {:?}, {} B dynamic smem): {e}",
-                cfg.grid, cfg.block, cfg.dynamic_smem_bytes
+                "{stage} (grid {:?}, block {:?}, {} B dynamic + {} B static smem): {e}",
+                cfg.grid, cfg.block, cfg.dynamic_smem_bytes, loaded.static_smem
             ),
         };
-        if cfg.dynamic_smem_bytes > STATIC_SMEM_LIMIT {
+        if needs_smem_opt_in(loaded.static_smem, cfg.dynamic_smem_bytes) {
             let bytes = i32::try_from(cfg.dynamic_smem_bytes).unwrap_or(i32::MAX);
-            kernel
+            loaded
+                .kernel
                 .function()
                 .set_max_dynamic_shared_memory(bytes)
                 .map_err(|e| launch_error("opting in to dynamic shared memory", e))?;
         }
-        let params = LaunchParams::new(
-            Dim3::new(cfg.grid.0, cfg.grid.1, cfg.grid.2),
-            Dim3::new(cfg.block.0, cfg.block.1, cfg.block.2),
-        )
-        .with_shared_mem(cfg.dynamic_smem_bytes);
-        kernel
-            .launch(&params, &self.stream, &pack)
-            .map_err(|e| launch_error("cuLaunchKernel", e))?;
-        self.traffic.launches += 1;
-        if let Err(e) = self.stream.synchronize() {
-            let err = launch_error("kernel execution", e);
-            // Device-side faults are sticky: the context is gone.
-            self.lost = Some(err.to_string());
-            return Err(err);
+        if let Err(e) = ffi::launch(&loaded.kernel, &cfg, s, &pack) {
+            if e.is_fatal() {
+                return Err(self.sync_error(Some(s), e));
+            }
+            return Err(launch_error("cuLaunchKernel", e));
         }
+        self.pending
+            .entry(s.0)
+            .or_default()
+            .push(module.kernel.clone());
+        self.traffic.launches += 1;
         Ok(())
+    }
+
+    fn stream_wait(&mut self, waiter: RawStream, waited: RawStream) -> Result<()> {
+        self.make_current()?;
+        ffi::stream_wait(waiter, waited).map_err(|e| driver_error("cuStreamWaitEvent", e))
+    }
+
+    fn synchronize(&mut self, s: Option<RawStream>) -> Result<()> {
+        self.make_current()?;
+        let r = match s {
+            Some(s) => ffi::synchronize(s),
+            None => ffi::context_synchronize(),
+        };
+        match r {
+            Ok(()) => {
+                match s {
+                    Some(s) => {
+                        self.pending.remove(&s.0);
+                    }
+                    None => self.pending.clear(),
+                }
+                Ok(())
+            }
+            Err(e) => Err(self.sync_error(s, e)),
+        }
     }
 
     fn traffic(&self) -> Traffic {
         self.traffic
     }
 
-    fn multiprocessor_count(&self) -> u32 {
-        self.info.multiprocessors
+    fn lost(&self) -> Option<String> {
+        self.lost.clone()
+    }
+
+    fn load(&mut self, module: &PtxModule) -> Result<()> {
+        self.kernel(module).map(drop)
+    }
+
+    fn make_current(&self) -> Result<()> {
+        Gpu::make_current(self)
     }
 }
 
@@ -262,10 +454,10 @@ mod tests {
     #[test]
     fn launch_shapes_are_checked() {
         let ok = LaunchConfig::linear(4, 256);
-        assert!(check_config("k", &ok, 48 * 1024).is_ok());
+        assert!(check_config("k", &ok, 0, 48 * 1024).is_ok());
         let zero = LaunchConfig::linear(0, 256);
         assert!(
-            matches!(check_config("k", &zero, 0), Err(Error::InvalidArgument(m)) if m.contains("zero"))
+            matches!(check_config("k", &zero, 0, 0), Err(Error::InvalidArgument(m)) if m.contains("zero"))
         );
         let big = LaunchConfig {
             grid: (1, 1, 1),
@@ -273,15 +465,60 @@ mod tests {
             dynamic_smem_bytes: 0,
         };
         assert!(
-            matches!(check_config("k", &big, 0), Err(Error::InvalidArgument(m)) if m.contains("2048 threads"))
+            matches!(check_config("k", &big, 0, 0), Err(Error::InvalidArgument(m)) if m.contains("2048 threads"))
         );
         let smem = LaunchConfig {
             dynamic_smem_bytes: 100_000,
             ..ok
         };
         assert!(
-            matches!(check_config("k", &smem, 99_000), Err(Error::InvalidArgument(m)) if m.contains("100000") && m.contains("99000"))
+            matches!(check_config("k", &smem, 0, 99_000), Err(Error::InvalidArgument(m)) if m.contains("100000") && m.contains("99000"))
         );
-        assert!(check_config("k", &smem, 232_448).is_ok());
+        assert!(check_config("k", &smem, 0, 232_448).is_ok());
+        // Static shared memory counts against the same per-block limit.
+        let e = check_config("k", &smem, 40_000, 132_000).unwrap_err();
+        assert!(
+            matches!(&e, Error::InvalidArgument(m) if m.contains("40000 bytes of static") && m.contains("= 140000")),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn opt_in_counts_static_and_dynamic_shared_memory() {
+        assert!(!needs_smem_opt_in(0, 48 * 1024));
+        assert!(needs_smem_opt_in(1, 48 * 1024));
+        assert!(needs_smem_opt_in(40 * 1024, 9 * 1024));
+        assert!(!needs_smem_opt_in(40 * 1024, 8 * 1024));
+    }
+}
+
+#[cfg(test)]
+mod signature_tests {
+    use super::*;
+    use crate::dsl::params::ScalarType;
+
+    #[test]
+    fn the_entry_signature_in_the_ptx_must_match_the_description() {
+        // dot_rows_f32 takes (x, y, out: pointers; rows, n: u32).
+        let good = crate::kernels::dot::ptx::generate(Sm::Sm80).unwrap();
+        check_signature(&good).unwrap();
+        // Fewer declared than the entry takes: the driver would read past
+        // the argument pack.
+        let mut fewer = good.clone();
+        fewer.params.pop();
+        let e = check_signature(&fewer).unwrap_err();
+        assert!(
+            matches!(&e, Error::InvalidArgument(m) if m.contains("[8, 8, 8, 4, 4]") && m.contains("[8, 8, 8, 4]")),
+            "{e}"
+        );
+        // A smaller slot than the entry reads.
+        let mut small = good.clone();
+        small.params[0].kind = ParamKind::Scalar(ScalarType::U32);
+        assert!(check_signature(&small).is_err());
+        // An entry that is not in the text.
+        let mut other = good;
+        other.kernel = "missing".into();
+        let e = check_signature(&other).unwrap_err();
+        assert!(e.to_string().contains("missing"), "{e}");
     }
 }

@@ -1,11 +1,12 @@
-//! Opening a CUDA device: driver probe, context, stream, and the facts
-//! ptxsmith needs about the card (target SM, SM count, memory bandwidth).
+//! Opening a CUDA device: driver probe, the device's primary context, a
+//! default stream, and the facts ptxsmith needs about the card (target SM,
+//! SM count, memory bandwidth).
 //!
 //! Without a driver (no `libcuda`, or `cuInit` failing, or no device) every
 //! entry point here returns [`Error::NoDevice`] carrying the loader's reason;
 //! nothing panics.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 
@@ -15,11 +16,11 @@ use oxicuda_driver::error::CudaError;
 use oxicuda_driver::loader::{driver_load_error, try_driver};
 use oxicuda_driver::stream::Stream;
 use oxicuda_launch::Kernel;
-use oxicuda_memory::DeviceBuffer;
 
 use crate::error::{Error, Result};
 use crate::runtime::cache::ModuleCache;
 use crate::runtime::exec::Traffic;
+use crate::runtime::ffi::{self, DeviceAlloc};
 use crate::target::Sm;
 
 /// Map a driver error to ptxsmith's [`Error`]: "driver not loadable / no
@@ -30,9 +31,10 @@ pub(crate) fn driver_error(call: &'static str, e: CudaError) -> Error {
         CudaError::NotInitialized | CudaError::Deinitialized => {
             Error::NoDevice(load_failure_reason())
         }
-        CudaError::NoDevice | CudaError::StubLibrary | CudaError::DeviceUnavailable => {
-            Error::NoDevice(format!("{call}: {e}"))
-        }
+        CudaError::NoDevice | CudaError::StubLibrary => Error::NoDevice(format!("{call}: {e}")),
+        CudaError::DeviceUnavailable | CudaError::NotPermitted => Error::DeviceBusy(format!(
+            "{call}: {e} (another process may hold the device in exclusive-process compute mode)"
+        )),
         other => Error::Driver {
             call,
             message: other.to_string(),
@@ -153,37 +155,43 @@ impl fmt::Display for GpuInfo {
     }
 }
 
-/// One live device allocation of a [`Gpu`].
+/// One live allocation of a [`Gpu`]: the memory and the size asked for.
 pub(crate) struct DevBuf {
-    /// The allocation (at least one byte: the driver refuses empty ones).
-    pub(crate) mem: DeviceBuffer<u8>,
-    /// The size the caller asked for (may be 0).
+    pub(crate) mem: DeviceAlloc,
+    /// The size the caller asked for (may be 0; the allocation has at
+    /// least one word).
     pub(crate) bytes: usize,
 }
 
-/// An opened CUDA device: its own context, one stream, the module cache and
-/// the live buffers. Implements [`Executor`](crate::runtime::Executor)
-/// (see `runtime::cuda`).
+/// A JIT-compiled entry and what the launch checks need from it.
+pub(crate) struct LoadedKernel {
+    pub(crate) kernel: Kernel,
+    /// Static shared memory of the entry (`CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES`).
+    pub(crate) static_smem: u32,
+}
+
+/// A CUDA device opened on its **primary context** (the context the CUDA
+/// runtime, cudarc and most libraries share): a default stream, more
+/// streams on request, the module cache, the live buffers. Implements
+/// [`Executor`](crate::runtime::Executor) (see `runtime::cuda`); users
+/// reach it through [`Context::cuda`](crate::runtime::Context::cuda).
 ///
-/// # Threads and contexts
-///
-/// `Gpu` is `Send + Sync` but every operation takes `&mut self`, so one
-/// thread uses it at a time (share it through a `Mutex`, as
-/// [`shared_gpu`](crate::runtime::shared_gpu) does). A CUDA context is
-/// *current* per host thread, so every operation first makes this `Gpu`'s
-/// context current on the calling thread (`cuCtxSetCurrent`, cheap) and
-/// leaves it current afterwards. A `Gpu` can therefore move between threads
-/// freely, and several `Gpu`s can be used from one thread interleaved.
+/// Every operation first makes the context current on the calling thread
+/// (`cuCtxSetCurrent`, cheap), so a `Gpu` can move between threads.
 pub struct Gpu {
-    // Field order is drop order: buffers and modules go before the stream,
-    // the stream before the context (which `Stream` also keeps alive).
+    // Field order is drop order: buffers and modules before the streams,
+    // the streams before the context wrapper.
     pub(crate) buffers: BTreeMap<u64, DevBuf>,
-    pub(crate) modules: ModuleCache<Arc<Kernel>>,
+    pub(crate) modules: ModuleCache<Arc<LoadedKernel>>,
+    /// Streams made by `create_stream`, by raw handle.
+    pub(crate) streams: HashMap<u64, Stream>,
+    /// Kernels queued on each stream since its last successful
+    /// synchronisation, to name them when asynchronous work fails.
+    pub(crate) pending: HashMap<u64, Vec<String>>,
     pub(crate) traffic: Traffic,
-    /// Set when a launch faulted: the driver's errors after a device-side
-    /// fault are sticky, the context cannot be used again.
+    /// Set when a device-side fault destroyed the context.
     pub(crate) lost: Option<String>,
-    pub(crate) stream: Stream,
+    pub(crate) default_stream: Stream,
     pub(crate) ctx: Arc<Context>,
     pub(crate) info: GpuInfo,
 }
@@ -194,6 +202,7 @@ impl fmt::Debug for Gpu {
             .field("info", &self.info)
             .field("live_buffers", &self.buffers.len())
             .field("cached_modules", &self.modules.len())
+            .field("streams", &(self.streams.len() + 1))
             .field("traffic", &self.traffic)
             .field("lost", &self.lost)
             .finish_non_exhaustive()
@@ -214,14 +223,63 @@ fn positive(r: oxicuda_driver::CudaResult<i32>) -> Option<u32> {
         .filter(|&v| v > 0)
 }
 
+/// Read the properties ptxsmith needs from device `ordinal`.
+fn read_info(dev: &Device, ordinal: u32) -> Result<GpuInfo> {
+    let name = dev.name().map_err(|e| driver_error("cuDeviceGetName", e))?;
+    let (major, minor) = dev
+        .compute_capability()
+        .map_err(|e| driver_error("cuDeviceGetAttribute", e))?;
+    let compute_capability = (major as u32, minor as u32);
+    let sm = Sm::for_compute_capability(compute_capability.0, compute_capability.1).map_err(
+        |e| match e {
+            Error::UnsupportedSm(m) => {
+                Error::UnsupportedSm(format!("device {ordinal} `{name}`: {m}"))
+            }
+            other => other,
+        },
+    )?;
+    let multiprocessors = attr(
+        dev,
+        "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)",
+        dev.multiprocessor_count(),
+    )?;
+    let max_smem_per_block_optin = attr(
+        dev,
+        "cuDeviceGetAttribute(MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)",
+        dev.max_shared_memory_per_block_optin(),
+    )?;
+    let total_memory_bytes = dev
+        .total_memory()
+        .map_err(|e| driver_error("cuDeviceTotalMem", e))? as u64;
+    let driver_version = oxicuda_driver::driver_version()
+        .ok()
+        .and_then(|v| u32::try_from(v).ok())
+        .map(|v| (v / 1000, (v % 1000) / 10));
+    Ok(GpuInfo {
+        ordinal,
+        name,
+        compute_capability,
+        sm,
+        multiprocessors,
+        total_memory_bytes,
+        max_smem_per_block_optin,
+        memory_clock_khz: positive(dev.memory_clock_rate_khz()),
+        memory_bus_width_bits: positive(dev.memory_bus_width()),
+        driver_version,
+    })
+}
+
 impl Gpu {
-    /// Open device `ordinal`: create a context and a stream on it and read
-    /// its properties.
+    /// Open device `ordinal` on its primary context, with a new
+    /// non-blocking default stream, and read its properties. Prefer
+    /// [`Context::cuda`](crate::runtime::Context::cuda), which shares one
+    /// `Gpu` per device across the process.
     ///
     /// Errors: [`Error::NoDevice`] without a usable driver or when
     /// `ordinal` is out of range (the message says why);
-    /// [`Error::UnsupportedSm`] for cards older than sm_70;
-    /// [`Error::Driver`] if context or stream creation fails.
+    /// [`Error::DeviceBusy`] when the device refuses a context (exclusive
+    /// process mode); [`Error::UnsupportedSm`] for cards older than sm_70;
+    /// [`Error::Driver`] if stream creation fails.
     pub fn open(ordinal: u32) -> Result<Gpu> {
         let count = device_count()?;
         if ordinal >= count {
@@ -230,61 +288,31 @@ impl Gpu {
             )));
         }
         let dev = Device::get(ordinal as i32).map_err(|e| driver_error("cuDeviceGet", e))?;
-        let name = dev.name().map_err(|e| driver_error("cuDeviceGetName", e))?;
-        let (major, minor) = dev
-            .compute_capability()
-            .map_err(|e| driver_error("cuDeviceGetAttribute", e))?;
-        let compute_capability = (major as u32, minor as u32);
-        let sm = Sm::for_compute_capability(compute_capability.0, compute_capability.1).map_err(
-            |e| match e {
-                Error::UnsupportedSm(m) => {
-                    Error::UnsupportedSm(format!("device {ordinal} `{name}`: {m}"))
-                }
-                other => other,
-            },
-        )?;
-        let multiprocessors = attr(
-            &dev,
-            "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)",
-            dev.multiprocessor_count(),
-        )?;
-        let max_smem_per_block_optin = attr(
-            &dev,
-            "cuDeviceGetAttribute(MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)",
-            dev.max_shared_memory_per_block_optin(),
-        )?;
-        let total_memory_bytes =
-            dev.total_memory()
-                .map_err(|e| driver_error("cuDeviceTotalMem", e))? as u64;
-        let driver_version = oxicuda_driver::driver_version()
-            .ok()
-            .and_then(|v| u32::try_from(v).ok())
-            .map(|v| (v / 1000, (v % 1000) / 10));
-        let info = GpuInfo {
-            ordinal,
-            name,
-            compute_capability,
-            sm,
-            multiprocessors,
-            total_memory_bytes,
-            max_smem_per_block_optin,
-            memory_clock_khz: positive(dev.memory_clock_rate_khz()),
-            memory_bus_width_bits: positive(dev.memory_bus_width()),
-            driver_version,
-        };
-
-        // `cuCtxCreate` makes the new context current on this thread.
-        let ctx = Arc::new(Context::new(&dev).map_err(|e| driver_error("cuCtxCreate", e))?);
-        let stream = Stream::new(&ctx).map_err(|e| driver_error("cuStreamCreate", e))?;
+        let info = read_info(&dev, ordinal)?;
+        let ctx =
+            ffi::primary_context(&dev).map_err(|e| driver_error("cuDevicePrimaryCtxRetain", e))?;
+        ctx.set_current()
+            .map_err(|e| driver_error("cuCtxSetCurrent", e))?;
+        let default_stream = Stream::new(&ctx).map_err(|e| driver_error("cuStreamCreate", e))?;
         Ok(Gpu {
             buffers: BTreeMap::new(),
             modules: ModuleCache::new(),
+            streams: HashMap::new(),
+            pending: HashMap::new(),
             traffic: Traffic::default(),
             lost: None,
-            stream,
+            default_stream,
             ctx,
             info,
         })
+    }
+
+    /// Reset device `ordinal`'s primary context after a fault destroyed it
+    /// (every handle into it must have been forgotten, as a lost `Gpu`
+    /// does), so that [`Gpu::open`] gets a working one.
+    pub(crate) fn reset_primary(ordinal: u32) -> Result<()> {
+        let dev = Device::get(ordinal as i32).map_err(|e| driver_error("cuDeviceGet", e))?;
+        ffi::reset_primary_context(&dev).map_err(|e| driver_error("cuDevicePrimaryCtxReset", e))
     }
 
     /// The device's properties.
@@ -300,10 +328,10 @@ impl Gpu {
     /// Make this device's context current on the calling thread, refusing
     /// if an earlier fault lost the context.
     pub(crate) fn make_current(&self) -> Result<()> {
-        if let Some(why) = &self.lost {
-            return Err(Error::Driver {
-                call: "cuCtxSetCurrent",
-                message: format!("the CUDA context is unusable after an earlier fault: {why}"),
+        if let Some(fault) = &self.lost {
+            return Err(Error::DeviceLost {
+                ordinal: self.info.ordinal,
+                fault: fault.clone(),
             });
         }
         self.ctx
@@ -311,12 +339,21 @@ impl Gpu {
             .map_err(|e| driver_error("cuCtxSetCurrent", e))
     }
 
-    /// Wait until all work queued on this device's stream has finished.
-    pub fn synchronize(&self) -> Result<()> {
-        self.make_current()?;
-        self.stream
-            .synchronize()
-            .map_err(|e| driver_error("cuStreamSynchronize", e))
+    /// Record a sticky fault: the context is gone for every user. Every
+    /// driver object of the old context is forgotten, not destroyed: after
+    /// the primary context is reset, their handles could name objects of
+    /// the new one.
+    pub(crate) fn mark_lost(&mut self, fault: String) {
+        if self.lost.is_some() {
+            return;
+        }
+        self.lost = Some(fault);
+        for b in self.buffers.values_mut() {
+            b.mem.leak();
+        }
+        std::mem::forget(std::mem::take(&mut self.modules));
+        std::mem::forget(std::mem::take(&mut self.streams));
+        std::mem::forget(self.default_stream.clone());
     }
 
     /// Number of live buffers.
@@ -338,18 +375,18 @@ impl Gpu {
 
 impl Drop for Gpu {
     fn drop(&mut self) {
-        // Free buffers and unload modules while the context is current on
-        // this thread; errors cannot be reported from a destructor, and a
-        // lost context is torn down as a whole by `cuCtxDestroy`.
-        if self.ctx.set_current().is_ok() && self.lost.is_none() {
-            let _ = self.stream.synchronize();
+        // Wait for queued work before buffers are freed and modules
+        // unloaded (a lost context has leaked its objects instead).
+        if self.lost.is_none() && self.ctx.set_current().is_ok() {
+            let _ = ffi::context_synchronize();
         }
         self.buffers.clear();
         self.modules.clear();
+        self.streams.clear();
     }
 }
 
-// The shared GPU lives behind a `Mutex` and is handed between threads.
+// A `Gpu` lives behind a `Mutex` in a `Context` and is handed between threads.
 const _: () = {
     const fn send_sync<T: Send + Sync>() {}
     send_sync::<Gpu>();

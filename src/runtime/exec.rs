@@ -1,11 +1,19 @@
-//! The executor interface shared by the CUDA backend and the CPU PTX
-//! simulator. Kernel launch code (`src/kernels/*/launch.rs`) is written once
-//! against [`Executor`], so the exact sequence of allocations, uploads,
-//! launches and downloads that runs on a GPU also runs, bit for bit, on Sim.
+//! The backend interface under [`Context`](crate::runtime::Context): byte
+//! buffers by device address, streams by raw handle, asynchronous launches.
+//! The CUDA device ([`Gpu`](crate::runtime::Gpu)) and the CPU PTX simulator
+//! ([`Sim`](crate::sim::Sim)) implement it, so every kernel's launch code,
+//! written once against the typed layer on top, runs the same sequence of
+//! copies and launches on both.
+//!
+//! Users normally go through [`Context`](crate::runtime::Context),
+//! [`Stream`](crate::runtime::Stream) and
+//! [`DeviceBuffer`](crate::runtime::DeviceBuffer); this trait is the seam
+//! for a new backend.
 
 use crate::dsl::PtxModule;
 use crate::dsl::params::ArgValue;
 use crate::error::Result;
+use crate::sim::Sim;
 use crate::target::Sm;
 
 /// Grid and block shape plus dynamic shared memory of one launch.
@@ -27,100 +35,156 @@ impl LaunchConfig {
     }
 }
 
-/// A device allocation owned by an [`Executor`]. `addr` is the device
-/// address passed to kernels as [`ArgValue::Ptr`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct BufferId {
-    pub addr: u64,
-    pub bytes: usize,
-}
+/// A device address as the CUDA driver API spells it (`CUdeviceptr`): what
+/// the raw-pointer entry points take. On the simulator, an address in its
+/// own simulated address space.
+pub type CUdeviceptr = u64;
 
-impl BufferId {
-    /// The launch argument for this buffer.
-    pub fn arg(&self) -> ArgValue {
-        ArgValue::Ptr(self.addr)
+/// A stream as the backend knows it: on a GPU the `CUstream` handle's
+/// value (0 is the legacy default stream), on the simulator an id it
+/// handed out. Interop code builds one from a foreign `CUstream` with
+/// [`RawStream::from_ptr`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RawStream(pub u64);
+
+impl RawStream {
+    /// The legacy default stream (`CUstream` null) on a GPU.
+    pub const NULL: RawStream = RawStream(0);
+
+    /// The handle of a driver `CUstream` (e.g. cudarc's
+    /// `CudaStream::cu_stream()`), as an opaque value.
+    pub fn from_ptr<P>(stream: *mut P) -> Self {
+        RawStream(stream as usize as u64)
     }
 }
 
-/// Traffic counters of an executor, for tests that assert what crossed the
-/// bus (e.g. only the final top-s lists are downloaded).
+/// Whether a launch checks that every pointer argument lies inside a
+/// buffer this backend allocated. Only the raw-pointer entry points turn
+/// it off; their `unsafe` signature puts the obligation on the caller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PointerCheck {
+    /// Every non-null pointer must lie in (or one past) a live buffer.
+    LiveBuffers,
+    /// Pointers are the caller's responsibility (foreign memory).
+    Caller,
+}
+
+/// Traffic counters of a backend, for tests that assert what crossed the
+/// bus (e.g. a resident dictionary uploaded once, only results
+/// downloaded).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Traffic {
+    /// Bytes copied host → device.
     pub bytes_uploaded: u64,
+    /// Bytes copied device → host.
     pub bytes_downloaded: u64,
+    /// Bytes copied device → device.
+    pub bytes_copied_on_device: u64,
+    /// Host → device copy operations.
+    pub uploads: u64,
+    /// Device → host copy operations.
+    pub downloads: u64,
+    /// Kernel launches.
     pub launches: u64,
+    /// Device allocations made.
+    pub allocations: u64,
 }
 
-/// Something that can hold device buffers and launch PTX modules: the GPU
-/// (`runtime::cuda`) or the CPU simulator (`sim`).
-pub trait Executor {
-    /// The SM the executor compiles for.
+impl Traffic {
+    /// The counters accumulated since `earlier` (a snapshot of the same
+    /// backend).
+    pub fn since(&self, earlier: &Traffic) -> Traffic {
+        Traffic {
+            bytes_uploaded: self.bytes_uploaded - earlier.bytes_uploaded,
+            bytes_downloaded: self.bytes_downloaded - earlier.bytes_downloaded,
+            bytes_copied_on_device: self.bytes_copied_on_device - earlier.bytes_copied_on_device,
+            uploads: self.uploads - earlier.uploads,
+            downloads: self.downloads - earlier.downloads,
+            launches: self.launches - earlier.launches,
+            allocations: self.allocations - earlier.allocations,
+        }
+    }
+}
+
+/// A device (GPU or simulator) that holds buffers and runs PTX modules on
+/// streams.
+///
+/// Ordering: operations on one stream run in the order they were queued.
+/// `copy_dtod`, `zero` and `launch` may return before the work ran;
+/// `copy_htod` and `copy_dtoh` return when the bytes have landed (they
+/// borrow host memory), `synchronize` when the stream is idle. Errors of
+/// asynchronous work are returned by the next synchronizing call on that
+/// stream, naming the kernels queued since the last one.
+pub trait Executor: Send {
+    /// The SM the backend compiles for.
     fn sm(&self) -> Sm;
-    /// Allocate `bytes` of device memory (contents unspecified; the
-    /// simulator tracks them as uninitialised).
-    fn alloc(&mut self, bytes: usize) -> Result<BufferId>;
-    /// Copy `data` to the start of `buf`; `data.len()` must not exceed it.
-    fn upload(&mut self, buf: BufferId, data: &[u8]) -> Result<()>;
-    /// Copy the first `out.len()` bytes of `buf` to `out`.
-    fn download(&mut self, buf: BufferId, out: &mut [u8]) -> Result<()>;
-    /// Release `buf`.
-    fn free(&mut self, buf: BufferId) -> Result<()>;
-    /// Launch `module`'s entry with `args` (checked against its params) and
-    /// wait for it to finish.
-    fn launch(&mut self, module: &PtxModule, cfg: LaunchConfig, args: &[ArgValue]) -> Result<()>;
-    /// Bytes moved and launches made so far.
-    fn traffic(&self) -> Traffic;
     /// Number of streaming multiprocessors (for grid sizing).
     fn multiprocessor_count(&self) -> u32;
-}
-
-/// Plain element types that cross the host/device boundary as
-/// little-endian bytes.
-pub trait Plain: Copy + Default + 'static {
-    const SIZE: usize;
-    fn put(self, out: &mut [u8]);
-    fn get(b: &[u8]) -> Self;
-}
-
-macro_rules! plain {
-    ($($t:ty),*) => {$(
-        impl Plain for $t {
-            const SIZE: usize = std::mem::size_of::<$t>();
-            fn put(self, out: &mut [u8]) {
-                out.copy_from_slice(&self.to_le_bytes());
-            }
-            fn get(b: &[u8]) -> Self {
-                <$t>::from_le_bytes(b.try_into().expect("slice of SIZE bytes"))
-            }
-        }
-    )*};
-}
-plain!(u8, u16, u32, i32, u64, i64, f32, f64);
-
-/// Bytes of `data`, little-endian.
-pub fn to_bytes<T: Plain>(data: &[T]) -> Vec<u8> {
-    let mut out = vec![0u8; data.len() * T::SIZE];
-    for (v, chunk) in data.iter().zip(out.chunks_exact_mut(T::SIZE)) {
-        v.put(chunk);
+    /// The stream every context starts with.
+    fn default_stream(&self) -> RawStream;
+    /// A new stream.
+    fn create_stream(&mut self) -> Result<RawStream>;
+    /// Synchronize and destroy a stream made by [`create_stream`](Self::create_stream).
+    fn destroy_stream(&mut self, s: RawStream) -> Result<()>;
+    /// Allocate `bytes` of device memory, zeroed or not (the simulator
+    /// tracks the bytes of an unzeroed allocation as uninitialised).
+    /// Returns the address, aligned to at least 256 bytes.
+    fn alloc(&mut self, bytes: usize, zeroed: bool) -> Result<u64>;
+    /// Release the allocation at `addr`. The caller has synchronised every
+    /// stream that used it.
+    fn free(&mut self, addr: u64) -> Result<()>;
+    /// Copy `src` to device memory at `dst`; returns when it has landed.
+    fn copy_htod(&mut self, s: RawStream, dst: u64, src: &[u8]) -> Result<()>;
+    /// Copy device memory at `src` into `dst`; returns when it has landed.
+    fn copy_dtoh(&mut self, s: RawStream, src: u64, dst: &mut [u8]) -> Result<()>;
+    /// Queue a device → device copy. With [`PointerCheck::Caller`] the
+    /// destination may be foreign memory (raw entry points).
+    fn copy_dtod(
+        &mut self,
+        s: RawStream,
+        dst: u64,
+        src: u64,
+        bytes: usize,
+        pointers: PointerCheck,
+    ) -> Result<()>;
+    /// Queue zeroing `bytes` bytes at `dst`.
+    fn zero(&mut self, s: RawStream, dst: u64, bytes: usize) -> Result<()>;
+    /// Queue `module`'s entry with `args` (checked against the module's
+    /// parameters and its PTX entry signature).
+    fn launch(
+        &mut self,
+        s: RawStream,
+        module: &PtxModule,
+        cfg: LaunchConfig,
+        args: &[ArgValue],
+        pointers: PointerCheck,
+    ) -> Result<()>;
+    /// Make `waiter` wait for the work queued on `waited` so far.
+    fn stream_wait(&mut self, waiter: RawStream, waited: RawStream) -> Result<()>;
+    /// Wait for `s`, or for every stream of the context with `None`.
+    fn synchronize(&mut self, s: Option<RawStream>) -> Result<()>;
+    /// Bytes moved and launches made so far.
+    fn traffic(&self) -> Traffic;
+    /// Why the backend can no longer be used (a device-side fault), if so.
+    fn lost(&self) -> Option<String> {
+        None
     }
-    out
-}
-
-/// Values from little-endian bytes.
-pub fn from_bytes<T: Plain>(bytes: &[u8]) -> Vec<T> {
-    bytes.chunks_exact(T::SIZE).map(T::get).collect()
-}
-
-/// Allocate a buffer holding `data`.
-pub fn upload_new<T: Plain>(ex: &mut dyn Executor, data: &[T]) -> Result<BufferId> {
-    let buf = ex.alloc(data.len().max(1) * T::SIZE)?;
-    ex.upload(buf, &to_bytes(data))?;
-    Ok(buf)
-}
-
-/// Download the first `n` elements of `buf`.
-pub fn download_vec<T: Plain>(ex: &mut dyn Executor, buf: BufferId, n: usize) -> Result<Vec<T>> {
-    let mut bytes = vec![0u8; n * T::SIZE];
-    ex.download(buf, &mut bytes)?;
-    Ok(from_bytes(&bytes))
+    /// Whether every operation has finished when it returns (the
+    /// simulator): then dropped buffers are freed at once.
+    fn is_synchronous(&self) -> bool {
+        false
+    }
+    /// The simulator behind this backend, if it is one.
+    fn as_sim(&mut self) -> Option<&mut Sim> {
+        None
+    }
+    /// Make the backend's context current on the calling thread, so other
+    /// CUDA code on this thread works in it (a no-op on the simulator).
+    fn make_current(&self) -> Result<()> {
+        Ok(())
+    }
+    /// JIT-compile `module` now (a no-op where there is no JIT).
+    fn load(&mut self, _module: &PtxModule) -> Result<()> {
+        Ok(())
+    }
 }

@@ -1,32 +1,42 @@
 //! The only `unsafe` code in ptxsmith's runtime (layer 1 of the fence
 //! described in [`crate::runtime`]).
 //!
-//! Two things live here and nowhere else:
+//! What lives here and nowhere else:
 //!
-//! * [`ArgPack`], the launch argument pack: one 8-byte-aligned slot per
-//!   kernel parameter, filled from [`ArgValue::to_le_bytes`], and the
-//!   `unsafe impl oxicuda_launch::KernelArgs` that hands the driver one
-//!   pointer per slot.
-//! * [`copy_htod_prefix`] / [`copy_dtoh_prefix`]: host/device copies of a
-//!   *prefix* of a device buffer, which `oxicuda_memory::DeviceBuffer` does
-//!   not offer (its copies require the host slice to match the whole buffer).
+//! * [`ArgPack`], the launch argument pack (one 8-byte slot per parameter)
+//!   and [`launch`], which hands it to `cuLaunchKernel` on a raw stream.
+//! * [`DeviceAlloc`], an owned `cuMemAlloc` allocation, and the copies and
+//!   fills on it ([`copy_htod`], [`copy_dtoh`], [`copy_dtod`], [`zero`]):
+//!   each one checks its byte range against the allocation, so the safe
+//!   layers above cannot address memory outside it.
+//! * [`Event`]-based cross-stream waits, and the primary-context handle
+//!   ([`primary_context`], [`reset_primary_context`]).
 //!
-//! Everything above this module (device, cache, executor, backends) is
-//! safe Rust and is compiled under `#![deny(unsafe_code)]`.
+//! Host slices cross as `&[u8]` / `&mut [u8]` views (made with `bytemuck`
+//! by the typed layer): no staging copy. A host → device copy of a borrowed
+//! slice waits for the copy to land before returning, so the borrow is
+//! honoured even for page-locked memory the driver would read later.
+//!
+//! Everything above this module (device, cache, executor, context,
+//! buffers) is safe Rust compiled under `#![deny(unsafe_code)]`.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 use std::ffi::c_void;
+use std::sync::Arc;
 
+use oxicuda_driver::context::Context;
+use oxicuda_driver::device::Device;
 use oxicuda_driver::error::{CudaError, CudaResult};
+use oxicuda_driver::ffi::{CUevent, CUstream};
 use oxicuda_driver::loader::try_driver;
-use oxicuda_driver::stream::Stream;
-use oxicuda_launch::KernelArgs;
-use oxicuda_memory::DeviceBuffer;
+use oxicuda_driver::primary_context::PrimaryContext;
+use oxicuda_launch::Kernel;
 
 use crate::dsl::params::{ArgValue, ParamDesc, check_args};
-use crate::error::{Error, Result};
+use crate::error::Result;
+use crate::runtime::exec::{LaunchConfig, RawStream};
 
 /// Size and alignment of one parameter slot: every [`ArgValue`] is at most
 /// 8 bytes, and 8 is the strictest alignment any kernel parameter we emit
@@ -41,14 +51,11 @@ struct Slot([u8; SLOT_BYTES]);
 /// Launch arguments packed for `cuLaunchKernel`: one [`Slot`] per kernel
 /// parameter, in parameter order.
 ///
-/// An `ArgPack` can only be built by [`ArgPack::new`], which first runs
-/// [`check_args`] against the kernel's [`ParamDesc`]s, so every pack that
-/// exists matches, one for one, the parameter list it was checked against.
-/// The type is crate-private on purpose: `oxicuda_launch::Kernel::launch`
-/// is a safe function that accepts any `KernelArgs`, so a public pack could
-/// be launched against a kernel other than the one it was checked for.
-/// `runtime::cuda` builds the pack from the very `PtxModule` whose entry it
-/// then launches.
+/// Only [`ArgPack::new`] builds one, after [`check_args`] accepted the
+/// arguments against the module's [`ParamDesc`]s, and the runtime checks
+/// those descriptions against the entry signature parsed from the PTX
+/// text before the first launch (`runtime::cuda`), so the driver never
+/// reads more or larger values than the pack holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ArgPack {
     slots: Vec<Slot>,
@@ -61,21 +68,12 @@ impl ArgPack {
         check_args(kernel, params, args)?;
         let slots = args
             .iter()
-            .zip(params)
-            .map(|(a, p)| {
-                let bytes = a.to_le_bytes();
-                if bytes.len() > SLOT_BYTES {
-                    return Err(Error::InvalidArgument(format!(
-                        "kernel `{kernel}` parameter `{}`: value of {} bytes does not fit an {SLOT_BYTES}-byte slot",
-                        p.name,
-                        bytes.len()
-                    )));
-                }
+            .map(|a| {
                 let mut slot = Slot::default();
-                slot.0[..bytes.len()].copy_from_slice(&bytes);
-                Ok(slot)
+                a.write_le(&mut slot.0);
+                slot
             })
-            .collect::<Result<Vec<_>>>()?;
+            .collect();
         Ok(Self { slots })
     }
 
@@ -90,25 +88,9 @@ impl ArgPack {
     pub(crate) fn slot_bytes(&self, i: usize) -> Option<[u8; SLOT_BYTES]> {
         self.slots.get(i).map(|s| s.0)
     }
-}
 
-// SAFETY: `KernelArgs` requires that (1) the returned pointers are valid
-// pointers to the argument values, (2) they stay valid until
-// `cuLaunchKernel` returns, and (3) the values match the kernel's
-// parameters.
-// (1) Each pointer is the address of one element of `self.slots`, an
-//     initialised, 8-byte-aligned, 8-byte `Slot`; the driver reads at most
-//     the parameter's size (4 or 8 bytes for every `ArgValue`) from it.
-// (2) The pointers borrow from `&self`; `Kernel::launch` holds that borrow
-//     across the `cuLaunchKernel` call (which copies the values into the
-//     launch's parameter buffer before returning), and nothing can mutate
-//     or drop `slots` while it is shared.
-// (3) `ArgPack::new` is the only constructor and runs `check_args` against
-//     the `PtxModule`'s `ParamDesc`s (same list the entry's parameters were
-//     printed from); the type is crate-private and `runtime::cuda` launches
-//     a pack only on the module it was built from.
-unsafe impl KernelArgs for ArgPack {
-    fn as_param_ptrs(&self) -> Vec<*mut c_void> {
+    /// One pointer per slot, as `cuLaunchKernel`'s `kernelParams` wants.
+    fn param_ptrs(&self) -> Vec<*mut c_void> {
         self.slots
             .iter()
             .map(|s| std::ptr::from_ref(s).cast_mut().cast::<c_void>())
@@ -116,78 +98,325 @@ unsafe impl KernelArgs for ArgPack {
     }
 }
 
-/// Copy `src` to the first `src.len()` bytes of `dst`, ordered on `stream`,
-/// and wait until the copy has landed.
+/// The driver's stream handle for a [`RawStream`].
+fn cu_stream(s: RawStream) -> CUstream {
+    CUstream(s.0 as usize as *mut c_void)
+}
+
+/// Queue `kernel` on `stream` with the packed `args`.
 ///
-/// Fails with `CudaError::InvalidValue` if `src` is longer than `dst`
-/// (callers check first and report the lengths).
-pub(crate) fn copy_htod_prefix(
-    dst: &mut DeviceBuffer<u8>,
-    src: &[u8],
-    stream: &Stream,
+/// The caller (the safe executor in `runtime::cuda`) has checked the pack
+/// against the entry's parameters, the launch shape against the device
+/// limits, and every pointer argument against its live buffers; the raw
+/// entry points (`unsafe` in their public signature) pass the pointer
+/// obligation on to their callers.
+pub(crate) fn launch(
+    kernel: &Kernel,
+    cfg: &LaunchConfig,
+    stream: RawStream,
+    args: &ArgPack,
 ) -> CudaResult<()> {
-    if src.len() > dst.byte_size() {
-        return Err(CudaError::InvalidValue);
+    let api = try_driver()?;
+    let mut ptrs = args.param_ptrs();
+    // SAFETY: `kernel.function()` is a live `CUfunction` owned by `kernel`
+    // (which holds its module). `ptrs` has exactly one entry per kernel
+    // parameter (ArgPack invariant), each pointing into `args.slots`, which
+    // is borrowed for this whole call; `cuLaunchKernel` copies the values
+    // into the launch before returning. `extra` is null. A stream that is
+    // not valid in the current context makes the driver return an error.
+    let rc = unsafe {
+        (api.cu_launch_kernel)(
+            kernel.function().raw(),
+            cfg.grid.0,
+            cfg.grid.1,
+            cfg.grid.2,
+            cfg.block.0,
+            cfg.block.1,
+            cfg.block.2,
+            cfg.dynamic_smem_bytes,
+            cu_stream(stream),
+            ptrs.as_mut_ptr(),
+            std::ptr::null_mut(),
+        )
+    };
+    oxicuda_driver::check(rc)
+}
+
+/// An owned device allocation (`cuMemAlloc`), freed on drop.
+///
+/// Dropping it frees immediately: the owner (the executor in
+/// `runtime::cuda`) synchronises the context first, so no queued work can
+/// still use the memory.
+#[derive(Debug)]
+pub(crate) struct DeviceAlloc {
+    addr: u64,
+    bytes: usize,
+    /// Set when the context was lost: the memory went with it, and a
+    /// `cuMemFree` could hit a new allocation at the same address.
+    leaked: bool,
+}
+
+impl DeviceAlloc {
+    /// Allocate `bytes` (at least 1: the driver refuses empty allocations;
+    /// the size is rounded up to 4 so [`zero`] can fill whole words).
+    pub(crate) fn new(bytes: usize) -> CudaResult<Self> {
+        let api = try_driver()?;
+        let size = bytes.max(1).next_multiple_of(4);
+        let mut addr = 0u64;
+        // SAFETY: `addr` is a valid out-pointer for the duration of the call.
+        let rc = unsafe { (api.cu_mem_alloc_v2)(&mut addr, size) };
+        oxicuda_driver::check(rc)?;
+        Ok(Self {
+            addr,
+            bytes: size,
+            leaked: false,
+        })
     }
+
+    /// Device address of the first byte.
+    pub(crate) fn addr(&self) -> u64 {
+        self.addr
+    }
+
+    /// Forget the memory without `cuMemFree` (after the context was lost).
+    pub(crate) fn leak(&mut self) {
+        self.leaked = true;
+    }
+
+    /// `[offset, offset + len)` must lie inside the allocation.
+    fn check(&self, offset: usize, len: usize) -> CudaResult<u64> {
+        match offset.checked_add(len) {
+            Some(end) if end <= self.bytes => Ok(self.addr + offset as u64),
+            _ => Err(CudaError::InvalidValue),
+        }
+    }
+}
+
+impl Drop for DeviceAlloc {
+    fn drop(&mut self) {
+        if self.leaked {
+            return;
+        }
+        if let Ok(api) = try_driver() {
+            // SAFETY: `addr` came from `cuMemAlloc` and is freed once (this
+            // drop); the owner synchronised the context before dropping, so
+            // no queued work uses it. Errors cannot be reported from drop.
+            let _ = unsafe { (api.cu_mem_free_v2)(self.addr) };
+        }
+    }
+}
+
+/// Copy `src` to `dst` at byte `offset`, ordered on `stream`, and wait for
+/// the copy to land (so `src` may be reused, whatever memory it is in).
+pub(crate) fn copy_htod(
+    dst: &DeviceAlloc,
+    offset: usize,
+    src: &[u8],
+    stream: RawStream,
+) -> CudaResult<()> {
+    let at = dst.check(offset, src.len())?;
     if src.is_empty() {
         return Ok(());
     }
     let api = try_driver()?;
-    // SAFETY: `dst.as_device_ptr()` is the start of a live device
-    // allocation of `dst.byte_size() >= src.len()` bytes, kept alive (and
-    // exclusively borrowed) by `dst` for this whole function. `src` is a
-    // valid host slice of `src.len()` bytes, borrowed until we return; the
-    // copy is asynchronous, so we synchronise `stream` below before
-    // returning, and if enqueueing fails nothing was enqueued.
+    // SAFETY: `[at, at + src.len())` lies inside the live allocation `dst`
+    // (checked above). `src` is a valid host slice borrowed until we
+    // return, and we synchronise `stream` before returning.
     let rc = unsafe {
-        (api.cu_memcpy_htod_async_v2)(
-            dst.as_device_ptr(),
-            src.as_ptr().cast::<c_void>(),
-            src.len(),
-            stream.raw(),
-        )
+        (api.cu_memcpy_htod_async_v2)(at, src.as_ptr().cast(), src.len(), cu_stream(stream))
     };
     oxicuda_driver::check(rc)?;
-    stream.synchronize()
+    synchronize(stream)
 }
 
-/// Copy the first `dst.len()` bytes of `src` to `dst`, ordered on `stream`,
-/// and wait until the copy has landed.
-///
-/// Fails with `CudaError::InvalidValue` if `dst` is longer than `src`.
-pub(crate) fn copy_dtoh_prefix(
+/// Copy from `src` at byte `offset` into `dst`, ordered on `stream`, and
+/// wait for it to land.
+pub(crate) fn copy_dtoh(
+    src: &DeviceAlloc,
+    offset: usize,
     dst: &mut [u8],
-    src: &DeviceBuffer<u8>,
-    stream: &Stream,
+    stream: RawStream,
 ) -> CudaResult<()> {
-    if dst.len() > src.byte_size() {
-        return Err(CudaError::InvalidValue);
-    }
+    let at = src.check(offset, dst.len())?;
     if dst.is_empty() {
         return Ok(());
     }
     let api = try_driver()?;
-    // SAFETY: `dst` is a valid, exclusively borrowed host slice of
-    // `dst.len()` bytes; `src.as_device_ptr()` is the start of a live device
-    // allocation of at least `dst.len()` bytes kept alive by `src`. The
-    // stream is synchronised before we return, so the driver's write into
-    // `dst` completes while the borrow is still held.
+    // SAFETY: `[at, at + dst.len())` lies inside the live allocation `src`;
+    // `dst` is an exclusively borrowed host slice, and the stream is
+    // synchronised before we return, so the driver's writes complete while
+    // the borrow is held.
     let rc = unsafe {
-        (api.cu_memcpy_dtoh_async_v2)(
-            dst.as_mut_ptr().cast::<c_void>(),
-            src.as_device_ptr(),
-            dst.len(),
-            stream.raw(),
-        )
+        (api.cu_memcpy_dtoh_async_v2)(dst.as_mut_ptr().cast(), at, dst.len(), cu_stream(stream))
     };
     oxicuda_driver::check(rc)?;
-    stream.synchronize()
+    synchronize(stream)
+}
+
+/// Queue a device → device copy of `bytes` bytes (asynchronous).
+pub(crate) fn copy_dtod(
+    dst: (&DeviceAlloc, usize),
+    src: (&DeviceAlloc, usize),
+    bytes: usize,
+    stream: RawStream,
+) -> CudaResult<()> {
+    let d = dst.0.check(dst.1, bytes)?;
+    let s = src.0.check(src.1, bytes)?;
+    if bytes == 0 {
+        return Ok(());
+    }
+    let api = try_driver()?;
+    let f = api.cu_memcpy_dtod_async_v2.ok_or(CudaError::NotSupported)?;
+    // SAFETY: both ranges lie inside live allocations (checked above), which
+    // the executor keeps alive until the context has been synchronised.
+    let rc = unsafe { f(d, s, bytes, cu_stream(stream)) };
+    oxicuda_driver::check(rc)
+}
+
+/// Queue a copy of `bytes` bytes from `src` into foreign device memory at
+/// `dst` (the raw-pointer entry points: their `unsafe` contract makes the
+/// caller vouch for `dst`; the source range is checked).
+pub(crate) fn copy_dtod_to_foreign(
+    dst: u64,
+    src: (&DeviceAlloc, usize),
+    bytes: usize,
+    stream: RawStream,
+) -> CudaResult<()> {
+    let s = src.0.check(src.1, bytes)?;
+    if bytes == 0 {
+        return Ok(());
+    }
+    let api = try_driver()?;
+    let f = api.cu_memcpy_dtod_async_v2.ok_or(CudaError::NotSupported)?;
+    // SAFETY: the source range lies inside a live allocation; the
+    // destination is vouched for by the caller of the `unsafe` raw entry
+    // point that requested this copy (valid device memory of this context
+    // of at least `bytes` bytes, not accessed by anything else meanwhile).
+    let rc = unsafe { f(dst, s, bytes, cu_stream(stream)) };
+    oxicuda_driver::check(rc)
+}
+
+/// Zero bytes, readable from `'static` memory by an asynchronous copy.
+static ZEROS: [u8; 4] = [0; 4];
+
+/// Queue zeroing `bytes` bytes of `dst` at `offset` (asynchronous): whole
+/// 32-bit words with `cuMemsetD32Async`, an unaligned head or tail (at most
+/// 3 bytes each) copied from a static zero word.
+pub(crate) fn zero(
+    dst: &DeviceAlloc,
+    offset: usize,
+    bytes: usize,
+    stream: RawStream,
+) -> CudaResult<()> {
+    let start = dst.check(offset, bytes)?;
+    if bytes == 0 {
+        return Ok(());
+    }
+    let api = try_driver()?;
+    let end = start + bytes as u64;
+    let mid_start = start.next_multiple_of(4).min(end);
+    let mid_end = (end / 4 * 4).max(mid_start);
+    let copy_zeros = |at: u64, n: u64| -> CudaResult<()> {
+        if n == 0 {
+            return Ok(());
+        }
+        // SAFETY: `[at, at + n)` lies inside `dst` (a sub-range of the
+        // checked range), `n <= 3`, and `ZEROS` is `'static`, so the
+        // asynchronous read of it stays valid however late it happens.
+        let rc = unsafe {
+            (api.cu_memcpy_htod_async_v2)(at, ZEROS.as_ptr().cast(), n as usize, cu_stream(stream))
+        };
+        oxicuda_driver::check(rc)
+    };
+    copy_zeros(start, mid_start - start)?;
+    if mid_end > mid_start {
+        let f = api.cu_memset_d32_async.ok_or(CudaError::NotSupported)?;
+        // SAFETY: `[mid_start, mid_end)` is 4-aligned, lies inside `dst`,
+        // and holds `(mid_end - mid_start) / 4` words.
+        let rc = unsafe {
+            f(
+                mid_start,
+                0,
+                ((mid_end - mid_start) / 4) as usize,
+                cu_stream(stream),
+            )
+        };
+        oxicuda_driver::check(rc)?;
+    }
+    copy_zeros(mid_end, end - mid_end)
+}
+
+/// Wait for everything queued on `stream`.
+pub(crate) fn synchronize(stream: RawStream) -> CudaResult<()> {
+    let api = try_driver()?;
+    // SAFETY: a stream handle is a plain value; an invalid one makes the
+    // driver return an error rather than touch memory.
+    oxicuda_driver::check(unsafe { (api.cu_stream_synchronize)(cu_stream(stream)) })
+}
+
+/// Make `waiter` wait (on the device, without blocking the host) for the
+/// work queued on `waited` so far: an event recorded on one, waited on by
+/// the other, then destroyed (the driver keeps it until the wait resolves).
+pub(crate) fn stream_wait(waiter: RawStream, waited: RawStream) -> CudaResult<()> {
+    let api = try_driver()?;
+    let mut ev = CUevent::default();
+    // CU_EVENT_DISABLE_TIMING: ordering only.
+    const DISABLE_TIMING: u32 = 0x2;
+    // SAFETY: `ev` is a valid out-pointer.
+    oxicuda_driver::check(unsafe { (api.cu_event_create)(&mut ev, DISABLE_TIMING) })?;
+    // SAFETY: `ev` is the live event created above; the stream handles are
+    // plain values the driver validates.
+    let r = oxicuda_driver::check(unsafe { (api.cu_event_record)(ev, cu_stream(waited)) })
+        .and_then(|()| {
+            // SAFETY: as above.
+            oxicuda_driver::check(unsafe { (api.cu_stream_wait_event)(cu_stream(waiter), ev, 0) })
+        });
+    // SAFETY: `ev` is destroyed once; destroying an event with a pending
+    // wait is allowed (the driver releases it when the wait completes).
+    let _ = unsafe { (api.cu_event_destroy_v2)(ev) };
+    r
+}
+
+/// Wait for every stream of the current context.
+pub(crate) fn context_synchronize() -> CudaResult<()> {
+    let api = try_driver()?;
+    // SAFETY: no arguments; acts on the calling thread's current context.
+    oxicuda_driver::check(unsafe { (api.cu_ctx_synchronize)() })
+}
+
+/// Retain `device`'s primary context (the one the CUDA runtime, cudarc and
+/// most libraries share) and wrap it as an `Arc<Context>` for the
+/// `oxicuda` APIs (streams, modules) that want one. The retain is never
+/// released: ptxsmith keeps the context for the life of the process.
+pub(crate) fn primary_context(device: &Device) -> CudaResult<Arc<Context>> {
+    let primary = PrimaryContext::retain(device)?;
+    let raw = primary.raw();
+    // Keep the driver's reference for the life of the process.
+    std::mem::forget(primary);
+    // SAFETY: `raw` is a live primary context whose retain was forgotten
+    // above, so it stays live for the rest of the process, longer than the
+    // borrowed wrapper and everything created from it.
+    Ok(Arc::new(unsafe {
+        Context::from_raw_borrowed(raw, *device)
+    }))
+}
+
+/// Reset `device`'s primary context after a sticky fault: every
+/// allocation, module and stream in it is destroyed (they were already
+/// unusable), and the next retain gets a fresh context.
+pub(crate) fn reset_primary_context(device: &Device) -> CudaResult<()> {
+    let api = try_driver()?;
+    // SAFETY: plain device ordinal; the caller has forgotten every handle
+    // into the old context (see `Gpu::mark_lost`), so nothing touches the
+    // destroyed objects afterwards.
+    oxicuda_driver::check(unsafe { (api.cu_device_primary_ctx_reset_v2)(device.raw()) })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::dsl::params::{ParamKind, ScalarType};
+    use crate::error::Error;
 
     fn params() -> Vec<ParamDesc> {
         vec![
@@ -238,12 +467,11 @@ mod tests {
         );
         assert_eq!(pack.slot_bytes(4), None);
 
-        let ptrs = pack.as_param_ptrs();
+        let ptrs = pack.param_ptrs();
         assert_eq!(ptrs.len(), 4);
         for (i, p) in ptrs.iter().enumerate() {
             assert_eq!(*p as usize % 8, 0, "slot {i} must be 8-byte aligned");
         }
-        // Consecutive slots, 8 bytes apart, all pointing into the pack.
         for w in ptrs.windows(2) {
             assert_eq!(w[1] as usize - w[0] as usize, SLOT_BYTES);
         }
@@ -280,6 +508,6 @@ mod tests {
     fn empty_pack_has_no_pointers() {
         let pack = ArgPack::new("k", &[], &[]).unwrap();
         assert_eq!(pack.len(), 0);
-        assert!(pack.as_param_ptrs().is_empty());
+        assert!(pack.param_ptrs().is_empty());
     }
 }

@@ -1,5 +1,16 @@
 //! Runtime: devices, module cache, launches and backends.
 //!
+//! # Layers
+//!
+//! [`Context`] (one device: a GPU on its primary context, or the CPU
+//! simulator) → [`Stream`] (ordered, asynchronous copies and launches) →
+//! [`DeviceBuffer<T>`] / [`DeviceSlice`] / [`DeviceSliceMut`] (typed device
+//! memory; host copies through `bytemuck` views). Kernel launch code is
+//! written once against these and runs the same on a GPU and on Sim. The
+//! runtime depends on the DSL (modules, parameter descriptions), never the
+//! reverse; launch arguments and buffers meet in [`Stream::arg`] /
+//! [`Stream::launch`].
+//!
 //! # The fence around `unsafe`
 //!
 //! ptxsmith talks to the GPU through the CUDA driver API only (no runtime
@@ -7,42 +18,48 @@
 //! surface is fenced in three layers, and everything under `runtime` except
 //! the first layer is compiled with `#![deny(unsafe_code)]`:
 //!
-//! 1. **FFI arguments** (`runtime::ffi`, crate-private, the only module
-//!    allowed `unsafe`): the launch argument pack, one 8-byte-aligned slot
-//!    per parameter, with its `unsafe impl oxicuda_launch::KernelArgs`;
-//!    and prefix copies between host slices and device buffers. A pack can
-//!    only be built after [`check_args`](crate::dsl::params::check_args)
-//!    accepted the arguments for the module it will launch. Every `unsafe`
-//!    carries a `SAFETY:` comment.
-//! 2. **Driver wrappers** from the `oxicuda-*` crates: `Context`, `Stream`,
-//!    `Module` (JIT with logs), `Kernel`, `DeviceBuffer`, all RAII.
-//! 3. **The safe [`Executor`]** implemented by [`Gpu`]: buffers by device
-//!    address with length checks, launches checked against the module's
-//!    parameters, pointer arguments checked to lie in live buffers, launch
-//!    shapes checked, every operation synchronised so errors surface at the
-//!    call that caused them. The CPU simulator implements the same trait, so
-//!    kernel launch code is written once.
+//! 1. **FFI** (`runtime::ffi`, crate-private, the only module allowed
+//!    `unsafe`): the launch argument pack and `cuLaunchKernel`, owned
+//!    device allocations whose copies and fills check their byte ranges,
+//!    events, the primary context. Every `unsafe` carries a `SAFETY:`
+//!    comment.
+//! 2. **Driver wrappers** from the `oxicuda-*` crates: `Module` (JIT with
+//!    logs), `Kernel`, `Stream`, all RAII.
+//! 3. **The safe [`Executor`]** implemented by [`Gpu`]: allocations by
+//!    address with range checks, launches checked against the module's
+//!    parameters *and* the entry signature in its PTX text, pointer
+//!    arguments checked to lie in live buffers, launch shapes and static +
+//!    dynamic shared memory checked against the device. The CPU simulator
+//!    implements the same trait.
+//!
+//! The raw-pointer entry points of the kernel families (`*_raw`) are
+//! `unsafe fn`s: they skip the live-buffer check for memory another stack
+//! allocated, and their `# Safety` sections say what the caller vouches for.
 //!
 //! # Module cache
 //!
 //! Each [`Gpu`] owns a [`ModuleCache`] keyed by [`ModuleKey`] =
 //! `(kernel, tuning, sm)`: a module is JIT-compiled once per context. A JIT
 //! failure is an [`Error::Jit`](crate::Error::Jit) carrying the driver's
-//! error log; a second, different PTX text under the same key is refused.
+//! error log (and, for a PTX ISA version the driver does not know, the driver
+//! the module needs); a second, different PTX text under the same key is
+//! refused.
 //!
 //! # Backends
 //!
-//! [`Backend`] says where a kernel call runs (`Cuda` fails loud without a
-//! device, `Auto` falls back to the host model and says so, `Host`, `Sim`);
-//! [`resolve`] turns it into a [`Resolved`], with the process-wide
-//! [`SharedGpu`] for the device. Without a driver every device entry point
-//! returns [`Error::NoDevice`](crate::Error::NoDevice) with the loader's
-//! reason; nothing panics.
+//! [`Backend`] says where a slice-API kernel call runs (`Cuda` fails loud
+//! without a device, `Auto` falls back to the host model and says so,
+//! `Host`, `Sim`); [`resolve`] turns it into a [`Resolved`]. Without a
+//! driver every device entry point returns
+//! [`Error::NoDevice`](crate::Error::NoDevice) with the loader's reason;
+//! nothing panics.
 
 #![deny(unsafe_code)]
 
 pub mod backend;
+pub mod buffer;
 pub mod cache;
+pub mod context;
 mod cuda;
 pub mod device;
 pub mod device_tests_support;
@@ -50,8 +67,10 @@ pub mod exec;
 #[allow(unsafe_code)]
 mod ffi;
 
-pub use backend::{Backend, Ran, Resolved, SharedGpu, resolve, shared_gpu};
+pub use backend::{Backend, Ran, Resolved, resolve};
+pub use buffer::{AsDevice, AsDeviceMut, DeviceBuffer, DeviceRepr, DeviceSlice, DeviceSliceMut};
 pub use cache::{ModuleCache, ModuleKey};
+pub use context::{Context, DeviceKind, Stream};
 pub use device::{Gpu, GpuInfo, cuda_available, cuda_unavailable_reason, device_count, device_sm};
-pub use device_tests_support::{SKIP_NO_DEVICE, gpu_for_tests};
-pub use exec::{BufferId, Executor, LaunchConfig, Traffic};
+pub use device_tests_support::{SKIP_NO_DEVICE, cuda_for_tests};
+pub use exec::{CUdeviceptr, Executor, LaunchConfig, PointerCheck, RawStream, Traffic};

@@ -27,6 +27,10 @@ const GUARD: u64 = 4096;
 /// What `multiprocessor_count` reports, and the `%nsmid` of every launch.
 pub const SM_COUNT: u32 = 4;
 
+/// The raw handle of the simulator's default stream (an id; streams are
+/// ordered trivially because the simulator runs every operation at once).
+pub const SIM_DEFAULT_STREAM: u64 = 0x5157_0000;
+
 /// Simulator options.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SimOptions {
@@ -129,6 +133,10 @@ pub struct Sim {
     options: SimOptions,
     pub(crate) cache: HashMap<String, Arc<Program>>,
     pub(crate) traffic: Traffic,
+    /// Streams handed out through the executor interface (the default
+    /// stream is `SIM_DEFAULT_STREAM`).
+    pub(crate) streams: Vec<u64>,
+    pub(crate) next_stream: u64,
     totals: BTreeMap<String, u64>,
     total_instructions: u64,
     clock: u64,
@@ -147,6 +155,8 @@ impl Sim {
             options: SimOptions::default(),
             cache: HashMap::new(),
             traffic: Traffic::default(),
+            streams: Vec::new(),
+            next_stream: SIM_DEFAULT_STREAM + 1,
             totals: BTreeMap::new(),
             total_instructions: 0,
             clock: 0,
@@ -227,6 +237,42 @@ impl Sim {
         Ok(())
     }
 
+    /// Copy `bytes` bytes from `src` to `dst` (each inside one allocation;
+    /// the ranges may overlap). The destination counts as written where the
+    /// source was.
+    pub fn copy_within(&mut self, dst: u64, src: u64, bytes: usize) -> Result<(), SimError> {
+        let outside = |what: &str, a: u64| {
+            SimError::InvalidMemory(format!(
+                "device copy {what} of {bytes} bytes at {a:#x} is outside every allocation"
+            ))
+        };
+        let (si, so) = self
+            .mem
+            .find(src, bytes as u64)
+            .ok_or_else(|| outside("source", src))?;
+        let data = self.mem.allocs[si].data[so..so + bytes].to_vec();
+        let init = self.mem.allocs[si].init[so..so + bytes].to_vec();
+        let (di, d) = self
+            .mem
+            .find(dst, bytes as u64)
+            .ok_or_else(|| outside("destination", dst))?;
+        self.mem.allocs[di].data[d..d + bytes].copy_from_slice(&data);
+        self.mem.allocs[di].init[d..d + bytes].copy_from_slice(&init);
+        Ok(())
+    }
+
+    /// Set `bytes` bytes at `addr` (inside one allocation) to zero.
+    pub fn fill_zero(&mut self, addr: u64, bytes: usize) -> Result<(), SimError> {
+        let (i, o) = self.mem.find(addr, bytes as u64).ok_or_else(|| {
+            SimError::InvalidMemory(format!(
+                "zeroing {bytes} bytes at {addr:#x} is outside every allocation"
+            ))
+        })?;
+        self.mem.allocs[i].data[o..o + bytes].fill(0);
+        self.mem.allocs[i].init[o..o + bytes].fill(true);
+        Ok(())
+    }
+
     /// Release the allocation starting at `addr`. Addresses are never
     /// reused, so a later access through a stale pointer is out of bounds.
     pub fn free(&mut self, addr: u64) -> Result<(), SimError> {
@@ -241,6 +287,11 @@ impl Sim {
         self.mem.allocs.remove(i);
         self.mem.last = 0;
         Ok(())
+    }
+
+    /// Number of live allocations.
+    pub fn live_allocations(&self) -> usize {
+        self.mem.allocs.len()
     }
 
     /// Parse `ptx`, or return the cached program for the same text.
@@ -360,16 +411,16 @@ impl Sim {
         }
         let mut params = vec![0u8; e.param_bytes as usize];
         for (p, a) in e.params.iter().zip(args) {
-            let b = a.to_le_bytes();
-            if b.len() != p.size as usize {
+            let mut slot = [0u8; 8];
+            a.write_le(&mut slot);
+            let len = a.size() as usize;
+            if len != p.size as usize {
                 return Err(SimError::InvalidLaunch(format!(
-                    "parameter `{}` of `{entry}` has {} bytes, argument {a:?} has {}",
-                    p.name,
-                    p.size,
-                    b.len()
+                    "parameter `{}` of `{entry}` has {} bytes, argument {a:?} has {len}",
+                    p.name, p.size,
                 )));
             }
-            params[p.offset as usize..p.offset as usize + b.len()].copy_from_slice(&b);
+            params[p.offset as usize..p.offset as usize + len].copy_from_slice(&slot[..len]);
         }
         let n = nthreads as usize;
         let nregs = e.nregs as usize;

@@ -25,7 +25,8 @@
 //! assert_eq!(report.per_opcode["fma.rn.f32"], 4);
 //! ```
 //!
-//! [`Sim`] also implements [`crate::runtime::exec::Executor`]: a
+//! [`Sim`] also implements [`crate::runtime::exec::Executor`], the backend
+//! under [`crate::runtime::Context::sim`]: a
 //! [`crate::dsl::PtxModule`] is parsed once (cached by its PTX text), its
 //! arguments are checked with [`crate::dsl::params::check_args`], and
 //! uploads, downloads and launches are counted in `traffic()`.

@@ -50,6 +50,30 @@ impl Program {
     }
 }
 
+/// The parameter list of `.entry name` in `ptx`, read from the entry's
+/// header alone (the body is not decoded, so this works for PTX the
+/// simulator cannot execute). The GPU runtime compares it with a module's
+/// declared parameters before its first launch.
+///
+/// # Errors
+/// [`SimError::Parse`] when there is no such entry or its header does not
+/// parse.
+pub fn entry_signature(ptx: &str, name: &str) -> Result<Vec<ParamInfo>, SimError> {
+    let mut p = Parser::new(ptx);
+    if let Some(e) = p.tok_err.take() {
+        return Err(e);
+    }
+    let at = p
+        .toks
+        .windows(2)
+        .position(|w| w[0].t == Tok::Id(".entry".into()) && w[1].t == Tok::Id(name.into()));
+    let Some(at) = at else {
+        return Err(p.perr(1, format!("no `.entry {name}` in the module")));
+    };
+    p.pos = at + 2;
+    Ok(p.param_list()?.0)
+}
+
 #[derive(Debug, Clone, PartialEq)]
 enum Tok {
     Id(String),
@@ -613,7 +637,13 @@ impl<'a> Parser<'a> {
             Tok::Id(n) => n,
             _ => return Err(self.perr(l, "expected entry name")),
         };
-        // parameters
+        let (params, param_bytes) = self.param_list()?;
+        self.entry_rest(name, params, param_bytes)
+    }
+
+    /// The `( .param … )` list after an entry name, if any: the parameters
+    /// with their offsets, and the parameter space's size.
+    fn param_list(&mut self) -> Result<(Vec<ParamInfo>, u64), SimError> {
         let mut params = Vec::new();
         let mut param_bytes = 0u64;
         if self.peek() == Some(&Tok::P('(')) {
@@ -704,6 +734,15 @@ impl<'a> Parser<'a> {
                 param_bytes = off + size;
             }
         }
+        Ok((params, param_bytes))
+    }
+
+    fn entry_rest(
+        &mut self,
+        name: String,
+        params: Vec<ParamInfo>,
+        param_bytes: u64,
+    ) -> Result<Entry, SimError> {
         // performance directives
         let mut maxntid = None;
         let mut reqntid = None;
@@ -2229,6 +2268,26 @@ $L1:
     ret;
 }
 ";
+
+    #[test]
+    fn entry_signature_reads_the_header_only() {
+        // The body uses `.func`/`call`, which the simulator refuses to run:
+        // the signature is still read.
+        let ptx = concat!(
+            ".version 7.0\n.target sm_80\n.address_size 64\n",
+            ".func f() { ret; }\n",
+            ".visible .entry a(.param .u32 a_n) { ret; }\n",
+            ".visible .entry k(\n  .param .u64 .ptr .global .align 16 k_p,\n",
+            "  .param .f32 k_s,\n  .param .align 8 .b8 k_blob[12]\n)\n{ call f; ret; }\n"
+        );
+        assert!(Program::parse(ptx).is_err());
+        let sig = entry_signature(ptx, "k").unwrap();
+        let sizes: Vec<(u32, u32)> = sig.iter().map(|p| (p.offset, p.size)).collect();
+        assert_eq!(sizes, vec![(0, 8), (8, 4), (16, 12)]);
+        assert_eq!(entry_signature(ptx, "a").unwrap().len(), 1);
+        let e = entry_signature(ptx, "b").unwrap_err();
+        assert!(e.to_string().contains("`.entry b`"), "{e}");
+    }
 
     #[test]
     fn declarations_layout_and_labels() {

@@ -14,4 +14,4 @@ pub mod launch;
 pub mod ptx;
 
 pub use host::dot_rows as dot_rows_host;
-pub use launch::dot_rows;
+pub use launch::{dot_rows, dot_rows_dev, dot_rows_raw};

@@ -1,30 +1,40 @@
-//! Launch code for [`super`]: public entry points that take a [`Backend`],
-//! and `*_on` cores written once against [`Executor`] so the GPU and the
-//! simulator run the same sequence of uploads, launches and downloads.
+//! Launch code for [`super`], in three layers that share one launch
+//! sequence per operation (written against [`Stream`], so the GPU and the
+//! simulator run the same copies and launches):
 //!
-//! Current scaling ([`quantize`]) runs three kernels back to back on the
-//! device: the absmax partials (a grid of blocks), the one-block finalize
-//! that writes `[amax, scale, scale_inv]` into a 12-byte device buffer, and
-//! the quantize kernel that reads its scale from that buffer. Nothing
-//! returns to the host between the passes; the host downloads the codes
-//! and the 12 bytes of stats at the end.
+//! * **device entry points** (`*_dev`): device buffers in, device buffers
+//!   out, queued on a stream, nothing crosses the bus. A quantize writes
+//!   its codes and its `[amax, scale, scale_inv]` stats on the device, and
+//!   [`dequantize_stats_dev`] reads `scale_inv` from those stats there, so
+//!   quantize → dequantize chains without a download;
+//! * **raw-pointer entry points** (`*_raw`, `unsafe`): the same on memory
+//!   another stack allocated, on its stream;
+//! * **the slice API** ([`quantize`], [`dequantize`], …): upload, run,
+//!   download, on a [`Backend`].
 //!
-//! Every entry point runs the SM's default codec ([`Codec::for_sm`]);
-//! `Backend::Sim` simulates [`crate::kernels::dispatch::default_sim_sm`]
-//! (the device's SM, else sm_80). Call the `*_on` functions with
-//! `&mut Sim::new(sm)` and an explicit [`Codec`] for any other variant.
+//! Current scaling runs three kernels back to back: the absmax partials
+//! (a grid of blocks), the one-block finalize that writes the stats, and
+//! the quantize kernel that reads its scale from them.
+//!
+//! The slice API runs the SM's default codec ([`Codec::for_sm`]);
+//! `Backend::Sim` simulates [`crate::kernels::dispatch::default_sim_sm`].
+//! The device entry points take the codec, so any variant runs on
+//! `Context::sim(sm)`.
 
 use super::host::{self, Format, Quantized};
 use super::ptx::{
-    self, AbsmaxFinalizeArgs, AbsmaxPartialsArgs, BLOCK, Codec, DequantizeArgs, QuantizeArgs,
-    QuantizeScaledArgs, STATS_LEN,
+    self, AbsmaxFinalizeArgs, AbsmaxPartialsArgs, BLOCK, Codec, DequantizeArgs,
+    DequantizeStatsArgs, QuantizeArgs, QuantizeScaledArgs, STATS_LEN,
 };
 use crate::dsl::PtxModule;
-use crate::dsl::params::{ArgValue, KernelParams};
+use crate::dsl::params::{ArgValue, DevPtr, KernelParams};
+use crate::dsl::types::{F32, U8};
 use crate::error::{Error, Result};
 use crate::kernels::dispatch::dispatch;
 use crate::runtime::backend::{Backend, Ran};
-use crate::runtime::exec::{BufferId, Executor, LaunchConfig, download_vec, upload_new};
+use crate::runtime::buffer::{AsDevice, AsDeviceMut, DeviceBuffer};
+use crate::runtime::context::{Context, Stream};
+use crate::runtime::exec::{CUdeviceptr, LaunchConfig, PointerCheck, RawStream};
 
 /// What the two absmax passes did, for tests and diagnostics.
 #[derive(Debug, Clone, PartialEq)]
@@ -54,43 +64,168 @@ pub fn validate_scale(scale: f32) -> Result<()> {
 }
 
 /// The vectorised kernels read four floats as one 16-byte access and four
-/// codes as one 4-byte access; executors allocate at least that aligned,
-/// and this checks it rather than launching a misaligned access.
-fn check_aligned(kernel: &str, buf: BufferId, align: u64) -> Result<()> {
-    if buf.addr.is_multiple_of(align) {
+/// codes as one 4-byte access: a device address must be aligned for them.
+fn check_aligned(what: &str, addr: u64, align: u64) -> Result<()> {
+    if addr.is_multiple_of(align) {
         return Ok(());
     }
-    Err(Error::Launch {
-        kernel: kernel.to_string(),
-        message: format!(
-            "buffer at {:#x} is not {align}-byte aligned (the executor's allocator must be)",
-            buf.addr
-        ),
-    })
+    Err(Error::InvalidArgument(format!(
+        "fp8: {what} at device address {addr:#x} is not {align}-byte aligned (the kernels access {align} bytes at a time; slice at a multiple of {} elements)",
+        if what.starts_with("codes") {
+            align
+        } else {
+            align / 4
+        }
+    )))
 }
 
-/// Free every buffer, then return `result` (or the first free error).
-fn finish<T>(ex: &mut dyn Executor, bufs: &[BufferId], result: Result<T>) -> Result<T> {
-    let mut freed = Ok(());
-    for &b in bufs {
-        let r = ex.free(b);
-        if freed.is_ok() {
-            freed = r;
+fn same_len(what: &str, got: usize, want: usize, of: &str) -> Result<()> {
+    if got == want {
+        return Ok(());
+    }
+    Err(Error::InvalidArgument(format!(
+        "fp8: {what} has {got} elements, {of} has {want}"
+    )))
+}
+
+fn stats_len(got: usize) -> Result<()> {
+    if got == STATS_LEN {
+        return Ok(());
+    }
+    Err(Error::InvalidArgument(format!(
+        "fp8: the stats buffer has {got} elements, expected {STATS_LEN} ([amax, scale, scale_inv])"
+    )))
+}
+
+/// Where a launch sequence runs and whether its pointers are checked.
+#[derive(Clone, Copy)]
+struct On<'a> {
+    stream: &'a Stream,
+    pointers: PointerCheck,
+}
+
+impl On<'_> {
+    fn ctx(&self) -> &Context {
+        self.stream.context()
+    }
+
+    fn blocks(&self, n: u64) -> u32 {
+        ptx::grid_blocks(n, self.ctx().multiprocessor_count())
+    }
+
+    fn launch(&self, m: &PtxModule, blocks: u32, args: &[ArgValue]) -> Result<LaunchConfig> {
+        let cfg = LaunchConfig::linear(blocks, BLOCK);
+        self.stream.launch_with(m, cfg, args, self.pointers)?;
+        Ok(cfg)
+    }
+}
+
+/// Both absmax passes over the `n` floats at `x`, writing
+/// `[amax, scale, scale_inv]` for format `f` to `stats`. Returns the
+/// partials scratch buffer (freed when dropped, after the work ran) and
+/// the two launch shapes.
+fn absmax_passes(
+    on: On<'_>,
+    x: DevPtr<F32>,
+    n: u64,
+    f: Format,
+    stats: DevPtr<F32>,
+) -> Result<(DeviceBuffer<f32>, LaunchConfig, LaunchConfig)> {
+    let sm = on.ctx().sm();
+    let m1 = ptx::generate_absmax_partials(sm)?;
+    check_aligned("x", x.addr, 16)?;
+    let blocks = on.blocks(n);
+    let mut partials = on.ctx().alloc::<f32>(blocks as usize)?;
+    let a1 = AbsmaxPartialsArgs {
+        x,
+        n,
+        partials: on.stream.arg_mut("partials", &mut partials)?,
+    };
+    let c1 = on.launch(&m1, blocks, &a1.args())?;
+    let m2 = ptx::generate_absmax_finalize(sm, f)?;
+    let a2 = AbsmaxFinalizeArgs {
+        partials: on.stream.arg("partials", &partials)?,
+        count: blocks,
+        stats,
+    };
+    let c2 = on.launch(&m2, 1, &a2.args())?;
+    Ok((partials, c1, c2))
+}
+
+fn quantize_core(
+    on: On<'_>,
+    x: DevPtr<F32>,
+    n: u64,
+    f: Format,
+    codec: Codec,
+    codes: DevPtr<U8>,
+    stats: DevPtr<F32>,
+) -> Result<()> {
+    check_aligned("codes", codes.addr, 4)?;
+    let m = ptx::generate_quantize(on.ctx().sm(), f, codec)?;
+    let _partials = absmax_passes(on, x, n, f, stats)?;
+    let args = QuantizeArgs { x, n, stats, codes };
+    on.launch(&m, on.blocks(n), &args.args())?;
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn quantize_scaled_core(
+    on: On<'_>,
+    x: DevPtr<F32>,
+    n: u64,
+    scale: f32,
+    f: Format,
+    codec: Codec,
+    codes: DevPtr<U8>,
+) -> Result<()> {
+    validate_scale(scale)?;
+    check_aligned("x", x.addr, 16)?;
+    check_aligned("codes", codes.addr, 4)?;
+    let m = ptx::generate_quantize_scaled(on.ctx().sm(), f, codec)?;
+    let args = QuantizeScaledArgs { x, n, scale, codes };
+    on.launch(&m, on.blocks(n), &args.args())?;
+    Ok(())
+}
+
+/// The scale a dequantize multiplies by: a value, or `stats[2]` on the
+/// device.
+#[derive(Clone, Copy)]
+enum ScaleInv {
+    Value(f32),
+    Stats(DevPtr<F32>),
+}
+
+fn dequantize_core(
+    on: On<'_>,
+    codes: DevPtr<U8>,
+    n: u64,
+    scale_inv: ScaleInv,
+    f: Format,
+    codec: Codec,
+    y: DevPtr<F32>,
+) -> Result<()> {
+    check_aligned("codes", codes.addr, 4)?;
+    check_aligned("y", y.addr, 16)?;
+    let sm = on.ctx().sm();
+    match scale_inv {
+        ScaleInv::Value(scale_inv) => {
+            let m = ptx::generate_dequantize(sm, f, codec)?;
+            let args = DequantizeArgs {
+                codes,
+                n,
+                scale_inv,
+                y,
+            };
+            on.launch(&m, on.blocks(n), &args.args())?;
+        }
+        ScaleInv::Stats(stats) => {
+            let m = ptx::generate_dequantize_stats(sm, f, codec)?;
+            let args = DequantizeStatsArgs { codes, n, stats, y };
+            on.launch(&m, on.blocks(n), &args.args())?;
         }
     }
-    let v = result?;
-    freed.map(|()| v)
-}
-
-fn launch(
-    ex: &mut dyn Executor,
-    m: &PtxModule,
-    blocks: u32,
-    args: &[ArgValue],
-) -> Result<LaunchConfig> {
-    let cfg = LaunchConfig::linear(blocks, BLOCK);
-    ex.launch(m, cfg, args)?;
-    Ok(cfg)
+    Ok(())
 }
 
 fn len_u64(n: usize) -> u64 {
@@ -98,176 +233,359 @@ fn len_u64(n: usize) -> u64 {
     n as u64
 }
 
-/// Both absmax passes over the `n` floats of `x`, leaving
-/// `[amax, scale, scale_inv]` for format `f` in the returned stats buffer.
-/// Returns `(stats, partials, partials launch, finalize launch)`; the
-/// caller frees both buffers.
-fn absmax_passes(
-    ex: &mut dyn Executor,
-    x: BufferId,
-    n: u64,
+// ---- device entry points ----------------------------------------------------
+
+/// Both absmax passes over `x` on `stream`, writing `[amax, scale,
+/// scale_inv]` for format `f` into `stats` (3 elements) on the device.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] for a `stats` buffer that is not 3 elements
+/// or an `x` not 16-byte aligned (a sub-slice at an offset that is not a
+/// multiple of 4 elements); [`Error::WrongContext`]; JIT/launch errors.
+pub fn absmax_dev(
+    stream: &Stream,
+    x: &impl AsDevice<f32>,
     f: Format,
-) -> Result<(BufferId, BufferId, LaunchConfig, LaunchConfig)> {
-    let sm = ex.sm();
-    let blocks = ptx::grid_blocks(n, ex.multiprocessor_count());
-    let partials = ex.alloc(blocks as usize * 4)?;
-    let stats = match ex.alloc(STATS_LEN * 4) {
-        Ok(s) => s,
-        Err(e) => return finish(ex, &[partials], Err(e)),
+    stats: &mut impl AsDeviceMut<f32>,
+) -> Result<()> {
+    stats_len(stats.as_device().len())?;
+    let on = On {
+        stream,
+        pointers: PointerCheck::LiveBuffers,
     };
-    let run = |ex: &mut dyn Executor| -> Result<(LaunchConfig, LaunchConfig)> {
-        let m1 = ptx::generate_absmax_partials(sm)?;
-        check_aligned(&m1.kernel, x, 16)?;
-        let a1 = AbsmaxPartialsArgs {
-            x: x.into(),
-            n,
-            partials: partials.into(),
-        };
-        let c1 = launch(ex, &m1, blocks, &a1.args())?;
-        let m2 = ptx::generate_absmax_finalize(sm, f)?;
-        let a2 = AbsmaxFinalizeArgs {
-            partials: partials.into(),
-            count: blocks,
-            stats: stats.into(),
-        };
-        let c2 = launch(ex, &m2, 1, &a2.args())?;
-        Ok((c1, c2))
+    let n = len_u64(x.as_device().len());
+    let (xp, sp) = (stream.arg("x", x)?, stream.arg_mut("stats", stats)?);
+    absmax_passes(on, xp, n, f, sp).map(drop)
+}
+
+/// Current scaling on the device: absmax, scale and codes, queued on
+/// `stream`. Writes `codes` (one per element of `x`) and `stats` =
+/// `[amax, scale, scale_inv]`; feed both to [`dequantize_stats_dev`] (or
+/// download them) without a round trip. Equal, bit for bit, to
+/// [`host::quantize_as`].
+///
+/// # Errors
+/// [`Error::InvalidArgument`] when `codes` and `x` differ in length,
+/// `stats` is not 3 elements, `x` is not 16-byte or `codes` not 4-byte
+/// aligned (the kernels' vector accesses); [`Error::WrongContext`];
+/// [`Error::UnsupportedFeature`] for [`Codec::Hardware`] below sm_89.
+pub fn quantize_dev(
+    stream: &Stream,
+    x: &impl AsDevice<f32>,
+    f: Format,
+    codec: Codec,
+    codes: &mut impl AsDeviceMut<u8>,
+    stats: &mut impl AsDeviceMut<f32>,
+) -> Result<()> {
+    let n = x.as_device().len();
+    same_len("codes", codes.as_device().len(), n, "x")?;
+    stats_len(stats.as_device().len())?;
+    let on = On {
+        stream,
+        pointers: PointerCheck::LiveBuffers,
     };
-    match run(ex) {
-        Ok((c1, c2)) => Ok((stats, partials, c1, c2)),
-        Err(e) => finish(ex, &[partials, stats], Err(e)),
+    let (xp, cp, sp) = (
+        stream.arg("x", x)?,
+        stream.arg_mut("codes", codes)?,
+        stream.arg_mut("stats", stats)?,
+    );
+    quantize_core(on, xp, len_u64(n), f, codec, cp, sp)
+}
+
+/// Delayed scaling on the device: `codes[i] = encode(x[i] · scale)`.
+///
+/// # Errors
+/// As [`quantize_dev`], plus a `scale` that is not finite and `> 0`.
+pub fn quantize_with_scale_dev(
+    stream: &Stream,
+    x: &impl AsDevice<f32>,
+    scale: f32,
+    f: Format,
+    codec: Codec,
+    codes: &mut impl AsDeviceMut<u8>,
+) -> Result<()> {
+    let n = x.as_device().len();
+    same_len("codes", codes.as_device().len(), n, "x")?;
+    let on = On {
+        stream,
+        pointers: PointerCheck::LiveBuffers,
+    };
+    let (xp, cp) = (stream.arg("x", x)?, stream.arg_mut("codes", codes)?);
+    quantize_scaled_core(on, xp, len_u64(n), scale, f, codec, cp)
+}
+
+/// Dequantization on the device: `y[i] = decode(codes[i]) · scale_inv`.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] when `y` and `codes` differ in length, or
+/// `codes` is not 4-byte / `y` not 16-byte aligned; [`Error::WrongContext`].
+pub fn dequantize_dev(
+    stream: &Stream,
+    codes: &impl AsDevice<u8>,
+    scale_inv: f32,
+    f: Format,
+    codec: Codec,
+    y: &mut impl AsDeviceMut<f32>,
+) -> Result<()> {
+    let n = codes.as_device().len();
+    same_len("y", y.as_device().len(), n, "codes")?;
+    let on = On {
+        stream,
+        pointers: PointerCheck::LiveBuffers,
+    };
+    let (cp, yp) = (stream.arg("codes", codes)?, stream.arg_mut("y", y)?);
+    dequantize_core(on, cp, len_u64(n), ScaleInv::Value(scale_inv), f, codec, yp)
+}
+
+/// Dequantization with `scale_inv = stats[2]` read on the device from the
+/// stats a [`quantize_dev`] wrote: `y[i] = decode(codes[i]) · stats[2]`.
+///
+/// # Errors
+/// As [`dequantize_dev`], plus a `stats` buffer that is not 3 elements.
+pub fn dequantize_stats_dev(
+    stream: &Stream,
+    codes: &impl AsDevice<u8>,
+    stats: &impl AsDevice<f32>,
+    f: Format,
+    codec: Codec,
+    y: &mut impl AsDeviceMut<f32>,
+) -> Result<()> {
+    let n = codes.as_device().len();
+    same_len("y", y.as_device().len(), n, "codes")?;
+    stats_len(stats.as_device().len())?;
+    let on = On {
+        stream,
+        pointers: PointerCheck::LiveBuffers,
+    };
+    let (cp, sp, yp) = (
+        stream.arg("codes", codes)?,
+        stream.arg("stats", stats)?,
+        stream.arg_mut("y", y)?,
+    );
+    dequantize_core(on, cp, len_u64(n), ScaleInv::Stats(sp), f, codec, yp)
+}
+
+// ---- raw-pointer entry points -----------------------------------------------
+
+fn raw_on(ctx: &Context, stream: RawStream) -> Stream {
+    ctx.borrowed_stream(stream)
+}
+
+/// [`quantize_dev`] on memory another stack allocated, queued on its
+/// stream; synchronise it before reading `codes` or `stats`.
+///
+/// # Safety
+/// * `x` points to `n` `f32`s, `codes` to `n` bytes and `stats` to 3
+///   `f32`s of device memory valid in `ctx`'s context (the device's primary
+///   context on a GPU), until the kernels have run;
+/// * `codes` and `stats` overlap nothing else the kernels access, and
+///   nothing else accesses them until the kernels have run;
+/// * `stream` is a live stream of that context (or [`RawStream::NULL`]).
+///
+/// Alignment (`x` 16 bytes, `codes` 4) is still checked.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn quantize_raw(
+    ctx: &Context,
+    stream: RawStream,
+    x: CUdeviceptr,
+    n: usize,
+    f: Format,
+    codec: Codec,
+    codes: CUdeviceptr,
+    stats: CUdeviceptr,
+) -> Result<()> {
+    let s = raw_on(ctx, stream);
+    let on = On {
+        stream: &s,
+        pointers: PointerCheck::Caller,
+    };
+    quantize_core(
+        on,
+        DevPtr::new(x),
+        len_u64(n),
+        f,
+        codec,
+        DevPtr::new(codes),
+        DevPtr::new(stats),
+    )
+}
+
+/// [`quantize_with_scale_dev`] on foreign memory.
+///
+/// # Safety
+/// As [`quantize_raw`], without the stats buffer.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn quantize_with_scale_raw(
+    ctx: &Context,
+    stream: RawStream,
+    x: CUdeviceptr,
+    n: usize,
+    scale: f32,
+    f: Format,
+    codec: Codec,
+    codes: CUdeviceptr,
+) -> Result<()> {
+    let s = raw_on(ctx, stream);
+    let on = On {
+        stream: &s,
+        pointers: PointerCheck::Caller,
+    };
+    quantize_scaled_core(
+        on,
+        DevPtr::new(x),
+        len_u64(n),
+        scale,
+        f,
+        codec,
+        DevPtr::new(codes),
+    )
+}
+
+/// [`dequantize_stats_dev`] on foreign memory (`stats` as a
+/// [`quantize_raw`] wrote it).
+///
+/// # Safety
+/// * `codes` points to `n` bytes, `stats` to 3 `f32`s and `y` to `n`
+///   `f32`s of device memory valid in `ctx`'s context until the kernel has
+///   run; `y` overlaps neither input and nothing else accesses it until
+///   then;
+/// * `stream` is a live stream of that context (or [`RawStream::NULL`]).
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn dequantize_stats_raw(
+    ctx: &Context,
+    stream: RawStream,
+    codes: CUdeviceptr,
+    n: usize,
+    stats: CUdeviceptr,
+    f: Format,
+    codec: Codec,
+    y: CUdeviceptr,
+) -> Result<()> {
+    let s = raw_on(ctx, stream);
+    let on = On {
+        stream: &s,
+        pointers: PointerCheck::Caller,
+    };
+    dequantize_core(
+        on,
+        DevPtr::new(codes),
+        len_u64(n),
+        ScaleInv::Stats(DevPtr::new(stats)),
+        f,
+        codec,
+        DevPtr::new(y),
+    )
+}
+
+/// [`dequantize_dev`] on foreign memory.
+///
+/// # Safety
+/// As [`dequantize_stats_raw`], without the stats buffer.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn dequantize_raw(
+    ctx: &Context,
+    stream: RawStream,
+    codes: CUdeviceptr,
+    n: usize,
+    scale_inv: f32,
+    f: Format,
+    codec: Codec,
+    y: CUdeviceptr,
+) -> Result<()> {
+    let s = raw_on(ctx, stream);
+    let on = On {
+        stream: &s,
+        pointers: PointerCheck::Caller,
+    };
+    dequantize_core(
+        on,
+        DevPtr::new(codes),
+        len_u64(n),
+        ScaleInv::Value(scale_inv),
+        f,
+        codec,
+        DevPtr::new(y),
+    )
+}
+
+// ---- slice API ----------------------------------------------------------------
+
+fn checked_on(stream: &Stream) -> On<'_> {
+    On {
+        stream,
+        pointers: PointerCheck::LiveBuffers,
     }
 }
 
-fn stats_of(v: &[f32]) -> [f32; STATS_LEN] {
-    [v[0], v[1], v[2]]
+/// Run both absmax passes on `stream` and download the partials and stats.
+pub fn absmax_on(stream: &Stream, xs: &[f32], f: Format) -> Result<AbsmaxTrace> {
+    let x = stream.upload(xs)?;
+    let mut stats = stream.context().alloc::<f32>(STATS_LEN)?;
+    let (partials, c1, c2) = absmax_passes(
+        checked_on(stream),
+        stream.arg("x", &x)?,
+        len_u64(xs.len()),
+        f,
+        stream.arg_mut("stats", &mut stats)?,
+    )?;
+    let p = stream.to_vec(&partials)?;
+    let s = stream.to_vec(&stats)?;
+    Ok(AbsmaxTrace {
+        partials_launch: c1,
+        finalize_launch: c2,
+        partials: p,
+        stats: [s[0], s[1], s[2]],
+    })
 }
 
-/// Run both absmax passes on `ex` and download the partials and stats.
-pub fn absmax_on(ex: &mut dyn Executor, xs: &[f32], f: Format) -> Result<AbsmaxTrace> {
-    let x = upload_new(ex, xs)?;
-    let (stats, partials, c1, c2) = match absmax_passes(ex, x, len_u64(xs.len()), f) {
-        Ok(v) => v,
-        Err(e) => return finish(ex, &[x], Err(e)),
-    };
-    let result = (|| {
-        let p = download_vec::<f32>(ex, partials, c1.grid.0 as usize)?;
-        let s = download_vec::<f32>(ex, stats, STATS_LEN)?;
-        Ok(AbsmaxTrace {
-            partials_launch: c1,
-            finalize_launch: c2,
-            partials: p,
-            stats: stats_of(&s),
-        })
-    })();
-    finish(ex, &[x, partials, stats], result)
+/// Current scaling on `stream`: upload `xs`, absmax, scale and codes on the
+/// device, download the codes and the 12 bytes of stats.
+pub fn quantize_on(stream: &Stream, xs: &[f32], f: Format, codec: Codec) -> Result<Quantized> {
+    let ctx = stream.context();
+    let x = stream.upload(xs)?;
+    let mut codes = ctx.alloc::<u8>(xs.len())?;
+    let mut stats = ctx.alloc::<f32>(STATS_LEN)?;
+    quantize_dev(stream, &x, f, codec, &mut codes, &mut stats)?;
+    let s = stream.to_vec(&stats)?;
+    Ok(Quantized {
+        codes: stream.to_vec(&codes)?,
+        scale: s[1],
+        scale_inv: s[2],
+        amax: s[0],
+    })
 }
 
-/// Current scaling on `ex`: absmax, scale and codes, all on the device.
-pub fn quantize_on(
-    ex: &mut dyn Executor,
-    xs: &[f32],
-    f: Format,
-    codec: Codec,
-) -> Result<Quantized> {
-    let n = len_u64(xs.len());
-    let x = upload_new(ex, xs)?;
-    let (stats, partials, _, _) = match absmax_passes(ex, x, n, f) {
-        Ok(v) => v,
-        Err(e) => return finish(ex, &[x], Err(e)),
-    };
-    let codes = match ex.alloc(xs.len().max(1)) {
-        Ok(c) => c,
-        Err(e) => return finish(ex, &[x, partials, stats], Err(e)),
-    };
-    let result = (|| {
-        let m = ptx::generate_quantize(ex.sm(), f, codec)?;
-        check_aligned(&m.kernel, codes, 4)?;
-        let args = QuantizeArgs {
-            x: x.into(),
-            n,
-            stats: stats.into(),
-            codes: codes.into(),
-        };
-        let blocks = ptx::grid_blocks(n, ex.multiprocessor_count());
-        launch(ex, &m, blocks, &args.args())?;
-        let s = download_vec::<f32>(ex, stats, STATS_LEN)?;
-        let c = download_vec::<u8>(ex, codes, xs.len())?;
-        Ok(Quantized {
-            codes: c,
-            scale: s[1],
-            scale_inv: s[2],
-            amax: s[0],
-        })
-    })();
-    finish(ex, &[x, partials, stats, codes], result)
-}
-
-/// Delayed scaling on `ex`: `codes[i] = encode(x[i] · scale)`.
+/// Delayed scaling on `stream`: `codes[i] = encode(x[i] · scale)`.
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] for a scale that is not finite and `> 0`.
 pub fn quantize_with_scale_on(
-    ex: &mut dyn Executor,
+    stream: &Stream,
     xs: &[f32],
     scale: f32,
     f: Format,
     codec: Codec,
 ) -> Result<Vec<u8>> {
     validate_scale(scale)?;
-    let n = len_u64(xs.len());
-    let x = upload_new(ex, xs)?;
-    let codes = match ex.alloc(xs.len().max(1)) {
-        Ok(c) => c,
-        Err(e) => return finish(ex, &[x], Err(e)),
-    };
-    let result = (|| {
-        let m = ptx::generate_quantize_scaled(ex.sm(), f, codec)?;
-        check_aligned(&m.kernel, x, 16)?;
-        check_aligned(&m.kernel, codes, 4)?;
-        let args = QuantizeScaledArgs {
-            x: x.into(),
-            n,
-            scale,
-            codes: codes.into(),
-        };
-        let blocks = ptx::grid_blocks(n, ex.multiprocessor_count());
-        launch(ex, &m, blocks, &args.args())?;
-        download_vec::<u8>(ex, codes, xs.len())
-    })();
-    finish(ex, &[x, codes], result)
+    let x = stream.upload(xs)?;
+    let mut codes = stream.context().alloc::<u8>(xs.len())?;
+    quantize_with_scale_dev(stream, &x, scale, f, codec, &mut codes)?;
+    stream.to_vec(&codes)
 }
 
-/// Dequantization on `ex`: `y[i] = decode(codes[i]) · scale_inv` (no
+/// Dequantization on `stream`: `y[i] = decode(codes[i]) · scale_inv` (no
 /// validation of `scale_inv`, as in the host model).
 pub fn dequantize_on(
-    ex: &mut dyn Executor,
+    stream: &Stream,
     codes: &[u8],
     scale_inv: f32,
     f: Format,
     codec: Codec,
 ) -> Result<Vec<f32>> {
-    let n = len_u64(codes.len());
-    let c = upload_new(ex, codes)?;
-    let y = match ex.alloc(codes.len().max(1) * 4) {
-        Ok(y) => y,
-        Err(e) => return finish(ex, &[c], Err(e)),
-    };
-    let result = (|| {
-        let m = ptx::generate_dequantize(ex.sm(), f, codec)?;
-        check_aligned(&m.kernel, c, 4)?;
-        check_aligned(&m.kernel, y, 16)?;
-        let args = DequantizeArgs {
-            codes: c.into(),
-            n,
-            scale_inv,
-            y: y.into(),
-        };
-        let blocks = ptx::grid_blocks(n, ex.multiprocessor_count());
-        launch(ex, &m, blocks, &args.args())?;
-        download_vec::<f32>(ex, y, codes.len())
-    })();
-    finish(ex, &[c, y], result)
+    let c = stream.upload(codes)?;
+    let mut y = stream.context().alloc::<f32>(codes.len())?;
+    dequantize_dev(stream, &c, scale_inv, f, codec, &mut y)?;
+    stream.to_vec(&y)
 }
 
 /// Current scaling to E4M3 (see [`quantize_as`]).
@@ -281,10 +599,7 @@ pub fn quantize_as(backend: Backend, xs: &[f32], f: Format) -> Result<(Quantized
     dispatch(
         backend,
         || Ok(host::quantize_as(xs, f)),
-        |ex| {
-            let codec = Codec::for_sm(ex.sm());
-            quantize_on(ex, xs, f, codec)
-        },
+        |s| quantize_on(s, xs, f, Codec::for_sm(s.context().sm())),
     )
 }
 
@@ -308,10 +623,7 @@ pub fn quantize_with_scale_as(
     dispatch(
         backend,
         || host::quantize_with_scale_as(xs, scale, f),
-        |ex| {
-            let codec = Codec::for_sm(ex.sm());
-            quantize_with_scale_on(ex, xs, scale, f, codec)
-        },
+        |s| quantize_with_scale_on(s, xs, scale, f, Codec::for_sm(s.context().sm())),
     )
 }
 
@@ -330,10 +642,7 @@ pub fn dequantize_as(
     dispatch(
         backend,
         || Ok(host::dequantize_as(codes, scale_inv, f)),
-        |ex| {
-            let codec = Codec::for_sm(ex.sm());
-            dequantize_on(ex, codes, scale_inv, f, codec)
-        },
+        |s| dequantize_on(s, codes, scale_inv, f, Codec::for_sm(s.context().sm())),
     )
 }
 
@@ -342,6 +651,6 @@ pub fn absmax(backend: Backend, xs: &[f32]) -> Result<(f32, Ran)> {
     dispatch(
         backend,
         || Ok(host::absmax(xs)),
-        |ex| Ok(absmax_on(ex, xs, Format::E4M3)?.stats[0]),
+        |s| Ok(absmax_on(s, xs, Format::E4M3)?.stats[0]),
     )
 }

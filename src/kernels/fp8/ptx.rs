@@ -1,6 +1,6 @@
 //! PTX generators for the FP8 kernels of [`super`].
 //!
-//! Five kernels, each generated per SM:
+//! Six kernels, each generated per SM:
 //!
 //! | kernel | what it does |
 //! |---|---|
@@ -9,6 +9,7 @@
 //! | `fp8_quantize_<fmt>` | `codes[i] = encode(x[i] · stats[1])`, the scale read from the device buffer the finalize kernel wrote (no host round trip) |
 //! | `fp8_quantize_scaled_<fmt>` | the same with a caller-given `scale` parameter (delayed scaling) |
 //! | `fp8_dequantize_<fmt>` | `y[i] = decode(codes[i]) · scale_inv` |
+//! | `fp8_dequantize_stats_<fmt>` | the same with `scale_inv = stats[2]` read from the device buffer a quantize wrote (quantize → dequantize without a host round trip) |
 //!
 //! All element loops are grid-stride loops over groups of four elements
 //! with 64-bit indices (`n` is a `u64` parameter): a group is one 16-byte
@@ -106,23 +107,27 @@ pub enum Kind {
     QuantizeScaled,
     /// Dequantize with a `scale_inv` parameter.
     Dequantize,
+    /// Dequantize with `scale_inv` read from the stats buffer (`stats[2]`),
+    /// so a quantize feeds it without a host round trip.
+    DequantizeStats,
 }
 
 impl Kind {
     /// Every kernel kind.
-    pub const ALL: [Kind; 5] = [
+    pub const ALL: [Kind; 6] = [
         Kind::AbsmaxPartials,
         Kind::AbsmaxFinalize,
         Kind::Quantize,
         Kind::QuantizeScaled,
         Kind::Dequantize,
+        Kind::DequantizeStats,
     ];
 
     /// Whether the kernel encodes or decodes (and so depends on the codec).
     pub fn uses_codec(self) -> bool {
         matches!(
             self,
-            Kind::Quantize | Kind::QuantizeScaled | Kind::Dequantize
+            Kind::Quantize | Kind::QuantizeScaled | Kind::Dequantize | Kind::DequantizeStats
         )
     }
 }
@@ -142,6 +147,7 @@ pub fn kernel_name(kind: Kind, f: Format) -> String {
         Kind::Quantize => format!("fp8_quantize_{}", fmt_name(f)),
         Kind::QuantizeScaled => format!("fp8_quantize_scaled_{}", fmt_name(f)),
         Kind::Dequantize => format!("fp8_dequantize_{}", fmt_name(f)),
+        Kind::DequantizeStats => format!("fp8_dequantize_stats_{}", fmt_name(f)),
     }
 }
 
@@ -191,6 +197,17 @@ kernel_params! {
         codes: Ptr<U8>,
         n: U64,
         scale_inv: F32,
+        y: Ptr<F32>,
+    }
+}
+
+kernel_params! {
+    /// Arguments of `fp8_dequantize_stats_<fmt>`: `scale_inv` is `stats[2]`
+    /// (as the finalize kernel wrote it).
+    pub struct DequantizeStatsArgs => DequantizeStatsRegs {
+        codes: Ptr<U8>,
+        n: U64,
+        stats: Ptr<F32>,
         y: Ptr<F32>,
     }
 }
@@ -749,32 +766,55 @@ pub fn generate_quantize_scaled(sm: Sm, f: Format, codec: Codec) -> Result<PtxMo
     b.finish()
 }
 
-/// Dequantize: `y[i] = decode(codes[i]) · scale_inv` (`mul.rn`).
-pub fn generate_dequantize(sm: Sm, f: Format, codec: Codec) -> Result<PtxModule> {
-    let mut b = builder_for(sm, Kind::Dequantize, f, codec);
-    let p = b.params::<DequantizeArgs>();
-    let words: GlobalPtr<U32> = p.codes.cast();
+/// The dequantize loop: `y[i] = decode(codes[i]) · scale_inv` (`mul.rn`).
+fn dequantize_body(
+    b: &mut KernelBuilder,
+    f: Format,
+    codec: Codec,
+    codes: GlobalPtr<U8>,
+    n: Reg<U64>,
+    scale_inv: Reg<F32>,
+    y: GlobalPtr<F32>,
+) {
+    let words: GlobalPtr<U32> = codes.cast();
     grid_stride_groups(
-        &mut b,
-        p.n,
+        b,
+        n,
         |b, g| {
             let cp = b.offset64(words, g);
             let w = b.ld_global_nc(cp, 0);
             let v = decode4(b, f, codec, w);
-            let y = v.map(|vi| b.fmul(Rounding::Rn, vi, p.scale_inv));
+            let yv = v.map(|vi| b.fmul(Rounding::Rn, vi, scale_inv));
             let e = b.shl(g, 2u32);
-            let yp = b.offset64(p.y, e);
-            b.st_global_v4(yp, 0, y);
+            let yp = b.offset64(y, e);
+            b.st_global_v4(yp, 0, yv);
         },
         |b, e| {
-            let cp = b.offset64(p.codes, e);
+            let cp = b.offset64(codes, e);
             let c = b.ld_global_nc(cp, 0);
             let v = decode1(b, f, codec, c);
-            let y = b.fmul(Rounding::Rn, v, p.scale_inv);
-            let yp = b.offset64(p.y, e);
-            b.st_global(yp, 0, y);
+            let yv = b.fmul(Rounding::Rn, v, scale_inv);
+            let yp = b.offset64(y, e);
+            b.st_global(yp, 0, yv);
         },
     );
+}
+
+/// Dequantize: `y[i] = decode(codes[i]) · scale_inv` (`mul.rn`).
+pub fn generate_dequantize(sm: Sm, f: Format, codec: Codec) -> Result<PtxModule> {
+    let mut b = builder_for(sm, Kind::Dequantize, f, codec);
+    let p = b.params::<DequantizeArgs>();
+    dequantize_body(&mut b, f, codec, p.codes, p.n, p.scale_inv, p.y);
+    b.finish()
+}
+
+/// Dequantize with `scale_inv = stats[2]`, loaded once per thread from the
+/// stats buffer a quantize wrote (no host round trip).
+pub fn generate_dequantize_stats(sm: Sm, f: Format, codec: Codec) -> Result<PtxModule> {
+    let mut b = builder_for(sm, Kind::DequantizeStats, f, codec);
+    let p = b.params::<DequantizeStatsArgs>();
+    let scale_inv = b.ld_global(p.stats, 2);
+    dequantize_body(&mut b, f, codec, p.codes, p.n, scale_inv, p.y);
     b.finish()
 }
 
@@ -788,11 +828,12 @@ pub fn generate(sm: Sm, kind: Kind, f: Format, codec: Codec) -> Result<PtxModule
         Kind::Quantize => generate_quantize(sm, f, codec),
         Kind::QuantizeScaled => generate_quantize_scaled(sm, f, codec),
         Kind::Dequantize => generate_dequantize(sm, f, codec),
+        Kind::DequantizeStats => generate_dequantize_stats(sm, f, codec),
     }
 }
 
 /// The default variants for `sm` (the SM's default codec), both formats:
-/// one absmax-partials module and four modules per format.
+/// one absmax-partials module and five modules per format.
 pub fn default_variants(sm: Sm) -> Result<Vec<PtxModule>> {
     let codec = Codec::for_sm(sm);
     let mut out = vec![generate_absmax_partials(sm)?];
@@ -902,7 +943,7 @@ mod tests {
     #[test]
     fn nan_code_canonicalisation_on_the_simulator() {
         use crate::dsl::params::KernelParams;
-        use crate::runtime::exec::{Executor, LaunchConfig, download_vec, upload_new};
+        use crate::runtime::{Context, LaunchConfig};
         for f in [Format::E4M3, Format::E5M2] {
             let mut b = KernelBuilder::new("nan_canon", Sm::Sm80);
             let p = b.params::<CanonArgs>();
@@ -924,18 +965,19 @@ mod tests {
                     words.push(w);
                 }
             }
-            let mut sim = crate::sim::Sim::new(Sm::Sm80);
-            let wb = upload_new(&mut sim, &words).unwrap();
-            let ob = Executor::alloc(&mut sim, words.len() * 4).unwrap();
+            let ctx = Context::sim(Sm::Sm80);
+            let st = ctx.default_stream();
+            let wb = st.upload(&words).unwrap();
+            let mut ob = ctx.alloc::<u32>(words.len()).unwrap();
             let n = words.len() as u32;
             let args = CanonArgs {
-                w: wb.into(),
+                w: st.arg("w", &wb).unwrap(),
                 n,
-                out: ob.into(),
+                out: st.arg_mut("out", &mut ob).unwrap(),
             };
-            sim.launch(&m, LaunchConfig::linear(n.div_ceil(128), 128), &args.args())
+            st.launch(&m, LaunchConfig::linear(n.div_ceil(128), 128), &args.args())
                 .unwrap();
-            let got: Vec<u32> = download_vec(&mut sim, ob, words.len()).unwrap();
+            let got: Vec<u32> = ob.to_vec().unwrap();
             let nan_code = |c: u32| f.decode(c as u8).is_nan();
             for (w, g) in words.iter().zip(got) {
                 let want = (0..4).fold(0u32, |acc, k| {
@@ -961,7 +1003,12 @@ mod tests {
     fn every_default_variant_builds_on_every_sm() {
         for sm in Sm::ALL {
             let v = default_variants(sm).unwrap();
-            assert_eq!(v.len(), 9);
+            // absmax partials + 5 kinds × 2 formats
+            assert_eq!(v.len(), 11);
+            let names: std::collections::BTreeSet<_> =
+                v.iter().map(|m| m.kernel.as_str()).collect();
+            assert_eq!(names.len(), 11, "{names:?}");
+            assert!(names.contains("fp8_dequantize_stats_e5m2"));
         }
     }
 }

@@ -1,0 +1,389 @@
+//! Typed device memory: [`DeviceBuffer<T>`] owns an allocation of one
+//! [`Context`]; [`DeviceSlice`] / [`DeviceSliceMut`] borrow a range of it.
+//!
+//! # Lifetimes and synchronisation
+//!
+//! * A buffer keeps its context alive. Views borrow the buffer, so a view
+//!   cannot outlive it, and a buffer cannot be written through two views
+//!   at once (`&` / `&mut` rules).
+//! * Kernels and device copies are queued on a [`Stream`] and may still
+//!   run after the call that queued them returned. Dropping a buffer never
+//!   frees memory under queued work: the free is deferred until every
+//!   stream of the context is known idle (see
+//!   [`Context`](crate::runtime::Context#freeing-memory)).
+//! * Host copies go straight between the caller's slice and device memory
+//!   through `bytemuck` byte views (no staging vector); they return when
+//!   the bytes have landed.
+//! * Using a buffer with a stream of another context is
+//!   [`Error::WrongContext`], never undefined behaviour.
+
+use std::marker::PhantomData;
+use std::ops::{Bound, RangeBounds};
+
+use bytemuck::Pod;
+
+use crate::dsl::types::{Elem, F32, S32, U8, U16, U32, U64};
+use crate::error::{Error, Result};
+use crate::runtime::context::Context;
+#[cfg(doc)]
+use crate::runtime::context::Stream;
+
+/// An element type that can live in device memory: plain bytes
+/// (`bytemuck::Pod`), with the DSL element type kernels declare for it.
+pub trait DeviceRepr: Pod + Send + Sync {
+    /// The DSL element type of a kernel pointer to `Self`.
+    type Elem: Elem;
+}
+
+macro_rules! device_repr {
+    ($($t:ty => $e:ty),*) => {$(
+        impl DeviceRepr for $t {
+            type Elem = $e;
+        }
+    )*};
+}
+device_repr!(f32 => F32, u32 => U32, i32 => S32, u64 => U64, u8 => U8, u16 => U16);
+
+/// `range` of a slice of `len` elements as `(start, end)`, or an error
+/// naming the values.
+fn resolve_range(range: impl RangeBounds<usize>, len: usize) -> Result<(usize, usize)> {
+    let start = match range.start_bound() {
+        Bound::Included(&s) => Some(s),
+        Bound::Excluded(&s) => s.checked_add(1),
+        Bound::Unbounded => Some(0),
+    };
+    let end = match range.end_bound() {
+        Bound::Included(&e) => e.checked_add(1),
+        Bound::Excluded(&e) => Some(e),
+        Bound::Unbounded => Some(len),
+    };
+    match (start, end) {
+        (Some(s), Some(e)) if s <= e && e <= len => Ok((s, e)),
+        _ => Err(Error::InvalidArgument(format!(
+            "range {:?}..{:?} is out of bounds of a device slice of {len} elements",
+            range.start_bound(),
+            range.end_bound()
+        ))),
+    }
+}
+
+/// A shared view of `len` elements of device memory in one context.
+#[derive(Debug)]
+pub struct DeviceSlice<'a, T> {
+    pub(crate) ctx: u64,
+    pub(crate) addr: u64,
+    pub(crate) len: usize,
+    _p: PhantomData<&'a [T]>,
+}
+
+impl<T> Clone for DeviceSlice<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for DeviceSlice<'_, T> {}
+
+/// An exclusive view of `len` elements of device memory in one context.
+#[derive(Debug)]
+pub struct DeviceSliceMut<'a, T> {
+    pub(crate) ctx: u64,
+    pub(crate) addr: u64,
+    pub(crate) len: usize,
+    _p: PhantomData<&'a mut [T]>,
+}
+
+macro_rules! view_common {
+    ($name:ident) => {
+        impl<'a, T: DeviceRepr> $name<'a, T> {
+            /// Number of elements.
+            pub fn len(&self) -> usize {
+                self.len
+            }
+
+            /// Whether the view has no elements.
+            pub fn is_empty(&self) -> bool {
+                self.len == 0
+            }
+
+            /// Size in bytes.
+            pub fn bytes(&self) -> usize {
+                self.len * size_of::<T>()
+            }
+
+            /// The device address of the first element (for interop and
+            /// diagnostics; the memory stays owned by its buffer).
+            pub fn device_ptr(&self) -> u64 {
+                self.addr
+            }
+
+            /// The id of the context the memory belongs to.
+            pub fn context_id(&self) -> u64 {
+                self.ctx
+            }
+
+            /// Fail unless the view's address is a multiple of `align`
+            /// bytes (vectorised kernels need 16, for example).
+            pub fn check_aligned(&self, what: &str, align: u64) -> Result<()> {
+                if self.addr.is_multiple_of(align) {
+                    return Ok(());
+                }
+                Err(Error::InvalidArgument(format!(
+                    "{what}: device address {:#x} is not {align}-byte aligned (offset {} bytes into a 256-byte aligned allocation); slice at a multiple of {} elements",
+                    self.addr,
+                    self.addr % 256,
+                    align / size_of::<T>().max(1) as u64
+                )))
+            }
+        }
+    };
+}
+view_common!(DeviceSlice);
+view_common!(DeviceSliceMut);
+
+impl<'a, T: DeviceRepr> DeviceSlice<'a, T> {
+    pub(crate) fn new(ctx: u64, addr: u64, len: usize) -> Self {
+        Self {
+            ctx,
+            addr,
+            len,
+            _p: PhantomData,
+        }
+    }
+
+    /// The sub-slice `range` (element indices).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when `range` is out of bounds.
+    pub fn slice(&self, range: impl RangeBounds<usize>) -> Result<DeviceSlice<'a, T>> {
+        let (s, e) = resolve_range(range, self.len)?;
+        Ok(DeviceSlice::new(
+            self.ctx,
+            self.addr + (s * size_of::<T>()) as u64,
+            e - s,
+        ))
+    }
+}
+
+impl<'a, T: DeviceRepr> DeviceSliceMut<'a, T> {
+    pub(crate) fn new(ctx: u64, addr: u64, len: usize) -> Self {
+        Self {
+            ctx,
+            addr,
+            len,
+            _p: PhantomData,
+        }
+    }
+
+    /// The exclusive sub-slice `range`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when `range` is out of bounds.
+    pub fn slice_mut(&mut self, range: impl RangeBounds<usize>) -> Result<DeviceSliceMut<'_, T>> {
+        let (s, e) = resolve_range(range, self.len)?;
+        Ok(DeviceSliceMut::new(
+            self.ctx,
+            self.addr + (s * size_of::<T>()) as u64,
+            e - s,
+        ))
+    }
+
+    /// Two exclusive views `[0, mid)` and `[mid, len)`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when `mid > len`.
+    pub fn split_at_mut(
+        self,
+        mid: usize,
+    ) -> Result<(DeviceSliceMut<'a, T>, DeviceSliceMut<'a, T>)> {
+        if mid > self.len {
+            return Err(Error::InvalidArgument(format!(
+                "split at {mid} of a device slice of {} elements",
+                self.len
+            )));
+        }
+        let at = self.addr + (mid * size_of::<T>()) as u64;
+        Ok((
+            DeviceSliceMut::new(self.ctx, self.addr, mid),
+            DeviceSliceMut::new(self.ctx, at, self.len - mid),
+        ))
+    }
+}
+
+/// Anything that reads as a device slice of `T`s: buffers and views.
+pub trait AsDevice<T: DeviceRepr> {
+    /// A shared view of the whole thing.
+    fn as_device(&self) -> DeviceSlice<'_, T>;
+}
+
+/// Anything that can be written as a device slice of `T`s.
+pub trait AsDeviceMut<T: DeviceRepr>: AsDevice<T> {
+    /// An exclusive view of the whole thing.
+    fn as_device_mut(&mut self) -> DeviceSliceMut<'_, T>;
+}
+
+impl<T: DeviceRepr> AsDevice<T> for DeviceSlice<'_, T> {
+    fn as_device(&self) -> DeviceSlice<'_, T> {
+        *self
+    }
+}
+
+impl<T: DeviceRepr> AsDevice<T> for DeviceSliceMut<'_, T> {
+    fn as_device(&self) -> DeviceSlice<'_, T> {
+        DeviceSlice::new(self.ctx, self.addr, self.len)
+    }
+}
+
+impl<T: DeviceRepr> AsDeviceMut<T> for DeviceSliceMut<'_, T> {
+    fn as_device_mut(&mut self) -> DeviceSliceMut<'_, T> {
+        DeviceSliceMut::new(self.ctx, self.addr, self.len)
+    }
+}
+
+/// `len` elements of `T` in device memory of one [`Context`], released on
+/// drop (freed once no queued work can use it: see the
+/// [module docs](self)).
+///
+/// Made by [`Context::alloc`], [`Context::alloc_zeroed`],
+/// [`Context::upload`] or [`Stream::upload`]. An empty buffer is valid
+/// (it owns a minimal allocation so its address is distinct).
+pub struct DeviceBuffer<T: DeviceRepr> {
+    ctx: Context,
+    addr: u64,
+    len: usize,
+    _t: PhantomData<T>,
+}
+
+impl<T: DeviceRepr> std::fmt::Debug for DeviceBuffer<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeviceBuffer")
+            .field("type", &std::any::type_name::<T>())
+            .field("len", &self.len)
+            .field("addr", &format_args!("{:#x}", self.addr))
+            .field("context", &self.ctx.id())
+            .finish()
+    }
+}
+
+impl<T: DeviceRepr> DeviceBuffer<T> {
+    /// Wrap an allocation the context just made.
+    pub(crate) fn from_raw_parts(ctx: Context, addr: u64, len: usize) -> Self {
+        Self {
+            ctx,
+            addr,
+            len,
+            _t: PhantomData,
+        }
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the buffer has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The context that owns the memory.
+    pub fn context(&self) -> &Context {
+        &self.ctx
+    }
+
+    /// The device address of the first element: a `CUdeviceptr` on a GPU,
+    /// a simulated address on Sim. The buffer keeps owning the memory.
+    pub fn device_ptr(&self) -> u64 {
+        self.addr
+    }
+
+    /// A shared view of elements `range`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when `range` is out of bounds.
+    pub fn slice(&self, range: impl RangeBounds<usize>) -> Result<DeviceSlice<'_, T>> {
+        self.as_device().slice(range)
+    }
+
+    /// An exclusive view of elements `range`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when `range` is out of bounds.
+    pub fn slice_mut(&mut self, range: impl RangeBounds<usize>) -> Result<DeviceSliceMut<'_, T>> {
+        let (s, e) = resolve_range(range, self.len)?;
+        Ok(DeviceSliceMut::new(
+            self.ctx.id(),
+            self.addr + (s * size_of::<T>()) as u64,
+            e - s,
+        ))
+    }
+
+    /// Overwrite the whole buffer with `src` (same length) on the
+    /// context's default stream; returns when the bytes have landed.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when the lengths differ.
+    pub fn copy_from_host(&mut self, src: &[T]) -> Result<()> {
+        self.ctx.default_stream().copy_from_host(self, src)
+    }
+
+    /// Copy the whole buffer into `dst` (same length) on the context's
+    /// default stream, after the work queued there; returns when done.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when the lengths differ; errors of
+    /// queued work on the default stream.
+    pub fn download(&self, dst: &mut [T]) -> Result<()> {
+        self.ctx.default_stream().copy_to_host(self, dst)
+    }
+
+    /// The buffer's contents as a vector (default stream; see
+    /// [`download`](Self::download)).
+    pub fn to_vec(&self) -> Result<Vec<T>> {
+        self.ctx.default_stream().to_vec(self)
+    }
+}
+
+impl<T: DeviceRepr> AsDevice<T> for DeviceBuffer<T> {
+    fn as_device(&self) -> DeviceSlice<'_, T> {
+        DeviceSlice::new(self.ctx.id(), self.addr, self.len)
+    }
+}
+
+impl<T: DeviceRepr> AsDeviceMut<T> for DeviceBuffer<T> {
+    fn as_device_mut(&mut self) -> DeviceSliceMut<'_, T> {
+        DeviceSliceMut::new(self.ctx.id(), self.addr, self.len)
+    }
+}
+
+impl<T: DeviceRepr> Drop for DeviceBuffer<T> {
+    fn drop(&mut self) {
+        self.ctx.release(self.addr, self.len * size_of::<T>());
+    }
+}
+
+/// A `DeviceBuffer` is only ever used through its context's lock.
+const _: () = {
+    const fn send_sync<X: Send + Sync>() {}
+    send_sync::<DeviceBuffer<f32>>();
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_resolve_or_name_the_bounds() {
+        assert_eq!(resolve_range(.., 5).unwrap(), (0, 5));
+        assert_eq!(resolve_range(1..3, 5).unwrap(), (1, 3));
+        assert_eq!(resolve_range(2..=4, 5).unwrap(), (2, 5));
+        assert_eq!(resolve_range(5.., 5).unwrap(), (5, 5));
+        let e = resolve_range(3..6, 5).unwrap_err();
+        assert!(
+            matches!(&e, Error::InvalidArgument(m) if m.contains("5 elements")),
+            "{e}"
+        );
+        let (hi, lo) = (4, 2);
+        assert!(resolve_range(hi..lo, 5).is_err());
+        assert!(resolve_range(..=usize::MAX, 5).is_err());
+    }
+}

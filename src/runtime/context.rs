@@ -1,0 +1,641 @@
+//! [`Context`]: one device (a GPU or the simulator), its buffers and its
+//! streams. [`Stream`]: an ordered queue of copies and launches.
+//!
+//! # Devices and contexts
+//!
+//! [`Context::cuda`]`(ordinal)` returns the process-wide context of that
+//! GPU, opened once on the device's **primary context** (the one the CUDA
+//! runtime and cudarc use, so their memory and streams work with ours) and
+//! shared by every clone. Each device's kernels are built for its own SM
+//! ([`Context::sm`]). [`Context::sim`] makes a CPU simulator context with
+//! the same API; its buffers live in host memory.
+//!
+//! # Streams and synchronisation
+//!
+//! Every context has a default stream ([`Context::default_stream`]) and
+//! makes more on request ([`Context::new_stream`]). Launches, device copies
+//! and fills are queued and return at once; host copies
+//! ([`Stream::copy_to_host`], [`DeviceBuffer::download`], …) wait for the
+//! work queued before them on their stream and return when the bytes have
+//! landed; [`Stream::synchronize`] waits for a stream. Work on different
+//! streams is unordered unless [`Stream::wait_for`] orders it. A failure of
+//! queued work is returned by the next synchronising call on that stream,
+//! naming the kernels queued since the last one.
+//!
+//! # Freeing memory
+//!
+//! Dropping a [`DeviceBuffer`] never frees memory under queued work: the
+//! memory is freed at the next point where every stream of the context is
+//! known idle ([`Context::synchronize`], or a synchronising call on the
+//! default stream while the context has no other stream), and when more
+//! than 64 MiB or 256 buffers are waiting, the drop synchronises the
+//! context and frees at once. The simulator frees at once.
+//!
+//! # Faults
+//!
+//! A device-side fault (illegal address, trap) destroys a CUDA context for
+//! everyone using it. The call that observes it returns the error once
+//! ([`Error::Launch`] naming the kernels); the context then answers
+//! [`Error::DeviceLost`] to every use, and the next [`Context::cuda`]
+//! resets the device's primary context and opens a fresh one. If that reset
+//! fails too, the error says the process must restart.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use crate::dsl::PtxModule;
+use crate::dsl::params::{ArgValue, DevPtr};
+use crate::error::{Error, Result};
+use crate::runtime::buffer::{AsDevice, AsDeviceMut, DeviceBuffer, DeviceRepr};
+use crate::runtime::device::{Gpu, GpuInfo, cuda_unavailable_reason};
+use crate::runtime::exec::{Executor, LaunchConfig, PointerCheck, RawStream, Traffic};
+use crate::sim::Sim;
+use crate::target::Sm;
+
+/// What a [`Context`] runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DeviceKind {
+    /// CUDA device `ordinal`.
+    Cuda { ordinal: u32 },
+    /// The CPU PTX simulator.
+    Sim,
+}
+
+/// Memory of dropped buffers waits here until every stream is known idle.
+/// Past either limit, the drop synchronises the context and frees at once.
+const DEFERRED_FREE_BYTES: usize = 64 << 20;
+const DEFERRED_FREE_COUNT: usize = 256;
+
+/// The backend and the bookkeeping that must change with it atomically.
+pub(crate) struct State {
+    pub(crate) ex: Box<dyn Executor>,
+    /// Allocations of dropped buffers, not yet freed.
+    dead: Vec<u64>,
+    dead_bytes: usize,
+    /// Streams made by `new_stream` that are still alive.
+    extra_streams: usize,
+    /// What went through each stream (copies and launches queued there).
+    per_stream: HashMap<u64, Traffic>,
+}
+
+impl State {
+    /// Free the dropped buffers: every stream has just been synchronised.
+    fn flush(&mut self) {
+        for addr in self.dead.drain(..) {
+            let _ = self.ex.free(addr);
+        }
+        self.dead_bytes = 0;
+    }
+
+    /// Count work queued on stream `s`.
+    fn count(&mut self, s: RawStream, f: impl FnOnce(&mut Traffic)) {
+        f(self.per_stream.entry(s.0).or_default());
+    }
+
+    /// A synchronising call on `s` succeeded: if no other stream can still
+    /// hold work, the dropped buffers are safe to free.
+    fn synced(&mut self, s: RawStream) {
+        if self.extra_streams == 0 && s == self.ex.default_stream() {
+            self.flush();
+        }
+    }
+}
+
+struct Inner {
+    id: u64,
+    kind: DeviceKind,
+    sm: Sm,
+    multiprocessors: u32,
+    info: Option<GpuInfo>,
+    default_stream: RawStream,
+    state: Mutex<State>,
+}
+
+/// A device and everything allocated or queued on it. Cloning is cheap and
+/// shares the device; the context lives while any clone, buffer or stream
+/// of it does. `Send + Sync`: operations from several threads are
+/// serialised per call.
+#[derive(Clone)]
+pub struct Context {
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for Context {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Context")
+            .field("id", &self.inner.id)
+            .field("kind", &self.inner.kind)
+            .field("sm", &self.inner.sm)
+            .finish_non_exhaustive()
+    }
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+impl Context {
+    /// A context over any backend (the simulator, a GPU, or a custom one).
+    pub fn from_executor(kind: DeviceKind, info: Option<GpuInfo>, exec: Box<dyn Executor>) -> Self {
+        Context {
+            inner: Arc::new(Inner {
+                id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+                kind,
+                sm: exec.sm(),
+                multiprocessors: exec.multiprocessor_count(),
+                default_stream: exec.default_stream(),
+                info,
+                state: Mutex::new(State {
+                    ex: exec,
+                    dead: Vec::new(),
+                    dead_bytes: 0,
+                    extra_streams: 0,
+                    per_stream: HashMap::new(),
+                }),
+            }),
+        }
+    }
+
+    /// A fresh CPU-simulator context for `sm` (checks on).
+    pub fn sim(sm: Sm) -> Self {
+        Self::from_executor(DeviceKind::Sim, None, Box::new(Sim::new(sm)))
+    }
+
+    /// The process-wide context of CUDA device `ordinal` (see the
+    /// [module docs](self)): opened on first use, shared afterwards,
+    /// reopened after a fault lost it.
+    ///
+    /// # Errors
+    /// [`Error::NoDevice`] without a driver or for an ordinal the driver
+    /// does not report; [`Error::DeviceBusy`] when the device refuses a
+    /// context (exclusive-process mode); [`Error::UnsupportedSm`] for cards
+    /// older than sm_70; [`Error::Driver`] when a lost context cannot be
+    /// reset (the process must restart).
+    pub fn cuda(ordinal: u32) -> Result<Context> {
+        static CUDA: Mutex<BTreeMap<u32, Context>> = Mutex::new(BTreeMap::new());
+        if let Some(reason) = cuda_unavailable_reason() {
+            return Err(Error::NoDevice(reason.to_string()));
+        }
+        let mut registry = CUDA.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(ctx) = registry.get(&ordinal) {
+            let Some(fault) = ctx.lost() else {
+                return Ok(ctx.clone());
+            };
+            registry.remove(&ordinal);
+            Gpu::reset_primary(ordinal).map_err(|e| Error::Driver {
+                call: "cuDevicePrimaryCtxReset",
+                message: format!(
+                    "device {ordinal} could not be reset after the fault ({fault}): {e}; the process must restart to use it again"
+                ),
+            })?;
+        }
+        let gpu = Gpu::open(ordinal)?;
+        let info = gpu.info().clone();
+        let ctx = Self::from_executor(DeviceKind::Cuda { ordinal }, Some(info), Box::new(gpu));
+        registry.insert(ordinal, ctx.clone());
+        Ok(ctx)
+    }
+
+    /// A unique id (buffers and streams remember it).
+    pub fn id(&self) -> u64 {
+        self.inner.id
+    }
+
+    /// What the context runs on.
+    pub fn kind(&self) -> DeviceKind {
+        self.inner.kind
+    }
+
+    /// The SM the context's kernels are built for.
+    pub fn sm(&self) -> Sm {
+        self.inner.sm
+    }
+
+    /// Number of streaming multiprocessors (grid sizing).
+    pub fn multiprocessor_count(&self) -> u32 {
+        self.inner.multiprocessors
+    }
+
+    /// The GPU's properties (`None` on the simulator).
+    pub fn info(&self) -> Option<&GpuInfo> {
+        self.inner.info.as_ref()
+    }
+
+    /// The backend and its bookkeeping, locked for one operation.
+    pub(crate) fn state(&self) -> MutexGuard<'_, State> {
+        self.inner
+            .state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The context's default stream.
+    pub fn default_stream(&self) -> Stream {
+        Stream {
+            ctx: self.clone(),
+            raw: self.inner.default_stream,
+            _owner: None,
+        }
+    }
+
+    /// A new stream, destroyed (after synchronising) when its last clone
+    /// drops.
+    pub fn new_stream(&self) -> Result<Stream> {
+        let mut st = self.state();
+        let raw = st.ex.create_stream()?;
+        st.extra_streams += 1;
+        drop(st);
+        Ok(Stream {
+            ctx: self.clone(),
+            raw,
+            _owner: Some(Arc::new(StreamOwner {
+                ctx: self.clone(),
+                raw,
+            })),
+        })
+    }
+
+    /// A [`Stream`] over a foreign stream handle (for the raw-pointer entry
+    /// points); never destroyed by ptxsmith.
+    pub(crate) fn borrowed_stream(&self, raw: RawStream) -> Stream {
+        Stream {
+            ctx: self.clone(),
+            raw,
+            _owner: None,
+        }
+    }
+
+    fn alloc_inner<T: DeviceRepr>(&self, len: usize, zeroed: bool) -> Result<DeviceBuffer<T>> {
+        let bytes = len.checked_mul(size_of::<T>()).ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "allocation of {len} elements of {} bytes overflows",
+                size_of::<T>()
+            ))
+        })?;
+        let addr = self.state().ex.alloc(bytes, zeroed)?;
+        Ok(DeviceBuffer::from_raw_parts(self.clone(), addr, len))
+    }
+
+    /// `len` uninitialised elements (the simulator reports a kernel read of
+    /// a byte nobody wrote).
+    pub fn alloc<T: DeviceRepr>(&self, len: usize) -> Result<DeviceBuffer<T>> {
+        self.alloc_inner(len, false)
+    }
+
+    /// `len` zeroed elements.
+    pub fn alloc_zeroed<T: DeviceRepr>(&self, len: usize) -> Result<DeviceBuffer<T>> {
+        self.alloc_inner(len, true)
+    }
+
+    /// A new buffer holding a copy of `data` (default stream).
+    pub fn upload<T: DeviceRepr>(&self, data: &[T]) -> Result<DeviceBuffer<T>> {
+        self.default_stream().upload(data)
+    }
+
+    /// Wait for every stream of the context (and free the memory of
+    /// dropped buffers).
+    pub fn synchronize(&self) -> Result<()> {
+        let mut st = self.state();
+        st.ex.synchronize(None)?;
+        st.flush();
+        Ok(())
+    }
+
+    /// Bytes moved, launches and allocations so far (all streams).
+    pub fn traffic(&self) -> Traffic {
+        self.state().ex.traffic()
+    }
+
+    /// JIT-compile `module` now (GPU; a no-op on the simulator), e.g. to
+    /// keep compilation out of a timed region.
+    pub fn load(&self, module: &PtxModule) -> Result<()> {
+        self.state().ex.load(module)
+    }
+
+    /// Make this context current on the calling thread (GPU; a no-op on
+    /// the simulator), so CUDA code of another stack on this thread (cudarc,
+    /// plain `cuMemAlloc`) allocates in the context ptxsmith uses: the
+    /// device's primary context.
+    pub fn make_current(&self) -> Result<()> {
+        self.state().ex.make_current()
+    }
+
+    /// Why the context is unusable (a device fault), if it is.
+    pub fn lost(&self) -> Option<String> {
+        self.state().ex.lost()
+    }
+
+    /// Run `f` on the simulator behind this context (`None` for a GPU):
+    /// its counters, options, or memory that no ptxsmith buffer owns (the
+    /// way a foreign allocator's memory looks to the raw entry points).
+    pub fn with_sim<R>(&self, f: impl FnOnce(&mut Sim) -> R) -> Option<R> {
+        self.state().ex.as_sim().map(f)
+    }
+
+    /// A buffer of `bytes` bytes at `addr` was dropped: free it once no
+    /// queued work can use it (see [`DeviceBuffer`]'s docs).
+    pub(crate) fn release(&self, addr: u64, bytes: usize) {
+        let mut st = self.state();
+        st.dead.push(addr);
+        st.dead_bytes += bytes;
+        if st.ex.is_synchronous()
+            || st.dead.len() > DEFERRED_FREE_COUNT
+            || st.dead_bytes > DEFERRED_FREE_BYTES
+        {
+            // A failure of queued work surfaces here too; the backend keeps
+            // a sticky fault for the next call.
+            let _ = st.ex.synchronize(None);
+            st.flush();
+        }
+    }
+
+    /// Number of dropped buffers whose memory is not freed yet.
+    pub fn deferred_frees(&self) -> usize {
+        self.state().dead.len()
+    }
+
+    /// `what` (owned by context `owner`) may be used here.
+    pub(crate) fn check_owner(&self, what: &str, owner: u64) -> Result<()> {
+        if owner == self.id() {
+            return Ok(());
+        }
+        Err(Error::WrongContext {
+            what: what.to_string(),
+            owner,
+            used: self.id(),
+        })
+    }
+}
+
+/// Destroys a stream made by [`Context::new_stream`] when its last handle
+/// drops.
+struct StreamOwner {
+    ctx: Context,
+    raw: RawStream,
+}
+
+impl Drop for StreamOwner {
+    fn drop(&mut self) {
+        let mut st = self.ctx.state();
+        let _ = st.ex.destroy_stream(self.raw);
+        st.extra_streams -= 1;
+        st.per_stream.remove(&self.raw.0);
+    }
+}
+
+/// An ordered queue of copies and launches on one [`Context`]. Cloning
+/// gives another handle to the same queue.
+#[derive(Clone)]
+pub struct Stream {
+    ctx: Context,
+    raw: RawStream,
+    _owner: Option<Arc<StreamOwner>>,
+}
+
+impl fmt::Debug for Stream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Stream")
+            .field("context", &self.ctx.id())
+            .field("raw", &format_args!("{:#x}", self.raw.0))
+            .finish()
+    }
+}
+
+fn length_mismatch(op: &str, device: usize, host: usize) -> Error {
+    Error::InvalidArgument(format!(
+        "{op}: device slice has {device} elements, host slice {host}"
+    ))
+}
+
+impl Stream {
+    /// The stream's context.
+    pub fn context(&self) -> &Context {
+        &self.ctx
+    }
+
+    /// The backend's handle: the `CUstream` value on a GPU (hand it to
+    /// other CUDA code), an id on the simulator.
+    pub fn raw(&self) -> RawStream {
+        self.raw
+    }
+
+    /// What went through this stream so far: its copies and launches
+    /// (allocations are the context's; see [`Context::traffic`]). Unlike
+    /// the context's counters, other streams' work does not show here, so
+    /// code sharing a device (tests, libraries) can measure its own.
+    pub fn traffic(&self) -> Traffic {
+        self.ctx
+            .state()
+            .per_stream
+            .get(&self.raw.0)
+            .copied()
+            .unwrap_or_default()
+    }
+
+    /// Wait until everything queued here has run. Errors of queued work
+    /// surface here, naming the kernels.
+    pub fn synchronize(&self) -> Result<()> {
+        let mut st = self.ctx.state();
+        st.ex.synchronize(Some(self.raw))?;
+        st.synced(self.raw);
+        Ok(())
+    }
+
+    /// Make later work on this stream wait for the work queued on `other`
+    /// so far (on the device; the host does not block).
+    ///
+    /// # Errors
+    /// [`Error::WrongContext`] when `other` belongs to another context.
+    pub fn wait_for(&self, other: &Stream) -> Result<()> {
+        self.ctx
+            .check_owner("the stream waited for", other.ctx.id())?;
+        self.ctx.state().ex.stream_wait(self.raw, other.raw)
+    }
+
+    /// A new buffer holding a copy of `data`, copied on this stream.
+    pub fn upload<T: DeviceRepr>(&self, data: &[T]) -> Result<DeviceBuffer<T>> {
+        let mut buf = self.ctx.alloc(data.len())?;
+        self.copy_from_host(&mut buf, data)?;
+        Ok(buf)
+    }
+
+    /// Copy `src` into `dst` (same length), in order after the work queued
+    /// here; returns when the bytes have landed.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when the lengths differ,
+    /// [`Error::WrongContext`] for a buffer of another context.
+    pub fn copy_from_host<T: DeviceRepr>(
+        &self,
+        dst: &mut impl AsDeviceMut<T>,
+        src: &[T],
+    ) -> Result<()> {
+        let d = dst.as_device_mut();
+        self.ctx.check_owner("the destination buffer", d.ctx)?;
+        if d.len != src.len() {
+            return Err(length_mismatch("copy_from_host", d.len, src.len()));
+        }
+        let mut st = self.ctx.state();
+        st.ex
+            .copy_htod(self.raw, d.addr, bytemuck::cast_slice(src))?;
+        st.count(self.raw, |t| {
+            t.bytes_uploaded += size_of_val(src) as u64;
+            t.uploads += 1;
+        });
+        st.synced(self.raw);
+        Ok(())
+    }
+
+    /// Copy `src` into `dst` (same length), after the work queued here;
+    /// returns when done.
+    ///
+    /// # Errors
+    /// As [`copy_from_host`](Self::copy_from_host), plus errors of queued
+    /// work on this stream.
+    pub fn copy_to_host<T: DeviceRepr>(&self, src: &impl AsDevice<T>, dst: &mut [T]) -> Result<()> {
+        let s = src.as_device();
+        self.ctx.check_owner("the source buffer", s.ctx)?;
+        if s.len != dst.len() {
+            return Err(length_mismatch("copy_to_host", s.len, dst.len()));
+        }
+        let mut st = self.ctx.state();
+        st.ex
+            .copy_dtoh(self.raw, s.addr, bytemuck::cast_slice_mut(dst))?;
+        st.count(self.raw, |t| {
+            t.bytes_downloaded += size_of_val(dst) as u64;
+            t.downloads += 1;
+        });
+        st.synced(self.raw);
+        Ok(())
+    }
+
+    /// `src` as a new vector (see [`copy_to_host`](Self::copy_to_host)).
+    pub fn to_vec<T: DeviceRepr>(&self, src: &impl AsDevice<T>) -> Result<Vec<T>> {
+        let mut out = vec![T::zeroed(); src.as_device().len];
+        self.copy_to_host(src, &mut out)?;
+        Ok(out)
+    }
+
+    /// Queue a device → device copy of `src` into `dst` (same length).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when the lengths differ,
+    /// [`Error::WrongContext`] for a buffer of another context.
+    pub fn copy<T: DeviceRepr>(
+        &self,
+        dst: &mut impl AsDeviceMut<T>,
+        src: &impl AsDevice<T>,
+    ) -> Result<()> {
+        let (d, s) = (dst.as_device_mut(), src.as_device());
+        self.ctx.check_owner("the destination buffer", d.ctx)?;
+        self.ctx.check_owner("the source buffer", s.ctx)?;
+        if d.len != s.len {
+            return Err(Error::InvalidArgument(format!(
+                "device copy: destination has {} elements, source {}",
+                d.len, s.len
+            )));
+        }
+        let bytes = s.len * size_of::<T>();
+        let mut st = self.ctx.state();
+        st.ex
+            .copy_dtod(self.raw, d.addr, s.addr, bytes, PointerCheck::LiveBuffers)?;
+        st.count(self.raw, |t| t.bytes_copied_on_device += bytes as u64);
+        Ok(())
+    }
+
+    /// Queue zeroing `dst`.
+    pub fn zero<T: DeviceRepr>(&self, dst: &mut impl AsDeviceMut<T>) -> Result<()> {
+        let d = dst.as_device_mut();
+        self.ctx.check_owner("the buffer to zero", d.ctx)?;
+        self.ctx
+            .state()
+            .ex
+            .zero(self.raw, d.addr, d.len * size_of::<T>())
+    }
+
+    /// The kernel argument for a buffer the kernel reads.
+    ///
+    /// # Errors
+    /// [`Error::WrongContext`] for a buffer of another context.
+    pub fn arg<T: DeviceRepr>(
+        &self,
+        what: &str,
+        src: &impl AsDevice<T>,
+    ) -> Result<DevPtr<T::Elem>> {
+        let s = src.as_device();
+        self.ctx.check_owner(what, s.ctx)?;
+        Ok(DevPtr::new(s.addr))
+    }
+
+    /// The kernel argument for a buffer the kernel writes (exclusive
+    /// borrow, so it cannot alias an input).
+    ///
+    /// # Errors
+    /// [`Error::WrongContext`] for a buffer of another context.
+    pub fn arg_mut<T: DeviceRepr>(
+        &self,
+        what: &str,
+        dst: &mut impl AsDeviceMut<T>,
+    ) -> Result<DevPtr<T::Elem>> {
+        let d = dst.as_device_mut();
+        self.ctx.check_owner(what, d.ctx)?;
+        Ok(DevPtr::new(d.addr))
+    }
+
+    /// Queue `module` with `args`, checked against the module's parameters
+    /// and its PTX entry signature; every pointer argument must lie in a live
+    /// buffer of this context.
+    pub fn launch(&self, module: &PtxModule, cfg: LaunchConfig, args: &[ArgValue]) -> Result<()> {
+        self.launch_with(module, cfg, args, PointerCheck::LiveBuffers)
+    }
+
+    /// [`launch`](Self::launch) without the live-buffer check, for the
+    /// raw-pointer entry points: their `unsafe` signature makes the caller
+    /// vouch that every pointer is valid device memory of this context.
+    pub(crate) fn launch_foreign(
+        &self,
+        module: &PtxModule,
+        cfg: LaunchConfig,
+        args: &[ArgValue],
+    ) -> Result<()> {
+        self.launch_with(module, cfg, args, PointerCheck::Caller)
+    }
+
+    /// Queue a copy of `src` into foreign device memory at `dst` (raw entry
+    /// points: their caller vouches for `dst`).
+    pub(crate) fn copy_to_foreign<T: DeviceRepr>(
+        &self,
+        dst: u64,
+        src: &impl AsDevice<T>,
+    ) -> Result<()> {
+        let s = src.as_device();
+        self.ctx.check_owner("the source buffer", s.ctx)?;
+        let bytes = s.len * size_of::<T>();
+        let mut st = self.ctx.state();
+        st.ex
+            .copy_dtod(self.raw, dst, s.addr, bytes, PointerCheck::Caller)?;
+        st.count(self.raw, |t| t.bytes_copied_on_device += bytes as u64);
+        Ok(())
+    }
+
+    /// Launch checked or not, as the entry point's caller asked.
+    pub(crate) fn launch_with(
+        &self,
+        module: &PtxModule,
+        cfg: LaunchConfig,
+        args: &[ArgValue],
+        pointers: PointerCheck,
+    ) -> Result<()> {
+        let mut st = self.ctx.state();
+        st.ex.launch(self.raw, module, cfg, args, pointers)?;
+        st.count(self.raw, |t| t.launches += 1);
+        Ok(())
+    }
+}
+
+// Contexts, buffers and streams move between threads.
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<Context>();
+    send_sync::<Stream>();
+};
