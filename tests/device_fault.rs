@@ -1,0 +1,63 @@
+//! A device-side fault on a GPU (skipped without one). This is its own test
+//! binary because recovering resets the device's primary context, which
+//! would pull the rug from under other GPU tests running in the same
+//! process.
+//!
+//! The fault is reported once, by the synchronising call after it, naming
+//! the kernel; the faulted context then answers `Error::DeviceLost`; the
+//! next `Context::cuda(0)` is a fresh, working context.
+
+use ptxsmith::dsl::KernelBuilder;
+use ptxsmith::dsl::params::{ArgValue, Ptr};
+use ptxsmith::dsl::types::U32;
+use ptxsmith::kernels::dot;
+use ptxsmith::runtime::{Context, LaunchConfig, cuda_for_tests};
+use ptxsmith::{Error, kernel_params};
+
+kernel_params! {
+    struct FaultArgs => FaultRegs {
+        p: Ptr<U32>,
+    }
+}
+
+#[test]
+fn gpu_fault_is_reported_once_then_the_context_is_rebuilt() {
+    let Some(ctx) = cuda_for_tests() else { return };
+    let mut b = KernelBuilder::new("ptxsmith_test_fault", ctx.sm());
+    let p = b.params::<FaultArgs>();
+    let i = b.global_id_x();
+    let dst = b.offset(p.p, i);
+    b.st_global(dst, 0, i);
+    let module = b.finish().unwrap();
+    let st = ctx.default_stream();
+    // A null pointer passes the live-buffer check (null is allowed) and
+    // stores through it fault on the device.
+    st.launch(&module, LaunchConfig::linear(1, 32), &[ArgValue::Ptr(0)])
+        .unwrap();
+    let e = st.synchronize().unwrap_err();
+    println!("fault as reported: {e}");
+    assert!(
+        matches!(&e, Error::Launch { kernel, .. } if kernel.contains("ptxsmith_test_fault")),
+        "{e}"
+    );
+    // From now on the old context says it is lost, naming the fault.
+    match ctx.upload(&[1f32]) {
+        Err(Error::DeviceLost { ordinal: 0, fault }) => {
+            assert!(fault.contains("ptxsmith_test_fault"), "{fault}")
+        }
+        other => panic!("expected DeviceLost, got {other:?}"),
+    }
+    assert!(ctx.lost().is_some());
+    // A fresh context works, and the slice API recovers with it.
+    let fresh = Context::cuda(0).unwrap();
+    assert_ne!(fresh.id(), ctx.id());
+    assert!(fresh.lost().is_none());
+    let (x, y) = (vec![1.5f32; 6], vec![2.0f32; 3]);
+    let fs = fresh.default_stream();
+    let got = dot::launch::run_on(&fs, &x, &y, 2, 3).unwrap();
+    assert_eq!(got, vec![9.0, 9.0]);
+    let (got, _) = dot::dot_rows(ptxsmith::runtime::Backend::Cuda, &x, &y, 2, 3).unwrap();
+    assert_eq!(got, vec![9.0, 9.0]);
+    // Dropping the old context's buffers and streams is harmless.
+    drop(ctx);
+}

@@ -1,0 +1,519 @@
+//! Device-resident data, streams and interop (issue 8): each scenario is
+//! one function over a [`Context`], run on the simulator here and on the
+//! GPU when one is present (the `gpu_*` tests print SKIP without one).
+//!
+//! * three batches routed against one resident dictionary: `D` crosses
+//!   the bus once, every batch is bit-identical to the host model, the
+//!   traffic counters show exactly the expected uploads and downloads;
+//! * FP8 quantize → dequantize chained on the device, no download between;
+//! * the raw-pointer entry points on memory ptxsmith did not allocate;
+//! * bad input: lengths, contexts, alignment, streams.
+
+use ptxsmith::Error;
+use ptxsmith::Sm;
+use ptxsmith::kernels::dot;
+use ptxsmith::kernels::fp8::{self, Format, launch as fp8l, ptx::Codec};
+use ptxsmith::kernels::score::{self, launch as score_l, ptx::ScoreTuning};
+use ptxsmith::runtime::{AsDevice, Context, RawStream, Traffic, cuda_for_tests};
+
+fn lcg(seed: u32) -> impl FnMut() -> f32 {
+    let mut s = seed;
+    move || {
+        s = s.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+        (s >> 8) as f32 / (1u32 << 24) as f32 * 2.0 - 1.0
+    }
+}
+
+fn bits(v: &[f32]) -> Vec<u32> {
+    v.iter()
+        .map(|f| if f.is_nan() { 0x7fc0_0000 } else { f.to_bits() })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------
+// Resident dictionary
+// ---------------------------------------------------------------------------
+
+/// Upload `D` once, route three batches against it, download only the
+/// results; check bits and traffic.
+fn resident_routing(ctx: &Context, rows: usize, k: usize, p: usize, s: usize) {
+    let mut next = lcg(11);
+    let d: Vec<f32> = (0..k * p).map(|_| next()).collect();
+    // A stream of our own: its counters see only this scenario's work,
+    // even when other tests share the device's context.
+    let st = ctx.new_stream().unwrap();
+    let before = st.traffic();
+    let dict = st.upload(&d).unwrap();
+    let after_dict = st.traffic().since(&before);
+    assert_eq!(after_dict.bytes_uploaded, (k * p * 4) as u64);
+    for batch in 0..3 {
+        let x: Vec<f32> = (0..rows * p).map(|_| next()).collect();
+        let t0 = st.traffic();
+        let xb = st.upload(&x).unwrap();
+        let top = score_l::route_top_s_dev(&st, &xb, &dict, rows, k, p, s, None).unwrap();
+        // Nothing came back yet: the result is on the device.
+        assert_eq!(st.traffic().since(&t0).bytes_downloaded, 0);
+        let got = top.download(&st).unwrap();
+        let t = st.traffic().since(&t0);
+        assert_eq!(
+            (t.bytes_uploaded, t.uploads, t.bytes_downloaded, t.downloads),
+            ((rows * p * 4) as u64, 1, (rows * s * 8) as u64, 1),
+            "batch {batch}: only x goes up, only rows·s·8 bytes come down"
+        );
+        let want = score::route_top_s_fast(&x, &d, rows, k, p, s).unwrap();
+        assert_eq!(got.atoms, want.atoms, "batch {batch}");
+        assert_eq!(bits(&got.scores), bits(&want.scores), "batch {batch}");
+    }
+    let total = st.traffic().since(&before);
+    assert_eq!(
+        total.bytes_uploaded,
+        ((k * p + 3 * rows * p) * 4) as u64,
+        "the dictionary crossed the bus exactly once"
+    );
+    assert_eq!(total.bytes_downloaded, (3 * rows * s * 8) as u64);
+    assert_eq!(total.uploads, 4);
+    assert_eq!(total.downloads, 3);
+}
+
+#[test]
+fn sim_routes_three_batches_against_one_resident_dictionary() {
+    // Multi-split (merge) and single-split plans, vec4 and scalar staging.
+    resident_routing(&Context::sim(Sm::Sm80), 40, 700, 16, 5);
+    resident_routing(&Context::sim(Sm::Sm90), 9, 130, 7, 3);
+}
+
+#[test]
+fn gpu_routes_three_batches_against_one_resident_dictionary() {
+    let Some(ctx) = cuda_for_tests() else { return };
+    resident_routing(&ctx, 300, 32768, 64, 8);
+    resident_routing(&ctx, 9, 130, 7, 3);
+}
+
+#[test]
+fn score_block_on_resident_buffers_and_sub_slices() {
+    let ctx = Context::sim(Sm::Sm80);
+    let st = ctx.default_stream();
+    let (rows, k, p) = (5, 40, 8);
+    let mut next = lcg(3);
+    let x: Vec<f32> = (0..2 * rows * p).map(|_| next()).collect();
+    let d: Vec<f32> = (0..k * p).map(|_| next()).collect();
+    let (xb, db) = (st.upload(&x).unwrap(), st.upload(&d).unwrap());
+    let mut out = ctx.alloc_zeroed::<f32>(2 * rows * k).unwrap();
+    // The second half of x (offset 40 floats: 16-byte aligned, so the vec4
+    // default applies) into the second half of out.
+    let second = xb.slice(rows * p..).unwrap();
+    let mut tail = out.slice_mut(rows * k..).unwrap();
+    score_l::score_block_dev(&st, &second, &db, &mut tail, rows, k, p, None).unwrap();
+    let got = out.to_vec().unwrap();
+    let want = score::score_block(&x[rows * p..], &d, rows, k, p).unwrap();
+    assert!(got[..rows * k].iter().all(|v| v.to_bits() == 0));
+    assert_eq!(bits(&got[rows * k..]), bits(&want));
+}
+
+// ---------------------------------------------------------------------------
+// FP8 chained on the device
+// ---------------------------------------------------------------------------
+
+fn fp8_chain(ctx: &Context, n: usize, f: Format, codec: Codec) {
+    let mut r = lcg(5 + n as u32);
+    let mut xs: Vec<f32> = (0..n).map(|_| r() * 300.0).collect();
+    if n > 3 {
+        xs[1] = f32::NAN;
+        xs[2] = f32::INFINITY;
+    }
+    let st = ctx.new_stream().unwrap();
+    let before = st.traffic();
+    let x = st.upload(&xs).unwrap();
+    let mut codes = ctx.alloc::<u8>(n).unwrap();
+    let mut stats = ctx.alloc::<f32>(3).unwrap();
+    let mut y = ctx.alloc::<f32>(n).unwrap();
+    fp8l::quantize_dev(&st, &x, f, codec, &mut codes, &mut stats).unwrap();
+    fp8l::dequantize_stats_dev(&st, &codes, &stats, f, codec, &mut y).unwrap();
+    let t = st.traffic().since(&before);
+    assert_eq!(
+        (t.uploads, t.downloads, t.bytes_downloaded),
+        (1, 0, 0),
+        "nothing comes back between quantize and dequantize"
+    );
+    let got = st.to_vec(&y).unwrap();
+    let q = fp8::quantize_as(&xs, f);
+    let want = fp8::dequantize_as(&q.codes, q.scale_inv, f);
+    assert_eq!(bits(&got), bits(&want), "{f:?} {codec:?} n={n}");
+    // And the intermediate results, downloaded only now, are the host's.
+    assert_eq!(st.to_vec(&codes).unwrap(), q.codes);
+    let s = st.to_vec(&stats).unwrap();
+    assert_eq!(
+        bits(&s),
+        bits(&[q.amax, q.scale, q.scale_inv]),
+        "{f:?} {codec:?}"
+    );
+    let t = st.traffic().since(&before);
+    assert_eq!(t.bytes_uploaded, (4 * n) as u64);
+    assert_eq!(t.bytes_downloaded, (4 * n + n + 12) as u64);
+}
+
+#[test]
+fn sim_fp8_quantize_feeds_dequantize_on_the_device() {
+    for f in [Format::E4M3, Format::E5M2] {
+        fp8_chain(&Context::sim(Sm::Sm89), 1031, f, Codec::Hardware);
+        fp8_chain(&Context::sim(Sm::Sm80), 1031, f, Codec::Software);
+        fp8_chain(&Context::sim(Sm::Sm80), 0, f, Codec::Software);
+    }
+}
+
+#[test]
+fn gpu_fp8_quantize_feeds_dequantize_on_the_device() {
+    let Some(ctx) = cuda_for_tests() else { return };
+    for f in [Format::E4M3, Format::E5M2] {
+        fp8_chain(&ctx, (1 << 22) + 3, f, Codec::for_sm(ctx.sm()));
+        fp8_chain(&ctx, 1031, f, Codec::Software);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Raw pointers
+// ---------------------------------------------------------------------------
+
+/// Memory a foreign allocator owns: on the simulator, allocations made on
+/// the `Sim` directly, which no ptxsmith buffer knows about.
+struct Foreign<'a> {
+    ctx: &'a Context,
+}
+
+impl Foreign<'_> {
+    fn put<T: bytemuck::Pod>(&self, data: &[T]) -> u64 {
+        self.ctx
+            .with_sim(|sim| {
+                let a = sim.alloc(std::mem::size_of_val(data)).unwrap();
+                sim.write(a, bytemuck::cast_slice(data)).unwrap();
+                a
+            })
+            .unwrap()
+    }
+    fn alloc(&self, bytes: usize) -> u64 {
+        self.ctx.with_sim(|sim| sim.alloc(bytes).unwrap()).unwrap()
+    }
+    fn get<T: bytemuck::Pod>(&self, addr: u64, n: usize) -> Vec<T> {
+        let mut out = vec![T::zeroed(); n];
+        self.ctx
+            .with_sim(|sim| sim.read(addr, bytemuck::cast_slice_mut(&mut out)).unwrap())
+            .unwrap();
+        out
+    }
+}
+
+#[test]
+fn sim_raw_pointer_entry_points_run_on_foreign_memory() {
+    let ctx = Context::sim(Sm::Sm80);
+    let mem = Foreign { ctx: &ctx };
+    let stream = ctx.default_stream().raw();
+    let mut next = lcg(21);
+    // dot
+    let (rows, n) = (7, 33);
+    let x: Vec<f32> = (0..rows * n).map(|_| next()).collect();
+    let y: Vec<f32> = (0..n).map(|_| next()).collect();
+    let (px, py, po) = (mem.put(&x), mem.put(&y), mem.alloc(rows * 4));
+    // SAFETY: the three allocations hold rows·n, n and rows floats, are
+    // disjoint, and live until the end of the test; the stream is the
+    // context's default stream.
+    unsafe { dot::dot_rows_raw(&ctx, stream, px, py, po, rows, n) }.unwrap();
+    assert_eq!(
+        bits(&mem.get::<f32>(po, rows)),
+        bits(&dot::dot_rows_host(&x, &y, rows, n))
+    );
+    // fp8 quantize → dequantize, all in foreign memory
+    let xs: Vec<f32> = (0..1000).map(|_| next() * 50.0).collect();
+    let (qx, qc, qs, qy) = (
+        mem.put(&xs),
+        mem.alloc(xs.len()),
+        mem.alloc(12),
+        mem.alloc(4 * xs.len()),
+    );
+    // SAFETY: sizes as the contract says, disjoint outputs, all live.
+    unsafe {
+        fp8l::quantize_raw(
+            &ctx,
+            stream,
+            qx,
+            xs.len(),
+            Format::E4M3,
+            Codec::Software,
+            qc,
+            qs,
+        )
+        .unwrap();
+        fp8l::dequantize_stats_raw(
+            &ctx,
+            stream,
+            qc,
+            xs.len(),
+            qs,
+            Format::E4M3,
+            Codec::Software,
+            qy,
+        )
+        .unwrap();
+    }
+    let q = fp8::quantize(&xs);
+    assert_eq!(mem.get::<u8>(qc, xs.len()), q.codes);
+    assert_eq!(
+        bits(&mem.get::<f32>(qy, xs.len())),
+        bits(&fp8::dequantize(&q.codes, q.scale_inv))
+    );
+    // score block and route into foreign memory
+    let (rows, k, p, s) = (6, 90, 12, 4);
+    let sx: Vec<f32> = (0..rows * p).map(|_| next()).collect();
+    let sd: Vec<f32> = (0..k * p).map(|_| next()).collect();
+    let (rx, rd, ro, rt) = (
+        mem.put(&sx),
+        mem.put(&sd),
+        mem.alloc(rows * k * 4),
+        mem.alloc(rows * s * 8),
+    );
+    // SAFETY: as above.
+    unsafe {
+        score_l::score_block_raw(&ctx, stream, rx, rd, ro, rows, k, p, None).unwrap();
+        score_l::route_top_s_raw(&ctx, stream, rx, rd, rows, k, p, s, None, rt).unwrap();
+    }
+    let want = score::score_block(&sx, &sd, rows, k, p).unwrap();
+    assert_eq!(bits(&mem.get::<f32>(ro, rows * k)), bits(&want));
+    let pairs = mem.get::<u32>(rt, rows * s * 2);
+    let top = score::route_top_s(&sx, &sd, rows, k, p, s).unwrap();
+    let atoms: Vec<u32> = pairs.chunks(2).map(|c| c[0]).collect();
+    let scores: Vec<u32> = pairs.chunks(2).map(|c| c[1]).collect();
+    assert_eq!(atoms, top.atoms);
+    assert_eq!(scores, bits(&top.scores));
+    // The route's own workspace was ptxsmith's and is freed again.
+    let live = ctx.with_sim(|sim| sim.live_allocations()).unwrap();
+    assert_eq!(live, 11, "only the 11 foreign allocations remain");
+}
+
+#[test]
+fn sim_raw_entry_points_still_check_what_they_can() {
+    let ctx = Context::sim(Sm::Sm80);
+    let mem = Foreign { ctx: &ctx };
+    let stream = ctx.default_stream().raw();
+    let x = mem.alloc(64);
+    // Misaligned x for the 16-byte fp8 loads.
+    // SAFETY: the call fails before any kernel is queued.
+    let e =
+        unsafe { fp8l::quantize_raw(&ctx, stream, x + 4, 8, Format::E4M3, Codec::Software, x, x) }
+            .unwrap_err();
+    assert!(
+        matches!(&e, Error::InvalidArgument(m) if m.contains("16-byte") && m.contains(&format!("{:#x}", x + 4))),
+        "{e}"
+    );
+    // A stream this simulator never handed out.
+    // SAFETY: refused before anything runs.
+    let e = unsafe { dot::dot_rows_raw(&ctx, RawStream(0xdead), x, x, x, 1, 1) }.unwrap_err();
+    assert!(e.to_string().contains("0xdead"), "{e}");
+    // Foreign memory that is too small is a simulator finding, not UB.
+    // SAFETY: deliberately broken contract; the simulator checks bounds.
+    let e = unsafe { dot::dot_rows_raw(&ctx, stream, x, x, x, 100, 100) }.unwrap_err();
+    assert!(matches!(e, Error::Sim(_)), "{e}");
+}
+
+#[test]
+fn gpu_raw_pointer_entry_points_run_on_driver_allocations() {
+    let Some(ctx) = cuda_for_tests() else { return };
+    use oxicuda_memory::DeviceBuffer as Foreign;
+    ctx.make_current().unwrap();
+    let mut next = lcg(31);
+    let (rows, n) = (1000, 257);
+    let x: Vec<f32> = (0..rows * n).map(|_| next()).collect();
+    let y: Vec<f32> = (0..n).map(|_| next()).collect();
+    let fx = Foreign::from_host(&x).unwrap();
+    let fy = Foreign::from_host(&y).unwrap();
+    let fo = Foreign::<f32>::alloc(rows).unwrap();
+    // SAFETY: plain driver allocations in the primary context (current on
+    // this thread), sized as the contract says, alive until the end; the
+    // legacy default stream is synchronised by `ctx.synchronize()`.
+    unsafe {
+        dot::dot_rows_raw(
+            &ctx,
+            RawStream::NULL,
+            fx.as_device_ptr(),
+            fy.as_device_ptr(),
+            fo.as_device_ptr(),
+            rows,
+            n,
+        )
+    }
+    .unwrap();
+    ctx.synchronize().unwrap();
+    let mut got = vec![0f32; rows];
+    ctx.make_current().unwrap();
+    fo.copy_to_host(&mut got).unwrap();
+    assert_eq!(bits(&got), bits(&dot::dot_rows_host(&x, &y, rows, n)));
+}
+
+// ---------------------------------------------------------------------------
+// Bad input
+// ---------------------------------------------------------------------------
+
+#[test]
+fn lengths_contexts_and_alignment_are_typed_errors() {
+    let a = Context::sim(Sm::Sm80);
+    let b = Context::sim(Sm::Sm80);
+    let sa = a.default_stream();
+    let x = sa.upload(&[1f32; 12]).unwrap();
+    let y = sa.upload(&[1f32; 4]).unwrap();
+    let mut out = a.alloc::<f32>(3).unwrap();
+    // Length mismatch, naming the values.
+    let e = dot::dot_rows_dev(&sa, &x, &y, &mut out, 5, 4).unwrap_err();
+    assert!(
+        matches!(&e, Error::InvalidArgument(m) if m.contains("12") && m.contains("5 × 4")),
+        "{e}"
+    );
+    let mut short = a.alloc::<f32>(2).unwrap();
+    let e = dot::dot_rows_dev(&sa, &x, &y, &mut short, 3, 4).unwrap_err();
+    assert!(e.to_string().contains("out has 2"), "{e}");
+    // A buffer of another context.
+    let foreign = b.upload(&[1f32; 4]).unwrap();
+    let e = dot::dot_rows_dev(&sa, &x, &foreign, &mut out, 3, 4).unwrap_err();
+    assert!(
+        matches!(&e, Error::WrongContext { owner, used, .. } if *owner == b.id() && *used == a.id()),
+        "{e}"
+    );
+    let e = sa.to_vec(&foreign).unwrap_err();
+    assert!(matches!(e, Error::WrongContext { .. }), "{e}");
+    let e = sa.wait_for(&b.default_stream()).unwrap_err();
+    assert!(matches!(e, Error::WrongContext { .. }), "{e}");
+    // Nothing was written on error.
+    assert_eq!(a.traffic().launches, 0);
+    // Host copies must match in length.
+    let mut h = [0f32; 5];
+    let e = sa.copy_to_host(&x.slice(..4).unwrap(), &mut h).unwrap_err();
+    assert!(
+        matches!(&e, Error::InvalidArgument(m) if m.contains("4") && m.contains("5")),
+        "{e}"
+    );
+    // Out-of-range sub-slices.
+    assert!(x.slice(5..13).is_err());
+    // Misaligned sub-slices for vectorised kernels.
+    let xs = sa.upload(&[1f32; 16]).unwrap();
+    let off = xs.slice(1..9).unwrap();
+    let mut codes = a.alloc::<u8>(8).unwrap();
+    let mut stats = a.alloc::<f32>(3).unwrap();
+    let e = fp8l::quantize_dev(
+        &sa,
+        &off,
+        Format::E4M3,
+        Codec::Software,
+        &mut codes,
+        &mut stats,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&e, Error::InvalidArgument(m) if m.contains("16-byte")),
+        "{e}"
+    );
+    let mut codes9 = a.alloc::<u8>(9).unwrap();
+    let mut c = codes9.slice_mut(1..).unwrap();
+    let e = fp8l::quantize_with_scale_dev(
+        &sa,
+        &xs.slice(..8).unwrap(),
+        1.0,
+        Format::E4M3,
+        Codec::Software,
+        &mut c,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&e, Error::InvalidArgument(m) if m.contains("4-byte")),
+        "{e}"
+    );
+    let mut bad_stats = a.alloc::<f32>(2).unwrap();
+    let e = fp8l::quantize_dev(
+        &sa,
+        &xs.slice(..8).unwrap(),
+        Format::E4M3,
+        Codec::Software,
+        &mut codes,
+        &mut bad_stats,
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("stats"), "{e}");
+    // A vec4 score tuning on an unaligned sub-slice.
+    let d = sa.upload(&[1f32; 4 * 4]).unwrap();
+    let xo = sa.upload(&[1f32; 9]).unwrap();
+    let mut so = a.alloc::<f32>(8).unwrap();
+    let t = ScoreTuning::default_for(Sm::Sm80).vectorized_for(4);
+    assert!(t.vec4);
+    let e = score_l::score_block_dev(&sa, &xo.slice(1..9).unwrap(), &d, &mut so, 2, 4, 4, Some(t))
+        .unwrap_err();
+    assert!(
+        matches!(&e, Error::InvalidArgument(m) if m.contains("vec4")),
+        "{e}"
+    );
+    // The same data, aligned, works.
+    score_l::score_block_dev(&sa, &xo.slice(..8).unwrap(), &d, &mut so, 2, 4, 4, Some(t)).unwrap();
+}
+
+#[test]
+fn streams_buffers_and_frees_on_the_simulator() {
+    let ctx = Context::sim(Sm::Sm80);
+    let live = |c: &Context| c.with_sim(|s| s.live_allocations()).unwrap();
+    let s1 = ctx.new_stream().unwrap();
+    let s2 = ctx.new_stream().unwrap();
+    assert_ne!(s1.raw(), s2.raw());
+    let x = s1.upload(&[2f32; 8]).unwrap();
+    let y = s1.upload(&[3f32; 8]).unwrap();
+    let mut out = ctx.alloc::<f32>(1).unwrap();
+    dot::dot_rows_dev(&s1, &x, &y, &mut out, 1, 8).unwrap();
+    s2.wait_for(&s1).unwrap();
+    assert_eq!(s2.to_vec(&out).unwrap(), vec![48.0]);
+    // Device copy and zero on a second stream.
+    let mut z = ctx.alloc::<f32>(8).unwrap();
+    s2.copy(&mut z, &x).unwrap();
+    s2.zero(&mut z.slice_mut(2..5).unwrap()).unwrap();
+    assert_eq!(z.to_vec().unwrap(), vec![2., 2., 0., 0., 0., 2., 2., 2.]);
+    assert_eq!(ctx.traffic().bytes_copied_on_device, 32);
+    // Per-stream counters see only their own stream's work.
+    let (t1, t2) = (s1.traffic(), s2.traffic());
+    assert_eq!((t1.uploads, t1.launches, t1.downloads), (2, 1, 0));
+    assert_eq!((t2.uploads, t2.launches, t2.downloads), (0, 0, 1));
+    assert_eq!(
+        (t1.bytes_copied_on_device, t2.bytes_copied_on_device),
+        (0, 32)
+    );
+    // Zeroed allocations read as zero; uninitialised ones are flagged when
+    // a kernel reads them.
+    let zeroed = ctx.alloc_zeroed::<u32>(5).unwrap();
+    assert_eq!(zeroed.to_vec().unwrap(), vec![0; 5]);
+    let uninit = ctx.alloc::<f32>(8).unwrap();
+    let e = dot::dot_rows_dev(&s1, &uninit, &y, &mut out, 1, 8).unwrap_err();
+    assert!(matches!(e, Error::Sim(_)), "{e}");
+    // Dropping buffers frees them (the simulator has no queued work).
+    let before = live(&ctx);
+    drop((x, y, z, zeroed, uninit));
+    assert_eq!(live(&ctx), before - 5);
+    assert_eq!(ctx.deferred_frees(), 0);
+    drop((s1, s2));
+    // Empty buffers are valid.
+    let empty = ctx.upload::<f32>(&[]).unwrap();
+    assert!(empty.is_empty() && empty.to_vec().unwrap().is_empty());
+    let t: Traffic = ctx.traffic();
+    assert_eq!(t.allocations, 7, "x, y, out, z, zeroed, uninit, empty");
+}
+
+#[test]
+fn the_slice_api_moves_the_same_bytes_as_before() {
+    // Slice API on Sim: x and D up once, rows·s·8 down.
+    let ctx = Context::sim(Sm::Sm80);
+    let st = ctx.default_stream();
+    let (rows, k, p, s) = (20, 300, 8, 3);
+    let mut next = lcg(9);
+    let x: Vec<f32> = (0..rows * p).map(|_| next()).collect();
+    let d: Vec<f32> = (0..k * p).map(|_| next()).collect();
+    let got = score_l::route_top_s_on(&st, &x, &d, rows, k, p, s, None).unwrap();
+    let t = ctx.traffic();
+    assert_eq!(t.bytes_uploaded, ((rows + k) * p * 4) as u64);
+    assert_eq!(t.bytes_downloaded, (rows * s * 8) as u64);
+    let want = score::route_top_s(&x, &d, rows, k, p, s).unwrap();
+    assert_eq!(got.atoms, want.atoms);
+    // Every buffer of the call is gone.
+    assert_eq!(ctx.with_sim(|s| s.live_allocations()), Some(0));
+    let view = AsDevice::<f32>::as_device(&st.upload(&x).unwrap()).len();
+    assert_eq!(view, rows * p);
+}
