@@ -589,18 +589,6 @@ impl Stream {
         self.launch_with(module, cfg, args, PointerCheck::LiveBuffers)
     }
 
-    /// [`launch`](Self::launch) without the live-buffer check, for the
-    /// raw-pointer entry points: their `unsafe` signature makes the caller
-    /// vouch that every pointer is valid device memory of this context.
-    pub(crate) fn launch_foreign(
-        &self,
-        module: &PtxModule,
-        cfg: LaunchConfig,
-        args: &[ArgValue],
-    ) -> Result<()> {
-        self.launch_with(module, cfg, args, PointerCheck::Caller)
-    }
-
     /// Queue a copy of `src` into foreign device memory at `dst` (raw entry
     /// points: their caller vouches for `dst`).
     pub(crate) fn copy_to_foreign<T: DeviceRepr>(
@@ -618,7 +606,10 @@ impl Stream {
         Ok(())
     }
 
-    /// Launch checked or not, as the entry point's caller asked.
+    /// Launch checked or not, as the entry point's caller asked. The
+    /// raw-pointer entry points pass [`PointerCheck::Caller`]: their
+    /// `unsafe` signature makes the caller vouch that every pointer is
+    /// valid device memory of this context.
     pub(crate) fn launch_with(
         &self,
         module: &PtxModule,

@@ -397,10 +397,8 @@ impl Executor for Gpu {
             }
             return Err(launch_error("cuLaunchKernel", e));
         }
-        self.pending
-            .entry(s.0)
-            .or_default()
-            .push(module.kernel.clone());
+        let queued = self.pending.entry(s.0).or_default();
+        queued.push(module.kernel.clone());
         self.traffic.launches += 1;
         Ok(())
     }
