@@ -9,6 +9,7 @@ pub mod dsl;
 pub mod error;
 pub mod kernels;
 pub mod nvtools;
+pub mod report;
 pub mod runtime;
 pub mod sim;
 pub mod target;

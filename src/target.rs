@@ -96,6 +96,13 @@ pub struct SmInfo {
     pub max_threads_per_sm: u32,
     /// FP32 lanes per SM (for peak-throughput estimates).
     pub fp32_lanes_per_sm: u32,
+    /// Maximum resident CTAs (thread blocks) per SM.
+    pub max_ctas_per_sm: u32,
+    /// Shared memory per SM in bytes (the largest carve-out).
+    pub smem_per_sm: u32,
+    /// Shared memory the system reserves per resident CTA (1 KiB from
+    /// sm_80 on), counted against the SM's shared memory.
+    pub reserved_smem_per_cta: u32,
 }
 
 /// Static shared memory per block (`.shared` declarations) is capped at
@@ -136,7 +143,17 @@ impl Sm {
 
     /// The table row for this target.
     pub const fn info(self) -> SmInfo {
-        const fn row(cc: (u8, u8), ptx: (u8, u8), smem: u32, threads: u32, lanes: u32) -> SmInfo {
+        // Occupancy columns (CTAs/SM, shared memory/SM, reserved per CTA):
+        // CUDA C++ Programming Guide, "Technical Specifications per Compute
+        // Capability" and the occupancy calculator's per-CC data.
+        const fn row(
+            cc: (u8, u8),
+            ptx: (u8, u8),
+            smem: u32,
+            threads: u32,
+            lanes: u32,
+            occ: (u32, u32, u32),
+        ) -> SmInfo {
             SmInfo {
                 cc,
                 ptx_introduced: PtxVersion::new(ptx.0, ptx.1),
@@ -144,17 +161,21 @@ impl Sm {
                 regs_per_sm: 65536,
                 max_threads_per_sm: threads,
                 fp32_lanes_per_sm: lanes,
+                max_ctas_per_sm: occ.0,
+                smem_per_sm: occ.1,
+                reserved_smem_per_cta: occ.2,
             }
         }
+        const KIB: u32 = 1024;
         match self {
-            Sm::Sm70 => row((7, 0), (6, 0), 98_304, 2048, 64),
-            Sm::Sm75 => row((7, 5), (6, 3), 65_536, 1024, 64),
-            Sm::Sm80 => row((8, 0), (7, 0), 166_912, 2048, 64),
-            Sm::Sm86 => row((8, 6), (7, 1), 101_376, 1536, 128),
-            Sm::Sm89 => row((8, 9), (7, 8), 101_376, 1536, 128),
-            Sm::Sm90 => row((9, 0), (7, 8), 232_448, 2048, 128),
-            Sm::Sm100 => row((10, 0), (8, 6), 232_448, 2048, 128),
-            Sm::Sm120 => row((12, 0), (8, 7), 101_376, 1536, 128),
+            Sm::Sm70 => row((7, 0), (6, 0), 98_304, 2048, 64, (32, 96 * KIB, 0)),
+            Sm::Sm75 => row((7, 5), (6, 3), 65_536, 1024, 64, (16, 64 * KIB, 0)),
+            Sm::Sm80 => row((8, 0), (7, 0), 166_912, 2048, 64, (32, 164 * KIB, KIB)),
+            Sm::Sm86 => row((8, 6), (7, 1), 101_376, 1536, 128, (16, 100 * KIB, KIB)),
+            Sm::Sm89 => row((8, 9), (7, 8), 101_376, 1536, 128, (24, 100 * KIB, KIB)),
+            Sm::Sm90 => row((9, 0), (7, 8), 232_448, 2048, 128, (32, 228 * KIB, KIB)),
+            Sm::Sm100 => row((10, 0), (8, 6), 232_448, 2048, 128, (32, 228 * KIB, KIB)),
+            Sm::Sm120 => row((12, 0), (8, 7), 101_376, 1536, 128, (24, 100 * KIB, KIB)),
         }
     }
 

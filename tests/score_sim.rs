@@ -404,3 +404,43 @@ proptest! {
         assert_same_top(&route_sim(&x, &d, rows, k, p, s, SMALL, splits), &want);
     }
 }
+
+/// Every tuning that is some SM's default (the per-SM choices of
+/// `ScoreTuning::default_for` / `route_default_for`, each with and without
+/// vec4 staging) runs on the simulator and equals the host model: results
+/// never depend on the tuning.
+#[test]
+fn every_per_sm_default_tuning_matches_the_host_model() {
+    let mut tunings: Vec<ScoreTuning> = Vec::new();
+    for sm in ptxsmith::Sm::ALL {
+        for t in [
+            ScoreTuning::default_for(sm),
+            ScoreTuning::route_default_for(sm),
+        ] {
+            for t in [t, ScoreTuning { vec4: true, ..t }] {
+                if !tunings.contains(&t) {
+                    tunings.push(t);
+                }
+            }
+        }
+    }
+    // The sm_75 route tile is one of them, and differs from the others.
+    assert!(tunings.contains(&ScoreTuning::route_default_for(ptxsmith::Sm::Sm75)));
+    assert!(tunings.len() >= 6, "{tunings:?}");
+    let (rows, k, p, s) = (37, 300, 12, 5);
+    let (x, d) = (values(rows * p, 41), values(k * p, 42));
+    let want = host::route_top_s_fast(&x, &d, rows, k, p, s).unwrap();
+    let block = host::score_block(&x, &d, rows, k, p).unwrap();
+    for t in tunings {
+        let ctx = sim();
+        let st = ctx.default_stream();
+        if t.check_route().is_ok() {
+            let got = launch::route_top_s_on(&st, &x, &d, rows, k, p, s, Some(t)).unwrap();
+            assert_eq!(got, want, "route {t:?}");
+        }
+        if t.check_score().is_ok() {
+            let got = launch::score_block_on(&st, &x, &d, rows, k, p, Some(t)).unwrap();
+            assert_same_scores(&got, &block);
+        }
+    }
+}

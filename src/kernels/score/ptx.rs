@@ -168,7 +168,16 @@ impl From<TuningError> for Error {
 impl ScoreTuning {
     /// The default score-block tuning for `sm`: a 128×128 tile, `bk` 16,
     /// 8×8 micro-tiles, 256 threads (4 `ld.shared.v4` per 128 `mul.rn` +
-    /// `add.rn`). The same shape suits every supported SM.
+    /// `add.rn`), on every SM.
+    ///
+    /// Why the same on every SM (see `docs/tuning.md`): its ~154 registers
+    /// a thread leave room for one 8-warp CTA in every target's 64 K
+    /// registers, the usual operating point of a register-tiled GEMM, and
+    /// its 16.5 KiB of shared memory never limits it; no target's shared
+    /// memory, thread or CTA-slot limit gives a different answer, so the
+    /// model offers no reason to differ. Larger tiles needing dynamic
+    /// shared memory above 48 KiB would not fit more of them: registers, not
+    /// shared memory, are the cap.
     pub fn default_for(sm: Sm) -> Self {
         let _ = sm;
         Self {
@@ -184,16 +193,27 @@ impl ScoreTuning {
 
     /// The default routed top-s tuning for `sm`: a 64×128 tile (its
     /// 32 KiB score tile lives in shared memory), `bk` 16, 4×8 micro-tiles,
-    /// 256 threads.
+    /// 256 threads; on sm_75 a 32×128 tile with the same micro-tile (128
+    /// threads).
+    ///
+    /// Why (the occupancy model of `docs/tuning.md`): the 64×128 tile's
+    /// 40 KiB of shared memory and ~113 registers give two 8-warp CTAs per
+    /// SM on every target but sm_75, where the SM's 64 KiB holds only one:
+    /// shared memory, not registers, is the cap there. Halving the tile
+    /// keeps each thread's work and registers (the same 4×8 micro-tile) and
+    /// drops shared memory to 20 KiB, so three 4-warp CTAs fit: 12 resident
+    /// warps instead of 8. Elsewhere registers are the cap and a smaller
+    /// tile would only trade per-thread reuse for occupancy, which the model
+    /// cannot weigh; that needs GPU timing.
     pub fn route_default_for(sm: Sm) -> Self {
-        let _ = sm;
+        let bm = if sm == Sm::Sm75 { 32 } else { 64 };
         Self {
-            bm: 64,
+            bm,
             bn: 128,
             bk: 16,
             tm: 4,
             tn: 8,
-            threads: 256,
+            threads: (bm / 4) * (128 / 8),
             vec4: false,
         }
     }

@@ -1,0 +1,297 @@
+//! The per-SM tuning report: every kernel variant × every target,
+//! assembled with the pinned ptxas and disassembled with nvdisasm, with
+//! registers, spills, shared memory, theoretical occupancy and the hot
+//! loop's SASS mix. `cargo run --release --example tuning_report` writes
+//! it as `docs/tuning.md` (a Markdown table) and `docs/tuning.svg` (heat
+//! maps of occupancy and hot-loop FP32 math share); `tests/tuning_report.rs`
+//! fails when those committed copies drift from what the code generates.
+//!
+//! Definitions:
+//! * **threads**: the CTA size the launch code uses (the entry's
+//!   `maxntid`, which every library kernel declares).
+//! * **occupancy**: [`occupancy::occupancy`] from registers, static shared
+//!   memory (no library kernel uses dynamic shared memory) and the target
+//!   table.
+//! * **hot loop**: among the innermost loops of the SASS (backward
+//!   branches), the one with the most FP32 math instructions (FADD, FMUL,
+//!   FFMA, FMNMX), ties broken by size. *FP32 math* is the share of those;
+//!   *memory* counts global/shared loads and stores, *shuffles* `SHFL`.
+//! * **SASS per unit**: hot-loop instructions per multiply-add (kernels
+//!   whose hot loop multiplies: one separate-rounding multiply-add is an
+//!   FMUL and an FADD) or per element (FP8 element loops, four elements a
+//!   thread per iteration).
+//!
+//! nvdisasm 13.5 cannot read sm_70 cubins, so sm_70 rows have resources
+//! and occupancy but no SASS figures.
+
+pub mod occupancy;
+mod svg;
+
+use std::fmt::Write as _;
+
+use crate::dsl::PtxModule;
+use crate::error::{Error, Result};
+use crate::kernels;
+use crate::nvtools::{NvTools, SassFunction};
+use crate::target::Sm;
+use occupancy::{Occupancy, occupancy};
+
+/// FP32 math opcodes counted in the hot loop.
+pub const FP32_MATH: [&str; 4] = ["FADD", "FMUL", "FFMA", "FMNMX"];
+/// Memory opcodes counted in the hot loop.
+pub const MEMORY: [&str; 6] = ["LDG", "STG", "LDS", "STS", "LD", "ST"];
+
+/// The SASS figures of a kernel's hot loop.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HotLoop {
+    /// Instructions in the loop.
+    pub instructions: usize,
+    /// FP32 math instructions (see [`FP32_MATH`]).
+    pub fp32_math: usize,
+    /// Global and shared loads and stores.
+    pub memory: usize,
+    /// `SHFL` instructions.
+    pub shuffles: usize,
+    /// What one unit of work is ("multiply-add" or "element") and the
+    /// loop's instructions per unit, where defined.
+    pub per_unit: Option<(&'static str, f64)>,
+}
+
+impl HotLoop {
+    /// FP32 math as a share of the loop, in `[0, 1]`.
+    pub fn math_share(&self) -> f64 {
+        self.fp32_math as f64 / self.instructions.max(1) as f64
+    }
+}
+
+/// One kernel variant on one target.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    pub kernel: String,
+    /// Tuning key (empty for the default variant of a kernel without
+    /// knobs).
+    pub tuning: String,
+    pub sm: Sm,
+    pub threads: u32,
+    pub registers: u32,
+    pub spill_bytes: u32,
+    pub local_bytes: u32,
+    pub static_smem: u32,
+    pub occupancy: Occupancy,
+    /// `None` where there is no SASS (sm_70) or no loop.
+    pub hot: Option<HotLoop>,
+}
+
+impl Row {
+    /// `kernel` or `kernel[tuning]`.
+    pub fn label(&self) -> String {
+        if self.tuning.is_empty() {
+            self.kernel.clone()
+        } else {
+            format!("{}[{}]", self.kernel, self.tuning)
+        }
+    }
+}
+
+/// The whole report.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Report {
+    /// `(ptxas, nvdisasm)` version tags.
+    pub tools: (String, String),
+    pub rows: Vec<Row>,
+}
+
+/// Every variant the report covers on `sm`: the library's default variants
+/// and the non-default ones a user can select (the software FP8 codec
+/// where the SM has the hardware one).
+pub fn variants(sm: Sm) -> Result<Vec<PtxModule>> {
+    let mut all = kernels::all_variants(sm)?;
+    use kernels::fp8::{Format, ptx};
+    if ptx::Codec::for_sm(sm) == ptx::Codec::Hardware {
+        for f in [Format::E4M3, Format::E5M2] {
+            for kind in ptx::Kind::ALL.into_iter().filter(|k| k.uses_codec()) {
+                all.push(ptx::generate(sm, kind, f, ptx::Codec::Software)?);
+            }
+        }
+    }
+    Ok(all)
+}
+
+/// The CTA size a module declares (`maxntid`).
+fn threads_of(m: &PtxModule) -> Result<u32> {
+    let prog = crate::sim::Program::parse(&m.ptx)?;
+    let e = prog.entry(&m.kernel).ok_or_else(|| Error::Build {
+        kernel: m.kernel.clone(),
+        message: "entry missing from its own module".into(),
+    })?;
+    let (x, y, z) = e.maxntid.or(e.reqntid).ok_or_else(|| Error::Build {
+        kernel: m.kernel.clone(),
+        message: "the report needs every library kernel to declare its CTA size (maxntid)".into(),
+    })?;
+    Ok(x * y * z)
+}
+
+/// The hot loop of `f` (see the [module docs](self)).
+fn hot_loop(kernel: &str, f: &SassFunction) -> Option<HotLoop> {
+    let count = |r: &std::ops::RangeInclusive<u32>, ops: &[&str]| {
+        f.in_range(r)
+            .filter(|i| ops.iter().any(|o| i.is(o)))
+            .count()
+    };
+    let r = f
+        .innermost_loops()
+        .into_iter()
+        .max_by_key(|r| (count(r, &FP32_MATH), f.in_range(r).count()))?;
+    let instructions = f.in_range(&r).count();
+    let multiplies = count(&r, &["FMUL", "FFMA"]);
+    let per_unit = if kernel.starts_with("fp8_") {
+        // Element loops: four elements a thread per iteration (the
+        // finalize kernel's loop runs over partials, not elements).
+        (!kernel.starts_with("fp8_absmax_finalize")).then(|| ("element", instructions as f64 / 4.0))
+    } else if multiplies > 0 {
+        Some(("multiply-add", instructions as f64 / multiplies as f64))
+    } else {
+        None
+    };
+    Some(HotLoop {
+        instructions,
+        fp32_math: count(&r, &FP32_MATH),
+        memory: count(&r, &MEMORY),
+        shuffles: count(&r, &["SHFL"]),
+        per_unit,
+    })
+}
+
+fn tool_error(m: &PtxModule, e: impl std::fmt::Display) -> Error {
+    Error::Build {
+        kernel: m.kernel.clone(),
+        message: format!("{} on {}: {e}", m.tuning, m.sm),
+    }
+}
+
+/// Assemble, disassemble and measure one module.
+fn row(tools: &NvTools, m: &PtxModule) -> Result<Row> {
+    let asm = tools.assemble(&m.ptx, m.sm).map_err(|e| tool_error(m, e))?;
+    let usage = asm
+        .function(&m.kernel)
+        .ok_or_else(|| tool_error(m, "no resource report for the entry"))?
+        .clone();
+    let threads = threads_of(m)?;
+    let hot = if m.sm == Sm::Sm70 {
+        None
+    } else {
+        let sass = tools.disassemble(&asm).map_err(|e| tool_error(m, e))?;
+        sass.function(&m.kernel)
+            .and_then(|f| hot_loop(&m.kernel, f))
+    };
+    Ok(Row {
+        kernel: m.kernel.clone(),
+        tuning: m.tuning.clone(),
+        sm: m.sm,
+        threads,
+        registers: usage.registers,
+        spill_bytes: usage.spill_stores_bytes + usage.spill_loads_bytes,
+        local_bytes: usage.local_bytes,
+        static_smem: usage.shared_bytes,
+        occupancy: occupancy(m.sm, threads, usage.registers, usage.shared_bytes),
+        hot,
+    })
+}
+
+/// Build the report for every variant × target (two worker threads).
+pub fn generate(tools: &NvTools) -> Result<Report> {
+    let mut modules = Vec::new();
+    for sm in Sm::ALL {
+        modules.extend(variants(sm)?);
+    }
+    let tools_v = tools
+        .versions()
+        .map_err(|e| Error::InvalidArgument(format!("NVIDIA tools: {e}")))?;
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results: Vec<(usize, Result<Row>)> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..2)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut out = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(m) = modules.get(i) else { break };
+                        out.push((i, row(tools, m)));
+                    }
+                    out
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().expect("report worker"))
+            .collect()
+    });
+    let mut rows: Vec<(usize, Row)> = Vec::with_capacity(results.len());
+    for (i, r) in results {
+        rows.push((i, r?));
+    }
+    rows.sort_by_key(|(i, _)| *i);
+    let mut rows: Vec<Row> = rows.into_iter().map(|(_, r)| r).collect();
+    rows.sort_by(|a, b| (a.label(), a.sm).cmp(&(b.label(), b.sm)));
+    Ok(Report {
+        tools: tools_v,
+        rows,
+    })
+}
+
+impl Report {
+    /// The report as Markdown: one table, a row per variant × target.
+    pub fn markdown(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "# Tuning report\n\nGenerated by `cargo run --release --example tuning_report` with ptxas {} and nvdisasm {}; `tests/tuning_report.rs` fails when this file drifts from the code. Definitions: `src/report/mod.rs`. Occupancy is theoretical (registers, static shared memory, threads and CTA slots against the target table); *hot loop* is the innermost SASS loop with the most FP32 math; sm_70 has no SASS figures (nvdisasm 13.5 reads no sm_70 cubin). Picture: [tuning.svg](tuning.svg).\n",
+            self.tools.0, self.tools.1
+        );
+        let _ = writeln!(
+            s,
+            "| kernel | SM | threads | regs | spill B | smem B | CTAs/SM | warps/SM | occupancy | limited by | hot loop | FP32 math | mem | shfl | SASS per unit |"
+        );
+        let _ = writeln!(
+            s,
+            "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---|"
+        );
+        for r in &self.rows {
+            let o = &r.occupancy;
+            let hot = match &r.hot {
+                None => "| – | – | – | – | – |".to_string(),
+                Some(h) => format!(
+                    "| {} | {:.1} % | {} | {} | {} |",
+                    h.instructions,
+                    100.0 * h.math_share(),
+                    h.memory,
+                    h.shuffles,
+                    h.per_unit
+                        .map_or("–".to_string(), |(u, v)| format!("{v:.2} / {u}"))
+                ),
+            };
+            let _ = writeln!(
+                s,
+                "| `{}` | {} | {} | {} | {} | {} | {} | {}/{} | {:.0} % | {} {hot}",
+                r.label(),
+                r.sm,
+                r.threads,
+                r.registers,
+                r.spill_bytes,
+                r.static_smem,
+                o.ctas_per_sm,
+                o.warps_per_sm,
+                o.max_warps_per_sm,
+                100.0 * o.fraction(),
+                o.limiter,
+            );
+        }
+        s
+    }
+
+    /// The report as an SVG picture (see [`svg`]).
+    pub fn svg(&self) -> String {
+        svg::render(self)
+    }
+}
