@@ -14,7 +14,7 @@
 //!   table.
 //! * **hot loop**: among the innermost loops of the SASS (backward
 //!   branches), the one with the most FP32 math instructions (FADD, FMUL,
-//!   FFMA, FMNMX), ties broken by size. *FP32 math* is the share of those;
+//!   FFMA, FMNMX, FMNMX3), ties broken by size. *FP32 math* is the share of those;
 //!   *memory* counts global/shared loads and stores, *shuffles* `SHFL`.
 //! * **SASS per unit**: hot-loop instructions per multiply-add (kernels
 //!   whose hot loop multiplies: one separate-rounding multiply-add is an
@@ -36,8 +36,9 @@ use crate::nvtools::{NvTools, SassFunction};
 use crate::target::Sm;
 use occupancy::{Occupancy, occupancy};
 
-/// FP32 math opcodes counted in the hot loop.
-pub const FP32_MATH: [&str; 4] = ["FADD", "FMUL", "FFMA", "FMNMX"];
+/// FP32 math opcodes counted in the hot loop (`FMNMX3`: the three-input
+/// min/max of sm_100 and later).
+pub const FP32_MATH: [&str; 5] = ["FADD", "FMUL", "FFMA", "FMNMX", "FMNMX3"];
 /// Memory opcodes counted in the hot loop.
 pub const MEMORY: [&str; 6] = ["LDG", "STG", "LDS", "STS", "LD", "ST"];
 

@@ -8,7 +8,7 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use super::Report;
 use crate::target::Sm;
 
-const LABEL_W: i32 = 360;
+const LABEL_W: i32 = 330;
 const CELL_W: i32 = 58;
 const CELL_H: i32 = 18;
 const TOP: i32 = 64;
@@ -33,12 +33,15 @@ pub(super) fn render(report: &Report) -> String {
         let root =
             SVGBackend::with_string(&mut out, (width as u32, height as u32)).into_drawing_area();
         root.fill(&WHITE).expect("svg fill");
-        let text = |s: &str, x: i32, y: i32, size: f64, anchor: HPos| {
+        let text_in = |s: &str, x: i32, y: i32, size: f64, anchor: HPos, color: &RGBColor| {
             let style = TextStyle::from(("sans-serif", size).into_font())
                 .pos(Pos::new(anchor, VPos::Center))
-                .color(&BLACK);
+                .color(color);
             root.draw(&Text::new(s.to_string(), (x, y), style))
                 .expect("svg text");
+        };
+        let text = |s: &str, x: i32, y: i32, size: f64, anchor: HPos| {
+            text_in(s, x, y, size, anchor, &BLACK)
         };
         text(
             &format!(
@@ -93,7 +96,9 @@ pub(super) fn render(report: &Report) -> String {
                     ))
                     .expect("svg cell");
                     let shown = value.map_or("–".to_string(), |v| format!("{:.0}%", 100.0 * v));
-                    text(&shown, x + CELL_W / 2, y + CELL_H / 2, 10.0, HPos::Center);
+                    // White on the darkest cells, black elsewhere.
+                    let ink = if value.is_some_and(|v| v >= 0.6) { WHITE } else { BLACK };
+                    text_in(&shown, x + CELL_W / 2, y + CELL_H / 2, 10.0, HPos::Center, &ink);
                 }
             }
         }
