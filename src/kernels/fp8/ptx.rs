@@ -52,13 +52,21 @@ use crate::kernel_params;
 use crate::target::{Feature, Sm};
 
 /// Threads per block of every FP8 kernel (a multiple of 32: the block
-/// reduction shuffles full warps).
+/// reduction shuffles full warps), on every SM.
+///
+/// Why the same on every SM (`docs/tuning.md`): at 256 threads and at most
+/// ~40 registers (software codec) or ~18 (hardware cvt), with no shared
+/// memory beyond the reduction's few words, every FP8 kernel reaches 100 %
+/// theoretical occupancy on every target, limited only by the SM's thread
+/// count; the model has nothing to gain from another shape.
 pub const BLOCK: u32 = 256;
 /// Elements each thread handles per pass when the grid is not capped: the
 /// grid is `ceil(n / (BLOCK · ITEMS_PER_THREAD))` blocks, at most
 /// [`BLOCKS_PER_SM`] per multiprocessor.
 pub const ITEMS_PER_THREAD: u64 = 16;
-/// Grid cap per multiprocessor (enough resident blocks to hide latency).
+/// Grid cap per multiprocessor: at least the resident CTAs of every target
+/// (4 on sm_75, 6 on sm_86/89/120, 8 elsewhere at 256 threads), so the
+/// first wave fills every SM; the grid-stride loops cover the rest.
 pub const BLOCKS_PER_SM: u32 = 8;
 
 /// Entry name of the first absmax pass (format-independent).
