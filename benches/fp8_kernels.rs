@@ -53,6 +53,10 @@ fn bench_ptx_generation(reps: usize) {
 /// Kernel throughput on the device. Each timed call queues its launches
 /// on the default stream and synchronises it, so a timing covers the
 /// kernels' execution (the first, untimed call JIT-compiles them).
+///
+/// Without a device it prints `SKIP: no CUDA device` and returns; under
+/// `PTXSMITH_REQUIRE_GPU=1` [`cuda_for_tests`] panics instead, failing the
+/// bench.
 fn bench_device(sizes: &[usize], reps: usize) {
     let Some(ctx) = cuda_for_tests() else {
         return;

@@ -17,6 +17,7 @@
 use criterion::{Criterion, criterion_group, criterion_main};
 use ptxsmith::Sm;
 use ptxsmith::kernels::score::launch::{route_top_s_dev, route_top_s_on};
+use ptxsmith::runtime::device_tests_support::{REQUIRED_GPU_MISSING, gpu_required};
 use ptxsmith::runtime::{Context, Stream};
 
 fn data(n: usize, seed: u32) -> Vec<f32> {
@@ -33,6 +34,11 @@ fn bench(c: &mut Criterion) {
     let (ctx, (rows, k, p, s)) = match Context::cuda(0) {
         Ok(ctx) => (ctx, (256usize, 32768usize, 2048usize, 8usize)),
         Err(e) => {
+            // Under PTXSMITH_REQUIRE_GPU no simulator fallback: fail.
+            assert!(
+                !gpu_required(),
+                "{REQUIRED_GPU_MISSING}: {e} (resident bench)"
+            );
             println!("resident bench: no GPU ({e}); simulator, small shape");
             (Context::sim(Sm::Sm80), (16, 512, 32, 4))
         }

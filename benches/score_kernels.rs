@@ -15,6 +15,7 @@ use ptxsmith::Sm;
 use ptxsmith::dsl::params::KernelParams;
 use ptxsmith::kernels::score::launch::{route_top_s_dev, route_top_s_on};
 use ptxsmith::kernels::score::ptx::{self, ScoreBlockArgs, ScoreTuning};
+use ptxsmith::runtime::device_tests_support::{REQUIRED_GPU_MISSING, gpu_required};
 use ptxsmith::runtime::{Context, LaunchConfig};
 
 fn values(n: usize, seed: u64) -> Vec<f32> {
@@ -73,6 +74,11 @@ fn peak_tflops(sms: u32, sm: Sm, name: &str) -> Option<(f64, f64)> {
 /// stream, so it covers the kernels' execution, not just their queueing.
 fn bench_gpu(c: &mut Criterion) {
     if let Some(reason) = ptxsmith::runtime::cuda_unavailable_reason() {
+        // Under PTXSMITH_REQUIRE_GPU a missing device fails the bench.
+        assert!(
+            !gpu_required(),
+            "{REQUIRED_GPU_MISSING}: {reason} (score_kernels GPU benches)"
+        );
         println!(
             "{} ({reason}): GPU benches skipped",
             ptxsmith::runtime::SKIP_NO_DEVICE

@@ -194,6 +194,10 @@ fn main() -> ExitCode {
             let name = format!("cuda ({})", ctx.info().map_or("?", |i| i.name.as_str()));
             (ctx, name)
         }
+        Err(e) if runtime::device_tests_support::gpu_required() => {
+            eprintln!("PTXSMITH_REQUIRE_GPU is set but there is no usable CUDA device: {e}");
+            return ExitCode::FAILURE;
+        }
         Err(e) => {
             println!("no GPU ({e}); running the exact PTX on the CPU simulator");
             (Context::sim(sim_sm), "sim".to_string())

@@ -115,6 +115,10 @@ fn main() -> ExitCode {
             println!("GPU: raw entry points on plain driver allocations");
             on_gpu(&ctx)
         }
+        Err(e) if ptxsmith::runtime::device_tests_support::gpu_required() => {
+            eprintln!("PTXSMITH_REQUIRE_GPU is set but there is no usable CUDA device: {e}");
+            return ExitCode::FAILURE;
+        }
         Err(e) => {
             println!("no GPU ({e}); raw entry points on simulator allocations");
             on_sim(&Context::sim(Sm::Sm80))

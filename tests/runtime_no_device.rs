@@ -71,7 +71,8 @@ fn cuda_backend_fails_loud_and_auto_falls_back_to_host() {
 
 #[test]
 fn cuda_for_tests_skips_without_a_device() {
-    if device_present() {
+    // Under PTXSMITH_REQUIRE_GPU it panics instead (tests/require_gpu.rs).
+    if device_present() || ptxsmith::runtime::device_tests_support::gpu_required() {
         return;
     }
     assert!(cuda_for_tests().is_none());
