@@ -5,6 +5,11 @@
 //!     [--smem BYTES] [--sm sm_XY] [--no-checks] [--approx] [--max-instructions N] [--arg SPEC]...
 //! ```
 //!
+//! Each launch has an instruction budget (default
+//! `ptxsmith::sim::DEFAULT_INSTRUCTION_BUDGET`, 10⁹): a kernel that never
+//! exits stops with a finding naming the kernel, block, thread and PTX line.
+//! `--max-instructions N` changes the budget, `--max-instructions 0` lifts it.
+//!
 //! One `--arg` per kernel parameter, in order:
 //! * `u32:V`, `s32:V`, `u64:V`, `s64:V` — integer scalars (decimal or `0x` hex);
 //! * `f32:V`, `f64:V` — float scalars (decimal, or `0x` raw bits);

@@ -4,7 +4,8 @@
 
 use std::fmt::Write as _;
 
-use super::exec::Sim;
+use super::error::SimError;
+use super::exec::{DEFAULT_INSTRUCTION_BUDGET, Sim};
 use super::parse::Program;
 use crate::dsl::params::ArgValue;
 use crate::runtime::exec::LaunchConfig;
@@ -25,6 +26,11 @@ Runs one .entry of FILE.ptx in the CPU PTX simulator (checks on unless
   --sm sm_XY     simulated target (default: sm_120)
   --approx       run approximate instructions (ex2.approx, div.full, ...) as the
                  correctly rounded value instead of refusing them
+  --max-instructions N
+                 per-launch instruction budget (default 1000000000, 3-15 s of
+                 simulation); a launch that would exceed it, e.g. a kernel that
+                 never exits, stops with a finding naming the kernel, block,
+                 thread and PTX line. 0 = no limit
 
 Arguments, one --arg per kernel parameter, in order:
   u32:V  s32:V  u64:V  s64:V     integer scalars (decimal or 0x hex)
@@ -108,7 +114,7 @@ pub fn run(args: &[String]) -> Result<String, String> {
     let mut sm = Sm::Sm120;
     let mut checks = true;
     let mut approx = false;
-    let mut max_instructions = None;
+    let mut max_instructions = Some(DEFAULT_INSTRUCTION_BUDGET);
     let mut specs = Vec::new();
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -127,7 +133,10 @@ pub fn run(args: &[String]) -> Result<String, String> {
             "--no-checks" => checks = false,
             "--approx" => approx = true,
             "--max-instructions" => {
-                max_instructions = Some(parse_int(&val("--max-instructions")?)?)
+                max_instructions = match parse_int(&val("--max-instructions")?)? {
+                    0 => None,
+                    n => Some(n),
+                }
             }
             "--arg" => specs.push(parse_arg(&val("--arg")?)?),
             s if s.starts_with("--") => return Err(format!("unknown option `{s}`\n{USAGE}")),
@@ -194,6 +203,12 @@ pub fn run(args: &[String]) -> Result<String, String> {
     let mut out = String::new();
     let report = match sim.launch_program(&prog, &entry, cfg, &values) {
         Ok(r) => r,
+        Err(e @ SimError::InstructionLimit { .. }) => {
+            return Err(format!(
+                "finding: {e}\n  ptx_run: raise the budget with --max-instructions N, \
+                 or lift it with --max-instructions 0"
+            ));
+        }
         Err(e) => return Err(format!("finding: {e}")),
     };
     for (p, a, n) in &outputs {

@@ -139,7 +139,16 @@ pub enum SimError {
     #[error("invalid memory operation: {0}")]
     InvalidMemory(String),
 
-    /// The per-launch instruction limit was reached (runaway loop guard).
-    #[error("instruction limit of {limit} reached in kernel `{kernel}`")]
-    InstructionLimit { kernel: String, limit: u64 },
+    /// The launch used up its instruction budget
+    /// ([`SimOptions::max_instructions`](super::SimOptions::max_instructions),
+    /// by default [`DEFAULT_INSTRUCTION_BUDGET`](super::DEFAULT_INSTRUCTION_BUDGET)):
+    /// almost always a kernel that never exits. `site` is the thread that
+    /// was about to issue the first instruction over the budget (kernel,
+    /// block, thread, PTX line and instruction text); `limit` is the budget
+    /// (instructions per launch, over all blocks and threads).
+    #[error(
+        "instruction budget of {limit} instructions exhausted \
+         (SimOptions::max_instructions; a kernel that never exits?) at {site}"
+    )]
+    InstructionLimit { site: Box<Site>, limit: u64 },
 }

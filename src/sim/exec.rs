@@ -31,6 +31,32 @@ pub const SM_COUNT: u32 = 4;
 /// ordered trivially because the simulator runs every operation at once).
 pub const SIM_DEFAULT_STREAM: u64 = 0x5157_0000;
 
+/// The default per-launch instruction budget,
+/// [`SimOptions::max_instructions`] of [`SimOptions::default`]: 10⁹ dynamic
+/// PTX instructions, summed over every block and thread of one launch.
+///
+/// Without a budget a kernel that never exits (a `bra` back to itself, a
+/// spin on a flag no thread sets) hangs the simulator, and the test or tool
+/// driving it, forever. With it such a launch ends with
+/// [`SimError::InstructionLimit`], whose [`Site`] names the kernel, the
+/// block, the thread and the PTX line (and instruction) it was spinning on.
+///
+/// Why 10⁹: the simulator issues roughly 10⁸ instructions per second on one
+/// core (`cargo bench --bench sim`), 3–4·10⁸ for a one-instruction
+/// `bra` loop and 7–8·10⁷ for a loop polling global memory, so a runaway
+/// launch ends after 3 to 15 seconds in a release build (measured on a
+/// loaded 2-core machine). The largest legitimate launch in this
+/// repository — every test, the benches' simulator cases and
+/// `examples/demo.rs` on sm_80/89/120 — issues 8.8·10⁷ instructions
+/// (`score_route_top_s_f32_v4`, grid 8 × 256, in the demo; the largest in
+/// the tests is `fp8_quantize_e4m3` with 7.4·10⁷), more than 11× below the
+/// budget.
+///
+/// Set `max_instructions` to another value, or to `None` for no limit,
+/// with [`Sim::set_options`]; from the command line `ptx_run
+/// --max-instructions N` sets it (`0` = no limit).
+pub const DEFAULT_INSTRUCTION_BUDGET: u64 = 1_000_000_000;
+
 /// Simulator options.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SimOptions {
@@ -39,7 +65,10 @@ pub struct SimOptions {
     /// checks are always on: they are needed for memory safety and for a
     /// meaningful schedule). On by default.
     pub checks: bool,
-    /// Stop a launch after this many instructions (runaway-loop guard).
+    /// The per-launch instruction budget (runaway-loop guard): a launch
+    /// that would issue more instructions than this, over all its blocks
+    /// and threads, stops with [`SimError::InstructionLimit`]. `None` means
+    /// no limit. Default: `Some(`[`DEFAULT_INSTRUCTION_BUDGET`]`)`.
     pub max_instructions: Option<u64>,
     /// Execute approximate f32 instructions (`ex2/lg2/rsqrt/sin/cos/tanh
     /// .approx`, `sqrt/rcp/div.approx`, `div.full`) as the correctly rounded
@@ -54,7 +83,7 @@ impl Default for SimOptions {
     fn default() -> Self {
         SimOptions {
             checks: true,
-            max_instructions: None,
+            max_instructions: Some(DEFAULT_INSTRUCTION_BUDGET),
             approx: false,
         }
     }
@@ -701,6 +730,18 @@ impl<'a> Exec<'a> {
         }
     }
 
+    /// The finding for a launch that used up its instruction budget, with
+    /// thread `t` about to issue the instruction at `pc` (kept out of the
+    /// interpreter loop).
+    #[cold]
+    #[inline(never)]
+    fn budget_exhausted(&self, t: usize, pc: usize) -> SimError {
+        SimError::InstructionLimit {
+            site: self.site(t, pc),
+            limit: self.limit,
+        }
+    }
+
     fn init_cta(&mut self, cfg: LaunchConfig, block_lin: u32) {
         let c = &mut *self.cta;
         c.regs.fill(0);
@@ -817,14 +858,11 @@ impl<'a> Exec<'a> {
                 self.cta.state[t] = TState::Exit;
                 return Ok(());
             };
-            self.counts[pc] += 1;
             if self.budget == 0 {
-                return Err(SimError::InstructionLimit {
-                    kernel: e.name.clone(),
-                    limit: self.limit,
-                });
+                return Err(self.budget_exhausted(t, pc));
             }
             self.budget -= 1;
+            self.counts[pc] += 1;
             if inst.guard != NO_REG {
                 let g = self.cta.regs[base + inst.guard as usize] != 0;
                 if self.checks && !self.cta.init[base + inst.guard as usize] {

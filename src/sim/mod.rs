@@ -183,7 +183,15 @@
 //! 65535), `.maxntid` (product) and `.reqntid` (exact), shared memory within
 //! the SM's opt-in limit, the module's `.target` not newer than the
 //! simulated SM, and one argument of the parameter's size per parameter.
-//! [`SimOptions::max_instructions`] bounds runaway loops.
+//!
+//! Instruction budget (always on unless lifted): a launch may issue at most
+//! [`SimOptions::max_instructions`] instructions over all its blocks and
+//! threads, by default [`DEFAULT_INSTRUCTION_BUDGET`] (10⁹, seconds of
+//! simulation, more than 10× the largest launch of the tests and the demo),
+//! so a kernel that never exits cannot hang the simulator: the launch stops
+//! with [`SimError::InstructionLimit`], whose [`Site`] names the kernel, the
+//! block, the thread and the PTX line it was spinning on. `None` lifts the
+//! budget (`ptx_run --max-instructions 0`).
 //!
 //! ## Counters
 //!
@@ -202,6 +210,6 @@ pub mod ir;
 pub mod parse;
 
 pub use error::{SimError, Site};
-pub use exec::{LaunchReport, Sim, SimOptions};
+pub use exec::{DEFAULT_INSTRUCTION_BUDGET, LaunchReport, Sim, SimOptions};
 pub use ir::Space;
 pub use parse::Program;
