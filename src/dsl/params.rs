@@ -207,7 +207,7 @@ scalar_params! {
     F32 => f32, F32, F32;
 }
 
-/// A kernel's parameter list as one Rust struct (see [`kernel_params!`]).
+/// A kernel's parameter list as one Rust struct (see [`kernel_params!`](crate::kernel_params)).
 pub trait KernelParams {
     /// The loaded registers, one field per parameter.
     type Regs;

@@ -291,7 +291,8 @@ impl Report {
         s
     }
 
-    /// The report as an SVG picture (see [`svg`]).
+    /// The report as an SVG picture: heat maps of occupancy and hot-loop
+    /// FP32 math share per kernel and SM.
     pub fn svg(&self) -> String {
         svg::render(self)
     }

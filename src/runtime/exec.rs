@@ -1,7 +1,7 @@
 //! The backend interface under [`Context`](crate::runtime::Context): byte
 //! buffers by device address, streams by raw handle, asynchronous launches.
 //! The CUDA device ([`Gpu`](crate::runtime::Gpu)) and the CPU PTX simulator
-//! ([`Sim`](crate::sim::Sim)) implement it, so every kernel's launch code,
+//! ([`Sim`]) implement it, so every kernel's launch code,
 //! written once against the typed layer on top, runs the same sequence of
 //! copies and launches on both.
 //!
