@@ -159,6 +159,24 @@ fn fp8_chain(st: &Stream) -> Result<Outcome> {
     Ok(Outcome { elements: n, exact })
 }
 
+/// Viterbi: 32 sequences of up to 120 steps over 48 states.
+fn viterbi(st: &Stream) -> Result<Outcome> {
+    let (batch, t, s) = (32, 120, 48);
+    let mut r = lcg(9);
+    let mut lp = move || r() * 4.0 - 4.0;
+    let pi: Vec<f32> = (0..s).map(|_| lp()).collect();
+    let a: Vec<f32> = (0..s * s).map(|_| lp()).collect();
+    let b: Vec<f32> = (0..batch * t * s).map(|_| lp()).collect();
+    let lengths: Vec<u32> = (0..batch as u32).map(|i| 120 - (i * 7) % 100).collect();
+    let got = kernels::viterbi::launch::run_on(st, &pi, &a, &b, &lengths, batch, t, s)?;
+    let want = kernels::viterbi::host::viterbi(&pi, &a, &b, &lengths, batch, t, s)?;
+    let exact = got.paths == want.paths && same_bits(&got.scores, &want.scores);
+    Ok(Outcome {
+        elements: batch * t * s,
+        exact,
+    })
+}
+
 type Case = (&'static str, fn(&Stream) -> Result<Outcome>);
 
 fn cases() -> Vec<Case> {
@@ -170,6 +188,7 @@ fn cases() -> Vec<Case> {
         ("score route top-4", score_route),
         ("route, resident D, 3x", score_route_resident),
         ("fp8 quant->dequant chain", fp8_chain),
+        ("viterbi_f32", viterbi),
     ]
 }
 

@@ -5,6 +5,7 @@ pub mod dispatch;
 pub mod dot;
 pub mod fp8;
 pub mod score;
+pub mod viterbi;
 
 use crate::dsl::PtxModule;
 use crate::error::Result;
@@ -16,5 +17,6 @@ pub fn all_variants(sm: Sm) -> Result<Vec<PtxModule>> {
     let mut all = vec![dot::ptx::generate(sm)?];
     all.extend(fp8::ptx::default_variants(sm)?);
     all.extend(score::ptx::generate(sm)?);
+    all.extend(viterbi::ptx::variants(sm)?);
     Ok(all)
 }

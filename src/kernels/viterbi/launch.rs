@@ -1,0 +1,146 @@
+//! Launch code of [`super`]: the device entry point ([`viterbi_dev`]:
+//! model and emissions on the device, paths and scores written there) and
+//! the slice API ([`viterbi`]) on top, written against [`Stream`] so the
+//! GPU and the simulator run the same sequence.
+
+use super::host::{self, Viterbi, validate_lengths, validate_shape};
+use super::ptx::{THREADS, ViterbiArgs, cap_for, generate};
+use crate::dsl::params::KernelParams;
+use crate::error::{Error, Result};
+use crate::kernels::dispatch::dispatch;
+use crate::runtime::backend::{Backend, Ran};
+use crate::runtime::buffer::{AsDevice, AsDeviceMut};
+use crate::runtime::context::Stream;
+use crate::runtime::exec::LaunchConfig;
+
+fn expect(what: &str, got: usize, want: usize, shape: &str) -> Result<()> {
+    if got == want {
+        return Ok(());
+    }
+    Err(Error::InvalidArgument(format!(
+        "viterbi: {what} has {got} elements, expected {shape} = {want}"
+    )))
+}
+
+/// Decode every sequence on the device, queued on `stream`: `log_pi`,
+/// `log_a`, `log_b` are device buffers (a model uploaded once serves any
+/// number of batches), `paths` (`[batch, T]`) and `scores` (`[batch]`) are
+/// written there. `lengths` is a host slice: it is validated (each at most
+/// `T`) and uploaded (`batch · 4` bytes). A `[batch, T, S]` backpointer
+/// workspace is allocated for the call.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] naming the values for `S` out of range, a
+/// buffer length that does not match its shape, a length above `T`, sizes
+/// that overflow; [`Error::WrongContext`]; JIT and launch errors.
+#[allow(clippy::too_many_arguments)]
+pub fn viterbi_dev(
+    stream: &Stream,
+    log_pi: &impl AsDevice<f32>,
+    log_a: &impl AsDevice<f32>,
+    log_b: &impl AsDevice<f32>,
+    lengths: &[u32],
+    batch: usize,
+    t: usize,
+    s: usize,
+    paths: &mut impl AsDeviceMut<u32>,
+    scores: &mut impl AsDeviceMut<f32>,
+) -> Result<()> {
+    validate_shape(batch, t, s)?;
+    validate_lengths(lengths, batch, t)?;
+    expect("log_pi", log_pi.as_device().len(), s, "S")?;
+    expect("log_a", log_a.as_device().len(), s * s, "S × S")?;
+    expect(
+        "log_b",
+        log_b.as_device().len(),
+        batch * t * s,
+        "batch × T × S",
+    )?;
+    expect("paths", paths.as_device().len(), batch * t, "batch × T")?;
+    expect("scores", scores.as_device().len(), batch, "batch")?;
+    if batch == 0 {
+        return Ok(());
+    }
+    let ctx = stream.context();
+    let module = generate(ctx.sm(), cap_for(s))?;
+    let lens = stream.upload(lengths)?;
+    let mut psi = ctx.alloc::<u32>(batch * t * s)?;
+    let args = ViterbiArgs {
+        log_pi: stream.arg("log_pi", log_pi)?,
+        log_a: stream.arg("log_a", log_a)?,
+        log_b: stream.arg("log_b", log_b)?,
+        lengths: stream.arg("lengths", &lens)?,
+        psi: stream.arg_mut("psi", &mut psi)?,
+        paths: stream.arg_mut("paths", paths)?,
+        scores: stream.arg_mut("scores", scores)?,
+        t: t as u32,
+        s: s as u32,
+    };
+    stream.launch(
+        &module,
+        LaunchConfig::linear(batch as u32, THREADS),
+        &args.args(),
+    )
+}
+
+/// Upload the inputs, decode on `stream`, download paths and scores.
+#[allow(clippy::too_many_arguments)]
+pub fn run_on(
+    stream: &Stream,
+    log_pi: &[f32],
+    log_a: &[f32],
+    log_b: &[f32],
+    lengths: &[u32],
+    batch: usize,
+    t: usize,
+    s: usize,
+) -> Result<Viterbi> {
+    host::validate(log_pi, log_a, log_b, lengths, batch, t, s)?;
+    let ctx = stream.context();
+    let (pi, a, bb) = (
+        stream.upload(log_pi)?,
+        stream.upload(log_a)?,
+        stream.upload(log_b)?,
+    );
+    let mut paths = ctx.alloc::<u32>(batch * t)?;
+    let mut scores = ctx.alloc::<f32>(batch)?;
+    viterbi_dev(
+        stream,
+        &pi,
+        &a,
+        &bb,
+        lengths,
+        batch,
+        t,
+        s,
+        &mut paths,
+        &mut scores,
+    )?;
+    Ok(Viterbi {
+        batch,
+        t,
+        paths: stream.to_vec(&paths)?,
+        scores: stream.to_vec(&scores)?,
+    })
+}
+
+/// The best path of every sequence (see the [module contract](super)) on
+/// `backend`; every backend gives the same bits.
+#[allow(clippy::too_many_arguments)]
+pub fn viterbi(
+    backend: Backend,
+    log_pi: &[f32],
+    log_a: &[f32],
+    log_b: &[f32],
+    lengths: &[u32],
+    batch: usize,
+    t: usize,
+    s: usize,
+) -> Result<(Viterbi, Ran)> {
+    host::validate(log_pi, log_a, log_b, lengths, batch, t, s)?;
+    dispatch(
+        backend,
+        || host::viterbi(log_pi, log_a, log_b, lengths, batch, t, s),
+        |st| run_on(st, log_pi, log_a, log_b, lengths, batch, t, s),
+    )
+}

@@ -1,0 +1,36 @@
+//! Viterbi decoding of a batch of sequences in log space: the best state
+//! path of a hidden Markov model (or any max-plus chain), exact by
+//! construction, bit-identical on every backend.
+//!
+//! # Contract
+//! Inputs: `log_pi [S]`, `log_a [S, S]` (`log_a[i·S + j]`: from state `i`
+//! to `j`), `log_b [batch, T, S]` (emission scores, row-major), `lengths
+//! [batch]` (each at most `T`). For a sequence of length `L ≥ 1`:
+//!
+//! * `delta_0[j] = log_pi[j] + log_b[0][j]`;
+//! * for `t = 1 … L−1`, for each `j`: scan `i = 0, 1, …, S−1` with
+//!   `c = delta_{t−1}[i] + log_a[i][j]`, where `c` replaces the running
+//!   best when `c > best`, or when `c` is NaN and the best is not — so
+//!   ties keep the **lowest** `i`, and the first NaN wins and is kept;
+//!   `psi_t[j]` is that `i`, `delta_t[j] = best + log_b[t][j]`;
+//! * the final state is the best `j` of `delta_{L−1}` by the same rule,
+//!   the score is its value, and the path follows the backpointers.
+//!
+//! Every `+` is one `add.rn.f32` (IEEE: `−inf + x = −inf`, `−inf + +inf =
+//! NaN`), so the score equals the left-to-right sum along the returned
+//! path, and no rounding depends on the launch. Outputs: `paths [batch, T]`
+//! (`u32`), [`NO_STATE`] at positions `t ≥ L`; `scores [batch]`. A
+//! sequence of length 0 has score `+0.0` (the log of an empty product) and
+//! a path of [`NO_STATE`]s.
+//!
+//! Limits: `1 ≤ S ≤` [`MAX_STATES`]; `T × S < 2^32` and `batch < 2^32`
+//! (32-bit indices within a sequence; 64-bit across the batch); the
+//! kernel keeps a `[batch, T, S]` `u32` backpointer workspace on the
+//! device. Work is `L · S²` per sequence; one CTA decodes one sequence.
+
+pub mod host;
+pub mod launch;
+pub mod ptx;
+
+pub use host::{MAX_STATES, NO_STATE, Viterbi};
+pub use launch::{viterbi, viterbi_dev};
