@@ -34,7 +34,7 @@
 #        the measurement time)
 #     5. compute-sanitizer --tool memcheck|racecheck|synccheck|initcheck
 #        over the device tests of dot_end_to_end, fp8_kernels,
-#        score_kernels, device_resident and runtime_no_device
+#        score_kernels, device_resident, viterbi and runtime_no_device
 #        (device_fault resets the context: not under a sanitizer), skipping
 #        the two sweeps over 2^32 inputs / 2^31 elements
 #   It writes one Markdown report, device-suite-report.md, into $OUT when
@@ -66,7 +66,7 @@ DEVICE_FILTERS=(gpu_ device)
 GPU_BENCHES=(fp8_kernels score_kernels resident)
 GPU_EXAMPLES=(demo interop device_info)
 # Test binaries run under compute-sanitizer: one per kernel family.
-SANITIZED_TESTS=(dot_end_to_end fp8_kernels score_kernels device_resident runtime_no_device)
+SANITIZED_TESTS=(dot_end_to_end fp8_kernels score_kernels device_resident viterbi runtime_no_device)
 SANITIZER_TOOLS=(memcheck racecheck synccheck initcheck)
 REPORT_NAME=device-suite-report.md
 
