@@ -8,6 +8,7 @@
 pub mod dsl;
 pub mod error;
 pub mod kernels;
+pub mod math;
 pub mod nvtools;
 pub mod report;
 pub mod runtime;

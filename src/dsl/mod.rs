@@ -8,6 +8,7 @@
 
 pub mod builder;
 pub(crate) mod ir;
+pub mod math;
 pub mod params;
 pub(crate) mod printer;
 pub mod types;

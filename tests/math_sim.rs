@@ -1,0 +1,447 @@
+//! The DSL routines of `ptxsmith::dsl::math` against their host mirror
+//! `ptxsmith::math`, and what ptxas makes of them.
+//!
+//! * On the simulator (sm_80 with a large sample, sm_70 and sm_90 with a
+//!   smaller one): a kernel applies `exp`, `log`, `log1p` and
+//!   `log_add_exp` elementwise; every output must equal the host function
+//!   bit for bit (any NaN for a NaN) on the special values, every power of
+//!   two and its neighbours, subnormals, the overflow/underflow thresholds
+//!   and their neighbours, and random inputs.
+//! * With the pinned ptxas: the kernel assembles for every SM, its PTX has
+//!   no `.approx`, `ex2`, `lg2`, `.ftz`, `div`, `rcp` or `sqrt`, and the
+//!   SASS instruction count of one call of each routine is printed per SM
+//!   (`cargo test --release --test math_sim -- --nocapture`).
+
+use std::time::Instant;
+
+use ptxsmith::dsl::math as dm;
+use ptxsmith::dsl::params::{KernelParams, Ptr};
+use ptxsmith::dsl::types::{F32, Reg, U32};
+use ptxsmith::dsl::*;
+use ptxsmith::math;
+use ptxsmith::nvtools::NvTools;
+use ptxsmith::runtime::{Context, LaunchConfig, cuda_for_tests};
+use ptxsmith::{Sm, kernel_params};
+
+kernel_params! {
+    struct MathArgs => MathRegs {
+        x: Ptr<F32>,
+        y: Ptr<F32>,
+        n: U32,
+        exp_out: Ptr<F32>,
+        log_out: Ptr<F32>,
+        log1p_out: Ptr<F32>,
+        lae_out: Ptr<F32>,
+    }
+}
+
+const BLOCK: u32 = 256;
+
+/// A unary routine of `ptxsmith::dsl::math`.
+type Unary = fn(&mut KernelBuilder, Reg<F32>) -> Reg<F32>;
+
+/// `exp_out[i] = exp(x[i])`, `log_out[i] = log(x[i])`,
+/// `log1p_out[i] = log1p(x[i])`, `lae_out[i] = log_add_exp(x[i], y[i])`
+/// for `i < n`.
+fn routines_kernel(sm: Sm) -> PtxModule {
+    let mut b = KernelBuilder::new("math_routines", sm);
+    b.maxntid(BLOCK, 1, 1);
+    let p = b.params::<MathArgs>();
+    let i = b.global_id_x();
+    let inside = b.setp(Cmp::Lt, i, p.n);
+    b.if_(inside, |b| {
+        let xp = b.offset(p.x, i);
+        let x = b.ld_global(xp, 0);
+        let yp = b.offset(p.y, i);
+        let y = b.ld_global(yp, 0);
+        let outs: [(Unary, _); 3] = [
+            (dm::exp, p.exp_out),
+            (dm::log, p.log_out),
+            (dm::log1p, p.log1p_out),
+        ];
+        for (f, out) in outs {
+            let r = f(b, x);
+            let op = b.offset(out, i);
+            b.st_global(op, 0, r);
+        }
+        let r = dm::log_add_exp(b, x, y);
+        let op = b.offset(p.lae_out, i);
+        b.st_global(op, 0, r);
+    });
+    b.finish().unwrap()
+}
+
+// ---------------------------------------------------------------------------
+// Inputs
+// ---------------------------------------------------------------------------
+
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self) -> u32 {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (self.0 >> 32) as u32
+    }
+    /// Uniform in `[lo, hi)` (roughly).
+    fn uniform(&mut self, lo: f32, hi: f32) -> f32 {
+        lo + (hi - lo) * (self.next() >> 8) as f32 / (1u32 << 24) as f32
+    }
+}
+
+/// Bit patterns worth checking one by one: special values, every power of
+/// two and its two neighbours (both signs), subnormals, and the thresholds
+/// of the routines (exp's overflow, subnormal and underflow edges and its
+/// clamps; log1p's −1 and its polynomial/split boundaries near ±1/3) with
+/// their 8 neighbours on each side.
+fn special_inputs() -> Vec<u32> {
+    let mut v = vec![
+        0,
+        0x8000_0000,
+        0x7f80_0000,
+        0xff80_0000,
+        0x7fc0_0000,
+        0xffc0_0000,
+        0x7f80_0001,
+        0x7fff_ffff,
+        0xffff_ffff,
+        0x7f7f_ffff,
+        0xff7f_ffff,
+    ];
+    for e in 0..=255u32 {
+        for s in [0, 0x8000_0000] {
+            let p = s | (e << 23);
+            v.extend([p.wrapping_sub(1), p, p + 1]);
+        }
+    }
+    // subnormals: the smallest ones, the largest ones, every single-bit one
+    for s in [0, 0x8000_0000u32] {
+        v.extend((1..=64).map(|b| s | b));
+        v.extend((0x007f_ffc0..=0x007f_ffff).map(|b| s | b));
+        v.extend((0..23).map(|k| s | (1 << k) | 1));
+    }
+    for t in [
+        88.722_83_f32, // last x with a finite exp
+        89.0,
+        -87.336_54,  // exp becomes subnormal
+        -103.972_08, // exp underflows to 0
+        -110.0,
+        -1.0, // log1p's pole
+        1.0 / 3.0,
+        -1.0 / 3.0,
+        2.0 / 3.0,
+        4.0 / 3.0,
+        core::f32::consts::LN_2,
+        -core::f32::consts::LN_2 / 2.0,
+        core::f32::consts::LN_2 / 2.0,
+        1e-8,
+        -1e-8,
+    ] {
+        let b = t.to_bits();
+        for d in 0..=8 {
+            v.extend([b.wrapping_sub(d), b + d]);
+        }
+    }
+    v
+}
+
+/// `(x, y)` pairs: the specials (with `y` cycling through a small set),
+/// every pair of a small set of values (log_add_exp's NaN/∞ rules, equal
+/// arguments, signed zeros), then `random` random inputs: a quarter
+/// uniform bit patterns, the rest uniform in the ranges where the
+/// functions do something (exp's whole finite range, log1p near −1 and 0).
+fn inputs(random: usize, seed: u64) -> (Vec<f32>, Vec<f32>) {
+    let small = [
+        0.0f32,
+        -0.0,
+        1.0,
+        -1.0,
+        0.5,
+        -2.5,
+        88.7,
+        -103.9,
+        1e-30,
+        -1e30,
+        f32::MAX,
+        f32::MIN,
+        f32::from_bits(1),
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+    ];
+    let mut xs = Vec::new();
+    let mut ys = Vec::new();
+    for (i, b) in special_inputs().into_iter().enumerate() {
+        xs.push(f32::from_bits(b));
+        ys.push(small[i % small.len()]);
+    }
+    for &a in &small {
+        for &c in &small {
+            xs.push(a);
+            ys.push(c);
+        }
+    }
+    let mut r = Lcg(seed);
+    for k in 0..random {
+        let x = match k % 8 {
+            0 | 1 => f32::from_bits(r.next()),
+            2 | 3 => r.uniform(-110.0, 90.0),
+            4 => r.uniform(-1.0, 1.0),
+            5 => r.uniform(-1e-3, 1e-3),
+            6 => r.uniform(-1.0, -0.99),
+            _ => r.uniform(0.0, 4.0),
+        };
+        let y = match k % 4 {
+            0 => f32::from_bits(r.next()),
+            1 => x + r.uniform(-30.0, 30.0),
+            2 => x + r.uniform(-1e-3, 1e-3),
+            _ => r.uniform(-100.0, 100.0),
+        };
+        xs.push(x);
+        ys.push(y);
+    }
+    (xs, ys)
+}
+
+// ---------------------------------------------------------------------------
+// Simulator
+// ---------------------------------------------------------------------------
+
+fn same(a: f32, b: f32) -> bool {
+    a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
+}
+
+/// Run the kernel on `ctx` (the simulator or a GPU) and compare every
+/// output with the host mirror.
+fn check_on(ctx: &Context, random: usize, seed: u64) {
+    let sm = ctx.sm();
+    let (xs, ys) = inputs(random, seed);
+    let n = xs.len();
+    let t0 = Instant::now();
+    let module = routines_kernel(sm);
+    let st = ctx.default_stream();
+    let xb = st.upload(&xs).unwrap();
+    let yb = st.upload(&ys).unwrap();
+    let mut outs: Vec<_> = (0..4).map(|_| ctx.alloc::<f32>(n).unwrap()).collect();
+    let [oe, ol, o1, oa] = &mut outs[..] else {
+        unreachable!()
+    };
+    let args = MathArgs {
+        x: st.arg("x", &xb).unwrap(),
+        y: st.arg("y", &yb).unwrap(),
+        n: n as u32,
+        exp_out: st.arg_mut("exp_out", oe).unwrap(),
+        log_out: st.arg_mut("log_out", ol).unwrap(),
+        log1p_out: st.arg_mut("log1p_out", o1).unwrap(),
+        lae_out: st.arg_mut("lae_out", oa).unwrap(),
+    };
+    let grid = (n as u32).div_ceil(BLOCK);
+    st.launch(&module, LaunchConfig::linear(grid, BLOCK), &args.args())
+        .unwrap();
+    let got: Vec<Vec<f32>> = outs.iter().map(|o| st.to_vec(o).unwrap()).collect();
+    let host: [(&str, &dyn Fn(usize) -> f32); 4] = [
+        ("exp", &|i| math::exp_f32(xs[i])),
+        ("log", &|i| math::log_f32(xs[i])),
+        ("log1p", &|i| math::log1p_f32(xs[i])),
+        ("log_add_exp", &|i| math::log_add_exp(xs[i], ys[i])),
+    ];
+    for ((name, want), got) in host.iter().zip(&got) {
+        for (i, g) in got.iter().enumerate() {
+            let w = want(i);
+            assert!(
+                same(*g, w),
+                "{sm} {name}: x = {:e} ({:#010x}), y = {:e} ({:#010x}): simulator {:e} \
+                 ({:#010x}), host {:e} ({:#010x})",
+                xs[i],
+                xs[i].to_bits(),
+                ys[i],
+                ys[i].to_bits(),
+                g,
+                g.to_bits(),
+                w,
+                w.to_bits()
+            );
+        }
+    }
+    eprintln!(
+        "{sm} ({:?}): {n} inputs × 4 routines bit-identical to the host mirror ({:.1} s)",
+        ctx.kind(),
+        t0.elapsed().as_secs_f64()
+    );
+}
+
+#[test]
+fn sim_sm80_matches_host_bit_for_bit() {
+    check_on(&Context::sim(Sm::Sm80), 1 << 21, 1);
+}
+
+#[test]
+fn sim_sm70_matches_host_bit_for_bit() {
+    check_on(&Context::sim(Sm::Sm70), 1 << 17, 2);
+}
+
+#[test]
+fn sim_sm90_matches_host_bit_for_bit() {
+    check_on(&Context::sim(Sm::Sm90), 1 << 17, 3);
+}
+
+/// The same check on a real GPU (its own SM's variant), with a larger
+/// sample; without one `cuda_for_tests` prints SKIP and the test passes.
+#[test]
+fn gpu_matches_host_bit_for_bit() {
+    let Some(ctx) = cuda_for_tests() else { return };
+    check_on(&ctx, 1 << 24, 4);
+}
+
+// ---------------------------------------------------------------------------
+// ptxas
+// ---------------------------------------------------------------------------
+
+/// Mnemonics and modifiers the routines must never emit.
+const FORBIDDEN: [&str; 7] = [".approx", "ex2", "lg2", ".ftz", "div", "rcp", "sqrt"];
+
+/// The PTX instruction lines (no comments, directives or labels).
+fn instruction_lines(ptx: &str) -> impl Iterator<Item = &str> {
+    ptx.lines().map(str::trim).filter(|l| {
+        !l.is_empty()
+            && !l.starts_with("//")
+            && !l.starts_with('.')
+            && !l.starts_with('{')
+            && !l.starts_with('}')
+            && !l.ends_with(':')
+    })
+}
+
+#[test]
+fn ptx_uses_only_exact_operations() {
+    for sm in Sm::ALL {
+        let m = routines_kernel(sm);
+        let body: Vec<&str> = instruction_lines(&m.ptx).collect();
+        assert!(body.len() > 100, "{sm}: {} instructions", body.len());
+        for l in &body {
+            for bad in FORBIDDEN {
+                assert!(!l.contains(bad), "{sm}: `{l}` contains {bad}");
+            }
+            if l.contains(".f32")
+                && ["add", "sub", "mul", "fma"]
+                    .iter()
+                    .any(|o| l.starts_with(o))
+            {
+                assert!(l.contains(".rn."), "{sm}: float op without .rn: `{l}`");
+            }
+        }
+    }
+}
+
+#[test]
+fn routines_assemble_for_every_sm() {
+    let Some(tools) = NvTools::for_tests() else {
+        eprintln!("SKIP: no NVIDIA tools");
+        return;
+    };
+    for sm in Sm::ALL {
+        let m = routines_kernel(sm);
+        let asm = tools
+            .assemble(&m.ptx, sm)
+            .unwrap_or_else(|e| panic!("{sm}: ptxas rejected the routines: {e}\n{}", m.ptx));
+        let k = asm.function("math_routines").unwrap();
+        assert!(!k.spills(), "{sm}: {k:?}");
+    }
+}
+
+kernel_params! {
+    struct OneArgs => OneRegs {
+        x: Ptr<F32>,
+        y: Ptr<F32>,
+        out: Ptr<F32>,
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Body {
+    /// `out[i] = x[i]`
+    Copy,
+    /// `out[i] = x[i] + y[i]`
+    Add,
+    Exp,
+    Log,
+    Log1p,
+    LogAddExp,
+}
+
+/// One load (two for the binary bodies), the body, one store.
+fn one_call_kernel(sm: Sm, body: Body) -> PtxModule {
+    let mut b = KernelBuilder::new("one_call", sm);
+    let p = b.params::<OneArgs>();
+    let i: Reg<U32> = b.global_id_x();
+    let xp = b.offset(p.x, i);
+    let x = b.ld_global(xp, 0);
+    let r = match body {
+        Body::Copy => x,
+        Body::Exp => dm::exp(&mut b, x),
+        Body::Log => dm::log(&mut b, x),
+        Body::Log1p => dm::log1p(&mut b, x),
+        Body::Add | Body::LogAddExp => {
+            let yp = b.offset(p.y, i);
+            let y = b.ld_global(yp, 0);
+            if body == Body::Add {
+                b.fadd(Rounding::Rn, x, y)
+            } else {
+                dm::log_add_exp(&mut b, x, y)
+            }
+        }
+    };
+    let op = b.offset(p.out, i);
+    b.st_global(op, 0, r);
+    b.finish().unwrap()
+}
+
+/// SASS instructions of `one_call` for `sm`, NOPs not counted.
+fn sass_count(tools: &NvTools, sm: Sm, body: Body) -> usize {
+    let m = one_call_kernel(sm, body);
+    let asm = tools.assemble(&m.ptx, sm).unwrap();
+    let sass = tools.disassemble(&asm).unwrap();
+    let f = sass.function("one_call").unwrap();
+    f.instructions.iter().filter(|i| !i.is("NOP")).count()
+}
+
+#[test]
+fn sass_instructions_per_call() {
+    let Some(tools) = NvTools::for_tests() else {
+        eprintln!("SKIP: no NVIDIA tools");
+        return;
+    };
+    eprintln!("SASS instructions per call (kernel with one call minus the same kernel without):");
+    eprintln!(
+        "{:<8} {:>5} {:>5} {:>6} {:>12}",
+        "target", "exp", "log", "log1p", "log_add_exp"
+    );
+    for sm in Sm::ALL {
+        if !NvTools::can_disassemble(sm) {
+            eprintln!("{:<8} (nvdisasm cannot read {sm} cubins)", sm.name());
+            continue;
+        }
+        let unary = sass_count(&tools, sm, Body::Copy);
+        let binary = sass_count(&tools, sm, Body::Add);
+        // the binary baseline's FADD is replaced by the call
+        let counts = [
+            sass_count(&tools, sm, Body::Exp) as i64 - unary as i64,
+            sass_count(&tools, sm, Body::Log) as i64 - unary as i64,
+            sass_count(&tools, sm, Body::Log1p) as i64 - unary as i64,
+            sass_count(&tools, sm, Body::LogAddExp) as i64 - binary as i64 + 1,
+        ];
+        eprintln!(
+            "{:<8} {:>5} {:>5} {:>6} {:>12}",
+            sm.name(),
+            counts[0],
+            counts[1],
+            counts[2],
+            counts[3]
+        );
+        for c in counts {
+            assert!((10..400).contains(&c), "{sm}: {counts:?}");
+        }
+    }
+}
