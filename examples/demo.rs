@@ -177,6 +177,47 @@ fn viterbi(st: &Stream) -> Result<Outcome> {
     })
 }
 
+/// logcumsumexp forward and backward over 8 rows of 1000.
+fn logcumsumexp(st: &Stream) -> Result<Outcome> {
+    use kernels::logcumsumexp::{host, launch};
+    let (rows, t) = (8, 1000);
+    let mut r = lcg(10);
+    let x: Vec<f32> = (0..rows * t).map(|_| r() * 10.0).collect();
+    let g: Vec<f32> = (0..rows * t).map(|_| r()).collect();
+    let y = launch::forward_on(st, &x, rows, t)?;
+    let want_y = host::forward(&x, rows, t)?;
+    let gx = launch::backward_on(st, &x, &want_y, &g, rows, t)?;
+    let want_gx = host::backward(&x, &want_y, &g, rows, t)?;
+    Ok(Outcome {
+        elements: rows * t,
+        exact: same_bits(&y, &want_y) && same_bits(&gx, &want_gx),
+    })
+}
+
+/// HMM forward-backward (alpha, beta, likelihood, posteriors, transition
+/// counts) over 8 sequences of up to 60 steps and 24 states.
+fn hmm(st: &Stream) -> Result<Outcome> {
+    use kernels::hmm::{host, launch};
+    let (batch, t, s) = (8, 60, 24);
+    let mut r = lcg(11);
+    let mut lp = move || (r() * 0.45 + 0.55).ln();
+    let pi: Vec<f32> = (0..s).map(|_| lp()).collect();
+    let a: Vec<f32> = (0..s * s).map(|_| lp()).collect();
+    let b: Vec<f32> = (0..batch * t * s).map(|_| lp()).collect();
+    let lengths: Vec<u32> = (0..batch as u32).map(|i| 60 - i * 5).collect();
+    let got = launch::run_on(st, &pi, &a, &b, &lengths, batch, t, s)?;
+    let want = host::forward_backward(&pi, &a, &b, &lengths, batch, t, s)?;
+    let exact = same_bits(&got.log_alpha, &want.log_alpha)
+        && same_bits(&got.log_beta, &want.log_beta)
+        && same_bits(&got.log_likelihood, &want.log_likelihood)
+        && same_bits(&got.gamma, &want.gamma)
+        && same_bits(&got.xi, &want.xi);
+    Ok(Outcome {
+        elements: batch * t * s,
+        exact,
+    })
+}
+
 type Case = (&'static str, fn(&Stream) -> Result<Outcome>);
 
 fn cases() -> Vec<Case> {
@@ -189,6 +230,8 @@ fn cases() -> Vec<Case> {
         ("route, resident D, 3x", score_route_resident),
         ("fp8 quant->dequant chain", fp8_chain),
         ("viterbi_f32", viterbi),
+        ("logcumsumexp fwd+bwd", logcumsumexp),
+        ("hmm forward-backward", hmm),
     ]
 }
 

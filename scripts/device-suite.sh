@@ -12,7 +12,8 @@
 #                          whose name contains `gpu_` or `device`, per
 #                          `<bin> --list`); the lib's unit tests are
 #                          bin/tests/unit_ptxsmith
-#     bin/benches/<name>   fp8_kernels, score_kernels, resident
+#     bin/benches/<name>   fp8_kernels, score_kernels, resident, logcumsumexp,
+#                          hmm
 #     bin/examples/<name>  demo, interop, device_info
 #     run.sh               this script
 #     MANIFEST.txt         what was built from what, sizes, sha256, and the
@@ -34,7 +35,8 @@
 #        the measurement time)
 #     5. compute-sanitizer --tool memcheck|racecheck|synccheck|initcheck
 #        over the device tests of dot_end_to_end, fp8_kernels,
-#        score_kernels, device_resident, viterbi and runtime_no_device
+#        score_kernels, device_resident, viterbi, logcumsumexp, hmm and
+#        runtime_no_device
 #        (device_fault resets the context: not under a sanitizer), skipping
 #        the two sweeps over 2^32 inputs / 2^31 elements
 #   It writes one Markdown report, device-suite-report.md, into $OUT when
@@ -63,10 +65,10 @@ set -uo pipefail
 # The test-name filters that select device tests (libtest substring
 # filters; a test matching any one is a device test).
 DEVICE_FILTERS=(gpu_ device)
-GPU_BENCHES=(fp8_kernels score_kernels resident)
+GPU_BENCHES=(fp8_kernels score_kernels resident logcumsumexp hmm)
 GPU_EXAMPLES=(demo interop device_info)
 # Test binaries run under compute-sanitizer: one per kernel family.
-SANITIZED_TESTS=(dot_end_to_end fp8_kernels score_kernels device_resident viterbi runtime_no_device)
+SANITIZED_TESTS=(dot_end_to_end fp8_kernels score_kernels device_resident viterbi logcumsumexp hmm runtime_no_device)
 SANITIZER_TOOLS=(memcheck racecheck synccheck initcheck)
 REPORT_NAME=device-suite-report.md
 
@@ -493,8 +495,8 @@ run_suite() {
         step "test $name" 300 -- "$t" --include-ignored "${threads[@]}" "${DEVICE_FILTERS[@]}"
     done
 
-    # 3. Examples: they fall back to the simulator silently, so their
-    # output must show the GPU.
+    # 3. Examples: under PTXSMITH_REQUIRE_GPU they fail instead of falling
+    # back to the simulator; their output must show the GPU too.
     step --expect 'backend cuda' "example demo" 120 -- "$bin/examples/demo"
     step --expect '^GPU: raw entry points' "example interop" 120 -- "$bin/examples/interop"
 
@@ -504,6 +506,10 @@ run_suite() {
         "$bin/benches/score_kernels" --bench --quick --noplot --measurement-time 3
     step --expect 'resident bench \[Cuda' "bench resident" 180 -- \
         "$bin/benches/resident" --bench --quick --noplot --measurement-time 3
+    step --expect '^logcumsumexp GPU:' "bench logcumsumexp" 180 -- \
+        "$bin/benches/logcumsumexp" --bench --quick --noplot --measurement-time 3
+    step --expect '^hmm GPU:' "bench hmm" 180 -- \
+        "$bin/benches/hmm" --bench --quick --noplot --measurement-time 3
 
     # 5. compute-sanitizer over each kernel family's device tests.
     local san tool skips=() s

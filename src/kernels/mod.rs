@@ -4,6 +4,8 @@
 pub mod dispatch;
 pub mod dot;
 pub mod fp8;
+pub mod hmm;
+pub mod logcumsumexp;
 pub mod score;
 pub mod viterbi;
 
@@ -18,5 +20,7 @@ pub fn all_variants(sm: Sm) -> Result<Vec<PtxModule>> {
     all.extend(fp8::ptx::default_variants(sm)?);
     all.extend(score::ptx::generate(sm)?);
     all.extend(viterbi::ptx::variants(sm)?);
+    all.extend(logcumsumexp::ptx::variants(sm)?);
+    all.extend(hmm::ptx::variants(sm)?);
     Ok(all)
 }

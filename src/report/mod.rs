@@ -234,7 +234,7 @@ pub fn generate(tools: &NvTools) -> Result<Report> {
     }
     rows.sort_by_key(|(i, _)| *i);
     let mut rows: Vec<Row> = rows.into_iter().map(|(_, r)| r).collect();
-    rows.sort_by(|a, b| (a.label(), a.sm).cmp(&(b.label(), b.sm)));
+    rows.sort_by_key(|r| (r.label(), r.sm));
     Ok(Report {
         tools: tools_v,
         rows,

@@ -74,11 +74,7 @@ pub fn occupancy(sm: Sm, threads: u32, regs: u32, smem: u32) -> Occupancy {
         info.regs_per_sm / (per_warp * warps)
     };
     let per_cta = smem.div_ceil(SMEM_ALLOC_UNIT) * SMEM_ALLOC_UNIT + info.reserved_smem_per_cta;
-    let by_smem = if per_cta == 0 {
-        u32::MAX
-    } else {
-        info.smem_per_sm / per_cta
-    };
+    let by_smem = info.smem_per_sm.checked_div(per_cta).unwrap_or(u32::MAX);
     let by_threads = max_warps / warps;
     let limits = [
         (by_regs, Limiter::Registers),

@@ -97,8 +97,19 @@ pub(super) fn render(report: &Report) -> String {
                     .expect("svg cell");
                     let shown = value.map_or("–".to_string(), |v| format!("{:.0}%", 100.0 * v));
                     // White on the darkest cells, black elsewhere.
-                    let ink = if value.is_some_and(|v| v >= 0.6) { WHITE } else { BLACK };
-                    text_in(&shown, x + CELL_W / 2, y + CELL_H / 2, 10.0, HPos::Center, &ink);
+                    let ink = if value.is_some_and(|v| v >= 0.6) {
+                        WHITE
+                    } else {
+                        BLACK
+                    };
+                    text_in(
+                        &shown,
+                        x + CELL_W / 2,
+                        y + CELL_H / 2,
+                        10.0,
+                        HPos::Center,
+                        &ink,
+                    );
                 }
             }
         }

@@ -1,0 +1,64 @@
+//! HMM forward-backward time per `T · S²` (each of the forward and backward
+//! passes and the transition counts does `L · S²` log-sum terms): the host
+//! model always; on a GPU the device entry point at batch 64, T 1000,
+//! S 256.
+//!
+//! ```text
+//! cargo bench --bench hmm
+//! ```
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use ptxsmith::kernels::hmm::{host, launch};
+use ptxsmith::runtime::{Context, device_tests_support::gpu_required};
+
+fn model(batch: usize, t: usize, s: usize) -> (Vec<f32>, Vec<f32>, Vec<f32>, Vec<u32>) {
+    let mut st = 1u32;
+    let mut r = move || {
+        st = st.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+        ((st >> 8) as f32 / (1u32 << 24) as f32 * 0.9 + 0.1).ln()
+    };
+    (
+        (0..s).map(|_| r()).collect(),
+        (0..s * s).map(|_| r()).collect(),
+        (0..batch * t * s).map(|_| r()).collect(),
+        vec![t as u32; batch],
+    )
+}
+
+fn bench(c: &mut Criterion) {
+    let (batch, t, s) = (4, 100, 32);
+    let (pi, a, b, l) = model(batch, t, s);
+    let mut g = c.benchmark_group("hmm/host");
+    g.throughput(Throughput::Elements((batch * t * s * s) as u64));
+    g.sample_size(10);
+    g.bench_function("forward_backward_4x100x32", |bn| {
+        bn.iter(|| host::forward_backward(&pi, &a, &b, &l, batch, t, s).unwrap())
+    });
+    g.finish();
+
+    let ctx = match Context::cuda(0) {
+        Ok(ctx) => ctx,
+        Err(e) if gpu_required() => panic!("PTXSMITH_REQUIRE_GPU is set: {e}"),
+        Err(e) => {
+            println!("SKIP: no CUDA device ({e}); GPU HMM not measured");
+            return;
+        }
+    };
+    println!(
+        "hmm GPU: {}",
+        ctx.info().map_or(String::new(), |i| i.to_string())
+    );
+    let (batch, t, s) = (64, 1000, 256);
+    let (pi, a, b, l) = model(batch, t, s);
+    let st = ctx.default_stream();
+    let mut g = c.benchmark_group("hmm/gpu");
+    g.throughput(Throughput::Elements((batch * t * s * s) as u64));
+    g.sample_size(10);
+    g.bench_function("forward_backward_64x1000x256", |bn| {
+        bn.iter(|| launch::run_on(&st, &pi, &a, &b, &l, batch, t, s).unwrap())
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

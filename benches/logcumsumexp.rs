@@ -1,0 +1,79 @@
+//! logcumsumexp forward and backward: the host model always; on a GPU the
+//! kernels at `[4096, 4096]`, in GB/s (`2 · rows · T · 4` bytes for the
+//! forward) next to the card's memory bandwidth.
+//!
+//! ```text
+//! cargo bench --bench logcumsumexp
+//! ```
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use ptxsmith::kernels::logcumsumexp::{backward_dev, forward_dev, host};
+use ptxsmith::runtime::{Context, device_tests_support::gpu_required};
+
+fn data(n: usize, seed: u32) -> Vec<f32> {
+    let mut s = seed;
+    (0..n)
+        .map(|_| {
+            s = s.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            (s >> 8) as f32 / (1u32 << 24) as f32 * 20.0 - 10.0
+        })
+        .collect()
+}
+
+fn bench(c: &mut Criterion) {
+    let (rows, t) = (64, 4096);
+    let x = data(rows * t, 1);
+    let g = data(rows * t, 2);
+    let y = host::forward(&x, rows, t).unwrap();
+    let mut grp = c.benchmark_group("logcumsumexp/host");
+    grp.throughput(Throughput::Elements((rows * t) as u64));
+    grp.sample_size(10);
+    grp.bench_function("forward_64x4096", |b| {
+        b.iter(|| host::forward(&x, rows, t).unwrap())
+    });
+    grp.bench_function("backward_64x4096", |b| {
+        b.iter(|| host::backward(&x, &y, &g, rows, t).unwrap())
+    });
+    grp.finish();
+
+    let ctx = match Context::cuda(0) {
+        Ok(ctx) => ctx,
+        Err(e) if gpu_required() => panic!("PTXSMITH_REQUIRE_GPU is set: {e}"),
+        Err(e) => {
+            println!("SKIP: no CUDA device ({e}); GPU logcumsumexp not measured");
+            return;
+        }
+    };
+    let (rows, t) = (4096, 4096);
+    let n = rows * t;
+    let st = ctx.default_stream();
+    let dx = st.upload(&data(n, 3)).unwrap();
+    let dg = st.upload(&data(n, 4)).unwrap();
+    let mut dy = ctx.alloc::<f32>(n).unwrap();
+    let mut dgx = ctx.alloc::<f32>(n).unwrap();
+    forward_dev(&st, &dx, &mut dy, rows, t).unwrap();
+    st.synchronize().unwrap();
+    println!(
+        "logcumsumexp GPU: {} (bytes moved by the forward: 2·rows·T·4; compare the GB/s with the peak)",
+        ctx.info().map_or(String::new(), |i| i.to_string())
+    );
+    let mut grp = c.benchmark_group("logcumsumexp/gpu");
+    grp.throughput(Throughput::Bytes((2 * n * 4) as u64));
+    grp.sample_size(10);
+    grp.bench_function("forward_4096x4096", |b| {
+        b.iter(|| {
+            forward_dev(&st, &dx, &mut dy, rows, t).unwrap();
+            st.synchronize().unwrap();
+        })
+    });
+    grp.bench_function("backward_4096x4096", |b| {
+        b.iter(|| {
+            backward_dev(&st, &dx, &dy, &dg, &mut dgx, rows, t).unwrap();
+            st.synchronize().unwrap();
+        })
+    });
+    grp.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
