@@ -209,6 +209,36 @@ fn crf_log_partition_is_the_forward_pass_on_unnormalised_scores() {
 }
 
 #[test]
+fn an_impossible_sequence_has_minus_inf_likelihood_and_nan_posteriors() {
+    let mut m = model(2, 6, 4, 17);
+    // Sequence 1 (length 3), position 1: every emission impossible.
+    let (t, s) = (m.t, m.s);
+    m.b[(t + 1) * s..(t + 2) * s].fill(f32::NEG_INFINITY);
+    let want = host_run(&m);
+    assert_eq!(want.log_likelihood[1], f32::NEG_INFINITY);
+    let live = m.lengths[1] as usize * s;
+    assert!(want.gamma[t * s..t * s + live].iter().all(|g| g.is_nan()));
+    assert!(want.log_likelihood[0].is_finite());
+    assert!(
+        want.gamma[..m.lengths[0] as usize * s]
+            .iter()
+            .all(|g| g.is_finite())
+    );
+    let got = launch::run_on(
+        &Context::sim(Sm::Sm80).default_stream(),
+        &m.pi,
+        &m.a,
+        &m.b,
+        &m.lengths,
+        m.batch,
+        m.t,
+        m.s,
+    )
+    .unwrap();
+    assert_same(&got, &want, "impossible sequence");
+}
+
+#[test]
 fn log_sum_special_values() {
     let ls = |v: &[f32]| host::log_sum(v.iter().copied());
     assert_eq!(ls(&[f32::NEG_INFINITY; 3]), f32::NEG_INFINITY);

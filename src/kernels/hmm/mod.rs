@@ -26,7 +26,10 @@
 //!   `xi[i][j] = Σ_{t=0}^{L−2} exp(alpha_t[i] + log_a[i][j] + log_b[t+1][j] + beta_{t+1}[j] − ll)`.
 //!
 //! Past a sequence's length, `log_alpha` and `log_beta` hold `−inf` and
-//! `gamma` holds `0`. A sequence of length 0 has log-likelihood `+0.0`
+//! `gamma` holds `0`. A sequence the model cannot produce (log-likelihood
+//! `−inf`, e.g. every emission `−inf` at some position) has posteriors
+//! `0/0`: its `gamma` and `xi` entries within the length are NaN, as the
+//! formulas give (`−inf − (−inf)`); nothing is clamped. A sequence of length 0 has log-likelihood `+0.0`
 //! (the empty product), all-`−inf` alpha/beta, zero gamma and xi.
 //!
 //! **A linear-chain CRF** computes its log-partition with exactly this
