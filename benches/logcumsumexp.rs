@@ -8,7 +8,8 @@
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use ptxsmith::kernels::logcumsumexp::{backward_dev, forward_dev, host};
-use ptxsmith::runtime::{Context, device_tests_support::gpu_required};
+use ptxsmith::runtime::Context;
+use ptxsmith::runtime::device_tests_support::{REQUIRED_GPU_MISSING, gpu_required};
 
 fn data(n: usize, seed: u32) -> Vec<f32> {
     let mut s = seed;
@@ -38,7 +39,7 @@ fn bench(c: &mut Criterion) {
 
     let ctx = match Context::cuda(0) {
         Ok(ctx) => ctx,
-        Err(e) if gpu_required() => panic!("PTXSMITH_REQUIRE_GPU is set: {e}"),
+        Err(e) if gpu_required() => panic!("{REQUIRED_GPU_MISSING}: {e}"),
         Err(e) => {
             println!("SKIP: no CUDA device ({e}); GPU logcumsumexp not measured");
             return;

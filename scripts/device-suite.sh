@@ -16,6 +16,7 @@
 #                          hmm
 #     bin/examples/<name>  demo, interop, device_info
 #     run.sh               this script
+#     torch_baselines.py   PyTorch on the same shapes (scripts/torch_baselines.py)
 #     MANIFEST.txt         what was built from what, sizes, sha256, and the
 #                          device tests of every packed binary
 #   If DIR would not fit, next to the working tree, in the 64 MiB the device
@@ -183,6 +184,7 @@ pack() {
     done
     cp "${BASH_SOURCE[0]}" "$dir/run.sh" || die "cannot copy run.sh"
     chmod 755 "$dir/run.sh"
+    cp "$repo/scripts/torch_baselines.py" "$dir/torch_baselines.py" || die "cannot copy torch_baselines.py"
 
     local glibc rev
     glibc="$(find "$dir/bin" -type f -exec objdump -T {} + 2>/dev/null |
@@ -510,6 +512,11 @@ run_suite() {
         "$bin/benches/logcumsumexp" --bench --quick --noplot --measurement-time 3
     step --expect '^hmm GPU:' "bench hmm" 180 -- \
         "$bin/benches/hmm" --bench --quick --noplot --measurement-time 3
+
+    # PyTorch on the same device, for the side-by-side figures
+    # (informational: a machine without torch does not fail the suite).
+    step --info --expect '^\| torch' "torch baselines" 300 -- \
+        python3 "$PACK_ROOT/torch_baselines.py"
 
     # 5. compute-sanitizer over each kernel family's device tests.
     local san tool skips=() s
