@@ -1,6 +1,7 @@
 //! Kernel families, one folder each: `ptx.rs` (generator), `host.rs`
 //! (bit-exact host model, the spec), `launch.rs` (backend dispatch).
 
+pub mod block_ell;
 pub mod dispatch;
 pub mod dot;
 pub mod fp8;
