@@ -8,6 +8,7 @@ pub mod fp8;
 pub mod hmm;
 pub mod logcumsumexp;
 pub mod score;
+pub(crate) mod seq;
 pub mod viterbi;
 
 use crate::dsl::PtxModule;

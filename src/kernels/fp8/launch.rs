@@ -249,10 +249,7 @@ pub fn absmax_dev(
     stats: &mut impl AsDeviceMut<f32>,
 ) -> Result<()> {
     stats_len(stats.as_device().len())?;
-    let on = On {
-        stream,
-        pointers: PointerCheck::LiveBuffers,
-    };
+    let on = checked_on(stream);
     let n = len_u64(x.as_device().len());
     let (xp, sp) = (stream.arg("x", x)?, stream.arg_mut("stats", stats)?);
     absmax_passes(on, xp, n, f, sp).map(drop)
@@ -280,10 +277,7 @@ pub fn quantize_dev(
     let n = x.as_device().len();
     same_len("codes", codes.as_device().len(), n, "x")?;
     stats_len(stats.as_device().len())?;
-    let on = On {
-        stream,
-        pointers: PointerCheck::LiveBuffers,
-    };
+    let on = checked_on(stream);
     let (xp, cp, sp) = (
         stream.arg("x", x)?,
         stream.arg_mut("codes", codes)?,
@@ -306,10 +300,7 @@ pub fn quantize_with_scale_dev(
 ) -> Result<()> {
     let n = x.as_device().len();
     same_len("codes", codes.as_device().len(), n, "x")?;
-    let on = On {
-        stream,
-        pointers: PointerCheck::LiveBuffers,
-    };
+    let on = checked_on(stream);
     let (xp, cp) = (stream.arg("x", x)?, stream.arg_mut("codes", codes)?);
     quantize_scaled_core(on, xp, len_u64(n), scale, f, codec, cp)
 }
@@ -329,10 +320,7 @@ pub fn dequantize_dev(
 ) -> Result<()> {
     let n = codes.as_device().len();
     same_len("y", y.as_device().len(), n, "codes")?;
-    let on = On {
-        stream,
-        pointers: PointerCheck::LiveBuffers,
-    };
+    let on = checked_on(stream);
     let (cp, yp) = (stream.arg("codes", codes)?, stream.arg_mut("y", y)?);
     dequantize_core(on, cp, len_u64(n), ScaleInv::Value(scale_inv), f, codec, yp)
 }
@@ -353,10 +341,7 @@ pub fn dequantize_stats_dev(
     let n = codes.as_device().len();
     same_len("y", y.as_device().len(), n, "codes")?;
     stats_len(stats.as_device().len())?;
-    let on = On {
-        stream,
-        pointers: PointerCheck::LiveBuffers,
-    };
+    let on = checked_on(stream);
     let (cp, sp, yp) = (
         stream.arg("codes", codes)?,
         stream.arg("stats", stats)?,
@@ -367,8 +352,14 @@ pub fn dequantize_stats_dev(
 
 // ---- raw-pointer entry points -----------------------------------------------
 
-fn raw_on(ctx: &Context, stream: RawStream) -> Stream {
-    ctx.borrowed_stream(stream)
+/// Run `f` on `ctx`'s view of the foreign `stream`, pointers unchecked
+/// (the raw entry points' callers vouch for them).
+fn on_raw<T>(ctx: &Context, stream: RawStream, f: impl FnOnce(On<'_>) -> Result<T>) -> Result<T> {
+    let s = ctx.borrowed_stream(stream);
+    f(On {
+        stream: &s,
+        pointers: PointerCheck::Caller,
+    })
 }
 
 /// [`quantize_dev`] on memory another stack allocated, queued on its
@@ -394,20 +385,17 @@ pub unsafe fn quantize_raw(
     codes: CUdeviceptr,
     stats: CUdeviceptr,
 ) -> Result<()> {
-    let s = raw_on(ctx, stream);
-    let on = On {
-        stream: &s,
-        pointers: PointerCheck::Caller,
-    };
-    quantize_core(
-        on,
-        DevPtr::new(x),
-        len_u64(n),
-        f,
-        codec,
-        DevPtr::new(codes),
-        DevPtr::new(stats),
-    )
+    on_raw(ctx, stream, |on| {
+        quantize_core(
+            on,
+            DevPtr::new(x),
+            len_u64(n),
+            f,
+            codec,
+            DevPtr::new(codes),
+            DevPtr::new(stats),
+        )
+    })
 }
 
 /// [`quantize_with_scale_dev`] on foreign memory.
@@ -425,20 +413,17 @@ pub unsafe fn quantize_with_scale_raw(
     codec: Codec,
     codes: CUdeviceptr,
 ) -> Result<()> {
-    let s = raw_on(ctx, stream);
-    let on = On {
-        stream: &s,
-        pointers: PointerCheck::Caller,
-    };
-    quantize_scaled_core(
-        on,
-        DevPtr::new(x),
-        len_u64(n),
-        scale,
-        f,
-        codec,
-        DevPtr::new(codes),
-    )
+    on_raw(ctx, stream, |on| {
+        quantize_scaled_core(
+            on,
+            DevPtr::new(x),
+            len_u64(n),
+            scale,
+            f,
+            codec,
+            DevPtr::new(codes),
+        )
+    })
 }
 
 /// [`dequantize_stats_dev`] on foreign memory (`stats` as a
@@ -461,20 +446,17 @@ pub unsafe fn dequantize_stats_raw(
     codec: Codec,
     y: CUdeviceptr,
 ) -> Result<()> {
-    let s = raw_on(ctx, stream);
-    let on = On {
-        stream: &s,
-        pointers: PointerCheck::Caller,
-    };
-    dequantize_core(
-        on,
-        DevPtr::new(codes),
-        len_u64(n),
-        ScaleInv::Stats(DevPtr::new(stats)),
-        f,
-        codec,
-        DevPtr::new(y),
-    )
+    on_raw(ctx, stream, |on| {
+        dequantize_core(
+            on,
+            DevPtr::new(codes),
+            len_u64(n),
+            ScaleInv::Stats(DevPtr::new(stats)),
+            f,
+            codec,
+            DevPtr::new(y),
+        )
+    })
 }
 
 /// [`dequantize_dev`] on foreign memory.
@@ -492,20 +474,17 @@ pub unsafe fn dequantize_raw(
     codec: Codec,
     y: CUdeviceptr,
 ) -> Result<()> {
-    let s = raw_on(ctx, stream);
-    let on = On {
-        stream: &s,
-        pointers: PointerCheck::Caller,
-    };
-    dequantize_core(
-        on,
-        DevPtr::new(codes),
-        len_u64(n),
-        ScaleInv::Value(scale_inv),
-        f,
-        codec,
-        DevPtr::new(y),
-    )
+    on_raw(ctx, stream, |on| {
+        dequantize_core(
+            on,
+            DevPtr::new(codes),
+            len_u64(n),
+            ScaleInv::Value(scale_inv),
+            f,
+            codec,
+            DevPtr::new(y),
+        )
+    })
 }
 
 // ---- slice API ----------------------------------------------------------------

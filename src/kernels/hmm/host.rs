@@ -3,6 +3,7 @@
 //! kernels' exact order of operations.
 
 use crate::error::{Error, Result};
+use crate::kernels::seq;
 use crate::math::{exp_f32, log_f32};
 
 /// Largest number of states (two rows of `S` scores in shared memory).
@@ -50,13 +51,9 @@ pub fn log_sum(v: impl Iterator<Item = f32> + Clone) -> f32 {
     m + log_f32(s)
 }
 
-fn expect(what: &str, got: usize, want: usize, shape: &str) -> Result<()> {
-    if got == want {
-        return Ok(());
-    }
-    Err(Error::InvalidArgument(format!(
-        "hmm: {what} has {got} elements, expected {shape} = {want}"
-    )))
+/// `got` must be `want` (see [`crate::kernels::seq::expect_len`]).
+pub(crate) fn expect(what: &str, got: usize, want: usize, shape: &str) -> Result<()> {
+    seq::expect_len("hmm", what, got, want, shape)
 }
 
 /// Shape rules: `1 ≤ S ≤ MAX_STATES`, products without overflow, 32-bit
@@ -81,13 +78,7 @@ pub fn validate_shape(batch: usize, t: usize, s: usize) -> Result<()> {
 
 /// Every length at most `T`, one per sequence.
 pub fn validate_lengths(lengths: &[u32], batch: usize, t: usize) -> Result<()> {
-    expect("lengths", lengths.len(), batch, "batch")?;
-    if let Some((b, &l)) = lengths.iter().enumerate().find(|(_, l)| **l as usize > t) {
-        return Err(Error::InvalidArgument(format!(
-            "hmm: lengths[{b}] = {l} exceeds T = {t}"
-        )));
-    }
-    Ok(())
+    seq::validate_lengths("hmm", lengths, batch, t)
 }
 
 /// All input checks.

@@ -3,27 +3,18 @@
 //! output written there) and the slice API ([`forward_backward`]), written
 //! against [`Stream`] so the GPU and the simulator run the same sequence.
 
-use super::host::{self, Posteriors, validate_lengths, validate_shape};
+use super::host::{self, Posteriors, expect, validate_lengths, validate_shape};
 use super::ptx::{
     BackwardArgs, ForwardArgs, PostArgs, THREADS, cap_for, generate_backward, generate_forward,
     generate_posteriors, generate_transitions,
 };
 use crate::dsl::params::KernelParams;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::kernels::dispatch::dispatch;
 use crate::runtime::backend::{Backend, Ran};
 use crate::runtime::buffer::{AsDevice, AsDeviceMut};
 use crate::runtime::context::Stream;
 use crate::runtime::exec::LaunchConfig;
-
-fn expect(what: &str, got: usize, want: usize, shape: &str) -> Result<()> {
-    if got == want {
-        return Ok(());
-    }
-    Err(Error::InvalidArgument(format!(
-        "hmm: {what} has {got} elements, expected {shape} = {want}"
-    )))
-}
 
 /// The device outputs of [`forward_backward_dev`].
 pub struct DeviceOutputs<'a, A, B, L, G, X> {

@@ -14,9 +14,10 @@
 use crate::dsl::math;
 use crate::dsl::params::Ptr;
 use crate::dsl::types::{F32, Reg, U32};
-use crate::dsl::{Cmp, KernelBuilder, PtxModule, Rounding};
+use crate::dsl::{Cmp, GlobalPtr, KernelBuilder, PtxModule, Rounding};
 use crate::error::Result;
 use crate::kernel_params;
+use crate::kernels::seq::{first_row, seq_cta, zero_if_empty};
 use crate::kernels::viterbi::ptx::CAPS;
 use crate::target::Sm;
 
@@ -124,7 +125,7 @@ pub fn backward_name(cap: u32) -> String {
 /// Fill positions `len ..` of a sequence's `[T, S]` rows with `v`.
 fn fill_tail(
     b: &mut KernelBuilder,
-    base: crate::dsl::GlobalPtr<F32>,
+    base: GlobalPtr<F32>,
     len: Reg<U32>,
     t: Reg<U32>,
     s: Reg<U32>,
@@ -146,37 +147,14 @@ pub fn generate_forward(sm: Sm, cap: u32) -> Result<PtxModule> {
     let mut b = builder(&forward_name(cap), sm);
     let p = b.params::<ForwardArgs>();
     let buf = b.shared_array::<F32>("alpha_rows", 2 * cap, 16);
-    let seq = b.ctaid_x();
-    let tid = b.tid_x();
-    let nt = b.ntid_x();
-    let lp = b.offset(p.lengths, seq);
-    let len = b.ld_global(lp, 0);
-    let ts = b.mul_lo(p.t, p.s);
-    let base = b.mul_wide_u32(seq, ts);
-    let seq_b = b.offset64(p.log_b, base);
-    let seq_alpha = b.offset64(p.alpha, base);
+    let c = seq_cta(&mut b, p.lengths, p.t, p.s);
+    let (seq, tid, nt, len, zero_tid) = (c.seq, c.tid, c.nt, c.len, c.first_thread);
+    let seq_b = b.offset64(p.log_b, c.base);
+    let seq_alpha = b.offset64(p.alpha, c.base);
     fill_tail(&mut b, seq_alpha, len, p.t, p.s, f32::NEG_INFINITY);
-    let zero_tid = b.setp(Cmp::Eq, tid, 0u32);
-    let empty = b.setp(Cmp::Eq, len, 0u32);
-    let write_zero = b.pand(empty, zero_tid);
-    b.if_(write_zero, |b| {
-        let lp = b.offset(p.ll, seq);
-        b.st_global(lp, 0, 0f32);
-    });
-    let nonempty = b.pnot(empty);
+    let nonempty = zero_if_empty(&mut b, &c, p.ll);
     b.if_(nonempty, |b| {
-        b.for_range(tid, p.s, nt, |b, j| {
-            let pp = b.offset(p.log_pi, j);
-            let pi = b.ld_global(pp, 0);
-            let ep = b.offset(seq_b, j);
-            let e = b.ld_global(ep, 0);
-            let a0 = b.fadd(Rounding::Rn, pi, e);
-            let sp = b.shared_elem(&buf, j);
-            b.st_shared(sp, 0, a0);
-            let gp = b.offset(seq_alpha, j);
-            b.st_global(gp, 0, a0);
-        });
-        b.bar_sync();
+        first_row(b, &c, p.s, p.log_pi, seq_b, &buf, Some(seq_alpha));
         b.for_range(1u32, len, 1u32, |b, tt| {
             let par = b.and(tt, 1u32);
             let next_off = b.mul_lo(par, cap);
@@ -227,15 +205,10 @@ pub fn generate_backward(sm: Sm, cap: u32) -> Result<PtxModule> {
     let mut b = builder(&backward_name(cap), sm);
     let p = b.params::<BackwardArgs>();
     let buf = b.shared_array::<F32>("beta_rows", 2 * cap, 16);
-    let seq = b.ctaid_x();
-    let tid = b.tid_x();
-    let nt = b.ntid_x();
-    let lp = b.offset(p.lengths, seq);
-    let len = b.ld_global(lp, 0);
-    let ts = b.mul_lo(p.t, p.s);
-    let base = b.mul_wide_u32(seq, ts);
-    let seq_b = b.offset64(p.log_b, base);
-    let seq_beta = b.offset64(p.beta, base);
+    let c = seq_cta(&mut b, p.lengths, p.t, p.s);
+    let (tid, nt, len) = (c.tid, c.nt, c.len);
+    let seq_b = b.offset64(p.log_b, c.base);
+    let seq_beta = b.offset64(p.beta, c.base);
     fill_tail(&mut b, seq_beta, len, p.t, p.s, f32::NEG_INFINITY);
     let nonempty = b.setp(Cmp::Ne, len, 0u32);
     b.if_(nonempty, |b| {
@@ -299,15 +272,10 @@ pub fn generate_backward(sm: Sm, cap: u32) -> Result<PtxModule> {
 pub fn generate_posteriors(sm: Sm) -> Result<PtxModule> {
     let mut b = builder("hmm_posteriors", sm);
     let p = b.params::<PostArgs>();
-    let seq = b.ctaid_x();
-    let tid = b.tid_x();
-    let nt = b.ntid_x();
-    let lp = b.offset(p.lengths, seq);
-    let len = b.ld_global(lp, 0);
-    let llp = b.offset(p.ll, seq);
+    let c = seq_cta(&mut b, p.lengths, p.t, p.s);
+    let (tid, nt, len, ts, base) = (c.tid, c.nt, c.len, c.ts, c.base);
+    let llp = b.offset(p.ll, c.seq);
     let ll = b.ld_global(llp, 0);
-    let ts = b.mul_lo(p.t, p.s);
-    let base = b.mul_wide_u32(seq, ts);
     let seq_alpha = b.offset64(p.alpha, base);
     let seq_beta = b.offset64(p.beta, base);
     let seq_out = b.offset64(p.out, base);
@@ -332,15 +300,10 @@ pub fn generate_posteriors(sm: Sm) -> Result<PtxModule> {
 pub fn generate_transitions(sm: Sm) -> Result<PtxModule> {
     let mut b = builder("hmm_transitions", sm);
     let p = b.params::<PostArgs>();
-    let seq = b.ctaid_x();
-    let tid = b.tid_x();
-    let nt = b.ntid_x();
-    let lp = b.offset(p.lengths, seq);
-    let len = b.ld_global(lp, 0);
+    let c = seq_cta(&mut b, p.lengths, p.t, p.s);
+    let (seq, tid, nt, len, base) = (c.seq, c.tid, c.nt, c.len, c.base);
     let llp = b.offset(p.ll, seq);
     let ll = b.ld_global(llp, 0);
-    let ts = b.mul_lo(p.t, p.s);
-    let base = b.mul_wide_u32(seq, ts);
     let seq_alpha = b.offset64(p.alpha, base);
     let seq_beta = b.offset64(p.beta, base);
     let seq_b = b.offset64(p.log_b, base);

@@ -2,6 +2,7 @@
 //! order of operations the kernel uses (every `+` is one `add.rn.f32`).
 
 use crate::error::{Error, Result};
+use crate::kernels::seq;
 
 /// Marks a position past a sequence's length in [`Viterbi::paths`].
 pub const NO_STATE: u32 = u32::MAX;
@@ -37,13 +38,9 @@ fn product(what: &str, dims: &[usize]) -> Result<usize> {
         .ok_or_else(|| Error::InvalidArgument(format!("viterbi: {what} {dims:?} overflows")))
 }
 
-fn expect_len(what: &str, got: usize, want: usize, shape: &str) -> Result<()> {
-    if got == want {
-        return Ok(());
-    }
-    Err(Error::InvalidArgument(format!(
-        "viterbi: {what} has {got} elements, expected {shape} = {want}"
-    )))
+/// `got` must be `want` (see [`crate::kernels::seq::expect_len`]).
+pub(crate) fn expect_len(what: &str, got: usize, want: usize, shape: &str) -> Result<()> {
+    seq::expect_len("viterbi", what, got, want, shape)
 }
 
 /// Check shapes and lengths (see the [module contract](super)).
@@ -88,13 +85,7 @@ pub fn validate_shape(batch: usize, t: usize, s: usize) -> Result<()> {
 
 /// Every length at most `T`, one per sequence.
 pub fn validate_lengths(lengths: &[u32], batch: usize, t: usize) -> Result<()> {
-    expect_len("lengths", lengths.len(), batch, "batch")?;
-    if let Some((b, &l)) = lengths.iter().enumerate().find(|(_, l)| **l as usize > t) {
-        return Err(Error::InvalidArgument(format!(
-            "viterbi: lengths[{b}] = {l} exceeds T = {t}"
-        )));
-    }
-    Ok(())
+    seq::validate_lengths("viterbi", lengths, batch, t)
 }
 
 /// The best path of every sequence (see the [module contract](super)).

@@ -3,24 +3,15 @@
 //! the slice API ([`viterbi`]) on top, written against [`Stream`] so the
 //! GPU and the simulator run the same sequence.
 
-use super::host::{self, Viterbi, validate_lengths, validate_shape};
+use super::host::{self, Viterbi, expect_len as expect, validate_lengths, validate_shape};
 use super::ptx::{THREADS, ViterbiArgs, cap_for, generate};
 use crate::dsl::params::KernelParams;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::kernels::dispatch::dispatch;
 use crate::runtime::backend::{Backend, Ran};
 use crate::runtime::buffer::{AsDevice, AsDeviceMut};
 use crate::runtime::context::Stream;
 use crate::runtime::exec::LaunchConfig;
-
-fn expect(what: &str, got: usize, want: usize, shape: &str) -> Result<()> {
-    if got == want {
-        return Ok(());
-    }
-    Err(Error::InvalidArgument(format!(
-        "viterbi: {what} has {got} elements, expected {shape} = {want}"
-    )))
-}
 
 /// Decode every sequence on the device, queued on `stream`: `log_pi`,
 /// `log_a`, `log_b` are device buffers (a model uploaded once serves any

@@ -13,6 +13,7 @@ use crate::dsl::types::{F32, Pred, Reg, U32};
 use crate::dsl::{Cmp, KernelBuilder, PtxModule, Rounding};
 use crate::error::Result;
 use crate::kernel_params;
+use crate::kernels::seq::{first_row, seq_cta, zero_if_empty};
 use crate::target::Sm;
 
 /// Entry-name prefix; a variant is `viterbi_f32_cap<cap>`.
@@ -68,14 +69,10 @@ pub fn generate(sm: Sm, cap: u32) -> Result<PtxModule> {
     b.min_ctas_per_sm(1);
     let p = b.params::<ViterbiArgs>();
     let buf = b.shared_array::<F32>("delta", 2 * cap, 16);
-    let seq = b.ctaid_x();
-    let tid = b.tid_x();
-    let nt = b.ntid_x();
-    let lp = b.offset(p.lengths, seq);
-    let len = b.ld_global(lp, 0);
+    let c = seq_cta(&mut b, p.lengths, p.t, p.s);
+    let (seq, tid, nt, len, zero_tid) = (c.seq, c.tid, c.nt, c.len, c.first_thread);
     // Row `tt` of sequence `seq` starts at (seq·T + tt)·S in log_b, psi.
-    let ts = b.mul_lo(p.t, p.s);
-    let seq_base = b.mul_wide_u32(seq, ts);
+    let seq_base = c.base;
     let paths_base = b.mul_wide_u32(seq, p.t);
     let seq_b = b.offset64(p.log_b, seq_base);
     let seq_psi = b.offset64(p.psi, seq_base);
@@ -87,26 +84,10 @@ pub fn generate(sm: Sm, cap: u32) -> Result<PtxModule> {
         let dst = b.offset(seq_paths, tt);
         b.st_global(dst, 0, u32::MAX);
     });
-    let empty = b.setp(Cmp::Eq, len, 0u32);
-    let zero_tid = b.setp(Cmp::Eq, tid, 0u32);
-    let write_zero = b.pand(empty, zero_tid);
-    b.if_(write_zero, |b| {
-        let sp = b.offset(p.scores, seq);
-        b.st_global(sp, 0, 0f32);
-    });
-    let nonempty = b.pnot(empty);
+    let nonempty = zero_if_empty(&mut b, &c, p.scores);
     b.if_(nonempty, |b| {
         // delta_0[j] = log_pi[j] + log_b[seq, 0, j]
-        b.for_range(tid, p.s, nt, |b, j| {
-            let pp = b.offset(p.log_pi, j);
-            let pi = b.ld_global(pp, 0);
-            let ep = b.offset(seq_b, j);
-            let e = b.ld_global(ep, 0);
-            let d = b.fadd(Rounding::Rn, pi, e);
-            let dst = b.shared_elem(&buf, j);
-            b.st_shared(dst, 0, d);
-        });
-        b.bar_sync();
+        first_row(b, &c, p.s, p.log_pi, seq_b, &buf, None);
         // Steps 1..len: `cur` starts at (tt-1 & 1)·cap, `next` at (tt & 1)·cap.
         b.for_range(1u32, len, 1u32, |b, tt| {
             let par = b.and(tt, 1u32);
