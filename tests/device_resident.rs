@@ -446,6 +446,34 @@ fn lengths_contexts_and_alignment_are_typed_errors() {
         matches!(&e, Error::InvalidArgument(m) if m.contains("vec4")),
         "{e}"
     );
+    // s outside 1..=K is a typed error before any planning (K = 0 used to
+    // divide by zero in the route plan).
+    let empty_d = a.alloc::<f32>(0).unwrap();
+    let xr = sa.upload(&[1f32; 4]).unwrap();
+    let e = score_l::route_top_s_dev(&sa, &xr, &empty_d, 1, 0, 4, 1, None).unwrap_err();
+    assert!(
+        matches!(&e, Error::InvalidArgument(m) if m.contains("s = 1") && m.contains("K = 0")),
+        "{e}"
+    );
+    let e = score_l::route_top_s_dev(&sa, &xr, &d, 1, 4, 4, 5, None).unwrap_err();
+    assert!(e.to_string().contains("s = 5"), "{e}");
+    // SAFETY: refused before anything runs or is read.
+    let e = unsafe {
+        score_l::route_top_s_raw(
+            &a,
+            sa.raw(),
+            xr.device_ptr(),
+            empty_d.device_ptr(),
+            1,
+            0,
+            4,
+            1,
+            None,
+            0,
+        )
+    }
+    .unwrap_err();
+    assert!(e.to_string().contains("K = 0"), "{e}");
     // The same data, aligned, works.
     score_l::score_block_dev(&sa, &xo.slice(..8).unwrap(), &d, &mut so, 2, 4, 4, Some(t)).unwrap();
 }

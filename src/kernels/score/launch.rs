@@ -414,10 +414,39 @@ pub fn route_top_s_dev(
     s: usize,
     tuning: Option<ScoreTuning>,
 ) -> Result<DeviceTopS> {
-    let ctx = stream.context();
+    let (t, plan) = default_route(stream.context(), rows, k, p, s, tuning)?;
+    route_top_s_planned_dev(stream, x, d, rows, k, p, s, t, plan)
+}
+
+/// `tuning`, or the context's default route tuning made
+/// [`vectorized_for`](ScoreTuning::vectorized_for) `P`, and the default
+/// plan for the context's SM count.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] for `s` outside `1..=K` (checked before
+/// planning, which divides by the atoms per split).
+fn default_route(
+    ctx: &Context,
+    rows: usize,
+    k: usize,
+    p: usize,
+    s: usize,
+    tuning: Option<ScoreTuning>,
+) -> Result<(ScoreTuning, RoutePlan)> {
+    check_s(s, k)?;
     let t = tuning.unwrap_or_else(|| ScoreTuning::route_default_for(ctx.sm()).vectorized_for(p));
     let plan = RoutePlan::new(rows, k, s, &t, ctx.multiprocessor_count());
-    route_top_s_planned_dev(stream, x, d, rows, k, p, s, t, plan)
+    Ok((t, plan))
+}
+
+/// `1 ≤ s ≤ K`.
+fn check_s(s: usize, k: usize) -> Result<()> {
+    if s == 0 || s > k {
+        return Err(Error::InvalidArgument(format!(
+            "score route: s = {s} must be in 1..=K (K = {k})"
+        )));
+    }
+    Ok(())
 }
 
 /// [`route_top_s_dev`] with an explicit tuning and plan.
@@ -476,8 +505,7 @@ pub unsafe fn route_top_s_raw(
     out: CUdeviceptr,
 ) -> Result<()> {
     let st = ctx.borrowed_stream(stream);
-    let t = tuning.unwrap_or_else(|| ScoreTuning::route_default_for(ctx.sm()).vectorized_for(p));
-    let plan = RoutePlan::new(rows, k, s, &t, ctx.multiprocessor_count());
+    let (t, plan) = default_route(ctx, rows, k, p, s, tuning)?;
     let top = route_core(
         &st,
         DevPtr::new(x),
@@ -507,8 +535,8 @@ pub fn route_top_s_on(
     tuning: Option<ScoreTuning>,
 ) -> Result<TopS> {
     validate_route(x, d, rows, k, p, s)?;
-    let (dx, dd) = (stream.upload(x)?, stream.upload(d)?);
-    route_top_s_dev(stream, &dx, &dd, rows, k, p, s, tuning)?.download(stream)
+    let (t, plan) = default_route(stream.context(), rows, k, p, s, tuning)?;
+    route_top_s_planned(stream, x, d, rows, k, p, s, t, plan)
 }
 
 /// [`route_top_s_on`] with an explicit tuning and plan.
@@ -543,11 +571,7 @@ fn route_core(
     plan: RoutePlan,
     pointers: PointerCheck,
 ) -> Result<DeviceTopS> {
-    if s == 0 || s > k {
-        return Err(Error::InvalidArgument(format!(
-            "score route: s = {s} must be in 1..=K (K = {k})"
-        )));
-    }
+    check_s(s, k)?;
     t.check_route()?;
     check_vec4(&t, p)?;
     check_vec4_addr(&t, "x", x.addr)?;
