@@ -218,6 +218,54 @@ fn hmm(st: &Stream) -> Result<Outcome> {
     })
 }
 
+/// A block-ELL layer at 50 % density (8 × 8 blocks of 16, 4 slots a row,
+/// one slot of each row empty in two rows): forward with bias, grad-input,
+/// grad-values and grad-bias over 300 rows (two N-chunks), the topology
+/// uploaded once.
+fn block_ell(st: &Stream) -> Result<Outcome> {
+    use kernels::block_ell::{self as be, DeviceTopology, Dims};
+    let (r, c, k, b, n) = (8, 8, 4, 16, 300);
+    let dims = Dims::new(r, c, k, b)?;
+    let col: Vec<i32> = (0..r * k)
+        .map(|s| {
+            let (row, slot) = (s / k, s % k);
+            if row % 4 == 1 && slot == 2 {
+                -1
+            } else {
+                ((row + 2 * slot) % c) as i32
+            }
+        })
+        .collect();
+    let mut rnd = lcg(12);
+    let mut v = |len: usize| -> Vec<f32> { (0..len).map(|_| rnd()).collect() };
+    let (x, gy) = (v(n * dims.in_features()), v(n * dims.out_features()));
+    let (values, bias) = (v(dims.values_len()), v(dims.out_features()));
+    let ctx = st.context();
+    let topo = DeviceTopology::upload(st, &dims, &col)?;
+    let (dx, dgy) = (st.upload(&x)?, st.upload(&gy)?);
+    let (dv, db) = (st.upload(&values)?, st.upload(&bias)?);
+    let mut y = ctx.alloc::<f32>(n * dims.out_features())?;
+    let mut gx = ctx.alloc::<f32>(n * dims.in_features())?;
+    let mut gv = ctx.alloc::<f32>(dims.values_len())?;
+    let mut gb = ctx.alloc::<f32>(dims.out_features())?;
+    be::forward_dev(st, &topo, n, &dx, &dv, Some(&db), &mut y)?;
+    be::grad_input_dev(st, &topo, n, &dgy, &dv, &mut gx)?;
+    be::grad_values_dev(st, &topo, n, &dx, &dgy, &mut gv)?;
+    be::grad_bias_dev(st, &dims, n, &dgy, &mut gb)?;
+    let exact = same_bits(
+        &st.to_vec(&y)?,
+        &be::forward(&dims, n, &x, &values, &col, Some(&bias))?,
+    ) && same_bits(
+        &st.to_vec(&gx)?,
+        &be::grad_input(&dims, n, &gy, &values, &col)?,
+    ) && same_bits(&st.to_vec(&gv)?, &be::grad_values(&dims, n, &x, &gy, &col)?)
+        && same_bits(&st.to_vec(&gb)?, &be::grad_bias(&dims, n, &gy)?);
+    Ok(Outcome {
+        elements: n * (dims.in_features() + dims.out_features()),
+        exact,
+    })
+}
+
 type Case = (&'static str, fn(&Stream) -> Result<Outcome>);
 
 fn cases() -> Vec<Case> {
@@ -232,6 +280,7 @@ fn cases() -> Vec<Case> {
         ("viterbi_f32", viterbi),
         ("logcumsumexp fwd+bwd", logcumsumexp),
         ("hmm forward-backward", hmm),
+        ("block-ELL 50% fwd+grads", block_ell),
     ]
 }
 

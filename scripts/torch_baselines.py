@@ -9,6 +9,8 @@ Shapes match the benches:
                 (benches/hmm.rs times ptxsmith's whole forward-backward)
   score GEMM    x [4096, 2048] @ D^T [2048, 8192], TF32 off (benches/score_kernels.rs)
   fp8 cast      256 Mi f32 -> float8_e4m3fn and back (benches/fp8_kernels.rs)
+  block-ELL     the dense layer of benches/block_ell.rs: x [4096, 2048] @ W^T
+                [2048, 2048], TF32 off, forward and both weight/input grads
 """
 import sys
 import time
@@ -72,6 +74,17 @@ def main():
     d = torch.randn(8192, 2048, device=dev)
     t = timed(lambda: xs @ d.T)
     rows.append(("torch.mm f32 (TF32 off) 4096x2048x8192", t, 2 * 4096 * 2048 * 8192 / t / 1e12, "TFLOP/s"))
+
+    xl = torch.randn(4096, 2048, device=dev)
+    w = torch.randn(2048, 2048, device=dev)
+    gy = torch.randn(4096, 2048, device=dev)
+    flops = 2 * 4096 * 2048 * 2048
+    t = timed(lambda: xl @ w.T)
+    rows.append(("torch dense layer fwd x@W^T 4096x2048x2048", t, flops / t / 1e12, "TFLOP/s"))
+    t = timed(lambda: gy @ w)
+    rows.append(("torch dense layer grad-input gy@W", t, flops / t / 1e12, "TFLOP/s"))
+    t = timed(lambda: gy.T @ xl)
+    rows.append(("torch dense layer grad-weight gy^T@x", t, flops / t / 1e12, "TFLOP/s"))
 
     if hasattr(torch, "float8_e4m3fn"):
         big = torch.randn(256 * 2**20, device=dev)

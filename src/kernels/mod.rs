@@ -24,5 +24,6 @@ pub fn all_variants(sm: Sm) -> Result<Vec<PtxModule>> {
     all.extend(viterbi::ptx::variants(sm)?);
     all.extend(logcumsumexp::ptx::variants(sm)?);
     all.extend(hmm::ptx::variants(sm)?);
+    all.extend(block_ell::ptx::variants(sm)?);
     Ok(all)
 }

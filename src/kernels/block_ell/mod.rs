@@ -3,10 +3,16 @@
 //! gradients, the topology tools a dynamic-sparsity controller needs, and
 //! per-block statistics — all in a fixed, documented evaluation order.
 //!
-//! This module is the **host-side foundation**: the bit-exact host model
-//! (the spec) and the topology/statistics tools. There is no PTX
-//! generator or launch code yet; kernels written later must reproduce
-//! these functions under `to_bits()`.
+//! The host model ([`host`]) is the spec; the kernels ([`ptx`], one module
+//! per block size and SM) reproduce it under `to_bits()` on every target,
+//! and [`launch`] runs them on a [`Stream`](crate::runtime::context::Stream)
+//! (GPU or simulator): [`DeviceTopology`] holds `col` and its transposed
+//! index on the device, [`forward_dev`], [`grad_input_dev`],
+//! [`grad_values_dev`] and [`grad_bias_dev`] take device buffers, and
+//! [`launch::forward`] & co. are the slice API on any
+//! [`Backend`](crate::runtime::backend::Backend). No kernel uses atomics:
+//! every output element has one writer, so results never depend on
+//! timing or on the launch configuration.
 //!
 //! # Layout
 //! * [`Dims`] `{ r, c, k, b }`: `R` output blocks, `C` input blocks, `K`
@@ -88,6 +94,8 @@
 //! Nothing panics on user input.
 
 pub mod host;
+pub mod launch;
+pub mod ptx;
 pub mod stats;
 pub mod topology;
 
@@ -95,5 +103,6 @@ pub use host::{
     BLOCK_SIZES, Dims, N_CHUNK, forward, grad_bias, grad_input, grad_input_indexed, grad_values,
     validate_col,
 };
+pub use launch::{DeviceTopology, forward_dev, grad_bias_dev, grad_input_dev, grad_values_dev};
 pub use stats::{block_grad_norms, ema_update, input_block_norms, output_block_norms};
 pub use topology::{BlockEll, TransposedIndex, from_dense, retopology, to_dense};

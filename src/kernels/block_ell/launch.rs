@@ -1,0 +1,554 @@
+//! Launch code of [`super`]: a topology uploaded once
+//! ([`DeviceTopology`]: `col` and its transposed index on the device),
+//! device entry points ([`forward_dev`], [`grad_input_dev`],
+//! [`grad_values_dev`], [`grad_bias_dev`]: buffers in and out, queued on a
+//! stream) and the slice API on every backend ([`forward`],
+//! [`grad_input`], [`grad_values`], [`grad_bias`]), written against
+//! [`Stream`] so the GPU and the simulator run the same sequence.
+//!
+//! # Kernel limits
+//! The kernels index activations with 64-bit offsets and everything else
+//! with 32 bits, so a call is refused with
+//! [`Error::InvalidArgument`] naming the values when `N ≥ 2³¹`, `R·B` or
+//! `C·B ≥ 2³¹`, or `R·K·B·B > u32::MAX` (a 16 GiB weight).
+//!
+//! # Scratch
+//! Grad-values and grad-bias with `N > 256` (more than one N-chunk)
+//! allocate a partials buffer of at most [`SCRATCH_FLOATS`] floats (or one
+//! chunk's worth, when a single chunk's partials are larger) and fold the
+//! chunks group by group, in ascending chunk order.
+
+use super::host::{self, Dims, N_CHUNK, expect_len, validate_col};
+use super::ptx::{
+    FoldArgs, ForwardArgs, GradBiasArgs, GradInputArgs, GradValuesArgs, THREADS, generate_fold,
+    generate_forward, generate_grad_bias, generate_grad_input, generate_grad_values, rows_per_tile,
+};
+use super::topology::TransposedIndex;
+use crate::dsl::params::{DevPtr, KernelParams};
+use crate::dsl::types::F32;
+use crate::error::{Error, Result};
+use crate::kernels::dispatch::dispatch;
+use crate::runtime::backend::{Backend, Ran};
+use crate::runtime::buffer::{AsDevice, AsDeviceMut, DeviceBuffer};
+use crate::runtime::context::Stream;
+use crate::runtime::exec::LaunchConfig;
+
+/// The most floats the chunk partials of one grad-values / grad-bias call
+/// occupy (64 MiB), unless one chunk alone needs more.
+pub const SCRATCH_FLOATS: usize = 1 << 24;
+
+/// The largest `N`, `R·B` and `C·B` the kernels take (`2³¹ − 1`).
+pub const MAX_EXTENT: usize = (1 << 31) - 1;
+
+fn limit(what: &str, value: usize, max: usize) -> Result<()> {
+    if value <= max {
+        return Ok(());
+    }
+    Err(Error::InvalidArgument(format!(
+        "block_ell: {what} = {value} exceeds the kernels' limit {max}"
+    )))
+}
+
+/// The 32-bit limits of the kernels for `dims` and `n` rows.
+fn check_limits(dims: &Dims, n: usize) -> Result<()> {
+    limit("N", n, MAX_EXTENT)?;
+    limit("R·B", dims.out_features(), MAX_EXTENT)?;
+    limit("C·B", dims.in_features(), MAX_EXTENT)?;
+    limit("R·K·B·B", dims.values_len(), u32::MAX as usize)
+}
+
+/// A block-ELL topology on the device: `col [R, K]` and its
+/// [`TransposedIndex`] (`offsets [C+1]`, `slots [nnz]`), validated and
+/// built once on the host, uploaded once, reused by every call until the
+/// topology changes (re-upload after [`super::retopology`]).
+pub struct DeviceTopology {
+    dims: Dims,
+    nnz: usize,
+    col: DeviceBuffer<i32>,
+    offsets: DeviceBuffer<u32>,
+    slots: DeviceBuffer<u32>,
+}
+
+impl DeviceTopology {
+    /// Validate `col` against `dims`, build its transposed index and upload
+    /// both on `stream` (`R·K·4 + (C+1)·4 + nnz·4` bytes).
+    ///
+    /// # Errors
+    /// As [`validate_col`]; [`Error::InvalidArgument`] for sizes past the
+    /// [kernel limits](self); allocation and copy errors.
+    pub fn upload(stream: &Stream, dims: &Dims, col: &[i32]) -> Result<Self> {
+        check_limits(dims, 0)?;
+        let index = TransposedIndex::build(dims, col)?;
+        Ok(Self {
+            dims: *dims,
+            nnz: index.slots().len(),
+            col: stream.upload(col)?,
+            offsets: stream.upload(index.offsets())?,
+            slots: stream.upload(index.slots())?,
+        })
+    }
+
+    /// The layer's sizes.
+    pub fn dims(&self) -> &Dims {
+        &self.dims
+    }
+    /// The number of non-empty slots.
+    pub fn nnz(&self) -> usize {
+        self.nnz
+    }
+    /// `col [R, K]` on the device.
+    pub fn col(&self) -> &DeviceBuffer<i32> {
+        &self.col
+    }
+}
+
+/// CTAs for `tiles` tiles: every tile, up to 8 CTAs per SM (the kernels'
+/// grid-stride loops cover the rest).
+fn grid(stream: &Stream, tiles: usize) -> LaunchConfig {
+    let cap = stream.context().multiprocessor_count().max(1) as usize * 8;
+    LaunchConfig::linear(tiles.clamp(1, cap) as u32, THREADS)
+}
+
+/// `a · b` as the kernels' u32 tile counter, or an error naming both.
+fn tiles(what: &str, a: usize, b: usize) -> Result<usize> {
+    let t = a.saturating_mul(b);
+    limit(what, t, u32::MAX as usize)?;
+    Ok(t)
+}
+
+/// Check the lengths of `n` rows of `width` floats.
+fn rows(dims: &Dims, what: &str, got: usize, n: usize, width: usize, shape: &str) -> Result<()> {
+    let want = dims.rows_len(shape, n, width)?;
+    expect_len(what, got, want, shape)
+}
+
+fn bsize(dims: &Dims) -> u32 {
+    dims.b() as u32
+}
+
+/// `y = x·Wᵀ (+ bias)` for `n` rows, queued on `stream` (see the
+/// [module contract](super)); `y` is `[N, R·B]`.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] naming the values for a length that does
+/// not match its shape or sizes past the [kernel limits](self);
+/// [`Error::WrongContext`]; JIT and launch errors. Nothing is queued on
+/// error.
+pub fn forward_dev(
+    stream: &Stream,
+    topo: &DeviceTopology,
+    n: usize,
+    x: &impl AsDevice<f32>,
+    values: &impl AsDevice<f32>,
+    bias: Option<&dyn AsDevice<f32>>,
+    y: &mut impl AsDeviceMut<f32>,
+) -> Result<()> {
+    let d = topo.dims;
+    check_limits(&d, n)?;
+    rows(&d, "x", x.as_device().len(), n, d.in_features(), "N × C·B")?;
+    rows(&d, "y", y.as_device().len(), n, d.out_features(), "N × R·B")?;
+    expect_len(
+        "values",
+        values.as_device().len(),
+        d.values_len(),
+        "R × K × B × B",
+    )?;
+    let bias = bias.map(|b| b.as_device());
+    if let Some(b) = &bias {
+        expect_len("bias", b.len(), d.out_features(), "R·B")?;
+    }
+    let ntiles = n.div_ceil(rows_per_tile(bsize(&d)) as usize);
+    let count = tiles("R × row tiles", d.r(), ntiles)?;
+    if count == 0 {
+        return Ok(());
+    }
+    let values_p = stream.arg("values", values)?;
+    let (bias_p, has_bias) = match &bias {
+        Some(b) => (stream.arg("bias", b)?, 1),
+        None => (values_p, 0),
+    };
+    let args = ForwardArgs {
+        x: stream.arg("x", x)?,
+        values: values_p,
+        col: stream.arg("col", &topo.col)?,
+        bias: bias_p,
+        y: stream.arg_mut("y", y)?,
+        n: n as u32,
+        r: d.r() as u32,
+        c: d.c() as u32,
+        k: d.k() as u32,
+        has_bias,
+    };
+    let m = generate_forward(stream.context().sm(), bsize(&d))?;
+    stream.launch(&m, grid(stream, count), &args.args())
+}
+
+/// `gx` (`[N, C·B]`), the gradient with respect to `x` given `gy` (`[N,
+/// R·B]`), queued on `stream`; reads the topology's transposed index.
+///
+/// # Errors
+/// As [`forward_dev`].
+pub fn grad_input_dev(
+    stream: &Stream,
+    topo: &DeviceTopology,
+    n: usize,
+    gy: &impl AsDevice<f32>,
+    values: &impl AsDevice<f32>,
+    gx: &mut impl AsDeviceMut<f32>,
+) -> Result<()> {
+    let d = topo.dims;
+    check_limits(&d, n)?;
+    rows(
+        &d,
+        "gy",
+        gy.as_device().len(),
+        n,
+        d.out_features(),
+        "N × R·B",
+    )?;
+    rows(
+        &d,
+        "gx",
+        gx.as_device().len(),
+        n,
+        d.in_features(),
+        "N × C·B",
+    )?;
+    expect_len(
+        "values",
+        values.as_device().len(),
+        d.values_len(),
+        "R × K × B × B",
+    )?;
+    let ntiles = n.div_ceil(rows_per_tile(bsize(&d)) as usize);
+    let count = tiles("C × row tiles", d.c(), ntiles)?;
+    if count == 0 {
+        return Ok(());
+    }
+    let args = GradInputArgs {
+        gy: stream.arg("gy", gy)?,
+        values: stream.arg("values", values)?,
+        offsets: stream.arg("index offsets", &topo.offsets)?,
+        slots: stream.arg("index slots", &topo.slots)?,
+        gx: stream.arg_mut("gx", gx)?,
+        n: n as u32,
+        r: d.r() as u32,
+        c: d.c() as u32,
+        k: d.k() as u32,
+    };
+    let m = generate_grad_input(stream.context().sm(), bsize(&d))?;
+    stream.launch(&m, grid(stream, count), &args.args())
+}
+
+/// Run the N-chunk tree of `len` outputs into `out`: `pass(part, q0,
+/// groups)` queues the partials of chunks `q0 .. q0 + groups` into `part`
+/// (`[groups, len]`); with one chunk it writes `out` directly.
+fn chunk_tree(
+    stream: &Stream,
+    budget: usize,
+    n: usize,
+    len: usize,
+    per_chunk_tiles: usize,
+    out: DevPtr<F32>,
+    mut pass: impl FnMut(DevPtr<F32>, u32, u32, usize) -> Result<()>,
+) -> Result<()> {
+    let nchunks = n.div_ceil(N_CHUNK);
+    if nchunks == 1 {
+        return pass(out, 0, 1, per_chunk_tiles);
+    }
+    let cap = (u32::MAX as usize / per_chunk_tiles.max(1)).max(1);
+    let group = (budget / len.max(1)).clamp(1, nchunks).min(cap);
+    let ctx = stream.context();
+    let mut part = ctx.alloc::<f32>(group * len)?;
+    let fold = generate_fold(ctx.sm())?;
+    let mut q0 = 0;
+    while q0 < nchunks {
+        let g = group.min(nchunks - q0);
+        let pp = stream.arg_mut("chunk partials", &mut part)?;
+        pass(pp, q0 as u32, g as u32, per_chunk_tiles * g)?;
+        let args = FoldArgs {
+            part: pp,
+            out,
+            len: len as u32,
+            groups: g as u32,
+            first: u32::from(q0 == 0),
+        };
+        let cfg = LaunchConfig::linear(
+            len.div_ceil(THREADS as usize).clamp(1, 1 << 16) as u32,
+            THREADS,
+        );
+        stream.launch(&fold, cfg, &args.args())?;
+        q0 += g;
+    }
+    Ok(())
+}
+
+/// `gv` (`[R, K, B, B]`), the gradient with respect to `values`, by the
+/// N-chunk tree, queued on `stream`; empty slots get `+0.0`.
+///
+/// # Errors
+/// As [`forward_dev`].
+pub fn grad_values_dev(
+    stream: &Stream,
+    topo: &DeviceTopology,
+    n: usize,
+    x: &impl AsDevice<f32>,
+    gy: &impl AsDevice<f32>,
+    gv: &mut impl AsDeviceMut<f32>,
+) -> Result<()> {
+    grad_values_dev_budget(stream, topo, n, x, gy, gv, SCRATCH_FLOATS)
+}
+
+/// [`grad_values_dev`] with the partials capped at `scratch_floats` floats
+/// instead of [`SCRATCH_FLOATS`] (at least one chunk's worth is always
+/// used). The result does not depend on the budget: only the number of
+/// launches does.
+///
+/// # Errors
+/// As [`forward_dev`].
+pub fn grad_values_dev_budget(
+    stream: &Stream,
+    topo: &DeviceTopology,
+    n: usize,
+    x: &impl AsDevice<f32>,
+    gy: &impl AsDevice<f32>,
+    gv: &mut impl AsDeviceMut<f32>,
+    scratch_floats: usize,
+) -> Result<()> {
+    let d = topo.dims;
+    check_limits(&d, n)?;
+    rows(&d, "x", x.as_device().len(), n, d.in_features(), "N × C·B")?;
+    rows(
+        &d,
+        "gy",
+        gy.as_device().len(),
+        n,
+        d.out_features(),
+        "N × R·B",
+    )?;
+    expect_len("gv", gv.as_device().len(), d.values_len(), "R × K × B × B")?;
+    if d.values_len() == 0 {
+        return Ok(());
+    }
+    if n == 0 {
+        return stream.zero(gv);
+    }
+    let (xp, gyp) = (stream.arg("x", x)?, stream.arg("gy", gy)?);
+    let colp = stream.arg("col", &topo.col)?;
+    let out = stream.arg_mut("gv", gv)?;
+    let m = generate_grad_values(stream.context().sm(), bsize(&d))?;
+    let slots = d.slots();
+    chunk_tree(
+        stream,
+        scratch_floats,
+        n,
+        d.values_len(),
+        slots,
+        out,
+        |part, q0, groups, count| {
+            let args = GradValuesArgs {
+                x: xp,
+                gy: gyp,
+                col: colp,
+                part,
+                n: n as u32,
+                r: d.r() as u32,
+                c: d.c() as u32,
+                k: d.k() as u32,
+                q0,
+                groups,
+            };
+            stream.launch(&m, grid(stream, count), &args.args())
+        },
+    )
+}
+
+/// `gb` (`[R·B]`), the gradient with respect to `bias`, by the N-chunk
+/// tree over `gy` (`[N, R·B]`), queued on `stream`.
+///
+/// # Errors
+/// As [`forward_dev`].
+pub fn grad_bias_dev(
+    stream: &Stream,
+    dims: &Dims,
+    n: usize,
+    gy: &impl AsDevice<f32>,
+    gb: &mut impl AsDeviceMut<f32>,
+) -> Result<()> {
+    grad_bias_dev_budget(stream, dims, n, gy, gb, SCRATCH_FLOATS)
+}
+
+/// [`grad_bias_dev`] with the partials capped at `scratch_floats` floats
+/// (see [`grad_values_dev_budget`]).
+///
+/// # Errors
+/// As [`forward_dev`].
+pub fn grad_bias_dev_budget(
+    stream: &Stream,
+    dims: &Dims,
+    n: usize,
+    gy: &impl AsDevice<f32>,
+    gb: &mut impl AsDeviceMut<f32>,
+    scratch_floats: usize,
+) -> Result<()> {
+    check_limits(dims, n)?;
+    let width = dims.out_features();
+    rows(dims, "gy", gy.as_device().len(), n, width, "N × R·B")?;
+    expect_len("gb", gb.as_device().len(), width, "R·B")?;
+    if width == 0 {
+        return Ok(());
+    }
+    if n == 0 {
+        return stream.zero(gb);
+    }
+    let gyp = stream.arg("gy", gy)?;
+    let out = stream.arg_mut("gb", gb)?;
+    let m = generate_grad_bias(stream.context().sm())?;
+    let per_chunk = width.div_ceil(THREADS as usize);
+    chunk_tree(
+        stream,
+        scratch_floats,
+        n,
+        width,
+        width,
+        out,
+        |part, q0, groups, _| {
+            let args = GradBiasArgs {
+                gy: gyp,
+                part,
+                n: n as u32,
+                width: width as u32,
+                q0,
+                groups,
+            };
+            let cfg = grid(stream, per_chunk * groups as usize);
+            stream.launch(&m, cfg, &args.args())
+        },
+    )
+}
+
+fn check_forward(
+    dims: &Dims,
+    n: usize,
+    x: &[f32],
+    values: &[f32],
+    col: &[i32],
+    bias: Option<&[f32]>,
+) -> Result<()> {
+    check_limits(dims, n)?;
+    rows(dims, "x", x.len(), n, dims.in_features(), "N × C·B")?;
+    dims.rows_len("N × R·B", n, dims.out_features())?;
+    expect_len("values", values.len(), dims.values_len(), "R × K × B × B")?;
+    validate_col(dims, col)?;
+    if let Some(b) = bias {
+        expect_len("bias", b.len(), dims.out_features(), "R·B")?;
+    }
+    Ok(())
+}
+
+/// [`host::forward`] on `backend`; every backend gives the same bits.
+///
+/// # Errors
+/// As [`host::forward`] and [`forward_dev`]; checked before anything runs.
+pub fn forward(
+    backend: Backend,
+    dims: &Dims,
+    n: usize,
+    x: &[f32],
+    values: &[f32],
+    col: &[i32],
+    bias: Option<&[f32]>,
+) -> Result<(Vec<f32>, Ran)> {
+    check_forward(dims, n, x, values, col, bias)?;
+    dispatch(
+        backend,
+        || host::forward(dims, n, x, values, col, bias),
+        |s| {
+            let topo = DeviceTopology::upload(s, dims, col)?;
+            let (dx, dv) = (s.upload(x)?, s.upload(values)?);
+            let db = bias.map(|b| s.upload(b)).transpose()?;
+            let mut y = s.context().alloc::<f32>(n * dims.out_features())?;
+            let bias_dyn = db.as_ref().map(|b| b as &dyn AsDevice<f32>);
+            forward_dev(s, &topo, n, &dx, &dv, bias_dyn, &mut y)?;
+            s.to_vec(&y)
+        },
+    )
+}
+
+/// [`host::grad_input`] on `backend`.
+///
+/// # Errors
+/// As [`host::grad_input`] and [`grad_input_dev`].
+pub fn grad_input(
+    backend: Backend,
+    dims: &Dims,
+    n: usize,
+    gy: &[f32],
+    values: &[f32],
+    col: &[i32],
+) -> Result<(Vec<f32>, Ran)> {
+    check_limits(dims, n)?;
+    rows(dims, "gy", gy.len(), n, dims.out_features(), "N × R·B")?;
+    dims.rows_len("N × C·B", n, dims.in_features())?;
+    expect_len("values", values.len(), dims.values_len(), "R × K × B × B")?;
+    validate_col(dims, col)?;
+    dispatch(
+        backend,
+        || host::grad_input(dims, n, gy, values, col),
+        |s| {
+            let topo = DeviceTopology::upload(s, dims, col)?;
+            let (dg, dv) = (s.upload(gy)?, s.upload(values)?);
+            let mut gx = s.context().alloc::<f32>(n * dims.in_features())?;
+            grad_input_dev(s, &topo, n, &dg, &dv, &mut gx)?;
+            s.to_vec(&gx)
+        },
+    )
+}
+
+/// [`host::grad_values`] on `backend`.
+///
+/// # Errors
+/// As [`host::grad_values`] and [`grad_values_dev`].
+pub fn grad_values(
+    backend: Backend,
+    dims: &Dims,
+    n: usize,
+    x: &[f32],
+    gy: &[f32],
+    col: &[i32],
+) -> Result<(Vec<f32>, Ran)> {
+    check_limits(dims, n)?;
+    rows(dims, "x", x.len(), n, dims.in_features(), "N × C·B")?;
+    rows(dims, "gy", gy.len(), n, dims.out_features(), "N × R·B")?;
+    validate_col(dims, col)?;
+    dispatch(
+        backend,
+        || host::grad_values(dims, n, x, gy, col),
+        |s| {
+            let topo = DeviceTopology::upload(s, dims, col)?;
+            let (dx, dg) = (s.upload(x)?, s.upload(gy)?);
+            let mut gv = s.context().alloc::<f32>(dims.values_len())?;
+            grad_values_dev(s, &topo, n, &dx, &dg, &mut gv)?;
+            s.to_vec(&gv)
+        },
+    )
+}
+
+/// [`host::grad_bias`] on `backend`.
+///
+/// # Errors
+/// As [`host::grad_bias`] and [`grad_bias_dev`].
+pub fn grad_bias(backend: Backend, dims: &Dims, n: usize, gy: &[f32]) -> Result<(Vec<f32>, Ran)> {
+    check_limits(dims, n)?;
+    rows(dims, "gy", gy.len(), n, dims.out_features(), "N × R·B")?;
+    dispatch(
+        backend,
+        || host::grad_bias(dims, n, gy),
+        |s| {
+            let dg = s.upload(gy)?;
+            let mut gb = s.context().alloc::<f32>(dims.out_features())?;
+            grad_bias_dev(s, dims, n, &dg, &mut gb)?;
+            s.to_vec(&gb)
+        },
+    )
+}

@@ -1,0 +1,327 @@
+//! The block-ELL kernels: on the simulator, bit for bit against the host
+//! model on ragged shapes, every block size, K = 1 and K = C, empty rows
+//! and layers, NaN in empty slots, several N-chunks (with the partials
+//! folded in one group and in many); the cost follows the density; the
+//! slice API's errors; and the GPU when one is present.
+
+use ptxsmith::kernels::block_ell::{
+    self, BLOCK_SIZES, DeviceTopology, Dims, forward_dev, grad_bias_dev, grad_input_dev,
+    grad_values_dev, launch,
+};
+use ptxsmith::runtime::{Backend, Context, Ran, Stream, cuda_for_tests};
+use ptxsmith::{Error, Sm};
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    /// Values with varied exponents, so that the order of rounding shows.
+    fn value(&mut self) -> f32 {
+        let m = (self.next() >> 40) as f32 / (1u64 << 24) as f32 * 4.0 - 2.0;
+        m * 2f32.powi(self.below(7) as i32 - 3)
+    }
+    fn values(&mut self, len: usize) -> Vec<f32> {
+        (0..len).map(|_| self.value()).collect()
+    }
+}
+
+fn bits(v: &[f32]) -> Vec<u32> {
+    v.iter()
+        .map(|f| if f.is_nan() { 0x7fc0_0000 } else { f.to_bits() })
+        .collect()
+}
+
+/// A layer: `filled` of every `K` slots used per row (distinct random
+/// columns at random slot positions), rows listed in `empty_rows` with no
+/// slot at all; empty slots' values are NaN (never read).
+struct Layer {
+    dims: Dims,
+    col: Vec<i32>,
+    values: Vec<f32>,
+    bias: Vec<f32>,
+}
+
+fn layer(
+    rng: &mut Rng,
+    r: usize,
+    c: usize,
+    k: usize,
+    b: usize,
+    filled: usize,
+    empty_rows: &[usize],
+) -> Layer {
+    let dims = Dims::new(r, c, k, b).unwrap();
+    let mut col = vec![-1i32; r * k];
+    for row in 0..r {
+        if empty_rows.contains(&row) {
+            continue;
+        }
+        let mut cols: Vec<usize> = (0..c).collect();
+        let mut pos: Vec<usize> = (0..k).collect();
+        for f in 0..filled.min(c).min(k) {
+            let ci = f + rng.below(c - f);
+            cols.swap(f, ci);
+            let pi = f + rng.below(k - f);
+            pos.swap(f, pi);
+            col[row * k + pos[f]] = cols[f] as i32;
+        }
+    }
+    let mut values = rng.values(dims.values_len());
+    for (s, &cb) in col.iter().enumerate() {
+        if cb < 0 {
+            values[s * b * b..(s + 1) * b * b].fill(f32::NAN);
+        }
+    }
+    let bias = rng.values(dims.out_features());
+    Layer {
+        dims,
+        col,
+        values,
+        bias,
+    }
+}
+
+/// Run all four kernels on `st` and compare with the host model.
+fn check(st: &Stream, l: &Layer, n: usize, x: &[f32], gy: &[f32], budget: usize, what: &str) {
+    let d = &l.dims;
+    let topo = DeviceTopology::upload(st, d, &l.col).unwrap();
+    let (dx, dgy) = (st.upload(x).unwrap(), st.upload(gy).unwrap());
+    let dv = st.upload(&l.values).unwrap();
+    let db = st.upload(&l.bias).unwrap();
+    let ctx = st.context();
+
+    for with_bias in [false, true] {
+        let want = block_ell::forward(d, n, x, &l.values, &l.col, with_bias.then_some(&l.bias[..]))
+            .unwrap();
+        let mut y = ctx.alloc::<f32>(n * d.out_features()).unwrap();
+        let bias = with_bias.then_some(&db as &dyn ptxsmith::runtime::AsDevice<f32>);
+        forward_dev(st, &topo, n, &dx, &dv, bias, &mut y).unwrap();
+        assert_eq!(
+            bits(&st.to_vec(&y).unwrap()),
+            bits(&want),
+            "forward (bias {with_bias}) {what}"
+        );
+    }
+
+    let want = block_ell::grad_input(d, n, gy, &l.values, &l.col).unwrap();
+    let mut gx = ctx.alloc::<f32>(n * d.in_features()).unwrap();
+    grad_input_dev(st, &topo, n, &dgy, &dv, &mut gx).unwrap();
+    assert_eq!(
+        bits(&st.to_vec(&gx).unwrap()),
+        bits(&want),
+        "grad_input {what}"
+    );
+
+    let want = block_ell::grad_values(d, n, x, gy, &l.col).unwrap();
+    let mut gv = ctx.alloc::<f32>(d.values_len()).unwrap();
+    launch::grad_values_dev_budget(st, &topo, n, &dx, &dgy, &mut gv, budget).unwrap();
+    assert_eq!(
+        bits(&st.to_vec(&gv).unwrap()),
+        bits(&want),
+        "grad_values {what}"
+    );
+
+    let want = block_ell::grad_bias(d, n, gy).unwrap();
+    let mut gb = ctx.alloc::<f32>(d.out_features()).unwrap();
+    launch::grad_bias_dev_budget(st, d, n, &dgy, &mut gb, budget).unwrap();
+    assert_eq!(
+        bits(&st.to_vec(&gb).unwrap()),
+        bits(&want),
+        "grad_bias {what}"
+    );
+}
+
+fn run_case(
+    st: &Stream,
+    rng: &mut Rng,
+    shape: (usize, usize, usize, usize, usize),
+    empty_rows: &[usize],
+    budget: usize,
+) {
+    let (r, c, k, b, n) = shape;
+    let filled = k.min(c);
+    for fill in [filled, filled.div_ceil(2)] {
+        let l = layer(rng, r, c, k, b, fill, empty_rows);
+        let mut x = rng.values(n * c * b);
+        // An Inf in a column block nobody uses must not reach any output.
+        let unused: Vec<usize> = (0..c).filter(|cb| !l.col.contains(&(*cb as i32))).collect();
+        if let (Some(&cb), true) = (unused.first(), n > 0) {
+            x[cb * b] = f32::INFINITY;
+        }
+        let gy = rng.values(n * r * b);
+        let what = format!(
+            "R{r} C{c} K{k} B{b} N{n} fill {fill} empty rows {empty_rows:?} budget {budget} on {}",
+            st.context().sm()
+        );
+        check(st, &l, n, &x, &gy, budget, &what);
+    }
+}
+
+#[test]
+fn sim_equals_host_on_ragged_shapes_every_block_size() {
+    let ctx = Context::sim(Sm::Sm80);
+    let st = ctx.default_stream();
+    let mut rng = Rng(7);
+    for &b in &BLOCK_SIZES {
+        // N not a multiple of any tile; R, C not multiples of anything.
+        let n = if b == 64 { 67 } else { 37 };
+        run_case(&st, &mut rng, (3, 5, 2, b, n), &[1], usize::MAX);
+        // K = 1 and K = C.
+        run_case(&st, &mut rng, (2, 3, 1, b, n), &[], usize::MAX);
+        run_case(&st, &mut rng, (2, 3, 3, b, 5), &[], usize::MAX);
+    }
+}
+
+#[test]
+fn sim_equals_host_across_n_chunks_and_fold_groups() {
+    let ctx = Context::sim(Sm::Sm80);
+    let st = ctx.default_stream();
+    let mut rng = Rng(11);
+    for b in [8, 16] {
+        // 3 chunks (256 + 256 + 21): partials folded in one group, and one
+        // chunk per group (the fold then adds onto gv's running total).
+        for budget in [usize::MAX, 1] {
+            run_case(&st, &mut rng, (2, 3, 2, b, 533), &[], budget);
+        }
+    }
+    // Exactly one chunk, and one chunk plus one row.
+    run_case(&st, &mut rng, (1, 2, 2, 32, 256), &[], usize::MAX);
+    run_case(&st, &mut rng, (1, 2, 2, 32, 257), &[], 1);
+}
+
+#[test]
+fn sim_equals_host_on_empty_layers_and_rows() {
+    let ctx = Context::sim(Sm::Sm70);
+    let st = ctx.default_stream();
+    let mut rng = Rng(13);
+    // Every row empty; K = 0; C = 0; N = 0.
+    run_case(&st, &mut rng, (3, 4, 2, 8, 9), &[0, 1, 2], usize::MAX);
+    run_case(&st, &mut rng, (3, 4, 0, 8, 9), &[], usize::MAX);
+    run_case(&st, &mut rng, (2, 0, 2, 16, 9), &[], usize::MAX);
+    run_case(&st, &mut rng, (2, 3, 2, 16, 0), &[], usize::MAX);
+    run_case(&st, &mut rng, (0, 3, 2, 16, 4), &[], usize::MAX);
+}
+
+#[test]
+fn every_target_runs_on_the_simulator() {
+    let mut rng = Rng(17);
+    for sm in Sm::ALL {
+        let ctx = Context::sim(sm);
+        let st = ctx.default_stream();
+        run_case(&st, &mut rng, (2, 3, 2, 16, 21), &[], usize::MAX);
+    }
+}
+
+/// Dynamic instruction count of one forward on the simulator.
+fn forward_instructions(l: &Layer, n: usize) -> u64 {
+    let ctx = Context::sim(Sm::Sm80);
+    let st = ctx.default_stream();
+    let mut rng = Rng(3);
+    let x = rng.values(n * l.dims.in_features());
+    let topo = DeviceTopology::upload(&st, &l.dims, &l.col).unwrap();
+    let (dx, dv) = (st.upload(&x).unwrap(), st.upload(&l.values).unwrap());
+    let mut y = ctx.alloc::<f32>(n * l.dims.out_features()).unwrap();
+    let before = ctx.with_sim(|s| s.total_instructions()).unwrap();
+    forward_dev(&st, &topo, n, &dx, &dv, None, &mut y).unwrap();
+    st.synchronize().unwrap();
+    ctx.with_sim(|s| s.total_instructions()).unwrap() - before
+}
+
+#[test]
+fn forward_cost_follows_density() {
+    // Same N, R, C, B: every slot filled vs half of them (K = C = 8).
+    let mut rng = Rng(5);
+    let (r, c, b, n) = (4, 8, 16, 256);
+    let full = layer(&mut rng, r, c, c, b, c, &[]);
+    let half = layer(&mut rng, r, c, c, b, c / 2, &[]);
+    let (f, h) = (
+        forward_instructions(&full, n),
+        forward_instructions(&half, n),
+    );
+    let ratio = h as f64 / f as f64;
+    println!("forward instructions: full {f}, 50 % {h}, ratio {ratio:.3}");
+    assert!(ratio <= 0.55, "50 % density costs {ratio:.3} of full");
+}
+
+#[test]
+fn slice_api_matches_host_and_rejects_bad_input() {
+    let mut rng = Rng(19);
+    let l = layer(&mut rng, 2, 3, 2, 8, 2, &[]);
+    let n = 5;
+    let x = rng.values(n * 24);
+    let (y, ran) = launch::forward(Backend::Sim, &l.dims, n, &x, &l.values, &l.col, None).unwrap();
+    assert_eq!(ran, Ran::Sim);
+    let want = block_ell::forward(&l.dims, n, &x, &l.values, &l.col, None).unwrap();
+    assert_eq!(bits(&y), bits(&want));
+    // A column out of range, a repeat, a wrong length: typed errors that
+    // name the values, before anything runs.
+    let mut bad = l.col.clone();
+    bad[0] = 3;
+    let e = launch::forward(Backend::Sim, &l.dims, n, &x, &l.values, &bad, None).unwrap_err();
+    assert!(
+        matches!(e, Error::InvalidArgument(_)) && e.to_string().contains("col[0,0] = 3"),
+        "{e}"
+    );
+    bad[0] = bad[1];
+    let e = launch::forward(Backend::Sim, &l.dims, n, &x, &l.values, &bad, None).unwrap_err();
+    assert!(e.to_string().contains("twice"), "{e}");
+    let e = launch::grad_input(Backend::Sim, &l.dims, n, &x, &l.values, &l.col).unwrap_err();
+    assert!(e.to_string().contains("gy has 120 elements"), "{e}");
+    let e =
+        launch::forward(Backend::Sim, &l.dims, 1 << 31, &x, &l.values, &l.col, None).unwrap_err();
+    assert!(e.to_string().contains("N = 2147483648"), "{e}");
+}
+
+#[test]
+fn device_buffers_are_checked_and_untouched_on_error() {
+    let ctx = Context::sim(Sm::Sm80);
+    let st = ctx.default_stream();
+    let mut rng = Rng(23);
+    let l = layer(&mut rng, 2, 3, 2, 8, 2, &[]);
+    let topo = DeviceTopology::upload(&st, &l.dims, &l.col).unwrap();
+    let n = 4;
+    let dx = st.upload(&rng.values(n * 24)).unwrap();
+    let dv = st.upload(&l.values).unwrap();
+    let sentinel = vec![42.0f32; n * 16 + 1];
+    let mut y = st.upload(&sentinel).unwrap();
+    let e = forward_dev(&st, &topo, n, &dx, &dv, None, &mut y).unwrap_err();
+    assert!(e.to_string().contains("y has 65 elements"), "{e}");
+    let short_bias = st.upload(&[0.0f32; 3]).unwrap();
+    let mut y2 = ctx.alloc::<f32>(n * 16).unwrap();
+    let e = forward_dev(&st, &topo, n, &dx, &dv, Some(&short_bias), &mut y2).unwrap_err();
+    assert!(e.to_string().contains("bias has 3 elements"), "{e}");
+    assert_eq!(st.to_vec(&y).unwrap(), sentinel);
+    // A buffer of another context.
+    let other = Context::sim(Sm::Sm80);
+    let foreign = other.upload(&l.values).unwrap();
+    let e = forward_dev(&st, &topo, n, &dx, &foreign, None, &mut y2).unwrap_err();
+    assert!(matches!(e, Error::WrongContext { .. }), "{e}");
+    let mut gb = ctx.alloc::<f32>(15).unwrap();
+    let e = grad_bias_dev(&st, &l.dims, n, &dx, &mut gb).unwrap_err();
+    assert!(e.to_string().contains("gy has 96 elements"), "{e}");
+    let mut gv = ctx.alloc::<f32>(l.dims.values_len()).unwrap();
+    let e = grad_values_dev(&st, &topo, n + 1, &dx, &dx, &mut gv).unwrap_err();
+    assert!(e.to_string().contains("x has 96 elements"), "{e}");
+}
+
+#[test]
+fn gpu_equals_host_when_present() {
+    let Some(ctx) = cuda_for_tests() else {
+        return;
+    };
+    let st = ctx.default_stream();
+    let mut rng = Rng(29);
+    for &b in &BLOCK_SIZES {
+        run_case(&st, &mut rng, (5, 7, 3, b, 1000), &[2], usize::MAX);
+        run_case(&st, &mut rng, (3, 4, 4, b, 300), &[], 1);
+    }
+}
