@@ -8,14 +8,14 @@
 //! integer software path elsewhere. Each step below names the PTX
 //! instruction it corresponds to.
 //!
-//! Sources (cited by tag): **[OCP]** OCP Microscaling Formats (MX) v1.0
-//! §5.4.1 (E8M0), §6.3 (scale rule); **[cuBLAS]** cuBLAS §3.1.4.4 "1D Block
-//! Quantization" and "1D Block Scaling Factors Layout"; **[PTX]** PTX ISA
-//! §9.7.9.21 `cvt` (e2m1x2, ue8m0x2, `.satfinite`); **[TE]**
+//! Sources (cited by tag): **\[OCP\]** OCP Microscaling Formats (MX) v1.0
+//! §5.4.1 (E8M0), §6.3 (scale rule); **\[cuBLAS\]** cuBLAS §3.1.4.4 "1D Block
+//! Quantization" and "1D Block Scaling Factors Layout"; **\[PTX\]** PTX ISA
+//! §9.7.9.21 `cvt` (e2m1x2, ue8m0x2, `.satfinite`); **\[TE\]**
 //! NVIDIA/TransformerEngine (`core_nvfp4.cuh`, `quantize_mxfp8.cuh`,
-//! `ptx.cuh` `exp2f_rcp`); **[CUTLASS]**
-//! `include/cutlass/detail/sm100_blockscaled_layout.hpp`; **[seed 002]**
-//! the 6-D atom layout note; **[GPU MODE]** gpu-mode/reference-kernels
+//! `ptx.cuh` `exp2f_rcp`); **\[CUTLASS\]**
+//! `include/cutlass/detail/sm100_blockscaled_layout.hpp`; **\[seed 002\]**
+//! the 6-D atom layout note; **\[GPU MODE\]** gpu-mode/reference-kernels
 //! `problems/nvidia/nvfp4_dual_gemm/reference.py`. Bug reports the rules
 //! guard against: flashinfer #2440 and PR #4023, TE #2407 and PR #3262,
 //! vllm #45741 and #50084, pytorch PR #152665.
@@ -45,14 +45,14 @@
 //!   the FP8 contract and ptxsmith's simulator do. (TE's reference and
 //!   ModelOpt give `0x0` for −0, torchao `0x8`; the hardware result is
 //!   unverified here, so a hardware-cvt kernel must canonicalise if
-//!   sm_100a disagrees.) **NaN → `0x7`** (+6): [PTX] `.satfinite` turns
+//!   sm_100a disagrees.) **NaN → `0x7`** (+6): \[PTX\] `.satfinite` turns
 //!   NaN into +MAX_NORM for e2m1. Hardware: `cvt.rn.satfinite.e2m1x2.f32`;
 //!   software: seven unsigned compares of the magnitude bits.
 //! * **UE4M3** (NVFP4 scales, [`encode_ue4m3`]): the E4M3 encoding of the
 //!   magnitude (PTX has no unsigned E4M3 conversion, so a kernel uses
 //!   `cvt.rn.satfinite.e4m3x2.f32` on a value ≥ +0): RNE with subnormals,
 //!   saturation to 448 (`0x7E`), NaN → `0x7F`, sign bit 0.
-//! * **E8M0** ([OCP §5.4.1]): value `2^(b−127)`; `0xFF` is NaN; `0x00` is
+//! * **E8M0** (\[OCP §5.4.1\]): value `2^(b−127)`; `0xFF` is NaN; `0x00` is
 //!   2^-127, the f32 subnormal `0x00400000` ([`decode_e8m0`] special-cases
 //!   it, TE PR #3262). No zero, no Inf.
 //!
@@ -64,20 +64,20 @@
 //! rule. Otherwise amax is the exact f32 `max |x|` (+Inf if an element is
 //! ±Inf). Being an integer max it is order-independent.
 //!
-//! * **`Floor`** ([OCP §6.3], [`e8m0_floor`]): `floor(log2 amax) −
+//! * **`Floor`** (\[OCP §6.3\], [`e8m0_floor`]): `floor(log2 amax) −
 //!   emax_elem` clamped to [−127, 127], plus 127, from the exponent bits
 //!   (`shr.u32` by 23 and `max.s32(e − emax, 0)` on the biased exponent;
 //!   never `log2`, which is wrong near powers of two, torchao PR #4725).
 //!   `emax_elem` = 8 (E4M3), 15 (E5M2), 2 (E2M1). A zero or subnormal amax
 //!   has exponent ≤ −127 and gives `0x00`.
-//! * **`RCeil`** ([cuBLAS], [TE]; the default, [`e8m0_rceil`]): `s = amax ·
+//! * **`RCeil`** (\[cuBLAS\], \[TE\]; the default, [`e8m0_rceil`]): `s = amax ·
 //!   rn(1/max_elem)` as one `mul.rn.f32` with the f32 constants
 //!   `0x3B124925` (1/448), `0x37924925` (1/57344), `0x3E2AAAAB` (1/6);
 //!   then `cvt.rp.satfinite.ue8m0x2.f32` of `s` ([`ue8m0_round_up`]): the
 //!   smallest power of two ≥ `s`; `s ≤ 2^-127` (zero, the f32 subnormals
-//!   up to `0x00400000`) → `0x00`; `s > 2^127` → `0xFE`. Integer form: `e
-//!   + (f ≠ 0)` for a normal `s` saturated at 254, `f > 0x400000` for a
-//!   subnormal one.
+//!   up to `0x00400000`) → `0x00`; `s > 2^127` → `0xFE`. Integer form:
+//!   `e + (f ≠ 0)` for a normal `s` saturated at 254, `f > 0x400000` for
+//!   a subnormal one.
 //! * The two rules differ (by one binade) exactly when amax's significand
 //!   exceeds max_elem's (1.75 for FP8, 1.5 for E2M1), up to the rounding
 //!   of the product: `Floor` then saturates the largest elements
@@ -102,7 +102,8 @@
 //!   exponent read would give a meaningless `128 − emax`). The Inf
 //!   elements saturate to ±max_elem and dequantize to ±Inf (max_elem ·
 //!   2^127 overflows f32); the finite elements are multiplied by 2^-127
-//!   and become ±0 unless `|x| ≥ 2^117`-ish.
+//!   and become ±0 unless `|x|` exceeds 2^117 (E4M3), 2^110 (E5M2) or
+//!   2^125 (E2M1).
 //! * **All-zero** block: amax 0 → scale `0x00` in both rules; codes are
 //!   the signed zeros (`0x00`/`0x80`, E2M1 `0x0`/`0x8`).
 //! * **Subnormal amax**: `Floor` `0x00`; `RCeil` `0x00` (the product is
@@ -110,7 +111,7 @@
 //!   product is normal), so e.g. a block whose amax is 2^-127 encodes
 //!   that element as 1.0 and dequantizes it back to 2^-127 exactly.
 //!
-//! # NVFP4 ([TE] `core_nvfp4.cuh`, with IEEE division only)
+//! # NVFP4 (\[TE\] `core_nvfp4.cuh`, with IEEE division only)
 //! * Global: `amax_g` = NaN-ignoring `max |x|` over the **whole** `[L, M,
 //!   K]` tensor ([`fp8::absmax`](crate::kernels::fp8::absmax): PTX
 //!   `max.f32` fold from +0, so one NaN poisons only its own block).
@@ -131,8 +132,9 @@
 //! * **`sb = 0`** (the block's amax below 2^-10 / (S_enc/6), e.g. a block
 //!   2.2e-6 times smaller than `amax_g`): `f32(sb) · S_dec = 0`, `1/0 =
 //!   +Inf`, `enc = FLT_MAX`; every element is `e2m1(x · FLT_MAX)`, so
-//!   nonzero values above ~2^-130 saturate to ±6 and zeros keep their
-//!   sign. It dequantizes to signed zeros (`±6 · 0`). (With `1/0 = Inf`
+//!   `|x| > 5/FLT_MAX` (≈ 1.47e-38, just above the smallest normal)
+//!   saturates to ±6, smaller values get the code of `x · FLT_MAX`, and
+//!   zeros keep their sign. It dequantizes to signed zeros (`code · 0`). (With `1/0 = Inf`
 //!   unclamped, an exact 0 would become `0 · Inf = NaN` → +6: FlashInfer
 //!   #2440's family of bug.)
 //! * **±Inf**: `amax_g = +Inf`, so `S_enc = S_dec = 1`; the Inf block gets
@@ -152,7 +154,7 @@
 //! [`ScaleLayout::index_of`] (`None` for padding), sizes
 //! [`ScaleLayout::len`] and [`convert`] (padding written as 0):
 //! * **`RowMajor`** `[L, M, nkb]`, no padding.
-//! * **`Blocked128x4`** ([cuBLAS], torchao/PyTorch `to_blocked`): per
+//! * **`Blocked128x4`** (\[cuBLAS\], torchao/PyTorch `to_blocked`): per
 //!   batch, M padded to a multiple of 128 and nkb to a multiple of 4 (`Mp`,
 //!   `Kp`); 128×4 tiles of 512 bytes, row-block-major (`tile = (m/128) ·
 //!   (Kp/4) + kb/4`), within a tile `(r%32)·16 + (r/32)·4 + kb%4` with `r =
@@ -167,12 +169,12 @@
 //!   per batch; same total size). The seed's shapes assume M % 128 = 0 and
 //!   K % 64 = 0 with 16-element blocks; here nkb is any size and is padded.
 //!
-//! **Which bytes CUTLASS reads.** [CUTLASS] builds the SM100 block-scaled
+//! **Which bytes CUTLASS reads.** \[CUTLASS\] builds the SM100 block-scaled
 //! GEMM's scale layout as `tile_to_shape(SfKMajorAtom, (M, K, L),
 //! Step<_2,_1,_3>)` with `SfKMajorAtom = ((32,4),(SFVec,4)) :
 //! ((16,4),(0,1))`: a 512-byte atom in which row `m%32` has stride 16, row
 //! group `(m%128)/32` stride 4 and `kb%4` stride 1, atoms tiled K-first,
-//! then M, then L. That is exactly `Blocked128x4`, batch-major. [GPU MODE]
+//! then M, then L. That is exactly `Blocked128x4`, batch-major. \[GPU MODE\]
 //! builds its `[32, 4, rest_m, 4, rest_k, l]` scale tensor as a
 //! `.permute(3, 4, 1, 5, 2, 0)` *view* of a contiguous `(l, rest_m,
 //! rest_k, 32, 4, 4)` allocation — again the `Blocked128x4` bytes, with
