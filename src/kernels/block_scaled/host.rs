@@ -272,7 +272,10 @@ pub struct GlobalScale {
 impl GlobalScale {
     /// The scales of a tensor whose NaN-ignoring amax is `amax`:
     /// `S_enc = min(2688 / amax, FLT_MAX)`, replaced by 1 when `amax = 0`
-    /// or the quotient is 0 (`amax = +Inf`); `S_dec = 1 / S_enc`.
+    /// or the quotient is 0 (`amax = +Inf`); `S_dec = 1 / S_enc`. This is
+    /// Transformer Engine's `compute_global_encode_scaling_factor_FP4`.
+    /// `amax` is meant to be a NaN-ignoring absmax (≥ +0); a NaN gives
+    /// `S_enc = FLT_MAX` (the `min.f32` returns the non-NaN operand).
     pub fn from_amax(amax: f32) -> Self {
         let quotient = (NVFP4_GLOBAL_NUMERATOR / amax).min(f32::MAX);
         let encode = if amax == 0.0 || quotient == 0.0 {
@@ -570,6 +573,7 @@ mod tests {
         assert_eq!(g.encode, f32::MAX);
         let g = GlobalScale::from_amax(2688.0);
         assert_eq!((g.encode, g.decode), (1.0, 1.0));
+        assert_eq!(GlobalScale::from_amax(f32::NAN).encode, f32::MAX);
     }
 
     #[test]
