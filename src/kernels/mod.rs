@@ -2,6 +2,7 @@
 //! (bit-exact host model, the spec), `launch.rs` (backend dispatch).
 
 pub mod block_ell;
+pub mod block_scaled;
 pub mod dispatch;
 pub mod dot;
 pub mod fp8;
