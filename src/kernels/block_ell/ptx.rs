@@ -126,8 +126,8 @@ kernel_params! {
 }
 
 kernel_params! {
-    /// Arguments of `block_ell_fold`: `out[e] = (first ? p[0][e] : out[e]
-    /// + p[0][e]) + p[1][e] + …` over `groups` partials of `len`.
+    /// Arguments of `block_ell_fold`: over `groups` partials `p` of `len`,
+    /// `out = (first ? p₀ : out + p₀) + p₁ + …` element by element.
     pub struct FoldArgs => FoldRegs {
         part: Ptr<F32>,
         out: Ptr<F32>,

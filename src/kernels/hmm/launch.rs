@@ -32,9 +32,9 @@ pub struct DeviceOutputs<'a, A, B, L, G, X> {
 /// bytes).
 ///
 /// # Errors
-/// [`Error::InvalidArgument`] naming the values for `S` out of range, a
+/// [`Error::InvalidArgument`](crate::Error::InvalidArgument) naming the values for `S` out of range, a
 /// buffer whose length does not match its shape, a length above `T`,
-/// sizes that overflow; [`Error::WrongContext`]; JIT and launch errors.
+/// sizes that overflow; [`Error::WrongContext`](crate::Error::WrongContext); JIT and launch errors.
 #[allow(clippy::too_many_arguments)]
 pub fn forward_backward_dev<A, B, L, G, X>(
     stream: &Stream,

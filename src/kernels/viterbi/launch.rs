@@ -21,9 +21,9 @@ use crate::runtime::exec::LaunchConfig;
 /// workspace is allocated for the call.
 ///
 /// # Errors
-/// [`Error::InvalidArgument`] naming the values for `S` out of range, a
+/// [`Error::InvalidArgument`](crate::Error::InvalidArgument) naming the values for `S` out of range, a
 /// buffer length that does not match its shape, a length above `T`, sizes
-/// that overflow; [`Error::WrongContext`]; JIT and launch errors.
+/// that overflow; [`Error::WrongContext`](crate::Error::WrongContext); JIT and launch errors.
 #[allow(clippy::too_many_arguments)]
 pub fn viterbi_dev(
     stream: &Stream,
