@@ -458,7 +458,10 @@ mod tests {
             assert!(!sm.plain().is_arch_specific());
             let (a, b) = sm.info().cc;
             assert!(sm.runs_on(a.into(), b.into()), "{sm}");
-            assert_eq!(sm.to_oxicuda().is_none(), sm == Sm::Sm70 || sm.is_arch_specific());
+            assert_eq!(
+                sm.to_oxicuda().is_none(),
+                sm == Sm::Sm70 || sm.is_arch_specific()
+            );
         }
     }
 
@@ -477,11 +480,7 @@ mod tests {
         for f in [Feature::Fp8Cvt, Feature::Redux, Feature::MinMaxNaN] {
             assert!(Sm::Sm100a.supports(f) && Sm::Sm120a.supports(f), "{f}");
         }
-        assert!(
-            Feature::BlockScaleCvt
-                .requirement()
-                .contains("sm_100a")
-        );
+        assert!(Feature::BlockScaleCvt.requirement().contains("sm_100a"));
         for sm in Sm::ALL {
             for f in [
                 Feature::WarpSync,

@@ -204,7 +204,10 @@ fn block_scale_cvt_targets_and_versions() {
         // plain targets and sm_90 refuse it at any version
         for sm in [Sm::Sm90, Sm::Sm100, Sm::Sm120] {
             let log = rejection(&t, &block_scale("8.8", sm.name(), form, dst), sm);
-            assert!(log.contains("not supported on .target"), "{form} {sm}: {log}");
+            assert!(
+                log.contains("not supported on .target"),
+                "{form} {sm}: {log}"
+            );
         }
         // the family targets (not offered, see src/target.rs) take it at 8.8
         // and not at 8.7; ptxas checks the instructions against the

@@ -157,7 +157,9 @@ fn e2m1x2_hand_derived_bits() {
 #[test]
 fn e2m1x2_decode_every_code_pair_exactly() {
     // f16 bits of the 16 codes: 0, 0.5, 1, 1.5, 2, 3, 4, 6 and negatives
-    const F16: [u64; 8] = [0x0000, 0x3800, 0x3C00, 0x3E00, 0x4000, 0x4200, 0x4400, 0x4600];
+    const F16: [u64; 8] = [
+        0x0000, 0x3800, 0x3C00, 0x3E00, 0x4000, 0x4200, 0x4400, 0x4600,
+    ];
     for byte in 0u32..256 {
         let v = both(
             "cvt.u8.u32 %q1, %r1;\ncvt.rn.f16x2.e2m1x2 %r4, %q1;\ncvt.u64.u32 %rd7, %r4;",
@@ -408,7 +410,9 @@ fn check_against_oracles(x: &[f32], sm: Sm) -> Result<(), String> {
 fn dsl_kernels_match_the_oracles_over_a_strided_sweep_of_all_f32() {
     // every 4099th bit pattern (both signs, every exponent, NaNs and
     // infinities included) plus the specials, padded to a multiple of 512
-    let mut x: Vec<f32> = (0..=u32::MAX / 4099).map(|k| f32::from_bits(k * 4099)).collect();
+    let mut x: Vec<f32> = (0..=u32::MAX / 4099)
+        .map(|k| f32::from_bits(k * 4099))
+        .collect();
     x.extend([
         0.0,
         -0.0,

@@ -42,11 +42,7 @@ impl KernelBuilder {
     /// 3:0, so the packing "element 2i in the low nibble of byte i" is
     /// `cvt_to_e2m1x2(x[2i + 1], x[2i])`. RNE, |x| > 6 and ±Inf saturate to
     /// ±6, NaN becomes +6 (`0x7`).
-    pub fn cvt_to_e2m1x2(
-        &mut self,
-        hi: impl Into<Src<F32>>,
-        lo: impl Into<Src<F32>>,
-    ) -> Reg<B8> {
+    pub fn cvt_to_e2m1x2(&mut self, hi: impl Into<Src<F32>>, lo: impl Into<Src<F32>>) -> Reg<B8> {
         let (hi, lo) = (hi.into().v, lo.into().v);
         self.def(|d| Op::CvtToE2m1x2 { d, hi, lo })
     }
