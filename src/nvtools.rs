@@ -51,7 +51,10 @@
 //! | sm_89  | 7.8 |
 //! | sm_90  | 7.8 |
 //! | sm_100 | 8.6 |
+//! | sm_100a | 8.6 |
 //! | sm_120 | 8.7 |
+//! | sm_120a | 8.7 |
+//! | sm_100f, sm_120f (not offered) | 8.8 |
 //!
 //! Below it, ptxas fails with `PTX .version 6.5 does not support .target
 //! sm_80` (exit status 255). ptxas 12.9 still assembles sm_70 and sm_75
@@ -63,6 +66,22 @@
 //! 8.7). On sm_89 with 7.8 to 8.0 the message is misleading: `Feature 'cvt
 //! with .e4m3x2/.e5m2x2' requires .target sm_90 or higher`; on sm_90 with
 //! 7.7 it is `... requires PTX ISA .version 7.8 or later`.
+//!
+//! **Block-scale conversions** (`cvt.rn.satfinite.e2m1x2.f32` into a `.b8`,
+//! `cvt.{rz,rp}.satfinite.ue8m0x2.f32` into a `.b16`, and the decodes
+//! `cvt.rn.f16x2.e2m1x2` / `cvt.rn.bf16x2.ue8m0x2`): accepted on sm_100a
+//! at 8.6, sm_120a at 8.7 and sm_100f / sm_120f at 8.8; refused on plain
+//! sm_100 / sm_120 and on sm_90a (`Instruction 'cvt with .e2m1x2' not
+//! supported on .target 'sm_100'`), below 8.6 (`Feature 'cvt with .e2m1x2'
+//! requires PTX ISA .version 8.6 or later`), with another destination type
+//! (`Arguments mismatch for instruction 'cvt'`), with `.rn` on ue8m0x2
+//! (`Illegal rounding modifier`), without `.satfinite` on e2m1x2
+//! (`'.satfinite' modifier required`) and with `.relu` on ue8m0x2. ptxas
+//! checks instructions against the module's `.target`, not `-arch`. SASS:
+//! `F2FP.SATFINITE.E2M1.F32.PACK_AB_MERGE_C` (four of them merge into one
+//! register when the bytes are packed with `mov.b32 {…}`) and
+//! `F2FP.SATFINITE.E8.F32.PACK_AB_MERGE_C.RP`. ptxas does not fold them on
+//! constant inputs, so it gives no evidence of their numerics.
 //!
 //! **nvdisasm 13.5 cannot disassemble sm_70 cubins** (`nvdisasm fatal :
 //! CUDA architecture "SM70" is deprecated. Please use CUDA toolkit 13.0 or

@@ -10,6 +10,36 @@
 //! target and the instructions it uses require ([`Sm::min_ptx`] joined with
 //! [`Feature::min_ptx`]), so the module JIT-loads on the oldest driver that
 //! supports the card.
+//!
+//! # Plain and arch-specific targets
+//!
+//! A plain target (`sm_80`, `sm_100`, …) is forward compatible: its PTX
+//! JIT-compiles for every later GPU. The arch-specific targets `sm_100a`
+//! and `sm_120a` (PTX ISA §11.1.2) unlock instructions that only that exact
+//! architecture has — here the block-scale conversions of
+//! [`Feature::BlockScaleCvt`] (`cvt.rn.satfinite.e2m1x2.f32`,
+//! `cvt.{rz,rp}.satfinite.ue8m0x2.f32` and their decodes) — and are **not**
+//! forward compatible: PTX for `sm_100a` runs only on a device of compute
+//! capability exactly 10.0, `sm_120a` only on exactly 12.0. Their table rows
+//! (shared memory, registers, occupancy) are those of `sm_100` / `sm_120`;
+//! their minimum `.version` is the same (8.6 / 8.7: measured with the pinned
+//! ptxas 12.9, which rejects `sm_100a` at 8.5 and `sm_120a` at 8.6).
+//!
+//! [`Sm::for_compute_capability`] returns the arch-specific target for a
+//! device of exactly that architecture (10.0 → `sm_100a`, 12.0 → `sm_120a`),
+//! so the kernels use the hardware conversions there; every kernel assembles
+//! for both (`tests/kernels_ptxas.rs`). Any other device gets the newest
+//! *plain* target not newer than it (10.3 → `sm_100`, 12.1 → `sm_120`).
+//!
+//! The family targets `sm_100f` / `sm_120f` (forward compatible within
+//! their family, so an sm_103 or sm_121 device could use the hardware
+//! conversions too) need PTX 8.8 (CUDA 12.9, driver r575); ptxas 12.9
+//! assembles the block-scale cvt forms for them. They are **not offered**
+//! yet: each target multiplies every ptxas, simulator and tuning-report
+//! sweep, and a family member other than 10.0 / 12.0 gets the integer
+//! software path through its plain target, which is bit-identical. Adding
+//! them means two rows here, [`Feature::BlockScaleCvt`]'s target list and
+//! the family rule in [`Sm::runs_on`].
 
 use std::fmt;
 
@@ -67,8 +97,15 @@ impl fmt::Display for PtxVersion {
     }
 }
 
-/// A supported SM target (plain `sm_XY`, forward compatible through the
-/// driver JIT: PTX for `sm_86` runs on an sm_89 card, for instance).
+/// A supported SM target: plain `sm_XY` (forward compatible through the
+/// driver JIT: PTX for `sm_86` runs on an sm_89 card, for instance) or
+/// arch-specific `sm_XYa` (that exact architecture only; see the module
+/// docs).
+///
+/// The derived order is the table order (oldest first, each `a` target
+/// right after its plain one); it is **not** a capability order — `sm_120`
+/// sorts after `sm_100a` but lacks its instructions. Ask
+/// [`Sm::supports`] for features and [`Sm::runs_on`] for devices.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Sm {
     Sm70,
@@ -78,7 +115,11 @@ pub enum Sm {
     Sm89,
     Sm90,
     Sm100,
+    /// `sm_100a`: exactly compute capability 10.0 (B200 / GB200).
+    Sm100a,
     Sm120,
+    /// `sm_120a`: exactly compute capability 12.0 (RTX 50xx / RTX PRO 6000).
+    Sm120a,
 }
 
 /// Facts about one SM target.
@@ -115,8 +156,9 @@ pub const MAX_REGS_PER_THREAD: u32 = 255;
 pub const MAX_THREADS_PER_BLOCK: u32 = 1024;
 
 impl Sm {
-    /// Every supported target, oldest first.
-    pub const ALL: [Sm; 8] = [
+    /// Every supported target, oldest first (each arch-specific target
+    /// right after its plain one).
+    pub const ALL: [Sm; 10] = [
         Sm::Sm70,
         Sm::Sm75,
         Sm::Sm80,
@@ -124,7 +166,9 @@ impl Sm {
         Sm::Sm89,
         Sm::Sm90,
         Sm::Sm100,
+        Sm::Sm100a,
         Sm::Sm120,
+        Sm::Sm120a,
     ];
 
     /// The `.target` name, e.g. `sm_80`.
@@ -137,7 +181,38 @@ impl Sm {
             Sm::Sm89 => "sm_89",
             Sm::Sm90 => "sm_90",
             Sm::Sm100 => "sm_100",
+            Sm::Sm100a => "sm_100a",
             Sm::Sm120 => "sm_120",
+            Sm::Sm120a => "sm_120a",
+        }
+    }
+
+    /// Whether this is an arch-specific (`a`) target, which runs only on a
+    /// device of exactly its compute capability.
+    pub const fn is_arch_specific(self) -> bool {
+        matches!(self, Sm::Sm100a | Sm::Sm120a)
+    }
+
+    /// The plain target with the same table row (`sm_100a` → `sm_100`;
+    /// plain targets map to themselves).
+    pub const fn plain(self) -> Sm {
+        match self {
+            Sm::Sm100a => Sm::Sm100,
+            Sm::Sm120a => Sm::Sm120,
+            s => s,
+        }
+    }
+
+    /// Whether PTX for this target runs on a device of compute capability
+    /// `major.minor`: a plain target on every device at least as new, an
+    /// arch-specific one only on exactly its architecture.
+    pub fn runs_on(self, major: u32, minor: u32) -> bool {
+        let (a, b) = self.info().cc;
+        let own = (u32::from(a), u32::from(b));
+        if self.is_arch_specific() {
+            own == (major, minor)
+        } else {
+            own <= (major, minor)
         }
     }
 
@@ -174,8 +249,12 @@ impl Sm {
             Sm::Sm86 => row((8, 6), (7, 1), 101_376, 1536, 128, (16, 100 * KIB, KIB)),
             Sm::Sm89 => row((8, 9), (7, 8), 101_376, 1536, 128, (24, 100 * KIB, KIB)),
             Sm::Sm90 => row((9, 0), (7, 8), 232_448, 2048, 128, (32, 228 * KIB, KIB)),
-            Sm::Sm100 => row((10, 0), (8, 6), 232_448, 2048, 128, (32, 228 * KIB, KIB)),
-            Sm::Sm120 => row((12, 0), (8, 7), 101_376, 1536, 128, (24, 100 * KIB, KIB)),
+            Sm::Sm100 | Sm::Sm100a => {
+                row((10, 0), (8, 6), 232_448, 2048, 128, (32, 228 * KIB, KIB))
+            }
+            Sm::Sm120 | Sm::Sm120a => {
+                row((12, 0), (8, 7), 101_376, 1536, 128, (24, 100 * KIB, KIB))
+            }
         }
     }
 
@@ -184,18 +263,26 @@ impl Sm {
         self.info().ptx_introduced
     }
 
-    /// Whether this target has `feature`.
+    /// Whether this target has `feature`: the arch-specific features only on
+    /// their `a` targets, the others on every target whose compute
+    /// capability is at least the feature's oldest target's.
     pub fn supports(self, feature: Feature) -> bool {
-        self >= feature.min_sm()
+        match feature {
+            Feature::BlockScaleCvt => self.is_arch_specific(),
+            f => self.info().cc >= f.min_sm().info().cc,
+        }
     }
 
-    /// Parse `sm_80`, `80`, `sm80` or `8.0`.
+    /// Parse `sm_80`, `80`, `sm80`, `8.0`, or with an `a` suffix for the
+    /// arch-specific targets (`sm_100a`, `100a`).
     pub fn parse(s: &str) -> Result<Sm> {
         let t = s.trim().trim_start_matches("sm_").trim_start_matches("sm");
         let digits: String = t.chars().filter(|c| c.is_ascii_digit()).collect();
+        let suffix = if t.ends_with('a') { "a" } else { "" };
+        let want = format!("{digits}{suffix}");
         Sm::ALL
             .into_iter()
-            .find(|sm| sm.name()[3..] == digits)
+            .find(|sm| sm.name()[3..] == want)
             .ok_or_else(|| {
                 Error::UnsupportedSm(format!(
                     "`{s}` (supported: {})",
@@ -218,21 +305,21 @@ impl Sm {
             Sm::Sm90 => O::Sm90,
             Sm::Sm100 => O::Sm100,
             Sm::Sm120 => O::Sm120,
+            // oxicuda-ptx has no arch-specific targets
+            Sm::Sm100a | Sm::Sm120a => return None,
         })
     }
 
     /// The best target for a device of compute capability `major.minor`: the
-    /// newest supported plain target not newer than the device (PTX for a
-    /// plain target JIT-compiles for every later GPU). Errors below sm_70.
+    /// arch-specific target of exactly that architecture if there is one
+    /// (10.0 → `sm_100a`, 12.0 → `sm_120a`), else the newest supported plain
+    /// target not newer than the device (PTX for a plain target
+    /// JIT-compiles for every later GPU). Errors below sm_70.
     pub fn for_compute_capability(major: u32, minor: u32) -> Result<Sm> {
-        let cc = major * 10 + minor;
         Sm::ALL
             .into_iter()
             .rev()
-            .find(|sm| {
-                let (a, b) = sm.info().cc;
-                u32::from(a) * 10 + u32::from(b) <= cc
-            })
+            .find(|sm| sm.runs_on(major, minor))
             .ok_or_else(|| {
                 Error::UnsupportedSm(format!(
                     "compute capability {major}.{minor} is older than sm_70"
@@ -261,15 +348,24 @@ pub enum Feature {
     Fp8Cvt,
     /// `cvt.rn.bf16.f32` (sm_80, PTX 7.0).
     Bf16Cvt,
+    /// The block-scale conversions `cvt.rn.satfinite.e2m1x2.f32`,
+    /// `cvt.{rz,rp}.satfinite.ue8m0x2.f32`, `cvt.rn.f16x2.e2m1x2` and
+    /// `cvt.rn.bf16x2.ue8m0x2`: only the arch-specific targets `sm_100a`
+    /// (PTX 8.6) and `sm_120a` (PTX 8.7). ptxas 12.9 refuses them on plain
+    /// `sm_100`/`sm_120` and on `sm_90a` ("not supported on .target").
+    BlockScaleCvt,
 }
 
 impl Feature {
-    /// The oldest target with the feature.
+    /// The oldest target with the feature. For [`Feature::BlockScaleCvt`]
+    /// that is `sm_100a`, but later targets do not inherit it: only
+    /// `sm_100a` and `sm_120a` have it (see [`Sm::supports`]).
     pub const fn min_sm(self) -> Sm {
         match self {
             Feature::WarpSync => Sm::Sm70,
             Feature::Redux | Feature::MinMaxNaN | Feature::Bf16Cvt => Sm::Sm80,
             Feature::Fp8Cvt => Sm::Sm89,
+            Feature::BlockScaleCvt => Sm::Sm100a,
         }
     }
 
@@ -284,6 +380,9 @@ impl Feature {
                 Sm::Sm89 => PtxVersion::new(8, 1),
                 _ => PtxVersion::new(7, 8),
             },
+            // ptxas 12.9: "Feature 'cvt with .e2m1x2' requires PTX ISA
+            // .version 8.6 or later"; sm_120a itself needs 8.7.
+            Feature::BlockScaleCvt => PtxVersion::new(8, 6),
         }
     }
 
@@ -291,6 +390,9 @@ impl Feature {
     pub fn requirement(self) -> String {
         match self {
             Feature::Fp8Cvt => "sm_89 with PTX 8.1, or sm_90+ with PTX 7.8".to_string(),
+            Feature::BlockScaleCvt => {
+                "an arch-specific target: sm_100a (PTX 8.6) or sm_120a (PTX 8.7)".to_string()
+            }
             f => format!("{} and PTX {}", f.min_sm(), f.min_ptx(f.min_sm())),
         }
     }
@@ -304,6 +406,7 @@ impl fmt::Display for Feature {
             Feature::MinMaxNaN => "min/max.NaN",
             Feature::Fp8Cvt => "FP8 cvt (e4m3x2/e5m2x2)",
             Feature::Bf16Cvt => "bf16 cvt",
+            Feature::BlockScaleCvt => "block-scale cvt (e2m1x2/ue8m0x2)",
         };
         f.write_str(s)
     }
@@ -322,6 +425,8 @@ mod tests {
         assert_eq!(v(Sm::Sm90), "7.8");
         assert_eq!(v(Sm::Sm100), "8.6");
         assert_eq!(v(Sm::Sm120), "8.7");
+        assert_eq!(v(Sm::Sm100a), "8.6");
+        assert_eq!(v(Sm::Sm120a), "8.7");
         assert_eq!(Feature::Fp8Cvt.min_ptx(Sm::Sm89).to_string(), "8.1");
         assert_eq!(Feature::Fp8Cvt.min_ptx(Sm::Sm90).to_string(), "7.8");
     }
@@ -336,6 +441,28 @@ mod tests {
         assert_eq!(Sm::for_compute_capability(12, 1).unwrap(), Sm::Sm120);
         assert_eq!(Sm::for_compute_capability(9, 0).unwrap(), Sm::Sm90);
         assert!(Sm::for_compute_capability(6, 1).is_err());
+        // arch-specific targets: exactly their architecture, nothing else
+        assert_eq!(Sm::parse("sm_100a").unwrap(), Sm::Sm100a);
+        assert_eq!(Sm::parse("120a").unwrap(), Sm::Sm120a);
+        assert!(Sm::parse("sm_90a").is_err());
+        assert_eq!(Sm::for_compute_capability(10, 0).unwrap(), Sm::Sm100a);
+        assert_eq!(Sm::for_compute_capability(12, 0).unwrap(), Sm::Sm120a);
+        assert_eq!(Sm::for_compute_capability(11, 0).unwrap(), Sm::Sm100);
+        assert_eq!(Sm::for_compute_capability(13, 0).unwrap(), Sm::Sm120);
+        assert!(Sm::Sm100a.runs_on(10, 0) && !Sm::Sm100a.runs_on(10, 3));
+        assert!(!Sm::Sm100a.runs_on(12, 0) && !Sm::Sm120a.runs_on(12, 1));
+        assert!(Sm::Sm100.runs_on(12, 0) && !Sm::Sm100.runs_on(9, 0));
+        for sm in Sm::ALL {
+            assert_eq!(Sm::parse(sm.name()).unwrap(), sm);
+            assert_eq!(sm.plain().info(), sm.info());
+            assert!(!sm.plain().is_arch_specific());
+            let (a, b) = sm.info().cc;
+            assert!(sm.runs_on(a.into(), b.into()), "{sm}");
+            assert_eq!(
+                sm.to_oxicuda().is_none(),
+                sm == Sm::Sm70 || sm.is_arch_specific()
+            );
+        }
     }
 
     #[test]
@@ -344,8 +471,23 @@ mod tests {
         assert!(Sm::Sm89.supports(Feature::Fp8Cvt));
         assert!(!Sm::Sm75.supports(Feature::Redux));
         assert!(Sm::Sm80.supports(Feature::Redux));
+        // only the `a` targets have the block-scale cvt; they have the rest
+        let bs: Vec<Sm> = Sm::ALL
+            .into_iter()
+            .filter(|s| s.supports(Feature::BlockScaleCvt))
+            .collect();
+        assert_eq!(bs, [Sm::Sm100a, Sm::Sm120a]);
+        for f in [Feature::Fp8Cvt, Feature::Redux, Feature::MinMaxNaN] {
+            assert!(Sm::Sm100a.supports(f) && Sm::Sm120a.supports(f), "{f}");
+        }
+        assert!(Feature::BlockScaleCvt.requirement().contains("sm_100a"));
         for sm in Sm::ALL {
-            for f in [Feature::WarpSync, Feature::Redux, Feature::Fp8Cvt] {
+            for f in [
+                Feature::WarpSync,
+                Feature::Redux,
+                Feature::Fp8Cvt,
+                Feature::BlockScaleCvt,
+            ] {
                 if sm.supports(f) {
                     assert!(f.min_ptx(sm).max(sm.min_ptx()) >= sm.min_ptx());
                 }

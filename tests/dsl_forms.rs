@@ -266,13 +266,53 @@ fn fp8_forms(sm: Sm) -> ptxsmith::Result<PtxModule> {
     b.finish()
 }
 
+/// The block-scale conversions (`sm_100a`/`sm_120a` only) and the 8-bit
+/// register plumbing around them.
+fn block_scale_forms(sm: Sm) -> ptxsmith::Result<PtxModule> {
+    let mut b = KernelBuilder::new("forms_block_scale", sm);
+    let p = b.params::<FormArgs>();
+    let tid = b.tid_x();
+    let fp = b.offset(p.f, tid);
+    let x = b.ld_global(fp, 0);
+    let y = b.ld_global(fp, 1);
+    let c0 = b.cvt_to_e2m1x2(x, y);
+    let c1 = b.cvt_to_e2m1x2(y, -0.0f32);
+    let bp = b.offset(p.b, tid);
+    let byte = b.ld_global(bp, 0);
+    let c2 = b.u32_to_b8(byte);
+    let word = b.pack_4x8([c0, c1, c2, c0]);
+    let up = b.offset(p.u, tid);
+    let wu = b.b32_as_u32(word);
+    b.st_global(up, 0, wu);
+    let wide = b.b8_to_u32(c1);
+    b.st_global(bp, 1, wide);
+    let h2 = b.cvt_from_e2m1x2(c2);
+    let hu = b.b32_as_u32(h2);
+    b.st_global(up, 1, hu);
+    let hp = b.offset(p.h, tid);
+    for rnd in [Ue8m0Rounding::Rp, Ue8m0Rounding::Rz] {
+        let s = b.cvt_to_ue8m0x2(rnd, x, y);
+        let su = b.b16_to_u32(s);
+        b.st_global(hp, 0, su);
+        let bf = b.cvt_from_ue8m0x2(s);
+        let bu = b.b32_as_u32(bf);
+        b.st_global(up, 2, bu);
+    }
+    b.finish()
+}
+
 type Gen = fn(Sm) -> ptxsmith::Result<PtxModule>;
 
-const FAMILIES: [(&str, Gen, Option<Feature>); 4] = [
+const FAMILIES: [(&str, Gen, Option<Feature>); 5] = [
     ("base", base_forms, None),
     ("warp", warp_forms, Some(Feature::WarpSync)),
     ("redux+minmax.NaN", redux_forms, Some(Feature::Redux)),
     ("fp8", fp8_forms, Some(Feature::Fp8Cvt)),
+    (
+        "block-scale",
+        block_scale_forms,
+        Some(Feature::BlockScaleCvt),
+    ),
 ];
 
 #[test]
@@ -330,6 +370,26 @@ fn fp8_module_version_is_the_lowest_ptxas_accepts() {
         // One minor version lower must be rejected: the version is minimal.
         let v = m.version;
         let lower = format!(".version {}.{}\n", v.major, v.minor - 1);
+        let text = m.ptx.replace(&format!(".version {v}\n"), &lower);
+        assert!(tools.assemble(&text, sm).is_err(), "{sm} accepted {lower}");
+    }
+}
+
+#[test]
+fn block_scale_module_version_is_the_lowest_ptxas_accepts() {
+    // 8.6 on sm_100a and 8.7 on sm_120a (the target's own minimum; the
+    // cvt forms need 8.6); one minor version lower is rejected.
+    for (sm, v) in [(Sm::Sm100a, "8.6"), (Sm::Sm120a, "8.7")] {
+        let m = block_scale_forms(sm).unwrap();
+        assert_eq!(m.version.to_string(), v);
+        assert!(m.ptx.contains("cvt.rn.satfinite.e2m1x2.f32"));
+        assert!(m.ptx.contains("cvt.rp.satfinite.ue8m0x2.f32"));
+        assert!(m.ptx.contains("cvt.rz.satfinite.ue8m0x2.f32"));
+        let Some(tools) = NvTools::for_tests() else {
+            continue;
+        };
+        tools.assemble(&m.ptx, sm).unwrap();
+        let lower = format!(".version {}.{}\n", m.version.major, m.version.minor - 1);
         let text = m.ptx.replace(&format!(".version {v}\n"), &lower);
         assert!(tools.assemble(&text, sm).is_err(), "{sm} accepted {lower}");
     }

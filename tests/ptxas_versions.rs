@@ -45,7 +45,9 @@ const MEASURED: &[(Sm, (u8, u8))] = &[
     (Sm::Sm89, (7, 8)),
     (Sm::Sm90, (7, 8)),
     (Sm::Sm100, (8, 6)),
+    (Sm::Sm100a, (8, 6)),
     (Sm::Sm120, (8, 7)),
+    (Sm::Sm120a, (8, 7)),
 ];
 
 fn below(v: PtxVersion) -> PtxVersion {
@@ -162,4 +164,87 @@ fn fp8_cvt_lowest_version() {
     for sm in [Sm::Sm80, Sm::Sm86] {
         rejection(&t, &fp8(PtxVersion::new(8, 8), sm), sm);
     }
+}
+
+/// A module converting two floats with `cvt` form `form` (destination
+/// register `%d`), for raw target names (the family targets are not `Sm`s).
+fn block_scale(v: &str, target: &str, form: &str, dst: &str) -> String {
+    format!(
+        ".version {v}\n.target {target}\n.address_size 64\n\n\
+         .visible .entry bs(.param .u64 p)\n{{\n\
+         \x20   .reg .f32 %f<3>;\n    .reg {dst} %d;\n    .reg .b64 %rd<2>;\n\
+         \x20   ld.param.u64 %rd1, [p];\n\
+         \x20   ld.global.f32 %f1, [%rd1];\n\
+         \x20   ld.global.f32 %f2, [%rd1+4];\n\
+         \x20   {form} %d, %f1, %f2;\n\
+         \x20   st.global{dst} [%rd1], %d;\n\
+         \x20   ret;\n}}\n"
+    )
+}
+
+#[test]
+fn block_scale_cvt_targets_and_versions() {
+    let Some(t) = NvTools::for_tests() else {
+        return;
+    };
+    let forms = [
+        ("cvt.rn.satfinite.e2m1x2.f32", ".b8"),
+        ("cvt.rp.satfinite.ue8m0x2.f32", ".b16"),
+        ("cvt.rz.satfinite.ue8m0x2.f32", ".b16"),
+    ];
+    for (form, dst) in forms {
+        // the `a` targets: from their own minimum; the cvt needs 8.6
+        for sm in [Sm::Sm100a, Sm::Sm120a] {
+            let v = Feature::BlockScaleCvt.min_ptx(sm).max(sm.min_ptx());
+            assert_eq!(v, sm.min_ptx());
+            let ptx = block_scale(&v.to_string(), sm.name(), form, dst);
+            t.assemble(&ptx, sm)
+                .unwrap_or_else(|e| panic!("{form} on {sm}: {e}"));
+        }
+        // plain targets and sm_90 refuse it at any version
+        for sm in [Sm::Sm90, Sm::Sm100, Sm::Sm120] {
+            let log = rejection(&t, &block_scale("8.8", sm.name(), form, dst), sm);
+            assert!(
+                log.contains("not supported on .target"),
+                "{form} {sm}: {log}"
+            );
+        }
+        // the family targets (not offered, see src/target.rs) take it at 8.8
+        // and not at 8.7; ptxas checks the instructions against the
+        // module's `.target` (`-arch` of the family's base SM selects the
+        // SASS)
+        for (fam, sm) in [("sm_100f", Sm::Sm100), ("sm_120f", Sm::Sm120)] {
+            let asm = t.assemble(&block_scale("8.8", fam, form, dst), sm);
+            assert!(asm.is_ok(), "{form} {fam}: {asm:?}");
+            let log = rejection(&t, &block_scale("8.7", fam, form, dst), sm);
+            assert!(
+                log.contains(&format!("PTX .version 8.7 does not support .target {fam}")),
+                "{log}"
+            );
+        }
+    }
+    // the destination register types are fixed: .b8 for e2m1x2, .b16 for
+    // ue8m0x2 ("Arguments mismatch" otherwise)
+    let sm = Sm::Sm100a;
+    for (form, dst) in [
+        ("cvt.rn.satfinite.e2m1x2.f32", ".b16"),
+        ("cvt.rn.satfinite.e2m1x2.f32", ".b32"),
+        ("cvt.rp.satfinite.ue8m0x2.f32", ".b32"),
+    ] {
+        let log = rejection(&t, &block_scale("8.6", sm.name(), form, dst), sm);
+        assert!(log.contains("Arguments mismatch"), "{form} {dst}: {log}");
+    }
+    // .rn is not a ue8m0 rounding; .satfinite is mandatory for e2m1x2
+    let log = rejection(
+        &t,
+        &block_scale("8.6", "sm_100a", "cvt.rn.satfinite.ue8m0x2.f32", ".b16"),
+        sm,
+    );
+    assert!(log.contains("Illegal rounding modifier"), "{log}");
+    let log = rejection(
+        &t,
+        &block_scale("8.6", "sm_100a", "cvt.rn.e2m1x2.f32", ".b8"),
+        sm,
+    );
+    assert!(log.contains("'.satfinite' modifier required"), "{log}");
 }

@@ -100,7 +100,7 @@ pub struct KernelBuilder {
     reqntid: Option<(u32, u32, u32)>,
     maxntid: Option<(u32, u32, u32)>,
     min_ctas: Option<u32>,
-    regs: [u32; 9],
+    regs: [u32; 10],
     shared: Vec<SharedDecl>,
     body: Vec<Instr>,
     labels: u32,
@@ -120,7 +120,7 @@ impl KernelBuilder {
             reqntid: None,
             maxntid: None,
             min_ctas: None,
-            regs: [0; 9],
+            regs: [0; 10],
             shared: Vec::new(),
             body: Vec::new(),
             labels: 0,
@@ -181,6 +181,15 @@ impl KernelBuilder {
         }
     }
 
+    /// PTX has no 8-bit `mov`/`selp`: refuse them on [`B8`] registers.
+    fn no_b8<T: RegType>(&mut self, what: &str) {
+        if T::CLASS == RegClass::B8 {
+            self.fail(format!(
+                "{what} has no .b8 form; widen with b8_to_u32 or pack with pack_4x8"
+            ));
+        }
+    }
+
     /// Allocate a fresh register of class `T`.
     pub fn reg<T: RegType>(&mut self) -> Reg<T> {
         let slot = &mut self.regs[T::CLASS as usize];
@@ -189,7 +198,7 @@ impl KernelBuilder {
         r
     }
 
-    fn push(&mut self, op: Op) {
+    pub(super) fn push(&mut self, op: Op) {
         if let Some(f) = op.feature() {
             if !self.sm.supports(f) {
                 if self.error.is_none() {
@@ -212,7 +221,7 @@ impl KernelBuilder {
         });
     }
 
-    fn def<T: RegType>(&mut self, f: impl FnOnce(RegId) -> Op) -> Reg<T> {
+    pub(super) fn def<T: RegType>(&mut self, f: impl FnOnce(RegId) -> Op) -> Reg<T> {
         let d = self.reg::<T>();
         self.push(f(d.id()));
         d
@@ -227,6 +236,7 @@ impl KernelBuilder {
 
     /// `d = a` into a fresh register.
     pub fn mov<T: RegType>(&mut self, a: impl Into<Src<T>>) -> Reg<T> {
+        self.no_b8::<T>("mov");
         let a = a.into().v;
         self.def(|d| Op::Mov {
             ty: T::CLASS.ty(),
@@ -237,6 +247,7 @@ impl KernelBuilder {
 
     /// Overwrite an existing register (loop-carried values).
     pub fn assign<T: RegType>(&mut self, d: Reg<T>, a: impl Into<Src<T>>) {
+        self.no_b8::<T>("mov");
         let a = a.into().v;
         self.push(Op::Mov {
             ty: T::CLASS.ty(),
@@ -679,6 +690,7 @@ impl KernelBuilder {
         if T::CLASS == RegClass::Pred {
             self.fail("selp on predicates; use pand/por".to_string());
         }
+        self.no_b8::<T>("selp");
         let (a, b) = (a.into().v, b.into().v);
         let ty = T::CLASS.ty();
         self.def(|d| Op::Selp {
@@ -714,7 +726,13 @@ impl KernelBuilder {
 
     // ---- conversions -----------------------------------------------------
 
-    fn cvt<D: RegType>(&mut self, dt: Ty, st: Ty, rnd: Option<CvtRnd>, a: Value) -> Reg<D> {
+    pub(super) fn cvt<D: RegType>(
+        &mut self,
+        dt: Ty,
+        st: Ty,
+        rnd: Option<CvtRnd>,
+        a: Value,
+    ) -> Reg<D> {
         self.def(|d| Op::Cvt { dt, st, rnd, d, a })
     }
     /// Zero-extend.

@@ -185,6 +185,16 @@ pub enum Fp8Format {
     E5M2,
 }
 
+/// Rounding of `cvt.*.satfinite.ue8m0x2.f32` (the only two PTX allows).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Ue8m0Rounding {
+    /// `.rz`: the largest power of two not above |x|.
+    Rz,
+    /// `.rp`: the smallest power of two not below |x| (the cuBLAS /
+    /// Transformer Engine "RCeil" MX scale).
+    Rp,
+}
+
 /// One IR operation.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Op {
@@ -322,6 +332,34 @@ pub(crate) enum Op {
         d: RegId,
         a: RegId,
     },
+    /// `cvt.rn.satfinite.e2m1x2.f32 d, hi, lo` (d is `.b8`)
+    CvtToE2m1x2 {
+        d: RegId,
+        hi: Value,
+        lo: Value,
+    },
+    /// `cvt.rn.f16x2.e2m1x2 d, a` (a is `.b8`)
+    CvtFromE2m1x2 {
+        d: RegId,
+        a: RegId,
+    },
+    /// `cvt.{rz,rp}.satfinite.ue8m0x2.f32 d, hi, lo` (d is `.b16`)
+    CvtToUe8m0x2 {
+        rnd: Ue8m0Rounding,
+        d: RegId,
+        hi: Value,
+        lo: Value,
+    },
+    /// `cvt.rn.bf16x2.ue8m0x2 d, a` (a is `.b16`)
+    CvtFromUe8m0x2 {
+        d: RegId,
+        a: RegId,
+    },
+    /// `mov.b32 d, {b0, b1, b2, b3}` (b0 → bits 7:0)
+    Pack4x8 {
+        d: RegId,
+        b: [RegId; 4],
+    },
     /// `mov.b32 {lo, hi}, a` (split 32 bits into two b16)
     Unpack2x16 {
         lo: RegId,
@@ -429,6 +467,10 @@ impl Op {
             Op::Redux { .. } => Some(Feature::Redux),
             Op::FMinMax { nan: true, .. } => Some(Feature::MinMaxNaN),
             Op::CvtToFp8x2 { .. } | Op::CvtFromFp8x2 { .. } => Some(Feature::Fp8Cvt),
+            Op::CvtToE2m1x2 { .. }
+            | Op::CvtFromE2m1x2 { .. }
+            | Op::CvtToUe8m0x2 { .. }
+            | Op::CvtFromUe8m0x2 { .. } => Some(Feature::BlockScaleCvt),
             _ => None,
         }
     }

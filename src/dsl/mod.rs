@@ -7,6 +7,7 @@
 //! (printer-neutral instructions) → `printer` (text).
 
 pub mod builder;
+mod convert;
 pub(crate) mod ir;
 pub mod math;
 pub mod params;
@@ -14,7 +15,9 @@ pub(crate) mod printer;
 pub mod types;
 
 pub use builder::{GlobalPtr, KernelBuilder, Label, SharedArray, SharedPtr};
-pub use ir::{AtomOp, Cmp, Fp8Format, IntRounding, ReduxOp, Rounding, ShflMode, Special};
+pub use ir::{
+    AtomOp, Cmp, Fp8Format, IntRounding, ReduxOp, Rounding, ShflMode, Special, Ue8m0Rounding,
+};
 pub use params::{ArgValue, DevPtr, KernelParams, ParamDesc, ParamKind, Ptr, ScalarType};
 
 use crate::target::{PtxVersion, Sm};

@@ -41,6 +41,7 @@ fn class_decl(c: RegClass) -> (&'static str, &'static str) {
         RegClass::U64 => (".u64", "%rd"),
         RegClass::S64 => (".s64", "%sd"),
         RegClass::F64 => (".f64", "%fd"),
+        RegClass::B8 => (".b8", "%c"),
     }
 }
 
@@ -394,6 +395,34 @@ fn op_text(op: &Op) -> String {
         Op::CvtFromFp8x2 { fmt, d, a } => {
             format!("cvt.rn.f16x2{} {}, {};", fp8(*fmt), reg(*d), reg(*a))
         }
+        Op::CvtToE2m1x2 { d, hi, lo } => format!(
+            "cvt.rn.satfinite.e2m1x2.f32 {}, {}, {};",
+            reg(*d),
+            val(*hi),
+            val(*lo)
+        ),
+        Op::CvtFromE2m1x2 { d, a } => format!("cvt.rn.f16x2.e2m1x2 {}, {};", reg(*d), reg(*a)),
+        Op::CvtToUe8m0x2 { rnd, d, hi, lo } => format!(
+            "cvt{}.satfinite.ue8m0x2.f32 {}, {}, {};",
+            match rnd {
+                Ue8m0Rounding::Rz => ".rz",
+                Ue8m0Rounding::Rp => ".rp",
+            },
+            reg(*d),
+            val(*hi),
+            val(*lo)
+        ),
+        Op::CvtFromUe8m0x2 { d, a } => {
+            format!("cvt.rn.bf16x2.ue8m0x2 {}, {};", reg(*d), reg(*a))
+        }
+        Op::Pack4x8 { d, b } => format!(
+            "mov.b32 {}, {{{}, {}, {}, {}}};",
+            reg(*d),
+            reg(b[0]),
+            reg(b[1]),
+            reg(b[2]),
+            reg(b[3])
+        ),
         Op::Unpack2x16 { lo, hi, a } => {
             format!("mov.b32 {{{}, {}}}, {};", reg(*lo), reg(*hi), reg(*a))
         }

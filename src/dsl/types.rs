@@ -23,10 +23,11 @@ pub enum RegClass {
     U64,
     S64,
     F64,
+    B8,
 }
 
 impl RegClass {
-    pub(crate) const ALL: [RegClass; 9] = [
+    pub(crate) const ALL: [RegClass; 10] = [
         RegClass::Pred,
         RegClass::B16,
         RegClass::B32,
@@ -36,6 +37,7 @@ impl RegClass {
         RegClass::U64,
         RegClass::S64,
         RegClass::F64,
+        RegClass::B8,
     ];
 
     /// The natural instruction type of values in this class.
@@ -50,6 +52,7 @@ impl RegClass {
             RegClass::U64 => Ty::U64,
             RegClass::S64 => Ty::S64,
             RegClass::F64 => Ty::F64,
+            RegClass::B8 => Ty::B8,
         }
     }
 }
@@ -105,6 +108,11 @@ macro_rules! reg_types {
 reg_types! {
     /// A predicate (`.pred`).
     Pred => Pred;
+    /// 8 raw bits (`.b8`): a packed FP4 (E2M1) pair. PTX has no 8-bit
+    /// `mov`/`selp`/arithmetic: widen with
+    /// [`b8_to_u32`](super::KernelBuilder::b8_to_u32) or pack four with
+    /// [`pack_4x8`](super::KernelBuilder::pack_4x8).
+    B8 => B8;
     /// 16 raw bits (`.b16`): packed FP8 pairs, f16 halves.
     B16 => B16;
     /// 32 raw bits (`.b32`): packed pairs such as `f16x2`.

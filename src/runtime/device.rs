@@ -83,9 +83,10 @@ pub fn device_count() -> Result<u32> {
     probe().clone().map_err(Error::NoDevice)
 }
 
-/// The [`Sm`] ptxsmith compiles for on device 0: the newest supported
-/// plain target not newer than the card (see
-/// [`Sm::for_compute_capability`]). [`Error::NoDevice`] without a driver,
+/// The [`Sm`] ptxsmith compiles for on device 0: the arch-specific target
+/// of exactly the card's architecture (`sm_100a` on 10.0, `sm_120a` on
+/// 12.0), else the newest supported plain target not newer than the card
+/// (see [`Sm::for_compute_capability`]). [`Error::NoDevice`] without a driver,
 /// [`Error::UnsupportedSm`] for cards older than sm_70.
 pub fn device_sm() -> Result<Sm> {
     device_count()?;

@@ -408,10 +408,13 @@ impl Sim {
                 self.sm
             )));
         }
-        if prog.sm > 0 && prog.sm > self.sm.info().cc.0 as u32 * 10 + self.sm.info().cc.1 as u32 {
+        let cc = self.sm.info().cc.0 as u32 * 10 + self.sm.info().cc.1 as u32;
+        if prog.sm > 0 && !prog.runs_on(cc) {
             return Err(SimError::InvalidLaunch(format!(
-                "module targets sm_{}, simulator is {}",
-                prog.sm, self.sm
+                "module targets sm_{}{}, which does not run on the simulator's {}",
+                prog.sm,
+                prog.suffix.map_or(String::new(), String::from),
+                self.sm
             )));
         }
         if !self.options.approx
@@ -1398,6 +1401,15 @@ impl<'a> Exec<'a> {
                 let (hi, lo) = (enc(a!()), enc(b!()));
                 let sh = if fmt == MiniFmt::E2M1 { 4 } else { 8 };
                 out!(hi << sh | lo)
+            }
+            Op::CvtUe8m0Enc { rnd } => {
+                let enc = |v: u64| fp::ue8m0_satfinite(f32::from_bits(v as u32), rnd) as u64;
+                out!(enc(a!()) << 8 | enc(b!()))
+            }
+            Op::CvtUe8m0Dec => {
+                let v = a!();
+                let dec = |c: u64| fp::ue8m0_to_bf16(c as u8) as u64;
+                out!(dec(v >> 8 & 0xFF) << 16 | dec(v & 0xFF))
             }
             Op::CvtMiniDec { fmt, relu } => {
                 let v = a!();

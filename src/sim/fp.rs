@@ -479,6 +479,56 @@ pub fn f32_to_bf16(x: f32, rnd: Rnd) -> u16 {
     (rf.to_bits() >> 16) as u16
 }
 
+/// `cvt.{rz,rp}.satfinite.ue8m0x2.f32` of one f32: a UE8M0 byte `b`
+/// (value 2^(b−127), `b` in 0..=254; `0xFF` is NaN; no zero, no sign).
+///
+/// * `.rz` gives the largest power of two ≤ |x|, `.rp` the smallest ≥ |x|
+///   (`rnd` is [`Rnd::Rz`] or [`Rnd::Rp`]; the decoder admits no other; any
+///   other value is treated as `.rz`).
+/// * `.satfinite`: NaN → `0xFF`; results above 2^127 (|x| > 2^127 under
+///   `.rp`, and ±Inf) → `0xFE`.
+/// * Results below 2^-127 (|x| < 2^-127 under `.rz`, ±0 under both) →
+///   `0x00`, the smallest scale (*Interp*: the ISA text we have does not
+///   spell out underflow; 2^-127 is the nearest representable value in the
+///   rounding direction for `.rp`, and the clamp mirrors `.satfinite` for
+///   `.rz`).
+/// * The sign is ignored: UE8M0 has none, so the byte encodes |x|
+///   (*Interp*, unverified on hardware; the library only converts
+///   non-negative amax-derived values).
+///
+/// UE8M0 shares f32's exponent bias (127), so for a normal f32 the `.rz`
+/// result is its biased exponent field, and `.rp` adds one when the
+/// significand is not exactly 1.
+pub fn ue8m0_satfinite(x: f32, rnd: Rnd) -> u8 {
+    if x.is_nan() {
+        return 0xFF;
+    }
+    let bits = x.to_bits() & 0x7FFF_FFFF;
+    let (e, m) = (bits >> 23, bits & 0x7F_FFFF);
+    if e == 0xFF {
+        return 0xFE; // ±Inf
+    }
+    let up = rnd == Rnd::Rp;
+    if e == 0 {
+        // ±0 or subnormal m·2^-149; 2^-127 is m = 0x40_0000
+        return u8::from(up && m > 0x40_0000);
+    }
+    let b = e + u32::from(up && m != 0);
+    b.min(0xFE) as u8
+}
+
+/// `cvt.rn.bf16x2.ue8m0x2` of one UE8M0 byte to bf16 bits (exact):
+/// 2^(b−127) for `b` in 1..=254 is the bf16 with exponent field `b`;
+/// `0x00` (2^-127) is the bf16 subnormal `0x0040`; `0xFF` (NaN) → `0x7FFF`
+/// (*Interp*: the canonical NaN this simulator uses for bf16).
+pub fn ue8m0_to_bf16(b: u8) -> u16 {
+    match b {
+        0xFF => 0x7FFF,
+        0 => 0x0040,
+        b => u16::from(b) << 7,
+    }
+}
+
 /// The mini-float formats of `cvt` (FP8 and FP4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum MiniFmt {
@@ -544,10 +594,13 @@ impl MiniFmt {
     }
 
     /// `cvt.rn.satfinite` of one f32: nearest code (ties → even mantissa
-    /// LSB), |x| > max-normal and ±inf → ±max-normal, −0 → sign-only code.
+    /// LSB), |x| > max-normal and ±inf → ±max-normal, −0 (and negative
+    /// values that round to zero) → sign-only code (`0x80`, e2m1 `0x8`;
+    /// *Interp* for e2m1: undocumented, libraries disagree).
     /// NaN → `0x7F` for e4m3 and e5m2 (Interp: e5m2 canonical NaN chosen
     /// as 0x7F, matching NVIDIA's host `__nv_cvt_float_to_fp8`), +6.0
-    /// (`0x7`) for e2m1.
+    /// (`0x7`) for e2m1 (PTX ISA: `.satfinite` turns NaN into positive
+    /// MAX_NORM for formats without NaN; `cuda_fp4.h` says the same).
     pub fn encode_satfinite(self, x: f32) -> u8 {
         let nb = self.bits();
         let sign_bit: u8 = 1 << (nb - 1);

@@ -373,6 +373,12 @@ pub enum Op {
         fmt: MiniFmt,
         relu: bool,
     },
+    /// `cvt.{rz,rp}.satfinite.ue8m0x2.f32 d, a, b` (a → bits 15:8)
+    CvtUe8m0Enc {
+        rnd: Rnd,
+    },
+    /// `cvt.rn.bf16x2.ue8m0x2 d, a` (a\[15:8\] → bits 31:16)
+    CvtUe8m0Dec,
     /// `cvt.{rn,rz}{.relu}{.satfinite}.f16x2.f32 d, a, b` (a → upper half)
     CvtF16x2 {
         rnd: Rnd,

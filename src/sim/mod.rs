@@ -76,7 +76,9 @@
 //!   (saturating; NaN → 0, or `1<<(N−1)` for an f64 source or 64-bit
 //!   destination), float→float (`.rni`-style rounding to integers, f32↔f64,
 //!   f16↔f32, bf16↔f32, `f16x2.f32`), FP8 `e4m3x2/e5m2x2` and FP4 `e2m1x2`
-//!   encode (`.rn.satfinite{.relu}`) and decode to `f16x2`.
+//!   encode (`.rn.satfinite{.relu}`) and decode to `f16x2`, UE8M0
+//!   `ue8m0x2` encode from f32 (`.rz/.rp` with `.satfinite`; without it
+//!   refused) and decode to `bf16x2`.
 //! * memory: `ld/st` on `.global/.shared/.local/.param/.const` and generic
 //!   addresses, `.v2/.v4`, 8–64-bit types (narrow loads sign/zero-extend),
 //!   cache and ordering qualifiers accepted (`.nc/.ca/.cg/.cs/.volatile/…`),
@@ -88,7 +90,11 @@
 //!   (no-ops), `shfl.sync` (all modes, clamp and segment mask exactly as
 //!   §7 of the reference), `vote.sync.{all,any,uni,ballot}`,
 //!   `redux.sync` (refused when `.target` < sm_80; FP8 cvt refused below
-//!   sm_89, FP4 below sm_100).
+//!   sm_89; FP4 and UE8M0 cvt refused unless the target is arch-specific
+//!   or family (`sm_100a`, `sm_120a`, `sm_100f`, …) from sm_100, as
+//!   ptxas does). A module for an `a` target launches only on a simulator
+//!   of exactly that compute capability, an `f` target on later members of
+//!   its family, a plain target on every newer one.
 //! * approximate f32 instructions (`ex2/lg2/rsqrt/sin/cos/tanh.approx`,
 //!   `sqrt/rcp/div.approx`, `div.full`) are parsed but refused at launch
 //!   unless [`SimOptions::approx`] is set; then they return the f64 result
@@ -119,6 +125,12 @@
 //!   any NaN (either sign) → `0x7F` for e4m3 and e5m2 (e5m2: the canonical
 //!   NaN chosen here), +6.0 (`0x7`) for e2m1. `.relu` maps negative inputs
 //!   (and −0) to +0 before encoding. Decoding is exact; NaN codes → `0x7FFF`.
+//!   The sign of an FP4 zero result is undocumented (libraries disagree).
+//! * UE8M0 (`ue8m0x2`, value 2^(b−127)): `.rp` → the smallest power of two
+//!   ≥ |x|, `.rz` → the largest ≤ |x|; NaN → `0xFF`, above 2^127 and ±∞ →
+//!   `0xFE`; below 2^-127 and ±0 → `0x00`; the sign of the input is
+//!   ignored (UE8M0 has none). Decode `0xFF` → bf16 `0x7FFF`,
+//!   `0x00` → the bf16 subnormal `0x0040`.
 //! * `atom.add.f32` rounds to nearest and, on `.global` (incl. generic
 //!   addresses that resolve to global), flushes subnormals; atomics execute
 //!   in the deterministic thread order below.

@@ -14,6 +14,9 @@ pub struct Program {
     pub(crate) entries: Vec<Entry>,
     /// `.target` as a number (e.g. 80 for `sm_80`).
     pub(crate) sm: u32,
+    /// The target's suffix: `Some('a')` for an arch-specific target
+    /// (`sm_100a`), `Some('f')` for a family target (`sm_100f`).
+    pub(crate) suffix: Option<char>,
     pub(crate) version: (u32, u32),
     /// The `.const` bank (module-scope `.const` variables with initialisers).
     pub(crate) consts: Vec<u8>,
@@ -30,9 +33,27 @@ impl Program {
         self.entries.iter().map(|e| e.name.as_str()).collect()
     }
 
-    /// The `.target` SM number (e.g. 89).
+    /// The `.target` SM number (e.g. 89; 100 for `sm_100a`).
     pub fn target_sm(&self) -> u32 {
         self.sm
+    }
+
+    /// The `.target` suffix: `Some('a')` for an arch-specific target such
+    /// as `sm_100a`, `Some('f')` for a family target, `None` for a plain one.
+    pub fn target_suffix(&self) -> Option<char> {
+        self.suffix
+    }
+
+    /// Whether the module's target runs on a device of compute capability
+    /// `cc` (e.g. 100 for 10.0): a plain target on every device at least as
+    /// new, an `a` target only on exactly its architecture, an `f` target on
+    /// its family (same major version) from its own on (PTX ISA §11.1.2).
+    pub fn runs_on(&self, cc: u32) -> bool {
+        match self.suffix {
+            Some('a') => self.sm == cc,
+            Some(_) => self.sm / 10 == cc / 10 && self.sm <= cc,
+            None => self.sm <= cc,
+        }
     }
 
     /// The `.version` of the module.
@@ -281,6 +302,7 @@ struct Parser<'a> {
     pos: usize,
     tok_err: Option<SimError>,
     sm: u32,
+    suffix: Option<char>,
     version: (u32, u32),
     mod_shared: Vec<(String, u64, u64)>, // name, size, align
     /// Names of the `.extern .shared` arrays (they alias) and their alignment.
@@ -314,6 +336,7 @@ impl<'a> Parser<'a> {
             pos: 0,
             tok_err,
             sm: 0,
+            suffix: None,
             version: (0, 0),
             mod_shared: Vec::new(),
             dyn_shared: None,
@@ -415,6 +438,12 @@ impl<'a> Parser<'a> {
                                 let d: String =
                                     r.chars().take_while(|c| c.is_ascii_digit()).collect();
                                 self.sm = d.parse().map_err(|_| self.perr(l, "bad .target"))?;
+                                self.suffix = match &r[d.len()..] {
+                                    "" => None,
+                                    "a" => Some('a'),
+                                    "f" => Some('f'),
+                                    _ => return Err(self.perr(l, "bad .target")),
+                                };
                             }
                         }
                         _ => return Err(self.perr(l, "bad .target")),
@@ -479,6 +508,7 @@ impl<'a> Parser<'a> {
         Ok(Program {
             entries,
             sm: self.sm,
+            suffix: self.suffix,
             version: self.version,
             consts: self.consts,
         })
@@ -1016,6 +1046,7 @@ impl<'a> Parser<'a> {
             vars: &vars,
             labels: &labels,
             sm: self.sm,
+            suffix: self.suffix,
         };
         for st in instrs {
             let text = line_text(self.src, st.line);
@@ -1105,6 +1136,7 @@ struct Decoder<'a> {
     vars: &'a HashMap<String, Var>,
     labels: &'a HashMap<String, u32>,
     sm: u32,
+    suffix: Option<char>,
 }
 
 /// Parse a list of operand tokens (split at top-level commas).
@@ -1255,7 +1287,10 @@ fn blank_inst(op: Op) -> Inst {
 }
 
 impl Decoder<'_> {
-    /// FP8 cvt exists from sm_89, FP4 only on sm_100a/sm_120a-class targets.
+    /// FP8 cvt exists from sm_89; the block-scale cvts (FP4 e2m1x2, UE8M0)
+    /// only on arch-specific or family targets from sm_100 (`sm_100a`,
+    /// `sm_120a`, `sm_100f`, …): ptxas refuses them on plain `sm_100` and
+    /// on `sm_90a`.
     fn check_mini_target(&self, fmt: MiniFmt) -> Result<(), DErr> {
         if fmt != MiniFmt::E2M1 && self.sm < 89 {
             return unsup(format!(
@@ -1263,10 +1298,18 @@ impl Decoder<'_> {
                 self.sm
             ));
         }
-        if fmt == MiniFmt::E2M1 && self.sm < 100 {
+        if fmt == MiniFmt::E2M1 {
+            return self.check_block_scale_target("FP4 (e2m1x2)");
+        }
+        Ok(())
+    }
+
+    fn check_block_scale_target(&self, what: &str) -> Result<(), DErr> {
+        if self.sm < 100 || self.suffix.is_none() {
             return unsup(format!(
-                "FP4 cvt needs sm_100a/sm_120a, module targets sm_{}",
-                self.sm
+                "{what} cvt needs an sm_100a/sm_120a-class target, module targets sm_{}{}",
+                self.sm,
+                self.suffix.map_or(String::new(), String::from)
             ));
         }
         Ok(())
@@ -1927,6 +1970,35 @@ impl Decoder<'_> {
             return unsup(format!("cvt form `cvt.{}`", mods.join(".")));
         }
         let (dt, st) = (types[0], types[1]);
+        if dt == "ue8m0x2" {
+            if st != "f32" {
+                return unsup(format!("cvt to ue8m0x2 from {st}"));
+            }
+            let r = match rnd {
+                Some(r @ (Rnd::Rz | Rnd::Rp)) => r,
+                _ => return perr("cvt to ue8m0x2 requires .rz or .rp"),
+            };
+            if !satfinite {
+                // without .satfinite, overflow and Inf are not specified
+                // where this simulator could check them: refuse
+                return unsup("cvt to ue8m0x2 without .satfinite");
+            }
+            if relu {
+                return perr("cvt to ue8m0x2 takes no .relu");
+            }
+            self.check_block_scale_target("UE8M0 (ue8m0x2)")?;
+            return self.simple(Op::CvtUe8m0Enc { rnd: r }, ops, 2, Cls::F32);
+        }
+        if st == "ue8m0x2" {
+            if dt != "bf16x2" {
+                return unsup(format!("cvt from ue8m0x2 to {dt}"));
+            }
+            if rnd != Some(Rnd::Rn) || satfinite || relu {
+                return perr("cvt.bf16x2.ue8m0x2 requires .rn and nothing else");
+            }
+            self.check_block_scale_target("UE8M0 (ue8m0x2)")?;
+            return self.simple(Op::CvtUe8m0Dec, ops, 1, Cls::Int);
+        }
         if let Some(fmt) = mini(dt) {
             if st != "f32" {
                 return unsup(format!("cvt to {dt} from {st}"));
