@@ -325,3 +325,84 @@ fn gpu_equals_host_when_present() {
         run_case(&st, &mut rng, (3, 4, 4, b, 300), &[], 1);
     }
 }
+
+#[test]
+fn statistics_on_the_simulator_equal_the_host() {
+    use block_ell::{
+        block_grad_norms, block_grad_norms_dev, ema_update, ema_update_dev, input_block_norms,
+        input_block_norms_dev, output_block_norms, output_block_norms_dev,
+    };
+    let mut rng = Rng(31);
+    for sm in [Sm::Sm80, Sm::Sm70] {
+        let ctx = Context::sim(sm);
+        let st = ctx.default_stream();
+        for (b, n) in [(8, 533), (32, 37), (16, 0)] {
+            // Empty slots hold NaN in gv: never read.
+            let l = layer(&mut rng, 3, 5, 3, b, 2, &[1]);
+            let d = &l.dims;
+            let topo = DeviceTopology::upload(&st, d, &l.col).unwrap();
+            let mut gv = rng.values(d.values_len());
+            for (s, &cb) in l.col.iter().enumerate() {
+                if cb < 0 {
+                    gv[s * b * b..(s + 1) * b * b].fill(f32::NAN);
+                }
+            }
+            let dgv = st.upload(&gv).unwrap();
+            let mut out = ctx.alloc::<f32>(d.slots()).unwrap();
+            block_grad_norms_dev(&st, &topo, &dgv, &mut out).unwrap();
+            let want = block_grad_norms(d, &gv, &l.col).unwrap();
+            assert_eq!(
+                bits(&st.to_vec(&out).unwrap()),
+                bits(&want),
+                "grad norms B{b} {sm}"
+            );
+
+            let x = rng.values(n * d.in_features());
+            let gy = rng.values(n * d.out_features());
+            let (dx, dgy) = (st.upload(&x).unwrap(), st.upload(&gy).unwrap());
+            let mut inorm = ctx.alloc::<f32>(d.c()).unwrap();
+            input_block_norms_dev(&st, d, n, &dx, &mut inorm).unwrap();
+            let want = input_block_norms(d, n, &x).unwrap();
+            assert_eq!(
+                bits(&st.to_vec(&inorm).unwrap()),
+                bits(&want),
+                "input norms B{b} N{n} {sm}"
+            );
+            let mut onorm = ctx.alloc::<f32>(d.r()).unwrap();
+            output_block_norms_dev(&st, d, n, &dgy, &mut onorm).unwrap();
+            let want = output_block_norms(d, n, &gy).unwrap();
+            assert_eq!(
+                bits(&st.to_vec(&onorm).unwrap()),
+                bits(&want),
+                "output norms B{b} N{n} {sm}"
+            );
+        }
+        // EMA with special values and the ends of the decay range.
+        let v = [
+            1.0f32,
+            -2.5,
+            f32::INFINITY,
+            f32::NAN,
+            0.0,
+            -0.0,
+            3.0e38,
+            1.0e-40,
+        ];
+        for decay in [0.0f32, 0.3, 0.9, 1.0] {
+            let mut s = vec![0.5f32, f32::NEG_INFINITY, 2.0, 1.0, -0.0, 0.0, 3.0e38, 7.0];
+            let mut ds = st.upload(&s).unwrap();
+            let dv = st.upload(&v).unwrap();
+            ema_update_dev(&st, &mut ds, &dv, decay).unwrap();
+            ema_update(&mut s, &v, decay).unwrap();
+            assert_eq!(
+                bits(&st.to_vec(&ds).unwrap()),
+                bits(&s),
+                "ema decay {decay} {sm}"
+            );
+        }
+        let mut ds = st.upload(&[0.0f32; 3]).unwrap();
+        let dv = st.upload(&[0.0f32; 3]).unwrap();
+        let e = ema_update_dev(&st, &mut ds, &dv, 1.5).unwrap_err();
+        assert!(e.to_string().contains("decay = 1.5"), "{e}");
+    }
+}

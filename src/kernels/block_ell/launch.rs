@@ -50,7 +50,7 @@ fn limit(what: &str, value: usize, max: usize) -> Result<()> {
 }
 
 /// The 32-bit limits of the kernels for `dims` and `n` rows.
-fn check_limits(dims: &Dims, n: usize) -> Result<()> {
+pub(super) fn check_limits(dims: &Dims, n: usize) -> Result<()> {
     limit("N", n, MAX_EXTENT)?;
     limit("R·B", dims.out_features(), MAX_EXTENT)?;
     limit("C·B", dims.in_features(), MAX_EXTENT)?;
@@ -104,7 +104,7 @@ impl DeviceTopology {
 
 /// CTAs for `tiles` tiles: every tile, up to 8 CTAs per SM (the kernels'
 /// grid-stride loops cover the rest).
-fn grid(stream: &Stream, tiles: usize) -> LaunchConfig {
+pub(super) fn grid(stream: &Stream, tiles: usize) -> LaunchConfig {
     let cap = stream.context().multiprocessor_count().max(1) as usize * 8;
     LaunchConfig::linear(tiles.clamp(1, cap) as u32, THREADS)
 }
@@ -117,7 +117,14 @@ fn tiles(what: &str, a: usize, b: usize) -> Result<usize> {
 }
 
 /// Check the lengths of `n` rows of `width` floats.
-fn rows(dims: &Dims, what: &str, got: usize, n: usize, width: usize, shape: &str) -> Result<()> {
+pub(super) fn rows(
+    dims: &Dims,
+    what: &str,
+    got: usize,
+    n: usize,
+    width: usize,
+    shape: &str,
+) -> Result<()> {
     let want = dims.rows_len(shape, n, width)?;
     expect_len(what, got, want, shape)
 }
@@ -243,7 +250,7 @@ pub fn grad_input_dev(
 /// Run the N-chunk tree of `len` outputs into `out`: `pass(part, q0,
 /// groups)` queues the partials of chunks `q0 .. q0 + groups` into `part`
 /// (`[groups, len]`); with one chunk it writes `out` directly.
-fn chunk_tree(
+pub(super) fn chunk_tree(
     stream: &Stream,
     budget: usize,
     n: usize,

@@ -82,6 +82,11 @@
 //!   `decay.mul_add(s, (1.0 - decay) * v)`, with `decay` finite in `[0,
 //!   1]`.
 //!
+//! Each has a device form in [`launch_stats`] ([`block_grad_norms_dev`],
+//! [`input_block_norms_dev`], [`output_block_norms_dev`],
+//! [`ema_update_dev`]) with the same bits, so a training loop that keeps
+//! `gv`, `x` and `gy` on the device reads back only `R·K + R + C` floats.
+//!
 //! # Sizes and errors
 //! `N = 0` gives empty `y`/`gx`, all-`+0.0` `gv`/`gb` and zero norms;
 //! `R = 0` or `C = 0` are valid empty layers (with `C = 0` every slot must
@@ -95,7 +100,9 @@
 
 pub mod host;
 pub mod launch;
+pub mod launch_stats;
 pub mod ptx;
+pub mod ptx_stats;
 pub mod stats;
 pub mod topology;
 
@@ -104,5 +111,8 @@ pub use host::{
     validate_col,
 };
 pub use launch::{DeviceTopology, forward_dev, grad_bias_dev, grad_input_dev, grad_values_dev};
+pub use launch_stats::{
+    block_grad_norms_dev, ema_update_dev, input_block_norms_dev, output_block_norms_dev,
+};
 pub use stats::{block_grad_norms, ema_update, input_block_norms, output_block_norms};
 pub use topology::{BlockEll, TransposedIndex, from_dense, retopology, to_dense};

@@ -1,0 +1,204 @@
+//! Device entry points of the per-block statistics ([`super::stats`] is
+//! the spec): the topology controller's inputs computed where `gv`, `x`
+//! and `gy` already live, queued on a [`Stream`].
+
+use super::host::{Dims, expect_len};
+use super::launch::{DeviceTopology, SCRATCH_FLOATS, check_limits, chunk_tree, grid, rows};
+use super::ptx::THREADS;
+use super::ptx_stats::{
+    EmaArgs, GradNormsArgs, NormPartialsArgs, SqrtArgs, generate_ema, generate_grad_norms,
+    generate_norm_partials, generate_sqrt,
+};
+use crate::dsl::params::{DevPtr, KernelParams};
+use crate::dsl::types::F32;
+use crate::error::{Error, Result};
+use crate::runtime::buffer::{AsDevice, AsDeviceMut};
+use crate::runtime::context::Stream;
+use crate::runtime::exec::LaunchConfig;
+
+fn elementwise(len: usize) -> LaunchConfig {
+    LaunchConfig::linear(
+        len.div_ceil(THREADS as usize).clamp(1, 1 << 16) as u32,
+        THREADS,
+    )
+}
+
+/// [`super::block_grad_norms`] on the device: `out [R, K]` from `gv [R, K,
+/// B, B]`, queued on `stream`.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] naming the values for a length that does
+/// not match its shape; [`Error::WrongContext`]; JIT and launch errors.
+pub fn block_grad_norms_dev(
+    stream: &Stream,
+    topo: &DeviceTopology,
+    gv: &impl AsDevice<f32>,
+    out: &mut impl AsDeviceMut<f32>,
+) -> Result<()> {
+    let d = topo.dims();
+    expect_len("gv", gv.as_device().len(), d.values_len(), "R × K × B × B")?;
+    expect_len("out", out.as_device().len(), d.slots(), "R × K")?;
+    if d.slots() == 0 {
+        return Ok(());
+    }
+    let args = GradNormsArgs {
+        gv: stream.arg("gv", gv)?,
+        col: stream.arg("col", topo.col())?,
+        out: stream.arg_mut("out", out)?,
+        slots: d.slots() as u32,
+        bb: (d.b() * d.b()) as u32,
+    };
+    let m = generate_grad_norms(stream.context().sm())?;
+    stream.launch(&m, elementwise(d.slots()), &args.args())
+}
+
+/// The norms of `blocks` column blocks of `a [n, blocks·B]` into `out`.
+fn column_block_norms(
+    stream: &Stream,
+    n: usize,
+    blocks: usize,
+    b: usize,
+    a: DevPtr<F32>,
+    out: DevPtr<F32>,
+) -> Result<()> {
+    let m = generate_norm_partials(stream.context().sm())?;
+    chunk_tree(
+        stream,
+        SCRATCH_FLOATS,
+        n,
+        blocks,
+        blocks,
+        out,
+        |part, q0, groups, count| {
+            let args = NormPartialsArgs {
+                a,
+                part,
+                n: n as u32,
+                blocks: blocks as u32,
+                b: b as u32,
+                q0,
+                groups,
+            };
+            stream.launch(
+                &m,
+                grid(stream, count.div_ceil(THREADS as usize)),
+                &args.args(),
+            )
+        },
+    )?;
+    let sq = SqrtArgs {
+        v: out,
+        len: blocks as u32,
+    };
+    stream.launch(
+        &generate_sqrt(stream.context().sm())?,
+        elementwise(blocks),
+        &sq.args(),
+    )
+}
+
+/// [`super::input_block_norms`] on the device: `out [C]` from `x [N,
+/// C·B]`, queued on `stream`.
+///
+/// # Errors
+/// As [`block_grad_norms_dev`], and the [kernel limits](super::launch).
+pub fn input_block_norms_dev(
+    stream: &Stream,
+    dims: &Dims,
+    n: usize,
+    x: &impl AsDevice<f32>,
+    out: &mut impl AsDeviceMut<f32>,
+) -> Result<()> {
+    check_limits(dims, n)?;
+    rows(
+        dims,
+        "x",
+        x.as_device().len(),
+        n,
+        dims.in_features(),
+        "N × C·B",
+    )?;
+    expect_len("out", out.as_device().len(), dims.c(), "C")?;
+    if dims.c() == 0 {
+        return Ok(());
+    }
+    if n == 0 {
+        return stream.zero(out);
+    }
+    let (xp, op) = (stream.arg("x", x)?, stream.arg_mut("out", out)?);
+    column_block_norms(stream, n, dims.c(), dims.b(), xp, op)
+}
+
+/// [`super::output_block_norms`] on the device: `out [R]` from `gy [N,
+/// R·B]`, queued on `stream`.
+///
+/// # Errors
+/// As [`input_block_norms_dev`].
+pub fn output_block_norms_dev(
+    stream: &Stream,
+    dims: &Dims,
+    n: usize,
+    gy: &impl AsDevice<f32>,
+    out: &mut impl AsDeviceMut<f32>,
+) -> Result<()> {
+    check_limits(dims, n)?;
+    rows(
+        dims,
+        "gy",
+        gy.as_device().len(),
+        n,
+        dims.out_features(),
+        "N × R·B",
+    )?;
+    expect_len("out", out.as_device().len(), dims.r(), "R")?;
+    if dims.r() == 0 {
+        return Ok(());
+    }
+    if n == 0 {
+        return stream.zero(out);
+    }
+    let (gp, op) = (stream.arg("gy", gy)?, stream.arg_mut("out", out)?);
+    column_block_norms(stream, n, dims.r(), dims.b(), gp, op)
+}
+
+/// [`super::ema_update`] on the device, `scores` in place, queued on
+/// `stream`.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] naming the values: `decay` not in `[0, 1]`,
+/// lengths that differ or exceed `u32::MAX`; [`Error::WrongContext`]; JIT
+/// and launch errors.
+pub fn ema_update_dev(
+    stream: &Stream,
+    scores: &mut impl AsDeviceMut<f32>,
+    values: &impl AsDevice<f32>,
+    decay: f32,
+) -> Result<()> {
+    if !(0.0..=1.0).contains(&decay) {
+        return Err(Error::InvalidArgument(format!(
+            "block_ell: EMA decay = {decay} is outside [0, 1]"
+        )));
+    }
+    let len = scores.as_device().len();
+    expect_len("values", values.as_device().len(), len, "scores.len()")?;
+    if u32::try_from(len).is_err() {
+        return Err(Error::InvalidArgument(format!(
+            "block_ell: {len} scores exceed the kernel's limit {}",
+            u32::MAX
+        )));
+    }
+    if len == 0 {
+        return Ok(());
+    }
+    let args = EmaArgs {
+        values: stream.arg("values", values)?,
+        scores: stream.arg_mut("scores", scores)?,
+        len: len as u32,
+        decay,
+    };
+    stream.launch(
+        &generate_ema(stream.context().sm())?,
+        elementwise(len),
+        &args.args(),
+    )
+}
