@@ -406,3 +406,75 @@ fn statistics_on_the_simulator_equal_the_host() {
         assert!(e.to_string().contains("decay = 1.5"), "{e}");
     }
 }
+
+/// Memory a foreign allocator owns: on the simulator, allocations made on
+/// the `Sim` directly, which no ptxsmith buffer knows about.
+fn foreign_put(ctx: &Context, data: &[f32]) -> u64 {
+    ctx.with_sim(|sim| {
+        let a = sim.alloc(std::mem::size_of_val(data).max(4)).unwrap();
+        sim.write(a, bytemuck::cast_slice(data)).unwrap();
+        a
+    })
+    .unwrap()
+}
+
+fn foreign_get(ctx: &Context, addr: u64, n: usize) -> Vec<f32> {
+    let mut out = vec![0f32; n];
+    ctx.with_sim(|sim| sim.read(addr, bytemuck::cast_slice_mut(&mut out)).unwrap())
+        .unwrap();
+    out
+}
+
+#[test]
+fn raw_entry_points_run_on_foreign_memory() {
+    let ctx = Context::sim(Sm::Sm80);
+    let st = ctx.default_stream();
+    let raw = st.raw();
+    let mut rng = Rng(37);
+    let l = layer(&mut rng, 3, 4, 2, 16, 2, &[]);
+    let d = &l.dims;
+    let topo = DeviceTopology::upload(&st, d, &l.col).unwrap();
+    for n in [70, 300] {
+        let x = rng.values(n * d.in_features());
+        let gy = rng.values(n * d.out_features());
+        let (px, pgy, pv, pb) = (
+            foreign_put(&ctx, &x),
+            foreign_put(&ctx, &gy),
+            foreign_put(&ctx, &l.values),
+            foreign_put(&ctx, &l.bias),
+        );
+        let py = foreign_put(&ctx, &vec![0.0; n * d.out_features()]);
+        let pgx = foreign_put(&ctx, &vec![0.0; n * d.in_features()]);
+        let pgv = foreign_put(&ctx, &vec![0.0; d.values_len()]);
+        // SAFETY: every address is a live simulator allocation of the
+        // stated length; outputs overlap nothing; `raw` is this context's.
+        unsafe {
+            launch::forward_raw(&ctx, raw, &topo, n, px, pv, Some(pb), py).unwrap();
+            launch::grad_input_raw(&ctx, raw, &topo, n, pgy, pv, pgx).unwrap();
+            launch::grad_values_raw(&ctx, raw, &topo, n, px, pgy, pgv).unwrap();
+        }
+        st.synchronize().unwrap();
+        let y = block_ell::forward(d, n, &x, &l.values, &l.col, Some(&l.bias)).unwrap();
+        assert_eq!(
+            bits(&foreign_get(&ctx, py, y.len())),
+            bits(&y),
+            "forward_raw N{n}"
+        );
+        let gx = block_ell::grad_input(d, n, &gy, &l.values, &l.col).unwrap();
+        assert_eq!(
+            bits(&foreign_get(&ctx, pgx, gx.len())),
+            bits(&gx),
+            "grad_input_raw N{n}"
+        );
+        let gv = block_ell::grad_values(d, n, &x, &gy, &l.col).unwrap();
+        assert_eq!(
+            bits(&foreign_get(&ctx, pgv, gv.len())),
+            bits(&gv),
+            "grad_values_raw N{n}"
+        );
+    }
+    // Sizes are still checked.
+    // SAFETY: refused before anything is queued.
+    let e = unsafe { launch::forward_raw(&ctx, raw, &topo, 1 << 31, 0, 0, None, 0) }.unwrap_err();
+    assert!(e.to_string().contains("N = 2147483648"), "{e}");
+}

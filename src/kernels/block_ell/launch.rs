@@ -30,8 +30,8 @@ use crate::error::{Error, Result};
 use crate::kernels::dispatch::dispatch;
 use crate::runtime::backend::{Backend, Ran};
 use crate::runtime::buffer::{AsDevice, AsDeviceMut, DeviceBuffer};
-use crate::runtime::context::Stream;
-use crate::runtime::exec::LaunchConfig;
+use crate::runtime::context::{Context, Stream};
+use crate::runtime::exec::{CUdeviceptr, LaunchConfig, PointerCheck, RawStream};
 
 /// The most floats the chunk partials of one grad-values / grad-bias call
 /// occupy (64 MiB), unless one chunk alone needs more.
@@ -133,6 +133,45 @@ fn bsize(dims: &Dims) -> u32 {
     dims.b() as u32
 }
 
+/// The raw pointers of one call (device entry points take them from
+/// buffers, raw entry points from the caller).
+#[derive(Clone, Copy)]
+struct Ptrs {
+    a: DevPtr<F32>,
+    b: DevPtr<F32>,
+    out: DevPtr<F32>,
+}
+
+fn forward_core(
+    st: &Stream,
+    topo: &DeviceTopology,
+    n: usize,
+    p: Ptrs,
+    bias: Option<DevPtr<F32>>,
+    check: PointerCheck,
+) -> Result<()> {
+    let d = topo.dims;
+    let ntiles = n.div_ceil(rows_per_tile(bsize(&d)) as usize);
+    let count = tiles("R × row tiles", d.r(), ntiles)?;
+    if count == 0 {
+        return Ok(());
+    }
+    let args = ForwardArgs {
+        x: p.a,
+        values: p.b,
+        col: st.arg("col", &topo.col)?,
+        bias: bias.unwrap_or(p.b),
+        y: p.out,
+        n: n as u32,
+        r: d.r() as u32,
+        c: d.c() as u32,
+        k: d.k() as u32,
+        has_bias: u32::from(bias.is_some()),
+    };
+    let m = generate_forward(st.context().sm(), bsize(&d))?;
+    st.launch_with(&m, grid(st, count), &args.args(), check)
+}
+
 /// `y = x·Wᵀ (+ bias)` for `n` rows, queued on `stream` (see the
 /// [module contract](super)); `y` is `[N, R·B]`.
 ///
@@ -154,40 +193,92 @@ pub fn forward_dev(
     check_limits(&d, n)?;
     rows(&d, "x", x.as_device().len(), n, d.in_features(), "N × C·B")?;
     rows(&d, "y", y.as_device().len(), n, d.out_features(), "N × R·B")?;
-    expect_len(
-        "values",
-        values.as_device().len(),
-        d.values_len(),
-        "R × K × B × B",
-    )?;
+    let values_len = values.as_device().len();
+    expect_len("values", values_len, d.values_len(), "R × K × B × B")?;
     let bias = bias.map(|b| b.as_device());
     if let Some(b) = &bias {
         expect_len("bias", b.len(), d.out_features(), "R·B")?;
     }
+    let bias = bias.map(|b| stream.arg("bias", &b)).transpose()?;
+    let p = Ptrs {
+        a: stream.arg("x", x)?,
+        b: stream.arg("values", values)?,
+        out: stream.arg_mut("y", y)?,
+    };
+    forward_core(stream, topo, n, p, bias, PointerCheck::LiveBuffers)
+}
+
+/// [`forward_dev`] on memory another stack allocated (e.g. PyTorch or
+/// CuPy tensors): `x` (`N × C·B` f32), `values` (`R·K·B·B`), `bias`
+/// (`R·B`, optional) and `y` (`N × R·B`) are raw device addresses, the
+/// topology is ptxsmith's, the launch is queued on the foreign `stream`.
+///
+/// # Safety
+/// * `x`, `values`, `bias` and `y` are device memory of `ctx`'s context
+///   with at least the lengths above, 4-byte aligned, valid until the
+///   kernel has run; `y` overlaps no input and nothing else accesses it
+///   until then;
+/// * `stream` is a live stream of that context (or [`RawStream::NULL`]).
+///
+/// Sizes are still checked against the kernel limits; the addresses
+/// cannot be.
+///
+/// # Errors
+/// As [`forward_dev`].
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn forward_raw(
+    ctx: &Context,
+    stream: RawStream,
+    topo: &DeviceTopology,
+    n: usize,
+    x: CUdeviceptr,
+    values: CUdeviceptr,
+    bias: Option<CUdeviceptr>,
+    y: CUdeviceptr,
+) -> Result<()> {
+    check_limits(&topo.dims, n)?;
+    let p = Ptrs {
+        a: DevPtr::new(x),
+        b: DevPtr::new(values),
+        out: DevPtr::new(y),
+    };
+    let bias = bias.map(DevPtr::new);
+    forward_core(
+        &ctx.borrowed_stream(stream),
+        topo,
+        n,
+        p,
+        bias,
+        PointerCheck::Caller,
+    )
+}
+
+fn grad_input_core(
+    st: &Stream,
+    topo: &DeviceTopology,
+    n: usize,
+    p: Ptrs,
+    check: PointerCheck,
+) -> Result<()> {
+    let d = topo.dims;
     let ntiles = n.div_ceil(rows_per_tile(bsize(&d)) as usize);
-    let count = tiles("R × row tiles", d.r(), ntiles)?;
+    let count = tiles("C × row tiles", d.c(), ntiles)?;
     if count == 0 {
         return Ok(());
     }
-    let values_p = stream.arg("values", values)?;
-    let (bias_p, has_bias) = match &bias {
-        Some(b) => (stream.arg("bias", b)?, 1),
-        None => (values_p, 0),
-    };
-    let args = ForwardArgs {
-        x: stream.arg("x", x)?,
-        values: values_p,
-        col: stream.arg("col", &topo.col)?,
-        bias: bias_p,
-        y: stream.arg_mut("y", y)?,
+    let args = GradInputArgs {
+        gy: p.a,
+        values: p.b,
+        offsets: st.arg("index offsets", &topo.offsets)?,
+        slots: st.arg("index slots", &topo.slots)?,
+        gx: p.out,
         n: n as u32,
         r: d.r() as u32,
         c: d.c() as u32,
         k: d.k() as u32,
-        has_bias,
     };
-    let m = generate_forward(stream.context().sm(), bsize(&d))?;
-    stream.launch(&m, grid(stream, count), &args.args())
+    let m = generate_grad_input(st.context().sm(), bsize(&d))?;
+    st.launch_with(&m, grid(st, count), &args.args(), check)
 }
 
 /// `gx` (`[N, C·B]`), the gradient with respect to `x` given `gy` (`[N,
@@ -221,35 +312,53 @@ pub fn grad_input_dev(
         d.in_features(),
         "N × C·B",
     )?;
-    expect_len(
-        "values",
-        values.as_device().len(),
-        d.values_len(),
-        "R × K × B × B",
-    )?;
-    let ntiles = n.div_ceil(rows_per_tile(bsize(&d)) as usize);
-    let count = tiles("C × row tiles", d.c(), ntiles)?;
-    if count == 0 {
-        return Ok(());
-    }
-    let args = GradInputArgs {
-        gy: stream.arg("gy", gy)?,
-        values: stream.arg("values", values)?,
-        offsets: stream.arg("index offsets", &topo.offsets)?,
-        slots: stream.arg("index slots", &topo.slots)?,
-        gx: stream.arg_mut("gx", gx)?,
-        n: n as u32,
-        r: d.r() as u32,
-        c: d.c() as u32,
-        k: d.k() as u32,
+    let values_len = values.as_device().len();
+    expect_len("values", values_len, d.values_len(), "R × K × B × B")?;
+    let p = Ptrs {
+        a: stream.arg("gy", gy)?,
+        b: stream.arg("values", values)?,
+        out: stream.arg_mut("gx", gx)?,
     };
-    let m = generate_grad_input(stream.context().sm(), bsize(&d))?;
-    stream.launch(&m, grid(stream, count), &args.args())
+    grad_input_core(stream, topo, n, p, PointerCheck::LiveBuffers)
+}
+
+/// [`grad_input_dev`] on foreign memory: `gy` (`N × R·B`), `values`
+/// (`R·K·B·B`) and `gx` (`N × C·B`) are raw device addresses.
+///
+/// # Safety
+/// As [`forward_raw`], for `gy`, `values` (read) and `gx` (written).
+///
+/// # Errors
+/// As [`forward_dev`].
+pub unsafe fn grad_input_raw(
+    ctx: &Context,
+    stream: RawStream,
+    topo: &DeviceTopology,
+    n: usize,
+    gy: CUdeviceptr,
+    values: CUdeviceptr,
+    gx: CUdeviceptr,
+) -> Result<()> {
+    check_limits(&topo.dims, n)?;
+    let p = Ptrs {
+        a: DevPtr::new(gy),
+        b: DevPtr::new(values),
+        out: DevPtr::new(gx),
+    };
+    grad_input_core(
+        &ctx.borrowed_stream(stream),
+        topo,
+        n,
+        p,
+        PointerCheck::Caller,
+    )
 }
 
 /// Run the N-chunk tree of `len` outputs into `out`: `pass(part, q0,
 /// groups)` queues the partials of chunks `q0 .. q0 + groups` into `part`
-/// (`[groups, len]`); with one chunk it writes `out` directly.
+/// (`[groups, len]`); with one chunk it writes `out` directly. `check`
+/// applies to `out` (the partials are ptxsmith's).
+#[allow(clippy::too_many_arguments)]
 pub(super) fn chunk_tree(
     stream: &Stream,
     budget: usize,
@@ -257,6 +366,7 @@ pub(super) fn chunk_tree(
     len: usize,
     per_chunk_tiles: usize,
     out: DevPtr<F32>,
+    check: PointerCheck,
     mut pass: impl FnMut(DevPtr<F32>, u32, u32, usize) -> Result<()>,
 ) -> Result<()> {
     let nchunks = n.div_ceil(N_CHUNK);
@@ -284,10 +394,52 @@ pub(super) fn chunk_tree(
             len.div_ceil(THREADS as usize).clamp(1, 1 << 16) as u32,
             THREADS,
         );
-        stream.launch(&fold, cfg, &args.args())?;
+        stream.launch_with(&fold, cfg, &args.args(), check)?;
         q0 += g;
     }
     Ok(())
+}
+
+fn grad_values_core(
+    st: &Stream,
+    topo: &DeviceTopology,
+    n: usize,
+    p: Ptrs,
+    scratch_floats: usize,
+    check: PointerCheck,
+) -> Result<()> {
+    let d = topo.dims;
+    if d.values_len() == 0 {
+        return Ok(());
+    }
+    let colp = st.arg("col", &topo.col)?;
+    let m = generate_grad_values(st.context().sm(), bsize(&d))?;
+    let slots = d.slots();
+    let (len, out) = (d.values_len(), p.out);
+    chunk_tree(
+        st,
+        scratch_floats,
+        n,
+        len,
+        slots,
+        out,
+        check,
+        |part, q0, groups, count| {
+            let args = GradValuesArgs {
+                x: p.a,
+                gy: p.b,
+                col: colp,
+                part,
+                n: n as u32,
+                r: d.r() as u32,
+                c: d.c() as u32,
+                k: d.k() as u32,
+                q0,
+                groups,
+            };
+            st.launch_with(&m, grid(st, count), &args.args(), check)
+        },
+    )
 }
 
 /// `gv` (`[R, K, B, B]`), the gradient with respect to `values`, by the
@@ -334,40 +486,59 @@ pub fn grad_values_dev_budget(
         "N × R·B",
     )?;
     expect_len("gv", gv.as_device().len(), d.values_len(), "R × K × B × B")?;
-    if d.values_len() == 0 {
-        return Ok(());
-    }
     if n == 0 {
         return stream.zero(gv);
     }
-    let (xp, gyp) = (stream.arg("x", x)?, stream.arg("gy", gy)?);
-    let colp = stream.arg("col", &topo.col)?;
-    let out = stream.arg_mut("gv", gv)?;
-    let m = generate_grad_values(stream.context().sm(), bsize(&d))?;
-    let slots = d.slots();
-    chunk_tree(
+    let p = Ptrs {
+        a: stream.arg("x", x)?,
+        b: stream.arg("gy", gy)?,
+        out: stream.arg_mut("gv", gv)?,
+    };
+    grad_values_core(
         stream,
-        scratch_floats,
+        topo,
         n,
-        d.values_len(),
-        slots,
-        out,
-        |part, q0, groups, count| {
-            let args = GradValuesArgs {
-                x: xp,
-                gy: gyp,
-                col: colp,
-                part,
-                n: n as u32,
-                r: d.r() as u32,
-                c: d.c() as u32,
-                k: d.k() as u32,
-                q0,
-                groups,
-            };
-            stream.launch(&m, grid(stream, count), &args.args())
-        },
+        p,
+        scratch_floats,
+        PointerCheck::LiveBuffers,
     )
+}
+
+/// [`grad_values_dev`] on foreign memory: `x` (`N × C·B`), `gy` (`N ×
+/// R·B`) and `gv` (`R·K·B·B`) are raw device addresses; the chunk
+/// partials (when `N > 256`) are allocated by ptxsmith in `ctx`.
+///
+/// # Safety
+/// As [`forward_raw`], for `x`, `gy` (read) and `gv` (written).
+///
+/// # Errors
+/// As [`forward_dev`].
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn grad_values_raw(
+    ctx: &Context,
+    stream: RawStream,
+    topo: &DeviceTopology,
+    n: usize,
+    x: CUdeviceptr,
+    gy: CUdeviceptr,
+    gv: CUdeviceptr,
+) -> Result<()> {
+    check_limits(&topo.dims, n)?;
+    let st = ctx.borrowed_stream(stream);
+    let len = topo.dims.values_len();
+    if n == 0 {
+        if len > 0 {
+            let zeros = ctx.alloc_zeroed::<f32>(len)?;
+            st.copy_to_foreign(gv, &zeros)?;
+        }
+        return Ok(());
+    }
+    let p = Ptrs {
+        a: DevPtr::new(x),
+        b: DevPtr::new(gy),
+        out: DevPtr::new(gv),
+    };
+    grad_values_core(&st, topo, n, p, SCRATCH_FLOATS, PointerCheck::Caller)
 }
 
 /// `gb` (`[R·B]`), the gradient with respect to `bias`, by the N-chunk
@@ -412,6 +583,7 @@ pub fn grad_bias_dev_budget(
     let out = stream.arg_mut("gb", gb)?;
     let m = generate_grad_bias(stream.context().sm())?;
     let per_chunk = width.div_ceil(THREADS as usize);
+    let check = PointerCheck::LiveBuffers;
     chunk_tree(
         stream,
         scratch_floats,
@@ -419,6 +591,7 @@ pub fn grad_bias_dev_budget(
         width,
         width,
         out,
+        check,
         |part, q0, groups, _| {
             let args = GradBiasArgs {
                 gy: gyp,

@@ -14,7 +14,7 @@ use crate::dsl::types::F32;
 use crate::error::{Error, Result};
 use crate::runtime::buffer::{AsDevice, AsDeviceMut};
 use crate::runtime::context::Stream;
-use crate::runtime::exec::LaunchConfig;
+use crate::runtime::exec::{LaunchConfig, PointerCheck};
 
 fn elementwise(len: usize) -> LaunchConfig {
     LaunchConfig::linear(
@@ -69,6 +69,7 @@ fn column_block_norms(
         blocks,
         blocks,
         out,
+        PointerCheck::LiveBuffers,
         |part, q0, groups, count| {
             let args = NormPartialsArgs {
                 a,

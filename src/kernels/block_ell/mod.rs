@@ -8,8 +8,10 @@
 //! and [`launch`] runs them on a [`Stream`](crate::runtime::context::Stream)
 //! (GPU or simulator): [`DeviceTopology`] holds `col` and its transposed
 //! index on the device, [`forward_dev`], [`grad_input_dev`],
-//! [`grad_values_dev`] and [`grad_bias_dev`] take device buffers, and
-//! [`launch::forward`] & co. are the slice API on any
+//! [`grad_values_dev`] and [`grad_bias_dev`] take device buffers,
+//! [`launch::forward_raw`], [`launch::grad_input_raw`] and
+//! [`launch::grad_values_raw`] take another stack's `CUdeviceptr`s and
+//! stream, and [`launch::forward`] & co. are the slice API on any
 //! [`Backend`](crate::runtime::backend::Backend). No kernel uses atomics:
 //! every output element has one writer, so results never depend on
 //! timing or on the launch configuration.
