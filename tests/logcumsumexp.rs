@@ -285,3 +285,45 @@ fn gpu_logcumsumexp_matches_the_host_model() {
         );
     }
 }
+
+#[test]
+fn raw_entry_points_run_on_foreign_memory() {
+    let ctx = Context::sim(Sm::Sm80);
+    let raw = ctx.default_stream().raw();
+    let put = |data: &[f32]| {
+        ctx.with_sim(|sim| {
+            let a = sim.alloc(std::mem::size_of_val(data)).unwrap();
+            sim.write(a, bytemuck::cast_slice(data)).unwrap();
+            a
+        })
+        .unwrap()
+    };
+    let get = |addr: u64, n: usize| {
+        let mut out = vec![0f32; n];
+        ctx.with_sim(|sim| sim.read(addr, bytemuck::cast_slice_mut(&mut out)).unwrap())
+            .unwrap();
+        out
+    };
+    let (rows, t) = (3, 600);
+    let x = data(rows * t, 41, 8.0);
+    let g = data(rows * t, 42, 1.0);
+    let y = host::forward(&x, rows, t).unwrap();
+    let gx = host::backward(&x, &y, &g, rows, t).unwrap();
+    let (px, pg, py) = (put(&x), put(&g), put(&vec![0.0; rows * t]));
+    let pgx = put(&vec![0.0; rows * t]);
+    // SAFETY: live simulator allocations of rows × T f32s; outputs overlap
+    // no input; `raw` is this context's stream.
+    unsafe {
+        launch::forward_raw(&ctx, raw, px, py, rows, t).unwrap();
+        launch::backward_raw(&ctx, raw, px, py, pg, pgx, rows, t).unwrap();
+    }
+    ctx.synchronize().unwrap();
+    assert_eq!(bits(&get(py, rows * t)), bits(&y));
+    assert_eq!(bits(&get(pgx, rows * t)), bits(&gx));
+    // In place (x and y the same address).
+    let pin = put(&x);
+    // SAFETY: as above; the forward scan may run in place.
+    unsafe { launch::forward_raw(&ctx, raw, pin, pin, rows, t) }.unwrap();
+    ctx.synchronize().unwrap();
+    assert_eq!(bits(&get(pin, rows * t)), bits(&y));
+}

@@ -1,7 +1,9 @@
 //! Launch code of [`super`]: device entry points ([`forward_dev`],
-//! [`backward_dev`]: buffers in and out, queued on a stream) and the slice
-//! API ([`forward`], [`backward`]) on top, written against [`Stream`] so
-//! the GPU and the simulator run the same sequence.
+//! [`backward_dev`]: buffers in and out, queued on a stream), raw-pointer
+//! entry points on another stack's memory and stream ([`forward_raw`],
+//! [`backward_raw`]) and the slice API ([`forward`], [`backward`]) on top,
+//! written against [`Stream`] so the GPU and the simulator run the same
+//! sequence.
 
 use super::host::{self, CHUNK, expect_len, validate_shape};
 use super::ptx::{
@@ -14,8 +16,8 @@ use crate::error::Result;
 use crate::kernels::dispatch::dispatch;
 use crate::runtime::backend::{Backend, Ran};
 use crate::runtime::buffer::{AsDevice, AsDeviceMut};
-use crate::runtime::context::Stream;
-use crate::runtime::exec::LaunchConfig;
+use crate::runtime::context::{Context, Stream};
+use crate::runtime::exec::{CUdeviceptr, LaunchConfig, PointerCheck, RawStream};
 
 /// Grid for `threads` threads of work (grid-stride loops cover the rest).
 fn grid(stream: &Stream, threads: u32) -> LaunchConfig {
@@ -32,6 +34,7 @@ fn scan(
     rows: u32,
     t: u32,
     rev: bool,
+    check: PointerCheck,
 ) -> Result<()> {
     let ctx = stream.context();
     let sm = ctx.sm();
@@ -47,7 +50,12 @@ fn scan(
         t,
         nchunks,
     };
-    stream.launch(&generate_scan(sm, rev)?, grid(stream, chunks), &a.args())?;
+    stream.launch_with(
+        &generate_scan(sm, rev)?,
+        grid(stream, chunks),
+        &a.args(),
+        check,
+    )?;
     if nchunks > 1 {
         let c = CarryArgs {
             tot: stream.arg("chunk totals", &tot)?,
@@ -63,7 +71,12 @@ fn scan(
             t,
             nchunks,
         };
-        stream.launch(&generate_apply(sm, rev)?, grid(stream, chunks), &ap.args())?;
+        stream.launch_with(
+            &generate_apply(sm, rev)?,
+            grid(stream, chunks),
+            &ap.args(),
+            check,
+        )?;
     }
     Ok(())
 }
@@ -89,7 +102,56 @@ pub fn forward_dev(
         return Ok(());
     }
     let (xp, yp) = (stream.arg("x", x)?, stream.arg_mut("y", y)?);
-    scan(stream, xp, yp, rows as u32, t as u32, false)
+    scan(
+        stream,
+        xp,
+        yp,
+        rows as u32,
+        t as u32,
+        false,
+        PointerCheck::LiveBuffers,
+    )
+}
+
+/// [`forward_dev`] on memory another stack allocated (e.g. a PyTorch
+/// tensor): `x` and `y` are raw device addresses of `rows × T` f32s (they
+/// may be the same address: the scan reads each element before writing
+/// it), the launches are queued on the foreign `stream`.
+///
+/// # Safety
+/// * `x` and `y` are device memory of `ctx`'s context holding `rows × T`
+///   f32s, 4-byte aligned, valid until the kernels have run; nothing else
+///   accesses `y` until then;
+/// * `stream` is a live stream of that context (or
+///   [`RawStream::NULL`]).
+///
+/// Shapes are still checked; the addresses cannot be.
+///
+/// # Errors
+/// As [`forward_dev`].
+pub unsafe fn forward_raw(
+    ctx: &Context,
+    stream: RawStream,
+    x: CUdeviceptr,
+    y: CUdeviceptr,
+    rows: usize,
+    t: usize,
+) -> Result<()> {
+    validate_shape(rows, t)?;
+    if rows == 0 || t == 0 {
+        return Ok(());
+    }
+    let st = ctx.borrowed_stream(stream);
+    let (xp, yp) = (DevPtr::new(x), DevPtr::new(y));
+    scan(
+        &st,
+        xp,
+        yp,
+        rows as u32,
+        t as u32,
+        false,
+        PointerCheck::Caller,
+    )
 }
 
 /// The gradient `gx` of `Σ g·y` with respect to `x`, given `x`, the
@@ -120,6 +182,30 @@ pub fn backward_dev(
     if rows == 0 || t == 0 {
         return Ok(());
     }
+    let io = BackwardPtrs {
+        x: stream.arg("x", x)?,
+        y: stream.arg("y", y)?,
+        g: stream.arg("g", g)?,
+        gx: stream.arg_mut("gx", gx)?,
+    };
+    backward_core(stream, io, rows, t, PointerCheck::LiveBuffers)
+}
+
+/// The caller's buffers of a backward pass.
+struct BackwardPtrs {
+    x: DevPtr<F32>,
+    y: DevPtr<F32>,
+    g: DevPtr<F32>,
+    gx: DevPtr<F32>,
+}
+
+fn backward_core(
+    stream: &Stream,
+    io: BackwardPtrs,
+    rows: usize,
+    t: usize,
+    check: PointerCheck,
+) -> Result<()> {
     let ctx = stream.context();
     let sm = ctx.sm();
     let (rows32, t32) = (rows as u32, t as u32);
@@ -127,37 +213,79 @@ pub fn backward_dev(
     let mut a = ctx.alloc::<f32>(rows * t)?;
     let mut b = ctx.alloc::<f32>(rows * t)?;
     let terms = TermsArgs {
-        g: stream.arg("g", g)?,
-        y: stream.arg("y", y)?,
+        g: io.g,
+        y: io.y,
         a: stream.arg_mut("positive terms", &mut a)?,
         b: stream.arg_mut("negative terms", &mut b)?,
         rows: rows32,
         t: t32,
         nchunks,
     };
-    stream.launch(
+    stream.launch_with(
         &generate_grad_terms(sm)?,
         grid(stream, rows32 * nchunks),
         &terms.args(),
+        check,
     )?;
     // In place: a → P, b → N.
     let ap = stream.arg_mut("positive terms", &mut a)?;
-    scan(stream, ap, ap, rows32, t32, true)?;
+    scan(stream, ap, ap, rows32, t32, true, PointerCheck::LiveBuffers)?;
     let bp = stream.arg_mut("negative terms", &mut b)?;
-    scan(stream, bp, bp, rows32, t32, true)?;
+    scan(stream, bp, bp, rows32, t32, true, PointerCheck::LiveBuffers)?;
     let comb = CombineArgs {
-        x: stream.arg("x", x)?,
+        x: io.x,
         p: stream.arg("P", &a)?,
         n: stream.arg("N", &b)?,
-        gx: stream.arg_mut("gx", gx)?,
+        gx: io.gx,
         rows: rows32,
         t: t32,
         nchunks,
     };
-    stream.launch(
+    stream.launch_with(
         &generate_grad_combine(sm)?,
         grid(stream, rows32 * nchunks),
         &comb.args(),
+        check,
+    )
+}
+
+/// [`backward_dev`] on foreign memory: `x`, `y`, `g` (read) and `gx`
+/// (written) are raw device addresses of `rows × T` f32s; the two scratch
+/// buffers are allocated by ptxsmith in `ctx`.
+///
+/// # Safety
+/// As [`forward_raw`], for `x`, `y`, `g` and `gx` (`gx` overlapping no
+/// input).
+///
+/// # Errors
+/// As [`forward_dev`].
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn backward_raw(
+    ctx: &Context,
+    stream: RawStream,
+    x: CUdeviceptr,
+    y: CUdeviceptr,
+    g: CUdeviceptr,
+    gx: CUdeviceptr,
+    rows: usize,
+    t: usize,
+) -> Result<()> {
+    validate_shape(rows, t)?;
+    if rows == 0 || t == 0 {
+        return Ok(());
+    }
+    let io = BackwardPtrs {
+        x: DevPtr::new(x),
+        y: DevPtr::new(y),
+        g: DevPtr::new(g),
+        gx: DevPtr::new(gx),
+    };
+    backward_core(
+        &ctx.borrowed_stream(stream),
+        io,
+        rows,
+        t,
+        PointerCheck::Caller,
     )
 }
 
