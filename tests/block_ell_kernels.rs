@@ -11,6 +11,9 @@ use ptxsmith::kernels::block_ell::{
 use ptxsmith::runtime::{Backend, Context, Ran, Stream, cuda_for_tests};
 use ptxsmith::{Error, Sm};
 
+mod common;
+use common::{foreign_get, foreign_put};
+
 struct Rng(u64);
 
 impl Rng {
@@ -407,24 +410,6 @@ fn statistics_on_the_simulator_equal_the_host() {
     }
 }
 
-/// Memory a foreign allocator owns: on the simulator, allocations made on
-/// the `Sim` directly, which no ptxsmith buffer knows about.
-fn foreign_put(ctx: &Context, data: &[f32]) -> u64 {
-    ctx.with_sim(|sim| {
-        let a = sim.alloc(std::mem::size_of_val(data).max(4)).unwrap();
-        sim.write(a, bytemuck::cast_slice(data)).unwrap();
-        a
-    })
-    .unwrap()
-}
-
-fn foreign_get(ctx: &Context, addr: u64, n: usize) -> Vec<f32> {
-    let mut out = vec![0f32; n];
-    ctx.with_sim(|sim| sim.read(addr, bytemuck::cast_slice_mut(&mut out)).unwrap())
-        .unwrap();
-    out
-}
-
 #[test]
 fn raw_entry_points_run_on_foreign_memory() {
     let ctx = Context::sim(Sm::Sm80);
@@ -456,19 +441,19 @@ fn raw_entry_points_run_on_foreign_memory() {
         st.synchronize().unwrap();
         let y = block_ell::forward(d, n, &x, &l.values, &l.col, Some(&l.bias)).unwrap();
         assert_eq!(
-            bits(&foreign_get(&ctx, py, y.len())),
+            bits(&foreign_get::<f32>(&ctx, py, y.len())),
             bits(&y),
             "forward_raw N{n}"
         );
         let gx = block_ell::grad_input(d, n, &gy, &l.values, &l.col).unwrap();
         assert_eq!(
-            bits(&foreign_get(&ctx, pgx, gx.len())),
+            bits(&foreign_get::<f32>(&ctx, pgx, gx.len())),
             bits(&gx),
             "grad_input_raw N{n}"
         );
         let gv = block_ell::grad_values(d, n, &x, &gy, &l.col).unwrap();
         assert_eq!(
-            bits(&foreign_get(&ctx, pgv, gv.len())),
+            bits(&foreign_get::<f32>(&ctx, pgv, gv.len())),
             bits(&gv),
             "grad_values_raw N{n}"
         );

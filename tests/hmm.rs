@@ -7,6 +7,9 @@ use ptxsmith::kernels::hmm::{self, Posteriors, host, launch};
 use ptxsmith::runtime::{Backend, Context, Ran, cuda_for_tests};
 use ptxsmith::{Error, Sm};
 
+mod common;
+use common::{foreign_get, foreign_put};
+
 fn lcg(seed: u32) -> impl FnMut() -> f32 {
     let mut s = seed;
     move || {
@@ -376,4 +379,42 @@ fn gpu_hmm_matches_the_host_model() {
         let got = launch::run_on(&st, &m.pi, &m.a, &m.b, &m.lengths, m.batch, m.t, m.s).unwrap();
         assert_same(&got, &host_run(&m), &format!("gpu {batch}x{t}x{s}"));
     }
+}
+
+#[test]
+fn raw_entry_point_runs_on_foreign_memory() {
+    let m = model(5, 21, 9, 13);
+    let ctx = Context::sim(Sm::Sm80);
+    let raw = ctx.default_stream().raw();
+    let n = m.batch * m.t * m.s;
+    let (pi, a, b) = (
+        foreign_put(&ctx, &m.pi),
+        foreign_put(&ctx, &m.a),
+        foreign_put(&ctx, &m.b),
+    );
+    let out = launch::RawOutputs {
+        log_alpha: foreign_put(&ctx, &vec![0f32; n]),
+        log_beta: foreign_put(&ctx, &vec![0f32; n]),
+        log_likelihood: foreign_put(&ctx, &vec![0f32; m.batch]),
+        gamma: foreign_put(&ctx, &vec![0f32; n]),
+        xi: foreign_put(&ctx, &vec![0f32; m.batch * m.s * m.s]),
+    };
+    // SAFETY: live simulator allocations of the stated lengths; outputs
+    // overlap nothing; `raw` is this context's stream.
+    unsafe {
+        launch::forward_backward_raw(&ctx, raw, pi, a, b, &m.lengths, m.batch, m.t, m.s, out)
+    }
+    .unwrap();
+    ctx.synchronize().unwrap();
+    let got = Posteriors {
+        batch: m.batch,
+        t: m.t,
+        s: m.s,
+        log_alpha: foreign_get(&ctx, out.log_alpha, n),
+        log_beta: foreign_get(&ctx, out.log_beta, n),
+        log_likelihood: foreign_get(&ctx, out.log_likelihood, m.batch),
+        gamma: foreign_get(&ctx, out.gamma, n),
+        xi: foreign_get(&ctx, out.xi, m.batch * m.s * m.s),
+    };
+    assert_same(&got, &host_run(&m), "forward_backward_raw");
 }

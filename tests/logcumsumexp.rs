@@ -8,6 +8,9 @@ use ptxsmith::math::log_add_exp;
 use ptxsmith::runtime::{Backend, Context, Ran, cuda_for_tests};
 use ptxsmith::{Error, Sm};
 
+mod common;
+use common::{foreign_get, foreign_put};
+
 fn lcg(seed: u32) -> impl FnMut() -> f32 {
     let mut s = seed;
     move || {
@@ -290,20 +293,8 @@ fn gpu_logcumsumexp_matches_the_host_model() {
 fn raw_entry_points_run_on_foreign_memory() {
     let ctx = Context::sim(Sm::Sm80);
     let raw = ctx.default_stream().raw();
-    let put = |data: &[f32]| {
-        ctx.with_sim(|sim| {
-            let a = sim.alloc(std::mem::size_of_val(data)).unwrap();
-            sim.write(a, bytemuck::cast_slice(data)).unwrap();
-            a
-        })
-        .unwrap()
-    };
-    let get = |addr: u64, n: usize| {
-        let mut out = vec![0f32; n];
-        ctx.with_sim(|sim| sim.read(addr, bytemuck::cast_slice_mut(&mut out)).unwrap())
-            .unwrap();
-        out
-    };
+    let put = |data: &[f32]| foreign_put(&ctx, data);
+    let get = |addr: u64, n: usize| foreign_get::<f32>(&ctx, addr, n);
     let (rows, t) = (3, 600);
     let x = data(rows * t, 41, 8.0);
     let g = data(rows * t, 42, 1.0);

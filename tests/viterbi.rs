@@ -7,6 +7,9 @@ use ptxsmith::kernels::viterbi::{self, NO_STATE, host, launch};
 use ptxsmith::runtime::{Backend, Context, Ran, cuda_for_tests};
 use ptxsmith::{Error, Sm};
 
+mod common;
+use common::{foreign_get, foreign_put};
+
 fn lcg(seed: u32) -> impl FnMut() -> f32 {
     let mut s = seed;
     move || {
@@ -339,4 +342,42 @@ fn ptx_has_no_approximate_or_flushing_instruction_on_any_sm() {
             assert!(m.ptx.contains("add.rn.f32"), "{} on {sm}", m.kernel);
         }
     }
+}
+
+#[test]
+fn raw_entry_point_runs_on_foreign_memory() {
+    let m = model(6, 33, 37, 9);
+    let ctx = Context::sim(Sm::Sm80);
+    let raw = ctx.default_stream().raw();
+    let (pi, a, b) = (
+        foreign_put(&ctx, &m.pi),
+        foreign_put(&ctx, &m.a),
+        foreign_put(&ctx, &m.b),
+    );
+    let paths = foreign_put(&ctx, &vec![0u32; m.batch * m.t]);
+    let scores = foreign_put(&ctx, &vec![0f32; m.batch]);
+    // SAFETY: live simulator allocations of the stated lengths; outputs
+    // overlap no input; `raw` is this context's stream.
+    unsafe {
+        launch::viterbi_raw(
+            &ctx, raw, pi, a, b, &m.lengths, m.batch, m.t, m.s, paths, scores,
+        )
+    }
+    .unwrap();
+    ctx.synchronize().unwrap();
+    let got = viterbi::Viterbi {
+        batch: m.batch,
+        t: m.t,
+        paths: foreign_get(&ctx, paths, m.batch * m.t),
+        scores: foreign_get(&ctx, scores, m.batch),
+    };
+    assert_same(&got, &host_run(&m), "viterbi_raw");
+    // Lengths are still checked.
+    let mut bad = m.lengths.clone();
+    bad[0] = 34;
+    // SAFETY: refused before anything is queued.
+    let e =
+        unsafe { launch::viterbi_raw(&ctx, raw, pi, a, b, &bad, m.batch, m.t, m.s, paths, scores) }
+            .unwrap_err();
+    assert!(e.to_string().contains("34"), "{e}");
 }

@@ -1,17 +1,19 @@
 //! Launch code of [`super`]: the device entry point ([`viterbi_dev`]:
-//! model and emissions on the device, paths and scores written there) and
-//! the slice API ([`viterbi`]) on top, written against [`Stream`] so the
+//! model and emissions on the device, paths and scores written there),
+//! the raw-pointer entry point on another stack's memory
+//! ([`viterbi_raw`]) and the slice API ([`viterbi`]) on top, written against [`Stream`] so the
 //! GPU and the simulator run the same sequence.
 
 use super::host::{self, Viterbi, expect_len as expect, validate_lengths, validate_shape};
 use super::ptx::{THREADS, ViterbiArgs, cap_for, generate};
-use crate::dsl::params::KernelParams;
+use crate::dsl::params::{DevPtr, KernelParams};
+use crate::dsl::types::{F32, U32};
 use crate::error::Result;
 use crate::kernels::dispatch::dispatch;
 use crate::runtime::backend::{Backend, Ran};
 use crate::runtime::buffer::{AsDevice, AsDeviceMut};
-use crate::runtime::context::Stream;
-use crate::runtime::exec::LaunchConfig;
+use crate::runtime::context::{Context, Stream};
+use crate::runtime::exec::{CUdeviceptr, LaunchConfig, PointerCheck, RawStream};
 
 /// Decode every sequence on the device, queued on `stream`: `log_pi`,
 /// `log_a`, `log_b` are device buffers (a model uploaded once serves any
@@ -52,26 +54,98 @@ pub fn viterbi_dev(
     if batch == 0 {
         return Ok(());
     }
+    let io = Ptrs {
+        log_pi: stream.arg("log_pi", log_pi)?,
+        log_a: stream.arg("log_a", log_a)?,
+        log_b: stream.arg("log_b", log_b)?,
+        paths: stream.arg_mut("paths", paths)?,
+        scores: stream.arg_mut("scores", scores)?,
+    };
+    launch(stream, io, lengths, batch, t, s, PointerCheck::LiveBuffers)
+}
+
+/// The caller's memory of one decode.
+struct Ptrs {
+    log_pi: DevPtr<F32>,
+    log_a: DevPtr<F32>,
+    log_b: DevPtr<F32>,
+    paths: DevPtr<U32>,
+    scores: DevPtr<F32>,
+}
+
+fn launch(
+    stream: &Stream,
+    io: Ptrs,
+    lengths: &[u32],
+    batch: usize,
+    t: usize,
+    s: usize,
+    check: PointerCheck,
+) -> Result<()> {
     let ctx = stream.context();
     let module = generate(ctx.sm(), cap_for(s))?;
     let lens = stream.upload(lengths)?;
     let mut psi = ctx.alloc::<u32>(batch * t * s)?;
     let args = ViterbiArgs {
-        log_pi: stream.arg("log_pi", log_pi)?,
-        log_a: stream.arg("log_a", log_a)?,
-        log_b: stream.arg("log_b", log_b)?,
+        log_pi: io.log_pi,
+        log_a: io.log_a,
+        log_b: io.log_b,
         lengths: stream.arg("lengths", &lens)?,
         psi: stream.arg_mut("psi", &mut psi)?,
-        paths: stream.arg_mut("paths", paths)?,
-        scores: stream.arg_mut("scores", scores)?,
+        paths: io.paths,
+        scores: io.scores,
         t: t as u32,
         s: s as u32,
     };
-    stream.launch(
-        &module,
-        LaunchConfig::linear(batch as u32, THREADS),
-        &args.args(),
-    )
+    let cfg = LaunchConfig::linear(batch as u32, THREADS);
+    stream.launch_with(&module, cfg, &args.args(), check)
+}
+
+/// [`viterbi_dev`] on memory another stack allocated: `log_pi` (`S`),
+/// `log_a` (`S × S`), `log_b` (`batch × T × S` f32s) are read, `paths`
+/// (`batch × T` u32s) and `scores` (`batch` f32s) written, all raw device
+/// addresses; the launch is queued on the foreign `stream`. `lengths` is
+/// a host slice (validated and uploaded); the backpointer workspace is
+/// allocated by ptxsmith in `ctx`.
+///
+/// # Safety
+/// * every address is device memory of `ctx`'s context with at least the
+///   length above, 4-byte aligned, valid until the kernel has run; the
+///   outputs overlap no input and nothing else accesses them until then;
+/// * `stream` is a live stream of that context (or [`RawStream::NULL`]).
+///
+/// Shapes and lengths are still checked; the addresses cannot be.
+///
+/// # Errors
+/// As [`viterbi_dev`].
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn viterbi_raw(
+    ctx: &Context,
+    stream: RawStream,
+    log_pi: CUdeviceptr,
+    log_a: CUdeviceptr,
+    log_b: CUdeviceptr,
+    lengths: &[u32],
+    batch: usize,
+    t: usize,
+    s: usize,
+    paths: CUdeviceptr,
+    scores: CUdeviceptr,
+) -> Result<()> {
+    validate_shape(batch, t, s)?;
+    validate_lengths(lengths, batch, t)?;
+    if batch == 0 {
+        return Ok(());
+    }
+    let io = Ptrs {
+        log_pi: DevPtr::new(log_pi),
+        log_a: DevPtr::new(log_a),
+        log_b: DevPtr::new(log_b),
+        paths: DevPtr::new(paths),
+        scores: DevPtr::new(scores),
+    };
+    let st = ctx.borrowed_stream(stream);
+    launch(&st, io, lengths, batch, t, s, PointerCheck::Caller)
 }
 
 /// Upload the inputs, decode on `stream`, download paths and scores.
