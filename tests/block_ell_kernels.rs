@@ -463,3 +463,38 @@ fn raw_entry_points_run_on_foreign_memory() {
     let e = unsafe { launch::forward_raw(&ctx, raw, &topo, 1 << 31, 0, 0, None, 0) }.unwrap_err();
     assert!(e.to_string().contains("N = 2147483648"), "{e}");
 }
+
+mod random_topologies {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+        /// Random shapes and topologies (any slot may be empty, rows may
+        /// be empty, K up to C + 1) on the simulator, bit for bit.
+        #[test]
+        fn sim_equals_host(
+            seed in any::<u64>(),
+            bi in 0usize..4,
+            r in 1usize..5,
+            c in 1usize..6,
+            extra_k in 0usize..2,
+            n in 1usize..80,
+            fill_pct in 0usize..=100,
+        ) {
+            let b = BLOCK_SIZES[bi];
+            let n = if b == 64 { n.min(20) } else { n };
+            let k = (c + extra_k).min(4);
+            let mut rng = Rng(seed);
+            let filled = (k * fill_pct).div_ceil(100);
+            let empty_rows: Vec<usize> = (0..r).filter(|_| rng.below(5) == 0).collect();
+            let l = layer(&mut rng, r, c, k, b, filled, &empty_rows);
+            let x = rng.values(n * c * b);
+            let gy = rng.values(n * r * b);
+            let ctx = Context::sim(Sm::Sm80);
+            let what = format!("R{r} C{c} K{k} B{b} N{n} filled {filled} empty {empty_rows:?}");
+            check(&ctx.default_stream(), &l, n, &x, &gy, usize::MAX, &what);
+        }
+    }
+}
