@@ -545,3 +545,67 @@ fn the_slice_api_moves_the_same_bytes_as_before() {
     let view = AsDevice::<f32>::as_device(&st.upload(&x).unwrap()).len();
     assert_eq!(view, rows * p);
 }
+
+#[test]
+fn gpu_raw_block_ell_and_logcumsumexp_run_on_driver_allocations() {
+    use ptxsmith::kernels::block_ell::{self, DeviceTopology, Dims, launch as bel};
+    use ptxsmith::kernels::logcumsumexp::{host as lh, launch as ll};
+    let Some(ctx) = cuda_for_tests() else { return };
+    use oxicuda_memory::DeviceBuffer as Foreign;
+    ctx.make_current().unwrap();
+    let mut next = lcg(33);
+    // Block-ELL forward and grad-values (two N-chunks) on driver memory.
+    let dims = Dims::new(6, 5, 3, 16).unwrap();
+    // Six block rows of three slots: empty slots anywhere, one empty row.
+    let col: Vec<i32> = vec![0, 2, -1, 1, -1, 4, -1, -1, -1, 3, 0, 2, 4, 1, -1, 2, 3, 0];
+    let n = 300;
+    let x: Vec<f32> = (0..n * dims.in_features()).map(|_| next()).collect();
+    let gy: Vec<f32> = (0..n * dims.out_features()).map(|_| next()).collect();
+    let values: Vec<f32> = (0..dims.values_len()).map(|_| next()).collect();
+    let topo = DeviceTopology::upload(&ctx.default_stream(), &dims, &col).unwrap();
+    ctx.make_current().unwrap();
+    let (fx, fgy, fv) = (
+        Foreign::from_host(&x).unwrap(),
+        Foreign::from_host(&gy).unwrap(),
+        Foreign::from_host(&values).unwrap(),
+    );
+    let fy = Foreign::<f32>::alloc(n * dims.out_features()).unwrap();
+    let fgv = Foreign::<f32>::alloc(dims.values_len()).unwrap();
+    // SAFETY: plain driver allocations in the primary context, sized as
+    // the contracts say, alive until the end; the legacy default stream is
+    // synchronised by `ctx.synchronize()`.
+    unsafe {
+        let s = RawStream::NULL;
+        let (px, pgy, pv) = (fx.as_device_ptr(), fgy.as_device_ptr(), fv.as_device_ptr());
+        bel::forward_raw(&ctx, s, &topo, n, px, pv, None, fy.as_device_ptr()).unwrap();
+        bel::grad_values_raw(&ctx, s, &topo, n, px, pgy, fgv.as_device_ptr()).unwrap();
+    }
+    ctx.synchronize().unwrap();
+    ctx.make_current().unwrap();
+    let mut y = vec![0f32; n * dims.out_features()];
+    fy.copy_to_host(&mut y).unwrap();
+    let want = block_ell::forward(&dims, n, &x, &values, &col, None).unwrap();
+    assert_eq!(bits(&y), bits(&want), "block_ell forward_raw");
+    let mut gv = vec![0f32; dims.values_len()];
+    fgv.copy_to_host(&mut gv).unwrap();
+    let want = block_ell::grad_values(&dims, n, &x, &gy, &col).unwrap();
+    assert_eq!(bits(&gv), bits(&want), "block_ell grad_values_raw");
+    // logcumsumexp in place on driver memory.
+    let (rows, t) = (4, 1000);
+    let xs: Vec<f32> = (0..rows * t).map(|_| next() * 10.0).collect();
+    let fxs = Foreign::from_host(&xs).unwrap();
+    // SAFETY: as above; the forward scan may run in place.
+    unsafe {
+        let p = fxs.as_device_ptr();
+        ll::forward_raw(&ctx, RawStream::NULL, p, p, rows, t).unwrap();
+    }
+    ctx.synchronize().unwrap();
+    ctx.make_current().unwrap();
+    let mut ys = vec![0f32; rows * t];
+    fxs.copy_to_host(&mut ys).unwrap();
+    assert_eq!(
+        bits(&ys),
+        bits(&lh::forward(&xs, rows, t).unwrap()),
+        "lcse forward_raw"
+    );
+}
