@@ -197,8 +197,11 @@
 //! with an MX format); an NVFP4 tensor without its global scale.
 
 pub mod codec;
+pub mod codec_ptx;
 pub mod host;
+pub mod launch;
 pub mod layout;
+pub mod ptx;
 
 pub use codec::{
     decode_e2m1, decode_e8m0, decode_ue4m3, e8m0_floor, e8m0_inverse, e8m0_rceil, encode_e2m1,
