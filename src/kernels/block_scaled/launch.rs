@@ -65,7 +65,10 @@ fn check_limits(shape: &Shape) -> Result<()> {
     let dims = shape.scale_dims();
     limit("K", shape.k())?;
     limit("L·M·nkb", dims.count())?;
-    limit("the padded scale size", ScaleLayout::Blocked128x4.len(&dims))
+    limit(
+        "the padded scale size",
+        ScaleLayout::Blocked128x4.len(&dims),
+    )
 }
 
 fn at_least(what: &str, got: usize, want: usize, of: &str) -> Result<()> {
@@ -120,7 +123,10 @@ fn check_global(format: Format, global: Option<usize>) -> Result<()> {
 
 fn check_scale_align(layout: ScaleLayout, what: &str, s: &DeviceSlice<'_, u8>) -> Result<()> {
     if layout.is_padded() {
-        s.check_aligned(&format!("block_scaled: {what} in layout {layout:?}"), SCALE_ALIGN)?;
+        s.check_aligned(
+            &format!("block_scaled: {what} in layout {layout:?}"),
+            SCALE_ALIGN,
+        )?;
     }
     Ok(())
 }
@@ -236,7 +242,11 @@ pub fn quantize_dev(
             n,
             partials: stream.arg_mut("partials", &mut partials)?,
         };
-        stream.launch(&m1, LaunchConfig::linear(blocks, fp8_ptx::BLOCK), &a1.args())?;
+        stream.launch(
+            &m1,
+            LaunchConfig::linear(blocks, fp8_ptx::BLOCK),
+            &a1.args(),
+        )?;
         let a2 = Nvfp4GlobalArgs {
             partials: stream.arg("partials", &partials)?,
             count: blocks,
