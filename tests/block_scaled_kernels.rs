@@ -457,7 +457,7 @@ fn errors_write_nothing() {
     let x = st.upload(&vec![1.5f32; 120]).unwrap();
     let pad = ScaleLayout::Blocked128x4;
     let slen = pad.len(&shape.scale_dims());
-    let mut codes = st.upload(&vec![0xAAu8; 200]).unwrap();
+    let mut codes = st.upload(&[0xAAu8; 200]).unwrap();
     let mut scales = st.upload(&vec![0xAAu8; slen + 1]).unwrap();
     let mut g = st.upload(&[9f32; 3]).unwrap();
     let sw = Codec::Software;
@@ -596,6 +596,22 @@ fn hardware_cvt_only_on_the_arch_specific_targets() {
             has("cvt.rn.satfinite.e4m3x2.f32"),
             sm.supports(ptxsmith::Feature::Fp8Cvt)
         );
+        // Explicit rounding only; no approximations, flushes or atomics.
+        for m in &v {
+            for line in m.ptx.lines() {
+                let t = line.trim_start();
+                assert!(
+                    !t.contains(".approx") && !t.contains(".ftz"),
+                    "{}: {t}",
+                    m.kernel
+                );
+                assert!(
+                    !t.starts_with("atom.") && !t.starts_with("red."),
+                    "{}: {t}",
+                    m.kernel
+                );
+            }
+        }
     }
     let Some(tools) = ptxsmith::nvtools::NvTools::for_tests() else {
         return;

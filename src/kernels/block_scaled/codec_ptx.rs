@@ -2,7 +2,7 @@
 //! function of [`super::codec`]: the same integer compares, shifts and
 //! selects on f32 bit patterns (software path, every SM), or the hardware
 //! conversion of `sm_100a`/`sm_120a` where one exists
-//! ([`Feature::BlockScaleCvt`](crate::Feature::BlockScaleCvt)). The FP8
+//! ([`Feature::BlockScaleCvt`]). The FP8
 //! element and UE4M3 codecs are the FP8 family's
 //! ([`crate::kernels::fp8::ptx`]).
 //!

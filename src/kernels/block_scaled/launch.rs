@@ -218,7 +218,8 @@ pub fn quantize_dev(
     } else {
         None
     };
-    let vec = shape.k() % 4 == 0 && aligned(xs.addr, 16) && aligned(cs.addr, code_align(f));
+    let vec =
+        shape.k().is_multiple_of(4) && aligned(xs.addr, 16) && aligned(cs.addr, code_align(f));
     let xp = stream.arg("x", x)?;
     let cp = stream.arg_mut("codes", codes)?;
     // Checked before anything is queued: the global buffer's context.
@@ -310,7 +311,8 @@ pub fn dequantize_dev(
     check_global(f, global.as_ref().map(|g| g.len()))?;
     check_scale_align(layout, "scales", &ss)?;
     let m = ptx::generate_dequantize(stream.context().sm(), f, codec)?;
-    let vec = shape.k() % 4 == 0 && aligned(cs.addr, code_align(f)) && aligned(ys.addr, 16);
+    let vec =
+        shape.k().is_multiple_of(4) && aligned(cs.addr, code_align(f)) && aligned(ys.addr, 16);
     let cp = stream.arg("codes", codes)?;
     let sp = stream.arg("scales", scales)?;
     let gp = match &global {
