@@ -80,7 +80,7 @@ enum Block {
     Tiny,
 }
 
-const SPECIAL: [Block; 9] = [
+const SPECIAL: [Block; 11] = [
     Block::Nan,
     Block::Inf,
     Block::Zero,
@@ -88,6 +88,10 @@ const SPECIAL: [Block; 9] = [
     Block::TwoPowM127,
     Block::MaxBoundary(3, 1),
     Block::MaxBoundary(-20, -1),
+    // RCeil's `amax · rn(1/max)` lands on the f32 subnormals around 2^-127
+    // and just below 2^-126 (the `ue8m0x2` cvt's subnormal inputs).
+    Block::MaxBoundary(-127, 1),
+    Block::MaxBoundary(-126, -1),
     Block::Ties(-2),
     Block::Tiny,
 ];
