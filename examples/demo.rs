@@ -266,6 +266,43 @@ fn block_ell(st: &Stream) -> Result<Outcome> {
     })
 }
 
+/// Block-scaled quantization of a `[2, 300, 200]` tensor (partial last
+/// blocks) to `format` with its default recipe, scales in the cuBLAS /
+/// CUTLASS `Blocked128x4` layout, then dequantization; codes, scales (with
+/// zero padding), the NVFP4 global scale and the dequantized values
+/// checked against the host model. The device's default codec (hardware
+/// E2M1/UE8M0 cvt on sm_100a/sm_120a, FP8 cvt from sm_89).
+fn block_scaled_roundtrip(st: &Stream, format: kernels::block_scaled::Format) -> Result<Outcome> {
+    use kernels::block_scaled::{self as bs, Recipe, ScaleLayout, Shape, launch, ptx::Codec};
+    let shape = Shape::new(2, 300, 200, format)?;
+    let mut r = lcg(13);
+    let xs: Vec<f32> = (0..shape.len())
+        .map(|i| r() * (1 << (i / 32 % 12)) as f32)
+        .collect();
+    let recipe = Recipe::default_for(format);
+    let layout = ScaleLayout::Blocked128x4;
+    let codec = Codec::for_sm(st.context().sm());
+    let got = launch::quantize_on(st, &xs, shape, recipe, layout, codec)?;
+    let want = bs::quantize(&xs, shape, recipe, layout)?;
+    let y = launch::dequantize_on(st, &got, codec)?;
+    Ok(Outcome {
+        elements: shape.len(),
+        exact: got == want && same_bits(&y, &bs::dequantize(&want)?),
+    })
+}
+
+fn mxfp8(st: &Stream) -> Result<Outcome> {
+    block_scaled_roundtrip(st, kernels::block_scaled::Format::Mxfp8E4m3)
+}
+
+fn mxfp4(st: &Stream) -> Result<Outcome> {
+    block_scaled_roundtrip(st, kernels::block_scaled::Format::Mxfp4)
+}
+
+fn nvfp4(st: &Stream) -> Result<Outcome> {
+    block_scaled_roundtrip(st, kernels::block_scaled::Format::Nvfp4)
+}
+
 type Case = (&'static str, fn(&Stream) -> Result<Outcome>);
 
 fn cases() -> Vec<Case> {
@@ -281,6 +318,9 @@ fn cases() -> Vec<Case> {
         ("logcumsumexp fwd+bwd", logcumsumexp),
         ("hmm forward-backward", hmm),
         ("block-ELL 50% fwd+grads", block_ell),
+        ("MXFP8 E4M3 quant+dequant", mxfp8),
+        ("MXFP4 quant+dequant", mxfp4),
+        ("NVFP4 quant+dequant", nvfp4),
     ]
 }
 

@@ -13,7 +13,7 @@
 #                          `<bin> --list`); the lib's unit tests are
 #                          bin/tests/unit_ptxsmith
 #     bin/benches/<name>   fp8_kernels, score_kernels, resident, logcumsumexp,
-#                          hmm, block_ell
+#                          hmm, block_ell, block_scaled
 #     bin/examples/<name>  demo, interop, device_info
 #     run.sh               this script
 #     torch_baselines.py   PyTorch on the same shapes (scripts/torch_baselines.py)
@@ -37,7 +37,7 @@
 #     5. compute-sanitizer --tool memcheck|racecheck|synccheck|initcheck
 #        over the device tests of dot_end_to_end, fp8_kernels,
 #        score_kernels, device_resident, viterbi, logcumsumexp, hmm,
-#        block_ell_kernels and runtime_no_device
+#        block_ell_kernels, block_scaled_kernels and runtime_no_device
 #        (device_fault resets the context: not under a sanitizer), skipping
 #        the two sweeps over 2^32 inputs / 2^31 elements
 #   It writes one Markdown report, device-suite-report.md, into $OUT when
@@ -66,10 +66,10 @@ set -uo pipefail
 # The test-name filters that select device tests (libtest substring
 # filters; a test matching any one is a device test).
 DEVICE_FILTERS=(gpu_ device)
-GPU_BENCHES=(fp8_kernels score_kernels resident logcumsumexp hmm block_ell)
+GPU_BENCHES=(fp8_kernels score_kernels resident logcumsumexp hmm block_ell block_scaled)
 GPU_EXAMPLES=(demo interop device_info)
 # Test binaries run under compute-sanitizer: one per kernel family.
-SANITIZED_TESTS=(dot_end_to_end fp8_kernels score_kernels device_resident viterbi logcumsumexp hmm block_ell_kernels runtime_no_device)
+SANITIZED_TESTS=(dot_end_to_end fp8_kernels score_kernels device_resident viterbi logcumsumexp hmm block_ell_kernels block_scaled_kernels runtime_no_device)
 SANITIZER_TOOLS=(memcheck racecheck synccheck initcheck)
 REPORT_NAME=device-suite-report.md
 
@@ -514,6 +514,8 @@ run_suite() {
         "$bin/benches/hmm" --bench --quick --noplot --measurement-time 3
     step --expect '^block_ell GPU:' "bench block_ell" 240 -- \
         "$bin/benches/block_ell" --bench --quick --noplot --measurement-time 3
+    step --expect '^block_scaled GPU:' "bench block_scaled" 240 -- \
+        "$bin/benches/block_scaled" --bench --quick --noplot --measurement-time 3
 
     # PyTorch on the same device, for the side-by-side figures
     # (informational: a machine without torch does not fail the suite).

@@ -18,8 +18,10 @@
 //!   *memory* counts global/shared loads and stores, *shuffles* `SHFL`.
 //! * **SASS per unit**: hot-loop instructions per multiply-add (kernels
 //!   whose hot loop multiplies: one separate-rounding multiply-add is an
-//!   FMUL and an FADD) or per element (FP8 element loops, four elements a
-//!   thread per iteration).
+//!   FMUL and an FADD) or per element (FP8 and block-scaled element loops,
+//!   four elements a thread per iteration; the block-scaled loop body holds
+//!   both the vector and the element-wise load/store paths, of which one
+//!   runs).
 //!
 //! nvdisasm 13.5 cannot read sm_70 cubins, so sm_70 rows have resources
 //! and occupancy but no SASS figures.
@@ -115,6 +117,17 @@ pub fn variants(sm: Sm) -> Result<Vec<PtxModule>> {
             }
         }
     }
+    // The block-scaled kernels' integer codec next to the hardware cvt of
+    // the arch-specific targets.
+    if sm.supports(crate::target::Feature::BlockScaleCvt) {
+        use kernels::block_scaled::{Format as BsFormat, ptx as bs};
+        for r in bs::recipes() {
+            all.push(bs::generate_quantize(sm, r, bs::Codec::Software)?);
+        }
+        for f in BsFormat::ALL {
+            all.push(bs::generate_dequantize(sm, f, bs::Codec::Software)?);
+        }
+    }
     Ok(all)
 }
 
@@ -145,10 +158,17 @@ fn hot_loop(kernel: &str, f: &SassFunction) -> Option<HotLoop> {
         .max_by_key(|r| (count(r, &FP32_MATH), f.in_range(r).count()))?;
     let instructions = f.in_range(&r).count();
     let multiplies = count(&r, &["FMUL", "FFMA"]);
-    let per_unit = if kernel.starts_with("fp8_") {
+    let per_unit = if kernel.starts_with("fp8_")
+        || kernel.starts_with("block_scaled_quantize")
+        || kernel.starts_with("block_scaled_dequantize")
+    {
         // Element loops: four elements a thread per iteration (the
         // finalize kernel's loop runs over partials, not elements).
         (!kernel.starts_with("fp8_absmax_finalize")).then(|| ("element", instructions as f64 / 4.0))
+    } else if kernel.starts_with("block_scaled_") {
+        // The NVFP4 global-scale loop runs over partials; the layout
+        // conversion moves bytes without arithmetic.
+        None
     } else if multiplies > 0 {
         Some(("multiply-add", instructions as f64 / multiplies as f64))
     } else {

@@ -1,12 +1,22 @@
 //! Block-scaled quantization (issue #11): MXFP8 (E4M3, E5M2 elements),
 //! MXFP4 and NVFP4, with three scale-factor layouts.
 //!
-//! This module is the **host-side foundation**: the bit-exact host model
-//! (the spec) and the layout maps. There is no PTX generator or launch
-//! code yet; kernels written later must reproduce these bytes exactly,
-//! both with the hardware conversions of sm_100a/sm_120a and with an
-//! integer software path elsewhere. Each step below names the PTX
-//! instruction it corresponds to.
+//! [`host`] and [`layout`] are the bit-exact host model (the spec) and the
+//! layout maps; [`ptx`] generates the kernels (quantize, dequantize, the
+//! NVFP4 global scale, layout conversion) and [`launch`] runs them on a
+//! [`Stream`](crate::runtime::Stream) or any
+//! [`Backend`](crate::runtime::Backend). The kernels reproduce these bytes
+//! exactly, both with the hardware conversions of sm_100a/sm_120a
+//! ([`codec_ptx`]; FP8 cvt from sm_89) and with an integer software path
+//! elsewhere. Each step below names the PTX instruction it corresponds to.
+//!
+//! **Targets.** The hardware E2M1/UE8M0 variants are generated for the
+//! arch-specific `sm_100a` and `sm_120a` only (not forward compatible: a
+//! device gets them only when it is exactly that architecture). The family
+//! targets `sm_100f`/`sm_120f` (PTX 8.8) would also accept the forms; they
+//! are not offered, since a plain `sm_100`/`sm_120` module with the
+//! software codec already runs on every later device and the `a` targets
+//! cover the hardware path where it exists.
 //!
 //! Sources (cited by tag): **\[OCP\]** OCP Microscaling Formats (MX) v1.0
 //! §5.4.1 (E8M0), §6.3 (scale rule); **\[cuBLAS\]** cuBLAS §3.1.4.4 "1D Block
@@ -197,8 +207,11 @@
 //! with an MX format); an NVFP4 tensor without its global scale.
 
 pub mod codec;
+pub mod codec_ptx;
 pub mod host;
+pub mod launch;
 pub mod layout;
+pub mod ptx;
 
 pub use codec::{
     decode_e2m1, decode_e8m0, decode_ue4m3, e8m0_floor, e8m0_inverse, e8m0_rceil, encode_e2m1,

@@ -393,7 +393,7 @@ fn rne_shr_var(b: &mut KernelBuilder, v: Reg<U32>, s: Reg<U32>) -> Reg<U32> {
 
 /// The software encoder of one (already scaled) value: the code in the
 /// low byte of the result. Mirrors `encode_spec` of the host model.
-fn sw_encode(b: &mut KernelBuilder, f: Format, y: Reg<F32>) -> Reg<U32> {
+pub(crate) fn sw_encode(b: &mut KernelBuilder, f: Format, y: Reg<F32>) -> Reg<U32> {
     let s = SwSpec::of(f);
     // Step 1: sign to bit 7, magnitude bits.
     let bits = b.f32_bits(y);
@@ -427,7 +427,7 @@ fn sw_encode(b: &mut KernelBuilder, f: Format, y: Reg<F32>) -> Reg<U32> {
 
 /// The software decoder of the code in the low byte of `code`. Mirrors
 /// `decode_spec` of the host model (NaN codes give `0x7FFF_FFFF`).
-fn sw_decode(b: &mut KernelBuilder, f: Format, code: Reg<U32>) -> Reg<F32> {
+pub(crate) fn sw_decode(b: &mut KernelBuilder, f: Format, code: Reg<U32>) -> Reg<F32> {
     let s = SwSpec::of(f);
     let emax = (1u32 << s.ebits()) - 1;
     let mmask = (1u32 << s.mbits) - 1;
@@ -483,7 +483,12 @@ fn canonicalize_nan_codes(b: &mut KernelBuilder, f: Format, w: Reg<U32>) -> Reg<
 
 /// Encode four scaled values into one little-endian word (`y[0]` in the
 /// low byte).
-fn encode4(b: &mut KernelBuilder, f: Format, codec: Codec, y: [Reg<F32>; 4]) -> Reg<U32> {
+pub(crate) fn encode4(
+    b: &mut KernelBuilder,
+    f: Format,
+    codec: Codec,
+    y: [Reg<F32>; 4],
+) -> Reg<U32> {
     match codec {
         Codec::Hardware => {
             // The first operand lands in bits 15:8.
@@ -504,7 +509,7 @@ fn encode4(b: &mut KernelBuilder, f: Format, codec: Codec, y: [Reg<F32>; 4]) -> 
 }
 
 /// Encode one scaled value; the code is the low byte of the result.
-fn encode1(b: &mut KernelBuilder, f: Format, codec: Codec, y: Reg<F32>) -> Reg<U32> {
+pub(crate) fn encode1(b: &mut KernelBuilder, f: Format, codec: Codec, y: Reg<F32>) -> Reg<U32> {
     match codec {
         Codec::Hardware => {
             let zero = b.mov(0.0f32);
@@ -517,7 +522,12 @@ fn encode1(b: &mut KernelBuilder, f: Format, codec: Codec, y: Reg<F32>) -> Reg<U
 }
 
 /// Decode the four codes of a little-endian word (byte 0 first).
-fn decode4(b: &mut KernelBuilder, f: Format, codec: Codec, w: Reg<U32>) -> [Reg<F32>; 4] {
+pub(crate) fn decode4(
+    b: &mut KernelBuilder,
+    f: Format,
+    codec: Codec,
+    w: Reg<U32>,
+) -> [Reg<F32>; 4] {
     match codec {
         Codec::Hardware => {
             let lo16 = b.u32_to_b16(w);
@@ -541,7 +551,7 @@ fn decode4(b: &mut KernelBuilder, f: Format, codec: Codec, w: Reg<U32>) -> [Reg<
 }
 
 /// Decode the code in the low byte of `c`.
-fn decode1(b: &mut KernelBuilder, f: Format, codec: Codec, c: Reg<U32>) -> Reg<F32> {
+pub(crate) fn decode1(b: &mut KernelBuilder, f: Format, codec: Codec, c: Reg<U32>) -> Reg<F32> {
     match codec {
         Codec::Hardware => {
             let pair = b.u32_to_b16(c);
@@ -591,7 +601,7 @@ fn grid_stride_groups(
 
 /// `acc = max(acc, |bits|)`: the sign bit cleared on the integer bits,
 /// then `max.f32`, which ignores a NaN operand.
-fn fold_abs(b: &mut KernelBuilder, acc: Reg<F32>, bits: Reg<U32>) {
+pub(crate) fn fold_abs(b: &mut KernelBuilder, acc: Reg<F32>, bits: Reg<U32>) {
     let m = b.and(bits, 0x7FFF_FFFFu32);
     let a = b.f32_from_bits(m);
     let next = b.fmax(acc, a);
@@ -600,7 +610,7 @@ fn fold_abs(b: &mut KernelBuilder, acc: Reg<F32>, bits: Reg<U32>) {
 
 /// `max.f32` across the 32 lanes of each warp (butterfly shuffles: every
 /// lane ends with the warp's maximum).
-fn warp_max(b: &mut KernelBuilder, v: Reg<F32>) -> Reg<F32> {
+pub(crate) fn warp_max(b: &mut KernelBuilder, v: Reg<F32>) -> Reg<F32> {
     let mut v = v;
     for off in [16u32, 8, 4, 2, 1] {
         let other = b.shfl(ShflMode::Bfly, v, off, 0x1f, 0xffff_ffff);
@@ -611,7 +621,11 @@ fn warp_max(b: &mut KernelBuilder, v: Reg<F32>) -> Reg<F32> {
 
 /// `max.f32` across the block (every thread must call it; `BLOCK` is a
 /// multiple of 32). The result is valid in thread 0 (and in all of warp 0).
-fn block_max(b: &mut KernelBuilder, v: Reg<F32>, scratch: &SharedArray<F32>) -> Reg<F32> {
+pub(crate) fn block_max(
+    b: &mut KernelBuilder,
+    v: Reg<F32>,
+    scratch: &SharedArray<F32>,
+) -> Reg<F32> {
     let w = warp_max(b, v);
     let tid = b.tid_x();
     let lane = b.and(tid, 31u32);
@@ -632,7 +646,7 @@ fn block_max(b: &mut KernelBuilder, v: Reg<F32>, scratch: &SharedArray<F32>) -> 
     warp_max(b, r)
 }
 
-fn is_thread0(b: &mut KernelBuilder) -> Reg<Pred> {
+pub(crate) fn is_thread0(b: &mut KernelBuilder) -> Reg<Pred> {
     let tid = b.tid_x();
     b.setp(Cmp::Eq, tid, 0u32)
 }

@@ -1,0 +1,662 @@
+//! The block-scaled kernels on the simulator, bit for bit against the host
+//! model: the hardware-cvt variants (`sm_100a`, `sm_120a`; FP8 cvt on
+//! sm_90) and the integer software path (sm_70, sm_80, sm_90, and forced on
+//! sm_100a); every format, scale mode and layout; M ∈ {1, 127, 128, 129,
+//! 300} × nkb ∈ {1, 3, 4, 5, 9} × L ∈ {1, 2} with odd K and partial last
+//! blocks; special blocks (NaN, ±Inf, all-zero, subnormal amax, 2^-127,
+//! the 0xFE inverse, NVFP4 `sb = 0`, E2M1 ties, Floor/RCeil boundaries);
+//! unaligned and oversized buffers (scalar path, untouched tails, zeroed
+//! padding); layout conversion; typed errors that write nothing; which
+//! targets' PTX holds the hardware cvt; and the GPU when one is present.
+
+use ptxsmith::kernels::block_scaled::ptx::{self, Codec};
+use ptxsmith::kernels::block_scaled::{
+    self, BlockScaled, Format, Recipe, ScaleDims, ScaleLayout, ScaleMode, Shape, launch,
+};
+use ptxsmith::runtime::{AsDeviceMut, Backend, Context, Ran, Stream, cuda_for_tests};
+use ptxsmith::{Error, Sm};
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    /// A value `±m · 2^e` with `m ∈ [0, 2)` and a random sign.
+    fn scaled(&mut self, e: i32) -> f32 {
+        let m = (self.next() >> 40) as f32 / (1u64 << 23) as f32;
+        let s = if self.next() & 1 == 0 { 1.0 } else { -1.0 };
+        s * m * 2f32.powi(e.clamp(-126, 127)) * if e < -126 { 2f32.powi(e + 126) } else { 1.0 }
+    }
+}
+
+/// Canonical bits: every NaN is `0x7FC00000` (only "is NaN" is specified).
+fn bits(v: &[f32]) -> Vec<u32> {
+    v.iter()
+        .map(|f| if f.is_nan() { 0x7FC0_0000 } else { f.to_bits() })
+        .collect()
+}
+
+/// The simulated targets and codecs: hardware first.
+fn configs() -> Vec<(Sm, Codec)> {
+    vec![
+        (Sm::Sm100a, Codec::Hardware),
+        (Sm::Sm120a, Codec::Hardware),
+        (Sm::Sm80, Codec::Software),
+        (Sm::Sm70, Codec::Software),
+        (Sm::Sm90, Codec::Software),
+        (Sm::Sm90, Codec::Hardware),
+        (Sm::Sm100a, Codec::Software),
+    ]
+}
+
+/// What a generated block holds.
+#[derive(Clone, Copy, Debug)]
+enum Block {
+    /// Random values around `2^e`.
+    Plain(i32),
+    /// A NaN somewhere (random sign and payload).
+    Nan,
+    /// ±Inf somewhere, large finite values next to it.
+    Inf,
+    /// Signed zeros only.
+    Zero,
+    /// Subnormal values only.
+    Subnormal,
+    /// Amax exactly 2^-127, smaller subnormals beside it.
+    TwoPowM127,
+    /// Amax `max_elem · 2^k` or one of its f32 neighbours.
+    MaxBoundary(i32, i32),
+    /// E2M1 decision points times `2^k` with amax `6 · 2^k`.
+    Ties(i32),
+    /// Values 2^-40 of the tensor's scale (NVFP4: `sb = 0`).
+    Tiny,
+}
+
+const SPECIAL: [Block; 11] = [
+    Block::Nan,
+    Block::Inf,
+    Block::Zero,
+    Block::Subnormal,
+    Block::TwoPowM127,
+    Block::MaxBoundary(3, 1),
+    Block::MaxBoundary(-20, -1),
+    // RCeil's `amax · rn(1/max)` lands on the f32 subnormals around 2^-127
+    // and just below 2^-126 (the `ue8m0x2` cvt's subnormal inputs).
+    Block::MaxBoundary(-127, 1),
+    Block::MaxBoundary(-126, -1),
+    Block::Ties(-2),
+    Block::Tiny,
+];
+
+fn fill_block(rng: &mut Rng, out: &mut [f32], kind: Block, f: Format) {
+    let n = out.len();
+    match kind {
+        Block::Plain(e) => out.iter_mut().for_each(|x| *x = rng.scaled(e)),
+        Block::Nan => {
+            out.iter_mut().for_each(|x| *x = rng.scaled(2));
+            let payload = 0x7F80_0001 | (rng.next() as u32 & 0x807F_FFFF);
+            out[rng.below(n)] = f32::from_bits(payload);
+        }
+        Block::Inf => {
+            out.iter_mut().for_each(|x| *x = rng.scaled(120));
+            out[rng.below(n)] = if rng.next() & 1 == 0 {
+                f32::INFINITY
+            } else {
+                f32::NEG_INFINITY
+            };
+        }
+        Block::Zero => out
+            .iter_mut()
+            .for_each(|x| *x = if rng.next() & 1 == 0 { 0.0 } else { -0.0 }),
+        Block::Subnormal => out
+            .iter_mut()
+            .for_each(|x| *x = f32::from_bits(rng.next() as u32 & 0x807F_FFFF)),
+        Block::TwoPowM127 => {
+            out.iter_mut()
+                .for_each(|x| *x = f32::from_bits(rng.next() as u32 & 0x803F_FFFF));
+            out[rng.below(n)] = f32::from_bits(0x0040_0000);
+        }
+        Block::MaxBoundary(k, step) => {
+            out.iter_mut().for_each(|x| *x = rng.scaled(k - 2));
+            let top = f.element_max() * 2f32.powi(k);
+            let v = f32::from_bits((top.to_bits() as i64 + i64::from(step)) as u32);
+            out[rng.below(n)] = if rng.next() & 1 == 0 { v } else { -v };
+        }
+        Block::Ties(k) => {
+            let pts = [0.25f32, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0, 6.0, 0.5, 3.0];
+            for (i, x) in out.iter_mut().enumerate() {
+                let s = if i % 3 == 1 { -1.0 } else { 1.0 };
+                *x = s * pts[i % pts.len()] * 2f32.powi(k);
+            }
+            out[0] = 6.0 * 2f32.powi(k);
+        }
+        Block::Tiny => out.iter_mut().for_each(|x| *x = rng.scaled(-40)),
+    }
+}
+
+/// An `[L, M, K]` tensor whose blocks are random, with `specials` spread
+/// over it (one in `every` blocks) and a block of magnitude ~2^10 so that
+/// NVFP4's global amax is large.
+fn tensor(rng: &mut Rng, shape: &Shape, specials: &[Block], every: usize) -> Vec<f32> {
+    let f = shape.format();
+    let bs = f.block_size();
+    let mut xs = vec![0f32; shape.len()];
+    let mut b = 0;
+    for row in xs.chunks_mut(shape.k()) {
+        for block in row.chunks_mut(bs) {
+            let kind = if !specials.is_empty() && b % every == every / 2 {
+                specials[(b / every) % specials.len()]
+            } else if b == 0 {
+                Block::Plain(10)
+            } else {
+                Block::Plain(rng.below(60) as i32 - 30)
+            };
+            fill_block(rng, block, kind, f);
+            b += 1;
+        }
+    }
+    xs
+}
+
+/// Quantize and dequantize on `st` with `codec`, both equal to the host.
+fn check(st: &Stream, codec: Codec, xs: &[f32], shape: Shape, r: Recipe, layout: ScaleLayout) {
+    let what = format!(
+        "{} {codec:?} {r:?} {layout:?} [{}, {}, {}]",
+        st.context().sm(),
+        shape.l(),
+        shape.m(),
+        shape.k()
+    );
+    let host = block_scaled::quantize(xs, shape, r, layout).unwrap();
+    let dev = launch::quantize_on(st, xs, shape, r, layout, codec).unwrap();
+    assert_eq!(dev.scales, host.scales, "scales: {what}");
+    assert_eq!(dev.codes, host.codes, "codes: {what}");
+    assert_eq!(
+        dev.global.map(|g| bits(&[g.amax, g.encode, g.decode])),
+        host.global.map(|g| bits(&[g.amax, g.encode, g.decode])),
+        "global: {what}"
+    );
+    let hy = block_scaled::dequantize(&host).unwrap();
+    let dy = launch::dequantize_on(st, &host, codec).unwrap();
+    assert_eq!(bits(&dy), bits(&hy), "dequantize: {what}");
+}
+
+fn sim(sm: Sm) -> (Context, Stream) {
+    let ctx = Context::sim(sm);
+    let st = ctx.default_stream();
+    (ctx, st)
+}
+
+/// Every target/codec × every recipe × every layout, on small tensors with
+/// every special block, odd K and a partial last block.
+#[test]
+fn every_codec_recipe_and_layout_equals_host() {
+    let mut rng = Rng(1);
+    for (sm, codec) in configs() {
+        let (_ctx, st) = sim(sm);
+        for r in ptx::recipes() {
+            let bs = r.format().block_size();
+            for layout in ScaleLayout::ALL {
+                let shape = Shape::new(2, 5, 2 * bs + 7, r.format()).unwrap();
+                let xs = tensor(&mut rng, &shape, &SPECIAL, 2);
+                check(&st, codec, &xs, shape, r, layout);
+            }
+        }
+    }
+}
+
+/// M ∈ {1, 127, 128, 129, 300} × nkb ∈ {1, 3, 4, 5, 9} × L ∈ {1, 2}: every
+/// (M, nkb) pair with L alternating, K = nkb·block − r for several r
+/// (odd, even, multiple of 4: the vector path), rotating through the
+/// recipes, layouts and codecs.
+#[test]
+fn shape_grid_equals_host() {
+    let mut rng = Rng(2);
+    let recipes = ptx::recipes();
+    let configs = configs();
+    let ctxs: Vec<_> = configs.iter().map(|&(sm, _)| sim(sm)).collect();
+    let mut i = 0usize;
+    for m in [1usize, 127, 128, 129, 300] {
+        for nkb in [1usize, 3, 4, 5, 9] {
+            for l in [1usize, 2] {
+                if (m + nkb + l) % 2 == 1 && m != 300 {
+                    continue; // half of the L axis, except for the largest M
+                }
+                let r = recipes[i % recipes.len()];
+                let layout = ScaleLayout::ALL[i % 3];
+                let c = i % configs.len();
+                let bs = r.format().block_size();
+                let cut = [0usize, 1, 4, 3, bs - 1][i % 5].min(bs - 1);
+                let shape = Shape::new(l, m, nkb * bs - cut, r.format()).unwrap();
+                let xs = tensor(&mut rng, &shape, &SPECIAL, 7);
+                check(&ctxs[c].1, configs[c].1, &xs, shape, r, layout);
+                i += 1;
+            }
+        }
+    }
+    assert!(i >= 25, "{i}");
+}
+
+/// Targeted blocks, one tensor per special kind, every recipe, on both
+/// hardware targets and one software target.
+#[test]
+fn special_blocks_equal_host() {
+    let mut rng = Rng(3);
+    for (sm, codec) in [
+        (Sm::Sm100a, Codec::Hardware),
+        (Sm::Sm120a, Codec::Hardware),
+        (Sm::Sm80, Codec::Software),
+    ] {
+        let (_ctx, st) = sim(sm);
+        for r in ptx::recipes() {
+            let bs = r.format().block_size();
+            for kind in SPECIAL {
+                // Odd K: the last FP4 byte's high nibble is padding.
+                let shape = Shape::new(1, 3, 3 * bs - 3, r.format()).unwrap();
+                let mut xs = vec![0f32; shape.len()];
+                for (i, block) in xs.chunks_mut(bs).enumerate() {
+                    let k = if i % 2 == 0 { kind } else { Block::Plain(0) };
+                    fill_block(&mut rng, block, k, r.format());
+                }
+                check(&st, codec, &xs, shape, r, ScaleLayout::RowMajor);
+                // The special kind alone (NVFP4: it sets the global amax).
+                let mut xs = vec![0f32; shape.len()];
+                fill_block(&mut rng, &mut xs, kind, r.format());
+                check(&st, codec, &xs, shape, r, ScaleLayout::Blocked128x4);
+            }
+        }
+    }
+}
+
+/// Contract corner cases with known bytes.
+#[test]
+fn golden_bytes() {
+    let (_ctx, st) = sim(Sm::Sm100a);
+    let mx4 = Recipe::new(Format::Mxfp4, ScaleMode::RCeil).unwrap();
+    // A NaN block: scale 0xFF, codes 0x7; odd K = 3 leaves the padding
+    // nibble 0.
+    let shape = Shape::new(1, 1, 3, Format::Mxfp4).unwrap();
+    let q = launch::quantize_on(
+        &st,
+        &[1.0, f32::NAN, -2.0],
+        shape,
+        mx4,
+        ScaleLayout::RowMajor,
+        Codec::Hardware,
+    )
+    .unwrap();
+    assert_eq!(
+        (q.scales.as_slice(), q.codes.as_slice()),
+        (&[0xFFu8][..], &[0x77u8, 0x07][..])
+    );
+    // An Inf block: scale 0xFE, the inverse 2^-127 keeps Inf → ±6 and
+    // a huge finite value non-zero; −0 → 0x8.
+    let q = launch::quantize_on(
+        &st,
+        &[f32::NEG_INFINITY, 3e38, -0.0],
+        shape,
+        mx4,
+        ScaleLayout::RowMajor,
+        Codec::Hardware,
+    )
+    .unwrap();
+    let host = block_scaled::quantize(
+        &[f32::NEG_INFINITY, 3e38, -0.0],
+        shape,
+        mx4,
+        ScaleLayout::RowMajor,
+    )
+    .unwrap();
+    assert_eq!(q, host);
+    assert_eq!(q.scales, [0xFE]);
+    assert_eq!(q.codes[0] & 0xF, 0xF);
+    assert_eq!(q.codes[1], 0x8);
+    // NVFP4 sb = 0: a block 2^-40 below the global amax.
+    let shape = Shape::new(1, 1, 32, Format::Nvfp4).unwrap();
+    let mut xs = vec![1000.0f32; 32];
+    xs[16..].iter_mut().for_each(|x| *x = 1e-9);
+    xs[17] = -0.0;
+    let nv = Recipe::default_for(Format::Nvfp4);
+    let q =
+        launch::quantize_on(&st, &xs, shape, nv, ScaleLayout::RowMajor, Codec::Hardware).unwrap();
+    assert_eq!(
+        q,
+        block_scaled::quantize(&xs, shape, nv, ScaleLayout::RowMajor).unwrap()
+    );
+    assert_eq!(q.scales[1], 0);
+}
+
+/// Sub-slices at odd offsets (the scalar path with K % 4 = 0), outputs
+/// larger than needed (their tails untouched), and padding bytes zeroed
+/// over garbage.
+#[test]
+fn unaligned_and_oversized_buffers() {
+    let mut rng = Rng(4);
+    for (sm, codec) in [(Sm::Sm100a, Codec::Hardware), (Sm::Sm80, Codec::Software)] {
+        let (ctx, st) = sim(sm);
+        for r in ptx::recipes() {
+            let shape = Shape::new(2, 130, 64, r.format()).unwrap();
+            let xs = tensor(&mut rng, &shape, &SPECIAL, 5);
+            let layout = ScaleLayout::Blocked128x4;
+            let host = block_scaled::quantize(&xs, shape, r, layout).unwrap();
+            let nv = r.mode() == ScaleMode::Nvfp4;
+            // NVFP4's x must be 16-byte aligned (absmax pass): offset 4 floats.
+            let xoff = if nv { 4 } else { 1 };
+            let mut xpad = vec![7.0f32; xoff];
+            xpad.extend_from_slice(&xs);
+            let x = st.upload(&xpad).unwrap();
+            let xv = x.slice(xoff..).unwrap();
+            let codes_len = shape.codes_len();
+            let slen = layout.len(&shape.scale_dims());
+            let mut codes = st.upload(&vec![0xAAu8; codes_len + 9]).unwrap();
+            let mut scales = st.upload(&vec![0xAAu8; slen + 16 + 5]).unwrap();
+            let mut global = st.upload(&[0f32; 4]).unwrap();
+            {
+                let mut cv = codes.slice_mut(3..).unwrap();
+                let mut sv = scales.slice_mut(16..).unwrap();
+                let g = nv.then(|| global.as_device_mut());
+                launch::quantize_dev(&st, &xv, shape, r, layout, codec, &mut cv, &mut sv, g)
+                    .unwrap();
+            }
+            let c = st.to_vec(&codes).unwrap();
+            let s = st.to_vec(&scales).unwrap();
+            assert_eq!(&c[3..3 + codes_len], &host.codes[..], "{sm} {r:?}");
+            assert!(c[..3].iter().chain(&c[3 + codes_len..]).all(|&b| b == 0xAA));
+            assert_eq!(&s[16..16 + slen], &host.scales[..], "{sm} {r:?}");
+            assert!(s[..16].iter().chain(&s[16 + slen..]).all(|&b| b == 0xAA));
+            // Dequantize from an odd code offset into an odd y offset.
+            let mut cbuf = vec![0u8; 1];
+            cbuf.extend_from_slice(&host.codes);
+            let cdev = st.upload(&cbuf).unwrap();
+            let mut y = ctx.alloc_zeroed::<f32>(shape.len() + 3).unwrap();
+            let gv = host.global.map(|g| [g.amax, g.encode, g.decode]);
+            let gdev = gv.map(|g| st.upload(&g).unwrap());
+            let sdev = st.upload(&host.scales).unwrap();
+            {
+                let cv = cdev.slice(1..).unwrap();
+                let mut yv = y.slice_mut(1..).unwrap();
+                let g = gdev.as_ref().map(|g| g.slice(..).unwrap());
+                launch::dequantize_dev(&st, &cv, &sdev, g, shape, layout, codec, &mut yv).unwrap();
+            }
+            let yv = st.to_vec(&y).unwrap();
+            let hy = block_scaled::dequantize(&host).unwrap();
+            assert_eq!(bits(&yv[1..=shape.len()]), bits(&hy), "{sm} {r:?}");
+            assert_eq!(bits(&[yv[0], yv[shape.len() + 1]]), [0, 0]);
+        }
+    }
+}
+
+/// Every pair of layouts over the grid's extents, padding written 0 over
+/// garbage, equal to the host conversion.
+#[test]
+fn layout_conversion_equals_host() {
+    let mut rng = Rng(5);
+    let (_ctx, st) = sim(Sm::Sm80);
+    for (l, m, nkb) in [
+        (1, 1, 1),
+        (2, 127, 3),
+        (1, 128, 4),
+        (2, 129, 5),
+        (1, 300, 9),
+        (2, 300, 1),
+    ] {
+        let dims = ScaleDims::new(l, m, nkb).unwrap();
+        let logical: Vec<u8> = (0..dims.count()).map(|_| rng.next() as u8 | 1).collect();
+        for from in ScaleLayout::ALL {
+            let src = block_scaled::convert(&logical, &dims, ScaleLayout::RowMajor, from).unwrap();
+            for to in ScaleLayout::ALL {
+                let want = block_scaled::convert(&src, &dims, from, to).unwrap();
+                let s = st.upload(&src).unwrap();
+                let mut d = st.upload(&vec![0xAAu8; to.len(&dims)]).unwrap();
+                launch::convert_layout_dev(&st, &s, dims, from, to, &mut d).unwrap();
+                assert_eq!(st.to_vec(&d).unwrap(), want, "{dims:?} {from:?} → {to:?}");
+                let (got, ran) =
+                    launch::convert_layout(Backend::Sim, &src, dims, from, to).unwrap();
+                assert_eq!((got, ran), (want, Ran::Sim));
+            }
+        }
+    }
+}
+
+/// The slice API on the simulator and the host give the same bytes.
+#[test]
+fn slice_api_on_every_backend() {
+    let mut rng = Rng(6);
+    for r in ptx::recipes() {
+        let shape = Shape::new(1, 129, 70, r.format()).unwrap();
+        let xs = tensor(&mut rng, &shape, &SPECIAL, 3);
+        let (h, ran) = launch::quantize(Backend::Host, &xs, shape, r, ScaleLayout::Atom6D).unwrap();
+        assert_eq!(ran, Ran::Host);
+        let (s, ran) = launch::quantize(Backend::Sim, &xs, shape, r, ScaleLayout::Atom6D).unwrap();
+        assert_eq!((&s, ran), (&h, Ran::Sim));
+        let (hy, _) = launch::dequantize(Backend::Host, &h).unwrap();
+        let (sy, _) = launch::dequantize(Backend::Sim, &h).unwrap();
+        assert_eq!(bits(&sy), bits(&hy));
+    }
+}
+
+fn invalid(r: ptxsmith::Result<()>, needle: &str) {
+    match r {
+        Err(Error::InvalidArgument(msg)) => assert!(msg.contains(needle), "{msg}"),
+        r => panic!("expected InvalidArgument with {needle:?}, got {r:?}"),
+    }
+}
+
+/// Typed errors naming the values; nothing written on error.
+#[test]
+fn errors_write_nothing() {
+    let (ctx, st) = sim(Sm::Sm80);
+    let mx = Recipe::default_for(Format::Mxfp8E4m3);
+    let nv = Recipe::default_for(Format::Nvfp4);
+    let shape = Shape::new(1, 3, 40, Format::Mxfp8E4m3).unwrap();
+    let nshape = Shape::new(1, 3, 40, Format::Nvfp4).unwrap();
+    let x = st.upload(&vec![1.5f32; 120]).unwrap();
+    let pad = ScaleLayout::Blocked128x4;
+    let slen = pad.len(&shape.scale_dims());
+    let mut codes = st.upload(&[0xAAu8; 200]).unwrap();
+    let mut scales = st.upload(&vec![0xAAu8; slen + 1]).unwrap();
+    let mut g = st.upload(&[9f32; 3]).unwrap();
+    let sw = Codec::Software;
+    invalid(
+        launch::quantize_dev(&st, &x, shape, nv, pad, sw, &mut codes, &mut scales, None),
+        "recipe is",
+    );
+    let mut short = ctx.alloc::<u8>(119).unwrap();
+    invalid(
+        launch::quantize_dev(&st, &x, shape, mx, pad, sw, &mut short, &mut scales, None),
+        "codes has 119 elements",
+    );
+    let mut small = ctx.alloc::<u8>(slen - 1).unwrap();
+    invalid(
+        launch::quantize_dev(&st, &x, shape, mx, pad, sw, &mut codes, &mut small, None),
+        "scales has 511 elements",
+    );
+    {
+        let mut off = scales.slice_mut(1..).unwrap();
+        invalid(
+            launch::quantize_dev(&st, &x, shape, mx, pad, sw, &mut codes, &mut off, None),
+            "not 16-byte aligned",
+        );
+    }
+    let xs = x.slice(..119).unwrap();
+    invalid(
+        launch::quantize_dev(&st, &xs, shape, mx, pad, sw, &mut codes, &mut scales, None),
+        "x has 119 elements",
+    );
+    invalid(
+        launch::quantize_dev(&st, &x, nshape, nv, pad, sw, &mut codes, &mut scales, None),
+        "NVFP4 needs a global-scale buffer",
+    );
+    invalid(
+        launch::quantize_dev(
+            &st,
+            &x,
+            shape,
+            mx,
+            pad,
+            sw,
+            &mut codes,
+            &mut scales,
+            Some(g.as_device_mut()),
+        ),
+        "has no global scale",
+    );
+    {
+        let gs = g.slice_mut(..2).unwrap();
+        invalid(
+            launch::quantize_dev(
+                &st,
+                &x,
+                nshape,
+                nv,
+                pad,
+                sw,
+                &mut codes,
+                &mut scales,
+                Some(gs),
+            ),
+            "global-scale buffer has 2 elements",
+        );
+    }
+    match launch::quantize_dev(
+        &st,
+        &x,
+        shape,
+        mx,
+        pad,
+        Codec::Hardware,
+        &mut codes,
+        &mut scales,
+        None,
+    ) {
+        Err(Error::UnsupportedFeature { sm: Sm::Sm80, .. }) => {}
+        r => panic!("{r:?}"),
+    }
+    // Nothing was written by any of them.
+    assert!(st.to_vec(&codes).unwrap().iter().all(|&b| b == 0xAA));
+    assert!(st.to_vec(&scales).unwrap().iter().all(|&b| b == 0xAA));
+    assert_eq!(st.to_vec(&g).unwrap(), [9.0; 3]);
+    // Dequantize and convert.
+    let mut y = st.upload(&vec![5f32; 120]).unwrap();
+    invalid(
+        launch::dequantize_dev(&st, &codes, &small, None, shape, pad, sw, &mut y),
+        "scales has 511 elements",
+    );
+    let mut ys = y.slice_mut(..119).unwrap();
+    invalid(
+        launch::dequantize_dev(&st, &codes, &scales, None, shape, pad, sw, &mut ys),
+        "y has 119 elements",
+    );
+    invalid(
+        launch::dequantize_dev(&st, &codes, &scales, None, nshape, pad, sw, &mut y),
+        "NVFP4 needs",
+    );
+    assert!(st.to_vec(&y).unwrap().iter().all(|&v| v == 5.0));
+    let dims = shape.scale_dims();
+    invalid(
+        launch::convert_layout_dev(&st, &small, dims, pad, ScaleLayout::RowMajor, &mut codes),
+        "src has 511 elements",
+    );
+    let mut tiny = ctx.alloc::<u8>(5).unwrap();
+    invalid(
+        launch::convert_layout_dev(&st, &scales, dims, pad, ScaleLayout::RowMajor, &mut tiny),
+        "dst has 5 elements",
+    );
+    // Slice API: host-model errors before anything runs.
+    assert!(Shape::new(1, 0, 4, Format::Mxfp4).is_err());
+    assert!(Shape::new(usize::MAX, 2, 2, Format::Mxfp4).is_err());
+    assert!(Recipe::new(Format::Nvfp4, ScaleMode::RCeil).is_err());
+    assert!(Recipe::new(Format::Mxfp4, ScaleMode::Nvfp4).is_err());
+    invalid(
+        launch::quantize(Backend::Sim, &[1.0; 3], shape, mx, pad).map(drop),
+        "input has 3 elements",
+    );
+    let mut q: BlockScaled = block_scaled::quantize(&[1.0; 120], shape, mx, pad).unwrap();
+    q.scales.pop();
+    assert!(launch::dequantize(Backend::Sim, &q).is_err());
+    assert!(launch::convert_layout(Backend::Sim, &[0; 3], dims, pad, ScaleLayout::Atom6D).is_err());
+}
+
+/// The hardware cvts appear in the sm_100a/sm_120a PTX and nowhere else;
+/// with the pinned ptxas, every codec's variants assemble there.
+#[test]
+fn hardware_cvt_only_on_the_arch_specific_targets() {
+    for sm in Sm::ALL {
+        let hw = sm == Sm::Sm100a || sm == Sm::Sm120a;
+        let v = ptx::variants(sm).unwrap();
+        let has = |needle: &str| v.iter().any(|m| m.ptx.contains(needle));
+        assert_eq!(has("cvt.rn.satfinite.e2m1x2.f32"), hw, "{sm}");
+        assert_eq!(has("cvt.rp.satfinite.ue8m0x2.f32"), hw, "{sm}");
+        assert_eq!(has("cvt.rn.f16x2.e2m1x2"), hw, "{sm}");
+        assert_eq!(
+            has("cvt.rn.satfinite.e4m3x2.f32"),
+            sm.supports(ptxsmith::Feature::Fp8Cvt)
+        );
+        // Explicit rounding only; no approximations, flushes or atomics.
+        for m in &v {
+            for line in m.ptx.lines() {
+                let t = line.trim_start();
+                assert!(
+                    !t.contains(".approx") && !t.contains(".ftz"),
+                    "{}: {t}",
+                    m.kernel
+                );
+                assert!(
+                    !t.starts_with("atom.") && !t.starts_with("red."),
+                    "{}: {t}",
+                    m.kernel
+                );
+            }
+        }
+    }
+    let Some(tools) = ptxsmith::nvtools::NvTools::for_tests() else {
+        return;
+    };
+    for sm in [Sm::Sm100a, Sm::Sm120a] {
+        for r in ptx::recipes() {
+            let m = ptx::generate_quantize(sm, r, Codec::Software).unwrap();
+            assert!(!m.ptx.contains("e2m1x2") && !m.ptx.contains("ue8m0x2"));
+            tools.assemble(&m.ptx, sm).unwrap();
+        }
+        for f in Format::ALL {
+            let m = ptx::generate_dequantize(sm, f, Codec::Software).unwrap();
+            tools.assemble(&m.ptx, sm).unwrap();
+        }
+    }
+}
+
+/// On a GPU: every recipe and layout, the default codec, equal to the host.
+#[test]
+fn gpu_equals_host_when_present() {
+    let Some(ctx) = cuda_for_tests() else {
+        return;
+    };
+    let st = ctx.default_stream();
+    let codec = Codec::for_sm(ctx.sm());
+    let mut rng = Rng(7);
+    for r in ptx::recipes() {
+        for layout in ScaleLayout::ALL {
+            for (l, m, k) in [(2, 129, 161), (1, 300, 288), (1, 1, 1)] {
+                let shape = Shape::new(l, m, k, r.format()).unwrap();
+                let xs = tensor(&mut rng, &shape, &SPECIAL, 4);
+                check(&st, codec, &xs, shape, r, layout);
+            }
+        }
+    }
+    let dims = ScaleDims::new(2, 300, 9).unwrap();
+    let src: Vec<u8> = (0..dims.count()).map(|i| i as u8 | 1).collect();
+    let want =
+        block_scaled::convert(&src, &dims, ScaleLayout::RowMajor, ScaleLayout::Atom6D).unwrap();
+    let got =
+        launch::convert_layout_on(&st, &src, dims, ScaleLayout::RowMajor, ScaleLayout::Atom6D)
+            .unwrap();
+    assert_eq!(got, want);
+}
