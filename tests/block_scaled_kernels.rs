@@ -16,6 +16,9 @@ use ptxsmith::kernels::block_scaled::{
 use ptxsmith::runtime::{AsDeviceMut, Backend, Context, Ran, Stream, cuda_for_tests};
 use ptxsmith::{Error, Sm};
 
+mod common;
+use common::{foreign_get, foreign_put};
+
 struct Rng(u64);
 
 impl Rng {
@@ -659,4 +662,81 @@ fn gpu_equals_host_when_present() {
         launch::convert_layout_on(&st, &src, dims, ScaleLayout::RowMajor, ScaleLayout::Atom6D)
             .unwrap();
     assert_eq!(got, want);
+}
+
+#[test]
+fn raw_entry_points_run_on_foreign_memory() {
+    for (sm, codec) in [(Sm::Sm100a, Codec::Hardware), (Sm::Sm80, Codec::Software)] {
+        let ctx = Context::sim(sm);
+        let raw = ctx.default_stream().raw();
+        for (format, mode, layout) in [
+            (Format::Nvfp4, ScaleMode::Nvfp4, ScaleLayout::Blocked128x4),
+            (Format::Mxfp4, ScaleMode::RCeil, ScaleLayout::RowMajor),
+            (Format::Mxfp8E4m3, ScaleMode::Floor, ScaleLayout::Atom6D),
+        ] {
+            let shape = Shape::new(2, 130, 70, format).unwrap();
+            let recipe = Recipe::new(format, mode).unwrap();
+            let mut rng = Rng(71);
+            let x: Vec<f32> = (0..shape.len()).map(|_| rng.scaled(3)).collect();
+            let want = block_scaled::quantize(&x, shape, recipe, layout).unwrap();
+            let scale_len = layout.len(&shape.scale_dims());
+            let px = foreign_put(&ctx, &x);
+            // Garbage in the outputs: padding must come out 0.
+            let pc = foreign_put(&ctx, &vec![0xAAu8; shape.codes_len()]);
+            let ps = foreign_put(&ctx, &vec![0xAAu8; scale_len]);
+            let pg = (format == Format::Nvfp4).then(|| foreign_put(&ctx, &[0f32; 3]));
+            let py = foreign_put(&ctx, &vec![0f32; shape.len()]);
+            // SAFETY: live simulator allocations of the stated lengths
+            // (the simulator's allocations are 256-byte aligned); outputs
+            // overlap nothing; `raw` is this context's stream.
+            unsafe {
+                launch::quantize_raw(&ctx, raw, px, shape, recipe, layout, codec, pc, ps, pg)
+                    .unwrap();
+                launch::dequantize_raw(&ctx, raw, pc, ps, pg, shape, layout, codec, py).unwrap();
+            }
+            ctx.synchronize().unwrap();
+            let what = format!("{format:?} {layout:?} on {sm}");
+            assert_eq!(
+                foreign_get::<u8>(&ctx, pc, want.codes.len()),
+                want.codes,
+                "codes {what}"
+            );
+            assert_eq!(
+                foreign_get::<u8>(&ctx, ps, scale_len),
+                want.scales,
+                "scales {what}"
+            );
+            if let (Some(pg), Some(g)) = (pg, want.global) {
+                let got = foreign_get::<f32>(&ctx, pg, 3);
+                assert_eq!(
+                    bits(&got),
+                    bits(&[g.amax, g.encode, g.decode]),
+                    "global {what}"
+                );
+            }
+            let y = block_scaled::dequantize(&want).unwrap();
+            assert_eq!(
+                bits(&foreign_get::<f32>(&ctx, py, y.len())),
+                bits(&y),
+                "y {what}"
+            );
+        }
+        // The checks that remain: alignment, the global buffer's presence.
+        let shape = Shape::new(1, 4, 32, Format::Nvfp4).unwrap();
+        let recipe = Recipe::new(Format::Nvfp4, ScaleMode::Nvfp4).unwrap();
+        let px = foreign_put(&ctx, &[0f32; 128]);
+        let ps = foreign_put(&ctx, &[0u8; 512]);
+        let l = ScaleLayout::Blocked128x4;
+        // SAFETY: refused before anything is queued.
+        let e = unsafe {
+            launch::quantize_raw(&ctx, raw, px + 4, shape, recipe, l, codec, ps, ps, Some(px))
+        }
+        .unwrap_err();
+        assert!(e.to_string().contains("16-byte aligned"), "{e}");
+        // SAFETY: refused before anything is queued.
+        let e =
+            unsafe { launch::quantize_raw(&ctx, raw, px, shape, recipe, l, codec, ps, ps, None) }
+                .unwrap_err();
+        assert!(e.to_string().contains("global-scale buffer"), "{e}");
+    }
 }

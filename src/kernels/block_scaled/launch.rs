@@ -1,6 +1,8 @@
 //! Launch code of [`super`]: device entry points on the [`Stream`] /
 //! device-buffer API ([`quantize_dev`], [`dequantize_dev`],
-//! [`convert_layout_dev`]) and the slice API on every [`Backend`]
+//! [`convert_layout_dev`]), raw-pointer entry points on another stack's
+//! memory and stream ([`quantize_raw`], [`dequantize_raw`]) and the slice
+//! API on every [`Backend`]
 //! ([`quantize`], [`dequantize`], [`convert_layout`]), one launch sequence
 //! each, so the GPU and the simulator run the same copies and launches.
 //!
@@ -36,14 +38,14 @@ use super::ptx::{
     self, Codec, ConvertArgs, DequantizeArgs, GLOBAL_LEN, Nvfp4GlobalArgs, QuantizeArgs, THREADS,
 };
 use crate::dsl::params::{DevPtr, KernelParams};
-use crate::dsl::types::F32;
+use crate::dsl::types::{F32, U8};
 use crate::error::{Error, Result};
 use crate::kernels::dispatch::dispatch;
 use crate::kernels::fp8::ptx::{self as fp8_ptx, AbsmaxPartialsArgs};
 use crate::runtime::backend::{Backend, Ran};
 use crate::runtime::buffer::{AsDevice, AsDeviceMut, DeviceSlice, DeviceSliceMut};
-use crate::runtime::context::Stream;
-use crate::runtime::exec::LaunchConfig;
+use crate::runtime::context::{Context, Stream};
+use crate::runtime::exec::{CUdeviceptr, LaunchConfig, PointerCheck, RawStream};
 
 /// The largest `K`, `L·M·nkb` and padded scale size the kernels take
 /// (`2³¹ − 1`).
@@ -208,18 +210,6 @@ pub fn quantize_dev(
     if f == Format::Nvfp4 {
         xs.check_aligned("block_scaled: NVFP4 x (absmax pass)", 16)?;
     }
-    let sm = stream.context().sm();
-    let m_quant = ptx::generate_quantize(sm, recipe, codec)?;
-    let nvfp4_mods = if f == Format::Nvfp4 {
-        Some((
-            fp8_ptx::generate_absmax_partials(sm)?,
-            ptx::generate_nvfp4_global(sm)?,
-        ))
-    } else {
-        None
-    };
-    let vec =
-        shape.k().is_multiple_of(4) && aligned(xs.addr, 16) && aligned(cs.addr, code_align(f));
     let xp = stream.arg("x", x)?;
     let cp = stream.arg_mut("codes", codes)?;
     // Checked before anything is queued: the global buffer's context.
@@ -229,38 +219,104 @@ pub fn quantize_dev(
         None => None,
     };
     let sp = stream.arg_mut("scales", scales)?;
-    if layout.is_padded() {
+    let io = QuantizeIo {
+        x: xp,
+        codes: cp,
+        scales: sp,
+        global: gp,
+    };
+    let zero_padding = |st: &Stream| -> Result<()> {
         let mut all = scales.as_device_mut();
         let mut head = all.slice_mut(..scale_len)?;
-        stream.zero(&mut head)?;
+        st.zero(&mut head)
+    };
+    let kernels = QuantizeKernels::new(stream, recipe, codec)?;
+    quantize_core(
+        stream,
+        &kernels,
+        io,
+        shape,
+        layout,
+        zero_padding,
+        PointerCheck::LiveBuffers,
+    )
+}
+
+/// The device memory of one quantize call.
+struct QuantizeIo {
+    x: DevPtr<F32>,
+    codes: DevPtr<U8>,
+    scales: DevPtr<U8>,
+    global: Option<DevPtr<F32>>,
+}
+
+/// Every module a quantize call launches, generated before anything is
+/// queued.
+struct QuantizeKernels {
+    quant: crate::dsl::PtxModule,
+    nvfp4: Option<(crate::dsl::PtxModule, crate::dsl::PtxModule)>,
+}
+
+impl QuantizeKernels {
+    fn new(stream: &Stream, recipe: Recipe, codec: Codec) -> Result<Self> {
+        let sm = stream.context().sm();
+        let nvfp4 = if recipe.format() == Format::Nvfp4 {
+            Some((
+                fp8_ptx::generate_absmax_partials(sm)?,
+                ptx::generate_nvfp4_global(sm)?,
+            ))
+        } else {
+            None
+        };
+        Ok(Self {
+            quant: ptx::generate_quantize(sm, recipe, codec)?,
+            nvfp4,
+        })
     }
-    if let (Some((m1, m2)), Some(gp)) = (nvfp4_mods, gp) {
+}
+
+/// The launches of a quantize call whose arguments have been checked.
+fn quantize_core(
+    stream: &Stream,
+    kernels: &QuantizeKernels,
+    io: QuantizeIo,
+    shape: Shape,
+    layout: ScaleLayout,
+    zero_padding: impl FnOnce(&Stream) -> Result<()>,
+    check: PointerCheck,
+) -> Result<()> {
+    let f = shape.format();
+    let dims = shape.scale_dims();
+    let vec = shape.k().is_multiple_of(4)
+        && aligned(io.x.addr, 16)
+        && aligned(io.codes.addr, code_align(f));
+    if layout.is_padded() {
+        zero_padding(stream)?;
+    }
+    if let (Some((m1, m2)), Some(gp)) = (&kernels.nvfp4, io.global) {
         let n = shape.len() as u64;
         let blocks = fp8_ptx::grid_blocks(n, stream.context().multiprocessor_count());
         let mut partials = stream.context().alloc::<f32>(blocks as usize)?;
         let a1 = AbsmaxPartialsArgs {
-            x: xp,
+            x: io.x,
             n,
             partials: stream.arg_mut("partials", &mut partials)?,
         };
-        stream.launch(
-            &m1,
-            LaunchConfig::linear(blocks, fp8_ptx::BLOCK),
-            &a1.args(),
-        )?;
+        let cfg = LaunchConfig::linear(blocks, fp8_ptx::BLOCK);
+        stream.launch_with(m1, cfg, &a1.args(), check)?;
         let a2 = Nvfp4GlobalArgs {
             partials: stream.arg("partials", &partials)?,
             count: blocks,
             global: gp,
         };
-        stream.launch(&m2, LaunchConfig::linear(1, THREADS), &a2.args())?;
+        stream.launch_with(m2, LaunchConfig::linear(1, THREADS), &a2.args(), check)?;
     }
     let s = ptx::layout_strides(layout, &dims);
     let args = QuantizeArgs {
-        x: xp,
-        codes: cp,
-        scales: sp,
-        global: gp.unwrap_or(DevPtr::<F32>::new(xp.addr)),
+        x: io.x,
+        codes: io.codes,
+        scales: io.scales,
+        global: io.global.unwrap_or(DevPtr::<F32>::new(io.x.addr)),
         m: u32_of(shape.m()),
         k: u32_of(shape.k()),
         nkb: u32_of(dims.nkb()),
@@ -273,7 +329,84 @@ pub fn quantize_dev(
         s_kk: s[4],
         s_l: s[5],
     };
-    stream.launch(&m_quant, grid(stream, lanes(&shape)), &args.args())
+    let cfg = grid(stream, lanes(&shape));
+    stream.launch_with(&kernels.quant, cfg, &args.args(), check)
+}
+
+/// Check a raw address's alignment, naming it.
+fn check_raw_align(what: &str, addr: CUdeviceptr, align: u64) -> Result<()> {
+    if aligned(addr, align) {
+        return Ok(());
+    }
+    Err(Error::InvalidArgument(format!(
+        "block_scaled: {what} at {addr:#x} is not {align}-byte aligned"
+    )))
+}
+
+/// [`quantize_dev`] on memory another stack allocated (e.g. a PyTorch
+/// tensor and its scale buffer): `x` (`L·M·K` f32s) is read; `codes`
+/// ([`Shape::codes_len`] bytes), `scales` (`layout.len(dims)` bytes,
+/// padding written 0) and, for NVFP4, `global` (3 f32s) are written; all
+/// raw device addresses, the launches queued on the foreign `stream`.
+///
+/// # Safety
+/// * every address is device memory of `ctx`'s context with at least the
+///   length above, valid until the kernels have run; the outputs overlap
+///   no input and each other, and nothing else accesses them until then;
+/// * `stream` is a live stream of that context (or [`RawStream::NULL`]).
+///
+/// Shapes, the recipe, the global buffer's presence and the alignments
+/// the layout needs (16 bytes for a padded layout's scales and NVFP4's
+/// `x`, 4 for `x` otherwise) are still checked; the extents cannot be.
+///
+/// # Errors
+/// As [`quantize_dev`].
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn quantize_raw(
+    ctx: &Context,
+    stream: RawStream,
+    x: CUdeviceptr,
+    shape: Shape,
+    recipe: Recipe,
+    layout: ScaleLayout,
+    codec: Codec,
+    codes: CUdeviceptr,
+    scales: CUdeviceptr,
+    global: Option<CUdeviceptr>,
+) -> Result<()> {
+    check_recipe(recipe, &shape)?;
+    check_limits(&shape)?;
+    let f = recipe.format();
+    check_global(f, global.map(|_| GLOBAL_LEN))?;
+    check_raw_align("x", x, if f == Format::Nvfp4 { 16 } else { 4 })?;
+    if layout.is_padded() {
+        check_raw_align("scales", scales, SCALE_ALIGN)?;
+    }
+    if let Some(g) = global {
+        check_raw_align("global", g, 4)?;
+    }
+    let st = ctx.borrowed_stream(stream);
+    let kernels = QuantizeKernels::new(&st, recipe, codec)?;
+    let scale_len = layout.len(&shape.scale_dims());
+    let zero_padding = |st: &Stream| -> Result<()> {
+        let zeros = st.context().alloc_zeroed::<u8>(scale_len)?;
+        st.copy_to_foreign(scales, &zeros)
+    };
+    let io = QuantizeIo {
+        x: DevPtr::new(x),
+        codes: DevPtr::new(codes),
+        scales: DevPtr::new(scales),
+        global: global.map(DevPtr::new),
+    };
+    quantize_core(
+        &st,
+        &kernels,
+        io,
+        shape,
+        layout,
+        zero_padding,
+        PointerCheck::Caller,
+    )
 }
 
 /// Dequantizes on `stream`: `y = decode(code) · decode_e8m0(scale)` (MX)
@@ -311,21 +444,50 @@ pub fn dequantize_dev(
     check_global(f, global.as_ref().map(|g| g.len()))?;
     check_scale_align(layout, "scales", &ss)?;
     let m = ptx::generate_dequantize(stream.context().sm(), f, codec)?;
-    let vec =
-        shape.k().is_multiple_of(4) && aligned(cs.addr, code_align(f)) && aligned(ys.addr, 16);
     let cp = stream.arg("codes", codes)?;
     let sp = stream.arg("scales", scales)?;
     let gp = match &global {
-        Some(g) => stream.arg("global", g)?,
-        None => DevPtr::new(sp.addr),
+        Some(g) => Some(stream.arg("global", g)?),
+        None => None,
     };
+    let yp = stream.arg_mut("y", y)?;
+    dequantize_core(
+        stream,
+        &m,
+        cp,
+        sp,
+        gp,
+        yp,
+        shape,
+        layout,
+        PointerCheck::LiveBuffers,
+    )
+}
+
+/// The launch of a dequantize call whose arguments have been checked.
+#[allow(clippy::too_many_arguments)]
+fn dequantize_core(
+    stream: &Stream,
+    m: &crate::dsl::PtxModule,
+    codes: DevPtr<U8>,
+    scales: DevPtr<U8>,
+    global: Option<DevPtr<F32>>,
+    y: DevPtr<F32>,
+    shape: Shape,
+    layout: ScaleLayout,
+    check: PointerCheck,
+) -> Result<()> {
+    let f = shape.format();
+    let dims = shape.scale_dims();
+    let vec =
+        shape.k().is_multiple_of(4) && aligned(codes.addr, code_align(f)) && aligned(y.addr, 16);
     let s = ptx::layout_strides(layout, &dims);
     let tpb = (f.block_size() as u32 / ptx::ELEMS_PER_LANE) as u64;
     let args = DequantizeArgs {
-        codes: cp,
-        scales: sp,
-        global: gp,
-        y: stream.arg_mut("y", y)?,
+        codes,
+        scales,
+        global: global.unwrap_or(DevPtr::new(scales.addr)),
+        y,
         m: u32_of(shape.m()),
         k: u32_of(shape.k()),
         nkb: u32_of(dims.nkb()),
@@ -338,7 +500,47 @@ pub fn dequantize_dev(
         s_kk: s[4],
         s_l: s[5],
     };
-    stream.launch(&m, grid(stream, dims.count() as u64 * tpb), &args.args())
+    let cfg = grid(stream, dims.count() as u64 * tpb);
+    stream.launch_with(m, cfg, &args.args(), check)
+}
+
+/// [`dequantize_dev`] on foreign memory: `codes`, `scales` (in `layout`)
+/// and, for NVFP4, `global` (`[amax_g, S_enc, S_dec]`) are read, `y`
+/// (`L·M·K` f32s) written; all raw device addresses, the launch queued on
+/// the foreign `stream`.
+///
+/// # Safety
+/// As [`quantize_raw`], with `y` the output.
+///
+/// # Errors
+/// As [`dequantize_dev`].
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn dequantize_raw(
+    ctx: &Context,
+    stream: RawStream,
+    codes: CUdeviceptr,
+    scales: CUdeviceptr,
+    global: Option<CUdeviceptr>,
+    shape: Shape,
+    layout: ScaleLayout,
+    codec: Codec,
+    y: CUdeviceptr,
+) -> Result<()> {
+    check_limits(&shape)?;
+    let f = shape.format();
+    check_global(f, global.map(|_| GLOBAL_LEN))?;
+    if layout.is_padded() {
+        check_raw_align("scales", scales, SCALE_ALIGN)?;
+    }
+    check_raw_align("y", y, 4)?;
+    if let Some(g) = global {
+        check_raw_align("global", g, 4)?;
+    }
+    let st = ctx.borrowed_stream(stream);
+    let m = ptx::generate_dequantize(ctx.sm(), f, codec)?;
+    let (cp, sp, yp) = (DevPtr::new(codes), DevPtr::new(scales), DevPtr::new(y));
+    let gp = global.map(DevPtr::new);
+    dequantize_core(&st, &m, cp, sp, gp, yp, shape, layout, PointerCheck::Caller)
 }
 
 /// Re-lays a scale tensor of extent `dims` from layout `from` (`src`, at
