@@ -740,3 +740,49 @@ fn raw_entry_points_run_on_foreign_memory() {
         assert!(e.to_string().contains("global-scale buffer"), "{e}");
     }
 }
+
+/// The software E2M1 encoder on a strided sweep of every f32 magnitude
+/// below 8 (both signs): MXFP4 `Floor` blocks that start with 4.0 get the
+/// scale 127, whose multiplier 1.0 hands each value to the encoder as is.
+#[test]
+fn software_e2m1_encoder_on_a_sweep_below_8() {
+    let step = 0x4100_0000u32 / (1 << 15);
+    let mut x = Vec::new();
+    for (i, b) in (0..0x4100_0000u32).step_by(step as usize).enumerate() {
+        if x.len() % 32 == 0 {
+            x.push(4.0);
+        }
+        let v = f32::from_bits(b);
+        x.push(if i % 2 == 0 { v } else { -v });
+    }
+    // The decision points and their neighbours too.
+    for p in [0.25f32, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0] {
+        for b in [p.to_bits() - 1, p.to_bits(), p.to_bits() + 1] {
+            if x.len() % 32 == 0 {
+                x.push(4.0);
+            }
+            x.push(f32::from_bits(b));
+        }
+    }
+    while x.len() % 32 != 0 {
+        x.push(0.0);
+    }
+    let shape = Shape::new(1, x.len() / 32, 32, Format::Mxfp4).unwrap();
+    let recipe = Recipe::new(Format::Mxfp4, ScaleMode::Floor).unwrap();
+    let want = block_scaled::quantize(&x, shape, recipe, ScaleLayout::RowMajor).unwrap();
+    assert!(want.scales.iter().all(|&s| s == 127));
+    for sm in [Sm::Sm80, Sm::Sm100a] {
+        let ctx = Context::sim(sm);
+        let st = ctx.default_stream();
+        let got = launch::quantize_on(
+            &st,
+            &x,
+            shape,
+            recipe,
+            ScaleLayout::RowMajor,
+            Codec::Software,
+        )
+        .unwrap();
+        assert_eq!(got.codes, want.codes, "software E2M1 on {sm}");
+    }
+}

@@ -55,10 +55,9 @@ pub const E2M1_VALUES: [f32; 16] = [
 /// of either sign gives `0x7` (+6, the satfinite result for NaN). The
 /// result is in the low nibble.
 ///
-/// In PTX without the hardware conversion: `and.b32` for the magnitude,
-/// seven `setp.{gt,ge}.u32` against the point bits and adds (or `selp`),
-/// one `setp.gt.u32` against `0x7F800000` for NaN, the sign from
-/// `shr.u32 x, 28` masked to bit 3.
+/// This is the spec, written as seven compares against the decision
+/// points; the kernels' software path computes the same codes with
+/// [`encode_e2m1_branch_free`].
 #[inline]
 pub const fn encode_e2m1(x: f32) -> u8 {
     let bits = x.to_bits();
@@ -76,6 +75,34 @@ pub const fn encode_e2m1(x: f32) -> u8 {
         i += 1;
     }
     ((bits >> 28) as u8 & 0x8) | code
+}
+
+/// The steps of the kernels' software E2M1 encoder, equal to
+/// [`encode_e2m1`] for every f32 (swept over all 2^32 inputs in
+/// `tests/block_scaled_exhaustive.rs`), in about half the instructions of
+/// seven compares:
+/// * `|x| ≥ 1`: E2M1 keeps one significand bit, so round the magnitude
+///   bits to it (`t = abs + 0x1FFFFF + bit 22`, round to nearest even on
+///   the integer), and `t >> 22` counts codes from 1.0 = 254 → code 2;
+///   anything past code 7 (above 5, ±Inf) saturates to 7 (`min.u32`);
+/// * `|x| < 1`: the grid is multiples of 0.5, so the code is `2·|x|`
+///   (`mul.rn`, exact) rounded to an integer, ties to even
+///   (`cvt.rni.u32.f32`): 0.25 → 0, 0.75 → 2;
+/// * the sign from bit 31 to bit 3; NaN → `0x7`.
+#[inline]
+pub fn encode_e2m1_branch_free(x: f32) -> u8 {
+    let bits = x.to_bits();
+    let abs = bits & F32_ABS_MASK;
+    let t = abs + 0x1F_FFFF + ((abs >> 22) & 1);
+    let big = ((t >> 22).wrapping_sub(252)).min(7);
+    let small = (2.0 * f32::from_bits(abs)).round_ties_even() as u32;
+    let mag = if abs < 0x3F80_0000 { small } else { big };
+    let code = mag | ((bits >> 28) & 0x8);
+    if abs > F32_INF_BITS {
+        E2M1_NAN_BLOCK_CODE
+    } else {
+        code as u8
+    }
 }
 
 /// Decodes an E2M1 code (low nibble of `code`; the high nibble is

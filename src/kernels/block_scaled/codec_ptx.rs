@@ -19,7 +19,7 @@
 use super::codec::{E2M1_NAN_BLOCK_CODE, E8M0_MAX, E8M0_NAN};
 use crate::dsl::ir::Ue8m0Rounding;
 use crate::dsl::types::{F32, Reg, U32};
-use crate::dsl::{Cmp, KernelBuilder};
+use crate::dsl::{Cmp, IntRounding, KernelBuilder, Rounding};
 use crate::kernels::fp8::Format as Fp8Format;
 use crate::kernels::fp8::ptx::{self as fp8_ptx, Codec};
 use crate::target::Feature;
@@ -32,39 +32,33 @@ pub const NAN_BITS: u32 = 0x7FFF_FFFF;
 /// of byte `0xFE`.
 const TWO_POW_M127_BITS: u32 = 0x0040_0000;
 
-/// The E2M1 decision points (f32 magnitude bits) and whether a tie goes up,
-/// as in [`super::codec`] (ascending).
-const E2M1_POINTS: [(u32, bool); 7] = [
-    (0x3E80_0000, false),
-    (0x3F40_0000, true),
-    (0x3FA0_0000, false),
-    (0x3FE0_0000, true),
-    (0x4020_0000, false),
-    (0x4060_0000, true),
-    (0x40A0_0000, false),
-];
-
 /// Whether `codec` uses the block-scale conversions on the builder's SM.
 pub fn block_scale_hw(b: &KernelBuilder, codec: Codec) -> bool {
     codec == Codec::Hardware && b.sm().supports(Feature::BlockScaleCvt)
 }
 
 /// Software E2M1 encode of one value: the code in the low nibble of the
-/// result (`encode_e2m1`: seven unsigned compares of the magnitude bits,
-/// the sign from bit 31, NaN → `0x7`).
+/// result, the steps of
+/// [`encode_e2m1_branch_free`](super::codec::encode_e2m1_branch_free)
+/// (one significand bit rounded on the integer bits for `|x| ≥ 1`,
+/// `cvt.rni` of `2·|x|` below, the sign from bit 31, NaN → `0x7`).
 pub fn e2m1_encode_sw(b: &mut KernelBuilder, y: Reg<F32>) -> Reg<U32> {
     let bits = b.f32_bits(y);
     let abs = b.and(bits, 0x7FFF_FFFFu32);
-    let mut code = b.mov(0u32);
-    for (point, tie_up) in E2M1_POINTS {
-        let cmp = if tie_up { Cmp::Ge } else { Cmp::Gt };
-        let above = b.setp(cmp, abs, point);
-        let step = b.selp(above, 1u32, 0u32);
-        code = b.add(code, step);
-    }
+    let half_bit = b.bfe(abs, 22u32, 1u32);
+    let t = b.add(abs, 0x1F_FFFFu32);
+    let t = b.add(t, half_bit);
+    let q = b.shr(t, 22u32);
+    let big = b.sub(q, 252u32);
+    let big = b.min(big, 7u32);
+    let mag_f = b.f32_from_bits(abs);
+    let twice = b.fmul(Rounding::Rn, mag_f, 2.0f32);
+    let small = b.f32_to_u32(IntRounding::Rni, twice);
+    let is_small = b.setp(Cmp::Lt, abs, 0x3F80_0000u32);
+    let mag = b.selp(is_small, small, big);
     let sign = b.shr(bits, 28u32);
     let sign = b.and(sign, 0x8u32);
-    let code = b.or(code, sign);
+    let code = b.or(mag, sign);
     let nan = b.setp(Cmp::Gt, abs, F32_INF_BITS);
     b.selp(nan, u32::from(E2M1_NAN_BLOCK_CODE), code)
 }

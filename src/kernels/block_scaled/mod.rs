@@ -57,7 +57,9 @@
 //!   unverified here, so a hardware-cvt kernel must canonicalise if
 //!   sm_100a disagrees.) **NaN → `0x7`** (+6): \[PTX\] `.satfinite` turns
 //!   NaN into +MAX_NORM for e2m1. Hardware: `cvt.rn.satfinite.e2m1x2.f32`;
-//!   software: seven unsigned compares of the magnitude bits.
+//!   software: [`encode_e2m1_branch_free`]'s steps (one significand bit
+//!   rounded on the integer bits, `cvt.rni` of `2·|x|` below 1), equal to
+//!   the spec on all 2^32 inputs.
 //! * **UE4M3** (NVFP4 scales, [`encode_ue4m3`]): the E4M3 encoding of the
 //!   magnitude (PTX has no unsigned E4M3 conversion, so a kernel uses
 //!   `cvt.rn.satfinite.e4m3x2.f32` on a value ≥ +0): RNE with subnormals,
@@ -215,7 +217,7 @@ pub mod ptx;
 
 pub use codec::{
     decode_e2m1, decode_e8m0, decode_ue4m3, e8m0_floor, e8m0_inverse, e8m0_rceil, encode_e2m1,
-    encode_ue4m3, ue8m0_round_up,
+    encode_e2m1_branch_free, encode_ue4m3, ue8m0_round_up,
 };
 pub use host::{BlockScaled, Format, GlobalScale, Recipe, ScaleMode, Shape, dequantize, quantize};
 pub use layout::{
