@@ -86,16 +86,21 @@ pub const fn encode_e2m1(x: f32) -> u8 {
 ///   the integer), and `t >> 22` counts codes from 1.0 = 254 → code 2;
 ///   anything past code 7 (above 5, ±Inf) saturates to 7 (`min.u32`);
 /// * `|x| < 1`: the grid is multiples of 0.5, so the code is `2·|x|`
-///   (`mul.rn`, exact) rounded to an integer, ties to even
-///   (`cvt.rni.u32.f32`): 0.25 → 0, 0.75 → 2;
+///   rounded to an integer, ties to even: `fma.rn(|x|, 2, 2^23)` (one
+///   rounding of the exact `2·|x| + 2^23`, whose ulp is 1) minus the bits
+///   of 2^23: 0.25 → 0, 0.75 → 2 (a full-rate FFMA, not a `cvt`);
 /// * the sign from bit 31 to bit 3; NaN → `0x7`.
 #[inline]
 pub fn encode_e2m1_branch_free(x: f32) -> u8 {
+    const TWO_POW_23: f32 = 8_388_608.0;
     let bits = x.to_bits();
     let abs = bits & F32_ABS_MASK;
     let t = abs + 0x1F_FFFF + ((abs >> 22) & 1);
     let big = ((t >> 22).wrapping_sub(252)).min(7);
-    let small = (2.0 * f32::from_bits(abs)).round_ties_even() as u32;
+    let small = f32::from_bits(abs)
+        .mul_add(2.0, TWO_POW_23)
+        .to_bits()
+        .wrapping_sub(TWO_POW_23.to_bits());
     let mag = if abs < 0x3F80_0000 { small } else { big };
     let code = mag | ((bits >> 28) & 0x8);
     if abs > F32_INF_BITS {

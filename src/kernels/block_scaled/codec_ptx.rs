@@ -19,7 +19,7 @@
 use super::codec::{E2M1_NAN_BLOCK_CODE, E8M0_MAX, E8M0_NAN};
 use crate::dsl::ir::Ue8m0Rounding;
 use crate::dsl::types::{F32, Reg, U32};
-use crate::dsl::{Cmp, IntRounding, KernelBuilder, Rounding};
+use crate::dsl::{Cmp, KernelBuilder, Rounding};
 use crate::kernels::fp8::Format as Fp8Format;
 use crate::kernels::fp8::ptx::{self as fp8_ptx, Codec};
 use crate::target::Feature;
@@ -41,7 +41,7 @@ pub fn block_scale_hw(b: &KernelBuilder, codec: Codec) -> bool {
 /// result, the steps of
 /// [`encode_e2m1_branch_free`](super::codec::encode_e2m1_branch_free)
 /// (one significand bit rounded on the integer bits for `|x| ≥ 1`,
-/// `cvt.rni` of `2·|x|` below, the sign from bit 31, NaN → `0x7`).
+/// `fma.rn(|x|, 2, 2^23)` below, the sign from bit 31, NaN → `0x7`).
 pub fn e2m1_encode_sw(b: &mut KernelBuilder, y: Reg<F32>) -> Reg<U32> {
     let bits = b.f32_bits(y);
     let abs = b.and(bits, 0x7FFF_FFFFu32);
@@ -52,8 +52,9 @@ pub fn e2m1_encode_sw(b: &mut KernelBuilder, y: Reg<F32>) -> Reg<U32> {
     let big = b.sub(q, 252u32);
     let big = b.min(big, 7u32);
     let mag_f = b.f32_from_bits(abs);
-    let twice = b.fmul(Rounding::Rn, mag_f, 2.0f32);
-    let small = b.f32_to_u32(IntRounding::Rni, twice);
+    let rounded = b.ffma(Rounding::Rn, mag_f, 2.0f32, 8_388_608.0f32);
+    let rounded = b.f32_bits(rounded);
+    let small = b.sub(rounded, 0x4B00_0000u32); // the bits of 2^23
     let is_small = b.setp(Cmp::Lt, abs, 0x3F80_0000u32);
     let mag = b.selp(is_small, small, big);
     let sign = b.shr(bits, 28u32);
