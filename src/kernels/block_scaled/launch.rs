@@ -312,6 +312,8 @@ fn quantize_core(
         stream.launch_with(m2, LaunchConfig::linear(1, THREADS), &a2.args(), check)?;
     }
     let s = ptx::layout_strides(layout, &dims);
+    let nkb_div = ptx::div_magic(u32_of(dims.nkb()));
+    let m_div = ptx::div_magic(u32_of(shape.m()));
     let args = QuantizeArgs {
         x: io.x,
         codes: io.codes,
@@ -322,6 +324,10 @@ fn quantize_core(
         nkb: u32_of(dims.nkb()),
         blocks: u32_of(dims.count()),
         vec: u32::from(vec),
+        nkb_magic: nkb_div.0,
+        nkb_shift: nkb_div.1,
+        m_magic: m_div.0,
+        m_shift: m_div.1,
         s_mm32: s[0],
         s_mm4: s[1],
         s_mm: s[2],
@@ -482,6 +488,8 @@ fn dequantize_core(
     let vec =
         shape.k().is_multiple_of(4) && aligned(codes.addr, code_align(f)) && aligned(y.addr, 16);
     let s = ptx::layout_strides(layout, &dims);
+    let nkb_div = ptx::div_magic(u32_of(dims.nkb()));
+    let m_div = ptx::div_magic(u32_of(shape.m()));
     let tpb = (f.block_size() as u32 / ptx::ELEMS_PER_LANE) as u64;
     let args = DequantizeArgs {
         codes,
@@ -493,6 +501,10 @@ fn dequantize_core(
         nkb: u32_of(dims.nkb()),
         blocks: u32_of(dims.count()),
         vec: u32::from(vec),
+        nkb_magic: nkb_div.0,
+        nkb_shift: nkb_div.1,
+        m_magic: m_div.0,
+        m_shift: m_div.1,
         s_mm32: s[0],
         s_mm4: s[1],
         s_mm: s[2],

@@ -95,7 +95,8 @@ kernel_params! {
     /// Arguments of `block_scaled_quantize_*`. `global` (`[amax_g, S_enc,
     /// S_dec]`) is read by the NVFP4 kernel only. `s_*` are the layout
     /// strides of [`layout_strides`]; `vec` is 1 when `K % 4 = 0` and `x`
-    /// is 16-byte, `codes` 4-byte aligned.
+    /// is 16-byte, `codes` 4-byte aligned; `*_magic`, `*_shift` divide by
+    /// `nkb` and `m` ([`div_magic`]).
     pub struct QuantizeArgs => QuantizeRegs {
         x: Ptr<F32>,
         codes: Ptr<U8>,
@@ -106,6 +107,10 @@ kernel_params! {
         nkb: U32,
         blocks: U32,
         vec: U32,
+        nkb_magic: U32,
+        nkb_shift: U32,
+        m_magic: U32,
+        m_shift: U32,
         s_mm32: U32,
         s_mm4: U32,
         s_mm: U32,
@@ -128,6 +133,10 @@ kernel_params! {
         nkb: U32,
         blocks: U32,
         vec: U32,
+        nkb_magic: U32,
+        nkb_shift: U32,
+        m_magic: U32,
+        m_shift: U32,
         s_mm32: U32,
         s_mm4: U32,
         s_mm: U32,
@@ -261,6 +270,42 @@ struct Lane {
     kin: Reg<U32>,
 }
 
+/// `(magic, shift)` such that `n / d = (n · magic) >> shift` (a 64-bit
+/// product) for every `n < 2³¹`: `s = ⌈log2 d⌉`, `magic = ⌈2^(31+s) / d⌉`
+/// (below 2³² for every `d` in `1..2³¹`), `shift = 31 + s`. Exact because
+/// `magic · d − 2^(31+s) < d ≤ 2^s`, so `n` times that error stays below
+/// `2^(31+s)`. The kernels divide block and row indices (all below 2³¹,
+/// checked by the launch code) this way instead of a `div.u32` (a long
+/// SASS sequence).
+///
+/// # Panics
+/// Never for `d` in `1..2³¹`; `d = 0` or `d ≥ 2³¹` is a caller bug
+/// (asserted in debug builds; the launch code never passes one).
+pub fn div_magic(d: u32) -> (u32, u32) {
+    debug_assert!((1..1 << 31).contains(&d), "div_magic({d})");
+    let d = d.max(1);
+    let s = 32 - (d - 1).leading_zeros(); // ⌈log2 d⌉, 0 for d = 1
+    let magic = (1u64 << (31 + s)).div_ceil(u64::from(d));
+    (magic as u32, 31 + s)
+}
+
+/// A run-time divisor with its [`div_magic`] constants.
+#[derive(Clone, Copy)]
+struct Divisor {
+    d: Reg<U32>,
+    magic: Reg<U32>,
+    shift: Reg<U32>,
+}
+
+impl Divisor {
+    /// `n / d` for `n < 2³¹`: `mul.wide.u32`, `shr.b64`.
+    fn divide(self, b: &mut KernelBuilder, n: Reg<U32>) -> Reg<U32> {
+        let w = b.mul_wide_u32(n, self.magic);
+        let q = b.shr(w, self.shift);
+        b.u64_to_u32(q)
+    }
+}
+
 /// Decompose the 64-bit thread index `t` of a block-per-`tpb`-lanes
 /// mapping over `blocks` blocks of `bs` elements (`nkb` per row).
 fn lane_of(
@@ -270,7 +315,7 @@ fn lane_of(
     tpb: u32,
     bs: u32,
     blocks: Reg<U32>,
-    nkb: Reg<U32>,
+    nkb: Divisor,
 ) -> Lane {
     let active = b.setp(Cmp::Lt, t, total);
     let g = b.shr(t, tpb.trailing_zeros());
@@ -280,8 +325,8 @@ fn lane_of(
     let g = b.min(g, last);
     let t32 = b.u64_to_u32(t);
     let lane = b.and(t32, tpb - 1);
-    let row = b.div(g, nkb);
-    let kb = b.mul_lo(row, nkb);
+    let row = nkb.divide(b, g);
+    let kb = b.mul_lo(row, nkb.d);
     let kb = b.sub(g, kb);
     let kin = b.mul_lo(kb, bs);
     let kin = b.mad_lo(lane, ELEMS_PER_LANE, kin);
@@ -298,12 +343,12 @@ fn lane_of(
 fn scale_offset(
     b: &mut KernelBuilder,
     ln: &Lane,
-    m: Reg<U32>,
+    m: Divisor,
     kb: Reg<U32>,
     strides: [Reg<U32>; 6],
 ) -> Reg<U32> {
-    let l = b.div(ln.row, m);
-    let mrow = b.mul_lo(l, m);
+    let l = m.divide(b, ln.row);
+    let mrow = b.mul_lo(l, m.d);
     let mrow = b.sub(ln.row, mrow);
     let d = digits(b, l, mrow, kb);
     dot6(b, d, strides)
@@ -449,6 +494,16 @@ pub fn generate_quantize(sm: Sm, recipe: Recipe, codec: Codec) -> Result<PtxModu
     let mut b = builder(sm, &quantize_name(recipe), codec);
     let p = b.params::<QuantizeArgs>();
     let strides = [p.s_mm32, p.s_mm4, p.s_mm, p.s_kk4, p.s_kk, p.s_l];
+    let nkb_div = Divisor {
+        d: p.nkb,
+        magic: p.nkb_magic,
+        shift: p.nkb_shift,
+    };
+    let m_div = Divisor {
+        d: p.m,
+        magic: p.m_magic,
+        shift: p.m_shift,
+    };
     let nvfp4 = (recipe.mode() == ScaleMode::Nvfp4).then(|| {
         let s_enc = b.ld_global(p.global, 1);
         let s_dec = b.ld_global(p.global, 2);
@@ -461,7 +516,7 @@ pub fn generate_quantize(sm: Sm, recipe: Recipe, codec: Codec) -> Result<PtxModu
     let total32 = b.add(total, 31u64);
     let total32 = b.and(total32, !31u64);
     grid_stride(&mut b, total32, |b, t| {
-        let ln = lane_of(b, t, total, tpb, bs, p.blocks, p.nkb);
+        let ln = lane_of(b, t, total, tpb, bs, p.blocks, nkb_div);
         let xs = load_lane(b, p.x, &ln, p.k, vec);
         // Block amax: max.u32 of the magnitude bits over the lane's four
         // elements, then across the block's lanes.
@@ -483,7 +538,7 @@ pub fn generate_quantize(sm: Sm, recipe: Recipe, codec: Codec) -> Result<PtxModu
         b.if_(ln.active, |b| {
             let lane0 = b.setp(Cmp::Eq, ln.lane, 0u32);
             b.if_(lane0, |b| {
-                let off = scale_offset(b, &ln, p.m, ln.kb, strides);
+                let off = scale_offset(b, &ln, m_div, ln.kb, strides);
                 let sp = b.offset(p.scales, off);
                 b.st_global(sp, 0, byte);
             });
@@ -605,12 +660,22 @@ pub fn generate_dequantize(sm: Sm, f: Format, codec: Codec) -> Result<PtxModule>
     let mut b = builder(sm, &dequantize_name(f), codec);
     let p = b.params::<DequantizeArgs>();
     let strides = [p.s_mm32, p.s_mm4, p.s_mm, p.s_kk4, p.s_kk, p.s_l];
+    let nkb_div = Divisor {
+        d: p.nkb,
+        magic: p.nkb_magic,
+        shift: p.nkb_shift,
+    };
+    let m_div = Divisor {
+        d: p.m,
+        magic: p.m_magic,
+        shift: p.m_shift,
+    };
     let s_dec = (f == Format::Nvfp4).then(|| b.ld_global(p.global, 2));
     let vec = b.setp(Cmp::Ne, p.vec, 0u32);
     let total = b.mul_wide_u32(p.blocks, tpb);
     grid_stride(&mut b, total, |b, t| {
-        let ln = lane_of(b, t, total, tpb, bs, p.blocks, p.nkb);
-        let off = scale_offset(b, &ln, p.m, ln.kb, strides);
+        let ln = lane_of(b, t, total, tpb, bs, p.blocks, nkb_div);
+        let off = scale_offset(b, &ln, m_div, ln.kb, strides);
         let sp = b.offset(p.scales, off);
         let byte = b.ld_global_nc(sp, 0);
         let d = match s_dec {
@@ -774,6 +839,48 @@ pub fn variants(sm: Sm) -> Result<Vec<PtxModule>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn magic_division_is_exact_below_2_pow_31() {
+        let mut ds: Vec<u32> = (1..=4096).collect();
+        for k in 1..31 {
+            let p = 1u32 << k;
+            ds.extend([p - 1, p, p + 1]);
+        }
+        ds.extend([
+            (1 << 31) - 1,
+            0x7FFF_FFFE,
+            641,
+            6_700_417,
+            1_000_003,
+            0x5555_5555,
+        ]);
+        let mut seed = 0x9E37_79B9u32;
+        for &d in ds.iter().filter(|&&d| d < 1 << 31) {
+            let (magic, shift) = div_magic(d);
+            let div = |n: u32| ((u64::from(n) * u64::from(magic)) >> shift) as u32;
+            let mut ns = vec![0, 1, d - 1, d, d.saturating_add(1), (1 << 31) - 1];
+            let top = ((1u32 << 31) - 1) / d;
+            for q in [1, 2, top.saturating_sub(1), top] {
+                let base = q.saturating_mul(d);
+                ns.extend([base.saturating_sub(1), base, base.saturating_add(1)]);
+            }
+            for _ in 0..64 {
+                seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                ns.push(seed >> 1);
+            }
+            for n in ns.into_iter().filter(|&n| n < 1 << 31) {
+                assert_eq!(div(n), n / d, "{n} / {d} (magic {magic}, shift {shift})");
+            }
+        }
+        // Every n below 2^20 for small divisors.
+        for d in 1..=64u32 {
+            let (magic, shift) = div_magic(d);
+            for n in 0..1u32 << 20 {
+                assert_eq!(((u64::from(n) * u64::from(magic)) >> shift) as u32, n / d);
+            }
+        }
+    }
 
     #[test]
     fn strides_reproduce_every_layout_offset() {
