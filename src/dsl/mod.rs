@@ -9,6 +9,7 @@
 pub mod builder;
 mod convert;
 pub(crate) mod ir;
+mod loops;
 pub mod math;
 pub mod params;
 pub(crate) mod printer;

@@ -610,11 +610,7 @@ pub fn generate_grad_bias(sm: Sm) -> Result<PtxModule> {
     let mut b = builder("block_ell_grad_bias", sm);
     let p = b.params::<GradBiasArgs>();
     let total = b.mul_lo(p.width, p.groups);
-    let gid = b.global_id_x();
-    let nt = b.ntid_x();
-    let nc = b.nctaid_x();
-    let step = b.mul_lo(nt, nc);
-    b.for_range(gid, total, step, |b, e| {
+    b.grid_stride(total, |b, e| {
         let o = b.rem(e, p.width);
         let g = b.div(e, p.width);
         let q = b.add(p.q0, g);
@@ -640,12 +636,8 @@ pub fn generate_grad_bias(sm: Sm) -> Result<PtxModule> {
 pub fn generate_fold(sm: Sm) -> Result<PtxModule> {
     let mut b = builder("block_ell_fold", sm);
     let p = b.params::<FoldArgs>();
-    let gid = b.global_id_x();
-    let nt = b.ntid_x();
-    let nc = b.nctaid_x();
-    let step = b.mul_lo(nt, nc);
     let first = b.setp(Cmp::Ne, p.first, 0u32);
-    b.for_range(gid, p.len, step, |b, e| {
+    b.grid_stride(p.len, |b, e| {
         let dst = b.offset(p.out, e);
         let src = b.offset(p.part, e);
         let p0 = b.ld_global(src, 0);

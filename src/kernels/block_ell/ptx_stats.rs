@@ -12,7 +12,7 @@
 use super::host::N_CHUNK;
 use super::ptx::THREADS;
 use crate::dsl::params::Ptr;
-use crate::dsl::types::{F32, Reg, S32, U32};
+use crate::dsl::types::{F32, S32, U32};
 use crate::dsl::{Cmp, KernelBuilder, PtxModule, Rounding};
 use crate::error::Result;
 use crate::kernel_params;
@@ -68,24 +68,11 @@ fn builder(name: &str, sm: Sm) -> KernelBuilder {
     b
 }
 
-/// `for e in global_id .. total step grid_size`.
-fn grid_stride(
-    b: &mut KernelBuilder,
-    total: Reg<U32>,
-    body: impl FnOnce(&mut KernelBuilder, Reg<U32>),
-) {
-    let gid = b.global_id_x();
-    let nt = b.ntid_x();
-    let nc = b.nctaid_x();
-    let step = b.mul_lo(nt, nc);
-    b.for_range(gid, total, step, body);
-}
-
 /// The Frobenius norm of every slot's block of `gv`.
 pub fn generate_grad_norms(sm: Sm) -> Result<PtxModule> {
     let mut b = builder("block_ell_grad_norms", sm);
     let p = b.params::<GradNormsArgs>();
-    grid_stride(&mut b, p.slots, |b, s| {
+    b.grid_stride(p.slots, |b, s| {
         let cp = b.offset(p.col, s);
         let cb = b.ld_global_nc(cp, 0);
         let used = b.setp(Cmp::Ge, cb, 0i32);
@@ -114,7 +101,7 @@ pub fn generate_norm_partials(sm: Sm) -> Result<PtxModule> {
     let p = b.params::<NormPartialsArgs>();
     let total = b.mul_lo(p.blocks, p.groups);
     let width = b.mul_lo(p.blocks, p.b);
-    grid_stride(&mut b, total, |b, e| {
+    b.grid_stride(total, |b, e| {
         let blk = b.rem(e, p.blocks);
         let g = b.div(e, p.blocks);
         let q = b.add(p.q0, g);
@@ -144,7 +131,7 @@ pub fn generate_norm_partials(sm: Sm) -> Result<PtxModule> {
 pub fn generate_sqrt(sm: Sm) -> Result<PtxModule> {
     let mut b = builder("block_ell_sqrt", sm);
     let p = b.params::<SqrtArgs>();
-    grid_stride(&mut b, p.len, |b, e| {
+    b.grid_stride(p.len, |b, e| {
         let vp = b.offset(p.v, e);
         let v = b.ld_global(vp, 0);
         let r = b.fsqrt(Rounding::Rn, v);
@@ -158,7 +145,7 @@ pub fn generate_ema(sm: Sm) -> Result<PtxModule> {
     let mut b = builder("block_ell_ema", sm);
     let p = b.params::<EmaArgs>();
     let keep = b.fsub(Rounding::Rn, 1.0f32, p.decay);
-    grid_stride(&mut b, p.len, |b, e| {
+    b.grid_stride(p.len, |b, e| {
         let sp = b.offset(p.scores, e);
         let vp = b.offset(p.values, e);
         let s = b.ld_global(sp, 0);

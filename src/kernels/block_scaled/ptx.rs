@@ -354,26 +354,6 @@ fn scale_offset(
     dot6(b, d, strides)
 }
 
-/// A 64-bit grid-stride loop over `t < limit`.
-fn grid_stride(
-    b: &mut KernelBuilder,
-    limit: Reg<U64>,
-    body: impl FnOnce(&mut KernelBuilder, Reg<U64>),
-) {
-    let gid = b.global_id_x_u64();
-    let (ntid, nctaid) = (b.ntid_x(), b.nctaid_x());
-    let stride = b.mul_wide_u32(ntid, nctaid);
-    let t = b.mov(gid);
-    b.while_(
-        |b| b.setp(Cmp::Lt, t, limit),
-        |b| {
-            body(b, t);
-            let next = b.add(t, stride);
-            b.assign(t, next);
-        },
-    );
-}
-
 /// Load the lane's four elements (zeros past `k` or on idle lanes).
 fn load_lane(
     b: &mut KernelBuilder,
@@ -515,7 +495,7 @@ pub fn generate_quantize(sm: Sm, recipe: Recipe, codec: Codec) -> Result<PtxModu
     // Round up to a warp, so all 32 lanes run every shuffle.
     let total32 = b.add(total, 31u64);
     let total32 = b.and(total32, !31u64);
-    grid_stride(&mut b, total32, |b, t| {
+    b.grid_stride_u64(total32, |b, t| {
         let ln = lane_of(b, t, total, tpb, bs, p.blocks, nkb_div);
         let xs = load_lane(b, p.x, &ln, p.k, vec);
         // Block amax: max.u32 of the magnitude bits over the lane's four
@@ -673,7 +653,7 @@ pub fn generate_dequantize(sm: Sm, f: Format, codec: Codec) -> Result<PtxModule>
     let s_dec = (f == Format::Nvfp4).then(|| b.ld_global(p.global, 2));
     let vec = b.setp(Cmp::Ne, p.vec, 0u32);
     let total = b.mul_wide_u32(p.blocks, tpb);
-    grid_stride(&mut b, total, |b, t| {
+    b.grid_stride_u64(total, |b, t| {
         let ln = lane_of(b, t, total, tpb, bs, p.blocks, nkb_div);
         let off = scale_offset(b, &ln, m_div, ln.kb, strides);
         let sp = b.offset(p.scales, off);

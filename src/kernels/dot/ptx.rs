@@ -29,10 +29,7 @@ pub fn generate(sm: Sm) -> Result<PtxModule> {
     let mut b = KernelBuilder::new(KERNEL, sm);
     b.maxntid(BLOCK, 1, 1);
     let p = b.params::<DotRowsArgs>();
-    let first = b.global_id_x();
-    let (ntid, nctaid) = (b.ntid_x(), b.nctaid_x());
-    let stride = b.mul_lo(ntid, nctaid);
-    b.for_range(first, p.rows, stride, |b, r| {
+    b.grid_stride(p.rows, |b, r| {
         let row_start = b.mul_wide_u32(r, p.n);
         let xp = b.offset64(p.x, row_start);
         let yp = b.ptr_copy(p.y);

@@ -89,19 +89,6 @@ fn builder(name: &str, sm: Sm) -> KernelBuilder {
     b
 }
 
-/// `for gid in global_id .. total step grid_size`.
-fn grid_stride(
-    b: &mut KernelBuilder,
-    total: Reg<U32>,
-    body: impl FnOnce(&mut KernelBuilder, Reg<U32>),
-) {
-    let gid = b.global_id_x();
-    let nt = b.ntid_x();
-    let nc = b.nctaid_x();
-    let step = b.mul_lo(nt, nc);
-    b.for_range(gid, total, step, body);
-}
-
 /// The element positions of chunk `gid` of a `rows × t` matrix with
 /// `nchunks` chunks a row: calls `body(b, c, pos)` for each element in
 /// scan order (`pos` is the flat u64 element index), with `c` the chunk
@@ -142,7 +129,7 @@ pub fn generate_scan(sm: Sm, rev: bool) -> Result<PtxModule> {
     let mut b = builder(scan_name(rev), sm);
     let p = b.params::<ScanArgs>();
     let total = b.mul_lo(p.rows, p.nchunks);
-    grid_stride(&mut b, total, |b, gid| {
+    b.grid_stride(total, |b, gid| {
         let acc = b.mov(f32::NEG_INFINITY);
         for_chunk(b, gid, p.t, p.nchunks, rev, |b, _c, k, pos| {
             let xp = b.offset64(p.x, pos);
@@ -165,7 +152,7 @@ pub fn generate_scan(sm: Sm, rev: bool) -> Result<PtxModule> {
 pub fn generate_carry(sm: Sm) -> Result<PtxModule> {
     let mut b = builder("lcse_carry", sm);
     let p = b.params::<CarryArgs>();
-    grid_stride(&mut b, p.rows, |b, row| {
+    b.grid_stride(p.rows, |b, row| {
         let base = b.mul_lo(row, p.nchunks);
         let t0 = b.offset(p.tot, base);
         let first = b.ld_global(t0, 0);
@@ -188,7 +175,7 @@ pub fn generate_apply(sm: Sm, rev: bool) -> Result<PtxModule> {
     let mut b = builder(apply_name(rev), sm);
     let p = b.params::<ApplyArgs>();
     let total = b.mul_lo(p.rows, p.nchunks);
-    grid_stride(&mut b, total, |b, gid| {
+    b.grid_stride(total, |b, gid| {
         let c = b.rem(gid, p.nchunks);
         let later = b.setp(Cmp::Ne, c, 0u32);
         b.if_(later, |b| {
@@ -226,7 +213,7 @@ pub fn generate_grad_terms(sm: Sm) -> Result<PtxModule> {
     let mut b = builder("lcse_grad_terms", sm);
     let p = b.params::<TermsArgs>();
     let total = b.mul_lo(p.rows, p.nchunks);
-    grid_stride(&mut b, total, |b, gid| {
+    b.grid_stride(total, |b, gid| {
         for_chunk(b, gid, p.t, p.nchunks, false, |b, _c, _k, pos| {
             let gp = b.offset64(p.g, pos);
             let g = b.ld_global(gp, 0);
@@ -249,7 +236,7 @@ pub fn generate_grad_combine(sm: Sm) -> Result<PtxModule> {
     let mut b = builder("lcse_grad_combine", sm);
     let p = b.params::<CombineArgs>();
     let total = b.mul_lo(p.rows, p.nchunks);
-    grid_stride(&mut b, total, |b, gid| {
+    b.grid_stride(total, |b, gid| {
         for_chunk(b, gid, p.t, p.nchunks, false, |b, _c, _k, pos| {
             let xp = b.offset64(p.x, pos);
             let x = b.ld_global(xp, 0);

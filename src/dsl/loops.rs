@@ -1,0 +1,39 @@
+//! Grid-stride loops: every thread of the grid walks its global index,
+//! then that index plus the grid size, and so on below a bound (the launch
+//! code may cap the grid; the loop covers the rest).
+
+use super::Cmp;
+use super::builder::KernelBuilder;
+use super::types::{Reg, Src, U32, U64};
+
+impl KernelBuilder {
+    /// `for i in global_id .. total step ntid·nctaid` with unsigned 32-bit
+    /// `i` (the caller keeps `total + grid_size` from wrapping).
+    pub fn grid_stride(
+        &mut self,
+        total: impl Into<Src<U32>>,
+        body: impl FnOnce(&mut Self, Reg<U32>),
+    ) {
+        let gid = self.global_id_x();
+        let nt = self.ntid_x();
+        let nc = self.nctaid_x();
+        let step = self.mul_lo(nt, nc);
+        self.for_range(gid, total, step, body);
+    }
+
+    /// [`KernelBuilder::grid_stride`] with a 64-bit index and bound.
+    pub fn grid_stride_u64(&mut self, limit: Reg<U64>, body: impl FnOnce(&mut Self, Reg<U64>)) {
+        let gid = self.global_id_x_u64();
+        let (nt, nc) = (self.ntid_x(), self.nctaid_x());
+        let step = self.mul_wide_u32(nt, nc);
+        let t = self.mov(gid);
+        self.while_(
+            |b| b.setp(Cmp::Lt, t, limit),
+            |b| {
+                body(b, t);
+                let next = b.add(t, step);
+                b.assign(t, next);
+            },
+        );
+    }
+}
