@@ -12,32 +12,8 @@ use ptxsmith::kernels::block_ell::{
 
 // ---------------------------------------------------------------- inputs
 
-/// splitmix64: a small deterministic generator driven by a proptest seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn chance(&mut self, percent: u64) -> bool {
-        self.next() % 100 < percent
-    }
-    /// Values with varied exponents, so that the order of rounding shows.
-    fn value(&mut self) -> f32 {
-        let m = (self.next() >> 40) as f32 / (1u64 << 24) as f32 * 4.0 - 2.0;
-        m * 2f32.powi(self.below(7) as i32 - 3)
-    }
-    fn values(&mut self, len: usize) -> Vec<f32> {
-        (0..len).map(|_| self.value()).collect()
-    }
-}
+mod common;
+use common::Rng;
 
 /// A random `col [R, K]`: each row gets distinct column blocks in random
 /// order, with `-1` at random slots (and every slot `-1` past `C` blocks).

@@ -12,36 +12,7 @@ use ptxsmith::runtime::{Backend, Context, Ran, Stream, cuda_for_tests};
 use ptxsmith::{Error, Sm};
 
 mod common;
-use common::{foreign_get, foreign_put};
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    /// Values with varied exponents, so that the order of rounding shows.
-    fn value(&mut self) -> f32 {
-        let m = (self.next() >> 40) as f32 / (1u64 << 24) as f32 * 4.0 - 2.0;
-        m * 2f32.powi(self.below(7) as i32 - 3)
-    }
-    fn values(&mut self, len: usize) -> Vec<f32> {
-        (0..len).map(|_| self.value()).collect()
-    }
-}
-
-fn bits(v: &[f32]) -> Vec<u32> {
-    v.iter()
-        .map(|f| if f.is_nan() { 0x7fc0_0000 } else { f.to_bits() })
-        .collect()
-}
+use common::{Rng, bits, foreign_get, foreign_put};
 
 /// A layer: `filled` of every `K` slots used per row (distinct random
 /// columns at random slot positions), rows listed in `empty_rows` with no

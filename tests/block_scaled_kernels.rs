@@ -17,7 +17,7 @@ use ptxsmith::runtime::{AsDeviceMut, Backend, Context, Ran, Stream, cuda_for_tes
 use ptxsmith::{Error, Sm};
 
 mod common;
-use common::{foreign_get, foreign_put};
+use common::{bits, foreign_get, foreign_put};
 
 struct Rng(u64);
 
@@ -38,13 +38,6 @@ impl Rng {
         let s = if self.next() & 1 == 0 { 1.0 } else { -1.0 };
         s * m * 2f32.powi(e.clamp(-126, 127)) * if e < -126 { 2f32.powi(e + 126) } else { 1.0 }
     }
-}
-
-/// Canonical bits: every NaN is `0x7FC00000` (only "is NaN" is specified).
-fn bits(v: &[f32]) -> Vec<u32> {
-    v.iter()
-        .map(|f| if f.is_nan() { 0x7FC0_0000 } else { f.to_bits() })
-        .collect()
 }
 
 /// The simulated targets and codecs: hardware first.

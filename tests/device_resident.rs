@@ -16,18 +16,15 @@ use ptxsmith::kernels::fp8::{self, Format, launch as fp8l, ptx::Codec};
 use ptxsmith::kernels::score::{self, launch as score_l, ptx::ScoreTuning};
 use ptxsmith::runtime::{AsDevice, Context, RawStream, Traffic, cuda_for_tests};
 
+mod common;
+use common::{bits, foreign_alloc, foreign_get, foreign_put};
+
 fn lcg(seed: u32) -> impl FnMut() -> f32 {
     let mut s = seed;
     move || {
         s = s.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
         (s >> 8) as f32 / (1u32 << 24) as f32 * 2.0 - 1.0
     }
-}
-
-fn bits(v: &[f32]) -> Vec<u32> {
-    v.iter()
-        .map(|f| if f.is_nan() { 0x7fc0_0000 } else { f.to_bits() })
-        .collect()
 }
 
 // ---------------------------------------------------------------------------
@@ -174,60 +171,35 @@ fn gpu_fp8_quantize_feeds_dequantize_on_the_device() {
 // Raw pointers
 // ---------------------------------------------------------------------------
 
-/// Memory a foreign allocator owns: on the simulator, allocations made on
-/// the `Sim` directly, which no ptxsmith buffer knows about.
-struct Foreign<'a> {
-    ctx: &'a Context,
-}
-
-impl Foreign<'_> {
-    fn put<T: bytemuck::Pod>(&self, data: &[T]) -> u64 {
-        self.ctx
-            .with_sim(|sim| {
-                let a = sim.alloc(std::mem::size_of_val(data)).unwrap();
-                sim.write(a, bytemuck::cast_slice(data)).unwrap();
-                a
-            })
-            .unwrap()
-    }
-    fn alloc(&self, bytes: usize) -> u64 {
-        self.ctx.with_sim(|sim| sim.alloc(bytes).unwrap()).unwrap()
-    }
-    fn get<T: bytemuck::Pod>(&self, addr: u64, n: usize) -> Vec<T> {
-        let mut out = vec![T::zeroed(); n];
-        self.ctx
-            .with_sim(|sim| sim.read(addr, bytemuck::cast_slice_mut(&mut out)).unwrap())
-            .unwrap();
-        out
-    }
-}
-
 #[test]
 fn sim_raw_pointer_entry_points_run_on_foreign_memory() {
     let ctx = Context::sim(Sm::Sm80);
-    let mem = Foreign { ctx: &ctx };
     let stream = ctx.default_stream().raw();
     let mut next = lcg(21);
     // dot
     let (rows, n) = (7, 33);
     let x: Vec<f32> = (0..rows * n).map(|_| next()).collect();
     let y: Vec<f32> = (0..n).map(|_| next()).collect();
-    let (px, py, po) = (mem.put(&x), mem.put(&y), mem.alloc(rows * 4));
+    let (px, py, po) = (
+        foreign_put(&ctx, &x),
+        foreign_put(&ctx, &y),
+        foreign_alloc(&ctx, rows * 4),
+    );
     // SAFETY: the three allocations hold rows·n, n and rows floats, are
     // disjoint, and live until the end of the test; the stream is the
     // context's default stream.
     unsafe { dot::dot_rows_raw(&ctx, stream, px, py, po, rows, n) }.unwrap();
     assert_eq!(
-        bits(&mem.get::<f32>(po, rows)),
+        bits(&foreign_get::<f32>(&ctx, po, rows)),
         bits(&dot::dot_rows_host(&x, &y, rows, n))
     );
     // fp8 quantize → dequantize, all in foreign memory
     let xs: Vec<f32> = (0..1000).map(|_| next() * 50.0).collect();
     let (qx, qc, qs, qy) = (
-        mem.put(&xs),
-        mem.alloc(xs.len()),
-        mem.alloc(12),
-        mem.alloc(4 * xs.len()),
+        foreign_put(&ctx, &xs),
+        foreign_alloc(&ctx, xs.len()),
+        foreign_alloc(&ctx, 12),
+        foreign_alloc(&ctx, 4 * xs.len()),
     );
     // SAFETY: sizes as the contract says, disjoint outputs, all live.
     unsafe {
@@ -255,9 +227,9 @@ fn sim_raw_pointer_entry_points_run_on_foreign_memory() {
         .unwrap();
     }
     let q = fp8::quantize(&xs);
-    assert_eq!(mem.get::<u8>(qc, xs.len()), q.codes);
+    assert_eq!(foreign_get::<u8>(&ctx, qc, xs.len()), q.codes);
     assert_eq!(
-        bits(&mem.get::<f32>(qy, xs.len())),
+        bits(&foreign_get::<f32>(&ctx, qy, xs.len())),
         bits(&fp8::dequantize(&q.codes, q.scale_inv))
     );
     // score block and route into foreign memory
@@ -265,10 +237,10 @@ fn sim_raw_pointer_entry_points_run_on_foreign_memory() {
     let sx: Vec<f32> = (0..rows * p).map(|_| next()).collect();
     let sd: Vec<f32> = (0..k * p).map(|_| next()).collect();
     let (rx, rd, ro, rt) = (
-        mem.put(&sx),
-        mem.put(&sd),
-        mem.alloc(rows * k * 4),
-        mem.alloc(rows * s * 8),
+        foreign_put(&ctx, &sx),
+        foreign_put(&ctx, &sd),
+        foreign_alloc(&ctx, rows * k * 4),
+        foreign_alloc(&ctx, rows * s * 8),
     );
     // SAFETY: as above.
     unsafe {
@@ -276,8 +248,8 @@ fn sim_raw_pointer_entry_points_run_on_foreign_memory() {
         score_l::route_top_s_raw(&ctx, stream, rx, rd, rows, k, p, s, None, rt).unwrap();
     }
     let want = score::score_block(&sx, &sd, rows, k, p).unwrap();
-    assert_eq!(bits(&mem.get::<f32>(ro, rows * k)), bits(&want));
-    let pairs = mem.get::<u32>(rt, rows * s * 2);
+    assert_eq!(bits(&foreign_get::<f32>(&ctx, ro, rows * k)), bits(&want));
+    let pairs = foreign_get::<u32>(&ctx, rt, rows * s * 2);
     let top = score::route_top_s(&sx, &sd, rows, k, p, s).unwrap();
     let atoms: Vec<u32> = pairs.chunks(2).map(|c| c[0]).collect();
     let scores: Vec<u32> = pairs.chunks(2).map(|c| c[1]).collect();
@@ -291,9 +263,8 @@ fn sim_raw_pointer_entry_points_run_on_foreign_memory() {
 #[test]
 fn sim_raw_entry_points_still_check_what_they_can() {
     let ctx = Context::sim(Sm::Sm80);
-    let mem = Foreign { ctx: &ctx };
     let stream = ctx.default_stream().raw();
-    let x = mem.alloc(64);
+    let x = foreign_alloc(&ctx, 64);
     // Misaligned x for the 16-byte fp8 loads.
     // SAFETY: the call fails before any kernel is queued.
     let e =

@@ -8,6 +8,9 @@ use ptxsmith::runtime::backend::{Backend, Ran};
 use ptxsmith::runtime::{Context, cuda_for_tests};
 use ptxsmith::{Error, runtime};
 
+mod common;
+use common::bits;
+
 fn data(rows: usize, n: usize, seed: u32) -> (Vec<f32>, Vec<f32>) {
     let mut s = seed;
     let mut next = move || {
@@ -21,12 +24,6 @@ fn data(rows: usize, n: usize, seed: u32) -> (Vec<f32>, Vec<f32>) {
         (0..rows * n).map(|_| next()).collect(),
         (0..n).map(|_| next()).collect(),
     )
-}
-
-fn bits(v: &[f32]) -> Vec<u32> {
-    v.iter()
-        .map(|f| if f.is_nan() { 0x7fc0_0000 } else { f.to_bits() })
-        .collect()
 }
 
 #[test]

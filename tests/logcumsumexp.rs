@@ -9,7 +9,7 @@ use ptxsmith::runtime::{Backend, Context, Ran, cuda_for_tests};
 use ptxsmith::{Error, Sm};
 
 mod common;
-use common::{foreign_get, foreign_put};
+use common::{bits, foreign_get, foreign_put};
 
 fn lcg(seed: u32) -> impl FnMut() -> f32 {
     let mut s = seed;
@@ -22,12 +22,6 @@ fn lcg(seed: u32) -> impl FnMut() -> f32 {
 fn data(n: usize, seed: u32, scale: f32) -> Vec<f32> {
     let mut r = lcg(seed);
     (0..n).map(|_| r() * scale).collect()
-}
-
-fn bits(v: &[f32]) -> Vec<u32> {
-    v.iter()
-        .map(|f| if f.is_nan() { 0x7fc0_0000 } else { f.to_bits() })
-        .collect()
 }
 
 /// `log Σ exp` of each prefix in f64, max-shifted.

@@ -9,6 +9,9 @@ use ptxsmith::kernels::score::{
     route_top_s_fast, route_top_s_fast_with, score_block, select_top_s, validate,
 };
 
+mod common;
+use common::bits;
+
 /// The readable route, checked against the fast path (default and a
 /// two-thread, odd-tile configuration) bit for bit.
 fn route_checked(x: &[f32], d: &[f32], rows: usize, k: usize, p: usize, s: usize) -> TopS {
@@ -28,14 +31,6 @@ fn route_checked(x: &[f32], d: &[f32], rows: usize, k: usize, p: usize, s: usize
         "fast {cfg:?}"
     );
     want
-}
-
-/// Score bits, with every NaN mapped to one canonical pattern: NaN
-/// payloads are not part of the contract.
-fn bits(v: &[f32]) -> Vec<u32> {
-    v.iter()
-        .map(|f| if f.is_nan() { 0x7fc0_0000 } else { f.to_bits() })
-        .collect()
 }
 
 fn err_text(r: ptxsmith::Result<impl std::fmt::Debug>) -> String {

@@ -8,7 +8,7 @@ use ptxsmith::runtime::{Backend, Context, Ran, cuda_for_tests};
 use ptxsmith::{Error, Sm};
 
 mod common;
-use common::{foreign_get, foreign_put};
+use common::{bits, foreign_get, foreign_put};
 
 fn lcg(seed: u32) -> impl FnMut() -> f32 {
     let mut s = seed;
@@ -67,12 +67,6 @@ fn sim_run(m: &Model, sm: Sm) -> viterbi::Viterbi {
         m.s,
     )
     .unwrap()
-}
-
-fn bits(v: &[f32]) -> Vec<u32> {
-    v.iter()
-        .map(|f| if f.is_nan() { 0x7fc0_0000 } else { f.to_bits() })
-        .collect()
 }
 
 fn assert_same(got: &viterbi::Viterbi, want: &viterbi::Viterbi, what: &str) {

@@ -344,28 +344,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn blocked_matches_the_issue_offsets() {
-        let dims = ScaleDims::new(1, 256, 8).unwrap();
-        let expect = [
-            ((0, 0), 0),
-            ((1, 0), 16),
-            ((31, 0), 496),
-            ((32, 0), 4),
-            ((0, 1), 1),
-            ((127, 3), 511),
-            ((0, 4), 512),
-            ((128, 0), 1024),
-        ];
-        for ((m, kb), off) in expect {
-            assert_eq!(
-                ScaleLayout::Blocked128x4.offset(&dims, 0, m, kb).unwrap(),
-                off,
-                "({m},{kb})"
-            );
-        }
-    }
-
-    #[test]
     fn single_tile_atom_equals_blocked() {
         let dims = ScaleDims::new(1, 100, 3).unwrap();
         for m in 0..100 {
