@@ -23,6 +23,10 @@ use crate::runtime::exec::Traffic;
 use crate::runtime::ffi::{self, DeviceAlloc};
 use crate::target::Sm;
 
+/// Device names of the CUDA driver emulator (`cuda-emu/`, a `libcuda.so.1`
+/// that runs kernels on the simulator) start with this.
+pub const EMULATOR_NAME_PREFIX: &str = "ptxsmith-emu";
+
 /// Map a driver error to ptxsmith's [`Error`]: "driver not loadable / no
 /// device" becomes [`Error::NoDevice`] with the loader's reason, anything
 /// else [`Error::Driver`] naming the call.
@@ -124,6 +128,13 @@ pub struct GpuInfo {
 }
 
 impl GpuInfo {
+    /// Whether the device is the CUDA driver emulator's (`cuda-emu/`):
+    /// kernels run on the CPU simulator, so device tests size their work
+    /// for it.
+    pub fn is_emulator(&self) -> bool {
+        self.name.starts_with(EMULATOR_NAME_PREFIX)
+    }
+
     /// Theoretical peak DRAM bandwidth in GB/s (10^9 bytes/s): memory clock
     /// × 2 (double data rate) × bus width in bytes. `None` when the driver
     /// does not report clock or width.

@@ -71,6 +71,9 @@ pub use backend::{Backend, Ran, Resolved, resolve};
 pub use buffer::{AsDevice, AsDeviceMut, DeviceBuffer, DeviceRepr, DeviceSlice, DeviceSliceMut};
 pub use cache::{ModuleCache, ModuleKey};
 pub use context::{Context, DeviceKind, Stream};
-pub use device::{Gpu, GpuInfo, cuda_available, cuda_unavailable_reason, device_count, device_sm};
+pub use device::{
+    EMULATOR_NAME_PREFIX, Gpu, GpuInfo, cuda_available, cuda_unavailable_reason, device_count,
+    device_sm,
+};
 pub use device_tests_support::{SKIP_NO_DEVICE, cuda_for_tests};
 pub use exec::{CUdeviceptr, Executor, LaunchConfig, PointerCheck, RawStream, Traffic};

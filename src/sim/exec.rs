@@ -210,6 +210,31 @@ impl Sim {
         self.options.checks = on;
     }
 
+    /// Place this simulator's global allocations from `base` on (256-byte
+    /// aligned, at least [`GLOBAL_BASE`], below the state-space windows),
+    /// so that several simulators in one process hand out disjoint
+    /// addresses and a pointer of one used in another is out of bounds
+    /// (the CUDA driver emulator gives each context its own range). Only
+    /// before the first allocation.
+    ///
+    /// # Errors
+    /// [`SimError::InvalidMemory`] after an allocation, or for a base that
+    /// is misaligned or outside `[GLOBAL_BASE, CONST_WINDOW)`.
+    pub fn set_global_base(&mut self, base: u64) -> Result<(), SimError> {
+        if self.mem.next != GLOBAL_BASE || !self.mem.allocs.is_empty() {
+            return Err(SimError::InvalidMemory(
+                "set_global_base after the first allocation".into(),
+            ));
+        }
+        if !base.is_multiple_of(256) || !(GLOBAL_BASE..CONST_WINDOW).contains(&base) {
+            return Err(SimError::InvalidMemory(format!(
+                "global base {base:#x} must be 256-byte aligned and in [{GLOBAL_BASE:#x}, {CONST_WINDOW:#x})"
+            )));
+        }
+        self.mem.next = base;
+        Ok(())
+    }
+
     /// Allocate `bytes` of global memory; returns its address. The bytes
     /// read back as zero but are tracked as uninitialised: with checks on,
     /// a kernel load of a byte that neither the host ([`Sim::write`]) nor a

@@ -66,7 +66,9 @@ impl Program {
         self.entry(entry).map(|e| e.insts.len())
     }
 
-    pub(crate) fn entry(&self, name: &str) -> Option<&Entry> {
+    /// The decoded entry `name` (parameters, static shared memory,
+    /// `.maxntid`/`.reqntid`, local frame size).
+    pub fn entry(&self, name: &str) -> Option<&Entry> {
         self.entries.iter().find(|e| e.name == name)
     }
 }

@@ -1,0 +1,108 @@
+//! The C ABI: one `#[no_mangle] unsafe extern "C"` function per driver
+//! entry point. Each reads its pointer arguments (the only place raw
+//! caller memory is read or written), calls the safe driver in the crate's
+//! other modules, and writes its results. Every body runs under
+//! [`guard`]: a panic becomes `CUDA_ERROR_UNKNOWN`, never an unwind into
+//! C, and with `PTXSMITH_EMU_TRACE=1` every failing call is printed.
+//!
+//! Pointer arguments follow the Driver API's contracts (an out-pointer is
+//! valid for one write, a host buffer for its length, ...): a null one is
+//! `CUDA_ERROR_INVALID_VALUE`, others are the caller's promise, as with the
+//! real driver. Host ranges inside the emulated device address space are
+//! refused before they are touched.
+
+#![allow(unsafe_code)]
+#![allow(non_snake_case)]
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+
+mod context;
+mod device;
+mod launch;
+mod memory;
+mod module;
+mod stream;
+mod unsupported;
+
+use std::ffi::c_void;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use crate::config::MAX_DEVICES;
+use crate::driver::device_address_space;
+use crate::error::*;
+
+/// Run an entry point's body: its result code, `CUDA_ERROR_UNKNOWN` after
+/// a panic (reported on stderr), traced when `PTXSMITH_EMU_TRACE` is set.
+pub(crate) fn guard(name: &str, f: impl FnOnce() -> Res<()>) -> CUresult {
+    let code = match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(())) => CUDA_SUCCESS,
+        Ok(Err(c)) => c,
+        Err(p) => {
+            let msg = p
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| p.downcast_ref::<&str>().copied())
+                .unwrap_or("(no message)");
+            eprintln!("ptxsmith-emu: internal error in {name}: {msg}");
+            CUDA_ERROR_UNKNOWN
+        }
+    };
+    if code != CUDA_SUCCESS && code != CUDA_ERROR_NOT_READY && crate::driver::tracing() {
+        eprintln!("ptxsmith-emu: {name} -> {}", crate::error::name(code));
+    }
+    code
+}
+
+/// A handle's value.
+pub(crate) fn raw(p: *mut c_void) -> u64 {
+    p as usize as u64
+}
+
+/// The opaque pointer of a handle value (never dereferenced by anyone).
+pub(crate) fn handle(h: u64) -> *mut c_void {
+    std::ptr::without_provenance_mut(h as usize)
+}
+
+/// Write `v` through the out-pointer `p`.
+///
+/// # Safety
+/// `p` is null (refused) or valid for a write of a `T`.
+pub(crate) unsafe fn put<T>(p: *mut T, v: T) -> Res<()> {
+    if p.is_null() {
+        return Err(CUDA_ERROR_INVALID_VALUE);
+    }
+    // SAFETY: non-null and, by the caller's contract, valid for a write.
+    unsafe { p.write(v) };
+    Ok(())
+}
+
+/// Refuse a host range that is null or lies in the emulated device address
+/// space, before it is touched.
+pub(crate) fn host_range_ok(addr: usize, len: usize) -> Res<()> {
+    if len == 0 {
+        return Ok(());
+    }
+    if addr == 0 || addr.checked_add(len).is_none() {
+        return Err(CUDA_ERROR_INVALID_VALUE);
+    }
+    let (lo, hi) = device_address_space(MAX_DEVICES);
+    if (addr as u64) < hi && (addr + len) as u64 > lo {
+        return Err(CUDA_ERROR_INVALID_VALUE);
+    }
+    Ok(())
+}
+
+/// `len` bytes of host memory at `p`, copied.
+///
+/// # Safety
+/// `p` is valid for reads of `len` bytes (checked not to be null or a
+/// device address first).
+pub(crate) unsafe fn read_host(p: *const c_void, len: usize) -> Res<Vec<u8>> {
+    host_range_ok(p as usize, len)?;
+    if len == 0 {
+        return Ok(Vec::new());
+    }
+    // SAFETY: non-null, outside the device address space, and by the
+    // caller's contract readable for `len` bytes.
+    Ok(unsafe { std::slice::from_raw_parts(p.cast::<u8>(), len) }.to_vec())
+}

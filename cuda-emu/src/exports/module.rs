@@ -1,0 +1,342 @@
+//! Modules (CUDA Driver API §6.10), function attributes (§6.22) and
+//! occupancy (§6.24).
+
+use std::ffi::{CStr, c_char, c_int, c_void};
+
+use oxicuda_driver::ffi::{CUfunction, CUmodule, CUresult};
+
+use super::{guard, handle, put, raw};
+use crate::driver::{self, Kind};
+use crate::error::*;
+use crate::module::{JitLog, JitRequest};
+
+/// The `CUjit_option`s the emulator reads or writes.
+const WALL_TIME: u32 = 2;
+const INFO_LOG_BUFFER: u32 = 3;
+const INFO_LOG_BUFFER_SIZE_BYTES: u32 = 4;
+const ERROR_LOG_BUFFER: u32 = 5;
+const ERROR_LOG_BUFFER_SIZE_BYTES: u32 = 6;
+const TARGET: u32 = 9;
+/// Options up to this value exist (`CU_JIT_NUM_OPTIONS` of CUDA 12.9);
+/// the others (optimisation level, register limits, debug info, cache
+/// modes, ...) only steer code generation, which the simulator does not do.
+const LAST_OPTION: u32 = 35;
+
+/// # Safety
+/// `image` is null or points to a NUL-terminated text, or to a binary
+/// image with at least 4 bytes.
+unsafe fn image_bytes(image: *const c_void) -> Res<Vec<u8>> {
+    if image.is_null() {
+        return Err(CUDA_ERROR_INVALID_VALUE);
+    }
+    let p = image.cast::<u8>();
+    let mut head = Vec::with_capacity(4);
+    while head.len() < 4 {
+        // SAFETY: bytes are read one at a time up to the first NUL, which
+        // a text image has, and at most 4, which a binary image has.
+        let b = unsafe { p.add(head.len()).read() };
+        head.push(b);
+        if b == 0 {
+            break;
+        }
+    }
+    if head.len() == 4 && crate::module::is_binary(&head) {
+        // A cubin or fatbin: its magic is enough to refuse it.
+        return Ok(head);
+    }
+    // SAFETY: a text image is NUL-terminated (the caller's contract).
+    Ok(unsafe { CStr::from_ptr(p.cast::<c_char>()) }
+        .to_bytes()
+        .to_vec())
+}
+
+/// Where the logs go and which option slots get sizes written back.
+#[derive(Default)]
+struct LogSlots {
+    info: (Option<*mut u8>, Option<usize>),
+    error: (Option<*mut u8>, Option<usize>),
+    wall_time: Option<usize>,
+}
+
+/// # Safety
+/// `options` and `values` are null (with `n == 0`) or valid for `n`
+/// elements, `values` also for writes.
+unsafe fn read_options(
+    n: u32,
+    options: *const u32,
+    values: *mut *mut c_void,
+) -> Res<(JitRequest, LogSlots)> {
+    let mut req = JitRequest::default();
+    let mut slots = LogSlots::default();
+    if n == 0 {
+        return Ok((req, slots));
+    }
+    if options.is_null() || values.is_null() {
+        return Err(CUDA_ERROR_INVALID_VALUE);
+    }
+    for i in 0..n as usize {
+        // SAFETY: `i < n`, both arrays hold `n` elements.
+        let (opt, val) = unsafe { (options.add(i).read(), values.add(i).read()) };
+        match opt {
+            WALL_TIME => slots.wall_time = Some(i),
+            INFO_LOG_BUFFER => slots.info.0 = Some(val.cast::<u8>()),
+            INFO_LOG_BUFFER_SIZE_BYTES => slots.info.1 = Some(i),
+            ERROR_LOG_BUFFER => slots.error.0 = Some(val.cast::<u8>()),
+            ERROR_LOG_BUFFER_SIZE_BYTES => slots.error.1 = Some(i),
+            TARGET => req.target = Some(val as usize as u32),
+            o if o <= LAST_OPTION => {}
+            _ => return Err(CUDA_ERROR_INVALID_VALUE),
+        }
+    }
+    Ok((req, slots))
+}
+
+/// Write `text` (truncated, NUL-terminated) into a log buffer whose size
+/// is in option slot `size_at`, and the bytes written back into the slot.
+///
+/// # Safety
+/// As `read_options`; the buffer holds the slot's size in bytes.
+unsafe fn write_log(
+    text: &str,
+    (buf, size_at): (Option<*mut u8>, Option<usize>),
+    values: *mut *mut c_void,
+) {
+    let (Some(buf), Some(i)) = (buf, size_at) else {
+        return;
+    };
+    // SAFETY: slot `i` is in the array (read_options checked the index).
+    let cap = unsafe { values.add(i).read() } as usize;
+    if buf.is_null() || cap == 0 {
+        return;
+    }
+    let n = text.len().min(cap - 1);
+    // SAFETY: the buffer holds `cap` bytes and `n + 1 <= cap` are written;
+    // the size slot is writable.
+    unsafe {
+        std::ptr::copy_nonoverlapping(text.as_ptr(), buf, n);
+        buf.add(n).write(0);
+        values.add(i).write(std::ptr::without_provenance_mut(n));
+    }
+}
+
+/// # Safety
+/// As `cuModuleLoadData`: `module` writable, `image` a NUL-terminated PTX
+/// text (or a binary image, refused); `options` / `values` arrays of `n`
+/// elements, the log buffers as large as their size options say.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuModuleLoadDataEx(
+    module: *mut CUmodule,
+    image: *const c_void,
+    n: u32,
+    options: *mut u32,
+    values: *mut *mut c_void,
+) -> CUresult {
+    guard("cuModuleLoadDataEx", || {
+        if module.is_null() {
+            return Err(CUDA_ERROR_INVALID_VALUE);
+        }
+        // SAFETY: the caller's contract for the arrays.
+        let (req, slots) = unsafe { read_options(n, options, values)? };
+        // SAFETY: the caller's contract for `image`.
+        let bytes = unsafe { image_bytes(image)? };
+        let t0 = std::time::Instant::now();
+        let (r, log): (Res<u64>, JitLog) = driver::with(|d| Ok(d.module_load(&bytes, req)))?;
+        // SAFETY: the caller's contract for the buffers and slots.
+        unsafe {
+            write_log(&log.info, slots.info, values);
+            write_log(&log.error, slots.error, values);
+            if let Some(i) = slots.wall_time {
+                let ms = t0.elapsed().as_secs_f32() * 1e3;
+                values.add(i).cast::<f32>().write(ms);
+            }
+        }
+        let h = r?;
+        // SAFETY: the caller's contract for `module`.
+        unsafe { put(module, CUmodule(handle(h))) }
+    })
+}
+
+/// # Safety
+/// As [`cuModuleLoadDataEx`] without options.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuModuleLoadData(module: *mut CUmodule, image: *const c_void) -> CUresult {
+    // SAFETY: same contract, no options.
+    unsafe { cuModuleLoadDataEx(module, image, 0, std::ptr::null_mut(), std::ptr::null_mut()) }
+}
+
+/// # Safety
+/// No pointer arguments.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuModuleUnload(m: CUmodule) -> CUresult {
+    guard("cuModuleUnload", || {
+        driver::with(|d| d.module_unload(raw(m.0)))
+    })
+}
+
+/// # Safety
+/// `hfunc` is null or writable; `name` null or a NUL-terminated string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuModuleGetFunction(
+    hfunc: *mut CUfunction,
+    m: CUmodule,
+    name: *const c_char,
+) -> CUresult {
+    guard("cuModuleGetFunction", || {
+        if hfunc.is_null() || name.is_null() {
+            return Err(CUDA_ERROR_INVALID_VALUE);
+        }
+        // SAFETY: non-null and NUL-terminated (the caller's contract).
+        let name = unsafe { CStr::from_ptr(name) }
+            .to_string_lossy()
+            .into_owned();
+        let f = driver::with(|d| d.module_get_function(raw(m.0), &name))?;
+        // SAFETY: the caller's contract for `hfunc`.
+        unsafe { put(hfunc, CUfunction(handle(f))) }
+    })
+}
+
+/// # Safety
+/// `pi` is null or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuFuncGetAttribute(
+    pi: *mut c_int,
+    attrib: c_int,
+    f: CUfunction,
+) -> CUresult {
+    guard("cuFuncGetAttribute", || {
+        let v = driver::with(|d| d.func_attribute(raw(f.0), attrib))?;
+        // SAFETY: the caller's contract for `pi`.
+        unsafe { put(pi, v) }
+    })
+}
+
+/// # Safety
+/// No pointer arguments.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuFuncSetAttribute(
+    f: CUfunction,
+    attrib: c_int,
+    value: c_int,
+) -> CUresult {
+    guard("cuFuncSetAttribute", || {
+        driver::with(|d| d.func_set_attribute(raw(f.0), attrib, value))
+    })
+}
+
+/// Accepted (`CU_FUNC_CACHE_PREFER_*`, 0..=3) and ignored.
+///
+/// # Safety
+/// No pointer arguments.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuFuncSetCacheConfig(f: CUfunction, config: u32) -> CUresult {
+    guard("cuFuncSetCacheConfig", || {
+        driver::with(|d| d.function(raw(f.0)).map(drop))?;
+        if config > 3 {
+            Err(CUDA_ERROR_INVALID_VALUE)
+        } else {
+            Ok(())
+        }
+    })
+}
+
+/// Accepted (`CUsharedconfig`, 0..=2) and ignored.
+///
+/// # Safety
+/// No pointer arguments.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuFuncSetSharedMemConfig(f: CUfunction, config: u32) -> CUresult {
+    guard("cuFuncSetSharedMemConfig", || {
+        driver::with(|d| d.function(raw(f.0)).map(drop))?;
+        if config > 2 {
+            Err(CUDA_ERROR_INVALID_VALUE)
+        } else {
+            Ok(())
+        }
+    })
+}
+
+fn occupancy(f: CUfunction, block: c_int, smem: usize) -> Res<c_int> {
+    driver::with(|d| {
+        let (ctx, func) = d.function(raw(f.0))?;
+        let spec = &d.devices[d.contexts[&ctx].device].spec;
+        crate::device::max_active_blocks(spec, func, block, smem)
+    })
+}
+
+/// # Safety
+/// `n` is null or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuOccupancyMaxActiveBlocksPerMultiprocessor(
+    n: *mut c_int,
+    f: CUfunction,
+    block: c_int,
+    smem: usize,
+) -> CUresult {
+    guard("cuOccupancyMaxActiveBlocksPerMultiprocessor", || {
+        let v = occupancy(f, block, smem)?;
+        // SAFETY: the caller's contract for `n`.
+        unsafe { put(n, v) }
+    })
+}
+
+/// # Safety
+/// `n` is null or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
+    n: *mut c_int,
+    f: CUfunction,
+    block: c_int,
+    smem: usize,
+    flags: u32,
+) -> CUresult {
+    guard(
+        "cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags",
+        || {
+            if flags > 1 {
+                return Err(CUDA_ERROR_INVALID_VALUE);
+            }
+            let v = occupancy(f, block, smem)?;
+            // SAFETY: the caller's contract for `n`.
+            unsafe { put(n, v) }
+        },
+    )
+}
+
+/// # Safety
+/// `min_grid` and `block` are null or writable; `smem_of`, if given, is a
+/// function safe to call with any block size.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuOccupancyMaxPotentialBlockSize(
+    min_grid: *mut c_int,
+    block: *mut c_int,
+    f: CUfunction,
+    smem_of: Option<unsafe extern "C" fn(c_int) -> usize>,
+    smem: usize,
+    limit: c_int,
+) -> CUresult {
+    guard("cuOccupancyMaxPotentialBlockSize", || {
+        if min_grid.is_null() || block.is_null() {
+            return Err(CUDA_ERROR_INVALID_VALUE);
+        }
+        let per_block = |b: c_int| match smem_of {
+            // SAFETY: the caller's contract for the callback.
+            Some(cb) => unsafe { cb(b) },
+            None => smem,
+        };
+        let (g, b) = driver::with(|d| {
+            let (ctx, func) = d.function(raw(f.0))?;
+            let spec = &d.devices[d.contexts[&ctx].device].spec;
+            crate::device::max_potential_block_size(spec, func, per_block, limit)
+        })?;
+        // SAFETY: the caller's contract for both.
+        unsafe {
+            put(min_grid, g)?;
+            put(block, b)
+        }
+    })
+}
+
+/// The kind check for a module handle (used by `cuModuleGetGlobal`).
+pub(crate) fn module_ok(m: CUmodule) -> Res<()> {
+    driver::with(|d| d.owner(raw(m.0), Kind::Module).map(drop))
+}

@@ -1,0 +1,196 @@
+//! Streams (CUDA Driver API §6.15) and events (§6.16).
+
+use std::ffi::c_int;
+
+use oxicuda_driver::ffi::{CUcontext, CUevent, CUresult, CUstream};
+
+use super::{guard, handle, put, raw};
+use crate::driver::{self, Kind};
+use crate::error::*;
+
+/// # Safety
+/// `ph` is null or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuStreamCreate(ph: *mut CUstream, flags: u32) -> CUresult {
+    guard("cuStreamCreate", || {
+        if ph.is_null() {
+            return Err(CUDA_ERROR_INVALID_VALUE);
+        }
+        let h = driver::with(|d| d.stream_create(flags, 0))?;
+        // SAFETY: the caller's contract for `ph`.
+        unsafe { put(ph, CUstream(handle(h))) }
+    })
+}
+
+/// # Safety
+/// `ph` is null or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuStreamCreateWithPriority(
+    ph: *mut CUstream,
+    flags: u32,
+    priority: c_int,
+) -> CUresult {
+    guard("cuStreamCreateWithPriority", || {
+        if ph.is_null() {
+            return Err(CUDA_ERROR_INVALID_VALUE);
+        }
+        let h = driver::with(|d| d.stream_create(flags, priority))?;
+        // SAFETY: the caller's contract for `ph`.
+        unsafe { put(ph, CUstream(handle(h))) }
+    })
+}
+
+/// # Safety
+/// No pointer arguments.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuStreamDestroy_v2(h: CUstream) -> CUresult {
+    guard("cuStreamDestroy_v2", || {
+        driver::with(|d| d.stream_destroy(raw(h.0)))
+    })
+}
+
+/// # Safety
+/// No pointer arguments.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuStreamSynchronize(h: CUstream) -> CUresult {
+    guard("cuStreamSynchronize", || {
+        driver::with(|d| d.stream_synchronize(raw(h.0)))
+    })
+}
+
+/// # Safety
+/// No pointer arguments.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuStreamQuery(h: CUstream) -> CUresult {
+    guard("cuStreamQuery", || {
+        driver::with(|d| d.stream_query(raw(h.0)))
+    })
+}
+
+/// # Safety
+/// No pointer arguments.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuStreamWaitEvent(h: CUstream, ev: CUevent, flags: u32) -> CUresult {
+    guard("cuStreamWaitEvent", || {
+        driver::with(|d| d.stream_wait_event(raw(h.0), raw(ev.0), flags))
+    })
+}
+
+/// # Safety
+/// `priority` is null or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuStreamGetPriority(h: CUstream, priority: *mut c_int) -> CUresult {
+    guard("cuStreamGetPriority", || {
+        let (_, p) = driver::with(|d| d.stream_info(raw(h.0)))?;
+        // SAFETY: the caller's contract for `priority`.
+        unsafe { put(priority, p) }
+    })
+}
+
+/// # Safety
+/// `flags` is null or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuStreamGetFlags(h: CUstream, flags: *mut u32) -> CUresult {
+    guard("cuStreamGetFlags", || {
+        let (f, _) = driver::with(|d| d.stream_info(raw(h.0)))?;
+        // SAFETY: the caller's contract for `flags`.
+        unsafe { put(flags, f) }
+    })
+}
+
+/// # Safety
+/// `pctx` is null or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuStreamGetCtx(h: CUstream, pctx: *mut CUcontext) -> CUresult {
+    guard("cuStreamGetCtx", || {
+        let (ctx, _) = driver::with(|d| d.resolve_stream(raw(h.0), false))?;
+        // SAFETY: the caller's contract for `pctx`.
+        unsafe { put(pctx, CUcontext(handle(ctx))) }
+    })
+}
+
+/// # Safety
+/// `ph` is null or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuEventCreate(ph: *mut CUevent, flags: u32) -> CUresult {
+    guard("cuEventCreate", || {
+        if ph.is_null() {
+            return Err(CUDA_ERROR_INVALID_VALUE);
+        }
+        let h = driver::with(|d| d.event_create(flags))?;
+        // SAFETY: the caller's contract for `ph`.
+        unsafe { put(ph, CUevent(handle(h))) }
+    })
+}
+
+/// # Safety
+/// No pointer arguments.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuEventDestroy_v2(ev: CUevent) -> CUresult {
+    guard("cuEventDestroy_v2", || {
+        driver::with(|d| d.event_destroy(raw(ev.0)))
+    })
+}
+
+/// # Safety
+/// No pointer arguments.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuEventRecord(ev: CUevent, h: CUstream) -> CUresult {
+    guard("cuEventRecord", || {
+        driver::with(|d| d.event_record(raw(ev.0), raw(h.0)))
+    })
+}
+
+/// `CU_EVENT_RECORD_DEFAULT` (0) or `CU_EVENT_RECORD_EXTERNAL` (1, which
+/// only matters under stream capture).
+///
+/// # Safety
+/// No pointer arguments.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuEventRecordWithFlags(ev: CUevent, h: CUstream, flags: u32) -> CUresult {
+    guard("cuEventRecordWithFlags", || {
+        if flags > 1 {
+            return Err(CUDA_ERROR_INVALID_VALUE);
+        }
+        driver::with(|d| d.event_record(raw(ev.0), raw(h.0)))
+    })
+}
+
+/// # Safety
+/// No pointer arguments.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuEventQuery(ev: CUevent) -> CUresult {
+    guard("cuEventQuery", || {
+        driver::with(|d| d.event_query(raw(ev.0)))
+    })
+}
+
+/// # Safety
+/// No pointer arguments.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuEventSynchronize(ev: CUevent) -> CUresult {
+    guard("cuEventSynchronize", || {
+        driver::with(|d| d.event_synchronize(raw(ev.0)))
+    })
+}
+
+/// # Safety
+/// `ms` is null or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuEventElapsedTime(
+    ms: *mut f32,
+    start: CUevent,
+    end: CUevent,
+) -> CUresult {
+    guard("cuEventElapsedTime", || {
+        if ms.is_null() {
+            return Err(CUDA_ERROR_INVALID_VALUE);
+        }
+        let v = driver::with(|d| {
+            d.owner(raw(start.0), Kind::Event)?;
+            d.event_elapsed(raw(start.0), raw(end.0))
+        })?;
+        // SAFETY: the caller's contract for `ms`.
+        unsafe { put(ms, v) }
+    })
+}

@@ -1,0 +1,176 @@
+//! Entry points the driver loaders resolve eagerly (or common clients
+//! call) for features the emulator does not have. Each answers
+//! `CUDA_ERROR_NOT_SUPPORTED` (or, where the feature's absence has a
+//! documented answer, that answer) after its usual argument checks.
+
+use std::ffi::{c_char, c_void};
+
+use oxicuda_driver::ffi::{CUdevice, CUdeviceptr, CUfunction, CUmodule, CUresult, CUstream};
+
+use super::{guard, put, raw};
+use crate::driver;
+use crate::error::*;
+
+fn unsupported(name: &str) -> CUresult {
+    guard(name, || {
+        driver::with(|_| Ok(()))?;
+        Err(CUDA_ERROR_NOT_SUPPORTED)
+    })
+}
+
+/// Managed memory: the host cannot address simulated device memory.
+///
+/// # Safety
+/// No memory is touched.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemAllocManaged(
+    _dptr: *mut CUdeviceptr,
+    _bytes: usize,
+    _flags: u32,
+) -> CUresult {
+    unsupported("cuMemAllocManaged")
+}
+
+/// Mapped host memory: kernels cannot read host memory.
+///
+/// # Safety
+/// No memory is touched.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemHostGetDevicePointer_v2(
+    _pdptr: *mut CUdeviceptr,
+    _p: *mut c_void,
+    _flags: u32,
+) -> CUresult {
+    unsupported("cuMemHostGetDevicePointer_v2")
+}
+
+/// Managed-memory advice.
+///
+/// # Safety
+/// No memory is touched.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemAdvise(
+    _p: CUdeviceptr,
+    _n: usize,
+    _advice: u32,
+    _dev: CUdevice,
+) -> CUresult {
+    unsupported("cuMemAdvise")
+}
+
+/// Managed-memory prefetch.
+///
+/// # Safety
+/// No memory is touched.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemPrefetchAsync(
+    _p: CUdeviceptr,
+    _n: usize,
+    _dev: CUdevice,
+    _s: CUstream,
+) -> CUresult {
+    unsupported("cuMemPrefetchAsync")
+}
+
+/// Cooperative launches (grid-wide synchronisation).
+///
+/// # Safety
+/// No memory is touched.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuLaunchCooperativeKernel(
+    _f: CUfunction,
+    _gx: u32,
+    _gy: u32,
+    _gz: u32,
+    _bx: u32,
+    _by: u32,
+    _bz: u32,
+    _smem: u32,
+    _s: CUstream,
+    _params: *mut *mut c_void,
+) -> CUresult {
+    unsupported("cuLaunchCooperativeKernel")
+}
+
+/// # Safety
+/// No memory is touched.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuLaunchCooperativeKernelMultiDevice(
+    _list: *mut c_void,
+    _n: u32,
+    _flags: u32,
+) -> CUresult {
+    unsupported("cuLaunchCooperativeKernelMultiDevice")
+}
+
+/// Host callbacks in stream order.
+///
+/// # Safety
+/// No memory is touched.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuLaunchHostFunc(
+    _s: CUstream,
+    _f: Option<unsafe extern "C" fn(*mut c_void)>,
+    _data: *mut c_void,
+) -> CUresult {
+    unsupported("cuLaunchHostFunc")
+}
+
+/// Stream capture (CUDA graphs).
+///
+/// # Safety
+/// No memory is touched.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuStreamBeginCapture_v2(_s: CUstream, _mode: u32) -> CUresult {
+    unsupported("cuStreamBeginCapture_v2")
+}
+
+/// No stream is ever capturing (`CU_STREAM_CAPTURE_STATUS_NONE`).
+///
+/// # Safety
+/// `status` is null or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuStreamIsCapturing(s: CUstream, status: *mut u32) -> CUresult {
+    guard("cuStreamIsCapturing", || {
+        driver::with(|d| d.resolve_stream(raw(s.0), false).map(drop))?;
+        // SAFETY: the caller's contract for `status`.
+        unsafe { put(status, 0) }
+    })
+}
+
+/// The simulator accepts no module-scope `.global` variables, so a loaded
+/// module has none: `CUDA_ERROR_NOT_FOUND`.
+///
+/// # Safety
+/// No memory is touched but the checked module handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuModuleGetGlobal_v2(
+    _dptr: *mut CUdeviceptr,
+    _bytes: *mut usize,
+    m: CUmodule,
+    name: *const c_char,
+) -> CUresult {
+    guard("cuModuleGetGlobal_v2", || {
+        super::module::module_ok(m)?;
+        if name.is_null() {
+            return Err(CUDA_ERROR_INVALID_VALUE);
+        }
+        Err(CUDA_ERROR_NOT_FOUND)
+    })
+}
+
+/// Profiler markers: nothing to profile.
+///
+/// # Safety
+/// No pointer arguments.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuProfilerStart() -> CUresult {
+    guard("cuProfilerStart", || driver::with(|_| Ok(())))
+}
+
+/// # Safety
+/// No pointer arguments.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuProfilerStop() -> CUresult {
+    guard("cuProfilerStop", || driver::with(|_| Ok(())))
+}

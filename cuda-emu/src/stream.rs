@@ -1,0 +1,561 @@
+//! Streams, events and the execution of queued work.
+//!
+//! Every copy, fill and launch is queued on a stream and runs **only when
+//! something synchronises**: `cuStreamSynchronize`, `cuCtxSynchronize`,
+//! `cuEventSynchronize`, a synchronous device → host copy, a second
+//! `cuStreamQuery`/`cuEventQuery` of pending work (the first one answers
+//! `CUDA_ERROR_NOT_READY`). Then exactly the work the synchronising call
+//! waits for runs, and nothing else: the target's earlier work on its
+//! stream and, transitively, what that work was ordered after. A host read
+//! without the right synchronisation therefore sees the old bytes, every
+//! time, instead of winning a race on a GPU most of the time.
+//!
+//! Ordering (CUDA Driver API, "Stream synchronization behavior"):
+//! * work on one stream runs in the order it was queued;
+//! * the legacy default stream (handle 0 or `CU_STREAM_LEGACY`) waits for
+//!   all earlier work of every *blocking* stream of its context, and every
+//!   blocking stream (created without `CU_STREAM_NON_BLOCKING`) waits for
+//!   earlier work of the legacy stream; non-blocking streams do neither;
+//! * `cuStreamWaitEvent` makes later work of a stream wait for the work the
+//!   event captured when it was recorded, in any context.
+//!
+//! Every dependency points to work queued earlier, so running the needed
+//! operations in the order the program queued them respects all of them.
+
+use std::collections::{HashMap, VecDeque};
+use std::time::Instant;
+
+use ptxsmith::sim::SimError;
+
+use crate::context::Context;
+use crate::driver::{Driver, Kind};
+use crate::error::*;
+use crate::host::HostDst;
+use crate::launch::LaunchOp;
+
+/// The key of a context's legacy default stream in its stream map.
+pub const LEGACY: u64 = 0;
+/// `CU_STREAM_NON_BLOCKING`.
+pub const NON_BLOCKING: u32 = 0x1;
+/// Stream priorities: `cuCtxGetStreamPriorityRange` reports
+/// `(least, greatest)` = `(0, -5)`; priorities only order nothing here.
+pub const PRIORITY_RANGE: (i32, i32) = (0, -5);
+
+/// `CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS`.
+const EVENT_FLAGS: u32 = 0x7;
+const EVENT_DISABLE_TIMING: u32 = 0x2;
+const EVENT_INTERPROCESS: u32 = 0x4;
+
+/// Work that must have run before an operation: the first `seq`
+/// operations of `stream` in context `ctx` (void if that context has been
+/// reset since: `epoch` is its instance then).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Dep {
+    pub ctx: u64,
+    pub epoch: u64,
+    pub stream: u64,
+    pub seq: u64,
+}
+
+/// What a queued operation does.
+pub enum OpKind {
+    Launch(Box<LaunchOp>),
+    /// Host → device; the bytes were staged when the copy was queued.
+    HtoD {
+        dst: u64,
+        data: Vec<u8>,
+    },
+    DtoH {
+        src: u64,
+        dst: HostDst,
+    },
+    DtoD {
+        dst: u64,
+        src: u64,
+        len: usize,
+    },
+    /// `count` elements of `elem` bytes set to the low bytes of `value`.
+    Memset {
+        dst: u64,
+        value: u32,
+        elem: usize,
+        count: usize,
+    },
+    /// The point an event was recorded at (`recording`: which one).
+    Record {
+        event: u64,
+        recording: u64,
+    },
+    /// A `cuStreamWaitEvent`: only its dependency.
+    Wait,
+}
+
+struct Op {
+    /// Position on its stream.
+    seq: u64,
+    /// Position in the order the program queued work (all streams).
+    gid: u64,
+    deps: Vec<Dep>,
+    kind: OpKind,
+}
+
+/// A stream's queue.
+pub struct Stream {
+    pub flags: u32,
+    pub priority: i32,
+    queue: VecDeque<Op>,
+    next_seq: u64,
+    done_seq: u64,
+    /// `cuStreamDestroy` was called; the queue still drains.
+    pub destroyed: bool,
+    /// A query saw pending work (the next query runs it).
+    polled: bool,
+}
+
+impl Stream {
+    pub fn new(flags: u32, priority: i32) -> Stream {
+        Stream {
+            flags,
+            priority,
+            queue: VecDeque::new(),
+            next_seq: 0,
+            done_seq: 0,
+            destroyed: false,
+            polled: false,
+        }
+    }
+
+    /// The position the next operation gets (everything queued so far is
+    /// "the first `next_seq()`").
+    pub fn next_seq(&self) -> u64 {
+        self.next_seq
+    }
+
+    /// Whether queued work has not run yet.
+    pub fn pending(&self) -> bool {
+        self.done_seq < self.next_seq
+    }
+
+    fn blocking(&self) -> bool {
+        self.flags & NON_BLOCKING == 0
+    }
+
+    /// Drop all queued work (the context faulted).
+    pub fn discard(&mut self) {
+        self.queue.clear();
+        self.done_seq = self.next_seq;
+    }
+}
+
+/// An event: where it was last recorded, and when that point ran.
+pub struct Event {
+    pub flags: u32,
+    recording: u64,
+    recorded: Option<(u64, u64)>,
+    time: Option<Instant>,
+    polled: bool,
+}
+
+impl Context {
+    /// Whether the work event `e` captured has run (or it was never
+    /// recorded).
+    fn event_done(&self, e: &Event) -> bool {
+        match e.recorded {
+            None => true,
+            Some((k, seq)) => self.streams.get(&k).is_none_or(|s| s.done_seq >= seq),
+        }
+    }
+}
+
+/// Run one operation on its context. `Err` is a device fault: its code and
+/// the finding's text.
+fn execute(c: &mut Context, kind: OpKind) -> Result<(), (CUresult, String)> {
+    let mem = |what: &str, e: SimError| (CUDA_ERROR_ILLEGAL_ADDRESS, format!("{what}: {e}"));
+    match kind {
+        OpKind::Launch(op) => crate::launch::execute(c, &op),
+        OpKind::HtoD { dst, data } => c
+            .sim
+            .write(dst, &data)
+            .map_err(|e| mem("host → device copy", e)),
+        OpKind::DtoH { src, dst } => {
+            let mut buf = vec![0u8; dst.len()];
+            c.sim
+                .read(src, &mut buf)
+                .map_err(|e| mem("device → host copy", e))?;
+            dst.write(&buf);
+            Ok(())
+        }
+        OpKind::DtoD { dst, src, len } => c
+            .sim
+            .copy_within(dst, src, len)
+            .map_err(|e| mem("device → device copy", e)),
+        OpKind::Memset {
+            dst,
+            value,
+            elem,
+            count,
+        } => {
+            let r = if value == 0 {
+                c.sim.fill_zero(dst, elem * count)
+            } else {
+                let unit = &value.to_le_bytes()[..elem];
+                c.sim.write(dst, &unit.repeat(count))
+            };
+            r.map_err(|e| mem("memset", e))
+        }
+        OpKind::Record { event, recording } => {
+            if let Some(e) = c.events.get_mut(&event)
+                && e.recording == recording
+            {
+                e.time = Some(Instant::now());
+            }
+            Ok(())
+        }
+        OpKind::Wait => Ok(()),
+    }
+}
+
+impl Driver {
+    /// Queue `kind` on stream `key` of context `ctx` after `deps` and the
+    /// legacy-stream rules; returns its position on the stream.
+    pub fn enqueue(&mut self, ctx: u64, key: u64, kind: OpKind, mut deps: Vec<Dep>) -> u64 {
+        let gid = self.next_op;
+        self.next_op += 1;
+        let c = self.contexts.get_mut(&ctx).expect("a live context");
+        let epoch = c.instance;
+        let dep = |stream: u64, s: &Stream| Dep {
+            ctx,
+            epoch,
+            stream,
+            seq: s.next_seq,
+        };
+        if key == LEGACY {
+            for (&k, s) in &c.streams {
+                if k != LEGACY && s.blocking() && s.pending() {
+                    deps.push(dep(k, s));
+                }
+            }
+        } else if c.streams[&key].blocking() {
+            let legacy = &c.streams[&LEGACY];
+            if legacy.pending() {
+                deps.push(dep(LEGACY, legacy));
+            }
+        }
+        let s = c.streams.get_mut(&key).expect("a live stream");
+        let seq = s.next_seq;
+        s.next_seq += 1;
+        s.polled = false;
+        s.queue.push_back(Op {
+            seq,
+            gid,
+            deps,
+            kind,
+        });
+        seq
+    }
+
+    /// Run the first `seq` operations of each `(ctx, stream, seq)` target
+    /// and everything they were ordered after, in queue order; nothing
+    /// else. A fault poisons its context (see `Context::poison`); callers
+    /// check the context they care about afterwards.
+    pub fn run(&mut self, targets: &[(u64, u64, u64)]) {
+        let mut need: HashMap<(u64, u64), u64> = HashMap::new();
+        let mut work = targets.to_vec();
+        while let Some((c, k, n)) = work.pop() {
+            let Some(s) = self.contexts.get(&c).and_then(|x| x.streams.get(&k)) else {
+                continue;
+            };
+            let have = need.get(&(c, k)).copied().unwrap_or(s.done_seq);
+            if n <= have {
+                continue;
+            }
+            need.insert((c, k), n);
+            for op in s.queue.iter().filter(|op| op.seq >= have && op.seq < n) {
+                for d in &op.deps {
+                    if self
+                        .contexts
+                        .get(&d.ctx)
+                        .is_some_and(|x| x.instance == d.epoch)
+                    {
+                        work.push((d.ctx, d.stream, d.seq));
+                    }
+                }
+            }
+        }
+        let log = self.config.log.clone();
+        loop {
+            let mut best: Option<(u64, u64, u64)> = None;
+            for (&(c, k), &n) in &need {
+                let s = self.contexts.get(&c).and_then(|x| x.streams.get(&k));
+                if let Some(s) = s
+                    && s.done_seq < n
+                    && let Some(op) = s.queue.front()
+                    && best.is_none_or(|b| op.gid < b.0)
+                {
+                    best = Some((op.gid, c, k));
+                }
+            }
+            let Some((_, c, k)) = best else { break };
+            let ctx = self.contexts.get_mut(&c).expect("picked above");
+            let op = ctx
+                .streams
+                .get_mut(&k)
+                .and_then(|s| s.queue.pop_front())
+                .expect("picked above");
+            match execute(ctx, op.kind) {
+                Ok(()) => ctx.streams.get_mut(&k).expect("picked above").done_seq += 1,
+                Err((code, text)) => ctx.poison(code, &text, log.as_deref()),
+            }
+        }
+        self.collect_streams();
+    }
+
+    /// Release destroyed streams whose work has all run.
+    fn collect_streams(&mut self) {
+        let mut gone = Vec::new();
+        for c in self.contexts.values_mut() {
+            c.streams.retain(|&k, s| {
+                let keep = !(s.destroyed && !s.pending());
+                if !keep {
+                    gone.push(k);
+                }
+                keep
+            });
+        }
+        for k in gone {
+            self.owners.remove(&k);
+        }
+    }
+
+    /// Run everything queued so far on `(ctx, key)`; the context's sticky
+    /// error if it faulted (now or before).
+    pub fn sync_stream(&mut self, ctx: u64, key: u64) -> Res<()> {
+        let n = self.contexts[&ctx].streams[&key].next_seq;
+        self.run(&[(ctx, key, n)]);
+        self.contexts[&ctx].usable()
+    }
+
+    /// `cuStreamCreate` / `cuStreamCreateWithPriority` in the current
+    /// context.
+    pub fn stream_create(&mut self, flags: u32, priority: i32) -> Res<u64> {
+        if flags & !NON_BLOCKING != 0 {
+            return Err(CUDA_ERROR_INVALID_VALUE);
+        }
+        let ctx = self.current_handle()?;
+        self.contexts[&ctx].usable()?;
+        let h = self.new_handle(Kind::Stream);
+        let (least, greatest) = PRIORITY_RANGE;
+        let priority = priority.clamp(greatest, least);
+        let c = self.contexts.get_mut(&ctx).expect("checked");
+        c.streams.insert(h, Stream::new(flags, priority));
+        self.owners.insert(h, ctx);
+        Ok(h)
+    }
+
+    /// `cuStreamDestroy`: queued work still runs when something waits for
+    /// it; the handle is invalid at once.
+    pub fn stream_destroy(&mut self, h: u64) -> Res<()> {
+        if h == 0
+            || h == crate::driver::CU_STREAM_LEGACY
+            || h == crate::driver::CU_STREAM_PER_THREAD
+        {
+            return Err(CUDA_ERROR_INVALID_HANDLE);
+        }
+        let (ctx, key) = self.resolve_stream(h, false)?;
+        self.contexts[&ctx].usable()?;
+        let c = self.contexts.get_mut(&ctx).expect("resolved");
+        let s = c.streams.get_mut(&key).expect("resolved");
+        s.destroyed = true;
+        self.collect_streams();
+        Ok(())
+    }
+
+    /// `cuStreamSynchronize`.
+    pub fn stream_synchronize(&mut self, h: u64) -> Res<()> {
+        let (ctx, key) = self.resolve_stream(h, false)?;
+        self.contexts[&ctx].usable()?;
+        self.sync_stream(ctx, key)
+    }
+
+    /// `cuStreamQuery`: `CUDA_ERROR_NOT_READY` the first time pending work
+    /// is seen, the work runs at the next query.
+    pub fn stream_query(&mut self, h: u64) -> Res<()> {
+        let (ctx, key) = self.resolve_stream(h, false)?;
+        self.contexts[&ctx].usable()?;
+        let s = self
+            .contexts
+            .get_mut(&ctx)
+            .and_then(|c| c.streams.get_mut(&key))
+            .expect("resolved");
+        if !s.pending() {
+            return Ok(());
+        }
+        if !s.polled {
+            s.polled = true;
+            return Err(CUDA_ERROR_NOT_READY);
+        }
+        self.sync_stream(ctx, key)
+    }
+
+    /// `(flags, priority)` of a stream (`cuStreamGetFlags` /
+    /// `cuStreamGetPriority`).
+    pub fn stream_info(&mut self, h: u64) -> Res<(u32, i32)> {
+        let (ctx, key) = self.resolve_stream(h, false)?;
+        let s = &self.contexts[&ctx].streams[&key];
+        Ok((s.flags, s.priority))
+    }
+
+    /// `cuStreamWaitEvent`.
+    pub fn stream_wait_event(&mut self, h: u64, ev: u64, flags: u32) -> Res<()> {
+        if flags != 0 {
+            // CU_EVENT_WAIT_EXTERNAL is only valid during stream capture,
+            // which the emulator does not offer.
+            return Err(CUDA_ERROR_INVALID_VALUE);
+        }
+        let (ctx, key) = self.resolve_stream(h, false)?;
+        self.contexts[&ctx].usable()?;
+        let ectx = self.owner(ev, Kind::Event)?;
+        let ec = &self.contexts[&ectx];
+        let e = ec.events.get(&ev).ok_or(CUDA_ERROR_INVALID_HANDLE)?;
+        let deps = match e.recorded {
+            None => Vec::new(),
+            Some((stream, seq)) => vec![Dep {
+                ctx: ectx,
+                epoch: ec.instance,
+                stream,
+                seq,
+            }],
+        };
+        self.enqueue(ctx, key, OpKind::Wait, deps);
+        Ok(())
+    }
+
+    /// `cuEventCreate` in the current context.
+    pub fn event_create(&mut self, flags: u32) -> Res<u64> {
+        if flags & !EVENT_FLAGS != 0
+            || (flags & EVENT_INTERPROCESS != 0 && flags & EVENT_DISABLE_TIMING == 0)
+        {
+            return Err(CUDA_ERROR_INVALID_VALUE);
+        }
+        let ctx = self.current_handle()?;
+        self.contexts[&ctx].usable()?;
+        let h = self.new_handle(Kind::Event);
+        let c = self.contexts.get_mut(&ctx).expect("checked");
+        c.events.insert(
+            h,
+            Event {
+                flags,
+                recording: 0,
+                recorded: None,
+                time: None,
+                polled: false,
+            },
+        );
+        self.owners.insert(h, ctx);
+        Ok(h)
+    }
+
+    /// `cuEventDestroy` (a pending recording is simply dropped).
+    pub fn event_destroy(&mut self, ev: u64) -> Res<()> {
+        let ctx = self.owner(ev, Kind::Event)?;
+        self.contexts[&ctx].usable()?;
+        let c = self.contexts.get_mut(&ctx).expect("owner");
+        c.events.remove(&ev).ok_or(CUDA_ERROR_INVALID_HANDLE)?;
+        self.owners.remove(&ev);
+        Ok(())
+    }
+
+    /// `cuEventRecord`: capture the work queued on the stream so far. The
+    /// stream must belong to the event's context.
+    pub fn event_record(&mut self, ev: u64, h: u64) -> Res<()> {
+        let ectx = self.owner(ev, Kind::Event)?;
+        let (ctx, key) = self.resolve_stream(h, false)?;
+        if ctx != ectx {
+            return Err(CUDA_ERROR_INVALID_HANDLE);
+        }
+        self.contexts[&ctx].usable()?;
+        let c = self.contexts.get_mut(&ctx).expect("resolved");
+        let e = c.events.get_mut(&ev).ok_or(CUDA_ERROR_INVALID_HANDLE)?;
+        e.recording += 1;
+        e.time = None;
+        e.polled = false;
+        let recording = e.recording;
+        let seq = self.enqueue(
+            ctx,
+            key,
+            OpKind::Record {
+                event: ev,
+                recording,
+            },
+            Vec::new(),
+        );
+        let e = self
+            .contexts
+            .get_mut(&ctx)
+            .and_then(|c| c.events.get_mut(&ev))
+            .expect("recorded above");
+        e.recorded = Some((key, seq + 1));
+        Ok(())
+    }
+
+    fn event_target(&self, ev: u64) -> Res<(u64, Option<(u64, u64)>)> {
+        let ctx = self.owner(ev, Kind::Event)?;
+        let c = &self.contexts[&ctx];
+        c.usable()?;
+        let e = c.events.get(&ev).ok_or(CUDA_ERROR_INVALID_HANDLE)?;
+        Ok((ctx, e.recorded))
+    }
+
+    /// `cuEventSynchronize`.
+    pub fn event_synchronize(&mut self, ev: u64) -> Res<()> {
+        let (ctx, rec) = self.event_target(ev)?;
+        if let Some((key, seq)) = rec {
+            self.run(&[(ctx, key, seq)]);
+        }
+        self.contexts[&ctx].usable()
+    }
+
+    /// `cuEventQuery`: like `cuStreamQuery`, `CUDA_ERROR_NOT_READY` once,
+    /// then the captured work runs at the next query.
+    pub fn event_query(&mut self, ev: u64) -> Res<()> {
+        let (ctx, _) = self.event_target(ev)?;
+        let c = self.contexts.get_mut(&ctx).expect("owner");
+        let e = &c.events[&ev];
+        if c.event_done(e) {
+            return Ok(());
+        }
+        let e = c.events.get_mut(&ev).expect("owner");
+        if !e.polled {
+            e.polled = true;
+            return Err(CUDA_ERROR_NOT_READY);
+        }
+        self.event_synchronize(ev)
+    }
+
+    /// `cuEventElapsedTime`, in milliseconds of host time between the
+    /// points the two events' work ran at.
+    pub fn event_elapsed(&mut self, start: u64, end: u64) -> Res<f32> {
+        let mut times = [None; 2];
+        for (i, ev) in [start, end].into_iter().enumerate() {
+            let ctx = self.owner(ev, Kind::Event)?;
+            let c = &self.contexts[&ctx];
+            c.usable()?;
+            let e = c.events.get(&ev).ok_or(CUDA_ERROR_INVALID_HANDLE)?;
+            if e.flags & EVENT_DISABLE_TIMING != 0 || e.recorded.is_none() {
+                return Err(CUDA_ERROR_INVALID_HANDLE);
+            }
+            if !c.event_done(e) {
+                return Err(CUDA_ERROR_NOT_READY);
+            }
+            // Recorded and done but discarded by a fault: no time.
+            times[i] = Some(e.time.ok_or(CUDA_ERROR_INVALID_HANDLE)?);
+        }
+        let (a, b) = (times[0].expect("set"), times[1].expect("set"));
+        let ms = if b >= a {
+            (b - a).as_secs_f64() * 1e3
+        } else {
+            -((a - b).as_secs_f64() * 1e3)
+        };
+        Ok(ms as f32)
+    }
+}
