@@ -383,7 +383,20 @@ fn statistics_on_the_simulator_equal_the_host() {
 
 #[test]
 fn raw_entry_points_run_on_foreign_memory() {
-    let ctx = Context::sim(Sm::Sm80);
+    raw_entry_points_on(&Context::sim(Sm::Sm80));
+}
+
+/// The same on plain driver allocations of a GPU or the driver emulator
+/// (SKIP without one).
+#[test]
+fn gpu_raw_entry_points_run_on_driver_allocations() {
+    let Some(ctx) = cuda_for_tests() else {
+        return;
+    };
+    raw_entry_points_on(&ctx);
+}
+
+fn raw_entry_points_on(ctx: &Context) {
     let st = ctx.default_stream();
     let raw = st.raw();
     let mut rng = Rng(37);

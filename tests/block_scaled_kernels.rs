@@ -660,7 +660,25 @@ fn gpu_equals_host_when_present() {
 #[test]
 fn raw_entry_points_run_on_foreign_memory() {
     for (sm, codec) in [(Sm::Sm100a, Codec::Hardware), (Sm::Sm80, Codec::Software)] {
-        let ctx = Context::sim(sm);
+        raw_entry_points_on(&Context::sim(sm), codec);
+    }
+}
+
+/// The same on plain driver allocations of a GPU or the driver emulator
+/// (SKIP without one).
+#[test]
+fn gpu_raw_entry_points_run_on_driver_allocations() {
+    let Some(ctx) = cuda_for_tests() else {
+        return;
+    };
+    for codec in [Codec::for_sm(ctx.sm()), Codec::Software] {
+        raw_entry_points_on(&ctx, codec);
+    }
+}
+
+fn raw_entry_points_on(ctx: &Context, codec: Codec) {
+    let sm = ctx.sm();
+    {
         let raw = ctx.default_stream().raw();
         for (format, mode, layout) in [
             (Format::Nvfp4, ScaleMode::Nvfp4, ScaleLayout::Blocked128x4),

@@ -4,7 +4,7 @@
 //! special values, and the GPU when one is present.
 
 use ptxsmith::kernels::hmm::{self, Posteriors, host, launch};
-use ptxsmith::runtime::{Backend, Context, Ran, cuda_for_tests};
+use ptxsmith::runtime::{Backend, Context, Ran, cuda_for_tests, on_emulator};
 use ptxsmith::{Error, Sm};
 
 mod common;
@@ -368,7 +368,14 @@ fn ptx_has_no_approximate_instruction_or_atomic_on_any_sm() {
 fn gpu_hmm_matches_the_host_model() {
     let Some(ctx) = cuda_for_tests() else { return };
     let st = ctx.default_stream();
-    for (batch, t, s) in [(64, 100, 32), (2, 300, 1024)] {
+    // Shorter sequences on the driver emulator (kernels on the simulator),
+    // the same kernel variants.
+    let shapes = if on_emulator(&ctx) {
+        [(16, 30, 32), (1, 6, 1024)]
+    } else {
+        [(64, 100, 32), (2, 300, 1024)]
+    };
+    for (batch, t, s) in shapes {
         let m = model(batch, t, s, 31);
         let got = launch::run_on(&st, &m.pi, &m.a, &m.b, &m.lengths, m.batch, m.t, m.s).unwrap();
         assert_same(&got, &host_run(&m), &format!("gpu {batch}x{t}x{s}"));
@@ -377,8 +384,19 @@ fn gpu_hmm_matches_the_host_model() {
 
 #[test]
 fn raw_entry_point_runs_on_foreign_memory() {
+    raw_entry_point_on(&Context::sim(Sm::Sm80));
+}
+
+/// The same on plain driver allocations of a GPU or the driver emulator
+/// (SKIP without one).
+#[test]
+fn gpu_raw_entry_point_runs_on_driver_allocations() {
+    let Some(ctx) = cuda_for_tests() else { return };
+    raw_entry_point_on(&ctx);
+}
+
+fn raw_entry_point_on(ctx: &Context) {
     let m = model(5, 21, 9, 13);
-    let ctx = Context::sim(Sm::Sm80);
     let raw = ctx.default_stream().raw();
     let n = m.batch * m.t * m.s;
     let (pi, a, b) = (

@@ -285,7 +285,18 @@ fn gpu_logcumsumexp_matches_the_host_model() {
 
 #[test]
 fn raw_entry_points_run_on_foreign_memory() {
-    let ctx = Context::sim(Sm::Sm80);
+    raw_entry_points_on(&Context::sim(Sm::Sm80));
+}
+
+/// The same on plain driver allocations of a GPU or the driver emulator
+/// (SKIP without one).
+#[test]
+fn gpu_raw_entry_points_run_on_driver_allocations() {
+    let Some(ctx) = cuda_for_tests() else { return };
+    raw_entry_points_on(&ctx);
+}
+
+fn raw_entry_points_on(ctx: &Context) {
     let raw = ctx.default_stream().raw();
     let put = |data: &[f32]| foreign_put(&ctx, data);
     let get = |addr: u64, n: usize| foreign_get::<f32>(&ctx, addr, n);

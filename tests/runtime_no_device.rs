@@ -13,7 +13,7 @@ use ptxsmith::Error;
 use ptxsmith::dsl::PtxModule;
 use ptxsmith::dsl::params::{ArgValue, ParamDesc, ParamKind, ScalarType};
 use ptxsmith::runtime::{
-    Backend, Context, Gpu, LaunchConfig, Ran, Resolved, cuda_available, cuda_for_tests,
+    Backend, Context, Gpu, LaunchConfig, Ran, Resolved, Stream, cuda_available, cuda_for_tests,
     cuda_unavailable_reason, device_count, device_sm, resolve,
 };
 use ptxsmith::target::{PtxVersion, Sm};
@@ -231,11 +231,11 @@ fn host_scale(x: &[f32], scale: f32, offset: f64) -> Vec<f32> {
 
 /// Run the scale kernel on `ctx` (GPU or simulator) and check it bit for
 /// bit.
-fn run_scale(ctx: &Context, n: usize) {
+fn run_scale(st: &Stream, n: usize) {
     let module = scale_module();
     let input: Vec<f32> = (0..n).map(|i| (i as f32 - 300.25) * 0.37).collect();
     let (scale, offset) = (1.7f32, -0.1f64);
-    let st = ctx.default_stream();
+    let ctx = st.context();
     let inp = st.upload(&input).unwrap();
     let mut out = ctx.alloc::<f32>(n).unwrap();
     let args = [
@@ -261,7 +261,7 @@ fn run_scale(ctx: &Context, n: usize) {
 #[test]
 fn sim_runs_the_hand_written_scale_kernel_like_a_gpu() {
     let ctx = Context::sim(Sm::Sm70);
-    run_scale(&ctx, 1000);
+    run_scale(&ctx.default_stream(), 1000);
     let t = ctx.traffic();
     assert_eq!(
         (
@@ -283,15 +283,19 @@ fn gpu_scale_kernel_matches_the_host_bit_for_bit() {
     println!("{}", ctx.info().unwrap());
     assert_eq!(ctx.sm(), device_sm().unwrap());
     assert!(ctx.multiprocessor_count() > 0);
-    let before = ctx.traffic();
-    run_scale(&ctx, 1000);
-    let t = ctx.traffic().since(&before);
+    // A stream of our own: the context is shared with the other device
+    // tests of this binary, which run in parallel; the stream's counters
+    // see only this test's work.
+    let st = ctx.new_stream().unwrap();
+    let before = st.traffic();
+    run_scale(&st, 1000);
+    let t = st.traffic().since(&before);
     assert_eq!(
         (t.bytes_uploaded, t.bytes_downloaded, t.launches),
         (4000, 4000, 1)
     );
-    run_scale(&ctx, 37);
-    assert_eq!(ctx.traffic().since(&before).launches, 2);
+    run_scale(&st, 37);
+    assert_eq!(st.traffic().since(&before).launches, 2);
 }
 
 #[test]
@@ -413,7 +417,7 @@ fn gpu_broken_ptx_is_a_jit_error_with_the_log() {
         other => panic!("expected Error::Jit, got {other:?}"),
     }
     // A JIT failure does not poison the context.
-    run_scale(&ctx, 100);
+    run_scale(&ctx.default_stream(), 100);
 }
 
 #[test]
@@ -448,7 +452,7 @@ fn gpu_shared_device_works_from_several_threads() {
             let ctx = shared.clone();
             std::thread::spawn(move || {
                 for _ in 0..2 {
-                    run_scale(&ctx, 200 + t);
+                    run_scale(&ctx.default_stream(), 200 + t);
                 }
             })
         })

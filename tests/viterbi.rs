@@ -4,7 +4,7 @@
 //! is present.
 
 use ptxsmith::kernels::viterbi::{self, NO_STATE, host, launch};
-use ptxsmith::runtime::{Backend, Context, Ran, cuda_for_tests};
+use ptxsmith::runtime::{Backend, Context, Ran, cuda_for_tests, on_emulator};
 use ptxsmith::{Error, Sm};
 
 mod common;
@@ -300,7 +300,15 @@ fn bad_input_is_a_typed_error_naming_the_values() {
 fn gpu_viterbi_matches_the_host_model() {
     let Some(ctx) = cuda_for_tests() else { return };
     let st = ctx.default_stream();
-    for (batch, t, s) in [(64, 200, 48), (4, 1000, 1024), (1, 50, 4096)] {
+    // The same kernel variants (one thread per state; the 1024 and 4096
+    // caps) with shorter sequences on the driver emulator, where the
+    // kernels run on the simulator (S² work per step).
+    let shapes = if on_emulator(&ctx) {
+        [(64, 20, 48), (2, 8, 1024), (1, 2, 4096)]
+    } else {
+        [(64, 200, 48), (4, 1000, 1024), (1, 50, 4096)]
+    };
+    for (batch, t, s) in shapes {
         let m = model(batch, t, s, 41);
         let got = launch::run_on(&st, &m.pi, &m.a, &m.b, &m.lengths, m.batch, m.t, m.s).unwrap();
         assert_same(&got, &host_run(&m), &format!("gpu {batch}x{t}x{s}"));
@@ -340,8 +348,19 @@ fn ptx_has_no_approximate_or_flushing_instruction_on_any_sm() {
 
 #[test]
 fn raw_entry_point_runs_on_foreign_memory() {
+    raw_entry_point_on(&Context::sim(Sm::Sm80));
+}
+
+/// The same on plain driver allocations of a GPU or the driver emulator
+/// (SKIP without one).
+#[test]
+fn gpu_raw_entry_point_runs_on_driver_allocations() {
+    let Some(ctx) = cuda_for_tests() else { return };
+    raw_entry_point_on(&ctx);
+}
+
+fn raw_entry_point_on(ctx: &Context) {
     let m = model(6, 33, 37, 9);
-    let ctx = Context::sim(Sm::Sm80);
     let raw = ctx.default_stream().raw();
     let (pi, a, b) = (
         foreign_put(&ctx, &m.pi),

@@ -27,7 +27,9 @@
 //! Dropping a [`DeviceBuffer`] never frees memory under queued work: the
 //! memory is freed at the next point where every stream of the context is
 //! known idle ([`Context::synchronize`], or a synchronising call on the
-//! default stream while the context has no other stream), and when more
+//! default stream while the context has no other stream and no raw-pointer
+//! call has queued work on a caller's stream since the last
+//! `Context::synchronize`), and when more
 //! than 64 MiB or 256 buffers are waiting, the drop synchronises the
 //! context and frees at once. The simulator frees at once.
 //!
@@ -76,6 +78,11 @@ pub(crate) struct State {
     dead_bytes: usize,
     /// Streams made by `new_stream` that are still alive.
     extra_streams: usize,
+    /// Work was queued on a stream ptxsmith did not make (a raw entry
+    /// point's caller's stream, or the legacy stream) since the last
+    /// context-wide synchronisation: a synchronisation of the default
+    /// stream alone does not make dropped buffers safe to free.
+    foreign_work: bool,
     /// What went through each stream (copies and launches queued there).
     per_stream: HashMap<u64, Traffic>,
 }
@@ -87,6 +94,7 @@ impl State {
             let _ = self.ex.free(addr);
         }
         self.dead_bytes = 0;
+        self.foreign_work = false;
     }
 
     /// Count work queued on stream `s`.
@@ -97,7 +105,7 @@ impl State {
     /// A synchronising call on `s` succeeded: if no other stream can still
     /// hold work, the dropped buffers are safe to free.
     fn synced(&mut self, s: RawStream) {
-        if self.extra_streams == 0 && s == self.ex.default_stream() {
+        if self.extra_streams == 0 && !self.foreign_work && s == self.ex.default_stream() {
             self.flush();
         }
     }
@@ -150,6 +158,7 @@ impl Context {
                     dead: Vec::new(),
                     dead_bytes: 0,
                     extra_streams: 0,
+                    foreign_work: false,
                     per_stream: HashMap::new(),
                 }),
             }),
@@ -235,6 +244,7 @@ impl Context {
             ctx: self.clone(),
             raw: self.inner.default_stream,
             _owner: None,
+            borrowed: false,
         }
     }
 
@@ -252,6 +262,7 @@ impl Context {
                 ctx: self.clone(),
                 raw,
             })),
+            borrowed: false,
         })
     }
 
@@ -262,6 +273,7 @@ impl Context {
             ctx: self.clone(),
             raw,
             _owner: None,
+            borrowed: raw != self.inner.default_stream,
         }
     }
 
@@ -390,6 +402,8 @@ pub struct Stream {
     ctx: Context,
     raw: RawStream,
     _owner: Option<Arc<StreamOwner>>,
+    /// A stream ptxsmith did not make (see `State::foreign_work`).
+    borrowed: bool,
 }
 
 impl fmt::Debug for Stream {
@@ -540,6 +554,7 @@ impl Stream {
         st.ex
             .copy_dtod(self.raw, d.addr, s.addr, bytes, PointerCheck::LiveBuffers)?;
         st.count(self.raw, |t| t.bytes_copied_on_device += bytes as u64);
+        st.foreign_work |= self.borrowed;
         Ok(())
     }
 
@@ -547,10 +562,10 @@ impl Stream {
     pub fn zero<T: DeviceRepr>(&self, dst: &mut impl AsDeviceMut<T>) -> Result<()> {
         let d = dst.as_device_mut();
         self.ctx.check_owner("the buffer to zero", d.ctx)?;
-        self.ctx
-            .state()
-            .ex
-            .zero(self.raw, d.addr, d.len * size_of::<T>())
+        let mut st = self.ctx.state();
+        st.ex.zero(self.raw, d.addr, d.len * size_of::<T>())?;
+        st.foreign_work |= self.borrowed;
+        Ok(())
     }
 
     /// The kernel argument for a buffer the kernel reads.
@@ -603,6 +618,7 @@ impl Stream {
         st.ex
             .copy_dtod(self.raw, dst, s.addr, bytes, PointerCheck::Caller)?;
         st.count(self.raw, |t| t.bytes_copied_on_device += bytes as u64);
+        st.foreign_work |= self.borrowed;
         Ok(())
     }
 
@@ -620,6 +636,7 @@ impl Stream {
         let mut st = self.ctx.state();
         st.ex.launch(self.raw, module, cfg, args, pointers)?;
         st.count(self.raw, |t| t.launches += 1);
+        st.foreign_work |= self.borrowed;
         Ok(())
     }
 }

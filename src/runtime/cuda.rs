@@ -24,23 +24,28 @@ use crate::runtime::exec::{Executor, LaunchConfig, PointerCheck, RawStream, Traf
 use crate::runtime::ffi::{self, ArgPack, DeviceAlloc};
 use crate::target::{MAX_THREADS_PER_BLOCK, STATIC_SMEM_LIMIT, Sm};
 
-/// Compare a module's declared parameters with the entry signature in
-/// its PTX text: the driver reads the argument pack by the PTX signature,
-/// so a module whose text declares more or larger parameters than its
-/// [`ParamDesc`]s would make it read past the pack.
-pub(crate) fn check_signature(module: &PtxModule) -> Result<()> {
+/// The parameter sizes of `module`'s entry as its PTX text declares them
+/// (how the driver reads the argument pack).
+fn ptx_param_sizes(module: &PtxModule) -> Result<Vec<u32>> {
     let sig = crate::sim::parse::entry_signature(&module.ptx, &module.kernel).map_err(|e| {
         Error::InvalidArgument(format!(
             "module `{}`: cannot read the entry parameter list from its PTX: {e}",
             module.kernel
         ))
     })?;
+    Ok(sig.iter().map(|p| p.size).collect())
+}
+
+/// Compare a module's declared parameters with the sizes its PTX entry
+/// takes (`in_ptx`): the driver reads the argument pack by the PTX
+/// signature, so a module whose text declares more or larger parameters
+/// than its [`ParamDesc`]s would make it read past the pack.
+fn check_declared(module: &PtxModule, in_ptx: &[u32]) -> Result<()> {
     let size = |p: &ParamDesc| match p.kind {
         ParamKind::Scalar(t) => t.size(),
         ParamKind::GlobalPtr { .. } => 8,
     };
     let declared: Vec<u32> = module.params.iter().map(size).collect();
-    let in_ptx: Vec<u32> = sig.iter().map(|p| p.size).collect();
     if declared != in_ptx {
         return Err(Error::InvalidArgument(format!(
             "module `{}`: its PTX entry takes parameters of {in_ptx:?} bytes, its description says {declared:?}",
@@ -50,9 +55,17 @@ pub(crate) fn check_signature(module: &PtxModule) -> Result<()> {
     Ok(())
 }
 
+/// [`check_declared`] against the signature parsed from the module's own
+/// text.
+#[cfg(test)]
+pub(crate) fn check_signature(module: &PtxModule) -> Result<()> {
+    check_declared(module, &ptx_param_sizes(module)?)
+}
+
 /// JIT-compile `module` in the current context and look up its entry.
 fn jit(module: &PtxModule, driver: Option<(u32, u32)>) -> Result<Arc<LoadedKernel>> {
-    check_signature(module)?;
+    let param_sizes = ptx_param_sizes(module)?;
+    check_declared(module, &param_sizes)?;
     let jit_error = |message: String, log: String| Error::Jit {
         kernel: module.kernel.clone(),
         sm: module.sm,
@@ -108,7 +121,16 @@ fn jit(module: &PtxModule, driver: Option<(u32, u32)>) -> Result<Arc<LoadedKerne
     Ok(Arc::new(LoadedKernel {
         kernel,
         static_smem,
+        param_sizes,
     }))
+}
+
+/// Whether `e` is a sticky error that destroyed the context: oxicuda's
+/// `is_fatal` list plus `CUDA_ERROR_LAUNCH_TIMEOUT`, which the Driver API
+/// documents the same way ("the context cannot be used (and must be
+/// destroyed similar to CUDA_ERROR_LAUNCH_FAILED)") but `is_fatal` misses.
+pub(crate) fn is_sticky(e: &CudaError) -> bool {
+    e.is_fatal() || matches!(e, CudaError::LaunchTimeout)
 }
 
 /// Check a launch shape against the limits every supported target shares
@@ -220,7 +242,7 @@ impl Gpu {
                 self.info.ordinal
             ),
         };
-        if e.is_fatal() {
+        if is_sticky(&e) {
             self.mark_lost(err.to_string());
         }
         err
@@ -228,7 +250,7 @@ impl Gpu {
 
     fn copy_error(&mut self, call: &'static str, s: RawStream, e: CudaError) -> Error {
         // A synchronous copy also reports failures of earlier queued work.
-        if e.is_fatal() {
+        if is_sticky(&e) {
             return self.sync_error(Some(s), e);
         }
         driver_error(call, e)
@@ -370,6 +392,10 @@ impl Executor for Gpu {
             self.check_pointers(module, args)?;
         }
         let loaded = self.kernel(module)?;
+        // The cache is keyed by the PTX text: a module with the same text
+        // but another parameter description must still be refused (the
+        // driver would read the pack by the text's signature).
+        check_declared(module, &loaded.param_sizes)?;
         check_config(
             &module.kernel,
             &cfg,
@@ -392,7 +418,7 @@ impl Executor for Gpu {
                 .map_err(|e| launch_error("opting in to dynamic shared memory", e))?;
         }
         if let Err(e) = ffi::launch(&loaded.kernel, &cfg, s, &pack) {
-            if e.is_fatal() {
+            if is_sticky(&e) {
                 return Err(self.sync_error(Some(s), e));
             }
             return Err(launch_error("cuLaunchKernel", e));
@@ -448,6 +474,15 @@ impl Executor for Gpu {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_watchdog_timeout_is_sticky_like_a_fault() {
+        assert!(is_sticky(&CudaError::LaunchTimeout));
+        assert!(is_sticky(&CudaError::IllegalAddress));
+        assert!(is_sticky(&CudaError::LaunchFailed));
+        assert!(!is_sticky(&CudaError::InvalidValue));
+        assert!(!is_sticky(&CudaError::NotReady));
+    }
 
     #[test]
     fn launch_shapes_are_checked() {

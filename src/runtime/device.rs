@@ -180,6 +180,8 @@ pub(crate) struct LoadedKernel {
     pub(crate) kernel: Kernel,
     /// Static shared memory of the entry (`CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES`).
     pub(crate) static_smem: u32,
+    /// Parameter sizes of the entry as its PTX text declares them.
+    pub(crate) param_sizes: Vec<u32>,
 }
 
 /// A CUDA device opened on its **primary context** (the context the CUDA

@@ -19,6 +19,13 @@ pub const REQUIRE_GPU_VAR: &str = "PTXSMITH_REQUIRE_GPU";
 pub const REQUIRED_GPU_MISSING: &str =
     "PTXSMITH_REQUIRE_GPU is set but there is no usable CUDA device";
 
+/// Whether `ctx` runs on the CUDA driver emulator (`cuda-emu/`), whose
+/// kernels execute on the CPU simulator: device tests sized for a GPU
+/// (sweeps over 2³² inputs, gigabytes of data) use a smaller size there.
+pub fn on_emulator(ctx: &Context) -> bool {
+    ctx.info().is_some_and(|i| i.is_emulator())
+}
+
 /// Whether [`REQUIRE_GPU_VAR`] is set to a value other than empty or `0`.
 pub fn gpu_required() -> bool {
     std::env::var_os(REQUIRE_GPU_VAR).is_some_and(|v| !v.is_empty() && v != "0")

@@ -11,30 +11,78 @@ pub fn bits(v: &[f32]) -> Vec<u32> {
         .collect()
 }
 
-/// Memory a foreign allocator owns: on the simulator, an allocation made
-/// on the `Sim` directly, which no ptxsmith buffer knows about, holding
-/// `data`. Returns its address.
+/// Driver allocations made by [`foreign_put`] / [`foreign_alloc`] on a CUDA
+/// context, by address: a foreign allocator's memory, kept for the life of
+/// the test process.
+static DRIVER_MEMORY: std::sync::Mutex<
+    std::collections::BTreeMap<u64, oxicuda_memory::DeviceBuffer<u8>>,
+> = std::sync::Mutex::new(std::collections::BTreeMap::new());
+
+fn driver_buffer(buf: oxicuda_memory::DeviceBuffer<u8>) -> u64 {
+    let addr = buf.as_device_ptr();
+    DRIVER_MEMORY
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .insert(addr, buf);
+    addr
+}
+
+/// Memory a foreign allocator owns, holding `data`: on the simulator an
+/// allocation made on the `Sim` directly, which no ptxsmith buffer knows
+/// about; on a CUDA context a plain driver allocation (`cuMemAlloc` in the
+/// context, which is made current) filled with `cuMemcpyHtoD`, the way
+/// another CUDA stack's memory looks to the raw entry points. Returns its
+/// address.
 pub fn foreign_put<T: bytemuck::Pod>(ctx: &Context, data: &[T]) -> u64 {
-    ctx.with_sim(|sim| {
-        let a = sim.alloc(std::mem::size_of_val(data).max(4)).unwrap();
-        sim.write(a, bytemuck::cast_slice(data)).unwrap();
+    let bytes: &[u8] = bytemuck::cast_slice(data);
+    if let Some(a) = ctx.with_sim(|sim| {
+        let a = sim.alloc(bytes.len().max(4)).unwrap();
+        sim.write(a, bytes).unwrap();
         a
-    })
-    .expect("a simulator context")
+    }) {
+        return a;
+    }
+    ctx.make_current().unwrap();
+    let mut padded = bytes.to_vec();
+    padded.resize(bytes.len().max(4), 0);
+    // `from_host` waits for the legacy stream, so work on any stream sees
+    // the bytes.
+    driver_buffer(oxicuda_memory::DeviceBuffer::from_host(&padded).unwrap())
 }
 
-/// A foreign simulator allocation of `bytes` that nobody has written (the
-/// simulator reports a read of it before a write).
+/// A foreign allocation of `bytes` that nobody has written (the simulator
+/// reports a read of it before a write).
 pub fn foreign_alloc(ctx: &Context, bytes: usize) -> u64 {
-    ctx.with_sim(|sim| sim.alloc(bytes).unwrap())
-        .expect("a simulator context")
+    if let Some(a) = ctx.with_sim(|sim| sim.alloc(bytes).unwrap()) {
+        return a;
+    }
+    ctx.make_current().unwrap();
+    driver_buffer(oxicuda_memory::DeviceBuffer::alloc(bytes.max(1)).unwrap())
 }
 
-/// `n` elements read back from a foreign simulator allocation.
+/// `n` elements read back from a foreign allocation (on a CUDA context
+/// with `cuMemcpyDtoH`, which waits only for the legacy stream and the
+/// blocking streams: the caller synchronises work queued elsewhere first).
 pub fn foreign_get<T: bytemuck::Pod>(ctx: &Context, addr: u64, n: usize) -> Vec<T> {
     let mut out = vec![T::zeroed(); n];
-    ctx.with_sim(|sim| sim.read(addr, bytemuck::cast_slice_mut(&mut out)).unwrap())
-        .expect("a simulator context");
+    let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut out);
+    if ctx
+        .with_sim(|sim| sim.read(addr, &mut *bytes).unwrap())
+        .is_some()
+    {
+        return out;
+    }
+    ctx.make_current().unwrap();
+    let map = DRIVER_MEMORY
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let buf = map
+        .get(&addr)
+        .expect("an address foreign_put/foreign_alloc returned");
+    let mut all = vec![0u8; buf.len()];
+    buf.copy_to_host(&mut all).unwrap();
+    let len = bytes.len();
+    bytes.copy_from_slice(&all[..len]);
     out
 }
 
