@@ -294,10 +294,59 @@ fn gpu_equals_host_when_present() {
     };
     let st = ctx.default_stream();
     let mut rng = Rng(29);
+    // Several N-chunks of 256 rows; fewer rows on the driver emulator
+    // (kernels on the simulator), still more than one chunk.
+    let (n1, n2) = if ptxsmith::runtime::on_emulator(&ctx) {
+        (300, 260)
+    } else {
+        (1000, 300)
+    };
     for &b in &BLOCK_SIZES {
-        run_case(&st, &mut rng, (5, 7, 3, b, 1000), &[2], usize::MAX);
-        run_case(&st, &mut rng, (3, 4, 4, b, 300), &[], 1);
+        run_case(&st, &mut rng, (5, 7, 3, b, n1), &[2], usize::MAX);
+        run_case(&st, &mut rng, (3, 4, 4, b, n2), &[], 1);
     }
+    // The slice API on the device.
+    let l = layer(&mut rng, 3, 5, 2, 16, 2, &[1]);
+    let (d, n) = (&l.dims, 70);
+    let x = rng.values(n * d.in_features());
+    let gy = rng.values(n * d.out_features());
+    let cuda = |r: ptxsmith::Result<(Vec<f32>, Ran)>| {
+        let (v, ran) = r.unwrap();
+        assert_eq!(ran, Ran::Cuda);
+        bits(&v)
+    };
+    let bias = Some(&l.bias[..]);
+    assert_eq!(
+        cuda(launch::forward(
+            Backend::Cuda,
+            d,
+            n,
+            &x,
+            &l.values,
+            &l.col,
+            bias
+        )),
+        bits(&block_ell::forward(d, n, &x, &l.values, &l.col, bias).unwrap())
+    );
+    assert_eq!(
+        cuda(launch::grad_input(
+            Backend::Cuda,
+            d,
+            n,
+            &gy,
+            &l.values,
+            &l.col
+        )),
+        bits(&block_ell::grad_input(d, n, &gy, &l.values, &l.col).unwrap())
+    );
+    assert_eq!(
+        cuda(launch::grad_values(Backend::Cuda, d, n, &x, &gy, &l.col)),
+        bits(&block_ell::grad_values(d, n, &x, &gy, &l.col).unwrap())
+    );
+    assert_eq!(
+        cuda(launch::grad_bias(Backend::Cuda, d, n, &gy)),
+        bits(&block_ell::grad_bias(d, n, &gy).unwrap())
+    );
 }
 
 #[test]

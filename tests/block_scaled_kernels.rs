@@ -655,6 +655,33 @@ fn gpu_equals_host_when_present() {
         launch::convert_layout_on(&st, &src, dims, ScaleLayout::RowMajor, ScaleLayout::Atom6D)
             .unwrap();
     assert_eq!(got, want);
+    // The slice API on the device, one recipe of each format family.
+    for r in ptx::recipes().into_iter().step_by(2) {
+        let shape = Shape::new(1, 33, 96, r.format()).unwrap();
+        let xs = tensor(&mut rng, &shape, &SPECIAL, 4);
+        let host = block_scaled::quantize(&xs, shape, r, ScaleLayout::RowMajor).unwrap();
+        let (q, ran) =
+            launch::quantize(Backend::Cuda, &xs, shape, r, ScaleLayout::RowMajor).unwrap();
+        assert_eq!(ran, Ran::Cuda);
+        assert_eq!((&q.codes, &q.scales), (&host.codes, &host.scales), "{r:?}");
+        let (y, ran) = launch::dequantize(Backend::Cuda, &host).unwrap();
+        assert_eq!(ran, Ran::Cuda);
+        assert_eq!(
+            bits(&y),
+            bits(&block_scaled::dequantize(&host).unwrap()),
+            "{r:?}"
+        );
+    }
+    let (got, ran) = launch::convert_layout(
+        Backend::Cuda,
+        &src,
+        dims,
+        ScaleLayout::RowMajor,
+        ScaleLayout::Atom6D,
+    )
+    .unwrap();
+    assert_eq!(ran, Ran::Cuda);
+    assert_eq!(got, want);
 }
 
 #[test]

@@ -1203,4 +1203,24 @@ fn device_entry_points_match_the_host() {
                 .unwrap();
         }
     }
+    // The slice API on the device.
+    let xs = random_inputs(5000, 3);
+    let want = fp8host::quantize_as(&xs, Format::E5M2);
+    let (q, ran) = launch::quantize_as(Backend::Cuda, &xs, Format::E5M2).unwrap();
+    assert_eq!(ran, Ran::Cuda);
+    assert_eq!(q, want);
+    let (c, ran) = launch::quantize_with_scale(Backend::Cuda, &xs, 0.5).unwrap();
+    assert_eq!(ran, Ran::Cuda);
+    assert_eq!(c, fp8host::quantize_with_scale(&xs, 0.5).unwrap());
+    let (y, ran) =
+        launch::dequantize_as(Backend::Cuda, &want.codes, want.scale_inv, Format::E5M2).unwrap();
+    assert_eq!(ran, Ran::Cuda);
+    same_bits_or_both_nan(
+        &y,
+        &fp8host::dequantize_as(&want.codes, want.scale_inv, Format::E5M2),
+    )
+    .unwrap();
+    let (a, ran) = launch::absmax(Backend::Cuda, &xs).unwrap();
+    assert_eq!(ran, Ran::Cuda);
+    assert_eq!(a.to_bits(), fp8host::quantize(&xs).amax.to_bits());
 }

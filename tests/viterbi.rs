@@ -313,6 +313,21 @@ fn gpu_viterbi_matches_the_host_model() {
         let got = launch::run_on(&st, &m.pi, &m.a, &m.b, &m.lengths, m.batch, m.t, m.s).unwrap();
         assert_same(&got, &host_run(&m), &format!("gpu {batch}x{t}x{s}"));
     }
+    // The slice API on the device.
+    let m = model(5, 9, 40, 43);
+    let (got, ran) = launch::viterbi(
+        Backend::Cuda,
+        &m.pi,
+        &m.a,
+        &m.b,
+        &m.lengths,
+        m.batch,
+        m.t,
+        m.s,
+    )
+    .unwrap();
+    assert_eq!(ran, Ran::Cuda);
+    assert_same(&got, &host_run(&m), "slice API, Backend::Cuda");
 }
 
 #[test]
