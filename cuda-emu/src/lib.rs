@@ -26,8 +26,10 @@ pub mod context;
 pub mod device;
 pub mod driver;
 pub mod error;
+/// The C ABI (`cuInit`, `cuMemAlloc_v2`, ...): what a program loading the
+/// library calls; the crate's own tests call them directly.
 #[allow(unsafe_code)]
-mod exports;
+pub mod exports;
 #[allow(unsafe_code)]
 pub mod host;
 pub mod launch;

@@ -24,6 +24,14 @@ mod module;
 mod stream;
 mod unsupported;
 
+pub use context::*;
+pub use device::*;
+pub use launch::*;
+pub use memory::*;
+pub use module::*;
+pub use stream::*;
+pub use unsupported::*;
+
 use std::ffi::c_void;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 

@@ -1,0 +1,83 @@
+//! cudarc (driver API, dynamically loaded, no NVRTC) on the emulator:
+//! cudarc's context, stream and memory, and ptxsmith's PTX (the row dot
+//! product for sm_90) loaded and launched through cudarc's driver calls
+//! (`result::module::load_data`, `result::launch_kernel`: loading PTX text
+//! through cudarc's safe `load_module` needs its NVRTC feature), bit for bit
+//! against ptxsmith's host model. The test re-runs itself with the emulator
+//! as `libcuda.so` / `libcuda.so.1` (see `common::in_emulator_process`).
+
+use std::ffi::{CString, c_void};
+
+use cudarc::driver::{CudaContext, DevicePtr, DevicePtrMut, result};
+use ptxsmith::Sm;
+use ptxsmith::kernels::dot;
+
+mod common;
+
+#[test]
+fn cudarc_launches_ptxsmith_ptx_on_the_emulator() {
+    if !common::in_emulator_process("cudarc_launches_ptxsmith_ptx_on_the_emulator") {
+        return;
+    }
+    let ctx = CudaContext::new(0).unwrap();
+    assert!(
+        ctx.name()
+            .unwrap()
+            .starts_with(ptxsmith::runtime::EMULATOR_NAME_PREFIX)
+    );
+    let stream = ctx.new_stream().unwrap();
+    let (rows, n) = (29usize, 200usize);
+    let x: Vec<f32> = (0..rows * n)
+        .map(|i| ((i * 31) % 97) as f32 * 0.01 - 0.4)
+        .collect();
+    let y: Vec<f32> = (0..n).map(|i| (i as f32 * 0.3).cos()).collect();
+    let dx = stream.clone_htod(&x).unwrap();
+    let dy = stream.clone_htod(&y).unwrap();
+    let mut out = stream.alloc_zeros::<f32>(rows).unwrap();
+
+    let m = dot::ptx::generate(Sm::Sm90).unwrap();
+    let text = CString::new(m.ptx).unwrap();
+    // SAFETY: a NUL-terminated PTX text, loaded in cudarc's context (bound
+    // to this thread by `new_stream`).
+    let module = unsafe { result::module::load_data(text.as_ptr().cast()) }.unwrap();
+    // SAFETY: a live module and an entry name.
+    let f =
+        unsafe { result::module::get_function(module, CString::new(m.kernel).unwrap()) }.unwrap();
+    {
+        let (px, _rx) = dx.device_ptr(&stream);
+        let (py, _ry) = dy.device_ptr(&stream);
+        let (po, _ro) = out.device_ptr_mut(&stream);
+        let (mut a, mut b, mut c) = (px, py, po);
+        let (mut r, mut k) = (rows as u32, n as u32);
+        let mut params: [*mut c_void; 5] = [
+            (&raw mut a).cast(),
+            (&raw mut b).cast(),
+            (&raw mut c).cast(),
+            (&raw mut r).cast(),
+            (&raw mut k).cast(),
+        ];
+        // SAFETY: the entry's five parameters (three device pointers of
+        // rows·n, n and rows floats, two u32s), each pointer valid for the
+        // call; the stream is cudarc's, of the same context.
+        unsafe {
+            result::launch_kernel(
+                f,
+                (2, 1, 1),
+                (dot::ptx::BLOCK, 1, 1),
+                0,
+                stream.cu_stream(),
+                &mut params,
+            )
+        }
+        .unwrap();
+    }
+    let got = stream.clone_dtoh(&out).unwrap();
+    stream.synchronize().unwrap();
+    let want = dot::dot_rows_host(&x, &y, rows, n);
+    assert_eq!(
+        got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+        want.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+    );
+    // SAFETY: the module is no longer used.
+    unsafe { result::module::unload(module) }.unwrap();
+}
