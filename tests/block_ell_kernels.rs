@@ -456,44 +456,44 @@ fn raw_entry_points_on(ctx: &Context) {
         let x = rng.values(n * d.in_features());
         let gy = rng.values(n * d.out_features());
         let (px, pgy, pv, pb) = (
-            foreign_put(&ctx, &x),
-            foreign_put(&ctx, &gy),
-            foreign_put(&ctx, &l.values),
-            foreign_put(&ctx, &l.bias),
+            foreign_put(ctx, &x),
+            foreign_put(ctx, &gy),
+            foreign_put(ctx, &l.values),
+            foreign_put(ctx, &l.bias),
         );
-        let py = foreign_put(&ctx, &vec![0.0; n * d.out_features()]);
-        let pgx = foreign_put(&ctx, &vec![0.0; n * d.in_features()]);
-        let pgv = foreign_put(&ctx, &vec![0.0; d.values_len()]);
+        let py = foreign_put(ctx, &vec![0.0; n * d.out_features()]);
+        let pgx = foreign_put(ctx, &vec![0.0; n * d.in_features()]);
+        let pgv = foreign_put(ctx, &vec![0.0; d.values_len()]);
         // SAFETY: every address is a live simulator allocation of the
         // stated length; outputs overlap nothing; `raw` is this context's.
         unsafe {
-            launch::forward_raw(&ctx, raw, &topo, n, px, pv, Some(pb), py).unwrap();
-            launch::grad_input_raw(&ctx, raw, &topo, n, pgy, pv, pgx).unwrap();
-            launch::grad_values_raw(&ctx, raw, &topo, n, px, pgy, pgv).unwrap();
+            launch::forward_raw(ctx, raw, &topo, n, px, pv, Some(pb), py).unwrap();
+            launch::grad_input_raw(ctx, raw, &topo, n, pgy, pv, pgx).unwrap();
+            launch::grad_values_raw(ctx, raw, &topo, n, px, pgy, pgv).unwrap();
         }
         st.synchronize().unwrap();
         let y = block_ell::forward(d, n, &x, &l.values, &l.col, Some(&l.bias)).unwrap();
         assert_eq!(
-            bits(&foreign_get::<f32>(&ctx, py, y.len())),
+            bits(&foreign_get::<f32>(ctx, py, y.len())),
             bits(&y),
             "forward_raw N{n}"
         );
         let gx = block_ell::grad_input(d, n, &gy, &l.values, &l.col).unwrap();
         assert_eq!(
-            bits(&foreign_get::<f32>(&ctx, pgx, gx.len())),
+            bits(&foreign_get::<f32>(ctx, pgx, gx.len())),
             bits(&gx),
             "grad_input_raw N{n}"
         );
         let gv = block_ell::grad_values(d, n, &x, &gy, &l.col).unwrap();
         assert_eq!(
-            bits(&foreign_get::<f32>(&ctx, pgv, gv.len())),
+            bits(&foreign_get::<f32>(ctx, pgv, gv.len())),
             bits(&gv),
             "grad_values_raw N{n}"
         );
     }
     // Sizes are still checked.
     // SAFETY: refused before anything is queued.
-    let e = unsafe { launch::forward_raw(&ctx, raw, &topo, 1 << 31, 0, 0, None, 0) }.unwrap_err();
+    let e = unsafe { launch::forward_raw(ctx, raw, &topo, 1 << 31, 0, 0, None, 0) }.unwrap_err();
     assert!(e.to_string().contains("N = 2147483648"), "{e}");
 }
 

@@ -718,34 +718,34 @@ fn raw_entry_points_on(ctx: &Context, codec: Codec) {
             let x: Vec<f32> = (0..shape.len()).map(|_| rng.scaled(3)).collect();
             let want = block_scaled::quantize(&x, shape, recipe, layout).unwrap();
             let scale_len = layout.len(&shape.scale_dims());
-            let px = foreign_put(&ctx, &x);
+            let px = foreign_put(ctx, &x);
             // Garbage in the outputs: padding must come out 0.
-            let pc = foreign_put(&ctx, &vec![0xAAu8; shape.codes_len()]);
-            let ps = foreign_put(&ctx, &vec![0xAAu8; scale_len]);
-            let pg = (format == Format::Nvfp4).then(|| foreign_put(&ctx, &[0f32; 3]));
-            let py = foreign_put(&ctx, &vec![0f32; shape.len()]);
+            let pc = foreign_put(ctx, &vec![0xAAu8; shape.codes_len()]);
+            let ps = foreign_put(ctx, &vec![0xAAu8; scale_len]);
+            let pg = (format == Format::Nvfp4).then(|| foreign_put(ctx, &[0f32; 3]));
+            let py = foreign_put(ctx, &vec![0f32; shape.len()]);
             // SAFETY: live simulator allocations of the stated lengths
             // (the simulator's allocations are 256-byte aligned); outputs
             // overlap nothing; `raw` is this context's stream.
             unsafe {
-                launch::quantize_raw(&ctx, raw, px, shape, recipe, layout, codec, pc, ps, pg)
+                launch::quantize_raw(ctx, raw, px, shape, recipe, layout, codec, pc, ps, pg)
                     .unwrap();
-                launch::dequantize_raw(&ctx, raw, pc, ps, pg, shape, layout, codec, py).unwrap();
+                launch::dequantize_raw(ctx, raw, pc, ps, pg, shape, layout, codec, py).unwrap();
             }
             ctx.synchronize().unwrap();
             let what = format!("{format:?} {layout:?} on {sm}");
             assert_eq!(
-                foreign_get::<u8>(&ctx, pc, want.codes.len()),
+                foreign_get::<u8>(ctx, pc, want.codes.len()),
                 want.codes,
                 "codes {what}"
             );
             assert_eq!(
-                foreign_get::<u8>(&ctx, ps, scale_len),
+                foreign_get::<u8>(ctx, ps, scale_len),
                 want.scales,
                 "scales {what}"
             );
             if let (Some(pg), Some(g)) = (pg, want.global) {
-                let got = foreign_get::<f32>(&ctx, pg, 3);
+                let got = foreign_get::<f32>(ctx, pg, 3);
                 assert_eq!(
                     bits(&got),
                     bits(&[g.amax, g.encode, g.decode]),
@@ -754,7 +754,7 @@ fn raw_entry_points_on(ctx: &Context, codec: Codec) {
             }
             let y = block_scaled::dequantize(&want).unwrap();
             assert_eq!(
-                bits(&foreign_get::<f32>(&ctx, py, y.len())),
+                bits(&foreign_get::<f32>(ctx, py, y.len())),
                 bits(&y),
                 "y {what}"
             );
@@ -762,18 +762,18 @@ fn raw_entry_points_on(ctx: &Context, codec: Codec) {
         // The checks that remain: alignment, the global buffer's presence.
         let shape = Shape::new(1, 4, 32, Format::Nvfp4).unwrap();
         let recipe = Recipe::new(Format::Nvfp4, ScaleMode::Nvfp4).unwrap();
-        let px = foreign_put(&ctx, &[0f32; 128]);
-        let ps = foreign_put(&ctx, &[0u8; 512]);
+        let px = foreign_put(ctx, &[0f32; 128]);
+        let ps = foreign_put(ctx, &[0u8; 512]);
         let l = ScaleLayout::Blocked128x4;
         // SAFETY: refused before anything is queued.
         let e = unsafe {
-            launch::quantize_raw(&ctx, raw, px + 4, shape, recipe, l, codec, ps, ps, Some(px))
+            launch::quantize_raw(ctx, raw, px + 4, shape, recipe, l, codec, ps, ps, Some(px))
         }
         .unwrap_err();
         assert!(e.to_string().contains("16-byte aligned"), "{e}");
         // SAFETY: refused before anything is queued.
         let e =
-            unsafe { launch::quantize_raw(&ctx, raw, px, shape, recipe, l, codec, ps, ps, None) }
+            unsafe { launch::quantize_raw(ctx, raw, px, shape, recipe, l, codec, ps, ps, None) }
                 .unwrap_err();
         assert!(e.to_string().contains("global-scale buffer"), "{e}");
     }

@@ -199,33 +199,33 @@ fn raw_pointer_entry_points_on(ctx: &Context) {
     let x: Vec<f32> = (0..rows * n).map(|_| next()).collect();
     let y: Vec<f32> = (0..n).map(|_| next()).collect();
     let (px, py, po) = (
-        foreign_put(&ctx, &x),
-        foreign_put(&ctx, &y),
-        foreign_alloc(&ctx, rows * 4),
+        foreign_put(ctx, &x),
+        foreign_put(ctx, &y),
+        foreign_alloc(ctx, rows * 4),
     );
     // SAFETY: the three allocations hold rows·n, n and rows floats, are
     // disjoint, and live until the end of the test; the stream is the
     // context's default stream.
-    unsafe { dot::dot_rows_raw(&ctx, stream, px, py, po, rows, n) }.unwrap();
+    unsafe { dot::dot_rows_raw(ctx, stream, px, py, po, rows, n) }.unwrap();
     // The raw entry points only queue: wait before reading the memory
     // (on a GPU or the emulator the read is another stream's work).
     ctx.synchronize().unwrap();
     assert_eq!(
-        bits(&foreign_get::<f32>(&ctx, po, rows)),
+        bits(&foreign_get::<f32>(ctx, po, rows)),
         bits(&dot::dot_rows_host(&x, &y, rows, n))
     );
     // fp8 quantize → dequantize, all in foreign memory
     let xs: Vec<f32> = (0..1000).map(|_| next() * 50.0).collect();
     let (qx, qc, qs, qy) = (
-        foreign_put(&ctx, &xs),
-        foreign_alloc(&ctx, xs.len()),
-        foreign_alloc(&ctx, 12),
-        foreign_alloc(&ctx, 4 * xs.len()),
+        foreign_put(ctx, &xs),
+        foreign_alloc(ctx, xs.len()),
+        foreign_alloc(ctx, 12),
+        foreign_alloc(ctx, 4 * xs.len()),
     );
     // SAFETY: sizes as the contract says, disjoint outputs, all live.
     unsafe {
         fp8l::quantize_raw(
-            &ctx,
+            ctx,
             stream,
             qx,
             xs.len(),
@@ -236,7 +236,7 @@ fn raw_pointer_entry_points_on(ctx: &Context) {
         )
         .unwrap();
         fp8l::dequantize_stats_raw(
-            &ctx,
+            ctx,
             stream,
             qc,
             xs.len(),
@@ -249,9 +249,9 @@ fn raw_pointer_entry_points_on(ctx: &Context) {
     }
     ctx.synchronize().unwrap();
     let q = fp8::quantize(&xs);
-    assert_eq!(foreign_get::<u8>(&ctx, qc, xs.len()), q.codes);
+    assert_eq!(foreign_get::<u8>(ctx, qc, xs.len()), q.codes);
     assert_eq!(
-        bits(&foreign_get::<f32>(&ctx, qy, xs.len())),
+        bits(&foreign_get::<f32>(ctx, qy, xs.len())),
         bits(&fp8::dequantize(&q.codes, q.scale_inv))
     );
     // score block and route into foreign memory
@@ -259,20 +259,20 @@ fn raw_pointer_entry_points_on(ctx: &Context) {
     let sx: Vec<f32> = (0..rows * p).map(|_| next()).collect();
     let sd: Vec<f32> = (0..k * p).map(|_| next()).collect();
     let (rx, rd, ro, rt) = (
-        foreign_put(&ctx, &sx),
-        foreign_put(&ctx, &sd),
-        foreign_alloc(&ctx, rows * k * 4),
-        foreign_alloc(&ctx, rows * s * 8),
+        foreign_put(ctx, &sx),
+        foreign_put(ctx, &sd),
+        foreign_alloc(ctx, rows * k * 4),
+        foreign_alloc(ctx, rows * s * 8),
     );
     // SAFETY: as above.
     unsafe {
-        score_l::score_block_raw(&ctx, stream, rx, rd, ro, rows, k, p, None).unwrap();
-        score_l::route_top_s_raw(&ctx, stream, rx, rd, rows, k, p, s, None, rt).unwrap();
+        score_l::score_block_raw(ctx, stream, rx, rd, ro, rows, k, p, None).unwrap();
+        score_l::route_top_s_raw(ctx, stream, rx, rd, rows, k, p, s, None, rt).unwrap();
     }
     ctx.synchronize().unwrap();
     let want = score::score_block(&sx, &sd, rows, k, p).unwrap();
-    assert_eq!(bits(&foreign_get::<f32>(&ctx, ro, rows * k)), bits(&want));
-    let pairs = foreign_get::<u32>(&ctx, rt, rows * s * 2);
+    assert_eq!(bits(&foreign_get::<f32>(ctx, ro, rows * k)), bits(&want));
+    let pairs = foreign_get::<u32>(ctx, rt, rows * s * 2);
     let top = score::route_top_s(&sx, &sd, rows, k, p, s).unwrap();
     let atoms: Vec<u32> = pairs.chunks(2).map(|c| c[0]).collect();
     let scores: Vec<u32> = pairs.chunks(2).map(|c| c[1]).collect();

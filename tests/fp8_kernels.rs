@@ -887,7 +887,7 @@ fn raw_entry_points_on(ctx: &Context, codec: Codec) {
     unsafe {
         let s = st.raw();
         launch::quantize_raw(
-            &ctx,
+            ctx,
             s,
             x.device_ptr(),
             n,
@@ -898,7 +898,7 @@ fn raw_entry_points_on(ctx: &Context, codec: Codec) {
         )
         .unwrap();
         launch::dequantize_stats_raw(
-            &ctx,
+            ctx,
             s,
             codes.device_ptr(),
             n,
@@ -909,7 +909,7 @@ fn raw_entry_points_on(ctx: &Context, codec: Codec) {
         )
         .unwrap();
         launch::quantize_with_scale_raw(
-            &ctx,
+            ctx,
             s,
             x.device_ptr(),
             n,
@@ -920,7 +920,7 @@ fn raw_entry_points_on(ctx: &Context, codec: Codec) {
         )
         .unwrap();
         launch::dequantize_raw(
-            &ctx,
+            ctx,
             s,
             codes.device_ptr(),
             n,
@@ -933,7 +933,7 @@ fn raw_entry_points_on(ctx: &Context, codec: Codec) {
         // Misaligned `x`: refused before anything runs.
         assert_invalid(
             launch::quantize_with_scale_raw(
-                &ctx,
+                ctx,
                 s,
                 x.device_ptr() + 4,
                 n - 1,

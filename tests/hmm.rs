@@ -415,33 +415,31 @@ fn raw_entry_point_on(ctx: &Context) {
     let raw = ctx.default_stream().raw();
     let n = m.batch * m.t * m.s;
     let (pi, a, b) = (
-        foreign_put(&ctx, &m.pi),
-        foreign_put(&ctx, &m.a),
-        foreign_put(&ctx, &m.b),
+        foreign_put(ctx, &m.pi),
+        foreign_put(ctx, &m.a),
+        foreign_put(ctx, &m.b),
     );
     let out = launch::RawOutputs {
-        log_alpha: foreign_put(&ctx, &vec![0f32; n]),
-        log_beta: foreign_put(&ctx, &vec![0f32; n]),
-        log_likelihood: foreign_put(&ctx, &vec![0f32; m.batch]),
-        gamma: foreign_put(&ctx, &vec![0f32; n]),
-        xi: foreign_put(&ctx, &vec![0f32; m.batch * m.s * m.s]),
+        log_alpha: foreign_put(ctx, &vec![0f32; n]),
+        log_beta: foreign_put(ctx, &vec![0f32; n]),
+        log_likelihood: foreign_put(ctx, &vec![0f32; m.batch]),
+        gamma: foreign_put(ctx, &vec![0f32; n]),
+        xi: foreign_put(ctx, &vec![0f32; m.batch * m.s * m.s]),
     };
     // SAFETY: live simulator allocations of the stated lengths; outputs
     // overlap nothing; `raw` is this context's stream.
-    unsafe {
-        launch::forward_backward_raw(&ctx, raw, pi, a, b, &m.lengths, m.batch, m.t, m.s, out)
-    }
-    .unwrap();
+    unsafe { launch::forward_backward_raw(ctx, raw, pi, a, b, &m.lengths, m.batch, m.t, m.s, out) }
+        .unwrap();
     ctx.synchronize().unwrap();
     let got = Posteriors {
         batch: m.batch,
         t: m.t,
         s: m.s,
-        log_alpha: foreign_get(&ctx, out.log_alpha, n),
-        log_beta: foreign_get(&ctx, out.log_beta, n),
-        log_likelihood: foreign_get(&ctx, out.log_likelihood, m.batch),
-        gamma: foreign_get(&ctx, out.gamma, n),
-        xi: foreign_get(&ctx, out.xi, m.batch * m.s * m.s),
+        log_alpha: foreign_get(ctx, out.log_alpha, n),
+        log_beta: foreign_get(ctx, out.log_beta, n),
+        log_likelihood: foreign_get(ctx, out.log_likelihood, m.batch),
+        gamma: foreign_get(ctx, out.gamma, n),
+        xi: foreign_get(ctx, out.xi, m.batch * m.s * m.s),
     };
     assert_same(&got, &host_run(&m), "forward_backward_raw");
 }

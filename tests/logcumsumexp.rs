@@ -318,8 +318,8 @@ fn gpu_raw_entry_points_run_on_driver_allocations() {
 
 fn raw_entry_points_on(ctx: &Context) {
     let raw = ctx.default_stream().raw();
-    let put = |data: &[f32]| foreign_put(&ctx, data);
-    let get = |addr: u64, n: usize| foreign_get::<f32>(&ctx, addr, n);
+    let put = |data: &[f32]| foreign_put(ctx, data);
+    let get = |addr: u64, n: usize| foreign_get::<f32>(ctx, addr, n);
     let (rows, t) = (3, 600);
     let x = data(rows * t, 41, 8.0);
     let g = data(rows * t, 42, 1.0);
@@ -330,8 +330,8 @@ fn raw_entry_points_on(ctx: &Context) {
     // SAFETY: live simulator allocations of rows × T f32s; outputs overlap
     // no input; `raw` is this context's stream.
     unsafe {
-        launch::forward_raw(&ctx, raw, px, py, rows, t).unwrap();
-        launch::backward_raw(&ctx, raw, px, py, pg, pgx, rows, t).unwrap();
+        launch::forward_raw(ctx, raw, px, py, rows, t).unwrap();
+        launch::backward_raw(ctx, raw, px, py, pg, pgx, rows, t).unwrap();
     }
     ctx.synchronize().unwrap();
     assert_eq!(bits(&get(py, rows * t)), bits(&y));
@@ -339,7 +339,7 @@ fn raw_entry_points_on(ctx: &Context) {
     // In place (x and y the same address).
     let pin = put(&x);
     // SAFETY: as above; the forward scan may run in place.
-    unsafe { launch::forward_raw(&ctx, raw, pin, pin, rows, t) }.unwrap();
+    unsafe { launch::forward_raw(ctx, raw, pin, pin, rows, t) }.unwrap();
     ctx.synchronize().unwrap();
     assert_eq!(bits(&get(pin, rows * t)), bits(&y));
 }

@@ -378,17 +378,17 @@ fn raw_entry_point_on(ctx: &Context) {
     let m = model(6, 33, 37, 9);
     let raw = ctx.default_stream().raw();
     let (pi, a, b) = (
-        foreign_put(&ctx, &m.pi),
-        foreign_put(&ctx, &m.a),
-        foreign_put(&ctx, &m.b),
+        foreign_put(ctx, &m.pi),
+        foreign_put(ctx, &m.a),
+        foreign_put(ctx, &m.b),
     );
-    let paths = foreign_put(&ctx, &vec![0u32; m.batch * m.t]);
-    let scores = foreign_put(&ctx, &vec![0f32; m.batch]);
+    let paths = foreign_put(ctx, &vec![0u32; m.batch * m.t]);
+    let scores = foreign_put(ctx, &vec![0f32; m.batch]);
     // SAFETY: live simulator allocations of the stated lengths; outputs
     // overlap no input; `raw` is this context's stream.
     unsafe {
         launch::viterbi_raw(
-            &ctx, raw, pi, a, b, &m.lengths, m.batch, m.t, m.s, paths, scores,
+            ctx, raw, pi, a, b, &m.lengths, m.batch, m.t, m.s, paths, scores,
         )
     }
     .unwrap();
@@ -396,8 +396,8 @@ fn raw_entry_point_on(ctx: &Context) {
     let got = viterbi::Viterbi {
         batch: m.batch,
         t: m.t,
-        paths: foreign_get(&ctx, paths, m.batch * m.t),
-        scores: foreign_get(&ctx, scores, m.batch),
+        paths: foreign_get(ctx, paths, m.batch * m.t),
+        scores: foreign_get(ctx, scores, m.batch),
     };
     assert_same(&got, &host_run(&m), "viterbi_raw");
     // Lengths are still checked.
@@ -405,7 +405,7 @@ fn raw_entry_point_on(ctx: &Context) {
     bad[0] = 34;
     // SAFETY: refused before anything is queued.
     let e =
-        unsafe { launch::viterbi_raw(&ctx, raw, pi, a, b, &bad, m.batch, m.t, m.s, paths, scores) }
+        unsafe { launch::viterbi_raw(ctx, raw, pi, a, b, &bad, m.batch, m.t, m.s, paths, scores) }
             .unwrap_err();
     assert!(e.to_string().contains("34"), "{e}");
 }

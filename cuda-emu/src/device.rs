@@ -2,7 +2,7 @@
 //! (`ptxsmith::target`), and the occupancy calculator on the same numbers.
 
 use ptxsmith::sim::exec::SM_COUNT;
-use ptxsmith::target::{MAX_REGS_PER_THREAD, MAX_THREADS_PER_BLOCK, STATIC_SMEM_LIMIT};
+use ptxsmith::target::{MAX_THREADS_PER_BLOCK, STATIC_SMEM_LIMIT};
 
 use crate::config::DeviceSpec;
 use crate::error::*;
@@ -116,12 +116,9 @@ pub fn max_active_blocks(
         return Ok(0);
     }
     let per_block = smem + u64::from(info.reserved_smem_per_cta);
-    let by_smem = if per_block == 0 {
-        u32::MAX
-    } else {
-        (u64::from(info.smem_per_sm) / per_block).min(u64::from(u32::MAX)) as u32
-    };
-    let _ = MAX_REGS_PER_THREAD;
+    let by_smem = u64::from(info.smem_per_sm)
+        .checked_div(per_block)
+        .map_or(u32::MAX, |b| b.min(u64::from(u32::MAX)) as u32);
     Ok(by_threads.min(info.max_ctas_per_sm).min(by_smem) as i32)
 }
 

@@ -3,7 +3,6 @@
 //! page-locked allocations (`cuMemAllocHost`). The only `unsafe` outside
 //! `exports/`.
 
-#![allow(unsafe_code)]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 

@@ -315,7 +315,7 @@ impl Driver {
         let mut gone = Vec::new();
         for c in self.contexts.values_mut() {
             c.streams.retain(|&k, s| {
-                let keep = !(s.destroyed && !s.pending());
+                let keep = !s.destroyed || s.pending();
                 if !keep {
                     gone.push(k);
                 }

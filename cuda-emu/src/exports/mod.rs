@@ -11,7 +11,6 @@
 //! real driver. Host ranges inside the emulated device address space are
 //! refused before they are touched.
 
-#![allow(unsafe_code)]
 #![allow(non_snake_case)]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks)]
