@@ -429,6 +429,19 @@ fn handles_of_another_context_and_no_context_are_refused() {
     // SAFETY: handle values.
     ok(unsafe { cu::cuStreamDestroy_v2(sa) });
     is(sync(sa), CUDA_ERROR_INVALID_HANDLE);
+    // Stream and wait flags.
+    let mut s = CUstream::default();
+    // SAFETY: out-pointer; refused.
+    is(
+        unsafe { cu::cuStreamCreate(&mut s, 0x2) },
+        CUDA_ERROR_INVALID_VALUE,
+    );
+    let (s, e) = (stream(0), event(0));
+    // SAFETY: handle values; CU_EVENT_WAIT_EXTERNAL outside stream capture.
+    is(
+        unsafe { cu::cuStreamWaitEvent(s, e, 1) },
+        CUDA_ERROR_INVALID_VALUE,
+    );
     // The legacy stream cannot be destroyed.
     // SAFETY: a handle value.
     is(

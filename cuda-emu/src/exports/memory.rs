@@ -1,4 +1,4 @@
-//! Memory management (CUDA Driver API §6.13) and peer copies (§6.28).
+//! Memory management (CUDA Driver API §6.13) and peer copies (§6.31).
 
 use std::ffi::c_void;
 use std::ptr::NonNull;

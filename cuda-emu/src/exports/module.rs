@@ -1,5 +1,5 @@
 //! Modules (CUDA Driver API §6.10), function attributes (§6.22) and
-//! occupancy (§6.24).
+//! occupancy (§6.25).
 
 use std::ffi::{CStr, c_char, c_int, c_void};
 

@@ -1,4 +1,4 @@
-//! Streams (CUDA Driver API §6.15) and events (§6.16).
+//! Streams (CUDA Driver API §6.18) and events (§6.19).
 
 use std::ffi::c_int;
 
