@@ -520,6 +520,40 @@ fn streams_buffers_and_frees_on_the_simulator() {
     assert_eq!(t.allocations, 7, "x, y, out, z, zeroed, uninit, empty");
 }
 
+/// Two streams of a GPU's context (or the driver emulator's): work on one
+/// is ordered after the other's only through `wait_for`. On the emulator,
+/// which runs queued work only when something synchronises, the missing
+/// wait deterministically reads the bytes from before the kernel; on a GPU
+/// that read is a race, so only the ordered path is asserted there.
+#[test]
+fn gpu_streams_are_ordered_only_by_wait_for() {
+    let Some(ctx) = cuda_for_tests() else { return };
+    let (s1, s2) = (ctx.new_stream().unwrap(), ctx.new_stream().unwrap());
+    let x = s1.upload(&[2f32; 64]).unwrap();
+    let y = s1.upload(&[3f32; 64]).unwrap();
+    for ordered in [false, true] {
+        let mut out = ctx.alloc_zeroed::<f32>(1).unwrap();
+        dot::dot_rows_dev(&s1, &x, &y, &mut out, 1, 64).unwrap();
+        if ordered {
+            s2.wait_for(&s1).unwrap();
+            assert_eq!(s2.to_vec(&out).unwrap(), vec![384.0]);
+        } else if on_emulator(&ctx) {
+            assert_eq!(s2.to_vec(&out).unwrap(), vec![0.0], "read before s1 ran");
+        }
+        s1.synchronize().unwrap();
+        assert_eq!(s1.to_vec(&out).unwrap(), vec![384.0]);
+    }
+    // Device copies and fills are queued on their stream too.
+    let mut z = ctx.alloc::<f32>(64).unwrap();
+    s2.wait_for(&s1).unwrap();
+    s2.copy(&mut z, &x).unwrap();
+    s2.zero(&mut z.slice_mut(2..5).unwrap()).unwrap();
+    let got = s2.to_vec(&z).unwrap();
+    assert_eq!(&got[..6], &[2., 2., 0., 0., 0., 2.]);
+    assert_eq!(s2.traffic().bytes_copied_on_device, 256);
+    ctx.synchronize().unwrap();
+}
+
 #[test]
 fn the_slice_api_moves_the_same_bytes_as_before() {
     // Slice API on Sim: x and D up once, rows·s·8 down.
