@@ -2,7 +2,7 @@
 //! entry point. Each reads its pointer arguments (the only place raw
 //! caller memory is read or written), calls the safe driver in the crate's
 //! other modules, and writes its results. Every body runs under
-//! [`guard`]: a panic becomes `CUDA_ERROR_UNKNOWN`, never an unwind into
+//! `guard`: a panic becomes `CUDA_ERROR_UNKNOWN`, never an unwind into
 //! C, and with `PTXSMITH_EMU_TRACE=1` every failing call is printed.
 //!
 //! Pointer arguments follow the Driver API's contracts (an out-pointer is
