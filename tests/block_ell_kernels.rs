@@ -351,17 +351,32 @@ fn gpu_equals_host_when_present() {
 
 #[test]
 fn statistics_on_the_simulator_equal_the_host() {
+    let mut rng = Rng(31);
+    for sm in [Sm::Sm80, Sm::Sm70] {
+        statistics_on(&Context::sim(sm), &mut rng);
+    }
+}
+
+/// The same on a GPU or the driver emulator (SKIP without one).
+#[test]
+fn gpu_statistics_equal_the_host() {
+    let Some(ctx) = cuda_for_tests() else {
+        return;
+    };
+    statistics_on(&ctx, &mut Rng(31));
+}
+
+fn statistics_on(ctx: &Context, rng: &mut Rng) {
     use block_ell::{
         block_grad_norms, block_grad_norms_dev, ema_update, ema_update_dev, input_block_norms,
         input_block_norms_dev, output_block_norms, output_block_norms_dev,
     };
-    let mut rng = Rng(31);
-    for sm in [Sm::Sm80, Sm::Sm70] {
-        let ctx = Context::sim(sm);
+    let sm = ctx.sm();
+    {
         let st = ctx.default_stream();
         for (b, n) in [(8, 533), (32, 37), (16, 0)] {
             // Empty slots hold NaN in gv: never read.
-            let l = layer(&mut rng, 3, 5, 3, b, 2, &[1]);
+            let l = layer(rng, 3, 5, 3, b, 2, &[1]);
             let d = &l.dims;
             let topo = DeviceTopology::upload(&st, d, &l.col).unwrap();
             let mut gv = rng.values(d.values_len());

@@ -1223,4 +1223,13 @@ fn device_entry_points_match_the_host() {
     let (a, ran) = launch::absmax(Backend::Cuda, &xs).unwrap();
     assert_eq!(ran, Ran::Cuda);
     assert_eq!(a.to_bits(), fp8host::quantize(&xs).amax.to_bits());
+    // absmax_dev: the stats [amax, scale, scale_inv] on the device.
+    let x = gpu.upload(&xs).unwrap();
+    let mut stats = ctx.alloc::<f32>(3).unwrap();
+    launch::absmax_dev(&gpu, &x, Format::E5M2, &mut stats).unwrap();
+    let s = gpu.to_vec(&stats).unwrap();
+    assert_eq!(
+        s.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+        [want.amax, want.scale, want.scale_inv].map(f32::to_bits)
+    );
 }
