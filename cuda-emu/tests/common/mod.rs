@@ -265,6 +265,12 @@ pub fn error_name(code: CUresult) -> String {
 /// built next to the test binary, assert that it passed, and return false;
 /// in that child process return true (run the test's body).
 pub fn in_emulator_process(test: &str) -> bool {
+    in_emulator_process_with(test, &[])
+}
+
+/// [`in_emulator_process`] with extra environment variables for the child
+/// (the emulator's configuration, e.g. `PTXSMITH_EMU_DEVICES`).
+pub fn in_emulator_process_with(test: &str, env: &[(&str, &str)]) -> bool {
     if std::env::var_os("PTXSMITH_EMU_CHILD").is_some() {
         return true;
     }
@@ -295,6 +301,7 @@ pub fn in_emulator_process(test: &str) -> bool {
         .args([test, "--exact", "--nocapture", "--test-threads", "1"])
         .env("PTXSMITH_EMU_CHILD", "1")
         .env("LD_LIBRARY_PATH", path)
+        .envs(env.iter().copied())
         .output()
         .unwrap();
     let _ = std::fs::remove_dir_all(&dir);
