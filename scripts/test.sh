@@ -70,7 +70,7 @@ run cargo test --release "$@" --doc -- "${harness_args[@]}"
 if ! $tools_missing; then
     section "dump_ptx --sm all: every file assembles with ptxas"
     dump="$(mktemp -d "${TMPDIR:-/tmp}/ptxsmith-dump.XXXXXX")"
-    ptxas="${PTXSMITH_NVIDIA_TOOLS:-$repo/.nvidia-tools}/nvidia/cuda_nvcc/bin/ptxas"
+    ptxas="$(bash "$repo/scripts/install-nvidia-tools.sh" --print-dir)/nvidia/cuda_nvcc/bin/ptxas"
     if cargo run --release --quiet --example dump_ptx -- --sm all --out "$dump" >/dev/null; then
         files=0
         for f in "$dump"/*.ptx; do
