@@ -107,6 +107,7 @@ impl fmt::Display for PtxVersion {
 /// sorts after `sm_100a` but lacks its instructions. Ask
 /// [`Sm::supports`] for features and [`Sm::runs_on`] for devices.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
 pub enum Sm {
     Sm70,
     Sm75,
@@ -336,6 +337,7 @@ impl fmt::Display for Sm {
 
 /// An instruction family that not every target (or ISA version) has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Feature {
     /// `shfl.sync` / `vote.sync` (sm_30, PTX 6.0).
     WarpSync,
