@@ -9,8 +9,9 @@
 #    benches (built and run in test mode), then the doc tests. With CI=true
 #    the #[ignore]d tests (long exhaustive sweeps) run too.
 #
-# Extra arguments are passed to every `cargo test` invocation before `--`,
-# e.g. `bash scripts/test.sh --features foo`.
+# Every cargo invocation builds with --all-features (the tuning report and
+# the interop features are tested too); extra arguments are passed to every
+# `cargo test` invocation before `--`.
 set -uo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -77,6 +78,7 @@ counts() {
 # libtest targets (lib, bins, tests, examples) take the harness arguments;
 # criterion benches (harness = false) reject --include-ignored, so they run
 # separately, in criterion's quick test mode.
+set -- --all-features "$@"
 run_logged tests cargo test --release "$@" --lib --bins --tests --examples -- "${harness_args[@]}"
 metadata="$(cargo metadata --no-deps --format-version 1 2>/dev/null)"
 if [[ "$metadata" == *'"kind":["bench"]'* ]]; then
@@ -106,7 +108,7 @@ if ! $tools_missing; then
     section "dump_ptx --sm all: every file assembles with ptxas"
     dump="$(mktemp -d "${TMPDIR:-/tmp}/ptxsmith-dump.XXXXXX")"
     ptxas="$(bash "$repo/scripts/install-nvidia-tools.sh" --print-dir)/nvidia/cuda_nvcc/bin/ptxas"
-    if cargo run --release --quiet --example dump_ptx -- --sm all --out "$dump" >/dev/null; then
+    if cargo run --release --quiet "$@" --example dump_ptx -- --sm all --out "$dump" >/dev/null; then
         files=0
         for f in "$dump"/*.ptx; do
             sm="sm_${f##*.sm_}"
