@@ -7,10 +7,12 @@
 #   nvdisasm from the PyPI wheel nvidia-cuda-nvdisasm==13.5.37
 #            (site-packages path nvidia/cu13/bin/nvdisasm)
 #
-# into <repo>/.nvidia-tools (git-ignored), or into $PTXSMITH_NVIDIA_TOOLS
-# when that is set (the same variable ptxsmith::nvtools::NvTools::locate
-# reads). Idempotent: does nothing when both binaries are present and report
-# the pinned versions. Exits non-zero with a message on any failure.
+# into the folder ptxsmith::nvtools::NvTools::default_dir names:
+# $PTXSMITH_NVIDIA_TOOLS when set, else $XDG_CACHE_HOME/ptxsmith/nvidia-tools
+# (absolute XDG_CACHE_HOME only), else ~/.cache/ptxsmith/nvidia-tools.
+# `install-nvidia-tools.sh --print-dir` prints that folder and exits.
+# Idempotent: does nothing when both binaries are present and report the
+# pinned versions. Exits non-zero with a message on any failure.
 #
 # pip honours its usual environment (PIP_INDEX_URL, PIP_FIND_LINKS, ...).
 set -euo pipefail
@@ -22,8 +24,20 @@ NVDISASM_VERSION="V13.5.37"
 PTXAS_REL="nvidia/cuda_nvcc/bin/ptxas"
 NVDISASM_REL="nvidia/cu13/bin/nvdisasm"
 
-repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-dest="${PTXSMITH_NVIDIA_TOOLS:-$repo/.nvidia-tools}"
+if [[ -n "${PTXSMITH_NVIDIA_TOOLS:-}" ]]; then
+    dest="$PTXSMITH_NVIDIA_TOOLS"
+elif [[ "${XDG_CACHE_HOME:-}" == /* ]]; then
+    dest="$XDG_CACHE_HOME/ptxsmith/nvidia-tools"
+elif [[ -n "${HOME:-}" ]]; then
+    dest="$HOME/.cache/ptxsmith/nvidia-tools"
+else
+    echo "install-nvidia-tools: ERROR: set PTXSMITH_NVIDIA_TOOLS or HOME" >&2
+    exit 1
+fi
+if [[ "${1:-}" == "--print-dir" ]]; then
+    echo "$dest"
+    exit 0
+fi
 python="${PYTHON:-python3}"
 
 die() {

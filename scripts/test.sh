@@ -19,8 +19,9 @@
 #    of device tests that ran is printed. PTXSMITH_SKIP_EMULATOR=1 leaves
 #    this pass out.
 #
-# Extra arguments are passed to every `cargo test` invocation before `--`,
-# e.g. `bash scripts/test.sh --features foo`.
+# Every cargo invocation builds with --all-features (the tuning report and
+# the interop features are tested too); extra arguments are passed to every
+# `cargo test` invocation before `--`.
 set -uo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -60,20 +61,40 @@ if $ci; then
 fi
 
 status=0
+logs="$(mktemp -d "${TMPDIR:-/tmp}/ptxsmith-test.XXXXXX")"
+trap 'rm -rf "$logs"' EXIT
 run() {
     section "$*"
     "$@" || status=1
+}
+# run_logged NAME CMD...: run, keeping a copy of the output in $logs/NAME
+# for the counts in the summary.
+run_logged() {
+    local name="$1"
+    shift
+    section "$*"
+    "$@" 2>&1 | tee "$logs/$name"
+    [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
+}
+# counts NAME: "P passed, F failed, I ignored" summed over the libtest
+# `test result:` lines of $logs/NAME.
+counts() {
+    awk '/^test result:/ { for (i = 1; i <= NF; i++) {
+            if ($(i) ~ /^passed/) p += $(i-1); if ($(i) ~ /^failed/) f += $(i-1);
+            if ($(i) ~ /^ignored/) g += $(i-1) } }
+         END { printf "%d passed, %d failed, %d ignored\n", p, f, g }' "$logs/$1" 2>/dev/null
 }
 
 # libtest targets (lib, bins, tests, examples) take the harness arguments;
 # criterion benches (harness = false) reject --include-ignored, so they run
 # separately, in criterion's quick test mode.
-run cargo test --release --workspace "$@" --lib --bins --tests --examples -- "${harness_args[@]}"
+set -- --workspace --all-features "$@"
+run_logged tests cargo test --release "$@" --lib --bins --tests --examples -- "${harness_args[@]}"
 metadata="$(cargo metadata --no-deps --format-version 1 2>/dev/null)"
 if [[ "$metadata" == *'"kind":["bench"]'* ]]; then
     run cargo test --release "$@" --bench '*'
 fi
-run cargo test --release --workspace "$@" --doc -- "${harness_args[@]}"
+run_logged doctests cargo test --release "$@" --doc -- "${harness_args[@]}"
 
 # "kind name executable" of each artifact with an executable in cargo's
 # JSON messages in file $1.
@@ -144,13 +165,29 @@ if [[ "${PTXSMITH_SKIP_EMULATOR:-0}" != 1 ]]; then
     emulator_pass "$@" || status=1
 fi
 
+# Lints: what a published crate is held to (rustfmt, clippy with warnings
+# as errors, rustdoc without warnings).
+run cargo fmt --all --check
+run cargo clippy --release "$@" --all-targets -- -D warnings
+section "cargo doc --no-deps (RUSTDOCFLAGS=-D warnings)"
+RUSTDOCFLAGS="-D warnings" cargo doc --release "$@" --no-deps --quiet || status=1
+
+# Packaging: the file list, and a dry-run publish that builds the packaged
+# sources on their own (what crates.io would receive).
+run_logged package cargo package --list --allow-dirty
+if ! grep -qx 'LICENSE-MIT' "$logs/package" || grep -q '^\.nvidia-tools\|^target/' "$logs/package"; then
+    echo "package list: licences missing or build/tool folders included" >&2
+    status=1
+fi
+run cargo publish --dry-run --allow-dirty
+
 # The files `dump_ptx --sm all` writes are what users inspect: each one
 # must assemble with the pinned ptxas for the target in its name.
 if ! $tools_missing; then
     section "dump_ptx --sm all: every file assembles with ptxas"
     dump="$(mktemp -d "${TMPDIR:-/tmp}/ptxsmith-dump.XXXXXX")"
-    ptxas="${PTXSMITH_NVIDIA_TOOLS:-$repo/.nvidia-tools}/nvidia/cuda_nvcc/bin/ptxas"
-    if cargo run --release --quiet --example dump_ptx -- --sm all --out "$dump" >/dev/null; then
+    ptxas="$(bash "$repo/scripts/install-nvidia-tools.sh" --print-dir)/nvidia/cuda_nvcc/bin/ptxas"
+    if cargo run --release --quiet "$@" --example dump_ptx -- --sm all --out "$dump" >/dev/null; then
         files=0
         for f in "$dump"/*.ptx; do
             sm="sm_${f##*.sm_}"
@@ -170,6 +207,8 @@ if ! $tools_missing; then
 fi
 
 section "summary"
+echo "tests:    $(counts tests)"
+echo "doctests: $(counts doctests)"
 if $tools_missing; then
     echo "WARNING: NVIDIA tools missing, assembler checks were SKIPPED" >&2
 fi

@@ -5,6 +5,7 @@ use crate::target::{Feature, PtxVersion, Sm};
 
 /// Errors returned by ptxsmith's public API.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// No CUDA driver could be loaded, or it reports no device.
     #[error("no CUDA device: {0}")]

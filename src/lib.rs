@@ -5,11 +5,15 @@
 //! driver API (no NVRTC, no nvcc, no toolkit), each with a bit-exact CPU
 //! host model. See the README for the verification layers.
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 pub mod dsl;
 pub mod error;
 pub mod kernels;
 pub mod math;
 pub mod nvtools;
+#[cfg(feature = "report")]
+#[cfg_attr(docsrs, doc(cfg(feature = "report")))]
 pub mod report;
 pub mod runtime;
 pub mod sim;

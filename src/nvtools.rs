@@ -4,7 +4,11 @@
 //! every generated module assembles for its target, what it costs in
 //! registers, spills and shared memory, and what SASS the hot loops become.
 //! `scripts/install-nvidia-tools.sh` installs the pinned versions from PyPI
-//! wheels into `<repo>/.nvidia-tools`:
+//! wheels into [`NvTools::default_dir`] (`$PTXSMITH_NVIDIA_TOOLS`, else the
+//! user's cache folder `$XDG_CACHE_HOME/ptxsmith/nvidia-tools` or
+//! `~/.cache/ptxsmith/nvidia-tools`), a place that works the same for a
+//! checkout of this repository and for ptxsmith used as a dependency (whose
+//! sources lie read-only in the cargo registry):
 //!
 //! * `ptxas` 12.9.86 (`nvidia-cuda-nvcc-cu12==12.9.86`,
 //!   `nvidia/cuda_nvcc/bin/ptxas`), highest `.version` accepted: 8.8;
@@ -764,6 +768,18 @@ pub fn parse_sass_line(t: &str) -> Option<SassInstr> {
     Some(instr)
 }
 
+/// [`NvTools::default_dir`] with the environment read through `env`.
+fn tools_dir(env: impl Fn(&str) -> Option<std::ffi::OsString>) -> Option<PathBuf> {
+    let var = |k: &str| env(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    if let Some(d) = var(TOOLS_ENV) {
+        return Some(d);
+    }
+    let cache = var("XDG_CACHE_HOME")
+        .filter(|d| d.is_absolute())
+        .or_else(|| var("HOME").map(|h| h.join(".cache")))?;
+    Some(cache.join("ptxsmith").join("nvidia-tools"))
+}
+
 /// The pinned NVIDIA tools, located on disk.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NvTools {
@@ -772,18 +788,23 @@ pub struct NvTools {
 }
 
 impl NvTools {
-    /// Find the tools in `$PTXSMITH_NVIDIA_TOOLS` (a folder), else in
-    /// `<crate root>/.nvidia-tools` where the install script puts them.
-    /// Looks for the binaries in the wheel layout
-    /// (`nvidia/cuda_nvcc/bin/ptxas`, `nvidia/cu13/bin/nvdisasm`), in
-    /// `bin/` and directly in the folder. Runs nothing; see
-    /// [`versions`](Self::versions).
+    /// The folder the tools are looked for in (and that
+    /// `scripts/install-nvidia-tools.sh` installs into):
+    /// `$PTXSMITH_NVIDIA_TOOLS` when set and non-empty, else
+    /// `$XDG_CACHE_HOME/ptxsmith/nvidia-tools` (an absolute
+    /// `XDG_CACHE_HOME` only, as the XDG spec says), else
+    /// `$HOME/.cache/ptxsmith/nvidia-tools`. `None` when none of these
+    /// variables is usable.
+    pub fn default_dir() -> Option<PathBuf> {
+        tools_dir(|k| std::env::var_os(k))
+    }
+
+    /// Find the tools in [`default_dir`](Self::default_dir). Looks for the
+    /// binaries in the wheel layout (`nvidia/cuda_nvcc/bin/ptxas`,
+    /// `nvidia/cu13/bin/nvdisasm`), in `bin/` and directly in the folder.
+    /// Runs nothing; see [`versions`](Self::versions).
     pub fn locate() -> Option<NvTools> {
-        let dir = match std::env::var_os(TOOLS_ENV) {
-            Some(d) if !d.is_empty() => PathBuf::from(d),
-            _ => Path::new(env!("CARGO_MANIFEST_DIR")).join(".nvidia-tools"),
-        };
-        Self::in_dir(&dir)
+        Self::in_dir(&Self::default_dir()?)
     }
 
     /// Find both tools inside `dir` (see [`locate`](Self::locate)).
@@ -802,9 +823,10 @@ impl NvTools {
         if let Some(t) = Self::locate() {
             return Some(t);
         }
-        let where_ = std::env::var_os(TOOLS_ENV)
-            .map(|d| format!("{TOOLS_ENV}={}", d.to_string_lossy()))
-            .unwrap_or_else(|| format!("{}/.nvidia-tools", env!("CARGO_MANIFEST_DIR")));
+        let where_ = Self::default_dir().map_or_else(
+            || format!("no folder: set {TOOLS_ENV} or HOME"),
+            |d| d.display().to_string(),
+        );
         if std::env::var(REQUIRE_ENV).is_ok_and(|v| v == "1") {
             panic!(
                 "\n\n*** {REQUIRE_ENV}=1 but the pinned NVIDIA tools (ptxas, nvdisasm) \
@@ -1014,6 +1036,39 @@ impl fmt::Display for Severity {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn tools_dir_prefers_the_variable_then_the_user_cache() {
+        use std::ffi::OsString;
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| OsString::from(v))
+            }
+        };
+        let dir = |pairs| super::tools_dir(env(pairs)).map(|p| p.display().to_string());
+        let all = &[
+            ("PTXSMITH_NVIDIA_TOOLS", "/opt/nv"),
+            ("XDG_CACHE_HOME", "/xdg"),
+            ("HOME", "/home/u"),
+        ];
+        assert_eq!(dir(all).as_deref(), Some("/opt/nv"));
+        let xdg = &[
+            ("PTXSMITH_NVIDIA_TOOLS", ""),
+            ("XDG_CACHE_HOME", "/xdg"),
+            ("HOME", "/home/u"),
+        ];
+        assert_eq!(dir(xdg).as_deref(), Some("/xdg/ptxsmith/nvidia-tools"));
+        // A relative XDG_CACHE_HOME is invalid per the XDG spec: ignored.
+        let rel = &[("XDG_CACHE_HOME", "rel"), ("HOME", "/home/u")];
+        assert_eq!(
+            dir(rel).as_deref(),
+            Some("/home/u/.cache/ptxsmith/nvidia-tools")
+        );
+        assert_eq!(dir(&[]), None);
+    }
+
     use super::*;
 
     const REPORT: &str = "\

@@ -107,6 +107,7 @@ impl fmt::Display for PtxVersion {
 /// sorts after `sm_100a` but lacks its instructions. Ask
 /// [`Sm::supports`] for features and [`Sm::runs_on`] for devices.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
 pub enum Sm {
     Sm70,
     Sm75,
@@ -294,6 +295,8 @@ impl Sm {
     /// The matching `oxicuda-ptx` target, for code that mixes both DSLs.
     /// oxicuda-ptx has no sm_70, and its `.version` for sm_100 (8.5) is below
     /// what ptxas accepts (8.6): use [`Sm::min_ptx`], not its table.
+    #[cfg(feature = "oxicuda-ptx")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "oxicuda-ptx")))]
     pub fn to_oxicuda(self) -> Option<oxicuda_ptx::arch::SmVersion> {
         use oxicuda_ptx::arch::SmVersion as O;
         Some(match self {
@@ -336,6 +339,7 @@ impl fmt::Display for Sm {
 
 /// An instruction family that not every target (or ISA version) has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Feature {
     /// `shfl.sync` / `vote.sync` (sm_30, PTX 6.0).
     WarpSync,
@@ -458,6 +462,7 @@ mod tests {
             assert!(!sm.plain().is_arch_specific());
             let (a, b) = sm.info().cc;
             assert!(sm.runs_on(a.into(), b.into()), "{sm}");
+            #[cfg(feature = "oxicuda-ptx")]
             assert_eq!(
                 sm.to_oxicuda().is_none(),
                 sm == Sm::Sm70 || sm.is_arch_specific()

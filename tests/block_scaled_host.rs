@@ -343,6 +343,7 @@ fn half_spacing(format: Format, t: f64) -> f64 {
         Format::Mxfp8E4m3 => (3, -6),
         Format::Mxfp8E5m2 => (2, -14),
         Format::Mxfp4 | Format::Nvfp4 => (1, 0),
+        other => unimplemented!("no spacing for {other:?}"),
     };
     let exp = if t > 0.0 {
         (t.log2().floor() as i32).max(min_exp)
@@ -506,6 +507,7 @@ fn layouts_are_bijections_with_the_documented_byte_orders() {
                                         dot(atom, dims.atom_strides_cutlass())
                                     }
                                     ScaleLayout::Atom6D => dot(atom, dims.atom_strides_row_major()),
+                                    other => unimplemented!("no reference for {other:?}"),
                                 };
                                 assert_eq!(off, expect, "{layout:?} ({li},{mi},{kb})");
                             }

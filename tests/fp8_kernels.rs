@@ -56,6 +56,7 @@ fn fp8_cvt_is_used_exactly_where_the_sm_has_it() {
                 let (enc, dec) = match f {
                     Format::E4M3 => ("cvt.rn.satfinite.e4m3x2.f32", "cvt.rn.f16x2.e4m3x2"),
                     Format::E5M2 => ("cvt.rn.satfinite.e5m2x2.f32", "cvt.rn.f16x2.e5m2x2"),
+                    other => unimplemented!("no cvt forms for {other:?}"),
                 };
                 let needle = match kind {
                     Kind::Dequantize | Kind::DequantizeStats => dec,
@@ -210,6 +211,7 @@ fn sass_of_the_quantize_loop() {
                 // Two per group of four, one in the tail.
                 Codec::Hardware => assert_eq!(fp8_cvt, 3, "{} {sm}", m.kernel),
                 Codec::Software => assert_eq!(fp8_cvt, 0, "{} {sm}", m.kernel),
+                other => unimplemented!("no expectation for {other:?}"),
             }
         }
     }
@@ -252,6 +254,7 @@ fn boundary_inputs(f: Format) -> Vec<f32> {
     let above = match f {
         Format::E4M3 => [448.0, 456.0, 464.0, 472.0, 480.0, 512.0],
         Format::E5M2 => [57344.0, 59392.0, 61440.0, 63488.0, 65536.0, 131072.0],
+        other => unimplemented!("no boundaries for {other:?}"),
     };
     for a in above {
         mags.extend([a, next_up(a), next_down(a)]);

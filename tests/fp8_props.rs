@@ -113,6 +113,7 @@ proptest! {
             let (rel, sub_half) = match format {
                 Format::E4M3 => (2f64.powi(-4), 2f64.powi(-10)),
                 Format::E5M2 => (2f64.powi(-3), 2f64.powi(-17)),
+                other => unimplemented!("no bounds for {other:?}"),
             };
             for (&x, &y) in xs.iter().zip(&y) {
                 if x.is_nan() {

@@ -19,6 +19,7 @@ use crate::runtime::context::Context;
 
 /// Where a kernel call should run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
 pub enum Backend {
     /// The CUDA device. Fails loud with [`Error::NoDevice`] when no device
     /// (or no driver) is present: never a silent fallback.
@@ -78,6 +79,7 @@ impl FromStr for Backend {
 
 /// Which implementation actually ran a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Ran {
     /// The CUDA device.
     Cuda,

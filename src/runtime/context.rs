@@ -58,6 +58,7 @@ use crate::target::Sm;
 
 /// What a [`Context`] runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum DeviceKind {
     /// CUDA device `ordinal`.
     Cuda { ordinal: u32 },

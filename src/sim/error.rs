@@ -29,6 +29,7 @@ impl fmt::Display for Site {
 /// An error found or raised by the simulator. Each check has its own
 /// variant; runtime variants carry a [`Site`].
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum SimError {
     /// The PTX text could not be parsed.
     #[error("PTX parse error at line {line}: {message} (`{text}`)")]

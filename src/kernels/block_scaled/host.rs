@@ -19,6 +19,7 @@ pub const NVFP4_GLOBAL_NUMERATOR: f32 = 2688.0;
 
 /// A block-scaled format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Format {
     /// MXFP8 with E4M3 elements: 32-element blocks, E8M0 scales.
     Mxfp8E4m3,
@@ -33,6 +34,7 @@ pub enum Format {
 
 /// How the per-block scale is chosen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ScaleMode {
     /// OCP MX v1.0 §6.3: `floor(log2 amax) − emax_elem` (MX formats only).
     Floor,

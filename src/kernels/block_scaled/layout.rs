@@ -16,6 +16,7 @@ pub const TILE_BYTES: usize = TILE_ROWS * TILE_KBLOCKS;
 
 /// A scale-factor byte order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ScaleLayout {
     /// `[L, M, nkb]` row-major, no padding: `offset = (l·M + m)·nkb + kb`.
     RowMajor,

@@ -146,6 +146,7 @@ const F32_IMPLICIT_ONE: u32 = 0x0080_0000;
 
 /// An FP8 format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Format {
     /// OCP E4M3 ("e4m3fn"): bias 7, no infinity, max 448.
     E4M3,

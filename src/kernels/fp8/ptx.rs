@@ -77,6 +77,7 @@ pub const STATS_LEN: usize = 3;
 
 /// The encoder/decoder a kernel uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Codec {
     /// The sm_89+ FP8 `cvt` instructions.
     Hardware,
