@@ -187,7 +187,7 @@ if ! $tools_missing; then
     section "dump_ptx --sm all: every file assembles with ptxas"
     dump="$(mktemp -d "${TMPDIR:-/tmp}/ptxsmith-dump.XXXXXX")"
     ptxas="$(bash "$repo/scripts/install-nvidia-tools.sh" --print-dir)/nvidia/cuda_nvcc/bin/ptxas"
-    if cargo run --release --quiet "$@" --example dump_ptx -- --sm all --out "$dump" >/dev/null; then
+    if cargo run --release --quiet --all-features --example dump_ptx -- --sm all --out "$dump" >/dev/null; then
         files=0
         for f in "$dump"/*.ptx; do
             sm="sm_${f##*.sm_}"
