@@ -195,9 +195,12 @@ fn item_of(
     Item { row, first, end }
 }
 
-/// 16-byte loads (or stores) in flight per thread and loop trip of the
-/// vector tile copy; single words on the scalar path.
-const VEC_BATCH: u32 = 4;
+/// 16-byte loads (or stores) per thread and loop trip of the vector tile
+/// copy: 4 in the forward kernels, 2 in the backward ones (two arrays
+/// staged back to back; 4 cost them 117 registers on sm_90, 2 cost 93);
+/// 8 single words on the scalar path.
+const FWD_BATCH: u32 = 4;
+const BWD_BATCH: u32 = 2;
 const SCALAR_BATCH: u32 = 8;
 
 /// The addresses of a tile copy: the thread's first global element and
@@ -236,9 +239,9 @@ fn copy_addrs(
 
 /// The per-trip steps of a tile copy: (elements, shared words, trips,
 /// batch) for the vector or scalar path.
-fn copy_steps(vec: bool) -> (u32, u32, u32, u32) {
+fn copy_steps(vec: bool, vec_batch: u32) -> (u32, u32, u32, u32) {
     if vec {
-        (4 * THREADS, THREADS / 8 * STRIDE, TILE as u32 / 4 / THREADS / VEC_BATCH, VEC_BATCH)
+        (4 * THREADS, THREADS / 8 * STRIDE, TILE as u32 / 4 / THREADS / vec_batch, vec_batch)
     } else {
         (THREADS, THREADS / 32 * STRIDE, TILE as u32 / THREADS / SCALAR_BATCH, SCALAR_BATCH)
     }
@@ -256,10 +259,11 @@ fn stage(
     start: Reg<U32>,
     t: Reg<U32>,
     pad: f32,
+    vec_batch: u32,
 ) {
     let path = |b: &mut KernelBuilder, vec: bool| {
         let (pos0, gp, sp) = copy_addrs(b, c, vec, src, buf, base, start);
-        let (de, ds, trips, batch) = copy_steps(vec);
+        let (de, ds, trips, batch) = copy_steps(vec, vec_batch);
         b.for_range(0u32, trips, 1u32, |b, _| {
             let mut vals = Vec::new();
             for j in 0..batch {
@@ -308,10 +312,11 @@ fn store(
     base: Reg<U64>,
     start: Reg<U32>,
     t: Reg<U32>,
+    vec_batch: u32,
 ) {
     let path = |b: &mut KernelBuilder, vec: bool| {
         let (pos0, gp, sp) = copy_addrs(b, c, vec, dst, buf, base, start);
-        let (de, ds, trips, batch) = copy_steps(vec);
+        let (de, ds, trips, batch) = copy_steps(vec, vec_batch);
         b.for_range(0u32, trips, 1u32, |b, _| {
             for j in 0..batch {
                 let pos = b.add(pos0, de * j);
@@ -507,12 +512,35 @@ fn exclusive<const N: usize>(
     b.bar_sync();
     let x = shfl(b, inc, rev, 1);
     let qw = ld_val_at::<N>(b, qs, c.warp);
-    let qx = op(b, qw, x);
     let (edge_lane, edge_warp) = if rev { (31u32, W - 1) } else { (0, 0) };
+    // The edge warp has no warp prefix: skip the combine (warp-uniform).
+    let e = mov(b, x);
+    let inner = b.setp(Cmp::Ne, c.warp, edge_warp);
+    b.if_(inner, |b| {
+        let qx = op(b, qw, x);
+        assign(b, e, qx);
+    });
     let l = b.setp(Cmp::Eq, c.lane, edge_lane);
-    let w = b.setp(Cmp::Eq, c.warp, edge_warp);
-    let e1 = sel(b, w, x, qx);
-    sel(b, l, qw, e1)
+    sel(b, l, qw, e)
+}
+
+/// `K = C ⊗ E`, `C` when `E` is none (thread 0), `E` when there is no
+/// carry (`!has`, CTA-uniform: the combine is skipped).
+fn with_carry<const N: usize>(
+    b: &mut KernelBuilder,
+    c: Cta,
+    carry: Val<N>,
+    e: Val<N>,
+    has: Reg<Pred>,
+    op: Op<'_, N>,
+) -> Val<N> {
+    let k = mov(b, e);
+    b.if_(has, |b| {
+        let kc = op(b, carry, e);
+        let k1 = sel(b, c.t0, carry, kc);
+        assign(b, k, k1);
+    });
+    k
 }
 
 // ---------------------------------------------------------------------------
@@ -607,7 +635,7 @@ pub fn generate_fwd(sm: Sm) -> Result<PtxModule> {
         });
         b.for_range(it.first, it.end, 1u32, |b, tau| {
             let start = b.mul_lo(tau, TILE as u32);
-            stage(b, c, p.x, &xs, base, start, p.t, f32::NEG_INFINITY);
+            stage(b, c, p.x, &xs, base, start, p.t, f32::NEG_INFINITY, FWD_BATCH);
             b.bar_sync();
             let a = fwd_aggregate(b, seg);
             let inc = kogge_stone(b, c, [a], false, &lae_op);
@@ -617,15 +645,13 @@ pub fn generate_fwd(sm: Sm) -> Result<PtxModule> {
                 let nc = b.selp(has, nc, total[0]);
                 b.st_shared_at(&cs, 0, nc);
             });
-            let [e] = exclusive(b, c, inc, false, &qs, &lae_op);
-            let kc = math::log_add_exp(b, carry, e);
-            let k1 = b.selp(c.t0, carry, kc);
-            let k = b.selp(has, k1, e);
+            let e = exclusive(b, c, inc, false, &qs, &lae_op);
+            let [k] = with_carry(b, c, [carry], e, has, &lae_op);
             let first = b.pnot(has);
             let none = b.pand(first, c.t0);
             fwd_outputs(b, seg, k, none);
             b.bar_sync();
-            store(b, c, p.y, &xs, base, start, p.t);
+            store(b, c, p.y, &xs, base, start, p.t, FWD_BATCH);
             let nc = b.ld_shared_at(&cs, 0);
             b.assign(carry, nc);
             b.bar_sync();
@@ -650,7 +676,7 @@ pub fn generate_fwd_tot(sm: Sm) -> Result<PtxModule> {
         let base = b.mul_wide_u32(it.row, p.t);
         let rowt = b.mul_lo(it.row, p.ntiles);
         let start = b.mul_lo(it.first, TILE as u32);
-        stage(b, c, p.x, &xs, base, start, p.t, f32::NEG_INFINITY);
+        stage(b, c, p.x, &xs, base, start, p.t, f32::NEG_INFINITY, FWD_BATCH);
         b.bar_sync();
         let a = fwd_aggregate(b, seg);
         let inc = kogge_stone(b, c, [a], false, &lae_op);
@@ -868,9 +894,7 @@ fn bwd_forward_half(
     let inc = kogge_stone(b, c, agg, false, &pair_op);
     warp_chain(b, c, inc, false, &sm.wtf, Some(&sm.qsf), &pair_op, |_, _| {});
     let e = exclusive(b, c, inc, false, &sm.qsf, &pair_op);
-    let kc = pair_op(b, cp, e);
-    let k1 = sel(b, c.t0, cp, kc);
-    let k = sel(b, has, k1, e);
+    let k = with_carry(b, c, cp, e, has, &pair_op);
     let first = b.pnot(has);
     let none = b.pand(first, c.t0);
     let id = [b.mov(-f32::MAX), b.mov(0f32)];
@@ -904,7 +928,7 @@ pub fn generate_bwd(sm: Sm) -> Result<PtxModule> {
             let n1 = b.sub(p.ntiles, 1u32);
             b.for_range(0u32, n1, 1u32, |b, tau| {
                 let start = b.mul_lo(tau, TILE as u32);
-                stage(b, c, p.x, &s.xs, base, start, p.t, f32::NEG_INFINITY);
+                stage(b, c, p.x, &s.xs, base, start, p.t, f32::NEG_INFINITY, BWD_BATCH);
                 b.bar_sync();
                 let agg = bwd_aggregate(b, seg_x);
                 let inc = kogge_stone(b, c, agg, false, &pair_op);
@@ -939,8 +963,8 @@ pub fn generate_bwd(sm: Sm) -> Result<PtxModule> {
                 assign(b, cp, v);
             });
             let start = b.mul_lo(tau, TILE as u32);
-            stage(b, c, p.x, &s.xs, base, start, p.t, f32::NEG_INFINITY);
-            stage(b, c, p.g, &s.gs, base, start, p.t, 0.0);
+            stage(b, c, p.x, &s.xs, base, start, p.t, f32::NEG_INFINITY, BWD_BATCH);
+            stage(b, c, p.g, &s.gs, base, start, p.t, 0.0, BWD_BATCH);
             b.bar_sync();
             let aff = bwd_forward_half(b, c, &s, seg_x, seg_g, cp, has, true);
             let inc = kogge_stone(b, c, aff, true, &affine_op);
@@ -953,7 +977,7 @@ pub fn generate_bwd(sm: Sm) -> Result<PtxModule> {
             let zin = b.selp(last, zc, ez);
             output_walk(b, seg_x, seg_g, zin);
             b.bar_sync();
-            store(b, c, p.gx, &s.gs, base, start, p.t);
+            store(b, c, p.gx, &s.gs, base, start, p.t, BWD_BATCH);
             let nz = b.ld_shared_at(&s.zs, 0);
             b.assign(zc, nz);
             b.bar_sync();
@@ -977,7 +1001,7 @@ pub fn generate_bwd_tot(sm: Sm) -> Result<PtxModule> {
         let base = b.mul_wide_u32(it.row, p.t);
         let rowt = b.mul_lo(it.row, p.ntiles);
         let start = b.mul_lo(it.first, TILE as u32);
-        stage(b, c, p.x, &s.xs, base, start, p.t, f32::NEG_INFINITY);
+        stage(b, c, p.x, &s.xs, base, start, p.t, f32::NEG_INFINITY, BWD_BATCH);
         b.bar_sync();
         let agg = bwd_aggregate(b, seg_x);
         let inc = kogge_stone(b, c, agg, false, &pair_op);
@@ -1030,8 +1054,8 @@ pub fn generate_bwd_aff(sm: Sm) -> Result<PtxModule> {
         let i = b.add(rowt, it.first);
         let cp = ld_val_global::<2>(b, p.fcarry, i);
         let start = b.mul_lo(it.first, TILE as u32);
-        stage(b, c, p.x, &s.xs, base, start, p.t, f32::NEG_INFINITY);
-        stage(b, c, p.g, &s.gs, base, start, p.t, 0.0);
+        stage(b, c, p.x, &s.xs, base, start, p.t, f32::NEG_INFINITY, BWD_BATCH);
+        stage(b, c, p.g, &s.gs, base, start, p.t, 0.0, BWD_BATCH);
         b.bar_sync();
         let has = b.setp(Cmp::Ne, it.first, 0u32);
         let aff = bwd_forward_half(b, c, &s, seg_x, seg_g, cp, has, false);
