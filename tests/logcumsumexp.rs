@@ -131,14 +131,17 @@ fn host_forward_is_close_to_the_f64_reference() {
     for (t, scale, seed, shift) in cases {
         let x: Vec<f32> = data(t, seed, scale).iter().map(|v| v + shift).collect();
         let y = host::forward(&x, shape(1, t)).unwrap();
+        let mut case = 0f64;
         for (k, (got, want)) in y.iter().zip(reference(&x)).enumerate() {
             let err = (f64::from(*got) - want).abs() / (want.abs().max(1.0) * 2f64.powi(-23));
-            worst = worst.max(err);
+            case = case.max(err);
             assert!(
                 err <= BOUND,
                 "T {t} shift {shift} k {k}: {got} vs {want} ({err:.2} units)"
             );
         }
+        println!("  forward T {t:>6}, x ∈ {shift} ± {scale}: worst {case:.2}");
+        worst = worst.max(case);
     }
     println!(
         "logcumsumexp forward, host vs f64: worst {worst:.2} × 2^-23·max(1,|y|) (bound {BOUND}; T ≤ 2^16, rows near 0 and shifted by ±1e4, 1e12, -1e30)"
@@ -219,19 +222,24 @@ fn host_backward_is_close_to_the_f64_shift_invariant_reference() {
     let mut worst = 0f64;
     let mut worst_at = String::new();
     for (k, &t) in SWEEP_T.iter().enumerate() {
+        let mut line = format!("  backward T {t:>6}:");
         for (name, x) in base_rows(t, 100 + k as u32) {
+            let mut case = 0f64;
             for (gname, g) in [
                 ("mixed g", grads(t, 7 + k as u32)),
                 ("g = 1", vec![1f32; t]),
             ] {
                 let gx = host::backward(&x, &g, shape(1, t)).unwrap();
                 let e = grad_error(&x, &g, &gx, &format!("T {t} {name} {gname}"));
+                case = case.max(e);
                 if e > worst {
                     worst = e;
                     worst_at = format!("T {t}, {name}, {gname}");
                 }
             }
+            line += &format!(" {name} {case:.1e};");
         }
+        println!("{line}");
     }
     println!(
         "logcumsumexp backward, host vs f64: worst {worst:.3e} × (1 + Σ|g|·exp(x−y)) (bound {GRAD_BOUND:.0e}; at {worst_at}; T 1..2^16)"
@@ -640,7 +648,7 @@ fn gpu_logcumsumexp_matches_the_host_model() {
     let shapes: &[(usize, usize)] = if ptxsmith::runtime::on_emulator(&ctx) {
         &[(6, 4096), (6, 2 * TILE + 5), (512, 33)]
     } else {
-        &[(64, 4096), (4096, 4096), (2, 1 << 20), (600, 3 * TILE), (4096, 33)]
+        &[(64, 4096), (2, 1 << 20), (300, 3 * TILE + 5), (4096, 33)]
     };
     for &(rows, t) in shapes {
         let s = shape(rows, t);
