@@ -115,12 +115,22 @@
 //! ## Accuracy
 //!
 //! Measured by `cargo test --release --test logcumsumexp -- --nocapture`
-//! against f64 references computed in the tests from the same f32 inputs
-//! (see the figures in `tests/logcumsumexp.rs` and `docs/perf.md`):
-//! * forward: `|y − ref| ≤ 16 · 2⁻²³ · max(1, |ref|)`;
+//! against f64 references computed in the test from the same f32 inputs
+//! (the forward: a sequential max-shifted log-sum; the backward: the
+//! shift-invariant sum with `S_t` and `exp(m_t − m_{t+1})` in f64):
+//! * forward: `|y − ref| ≤ 16 · 2⁻²³ · max(1, |ref|)` asserted; measured
+//!   worst 8.64 over rows of 100 to 2¹⁶ elements, values within ±0.01 to
+//!   ±30 of 0 and rows shifted by ±1e4, 1e12, −1e30 (the largest at
+//!   `T = 2¹⁶`, values ±0.01; it grows slowly with the number of tile
+//!   carries: 12.6 at `T = 2²²`);
 //! * backward: `|gx_i − ref_i| ≤ 1e-5 · (1 + Σ_{t≥i} |g_t|·exp(x_i − y_t))`
-//!   for `T` up to 2¹⁶ and any finite `x`, rows near 0 and shifted by
-//!   `±1e4`, `±1e12`, `±1e30` alike.
+//!   asserted for `T` = 1, 2, 31, 33, 4095, 4096, 4097, 12365, 28672,
+//!   2¹⁶ on rows uniform in ±8, ±0.05, ±60, slowly rising and slowly
+//!   falling (a new maximum at every step), with mixed-sign and all-one
+//!   `g`: measured worst 1.7e-6 (at `T = 2¹⁶`, ±60, `g = 1`; 2.0e-6 at
+//!   `T = 2²⁰`). Rows on a grid shifted by ±1e4, ±1e12, ±1e30 give the
+//!   unshifted rows' bits (asserted), so the bound holds for any finite
+//!   magnitude; finite differences in f64 agree to `1e-5 · (1 + |fd|)`.
 //!
 //! # Kernels and launch
 //!
@@ -136,6 +146,13 @@
 //! kernel, and the tile kernel recomputing each tile from its carries
 //! (forward 12 B per element, backward 24 B per element) — the same bits.
 //! No CTA ever waits for another.
+//!
+//! Cost on sm_90 (`docs/tuning.md`, `docs/perf.md`): the forward's hot
+//! loop is 399 SASS instructions per 4 elements (a `log_add_exp` each), in
+//! all about 160 per element, 122 of them `log_add_exp`; the backward's
+//! 231 per 4 (an `exp` and a `div.rn` each), in all about 122 per element.
+//! Modeled on an H100 SXM at `[4096, 4096]`: forward 50 % of memory
+//! bandwidth (issue-bound until `log_add_exp` gets cheaper), backward 98 %.
 
 pub mod host;
 pub mod launch;
