@@ -238,8 +238,7 @@ pub fn affine_op(earlier: Affine, later: Affine) -> Affine {
 
 /// A segment's pair aggregate `𝟙 ⊕ (x_0, 1) ⊕ … ⊕ (x_31, 1)`.
 pub fn segment_pair(v: &[f32]) -> Pair {
-    v.iter()
-        .fold(PAIR_IDENTITY, |p, &x| pair_op(p, (x, 1.0)))
+    v.iter().fold(PAIR_IDENTITY, |p, &x| pair_op(p, (x, 1.0)))
 }
 
 /// The pair aggregates of a staged tile and their tile tree.

@@ -98,7 +98,12 @@ fn forward_core(
             ntiles: n,
             flags,
         };
-        return stream.launch_with(&generate_fwd(sm)?, tile_grid(stream, rows), &a.args(), check);
+        return stream.launch_with(
+            &generate_fwd(sm)?,
+            tile_grid(stream, rows),
+            &a.args(),
+            check,
+        );
     }
     let tiles = shape.rows() * shape.tiles();
     let mut tot = ctx.alloc::<f32>(tiles)?;
@@ -112,14 +117,23 @@ fn forward_core(
         ntiles: n,
         flags: flags | SPLIT,
     };
-    stream.launch_with(&generate_fwd_tot(sm)?, tile_grid(stream, items), &a.args(), check)?;
+    stream.launch_with(
+        &generate_fwd_tot(sm)?,
+        tile_grid(stream, items),
+        &a.args(),
+        check,
+    )?;
     let a = ChainArgs {
         tot: stream.arg("tile totals", &tot)?,
         carry: stream.arg_mut("tile carries", &mut carry)?,
         rows,
         ntiles: n,
     };
-    stream.launch(&generate_fwd_carry(sm)?, chain_grid(stream, rows), &a.args())?;
+    stream.launch(
+        &generate_fwd_carry(sm)?,
+        chain_grid(stream, rows),
+        &a.args(),
+    )?;
     let items = rows * n;
     let a = FwdArgs {
         x,
@@ -130,7 +144,12 @@ fn forward_core(
         ntiles: n,
         flags: flags | SPLIT,
     };
-    stream.launch_with(&generate_fwd(sm)?, tile_grid(stream, items), &a.args(), check)
+    stream.launch_with(
+        &generate_fwd(sm)?,
+        tile_grid(stream, items),
+        &a.args(),
+        check,
+    )
 }
 
 /// `y = logcumsumexp(x)` along each row of `[rows, T]` device buffers,
@@ -240,7 +259,12 @@ fn backward_core(
             ntiles: n,
             flags,
         };
-        return stream.launch_with(&generate_bwd(sm)?, tile_grid(stream, rows), &a.args(), check);
+        return stream.launch_with(
+            &generate_bwd(sm)?,
+            tile_grid(stream, rows),
+            &a.args(),
+            check,
+        );
     }
     let mut tot = ctx.alloc::<f32>(2 * tiles)?;
     let mut fcarry = ctx.alloc::<f32>(2 * tiles)?;
@@ -255,14 +279,23 @@ fn backward_core(
         ntiles: n,
         flags: flags | SPLIT,
     };
-    stream.launch_with(&generate_bwd_tot(sm)?, tile_grid(stream, items), &a.args(), check)?;
+    stream.launch_with(
+        &generate_bwd_tot(sm)?,
+        tile_grid(stream, items),
+        &a.args(),
+        check,
+    )?;
     let a = ChainArgs {
         tot: stream.arg("pair totals", &tot)?,
         carry: stream.arg_mut("pair carries", &mut fcarry)?,
         rows,
         ntiles: n,
     };
-    stream.launch(&generate_bwd_carry(sm)?, chain_grid(stream, rows), &a.args())?;
+    stream.launch(
+        &generate_bwd_carry(sm)?,
+        chain_grid(stream, rows),
+        &a.args(),
+    )?;
     let a = AffArgs {
         x: io.x,
         g: io.g,
@@ -273,14 +306,23 @@ fn backward_core(
         ntiles: n,
         flags: flags | SPLIT,
     };
-    stream.launch_with(&generate_bwd_aff(sm)?, tile_grid(stream, items), &a.args(), check)?;
+    stream.launch_with(
+        &generate_bwd_aff(sm)?,
+        tile_grid(stream, items),
+        &a.args(),
+        check,
+    )?;
     let a = ChainArgs {
         tot: stream.arg("tile maps", &aff)?,
         carry: stream.arg_mut("reverse carries", &mut zcarry)?,
         rows,
         ntiles: n,
     };
-    stream.launch(&generate_bwd_zcarry(sm)?, chain_grid(stream, rows), &a.args())?;
+    stream.launch(
+        &generate_bwd_zcarry(sm)?,
+        chain_grid(stream, rows),
+        &a.args(),
+    )?;
     let items = rows * n;
     let a = BwdArgs {
         x: io.x,
@@ -293,7 +335,12 @@ fn backward_core(
         ntiles: n,
         flags: flags | SPLIT,
     };
-    stream.launch_with(&generate_bwd(sm)?, tile_grid(stream, items), &a.args(), check)
+    stream.launch_with(
+        &generate_bwd(sm)?,
+        tile_grid(stream, items),
+        &a.args(),
+        check,
+    )
 }
 
 /// The gradient `gx` of `Σ g·logcumsumexp(x)` with respect to `x`, given

@@ -241,9 +241,19 @@ fn copy_addrs(
 /// batch) for the vector or scalar path.
 fn copy_steps(vec: bool, vec_batch: u32) -> (u32, u32, u32, u32) {
     if vec {
-        (4 * THREADS, THREADS / 8 * STRIDE, TILE as u32 / 4 / THREADS / vec_batch, vec_batch)
+        (
+            4 * THREADS,
+            THREADS / 8 * STRIDE,
+            TILE as u32 / 4 / THREADS / vec_batch,
+            vec_batch,
+        )
     } else {
-        (THREADS, THREADS / 32 * STRIDE, TILE as u32 / THREADS / SCALAR_BATCH, SCALAR_BATCH)
+        (
+            THREADS,
+            THREADS / 32 * STRIDE,
+            TILE as u32 / THREADS / SCALAR_BATCH,
+            SCALAR_BATCH,
+        )
     }
 }
 
@@ -635,7 +645,17 @@ pub fn generate_fwd(sm: Sm) -> Result<PtxModule> {
         });
         b.for_range(it.first, it.end, 1u32, |b, tau| {
             let start = b.mul_lo(tau, TILE as u32);
-            stage(b, c, p.x, &xs, base, start, p.t, f32::NEG_INFINITY, FWD_BATCH);
+            stage(
+                b,
+                c,
+                p.x,
+                &xs,
+                base,
+                start,
+                p.t,
+                f32::NEG_INFINITY,
+                FWD_BATCH,
+            );
             b.bar_sync();
             let a = fwd_aggregate(b, seg);
             let inc = kogge_stone(b, c, [a], false, &lae_op);
@@ -676,7 +696,17 @@ pub fn generate_fwd_tot(sm: Sm) -> Result<PtxModule> {
         let base = b.mul_wide_u32(it.row, p.t);
         let rowt = b.mul_lo(it.row, p.ntiles);
         let start = b.mul_lo(it.first, TILE as u32);
-        stage(b, c, p.x, &xs, base, start, p.t, f32::NEG_INFINITY, FWD_BATCH);
+        stage(
+            b,
+            c,
+            p.x,
+            &xs,
+            base,
+            start,
+            p.t,
+            f32::NEG_INFINITY,
+            FWD_BATCH,
+        );
         b.bar_sync();
         let a = fwd_aggregate(b, seg);
         let inc = kogge_stone(b, c, [a], false, &lae_op);
@@ -892,7 +922,16 @@ fn bwd_forward_half(
 ) -> Val<2> {
     let agg = bwd_aggregate(b, seg_x);
     let inc = kogge_stone(b, c, agg, false, &pair_op);
-    warp_chain(b, c, inc, false, &sm.wtf, Some(&sm.qsf), &pair_op, |_, _| {});
+    warp_chain(
+        b,
+        c,
+        inc,
+        false,
+        &sm.wtf,
+        Some(&sm.qsf),
+        &pair_op,
+        |_, _| {},
+    );
     let e = exclusive(b, c, inc, false, &sm.qsf, &pair_op);
     let k = with_carry(b, c, cp, e, has, &pair_op);
     let first = b.pnot(has);
@@ -928,7 +967,17 @@ pub fn generate_bwd(sm: Sm) -> Result<PtxModule> {
             let n1 = b.sub(p.ntiles, 1u32);
             b.for_range(0u32, n1, 1u32, |b, tau| {
                 let start = b.mul_lo(tau, TILE as u32);
-                stage(b, c, p.x, &s.xs, base, start, p.t, f32::NEG_INFINITY, BWD_BATCH);
+                stage(
+                    b,
+                    c,
+                    p.x,
+                    &s.xs,
+                    base,
+                    start,
+                    p.t,
+                    f32::NEG_INFINITY,
+                    BWD_BATCH,
+                );
                 b.bar_sync();
                 let agg = bwd_aggregate(b, seg_x);
                 let inc = kogge_stone(b, c, agg, false, &pair_op);
@@ -963,15 +1012,34 @@ pub fn generate_bwd(sm: Sm) -> Result<PtxModule> {
                 assign(b, cp, v);
             });
             let start = b.mul_lo(tau, TILE as u32);
-            stage(b, c, p.x, &s.xs, base, start, p.t, f32::NEG_INFINITY, BWD_BATCH);
+            stage(
+                b,
+                c,
+                p.x,
+                &s.xs,
+                base,
+                start,
+                p.t,
+                f32::NEG_INFINITY,
+                BWD_BATCH,
+            );
             stage(b, c, p.g, &s.gs, base, start, p.t, 0.0, BWD_BATCH);
             b.bar_sync();
             let aff = bwd_forward_half(b, c, &s, seg_x, seg_g, cp, has, true);
             let inc = kogge_stone(b, c, aff, true, &affine_op);
-            warp_chain(b, c, inc, true, &s.wtr, Some(&s.qsr), &affine_op, |b, total| {
-                let nz = b.ffma(RN, total[1], zc, total[0]);
-                b.st_shared_at(&s.zs, 0, nz);
-            });
+            warp_chain(
+                b,
+                c,
+                inc,
+                true,
+                &s.wtr,
+                Some(&s.qsr),
+                &affine_op,
+                |b, total| {
+                    let nz = b.ffma(RN, total[1], zc, total[0]);
+                    b.st_shared_at(&s.zs, 0, nz);
+                },
+            );
             let e = exclusive(b, c, inc, true, &s.qsr, &affine_op);
             let ez = b.ffma(RN, e[1], zc, e[0]);
             let zin = b.selp(last, zc, ez);
@@ -1001,7 +1069,17 @@ pub fn generate_bwd_tot(sm: Sm) -> Result<PtxModule> {
         let base = b.mul_wide_u32(it.row, p.t);
         let rowt = b.mul_lo(it.row, p.ntiles);
         let start = b.mul_lo(it.first, TILE as u32);
-        stage(b, c, p.x, &s.xs, base, start, p.t, f32::NEG_INFINITY, BWD_BATCH);
+        stage(
+            b,
+            c,
+            p.x,
+            &s.xs,
+            base,
+            start,
+            p.t,
+            f32::NEG_INFINITY,
+            BWD_BATCH,
+        );
         b.bar_sync();
         let agg = bwd_aggregate(b, seg_x);
         let inc = kogge_stone(b, c, agg, false, &pair_op);
@@ -1054,7 +1132,17 @@ pub fn generate_bwd_aff(sm: Sm) -> Result<PtxModule> {
         let i = b.add(rowt, it.first);
         let cp = ld_val_global::<2>(b, p.fcarry, i);
         let start = b.mul_lo(it.first, TILE as u32);
-        stage(b, c, p.x, &s.xs, base, start, p.t, f32::NEG_INFINITY, BWD_BATCH);
+        stage(
+            b,
+            c,
+            p.x,
+            &s.xs,
+            base,
+            start,
+            p.t,
+            f32::NEG_INFINITY,
+            BWD_BATCH,
+        );
         stage(b, c, p.g, &s.gs, base, start, p.t, 0.0, BWD_BATCH);
         b.bar_sync();
         let has = b.setp(Cmp::Ne, it.first, 0u32);
