@@ -157,6 +157,7 @@
 pub mod host;
 pub mod launch;
 pub mod ptx;
+mod ptx_tile;
 
 pub use host::{NSEG, SEG, Shape, TILE};
 pub use launch::{backward, backward_dev, forward, forward_dev};
