@@ -145,7 +145,13 @@
 //! tile its own CTA: kernels for the tile totals, a small carry-chain
 //! kernel, and the tile kernel recomputing each tile from its carries
 //! (forward 12 B per element, backward 24 B per element) — the same bits.
-//! No CTA ever waits for another.
+//! No CTA ever waits for another. The tile carries are a chain, as the
+//! contract defines them (`C_{τ+1} = C_τ ⊗ T_τ`): on the split path one
+//! thread per row walks the row's `n_τ` tile totals, so for a handful of
+//! rows of 2²⁰ elements and more the latency of those `n_τ` dependent
+//! combines (about a hundred dependent instructions each), not memory,
+//! bounds the time; a tree over the tile totals would lift that, at the
+//! price of another contract.
 //!
 //! Cost on sm_90 (`docs/tuning.md`, `docs/perf.md`): the forward's hot
 //! loop is 399 SASS instructions per 4 elements (a `log_add_exp` each), in
