@@ -378,12 +378,20 @@ mod tests {
         assert_eq!(e(3), "(0 (1 2))");
         assert_eq!(e(4), "((0 1) (2 3))");
         assert_eq!(e(6), "((0 1) ((2 3) (4 5)))");
-        // Lane 0 of warp 1 gets Q_1 = W_0; lane 1 gets Q_1 ⊗ I_32.
+        // Lane 31's Kogge–Stone value is the balanced tree of its warp;
+        // lane 0 of warp 1 gets Q_1 = W_0, lane 1 gets Q_1 ⊗ I_32; Q_2 =
+        // Q_1 ⊗ W_1; the tile total Q_4 = Q_3 ⊗ W_3.
+        fn balanced(lo: usize, hi: usize) -> String {
+            if hi - lo == 1 {
+                return lo.to_string();
+            }
+            let mid = (lo + hi) / 2;
+            format!("({} {})", balanced(lo, mid), balanced(mid, hi))
+        }
         let w0 = e(32);
-        assert!(w0.starts_with("((((0 1) (2 3))"), "{w0}");
+        assert_eq!(w0, balanced(0, 32));
         assert_eq!(e(33), format!("({w0} 32)"));
-        // Q_2 = Q_1 ⊗ W_1, the tile total Q_4 = Q_3 ⊗ W_3.
-        assert!(e(64).starts_with(&format!("({w0} ((((32 33)")), "{}", e(64));
-        assert!(total.starts_with(&format!("({} ", e(96))), "{total}");
+        assert_eq!(e(64), format!("({w0} {})", balanced(32, 64)));
+        assert_eq!(total, format!("({} {})", e(96), balanced(96, 128)));
     }
 }

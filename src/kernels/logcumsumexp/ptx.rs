@@ -559,12 +559,6 @@ pub fn generate_bwd(sm: Sm) -> Result<PtxModule> {
             let tau = b.sub(it.end, 1u32);
             let tau = b.sub(tau, kk);
             let has = b.setp(Cmp::Ne, tau, 0u32);
-            let cp = [b.mov(-f32::MAX), b.mov(0f32)];
-            b.if_(has, |b| {
-                let i = b.add(rowt, tau);
-                let v = ld_val_global::<2>(b, p.fcarry, i);
-                assign(b, cp, v);
-            });
             let start = b.mul_lo(tau, TILE as u32);
             stage(
                 b,
@@ -578,7 +572,15 @@ pub fn generate_bwd(sm: Sm) -> Result<PtxModule> {
                 BWD_BATCH,
             );
             stage(b, c, p.g, &s.gs, base, start, p.t, 0.0, BWD_BATCH);
+            // After the barrier: on the row path thread 0 wrote the carry
+            // in pass 1, and the other warps must not read it before.
             b.bar_sync();
+            let cp = [b.mov(-f32::MAX), b.mov(0f32)];
+            b.if_(has, |b| {
+                let i = b.add(rowt, tau);
+                let v = ld_val_global::<2>(b, p.fcarry, i);
+                assign(b, cp, v);
+            });
             let aff = bwd_forward_half(b, c, &s, seg_x, seg_g, cp, has, true);
             let inc = kogge_stone(b, c, aff, true, &affine_op);
             warp_chain(
