@@ -179,17 +179,17 @@ fn viterbi(st: &Stream) -> Result<Outcome> {
 
 /// logcumsumexp forward and backward over 8 rows of 1000.
 fn logcumsumexp(st: &Stream) -> Result<Outcome> {
-    use kernels::logcumsumexp::{host, launch};
-    let (rows, t) = (8, 1000);
+    use kernels::logcumsumexp::{Shape, host, launch};
+    let shape = Shape::new(8, 1000)?;
     let mut r = lcg(10);
-    let x: Vec<f32> = (0..rows * t).map(|_| r() * 10.0).collect();
-    let g: Vec<f32> = (0..rows * t).map(|_| r()).collect();
-    let y = launch::forward_on(st, &x, rows, t)?;
-    let want_y = host::forward(&x, rows, t)?;
-    let gx = launch::backward_on(st, &x, &want_y, &g, rows, t)?;
-    let want_gx = host::backward(&x, &want_y, &g, rows, t)?;
+    let x: Vec<f32> = (0..shape.len()).map(|_| r() * 10.0).collect();
+    let g: Vec<f32> = (0..shape.len()).map(|_| r()).collect();
+    let y = launch::forward_on(st, &x, shape)?;
+    let want_y = host::forward(&x, shape)?;
+    let gx = launch::backward_on(st, &x, &g, shape)?;
+    let want_gx = host::backward(&x, &g, shape)?;
     Ok(Outcome {
-        elements: rows * t,
+        elements: shape.len(),
         exact: same_bits(&y, &want_y) && same_bits(&gx, &want_gx),
     })
 }

@@ -621,12 +621,13 @@ fn gpu_raw_block_ell_and_logcumsumexp_run_on_driver_allocations() {
     assert_eq!(bits(&gv), bits(&want), "block_ell grad_values_raw");
     // logcumsumexp in place on driver memory.
     let (rows, t) = (4, 1000);
+    let shape = lh::Shape::new(rows, t).unwrap();
     let xs: Vec<f32> = (0..rows * t).map(|_| next() * 10.0).collect();
     let fxs = Foreign::from_host(&xs).unwrap();
     // SAFETY: as above; the forward scan may run in place.
     unsafe {
         let p = fxs.as_device_ptr();
-        ll::forward_raw(&ctx, RawStream::NULL, p, p, rows, t).unwrap();
+        ll::forward_raw(&ctx, RawStream::NULL, p, p, shape).unwrap();
     }
     ctx.synchronize().unwrap();
     ctx.make_current().unwrap();
@@ -634,7 +635,7 @@ fn gpu_raw_block_ell_and_logcumsumexp_run_on_driver_allocations() {
     fxs.copy_to_host(&mut ys).unwrap();
     assert_eq!(
         bits(&ys),
-        bits(&lh::forward(&xs, rows, t).unwrap()),
+        bits(&lh::forward(&xs, shape).unwrap()),
         "lcse forward_raw"
     );
 }

@@ -1047,6 +1047,13 @@ impl KernelBuilder {
         let o = self.elem_offset::<E>(k);
         self.ld_n::<E, 4>(Space::GlobalNc, AddrBase::Reg(p.reg.id()), o)
     }
+    /// Load `p[k..k+4]` as one 16-byte access through the coherent path
+    /// (for data the kernel may also write, e.g. an in-place update; the
+    /// address must be 16-byte aligned; 4-byte elements only).
+    pub fn ld_global_v4<E: Elem>(&mut self, p: GlobalPtr<E>, k: i32) -> [Reg<E::Reg>; 4] {
+        let o = self.elem_offset::<E>(k);
+        self.ld_n::<E, 4>(Space::Global, AddrBase::Reg(p.reg.id()), o)
+    }
     /// Store `v` to `p[k]`.
     pub fn st_global<E: Elem>(&mut self, p: GlobalPtr<E>, k: i32, v: impl Into<Src<E::Reg>>) {
         let o = self.elem_offset::<E>(k);

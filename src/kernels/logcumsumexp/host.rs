@@ -1,134 +1,397 @@
-//! The host model of [`super`]: the contract's fixed tree in plain Rust,
-//! with [`crate::math`]'s routines (the mirrors of the device ones), so
-//! the bits equal the kernels' on every input.
+//! The host model of [`super`]: the contract's tiles, segments and trees
+//! in plain Rust with [`crate::math`]'s routines (the mirrors of the device
+//! ones), so the bits equal the kernels' on every input.
 
 use crate::error::{Error, Result};
 use crate::math::{exp_f32, log_add_exp, log_f32};
 
-/// Elements per chunk of the scan tree.
-pub const CHUNK: usize = 256;
+/// Elements per segment (one thread's share of a tile).
+pub const SEG: usize = 32;
+/// Segments per tile (the threads of a CTA).
+pub const NSEG: usize = 128;
+/// Elements per tile.
+pub const TILE: usize = SEG * NSEG;
+/// Lanes per warp.
+pub(crate) const WARP: usize = 32;
+/// Warps per tile.
+pub const WARPS: usize = NSEG / WARP;
+/// The Kogge–Stone distances of the tile tree's first level.
+pub const KS_STEPS: [usize; 5] = [1, 2, 4, 8, 16];
+/// Largest `rows · ⌈T / TILE⌉` (the tile counters and scratch indices
+/// of the kernels are 32-bit).
+pub const MAX_ROW_TILES: usize = 1 << 30;
 
-/// Check `rows × T` against the buffers' lengths and the kernels' limits.
-///
-/// # Errors
-/// [`Error::InvalidArgument`] naming the values.
-pub fn validate_shape(rows: usize, t: usize) -> Result<()> {
-    let n = rows.checked_mul(t).ok_or_else(|| {
-        Error::InvalidArgument(format!("logcumsumexp: rows × T overflows ({rows} × {t})"))
-    })?;
-    if t > u32::MAX as usize / 2 || rows > u32::MAX as usize / 2 {
-        return Err(Error::InvalidArgument(format!(
-            "logcumsumexp: rows = {rows}, T = {t}: each must stay below 2^31"
-        )));
-    }
-    let chunks = rows.saturating_mul(t.div_ceil(CHUNK));
-    if chunks > u32::MAX as usize / 2 || n as u64 > u64::MAX / 8 {
-        return Err(Error::InvalidArgument(format!(
-            "logcumsumexp: {rows} rows of {t} make {chunks} chunks, above 2^31"
-        )));
-    }
-    Ok(())
+/// The shape of a `[rows, T]` problem, valid once built (see
+/// [`Shape::new`]): the products the kernels form never overflow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Shape {
+    rows: usize,
+    t: usize,
 }
 
-/// `len` must be `rows × T`.
-pub fn expect_len(what: &str, len: usize, rows: usize, t: usize) -> Result<()> {
-    if len == rows * t {
-        return Ok(());
-    }
-    Err(Error::InvalidArgument(format!(
-        "logcumsumexp: {what} has {len} elements, expected rows × T = {rows} × {t} = {}",
-        rows * t
-    )))
-}
-
-/// The scan of one row along `order` (indices into `row`, scan order):
-/// the contract's tree, written back into `out` at the same indices.
-fn scan_tree(row: &[f32], out: &mut [f32], order: impl Fn(usize) -> usize) {
-    let t = row.len();
-    let mut carry = f32::NEG_INFINITY;
-    let mut start = 0;
-    let mut chunk = 0;
-    while start < t {
-        let end = (start + CHUNK).min(t);
-        // Local sequential scan of the chunk.
-        let mut acc = row[order(start)];
-        out[order(start)] = acc;
-        for k in start + 1..end {
-            acc = log_add_exp(acc, row[order(k)]);
-            out[order(k)] = acc;
+impl Shape {
+    /// Check and build a shape of `rows` rows of `t` elements.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming the values: `rows × T`
+    /// overflowing, `rows` or `T` at or above 2³¹, or more than
+    /// [`MAX_ROW_TILES`] tiles in all.
+    pub fn new(rows: usize, t: usize) -> Result<Shape> {
+        let n = rows.checked_mul(t).ok_or_else(|| {
+            Error::InvalidArgument(format!("logcumsumexp: rows × T overflows ({rows} × {t})"))
+        })?;
+        if t > i32::MAX as usize || rows > i32::MAX as usize {
+            return Err(Error::InvalidArgument(format!(
+                "logcumsumexp: rows = {rows}, T = {t}: each must stay below 2^31"
+            )));
         }
-        // Carry into this chunk (none for chunk 0), then the next carry.
-        if chunk >= 1 {
-            for k in start..end {
-                out[order(k)] = log_add_exp(carry, out[order(k)]);
+        let tiles = rows.saturating_mul(t.div_ceil(TILE));
+        if tiles > MAX_ROW_TILES || (n as u64).checked_mul(4).is_none() {
+            return Err(Error::InvalidArgument(format!(
+                "logcumsumexp: {rows} rows of {t} make {tiles} tiles of {TILE}, above 2^30"
+            )));
+        }
+        Ok(Shape { rows, t })
+    }
+
+    /// Rows.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Elements per row (`T`).
+    pub fn t(&self) -> usize {
+        self.t
+    }
+
+    /// `rows × T`, the length of every buffer.
+    pub fn len(&self) -> usize {
+        self.rows * self.t
+    }
+
+    /// Whether there is no element.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Tiles per row, `⌈T / TILE⌉`.
+    pub fn tiles(&self) -> usize {
+        self.t.div_ceil(TILE)
+    }
+
+    /// `len` must be `rows × T`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming `what` and the lengths.
+    pub fn expect_len(&self, what: &str, len: usize) -> Result<()> {
+        if len == self.len() {
+            return Ok(());
+        }
+        Err(Error::InvalidArgument(format!(
+            "logcumsumexp: {what} has {len} elements, expected rows × T = {} × {} = {}",
+            self.rows,
+            self.t,
+            self.len()
+        )))
+    }
+}
+
+/// The tile tree of the contract over the `NSEG` segment aggregates `agg`
+/// with `op(earlier, later)`: each segment's exclusive prefix (`None` for
+/// none) and the tile total.
+pub fn tile_tree<V: Clone>(agg: &[V], op: impl Fn(V, V) -> V) -> (Vec<Option<V>>, V) {
+    assert_eq!(agg.len(), NSEG, "tile_tree takes NSEG aggregates");
+    let mut inc = agg.to_vec();
+    for d in KS_STEPS {
+        let old = inc.clone();
+        for (s, v) in inc.iter_mut().enumerate() {
+            if s % WARP >= d {
+                *v = op(old[s - d].clone(), old[s].clone());
             }
         }
-        carry = if chunk == 0 {
-            acc
-        } else {
-            log_add_exp(carry, acc)
-        };
-        start = end;
-        chunk += 1;
+    }
+    let mut q: Vec<Option<V>> = vec![None; WARPS + 1];
+    for w in 0..WARPS {
+        let total = inc[w * WARP + WARP - 1].clone();
+        q[w + 1] = combine(q[w].clone(), Some(total), &op);
+    }
+    let excl = (0..NSEG)
+        .map(|s| {
+            let (w, l) = (s / WARP, s % WARP);
+            if l == 0 {
+                q[w].clone()
+            } else {
+                combine(q[w].clone(), Some(inc[s - 1].clone()), &op)
+            }
+        })
+        .collect();
+    let total = q[WARPS].clone().expect("WARPS ≥ 1");
+    (excl, total)
+}
+
+/// `c ⊗ e`, or whichever is not none.
+pub fn combine<V>(c: Option<V>, e: Option<V>, op: impl Fn(V, V) -> V) -> Option<V> {
+    match (c, e) {
+        (Some(c), Some(e)) => Some(op(c, e)),
+        (c, None) => c,
+        (None, e) => e,
+    }
+}
+
+/// The forward's segment aggregate (see the contract): `m' + log(Σ
+/// exp(x − m'))` with `m'` the non-NaN maximum when finite, else `+0`.
+pub fn segment_log_sum(v: &[f32]) -> f32 {
+    let mut m = f32::NEG_INFINITY;
+    for &x in v {
+        if x > m {
+            m = x;
+        }
+    }
+    let mp = if m.abs() < f32::INFINITY { m } else { 0.0 };
+    let mut s = exp_f32(v[0] - mp);
+    for &x in &v[1..] {
+        s += exp_f32(x - mp);
+    }
+    mp + log_f32(s)
+}
+
+/// One tile of `row` starting at `start`, padded with `pad` past the end.
+fn stage(row: &[f32], start: usize, pad: f32) -> Vec<f32> {
+    (start..start + TILE)
+        .map(|p| row.get(p).copied().unwrap_or(pad))
+        .collect()
+}
+
+fn forward_row(x: &[f32], y: &mut [f32]) {
+    let t = x.len();
+    let mut carry: Option<f32> = None;
+    for start in (0..t).step_by(TILE) {
+        let tile = stage(x, start, f32::NEG_INFINITY);
+        let agg: Vec<f32> = tile.chunks_exact(SEG).map(segment_log_sum).collect();
+        let (excl, total) = tile_tree(&agg, log_add_exp);
+        for (s, seg) in tile.chunks_exact(SEG).enumerate() {
+            let base = start + s * SEG;
+            if base >= t {
+                break;
+            }
+            let mut acc = match combine(carry, excl[s], log_add_exp) {
+                None => seg[0],
+                Some(k) => log_add_exp(k, seg[0]),
+            };
+            y[base] = acc;
+            for (k, &v) in seg.iter().enumerate().skip(1).take(t - base - 1) {
+                acc = log_add_exp(acc, v);
+                y[base + k] = acc;
+            }
+        }
+        carry = combine(carry, Some(total), log_add_exp);
     }
 }
 
 /// Forward: `y[r][t] = log Σ_{k ≤ t} exp(x[r][k])` by the contract's tree.
-pub fn forward(x: &[f32], rows: usize, t: usize) -> Result<Vec<f32>> {
-    validate_shape(rows, t)?;
-    expect_len("x", x.len(), rows, t)?;
-    let mut y = vec![0f32; rows * t];
-    for (xr, yr) in x.chunks_exact(t.max(1)).zip(y.chunks_exact_mut(t.max(1))) {
-        scan_tree(xr, yr, |k| k);
+///
+/// # Errors
+/// [`Error::InvalidArgument`] when `x` is not `rows × T` long.
+pub fn forward(x: &[f32], shape: Shape) -> Result<Vec<f32>> {
+    shape.expect_len("x", x.len())?;
+    let mut y = vec![0f32; shape.len()];
+    if shape.t > 0 {
+        for (xr, yr) in x.chunks_exact(shape.t).zip(y.chunks_exact_mut(shape.t)) {
+            forward_row(xr, yr);
+        }
     }
     Ok(y)
 }
 
-/// The log-space terms of the backward pass for one upstream gradient
-/// value: `log(g) − y` where `g > 0` (for [`grad_pos`]) and the output is
-/// not `−inf`, else `−inf`; NaN when `g` is NaN.
-fn grad_term(g: f32, y: f32) -> f32 {
-    if g.is_nan() {
-        return f32::NAN;
-    }
-    if g > 0.0 && y != f32::NEG_INFINITY {
-        log_f32(g) - y
+/// A forward pair `(m, S)`: running maximum and `Σ exp(x − m)`.
+pub type Pair = (f32, f32);
+/// An affine map `Z ↦ a + b·Z` as `(a, b)`.
+pub type Affine = (f32, f32);
+
+/// The identity of [`pair_op`]: `(−f32::MAX, +0)`.
+pub const PAIR_IDENTITY: Pair = (-f32::MAX, 0.0);
+
+/// `p ⊕ q` with its `e` and "`q` sets a new maximum" (see the contract).
+pub fn pair_step(p: Pair, q: Pair) -> (Pair, f32, bool) {
+    let ((m1, s1), (m2, s2)) = (p, q);
+    let d = if m2 == m1 { 0.0 } else { m2 - m1 };
+    let e = exp_f32(-d.abs());
+    let n = m2 > m1;
+    let out = if n {
+        (m2, s1.mul_add(e, s2))
     } else {
-        f32::NEG_INFINITY
+        (m1, s2.mul_add(e, s1))
+    };
+    (out, e, n)
+}
+
+/// `p ⊕ q` (see the contract).
+pub fn pair_op(p: Pair, q: Pair) -> Pair {
+    pair_step(p, q).0
+}
+
+/// The reverse tree's `E ⊗ L = L ∘ E` (`earlier` = the block to the right).
+pub fn affine_op(earlier: Affine, later: Affine) -> Affine {
+    let ((ae, be), (al, bl)) = (earlier, later);
+    (bl.mul_add(ae, al), bl * be)
+}
+
+/// A segment's pair aggregate `𝟙 ⊕ (x_0, 1) ⊕ … ⊕ (x_31, 1)`.
+pub fn segment_pair(v: &[f32]) -> Pair {
+    v.iter().fold(PAIR_IDENTITY, |p, &x| pair_op(p, (x, 1.0)))
+}
+
+/// The pair aggregates of a staged tile and their tile tree.
+fn pair_tree(tile: &[f32]) -> (Vec<Option<Pair>>, Pair) {
+    let agg: Vec<Pair> = tile.chunks_exact(SEG).map(segment_pair).collect();
+    tile_tree(&agg, pair_op)
+}
+
+/// The new-maximum flag travels as the sign of the stored `e` (`e ≥ +0`
+/// or NaN; a NaN `e` comes with a NaN `S`, so its flag does not matter).
+fn encode(e: f32, n: bool) -> f32 {
+    if n { -e } else { e }
+}
+
+fn decode(v: f32) -> (f32, bool) {
+    let b = v.to_bits();
+    (f32::from_bits(b & 0x7fff_ffff), b >> 31 == 1)
+}
+
+fn backward_row(x: &[f32], g: &[f32], gx: &mut [f32]) {
+    let t = x.len();
+    let nt = t.div_ceil(TILE);
+    // Pass 1: the tile carries C_τ (pairs).
+    let mut carries: Vec<Option<Pair>> = vec![None; nt];
+    for tau in 0..nt.saturating_sub(1) {
+        let (_, total) = pair_tree(&stage(x, tau * TILE, f32::NEG_INFINITY));
+        carries[tau + 1] = combine(carries[tau], Some(total), pair_op);
+    }
+    // Pass 2: the tiles from the last, the reverse carry in `zc`.
+    let mut zc = 0f32;
+    for tau in (0..nt).rev() {
+        let start = tau * TILE;
+        let xs = stage(x, start, f32::NEG_INFINITY);
+        let gs = stage(g, start, 0.0);
+        let (excl, _) = pair_tree(&xs);
+        let mut enc = vec![0f32; TILE];
+        let mut r = vec![0f32; TILE];
+        let mut aff: Vec<Affine> = Vec::with_capacity(NSEG);
+        for (s, e_s) in excl.iter().enumerate() {
+            let mut p = combine(carries[tau], *e_s, pair_op).unwrap_or(PAIR_IDENTITY);
+            let (mut a, mut b) = (0f32, 1f32);
+            for i in s * SEG..(s + 1) * SEG {
+                let (np, e, n) = pair_step(p, (xs[i], 1.0));
+                p = np;
+                let rv = if p.1 == 0.0 { 0.0 } else { gs[i] / p.1 };
+                enc[i] = encode(e, n);
+                r[i] = rv;
+                if n {
+                    b *= e;
+                }
+                a = b.mul_add(rv, a);
+            }
+            aff.push((a, b));
+        }
+        aff.reverse();
+        let (excl_r, total_r) = tile_tree(&aff, affine_op);
+        for s in 0..NSEG {
+            let mut z = match excl_r[NSEG - 1 - s] {
+                None => zc,
+                Some((a, b)) => b.mul_add(zc, a),
+            };
+            for i in (s * SEG..(s + 1) * SEG).rev() {
+                let u = r[i] + z;
+                let (e, n) = decode(enc[i]);
+                let p = e * u;
+                if start + i < t {
+                    gx[start + i] = if n { u } else { p };
+                }
+                z = if n { p } else { u };
+            }
+        }
+        zc = total_r.1.mul_add(zc, total_r.0);
     }
 }
 
-/// `log(g) − y` for `g > 0` (see the contract).
-pub fn grad_pos(g: f32, y: f32) -> f32 {
-    grad_term(g, y)
-}
-
-/// `log(−g) − y` for `g < 0` (see the contract).
-pub fn grad_neg(g: f32, y: f32) -> f32 {
-    grad_term(-g, y)
-}
-
-/// Backward: given `x`, the forward output `y` and the upstream gradient
-/// `g`, `gx[i] = exp(x[i] + P[i]) − exp(x[i] + N[i])` where `P`/`N` are
-/// the reverse scans (the contract's tree on the reversed row) of
-/// [`grad_pos`] / [`grad_neg`].
-pub fn backward(x: &[f32], y: &[f32], g: &[f32], rows: usize, t: usize) -> Result<Vec<f32>> {
-    validate_shape(rows, t)?;
-    expect_len("x", x.len(), rows, t)?;
-    expect_len("y", y.len(), rows, t)?;
-    expect_len("g", g.len(), rows, t)?;
-    let n = rows * t;
-    let a: Vec<f32> = (0..n).map(|i| grad_pos(g[i], y[i])).collect();
-    let b: Vec<f32> = (0..n).map(|i| grad_neg(g[i], y[i])).collect();
-    let (mut p, mut q) = (vec![0f32; n], vec![0f32; n]);
-    if t > 0 {
-        for r in 0..rows {
-            let span = r * t..(r + 1) * t;
-            scan_tree(&a[span.clone()], &mut p[span.clone()], |k| t - 1 - k);
-            scan_tree(&b[span.clone()], &mut q[span], |k| t - 1 - k);
+/// Backward: the gradient `gx` of `Σ g·logcumsumexp(x)` with respect to
+/// `x`, by the contract's shift-invariant evaluation (the forward output is
+/// not needed).
+///
+/// # Errors
+/// [`Error::InvalidArgument`] when `x` or `g` is not `rows × T` long.
+pub fn backward(x: &[f32], g: &[f32], shape: Shape) -> Result<Vec<f32>> {
+    shape.expect_len("x", x.len())?;
+    shape.expect_len("g", g.len())?;
+    let mut gx = vec![0f32; shape.len()];
+    if shape.t > 0 {
+        for ((xr, gr), out) in x
+            .chunks_exact(shape.t)
+            .zip(g.chunks_exact(shape.t))
+            .zip(gx.chunks_exact_mut(shape.t))
+        {
+            backward_row(xr, gr, out);
         }
     }
-    Ok((0..n)
-        .map(|i| exp_f32(x[i] + p[i]) - exp_f32(x[i] + q[i]))
-        .collect())
+    Ok(gx)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pair_identity_is_exact_on_both_sides() {
+        for v in [
+            (0.0, 1.0),
+            (-0.0, 0.5),
+            (3.5, 7.0),
+            (-f32::MAX, 2.0),
+            (f32::MAX, 1.0),
+            (f32::INFINITY, 3.0),
+            (-5.0, 0.0),
+        ] {
+            assert_eq!(pair_op(PAIR_IDENTITY, v), v, "𝟙 ⊕ {v:?}");
+            assert_eq!(pair_op(v, PAIR_IDENTITY), v, "{v:?} ⊕ 𝟙");
+        }
+    }
+
+    #[test]
+    fn tile_tree_of_sums_is_exact_prefix() {
+        // Integers below 2^24 add exactly: the tree must give the plain
+        // exclusive prefix sums whatever its shape.
+        let agg: Vec<f32> = (0..NSEG).map(|i| (i % 7 + 1) as f32).collect();
+        let (excl, total) = tile_tree(&agg, |a, b| a + b);
+        let mut acc = 0f32;
+        for (s, e) in excl.iter().enumerate() {
+            assert_eq!(*e, if s == 0 { None } else { Some(acc) }, "segment {s}");
+            acc += agg[s];
+        }
+        assert_eq!(total, acc);
+        // Strings show the exact association.
+        let agg: Vec<String> = (0..NSEG).map(|i| i.to_string()).collect();
+        let (excl, total) = tile_tree(&agg, |a: String, b: String| format!("({a} {b})"));
+        let e = |s: usize| excl[s].clone().unwrap();
+        assert_eq!(excl[0], None);
+        assert_eq!(e(1), "0");
+        assert_eq!(e(2), "(0 1)");
+        assert_eq!(e(3), "(0 (1 2))");
+        assert_eq!(e(4), "((0 1) (2 3))");
+        assert_eq!(e(6), "((0 1) ((2 3) (4 5)))");
+        // Lane 31's Kogge–Stone value is the balanced tree of its warp;
+        // lane 0 of warp 1 gets Q_1 = W_0, lane 1 gets Q_1 ⊗ I_32; Q_2 =
+        // Q_1 ⊗ W_1; the tile total Q_4 = Q_3 ⊗ W_3.
+        fn balanced(lo: usize, hi: usize) -> String {
+            if hi - lo == 1 {
+                return lo.to_string();
+            }
+            let mid = (lo + hi) / 2;
+            format!("({} {})", balanced(lo, mid), balanced(mid, hi))
+        }
+        let w0 = e(32);
+        assert_eq!(w0, balanced(0, 32));
+        assert_eq!(e(33), format!("({w0} 32)"));
+        assert_eq!(e(64), format!("({w0} {})", balanced(32, 64)));
+        assert_eq!(total, format!("({} {})", e(96), balanced(96, 128)));
+    }
 }

@@ -1,256 +1,736 @@
-//! The kernels of [`super`]. Every kernel but the carry pass runs one
-//! thread per (row, chunk) in a grid-stride loop, walking the chunk's
-//! elements in scan order; the carry pass runs one thread per row over its
-//! chunks. `rev` variants walk a row from its end (the backward pass's
-//! reverse scans).
+//! The kernels of [`super`]: CTAs of [`THREADS`] = `NSEG` threads, thread
+//! `σ` owning segment `σ` of the tile in shared memory (segment `σ`'s
+//! element `k` at word `36σ + k`: a thread reading its segment 16 bytes at a
+//! time and a warp writing 32 consecutive elements both hit 32 distinct
+//! banks). The tile tree's Kogge–Stone level is `shfl.sync` (`up` for the
+//! forward order, `down` for the backward's reverse tree), the warp chain
+//! runs on thread 0 through shared memory.
 //!
-//! | kernel | does |
-//! |---|---|
-//! | `lcse_scan[_rev]` | local scan of each chunk into `y`; chunk total into `tot` |
-//! | `lcse_carry` | `carry[c] = tot[0]` for `c = 1`, `log_add_exp(carry[c−1], tot[c−1])` after |
-//! | `lcse_apply[_rev]` | `y = log_add_exp(carry[c], y)` for chunks `c ≥ 1` |
-//! | `lcse_grad_terms` | `a = log(g) − y` (`g > 0`), `b = log(−g) − y` (`g < 0`), else `−inf`; NaN for NaN `g` |
-//! | `lcse_grad_combine` | `gx = exp(x + P) − exp(x + N)` |
+//! | kernel | grid | does |
+//! |---|---|---|
+//! | `lcse_fwd` | a CTA per row (row path) or per tile (split path) | the forward of its tiles, carries on chip or read from `carry` |
+//! | `lcse_fwd_tot` | a CTA per tile `τ < n_τ − 1` | the tile totals `T_τ` (split path) |
+//! | `lcse_fwd_carry` | a thread per row | `C_τ` from the totals (split path) |
+//! | `lcse_bwd` | a CTA per row or per tile | the backward of its tiles (row path: pass 1 writes the pair carries to `fcarry`, pass 2 walks the tiles from the last) |
+//! | `lcse_bwd_tot` | a CTA per tile `τ < n_τ − 1` | the pair tile totals (split path) |
+//! | `lcse_bwd_carry` | a thread per row | the pair carries `C_τ` (split path) |
+//! | `lcse_bwd_aff` | a CTA per tile `τ ≥ 1` | the tile's affine map `(a_τ, b_τ)` (split path) |
+//! | `lcse_bwd_zcarry` | a thread per row | the reverse carries `Zc_τ` (split path) |
+//!
+//! `flags` bit 0 (`VEC`): `T` is a multiple of 4 and every pointer is
+//! 16-byte aligned, so tiles move with 16-byte loads and stores; bit 1
+//! (`SPLIT`): one CTA per tile. Neither changes a bit of the results.
 
-use super::host::CHUNK;
+use super::host::{NSEG, TILE};
+use super::ptx_tile::*;
 use crate::dsl::math;
 use crate::dsl::params::Ptr;
-use crate::dsl::types::{F32, Reg, U32, U64};
-use crate::dsl::{Cmp, KernelBuilder, PtxModule, Rounding};
+use crate::dsl::types::{F32, Pred, Reg, U32};
+use crate::dsl::{Cmp, KernelBuilder, PtxModule, SharedArray, SharedPtr};
 use crate::error::Result;
 use crate::kernel_params;
 use crate::target::Sm;
 
-/// Threads per CTA of every kernel.
-pub const THREADS: u32 = 256;
+/// Threads per CTA of the tile kernels (one per segment).
+pub const THREADS: u32 = NSEG as u32;
+/// Threads per CTA of the carry-chain kernels (one per row).
+pub const CHAIN_THREADS: u32 = 128;
+/// `flags` bit: 16-byte tile loads and stores.
+pub const VEC: u32 = 1;
+/// `flags` bit: one CTA per tile (the split path).
+pub const SPLIT: u32 = 2;
 
 kernel_params! {
-    /// Arguments of `lcse_scan[_rev]` (`x` and `y` may be the same buffer).
-    pub struct ScanArgs => ScanRegs {
+    /// Arguments of `lcse_fwd` (`x` and `y` may be the same buffer).
+    pub struct FwdArgs => FwdRegs {
         x: Ptr<F32>,
         y: Ptr<F32>,
-        tot: Ptr<F32>,
-        rows: U32,
+        carry: Ptr<F32>,
+        items: U32,
         t: U32,
-        nchunks: U32,
+        ntiles: U32,
+        flags: U32,
     }
 }
 
 kernel_params! {
-    /// Arguments of `lcse_carry`.
-    pub struct CarryArgs => CarryRegs {
+    /// Arguments of `lcse_fwd_tot` and `lcse_bwd_tot` (`tot` holds one
+    /// value, resp. one pair, per tile).
+    pub struct TotArgs => TotRegs {
+        x: Ptr<F32>,
+        tot: Ptr<F32>,
+        items: U32,
+        t: U32,
+        ntiles: U32,
+        flags: U32,
+    }
+}
+
+kernel_params! {
+    /// Arguments of the chain kernels `lcse_fwd_carry`, `lcse_bwd_carry`,
+    /// `lcse_bwd_zcarry` (`tot` read, `carry` written, per tile).
+    pub struct ChainArgs => ChainRegs {
         tot: Ptr<F32>,
         carry: Ptr<F32>,
         rows: U32,
-        nchunks: U32,
+        ntiles: U32,
     }
 }
 
 kernel_params! {
-    /// Arguments of `lcse_apply[_rev]`.
-    pub struct ApplyArgs => ApplyRegs {
-        y: Ptr<F32>,
-        carry: Ptr<F32>,
-        rows: U32,
-        t: U32,
-        nchunks: U32,
-    }
-}
-
-kernel_params! {
-    /// Arguments of `lcse_grad_terms` (`a`, `b` written).
-    pub struct TermsArgs => TermsRegs {
+    /// Arguments of `lcse_bwd` (`fcarry`: pair carries, written by pass 1
+    /// on the row path; `zcarry`: reverse carries, split path only).
+    pub struct BwdArgs => BwdRegs {
+        x: Ptr<F32>,
         g: Ptr<F32>,
-        y: Ptr<F32>,
-        a: Ptr<F32>,
-        b: Ptr<F32>,
-        rows: U32,
+        gx: Ptr<F32>,
+        fcarry: Ptr<F32>,
+        zcarry: Ptr<F32>,
+        items: U32,
         t: U32,
-        nchunks: U32,
+        ntiles: U32,
+        flags: U32,
     }
 }
 
 kernel_params! {
-    /// Arguments of `lcse_grad_combine`.
-    pub struct CombineArgs => CombineRegs {
+    /// Arguments of `lcse_bwd_aff` (`aff` written: a pair per tile).
+    pub struct AffArgs => AffRegs {
         x: Ptr<F32>,
-        p: Ptr<F32>,
-        n: Ptr<F32>,
-        gx: Ptr<F32>,
-        rows: U32,
+        g: Ptr<F32>,
+        fcarry: Ptr<F32>,
+        aff: Ptr<F32>,
+        items: U32,
         t: U32,
-        nchunks: U32,
+        ntiles: U32,
+        flags: U32,
     }
 }
 
-fn builder(name: &str, sm: Sm) -> KernelBuilder {
+/// Kernel names.
+pub const FWD: &str = "lcse_fwd";
+pub const FWD_TOT: &str = "lcse_fwd_tot";
+pub const FWD_CARRY: &str = "lcse_fwd_carry";
+pub const BWD: &str = "lcse_bwd";
+pub const BWD_TOT: &str = "lcse_bwd_tot";
+pub const BWD_CARRY: &str = "lcse_bwd_carry";
+pub const BWD_AFF: &str = "lcse_bwd_aff";
+pub const BWD_ZCARRY: &str = "lcse_bwd_zcarry";
+
+// ---------------------------------------------------------------------------
+// Forward
+// ---------------------------------------------------------------------------
+
+fn lae_op(b: &mut KernelBuilder, e: Val<1>, l: Val<1>) -> Val<1> {
+    [math::log_add_exp(b, e[0], l[0])]
+}
+
+/// The forward's segment aggregate (see the contract).
+fn fwd_aggregate(b: &mut KernelBuilder, seg: SharedPtr<F32>) -> Reg<F32> {
+    let mut m = b.mov(f32::NEG_INFINITY);
+    for k in 0..GROUPS {
+        let v = b.ld_shared_v4(seg, 4 * k as i32);
+        for x in v {
+            m = b.fmax(m, x);
+        }
+    }
+    let am = b.fabs(m);
+    let fin = b.setp(Cmp::Lt, am, f32::INFINITY);
+    let mp = b.selp(fin, m, 0f32);
+    let s = b.mov(0f32);
+    b.for_range(0u32, GROUPS, 1u32, |b, k| {
+        let off = b.shl(k, 2u32);
+        let p = b.shared_offset(seg, off);
+        let v = b.ld_shared_v4(p, 0);
+        for x in v {
+            let d = b.fsub(RN, x, mp);
+            let e = math::exp(b, d);
+            let ns = b.fadd(RN, s, e);
+            b.assign(s, ns);
+        }
+    });
+    let l = math::log(b, s);
+    b.fadd(RN, mp, l)
+}
+
+/// The forward's outputs along the segment, in place.
+fn fwd_outputs(b: &mut KernelBuilder, seg: SharedPtr<F32>, k: Reg<F32>, none: Reg<Pred>) {
+    let v = b.ld_shared_v4(seg, 0);
+    let y0 = math::log_add_exp(b, k, v[0]);
+    let y0 = b.selp(none, v[0], y0);
+    let y1 = math::log_add_exp(b, y0, v[1]);
+    let y2 = math::log_add_exp(b, y1, v[2]);
+    let y3 = math::log_add_exp(b, y2, v[3]);
+    b.st_shared_v4(seg, 0, [y0, y1, y2, y3]);
+    let y = b.mov(y3);
+    b.for_range(1u32, GROUPS, 1u32, |b, k| {
+        let off = b.shl(k, 2u32);
+        let p = b.shared_offset(seg, off);
+        let v = b.ld_shared_v4(p, 0);
+        let mut out = v;
+        let mut acc = y;
+        for (o, x) in out.iter_mut().zip(v) {
+            acc = math::log_add_exp(b, acc, x);
+            *o = acc;
+        }
+        b.st_shared_v4(p, 0, out);
+        b.assign(y, acc);
+    });
+}
+
+/// `lcse_fwd`: the forward of the work items' tiles.
+pub fn generate_fwd(sm: Sm) -> Result<PtxModule> {
+    let mut b = tile_builder(FWD, sm);
+    let p = b.params::<FwdArgs>();
+    let xs = b.shared_array::<F32>("xs", BUF, 16);
+    let wt = b.shared_array::<F32>("wt", W, 4);
+    let qs = b.shared_array::<F32>("qs", W + 1, 4);
+    let cs = b.shared_array::<F32>("cs", 1, 4);
+    let c = cta(&mut b, p.flags);
+    let seg = segment(&mut b, c, &xs);
+    let ctaid = b.ctaid_x();
+    let nct = b.nctaid_x();
+    b.for_range(ctaid, p.items, nct, |b, item| {
+        let it = item_of(b, item, p.flags, p.ntiles, p.ntiles, 0);
+        let base = b.mul_wide_u32(it.row, p.t);
+        let rowt = b.mul_lo(it.row, p.ntiles);
+        let carry = b.mov(f32::NEG_INFINITY);
+        let later = b.setp(Cmp::Ne, it.first, 0u32);
+        b.if_(later, |b| {
+            let i = b.add(rowt, it.first);
+            let cp = b.offset(p.carry, i);
+            let v = b.ld_global(cp, 0);
+            b.assign(carry, v);
+        });
+        b.for_range(it.first, it.end, 1u32, |b, tau| {
+            let start = b.mul_lo(tau, TILE as u32);
+            stage(
+                b,
+                c,
+                p.x,
+                &xs,
+                base,
+                start,
+                p.t,
+                f32::NEG_INFINITY,
+                FWD_BATCH,
+            );
+            b.bar_sync();
+            let a = fwd_aggregate(b, seg);
+            let inc = kogge_stone(b, c, [a], false, &lae_op);
+            let has = b.setp(Cmp::Ne, tau, 0u32);
+            warp_chain(b, c, inc, false, &wt, Some(&qs), &lae_op, |b, total| {
+                let nc = math::log_add_exp(b, carry, total[0]);
+                let nc = b.selp(has, nc, total[0]);
+                b.st_shared_at(&cs, 0, nc);
+            });
+            let e = exclusive(b, c, inc, false, &qs, &lae_op);
+            let [k] = with_carry(b, c, [carry], e, has, &lae_op);
+            let first = b.pnot(has);
+            let none = b.pand(first, c.t0);
+            fwd_outputs(b, seg, k, none);
+            b.bar_sync();
+            store(b, c, p.y, &xs, base, start, p.t, FWD_BATCH);
+            let nc = b.ld_shared_at(&cs, 0);
+            b.assign(carry, nc);
+            b.bar_sync();
+        });
+    });
+    b.finish()
+}
+
+/// `lcse_fwd_tot`: tile totals `T_τ` of tiles `τ < n_τ − 1`.
+pub fn generate_fwd_tot(sm: Sm) -> Result<PtxModule> {
+    let mut b = tile_builder(FWD_TOT, sm);
+    let p = b.params::<TotArgs>();
+    let xs = b.shared_array::<F32>("xs", BUF, 16);
+    let wt = b.shared_array::<F32>("wt", W, 4);
+    let c = cta(&mut b, p.flags);
+    let seg = segment(&mut b, c, &xs);
+    let ctaid = b.ctaid_x();
+    let nct = b.nctaid_x();
+    let per_row = b.sub(p.ntiles, 1u32);
+    b.for_range(ctaid, p.items, nct, |b, item| {
+        let it = item_of(b, item, p.flags, p.ntiles, per_row, 0);
+        let base = b.mul_wide_u32(it.row, p.t);
+        let rowt = b.mul_lo(it.row, p.ntiles);
+        let start = b.mul_lo(it.first, TILE as u32);
+        stage(
+            b,
+            c,
+            p.x,
+            &xs,
+            base,
+            start,
+            p.t,
+            f32::NEG_INFINITY,
+            FWD_BATCH,
+        );
+        b.bar_sync();
+        let a = fwd_aggregate(b, seg);
+        let inc = kogge_stone(b, c, [a], false, &lae_op);
+        warp_chain(b, c, inc, false, &wt, None, &lae_op, |b, total| {
+            let i = b.add(rowt, it.first);
+            let tp = b.offset(p.tot, i);
+            b.st_global(tp, 0, total[0]);
+        });
+    });
+    b.finish()
+}
+
+fn chain_builder(name: &str, sm: Sm) -> KernelBuilder {
     let mut b = KernelBuilder::new(name, sm);
-    b.maxntid(THREADS, 1, 1);
+    b.maxntid(CHAIN_THREADS, 1, 1);
     b
 }
 
-/// The element positions of chunk `gid` of a `rows × t` matrix with
-/// `nchunks` chunks a row: calls `body(b, c, pos)` for each element in
-/// scan order (`pos` is the flat u64 element index), with `c` the chunk
-/// index within its row.
-fn for_chunk(
-    b: &mut KernelBuilder,
-    gid: Reg<U32>,
-    t: Reg<U32>,
-    nchunks: Reg<U32>,
-    rev: bool,
-    body: impl Fn(&mut KernelBuilder, Reg<U32>, Reg<U32>, Reg<U64>),
-) {
-    let row = b.div(gid, nchunks);
-    let c = b.rem(gid, nchunks);
-    let start = b.mul_lo(c, CHUNK as u32);
-    let lim = b.add(start, CHUNK as u32);
-    let end = b.min(lim, t);
-    let base = b.mul_wide_u32(row, t);
-    let last = b.sub(t, 1u32);
-    b.for_range(start, end, 1u32, |b, k| {
-        let idx = if rev { b.sub(last, k) } else { k };
-        let wide = b.u32_to_u64(idx);
-        let pos = b.add(base, wide);
-        body(b, c, k, pos);
-    });
-}
-
-fn scan_name(rev: bool) -> &'static str {
-    if rev { "lcse_scan_rev" } else { "lcse_scan" }
-}
-
-fn apply_name(rev: bool) -> &'static str {
-    if rev { "lcse_apply_rev" } else { "lcse_apply" }
-}
-
-/// Local scan of every chunk (forward or reverse order).
-pub fn generate_scan(sm: Sm, rev: bool) -> Result<PtxModule> {
-    let mut b = builder(scan_name(rev), sm);
-    let p = b.params::<ScanArgs>();
-    let total = b.mul_lo(p.rows, p.nchunks);
-    b.grid_stride(total, |b, gid| {
-        let acc = b.mov(f32::NEG_INFINITY);
-        for_chunk(b, gid, p.t, p.nchunks, rev, |b, _c, k, pos| {
-            let xp = b.offset64(p.x, pos);
-            let v = b.ld_global(xp, 0);
-            let row_start = b.rem(k, CHUNK as u32);
-            let first = b.setp(Cmp::Eq, row_start, 0u32);
-            let merged = math::log_add_exp(b, acc, v);
-            let nv = b.selp(first, v, merged);
-            b.assign(acc, nv);
-            let yp = b.offset64(p.y, pos);
-            b.st_global(yp, 0, acc);
-        });
-        let tp = b.offset(p.tot, gid);
-        b.st_global(tp, 0, acc);
-    });
-    b.finish()
-}
-
-/// The carries of every row's chunks.
-pub fn generate_carry(sm: Sm) -> Result<PtxModule> {
-    let mut b = builder("lcse_carry", sm);
-    let p = b.params::<CarryArgs>();
+/// `lcse_fwd_carry`: `C_1 = T_0`, `C_{τ+1} = lae(C_τ, T_τ)` per row.
+pub fn generate_fwd_carry(sm: Sm) -> Result<PtxModule> {
+    let mut b = chain_builder(FWD_CARRY, sm);
+    let p = b.params::<ChainArgs>();
     b.grid_stride(p.rows, |b, row| {
-        let base = b.mul_lo(row, p.nchunks);
+        let base = b.mul_lo(row, p.ntiles);
         let t0 = b.offset(p.tot, base);
         let first = b.ld_global(t0, 0);
         let carry = b.mov(first);
-        b.for_range(1u32, p.nchunks, 1u32, |b, c| {
-            let i = b.add(base, c);
+        b.for_range(1u32, p.ntiles, 1u32, |b, tau| {
+            let i = b.add(base, tau);
             let cp = b.offset(p.carry, i);
             b.st_global(cp, 0, carry);
-            let tp = b.offset(p.tot, i);
-            let tot = b.ld_global(tp, 0);
-            let next = math::log_add_exp(b, carry, tot);
-            b.assign(carry, next);
-        });
-    });
-    b.finish()
-}
-
-/// Apply the carries to chunks `c ≥ 1`.
-pub fn generate_apply(sm: Sm, rev: bool) -> Result<PtxModule> {
-    let mut b = builder(apply_name(rev), sm);
-    let p = b.params::<ApplyArgs>();
-    let total = b.mul_lo(p.rows, p.nchunks);
-    b.grid_stride(total, |b, gid| {
-        let c = b.rem(gid, p.nchunks);
-        let later = b.setp(Cmp::Ne, c, 0u32);
-        b.if_(later, |b| {
-            let cp = b.offset(p.carry, gid);
-            let carry = b.ld_global(cp, 0);
-            for_chunk(b, gid, p.t, p.nchunks, rev, |b, _c, _k, pos| {
-                let yp = b.offset64(p.y, pos);
-                let v = b.ld_global(yp, 0);
-                let out = math::log_add_exp(b, carry, v);
-                b.st_global(yp, 0, out);
+            let next = b.add(tau, 1u32);
+            let more = b.setp(Cmp::Lt, next, p.ntiles);
+            b.if_(more, |b| {
+                let tp = b.offset(p.tot, i);
+                let tot = b.ld_global(tp, 0);
+                let nc = math::log_add_exp(b, carry, tot);
+                b.assign(carry, nc);
             });
         });
     });
     b.finish()
 }
 
-/// `log(s·g) − y` where `s·g > 0` and `y ≠ −inf`, else `−inf`; NaN `g`
-/// gives NaN.
-fn term(b: &mut KernelBuilder, sg: Reg<F32>, g: Reg<F32>, y: Reg<F32>) -> Reg<F32> {
-    let lg = math::log(b, sg);
-    let t = b.fsub(Rounding::Rn, lg, y);
-    let pos = b.setp(Cmp::Gt, sg, 0f32);
-    // Unordered "not equal", as Rust's `!=`: a NaN `y` passes (and makes
-    // the term NaN).
-    let finite_y = b.setp(Cmp::Neu, y, f32::NEG_INFINITY);
-    let take = b.pand(pos, finite_y);
-    let v = b.selp(take, t, f32::NEG_INFINITY);
-    let nan = b.setp(Cmp::Nan, g, g);
-    b.selp(nan, g, v)
+// ---------------------------------------------------------------------------
+// Backward
+// ---------------------------------------------------------------------------
+
+/// `(m₁, S₁) ⊕ (m₂, S₂)` with its `e` and "new maximum" (see the contract).
+fn pair_step(
+    b: &mut KernelBuilder,
+    p: Val<2>,
+    m2: Reg<F32>,
+    s2: impl Into<crate::dsl::types::Src<F32>> + Copy,
+) -> (Val<2>, Reg<F32>, Reg<Pred>) {
+    let [m1, s1] = p;
+    let eq = b.setp(Cmp::Eq, m2, m1);
+    let diff = b.fsub(RN, m2, m1);
+    let d = b.selp(eq, 0f32, diff);
+    let ad = b.fabs(d);
+    let nd = b.fneg(ad);
+    let e = math::exp(b, nd);
+    let n = b.setp(Cmp::Gt, m2, m1);
+    let m = b.selp(n, m2, m1);
+    let fa = b.selp(n, s1, s2);
+    let fc = b.selp(n, s2, s1);
+    let s = b.ffma(RN, fa, e, fc);
+    ([m, s], e, n)
 }
 
-/// The backward pass's log-space terms of the positive and negative parts
-/// of `g`.
-pub fn generate_grad_terms(sm: Sm) -> Result<PtxModule> {
-    let mut b = builder("lcse_grad_terms", sm);
-    let p = b.params::<TermsArgs>();
-    let total = b.mul_lo(p.rows, p.nchunks);
-    b.grid_stride(total, |b, gid| {
-        for_chunk(b, gid, p.t, p.nchunks, false, |b, _c, _k, pos| {
-            let gp = b.offset64(p.g, pos);
-            let g = b.ld_global(gp, 0);
-            let yp = b.offset64(p.y, pos);
-            let y = b.ld_global(yp, 0);
-            let a = term(b, g, g, y);
-            let ng = b.fneg(g);
-            let bb = term(b, ng, g, y);
-            let ap = b.offset64(p.a, pos);
-            b.st_global(ap, 0, a);
-            let bp = b.offset64(p.b, pos);
-            b.st_global(bp, 0, bb);
+fn pair_op(b: &mut KernelBuilder, e: Val<2>, l: Val<2>) -> Val<2> {
+    pair_step(b, e, l[0], l[1]).0
+}
+
+fn affine_op(b: &mut KernelBuilder, e: Val<2>, l: Val<2>) -> Val<2> {
+    let a = b.ffma(RN, l[1], e[0], l[0]);
+    let m = b.fmul(RN, l[1], e[1]);
+    [a, m]
+}
+
+/// A segment's pair aggregate from `𝟙`.
+fn bwd_aggregate(b: &mut KernelBuilder, seg: SharedPtr<F32>) -> Val<2> {
+    let m = b.mov(-f32::MAX);
+    let s = b.mov(0f32);
+    b.for_range(0u32, GROUPS, 1u32, |b, k| {
+        let off = b.shl(k, 2u32);
+        let p = b.shared_offset(seg, off);
+        let v = b.ld_shared_v4(p, 0);
+        let mut acc = [m, s];
+        for x in v {
+            acc = pair_step(b, acc, x, 1f32).0;
+        }
+        assign(b, [m, s], acc);
+    });
+    [m, s]
+}
+
+/// The per-element walk from the segment carry `k`: `(e, n)` encoded into
+/// `seg_x` and `r` into `seg_g` (when `write`); returns the segment's
+/// affine aggregate.
+fn value_walk(
+    b: &mut KernelBuilder,
+    seg_x: SharedPtr<F32>,
+    seg_g: SharedPtr<F32>,
+    k: Val<2>,
+    write: bool,
+) -> Val<2> {
+    let p = mov(b, k);
+    let a = b.mov(0f32);
+    let bb = b.mov(1f32);
+    b.for_range(0u32, GROUPS, 1u32, |b, kk| {
+        let off = b.shl(kk, 2u32);
+        let px = b.shared_offset(seg_x, off);
+        let pg = b.shared_offset(seg_g, off);
+        let xv = b.ld_shared_v4(px, 0);
+        let gv = b.ld_shared_v4(pg, 0);
+        let (mut encs, mut rs) = (xv, gv);
+        let mut acc = p;
+        let (mut ca, mut cb) = (a, bb);
+        for i in 0..4 {
+            let (np, e, n) = pair_step(b, acc, xv[i], 1f32);
+            acc = np;
+            let zero = b.setp(Cmp::Eq, np[1], 0f32);
+            let q = b.fdiv(RN, gv[i], np[1]);
+            let r = b.selp(zero, 0f32, q);
+            let ne = b.fneg(e);
+            encs[i] = b.selp(n, ne, e);
+            rs[i] = r;
+            let be = b.fmul(RN, cb, e);
+            cb = b.selp(n, be, cb);
+            ca = b.ffma(RN, cb, r, ca);
+        }
+        assign(b, p, acc);
+        b.assign(a, ca);
+        b.assign(bb, cb);
+        if write {
+            b.st_shared_v4(px, 0, encs);
+            b.st_shared_v4(pg, 0, rs);
+        }
+    });
+    [a, bb]
+}
+
+/// The outputs, right to left from `z0`: `gx` replaces `r` in `seg_g`.
+fn output_walk(b: &mut KernelBuilder, seg_x: SharedPtr<F32>, seg_g: SharedPtr<F32>, z0: Reg<F32>) {
+    let z = b.mov(z0);
+    b.for_range(0u32, GROUPS, 1u32, |b, kk| {
+        let k = b.sub(GROUPS - 1, kk);
+        let off = b.shl(k, 2u32);
+        let px = b.shared_offset(seg_x, off);
+        let pg = b.shared_offset(seg_g, off);
+        let ev = b.ld_shared_v4(px, 0);
+        let rv = b.ld_shared_v4(pg, 0);
+        let mut gx = rv;
+        let mut cz = z;
+        for i in (0..4).rev() {
+            let u = b.fadd(RN, rv[i], cz);
+            let bits = b.f32_bits(ev[i]);
+            let sb = b.u32_as_s32(bits);
+            let n = b.setp(Cmp::Lt, sb, 0i32);
+            let mag = b.and(bits, 0x7fff_ffffu32);
+            let e = b.f32_from_bits(mag);
+            let pe = b.fmul(RN, e, u);
+            gx[i] = b.selp(n, u, pe);
+            cz = b.selp(n, pe, u);
+        }
+        b.st_shared_v4(pg, 0, gx);
+        b.assign(z, cz);
+    });
+}
+
+/// The shared arrays of the backward kernels.
+struct BwdSmem {
+    xs: SharedArray<F32>,
+    gs: SharedArray<F32>,
+    wtf: SharedArray<F32>,
+    qsf: SharedArray<F32>,
+    wtr: SharedArray<F32>,
+    qsr: SharedArray<F32>,
+    zs: SharedArray<F32>,
+}
+
+fn bwd_smem(b: &mut KernelBuilder) -> BwdSmem {
+    BwdSmem {
+        xs: b.shared_array::<F32>("xs", BUF, 16),
+        gs: b.shared_array::<F32>("gs", BUF, 16),
+        wtf: b.shared_array::<F32>("wtf", 2 * W, 8),
+        qsf: b.shared_array::<F32>("qsf", 2 * (W + 1), 8),
+        wtr: b.shared_array::<F32>("wtr", 2 * W, 8),
+        qsr: b.shared_array::<F32>("qsr", 2 * W, 8),
+        zs: b.shared_array::<F32>("zs", 1, 4),
+    }
+}
+
+/// The forward half of a backward tile (x and g staged): the segment
+/// carry from the pair tree and the carry `cp` (`has`: there is one), then
+/// the per-element walk; returns the segment's affine aggregate.
+#[allow(clippy::too_many_arguments)]
+fn bwd_forward_half(
+    b: &mut KernelBuilder,
+    c: Cta,
+    sm: &BwdSmem,
+    seg_x: SharedPtr<F32>,
+    seg_g: SharedPtr<F32>,
+    cp: Val<2>,
+    has: Reg<Pred>,
+    write: bool,
+) -> Val<2> {
+    let agg = bwd_aggregate(b, seg_x);
+    let inc = kogge_stone(b, c, agg, false, &pair_op);
+    warp_chain(
+        b,
+        c,
+        inc,
+        false,
+        &sm.wtf,
+        Some(&sm.qsf),
+        &pair_op,
+        |_, _| {},
+    );
+    let e = exclusive(b, c, inc, false, &sm.qsf, &pair_op);
+    let k = with_carry(b, c, cp, e, has, &pair_op);
+    let first = b.pnot(has);
+    let none = b.pand(first, c.t0);
+    let id = [b.mov(-f32::MAX), b.mov(0f32)];
+    let k = sel(b, none, id, k);
+    value_walk(b, seg_x, seg_g, k, write)
+}
+
+/// `lcse_bwd`: the backward of the work items' tiles.
+pub fn generate_bwd(sm: Sm) -> Result<PtxModule> {
+    let mut b = tile_builder(BWD, sm);
+    let p = b.params::<BwdArgs>();
+    let s = bwd_smem(&mut b);
+    let c = cta(&mut b, p.flags);
+    let seg_x = segment(&mut b, c, &s.xs);
+    let seg_g = segment(&mut b, c, &s.gs);
+    let last = b.setp(Cmp::Eq, c.tid, THREADS - 1);
+    let sp = b.and(p.flags, SPLIT);
+    let split = b.setp(Cmp::Ne, sp, 0u32);
+    let ctaid = b.ctaid_x();
+    let nct = b.nctaid_x();
+    b.for_range(ctaid, p.items, nct, |b, item| {
+        let it = item_of(b, item, p.flags, p.ntiles, p.ntiles, 0);
+        let base = b.mul_wide_u32(it.row, p.t);
+        let rowt = b.mul_lo(it.row, p.ntiles);
+        // Pass 1 (row path): the pair carries of tiles 1..n into fcarry.
+        let many = b.setp(Cmp::Gt, p.ntiles, 1u32);
+        let row_path = b.pnot(split);
+        let pass1 = b.pand(many, row_path);
+        b.if_(pass1, |b| {
+            let cp = [b.mov(-f32::MAX), b.mov(0f32)];
+            let n1 = b.sub(p.ntiles, 1u32);
+            b.for_range(0u32, n1, 1u32, |b, tau| {
+                let start = b.mul_lo(tau, TILE as u32);
+                stage(
+                    b,
+                    c,
+                    p.x,
+                    &s.xs,
+                    base,
+                    start,
+                    p.t,
+                    f32::NEG_INFINITY,
+                    BWD_BATCH,
+                );
+                b.bar_sync();
+                let agg = bwd_aggregate(b, seg_x);
+                let inc = kogge_stone(b, c, agg, false, &pair_op);
+                let has = b.setp(Cmp::Ne, tau, 0u32);
+                warp_chain(b, c, inc, false, &s.wtf, None, &pair_op, |b, total| {
+                    let nc = pair_op(b, cp, total);
+                    let nc = sel(b, has, nc, total);
+                    assign(b, cp, nc);
+                    let i = b.add(rowt, tau);
+                    let i = b.add(i, 1u32);
+                    st_val_global(b, p.fcarry, i, nc);
+                });
+            });
+        });
+        // Pass 2: the tiles from the last.
+        let zc = b.mov(0f32);
+        b.if_(split, |b| {
+            let i = b.add(rowt, it.first);
+            let zp = b.offset(p.zcarry, i);
+            let v = b.ld_global(zp, 0);
+            b.assign(zc, v);
+        });
+        let count = b.sub(it.end, it.first);
+        b.for_range(0u32, count, 1u32, |b, kk| {
+            let tau = b.sub(it.end, 1u32);
+            let tau = b.sub(tau, kk);
+            let has = b.setp(Cmp::Ne, tau, 0u32);
+            let start = b.mul_lo(tau, TILE as u32);
+            stage(
+                b,
+                c,
+                p.x,
+                &s.xs,
+                base,
+                start,
+                p.t,
+                f32::NEG_INFINITY,
+                BWD_BATCH,
+            );
+            stage(b, c, p.g, &s.gs, base, start, p.t, 0.0, BWD_BATCH);
+            // After the barrier: on the row path thread 0 wrote the carry
+            // in pass 1, and the other warps must not read it before.
+            b.bar_sync();
+            let cp = [b.mov(-f32::MAX), b.mov(0f32)];
+            b.if_(has, |b| {
+                let i = b.add(rowt, tau);
+                let v = ld_val_global::<2>(b, p.fcarry, i);
+                assign(b, cp, v);
+            });
+            let aff = bwd_forward_half(b, c, &s, seg_x, seg_g, cp, has, true);
+            let inc = kogge_stone(b, c, aff, true, &affine_op);
+            warp_chain(
+                b,
+                c,
+                inc,
+                true,
+                &s.wtr,
+                Some(&s.qsr),
+                &affine_op,
+                |b, total| {
+                    let nz = b.ffma(RN, total[1], zc, total[0]);
+                    b.st_shared_at(&s.zs, 0, nz);
+                },
+            );
+            let e = exclusive(b, c, inc, true, &s.qsr, &affine_op);
+            let ez = b.ffma(RN, e[1], zc, e[0]);
+            let zin = b.selp(last, zc, ez);
+            output_walk(b, seg_x, seg_g, zin);
+            b.bar_sync();
+            store(b, c, p.gx, &s.gs, base, start, p.t, BWD_BATCH);
+            let nz = b.ld_shared_at(&s.zs, 0);
+            b.assign(zc, nz);
+            b.bar_sync();
         });
     });
     b.finish()
 }
 
-/// `gx = exp(x + P) − exp(x + N)`.
-pub fn generate_grad_combine(sm: Sm) -> Result<PtxModule> {
-    let mut b = builder("lcse_grad_combine", sm);
-    let p = b.params::<CombineArgs>();
-    let total = b.mul_lo(p.rows, p.nchunks);
-    b.grid_stride(total, |b, gid| {
-        for_chunk(b, gid, p.t, p.nchunks, false, |b, _c, _k, pos| {
-            let xp = b.offset64(p.x, pos);
-            let x = b.ld_global(xp, 0);
-            let pp = b.offset64(p.p, pos);
-            let pv = b.ld_global(pp, 0);
-            let np = b.offset64(p.n, pos);
-            let nv = b.ld_global(np, 0);
-            let sp = b.fadd(Rounding::Rn, x, pv);
-            let sn = b.fadd(Rounding::Rn, x, nv);
-            let ep = math::exp(b, sp);
-            let en = math::exp(b, sn);
-            let gx = b.fsub(Rounding::Rn, ep, en);
-            let gp = b.offset64(p.gx, pos);
-            b.st_global(gp, 0, gx);
+/// `lcse_bwd_tot`: the pair tile totals of tiles `τ < n_τ − 1`.
+pub fn generate_bwd_tot(sm: Sm) -> Result<PtxModule> {
+    let mut b = tile_builder(BWD_TOT, sm);
+    let p = b.params::<TotArgs>();
+    let s = bwd_smem(&mut b);
+    let c = cta(&mut b, p.flags);
+    let seg_x = segment(&mut b, c, &s.xs);
+    let ctaid = b.ctaid_x();
+    let nct = b.nctaid_x();
+    let per_row = b.sub(p.ntiles, 1u32);
+    b.for_range(ctaid, p.items, nct, |b, item| {
+        let it = item_of(b, item, p.flags, p.ntiles, per_row, 0);
+        let base = b.mul_wide_u32(it.row, p.t);
+        let rowt = b.mul_lo(it.row, p.ntiles);
+        let start = b.mul_lo(it.first, TILE as u32);
+        stage(
+            b,
+            c,
+            p.x,
+            &s.xs,
+            base,
+            start,
+            p.t,
+            f32::NEG_INFINITY,
+            BWD_BATCH,
+        );
+        b.bar_sync();
+        let agg = bwd_aggregate(b, seg_x);
+        let inc = kogge_stone(b, c, agg, false, &pair_op);
+        warp_chain(b, c, inc, false, &s.wtf, None, &pair_op, |b, total| {
+            let i = b.add(rowt, it.first);
+            st_val_global(b, p.tot, i, total);
+        });
+    });
+    b.finish()
+}
+
+/// `lcse_bwd_carry`: the pair carries `C_τ` per row.
+pub fn generate_bwd_carry(sm: Sm) -> Result<PtxModule> {
+    let mut b = chain_builder(BWD_CARRY, sm);
+    let p = b.params::<ChainArgs>();
+    b.grid_stride(p.rows, |b, row| {
+        let base = b.mul_lo(row, p.ntiles);
+        let first = ld_val_global::<2>(b, p.tot, base);
+        let carry = mov(b, first);
+        b.for_range(1u32, p.ntiles, 1u32, |b, tau| {
+            let i = b.add(base, tau);
+            st_val_global(b, p.carry, i, carry);
+            let next = b.add(tau, 1u32);
+            let more = b.setp(Cmp::Lt, next, p.ntiles);
+            b.if_(more, |b| {
+                let tot = ld_val_global::<2>(b, p.tot, i);
+                let nc = pair_op(b, carry, tot);
+                assign(b, carry, nc);
+            });
+        });
+    });
+    b.finish()
+}
+
+/// `lcse_bwd_aff`: the affine maps `(a_τ, b_τ)` of tiles `τ ≥ 1`.
+pub fn generate_bwd_aff(sm: Sm) -> Result<PtxModule> {
+    let mut b = tile_builder(BWD_AFF, sm);
+    let p = b.params::<AffArgs>();
+    let s = bwd_smem(&mut b);
+    let c = cta(&mut b, p.flags);
+    let seg_x = segment(&mut b, c, &s.xs);
+    let seg_g = segment(&mut b, c, &s.gs);
+    let ctaid = b.ctaid_x();
+    let nct = b.nctaid_x();
+    let per_row = b.sub(p.ntiles, 1u32);
+    b.for_range(ctaid, p.items, nct, |b, item| {
+        let it = item_of(b, item, p.flags, p.ntiles, per_row, 1);
+        let base = b.mul_wide_u32(it.row, p.t);
+        let rowt = b.mul_lo(it.row, p.ntiles);
+        let i = b.add(rowt, it.first);
+        let cp = ld_val_global::<2>(b, p.fcarry, i);
+        let start = b.mul_lo(it.first, TILE as u32);
+        stage(
+            b,
+            c,
+            p.x,
+            &s.xs,
+            base,
+            start,
+            p.t,
+            f32::NEG_INFINITY,
+            BWD_BATCH,
+        );
+        stage(b, c, p.g, &s.gs, base, start, p.t, 0.0, BWD_BATCH);
+        b.bar_sync();
+        let has = b.setp(Cmp::Ne, it.first, 0u32);
+        let aff = bwd_forward_half(b, c, &s, seg_x, seg_g, cp, has, false);
+        let inc = kogge_stone(b, c, aff, true, &affine_op);
+        warp_chain(b, c, inc, true, &s.wtr, None, &affine_op, |b, total| {
+            st_val_global(b, p.aff, i, total);
+        });
+    });
+    b.finish()
+}
+
+/// `lcse_bwd_zcarry`: `Zc_{n−1} = +0`, `Zc_{τ−1} = fma(b_τ, Zc_τ, a_τ)`.
+pub fn generate_bwd_zcarry(sm: Sm) -> Result<PtxModule> {
+    let mut b = chain_builder(BWD_ZCARRY, sm);
+    let p = b.params::<ChainArgs>();
+    b.grid_stride(p.rows, |b, row| {
+        let base = b.mul_lo(row, p.ntiles);
+        let z = b.mov(0f32);
+        let lastt = b.sub(p.ntiles, 1u32);
+        let li = b.add(base, lastt);
+        let zp = b.offset(p.carry, li);
+        b.st_global(zp, 0, z);
+        b.for_range(0u32, lastt, 1u32, |b, kk| {
+            let tau = b.sub(lastt, kk);
+            let i = b.add(base, tau);
+            let [a, m] = ld_val_global::<2>(b, p.tot, i);
+            let nz = b.ffma(RN, m, z, a);
+            b.assign(z, nz);
+            let j = b.sub(i, 1u32);
+            let zp = b.offset(p.carry, j);
+            b.st_global(zp, 0, z);
         });
     });
     b.finish()
@@ -259,12 +739,13 @@ pub fn generate_grad_combine(sm: Sm) -> Result<PtxModule> {
 /// Every kernel of the family for `sm`.
 pub fn variants(sm: Sm) -> Result<Vec<PtxModule>> {
     Ok(vec![
-        generate_scan(sm, false)?,
-        generate_scan(sm, true)?,
-        generate_carry(sm)?,
-        generate_apply(sm, false)?,
-        generate_apply(sm, true)?,
-        generate_grad_terms(sm)?,
-        generate_grad_combine(sm)?,
+        generate_fwd(sm)?,
+        generate_fwd_tot(sm)?,
+        generate_fwd_carry(sm)?,
+        generate_bwd(sm)?,
+        generate_bwd_tot(sm)?,
+        generate_bwd_carry(sm)?,
+        generate_bwd_aff(sm)?,
+        generate_bwd_zcarry(sm)?,
     ])
 }
