@@ -1,0 +1,171 @@
+//! The HMM kernels on the simulator, bit for bit against the host model:
+//! ragged shapes over every kernel variant, special values (`±0`, `−inf`,
+//! `+inf`, NaN, empty and impossible sequences), the underflow fallback,
+//! scores of magnitude 1e4 … 1e30, a CRF, and a few thousand steps.
+
+use ptxsmith::Sm;
+use ptxsmith::kernels::hmm::{self, Posteriors, host, launch};
+use ptxsmith::runtime::Context;
+
+mod hmm_common;
+use hmm_common::{
+    MAGNITUDE_CASES, Model, Rng, assert_same, at_magnitude, crf_scores, issue_model,
+    switching_model,
+};
+
+fn sim(m: &Model, sm: Sm) -> Posteriors {
+    launch::run_on(&Context::sim(sm).default_stream(), &m.shape(), &m.inputs()).unwrap()
+}
+
+fn host_run(m: &Model) -> Posteriors {
+    host::forward_backward(&m.shape(), &m.inputs()).unwrap()
+}
+
+fn same_on(m: &Model, sms: &[Sm], what: &str) {
+    let want = host_run(m);
+    for &sm in sms {
+        assert_same(&sim(m, sm), &want, &format!("{what} on {sm}"));
+    }
+}
+
+#[test]
+fn sim_equals_host_on_ragged_shapes_and_special_values() {
+    // S = 300 and 1030 take the 1024 (split chains) and 4096 (one thread
+    // per four states) variants.
+    for (batch, t, s, seed) in [
+        (4, 1, 1, 10),
+        (4, 9, 1, 11),
+        (5, 7, 3, 12),
+        (4, 6, 33, 13),
+        (2, 4, 70, 14),
+        (3, 3, 300, 15),
+        (2, 2, 1030, 16),
+    ] {
+        let mut m = issue_model(batch, t, s, seed, true);
+        same_on(&m, &[Sm::Sm80], &format!("{batch}x{t}x{s}"));
+        // An impossible transition, a −inf emission, +inf and NaN inside,
+        // an empty sequence.
+        m.a[0] = f32::NEG_INFINITY;
+        m.b[s - 1] = f32::NEG_INFINITY;
+        if t > 2 {
+            m.b[s + s / 2] = f32::INFINITY;
+            m.b[(t + 1) * s] = f32::NAN;
+        }
+        m.lengths[batch - 1] = 0;
+        let sms: &[Sm] = if s < 300 {
+            &[Sm::Sm70, Sm::Sm90]
+        } else {
+            &[Sm::Sm90]
+        };
+        same_on(&m, sms, &format!("{batch}x{t}x{s} special"));
+        let special = host_run(&m);
+        assert_eq!(special.log_likelihood[batch - 1].to_bits(), 0, "length 0");
+    }
+}
+
+#[test]
+fn sim_equals_host_on_signed_zeros_and_whole_rows_of_minus_inf() {
+    let mut m = issue_model(3, 8, 5, 20, true);
+    let s = m.s;
+    // Rows of ±0 emissions (the maxima's zero sign), a column and a row
+    // of −inf transitions, a −inf start score.
+    for (k, x) in m.b[..2 * s].iter_mut().enumerate() {
+        *x = if k % 2 == 0 { 0.0 } else { -0.0 };
+    }
+    for i in 0..s {
+        m.a[i * s + 1] = f32::NEG_INFINITY;
+        m.a[3 * s + i] = f32::NEG_INFINITY;
+    }
+    m.pi[1] = f32::NEG_INFINITY;
+    m.pi[0] = -0.0;
+    same_on(&m, &[Sm::Sm80], "±0 and −inf rows");
+    // Every transition −inf: only length-1 sequences are possible.
+    m.a.fill(f32::NEG_INFINITY);
+    m.lengths = vec![1, 8, 2];
+    same_on(&m, &[Sm::Sm80], "all transitions −inf");
+    assert!(host_run(&m).log_likelihood[0].is_finite());
+}
+
+#[test]
+fn sim_equals_host_where_the_fallback_runs() {
+    for gap in [-200f32, -1e30] {
+        let m = switching_model(2, 45, 4, gap, 7, 30);
+        let (_, fb) = host::forward_backward_counted(&m.shape(), &m.inputs()).unwrap();
+        assert!(fb.forward > 0 && fb.backward > 0);
+        same_on(&m, &[Sm::Sm80], &format!("ring, gap {gap:e}"));
+    }
+    for (gap, holes) in [(-200f32, 30), (-1e30, 30)] {
+        let mut m = issue_model(3, 30, 6, 31, true);
+        let mut r = Rng(32);
+        for x in m.a.iter_mut() {
+            if r.below(3) == 0 {
+                *x = gap;
+            }
+        }
+        for row in m.b.chunks_mut(6) {
+            let keep = r.below(6);
+            for (j, x) in row.iter_mut().enumerate() {
+                if j != keep && r.below(100) < holes {
+                    *x = f32::NEG_INFINITY;
+                }
+            }
+        }
+        let (_, fb) = host::forward_backward_counted(&m.shape(), &m.inputs()).unwrap();
+        assert!(fb.forward > 0 && fb.backward > 0, "{fb:?}");
+        same_on(&m, &[Sm::Sm80], &format!("dense, gap {gap:e}"));
+    }
+}
+
+#[test]
+fn sim_equals_host_at_large_magnitudes() {
+    for k in [1e4f32, 1e12, 1e30] {
+        for (c, how) in MAGNITUDE_CASES.iter().enumerate() {
+            let base = issue_model(2, 12, 5, 40 + c as u64, true);
+            let m = at_magnitude(&base, how, k, 50 + c as u64);
+            same_on(&m, &[Sm::Sm80], &format!("{how}, k = {k:e}"));
+        }
+    }
+}
+
+#[test]
+fn sim_equals_host_on_a_crf() {
+    for k in [0.0f32, 1e4, 1e30] {
+        let (start, trans, unary) = crf_scores(3, 5, k, 60);
+        let m = Model {
+            pi: start,
+            a: trans,
+            b: unary,
+            lengths: vec![5],
+            batch: 1,
+            t: 5,
+            s: 3,
+        };
+        same_on(&m, &[Sm::Sm80], &format!("CRF, k = {k:e}"));
+    }
+}
+
+#[test]
+fn sim_equals_host_over_thousands_of_steps() {
+    let m = issue_model(2, 3_000, 4, 70, true);
+    same_on(&m, &[Sm::Sm90], "T = 3000");
+}
+
+#[test]
+fn sim_equals_host_on_an_impossible_sequence() {
+    let mut m = issue_model(2, 6, 4, 17, true);
+    let (t, s) = (m.t, m.s);
+    m.b[(t + 1) * s..(t + 2) * s].fill(f32::NEG_INFINITY);
+    same_on(&m, &[Sm::Sm80], "impossible sequence");
+    let want = host_run(&m);
+    assert_eq!(want.log_likelihood[1], f32::NEG_INFINITY);
+    assert!(want.xi[s * s..].iter().all(|x| x.is_nan()));
+}
+
+#[test]
+fn slice_api_on_the_simulator() {
+    let m = issue_model(3, 5, 4, 21, true);
+    let (got, ran) =
+        hmm::forward_backward(ptxsmith::runtime::Backend::Sim, &m.shape(), &m.inputs()).unwrap();
+    assert_eq!(ran, ptxsmith::runtime::Ran::Sim);
+    assert_same(&got, &host_run(&m), "slice API");
+}
