@@ -3,7 +3,7 @@
 //! | kernel | grid | does |
 //! |---|---|---|
 //! | `hmm_prep_max` | threads over `2·S` | column and row maxima of `log_a` |
-//! | `hmm_prep_exp` | CTAs over rows | `Amax`, `dcol`, `drow`, `Â` and `Ãᵀ` (zero-padded to `S16 × S16`) |
+//! | `hmm_prep_exp` | CTAs over quads of columns | `Amax`, `dcol`, `drow`, `Â` and `Ãᵀ` (zero-padded to `S16 × S16`, packed in quads of columns) |
 //! | `hmm_forward_cap<c>` | a CTA per sequence | emission maxima, then the forward recursion: `â` pairs into `log_alpha` (high) and `gamma` (low), `C_t`, `ll` |
 //! | `hmm_backward_cap<c>` | a CTA per sequence | the backward recursion: `β̂` pairs into `log_beta` / workspace, `D_t`, and per step what the transition counts need (`R_t`, `s_i` or `−σ_i`, a fallback flag) |
 //! | `hmm_posteriors` | a warp per position | `gamma`, the final `log_alpha`/`log_beta` in place, `x = gamma/s` |
@@ -11,8 +11,9 @@
 //!
 //! The recursions' `S²` work is the contract's linear sum: four chains
 //! over `k mod 4` per state, with the shifted matrix read as 16-byte
-//! vectors along `j` (forward: `Â` row-major; backward: `Ãᵀ`, so that the
-//! chains over `j` read rows too). Variants with a shared buffer of up to
+//! vectors of four consecutive states (forward: `Â[k][4q..4q+4]`;
+//! backward: `Ã[4q..4q+4][k]`), stored packed by quads so that a chain's
+//! next vector is a fixed 64 bytes on. Variants with a shared buffer of up to
 //! 1024 states give each (chain, 4 states) item its own thread and add the
 //! four partial sums after a barrier; the 4096 variant gives a thread all
 //! four chains of its 4 states. The bits are the same: the chains and
@@ -197,10 +198,11 @@ fn round4(b: &mut KernelBuilder, s: Reg<U32>) -> Reg<U32> {
     b.and(s3, !3u32)
 }
 
-/// The linear sums of one step: `Σ_k x[k]·mat[k][j]` in the contract's
+/// The linear sums of one step: `Σ_k x[k]·M[k][j]` in the contract's
 /// four chains, from the weights `x` in shared memory (zero-padded to
-/// `s4`) and the zero-padded matrix `mat` (`[sp, sp]`, rows along `k`),
-/// into `part`: split variants leave the four chains of `j` at
+/// `s4`) and the matrix `M` in the packed-quad layout of `hmm_prep_exp`
+/// (`M[k][4q + c]` at `(q·sp + k)·4 + c`, so a chain's next row is 64
+/// bytes on), into `part`: split variants leave the four chains of `j` at
 /// `part[g·s4 + j]`, the others the combined sum at `part[j]`.
 fn lin_phase(
     b: &mut KernelBuilder,
@@ -218,13 +220,16 @@ fn lin_phase(
         b.for_range(tid, items, nt, |b, w| {
             let g = b.and(w, 3u32);
             let q4 = b.sub(w, g);
+            let g4 = b.shl(g, 2u32);
+            let start = b.mad_lo(q4, sp, g4);
+            let m = b.offset(mat, start);
+            let m = b.ptr_copy(m);
             let acc: [Reg<F32>; 4] = std::array::from_fn(|_| b.mov(0f32));
             b.for_range(g, s4, 4u32, |b, k| {
                 let xp = b.shared_elem(x, k);
                 let xv = b.ld_shared(xp, 0);
-                let idx = b.mad_lo(k, sp, q4);
-                let mp = b.offset(mat, idx);
-                let m4 = b.ld_global_nc_v4(mp, 0);
+                let m4 = b.ld_global_nc_v4(m, 0);
+                b.advance(m, 16);
                 for c in 0..4 {
                     let v = b.ffma(Rounding::Rn, xv, m4[c], acc[c]);
                     b.assign(acc[c], v);
@@ -238,21 +243,22 @@ fn lin_phase(
         let quads = b.shr(s4, 2u32);
         b.for_range(tid, quads, nt, |b, q| {
             let q4 = b.shl(q, 2u32);
+            let start = b.mul_lo(q4, sp);
+            let m = b.offset(mat, start);
+            let m = b.ptr_copy(m);
             let acc: [[Reg<F32>; 4]; 4] =
                 std::array::from_fn(|_| std::array::from_fn(|_| b.mov(0f32)));
             b.for_range(0u32, s4, 4u32, |b, k0| {
                 let xp = b.shared_elem(x, k0);
                 let x4 = b.ld_shared_v4(xp, 0);
                 for (g, row) in acc.iter().enumerate() {
-                    let k = b.add(k0, g as u32);
-                    let idx = b.mad_lo(k, sp, q4);
-                    let mp = b.offset(mat, idx);
-                    let m4 = b.ld_global_nc_v4(mp, 0);
+                    let m4 = b.ld_global_nc_v4(m, 4 * g as i32);
                     for c in 0..4 {
                         let v = b.ffma(Rounding::Rn, x4[g], m4[c], row[c]);
                         b.assign(row[c], v);
                     }
                 }
+                b.advance(m, 16);
             });
             let sums: [Reg<F32>; 4] = std::array::from_fn(|c| {
                 let a = b.fadd(Rounding::Rn, acc[0][c], acc[1][c]);
@@ -405,31 +411,42 @@ pub fn generate_prep_exp(sm: Sm) -> Result<PtxModule> {
             }
         });
     });
-    // Â[r][c] = pexp(log_a[r][c] ⊖ colmax_c); Ãᵀ[r][c] = pexp(log_a[c][r] ⊖ rowmax_c).
+    // The packed-quad layout: element (k, j) of M at (⌊j/4⌋·sp + k)·4 +
+    // j mod 4, for the forward's M[k][j] = Â[k][j] = pexp(log_a[k][j] ⊖
+    // colmax_j) and the backward's M[k][i] = Ã[i][k] = pexp(log_a[i][k] ⊖
+    // rowmax_i); zero outside S × S. A CTA per quad of columns, threads
+    // over its `4·sp` contiguous elements.
+    let quads = b.shr(p.sp, 2u32);
+    let span = b.shl(p.sp, 2u32);
     for transposed in [false, true] {
         let out = if transposed { p.a_til } else { p.a_hat };
-        b.for_range(cta, p.sp, nc, |b, r| {
-            b.for_range(tid, p.sp, nt, |b, c| {
+        b.for_range(cta, quads, nc, |b, q| {
+            let obase = b.mul_lo(q, span);
+            b.for_range(tid, span, nt, |b, e| {
+                let k = b.shr(e, 2u32);
+                let c = b.and(e, 3u32);
+                let j = b.mad_lo(q, 4u32, c);
                 let v = b.mov(0f32);
-                let rin = b.setp(Cmp::Lt, r, p.s);
-                let cin = b.setp(Cmp::Lt, c, p.s);
-                let inside = b.pand(rin, cin);
+                let kin = b.setp(Cmp::Lt, k, p.s);
+                let jin = b.setp(Cmp::Lt, j, p.s);
+                let inside = b.pand(kin, jin);
                 b.if_(inside, |b| {
-                    let (i, j, sec) = if transposed {
-                        (c, r, PREP_ROWMAX)
+                    // (row, column) of log_a and the maximum it is shifted by.
+                    let (r, cc, sec) = if transposed {
+                        (j, k, PREP_ROWMAX)
                     } else {
-                        (r, c, PREP_COLMAX)
+                        (k, j, PREP_COLMAX)
                     };
-                    let idx = b.mad_lo(i, p.s, j);
+                    let idx = b.mad_lo(r, p.s, cc);
                     let ap = b.offset(p.log_a, idx);
                     let a = b.ld_global(ap, 0);
-                    let m = ld_prep(b, p.prep, sec, p.sp, c);
+                    let m = ld_prep(b, p.prep, sec, p.sp, j);
                     let x = pshift(b, a, m);
-                    let e = pexp(b, x);
-                    b.assign(v, e);
+                    let ev = pexp(b, x);
+                    b.assign(v, ev);
                 });
-                let idx = b.mad_lo(r, p.sp, c);
-                let dst = b.offset(out, idx);
+                let o = b.add(obase, e);
+                let dst = b.offset(out, o);
                 b.st_global(dst, 0, v);
             });
         });

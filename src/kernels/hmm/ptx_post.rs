@@ -199,21 +199,9 @@ fn posterior_row(b: &mut KernelBuilder, p: &PosteriorRegs, r: &Row) {
         m = pmax2(b, m, DP { h, l });
     }
     let m = pp::canon(b, m);
-    // z: lane sums, then the halving tree; lane 0 holds z.
-    let z = b.mov(0f32);
-    b.for_range(lane, p.s, 32u32, |b, i| {
-        let w = w_of(b, i);
-        let d = psub(b, w, m);
-        let g = pexp(b, d);
-        let nz = b.fadd(Rounding::Rn, z, g);
-        b.assign(z, nz);
-    });
-    let mut z = z;
-    for off in [16u32, 8, 4, 2, 1] {
-        let o = b.shfl(ShflMode::Down, z, off, 0x1f, FULL);
-        z = b.fadd(Rounding::Rn, z, o);
-    }
-    let z = b.shfl(ShflMode::Idx, z, 0u32, 0x1f, FULL);
+    // Pass 2: g = pexp(w ⊖ m) into the gamma buffer (its low part of
+    // â is read first), the final log_alpha / log_beta, and the lane sums
+    // of g; then the halving tree (lane 0 holds z).
     let t2 = b.shl(tt, 1u32);
     let cp = b.offset(cn, t2);
     let c = DP {
@@ -225,9 +213,7 @@ fn posterior_row(b: &mut KernelBuilder, p: &PosteriorRegs, r: &Row) {
         h: b.ld_global(dp, 0),
         l: b.ld_global(dp, 1),
     };
-    let t1 = b.add(tt, 1u32);
-    let has_pair = b.setp(Cmp::Lt, t1, len);
-    let wrow = b.mul_lo(tt, p.sp);
+    let z = b.mov(0f32);
     b.for_range(lane, p.s, 32u32, |b, i| {
         let k = b.add(row, i);
         let a = ld_pair(b, ah, al, k);
@@ -235,9 +221,8 @@ fn posterior_row(b: &mut KernelBuilder, p: &PosteriorRegs, r: &Row) {
         let w = padd(b, a, be);
         let dd = psub(b, w, m);
         let g = pexp(b, dd);
-        let gamma = b.fdiv(Rounding::Rn, g, z);
         let q = b.offset(al, k);
-        b.st_global(q, 0, gamma);
+        b.st_global(q, 0, g);
         for (src, shift, dst) in [(a, c, ah), (be, d, bh)] {
             let x = b.fadd(Rounding::Rn, src.h, shift.h);
             let y = b.fadd(Rounding::Rn, src.l, shift.l);
@@ -245,6 +230,25 @@ fn posterior_row(b: &mut KernelBuilder, p: &PosteriorRegs, r: &Row) {
             let q = b.offset(dst, k);
             b.st_global(q, 0, v);
         }
+        let nz = b.fadd(Rounding::Rn, z, g);
+        b.assign(z, nz);
+    });
+    let mut z = z;
+    for off in [16u32, 8, 4, 2, 1] {
+        let o = b.shfl(ShflMode::Down, z, off, 0x1f, FULL);
+        z = b.fadd(Rounding::Rn, z, o);
+    }
+    let z = b.shfl(ShflMode::Idx, z, 0u32, 0x1f, FULL);
+    // Pass 3: gamma = g / z, and x = gamma / w for the transition counts.
+    let t1 = b.add(tt, 1u32);
+    let has_pair = b.setp(Cmp::Lt, t1, len);
+    let wrow = b.mul_lo(tt, p.sp);
+    b.for_range(lane, p.s, 32u32, |b, i| {
+        let k = b.add(row, i);
+        let q = b.offset(al, k);
+        let g = b.ld_global(q, 0);
+        let gamma = b.fdiv(Rounding::Rn, g, z);
+        b.st_global(q, 0, gamma);
         b.if_(has_pair, |b| {
             let kw = b.add(wrow, i);
             let wp = b.offset(wrow0, kw);
@@ -293,12 +297,16 @@ fn transitions_task(
     let len = b.ld_global(lp, 0);
     let steps = b.max(len, 1u32);
     let steps = b.sub(steps, 1u32);
-    // Ã[i][j] for the 16 states i: row j of Ãᵀ.
-    let arow = b.mad_lo(j, p.sp, i0);
-    let ap = b.offset(p.a_til, arow);
+    // Ã[i][j] for the 16 states i: in the packed-quad layout, quad
+    // ⌊i/4⌋ at row j, `((⌊i/4⌋·sp + j)·4`.
+    let ib4 = b.shl(ib, 2u32);
     let mut at = Vec::with_capacity(n);
     for q in 0..n / 4 {
-        at.extend(b.ld_global_nc_v4(ap, (4 * q) as i32));
+        let qq = b.add(ib4, q as u32);
+        let e = b.mad_lo(qq, p.sp, j);
+        let e = b.shl(e, 2u32);
+        let ap = b.offset(p.a_til, e);
+        at.extend(b.ld_global_nc_v4(ap, 0));
     }
     let blk: Vec<Reg<F32>> = (0..n).map(|_| b.mov(0f32)).collect();
     let sum: Vec<Reg<F32>> = (0..n).map(|_| b.mov(0f32)).collect();
