@@ -534,15 +534,17 @@ pub fn generate_forward(sm: Sm, cap: u32) -> Result<PtxModule> {
         let (m, _) = cta_pmax(b, xm, None, &red);
         let row0 = b.mov(0u32);
         normalize_row(b, &pbuf, seq_ah, seq_al, row0, p.s, m);
-        norm.maxima.add(b, mpi);
-        norm.maxima.add(b, mb0);
-        norm.steps.add(b, m.h);
-        norm.steps.add(b, m.l);
-        let cprev = norm.value(b);
-        let cprev = DP {
-            h: b.mov(cprev.h),
-            l: b.mov(cprev.l),
-        };
+        // The normalizer sums live in thread 0 only (it stores C_t and ll).
+        let t0 = b.setp(Cmp::Eq, tid, 0u32);
+        let cprev = pp::constant(b, 0.0, 0.0);
+        b.if_(t0, |b| {
+            norm.maxima.add(b, mpi);
+            norm.maxima.add(b, mb0);
+            norm.steps.add(b, m.h);
+            norm.steps.add(b, m.l);
+            let cv = norm.value(b);
+            assign(b, cprev, cv);
+        });
         store_norm(b, tid, cn, row0, cprev);
         let dead0 = b.setp(Cmp::Eq, m.h, f32::NEG_INFINITY);
         let dead: Reg<U32> = b.selp(dead0, 1u32, 0u32);
@@ -598,12 +600,14 @@ pub fn generate_forward(sm: Sm, cap: u32) -> Result<PtxModule> {
                     });
                     let (m, _) = cta_pmax(b, xm, None, &red);
                     normalize_row(b, &pbuf, seq_ah, seq_al, row, p.s, m);
-                    norm.maxima.add(b, mbt);
-                    norm.amax.add(b, amax);
-                    norm.steps.add(b, m.h);
-                    norm.steps.add(b, m.l);
-                    let cv = norm.value(b);
-                    assign(b, cprev, cv);
+                    b.if_(t0, |b| {
+                        norm.maxima.add(b, mbt);
+                        norm.amax.add(b, amax);
+                        norm.steps.add(b, m.h);
+                        norm.steps.add(b, m.l);
+                        let cv = norm.value(b);
+                        assign(b, cprev, cv);
+                    });
                     store_norm(b, tid, cn, tt, cprev);
                     let d = b.setp(Cmp::Eq, m.h, f32::NEG_INFINITY);
                     let dv: Reg<U32> = b.selp(d, 1u32, 0u32);
@@ -613,7 +617,6 @@ pub fn generate_forward(sm: Sm, cap: u32) -> Result<PtxModule> {
             );
         });
         // ll: the last row's linear weights summed in ascending order.
-        let t0 = b.setp(Cmp::Eq, tid, 0u32);
         b.if_(t0, |b| {
             let z = b.mov(0f32);
             let live = b.setp(Cmp::Eq, zero_last, 0u32);
@@ -924,18 +927,21 @@ fn backward_step(b: &mut KernelBuilder, c: &BackStep<'_>, t: Reg<U32>) {
             assign(b, rm, nm);
         });
     });
-    let t1 = b.add(t, 1u32);
-    let mbn_p = b.offset(c.mbrow, t1);
-    let mbn = b.ld_global(mbn_p, 0);
-    c.norm.maxima.add(b, mbn);
-    c.norm.amax.add(b, c.amax);
-    for x in [c.mprime.h, c.mprime.l, k.h, k.l] {
-        c.norm.steps.add(b, x);
-    }
-    let d = c.norm.value(b);
-    assign(b, c.dprev, d);
-    store_norm(b, tid, c.dn, t, c.dprev);
+    // The normalizer sums live in thread 0 only (it stores D_t).
     let t0 = b.setp(Cmp::Eq, tid, 0u32);
+    b.if_(t0, |b| {
+        let t1 = b.add(t, 1u32);
+        let mbn_p = b.offset(c.mbrow, t1);
+        let mbn = b.ld_global(mbn_p, 0);
+        c.norm.maxima.add(b, mbn);
+        c.norm.amax.add(b, c.amax);
+        for x in [c.mprime.h, c.mprime.l, k.h, k.l] {
+            c.norm.steps.add(b, x);
+        }
+        let d = c.norm.value(b);
+        assign(b, c.dprev, d);
+    });
+    store_norm(b, tid, c.dn, t, c.dprev);
     b.if_(t0, |b| {
         let f: Reg<U32> = b.selp(any, 1u32, 0u32);
         let fp = b.offset(c.flags, t);
