@@ -143,13 +143,16 @@ fn host_model_accuracy_over_state_counts() {
         (33, 200),
         (64, 100),
         (256, 40),
+        (1024, 8),
+        (4096, 3),
     ] {
-        let m = issue_model(3, t, s, 100 + s as u64, true);
+        let batch = if s > 256 { 1 } else { 3 };
+        let m = issue_model(batch, t, s, 100 + s as u64, true);
         let e = check(&m, &host_run(&m), &format!("S = {s}"));
         report(&format!("S = {s}, T = {t}"), e);
         all = all.max(e);
     }
-    report("S = 1 … 256", all);
+    report("S = 1 … 4096", all);
 }
 
 #[test]

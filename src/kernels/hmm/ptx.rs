@@ -200,7 +200,7 @@ fn round4(b: &mut KernelBuilder, s: Reg<U32>) -> Reg<U32> {
 
 /// The linear sums of one step: `Σ_k x[k]·M[k][j]` in the contract's
 /// four chains, from the weights `x` in shared memory (zero-padded to
-/// `s4`) and the matrix `M` in the packed-quad layout of `hmm_prep_exp`
+/// `sp`; the zero terms leave the chains' sums unchanged) and the matrix `M` in the packed-quad layout of `hmm_prep_exp`
 /// (`M[k][4q + c]` at `(q·sp + k)·4 + c`, so a chain's next row is 64
 /// bytes on), into `part`: split variants leave the four chains of `j` at
 /// `part[g·s4 + j]`, the others the combined sum at `part[j]`.
@@ -225,15 +225,19 @@ fn lin_phase(
             let m = b.offset(mat, start);
             let m = b.ptr_copy(m);
             let acc: [Reg<F32>; 4] = std::array::from_fn(|_| b.mov(0f32));
-            b.for_range(g, s4, 4u32, |b, k| {
+            // Four steps of the chain a trip (k, k+4, k+8, k+12): the
+            // weights and rows are zero-padded to `sp`, a multiple of 16.
+            b.for_range(g, sp, 16u32, |b, k| {
                 let xp = b.shared_elem(x, k);
-                let xv = b.ld_shared(xp, 0);
-                let m4 = b.ld_global_nc_v4(m, 0);
-                b.advance(m, 16);
-                for c in 0..4 {
-                    let v = b.ffma(Rounding::Rn, xv, m4[c], acc[c]);
-                    b.assign(acc[c], v);
+                for step in 0..4 {
+                    let xv = b.ld_shared(xp, 4 * step);
+                    let m4 = b.ld_global_nc_v4(m, 16 * step);
+                    for c in 0..4 {
+                        let v = b.ffma(Rounding::Rn, xv, m4[c], acc[c]);
+                        b.assign(acc[c], v);
+                    }
                 }
+                b.advance(m, 64);
             });
             let at = b.mad_lo(g, s4, q4);
             let pp = b.shared_elem(part, at);
@@ -478,7 +482,7 @@ pub fn generate_forward(sm: Sm, cap: u32) -> Result<PtxModule> {
     b.if_(nonempty, |b| {
         // Zero padding of the weights.
         let from = b.add(p.s, tid);
-        b.for_range(from, s4, nt, |b, k| {
+        b.for_range(from, p.sp, nt, |b, k| {
             let q = b.shared_elem(&pbuf, k);
             b.st_shared(q, 0, 0f32);
         });
@@ -702,7 +706,7 @@ pub fn generate_backward(sm: Sm, cap: u32) -> Result<PtxModule> {
     let nonempty = b.setp(Cmp::Ne, len, 0u32);
     b.if_(nonempty, |b| {
         let from = b.add(p.s, tid);
-        b.for_range(from, s4, nt, |b, k| {
+        b.for_range(from, p.sp, nt, |b, k| {
             let q = b.shared_elem(&qbuf, k);
             b.st_shared(q, 0, 0f32);
         });
