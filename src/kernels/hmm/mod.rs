@@ -177,7 +177,7 @@
 //! transition counts a multiply and an `fma` per state pair and one `exp`
 //! per 16 pairs. One CTA runs each sequence's recursions; the transition
 //! counts use a thread per (16 states `i`, state `j`). At `S = 256` a step
-//! costs, in simulated PTX instructions, 413 k (forward), 471 k
+//! costs, in simulated PTX instructions, 315 k (forward), 373 k
 //! (backward), 47 k (posteriors) and 459 k (transition counts), against
 //! 4.61 M, 5.14 M, 13 k and 3.67 M for the contract this one replaced
 //! (`tests/hmm_sim.rs`, `docs/perf.md`).

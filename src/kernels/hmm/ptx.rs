@@ -17,8 +17,8 @@
 //! 1024 states give each (chain, 4 states) item its own thread and add the
 //! four partial sums after a barrier; the 4096 variant gives a thread all
 //! four chains of its 4 states. The bits are the same: the chains and
-//! their pairing are the contract's, not the launch's. See
-//! [`super::ptx_post`] for the last two kernels.
+//! their pairing are the contract's, not the launch's. `ptx_post.rs`
+//! holds the last two kernels.
 
 use super::ptx_pair::{
     self as pp, DNorm, DP, Red, assign, cta_fmax, cta_pmax, of, padd, pexp, plse, pmax2, pshift,
