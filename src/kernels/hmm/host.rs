@@ -272,6 +272,8 @@ fn state_log(s_lin: f32, terms: impl FnOnce() -> Vec<P>) -> (P, f32, bool) {
     }
 }
 
+// Index loops mirror the contract's subscripts.
+#[allow(clippy::needless_range_loop)]
 pub(crate) fn forward_seq(p: &Prep, log_a: &[f32], log_pi: &[f32], lb: &[f32], s: usize) -> Fwd {
     let l = lb.len() / s;
     let row = |t: usize| &lb[t * s..(t + 1) * s];
@@ -353,6 +355,8 @@ pub(crate) struct Bwd {
     pub(crate) fallbacks: u64,
 }
 
+// Index loops mirror the contract's subscripts.
+#[allow(clippy::needless_range_loop)]
 pub(crate) fn backward_seq(p: &Prep, log_a: &[f32], lb: &[f32], mb: &[f32], s: usize) -> Bwd {
     let l = lb.len() / s;
     let steps = l.saturating_sub(1);

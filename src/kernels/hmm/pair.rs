@@ -91,9 +91,8 @@ pub(crate) fn fmax(a: f32, b: f32) -> f32 {
         b
     } else if b.is_nan() || a > b {
         a
-    } else if b > a {
-        b
-    } else if a.is_sign_negative() {
+    } else if b > a || a.is_sign_negative() {
+        // Larger, or equal with `a` a −0.
         b
     } else {
         a
