@@ -64,6 +64,28 @@ fn sim_equals_host_on_ragged_shapes_and_special_values() {
 }
 
 #[test]
+fn sim_equals_host_without_positions() {
+    // T = 0: every length 0, log-likelihoods +0, xi zero.
+    let m = Model {
+        pi: vec![-1.0; 3],
+        a: vec![-1.1; 9],
+        b: Vec::new(),
+        lengths: vec![0, 0],
+        batch: 2,
+        t: 0,
+        s: 3,
+    };
+    same_on(&m, &[Sm::Sm80], "T = 0");
+    let p = host_run(&m);
+    assert!(
+        p.log_likelihood
+            .iter()
+            .chain(&p.xi)
+            .all(|x| x.to_bits() == 0)
+    );
+}
+
+#[test]
 fn sim_equals_host_on_signed_zeros_and_whole_rows_of_minus_inf() {
     let mut m = issue_model(3, 8, 5, 20, true);
     let s = m.s;
