@@ -197,7 +197,7 @@ fn logcumsumexp(st: &Stream) -> Result<Outcome> {
 /// HMM forward-backward (alpha, beta, likelihood, posteriors, transition
 /// counts) over 8 sequences of up to 60 steps and 24 states.
 fn hmm(st: &Stream) -> Result<Outcome> {
-    use kernels::hmm::{host, launch};
+    use kernels::hmm::{Inputs, Shape, host, launch};
     let (batch, t, s) = (8, 60, 24);
     let mut r = lcg(11);
     let mut lp = move || (r() * 0.45 + 0.55).ln();
@@ -205,8 +205,15 @@ fn hmm(st: &Stream) -> Result<Outcome> {
     let a: Vec<f32> = (0..s * s).map(|_| lp()).collect();
     let b: Vec<f32> = (0..batch * t * s).map(|_| lp()).collect();
     let lengths: Vec<u32> = (0..batch as u32).map(|i| 60 - i * 5).collect();
-    let got = launch::run_on(st, &pi, &a, &b, &lengths, batch, t, s)?;
-    let want = host::forward_backward(&pi, &a, &b, &lengths, batch, t, s)?;
+    let shape = Shape::new(batch, t, s)?;
+    let inputs = Inputs {
+        log_pi: &pi,
+        log_a: &a,
+        log_b: &b,
+        lengths: &lengths,
+    };
+    let got = launch::run_on(st, &shape, &inputs)?;
+    let want = host::forward_backward(&shape, &inputs)?;
     let exact = same_bits(&got.log_alpha, &want.log_alpha)
         && same_bits(&got.log_beta, &want.log_beta)
         && same_bits(&got.log_likelihood, &want.log_likelihood)

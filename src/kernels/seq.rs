@@ -48,7 +48,9 @@ pub(crate) struct SeqCta {
     pub nt: Reg<U32>,
     /// `lengths[seq]`.
     pub len: Reg<U32>,
-    /// `T · S`: the elements of one sequence.
+    /// `T · S`: the elements of one sequence (no kernel reads it today;
+    /// ptxas drops the multiply then).
+    #[allow(dead_code)]
     pub ts: Reg<U32>,
     /// `seq · T · S`: the sequence's first element in `[batch, T, S]`.
     pub base: Reg<U64>,
