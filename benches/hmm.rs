@@ -1,11 +1,16 @@
 //! HMM forward-backward time per `T · S²` (each of the forward and backward
 //! passes and the transition counts does `L · S²` log-sum terms): the host
-//! model always; on a GPU the device entry point at batch 64, T 1000,
-//! S 256.
+//! model always; on a GPU the slice API at batch 64, T 1000, S 256
+//! (uploads and downloads included), then the device entry point on
+//! resident buffers, median of 3, next to the roofline model's time for
+//! the card (`docs/roofline.tsv`).
 //!
 //! ```text
 //! cargo bench --bench hmm
 //! ```
+
+#[path = "common/model.rs"]
+mod roofline;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use ptxsmith::kernels::hmm::{host, launch};
@@ -27,6 +32,7 @@ fn model(batch: usize, t: usize, s: usize) -> (Vec<f32>, Vec<f32>, Vec<f32>, Vec
 }
 
 fn bench(c: &mut Criterion) {
+    roofline::check_rows(&[("hmm", "forward-backward, batch 64, T 1000, S 256")]);
     let (batch, t, s) = (4, 100, 32);
     let (pi, a, b, l) = model(batch, t, s);
     let mut g = c.benchmark_group("hmm/host");
@@ -59,6 +65,44 @@ fn bench(c: &mut Criterion) {
         bn.iter(|| launch::run_on(&st, &pi, &a, &b, &l, batch, t, s).unwrap())
     });
     g.finish();
+
+    // Kernels only: the model's problem.
+    let (pi_d, a_d, b_d) = (
+        st.upload(&pi).unwrap(),
+        st.upload(&a).unwrap(),
+        st.upload(&b).unwrap(),
+    );
+    let n = batch * t * s;
+    let ctx2 = &ctx;
+    let (mut alpha, mut beta, mut gamma) = (
+        ctx2.alloc::<f32>(n).unwrap(),
+        ctx2.alloc::<f32>(n).unwrap(),
+        ctx2.alloc::<f32>(n).unwrap(),
+    );
+    let mut ll = ctx2.alloc::<f32>(batch).unwrap();
+    let mut xi = ctx2.alloc::<f32>(batch * s * s).unwrap();
+    let secs = roofline::median_s(3, || {
+        let out = ptxsmith::kernels::hmm::launch::DeviceOutputs {
+            log_alpha: &mut alpha,
+            log_beta: &mut beta,
+            log_likelihood: &mut ll,
+            gamma: &mut gamma,
+            xi: &mut xi,
+        };
+        ptxsmith::kernels::hmm::forward_backward_dev(&st, &pi_d, &a_d, &b_d, &l, batch, t, s, out)
+            .unwrap();
+        st.synchronize().unwrap();
+    });
+    let dev = ctx.info().map_or(String::new(), |i| i.name.clone());
+    roofline::compare(
+        "hmm forward-backward 64x1000x256 (resident buffers)",
+        secs,
+        &dev,
+        ctx.multiprocessor_count(),
+        "hmm",
+        "forward-backward, batch 64, T 1000, S 256",
+        "*",
+    );
 }
 
 criterion_group!(benches, bench);

@@ -1,10 +1,15 @@
 //! logcumsumexp forward and backward: the host model always; on a GPU the
 //! kernels at `[4096, 4096]`, in GB/s (`2 · rows · T · 4` bytes for the
-//! forward) next to the card's memory bandwidth.
+//! forward) next to the card's memory bandwidth, and the median of 10
+//! calls next to the roofline model's time for the card
+//! (`docs/roofline.tsv`).
 //!
 //! ```text
 //! cargo bench --bench logcumsumexp
 //! ```
+
+#[path = "common/model.rs"]
+mod roofline;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use ptxsmith::kernels::logcumsumexp::{backward_dev, forward_dev, host};
@@ -22,6 +27,10 @@ fn data(n: usize, seed: u32) -> Vec<f32> {
 }
 
 fn bench(c: &mut Criterion) {
+    roofline::check_rows(&[
+        ("logcumsumexp", "forward [4096, 4096]"),
+        ("logcumsumexp", "backward [4096, 4096]"),
+    ]);
     let (rows, t) = (64, 4096);
     let x = data(rows * t, 1);
     let g = data(rows * t, 2);
@@ -74,6 +83,34 @@ fn bench(c: &mut Criterion) {
         })
     });
     grp.finish();
+    let dev = ctx.info().map_or(String::new(), |i| i.name.clone());
+    let sms = ctx.multiprocessor_count();
+    let fwd = roofline::median_s(10, || {
+        forward_dev(&st, &dx, &mut dy, rows, t).unwrap();
+        st.synchronize().unwrap();
+    });
+    roofline::compare(
+        "logcumsumexp forward 4096x4096",
+        fwd,
+        &dev,
+        sms,
+        "logcumsumexp",
+        "forward [4096, 4096]",
+        "*",
+    );
+    let bwd = roofline::median_s(10, || {
+        backward_dev(&st, &dx, &dy, &dg, &mut dgx, rows, t).unwrap();
+        st.synchronize().unwrap();
+    });
+    roofline::compare(
+        "logcumsumexp backward 4096x4096",
+        bwd,
+        &dev,
+        sms,
+        "logcumsumexp",
+        "backward [4096, 4096]",
+        "*",
+    );
 }
 
 criterion_group!(benches, bench);

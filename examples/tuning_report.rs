@@ -3,11 +3,12 @@
 //! theoretical occupancy and what limits it) and disassembled with
 //! nvdisasm (the hot loop's SASS mix), as `tuning.md` and `tuning.svg`,
 //! followed by the roofline model of every kernel family on every card
-//! (`tuning.md`'s last section and `roofline.svg`).
+//! (`tuning.md`'s last section, `roofline.svg`, and `roofline.tsv` for the
+//! benches, which print the modeled figure next to the measured one).
 //!
 //! ```text
 //! bash scripts/install-nvidia-tools.sh          # once
-//! cargo run --release --example tuning_report   # writes docs/tuning.{md,svg}, docs/roofline.svg
+//! cargo run --release --example tuning_report   # writes docs/tuning.{md,svg}, docs/roofline.{svg,tsv}
 //! cargo run --release --example tuning_report -- --out /tmp/report
 //! cargo run --release --example tuning_report -- --roofline-only   # prints the model's section
 //! ```
@@ -61,13 +62,14 @@ fn main() -> ExitCode {
         .and_then(|()| std::fs::write(out.join("tuning.md"), r.markdown()))
         .and_then(|()| std::fs::write(out.join("tuning.svg"), r.svg()))
         .and_then(|()| std::fs::write(out.join("roofline.svg"), r.roofline_svg()))
+        .and_then(|()| std::fs::write(out.join("roofline.tsv"), r.roofline_tsv()))
     {
         eprintln!("writing {}: {e}", out.display());
         return ExitCode::FAILURE;
     }
     let spilling = r.rows.iter().filter(|row| row.spill_bytes > 0).count();
     println!(
-        "{} variant × target rows ({} spilling) and the roofline model of {} problems on {} cards written to {}/tuning.{{md,svg}} and roofline.svg",
+        "{} variant × target rows ({} spilling) and the roofline model of {} problems on {} cards written to {}/tuning.{{md,svg}} and roofline.{{svg,tsv}}",
         r.rows.len(),
         spilling,
         r.roofline.gpus.first().map_or(0, |g| g.problems.len()),

@@ -49,7 +49,8 @@ fn check(p: &problems::Problem, sms: u32, worst: &mut f64, failures: &mut Vec<St
     let rows = ptxsmith::report::roofline::check_fit(p, Sm::Sm90, sms, &p.check)
         .unwrap_or_else(|e| panic!("{}: {e}", p.name));
     assert!(!rows.is_empty(), "{}: nothing launched", p.name);
-    for (k, (ptx, fp32), (ptx_sim, fp32_sim)) in rows {
+    for r in rows {
+        let (k, (ptx, fp32), (ptx_sim, fp32_sim)) = (r.kernel, r.predicted, r.simulated);
         let rel = (ptx - ptx_sim).abs() / ptx_sim.max(1.0);
         *worst = worst.max(rel);
         println!(

@@ -1,5 +1,5 @@
 //! The committed tuning report (`docs/tuning.md` with its roofline
-//! section, `docs/tuning.svg`, `docs/roofline.svg`) is what the code
+//! section, `docs/tuning.svg`, `docs/roofline.{svg,tsv}`) is what the code
 //! generates, every kernel × target it covers has no spills and fits at
 //! least one CTA per SM, and the roofline model covers every problem on
 //! every card. Regenerate with `cargo run --release --example
@@ -71,7 +71,8 @@ fn committed_report_matches_the_code_and_no_kernel_spills() {
     let md = std::fs::read_to_string(docs.join("tuning.md")).unwrap_or_default();
     let svg = std::fs::read_to_string(docs.join("tuning.svg")).unwrap_or_default();
     let roof_svg = std::fs::read_to_string(docs.join("roofline.svg")).unwrap_or_default();
-    let fix = "regenerate with `cargo run --release --example tuning_report` and commit docs/tuning.{md,svg} and docs/roofline.svg";
+    let roof_tsv = std::fs::read_to_string(docs.join("roofline.tsv")).unwrap_or_default();
+    let fix = "regenerate with `cargo run --release --example tuning_report` and commit docs/tuning.{md,svg} and docs/roofline.{svg,tsv}";
     if md != r.markdown() {
         let first = md
             .lines()
@@ -87,5 +88,9 @@ fn committed_report_matches_the_code_and_no_kernel_spills() {
     assert!(
         roof_svg == r.roofline_svg(),
         "docs/roofline.svg drifted from the code; {fix}"
+    );
+    assert!(
+        roof_tsv == r.roofline_tsv(),
+        "docs/roofline.tsv drifted from the code; {fix}"
     );
 }

@@ -36,6 +36,10 @@ use crate::target::Sm;
 pub struct Gpu {
     /// Short name used in the report (`H100 SXM`).
     pub name: &'static str,
+    /// The token of the driver's device name that identifies the card
+    /// (`"NVIDIA H100 80GB HBM3"` → `H100`); together with the SM count
+    /// it matches a running device to its row (the benches do).
+    pub device_token: &'static str,
     /// The target ptxsmith's launch code picks for the card
     /// ([`Sm::for_compute_capability`]): its SASS is what the model counts.
     pub sm: Sm,
@@ -73,6 +77,17 @@ impl Gpu {
     pub fn bytes_per_s(&self) -> f64 {
         self.mem_gbps * 1e9
     }
+
+    /// Whether a device the driver names `device` with `sms` SMs is this
+    /// card: one of the name's tokens (split at spaces and dashes) is
+    /// [`Gpu::device_token`] and the SM count is the table's (an H100 PCIe,
+    /// 114 SMs, is not the H100 SXM).
+    pub fn matches(&self, device: &str, sms: u32) -> bool {
+        sms == self.sms
+            && device
+                .split([' ', '-'])
+                .any(|t| t.eq_ignore_ascii_case(self.device_token))
+    }
 }
 
 /// Every card of the model, the issue's goal card (H100 SXM) first.
@@ -102,6 +117,7 @@ pub const GPUS: [Gpu; 10] = [
 /// SMs, 1.98 GHz, FP32 66.9) and archive-lib.hpctech.co.jp (3 350 GB/s).
 pub const H100_SXM: Gpu = Gpu {
     name: "H100 SXM",
+    device_token: "H100",
     sm: Sm::Sm90,
     sms: 132,
     boost_mhz: 1980.0,
@@ -118,6 +134,7 @@ pub const H100_SXM: Gpu = Gpu {
 /// (132 SMs, 16 896 cores, 4.8 TB/s).
 pub const H200: Gpu = Gpu {
     name: "H200",
+    device_token: "H200",
     sm: Sm::Sm90,
     sms: 132,
     boost_mhz: 1980.0,
@@ -138,6 +155,7 @@ pub const H200: Gpu = Gpu {
 /// guide (1 410 MHz, 2 039 GB/s).
 pub const A100_SXM_80: Gpu = Gpu {
     name: "A100 SXM 80GB",
+    device_token: "A100",
     sm: Sm::Sm80,
     sms: 108,
     boost_mhz: 1410.0,
@@ -154,6 +172,7 @@ pub const A100_SXM_80: Gpu = Gpu {
 /// (quoted by itcreations.com and computizer.com).
 pub const L40S: Gpu = Gpu {
     name: "L40S",
+    device_token: "L40S",
     sm: Sm::Sm89,
     sms: 142,
     boost_mhz: 2520.0,
@@ -177,6 +196,7 @@ pub const L40S: Gpu = Gpu {
 /// the HGX B200 figures are taken.
 pub const B200: Gpu = Gpu {
     name: "B200",
+    device_token: "B200",
     sm: Sm::Sm100a,
     sms: 148,
     boost_mhz: 1980.0,
@@ -197,6 +217,7 @@ pub const B200: Gpu = Gpu {
 /// 2 407 MHz, 1 792 GB/s, 104 TFLOP/s).
 pub const RTX_5090: Gpu = Gpu {
     name: "RTX 5090",
+    device_token: "5090",
     sm: Sm::Sm120a,
     sms: 170,
     boost_mhz: 2407.0,
@@ -215,6 +236,7 @@ pub const RTX_5090: Gpu = Gpu {
 /// SXM": 1 530 MHz, 15.67 TFLOP/s).
 pub const V100_SXM2: Gpu = Gpu {
     name: "V100 SXM2",
+    device_token: "V100",
     sm: Sm::Sm70,
     sms: 80,
     boost_mhz: 1530.0,
@@ -232,6 +254,7 @@ pub const V100_SXM2: Gpu = Gpu {
 /// TFLOP/s, the vendor's figure.
 pub const T4: Gpu = Gpu {
     name: "T4",
+    device_token: "T4",
     sm: Sm::Sm75,
     sms: 40,
     boost_mhz: 1590.0,
@@ -249,6 +272,7 @@ pub const T4: Gpu = Gpu {
 /// 31.24 TFLOP/s).
 pub const A10: Gpu = Gpu {
     name: "A10",
+    device_token: "A10",
     sm: Sm::Sm86,
     sms: 72,
     boost_mhz: 1695.0,
@@ -267,6 +291,7 @@ pub const A10: Gpu = Gpu {
 /// and a GPU table on huggingface.co (936 GB/s).
 pub const RTX_3090: Gpu = Gpu {
     name: "RTX 3090",
+    device_token: "3090",
     sm: Sm::Sm86,
     sms: 82,
     boost_mhz: 1695.0,
@@ -307,6 +332,14 @@ mod tests {
                 g.name
             );
         }
+        // Device names as the driver reports them.
+        assert!(H100_SXM.matches("NVIDIA H100 80GB HBM3", 132));
+        assert!(!H100_SXM.matches("NVIDIA H100 PCIe", 114));
+        assert!(A100_SXM_80.matches("NVIDIA A100-SXM4-80GB", 108));
+        assert!(!A10.matches("NVIDIA A100-SXM4-80GB", 72));
+        assert!(A10.matches("NVIDIA A10", 72));
+        assert!(RTX_5090.matches("NVIDIA GeForce RTX 5090", 170));
+        assert!(T4.matches("Tesla T4", 40));
         // H100: 132 × 128 × 1.98 GHz = 33.45 T separate-rounding FLOP/s.
         assert!((H100_SXM.fp32_instr_per_s() / 1e12 - 33.454).abs() < 0.01);
     }

@@ -5,6 +5,9 @@
 //! it as `docs/tuning.md` (a Markdown table) and `docs/tuning.svg` (heat
 //! maps of occupancy and hot-loop FP32 math share); `tests/tuning_report.rs`
 //! fails when those committed copies drift from what the code generates.
+//! The report ends with the [`roofline`] model of every kernel family on
+//! every card of [`hardware::GPUS`] (`docs/roofline.svg`,
+//! `docs/roofline.tsv`).
 //!
 //! Definitions:
 //! * **threads**: the CTA size the launch code uses (the entry's
@@ -250,7 +253,8 @@ pub fn generate(tools: &NvTools) -> Result<Report> {
         .versions()
         .map_err(|e| Error::InvalidArgument(format!("NVIDIA tools: {e}")))?;
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let results: Vec<(usize, Result<(Row, Option<SassSummary>)>)> = std::thread::scope(|s| {
+    type Measured = (Row, Option<SassSummary>);
+    let results: Vec<(usize, Result<Measured>)> = std::thread::scope(|s| {
         let workers: Vec<_> = (0..2)
             .map(|_| {
                 s.spawn(|| {
@@ -350,5 +354,10 @@ impl Report {
     /// The roofline picture (`docs/roofline.svg`).
     pub fn roofline_svg(&self) -> String {
         self.roofline.svg()
+    }
+
+    /// The roofline model as tab-separated values (`docs/roofline.tsv`).
+    pub fn roofline_tsv(&self) -> String {
+        self.roofline.tsv()
     }
 }

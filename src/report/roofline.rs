@@ -1,5 +1,5 @@
 //! A roofline model of every kernel family at a named, realistic problem
-//! size (the benches' sizes), on every card of [`hardware::GPUS`].
+//! size (the benches' sizes), on every card of [`super::hardware::GPUS`].
 //!
 //! # What is counted
 //! * **Launches**: each problem runs the family's own launch code
@@ -83,7 +83,10 @@ impl SassSummary {
         let total = f
             .instructions
             .iter()
-            .filter(|i| !i.is("NOP") && !(i.base() == "BRA" && i.target == Some(i.address)))
+            .filter(|i| {
+                let self_branch = i.base() == "BRA" && i.target == Some(i.address);
+                !i.is("NOP") && !self_branch
+            })
             .count();
         let hot = super::hot_loop_range(f).map(|r| {
             let n = f.in_range(&r).count();
@@ -307,22 +310,39 @@ fn by_kernel(log: &[Launch]) -> BTreeMap<String, Counts> {
 }
 
 /// Solve `a · x = y` (small, dense) by Gaussian elimination with partial
-/// pivoting; `None` when singular.
+/// pivoting on the column-scaled matrix (basis columns differ by many
+/// orders of magnitude); `None` when singular.
 fn solve(mut a: Vec<Vec<f64>>, mut y: Vec<f64>) -> Option<Vec<f64>> {
     let n = y.len();
+    if a.len() != n || a.iter().any(|r| r.len() != n) {
+        return None;
+    }
+    let scale: Vec<f64> = (0..n)
+        .map(|j| a.iter().fold(0f64, |m, r| m.max(r[j].abs())))
+        .collect();
+    if scale.contains(&0.0) {
+        return None;
+    }
+    for r in &mut a {
+        for (v, s) in r.iter_mut().zip(&scale) {
+            *v /= s;
+        }
+    }
     for c in 0..n {
         let p = (c..n).max_by(|&i, &j| a[i][c].abs().total_cmp(&a[j][c].abs()))?;
-        if a[p][c].abs() < 1e-12 * a.iter().flatten().fold(0f64, |m, v| m.max(v.abs())) {
+        if a[p][c].abs() < 1e-9 {
             return None;
         }
         a.swap(c, p);
         y.swap(c, p);
-        for r in c + 1..n {
-            let f = a[r][c] / a[c][c];
-            for k in c..n {
-                a[r][k] -= f * a[c][k];
+        let (top, rest) = a.split_at_mut(c + 1);
+        let pivot = &top[c];
+        for (i, row) in rest.iter_mut().enumerate() {
+            let f = row[c] / pivot[c];
+            for (v, pv) in row[c..].iter_mut().zip(&pivot[c..]) {
+                *v -= f * pv;
             }
-            y[r] -= f * y[c];
+            y[c + 1 + i] -= f * y[c];
         }
     }
     let mut x = vec![0.0; n];
@@ -330,7 +350,7 @@ fn solve(mut a: Vec<Vec<f64>>, mut y: Vec<f64>) -> Option<Vec<f64>> {
         let s: f64 = (r + 1..n).map(|k| a[r][k] * x[k]).sum();
         x[r] = (y[r] - s) / a[r][r];
     }
-    Some(x)
+    Some(x.iter().zip(&scale).map(|(x, s)| x / s).collect())
 }
 
 /// The launches of `p` at `shape` on a recorder for `sm` with `sms` SMs.
@@ -444,15 +464,19 @@ pub fn fit(p: &Problem, sm: Sm, sms: u32) -> Result<(BTreeMap<String, Fit>, Vec<
     Ok((out, launched))
 }
 
-/// Predicted `(PTX, FP32)` counts of `p`'s kernels at `shape` on `sm`
-/// with `sms` SMs, and the simulated counts there (for checking a
-/// problem's basis on a shape it was not fitted on).
-pub fn check_fit(
-    p: &Problem,
-    sm: Sm,
-    sms: u32,
-    shape: &Shape,
-) -> Result<Vec<(String, (f64, f64), (f64, f64))>> {
+/// One kernel's counts on a check shape: `(PTX, FP32)` as the fit predicts
+/// them and as the simulator ran them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Predicted {
+    pub kernel: String,
+    pub predicted: (f64, f64),
+    pub simulated: (f64, f64),
+}
+
+/// Predicted and simulated counts of `p`'s kernels at `shape` on `sm` with
+/// `sms` SMs (for checking a problem's basis on a shape it was not fitted
+/// on).
+pub fn check_fit(p: &Problem, sm: Sm, sms: u32, shape: &Shape) -> Result<Vec<Predicted>> {
     let (fits, _) = fit(p, sm, sms)?;
     let log = record(p, sm, sms, shape, true)?;
     let b = (p.basis)(shape, sm, sms);
@@ -460,8 +484,11 @@ pub fn check_fit(
         .into_iter()
         .map(|(k, c)| {
             let t = threads_by_kernel(&log, &k);
-            let pred = fits.get(&k).map_or((0.0, 0.0), |f| f.at(&b, t));
-            (k, pred, (c.ptx, c.fp32))
+            Predicted {
+                predicted: fits.get(&k).map_or((0.0, 0.0), |f| f.at(&b, t)),
+                simulated: (c.ptx, c.fp32),
+                kernel: k,
+            }
         })
         .collect())
 }
@@ -787,6 +814,44 @@ impl Roofline {
         svg::render(self)
     }
 
+    /// Every problem and kernel on every card as tab-separated values
+    /// (`docs/roofline.tsv`, which the benches embed to print the modeled
+    /// figure next to the measured one): card, its device token and SM
+    /// count, SM target, family, problem, kernel (`*` for the problem's
+    /// total), modeled seconds and share of the roof (empty without SASS).
+    pub fn tsv(&self) -> String {
+        let mut s =
+            String::from("card\ttoken\tsms\tsm\tfamily\tproblem\tkernel\tmodeled_s\tshare\n");
+        let num = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v:.4e}"));
+        for g in &self.gpus {
+            let gpu = &g.gpu;
+            for p in &g.problems {
+                let mut line = |kernel: &str, t: Option<f64>, share: Option<f64>| {
+                    s.push_str(&format!(
+                        "{}\t{}\t{}\t{}\t{}\t{}\t{kernel}\t{}\t{}\n",
+                        gpu.name,
+                        gpu.device_token,
+                        gpu.sms,
+                        gpu.sm,
+                        p.family,
+                        p.problem,
+                        num(t),
+                        num(share)
+                    ));
+                };
+                line("*", p.model_s(), p.share(gpu));
+                for k in &p.kernels {
+                    let at_roof = match p.roof {
+                        Roof::Memory => k.mem_s,
+                        Roof::Fp32 => k.fp32 / gpu.fp32_instr_per_s(),
+                    };
+                    line(&k.kernel, k.model_s(), k.model_s().map(|m| at_roof / m));
+                }
+            }
+        }
+        s
+    }
+
     /// The rows of the card called `name`.
     pub fn gpu(&self, name: &str) -> Option<&GpuRows> {
         self.gpus.iter().find(|g| g.gpu.name == name)
@@ -802,5 +867,14 @@ mod tests {
         let x = solve(vec![vec![1.0, 2.0], vec![1.0, 3.0]], vec![5.0, 7.0]).unwrap();
         assert!((x[0] - 1.0).abs() < 1e-12 && (x[1] - 2.0).abs() < 1e-12);
         assert!(solve(vec![vec![1.0, 2.0], vec![2.0, 4.0]], vec![1.0, 2.0]).is_none());
+        // Columns of very different magnitudes (a constant and an element
+        // count).
+        let x = solve(
+            vec![vec![1.0, 65536.0], vec![1.0, 131072.0]],
+            vec![10.0 + 7.0 * 65536.0, 10.0 + 7.0 * 131072.0],
+        )
+        .unwrap();
+        assert!((x[0] - 10.0).abs() < 1e-6 && (x[1] - 7.0).abs() < 1e-12);
+        assert!(solve(vec![vec![0.0, 1.0], vec![0.0, 2.0]], vec![1.0, 2.0]).is_none());
     }
 }
