@@ -833,7 +833,8 @@ fn ell_forward(pct: usize) -> Problem {
             min: 1.6,
         }),
         note: "x once (the row blocks of a wave share it in L2), the filled slots' values \
-               once, y once; roof: one FFMA per multiply-add (the contract's fma.rn)",
+               once, y once; roof: one FFMA per multiply-add (the contract's fused \
+               multiply-add)",
     }
 }
 

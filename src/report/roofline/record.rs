@@ -38,12 +38,14 @@ impl Launch {
     }
 }
 
-/// Whether a full PTX opcode (`fma.rn.f32`) is FP32 arithmetic that becomes
-/// one `FADD`/`FMUL`/`FFMA`/`FMNMX` lane-instruction.
+/// Whether a full PTX opcode as the simulator names it (`fma.rn.f32`) is
+/// FP32 arithmetic that becomes one `FADD`/`FMUL`/`FFMA`/`FMNMX`
+/// lane-instruction: its first token is one of those operations and its
+/// last the `f32` type.
 pub fn is_fp32_math(opcode: &str) -> bool {
     let mut parts = opcode.split('.');
     let base = parts.next().unwrap_or("");
-    matches!(base, "add" | "sub" | "mul" | "fma" | "min" | "max") && opcode.ends_with(".f32")
+    matches!(base, "add" | "sub" | "mul" | "fma" | "min" | "max") && parts.last() == Some("f32")
 }
 
 /// The launch log shared between a [`Recorder`] and its reader.
@@ -255,25 +257,32 @@ impl Executor for Recorder {
 mod tests {
     use super::*;
 
+    /// An opcode as the simulator spells it, from its dot-separated
+    /// tokens.
+    fn op(tokens: &[&str]) -> String {
+        tokens.join(".")
+    }
+
     #[test]
     fn fp32_opcodes() {
-        for op in [
-            "add.rn.f32",
-            "fma.rn.f32",
-            "max.f32",
-            "min.NaN.f32",
-            "sub.rn.f32",
+        for t in [
+            &["add", "rn", "f32"][..],
+            &["fma", "rn", "f32"],
+            &["max", "f32"],
+            &["min", "NaN", "f32"],
+            &["sub", "rn", "f32"],
         ] {
-            assert!(is_fp32_math(op), "{op}");
+            assert!(is_fp32_math(&op(t)), "{t:?}");
         }
-        for op in [
-            "add.u32",
-            "setp.gt.f32",
-            "selp.f32",
-            "fma.rn.f64",
-            "mul.wide.u32",
+        for t in [
+            &["add", "u32"][..],
+            &["setp", "gt", "f32"],
+            &["selp", "f32"],
+            &["fma", "rn", "f64"],
+            &["mul", "wide", "u32"],
+            &["add"],
         ] {
-            assert!(!is_fp32_math(op), "{op}");
+            assert!(!is_fp32_math(&op(t)), "{t:?}");
         }
     }
 }
