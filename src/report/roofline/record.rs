@@ -45,7 +45,8 @@ impl Launch {
 pub fn is_fp32_math(opcode: &str) -> bool {
     let mut parts = opcode.split('.');
     let base = parts.next().unwrap_or("");
-    matches!(base, "add" | "sub" | "mul" | "fma" | "min" | "max") && parts.last() == Some("f32")
+    matches!(base, "add" | "sub" | "mul" | "fma" | "min" | "max")
+        && parts.next_back() == Some("f32")
 }
 
 /// The launch log shared between a [`Recorder`] and its reader.
