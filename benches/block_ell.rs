@@ -6,11 +6,17 @@
 //! the same kernels; `scripts/torch_baselines.py` times the dense GEMM of
 //! the same shape in PyTorch.
 //!
-//! Throughput is reported in useful multiply-adds (`N · nnz · B²`).
+//! Throughput is reported in useful multiply-adds (`N · nnz · B²`). After
+//! the criterion groups, the 50 % forward, grad-input and grad-values and
+//! the 100 % forward are timed again (median of 10) next to the roofline
+//! model's time for the card (`docs/roofline.tsv`).
 //!
 //! ```text
 //! cargo bench --bench block_ell
 //! ```
+
+#[path = "common/model.rs"]
+mod roofline;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use ptxsmith::kernels::block_ell::{self, DeviceTopology, Dims};
@@ -43,6 +49,24 @@ fn topology(r: usize, c: usize, k: usize, filled: usize) -> Vec<i32> {
 }
 
 fn bench(c: &mut Criterion) {
+    roofline::check_rows(&[
+        (
+            "block_ell",
+            "forward 2048 → 2048, B 32, N 4096, 50 % of the slots",
+        ),
+        (
+            "block_ell",
+            "forward 2048 → 2048, B 32, N 4096, 100 % of the slots",
+        ),
+        (
+            "block_ell",
+            "grad-input 2048 → 2048, B 32, N 4096, 50 % of the slots",
+        ),
+        (
+            "block_ell",
+            "grad-values 2048 → 2048, B 32, N 4096, 50 % of the slots",
+        ),
+    ]);
     let (r, cb, b, n) = (8, 8, 16, 256);
     let dims = Dims::new(r, cb, cb / 2, b).unwrap();
     let col = topology(r, cb, cb / 2, cb / 2);
@@ -80,6 +104,9 @@ fn bench(c: &mut Criterion) {
     let gy = st.upload(&data(n * r * b, 5)).unwrap();
     let mut y = ctx.alloc::<f32>(n * r * b).unwrap();
     let mut gx = ctx.alloc::<f32>(n * cb * b).unwrap();
+    let dev = ctx.info().map_or(String::new(), |i| i.name.clone());
+    let sms = ctx.multiprocessor_count();
+    let mut modeled = Vec::new();
     let mut g = c.benchmark_group("block_ell/gpu");
     g.sample_size(10);
     for pct in [100, 50, 25, 10] {
@@ -108,8 +135,39 @@ fn bench(c: &mut Criterion) {
                 st.synchronize().unwrap();
             })
         });
+        if pct == 100 || pct == 50 {
+            let fwd = roofline::median_s(10, || {
+                block_ell::forward_dev(&st, &topo, n, &x, &values, None, &mut y).unwrap();
+                st.synchronize().unwrap();
+            });
+            let problem = format!("forward 2048 → 2048, B 32, N 4096, {pct} % of the slots");
+            modeled.push((format!("block_ell forward {pct} %"), fwd, problem));
+        }
+        if pct == 50 {
+            let gi = roofline::median_s(10, || {
+                block_ell::grad_input_dev(&st, &topo, n, &gy, &values, &mut gx).unwrap();
+                st.synchronize().unwrap();
+            });
+            modeled.push((
+                "block_ell grad-input 50 %".into(),
+                gi,
+                "grad-input 2048 → 2048, B 32, N 4096, 50 % of the slots".into(),
+            ));
+            let gvs = roofline::median_s(10, || {
+                block_ell::grad_values_dev(&st, &topo, n, &x, &gy, &mut gv).unwrap();
+                st.synchronize().unwrap();
+            });
+            modeled.push((
+                "block_ell grad-values 50 %".into(),
+                gvs,
+                "grad-values 2048 → 2048, B 32, N 4096, 50 % of the slots".into(),
+            ));
+        }
     }
     g.finish();
+    for (label, secs, problem) in modeled {
+        roofline::compare(&label, secs, &dev, sms, "block_ell", &problem, "*");
+    }
 }
 
 criterion_group!(benches, bench);

@@ -2,11 +2,16 @@
 //! scales): the host model always; on a GPU the device entry points on a
 //! resident `[1, 16384, 8192]` tensor (512 MiB of f32), in GB/s of bytes
 //! moved (`x` + codes + scales, plus NVFP4's absmax pass over `x`) next to
-//! the card's peak memory bandwidth. The device's default codec.
+//! the card's peak memory bandwidth. The device's default codec. After the
+//! criterion group, each is timed again (median of 10) next to the
+//! roofline model's time for the card (`docs/roofline.tsv`).
 //!
 //! ```text
 //! cargo bench --bench block_scaled
 //! ```
+
+#[path = "common/model.rs"]
+mod roofline;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use ptxsmith::kernels::block_scaled::{
@@ -31,6 +36,15 @@ const FORMATS: [(Format, &str); 3] = [
     (Format::Nvfp4, "nvfp4"),
 ];
 
+/// The format's name in the roofline model's problems.
+fn model_label(f: Format) -> &'static str {
+    match f {
+        Format::Mxfp8E4m3 => "MXFP8 E4M3",
+        Format::Mxfp4 => "MXFP4",
+        _ => "NVFP4",
+    }
+}
+
 /// Bytes a quantize moves: `x` read (twice for NVFP4), codes and scales
 /// written. A dequantize moves the same minus the absmax pass.
 fn bytes(shape: &Shape, layout: ScaleLayout, absmax_pass: bool) -> u64 {
@@ -40,6 +54,12 @@ fn bytes(shape: &Shape, layout: ScaleLayout, absmax_pass: bool) -> u64 {
 }
 
 fn bench(c: &mut Criterion) {
+    for (f, _) in FORMATS {
+        let l = model_label(f);
+        let q = format!("quantize {l} [1, 16384, 8192], Blocked128x4");
+        let d = format!("dequantize {l} [1, 16384, 8192], Blocked128x4");
+        roofline::check_rows(&[("block_scaled", q.as_str()), ("block_scaled", d.as_str())]);
+    }
     let layout = ScaleLayout::Blocked128x4;
     let mut g = c.benchmark_group("block_scaled/host");
     g.sample_size(10);
@@ -81,6 +101,7 @@ fn bench(c: &mut Criterion) {
     let mut y = ctx.alloc::<f32>(m * k).unwrap();
     let mut grp = c.benchmark_group("block_scaled/gpu");
     grp.sample_size(10);
+    let mut timed = Vec::new();
     for (f, name) in FORMATS {
         let shape = Shape::new(1, m, k, f).unwrap();
         let r = Recipe::default_for(f);
@@ -98,6 +119,7 @@ fn bench(c: &mut Criterion) {
         grp.bench_function(format!("quantize_{name}_{m}x{k}"), |b| {
             b.iter(|| quantize(&mut codes, &mut scales))
         });
+        let q = roofline::median_s(10, || quantize(&mut codes, &mut scales));
         let gd = nv.then(|| global.as_device());
         grp.throughput(Throughput::Bytes(bytes(&shape, layout, false)));
         grp.bench_function(format!("dequantize_{name}_{m}x{k}"), |b| {
@@ -107,8 +129,29 @@ fn bench(c: &mut Criterion) {
                 st.synchronize().unwrap();
             })
         });
+        let d = roofline::median_s(10, || {
+            launch::dequantize_dev(&st, &codes, &scales, gd, shape, layout, codec, &mut y).unwrap();
+            st.synchronize().unwrap();
+        });
+        timed.push((f, q, d));
     }
     grp.finish();
+    let dev = ctx.info().map_or(String::new(), |i| i.name.clone());
+    let sms = ctx.multiprocessor_count();
+    for (f, q, d) in timed {
+        let l = model_label(f);
+        for (what, secs) in [("quantize", q), ("dequantize", d)] {
+            roofline::compare(
+                &format!("block_scaled {what} {l} {m}x{k}"),
+                secs,
+                &dev,
+                sms,
+                "block_scaled",
+                &format!("{what} {l} [1, 16384, 8192], Blocked128x4"),
+                "*",
+            );
+        }
+    }
 }
 
 criterion_group!(benches, bench);

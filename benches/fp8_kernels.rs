@@ -2,8 +2,14 @@
 //! device throughput of each kernel in GB/s next to the card's peak DRAM
 //! bandwidth.
 //!
+//! At 256 Mi elements each of the device's default codec is also printed
+//! next to the roofline model's time for the card (`docs/roofline.tsv`).
+//!
 //! `cargo bench --bench fp8_kernels` (under `cargo test` the bench binary
 //! runs a short smoke pass instead).
+
+#[path = "common/model.rs"]
+mod roofline;
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -77,6 +83,12 @@ fn bench_device(sizes: &[usize], reps: usize) {
     }
     let f = Format::E4M3;
     let cfg = |blocks: u32| LaunchConfig::linear(blocks, BLOCK);
+    // The model's problems are at 256 Mi elements, the default codec.
+    let modeled = |n: usize, codec: Codec, what: &str, problem: &str, d: Duration| {
+        if n == 1 << 28 && codec == Codec::for_sm(sm) {
+            roofline::compare(what, d.as_secs_f64(), &info.name, sms, "fp8", problem, "*");
+        }
+    };
     for &n in sizes {
         let xs: Vec<f32> = (0..n)
             .map(|i| ((i as f32) * 0.618_034).sin() * 300.0)
@@ -141,6 +153,13 @@ fn bench_device(sizes: &[usize], reps: usize) {
                 9.0 * n as f64,
                 d,
             );
+            modeled(
+                n,
+                codec,
+                "fp8 quantize+absmax",
+                "quantize E4M3 (current scaling), 256 Mi elements",
+                d,
+            );
 
             let ms = ptx::generate_quantize_scaled(sm, f, codec).unwrap();
             let as_ = QuantizeScaledArgs {
@@ -157,6 +176,13 @@ fn bench_device(sizes: &[usize], reps: usize) {
             report(
                 &format!("quantize_with_scale {codec:?} (5 B/elem)"),
                 5.0 * n as f64,
+                d,
+            );
+            modeled(
+                n,
+                codec,
+                "fp8 quantize_with_scale",
+                "quantize_with_scale E4M3, 256 Mi elements",
                 d,
             );
 
@@ -177,6 +203,13 @@ fn bench_device(sizes: &[usize], reps: usize) {
                 5.0 * n as f64,
                 d,
             );
+            modeled(
+                n,
+                codec,
+                "fp8 dequantize",
+                "dequantize E4M3, 256 Mi elements",
+                d,
+            );
 
             let mds = ptx::generate_dequantize_stats(sm, f, codec).unwrap();
             let ads = DequantizeStatsArgs {
@@ -195,6 +228,13 @@ fn bench_device(sizes: &[usize], reps: usize) {
                 5.0 * n as f64,
                 d,
             );
+            modeled(
+                n,
+                codec,
+                "fp8 dequantize_stats",
+                "dequantize_stats E4M3, 256 Mi elements",
+                d,
+            );
         }
         // The buffers are dropped here; free their memory before the next
         // size allocates.
@@ -204,6 +244,12 @@ fn bench_device(sizes: &[usize], reps: usize) {
 }
 
 fn main() {
+    roofline::check_rows(&[
+        ("fp8", "quantize E4M3 (current scaling), 256 Mi elements"),
+        ("fp8", "quantize_with_scale E4M3, 256 Mi elements"),
+        ("fp8", "dequantize E4M3, 256 Mi elements"),
+        ("fp8", "dequantize_stats E4M3, 256 Mi elements"),
+    ]);
     // `cargo bench` passes `--bench`; `cargo test` runs this binary without
     // it, where a smoke pass is enough.
     let full = std::env::args().any(|a| a == "--bench");

@@ -1,17 +1,22 @@
 //! HMM forward-backward time per `T · S²` (the forward and backward
-//! recursions each do `L · S²` multiply-adds, the transition counts two
-//! per state pair and step): the host model always; on a GPU the device
-//! entry point at batch 64, T 1000, S 256 (the shape of the issue's goal
-//! and of `scripts/torch_baselines.py`'s HMM forward).
+//! recursions each do `L · S²` multiply-adds, the transition counts two per
+//! state pair and step): the host
+//! model always; on a GPU the slice API at batch 64, T 1000, S 256
+//! (uploads and downloads included), then the device entry point on
+//! resident buffers, median of 3, next to the roofline model's time for
+//! the card (`docs/roofline.tsv`).
 //!
 //! ```text
 //! cargo bench --bench hmm
 //! ```
 
+#[path = "common/model.rs"]
+mod roofline;
+
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use ptxsmith::kernels::hmm::{Inputs, Shape, host, launch};
-use ptxsmith::runtime::Context;
 use ptxsmith::runtime::device_tests_support::{REQUIRED_GPU_MISSING, gpu_required};
+use ptxsmith::runtime::{AsDevice, AsDeviceMut, Context};
 
 fn model(batch: usize, t: usize, s: usize) -> (Vec<f32>, Vec<f32>, Vec<f32>, Vec<u32>) {
     let mut st = 1u32;
@@ -28,6 +33,7 @@ fn model(batch: usize, t: usize, s: usize) -> (Vec<f32>, Vec<f32>, Vec<f32>, Vec
 }
 
 fn bench(c: &mut Criterion) {
+    roofline::check_rows(&[("hmm", "forward-backward, batch 64, T 1000, S 256")]);
     let (batch, t, s) = (4, 100, 32);
     let (pi, a, b, l) = model(batch, t, s);
     let shape = Shape::new(batch, t, s).unwrap();
@@ -74,6 +80,49 @@ fn bench(c: &mut Criterion) {
         bn.iter(|| launch::run_on(&st, &shape, &inputs).unwrap())
     });
     g.finish();
+
+    // Kernels only: the model's problem.
+    let (pi_d, a_d, b_d) = (
+        st.upload(&pi).unwrap(),
+        st.upload(&a).unwrap(),
+        st.upload(&b).unwrap(),
+    );
+    let n = batch * t * s;
+    let ctx2 = &ctx;
+    let (mut alpha, mut beta, mut gamma) = (
+        ctx2.alloc::<f32>(n).unwrap(),
+        ctx2.alloc::<f32>(n).unwrap(),
+        ctx2.alloc::<f32>(n).unwrap(),
+    );
+    let mut ll = ctx2.alloc::<f32>(batch).unwrap();
+    let mut xi = ctx2.alloc::<f32>(batch * s * s).unwrap();
+    let secs = roofline::median_s(3, || {
+        let inp = launch::DeviceInputs {
+            log_pi: pi_d.as_device(),
+            log_a: a_d.as_device(),
+            log_b: b_d.as_device(),
+            lengths: &l,
+        };
+        let out = launch::DeviceOutputs {
+            log_alpha: alpha.as_device_mut(),
+            log_beta: beta.as_device_mut(),
+            log_likelihood: ll.as_device_mut(),
+            gamma: gamma.as_device_mut(),
+            xi: xi.as_device_mut(),
+        };
+        launch::forward_backward_dev(&st, &shape, &inp, out).unwrap();
+        st.synchronize().unwrap();
+    });
+    let dev = ctx.info().map_or(String::new(), |i| i.name.clone());
+    roofline::compare(
+        "hmm forward-backward 64x1000x256 (resident buffers)",
+        secs,
+        &dev,
+        ctx.multiprocessor_count(),
+        "hmm",
+        "forward-backward, batch 64, T 1000, S 256",
+        "*",
+    );
 }
 
 criterion_group!(benches, bench);

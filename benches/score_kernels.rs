@@ -6,7 +6,14 @@
 //! `SMs × fp32 lanes per SM × 2 × clock / 2`. The driver facts ptxsmith
 //! reads do not include the SM clock, so it comes from
 //! `PTXSMITH_SM_CLOCK_MHZ`, else from a table of boost clocks by card name;
-//! for an unknown card without the variable the peak is not printed.
+//! for an unknown card without the variable the peak is not printed. The
+//! score block's time is also printed next to the roofline model's for the
+//! card (`docs/roofline.tsv`), and so is the resident route's (whose
+//! timing also holds the upload of `x` and the download of the lists,
+//! which the model leaves out).
+
+#[path = "common/model.rs"]
+mod roofline;
 
 use std::time::{Duration, Instant};
 
@@ -73,6 +80,10 @@ fn peak_tflops(sms: u32, sm: Sm, name: &str) -> Option<(f64, f64)> {
 /// Launches are asynchronous: every timed region ends by synchronising the
 /// stream, so it covers the kernels' execution, not just their queueing.
 fn bench_gpu(c: &mut Criterion) {
+    roofline::check_rows(&[
+        ("score", "score block rows 4096, K 16384, P 256"),
+        ("score", "routed top-4, rows 256, K 32768, P 64"),
+    ]);
     if let Some(reason) = ptxsmith::runtime::cuda_unavailable_reason() {
         // Under PTXSMITH_REQUIRE_GPU a missing device fails the bench.
         assert!(
@@ -150,6 +161,15 @@ fn bench_gpu(c: &mut Criterion) {
             "score_block on {name} ({sm}): {tf:.2} TFLOP/s (set PTXSMITH_SM_CLOCK_MHZ for the peak)"
         ),
     }
+    roofline::compare(
+        "score_block rows 4096 K 16384 P 256",
+        per,
+        &name,
+        sms,
+        "score",
+        "score block rows 4096, K 16384, P 256",
+        "*",
+    );
     drop((bx, bd, bo));
     ctx.synchronize().unwrap();
 
@@ -177,6 +197,22 @@ fn bench_gpu(c: &mut Criterion) {
         })
     });
     group.finish();
+    let secs = roofline::median_s(10, || {
+        let dx = st.upload(&x).unwrap();
+        route_top_s_dev(&st, &dx, &dd, rows, k, p, s, None)
+            .unwrap()
+            .download(&st)
+            .unwrap();
+    });
+    roofline::compare(
+        "route resident D rows 256 K 32768 P 64 s 4 (upload and download included)",
+        secs,
+        &name,
+        sms,
+        "score",
+        "routed top-4, rows 256, K 32768, P 64",
+        "*",
+    );
 }
 
 criterion_group!(benches, bench_generate, bench_gpu);

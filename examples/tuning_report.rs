@@ -1,13 +1,21 @@
 //! Write the per-SM tuning report: every kernel variant × every target,
 //! assembled with the pinned ptxas (registers, spills, shared memory,
 //! theoretical occupancy and what limits it) and disassembled with
-//! nvdisasm (the hot loop's SASS mix), as `tuning.md` and `tuning.svg`.
+//! nvdisasm (the hot loop's SASS mix), as `tuning.md` and `tuning.svg`,
+//! followed by the roofline model of every kernel family on every card
+//! (`tuning.md`'s last section, `roofline.svg`, and `roofline.tsv` for the
+//! benches, which print the modeled figure next to the measured one).
 //!
 //! ```text
 //! bash scripts/install-nvidia-tools.sh          # once
-//! cargo run --release --example tuning_report   # writes docs/tuning.{md,svg}
+//! cargo run --release --example tuning_report   # writes docs/tuning.{md,svg}, docs/roofline.{svg,tsv}
 //! cargo run --release --example tuning_report -- --out /tmp/report
+//! cargo run --release --example tuning_report -- --roofline-only   # prints the model's section
 //! ```
+//!
+//! `--roofline-only` builds the roofline model alone (assembling only the
+//! modules the problems launch) and prints its Markdown: quicker while a
+//! problem description in `src/report/roofline/problems.rs` is edited.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -31,6 +39,18 @@ fn main() -> ExitCode {
         eprintln!("the pinned NVIDIA tools are missing: run scripts/install-nvidia-tools.sh");
         return ExitCode::FAILURE;
     };
+    if args.iter().any(|a| a == "--roofline-only") {
+        return match report::roofline::generate(&tools, &Default::default()) {
+            Ok(r) => {
+                print!("{}", r.markdown());
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("roofline: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let r = match report::generate(&tools) {
         Ok(r) => r,
         Err(e) => {
@@ -41,15 +61,19 @@ fn main() -> ExitCode {
     if let Err(e) = std::fs::create_dir_all(&out)
         .and_then(|()| std::fs::write(out.join("tuning.md"), r.markdown()))
         .and_then(|()| std::fs::write(out.join("tuning.svg"), r.svg()))
+        .and_then(|()| std::fs::write(out.join("roofline.svg"), r.roofline_svg()))
+        .and_then(|()| std::fs::write(out.join("roofline.tsv"), r.roofline_tsv()))
     {
         eprintln!("writing {}: {e}", out.display());
         return ExitCode::FAILURE;
     }
     let spilling = r.rows.iter().filter(|row| row.spill_bytes > 0).count();
     println!(
-        "{} variant × target rows ({} spilling) written to {}/tuning.{{md,svg}}",
+        "{} variant × target rows ({} spilling) and the roofline model of {} problems on {} cards written to {}/tuning.{{md,svg}} and roofline.{{svg,tsv}}",
         r.rows.len(),
         spilling,
+        r.roofline.gpus.first().map_or(0, |g| g.problems.len()),
+        r.roofline.gpus.len(),
         out.display()
     );
     ExitCode::SUCCESS

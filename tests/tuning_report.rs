@@ -1,7 +1,9 @@
-//! The committed tuning report (`docs/tuning.md`, `docs/tuning.svg`) is
-//! what the code generates, and every kernel × target it covers has no
-//! spills and fits at least one CTA per SM. Regenerate with
-//! `cargo run --release --example tuning_report`.
+//! The committed tuning report (`docs/tuning.md` with its roofline
+//! section, `docs/tuning.svg`, `docs/roofline.{svg,tsv}`) is what the code
+//! generates, every kernel × target it covers has no spills and fits at
+//! least one CTA per SM, and the roofline model covers every problem on
+//! every card. Regenerate with `cargo run --release --example
+//! tuning_report`.
 
 use std::path::Path;
 
@@ -45,10 +47,32 @@ fn committed_report_matches_the_code_and_no_kernel_spills() {
             );
         }
     }
+    // The roofline model: every problem on every card, with figures
+    // wherever there is SASS.
+    let problems = report::roofline::problems::all().len();
+    assert_eq!(r.roofline.gpus.len(), report::hardware::GPUS.len());
+    for g in &r.roofline.gpus {
+        assert_eq!(g.problems.len(), problems, "{}", g.gpu.name);
+        for p in &g.problems {
+            assert!(!p.kernels.is_empty(), "{}: {}", g.gpu.name, p.problem);
+            assert_eq!(
+                p.model_s().is_some(),
+                g.gpu.sm != Sm::Sm70,
+                "{}: {}",
+                g.gpu.name,
+                p.problem
+            );
+            for k in &p.kernels {
+                assert!(k.ptx > 0.0 && k.bytes >= 0.0, "{}: {}", p.problem, k.kernel);
+            }
+        }
+    }
     let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs");
     let md = std::fs::read_to_string(docs.join("tuning.md")).unwrap_or_default();
     let svg = std::fs::read_to_string(docs.join("tuning.svg")).unwrap_or_default();
-    let fix = "regenerate with `cargo run --release --example tuning_report` and commit docs/tuning.{md,svg}";
+    let roof_svg = std::fs::read_to_string(docs.join("roofline.svg")).unwrap_or_default();
+    let roof_tsv = std::fs::read_to_string(docs.join("roofline.tsv")).unwrap_or_default();
+    let fix = "regenerate with `cargo run --release --example tuning_report` and commit docs/tuning.{md,svg} and docs/roofline.{svg,tsv}";
     if md != r.markdown() {
         let first = md
             .lines()
@@ -60,5 +84,13 @@ fn committed_report_matches_the_code_and_no_kernel_spills() {
     assert!(
         svg == r.svg(),
         "docs/tuning.svg drifted from the code; {fix}"
+    );
+    assert!(
+        roof_svg == r.roofline_svg(),
+        "docs/roofline.svg drifted from the code; {fix}"
+    );
+    assert!(
+        roof_tsv == r.roofline_tsv(),
+        "docs/roofline.tsv drifted from the code; {fix}"
     );
 }

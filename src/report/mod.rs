@@ -5,6 +5,9 @@
 //! it as `docs/tuning.md` (a Markdown table) and `docs/tuning.svg` (heat
 //! maps of occupancy and hot-loop FP32 math share); `tests/tuning_report.rs`
 //! fails when those committed copies drift from what the code generates.
+//! The report ends with the [`roofline`] model of every kernel family on
+//! every card of [`hardware::GPUS`] (`docs/roofline.svg`,
+//! `docs/roofline.tsv`).
 //!
 //! Definitions:
 //! * **threads**: the CTA size the launch code uses (the entry's
@@ -26,7 +29,9 @@
 //! nvdisasm 13.5 cannot read sm_70 cubins, so sm_70 rows have resources
 //! and occupancy but no SASS figures.
 
+pub mod hardware;
 pub mod occupancy;
+pub mod roofline;
 mod svg;
 
 use std::fmt::Write as _;
@@ -37,6 +42,7 @@ use crate::kernels;
 use crate::nvtools::{NvTools, SassFunction};
 use crate::target::Sm;
 use occupancy::{Occupancy, occupancy};
+use roofline::{Roofline, SassCache, SassSummary};
 
 /// FP32 math opcodes counted in the hot loop (`FMNMX3`: the three-input
 /// min/max of sm_100 and later).
@@ -102,6 +108,8 @@ pub struct Report {
     /// `(ptxas, nvdisasm)` version tags.
     pub tools: (String, String),
     pub rows: Vec<Row>,
+    /// The roofline model of every kernel family on every card.
+    pub roofline: Roofline,
 }
 
 /// Every variant the report covers on `sm`: the library's default variants
@@ -145,6 +153,19 @@ fn threads_of(m: &PtxModule) -> Result<u32> {
     Ok(x * y * z)
 }
 
+/// The address range of the hot loop of `f`: among its innermost loops,
+/// the one with the most FP32 math instructions, ties broken by size.
+pub fn hot_loop_range(f: &SassFunction) -> Option<std::ops::RangeInclusive<u32>> {
+    let count = |r: &std::ops::RangeInclusive<u32>| {
+        f.in_range(r)
+            .filter(|i| FP32_MATH.iter().any(|o| i.is(o)))
+            .count()
+    };
+    f.innermost_loops()
+        .into_iter()
+        .max_by_key(|r| (count(r), f.in_range(r).count()))
+}
+
 /// The hot loop of `f` (see the [module docs](self)).
 fn hot_loop(kernel: &str, f: &SassFunction) -> Option<HotLoop> {
     let count = |r: &std::ops::RangeInclusive<u32>, ops: &[&str]| {
@@ -152,10 +173,7 @@ fn hot_loop(kernel: &str, f: &SassFunction) -> Option<HotLoop> {
             .filter(|i| ops.iter().any(|o| i.is(o)))
             .count()
     };
-    let r = f
-        .innermost_loops()
-        .into_iter()
-        .max_by_key(|r| (count(r, &FP32_MATH), f.in_range(r).count()))?;
+    let r = hot_loop_range(f)?;
     let instructions = f.in_range(&r).count();
     let multiplies = count(&r, &["FMUL", "FFMA"]);
     let per_unit = if kernel.starts_with("fp8_")
@@ -190,22 +208,26 @@ fn tool_error(m: &PtxModule, e: impl std::fmt::Display) -> Error {
     }
 }
 
-/// Assemble, disassemble and measure one module.
-fn row(tools: &NvTools, m: &PtxModule) -> Result<Row> {
+/// Assemble, disassemble and measure one module; also its SASS summary
+/// for the roofline model (`None` on sm_70).
+fn row(tools: &NvTools, m: &PtxModule) -> Result<(Row, Option<SassSummary>)> {
     let asm = tools.assemble(&m.ptx, m.sm).map_err(|e| tool_error(m, e))?;
     let usage = asm
         .function(&m.kernel)
         .ok_or_else(|| tool_error(m, "no resource report for the entry"))?
         .clone();
     let threads = threads_of(m)?;
-    let hot = if m.sm == Sm::Sm70 {
-        None
+    let (hot, summary) = if m.sm == Sm::Sm70 {
+        (None, None)
     } else {
         let sass = tools.disassemble(&asm).map_err(|e| tool_error(m, e))?;
-        sass.function(&m.kernel)
-            .and_then(|f| hot_loop(&m.kernel, f))
+        let f = sass.function(&m.kernel);
+        (
+            f.and_then(|f| hot_loop(&m.kernel, f)),
+            f.map(SassSummary::of),
+        )
     };
-    Ok(Row {
+    let row = Row {
         kernel: m.kernel.clone(),
         tuning: m.tuning.clone(),
         sm: m.sm,
@@ -216,10 +238,12 @@ fn row(tools: &NvTools, m: &PtxModule) -> Result<Row> {
         static_smem: usage.shared_bytes,
         occupancy: occupancy(m.sm, threads, usage.registers, usage.shared_bytes),
         hot,
-    })
+    };
+    Ok((row, summary))
 }
 
-/// Build the report for every variant × target (two worker threads).
+/// Build the report for every variant × target (two worker threads), then
+/// the roofline model on the SASS it measured.
 pub fn generate(tools: &NvTools) -> Result<Report> {
     let mut modules = Vec::new();
     for sm in Sm::ALL {
@@ -229,7 +253,8 @@ pub fn generate(tools: &NvTools) -> Result<Report> {
         .versions()
         .map_err(|e| Error::InvalidArgument(format!("NVIDIA tools: {e}")))?;
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let results: Vec<(usize, Result<Row>)> = std::thread::scope(|s| {
+    type Measured = (Row, Option<SassSummary>);
+    let results: Vec<(usize, Result<Measured>)> = std::thread::scope(|s| {
         let workers: Vec<_> = (0..2)
             .map(|_| {
                 s.spawn(|| {
@@ -249,15 +274,23 @@ pub fn generate(tools: &NvTools) -> Result<Report> {
             .collect()
     });
     let mut rows: Vec<(usize, Row)> = Vec::with_capacity(results.len());
+    let mut sass = SassCache::new();
     for (i, r) in results {
-        rows.push((i, r?));
+        let (row, summary) = r?;
+        if let Some(s) = summary {
+            let m = &modules[i];
+            sass.insert((m.kernel.clone(), m.tuning.clone(), m.sm, m.ptx.clone()), s);
+        }
+        rows.push((i, row));
     }
     rows.sort_by_key(|(i, _)| *i);
     let mut rows: Vec<Row> = rows.into_iter().map(|(_, r)| r).collect();
     rows.sort_by_key(|r| (r.label(), r.sm));
+    let roofline = roofline::generate(tools, &sass)?;
     Ok(Report {
         tools: tools_v,
         rows,
+        roofline,
     })
 }
 
@@ -267,7 +300,7 @@ impl Report {
         let mut s = String::new();
         let _ = writeln!(
             s,
-            "# Tuning report\n\nGenerated by `cargo run --release --example tuning_report` with ptxas {} and nvdisasm {}; `tests/tuning_report.rs` fails when this file drifts from the code. Definitions: `src/report/mod.rs`. Occupancy is theoretical (registers, static shared memory, threads and CTA slots against the target table); *hot loop* is the innermost SASS loop with the most FP32 math; sm_70 has no SASS figures (nvdisasm 13.5 reads no sm_70 cubin). Picture: [tuning.svg](tuning.svg).\n",
+            "# Tuning report\n\nGenerated by `cargo run --release --example tuning_report` with ptxas {} and nvdisasm {}; `tests/tuning_report.rs` fails when this file drifts from the code. Definitions: `src/report/mod.rs`. Occupancy is theoretical (registers, static shared memory, threads and CTA slots against the target table); *hot loop* is the innermost SASS loop with the most FP32 math; sm_70 has no SASS figures (nvdisasm 13.5 reads no sm_70 cubin). Picture: [tuning.svg](tuning.svg). The roofline model of every kernel family on every card follows the table ([Roofline model](#roofline-model)).\n",
             self.tools.0, self.tools.1
         );
         let _ = writeln!(
@@ -308,6 +341,7 @@ impl Report {
                 o.limiter,
             );
         }
+        s.push_str(&self.roofline.markdown());
         s
     }
 
@@ -315,5 +349,15 @@ impl Report {
     /// FP32 math share per kernel and SM.
     pub fn svg(&self) -> String {
         svg::render(self)
+    }
+
+    /// The roofline picture (`docs/roofline.svg`).
+    pub fn roofline_svg(&self) -> String {
+        self.roofline.svg()
+    }
+
+    /// The roofline model as tab-separated values (`docs/roofline.tsv`).
+    pub fn roofline_tsv(&self) -> String {
+        self.roofline.tsv()
     }
 }

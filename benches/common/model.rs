@@ -1,0 +1,119 @@
+//! The committed roofline model (`docs/roofline.tsv`, written by `cargo
+//! run --release --example tuning_report` and kept in step by
+//! `tests/tuning_report.rs`) for the benches: on a card of
+//! `src/report/hardware.rs`, print the modeled time and share of the roof
+//! next to the measured figure. Included by the GPU benches with
+//! `#[path = "common/model.rs"] mod model;`.
+
+#![allow(dead_code)] // each bench uses part of it
+
+const TSV: &str = include_str!("../../docs/roofline.tsv");
+
+/// One modeled figure.
+pub struct Modeled {
+    /// The card of the model's table.
+    pub card: String,
+    /// Modeled seconds (a lower bound: max(memory, issue)).
+    pub seconds: f64,
+    /// Modeled share of the problem's (or kernel's) roof.
+    pub share: f64,
+}
+
+/// The model of `problem` (the text after "family: " in the report, e.g.
+/// `forward [4096, 4096]`) of `family`, for `kernel` (`*`: the whole
+/// problem), on the card the driver names `device` with `sms` SMs.
+pub fn lookup(
+    device: &str,
+    sms: u32,
+    family: &str,
+    problem: &str,
+    kernel: &str,
+) -> Option<Modeled> {
+    TSV.lines().skip(1).find_map(|l| {
+        let f: Vec<&str> = l.split('\t').collect();
+        let [card, token, n, _sm, fam, prob, k, t, share] = f[..] else {
+            return None;
+        };
+        let same_card = n.parse() == Ok(sms)
+            && device
+                .split([' ', '-'])
+                .any(|w| w.eq_ignore_ascii_case(token));
+        if !(same_card && fam == family && prob == problem && k == kernel) {
+            return None;
+        }
+        Some(Modeled {
+            card: card.to_string(),
+            seconds: t.parse().ok()?,
+            share: share.parse().ok()?,
+        })
+    })
+}
+
+/// A line for the bench output: the model's figure, or why there is none.
+pub fn line(device: &str, sms: u32, family: &str, problem: &str, kernel: &str) -> String {
+    match lookup(device, sms, family, problem, kernel) {
+        Some(m) => format!(
+            "model ({}): {:.1} µs, {:.0} % of the roof",
+            m.card,
+            m.seconds * 1e6,
+            100.0 * m.share
+        ),
+        None => format!(
+            "model: no row for `{device}` ({sms} SMs) in docs/roofline.tsv (cards: src/report/hardware.rs)"
+        ),
+    }
+}
+
+/// Print `label`'s measured time next to the model's figure for it.
+pub fn compare(
+    label: &str,
+    measured_s: f64,
+    device: &str,
+    sms: u32,
+    family: &str,
+    problem: &str,
+    kernel: &str,
+) {
+    match lookup(device, sms, family, problem, kernel) {
+        Some(m) => println!(
+            "{label}: measured {:.1} µs; model ({}) {:.1} µs, {:.0} % of the roof; measured / model = {:.2}",
+            measured_s * 1e6,
+            m.card,
+            m.seconds * 1e6,
+            100.0 * m.share,
+            measured_s / m.seconds
+        ),
+        None => println!(
+            "{label}: measured {:.1} µs; {}",
+            measured_s * 1e6,
+            line(device, sms, family, problem, kernel)
+        ),
+    }
+}
+
+/// Median of `reps` timings of `f` (after one untimed call), in seconds.
+pub fn median_s(reps: usize, mut f: impl FnMut()) -> f64 {
+    f();
+    let mut t: Vec<f64> = (0..reps.max(1))
+        .map(|_| {
+            let s = std::time::Instant::now();
+            f();
+            s.elapsed().as_secs_f64()
+        })
+        .collect();
+    t.sort_by(f64::total_cmp);
+    t[t.len() / 2]
+}
+
+/// Panic unless the committed model has each `(family, problem)` for the
+/// H100 SXM: the benches call it on the host, so a problem renamed in
+/// `src/report/roofline/problems.rs` without the bench following fails
+/// `cargo test --benches` instead of silently printing no model on a GPU.
+pub fn check_rows(rows: &[(&str, &str)]) {
+    for (family, problem) in rows {
+        assert!(
+            lookup("NVIDIA H100 80GB HBM3", 132, family, problem, "*").is_some(),
+            "docs/roofline.tsv has no H100 row for {family}: {problem}"
+        );
+    }
+}

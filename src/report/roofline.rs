@@ -1,0 +1,880 @@
+//! A roofline model of every kernel family at a named, realistic problem
+//! size (the benches' sizes), on every card of [`super::hardware::GPUS`].
+//!
+//! # What is counted
+//! * **Launches**: each problem runs the family's own launch code
+//!   (`*_dev` entry points) on a [`record::Recorder`] context that reports
+//!   the card's SM count, without executing anything (*dry*), at the full
+//!   size: the kernels, their order and grids are the library's, not a
+//!   copy of them.
+//! * **Bytes** (DRAM traffic): per kernel, what its problem description in
+//!   [`problems`] says it reads and writes: every input read once, every
+//!   output written once, scratch written and read back, small arrays that
+//!   stay in L2 across CTAs (transition matrices, the `D` and `x` operands
+//!   of the score tiles) counted once. The problem's **essential bytes**
+//!   (what the operation must move: inputs once, outputs once) set its
+//!   memory roof.
+//! * **Instructions**: the simulator's dynamic PTX count of each kernel
+//!   on scaled-down shapes of the same problem (same kernels, same
+//!   module text), extrapolated to the full size by a per-problem linear
+//!   basis (e.g. `rows` and `rows · T`), times the kernel's **SASS/PTX
+//!   ratio**: the instructions of its hot loop (the innermost loop with the
+//!   most FP32 math, the tuning report's rule) in the SASS, divided by the
+//!   hot loop's PTX instructions times ptxas' unroll factor (the loop's
+//!   FP32 instructions in SASS over those in PTX, rounded). Kernels without
+//!   a loop use the whole function's ratio. The simulator counts every
+//!   thread's instructions (predicated-off ones included); a warp whose
+//!   threads diverge issues both paths on a GPU, which the count misses
+//!   (it matters only where one thread of a CTA works alone, e.g. a final
+//!   log-sum by thread 0). FP32 math instructions are counted separately
+//!   (PTX `add/sub/mul/fma/min/max .f32`, one SASS instruction each).
+//! * **Times** on a card: memory time = bytes / bandwidth; issue time =
+//!   max(SASS lane-instructions / (busy SMs × issue lanes × clock), FP32
+//!   lane-instructions / (busy SMs × FP32 lanes × clock)), where busy SMs
+//!   = min(SMs, CTAs of the launch); modeled time = max(memory, issue).
+//!   On sm_86 and later the issue width equals the FP32 lanes (128), so
+//!   issue time is lane-instructions / (SMs × lanes × clock); on sm_75 and
+//!   sm_80 the FP32 pipe (64 lanes) is the narrower one. Launch latency,
+//!   dependent-instruction latency, occupancy and cache behaviour are not
+//!   modelled: the modeled time is a lower bound.
+//! * **Share of the roof**: for a memory-roof problem, essential bytes /
+//!   bandwidth over the modeled time; for an FP32-roof problem (the score
+//!   GEMM, block-ELL), its useful FP32 instructions (2 per separately
+//!   rounded multiply-add, 1 per `fma.rn`) at the FP32 peak over the
+//!   modeled time. A kernel row's share uses the kernel's own traffic or
+//!   FP32 instructions.
+//!
+//! sm_70 (V100) has no SASS (nvdisasm 13.5 reads no sm_70 cubin), so its
+//! rows have bytes and memory time only.
+
+pub mod problems;
+pub mod record;
+mod render;
+mod svg;
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+use crate::dsl::PtxModule;
+use crate::error::{Error, Result};
+use crate::nvtools::{NvTools, SassFunction};
+use crate::sim::Program;
+use crate::sim::ir::Op;
+use crate::target::Sm;
+
+use super::FP32_MATH;
+use super::hardware::{GPUS, Gpu};
+use problems::{Problem, Roof, Shape};
+use record::{Launch, Recorder, is_fp32_math};
+
+/// The SASS side of one module, as the tuning report measured it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SassSummary {
+    /// Instructions of the function (padding `NOP`s and the closing
+    /// self-branch left out).
+    pub total: usize,
+    /// The hot loop's instructions and FP32 math instructions.
+    pub hot: Option<(usize, usize)>,
+}
+
+impl SassSummary {
+    /// Summarise `f` (hot loop: [`super::hot_loop_range`]).
+    pub fn of(f: &SassFunction) -> Self {
+        let total = f
+            .instructions
+            .iter()
+            .filter(|i| {
+                let self_branch = i.base() == "BRA" && i.target == Some(i.address);
+                !i.is("NOP") && !self_branch
+            })
+            .count();
+        let hot = super::hot_loop_range(f).map(|r| {
+            let n = f.in_range(&r).count();
+            let fp = f
+                .in_range(&r)
+                .filter(|i| FP32_MATH.iter().any(|o| i.is(o)))
+                .count();
+            (n, fp)
+        });
+        SassSummary { total, hot }
+    }
+}
+
+/// SASS summaries of modules by `(kernel, tuning, sm, PTX text)`.
+pub type SassCache = BTreeMap<(String, String, Sm, String), SassSummary>;
+
+/// How a kernel's PTX count becomes SASS.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Ratio {
+    /// SASS instructions per PTX instruction.
+    pub ratio: f64,
+    /// ptxas' unroll factor of the hot loop (1 when unknown).
+    pub unroll: u32,
+    /// Whether the ratio is the hot loop's (else the whole function's).
+    pub hot: bool,
+}
+
+/// The PTX side: total instructions of the entry and its hot loop's
+/// instructions and FP32 math instructions.
+fn ptx_summary(m: &PtxModule) -> Result<(usize, Option<(usize, usize)>)> {
+    let prog = Program::parse(&m.ptx)?;
+    let e = prog.entry(&m.kernel).ok_or_else(|| Error::Build {
+        kernel: m.kernel.clone(),
+        message: "entry missing from its own module".into(),
+    })?;
+    let fp = |i: usize| is_fp32_math(&e.opcodes[usize::from(e.insts[i].opcode)]);
+    let mut loops: Vec<(usize, usize)> = e
+        .insts
+        .iter()
+        .enumerate()
+        .filter_map(|(i, inst)| match inst.op {
+            Op::Bra { target } | Op::BraUni { target, .. } if (target as usize) <= i => {
+                Some((target as usize, i))
+            }
+            _ => None,
+        })
+        .collect();
+    loops.sort_unstable();
+    loops.dedup();
+    let inner: Vec<(usize, usize)> = loops
+        .iter()
+        .copied()
+        .filter(|&(a, b)| {
+            !loops
+                .iter()
+                .any(|&(c, d)| (c, d) != (a, b) && a <= c && d <= b)
+        })
+        .collect();
+    let hot = inner
+        .into_iter()
+        .map(|(a, b)| ((a..=b).filter(|&i| fp(i)).count(), b - a + 1))
+        .max()
+        .map(|(f, n)| (n, f));
+    Ok((e.insts.len(), hot))
+}
+
+/// The SASS/PTX ratio of a module from its SASS summary (see the
+/// [module docs](self)).
+pub fn ratio(m: &PtxModule, sass: &SassSummary) -> Result<Ratio> {
+    let (ptx_total, ptx_hot) = ptx_summary(m)?;
+    if let (Some((pn, pf)), Some((sn, sf))) = (ptx_hot, sass.hot) {
+        let unroll = if pf > 0 && sf > 0 {
+            ((sf as f64 / pf as f64).round() as u32).max(1)
+        } else {
+            1
+        };
+        return Ok(Ratio {
+            ratio: sn as f64 / (f64::from(unroll) * pn as f64),
+            unroll,
+            hot: true,
+        });
+    }
+    Ok(Ratio {
+        ratio: sass.total as f64 / ptx_total.max(1) as f64,
+        unroll: 1,
+        hot: false,
+    })
+}
+
+/// One kernel of a problem on one card (every launch of that entry
+/// summed).
+#[derive(Debug, Clone, PartialEq)]
+pub struct KernelRow {
+    pub kernel: String,
+    pub launches: usize,
+    /// The largest grid among its launches, in CTAs.
+    pub ctas: u64,
+    /// DRAM bytes (the problem description's count).
+    pub bytes: f64,
+    /// Extrapolated dynamic PTX instructions (thread-instructions).
+    pub ptx: f64,
+    /// Extrapolated FP32 math instructions.
+    pub fp32: f64,
+    /// `None` on sm_70 (no SASS).
+    pub ratio: Option<Ratio>,
+    pub mem_s: f64,
+    pub issue_s: Option<f64>,
+}
+
+impl KernelRow {
+    /// Modeled SASS lane-instructions.
+    pub fn sass(&self) -> Option<f64> {
+        self.ratio.map(|r| self.ptx * r.ratio)
+    }
+
+    /// max(memory, issue); `None` without SASS.
+    pub fn model_s(&self) -> Option<f64> {
+        self.issue_s.map(|i| i.max(self.mem_s))
+    }
+}
+
+/// A goal of the issue, evaluated on a problem.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Goal {
+    /// The problem's share of its roof at least this (0..1).
+    Share(f64),
+    /// The dense SGEMM of `dense_macs` multiply-adds at the FMA peak (one
+    /// `FFMA` per multiply-add, cuBLAS' arithmetic) takes at least `min`
+    /// times the problem's modeled time.
+    DenseSpeedup { dense_macs: f64, min: f64 },
+    /// The HMM forward kernel `kernel` issues at most `1 / factor` of the
+    /// sm_90 `baseline` SASS lane-instructions (the kernel before the
+    /// rebuild), and is modeled faster than PyTorch's
+    /// logsumexp-of-a-broadcast-sum, which moves `torch_bytes` (at the
+    /// memory roof).
+    HmmForward {
+        kernel: String,
+        baseline_sm90: f64,
+        factor: f64,
+        torch_bytes: f64,
+    },
+}
+
+/// A goal's outcome on one card.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GoalResult {
+    /// What was required and what the model gives.
+    pub text: String,
+    /// `None` where the model has no figure (sm_70, or a baseline that
+    /// exists only for sm_90).
+    pub met: Option<bool>,
+}
+
+/// One problem on one card.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProblemRow {
+    pub family: &'static str,
+    pub problem: String,
+    pub roof: Roof,
+    pub kernels: Vec<KernelRow>,
+    /// Essential bytes (memory roof) or useful FP32 instructions (FP32
+    /// roof).
+    pub essential: f64,
+    pub goal: Option<GoalResult>,
+}
+
+impl ProblemRow {
+    /// Sum of the kernels' modeled times.
+    pub fn model_s(&self) -> Option<f64> {
+        self.kernels.iter().map(KernelRow::model_s).sum()
+    }
+
+    /// Sum of the kernels' bytes.
+    pub fn bytes(&self) -> f64 {
+        self.kernels.iter().map(|k| k.bytes).sum()
+    }
+
+    /// The problem's time at its roof on `gpu`.
+    pub fn roof_s(&self, gpu: &Gpu) -> f64 {
+        match self.roof {
+            Roof::Memory => self.essential / gpu.bytes_per_s(),
+            Roof::Fp32 => self.essential / gpu.fp32_instr_per_s(),
+        }
+    }
+
+    /// Roof time over modeled time.
+    pub fn share(&self, gpu: &Gpu) -> Option<f64> {
+        self.model_s().map(|m| self.roof_s(gpu) / m)
+    }
+}
+
+/// The model of every problem on one card.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GpuRows {
+    pub gpu: Gpu,
+    pub problems: Vec<ProblemRow>,
+}
+
+/// The whole model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Roofline {
+    pub gpus: Vec<GpuRows>,
+}
+
+/// Dynamic counts of one kernel entry summed over its launches.
+#[derive(Debug, Clone, Default)]
+struct Counts {
+    ptx: f64,
+    fp32: f64,
+}
+
+/// Per kernel entry: counts summed over the launches of one run.
+fn by_kernel(log: &[Launch]) -> BTreeMap<String, Counts> {
+    let mut m: BTreeMap<String, Counts> = BTreeMap::new();
+    for l in log {
+        let c = m.entry(l.module.kernel.clone()).or_default();
+        c.ptx += l.ptx as f64;
+        c.fp32 += l.fp32 as f64;
+    }
+    m
+}
+
+/// Solve `a · x = y` (small, dense) by Gaussian elimination with partial
+/// pivoting on the column-scaled matrix (basis columns differ by many
+/// orders of magnitude); `None` when singular.
+fn solve(mut a: Vec<Vec<f64>>, mut y: Vec<f64>) -> Option<Vec<f64>> {
+    let n = y.len();
+    if a.len() != n || a.iter().any(|r| r.len() != n) {
+        return None;
+    }
+    let scale: Vec<f64> = (0..n)
+        .map(|j| a.iter().fold(0f64, |m, r| m.max(r[j].abs())))
+        .collect();
+    if scale.contains(&0.0) {
+        return None;
+    }
+    for r in &mut a {
+        for (v, s) in r.iter_mut().zip(&scale) {
+            *v /= s;
+        }
+    }
+    for c in 0..n {
+        let p = (c..n).max_by(|&i, &j| a[i][c].abs().total_cmp(&a[j][c].abs()))?;
+        if a[p][c].abs() < 1e-9 {
+            return None;
+        }
+        a.swap(c, p);
+        y.swap(c, p);
+        let (top, rest) = a.split_at_mut(c + 1);
+        let pivot = &top[c];
+        for (i, row) in rest.iter_mut().enumerate() {
+            let f = row[c] / pivot[c];
+            for (v, pv) in row[c..].iter_mut().zip(&pivot[c..]) {
+                *v -= f * pv;
+            }
+            y[c + 1 + i] -= f * y[c];
+        }
+    }
+    let mut x = vec![0.0; n];
+    for r in (0..n).rev() {
+        let s: f64 = (r + 1..n).map(|k| a[r][k] * x[k]).sum();
+        x[r] = (y[r] - s) / a[r][r];
+    }
+    Some(x.iter().zip(&scale).map(|(x, s)| x / s).collect())
+}
+
+/// The launches of `p` at `shape` on a recorder for `sm` with `sms` SMs.
+fn record(p: &Problem, sm: Sm, sms: u32, shape: &Shape, simulate: bool) -> Result<Vec<Launch>> {
+    let (ctx, log) = Recorder::context(sm, sms, simulate);
+    let st = ctx.default_stream();
+    (p.run)(&st, shape, !simulate).map_err(|e| {
+        Error::InvalidArgument(format!("roofline: {} at {shape:?} on {sm}: {e}", p.name))
+    })?;
+    st.synchronize()?;
+    drop(st);
+    drop(ctx);
+    let v = log.lock().expect("launch log poisoned").clone();
+    Ok(v)
+}
+
+/// A kernel entry's dynamic counts as linear combinations of a problem's
+/// basis (and, for problems with a capped sample, of the threads the
+/// kernel launched): coefficients for PTX and FP32 instructions.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fit {
+    pub ptx: Vec<f64>,
+    pub fp32: Vec<f64>,
+}
+
+impl Fit {
+    /// `(PTX, FP32)` instructions at basis values `b` with `threads`
+    /// launched (ignored when the fit has no thread term).
+    pub fn at(&self, b: &[f64], threads: f64) -> (f64, f64) {
+        let dot = |c: &[f64]| {
+            let t = if c.len() > b.len() {
+                c[b.len()] * threads
+            } else {
+                0.0
+            };
+            (c.iter().zip(b).map(|(c, b)| c * b).sum::<f64>() + t).max(0.0)
+        };
+        (dot(&self.ptx), dot(&self.fp32))
+    }
+}
+
+/// Threads launched per kernel entry in a run.
+fn threads_by_kernel(log: &[Launch], name: &str) -> f64 {
+    log.iter()
+        .filter(|l| l.module.kernel == name)
+        .map(|l| {
+            let (x, y, z) = l.cfg.block;
+            l.ctas() as f64 * f64::from(x * y * z)
+        })
+        .sum()
+}
+
+/// The fitted counts of `p`'s kernels on `sm`, from simulated runs at its
+/// sample shapes (grids sized for `sms` SMs, the capped sample's for its
+/// own count), with the launches the samples made.
+pub fn fit(p: &Problem, sm: Sm, sms: u32) -> Result<(BTreeMap<String, Fit>, Vec<Launch>)> {
+    let fail = |msg: String| Error::InvalidArgument(format!("roofline: {}: {msg}", p.name));
+    let mut runs: Vec<(Shape, u32)> = p.samples.iter().map(|s| (s.clone(), sms)).collect();
+    if let Some((s, few)) = &p.capped {
+        runs.push((s.clone(), *few));
+    }
+    let mut basis = Vec::new();
+    let mut logs = Vec::new();
+    for (s, n) in &runs {
+        logs.push(record(p, sm, *n, s, true)?);
+        basis.push((p.basis)(s, sm, *n));
+    }
+    let launched: Vec<Launch> = logs.iter().flatten().cloned().collect();
+    let names: std::collections::BTreeSet<&String> =
+        launched.iter().map(|l| &l.module.kernel).collect();
+    let nb = p.samples.len();
+    let mut out = BTreeMap::new();
+    for name in names {
+        let counts: Vec<Counts> = logs
+            .iter()
+            .map(|l| by_kernel(l).remove(name).unwrap_or_default())
+            .collect();
+        // With the capped sample: the basis plus the kernel's launched
+        // threads; where that system is singular (a kernel whose grid does
+        // not follow the SM count), the basis alone on the other samples.
+        let with_threads: Vec<Vec<f64>> = basis
+            .iter()
+            .zip(&logs)
+            .map(|(b, l)| {
+                let mut r = b.clone();
+                r.push(threads_by_kernel(l, name));
+                r
+            })
+            .collect();
+        let solve_for = |f: fn(&Counts) -> f64| -> Result<Vec<f64>> {
+            let y: Vec<f64> = counts.iter().map(f).collect();
+            if p.capped.is_some()
+                && let Some(c) = solve(with_threads.clone(), y.clone())
+            {
+                return Ok(c);
+            }
+            solve(basis[..nb].to_vec(), y[..nb].to_vec()).ok_or_else(|| {
+                fail(format!(
+                    "the sample shapes do not determine the basis for {name}"
+                ))
+            })
+        };
+        out.insert(
+            name.clone(),
+            Fit {
+                ptx: solve_for(|c| c.ptx)?,
+                fp32: solve_for(|c| c.fp32)?,
+            },
+        );
+    }
+    Ok((out, launched))
+}
+
+/// One kernel's counts on a check shape: `(PTX, FP32)` as the fit predicts
+/// them and as the simulator ran them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Predicted {
+    pub kernel: String,
+    pub predicted: (f64, f64),
+    pub simulated: (f64, f64),
+}
+
+/// Predicted and simulated counts of `p`'s kernels at `shape` on `sm` with
+/// `sms` SMs (for checking a problem's basis on a shape it was not fitted
+/// on).
+pub fn check_fit(p: &Problem, sm: Sm, sms: u32, shape: &Shape) -> Result<Vec<Predicted>> {
+    let (fits, _) = fit(p, sm, sms)?;
+    let log = record(p, sm, sms, shape, true)?;
+    let b = (p.basis)(shape, sm, sms);
+    Ok(by_kernel(&log)
+        .into_iter()
+        .map(|(k, c)| {
+            let t = threads_by_kernel(&log, &k);
+            Predicted {
+                predicted: fits.get(&k).map_or((0.0, 0.0), |f| f.at(&b, t)),
+                simulated: (c.ptx, c.fp32),
+                kernel: k,
+            }
+        })
+        .collect())
+}
+
+/// Record `p`'s full-size launches on `sm` with `sms` SMs (a dry run) and
+/// check them against its traffic list: every launched kernel listed,
+/// every listed kernel launched.
+pub fn check_traffic(p: &Problem, sm: Sm, sms: u32) -> Result<Vec<Launch>> {
+    let full = record(p, sm, sms, &p.full, false)?;
+    let traffic = (p.traffic)(&p.full);
+    for l in &full {
+        if !traffic.iter().any(|(k, _)| *k == l.module.kernel) {
+            return Err(Error::InvalidArgument(format!(
+                "roofline: {} launches {}, which its description in \
+                 src/report/roofline/problems.rs does not list: update it",
+                p.name, l.module.kernel
+            )));
+        }
+    }
+    for (k, _) in &traffic {
+        if !full.iter().any(|l| &l.module.kernel == k) {
+            return Err(Error::InvalidArgument(format!(
+                "roofline: {} lists {k}, which its launch code no longer launches: \
+                 update src/report/roofline/problems.rs",
+                p.name
+            )));
+        }
+    }
+    Ok(full)
+}
+
+/// Counts per kernel entry of `p`'s full-size launches `full` on `sm` with
+/// `sms` SMs; fails naming the problem when a sample did not run one of
+/// those modules (the extrapolation would be of another kernel).
+fn extrapolate(
+    p: &Problem,
+    sm: Sm,
+    sms: u32,
+    fits: &BTreeMap<String, Fit>,
+    sampled: &[Launch],
+    full: &[Launch],
+) -> Result<BTreeMap<String, (f64, f64)>> {
+    let b = (p.basis)(&p.full, sm, sms);
+    let mut out = BTreeMap::new();
+    for l in full {
+        let name = &l.module.kernel;
+        if !sampled.iter().any(|s| s.module.ptx == l.module.ptx) {
+            return Err(Error::InvalidArgument(format!(
+                "roofline: {}: no sample shape runs the full size's {name} (tuning `{}`): \
+                 choose samples that launch every kernel with the same module",
+                p.name, l.module.tuning
+            )));
+        }
+        out.insert(
+            name.clone(),
+            fits[name].at(&b, threads_by_kernel(full, name)),
+        );
+    }
+    Ok(out)
+}
+
+/// Evaluate `p` on `gpu` from its full-size launches, the extrapolated
+/// counts and the SASS ratios.
+fn evaluate(
+    p: &Problem,
+    gpu: &Gpu,
+    full: &[Launch],
+    counts: &BTreeMap<String, (f64, f64)>,
+    ratios: &BTreeMap<String, Option<Ratio>>,
+) -> Result<ProblemRow> {
+    let traffic = (p.traffic)(&p.full);
+    let mut kernels: Vec<KernelRow> = Vec::new();
+    for l in full {
+        let name = &l.module.kernel;
+        if let Some(k) = kernels.iter_mut().find(|k| &k.kernel == name) {
+            k.launches += 1;
+            k.ctas = k.ctas.max(l.ctas());
+            continue;
+        }
+        let bytes = traffic
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, b)| *b)
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "roofline: {} launches {name}, which its description in \
+                     src/report/roofline/problems.rs does not list: update it",
+                    p.name
+                ))
+            })?;
+        let (ptx, fp32) = counts[name];
+        kernels.push(KernelRow {
+            kernel: name.clone(),
+            launches: 1,
+            ctas: l.ctas(),
+            bytes,
+            ptx,
+            fp32,
+            ratio: ratios[name],
+            mem_s: bytes / gpu.bytes_per_s(),
+            issue_s: None,
+        });
+    }
+    for k in &mut kernels {
+        let busy = f64::from(gpu.sms).min(k.ctas as f64).max(1.0);
+        let clock = gpu.boost_mhz * 1e6;
+        k.issue_s = k.sass().map(|s| {
+            let all = s / (busy * f64::from(gpu.issue_lanes_per_sm) * clock);
+            let fp = k.fp32 / (busy * f64::from(gpu.fp32_lanes_per_sm) * clock);
+            all.max(fp)
+        });
+    }
+    let mut row = ProblemRow {
+        family: p.family,
+        problem: p.name.clone(),
+        roof: p.roof,
+        kernels,
+        essential: (p.essential)(&p.full),
+        goal: None,
+    };
+    row.goal = p.goal.as_ref().map(|g| goal(g, &row, gpu));
+    Ok(row)
+}
+
+fn pct(v: f64) -> String {
+    format!("{:.0} %", 100.0 * v)
+}
+
+fn goal(g: &Goal, row: &ProblemRow, gpu: &Gpu) -> GoalResult {
+    match g {
+        Goal::Share(min) => match row.share(gpu) {
+            Some(s) => GoalResult {
+                text: format!("≥ {}: {}", pct(*min), pct(s)),
+                met: Some(s >= *min),
+            },
+            None => GoalResult {
+                text: format!("≥ {}", pct(*min)),
+                met: None,
+            },
+        },
+        Goal::DenseSpeedup { dense_macs, min } => {
+            let dense = dense_macs / gpu.fp32_instr_per_s();
+            match row.model_s() {
+                Some(m) => GoalResult {
+                    text: format!(
+                        "dense SGEMM {:.0} µs / modeled ≥ {min}×: {:.2}×",
+                        dense * 1e6,
+                        dense / m
+                    ),
+                    met: Some(dense / m >= *min),
+                },
+                None => GoalResult {
+                    text: format!("≥ {min}× the dense SGEMM ({:.0} µs)", dense * 1e6),
+                    met: None,
+                },
+            }
+        }
+        Goal::HmmForward {
+            kernel,
+            baseline_sm90,
+            factor,
+            torch_bytes,
+        } => {
+            let torch = torch_bytes / gpu.bytes_per_s();
+            let k = row.kernels.iter().find(|k| &k.kernel == kernel);
+            let (Some(sass), Some(t)) =
+                (k.and_then(KernelRow::sass), k.and_then(KernelRow::model_s))
+            else {
+                return GoalResult {
+                    text: format!("forward faster than PyTorch ({:.1} ms)", torch * 1e3),
+                    met: None,
+                };
+            };
+            let faster = t < torch;
+            if gpu.sm == Sm::Sm90 {
+                let fewer = baseline_sm90 / sass;
+                GoalResult {
+                    text: format!(
+                        "forward: {fewer:.2}× fewer instructions than before (≥ {factor}×); \
+                         {:.1} ms vs PyTorch {:.1} ms",
+                        t * 1e3,
+                        torch * 1e3
+                    ),
+                    met: Some(fewer >= *factor && faster),
+                }
+            } else {
+                GoalResult {
+                    text: format!(
+                        "forward {:.1} ms vs PyTorch {:.1} ms (instruction goal: sm_90 only)",
+                        t * 1e3,
+                        torch * 1e3
+                    ),
+                    met: Some(faster),
+                }
+            }
+        }
+    }
+}
+
+/// Build the model of every problem on every card. `sass` holds the
+/// tuning report's SASS summaries; modules it lacks are assembled and
+/// disassembled here. Two worker threads, one job per problem and SM: the
+/// samples are simulated once per SM (grids sized for the first card with
+/// that SM; the samples are small enough that no grid cap binds), the
+/// full-size launches recorded for each card.
+pub fn generate(tools: &NvTools, sass: &SassCache) -> Result<Roofline> {
+    let problems = problems::all();
+    let mut sms_of: Vec<Sm> = GPUS.iter().map(|g| g.sm).collect();
+    sms_of.sort_unstable();
+    sms_of.dedup();
+    let jobs: Vec<(usize, Sm)> = (0..problems.len())
+        .flat_map(|p| sms_of.iter().map(move |&sm| (p, sm)))
+        .collect();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let cache = Mutex::new(sass.clone());
+    // Per card of the SM: (full-size launches, counts, SASS ratios).
+    type Done = Vec<(
+        Vec<Launch>,
+        BTreeMap<String, (f64, f64)>,
+        BTreeMap<String, Option<Ratio>>,
+    )>;
+    let times = std::env::var_os("PTXSMITH_ROOFLINE_TIMES").is_some();
+    let results: Vec<((usize, Sm), Result<Done>)> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..2)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut out = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(&(pi, sm)) = jobs.get(i) else { break };
+                        let p = &problems[pi];
+                        let t0 = std::time::Instant::now();
+                        let r = (|| -> Result<Done> {
+                            let cards: Vec<&Gpu> = GPUS.iter().filter(|g| g.sm == sm).collect();
+                            let (fits, sampled) = fit(p, sm, cards[0].sms)?;
+                            let mut done = Vec::new();
+                            for g in cards {
+                                let full = check_traffic(p, sm, g.sms)?;
+                                let counts = extrapolate(p, sm, g.sms, &fits, &sampled, &full)?;
+                                let mut ratios = BTreeMap::new();
+                                for l in &full {
+                                    if ratios.contains_key(&l.module.kernel) {
+                                        continue;
+                                    }
+                                    let r = if sm == Sm::Sm70 {
+                                        None
+                                    } else {
+                                        let sum = summary(tools, &cache, &l.module)?;
+                                        Some(ratio(&l.module, &sum)?)
+                                    };
+                                    ratios.insert(l.module.kernel.clone(), r);
+                                }
+                                done.push((full, counts, ratios));
+                            }
+                            Ok(done)
+                        })();
+                        if times {
+                            eprintln!("{:>7.2} s  {sm}: {}", t0.elapsed().as_secs_f64(), p.name);
+                        }
+                        out.push(((pi, sm), r));
+                    }
+                    out
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().expect("roofline worker"))
+            .collect()
+    });
+    let mut done: BTreeMap<(usize, Sm), Done> = BTreeMap::new();
+    for (k, r) in results {
+        done.insert(k, r?);
+    }
+    let mut gpus = Vec::new();
+    for gpu in GPUS {
+        let nth = GPUS
+            .iter()
+            .filter(|g| g.sm == gpu.sm)
+            .position(|g| g.name == gpu.name)
+            .expect("the card is in the table");
+        let mut rows = Vec::new();
+        for (pi, p) in problems.iter().enumerate() {
+            let (full, counts, ratios) = &done[&(pi, gpu.sm)][nth];
+            rows.push(evaluate(p, &gpu, full, counts, ratios)?);
+        }
+        gpus.push(GpuRows {
+            gpu,
+            problems: rows,
+        });
+    }
+    Ok(Roofline { gpus })
+}
+
+/// The SASS summary of `m`, from the cache or assembled now.
+fn summary(tools: &NvTools, cache: &Mutex<SassCache>, m: &PtxModule) -> Result<SassSummary> {
+    let key = (m.kernel.clone(), m.tuning.clone(), m.sm, m.ptx.clone());
+    if let Some(s) = cache.lock().expect("sass cache").get(&key) {
+        return Ok(s.clone());
+    }
+    let err = |e: &dyn std::fmt::Display| Error::Build {
+        kernel: m.kernel.clone(),
+        message: format!("{} on {}: {e}", m.tuning, m.sm),
+    };
+    let asm = tools.assemble(&m.ptx, m.sm).map_err(|e| err(&e))?;
+    let sass = tools.disassemble(&asm).map_err(|e| err(&e))?;
+    let f = sass
+        .function(&m.kernel)
+        .ok_or_else(|| err(&"no SASS for the entry"))?;
+    let s = SassSummary::of(f);
+    cache.lock().expect("sass cache").insert(key, s.clone());
+    Ok(s)
+}
+
+impl Roofline {
+    /// The roofline section of `docs/tuning.md`.
+    pub fn markdown(&self) -> String {
+        render::markdown(self)
+    }
+
+    /// The roofline picture (`docs/roofline.svg`).
+    pub fn svg(&self) -> String {
+        svg::render(self)
+    }
+
+    /// Every problem and kernel on every card as tab-separated values
+    /// (`docs/roofline.tsv`, which the benches embed to print the modeled
+    /// figure next to the measured one): card, its device token and SM
+    /// count, SM target, family, problem, kernel (`*` for the problem's
+    /// total), modeled seconds and share of the roof (empty without SASS).
+    pub fn tsv(&self) -> String {
+        let mut s =
+            String::from("card\ttoken\tsms\tsm\tfamily\tproblem\tkernel\tmodeled_s\tshare\n");
+        let num = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v:.4e}"));
+        for g in &self.gpus {
+            let gpu = &g.gpu;
+            for p in &g.problems {
+                let mut line = |kernel: &str, t: Option<f64>, share: Option<f64>| {
+                    s.push_str(&format!(
+                        "{}\t{}\t{}\t{}\t{}\t{}\t{kernel}\t{}\t{}\n",
+                        gpu.name,
+                        gpu.device_token,
+                        gpu.sms,
+                        gpu.sm,
+                        p.family,
+                        p.problem,
+                        num(t),
+                        num(share)
+                    ));
+                };
+                line("*", p.model_s(), p.share(gpu));
+                for k in &p.kernels {
+                    let at_roof = match p.roof {
+                        Roof::Memory => k.mem_s,
+                        Roof::Fp32 => k.fp32 / gpu.fp32_instr_per_s(),
+                    };
+                    line(&k.kernel, k.model_s(), k.model_s().map(|m| at_roof / m));
+                }
+            }
+        }
+        s
+    }
+
+    /// The rows of the card called `name`.
+    pub fn gpu(&self, name: &str) -> Option<&GpuRows> {
+        self.gpus.iter().find(|g| g.gpu.name == name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn solve_small_systems() {
+        let x = solve(vec![vec![1.0, 2.0], vec![1.0, 3.0]], vec![5.0, 7.0]).unwrap();
+        assert!((x[0] - 1.0).abs() < 1e-12 && (x[1] - 2.0).abs() < 1e-12);
+        assert!(solve(vec![vec![1.0, 2.0], vec![2.0, 4.0]], vec![1.0, 2.0]).is_none());
+        // Columns of very different magnitudes (a constant and an element
+        // count).
+        let x = solve(
+            vec![vec![1.0, 65536.0], vec![1.0, 131072.0]],
+            vec![10.0 + 7.0 * 65536.0, 10.0 + 7.0 * 131072.0],
+        )
+        .unwrap();
+        assert!((x[0] - 10.0).abs() < 1e-6 && (x[1] - 7.0).abs() < 1e-12);
+        assert!(solve(vec![vec![0.0, 1.0], vec![0.0, 2.0]], vec![1.0, 2.0]).is_none());
+    }
+}

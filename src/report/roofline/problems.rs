@@ -1,0 +1,1017 @@
+//! The problems the roofline model covers: one operation of each kernel
+//! family at a named size (the benches' sizes), how to run it through the
+//! family's launch code, how its cost scales (the extrapolation basis),
+//! and what DRAM traffic each of its kernels must cause.
+//!
+//! **Keep these in step with the kernels.** A problem's traffic list names
+//! every kernel entry its launch code launches; [`super::generate`] fails
+//! naming the problem when a kernel is launched that the list lacks, or
+//! listed that is no longer launched. A rewritten family (logcumsumexp and
+//! HMM are being rebuilt) needs its entries here updated: the run
+//! function (if the entry points change), the sample shapes (small, but
+//! launching every kernel the full size launches, with the same module
+//! text), the basis (one term per way the cost grows) and the traffic.
+//!
+//! Sample shapes are simulated; keep their dynamic instruction counts to a
+//! few tens of millions, since the report runs them for every target.
+
+use crate::error::Result;
+use crate::kernels::block_ell::{self, DeviceTopology, Dims};
+use crate::kernels::block_scaled::{self as bs, Format as BsFormat, Recipe, ScaleLayout};
+use crate::kernels::score::launch::RoutePlan;
+use crate::kernels::score::ptx::ScoreTuning;
+use crate::kernels::{dot, fp8, hmm, logcumsumexp, score, viterbi};
+use crate::runtime::{AsDevice, AsDeviceMut, DeviceBuffer, DeviceRepr, Stream};
+use crate::target::Sm;
+
+use super::Goal;
+
+/// A problem's size parameters (their meaning is the problem's).
+pub type Shape = Vec<usize>;
+
+/// The roof a problem is measured against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Roof {
+    /// DRAM bandwidth (essential bytes / bandwidth).
+    Memory,
+    /// The FP32 peak (useful FP32 instructions / FP32 lanes × clock).
+    Fp32,
+}
+
+type RunFn = dyn Fn(&Stream, &Shape, bool) -> Result<()> + Send + Sync;
+type BasisFn = dyn Fn(&Shape, Sm, u32) -> Vec<f64> + Send + Sync;
+type TrafficFn = dyn Fn(&Shape) -> Vec<(String, f64)> + Send + Sync;
+type ScalarFn = dyn Fn(&Shape) -> f64 + Send + Sync;
+
+/// One problem.
+pub struct Problem {
+    /// The kernel family (its folder under `src/kernels/`).
+    pub family: &'static str,
+    /// The operation and its size, as the report prints it.
+    pub name: String,
+    pub roof: Roof,
+    /// The named size.
+    pub full: Shape,
+    /// Scaled-down shapes that are simulated; as many as basis terms.
+    pub samples: Vec<Shape>,
+    /// A further sample simulated on a card with this few SMs, so that
+    /// grid-stride loops give each thread more work: its presence adds
+    /// a per-launched-thread term (the threads' prologue) to each kernel's
+    /// fit. For kernels whose grids are capped by the SM count at the full
+    /// size (element loops), where the samples' threads scale with the
+    /// work but the full size's do not.
+    pub capped: Option<(Shape, u32)>,
+    /// A further small shape the fitted basis must predict
+    /// (`tests/roofline.rs` simulates it and compares).
+    pub check: Shape,
+    /// The extrapolation basis at a shape, on an SM with a given SM count:
+    /// each kernel's dynamic count is fitted as a linear combination.
+    pub basis: Box<BasisFn>,
+    /// Queue the operation on `stream` at `shape`; `dry` means the buffers
+    /// are allocated but not filled (nothing runs).
+    pub run: Box<RunFn>,
+    /// DRAM bytes per kernel entry (summed over its launches) at a shape.
+    pub traffic: Box<TrafficFn>,
+    /// Essential bytes (memory roof) or useful FP32 instructions (FP32
+    /// roof) at a shape.
+    pub essential: Box<ScalarFn>,
+    pub goal: Option<Goal>,
+    /// What the byte counts assume, printed under the tables.
+    pub note: &'static str,
+}
+
+/// A deterministic LCG (the benches' generator).
+struct Lcg(u32);
+
+impl Lcg {
+    /// Uniform in `[0, 1)`.
+    fn unit(&mut self) -> f32 {
+        self.0 = self.0.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+        (self.0 >> 8) as f32 / (1u32 << 24) as f32
+    }
+}
+
+/// `n` floats from `f` uploaded, or (dry) an unfilled buffer.
+fn input(
+    st: &Stream,
+    n: usize,
+    seed: u32,
+    dry: bool,
+    f: impl Fn(&mut Lcg, usize) -> f32,
+) -> Result<DeviceBuffer<f32>> {
+    if dry {
+        return st.context().alloc(n);
+    }
+    let mut g = Lcg(seed);
+    let v: Vec<f32> = (0..n).map(|i| f(&mut g, i)).collect();
+    st.upload(&v)
+}
+
+/// Uniform floats in `[lo, hi)`.
+fn uniform(
+    st: &Stream,
+    n: usize,
+    seed: u32,
+    dry: bool,
+    lo: f32,
+    hi: f32,
+) -> Result<DeviceBuffer<f32>> {
+    input(st, n, seed, dry, |g, _| lo + (hi - lo) * g.unit())
+}
+
+/// Log-probabilities `ln(0.1 + 0.9 u)` (the HMM bench's model).
+fn logp(st: &Stream, n: usize, seed: u32, dry: bool) -> Result<DeviceBuffer<f32>> {
+    input(st, n, seed, dry, |g, _| (0.1 + 0.9 * g.unit()).ln())
+}
+
+/// Random bytes uploaded, or (dry) an unfilled buffer.
+fn bytes_in(st: &Stream, n: usize, seed: u32, dry: bool) -> Result<DeviceBuffer<u8>> {
+    if dry {
+        return st.context().alloc(n);
+    }
+    let mut g = Lcg(seed);
+    let v: Vec<u8> = (0..n).map(|_| (g.unit() * 256.0) as u8).collect();
+    st.upload(&v)
+}
+
+fn out<T: DeviceRepr>(st: &Stream, n: usize) -> Result<DeviceBuffer<T>> {
+    st.context().alloc(n)
+}
+
+fn f(v: usize) -> f64 {
+    v as f64
+}
+
+const F32: f64 = 4.0;
+
+/// Every problem, in report order.
+pub fn all() -> Vec<Problem> {
+    let mut v = vec![
+        lcse_forward(),
+        lcse_backward(),
+        hmm_forward_backward(),
+        viterbi(),
+    ];
+    v.push(dot_rows());
+    v.extend(fp8_problems());
+    v.extend(block_scaled_problems());
+    v.push(score_block());
+    v.push(score_route());
+    v.extend(block_ell_problems());
+    v
+}
+
+// ---- logcumsumexp -------------------------------------------------------------
+
+/// Rows of one tile take the row path whatever the SM count: one CTA per
+/// row, cost linear in the rows (a launch's fixed cost, then per row).
+fn lcse_basis(s: &Shape, _: Sm, _: u32) -> Vec<f64> {
+    vec![1.0, f(s[0])]
+}
+
+/// `[rows, 4096]` shapes: one tile a row, so the samples launch the same
+/// kernel (`lcse_fwd` / `lcse_bwd`, row path) as the full size.
+fn lcse_samples() -> Vec<Shape> {
+    vec![vec![1, logcumsumexp::TILE], vec![2, logcumsumexp::TILE]]
+}
+
+fn lcse_forward() -> Problem {
+    Problem {
+        family: "logcumsumexp",
+        name: "forward [4096, 4096]".into(),
+        roof: Roof::Memory,
+        full: vec![4096, 4096],
+        samples: lcse_samples(),
+        check: vec![3, logcumsumexp::TILE],
+        capped: None,
+        basis: Box::new(lcse_basis),
+        run: Box::new(|st, s, dry| {
+            let shape = logcumsumexp::Shape::new(s[0], s[1])?;
+            let x = uniform(st, shape.len(), 1, dry, -10.0, 10.0)?;
+            let mut y = out::<f32>(st, shape.len())?;
+            logcumsumexp::forward_dev(st, &x, &mut y, shape)
+        }),
+        traffic: Box::new(|s| vec![("lcse_fwd".into(), 2.0 * F32 * f(s[0] * s[1]))]),
+        essential: Box::new(|s| 2.0 * F32 * f(s[0] * s[1])),
+        goal: Some(Goal::Share(0.8)),
+        note: "one CTA a row (T = 4096 is one tile): x read and y written once; \
+               essential: x in, y out (8 B/element)",
+    }
+}
+
+fn lcse_backward() -> Problem {
+    Problem {
+        family: "logcumsumexp",
+        name: "backward [4096, 4096]".into(),
+        roof: Roof::Memory,
+        full: vec![4096, 4096],
+        samples: lcse_samples(),
+        check: vec![3, logcumsumexp::TILE],
+        capped: None,
+        basis: Box::new(lcse_basis),
+        run: Box::new(|st, s, dry| {
+            let shape = logcumsumexp::Shape::new(s[0], s[1])?;
+            let x = uniform(st, shape.len(), 1, dry, -10.0, 10.0)?;
+            let g = uniform(st, shape.len(), 2, dry, -1.0, 1.0)?;
+            let mut gx = out::<f32>(st, shape.len())?;
+            logcumsumexp::backward_dev(st, &x, &g, &mut gx, shape)
+        }),
+        traffic: Box::new(|s| vec![("lcse_bwd".into(), 3.0 * F32 * f(s[0] * s[1]))]),
+        essential: Box::new(|s| 3.0 * F32 * f(s[0] * s[1])),
+        goal: Some(Goal::Share(0.7)),
+        note: "one CTA a row, one pass (T = 4096 is one tile): x and g read, gx \
+               written once; the forward output y is not an input; essential: \
+               x, g in, gx out (12 B/element)",
+    }
+}
+
+// ---- HMM and Viterbi ----------------------------------------------------------
+
+/// The sm_90 SASS lane-instructions of `hmm_forward_cap256` at batch 64,
+/// T 1000, S 256 as this model counts them for the kernel of commit
+/// 240e804 (before issue 19's rebuild): 294.848 G dynamic PTX
+/// instructions × the hot loop's SASS/PTX ratio 156 / (4 × 51). The
+/// issue's "≥ 5× fewer issued instructions than today's kernel" is
+/// measured against it.
+pub const HMM_FORWARD_BASELINE_SM90: f64 = 2.254_72e11;
+
+/// `[batch, T, S]` shapes of the HMM and Viterbi problems.
+const SEQ_FULL: [usize; 3] = [64, 1000, 256];
+
+fn seq_samples() -> Vec<Shape> {
+    vec![vec![1, 2, 256], vec![1, 3, 256]]
+}
+
+fn seq_basis(s: &Shape, _: Sm, _: u32) -> Vec<f64> {
+    vec![f(s[0]), f(s[0] * s[1])]
+}
+
+/// A launch's fixed cost (the prep kernels), per sequence, per step.
+fn hmm_basis(s: &Shape, _: Sm, _: u32) -> Vec<f64> {
+    vec![1.0, f(s[0]), f(s[0] * s[1])]
+}
+
+fn hmm_forward_backward() -> Problem {
+    let [b, t, s] = SEQ_FULL;
+    let step = F32 * f(b * s * s);
+    Problem {
+        family: "hmm",
+        name: "forward-backward, batch 64, T 1000, S 256".into(),
+        roof: Roof::Memory,
+        full: SEQ_FULL.to_vec(),
+        samples: vec![vec![1, 2, 256], vec![1, 3, 256], vec![2, 2, 256]],
+        check: vec![2, 3, 256],
+        capped: None,
+        basis: Box::new(hmm_basis),
+        run: Box::new(|st, sh, dry| {
+            let shape = hmm::Shape::new(sh[0], sh[1], sh[2])?;
+            let (b, t, s) = (sh[0], sh[1], sh[2]);
+            let pi = logp(st, s, 1, dry)?;
+            let a = logp(st, s * s, 2, dry)?;
+            let e = logp(st, b * t * s, 3, dry)?;
+            let mut alpha = out::<f32>(st, b * t * s)?;
+            let mut beta = out::<f32>(st, b * t * s)?;
+            let mut ll = out::<f32>(st, b)?;
+            let mut gamma = out::<f32>(st, b * t * s)?;
+            let mut xi = out::<f32>(st, b * s * s)?;
+            let lengths = vec![t as u32; b];
+            let inputs = hmm::launch::DeviceInputs {
+                log_pi: pi.as_device(),
+                log_a: a.as_device(),
+                log_b: e.as_device(),
+                lengths: &lengths,
+            };
+            let outputs = hmm::launch::DeviceOutputs {
+                log_alpha: alpha.as_device_mut(),
+                log_beta: beta.as_device_mut(),
+                log_likelihood: ll.as_device_mut(),
+                gamma: gamma.as_device_mut(),
+                xi: xi.as_device_mut(),
+            };
+            hmm::forward_backward_dev(st, &shape, &inputs, outputs)
+        }),
+        traffic: Box::new(|sh| {
+            let (b, t, s) = (sh[0], sh[1], sh[2]);
+            let sp = s.next_multiple_of(16);
+            let plane = F32 * f(b * t * s);
+            // per-step records: the max of log_b, the two normalizer pairs
+            // (forward and backward), the fallback flags; W is [b, T, S16]
+            let steps = F32 * f(b * t);
+            let w = F32 * f(b * t * sp);
+            let a = F32 * f(s * s);
+            vec![
+                // log_a in, the maxima out
+                ("hmm_prep_max".into(), a),
+                // log_a in, the two shifted matrices out
+                ("hmm_prep_exp".into(), a + 2.0 * F32 * f(sp * sp)),
+                // log_b in; alpha (hi into log_alpha, lo into gamma) out; Mb
+                // and the normalizer pairs out; Â once (L2-resident)
+                (
+                    hmm::ptx::forward_name(hmm::ptx::cap_for(s)),
+                    3.0 * plane + 3.0 * steps + F32 * f(sp * sp),
+                ),
+                // log_b, Mb in; beta (hi, lo), R (hi, lo) out, W, the flags
+                // and the normalizer pairs out; Ã once
+                (
+                    hmm::ptx::backward_name(hmm::ptx::cap_for(s)),
+                    5.0 * plane + w + 4.0 * steps + F32 * f(sp * sp),
+                ),
+                // alpha (hi, lo), beta (hi, lo), W and the normalizers in;
+                // gamma out; log_alpha and log_beta rewritten in place
+                ("hmm_posteriors".into(), 7.0 * plane + w + 4.0 * steps),
+                // gamma, W, R (hi, lo), the flags in (R and W once: they
+                // stay in L2 across the state blocks); xi out
+                (
+                    "hmm_transitions".into(),
+                    3.0 * plane + w + steps + F32 * f(b * s * s) + F32 * f(sp * sp),
+                ),
+            ]
+        }),
+        essential: Box::new(|sh| {
+            let (b, t, s) = (sh[0], sh[1], sh[2]);
+            // log_b in; alpha, beta, gamma, xi out.
+            F32 * (4.0 * f(b * t * s) + f(b * s * s))
+        }),
+        goal: Some(Goal::HmmForward {
+            kernel: hmm::ptx::forward_name(hmm::ptx::cap_for(s)),
+            baseline_sm90: HMM_FORWARD_BASELINE_SM90,
+            factor: 5.0,
+            // PyTorch's step writes the [batch, S, S] broadcast sum and
+            // reads it back (the least an unfused logsumexp can move;
+            // eager `torch.logsumexp` moves it about 7 times).
+            torch_bytes: 2.0 * step * f(t - 1),
+        }),
+        note: "every [batch, T, S] array read or written once per kernel that uses it, \
+               the per-step records (W [batch, T, S16], R hi/lo, beta lo, alpha lo \
+               in the gamma buffer) written once and read once by each kernel that \
+               needs them, the shifted matrices once (they stay in L2); PyTorch: \
+               2 × 16.8 MB per step",
+    }
+}
+
+fn viterbi() -> Problem {
+    Problem {
+        family: "viterbi",
+        name: "batch 64, T 1000, S 256".into(),
+        roof: Roof::Memory,
+        full: SEQ_FULL.to_vec(),
+        samples: seq_samples(),
+        check: vec![2, 2, 256],
+        capped: None,
+        basis: Box::new(seq_basis),
+        run: Box::new(|st, sh, dry| {
+            let (b, t, s) = (sh[0], sh[1], sh[2]);
+            let pi = logp(st, s, 1, dry)?;
+            let a = logp(st, s * s, 2, dry)?;
+            let e = logp(st, b * t * s, 3, dry)?;
+            let mut paths = out::<u32>(st, b * t)?;
+            let mut scores = out::<f32>(st, b)?;
+            let lengths = vec![t as u32; b];
+            viterbi::viterbi_dev(st, &pi, &a, &e, &lengths, b, t, s, &mut paths, &mut scores)
+        }),
+        traffic: Box::new(|sh| {
+            let (b, t, s) = (sh[0], sh[1], sh[2]);
+            let name = viterbi::ptx::kernel_name(viterbi::ptx::cap_for(s));
+            // log_b in, the u32 backpointers written, paths out.
+            vec![(name, F32 * (2.0 * f(b * t * s) + f(b * t) + f(s * s)))]
+        }),
+        essential: Box::new(|sh| F32 * (f(sh[0] * sh[1] * sh[2]) + f(sh[0] * sh[1]))),
+        goal: None,
+        note: "log_b read once, the [batch, T, S] backpointer workspace written once \
+               (the walk back reads T of them); essential: log_b in, paths out",
+    }
+}
+
+// ---- dot ----------------------------------------------------------------------
+
+fn dot_rows() -> Problem {
+    Problem {
+        family: "dot",
+        name: "dot_rows [4096, 4096]".into(),
+        roof: Roof::Memory,
+        full: vec![4096, 4096],
+        samples: vec![vec![64, 4096], vec![128, 4096]],
+        check: vec![96, 4096],
+        capped: None,
+        basis: Box::new(|s, _, _| vec![1.0, f(s[0] * s[1])]),
+        run: Box::new(|st, s, dry| {
+            let (rows, n) = (s[0], s[1]);
+            let x = uniform(st, rows * n, 1, dry, -1.0, 1.0)?;
+            let y = uniform(st, n, 2, dry, -1.0, 1.0)?;
+            let mut o = out::<f32>(st, rows)?;
+            dot::dot_rows_dev(st, &x, &y, &mut o, rows, n)
+        }),
+        traffic: Box::new(|s| vec![("dot_rows_f32".into(), F32 * f(s[0] * s[1] + s[1] + s[0]))]),
+        essential: Box::new(|s| F32 * f(s[0] * s[1] + s[1] + s[0])),
+        goal: None,
+        note: "x once, y once (it stays in L2), out once",
+    }
+}
+
+// ---- FP8 ----------------------------------------------------------------------
+
+/// Elements of the FP8 problems (the bench's largest size, 1 GiB of f32).
+const FP8_N: usize = 1 << 28;
+
+fn fp8_problem(
+    name: &str,
+    essential_per_elem: f64,
+    kernels: fn(usize) -> Vec<(String, f64)>,
+    run: fn(&Stream, usize, bool) -> Result<()>,
+    note: &'static str,
+) -> Problem {
+    Problem {
+        family: "fp8",
+        name: format!("{name}, 256 Mi elements"),
+        roof: Roof::Memory,
+        full: vec![FP8_N],
+        samples: vec![vec![1 << 16], vec![1 << 17]],
+        check: vec![3 << 15],
+        capped: Some((vec![1 << 17], 1)),
+        basis: Box::new(|s, _, _| vec![1.0, f(s[0])]),
+        run: Box::new(move |st, s, dry| run(st, s[0], dry)),
+        traffic: Box::new(move |s| kernels(s[0])),
+        essential: Box::new(move |s| essential_per_elem * f(s[0])),
+        goal: Some(Goal::Share(0.9)),
+        note,
+    }
+}
+
+fn fp8_x(st: &Stream, n: usize, dry: bool) -> Result<DeviceBuffer<f32>> {
+    input(st, n, 1, dry, |_, i| ((i as f32) * 0.618_034).sin() * 300.0)
+}
+
+fn fp8_codec(st: &Stream) -> fp8::ptx::Codec {
+    fp8::ptx::Codec::for_sm(st.context().sm())
+}
+
+fn fp8_problems() -> Vec<Problem> {
+    use fp8::Format::E4M3;
+    vec![
+        fp8_problem(
+            "quantize E4M3 (current scaling)",
+            9.0,
+            |n| {
+                vec![
+                    ("fp8_absmax_partials".into(), F32 * f(n)),
+                    ("fp8_absmax_finalize_e4m3".into(), 0.0),
+                    ("fp8_quantize_e4m3".into(), 5.0 * f(n)),
+                ]
+            },
+            |st, n, dry| {
+                let x = fp8_x(st, n, dry)?;
+                let mut codes = out::<u8>(st, n)?;
+                let mut stats = out::<f32>(st, fp8::ptx::STATS_LEN)?;
+                fp8::launch::quantize_dev(st, &x, E4M3, fp8_codec(st), &mut codes, &mut stats)
+            },
+            "absmax pass reads x (partials and stats are a few KiB), the encode pass \
+             reads x again and writes a byte per element: 9 B/element",
+        ),
+        fp8_problem(
+            "quantize_with_scale E4M3",
+            5.0,
+            |n| vec![("fp8_quantize_scaled_e4m3".into(), 5.0 * f(n))],
+            |st, n, dry| {
+                let x = fp8_x(st, n, dry)?;
+                let mut codes = out::<u8>(st, n)?;
+                fp8::launch::quantize_with_scale_dev(st, &x, 0.5, E4M3, fp8_codec(st), &mut codes)
+            },
+            "x in, codes out: 5 B/element",
+        ),
+        fp8_problem(
+            "dequantize E4M3",
+            5.0,
+            |n| vec![("fp8_dequantize_e4m3".into(), 5.0 * f(n))],
+            |st, n, dry| {
+                let codes = bytes_in(st, n, 2, dry)?;
+                let mut y = out::<f32>(st, n)?;
+                fp8::launch::dequantize_dev(st, &codes, 2.0, E4M3, fp8_codec(st), &mut y)
+            },
+            "codes in, y out: 5 B/element",
+        ),
+        fp8_problem(
+            "dequantize_stats E4M3",
+            5.0,
+            |n| vec![("fp8_dequantize_stats_e4m3".into(), 5.0 * f(n))],
+            |st, n, dry| {
+                let codes = bytes_in(st, n, 2, dry)?;
+                let stats = if dry {
+                    out::<f32>(st, fp8::ptx::STATS_LEN)?
+                } else {
+                    st.upload(&[448.0f32, 1.0, 1.0])?
+                };
+                let mut y = out::<f32>(st, n)?;
+                fp8::launch::dequantize_stats_dev(st, &codes, &stats, E4M3, fp8_codec(st), &mut y)
+            },
+            "codes in, y out: 5 B/element",
+        ),
+    ]
+}
+
+// ---- block-scaled -------------------------------------------------------------
+
+/// `[L, M, K]` of the block-scaled problems (the bench's GPU tensor).
+const BS_FULL: [usize; 3] = [1, 16384, 8192];
+const BS_LAYOUT: ScaleLayout = ScaleLayout::Blocked128x4;
+
+fn bs_shape(s: &Shape, f: BsFormat) -> Result<bs::Shape> {
+    bs::Shape::new(s[0], s[1], s[2], f)
+}
+
+/// Bytes of `x` (f32), codes and scales (in the bench's layout) at `s`.
+fn bs_bytes(s: &Shape, f: BsFormat) -> (f64, f64, f64) {
+    let sh = bs_shape(s, f).expect("the problems' shapes are valid");
+    (
+        F32 * sh.len() as f64,
+        sh.codes_len() as f64,
+        BS_LAYOUT.len(&sh.scale_dims()) as f64,
+    )
+}
+
+fn bs_names(f: BsFormat) -> (String, String) {
+    let r = Recipe::default_for(f);
+    let q = bs::ptx::generate_quantize(Sm::Sm90, r, bs::ptx::Codec::Software)
+        .map(|m| m.kernel)
+        .unwrap_or_default();
+    let d = bs::ptx::generate_dequantize(Sm::Sm90, f, bs::ptx::Codec::Software)
+        .map(|m| m.kernel)
+        .unwrap_or_default();
+    (q, d)
+}
+
+fn bs_problem(fmt: BsFormat, label: &str, quantize: bool) -> Problem {
+    let nv = fmt == BsFormat::Nvfp4;
+    let traffic: Box<TrafficFn> = Box::new(move |s| {
+        let (x, codes, scales) = bs_bytes(s, fmt);
+        let (q, d) = bs_names(fmt);
+        if quantize {
+            // The padded layout's scale bytes are zeroed (a memset), then
+            // written by the kernel: counted twice.
+            let mut v = vec![(q, x + codes + 2.0 * scales)];
+            if nv {
+                v.push(("fp8_absmax_partials".into(), x));
+                v.push(("block_scaled_nvfp4_global".into(), 0.0));
+            }
+            v
+        } else {
+            vec![(d, x + codes + scales)]
+        }
+    });
+    Problem {
+        family: "block_scaled",
+        name: format!(
+            "{} {label} [1, 16384, 8192], Blocked128x4",
+            if quantize { "quantize" } else { "dequantize" }
+        ),
+        roof: Roof::Memory,
+        full: BS_FULL.to_vec(),
+        samples: vec![vec![1, 128, 256], vec![1, 256, 256]],
+        check: vec![1, 128, 512],
+        capped: Some((vec![1, 256, 256], 1)),
+        basis: Box::new(|s, _, _| vec![1.0, f(s[0] * s[1] * s[2])]),
+        traffic,
+        run: Box::new(move |st, s, dry| {
+            let shape = bs_shape(s, fmt)?;
+            let codec = bs::ptx::Codec::for_sm(st.context().sm());
+            let mut codes = out::<u8>(st, shape.codes_len())?;
+            let scale_len = BS_LAYOUT.len(&shape.scale_dims());
+            if quantize {
+                let x = input(st, shape.len(), 2, dry, |g, i| {
+                    (g.unit() - 0.5) * (1 << (i / 32 % 16)) as f32
+                })?;
+                let mut scales = out::<u8>(st, scale_len)?;
+                let mut global = out::<f32>(st, 3)?;
+                let gv = nv.then(|| global.as_device_mut());
+                bs::launch::quantize_dev(
+                    st,
+                    &x,
+                    shape,
+                    Recipe::default_for(fmt),
+                    BS_LAYOUT,
+                    codec,
+                    &mut codes,
+                    &mut scales,
+                    gv,
+                )
+            } else {
+                let codes = bytes_in(st, shape.codes_len(), 3, dry)?;
+                // Scale bytes near 1.0 (E8M0 127, UE4M3 0x38).
+                let scales = if dry {
+                    out::<u8>(st, scale_len)?
+                } else {
+                    st.upload(&vec![if nv { 0x38u8 } else { 127u8 }; scale_len])?
+                };
+                let global = if dry {
+                    out::<f32>(st, 3)?
+                } else {
+                    st.upload(&[1.0f32, 1.0, 1.0])?
+                };
+                let mut y = out::<f32>(st, shape.len())?;
+                let gd = nv.then(|| global.as_device());
+                bs::launch::dequantize_dev(st, &codes, &scales, gd, shape, BS_LAYOUT, codec, &mut y)
+            }
+        }),
+        essential: Box::new(move |s| {
+            let (x, codes, scales) = bs_bytes(s, fmt);
+            // NVFP4's quantize reads x twice (per-tensor amax first).
+            x + codes + scales + if nv && quantize { x } else { 0.0 }
+        }),
+        goal: Some(Goal::Share(0.9)),
+        note: "x (f32) once (twice for NVFP4's quantize: the per-tensor amax pass), codes \
+               once, scales once (quantize: also the memset of the padded layout)",
+    }
+}
+
+fn block_scaled_problems() -> Vec<Problem> {
+    let mut v = Vec::new();
+    for (f, label) in [
+        (BsFormat::Mxfp8E4m3, "MXFP8 E4M3"),
+        (BsFormat::Mxfp4, "MXFP4"),
+        (BsFormat::Nvfp4, "NVFP4"),
+    ] {
+        v.push(bs_problem(f, label, true));
+        v.push(bs_problem(f, label, false));
+    }
+    v
+}
+
+// ---- score --------------------------------------------------------------------
+
+fn score_block() -> Problem {
+    Problem {
+        family: "score",
+        name: "score block rows 4096, K 16384, P 256".into(),
+        roof: Roof::Fp32,
+        full: vec![4096, 16384, 256],
+        samples: vec![vec![128, 128, 64], vec![128, 128, 128]],
+        check: vec![128, 256, 64],
+        capped: None,
+        // Per tile: a prologue and epilogue, and a main loop over P.
+        basis: Box::new(|s, _, _| vec![f(s[0] * s[1]), f(s[0] * s[1] * s[2])]),
+        run: Box::new(|st, s, dry| {
+            let (rows, k, p) = (s[0], s[1], s[2]);
+            let x = uniform(st, rows * p, 1, dry, -1.0, 1.0)?;
+            let d = uniform(st, k * p, 2, dry, -1.0, 1.0)?;
+            let mut o = out::<f32>(st, rows * k)?;
+            score::launch::score_block_dev(st, &x, &d, &mut o, rows, k, p, None)
+        }),
+        traffic: Box::new(|s| {
+            let (rows, k, p) = (s[0], s[1], s[2]);
+            vec![(
+                score::ptx::SCORE_BLOCK_V4.into(),
+                F32 * f(rows * p + k * p + rows * k),
+            )]
+        }),
+        // One FMUL and one FADD per multiply-add.
+        essential: Box::new(|s| 2.0 * f(s[0] * s[1] * s[2])),
+        goal: Some(Goal::Share(0.8)),
+        note: "x and D once (a wave's tiles share them in L2), the score block written once; \
+               roof: 2 FP32 instructions (FMUL, FADD) per multiply-add",
+    }
+}
+
+/// The route's K-splits: the forced count, or the launch code's default
+/// plan on an SM with `sms` SMs.
+fn route_splits(s: &Shape, sm: Sm, sms: u32) -> f64 {
+    let (rows, k, p, top) = (s[0], s[1], s[2], s[3]);
+    let t = ScoreTuning::route_default_for(sm).vectorized_for(p);
+    let plan = if s[4] > 0 {
+        RoutePlan::with_splits(rows, k, &t, s[4] as u32)
+    } else {
+        RoutePlan::new(rows, k, top, &t, sms)
+    };
+    f64::from(plan.splits)
+}
+
+fn score_route() -> Problem {
+    Problem {
+        family: "score",
+        name: "routed top-4, rows 256, K 32768, P 64".into(),
+        roof: Roof::Fp32,
+        // `[rows, K, P, s, splits]`; splits 0: the launch code's plan for
+        // the card (33 on an H100), else a forced plan (the samples).
+        full: vec![256, 32768, 64, 4, 0],
+        samples: vec![vec![64, 512, 64, 4, 2], vec![64, 512, 64, 4, 4]],
+        check: vec![64, 1024, 64, 4, 4],
+        capped: None,
+        basis: Box::new(|s, sm, sms| {
+            vec![
+                f(s[0] * s[1] * s[2]),
+                f(s[0] * s[3]) * route_splits(s, sm, sms),
+            ]
+        }),
+        run: Box::new(|st, s, dry| {
+            let (rows, k, p, top) = (s[0], s[1], s[2], s[3]);
+            let x = uniform(st, rows * p, 3, dry, -1.0, 1.0)?;
+            let d = uniform(st, k * p, 4, dry, -1.0, 1.0)?;
+            if s[4] == 0 {
+                score::launch::route_top_s_dev(st, &x, &d, rows, k, p, top, None).map(drop)
+            } else {
+                let t = ScoreTuning::route_default_for(st.context().sm()).vectorized_for(p);
+                let plan = RoutePlan::with_splits(rows, k, &t, s[4] as u32);
+                score::launch::route_top_s_planned_dev(st, &x, &d, rows, k, p, top, t, plan)
+                    .map(drop)
+            }
+        }),
+        traffic: Box::new(|s| {
+            let (rows, k, p, top) = (s[0], s[1], s[2], s[3]);
+            // The partial lists depend on the plan: bounded by 2 words per
+            // entry and split; small next to D.
+            vec![
+                (score::ptx::ROUTE_V4.into(), F32 * f(rows * p + k * p)),
+                (score::ptx::MERGE.into(), 2.0 * F32 * f(rows * top)),
+            ]
+        }),
+        essential: Box::new(|s| 2.0 * f(s[0] * s[1] * s[2])),
+        goal: None,
+        note: "x and D once; the per-split partial lists (a few hundred KiB) are not counted; \
+               roof: 2 FP32 instructions per multiply-add",
+    }
+}
+
+// ---- block-ELL ----------------------------------------------------------------
+
+/// `col` of an `r × c`-block layer with `k` slots, `filled` of them used
+/// per row (the bench's spread columns).
+fn topology(r: usize, c: usize, k: usize, filled: usize) -> Vec<i32> {
+    (0..r * k)
+        .map(|s| {
+            let (row, slot) = (s / k, s % k);
+            if slot < filled {
+                ((row + slot * (c / filled.max(1))) % c) as i32
+            } else {
+                -1
+            }
+        })
+        .collect()
+}
+
+/// Shape of the block-ELL problems: `[R, C, K, filled, B, N]`.
+fn ell_dims(s: &Shape) -> Result<Dims> {
+    Dims::new(s[0], s[1], s[2], s[4])
+}
+
+/// The bench's layer: 2048 → 2048 in 32 × 32 blocks (R = C = 64), N 4096,
+/// `k` of the 64 slots filled.
+fn ell_full(k: usize) -> Shape {
+    vec![64, 64, k, k, 32, 4096]
+}
+
+/// Non-empty slots.
+fn nnz(s: &Shape) -> usize {
+    s[0] * s[3]
+}
+
+/// Multiply-adds of the forward / grad-input at `s`.
+fn ell_macs(s: &Shape) -> f64 {
+    f(nnz(s) * s[4] * s[4] * s[5])
+}
+
+fn ell_topo(st: &Stream, s: &Shape) -> Result<(Dims, DeviceTopology)> {
+    let d = ell_dims(s)?;
+    let col = topology(s[0], s[1], s[2], s[3]);
+    let t = DeviceTopology::upload(st, &d, &col)?;
+    Ok((d, t))
+}
+
+/// Rows of `N` per forward / grad-input tile at block size `b`.
+fn rows_per_tile(b: usize) -> usize {
+    block_ell::ptx::rows_per_tile(b as u32) as usize
+}
+
+fn ell_forward(pct: usize) -> Problem {
+    let k = 64 * pct / 100;
+    let full = ell_full(k);
+    let rpt = rows_per_tile(full[4]);
+    Problem {
+        family: "block_ell",
+        name: format!("forward 2048 → 2048, B 32, N 4096, {pct} % of the slots"),
+        roof: Roof::Fp32,
+        // One block row, 8 and 16 filled slots: the cost per slot does not
+        // depend on K.
+        samples: vec![vec![1, 64, 8, 8, 32, rpt], vec![1, 64, 16, 16, 32, rpt]],
+        check: vec![1, 64, 8, 8, 32, 2 * rpt],
+        capped: None,
+        full,
+        basis: Box::new(|s, _, _| vec![f(s[0] * s[5]), f(nnz(s) * s[5])]),
+        run: Box::new(|st, s, dry| {
+            let (d, topo) = ell_topo(st, s)?;
+            let n = s[5];
+            let x = uniform(st, n * d.in_features(), 4, dry, -0.5, 0.5)?;
+            let values = uniform(st, d.values_len(), 6, dry, -0.5, 0.5)?;
+            let mut y = out::<f32>(st, n * d.out_features())?;
+            block_ell::forward_dev(st, &topo, n, &x, &values, None, &mut y)
+        }),
+        traffic: Box::new(|s| {
+            let b = s[4];
+            let n = s[5];
+            vec![(
+                format!("block_ell_forward_b{b}"),
+                F32 * f(n * s[1] * b + nnz(s) * b * b + n * s[0] * b),
+            )]
+        }),
+        // One FFMA per multiply-add.
+        essential: Box::new(ell_macs),
+        goal: (pct == 50).then_some(Goal::DenseSpeedup {
+            // x [4096, 2048] · Wᵀ [2048, 2048].
+            dense_macs: 4096.0 * 2048.0 * 2048.0,
+            min: 1.6,
+        }),
+        note: "x once (the row blocks of a wave share it in L2), the filled slots' values \
+               once, y once; roof: one FFMA per multiply-add (the contract's fused \
+               multiply-add)",
+    }
+}
+
+fn ell_grad_input() -> Problem {
+    let full = ell_full(32);
+    let rpt = rows_per_tile(full[4]);
+    Problem {
+        family: "block_ell",
+        name: "grad-input 2048 → 2048, B 32, N 4096, 50 % of the slots".into(),
+        roof: Roof::Fp32,
+        samples: vec![vec![2, 64, 8, 8, 32, rpt], vec![4, 64, 8, 8, 32, rpt]],
+        check: vec![2, 64, 8, 8, 32, 2 * rpt],
+        capped: None,
+        full,
+        basis: Box::new(|s, _, _| vec![f(s[1] * s[5]), f(nnz(s) * s[5])]),
+        run: Box::new(|st, s, dry| {
+            let (d, topo) = ell_topo(st, s)?;
+            let n = s[5];
+            let gy = uniform(st, n * d.out_features(), 5, dry, -0.5, 0.5)?;
+            let values = uniform(st, d.values_len(), 6, dry, -0.5, 0.5)?;
+            let mut gx = out::<f32>(st, n * d.in_features())?;
+            block_ell::grad_input_dev(st, &topo, n, &gy, &values, &mut gx)
+        }),
+        traffic: Box::new(|s| {
+            let (b, n) = (s[4], s[5]);
+            vec![(
+                format!("block_ell_grad_input_b{b}"),
+                F32 * f(n * s[0] * b + nnz(s) * b * b + n * s[1] * b),
+            )]
+        }),
+        essential: Box::new(ell_macs),
+        goal: None,
+        note: "gy once, the filled slots' values once, gx once; roof: one FFMA per \
+               multiply-add",
+    }
+}
+
+/// Chunks of the N-chunk tree and the passes `chunk_tree` makes over them
+/// for `len` outputs.
+fn chunk_passes(n: usize, len: usize) -> (f64, f64) {
+    let nchunks = n.div_ceil(block_ell::N_CHUNK);
+    if nchunks <= 1 {
+        return (1.0, 1.0);
+    }
+    let group = (block_ell::launch::SCRATCH_FLOATS / len.max(1)).clamp(1, nchunks);
+    (f(nchunks), f(nchunks.div_ceil(group)))
+}
+
+/// Bytes of the fold kernel over `len` outputs: every partial read once,
+/// the output written per pass and read back on every pass but the first.
+fn fold_bytes(n: usize, len: usize) -> f64 {
+    let (chunks, passes) = chunk_passes(n, len);
+    if chunks <= 1.0 {
+        return 0.0;
+    }
+    F32 * f(len) * (chunks + 2.0 * passes - 1.0)
+}
+
+fn ell_grad_values() -> Problem {
+    Problem {
+        family: "block_ell",
+        name: "grad-values 2048 → 2048, B 32, N 4096, 50 % of the slots".into(),
+        roof: Roof::Fp32,
+        full: ell_full(32),
+        samples: vec![
+            vec![1, 64, 2, 2, 32, 512],
+            vec![1, 64, 2, 1, 32, 512],
+            vec![1, 64, 2, 2, 32, 768],
+        ],
+        check: vec![1, 64, 2, 1, 32, 1024],
+        capped: None,
+        // Multiply-adds; fold passes over the outputs; partials (outputs
+        // × chunks).
+        basis: Box::new(|s, _, _| {
+            let len = s[0] * s[2] * s[4] * s[4];
+            let (chunks, passes) = chunk_passes(s[5], len);
+            vec![
+                f(nnz(s) * s[4] * s[4] * s[5]),
+                f(len) * passes,
+                f(len) * chunks,
+            ]
+        }),
+        run: Box::new(|st, s, dry| {
+            let (d, topo) = ell_topo(st, s)?;
+            let n = s[5];
+            let x = uniform(st, n * d.in_features(), 4, dry, -0.5, 0.5)?;
+            let gy = uniform(st, n * d.out_features(), 5, dry, -0.5, 0.5)?;
+            let mut gv = out::<f32>(st, d.values_len())?;
+            block_ell::grad_values_dev(st, &topo, n, &x, &gy, &mut gv)
+        }),
+        traffic: Box::new(|s| {
+            let (b, n) = (s[4], s[5]);
+            let len = s[0] * s[2] * b * b;
+            let (chunks, _) = chunk_passes(n, len);
+            vec![
+                (
+                    format!("block_ell_grad_values_b{b}"),
+                    // x and gy once, every chunk's partials written.
+                    F32 * (f(n * s[1] * b + n * s[0] * b) + chunks * f(len)),
+                ),
+                ("block_ell_fold".into(), fold_bytes(n, len)),
+            ]
+        }),
+        essential: Box::new(ell_macs),
+        goal: None,
+        note: "x and gy once, the partials of the 16 N-chunks written and read back by the \
+               fold passes (8 chunks a pass within the 64 MiB scratch budget), gv written \
+               per pass; roof: one FFMA per multiply-add",
+    }
+}
+
+fn ell_stats() -> Problem {
+    Problem {
+        family: "block_ell",
+        name: "statistics and grad-bias, 2048 → 2048, B 32, N 4096, 50 %".into(),
+        roof: Roof::Memory,
+        full: ell_full(32),
+        samples: vec![
+            vec![8, 8, 4, 4, 32, 256],
+            vec![8, 8, 8, 8, 32, 256],
+            vec![8, 8, 4, 4, 32, 512],
+        ],
+        check: vec![8, 8, 8, 8, 32, 512],
+        capped: None,
+        // Fixed work (the slot statistics), per filled-slot element, per
+        // row of x and gy (R = C in every shape).
+        basis: Box::new(|s, _, _| {
+            vec![1.0, f(nnz(s) * s[4] * s[4]), f(s[5] * s[4] * (s[0] + s[1]))]
+        }),
+        run: Box::new(|st, s, dry| {
+            let (d, topo) = ell_topo(st, s)?;
+            let n = s[5];
+            let x = uniform(st, n * d.in_features(), 4, dry, -0.5, 0.5)?;
+            let gy = uniform(st, n * d.out_features(), 5, dry, -0.5, 0.5)?;
+            let gv = uniform(st, d.values_len(), 7, dry, -0.5, 0.5)?;
+            let vals = uniform(st, d.slots(), 8, dry, 0.0, 1.0)?;
+            let mut scores = uniform(st, d.slots(), 9, dry, 0.0, 1.0)?;
+            let mut norms = out::<f32>(st, d.slots())?;
+            let mut xin = out::<f32>(st, d.c())?;
+            let mut yout = out::<f32>(st, d.r())?;
+            let mut gb = out::<f32>(st, d.out_features())?;
+            block_ell::block_grad_norms_dev(st, &topo, &gv, &mut norms)?;
+            block_ell::input_block_norms_dev(st, &d, n, &x, &mut xin)?;
+            block_ell::output_block_norms_dev(st, &d, n, &gy, &mut yout)?;
+            block_ell::ema_update_dev(st, &mut scores, &vals, 0.9)?;
+            block_ell::grad_bias_dev(st, &d, n, &gy, &mut gb)
+        }),
+        traffic: Box::new(|s| {
+            let (r, c, b, n) = (s[0], s[1], s[4], s[5]);
+            let slots = r * s[2];
+            let (chunks, _) = chunk_passes(n, c);
+            vec![
+                // gv of the filled slots in, a norm per slot out.
+                (
+                    "block_ell_grad_norms".into(),
+                    F32 * f(nnz(s) * b * b + 2 * slots),
+                ),
+                // x and gy read, per-chunk partials out.
+                (
+                    "block_ell_block_norm_partials".into(),
+                    F32 * (f(n * (c + r) * b) + chunks * f(c + r)),
+                ),
+                (
+                    "block_ell_fold".into(),
+                    fold_bytes(n, c) + fold_bytes(n, r) + fold_bytes(n, r * b),
+                ),
+                ("block_ell_sqrt".into(), 2.0 * F32 * f(c + r)),
+                ("block_ell_ema".into(), 3.0 * F32 * f(slots)),
+                // gy read again, per-chunk partials out.
+                (
+                    "block_ell_grad_bias".into(),
+                    F32 * (f(n * r * b) + chunks * f(r * b)),
+                ),
+            ]
+        }),
+        essential: Box::new(|s| {
+            let (r, c, b, n) = (s[0], s[1], s[4], s[5]);
+            F32 * f(nnz(s) * b * b + n * (c + r) * b)
+        }),
+        goal: None,
+        note: "block_grad_norms, input/output_block_norms, ema_update and grad_bias as a \
+               training step calls them: x, gy (twice: norms and grad-bias are separate \
+               calls) and gv read; essential: x, gy, gv once",
+    }
+}
+
+fn block_ell_problems() -> Vec<Problem> {
+    vec![
+        ell_forward(50),
+        ell_forward(100),
+        ell_grad_input(),
+        ell_grad_values(),
+        ell_stats(),
+    ]
+}

@@ -1,0 +1,157 @@
+//! The roofline section of `docs/tuning.md`.
+
+use std::fmt::Write as _;
+
+use super::problems::{self, Roof};
+use super::{GpuRows, KernelRow, ProblemRow, Roofline};
+use crate::report::hardware::Gpu;
+
+fn mb(bytes: f64) -> String {
+    format!("{:.1}", bytes / 1e6)
+}
+
+fn giga(v: f64) -> String {
+    if v >= 1e9 {
+        format!("{:.2} G", v / 1e9)
+    } else {
+        format!("{:.1} M", v / 1e6)
+    }
+}
+
+fn us(s: Option<f64>) -> String {
+    s.map_or("–".into(), |s| {
+        if s >= 1e-2 {
+            format!("{:.2} ms", s * 1e3)
+        } else {
+            format!("{:.1} µs", s * 1e6)
+        }
+    })
+}
+
+fn pct(v: Option<f64>) -> String {
+    v.map_or("–".into(), |v| format!("{:.0} %", 100.0 * v))
+}
+
+fn roof_name(r: Roof) -> &'static str {
+    match r {
+        Roof::Memory => "memory",
+        Roof::Fp32 => "FP32",
+    }
+}
+
+/// A kernel row's share of its roof: its own bytes, or its FP32
+/// instructions, at the roof over its modeled time.
+fn kernel_share(k: &KernelRow, roof: Roof, gpu: &Gpu) -> Option<f64> {
+    let at_roof = match roof {
+        Roof::Memory => k.mem_s,
+        Roof::Fp32 => k.fp32 / gpu.fp32_instr_per_s(),
+    };
+    k.model_s().map(|m| at_roof / m)
+}
+
+fn kernel_line(s: &mut String, k: &KernelRow, p: &ProblemRow, gpu: &Gpu) {
+    let ratio = k.ratio.map_or("no SASS".to_string(), |r| {
+        let u = if r.unroll > 1 {
+            format!(" (loop ×{})", r.unroll)
+        } else {
+            String::new()
+        };
+        format!("{:.2}{}{u}", r.ratio, if r.hot { "" } else { " (whole)" })
+    });
+    let _ = writeln!(
+        s,
+        "| | `{}` | {} × {} | {} | {} | {} | {} | {} | {} | {} | {} | |",
+        k.kernel,
+        k.launches,
+        k.ctas,
+        mb(k.bytes),
+        giga(k.ptx),
+        ratio,
+        k.sass().map_or("–".into(), giga),
+        us(Some(k.mem_s)),
+        us(k.issue_s),
+        us(k.model_s()),
+        pct(kernel_share(k, p.roof, gpu)),
+    );
+}
+
+fn gpu_section(s: &mut String, g: &GpuRows) {
+    let gpu = &g.gpu;
+    let _ = writeln!(
+        s,
+        "\n### {} ({}): {} SMs × {} FP32 lanes at {:.0} MHz, {:.0} GB/s\n",
+        gpu.name, gpu.sm, gpu.sms, gpu.fp32_lanes_per_sm, gpu.boost_mhz, gpu.mem_gbps
+    );
+    let _ = writeln!(
+        s,
+        "Issue {:.1} T lane-instructions/s; FP32 peak {:.1} T instructions/s (= separate-rounding TFLOP/s; the FMA peak is {:.1} TFLOP/s).{}\n",
+        gpu.issue_per_s() / 1e12,
+        gpu.fp32_instr_per_s() / 1e12,
+        gpu.fma_tflops(),
+        if gpu.sm == crate::target::Sm::Sm70 {
+            " No SASS on sm_70 (nvdisasm 13.5 reads no sm_70 cubin): bytes and memory time only."
+        } else {
+            ""
+        }
+    );
+    let _ = writeln!(
+        s,
+        "| problem | kernel | launches × CTAs | MB | PTX instr | SASS/PTX | SASS instr | memory | issue | modeled | share of roof | goal |"
+    );
+    let _ = writeln!(
+        s,
+        "|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---|"
+    );
+    for p in &g.problems {
+        let goal = p.goal.as_ref().map_or(String::new(), |r| {
+            let mark = match r.met {
+                Some(true) => "**met**: ",
+                Some(false) => "**not met**: ",
+                None => "",
+            };
+            format!("{mark}{}", r.text)
+        });
+        let sass: Option<f64> = p.kernels.iter().map(KernelRow::sass).sum();
+        let ptx: f64 = p.kernels.iter().map(|k| k.ptx).sum();
+        let mem: f64 = p.kernels.iter().map(|k| k.mem_s).sum();
+        let issue: Option<f64> = p.kernels.iter().map(|k| k.issue_s).sum();
+        let _ = writeln!(
+            s,
+            "| **{}: {}** | all ({} roof) | {} | {} | {} | | {} | {} | {} | {} | **{}** | {} |",
+            p.family,
+            p.problem,
+            roof_name(p.roof),
+            p.kernels.iter().map(|k| k.launches).sum::<usize>(),
+            mb(p.bytes()),
+            giga(ptx),
+            sass.map_or("–".into(), giga),
+            us(Some(mem)),
+            us(issue),
+            us(p.model_s()),
+            pct(p.share(gpu)),
+            goal
+        );
+        for k in &p.kernels {
+            kernel_line(s, k, p, gpu);
+        }
+    }
+}
+
+pub(super) fn markdown(r: &Roofline) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "\n## Roofline model\n\nEvery kernel family at a named problem size (the benches' sizes) on every card of `src/report/hardware.rs` (published figures, sources in its doc comments). Definitions: `src/report/roofline.rs`; problems, their byte counts and extrapolation: `src/report/roofline/problems.rs`. Picture: [roofline.svg](roofline.svg).\n\n\
+         * **PTX instr**: the simulator's dynamic PTX count (thread-instructions) on scaled-down shapes of the same problem, extrapolated to the full size; **SASS/PTX**: the hot loop's SASS instructions per PTX instruction (`loop ×u`: ptxas unrolled it `u` times; `whole`: no loop, the function's ratio); **SASS instr** = PTX × ratio, the lane-instructions the model issues.\n\
+         * **memory** = bytes / bandwidth; **issue** = max(SASS / (busy SMs × 128 × clock), FP32 / (busy SMs × FP32 lanes × clock)), busy SMs = min(SMs, CTAs); **modeled** = max(memory, issue), a lower bound (no latency, occupancy or cache effects).\n\
+         * **share of roof**: on the problem's line, its essential bytes (memory roof) or useful FP32 instructions (FP32 roof: 2 per separately rounded multiply-add, 1 per fused multiply-add) at the roof over the modeled time; on a kernel's line, the same for that kernel's own bytes or FP32 instructions. The issue's goals are stated for H100 SXM; they are evaluated on every card.\n"
+    );
+    let _ = writeln!(s, "What the byte counts assume, per problem:\n");
+    for p in problems::all() {
+        let _ = writeln!(s, "* {}: {}: {}.", p.family, p.name, p.note);
+    }
+    for g in &r.gpus {
+        gpu_section(&mut s, g);
+    }
+    s
+}

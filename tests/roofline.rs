@@ -1,0 +1,74 @@
+//! The roofline model's extrapolation: each problem's basis, fitted on its
+//! sample shapes, predicts the simulator's dynamic counts on a further
+//! shape (`Problem::check`) it was not fitted on; and its full-size launch
+//! sequence (a dry run through the family's launch code) matches the
+//! kernels its traffic list names. No NVIDIA tools needed.
+
+use ptxsmith::Sm;
+use ptxsmith::report::hardware::H100_SXM;
+use ptxsmith::report::roofline::problems;
+
+/// Relative error allowed. Most kernels' counts are exactly linear in their
+/// basis (0.00 %); the routed top-s merge depends on the data (how many
+/// candidates each split contributes), about 4 % off on the check shape.
+const TOLERANCE: f64 = 0.05;
+
+#[test]
+fn every_problem_basis_predicts_its_check_shape() {
+    let mut worst = 0f64;
+    let mut failures = Vec::new();
+    for p in problems::all() {
+        // Problems with a per-thread term are also checked with grids
+        // capped by a small SM count (2 SMs).
+        let sms: &[u32] = if p.capped.is_some() {
+            &[H100_SXM.sms, 2]
+        } else {
+            &[H100_SXM.sms]
+        };
+        for &n in sms {
+            check(&p, n, &mut worst, &mut failures);
+        }
+    }
+    println!("worst relative error {:.3} %", 100.0 * worst);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The dry full-size run of every problem on every card launches exactly
+/// the kernels its traffic list names (what `generate` relies on).
+#[test]
+fn full_size_launches_match_the_traffic_lists() {
+    for g in ptxsmith::report::hardware::GPUS {
+        for p in problems::all() {
+            ptxsmith::report::roofline::check_traffic(&p, g.sm, g.sms)
+                .unwrap_or_else(|e| panic!("{} on {}: {e}", p.name, g.name));
+        }
+    }
+}
+
+fn check(p: &problems::Problem, sms: u32, worst: &mut f64, failures: &mut Vec<String>) {
+    let rows = ptxsmith::report::roofline::check_fit(p, Sm::Sm90, sms, &p.check)
+        .unwrap_or_else(|e| panic!("{}: {e}", p.name));
+    assert!(!rows.is_empty(), "{}: nothing launched", p.name);
+    for r in rows {
+        let (k, (ptx, fp32), (ptx_sim, fp32_sim)) = (r.kernel, r.predicted, r.simulated);
+        let rel = (ptx - ptx_sim).abs() / ptx_sim.max(1.0);
+        *worst = worst.max(rel);
+        println!(
+            "{:<60} {sms:>3} SMs {k:<40} PTX predicted {ptx:>12.0} simulated {ptx_sim:>12.0} ({:+.2} %)",
+            p.name,
+            100.0 * (ptx - ptx_sim) / ptx_sim.max(1.0)
+        );
+        if rel >= TOLERANCE {
+            failures.push(format!(
+                    "{} / {k} ({sms} SMs): predicted {ptx} PTX instructions at {:?}, the simulator ran {ptx_sim}",
+                    p.name, p.check
+                ));
+        }
+        if (fp32 - fp32_sim).abs() > TOLERANCE * fp32_sim + 64.0 {
+            failures.push(format!(
+                    "{} / {k} ({sms} SMs): predicted {fp32} FP32 instructions at {:?}, the simulator ran {fp32_sim}",
+                    p.name, p.check
+                ));
+        }
+    }
+}
