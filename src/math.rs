@@ -373,32 +373,148 @@ pub fn log1p_f32(x: f32) -> f32 {
     if x == f32::INFINITY { f32::INFINITY } else { y }
 }
 
-/// `ln(e^a + e^b)` as `max + log1p(exp(min − max))` (see the
-/// [module docs](self) for the contract on NaN and infinities).
-#[inline]
-pub fn log_add_exp(a: f32, b: f32) -> f32 {
-    let gt = a > b;
-    let mx = if gt { a } else { b };
-    let mn = if gt { b } else { a };
-    let dm = mn - mx;
-    let ex = exp_f32(dm);
-    let l = log1p_f32(ex);
-    let y = mx + l;
-    let y = if mx == f32::NEG_INFINITY {
-        f32::NEG_INFINITY
+// ---------------------------------------------------------------------------
+// log_add_exp
+// ---------------------------------------------------------------------------
+
+/// `1.5·2^23 + 191`: like [`ROUND_MAGIC`] it rounds `d·log2 e` to an
+/// integer `k`, and the low 9 bits of its sum are `k + 191`, so shifting
+/// them to the exponent field gives `2^(k+64)` directly.
+pub const LAE_MAGIC: f32 = 12_583_103.0;
+/// [`log_add_exp`]'s clamp of `min − max` (`e^−110` is far below the
+/// smallest subnormal; the clamp keeps `k ≥ −159`).
+pub const LAE_CLAMP: f32 = -110.0;
+/// The split between the two forms of [`log_add_exp`]: `d > −LN2_HI`
+/// (`e^d > 1/2`) takes the form around `e^d = 1`.
+pub const LAE_SPLIT: f32 = -LN2_HI;
+/// The slope of the exactly computed leading term `A + B·r` (`7/16`:
+/// three significant bits, so `r·B` is exact in the FMA).
+pub const LAE_B: f32 = 0.4375;
+/// `f32(LAE_B · LN2_LO)`: the low part of `k·ln 2` seen through the slope.
+pub const LAE_B_LO: f32 = f32::from_bits(0xb065_0d4e);
+/// `f32(−(ln 2 − LN2_HI) / LAE_B_LO)`: multiplied by `−LAE_B_LO` it adds
+/// the low part of `ln 2` to the first form's leading term.
+pub const LAE_KAPPA: f32 = f32::from_bits(0xc012_4925);
+/// `2^−63`: `2^(k+64) · 2^−63 = 2^(k+1)`, one multiplication that rounds
+/// only when the power underflows (then to the right power or to 0).
+const TWO_M63: f32 = f32::from_bits(0x2000_0000);
+
+/// `R(r) ≈ (e^r − 1 − 2·LAE_B·r) / (2r)` on `[−0.69315, 0.34658]`,
+/// coefficients of `r^0` upwards (see the module docs for the fit).
+pub const SOFTPLUS_EXP_POLY: [f32; 7] = [
+    f32::from_bits(0x3d80_0000),
+    f32::from_bits(0x3e7f_fffd),
+    f32::from_bits(0x3daa_aa9e),
+    f32::from_bits(0x3caa_acbf),
+    f32::from_bits(0x3b88_9e18),
+    f32::from_bits(0x3a35_0d6b),
+    f32::from_bits(0x38af_2e40),
+];
+
+/// `Q(z) ≈ (log1p(z) − z) / z²` on `[−0.2501, 0.5001]`, coefficients of
+/// `z^0` upwards (see the module docs for the fit).
+pub const SOFTPLUS_LOG_POLY: [f32; 10] = [
+    f32::from_bits(0xbf00_0000),
+    f32::from_bits(0x3eaa_aab3),
+    f32::from_bits(0xbe80_0044),
+    f32::from_bits(0x3e4c_c91e),
+    f32::from_bits(0xbe2a_8658),
+    f32::from_bits(0x3e12_5b23),
+    f32::from_bits(0xbe02_dd27),
+    f32::from_bits(0x3dee_6348),
+    f32::from_bits(0xbdb3_c9ce),
+    f32::from_bits(0x3d0e_490b),
+];
+
+/// PTX `max.f32`: a NaN operand gives the other one; `−0 < +0`.
+#[inline(always)]
+pub fn ptx_max(a: f32, b: f32) -> f32 {
+    if a.is_nan() {
+        b
+    } else if b.is_nan() || a > b || (a == b && b.to_bits() == 0x8000_0000) {
+        a
     } else {
-        y
-    };
-    let y = if mx == f32::INFINITY {
-        f32::INFINITY
+        b
+    }
+}
+
+/// PTX `min.f32`: a NaN operand gives the other one; `−0 < +0`.
+#[inline(always)]
+pub fn ptx_min(a: f32, b: f32) -> f32 {
+    if a.is_nan() {
+        b
+    } else if b.is_nan() || a < b || (a == b && a.to_bits() == 0x8000_0000) {
+        a
     } else {
-        y
-    };
+        b
+    }
+}
+
+/// PTX `max.NaN.f32`: NaN if either operand is NaN, else [`ptx_max`].
+#[inline(always)]
+pub fn ptx_max_nan(a: f32, b: f32) -> f32 {
     if a.is_nan() || b.is_nan() {
         f32::NAN
     } else {
-        y
+        ptx_max(a, b)
     }
+}
+
+/// `ln(e^a + e^b)`: `max + f(min − max)` with `f(d) = log1p(e^d)`
+/// evaluated as one routine (see the [module docs](self) for the
+/// algorithm, the NaN/∞ rules and the accuracy contract).
+#[inline(always)]
+pub fn log_add_exp(a: f32, b: f32) -> f32 {
+    // 1. max (NaN if either is NaN) and d = min − max, clamped
+    let mx = ptx_max_nan(a, b);
+    let dd = a - b;
+    let d = ptx_max(-dd.abs(), LAE_CLAMP);
+    // 2. k = round(d·log2 e); the first form takes k = 0
+    let t = d.mul_add(LOG2_E, LAE_MAGIC);
+    let kf = t - LAE_MAGIC;
+    let near = d > LAE_SPLIT;
+    let ke = if near { 0.0 } else { kf };
+    let rh = ke.mul_add(-LN2_HI, d);
+    let r = ke.mul_add(-LN2_LO, rh);
+    // 3. the leading term h = A + B·rh and its exact error
+    let c = if near { LN2_HI } else { 0.0 };
+    let a0 = ptx_max(c, 0.5);
+    let h = rh.mul_add(LAE_B, a0);
+    let hd = a0 - h;
+    let he = rh.mul_add(LAE_B, hd);
+    // 4. the tail of (e^r)/2 beyond h (plus ln 2's low part near 0)
+    let kl = if near { LAE_KAPPA } else { kf };
+    let t0 = kl.mul_add(-LAE_B_LO, he);
+    let p = &SOFTPLUS_EXP_POLY;
+    let mut q = p[6].mul_add(r, p[5]);
+    q = q.mul_add(r, p[4]);
+    q = q.mul_add(r, p[3]);
+    q = q.mul_add(r, p[2]);
+    q = q.mul_add(r, p[1]);
+    q = q.mul_add(r, p[0]);
+    let tl = q.mul_add(r, t0);
+    // 5. the scale 2^(k+1) (1 near 0), exact or one rounding to 0
+    let sb = f32::from_bits(t.to_bits() << 23) * TWO_M63;
+    let s = ptx_min(sb, 1.0);
+    // 6. z: (e^d − 1)/2 near 0, else e^d; w = z·v
+    let hc = h - c;
+    let v = hc + tl;
+    let z = v * s;
+    let w = z * v;
+    // 7. the log1p correction w·Q(z), then one rounding and the scale
+    let q2 = &SOFTPLUS_LOG_POLY;
+    let mut u = q2[9].mul_add(z, q2[8]);
+    u = u.mul_add(z, q2[7]);
+    u = u.mul_add(z, q2[6]);
+    u = u.mul_add(z, q2[5]);
+    u = u.mul_add(z, q2[4]);
+    u = u.mul_add(z, q2[3]);
+    u = u.mul_add(z, q2[2]);
+    u = u.mul_add(z, q2[1]);
+    u = u.mul_add(z, q2[0]);
+    let tt = w.mul_add(u, tl);
+    let g = h + tt;
+    g.mul_add(s, mx)
 }
 
 #[cfg(test)]
