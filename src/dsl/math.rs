@@ -5,9 +5,12 @@
 //! are documented in [`crate::math`]**, whose host functions are the
 //! specification: every routine here emits exactly the same IEEE operations
 //! in exactly the same order as its host mirror (`fma.rn.f32`, `add.rn`,
-//! `sub.rn`, `mul.rn`, integer `add`/`sub`/`and`/`shl`/`shr`/`min`,
-//! `mov.b32` for the bit casts, `setp` + `selp` for every `if`), so a kernel
-//! returns the host function's result bit for bit (any NaN for a NaN).
+//! `sub.rn`, `mul.rn`, `max.f32`/`min.f32`/`max.NaN.f32`, `abs`/`neg`,
+//! integer `add`/`sub`/`and`/`shl`/`shr`/`min`, `mov.b32` for the bit
+//! casts, `setp` + `selp` for every `if`), so a kernel returns the host
+//! function's result bit for bit (any NaN for a NaN). The one place where
+//! the emitted sequence depends on the target is `log_add_exp`'s maximum
+//! (below); the value does not.
 //! No `.approx`, `ex2`, `lg2`, `.ftz`, division, reciprocal or square root
 //! is ever emitted. Keep the two files in lock step: a change to one is a
 //! change to the other, and `tests/math_sim.rs` checks them against each
@@ -15,14 +18,19 @@
 //!
 //! Cost, in SASS instructions per call (pinned ptxas 12.9; the kernel with
 //! one call minus the same kernel without, printed by
-//! `cargo test --release --test math_sim -- --nocapture`):
+//! `cargo test --release --test math_sim sass_instructions_per_call --
+//! --nocapture`; for `log_add_exp` the kernel with one call minus the same
+//! kernel with an `add.rn` of the two inputs, plus one):
 //!
 //! | target | `exp` | `log` | `log1p` | `log_add_exp` |
 //! | --- | --- | --- | --- | --- |
-//! | sm_75 | 30 | 47 | 62 | 103 |
-//! | sm_80, sm_86, sm_89, sm_90, sm_100, sm_120 | 28 | 47 | 62 | 101 |
+//! | sm_75 | 30 | 47 | 62 | 47 |
+//! | sm_80, sm_86, sm_89, sm_90, sm_100, sm_100a, sm_120, sm_120a | 28 | 47 | 62 | 45 |
 //!
-//! (sm_70 assembles too; the pinned nvdisasm cannot read its cubins.)
+//! (sm_70 assembles too; the pinned nvdisasm cannot read its cubins. Until
+//! the softplus routine, `log_add_exp` was `exp` followed by `log1p`: 101
+//! instructions, 103 on sm_75. On sm_70 and sm_75, which lack `max.NaN`,
+//! `log_add_exp` takes its maximum from `max`, `setp.nan` and `selp`.)
 
 use super::builder::KernelBuilder;
 use super::ir::{Cmp, Rounding};
