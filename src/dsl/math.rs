@@ -5,9 +5,12 @@
 //! are documented in [`crate::math`]**, whose host functions are the
 //! specification: every routine here emits exactly the same IEEE operations
 //! in exactly the same order as its host mirror (`fma.rn.f32`, `add.rn`,
-//! `sub.rn`, `mul.rn`, integer `add`/`sub`/`and`/`shl`/`shr`/`min`,
-//! `mov.b32` for the bit casts, `setp` + `selp` for every `if`), so a kernel
-//! returns the host function's result bit for bit (any NaN for a NaN).
+//! `sub.rn`, `mul.rn`, `max.f32`/`min.f32`/`max.NaN.f32`, `abs`/`neg`,
+//! integer `add`/`sub`/`and`/`shl`/`shr`/`min`, `mov.b32` for the bit
+//! casts, `setp` + `selp` for every `if`), so a kernel returns the host
+//! function's result bit for bit (any NaN for a NaN). The one place where
+//! the emitted sequence depends on the target is `log_add_exp`'s maximum
+//! (below); the value does not.
 //! No `.approx`, `ex2`, `lg2`, `.ftz`, division, reciprocal or square root
 //! is ever emitted. Keep the two files in lock step: a change to one is a
 //! change to the other, and `tests/math_sim.rs` checks them against each
@@ -15,21 +18,28 @@
 //!
 //! Cost, in SASS instructions per call (pinned ptxas 12.9; the kernel with
 //! one call minus the same kernel without, printed by
-//! `cargo test --release --test math_sim -- --nocapture`):
+//! `cargo test --release --test math_sim sass_instructions_per_call --
+//! --nocapture`; for `log_add_exp` the kernel with one call minus the same
+//! kernel with an `add.rn` of the two inputs, plus one):
 //!
 //! | target | `exp` | `log` | `log1p` | `log_add_exp` |
 //! | --- | --- | --- | --- | --- |
-//! | sm_75 | 30 | 47 | 62 | 103 |
-//! | sm_80, sm_86, sm_89, sm_90, sm_100, sm_120 | 28 | 47 | 62 | 101 |
+//! | sm_75 | 30 | 47 | 62 | 47 |
+//! | sm_80, sm_86, sm_89, sm_90, sm_100, sm_100a, sm_120, sm_120a | 28 | 47 | 62 | 45 |
 //!
-//! (sm_70 assembles too; the pinned nvdisasm cannot read its cubins.)
+//! (sm_70 assembles too; the pinned nvdisasm cannot read its cubins. Until
+//! the softplus routine, `log_add_exp` was `exp` followed by `log1p`: 101
+//! instructions, 103 on sm_75. On sm_70 and sm_75, which lack `max.NaN`,
+//! `log_add_exp` takes its maximum from `max`, `setp.nan` and `selp`.)
 
 use super::builder::KernelBuilder;
 use super::ir::{Cmp, Rounding};
 use super::types::{F32, Pred, Reg, S32, Src};
+use crate::Feature;
 use crate::math::{
-    EXP_CLAMP_HI, EXP_CLAMP_LO, EXP_POLY, LN2_HI, LN2_HI16, LN2_LO, LN2_LO16, LOG_POLY, LOG2_E,
-    ROUND_MAGIC, TWO_THIRDS_BITS,
+    EXP_CLAMP_HI, EXP_CLAMP_LO, EXP_POLY, LAE_B, LAE_B_LO, LAE_CLAMP, LAE_KAPPA, LAE_MAGIC,
+    LAE_SPLIT, LN2_HI, LN2_HI16, LN2_LO, LN2_LO16, LOG_POLY, LOG2_E, ROUND_MAGIC,
+    SOFTPLUS_EXP_POLY, SOFTPLUS_LOG_POLY, TWO_THIRDS_BITS,
 };
 
 const RN: Rounding = Rounding::Rn;
@@ -225,21 +235,65 @@ pub fn log1p(b: &mut KernelBuilder, x: Reg<F32>) -> Reg<F32> {
     sel(b, p, f32::INFINITY, y)
 }
 
-/// Mirror of [`crate::math::log_add_exp`]:
-/// `max + log1p(exp(min − max))` with the NaN/∞ rules.
+/// Mirror of [`crate::math::log_add_exp`]: `max + log1p(e^(min − max))`
+/// as one routine, with the NaN/∞ rules (see [`crate::math`]).
+///
+/// `max.NaN` needs sm_80; on sm_70/sm_75 the same value comes from
+/// `max` and a `setp.nan`/`selp` pair (any NaN for a NaN, as everywhere).
 pub fn log_add_exp(b: &mut KernelBuilder, x: Reg<F32>, y: Reg<F32>) -> Reg<F32> {
     b.comment("log_add_exp (see ptxsmith::math)");
-    let gt = b.setp(Cmp::Gt, x, y);
-    let mx = sel(b, gt, x, y);
-    let mn = sel(b, gt, y, x);
-    let dm = sub(b, mn, mx);
-    let ex = exp(b, dm);
-    let l = log1p(b, ex);
-    let r = add(b, mx, l);
-    let p = b.setp(Cmp::Eq, mx, f32::NEG_INFINITY);
-    let r = sel(b, p, f32::NEG_INFINITY, r);
-    let p = b.setp(Cmp::Eq, mx, f32::INFINITY);
-    let r = sel(b, p, f32::INFINITY, r);
-    let p = b.setp(Cmp::Nan, x, y);
-    sel(b, p, f32::NAN, r)
+    // 1. max (NaN if either is NaN) and d = min − max, clamped
+    let mx = if b.sm().supports(Feature::MinMaxNaN) {
+        b.fmax_nan(x, y)
+    } else {
+        let m = b.fmax(x, y);
+        let p = b.setp(Cmp::Nan, x, y);
+        sel(b, p, f32::NAN, m)
+    };
+    let dd = sub(b, x, y);
+    let ad = b.fabs(dd);
+    let nd = b.fneg(ad);
+    let d = b.fmax(nd, LAE_CLAMP);
+    // 2. k = round(d·log2 e); the first form takes k = 0
+    let t = fma(b, d, LOG2_E, LAE_MAGIC);
+    let kf = sub(b, t, LAE_MAGIC);
+    let near = b.setp(Cmp::Gt, d, LAE_SPLIT);
+    let ke = sel(b, near, 0.0f32, kf);
+    let rh = fma(b, ke, -LN2_HI, d);
+    let r = fma(b, ke, -LN2_LO, rh);
+    // 3. the leading term h = A + B·rh and its exact error
+    let c = sel(b, near, LN2_HI, 0.0f32);
+    let a0 = b.fmax(c, 0.5f32);
+    let h = fma(b, rh, LAE_B, a0);
+    let hd = sub(b, a0, h);
+    let he = fma(b, rh, LAE_B, hd);
+    // 4. the tail of (e^r)/2 beyond h
+    let kl = sel(b, near, LAE_KAPPA, kf);
+    let t0 = fma(b, kl, -LAE_B_LO, he);
+    let p = &SOFTPLUS_EXP_POLY;
+    let mut q = fma(b, p[6], r, p[5]);
+    for c in p[..5].iter().rev() {
+        q = fma(b, q, r, *c);
+    }
+    let tl = fma(b, q, r, t0);
+    // 5. the scale 2^(k+1) (1 near 0)
+    let tb = b.f32_bits(t);
+    let sb = b.shl(tb, 23u32);
+    let sb = b.f32_from_bits(sb);
+    let sb = mul(b, sb, f32::from_bits(0x2000_0000));
+    let s = b.fmin(sb, 1.0f32);
+    // 6. z and w
+    let hc = sub(b, h, c);
+    let v = add(b, hc, tl);
+    let z = mul(b, v, s);
+    let w = mul(b, z, v);
+    // 7. the log1p correction, one rounding, the scale
+    let q2 = &SOFTPLUS_LOG_POLY;
+    let mut u = fma(b, q2[9], z, q2[8]);
+    for c in q2[..8].iter().rev() {
+        u = fma(b, u, z, *c);
+    }
+    let tt = fma(b, w, u, tl);
+    let g = add(b, h, tt);
+    fma(b, g, s, mx)
 }

@@ -4,10 +4,12 @@
 //! constants below alone), never by the launch.
 //!
 //! # Contract
-//!
 //! `lae(a, b)` is [`crate::math::log_add_exp`] (`a` the earlier operand):
 //! NaN if either is NaN; `−∞` if both are `−∞`; `+∞` if either is `+∞`;
-//! else `ln(eᵃ + eᵇ)` by the library's exact routine. `exp`, `log` are
+//! else `max + log1p(e^(min − max))`, one exact f32 routine (45 SASS
+//! instructions on sm_80..sm_120; within 1 ulp of the correctly rounded
+//! `ln(eᵃ + eᵇ)` except where the result nearly cancels or the f32
+//! difference `min − max` rounds, see [`crate::math`] for the bounds). `exp`, `log` are
 //! [`crate::math::exp_f32`], [`crate::math::log_f32`]; `fma` is `fma.rn`
 //! (`f32::mul_add`); every `+`, `−`, `·`, `/` is one IEEE operation rounded
 //! to nearest (`add.rn`, `sub.rn`, `mul.rn`, `div.rn`).
