@@ -1,0 +1,175 @@
+//! One timed run of each simulator benchmark kernel (the cases of
+//! `benches/sim.rs`), for profilers: criterion's repeated sampling makes
+//! callgrind and `perf` output hard to compare, this runs each case a fixed
+//! number of times and prints simulated instructions, seconds and
+//! instructions per second.
+//!
+//! ```text
+//! cargo run --release --example sim_throughput -- [--case NAME] [--reps N] [--no-checks]
+//! valgrind --tool=callgrind target/release/examples/sim_throughput --case dot --reps 1
+//! ```
+//!
+//! Cases: `dot`, `saxpy`, `block_sum` (hand-written PTX in `tests/ptx/`) and
+//! `library_dot`, `library_fp8`, `library_score` (DSL kernels through the
+//! `Context` path). Without `--case` every case runs.
+
+use std::time::Instant;
+
+use ptxsmith::Sm;
+use ptxsmith::dsl::params::ArgValue;
+use ptxsmith::kernels::{dot, fp8, score};
+use ptxsmith::runtime::Context;
+use ptxsmith::runtime::exec::LaunchConfig;
+use ptxsmith::sim::{Program, Sim};
+
+fn ptx_case(name: &str, checks: bool, reps: u32) -> Option<(u64, f64)> {
+    let n: u32 = 1 << 18;
+    let (ptx, entry, cfg) = match name {
+        "dot" => (
+            include_str!("../tests/ptx/dot.ptx"),
+            "dot",
+            LaunchConfig::linear(32, 256),
+        ),
+        "saxpy" => (
+            include_str!("../tests/ptx/saxpy.ptx"),
+            "saxpy",
+            LaunchConfig::linear(n / 256, 256),
+        ),
+        "block_sum" => (
+            include_str!("../tests/ptx/reduce.ptx"),
+            "block_sum",
+            LaunchConfig::linear(n / 256, 256),
+        ),
+        _ => return None,
+    };
+    let prog = Program::parse(ptx).unwrap();
+    let mut s = Sim::new(Sm::Sm80);
+    s.set_checks(checks);
+    let args = match name {
+        "dot" => {
+            let x = s.alloc(4 * n as usize).unwrap();
+            let y = s.alloc(4 * n as usize).unwrap();
+            let p = s.alloc(4 * 32).unwrap();
+            let v: Vec<u8> = (0..n)
+                .flat_map(|i| (i as f32 * 1e-3).to_le_bytes())
+                .collect();
+            s.write(x, &v).unwrap();
+            s.write(y, &v).unwrap();
+            vec![
+                ArgValue::Ptr(x),
+                ArgValue::Ptr(y),
+                ArgValue::Ptr(p),
+                ArgValue::U32(n),
+            ]
+        }
+        "saxpy" => {
+            let x = s.alloc_zeroed(4 * n as usize).unwrap();
+            let y = s.alloc_zeroed(4 * n as usize).unwrap();
+            vec![
+                ArgValue::Ptr(x),
+                ArgValue::Ptr(y),
+                ArgValue::F32(2.0),
+                ArgValue::U32(n),
+            ]
+        }
+        _ => {
+            let x = s.alloc_zeroed(4 * n as usize).unwrap();
+            let o = s.alloc(4 * (n / 256) as usize).unwrap();
+            vec![ArgValue::Ptr(x), ArgValue::Ptr(o)]
+        }
+    };
+    let t0 = Instant::now();
+    let mut instructions = 0;
+    for _ in 0..reps {
+        instructions += s
+            .launch_program(&prog, entry, cfg, &args)
+            .unwrap()
+            .instructions;
+    }
+    Some((instructions, t0.elapsed().as_secs_f64()))
+}
+
+fn library_case(name: &str, reps: u32) -> Option<(u64, f64)> {
+    let (rows, n) = (256usize, 256usize);
+    let x: Vec<f32> = (0..rows * n)
+        .map(|i| ((i * 7919) % 1000) as f32 * 1e-3 - 0.5)
+        .collect();
+    let y: Vec<f32> = x[..n].to_vec();
+    let xs: Vec<f32> = x.iter().map(|v| v * 900.0).collect();
+    let (sr, sk, sp) = (64usize, 512usize, 64usize);
+    let sx: Vec<f32> = x[..sr * sp].to_vec();
+    let sd: Vec<f32> = x[..sk * sp].to_vec();
+    let ctx = Context::sim(Sm::Sm80);
+    let st = ctx.default_stream();
+    let run = || match name {
+        "library_dot" => {
+            dot::launch::run_on(&st, &x, &y, rows, n).unwrap();
+        }
+        "library_fp8" => {
+            fp8::launch::quantize_on(&st, &xs, fp8::Format::E4M3, fp8::ptx::Codec::Software)
+                .unwrap();
+        }
+        _ => {
+            score::launch::score_block_on(&st, &sx, &sd, sr, sk, sp, None).unwrap();
+        }
+    };
+    if !matches!(name, "library_dot" | "library_fp8" | "library_score") {
+        return None;
+    }
+    let t0 = Instant::now();
+    for _ in 0..reps {
+        run();
+    }
+    let secs = t0.elapsed().as_secs_f64();
+    Some((ctx.with_sim(|s| s.total_instructions()).unwrap_or(0), secs))
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut case: Option<String> = None;
+    let mut reps = 3u32;
+    let mut checks = true;
+    let mut i = 0;
+    while i < args.len() {
+        match args[i].as_str() {
+            "--case" => {
+                i += 1;
+                case = args.get(i).cloned();
+            }
+            "--reps" => {
+                i += 1;
+                reps = args.get(i).and_then(|v| v.parse().ok()).unwrap_or(reps);
+            }
+            "--no-checks" => checks = false,
+            other => {
+                eprintln!("unknown argument `{other}`");
+                std::process::exit(2);
+            }
+        }
+        i += 1;
+    }
+    let all = [
+        "dot",
+        "saxpy",
+        "block_sum",
+        "library_dot",
+        "library_fp8",
+        "library_score",
+    ];
+    let names: Vec<&str> = match &case {
+        Some(c) => vec![c.as_str()],
+        None => all.to_vec(),
+    };
+    for name in names {
+        let Some((instr, secs)) =
+            ptx_case(name, checks, reps).or_else(|| library_case(name, reps))
+        else {
+            eprintln!("unknown case `{name}` (cases: {all:?})");
+            std::process::exit(2);
+        };
+        println!(
+            "{name:14} {instr:>12} instructions {secs:8.3} s {:8.1} M/s",
+            instr as f64 / secs / 1e6
+        );
+    }
+}
