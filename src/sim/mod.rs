@@ -213,12 +213,17 @@
 //! CTA barriers; [`Sim::opcode_totals`] and [`Sim::total_instructions`]
 //! accumulate over launches.
 
+mod checks;
 pub mod cli;
+mod cta;
 pub mod error;
 pub mod exec;
 mod executor;
 pub mod fp;
 pub mod ir;
+mod machine;
+mod memory;
+mod options;
 pub mod parse;
 
 pub use error::{SimError, Site};

@@ -1,0 +1,199 @@
+//! Global memory, the machine state that outlives a launch: allocations at
+//! distinct addresses with unmapped guard gaps (never reused), their bytes
+//! and per-byte initialisation, the generic-address windows of the other
+//! state spaces, and the host-side memory API of [`Sim`].
+
+use super::error::SimError;
+use super::machine::Sim;
+
+/// Generic-address window of `.shared` (a CTA's shared offset `o` has the
+/// generic address `SHARED_WINDOW + o`).
+pub const SHARED_WINDOW: u64 = 0x0000_7E00_0000_0000;
+/// Generic-address window of `.local`.
+pub const LOCAL_WINDOW: u64 = 0x0000_7D00_0000_0000;
+/// Generic-address window of `.const`.
+pub const CONST_WINDOW: u64 = 0x0000_7C00_0000_0000;
+pub(crate) const WINDOW_SIZE: u64 = 1 << 32;
+/// First global allocation address; allocations are 256-byte aligned and
+/// separated by at least `GUARD` unmapped bytes.
+pub const GLOBAL_BASE: u64 = 0x0000_0001_0000_0000;
+pub(crate) const GUARD: u64 = 4096;
+
+pub(crate) struct Alloc {
+    pub(crate) base: u64,
+    pub(crate) data: Vec<u8>,
+    /// Per byte: written by the host or a kernel since allocation.
+    pub(crate) init: Vec<bool>,
+}
+
+/// Global memory: allocations at distinct addresses with guard gaps.
+#[derive(Default)]
+pub(crate) struct GlobalMem {
+    pub(crate) allocs: Vec<Alloc>,
+    pub(crate) last: usize,
+    pub(crate) next: u64,
+}
+
+impl GlobalMem {
+    #[inline]
+    pub(crate) fn find(&mut self, addr: u64, size: u64) -> Option<(usize, usize)> {
+        if let Some(a) = self.allocs.get(self.last)
+            && addr >= a.base
+            && addr.wrapping_add(size) <= a.base + a.data.len() as u64
+            && addr.checked_add(size).is_some()
+        {
+            return Some((self.last, (addr - a.base) as usize));
+        }
+        let i = self.allocs.partition_point(|a| a.base <= addr);
+        if i == 0 {
+            return None;
+        }
+        let a = &self.allocs[i - 1];
+        if addr.checked_add(size)? <= a.base + a.data.len() as u64 {
+            self.last = i - 1;
+            Some((i - 1, (addr - a.base) as usize))
+        } else {
+            None
+        }
+    }
+}
+
+impl Sim {
+    /// Place this simulator's global allocations from `base` on (256-byte
+    /// aligned, at least [`GLOBAL_BASE`], below the state-space windows),
+    /// so that several simulators in one process hand out disjoint
+    /// addresses and a pointer of one used in another is out of bounds
+    /// (the CUDA driver emulator gives each context its own range). Only
+    /// before the first allocation.
+    ///
+    /// # Errors
+    /// [`SimError::InvalidMemory`] after an allocation, or for a base that
+    /// is misaligned or outside `[GLOBAL_BASE, CONST_WINDOW)`.
+    pub fn set_global_base(&mut self, base: u64) -> Result<(), SimError> {
+        if self.mem.next != GLOBAL_BASE || !self.mem.allocs.is_empty() {
+            return Err(SimError::InvalidMemory(
+                "set_global_base after the first allocation".into(),
+            ));
+        }
+        if !base.is_multiple_of(256) || !(GLOBAL_BASE..CONST_WINDOW).contains(&base) {
+            return Err(SimError::InvalidMemory(format!(
+                "global base {base:#x} must be 256-byte aligned and in [{GLOBAL_BASE:#x}, {CONST_WINDOW:#x})"
+            )));
+        }
+        self.mem.next = base;
+        Ok(())
+    }
+
+    /// Allocate `bytes` of global memory; returns its address. The bytes
+    /// read back as zero but are tracked as uninitialised: with checks on,
+    /// a kernel load of a byte that neither the host ([`Sim::write`]) nor a
+    /// kernel wrote is [`SimError::UninitializedGlobal`].
+    pub fn alloc(&mut self, bytes: usize) -> Result<u64, SimError> {
+        self.alloc_inner(bytes, false)
+    }
+
+    /// Allocate `bytes` of zero-initialised global memory (counts as
+    /// written).
+    pub fn alloc_zeroed(&mut self, bytes: usize) -> Result<u64, SimError> {
+        self.alloc_inner(bytes, true)
+    }
+
+    pub(crate) fn alloc_inner(&mut self, bytes: usize, init: bool) -> Result<u64, SimError> {
+        let base = self.mem.next;
+        let span = (bytes as u64).div_ceil(256) * 256;
+        self.mem.next = base + span + GUARD;
+        if self.mem.next >= CONST_WINDOW {
+            return Err(SimError::InvalidMemory(
+                "simulated address space exhausted".into(),
+            ));
+        }
+        self.mem.allocs.push(Alloc {
+            base,
+            data: vec![0; bytes],
+            init: vec![init; bytes],
+        });
+        Ok(base)
+    }
+
+    /// Copy `data` to global memory at `addr` (inside one allocation).
+    pub fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), SimError> {
+        let (i, o) = self.mem.find(addr, data.len() as u64).ok_or_else(|| {
+            SimError::InvalidMemory(format!(
+                "write of {} bytes at {addr:#x} is outside every allocation",
+                data.len()
+            ))
+        })?;
+        self.mem.allocs[i].data[o..o + data.len()].copy_from_slice(data);
+        self.mem.allocs[i].init[o..o + data.len()].fill(true);
+        Ok(())
+    }
+
+    /// Copy global memory at `addr` (inside one allocation) to `out`.
+    pub fn read(&mut self, addr: u64, out: &mut [u8]) -> Result<(), SimError> {
+        let (i, o) = self.mem.find(addr, out.len() as u64).ok_or_else(|| {
+            SimError::InvalidMemory(format!(
+                "read of {} bytes at {addr:#x} is outside every allocation",
+                out.len()
+            ))
+        })?;
+        out.copy_from_slice(&self.mem.allocs[i].data[o..o + out.len()]);
+        Ok(())
+    }
+
+    /// Copy `bytes` bytes from `src` to `dst` (each inside one allocation;
+    /// the ranges may overlap). The destination counts as written where the
+    /// source was.
+    pub fn copy_within(&mut self, dst: u64, src: u64, bytes: usize) -> Result<(), SimError> {
+        let outside = |what: &str, a: u64| {
+            SimError::InvalidMemory(format!(
+                "device copy {what} of {bytes} bytes at {a:#x} is outside every allocation"
+            ))
+        };
+        let (si, so) = self
+            .mem
+            .find(src, bytes as u64)
+            .ok_or_else(|| outside("source", src))?;
+        let data = self.mem.allocs[si].data[so..so + bytes].to_vec();
+        let init = self.mem.allocs[si].init[so..so + bytes].to_vec();
+        let (di, d) = self
+            .mem
+            .find(dst, bytes as u64)
+            .ok_or_else(|| outside("destination", dst))?;
+        self.mem.allocs[di].data[d..d + bytes].copy_from_slice(&data);
+        self.mem.allocs[di].init[d..d + bytes].copy_from_slice(&init);
+        Ok(())
+    }
+
+    /// Set `bytes` bytes at `addr` (inside one allocation) to zero.
+    pub fn fill_zero(&mut self, addr: u64, bytes: usize) -> Result<(), SimError> {
+        let (i, o) = self.mem.find(addr, bytes as u64).ok_or_else(|| {
+            SimError::InvalidMemory(format!(
+                "zeroing {bytes} bytes at {addr:#x} is outside every allocation"
+            ))
+        })?;
+        self.mem.allocs[i].data[o..o + bytes].fill(0);
+        self.mem.allocs[i].init[o..o + bytes].fill(true);
+        Ok(())
+    }
+
+    /// Release the allocation starting at `addr`. Addresses are never
+    /// reused, so a later access through a stale pointer is out of bounds.
+    pub fn free(&mut self, addr: u64) -> Result<(), SimError> {
+        let i = self
+            .mem
+            .allocs
+            .iter()
+            .position(|a| a.base == addr)
+            .ok_or_else(|| {
+                SimError::InvalidMemory(format!("free of {addr:#x}, which is not an allocation"))
+            })?;
+        self.mem.allocs.remove(i);
+        self.mem.last = 0;
+        Ok(())
+    }
+
+    /// Number of live allocations.
+    pub fn live_allocations(&self) -> usize {
+        self.mem.allocs.len()
+    }
+}
