@@ -9,11 +9,26 @@
 //! valgrind --tool=callgrind target/release/examples/sim_throughput --case dot --reps 1
 //! ```
 //!
+//! Each line gives the wall time and, on Linux, the CPU time of the process
+//! (all its threads, from `/proc/self/task/*/schedstat`), which the other
+//! processes of a loaded machine do not inflate: instructions per CPU
+//! second is the per-core throughput.
+//!
 //! Cases: `dot`, `saxpy`, `block_sum` (hand-written PTX in `tests/ptx/`) and
 //! `library_dot`, `library_fp8`, `library_score` (DSL kernels through the
 //! `Context` path). Without `--case` every case runs.
 
 use std::time::Instant;
+
+/// CPU time of this process so far, in seconds (Linux; `None` elsewhere).
+fn cpu_seconds() -> Option<f64> {
+    let mut ns = 0u64;
+    for t in std::fs::read_dir("/proc/self/task").ok()? {
+        let s = std::fs::read_to_string(t.ok()?.path().join("schedstat")).ok()?;
+        ns += s.split_whitespace().next()?.parse::<u64>().ok()?;
+    }
+    Some(ns as f64 * 1e-9)
+}
 
 use ptxsmith::Sm;
 use ptxsmith::dsl::params::ArgValue;
@@ -22,7 +37,7 @@ use ptxsmith::runtime::Context;
 use ptxsmith::runtime::exec::LaunchConfig;
 use ptxsmith::sim::{Program, Sim};
 
-fn ptx_case(name: &str, checks: bool, reps: u32) -> Option<(u64, f64)> {
+fn ptx_case(name: &str, checks: bool, reps: u32) -> Option<(u64, f64, Option<f64>)> {
     let n: u32 = 1 << 18;
     let (ptx, entry, cfg) = match name {
         "dot" => (
@@ -78,7 +93,7 @@ fn ptx_case(name: &str, checks: bool, reps: u32) -> Option<(u64, f64)> {
             vec![ArgValue::Ptr(x), ArgValue::Ptr(o)]
         }
     };
-    let t0 = Instant::now();
+    let (t0, c0) = (Instant::now(), cpu_seconds());
     let mut instructions = 0;
     for _ in 0..reps {
         instructions += s
@@ -86,10 +101,11 @@ fn ptx_case(name: &str, checks: bool, reps: u32) -> Option<(u64, f64)> {
             .unwrap()
             .instructions;
     }
-    Some((instructions, t0.elapsed().as_secs_f64()))
+    let cpu = c0.and_then(|c| Some(cpu_seconds()? - c));
+    Some((instructions, t0.elapsed().as_secs_f64(), cpu))
 }
 
-fn library_case(name: &str, reps: u32) -> Option<(u64, f64)> {
+fn library_case(name: &str, reps: u32) -> Option<(u64, f64, Option<f64>)> {
     let (rows, n) = (256usize, 256usize);
     let x: Vec<f32> = (0..rows * n)
         .map(|i| ((i * 7919) % 1000) as f32 * 1e-3 - 0.5)
@@ -116,12 +132,17 @@ fn library_case(name: &str, reps: u32) -> Option<(u64, f64)> {
     if !matches!(name, "library_dot" | "library_fp8" | "library_score") {
         return None;
     }
-    let t0 = Instant::now();
+    let (t0, c0) = (Instant::now(), cpu_seconds());
     for _ in 0..reps {
         run();
     }
     let secs = t0.elapsed().as_secs_f64();
-    Some((ctx.with_sim(|s| s.total_instructions()).unwrap_or(0), secs))
+    let cpu = c0.and_then(|c| Some(cpu_seconds()? - c));
+    Some((
+        ctx.with_sim(|s| s.total_instructions()).unwrap_or(0),
+        secs,
+        cpu,
+    ))
 }
 
 fn main() {
@@ -161,14 +182,20 @@ fn main() {
         None => all.to_vec(),
     };
     for name in names {
-        let Some((instr, secs)) =
+        let Some((instr, secs, cpu)) =
             ptx_case(name, checks, reps).or_else(|| library_case(name, reps))
         else {
             eprintln!("unknown case `{name}` (cases: {all:?})");
             std::process::exit(2);
         };
+        let per_cpu = cpu.map_or(String::from("-"), |c| {
+            format!(
+                "{c:7.3} s CPU {:7.1} M/s per CPU-second",
+                instr as f64 / c / 1e6
+            )
+        });
         println!(
-            "{name:14} {instr:>12} instructions {secs:8.3} s {:8.1} M/s",
+            "{name:14} {instr:>11} instructions {secs:7.3} s wall {:7.1} M/s, {per_cpu}",
             instr as f64 / secs / 1e6
         );
     }
