@@ -5,10 +5,9 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use super::checks::uniform::Bits;
-use super::cta::{Cta, TState};
 use super::error::SimError;
-use super::exec::Exec;
+use super::exec::Kernel;
+use super::grid;
 use super::ir::*;
 use super::memory::{GLOBAL_BASE, GlobalMem};
 use super::options::{LaunchReport, SimOptions};
@@ -211,72 +210,33 @@ impl Sim {
             params[p.offset as usize..p.offset as usize + len].copy_from_slice(&slot[..len]);
         }
         let n = nthreads as usize;
-        let nregs = e.nregs as usize;
         let smem_size = if e.dyn_shared_align > 1 || cfg.dynamic_smem_bytes > 0 {
             smem
         } else {
             e.static_shared as u64
         } as usize;
-        let checks = self.options.checks;
-        let mut cta = Cta {
-            n,
-            nregs,
-            regs: vec![0; n * nregs],
-            init: vec![false; n * nregs],
-            pc: vec![0; n],
-            state: vec![TState::Run; n],
-            shared: vec![0; smem_size],
-            sh_w: if checks {
-                vec![0; smem_size]
-            } else {
-                Vec::new()
-            },
-            sh_r: if checks {
-                vec![0; smem_size]
-            } else {
-                Vec::new()
-            },
-            local: vec![0; n * e.local_bytes as usize],
-            epoch: 1,
-            wepoch: vec![0; n.div_ceil(32)],
-            bu_cnt: vec![0; n * e.n_brauni as usize],
-            bu_out: vec![Bits::default(); n.div_ceil(32) * e.n_brauni as usize],
+        let threads = self.options.resolved_threads()?;
+        let k = Kernel {
+            e,
+            code: &e.code,
+            consts: &prog.consts,
+            params: &params,
+            cfg,
+            checks: self.options.checks,
+            limit: self.options.max_instructions.unwrap_or(u64::MAX),
+            clock_base: self.clock,
+            smem: smem_size,
         };
-        let mut counts = vec![0u64; e.insts.len()];
+        let totals = grid::run(&mut self.mem, &k, threads)?;
+        self.clock = self.clock.wrapping_add(totals.clock_reads);
+        let counts = totals.counts;
         let mut report = LaunchReport {
             kernel: entry.to_string(),
             threads_per_block: n as u32,
             blocks: gx as u64 * gy as u64 * gz as u64,
+            barriers: totals.barriers,
             ..Default::default()
         };
-        let budget = self.options.max_instructions.unwrap_or(u64::MAX);
-        let mut ex = Exec {
-            e,
-            consts: &prog.consts,
-            mem: &mut self.mem,
-            cta: &mut cta,
-            params: &params,
-            counts: &mut counts,
-            checks,
-            ctaid: (0, 0, 0),
-            block: cfg.block,
-            clock: &mut self.clock,
-            budget,
-            limit: budget,
-            barriers: 0,
-        };
-        let mut block_lin = 0u32;
-        for z in 0..gz {
-            for y in 0..gy {
-                for x in 0..gx {
-                    ex.ctaid = (x, y, z);
-                    ex.init_cta(cfg, block_lin);
-                    ex.run_cta()?;
-                    block_lin = block_lin.wrapping_add(1);
-                }
-            }
-        }
-        report.barriers = ex.barriers;
         for (pc, c) in counts.iter().enumerate() {
             if *c == 0 {
                 continue;

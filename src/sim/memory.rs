@@ -23,7 +23,65 @@ pub(crate) struct Alloc {
     pub(crate) base: u64,
     pub(crate) data: Vec<u8>,
     /// Per byte: written by the host or a kernel since allocation.
-    pub(crate) init: Vec<bool>,
+    init: Vec<bool>,
+    /// Bytes not written yet (0: the common, fully written allocation,
+    /// whose reads need no per-byte look).
+    uninit: usize,
+}
+
+impl Alloc {
+    fn new(base: u64, bytes: usize, init: bool) -> Alloc {
+        Alloc {
+            base,
+            data: vec![0; bytes],
+            init: vec![init; bytes],
+            uninit: if init { 0 } else { bytes },
+        }
+    }
+
+    /// The first byte of `[o, o + l)` not written yet (as an offset from
+    /// `o`).
+    #[inline(always)]
+    pub(crate) fn first_uninit(&self, o: usize, l: usize) -> Option<usize> {
+        if self.uninit == 0 {
+            return None;
+        }
+        self.init[o..o + l].iter().position(|b| !*b)
+    }
+
+    /// Whether byte `o` was written.
+    #[inline(always)]
+    pub(crate) fn is_init(&self, o: usize) -> bool {
+        self.uninit == 0 || self.init[o]
+    }
+
+    /// Count `[o, o + l)` as written.
+    #[inline(always)]
+    pub(crate) fn set_init(&mut self, o: usize, l: usize) {
+        if self.uninit == 0 {
+            return;
+        }
+        for b in &mut self.init[o..o + l] {
+            if !*b {
+                *b = true;
+                self.uninit -= 1;
+            }
+        }
+    }
+
+    /// Set the written state of `[o, o + flags.len())` to `flags`.
+    fn copy_init(&mut self, o: usize, flags: &[bool]) {
+        for (b, &f) in self.init[o..o + flags.len()].iter_mut().zip(flags) {
+            if *b != f {
+                *b = f;
+                if f {
+                    self.uninit -= 1;
+                } else {
+                    self.uninit += 1;
+                }
+            }
+        }
+    }
 }
 
 /// Global memory: allocations at distinct addresses with guard gaps.
@@ -35,14 +93,16 @@ pub(crate) struct GlobalMem {
 }
 
 impl GlobalMem {
+    /// The allocation holding `[addr, addr + size)` and the offset in it,
+    /// trying allocation `*last` first (and remembering the hit).
     #[inline]
-    pub(crate) fn find(&mut self, addr: u64, size: u64) -> Option<(usize, usize)> {
-        if let Some(a) = self.allocs.get(self.last)
+    pub(crate) fn find_at(&self, last: &mut usize, addr: u64, size: u64) -> Option<(usize, usize)> {
+        if let Some(a) = self.allocs.get(*last)
             && addr >= a.base
             && addr.wrapping_add(size) <= a.base + a.data.len() as u64
             && addr.checked_add(size).is_some()
         {
-            return Some((self.last, (addr - a.base) as usize));
+            return Some((*last, (addr - a.base) as usize));
         }
         let i = self.allocs.partition_point(|a| a.base <= addr);
         if i == 0 {
@@ -50,11 +110,19 @@ impl GlobalMem {
         }
         let a = &self.allocs[i - 1];
         if addr.checked_add(size)? <= a.base + a.data.len() as u64 {
-            self.last = i - 1;
+            *last = i - 1;
             Some((i - 1, (addr - a.base) as usize))
         } else {
             None
         }
+    }
+
+    #[inline]
+    pub(crate) fn find(&mut self, addr: u64, size: u64) -> Option<(usize, usize)> {
+        let mut last = self.last;
+        let r = self.find_at(&mut last, addr, size);
+        self.last = last;
+        r
     }
 }
 
@@ -107,11 +175,7 @@ impl Sim {
                 "simulated address space exhausted".into(),
             ));
         }
-        self.mem.allocs.push(Alloc {
-            base,
-            data: vec![0; bytes],
-            init: vec![init; bytes],
-        });
+        self.mem.allocs.push(Alloc::new(base, bytes, init));
         Ok(base)
     }
 
@@ -124,7 +188,7 @@ impl Sim {
             ))
         })?;
         self.mem.allocs[i].data[o..o + data.len()].copy_from_slice(data);
-        self.mem.allocs[i].init[o..o + data.len()].fill(true);
+        self.mem.allocs[i].set_init(o, data.len());
         Ok(())
     }
 
@@ -155,12 +219,13 @@ impl Sim {
             .ok_or_else(|| outside("source", src))?;
         let data = self.mem.allocs[si].data[so..so + bytes].to_vec();
         let init = self.mem.allocs[si].init[so..so + bytes].to_vec();
+        // (`init` is per byte even for a fully written allocation)
         let (di, d) = self
             .mem
             .find(dst, bytes as u64)
             .ok_or_else(|| outside("destination", dst))?;
         self.mem.allocs[di].data[d..d + bytes].copy_from_slice(&data);
-        self.mem.allocs[di].init[d..d + bytes].copy_from_slice(&init);
+        self.mem.allocs[di].copy_init(d, &init);
         Ok(())
     }
 
@@ -172,7 +237,7 @@ impl Sim {
             ))
         })?;
         self.mem.allocs[i].data[o..o + bytes].fill(0);
-        self.mem.allocs[i].init[o..o + bytes].fill(true);
+        self.mem.allocs[i].set_init(o, bytes);
         Ok(())
     }
 

@@ -215,11 +215,13 @@
 
 mod checks;
 pub mod cli;
+mod code;
 mod cta;
 pub mod error;
 pub mod exec;
 mod executor;
 pub mod fp;
+mod grid;
 pub mod ir;
 mod machine;
 mod memory;

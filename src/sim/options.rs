@@ -4,8 +4,9 @@
 
 use std::collections::BTreeMap;
 
+use super::SimError;
 #[cfg(doc)]
-use super::{Sim, SimError, Site};
+use super::{Sim, Site};
 
 /// The default per-launch instruction budget,
 /// [`SimOptions::max_instructions`] of [`SimOptions::default`]: 10⁹ dynamic
@@ -53,6 +54,40 @@ pub struct SimOptions {
     /// [`SimError::Unsupported`] naming the instruction), and counted in
     /// [`LaunchReport::approximate`] when on.
     pub approx: bool,
+    /// Worker threads that run the CTAs of a launch in parallel. `0` (the
+    /// default) means the `PTXSMITH_SIM_THREADS` environment variable if it
+    /// is set, else every core ([`std::thread::available_parallelism`]).
+    /// Results, memory, reports and findings are the same for every thread
+    /// count (module docs, *Execution model*); entries with global atomics
+    /// run their CTAs one after another whatever this says.
+    pub threads: usize,
+}
+
+/// The environment variable that sets the default thread count
+/// ([`SimOptions::threads`] `0`): a positive integer.
+pub const THREADS_ENV: &str = "PTXSMITH_SIM_THREADS";
+
+impl SimOptions {
+    /// The thread count a launch uses: [`SimOptions::threads`], else
+    /// `PTXSMITH_SIM_THREADS`, else every core.
+    ///
+    /// # Errors
+    /// [`SimError::InvalidLaunch`] naming the variable when it is set to
+    /// anything but a positive integer.
+    pub fn resolved_threads(&self) -> Result<usize, SimError> {
+        if self.threads > 0 {
+            return Ok(self.threads);
+        }
+        match std::env::var(THREADS_ENV) {
+            Ok(v) => match v.trim().parse::<usize>() {
+                Ok(n) if n > 0 => Ok(n),
+                _ => Err(SimError::InvalidLaunch(format!(
+                    "{THREADS_ENV}={v:?} is not a positive thread count"
+                ))),
+            },
+            Err(_) => Ok(std::thread::available_parallelism().map_or(1, |n| n.get())),
+        }
+    }
 }
 
 impl Default for SimOptions {
@@ -61,6 +96,7 @@ impl Default for SimOptions {
             checks: true,
             max_instructions: Some(DEFAULT_INSTRUCTION_BUDGET),
             approx: false,
+            threads: 0,
         }
     }
 }

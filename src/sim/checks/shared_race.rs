@@ -1,8 +1,11 @@
 //! Shared-memory race and initialisation check: per byte the last write
 //! and the last read(s) are tagged with the barrier epoch, the warp-sync
-//! epoch and the thread.
+//! epoch and the thread. Epochs keep counting across the CTAs a worker
+//! runs, so a byte whose write tag is older than the CTA's first epoch was
+//! not written by this CTA (no clearing between CTAs).
 
-use super::super::exec::{Exec, Fault};
+use super::super::cta::CtaState;
+use super::super::exec::Fault;
 
 /// Reader field of a byte read by several threads of different warps.
 pub(crate) const MULTI: u64 = 0x7FF;
@@ -28,8 +31,10 @@ pub(crate) fn tag(epoch: u32, wep: u32, t: u64, atomic: bool) -> u64 {
     (epoch as u64) << 32 | ((wep as u64) & 0xF_FFFF) << 12 | if atomic { ATOMIC_BIT } else { 0 } | t
 }
 
-impl Exec<'_> {
-    /// Check a shared access and update the race metadata.
+impl CtaState {
+    /// Check a shared access of `len` bytes at offset `off` by thread `t`
+    /// and update the race metadata.
+    #[inline]
     pub(crate) fn shared_check(
         &mut self,
         t: usize,
@@ -37,77 +42,107 @@ impl Exec<'_> {
         len: usize,
         write: bool,
         atomic: bool,
-    ) -> Result<(), Fault> {
-        let c = &mut *self.cta;
-        let ep = c.epoch;
+    ) -> Result<(), Box<Fault>> {
+        // Bytes that carry the same write and read tags (a word written and
+        // read as a unit) are decided by the first of them and all get its
+        // new tags: the access is checked run by run.
+        let end = off + len;
+        let mut i = off;
+        while i < end {
+            let (w0, r0) = (self.sh_w[i], self.sh_r[i]);
+            let mut j = i + 1;
+            while j < end && self.sh_w[j] == w0 && self.sh_r[j] == r0 {
+                j += 1;
+            }
+            self.shared_byte(t, i, off, len, write, atomic)?;
+            if j > i + 1 {
+                let (w1, r1) = (self.sh_w[i], self.sh_r[i]);
+                self.sh_w[i + 1..j].fill(w1);
+                self.sh_r[i + 1..j].fill(r1);
+            }
+            i = j;
+        }
+        Ok(())
+    }
+
+    /// The check of byte `i` of an access at `off` of `len` bytes.
+    #[inline(always)]
+    fn shared_byte(
+        &mut self,
+        t: usize,
+        i: usize,
+        off: usize,
+        len: usize,
+        write: bool,
+        atomic: bool,
+    ) -> Result<(), Box<Fault>> {
+        let ep = self.epoch;
         let w = t / 32;
-        let my = tag(ep, c.wepoch[w], t as u64, atomic);
-        for i in off..off + len {
-            let wt = c.sh_w[i];
-            if (!write || atomic) && wt == 0 {
-                return Err(Fault::UninitShared(off as u64, len as u32));
+        let my = tag(ep, self.wepoch[w], t as u64, atomic);
+        let wt = self.sh_w[i];
+        if (!write || atomic) && ((wt >> 32) as u32) < self.epoch0 {
+            return Err(Box::new(Fault::UninitShared(off as u64, len as u32)));
+        }
+        let wepoch = self.wepoch[w];
+        let conflict = |tg: u64| -> bool {
+            if (tg >> 32) as u32 != ep {
+                return false;
             }
-            let conflict = |tg: u64, wepoch: &[u32]| -> bool {
-                if (tg >> 32) as u32 != ep {
-                    return false;
-                }
-                let ot = tg & 0x7FF;
-                if ot == t as u64 {
-                    return false;
-                }
-                // same warp, separated by a bar.warp.sync since: ordered
-                !(tag_warp(ot) == Some(w) && ((tg >> 12) & 0xF_FFFF) as u32 != wepoch[w] & 0xF_FFFF)
-            };
-            if conflict(wt, &c.wepoch) && !(atomic && wt & ATOMIC_BIT != 0) {
-                let other = if wt & ATOMIC_BIT != 0 {
-                    "atomic"
-                } else {
-                    "write"
-                };
-                return Err(Fault::Race {
-                    offset: i as u64,
-                    this: if atomic {
-                        "atomic"
-                    } else if write {
-                        "write"
-                    } else {
-                        "read"
-                    },
-                    other,
-                    other_tid: (wt & 0x7FF) as u32,
-                });
+            let ot = tg & 0x7FF;
+            if ot == t as u64 {
+                return false;
             }
-            if write {
-                let rt = c.sh_r[i];
-                if conflict(rt, &c.wepoch) {
-                    let ot = (rt & 0x7FF) as u32;
-                    return Err(Fault::Race {
-                        offset: i as u64,
-                        this: if atomic { "atomic" } else { "write" },
-                        other: "read",
-                        other_tid: if ot as u64 >= MULTI_WARP {
-                            u32::MAX
-                        } else {
-                            ot
-                        },
-                    });
-                }
-                c.sh_w[i] = my;
+            // same warp, separated by a bar.warp.sync since: ordered
+            !(tag_warp(ot) == Some(w) && ((tg >> 12) & 0xF_FFFF) as u32 != wepoch & 0xF_FFFF)
+        };
+        if conflict(wt) && !(atomic && wt & ATOMIC_BIT != 0) {
+            let other = if wt & ATOMIC_BIT != 0 {
+                "atomic"
             } else {
-                let rt = c.sh_r[i];
-                let ot = rt & 0x7FF;
-                c.sh_r[i] = if (rt >> 32) as u32 == ep && ot != t as u64 {
-                    // a second reader in this barrier interval: keep the warp
-                    // (and its latest warp-sync epoch) when all readers share it
-                    if tag_warp(ot) == Some(w) {
-                        tag(ep, c.wepoch[w], MULTI_WARP + w as u64, false)
-                    } else {
-                        tag(ep, 0, MULTI, false)
-                    }
+                "write"
+            };
+            return Err(Box::new(Fault::Race {
+                offset: i as u64,
+                this: if atomic {
+                    "atomic"
+                } else if write {
+                    "write"
                 } else {
-                    my
-                };
+                    "read"
+                },
+                other,
+                other_tid: (wt & 0x7FF) as u32,
+            }));
+        }
+        let rt = self.sh_r[i];
+        if write {
+            if conflict(rt) {
+                let ot = (rt & 0x7FF) as u32;
+                return Err(Box::new(Fault::Race {
+                    offset: i as u64,
+                    this: if atomic { "atomic" } else { "write" },
+                    other: "read",
+                    other_tid: if ot as u64 >= MULTI_WARP {
+                        u32::MAX
+                    } else {
+                        ot
+                    },
+                }));
             }
+            self.sh_w[i] = my;
+        } else {
+            let ot = rt & 0x7FF;
+            self.sh_r[i] = if (rt >> 32) as u32 == ep && ot != t as u64 {
+                // a second reader in this barrier interval: keep the warp
+                // (and its latest warp-sync epoch) when all readers share it
+                if tag_warp(ot) == Some(w) {
+                    tag(ep, wepoch, MULTI_WARP + w as u64, false)
+                } else {
+                    tag(ep, 0, MULTI, false)
+                }
+            } else {
+                my
+            };
         }
         Ok(())
     }

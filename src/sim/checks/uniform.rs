@@ -1,7 +1,8 @@
 //! `bra.uni` uniformity: every lane of a warp must take (or not take) the
 //! same dynamic occurrence of a `bra.uni`.
 
-use super::super::exec::{Exec, Fault};
+use super::super::cta::CtaState;
+use super::super::exec::Fault;
 
 /// A growable bit vector.
 #[derive(Debug, Clone, Default)]
@@ -29,21 +30,29 @@ impl Bits {
     }
 }
 
-impl Exec<'_> {
-    pub(crate) fn brauni(&mut self, t: usize, idx: u32, taken: bool) -> Result<(), Fault> {
-        let nb = self.e.n_brauni as usize;
+impl CtaState {
+    /// Record that thread `t` does (`taken`) or does not take the next
+    /// dynamic occurrence of `bra.uni` number `idx` (of `nb`); a lane of the
+    /// same warp that decided otherwise at that occurrence is a finding.
+    pub(crate) fn brauni(
+        &mut self,
+        nb: usize,
+        t: usize,
+        idx: u32,
+        taken: bool,
+    ) -> Result<(), Box<Fault>> {
         let ci = t * nb + idx as usize;
-        let c = self.cta.bu_cnt[ci] as usize;
-        self.cta.bu_cnt[ci] += 1;
-        let out = &mut self.cta.bu_out[(t / 32) * nb + idx as usize];
+        let c = self.bu_cnt[ci] as usize;
+        self.bu_cnt[ci] += 1;
+        let out = &mut self.bu_out[(t / 32) * nb + idx as usize];
         if c < out.len {
             let seen = out.get(c);
             if seen != taken {
-                return Err(Fault::Warp(format!(
+                return Err(Box::new(Fault::Warp(format!(
                     "bra.uni is divergent: this lane {} the branch, an earlier lane of the warp did {}",
                     if taken { "takes" } else { "does not take" },
                     if seen { "take it" } else { "not take it" }
-                )));
+                ))));
             }
         } else {
             out.push(taken);

@@ -2,22 +2,22 @@
 //! block, thread, PTX line and instruction text).
 
 use super::super::error::{SimError, Site};
-use super::{Exec, Fault};
+use super::{Exec, Fault, Stop};
 
 impl Exec<'_> {
     pub(crate) fn tid_of(&self, t: usize) -> (u32, u32, u32) {
-        let (bx, by, _) = self.block;
+        let (bx, by, _) = self.k.cfg.block;
         let t = t as u32;
         (t % bx, (t / bx) % by, t / (bx * by))
     }
 
     pub(crate) fn site(&self, t: usize, pc: usize) -> Box<Site> {
         Box::new(Site {
-            kernel: self.e.name.clone(),
+            kernel: self.k.e.name.clone(),
             ctaid: self.ctaid,
             tid: self.tid_of(t),
-            line: self.e.lines.get(pc).copied().unwrap_or(0),
-            instr: self.e.texts.get(pc).cloned().unwrap_or_default(),
+            line: self.k.e.lines.get(pc).copied().unwrap_or(0),
+            instr: self.k.e.texts.get(pc).cloned().unwrap_or_default(),
         })
     }
 
@@ -58,11 +58,28 @@ impl Exec<'_> {
             }
             Fault::UninitReg(r) => SimError::UninitializedRegister {
                 site,
-                reg: self.e.reg_names[r as usize].clone(),
+                reg: self.k.e.reg_names[r as usize].clone(),
             },
-            Fault::Trap(message) => SimError::Trap { site, message },
+            Fault::GlobalRace { addr, this, other } => SimError::GlobalRace {
+                site,
+                addr,
+                this,
+                other,
+                other_ctaid: (u32::MAX, u32::MAX, u32::MAX),
+            },
+            Fault::Trap(message) => SimError::Trap {
+                site,
+                message: message.into(),
+            },
             Fault::Warp(message) => SimError::WarpDivergence { site, message },
         }
+    }
+
+    /// `f` at thread `t`, instruction `pc`, as a stop of the CTA.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn finding(&self, f: Fault, t: usize, pc: usize) -> Stop {
+        Stop::Finding(self.to_err(f, t, pc))
     }
 
     /// The finding for a launch that used up its instruction budget, with
@@ -73,7 +90,7 @@ impl Exec<'_> {
     pub(crate) fn budget_exhausted(&self, t: usize, pc: usize) -> SimError {
         SimError::InstructionLimit {
             site: self.site(t, pc),
-            limit: self.limit,
+            limit: self.k.limit,
         }
     }
 }

@@ -1,9 +1,10 @@
-//! Execution of one CTA: the thread loop (budget, counters, guards), operand
-//! reads and writes, and the CTA scheduler that runs each thread to its next
-//! synchronisation point. Instruction semantics are in `step` (with
-//! `int`, `float` and `convert` helpers), memory access in `memory`, warp
-//! collectives and barriers in `warp`, findings in `findings`; the checks
-//! live in `super::checks`.
+//! Execution of one CTA: the interpreter loop of a thread (budget,
+//! counters, guards, the run-time checks the static analysis left), and the
+//! CTA scheduler that runs each thread to its next synchronisation point.
+//! Instruction semantics are in `step` (with `int`, `float` and `convert`
+//! helpers), memory access in `memory`, warp collectives and barriers in
+//! `warp`, findings in `findings`; the checks' rules live in
+//! `super::checks`, the grid of CTAs in `super::grid`.
 //!
 //! The public items of this module keep their historical paths
 //! (`ptxsmith::sim::exec::SM_COUNT`, …).
@@ -12,14 +13,17 @@ mod convert;
 mod findings;
 mod float;
 mod int;
+mod ldst;
 mod memory;
 mod step;
 mod warp;
 
-use super::cta::{Cta, TState};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use super::code::{Code, F_BRAUNI, F_CHK, F_CLOCK, F_GCHK, F_GUARD, F_MARK, XInst, dst_writes};
+use super::cta::{CtaState, TState};
 use super::error::SimError;
 use super::ir::*;
-use super::memory::GlobalMem;
 use crate::runtime::exec::LaunchConfig;
 
 pub use super::machine::{SIM_DEFAULT_STREAM, SM_COUNT, Sim};
@@ -28,6 +32,7 @@ pub use super::options::{DEFAULT_INSTRUCTION_BUDGET, LaunchReport, SimOptions};
 pub use convert::cvt;
 pub use float::approx;
 pub use int::prmt;
+pub(crate) use memory::{Base, GlobalView, get_le};
 
 /// An internal fault, turned into a [`SimError`] with its site.
 pub(crate) enum Fault {
@@ -39,39 +44,111 @@ pub(crate) enum Fault {
         other: &'static str,
         other_tid: u32,
     },
+    /// A global access conflicting with an earlier CTA's (the other CTA is
+    /// named by the grid, which knows the earlier CTAs).
+    GlobalRace {
+        addr: u64,
+        this: &'static str,
+        other: &'static str,
+    },
     UninitShared(u64, u32),
     UninitGlobal(u64, u32),
     UninitReg(u32),
-    Trap(String),
+    Trap(&'static str),
     Warp(String),
 }
 
-pub(crate) enum Flow {
-    Next,
-    Jump(u32),
-    Park,
-    Exit,
+/// Faults are rare: boxed, they keep the interpreter's results small.
+pub(crate) type Res<T> = Result<T, Box<Fault>>;
+
+#[cold]
+#[inline(never)]
+pub(crate) fn fault<T>(f: Fault) -> Res<T> {
+    Err(Box::new(f))
 }
 
+/// What `step` returns: the next instruction, a park at a
+/// synchronisation point, an exit, a fault (in `Exec::pending`), or any
+/// other value: the instruction to jump to.
+pub(crate) const NEXT: u32 = u32::MAX;
+pub(crate) const PARK: u32 = u32::MAX - 1;
+pub(crate) const EXIT: u32 = u32::MAX - 2;
+pub(crate) const FAULT: u32 = u32::MAX - 3;
+
+/// Why a CTA stopped before its threads all exited.
+#[derive(Debug)]
+pub(crate) enum Stop {
+    /// A finding (an instruction-budget finding included).
+    Finding(SimError),
+    /// The launch-wide instruction count passed the budget while the CTA
+    /// ran; the launch's outcome is decided by the grid's ordered walk.
+    Aborted,
+}
+
+/// What every worker of a launch reads.
+pub(crate) struct Kernel<'a> {
+    pub e: &'a Entry,
+    pub code: &'a Code,
+    /// The `.const` bank.
+    pub consts: &'a [u8],
+    pub params: &'a [u8],
+    pub cfg: LaunchConfig,
+    pub checks: bool,
+    /// The launch's instruction budget (`u64::MAX` for none).
+    pub limit: u64,
+    /// `%clock` value before the launch's first read.
+    pub clock_base: u64,
+    /// Shared memory bytes per CTA.
+    pub smem: usize,
+}
+
+/// Launch-wide progress of a parallel run.
+#[derive(Default)]
+pub(crate) struct Progress {
+    /// Instructions issued by every worker so far (in chunks).
+    pub issued: AtomicU64,
+    /// Set once `issued` passed the budget: workers stop.
+    pub abort: AtomicBool,
+    /// The lowest linear CTA index with a finding: later CTAs cannot change
+    /// the outcome and are not started.
+    pub lowest_finding: AtomicU64,
+}
+
+/// Instructions a worker issues between two looks at the launch-wide count.
+const CHUNK: u64 = 1 << 16;
+
+/// A worker's interpreter: one CTA at a time.
 pub(crate) struct Exec<'a> {
-    pub(crate) e: &'a Entry,
-    pub(crate) consts: &'a [u8],
-    pub(crate) mem: &'a mut GlobalMem,
-    pub(crate) cta: &'a mut Cta,
-    pub(crate) params: &'a [u8],
-    pub(crate) counts: &'a mut [u64],
-    pub(crate) checks: bool,
-    pub(crate) ctaid: (u32, u32, u32),
-    pub(crate) block: (u32, u32, u32),
-    pub(crate) clock: &'a mut u64,
-    pub(crate) budget: u64,
-    pub(crate) limit: u64,
-    pub(crate) barriers: u64,
+    pub k: &'a Kernel<'a>,
+    pub cta: CtaState,
+    pub g: GlobalView<'a>,
+    /// Per block leader: entries into the block over the CTAs this worker
+    /// ran (see [`Code::block_len`]).
+    pub counts: Vec<u64>,
+    pub ctaid: (u32, u32, u32),
+    /// Completed CTA barriers over the CTAs this worker ran.
+    pub barriers: u64,
+    /// `%clock` reads of the running CTA.
+    pub clock: u64,
+    /// What is left of the current budget chunk.
+    budget: u64,
+    chunk: u64,
+    /// The current chunk ends at the CTA's cap: blocks are charged
+    /// instruction by instruction.
+    exact: bool,
+    /// Instructions the running CTA issued before the current chunk.
+    issued: u64,
+    /// The most instructions the running CTA may issue.
+    cap: u64,
+    progress: Option<&'a Progress>,
+    /// The fault of the instruction that returned [`FAULT`].
+    pending: Option<Box<Fault>>,
 }
 
 #[inline(always)]
 pub(crate) fn mask(w: u8) -> u64 {
-    if w >= 64 { u64::MAX } else { (1u64 << w) - 1 }
+    // w is 1..=64 (operation widths)
+    u64::MAX >> (64 - w as u32).min(63)
 }
 
 #[inline(always)]
@@ -85,62 +162,64 @@ pub(crate) fn sext(v: u64, w: u8) -> i64 {
 }
 
 impl<'a> Exec<'a> {
-    pub(crate) fn init_cta(&mut self, cfg: LaunchConfig, block_lin: u32) {
-        let c = &mut *self.cta;
-        c.regs.fill(0);
-        c.init.fill(false);
-        c.pc.fill(0);
-        c.state.fill(TState::Run);
-        c.shared.fill(0);
-        c.sh_w.fill(0);
-        c.sh_r.fill(0);
-        c.local.fill(0);
-        c.epoch = 1;
-        c.wepoch.fill(0);
-        c.bu_cnt.fill(0);
-        for v in c.bu_out.iter_mut() {
-            v.clear();
-        }
-        let (bx, by, bz) = cfg.block;
-        let (gx, gy, gz) = cfg.grid;
-        let nw = c.n.div_ceil(32) as u64;
-        for t in 0..c.n {
-            let b = t * c.nregs;
-            let tu = t as u32;
-            let lane = tu % 32;
-            let vals: [u64; sreg::COUNT as usize] = [
-                (tu % bx) as u64,
-                ((tu / bx) % by) as u64,
-                (tu / (bx * by)) as u64,
-                bx as u64,
-                by as u64,
-                bz as u64,
-                self.ctaid.0 as u64,
-                self.ctaid.1 as u64,
-                self.ctaid.2 as u64,
-                gx as u64,
-                gy as u64,
-                gz as u64,
-                lane as u64,
-                (tu / 32) as u64,
-                nw,
-                (block_lin % SM_COUNT) as u64,
-                SM_COUNT as u64,
-                1u64 << lane,
-                (1u64 << lane) - 1,
-                (1u64 << (lane + 1)) - 1,
-                !((1u64 << (lane + 1)) - 1) & 0xFFFF_FFFF,
-                !((1u64 << lane) - 1) & 0xFFFF_FFFF,
-                cfg.dynamic_smem_bytes as u64,
-                0,
-            ];
-            c.regs[b..b + vals.len()].copy_from_slice(&vals);
-            c.init[b..b + vals.len()].fill(true);
+    pub fn new(k: &'a Kernel<'a>, g: GlobalView<'a>, progress: Option<&'a Progress>) -> Self {
+        Exec {
+            k,
+            cta: CtaState::new(
+                k.code,
+                k.params,
+                k.cfg,
+                k.smem,
+                k.e.local_bytes,
+                k.e.n_brauni,
+                k.checks,
+            ),
+            g,
+            counts: vec![0; k.code.insts.len()],
+            ctaid: (0, 0, 0),
+            barriers: 0,
+            clock: 0,
+            budget: 0,
+            chunk: 0,
+            exact: false,
+            issued: 0,
+            cap: 0,
+            progress,
+            pending: None,
         }
     }
 
+    /// Keep `f` for the interpreter loop; the code `step` returns.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn raise(&mut self, f: Box<Fault>) -> u32 {
+        self.pending = Some(f);
+        FAULT
+    }
+
+    /// Run CTA `ctaid` (linear index `lin`) to completion, issuing at most
+    /// `cap` instructions. Returns the instructions issued, with the reason
+    /// if it stopped early. The CTA's global accesses are in `self.g`.
+    pub fn run_cta(&mut self, ctaid: (u32, u32, u32), lin: u64, cap: u64) -> (u64, Option<Stop>) {
+        self.ctaid = ctaid;
+        self.cta.reset(self.k.code, ctaid, lin, self.k.checks);
+        self.clock = 0;
+        self.issued = 0;
+        self.cap = cap;
+        self.chunk = 0;
+        self.budget = 0;
+        self.exact = false;
+        let stop = self.schedule().err();
+        let issued = self.issued + (self.chunk - self.budget);
+        if let Some(p) = self.progress {
+            p.issued
+                .fetch_add(self.chunk - self.budget, Ordering::Relaxed);
+        }
+        (issued, stop)
+    }
+
     /// Run every thread of the CTA to completion.
-    pub(crate) fn run_cta(&mut self) -> Result<(), SimError> {
+    fn schedule(&mut self) -> Result<(), Stop> {
         let n = self.cta.n;
         loop {
             for t in 0..n {
@@ -151,98 +230,279 @@ impl<'a> Exec<'a> {
             if self.cta.state.iter().all(|s| *s == TState::Exit) {
                 return Ok(());
             }
-            if self.resolve_warps()? {
+            if self.resolve_warps().map_err(Stop::Finding)? {
                 continue;
             }
-            self.resolve_barrier()?;
+            self.resolve_barrier().map_err(Stop::Finding)?;
         }
     }
 
-    #[inline(always)]
-    pub(crate) fn rd(&mut self, base: usize, s: Src) -> Result<u64, Fault> {
-        match s {
-            Src::Reg(r) => {
-                let i = base + r as usize;
-                if self.checks && !self.cta.init[i] {
-                    return Err(Fault::UninitReg(r));
-                }
-                Ok(self.cta.regs[i])
+    /// The current budget chunk cannot pay for a block of `need`
+    /// instructions that thread `t` is about to start at `pc`: account for
+    /// what was used, stop if the launch's budget is passed (parallel runs)
+    /// or the CTA's cap is reached, else start a chunk — one that ends at
+    /// the cap puts the interpreter in exact mode.
+    #[cold]
+    #[inline(never)]
+    fn refill(&mut self, t: usize, pc: usize, need: u64) -> Result<(), Stop> {
+        let used = self.chunk - self.budget;
+        self.issued += used;
+        self.chunk = 0;
+        self.budget = 0;
+        if let Some(p) = self.progress {
+            let total = p.issued.fetch_add(used, Ordering::Relaxed) + used;
+            if total > self.k.limit || p.abort.load(Ordering::Relaxed) {
+                p.abort.store(true, Ordering::Relaxed);
+                return Err(Stop::Aborted);
             }
-            Src::Imm(v) => Ok(v),
-            Src::Clock32 => {
-                *self.clock += 1;
-                Ok(*self.clock & 0xFFFF_FFFF)
-            }
-            Src::Clock64 => {
-                *self.clock += 1;
-                Ok(*self.clock)
-            }
-            Src::None => Ok(0),
         }
+        let left = self.cap - self.issued;
+        if left == 0 {
+            return Err(Stop::Finding(self.budget_exhausted(t, pc)));
+        }
+        self.chunk = left.min(CHUNK.max(need));
+        self.budget = self.chunk;
+        self.exact = self.chunk < need;
+        Ok(())
     }
 
-    #[inline(always)]
-    pub(crate) fn wr(&mut self, base: usize, d: u32, v: u64) {
-        if d != NO_REG {
-            let i = base + d as usize;
-            self.cta.regs[i] = v;
-            self.cta.init[i] = true;
-        }
+    /// Run thread `t` until it parks at a synchronisation point or exits.
+    fn run_thread(&mut self, t: usize) -> Result<(), Stop> {
+        // the thread's registers and the block counters leave `self` while
+        // it runs, so that the interpreter indexes plain slices
+        let mut regs = std::mem::take(&mut self.cta.regs);
+        let mut counts = std::mem::take(&mut self.counts);
+        let ns = self.cta.nslots;
+        let r = self.interpret(t, &mut regs[t * ns..(t + 1) * ns], &mut counts);
+        self.cta.regs = regs;
+        self.counts = counts;
+        r
     }
 
-    pub(crate) fn run_thread(&mut self, t: usize) -> Result<(), SimError> {
-        let e: &'a Entry = self.e;
-        let insts = &e.insts[..];
-        let base = t * self.cta.nregs;
+    fn interpret(&mut self, t: usize, rf: &mut [u64], counts: &mut [u64]) -> Result<(), Stop> {
+        let code: &'a Code = self.k.code;
+        let insts = &code.insts[..];
         let mut pc = self.cta.pc[t] as usize;
-        loop {
-            let Some(inst) = insts.get(pc) else {
+        'blocks: loop {
+            // `pc` starts a block
+            let Some(&len) = code.block_len.get(pc) else {
                 // falling off the end of the entry is an implicit `ret`
                 self.cta.state[t] = TState::Exit;
                 return Ok(());
             };
-            if self.budget == 0 {
-                return Err(self.budget_exhausted(t, pc));
-            }
-            self.budget -= 1;
-            self.counts[pc] += 1;
-            if inst.guard != NO_REG {
-                let g = self.cta.regs[base + inst.guard as usize] != 0;
-                if self.checks && !self.cta.init[base + inst.guard as usize] {
-                    return Err(self.to_err(Fault::UninitReg(inst.guard), t, pc));
+            let len = len as u64;
+            if self.budget < len || self.exact {
+                if !self.exact {
+                    self.refill(t, pc, len)?;
                 }
-                if g == inst.guard_neg {
-                    if let Op::BraUni { idx, .. } = inst.op
-                        && self.checks
-                    {
-                        self.brauni(t, idx, false)
-                            .map_err(|f| self.to_err(f, t, pc))?;
-                    }
-                    pc += 1;
+                if self.exact {
+                    return self.interpret_exact(t, pc, rf, counts);
+                }
+            }
+            self.budget -= len;
+            counts[pc] += 1;
+            let start = pc;
+            for (k, inst) in insts[start..start + len as usize].iter().enumerate() {
+                let at = start + k;
+                if inst.flags != 0 && !self.pre_step(t, at, rf, inst)? {
                     continue;
                 }
-                if let Op::BraUni { idx, .. } = inst.op
-                    && self.checks
-                {
-                    self.brauni(t, idx, true)
-                        .map_err(|f| self.to_err(f, t, pc))?;
+                let r = self.step(t, at, rf, inst);
+                if r != NEXT {
+                    match r {
+                        PARK | EXIT => {
+                            self.cta.pc[t] = at as u32;
+                            self.cta.state[t] = if r == PARK {
+                                TState::Park
+                            } else {
+                                TState::Exit
+                            };
+                            return Ok(());
+                        }
+                        FAULT => return Err(self.pending_finding(t, at)),
+                        target => {
+                            pc = target as usize;
+                            continue 'blocks;
+                        }
+                    }
                 }
             }
-            match self.step(t, base, inst) {
-                Ok(Flow::Next) => pc += 1,
-                Ok(Flow::Jump(j)) => pc = j as usize,
-                Ok(Flow::Park) => {
-                    self.cta.pc[t] = pc as u32;
-                    self.cta.state[t] = TState::Park;
-                    return Ok(());
-                }
-                Ok(Flow::Exit) => {
-                    self.cta.pc[t] = pc as u32;
-                    self.cta.state[t] = TState::Exit;
-                    return Ok(());
-                }
-                Err(f) => return Err(self.to_err(f, t, pc)),
+            pc = start + len as usize;
+        }
+    }
+
+    /// The finding of the fault `step` raised at thread `t`, `pc`.
+    #[cold]
+    #[inline(never)]
+    fn pending_finding(&mut self, t: usize, pc: usize) -> Stop {
+        let f = self.pending.take().expect("a raised fault");
+        self.finding(*f, t, pc)
+    }
+
+    /// The work before instruction `pc` of thread `t` executes when it has
+    /// flags: the guard (whether it executes: `false` skips it), `bra.uni`
+    /// uniformity, the run-time initialisation checks, `%clock`, and the
+    /// initialisation record of its destinations.
+    #[inline(always)]
+    fn pre_step(
+        &mut self,
+        t: usize,
+        pc: usize,
+        rf: &mut [u64],
+        inst: &XInst,
+    ) -> Result<bool, Stop> {
+        if inst.flags & F_GUARD != 0 {
+            let checks = self.k.checks;
+            if inst.flags & F_GCHK != 0
+                && checks
+                && !self.cta.init[t * self.cta.nslots + inst.guard as usize]
+            {
+                return Err(self.finding(Fault::UninitReg(inst.guard), t, pc));
             }
+            if (rf[inst.guard as usize] != 0) == inst.guard_neg {
+                if inst.flags & F_BRAUNI != 0 && checks {
+                    self.uniform(t, pc, inst, false)?;
+                }
+                return Ok(false);
+            }
+        }
+        if inst.flags & (F_CHK | F_CLOCK | F_BRAUNI | F_MARK) != 0 {
+            self.pre_exec(t, pc, rf, inst)?;
+        }
+        Ok(true)
+    }
+
+    /// The interpreter for the rest of a CTA whose cap falls inside the
+    /// block at `pc`: instructions are charged one by one, and the one past
+    /// the cap is the budget finding.
+    #[cold]
+    #[inline(never)]
+    fn interpret_exact(
+        &mut self,
+        t: usize,
+        mut pc: usize,
+        rf: &mut [u64],
+        counts: &mut [u64],
+    ) -> Result<(), Stop> {
+        let code: &'a Code = self.k.code;
+        loop {
+            let Some(inst) = code.insts.get(pc) else {
+                self.cta.state[t] = TState::Exit;
+                return Ok(());
+            };
+            if self.budget == 0 {
+                return Err(Stop::Finding(self.budget_exhausted(t, pc)));
+            }
+            self.budget -= 1;
+            if code.block_len[pc] != 0 {
+                counts[pc] += 1;
+            }
+            if inst.flags != 0 && !self.pre_step(t, pc, rf, inst)? {
+                pc += 1;
+                continue;
+            }
+            match self.step(t, pc, rf, inst) {
+                NEXT => pc += 1,
+                r @ (PARK | EXIT) => {
+                    self.cta.pc[t] = pc as u32;
+                    self.cta.state[t] = if r == PARK {
+                        TState::Park
+                    } else {
+                        TState::Exit
+                    };
+                    return Ok(());
+                }
+                FAULT => return Err(self.pending_finding(t, pc)),
+                target => pc = target as usize,
+            }
+        }
+    }
+
+    /// The rarer work before an instruction executes: `bra.uni`
+    /// uniformity, run-time initialisation checks, `%clock`.
+    #[cold]
+    #[inline(never)]
+    fn pre_exec(&mut self, t: usize, pc: usize, rf: &mut [u64], inst: &XInst) -> Result<(), Stop> {
+        let checks = self.k.checks;
+        let base = t * self.cta.nslots;
+        if inst.flags & F_BRAUNI != 0 && checks {
+            self.uniform(t, pc, inst, true)?;
+        }
+        if inst.flags & F_CHK != 0 && checks && !inst.op.is_sync() {
+            let code = self.k.code;
+            let list = code.checked(pc);
+            let unset = |c: &CtaState, r: u32| !c.init[base + r as usize];
+            if let Op::Selp { .. } = inst.op {
+                // the predicate, then only the selected value is read
+                let c = inst.s[2];
+                if list.contains(&c) && unset(&self.cta, c) {
+                    return Err(self.finding(Fault::UninitReg(c), t, pc));
+                }
+                let take_a = (rf[c as usize] != 0) != inst.neg;
+                let v = inst.s[if take_a { 0 } else { 1 }];
+                if list.contains(&v) && unset(&self.cta, v) {
+                    return Err(self.finding(Fault::UninitReg(v), t, pc));
+                }
+            } else if let Some(&r) = list.iter().find(|&&r| unset(&self.cta, r)) {
+                return Err(self.finding(Fault::UninitReg(r), t, pc));
+            }
+        }
+        if inst.flags & F_MARK != 0 {
+            self.mark(base, inst);
+        }
+        if inst.flags & F_CLOCK != 0 {
+            self.clock += 1;
+            let v = self.k.clock_base.wrapping_add(self.clock);
+            let code = self.k.code;
+            rf[code.clock32 as usize] = v & 0xFFFF_FFFF;
+            rf[code.clock64 as usize] = v;
+        }
+        Ok(())
+    }
+
+    fn uniform(&mut self, t: usize, pc: usize, inst: &XInst, taken: bool) -> Result<(), Stop> {
+        let Op::BraUni { idx, .. } = inst.op else {
+            return Ok(());
+        };
+        let nb = self.k.e.n_brauni as usize;
+        self.cta
+            .brauni(nb, t, idx, taken)
+            .map_err(|f| self.finding(*f, t, pc))
+    }
+
+    /// Record the initialisation of `inst`'s destinations.
+    #[cold]
+    fn mark(&mut self, base: usize, inst: &XInst) {
+        for &k in dst_writes(&inst.op) {
+            let d = inst.d[k];
+            if d != NO_REG {
+                self.cta.init[base + d as usize] = true;
+            }
+        }
+    }
+
+    /// The value of slot `s` of the thread whose registers start at `base`.
+    #[inline(always)]
+    pub(crate) fn r(&self, base: usize, s: u32) -> u64 {
+        self.cta.regs[base + s as usize]
+    }
+
+    /// A read of slot `s` by thread `t` at `pc` outside the interpreter loop
+    /// (warp collectives, barriers), checked when the analysis asks for it.
+    pub(crate) fn r_checked(&self, t: usize, pc: usize, s: u32) -> Res<u64> {
+        let base = t * self.cta.nslots;
+        if self.k.checks && self.k.code.is_checked(pc, s) && !self.cta.init[base + s as usize] {
+            return fault(Fault::UninitReg(s));
+        }
+        Ok(self.r(base, s))
+    }
+
+    /// A write by a warp collective (which records initialisation itself).
+    pub(crate) fn w_collective(&mut self, t: usize, d: u32, v: u64) {
+        if d != NO_REG {
+            let i = t * self.cta.nslots + d as usize;
+            self.cta.regs[i] = v;
+            self.cta.init[i] = true;
         }
     }
 }

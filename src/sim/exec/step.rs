@@ -1,36 +1,44 @@
 //! The semantics of one instruction (`Exec::step`): integer, float,
 //! comparison, conversion, memory, atomic and control operations.
 
+use super::super::code::XInst;
 use super::super::fp::{self, F32_NAN, FOp, MiniFmt, Rnd};
 use super::super::ir::*;
 use super::super::memory::{CONST_WINDOW, LOCAL_WINDOW, SHARED_WINDOW};
 use super::convert::cvt;
 use super::float::{approx, fcmp};
 use super::int::{icmp, prmt, wide_mul};
-use super::{Exec, Fault, Flow, mask, sext};
+use super::{EXIT, Exec, Fault, NEXT, PARK, mask, sext};
 
 impl Exec<'_> {
     #[inline(always)]
-    pub(crate) fn step(&mut self, t: usize, base: usize, i: &Inst) -> Result<Flow, Fault> {
+    pub(crate) fn step(&mut self, t: usize, pc: usize, rf: &mut [u64], i: &XInst) -> u32 {
+        macro_rules! tri {
+            ($e:expr) => {
+                if let Err(f) = $e {
+                    return self.raise(f);
+                }
+            };
+        }
         macro_rules! a {
             () => {
-                self.rd(base, i.s[0])?
+                reg(rf, i.s[0])
             };
         }
         macro_rules! b {
             () => {
-                self.rd(base, i.s[1])?
+                reg(rf, i.s[1])
             };
         }
         macro_rules! c {
             () => {
-                self.rd(base, i.s[2])?
+                reg(rf, i.s[2])
             };
         }
         macro_rules! out {
             ($v:expr) => {{
                 let v = $v;
-                self.wr(base, i.d[0], v);
+                set(rf, i.d[0], v);
             }};
         }
         match i.op {
@@ -39,14 +47,14 @@ impl Exec<'_> {
             Op::Pack { n, w } => {
                 let mut v = 0u64;
                 for k in 0..n as usize {
-                    v |= (self.rd(base, i.s[k])? & mask(w)) << (k as u32 * w as u32);
+                    v |= (reg(rf, i.s[k]) & mask(w)) << (k as u32 * w as u32);
                 }
                 out!(v)
             }
             Op::Unpack { n, w } => {
                 let v = a!();
                 for k in 0..n as usize {
-                    self.wr(base, i.d[k], (v >> (k as u32 * w as u32)) & mask(w));
+                    set(rf, i.d[k], (v >> (k as u32 * w as u32)) & mask(w));
                 }
             }
             Op::Add { w } => out!(a!().wrapping_add(b!()) & mask(w)),
@@ -69,7 +77,7 @@ impl Exec<'_> {
             Op::Div { w, s } | Op::Rem { w, s } => {
                 let (x, y) = (a!(), b!());
                 if y & mask(w) == 0 {
-                    return Err(Fault::Trap("integer division by zero".into()));
+                    return self.raise(Box::new(Fault::Trap("integer division by zero")));
                 }
                 let is_div = matches!(i.op, Op::Div { .. });
                 let r = if s {
@@ -136,7 +144,7 @@ impl Exec<'_> {
                 out!(d)
             }
             Op::Bfi { w } => {
-                let (x, y, pos, len) = (a!(), b!(), c!() & 0xFF, self.rd(base, i.s[3])? & 0xFF);
+                let (x, y, pos, len) = (a!(), b!(), c!() & 0xFF, reg(rf, i.s[3]) & 0xFF);
                 let msb = w as u64 - 1;
                 let mut f = y & mask(w);
                 for k in 0..len {
@@ -160,6 +168,9 @@ impl Exec<'_> {
             Op::Brev { w } => out!((a!() & mask(w)).reverse_bits() >> (64 - w as u32)),
             Op::Neg { w } => out!(a!().wrapping_neg() & mask(w)),
             Op::Abs { w } => out!((sext(a!(), w).wrapping_abs() as u64) & mask(w)),
+            Op::FAddRn => out!(fp::f32_rn(FOp::Add, a!() as u32, b!() as u32, 0) as u64),
+            Op::FMulRn => out!(fp::f32_rn(FOp::Mul, a!() as u32, b!() as u32, 0) as u64),
+            Op::FFmaRn => out!(fp::f32_rn(FOp::Fma, a!() as u32, b!() as u32, c!() as u32) as u64),
             Op::F32 { op, rnd, ftz, sat } => {
                 let x = a!() as u32;
                 let y = if matches!(op, FOp::Sqrt | FOp::Rcp) {
@@ -168,7 +179,11 @@ impl Exec<'_> {
                     b!() as u32
                 };
                 let z = if op == FOp::Fma { c!() as u32 } else { 0 };
-                out!(fp::f32_op(op, rnd, ftz, sat, x, y, z) as u64)
+                out!(if rnd == Rnd::Rn && !ftz && !sat {
+                    fp::f32_rn(op, x, y, z)
+                } else {
+                    fp::f32_op(op, rnd, ftz, sat, x, y, z)
+                } as u64)
             }
             Op::F32MinMax { max, nan, ftz } => {
                 out!(fp::f32_minmax(max, nan, ftz, a!() as u32, b!() as u32) as u64)
@@ -216,7 +231,7 @@ impl Exec<'_> {
                     let (x, y) = (x & mask(w), y & mask(w));
                     icmp(cmp, x.cmp(&y))
                 };
-                self.setp_out(base, i, r, comb)?;
+                setp_out(rf, i, r, comb);
             }
             Op::SetpF {
                 cmp,
@@ -238,7 +253,7 @@ impl Exec<'_> {
                     }
                     (x as f64, y as f64)
                 };
-                self.setp_out(base, i, fcmp(cmp, x, y), comb)?;
+                setp_out(rf, i, fcmp(cmp, x, y), comb);
             }
             Op::Selp { w } => {
                 let c = (c!() != 0) != i.neg;
@@ -305,101 +320,9 @@ impl Exec<'_> {
                 };
                 out!(cv(a!()) << 16 | cv(b!()))
             }
-            Op::Ld {
-                sp,
-                size,
-                signed,
-                n,
-            } => {
-                let addr = a!().wrapping_add(i.off as u64);
-                let mut vals = [0u64; 4];
-                self.load(t, sp, addr, size, n, &mut vals)?;
-                for (k, &raw) in vals.iter().enumerate().take(n as usize) {
-                    let v = if signed {
-                        sext(raw, size * 8) as u64
-                    } else {
-                        raw
-                    };
-                    self.wr(base, i.d[k], v);
-                }
-            }
-            Op::St { sp, size, n } => {
-                let addr = a!().wrapping_add(i.off as u64);
-                let mut vals = [0u64; 4];
-                for (k, v) in vals.iter_mut().enumerate().take(n as usize) {
-                    *v = self.rd(base, i.s[k + 1])?;
-                }
-                let sz = size as usize;
-                let (rs, _) = Self::resolve(sp, addr);
-                if matches!(rs, Space::Param | Space::Const) {
-                    return Err(Fault::Oob(rs, addr, size as u32 * n as u32));
-                }
-                let bytes = self.access(t, sp, addr, size as u32 * n as u32, true, false)?;
-                for k in 0..n as usize {
-                    bytes[k * sz..(k + 1) * sz].copy_from_slice(&vals[k].to_le_bytes()[..sz]);
-                }
-            }
-            Op::Atom { sp, op, w, s, ret } => {
-                let addr = a!().wrapping_add(i.off as u64);
-                let x = b!();
-                let y = if op == AtomOp::Cas { c!() } else { 0 };
-                let (rs, _) = Self::resolve(sp, addr);
-                if !matches!(rs, Space::Global | Space::Shared) {
-                    return Err(Fault::Oob(rs, addr, w as u32 / 8));
-                }
-                let sz = w as usize / 8;
-                let bytes = self.access(t, sp, addr, sz as u32, true, true)?;
-                let mut b8 = [0u8; 8];
-                b8[..sz].copy_from_slice(bytes);
-                let old = u64::from_le_bytes(b8);
-                let m = mask(w);
-                let new = match op {
-                    AtomOp::Add => old.wrapping_add(x),
-                    AtomOp::Min | AtomOp::Max => {
-                        let lt = if s {
-                            sext(x, w) < sext(old, w)
-                        } else {
-                            x & m < old & m
-                        };
-                        if lt == (op == AtomOp::Min) { x } else { old }
-                    }
-                    AtomOp::Inc => {
-                        if old & m >= x & m {
-                            0
-                        } else {
-                            old + 1
-                        }
-                    }
-                    AtomOp::Dec => {
-                        if old & m == 0 || old & m > x & m {
-                            x
-                        } else {
-                            old - 1
-                        }
-                    }
-                    AtomOp::And => old & x,
-                    AtomOp::Or => old | x,
-                    AtomOp::Xor => old ^ x,
-                    AtomOp::Exch => x,
-                    AtomOp::Cas => {
-                        if old & m == x & m {
-                            y
-                        } else {
-                            old
-                        }
-                    }
-                    AtomOp::AddF32 => {
-                        let ftz = rs == Space::Global;
-                        fp::f32_op(FOp::Add, Rnd::Rn, ftz, false, old as u32, x as u32, 0) as u64
-                    }
-                    AtomOp::AddF64 => (f64::from_bits(old) + f64::from_bits(x)).to_bits(),
-                } & m;
-                bytes.copy_from_slice(&new.to_le_bytes()[..sz]);
-                if ret {
-                    let v = if s { sext(old, w) as u64 & m } else { old };
-                    out!(v)
-                }
-            }
+            Op::Ld { .. } => tri!(self.exec_ld(t, pc, rf, i)),
+            Op::St { .. } => tri!(self.exec_st(t, pc, rf, i)),
+            Op::Atom { .. } => tri!(self.exec_atom(t, pc, rf, i)),
             Op::Cvta { to, sp, w } => {
                 let x = a!() & mask(w.max(if to { 64 } else { w }));
                 let win = match sp {
@@ -419,38 +342,43 @@ impl Exec<'_> {
                 let y = if f == ApproxFn::Div { b!() as u32 } else { 0 };
                 out!(approx(f, ftz, x, y) as u64)
             }
-            Op::Bra { target } | Op::BraUni { target, .. } => return Ok(Flow::Jump(target)),
-            Op::Exit => return Ok(Flow::Exit),
-            Op::Trap => return Err(Fault::Trap("trap instruction".into())),
+            Op::Bra { target } | Op::BraUni { target, .. } => return target,
+            Op::Exit => return EXIT,
+            Op::Trap => return self.raise(Box::new(Fault::Trap("trap instruction"))),
             Op::Bar | Op::BarWarp | Op::Shfl { .. } | Op::Vote { .. } | Op::Redux { .. } => {
-                return Ok(Flow::Park);
+                return PARK;
             }
         }
-        Ok(Flow::Next)
+        NEXT
     }
+}
 
-    #[inline(always)]
-    pub(crate) fn setp_out(
-        &mut self,
-        base: usize,
-        i: &Inst,
-        r: bool,
-        comb: Comb,
-    ) -> Result<(), Fault> {
-        let (p, q) = if comb == Comb::None {
-            (r, !r)
-        } else {
-            let c = (self.rd(base, i.s[2])? != 0) != i.neg;
-            let f = |x: bool| match comb {
-                Comb::And => x && c,
-                Comb::Or => x || c,
-                Comb::Xor => x != c,
-                Comb::None => x,
-            };
-            (f(r), f(!r))
-        };
-        self.wr(base, i.d[0], p as u64);
-        self.wr(base, i.d[1], q as u64);
-        Ok(())
+#[inline(always)]
+fn reg(rf: &[u64], s: u32) -> u64 {
+    rf[s as usize]
+}
+
+#[inline(always)]
+fn set(rf: &mut [u64], d: u32, v: u64) {
+    if d != NO_REG {
+        rf[d as usize] = v;
     }
+}
+
+#[inline(always)]
+fn setp_out(rf: &mut [u64], i: &XInst, r: bool, comb: Comb) {
+    let (p, q) = if comb == Comb::None {
+        (r, !r)
+    } else {
+        let c = (reg(rf, i.s[2]) != 0) != i.neg;
+        let f = |x: bool| match comb {
+            Comb::And => x && c,
+            Comb::Or => x || c,
+            Comb::Xor => x != c,
+            Comb::None => x,
+        };
+        (f(r), f(!r))
+    };
+    set(rf, i.d[0], p as u64);
+    set(rf, i.d[1], q as u64);
 }

@@ -2,10 +2,11 @@
 //! barriers: when every thread is parked, run what can complete or report
 //! divergence and deadlock.
 
+use super::super::code::{Code, XInst};
 use super::super::cta::TState;
 use super::super::error::SimError;
 use super::super::ir::*;
-use super::{Exec, Fault};
+use super::{Exec, Fault, Res, fault};
 
 impl<'a> Exec<'a> {
     pub(crate) fn mask_src(op: &Op) -> usize {
@@ -19,7 +20,8 @@ impl<'a> Exec<'a> {
     /// Execute every warp collective whose members are all parked at it.
     /// Returns whether anything was executed.
     pub(crate) fn resolve_warps(&mut self) -> Result<bool, SimError> {
-        let e: &'a Entry = self.e;
+        let e: &'a Entry = self.k.e;
+        let code: &'a Code = self.k.code;
         let n = self.cta.n;
         let mut progress = false;
         for w in 0..n.div_ceil(32) {
@@ -30,14 +32,13 @@ impl<'a> Exec<'a> {
                     continue;
                 }
                 let pc = self.cta.pc[t] as usize;
-                let inst = &e.insts[pc];
+                let inst = &code.insts[pc];
                 if !inst.op.is_sync() || inst.op == Op::Bar {
                     continue;
                 }
-                let base = t * self.cta.nregs;
                 let m = self
-                    .rd(base, inst.s[Self::mask_src(&inst.op)])
-                    .map_err(|f| self.to_err(f, t, pc))? as u32;
+                    .r_checked(t, pc, inst.s[Self::mask_src(&inst.op)])
+                    .map_err(|f| self.to_err(*f, t, pc))? as u32;
                 let exist = if lanes == 32 {
                     u32::MAX
                 } else {
@@ -79,11 +80,8 @@ impl<'a> Exec<'a> {
                         }
                         _ => {
                             let mm = self
-                                .rd(
-                                    ml_base(mt, self.cta.nregs),
-                                    inst.s[Self::mask_src(&inst.op)],
-                                )
-                                .map_err(|f| self.to_err(f, mt, pc))?
+                                .r_checked(mt, pc, inst.s[Self::mask_src(&inst.op)])
+                                .map_err(|f| self.to_err(*f, mt, pc))?
                                 as u32;
                             if mm != m {
                                 return Err(self.to_err(
@@ -118,10 +116,9 @@ impl<'a> Exec<'a> {
         &mut self,
         w: usize,
         members: u32,
-        inst: &Inst,
+        inst: &XInst,
         pc: usize,
     ) -> Result<(), SimError> {
-        let nregs = self.cta.nregs;
         let lanes: Vec<usize> = (0..32).filter(|l| members & (1 << l) != 0).collect();
         match inst.op {
             Op::BarWarp => {}
@@ -129,10 +126,9 @@ impl<'a> Exec<'a> {
                 let mut res = Vec::with_capacity(lanes.len());
                 for &l in &lanes {
                     let t = w * 32 + l;
-                    let b = t * nregs;
-                    let f = |s: &mut Self| -> Result<(u64, bool), Fault> {
-                        let bval = (s.rd(b, inst.s[1])? & 0x1F) as i64;
-                        let c = s.rd(b, inst.s[2])?;
+                    let f = |s: &mut Self| -> Res<(u64, bool)> {
+                        let bval = (s.r_checked(t, pc, inst.s[1])? & 0x1F) as i64;
+                        let c = s.r_checked(t, pc, inst.s[2])?;
                         let cval = (c & 0x1F) as i64;
                         let seg = ((c >> 8) & 0x1F) as i64;
                         let lane = l as i64;
@@ -158,19 +154,19 @@ impl<'a> Exec<'a> {
                         };
                         let j = if valid { j as usize } else { l };
                         if members & (1u32 << j) == 0 {
-                            return Err(Fault::Warp(format!(
+                            return fault(Fault::Warp(format!(
                                 "shfl reads lane {j}, which is outside the membermask or inactive"
                             )));
                         }
-                        let v = s.rd((w * 32 + j) * nregs, inst.s[0])?;
+                        let v = s.r_checked(w * 32 + j, pc, inst.s[0])?;
                         Ok((v & 0xFFFF_FFFF, valid))
                     };
-                    res.push(f(self).map_err(|f| self.to_err(f, t, pc))?);
+                    res.push(f(self).map_err(|f| self.to_err(*f, t, pc))?);
                 }
                 for (k, &l) in lanes.iter().enumerate() {
-                    let b = (w * 32 + l) * nregs;
-                    self.wr(b, inst.d[0], res[k].0);
-                    self.wr(b, inst.d[1], res[k].1 as u64);
+                    let t = w * 32 + l;
+                    self.w_collective(t, inst.d[0], res[k].0);
+                    self.w_collective(t, inst.d[1], res[k].1 as u64);
                 }
             }
             Op::Vote { mode } => {
@@ -178,8 +174,8 @@ impl<'a> Exec<'a> {
                 for &l in &lanes {
                     let t = w * 32 + l;
                     let v = self
-                        .rd(t * nregs, inst.s[0])
-                        .map_err(|f| self.to_err(f, t, pc))?;
+                        .r_checked(t, pc, inst.s[0])
+                        .map_err(|f| self.to_err(*f, t, pc))?;
                     preds.push((v != 0) != inst.neg);
                 }
                 let r: u64 = match mode {
@@ -194,7 +190,7 @@ impl<'a> Exec<'a> {
                         .sum(),
                 };
                 for &l in &lanes {
-                    self.wr((w * 32 + l) * nregs, inst.d[0], r);
+                    self.w_collective(w * 32 + l, inst.d[0], r);
                 }
             }
             Op::Redux { op, s } => {
@@ -202,8 +198,8 @@ impl<'a> Exec<'a> {
                 for &l in &lanes {
                     let t = w * 32 + l;
                     let v = self
-                        .rd(t * nregs, inst.s[0])
-                        .map_err(|f| self.to_err(f, t, pc))?
+                        .r_checked(t, pc, inst.s[0])
+                        .map_err(|f| self.to_err(*f, t, pc))?
                         & 0xFFFF_FFFF;
                     acc = Some(match acc {
                         None => v,
@@ -224,7 +220,7 @@ impl<'a> Exec<'a> {
                     });
                 }
                 for &l in &lanes {
-                    self.wr((w * 32 + l) * nregs, inst.d[0], acc.unwrap_or(0));
+                    self.w_collective(w * 32 + l, inst.d[0], acc.unwrap_or(0));
                 }
             }
             _ => unreachable!(),
@@ -235,7 +231,8 @@ impl<'a> Exec<'a> {
     /// All threads are parked or exited and no warp collective can run:
     /// complete a barrier or report divergence / deadlock.
     pub(crate) fn resolve_barrier(&mut self) -> Result<(), SimError> {
-        let e: &'a Entry = self.e;
+        let e: &'a Entry = self.k.e;
+        let code: &'a Code = self.k.code;
         let n = self.cta.n;
         let at_bar: Vec<usize> = (0..n)
             .filter(|&t| {
@@ -266,12 +263,12 @@ impl<'a> Exec<'a> {
         }
         let t0 = at_bar[0];
         let pc0 = self.cta.pc[t0] as usize;
-        let inst = &e.insts[pc0];
+        let inst = &code.insts[pc0];
         let count = match inst.s[1] {
-            Src::None => None,
+            NO_REG => None,
             s => Some(
-                self.rd(t0 * self.cta.nregs, s)
-                    .map_err(|f| self.to_err(f, t0, pc0))?,
+                self.r_checked(t0, pc0, s)
+                    .map_err(|f| self.to_err(*f, t0, pc0))?,
             ),
         };
         let same: Vec<usize> = at_bar
@@ -340,9 +337,4 @@ impl<'a> Exec<'a> {
         self.barriers += 1;
         Ok(())
     }
-}
-
-#[inline(always)]
-pub(crate) fn ml_base(t: usize, nregs: usize) -> usize {
-    t * nregs
 }

@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 
+use super::super::code::{self, Code};
 use super::super::error::SimError;
 use super::super::ir::*;
 use super::Program;
@@ -735,6 +736,8 @@ impl<'a> Parser<'a> {
             maxntid,
             reqntid,
             n_brauni: 0,
+            strong_global: false,
+            code: Code::default(),
         };
         for n in dyn_names {
             vars.insert(
@@ -782,10 +785,19 @@ impl<'a> Parser<'a> {
             });
             let mut inst = inst;
             inst.opcode = id;
+            if let Op::Ld { sp, .. } | Op::St { sp, .. } = inst.op
+                && matches!(sp, Space::Global | Space::Generic)
+                && entry.opcodes[id as usize]
+                    .split('.')
+                    .any(|m| matches!(m, "volatile" | "relaxed" | "acquire" | "release" | "mmio"))
+            {
+                entry.strong_global = true;
+            }
             entry.insts.push(inst);
             entry.lines.push(st.line);
             entry.texts.push(text);
         }
+        entry.code = code::lower(&entry);
         Ok(entry)
     }
 }
