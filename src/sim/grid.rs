@@ -144,7 +144,7 @@ fn worker(
         if lin >= ncta || lin > progress.lowest_finding.load(Ordering::Relaxed) {
             break;
         }
-        ex.g.shadow = CtaShadow::new(ninst, size);
+        ex.g.shadow = CtaShadow::new(size);
         let (issued, stop) = ex.run_cta(ctaid_of(k, lin), lin, k.limit);
         if let Some(Stop::Finding(_)) = stop {
             progress.lowest_finding.fetch_min(lin, Ordering::Relaxed);
@@ -276,7 +276,7 @@ fn run_live(mem: &mut GlobalMem, k: &Kernel, ncta: u64) -> Result<GridTotals, Si
     let mut p = 0u64;
     let mut clock_reads = 0;
     for lin in 0..ncta {
-        ex.g.shadow = CtaShadow::new(ninst, 0);
+        ex.g.shadow = CtaShadow::new(0);
         let (issued, stop) = ex.run_cta(ctaid_of(k, lin), lin, k.limit.saturating_sub(p));
         let shadow = std::mem::take(&mut ex.g.shadow);
         if let Some(Stop::Finding(mut e)) = stop {
@@ -332,7 +332,7 @@ fn name_other_block(e: &mut SimError, k: &Kernel, done: &[CtaShadow]) {
 fn commit(mem: &mut GlobalMem, done: &[CtaShadow], checks: bool) {
     let mut last = 0;
     for s in done {
-        for rec in &s.recs {
+        for rec in s.recs() {
             if rec.data == NO_DATA || rec.w == 0 {
                 continue;
             }

@@ -61,92 +61,6 @@ impl Hasher for LineHasher {
 
 pub(crate) type LineMap<V> = HashMap<u64, V, BuildHasherDefault<LineHasher>>;
 
-/// A map from line numbers to record indices: open addressing with linear
-/// probing, sized to a power of two, never more than half full. (The
-/// interpreter looks a line up at nearly every global access.)
-#[derive(Debug, Clone)]
-pub(crate) struct LineTable {
-    keys: Vec<u64>,
-    vals: Vec<u32>,
-    len: usize,
-    shift: u32,
-}
-
-const EMPTY: u64 = u64::MAX;
-
-impl LineTable {
-    pub fn with_capacity(n: usize) -> LineTable {
-        let cap = (n * 2).next_power_of_two().max(16);
-        LineTable {
-            keys: vec![EMPTY; cap],
-            vals: vec![0; cap],
-            len: 0,
-            shift: 64 - cap.trailing_zeros(),
-        }
-    }
-
-    #[inline(always)]
-    fn slot(&self, line: u64) -> usize {
-        (line.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> self.shift) as usize
-    }
-
-    #[inline]
-    pub fn get(&self, line: u64) -> Option<u32> {
-        let m = self.keys.len() - 1;
-        let mut i = self.slot(line);
-        loop {
-            let k = self.keys[i];
-            if k == line {
-                return Some(self.vals[i]);
-            }
-            if k == EMPTY {
-                return None;
-            }
-            i = (i + 1) & m;
-        }
-    }
-
-    /// The value of `line`, inserting `v` if absent.
-    #[inline]
-    pub fn get_or_insert(&mut self, line: u64, v: u32) -> u32 {
-        if (self.len + 1) * 2 > self.keys.len() {
-            self.grow();
-        }
-        let m = self.keys.len() - 1;
-        let mut i = self.slot(line);
-        loop {
-            let k = self.keys[i];
-            if k == line {
-                return self.vals[i];
-            }
-            if k == EMPTY {
-                self.keys[i] = line;
-                self.vals[i] = v;
-                self.len += 1;
-                return v;
-            }
-            i = (i + 1) & m;
-        }
-    }
-
-    #[cold]
-    fn grow(&mut self) {
-        let mut t = LineTable::with_capacity(self.keys.len());
-        for (&k, &v) in self.keys.iter().zip(&self.vals) {
-            if k != EMPTY {
-                t.get_or_insert(k, v);
-            }
-        }
-        *self = t;
-    }
-}
-
-impl Default for LineTable {
-    fn default() -> Self {
-        LineTable::with_capacity(0)
-    }
-}
-
 /// What a CTA did to one line: per byte (bit), read, written, updated
 /// atomically; `data` indexes its private copy of the line once written.
 #[derive(Debug, Clone, Copy)]
@@ -158,84 +72,131 @@ pub(crate) struct LineRec {
     pub data: u32,
 }
 
-/// One CTA's global accesses and (without live memory) private writes.
-#[derive(Debug, Clone, Default)]
+/// The `line` of a free slot.
+const EMPTY: u64 = u64::MAX;
+
+const FREE: LineRec = LineRec {
+    line: EMPTY,
+    r: 0,
+    w: 0,
+    a: 0,
+    data: NO_DATA,
+};
+
+/// One CTA's global accesses and (without live memory) private writes: a
+/// hash table of line records (open addressing with linear probing, a
+/// power-of-two size, at most half full — the interpreter looks a line up
+/// at nearly every global access).
+#[derive(Debug, Clone)]
 pub(crate) struct CtaShadow {
-    map: LineTable,
-    pub recs: Vec<LineRec>,
+    slots: Vec<LineRec>,
+    len: usize,
+    shift: u32,
     pub data: Vec<[u8; LINE as usize]>,
-    /// Per instruction: the line it touched last and its record (an
-    /// instruction walks its lines in order, threads of a warp share them).
-    hint: Vec<(u64, u32)>,
     /// Whether the CTA wrote anything (reads skip the line lookup while not).
     pub wrote: bool,
 }
 
+impl Default for CtaShadow {
+    fn default() -> Self {
+        CtaShadow::new(0)
+    }
+}
+
 impl CtaShadow {
-    /// An empty shadow for an entry of `ninst` instructions, sized like
-    /// the previous CTA's (`like` lines).
-    pub fn new(ninst: usize, like: usize) -> CtaShadow {
+    /// An empty shadow with room for `like` lines (the previous CTA's).
+    pub fn new(like: usize) -> CtaShadow {
+        let cap = (like * 2).next_power_of_two().max(64);
         CtaShadow {
-            map: LineTable::with_capacity(like),
-            recs: Vec::with_capacity(like),
+            slots: vec![FREE; cap],
+            len: 0,
+            shift: 64 - cap.trailing_zeros(),
             data: Vec::new(),
-            hint: vec![(u64::MAX, 0); ninst],
             wrote: false,
         }
     }
 
-    /// The record of `line` touched by instruction `pc`, created empty if
-    /// the CTA has none yet.
-    #[inline]
-    pub fn rec(&mut self, pc: usize, line: u64) -> &mut LineRec {
-        let (l, i) = self.hint[pc];
-        if l == line {
-            return &mut self.recs[i as usize];
-        }
-        self.rec_slow(pc, line)
+    #[inline(always)]
+    fn home(&self, line: u64) -> usize {
+        (line.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> self.shift) as usize
     }
 
-    #[inline(never)]
-    fn rec_slow(&mut self, pc: usize, line: u64) -> &mut LineRec {
-        let n = self.recs.len() as u32;
-        let i = self.map.get_or_insert(line, n);
-        if i == n {
-            self.recs.push(LineRec {
-                line,
-                r: 0,
-                w: 0,
-                a: 0,
-                data: NO_DATA,
-            });
-        }
-        self.hint[pc] = (line, i);
-        &mut self.recs[i as usize]
-    }
-
-    /// The overlay data index of `line` read by `pc`, if the CTA wrote it.
-    #[inline]
-    pub fn data_of(&mut self, pc: usize, line: u64) -> u32 {
-        let (l, i) = self.hint[pc];
-        if l == line {
-            return self.recs[i as usize].data;
-        }
-        match self.map.get(line) {
-            Some(i) => {
-                self.hint[pc] = (line, i);
-                self.recs[i as usize].data
+    /// The record of `line`, created empty if the CTA has none yet.
+    #[inline(always)]
+    pub fn rec(&mut self, line: u64) -> &mut LineRec {
+        let m = self.slots.len() - 1;
+        let mut i = self.home(line);
+        loop {
+            let l = self.slots[i].line;
+            if l == line {
+                return &mut self.slots[i];
             }
-            None => NO_DATA,
+            if l == EMPTY {
+                return self.insert(line);
+            }
+            i = (i + 1) & m;
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn insert(&mut self, line: u64) -> &mut LineRec {
+        if (self.len + 1) * 2 > self.slots.len() {
+            let old = std::mem::replace(self, CtaShadow::new(self.slots.len()));
+            self.data = old.data;
+            self.wrote = old.wrote;
+            for r in old.slots.into_iter().filter(|r| r.line != EMPTY) {
+                *self.slot_for(r.line) = r;
+                self.len += 1;
+            }
+        }
+        self.len += 1;
+        let s = self.slot_for(line);
+        s.line = line;
+        s
+    }
+
+    /// The slot of `line`, or the free slot where it goes.
+    fn slot_for(&mut self, line: u64) -> &mut LineRec {
+        let m = self.slots.len() - 1;
+        let mut i = self.home(line);
+        while self.slots[i].line != line && self.slots[i].line != EMPTY {
+            i = (i + 1) & m;
+        }
+        &mut self.slots[i]
     }
 
     /// The record of `line`, if the CTA touched it.
+    #[inline]
     pub fn get(&self, line: u64) -> Option<&LineRec> {
-        self.map.get(line).map(|i| &self.recs[i as usize])
+        let m = self.slots.len() - 1;
+        let mut i = self.home(line);
+        loop {
+            let r = &self.slots[i];
+            if r.line == line {
+                return Some(r);
+            }
+            if r.line == EMPTY {
+                return None;
+            }
+            i = (i + 1) & m;
+        }
+    }
+
+    /// The overlay data index of `line`, if the CTA wrote it.
+    #[inline]
+    pub fn data_of(&self, line: u64) -> u32 {
+        self.get(line).map_or(NO_DATA, |r| r.data)
+    }
+
+    /// The lines touched, in no particular order.
+    pub fn recs(&self) -> impl Iterator<Item = &LineRec> {
+        self.slots.iter().filter(|r| r.line != EMPTY)
     }
 
     /// Number of lines touched.
     pub fn len(&self) -> usize {
-        self.recs.len()
+        self.len
     }
 }
 
@@ -291,7 +252,7 @@ impl LaunchShadow {
 
     /// Whether any access of `cta` conflicts with the merged CTAs.
     pub fn conflicts_with(&self, cta: &CtaShadow) -> bool {
-        cta.recs.iter().any(|r| {
+        cta.recs().any(|r| {
             self.lines.get(&r.line).is_some_and(|agg| {
                 conflicts(agg, Kind::Read, r.r)
                     | conflicts(agg, Kind::Write, r.w)
@@ -303,8 +264,8 @@ impl LaunchShadow {
 
     /// Add `cta`'s accesses.
     pub fn merge(&mut self, cta: &CtaShadow) {
-        self.lines.reserve(cta.recs.len());
-        for r in &cta.recs {
+        self.lines.reserve(cta.len());
+        for r in cta.recs() {
             let agg = self.lines.entry(r.line).or_insert([0; 3]);
             agg[0] |= r.r;
             agg[1] |= r.w;

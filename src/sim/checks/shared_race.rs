@@ -43,11 +43,62 @@ impl CtaState {
         write: bool,
         atomic: bool,
     ) -> Result<(), Box<Fault>> {
+        match len {
+            4 => self.shared_word::<4>(t, off, off, len, write, atomic),
+            8 => self.shared_word::<8>(t, off, off, len, write, atomic),
+            16 => {
+                for at in (off..off + 16).step_by(4) {
+                    self.shared_word::<4>(t, at, off, len, write, atomic)?;
+                }
+                Ok(())
+            }
+            _ => self.shared_runs(t, off, off + len, off, len, write, atomic),
+        }
+    }
+
+    /// The check of the `N` bytes at `at` of an access of `len` bytes at
+    /// `off`: when they carry one write tag and one read tag (a word
+    /// written and read as a unit) the first byte decides and every byte
+    /// gets its new tags.
+    #[inline(always)]
+    fn shared_word<const N: usize>(
+        &mut self,
+        t: usize,
+        at: usize,
+        off: usize,
+        len: usize,
+        write: bool,
+        atomic: bool,
+    ) -> Result<(), Box<Fault>> {
+        let w: [u64; N] = self.sh_w[at..at + N].try_into().unwrap();
+        let r: [u64; N] = self.sh_r[at..at + N].try_into().unwrap();
+        if w.iter().all(|&x| x == w[0]) && r.iter().all(|&x| x == r[0]) {
+            self.shared_byte(t, at, off, len, write, atomic)?;
+            let (w1, r1) = (self.sh_w[at], self.sh_r[at]);
+            self.sh_w[at..at + N].copy_from_slice(&[w1; N]);
+            self.sh_r[at..at + N].copy_from_slice(&[r1; N]);
+            return Ok(());
+        }
+        self.shared_runs(t, at, at + N, off, len, write, atomic)
+    }
+
+    /// The check of the bytes `at..end` of an access of `len` bytes at
+    /// `off`, run by run of bytes with equal tags.
+    #[allow(clippy::too_many_arguments)]
+    fn shared_runs(
+        &mut self,
+        t: usize,
+        at: usize,
+        end: usize,
+        off: usize,
+        len: usize,
+        write: bool,
+        atomic: bool,
+    ) -> Result<(), Box<Fault>> {
         // Bytes that carry the same write and read tags (a word written and
         // read as a unit) are decided by the first of them and all get its
         // new tags: the access is checked run by run.
-        let end = off + len;
-        let mut i = off;
+        let mut i = at;
         while i < end {
             let (w0, r0) = (self.sh_w[i], self.sh_r[i]);
             let mut j = i + 1;

@@ -7,7 +7,7 @@ use super::super::code::XInst;
 use super::super::fp::{self, FOp, Rnd};
 use super::super::ir::*;
 use super::memory::{get_le, put_le};
-use super::{Exec, Res, mask, sext};
+use super::{Exec, Fault, Res, fault, mask, sext};
 
 impl Exec<'_> {
     /// `ld{.space}{.vN}.type d, [a+off]`.
@@ -23,6 +23,20 @@ impl Exec<'_> {
             unreachable!()
         };
         let addr = rf[i.s[0] as usize].wrapping_add(i.off as u64);
+        if n == 1 {
+            let (rs, ra) = Self::resolve(sp, addr);
+            if rs == Space::Global {
+                if ra & (size as u64 - 1) != 0 {
+                    return fault(Fault::Misaligned(rs, addr, size as u32));
+                }
+                let v = self.g.load_scalar(pc, ra, size)?;
+                let v = if signed { sext(v, size * 8) as u64 } else { v };
+                if i.d[0] != NO_REG {
+                    rf[i.d[0] as usize] = v;
+                }
+                return Ok(());
+            }
+        }
         let bytes = self.load_bytes(t, pc, sp, addr, size as u32 * n as u32)?;
         let sz = size as usize;
         for k in 0..n as usize {
@@ -43,6 +57,15 @@ impl Exec<'_> {
             unreachable!()
         };
         let addr = rf[i.s[0] as usize].wrapping_add(i.off as u64);
+        if n == 1 {
+            let (rs, ra) = Self::resolve(sp, addr);
+            if rs == Space::Global {
+                if ra & (size as u64 - 1) != 0 {
+                    return fault(Fault::Misaligned(rs, addr, size as u32));
+                }
+                return self.g.store_scalar(pc, ra, size, rf[i.s[1] as usize]);
+            }
+        }
         let bytes = self.store_bytes(t, pc, sp, addr, size as u32 * n as u32)?;
         let sz = size as usize;
         for k in 0..n as usize {

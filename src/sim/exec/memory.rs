@@ -70,7 +70,7 @@ impl<'a> GlobalView<'a> {
         GlobalView {
             base,
             hint: vec![0; ninst],
-            shadow: CtaShadow::new(ninst, 0),
+            shadow: CtaShadow::new(0),
             watch,
             checks,
         }
@@ -95,6 +95,83 @@ impl<'a> GlobalView<'a> {
         }
     }
 
+    /// The allocation and offset of `len` bytes at `addr` accessed by `pc`
+    /// (its last allocation first).
+    #[inline(always)]
+    fn locate(mem: &GlobalMem, hint: &mut u32, addr: u64, len: u64) -> Res<(usize, usize)> {
+        let h = *hint as usize;
+        if let Some(a) = mem.allocs.get(h) {
+            let o = addr.wrapping_sub(a.base);
+            if o < a.data.len() as u64 && len <= a.data.len() as u64 - o {
+                return Ok((h, o as usize));
+            }
+        }
+        let mut last = h;
+        match mem.find_at(&mut last, addr, len) {
+            Some(r) => {
+                *hint = last as u32;
+                Ok(r)
+            }
+            None => fault(Fault::Oob(Space::Global, addr, len as u32)),
+        }
+    }
+
+    /// A scalar load of `size` (1, 2, 4, 8) bytes at `addr` (aligned) by
+    /// instruction `pc`: [`GlobalView::load`] for one value, without the
+    /// slice.
+    #[inline(never)]
+    pub fn load_scalar(&mut self, pc: usize, addr: u64, size: u8) -> Res<u64> {
+        let GlobalView {
+            base,
+            hint,
+            shadow,
+            watch,
+            checks,
+        } = self;
+        let mem: &GlobalMem = match base {
+            Base::Snapshot(m) => m,
+            Base::Live(m) => m,
+        };
+        let len = size as u64;
+        let (i, o) = Self::locate(mem, &mut hint[pc], addr, len)?;
+        let a = &mem.allocs[i];
+        let sh = (addr % LINE) as usize;
+        if *checks {
+            if let Some(w) = watch {
+                race(w, addr, len as u32, Kind::Read)?;
+            }
+            let m = ((1u64 << len) - 1) << sh;
+            let rec = shadow.rec(addr / LINE);
+            rec.r |= m;
+            let (w, d) = (rec.w, rec.data);
+            if w & m != m
+                && a.first_uninit(o, len as usize).is_some()
+                && let Some(k) =
+                    (0..len as usize).find(|&k| !a.is_init(o + k) && w >> (sh + k) & 1 == 0)
+            {
+                return fault(Fault::UninitGlobal(addr + k as u64, len as u32));
+            }
+            if d != NO_DATA {
+                return Ok(get_le(&shadow.data[d as usize][sh..], size));
+            }
+        } else if shadow.wrote {
+            let d = shadow.data_of(addr / LINE);
+            if d != NO_DATA {
+                return Ok(get_le(&shadow.data[d as usize][sh..], size));
+            }
+        }
+        Ok(get_le(&a.data[o..], size))
+    }
+
+    /// A scalar store of the low `size` (1, 2, 4, 8) bytes of `v` at `addr`
+    /// (aligned) by instruction `pc`.
+    #[inline(always)]
+    pub fn store_scalar(&mut self, pc: usize, addr: u64, size: u8, v: u64) -> Res<()> {
+        let b = self.store(pc, addr, size as u32)?;
+        put_le(b, size, v);
+        Ok(())
+    }
+
     /// The `len` (≤ 16, aligned) bytes at `addr` that instruction `pc`
     /// reads: checked, recorded, from the CTA's own writes or memory.
     #[inline(always)]
@@ -110,11 +187,7 @@ impl<'a> GlobalView<'a> {
             Base::Snapshot(m) => m,
             Base::Live(m) => m,
         };
-        let mut last = hint[pc] as usize;
-        let Some((i, o)) = mem.find_at(&mut last, addr, len as u64) else {
-            return fault(Fault::Oob(Space::Global, addr, len));
-        };
-        hint[pc] = last as u32;
+        let (i, o) = Self::locate(mem, &mut hint[pc], addr, len as u64)?;
         let a = &mem.allocs[i];
         let l = len as usize;
         let (line, sh) = (addr / LINE, (addr % LINE) as usize);
@@ -123,7 +196,7 @@ impl<'a> GlobalView<'a> {
                 race(w, addr, len, Kind::Read)?;
             }
             let m = line_mask(addr, len);
-            let rec = shadow.rec(pc, line);
+            let rec = shadow.rec(line);
             rec.r |= m;
             let (w, d) = (rec.w, rec.data);
             if w & m != m
@@ -134,7 +207,7 @@ impl<'a> GlobalView<'a> {
             }
             d
         } else if shadow.wrote {
-            shadow.data_of(pc, line)
+            shadow.data_of(line)
         } else {
             NO_DATA
         };
@@ -156,15 +229,10 @@ impl<'a> GlobalView<'a> {
             watch,
             checks,
         } = self;
-        let mut last = hint[pc] as usize;
-        let found = match base {
-            Base::Snapshot(m) => m.find_at(&mut last, addr, len as u64),
-            Base::Live(m) => m.find_at(&mut last, addr, len as u64),
+        let (i, o) = match base {
+            Base::Snapshot(m) => Self::locate(m, &mut hint[pc], addr, len as u64)?,
+            Base::Live(m) => Self::locate(m, &mut hint[pc], addr, len as u64)?,
         };
-        let Some((i, o)) = found else {
-            return fault(Fault::Oob(Space::Global, addr, len));
-        };
-        hint[pc] = last as u32;
         let (line, sh) = (addr / LINE, (addr % LINE) as usize);
         let l = len as usize;
         if *checks && let Some(w) = watch {
@@ -173,7 +241,7 @@ impl<'a> GlobalView<'a> {
         match base {
             Base::Live(m) => {
                 if *checks {
-                    shadow.rec(pc, line).w |= line_mask(addr, len);
+                    shadow.rec(line).w |= line_mask(addr, len);
                     m.allocs[i].set_init(o, l);
                 }
                 Ok(&mut m.allocs[i].data[o..o + l])
@@ -181,7 +249,7 @@ impl<'a> GlobalView<'a> {
             Base::Snapshot(m) => {
                 shadow.wrote = true;
                 let ndata = shadow.data.len() as u32;
-                let rec = shadow.rec(pc, line);
+                let rec = shadow.rec(line);
                 rec.w |= line_mask(addr, len);
                 let d = if rec.data == NO_DATA {
                     rec.data = ndata;
@@ -211,7 +279,7 @@ impl<'a> GlobalView<'a> {
             if let Some(w) = &self.watch {
                 race(w, addr, len, Kind::Atomic)?;
             }
-            self.shadow.rec(pc, addr / LINE).a |= line_mask(addr, len);
+            self.shadow.rec(addr / LINE).a |= line_mask(addr, len);
         }
         let checks = self.checks;
         let Base::Live(m) = &mut self.base else {

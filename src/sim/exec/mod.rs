@@ -221,16 +221,47 @@ impl<'a> Exec<'a> {
     /// Run every thread of the CTA to completion.
     fn schedule(&mut self) -> Result<(), Stop> {
         let n = self.cta.n;
+        let code: &'a Code = self.k.code;
         loop {
+            // run what can run, counting where the threads stop
+            let (mut exited, mut at_bar, mut at_warp) = (0, 0, 0);
+            let mut bar_pc = u32::MAX;
+            let mut one_bar = true;
+            let mut regs = std::mem::take(&mut self.cta.regs);
+            let mut counts = std::mem::take(&mut self.counts);
+            let ran = self.run_threads(&mut regs, &mut counts);
+            self.cta.regs = regs;
+            self.counts = counts;
+            ran?;
             for t in 0..n {
-                if self.cta.state[t] == TState::Run {
-                    self.run_thread(t)?;
+                match self.cta.state[t] {
+                    TState::Exit => exited += 1,
+                    TState::Park => {
+                        let pc = self.cta.pc[t];
+                        if matches!(code.insts[pc as usize].op, Op::Bar) {
+                            at_bar += 1;
+                            one_bar &= bar_pc == u32::MAX || bar_pc == pc;
+                            bar_pc = pc;
+                        } else {
+                            at_warp += 1;
+                        }
+                    }
+                    TState::Run => {}
                 }
             }
-            if self.cta.state.iter().all(|s| *s == TState::Exit) {
+            if exited == n {
                 return Ok(());
             }
-            if self.resolve_warps().map_err(Stop::Finding)? {
+            if at_warp > 0 && self.resolve_warps().map_err(Stop::Finding)? {
+                continue;
+            }
+            // the common barrier: every thread at one `bar.sync` without a
+            // thread count
+            if at_bar == n && one_bar && code.insts[bar_pc as usize].s[1] == NO_REG {
+                self.cta.state.fill(TState::Run);
+                self.cta.pc.fill(bar_pc + 1);
+                self.cta.epoch += 1;
+                self.barriers += 1;
                 continue;
             }
             self.resolve_barrier().map_err(Stop::Finding)?;
@@ -266,17 +297,17 @@ impl<'a> Exec<'a> {
         Ok(())
     }
 
-    /// Run thread `t` until it parks at a synchronisation point or exits.
-    fn run_thread(&mut self, t: usize) -> Result<(), Stop> {
-        // the thread's registers and the block counters leave `self` while
-        // it runs, so that the interpreter indexes plain slices
-        let mut regs = std::mem::take(&mut self.cta.regs);
-        let mut counts = std::mem::take(&mut self.counts);
+    /// Run every runnable thread until it parks at a synchronisation point
+    /// or exits. The register files and block counters are out of `self`
+    /// meanwhile, so that the interpreter indexes plain slices.
+    fn run_threads(&mut self, regs: &mut [u64], counts: &mut [u64]) -> Result<(), Stop> {
         let ns = self.cta.nslots;
-        let r = self.interpret(t, &mut regs[t * ns..(t + 1) * ns], &mut counts);
-        self.cta.regs = regs;
-        self.counts = counts;
-        r
+        for t in 0..self.cta.n {
+            if self.cta.state[t] == TState::Run {
+                self.interpret(t, &mut regs[t * ns..(t + 1) * ns], counts)?;
+            }
+        }
+        Ok(())
     }
 
     fn interpret(&mut self, t: usize, rf: &mut [u64], counts: &mut [u64]) -> Result<(), Stop> {

@@ -320,6 +320,25 @@ impl Exec<'_> {
                 };
                 out!(cv(a!()) << 16 | cv(b!()))
             }
+            Op::Ld {
+                sp: Space::Global,
+                size,
+                signed,
+                n: 1,
+            } => {
+                let addr = a!().wrapping_add(i.off as u64);
+                if addr & (size as u64 - 1) != 0 {
+                    return self.raise(Box::new(Fault::Misaligned(
+                        Space::Global,
+                        addr,
+                        size as u32,
+                    )));
+                }
+                match self.g.load_scalar(pc, addr, size) {
+                    Ok(v) => out!(if signed { sext(v, size * 8) as u64 } else { v }),
+                    Err(f) => return self.raise(f),
+                }
+            }
             Op::Ld { .. } => tri!(self.exec_ld(t, pc, rf, i)),
             Op::St { .. } => tri!(self.exec_st(t, pc, rf, i)),
             Op::Atom { .. } => tri!(self.exec_atom(t, pc, rf, i)),

@@ -33,7 +33,7 @@ impl<'a> Exec<'a> {
                 }
                 let pc = self.cta.pc[t] as usize;
                 let inst = &code.insts[pc];
-                if !inst.op.is_sync() || inst.op == Op::Bar {
+                if !inst.op.is_sync() || matches!(inst.op, Op::Bar) {
                     continue;
                 }
                 let m = self
@@ -103,7 +103,7 @@ impl<'a> Exec<'a> {
                         self.cta.pc[mt] = pc as u32 + 1;
                     }
                 }
-                if inst.op == Op::BarWarp {
+                if matches!(inst.op, Op::BarWarp) {
                     self.cta.wepoch[w] = self.cta.wepoch[w].wrapping_add(1);
                 }
                 progress = true;
@@ -236,7 +236,8 @@ impl<'a> Exec<'a> {
         let n = self.cta.n;
         let at_bar: Vec<usize> = (0..n)
             .filter(|&t| {
-                self.cta.state[t] == TState::Park && e.insts[self.cta.pc[t] as usize].op == Op::Bar
+                self.cta.state[t] == TState::Park
+                    && matches!(code.insts[self.cta.pc[t] as usize].op, Op::Bar)
             })
             .collect();
         let kernel = e.name.clone();
