@@ -146,8 +146,12 @@ fn worker(
         }
         ex.g.shadow = CtaShadow::new(size);
         let (issued, stop) = ex.run_cta(ctaid_of(k, lin), lin, k.limit);
-        if let Some(Stop::Finding(_)) = stop {
-            progress.lowest_finding.fetch_min(lin, Ordering::Relaxed);
+        match stop {
+            Some(Stop::Finding(_)) => {
+                progress.lowest_finding.fetch_min(lin, Ordering::Relaxed);
+            }
+            None => progress.completed(lin, issued),
+            Some(Stop::Aborted) => {}
         }
         let shadow = std::mem::take(&mut ex.g.shadow);
         size = shadow.len();
@@ -222,7 +226,9 @@ fn walk(
                     r.stop,
                     Some(Stop::Finding(SimError::InstructionLimit { .. }))
                 );
-                let over = r.issued > left || (limit_hit && p > 0);
+                // a budget finding is exact when the CTA ran to what the
+                // earlier CTAs left it
+                let over = r.issued > left || (limit_hit && r.issued != left);
                 let conflict = k.checks && launch.conflicts_with(&r.shadow);
                 if over || conflict {
                     let (r, w) = rerun(mem, k, lin, left, std::mem::take(&mut launch));

@@ -231,4 +231,5 @@ pub mod parse;
 pub use error::{SimError, Site};
 pub use exec::{DEFAULT_INSTRUCTION_BUDGET, LaunchReport, Sim, SimOptions};
 pub use ir::Space;
+pub use options::THREADS_ENV;
 pub use parse::Program;

@@ -18,6 +18,7 @@ mod memory;
 mod step;
 mod warp;
 
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use super::code::{Code, F_BRAUNI, F_CHK, F_CLOCK, F_GCHK, F_GUARD, F_MARK, XInst, dst_writes};
@@ -112,6 +113,44 @@ pub(crate) struct Progress {
     /// The lowest linear CTA index with a finding: later CTAs cannot change
     /// the outcome and are not started.
     pub lowest_finding: AtomicU64,
+    /// The CTAs completed from the first on, in order.
+    pub prefix: Mutex<Prefix>,
+}
+
+/// The completed CTAs `0..upto` and their instructions: the CTA `upto`
+/// knows its exact share of the budget, `limit − sum`, and runs to it
+/// instead of stopping with the others when the launch-wide count passes
+/// the budget.
+#[derive(Default)]
+pub(crate) struct Prefix {
+    pub upto: u64,
+    pub sum: u64,
+    /// Completed CTAs beyond `upto` and their instructions.
+    pub later: std::collections::BTreeMap<u64, u64>,
+}
+
+impl Progress {
+    /// Record that CTA `lin` completed after `issued` instructions.
+    pub fn completed(&self, lin: u64, issued: u64) {
+        let mut p = self.prefix.lock().unwrap_or_else(|e| e.into_inner());
+        p.later.insert(lin, issued);
+        loop {
+            let next = p.upto;
+            match p.later.remove(&next) {
+                Some(n) => {
+                    p.upto += 1;
+                    p.sum = p.sum.saturating_add(n);
+                }
+                None => break,
+            }
+        }
+    }
+
+    /// The instructions of the CTAs before `lin` if they all completed.
+    fn before(&self, lin: u64) -> Option<u64> {
+        let p = self.prefix.lock().unwrap_or_else(|e| e.into_inner());
+        (p.upto == lin).then_some(p.sum)
+    }
 }
 
 /// Instructions a worker issues between two looks at the launch-wide count.
@@ -126,6 +165,8 @@ pub(crate) struct Exec<'a> {
     /// ran (see [`Code::block_len`]).
     pub counts: Vec<u64>,
     pub ctaid: (u32, u32, u32),
+    /// Linear index of the running CTA.
+    lin: u64,
     /// Completed CTA barriers over the CTAs this worker ran.
     pub barriers: u64,
     /// `%clock` reads of the running CTA.
@@ -177,6 +218,7 @@ impl<'a> Exec<'a> {
             g,
             counts: vec![0; k.code.insts.len()],
             ctaid: (0, 0, 0),
+            lin: 0,
             barriers: 0,
             clock: 0,
             budget: 0,
@@ -202,6 +244,7 @@ impl<'a> Exec<'a> {
     /// if it stopped early. The CTA's global accesses are in `self.g`.
     pub fn run_cta(&mut self, ctaid: (u32, u32, u32), lin: u64, cap: u64) -> (u64, Option<Stop>) {
         self.ctaid = ctaid;
+        self.lin = lin;
         self.cta.reset(self.k.code, ctaid, lin, self.k.checks);
         self.clock = 0;
         self.issued = 0;
@@ -282,12 +325,15 @@ impl<'a> Exec<'a> {
         self.budget = 0;
         if let Some(p) = self.progress {
             let total = p.issued.fetch_add(used, Ordering::Relaxed) + used;
-            if total > self.k.limit || p.abort.load(Ordering::Relaxed) {
+            if let Some(before) = p.before(self.lin) {
+                // every earlier CTA is done: this one's cap is exact
+                self.cap = self.cap.min(self.k.limit.saturating_sub(before));
+            } else if total > self.k.limit || p.abort.load(Ordering::Relaxed) {
                 p.abort.store(true, Ordering::Relaxed);
                 return Err(Stop::Aborted);
             }
         }
-        let left = self.cap - self.issued;
+        let left = self.cap.saturating_sub(self.issued);
         if left == 0 {
             return Err(Stop::Finding(self.budget_exhausted(t, pc)));
         }
