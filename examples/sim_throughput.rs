@@ -5,7 +5,7 @@
 //! instructions per second.
 //!
 //! ```text
-//! cargo run --release --example sim_throughput -- [--case NAME] [--reps N] [--no-checks]
+//! cargo run --release --example sim_throughput -- [--case NAME] [--reps N] [--no-checks] [--split]
 //! valgrind --tool=callgrind target/release/examples/sim_throughput --case dot --reps 1
 //! ```
 //!
@@ -20,14 +20,46 @@
 
 use std::time::Instant;
 
+/// CPU time of each thread of this process so far, in seconds, by thread
+/// id (Linux; `None` elsewhere).
+fn thread_cpu() -> Option<std::collections::BTreeMap<String, f64>> {
+    let mut m = std::collections::BTreeMap::new();
+    for t in std::fs::read_dir("/proc/self/task").ok()? {
+        let path = t.ok()?.path();
+        let s = std::fs::read_to_string(path.join("schedstat")).ok()?;
+        let ns = s.split_whitespace().next()?.parse::<u64>().ok()?;
+        m.insert(
+            path.file_name()?.to_string_lossy().into_owned(),
+            ns as f64 * 1e-9,
+        );
+    }
+    Some(m)
+}
+
 /// CPU time of this process so far, in seconds (Linux; `None` elsewhere).
 fn cpu_seconds() -> Option<f64> {
-    let mut ns = 0u64;
-    for t in std::fs::read_dir("/proc/self/task").ok()? {
-        let s = std::fs::read_to_string(t.ok()?.path().join("schedstat")).ok()?;
-        ns += s.split_whitespace().next()?.parse::<u64>().ok()?;
+    Some(thread_cpu()?.values().sum())
+}
+
+/// The CPU time each thread spent since `before`: (the calling thread's,
+/// the busiest other thread's). On an idle machine with a core per thread
+/// the wall time is about their sum: the caller's serial part (setup, the
+/// ordered walk) plus the slowest worker.
+fn split_cpu(before: &std::collections::BTreeMap<String, f64>) -> Option<(f64, f64)> {
+    let now = thread_cpu()?;
+    let me = std::fs::read_link("/proc/thread-self").ok()?;
+    let me = me.file_name()?.to_string_lossy().into_owned();
+    let mut main = 0.0;
+    let mut busiest: f64 = 0.0;
+    for (tid, c) in now {
+        let d = c - before.get(&tid).copied().unwrap_or(0.0);
+        if tid == me {
+            main = d;
+        } else {
+            busiest = busiest.max(d);
+        }
     }
-    Some(ns as f64 * 1e-9)
+    Some((main, busiest))
 }
 
 use ptxsmith::Sm;
@@ -36,6 +68,15 @@ use ptxsmith::kernels::{dot, fp8, score};
 use ptxsmith::runtime::Context;
 use ptxsmith::runtime::exec::LaunchConfig;
 use ptxsmith::sim::{Program, Sim};
+
+/// With `--split`, print the caller's and the busiest worker's CPU time.
+fn report_split(before: Option<std::collections::BTreeMap<String, f64>>) {
+    if std::env::args().any(|a| a == "--split")
+        && let Some((main, worker)) = before.as_ref().and_then(split_cpu)
+    {
+        print!("[caller {main:.3} s + busiest worker {worker:.3} s CPU] ");
+    }
+}
 
 fn ptx_case(name: &str, checks: bool, reps: u32) -> Option<(u64, f64, Option<f64>)> {
     let n: u32 = 1 << 18;
@@ -93,7 +134,7 @@ fn ptx_case(name: &str, checks: bool, reps: u32) -> Option<(u64, f64, Option<f64
             vec![ArgValue::Ptr(x), ArgValue::Ptr(o)]
         }
     };
-    let (t0, c0) = (Instant::now(), cpu_seconds());
+    let (t0, c0, before) = (Instant::now(), cpu_seconds(), thread_cpu());
     let mut instructions = 0;
     for _ in 0..reps {
         instructions += s
@@ -102,6 +143,7 @@ fn ptx_case(name: &str, checks: bool, reps: u32) -> Option<(u64, f64, Option<f64
             .instructions;
     }
     let cpu = c0.and_then(|c| Some(cpu_seconds()? - c));
+    report_split(before);
     Some((instructions, t0.elapsed().as_secs_f64(), cpu))
 }
 
@@ -132,12 +174,13 @@ fn library_case(name: &str, reps: u32) -> Option<(u64, f64, Option<f64>)> {
     if !matches!(name, "library_dot" | "library_fp8" | "library_score") {
         return None;
     }
-    let (t0, c0) = (Instant::now(), cpu_seconds());
+    let (t0, c0, before) = (Instant::now(), cpu_seconds(), thread_cpu());
     for _ in 0..reps {
         run();
     }
     let secs = t0.elapsed().as_secs_f64();
     let cpu = c0.and_then(|c| Some(cpu_seconds()? - c));
+    report_split(before);
     Some((
         ctx.with_sim(|s| s.total_instructions()).unwrap_or(0),
         secs,
@@ -162,6 +205,7 @@ fn main() {
                 reps = args.get(i).and_then(|v| v.parse().ok()).unwrap_or(reps);
             }
             "--no-checks" => checks = false,
+            "--split" => {}
             other => {
                 eprintln!("unknown argument `{other}`");
                 std::process::exit(2);

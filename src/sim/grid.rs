@@ -2,13 +2,15 @@
 //! walk that turns their runs into one result, identical for every thread
 //! count.
 //!
-//! 1. Workers (a cached rayon pool per thread count, or the caller alone)
-//!    claim CTAs in linear order and run each on the launch's starting
-//!    memory plus its own writes (`checks::global`), with the whole budget
-//!    as its cap. A shared count of issued instructions stops them all
-//!    once it passes the budget; CTAs after one with a finding are not
-//!    started.
-//! 2. The walk takes the CTAs in linear order, with `p` the instructions of
+//! 1. Workers (a cached rayon pool per thread count) claim CTAs in linear
+//!    order and run each on the launch's starting memory plus its own
+//!    writes (`checks::global`), with the whole budget as its cap (the
+//!    exact budget left once every earlier CTA is done). A shared count of
+//!    issued instructions stops them once it passes the budget; CTAs after
+//!    one with a finding are not started.
+//! 2. Meanwhile the calling thread walks the finished runs (with one
+//!    thread, it runs each CTA when the walk needs it). The walk takes the
+//!    CTAs in linear order, with `p` the instructions of
 //!    the CTAs before: a CTA that conflicts with the earlier CTAs' global
 //!    accesses, that would cross the budget (`p` + its count), that was
 //!    stopped or never started is re-run alone, capped at the budget left
@@ -25,9 +27,9 @@
 //!
 //! [`Code::inter_cta`]: super::code::Code::inter_cta
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, mpsc};
 
 use super::checks::global::{CtaShadow, Kind, LINE, LaunchShadow, NO_DATA, touched};
 use super::error::SimError;
@@ -71,104 +73,130 @@ pub(crate) fn run(mem: &mut GlobalMem, k: &Kernel, threads: usize) -> Result<Gri
         return run_live(mem, k, ncta);
     }
     let workers = (threads as u64).clamp(1, ncta) as usize;
-    let (mut runs, totals) = parallel_phase(mem, k, ncta, workers);
-    runs.sort_unstable_by_key(|r| r.lin);
-    walk(mem, k, ncta, runs, totals)
-}
-
-/// The workers' part: every CTA on the launch's starting memory.
-fn parallel_phase(
-    mem: &GlobalMem,
-    k: &Kernel,
-    ncta: u64,
-    workers: usize,
-) -> (Vec<CtaRun>, GridTotals) {
     let next = AtomicU64::new(0);
     let progress = Progress {
         lowest_finding: AtomicU64::new(u64::MAX),
         ..Default::default()
     };
-    let work = || worker(mem, k, ncta, &next, &progress);
-    let outs: Vec<(Vec<CtaRun>, GridTotals)> = match (workers > 1).then(|| pool(workers)).flatten()
-    {
+    let snap: &GlobalMem = mem;
+    let (walked, blocks) = match (workers > 1).then(|| pool(workers)).flatten() {
         Some(pool) => {
+            // workers send their runs as they finish; this thread walks
+            // them in order meanwhile
+            let (tx, rx) = mpsc::channel::<CtaRun>();
             let outs = Mutex::new(Vec::with_capacity(workers));
-            pool.scope(|s| {
+            let mut walked = None;
+            pool.in_place_scope(|s| {
                 for _ in 0..workers {
-                    s.spawn(|_| {
-                        let out = work();
-                        outs.lock().unwrap_or_else(|e| e.into_inner()).push(out);
+                    let tx = tx.clone();
+                    let (outs, next, progress) = (&outs, &next, &progress);
+                    s.spawn(move |_| {
+                        let mut w = Worker::new(snap, k, ncta, next, progress);
+                        while let Some(r) = w.next() {
+                            if tx.send(r).is_err() {
+                                break;
+                            }
+                        }
+                        let t = w.totals();
+                        outs.lock().unwrap_or_else(|e| e.into_inner()).push(t);
                     });
                 }
+                drop(tx);
+                walked = Some(walk(snap, k, ncta, &progress, || rx.recv().ok()));
             });
-            outs.into_inner().unwrap_or_else(|e| e.into_inner())
+            let outs = outs.into_inner().unwrap_or_else(|e| e.into_inner());
+            let mut blocks = vec![0u64; k.code.insts.len()];
+            let mut barriers = 0;
+            for (c, b) in outs {
+                for (a, c) in blocks.iter_mut().zip(&c) {
+                    *a += c;
+                }
+                barriers += b;
+            }
+            (walked.expect("the walk ran"), (blocks, barriers))
         }
-        None => vec![work()],
-    };
-    let mut runs = Vec::new();
-    let mut totals = GridTotals {
-        counts: vec![0; k.code.insts.len()],
-        barriers: 0,
-        clock_reads: 0,
-    };
-    for (r, t) in outs {
-        runs.extend(r);
-        for (a, b) in totals.counts.iter_mut().zip(&t.counts) {
-            *a += b;
+        None => {
+            // one thread: the walk runs each CTA when it needs it
+            let mut w = Worker::new(snap, k, ncta, &next, &progress);
+            let walked = walk(snap, k, ncta, &progress, || w.next());
+            (walked, w.totals())
         }
-        totals.barriers += t.barriers;
-    }
-    totals.counts = per_instruction(k, &totals.counts);
-    (runs, totals)
+    };
+    let (done, outcome, clock_reads) = walked;
+    commit(mem, &done, k.checks);
+    outcome.map(|()| GridTotals {
+        counts: per_instruction(k, &blocks.0),
+        barriers: blocks.1,
+        clock_reads,
+    })
 }
 
-/// One worker: claim CTAs in linear order until none is left or the
-/// launch's outcome is settled.
-fn worker(
-    mem: &GlobalMem,
-    k: &Kernel,
+/// A worker: claims CTAs in linear order and runs each on the launch's
+/// starting memory, until none is left or the launch's outcome is settled.
+struct Worker<'a> {
+    ex: Exec<'a>,
+    k: &'a Kernel<'a>,
     ncta: u64,
-    next: &AtomicU64,
-    progress: &Progress,
-) -> (Vec<CtaRun>, GridTotals) {
-    let ninst = k.code.insts.len();
-    let view = GlobalView::new(Base::Snapshot(mem), ninst, None, k.checks);
-    let mut ex = Exec::new(k, view, Some(progress));
-    let mut runs = Vec::new();
-    let mut size = 0;
-    loop {
-        if progress.abort.load(Ordering::Relaxed) {
-            break;
+    next: &'a AtomicU64,
+    progress: &'a Progress,
+    /// Lines the previous CTA touched (to size the next shadow).
+    size: usize,
+}
+
+impl<'a> Worker<'a> {
+    fn new(
+        mem: &'a GlobalMem,
+        k: &'a Kernel<'a>,
+        ncta: u64,
+        next: &'a AtomicU64,
+        progress: &'a Progress,
+    ) -> Self {
+        let view = GlobalView::new(Base::Snapshot(mem), k.code.insts.len(), None, k.checks);
+        Worker {
+            ex: Exec::new(k, view, Some(progress)),
+            k,
+            ncta,
+            next,
+            progress,
+            size: 0,
         }
-        let lin = next.fetch_add(1, Ordering::Relaxed);
-        if lin >= ncta || lin > progress.lowest_finding.load(Ordering::Relaxed) {
-            break;
+    }
+
+    /// Claim and run the next CTA.
+    fn next(&mut self) -> Option<CtaRun> {
+        let p = self.progress;
+        if p.abort.load(Ordering::Relaxed) {
+            return None;
         }
-        ex.g.shadow = CtaShadow::new(size);
-        let (issued, stop) = ex.run_cta(ctaid_of(k, lin), lin, k.limit);
+        let lin = self.next.fetch_add(1, Ordering::Relaxed);
+        if lin >= self.ncta || lin > p.lowest_finding.load(Ordering::Relaxed) {
+            return None;
+        }
+        self.ex.g.shadow = CtaShadow::new(self.size);
+        let (issued, stop) = self.ex.run_cta(ctaid_of(self.k, lin), lin, self.k.limit);
         match stop {
             Some(Stop::Finding(_)) => {
-                progress.lowest_finding.fetch_min(lin, Ordering::Relaxed);
+                p.lowest_finding.fetch_min(lin, Ordering::Relaxed);
             }
-            None => progress.completed(lin, issued),
+            None => p.completed(lin, issued),
             Some(Stop::Aborted) => {}
         }
-        let shadow = std::mem::take(&mut ex.g.shadow);
-        size = shadow.len();
-        runs.push(CtaRun {
+        let shadow = std::mem::take(&mut self.ex.g.shadow);
+        self.size = shadow.len();
+        Some(CtaRun {
             lin,
             issued,
             stop,
             shadow,
-            clock: ex.clock,
-        });
+            clock: self.ex.clock,
+        })
     }
-    let totals = GridTotals {
-        counts: std::mem::take(&mut ex.counts),
-        barriers: ex.barriers,
-        clock_reads: 0,
-    };
-    (runs, totals)
+
+    /// Block entries per block leader, and completed barriers, over the
+    /// CTAs this worker ran.
+    fn totals(self) -> (Vec<u64>, u64) {
+        (self.ex.counts, self.ex.barriers)
+    }
 }
 
 /// CTA `lin` alone on the launch's starting memory, capped at `cap`
@@ -200,24 +228,40 @@ fn rerun(
     (run, watch)
 }
 
-/// The ordered walk over the workers' runs (module docs, step 2), then the
-/// commit of the accepted CTAs' writes (step 3).
+/// The accepted CTAs' shadows (in order), the launch's outcome, and the
+/// `%clock` reads of the accepted CTAs.
+type Walked = (Vec<CtaShadow>, Result<(), SimError>, u64);
+
+/// The ordered walk (module docs, step 2) over the runs `next_run` hands
+/// out in any order (`None` once every worker stopped).
 fn walk(
-    mem: &mut GlobalMem,
+    mem: &GlobalMem,
     k: &Kernel,
     ncta: u64,
-    runs: Vec<CtaRun>,
-    mut totals: GridTotals,
-) -> Result<GridTotals, SimError> {
+    progress: &Progress,
+    mut next_run: impl FnMut() -> Option<CtaRun>,
+) -> Walked {
     let mut launch = LaunchShadow::default();
     let mut done: Vec<CtaShadow> = Vec::new();
+    let mut waiting: BTreeMap<u64, CtaRun> = BTreeMap::new();
+    let mut more = true;
     let mut p = 0u64;
+    let mut clock_reads = 0;
     let mut outcome = Ok(());
-    let mut runs = runs.into_iter().peekable();
     for lin in 0..ncta {
-        let run = match runs.peek() {
-            Some(r) if r.lin == lin => runs.next(),
-            _ => None,
+        let run = loop {
+            if let Some(r) = waiting.remove(&lin) {
+                break Some(r);
+            }
+            if !more {
+                break None;
+            }
+            match next_run() {
+                Some(r) => {
+                    waiting.insert(r.lin, r);
+                }
+                None => more = false,
+            }
         };
         let left = k.limit.saturating_sub(p);
         let run = match run {
@@ -251,10 +295,13 @@ fn walk(
                     launch.merge(&run.shadow);
                 }
                 p += run.issued;
-                totals.clock_reads += run.clock;
+                clock_reads += run.clock;
                 done.push(run.shadow);
             }
             Some(Stop::Finding(mut e)) => {
+                // the outcome is settled: the workers stop
+                progress.lowest_finding.fetch_min(lin, Ordering::Relaxed);
+                progress.abort.store(true, Ordering::Relaxed);
                 name_other_block(&mut e, k, &done);
                 done.push(run.shadow);
                 outcome = Err(e);
@@ -263,8 +310,7 @@ fn walk(
             Some(Stop::Aborted) => unreachable!("re-runs are not aborted"),
         }
     }
-    commit(mem, &done, k.checks);
-    outcome.map(|()| totals)
+    (done, outcome, clock_reads)
 }
 
 /// CTAs one after another on live memory (entries whose CTAs may
@@ -349,14 +395,16 @@ fn commit(mem: &mut GlobalMem, done: &[CtaShadow], checks: bool) {
             let a = &mut mem.allocs[i];
             let line_off = o - (first % LINE) as usize;
             let data = &s.data[rec.data as usize];
+            // runs of written bytes
             let mut w = rec.w;
             while w != 0 {
                 let b = w.trailing_zeros() as usize;
-                w &= w - 1;
-                a.data[line_off + b] = data[b];
+                let n = (!(w >> b)).trailing_zeros() as usize;
+                a.data[line_off + b..line_off + b + n].copy_from_slice(&data[b..b + n]);
                 if checks {
-                    a.set_init(line_off + b, 1);
+                    a.set_init(line_off + b, n);
                 }
+                w &= !((u64::MAX >> (64 - n)) << b);
             }
         }
     }

@@ -30,36 +30,11 @@
 //! model of fences, so a CTA reading plain data another CTA wrote is
 //! reported even after a fence-and-flag handshake.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
-
 /// Bytes per shadow line.
 pub(crate) const LINE: u64 = 64;
 
 /// No overlay data for a line.
 pub(crate) const NO_DATA: u32 = u32::MAX;
-
-/// A multiplicative hash for line addresses (keys are already spread).
-#[derive(Default, Clone, Copy)]
-pub(crate) struct LineHasher(u64);
-
-impl Hasher for LineHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(5) ^ b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-    }
-    fn write_u64(&mut self, x: u64) {
-        self.0 = (x ^ (x >> 29))
-            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
-            .rotate_left(26);
-    }
-}
-
-pub(crate) type LineMap<V> = HashMap<u64, V, BuildHasherDefault<LineHasher>>;
 
 /// What a CTA did to one line: per byte (bit), read, written, updated
 /// atomically; `data` indexes its private copy of the line once written.
@@ -142,18 +117,30 @@ impl CtaShadow {
     #[inline(never)]
     fn insert(&mut self, line: u64) -> &mut LineRec {
         if (self.len + 1) * 2 > self.slots.len() {
-            let old = std::mem::replace(self, CtaShadow::new(self.slots.len()));
-            self.data = old.data;
-            self.wrote = old.wrote;
-            for r in old.slots.into_iter().filter(|r| r.line != EMPTY) {
-                *self.slot_for(r.line) = r;
-                self.len += 1;
-            }
+            self.resize(self.slots.len());
         }
         self.len += 1;
         let s = self.slot_for(line);
         s.line = line;
         s
+    }
+
+    /// Make room for `lines` lines without growing.
+    pub fn reserve(&mut self, lines: usize) {
+        if lines * 2 > self.slots.len() {
+            self.resize(lines);
+        }
+    }
+
+    /// Rebuild with room for `lines` lines.
+    fn resize(&mut self, lines: usize) {
+        let old = std::mem::replace(self, CtaShadow::new(lines));
+        self.data = old.data;
+        self.wrote = old.wrote;
+        for r in old.slots.into_iter().filter(|r| r.line != EMPTY) {
+            *self.slot_for(r.line) = r;
+            self.len += 1;
+        }
     }
 
     /// The slot of `line`, or the free slot where it goes.
@@ -198,10 +185,14 @@ impl CtaShadow {
     pub fn len(&self) -> usize {
         self.len
     }
+
+    /// Slots of the table (twice the lines it holds without growing).
+    pub fn capacity(&self) -> usize {
+        self.slots.len()
+    }
 }
 
-/// Aggregate masks (read, written, atomic) of one line over the CTAs
-/// merged so far.
+/// Aggregate masks (read, written, atomic) of one line.
 pub(crate) type Agg = [u64; 3];
 
 /// The bytes of `mask` that an access of kind `kind` conflicts with in
@@ -234,18 +225,19 @@ impl Kind {
     }
 }
 
-/// The accesses of the CTAs merged so far, in CTA order.
+/// The accesses of the CTAs merged so far, in CTA order: per line the
+/// union of their read, written and atomic masks.
 #[derive(Debug, Default)]
 pub(crate) struct LaunchShadow {
-    pub lines: LineMap<Agg>,
+    lines: CtaShadow,
 }
 
 impl LaunchShadow {
     /// The conflicting bytes of an access of `kind` to `mask` of `line`.
     #[inline]
     pub fn check(&self, line: u64, kind: Kind, mask: u64) -> u64 {
-        match self.lines.get(&line) {
-            Some(agg) => conflicts(agg, kind, mask),
+        match self.lines.get(line) {
+            Some(r) => conflicts(&[r.r, r.w, r.a], kind, mask),
             None => 0,
         }
     }
@@ -253,10 +245,11 @@ impl LaunchShadow {
     /// Whether any access of `cta` conflicts with the merged CTAs.
     pub fn conflicts_with(&self, cta: &CtaShadow) -> bool {
         cta.recs().any(|r| {
-            self.lines.get(&r.line).is_some_and(|agg| {
-                conflicts(agg, Kind::Read, r.r)
-                    | conflicts(agg, Kind::Write, r.w)
-                    | conflicts(agg, Kind::Atomic, r.a)
+            self.lines.get(r.line).is_some_and(|agg| {
+                let agg = [agg.r, agg.w, agg.a];
+                conflicts(&agg, Kind::Read, r.r)
+                    | conflicts(&agg, Kind::Write, r.w)
+                    | conflicts(&agg, Kind::Atomic, r.a)
                     != 0
             })
         })
@@ -264,12 +257,16 @@ impl LaunchShadow {
 
     /// Add `cta`'s accesses.
     pub fn merge(&mut self, cta: &CtaShadow) {
-        self.lines.reserve(cta.len());
+        // grow four-fold ahead: most launches touch new lines CTA by CTA
+        let need = self.lines.len() + cta.len();
+        if need * 2 > self.lines.capacity() {
+            self.lines.reserve(need * 4);
+        }
         for r in cta.recs() {
-            let agg = self.lines.entry(r.line).or_insert([0; 3]);
-            agg[0] |= r.r;
-            agg[1] |= r.w;
-            agg[2] |= r.a;
+            let agg = self.lines.rec(r.line);
+            agg.r |= r.r;
+            agg.w |= r.w;
+            agg.a |= r.a;
         }
     }
 
@@ -277,7 +274,10 @@ impl LaunchShadow {
     /// `kind`: the earlier access's kind (writes first, then atomics).
     pub fn other_kind(&self, addr: u64, kind: Kind) -> Kind {
         let bit = 1u64 << (addr % LINE);
-        let agg = self.lines.get(&(addr / LINE)).copied().unwrap_or([0; 3]);
+        let agg = self
+            .lines
+            .get(addr / LINE)
+            .map_or([0; 3], |r| [r.r, r.w, r.a]);
         if agg[1] & bit != 0 {
             Kind::Write
         } else if agg[2] & bit != 0 && kind != Kind::Atomic {

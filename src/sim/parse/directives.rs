@@ -12,11 +12,12 @@ use super::super::error::SimError;
 use super::super::ir::*;
 use super::Program;
 use super::decode::{DErr, Decoder};
-use super::lex::{Lit, T, Tok, line_text, parse_num, tokenize};
+use super::lex::{Lit, T, Tok, parse_num, tokenize};
 use super::operands::{Cls, Var, imm_bits, type_bytes};
 
 pub(super) struct Parser<'a> {
-    pub(super) src: &'a str,
+    /// The source lines (for the instruction texts and messages).
+    pub(super) lines: Vec<&'a str>,
     pub(super) toks: Vec<T>,
     pub(super) pos: usize,
     pub(super) tok_err: Option<SimError>,
@@ -42,7 +43,7 @@ impl<'a> Parser<'a> {
             Err(e) => (Vec::new(), Some(e)),
         };
         Parser {
-            src,
+            lines: src.lines().collect(),
             toks,
             pos: 0,
             tok_err,
@@ -56,6 +57,14 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// The trimmed text of source line `line` (1-based).
+    pub(super) fn line_text(&self, line: u32) -> String {
+        self.lines
+            .get((line as usize).saturating_sub(1))
+            .map_or("", |l| l.trim())
+            .to_string()
+    }
+
     pub(super) fn line(&self) -> u32 {
         self.toks
             .get(self.pos)
@@ -67,7 +76,7 @@ impl<'a> Parser<'a> {
     pub(super) fn perr(&self, line: u32, msg: impl Into<String>) -> SimError {
         SimError::Parse {
             line,
-            text: line_text(self.src, line),
+            text: self.line_text(line),
             message: msg.into(),
         }
     }
@@ -75,7 +84,7 @@ impl<'a> Parser<'a> {
     pub(super) fn unsup(&self, line: u32, reason: impl Into<String>) -> SimError {
         SimError::Unsupported {
             line,
-            instr: line_text(self.src, line),
+            instr: self.line_text(line),
             reason: reason.into(),
         }
     }
@@ -766,7 +775,7 @@ impl<'a> Parser<'a> {
             suffix: self.suffix,
         };
         for st in instrs {
-            let text = line_text(self.src, st.line);
+            let text = self.line_text(st.line);
             let (inst, opname) = dec.decode(st, &mut entry.n_brauni).map_err(|e| match e {
                 DErr::Parse(m) => SimError::Parse {
                     line: st.line,

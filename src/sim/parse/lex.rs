@@ -176,11 +176,3 @@ pub(super) fn parse_num(s: &str) -> Option<Lit> {
     }
     l.parse::<u64>().ok().map(Lit::Int)
 }
-
-pub(super) fn line_text(src: &str, line: u32) -> String {
-    src.lines()
-        .nth((line as usize).saturating_sub(1))
-        .unwrap_or("")
-        .trim()
-        .to_string()
-}
