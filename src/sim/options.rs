@@ -18,11 +18,15 @@ use super::{Sim, Site};
 /// [`SimError::InstructionLimit`], whose [`Site`] names the kernel, the
 /// block, the thread and the PTX line (and instruction) it was spinning on.
 ///
-/// Why 10⁹: the simulator issues roughly 10⁸ instructions per second on one
-/// core (`cargo bench --bench sim`), 3–4·10⁸ for a one-instruction
-/// `bra` loop and 7–8·10⁷ for a loop polling global memory, so a runaway
-/// launch ends after 3 to 15 seconds in a release build (measured on a
-/// loaded 2-core machine). The largest legitimate launch in this
+/// Why 10⁹: the simulator issues roughly 2–3·10⁸ instructions per second
+/// per core with every check on (`cargo bench --bench sim`,
+/// `docs/perf.md`), about 3·10⁸ for a one-instruction `bra` loop, so a
+/// runaway launch ends after 3 to 10 seconds of CPU time in a release
+/// build (measured on a loaded 2-core machine: the default-budget spin of
+/// `tests/sim_budget.rs` takes 3.2 s). The blocks of a launch run in
+/// parallel; a spinning block runs to exactly its share of the budget
+/// (what the blocks before it left) while the others stop, so it is not
+/// run twice. The largest legitimate launch in this
 /// repository — every test, the benches' simulator cases and
 /// `examples/demo.rs` on sm_80/89/120 — issues 8.8·10⁷ instructions
 /// (`score_route_top_s_f32_v4`, grid 8 × 256, in the demo; the largest in
