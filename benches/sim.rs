@@ -1,6 +1,7 @@
 //! Simulator throughput in simulated instructions per second
-//! (`Throughput::Elements(instructions per launch)`), with checks on (the
-//! default) and off.
+//! (`Throughput::Elements(instructions per launch)`): with checks on (the
+//! default) on one worker thread (`checks_on`) and on every core
+//! (`checks_on_all_cores`), and with checks off on one thread.
 //!
 //! `cargo bench --bench sim`
 
@@ -8,7 +9,7 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use ptxsmith::Sm;
 use ptxsmith::dsl::params::ArgValue;
 use ptxsmith::runtime::exec::LaunchConfig;
-use ptxsmith::sim::{Program, Sim};
+use ptxsmith::sim::{Program, Sim, SimOptions};
 
 type ArgsFn = Box<dyn Fn(&mut Sim) -> Vec<ArgValue>>;
 
@@ -78,9 +79,17 @@ fn cases() -> Vec<Case> {
 fn bench(c: &mut Criterion) {
     for case in cases() {
         let prog = Program::parse(case.ptx).unwrap();
-        for checks in [true, false] {
+        for (name, checks, threads) in [
+            ("checks_on", true, 1),
+            ("checks_on_all_cores", true, 0),
+            ("checks_off", false, 1),
+        ] {
             let mut sim = Sim::new(Sm::Sm80);
-            sim.set_checks(checks);
+            sim.set_options(SimOptions {
+                checks,
+                threads,
+                ..Default::default()
+            });
             let args = (case.args)(&mut sim);
             let instructions = sim
                 .launch_program(&prog, case.entry, case.cfg, &args)
@@ -89,7 +98,7 @@ fn bench(c: &mut Criterion) {
             let mut g = c.benchmark_group(format!("sim/{}", case.name));
             g.throughput(Throughput::Elements(instructions));
             g.sample_size(10);
-            g.bench_function(if checks { "checks_on" } else { "checks_off" }, |b| {
+            g.bench_function(name, |b| {
                 b.iter(|| {
                     sim.launch_program(&prog, case.entry, case.cfg, &args)
                         .unwrap()
@@ -101,8 +110,9 @@ fn bench(c: &mut Criterion) {
 }
 
 /// The library's own DSL-generated kernels through the `Context` path
-/// (uploads, launches and downloads included), checks on; throughput is
-/// the simulated instruction count of one run.
+/// (uploads, launches and downloads included), checks on, on one worker
+/// thread and on every core; throughput is the simulated instruction count
+/// of one run.
 fn bench_library(c: &mut Criterion) {
     use ptxsmith::kernels::{dot, fp8, score};
     use ptxsmith::runtime::{Context, Stream};
@@ -138,14 +148,22 @@ fn bench_library(c: &mut Criterion) {
         ),
     ];
     for (name, run) in runs {
-        let ctx = Context::sim(Sm::Sm80);
-        let st = ctx.default_stream();
-        run(&st);
-        let instructions = ctx.with_sim(|s| s.total_instructions()).unwrap_or(0);
         let mut g = c.benchmark_group(format!("sim/library/{name}"));
-        g.throughput(Throughput::Elements(instructions));
         g.sample_size(10);
-        g.bench_function("checks_on", |b| b.iter(|| run(&st)));
+        for (label, threads) in [("checks_on", 1), ("checks_on_all_cores", 0)] {
+            let ctx = Context::sim(Sm::Sm80);
+            ctx.with_sim(|s| {
+                s.set_options(SimOptions {
+                    threads,
+                    ..s.options()
+                })
+            });
+            let st = ctx.default_stream();
+            run(&st);
+            let instructions = ctx.with_sim(|s| s.total_instructions()).unwrap_or(0);
+            g.throughput(Throughput::Elements(instructions));
+            g.bench_function(label, |b| b.iter(|| run(&st)));
+        }
         g.finish();
     }
 }

@@ -2,13 +2,16 @@
 //!
 //! ```text
 //! cargo run --example ptx_run -- FILE.ptx [--entry NAME] --grid X[,Y[,Z]] --block X[,Y[,Z]]
-//!     [--smem BYTES] [--sm sm_XY] [--no-checks] [--approx] [--max-instructions N] [--arg SPEC]...
+//!     [--smem BYTES] [--sm sm_XY] [--no-checks] [--approx] [--max-instructions N]
+//!     [--threads N] [--arg SPEC]...
 //! ```
 //!
 //! Each launch has an instruction budget (default
 //! `ptxsmith::sim::DEFAULT_INSTRUCTION_BUDGET`, 10⁹): a kernel that never
 //! exits stops with a finding naming the kernel, block, thread and PTX line.
 //! `--max-instructions N` changes the budget, `--max-instructions 0` lifts it.
+//! `--threads N` sets the worker threads that run the blocks (default
+//! `PTXSMITH_SIM_THREADS`, else every core); the output does not depend on it.
 //!
 //! One `--arg` per kernel parameter, in order:
 //! * `u32:V`, `s32:V`, `u64:V`, `s64:V` — integer scalars (decimal or `0x` hex);

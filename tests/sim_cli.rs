@@ -89,21 +89,30 @@ fn reduction_out_buffer_and_findings() {
         .collect();
     let want: Vec<u32> = (0..4).map(|b| (b * 128..(b + 1) * 128).sum()).collect();
     assert_eq!(got, want);
-    // too-small input buffer: the out-of-bounds read is reported
+    // too-small input buffer: the out-of-bounds read of the first block
+    // past it is reported, whatever the thread count
     std::fs::write(&pin, [0u8; 256]).unwrap();
-    let err = cli::run(&args(&[
-        "tests/ptx/reduce.ptx",
-        "--grid",
-        "4",
-        "--block",
-        "128",
-        "--arg",
-        &format!("in:{pin}"),
-        "--arg",
-        &format!("out:{pout}:16"),
-    ]))
-    .unwrap_err();
+    let run_small = |threads: &str| {
+        cli::run(&args(&[
+            "tests/ptx/reduce.ptx",
+            "--grid",
+            "4",
+            "--block",
+            "128",
+            "--threads",
+            threads,
+            "--arg",
+            &format!("in:{pin}"),
+            "--arg",
+            &format!("out:{pout}:16"),
+        ]))
+        .unwrap_err()
+    };
+    let err = run_small("1");
     assert!(err.contains("out-of-bounds global"), "{err}");
+    assert!(err.contains("block (0,0,0) thread (64,0,0)"), "{err}");
+    assert_eq!(run_small("3"), err);
+    assert!(run_small("0").contains("--threads must be at least 1"));
     assert!(
         cli::run(&args(&["--help"]))
             .unwrap()

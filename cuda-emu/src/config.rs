@@ -11,6 +11,10 @@
 //! | `PTXSMITH_EMU_MAX_INSTRUCTIONS` | per-launch instruction budget (`0`: none) | 10⁹ |
 //! | `PTXSMITH_EMU_APPROX` | `1`: run `.approx` instructions as the correctly rounded value instead of failing the launch | off |
 //! | `PTXSMITH_EMU_TRACE` | `1`: print every call that returns an error, with its code | off |
+//!
+//! The simulator's own `PTXSMITH_SIM_THREADS` (worker threads for the
+//! blocks of a launch, default every core) applies too: the emulator's
+//! simulators keep `SimOptions::threads` at 0.
 
 use std::path::PathBuf;
 

@@ -118,6 +118,8 @@ impl Driver {
             checks: self.config.checks,
             max_instructions: self.config.max_instructions,
             approx: self.config.approx,
+            // PTXSMITH_SIM_THREADS, else every core
+            ..SimOptions::default()
         });
         let mut streams = HashMap::new();
         streams.insert(LEGACY, Stream::new(0, 0));

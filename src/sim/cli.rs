@@ -15,7 +15,7 @@ use crate::target::Sm;
 pub const USAGE: &str = "\
 usage: ptx_run FILE.ptx [--entry NAME] --grid X[,Y[,Z]] --block X[,Y[,Z]]
                [--smem BYTES] [--sm sm_XY] [--no-checks] [--approx] [--max-instructions N]
-               [--arg SPEC]...
+               [--threads N] [--arg SPEC]...
 
 Runs one .entry of FILE.ptx in the CPU PTX simulator (checks on unless
 --no-checks) and prints the findings and the dynamic instruction counts.
@@ -31,6 +31,8 @@ Runs one .entry of FILE.ptx in the CPU PTX simulator (checks on unless
                  simulation); a launch that would exceed it, e.g. a kernel that
                  never exits, stops with a finding naming the kernel, block,
                  thread and PTX line. 0 = no limit
+  --threads N    worker threads for the blocks (default: PTXSMITH_SIM_THREADS,
+                 else every core); the results do not depend on it
 
 Arguments, one --arg per kernel parameter, in order:
   u32:V  s32:V  u64:V  s64:V     integer scalars (decimal or 0x hex)
@@ -115,6 +117,7 @@ pub fn run(args: &[String]) -> Result<String, String> {
     let mut checks = true;
     let mut approx = false;
     let mut max_instructions = Some(DEFAULT_INSTRUCTION_BUDGET);
+    let mut threads = 0usize;
     let mut specs = Vec::new();
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -138,6 +141,10 @@ pub fn run(args: &[String]) -> Result<String, String> {
                     n => Some(n),
                 }
             }
+            "--threads" => match parse_int(&val("--threads")?)? {
+                0 => return Err("--threads must be at least 1".into()),
+                n => threads = n as usize,
+            },
             "--arg" => specs.push(parse_arg(&val("--arg")?)?),
             s if s.starts_with("--") => return Err(format!("unknown option `{s}`\n{USAGE}")),
             s => {
@@ -168,6 +175,7 @@ pub fn run(args: &[String]) -> Result<String, String> {
     o.checks = checks;
     o.max_instructions = max_instructions;
     o.approx = approx;
+    o.threads = threads;
     sim.set_options(o);
     let mut values = Vec::new();
     let mut outputs: Vec<(String, u64, usize)> = Vec::new();

@@ -81,6 +81,23 @@ pub enum SimError {
         other_tid: (u32, u32, u32),
     },
 
+    /// Two CTAs of one launch touched the same global byte, at least one
+    /// writing, not both atomically: CTAs of a launch are unordered, so the
+    /// result depends on the GPU's schedule. `site` is the first conflicting
+    /// access of the later CTA (in linear block order); `other_ctaid` is
+    /// the earliest block whose access it conflicts with.
+    #[error(
+        "global-memory race at {addr:#x}: {site} ({this}) conflicts with the {other} of block ({},{},{}) in the same launch (blocks of a launch are unordered)",
+        other_ctaid.0, other_ctaid.1, other_ctaid.2
+    )]
+    GlobalRace {
+        site: Box<Site>,
+        addr: u64,
+        this: &'static str,
+        other: &'static str,
+        other_ctaid: (u32, u32, u32),
+    },
+
     /// `bar.sync` not reached by every thread of the CTA at the same
     /// instruction (`.aligned` semantics).
     #[error("barrier divergence in kernel `{kernel}` block ({},{},{}): {message}", ctaid.0, ctaid.1, ctaid.2)]

@@ -141,6 +141,22 @@ fn canon32(x: f32) -> u32 {
     if x.is_nan() { F32_NAN } else { x.to_bits() }
 }
 
+/// [`f32_op`] with `.rn` and neither `.ftz` nor `.sat` (the interpreter's
+/// fast path; the same bits).
+#[inline(always)]
+pub fn f32_rn(op: FOp, a: u32, b: u32, c: u32) -> u32 {
+    let (x, y) = (f32::from_bits(a), f32::from_bits(b));
+    canon32(match op {
+        FOp::Add => x + y,
+        FOp::Sub => x - y,
+        FOp::Mul => x * y,
+        FOp::Fma => x.mul_add(y, f32::from_bits(c)),
+        FOp::Div => x / y,
+        FOp::Sqrt => x.sqrt(),
+        FOp::Rcp => 1.0 / x,
+    })
+}
+
 /// The f32 arithmetic families with a rounding modifier.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum FOp {

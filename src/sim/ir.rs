@@ -2,6 +2,7 @@
 //! register operands resolved to slot indices, labels to instruction indices
 //! and state-space variables to offsets.
 
+use super::code::Code;
 use super::fp::{FOp, MiniFmt, Rnd};
 
 /// "no register" marker (a `_` destination or an unused slot).
@@ -319,6 +320,16 @@ pub enum Op {
         ftz: bool,
         sat: bool,
     },
+    /// `add.rn.f32` without `.ftz`/`.sat` (execution form only: the
+    /// lowering's fast variant of [`Op::F32`]).
+    #[doc(hidden)]
+    FAddRn,
+    /// `mul.rn.f32` without `.ftz`/`.sat` (execution form only).
+    #[doc(hidden)]
+    FMulRn,
+    /// `fma.rn.f32` without `.ftz`/`.sat` (execution form only).
+    #[doc(hidden)]
+    FFmaRn,
     F32MinMax {
         max: bool,
         nan: bool,
@@ -525,6 +536,11 @@ pub struct Entry {
     pub maxntid: Option<(u32, u32, u32)>,
     pub reqntid: Option<(u32, u32, u32)>,
     pub n_brauni: u32,
+    /// A `.volatile`/`.relaxed`/`.acquire`/`.release`/`.mmio` global or
+    /// generic access: CTAs may communicate through it.
+    pub(crate) strong_global: bool,
+    /// The execution form (lowered once, when the module is parsed).
+    pub(crate) code: Code,
 }
 
 impl Entry {

@@ -39,7 +39,11 @@
 //! [`Program::parse`] turns the text into a pre-decoded form once: a flat
 //! instruction vector with registers resolved to slot indices, labels to
 //! instruction indices, variables to state-space offsets, immediates to
-//! bits. Accepted: `.version`, `.target sm_XY` (also `compute_XY`, suffixes
+//! bits. Each entry is then lowered to the interpreter's execution form
+//! (operands as register-file slots, immediates and fixed `ld.param`
+//! values in constant slots, basic blocks, the static register
+//! initialisation analysis — see *Checks*). Accepted: `.version`,
+//! `.target sm_XY` (also `compute_XY`, suffixes
 //! `a`/`f`), `.address_size 64`, `.visible/.weak .entry` with `.param`
 //! scalars, `.ptr .global .align N` pointers and `.b8 name[N]` byte arrays,
 //! `.maxntid/.reqntid/.minnctapersm/.maxnreg`, `.reg` ranges `%f<12>` and
@@ -134,17 +138,18 @@
 //! * `atom.add.f32` rounds to nearest and, on `.global` (incl. generic
 //!   addresses that resolve to global), flushes subnormals; atomics execute
 //!   in the deterministic thread order below.
-//! * `%clock/%clock64` read a counter that increases by one per read;
+//! * `%clock/%clock64` read a counter that increases by one per read of a
+//!   block (every block counts from the launch's start value, which each
+//!   launch advances by its reads);
 //!   `%smid` is the linear block index modulo 4; `%warpid` = linear tid / 32.
 //! * Instruction counts include predicated-off instructions (issued).
 //!
 //! ## Execution model
 //!
-//! Blocks run one after another (x fastest, then y, z). Inside a CTA each
-//! thread (linear id x + y·ntid.x + z·ntid.x·ntid.y; warp = id/32,
-//! lane = id%32) runs alone, in thread order, until it reaches a
-//! synchronisation point (`bar.sync`, `bar.warp.sync`, `shfl/vote/redux.sync`)
-//! or exits. When every thread is parked or exited:
+//! Inside a CTA each thread (linear id x + y·ntid.x + z·ntid.x·ntid.y;
+//! warp = id/32, lane = id%32) runs alone, in thread order, until it
+//! reaches a synchronisation point (`bar.sync`, `bar.warp.sync`,
+//! `shfl/vote/redux.sync`) or exits. When every thread is parked or exited:
 //! * a warp collective executes when every existing lane of its membermask
 //!   is parked at the same instruction with the same mask (lanes beyond a
 //!   partial last warp are ignored); a member that exited or waits elsewhere,
@@ -157,7 +162,38 @@
 //!   barrier completes once `b` threads wait at it;
 //! * if nothing can proceed, [`SimError::Deadlock`] names the parked threads.
 //!
-//! The same launch therefore always produces the same bits.
+//! **Blocks run in parallel** on [`SimOptions::threads`] worker threads
+//! (default: the `PTXSMITH_SIM_THREADS` environment variable, else every
+//! core; the linear block index takes x fastest, then y, z). The CTAs of
+//! a launch are unordered in PTX, so each one runs on the global memory
+//! the launch started with plus its own writes: what a CTA computes never
+//! depends on another CTA or on the thread count. When the launch ends,
+//! the CTAs' writes reach global memory in block order. Results, memory
+//! contents, [`LaunchReport`]s and findings are therefore the same for
+//! every thread count, and for a kernel without races between blocks they
+//! are the bits a one-block-at-a-time run gives. The outcome is defined
+//! block by block in linear order, as if the blocks ran one after another:
+//! * the launch reports the finding of the **lowest block** that has one,
+//!   at that block's first offending instruction (its threads scheduled as
+//!   above); a race between two blocks belongs to the later block, at its
+//!   first access that conflicts with an earlier block's;
+//! * the instruction budget is spent block by block in that order: the
+//!   budget finding names the block, thread and instruction that would
+//!   have issued the instruction past it;
+//! * a launch with a finding leaves global memory as the blocks before the
+//!   reporting one left it, plus that block's writes before its finding.
+//!
+//! Workers claim blocks in linear order; a block that conflicts with an
+//! earlier one, crosses the budget, or was stopped because the launch as a
+//! whole passed the budget is re-run alone to find the exact instruction.
+//! Entries whose blocks may talk to each other during a launch — a global
+//! or generic `atom`/`red`, or a `.volatile`/`.relaxed`/`.acquire`/
+//! `.release` global access — run their blocks one after another on live
+//! memory whatever the thread count, so atomics see every earlier block's
+//! updates in a fixed order (block order, then thread order). Without
+//! checks, a block reading another block's output of the same launch reads
+//! the launch's starting memory (the race is not reported): still the same
+//! on every thread count.
 //!
 //! ## Checks (on by default; [`Sim::set_checks`] turns the optional ones off)
 //!
@@ -179,6 +215,14 @@
 //!   latest warp-sync epoch) if they all belong to one warp, otherwise it
 //!   becomes "several warps", which conflicts with any later write in the
 //!   interval (reported with `other_tid` = `u32::MAX`s).
+//! * [`SimError::GlobalRace`]: two blocks of one launch touch the same
+//!   global byte, at least one writing, not both atomic (a block reading
+//!   what another wrote, two blocks writing one word). Reported at the
+//!   later block's first conflicting access, naming the earliest block it
+//!   conflicts with. Accesses of the threads of one block are not
+//!   compared with each other, and fences are not modelled: a block that
+//!   reads plain data another block wrote is reported even after a
+//!   fence-and-flag handshake.
 //! * [`SimError::UninitializedShared`]: a shared byte read (or atomically
 //!   updated) before any thread of the CTA wrote it.
 //! * [`SimError::UninitializedGlobal`]: a kernel load (or atomic) of a
@@ -186,7 +230,9 @@
 //!   kernel store wrote since [`Sim::alloc`] (use [`Sim::alloc_zeroed`] for
 //!   memory that counts as zero-initialised).
 //! * [`SimError::UninitializedRegister`]: a register (or guard predicate)
-//!   read before the thread wrote it.
+//!   read before the thread wrote it. A static analysis of the entry
+//!   (registers definitely written along every path) proves most reads
+//!   initialised; only the others are checked while running.
 //! * `bra.uni` with a predicate that differs between lanes of a warp (in
 //!   the same dynamic occurrence) is [`SimError::WarpDivergence`].
 //!
@@ -213,15 +259,23 @@
 //! CTA barriers; [`Sim::opcode_totals`] and [`Sim::total_instructions`]
 //! accumulate over launches.
 
+mod checks;
 pub mod cli;
+mod code;
+mod cta;
 pub mod error;
 pub mod exec;
 mod executor;
 pub mod fp;
+mod grid;
 pub mod ir;
+mod machine;
+mod memory;
+mod options;
 pub mod parse;
 
 pub use error::{SimError, Site};
 pub use exec::{DEFAULT_INSTRUCTION_BUDGET, LaunchReport, Sim, SimOptions};
 pub use ir::Space;
+pub use options::THREADS_ENV;
 pub use parse::Program;

@@ -1,0 +1,14 @@
+//! The checks' rules and shadow state (the optional ones are on by
+//! default, [`SimOptions::checks`](super::SimOptions::checks)):
+//! * `init`: register initialisation, proven statically where possible;
+//! * `shared_race`: races and initialisation in shared memory;
+//! * `global`: what each CTA did to global memory, its private writes, and
+//!   races between the CTAs of a launch;
+//! * `uniform`: `bra.uni` uniformity.
+//!
+//! Bounds and alignment are checked on every access in `exec::memory`.
+
+pub(crate) mod global;
+pub(crate) mod init;
+pub(crate) mod shared_race;
+pub(crate) mod uniform;

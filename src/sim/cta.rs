@@ -1,0 +1,179 @@
+//! The state of the CTA a worker runs: per-thread register files (with the
+//! initialisation flags of the tracked registers), program counters and
+//! run states, shared and local memory, and the per-CTA shadow state of
+//! the shared-memory and `bra.uni` checks. A worker allocates it once per
+//! launch and resets only what a CTA can observe ([`CtaState::reset`]).
+
+use super::checks::uniform::Bits;
+use super::code::Code;
+use super::exec::{get_le, sext};
+use super::ir::sreg;
+use super::machine::SM_COUNT;
+use crate::runtime::exec::LaunchConfig;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TState {
+    Run,
+    Park,
+    Exit,
+}
+
+pub(crate) struct CtaState {
+    /// Threads per CTA.
+    pub n: usize,
+    /// Register-file slots per thread ([`Code::nslots`]).
+    pub nslots: usize,
+    /// `n × nslots` values: registers, constants, clock slots.
+    pub regs: Vec<u64>,
+    /// Initialisation flags, meaningful for [`Code::tracked`] registers.
+    pub init: Vec<bool>,
+    pub pc: Vec<u32>,
+    pub state: Vec<TState>,
+    pub shared: Vec<u8>,
+    /// Per shared byte: the last write's tag (see `checks::shared_race`).
+    pub sh_w: Vec<u64>,
+    /// Per shared byte: the last read(s)' tag.
+    pub sh_r: Vec<u64>,
+    pub local: Vec<u8>,
+    /// Barrier epoch; epochs keep counting across the CTAs of a worker, so
+    /// that shadow tags of an earlier CTA are simply older.
+    pub epoch: u32,
+    /// The first epoch of the running CTA.
+    pub epoch0: u32,
+    /// Per warp: `bar.warp.sync` epoch.
+    pub wepoch: Vec<u32>,
+    /// Per (thread, `bra.uni`): dynamic occurrences so far.
+    pub bu_cnt: Vec<u32>,
+    /// Per (warp, `bra.uni`): the outcome of each dynamic occurrence.
+    pub bu_out: Vec<Bits>,
+}
+
+impl CtaState {
+    /// State for CTAs of `cfg` running `code`, with the per-thread slots
+    /// that never change over the launch (constants, `%tid`, `%ntid`,
+    /// `%nctaid`, lane and warp registers) written once.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        code: &Code,
+        params: &[u8],
+        cfg: LaunchConfig,
+        smem: usize,
+        local_bytes: u32,
+        n_brauni: u32,
+        checks: bool,
+    ) -> CtaState {
+        let (bx, by, bz) = cfg.block;
+        let (gx, gy, gz) = cfg.grid;
+        let n = (bx * by * bz) as usize;
+        let nslots = code.nslots as usize;
+        let mut regs = vec![0u64; n * nslots];
+        let nregs = nslots - code.consts.len() - 2 - code.param_loads.len();
+        let pvals: Vec<(usize, u64)> = code
+            .param_loads
+            .iter()
+            .map(|p| {
+                let o = p.offset as usize;
+                let v = get_le(&params[o..], p.size);
+                let v = if p.signed {
+                    sext(v, p.size * 8) as u64
+                } else {
+                    v
+                };
+                (p.slot as usize, v)
+            })
+            .collect();
+        let nw = n.div_ceil(32) as u64;
+        for t in 0..n {
+            let b = t * nslots;
+            let tu = t as u32;
+            let lane = tu % 32;
+            let vals: [u64; sreg::COUNT as usize] = [
+                (tu % bx) as u64,
+                ((tu / bx) % by) as u64,
+                (tu / (bx * by)) as u64,
+                bx as u64,
+                by as u64,
+                bz as u64,
+                0,
+                0,
+                0,
+                gx as u64,
+                gy as u64,
+                gz as u64,
+                lane as u64,
+                (tu / 32) as u64,
+                nw,
+                0,
+                SM_COUNT as u64,
+                1u64 << lane,
+                (1u64 << lane) - 1,
+                (1u64 << (lane + 1)) - 1,
+                !((1u64 << (lane + 1)) - 1) & 0xFFFF_FFFF,
+                !((1u64 << lane) - 1) & 0xFFFF_FFFF,
+                cfg.dynamic_smem_bytes as u64,
+                0,
+            ];
+            regs[b..b + vals.len()].copy_from_slice(&vals);
+            regs[b + nregs..b + nregs + code.consts.len()].copy_from_slice(&code.consts);
+            for &(slot, v) in &pvals {
+                regs[b + slot] = v;
+            }
+        }
+        CtaState {
+            n,
+            nslots,
+            regs,
+            init: vec![false; n * nslots],
+            pc: vec![0; n],
+            state: vec![TState::Run; n],
+            shared: vec![0; smem],
+            sh_w: if checks { vec![0; smem] } else { Vec::new() },
+            sh_r: if checks { vec![0; smem] } else { Vec::new() },
+            local: vec![0; n * local_bytes as usize],
+            epoch: 0,
+            epoch0: 1,
+            wepoch: vec![0; n.div_ceil(32)],
+            bu_cnt: vec![0; n * n_brauni as usize],
+            bu_out: vec![Bits::default(); n.div_ceil(32) * n_brauni as usize],
+        }
+    }
+
+    /// Start CTA `ctaid` (linear index `lin`): the CTA-dependent special
+    /// registers, the tracked registers (zero, unwritten), program counters
+    /// and states, a fresh barrier epoch, and the memory a CTA could read
+    /// before writing (shared memory only without checks: with checks such
+    /// a read is a finding; local memory always, it has no check).
+    pub fn reset(&mut self, code: &Code, ctaid: (u32, u32, u32), lin: u64, checks: bool) {
+        let ns = self.nslots;
+        for t in 0..self.n {
+            let b = t * ns;
+            let r = &mut self.regs[b..b + ns];
+            r[sreg::CTAID_X as usize] = ctaid.0 as u64;
+            r[sreg::CTAID_X as usize + 1] = ctaid.1 as u64;
+            r[sreg::CTAID_X as usize + 2] = ctaid.2 as u64;
+            r[sreg::SMID as usize] = lin % SM_COUNT as u64;
+            for &x in &code.tracked {
+                r[x as usize] = 0;
+                self.init[b + x as usize] = false;
+            }
+        }
+        self.pc.fill(0);
+        self.state.fill(TState::Run);
+        if !checks {
+            self.shared.fill(0);
+        }
+        self.local.fill(0);
+        if self.epoch > u32::MAX - 1024 {
+            self.sh_w.fill(0);
+            self.sh_r.fill(0);
+            self.epoch = 0;
+        }
+        self.epoch += 1;
+        self.epoch0 = self.epoch;
+        self.wepoch.fill(0);
+        self.bu_cnt.fill(0);
+        for v in self.bu_out.iter_mut() {
+            v.clear();
+        }
+    }
+}

@@ -1,0 +1,96 @@
+//! Internal faults → [`SimError`] findings with their [`Site`] (kernel,
+//! block, thread, PTX line and instruction text).
+
+use super::super::error::{SimError, Site};
+use super::{Exec, Fault, Stop};
+
+impl Exec<'_> {
+    pub(crate) fn tid_of(&self, t: usize) -> (u32, u32, u32) {
+        let (bx, by, _) = self.k.cfg.block;
+        let t = t as u32;
+        (t % bx, (t / bx) % by, t / (bx * by))
+    }
+
+    pub(crate) fn site(&self, t: usize, pc: usize) -> Box<Site> {
+        Box::new(Site {
+            kernel: self.k.e.name.clone(),
+            ctaid: self.ctaid,
+            tid: self.tid_of(t),
+            line: self.k.e.lines.get(pc).copied().unwrap_or(0),
+            instr: self.k.e.texts.get(pc).cloned().unwrap_or_default(),
+        })
+    }
+
+    pub(crate) fn to_err(&self, f: Fault, t: usize, pc: usize) -> SimError {
+        let site = self.site(t, pc);
+        match f {
+            Fault::Oob(space, addr, size) => SimError::OutOfBounds {
+                site,
+                space,
+                addr,
+                size,
+            },
+            Fault::Misaligned(space, addr, size) => SimError::Misaligned {
+                site,
+                space,
+                addr,
+                size,
+            },
+            Fault::Race {
+                offset,
+                this,
+                other,
+                other_tid,
+            } => SimError::SharedRace {
+                site,
+                offset,
+                this,
+                other,
+                other_tid: if other_tid == u32::MAX {
+                    (u32::MAX, u32::MAX, u32::MAX)
+                } else {
+                    self.tid_of(other_tid as usize)
+                },
+            },
+            Fault::UninitGlobal(addr, size) => SimError::UninitializedGlobal { site, addr, size },
+            Fault::UninitShared(offset, size) => {
+                SimError::UninitializedShared { site, offset, size }
+            }
+            Fault::UninitReg(r) => SimError::UninitializedRegister {
+                site,
+                reg: self.k.e.reg_names[r as usize].clone(),
+            },
+            Fault::GlobalRace { addr, this, other } => SimError::GlobalRace {
+                site,
+                addr,
+                this,
+                other,
+                other_ctaid: (u32::MAX, u32::MAX, u32::MAX),
+            },
+            Fault::Trap(message) => SimError::Trap {
+                site,
+                message: message.into(),
+            },
+            Fault::Warp(message) => SimError::WarpDivergence { site, message },
+        }
+    }
+
+    /// `f` at thread `t`, instruction `pc`, as a stop of the CTA.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn finding(&self, f: Fault, t: usize, pc: usize) -> Stop {
+        Stop::Finding(self.to_err(f, t, pc))
+    }
+
+    /// The finding for a launch that used up its instruction budget, with
+    /// thread `t` about to issue the instruction at `pc` (kept out of the
+    /// interpreter loop).
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn budget_exhausted(&self, t: usize, pc: usize) -> SimError {
+        SimError::InstructionLimit {
+            site: self.site(t, pc),
+            limit: self.k.limit,
+        }
+    }
+}

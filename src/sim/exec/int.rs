@@ -1,0 +1,65 @@
+//! Integer helpers: widening multiplies, integer comparison, `prmt`.
+
+use super::super::ir::Cmp;
+use super::{mask, sext};
+
+#[inline(always)]
+pub(crate) fn wide_mul(a: u64, b: u64, w: u8, s: bool) -> u128 {
+    if s {
+        (sext(a, w) as i128).wrapping_mul(sext(b, w) as i128) as u128
+    } else {
+        ((a & mask(w)) as u128) * ((b & mask(w)) as u128)
+    }
+}
+
+pub(crate) fn icmp(c: Cmp, o: std::cmp::Ordering) -> bool {
+    use std::cmp::Ordering::*;
+    match c {
+        Cmp::Eq => o == Equal,
+        Cmp::Ne => o != Equal,
+        Cmp::Lt => o == Less,
+        Cmp::Le => o != Greater,
+        Cmp::Gt => o == Greater,
+        Cmp::Ge => o != Less,
+        _ => false,
+    }
+}
+
+/// `prmt.b32{.mode}`.
+pub fn prmt(a: u32, b: u32, c: u32, mode: u8) -> u32 {
+    let bytes = (b as u64) << 32 | a as u64;
+    let byte = |k: u32| ((bytes >> (8 * k)) & 0xFF) as u32;
+    let sel: [u32; 4] = match mode {
+        0 => {
+            let mut d = 0u32;
+            for k in 0..4 {
+                let ctl = (c >> (4 * k)) & 0xF;
+                let mut v = byte(ctl & 7);
+                if ctl & 8 != 0 {
+                    v = if v & 0x80 != 0 { 0xFF } else { 0 };
+                }
+                d |= v << (8 * k);
+            }
+            return d;
+        }
+        _ => {
+            let s = c & 3;
+            match mode {
+                1 => [s, (s + 1) % 8, (s + 2) % 8, (s + 3) % 8], // f4e
+                2 => [s, (s + 7) % 8, (s + 6) % 8, (s + 5) % 8], // b4e
+                3 => [s, s, s, s],                               // rc8
+                4 => [[0, 1, 2, 3], [1, 1, 2, 3], [2, 2, 2, 3], [3, 3, 3, 3]][s as usize], // ecl
+                5 => [[0, 0, 0, 0], [0, 1, 1, 1], [0, 1, 2, 2], [0, 1, 2, 3]][s as usize], // ecr
+                _ => {
+                    let p = [[0, 1, 0, 1], [2, 3, 2, 3], [0, 1, 0, 1], [2, 3, 2, 3]][s as usize]; // rc16
+                    p
+                }
+            }
+        }
+    };
+    let mut d = 0u32;
+    for (k, s) in sel.iter().enumerate() {
+        d |= byte(*s) << (8 * k);
+    }
+    d
+}

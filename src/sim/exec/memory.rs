@@ -1,0 +1,475 @@
+//! Memory access of one thread: generic-address resolution, alignment and
+//! bounds per state space, global initialisation, and the data paths of
+//! `ld`, `st` and `atom` (params and constants are read in place). Global
+//! memory is reached through a [`GlobalView`]: the launch's starting memory
+//! plus the CTA's own writes, or live memory for the entries that run their
+//! CTAs one after another (see `checks::global`).
+
+use super::super::checks::global::{CtaShadow, Kind, LINE, LaunchShadow, NO_DATA};
+use super::super::ir::*;
+use super::super::memory::{CONST_WINDOW, GlobalMem, LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE};
+use super::{Exec, Fault, Res, fault};
+
+/// The global memory a CTA runs on.
+pub(crate) enum Base<'a> {
+    /// The launch's starting memory, shared by every worker; the CTA's
+    /// writes stay in its shadow until the launch ends.
+    Snapshot(&'a GlobalMem),
+    /// Live memory (CTAs one after another).
+    Live(&'a mut GlobalMem),
+}
+
+/// A CTA's view of global memory.
+pub(crate) struct GlobalView<'a> {
+    pub base: Base<'a>,
+    /// Per instruction: the allocation it hit last.
+    pub hint: Vec<u32>,
+    /// The running CTA's accesses (and, on a snapshot, its writes).
+    pub shadow: CtaShadow,
+    /// The earlier CTAs' accesses, checked at every access (a CTA re-run
+    /// to name its first conflicting access, or CTAs on live memory).
+    pub watch: Option<LaunchShadow>,
+    pub checks: bool,
+}
+
+/// The byte mask of `len` bytes at `addr` within its line.
+#[inline(always)]
+fn line_mask(addr: u64, len: u32) -> u64 {
+    let m = if len >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << len) - 1
+    };
+    m << (addr % LINE)
+}
+
+/// The little-endian value of the first `size` (1, 2, 4, 8) bytes of `b`.
+#[inline(always)]
+pub(crate) fn get_le(b: &[u8], size: u8) -> u64 {
+    match size {
+        1 => b[0] as u64,
+        2 => u16::from_le_bytes(b[..2].try_into().unwrap()) as u64,
+        4 => u32::from_le_bytes(b[..4].try_into().unwrap()) as u64,
+        _ => u64::from_le_bytes(b[..8].try_into().unwrap()),
+    }
+}
+
+/// Store the low `size` (1, 2, 4, 8) bytes of `v` little-endian in `b`.
+#[inline(always)]
+pub(crate) fn put_le(b: &mut [u8], size: u8, v: u64) {
+    match size {
+        1 => b[0] = v as u8,
+        2 => b[..2].copy_from_slice(&(v as u16).to_le_bytes()),
+        4 => b[..4].copy_from_slice(&(v as u32).to_le_bytes()),
+        _ => b[..8].copy_from_slice(&v.to_le_bytes()),
+    }
+}
+
+impl<'a> GlobalView<'a> {
+    pub fn new(base: Base<'a>, ninst: usize, watch: Option<LaunchShadow>, checks: bool) -> Self {
+        GlobalView {
+            base,
+            hint: vec![0; ninst],
+            shadow: CtaShadow::new(0),
+            watch,
+            checks,
+        }
+    }
+
+    fn mem(&self) -> &GlobalMem {
+        match &self.base {
+            Base::Snapshot(m) => m,
+            Base::Live(m) => m,
+        }
+    }
+
+    /// The allocation and offset of `len` bytes at `addr` accessed by `pc`.
+    #[inline(always)]
+    fn find(&mut self, pc: usize, addr: u64, len: u32) -> Res<(usize, usize)> {
+        let mut last = self.hint[pc] as usize;
+        let r = self.mem().find_at(&mut last, addr, len as u64);
+        self.hint[pc] = last as u32;
+        match r {
+            Some(r) => Ok(r),
+            None => fault(Fault::Oob(Space::Global, addr, len)),
+        }
+    }
+
+    /// The allocation and offset of `len` bytes at `addr` accessed by `pc`
+    /// (its last allocation first).
+    #[inline(always)]
+    fn locate(mem: &GlobalMem, hint: &mut u32, addr: u64, len: u64) -> Res<(usize, usize)> {
+        let h = *hint as usize;
+        if let Some(a) = mem.allocs.get(h) {
+            let o = addr.wrapping_sub(a.base);
+            if o < a.data.len() as u64 && len <= a.data.len() as u64 - o {
+                return Ok((h, o as usize));
+            }
+        }
+        let mut last = h;
+        match mem.find_at(&mut last, addr, len) {
+            Some(r) => {
+                *hint = last as u32;
+                Ok(r)
+            }
+            None => fault(Fault::Oob(Space::Global, addr, len as u32)),
+        }
+    }
+
+    /// A scalar load of `size` (1, 2, 4, 8) bytes at `addr` (aligned) by
+    /// instruction `pc`: [`GlobalView::load`] for one value, without the
+    /// slice.
+    #[inline(never)]
+    pub fn load_scalar(&mut self, pc: usize, addr: u64, size: u8) -> Res<u64> {
+        let GlobalView {
+            base,
+            hint,
+            shadow,
+            watch,
+            checks,
+        } = self;
+        let mem: &GlobalMem = match base {
+            Base::Snapshot(m) => m,
+            Base::Live(m) => m,
+        };
+        let len = size as u64;
+        let (i, o) = Self::locate(mem, &mut hint[pc], addr, len)?;
+        let a = &mem.allocs[i];
+        let sh = (addr % LINE) as usize;
+        if *checks {
+            if let Some(w) = watch {
+                race(w, addr, len as u32, Kind::Read)?;
+            }
+            let m = ((1u64 << len) - 1) << sh;
+            let rec = shadow.rec(addr / LINE);
+            rec.r |= m;
+            let (w, d) = (rec.w, rec.data);
+            if w & m != m
+                && a.first_uninit(o, len as usize).is_some()
+                && let Some(k) =
+                    (0..len as usize).find(|&k| !a.is_init(o + k) && w >> (sh + k) & 1 == 0)
+            {
+                return fault(Fault::UninitGlobal(addr + k as u64, len as u32));
+            }
+            if d != NO_DATA {
+                return Ok(get_le(&shadow.data[d as usize][sh..], size));
+            }
+        } else if shadow.wrote {
+            let d = shadow.data_of(addr / LINE);
+            if d != NO_DATA {
+                return Ok(get_le(&shadow.data[d as usize][sh..], size));
+            }
+        }
+        Ok(get_le(&a.data[o..], size))
+    }
+
+    /// A scalar store of the low `size` (1, 2, 4, 8) bytes of `v` at `addr`
+    /// (aligned) by instruction `pc`.
+    #[inline(always)]
+    pub fn store_scalar(&mut self, pc: usize, addr: u64, size: u8, v: u64) -> Res<()> {
+        let b = self.store(pc, addr, size as u32)?;
+        put_le(b, size, v);
+        Ok(())
+    }
+
+    /// The `len` (≤ 16, aligned) bytes at `addr` that instruction `pc`
+    /// reads: checked, recorded, from the CTA's own writes or memory.
+    #[inline(always)]
+    pub fn load(&mut self, pc: usize, addr: u64, len: u32) -> Res<&[u8]> {
+        let GlobalView {
+            base,
+            hint,
+            shadow,
+            watch,
+            checks,
+        } = self;
+        let mem: &GlobalMem = match base {
+            Base::Snapshot(m) => m,
+            Base::Live(m) => m,
+        };
+        let (i, o) = Self::locate(mem, &mut hint[pc], addr, len as u64)?;
+        let a = &mem.allocs[i];
+        let l = len as usize;
+        let (line, sh) = (addr / LINE, (addr % LINE) as usize);
+        let data = if *checks {
+            if let Some(w) = watch {
+                race(w, addr, len, Kind::Read)?;
+            }
+            let m = line_mask(addr, len);
+            let rec = shadow.rec(line);
+            rec.r |= m;
+            let (w, d) = (rec.w, rec.data);
+            if w & m != m
+                && a.first_uninit(o, l).is_some()
+                && let Some(k) = (0..l).find(|&k| !a.is_init(o + k) && w >> (sh + k) & 1 == 0)
+            {
+                return fault(Fault::UninitGlobal(addr + k as u64, len));
+            }
+            d
+        } else if shadow.wrote {
+            shadow.data_of(line)
+        } else {
+            NO_DATA
+        };
+        if data != NO_DATA {
+            return Ok(&shadow.data[data as usize][sh..sh + l]);
+        }
+        Ok(&a.data[o..o + l])
+    }
+
+    /// The `len` (≤ 16, aligned) bytes at `addr` that instruction `pc`
+    /// writes: checked, recorded, in the CTA's copy of the line (or in
+    /// live memory).
+    #[inline(always)]
+    pub fn store(&mut self, pc: usize, addr: u64, len: u32) -> Res<&mut [u8]> {
+        let GlobalView {
+            base,
+            hint,
+            shadow,
+            watch,
+            checks,
+        } = self;
+        let (i, o) = match base {
+            Base::Snapshot(m) => Self::locate(m, &mut hint[pc], addr, len as u64)?,
+            Base::Live(m) => Self::locate(m, &mut hint[pc], addr, len as u64)?,
+        };
+        let (line, sh) = (addr / LINE, (addr % LINE) as usize);
+        let l = len as usize;
+        if *checks && let Some(w) = watch {
+            race(w, addr, len, Kind::Write)?;
+        }
+        match base {
+            Base::Live(m) => {
+                if *checks {
+                    shadow.rec(line).w |= line_mask(addr, len);
+                    m.allocs[i].set_init(o, l);
+                }
+                Ok(&mut m.allocs[i].data[o..o + l])
+            }
+            Base::Snapshot(m) => {
+                shadow.wrote = true;
+                let ndata = shadow.data.len() as u32;
+                let rec = shadow.rec(line);
+                rec.w |= line_mask(addr, len);
+                let d = if rec.data == NO_DATA {
+                    rec.data = ndata;
+                    shadow.data.push(line_copy(m, i, o - sh));
+                    ndata
+                } else {
+                    rec.data
+                };
+                Ok(&mut shadow.data[d as usize][sh..sh + l])
+            }
+        }
+    }
+
+    /// Atomically replace the `len` (4 or 8) bytes at `addr` by `f(old)`;
+    /// returns `old`. Only on live memory (entries with global atomics run
+    /// their CTAs one after another).
+    pub fn atomic(
+        &mut self,
+        pc: usize,
+        addr: u64,
+        len: u32,
+        f: &mut dyn FnMut(u64) -> u64,
+    ) -> Res<u64> {
+        let (i, o) = self.find(pc, addr, len)?;
+        let l = len as usize;
+        if self.checks {
+            if let Some(w) = &self.watch {
+                race(w, addr, len, Kind::Atomic)?;
+            }
+            self.shadow.rec(addr / LINE).a |= line_mask(addr, len);
+        }
+        let checks = self.checks;
+        let Base::Live(m) = &mut self.base else {
+            return fault(Fault::Trap("internal: global atomic on a snapshot"));
+        };
+        let a = &mut m.allocs[i];
+        if checks && let Some(k) = a.first_uninit(o, l) {
+            return fault(Fault::UninitGlobal(addr + k as u64, len));
+        }
+        let old = get_le(&a.data[o..o + l], len as u8);
+        put_le(&mut a.data[o..o + l], len as u8, f(old));
+        Ok(old)
+    }
+}
+
+/// The race check of an access against the earlier CTAs' (`w`).
+#[inline(always)]
+fn race(w: &LaunchShadow, addr: u64, len: u32, kind: Kind) -> Res<()> {
+    let c = w.check(addr / LINE, kind, line_mask(addr, len));
+    if c != 0 {
+        let at = addr / LINE * LINE + c.trailing_zeros() as u64;
+        return fault(Fault::GlobalRace {
+            addr: at,
+            this: kind.name(),
+            other: w.other_kind(at, kind).name(),
+        });
+    }
+    Ok(())
+}
+
+/// A CTA's first copy of the line starting at offset `lo` (which may be
+/// negative of the allocation's end: bytes outside it read as zero) of
+/// allocation `i`.
+#[cold]
+fn line_copy(m: &GlobalMem, i: usize, lo: usize) -> [u8; LINE as usize] {
+    let a = &m.allocs[i].data;
+    let mut copy = [0u8; LINE as usize];
+    let end = (lo + LINE as usize).min(a.len());
+    copy[..end - lo].copy_from_slice(&a[lo..end]);
+    copy
+}
+
+impl Exec<'_> {
+    /// Resolve a generic address to (space, space-relative address).
+    #[inline(always)]
+    pub(crate) fn resolve(sp: Space, addr: u64) -> (Space, u64) {
+        if sp != Space::Generic {
+            return (sp, addr);
+        }
+        if addr.wrapping_sub(SHARED_WINDOW) < WINDOW_SIZE {
+            (Space::Shared, addr - SHARED_WINDOW)
+        } else if addr.wrapping_sub(LOCAL_WINDOW) < WINDOW_SIZE {
+            (Space::Local, addr - LOCAL_WINDOW)
+        } else if addr.wrapping_sub(CONST_WINDOW) < WINDOW_SIZE {
+            (Space::Const, addr - CONST_WINDOW)
+        } else {
+            (Space::Global, addr)
+        }
+    }
+
+    /// Bounds of a shared access; its offset.
+    #[inline(always)]
+    fn shared_at(&self, a: u64, len: u32) -> Res<usize> {
+        if a.checked_add(len as u64)
+            .is_none_or(|end| end > self.cta.shared.len() as u64)
+        {
+            return fault(Fault::Oob(Space::Shared, a, len));
+        }
+        Ok(a as usize)
+    }
+
+    /// Bounds of a local access by thread `t`; its offset in `cta.local`.
+    #[inline(always)]
+    fn local_at(&self, t: usize, a: u64, len: u32) -> Res<usize> {
+        let lb = self.k.e.local_bytes as u64;
+        if a.checked_add(len as u64).is_none_or(|end| end > lb) {
+            return fault(Fault::Oob(Space::Local, a, len));
+        }
+        Ok(t * lb as usize + a as usize)
+    }
+
+    /// The `total` bytes an `ld` at `addr` in `sp` by thread `t` at
+    /// instruction `pc` reads (aligned to `total`).
+    #[inline(always)]
+    pub(crate) fn load_bytes(
+        &mut self,
+        t: usize,
+        pc: usize,
+        sp: Space,
+        addr: u64,
+        total: u32,
+    ) -> Res<&[u8]> {
+        let (rs, ra) = Self::resolve(sp, addr);
+        if ra & (total as u64 - 1) != 0 {
+            return fault(Fault::Misaligned(rs, addr, total));
+        }
+        let l = total as usize;
+        Ok(match rs {
+            Space::Global => self.g.load(pc, ra, total)?,
+            Space::Shared => {
+                let o = self.shared_at(ra, total)?;
+                if self.k.checks {
+                    self.cta.shared_check(t, o, l, false, false)?;
+                }
+                &self.cta.shared[o..o + l]
+            }
+            Space::Local => {
+                let o = self.local_at(t, ra, total)?;
+                &self.cta.local[o..o + l]
+            }
+            Space::Param | Space::Const | Space::Generic => {
+                let src: &[u8] = if rs == Space::Param {
+                    self.k.params
+                } else {
+                    self.k.consts
+                };
+                if ra
+                    .checked_add(total as u64)
+                    .is_none_or(|end| end > src.len() as u64)
+                {
+                    return fault(Fault::Oob(rs, ra, total));
+                }
+                &src[ra as usize..ra as usize + l]
+            }
+        })
+    }
+
+    /// The `total` bytes an `st` at `addr` in `sp` by thread `t` at
+    /// instruction `pc` writes (aligned to `total`).
+    #[inline(always)]
+    pub(crate) fn store_bytes(
+        &mut self,
+        t: usize,
+        pc: usize,
+        sp: Space,
+        addr: u64,
+        total: u32,
+    ) -> Res<&mut [u8]> {
+        let (rs, ra) = Self::resolve(sp, addr);
+        if matches!(rs, Space::Param | Space::Const) {
+            return fault(Fault::Oob(rs, addr, total));
+        }
+        if ra & (total as u64 - 1) != 0 {
+            return fault(Fault::Misaligned(rs, addr, total));
+        }
+        let l = total as usize;
+        Ok(match rs {
+            Space::Global => self.g.store(pc, ra, total)?,
+            Space::Shared => {
+                let o = self.shared_at(ra, total)?;
+                if self.k.checks {
+                    self.cta.shared_check(t, o, l, true, false)?;
+                }
+                &mut self.cta.shared[o..o + l]
+            }
+            _ => {
+                let o = self.local_at(t, ra, total)?;
+                &mut self.cta.local[o..o + l]
+            }
+        })
+    }
+
+    /// `atom`/`red` of `len` (4 or 8) bytes at `addr` in `sp` by thread
+    /// `t` at instruction `pc`: the word becomes `f(old)`; returns `old`.
+    pub(crate) fn atomic(
+        &mut self,
+        t: usize,
+        pc: usize,
+        sp: Space,
+        addr: u64,
+        len: u32,
+        f: &mut dyn FnMut(u64) -> u64,
+    ) -> Res<u64> {
+        let (rs, ra) = Self::resolve(sp, addr);
+        if !matches!(rs, Space::Global | Space::Shared) {
+            return fault(Fault::Oob(rs, addr, len));
+        }
+        if ra & (len as u64 - 1) != 0 {
+            return fault(Fault::Misaligned(rs, addr, len));
+        }
+        if rs == Space::Global {
+            return self.g.atomic(pc, ra, len, f);
+        }
+        let o = self.shared_at(ra, len)?;
+        let l = len as usize;
+        if self.k.checks {
+            self.cta.shared_check(t, o, l, true, true)?;
+        }
+        let old = get_le(&self.cta.shared[o..o + l], len as u8);
+        put_le(&mut self.cta.shared[o..o + l], len as u8, f(old));
+        Ok(old)
+    }
+}

@@ -1,0 +1,585 @@
+//! Execution of one CTA: the interpreter loop of a thread (budget,
+//! counters, guards, the run-time checks the static analysis left), and the
+//! CTA scheduler that runs each thread to its next synchronisation point.
+//! Instruction semantics are in `step` (with `int`, `float` and `convert`
+//! helpers), memory access in `memory`, warp collectives and barriers in
+//! `warp`, findings in `findings`; the checks' rules live in
+//! `super::checks`, the grid of CTAs in `super::grid`.
+//!
+//! The public items of this module keep their historical paths
+//! (`ptxsmith::sim::exec::SM_COUNT`, …).
+
+mod convert;
+mod findings;
+mod float;
+mod int;
+mod ldst;
+mod memory;
+mod step;
+mod warp;
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use super::code::{Code, F_BRAUNI, F_CHK, F_CLOCK, F_GCHK, F_GUARD, F_MARK, XInst, dst_writes};
+use super::cta::{CtaState, TState};
+use super::error::SimError;
+use super::ir::*;
+use crate::runtime::exec::LaunchConfig;
+
+pub use super::machine::{SIM_DEFAULT_STREAM, SM_COUNT, Sim};
+pub use super::memory::{CONST_WINDOW, GLOBAL_BASE, LOCAL_WINDOW, SHARED_WINDOW};
+pub use super::options::{DEFAULT_INSTRUCTION_BUDGET, LaunchReport, SimOptions};
+pub use convert::cvt;
+pub use float::approx;
+pub use int::prmt;
+pub(crate) use memory::{Base, GlobalView, get_le};
+
+/// An internal fault, turned into a [`SimError`] with its site.
+pub(crate) enum Fault {
+    Oob(Space, u64, u32),
+    Misaligned(Space, u64, u32),
+    Race {
+        offset: u64,
+        this: &'static str,
+        other: &'static str,
+        other_tid: u32,
+    },
+    /// A global access conflicting with an earlier CTA's (the other CTA is
+    /// named by the grid, which knows the earlier CTAs).
+    GlobalRace {
+        addr: u64,
+        this: &'static str,
+        other: &'static str,
+    },
+    UninitShared(u64, u32),
+    UninitGlobal(u64, u32),
+    UninitReg(u32),
+    Trap(&'static str),
+    Warp(String),
+}
+
+/// Faults are rare: boxed, they keep the interpreter's results small.
+pub(crate) type Res<T> = Result<T, Box<Fault>>;
+
+#[cold]
+#[inline(never)]
+pub(crate) fn fault<T>(f: Fault) -> Res<T> {
+    Err(Box::new(f))
+}
+
+/// What `step` returns: the next instruction, a park at a
+/// synchronisation point, an exit, a fault (in `Exec::pending`), or any
+/// other value: the instruction to jump to.
+pub(crate) const NEXT: u32 = u32::MAX;
+pub(crate) const PARK: u32 = u32::MAX - 1;
+pub(crate) const EXIT: u32 = u32::MAX - 2;
+pub(crate) const FAULT: u32 = u32::MAX - 3;
+
+/// Why a CTA stopped before its threads all exited.
+#[derive(Debug)]
+pub(crate) enum Stop {
+    /// A finding (an instruction-budget finding included).
+    Finding(SimError),
+    /// The launch-wide instruction count passed the budget while the CTA
+    /// ran; the launch's outcome is decided by the grid's ordered walk.
+    Aborted,
+}
+
+/// What every worker of a launch reads.
+pub(crate) struct Kernel<'a> {
+    pub e: &'a Entry,
+    pub code: &'a Code,
+    /// The `.const` bank.
+    pub consts: &'a [u8],
+    pub params: &'a [u8],
+    pub cfg: LaunchConfig,
+    pub checks: bool,
+    /// The launch's instruction budget (`u64::MAX` for none).
+    pub limit: u64,
+    /// `%clock` value before the launch's first read.
+    pub clock_base: u64,
+    /// Shared memory bytes per CTA.
+    pub smem: usize,
+}
+
+/// Launch-wide progress of a parallel run.
+#[derive(Default)]
+pub(crate) struct Progress {
+    /// Instructions issued by every worker so far (in chunks).
+    pub issued: AtomicU64,
+    /// Set once `issued` passed the budget: workers stop.
+    pub abort: AtomicBool,
+    /// The lowest linear CTA index with a finding: later CTAs cannot change
+    /// the outcome and are not started.
+    pub lowest_finding: AtomicU64,
+    /// The CTAs completed from the first on, in order.
+    pub prefix: Mutex<Prefix>,
+}
+
+/// The completed CTAs `0..upto` and their instructions: the CTA `upto`
+/// knows its exact share of the budget, `limit − sum`, and runs to it
+/// instead of stopping with the others when the launch-wide count passes
+/// the budget.
+#[derive(Default)]
+pub(crate) struct Prefix {
+    pub upto: u64,
+    pub sum: u64,
+    /// Completed CTAs beyond `upto` and their instructions.
+    pub later: std::collections::BTreeMap<u64, u64>,
+}
+
+impl Progress {
+    /// Record that CTA `lin` completed after `issued` instructions.
+    pub fn completed(&self, lin: u64, issued: u64) {
+        let mut p = self.prefix.lock().unwrap_or_else(|e| e.into_inner());
+        p.later.insert(lin, issued);
+        loop {
+            let next = p.upto;
+            match p.later.remove(&next) {
+                Some(n) => {
+                    p.upto += 1;
+                    p.sum = p.sum.saturating_add(n);
+                }
+                None => break,
+            }
+        }
+    }
+
+    /// The instructions of the CTAs before `lin` if they all completed.
+    fn before(&self, lin: u64) -> Option<u64> {
+        let p = self.prefix.lock().unwrap_or_else(|e| e.into_inner());
+        (p.upto == lin).then_some(p.sum)
+    }
+}
+
+/// Instructions a worker issues between two looks at the launch-wide count.
+const CHUNK: u64 = 1 << 16;
+
+/// A worker's interpreter: one CTA at a time.
+pub(crate) struct Exec<'a> {
+    pub k: &'a Kernel<'a>,
+    pub cta: CtaState,
+    pub g: GlobalView<'a>,
+    /// Per block leader: entries into the block over the CTAs this worker
+    /// ran (see [`Code::block_len`]).
+    pub counts: Vec<u64>,
+    pub ctaid: (u32, u32, u32),
+    /// Linear index of the running CTA.
+    lin: u64,
+    /// Completed CTA barriers over the CTAs this worker ran.
+    pub barriers: u64,
+    /// `%clock` reads of the running CTA.
+    pub clock: u64,
+    /// What is left of the current budget chunk.
+    budget: u64,
+    chunk: u64,
+    /// The current chunk ends at the CTA's cap: blocks are charged
+    /// instruction by instruction.
+    exact: bool,
+    /// Instructions the running CTA issued before the current chunk.
+    issued: u64,
+    /// The most instructions the running CTA may issue.
+    cap: u64,
+    progress: Option<&'a Progress>,
+    /// The fault of the instruction that returned [`FAULT`].
+    pending: Option<Box<Fault>>,
+}
+
+#[inline(always)]
+pub(crate) fn mask(w: u8) -> u64 {
+    // w is 1..=64 (operation widths)
+    u64::MAX >> (64 - w as u32).min(63)
+}
+
+#[inline(always)]
+pub(crate) fn sext(v: u64, w: u8) -> i64 {
+    if w >= 64 {
+        v as i64
+    } else {
+        let sh = 64 - w as u32;
+        ((v << sh) as i64) >> sh
+    }
+}
+
+impl<'a> Exec<'a> {
+    pub fn new(k: &'a Kernel<'a>, g: GlobalView<'a>, progress: Option<&'a Progress>) -> Self {
+        Exec {
+            k,
+            cta: CtaState::new(
+                k.code,
+                k.params,
+                k.cfg,
+                k.smem,
+                k.e.local_bytes,
+                k.e.n_brauni,
+                k.checks,
+            ),
+            g,
+            counts: vec![0; k.code.insts.len()],
+            ctaid: (0, 0, 0),
+            lin: 0,
+            barriers: 0,
+            clock: 0,
+            budget: 0,
+            chunk: 0,
+            exact: false,
+            issued: 0,
+            cap: 0,
+            progress,
+            pending: None,
+        }
+    }
+
+    /// Keep `f` for the interpreter loop; the code `step` returns.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn raise(&mut self, f: Box<Fault>) -> u32 {
+        self.pending = Some(f);
+        FAULT
+    }
+
+    /// Run CTA `ctaid` (linear index `lin`) to completion, issuing at most
+    /// `cap` instructions. Returns the instructions issued, with the reason
+    /// if it stopped early. The CTA's global accesses are in `self.g`.
+    pub fn run_cta(&mut self, ctaid: (u32, u32, u32), lin: u64, cap: u64) -> (u64, Option<Stop>) {
+        self.ctaid = ctaid;
+        self.lin = lin;
+        self.cta.reset(self.k.code, ctaid, lin, self.k.checks);
+        self.clock = 0;
+        self.issued = 0;
+        self.cap = cap;
+        self.chunk = 0;
+        self.budget = 0;
+        self.exact = false;
+        let stop = self.schedule().err();
+        let issued = self.issued + (self.chunk - self.budget);
+        if let Some(p) = self.progress {
+            p.issued
+                .fetch_add(self.chunk - self.budget, Ordering::Relaxed);
+        }
+        (issued, stop)
+    }
+
+    /// Run every thread of the CTA to completion.
+    fn schedule(&mut self) -> Result<(), Stop> {
+        let n = self.cta.n;
+        let code: &'a Code = self.k.code;
+        loop {
+            // run what can run, counting where the threads stop
+            let (mut exited, mut at_bar, mut at_warp) = (0, 0, 0);
+            let mut bar_pc = u32::MAX;
+            let mut one_bar = true;
+            let mut regs = std::mem::take(&mut self.cta.regs);
+            let mut counts = std::mem::take(&mut self.counts);
+            let ran = self.run_threads(&mut regs, &mut counts);
+            self.cta.regs = regs;
+            self.counts = counts;
+            ran?;
+            for t in 0..n {
+                match self.cta.state[t] {
+                    TState::Exit => exited += 1,
+                    TState::Park => {
+                        let pc = self.cta.pc[t];
+                        if matches!(code.insts[pc as usize].op, Op::Bar) {
+                            at_bar += 1;
+                            one_bar &= bar_pc == u32::MAX || bar_pc == pc;
+                            bar_pc = pc;
+                        } else {
+                            at_warp += 1;
+                        }
+                    }
+                    TState::Run => {}
+                }
+            }
+            if exited == n {
+                return Ok(());
+            }
+            if at_warp > 0 && self.resolve_warps().map_err(Stop::Finding)? {
+                continue;
+            }
+            // the common barrier: every thread at one `bar.sync` without a
+            // thread count
+            if at_bar == n && one_bar && code.insts[bar_pc as usize].s[1] == NO_REG {
+                self.cta.state.fill(TState::Run);
+                self.cta.pc.fill(bar_pc + 1);
+                self.cta.epoch += 1;
+                self.barriers += 1;
+                continue;
+            }
+            self.resolve_barrier().map_err(Stop::Finding)?;
+        }
+    }
+
+    /// The current budget chunk cannot pay for a block of `need`
+    /// instructions that thread `t` is about to start at `pc`: account for
+    /// what was used, stop if the launch's budget is passed (parallel runs)
+    /// or the CTA's cap is reached, else start a chunk — one that ends at
+    /// the cap puts the interpreter in exact mode.
+    #[cold]
+    #[inline(never)]
+    fn refill(&mut self, t: usize, pc: usize, need: u64) -> Result<(), Stop> {
+        let used = self.chunk - self.budget;
+        self.issued += used;
+        self.chunk = 0;
+        self.budget = 0;
+        if let Some(p) = self.progress {
+            let total = p.issued.fetch_add(used, Ordering::Relaxed) + used;
+            if let Some(before) = p.before(self.lin) {
+                // every earlier CTA is done: this one's cap is exact
+                self.cap = self.cap.min(self.k.limit.saturating_sub(before));
+            } else if total > self.k.limit || p.abort.load(Ordering::Relaxed) {
+                p.abort.store(true, Ordering::Relaxed);
+                return Err(Stop::Aborted);
+            }
+        }
+        let left = self.cap.saturating_sub(self.issued);
+        if left == 0 {
+            return Err(Stop::Finding(self.budget_exhausted(t, pc)));
+        }
+        self.chunk = left.min(CHUNK.max(need));
+        self.budget = self.chunk;
+        self.exact = self.chunk < need;
+        Ok(())
+    }
+
+    /// Run every runnable thread until it parks at a synchronisation point
+    /// or exits. The register files and block counters are out of `self`
+    /// meanwhile, so that the interpreter indexes plain slices.
+    fn run_threads(&mut self, regs: &mut [u64], counts: &mut [u64]) -> Result<(), Stop> {
+        let ns = self.cta.nslots;
+        for t in 0..self.cta.n {
+            if self.cta.state[t] == TState::Run {
+                self.interpret(t, &mut regs[t * ns..(t + 1) * ns], counts)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn interpret(&mut self, t: usize, rf: &mut [u64], counts: &mut [u64]) -> Result<(), Stop> {
+        let code: &'a Code = self.k.code;
+        let insts = &code.insts[..];
+        let mut pc = self.cta.pc[t] as usize;
+        'blocks: loop {
+            // `pc` starts a block
+            let Some(&len) = code.block_len.get(pc) else {
+                // falling off the end of the entry is an implicit `ret`
+                self.cta.state[t] = TState::Exit;
+                return Ok(());
+            };
+            let len = len as u64;
+            if self.budget < len || self.exact {
+                if !self.exact {
+                    self.refill(t, pc, len)?;
+                }
+                if self.exact {
+                    return self.interpret_exact(t, pc, rf, counts);
+                }
+            }
+            self.budget -= len;
+            counts[pc] += 1;
+            let start = pc;
+            for (k, inst) in insts[start..start + len as usize].iter().enumerate() {
+                let at = start + k;
+                if inst.flags != 0 && !self.pre_step(t, at, rf, inst)? {
+                    continue;
+                }
+                let r = self.step(t, at, rf, inst);
+                if r != NEXT {
+                    match r {
+                        PARK | EXIT => {
+                            self.cta.pc[t] = at as u32;
+                            self.cta.state[t] = if r == PARK {
+                                TState::Park
+                            } else {
+                                TState::Exit
+                            };
+                            return Ok(());
+                        }
+                        FAULT => return Err(self.pending_finding(t, at)),
+                        target => {
+                            pc = target as usize;
+                            continue 'blocks;
+                        }
+                    }
+                }
+            }
+            pc = start + len as usize;
+        }
+    }
+
+    /// The finding of the fault `step` raised at thread `t`, `pc`.
+    #[cold]
+    #[inline(never)]
+    fn pending_finding(&mut self, t: usize, pc: usize) -> Stop {
+        let f = self.pending.take().expect("a raised fault");
+        self.finding(*f, t, pc)
+    }
+
+    /// The work before instruction `pc` of thread `t` executes when it has
+    /// flags: the guard (whether it executes: `false` skips it), `bra.uni`
+    /// uniformity, the run-time initialisation checks, `%clock`, and the
+    /// initialisation record of its destinations.
+    #[inline(always)]
+    fn pre_step(
+        &mut self,
+        t: usize,
+        pc: usize,
+        rf: &mut [u64],
+        inst: &XInst,
+    ) -> Result<bool, Stop> {
+        if inst.flags & F_GUARD != 0 {
+            let checks = self.k.checks;
+            if inst.flags & F_GCHK != 0
+                && checks
+                && !self.cta.init[t * self.cta.nslots + inst.guard as usize]
+            {
+                return Err(self.finding(Fault::UninitReg(inst.guard), t, pc));
+            }
+            if (rf[inst.guard as usize] != 0) == inst.guard_neg {
+                if inst.flags & F_BRAUNI != 0 && checks {
+                    self.uniform(t, pc, inst, false)?;
+                }
+                return Ok(false);
+            }
+        }
+        if inst.flags & (F_CHK | F_CLOCK | F_BRAUNI | F_MARK) != 0 {
+            self.pre_exec(t, pc, rf, inst)?;
+        }
+        Ok(true)
+    }
+
+    /// The interpreter for the rest of a CTA whose cap falls inside the
+    /// block at `pc`: instructions are charged one by one, and the one past
+    /// the cap is the budget finding.
+    #[cold]
+    #[inline(never)]
+    fn interpret_exact(
+        &mut self,
+        t: usize,
+        mut pc: usize,
+        rf: &mut [u64],
+        counts: &mut [u64],
+    ) -> Result<(), Stop> {
+        let code: &'a Code = self.k.code;
+        loop {
+            let Some(inst) = code.insts.get(pc) else {
+                self.cta.state[t] = TState::Exit;
+                return Ok(());
+            };
+            if self.budget == 0 {
+                return Err(Stop::Finding(self.budget_exhausted(t, pc)));
+            }
+            self.budget -= 1;
+            if code.block_len[pc] != 0 {
+                counts[pc] += 1;
+            }
+            if inst.flags != 0 && !self.pre_step(t, pc, rf, inst)? {
+                pc += 1;
+                continue;
+            }
+            match self.step(t, pc, rf, inst) {
+                NEXT => pc += 1,
+                r @ (PARK | EXIT) => {
+                    self.cta.pc[t] = pc as u32;
+                    self.cta.state[t] = if r == PARK {
+                        TState::Park
+                    } else {
+                        TState::Exit
+                    };
+                    return Ok(());
+                }
+                FAULT => return Err(self.pending_finding(t, pc)),
+                target => pc = target as usize,
+            }
+        }
+    }
+
+    /// The rarer work before an instruction executes: `bra.uni`
+    /// uniformity, run-time initialisation checks, `%clock`.
+    #[cold]
+    #[inline(never)]
+    fn pre_exec(&mut self, t: usize, pc: usize, rf: &mut [u64], inst: &XInst) -> Result<(), Stop> {
+        let checks = self.k.checks;
+        let base = t * self.cta.nslots;
+        if inst.flags & F_BRAUNI != 0 && checks {
+            self.uniform(t, pc, inst, true)?;
+        }
+        if inst.flags & F_CHK != 0 && checks && !inst.op.is_sync() {
+            let code = self.k.code;
+            let list = code.checked(pc);
+            let unset = |c: &CtaState, r: u32| !c.init[base + r as usize];
+            if let Op::Selp { .. } = inst.op {
+                // the predicate, then only the selected value is read
+                let c = inst.s[2];
+                if list.contains(&c) && unset(&self.cta, c) {
+                    return Err(self.finding(Fault::UninitReg(c), t, pc));
+                }
+                let take_a = (rf[c as usize] != 0) != inst.neg;
+                let v = inst.s[if take_a { 0 } else { 1 }];
+                if list.contains(&v) && unset(&self.cta, v) {
+                    return Err(self.finding(Fault::UninitReg(v), t, pc));
+                }
+            } else if let Some(&r) = list.iter().find(|&&r| unset(&self.cta, r)) {
+                return Err(self.finding(Fault::UninitReg(r), t, pc));
+            }
+        }
+        if inst.flags & F_MARK != 0 {
+            self.mark(base, inst);
+        }
+        if inst.flags & F_CLOCK != 0 {
+            self.clock += 1;
+            let v = self.k.clock_base.wrapping_add(self.clock);
+            let code = self.k.code;
+            rf[code.clock32 as usize] = v & 0xFFFF_FFFF;
+            rf[code.clock64 as usize] = v;
+        }
+        Ok(())
+    }
+
+    fn uniform(&mut self, t: usize, pc: usize, inst: &XInst, taken: bool) -> Result<(), Stop> {
+        let Op::BraUni { idx, .. } = inst.op else {
+            return Ok(());
+        };
+        let nb = self.k.e.n_brauni as usize;
+        self.cta
+            .brauni(nb, t, idx, taken)
+            .map_err(|f| self.finding(*f, t, pc))
+    }
+
+    /// Record the initialisation of `inst`'s destinations.
+    #[cold]
+    fn mark(&mut self, base: usize, inst: &XInst) {
+        for &k in dst_writes(&inst.op) {
+            let d = inst.d[k];
+            if d != NO_REG {
+                self.cta.init[base + d as usize] = true;
+            }
+        }
+    }
+
+    /// The value of slot `s` of the thread whose registers start at `base`.
+    #[inline(always)]
+    pub(crate) fn r(&self, base: usize, s: u32) -> u64 {
+        self.cta.regs[base + s as usize]
+    }
+
+    /// A read of slot `s` by thread `t` at `pc` outside the interpreter loop
+    /// (warp collectives, barriers), checked when the analysis asks for it.
+    pub(crate) fn r_checked(&self, t: usize, pc: usize, s: u32) -> Res<u64> {
+        let base = t * self.cta.nslots;
+        if self.k.checks && self.k.code.is_checked(pc, s) && !self.cta.init[base + s as usize] {
+            return fault(Fault::UninitReg(s));
+        }
+        Ok(self.r(base, s))
+    }
+
+    /// A write by a warp collective (which records initialisation itself).
+    pub(crate) fn w_collective(&mut self, t: usize, d: u32, v: u64) {
+        if d != NO_REG {
+            let i = t * self.cta.nslots + d as usize;
+            self.cta.regs[i] = v;
+            self.cta.init[i] = true;
+        }
+    }
+}

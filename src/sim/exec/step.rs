@@ -1,0 +1,403 @@
+//! The semantics of one instruction (`Exec::step`): integer, float,
+//! comparison, conversion, memory, atomic and control operations.
+
+use super::super::code::XInst;
+use super::super::fp::{self, F32_NAN, FOp, MiniFmt, Rnd};
+use super::super::ir::*;
+use super::super::memory::{CONST_WINDOW, LOCAL_WINDOW, SHARED_WINDOW};
+use super::convert::cvt;
+use super::float::{approx, fcmp};
+use super::int::{icmp, prmt, wide_mul};
+use super::{EXIT, Exec, Fault, NEXT, PARK, mask, sext};
+
+impl Exec<'_> {
+    #[inline(always)]
+    pub(crate) fn step(&mut self, t: usize, pc: usize, rf: &mut [u64], i: &XInst) -> u32 {
+        macro_rules! tri {
+            ($e:expr) => {
+                if let Err(f) = $e {
+                    return self.raise(f);
+                }
+            };
+        }
+        macro_rules! a {
+            () => {
+                reg(rf, i.s[0])
+            };
+        }
+        macro_rules! b {
+            () => {
+                reg(rf, i.s[1])
+            };
+        }
+        macro_rules! c {
+            () => {
+                reg(rf, i.s[2])
+            };
+        }
+        macro_rules! out {
+            ($v:expr) => {{
+                let v = $v;
+                set(rf, i.d[0], v);
+            }};
+        }
+        match i.op {
+            Op::Nop => {}
+            Op::Mov { w } => out!(a!() & mask(w)),
+            Op::Pack { n, w } => {
+                let mut v = 0u64;
+                for k in 0..n as usize {
+                    v |= (reg(rf, i.s[k]) & mask(w)) << (k as u32 * w as u32);
+                }
+                out!(v)
+            }
+            Op::Unpack { n, w } => {
+                let v = a!();
+                for k in 0..n as usize {
+                    set(rf, i.d[k], (v >> (k as u32 * w as u32)) & mask(w));
+                }
+            }
+            Op::Add { w } => out!(a!().wrapping_add(b!()) & mask(w)),
+            Op::Sub { w } => out!(a!().wrapping_sub(b!()) & mask(w)),
+            Op::MulLo { w } => out!(a!().wrapping_mul(b!()) & mask(w)),
+            Op::MulHi { w, s } => {
+                let p = wide_mul(a!(), b!(), w, s);
+                out!(((p >> w) as u64) & mask(w))
+            }
+            Op::MulWide { w, s } => out!((wide_mul(a!(), b!(), w, s) as u64) & mask(2 * w)),
+            Op::MadLo { w } => out!(a!().wrapping_mul(b!()).wrapping_add(c!()) & mask(w)),
+            Op::MadHi { w, s } => {
+                let p = wide_mul(a!(), b!(), w, s);
+                out!(((p >> w) as u64).wrapping_add(c!()) & mask(w))
+            }
+            Op::MadWide { w, s } => {
+                let p = wide_mul(a!(), b!(), w, s) as u64;
+                out!(p.wrapping_add(c!()) & mask(2 * w))
+            }
+            Op::Div { w, s } | Op::Rem { w, s } => {
+                let (x, y) = (a!(), b!());
+                if y & mask(w) == 0 {
+                    return self.raise(Box::new(Fault::Trap("integer division by zero")));
+                }
+                let is_div = matches!(i.op, Op::Div { .. });
+                let r = if s {
+                    let (x, y) = (sext(x, w), sext(y, w));
+                    (if is_div {
+                        x.wrapping_div(y)
+                    } else {
+                        x.wrapping_rem(y)
+                    }) as u64
+                } else {
+                    let (x, y) = (x & mask(w), y & mask(w));
+                    if is_div { x / y } else { x % y }
+                };
+                out!(r & mask(w))
+            }
+            Op::Min { w, s } | Op::Max { w, s } => {
+                let (x, y) = (a!(), b!());
+                let lt = if s {
+                    sext(x, w) < sext(y, w)
+                } else {
+                    x & mask(w) < y & mask(w)
+                };
+                let is_min = matches!(i.op, Op::Min { .. });
+                out!(if lt == is_min { x } else { y } & mask(w))
+            }
+            Op::And { w } => out!(a!() & b!() & mask(w)),
+            Op::Or { w } => out!((a!() | b!()) & mask(w)),
+            Op::Xor { w } => out!((a!() ^ b!()) & mask(w)),
+            Op::Not { w } => out!(!a!() & mask(w)),
+            Op::CNot { w } => out!((a!() & mask(w) == 0) as u64),
+            Op::Shl { w } => {
+                let (x, n) = (a!(), b!() & 0xFFFF_FFFF);
+                out!(if n >= w as u64 { 0 } else { (x << n) & mask(w) })
+            }
+            Op::Shr { w, s } => {
+                let (x, n) = (a!(), b!() & 0xFFFF_FFFF);
+                let n = n.min(w as u64) as u32;
+                let r = if s {
+                    (sext(x, w) >> n.min(63)) as u64
+                } else if n >= w as u32 {
+                    0
+                } else {
+                    (x & mask(w)) >> n
+                };
+                out!(r & mask(w))
+            }
+            Op::Bfe { w, s } => {
+                let (x, pos, len) = (a!() & mask(w), b!() & 0xFF, c!() & 0xFF);
+                let msb = w as u64 - 1;
+                let sbit = if !s || len == 0 {
+                    0
+                } else {
+                    (x >> (pos + len - 1).min(msb)) & 1
+                };
+                let mut d = 0u64;
+                for k in 0..w as u64 {
+                    let bit = if k < len && pos + k <= msb {
+                        (x >> (pos + k)) & 1
+                    } else {
+                        sbit
+                    };
+                    d |= bit << k;
+                }
+                out!(d)
+            }
+            Op::Bfi { w } => {
+                let (x, y, pos, len) = (a!(), b!(), c!() & 0xFF, reg(rf, i.s[3]) & 0xFF);
+                let msb = w as u64 - 1;
+                let mut f = y & mask(w);
+                for k in 0..len {
+                    if pos + k > msb {
+                        break;
+                    }
+                    f = (f & !(1 << (pos + k))) | (((x >> k) & 1) << (pos + k));
+                }
+                out!(f)
+            }
+            Op::Prmt { mode } => out!(prmt(a!() as u32, b!() as u32, c!() as u32, mode) as u64),
+            Op::Clz { w } => {
+                let x = a!() & mask(w);
+                out!(if w == 64 {
+                    x.leading_zeros() as u64
+                } else {
+                    (x as u32).leading_zeros() as u64 - (32 - w.min(32) as u64)
+                })
+            }
+            Op::Popc { w } => out!((a!() & mask(w)).count_ones() as u64),
+            Op::Brev { w } => out!((a!() & mask(w)).reverse_bits() >> (64 - w as u32)),
+            Op::Neg { w } => out!(a!().wrapping_neg() & mask(w)),
+            Op::Abs { w } => out!((sext(a!(), w).wrapping_abs() as u64) & mask(w)),
+            Op::FAddRn => out!(fp::f32_rn(FOp::Add, a!() as u32, b!() as u32, 0) as u64),
+            Op::FMulRn => out!(fp::f32_rn(FOp::Mul, a!() as u32, b!() as u32, 0) as u64),
+            Op::FFmaRn => out!(fp::f32_rn(FOp::Fma, a!() as u32, b!() as u32, c!() as u32) as u64),
+            Op::F32 { op, rnd, ftz, sat } => {
+                let x = a!() as u32;
+                let y = if matches!(op, FOp::Sqrt | FOp::Rcp) {
+                    0
+                } else {
+                    b!() as u32
+                };
+                let z = if op == FOp::Fma { c!() as u32 } else { 0 };
+                out!(if rnd == Rnd::Rn && !ftz && !sat {
+                    fp::f32_rn(op, x, y, z)
+                } else {
+                    fp::f32_op(op, rnd, ftz, sat, x, y, z)
+                } as u64)
+            }
+            Op::F32MinMax { max, nan, ftz } => {
+                out!(fp::f32_minmax(max, nan, ftz, a!() as u32, b!() as u32) as u64)
+            }
+            Op::F32Abs { ftz } => {
+                let x = f32::from_bits(a!() as u32);
+                let x = if ftz && x.is_subnormal() {
+                    0.0
+                } else {
+                    x.abs()
+                };
+                out!(if x.is_nan() { F32_NAN } else { x.to_bits() } as u64)
+            }
+            Op::F32Neg { ftz } => {
+                let x = f32::from_bits(a!() as u32);
+                let x = if ftz && x.is_subnormal() {
+                    if x.is_sign_negative() { 0.0 } else { -0.0 }
+                } else {
+                    -x
+                };
+                out!(if x.is_nan() { F32_NAN } else { x.to_bits() } as u64)
+            }
+            Op::F64 { op } => {
+                let x = f64::from_bits(a!());
+                let r = match op {
+                    FOp::Add => x + f64::from_bits(b!()),
+                    FOp::Sub => x - f64::from_bits(b!()),
+                    FOp::Mul => x * f64::from_bits(b!()),
+                    FOp::Fma => x.mul_add(f64::from_bits(b!()), f64::from_bits(c!())),
+                    FOp::Div => x / f64::from_bits(b!()),
+                    FOp::Sqrt => x.sqrt(),
+                    FOp::Rcp => 1.0 / x,
+                };
+                out!(r.to_bits())
+            }
+            Op::F64MinMax { max } => out!(fp::f64_minmax(max, a!(), b!())),
+            Op::F64Abs => out!(a!() & !(1u64 << 63)),
+            Op::F64Neg => out!(a!() ^ (1u64 << 63)),
+            Op::SetpI { cmp, w, s, comb } => {
+                let (x, y) = (a!(), b!());
+                let r = if s {
+                    let (x, y) = (sext(x, w), sext(y, w));
+                    icmp(cmp, x.cmp(&y))
+                } else {
+                    let (x, y) = (x & mask(w), y & mask(w));
+                    icmp(cmp, x.cmp(&y))
+                };
+                setp_out(rf, i, r, comb);
+            }
+            Op::SetpF {
+                cmp,
+                f64: is64,
+                ftz,
+                comb,
+            } => {
+                let (x, y) = if is64 {
+                    (f64::from_bits(a!()), f64::from_bits(b!()))
+                } else {
+                    let (mut x, mut y) = (f32::from_bits(a!() as u32), f32::from_bits(b!() as u32));
+                    if ftz {
+                        if x.is_subnormal() {
+                            x = 0.0;
+                        }
+                        if y.is_subnormal() {
+                            y = 0.0;
+                        }
+                    }
+                    (x as f64, y as f64)
+                };
+                setp_out(rf, i, fcmp(cmp, x, y), comb);
+            }
+            Op::Selp { w } => {
+                let c = (c!() != 0) != i.neg;
+                let v = if c { a!() } else { b!() };
+                out!(v & mask(w))
+            }
+            Op::Cvt {
+                d,
+                s,
+                rnd,
+                irnd,
+                sat,
+                ftz,
+            } => out!(cvt(d, s, rnd, irnd, sat, ftz, a!())),
+            Op::CvtMiniEnc { fmt, relu } => {
+                let enc = |v: u64| {
+                    let mut x = f32::from_bits(v as u32);
+                    if relu && (x < 0.0 || (x == 0.0 && x.is_sign_negative())) {
+                        x = 0.0;
+                    }
+                    fmt.encode_satfinite(x) as u64
+                };
+                let (hi, lo) = (enc(a!()), enc(b!()));
+                let sh = if fmt == MiniFmt::E2M1 { 4 } else { 8 };
+                out!(hi << sh | lo)
+            }
+            Op::CvtUe8m0Enc { rnd } => {
+                let enc = |v: u64| fp::ue8m0_satfinite(f32::from_bits(v as u32), rnd) as u64;
+                out!(enc(a!()) << 8 | enc(b!()))
+            }
+            Op::CvtUe8m0Dec => {
+                let v = a!();
+                let dec = |c: u64| fp::ue8m0_to_bf16(c as u8) as u64;
+                out!(dec(v >> 8 & 0xFF) << 16 | dec(v & 0xFF))
+            }
+            Op::CvtMiniDec { fmt, relu } => {
+                let v = a!();
+                let (hi, lo) = if fmt == MiniFmt::E2M1 {
+                    ((v >> 4) & 0xF, v & 0xF)
+                } else {
+                    ((v >> 8) & 0xFF, v & 0xFF)
+                };
+                let dec = |c: u64| {
+                    let h = fmt.to_f16(c as u8);
+                    if relu && h & 0x8000 != 0 && h != fp::F16_NAN {
+                        0
+                    } else {
+                        h as u64
+                    }
+                };
+                out!(dec(hi) << 16 | dec(lo))
+            }
+            Op::CvtF16x2 {
+                rnd,
+                relu,
+                satfinite,
+            } => {
+                let cv = |v: u64| {
+                    let mut x = f32::from_bits(v as u32);
+                    if relu && x < 0.0 {
+                        x = 0.0;
+                    }
+                    fp::f32_to_f16(x, rnd, satfinite) as u64
+                };
+                out!(cv(a!()) << 16 | cv(b!()))
+            }
+            Op::Ld {
+                sp: Space::Global,
+                size,
+                signed,
+                n: 1,
+            } => {
+                let addr = a!().wrapping_add(i.off as u64);
+                if addr & (size as u64 - 1) != 0 {
+                    return self.raise(Box::new(Fault::Misaligned(
+                        Space::Global,
+                        addr,
+                        size as u32,
+                    )));
+                }
+                match self.g.load_scalar(pc, addr, size) {
+                    Ok(v) => out!(if signed { sext(v, size * 8) as u64 } else { v }),
+                    Err(f) => return self.raise(f),
+                }
+            }
+            Op::Ld { .. } => tri!(self.exec_ld(t, pc, rf, i)),
+            Op::St { .. } => tri!(self.exec_st(t, pc, rf, i)),
+            Op::Atom { .. } => tri!(self.exec_atom(t, pc, rf, i)),
+            Op::Cvta { to, sp, w } => {
+                let x = a!() & mask(w.max(if to { 64 } else { w }));
+                let win = match sp {
+                    Space::Shared => SHARED_WINDOW,
+                    Space::Local => LOCAL_WINDOW,
+                    Space::Const => CONST_WINDOW,
+                    _ => 0,
+                };
+                out!(if to {
+                    x.wrapping_sub(win) & mask(w)
+                } else {
+                    x.wrapping_add(win)
+                })
+            }
+            Op::Approx { f, ftz } => {
+                let x = a!() as u32;
+                let y = if f == ApproxFn::Div { b!() as u32 } else { 0 };
+                out!(approx(f, ftz, x, y) as u64)
+            }
+            Op::Bra { target } | Op::BraUni { target, .. } => return target,
+            Op::Exit => return EXIT,
+            Op::Trap => return self.raise(Box::new(Fault::Trap("trap instruction"))),
+            Op::Bar | Op::BarWarp | Op::Shfl { .. } | Op::Vote { .. } | Op::Redux { .. } => {
+                return PARK;
+            }
+        }
+        NEXT
+    }
+}
+
+#[inline(always)]
+fn reg(rf: &[u64], s: u32) -> u64 {
+    rf[s as usize]
+}
+
+#[inline(always)]
+fn set(rf: &mut [u64], d: u32, v: u64) {
+    if d != NO_REG {
+        rf[d as usize] = v;
+    }
+}
+
+#[inline(always)]
+fn setp_out(rf: &mut [u64], i: &XInst, r: bool, comb: Comb) {
+    let (p, q) = if comb == Comb::None {
+        (r, !r)
+    } else {
+        let c = (reg(rf, i.s[2]) != 0) != i.neg;
+        let f = |x: bool| match comb {
+            Comb::And => x && c,
+            Comb::Or => x || c,
+            Comb::Xor => x != c,
+            Comb::None => x,
+        };
+        (f(r), f(!r))
+    };
+    set(rf, i.d[0], p as u64);
+    set(rf, i.d[1], q as u64);
+}

@@ -1,0 +1,258 @@
+//! The simulator object [`Sim`]: the simulated SM, options, the program
+//! cache, counters over launches, and a launch's validation (shape,
+//! directives, shared memory, target, arguments) before its CTAs run.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use super::error::SimError;
+use super::exec::Kernel;
+use super::grid;
+use super::ir::*;
+use super::memory::{GLOBAL_BASE, GlobalMem};
+use super::options::{LaunchReport, SimOptions};
+use super::parse::Program;
+use crate::dsl::params::ArgValue;
+use crate::runtime::exec::{LaunchConfig, Traffic};
+use crate::target::Sm;
+
+/// What `multiprocessor_count` reports, and the `%nsmid` of every launch.
+pub const SM_COUNT: u32 = 4;
+
+/// The raw handle of the simulator's default stream (an id; streams are
+/// ordered trivially because the simulator runs every operation at once).
+pub const SIM_DEFAULT_STREAM: u64 = 0x5157_0000;
+
+/// The CPU PTX simulator: device memory plus launches.
+pub struct Sim {
+    pub(crate) sm: Sm,
+    pub(crate) mem: GlobalMem,
+    pub(crate) options: SimOptions,
+    pub(crate) cache: HashMap<String, Arc<Program>>,
+    pub(crate) traffic: Traffic,
+    /// Streams handed out through the executor interface (the default
+    /// stream is `SIM_DEFAULT_STREAM`).
+    pub(crate) streams: Vec<u64>,
+    pub(crate) next_stream: u64,
+    pub(crate) totals: BTreeMap<String, u64>,
+    pub(crate) total_instructions: u64,
+    pub(crate) clock: u64,
+}
+
+impl Sim {
+    /// A simulator for `sm` with checks on.
+    pub fn new(sm: Sm) -> Self {
+        Sim {
+            sm,
+            mem: GlobalMem {
+                allocs: Vec::new(),
+                last: 0,
+                next: GLOBAL_BASE,
+            },
+            options: SimOptions::default(),
+            cache: HashMap::new(),
+            traffic: Traffic::default(),
+            streams: Vec::new(),
+            next_stream: SIM_DEFAULT_STREAM + 1,
+            totals: BTreeMap::new(),
+            total_instructions: 0,
+            clock: 0,
+        }
+    }
+
+    /// The SM of this simulator.
+    pub fn sm_target(&self) -> Sm {
+        self.sm
+    }
+
+    pub fn options(&self) -> SimOptions {
+        self.options
+    }
+
+    pub fn set_options(&mut self, o: SimOptions) {
+        self.options = o;
+    }
+
+    /// Turn the optional checks on or off.
+    pub fn set_checks(&mut self, on: bool) {
+        self.options.checks = on;
+    }
+
+    /// Parse `ptx`, or return the cached program for the same text.
+    pub fn program(&mut self, ptx: &str) -> Result<Arc<Program>, SimError> {
+        if let Some(p) = self.cache.get(ptx) {
+            return Ok(p.clone());
+        }
+        let p = Arc::new(Program::parse(ptx)?);
+        self.cache.insert(ptx.to_string(), p.clone());
+        Ok(p)
+    }
+
+    /// Number of distinct PTX texts parsed and cached so far.
+    pub fn cache_len(&self) -> usize {
+        self.cache.len()
+    }
+
+    /// Instruction counts per opcode over every launch so far.
+    pub fn opcode_totals(&self) -> &BTreeMap<String, u64> {
+        &self.totals
+    }
+
+    /// Instructions over every launch so far.
+    pub fn total_instructions(&self) -> u64 {
+        self.total_instructions
+    }
+
+    /// Run `entry` of `prog` over the grid. Blocks run one after another in
+    /// x-fastest order; the launch stops at the first finding.
+    pub fn launch_program(
+        &mut self,
+        prog: &Program,
+        entry: &str,
+        cfg: LaunchConfig,
+        args: &[ArgValue],
+    ) -> Result<LaunchReport, SimError> {
+        let e = prog.entry(entry).ok_or_else(|| {
+            SimError::InvalidLaunch(format!(
+                "module has no entry `{entry}` (has {:?})",
+                prog.entry_names()
+            ))
+        })?;
+        let (bx, by, bz) = cfg.block;
+        let (gx, gy, gz) = cfg.grid;
+        let nthreads = bx as u64 * by as u64 * bz as u64;
+        if bx == 0 || by == 0 || bz == 0 || gx == 0 || gy == 0 || gz == 0 {
+            return Err(SimError::InvalidLaunch(format!(
+                "zero dimension in grid {:?} / block {:?}",
+                cfg.grid, cfg.block
+            )));
+        }
+        if nthreads > 1024 || bx > 1024 || by > 1024 || bz > 64 {
+            return Err(SimError::InvalidLaunch(format!(
+                "block {:?} exceeds (1024, 1024, 64) / 1024 threads",
+                cfg.block
+            )));
+        }
+        if gx > i32::MAX as u32 || gy > 65535 || gz > 65535 {
+            return Err(SimError::InvalidLaunch(format!(
+                "grid {:?} exceeds (2^31-1, 65535, 65535)",
+                cfg.grid
+            )));
+        }
+        if let Some(m) = e.maxntid
+            && nthreads > m.0 as u64 * m.1 as u64 * m.2 as u64
+        {
+            return Err(SimError::InvalidLaunch(format!(
+                "block {:?} exceeds .maxntid {:?} of `{entry}`",
+                cfg.block, m
+            )));
+        }
+        if let Some(r) = e.reqntid
+            && r != cfg.block
+        {
+            return Err(SimError::InvalidLaunch(format!(
+                "block {:?} differs from .reqntid {:?} of `{entry}`",
+                cfg.block, r
+            )));
+        }
+        let smem = e.dyn_shared_offset() as u64 + cfg.dynamic_smem_bytes as u64;
+        let limit = self.sm.info().max_smem_per_block_optin as u64;
+        if cfg.dynamic_smem_bytes > 0 && smem > limit {
+            return Err(SimError::InvalidLaunch(format!(
+                "{smem} bytes of shared memory exceed the {limit} of {}",
+                self.sm
+            )));
+        }
+        let cc = self.sm.info().cc.0 as u32 * 10 + self.sm.info().cc.1 as u32;
+        if prog.sm > 0 && !prog.runs_on(cc) {
+            return Err(SimError::InvalidLaunch(format!(
+                "module targets sm_{}{}, which does not run on the simulator's {}",
+                prog.sm,
+                prog.suffix.map_or(String::new(), String::from),
+                self.sm
+            )));
+        }
+        if !self.options.approx
+            && let Some(pc) = e
+                .insts
+                .iter()
+                .position(|i| matches!(i.op, Op::Approx { .. }))
+        {
+            return Err(SimError::Unsupported {
+                line: e.lines[pc],
+                instr: e.texts[pc].clone(),
+                reason: concat!(
+                    "approximate instruction: not bit-reproducible; set ",
+                    "SimOptions::approx to run it as the correctly rounded value"
+                )
+                .into(),
+            });
+        }
+        // parameters
+        if args.len() != e.params.len() {
+            return Err(SimError::InvalidLaunch(format!(
+                "`{entry}` takes {} parameters, got {} arguments",
+                e.params.len(),
+                args.len()
+            )));
+        }
+        let mut params = vec![0u8; e.param_bytes as usize];
+        for (p, a) in e.params.iter().zip(args) {
+            let mut slot = [0u8; 8];
+            a.write_le(&mut slot);
+            let len = a.size() as usize;
+            if len != p.size as usize {
+                return Err(SimError::InvalidLaunch(format!(
+                    "parameter `{}` of `{entry}` has {} bytes, argument {a:?} has {len}",
+                    p.name, p.size,
+                )));
+            }
+            params[p.offset as usize..p.offset as usize + len].copy_from_slice(&slot[..len]);
+        }
+        let n = nthreads as usize;
+        let smem_size = if e.dyn_shared_align > 1 || cfg.dynamic_smem_bytes > 0 {
+            smem
+        } else {
+            e.static_shared as u64
+        } as usize;
+        let threads = self.options.resolved_threads()?;
+        let k = Kernel {
+            e,
+            code: &e.code,
+            consts: &prog.consts,
+            params: &params,
+            cfg,
+            checks: self.options.checks,
+            limit: self.options.max_instructions.unwrap_or(u64::MAX),
+            clock_base: self.clock,
+            smem: smem_size,
+        };
+        let totals = grid::run(&mut self.mem, &k, threads)?;
+        self.clock = self.clock.wrapping_add(totals.clock_reads);
+        let counts = totals.counts;
+        let mut report = LaunchReport {
+            kernel: entry.to_string(),
+            threads_per_block: n as u32,
+            blocks: gx as u64 * gy as u64 * gz as u64,
+            barriers: totals.barriers,
+            ..Default::default()
+        };
+        for (pc, c) in counts.iter().enumerate() {
+            if *c == 0 {
+                continue;
+            }
+            let name = &e.opcodes[e.insts[pc].opcode as usize];
+            *report.per_opcode.entry(name.clone()).or_default() += c;
+            let base = name.split('.').next().unwrap_or(name);
+            *report.per_base.entry(base.to_string()).or_default() += c;
+            report.instructions += c;
+            if matches!(e.insts[pc].op, Op::Approx { .. }) {
+                report.approximate += c;
+            }
+        }
+        report.merge_into(&mut self.totals);
+        self.total_instructions += report.instructions;
+        self.traffic.launches += 1;
+        Ok(report)
+    }
+}

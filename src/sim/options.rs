@@ -1,0 +1,133 @@
+//! What a caller sets and gets back: [`SimOptions`] (checks, the
+//! instruction budget, approximate instructions) and the [`LaunchReport`]
+//! of one launch.
+
+use std::collections::BTreeMap;
+
+use super::SimError;
+#[cfg(doc)]
+use super::{Sim, Site};
+
+/// The default per-launch instruction budget,
+/// [`SimOptions::max_instructions`] of [`SimOptions::default`]: 10⁹ dynamic
+/// PTX instructions, summed over every block and thread of one launch.
+///
+/// Without a budget a kernel that never exits (a `bra` back to itself, a
+/// spin on a flag no thread sets) hangs the simulator, and the test or tool
+/// driving it, forever. With it such a launch ends with
+/// [`SimError::InstructionLimit`], whose [`Site`] names the kernel, the
+/// block, the thread and the PTX line (and instruction) it was spinning on.
+///
+/// Why 10⁹: the simulator issues roughly 2–3·10⁸ instructions per second
+/// per core with every check on (`cargo bench --bench sim`,
+/// `docs/perf.md`), about 3·10⁸ for a one-instruction `bra` loop, so a
+/// runaway launch ends after 3 to 10 seconds of CPU time in a release
+/// build (measured on a loaded 2-core machine: the default-budget spin of
+/// `tests/sim_budget.rs` takes 3.2 s). The blocks of a launch run in
+/// parallel; a spinning block runs to exactly its share of the budget
+/// (what the blocks before it left) while the others stop, so it is not
+/// run twice. The largest legitimate launch in this
+/// repository — every test, the benches' simulator cases and
+/// `examples/demo.rs` on sm_80/89/120 — issues 8.8·10⁷ instructions
+/// (`score_route_top_s_f32_v4`, grid 8 × 256, in the demo; the largest in
+/// the tests is `fp8_quantize_e4m3` with 7.4·10⁷), more than 11× below the
+/// budget.
+///
+/// Set `max_instructions` to another value, or to `None` for no limit,
+/// with [`Sim::set_options`]; from the command line `ptx_run
+/// --max-instructions N` sets it (`0` = no limit).
+pub const DEFAULT_INSTRUCTION_BUDGET: u64 = 1_000_000_000;
+
+/// Simulator options.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SimOptions {
+    /// Race, uninitialised-shared, uninitialised-register and `bra.uni`
+    /// uniformity checks (bounds, alignment, barrier and warp-divergence
+    /// checks are always on: they are needed for memory safety and for a
+    /// meaningful schedule). On by default.
+    pub checks: bool,
+    /// The per-launch instruction budget (runaway-loop guard): a launch
+    /// that would issue more instructions than this, over all its blocks
+    /// and threads, stops with [`SimError::InstructionLimit`]. `None` means
+    /// no limit. Default: `Some(`[`DEFAULT_INSTRUCTION_BUDGET`]`)`.
+    pub max_instructions: Option<u64>,
+    /// Execute approximate f32 instructions (`ex2/lg2/rsqrt/sin/cos/tanh
+    /// .approx`, `sqrt/rcp/div.approx`, `div.full`) as the correctly rounded
+    /// value. The GPU's results are only within NVIDIA's error bounds, so
+    /// these are not bit-exact; off by default (the launch is refused with
+    /// [`SimError::Unsupported`] naming the instruction), and counted in
+    /// [`LaunchReport::approximate`] when on.
+    pub approx: bool,
+    /// Worker threads that run the CTAs of a launch in parallel. `0` (the
+    /// default) means the `PTXSMITH_SIM_THREADS` environment variable if it
+    /// is set, else every core ([`std::thread::available_parallelism`]).
+    /// Results, memory, reports and findings are the same for every thread
+    /// count (module docs, *Execution model*); entries with global atomics
+    /// run their CTAs one after another whatever this says.
+    pub threads: usize,
+}
+
+/// The environment variable that sets the default thread count
+/// ([`SimOptions::threads`] `0`): a positive integer.
+pub const THREADS_ENV: &str = "PTXSMITH_SIM_THREADS";
+
+impl SimOptions {
+    /// The thread count a launch uses: [`SimOptions::threads`], else
+    /// `PTXSMITH_SIM_THREADS`, else every core.
+    ///
+    /// # Errors
+    /// [`SimError::InvalidLaunch`] naming the variable when it is set to
+    /// anything but a positive integer.
+    pub fn resolved_threads(&self) -> Result<usize, SimError> {
+        if self.threads > 0 {
+            return Ok(self.threads);
+        }
+        match std::env::var(THREADS_ENV) {
+            Ok(v) => match v.trim().parse::<usize>() {
+                Ok(n) if n > 0 => Ok(n),
+                _ => Err(SimError::InvalidLaunch(format!(
+                    "{THREADS_ENV}={v:?} is not a positive thread count"
+                ))),
+            },
+            Err(_) => Ok(std::thread::available_parallelism().map_or(1, |n| n.get())),
+        }
+    }
+}
+
+impl Default for SimOptions {
+    fn default() -> Self {
+        SimOptions {
+            checks: true,
+            max_instructions: Some(DEFAULT_INSTRUCTION_BUDGET),
+            approx: false,
+            threads: 0,
+        }
+    }
+}
+
+/// What one launch did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LaunchReport {
+    pub kernel: String,
+    /// Dynamic instructions issued (predicated-off instructions included).
+    pub instructions: u64,
+    /// Per full opcode string (`add.rn.f32`).
+    pub per_opcode: BTreeMap<String, u64>,
+    /// Per base opcode (`add`).
+    pub per_base: BTreeMap<String, u64>,
+    pub blocks: u64,
+    pub threads_per_block: u32,
+    /// Completed CTA-wide barriers, over all blocks.
+    pub barriers: u64,
+    /// Executed approximate instructions (see [`SimOptions::approx`]); when
+    /// non-zero the results are not bit-exact with the GPU.
+    pub approximate: u64,
+}
+
+impl LaunchReport {
+    pub(crate) fn merge_into(&self, tot: &mut BTreeMap<String, u64>) {
+        for (k, v) in &self.per_opcode {
+            *tot.entry(k.clone()).or_default() += v;
+        }
+    }
+}

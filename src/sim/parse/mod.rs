@@ -1,0 +1,117 @@
+//! PTX text → [`Program`]: the pre-decoded form the executor runs.
+//!
+//! One concern per file:
+//! * `lex`: comments, tokens and literals;
+//! * `directives`: module-scope directives (`.version`, `.target`,
+//!   `.shared`, `.const`, `.entry`), entry headers (parameters, performance
+//!   directives) and entry-scope declarations (`.reg`, `.shared`, `.local`,
+//!   labels), driving the decoder over the entry's instructions;
+//! * `operands`: operand syntax (registers, immediates, vectors,
+//!   addresses) and its resolution to register slots and immediate bits;
+//! * `decode`: instructions (opcode and modifiers → [`Op`]), with
+//!   `decode_cvt` for `setp`/`cvt` and `decode_mem` for `ld`/`st`/`atom`.
+//!
+//! Anything not understood is refused with the line number and the
+//! instruction text.
+
+mod decode;
+mod decode_cvt;
+mod decode_mem;
+mod directives;
+mod lex;
+mod operands;
+#[cfg(test)]
+mod tests;
+
+use super::error::SimError;
+use super::ir::*;
+use directives::Parser;
+use lex::Tok;
+/// A parsed PTX module: its entries, ready to launch many times.
+#[derive(Debug, Clone)]
+pub struct Program {
+    pub(crate) entries: Vec<Entry>,
+    /// `.target` as a number (e.g. 80 for `sm_80`).
+    pub(crate) sm: u32,
+    /// The target's suffix: `Some('a')` for an arch-specific target
+    /// (`sm_100a`), `Some('f')` for a family target (`sm_100f`).
+    pub(crate) suffix: Option<char>,
+    pub(crate) version: (u32, u32),
+    /// The `.const` bank (module-scope `.const` variables with initialisers).
+    pub(crate) consts: Vec<u8>,
+}
+
+impl Program {
+    /// Parse and decode PTX text.
+    pub fn parse(ptx: &str) -> Result<Program, SimError> {
+        Parser::new(ptx).module()
+    }
+
+    /// Names of the module's entries.
+    pub fn entry_names(&self) -> Vec<&str> {
+        self.entries.iter().map(|e| e.name.as_str()).collect()
+    }
+
+    /// The `.target` SM number (e.g. 89; 100 for `sm_100a`).
+    pub fn target_sm(&self) -> u32 {
+        self.sm
+    }
+
+    /// The `.target` suffix: `Some('a')` for an arch-specific target such
+    /// as `sm_100a`, `Some('f')` for a family target, `None` for a plain one.
+    pub fn target_suffix(&self) -> Option<char> {
+        self.suffix
+    }
+
+    /// Whether the module's target runs on a device of compute capability
+    /// `cc` (e.g. 100 for 10.0): a plain target on every device at least as
+    /// new, an `a` target only on exactly its architecture, an `f` target on
+    /// its family (same major version) from its own on (PTX ISA §11.1.2).
+    pub fn runs_on(&self, cc: u32) -> bool {
+        match self.suffix {
+            Some('a') => self.sm == cc,
+            Some(_) => self.sm / 10 == cc / 10 && self.sm <= cc,
+            None => self.sm <= cc,
+        }
+    }
+
+    /// The `.version` of the module.
+    pub fn version(&self) -> (u32, u32) {
+        self.version
+    }
+
+    /// Number of decoded instructions of `entry`.
+    pub fn instruction_count(&self, entry: &str) -> Option<usize> {
+        self.entry(entry).map(|e| e.insts.len())
+    }
+
+    /// The decoded entry `name` (parameters, static shared memory,
+    /// `.maxntid`/`.reqntid`, local frame size).
+    pub fn entry(&self, name: &str) -> Option<&Entry> {
+        self.entries.iter().find(|e| e.name == name)
+    }
+}
+
+/// The parameter list of `.entry name` in `ptx`, read from the entry's
+/// header alone (the body is not decoded, so this works for PTX the
+/// simulator cannot execute). The GPU runtime compares it with a module's
+/// declared parameters before its first launch.
+///
+/// # Errors
+/// [`SimError::Parse`] when there is no such entry or its header does not
+/// parse.
+pub fn entry_signature(ptx: &str, name: &str) -> Result<Vec<ParamInfo>, SimError> {
+    let mut p = Parser::new(ptx);
+    if let Some(e) = p.tok_err.take() {
+        return Err(e);
+    }
+    let at = p
+        .toks
+        .windows(2)
+        .position(|w| w[0].t == Tok::Id(".entry".into()) && w[1].t == Tok::Id(name.into()));
+    let Some(at) = at else {
+        return Err(p.perr(1, format!("no `.entry {name}` in the module")));
+    };
+    p.pos = at + 2;
+    Ok(p.param_list()?.0)
+}
