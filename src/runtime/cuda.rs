@@ -14,7 +14,6 @@ use std::sync::Arc;
 use oxicuda_driver::error::CudaError;
 use oxicuda_driver::module::{JitOptions, Module};
 use oxicuda_driver::stream::Stream;
-use oxicuda_launch::Kernel;
 
 use crate::dsl::PtxModule;
 use crate::dsl::params::{ArgValue, ParamDesc, ParamKind};
@@ -103,7 +102,7 @@ fn jit(module: &PtxModule, driver: Option<(u32, u32)>) -> Result<Arc<LoadedKerne
             CudaError::NotInitialized => driver_error("cuModuleLoadDataEx", e),
             other => jit_error(other.to_string(), String::new()),
         })?;
-    let kernel = Kernel::from_module(Arc::new(loaded), &module.kernel).map_err(|e| {
+    let function = loaded.get_function(&module.kernel).map_err(|e| {
         jit_error(
             format!(
                 "entry `{}` not found in the loaded module: {e}",
@@ -112,14 +111,14 @@ fn jit(module: &PtxModule, driver: Option<(u32, u32)>) -> Result<Arc<LoadedKerne
             String::new(),
         )
     })?;
-    let static_smem = kernel
-        .function()
+    let static_smem = function
         .shared_memory_bytes()
         .ok()
         .and_then(|b| u32::try_from(b).ok())
         .unwrap_or(0);
     Ok(Arc::new(LoadedKernel {
-        kernel,
+        function,
+        _module: loaded,
         static_smem,
         param_sizes,
     }))
@@ -412,12 +411,11 @@ impl Executor for Gpu {
         if needs_smem_opt_in(loaded.static_smem, cfg.dynamic_smem_bytes) {
             let bytes = i32::try_from(cfg.dynamic_smem_bytes).unwrap_or(i32::MAX);
             loaded
-                .kernel
-                .function()
+                .function
                 .set_max_dynamic_shared_memory(bytes)
                 .map_err(|e| launch_error("opting in to dynamic shared memory", e))?;
         }
-        if let Err(e) = ffi::launch(&loaded.kernel, &cfg, s, &pack) {
+        if let Err(e) = ffi::launch(&loaded.function, &cfg, s, &pack) {
             if is_sticky(&e) {
                 return Err(self.sync_error(Some(s), e));
             }

@@ -14,8 +14,8 @@ use oxicuda_driver::context::Context;
 use oxicuda_driver::device::Device;
 use oxicuda_driver::error::CudaError;
 use oxicuda_driver::loader::{driver_load_error, try_driver};
+use oxicuda_driver::module::{Function, Module};
 use oxicuda_driver::stream::Stream;
-use oxicuda_launch::Kernel;
 
 use crate::error::{Error, Result};
 use crate::runtime::cache::ModuleCache;
@@ -177,7 +177,10 @@ pub(crate) struct DevBuf {
 
 /// A JIT-compiled entry and what the launch checks need from it.
 pub(crate) struct LoadedKernel {
-    pub(crate) kernel: Kernel,
+    /// The entry's handle; valid while `_module` is loaded.
+    pub(crate) function: Function,
+    /// The loaded module (unloaded on drop, after the function's last use).
+    pub(crate) _module: Module,
     /// Static shared memory of the entry (`CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES`).
     pub(crate) static_smem: u32,
     /// Parameter sizes of the entry as its PTX text declares them.

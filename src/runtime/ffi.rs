@@ -31,8 +31,8 @@ use oxicuda_driver::device::Device;
 use oxicuda_driver::error::{CudaError, CudaResult};
 use oxicuda_driver::ffi::{CUevent, CUstream};
 use oxicuda_driver::loader::try_driver;
+use oxicuda_driver::module::Function;
 use oxicuda_driver::primary_context::PrimaryContext;
-use oxicuda_launch::Kernel;
 
 use crate::dsl::params::{ArgValue, ParamDesc, check_args};
 use crate::error::Result;
@@ -103,7 +103,7 @@ fn cu_stream(s: RawStream) -> CUstream {
     CUstream(s.0 as usize as *mut c_void)
 }
 
-/// Queue `kernel` on `stream` with the packed `args`.
+/// Queue `function` on `stream` with the packed `args`.
 ///
 /// The caller (the safe executor in `runtime::cuda`) has checked the pack
 /// against the entry's parameters, the launch shape against the device
@@ -111,22 +111,22 @@ fn cu_stream(s: RawStream) -> CUstream {
 /// entry points (`unsafe` in their public signature) pass the pointer
 /// obligation on to their callers.
 pub(crate) fn launch(
-    kernel: &Kernel,
+    function: &Function,
     cfg: &LaunchConfig,
     stream: RawStream,
     args: &ArgPack,
 ) -> CudaResult<()> {
     let api = try_driver()?;
     let mut ptrs = args.param_ptrs();
-    // SAFETY: `kernel.function()` is a live `CUfunction` owned by `kernel`
-    // (which holds its module). `ptrs` has exactly one entry per kernel
+    // SAFETY: `function` is a live `CUfunction` of a loaded module (the
+    // caller's `LoadedKernel` holds the module). `ptrs` has exactly one entry per kernel
     // parameter (ArgPack invariant), each pointing into `args.slots`, which
     // is borrowed for this whole call; `cuLaunchKernel` copies the values
     // into the launch before returning. `extra` is null. A stream that is
     // not valid in the current context makes the driver return an error.
     let rc = unsafe {
         (api.cu_launch_kernel)(
-            kernel.function().raw(),
+            function.raw(),
             cfg.grid.0,
             cfg.grid.1,
             cfg.grid.2,
