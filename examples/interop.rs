@@ -36,6 +36,7 @@ fn on_gpu(ctx: &Context) -> Result<bool> {
     ctx.make_current()?;
     let driver = |e| ptxsmith::Error::Driver {
         call: "oxicuda-memory",
+        code: ptxsmith::DriverCode::UNKNOWN,
         message: format!("{e}"),
     };
     let dx = DeviceBuffer::from_host(&x).map_err(driver)?;

@@ -564,7 +564,7 @@ fn gradients_match_finite_differences() {
 
 fn msg(e: Error) -> String {
     match e {
-        Error::InvalidArgument(m) => m,
+        Error::InvalidArgument(m) => m.to_string(),
         other => panic!("expected InvalidArgument, got {other:?}"),
     }
 }

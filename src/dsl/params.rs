@@ -100,7 +100,7 @@ impl ArgValue {
 /// alignment). Both the CUDA and the Sim backends call this before a launch.
 pub fn check_args(kernel: &str, params: &[ParamDesc], args: &[ArgValue]) -> Result<()> {
     if params.len() != args.len() {
-        return Err(Error::InvalidArgument(format!(
+        return Err(Error::invalid(format!(
             "kernel `{kernel}` takes {} parameters, got {} arguments",
             params.len(),
             args.len()
@@ -108,7 +108,7 @@ pub fn check_args(kernel: &str, params: &[ParamDesc], args: &[ArgValue]) -> Resu
     }
     for (p, a) in params.iter().zip(args) {
         if !a.matches(p.kind) {
-            return Err(Error::InvalidArgument(format!(
+            return Err(Error::invalid(format!(
                 "kernel `{kernel}` parameter `{}` is {:?}, got {:?}",
                 p.name, p.kind, a
             )));
@@ -116,7 +116,7 @@ pub fn check_args(kernel: &str, params: &[ParamDesc], args: &[ArgValue]) -> Resu
         if let (ArgValue::Ptr(addr), ParamKind::GlobalPtr { align, .. }) = (a, p.kind)
             && addr % u64::from(align) != 0
         {
-            return Err(Error::InvalidArgument(format!(
+            return Err(Error::invalid(format!(
                 "kernel `{kernel}` parameter `{}` needs {align}-byte alignment, got address {addr:#x}",
                 p.name
             )));

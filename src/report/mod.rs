@@ -227,7 +227,7 @@ pub fn generate(tools: &NvTools) -> Result<Report> {
     }
     let tools_v = tools
         .versions()
-        .map_err(|e| Error::InvalidArgument(format!("NVIDIA tools: {e}")))?;
+        .map_err(|e| Error::invalid(format!("NVIDIA tools: {e}")))?;
     let next = std::sync::atomic::AtomicUsize::new(0);
     let results: Vec<(usize, Result<Row>)> = std::thread::scope(|s| {
         let workers: Vec<_> = (0..2)

@@ -14,7 +14,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::error::{Error, Result};
+use crate::error::{ArgError, Error, Result};
 use crate::runtime::context::Context;
 
 /// Where a kernel call should run.
@@ -69,10 +69,10 @@ impl FromStr for Backend {
             .into_iter()
             .find(|b| b.name().eq_ignore_ascii_case(t))
             .ok_or_else(|| {
-                Error::InvalidArgument(format!(
-                    "unknown backend `{s}` (expected one of: {})",
-                    Backend::ALL.map(Backend::name).join(", ")
-                ))
+                let names = Backend::ALL.map(Backend::name).join(", ");
+                ArgError::new("backend", format!("one of: {names}"), format!("`{s}`"))
+                    .with_message(format!("unknown backend `{s}` (expected one of: {names})"))
+                    .into()
             })
     }
 }

@@ -23,7 +23,7 @@ use std::ops::{Bound, RangeBounds};
 use bytemuck::Pod;
 
 use crate::dsl::types::{Elem, F32, S32, U8, U16, U32, U64};
-use crate::error::{Error, Result};
+use crate::error::{ArgError, Result};
 use crate::runtime::context::Context;
 #[cfg(doc)]
 use crate::runtime::context::Stream;
@@ -59,11 +59,16 @@ fn resolve_range(range: impl RangeBounds<usize>, len: usize) -> Result<(usize, u
     };
     match (start, end) {
         (Some(s), Some(e)) if s <= e && e <= len => Ok((s, e)),
-        _ => Err(Error::InvalidArgument(format!(
-            "range {:?}..{:?} is out of bounds of a device slice of {len} elements",
-            range.start_bound(),
-            range.end_bound()
-        ))),
+        _ => {
+            let r = format!("{:?}..{:?}", range.start_bound(), range.end_bound());
+            Err(
+                ArgError::new("range", format!("within 0..{len}"), r.clone())
+                    .with_message(format!(
+                        "range {r} is out of bounds of a device slice of {len} elements"
+                    ))
+                    .into(),
+            )
+        }
     }
 }
 
@@ -127,12 +132,18 @@ macro_rules! view_common {
                 if self.addr.is_multiple_of(align) {
                     return Ok(());
                 }
-                Err(Error::InvalidArgument(format!(
+                Err(ArgError::new(
+                    what,
+                    format!("a {align}-byte aligned device address"),
+                    format!("{:#x}", self.addr),
+                )
+                .with_message(format!(
                     "{what}: device address {:#x} is not {align}-byte aligned (offset {} bytes into a 256-byte aligned allocation); slice at a multiple of {} elements",
                     self.addr,
                     self.addr % 256,
                     align / size_of::<T>().max(1) as u64
-                )))
+                ))
+                .into())
             }
         }
     };
@@ -196,10 +207,14 @@ impl<'a, T: DeviceRepr> DeviceSliceMut<'a, T> {
         mid: usize,
     ) -> Result<(DeviceSliceMut<'a, T>, DeviceSliceMut<'a, T>)> {
         if mid > self.len {
-            return Err(Error::InvalidArgument(format!(
-                "split at {mid} of a device slice of {} elements",
-                self.len
-            )));
+            return Err(
+                ArgError::new("mid", format!("at most {}", self.len), mid.to_string())
+                    .with_message(format!(
+                        "split at {mid} of a device slice of {} elements",
+                        self.len
+                    ))
+                    .into(),
+            );
         }
         let at = self.addr + (mid * size_of::<T>()) as u64;
         Ok((
@@ -370,6 +385,7 @@ const _: () = {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Error;
 
     #[test]
     fn ranges_resolve_or_name_the_bounds() {

@@ -49,7 +49,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::dsl::PtxModule;
 use crate::dsl::params::{ArgValue, DevPtr};
-use crate::error::{Error, Result};
+use crate::error::{ArgError, DriverCode, Error, Result};
 use crate::runtime::buffer::{AsDevice, AsDeviceMut, DeviceBuffer, DeviceRepr};
 use crate::runtime::device::{Gpu, GpuInfo, cuda_unavailable_reason};
 use crate::runtime::exec::{Executor, LaunchConfig, PointerCheck, RawStream, Traffic};
@@ -194,6 +194,7 @@ impl Context {
             registry.remove(&ordinal);
             Gpu::reset_primary(ordinal).map_err(|e| Error::Driver {
                 call: "cuDevicePrimaryCtxReset",
+                code: e.driver_code().unwrap_or(DriverCode::UNKNOWN),
                 message: format!(
                     "device {ordinal} could not be reset after the fault ({fault}): {e}; the process must restart to use it again"
                 ),
@@ -280,7 +281,7 @@ impl Context {
 
     fn alloc_inner<T: DeviceRepr>(&self, len: usize, zeroed: bool) -> Result<DeviceBuffer<T>> {
         let bytes = len.checked_mul(size_of::<T>()).ok_or_else(|| {
-            Error::InvalidArgument(format!(
+            Error::invalid(format!(
                 "allocation of {len} elements of {} bytes overflows",
                 size_of::<T>()
             ))
@@ -417,9 +418,15 @@ impl fmt::Debug for Stream {
 }
 
 fn length_mismatch(op: &str, device: usize, host: usize) -> Error {
-    Error::InvalidArgument(format!(
+    ArgError::new(
+        "host slice",
+        format!("{device} elements (the device slice's length)"),
+        format!("{host} elements"),
+    )
+    .with_message(format!(
         "{op}: device slice has {device} elements, host slice {host}"
     ))
+    .into()
 }
 
 impl Stream {
@@ -545,10 +552,16 @@ impl Stream {
         self.ctx.check_owner("the destination buffer", d.ctx)?;
         self.ctx.check_owner("the source buffer", s.ctx)?;
         if d.len != s.len {
-            return Err(Error::InvalidArgument(format!(
+            return Err(ArgError::new(
+                "destination",
+                format!("{} elements (the source's length)", s.len),
+                format!("{} elements", d.len),
+            )
+            .with_message(format!(
                 "device copy: destination has {} elements, source {}",
                 d.len, s.len
-            )));
+            ))
+            .into());
         }
         let bytes = s.len * size_of::<T>();
         let mut st = self.ctx.state();

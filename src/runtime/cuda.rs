@@ -18,7 +18,7 @@ use oxicuda_driver::stream::Stream;
 use crate::dsl::PtxModule;
 use crate::dsl::params::{ArgValue, ParamDesc, ParamKind};
 use crate::error::{Error, Result};
-use crate::runtime::device::{DevBuf, Gpu, LoadedKernel, driver_error};
+use crate::runtime::device::{DevBuf, Gpu, LoadedKernel, code_of, driver_error};
 use crate::runtime::exec::{Executor, LaunchConfig, PointerCheck, RawStream, Traffic};
 use crate::runtime::ffi::{self, ArgPack, DeviceAlloc};
 use crate::target::{MAX_THREADS_PER_BLOCK, STATIC_SMEM_LIMIT, Sm};
@@ -27,7 +27,7 @@ use crate::target::{MAX_THREADS_PER_BLOCK, STATIC_SMEM_LIMIT, Sm};
 /// (how the driver reads the argument pack).
 fn ptx_param_sizes(module: &PtxModule) -> Result<Vec<u32>> {
     let sig = crate::sim::parse::entry_signature(&module.ptx, &module.kernel).map_err(|e| {
-        Error::InvalidArgument(format!(
+        Error::invalid(format!(
             "module `{}`: cannot read the entry parameter list from its PTX: {e}",
             module.kernel
         ))
@@ -46,7 +46,7 @@ fn check_declared(module: &PtxModule, in_ptx: &[u32]) -> Result<()> {
     };
     let declared: Vec<u32> = module.params.iter().map(size).collect();
     if declared != in_ptx {
-        return Err(Error::InvalidArgument(format!(
+        return Err(Error::invalid(format!(
             "module `{}`: its PTX entry takes parameters of {in_ptx:?} bytes, its description says {declared:?}",
             module.kernel
         )));
@@ -138,21 +138,21 @@ fn check_config(kernel: &str, cfg: &LaunchConfig, static_smem: u32, max_smem: u3
     let (gx, gy, gz) = cfg.grid;
     let (bx, by, bz) = cfg.block;
     if [gx, gy, gz, bx, by, bz].contains(&0) {
-        return Err(Error::InvalidArgument(format!(
+        return Err(Error::invalid(format!(
             "launch of `{kernel}`: grid {:?} and block {:?} must have no zero dimension",
             cfg.grid, cfg.block
         )));
     }
     let threads = u64::from(bx) * u64::from(by) * u64::from(bz);
     if threads > u64::from(MAX_THREADS_PER_BLOCK) {
-        return Err(Error::InvalidArgument(format!(
+        return Err(Error::invalid(format!(
             "launch of `{kernel}`: block {:?} has {threads} threads, above {MAX_THREADS_PER_BLOCK}",
             cfg.block
         )));
     }
     let total = u64::from(static_smem) + u64::from(cfg.dynamic_smem_bytes);
     if total > u64::from(max_smem) {
-        return Err(Error::InvalidArgument(format!(
+        return Err(Error::invalid(format!(
             "launch of `{kernel}`: {static_smem} bytes of static + {} bytes of dynamic shared memory = {total}, the device allows {max_smem} per block",
             cfg.dynamic_smem_bytes
         )));
@@ -194,7 +194,7 @@ impl Gpu {
             {
                 Ok((b, (addr - base) as usize))
             }
-            _ => Err(Error::InvalidArgument(format!(
+            _ => Err(Error::invalid(format!(
                 "{op}: [{addr:#x}, +{len}) is not inside a live buffer of device {}",
                 self.info.ordinal
             ))),
@@ -208,7 +208,7 @@ impl Gpu {
         for (p, a) in module.params.iter().zip(args) {
             let ArgValue::Ptr(addr) = *a else { continue };
             if addr != 0 && self.find(addr, 0, "").is_err() {
-                return Err(Error::InvalidArgument(format!(
+                return Err(Error::invalid(format!(
                     "kernel `{}` parameter `{}` = {addr:#x} is not inside a live buffer of device {}",
                     module.kernel, p.name, self.info.ordinal
                 )));
@@ -236,6 +236,7 @@ impl Gpu {
         };
         let err = Error::Launch {
             kernel: kernel.clone(),
+            code: code_of(&e),
             message: format!(
                 "queued work failed on device {} ({e}); kernels queued since the last synchronisation: {kernel}",
                 self.info.ordinal
@@ -291,6 +292,7 @@ impl Executor for Gpu {
         let mem = DeviceAlloc::new(bytes).map_err(|e| match e {
             CudaError::OutOfMemory => Error::Driver {
                 call: "cuMemAlloc",
+                code: code_of(&e),
                 message: format!(
                     "out of device memory allocating {bytes} bytes on device {}",
                     self.info.ordinal
@@ -314,7 +316,7 @@ impl Executor for Gpu {
 
     fn free(&mut self, addr: u64) -> Result<()> {
         if !self.buffers.contains_key(&addr) {
-            return Err(Error::InvalidArgument(format!(
+            return Err(Error::invalid(format!(
                 "free of {addr:#x}, which is not a live buffer of device {}",
                 self.info.ordinal
             )));
@@ -403,6 +405,7 @@ impl Executor for Gpu {
         )?;
         let launch_error = |stage: &str, e: CudaError| Error::Launch {
             kernel: module.kernel.clone(),
+            code: code_of(&e),
             message: format!(
                 "{stage} (grid {:?}, block {:?}, {} B dynamic + {} B static smem): {e}",
                 cfg.grid, cfg.block, cfg.dynamic_smem_bytes, loaded.static_smem

@@ -17,7 +17,7 @@ use oxicuda_driver::loader::{driver_load_error, try_driver};
 use oxicuda_driver::module::{Function, Module};
 use oxicuda_driver::stream::Stream;
 
-use crate::error::{Error, Result};
+use crate::error::{DriverCode, Error, Result};
 use crate::runtime::cache::ModuleCache;
 use crate::runtime::exec::Traffic;
 use crate::runtime::ffi::{self, DeviceAlloc};
@@ -26,6 +26,11 @@ use crate::target::Sm;
 /// Device names of the CUDA driver emulator (`cuda-emu/`, a `libcuda.so.1`
 /// that runs kernels on the simulator) start with this.
 pub const EMULATOR_NAME_PREFIX: &str = "ptxsmith-emu";
+
+/// The driver's result code of `e`.
+pub(crate) fn code_of(e: &CudaError) -> DriverCode {
+    DriverCode(e.as_raw())
+}
 
 /// Map a driver error to ptxsmith's [`Error`]: "driver not loadable / no
 /// device" becomes [`Error::NoDevice`] with the loader's reason, anything
@@ -41,6 +46,7 @@ pub(crate) fn driver_error(call: &'static str, e: CudaError) -> Error {
         )),
         other => Error::Driver {
             call,
+            code: code_of(&other),
             message: other.to_string(),
         },
     }
@@ -230,6 +236,7 @@ fn attr(dev: &Device, what: &'static str, r: oxicuda_driver::CudaResult<i32>) ->
     let v = r.map_err(|e| driver_error(what, e))?;
     u32::try_from(v).map_err(|_| Error::Driver {
         call: what,
+        code: DriverCode::UNKNOWN,
         message: format!("device {} reported {v}", dev.ordinal()),
     })
 }

@@ -44,7 +44,7 @@ fn limit(what: &str, value: usize, max: usize) -> Result<()> {
     if value <= max {
         return Ok(());
     }
-    Err(Error::InvalidArgument(format!(
+    Err(Error::invalid(format!(
         "block_ell: {what} = {value} exceeds the kernels' limit {max}"
     )))
 }

@@ -176,14 +176,14 @@ pub fn ema_update_dev(
     decay: f32,
 ) -> Result<()> {
     if !(0.0..=1.0).contains(&decay) {
-        return Err(Error::InvalidArgument(format!(
+        return Err(Error::invalid(format!(
             "block_ell: EMA decay = {decay} is outside [0, 1]"
         )));
     }
     let len = scores.as_device().len();
     expect_len("values", values.as_device().len(), len, "scores.len()")?;
     if u32::try_from(len).is_err() {
-        return Err(Error::InvalidArgument(format!(
+        return Err(Error::invalid(format!(
             "block_ell: {len} scores exceed the kernel's limit {}",
             u32::MAX
         )));

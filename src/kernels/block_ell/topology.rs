@@ -181,7 +181,7 @@ pub fn retopology(
     validate_col(dims, col)?;
     let new_dims = dims.with_k(new_k)?;
     validate_col(&new_dims, new_col).map_err(|e| match e {
-        Error::InvalidArgument(m) => Error::InvalidArgument(format!("new_col: {m}")),
+        Error::InvalidArgument(m) => Error::invalid(format!("new_col: {m}")),
         other => other,
     })?;
     let (b, k_old) = (dims.b(), dims.k());

@@ -58,7 +58,7 @@ fn limit(what: &str, value: usize) -> Result<()> {
     if value <= MAX_EXTENT {
         return Ok(());
     }
-    Err(Error::InvalidArgument(format!(
+    Err(Error::invalid(format!(
         "block_scaled: {what} = {value} exceeds the kernels' limit {MAX_EXTENT}"
     )))
 }
@@ -77,7 +77,7 @@ fn at_least(what: &str, got: usize, want: usize, of: &str) -> Result<()> {
     if got >= want {
         return Ok(());
     }
-    Err(Error::InvalidArgument(format!(
+    Err(Error::invalid(format!(
         "block_scaled: {what} has {got} elements, {of} needs at least {want}"
     )))
 }
@@ -86,7 +86,7 @@ fn check_recipe(recipe: Recipe, shape: &Shape) -> Result<()> {
     if recipe.format() == shape.format() {
         return Ok(());
     }
-    Err(Error::InvalidArgument(format!(
+    Err(Error::invalid(format!(
         "block_scaled: shape was checked for {:?} but the recipe is {:?}",
         shape.format(),
         recipe.format()
@@ -113,11 +113,11 @@ fn check_global(format: Format, global: Option<usize>) -> Result<()> {
             GLOBAL_LEN,
             "[amax_g, S_enc, S_dec]",
         ),
-        (Format::Nvfp4, None) => Err(Error::InvalidArgument(
-            "block_scaled: NVFP4 needs a global-scale buffer of 3 floats".into(),
+        (Format::Nvfp4, None) => Err(Error::invalid(
+            "block_scaled: NVFP4 needs a global-scale buffer of 3 floats",
         )),
         (_, None) => Ok(()),
-        (f, Some(_)) => Err(Error::InvalidArgument(format!(
+        (f, Some(_)) => Err(Error::invalid(format!(
             "block_scaled: a {f:?} tensor has no global scale, but a buffer was given"
         ))),
     }
@@ -190,7 +190,7 @@ pub fn quantize_dev(
     let dims = shape.scale_dims();
     let (xs, cs, ss) = (x.as_device(), codes.as_device(), scales.as_device());
     if xs.len() != shape.len() {
-        return Err(Error::InvalidArgument(format!(
+        return Err(Error::invalid(format!(
             "block_scaled: x has {} elements, expected {} for {}",
             xs.len(),
             shape.len(),
@@ -344,7 +344,7 @@ fn check_raw_align(what: &str, addr: CUdeviceptr, align: u64) -> Result<()> {
     if aligned(addr, align) {
         return Ok(());
     }
-    Err(Error::InvalidArgument(format!(
+    Err(Error::invalid(format!(
         "block_scaled: {what} at {addr:#x} is not {align}-byte aligned"
     )))
 }
@@ -719,7 +719,7 @@ fn exact_scales(got: usize, dims: &ScaleDims, layout: ScaleLayout) -> Result<()>
     if got == want {
         return Ok(());
     }
-    Err(Error::InvalidArgument(format!(
+    Err(Error::invalid(format!(
         "block_scaled: {layout:?} scale buffer has {got} bytes, expected {want} for L = {}, \
          M = {}, nkb = {}",
         dims.l(),
@@ -735,7 +735,7 @@ fn check_block_scaled(q: &BlockScaled) -> Result<()> {
     check_limits(&q.shape)?;
     let shape = &q.shape;
     if q.codes.len() != shape.codes_len() {
-        return Err(Error::InvalidArgument(format!(
+        return Err(Error::invalid(format!(
             "block_scaled: codes has {} bytes, expected {} for {}",
             q.codes.len(),
             shape.codes_len(),
@@ -762,7 +762,7 @@ pub fn quantize(
     check_recipe(recipe, &shape)?;
     check_limits(&shape)?;
     if xs.len() != shape.len() {
-        return Err(Error::InvalidArgument(format!(
+        return Err(Error::invalid(format!(
             "block_scaled: input has {} elements, expected {} for {}",
             xs.len(),
             shape.len(),

@@ -16,17 +16,15 @@ use crate::runtime::exec::{CUdeviceptr, LaunchConfig, PointerCheck, RawStream};
 
 /// Check `rows` and `n` against the kernel's limits; returns them as u32.
 fn check_dims(rows: usize, n: usize) -> Result<(u32, u32)> {
-    rows.checked_mul(n).ok_or_else(|| {
-        Error::InvalidArgument(format!("rows × n overflows: rows = {rows}, n = {n}"))
-    })?;
+    rows.checked_mul(n)
+        .ok_or_else(|| Error::invalid(format!("rows × n overflows: rows = {rows}, n = {n}")))?;
     // The kernel's grid-stride loop adds the grid size to a u32 row index,
     // so keep rows well below the wrap point.
     let rows32 = u32::try_from(rows)
         .ok()
         .filter(|r| *r <= u32::MAX / 2)
-        .ok_or_else(|| Error::InvalidArgument(format!("rows = {rows} exceeds {}", u32::MAX / 2)))?;
-    let n32 =
-        u32::try_from(n).map_err(|_| Error::InvalidArgument(format!("n = {n} exceeds u32")))?;
+        .ok_or_else(|| Error::invalid(format!("rows = {rows} exceeds {}", u32::MAX / 2)))?;
+    let n32 = u32::try_from(n).map_err(|_| Error::invalid(format!("n = {n} exceeds u32")))?;
     Ok((rows32, n32))
 }
 
@@ -42,19 +40,19 @@ fn check_shape(
     let dims = check_dims(rows, n)?;
     let want = rows * n;
     if x != want {
-        return Err(Error::InvalidArgument(format!(
+        return Err(Error::invalid(format!(
             "x has {x} elements, expected rows × n = {rows} × {n} = {want}"
         )));
     }
     if y != n {
-        return Err(Error::InvalidArgument(format!(
+        return Err(Error::invalid(format!(
             "y has {y} elements, expected n = {n}"
         )));
     }
     if let Some(out) = out
         && out != rows
     {
-        return Err(Error::InvalidArgument(format!(
+        return Err(Error::invalid(format!(
             "out has {out} elements, expected rows = {rows}"
         )));
     }

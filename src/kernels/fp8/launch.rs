@@ -57,7 +57,7 @@ pub fn validate_scale(scale: f32) -> Result<()> {
     if scale.is_finite() && scale > 0.0 {
         return Ok(());
     }
-    Err(Error::InvalidArgument(format!(
+    Err(Error::invalid(format!(
         "fp8 quantize_with_scale: scale must be finite and > 0, got {scale:?} (bits {:#010x})",
         scale.to_bits()
     )))
@@ -69,7 +69,7 @@ fn check_aligned(what: &str, addr: u64, align: u64) -> Result<()> {
     if addr.is_multiple_of(align) {
         return Ok(());
     }
-    Err(Error::InvalidArgument(format!(
+    Err(Error::invalid(format!(
         "fp8: {what} at device address {addr:#x} is not {align}-byte aligned (the kernels access {align} bytes at a time; slice at a multiple of {} elements)",
         if what.starts_with("codes") {
             align
@@ -83,7 +83,7 @@ fn same_len(what: &str, got: usize, want: usize, of: &str) -> Result<()> {
     if got == want {
         return Ok(());
     }
-    Err(Error::InvalidArgument(format!(
+    Err(Error::invalid(format!(
         "fp8: {what} has {got} elements, {of} has {want}"
     )))
 }
@@ -92,7 +92,7 @@ fn stats_len(got: usize) -> Result<()> {
     if got == STATS_LEN {
         return Ok(());
     }
-    Err(Error::InvalidArgument(format!(
+    Err(Error::invalid(format!(
         "fp8: the stats buffer has {got} elements, expected {STATS_LEN} ([amax, scale, scale_inv])"
     )))
 }

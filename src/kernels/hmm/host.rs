@@ -60,7 +60,7 @@ pub(crate) fn expect(what: &str, got: usize, want: usize, shape: &str) -> Result
 /// indices within a sequence.
 pub fn validate_shape(batch: usize, t: usize, s: usize) -> Result<()> {
     if s == 0 || s > MAX_STATES {
-        return Err(Error::InvalidArgument(format!(
+        return Err(Error::invalid(format!(
             "hmm: S = {s} states; supported are 1..={MAX_STATES}"
         )));
     }
@@ -70,7 +70,7 @@ pub fn validate_shape(batch: usize, t: usize, s: usize) -> Result<()> {
         (Some(p), Some(_)) if p <= u32::MAX as usize / 2 && batch <= u32::MAX as usize / 2 => {
             Ok(())
         }
-        _ => Err(Error::InvalidArgument(format!(
+        _ => Err(Error::invalid(format!(
             "hmm: batch = {batch}, T = {t}, S = {s}: the sizes overflow or exceed the kernels' 32-bit indices"
         ))),
     }

@@ -14,16 +14,16 @@ pub const CHUNK: usize = 256;
 /// [`Error::InvalidArgument`] naming the values.
 pub fn validate_shape(rows: usize, t: usize) -> Result<()> {
     let n = rows.checked_mul(t).ok_or_else(|| {
-        Error::InvalidArgument(format!("logcumsumexp: rows × T overflows ({rows} × {t})"))
+        Error::invalid(format!("logcumsumexp: rows × T overflows ({rows} × {t})"))
     })?;
     if t > u32::MAX as usize / 2 || rows > u32::MAX as usize / 2 {
-        return Err(Error::InvalidArgument(format!(
+        return Err(Error::invalid(format!(
             "logcumsumexp: rows = {rows}, T = {t}: each must stay below 2^31"
         )));
     }
     let chunks = rows.saturating_mul(t.div_ceil(CHUNK));
     if chunks > u32::MAX as usize / 2 || n as u64 > u64::MAX / 8 {
-        return Err(Error::InvalidArgument(format!(
+        return Err(Error::invalid(format!(
             "logcumsumexp: {rows} rows of {t} make {chunks} chunks, above 2^31"
         )));
     }
@@ -35,7 +35,7 @@ pub fn expect_len(what: &str, len: usize, rows: usize, t: usize) -> Result<()> {
     if len == rows * t {
         return Ok(());
     }
-    Err(Error::InvalidArgument(format!(
+    Err(Error::invalid(format!(
         "logcumsumexp: {what} has {len} elements, expected rows × T = {rows} × {t} = {}",
         rows * t
     )))

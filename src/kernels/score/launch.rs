@@ -93,7 +93,7 @@ const MAX_GRID: u64 = (1 << 31) - 1;
 pub const SPLIT_STATE_BUDGET: u64 = 256 << 20;
 
 fn too_big(what: &str, v: u64, limit: u64) -> Error {
-    Error::InvalidArgument(format!(
+    Error::invalid(format!(
         "score: {what} = {v} exceeds the kernels' limit {limit}"
     ))
 }
@@ -113,7 +113,7 @@ fn check_dims(rows: usize, k: usize, p: usize) -> Result<(u32, u32, u32)> {
 /// 16-byte staging loads need whole vectors in every row.
 fn check_vec4(t: &ScoreTuning, p: usize) -> Result<()> {
     if t.vec4 && !p.is_multiple_of(4) {
-        return Err(Error::InvalidArgument(format!(
+        return Err(Error::invalid(format!(
             "score tuning: vec4 needs P % 4 = 0, got P = {p}"
         )));
     }
@@ -122,19 +122,19 @@ fn check_vec4(t: &ScoreTuning, p: usize) -> Result<()> {
 
 /// Check the lengths of `x` (`rows × P`) and `D` (`K × P`).
 fn check_lens(x: usize, d: usize, rows: usize, k: usize, p: usize) -> Result<()> {
-    let want_x = rows.checked_mul(p).ok_or_else(|| {
-        Error::InvalidArgument(format!("score: rows × P overflows ({rows} × {p})"))
-    })?;
+    let want_x = rows
+        .checked_mul(p)
+        .ok_or_else(|| Error::invalid(format!("score: rows × P overflows ({rows} × {p})")))?;
     let want_d = k
         .checked_mul(p)
-        .ok_or_else(|| Error::InvalidArgument(format!("score: K × P overflows ({k} × {p})")))?;
+        .ok_or_else(|| Error::invalid(format!("score: K × P overflows ({k} × {p})")))?;
     if x != want_x {
-        return Err(Error::InvalidArgument(format!(
+        return Err(Error::invalid(format!(
             "score: x has {x} elements, expected rows × P = {rows} × {p} = {want_x}"
         )));
     }
     if d != want_d {
-        return Err(Error::InvalidArgument(format!(
+        return Err(Error::invalid(format!(
             "score: D has {d} elements, expected K × P = {k} × {p} = {want_d}"
         )));
     }
@@ -144,7 +144,7 @@ fn check_lens(x: usize, d: usize, rows: usize, k: usize, p: usize) -> Result<()>
 /// 16-byte staging loads: `x` and `D` must start on a 16-byte boundary.
 fn check_vec4_addr(t: &ScoreTuning, what: &str, addr: u64) -> Result<()> {
     if t.vec4 && !addr.is_multiple_of(16) {
-        return Err(Error::InvalidArgument(format!(
+        return Err(Error::invalid(format!(
             "score: {what} at device address {addr:#x} is not 16-byte aligned, which the vec4 tuning's 16-byte loads need (slice at a multiple of 4 floats, or use a tuning without vec4)"
         )));
     }
@@ -216,12 +216,12 @@ pub fn score_block_dev(
     tuning: Option<ScoreTuning>,
 ) -> Result<()> {
     check_lens(x.as_device().len(), d.as_device().len(), rows, k, p)?;
-    let want = rows.checked_mul(k).ok_or_else(|| {
-        Error::InvalidArgument(format!("score: rows × K overflows ({rows} × {k})"))
-    })?;
+    let want = rows
+        .checked_mul(k)
+        .ok_or_else(|| Error::invalid(format!("score: rows × K overflows ({rows} × {k})")))?;
     let got = out.as_device().len();
     if got != want {
-        return Err(Error::InvalidArgument(format!(
+        return Err(Error::invalid(format!(
             "score: out has {got} elements, expected rows × K = {rows} × {k} = {want}"
         )));
     }
@@ -442,7 +442,7 @@ fn default_route(
 /// `1 ≤ s ≤ K`.
 fn check_s(s: usize, k: usize) -> Result<()> {
     if s == 0 || s > k {
-        return Err(Error::InvalidArgument(format!(
+        return Err(Error::invalid(format!(
             "score route: s = {s} must be in 1..=K (K = {k})"
         )));
     }
@@ -598,7 +598,7 @@ fn route_core(
         || u64::from(splits - 1) * u64::from(atoms_per_split) >= k as u64
         || row_tiles != rows32.div_ceil(t.bm)
     {
-        return Err(Error::InvalidArgument(format!(
+        return Err(Error::invalid(format!(
             "score: inconsistent route plan {plan:?} for rows={rows}, K={k}"
         )));
     }

@@ -161,7 +161,7 @@ pub enum TuningError {
 
 impl From<TuningError> for Error {
     fn from(e: TuningError) -> Self {
-        Error::InvalidArgument(format!("score tuning: {e}"))
+        Error::invalid(format!("score tuning: {e}"))
     }
 }
 

@@ -35,7 +35,7 @@ pub fn better(c: f32, best: f32) -> bool {
 fn product(what: &str, dims: &[usize]) -> Result<usize> {
     dims.iter()
         .try_fold(1usize, |acc, &d| acc.checked_mul(d))
-        .ok_or_else(|| Error::InvalidArgument(format!("viterbi: {what} {dims:?} overflows")))
+        .ok_or_else(|| Error::invalid(format!("viterbi: {what} {dims:?} overflows")))
 }
 
 /// `got` must be `want` (see [`crate::kernels::seq::expect_len`]).
@@ -69,14 +69,14 @@ pub fn validate(
 /// The shape rules alone (for entry points whose inputs are on a device).
 pub fn validate_shape(batch: usize, t: usize, s: usize) -> Result<()> {
     if s == 0 || s > MAX_STATES {
-        return Err(Error::InvalidArgument(format!(
+        return Err(Error::invalid(format!(
             "viterbi: S = {s} states; supported are 1..={MAX_STATES}"
         )));
     }
     product("batch × T × S", &[batch, t, s])?;
     let per_seq = product("T × S", &[t, s])?;
     if per_seq > u32::MAX as usize || batch > u32::MAX as usize || t > u32::MAX as usize / 2 {
-        return Err(Error::InvalidArgument(format!(
+        return Err(Error::invalid(format!(
             "viterbi: T × S = {per_seq} (T = {t}), batch = {batch}: above the kernel's 32-bit limits"
         )));
     }
