@@ -11,6 +11,7 @@ mod convert;
 pub(crate) mod ir;
 mod loops;
 pub mod math;
+pub mod memo;
 pub mod params;
 pub(crate) mod printer;
 pub mod types;

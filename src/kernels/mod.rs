@@ -12,6 +12,22 @@ pub mod score;
 pub(crate) mod seq;
 pub mod viterbi;
 
+/// The memoised module of generator `$gen` for target `$sm` and the
+/// generator's other arguments (see [`crate::dsl::memo`]): generated on
+/// the first launch, shared by every later one.
+macro_rules! memo {
+    ($gen:path, $sm:expr $(, $arg:expr)* $(,)?) => {{
+        let sm: $crate::target::Sm = $sm;
+        $crate::dsl::memo::memoized(
+            concat!(module_path!(), "::", stringify!($gen)),
+            sm,
+            ($(&$arg,)*),
+            || $gen(sm $(, $arg)*),
+        )
+    }};
+}
+pub(crate) use memo;
+
 use crate::dsl::PtxModule;
 use crate::error::Result;
 use crate::target::Sm;

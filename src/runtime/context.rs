@@ -51,6 +51,7 @@ use crate::dsl::PtxModule;
 use crate::dsl::params::{ArgValue, DevPtr};
 use crate::error::{ArgError, DriverCode, Error, Result};
 use crate::runtime::buffer::{AsDevice, AsDeviceMut, DeviceBuffer, DeviceRepr};
+use crate::runtime::cache::CacheStats;
 use crate::runtime::device::{Gpu, GpuInfo, cuda_unavailable_reason};
 use crate::runtime::exec::{Executor, LaunchConfig, PointerCheck, RawStream, Traffic};
 use crate::sim::Sim;
@@ -324,6 +325,14 @@ impl Context {
     /// keep compilation out of a timed region.
     pub fn load(&self, module: &PtxModule) -> Result<()> {
         self.state().ex.load(module)
+    }
+
+    /// The JIT module cache's counters: loads (compilations), hits, and
+    /// module texts hashed (zero for the kernel families' memoised
+    /// modules, see [`crate::dsl::memo`]). `None` on the simulator, which
+    /// compiles nothing.
+    pub fn module_cache_stats(&self) -> Option<CacheStats> {
+        self.state().ex.module_cache_stats()
     }
 
     /// Make this context current on the calling thread (GPU; a no-op on

@@ -18,6 +18,7 @@ use oxicuda_driver::stream::Stream;
 use crate::dsl::PtxModule;
 use crate::dsl::params::{ArgValue, ParamDesc, ParamKind};
 use crate::error::{Error, Result};
+use crate::runtime::cache::CacheStats;
 use crate::runtime::device::{DevBuf, Gpu, LoadedKernel, code_of, driver_error};
 use crate::runtime::exec::{Executor, LaunchConfig, PointerCheck, RawStream, Traffic};
 use crate::runtime::ffi::{self, ArgPack, DeviceAlloc};
@@ -465,6 +466,10 @@ impl Executor for Gpu {
 
     fn load(&mut self, module: &PtxModule) -> Result<()> {
         self.kernel(module).map(drop)
+    }
+
+    fn module_cache_stats(&self) -> Option<CacheStats> {
+        Some(self.modules.stats())
     }
 
     fn make_current(&self) -> Result<()> {

@@ -13,6 +13,7 @@
 use crate::dsl::PtxModule;
 use crate::dsl::params::ArgValue;
 use crate::error::Result;
+use crate::runtime::cache::CacheStats;
 use crate::sim::Sim;
 use crate::target::Sm;
 
@@ -186,5 +187,10 @@ pub trait Executor: Send {
     /// JIT-compile `module` now (a no-op where there is no JIT).
     fn load(&mut self, _module: &PtxModule) -> Result<()> {
         Ok(())
+    }
+    /// The counters of the backend's JIT module cache (`None` where
+    /// nothing is compiled, as on the simulator).
+    fn module_cache_stats(&self) -> Option<CacheStats> {
+        None
     }
 }

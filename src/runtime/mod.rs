@@ -69,7 +69,7 @@ mod ffi;
 
 pub use backend::{Backend, Ran, Resolved, resolve};
 pub use buffer::{AsDevice, AsDeviceMut, DeviceBuffer, DeviceRepr, DeviceSlice, DeviceSliceMut};
-pub use cache::{ModuleCache, ModuleKey};
+pub use cache::{CacheStats, ModuleCache, ModuleKey};
 pub use context::{Context, DeviceKind, Stream};
 pub use device::{
     EMULATOR_NAME_PREFIX, Gpu, GpuInfo, cuda_available, cuda_unavailable_reason, device_count,

@@ -28,6 +28,7 @@ use crate::dsl::params::{DevPtr, KernelParams};
 use crate::dsl::types::F32;
 use crate::error::{Error, Result};
 use crate::kernels::dispatch::dispatch;
+use crate::kernels::memo;
 use crate::runtime::backend::{Backend, Ran};
 use crate::runtime::buffer::{AsDevice, AsDeviceMut, DeviceBuffer};
 use crate::runtime::context::{Context, Stream};
@@ -168,8 +169,8 @@ fn forward_core(
         k: d.k() as u32,
         has_bias: u32::from(bias.is_some()),
     };
-    let m = generate_forward(st.context().sm(), bsize(&d))?;
-    st.launch_with(&m, grid(st, count), &args.args(), check)
+    let m = memo!(generate_forward, st.context().sm(), bsize(&d))?;
+    st.launch_with(m, grid(st, count), &args.args(), check)
 }
 
 /// `y = x·Wᵀ (+ bias)` for `n` rows, queued on `stream` (see the
@@ -277,8 +278,8 @@ fn grad_input_core(
         c: d.c() as u32,
         k: d.k() as u32,
     };
-    let m = generate_grad_input(st.context().sm(), bsize(&d))?;
-    st.launch_with(&m, grid(st, count), &args.args(), check)
+    let m = memo!(generate_grad_input, st.context().sm(), bsize(&d))?;
+    st.launch_with(m, grid(st, count), &args.args(), check)
 }
 
 /// `gx` (`[N, C·B]`), the gradient with respect to `x` given `gy` (`[N,
@@ -377,7 +378,7 @@ pub(super) fn chunk_tree(
     let group = (budget / len.max(1)).clamp(1, nchunks).min(cap);
     let ctx = stream.context();
     let mut part = ctx.alloc::<f32>(group * len)?;
-    let fold = generate_fold(ctx.sm())?;
+    let fold = memo!(generate_fold, ctx.sm())?;
     let mut q0 = 0;
     while q0 < nchunks {
         let g = group.min(nchunks - q0);
@@ -394,7 +395,7 @@ pub(super) fn chunk_tree(
             len.div_ceil(THREADS as usize).clamp(1, 1 << 16) as u32,
             THREADS,
         );
-        stream.launch_with(&fold, cfg, &args.args(), check)?;
+        stream.launch_with(fold, cfg, &args.args(), check)?;
         q0 += g;
     }
     Ok(())
@@ -413,7 +414,7 @@ fn grad_values_core(
         return Ok(());
     }
     let colp = st.arg("col", &topo.col)?;
-    let m = generate_grad_values(st.context().sm(), bsize(&d))?;
+    let m = memo!(generate_grad_values, st.context().sm(), bsize(&d))?;
     let slots = d.slots();
     let (len, out) = (d.values_len(), p.out);
     chunk_tree(
@@ -437,7 +438,7 @@ fn grad_values_core(
                 q0,
                 groups,
             };
-            st.launch_with(&m, grid(st, count), &args.args(), check)
+            st.launch_with(m, grid(st, count), &args.args(), check)
         },
     )
 }
@@ -581,7 +582,7 @@ pub fn grad_bias_dev_budget(
     }
     let gyp = stream.arg("gy", gy)?;
     let out = stream.arg_mut("gb", gb)?;
-    let m = generate_grad_bias(stream.context().sm())?;
+    let m = memo!(generate_grad_bias, stream.context().sm())?;
     let per_chunk = width.div_ceil(THREADS as usize);
     let check = PointerCheck::LiveBuffers;
     chunk_tree(
@@ -602,7 +603,7 @@ pub fn grad_bias_dev_budget(
                 groups,
             };
             let cfg = grid(stream, per_chunk * groups as usize);
-            stream.launch(&m, cfg, &args.args())
+            stream.launch(m, cfg, &args.args())
         },
     )
 }

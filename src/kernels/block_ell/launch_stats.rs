@@ -12,6 +12,7 @@ use super::ptx_stats::{
 use crate::dsl::params::{DevPtr, KernelParams};
 use crate::dsl::types::F32;
 use crate::error::{Error, Result};
+use crate::kernels::memo;
 use crate::runtime::buffer::{AsDevice, AsDeviceMut};
 use crate::runtime::context::Stream;
 use crate::runtime::exec::{LaunchConfig, PointerCheck};
@@ -48,8 +49,8 @@ pub fn block_grad_norms_dev(
         slots: d.slots() as u32,
         bb: (d.b() * d.b()) as u32,
     };
-    let m = generate_grad_norms(stream.context().sm())?;
-    stream.launch(&m, elementwise(d.slots()), &args.args())
+    let m = memo!(generate_grad_norms, stream.context().sm())?;
+    stream.launch(m, elementwise(d.slots()), &args.args())
 }
 
 /// The norms of `blocks` column blocks of `a [n, blocks·B]` into `out`.
@@ -61,7 +62,7 @@ fn column_block_norms(
     a: DevPtr<F32>,
     out: DevPtr<F32>,
 ) -> Result<()> {
-    let m = generate_norm_partials(stream.context().sm())?;
+    let m = memo!(generate_norm_partials, stream.context().sm())?;
     chunk_tree(
         stream,
         SCRATCH_FLOATS,
@@ -81,7 +82,7 @@ fn column_block_norms(
                 groups,
             };
             stream.launch(
-                &m,
+                m,
                 grid(stream, count.div_ceil(THREADS as usize)),
                 &args.args(),
             )
@@ -92,7 +93,7 @@ fn column_block_norms(
         len: blocks as u32,
     };
     stream.launch(
-        &generate_sqrt(stream.context().sm())?,
+        memo!(generate_sqrt, stream.context().sm())?,
         elementwise(blocks),
         &sq.args(),
     )
@@ -198,7 +199,7 @@ pub fn ema_update_dev(
         decay,
     };
     stream.launch(
-        &generate_ema(stream.context().sm())?,
+        memo!(generate_ema, stream.context().sm())?,
         elementwise(len),
         &args.args(),
     )

@@ -42,6 +42,7 @@ use crate::dsl::types::{F32, U8};
 use crate::error::{Error, Result};
 use crate::kernels::dispatch::dispatch;
 use crate::kernels::fp8::ptx::{self as fp8_ptx, AbsmaxPartialsArgs};
+use crate::kernels::memo;
 use crate::runtime::backend::{Backend, Ran};
 use crate::runtime::buffer::{AsDevice, AsDeviceMut, DeviceSlice, DeviceSliceMut};
 use crate::runtime::context::{Context, Stream};
@@ -253,8 +254,11 @@ struct QuantizeIo {
 /// Every module a quantize call launches, generated before anything is
 /// queued.
 struct QuantizeKernels {
-    quant: crate::dsl::PtxModule,
-    nvfp4: Option<(crate::dsl::PtxModule, crate::dsl::PtxModule)>,
+    quant: &'static crate::dsl::PtxModule,
+    nvfp4: Option<(
+        &'static crate::dsl::PtxModule,
+        &'static crate::dsl::PtxModule,
+    )>,
 }
 
 impl QuantizeKernels {
@@ -262,14 +266,14 @@ impl QuantizeKernels {
         let sm = stream.context().sm();
         let nvfp4 = if recipe.format() == Format::Nvfp4 {
             Some((
-                fp8_ptx::generate_absmax_partials(sm)?,
-                ptx::generate_nvfp4_global(sm)?,
+                memo!(fp8_ptx::generate_absmax_partials, sm)?,
+                memo!(ptx::generate_nvfp4_global, sm)?,
             ))
         } else {
             None
         };
         Ok(Self {
-            quant: ptx::generate_quantize(sm, recipe, codec)?,
+            quant: memo!(ptx::generate_quantize, sm, recipe, codec)?,
             nvfp4,
         })
     }
@@ -336,7 +340,7 @@ fn quantize_core(
         s_l: s[5],
     };
     let cfg = grid(stream, lanes(&shape));
-    stream.launch_with(&kernels.quant, cfg, &args.args(), check)
+    stream.launch_with(kernels.quant, cfg, &args.args(), check)
 }
 
 /// Check a raw address's alignment, naming it.
@@ -449,7 +453,7 @@ pub fn dequantize_dev(
     at_least("y", ys.len(), shape.len(), &describe(&shape))?;
     check_global(f, global.as_ref().map(|g| g.len()))?;
     check_scale_align(layout, "scales", &ss)?;
-    let m = ptx::generate_dequantize(stream.context().sm(), f, codec)?;
+    let m = memo!(ptx::generate_dequantize, stream.context().sm(), f, codec)?;
     let cp = stream.arg("codes", codes)?;
     let sp = stream.arg("scales", scales)?;
     let gp = match &global {
@@ -459,7 +463,7 @@ pub fn dequantize_dev(
     let yp = stream.arg_mut("y", y)?;
     dequantize_core(
         stream,
-        &m,
+        m,
         cp,
         sp,
         gp,
@@ -549,10 +553,10 @@ pub unsafe fn dequantize_raw(
         check_raw_align("global", g, 4)?;
     }
     let st = ctx.borrowed_stream(stream);
-    let m = ptx::generate_dequantize(ctx.sm(), f, codec)?;
+    let m = memo!(ptx::generate_dequantize, ctx.sm(), f, codec)?;
     let (cp, sp, yp) = (DevPtr::new(codes), DevPtr::new(scales), DevPtr::new(y));
     let gp = global.map(DevPtr::new);
-    dequantize_core(&st, &m, cp, sp, gp, yp, shape, layout, PointerCheck::Caller)
+    dequantize_core(&st, m, cp, sp, gp, yp, shape, layout, PointerCheck::Caller)
 }
 
 /// Re-lays a scale tensor of extent `dims` from layout `from` (`src`, at
@@ -587,7 +591,7 @@ pub fn convert_layout_dev(
     at_least("dst", ds.len(), to.len(&dims), &of(to))?;
     check_scale_align(from, "src", &ss)?;
     check_scale_align(to, "dst", &ds)?;
-    let m = ptx::generate_convert(stream.context().sm())?;
+    let m = memo!(ptx::generate_convert, stream.context().sm())?;
     let (a, b) = (
         ptx::layout_strides(from, &dims),
         ptx::layout_strides(to, &dims),
@@ -614,7 +618,7 @@ pub fn convert_layout_dev(
         b_kk: b[4],
         b_l: b[5],
     };
-    stream.launch(&m, grid(stream, count as u64), &args.args())
+    stream.launch(m, grid(stream, count as u64), &args.args())
 }
 
 // ---- slice API -------------------------------------------------------------

@@ -9,6 +9,7 @@ use crate::dsl::params::{DevPtr, KernelParams};
 use crate::dsl::types::F32;
 use crate::error::{Error, Result};
 use crate::kernels::dispatch::dispatch;
+use crate::kernels::memo;
 use crate::runtime::backend::{Backend, Ran};
 use crate::runtime::buffer::{AsDevice, AsDeviceMut};
 use crate::runtime::context::{Context, Stream};
@@ -70,13 +71,13 @@ fn launch(stream: &Stream, args: DotRowsArgs, pointers: PointerCheck) -> Result<
     if args.rows == 0 {
         return Ok(());
     }
-    let module = generate(stream.context().sm())?;
+    let module = memo!(generate, stream.context().sm())?;
     let blocks = args
         .rows
         .div_ceil(BLOCK)
         .min(stream.context().multiprocessor_count().max(1) * 8);
     stream.launch_with(
-        &module,
+        module,
         LaunchConfig::linear(blocks, BLOCK),
         &args.args(),
         pointers,

@@ -31,6 +31,7 @@ use crate::dsl::params::{ArgValue, DevPtr, KernelParams};
 use crate::dsl::types::{F32, U8};
 use crate::error::{Error, Result};
 use crate::kernels::dispatch::dispatch;
+use crate::kernels::memo;
 use crate::runtime::backend::{Backend, Ran};
 use crate::runtime::buffer::{AsDevice, AsDeviceMut, DeviceBuffer};
 use crate::runtime::context::{Context, Stream};
@@ -132,7 +133,7 @@ fn absmax_passes(
     stats: DevPtr<F32>,
 ) -> Result<(DeviceBuffer<f32>, LaunchConfig, LaunchConfig)> {
     let sm = on.ctx().sm();
-    let m1 = ptx::generate_absmax_partials(sm)?;
+    let m1 = memo!(ptx::generate_absmax_partials, sm)?;
     check_aligned("x", x.addr, 16)?;
     let blocks = on.blocks(n);
     let mut partials = on.ctx().alloc::<f32>(blocks as usize)?;
@@ -141,14 +142,14 @@ fn absmax_passes(
         n,
         partials: on.stream.arg_mut("partials", &mut partials)?,
     };
-    let c1 = on.launch(&m1, blocks, &a1.args())?;
-    let m2 = ptx::generate_absmax_finalize(sm, f)?;
+    let c1 = on.launch(m1, blocks, &a1.args())?;
+    let m2 = memo!(ptx::generate_absmax_finalize, sm, f)?;
     let a2 = AbsmaxFinalizeArgs {
         partials: on.stream.arg("partials", &partials)?,
         count: blocks,
         stats,
     };
-    let c2 = on.launch(&m2, 1, &a2.args())?;
+    let c2 = on.launch(m2, 1, &a2.args())?;
     Ok((partials, c1, c2))
 }
 
@@ -162,10 +163,10 @@ fn quantize_core(
     stats: DevPtr<F32>,
 ) -> Result<()> {
     check_aligned("codes", codes.addr, 4)?;
-    let m = ptx::generate_quantize(on.ctx().sm(), f, codec)?;
+    let m = memo!(ptx::generate_quantize, on.ctx().sm(), f, codec)?;
     let _partials = absmax_passes(on, x, n, f, stats)?;
     let args = QuantizeArgs { x, n, stats, codes };
-    on.launch(&m, on.blocks(n), &args.args())?;
+    on.launch(m, on.blocks(n), &args.args())?;
     Ok(())
 }
 
@@ -182,9 +183,9 @@ fn quantize_scaled_core(
     validate_scale(scale)?;
     check_aligned("x", x.addr, 16)?;
     check_aligned("codes", codes.addr, 4)?;
-    let m = ptx::generate_quantize_scaled(on.ctx().sm(), f, codec)?;
+    let m = memo!(ptx::generate_quantize_scaled, on.ctx().sm(), f, codec)?;
     let args = QuantizeScaledArgs { x, n, scale, codes };
-    on.launch(&m, on.blocks(n), &args.args())?;
+    on.launch(m, on.blocks(n), &args.args())?;
     Ok(())
 }
 
@@ -210,19 +211,19 @@ fn dequantize_core(
     let sm = on.ctx().sm();
     match scale_inv {
         ScaleInv::Value(scale_inv) => {
-            let m = ptx::generate_dequantize(sm, f, codec)?;
+            let m = memo!(ptx::generate_dequantize, sm, f, codec)?;
             let args = DequantizeArgs {
                 codes,
                 n,
                 scale_inv,
                 y,
             };
-            on.launch(&m, on.blocks(n), &args.args())?;
+            on.launch(m, on.blocks(n), &args.args())?;
         }
         ScaleInv::Stats(stats) => {
-            let m = ptx::generate_dequantize_stats(sm, f, codec)?;
+            let m = memo!(ptx::generate_dequantize_stats, sm, f, codec)?;
             let args = DequantizeStatsArgs { codes, n, stats, y };
-            on.launch(&m, on.blocks(n), &args.args())?;
+            on.launch(m, on.blocks(n), &args.args())?;
         }
     }
     Ok(())

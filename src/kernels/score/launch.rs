@@ -21,6 +21,7 @@ use crate::dsl::params::{DevPtr, KernelParams};
 use crate::dsl::types::F32;
 use crate::error::{Error, Result};
 use crate::kernels::dispatch::dispatch;
+use crate::kernels::memo;
 use crate::runtime::backend::{Backend, Ran};
 use crate::runtime::buffer::{AsDevice, AsDeviceMut, DeviceBuffer, DeviceSlice};
 use crate::runtime::context::{Context, Stream};
@@ -179,7 +180,7 @@ fn score_block_core(
     if grid > MAX_GRID {
         return Err(too_big("CTA count", grid, MAX_GRID));
     }
-    let module = generate_score_block(ctx.sm(), &t)?;
+    let module = memo!(generate_score_block, ctx.sm(), &t)?;
     let args = ScoreBlockArgs {
         x,
         d,
@@ -189,7 +190,7 @@ fn score_block_core(
         p: p32,
     };
     stream.launch_with(
-        &module,
+        module,
         LaunchConfig::linear(grid as u32, t.threads),
         &args.args(),
         pointers,
@@ -614,7 +615,7 @@ fn route_core(
         ));
     }
     let entries = u64::from(splits) * rows as u64 * s as u64;
-    let route = generate_route(ctx.sm(), &t)?;
+    let route = memo!(generate_route, ctx.sm(), &t)?;
     let mut state = ctx.alloc::<u32>((entries * 4) as usize)?;
     let args = RouteArgs {
         x,
@@ -629,7 +630,7 @@ fn route_core(
         atoms_per_split,
     };
     stream.launch_with(
-        &route,
+        route,
         LaunchConfig::linear(grid as u32, t.threads),
         &args.args(),
         pointers,
@@ -641,7 +642,7 @@ fn route_core(
             buf: state,
         });
     }
-    let merge = generate_merge(ctx.sm())?;
+    let merge = memo!(generate_merge, ctx.sm())?;
     let out_entries = rows as u64 * s as u64;
     let mut out = ctx.alloc::<u32>((out_entries * 4) as usize)?;
     let margs = MergeArgs {
@@ -657,7 +658,7 @@ fn route_core(
     let warps = MERGE_THREADS / 32;
     // Both buffers are ptxsmith's own: the merge is checked.
     stream.launch(
-        &merge,
+        merge,
         LaunchConfig::linear(rows32.div_ceil(warps), MERGE_THREADS),
         &margs.args(),
     )?;

@@ -10,6 +10,7 @@ use crate::dsl::params::{DevPtr, KernelParams};
 use crate::dsl::types::{F32, U32};
 use crate::error::Result;
 use crate::kernels::dispatch::dispatch;
+use crate::kernels::memo;
 use crate::runtime::backend::{Backend, Ran};
 use crate::runtime::buffer::{AsDevice, AsDeviceMut};
 use crate::runtime::context::{Context, Stream};
@@ -83,7 +84,7 @@ fn launch(
     check: PointerCheck,
 ) -> Result<()> {
     let ctx = stream.context();
-    let module = generate(ctx.sm(), cap_for(s))?;
+    let module = memo!(generate, ctx.sm(), cap_for(s))?;
     let lens = stream.upload(lengths)?;
     let mut psi = ctx.alloc::<u32>(batch * t * s)?;
     let args = ViterbiArgs {
@@ -98,7 +99,7 @@ fn launch(
         s: s as u32,
     };
     let cfg = LaunchConfig::linear(batch as u32, THREADS);
-    stream.launch_with(&module, cfg, &args.args(), check)
+    stream.launch_with(module, cfg, &args.args(), check)
 }
 
 /// [`viterbi_dev`] on memory another stack allocated: `log_pi` (`S`),
