@@ -324,7 +324,18 @@ fn cases() -> Vec<Case> {
     ]
 }
 
+/// Print ptxsmith's tracing events on stderr, filtered by `RUST_LOG`
+/// (e.g. `RUST_LOG=ptxsmith=debug`: JIT compiles, cache hits and misses,
+/// launches); nothing without it.
+fn init_tracing() {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .init();
+}
+
 fn main() -> ExitCode {
+    init_tracing();
     let args: Vec<String> = std::env::args().skip(1).collect();
     let sim_sm = match args
         .iter()

@@ -110,7 +110,18 @@ fn same(a: &[f32], b: &[f32]) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|(p, q)| p.to_bits() == q.to_bits())
 }
 
+/// Print ptxsmith's tracing events on stderr, filtered by `RUST_LOG`
+/// (e.g. `RUST_LOG=ptxsmith=debug`: JIT compiles, cache hits and misses,
+/// launches); nothing without it.
+fn init_tracing() {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .init();
+}
+
 fn main() -> ExitCode {
+    init_tracing();
     let result = match Context::cuda(0) {
         Ok(ctx) => {
             println!("GPU: raw entry points on plain driver allocations");

@@ -131,7 +131,14 @@ pub fn resolve(backend: Backend) -> Result<Resolved> {
         Backend::Cuda => Context::cuda(0).map(Resolved::Cuda),
         Backend::Auto => match Context::cuda(0) {
             Ok(gpu) => Ok(Resolved::Cuda(gpu)),
-            Err(Error::NoDevice(_) | Error::UnsupportedSm(_)) => Ok(Resolved::Host),
+            Err(e @ (Error::NoDevice(_) | Error::UnsupportedSm(_))) => {
+                tracing::info!(
+                    target: "ptxsmith::backend",
+                    reason = %e,
+                    "Backend::Auto falls back to the host model"
+                );
+                Ok(Resolved::Host)
+            }
             Err(e) => Err(e),
         },
         Backend::Host => Ok(Resolved::Host),

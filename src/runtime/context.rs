@@ -203,6 +203,7 @@ impl Context {
         }
         let gpu = Gpu::open(ordinal)?;
         let info = gpu.info().clone();
+        tracing::info!(target: "ptxsmith::device", %info, "opened CUDA device");
         let ctx = Self::from_executor(DeviceKind::Cuda { ordinal }, Some(info), Box::new(gpu));
         registry.insert(ordinal, ctx.clone());
         Ok(ctx)
@@ -656,8 +657,35 @@ impl Stream {
         args: &[ArgValue],
         pointers: PointerCheck,
     ) -> Result<()> {
+        tracing::debug!(
+            target: "ptxsmith::launch",
+            kernel = %module.kernel,
+            sm = %module.sm,
+            grid = ?cfg.grid,
+            block = ?cfg.block,
+            dynamic_smem = cfg.dynamic_smem_bytes,
+            stream = %format_args!("{:#x}", self.raw.0),
+            context = self.ctx.id(),
+            "launch"
+        );
         let mut st = self.ctx.state();
-        st.ex.launch(self.raw, module, cfg, args, pointers)?;
+        if let Err(e) = st.ex.launch(self.raw, module, cfg, args, pointers) {
+            match &e {
+                Error::Sim(finding) => tracing::warn!(
+                    target: "ptxsmith::sim",
+                    kernel = %module.kernel,
+                    %finding,
+                    "simulator finding"
+                ),
+                e => tracing::debug!(
+                    target: "ptxsmith::launch",
+                    kernel = %module.kernel,
+                    error = %e,
+                    "launch refused"
+                ),
+            }
+            return Err(e);
+        }
         st.count(self.raw, |t| t.launches += 1);
         st.foreign_work |= self.borrowed;
         Ok(())

@@ -64,6 +64,31 @@ pub(crate) fn check_signature(module: &PtxModule) -> Result<()> {
 
 /// JIT-compile `module` in the current context and look up its entry.
 fn jit(module: &PtxModule, driver: Option<(u32, u32)>) -> Result<Arc<LoadedKernel>> {
+    let _span = tracing::debug_span!(
+        target: "ptxsmith::jit",
+        "jit",
+        kernel = %module.kernel,
+        tuning = %module.tuning,
+        sm = %module.sm,
+        ptx_version = %module.version,
+        bytes = module.ptx.len(),
+    )
+    .entered();
+    let start = std::time::Instant::now();
+    let r = jit_load(module, driver);
+    match &r {
+        Ok(k) => tracing::debug!(
+            target: "ptxsmith::jit",
+            ms = start.elapsed().as_secs_f64() * 1e3,
+            static_smem = k.static_smem,
+            "JIT compiled"
+        ),
+        Err(e) => tracing::warn!(target: "ptxsmith::jit", error = %e, "JIT failed"),
+    }
+    r
+}
+
+fn jit_load(module: &PtxModule, driver: Option<(u32, u32)>) -> Result<Arc<LoadedKernel>> {
     let param_sizes = ptx_param_sizes(module)?;
     check_declared(module, &param_sizes)?;
     let jit_error = |message: String, log: String| Error::Jit {
@@ -243,6 +268,14 @@ impl Gpu {
                 self.info.ordinal
             ),
         };
+        tracing::warn!(
+            target: "ptxsmith::launch",
+            device = self.info.ordinal,
+            code = %code_of(&e),
+            kernels = %kernel,
+            sticky = is_sticky(&e),
+            "queued work failed"
+        );
         if is_sticky(&e) {
             self.mark_lost(err.to_string());
         }
