@@ -139,7 +139,7 @@ impl<M> ModuleCache<M> {
                     });
                 }
                 self.hits += 1;
-                tracing::trace!(
+                tracing::debug!(
                     target: "ptxsmith::jit",
                     kernel = %module.kernel,
                     tuning = %module.tuning,
