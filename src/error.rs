@@ -260,12 +260,14 @@ pub enum Error {
     },
 
     /// A buffer or stream was used with a context it does not belong to.
-    #[error("{what} belongs to context #{owner}, used with context #{used}")]
+    #[error("{what} belongs to {}, used with context #{used}", context_name(*owner))]
     WrongContext {
         /// The buffer or stream, as the call names it.
         what: String,
         /// The id ([`Context::id`](crate::runtime::Context::id)) of the
-        /// context it belongs to.
+        /// context it belongs to; [`FOREIGN_CONTEXT`] (0) for memory or a
+        /// stream of a CUDA context that is not the one ptxsmith uses
+        /// (another device's, or a context another stack created).
         owner: u64,
         /// The id of the context it was used with.
         used: u64,
@@ -364,6 +366,18 @@ pub enum Error {
         /// Why it cannot run here.
         reason: String,
     },
+}
+
+/// [`Error::WrongContext::owner`] of memory or a stream that belongs to a
+/// CUDA context ptxsmith does not use (context ids start at 1).
+pub const FOREIGN_CONTEXT: u64 = 0;
+
+fn context_name(id: u64) -> String {
+    if id == FOREIGN_CONTEXT {
+        "a CUDA context ptxsmith does not use (another device's or another stack's)".to_string()
+    } else {
+        format!("context #{id}")
+    }
 }
 
 impl Error {

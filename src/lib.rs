@@ -19,5 +19,5 @@ pub mod runtime;
 pub mod sim;
 pub mod target;
 
-pub use error::{ArgError, DriverCode, Error, Result};
+pub use error::{ArgError, DriverCode, Error, FOREIGN_CONTEXT, Result};
 pub use target::{Feature, PtxVersion, Sm};

@@ -270,6 +270,42 @@ impl Context {
         })
     }
 
+    /// Vouch for a foreign range (see [`ForeignSlice`](crate::runtime::ForeignSlice)).
+    pub(crate) fn adopt_foreign(&self, addr: u64, bytes: usize) -> Result<()> {
+        self.state()
+            .ex
+            .adopt_foreign(addr, bytes)
+            .map_err(|e| match e {
+                Error::WrongContext { what, owner, .. } => Error::WrongContext {
+                    what,
+                    owner,
+                    used: self.id(),
+                },
+                e => e,
+            })
+    }
+
+    /// A foreign view was dropped.
+    pub(crate) fn forget_foreign(&self, addr: u64, bytes: usize) {
+        self.state().ex.forget_foreign(addr, bytes);
+    }
+
+    /// Entries the context keeps about queued work and foreign memory
+    /// (kernel names per stream, foreign views, dropped buffers waiting to
+    /// be freed). Bounded however the streams are synchronised: a foreign
+    /// stream synchronised only by its owner's stack does not make it
+    /// grow (see `tests/foreign_interop.rs`).
+    pub fn bookkeeping(&self) -> usize {
+        let st = self.state();
+        st.ex.bookkeeping() + st.dead.len()
+    }
+
+    /// The driver's handle of this context's `CUcontext` (its device's
+    /// primary context) as an integer; `None` on the simulator.
+    pub fn driver_context(&self) -> Option<usize> {
+        self.state().ex.driver_context()
+    }
+
     /// A [`Stream`] over a foreign stream handle (for the raw-pointer entry
     /// points); never destroyed by ptxsmith.
     pub(crate) fn borrowed_stream(&self, raw: RawStream) -> Stream {
@@ -440,6 +476,64 @@ fn length_mismatch(op: &str, device: usize, host: usize) -> Error {
 }
 
 impl Stream {
+    /// A [`Stream`] over a stream another stack created (cudarc's
+    /// `CudaStream::cu_stream()`, PyTorch's current stream, a plain
+    /// `cuStreamCreate`) in `ctx`'s context: kernels queued on it run in
+    /// that stack's order, and [`wait_for`](Self::wait_for) orders
+    /// ptxsmith's own streams against it (and it against them) with events
+    /// on the device, without a host synchronisation. ptxsmith never
+    /// destroys it. [`RawStream::NULL`] is the legacy default stream.
+    ///
+    /// ```
+    /// use ptxsmith::runtime::{Context, Executor, Stream};
+    /// use ptxsmith::Sm;
+    ///
+    /// let ctx = Context::sim(Sm::Sm80);
+    /// // A stream "another stack" made (on the simulator: one it handed out).
+    /// let raw = ctx.with_sim(|sim| sim.create_stream().unwrap()).unwrap();
+    /// // SAFETY: a live stream of this context, never destroyed.
+    /// let theirs = unsafe { Stream::from_raw(&ctx, raw)? };
+    /// let ours = ctx.new_stream()?;
+    /// ours.wait_for(&theirs)?; // ours runs after the work queued on theirs
+    /// # Ok::<(), ptxsmith::Error>(())
+    /// ```
+    ///
+    /// # Safety
+    /// `raw` is a stream of `ctx`'s context (on a GPU: a `CUstream` of the
+    /// device's primary context, or the legacy stream) that stays alive
+    /// while the returned stream or a clone of it is used and until the
+    /// work queued through it has run.
+    ///
+    /// # Errors
+    /// [`Error::WrongContext`] (owner [`FOREIGN_CONTEXT`](crate::FOREIGN_CONTEXT))
+    /// when the backend refuses the stream: a GPU one of another context or
+    /// an invalid handle (an event of this context cannot be recorded on
+    /// it), the simulator one it did not hand out.
+    // An `unsafe fn` for its contract only: no unsafe operation inside.
+    #[allow(unsafe_code)]
+    pub unsafe fn from_raw(ctx: &Context, raw: RawStream) -> Result<Stream> {
+        if let Err(e) = ctx.state().ex.verify_stream(raw) {
+            tracing::debug!(target: "ptxsmith::interop", stream = %format_args!("{:#x}", raw.0), error = %e, "foreign stream refused");
+            return Err(match e {
+                Error::InvalidArgument(_)
+                | Error::Driver {
+                    code:
+                        DriverCode::INVALID_HANDLE
+                        | DriverCode::INVALID_CONTEXT
+                        | DriverCode::CONTEXT_IS_DESTROYED
+                        | DriverCode::INVALID_VALUE,
+                    ..
+                } => Error::WrongContext {
+                    what: format!("stream {:#x} ({e})", raw.0),
+                    owner: crate::error::FOREIGN_CONTEXT,
+                    used: ctx.id(),
+                },
+                e => e,
+            });
+        }
+        Ok(ctx.borrowed_stream(raw))
+    }
+
     /// The stream's context.
     pub fn context(&self) -> &Context {
         &self.ctx

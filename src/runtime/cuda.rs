@@ -17,11 +17,13 @@ use oxicuda_driver::stream::Stream;
 
 use crate::dsl::PtxModule;
 use crate::dsl::params::{ArgValue, ParamDesc, ParamKind};
-use crate::error::{Error, Result};
+use crate::error::{ArgError, Error, FOREIGN_CONTEXT, Result};
 use crate::runtime::cache::CacheStats;
-use crate::runtime::device::{DevBuf, Gpu, LoadedKernel, code_of, driver_error};
+use crate::runtime::device::{
+    DevBuf, ForeignRange, Gpu, LoadedKernel, Pending, code_of, driver_error,
+};
 use crate::runtime::exec::{Executor, LaunchConfig, PointerCheck, RawStream, Traffic};
-use crate::runtime::ffi::{self, ArgPack, DeviceAlloc};
+use crate::runtime::ffi::{self, ArgPack, DeviceAlloc, Mem};
 use crate::target::{MAX_THREADS_PER_BLOCK, STATIC_SMEM_LIMIT, Sm};
 
 /// The parameter sizes of `module`'s entry as its PTX text declares them
@@ -208,28 +210,35 @@ impl Gpu {
             .map(Arc::clone)
     }
 
-    /// The live buffer holding `[addr, addr + len)`, and the offset of
-    /// `addr` in it.
-    fn find(&self, addr: u64, len: usize, op: &str) -> Result<(&DevBuf, usize)> {
+    /// The memory holding `[addr, addr + len)`: a live buffer (and the
+    /// offset of `addr` in it), or the foreign memory of a live foreign
+    /// view.
+    fn find(&self, addr: u64, len: usize, op: &str) -> Result<Mem<'_>> {
         let hit = self.buffers.range(..=addr).next_back();
-        match hit {
-            Some((&base, b))
-                if (addr - base)
-                    .checked_add(len as u64)
-                    .is_some_and(|end| end <= b.bytes as u64) =>
-            {
-                Ok((b, (addr - base) as usize))
-            }
-            _ => Err(Error::invalid(format!(
-                "{op}: [{addr:#x}, +{len}) is not inside a live buffer of device {}",
-                self.info.ordinal
-            ))),
+        if let Some((&base, b)) = hit
+            && (addr - base)
+                .checked_add(len as u64)
+                .is_some_and(|end| end <= b.bytes as u64)
+        {
+            return Ok(Mem::Own(&b.mem, (addr - base) as usize));
         }
+        let end = addr.checked_add(len as u64);
+        if self
+            .foreign
+            .iter()
+            .any(|r| r.start <= addr && end.is_some_and(|e| e <= r.end))
+        {
+            return Ok(Mem::Foreign(addr));
+        }
+        Err(Error::invalid(format!(
+            "{op}: [{addr:#x}, +{len}) is not inside a live buffer of device {}",
+            self.info.ordinal
+        )))
     }
 
     /// Every pointer argument must point into (or one past) a live buffer
-    /// of this `Gpu`, or be null: a stray address would fault on the device
-    /// and lose the context.
+    /// of this `Gpu` or a live foreign view, or be null: a stray address
+    /// would fault on the device and lose the context.
     fn check_pointers(&self, module: &PtxModule, args: &[ArgValue]) -> Result<()> {
         for (p, a) in module.params.iter().zip(args) {
             let ArgValue::Ptr(addr) = *a else { continue };
@@ -252,8 +261,13 @@ impl Gpu {
     /// fault is sticky.
     fn sync_error(&mut self, s: Option<RawStream>, e: CudaError) -> Error {
         let kernels: Vec<String> = match s {
-            Some(s) => self.pending.remove(&s.0).unwrap_or_default(),
-            None => self.pending.drain().flat_map(|(_, v)| v).collect(),
+            Some(s) => self
+                .pending
+                .remove(&s.0)
+                .map(|p| p.describe())
+                .into_iter()
+                .collect(),
+            None => self.pending.drain().map(|(_, p)| p.describe()).collect(),
         };
         let kernel = if kernels.is_empty() {
             "(no kernel queued)".to_string()
@@ -339,7 +353,7 @@ impl Executor for Gpu {
             // Zero on the default stream and wait, so the buffer reads as
             // zero from every stream.
             let s = self.raw_default();
-            ffi::zero(&mem, 0, bytes, s)
+            ffi::zero(Mem::Own(&mem, 0), bytes, s)
                 .and_then(|()| ffi::synchronize(s))
                 .map_err(|e| driver_error("cuMemsetD32Async", e))?;
         }
@@ -364,8 +378,8 @@ impl Executor for Gpu {
 
     fn copy_htod(&mut self, s: RawStream, dst: u64, src: &[u8]) -> Result<()> {
         self.make_current()?;
-        let (b, off) = self.find(dst, src.len(), "upload")?;
-        if let Err(e) = ffi::copy_htod(&b.mem, off, src, s) {
+        let m = self.find(dst, src.len(), "upload")?;
+        if let Err(e) = ffi::copy_htod(m, src, s) {
             return Err(self.copy_error("cuMemcpyHtoDAsync", s, e));
         }
         self.pending.remove(&s.0);
@@ -376,8 +390,8 @@ impl Executor for Gpu {
 
     fn copy_dtoh(&mut self, s: RawStream, src: u64, dst: &mut [u8]) -> Result<()> {
         self.make_current()?;
-        let (b, off) = self.find(src, dst.len(), "download")?;
-        if let Err(e) = ffi::copy_dtoh(&b.mem, off, dst, s) {
+        let m = self.find(src, dst.len(), "download")?;
+        if let Err(e) = ffi::copy_dtoh(m, dst, s) {
             return Err(self.copy_error("cuMemcpyDtoHAsync", s, e));
         }
         self.pending.remove(&s.0);
@@ -395,14 +409,13 @@ impl Executor for Gpu {
         pointers: PointerCheck,
     ) -> Result<()> {
         self.make_current()?;
-        let (sb, soff) = self.find(src, bytes, "device copy source")?;
-        let r = match pointers {
-            PointerCheck::LiveBuffers => {
-                let (d, doff) = self.find(dst, bytes, "device copy destination")?;
-                ffi::copy_dtod((&d.mem, doff), (&sb.mem, soff), bytes, s)
-            }
-            PointerCheck::Caller => ffi::copy_dtod_to_foreign(dst, (&sb.mem, soff), bytes, s),
+        let from = self.find(src, bytes, "device copy source")?;
+        let to = match pointers {
+            PointerCheck::LiveBuffers => self.find(dst, bytes, "device copy destination")?,
+            // The caller of an `unsafe` entry point vouched for `dst`.
+            PointerCheck::Caller => Mem::Foreign(dst),
         };
+        let r = ffi::copy_dtod(to, from, bytes, s);
         r.map_err(|e| driver_error("cuMemcpyDtoDAsync", e))?;
         self.traffic.bytes_copied_on_device += bytes as u64;
         Ok(())
@@ -410,8 +423,8 @@ impl Executor for Gpu {
 
     fn zero(&mut self, s: RawStream, dst: u64, bytes: usize) -> Result<()> {
         self.make_current()?;
-        let (b, off) = self.find(dst, bytes, "zero")?;
-        ffi::zero(&b.mem, off, bytes, s).map_err(|e| driver_error("cuMemsetD32Async", e))
+        let m = self.find(dst, bytes, "zero")?;
+        ffi::zero(m, bytes, s).map_err(|e| driver_error("cuMemsetD32Async", e))
     }
 
     fn launch(
@@ -458,8 +471,7 @@ impl Executor for Gpu {
             }
             return Err(launch_error("cuLaunchKernel", e));
         }
-        let queued = self.pending.entry(s.0).or_default();
-        queued.push(module.kernel.clone());
+        self.pending.entry(s.0).or_default().push(&module.kernel);
         self.traffic.launches += 1;
         Ok(())
     }
@@ -503,6 +515,94 @@ impl Executor for Gpu {
 
     fn module_cache_stats(&self) -> Option<CacheStats> {
         Some(self.modules.stats())
+    }
+
+    fn adopt_foreign(&mut self, addr: u64, bytes: usize) -> Result<()> {
+        self.make_current()?;
+        let end = addr.checked_add(bytes as u64).ok_or_else(|| {
+            Error::invalid(format!(
+                "foreign view [{addr:#x}, +{bytes}) wraps the address space"
+            ))
+        })?;
+        let info = ffi::pointer_info(addr).map_err(|e| {
+            ArgError::new(
+                "foreign view",
+                format!(
+                    "device memory of device {} (a CUDA allocation)",
+                    self.info.ordinal
+                ),
+                format!("{addr:#x}, which the driver does not know ({e})"),
+            )
+            .with_message(format!(
+                "foreign view at {addr:#x}: not device memory the driver knows ({})",
+                code_of(&e)
+            ))
+        })?;
+        let ours = self.ctx.raw().0 as usize;
+        if info.context != 0 && info.context != ours {
+            return Err(Error::WrongContext {
+                what: format!("foreign memory at {addr:#x}"),
+                owner: FOREIGN_CONTEXT,
+                used: 0,
+            });
+        }
+        let alloc_end = info.base.saturating_add(info.size as u64);
+        if info.size != 0 && end > alloc_end {
+            let room = alloc_end.saturating_sub(addr);
+            return Err(ArgError::new(
+                "foreign view",
+                format!("at most {room} bytes (the allocation [{:#x}, +{}) ends there)", info.base, info.size),
+                format!("{bytes} bytes"),
+            )
+            .with_message(format!(
+                "foreign view [{addr:#x}, +{bytes}) runs past its allocation [{:#x}, +{}): {room} bytes remain",
+                info.base, info.size
+            ))
+            .into());
+        }
+        match self
+            .foreign
+            .iter_mut()
+            .find(|r| r.start == addr && r.end == end)
+        {
+            Some(r) => r.views += 1,
+            None => self.foreign.push(ForeignRange {
+                start: addr,
+                end,
+                views: 1,
+            }),
+        }
+        Ok(())
+    }
+
+    fn forget_foreign(&mut self, addr: u64, bytes: usize) {
+        let end = addr.saturating_add(bytes as u64);
+        if let Some(i) = self
+            .foreign
+            .iter()
+            .position(|r| r.start == addr && r.end == end)
+        {
+            self.foreign[i].views -= 1;
+            if self.foreign[i].views == 0 {
+                self.foreign.swap_remove(i);
+            }
+        }
+    }
+
+    fn verify_stream(&mut self, s: RawStream) -> Result<()> {
+        self.make_current()?;
+        // Recording an event of this context on the stream fails for a
+        // stream of another context (CUDA_ERROR_INVALID_HANDLE) or one the
+        // driver does not know.
+        ffi::stream_wait(s, s).map_err(|e| driver_error("cuEventRecord", e))
+    }
+
+    fn driver_context(&self) -> Option<usize> {
+        Some(self.ctx.raw().0 as usize)
+    }
+
+    fn bookkeeping(&self) -> usize {
+        self.pending.values().map(Pending::len).sum::<usize>() + self.foreign.len()
     }
 
     fn make_current(&self) -> Result<()> {

@@ -32,9 +32,15 @@
 //!    dynamic shared memory checked against the device. The CPU simulator
 //!    implements the same trait.
 //!
-//! The raw-pointer entry points of the kernel families (`*_raw`) are
-//! `unsafe fn`s: they skip the live-buffer check for memory another stack
-//! allocated, and their `# Safety` sections say what the caller vouches for.
+//! Memory and streams of another stack enter through `unsafe fn`
+//! constructors whose `# Safety` sections say what the caller vouches for
+//! ([`ForeignSlice::from_raw_parts`], [`ForeignSliceMut::from_raw_parts`],
+//! [`Stream::from_raw`]); they contain no unsafe operation themselves (they
+//! are allowed `unsafe_code` for the declaration only). A foreign view is
+//! checked as far as the driver can tell (context, range, alignment) and,
+//! while it lives, launches and copies accept its memory. The raw-pointer
+//! entry points of the kernel families (`*_raw`) are thin `unsafe`
+//! wrappers that build such views from their shapes.
 //!
 //! # Module cache
 //!
@@ -68,7 +74,10 @@ pub mod exec;
 mod ffi;
 
 pub use backend::{Backend, Ran, Resolved, resolve};
-pub use buffer::{AsDevice, AsDeviceMut, DeviceBuffer, DeviceRepr, DeviceSlice, DeviceSliceMut};
+pub use buffer::{
+    AsDevice, AsDeviceMut, DeviceBuffer, DeviceRepr, DeviceSlice, DeviceSliceMut, ForeignSlice,
+    ForeignSliceMut,
+};
 pub use cache::{CacheStats, ModuleCache, ModuleKey};
 pub use context::{Context, DeviceKind, Stream};
 pub use device::{
