@@ -638,3 +638,25 @@ fn gpu_raw_block_ell_and_logcumsumexp_run_on_driver_allocations() {
         "lcse forward_raw"
     );
 }
+
+#[test]
+fn gpu_out_of_memory_is_matched_by_its_driver_code() {
+    let Some(ctx) = cuda_for_tests() else { return };
+    let total = ctx.info().expect("a GPU").total_memory_bytes;
+    let too_much = usize::try_from(total + (1 << 30)).unwrap();
+    let e = ctx.alloc::<u8>(too_much).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::Driver {
+                code: ptxsmith::DriverCode::OUT_OF_MEMORY,
+                call: "cuMemAlloc",
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    assert_eq!(e.driver_code(), Some(ptxsmith::DriverCode::OUT_OF_MEMORY));
+    // The context is still usable.
+    assert_eq!(ctx.upload(&[1u32, 2]).unwrap().to_vec().unwrap(), [1, 2]);
+}
