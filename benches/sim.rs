@@ -120,7 +120,7 @@ fn bench_library(c: &mut Criterion) {
         (
             "dot_rows_f32",
             Box::new(move |s: &Stream| {
-                dot::launch::run_on(s, &x, &y, rows, n).unwrap();
+                dot::dot_rows_on(s, dot::Shape { rows, n }, &x, &y).unwrap();
             }),
         ),
         (

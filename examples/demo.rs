@@ -40,8 +40,8 @@ fn dot(st: &Stream) -> Result<Outcome> {
     let mut r = lcg(1);
     let x: Vec<f32> = (0..rows * n).map(|_| r()).collect();
     let y: Vec<f32> = (0..n).map(|_| r()).collect();
-    let got = kernels::dot::launch::run_on(st, &x, &y, rows, n)?;
-    let want = kernels::dot::dot_rows_host(&x, &y, rows, n);
+    let got = kernels::dot::dot_rows_on(st, kernels::dot::Shape { rows, n }, &x, &y)?;
+    let want = kernels::dot::host::dot_rows(&x, &y, rows, n);
     Ok(Outcome {
         elements: rows * n,
         exact: same_bits(&got, &want),

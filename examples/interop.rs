@@ -47,20 +47,18 @@ fn on_gpu(ctx: &Context) -> Result<bool> {
     // synchronisation below; the legacy default stream is valid there.
     unsafe {
         dot::dot_rows_raw(
-            ctx,
-            RawStream::NULL,
+            &ptxsmith::runtime::Stream::from_raw(ctx, RawStream::NULL)?,
+            dot::Shape { rows, n },
             dx.as_device_ptr(),
             dy.as_device_ptr(),
             dout.as_device_ptr(),
-            rows,
-            n,
         )?;
     }
     ctx.synchronize()?;
     ctx.make_current()?;
     let mut got = vec![0f32; rows];
     dout.copy_to_host(&mut got).map_err(driver)?;
-    Ok(same(&got, &dot::dot_rows_host(&x, &y, rows, n)))
+    Ok(same(&got, &dot::host::dot_rows(&x, &y, rows, n)))
 }
 
 /// On the simulator: memory allocated on the `Sim` itself.
@@ -80,7 +78,15 @@ fn on_sim(ctx: &Context) -> Result<bool> {
     // SAFETY: simulated allocations of the right sizes, disjoint, alive;
     // the stream is the context's own. (The simulator bounds-checks every
     // access anyway.)
-    unsafe { dot::dot_rows_raw(ctx, stream, px, py, po, rows, n)? };
+    unsafe {
+        dot::dot_rows_raw(
+            &ptxsmith::runtime::Stream::from_raw(ctx, stream)?,
+            dot::Shape { rows, n },
+            px,
+            py,
+            po,
+        )?
+    };
     // fp8 quantize → dequantize, chained on foreign memory too.
     let xs: Vec<f32> = x.iter().map(|v| v * 300.0).collect();
     let qx = put(&xs)?;
@@ -99,11 +105,13 @@ fn on_sim(ctx: &Context) -> Result<bool> {
             .map(|()| v)
     };
     let q = fp8::quantize(&xs);
-    Ok(same(&read(po, rows)?, &dot::dot_rows_host(&x, &y, rows, n))
-        && same(
-            &read(yq, xs.len())?,
-            &fp8::dequantize(&q.codes, q.scale_inv),
-        ))
+    Ok(
+        same(&read(po, rows)?, &dot::host::dot_rows(&x, &y, rows, n))
+            && same(
+                &read(yq, xs.len())?,
+                &fp8::dequantize(&q.codes, q.scale_inv),
+            ),
+    )
 }
 
 fn same(a: &[f32], b: &[f32]) -> bool {

@@ -14,7 +14,9 @@ use ptxsmith::Sm;
 use ptxsmith::kernels::dot;
 use ptxsmith::kernels::fp8::{self, Format, launch as fp8l, ptx::Codec};
 use ptxsmith::kernels::score::{self, launch as score_l, ptx::ScoreTuning};
-use ptxsmith::runtime::{AsDevice, Context, RawStream, Traffic, cuda_for_tests, on_emulator};
+use ptxsmith::runtime::{
+    AsDevice, Context, RawStream, Stream, Traffic, cuda_for_tests, on_emulator,
+};
 
 mod common;
 use common::{bits, foreign_alloc, foreign_get, foreign_put};
@@ -206,13 +208,22 @@ fn raw_pointer_entry_points_on(ctx: &Context) {
     // SAFETY: the three allocations hold rows·n, n and rows floats, are
     // disjoint, and live until the end of the test; the stream is the
     // context's default stream.
-    unsafe { dot::dot_rows_raw(ctx, stream, px, py, po, rows, n) }.unwrap();
+    unsafe {
+        dot::dot_rows_raw(
+            &Stream::from_raw(ctx, stream).unwrap(),
+            dot::Shape { rows, n },
+            px,
+            py,
+            po,
+        )
+    }
+    .unwrap();
     // The raw entry points only queue: wait before reading the memory
     // (on a GPU or the emulator the read is another stream's work).
     ctx.synchronize().unwrap();
     assert_eq!(
         bits(&foreign_get::<f32>(ctx, po, rows)),
-        bits(&dot::dot_rows_host(&x, &y, rows, n))
+        bits(&dot::host::dot_rows(&x, &y, rows, n))
     );
     // fp8 quantize → dequantize, all in foreign memory
     let xs: Vec<f32> = (0..1000).map(|_| next() * 50.0).collect();
@@ -300,11 +311,21 @@ fn sim_raw_entry_points_still_check_what_they_can() {
     );
     // A stream this simulator never handed out.
     // SAFETY: refused before anything runs.
-    let e = unsafe { dot::dot_rows_raw(&ctx, RawStream(0xdead), x, x, x, 1, 1) }.unwrap_err();
+    let e = unsafe { Stream::from_raw(&ctx, RawStream(0xdead)) }.unwrap_err();
+    assert!(matches!(e, Error::WrongContext { .. }), "{e}");
     assert!(e.to_string().contains("0xdead"), "{e}");
     // Foreign memory that is too small is a simulator finding, not UB.
     // SAFETY: deliberately broken contract; the simulator checks bounds.
-    let e = unsafe { dot::dot_rows_raw(&ctx, stream, x, x, x, 100, 100) }.unwrap_err();
+    let e = unsafe {
+        dot::dot_rows_raw(
+            &Stream::from_raw(&ctx, stream).unwrap(),
+            dot::Shape { rows: 100, n: 100 },
+            x,
+            x,
+            x,
+        )
+    }
+    .unwrap_err();
     assert!(matches!(e, Error::Sim(_)), "{e}");
 }
 
@@ -325,13 +346,11 @@ fn gpu_raw_pointer_entry_points_run_on_driver_allocations() {
     // legacy default stream is synchronised by `ctx.synchronize()`.
     unsafe {
         dot::dot_rows_raw(
-            &ctx,
-            RawStream::NULL,
+            &Stream::from_raw(&ctx, RawStream::NULL).unwrap(),
+            dot::Shape { rows, n },
             fx.as_device_ptr(),
             fy.as_device_ptr(),
             fo.as_device_ptr(),
-            rows,
-            n,
         )
     }
     .unwrap();
@@ -339,7 +358,7 @@ fn gpu_raw_pointer_entry_points_run_on_driver_allocations() {
     let mut got = vec![0f32; rows];
     ctx.make_current().unwrap();
     fo.copy_to_host(&mut got).unwrap();
-    assert_eq!(bits(&got), bits(&dot::dot_rows_host(&x, &y, rows, n)));
+    assert_eq!(bits(&got), bits(&dot::host::dot_rows(&x, &y, rows, n)));
 }
 
 // ---------------------------------------------------------------------------
@@ -355,17 +374,18 @@ fn lengths_contexts_and_alignment_are_typed_errors() {
     let y = sa.upload(&[1f32; 4]).unwrap();
     let mut out = a.alloc::<f32>(3).unwrap();
     // Length mismatch, naming the values.
-    let e = dot::dot_rows_dev(&sa, &x, &y, &mut out, 5, 4).unwrap_err();
+    let e = dot::dot_rows_dev(&sa, dot::Shape { rows: 5, n: 4 }, &x, &y, &mut out).unwrap_err();
     assert!(
         matches!(&e, Error::InvalidArgument(m) if m.contains("12") && m.contains("5 × 4")),
         "{e}"
     );
     let mut short = a.alloc::<f32>(2).unwrap();
-    let e = dot::dot_rows_dev(&sa, &x, &y, &mut short, 3, 4).unwrap_err();
+    let e = dot::dot_rows_dev(&sa, dot::Shape { rows: 3, n: 4 }, &x, &y, &mut short).unwrap_err();
     assert!(e.to_string().contains("out has 2"), "{e}");
     // A buffer of another context.
     let foreign = b.upload(&[1f32; 4]).unwrap();
-    let e = dot::dot_rows_dev(&sa, &x, &foreign, &mut out, 3, 4).unwrap_err();
+    let e =
+        dot::dot_rows_dev(&sa, dot::Shape { rows: 3, n: 4 }, &x, &foreign, &mut out).unwrap_err();
     assert!(
         matches!(&e, Error::WrongContext { owner, used, .. } if *owner == b.id() && *used == a.id()),
         "{e}"
@@ -483,7 +503,7 @@ fn streams_buffers_and_frees_on_the_simulator() {
     let x = s1.upload(&[2f32; 8]).unwrap();
     let y = s1.upload(&[3f32; 8]).unwrap();
     let mut out = ctx.alloc::<f32>(1).unwrap();
-    dot::dot_rows_dev(&s1, &x, &y, &mut out, 1, 8).unwrap();
+    dot::dot_rows_dev(&s1, dot::Shape { rows: 1, n: 8 }, &x, &y, &mut out).unwrap();
     s2.wait_for(&s1).unwrap();
     assert_eq!(s2.to_vec(&out).unwrap(), vec![48.0]);
     // Device copy and zero on a second stream.
@@ -505,7 +525,8 @@ fn streams_buffers_and_frees_on_the_simulator() {
     let zeroed = ctx.alloc_zeroed::<u32>(5).unwrap();
     assert_eq!(zeroed.to_vec().unwrap(), vec![0; 5]);
     let uninit = ctx.alloc::<f32>(8).unwrap();
-    let e = dot::dot_rows_dev(&s1, &uninit, &y, &mut out, 1, 8).unwrap_err();
+    let e =
+        dot::dot_rows_dev(&s1, dot::Shape { rows: 1, n: 8 }, &uninit, &y, &mut out).unwrap_err();
     assert!(matches!(e, Error::Sim(_)), "{e}");
     // Dropping buffers frees them (the simulator has no queued work).
     let before = live(&ctx);
@@ -533,7 +554,7 @@ fn gpu_streams_are_ordered_only_by_wait_for() {
     let y = s1.upload(&[3f32; 64]).unwrap();
     for ordered in [false, true] {
         let mut out = ctx.alloc_zeroed::<f32>(1).unwrap();
-        dot::dot_rows_dev(&s1, &x, &y, &mut out, 1, 64).unwrap();
+        dot::dot_rows_dev(&s1, dot::Shape { rows: 1, n: 64 }, &x, &y, &mut out).unwrap();
         if ordered {
             s2.wait_for(&s1).unwrap();
             assert_eq!(s2.to_vec(&out).unwrap(), vec![384.0]);

@@ -44,7 +44,7 @@ fn wrong_length_is_refused(ctx: &Context) {
         )
     };
     let before = st.traffic();
-    let e = dot::dot_rows_dev(&st, &vx, &vy, &mut vo, rows, n).unwrap_err();
+    let e = dot::dot_rows_dev(&st, dot::Shape { rows, n }, &vx, &vy, &mut vo).unwrap_err();
     match &e {
         Error::InvalidArgument(a) => {
             assert!(a.contains("x has 11 elements"), "{e}");
@@ -55,7 +55,7 @@ fn wrong_length_is_refused(ctx: &Context) {
     // The right length runs, bit for bit.
     // SAFETY: as above.
     let vx = unsafe { ForeignSlice::<f32>::from_raw_parts(ctx, px, rows * n).unwrap() };
-    dot::dot_rows_dev(&st, &vx, &vy, &mut vo, rows, n).unwrap();
+    dot::dot_rows_dev(&st, dot::Shape { rows, n }, &vx, &vy, &mut vo).unwrap();
     st.synchronize().unwrap();
     assert_eq!(foreign_get::<f32>(ctx, po, rows), vec![6.0; rows]);
 }
@@ -178,7 +178,7 @@ fn bookkeeping_stays_bounded(ctx: &Context, st: &Stream, launches: usize, sync: 
     let (rss0, t0) = (rss_kib(), std::time::Instant::now());
     let mut most = 0;
     for i in 1..=launches {
-        dot::dot_rows_dev(st, &x, &y, &mut out, rows, n).unwrap();
+        dot::dot_rows_dev(st, dot::Shape { rows, n }, &x, &y, &mut out).unwrap();
         if i % 1000 == 0 {
             sync();
             most = most.max(ctx.bookkeeping());

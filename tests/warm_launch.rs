@@ -18,7 +18,7 @@ fn launch(ctx: &Context, times: usize) {
     let y = st.upload(&vec![2.0f32; n]).unwrap();
     let mut out = ctx.alloc::<f32>(rows).unwrap();
     for _ in 0..times {
-        dot::dot_rows_dev(&st, &x, &y, &mut out, rows, n).unwrap();
+        dot::dot_rows_dev(&st, dot::Shape { rows, n }, &x, &y, &mut out).unwrap();
     }
     assert_eq!(st.to_vec(&out).unwrap(), vec![100.0; rows]);
 }

@@ -73,7 +73,7 @@ fn cudarc_launches_ptxsmith_ptx_on_the_emulator() {
     }
     let got = stream.clone_dtoh(&out).unwrap();
     stream.synchronize().unwrap();
-    let want = dot::dot_rows_host(&x, &y, rows, n);
+    let want = dot::host::dot_rows(&x, &y, rows, n);
     assert_eq!(
         got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
         want.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
