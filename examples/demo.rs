@@ -168,7 +168,14 @@ fn viterbi(st: &Stream) -> Result<Outcome> {
     let a: Vec<f32> = (0..s * s).map(|_| lp()).collect();
     let b: Vec<f32> = (0..batch * t * s).map(|_| lp()).collect();
     let lengths: Vec<u32> = (0..batch as u32).map(|i| 120 - (i * 7) % 100).collect();
-    let got = kernels::viterbi::launch::run_on(st, &pi, &a, &b, &lengths, batch, t, s)?;
+    let got = kernels::viterbi::viterbi_on(
+        st,
+        kernels::viterbi::Shape { batch, t, s },
+        &lengths,
+        &pi,
+        &a,
+        &b,
+    )?;
     let want = kernels::viterbi::host::viterbi(&pi, &a, &b, &lengths, batch, t, s)?;
     let exact = got.paths == want.paths && same_bits(&got.scores, &want.scores);
     Ok(Outcome {
