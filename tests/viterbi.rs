@@ -397,10 +397,7 @@ fn raw_entry_point_on(ctx: &Context) {
             pi,
             a,
             b,
-            launch::RawOutputs {
-                paths: paths,
-                scores: scores,
-            },
+            launch::RawOutputs { paths, scores },
         )
     }
     .unwrap();
@@ -424,10 +421,7 @@ fn raw_entry_point_on(ctx: &Context) {
             pi,
             a,
             b,
-            launch::RawOutputs {
-                paths: paths,
-                scores: scores,
-            },
+            launch::RawOutputs { paths, scores },
         )
     }
     .unwrap_err();
