@@ -133,7 +133,18 @@ fn bench_library(c: &mut Criterion) {
         (
             "score_block_f32",
             Box::new(move |s: &Stream| {
-                score::launch::score_block_on(s, &sx, &sd, sr, sk, sp, None).unwrap();
+                score::launch::score_block_on(
+                    s,
+                    score::ScoreShape {
+                        rows: sr,
+                        k: sk,
+                        p: sp,
+                    },
+                    None,
+                    &sx,
+                    &sd,
+                )
+                .unwrap();
             }),
         ),
     ];

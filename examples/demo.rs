@@ -84,8 +84,14 @@ fn score_block(st: &Stream) -> Result<Outcome> {
     let mut next = lcg(5);
     let x: Vec<f32> = (0..rows * p).map(|_| next()).collect();
     let d: Vec<f32> = (0..k * p).map(|_| next()).collect();
-    let got = kernels::score::launch::score_block_on(st, &x, &d, rows, k, p, None)?;
-    let want = kernels::score::score_block(&x, &d, rows, k, p)?;
+    let got = kernels::score::launch::score_block_on(
+        st,
+        kernels::score::ScoreShape { rows, k, p },
+        None,
+        &x,
+        &d,
+    )?;
+    let want = kernels::score::host::score_block(&x, &d, rows, k, p)?;
     Ok(Outcome {
         elements: rows * k,
         exact: same_bits(&got, &want),
@@ -97,8 +103,17 @@ fn score_route(st: &Stream) -> Result<Outcome> {
     let mut next = lcg(6);
     let x: Vec<f32> = (0..rows * p).map(|_| next()).collect();
     let d: Vec<f32> = (0..k * p).map(|_| next()).collect();
-    let got = kernels::score::launch::route_top_s_on(st, &x, &d, rows, k, p, s, None)?;
-    let want = kernels::score::route_top_s(&x, &d, rows, k, p, s)?;
+    let got = kernels::score::launch::route_top_s_on(
+        st,
+        kernels::score::Route {
+            shape: kernels::score::ScoreShape { rows, k, p },
+            s,
+        },
+        None,
+        &x,
+        &d,
+    )?;
+    let want = kernels::score::host::route_top_s(&x, &d, rows, k, p, s)?;
     let exact = got.atoms == want.atoms && same_bits(&got.scores, &want.scores);
     Ok(Outcome {
         elements: rows * k,
@@ -119,9 +134,18 @@ fn score_route_resident(st: &Stream) -> Result<Outcome> {
     for _ in 0..3 {
         let x: Vec<f32> = (0..rows * p).map(|_| next()).collect();
         let xb = st.upload(&x)?;
-        let got = kernels::score::launch::route_top_s_dev(st, &xb, &dict, rows, k, p, s, None)?
-            .download(st)?;
-        let want = kernels::score::route_top_s(&x, &d, rows, k, p, s)?;
+        let got = kernels::score::launch::route_top_s_dev(
+            st,
+            kernels::score::Route {
+                shape: kernels::score::ScoreShape { rows, k, p },
+                s,
+            },
+            None,
+            &xb,
+            &dict,
+        )?
+        .download(st)?;
+        let want = kernels::score::host::route_top_s(&x, &d, rows, k, p, s)?;
         exact &= got.atoms == want.atoms && same_bits(&got.scores, &want.scores);
     }
     let t = ctx.traffic().since(&before);

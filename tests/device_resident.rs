@@ -13,7 +13,7 @@ use ptxsmith::Error;
 use ptxsmith::Sm;
 use ptxsmith::kernels::dot;
 use ptxsmith::kernels::fp8::{self, Format, launch as fp8l, ptx::Codec};
-use ptxsmith::kernels::score::{self, launch as score_l, ptx::ScoreTuning};
+use ptxsmith::kernels::score::{self, Route, ScoreShape, launch as score_l, ptx::ScoreTuning};
 use ptxsmith::runtime::{
     AsDevice, Context, RawStream, Stream, Traffic, cuda_for_tests, on_emulator,
 };
@@ -49,7 +49,17 @@ fn resident_routing(ctx: &Context, rows: usize, k: usize, p: usize, s: usize) {
         let x: Vec<f32> = (0..rows * p).map(|_| next()).collect();
         let t0 = st.traffic();
         let xb = st.upload(&x).unwrap();
-        let top = score_l::route_top_s_dev(&st, &xb, &dict, rows, k, p, s, None).unwrap();
+        let top = score_l::route_top_s_dev(
+            &st,
+            Route {
+                shape: ScoreShape { rows, k, p },
+                s,
+            },
+            None,
+            &xb,
+            &dict,
+        )
+        .unwrap();
         // Nothing came back yet: the result is on the device.
         assert_eq!(st.traffic().since(&t0).bytes_downloaded, 0);
         let got = top.download(&st).unwrap();
@@ -59,7 +69,7 @@ fn resident_routing(ctx: &Context, rows: usize, k: usize, p: usize, s: usize) {
             ((rows * p * 4) as u64, 1, (rows * s * 8) as u64, 1),
             "batch {batch}: only x goes up, only rows·s·8 bytes come down"
         );
-        let want = score::route_top_s_fast(&x, &d, rows, k, p, s).unwrap();
+        let want = score::host::route_top_s_fast(&x, &d, rows, k, p, s).unwrap();
         assert_eq!(got.atoms, want.atoms, "batch {batch}");
         assert_eq!(bits(&got.scores), bits(&want.scores), "batch {batch}");
     }
@@ -108,9 +118,17 @@ fn score_block_on_resident_buffers_and_sub_slices() {
     // default applies) into the second half of out.
     let second = xb.slice(rows * p..).unwrap();
     let mut tail = out.slice_mut(rows * k..).unwrap();
-    score_l::score_block_dev(&st, &second, &db, &mut tail, rows, k, p, None).unwrap();
+    score_l::score_block_dev(
+        &st,
+        ScoreShape { rows, k, p },
+        None,
+        &second,
+        &db,
+        &mut tail,
+    )
+    .unwrap();
     let got = out.to_vec().unwrap();
-    let want = score::score_block(&x[rows * p..], &d, rows, k, p).unwrap();
+    let want = score::host::score_block(&x[rows * p..], &d, rows, k, p).unwrap();
     assert!(got[..rows * k].iter().all(|v| v.to_bits() == 0));
     assert_eq!(bits(&got[rows * k..]), bits(&want));
 }
@@ -277,14 +295,33 @@ fn raw_pointer_entry_points_on(ctx: &Context) {
     );
     // SAFETY: as above.
     unsafe {
-        score_l::score_block_raw(ctx, stream, rx, rd, ro, rows, k, p, None).unwrap();
-        score_l::route_top_s_raw(ctx, stream, rx, rd, rows, k, p, s, None, rt).unwrap();
+        score_l::score_block_raw(
+            &Stream::from_raw(ctx, stream).unwrap(),
+            ScoreShape { rows, k, p },
+            None,
+            rx,
+            rd,
+            ro,
+        )
+        .unwrap();
+        score_l::route_top_s_raw(
+            &Stream::from_raw(ctx, stream).unwrap(),
+            Route {
+                shape: ScoreShape { rows, k, p },
+                s,
+            },
+            None,
+            rx,
+            rd,
+            rt,
+        )
+        .unwrap();
     }
     ctx.synchronize().unwrap();
-    let want = score::score_block(&sx, &sd, rows, k, p).unwrap();
+    let want = score::host::score_block(&sx, &sd, rows, k, p).unwrap();
     assert_eq!(bits(&foreign_get::<f32>(ctx, ro, rows * k)), bits(&want));
     let pairs = foreign_get::<u32>(ctx, rt, rows * s * 2);
-    let top = score::route_top_s(&sx, &sd, rows, k, p, s).unwrap();
+    let top = score::host::route_top_s(&sx, &sd, rows, k, p, s).unwrap();
     let atoms: Vec<u32> = pairs.chunks(2).map(|c| c[0]).collect();
     let scores: Vec<u32> = pairs.chunks(2).map(|c| c[1]).collect();
     assert_eq!(atoms, top.atoms);
@@ -455,8 +492,19 @@ fn lengths_contexts_and_alignment_are_typed_errors() {
     let mut so = a.alloc::<f32>(8).unwrap();
     let t = ScoreTuning::default_for(Sm::Sm80).vectorized_for(4);
     assert!(t.vec4);
-    let e = score_l::score_block_dev(&sa, &xo.slice(1..9).unwrap(), &d, &mut so, 2, 4, 4, Some(t))
-        .unwrap_err();
+    let e = score_l::score_block_dev(
+        &sa,
+        ScoreShape {
+            rows: 2,
+            k: 4,
+            p: 4,
+        },
+        Some(t),
+        &xo.slice(1..9).unwrap(),
+        &d,
+        &mut so,
+    )
+    .unwrap_err();
     assert!(
         matches!(&e, Error::InvalidArgument(m) if m.contains("vec4")),
         "{e}"
@@ -465,32 +513,78 @@ fn lengths_contexts_and_alignment_are_typed_errors() {
     // divide by zero in the route plan).
     let empty_d = a.alloc::<f32>(0).unwrap();
     let xr = sa.upload(&[1f32; 4]).unwrap();
-    let e = score_l::route_top_s_dev(&sa, &xr, &empty_d, 1, 0, 4, 1, None).unwrap_err();
+    let e = score_l::route_top_s_dev(
+        &sa,
+        Route {
+            shape: ScoreShape {
+                rows: 1,
+                k: 0,
+                p: 4,
+            },
+            s: 1,
+        },
+        None,
+        &xr,
+        &empty_d,
+    )
+    .unwrap_err();
     assert!(
-        matches!(&e, Error::InvalidArgument(m) if m.contains("s = 1") && m.contains("K = 0")),
+        matches!(&e, Error::InvalidArgument(m) if m.contains("empty problem") && m.contains("K=0")),
         "{e}"
     );
-    let e = score_l::route_top_s_dev(&sa, &xr, &d, 1, 4, 4, 5, None).unwrap_err();
-    assert!(e.to_string().contains("s = 5"), "{e}");
+    let e = score_l::route_top_s_dev(
+        &sa,
+        Route {
+            shape: ScoreShape {
+                rows: 1,
+                k: 4,
+                p: 4,
+            },
+            s: 5,
+        },
+        None,
+        &xr,
+        &d,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&e, Error::InvalidArgument(a) if a.what == "s" && a.contains("s=5")),
+        "{e}"
+    );
     // SAFETY: refused before anything runs or is read.
     let e = unsafe {
         score_l::route_top_s_raw(
-            &a,
-            sa.raw(),
+            &Stream::from_raw(&a, sa.raw()).unwrap(),
+            Route {
+                shape: ScoreShape {
+                    rows: 1,
+                    k: 0,
+                    p: 4,
+                },
+                s: 1,
+            },
+            None,
             xr.device_ptr(),
             empty_d.device_ptr(),
-            1,
-            0,
-            4,
-            1,
-            None,
             0,
         )
     }
     .unwrap_err();
-    assert!(e.to_string().contains("K = 0"), "{e}");
+    assert!(e.to_string().contains("K=0"), "{e}");
     // The same data, aligned, works.
-    score_l::score_block_dev(&sa, &xo.slice(..8).unwrap(), &d, &mut so, 2, 4, 4, Some(t)).unwrap();
+    score_l::score_block_dev(
+        &sa,
+        ScoreShape {
+            rows: 2,
+            k: 4,
+            p: 4,
+        },
+        Some(t),
+        &xo.slice(..8).unwrap(),
+        &d,
+        &mut so,
+    )
+    .unwrap();
 }
 
 #[test]
@@ -584,11 +678,21 @@ fn the_slice_api_moves_the_same_bytes_as_before() {
     let mut next = lcg(9);
     let x: Vec<f32> = (0..rows * p).map(|_| next()).collect();
     let d: Vec<f32> = (0..k * p).map(|_| next()).collect();
-    let got = score_l::route_top_s_on(&st, &x, &d, rows, k, p, s, None).unwrap();
+    let got = score_l::route_top_s_on(
+        &st,
+        Route {
+            shape: ScoreShape { rows, k, p },
+            s,
+        },
+        None,
+        &x,
+        &d,
+    )
+    .unwrap();
     let t = ctx.traffic();
     assert_eq!(t.bytes_uploaded, ((rows + k) * p * 4) as u64);
     assert_eq!(t.bytes_downloaded, (rows * s * 8) as u64);
-    let want = score::route_top_s(&x, &d, rows, k, p, s).unwrap();
+    let want = score::host::route_top_s(&x, &d, rows, k, p, s).unwrap();
     assert_eq!(got.atoms, want.atoms);
     // Every buffer of the call is gone.
     assert_eq!(ctx.with_sim(|s| s.live_allocations()), Some(0));
