@@ -126,8 +126,15 @@ fn bench_library(c: &mut Criterion) {
         (
             "fp8_quantize_sw_sm80",
             Box::new(move |s: &Stream| {
-                fp8::launch::quantize_on(s, &xs, fp8::Format::E4M3, fp8::ptx::Codec::Software)
-                    .unwrap();
+                fp8::launch::quantize_on(
+                    s,
+                    ptxsmith::kernels::fp8::Encoding {
+                        format: fp8::Format::E4M3,
+                        codec: fp8::ptx::Codec::Software,
+                    },
+                    &xs,
+                )
+                .unwrap();
             }),
         ),
         (

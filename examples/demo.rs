@@ -56,8 +56,15 @@ fn fp8_quantize(st: &Stream) -> Result<Outcome> {
     xs[1234] = f32::NAN;
     xs[n - 1] = -1000.0;
     let codec = Codec::for_sm(st.context().sm());
-    let got = fp8::launch::quantize_on(st, &xs, Format::E4M3, codec)?;
-    let want = fp8::quantize(&xs);
+    let got = fp8::launch::quantize_on(
+        st,
+        ptxsmith::kernels::fp8::Encoding {
+            format: Format::E4M3,
+            codec,
+        },
+        &xs,
+    )?;
+    let want = fp8::host::quantize(&xs);
     let exact = got.codes == want.codes
         && got.scale.to_bits() == want.scale.to_bits()
         && got.scale_inv.to_bits() == want.scale_inv.to_bits()
@@ -71,8 +78,16 @@ fn fp8_dequantize(st: &Stream) -> Result<Outcome> {
         .map(|i: u32| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
         .collect();
     let codec = Codec::for_sm(st.context().sm());
-    let got = fp8::launch::dequantize_on(st, &codes, 0.125, Format::E4M3, codec)?;
-    let want = fp8::dequantize(&codes, 0.125);
+    let got = fp8::launch::dequantize_on(
+        st,
+        ptxsmith::kernels::fp8::Encoding {
+            format: Format::E4M3,
+            codec,
+        },
+        0.125,
+        &codes,
+    )?;
+    let want = fp8::host::dequantize(&codes, 0.125);
     Ok(Outcome {
         elements: codes.len(),
         exact: same_bits(&got, &want),
@@ -171,11 +186,29 @@ fn fp8_chain(st: &Stream) -> Result<Outcome> {
     let mut codes = ctx.alloc::<u8>(n)?;
     let mut stats = ctx.alloc::<f32>(3)?;
     let mut y = ctx.alloc::<f32>(n)?;
-    launch::quantize_dev(st, &x, Format::E4M3, codec, &mut codes, &mut stats)?;
-    launch::dequantize_stats_dev(st, &codes, &stats, Format::E4M3, codec, &mut y)?;
+    launch::quantize_dev(
+        st,
+        ptxsmith::kernels::fp8::Encoding {
+            format: Format::E4M3,
+            codec,
+        },
+        &x,
+        &mut codes,
+        &mut stats,
+    )?;
+    launch::dequantize_stats_dev(
+        st,
+        ptxsmith::kernels::fp8::Encoding {
+            format: Format::E4M3,
+            codec,
+        },
+        &codes,
+        &stats,
+        &mut y,
+    )?;
     let got = st.to_vec(&y)?;
-    let q = fp8::quantize(&xs);
-    let want = fp8::dequantize(&q.codes, q.scale_inv);
+    let q = fp8::host::quantize(&xs);
+    let want = fp8::host::dequantize(&q.codes, q.scale_inv);
     let t = ctx.traffic().since(&before);
     let exact = same_bits(&got, &want)
         && t.bytes_uploaded == 4 * n as u64

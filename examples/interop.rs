@@ -95,8 +95,22 @@ fn on_sim(ctx: &Context) -> Result<bool> {
     let (f, codec) = (fp8::Format::E4M3, fp8::ptx::Codec::Software);
     // SAFETY: as above.
     unsafe {
-        fp8::launch::quantize_raw(ctx, stream, qx, xs.len(), f, codec, codes, stats)?;
-        fp8::launch::dequantize_stats_raw(ctx, stream, codes, xs.len(), stats, f, codec, yq)?;
+        fp8::launch::quantize_raw(
+            &ptxsmith::runtime::Stream::from_raw(ctx, stream).unwrap(),
+            ptxsmith::kernels::fp8::Encoding { format: f, codec },
+            xs.len(),
+            qx,
+            codes,
+            stats,
+        )?;
+        fp8::launch::dequantize_stats_raw(
+            &ptxsmith::runtime::Stream::from_raw(ctx, stream).unwrap(),
+            ptxsmith::kernels::fp8::Encoding { format: f, codec },
+            xs.len(),
+            codes,
+            stats,
+            yq,
+        )?;
     }
     let read = |a: u64, n: usize| {
         let mut v = vec![0f32; n];
@@ -104,12 +118,12 @@ fn on_sim(ctx: &Context) -> Result<bool> {
             .expect("sim")
             .map(|()| v)
     };
-    let q = fp8::quantize(&xs);
+    let q = fp8::host::quantize(&xs);
     Ok(
         same(&read(po, rows)?, &dot::host::dot_rows(&x, &y, rows, n))
             && same(
                 &read(yq, xs.len())?,
-                &fp8::dequantize(&q.codes, q.scale_inv),
+                &fp8::host::dequantize(&q.codes, q.scale_inv),
             ),
     )
 }

@@ -150,8 +150,22 @@ fn fp8_chain(ctx: &Context, n: usize, f: Format, codec: Codec) {
     let mut codes = ctx.alloc::<u8>(n).unwrap();
     let mut stats = ctx.alloc::<f32>(3).unwrap();
     let mut y = ctx.alloc::<f32>(n).unwrap();
-    fp8l::quantize_dev(&st, &x, f, codec, &mut codes, &mut stats).unwrap();
-    fp8l::dequantize_stats_dev(&st, &codes, &stats, f, codec, &mut y).unwrap();
+    fp8l::quantize_dev(
+        &st,
+        ptxsmith::kernels::fp8::Encoding { format: f, codec },
+        &x,
+        &mut codes,
+        &mut stats,
+    )
+    .unwrap();
+    fp8l::dequantize_stats_dev(
+        &st,
+        ptxsmith::kernels::fp8::Encoding { format: f, codec },
+        &codes,
+        &stats,
+        &mut y,
+    )
+    .unwrap();
     let t = st.traffic().since(&before);
     assert_eq!(
         (t.uploads, t.downloads, t.bytes_downloaded),
@@ -159,8 +173,8 @@ fn fp8_chain(ctx: &Context, n: usize, f: Format, codec: Codec) {
         "nothing comes back between quantize and dequantize"
     );
     let got = st.to_vec(&y).unwrap();
-    let q = fp8::quantize_as(&xs, f);
-    let want = fp8::dequantize_as(&q.codes, q.scale_inv, f);
+    let q = fp8::host::quantize_as(&xs, f);
+    let want = fp8::host::dequantize_as(&q.codes, q.scale_inv, f);
     assert_eq!(bits(&got), bits(&want), "{f:?} {codec:?} n={n}");
     // And the intermediate results, downloaded only now, are the host's.
     assert_eq!(st.to_vec(&codes).unwrap(), q.codes);
@@ -254,34 +268,36 @@ fn raw_pointer_entry_points_on(ctx: &Context) {
     // SAFETY: sizes as the contract says, disjoint outputs, all live.
     unsafe {
         fp8l::quantize_raw(
-            ctx,
-            stream,
-            qx,
+            &ptxsmith::runtime::Stream::from_raw(ctx, stream).unwrap(),
+            ptxsmith::kernels::fp8::Encoding {
+                format: Format::E4M3,
+                codec: Codec::Software,
+            },
             xs.len(),
-            Format::E4M3,
-            Codec::Software,
+            qx,
             qc,
             qs,
         )
         .unwrap();
         fp8l::dequantize_stats_raw(
-            ctx,
-            stream,
-            qc,
+            &ptxsmith::runtime::Stream::from_raw(ctx, stream).unwrap(),
+            ptxsmith::kernels::fp8::Encoding {
+                format: Format::E4M3,
+                codec: Codec::Software,
+            },
             xs.len(),
+            qc,
             qs,
-            Format::E4M3,
-            Codec::Software,
             qy,
         )
         .unwrap();
     }
     ctx.synchronize().unwrap();
-    let q = fp8::quantize(&xs);
+    let q = fp8::host::quantize(&xs);
     assert_eq!(foreign_get::<u8>(ctx, qc, xs.len()), q.codes);
     assert_eq!(
         bits(&foreign_get::<f32>(ctx, qy, xs.len())),
-        bits(&fp8::dequantize(&q.codes, q.scale_inv))
+        bits(&fp8::host::dequantize(&q.codes, q.scale_inv))
     );
     // score block and route into foreign memory
     let (rows, k, p, s) = (6, 90, 12, 4);
@@ -339,9 +355,20 @@ fn sim_raw_entry_points_still_check_what_they_can() {
     let x = foreign_alloc(&ctx, 64);
     // Misaligned x for the 16-byte fp8 loads.
     // SAFETY: the call fails before any kernel is queued.
-    let e =
-        unsafe { fp8l::quantize_raw(&ctx, stream, x + 4, 8, Format::E4M3, Codec::Software, x, x) }
-            .unwrap_err();
+    let e = unsafe {
+        fp8l::quantize_raw(
+            &ptxsmith::runtime::Stream::from_raw(&ctx, stream).unwrap(),
+            ptxsmith::kernels::fp8::Encoding {
+                format: Format::E4M3,
+                codec: Codec::Software,
+            },
+            8,
+            x + 4,
+            x,
+            x,
+        )
+    }
+    .unwrap_err();
     assert!(
         matches!(&e, Error::InvalidArgument(m) if m.contains("16-byte") && m.contains(&format!("{:#x}", x + 4))),
         "{e}"
@@ -449,9 +476,11 @@ fn lengths_contexts_and_alignment_are_typed_errors() {
     let mut stats = a.alloc::<f32>(3).unwrap();
     let e = fp8l::quantize_dev(
         &sa,
+        ptxsmith::kernels::fp8::Encoding {
+            format: Format::E4M3,
+            codec: Codec::Software,
+        },
         &off,
-        Format::E4M3,
-        Codec::Software,
         &mut codes,
         &mut stats,
     )
@@ -464,10 +493,12 @@ fn lengths_contexts_and_alignment_are_typed_errors() {
     let mut c = codes9.slice_mut(1..).unwrap();
     let e = fp8l::quantize_with_scale_dev(
         &sa,
-        &xs.slice(..8).unwrap(),
+        ptxsmith::kernels::fp8::Encoding {
+            format: Format::E4M3,
+            codec: Codec::Software,
+        },
         1.0,
-        Format::E4M3,
-        Codec::Software,
+        &xs.slice(..8).unwrap(),
         &mut c,
     )
     .unwrap_err();
@@ -478,9 +509,11 @@ fn lengths_contexts_and_alignment_are_typed_errors() {
     let mut bad_stats = a.alloc::<f32>(2).unwrap();
     let e = fp8l::quantize_dev(
         &sa,
+        ptxsmith::kernels::fp8::Encoding {
+            format: Format::E4M3,
+            codec: Codec::Software,
+        },
         &xs.slice(..8).unwrap(),
-        Format::E4M3,
-        Codec::Software,
         &mut codes,
         &mut bad_stats,
     )

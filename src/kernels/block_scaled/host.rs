@@ -263,7 +263,7 @@ impl Shape {
 /// The NVFP4 per-tensor scales.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct GlobalScale {
-    /// `max |x|` over the whole tensor, NaNs ignored ([`fp8::absmax`]).
+    /// `max |x|` over the whole tensor, NaNs ignored ([`fp8::host::absmax`]).
     pub amax: f32,
     /// `S_enc = 2688 / amax` (see the contract for 0, Inf and overflow).
     pub encode: f32,
@@ -365,7 +365,7 @@ impl BlockRule {
                 inv_max: format.element_max_reciprocal(),
             },
             ScaleMode::Nvfp4 => {
-                let global = GlobalScale::from_amax(fp8::absmax(xs));
+                let global = GlobalScale::from_amax(fp8::host::absmax(xs));
                 Self::Nvfp4 {
                     global,
                     // S_enc · rn(1/6): one product per tensor, before amax_b.

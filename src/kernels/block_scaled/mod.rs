@@ -125,7 +125,7 @@
 //!
 //! # NVFP4 (\[TE\] `core_nvfp4.cuh`, with IEEE division only)
 //! * Global: `amax_g` = NaN-ignoring `max |x|` over the **whole** `[L, M,
-//!   K]` tensor ([`fp8::absmax`](crate::kernels::fp8::absmax): PTX
+//!   K]` tensor ([`fp8::host::absmax`](crate::kernels::fp8::host::absmax): PTX
 //!   `max.f32` fold from +0, so one NaN poisons only its own block).
 //!   `S_enc = min(2688 / amax_g, FLT_MAX)` (`div.rn.f32`, `min.f32`),
 //!   replaced by 1 when `amax_g = 0` or the quotient is 0 (`amax_g =
