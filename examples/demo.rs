@@ -318,12 +318,14 @@ fn block_ell(st: &Stream) -> Result<Outcome> {
     be::grad_bias_dev(st, &dims, n, &dgy, &mut gb)?;
     let exact = same_bits(
         &st.to_vec(&y)?,
-        &be::forward(&dims, n, &x, &values, &col, Some(&bias))?,
+        &be::host::forward(&dims, n, &x, &values, &col, Some(&bias))?,
     ) && same_bits(
         &st.to_vec(&gx)?,
-        &be::grad_input(&dims, n, &gy, &values, &col)?,
-    ) && same_bits(&st.to_vec(&gv)?, &be::grad_values(&dims, n, &x, &gy, &col)?)
-        && same_bits(&st.to_vec(&gb)?, &be::grad_bias(&dims, n, &gy)?);
+        &be::host::grad_input(&dims, n, &gy, &values, &col)?,
+    ) && same_bits(
+        &st.to_vec(&gv)?,
+        &be::host::grad_values(&dims, n, &x, &gy, &col)?,
+    ) && same_bits(&st.to_vec(&gb)?, &be::host::grad_bias(&dims, n, &gy)?);
     Ok(Outcome {
         elements: n * (dims.in_features() + dims.out_features()),
         exact,

@@ -764,18 +764,35 @@ fn gpu_raw_block_ell_and_logcumsumexp_run_on_driver_allocations() {
     unsafe {
         let s = RawStream::NULL;
         let (px, pgy, pv) = (fx.as_device_ptr(), fgy.as_device_ptr(), fv.as_device_ptr());
-        bel::forward_raw(&ctx, s, &topo, n, px, pv, None, fy.as_device_ptr()).unwrap();
-        bel::grad_values_raw(&ctx, s, &topo, n, px, pgy, fgv.as_device_ptr()).unwrap();
+        bel::forward_raw(
+            &Stream::from_raw(&ctx, s).unwrap(),
+            &topo,
+            n,
+            px,
+            pv,
+            None,
+            fy.as_device_ptr(),
+        )
+        .unwrap();
+        bel::grad_values_raw(
+            &Stream::from_raw(&ctx, s).unwrap(),
+            &topo,
+            n,
+            px,
+            pgy,
+            fgv.as_device_ptr(),
+        )
+        .unwrap();
     }
     ctx.synchronize().unwrap();
     ctx.make_current().unwrap();
     let mut y = vec![0f32; n * dims.out_features()];
     fy.copy_to_host(&mut y).unwrap();
-    let want = block_ell::forward(&dims, n, &x, &values, &col, None).unwrap();
+    let want = block_ell::host::forward(&dims, n, &x, &values, &col, None).unwrap();
     assert_eq!(bits(&y), bits(&want), "block_ell forward_raw");
     let mut gv = vec![0f32; dims.values_len()];
     fgv.copy_to_host(&mut gv).unwrap();
-    let want = block_ell::grad_values(&dims, n, &x, &gy, &col).unwrap();
+    let want = block_ell::host::grad_values(&dims, n, &x, &gy, &col).unwrap();
     assert_eq!(bits(&gv), bits(&want), "block_ell grad_values_raw");
     // logcumsumexp in place on driver memory.
     let (rows, t) = (4, 1000);

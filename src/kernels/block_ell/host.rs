@@ -3,6 +3,10 @@
 //! `mul_add` is one `fma.rn.f32`, every `+` one `add.rn.f32`).
 
 use super::topology::TransposedIndex;
+
+// The per-block statistics' host models live in `stats.rs`; they are
+// reached here with the layer's.
+pub use super::stats::{block_grad_norms, ema_update, input_block_norms, output_block_norms};
 use crate::error::{ArgError, Error, Result};
 
 /// The supported block sizes `B`.

@@ -30,9 +30,9 @@ use crate::error::{Error, Result};
 use crate::kernels::dispatch::dispatch;
 use crate::kernels::memo;
 use crate::runtime::backend::{Backend, Ran};
-use crate::runtime::buffer::{AsDevice, AsDeviceMut, DeviceBuffer};
-use crate::runtime::context::{Context, Stream};
-use crate::runtime::exec::{CUdeviceptr, LaunchConfig, PointerCheck, RawStream};
+use crate::runtime::buffer::{AsDevice, AsDeviceMut, DeviceBuffer, ForeignSlice, ForeignSliceMut};
+use crate::runtime::context::Stream;
+use crate::runtime::exec::{CUdeviceptr, LaunchConfig, PointerCheck};
 
 /// The most floats the chunk partials of one grad-values / grad-bias call
 /// occupy (64 MiB), unless one chunk alone needs more.
@@ -209,27 +209,21 @@ pub fn forward_dev(
     forward_core(stream, topo, n, p, bias, PointerCheck::LiveBuffers)
 }
 
-/// [`forward_dev`] on memory another stack allocated (e.g. PyTorch or
-/// CuPy tensors): `x` (`N × C·B` f32), `values` (`R·K·B·B`), `bias`
-/// (`R·B`, optional) and `y` (`N × R·B`) are raw device addresses, the
-/// topology is ptxsmith's, the launch is queued on the foreign `stream`.
+/// [`forward_dev`] on raw device addresses of another stack (e.g.
+/// PyTorch or CuPy tensors), queued on `stream` (e.g. made with
+/// [`Stream::from_raw`]): a thin wrapper viewing `x` (`N × C·B` f32s),
+/// `values` (`R·K·B·B`), `bias` (`R·B`, optional) and `y` (`N × R·B`) as
+/// [`ForeignSlice`]s; the topology is ptxsmith's.
 ///
 /// # Safety
-/// * `x`, `values`, `bias` and `y` are device memory of `ctx`'s context
-///   with at least the lengths above, 4-byte aligned, valid until the
-///   kernel has run; `y` overlaps no input and nothing else accesses it
-///   until then;
-/// * `stream` is a live stream of that context (or [`RawStream::NULL`]).
-///
-/// Sizes are still checked against the kernel limits; the addresses
-/// cannot be.
+/// * `x`, `values`, `bias` and `y` are device memory of `stream`'s
+///   context with at least the lengths above, valid until the kernel has
+///   run; `y` overlaps no input and nothing else accesses it until then.
 ///
 /// # Errors
-/// As [`forward_dev`].
-#[allow(clippy::too_many_arguments)]
+/// As [`forward_dev`], and the checks of [`ForeignSlice::from_raw_parts`].
 pub unsafe fn forward_raw(
-    ctx: &Context,
-    stream: RawStream,
+    stream: &Stream,
     topo: &DeviceTopology,
     n: usize,
     x: CUdeviceptr,
@@ -237,21 +231,23 @@ pub unsafe fn forward_raw(
     bias: Option<CUdeviceptr>,
     y: CUdeviceptr,
 ) -> Result<()> {
-    check_limits(&topo.dims, n)?;
-    let p = Ptrs {
-        a: DevPtr::new(x),
-        b: DevPtr::new(values),
-        out: DevPtr::new(y),
+    let d = topo.dims;
+    check_limits(&d, n)?;
+    let ctx = stream.context();
+    let rows_of = |width: usize| d.rows_len("N × width", n, width);
+    // SAFETY: the caller's contract covers each range (lengths from the
+    // checked sizes).
+    let (x, values, bias, mut y) = unsafe {
+        (
+            ForeignSlice::<f32>::from_raw_parts(ctx, x, rows_of(d.in_features())?)?,
+            ForeignSlice::<f32>::from_raw_parts(ctx, values, d.values_len())?,
+            bias.map(|b| ForeignSlice::<f32>::from_raw_parts(ctx, b, d.out_features()))
+                .transpose()?,
+            ForeignSliceMut::<f32>::from_raw_parts(ctx, y, rows_of(d.out_features())?)?,
+        )
     };
-    let bias = bias.map(DevPtr::new);
-    forward_core(
-        &ctx.borrowed_stream(stream),
-        topo,
-        n,
-        p,
-        bias,
-        PointerCheck::Caller,
-    )
+    let bias = bias.as_ref().map(|b| b as &dyn AsDevice<f32>);
+    forward_dev(stream, topo, n, &x, &values, bias, &mut y)
 }
 
 fn grad_input_core(
@@ -323,36 +319,36 @@ pub fn grad_input_dev(
     grad_input_core(stream, topo, n, p, PointerCheck::LiveBuffers)
 }
 
-/// [`grad_input_dev`] on foreign memory: `gy` (`N × R·B`), `values`
-/// (`R·K·B·B`) and `gx` (`N × C·B`) are raw device addresses.
+/// [`grad_input_dev`] on another stack's memory: `gy` (`N × R·B`),
+/// `values` (`R·K·B·B`) and `gx` (`N × C·B`) are raw device addresses,
+/// viewed as [`ForeignSlice`]s.
 ///
 /// # Safety
 /// As [`forward_raw`], for `gy`, `values` (read) and `gx` (written).
 ///
 /// # Errors
-/// As [`forward_dev`].
+/// As [`forward_raw`].
 pub unsafe fn grad_input_raw(
-    ctx: &Context,
-    stream: RawStream,
+    stream: &Stream,
     topo: &DeviceTopology,
     n: usize,
     gy: CUdeviceptr,
     values: CUdeviceptr,
     gx: CUdeviceptr,
 ) -> Result<()> {
-    check_limits(&topo.dims, n)?;
-    let p = Ptrs {
-        a: DevPtr::new(gy),
-        b: DevPtr::new(values),
-        out: DevPtr::new(gx),
+    let d = topo.dims;
+    check_limits(&d, n)?;
+    let ctx = stream.context();
+    let rows_of = |width: usize| d.rows_len("N × width", n, width);
+    // SAFETY: the caller's contract covers each range.
+    let (gy, values, mut gx) = unsafe {
+        (
+            ForeignSlice::<f32>::from_raw_parts(ctx, gy, rows_of(d.out_features())?)?,
+            ForeignSlice::<f32>::from_raw_parts(ctx, values, d.values_len())?,
+            ForeignSliceMut::<f32>::from_raw_parts(ctx, gx, rows_of(d.in_features())?)?,
+        )
     };
-    grad_input_core(
-        &ctx.borrowed_stream(stream),
-        topo,
-        n,
-        p,
-        PointerCheck::Caller,
-    )
+    grad_input_dev(stream, topo, n, &gy, &values, &mut gx)
 }
 
 /// Run the N-chunk tree of `len` outputs into `out`: `pass(part, q0,
@@ -505,41 +501,36 @@ pub fn grad_values_dev_budget(
     )
 }
 
-/// [`grad_values_dev`] on foreign memory: `x` (`N × C·B`), `gy` (`N ×
-/// R·B`) and `gv` (`R·K·B·B`) are raw device addresses; the chunk
-/// partials (when `N > 256`) are allocated by ptxsmith in `ctx`.
+/// [`grad_values_dev`] on another stack's memory: `x` (`N × C·B`), `gy`
+/// (`N × R·B`) and `gv` (`R·K·B·B`) are raw device addresses, viewed as
+/// [`ForeignSlice`]s; the chunk partials (when `N > 256`) are ptxsmith's.
 ///
 /// # Safety
 /// As [`forward_raw`], for `x`, `gy` (read) and `gv` (written).
 ///
 /// # Errors
-/// As [`forward_dev`].
-#[allow(clippy::too_many_arguments)]
+/// As [`forward_raw`].
 pub unsafe fn grad_values_raw(
-    ctx: &Context,
-    stream: RawStream,
+    stream: &Stream,
     topo: &DeviceTopology,
     n: usize,
     x: CUdeviceptr,
     gy: CUdeviceptr,
     gv: CUdeviceptr,
 ) -> Result<()> {
-    check_limits(&topo.dims, n)?;
-    let st = ctx.borrowed_stream(stream);
-    let len = topo.dims.values_len();
-    if n == 0 {
-        if len > 0 {
-            let zeros = ctx.alloc_zeroed::<f32>(len)?;
-            st.copy_to_foreign(gv, &zeros)?;
-        }
-        return Ok(());
-    }
-    let p = Ptrs {
-        a: DevPtr::new(x),
-        b: DevPtr::new(gy),
-        out: DevPtr::new(gv),
+    let d = topo.dims;
+    check_limits(&d, n)?;
+    let ctx = stream.context();
+    let rows_of = |width: usize| d.rows_len("N × width", n, width);
+    // SAFETY: the caller's contract covers each range.
+    let (x, gy, mut gv) = unsafe {
+        (
+            ForeignSlice::<f32>::from_raw_parts(ctx, x, rows_of(d.in_features())?)?,
+            ForeignSlice::<f32>::from_raw_parts(ctx, gy, rows_of(d.out_features())?)?,
+            ForeignSliceMut::<f32>::from_raw_parts(ctx, gv, d.values_len())?,
+        )
     };
-    grad_values_core(&st, topo, n, p, SCRATCH_FLOATS, PointerCheck::Caller)
+    grad_values_dev(stream, topo, n, &x, &gy, &mut gv)
 }
 
 /// `gb` (`[R·B]`), the gradient with respect to `bias`, by the N-chunk
