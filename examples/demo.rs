@@ -348,12 +348,21 @@ fn block_scaled_roundtrip(st: &Stream, format: kernels::block_scaled::Format) ->
     let recipe = Recipe::default_for(format);
     let layout = ScaleLayout::Blocked128x4;
     let codec = Codec::for_sm(st.context().sm());
-    let got = launch::quantize_on(st, &xs, shape, recipe, layout, codec)?;
-    let want = bs::quantize(&xs, shape, recipe, layout)?;
-    let y = launch::dequantize_on(st, &got, codec)?;
+    let got = launch::quantize_on(
+        st,
+        ptxsmith::kernels::block_scaled::Quantization {
+            shape,
+            recipe,
+            layout,
+        },
+        codec,
+        &xs,
+    )?;
+    let want = bs::host::quantize(&xs, shape, recipe, layout)?;
+    let y = launch::dequantize_on(st, codec, &got)?;
     Ok(Outcome {
         elements: shape.len(),
-        exact: got == want && same_bits(&y, &bs::dequantize(&want)?),
+        exact: got == want && same_bits(&y, &bs::host::dequantize(&want)?),
     })
 }
 

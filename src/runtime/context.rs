@@ -722,24 +722,6 @@ impl Stream {
         self.launch_with(module, cfg, args, PointerCheck::LiveBuffers)
     }
 
-    /// Queue a copy of `src` into foreign device memory at `dst` (raw entry
-    /// points: their caller vouches for `dst`).
-    pub(crate) fn copy_to_foreign<T: DeviceRepr>(
-        &self,
-        dst: u64,
-        src: &impl AsDevice<T>,
-    ) -> Result<()> {
-        let s = src.as_device();
-        self.ctx.check_owner("the source buffer", s.ctx)?;
-        let bytes = s.len * size_of::<T>();
-        let mut st = self.ctx.state();
-        st.ex
-            .copy_dtod(self.raw, dst, s.addr, bytes, PointerCheck::Caller)?;
-        st.count(self.raw, |t| t.bytes_copied_on_device += bytes as u64);
-        st.foreign_work |= self.borrowed;
-        Ok(())
-    }
-
     /// Launch checked or not, as the entry point's caller asked. The
     /// raw-pointer entry points pass [`PointerCheck::Caller`]: their
     /// `unsafe` signature makes the caller vouch that every pointer is
