@@ -12,7 +12,7 @@
 //! The runtime's module cache ([`crate::runtime::ModuleCache`]) must refuse
 //! two different texts under one module key, which needs a fingerprint of
 //! the text. For a memoised module it is computed here, once, and found
-//! again by the address of the text ([`known_fingerprint`]): a memoised
+//! again by the address of the text: a memoised
 //! text is never freed or changed, so its address identifies it. Any
 //! other module (a clone, one built by hand) is hashed as before.
 //!

@@ -71,7 +71,7 @@ impl fmt::Display for Backend {
 impl FromStr for Backend {
     type Err = Error;
 
-    /// Parse "cuda", "cuda:<ordinal>", "auto", "host" or "sim" (ASCII
+    /// Parse "cuda", "cuda:N" (device N), "auto", "host" or "sim" (ASCII
     /// case-insensitive, surrounding whitespace ignored).
     fn from_str(s: &str) -> Result<Backend> {
         let t = s.trim();

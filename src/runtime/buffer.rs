@@ -26,6 +26,8 @@ use std::ops::{Bound, RangeBounds};
 use bytemuck::Pod;
 
 use crate::dsl::types::{Elem, F32, S32, U8, U16, U32, U64};
+#[cfg(doc)]
+use crate::error::Error;
 use crate::error::{ArgError, Result};
 use crate::runtime::context::Context;
 #[cfg(doc)]
@@ -393,7 +395,7 @@ impl<T: DeviceRepr> Drop for DeviceBuffer<T> {
 /// * the alignment of `addr` for `T` (and each kernel's vector alignment,
 ///   as for buffers);
 /// * the context: on a GPU the allocation must belong to the context's
-///   primary context, else [`Error::WrongContext`](crate::Error::WrongContext).
+///   primary context, else [`Error::WrongContext`].
 ///
 /// On the simulator the memory is simulated memory (e.g. from
 /// [`Context::with_sim`]); every access is bounds-checked there anyway.
@@ -486,10 +488,10 @@ macro_rules! foreign_common {
             /// it is read.
             ///
             /// # Errors
-            /// [`Error::InvalidArgument`](crate::Error::InvalidArgument)
+            /// [`Error::InvalidArgument`]
             /// for a misaligned or null address, a size that overflows, or
             /// (GPU) a range past its allocation or an address the driver
-            /// does not know; [`Error::WrongContext`](crate::Error::WrongContext)
+            /// does not know; [`Error::WrongContext`]
             /// for memory of another context or device.
             // An `unsafe fn` for its contract only: no unsafe operation inside.
             #[allow(unsafe_code)]

@@ -62,7 +62,10 @@ use crate::target::Sm;
 #[non_exhaustive]
 pub enum DeviceKind {
     /// CUDA device `ordinal`.
-    Cuda { ordinal: u32 },
+    Cuda {
+        /// The driver's device number.
+        ordinal: u32,
+    },
     /// The CPU PTX simulator.
     Sim,
 }

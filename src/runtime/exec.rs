@@ -20,8 +20,11 @@ use crate::target::Sm;
 /// Grid and block shape plus dynamic shared memory of one launch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LaunchConfig {
+    /// CTAs in x, y, z.
     pub grid: (u32, u32, u32),
+    /// Threads per CTA in x, y, z.
     pub block: (u32, u32, u32),
+    /// Dynamic shared memory per CTA, in bytes.
     pub dynamic_smem_bytes: u32,
 }
 

@@ -24,7 +24,7 @@ fn elementwise(len: usize) -> LaunchConfig {
     )
 }
 
-/// [`super::block_grad_norms`] on the device: `out [R, K]` from `gv [R, K,
+/// [`super::host::block_grad_norms`] on the device: `out [R, K]` from `gv [R, K,
 /// B, B]`, queued on `stream`.
 ///
 /// # Errors
@@ -99,7 +99,7 @@ fn column_block_norms(
     )
 }
 
-/// [`super::input_block_norms`] on the device: `out [C]` from `x [N,
+/// [`super::host::input_block_norms`] on the device: `out [C]` from `x [N,
 /// C·B]`, queued on `stream`.
 ///
 /// # Errors
@@ -131,7 +131,7 @@ pub fn input_block_norms_dev(
     column_block_norms(stream, n, dims.c(), dims.b(), xp, op)
 }
 
-/// [`super::output_block_norms`] on the device: `out [R]` from `gy [N,
+/// [`super::host::output_block_norms`] on the device: `out [R]` from `gy [N,
 /// R·B]`, queued on `stream`.
 ///
 /// # Errors
@@ -163,7 +163,7 @@ pub fn output_block_norms_dev(
     column_block_norms(stream, n, dims.r(), dims.b(), gp, op)
 }
 
-/// [`super::ema_update`] on the device, `scores` in place, queued on
+/// [`super::host::ema_update`] on the device, `scores` in place, queued on
 /// `stream`.
 ///
 /// # Errors

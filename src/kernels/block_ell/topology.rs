@@ -7,8 +7,11 @@ use crate::error::{Error, Result};
 /// A block-ELL weight: sizes, `values [R, K, B, B]` and `col [R, K]`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BlockEll {
+    /// The layer's sizes.
     pub dims: Dims,
+    /// `[R, K, B, B]` block values.
     pub values: Vec<f32>,
+    /// `[R, K]` column blocks, `-1` for an empty slot.
     pub col: Vec<i32>,
 }
 

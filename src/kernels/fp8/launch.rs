@@ -339,7 +339,7 @@ pub fn absmax_dev(
 /// [`Error::InvalidArgument`] when `codes` and `x` differ in length,
 /// `stats` is not 3 elements, `x` is not 16-byte or `codes` not 4-byte
 /// aligned (the kernels' vector accesses); [`Error::WrongContext`];
-/// [`Error::UnsupportedFeature`](crate::Error::UnsupportedFeature) for
+/// [`Error::UnsupportedFeature`] for
 /// [`Codec::Hardware`] below sm_89. Nothing is queued on error.
 pub fn quantize_dev(
     stream: &Stream,
@@ -673,7 +673,7 @@ pub fn quantize(backend: Backend, xs: &[f32]) -> Result<(Quantized, Ran)> {
 /// ```
 ///
 /// # Errors
-/// Driver, JIT and launch errors; [`Error::NoDevice`](crate::Error::NoDevice)
+/// Driver, JIT and launch errors; [`Error::NoDevice`]
 /// for [`Backend::Cuda`] without a device.
 pub fn quantize_as(backend: Backend, format: Format, xs: &[f32]) -> Result<(Quantized, Ran)> {
     dispatch(

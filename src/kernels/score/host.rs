@@ -249,9 +249,13 @@ pub fn rank_key(atom: u32, score: f32) -> u64 {
 /// with the same bits), because that is what bit-exact means here.
 #[derive(Debug, Clone)]
 pub struct TopS {
+    /// Rows routed.
     pub rows: usize,
+    /// Entries per row.
     pub s: usize,
+    /// `[rows, s]` atom indices, best first.
     pub atoms: Vec<u32>,
+    /// `[rows, s]` their scores.
     pub scores: Vec<f32>,
 }
 
@@ -438,6 +442,7 @@ impl TopSState {
         self.kept.len()
     }
 
+    /// Whether nothing is kept yet.
     pub fn is_empty(&self) -> bool {
         self.kept.is_empty()
     }
@@ -810,11 +815,17 @@ fn fused_dot(x: &[f32], d: &[f32]) -> f32 {
 /// `fma` routes row `row` differently.
 #[derive(Debug, Clone)]
 pub struct FmaCase {
+    /// Input rows.
     pub rows: usize,
+    /// Atoms.
     pub k: usize,
+    /// Features.
     pub p: usize,
+    /// Atoms kept per row.
     pub s: usize,
+    /// `[rows, P]` inputs.
     pub x: Vec<f32>,
+    /// `[K, P]` dictionary.
     pub d: Vec<f32>,
     /// The row holding the planted near-tie; its top-s differs (other
     /// rows may differ too).
