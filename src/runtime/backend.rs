@@ -143,6 +143,16 @@ impl Resolved {
 /// `Auto` that context, or [`Resolved::Host`] when there is no (supported)
 /// device (a busy or faulted device is an error, not a fallback); `Host`
 /// and `Sim` never touch the driver.
+///
+/// ```
+/// use ptxsmith::runtime::{Backend, Ran, resolve};
+///
+/// assert_eq!(resolve(Backend::Sim)?.ran(), Ran::Sim);
+/// // Auto: the GPU when there is one, else the host model.
+/// let auto = resolve(Backend::Auto)?.ran();
+/// assert!(auto == Ran::Cuda || auto == Ran::Host);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 pub fn resolve(backend: Backend) -> Result<Resolved> {
     match backend {
         Backend::Cuda => Context::cuda(0).map(Resolved::Cuda),

@@ -205,6 +205,17 @@ impl<'a, T: DeviceRepr> DeviceSliceMut<'a, T> {
 
     /// Two exclusive views `[0, mid)` and `[mid, len)`.
     ///
+    /// ```
+    /// use ptxsmith::runtime::Context;
+    ///
+    /// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+    /// let mut buf = ctx.upload(&[1u32, 2, 3])?;
+    /// let (mut a, mut b) = buf.slice_mut(..)?.split_at_mut(1)?;
+    /// ctx.default_stream().copy(&mut a, &b.slice_mut(1..)?)?;
+    /// assert_eq!(buf.to_vec()?, [3, 2, 3]);
+    /// # Ok::<(), ptxsmith::Error>(())
+    /// ```
+    ///
     /// # Errors
     /// [`Error::InvalidArgument`] when `mid > len`.
     pub fn split_at_mut(
@@ -318,6 +329,17 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
 
     /// A shared view of elements `range`.
     ///
+    /// ```
+    /// use ptxsmith::runtime::Context;
+    ///
+    /// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+    /// let buf = ctx.upload(&[1u32, 2, 3, 4])?;
+    /// let mid = buf.slice(1..3)?;
+    /// assert_eq!((mid.len(), ctx.default_stream().to_vec(&mid)?), (2, vec![2, 3]));
+    /// assert!(buf.slice(3..9).is_err()); // out of bounds: a typed error
+    /// # Ok::<(), ptxsmith::Error>(())
+    /// ```
+    ///
     /// # Errors
     /// [`Error::InvalidArgument`] when `range` is out of bounds.
     pub fn slice(&self, range: impl RangeBounds<usize>) -> Result<DeviceSlice<'_, T>> {
@@ -325,6 +347,16 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
     }
 
     /// An exclusive view of elements `range`.
+    ///
+    /// ```
+    /// use ptxsmith::runtime::Context;
+    ///
+    /// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+    /// let mut buf = ctx.upload(&[1u32, 2, 3, 4])?;
+    /// ctx.default_stream().zero(&mut buf.slice_mut(..2)?)?;
+    /// assert_eq!(buf.to_vec()?, [0, 0, 3, 4]);
+    /// # Ok::<(), ptxsmith::Error>(())
+    /// ```
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] when `range` is out of bounds.
@@ -348,6 +380,17 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
 
     /// Copy the whole buffer into `dst` (same length) on the context's
     /// default stream, after the work queued there; returns when done.
+    ///
+    /// ```
+    /// use ptxsmith::runtime::Context;
+    ///
+    /// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+    /// let buf = ctx.upload(&[1.5f32])?;
+    /// let mut out = [0.0];
+    /// buf.download(&mut out)?;
+    /// assert_eq!(out, [1.5]);
+    /// # Ok::<(), ptxsmith::Error>(())
+    /// ```
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] when the lengths differ; errors of

@@ -171,6 +171,16 @@ impl Context {
     }
 
     /// A fresh CPU-simulator context for `sm` (checks on).
+    ///
+    /// ```
+    /// use ptxsmith::runtime::Context;
+    ///
+    /// let ctx = Context::sim(ptxsmith::Sm::Sm90);
+    /// let buf = ctx.upload(&[1u32, 2, 3])?;
+    /// assert_eq!(buf.to_vec()?, [1, 2, 3]);
+    /// assert_eq!(ctx.traffic().bytes_uploaded, 12);
+    /// # Ok::<(), ptxsmith::Error>(())
+    /// ```
     pub fn sim(sm: Sm) -> Self {
         Self::from_executor(DeviceKind::Sim, None, Box::new(Sim::new(sm)))
     }
@@ -178,6 +188,18 @@ impl Context {
     /// The process-wide context of CUDA device `ordinal` (see the
     /// [module docs](self)): opened on first use, shared afterwards,
     /// reopened after a fault lost it.
+    ///
+    /// ```
+    /// use ptxsmith::runtime::Context;
+    ///
+    /// match Context::cuda(0) {
+    ///     Ok(ctx) => println!("{}", ctx.info().expect("a GPU")),
+    ///     // Without a driver or device: a typed error with the loader's reason.
+    ///     Err(ptxsmith::Error::NoDevice(reason)) => println!("no GPU: {reason}"),
+    ///     Err(e) => return Err(e),
+    /// }
+    /// # Ok::<(), ptxsmith::Error>(())
+    /// ```
     ///
     /// # Errors
     /// [`Error::NoDevice`] without a driver or for an ordinal the driver
@@ -257,6 +279,18 @@ impl Context {
 
     /// A new stream, destroyed (after synchronising) when its last clone
     /// drops.
+    ///
+    /// ```
+    /// use ptxsmith::runtime::Context;
+    ///
+    /// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+    /// let (a, b) = (ctx.new_stream()?, ctx.new_stream()?);
+    /// let mut buf = ctx.alloc_zeroed::<f32>(4)?;
+    /// a.copy_from_host(&mut buf, &[1.0; 4])?;
+    /// b.wait_for(&a)?; // b's later work runs after a's
+    /// assert_eq!(b.to_vec(&buf)?, [1.0; 4]);
+    /// # Ok::<(), ptxsmith::Error>(())
+    /// ```
     pub fn new_stream(&self) -> Result<Stream> {
         let mut st = self.state();
         let raw = st.ex.create_stream()?;
@@ -333,22 +367,59 @@ impl Context {
 
     /// `len` uninitialised elements (the simulator reports a kernel read of
     /// a byte nobody wrote).
+    ///
+    /// ```
+    /// use ptxsmith::runtime::Context;
+    ///
+    /// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+    /// let mut buf = ctx.alloc::<u8>(3)?; // uninitialised (the simulator tracks it)
+    /// buf.copy_from_host(&[7, 8, 9])?;
+    /// assert_eq!(buf.to_vec()?, [7, 8, 9]);
+    /// # Ok::<(), ptxsmith::Error>(())
+    /// ```
     pub fn alloc<T: DeviceRepr>(&self, len: usize) -> Result<DeviceBuffer<T>> {
         self.alloc_inner(len, false)
     }
 
     /// `len` zeroed elements.
+    ///
+    /// ```
+    /// use ptxsmith::runtime::Context;
+    ///
+    /// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+    /// assert_eq!(ctx.alloc_zeroed::<i32>(2)?.to_vec()?, [0, 0]);
+    /// # Ok::<(), ptxsmith::Error>(())
+    /// ```
     pub fn alloc_zeroed<T: DeviceRepr>(&self, len: usize) -> Result<DeviceBuffer<T>> {
         self.alloc_inner(len, true)
     }
 
     /// A new buffer holding a copy of `data` (default stream).
+    ///
+    /// ```
+    /// use ptxsmith::runtime::Context;
+    ///
+    /// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+    /// let buf = ctx.upload(&[0.5f32, 1.5])?;
+    /// assert_eq!(buf.len(), 2);
+    /// # Ok::<(), ptxsmith::Error>(())
+    /// ```
     pub fn upload<T: DeviceRepr>(&self, data: &[T]) -> Result<DeviceBuffer<T>> {
         self.default_stream().upload(data)
     }
 
     /// Wait for every stream of the context (and free the memory of
     /// dropped buffers).
+    ///
+    /// ```
+    /// use ptxsmith::runtime::Context;
+    ///
+    /// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+    /// drop(ctx.upload(&[1u8])?);
+    /// ctx.synchronize()?; // every stream idle: dropped buffers are freed
+    /// assert_eq!(ctx.deferred_frees(), 0);
+    /// # Ok::<(), ptxsmith::Error>(())
+    /// ```
     pub fn synchronize(&self) -> Result<()> {
         let mut st = self.state();
         st.ex.synchronize(None)?;
@@ -563,6 +634,19 @@ impl Stream {
 
     /// Wait until everything queued here has run. Errors of queued work
     /// surface here, naming the kernels.
+    ///
+    /// ```
+    /// use ptxsmith::runtime::Context;
+    ///
+    /// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+    /// let st = ctx.default_stream();
+    /// let s = ctx.new_stream()?;
+    /// let mut buf = ctx.alloc::<u32>(1)?;
+    /// s.zero(&mut buf)?; // queued
+    /// s.synchronize()?; // done, or the error of what was queued
+    /// assert_eq!(s.to_vec(&buf)?, [0]);
+    /// # Ok::<(), ptxsmith::Error>(())
+    /// ```
     pub fn synchronize(&self) -> Result<()> {
         let mut st = self.ctx.state();
         st.ex.synchronize(Some(self.raw))?;
@@ -573,6 +657,21 @@ impl Stream {
     /// Make later work on this stream wait for the work queued on `other`
     /// so far (on the device; the host does not block).
     ///
+    /// ```
+    /// use ptxsmith::runtime::Context;
+    ///
+    /// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+    /// let st = ctx.default_stream();
+    /// let other = ctx.new_stream()?;
+    /// let mut buf = ctx.alloc::<u32>(2)?;
+    /// other.copy_from_host(&mut buf, &[5, 6])?;
+    /// st.wait_for(&other)?; // later work on st runs after other's
+    /// let mut copy = ctx.alloc::<u32>(2)?;
+    /// st.copy(&mut copy, &buf)?;
+    /// assert_eq!(st.to_vec(&copy)?, [5, 6]);
+    /// # Ok::<(), ptxsmith::Error>(())
+    /// ```
+    ///
     /// # Errors
     /// [`Error::WrongContext`] when `other` belongs to another context.
     pub fn wait_for(&self, other: &Stream) -> Result<()> {
@@ -582,6 +681,16 @@ impl Stream {
     }
 
     /// A new buffer holding a copy of `data`, copied on this stream.
+    ///
+    /// ```
+    /// use ptxsmith::runtime::Context;
+    ///
+    /// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+    /// let st = ctx.default_stream();
+    /// let buf = st.upload(&[1u16, 2])?;
+    /// assert_eq!(st.to_vec(&buf)?, [1, 2]);
+    /// # Ok::<(), ptxsmith::Error>(())
+    /// ```
     pub fn upload<T: DeviceRepr>(&self, data: &[T]) -> Result<DeviceBuffer<T>> {
         let mut buf = self.ctx.alloc(data.len())?;
         self.copy_from_host(&mut buf, data)?;
@@ -590,6 +699,20 @@ impl Stream {
 
     /// Copy `src` into `dst` (same length), in order after the work queued
     /// here; returns when the bytes have landed.
+    ///
+    /// ```
+    /// use ptxsmith::runtime::Context;
+    ///
+    /// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+    /// let st = ctx.default_stream();
+    /// let mut buf = ctx.alloc::<f32>(2)?;
+    /// st.copy_from_host(&mut buf.slice_mut(1..)?, &[9.0])?; // a sub-range
+    /// st.copy_from_host(&mut buf.slice_mut(..1)?, &[8.0])?;
+    /// assert_eq!(st.to_vec(&buf)?, [8.0, 9.0]);
+    /// // Lengths must match.
+    /// assert!(st.copy_from_host(&mut buf, &[1.0]).is_err());
+    /// # Ok::<(), ptxsmith::Error>(())
+    /// ```
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] when the lengths differ,
@@ -618,6 +741,18 @@ impl Stream {
     /// Copy `src` into `dst` (same length), after the work queued here;
     /// returns when done.
     ///
+    /// ```
+    /// use ptxsmith::runtime::Context;
+    ///
+    /// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+    /// let st = ctx.default_stream();
+    /// let buf = st.upload(&[3i32, -4])?;
+    /// let mut out = [0i32; 2];
+    /// st.copy_to_host(&buf, &mut out)?;
+    /// assert_eq!(out, [3, -4]);
+    /// # Ok::<(), ptxsmith::Error>(())
+    /// ```
+    ///
     /// # Errors
     /// As [`copy_from_host`](Self::copy_from_host), plus errors of queued
     /// work on this stream.
@@ -639,6 +774,16 @@ impl Stream {
     }
 
     /// `src` as a new vector (see [`copy_to_host`](Self::copy_to_host)).
+    ///
+    /// ```
+    /// use ptxsmith::runtime::Context;
+    ///
+    /// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+    /// let st = ctx.default_stream();
+    /// let buf = st.upload(&[1u8, 2, 3])?;
+    /// assert_eq!(st.to_vec(&buf.slice(1..)?)?, [2, 3]);
+    /// # Ok::<(), ptxsmith::Error>(())
+    /// ```
     pub fn to_vec<T: DeviceRepr>(&self, src: &impl AsDevice<T>) -> Result<Vec<T>> {
         let mut out = vec![T::zeroed(); src.as_device().len];
         self.copy_to_host(src, &mut out)?;
@@ -646,6 +791,17 @@ impl Stream {
     }
 
     /// Queue a device → device copy of `src` into `dst` (same length).
+    ///
+    /// ```
+    /// use ptxsmith::runtime::Context;
+    ///
+    /// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+    /// let st = ctx.default_stream();
+    /// let (src, mut dst) = (st.upload(&[1u64, 2])?, ctx.alloc::<u64>(2)?);
+    /// st.copy(&mut dst, &src)?; // device to device, queued
+    /// assert_eq!(st.to_vec(&dst)?, [1, 2]);
+    /// # Ok::<(), ptxsmith::Error>(())
+    /// ```
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] when the lengths differ,
@@ -680,6 +836,17 @@ impl Stream {
     }
 
     /// Queue zeroing `dst`.
+    ///
+    /// ```
+    /// use ptxsmith::runtime::Context;
+    ///
+    /// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+    /// let st = ctx.default_stream();
+    /// let mut buf = st.upload(&[1.0f32, 2.0, 3.0])?;
+    /// st.zero(&mut buf.slice_mut(1..)?)?;
+    /// assert_eq!(st.to_vec(&buf)?, [1.0, 0.0, 0.0]);
+    /// # Ok::<(), ptxsmith::Error>(())
+    /// ```
     pub fn zero<T: DeviceRepr>(&self, dst: &mut impl AsDeviceMut<T>) -> Result<()> {
         let d = dst.as_device_mut();
         self.ctx.check_owner("the buffer to zero", d.ctx)?;
@@ -721,6 +888,28 @@ impl Stream {
     /// Queue `module` with `args`, checked against the module's parameters
     /// and its PTX entry signature; every pointer argument must lie in a live
     /// buffer of this context.
+    ///
+    /// ```
+    /// use ptxsmith::dsl::params::KernelParams;
+    /// use ptxsmith::kernels::dot::ptx::{self, DotRowsArgs};
+    /// use ptxsmith::runtime::{Context, LaunchConfig};
+    ///
+    /// // A kernel launched by hand: the row dot product's module and arguments.
+    /// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+    /// let st = ctx.default_stream();
+    /// let (x, y, mut out) = (st.upload(&[1.0f32, 2.0])?, st.upload(&[3.0f32, 4.0])?, ctx.alloc::<f32>(1)?);
+    /// let args = DotRowsArgs {
+    ///     x: st.arg("x", &x)?,
+    ///     y: st.arg("y", &y)?,
+    ///     out: st.arg_mut("out", &mut out)?,
+    ///     rows: 1,
+    ///     n: 2,
+    /// };
+    /// let module = ptx::generate(ctx.sm())?;
+    /// st.launch(&module, LaunchConfig::linear(1, ptx::BLOCK), &args.args())?;
+    /// assert_eq!(st.to_vec(&out)?, [11.0]);
+    /// # Ok::<(), ptxsmith::Error>(())
+    /// ```
     pub fn launch(&self, module: &PtxModule, cfg: LaunchConfig, args: &[ArgValue]) -> Result<()> {
         self.launch_with(module, cfg, args, PointerCheck::LiveBuffers)
     }

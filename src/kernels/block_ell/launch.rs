@@ -74,6 +74,21 @@ impl DeviceTopology {
     /// Validate `col` against `dims`, build its transposed index and upload
     /// both on `stream` (`R·K·4 + (C+1)·4 + nnz·4` bytes).
     ///
+    /// ```
+    /// use ptxsmith::kernels::block_ell::{self as be, DeviceTopology, Dims};
+    /// use ptxsmith::runtime::Context;
+    ///
+    /// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
+    /// let dims = Dims::new(1, 1, 1, 8)?;
+    /// let col = [0];
+    /// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
+    /// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+    /// let st = ctx.default_stream();
+    /// let topo = DeviceTopology::upload(&st, &dims, &col)?;
+    /// assert_eq!((topo.dims(), topo.nnz()), (&dims, 1));
+    /// # Ok::<(), ptxsmith::Error>(())
+    /// ```
+    ///
     /// # Errors
     /// As [`validate_col`]; [`Error::InvalidArgument`] for sizes past the
     /// [kernel limits](self); allocation and copy errors.
@@ -176,6 +191,24 @@ fn forward_core(
 /// `y = x·Wᵀ (+ bias)` for `n` rows, queued on `stream` (see the
 /// [module contract](super)); `y` is `[N, R·B]`.
 ///
+/// ```
+/// use ptxsmith::kernels::block_ell::{self as be, DeviceTopology, Dims};
+/// use ptxsmith::runtime::Context;
+///
+/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
+/// let dims = Dims::new(1, 1, 1, 8)?;
+/// let col = [0];
+/// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let topo = DeviceTopology::upload(&st, &dims, &col)?;
+/// let (x, v, bias) = (st.upload(&[2.0f32; 8])?, st.upload(&values)?, st.upload(&[1.0f32; 8])?);
+/// let mut y = ctx.alloc::<f32>(8)?;
+/// be::forward_dev(&st, &topo, 1, &x, &v, Some(&bias), &mut y)?;
+/// assert_eq!(st.to_vec(&y)?, [2.0; 8]); // 0.5 · 2 + 1
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
 /// # Errors
 /// [`Error::InvalidArgument`] naming the values for a length that does
 /// not match its shape or sizes past the [kernel limits](self);
@@ -214,6 +247,24 @@ pub fn forward_dev(
 /// [`Stream::from_raw`]): a thin wrapper viewing `x` (`N × C·B` f32s),
 /// `values` (`R·K·B·B`), `bias` (`R·B`, optional) and `y` (`N × R·B`) as
 /// [`ForeignSlice`]s; the topology is ptxsmith's.
+///
+/// ```
+/// use ptxsmith::kernels::block_ell::{self as be, DeviceTopology, Dims};
+/// use ptxsmith::runtime::Context;
+///
+/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
+/// let dims = Dims::new(1, 1, 1, 8)?;
+/// let col = [0];
+/// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let topo = DeviceTopology::upload(&st, &dims, &col)?;
+/// let (x, v, y) = (st.upload(&[2.0f32; 8])?, st.upload(&values)?, ctx.alloc::<f32>(8)?);
+/// // SAFETY: 8, 64 and 8 f32s of this context; y overlaps no input.
+/// unsafe { be::forward_raw(&st, &topo, 1, x.device_ptr(), v.device_ptr(), None, y.device_ptr())? };
+/// assert_eq!(y.to_vec()?, [1.0; 8]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 ///
 /// # Safety
 /// * `x`, `values`, `bias` and `y` are device memory of `stream`'s
@@ -281,6 +332,24 @@ fn grad_input_core(
 /// `gx` (`[N, C·B]`), the gradient with respect to `x` given `gy` (`[N,
 /// R·B]`), queued on `stream`; reads the topology's transposed index.
 ///
+/// ```
+/// use ptxsmith::kernels::block_ell::{self as be, DeviceTopology, Dims};
+/// use ptxsmith::runtime::Context;
+///
+/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
+/// let dims = Dims::new(1, 1, 1, 8)?;
+/// let col = [0];
+/// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let topo = DeviceTopology::upload(&st, &dims, &col)?;
+/// let (gy, v) = (st.upload(&[4.0f32; 8])?, st.upload(&values)?);
+/// let mut gx = ctx.alloc::<f32>(8)?;
+/// be::grad_input_dev(&st, &topo, 1, &gy, &v, &mut gx)?;
+/// assert_eq!(st.to_vec(&gx)?, [2.0; 8]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
 /// # Errors
 /// As [`forward_dev`].
 pub fn grad_input_dev(
@@ -322,6 +391,24 @@ pub fn grad_input_dev(
 /// [`grad_input_dev`] on another stack's memory: `gy` (`N × R·B`),
 /// `values` (`R·K·B·B`) and `gx` (`N × C·B`) are raw device addresses,
 /// viewed as [`ForeignSlice`]s.
+///
+/// ```
+/// use ptxsmith::kernels::block_ell::{self as be, DeviceTopology, Dims};
+/// use ptxsmith::runtime::Context;
+///
+/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
+/// let dims = Dims::new(1, 1, 1, 8)?;
+/// let col = [0];
+/// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let topo = DeviceTopology::upload(&st, &dims, &col)?;
+/// let (gy, v, gx) = (st.upload(&[4.0f32; 8])?, st.upload(&values)?, ctx.alloc::<f32>(8)?);
+/// // SAFETY: 8, 64 and 8 f32s of this context.
+/// unsafe { be::grad_input_raw(&st, &topo, 1, gy.device_ptr(), v.device_ptr(), gx.device_ptr())? };
+/// assert_eq!(gx.to_vec()?, [2.0; 8]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 ///
 /// # Safety
 /// As [`forward_raw`], for `gy`, `values` (read) and `gx` (written).
@@ -442,6 +529,24 @@ fn grad_values_core(
 /// `gv` (`[R, K, B, B]`), the gradient with respect to `values`, by the
 /// N-chunk tree, queued on `stream`; empty slots get `+0.0`.
 ///
+/// ```
+/// use ptxsmith::kernels::block_ell::{self as be, DeviceTopology, Dims};
+/// use ptxsmith::runtime::Context;
+///
+/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
+/// let dims = Dims::new(1, 1, 1, 8)?;
+/// let col = [0];
+/// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let topo = DeviceTopology::upload(&st, &dims, &col)?;
+/// let (x, gy) = (st.upload(&[1.0f32; 8])?, st.upload(&[3.0f32; 8])?);
+/// let mut gv = ctx.alloc::<f32>(64)?;
+/// be::grad_values_dev(&st, &topo, 1, &x, &gy, &mut gv)?;
+/// assert_eq!(st.to_vec(&gv)?, vec![3.0; 64]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
 /// # Errors
 /// As [`forward_dev`].
 pub fn grad_values_dev(
@@ -459,6 +564,26 @@ pub fn grad_values_dev(
 /// instead of [`SCRATCH_FLOATS`] (at least one chunk's worth is always
 /// used). The result does not depend on the budget: only the number of
 /// launches does.
+///
+/// ```
+/// use ptxsmith::kernels::block_ell::{self as be, DeviceTopology, Dims};
+/// use ptxsmith::runtime::Context;
+///
+/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
+/// let dims = Dims::new(1, 1, 1, 8)?;
+/// let col = [0];
+/// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let topo = DeviceTopology::upload(&st, &dims, &col)?;
+/// // 600 rows: three N-chunks, folded with room for one chunk's partials.
+/// let (x, gy) = (st.upload(&vec![1.0f32; 600 * 8])?, st.upload(&vec![0.5f32; 600 * 8])?);
+/// let (mut a, mut b) = (ctx.alloc::<f32>(64)?, ctx.alloc::<f32>(64)?);
+/// be::grad_values_dev_budget(&st, &topo, 600, &x, &gy, &mut a, 64)?;
+/// be::grad_values_dev(&st, &topo, 600, &x, &gy, &mut b)?;
+/// assert_eq!(st.to_vec(&a)?, st.to_vec(&b)?); // the budget changes launches, not bits
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 ///
 /// # Errors
 /// As [`forward_dev`].
@@ -505,6 +630,24 @@ pub fn grad_values_dev_budget(
 /// (`N × R·B`) and `gv` (`R·K·B·B`) are raw device addresses, viewed as
 /// [`ForeignSlice`]s; the chunk partials (when `N > 256`) are ptxsmith's.
 ///
+/// ```
+/// use ptxsmith::kernels::block_ell::{self as be, DeviceTopology, Dims};
+/// use ptxsmith::runtime::Context;
+///
+/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
+/// let dims = Dims::new(1, 1, 1, 8)?;
+/// let col = [0];
+/// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let topo = DeviceTopology::upload(&st, &dims, &col)?;
+/// let (x, gy, gv) = (st.upload(&[1.0f32; 8])?, st.upload(&[3.0f32; 8])?, ctx.alloc::<f32>(64)?);
+/// // SAFETY: 8, 8 and 64 f32s of this context.
+/// unsafe { be::grad_values_raw(&st, &topo, 1, x.device_ptr(), gy.device_ptr(), gv.device_ptr())? };
+/// assert_eq!(gv.to_vec()?, vec![3.0; 64]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
 /// # Safety
 /// As [`forward_raw`], for `x`, `gy` (read) and `gv` (written).
 ///
@@ -536,6 +679,24 @@ pub unsafe fn grad_values_raw(
 /// `gb` (`[R·B]`), the gradient with respect to `bias`, by the N-chunk
 /// tree over `gy` (`[N, R·B]`), queued on `stream`.
 ///
+/// ```
+/// use ptxsmith::kernels::block_ell::{self as be, DeviceTopology, Dims};
+/// use ptxsmith::runtime::Context;
+///
+/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
+/// let dims = Dims::new(1, 1, 1, 8)?;
+/// let col = [0];
+/// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let topo = DeviceTopology::upload(&st, &dims, &col)?;
+/// let gy = st.upload(&[1.0f32; 3 * 8])?;
+/// let mut gb = ctx.alloc::<f32>(8)?;
+/// be::grad_bias_dev(&st, &dims, 3, &gy, &mut gb)?;
+/// assert_eq!(st.to_vec(&gb)?, [3.0; 8]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
 /// # Errors
 /// As [`forward_dev`].
 pub fn grad_bias_dev(
@@ -550,6 +711,24 @@ pub fn grad_bias_dev(
 
 /// [`grad_bias_dev`] with the partials capped at `scratch_floats` floats
 /// (see [`grad_values_dev_budget`]).
+///
+/// ```
+/// use ptxsmith::kernels::block_ell::{self as be, DeviceTopology, Dims};
+/// use ptxsmith::runtime::Context;
+///
+/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
+/// let dims = Dims::new(1, 1, 1, 8)?;
+/// let col = [0];
+/// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let topo = DeviceTopology::upload(&st, &dims, &col)?;
+/// let gy = st.upload(&vec![1.0f32; 300 * 8])?;
+/// let mut gb = ctx.alloc::<f32>(8)?;
+/// be::grad_bias_dev_budget(&st, &dims, 300, &gy, &mut gb, 8)?;
+/// assert_eq!(st.to_vec(&gb)?, [300.0; 8]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 ///
 /// # Errors
 /// As [`forward_dev`].
@@ -620,6 +799,18 @@ fn check_forward(
 
 /// [`host::forward`] on `backend`; every backend gives the same bits.
 ///
+/// ```
+/// use ptxsmith::kernels::block_ell::{self as be, Dims};
+/// use ptxsmith::runtime::Backend;
+///
+/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
+/// let dims = Dims::new(1, 1, 1, 8)?;
+/// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
+/// let (y, _ran) = be::forward(Backend::Sim, &dims, 1, &[2.0; 8], &values, &[0], None)?;
+/// assert_eq!(y, [1.0; 8]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
 /// # Errors
 /// As [`host::forward`] and [`forward_dev`]; checked before anything runs.
 pub fn forward(
@@ -648,6 +839,18 @@ pub fn forward(
 }
 
 /// [`host::grad_input`] on `backend`.
+///
+/// ```
+/// use ptxsmith::kernels::block_ell::{self as be, Dims};
+/// use ptxsmith::runtime::Backend;
+///
+/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
+/// let dims = Dims::new(1, 1, 1, 8)?;
+/// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
+/// let (gx, _ran) = be::grad_input(Backend::Sim, &dims, 1, &[4.0; 8], &values, &[0])?;
+/// assert_eq!(gx, [2.0; 8]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 ///
 /// # Errors
 /// As [`host::grad_input`] and [`grad_input_dev`].
@@ -679,6 +882,19 @@ pub fn grad_input(
 
 /// [`host::grad_values`] on `backend`.
 ///
+/// ```
+/// use ptxsmith::kernels::block_ell::{self as be, Dims};
+/// use ptxsmith::runtime::Backend;
+///
+/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
+/// let dims = Dims::new(1, 1, 1, 8)?;
+/// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
+/// let (gv, _ran) = be::grad_values(Backend::Sim, &dims, 1, &[1.0; 8], &[3.0; 8], &[0])?;
+/// assert_eq!(gv, vec![3.0; 64]);
+/// # let _ = values;
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
 /// # Errors
 /// As [`host::grad_values`] and [`grad_values_dev`].
 pub fn grad_values(
@@ -707,6 +923,19 @@ pub fn grad_values(
 }
 
 /// [`host::grad_bias`] on `backend`.
+///
+/// ```
+/// use ptxsmith::kernels::block_ell::{self as be, Dims};
+/// use ptxsmith::runtime::Backend;
+///
+/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
+/// let dims = Dims::new(1, 1, 1, 8)?;
+/// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
+/// let (gb, _ran) = be::grad_bias(Backend::Sim, &dims, 2, &[1.0; 16])?;
+/// assert_eq!(gb, [2.0; 8]);
+/// # let _ = values;
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 ///
 /// # Errors
 /// As [`host::grad_bias`] and [`grad_bias_dev`].

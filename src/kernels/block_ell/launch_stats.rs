@@ -27,6 +27,25 @@ fn elementwise(len: usize) -> LaunchConfig {
 /// [`super::host::block_grad_norms`] on the device: `out [R, K]` from `gv [R, K,
 /// B, B]`, queued on `stream`.
 ///
+/// ```
+/// use ptxsmith::kernels::block_ell::{self as be, DeviceTopology, Dims};
+/// use ptxsmith::runtime::Context;
+///
+/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
+/// let dims = Dims::new(1, 1, 1, 8)?;
+/// let col = [0];
+/// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let topo = DeviceTopology::upload(&st, &dims, &col)?;
+/// let gv = st.upload(&vec![0.5f32; 64])?;
+/// let mut out = ctx.alloc::<f32>(1)?;
+/// be::block_grad_norms_dev(&st, &topo, &gv, &mut out)?;
+/// assert_eq!(st.to_vec(&out)?, [4.0]); // sqrt(64 · 0.25)
+/// # let _ = values;
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
 /// # Errors
 /// [`Error::InvalidArgument`] naming the values for a length that does
 /// not match its shape; [`Error::WrongContext`]; JIT and launch errors.
@@ -102,6 +121,25 @@ fn column_block_norms(
 /// [`super::host::input_block_norms`] on the device: `out [C]` from `x [N,
 /// C·B]`, queued on `stream`.
 ///
+/// ```
+/// use ptxsmith::kernels::block_ell::{self as be, DeviceTopology, Dims};
+/// use ptxsmith::runtime::Context;
+///
+/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
+/// let dims = Dims::new(1, 1, 1, 8)?;
+/// let col = [0];
+/// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let topo = DeviceTopology::upload(&st, &dims, &col)?;
+/// let x = st.upload(&[2.0f32; 8])?;
+/// let mut out = ctx.alloc::<f32>(1)?;
+/// be::input_block_norms_dev(&st, &dims, 1, &x, &mut out)?;
+/// assert_eq!(st.to_vec(&out)?, [32f32.sqrt()]);
+/// # let _ = (values, topo);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
 /// # Errors
 /// As [`block_grad_norms_dev`], and the [kernel limits](super::launch).
 pub fn input_block_norms_dev(
@@ -134,6 +172,25 @@ pub fn input_block_norms_dev(
 /// [`super::host::output_block_norms`] on the device: `out [R]` from `gy [N,
 /// R·B]`, queued on `stream`.
 ///
+/// ```
+/// use ptxsmith::kernels::block_ell::{self as be, DeviceTopology, Dims};
+/// use ptxsmith::runtime::Context;
+///
+/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
+/// let dims = Dims::new(1, 1, 1, 8)?;
+/// let col = [0];
+/// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let topo = DeviceTopology::upload(&st, &dims, &col)?;
+/// let gy = st.upload(&[1.0f32; 16])?;
+/// let mut out = ctx.alloc::<f32>(1)?;
+/// be::output_block_norms_dev(&st, &dims, 2, &gy, &mut out)?;
+/// assert_eq!(st.to_vec(&out)?, [4.0]);
+/// # let _ = (values, topo);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
 /// # Errors
 /// As [`input_block_norms_dev`].
 pub fn output_block_norms_dev(
@@ -165,6 +222,18 @@ pub fn output_block_norms_dev(
 
 /// [`super::host::ema_update`] on the device, `scores` in place, queued on
 /// `stream`.
+///
+/// ```
+/// use ptxsmith::kernels::block_ell as be;
+/// use ptxsmith::runtime::Context;
+///
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let (mut scores, v) = (st.upload(&[1.0f32, 0.0])?, st.upload(&[3.0f32, 2.0])?);
+/// be::ema_update_dev(&st, &mut scores, &v, 0.5)?;
+/// assert_eq!(st.to_vec(&scores)?, [2.0, 1.0]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] naming the values: `decay` not in `[0, 1]`,

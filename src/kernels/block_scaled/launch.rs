@@ -423,6 +423,25 @@ fn quantize_core(
 /// ([`Quantization::scales_len`] bytes) and, for NVFP4, `global` (3 f32s)
 /// as [`ForeignSlice`]s.
 ///
+/// ```
+/// use ptxsmith::kernels::block_scaled::{self as bs, Codec, Format, Quantization, Recipe, ScaleLayout, Shape};
+/// use ptxsmith::runtime::Context;
+///
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let shape = Shape::new(1, 1, 32, Format::Mxfp4)?;
+/// let q = Quantization { shape, recipe: Recipe::default_for(Format::Mxfp4), layout: ScaleLayout::RowMajor };
+/// let codec = Codec::for_sm(ctx.sm());
+/// let xs: Vec<f32> = (0..32).map(|i| i as f32 / 4.0).collect();
+/// let x = st.upload(&xs)?;
+/// let (codes, scales) = (ctx.alloc::<u8>(shape.codes_len())?, ctx.alloc::<u8>(q.scales_len())?);
+/// // SAFETY: x, codes and scales are live memory of this context of the
+/// // lengths the request gives, disjoint.
+/// unsafe { bs::quantize_raw(&st, q, codec, x.device_ptr(), codes.device_ptr(), scales.device_ptr(), None)? };
+/// assert_eq!(codes.to_vec()?, bs::host::quantize(&xs, shape, q.recipe, q.layout)?.codes);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
 /// # Safety
 /// * every address is device memory of `stream`'s context with at least
 ///   the length above, valid until the kernels have run; the outputs
@@ -465,6 +484,24 @@ pub unsafe fn quantize_raw(
 /// S_dec)` with `S_dec = global[2]` (NVFP4), row-major `[L, M, K]` into `y`
 /// (at least `L·M·K` floats). Bit-identical to [`host::dequantize`] (NaN
 /// bits aside: only "is NaN" is specified).
+///
+/// ```
+/// use ptxsmith::kernels::block_scaled::{self as bs, Codec, Format, Quantization, Recipe, ScaleLayout, Shape};
+/// use ptxsmith::runtime::Context;
+///
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let shape = Shape::new(1, 1, 32, Format::Mxfp4)?;
+/// let q = Quantization { shape, recipe: Recipe::default_for(Format::Mxfp4), layout: ScaleLayout::RowMajor };
+/// let codec = Codec::for_sm(ctx.sm());
+/// let xs: Vec<f32> = (0..32).map(|i| i as f32 / 4.0).collect();
+/// let packed = bs::host::quantize(&xs, shape, q.recipe, q.layout)?;
+/// let (codes, scales) = (st.upload(&packed.codes)?, st.upload(&packed.scales)?);
+/// let mut y = ctx.alloc::<f32>(32)?;
+/// bs::dequantize_dev(&st, q, codec, &codes, &scales, None, &mut y)?;
+/// assert_eq!(st.to_vec(&y)?, bs::host::dequantize(&packed)?);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 ///
 /// # Errors
 /// As [`quantize_dev`] (inputs too short for the shape and layout, `y`
@@ -565,6 +602,24 @@ fn dequantize_core(
 /// S_dec]`) are read, `y` (`L·M·K` f32s) written; viewed as
 /// [`ForeignSlice`]s, queued on `stream`.
 ///
+/// ```
+/// use ptxsmith::kernels::block_scaled::{self as bs, Codec, Format, Quantization, Recipe, ScaleLayout, Shape};
+/// use ptxsmith::runtime::Context;
+///
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let shape = Shape::new(1, 1, 32, Format::Mxfp4)?;
+/// let q = Quantization { shape, recipe: Recipe::default_for(Format::Mxfp4), layout: ScaleLayout::RowMajor };
+/// let codec = Codec::for_sm(ctx.sm());
+/// let xs: Vec<f32> = (0..32).map(|i| i as f32 / 4.0).collect();
+/// let packed = bs::host::quantize(&xs, shape, q.recipe, q.layout)?;
+/// let (codes, scales, y) = (st.upload(&packed.codes)?, st.upload(&packed.scales)?, ctx.alloc::<f32>(32)?);
+/// // SAFETY: live memory of this context of the lengths the request gives.
+/// unsafe { bs::dequantize_raw(&st, q, codec, codes.device_ptr(), scales.device_ptr(), None, y.device_ptr())? };
+/// assert_eq!(y.to_vec()?, bs::host::dequantize(&packed)?);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
 /// # Safety
 /// As [`quantize_raw`], with `y` the output.
 ///
@@ -622,6 +677,21 @@ pub struct Relayout {
 /// `r.from.len(dims)` bytes) into `dst` (at least `r.to.len(dims)` bytes;
 /// every padding byte written 0), on `stream`. Equal to
 /// [`super::convert`].
+///
+/// ```
+/// use ptxsmith::kernels::block_scaled::{self as bs, Relayout, ScaleDims, ScaleLayout};
+///
+/// let dims = ScaleDims::new(1, 2, 3)?; // [L, M, nkb]
+/// let r = Relayout { dims, from: ScaleLayout::RowMajor, to: ScaleLayout::Blocked128x4 };
+/// let scales: Vec<u8> = (1..=6).collect();
+/// let ctx = ptxsmith::runtime::Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let src = st.upload(&scales)?;
+/// let mut dst = ctx.alloc::<u8>(r.to.len(&dims))?;
+/// bs::convert_layout_dev(&st, r, &src, &mut dst)?;
+/// assert_eq!(st.to_vec(&dst)?, bs::convert(&scales, &dims, r.from, r.to)?);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] for buffers too short, a padded layout's
@@ -683,6 +753,21 @@ pub fn convert_layout_dev(
 
 /// [`quantize_dev`] from and to host memory on `stream` with `codec`.
 ///
+/// ```
+/// use ptxsmith::kernels::block_scaled::{self as bs, Codec, Format, Quantization, Recipe, ScaleLayout, Shape};
+/// use ptxsmith::runtime::Context;
+///
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let shape = Shape::new(1, 1, 32, Format::Mxfp4)?;
+/// let q = Quantization { shape, recipe: Recipe::default_for(Format::Mxfp4), layout: ScaleLayout::RowMajor };
+/// let codec = Codec::for_sm(ctx.sm());
+/// let xs: Vec<f32> = (0..32).map(|i| i as f32 / 4.0).collect();
+/// let got = bs::quantize_on(&st, q, codec, &xs)?;
+/// assert_eq!(got, bs::host::quantize(&xs, shape, q.recipe, q.layout)?);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
 /// # Errors
 /// As [`quantize_dev`].
 pub fn quantize_on(
@@ -727,6 +812,21 @@ pub fn quantize_on(
 
 /// [`dequantize_dev`] of a host [`BlockScaled`] on `stream` with `codec`.
 ///
+/// ```
+/// use ptxsmith::kernels::block_scaled::{self as bs, Codec, Format, Quantization, Recipe, ScaleLayout, Shape};
+/// use ptxsmith::runtime::Context;
+///
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let shape = Shape::new(1, 1, 32, Format::Mxfp4)?;
+/// let q = Quantization { shape, recipe: Recipe::default_for(Format::Mxfp4), layout: ScaleLayout::RowMajor };
+/// let codec = Codec::for_sm(ctx.sm());
+/// let xs: Vec<f32> = (0..32).map(|i| i as f32 / 4.0).collect();
+/// let packed = bs::host::quantize(&xs, shape, q.recipe, q.layout)?;
+/// assert_eq!(bs::dequantize_on(&st, codec, &packed)?, bs::host::dequantize(&packed)?);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
 /// # Errors
 /// As [`host::dequantize`] and [`dequantize_dev`].
 pub fn dequantize_on(stream: &Stream, codec: Codec, q: &BlockScaled) -> Result<Vec<f32>> {
@@ -751,6 +851,17 @@ pub fn dequantize_on(stream: &Stream, codec: Codec, q: &BlockScaled) -> Result<V
 }
 
 /// [`convert_layout_dev`] from and to host memory on `stream`.
+///
+/// ```
+/// use ptxsmith::kernels::block_scaled::{self as bs, Relayout, ScaleDims, ScaleLayout};
+///
+/// let dims = ScaleDims::new(1, 2, 3)?; // [L, M, nkb]
+/// let r = Relayout { dims, from: ScaleLayout::RowMajor, to: ScaleLayout::Blocked128x4 };
+/// let scales: Vec<u8> = (1..=6).collect();
+/// let st = ptxsmith::runtime::Context::sim(ptxsmith::Sm::Sm80).default_stream();
+/// assert_eq!(bs::convert_layout_on(&st, r, &scales)?, bs::convert(&scales, &dims, r.from, r.to)?);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 ///
 /// # Errors
 /// As [`super::convert`] and [`convert_layout_dev`].
@@ -840,6 +951,18 @@ pub fn quantize(backend: Backend, q: Quantization, xs: &[f32]) -> Result<(BlockS
 
 /// [`host::dequantize`] on `backend` (the SM's default codec).
 ///
+/// ```
+/// use ptxsmith::kernels::block_scaled::{self as bs, Format, Recipe, ScaleLayout, Shape};
+/// use ptxsmith::runtime::Backend;
+///
+/// let shape = Shape::new(1, 1, 16, Format::Nvfp4)?;
+/// let xs = [1.5f32; 16];
+/// let packed = bs::host::quantize(&xs, shape, Recipe::default_for(Format::Nvfp4), ScaleLayout::RowMajor)?;
+/// let (y, _ran) = bs::dequantize(Backend::Sim, &packed)?;
+/// assert_eq!(y, [1.5; 16]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
 /// # Errors
 /// As [`host::dequantize`] and [`dequantize_dev`].
 pub fn dequantize(backend: Backend, q: &BlockScaled) -> Result<(Vec<f32>, Ran)> {
@@ -852,6 +975,18 @@ pub fn dequantize(backend: Backend, q: &BlockScaled) -> Result<(Vec<f32>, Ran)> 
 }
 
 /// [`super::convert`] of scale bytes on `backend`.
+///
+/// ```
+/// use ptxsmith::kernels::block_scaled::{self as bs, Relayout, ScaleDims, ScaleLayout};
+///
+/// let dims = ScaleDims::new(1, 2, 3)?; // [L, M, nkb]
+/// let r = Relayout { dims, from: ScaleLayout::RowMajor, to: ScaleLayout::Blocked128x4 };
+/// let scales: Vec<u8> = (1..=6).collect();
+/// let (got, _ran) = bs::convert_layout(ptxsmith::runtime::Backend::Sim, r, &scales)?;
+/// assert_eq!(got, bs::convert(&scales, &dims, r.from, r.to)?);
+/// assert_eq!(got.len(), 128 * 4); // one padded tile
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 ///
 /// # Errors
 /// As [`super::convert`] and [`convert_layout_dev`].

@@ -189,6 +189,22 @@ pub fn dot_rows_dev(
 /// The kernel is queued and the call returns; synchronise `stream` before
 /// reading `out`.
 ///
+/// ```
+/// use ptxsmith::kernels::dot::{self, Shape};
+/// use ptxsmith::runtime::Context;
+///
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// // Addresses another stack handed over (here, ptxsmith buffers' own).
+/// let (x, y, out) = (st.upload(&[1.0f32, 2.0])?, st.upload(&[4.0f32, 0.5])?, ctx.alloc::<f32>(1)?);
+/// // SAFETY: 2, 2 and 1 live f32s of this context; out overlaps no input.
+/// unsafe {
+///     dot::dot_rows_raw(&st, Shape { rows: 1, n: 2 }, x.device_ptr(), y.device_ptr(), out.device_ptr())?;
+/// }
+/// assert_eq!(out.to_vec()?, [5.0]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
 /// # Safety
 /// * `x`, `y` and `out` point to device memory valid in `stream`'s
 ///   context holding `rows × n`, `n` and `rows` `f32`s, and stay valid
@@ -221,6 +237,16 @@ pub unsafe fn dot_rows_raw(
 }
 
 /// Upload `x` and `y`, run the kernel on `stream` and download the result.
+///
+/// ```
+/// use ptxsmith::kernels::dot::{self, Shape};
+/// use ptxsmith::runtime::Context;
+///
+/// let st = Context::sim(ptxsmith::Sm::Sm80).default_stream();
+/// let out = dot::dot_rows_on(&st, Shape { rows: 2, n: 1 }, &[3.0, -1.0], &[2.0])?;
+/// assert_eq!(out, [6.0, -2.0]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 ///
 /// # Errors
 /// As [`dot_rows_dev`].

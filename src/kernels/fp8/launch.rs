@@ -296,6 +296,18 @@ fn len_u64(n: usize) -> u64 {
 /// Both absmax passes over `x` on `stream`, writing `[amax, scale,
 /// scale_inv]` for `format` into `stats` (3 elements) on the device.
 ///
+/// ```
+/// use ptxsmith::kernels::fp8::{self, Format};
+/// use ptxsmith::runtime::Context;
+///
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let (x, mut stats) = (st.upload(&[1.0f32, -7.0, f32::NAN, 2.0])?, ctx.alloc::<f32>(3)?);
+/// fp8::absmax_dev(&st, Format::E4M3, &x, &mut stats)?;
+/// assert_eq!(st.to_vec(&stats)?, [7.0, 64.0, 0.015625]); // amax, 448 / 7, 7 / 448
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
 /// # Errors
 /// [`Error::InvalidArgument`] for a `stats` buffer that is not 3 elements
 /// or an `x` not 16-byte aligned (a sub-slice at an offset that is not a
@@ -362,6 +374,20 @@ pub fn quantize_dev(
 
 /// Delayed scaling on the device: `codes[i] = encode(x[i] · scale)`.
 ///
+/// ```
+/// use ptxsmith::kernels::fp8::{self, Encoding, Format};
+/// use ptxsmith::runtime::Context;
+///
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let enc = Encoding::for_sm(Format::E4M3, ctx.sm());
+/// let x = st.upload(&[1.0f32, 0.5])?;
+/// let mut codes = ctx.alloc::<u8>(2)?;
+/// fp8::quantize_with_scale_dev(&st, enc, 2.0, &x, &mut codes)?;
+/// assert_eq!(st.to_vec(&codes)?, [fp8::encode_e4m3(2.0), fp8::encode_e4m3(1.0)]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
 /// # Errors
 /// As [`quantize_dev`], plus a `scale` that is not finite and `> 0`.
 pub fn quantize_with_scale_dev(
@@ -379,6 +405,20 @@ pub fn quantize_with_scale_dev(
 }
 
 /// Dequantization on the device: `y[i] = decode(codes[i]) · scale_inv`.
+///
+/// ```
+/// use ptxsmith::kernels::fp8::{self, Encoding, Format};
+/// use ptxsmith::runtime::Context;
+///
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let enc = Encoding::for_sm(Format::E4M3, ctx.sm());
+/// let codes = st.upload(&[fp8::encode_e4m3(3.0), fp8::encode_e4m3(-0.5)])?;
+/// let mut y = ctx.alloc::<f32>(2)?;
+/// fp8::dequantize_dev(&st, enc, 0.25, &codes, &mut y)?;
+/// assert_eq!(st.to_vec(&y)?, [0.75, -0.125]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] when `y` and `codes` differ in length, or
@@ -400,6 +440,21 @@ pub fn dequantize_dev(
 
 /// Dequantization with `scale_inv = stats[2]` read on the device from the
 /// stats a [`quantize_dev`] wrote: `y[i] = decode(codes[i]) · stats[2]`.
+///
+/// ```
+/// use ptxsmith::kernels::fp8::{self, Encoding, Format};
+/// use ptxsmith::runtime::Context;
+///
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let enc = Encoding::for_sm(Format::E4M3, ctx.sm());
+/// let x = st.upload(&[4.0f32, -1.0])?;
+/// let (mut codes, mut stats, mut y) = (ctx.alloc::<u8>(2)?, ctx.alloc::<f32>(3)?, ctx.alloc::<f32>(2)?);
+/// fp8::quantize_dev(&st, enc, &x, &mut codes, &mut stats)?;
+/// fp8::dequantize_stats_dev(&st, enc, &codes, &stats, &mut y)?; // scale_inv read on the device
+/// assert_eq!(st.to_vec(&y)?, [4.0, -1.0]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 ///
 /// # Errors
 /// As [`dequantize_dev`], plus a `stats` buffer that is not 3 elements.
@@ -457,6 +512,21 @@ unsafe fn view_mut<'a, T: crate::runtime::DeviceRepr>(
 /// `x` (`n` f32s), `codes` (`n` bytes) and `stats` (3 f32s) as
 /// [`ForeignSlice`]s. Synchronise the stream before reading the outputs.
 ///
+/// ```
+/// use ptxsmith::kernels::fp8::{self, Encoding, Format};
+/// use ptxsmith::runtime::Context;
+///
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let enc = Encoding::for_sm(Format::E4M3, ctx.sm());
+/// let x = st.upload(&[4.0f32, -1.0])?;
+/// let (codes, stats) = (ctx.alloc::<u8>(2)?, ctx.alloc::<f32>(3)?);
+/// // SAFETY: 2 f32s, 2 bytes and 3 f32s of this context, disjoint.
+/// unsafe { fp8::quantize_raw(&st, enc, 2, x.device_ptr(), codes.device_ptr(), stats.device_ptr())? };
+/// assert_eq!(stats.to_vec()?[0], 4.0);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
 /// # Safety
 /// * `x`, `codes` and `stats` are device memory of `stream`'s context of
 ///   those lengths, valid until the kernels have run;
@@ -486,6 +556,21 @@ pub unsafe fn quantize_raw(
 
 /// [`quantize_with_scale_dev`] on another stack's memory.
 ///
+/// ```
+/// use ptxsmith::kernels::fp8::{self, Encoding, Format};
+/// use ptxsmith::runtime::Context;
+///
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let enc = Encoding::for_sm(Format::E4M3, ctx.sm());
+/// let x = st.upload(&[1.0f32, 0.5])?;
+/// let codes = ctx.alloc::<u8>(2)?;
+/// // SAFETY: 2 f32s and 2 bytes of this context.
+/// unsafe { fp8::quantize_with_scale_raw(&st, enc, 4.0, 2, x.device_ptr(), codes.device_ptr())? };
+/// assert_eq!(codes.to_vec()?, [fp8::encode_e4m3(4.0), fp8::encode_e4m3(2.0)]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
 /// # Safety
 /// As [`quantize_raw`], without the stats buffer.
 ///
@@ -511,6 +596,22 @@ pub unsafe fn quantize_with_scale_raw(
 
 /// [`dequantize_stats_dev`] on another stack's memory (`stats` as a
 /// [`quantize_raw`] wrote it).
+///
+/// ```
+/// use ptxsmith::kernels::fp8::{self, Encoding, Format};
+/// use ptxsmith::runtime::Context;
+///
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let enc = Encoding::for_sm(Format::E4M3, ctx.sm());
+/// let codes = st.upload(&[fp8::encode_e4m3(2.0)])?;
+/// let stats = st.upload(&[8.0f32, 56.0, 0.5])?; // [amax, scale, scale_inv]
+/// let y = ctx.alloc::<f32>(1)?;
+/// // SAFETY: 1 byte, 3 f32s and 1 f32 of this context.
+/// unsafe { fp8::dequantize_stats_raw(&st, enc, 1, codes.device_ptr(), stats.device_ptr(), y.device_ptr())? };
+/// assert_eq!(y.to_vec()?, [1.0]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 ///
 /// # Safety
 /// * `codes` (`n` bytes), `stats` (3 f32s) and `y` (`n` f32s) are device
@@ -539,6 +640,21 @@ pub unsafe fn dequantize_stats_raw(
 }
 
 /// [`dequantize_dev`] on another stack's memory.
+///
+/// ```
+/// use ptxsmith::kernels::fp8::{self, Encoding, Format};
+/// use ptxsmith::runtime::Context;
+///
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let enc = Encoding::for_sm(Format::E4M3, ctx.sm());
+/// let codes = st.upload(&[fp8::encode_e4m3(2.0)])?;
+/// let y = ctx.alloc::<f32>(1)?;
+/// // SAFETY: 1 byte and 1 f32 of this context.
+/// unsafe { fp8::dequantize_raw(&st, enc, 0.5, 1, codes.device_ptr(), y.device_ptr())? };
+/// assert_eq!(y.to_vec()?, [1.0]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 ///
 /// # Safety
 /// As [`dequantize_stats_raw`], without the stats buffer.
@@ -574,6 +690,17 @@ fn checked_on(stream: &Stream) -> On<'_> {
 
 /// Run both absmax passes on `stream` and download the partials and stats.
 ///
+/// ```
+/// use ptxsmith::kernels::fp8::{self, Format};
+/// use ptxsmith::runtime::Context;
+///
+/// let st = Context::sim(ptxsmith::Sm::Sm80).default_stream();
+/// let trace = fp8::absmax_on(&st, Format::E5M2, &[0.5, -3.0])?;
+/// assert_eq!(trace.stats[0], 3.0);
+/// assert_eq!(trace.partials.len() as u32, trace.partials_launch.grid.0);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
 /// # Errors
 /// As [`absmax_dev`].
 pub fn absmax_on(stream: &Stream, format: Format, xs: &[f32]) -> Result<AbsmaxTrace> {
@@ -599,6 +726,16 @@ pub fn absmax_on(stream: &Stream, format: Format, xs: &[f32]) -> Result<AbsmaxTr
 /// Current scaling on `stream`: upload `xs`, absmax, scale and codes on the
 /// device, download the codes and the 12 bytes of stats.
 ///
+/// ```
+/// use ptxsmith::kernels::fp8::{self, Encoding, Format};
+/// use ptxsmith::runtime::Context;
+///
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let q = fp8::quantize_on(&ctx.default_stream(), Encoding::for_sm(Format::E4M3, ctx.sm()), &[1.0, -2.0])?;
+/// assert_eq!(q, fp8::host::quantize(&[1.0, -2.0]));
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
 /// # Errors
 /// As [`quantize_dev`].
 pub fn quantize_on(stream: &Stream, enc: Encoding, xs: &[f32]) -> Result<Quantized> {
@@ -618,6 +755,17 @@ pub fn quantize_on(stream: &Stream, enc: Encoding, xs: &[f32]) -> Result<Quantiz
 
 /// Delayed scaling on `stream`: `codes[i] = encode(x[i] · scale)`.
 ///
+/// ```
+/// use ptxsmith::kernels::fp8::{self, Encoding, Format};
+/// use ptxsmith::runtime::Context;
+///
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let enc = Encoding::for_sm(Format::E4M3, ctx.sm());
+/// let codes = fp8::quantize_with_scale_on(&ctx.default_stream(), enc, 2.0, &[1.0, 1e6])?;
+/// assert_eq!(codes, [fp8::encode_e4m3(2.0), 0x7E]); // saturates to 448
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
 /// # Errors
 /// [`Error::InvalidArgument`] for a scale that is not finite and `> 0`.
 pub fn quantize_with_scale_on(
@@ -636,6 +784,17 @@ pub fn quantize_with_scale_on(
 /// Dequantization on `stream`: `y[i] = decode(codes[i]) · scale_inv` (no
 /// validation of `scale_inv`, as in the host model).
 ///
+/// ```
+/// use ptxsmith::kernels::fp8::{self, Encoding, Format};
+/// use ptxsmith::runtime::Context;
+///
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let enc = Encoding::for_sm(Format::E4M3, ctx.sm());
+/// let y = fp8::dequantize_on(&ctx.default_stream(), enc, 2.0, &[fp8::encode_e4m3(1.5)])?;
+/// assert_eq!(y, [3.0]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
 /// # Errors
 /// As [`dequantize_dev`].
 pub fn dequantize_on(
@@ -651,6 +810,15 @@ pub fn dequantize_on(
 }
 
 /// Current scaling to E4M3 (see [`quantize_as`]).
+///
+/// ```
+/// use ptxsmith::kernels::fp8;
+/// use ptxsmith::runtime::{Backend, Ran};
+///
+/// let (q, ran) = fp8::quantize(Backend::Host, &[448.0, -1.0])?;
+/// assert_eq!((q.amax, q.scale, ran), (448.0, 1.0, Ran::Host));
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 ///
 /// # Errors
 /// As [`quantize_as`].
@@ -685,6 +853,16 @@ pub fn quantize_as(backend: Backend, format: Format, xs: &[f32]) -> Result<(Quan
 
 /// Delayed scaling to E4M3 (see [`quantize_with_scale_as`]).
 ///
+/// ```
+/// use ptxsmith::kernels::fp8;
+/// use ptxsmith::runtime::Backend;
+///
+/// let (codes, _ran) = fp8::quantize_with_scale(Backend::Sim, 0.5, &[4.0])?;
+/// assert_eq!(codes, [fp8::encode_e4m3(2.0)]);
+/// assert!(fp8::quantize_with_scale(Backend::Sim, 0.0, &[4.0]).is_err()); // scale must be > 0
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
 /// # Errors
 /// As [`quantize_with_scale_as`].
 pub fn quantize_with_scale(backend: Backend, scale: f32, xs: &[f32]) -> Result<(Vec<u8>, Ran)> {
@@ -692,6 +870,15 @@ pub fn quantize_with_scale(backend: Backend, scale: f32, xs: &[f32]) -> Result<(
 }
 
 /// Delayed scaling to `format` with a caller-given scale.
+///
+/// ```
+/// use ptxsmith::kernels::fp8::{self, Format};
+/// use ptxsmith::runtime::Backend;
+///
+/// let (codes, _ran) = fp8::quantize_with_scale_as(Backend::Sim, Format::E5M2, 2.0, &[3.0])?;
+/// assert_eq!(codes, [fp8::encode_e5m2(6.0)]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] for a scale that is NaN, infinite, zero or
@@ -715,6 +902,15 @@ pub fn quantize_with_scale_as(
 
 /// E4M3 dequantization (see [`dequantize_as`]).
 ///
+/// ```
+/// use ptxsmith::kernels::fp8;
+/// use ptxsmith::runtime::Backend;
+///
+/// let (y, _ran) = fp8::dequantize(Backend::Sim, 0.5, &[fp8::encode_e4m3(3.0)])?;
+/// assert_eq!(y, [1.5]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
 /// # Errors
 /// As [`dequantize_as`].
 pub fn dequantize(backend: Backend, scale_inv: f32, codes: &[u8]) -> Result<(Vec<f32>, Ran)> {
@@ -722,6 +918,15 @@ pub fn dequantize(backend: Backend, scale_inv: f32, codes: &[u8]) -> Result<(Vec
 }
 
 /// Dequantization from `format`: `y[i] = decode(codes[i]) · scale_inv`.
+///
+/// ```
+/// use ptxsmith::kernels::fp8::{self, Format};
+/// use ptxsmith::runtime::Backend;
+///
+/// let (y, _ran) = fp8::dequantize_as(Backend::Sim, Format::E5M2, 1.0, &[fp8::encode_e5m2(-0.25)])?;
+/// assert_eq!(y, [-0.25]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 ///
 /// # Errors
 /// Driver, JIT and launch errors.
@@ -742,6 +947,15 @@ pub fn dequantize_as(
 }
 
 /// `max |x|` with NaNs ignored (the two absmax passes on a device).
+///
+/// ```
+/// use ptxsmith::kernels::fp8;
+/// use ptxsmith::runtime::Backend;
+///
+/// let (amax, _ran) = fp8::absmax(Backend::Sim, &[1.0, f32::NAN, -9.5])?;
+/// assert_eq!(amax, 9.5); // NaN ignored
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 ///
 /// # Errors
 /// Driver, JIT and launch errors.

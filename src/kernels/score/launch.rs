@@ -279,6 +279,21 @@ pub fn score_block_dev(
 /// `x` (`rows × P` f32s), `d` (`K × P`) and `out` (`rows × K`) as
 /// [`ForeignSlice`]s. Synchronise `stream` before reading `out`.
 ///
+/// ```
+/// use ptxsmith::kernels::score::{self, ScoreShape};
+/// use ptxsmith::runtime::Context;
+///
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let (x, d, out) = (st.upload(&[2.0f32])?, st.upload(&[3.0f32, -1.0])?, ctx.alloc::<f32>(2)?);
+/// // SAFETY: 1, 2 and 2 live f32s of this context.
+/// unsafe {
+///     score::score_block_raw(&st, ScoreShape { rows: 1, k: 2, p: 1 }, None, x.device_ptr(), d.device_ptr(), out.device_ptr())?;
+/// }
+/// assert_eq!(out.to_vec()?, [6.0, -2.0]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
 /// # Safety
 /// * `x`, `d` and `out` are device memory of `stream`'s context with at
 ///   least those lengths, valid until the kernel has run;
@@ -312,6 +327,16 @@ pub unsafe fn score_block_raw(
 }
 
 /// Upload `x` and `D`, compute the score block on `stream`, download it.
+///
+/// ```
+/// use ptxsmith::kernels::score::{self, ScoreShape};
+/// use ptxsmith::runtime::Context;
+///
+/// let st = Context::sim(ptxsmith::Sm::Sm80).default_stream();
+/// let scores = score::score_block_on(&st, ScoreShape { rows: 1, k: 2, p: 1 }, None, &[2.0], &[3.0, -1.0])?;
+/// assert_eq!(scores, [6.0, -2.0]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 ///
 /// # Errors
 /// As [`score_block_dev`].
@@ -486,6 +511,24 @@ fn default_route(
 
 /// [`route_top_s_dev`] with an explicit tuning and plan.
 ///
+/// ```
+/// use ptxsmith::kernels::score::{self, Route, RoutePlan, ScoreShape, ScoreTuning};
+/// use ptxsmith::runtime::Context;
+///
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let (k, p) = (300, 4);
+/// let d: Vec<f32> = (0..k * p).map(|i| (i as f32 * 0.37).sin()).collect();
+/// let (x, dict) = (st.upload(&[1.0f32, 0.5, -0.25, 2.0])?, st.upload(&d)?);
+/// let route = Route { shape: ScoreShape { rows: 1, k, p }, s: 3 };
+/// let t = ScoreTuning::route_default_for(ctx.sm());
+/// // Force two K-splits and the merge kernel.
+/// let plan = RoutePlan::with_splits(1, k, &t, 2);
+/// let top = score::route_top_s_planned_dev(&st, route, t, plan, &x, &dict)?.download(&st)?;
+/// assert_eq!(top, score::route_top_s_on(&st, route, None, &[1.0, 0.5, -0.25, 2.0], &d)?);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
 /// # Errors
 /// As [`route_top_s_dev`], plus a plan inconsistent with the shape and
 /// tuning.
@@ -510,6 +553,21 @@ pub fn route_top_s_planned_dev(
 /// score f32 bits]`, `rows · s · 8` bytes) copied into `out` on `stream`.
 /// A thin wrapper over [`ForeignSlice`]s; the route's workspace is
 /// ptxsmith's.
+///
+/// ```
+/// use ptxsmith::kernels::score::{self, Route, ScoreShape};
+/// use ptxsmith::runtime::Context;
+///
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let (x, d) = (st.upload(&[1.0f32])?, st.upload(&[0.5f32, 2.0, -4.0])?);
+/// let out = ctx.alloc::<u32>(2)?; // one (atom, score bits) pair
+/// let route = Route { shape: ScoreShape { rows: 1, k: 3, p: 1 }, s: 1 };
+/// // SAFETY: live memory of this context of the lengths the route gives.
+/// unsafe { score::route_top_s_raw(&st, route, None, x.device_ptr(), d.device_ptr(), out.device_ptr())? };
+/// assert_eq!(out.to_vec()?, [2, (-4.0f32).to_bits()]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 ///
 /// # Safety
 /// * `x` (`rows × P` `f32`s) and `d` (`K × P`) are device memory of
@@ -548,6 +606,17 @@ pub unsafe fn route_top_s_raw(
 /// Each row's top `s` atoms on `stream`, from host slices: uploads `x` and
 /// `D`, routes, downloads `rows · s · 8` bytes.
 ///
+/// ```
+/// use ptxsmith::kernels::score::{self, Route, ScoreShape};
+/// use ptxsmith::runtime::Context;
+///
+/// let st = Context::sim(ptxsmith::Sm::Sm80).default_stream();
+/// let route = Route { shape: ScoreShape { rows: 2, k: 3, p: 1 }, s: 1 };
+/// let top = score::route_top_s_on(&st, route, None, &[1.0, -1.0], &[0.5, 2.0, -4.0])?;
+/// assert_eq!(top.atoms, [2, 2]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
 /// # Errors
 /// As [`route_top_s`].
 pub fn route_top_s_on(
@@ -562,6 +631,19 @@ pub fn route_top_s_on(
 }
 
 /// [`route_top_s_on`] with an explicit tuning and plan.
+///
+/// ```
+/// use ptxsmith::kernels::score::{self, Route, RoutePlan, ScoreShape, ScoreTuning};
+/// use ptxsmith::runtime::Context;
+///
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let route = Route { shape: ScoreShape { rows: 1, k: 2, p: 1 }, s: 2 };
+/// let t = ScoreTuning::route_default_for(ctx.sm());
+/// let plan = RoutePlan::new(1, 2, 2, &t, ctx.multiprocessor_count());
+/// let top = score::route_top_s_planned_on(&ctx.default_stream(), route, t, plan, &[1.0], &[-3.0, 2.0])?;
+/// assert_eq!(top.atoms, [0, 1]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 ///
 /// # Errors
 /// As [`route_top_s_planned_dev`].

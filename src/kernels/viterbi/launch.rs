@@ -132,6 +132,22 @@ where
 /// slice (validated and uploaded); the backpointer workspace is
 /// ptxsmith's.
 ///
+/// ```
+/// use ptxsmith::kernels::viterbi::{self, RawOutputs, Shape};
+/// use ptxsmith::runtime::Context;
+///
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let (pi, a, b) = (st.upload(&[0.0f32])?, st.upload(&[-1.0f32])?, st.upload(&[-0.5f32, -0.5])?);
+/// let (paths, scores) = (ctx.alloc::<u32>(2)?, ctx.alloc::<f32>(1)?);
+/// let out = RawOutputs { paths: paths.device_ptr(), scores: scores.device_ptr() };
+/// let shape = Shape { batch: 1, t: 2, s: 1 };
+/// // SAFETY: live memory of this context of the lengths the shape gives.
+/// unsafe { viterbi::viterbi_raw(&st, shape, &[2], pi.device_ptr(), a.device_ptr(), b.device_ptr(), out)? };
+/// assert_eq!(scores.to_vec()?, [-2.0]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
 /// # Safety
 /// * every address is device memory of `stream`'s context with at least
 ///   the length above, valid until the kernel has run; the outputs overlap
@@ -170,6 +186,18 @@ pub unsafe fn viterbi_raw(
 }
 
 /// Upload the inputs, decode on `stream`, download paths and scores.
+///
+/// ```
+/// use ptxsmith::kernels::viterbi::{self, Shape};
+/// use ptxsmith::runtime::Context;
+///
+/// let st = Context::sim(ptxsmith::Sm::Sm80).default_stream();
+/// let shape = Shape { batch: 2, t: 2, s: 1 };
+/// let v = viterbi::viterbi_on(&st, shape, &[2, 1], &[0.0], &[-1.0], &[-0.5, -0.5, -2.0, -9.0])?;
+/// assert_eq!(v.scores, [-2.0, -2.0]); // 0 − 0.5 − 1 − 0.5; 0 − 2
+/// assert_eq!(v.paths, [0, 0, 0, viterbi::NO_STATE]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 ///
 /// # Errors
 /// As [`viterbi_dev`].
