@@ -273,6 +273,7 @@ impl Context {
             ctx: self.clone(),
             raw: self.inner.default_stream,
             _owner: None,
+            keep: None,
             borrowed: false,
         }
     }
@@ -303,6 +304,7 @@ impl Context {
                 ctx: self.clone(),
                 raw,
             })),
+            keep: None,
             borrowed: false,
         })
     }
@@ -350,6 +352,7 @@ impl Context {
             ctx: self.clone(),
             raw,
             _owner: None,
+            keep: None,
             borrowed: raw != self.inner.default_stream,
         }
     }
@@ -524,6 +527,9 @@ pub struct Stream {
     ctx: Context,
     raw: RawStream,
     _owner: Option<Arc<StreamOwner>>,
+    /// What keeps a foreign stream alive while this handle is used (the
+    /// other stack's stream object, e.g. a cudarc `Arc<CudaStream>`).
+    keep: Option<Arc<dyn std::any::Any + Send + Sync>>,
     /// A stream ptxsmith did not make (see `State::foreign_work`).
     borrowed: bool,
 }
@@ -606,6 +612,19 @@ impl Stream {
             });
         }
         Ok(ctx.borrowed_stream(raw))
+    }
+
+    /// This stream keeping `owner` (the foreign stream object) alive.
+    #[cfg_attr(not(feature = "cudarc"), allow(dead_code))]
+    pub(crate) fn keeping(mut self, owner: Arc<dyn std::any::Any + Send + Sync>) -> Stream {
+        self.keep = Some(owner);
+        self
+    }
+
+    /// The foreign stream object this stream keeps alive, if any.
+    #[cfg_attr(not(feature = "cudarc"), allow(dead_code))]
+    pub(crate) fn kept(&self) -> Option<&Arc<dyn std::any::Any + Send + Sync>> {
+        self.keep.as_ref()
     }
 
     /// The stream's context.

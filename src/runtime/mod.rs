@@ -67,6 +67,10 @@ pub mod buffer;
 pub mod cache;
 pub mod context;
 mod cuda;
+#[cfg(feature = "cudarc")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cudarc")))]
+#[allow(unsafe_code)]
+pub mod cudarc;
 pub mod device;
 pub mod device_tests_support;
 pub mod exec;
@@ -80,6 +84,8 @@ pub use buffer::{
 };
 pub use cache::{CacheStats, ModuleCache, ModuleKey};
 pub use context::{Context, DeviceKind, Stream};
+#[cfg(feature = "cudarc")]
+pub use cudarc::{CudarcView, CudarcViewMut};
 pub use device::{
     EMULATOR_NAME_PREFIX, Gpu, GpuInfo, cuda_available, cuda_unavailable_reason, device_count,
     device_sm,
