@@ -451,26 +451,37 @@ fn main() -> ExitCode {
         "kernel", "SM", "backend", "elements", "bit-exact", "time"
     );
     let mut all_exact = true;
-    for (name, run) in cases() {
+    let cases = cases();
+    // A progress bar on stderr when it is a terminal (the simulator takes
+    // seconds); hidden otherwise, and the table goes to stdout either way.
+    let bar = indicatif::ProgressBar::new(cases.len() as u64).with_style(
+        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {msg} ({elapsed})")
+            .expect("a valid template"),
+    );
+    for (name, run) in cases {
+        bar.set_message(name);
         let t = Instant::now();
-        match run(&st) {
+        let line = match run(&st) {
             Ok(o) => {
                 all_exact &= o.exact;
                 let short = backend.split(' ').next().unwrap_or("?");
-                println!(
+                format!(
                     "{name:<26} {:<7} {short:<8} {:>10} {:>10} {:>8.1}ms",
                     sm.name(),
                     o.elements,
                     if o.exact { "yes" } else { "NO" },
                     t.elapsed().as_secs_f64() * 1e3
-                );
+                )
             }
             Err(e) => {
                 all_exact = false;
-                println!("{name:<26} {:<7} error: {e}", sm.name());
+                format!("{name:<26} {:<7} error: {e}", sm.name())
             }
-        }
+        };
+        bar.suspend(|| println!("{line}"));
+        bar.inc(1);
     }
+    bar.finish_and_clear();
     if all_exact {
         println!("\nevery result equals its host model bit for bit");
         ExitCode::SUCCESS
