@@ -27,5 +27,11 @@ pub mod runtime;
 pub mod sim;
 pub mod target;
 
+/// The README's code blocks, compiled and run as doctests (the quick start
+/// and one snippet per kernel family).
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 pub use error::{ArgError, DriverCode, Error, FOREIGN_CONTEXT, Result};
 pub use target::{Feature, PtxVersion, Sm};
