@@ -90,24 +90,37 @@ fn device_foreign_view_of_the_wrong_length_is_refused_without_a_launch() {
     );
 }
 
-#[test]
-fn foreign_views_work_like_buffers_in_copies() {
-    let ctx = Context::sim(Sm::Sm80);
-    let p = foreign_put(&ctx, &[1u32, 2, 3, 4]);
+/// Host and device copies and fills through foreign views, and a view
+/// refused by another context.
+fn views_in_copies(ctx: &Context) {
+    let p = foreign_put(ctx, &[1u32, 2, 3, 4]);
     let st = ctx.default_stream();
     // SAFETY: 16 live bytes.
-    let mut v = unsafe { ForeignSliceMut::<u32>::from_raw_parts(&ctx, p, 4).unwrap() };
+    let mut v = unsafe { ForeignSliceMut::<u32>::from_raw_parts(ctx, p, 4).unwrap() };
     assert_eq!(st.to_vec(&v).unwrap(), [1, 2, 3, 4]);
     st.copy_from_host(&mut v, &[5, 6, 7, 8]).unwrap();
     let mut own = ctx.alloc::<u32>(4).unwrap();
     st.copy(&mut own, &v).unwrap();
     st.zero(&mut v).unwrap();
     assert_eq!(st.to_vec(&own).unwrap(), [5, 6, 7, 8]);
-    assert_eq!(foreign_get::<u32>(&ctx, p, 4), [0; 4]);
+    // The foreign stack reads after ptxsmith's queued work has run.
+    ctx.synchronize().unwrap();
+    assert_eq!(foreign_get::<u32>(ctx, p, 4), [0; 4]);
     // A view of another context is refused like a buffer of it.
     let other = Context::sim(Sm::Sm80);
     let e = other.default_stream().to_vec(&v).unwrap_err();
     assert!(matches!(e, Error::WrongContext { .. }), "{e}");
+}
+
+#[test]
+fn foreign_views_work_like_buffers_in_copies() {
+    views_in_copies(&Context::sim(Sm::Sm80));
+}
+
+#[test]
+fn device_foreign_views_work_like_buffers_in_copies() {
+    let Some(ctx) = cuda_for_tests() else { return };
+    views_in_copies(&ctx);
 }
 
 /// The primary context of device 0 as oxicuda sees it: "another stack"
