@@ -79,10 +79,10 @@ fn bench(c: &mut Criterion) {
     g.throughput(Throughput::Elements((n * r * (cb / 2) * b * b) as u64));
     g.sample_size(10);
     g.bench_function("forward_8x8_b16_50pct_n256", |bn| {
-        bn.iter(|| block_ell::forward(&dims, n, &x, &values, &col, None).unwrap())
+        bn.iter(|| block_ell::host::forward(&dims, n, &x, &values, &col, None).unwrap())
     });
     g.bench_function("grad_values_8x8_b16_50pct_n256", |bn| {
-        bn.iter(|| block_ell::grad_values(&dims, n, &x, &gy, &col).unwrap())
+        bn.iter(|| block_ell::host::grad_values(&dims, n, &x, &gy, &col).unwrap())
     });
     g.finish();
 

@@ -67,13 +67,13 @@ fn bench(c: &mut Criterion) {
         let shape = Shape::new(1, 256, 4096, f).unwrap();
         let xs = data(shape.len(), 1);
         let r = Recipe::default_for(f);
-        let q = bs::quantize(&xs, shape, r, layout).unwrap();
+        let q = bs::host::quantize(&xs, shape, r, layout).unwrap();
         g.throughput(Throughput::Bytes(bytes(&shape, layout, false)));
         g.bench_function(format!("quantize_{name}_256x4096"), |b| {
-            b.iter(|| bs::quantize(&xs, shape, r, layout).unwrap())
+            b.iter(|| bs::host::quantize(&xs, shape, r, layout).unwrap())
         });
         g.bench_function(format!("dequantize_{name}_256x4096"), |b| {
-            b.iter(|| bs::dequantize(&q).unwrap())
+            b.iter(|| bs::host::dequantize(&q).unwrap())
         });
     }
     g.finish();
@@ -111,7 +111,20 @@ fn bench(c: &mut Criterion) {
         let nv = f == Format::Nvfp4;
         let mut quantize = |codes: &mut _, scales: &mut _| {
             let gv = nv.then(|| global.as_device_mut());
-            launch::quantize_dev(&st, &x, shape, r, layout, codec, codes, scales, gv).unwrap();
+            launch::quantize_dev(
+                &st,
+                ptxsmith::kernels::block_scaled::Quantization {
+                    shape,
+                    recipe: r,
+                    layout,
+                },
+                codec,
+                &x,
+                codes,
+                scales,
+                gv,
+            )
+            .unwrap();
             st.synchronize().unwrap();
         };
         quantize(&mut codes, &mut scales);
@@ -124,13 +137,32 @@ fn bench(c: &mut Criterion) {
         grp.throughput(Throughput::Bytes(bytes(&shape, layout, false)));
         grp.bench_function(format!("dequantize_{name}_{m}x{k}"), |b| {
             b.iter(|| {
-                launch::dequantize_dev(&st, &codes, &scales, gd, shape, layout, codec, &mut y)
-                    .unwrap();
+                launch::dequantize_dev(
+                    &st,
+                    ptxsmith::kernels::block_scaled::Quantization {
+                        shape,
+                        recipe: ptxsmith::kernels::block_scaled::Recipe::default_for(
+                            (shape).format(),
+                        ),
+                        layout,
+                    },
+                    codec,
+                    &codes,
+                    &scales,
+                    gd,
+                    &mut y,
+                )
+                .unwrap();
                 st.synchronize().unwrap();
             })
         });
         let d = roofline::median_s(10, || {
-            launch::dequantize_dev(&st, &codes, &scales, gd, shape, layout, codec, &mut y).unwrap();
+            let q = ptxsmith::kernels::block_scaled::Quantization {
+                shape,
+                recipe: r,
+                layout,
+            };
+            launch::dequantize_dev(&st, q, codec, &codes, &scales, gd, &mut y).unwrap();
             st.synchronize().unwrap();
         });
         timed.push((f, q, d));

@@ -49,7 +49,7 @@ fn bench_encode(c: &mut Criterion) {
             &xs,
             |b, xs| {
                 b.iter(|| {
-                    fp8::encode_slice(format, xs, &mut out).unwrap();
+                    fp8::host::encode_slice(format, xs, &mut out).unwrap();
                     black_box(&out);
                 })
             },
@@ -101,7 +101,7 @@ fn bench_decode(c: &mut Criterion) {
             &codes,
             |b, codes| {
                 b.iter(|| {
-                    fp8::decode_slice(format, codes, &mut out).unwrap();
+                    fp8::host::decode_slice(format, codes, &mut out).unwrap();
                     black_box(&out);
                 })
             },

@@ -16,7 +16,7 @@
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use ptxsmith::Sm;
-use ptxsmith::kernels::score::launch::{route_top_s_dev, route_top_s_on};
+use ptxsmith::kernels::score::{self, route_top_s_dev, route_top_s_on};
 use ptxsmith::runtime::device_tests_support::{REQUIRED_GPU_MISSING, gpu_required};
 use ptxsmith::runtime::{Context, Stream};
 
@@ -50,15 +50,34 @@ fn bench(c: &mut Criterion) {
 
     // Bytes per call, measured once.
     let t0 = ctx.traffic();
-    route_top_s_on(&st, &x, &d, rows, k, p, s, None).unwrap();
+    route_top_s_on(
+        &st,
+        score::Route {
+            shape: score::ScoreShape { rows, k, p },
+            s,
+        },
+        None,
+        &x,
+        &d,
+    )
+    .unwrap();
     let per_call = ctx.traffic().since(&t0);
     let dict = st.upload(&d).unwrap();
     let t1 = ctx.traffic();
     let xb = st.upload(&x).unwrap();
-    route_top_s_dev(&st, &xb, &dict, rows, k, p, s, None)
-        .unwrap()
-        .download(&st)
-        .unwrap();
+    route_top_s_dev(
+        &st,
+        score::Route {
+            shape: score::ScoreShape { rows, k, p },
+            s,
+        },
+        None,
+        &xb,
+        &dict,
+    )
+    .unwrap()
+    .download(&st)
+    .unwrap();
     let resident = ctx.traffic().since(&t1);
     println!(
         "resident bench [{label}]: per-call path moves {} B up / {} B down per call; resident path {} B up / {} B down per call (dictionary {} B uploaded once)",
@@ -72,15 +91,36 @@ fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group(format!("route/{label}"));
     g.sample_size(10);
     g.bench_function("per_call_upload", |b| {
-        b.iter(|| route_top_s_on(&st, &x, &d, rows, k, p, s, None).unwrap())
+        b.iter(|| {
+            route_top_s_on(
+                &st,
+                score::Route {
+                    shape: score::ScoreShape { rows, k, p },
+                    s,
+                },
+                None,
+                &x,
+                &d,
+            )
+            .unwrap()
+        })
     });
     g.bench_function("resident_dictionary", |b| {
         b.iter(|| {
             let xb = st.upload(&x).unwrap();
-            route_top_s_dev(&st, &xb, &dict, rows, k, p, s, None)
-                .unwrap()
-                .download(&st)
-                .unwrap()
+            route_top_s_dev(
+                &st,
+                score::Route {
+                    shape: score::ScoreShape { rows, k, p },
+                    s,
+                },
+                None,
+                &xb,
+                &dict,
+            )
+            .unwrap()
+            .download(&st)
+            .unwrap()
         })
     });
     g.finish();

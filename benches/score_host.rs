@@ -2,7 +2,9 @@
 //! fast CPU path, reported as FLOP/s (2·rows·K·P per route).
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use ptxsmith::kernels::score::{FastConfig, route_top_s, route_top_s_fast, route_top_s_fast_with};
+use ptxsmith::kernels::score::host::{
+    FastConfig, route_top_s, route_top_s_fast, route_top_s_fast_with,
+};
 
 /// Deterministic values in [-1, 1) (a 64-bit LCG; the high bits only).
 fn values(n: usize, seed: u64) -> Vec<f32> {

@@ -20,8 +20,8 @@ use std::time::{Duration, Instant};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use ptxsmith::Sm;
 use ptxsmith::dsl::params::KernelParams;
-use ptxsmith::kernels::score::launch::{route_top_s_dev, route_top_s_on};
 use ptxsmith::kernels::score::ptx::{self, ScoreBlockArgs, ScoreTuning};
+use ptxsmith::kernels::score::{self, route_top_s_dev, route_top_s_on};
 use ptxsmith::runtime::device_tests_support::{REQUIRED_GPU_MISSING, gpu_required};
 use ptxsmith::runtime::{Context, LaunchConfig};
 
@@ -178,11 +178,33 @@ fn bench_gpu(c: &mut Criterion) {
     let x = values(rows * p, 3);
     let d = values(k * p, 4);
     let flops = 2.0 * (rows * k * p) as f64;
-    route_top_s_on(&st, &x, &d, rows, k, p, s, None).unwrap();
+    route_top_s_on(
+        &st,
+        score::Route {
+            shape: score::ScoreShape { rows, k, p },
+            s,
+        },
+        None,
+        &x,
+        &d,
+    )
+    .unwrap();
     group.throughput(Throughput::Elements(flops as u64));
     group.measurement_time(Duration::from_secs(5));
     group.bench_function(format!("route_rows{rows}_K{k}_P{p}_s{s}"), |b| {
-        b.iter(|| route_top_s_on(&st, &x, &d, rows, k, p, s, None).unwrap())
+        b.iter(|| {
+            route_top_s_on(
+                &st,
+                score::Route {
+                    shape: score::ScoreShape { rows, k, p },
+                    s,
+                },
+                None,
+                &x,
+                &d,
+            )
+            .unwrap()
+        })
     });
     // The same route with the dictionary resident: upload `x`, route,
     // download the shortlists.
@@ -190,16 +212,29 @@ fn bench_gpu(c: &mut Criterion) {
     group.bench_function(format!("route_resident_D_rows{rows}_K{k}_P{p}_s{s}"), |b| {
         b.iter(|| {
             let dx = st.upload(&x).unwrap();
-            route_top_s_dev(&st, &dx, &dd, rows, k, p, s, None)
-                .unwrap()
-                .download(&st)
-                .unwrap()
+            route_top_s_dev(
+                &st,
+                score::Route {
+                    shape: score::ScoreShape { rows, k, p },
+                    s,
+                },
+                None,
+                &dx,
+                &dd,
+            )
+            .unwrap()
+            .download(&st)
+            .unwrap()
         })
     });
     group.finish();
     let secs = roofline::median_s(10, || {
         let dx = st.upload(&x).unwrap();
-        route_top_s_dev(&st, &dx, &dd, rows, k, p, s, None)
+        let route = score::Route {
+            shape: score::ScoreShape { rows, k, p },
+            s,
+        };
+        route_top_s_dev(&st, route, None, &dx, &dd)
             .unwrap()
             .download(&st)
             .unwrap();

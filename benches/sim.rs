@@ -130,20 +130,38 @@ fn bench_library(c: &mut Criterion) {
         (
             "dot_rows_f32",
             Box::new(move |s: &Stream| {
-                dot::launch::run_on(s, &x, &y, rows, n).unwrap();
+                dot::dot_rows_on(s, dot::Shape { rows, n }, &x, &y).unwrap();
             }),
         ),
         (
             "fp8_quantize_sw_sm80",
             Box::new(move |s: &Stream| {
-                fp8::launch::quantize_on(s, &xs, fp8::Format::E4M3, fp8::ptx::Codec::Software)
-                    .unwrap();
+                fp8::launch::quantize_on(
+                    s,
+                    ptxsmith::kernels::fp8::Encoding {
+                        format: fp8::Format::E4M3,
+                        codec: fp8::ptx::Codec::Software,
+                    },
+                    &xs,
+                )
+                .unwrap();
             }),
         ),
         (
             "score_block_f32",
             Box::new(move |s: &Stream| {
-                score::launch::score_block_on(s, &sx, &sd, sr, sk, sp, None).unwrap();
+                score::launch::score_block_on(
+                    s,
+                    score::ScoreShape {
+                        rows: sr,
+                        k: sk,
+                        p: sp,
+                    },
+                    None,
+                    &sx,
+                    &sd,
+                )
+                .unwrap();
             }),
         ),
     ];

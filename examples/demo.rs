@@ -40,8 +40,8 @@ fn dot(st: &Stream) -> Result<Outcome> {
     let mut r = lcg(1);
     let x: Vec<f32> = (0..rows * n).map(|_| r()).collect();
     let y: Vec<f32> = (0..n).map(|_| r()).collect();
-    let got = kernels::dot::launch::run_on(st, &x, &y, rows, n)?;
-    let want = kernels::dot::dot_rows_host(&x, &y, rows, n);
+    let got = kernels::dot::dot_rows_on(st, kernels::dot::Shape { rows, n }, &x, &y)?;
+    let want = kernels::dot::host::dot_rows(&x, &y, rows, n);
     Ok(Outcome {
         elements: rows * n,
         exact: same_bits(&got, &want),
@@ -56,8 +56,15 @@ fn fp8_quantize(st: &Stream) -> Result<Outcome> {
     xs[1234] = f32::NAN;
     xs[n - 1] = -1000.0;
     let codec = Codec::for_sm(st.context().sm());
-    let got = fp8::launch::quantize_on(st, &xs, Format::E4M3, codec)?;
-    let want = fp8::quantize(&xs);
+    let got = fp8::launch::quantize_on(
+        st,
+        ptxsmith::kernels::fp8::Encoding {
+            format: Format::E4M3,
+            codec,
+        },
+        &xs,
+    )?;
+    let want = fp8::host::quantize(&xs);
     let exact = got.codes == want.codes
         && got.scale.to_bits() == want.scale.to_bits()
         && got.scale_inv.to_bits() == want.scale_inv.to_bits()
@@ -71,8 +78,16 @@ fn fp8_dequantize(st: &Stream) -> Result<Outcome> {
         .map(|i: u32| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
         .collect();
     let codec = Codec::for_sm(st.context().sm());
-    let got = fp8::launch::dequantize_on(st, &codes, 0.125, Format::E4M3, codec)?;
-    let want = fp8::dequantize(&codes, 0.125);
+    let got = fp8::launch::dequantize_on(
+        st,
+        ptxsmith::kernels::fp8::Encoding {
+            format: Format::E4M3,
+            codec,
+        },
+        0.125,
+        &codes,
+    )?;
+    let want = fp8::host::dequantize(&codes, 0.125);
     Ok(Outcome {
         elements: codes.len(),
         exact: same_bits(&got, &want),
@@ -84,8 +99,14 @@ fn score_block(st: &Stream) -> Result<Outcome> {
     let mut next = lcg(5);
     let x: Vec<f32> = (0..rows * p).map(|_| next()).collect();
     let d: Vec<f32> = (0..k * p).map(|_| next()).collect();
-    let got = kernels::score::launch::score_block_on(st, &x, &d, rows, k, p, None)?;
-    let want = kernels::score::score_block(&x, &d, rows, k, p)?;
+    let got = kernels::score::launch::score_block_on(
+        st,
+        kernels::score::ScoreShape { rows, k, p },
+        None,
+        &x,
+        &d,
+    )?;
+    let want = kernels::score::host::score_block(&x, &d, rows, k, p)?;
     Ok(Outcome {
         elements: rows * k,
         exact: same_bits(&got, &want),
@@ -97,8 +118,17 @@ fn score_route(st: &Stream) -> Result<Outcome> {
     let mut next = lcg(6);
     let x: Vec<f32> = (0..rows * p).map(|_| next()).collect();
     let d: Vec<f32> = (0..k * p).map(|_| next()).collect();
-    let got = kernels::score::launch::route_top_s_on(st, &x, &d, rows, k, p, s, None)?;
-    let want = kernels::score::route_top_s(&x, &d, rows, k, p, s)?;
+    let got = kernels::score::launch::route_top_s_on(
+        st,
+        kernels::score::Route {
+            shape: kernels::score::ScoreShape { rows, k, p },
+            s,
+        },
+        None,
+        &x,
+        &d,
+    )?;
+    let want = kernels::score::host::route_top_s(&x, &d, rows, k, p, s)?;
     let exact = got.atoms == want.atoms && same_bits(&got.scores, &want.scores);
     Ok(Outcome {
         elements: rows * k,
@@ -119,9 +149,18 @@ fn score_route_resident(st: &Stream) -> Result<Outcome> {
     for _ in 0..3 {
         let x: Vec<f32> = (0..rows * p).map(|_| next()).collect();
         let xb = st.upload(&x)?;
-        let got = kernels::score::launch::route_top_s_dev(st, &xb, &dict, rows, k, p, s, None)?
-            .download(st)?;
-        let want = kernels::score::route_top_s(&x, &d, rows, k, p, s)?;
+        let got = kernels::score::launch::route_top_s_dev(
+            st,
+            kernels::score::Route {
+                shape: kernels::score::ScoreShape { rows, k, p },
+                s,
+            },
+            None,
+            &xb,
+            &dict,
+        )?
+        .download(st)?;
+        let want = kernels::score::host::route_top_s(&x, &d, rows, k, p, s)?;
         exact &= got.atoms == want.atoms && same_bits(&got.scores, &want.scores);
     }
     let t = ctx.traffic().since(&before);
@@ -147,11 +186,29 @@ fn fp8_chain(st: &Stream) -> Result<Outcome> {
     let mut codes = ctx.alloc::<u8>(n)?;
     let mut stats = ctx.alloc::<f32>(3)?;
     let mut y = ctx.alloc::<f32>(n)?;
-    launch::quantize_dev(st, &x, Format::E4M3, codec, &mut codes, &mut stats)?;
-    launch::dequantize_stats_dev(st, &codes, &stats, Format::E4M3, codec, &mut y)?;
+    launch::quantize_dev(
+        st,
+        ptxsmith::kernels::fp8::Encoding {
+            format: Format::E4M3,
+            codec,
+        },
+        &x,
+        &mut codes,
+        &mut stats,
+    )?;
+    launch::dequantize_stats_dev(
+        st,
+        ptxsmith::kernels::fp8::Encoding {
+            format: Format::E4M3,
+            codec,
+        },
+        &codes,
+        &stats,
+        &mut y,
+    )?;
     let got = st.to_vec(&y)?;
-    let q = fp8::quantize(&xs);
-    let want = fp8::dequantize(&q.codes, q.scale_inv);
+    let q = fp8::host::quantize(&xs);
+    let want = fp8::host::dequantize(&q.codes, q.scale_inv);
     let t = ctx.traffic().since(&before);
     let exact = same_bits(&got, &want)
         && t.bytes_uploaded == 4 * n as u64
@@ -168,7 +225,14 @@ fn viterbi(st: &Stream) -> Result<Outcome> {
     let a: Vec<f32> = (0..s * s).map(|_| lp()).collect();
     let b: Vec<f32> = (0..batch * t * s).map(|_| lp()).collect();
     let lengths: Vec<u32> = (0..batch as u32).map(|i| 120 - (i * 7) % 100).collect();
-    let got = kernels::viterbi::launch::run_on(st, &pi, &a, &b, &lengths, batch, t, s)?;
+    let got = kernels::viterbi::viterbi_on(
+        st,
+        kernels::viterbi::Shape { batch, t, s },
+        &lengths,
+        &pi,
+        &a,
+        &b,
+    )?;
     let want = kernels::viterbi::host::viterbi(&pi, &a, &b, &lengths, batch, t, s)?;
     let exact = got.paths == want.paths && same_bits(&got.scores, &want.scores);
     Ok(Outcome {
@@ -261,12 +325,14 @@ fn block_ell(st: &Stream) -> Result<Outcome> {
     be::grad_bias_dev(st, &dims, n, &dgy, &mut gb)?;
     let exact = same_bits(
         &st.to_vec(&y)?,
-        &be::forward(&dims, n, &x, &values, &col, Some(&bias))?,
+        &be::host::forward(&dims, n, &x, &values, &col, Some(&bias))?,
     ) && same_bits(
         &st.to_vec(&gx)?,
-        &be::grad_input(&dims, n, &gy, &values, &col)?,
-    ) && same_bits(&st.to_vec(&gv)?, &be::grad_values(&dims, n, &x, &gy, &col)?)
-        && same_bits(&st.to_vec(&gb)?, &be::grad_bias(&dims, n, &gy)?);
+        &be::host::grad_input(&dims, n, &gy, &values, &col)?,
+    ) && same_bits(
+        &st.to_vec(&gv)?,
+        &be::host::grad_values(&dims, n, &x, &gy, &col)?,
+    ) && same_bits(&st.to_vec(&gb)?, &be::host::grad_bias(&dims, n, &gy)?);
     Ok(Outcome {
         elements: n * (dims.in_features() + dims.out_features()),
         exact,
@@ -289,12 +355,21 @@ fn block_scaled_roundtrip(st: &Stream, format: kernels::block_scaled::Format) ->
     let recipe = Recipe::default_for(format);
     let layout = ScaleLayout::Blocked128x4;
     let codec = Codec::for_sm(st.context().sm());
-    let got = launch::quantize_on(st, &xs, shape, recipe, layout, codec)?;
-    let want = bs::quantize(&xs, shape, recipe, layout)?;
-    let y = launch::dequantize_on(st, &got, codec)?;
+    let got = launch::quantize_on(
+        st,
+        ptxsmith::kernels::block_scaled::Quantization {
+            shape,
+            recipe,
+            layout,
+        },
+        codec,
+        &xs,
+    )?;
+    let want = bs::host::quantize(&xs, shape, recipe, layout)?;
+    let y = launch::dequantize_on(st, codec, &got)?;
     Ok(Outcome {
         elements: shape.len(),
-        exact: got == want && same_bits(&y, &bs::dequantize(&want)?),
+        exact: got == want && same_bits(&y, &bs::host::dequantize(&want)?),
     })
 }
 
@@ -331,7 +406,18 @@ fn cases() -> Vec<Case> {
     ]
 }
 
+/// Print ptxsmith's tracing events on stderr, filtered by `RUST_LOG`
+/// (e.g. `RUST_LOG=ptxsmith=debug`: JIT compiles, cache hits and misses,
+/// launches); nothing without it.
+fn init_tracing() {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .init();
+}
+
 fn main() -> ExitCode {
+    init_tracing();
     let args: Vec<String> = std::env::args().skip(1).collect();
     let sim_sm = match args
         .iter()
@@ -372,26 +458,37 @@ fn main() -> ExitCode {
         "kernel", "SM", "backend", "elements", "bit-exact", "time"
     );
     let mut all_exact = true;
-    for (name, run) in cases() {
+    let cases = cases();
+    // A progress bar on stderr when it is a terminal (the simulator takes
+    // seconds); hidden otherwise, and the table goes to stdout either way.
+    let bar = indicatif::ProgressBar::new(cases.len() as u64).with_style(
+        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {msg} ({elapsed})")
+            .expect("a valid template"),
+    );
+    for (name, run) in cases {
+        bar.set_message(name);
         let t = Instant::now();
-        match run(&st) {
+        let line = match run(&st) {
             Ok(o) => {
                 all_exact &= o.exact;
                 let short = backend.split(' ').next().unwrap_or("?");
-                println!(
+                format!(
                     "{name:<26} {:<7} {short:<8} {:>10} {:>10} {:>8.1}ms",
                     sm.name(),
                     o.elements,
                     if o.exact { "yes" } else { "NO" },
                     t.elapsed().as_secs_f64() * 1e3
-                );
+                )
             }
             Err(e) => {
                 all_exact = false;
-                println!("{name:<26} {:<7} error: {e}", sm.name());
+                format!("{name:<26} {:<7} error: {e}", sm.name())
             }
-        }
+        };
+        bar.suspend(|| println!("{line}"));
+        bar.inc(1);
     }
+    bar.finish_and_clear();
     if all_exact {
         println!("\nevery result equals its host model bit for bit");
         ExitCode::SUCCESS

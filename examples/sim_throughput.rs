@@ -161,14 +161,22 @@ fn library_case(name: &str, reps: u32) -> Option<(u64, f64, Option<f64>)> {
     let st = ctx.default_stream();
     let run = || match name {
         "library_dot" => {
-            dot::launch::run_on(&st, &x, &y, rows, n).unwrap();
+            dot::dot_rows_on(&st, dot::Shape { rows, n }, &x, &y).unwrap();
         }
         "library_fp8" => {
-            fp8::launch::quantize_on(&st, &xs, fp8::Format::E4M3, fp8::ptx::Codec::Software)
-                .unwrap();
+            let enc = fp8::Encoding {
+                format: fp8::Format::E4M3,
+                codec: fp8::Codec::Software,
+            };
+            fp8::quantize_on(&st, enc, &xs).unwrap();
         }
         _ => {
-            score::launch::score_block_on(&st, &sx, &sd, sr, sk, sp, None).unwrap();
+            let shape = score::ScoreShape {
+                rows: sr,
+                k: sk,
+                p: sp,
+            };
+            score::score_block_on(&st, shape, None, &sx, &sd).unwrap();
         }
     };
     if !matches!(name, "library_dot" | "library_fp8" | "library_score") {

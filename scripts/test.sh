@@ -14,8 +14,8 @@
 #    holding a device test (a test whose name contains `gpu_` or `device`,
 #    as scripts/device-suite.sh selects them) runs those tests with the
 #    emulator as libcuda.so.1 (cuda-emu/with-emu.sh) and
-#    PTXSMITH_REQUIRE_GPU=1, so none may skip; then the demo and interop
-#    examples, which must report that they ran on the device. The number
+#    PTXSMITH_REQUIRE_GPU=1, so none may skip; then the demo, interop and
+#    cudarc_interop examples, which must report that they ran on the device. The number
 #    of device tests that ran is printed. PTXSMITH_SKIP_EMULATOR=1 leaves
 #    this pass out.
 #
@@ -114,7 +114,8 @@ emulator_pass() {
     json="$(mktemp "${TMPDIR:-/tmp}/ptxsmith-emu.XXXXXX")"
     log="$json.log"
     if ! cargo test --release "$@" --no-run --lib --tests --message-format=json >"$json" ||
-        ! cargo build --release "$@" --example demo --example interop --message-format=json >>"$json"; then
+        ! cargo build --release "$@" --example demo --example interop --example cudarc_interop \
+            --message-format=json >>"$json"; then
         rm -f "$json"
         return 1
     fi
@@ -140,11 +141,12 @@ emulator_pass() {
         printf '  %-24s %3s device tests passed\n' "$name" "${n:-0}"
     done < <(artifacts "$json")
     local ex want exe
-    for ex in demo interop; do
+    for ex in demo interop cudarc_interop; do
         exe="$(artifacts "$json" | awk -v n="$ex" '$1 == "example" && $2 == n { print $3 }' | tail -n 1)"
         case "$ex" in
         demo) want='backend cuda' ;;
-        interop) want='^GPU: raw entry points' ;;
+        interop) want='^GPU: ' ;;
+        cudarc_interop) want='^cudarc: ' ;;
         esac
         if LD_LIBRARY_PATH="$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" PTXSMITH_REQUIRE_GPU=1 \
             "$exe" >"$log" 2>&1 && grep -qE "$want" "$log"; then
@@ -157,7 +159,7 @@ emulator_pass() {
     done
     rm -f "$json" "$log"
     echo "emulator pass: $ran device tests ran in $binaries test binaries, 0 skipped" \
-        "($early returned early, GPU-only by name), demo and interop on the device; $(($(date +%s) - t0)) s"
+        "($early returned early, GPU-only by name), demo, interop and cudarc_interop on the device; $(($(date +%s) - t0)) s"
     return $failed
 }
 if [[ "${PTXSMITH_SKIP_EMULATOR:-0}" != 1 ]]; then

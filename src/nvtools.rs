@@ -167,7 +167,9 @@ pub enum ToolError {
     /// Creating, writing or reading a temporary file, or starting a tool.
     #[error("{context}: {source}")]
     Io {
+        /// What was being done.
         context: String,
+        /// The I/O error.
         #[source]
         source: std::io::Error,
     },
@@ -175,9 +177,13 @@ pub enum ToolError {
     /// diagnostics carry the PTX line numbers.
     #[error("ptxas rejected the module for {sm} ({status}):\n{}", render_ptxas_error(.log, .excerpt))]
     Ptxas {
+        /// The target assembled for.
         sm: Sm,
+        /// ptxas' exit status.
         status: String,
+        /// Its complete output.
         log: String,
+        /// The parsed messages.
         diagnostics: Vec<Diagnostic>,
         /// `(line, source text)` for each line a diagnostic names.
         excerpt: Vec<(u32, String)>,
@@ -185,7 +191,14 @@ pub enum ToolError {
     /// nvdisasm failed (for instance on sm_70 cubins, which nvdisasm 13.5
     /// no longer reads).
     #[error("nvdisasm failed on the {sm} cubin ({status}):\n{log}")]
-    Nvdisasm { sm: Sm, status: String, log: String },
+    Nvdisasm {
+        /// The cubin's target.
+        sm: Sm,
+        /// nvdisasm's exit status.
+        status: String,
+        /// Its complete output.
+        log: String,
+    },
 }
 
 fn render_ptxas_error(log: &str, excerpt: &[(u32, String)]) -> String {
@@ -202,9 +215,13 @@ fn render_ptxas_error(log: &str, excerpt: &[(u32, String)]) -> String {
 /// Severity of a ptxas message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Severity {
+    /// `info`
     Info,
+    /// `warning`
     Warning,
+    /// `error`
     Error,
+    /// `fatal`
     Fatal,
 }
 
@@ -212,9 +229,11 @@ pub enum Severity {
 /// message`) line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Diagnostic {
+    /// How bad.
     pub severity: Severity,
     /// The PTX line (1-based) when ptxas names one.
     pub line: Option<u32>,
+    /// The message text.
     pub message: String,
 }
 
@@ -427,6 +446,7 @@ fn apply_parts(f: &mut ResourceUsage, body: &str) {
 /// A module assembled by ptxas.
 #[derive(Debug, Clone)]
 pub struct Assembly {
+    /// The target.
     pub sm: Sm,
     /// The cubin (ELF) ptxas wrote.
     pub cubin: Vec<u8>,
@@ -493,7 +513,9 @@ impl SassInstr {
 /// The disassembly of one function.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SassFunction {
+    /// The function's (kernel's) name.
     pub name: String,
+    /// Its instructions, in address order.
     pub instructions: Vec<SassInstr>,
     /// Labels (`.L_x_2`) and their addresses.
     pub labels: BTreeMap<String, u32>,
@@ -590,6 +612,7 @@ impl SassFunction {
 /// A disassembled cubin.
 #[derive(Debug, Clone)]
 pub struct Sass {
+    /// The target.
     pub sm: Sm,
     /// The functions, in listing order.
     pub functions: Vec<SassFunction>,
@@ -783,7 +806,9 @@ fn tools_dir(env: impl Fn(&str) -> Option<std::ffi::OsString>) -> Option<PathBuf
 /// The pinned NVIDIA tools, located on disk.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NvTools {
+    /// The `ptxas` executable.
     pub ptxas: PathBuf,
+    /// The `nvdisasm` executable.
     pub nvdisasm: PathBuf,
 }
 

@@ -48,11 +48,14 @@ use crate::error::{Error, Result};
 /// A PTX ISA version, ordered (`7.8 < 8.1`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct PtxVersion {
+    /// Major version.
     pub major: u8,
+    /// Minor version.
     pub minor: u8,
 }
 
 impl PtxVersion {
+    /// `major.minor`.
     pub const fn new(major: u8, minor: u8) -> Self {
         Self { major, minor }
     }
@@ -109,15 +112,23 @@ impl fmt::Display for PtxVersion {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[non_exhaustive]
 pub enum Sm {
+    /// `sm_70` (Volta: V100)
     Sm70,
+    /// `sm_75` (Turing: T4, RTX 20)
     Sm75,
+    /// `sm_80` (Ampere: A100)
     Sm80,
+    /// `sm_86` (Ampere: RTX 30, A10, A40)
     Sm86,
+    /// `sm_89` (Ada: L4, L40, RTX 40)
     Sm89,
+    /// `sm_90` (Hopper: H100, H200)
     Sm90,
+    /// `sm_100` (Blackwell: B200, forward compatible)
     Sm100,
     /// `sm_100a`: exactly compute capability 10.0 (B200 / GB200).
     Sm100a,
+    /// `sm_120` (Blackwell: RTX 50, RTX PRO, forward compatible)
     Sm120,
     /// `sm_120a`: exactly compute capability 12.0 (RTX 50xx / RTX PRO 6000).
     Sm120a,

@@ -4,10 +4,12 @@
 
 use proptest::prelude::*;
 use ptxsmith::Error;
+use ptxsmith::kernels::block_ell::host::{
+    block_grad_norms, ema_update, forward, grad_bias, grad_input, grad_values, input_block_norms,
+    output_block_norms,
+};
 use ptxsmith::kernels::block_ell::{
-    self, BLOCK_SIZES, Dims, N_CHUNK, TransposedIndex, block_grad_norms, ema_update, forward,
-    from_dense, grad_bias, grad_input, grad_values, input_block_norms, output_block_norms,
-    retopology, to_dense,
+    self, BLOCK_SIZES, Dims, N_CHUNK, TransposedIndex, from_dense, retopology, to_dense,
 };
 
 // ---------------------------------------------------------------- inputs
@@ -564,7 +566,7 @@ fn gradients_match_finite_differences() {
 
 fn msg(e: Error) -> String {
     match e {
-        Error::InvalidArgument(m) => m,
+        Error::InvalidArgument(m) => m.to_string(),
         other => panic!("expected InvalidArgument, got {other:?}"),
     }
 }
@@ -701,6 +703,6 @@ fn errors_name_the_values() {
     assert!(e.contains("values has 2") && e.contains("= 3"), "{e}");
     // An index built for other sizes is refused.
     let other = TransposedIndex::build(&Dims::new(2, 3, 2, 16).unwrap(), &col).unwrap();
-    let e = msg(block_ell::grad_input_indexed(&d, 2, &gy, &values, &other).unwrap_err());
+    let e = msg(block_ell::host::grad_input_indexed(&d, 2, &gy, &values, &other).unwrap_err());
     assert!(e.contains("transposed index built for"), "{e}");
 }

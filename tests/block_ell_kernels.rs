@@ -74,8 +74,9 @@ fn check(st: &Stream, l: &Layer, n: usize, x: &[f32], gy: &[f32], budget: usize,
     let ctx = st.context();
 
     for with_bias in [false, true] {
-        let want = block_ell::forward(d, n, x, &l.values, &l.col, with_bias.then_some(&l.bias[..]))
-            .unwrap();
+        let want =
+            block_ell::host::forward(d, n, x, &l.values, &l.col, with_bias.then_some(&l.bias[..]))
+                .unwrap();
         let mut y = ctx.alloc::<f32>(n * d.out_features()).unwrap();
         let bias = with_bias.then_some(&db as &dyn ptxsmith::runtime::AsDevice<f32>);
         forward_dev(st, &topo, n, &dx, &dv, bias, &mut y).unwrap();
@@ -86,7 +87,7 @@ fn check(st: &Stream, l: &Layer, n: usize, x: &[f32], gy: &[f32], budget: usize,
         );
     }
 
-    let want = block_ell::grad_input(d, n, gy, &l.values, &l.col).unwrap();
+    let want = block_ell::host::grad_input(d, n, gy, &l.values, &l.col).unwrap();
     let mut gx = ctx.alloc::<f32>(n * d.in_features()).unwrap();
     grad_input_dev(st, &topo, n, &dgy, &dv, &mut gx).unwrap();
     assert_eq!(
@@ -95,7 +96,7 @@ fn check(st: &Stream, l: &Layer, n: usize, x: &[f32], gy: &[f32], budget: usize,
         "grad_input {what}"
     );
 
-    let want = block_ell::grad_values(d, n, x, gy, &l.col).unwrap();
+    let want = block_ell::host::grad_values(d, n, x, gy, &l.col).unwrap();
     let mut gv = ctx.alloc::<f32>(d.values_len()).unwrap();
     launch::grad_values_dev_budget(st, &topo, n, &dx, &dgy, &mut gv, budget).unwrap();
     assert_eq!(
@@ -104,7 +105,7 @@ fn check(st: &Stream, l: &Layer, n: usize, x: &[f32], gy: &[f32], budget: usize,
         "grad_values {what}"
     );
 
-    let want = block_ell::grad_bias(d, n, gy).unwrap();
+    let want = block_ell::host::grad_bias(d, n, gy).unwrap();
     let mut gb = ctx.alloc::<f32>(d.out_features()).unwrap();
     launch::grad_bias_dev_budget(st, d, n, &dgy, &mut gb, budget).unwrap();
     assert_eq!(
@@ -234,7 +235,7 @@ fn slice_api_matches_host_and_rejects_bad_input() {
     let x = rng.values(n * 24);
     let (y, ran) = launch::forward(Backend::Sim, &l.dims, n, &x, &l.values, &l.col, None).unwrap();
     assert_eq!(ran, Ran::Sim);
-    let want = block_ell::forward(&l.dims, n, &x, &l.values, &l.col, None).unwrap();
+    let want = block_ell::host::forward(&l.dims, n, &x, &l.values, &l.col, None).unwrap();
     assert_eq!(bits(&y), bits(&want));
     // A column out of range, a repeat, a wrong length: typed errors that
     // name the values, before anything runs.
@@ -326,7 +327,7 @@ fn gpu_equals_host_when_present() {
             &l.col,
             bias
         )),
-        bits(&block_ell::forward(d, n, &x, &l.values, &l.col, bias).unwrap())
+        bits(&block_ell::host::forward(d, n, &x, &l.values, &l.col, bias).unwrap())
     );
     assert_eq!(
         cuda(launch::grad_input(
@@ -337,15 +338,15 @@ fn gpu_equals_host_when_present() {
             &l.values,
             &l.col
         )),
-        bits(&block_ell::grad_input(d, n, &gy, &l.values, &l.col).unwrap())
+        bits(&block_ell::host::grad_input(d, n, &gy, &l.values, &l.col).unwrap())
     );
     assert_eq!(
         cuda(launch::grad_values(Backend::Cuda, d, n, &x, &gy, &l.col)),
-        bits(&block_ell::grad_values(d, n, &x, &gy, &l.col).unwrap())
+        bits(&block_ell::host::grad_values(d, n, &x, &gy, &l.col).unwrap())
     );
     assert_eq!(
         cuda(launch::grad_bias(Backend::Cuda, d, n, &gy)),
-        bits(&block_ell::grad_bias(d, n, &gy).unwrap())
+        bits(&block_ell::host::grad_bias(d, n, &gy).unwrap())
     );
 }
 
@@ -367,9 +368,9 @@ fn gpu_statistics_equal_the_host() {
 }
 
 fn statistics_on(ctx: &Context, rng: &mut Rng) {
+    use block_ell::host::{block_grad_norms, ema_update, input_block_norms, output_block_norms};
     use block_ell::{
-        block_grad_norms, block_grad_norms_dev, ema_update, ema_update_dev, input_block_norms,
-        input_block_norms_dev, output_block_norms, output_block_norms_dev,
+        block_grad_norms_dev, ema_update_dev, input_block_norms_dev, output_block_norms_dev,
     };
     let sm = ctx.sm();
     {
@@ -482,24 +483,35 @@ fn raw_entry_points_on(ctx: &Context) {
         // SAFETY: every address is a live simulator allocation of the
         // stated length; outputs overlap nothing; `raw` is this context's.
         unsafe {
-            launch::forward_raw(ctx, raw, &topo, n, px, pv, Some(pb), py).unwrap();
-            launch::grad_input_raw(ctx, raw, &topo, n, pgy, pv, pgx).unwrap();
-            launch::grad_values_raw(ctx, raw, &topo, n, px, pgy, pgv).unwrap();
+            launch::forward_raw(
+                &Stream::from_raw(ctx, raw).unwrap(),
+                &topo,
+                n,
+                px,
+                pv,
+                Some(pb),
+                py,
+            )
+            .unwrap();
+            launch::grad_input_raw(&Stream::from_raw(ctx, raw).unwrap(), &topo, n, pgy, pv, pgx)
+                .unwrap();
+            launch::grad_values_raw(&Stream::from_raw(ctx, raw).unwrap(), &topo, n, px, pgy, pgv)
+                .unwrap();
         }
         st.synchronize().unwrap();
-        let y = block_ell::forward(d, n, &x, &l.values, &l.col, Some(&l.bias)).unwrap();
+        let y = block_ell::host::forward(d, n, &x, &l.values, &l.col, Some(&l.bias)).unwrap();
         assert_eq!(
             bits(&foreign_get::<f32>(ctx, py, y.len())),
             bits(&y),
             "forward_raw N{n}"
         );
-        let gx = block_ell::grad_input(d, n, &gy, &l.values, &l.col).unwrap();
+        let gx = block_ell::host::grad_input(d, n, &gy, &l.values, &l.col).unwrap();
         assert_eq!(
             bits(&foreign_get::<f32>(ctx, pgx, gx.len())),
             bits(&gx),
             "grad_input_raw N{n}"
         );
-        let gv = block_ell::grad_values(d, n, &x, &gy, &l.col).unwrap();
+        let gv = block_ell::host::grad_values(d, n, &x, &gy, &l.col).unwrap();
         assert_eq!(
             bits(&foreign_get::<f32>(ctx, pgv, gv.len())),
             bits(&gv),
@@ -508,7 +520,18 @@ fn raw_entry_points_on(ctx: &Context) {
     }
     // Sizes are still checked.
     // SAFETY: refused before anything is queued.
-    let e = unsafe { launch::forward_raw(ctx, raw, &topo, 1 << 31, 0, 0, None, 0) }.unwrap_err();
+    let e = unsafe {
+        launch::forward_raw(
+            &Stream::from_raw(ctx, raw).unwrap(),
+            &topo,
+            1 << 31,
+            0,
+            0,
+            None,
+            0,
+        )
+    }
+    .unwrap_err();
     assert!(e.to_string().contains("N = 2147483648"), "{e}");
 }
 

@@ -36,7 +36,7 @@ fn all_recipes() -> Vec<Recipe> {
 
 fn quantize_1row(xs: &[f32], recipe: Recipe) -> BlockScaled {
     let shape = Shape::new(1, 1, xs.len(), recipe.format()).unwrap();
-    bs::quantize(xs, shape, recipe, ScaleLayout::RowMajor).unwrap()
+    bs::host::quantize(xs, shape, recipe, ScaleLayout::RowMajor).unwrap()
 }
 
 /// The element codes of a quantized tensor, one per element.
@@ -150,8 +150,8 @@ fn floor_saturates_where_rceil_does_not() {
     );
     assert_eq!((floor.scales[0], floor.codes[0]), (127, 0x7E)); // 448 · 2^0
     assert_eq!((rceil.scales[0], rceil.codes[0]), (128, 0x76)); // 224 · 2^1
-    assert_eq!(bs::dequantize(&floor).unwrap(), [448.0]);
-    assert_eq!(bs::dequantize(&rceil).unwrap(), [448.0]);
+    assert_eq!(bs::host::dequantize(&floor).unwrap(), [448.0]);
+    assert_eq!(bs::host::dequantize(&rceil).unwrap(), [448.0]);
 }
 
 #[test]
@@ -169,7 +169,7 @@ fn subnormal_amax_and_two_to_minus_127() {
         let one = recipe.format().encode_element(1.0);
         let neg_zero = recipe.format().encode_element(-0.0);
         assert_eq!(element_codes(&q), [one, neg_zero, 0, 0], "{recipe:?}");
-        let ys = bs::dequantize(&q).unwrap();
+        let ys = bs::host::dequantize(&q).unwrap();
         assert_eq!(ys[0].to_bits(), 0x0040_0000, "{recipe:?}");
         assert_eq!(ys[1].to_bits(), 0x8000_0000);
         // Just above the largest amax whose RCeil product stays ≤ 2^-127.
@@ -208,7 +208,7 @@ fn scale_0xfe_and_infinity() {
             ],
             "{recipe:?}"
         );
-        let ys = bs::dequantize(&q).unwrap();
+        let ys = bs::host::dequantize(&q).unwrap();
         assert_eq!(ys[0], f32::INFINITY);
         assert_eq!(ys[2], f32::NEG_INFINITY);
         assert_eq!(ys[3].to_bits(), 0x8000_0000);
@@ -227,7 +227,7 @@ fn all_zero_blocks() {
         let codes = element_codes(&q);
         assert_eq!(codes[1], f.encode_element(-0.0));
         assert!(codes.iter().enumerate().all(|(i, &c)| i == 1 || c == 0));
-        let ys = bs::dequantize(&q).unwrap();
+        let ys = bs::host::dequantize(&q).unwrap();
         assert!(ys.iter().zip(&xs).all(|(y, x)| y.to_bits() == x.to_bits()));
         if let Some(g) = q.global {
             assert_eq!((g.amax, g.encode, g.decode), (0.0, 1.0, 1.0));
@@ -263,7 +263,7 @@ fn nan_inside_a_block() {
                 assert_eq!(codes[i], clean_codes[i], "{recipe:?} {i}");
             }
         }
-        let ys = bs::dequantize(&q).unwrap();
+        let ys = bs::host::dequantize(&q).unwrap();
         assert!(ys[bsz..2 * bsz].iter().all(|y| y.is_nan()));
         assert!(ys[..bsz].iter().chain(&ys[2 * bsz..]).all(|y| !y.is_nan()));
     }
@@ -290,7 +290,7 @@ fn nvfp4_recipe_and_sb_zero() {
     assert_eq!(&codes[16..20], &[7, 0xC, 2, 2]);
     // 1e-38 · FLT_MAX ≈ 3.4 → code 5: only |x| > 5/FLT_MAX saturates.
     assert_eq!(&codes[32..37], &[7, 0xF, 0, 0x8, 5]);
-    let ys = bs::dequantize(&q).unwrap();
+    let ys = bs::host::dequantize(&q).unwrap();
     assert_eq!(ys[0], 2688.0);
     assert_eq!(&ys[16..20], &[6.0, -2.0, 1.0, 1.0]);
     let bits: Vec<u32> = ys[32..37].iter().map(|y| y.to_bits()).collect();
@@ -420,11 +420,12 @@ fn round_trips_over_issue_shapes() {
                     let dims = shape.scale_dims();
                     assert_eq!((dims.l(), dims.m(), dims.nkb()), (l, m, nkb));
                     let xs = test_values(shape.len(), (l * 1000 + m * 10 + nkb) as u64);
-                    let row = bs::quantize(&xs, shape, recipe, ScaleLayout::RowMajor).unwrap();
-                    let ys = bs::dequantize(&row).unwrap();
+                    let row =
+                        bs::host::quantize(&xs, shape, recipe, ScaleLayout::RowMajor).unwrap();
+                    let ys = bs::host::dequantize(&row).unwrap();
                     checked += check_error_bound(&xs, &row, &ys);
                     for layout in [ScaleLayout::Blocked128x4, ScaleLayout::Atom6D] {
-                        let q = bs::quantize(&xs, shape, recipe, layout).unwrap();
+                        let q = bs::host::quantize(&xs, shape, recipe, layout).unwrap();
                         assert_eq!(q.codes, row.codes);
                         assert_eq!(q.global, row.global);
                         let converted =
@@ -438,7 +439,7 @@ fn round_trips_over_issue_shapes() {
                         let back =
                             bs::convert(&q.scales, &dims, layout, ScaleLayout::RowMajor).unwrap();
                         assert_eq!(back, row.scales);
-                        let ys2 = bs::dequantize(&q).unwrap();
+                        let ys2 = bs::host::dequantize(&q).unwrap();
                         assert!(ys.iter().zip(&ys2).all(|(a, b)| a.to_bits() == b.to_bits()));
                     }
                 }
@@ -690,11 +691,11 @@ proptest! {
         layout in layout_strategy(),
     ) {
         let shape = Shape::new(l, m, k, recipe.format()).unwrap();
-        let q = bs::quantize(&xs, shape, recipe, layout).unwrap();
-        let ys = bs::dequantize(&q).unwrap();
+        let q = bs::host::quantize(&xs, shape, recipe, layout).unwrap();
+        let ys = bs::host::dequantize(&q).unwrap();
         check_error_bound(&xs, &q, &ys);
         if recipe.format() != Format::Nvfp4 {
-            let again = bs::dequantize(&bs::quantize(&ys, shape, recipe, layout).unwrap()).unwrap();
+            let again = bs::host::dequantize(&bs::host::quantize(&ys, shape, recipe, layout).unwrap()).unwrap();
             for (a, b) in ys.iter().zip(&again) {
                 prop_assert_eq!(a.to_bits(), b.to_bits());
             }
@@ -720,7 +721,7 @@ proptest! {
         }
         let q = quantize_1row(&xs, Recipe::default_for(Format::Nvfp4));
         prop_assert_eq!(q.global.unwrap().encode, 1.0);
-        let ys = bs::dequantize(&q).unwrap();
+        let ys = bs::host::dequantize(&q).unwrap();
         for (x, y) in xs.iter().zip(&ys) {
             prop_assert_eq!(x.to_bits(), y.to_bits());
         }

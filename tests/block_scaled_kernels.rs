@@ -171,8 +171,18 @@ fn check(st: &Stream, codec: Codec, xs: &[f32], shape: Shape, r: Recipe, layout:
         shape.m(),
         shape.k()
     );
-    let host = block_scaled::quantize(xs, shape, r, layout).unwrap();
-    let dev = launch::quantize_on(st, xs, shape, r, layout, codec).unwrap();
+    let host = block_scaled::host::quantize(xs, shape, r, layout).unwrap();
+    let dev = launch::quantize_on(
+        st,
+        ptxsmith::kernels::block_scaled::Quantization {
+            shape,
+            recipe: r,
+            layout,
+        },
+        codec,
+        xs,
+    )
+    .unwrap();
     assert_eq!(dev.scales, host.scales, "scales: {what}");
     assert_eq!(dev.codes, host.codes, "codes: {what}");
     assert_eq!(
@@ -180,8 +190,8 @@ fn check(st: &Stream, codec: Codec, xs: &[f32], shape: Shape, r: Recipe, layout:
         host.global.map(|g| bits(&[g.amax, g.encode, g.decode])),
         "global: {what}"
     );
-    let hy = block_scaled::dequantize(&host).unwrap();
-    let dy = launch::dequantize_on(st, &host, codec).unwrap();
+    let hy = block_scaled::host::dequantize(&host).unwrap();
+    let dy = launch::dequantize_on(st, codec, &host).unwrap();
     assert_eq!(bits(&dy), bits(&hy), "dequantize: {what}");
 }
 
@@ -282,11 +292,13 @@ fn golden_bytes() {
     let shape = Shape::new(1, 1, 3, Format::Mxfp4).unwrap();
     let q = launch::quantize_on(
         &st,
-        &[1.0, f32::NAN, -2.0],
-        shape,
-        mx4,
-        ScaleLayout::RowMajor,
+        ptxsmith::kernels::block_scaled::Quantization {
+            shape,
+            recipe: mx4,
+            layout: ScaleLayout::RowMajor,
+        },
         Codec::Hardware,
+        &[1.0, f32::NAN, -2.0],
     )
     .unwrap();
     assert_eq!(
@@ -297,14 +309,16 @@ fn golden_bytes() {
     // a huge finite value non-zero; −0 → 0x8.
     let q = launch::quantize_on(
         &st,
-        &[f32::NEG_INFINITY, 3e38, -0.0],
-        shape,
-        mx4,
-        ScaleLayout::RowMajor,
+        ptxsmith::kernels::block_scaled::Quantization {
+            shape,
+            recipe: mx4,
+            layout: ScaleLayout::RowMajor,
+        },
         Codec::Hardware,
+        &[f32::NEG_INFINITY, 3e38, -0.0],
     )
     .unwrap();
-    let host = block_scaled::quantize(
+    let host = block_scaled::host::quantize(
         &[f32::NEG_INFINITY, 3e38, -0.0],
         shape,
         mx4,
@@ -321,11 +335,20 @@ fn golden_bytes() {
     xs[16..].iter_mut().for_each(|x| *x = 1e-9);
     xs[17] = -0.0;
     let nv = Recipe::default_for(Format::Nvfp4);
-    let q =
-        launch::quantize_on(&st, &xs, shape, nv, ScaleLayout::RowMajor, Codec::Hardware).unwrap();
+    let q = launch::quantize_on(
+        &st,
+        ptxsmith::kernels::block_scaled::Quantization {
+            shape,
+            recipe: nv,
+            layout: ScaleLayout::RowMajor,
+        },
+        Codec::Hardware,
+        &xs,
+    )
+    .unwrap();
     assert_eq!(
         q,
-        block_scaled::quantize(&xs, shape, nv, ScaleLayout::RowMajor).unwrap()
+        block_scaled::host::quantize(&xs, shape, nv, ScaleLayout::RowMajor).unwrap()
     );
     assert_eq!(q.scales[1], 0);
 }
@@ -342,7 +365,7 @@ fn unaligned_and_oversized_buffers() {
             let shape = Shape::new(2, 130, 64, r.format()).unwrap();
             let xs = tensor(&mut rng, &shape, &SPECIAL, 5);
             let layout = ScaleLayout::Blocked128x4;
-            let host = block_scaled::quantize(&xs, shape, r, layout).unwrap();
+            let host = block_scaled::host::quantize(&xs, shape, r, layout).unwrap();
             let nv = r.mode() == ScaleMode::Nvfp4;
             // NVFP4's x must be 16-byte aligned (absmax pass): offset 4 floats.
             let xoff = if nv { 4 } else { 1 };
@@ -359,8 +382,20 @@ fn unaligned_and_oversized_buffers() {
                 let mut cv = codes.slice_mut(3..).unwrap();
                 let mut sv = scales.slice_mut(16..).unwrap();
                 let g = nv.then(|| global.as_device_mut());
-                launch::quantize_dev(&st, &xv, shape, r, layout, codec, &mut cv, &mut sv, g)
-                    .unwrap();
+                launch::quantize_dev(
+                    &st,
+                    ptxsmith::kernels::block_scaled::Quantization {
+                        shape,
+                        recipe: r,
+                        layout,
+                    },
+                    codec,
+                    &xv,
+                    &mut cv,
+                    &mut sv,
+                    g,
+                )
+                .unwrap();
             }
             let c = st.to_vec(&codes).unwrap();
             let s = st.to_vec(&scales).unwrap();
@@ -380,10 +415,25 @@ fn unaligned_and_oversized_buffers() {
                 let cv = cdev.slice(1..).unwrap();
                 let mut yv = y.slice_mut(1..).unwrap();
                 let g = gdev.as_ref().map(|g| g.slice(..).unwrap());
-                launch::dequantize_dev(&st, &cv, &sdev, g, shape, layout, codec, &mut yv).unwrap();
+                launch::dequantize_dev(
+                    &st,
+                    ptxsmith::kernels::block_scaled::Quantization {
+                        shape,
+                        recipe: ptxsmith::kernels::block_scaled::Recipe::default_for(
+                            (shape).format(),
+                        ),
+                        layout,
+                    },
+                    codec,
+                    &cv,
+                    &sdev,
+                    g,
+                    &mut yv,
+                )
+                .unwrap();
             }
             let yv = st.to_vec(&y).unwrap();
-            let hy = block_scaled::dequantize(&host).unwrap();
+            let hy = block_scaled::host::dequantize(&host).unwrap();
             assert_eq!(bits(&yv[1..=shape.len()]), bits(&hy), "{sm} {r:?}");
             assert_eq!(bits(&[yv[0], yv[shape.len() + 1]]), [0, 0]);
         }
@@ -412,10 +462,20 @@ fn layout_conversion_equals_host() {
                 let want = block_scaled::convert(&src, &dims, from, to).unwrap();
                 let s = st.upload(&src).unwrap();
                 let mut d = st.upload(&vec![0xAAu8; to.len(&dims)]).unwrap();
-                launch::convert_layout_dev(&st, &s, dims, from, to, &mut d).unwrap();
+                launch::convert_layout_dev(
+                    &st,
+                    ptxsmith::kernels::block_scaled::Relayout { dims, from, to },
+                    &s,
+                    &mut d,
+                )
+                .unwrap();
                 assert_eq!(st.to_vec(&d).unwrap(), want, "{dims:?} {from:?} → {to:?}");
-                let (got, ran) =
-                    launch::convert_layout(Backend::Sim, &src, dims, from, to).unwrap();
+                let (got, ran) = launch::convert_layout(
+                    Backend::Sim,
+                    ptxsmith::kernels::block_scaled::Relayout { dims, from, to },
+                    &src,
+                )
+                .unwrap();
                 assert_eq!((got, ran), (want, Ran::Sim));
             }
         }
@@ -429,9 +489,27 @@ fn slice_api_on_every_backend() {
     for r in ptx::recipes() {
         let shape = Shape::new(1, 129, 70, r.format()).unwrap();
         let xs = tensor(&mut rng, &shape, &SPECIAL, 3);
-        let (h, ran) = launch::quantize(Backend::Host, &xs, shape, r, ScaleLayout::Atom6D).unwrap();
+        let (h, ran) = launch::quantize(
+            Backend::Host,
+            ptxsmith::kernels::block_scaled::Quantization {
+                shape,
+                recipe: r,
+                layout: ScaleLayout::Atom6D,
+            },
+            &xs,
+        )
+        .unwrap();
         assert_eq!(ran, Ran::Host);
-        let (s, ran) = launch::quantize(Backend::Sim, &xs, shape, r, ScaleLayout::Atom6D).unwrap();
+        let (s, ran) = launch::quantize(
+            Backend::Sim,
+            ptxsmith::kernels::block_scaled::Quantization {
+                shape,
+                recipe: r,
+                layout: ScaleLayout::Atom6D,
+            },
+            &xs,
+        )
+        .unwrap();
         assert_eq!((&s, ran), (&h, Ran::Sim));
         let (hy, _) = launch::dequantize(Backend::Host, &h).unwrap();
         let (sy, _) = launch::dequantize(Backend::Sim, &h).unwrap();
@@ -462,43 +540,117 @@ fn errors_write_nothing() {
     let mut g = st.upload(&[9f32; 3]).unwrap();
     let sw = Codec::Software;
     invalid(
-        launch::quantize_dev(&st, &x, shape, nv, pad, sw, &mut codes, &mut scales, None),
+        launch::quantize_dev(
+            &st,
+            ptxsmith::kernels::block_scaled::Quantization {
+                shape,
+                recipe: nv,
+                layout: pad,
+            },
+            sw,
+            &x,
+            &mut codes,
+            &mut scales,
+            None,
+        ),
         "recipe is",
     );
     let mut short = ctx.alloc::<u8>(119).unwrap();
     invalid(
-        launch::quantize_dev(&st, &x, shape, mx, pad, sw, &mut short, &mut scales, None),
+        launch::quantize_dev(
+            &st,
+            ptxsmith::kernels::block_scaled::Quantization {
+                shape,
+                recipe: mx,
+                layout: pad,
+            },
+            sw,
+            &x,
+            &mut short,
+            &mut scales,
+            None,
+        ),
         "codes has 119 elements",
     );
     let mut small = ctx.alloc::<u8>(slen - 1).unwrap();
     invalid(
-        launch::quantize_dev(&st, &x, shape, mx, pad, sw, &mut codes, &mut small, None),
+        launch::quantize_dev(
+            &st,
+            ptxsmith::kernels::block_scaled::Quantization {
+                shape,
+                recipe: mx,
+                layout: pad,
+            },
+            sw,
+            &x,
+            &mut codes,
+            &mut small,
+            None,
+        ),
         "scales has 511 elements",
     );
     {
         let mut off = scales.slice_mut(1..).unwrap();
         invalid(
-            launch::quantize_dev(&st, &x, shape, mx, pad, sw, &mut codes, &mut off, None),
+            launch::quantize_dev(
+                &st,
+                ptxsmith::kernels::block_scaled::Quantization {
+                    shape,
+                    recipe: mx,
+                    layout: pad,
+                },
+                sw,
+                &x,
+                &mut codes,
+                &mut off,
+                None,
+            ),
             "not 16-byte aligned",
         );
     }
     let xs = x.slice(..119).unwrap();
     invalid(
-        launch::quantize_dev(&st, &xs, shape, mx, pad, sw, &mut codes, &mut scales, None),
+        launch::quantize_dev(
+            &st,
+            ptxsmith::kernels::block_scaled::Quantization {
+                shape,
+                recipe: mx,
+                layout: pad,
+            },
+            sw,
+            &xs,
+            &mut codes,
+            &mut scales,
+            None,
+        ),
         "x has 119 elements",
     );
     invalid(
-        launch::quantize_dev(&st, &x, nshape, nv, pad, sw, &mut codes, &mut scales, None),
+        launch::quantize_dev(
+            &st,
+            ptxsmith::kernels::block_scaled::Quantization {
+                shape: nshape,
+                recipe: nv,
+                layout: pad,
+            },
+            sw,
+            &x,
+            &mut codes,
+            &mut scales,
+            None,
+        ),
         "NVFP4 needs a global-scale buffer",
     );
     invalid(
         launch::quantize_dev(
             &st,
-            &x,
-            shape,
-            mx,
-            pad,
+            ptxsmith::kernels::block_scaled::Quantization {
+                shape,
+                recipe: mx,
+                layout: pad,
+            },
             sw,
+            &x,
             &mut codes,
             &mut scales,
             Some(g.as_device_mut()),
@@ -510,11 +662,13 @@ fn errors_write_nothing() {
         invalid(
             launch::quantize_dev(
                 &st,
-                &x,
-                nshape,
-                nv,
-                pad,
+                ptxsmith::kernels::block_scaled::Quantization {
+                    shape: nshape,
+                    recipe: nv,
+                    layout: pad,
+                },
                 sw,
+                &x,
                 &mut codes,
                 &mut scales,
                 Some(gs),
@@ -524,11 +678,13 @@ fn errors_write_nothing() {
     }
     match launch::quantize_dev(
         &st,
-        &x,
-        shape,
-        mx,
-        pad,
+        ptxsmith::kernels::block_scaled::Quantization {
+            shape,
+            recipe: mx,
+            layout: pad,
+        },
         Codec::Hardware,
+        &x,
         &mut codes,
         &mut scales,
         None,
@@ -543,27 +699,81 @@ fn errors_write_nothing() {
     // Dequantize and convert.
     let mut y = st.upload(&vec![5f32; 120]).unwrap();
     invalid(
-        launch::dequantize_dev(&st, &codes, &small, None, shape, pad, sw, &mut y),
+        launch::dequantize_dev(
+            &st,
+            ptxsmith::kernels::block_scaled::Quantization {
+                shape,
+                recipe: ptxsmith::kernels::block_scaled::Recipe::default_for((shape).format()),
+                layout: pad,
+            },
+            sw,
+            &codes,
+            &small,
+            None,
+            &mut y,
+        ),
         "scales has 511 elements",
     );
     let mut ys = y.slice_mut(..119).unwrap();
     invalid(
-        launch::dequantize_dev(&st, &codes, &scales, None, shape, pad, sw, &mut ys),
+        launch::dequantize_dev(
+            &st,
+            ptxsmith::kernels::block_scaled::Quantization {
+                shape,
+                recipe: ptxsmith::kernels::block_scaled::Recipe::default_for((shape).format()),
+                layout: pad,
+            },
+            sw,
+            &codes,
+            &scales,
+            None,
+            &mut ys,
+        ),
         "y has 119 elements",
     );
     invalid(
-        launch::dequantize_dev(&st, &codes, &scales, None, nshape, pad, sw, &mut y),
+        launch::dequantize_dev(
+            &st,
+            ptxsmith::kernels::block_scaled::Quantization {
+                shape: nshape,
+                recipe: ptxsmith::kernels::block_scaled::Recipe::default_for((nshape).format()),
+                layout: pad,
+            },
+            sw,
+            &codes,
+            &scales,
+            None,
+            &mut y,
+        ),
         "NVFP4 needs",
     );
     assert!(st.to_vec(&y).unwrap().iter().all(|&v| v == 5.0));
     let dims = shape.scale_dims();
     invalid(
-        launch::convert_layout_dev(&st, &small, dims, pad, ScaleLayout::RowMajor, &mut codes),
+        launch::convert_layout_dev(
+            &st,
+            ptxsmith::kernels::block_scaled::Relayout {
+                dims,
+                from: pad,
+                to: ScaleLayout::RowMajor,
+            },
+            &small,
+            &mut codes,
+        ),
         "src has 511 elements",
     );
     let mut tiny = ctx.alloc::<u8>(5).unwrap();
     invalid(
-        launch::convert_layout_dev(&st, &scales, dims, pad, ScaleLayout::RowMajor, &mut tiny),
+        launch::convert_layout_dev(
+            &st,
+            ptxsmith::kernels::block_scaled::Relayout {
+                dims,
+                from: pad,
+                to: ScaleLayout::RowMajor,
+            },
+            &scales,
+            &mut tiny,
+        ),
         "dst has 5 elements",
     );
     // Slice API: host-model errors before anything runs.
@@ -572,13 +782,33 @@ fn errors_write_nothing() {
     assert!(Recipe::new(Format::Nvfp4, ScaleMode::RCeil).is_err());
     assert!(Recipe::new(Format::Mxfp4, ScaleMode::Nvfp4).is_err());
     invalid(
-        launch::quantize(Backend::Sim, &[1.0; 3], shape, mx, pad).map(drop),
+        launch::quantize(
+            Backend::Sim,
+            ptxsmith::kernels::block_scaled::Quantization {
+                shape,
+                recipe: mx,
+                layout: pad,
+            },
+            &[1.0; 3],
+        )
+        .map(drop),
         "input has 3 elements",
     );
-    let mut q: BlockScaled = block_scaled::quantize(&[1.0; 120], shape, mx, pad).unwrap();
+    let mut q: BlockScaled = block_scaled::host::quantize(&[1.0; 120], shape, mx, pad).unwrap();
     q.scales.pop();
     assert!(launch::dequantize(Backend::Sim, &q).is_err());
-    assert!(launch::convert_layout(Backend::Sim, &[0; 3], dims, pad, ScaleLayout::Atom6D).is_err());
+    assert!(
+        launch::convert_layout(
+            Backend::Sim,
+            ptxsmith::kernels::block_scaled::Relayout {
+                dims,
+                from: pad,
+                to: ScaleLayout::Atom6D
+            },
+            &[0; 3]
+        )
+        .is_err()
+    );
 }
 
 /// The hardware cvts appear in the sm_100a/sm_120a PTX and nowhere else;
@@ -651,33 +881,50 @@ fn gpu_equals_host_when_present() {
     let src: Vec<u8> = (0..dims.count()).map(|i| i as u8 | 1).collect();
     let want =
         block_scaled::convert(&src, &dims, ScaleLayout::RowMajor, ScaleLayout::Atom6D).unwrap();
-    let got =
-        launch::convert_layout_on(&st, &src, dims, ScaleLayout::RowMajor, ScaleLayout::Atom6D)
-            .unwrap();
+    let got = launch::convert_layout_on(
+        &st,
+        ptxsmith::kernels::block_scaled::Relayout {
+            dims,
+            from: ScaleLayout::RowMajor,
+            to: ScaleLayout::Atom6D,
+        },
+        &src,
+    )
+    .unwrap();
     assert_eq!(got, want);
     // The slice API on the device, one recipe of each format family.
     for r in ptx::recipes().into_iter().step_by(2) {
         let shape = Shape::new(1, 33, 96, r.format()).unwrap();
         let xs = tensor(&mut rng, &shape, &SPECIAL, 4);
-        let host = block_scaled::quantize(&xs, shape, r, ScaleLayout::RowMajor).unwrap();
-        let (q, ran) =
-            launch::quantize(Backend::Cuda, &xs, shape, r, ScaleLayout::RowMajor).unwrap();
+        let host = block_scaled::host::quantize(&xs, shape, r, ScaleLayout::RowMajor).unwrap();
+        let (q, ran) = launch::quantize(
+            Backend::Cuda,
+            ptxsmith::kernels::block_scaled::Quantization {
+                shape,
+                recipe: r,
+                layout: ScaleLayout::RowMajor,
+            },
+            &xs,
+        )
+        .unwrap();
         assert_eq!(ran, Ran::Cuda);
         assert_eq!((&q.codes, &q.scales), (&host.codes, &host.scales), "{r:?}");
         let (y, ran) = launch::dequantize(Backend::Cuda, &host).unwrap();
         assert_eq!(ran, Ran::Cuda);
         assert_eq!(
             bits(&y),
-            bits(&block_scaled::dequantize(&host).unwrap()),
+            bits(&block_scaled::host::dequantize(&host).unwrap()),
             "{r:?}"
         );
     }
     let (got, ran) = launch::convert_layout(
         Backend::Cuda,
+        ptxsmith::kernels::block_scaled::Relayout {
+            dims,
+            from: ScaleLayout::RowMajor,
+            to: ScaleLayout::Atom6D,
+        },
         &src,
-        dims,
-        ScaleLayout::RowMajor,
-        ScaleLayout::Atom6D,
     )
     .unwrap();
     assert_eq!(ran, Ran::Cuda);
@@ -716,7 +963,7 @@ fn raw_entry_points_on(ctx: &Context, codec: Codec) {
             let recipe = Recipe::new(format, mode).unwrap();
             let mut rng = Rng(71);
             let x: Vec<f32> = (0..shape.len()).map(|_| rng.scaled(3)).collect();
-            let want = block_scaled::quantize(&x, shape, recipe, layout).unwrap();
+            let want = block_scaled::host::quantize(&x, shape, recipe, layout).unwrap();
             let scale_len = layout.len(&shape.scale_dims());
             let px = foreign_put(ctx, &x);
             // Garbage in the outputs: padding must come out 0.
@@ -728,9 +975,36 @@ fn raw_entry_points_on(ctx: &Context, codec: Codec) {
             // (the simulator's allocations are 256-byte aligned); outputs
             // overlap nothing; `raw` is this context's stream.
             unsafe {
-                launch::quantize_raw(ctx, raw, px, shape, recipe, layout, codec, pc, ps, pg)
-                    .unwrap();
-                launch::dequantize_raw(ctx, raw, pc, ps, pg, shape, layout, codec, py).unwrap();
+                launch::quantize_raw(
+                    &ptxsmith::runtime::Stream::from_raw(ctx, raw).unwrap(),
+                    ptxsmith::kernels::block_scaled::Quantization {
+                        shape,
+                        recipe,
+                        layout,
+                    },
+                    codec,
+                    px,
+                    pc,
+                    ps,
+                    pg,
+                )
+                .unwrap();
+                launch::dequantize_raw(
+                    &ptxsmith::runtime::Stream::from_raw(ctx, raw).unwrap(),
+                    ptxsmith::kernels::block_scaled::Quantization {
+                        shape,
+                        recipe: ptxsmith::kernels::block_scaled::Recipe::default_for(
+                            (shape).format(),
+                        ),
+                        layout,
+                    },
+                    codec,
+                    pc,
+                    ps,
+                    pg,
+                    py,
+                )
+                .unwrap();
             }
             ctx.synchronize().unwrap();
             let what = format!("{format:?} {layout:?} on {sm}");
@@ -752,7 +1026,7 @@ fn raw_entry_points_on(ctx: &Context, codec: Codec) {
                     "global {what}"
                 );
             }
-            let y = block_scaled::dequantize(&want).unwrap();
+            let y = block_scaled::host::dequantize(&want).unwrap();
             assert_eq!(
                 bits(&foreign_get::<f32>(ctx, py, y.len())),
                 bits(&y),
@@ -762,19 +1036,46 @@ fn raw_entry_points_on(ctx: &Context, codec: Codec) {
         // The checks that remain: alignment, the global buffer's presence.
         let shape = Shape::new(1, 4, 32, Format::Nvfp4).unwrap();
         let recipe = Recipe::new(Format::Nvfp4, ScaleMode::Nvfp4).unwrap();
-        let px = foreign_put(ctx, &[0f32; 128]);
+        // One float more than x needs, so a view at px + 4 lies inside the
+        // allocation and only its alignment is wrong.
+        let px = foreign_put(ctx, &[0f32; 129]);
         let ps = foreign_put(ctx, &[0u8; 512]);
         let l = ScaleLayout::Blocked128x4;
         // SAFETY: refused before anything is queued.
         let e = unsafe {
-            launch::quantize_raw(ctx, raw, px + 4, shape, recipe, l, codec, ps, ps, Some(px))
+            launch::quantize_raw(
+                &ptxsmith::runtime::Stream::from_raw(ctx, raw).unwrap(),
+                ptxsmith::kernels::block_scaled::Quantization {
+                    shape,
+                    recipe,
+                    layout: l,
+                },
+                codec,
+                px + 4,
+                ps,
+                ps,
+                Some(px),
+            )
         }
         .unwrap_err();
         assert!(e.to_string().contains("16-byte aligned"), "{e}");
         // SAFETY: refused before anything is queued.
-        let e =
-            unsafe { launch::quantize_raw(ctx, raw, px, shape, recipe, l, codec, ps, ps, None) }
-                .unwrap_err();
+        let e = unsafe {
+            launch::quantize_raw(
+                &ptxsmith::runtime::Stream::from_raw(ctx, raw).unwrap(),
+                ptxsmith::kernels::block_scaled::Quantization {
+                    shape,
+                    recipe,
+                    layout: l,
+                },
+                codec,
+                px,
+                ps,
+                ps,
+                None,
+            )
+        }
+        .unwrap_err();
         assert!(e.to_string().contains("global-scale buffer"), "{e}");
     }
 }
@@ -807,18 +1108,20 @@ fn software_e2m1_encoder_on_a_sweep_below_8() {
     }
     let shape = Shape::new(1, x.len() / 32, 32, Format::Mxfp4).unwrap();
     let recipe = Recipe::new(Format::Mxfp4, ScaleMode::Floor).unwrap();
-    let want = block_scaled::quantize(&x, shape, recipe, ScaleLayout::RowMajor).unwrap();
+    let want = block_scaled::host::quantize(&x, shape, recipe, ScaleLayout::RowMajor).unwrap();
     assert!(want.scales.iter().all(|&s| s == 127));
     for sm in [Sm::Sm80, Sm::Sm100a] {
         let ctx = Context::sim(sm);
         let st = ctx.default_stream();
         let got = launch::quantize_on(
             &st,
-            &x,
-            shape,
-            recipe,
-            ScaleLayout::RowMajor,
+            ptxsmith::kernels::block_scaled::Quantization {
+                shape,
+                recipe,
+                layout: ScaleLayout::RowMajor,
+            },
             Codec::Software,
+            &x,
         )
         .unwrap();
         assert_eq!(got.codes, want.codes, "software E2M1 on {sm}");

@@ -54,9 +54,15 @@ fn gpu_fault_is_reported_once_then_the_context_is_rebuilt() {
     assert!(fresh.lost().is_none());
     let (x, y) = (vec![1.5f32; 6], vec![2.0f32; 3]);
     let fs = fresh.default_stream();
-    let got = dot::launch::run_on(&fs, &x, &y, 2, 3).unwrap();
+    let got = dot::dot_rows_on(&fs, dot::Shape { rows: 2, n: 3 }, &x, &y).unwrap();
     assert_eq!(got, vec![9.0, 9.0]);
-    let (got, _) = dot::dot_rows(ptxsmith::runtime::Backend::Cuda, &x, &y, 2, 3).unwrap();
+    let (got, _) = dot::dot_rows(
+        ptxsmith::runtime::Backend::Cuda,
+        dot::Shape { rows: 2, n: 3 },
+        &x,
+        &y,
+    )
+    .unwrap();
     assert_eq!(got, vec![9.0, 9.0]);
     // Dropping the old context's buffers and streams is harmless.
     drop(ctx);

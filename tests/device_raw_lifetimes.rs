@@ -27,15 +27,27 @@ fn gpu_raw_call_workspace_outlives_a_default_stream_synchronisation() {
     // SAFETY: driver allocations of rows·P and K·P floats and rows·s·8
     // bytes in the primary context, alive until the end; the legacy
     // stream is synchronised by `ctx.synchronize()` below.
-    unsafe { score_l::route_top_s_raw(&ctx, RawStream::NULL, px, pd, rows, k, p, s, None, out) }
-        .unwrap();
+    unsafe {
+        score_l::route_top_s_raw(
+            &ptxsmith::runtime::Stream::from_raw(&ctx, RawStream::NULL).unwrap(),
+            score::Route {
+                shape: score::ScoreShape { rows, k, p },
+                s,
+            },
+            None,
+            px,
+            pd,
+            out,
+        )
+    }
+    .unwrap();
     // ptxsmith's default stream synchronises (an upload waits for its
     // copy): the dropped workspace is still in use on the legacy stream.
     let other = ctx.upload(&[1f32, 2.0, 3.0]).unwrap();
     assert_eq!(other.to_vec().unwrap(), vec![1.0, 2.0, 3.0]);
     ctx.synchronize().unwrap();
     let pairs = foreign_get::<u32>(&ctx, out, rows * s * 2);
-    let want = score::route_top_s(&x, &d, rows, k, p, s).unwrap();
+    let want = score::host::route_top_s(&x, &d, rows, k, p, s).unwrap();
     let atoms: Vec<u32> = pairs.chunks(2).map(|c| c[0]).collect();
     let scores: Vec<u32> = pairs.chunks(2).map(|c| c[1]).collect();
     assert_eq!(atoms, want.atoms);

@@ -13,8 +13,10 @@ use ptxsmith::Error;
 use ptxsmith::Sm;
 use ptxsmith::kernels::dot;
 use ptxsmith::kernels::fp8::{self, Format, launch as fp8l, ptx::Codec};
-use ptxsmith::kernels::score::{self, launch as score_l, ptx::ScoreTuning};
-use ptxsmith::runtime::{AsDevice, Context, RawStream, Traffic, cuda_for_tests, on_emulator};
+use ptxsmith::kernels::score::{self, Route, ScoreShape, launch as score_l, ptx::ScoreTuning};
+use ptxsmith::runtime::{
+    AsDevice, Context, RawStream, Stream, Traffic, cuda_for_tests, on_emulator,
+};
 
 mod common;
 use common::{bits, foreign_alloc, foreign_get, foreign_put};
@@ -47,7 +49,17 @@ fn resident_routing(ctx: &Context, rows: usize, k: usize, p: usize, s: usize) {
         let x: Vec<f32> = (0..rows * p).map(|_| next()).collect();
         let t0 = st.traffic();
         let xb = st.upload(&x).unwrap();
-        let top = score_l::route_top_s_dev(&st, &xb, &dict, rows, k, p, s, None).unwrap();
+        let top = score_l::route_top_s_dev(
+            &st,
+            Route {
+                shape: ScoreShape { rows, k, p },
+                s,
+            },
+            None,
+            &xb,
+            &dict,
+        )
+        .unwrap();
         // Nothing came back yet: the result is on the device.
         assert_eq!(st.traffic().since(&t0).bytes_downloaded, 0);
         let got = top.download(&st).unwrap();
@@ -57,7 +69,7 @@ fn resident_routing(ctx: &Context, rows: usize, k: usize, p: usize, s: usize) {
             ((rows * p * 4) as u64, 1, (rows * s * 8) as u64, 1),
             "batch {batch}: only x goes up, only rows·s·8 bytes come down"
         );
-        let want = score::route_top_s_fast(&x, &d, rows, k, p, s).unwrap();
+        let want = score::host::route_top_s_fast(&x, &d, rows, k, p, s).unwrap();
         assert_eq!(got.atoms, want.atoms, "batch {batch}");
         assert_eq!(bits(&got.scores), bits(&want.scores), "batch {batch}");
     }
@@ -106,9 +118,17 @@ fn score_block_on_resident_buffers_and_sub_slices() {
     // default applies) into the second half of out.
     let second = xb.slice(rows * p..).unwrap();
     let mut tail = out.slice_mut(rows * k..).unwrap();
-    score_l::score_block_dev(&st, &second, &db, &mut tail, rows, k, p, None).unwrap();
+    score_l::score_block_dev(
+        &st,
+        ScoreShape { rows, k, p },
+        None,
+        &second,
+        &db,
+        &mut tail,
+    )
+    .unwrap();
     let got = out.to_vec().unwrap();
-    let want = score::score_block(&x[rows * p..], &d, rows, k, p).unwrap();
+    let want = score::host::score_block(&x[rows * p..], &d, rows, k, p).unwrap();
     assert!(got[..rows * k].iter().all(|v| v.to_bits() == 0));
     assert_eq!(bits(&got[rows * k..]), bits(&want));
 }
@@ -130,8 +150,22 @@ fn fp8_chain(ctx: &Context, n: usize, f: Format, codec: Codec) {
     let mut codes = ctx.alloc::<u8>(n).unwrap();
     let mut stats = ctx.alloc::<f32>(3).unwrap();
     let mut y = ctx.alloc::<f32>(n).unwrap();
-    fp8l::quantize_dev(&st, &x, f, codec, &mut codes, &mut stats).unwrap();
-    fp8l::dequantize_stats_dev(&st, &codes, &stats, f, codec, &mut y).unwrap();
+    fp8l::quantize_dev(
+        &st,
+        ptxsmith::kernels::fp8::Encoding { format: f, codec },
+        &x,
+        &mut codes,
+        &mut stats,
+    )
+    .unwrap();
+    fp8l::dequantize_stats_dev(
+        &st,
+        ptxsmith::kernels::fp8::Encoding { format: f, codec },
+        &codes,
+        &stats,
+        &mut y,
+    )
+    .unwrap();
     let t = st.traffic().since(&before);
     assert_eq!(
         (t.uploads, t.downloads, t.bytes_downloaded),
@@ -139,8 +173,8 @@ fn fp8_chain(ctx: &Context, n: usize, f: Format, codec: Codec) {
         "nothing comes back between quantize and dequantize"
     );
     let got = st.to_vec(&y).unwrap();
-    let q = fp8::quantize_as(&xs, f);
-    let want = fp8::dequantize_as(&q.codes, q.scale_inv, f);
+    let q = fp8::host::quantize_as(&xs, f);
+    let want = fp8::host::dequantize_as(&q.codes, q.scale_inv, f);
     assert_eq!(bits(&got), bits(&want), "{f:?} {codec:?} n={n}");
     // And the intermediate results, downloaded only now, are the host's.
     assert_eq!(st.to_vec(&codes).unwrap(), q.codes);
@@ -206,13 +240,22 @@ fn raw_pointer_entry_points_on(ctx: &Context) {
     // SAFETY: the three allocations hold rows·n, n and rows floats, are
     // disjoint, and live until the end of the test; the stream is the
     // context's default stream.
-    unsafe { dot::dot_rows_raw(ctx, stream, px, py, po, rows, n) }.unwrap();
+    unsafe {
+        dot::dot_rows_raw(
+            &Stream::from_raw(ctx, stream).unwrap(),
+            dot::Shape { rows, n },
+            px,
+            py,
+            po,
+        )
+    }
+    .unwrap();
     // The raw entry points only queue: wait before reading the memory
     // (on a GPU or the emulator the read is another stream's work).
     ctx.synchronize().unwrap();
     assert_eq!(
         bits(&foreign_get::<f32>(ctx, po, rows)),
-        bits(&dot::dot_rows_host(&x, &y, rows, n))
+        bits(&dot::host::dot_rows(&x, &y, rows, n))
     );
     // fp8 quantize → dequantize, all in foreign memory
     let xs: Vec<f32> = (0..1000).map(|_| next() * 50.0).collect();
@@ -225,34 +268,36 @@ fn raw_pointer_entry_points_on(ctx: &Context) {
     // SAFETY: sizes as the contract says, disjoint outputs, all live.
     unsafe {
         fp8l::quantize_raw(
-            ctx,
-            stream,
-            qx,
+            &ptxsmith::runtime::Stream::from_raw(ctx, stream).unwrap(),
+            ptxsmith::kernels::fp8::Encoding {
+                format: Format::E4M3,
+                codec: Codec::Software,
+            },
             xs.len(),
-            Format::E4M3,
-            Codec::Software,
+            qx,
             qc,
             qs,
         )
         .unwrap();
         fp8l::dequantize_stats_raw(
-            ctx,
-            stream,
-            qc,
+            &ptxsmith::runtime::Stream::from_raw(ctx, stream).unwrap(),
+            ptxsmith::kernels::fp8::Encoding {
+                format: Format::E4M3,
+                codec: Codec::Software,
+            },
             xs.len(),
+            qc,
             qs,
-            Format::E4M3,
-            Codec::Software,
             qy,
         )
         .unwrap();
     }
     ctx.synchronize().unwrap();
-    let q = fp8::quantize(&xs);
+    let q = fp8::host::quantize(&xs);
     assert_eq!(foreign_get::<u8>(ctx, qc, xs.len()), q.codes);
     assert_eq!(
         bits(&foreign_get::<f32>(ctx, qy, xs.len())),
-        bits(&fp8::dequantize(&q.codes, q.scale_inv))
+        bits(&fp8::host::dequantize(&q.codes, q.scale_inv))
     );
     // score block and route into foreign memory
     let (rows, k, p, s) = (6, 90, 12, 4);
@@ -266,14 +311,33 @@ fn raw_pointer_entry_points_on(ctx: &Context) {
     );
     // SAFETY: as above.
     unsafe {
-        score_l::score_block_raw(ctx, stream, rx, rd, ro, rows, k, p, None).unwrap();
-        score_l::route_top_s_raw(ctx, stream, rx, rd, rows, k, p, s, None, rt).unwrap();
+        score_l::score_block_raw(
+            &Stream::from_raw(ctx, stream).unwrap(),
+            ScoreShape { rows, k, p },
+            None,
+            rx,
+            rd,
+            ro,
+        )
+        .unwrap();
+        score_l::route_top_s_raw(
+            &Stream::from_raw(ctx, stream).unwrap(),
+            Route {
+                shape: ScoreShape { rows, k, p },
+                s,
+            },
+            None,
+            rx,
+            rd,
+            rt,
+        )
+        .unwrap();
     }
     ctx.synchronize().unwrap();
-    let want = score::score_block(&sx, &sd, rows, k, p).unwrap();
+    let want = score::host::score_block(&sx, &sd, rows, k, p).unwrap();
     assert_eq!(bits(&foreign_get::<f32>(ctx, ro, rows * k)), bits(&want));
     let pairs = foreign_get::<u32>(ctx, rt, rows * s * 2);
-    let top = score::route_top_s(&sx, &sd, rows, k, p, s).unwrap();
+    let top = score::host::route_top_s(&sx, &sd, rows, k, p, s).unwrap();
     let atoms: Vec<u32> = pairs.chunks(2).map(|c| c[0]).collect();
     let scores: Vec<u32> = pairs.chunks(2).map(|c| c[1]).collect();
     assert_eq!(atoms, top.atoms);
@@ -291,20 +355,41 @@ fn sim_raw_entry_points_still_check_what_they_can() {
     let x = foreign_alloc(&ctx, 64);
     // Misaligned x for the 16-byte fp8 loads.
     // SAFETY: the call fails before any kernel is queued.
-    let e =
-        unsafe { fp8l::quantize_raw(&ctx, stream, x + 4, 8, Format::E4M3, Codec::Software, x, x) }
-            .unwrap_err();
+    let e = unsafe {
+        fp8l::quantize_raw(
+            &ptxsmith::runtime::Stream::from_raw(&ctx, stream).unwrap(),
+            ptxsmith::kernels::fp8::Encoding {
+                format: Format::E4M3,
+                codec: Codec::Software,
+            },
+            8,
+            x + 4,
+            x,
+            x,
+        )
+    }
+    .unwrap_err();
     assert!(
         matches!(&e, Error::InvalidArgument(m) if m.contains("16-byte") && m.contains(&format!("{:#x}", x + 4))),
         "{e}"
     );
     // A stream this simulator never handed out.
     // SAFETY: refused before anything runs.
-    let e = unsafe { dot::dot_rows_raw(&ctx, RawStream(0xdead), x, x, x, 1, 1) }.unwrap_err();
+    let e = unsafe { Stream::from_raw(&ctx, RawStream(0xdead)) }.unwrap_err();
+    assert!(matches!(e, Error::WrongContext { .. }), "{e}");
     assert!(e.to_string().contains("0xdead"), "{e}");
     // Foreign memory that is too small is a simulator finding, not UB.
     // SAFETY: deliberately broken contract; the simulator checks bounds.
-    let e = unsafe { dot::dot_rows_raw(&ctx, stream, x, x, x, 100, 100) }.unwrap_err();
+    let e = unsafe {
+        dot::dot_rows_raw(
+            &Stream::from_raw(&ctx, stream).unwrap(),
+            dot::Shape { rows: 100, n: 100 },
+            x,
+            x,
+            x,
+        )
+    }
+    .unwrap_err();
     assert!(matches!(e, Error::Sim(_)), "{e}");
 }
 
@@ -325,13 +410,11 @@ fn gpu_raw_pointer_entry_points_run_on_driver_allocations() {
     // legacy default stream is synchronised by `ctx.synchronize()`.
     unsafe {
         dot::dot_rows_raw(
-            &ctx,
-            RawStream::NULL,
+            &Stream::from_raw(&ctx, RawStream::NULL).unwrap(),
+            dot::Shape { rows, n },
             fx.as_device_ptr(),
             fy.as_device_ptr(),
             fo.as_device_ptr(),
-            rows,
-            n,
         )
     }
     .unwrap();
@@ -339,7 +422,7 @@ fn gpu_raw_pointer_entry_points_run_on_driver_allocations() {
     let mut got = vec![0f32; rows];
     ctx.make_current().unwrap();
     fo.copy_to_host(&mut got).unwrap();
-    assert_eq!(bits(&got), bits(&dot::dot_rows_host(&x, &y, rows, n)));
+    assert_eq!(bits(&got), bits(&dot::host::dot_rows(&x, &y, rows, n)));
 }
 
 // ---------------------------------------------------------------------------
@@ -355,17 +438,18 @@ fn lengths_contexts_and_alignment_are_typed_errors() {
     let y = sa.upload(&[1f32; 4]).unwrap();
     let mut out = a.alloc::<f32>(3).unwrap();
     // Length mismatch, naming the values.
-    let e = dot::dot_rows_dev(&sa, &x, &y, &mut out, 5, 4).unwrap_err();
+    let e = dot::dot_rows_dev(&sa, dot::Shape { rows: 5, n: 4 }, &x, &y, &mut out).unwrap_err();
     assert!(
         matches!(&e, Error::InvalidArgument(m) if m.contains("12") && m.contains("5 × 4")),
         "{e}"
     );
     let mut short = a.alloc::<f32>(2).unwrap();
-    let e = dot::dot_rows_dev(&sa, &x, &y, &mut short, 3, 4).unwrap_err();
+    let e = dot::dot_rows_dev(&sa, dot::Shape { rows: 3, n: 4 }, &x, &y, &mut short).unwrap_err();
     assert!(e.to_string().contains("out has 2"), "{e}");
     // A buffer of another context.
     let foreign = b.upload(&[1f32; 4]).unwrap();
-    let e = dot::dot_rows_dev(&sa, &x, &foreign, &mut out, 3, 4).unwrap_err();
+    let e =
+        dot::dot_rows_dev(&sa, dot::Shape { rows: 3, n: 4 }, &x, &foreign, &mut out).unwrap_err();
     assert!(
         matches!(&e, Error::WrongContext { owner, used, .. } if *owner == b.id() && *used == a.id()),
         "{e}"
@@ -392,9 +476,11 @@ fn lengths_contexts_and_alignment_are_typed_errors() {
     let mut stats = a.alloc::<f32>(3).unwrap();
     let e = fp8l::quantize_dev(
         &sa,
+        ptxsmith::kernels::fp8::Encoding {
+            format: Format::E4M3,
+            codec: Codec::Software,
+        },
         &off,
-        Format::E4M3,
-        Codec::Software,
         &mut codes,
         &mut stats,
     )
@@ -407,10 +493,12 @@ fn lengths_contexts_and_alignment_are_typed_errors() {
     let mut c = codes9.slice_mut(1..).unwrap();
     let e = fp8l::quantize_with_scale_dev(
         &sa,
-        &xs.slice(..8).unwrap(),
+        ptxsmith::kernels::fp8::Encoding {
+            format: Format::E4M3,
+            codec: Codec::Software,
+        },
         1.0,
-        Format::E4M3,
-        Codec::Software,
+        &xs.slice(..8).unwrap(),
         &mut c,
     )
     .unwrap_err();
@@ -421,9 +509,11 @@ fn lengths_contexts_and_alignment_are_typed_errors() {
     let mut bad_stats = a.alloc::<f32>(2).unwrap();
     let e = fp8l::quantize_dev(
         &sa,
+        ptxsmith::kernels::fp8::Encoding {
+            format: Format::E4M3,
+            codec: Codec::Software,
+        },
         &xs.slice(..8).unwrap(),
-        Format::E4M3,
-        Codec::Software,
         &mut codes,
         &mut bad_stats,
     )
@@ -435,8 +525,19 @@ fn lengths_contexts_and_alignment_are_typed_errors() {
     let mut so = a.alloc::<f32>(8).unwrap();
     let t = ScoreTuning::default_for(Sm::Sm80).vectorized_for(4);
     assert!(t.vec4);
-    let e = score_l::score_block_dev(&sa, &xo.slice(1..9).unwrap(), &d, &mut so, 2, 4, 4, Some(t))
-        .unwrap_err();
+    let e = score_l::score_block_dev(
+        &sa,
+        ScoreShape {
+            rows: 2,
+            k: 4,
+            p: 4,
+        },
+        Some(t),
+        &xo.slice(1..9).unwrap(),
+        &d,
+        &mut so,
+    )
+    .unwrap_err();
     assert!(
         matches!(&e, Error::InvalidArgument(m) if m.contains("vec4")),
         "{e}"
@@ -445,32 +546,78 @@ fn lengths_contexts_and_alignment_are_typed_errors() {
     // divide by zero in the route plan).
     let empty_d = a.alloc::<f32>(0).unwrap();
     let xr = sa.upload(&[1f32; 4]).unwrap();
-    let e = score_l::route_top_s_dev(&sa, &xr, &empty_d, 1, 0, 4, 1, None).unwrap_err();
+    let e = score_l::route_top_s_dev(
+        &sa,
+        Route {
+            shape: ScoreShape {
+                rows: 1,
+                k: 0,
+                p: 4,
+            },
+            s: 1,
+        },
+        None,
+        &xr,
+        &empty_d,
+    )
+    .unwrap_err();
     assert!(
-        matches!(&e, Error::InvalidArgument(m) if m.contains("s = 1") && m.contains("K = 0")),
+        matches!(&e, Error::InvalidArgument(m) if m.contains("empty problem") && m.contains("K=0")),
         "{e}"
     );
-    let e = score_l::route_top_s_dev(&sa, &xr, &d, 1, 4, 4, 5, None).unwrap_err();
-    assert!(e.to_string().contains("s = 5"), "{e}");
+    let e = score_l::route_top_s_dev(
+        &sa,
+        Route {
+            shape: ScoreShape {
+                rows: 1,
+                k: 4,
+                p: 4,
+            },
+            s: 5,
+        },
+        None,
+        &xr,
+        &d,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&e, Error::InvalidArgument(a) if a.what == "s" && a.contains("s=5")),
+        "{e}"
+    );
     // SAFETY: refused before anything runs or is read.
     let e = unsafe {
         score_l::route_top_s_raw(
-            &a,
-            sa.raw(),
+            &Stream::from_raw(&a, sa.raw()).unwrap(),
+            Route {
+                shape: ScoreShape {
+                    rows: 1,
+                    k: 0,
+                    p: 4,
+                },
+                s: 1,
+            },
+            None,
             xr.device_ptr(),
             empty_d.device_ptr(),
-            1,
-            0,
-            4,
-            1,
-            None,
             0,
         )
     }
     .unwrap_err();
-    assert!(e.to_string().contains("K = 0"), "{e}");
+    assert!(e.to_string().contains("K=0"), "{e}");
     // The same data, aligned, works.
-    score_l::score_block_dev(&sa, &xo.slice(..8).unwrap(), &d, &mut so, 2, 4, 4, Some(t)).unwrap();
+    score_l::score_block_dev(
+        &sa,
+        ScoreShape {
+            rows: 2,
+            k: 4,
+            p: 4,
+        },
+        Some(t),
+        &xo.slice(..8).unwrap(),
+        &d,
+        &mut so,
+    )
+    .unwrap();
 }
 
 #[test]
@@ -483,7 +630,7 @@ fn streams_buffers_and_frees_on_the_simulator() {
     let x = s1.upload(&[2f32; 8]).unwrap();
     let y = s1.upload(&[3f32; 8]).unwrap();
     let mut out = ctx.alloc::<f32>(1).unwrap();
-    dot::dot_rows_dev(&s1, &x, &y, &mut out, 1, 8).unwrap();
+    dot::dot_rows_dev(&s1, dot::Shape { rows: 1, n: 8 }, &x, &y, &mut out).unwrap();
     s2.wait_for(&s1).unwrap();
     assert_eq!(s2.to_vec(&out).unwrap(), vec![48.0]);
     // Device copy and zero on a second stream.
@@ -505,7 +652,8 @@ fn streams_buffers_and_frees_on_the_simulator() {
     let zeroed = ctx.alloc_zeroed::<u32>(5).unwrap();
     assert_eq!(zeroed.to_vec().unwrap(), vec![0; 5]);
     let uninit = ctx.alloc::<f32>(8).unwrap();
-    let e = dot::dot_rows_dev(&s1, &uninit, &y, &mut out, 1, 8).unwrap_err();
+    let e =
+        dot::dot_rows_dev(&s1, dot::Shape { rows: 1, n: 8 }, &uninit, &y, &mut out).unwrap_err();
     assert!(matches!(e, Error::Sim(_)), "{e}");
     // Dropping buffers frees them (the simulator has no queued work).
     let before = live(&ctx);
@@ -533,7 +681,7 @@ fn gpu_streams_are_ordered_only_by_wait_for() {
     let y = s1.upload(&[3f32; 64]).unwrap();
     for ordered in [false, true] {
         let mut out = ctx.alloc_zeroed::<f32>(1).unwrap();
-        dot::dot_rows_dev(&s1, &x, &y, &mut out, 1, 64).unwrap();
+        dot::dot_rows_dev(&s1, dot::Shape { rows: 1, n: 64 }, &x, &y, &mut out).unwrap();
         if ordered {
             s2.wait_for(&s1).unwrap();
             assert_eq!(s2.to_vec(&out).unwrap(), vec![384.0]);
@@ -563,11 +711,21 @@ fn the_slice_api_moves_the_same_bytes_as_before() {
     let mut next = lcg(9);
     let x: Vec<f32> = (0..rows * p).map(|_| next()).collect();
     let d: Vec<f32> = (0..k * p).map(|_| next()).collect();
-    let got = score_l::route_top_s_on(&st, &x, &d, rows, k, p, s, None).unwrap();
+    let got = score_l::route_top_s_on(
+        &st,
+        Route {
+            shape: ScoreShape { rows, k, p },
+            s,
+        },
+        None,
+        &x,
+        &d,
+    )
+    .unwrap();
     let t = ctx.traffic();
     assert_eq!(t.bytes_uploaded, ((rows + k) * p * 4) as u64);
     assert_eq!(t.bytes_downloaded, (rows * s * 8) as u64);
-    let want = score::route_top_s(&x, &d, rows, k, p, s).unwrap();
+    let want = score::host::route_top_s(&x, &d, rows, k, p, s).unwrap();
     assert_eq!(got.atoms, want.atoms);
     // Every buffer of the call is gone.
     assert_eq!(ctx.with_sim(|s| s.live_allocations()), Some(0));
@@ -606,18 +764,35 @@ fn gpu_raw_block_ell_and_logcumsumexp_run_on_driver_allocations() {
     unsafe {
         let s = RawStream::NULL;
         let (px, pgy, pv) = (fx.as_device_ptr(), fgy.as_device_ptr(), fv.as_device_ptr());
-        bel::forward_raw(&ctx, s, &topo, n, px, pv, None, fy.as_device_ptr()).unwrap();
-        bel::grad_values_raw(&ctx, s, &topo, n, px, pgy, fgv.as_device_ptr()).unwrap();
+        bel::forward_raw(
+            &Stream::from_raw(&ctx, s).unwrap(),
+            &topo,
+            n,
+            px,
+            pv,
+            None,
+            fy.as_device_ptr(),
+        )
+        .unwrap();
+        bel::grad_values_raw(
+            &Stream::from_raw(&ctx, s).unwrap(),
+            &topo,
+            n,
+            px,
+            pgy,
+            fgv.as_device_ptr(),
+        )
+        .unwrap();
     }
     ctx.synchronize().unwrap();
     ctx.make_current().unwrap();
     let mut y = vec![0f32; n * dims.out_features()];
     fy.copy_to_host(&mut y).unwrap();
-    let want = block_ell::forward(&dims, n, &x, &values, &col, None).unwrap();
+    let want = block_ell::host::forward(&dims, n, &x, &values, &col, None).unwrap();
     assert_eq!(bits(&y), bits(&want), "block_ell forward_raw");
     let mut gv = vec![0f32; dims.values_len()];
     fgv.copy_to_host(&mut gv).unwrap();
-    let want = block_ell::grad_values(&dims, n, &x, &gy, &col).unwrap();
+    let want = block_ell::host::grad_values(&dims, n, &x, &gy, &col).unwrap();
     assert_eq!(bits(&gv), bits(&want), "block_ell grad_values_raw");
     // logcumsumexp in place on driver memory.
     let (rows, t) = (4, 1000);
@@ -638,4 +813,26 @@ fn gpu_raw_block_ell_and_logcumsumexp_run_on_driver_allocations() {
         bits(&lh::forward(&xs, shape).unwrap()),
         "lcse forward_raw"
     );
+}
+
+#[test]
+fn gpu_out_of_memory_is_matched_by_its_driver_code() {
+    let Some(ctx) = cuda_for_tests() else { return };
+    let total = ctx.info().expect("a GPU").total_memory_bytes;
+    let too_much = usize::try_from(total + (1 << 30)).unwrap();
+    let e = ctx.alloc::<u8>(too_much).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::Driver {
+                code: ptxsmith::DriverCode::OUT_OF_MEMORY,
+                call: "cuMemAlloc",
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    assert_eq!(e.driver_code(), Some(ptxsmith::DriverCode::OUT_OF_MEMORY));
+    // The context is still usable.
+    assert_eq!(ctx.upload(&[1u32, 2]).unwrap().to_vec().unwrap(), [1, 2]);
 }

@@ -3,7 +3,7 @@
 //! is present.
 
 use ptxsmith::Sm;
-use ptxsmith::kernels::dot::{self, dot_rows, dot_rows_host};
+use ptxsmith::kernels::dot::{self, dot_rows};
 use ptxsmith::runtime::backend::{Backend, Ran};
 use ptxsmith::runtime::{Context, cuda_for_tests};
 use ptxsmith::{Error, runtime};
@@ -31,11 +31,16 @@ fn sim_matches_host_bit_for_bit_on_every_sm_and_ragged_shapes() {
     for sm in Sm::ALL {
         for (rows, n) in [(1, 1), (37, 67), (130, 5), (3, 0)] {
             let (x, y) = data(rows, n, 7 + rows as u32);
-            let got =
-                dot::launch::run_on(&Context::sim(sm).default_stream(), &x, &y, rows, n).unwrap();
+            let got = dot::dot_rows_on(
+                &Context::sim(sm).default_stream(),
+                dot::Shape { rows, n },
+                &x,
+                &y,
+            )
+            .unwrap();
             assert_eq!(
                 bits(&got),
-                bits(&dot_rows_host(&x, &y, rows, n)),
+                bits(&dot::host::dot_rows(&x, &y, rows, n)),
                 "{sm} rows {rows} n {n}"
             );
         }
@@ -47,7 +52,7 @@ fn fma_sensitive_data_proves_separate_rounding_on_sim() {
     // (1 + 2^-23)^2 − (1 + 2^-22): 0 with separate rounding, 2^-46 fused.
     let a = 1.0f32 + f32::EPSILON;
     let (x, y) = (vec![a, 1.0], vec![a, -(1.0 + 2.0 * f32::EPSILON)]);
-    let (got, ran) = dot_rows(Backend::Sim, &x, &y, 1, 2).unwrap();
+    let (got, ran) = dot_rows(Backend::Sim, dot::Shape { rows: 1, n: 2 }, &x, &y).unwrap();
     assert_eq!(ran, Ran::Sim);
     assert_eq!(got[0].to_bits(), 0);
 }
@@ -56,22 +61,49 @@ fn fma_sensitive_data_proves_separate_rounding_on_sim() {
 fn nan_and_inf_propagate_like_the_host() {
     let x = vec![f32::INFINITY, 0.0, f32::NAN, 1.0, 1.0, -1.0];
     let y = vec![0.0, 1.0, 2.0];
-    let got = dot::launch::run_on(&Context::sim(Sm::Sm80).default_stream(), &x, &y, 2, 3).unwrap();
-    let want = dot_rows_host(&x, &y, 2, 3);
+    let got = dot::dot_rows_on(
+        &Context::sim(Sm::Sm80).default_stream(),
+        dot::Shape { rows: 2, n: 3 },
+        &x,
+        &y,
+    )
+    .unwrap();
+    let want = dot::host::dot_rows(&x, &y, 2, 3);
     assert!(got[0].is_nan() && want[0].is_nan());
     assert_eq!(got[1].to_bits(), want[1].to_bits());
 }
 
 #[test]
 fn shapes_are_validated_with_the_values_named() {
-    let e = dot_rows(Backend::Host, &[1.0; 5], &[1.0; 2], 3, 2).unwrap_err();
+    let e = dot_rows(
+        Backend::Host,
+        dot::Shape { rows: 3, n: 2 },
+        &[1.0; 5],
+        &[1.0; 2],
+    )
+    .unwrap_err();
     assert!(
         matches!(&e, Error::InvalidArgument(m) if m.contains("5") && m.contains("3 × 2")),
         "{e}"
     );
-    let e = dot_rows(Backend::Host, &[1.0; 6], &[1.0; 3], 3, 2).unwrap_err();
+    let e = dot_rows(
+        Backend::Host,
+        dot::Shape { rows: 3, n: 2 },
+        &[1.0; 6],
+        &[1.0; 3],
+    )
+    .unwrap_err();
     assert!(e.to_string().contains("y has 3"), "{e}");
-    let e = dot_rows(Backend::Host, &[], &[], usize::MAX, 2).unwrap_err();
+    let e = dot_rows(
+        Backend::Host,
+        dot::Shape {
+            rows: usize::MAX,
+            n: 2,
+        },
+        &[],
+        &[],
+    )
+    .unwrap_err();
     assert!(e.to_string().contains("overflows"), "{e}");
 }
 
@@ -82,12 +114,12 @@ fn cuda_backend_fails_loud_without_a_device_and_auto_reports_what_ran() {
         return;
     }
     assert!(matches!(
-        dot_rows(Backend::Cuda, &x, &y, 4, 8),
+        dot_rows(Backend::Cuda, dot::Shape { rows: 4, n: 8 }, &x, &y),
         Err(Error::NoDevice(_))
     ));
-    let (got, ran) = dot_rows(Backend::Auto, &x, &y, 4, 8).unwrap();
+    let (got, ran) = dot_rows(Backend::Auto, dot::Shape { rows: 4, n: 8 }, &x, &y).unwrap();
     assert_eq!(ran, Ran::Host);
-    assert_eq!(bits(&got), bits(&dot_rows_host(&x, &y, 4, 8)));
+    assert_eq!(bits(&got), bits(&dot::host::dot_rows(&x, &y, 4, 8)));
 }
 
 #[test]
@@ -96,9 +128,15 @@ fn device_matches_host_bit_for_bit() {
         return;
     };
     let (x, y) = data(1000, 257, 11);
-    let got = dot::launch::run_on(&ctx.default_stream(), &x, &y, 1000, 257).unwrap();
-    assert_eq!(bits(&got), bits(&dot_rows_host(&x, &y, 1000, 257)));
-    let (got, ran) = dot_rows(Backend::Cuda, &x, &y, 1000, 257).unwrap();
+    let got = dot::dot_rows_on(
+        &ctx.default_stream(),
+        dot::Shape { rows: 1000, n: 257 },
+        &x,
+        &y,
+    )
+    .unwrap();
+    assert_eq!(bits(&got), bits(&dot::host::dot_rows(&x, &y, 1000, 257)));
+    let (got, ran) = dot_rows(Backend::Cuda, dot::Shape { rows: 1000, n: 257 }, &x, &y).unwrap();
     assert_eq!(ran, Ran::Cuda);
-    assert_eq!(bits(&got), bits(&dot_rows_host(&x, &y, 1000, 257)));
+    assert_eq!(bits(&got), bits(&dot::host::dot_rows(&x, &y, 1000, 257)));
 }

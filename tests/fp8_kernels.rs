@@ -366,8 +366,14 @@ fn sim_quantize_with_scale_is_bit_exact_on_every_boundary() {
         for f in FORMATS {
             let xs = boundary_inputs(f);
             for scale in [1.0f32, 0.75, 3.0e-3] {
-                let got = launch::quantize_with_scale_on(&sim, &xs, scale, f, codec).unwrap();
-                let want = fp8host::quantize_with_scale_as(&xs, scale, f).unwrap();
+                let got = launch::quantize_with_scale_on(
+                    &sim,
+                    ptxsmith::kernels::fp8::Encoding { format: f, codec },
+                    scale,
+                    &xs,
+                )
+                .unwrap();
+                let want = fp8host::host::quantize_with_scale_as(&xs, scale, f).unwrap();
                 if let Some(m) = first_code_mismatch(&xs, &got, &want) {
                     panic!("{sm} {codec:?} {f:?} scale {scale}: {m}");
                 }
@@ -383,8 +389,14 @@ fn sim_decode_of_all_256_codes_is_exact() {
         let sim = Context::sim(sm).default_stream();
         for f in FORMATS {
             for scale_inv in [1.0f32, 0.5, 1.0 / 3.0, 3.0e38] {
-                let got = launch::dequantize_on(&sim, &codes, scale_inv, f, codec).unwrap();
-                let want = fp8host::dequantize_as(&codes, scale_inv, f);
+                let got = launch::dequantize_on(
+                    &sim,
+                    ptxsmith::kernels::fp8::Encoding { format: f, codec },
+                    scale_inv,
+                    &codes,
+                )
+                .unwrap();
+                let want = fp8host::host::dequantize_as(&codes, scale_inv, f);
                 if let Err(e) = same_bits_or_both_nan(&got, &want) {
                     panic!("{sm} {codec:?} {f:?} scale_inv {scale_inv}: {e}");
                 }
@@ -401,13 +413,25 @@ fn sim_random_sample_round_trips_like_the_host() {
     for (sm, codec) in SIM_SMS {
         let sim = Context::sim(sm).default_stream();
         for f in FORMATS {
-            let got = launch::quantize_with_scale_on(&sim, &xs, 0.37, f, codec).unwrap();
-            let want = fp8host::quantize_with_scale_as(&xs, 0.37, f).unwrap();
+            let got = launch::quantize_with_scale_on(
+                &sim,
+                ptxsmith::kernels::fp8::Encoding { format: f, codec },
+                0.37,
+                &xs,
+            )
+            .unwrap();
+            let want = fp8host::host::quantize_with_scale_as(&xs, 0.37, f).unwrap();
             if let Some(m) = first_code_mismatch(&xs, &got, &want) {
                 panic!("{sm} {codec:?} {f:?}: {m}");
             }
-            let y = launch::dequantize_on(&sim, &got, 1.0 / 0.37, f, codec).unwrap();
-            same_bits_or_both_nan(&y, &fp8host::dequantize_as(&want, 1.0 / 0.37, f)).unwrap();
+            let y = launch::dequantize_on(
+                &sim,
+                ptxsmith::kernels::fp8::Encoding { format: f, codec },
+                1.0 / 0.37,
+                &got,
+            )
+            .unwrap();
+            same_bits_or_both_nan(&y, &fp8host::host::dequantize_as(&want, 1.0 / 0.37, f)).unwrap();
         }
     }
 }
@@ -424,8 +448,14 @@ fn sim_large_random_sample_release_only() {
         let sim = Context::sim(sm).default_stream();
         for f in FORMATS {
             check_quantize(&sim, &finite, f, codec, "large random");
-            let got = launch::quantize_with_scale_on(&sim, &xs, 1.0, f, codec).unwrap();
-            let want = fp8host::quantize_with_scale_as(&xs, 1.0, f).unwrap();
+            let got = launch::quantize_with_scale_on(
+                &sim,
+                ptxsmith::kernels::fp8::Encoding { format: f, codec },
+                1.0,
+                &xs,
+            )
+            .unwrap();
+            let want = fp8host::host::quantize_with_scale_as(&xs, 1.0, f).unwrap();
             if let Some(m) = first_code_mismatch(&xs, &got, &want) {
                 panic!("{sm} {codec:?} {f:?}: {m}");
             }
@@ -438,8 +468,13 @@ fn sim_large_random_sample_release_only() {
 // ---------------------------------------------------------------------------
 
 fn check_quantize(st: &Stream, xs: &[f32], f: Format, codec: Codec, what: &str) {
-    let got = launch::quantize_on(st, xs, f, codec).unwrap();
-    let want = fp8host::quantize_as(xs, f);
+    let got = launch::quantize_on(
+        st,
+        ptxsmith::kernels::fp8::Encoding { format: f, codec },
+        xs,
+    )
+    .unwrap();
+    let want = fp8host::host::quantize_as(xs, f);
     let sm = st.context().sm();
     assert_eq!(
         got.amax.to_bits(),
@@ -478,7 +513,7 @@ fn sim_quantize_with_device_scale_equals_the_host() {
                 .into_iter()
                 .filter(|x| x.abs() <= f.max_finite())
                 .collect();
-            assert_eq!(fp8host::quantize_as(&in_range, f).scale, 1.0);
+            assert_eq!(fp8host::host::quantize_as(&in_range, f).scale, 1.0);
             check_quantize(&sim, &in_range, f, codec, "boundaries within MAX");
             // With ±Inf and NaN present: amax = Inf, scale = 1.
             check_quantize(&sim, &boundary_inputs(f), f, codec, "all boundaries");
@@ -514,7 +549,15 @@ fn sim_quantize_traffic_has_no_host_round_trip() {
     let xs = random_inputs(50_001, 9);
     let ctx = Context::sim(Sm::Sm89);
     let before = ctx.traffic();
-    launch::quantize_on(&ctx.default_stream(), &xs, Format::E4M3, Codec::Hardware).unwrap();
+    launch::quantize_on(
+        &ctx.default_stream(),
+        ptxsmith::kernels::fp8::Encoding {
+            format: Format::E4M3,
+            codec: Codec::Hardware,
+        },
+        &xs,
+    )
+    .unwrap();
     let moved = ctx.traffic().since(&before);
     assert_eq!(moved.launches, 3);
     assert_eq!(moved.bytes_uploaded, 4 * xs.len() as u64);
@@ -561,8 +604,8 @@ fn sim_absmax_uses_several_blocks_and_matches_the_contract() {
             .min(u64::from(sms) * 8) as u32
     );
     for (name, xs) in absmax_cases(n) {
-        let t = launch::absmax_on(&sim, &xs, Format::E4M3).unwrap();
-        let amax = fp8host::absmax(&xs);
+        let t = launch::absmax_on(&sim, Format::E4M3, &xs).unwrap();
+        let amax = fp8host::host::absmax(&xs);
         assert_eq!(t.partials_launch.grid.0, blocks, "{name}");
         assert_eq!(t.partials_launch.block.0, BLOCK, "{name}");
         assert_eq!(t.finalize_launch.grid.0, 1, "{name}");
@@ -571,7 +614,7 @@ fn sim_absmax_uses_several_blocks_and_matches_the_contract() {
         let nonzero = t.partials.iter().filter(|p| **p != 0.0).count();
         assert!(name == "all -0" || nonzero > 1, "{name}: {:?}", t.partials);
         assert_eq!(
-            fp8host::absmax(&t.partials).to_bits(),
+            fp8host::host::absmax(&t.partials).to_bits(),
             amax.to_bits(),
             "{name}"
         );
@@ -581,7 +624,7 @@ fn sim_absmax_uses_several_blocks_and_matches_the_contract() {
             "{name}: amax {} vs {amax}",
             t.stats[0]
         );
-        let scale = fp8host::scale_for_amax(amax);
+        let scale = fp8host::host::scale_for_amax(amax);
         assert_eq!(t.stats[1].to_bits(), scale.to_bits(), "{name}");
         assert_eq!(t.stats[2].to_bits(), (1.0 / scale).to_bits(), "{name}");
     }
@@ -596,13 +639,13 @@ fn sim_absmax_of_small_inputs() {
         vec![1.0, f32::NAN, -2.0],
         vec![f32::INFINITY, 1.0, 2.0, 3.0, 4.0],
     ] {
-        let t = launch::absmax_on(&sim, &xs, Format::E5M2).unwrap();
+        let t = launch::absmax_on(&sim, Format::E5M2, &xs).unwrap();
         assert_eq!(t.partials_launch.grid.0, 1);
-        let amax = fp8host::absmax(&xs);
+        let amax = fp8host::host::absmax(&xs);
         assert_eq!(t.stats[0].to_bits(), amax.to_bits(), "{xs:?}");
         assert_eq!(
             t.stats[1].to_bits(),
-            fp8host::scale_for_amax_as(amax, Format::E5M2).to_bits(),
+            fp8host::host::scale_for_amax_as(amax, Format::E5M2).to_bits(),
             "{xs:?}"
         );
     }
@@ -629,20 +672,34 @@ fn sim_device_entry_points_chain_without_a_round_trip() {
         let ctx = Context::sim(sm);
         let st = ctx.default_stream();
         for f in FORMATS {
-            let want = fp8host::quantize_as(&xs, f);
+            let want = fp8host::host::quantize_as(&xs, f);
             let before = ctx.traffic();
             let x = st.upload(&xs).unwrap();
             let mut codes = ctx.alloc::<u8>(n).unwrap();
             let mut stats = ctx.alloc::<f32>(3).unwrap();
             let mut y = ctx.alloc::<f32>(n).unwrap();
-            launch::quantize_dev(&st, &x, f, codec, &mut codes, &mut stats).unwrap();
-            launch::dequantize_stats_dev(&st, &codes, &stats, f, codec, &mut y).unwrap();
+            launch::quantize_dev(
+                &st,
+                ptxsmith::kernels::fp8::Encoding { format: f, codec },
+                &x,
+                &mut codes,
+                &mut stats,
+            )
+            .unwrap();
+            launch::dequantize_stats_dev(
+                &st,
+                ptxsmith::kernels::fp8::Encoding { format: f, codec },
+                &codes,
+                &stats,
+                &mut y,
+            )
+            .unwrap();
             let got = st.to_vec(&y).unwrap();
             let moved = ctx.traffic().since(&before);
             assert_eq!(moved.launches, 4, "{sm} {f:?}");
             assert_eq!((moved.uploads, moved.bytes_uploaded), (1, 4 * n as u64));
             assert_eq!((moved.downloads, moved.bytes_downloaded), (1, 4 * n as u64));
-            let want_y = fp8host::dequantize_as(&want.codes, want.scale_inv, f);
+            let want_y = fp8host::host::dequantize_as(&want.codes, want.scale_inv, f);
             if let Err(e) = same_bits_or_both_nan(&got, &want_y) {
                 panic!("{sm} {codec:?} {f:?}: {e}");
             }
@@ -659,16 +716,30 @@ fn sim_device_entry_points_chain_without_a_round_trip() {
                 "{sm} {f:?}"
             );
             let mut s2 = ctx.alloc::<f32>(3).unwrap();
-            launch::absmax_dev(&st, &x, f, &mut s2).unwrap();
+            launch::absmax_dev(&st, f, &x, &mut s2).unwrap();
             assert_eq!(bits(&st.to_vec(&s2).unwrap()), bits(&s), "{sm} {f:?}");
 
             // The scale as a value gives the same result.
             let mut y2 = ctx.alloc::<f32>(n).unwrap();
-            launch::dequantize_dev(&st, &codes, want.scale_inv, f, codec, &mut y2).unwrap();
+            launch::dequantize_dev(
+                &st,
+                ptxsmith::kernels::fp8::Encoding { format: f, codec },
+                want.scale_inv,
+                &codes,
+                &mut y2,
+            )
+            .unwrap();
             same_bits_or_both_nan(&st.to_vec(&y2).unwrap(), &want_y).unwrap();
             let mut c2 = ctx.alloc::<u8>(n).unwrap();
-            launch::quantize_with_scale_dev(&st, &x, 0.37, f, codec, &mut c2).unwrap();
-            let want_c = fp8host::quantize_with_scale_as(&xs, 0.37, f).unwrap();
+            launch::quantize_with_scale_dev(
+                &st,
+                ptxsmith::kernels::fp8::Encoding { format: f, codec },
+                0.37,
+                &x,
+                &mut c2,
+            )
+            .unwrap();
+            let want_c = fp8host::host::quantize_with_scale_as(&xs, 0.37, f).unwrap();
             if let Some(m) = first_code_mismatch(&xs, &st.to_vec(&c2).unwrap(), &want_c) {
                 panic!("{sm} {codec:?} {f:?} scaled: {m}");
             }
@@ -691,14 +762,13 @@ fn sim_device_entry_points_on_aligned_sub_slices() {
     let mut stats = ctx.alloc::<f32>(3).unwrap();
     launch::quantize_dev(
         &st,
+        ptxsmith::kernels::fp8::Encoding { format: f, codec },
         &x.slice(4..903).unwrap(),
-        f,
-        codec,
         &mut codes.slice_mut(8..907).unwrap(),
         &mut stats,
     )
     .unwrap();
-    let want = fp8host::quantize_as(part, f);
+    let want = fp8host::host::quantize_as(part, f);
     let got = st.to_vec(&codes.slice(8..907).unwrap()).unwrap();
     if let Some(m) = first_code_mismatch(part, &got, &want.codes) {
         panic!("{m}");
@@ -706,16 +776,15 @@ fn sim_device_entry_points_on_aligned_sub_slices() {
     let mut y = ctx.alloc::<f32>(1000).unwrap();
     launch::dequantize_stats_dev(
         &st,
+        ptxsmith::kernels::fp8::Encoding { format: f, codec },
         &codes.slice(8..907).unwrap(),
         &stats,
-        f,
-        codec,
         &mut y.slice_mut(96..995).unwrap(),
     )
     .unwrap();
     same_bits_or_both_nan(
         &st.to_vec(&y.slice(96..995).unwrap()).unwrap(),
-        &fp8host::dequantize_as(&want.codes, want.scale_inv, f),
+        &fp8host::host::dequantize_as(&want.codes, want.scale_inv, f),
     )
     .unwrap();
 }
@@ -749,15 +818,27 @@ fn sim_device_entry_points_refuse_bad_buffers() {
     // `x` one float into its allocation.
     let x1 = x.slice(1..61).unwrap();
     assert_invalid(
-        launch::quantize_dev(&st, &x1, f, codec, &mut c60, &mut stats),
+        launch::quantize_dev(
+            &st,
+            ptxsmith::kernels::fp8::Encoding { format: f, codec },
+            &x1,
+            &mut c60,
+            &mut stats,
+        ),
         "16-byte aligned",
     );
     assert_invalid(
-        launch::quantize_with_scale_dev(&st, &x1, 1.0, f, codec, &mut c60),
+        launch::quantize_with_scale_dev(
+            &st,
+            ptxsmith::kernels::fp8::Encoding { format: f, codec },
+            1.0,
+            &x1,
+            &mut c60,
+        ),
         "16-byte aligned",
     );
     assert_invalid(
-        launch::absmax_dev(&st, &x1, f, &mut stats),
+        launch::absmax_dev(&st, f, &x1, &mut stats),
         "16-byte aligned",
     );
     // `codes` one byte into its allocation.
@@ -765,9 +846,8 @@ fn sim_device_entry_points_refuse_bad_buffers() {
     assert_invalid(
         launch::quantize_dev(
             &st,
+            ptxsmith::kernels::fp8::Encoding { format: f, codec },
             &x60,
-            f,
-            codec,
             &mut codes.slice_mut(1..61).unwrap(),
             &mut stats,
         ),
@@ -776,63 +856,109 @@ fn sim_device_entry_points_refuse_bad_buffers() {
     assert_invalid(
         launch::quantize_with_scale_dev(
             &st,
-            &x60,
+            ptxsmith::kernels::fp8::Encoding { format: f, codec },
             1.0,
-            f,
-            codec,
+            &x60,
             &mut codes.slice_mut(1..61).unwrap(),
         ),
         "4-byte aligned",
     );
     assert_invalid(
-        launch::dequantize_dev(&st, &codes.slice(1..61).unwrap(), 1.0, f, codec, &mut y60),
+        launch::dequantize_dev(
+            &st,
+            ptxsmith::kernels::fp8::Encoding { format: f, codec },
+            1.0,
+            &codes.slice(1..61).unwrap(),
+            &mut y60,
+        ),
         "4-byte aligned",
     );
     // `y` one float into its allocation.
     assert_invalid(
-        launch::dequantize_dev(&st, &c60, 1.0, f, codec, &mut y.slice_mut(1..61).unwrap()),
+        launch::dequantize_dev(
+            &st,
+            ptxsmith::kernels::fp8::Encoding { format: f, codec },
+            1.0,
+            &c60,
+            &mut y.slice_mut(1..61).unwrap(),
+        ),
         "16-byte aligned",
     );
     assert_invalid(
         launch::dequantize_stats_dev(
             &st,
+            ptxsmith::kernels::fp8::Encoding { format: f, codec },
             &c60,
             &stats,
-            f,
-            codec,
             &mut y.slice_mut(1..61).unwrap(),
         ),
         "16-byte aligned",
     );
     // Lengths.
     assert_invalid(
-        launch::quantize_dev(&st, &x, f, codec, &mut c60, &mut stats),
+        launch::quantize_dev(
+            &st,
+            ptxsmith::kernels::fp8::Encoding { format: f, codec },
+            &x,
+            &mut c60,
+            &mut stats,
+        ),
         "elements",
     );
     assert_invalid(
-        launch::dequantize_dev(&st, &codes, 1.0, f, codec, &mut y60),
+        launch::dequantize_dev(
+            &st,
+            ptxsmith::kernels::fp8::Encoding { format: f, codec },
+            1.0,
+            &codes,
+            &mut y60,
+        ),
         "elements",
     );
     let mut stats4 = ctx.alloc_zeroed::<f32>(4).unwrap();
     assert_invalid(
-        launch::quantize_dev(&st, &x, f, codec, &mut codes, &mut stats4),
+        launch::quantize_dev(
+            &st,
+            ptxsmith::kernels::fp8::Encoding { format: f, codec },
+            &x,
+            &mut codes,
+            &mut stats4,
+        ),
         "stats",
     );
-    assert_invalid(launch::absmax_dev(&st, &x, f, &mut stats4), "stats");
+    assert_invalid(launch::absmax_dev(&st, f, &x, &mut stats4), "stats");
     assert_invalid(
-        launch::dequantize_stats_dev(&st, &codes, &stats.slice(0..2).unwrap(), f, codec, &mut y),
+        launch::dequantize_stats_dev(
+            &st,
+            ptxsmith::kernels::fp8::Encoding { format: f, codec },
+            &codes,
+            &stats.slice(0..2).unwrap(),
+            &mut y,
+        ),
         "stats",
     );
     // A scale that is not finite and > 0.
     assert_invalid(
-        launch::quantize_with_scale_dev(&st, &x, 0.0, f, codec, &mut codes),
+        launch::quantize_with_scale_dev(
+            &st,
+            ptxsmith::kernels::fp8::Encoding { format: f, codec },
+            0.0,
+            &x,
+            &mut codes,
+        ),
         "scale",
     );
     // A buffer of another context.
     let other = Context::sim(Sm::Sm90);
     let foreign = other.upload(&xs).unwrap();
     assert!(matches!(
-        launch::quantize_dev(&st, &foreign, f, codec, &mut codes, &mut stats),
+        launch::quantize_dev(
+            &st,
+            ptxsmith::kernels::fp8::Encoding { format: f, codec },
+            &foreign,
+            &mut codes,
+            &mut stats
+        ),
         Err(Error::WrongContext { .. })
     ));
     assert_eq!(ctx.traffic().since(&before).launches, 0, "nothing launched");
@@ -844,7 +970,16 @@ fn sim_device_entry_points_refuse_bad_buffers() {
     let mut oc = old.alloc::<u8>(64).unwrap();
     let mut os = old.alloc::<f32>(3).unwrap();
     assert!(matches!(
-        launch::quantize_dev(&ost, &ox, f, Codec::Hardware, &mut oc, &mut os),
+        launch::quantize_dev(
+            &ost,
+            ptxsmith::kernels::fp8::Encoding {
+                format: f,
+                codec: Codec::Hardware
+            },
+            &ox,
+            &mut oc,
+            &mut os
+        ),
         Err(Error::UnsupportedFeature {
             feature: Feature::Fp8Cvt,
             sm: Sm::Sm80,
@@ -878,7 +1013,7 @@ fn raw_entry_points_on(ctx: &Context, codec: Codec) {
     let f = Format::E5M2;
     let xs: Vec<f32> = random_inputs(777, 21).iter().map(|x| x % 1e3).collect();
     let n = xs.len();
-    let want = fp8host::quantize_as(&xs, f);
+    let want = fp8host::host::quantize_as(&xs, f);
     let x = st.upload(&xs).unwrap();
     let codes = ctx.alloc::<u8>(n).unwrap();
     let stats = ctx.alloc::<f32>(3).unwrap();
@@ -890,59 +1025,49 @@ fn raw_entry_points_on(ctx: &Context, codec: Codec) {
     unsafe {
         let s = st.raw();
         launch::quantize_raw(
-            ctx,
-            s,
-            x.device_ptr(),
+            &ptxsmith::runtime::Stream::from_raw(ctx, s).unwrap(),
+            ptxsmith::kernels::fp8::Encoding { format: f, codec },
             n,
-            f,
-            codec,
+            x.device_ptr(),
             codes.device_ptr(),
             stats.device_ptr(),
         )
         .unwrap();
         launch::dequantize_stats_raw(
-            ctx,
-            s,
-            codes.device_ptr(),
+            &ptxsmith::runtime::Stream::from_raw(ctx, s).unwrap(),
+            ptxsmith::kernels::fp8::Encoding { format: f, codec },
             n,
+            codes.device_ptr(),
             stats.device_ptr(),
-            f,
-            codec,
             y.device_ptr(),
         )
         .unwrap();
         launch::quantize_with_scale_raw(
-            ctx,
-            s,
-            x.device_ptr(),
-            n,
+            &ptxsmith::runtime::Stream::from_raw(ctx, s).unwrap(),
+            ptxsmith::kernels::fp8::Encoding { format: f, codec },
             2.0,
-            f,
-            codec,
+            n,
+            x.device_ptr(),
             scaled.device_ptr(),
         )
         .unwrap();
         launch::dequantize_raw(
-            ctx,
-            s,
-            codes.device_ptr(),
-            n,
+            &ptxsmith::runtime::Stream::from_raw(ctx, s).unwrap(),
+            ptxsmith::kernels::fp8::Encoding { format: f, codec },
             want.scale_inv,
-            f,
-            codec,
+            n,
+            codes.device_ptr(),
             y2.device_ptr(),
         )
         .unwrap();
         // Misaligned `x`: refused before anything runs.
         assert_invalid(
             launch::quantize_with_scale_raw(
-                ctx,
-                s,
-                x.device_ptr() + 4,
-                n - 1,
+                &ptxsmith::runtime::Stream::from_raw(ctx, s).unwrap(),
+                ptxsmith::kernels::fp8::Encoding { format: f, codec },
                 2.0,
-                f,
-                codec,
+                n - 1,
+                x.device_ptr() + 4,
                 scaled.device_ptr(),
             ),
             "16-byte aligned",
@@ -954,12 +1079,12 @@ fn raw_entry_points_on(ctx: &Context, codec: Codec) {
         bits(&st.to_vec(&stats).unwrap()),
         bits(&[want.amax, want.scale, want.scale_inv])
     );
-    let want_y = fp8host::dequantize_as(&want.codes, want.scale_inv, f);
+    let want_y = fp8host::host::dequantize_as(&want.codes, want.scale_inv, f);
     same_bits_or_both_nan(&st.to_vec(&y).unwrap(), &want_y).unwrap();
     same_bits_or_both_nan(&st.to_vec(&y2).unwrap(), &want_y).unwrap();
     assert_eq!(
         st.to_vec(&scaled).unwrap(),
-        fp8host::quantize_with_scale_as(&xs, 2.0, f).unwrap()
+        fp8host::host::quantize_with_scale_as(&xs, 2.0, f).unwrap()
     );
 }
 
@@ -970,7 +1095,7 @@ fn raw_entry_points_on(ctx: &Context, codec: Codec) {
 #[test]
 fn entry_points_run_where_the_backend_says() {
     let xs = [1.0f32, -2.5, 448.0, f32::NAN, 0.001, -0.0, 7.0];
-    let host = fp8host::quantize(&xs);
+    let host = fp8host::host::quantize(&xs);
     for backend in [Backend::Host, Backend::Sim] {
         let (q, ran) = launch::quantize(backend, &xs).unwrap();
         assert_eq!(
@@ -982,10 +1107,10 @@ fn entry_points_run_where_the_backend_says() {
             }
         );
         assert_eq!(q, host, "{backend}");
-        let (c, _) = launch::quantize_with_scale(backend, &xs, 2.0).unwrap();
-        assert_eq!(c, fp8host::quantize_with_scale(&xs, 2.0).unwrap());
-        let (y, _) = launch::dequantize(backend, &q.codes, q.scale_inv).unwrap();
-        same_bits_or_both_nan(&y, &fp8host::dequantize(&host.codes, host.scale_inv)).unwrap();
+        let (c, _) = launch::quantize_with_scale(backend, 2.0, &xs).unwrap();
+        assert_eq!(c, fp8host::host::quantize_with_scale(&xs, 2.0).unwrap());
+        let (y, _) = launch::dequantize(backend, q.scale_inv, &q.codes).unwrap();
+        same_bits_or_both_nan(&y, &fp8host::host::dequantize(&host.codes, host.scale_inv)).unwrap();
         let (a, _) = launch::absmax(backend, &xs).unwrap();
         assert_eq!(a, 448.0);
     }
@@ -1012,17 +1137,17 @@ fn invalid_scales_are_refused_before_any_backend_runs() {
         f32::NEG_INFINITY,
     ] {
         for backend in Backend::ALL {
-            match launch::quantize_with_scale(backend, &[1.0], scale) {
+            match launch::quantize_with_scale(backend, scale, &[1.0]) {
                 Err(Error::InvalidArgument(m)) => assert!(m.contains("scale"), "{m}"),
                 other => panic!("{backend} scale {scale}: {other:?}"),
             }
         }
     }
     // A subnormal scale is valid.
-    let (c, _) = launch::quantize_with_scale(Backend::Sim, &[1e30], f32::from_bits(1)).unwrap();
+    let (c, _) = launch::quantize_with_scale(Backend::Sim, f32::from_bits(1), &[1e30]).unwrap();
     assert_eq!(
         c,
-        fp8host::quantize_with_scale(&[1e30], f32::from_bits(1)).unwrap()
+        fp8host::host::quantize_with_scale(&[1e30], f32::from_bits(1)).unwrap()
     );
 }
 
@@ -1060,7 +1185,7 @@ fn check_bit_patterns(st: &Stream, start: u64, chunk: usize, chunks: u64) -> u64
         }
         st.copy_from_host(&mut x, &xs).unwrap();
         for f in FORMATS {
-            fp8host::encode_slice(f, &xs, &mut want).unwrap();
+            fp8host::host::encode_slice(f, &xs, &mut want).unwrap();
             for codec in codecs_of(sm) {
                 let m = ptx::generate_quantize_scaled(sm, f, codec).unwrap();
                 let args = ptx::QuantizeScaledArgs {
@@ -1171,10 +1296,18 @@ fn device_more_than_2_pow_31_elements_gpu_only_not_on_emulator() {
     }
     let xs: Vec<f32> = (0..n).map(|i| (i % 1031) as f32 * 0.4375 - 200.0).collect();
     let sm = ctx.sm();
-    let got =
-        launch::quantize_with_scale_on(&gpu, &xs, 1.0, Format::E4M3, Codec::for_sm(sm)).unwrap();
+    let got = launch::quantize_with_scale_on(
+        &gpu,
+        ptxsmith::kernels::fp8::Encoding {
+            format: Format::E4M3,
+            codec: Codec::for_sm(sm),
+        },
+        1.0,
+        &xs,
+    )
+    .unwrap();
     let mut want = vec![0u8; n];
-    fp8host::encode_slice(Format::E4M3, &xs, &mut want).unwrap();
+    fp8host::host::encode_slice(Format::E4M3, &xs, &mut want).unwrap();
     if let Some(m) = first_code_mismatch(&xs, &got, &want) {
         panic!("{sm}: {m}");
     }
@@ -1196,40 +1329,54 @@ fn device_entry_points_match_the_host() {
     for f in FORMATS {
         let codec = Codec::for_sm(sm);
         for xs in [boundary_inputs(f), random_inputs(n, 1)] {
-            let got = launch::quantize_on(&gpu, &xs, f, codec).unwrap();
-            let want = fp8host::quantize_as(&xs, f);
+            let got = launch::quantize_on(
+                &gpu,
+                ptxsmith::kernels::fp8::Encoding { format: f, codec },
+                &xs,
+            )
+            .unwrap();
+            let want = fp8host::host::quantize_as(&xs, f);
             assert_eq!(got.amax.to_bits(), want.amax.to_bits());
             assert_eq!(got.scale.to_bits(), want.scale.to_bits());
             assert!(first_code_mismatch(&xs, &got.codes, &want.codes).is_none());
-            let y = launch::dequantize_on(&gpu, &got.codes, got.scale_inv, f, codec).unwrap();
-            same_bits_or_both_nan(&y, &fp8host::dequantize_as(&want.codes, want.scale_inv, f))
-                .unwrap();
+            let y = launch::dequantize_on(
+                &gpu,
+                ptxsmith::kernels::fp8::Encoding { format: f, codec },
+                got.scale_inv,
+                &got.codes,
+            )
+            .unwrap();
+            same_bits_or_both_nan(
+                &y,
+                &fp8host::host::dequantize_as(&want.codes, want.scale_inv, f),
+            )
+            .unwrap();
         }
     }
     // The slice API on the device.
     let xs = random_inputs(5000, 3);
-    let want = fp8host::quantize_as(&xs, Format::E5M2);
-    let (q, ran) = launch::quantize_as(Backend::Cuda, &xs, Format::E5M2).unwrap();
+    let want = fp8host::host::quantize_as(&xs, Format::E5M2);
+    let (q, ran) = launch::quantize_as(Backend::Cuda, Format::E5M2, &xs).unwrap();
     assert_eq!(ran, Ran::Cuda);
     assert_eq!(q, want);
-    let (c, ran) = launch::quantize_with_scale(Backend::Cuda, &xs, 0.5).unwrap();
+    let (c, ran) = launch::quantize_with_scale(Backend::Cuda, 0.5, &xs).unwrap();
     assert_eq!(ran, Ran::Cuda);
-    assert_eq!(c, fp8host::quantize_with_scale(&xs, 0.5).unwrap());
+    assert_eq!(c, fp8host::host::quantize_with_scale(&xs, 0.5).unwrap());
     let (y, ran) =
-        launch::dequantize_as(Backend::Cuda, &want.codes, want.scale_inv, Format::E5M2).unwrap();
+        launch::dequantize_as(Backend::Cuda, Format::E5M2, want.scale_inv, &want.codes).unwrap();
     assert_eq!(ran, Ran::Cuda);
     same_bits_or_both_nan(
         &y,
-        &fp8host::dequantize_as(&want.codes, want.scale_inv, Format::E5M2),
+        &fp8host::host::dequantize_as(&want.codes, want.scale_inv, Format::E5M2),
     )
     .unwrap();
     let (a, ran) = launch::absmax(Backend::Cuda, &xs).unwrap();
     assert_eq!(ran, Ran::Cuda);
-    assert_eq!(a.to_bits(), fp8host::quantize(&xs).amax.to_bits());
+    assert_eq!(a.to_bits(), fp8host::host::quantize(&xs).amax.to_bits());
     // absmax_dev: the stats [amax, scale, scale_inv] on the device.
     let x = gpu.upload(&xs).unwrap();
     let mut stats = ctx.alloc::<f32>(3).unwrap();
-    launch::absmax_dev(&gpu, &x, Format::E5M2, &mut stats).unwrap();
+    launch::absmax_dev(&gpu, Format::E5M2, &x, &mut stats).unwrap();
     let s = gpu.to_vec(&stats).unwrap();
     assert_eq!(
         s.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),

@@ -77,11 +77,11 @@ proptest! {
         let xs: Vec<f32> = bits.iter().map(|&b| f32::from_bits(b)).collect();
         for format in FORMATS {
             let mut codes = vec![0u8; xs.len()];
-            fp8::encode_slice(format, &xs, &mut codes).unwrap();
+            fp8::host::encode_slice(format, &xs, &mut codes).unwrap();
             let readable: Vec<u8> = xs.iter().map(|&x| format.encode(x)).collect();
             prop_assert_eq!(&codes, &readable);
             let mut ys = vec![0f32; codes.len()];
-            fp8::decode_slice(format, &codes, &mut ys).unwrap();
+            fp8::host::decode_slice(format, &codes, &mut ys).unwrap();
             for (&b, &y) in codes.iter().zip(&ys) {
                 prop_assert_eq!(y.to_bits(), format.decode(b).to_bits());
             }
@@ -101,7 +101,7 @@ proptest! {
             xs[i] = f32::NAN;
         }
         for format in FORMATS {
-            let q = fp8::quantize_as(&xs, format);
+            let q = fp8::host::quantize_as(&xs, format);
             let expected_amax = xs
                 .iter()
                 .filter(|x| !x.is_nan())
@@ -109,7 +109,7 @@ proptest! {
             prop_assert_eq!(q.amax, expected_amax);
             prop_assert!(q.scale.is_finite() && q.scale > 0.0);
             prop_assert_eq!(q.scale_inv, 1.0 / q.scale);
-            let y = fp8::dequantize_as(&q.codes, q.scale_inv, format);
+            let y = fp8::host::dequantize_as(&q.codes, q.scale_inv, format);
             let (rel, sub_half) = match format {
                 Format::E4M3 => (2f64.powi(-4), 2f64.powi(-10)),
                 Format::E5M2 => (2f64.powi(-3), 2f64.powi(-17)),
@@ -129,7 +129,7 @@ proptest! {
             // Order independence of the amax reduction.
             let mut rev = xs.clone();
             rev.reverse();
-            prop_assert_eq!(fp8::absmax(&rev).to_bits(), q.amax.to_bits());
+            prop_assert_eq!(fp8::host::absmax(&rev).to_bits(), q.amax.to_bits());
         }
     }
 
@@ -138,7 +138,7 @@ proptest! {
         xs in prop::collection::vec(finite_f32(), 0..64),
         scale in 1.0e-30f32..1.0e30,
     ) {
-        let codes = fp8::quantize_with_scale(&xs, scale).unwrap();
+        let codes = fp8::host::quantize_with_scale(&xs, scale).unwrap();
         for (&x, &c) in xs.iter().zip(&codes) {
             prop_assert_eq!(c, fp8::encode_e4m3(x * scale));
         }

@@ -4,7 +4,7 @@
 
 use proptest::prelude::*;
 use ptxsmith::Error;
-use ptxsmith::kernels::score::{
+use ptxsmith::kernels::score::host::{
     FastConfig, TopS, TopSState, fma_route_top_s, fma_score, fma_sensitive_case, route_top_s,
     route_top_s_fast, route_top_s_fast_with, score_block, select_top_s, validate,
 };

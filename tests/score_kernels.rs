@@ -4,9 +4,9 @@
 //! like the host model and downloads only the shortlists.
 
 use ptxsmith::Sm;
-use ptxsmith::kernels::score::host;
 use ptxsmith::kernels::score::launch::{self, RoutePlan};
 use ptxsmith::kernels::score::ptx::{self, ScoreTuning, TuningError};
+use ptxsmith::kernels::score::{self, host};
 use ptxsmith::nvtools::NvTools;
 use ptxsmith::runtime::backend::{Backend, Ran};
 
@@ -266,10 +266,21 @@ fn host_backend_matches_the_model_and_says_so() {
     let d: Vec<f32> = (0..k * p)
         .map(|i| ((i * 53 % 29) as f32 - 14.0) / 16.0)
         .collect();
-    let (top, ran) = launch::route_top_s(Backend::Host, &x, &d, rows, k, p, s, None).unwrap();
+    let (top, ran) = launch::route_top_s(
+        Backend::Host,
+        score::Route {
+            shape: score::ScoreShape { rows, k, p },
+            s,
+        },
+        None,
+        &x,
+        &d,
+    )
+    .unwrap();
     assert_eq!(ran, Ran::Host);
     assert_eq!(top, host::route_top_s(&x, &d, rows, k, p, s).unwrap());
-    let (scores, ran) = launch::score_block(Backend::Host, &x, &d, rows, k, p).unwrap();
+    let (scores, ran) =
+        launch::score_block(Backend::Host, score::ScoreShape { rows, k, p }, &x, &d).unwrap();
     assert_eq!(ran, Ran::Host);
     let want = host::score_block(&x, &d, rows, k, p).unwrap();
     assert!(
@@ -281,13 +292,34 @@ fn host_backend_matches_the_model_and_says_so() {
     // Auto runs the device when there is one, else the host model, and
     // says which; Cuda without a device fails loud.
     let _only = device_lock();
-    let (auto, ran) = launch::route_top_s(Backend::Auto, &x, &d, rows, k, p, s, None).unwrap();
+    let (auto, ran) = launch::route_top_s(
+        Backend::Auto,
+        score::Route {
+            shape: score::ScoreShape { rows, k, p },
+            s,
+        },
+        None,
+        &x,
+        &d,
+    )
+    .unwrap();
     assert_eq!(auto, top);
     if ptxsmith::runtime::cuda_unavailable_reason().is_some() {
         assert_eq!(ran, Ran::Host);
-        let e = launch::route_top_s(Backend::Cuda, &x, &d, rows, k, p, s, None).unwrap_err();
+        let e = launch::route_top_s(
+            Backend::Cuda,
+            score::Route {
+                shape: score::ScoreShape { rows, k, p },
+                s,
+            },
+            None,
+            &x,
+            &d,
+        )
+        .unwrap_err();
         assert!(matches!(e, ptxsmith::Error::NoDevice(_)), "{e}");
-        let e = launch::score_block(Backend::Cuda, &x, &d, rows, k, p).unwrap_err();
+        let e = launch::score_block(Backend::Cuda, score::ScoreShape { rows, k, p }, &x, &d)
+            .unwrap_err();
         assert!(matches!(e, ptxsmith::Error::NoDevice(_)), "{e}");
     } else {
         assert_eq!(ran, Ran::Cuda);
@@ -297,14 +329,48 @@ fn host_backend_matches_the_model_and_says_so() {
         tm: 3,
         ..ScoreTuning::route_default_for(Sm::Sm80)
     };
-    let e = launch::route_top_s(Backend::Host, &x, &d, rows, k, p, s, Some(bad)).unwrap_err();
+    let e = launch::route_top_s(
+        Backend::Host,
+        score::Route {
+            shape: score::ScoreShape { rows, k, p },
+            s,
+        },
+        Some(bad),
+        &x,
+        &d,
+    )
+    .unwrap_err();
     assert!(
         matches!(&e, ptxsmith::Error::InvalidArgument(m) if m.contains("micro-tile")),
         "{e}"
     );
     // Errors come before any backend is touched.
-    assert!(launch::route_top_s(Backend::Cuda, &x, &d, rows, k, p, 0, None).is_err());
-    assert!(launch::route_top_s(Backend::Cuda, &x, &d, rows, k, p, k + 1, None).is_err());
+    assert!(
+        launch::route_top_s(
+            Backend::Cuda,
+            score::Route {
+                shape: score::ScoreShape { rows, k, p },
+                s: 0
+            },
+            None,
+            &x,
+            &d
+        )
+        .is_err()
+    );
+    assert!(
+        launch::route_top_s(
+            Backend::Cuda,
+            score::Route {
+                shape: score::ScoreShape { rows, k, p },
+                s: k + 1
+            },
+            None,
+            &x,
+            &d
+        )
+        .is_err()
+    );
 }
 
 fn lcg_data(n: usize, seed: u64) -> Vec<f32> {
@@ -350,7 +416,17 @@ fn device_route_k32768_matches_host_and_downloads_only_shortlists() {
     let d = lcg_data(k * p, 2);
     let want = host::route_top_s_fast(&x, &d, rows, k, p, s).unwrap();
     let before = ctx.traffic();
-    let got = launch::route_top_s_on(&st, &x, &d, rows, k, p, s, None).unwrap();
+    let got = launch::route_top_s_on(
+        &st,
+        score::Route {
+            shape: score::ScoreShape { rows, k, p },
+            s,
+        },
+        None,
+        &x,
+        &d,
+    )
+    .unwrap();
     let moved = ctx.traffic().since(&before);
     assert_eq!(got, want);
     assert_eq!(moved.bytes_downloaded, (rows * s * 8) as u64);
@@ -363,10 +439,19 @@ fn device_route_k32768_matches_host_and_downloads_only_shortlists() {
         let xb = lcg_data(rows * p, seed);
         let t0 = ctx.traffic();
         let dx = st.upload(&xb).unwrap();
-        let top = launch::route_top_s_dev(&st, &dx, &dd, rows, k, p, s, None)
-            .unwrap()
-            .download(&st)
-            .unwrap();
+        let top = launch::route_top_s_dev(
+            &st,
+            score::Route {
+                shape: score::ScoreShape { rows, k, p },
+                s,
+            },
+            None,
+            &dx,
+            &dd,
+        )
+        .unwrap()
+        .download(&st)
+        .unwrap();
         let moved = ctx.traffic().since(&t0);
         assert_eq!(moved.bytes_uploaded, (rows * p * 4) as u64, "seed {seed}");
         assert_eq!(moved.bytes_downloaded, (rows * s * 8) as u64, "seed {seed}");
@@ -376,14 +461,34 @@ fn device_route_k32768_matches_host_and_downloads_only_shortlists() {
             "seed {seed}"
         );
     }
-    let (top, ran) = launch::route_top_s(Backend::Cuda, &x, &d, rows, k, p, s, None).unwrap();
+    let (top, ran) = launch::route_top_s(
+        Backend::Cuda,
+        score::Route {
+            shape: score::ScoreShape { rows, k, p },
+            s,
+        },
+        None,
+        &x,
+        &d,
+    )
+    .unwrap();
     assert_eq!(ran, Ran::Cuda);
     assert_eq!(top, want);
     // The score block on the device, ragged, bit for bit (one-column and
     // 16-byte staging), and a ragged route on the one-column path.
     for (r2, k2, p2) in [(37, 1000, 67), (37, 1000, 68)] {
         let (x2, d2) = (lcg_data(r2 * p2, 3), lcg_data(k2 * p2, 4));
-        let (sc, ran) = launch::score_block(Backend::Cuda, &x2, &d2, r2, k2, p2).unwrap();
+        let (sc, ran) = launch::score_block(
+            Backend::Cuda,
+            score::ScoreShape {
+                rows: r2,
+                k: k2,
+                p: p2,
+            },
+            &x2,
+            &d2,
+        )
+        .unwrap();
         assert_eq!(ran, Ran::Cuda);
         let want = host::score_block(&x2, &d2, r2, k2, p2).unwrap();
         assert!(
@@ -392,7 +497,21 @@ fn device_route_k32768_matches_host_and_downloads_only_shortlists() {
                 .all(|(a, b)| a.to_bits() == b.to_bits()),
             "P = {p2}"
         );
-        let (top, _) = launch::route_top_s(Backend::Cuda, &x2, &d2, r2, k2, p2, 5, None).unwrap();
+        let (top, _) = launch::route_top_s(
+            Backend::Cuda,
+            score::Route {
+                shape: score::ScoreShape {
+                    rows: r2,
+                    k: k2,
+                    p: p2,
+                },
+                s: 5,
+            },
+            None,
+            &x2,
+            &d2,
+        )
+        .unwrap();
         assert_eq!(
             top,
             host::route_top_s(&x2, &d2, r2, k2, p2, 5).unwrap(),

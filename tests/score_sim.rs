@@ -6,6 +6,7 @@
 
 use proptest::prelude::*;
 use ptxsmith::Sm;
+use ptxsmith::kernels::score;
 use ptxsmith::kernels::score::host::{self, TopS};
 use ptxsmith::kernels::score::launch::{self, RoutePlan};
 use ptxsmith::kernels::score::ptx::ScoreTuning;
@@ -84,8 +85,18 @@ fn route_sim(
 ) -> TopS {
     let ctx = sim();
     let plan = RoutePlan::with_splits(rows, k, &t, splits);
-    let got =
-        launch::route_top_s_planned(&ctx.default_stream(), x, d, rows, k, p, s, t, plan).unwrap();
+    let got = launch::route_top_s_planned_on(
+        &ctx.default_stream(),
+        score::Route {
+            shape: score::ScoreShape { rows, k, p },
+            s,
+        },
+        t,
+        plan,
+        x,
+        d,
+    )
+    .unwrap();
     let tr = ctx.traffic();
     assert_eq!(
         tr.bytes_downloaded,
@@ -101,7 +112,14 @@ fn score_block_ragged_default_tuning_is_bit_exact() {
     let (rows, k, p) = (37, 1000, 67);
     let (x, d) = (values(rows * p, 1), values(k * p, 2));
     let ctx = sim();
-    let got = launch::score_block_on(&ctx.default_stream(), &x, &d, rows, k, p, None).unwrap();
+    let got = launch::score_block_on(
+        &ctx.default_stream(),
+        score::ScoreShape { rows, k, p },
+        None,
+        &x,
+        &d,
+    )
+    .unwrap();
     assert_same_scores(&got, &host::score_block(&x, &d, rows, k, p).unwrap());
 }
 
@@ -110,8 +128,14 @@ fn score_block_small_tiles_and_p1() {
     for (rows, k, p) in [(37, 100, 67), (5, 70, 1), (33, 33, 9), (1, 1, 1)] {
         let (x, d) = (values(rows * p, 3), values(k * p, 4));
         let ctx = sim();
-        let got =
-            launch::score_block_on(&ctx.default_stream(), &x, &d, rows, k, p, Some(SMALL)).unwrap();
+        let got = launch::score_block_on(
+            &ctx.default_stream(),
+            score::ScoreShape { rows, k, p },
+            Some(SMALL),
+            &x,
+            &d,
+        )
+        .unwrap();
         assert_same_scores(&got, &host::score_block(&x, &d, rows, k, p).unwrap());
     }
 }
@@ -157,8 +181,17 @@ fn route_many_tiles_default_plan() {
         let (x, d) = (values(rows * p, 13), values(k * p, 14));
         let want = host::route_top_s(&x, &d, rows, k, p, s).unwrap();
         let ctx = sim();
-        let got =
-            launch::route_top_s_on(&ctx.default_stream(), &x, &d, rows, k, p, s, None).unwrap();
+        let got = launch::route_top_s_on(
+            &ctx.default_stream(),
+            score::Route {
+                shape: score::ScoreShape { rows, k, p },
+                s,
+            },
+            None,
+            &x,
+            &d,
+        )
+        .unwrap();
         assert_eq!(ctx.traffic().bytes_downloaded, (rows * s * 8) as u64);
         assert_eq!(ctx.traffic().launches, 2, "split and merged");
         assert_same_top(&got, &want);
@@ -172,9 +205,26 @@ fn vec4_staging_is_bit_exact() {
     let (rows, k, p, s) = (37, 1000, 68, 5);
     let (x, d) = (values(rows * p, 17), values(k * p, 18));
     let ctx = sim();
-    let got = launch::score_block_on(&ctx.default_stream(), &x, &d, rows, k, p, None).unwrap();
+    let got = launch::score_block_on(
+        &ctx.default_stream(),
+        score::ScoreShape { rows, k, p },
+        None,
+        &x,
+        &d,
+    )
+    .unwrap();
     assert_same_scores(&got, &host::score_block(&x, &d, rows, k, p).unwrap());
-    let got = launch::route_top_s_on(&ctx.default_stream(), &x, &d, rows, k, p, s, None).unwrap();
+    let got = launch::route_top_s_on(
+        &ctx.default_stream(),
+        score::Route {
+            shape: score::ScoreShape { rows, k, p },
+            s,
+        },
+        None,
+        &x,
+        &d,
+    )
+    .unwrap();
     assert_same_top(&got, &host::route_top_s(&x, &d, rows, k, p, s).unwrap());
     let small4 = ScoreTuning {
         vec4: true,
@@ -183,8 +233,14 @@ fn vec4_staging_is_bit_exact() {
     for (rows, k, p, s) in [(9, 70, 4, 3), (33, 65, 12, 7), (5, 40, 36, 40)] {
         let (x, d) = (values(rows * p, 19), values(k * p, 20));
         let ctx = sim();
-        let got = launch::score_block_on(&ctx.default_stream(), &x, &d, rows, k, p, Some(small4))
-            .unwrap();
+        let got = launch::score_block_on(
+            &ctx.default_stream(),
+            score::ScoreShape { rows, k, p },
+            Some(small4),
+            &x,
+            &d,
+        )
+        .unwrap();
         assert_same_scores(&got, &host::score_block(&x, &d, rows, k, p).unwrap());
         let want = host::route_top_s(&x, &d, rows, k, p, s).unwrap();
         for splits in [1, 2] {
@@ -193,8 +249,18 @@ fn vec4_staging_is_bit_exact() {
     }
     // P not a multiple of 4 with vec4 asked for: refused.
     let (x, d) = (values(3 * 6, 21), values(10 * 6, 22));
-    let e = launch::score_block_on(&sim().default_stream(), &x, &d, 3, 10, 6, Some(small4))
-        .unwrap_err();
+    let e = launch::score_block_on(
+        &sim().default_stream(),
+        score::ScoreShape {
+            rows: 3,
+            k: 10,
+            p: 6,
+        },
+        Some(small4),
+        &x,
+        &d,
+    )
+    .unwrap_err();
     assert!(e.to_string().contains("vec4"), "{e}");
 }
 
@@ -202,10 +268,21 @@ fn vec4_staging_is_bit_exact() {
 fn route_backend_sim_reports_sim() {
     let (rows, k, p, s) = (9, 70, 5, 3);
     let (x, d) = (values(rows * p, 7), values(k * p, 8));
-    let (top, ran) = launch::route_top_s(Backend::Sim, &x, &d, rows, k, p, s, Some(SMALL)).unwrap();
+    let (top, ran) = launch::route_top_s(
+        Backend::Sim,
+        score::Route {
+            shape: score::ScoreShape { rows, k, p },
+            s,
+        },
+        Some(SMALL),
+        &x,
+        &d,
+    )
+    .unwrap();
     assert_eq!(ran, Ran::Sim);
     assert_same_top(&top, &host::route_top_s(&x, &d, rows, k, p, s).unwrap());
-    let (sc, ran) = launch::score_block(Backend::Sim, &x, &d, rows, k, p).unwrap();
+    let (sc, ran) =
+        launch::score_block(Backend::Sim, score::ScoreShape { rows, k, p }, &x, &d).unwrap();
     assert_eq!(ran, Ran::Sim);
     assert_same_scores(&sc, &host::score_block(&x, &d, rows, k, p).unwrap());
 }
@@ -247,12 +324,10 @@ fn near_ties_route_like_separate_rounding_not_fma() {
         let ctx = sim();
         let sc = launch::score_block_on(
             &ctx.default_stream(),
+            score::ScoreShape { rows, k, p },
+            Some(SMALL),
             &case.x,
             &case.d,
-            rows,
-            k,
-            p,
-            Some(SMALL),
         )
         .unwrap();
         assert_same_scores(
@@ -292,8 +367,14 @@ fn duplicate_zero_nan_and_inf_scores() {
     let want_all = host::route_top_s(&x, &d, rows, k, p, k).unwrap();
     assert_same_top(&route_sim(&x, &d, rows, k, p, k, SMALL, 2), &want_all);
     let ctx = sim();
-    let sc =
-        launch::score_block_on(&ctx.default_stream(), &x, &d, rows, k, p, Some(SMALL)).unwrap();
+    let sc = launch::score_block_on(
+        &ctx.default_stream(),
+        score::ScoreShape { rows, k, p },
+        Some(SMALL),
+        &x,
+        &d,
+    )
+    .unwrap();
     assert_same_scores(&sc, &host::score_block(&x, &d, rows, k, p).unwrap());
 }
 
@@ -315,7 +396,17 @@ fn device_entry_points_keep_the_dictionary_resident() {
         let x = values(rows * p, 24 + batch);
         let t0 = ctx.traffic();
         let dx = st.upload(&x).unwrap();
-        let top = launch::route_top_s_dev(&st, &dx, &dd, rows, k, p, s, Some(SMALL)).unwrap();
+        let top = launch::route_top_s_dev(
+            &st,
+            score::Route {
+                shape: score::ScoreShape { rows, k, p },
+                s,
+            },
+            Some(SMALL),
+            &dx,
+            &dd,
+        )
+        .unwrap();
         assert_eq!((top.rows(), top.s()), (rows, s));
         assert_eq!(top.pairs().len(), 2 * rows * s);
         let got = top.download(&st).unwrap();
@@ -341,7 +432,15 @@ fn device_entry_points_keep_the_dictionary_resident() {
     let x = values(rows * p, 30);
     let dx = st.upload(&x).unwrap();
     let mut out = ctx.alloc::<f32>(rows * k).unwrap();
-    launch::score_block_dev(&st, &dx, &dd, &mut out, rows, k, p, Some(SMALL)).unwrap();
+    launch::score_block_dev(
+        &st,
+        score::ScoreShape { rows, k, p },
+        Some(SMALL),
+        &dx,
+        &dd,
+        &mut out,
+    )
+    .unwrap();
     assert_same_scores(
         &st.to_vec(&out).unwrap(),
         &host::score_block(&x, &d, rows, k, p).unwrap(),
@@ -349,8 +448,15 @@ fn device_entry_points_keep_the_dictionary_resident() {
 
     // An output of the wrong length.
     let mut short = ctx.alloc::<f32>(rows * k - 1).unwrap();
-    let e =
-        launch::score_block_dev(&st, &dx, &dd, &mut short, rows, k, p, Some(SMALL)).unwrap_err();
+    let e = launch::score_block_dev(
+        &st,
+        score::ScoreShape { rows, k, p },
+        Some(SMALL),
+        &dx,
+        &dd,
+        &mut short,
+    )
+    .unwrap_err();
     assert!(
         matches!(&e, ptxsmith::Error::InvalidArgument(m) if m.contains("out has")),
         "{e}"
@@ -364,18 +470,46 @@ fn device_entry_points_keep_the_dictionary_resident() {
     padded.extend_from_slice(&x);
     let dpad = st.upload(&padded).unwrap();
     let xs = dpad.slice(1..).unwrap();
-    let e = launch::score_block_dev(&st, &xs, &dd, &mut out, rows, k, p, Some(small4)).unwrap_err();
+    let e = launch::score_block_dev(
+        &st,
+        score::ScoreShape { rows, k, p },
+        Some(small4),
+        &xs,
+        &dd,
+        &mut out,
+    )
+    .unwrap_err();
     assert!(
         matches!(&e, ptxsmith::Error::InvalidArgument(m) if m.contains("16-byte aligned")),
         "{e}"
     );
-    let e = launch::route_top_s_dev(&st, &xs, &dd, rows, k, p, s, Some(small4)).unwrap_err();
+    let e = launch::route_top_s_dev(
+        &st,
+        score::Route {
+            shape: score::ScoreShape { rows, k, p },
+            s,
+        },
+        Some(small4),
+        &xs,
+        &dd,
+    )
+    .unwrap_err();
     assert!(
         matches!(&e, ptxsmith::Error::InvalidArgument(m) if m.contains("16-byte aligned")),
         "{e}"
     );
     // The same misaligned slice without vec4 is fine.
-    let top = launch::route_top_s_dev(&st, &xs, &dd, rows, k, p, s, Some(SMALL)).unwrap();
+    let top = launch::route_top_s_dev(
+        &st,
+        score::Route {
+            shape: score::ScoreShape { rows, k, p },
+            s,
+        },
+        Some(SMALL),
+        &xs,
+        &dd,
+    )
+    .unwrap();
     assert_same_top(
         &top.download(&st).unwrap(),
         &host::route_top_s(&x, &d, rows, k, p, s).unwrap(),
@@ -383,7 +517,17 @@ fn device_entry_points_keep_the_dictionary_resident() {
     // A buffer of another context.
     let other = sim();
     let foreign = other.upload(&x).unwrap();
-    let e = launch::route_top_s_dev(&st, &foreign, &dd, rows, k, p, s, Some(SMALL)).unwrap_err();
+    let e = launch::route_top_s_dev(
+        &st,
+        score::Route {
+            shape: score::ScoreShape { rows, k, p },
+            s,
+        },
+        Some(SMALL),
+        &foreign,
+        &dd,
+    )
+    .unwrap_err();
     assert!(matches!(e, ptxsmith::Error::WrongContext { .. }), "{e}");
 }
 
@@ -435,11 +579,23 @@ fn every_per_sm_default_tuning_matches_the_host_model() {
         let ctx = sim();
         let st = ctx.default_stream();
         if t.check_route().is_ok() {
-            let got = launch::route_top_s_on(&st, &x, &d, rows, k, p, s, Some(t)).unwrap();
+            let got = launch::route_top_s_on(
+                &st,
+                score::Route {
+                    shape: score::ScoreShape { rows, k, p },
+                    s,
+                },
+                Some(t),
+                &x,
+                &d,
+            )
+            .unwrap();
             assert_eq!(got, want, "route {t:?}");
         }
         if t.check_score().is_ok() {
-            let got = launch::score_block_on(&st, &x, &d, rows, k, p, Some(t)).unwrap();
+            let got =
+                launch::score_block_on(&st, score::ScoreShape { rows, k, p }, Some(t), &x, &d)
+                    .unwrap();
             assert_same_scores(&got, &block);
         }
     }

@@ -105,7 +105,7 @@ fn families(threads: usize) -> Vec<(&'static str, Outcome)> {
             let (rows, n) = (37, 301);
             let x = rng.values(rows * n);
             let y = rng.values(n);
-            bits(&dot::launch::run_on(st, &x, &y, rows, n).unwrap())
+            bits(&dot::dot_rows_on(st, dot::Shape { rows, n }, &x, &y).unwrap())
         }),
     ));
     for (sm, codec) in [
@@ -119,13 +119,14 @@ fn families(threads: usize) -> Vec<(&'static str, Outcome)> {
                 let xs: Vec<f32> = rng.values(5003).iter().map(|v| v * 50.0).collect();
                 let mut b = Vec::new();
                 for f in [fp8::Format::E4M3, fp8::Format::E5M2] {
-                    let tr = fp8::launch::absmax_on(st, &xs, f).unwrap();
+                    let tr = fp8::launch::absmax_on(st, f, &xs).unwrap();
+                    let enc = fp8::Encoding { format: f, codec };
                     b.extend(bits(&tr.partials));
                     b.extend(bits(&tr.stats));
-                    let q = fp8::launch::quantize_on(st, &xs, f, codec).unwrap();
+                    let q = fp8::launch::quantize_on(st, enc, &xs).unwrap();
                     b.extend(u8s(&q.codes));
                     b.extend(bits(&[q.scale, q.scale_inv, q.amax]));
-                    let d = fp8::launch::dequantize_on(st, &q.codes, q.scale_inv, f, codec);
+                    let d = fp8::launch::dequantize_on(st, enc, q.scale_inv, &q.codes);
                     b.extend(bits(&d.unwrap()));
                 }
                 b
@@ -139,8 +140,10 @@ fn families(threads: usize) -> Vec<(&'static str, Outcome)> {
             let (rows, k, p, s) = (19, 133, 24, 4);
             let x = rng.values(rows * p);
             let d = rng.values(k * p);
-            let mut b = bits(&score::launch::score_block_on(st, &x, &d, rows, k, p, None).unwrap());
-            let top = score::launch::route_top_s_on(st, &x, &d, rows, k, p, s, None).unwrap();
+            let shape = score::ScoreShape { rows, k, p };
+            let mut b = bits(&score::launch::score_block_on(st, shape, None, &x, &d).unwrap());
+            let route = score::Route { shape, s };
+            let top = score::launch::route_top_s_on(st, route, None, &x, &d).unwrap();
             b.extend(&top.atoms);
             b.extend(bits(&top.scores));
             b
@@ -156,7 +159,8 @@ fn families(threads: usize) -> Vec<(&'static str, Outcome)> {
                 logp(&mut rng, s * s),
                 logp(&mut rng, batch * t * s),
             );
-            let v = viterbi::launch::run_on(st, &pi, &a, &b, &lengths(batch, t), batch, t, s);
+            let shape = viterbi::Shape { batch, t, s };
+            let v = viterbi::viterbi_on(st, shape, &lengths(batch, t), &pi, &a, &b);
             let v = v.unwrap();
             let mut out = v.paths.clone();
             out.extend(bits(&v.scores));
@@ -173,10 +177,20 @@ fn families(threads: usize) -> Vec<(&'static str, Outcome)> {
                 logp(&mut rng, s * s),
                 logp(&mut rng, batch * t * s),
             );
-            let p = hmm::launch::run_on(st, &pi, &a, &b, &lengths(batch, t), batch, t, s).unwrap();
+            let lens = lengths(batch, t);
+            let inp = hmm::Inputs {
+                log_pi: &pi,
+                log_a: &a,
+                log_b: &b,
+                lengths: &lens,
+            };
+            let shape = hmm::Shape::new(batch, t, s).unwrap();
+            let p = hmm::launch::run_on(st, &shape, &inp).unwrap();
             let mut out = bits(&p.log_alpha);
             out.extend(bits(&p.log_beta));
             out.extend(bits(&p.log_likelihood));
+            out.extend(bits(&p.gamma));
+            out.extend(bits(&p.xi));
             out
         }),
     ));
@@ -187,8 +201,9 @@ fn families(threads: usize) -> Vec<(&'static str, Outcome)> {
             let (rows, t) = (5, 777);
             let x = rng.values(rows * t);
             let g = rng.values(rows * t);
-            let y = logcumsumexp::launch::forward_on(st, &x, rows, t).unwrap();
-            let gx = logcumsumexp::launch::backward_on(st, &x, &y, &g, rows, t).unwrap();
+            let shape = logcumsumexp::Shape::new(rows, t).unwrap();
+            let y = logcumsumexp::launch::forward_on(st, &x, shape).unwrap();
+            let gx = logcumsumexp::launch::backward_on(st, &x, &g, shape).unwrap();
             let mut out = bits(&y);
             out.extend(bits(&gx));
             out
@@ -264,14 +279,19 @@ fn block_scaled_run(st: &Stream, codec: block_scaled::ptx::Codec) -> Vec<u32> {
         let shape = Shape::new(2, 5, 71, f).unwrap();
         let xs: Vec<f32> = rng.values(2 * 5 * 71).iter().map(|v| v * 30.0).collect();
         for layout in [ScaleLayout::RowMajor, ScaleLayout::Blocked128x4] {
-            let q = block_scaled::launch::quantize_on(st, &xs, shape, r, layout, codec).unwrap();
+            let q = block_scaled::Quantization {
+                shape,
+                recipe: r,
+                layout,
+            };
+            let q = block_scaled::launch::quantize_on(st, q, codec, &xs).unwrap();
             out.extend(u8s(&q.codes));
             out.extend(u8s(&q.scales));
             if let Some(g) = q.global {
                 out.extend(bits(&[g.amax, g.encode, g.decode]));
             }
             out.extend(bits(
-                &block_scaled::launch::dequantize_on(st, &q, codec).unwrap(),
+                &block_scaled::launch::dequantize_on(st, codec, &q).unwrap(),
             ));
         }
     }

@@ -4,7 +4,7 @@
 //! is present.
 
 use ptxsmith::kernels::viterbi::{self, NO_STATE, host, launch};
-use ptxsmith::runtime::{Backend, Context, Ran, cuda_for_tests, on_emulator};
+use ptxsmith::runtime::{Backend, Context, Ran, Stream, cuda_for_tests, on_emulator};
 use ptxsmith::{Error, Sm};
 
 mod common;
@@ -50,21 +50,29 @@ fn model(batch: usize, t: usize, s: usize, seed: u32) -> Model {
     }
 }
 
+impl Model {
+    fn shape(&self) -> viterbi::Shape {
+        viterbi::Shape {
+            batch: self.batch,
+            t: self.t,
+            s: self.s,
+        }
+    }
+}
+
 fn host_run(m: &Model) -> viterbi::Viterbi {
     host::viterbi(&m.pi, &m.a, &m.b, &m.lengths, m.batch, m.t, m.s).unwrap()
 }
 
 fn sim_run(m: &Model, sm: Sm) -> viterbi::Viterbi {
     let ctx = Context::sim(sm);
-    launch::run_on(
+    launch::viterbi_on(
         &ctx.default_stream(),
+        m.shape(),
+        &m.lengths,
         &m.pi,
         &m.a,
         &m.b,
-        &m.lengths,
-        m.batch,
-        m.t,
-        m.s,
     )
     .unwrap()
 }
@@ -206,15 +214,15 @@ fn device_entry_point_writes_paths_and_scores_on_the_device() {
     let before = st.traffic();
     launch::viterbi_dev(
         &st,
+        m.shape(),
+        &m.lengths,
         &pi,
         &a,
         &b,
-        &m.lengths,
-        m.batch,
-        m.t,
-        m.s,
-        &mut paths,
-        &mut scores,
+        launch::DeviceOutputs {
+            paths: &mut paths,
+            scores: &mut scores,
+        },
     )
     .unwrap();
     let t = st.traffic().since(&before);
@@ -229,7 +237,7 @@ fn device_entry_point_writes_paths_and_scores_on_the_device() {
     // Slice API on every backend but Cuda.
     for backend in [Backend::Host, Backend::Sim] {
         let (got, ran) =
-            viterbi::viterbi(backend, &m.pi, &m.a, &m.b, &m.lengths, m.batch, m.t, m.s).unwrap();
+            viterbi::viterbi(backend, m.shape(), &m.lengths, &m.pi, &m.a, &m.b).unwrap();
         assert_eq!(
             ran,
             if backend == Backend::Host {
@@ -281,15 +289,19 @@ fn bad_input_is_a_typed_error_naming_the_values() {
     let mut scores = ctx.alloc::<f32>(2).unwrap();
     let e = launch::viterbi_dev(
         &st,
+        viterbi::Shape {
+            batch: 2,
+            t: 4,
+            s: 3,
+        },
+        &m.lengths,
         &pi,
         &a,
         &b,
-        &m.lengths,
-        2,
-        4,
-        3,
-        &mut paths,
-        &mut scores,
+        launch::DeviceOutputs {
+            paths: &mut paths,
+            scores: &mut scores,
+        },
     )
     .unwrap_err();
     assert!(e.to_string().contains("paths has 7"), "{e}");
@@ -310,22 +322,13 @@ fn gpu_viterbi_matches_the_host_model() {
     };
     for (batch, t, s) in shapes {
         let m = model(batch, t, s, 41);
-        let got = launch::run_on(&st, &m.pi, &m.a, &m.b, &m.lengths, m.batch, m.t, m.s).unwrap();
+        let got = launch::viterbi_on(&st, m.shape(), &m.lengths, &m.pi, &m.a, &m.b).unwrap();
         assert_same(&got, &host_run(&m), &format!("gpu {batch}x{t}x{s}"));
     }
     // The slice API on the device.
     let m = model(5, 9, 40, 43);
-    let (got, ran) = launch::viterbi(
-        Backend::Cuda,
-        &m.pi,
-        &m.a,
-        &m.b,
-        &m.lengths,
-        m.batch,
-        m.t,
-        m.s,
-    )
-    .unwrap();
+    let (got, ran) =
+        launch::viterbi(Backend::Cuda, m.shape(), &m.lengths, &m.pi, &m.a, &m.b).unwrap();
     assert_eq!(ran, Ran::Cuda);
     assert_same(&got, &host_run(&m), "slice API, Backend::Cuda");
 }
@@ -388,7 +391,13 @@ fn raw_entry_point_on(ctx: &Context) {
     // overlap no input; `raw` is this context's stream.
     unsafe {
         launch::viterbi_raw(
-            ctx, raw, pi, a, b, &m.lengths, m.batch, m.t, m.s, paths, scores,
+            &Stream::from_raw(ctx, raw).unwrap(),
+            m.shape(),
+            &m.lengths,
+            pi,
+            a,
+            b,
+            launch::RawOutputs { paths, scores },
         )
     }
     .unwrap();
@@ -404,8 +413,17 @@ fn raw_entry_point_on(ctx: &Context) {
     let mut bad = m.lengths.clone();
     bad[0] = 34;
     // SAFETY: refused before anything is queued.
-    let e =
-        unsafe { launch::viterbi_raw(ctx, raw, pi, a, b, &bad, m.batch, m.t, m.s, paths, scores) }
-            .unwrap_err();
+    let e = unsafe {
+        launch::viterbi_raw(
+            &Stream::from_raw(ctx, raw).unwrap(),
+            m.shape(),
+            &bad,
+            pi,
+            a,
+            b,
+            launch::RawOutputs { paths, scores },
+        )
+    }
+    .unwrap_err();
     assert!(e.to_string().contains("34"), "{e}");
 }

@@ -14,7 +14,12 @@
 //!   for;
 //! * the `*Async` forms queue on the given stream; an asynchronous host →
 //!   device copy stages its bytes when queued, an asynchronous device →
-//!   host copy writes the host buffer when its stream is synchronised.
+//!   host copy into page-locked memory writes the host buffer when its
+//!   stream is synchronised, one into pageable memory runs its stream up
+//!   to it and returns when the bytes have landed ("For transfers from
+//!   device memory to pageable host memory, the function will return only
+//!   once the copy has completed", API synchronization behavior,
+//!   Asynchronous; cudarc's `memcpy_dtoh` into a `Vec` relies on it).
 
 use crate::context::alloc_charge;
 use crate::driver::{Driver, device_address_space};
@@ -189,8 +194,9 @@ impl Driver {
         if dst.is_empty() {
             return Ok(());
         }
+        let pinned = self.is_pinned(dst.addr(), dst.len());
         self.enqueue(ctx, key, OpKind::DtoH { src, dst }, Vec::new());
-        if on == On::Sync {
+        if on == On::Sync || !pinned {
             self.sync_stream(ctx, key)?;
         }
         Ok(())

@@ -73,11 +73,46 @@ fn cudarc_launches_ptxsmith_ptx_on_the_emulator() {
     }
     let got = stream.clone_dtoh(&out).unwrap();
     stream.synchronize().unwrap();
-    let want = dot::dot_rows_host(&x, &y, rows, n);
+    let want = dot::host::dot_rows(&x, &y, rows, n);
     assert_eq!(
         got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
         want.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
     );
     // SAFETY: the module is no longer used.
     unsafe { result::module::unload(module) }.unwrap();
+}
+
+/// ptxsmith's cudarc interop on two emulated devices: a cudarc slice or
+/// stream of device 1 is refused on device 0's context (`WrongContext`),
+/// and device 1's own context runs a kernel on it.
+#[test]
+fn cudarc_memory_of_another_device_is_refused() {
+    use ptxsmith::runtime::{Context as PtxContext, Stream as PtxStream};
+    if !common::in_emulator_process_with(
+        "cudarc_memory_of_another_device_is_refused",
+        &[("PTXSMITH_EMU_DEVICES", "sm_90,sm_80")],
+    ) {
+        return;
+    }
+    let (cu0, cu1) = (CudaContext::new(0).unwrap(), CudaContext::new(1).unwrap());
+    let (s0, s1) = (cu0.new_stream().unwrap(), cu1.new_stream().unwrap());
+    let on1 = s1.clone_htod(&[1.0f32, 2.0]).unwrap();
+    let ctx0 = PtxContext::from_cudarc(&cu0).unwrap();
+    let st0 = PtxStream::from_cudarc(&ctx0, &s0).unwrap();
+    let e = st0.cudarc_view(&on1).unwrap_err();
+    assert!(matches!(e, ptxsmith::Error::WrongContext { .. }), "{e}");
+    let e = PtxStream::from_cudarc(&ctx0, &s1).unwrap_err();
+    assert!(matches!(e, ptxsmith::Error::WrongContext { .. }), "{e}");
+    // Device 1's context and stream run the kernel on it.
+    let ctx1 = PtxContext::from_cudarc(&cu1).unwrap();
+    assert_eq!(ctx1.sm(), Sm::Sm80);
+    let st1 = PtxStream::from_cudarc(&ctx1, &s1).unwrap();
+    let y = s1.clone_htod(&[3.0f32, 4.0]).unwrap();
+    let mut out = s1.alloc_zeros::<f32>(1).unwrap();
+    {
+        let (vx, vy) = (st1.cudarc_view(&on1).unwrap(), st1.cudarc_view(&y).unwrap());
+        let mut vo = st1.cudarc_view_mut(&mut out).unwrap();
+        dot::dot_rows_dev(&st1, dot::Shape { rows: 1, n: 2 }, &vx, &vy, &mut vo).unwrap();
+    }
+    assert_eq!(s1.clone_dtoh(&out).unwrap(), [11.0]);
 }

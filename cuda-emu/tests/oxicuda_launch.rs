@@ -59,7 +59,7 @@ fn oxicuda_alone_launches_ptxsmith_ptx_on_the_emulator() {
     stream.synchronize().unwrap();
     let mut got = vec![0f32; rows];
     out.copy_to_host(&mut got).unwrap();
-    let want = dot::dot_rows_host(&x, &y, rows, n);
+    let want = dot::host::dot_rows(&x, &y, rows, n);
     assert_eq!(
         got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
         want.iter().map(|v| v.to_bits()).collect::<Vec<_>>()

@@ -28,17 +28,33 @@ fn a_host_read_before_synchronisation_sees_the_old_bytes() {
     // A synchronous copy runs on the legacy stream, which does not wait for
     // a non-blocking stream: the kernel has not run.
     assert_eq!(read_u32(p, 8), [0; 8]);
-    // An asynchronous copy on the kernel's stream is ordered after it, but
-    // lands only when the stream is synchronised.
-    let mut host = [7u32; 8];
+    // An asynchronous copy into page-locked memory on the kernel's stream
+    // is ordered after it, but lands only when the stream is synchronised.
+    let mut pinned: *mut c_void = std::ptr::null_mut();
+    // SAFETY: a valid out-pointer.
+    ok(unsafe { cu::cuMemAllocHost_v2(&mut pinned, 32) });
+    // SAFETY: 32 bytes of page-locked memory, nothing else uses them until
+    // the free below.
+    let host = unsafe { std::slice::from_raw_parts_mut(pinned.cast::<u32>(), 8) };
+    host.fill(7);
     // SAFETY: `host` stays alive and untouched until the stream is
     // synchronised below.
-    ok(unsafe { cu::cuMemcpyDtoHAsync_v2(host.as_mut_ptr().cast(), p, 32, s) });
+    ok(unsafe { cu::cuMemcpyDtoHAsync_v2(pinned, p, 32, s) });
     assert_eq!(host, [7; 8], "nothing lands before synchronisation");
     ok(sync(s));
     let want: Vec<u32> = (100..108).collect();
     assert_eq!(host.to_vec(), want);
     assert_eq!(read_u32(p, 8), want);
+    // SAFETY: allocated above, no queued work uses it.
+    ok(unsafe { cu::cuMemFreeHost(pinned) });
+    // Into pageable memory the call returns only once the copy has
+    // completed (API synchronization behavior, Asynchronous): the
+    // stream's earlier work runs first.
+    ok(launch(fill, 1, 8, 0, s, &fill_args(p, 8, 200)));
+    let mut pageable = [7u32; 8];
+    // SAFETY: `pageable` is written before the call returns.
+    ok(unsafe { cu::cuMemcpyDtoHAsync_v2(pageable.as_mut_ptr().cast(), p, 32, s) });
+    assert_eq!(pageable.to_vec(), (200..208).collect::<Vec<u32>>());
 }
 
 #[test]

@@ -37,18 +37,29 @@ pub enum IntRounding {
 /// (true when either operand is NaN); integer compares ignore them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Cmp {
+    /// `eq`: equal.
     Eq,
+    /// `ne`: not equal (floats: ordered, false for NaN).
     Ne,
+    /// `lt`: less than (`lo` for unsigned integers).
     Lt,
+    /// `le`: less or equal (`ls` unsigned).
     Le,
+    /// `gt`: greater than (`hi` unsigned).
     Gt,
+    /// `ge`: greater or equal (`hs` unsigned).
     Ge,
     /// Unordered-or-equal etc. (floats only).
     Equ,
+    /// `neu`: not equal or unordered.
     Neu,
+    /// `ltu`: less than or unordered.
     Ltu,
+    /// `leu`: less or equal or unordered.
     Leu,
+    /// `gtu`: greater than or unordered.
     Gtu,
+    /// `geu`: greater or equal or unordered.
     Geu,
     /// Neither operand is NaN (floats only).
     Num,
@@ -107,18 +118,31 @@ pub(crate) enum UnOp {
 /// Special registers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Special {
+    /// `%tid.x`
     TidX,
+    /// `%tid.y`
     TidY,
+    /// `%tid.z`
     TidZ,
+    /// `%ntid.x`
     NtidX,
+    /// `%ntid.y`
     NtidY,
+    /// `%ntid.z`
     NtidZ,
+    /// `%ctaid.x`
     CtaidX,
+    /// `%ctaid.y`
     CtaidY,
+    /// `%ctaid.z`
     CtaidZ,
+    /// `%nctaid.x`
     NctaidX,
+    /// `%nctaid.y`
     NctaidY,
+    /// `%nctaid.z`
     NctaidZ,
+    /// `%laneid`
     LaneId,
 }
 
@@ -148,9 +172,13 @@ pub(crate) struct Addr {
 /// Warp shuffle modes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ShflMode {
+    /// `shfl.sync.up`
     Up,
+    /// `shfl.sync.down`
     Down,
+    /// `shfl.sync.bfly` (XOR of the lane)
     Bfly,
+    /// `shfl.sync.idx`
     Idx,
 }
 
@@ -158,30 +186,45 @@ pub enum ShflMode {
 /// not reproducible and the DSL does not offer them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum AtomOp {
+    /// `atom.add`
     Add,
+    /// `atom.min`
     Min,
+    /// `atom.max`
     Max,
+    /// `atom.exch`
     Exch,
+    /// `atom.cas`
     Cas,
+    /// `atom.and`
     And,
+    /// `atom.or`
     Or,
 }
 
 /// Warp reductions of `redux.sync` (sm_80+).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ReduxOp {
+    /// `redux.sync.add`
     Add,
+    /// `redux.sync.min`
     Min,
+    /// `redux.sync.max`
     Max,
+    /// `redux.sync.and`
     And,
+    /// `redux.sync.or`
     Or,
+    /// `redux.sync.xor`
     Xor,
 }
 
 /// FP8 formats with a hardware `cvt` on sm_89+.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Fp8Format {
+    /// E4M3 (`e4m3x2`)
     E4M3,
+    /// E5M2 (`e5m2x2`)
     E5M2,
 }
 

@@ -11,6 +11,7 @@ mod convert;
 pub(crate) mod ir;
 mod loops;
 pub mod math;
+pub mod memo;
 pub mod params;
 pub(crate) mod printer;
 pub mod types;
@@ -32,6 +33,7 @@ pub struct PtxModule {
     /// Tuning key (empty for kernels without tuning knobs); part of the
     /// module cache key together with `kernel` and `sm`.
     pub tuning: String,
+    /// The target the module was generated for (its `.target`).
     pub sm: Sm,
     /// The `.version` written in the module: the lowest that `sm` and the
     /// instructions used require.

@@ -8,13 +8,21 @@ use crate::error::{Error, Result};
 /// The scalar types a kernel parameter (or a buffer element) can have.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ScalarType {
+    /// `.u8`
     U8,
+    /// `.u16`
     U16,
+    /// `.u32`
     U32,
+    /// `.s32`
     S32,
+    /// `.u64`
     U64,
+    /// `.s64`
     S64,
+    /// `.f32`
     F32,
+    /// `.f64`
     F64,
 }
 
@@ -37,24 +45,37 @@ pub enum ParamKind {
     Scalar(ScalarType),
     /// A pointer to global memory holding elements of the given type,
     /// aligned to `align` bytes.
-    GlobalPtr { elem: ScalarType, align: u32 },
+    GlobalPtr {
+        /// The element type.
+        elem: ScalarType,
+        /// The alignment, in bytes, every launch argument must have.
+        align: u32,
+    },
 }
 
 /// One kernel parameter: name and kind.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ParamDesc {
+    /// The `.param` name.
     pub name: String,
+    /// Scalar or pointer, and its type.
     pub kind: ParamKind,
 }
 
 /// One launch argument value.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum ArgValue {
+    /// A `.u32` value.
     U32(u32),
+    /// A `.s32` value.
     S32(i32),
+    /// A `.u64` value.
     U64(u64),
+    /// A `.s64` value.
     S64(i64),
+    /// A `.f32` value.
     F32(f32),
+    /// A `.f64` value.
     F64(f64),
     /// A device address (global memory) for a [`ParamKind::GlobalPtr`].
     Ptr(u64),
@@ -100,7 +121,7 @@ impl ArgValue {
 /// alignment). Both the CUDA and the Sim backends call this before a launch.
 pub fn check_args(kernel: &str, params: &[ParamDesc], args: &[ArgValue]) -> Result<()> {
     if params.len() != args.len() {
-        return Err(Error::InvalidArgument(format!(
+        return Err(Error::invalid(format!(
             "kernel `{kernel}` takes {} parameters, got {} arguments",
             params.len(),
             args.len()
@@ -108,7 +129,7 @@ pub fn check_args(kernel: &str, params: &[ParamDesc], args: &[ArgValue]) -> Resu
     }
     for (p, a) in params.iter().zip(args) {
         if !a.matches(p.kind) {
-            return Err(Error::InvalidArgument(format!(
+            return Err(Error::invalid(format!(
                 "kernel `{kernel}` parameter `{}` is {:?}, got {:?}",
                 p.name, p.kind, a
             )));
@@ -116,7 +137,7 @@ pub fn check_args(kernel: &str, params: &[ParamDesc], args: &[ArgValue]) -> Resu
         if let (ArgValue::Ptr(addr), ParamKind::GlobalPtr { align, .. }) = (a, p.kind)
             && addr % u64::from(align) != 0
         {
-            return Err(Error::InvalidArgument(format!(
+            return Err(Error::invalid(format!(
                 "kernel `{kernel}` parameter `{}` needs {align}-byte alignment, got address {addr:#x}",
                 p.name
             )));
@@ -136,6 +157,7 @@ use super::types::{Elem, F32, Reg, S32, U32, U64};
 /// [`Ptr<E>`] parameter.
 #[derive(Debug)]
 pub struct DevPtr<E> {
+    /// The device address.
     pub addr: u64,
     _e: PhantomData<E>,
 }
@@ -146,6 +168,8 @@ impl<E> Clone for DevPtr<E> {
 }
 impl<E> Copy for DevPtr<E> {}
 impl<E> DevPtr<E> {
+    /// The launch argument for device address `addr` (the runtime checks
+    /// it against live buffers and foreign views before a launch).
     pub fn new(addr: u64) -> Self {
         Self {
             addr,
@@ -165,8 +189,11 @@ pub trait ParamType {
     type Host: Copy;
     /// What the kernel gets.
     type Dev: Copy;
+    /// The `.param` declaration's kind.
     const KIND: ParamKind;
+    /// Emit the load of parameter `name` into the kernel.
     fn load(b: &mut KernelBuilder, name: &str) -> Self::Dev;
+    /// The launch argument for a host value.
     fn arg(h: Self::Host) -> ArgValue;
 }
 
@@ -242,12 +269,18 @@ macro_rules! kernel_params {
         $(#[$m])*
         #[derive(Debug, Clone, Copy)]
         $vis struct $host {
-            $(pub $field: <$t as $crate::dsl::params::ParamType>::Host,)*
+            $(
+                #[doc = concat!("The `", stringify!($field), "` argument.")]
+                pub $field: <$t as $crate::dsl::params::ParamType>::Host,
+            )*
         }
         #[doc = concat!("Kernel-side registers of [`", stringify!($host), "`].")]
         #[derive(Debug, Clone, Copy)]
         $vis struct $regs {
-            $(pub $field: <$t as $crate::dsl::params::ParamType>::Dev,)*
+            $(
+                #[doc = concat!("The loaded `", stringify!($field), "` parameter.")]
+                pub $field: <$t as $crate::dsl::params::ParamType>::Dev,
+            )*
         }
         impl $crate::dsl::params::KernelParams for $host {
             type Regs = $regs;

@@ -570,7 +570,17 @@ fn param_decl(p: &ParamDesc) -> String {
 }
 
 /// The PTX text of a finished kernel.
+/// Module texts printed so far in this process (see
+/// [`crate::dsl::memo::modules_printed`]).
+static PRINTED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How many module texts [`print_module`] has produced in this process.
+pub(crate) fn printed() -> u64 {
+    PRINTED.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 pub(crate) fn print_module(k: &KernelText<'_>) -> String {
+    PRINTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let mut s = String::with_capacity(256 + 40 * k.body.len());
     let _ = writeln!(s, "//");
     let _ = writeln!(

@@ -14,15 +14,25 @@ use super::params::ScalarType;
 /// Register class: what the printer declares (`.reg .f32 %f<N>`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum RegClass {
+    /// `.pred`
     Pred,
+    /// `.b16`
     B16,
+    /// `.b32`
     B32,
+    /// `.u32`
     U32,
+    /// `.s32`
     S32,
+    /// `.f32`
     F32,
+    /// `.u64`
     U64,
+    /// `.s64`
     S64,
+    /// `.f64`
     F64,
+    /// `.b8`
     B8,
 }
 
@@ -91,6 +101,7 @@ impl Ty {
 
 /// A register class marker type.
 pub trait RegType: Copy + fmt::Debug + 'static {
+    /// The class the printer declares registers of this type in.
     const CLASS: RegClass;
 }
 
@@ -255,7 +266,9 @@ impl From<f64> for Src<F64> {
 
 /// Integer register classes (arithmetic with wrap-around).
 pub trait IntType: RegType {
+    /// Whether the type is signed.
     const SIGNED: bool;
+    /// Width in bits.
     const BITS: u32;
 }
 impl IntType for U32 {
@@ -292,7 +305,9 @@ impl CmpType for F64 {}
 /// Element types of memory arrays: the register class a load produces and
 /// the in-memory type (narrow integers zero-extend into `U32`).
 pub trait Elem: Copy + fmt::Debug + 'static {
+    /// The register a load of one element produces.
     type Reg: RegType;
+    /// The in-memory scalar type.
     const SCALAR: ScalarType;
 }
 

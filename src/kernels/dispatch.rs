@@ -26,7 +26,9 @@ pub fn dispatch<T>(
     host: impl FnOnce() -> Result<T>,
     device: impl FnOnce(&Stream) -> Result<T>,
 ) -> Result<(T, Ran)> {
-    match resolve(backend)? {
+    let resolved = resolve(backend)?;
+    tracing::debug!(target: "ptxsmith::backend", %backend, ran = %resolved.ran(), "dispatch");
+    match resolved {
         Resolved::Host => Ok((host()?, Ran::Host)),
         Resolved::Cuda(ctx) => Ok((device(&ctx.default_stream())?, Ran::Cuda)),
         Resolved::Sim => {

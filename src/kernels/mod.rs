@@ -6,11 +6,30 @@ pub mod block_scaled;
 pub mod dispatch;
 pub mod dot;
 pub mod fp8;
+// The HMM family's typed requests and docs are another change's (see
+// src/kernels/hmm/); remove this allow once its items are documented.
+#[allow(missing_docs)]
 pub mod hmm;
 pub mod logcumsumexp;
 pub mod score;
 pub(crate) mod seq;
 pub mod viterbi;
+
+/// The memoised module of generator `$gen` for target `$sm` and the
+/// generator's other arguments (see [`crate::dsl::memo`]): generated on
+/// the first launch, shared by every later one.
+macro_rules! memo {
+    ($gen:path, $sm:expr $(, $arg:expr)* $(,)?) => {{
+        let sm: $crate::target::Sm = $sm;
+        $crate::dsl::memo::memoized(
+            concat!(module_path!(), "::", stringify!($gen)),
+            sm,
+            ($(&$arg,)*),
+            || $gen(sm $(, $arg)*),
+        )
+    }};
+}
+pub(crate) use memo;
 
 use crate::dsl::PtxModule;
 use crate::error::Result;

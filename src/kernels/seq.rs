@@ -4,7 +4,7 @@
 
 use crate::dsl::types::{F32, Pred, Reg, U32, U64};
 use crate::dsl::{Cmp, GlobalPtr, KernelBuilder, Rounding, SharedArray};
-use crate::error::{Error, Result};
+use crate::error::{ArgError, Result};
 
 /// `got` must be `want` (the length of `what`, whose shape is `shape`);
 /// the message starts with `family`.
@@ -18,9 +18,15 @@ pub(crate) fn expect_len(
     if got == want {
         return Ok(());
     }
-    Err(Error::InvalidArgument(format!(
+    Err(ArgError::new(
+        what,
+        format!("{shape} = {want} elements"),
+        format!("{got} elements"),
+    )
+    .with_message(format!(
         "{family}: {what} has {got} elements, expected {shape} = {want}"
-    )))
+    ))
+    .into())
 }
 
 /// One length per sequence, each at most `t`.
@@ -32,9 +38,13 @@ pub(crate) fn validate_lengths(
 ) -> Result<()> {
     expect_len(family, "lengths", lengths.len(), batch, "batch")?;
     if let Some((b, &l)) = lengths.iter().enumerate().find(|(_, l)| **l as usize > t) {
-        return Err(Error::InvalidArgument(format!(
-            "{family}: lengths[{b}] = {l} exceeds T = {t}"
-        )));
+        return Err(ArgError::new(
+            format!("lengths[{b}]"),
+            format!("at most T = {t}"),
+            l.to_string(),
+        )
+        .with_message(format!("{family}: lengths[{b}] = {l} exceeds T = {t}"))
+        .into());
     }
     Ok(())
 }

@@ -251,7 +251,7 @@ pub fn generate(tools: &NvTools) -> Result<Report> {
     }
     let tools_v = tools
         .versions()
-        .map_err(|e| Error::InvalidArgument(format!("NVIDIA tools: {e}")))?;
+        .map_err(|e| Error::invalid(format!("NVIDIA tools: {e}")))?;
     let next = std::sync::atomic::AtomicUsize::new(0);
     type Measured = (Row, Option<SassSummary>);
     let results: Vec<(usize, Result<Measured>)> = std::thread::scope(|s| {

@@ -358,7 +358,7 @@ fn record(p: &Problem, sm: Sm, sms: u32, shape: &Shape, simulate: bool) -> Resul
     let (ctx, log) = Recorder::context(sm, sms, simulate);
     let st = ctx.default_stream();
     (p.run)(&st, shape, !simulate).map_err(|e| {
-        Error::InvalidArgument(format!("roofline: {} at {shape:?} on {sm}: {e}", p.name))
+        Error::invalid(format!("roofline: {} at {shape:?} on {sm}: {e}", p.name))
     })?;
     st.synchronize()?;
     drop(st);
@@ -407,7 +407,7 @@ fn threads_by_kernel(log: &[Launch], name: &str) -> f64 {
 /// sample shapes (grids sized for `sms` SMs, the capped sample's for its
 /// own count), with the launches the samples made.
 pub fn fit(p: &Problem, sm: Sm, sms: u32) -> Result<(BTreeMap<String, Fit>, Vec<Launch>)> {
-    let fail = |msg: String| Error::InvalidArgument(format!("roofline: {}: {msg}", p.name));
+    let fail = |msg: String| Error::invalid(format!("roofline: {}: {msg}", p.name));
     let mut runs: Vec<(Shape, u32)> = p.samples.iter().map(|s| (s.clone(), sms)).collect();
     if let Some((s, few)) = &p.capped {
         runs.push((s.clone(), *few));
@@ -501,7 +501,7 @@ pub fn check_traffic(p: &Problem, sm: Sm, sms: u32) -> Result<Vec<Launch>> {
     let traffic = (p.traffic)(&p.full);
     for l in &full {
         if !traffic.iter().any(|(k, _)| *k == l.module.kernel) {
-            return Err(Error::InvalidArgument(format!(
+            return Err(Error::invalid(format!(
                 "roofline: {} launches {}, which its description in \
                  src/report/roofline/problems.rs does not list: update it",
                 p.name, l.module.kernel
@@ -510,7 +510,7 @@ pub fn check_traffic(p: &Problem, sm: Sm, sms: u32) -> Result<Vec<Launch>> {
     }
     for (k, _) in &traffic {
         if !full.iter().any(|l| &l.module.kernel == k) {
-            return Err(Error::InvalidArgument(format!(
+            return Err(Error::invalid(format!(
                 "roofline: {} lists {k}, which its launch code no longer launches: \
                  update src/report/roofline/problems.rs",
                 p.name
@@ -536,7 +536,7 @@ fn extrapolate(
     for l in full {
         let name = &l.module.kernel;
         if !sampled.iter().any(|s| s.module.ptx == l.module.ptx) {
-            return Err(Error::InvalidArgument(format!(
+            return Err(Error::invalid(format!(
                 "roofline: {}: no sample shape runs the full size's {name} (tuning `{}`): \
                  choose samples that launch every kernel with the same module",
                 p.name, l.module.tuning
@@ -573,7 +573,7 @@ fn evaluate(
             .find(|(k, _)| k == name)
             .map(|(_, b)| *b)
             .ok_or_else(|| {
-                Error::InvalidArgument(format!(
+                Error::invalid(format!(
                     "roofline: {} launches {name}, which its description in \
                      src/report/roofline/problems.rs does not list: update it",
                     p.name

@@ -3,8 +3,9 @@
 //! Kernel entry points take a [`Backend`], call [`resolve`], and run what
 //! it returns:
 //!
-//! * [`Resolved::Cuda`]: device 0's shared [`Context`] (see
-//!   [`Context::cuda`]);
+//! * [`Resolved::Cuda`]: the device's shared [`Context`] (see
+//!   [`Context::cuda`]): device 0 for [`Backend::Cuda`] and
+//!   [`Backend::Auto`], device `n` for [`Backend::CudaDevice`]`(n)`;
 //! * [`Resolved::Host`]: the kernel's bit-exact host model;
 //! * [`Resolved::Sim`]: the CPU PTX simulator (`crate::sim`), which the
 //!   entry point constructs itself for the SM it wants.
@@ -14,16 +15,20 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::error::{Error, Result};
+use crate::error::{ArgError, Error, Result};
 use crate::runtime::context::Context;
 
 /// Where a kernel call should run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub enum Backend {
-    /// The CUDA device. Fails loud with [`Error::NoDevice`] when no device
+    /// CUDA device 0. Fails loud with [`Error::NoDevice`] when no device
     /// (or no driver) is present: never a silent fallback.
     Cuda,
+    /// CUDA device `ordinal` (the driver's numbering, as
+    /// [`Context::cuda`]); fails loud like [`Backend::Cuda`], also for an
+    /// ordinal the driver does not report. Written `cuda:1`.
+    CudaDevice(u32),
     /// The CUDA device when one is present, else the host model. The call
     /// reports which one ran ([`Ran`]). Falls back only when there is no
     /// device ([`Error::NoDevice`]) or the card is older than every
@@ -41,10 +46,12 @@ impl Backend {
     /// Every backend, in documentation order.
     pub const ALL: [Backend; 4] = [Backend::Cuda, Backend::Auto, Backend::Host, Backend::Sim];
 
-    /// The name [`FromStr`] accepts: "cuda", "auto", "host" or "sim".
+    /// The name [`FromStr`] accepts: "cuda", "auto", "host" or "sim"
+    /// ("cuda" for [`Backend::CudaDevice`] too, which prints and parses as
+    /// `cuda:<ordinal>`).
     pub const fn name(self) -> &'static str {
         match self {
-            Backend::Cuda => "cuda",
+            Backend::Cuda | Backend::CudaDevice(_) => "cuda",
             Backend::Auto => "auto",
             Backend::Host => "host",
             Backend::Sim => "sim",
@@ -54,25 +61,34 @@ impl Backend {
 
 impl fmt::Display for Backend {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+        match self {
+            Backend::CudaDevice(n) => write!(f, "cuda:{n}"),
+            b => f.write_str(b.name()),
+        }
     }
 }
 
 impl FromStr for Backend {
     type Err = Error;
 
-    /// Parse "cuda", "auto", "host" or "sim" (ASCII case-insensitive,
-    /// surrounding whitespace ignored).
+    /// Parse "cuda", "cuda:N" (device N), "auto", "host" or "sim" (ASCII
+    /// case-insensitive, surrounding whitespace ignored).
     fn from_str(s: &str) -> Result<Backend> {
         let t = s.trim();
+        if let Some((head, n)) = t.split_once(':')
+            && head.eq_ignore_ascii_case("cuda")
+            && let Ok(n) = n.parse::<u32>()
+        {
+            return Ok(Backend::CudaDevice(n));
+        }
         Backend::ALL
             .into_iter()
             .find(|b| b.name().eq_ignore_ascii_case(t))
             .ok_or_else(|| {
-                Error::InvalidArgument(format!(
-                    "unknown backend `{s}` (expected one of: {})",
-                    Backend::ALL.map(Backend::name).join(", ")
-                ))
+                let names = Backend::ALL.map(Backend::name).join(", ") + ", cuda:<ordinal>";
+                ArgError::new("backend", format!("one of: {names}"), format!("`{s}`"))
+                    .with_message(format!("unknown backend `{s}` (expected one of: {names})"))
+                    .into()
             })
     }
 }
@@ -102,7 +118,7 @@ impl fmt::Display for Ran {
 /// What a [`Backend`] resolved to.
 #[derive(Debug, Clone)]
 pub enum Resolved {
-    /// Run on device 0's shared context.
+    /// Run on the device's shared context.
     Cuda(Context),
     /// Run the host model.
     Host,
@@ -122,16 +138,35 @@ impl Resolved {
 }
 
 /// Resolve `backend` into what to run. `Cuda` returns device 0's context
-/// ([`Context::cuda`]) or its error ([`Error::NoDevice`] without a device);
+/// ([`Context::cuda`]) or its error ([`Error::NoDevice`] without a device),
+/// `CudaDevice(n)` device `n`'s;
 /// `Auto` that context, or [`Resolved::Host`] when there is no (supported)
 /// device (a busy or faulted device is an error, not a fallback); `Host`
 /// and `Sim` never touch the driver.
+///
+/// ```
+/// use ptxsmith::runtime::{Backend, Ran, resolve};
+///
+/// assert_eq!(resolve(Backend::Sim)?.ran(), Ran::Sim);
+/// // Auto: the GPU when there is one, else the host model.
+/// let auto = resolve(Backend::Auto)?.ran();
+/// assert!(auto == Ran::Cuda || auto == Ran::Host);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 pub fn resolve(backend: Backend) -> Result<Resolved> {
     match backend {
         Backend::Cuda => Context::cuda(0).map(Resolved::Cuda),
+        Backend::CudaDevice(n) => Context::cuda(n).map(Resolved::Cuda),
         Backend::Auto => match Context::cuda(0) {
             Ok(gpu) => Ok(Resolved::Cuda(gpu)),
-            Err(Error::NoDevice(_) | Error::UnsupportedSm(_)) => Ok(Resolved::Host),
+            Err(e @ (Error::NoDevice(_) | Error::UnsupportedSm(_))) => {
+                tracing::info!(
+                    target: "ptxsmith::backend",
+                    reason = %e,
+                    "Backend::Auto falls back to the host model"
+                );
+                Ok(Resolved::Host)
+            }
             Err(e) => Err(e),
         },
         Backend::Host => Ok(Resolved::Host),
@@ -150,9 +185,11 @@ mod tests {
         }
         assert_eq!(" CUDA ".parse::<Backend>().unwrap(), Backend::Cuda);
         assert_eq!("Sim".parse::<Backend>().unwrap(), Backend::Sim);
+        assert_eq!("cuda:3".parse::<Backend>().unwrap(), Backend::CudaDevice(3));
+        assert_eq!(Backend::CudaDevice(3).to_string(), "cuda:3");
         let e = "gpu".parse::<Backend>().unwrap_err();
         assert!(
-            matches!(&e, Error::InvalidArgument(m) if m.contains("`gpu`") && m.contains("cuda, auto, host, sim"))
+            matches!(&e, Error::InvalidArgument(m) if m.contains("`gpu`") && m.contains("cuda, auto, host, sim") && m.what == "backend")
         );
         assert_eq!(Backend::default(), Backend::Auto);
     }

@@ -7,21 +7,29 @@
 //! Two different PTX texts under one key would mean a generator whose
 //! tuning key does not name every knob that changes the code; the cache
 //! refuses that with [`Error::Build`] instead of running the wrong kernel.
+//! The check compares fingerprints of the texts. A memoised module
+//! ([`crate::dsl::memo`], what every kernel family launches) brings its
+//! fingerprint, computed once when it was generated, so a warm launch
+//! hashes nothing; any other module's text is hashed on every lookup
+//! (counted by [`ModuleCache::text_hashes`]).
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 use std::fmt;
-use std::hash::{DefaultHasher, Hash, Hasher};
 
 use crate::dsl::PtxModule;
+use crate::dsl::memo;
 use crate::error::{Error, Result};
 use crate::target::Sm;
 
 /// What identifies a compiled module within one context.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ModuleKey {
+    /// The entry name.
     pub kernel: String,
+    /// The tuning key (empty for kernels without knobs).
     pub tuning: String,
+    /// The target.
     pub sm: Sm,
 }
 
@@ -46,22 +54,31 @@ impl fmt::Display for ModuleKey {
     }
 }
 
-/// A fingerprint of a module's text (deterministic within a process).
-fn fingerprint(module: &PtxModule) -> u64 {
-    let mut h = DefaultHasher::new();
-    module.ptx.hash(&mut h);
-    h.finish()
-}
-
 struct Cached<M> {
     fingerprint: u64,
     value: M,
+}
+
+/// Counters of a [`ModuleCache`] (see
+/// [`Context::module_cache_stats`](crate::runtime::Context::module_cache_stats)).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CacheStats {
+    /// Lookups that found the module loaded.
+    pub hits: u64,
+    /// Successful loads (misses that compiled).
+    pub loads: u64,
+    /// Module texts hashed to check the key (zero for memoised modules).
+    pub text_hashes: u64,
+    /// Modules held.
+    pub modules: usize,
 }
 
 /// A map from [`ModuleKey`] to a loaded module `M`, filled on first use.
 pub struct ModuleCache<M> {
     entries: HashMap<ModuleKey, Cached<M>>,
     loads: u64,
+    hits: u64,
+    text_hashes: u64,
 }
 
 impl<M> Default for ModuleCache<M> {
@@ -87,7 +104,18 @@ impl<M> ModuleCache<M> {
         Self {
             entries: HashMap::new(),
             loads: 0,
+            hits: 0,
+            text_hashes: 0,
         }
+    }
+
+    /// The fingerprint of `module`'s text: known for a memoised module,
+    /// hashed (and counted) otherwise.
+    fn fingerprint(&mut self, module: &PtxModule) -> u64 {
+        memo::known_fingerprint(module).unwrap_or_else(|| {
+            self.text_hashes += 1;
+            memo::fingerprint_text(&module.ptx)
+        })
     }
 
     /// The loaded form of `module`, calling `load` only if its key is not
@@ -98,7 +126,7 @@ impl<M> ModuleCache<M> {
     where
         F: FnOnce(&PtxModule) -> Result<M>,
     {
-        let fp = fingerprint(module);
+        let fp = self.fingerprint(module);
         match self.entries.entry(ModuleKey::of(module)) {
             Entry::Occupied(e) => {
                 if e.get().fingerprint != fp {
@@ -110,9 +138,24 @@ impl<M> ModuleCache<M> {
                         ),
                     });
                 }
+                self.hits += 1;
+                tracing::debug!(
+                    target: "ptxsmith::jit",
+                    kernel = %module.kernel,
+                    tuning = %module.tuning,
+                    sm = %module.sm,
+                    "module cache hit"
+                );
                 Ok(&e.into_mut().value)
             }
             Entry::Vacant(e) => {
+                tracing::debug!(
+                    target: "ptxsmith::jit",
+                    kernel = %module.kernel,
+                    tuning = %module.tuning,
+                    sm = %module.sm,
+                    "module cache miss"
+                );
                 let value = load(module)?;
                 self.loads += 1;
                 Ok(&e
@@ -143,6 +186,27 @@ impl<M> ModuleCache<M> {
     /// Number of successful loads so far (cache misses that compiled).
     pub fn loads(&self) -> u64 {
         self.loads
+    }
+
+    /// Number of lookups that found their module loaded.
+    pub fn hits(&self) -> u64 {
+        self.hits
+    }
+
+    /// Number of module texts hashed so far: one per lookup of a module
+    /// that is not memoised, none for memoised ones.
+    pub fn text_hashes(&self) -> u64 {
+        self.text_hashes
+    }
+
+    /// All counters at once.
+    pub fn stats(&self) -> CacheStats {
+        CacheStats {
+            hits: self.hits,
+            loads: self.loads,
+            text_hashes: self.text_hashes,
+            modules: self.entries.len(),
+        }
     }
 
     /// Drop every cached module.
@@ -250,6 +314,33 @@ mod tests {
             }
             e => panic!("unexpected {e:?}"),
         }
+    }
+
+    #[test]
+    fn memoised_modules_are_not_hashed_again() {
+        let mut cache = ModuleCache::new();
+        let m = memo::memoized("cache test", Sm::Sm80, (), || {
+            Ok(module("k", "", Sm::Sm80, "T"))
+        })
+        .unwrap();
+        for _ in 0..5 {
+            cache.get_or_load(m, |_| Ok(())).unwrap();
+        }
+        assert_eq!(
+            cache.stats(),
+            CacheStats {
+                hits: 4,
+                loads: 1,
+                text_hashes: 0,
+                modules: 1
+            }
+        );
+        // A copy of the same text is hashed, and accepted.
+        cache.get_or_load(&m.clone(), |_| Ok(())).unwrap();
+        assert_eq!(cache.text_hashes(), 1);
+        // A different text under the same key is still refused.
+        let other = module("k", "", Sm::Sm80, "U");
+        assert!(cache.get_or_load(&other, |_| Ok(())).is_err());
     }
 
     #[test]

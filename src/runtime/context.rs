@@ -49,8 +49,9 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::dsl::PtxModule;
 use crate::dsl::params::{ArgValue, DevPtr};
-use crate::error::{Error, Result};
+use crate::error::{ArgError, DriverCode, Error, Result};
 use crate::runtime::buffer::{AsDevice, AsDeviceMut, DeviceBuffer, DeviceRepr};
+use crate::runtime::cache::CacheStats;
 use crate::runtime::device::{Gpu, GpuInfo, cuda_unavailable_reason};
 use crate::runtime::exec::{Executor, LaunchConfig, PointerCheck, RawStream, Traffic};
 use crate::sim::Sim;
@@ -61,7 +62,10 @@ use crate::target::Sm;
 #[non_exhaustive]
 pub enum DeviceKind {
     /// CUDA device `ordinal`.
-    Cuda { ordinal: u32 },
+    Cuda {
+        /// The driver's device number.
+        ordinal: u32,
+    },
     /// The CPU PTX simulator.
     Sim,
 }
@@ -167,6 +171,16 @@ impl Context {
     }
 
     /// A fresh CPU-simulator context for `sm` (checks on).
+    ///
+    /// ```
+    /// use ptxsmith::runtime::Context;
+    ///
+    /// let ctx = Context::sim(ptxsmith::Sm::Sm90);
+    /// let buf = ctx.upload(&[1u32, 2, 3])?;
+    /// assert_eq!(buf.to_vec()?, [1, 2, 3]);
+    /// assert_eq!(ctx.traffic().bytes_uploaded, 12);
+    /// # Ok::<(), ptxsmith::Error>(())
+    /// ```
     pub fn sim(sm: Sm) -> Self {
         Self::from_executor(DeviceKind::Sim, None, Box::new(Sim::new(sm)))
     }
@@ -174,6 +188,18 @@ impl Context {
     /// The process-wide context of CUDA device `ordinal` (see the
     /// [module docs](self)): opened on first use, shared afterwards,
     /// reopened after a fault lost it.
+    ///
+    /// ```
+    /// use ptxsmith::runtime::Context;
+    ///
+    /// match Context::cuda(0) {
+    ///     Ok(ctx) => println!("{}", ctx.info().expect("a GPU")),
+    ///     // Without a driver or device: a typed error with the loader's reason.
+    ///     Err(ptxsmith::Error::NoDevice(reason)) => println!("no GPU: {reason}"),
+    ///     Err(e) => return Err(e),
+    /// }
+    /// # Ok::<(), ptxsmith::Error>(())
+    /// ```
     ///
     /// # Errors
     /// [`Error::NoDevice`] without a driver or for an ordinal the driver
@@ -194,6 +220,7 @@ impl Context {
             registry.remove(&ordinal);
             Gpu::reset_primary(ordinal).map_err(|e| Error::Driver {
                 call: "cuDevicePrimaryCtxReset",
+                code: e.driver_code().unwrap_or(DriverCode::UNKNOWN),
                 message: format!(
                     "device {ordinal} could not be reset after the fault ({fault}): {e}; the process must restart to use it again"
                 ),
@@ -201,6 +228,7 @@ impl Context {
         }
         let gpu = Gpu::open(ordinal)?;
         let info = gpu.info().clone();
+        tracing::info!(target: "ptxsmith::device", %info, "opened CUDA device");
         let ctx = Self::from_executor(DeviceKind::Cuda { ordinal }, Some(info), Box::new(gpu));
         registry.insert(ordinal, ctx.clone());
         Ok(ctx)
@@ -245,12 +273,25 @@ impl Context {
             ctx: self.clone(),
             raw: self.inner.default_stream,
             _owner: None,
+            keep: None,
             borrowed: false,
         }
     }
 
     /// A new stream, destroyed (after synchronising) when its last clone
     /// drops.
+    ///
+    /// ```
+    /// use ptxsmith::runtime::Context;
+    ///
+    /// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+    /// let (a, b) = (ctx.new_stream()?, ctx.new_stream()?);
+    /// let mut buf = ctx.alloc_zeroed::<f32>(4)?;
+    /// a.copy_from_host(&mut buf, &[1.0; 4])?;
+    /// b.wait_for(&a)?; // b's later work runs after a's
+    /// assert_eq!(b.to_vec(&buf)?, [1.0; 4]);
+    /// # Ok::<(), ptxsmith::Error>(())
+    /// ```
     pub fn new_stream(&self) -> Result<Stream> {
         let mut st = self.state();
         let raw = st.ex.create_stream()?;
@@ -263,8 +304,45 @@ impl Context {
                 ctx: self.clone(),
                 raw,
             })),
+            keep: None,
             borrowed: false,
         })
+    }
+
+    /// Vouch for a foreign range (see [`ForeignSlice`](crate::runtime::ForeignSlice)).
+    pub(crate) fn adopt_foreign(&self, addr: u64, bytes: usize) -> Result<()> {
+        self.state()
+            .ex
+            .adopt_foreign(addr, bytes)
+            .map_err(|e| match e {
+                Error::WrongContext { what, owner, .. } => Error::WrongContext {
+                    what,
+                    owner,
+                    used: self.id(),
+                },
+                e => e,
+            })
+    }
+
+    /// A foreign view was dropped.
+    pub(crate) fn forget_foreign(&self, addr: u64, bytes: usize) {
+        self.state().ex.forget_foreign(addr, bytes);
+    }
+
+    /// Entries the context keeps about queued work and foreign memory
+    /// (kernel names per stream, foreign views, dropped buffers waiting to
+    /// be freed). Bounded however the streams are synchronised: a foreign
+    /// stream synchronised only by its owner's stack does not make it
+    /// grow (see `tests/foreign_interop.rs`).
+    pub fn bookkeeping(&self) -> usize {
+        let st = self.state();
+        st.ex.bookkeeping() + st.dead.len()
+    }
+
+    /// The driver's handle of this context's `CUcontext` (its device's
+    /// primary context) as an integer; `None` on the simulator.
+    pub fn driver_context(&self) -> Option<usize> {
+        self.state().ex.driver_context()
     }
 
     /// A [`Stream`] over a foreign stream handle (for the raw-pointer entry
@@ -274,13 +352,14 @@ impl Context {
             ctx: self.clone(),
             raw,
             _owner: None,
+            keep: None,
             borrowed: raw != self.inner.default_stream,
         }
     }
 
     fn alloc_inner<T: DeviceRepr>(&self, len: usize, zeroed: bool) -> Result<DeviceBuffer<T>> {
         let bytes = len.checked_mul(size_of::<T>()).ok_or_else(|| {
-            Error::InvalidArgument(format!(
+            Error::invalid(format!(
                 "allocation of {len} elements of {} bytes overflows",
                 size_of::<T>()
             ))
@@ -291,22 +370,59 @@ impl Context {
 
     /// `len` uninitialised elements (the simulator reports a kernel read of
     /// a byte nobody wrote).
+    ///
+    /// ```
+    /// use ptxsmith::runtime::Context;
+    ///
+    /// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+    /// let mut buf = ctx.alloc::<u8>(3)?; // uninitialised (the simulator tracks it)
+    /// buf.copy_from_host(&[7, 8, 9])?;
+    /// assert_eq!(buf.to_vec()?, [7, 8, 9]);
+    /// # Ok::<(), ptxsmith::Error>(())
+    /// ```
     pub fn alloc<T: DeviceRepr>(&self, len: usize) -> Result<DeviceBuffer<T>> {
         self.alloc_inner(len, false)
     }
 
     /// `len` zeroed elements.
+    ///
+    /// ```
+    /// use ptxsmith::runtime::Context;
+    ///
+    /// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+    /// assert_eq!(ctx.alloc_zeroed::<i32>(2)?.to_vec()?, [0, 0]);
+    /// # Ok::<(), ptxsmith::Error>(())
+    /// ```
     pub fn alloc_zeroed<T: DeviceRepr>(&self, len: usize) -> Result<DeviceBuffer<T>> {
         self.alloc_inner(len, true)
     }
 
     /// A new buffer holding a copy of `data` (default stream).
+    ///
+    /// ```
+    /// use ptxsmith::runtime::Context;
+    ///
+    /// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+    /// let buf = ctx.upload(&[0.5f32, 1.5])?;
+    /// assert_eq!(buf.len(), 2);
+    /// # Ok::<(), ptxsmith::Error>(())
+    /// ```
     pub fn upload<T: DeviceRepr>(&self, data: &[T]) -> Result<DeviceBuffer<T>> {
         self.default_stream().upload(data)
     }
 
     /// Wait for every stream of the context (and free the memory of
     /// dropped buffers).
+    ///
+    /// ```
+    /// use ptxsmith::runtime::Context;
+    ///
+    /// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+    /// drop(ctx.upload(&[1u8])?);
+    /// ctx.synchronize()?; // every stream idle: dropped buffers are freed
+    /// assert_eq!(ctx.deferred_frees(), 0);
+    /// # Ok::<(), ptxsmith::Error>(())
+    /// ```
     pub fn synchronize(&self) -> Result<()> {
         let mut st = self.state();
         st.ex.synchronize(None)?;
@@ -323,6 +439,14 @@ impl Context {
     /// keep compilation out of a timed region.
     pub fn load(&self, module: &PtxModule) -> Result<()> {
         self.state().ex.load(module)
+    }
+
+    /// The JIT module cache's counters: loads (compilations), hits, and
+    /// module texts hashed (zero for the kernel families' memoised
+    /// modules, see [`crate::dsl::memo`]). `None` on the simulator, which
+    /// compiles nothing.
+    pub fn module_cache_stats(&self) -> Option<CacheStats> {
+        self.state().ex.module_cache_stats()
     }
 
     /// Make this context current on the calling thread (GPU; a no-op on
@@ -403,6 +527,9 @@ pub struct Stream {
     ctx: Context,
     raw: RawStream,
     _owner: Option<Arc<StreamOwner>>,
+    /// What keeps a foreign stream alive while this handle is used (the
+    /// other stack's stream object, e.g. a cudarc `Arc<CudaStream>`).
+    keep: Option<Arc<dyn std::any::Any + Send + Sync>>,
     /// A stream ptxsmith did not make (see `State::foreign_work`).
     borrowed: bool,
 }
@@ -417,12 +544,89 @@ impl fmt::Debug for Stream {
 }
 
 fn length_mismatch(op: &str, device: usize, host: usize) -> Error {
-    Error::InvalidArgument(format!(
+    ArgError::new(
+        "host slice",
+        format!("{device} elements (the device slice's length)"),
+        format!("{host} elements"),
+    )
+    .with_message(format!(
         "{op}: device slice has {device} elements, host slice {host}"
     ))
+    .into()
 }
 
 impl Stream {
+    /// A [`Stream`] over a stream another stack created (cudarc's
+    /// `CudaStream::cu_stream()`, PyTorch's current stream, a plain
+    /// `cuStreamCreate`) in `ctx`'s context: kernels queued on it run in
+    /// that stack's order, and [`wait_for`](Self::wait_for) orders
+    /// ptxsmith's own streams against it (and it against them) with events
+    /// on the device, without a host synchronisation. ptxsmith never
+    /// destroys it. [`RawStream::NULL`] is the legacy default stream.
+    ///
+    /// ```
+    /// use ptxsmith::runtime::{Context, Executor, Stream};
+    /// use ptxsmith::Sm;
+    ///
+    /// let ctx = Context::sim(Sm::Sm80);
+    /// // A stream "another stack" made (on the simulator: one it handed out).
+    /// let raw = ctx.with_sim(|sim| sim.create_stream().unwrap()).unwrap();
+    /// // SAFETY: a live stream of this context, never destroyed.
+    /// let theirs = unsafe { Stream::from_raw(&ctx, raw)? };
+    /// let ours = ctx.new_stream()?;
+    /// ours.wait_for(&theirs)?; // ours runs after the work queued on theirs
+    /// # Ok::<(), ptxsmith::Error>(())
+    /// ```
+    ///
+    /// # Safety
+    /// `raw` is a stream of `ctx`'s context (on a GPU: a `CUstream` of the
+    /// device's primary context, or the legacy stream) that stays alive
+    /// while the returned stream or a clone of it is used and until the
+    /// work queued through it has run.
+    ///
+    /// # Errors
+    /// [`Error::WrongContext`] (owner [`FOREIGN_CONTEXT`](crate::FOREIGN_CONTEXT))
+    /// when the backend refuses the stream: a GPU one of another context or
+    /// an invalid handle (an event of this context cannot be recorded on
+    /// it), the simulator one it did not hand out.
+    // An `unsafe fn` for its contract only: no unsafe operation inside.
+    #[allow(unsafe_code)]
+    pub unsafe fn from_raw(ctx: &Context, raw: RawStream) -> Result<Stream> {
+        if let Err(e) = ctx.state().ex.verify_stream(raw) {
+            tracing::debug!(target: "ptxsmith::interop", stream = %format_args!("{:#x}", raw.0), error = %e, "foreign stream refused");
+            return Err(match e {
+                Error::InvalidArgument(_)
+                | Error::Driver {
+                    code:
+                        DriverCode::INVALID_HANDLE
+                        | DriverCode::INVALID_CONTEXT
+                        | DriverCode::CONTEXT_IS_DESTROYED
+                        | DriverCode::INVALID_VALUE,
+                    ..
+                } => Error::WrongContext {
+                    what: format!("stream {:#x} ({e})", raw.0),
+                    owner: crate::error::FOREIGN_CONTEXT,
+                    used: ctx.id(),
+                },
+                e => e,
+            });
+        }
+        Ok(ctx.borrowed_stream(raw))
+    }
+
+    /// This stream keeping `owner` (the foreign stream object) alive.
+    #[cfg_attr(not(feature = "cudarc"), allow(dead_code))]
+    pub(crate) fn keeping(mut self, owner: Arc<dyn std::any::Any + Send + Sync>) -> Stream {
+        self.keep = Some(owner);
+        self
+    }
+
+    /// The foreign stream object this stream keeps alive, if any.
+    #[cfg_attr(not(feature = "cudarc"), allow(dead_code))]
+    pub(crate) fn kept(&self) -> Option<&Arc<dyn std::any::Any + Send + Sync>> {
+        self.keep.as_ref()
+    }
+
     /// The stream's context.
     pub fn context(&self) -> &Context {
         &self.ctx
@@ -449,6 +653,19 @@ impl Stream {
 
     /// Wait until everything queued here has run. Errors of queued work
     /// surface here, naming the kernels.
+    ///
+    /// ```
+    /// use ptxsmith::runtime::Context;
+    ///
+    /// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+    /// let st = ctx.default_stream();
+    /// let s = ctx.new_stream()?;
+    /// let mut buf = ctx.alloc::<u32>(1)?;
+    /// s.zero(&mut buf)?; // queued
+    /// s.synchronize()?; // done, or the error of what was queued
+    /// assert_eq!(s.to_vec(&buf)?, [0]);
+    /// # Ok::<(), ptxsmith::Error>(())
+    /// ```
     pub fn synchronize(&self) -> Result<()> {
         let mut st = self.ctx.state();
         st.ex.synchronize(Some(self.raw))?;
@@ -459,6 +676,21 @@ impl Stream {
     /// Make later work on this stream wait for the work queued on `other`
     /// so far (on the device; the host does not block).
     ///
+    /// ```
+    /// use ptxsmith::runtime::Context;
+    ///
+    /// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+    /// let st = ctx.default_stream();
+    /// let other = ctx.new_stream()?;
+    /// let mut buf = ctx.alloc::<u32>(2)?;
+    /// other.copy_from_host(&mut buf, &[5, 6])?;
+    /// st.wait_for(&other)?; // later work on st runs after other's
+    /// let mut copy = ctx.alloc::<u32>(2)?;
+    /// st.copy(&mut copy, &buf)?;
+    /// assert_eq!(st.to_vec(&copy)?, [5, 6]);
+    /// # Ok::<(), ptxsmith::Error>(())
+    /// ```
+    ///
     /// # Errors
     /// [`Error::WrongContext`] when `other` belongs to another context.
     pub fn wait_for(&self, other: &Stream) -> Result<()> {
@@ -468,6 +700,16 @@ impl Stream {
     }
 
     /// A new buffer holding a copy of `data`, copied on this stream.
+    ///
+    /// ```
+    /// use ptxsmith::runtime::Context;
+    ///
+    /// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+    /// let st = ctx.default_stream();
+    /// let buf = st.upload(&[1u16, 2])?;
+    /// assert_eq!(st.to_vec(&buf)?, [1, 2]);
+    /// # Ok::<(), ptxsmith::Error>(())
+    /// ```
     pub fn upload<T: DeviceRepr>(&self, data: &[T]) -> Result<DeviceBuffer<T>> {
         let mut buf = self.ctx.alloc(data.len())?;
         self.copy_from_host(&mut buf, data)?;
@@ -476,6 +718,20 @@ impl Stream {
 
     /// Copy `src` into `dst` (same length), in order after the work queued
     /// here; returns when the bytes have landed.
+    ///
+    /// ```
+    /// use ptxsmith::runtime::Context;
+    ///
+    /// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+    /// let st = ctx.default_stream();
+    /// let mut buf = ctx.alloc::<f32>(2)?;
+    /// st.copy_from_host(&mut buf.slice_mut(1..)?, &[9.0])?; // a sub-range
+    /// st.copy_from_host(&mut buf.slice_mut(..1)?, &[8.0])?;
+    /// assert_eq!(st.to_vec(&buf)?, [8.0, 9.0]);
+    /// // Lengths must match.
+    /// assert!(st.copy_from_host(&mut buf, &[1.0]).is_err());
+    /// # Ok::<(), ptxsmith::Error>(())
+    /// ```
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] when the lengths differ,
@@ -504,6 +760,18 @@ impl Stream {
     /// Copy `src` into `dst` (same length), after the work queued here;
     /// returns when done.
     ///
+    /// ```
+    /// use ptxsmith::runtime::Context;
+    ///
+    /// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+    /// let st = ctx.default_stream();
+    /// let buf = st.upload(&[3i32, -4])?;
+    /// let mut out = [0i32; 2];
+    /// st.copy_to_host(&buf, &mut out)?;
+    /// assert_eq!(out, [3, -4]);
+    /// # Ok::<(), ptxsmith::Error>(())
+    /// ```
+    ///
     /// # Errors
     /// As [`copy_from_host`](Self::copy_from_host), plus errors of queued
     /// work on this stream.
@@ -525,6 +793,16 @@ impl Stream {
     }
 
     /// `src` as a new vector (see [`copy_to_host`](Self::copy_to_host)).
+    ///
+    /// ```
+    /// use ptxsmith::runtime::Context;
+    ///
+    /// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+    /// let st = ctx.default_stream();
+    /// let buf = st.upload(&[1u8, 2, 3])?;
+    /// assert_eq!(st.to_vec(&buf.slice(1..)?)?, [2, 3]);
+    /// # Ok::<(), ptxsmith::Error>(())
+    /// ```
     pub fn to_vec<T: DeviceRepr>(&self, src: &impl AsDevice<T>) -> Result<Vec<T>> {
         let mut out = vec![T::zeroed(); src.as_device().len];
         self.copy_to_host(src, &mut out)?;
@@ -532,6 +810,17 @@ impl Stream {
     }
 
     /// Queue a device → device copy of `src` into `dst` (same length).
+    ///
+    /// ```
+    /// use ptxsmith::runtime::Context;
+    ///
+    /// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+    /// let st = ctx.default_stream();
+    /// let (src, mut dst) = (st.upload(&[1u64, 2])?, ctx.alloc::<u64>(2)?);
+    /// st.copy(&mut dst, &src)?; // device to device, queued
+    /// assert_eq!(st.to_vec(&dst)?, [1, 2]);
+    /// # Ok::<(), ptxsmith::Error>(())
+    /// ```
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] when the lengths differ,
@@ -545,10 +834,16 @@ impl Stream {
         self.ctx.check_owner("the destination buffer", d.ctx)?;
         self.ctx.check_owner("the source buffer", s.ctx)?;
         if d.len != s.len {
-            return Err(Error::InvalidArgument(format!(
+            return Err(ArgError::new(
+                "destination",
+                format!("{} elements (the source's length)", s.len),
+                format!("{} elements", d.len),
+            )
+            .with_message(format!(
                 "device copy: destination has {} elements, source {}",
                 d.len, s.len
-            )));
+            ))
+            .into());
         }
         let bytes = s.len * size_of::<T>();
         let mut st = self.ctx.state();
@@ -560,6 +855,17 @@ impl Stream {
     }
 
     /// Queue zeroing `dst`.
+    ///
+    /// ```
+    /// use ptxsmith::runtime::Context;
+    ///
+    /// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+    /// let st = ctx.default_stream();
+    /// let mut buf = st.upload(&[1.0f32, 2.0, 3.0])?;
+    /// st.zero(&mut buf.slice_mut(1..)?)?;
+    /// assert_eq!(st.to_vec(&buf)?, [1.0, 0.0, 0.0]);
+    /// # Ok::<(), ptxsmith::Error>(())
+    /// ```
     pub fn zero<T: DeviceRepr>(&self, dst: &mut impl AsDeviceMut<T>) -> Result<()> {
         let d = dst.as_device_mut();
         self.ctx.check_owner("the buffer to zero", d.ctx)?;
@@ -601,26 +907,30 @@ impl Stream {
     /// Queue `module` with `args`, checked against the module's parameters
     /// and its PTX entry signature; every pointer argument must lie in a live
     /// buffer of this context.
+    ///
+    /// ```
+    /// use ptxsmith::dsl::params::KernelParams;
+    /// use ptxsmith::kernels::dot::ptx::{self, DotRowsArgs};
+    /// use ptxsmith::runtime::{Context, LaunchConfig};
+    ///
+    /// // A kernel launched by hand: the row dot product's module and arguments.
+    /// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+    /// let st = ctx.default_stream();
+    /// let (x, y, mut out) = (st.upload(&[1.0f32, 2.0])?, st.upload(&[3.0f32, 4.0])?, ctx.alloc::<f32>(1)?);
+    /// let args = DotRowsArgs {
+    ///     x: st.arg("x", &x)?,
+    ///     y: st.arg("y", &y)?,
+    ///     out: st.arg_mut("out", &mut out)?,
+    ///     rows: 1,
+    ///     n: 2,
+    /// };
+    /// let module = ptx::generate(ctx.sm())?;
+    /// st.launch(&module, LaunchConfig::linear(1, ptx::BLOCK), &args.args())?;
+    /// assert_eq!(st.to_vec(&out)?, [11.0]);
+    /// # Ok::<(), ptxsmith::Error>(())
+    /// ```
     pub fn launch(&self, module: &PtxModule, cfg: LaunchConfig, args: &[ArgValue]) -> Result<()> {
         self.launch_with(module, cfg, args, PointerCheck::LiveBuffers)
-    }
-
-    /// Queue a copy of `src` into foreign device memory at `dst` (raw entry
-    /// points: their caller vouches for `dst`).
-    pub(crate) fn copy_to_foreign<T: DeviceRepr>(
-        &self,
-        dst: u64,
-        src: &impl AsDevice<T>,
-    ) -> Result<()> {
-        let s = src.as_device();
-        self.ctx.check_owner("the source buffer", s.ctx)?;
-        let bytes = s.len * size_of::<T>();
-        let mut st = self.ctx.state();
-        st.ex
-            .copy_dtod(self.raw, dst, s.addr, bytes, PointerCheck::Caller)?;
-        st.count(self.raw, |t| t.bytes_copied_on_device += bytes as u64);
-        st.foreign_work |= self.borrowed;
-        Ok(())
     }
 
     /// Launch checked or not, as the entry point's caller asked. The
@@ -634,8 +944,35 @@ impl Stream {
         args: &[ArgValue],
         pointers: PointerCheck,
     ) -> Result<()> {
+        tracing::debug!(
+            target: "ptxsmith::launch",
+            kernel = %module.kernel,
+            sm = %module.sm,
+            grid = ?cfg.grid,
+            block = ?cfg.block,
+            dynamic_smem = cfg.dynamic_smem_bytes,
+            stream = %format_args!("{:#x}", self.raw.0),
+            context = self.ctx.id(),
+            "launch"
+        );
         let mut st = self.ctx.state();
-        st.ex.launch(self.raw, module, cfg, args, pointers)?;
+        if let Err(e) = st.ex.launch(self.raw, module, cfg, args, pointers) {
+            match &e {
+                Error::Sim(finding) => tracing::warn!(
+                    target: "ptxsmith::sim",
+                    kernel = %module.kernel,
+                    %finding,
+                    "simulator finding"
+                ),
+                e => tracing::debug!(
+                    target: "ptxsmith::launch",
+                    kernel = %module.kernel,
+                    error = %e,
+                    "launch refused"
+                ),
+            }
+            return Err(e);
+        }
         st.count(self.raw, |t| t.launches += 1);
         st.foreign_work |= self.borrowed;
         Ok(())

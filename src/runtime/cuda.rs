@@ -14,21 +14,23 @@ use std::sync::Arc;
 use oxicuda_driver::error::CudaError;
 use oxicuda_driver::module::{JitOptions, Module};
 use oxicuda_driver::stream::Stream;
-use oxicuda_launch::Kernel;
 
 use crate::dsl::PtxModule;
 use crate::dsl::params::{ArgValue, ParamDesc, ParamKind};
-use crate::error::{Error, Result};
-use crate::runtime::device::{DevBuf, Gpu, LoadedKernel, driver_error};
+use crate::error::{ArgError, Error, FOREIGN_CONTEXT, Result};
+use crate::runtime::cache::CacheStats;
+use crate::runtime::device::{
+    DevBuf, ForeignRange, Gpu, LoadedKernel, Pending, code_of, driver_error,
+};
 use crate::runtime::exec::{Executor, LaunchConfig, PointerCheck, RawStream, Traffic};
-use crate::runtime::ffi::{self, ArgPack, DeviceAlloc};
+use crate::runtime::ffi::{self, ArgPack, DeviceAlloc, Mem};
 use crate::target::{MAX_THREADS_PER_BLOCK, STATIC_SMEM_LIMIT, Sm};
 
 /// The parameter sizes of `module`'s entry as its PTX text declares them
 /// (how the driver reads the argument pack).
 fn ptx_param_sizes(module: &PtxModule) -> Result<Vec<u32>> {
     let sig = crate::sim::parse::entry_signature(&module.ptx, &module.kernel).map_err(|e| {
-        Error::InvalidArgument(format!(
+        Error::invalid(format!(
             "module `{}`: cannot read the entry parameter list from its PTX: {e}",
             module.kernel
         ))
@@ -47,7 +49,7 @@ fn check_declared(module: &PtxModule, in_ptx: &[u32]) -> Result<()> {
     };
     let declared: Vec<u32> = module.params.iter().map(size).collect();
     if declared != in_ptx {
-        return Err(Error::InvalidArgument(format!(
+        return Err(Error::invalid(format!(
             "module `{}`: its PTX entry takes parameters of {in_ptx:?} bytes, its description says {declared:?}",
             module.kernel
         )));
@@ -64,6 +66,31 @@ pub(crate) fn check_signature(module: &PtxModule) -> Result<()> {
 
 /// JIT-compile `module` in the current context and look up its entry.
 fn jit(module: &PtxModule, driver: Option<(u32, u32)>) -> Result<Arc<LoadedKernel>> {
+    let _span = tracing::debug_span!(
+        target: "ptxsmith::jit",
+        "jit",
+        kernel = %module.kernel,
+        tuning = %module.tuning,
+        sm = %module.sm,
+        ptx_version = %module.version,
+        bytes = module.ptx.len(),
+    )
+    .entered();
+    let start = std::time::Instant::now();
+    let r = jit_load(module, driver);
+    match &r {
+        Ok(k) => tracing::debug!(
+            target: "ptxsmith::jit",
+            ms = start.elapsed().as_secs_f64() * 1e3,
+            static_smem = k.static_smem,
+            "JIT compiled"
+        ),
+        Err(e) => tracing::warn!(target: "ptxsmith::jit", error = %e, "JIT failed"),
+    }
+    r
+}
+
+fn jit_load(module: &PtxModule, driver: Option<(u32, u32)>) -> Result<Arc<LoadedKernel>> {
     let param_sizes = ptx_param_sizes(module)?;
     check_declared(module, &param_sizes)?;
     let jit_error = |message: String, log: String| Error::Jit {
@@ -103,7 +130,7 @@ fn jit(module: &PtxModule, driver: Option<(u32, u32)>) -> Result<Arc<LoadedKerne
             CudaError::NotInitialized => driver_error("cuModuleLoadDataEx", e),
             other => jit_error(other.to_string(), String::new()),
         })?;
-    let kernel = Kernel::from_module(Arc::new(loaded), &module.kernel).map_err(|e| {
+    let function = loaded.get_function(&module.kernel).map_err(|e| {
         jit_error(
             format!(
                 "entry `{}` not found in the loaded module: {e}",
@@ -112,14 +139,14 @@ fn jit(module: &PtxModule, driver: Option<(u32, u32)>) -> Result<Arc<LoadedKerne
             String::new(),
         )
     })?;
-    let static_smem = kernel
-        .function()
+    let static_smem = function
         .shared_memory_bytes()
         .ok()
         .and_then(|b| u32::try_from(b).ok())
         .unwrap_or(0);
     Ok(Arc::new(LoadedKernel {
-        kernel,
+        function,
+        _module: loaded,
         static_smem,
         param_sizes,
     }))
@@ -139,21 +166,21 @@ fn check_config(kernel: &str, cfg: &LaunchConfig, static_smem: u32, max_smem: u3
     let (gx, gy, gz) = cfg.grid;
     let (bx, by, bz) = cfg.block;
     if [gx, gy, gz, bx, by, bz].contains(&0) {
-        return Err(Error::InvalidArgument(format!(
+        return Err(Error::invalid(format!(
             "launch of `{kernel}`: grid {:?} and block {:?} must have no zero dimension",
             cfg.grid, cfg.block
         )));
     }
     let threads = u64::from(bx) * u64::from(by) * u64::from(bz);
     if threads > u64::from(MAX_THREADS_PER_BLOCK) {
-        return Err(Error::InvalidArgument(format!(
+        return Err(Error::invalid(format!(
             "launch of `{kernel}`: block {:?} has {threads} threads, above {MAX_THREADS_PER_BLOCK}",
             cfg.block
         )));
     }
     let total = u64::from(static_smem) + u64::from(cfg.dynamic_smem_bytes);
     if total > u64::from(max_smem) {
-        return Err(Error::InvalidArgument(format!(
+        return Err(Error::invalid(format!(
             "launch of `{kernel}`: {static_smem} bytes of static + {} bytes of dynamic shared memory = {total}, the device allows {max_smem} per block",
             cfg.dynamic_smem_bytes
         )));
@@ -183,33 +210,40 @@ impl Gpu {
             .map(Arc::clone)
     }
 
-    /// The live buffer holding `[addr, addr + len)`, and the offset of
-    /// `addr` in it.
-    fn find(&self, addr: u64, len: usize, op: &str) -> Result<(&DevBuf, usize)> {
+    /// The memory holding `[addr, addr + len)`: a live buffer (and the
+    /// offset of `addr` in it), or the foreign memory of a live foreign
+    /// view.
+    fn find(&self, addr: u64, len: usize, op: &str) -> Result<Mem<'_>> {
         let hit = self.buffers.range(..=addr).next_back();
-        match hit {
-            Some((&base, b))
-                if (addr - base)
-                    .checked_add(len as u64)
-                    .is_some_and(|end| end <= b.bytes as u64) =>
-            {
-                Ok((b, (addr - base) as usize))
-            }
-            _ => Err(Error::InvalidArgument(format!(
-                "{op}: [{addr:#x}, +{len}) is not inside a live buffer of device {}",
-                self.info.ordinal
-            ))),
+        if let Some((&base, b)) = hit
+            && (addr - base)
+                .checked_add(len as u64)
+                .is_some_and(|end| end <= b.bytes as u64)
+        {
+            return Ok(Mem::Own(&b.mem, (addr - base) as usize));
         }
+        let end = addr.checked_add(len as u64);
+        if self
+            .foreign
+            .iter()
+            .any(|r| r.start <= addr && end.is_some_and(|e| e <= r.end))
+        {
+            return Ok(Mem::Foreign(addr));
+        }
+        Err(Error::invalid(format!(
+            "{op}: [{addr:#x}, +{len}) is not inside a live buffer of device {}",
+            self.info.ordinal
+        )))
     }
 
     /// Every pointer argument must point into (or one past) a live buffer
-    /// of this `Gpu`, or be null: a stray address would fault on the device
-    /// and lose the context.
+    /// of this `Gpu` or a live foreign view, or be null: a stray address
+    /// would fault on the device and lose the context.
     fn check_pointers(&self, module: &PtxModule, args: &[ArgValue]) -> Result<()> {
         for (p, a) in module.params.iter().zip(args) {
             let ArgValue::Ptr(addr) = *a else { continue };
             if addr != 0 && self.find(addr, 0, "").is_err() {
-                return Err(Error::InvalidArgument(format!(
+                return Err(Error::invalid(format!(
                     "kernel `{}` parameter `{}` = {addr:#x} is not inside a live buffer of device {}",
                     module.kernel, p.name, self.info.ordinal
                 )));
@@ -227,8 +261,13 @@ impl Gpu {
     /// fault is sticky.
     fn sync_error(&mut self, s: Option<RawStream>, e: CudaError) -> Error {
         let kernels: Vec<String> = match s {
-            Some(s) => self.pending.remove(&s.0).unwrap_or_default(),
-            None => self.pending.drain().flat_map(|(_, v)| v).collect(),
+            Some(s) => self
+                .pending
+                .remove(&s.0)
+                .map(|p| p.describe())
+                .into_iter()
+                .collect(),
+            None => self.pending.drain().map(|(_, p)| p.describe()).collect(),
         };
         let kernel = if kernels.is_empty() {
             "(no kernel queued)".to_string()
@@ -237,11 +276,20 @@ impl Gpu {
         };
         let err = Error::Launch {
             kernel: kernel.clone(),
+            code: code_of(&e),
             message: format!(
                 "queued work failed on device {} ({e}); kernels queued since the last synchronisation: {kernel}",
                 self.info.ordinal
             ),
         };
+        tracing::warn!(
+            target: "ptxsmith::launch",
+            device = self.info.ordinal,
+            code = %code_of(&e),
+            kernels = %kernel,
+            sticky = is_sticky(&e),
+            "queued work failed"
+        );
         if is_sticky(&e) {
             self.mark_lost(err.to_string());
         }
@@ -292,6 +340,7 @@ impl Executor for Gpu {
         let mem = DeviceAlloc::new(bytes).map_err(|e| match e {
             CudaError::OutOfMemory => Error::Driver {
                 call: "cuMemAlloc",
+                code: code_of(&e),
                 message: format!(
                     "out of device memory allocating {bytes} bytes on device {}",
                     self.info.ordinal
@@ -304,7 +353,7 @@ impl Executor for Gpu {
             // Zero on the default stream and wait, so the buffer reads as
             // zero from every stream.
             let s = self.raw_default();
-            ffi::zero(&mem, 0, bytes, s)
+            ffi::zero(Mem::Own(&mem, 0), bytes, s)
                 .and_then(|()| ffi::synchronize(s))
                 .map_err(|e| driver_error("cuMemsetD32Async", e))?;
         }
@@ -315,7 +364,7 @@ impl Executor for Gpu {
 
     fn free(&mut self, addr: u64) -> Result<()> {
         if !self.buffers.contains_key(&addr) {
-            return Err(Error::InvalidArgument(format!(
+            return Err(Error::invalid(format!(
                 "free of {addr:#x}, which is not a live buffer of device {}",
                 self.info.ordinal
             )));
@@ -329,8 +378,8 @@ impl Executor for Gpu {
 
     fn copy_htod(&mut self, s: RawStream, dst: u64, src: &[u8]) -> Result<()> {
         self.make_current()?;
-        let (b, off) = self.find(dst, src.len(), "upload")?;
-        if let Err(e) = ffi::copy_htod(&b.mem, off, src, s) {
+        let m = self.find(dst, src.len(), "upload")?;
+        if let Err(e) = ffi::copy_htod(m, src, s) {
             return Err(self.copy_error("cuMemcpyHtoDAsync", s, e));
         }
         self.pending.remove(&s.0);
@@ -341,8 +390,8 @@ impl Executor for Gpu {
 
     fn copy_dtoh(&mut self, s: RawStream, src: u64, dst: &mut [u8]) -> Result<()> {
         self.make_current()?;
-        let (b, off) = self.find(src, dst.len(), "download")?;
-        if let Err(e) = ffi::copy_dtoh(&b.mem, off, dst, s) {
+        let m = self.find(src, dst.len(), "download")?;
+        if let Err(e) = ffi::copy_dtoh(m, dst, s) {
             return Err(self.copy_error("cuMemcpyDtoHAsync", s, e));
         }
         self.pending.remove(&s.0);
@@ -360,14 +409,13 @@ impl Executor for Gpu {
         pointers: PointerCheck,
     ) -> Result<()> {
         self.make_current()?;
-        let (sb, soff) = self.find(src, bytes, "device copy source")?;
-        let r = match pointers {
-            PointerCheck::LiveBuffers => {
-                let (d, doff) = self.find(dst, bytes, "device copy destination")?;
-                ffi::copy_dtod((&d.mem, doff), (&sb.mem, soff), bytes, s)
-            }
-            PointerCheck::Caller => ffi::copy_dtod_to_foreign(dst, (&sb.mem, soff), bytes, s),
+        let from = self.find(src, bytes, "device copy source")?;
+        let to = match pointers {
+            PointerCheck::LiveBuffers => self.find(dst, bytes, "device copy destination")?,
+            // The caller of an `unsafe` entry point vouched for `dst`.
+            PointerCheck::Caller => Mem::Foreign(dst),
         };
+        let r = ffi::copy_dtod(to, from, bytes, s);
         r.map_err(|e| driver_error("cuMemcpyDtoDAsync", e))?;
         self.traffic.bytes_copied_on_device += bytes as u64;
         Ok(())
@@ -375,8 +423,8 @@ impl Executor for Gpu {
 
     fn zero(&mut self, s: RawStream, dst: u64, bytes: usize) -> Result<()> {
         self.make_current()?;
-        let (b, off) = self.find(dst, bytes, "zero")?;
-        ffi::zero(&b.mem, off, bytes, s).map_err(|e| driver_error("cuMemsetD32Async", e))
+        let m = self.find(dst, bytes, "zero")?;
+        ffi::zero(m, bytes, s).map_err(|e| driver_error("cuMemsetD32Async", e))
     }
 
     fn launch(
@@ -404,6 +452,7 @@ impl Executor for Gpu {
         )?;
         let launch_error = |stage: &str, e: CudaError| Error::Launch {
             kernel: module.kernel.clone(),
+            code: code_of(&e),
             message: format!(
                 "{stage} (grid {:?}, block {:?}, {} B dynamic + {} B static smem): {e}",
                 cfg.grid, cfg.block, cfg.dynamic_smem_bytes, loaded.static_smem
@@ -412,19 +461,17 @@ impl Executor for Gpu {
         if needs_smem_opt_in(loaded.static_smem, cfg.dynamic_smem_bytes) {
             let bytes = i32::try_from(cfg.dynamic_smem_bytes).unwrap_or(i32::MAX);
             loaded
-                .kernel
-                .function()
+                .function
                 .set_max_dynamic_shared_memory(bytes)
                 .map_err(|e| launch_error("opting in to dynamic shared memory", e))?;
         }
-        if let Err(e) = ffi::launch(&loaded.kernel, &cfg, s, &pack) {
+        if let Err(e) = ffi::launch(&loaded.function, &cfg, s, &pack) {
             if is_sticky(&e) {
                 return Err(self.sync_error(Some(s), e));
             }
             return Err(launch_error("cuLaunchKernel", e));
         }
-        let queued = self.pending.entry(s.0).or_default();
-        queued.push(module.kernel.clone());
+        self.pending.entry(s.0).or_default().push(&module.kernel);
         self.traffic.launches += 1;
         Ok(())
     }
@@ -464,6 +511,98 @@ impl Executor for Gpu {
 
     fn load(&mut self, module: &PtxModule) -> Result<()> {
         self.kernel(module).map(drop)
+    }
+
+    fn module_cache_stats(&self) -> Option<CacheStats> {
+        Some(self.modules.stats())
+    }
+
+    fn adopt_foreign(&mut self, addr: u64, bytes: usize) -> Result<()> {
+        self.make_current()?;
+        let end = addr.checked_add(bytes as u64).ok_or_else(|| {
+            Error::invalid(format!(
+                "foreign view [{addr:#x}, +{bytes}) wraps the address space"
+            ))
+        })?;
+        let info = ffi::pointer_info(addr).map_err(|e| {
+            ArgError::new(
+                "foreign view",
+                format!(
+                    "device memory of device {} (a CUDA allocation)",
+                    self.info.ordinal
+                ),
+                format!("{addr:#x}, which the driver does not know ({e})"),
+            )
+            .with_message(format!(
+                "foreign view at {addr:#x}: not device memory the driver knows ({})",
+                code_of(&e)
+            ))
+        })?;
+        let ours = self.ctx.raw().0 as usize;
+        if info.context != 0 && info.context != ours {
+            return Err(Error::WrongContext {
+                what: format!("foreign memory at {addr:#x}"),
+                owner: FOREIGN_CONTEXT,
+                used: 0,
+            });
+        }
+        let alloc_end = info.base.saturating_add(info.size as u64);
+        if info.size != 0 && end > alloc_end {
+            let room = alloc_end.saturating_sub(addr);
+            return Err(ArgError::new(
+                "foreign view",
+                format!("at most {room} bytes (the allocation [{:#x}, +{}) ends there)", info.base, info.size),
+                format!("{bytes} bytes"),
+            )
+            .with_message(format!(
+                "foreign view [{addr:#x}, +{bytes}) runs past its allocation [{:#x}, +{}): {room} bytes remain",
+                info.base, info.size
+            ))
+            .into());
+        }
+        match self
+            .foreign
+            .iter_mut()
+            .find(|r| r.start == addr && r.end == end)
+        {
+            Some(r) => r.views += 1,
+            None => self.foreign.push(ForeignRange {
+                start: addr,
+                end,
+                views: 1,
+            }),
+        }
+        Ok(())
+    }
+
+    fn forget_foreign(&mut self, addr: u64, bytes: usize) {
+        let end = addr.saturating_add(bytes as u64);
+        if let Some(i) = self
+            .foreign
+            .iter()
+            .position(|r| r.start == addr && r.end == end)
+        {
+            self.foreign[i].views -= 1;
+            if self.foreign[i].views == 0 {
+                self.foreign.swap_remove(i);
+            }
+        }
+    }
+
+    fn verify_stream(&mut self, s: RawStream) -> Result<()> {
+        self.make_current()?;
+        // Recording an event of this context on the stream fails for a
+        // stream of another context (CUDA_ERROR_INVALID_HANDLE) or one the
+        // driver does not know.
+        ffi::stream_wait(s, s).map_err(|e| driver_error("cuEventRecord", e))
+    }
+
+    fn driver_context(&self) -> Option<usize> {
+        Some(self.ctx.raw().0 as usize)
+    }
+
+    fn bookkeeping(&self) -> usize {
+        self.pending.values().map(Pending::len).sum::<usize>() + self.foreign.len()
     }
 
     fn make_current(&self) -> Result<()> {

@@ -14,10 +14,10 @@ use oxicuda_driver::context::Context;
 use oxicuda_driver::device::Device;
 use oxicuda_driver::error::CudaError;
 use oxicuda_driver::loader::{driver_load_error, try_driver};
+use oxicuda_driver::module::{Function, Module};
 use oxicuda_driver::stream::Stream;
-use oxicuda_launch::Kernel;
 
-use crate::error::{Error, Result};
+use crate::error::{DriverCode, Error, Result};
 use crate::runtime::cache::ModuleCache;
 use crate::runtime::exec::Traffic;
 use crate::runtime::ffi::{self, DeviceAlloc};
@@ -26,6 +26,11 @@ use crate::target::Sm;
 /// Device names of the CUDA driver emulator (`cuda-emu/`, a `libcuda.so.1`
 /// that runs kernels on the simulator) start with this.
 pub const EMULATOR_NAME_PREFIX: &str = "ptxsmith-emu";
+
+/// The driver's result code of `e`.
+pub(crate) fn code_of(e: &CudaError) -> DriverCode {
+    DriverCode(e.as_raw())
+}
 
 /// Map a driver error to ptxsmith's [`Error`]: "driver not loadable / no
 /// device" becomes [`Error::NoDevice`] with the loader's reason, anything
@@ -41,6 +46,7 @@ pub(crate) fn driver_error(call: &'static str, e: CudaError) -> Error {
         )),
         other => Error::Driver {
             call,
+            code: code_of(&other),
             message: other.to_string(),
         },
     }
@@ -177,11 +183,80 @@ pub(crate) struct DevBuf {
 
 /// A JIT-compiled entry and what the launch checks need from it.
 pub(crate) struct LoadedKernel {
-    pub(crate) kernel: Kernel,
+    /// The entry's handle; valid while `_module` is loaded.
+    pub(crate) function: Function,
+    /// The loaded module (unloaded on drop, after the function's last use).
+    pub(crate) _module: Module,
     /// Static shared memory of the entry (`CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES`).
     pub(crate) static_smem: u32,
     /// Parameter sizes of the entry as its PTX text declares them.
     pub(crate) param_sizes: Vec<u32>,
+}
+
+/// At most this many runs of kernel names are remembered per stream
+/// between synchronisations (see [`Pending`]).
+pub(crate) const PENDING_RUNS: usize = 32;
+
+/// The kernels queued on one stream since its last synchronisation through
+/// ptxsmith, to name them when queued work fails. Bounded however the
+/// stream is synchronised (a foreign stream may be synchronised only by
+/// its owner, never through ptxsmith): consecutive launches of one kernel
+/// share an entry (`name ×count`), and past [`PENDING_RUNS`] entries the
+/// oldest are dropped and only counted.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Pending {
+    runs: std::collections::VecDeque<(String, u64)>,
+    /// Launches whose names were dropped.
+    dropped: u64,
+}
+
+impl Pending {
+    /// Record a launch of `kernel`.
+    pub(crate) fn push(&mut self, kernel: &str) {
+        if let Some((last, n)) = self.runs.back_mut()
+            && last == kernel
+        {
+            *n += 1;
+            return;
+        }
+        if self.runs.len() == PENDING_RUNS
+            && let Some((_, n)) = self.runs.pop_front()
+        {
+            self.dropped += n;
+        }
+        self.runs.push_back((kernel.to_string(), 1));
+    }
+
+    /// The names, oldest first: `"a, b ×3"`, with the dropped count.
+    pub(crate) fn describe(&self) -> String {
+        let mut parts: Vec<String> = Vec::with_capacity(self.runs.len() + 1);
+        if self.dropped > 0 {
+            parts.push(format!("{} earlier launches", self.dropped));
+        }
+        for (name, n) in &self.runs {
+            parts.push(if *n == 1 {
+                name.clone()
+            } else {
+                format!("{name} ×{n}")
+            });
+        }
+        parts.join(", ")
+    }
+
+    /// Entries held.
+    pub(crate) fn len(&self) -> usize {
+        self.runs.len()
+    }
+}
+
+/// Foreign device memory a live foreign view vouches for (see
+/// `ForeignSlice`): `[start, end)`, with the number of live views of
+/// exactly that range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ForeignRange {
+    pub(crate) start: u64,
+    pub(crate) end: u64,
+    pub(crate) views: usize,
 }
 
 /// A CUDA device opened on its **primary context** (the context the CUDA
@@ -201,7 +276,10 @@ pub struct Gpu {
     pub(crate) streams: HashMap<u64, Stream>,
     /// Kernels queued on each stream since its last successful
     /// synchronisation, to name them when asynchronous work fails.
-    pub(crate) pending: HashMap<u64, Vec<String>>,
+    pub(crate) pending: HashMap<u64, Pending>,
+    /// Foreign memory of live foreign views (launch pointer checks and
+    /// copies accept it).
+    pub(crate) foreign: Vec<ForeignRange>,
     pub(crate) traffic: Traffic,
     /// Set when a device-side fault destroyed the context.
     pub(crate) lost: Option<String>,
@@ -227,6 +305,7 @@ fn attr(dev: &Device, what: &'static str, r: oxicuda_driver::CudaResult<i32>) ->
     let v = r.map_err(|e| driver_error(what, e))?;
     u32::try_from(v).map_err(|_| Error::Driver {
         call: what,
+        code: DriverCode::UNKNOWN,
         message: format!("device {} reported {v}", dev.ordinal()),
     })
 }
@@ -313,6 +392,7 @@ impl Gpu {
             modules: ModuleCache::new(),
             streams: HashMap::new(),
             pending: HashMap::new(),
+            foreign: Vec::new(),
             traffic: Traffic::default(),
             lost: None,
             default_stream,
@@ -405,3 +485,25 @@ const _: () = {
     const fn send_sync<T: Send + Sync>() {}
     send_sync::<Gpu>();
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pending_kernel_names_stay_bounded() {
+        let mut p = Pending::default();
+        for _ in 0..100_000 {
+            p.push("dot_rows_f32");
+        }
+        assert_eq!(p.len(), 1);
+        assert_eq!(p.describe(), "dot_rows_f32 ×100000");
+        for i in 0..1000 {
+            p.push(if i % 2 == 0 { "a" } else { "b" });
+        }
+        assert_eq!(p.len(), PENDING_RUNS);
+        let d = p.describe();
+        assert!(d.starts_with("100968 earlier launches, a, b"), "{d}");
+        assert!(d.ends_with("a, b"), "{d}");
+    }
+}

@@ -13,14 +13,18 @@
 use crate::dsl::PtxModule;
 use crate::dsl::params::ArgValue;
 use crate::error::Result;
+use crate::runtime::cache::CacheStats;
 use crate::sim::Sim;
 use crate::target::Sm;
 
 /// Grid and block shape plus dynamic shared memory of one launch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LaunchConfig {
+    /// CTAs in x, y, z.
     pub grid: (u32, u32, u32),
+    /// Threads per CTA in x, y, z.
     pub block: (u32, u32, u32),
+    /// Dynamic shared memory per CTA, in bytes.
     pub dynamic_smem_bytes: u32,
 }
 
@@ -186,5 +190,39 @@ pub trait Executor: Send {
     /// JIT-compile `module` now (a no-op where there is no JIT).
     fn load(&mut self, _module: &PtxModule) -> Result<()> {
         Ok(())
+    }
+    /// Accept the foreign device memory `[addr, addr + bytes)` of a new
+    /// foreign view (see [`ForeignSlice`](crate::runtime::ForeignSlice))
+    /// in launches and copies until [`forget_foreign`](Self::forget_foreign).
+    /// A GPU checks it with the driver first: memory of another context is
+    /// [`Error::WrongContext`](crate::Error::WrongContext), a range past
+    /// its allocation or an address the driver does not know
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument). The
+    /// default accepts it (the simulator checks every access itself).
+    fn adopt_foreign(&mut self, _addr: u64, _bytes: usize) -> Result<()> {
+        Ok(())
+    }
+    /// A foreign view of `[addr, addr + bytes)` was dropped.
+    fn forget_foreign(&mut self, _addr: u64, _bytes: usize) {}
+    /// Fail unless `s` is a stream of this backend's context. The default
+    /// makes `s` wait for itself, which a backend refuses for a stream it
+    /// does not know.
+    fn verify_stream(&mut self, s: RawStream) -> Result<()> {
+        self.stream_wait(s, s)
+    }
+    /// The driver's handle of the backend's context (`CUcontext` as an
+    /// integer), where there is one.
+    fn driver_context(&self) -> Option<usize> {
+        None
+    }
+    /// Entries the backend keeps about queued work (kernel names per
+    /// stream, foreign views): bounded however streams are synchronised.
+    fn bookkeeping(&self) -> usize {
+        0
+    }
+    /// The counters of the backend's JIT module cache (`None` where
+    /// nothing is compiled, as on the simulator).
+    fn module_cache_stats(&self) -> Option<CacheStats> {
+        None
     }
 }

@@ -6,9 +6,12 @@
 //! * [`ArgPack`], the launch argument pack (one 8-byte slot per parameter)
 //!   and [`launch`], which hands it to `cuLaunchKernel` on a raw stream.
 //! * [`DeviceAlloc`], an owned `cuMemAlloc` allocation, and the copies and
-//!   fills on it ([`copy_htod`], [`copy_dtoh`], [`copy_dtod`], [`zero`]):
-//!   each one checks its byte range against the allocation, so the safe
-//!   layers above cannot address memory outside it.
+//!   fills ([`copy_htod`], [`copy_dtoh`], [`copy_dtod`], [`zero`]) on a
+//!   [`Mem`]: a range of one of those allocations, checked against it, or
+//!   foreign memory ([`Mem::Foreign`]) that the caller of an `unsafe`
+//!   foreign-view constructor vouched for and the driver's pointer
+//!   attributes ([`pointer_info`]) confirmed to lie in one allocation of
+//!   the context.
 //! * [`Event`]-based cross-stream waits, and the primary-context handle
 //!   ([`primary_context`], [`reset_primary_context`]).
 //!
@@ -29,10 +32,10 @@ use std::sync::Arc;
 use oxicuda_driver::context::Context;
 use oxicuda_driver::device::Device;
 use oxicuda_driver::error::{CudaError, CudaResult};
-use oxicuda_driver::ffi::{CUevent, CUstream};
+use oxicuda_driver::ffi::{CUcontext, CUevent, CUstream};
 use oxicuda_driver::loader::try_driver;
+use oxicuda_driver::module::Function;
 use oxicuda_driver::primary_context::PrimaryContext;
-use oxicuda_launch::Kernel;
 
 use crate::dsl::params::{ArgValue, ParamDesc, check_args};
 use crate::error::Result;
@@ -103,7 +106,7 @@ fn cu_stream(s: RawStream) -> CUstream {
     CUstream(s.0 as usize as *mut c_void)
 }
 
-/// Queue `kernel` on `stream` with the packed `args`.
+/// Queue `function` on `stream` with the packed `args`.
 ///
 /// The caller (the safe executor in `runtime::cuda`) has checked the pack
 /// against the entry's parameters, the launch shape against the device
@@ -111,22 +114,22 @@ fn cu_stream(s: RawStream) -> CUstream {
 /// entry points (`unsafe` in their public signature) pass the pointer
 /// obligation on to their callers.
 pub(crate) fn launch(
-    kernel: &Kernel,
+    function: &Function,
     cfg: &LaunchConfig,
     stream: RawStream,
     args: &ArgPack,
 ) -> CudaResult<()> {
     let api = try_driver()?;
     let mut ptrs = args.param_ptrs();
-    // SAFETY: `kernel.function()` is a live `CUfunction` owned by `kernel`
-    // (which holds its module). `ptrs` has exactly one entry per kernel
+    // SAFETY: `function` is a live `CUfunction` of a loaded module (the
+    // caller's `LoadedKernel` holds the module). `ptrs` has exactly one entry per kernel
     // parameter (ArgPack invariant), each pointing into `args.slots`, which
     // is borrowed for this whole call; `cuLaunchKernel` copies the values
     // into the launch before returning. `extra` is null. A stream that is
     // not valid in the current context makes the driver return an error.
     let rc = unsafe {
         (api.cu_launch_kernel)(
-            kernel.function().raw(),
+            function.raw(),
             cfg.grid.0,
             cfg.grid.1,
             cfg.grid.2,
@@ -206,22 +209,42 @@ impl Drop for DeviceAlloc {
     }
 }
 
-/// Copy `src` to `dst` at byte `offset`, ordered on `stream`, and wait for
-/// the copy to land (so `src` may be reused, whatever memory it is in).
-pub(crate) fn copy_htod(
-    dst: &DeviceAlloc,
-    offset: usize,
-    src: &[u8],
-    stream: RawStream,
-) -> CudaResult<()> {
-    let at = dst.check(offset, src.len())?;
+/// Device memory a copy or fill addresses.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Mem<'a> {
+    /// Byte `offset` of one of ptxsmith's allocations; the range is
+    /// checked against it.
+    Own(&'a DeviceAlloc, usize),
+    /// A foreign device address whose range the executor found inside a
+    /// foreign view: memory the caller of an `unsafe` foreign-view
+    /// constructor vouched for (valid device memory of this context, of at
+    /// least the view's length, until the queued work has run), which the
+    /// driver confirmed to lie in one allocation of the context.
+    Foreign(u64),
+}
+
+impl Mem<'_> {
+    /// The device address of `[at, at + len)`, checked for own memory.
+    fn range(self, len: usize) -> CudaResult<u64> {
+        match self {
+            Mem::Own(a, offset) => a.check(offset, len),
+            Mem::Foreign(addr) => Ok(addr),
+        }
+    }
+}
+
+/// Copy `src` to `dst`, ordered on `stream`, and wait for the copy to land
+/// (so `src` may be reused, whatever memory it is in).
+pub(crate) fn copy_htod(dst: Mem<'_>, src: &[u8], stream: RawStream) -> CudaResult<()> {
+    let at = dst.range(src.len())?;
     if src.is_empty() {
         return Ok(());
     }
     let api = try_driver()?;
     // SAFETY: `[at, at + src.len())` lies inside the live allocation `dst`
-    // (checked above). `src` is a valid host slice borrowed until we
-    // return, and we synchronise `stream` before returning.
+    // (checked above) or inside vouched-for foreign memory (`Mem::Foreign`).
+    // `src` is a valid host slice borrowed until we return, and we
+    // synchronise `stream` before returning.
     let rc = unsafe {
         (api.cu_memcpy_htod_async_v2)(at, src.as_ptr().cast(), src.len(), cu_stream(stream))
     };
@@ -229,21 +252,16 @@ pub(crate) fn copy_htod(
     synchronize(stream)
 }
 
-/// Copy from `src` at byte `offset` into `dst`, ordered on `stream`, and
-/// wait for it to land.
-pub(crate) fn copy_dtoh(
-    src: &DeviceAlloc,
-    offset: usize,
-    dst: &mut [u8],
-    stream: RawStream,
-) -> CudaResult<()> {
-    let at = src.check(offset, dst.len())?;
+/// Copy from `src` into `dst`, ordered on `stream`, and wait for it to
+/// land.
+pub(crate) fn copy_dtoh(src: Mem<'_>, dst: &mut [u8], stream: RawStream) -> CudaResult<()> {
+    let at = src.range(dst.len())?;
     if dst.is_empty() {
         return Ok(());
     }
     let api = try_driver()?;
-    // SAFETY: `[at, at + dst.len())` lies inside the live allocation `src`;
-    // `dst` is an exclusively borrowed host slice, and the stream is
+    // SAFETY: `[at, at + dst.len())` lies inside the live allocation `src`
+    // or inside vouched-for foreign memory (`Mem::Foreign`); `dst` is an exclusively borrowed host slice, and the stream is
     // synchronised before we return, so the driver's writes complete while
     // the borrow is held.
     let rc = unsafe {
@@ -255,60 +273,33 @@ pub(crate) fn copy_dtoh(
 
 /// Queue a device → device copy of `bytes` bytes (asynchronous).
 pub(crate) fn copy_dtod(
-    dst: (&DeviceAlloc, usize),
-    src: (&DeviceAlloc, usize),
+    dst: Mem<'_>,
+    src: Mem<'_>,
     bytes: usize,
     stream: RawStream,
 ) -> CudaResult<()> {
-    let d = dst.0.check(dst.1, bytes)?;
-    let s = src.0.check(src.1, bytes)?;
+    let d = dst.range(bytes)?;
+    let s = src.range(bytes)?;
     if bytes == 0 {
         return Ok(());
     }
     let api = try_driver()?;
     let f = api.cu_memcpy_dtod_async_v2.ok_or(CudaError::NotSupported)?;
     // SAFETY: both ranges lie inside live allocations (checked above), which
-    // the executor keeps alive until the context has been synchronised.
+    // the executor keeps alive until the context has been synchronised, or
+    // inside vouched-for foreign memory (`Mem::Foreign`).
     let rc = unsafe { f(d, s, bytes, cu_stream(stream)) };
-    oxicuda_driver::check(rc)
-}
-
-/// Queue a copy of `bytes` bytes from `src` into foreign device memory at
-/// `dst` (the raw-pointer entry points: their `unsafe` contract makes the
-/// caller vouch for `dst`; the source range is checked).
-pub(crate) fn copy_dtod_to_foreign(
-    dst: u64,
-    src: (&DeviceAlloc, usize),
-    bytes: usize,
-    stream: RawStream,
-) -> CudaResult<()> {
-    let s = src.0.check(src.1, bytes)?;
-    if bytes == 0 {
-        return Ok(());
-    }
-    let api = try_driver()?;
-    let f = api.cu_memcpy_dtod_async_v2.ok_or(CudaError::NotSupported)?;
-    // SAFETY: the source range lies inside a live allocation; the
-    // destination is vouched for by the caller of the `unsafe` raw entry
-    // point that requested this copy (valid device memory of this context
-    // of at least `bytes` bytes, not accessed by anything else meanwhile).
-    let rc = unsafe { f(dst, s, bytes, cu_stream(stream)) };
     oxicuda_driver::check(rc)
 }
 
 /// Zero bytes, readable from `'static` memory by an asynchronous copy.
 static ZEROS: [u8; 4] = [0; 4];
 
-/// Queue zeroing `bytes` bytes of `dst` at `offset` (asynchronous): whole
-/// 32-bit words with `cuMemsetD32Async`, an unaligned head or tail (at most
-/// 3 bytes each) copied from a static zero word.
-pub(crate) fn zero(
-    dst: &DeviceAlloc,
-    offset: usize,
-    bytes: usize,
-    stream: RawStream,
-) -> CudaResult<()> {
-    let start = dst.check(offset, bytes)?;
+/// Queue zeroing `bytes` bytes of `dst` (asynchronous): whole 32-bit
+/// words with `cuMemsetD32Async`, an unaligned head or tail (at most 3
+/// bytes each) copied from a static zero word.
+pub(crate) fn zero(dst: Mem<'_>, bytes: usize, stream: RawStream) -> CudaResult<()> {
+    let start = dst.range(bytes)?;
     if bytes == 0 {
         return Ok(());
     }
@@ -321,7 +312,7 @@ pub(crate) fn zero(
             return Ok(());
         }
         // SAFETY: `[at, at + n)` lies inside `dst` (a sub-range of the
-        // checked range), `n <= 3`, and `ZEROS` is `'static`, so the
+        // checked or vouched-for range), `n <= 3`, and `ZEROS` is `'static`, so the
         // asynchronous read of it stays valid however late it happens.
         let rc = unsafe {
             (api.cu_memcpy_htod_async_v2)(at, ZEROS.as_ptr().cast(), n as usize, cu_stream(stream))
@@ -331,8 +322,8 @@ pub(crate) fn zero(
     copy_zeros(start, mid_start - start)?;
     if mid_end > mid_start {
         let f = api.cu_memset_d32_async.ok_or(CudaError::NotSupported)?;
-        // SAFETY: `[mid_start, mid_end)` is 4-aligned, lies inside `dst`,
-        // and holds `(mid_end - mid_start) / 4` words.
+        // SAFETY: `[mid_start, mid_end)` is 4-aligned, lies inside `dst`
+        // (checked or vouched for), and holds `(mid_end - mid_start) / 4` words.
         let rc = unsafe {
             f(
                 mid_start,
@@ -375,6 +366,56 @@ pub(crate) fn stream_wait(waiter: RawStream, waited: RawStream) -> CudaResult<()
     // wait is allowed (the driver releases it when the wait completes).
     let _ = unsafe { (api.cu_event_destroy_v2)(ev) };
     r
+}
+
+/// What the driver knows about a device address (`cuPointerGetAttribute`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PointerInfo {
+    /// The context the allocation belongs to (`CU_POINTER_ATTRIBUTE_CONTEXT`;
+    /// 0 when the driver does not tie it to one).
+    pub(crate) context: usize,
+    /// The allocation's first byte (`CU_POINTER_ATTRIBUTE_RANGE_START_ADDR`).
+    pub(crate) base: u64,
+    /// The allocation's size (`CU_POINTER_ATTRIBUTE_RANGE_SIZE`).
+    pub(crate) size: usize,
+}
+
+/// The allocation holding device address `addr`, as the driver reports it;
+/// an error (`CUDA_ERROR_INVALID_VALUE`) for an address that is not device
+/// memory the driver knows.
+pub(crate) fn pointer_info(addr: u64) -> CudaResult<PointerInfo> {
+    const CONTEXT: u32 = 1;
+    const RANGE_START_ADDR: u32 = 11;
+    const RANGE_SIZE: u32 = 12;
+    let api = try_driver()?;
+    let mut ctx = CUcontext::default();
+    let mut base = 0u64;
+    let mut size = 0usize;
+    // SAFETY: each out-pointer is valid for a write of the attribute's type
+    // (CUcontext, CUdeviceptr, size_t); the address is a plain value the
+    // driver looks up.
+    unsafe {
+        oxicuda_driver::check((api.cu_pointer_get_attribute)(
+            (&raw mut ctx).cast(),
+            CONTEXT,
+            addr,
+        ))?;
+        oxicuda_driver::check((api.cu_pointer_get_attribute)(
+            (&raw mut base).cast(),
+            RANGE_START_ADDR,
+            addr,
+        ))?;
+        oxicuda_driver::check((api.cu_pointer_get_attribute)(
+            (&raw mut size).cast(),
+            RANGE_SIZE,
+            addr,
+        ))?;
+    }
+    Ok(PointerInfo {
+        context: ctx.0 as usize,
+        base,
+        size,
+    })
 }
 
 /// Wait for every stream of the current context.

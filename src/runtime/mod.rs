@@ -32,9 +32,15 @@
 //!    dynamic shared memory checked against the device. The CPU simulator
 //!    implements the same trait.
 //!
-//! The raw-pointer entry points of the kernel families (`*_raw`) are
-//! `unsafe fn`s: they skip the live-buffer check for memory another stack
-//! allocated, and their `# Safety` sections say what the caller vouches for.
+//! Memory and streams of another stack enter through `unsafe fn`
+//! constructors whose `# Safety` sections say what the caller vouches for
+//! ([`ForeignSlice::from_raw_parts`], [`ForeignSliceMut::from_raw_parts`],
+//! [`Stream::from_raw`]); they contain no unsafe operation themselves (they
+//! are allowed `unsafe_code` for the declaration only). A foreign view is
+//! checked as far as the driver can tell (context, range, alignment) and,
+//! while it lives, launches and copies accept its memory. The raw-pointer
+//! entry points of the kernel families (`*_raw`) are thin `unsafe`
+//! wrappers that build such views from their shapes.
 //!
 //! # Module cache
 //!
@@ -61,6 +67,10 @@ pub mod buffer;
 pub mod cache;
 pub mod context;
 mod cuda;
+#[cfg(feature = "cudarc")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cudarc")))]
+#[allow(unsafe_code)]
+pub mod cudarc;
 pub mod device;
 pub mod device_tests_support;
 pub mod exec;
@@ -68,9 +78,14 @@ pub mod exec;
 mod ffi;
 
 pub use backend::{Backend, Ran, Resolved, resolve};
-pub use buffer::{AsDevice, AsDeviceMut, DeviceBuffer, DeviceRepr, DeviceSlice, DeviceSliceMut};
-pub use cache::{ModuleCache, ModuleKey};
+pub use buffer::{
+    AsDevice, AsDeviceMut, DeviceBuffer, DeviceRepr, DeviceSlice, DeviceSliceMut, ForeignSlice,
+    ForeignSliceMut,
+};
+pub use cache::{CacheStats, ModuleCache, ModuleKey};
 pub use context::{Context, DeviceKind, Stream};
+#[cfg(feature = "cudarc")]
+pub use cudarc::{CudarcView, CudarcViewMut};
 pub use device::{
     EMULATOR_NAME_PREFIX, Gpu, GpuInfo, cuda_available, cuda_unavailable_reason, device_count,
     device_sm,

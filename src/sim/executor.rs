@@ -17,7 +17,7 @@ impl Sim {
         if s.0 == SIM_DEFAULT_STREAM || self.streams.contains(&s.0) {
             return Ok(());
         }
-        Err(Error::InvalidArgument(format!(
+        Err(Error::invalid(format!(
             "{op}: stream {:#x} is not a stream of this simulator",
             s.0
         )))

@@ -3,7 +3,11 @@
 //! `mul_add` is one `fma.rn.f32`, every `+` one `add.rn.f32`).
 
 use super::topology::TransposedIndex;
-use crate::error::{Error, Result};
+
+// The per-block statistics' host models live in `stats.rs`; they are
+// reached here with the layer's.
+pub use super::stats::{block_grad_norms, ema_update, input_block_norms, output_block_norms};
+use crate::error::{ArgError, Error, Result};
 
 /// The supported block sizes `B`.
 pub const BLOCK_SIZES: [usize; 4] = [8, 16, 32, 64];
@@ -28,16 +32,22 @@ pub struct Dims {
 pub(crate) fn product(what: &str, dims: &[usize]) -> Result<usize> {
     dims.iter()
         .try_fold(1usize, |acc, &d| acc.checked_mul(d))
-        .ok_or_else(|| Error::InvalidArgument(format!("block_ell: {what} {dims:?} overflows")))
+        .ok_or_else(|| Error::invalid(format!("block_ell: {what} {dims:?} overflows")))
 }
 
 pub(crate) fn expect_len(what: &str, got: usize, want: usize, shape: &str) -> Result<()> {
     if got == want {
         return Ok(());
     }
-    Err(Error::InvalidArgument(format!(
+    Err(ArgError::new(
+        what,
+        format!("{shape} = {want} elements"),
+        format!("{got} elements"),
+    )
+    .with_message(format!(
         "block_ell: {what} has {got} elements, expected {shape} = {want}"
-    )))
+    ))
+    .into())
 }
 
 impl Dims {
@@ -51,18 +61,18 @@ impl Dims {
     /// [`TransposedIndex`]). `R`, `C` and `K` may be zero.
     pub fn new(r: usize, c: usize, k: usize, b: usize) -> Result<Self> {
         if !BLOCK_SIZES.contains(&b) {
-            return Err(Error::InvalidArgument(format!(
+            return Err(Error::invalid(format!(
                 "block_ell: block size B = {b} is not supported; supported are {BLOCK_SIZES:?}"
             )));
         }
         if i32::try_from(c).is_err() {
-            return Err(Error::InvalidArgument(format!(
+            return Err(Error::invalid(format!(
                 "block_ell: C = {c} column blocks exceed i32::MAX (col is i32)"
             )));
         }
         let slots = product("R × K", &[r, k])?;
         if u32::try_from(slots).is_err() {
-            return Err(Error::InvalidArgument(format!(
+            return Err(Error::invalid(format!(
                 "block_ell: R × K = {r} × {k} = {slots} slots exceed u32::MAX"
             )));
         }
@@ -134,12 +144,12 @@ pub fn validate_col(dims: &Dims, col: &[i32]) -> Result<()> {
                 continue;
             }
             if c < EMPTY || c as i64 >= c_n as i64 {
-                return Err(Error::InvalidArgument(format!(
+                return Err(Error::invalid(format!(
                     "block_ell: col[{r},{k}] = {c} is outside -1..{c_n} (C = {c_n}, -1 = empty)"
                 )));
             }
             if let Some(k0) = row[..k].iter().position(|&c0| c0 == c) {
-                return Err(Error::InvalidArgument(format!(
+                return Err(Error::invalid(format!(
                     "block_ell: column block {c} appears twice in block row {r} \
                      (col[{r},{k0}] and col[{r},{k}])"
                 )));
@@ -268,7 +278,7 @@ pub fn grad_input_indexed(
     index: &TransposedIndex,
 ) -> Result<Vec<f32>> {
     if index.dims() != dims {
-        return Err(Error::InvalidArgument(format!(
+        return Err(Error::invalid(format!(
             "block_ell: transposed index built for {:?}, used with {dims:?}",
             index.dims()
         )));

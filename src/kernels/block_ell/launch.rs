@@ -28,10 +28,11 @@ use crate::dsl::params::{DevPtr, KernelParams};
 use crate::dsl::types::F32;
 use crate::error::{Error, Result};
 use crate::kernels::dispatch::dispatch;
+use crate::kernels::memo;
 use crate::runtime::backend::{Backend, Ran};
-use crate::runtime::buffer::{AsDevice, AsDeviceMut, DeviceBuffer};
-use crate::runtime::context::{Context, Stream};
-use crate::runtime::exec::{CUdeviceptr, LaunchConfig, PointerCheck, RawStream};
+use crate::runtime::buffer::{AsDevice, AsDeviceMut, DeviceBuffer, ForeignSlice, ForeignSliceMut};
+use crate::runtime::context::Stream;
+use crate::runtime::exec::{CUdeviceptr, LaunchConfig, PointerCheck};
 
 /// The most floats the chunk partials of one grad-values / grad-bias call
 /// occupy (64 MiB), unless one chunk alone needs more.
@@ -44,7 +45,7 @@ fn limit(what: &str, value: usize, max: usize) -> Result<()> {
     if value <= max {
         return Ok(());
     }
-    Err(Error::InvalidArgument(format!(
+    Err(Error::invalid(format!(
         "block_ell: {what} = {value} exceeds the kernels' limit {max}"
     )))
 }
@@ -72,6 +73,21 @@ pub struct DeviceTopology {
 impl DeviceTopology {
     /// Validate `col` against `dims`, build its transposed index and upload
     /// both on `stream` (`R·K·4 + (C+1)·4 + nnz·4` bytes).
+    ///
+    /// ```
+    /// use ptxsmith::kernels::block_ell::{self as be, DeviceTopology, Dims};
+    /// use ptxsmith::runtime::Context;
+    ///
+    /// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
+    /// let dims = Dims::new(1, 1, 1, 8)?;
+    /// let col = [0];
+    /// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
+    /// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+    /// let st = ctx.default_stream();
+    /// let topo = DeviceTopology::upload(&st, &dims, &col)?;
+    /// assert_eq!((topo.dims(), topo.nnz()), (&dims, 1));
+    /// # Ok::<(), ptxsmith::Error>(())
+    /// ```
     ///
     /// # Errors
     /// As [`validate_col`]; [`Error::InvalidArgument`] for sizes past the
@@ -168,12 +184,30 @@ fn forward_core(
         k: d.k() as u32,
         has_bias: u32::from(bias.is_some()),
     };
-    let m = generate_forward(st.context().sm(), bsize(&d))?;
-    st.launch_with(&m, grid(st, count), &args.args(), check)
+    let m = memo!(generate_forward, st.context().sm(), bsize(&d))?;
+    st.launch_with(m, grid(st, count), &args.args(), check)
 }
 
 /// `y = x·Wᵀ (+ bias)` for `n` rows, queued on `stream` (see the
 /// [module contract](super)); `y` is `[N, R·B]`.
+///
+/// ```
+/// use ptxsmith::kernels::block_ell::{self as be, DeviceTopology, Dims};
+/// use ptxsmith::runtime::Context;
+///
+/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
+/// let dims = Dims::new(1, 1, 1, 8)?;
+/// let col = [0];
+/// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let topo = DeviceTopology::upload(&st, &dims, &col)?;
+/// let (x, v, bias) = (st.upload(&[2.0f32; 8])?, st.upload(&values)?, st.upload(&[1.0f32; 8])?);
+/// let mut y = ctx.alloc::<f32>(8)?;
+/// be::forward_dev(&st, &topo, 1, &x, &v, Some(&bias), &mut y)?;
+/// assert_eq!(st.to_vec(&y)?, [2.0; 8]); // 0.5 · 2 + 1
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] naming the values for a length that does
@@ -208,27 +242,39 @@ pub fn forward_dev(
     forward_core(stream, topo, n, p, bias, PointerCheck::LiveBuffers)
 }
 
-/// [`forward_dev`] on memory another stack allocated (e.g. PyTorch or
-/// CuPy tensors): `x` (`N × C·B` f32), `values` (`R·K·B·B`), `bias`
-/// (`R·B`, optional) and `y` (`N × R·B`) are raw device addresses, the
-/// topology is ptxsmith's, the launch is queued on the foreign `stream`.
+/// [`forward_dev`] on raw device addresses of another stack (e.g.
+/// PyTorch or CuPy tensors), queued on `stream` (e.g. made with
+/// [`Stream::from_raw`]): a thin wrapper viewing `x` (`N × C·B` f32s),
+/// `values` (`R·K·B·B`), `bias` (`R·B`, optional) and `y` (`N × R·B`) as
+/// [`ForeignSlice`]s; the topology is ptxsmith's.
+///
+/// ```
+/// use ptxsmith::kernels::block_ell::{self as be, DeviceTopology, Dims};
+/// use ptxsmith::runtime::Context;
+///
+/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
+/// let dims = Dims::new(1, 1, 1, 8)?;
+/// let col = [0];
+/// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let topo = DeviceTopology::upload(&st, &dims, &col)?;
+/// let (x, v, y) = (st.upload(&[2.0f32; 8])?, st.upload(&values)?, ctx.alloc::<f32>(8)?);
+/// // SAFETY: 8, 64 and 8 f32s of this context; y overlaps no input.
+/// unsafe { be::forward_raw(&st, &topo, 1, x.device_ptr(), v.device_ptr(), None, y.device_ptr())? };
+/// assert_eq!(y.to_vec()?, [1.0; 8]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 ///
 /// # Safety
-/// * `x`, `values`, `bias` and `y` are device memory of `ctx`'s context
-///   with at least the lengths above, 4-byte aligned, valid until the
-///   kernel has run; `y` overlaps no input and nothing else accesses it
-///   until then;
-/// * `stream` is a live stream of that context (or [`RawStream::NULL`]).
-///
-/// Sizes are still checked against the kernel limits; the addresses
-/// cannot be.
+/// * `x`, `values`, `bias` and `y` are device memory of `stream`'s
+///   context with at least the lengths above, valid until the kernel has
+///   run; `y` overlaps no input and nothing else accesses it until then.
 ///
 /// # Errors
-/// As [`forward_dev`].
-#[allow(clippy::too_many_arguments)]
+/// As [`forward_dev`], and the checks of [`ForeignSlice::from_raw_parts`].
 pub unsafe fn forward_raw(
-    ctx: &Context,
-    stream: RawStream,
+    stream: &Stream,
     topo: &DeviceTopology,
     n: usize,
     x: CUdeviceptr,
@@ -236,21 +282,23 @@ pub unsafe fn forward_raw(
     bias: Option<CUdeviceptr>,
     y: CUdeviceptr,
 ) -> Result<()> {
-    check_limits(&topo.dims, n)?;
-    let p = Ptrs {
-        a: DevPtr::new(x),
-        b: DevPtr::new(values),
-        out: DevPtr::new(y),
+    let d = topo.dims;
+    check_limits(&d, n)?;
+    let ctx = stream.context();
+    let rows_of = |width: usize| d.rows_len("N × width", n, width);
+    // SAFETY: the caller's contract covers each range (lengths from the
+    // checked sizes).
+    let (x, values, bias, mut y) = unsafe {
+        (
+            ForeignSlice::<f32>::from_raw_parts(ctx, x, rows_of(d.in_features())?)?,
+            ForeignSlice::<f32>::from_raw_parts(ctx, values, d.values_len())?,
+            bias.map(|b| ForeignSlice::<f32>::from_raw_parts(ctx, b, d.out_features()))
+                .transpose()?,
+            ForeignSliceMut::<f32>::from_raw_parts(ctx, y, rows_of(d.out_features())?)?,
+        )
     };
-    let bias = bias.map(DevPtr::new);
-    forward_core(
-        &ctx.borrowed_stream(stream),
-        topo,
-        n,
-        p,
-        bias,
-        PointerCheck::Caller,
-    )
+    let bias = bias.as_ref().map(|b| b as &dyn AsDevice<f32>);
+    forward_dev(stream, topo, n, &x, &values, bias, &mut y)
 }
 
 fn grad_input_core(
@@ -277,12 +325,30 @@ fn grad_input_core(
         c: d.c() as u32,
         k: d.k() as u32,
     };
-    let m = generate_grad_input(st.context().sm(), bsize(&d))?;
-    st.launch_with(&m, grid(st, count), &args.args(), check)
+    let m = memo!(generate_grad_input, st.context().sm(), bsize(&d))?;
+    st.launch_with(m, grid(st, count), &args.args(), check)
 }
 
 /// `gx` (`[N, C·B]`), the gradient with respect to `x` given `gy` (`[N,
 /// R·B]`), queued on `stream`; reads the topology's transposed index.
+///
+/// ```
+/// use ptxsmith::kernels::block_ell::{self as be, DeviceTopology, Dims};
+/// use ptxsmith::runtime::Context;
+///
+/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
+/// let dims = Dims::new(1, 1, 1, 8)?;
+/// let col = [0];
+/// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let topo = DeviceTopology::upload(&st, &dims, &col)?;
+/// let (gy, v) = (st.upload(&[4.0f32; 8])?, st.upload(&values)?);
+/// let mut gx = ctx.alloc::<f32>(8)?;
+/// be::grad_input_dev(&st, &topo, 1, &gy, &v, &mut gx)?;
+/// assert_eq!(st.to_vec(&gx)?, [2.0; 8]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 ///
 /// # Errors
 /// As [`forward_dev`].
@@ -322,36 +388,54 @@ pub fn grad_input_dev(
     grad_input_core(stream, topo, n, p, PointerCheck::LiveBuffers)
 }
 
-/// [`grad_input_dev`] on foreign memory: `gy` (`N × R·B`), `values`
-/// (`R·K·B·B`) and `gx` (`N × C·B`) are raw device addresses.
+/// [`grad_input_dev`] on another stack's memory: `gy` (`N × R·B`),
+/// `values` (`R·K·B·B`) and `gx` (`N × C·B`) are raw device addresses,
+/// viewed as [`ForeignSlice`]s.
+///
+/// ```
+/// use ptxsmith::kernels::block_ell::{self as be, DeviceTopology, Dims};
+/// use ptxsmith::runtime::Context;
+///
+/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
+/// let dims = Dims::new(1, 1, 1, 8)?;
+/// let col = [0];
+/// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let topo = DeviceTopology::upload(&st, &dims, &col)?;
+/// let (gy, v, gx) = (st.upload(&[4.0f32; 8])?, st.upload(&values)?, ctx.alloc::<f32>(8)?);
+/// // SAFETY: 8, 64 and 8 f32s of this context.
+/// unsafe { be::grad_input_raw(&st, &topo, 1, gy.device_ptr(), v.device_ptr(), gx.device_ptr())? };
+/// assert_eq!(gx.to_vec()?, [2.0; 8]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 ///
 /// # Safety
 /// As [`forward_raw`], for `gy`, `values` (read) and `gx` (written).
 ///
 /// # Errors
-/// As [`forward_dev`].
+/// As [`forward_raw`].
 pub unsafe fn grad_input_raw(
-    ctx: &Context,
-    stream: RawStream,
+    stream: &Stream,
     topo: &DeviceTopology,
     n: usize,
     gy: CUdeviceptr,
     values: CUdeviceptr,
     gx: CUdeviceptr,
 ) -> Result<()> {
-    check_limits(&topo.dims, n)?;
-    let p = Ptrs {
-        a: DevPtr::new(gy),
-        b: DevPtr::new(values),
-        out: DevPtr::new(gx),
+    let d = topo.dims;
+    check_limits(&d, n)?;
+    let ctx = stream.context();
+    let rows_of = |width: usize| d.rows_len("N × width", n, width);
+    // SAFETY: the caller's contract covers each range.
+    let (gy, values, mut gx) = unsafe {
+        (
+            ForeignSlice::<f32>::from_raw_parts(ctx, gy, rows_of(d.out_features())?)?,
+            ForeignSlice::<f32>::from_raw_parts(ctx, values, d.values_len())?,
+            ForeignSliceMut::<f32>::from_raw_parts(ctx, gx, rows_of(d.in_features())?)?,
+        )
     };
-    grad_input_core(
-        &ctx.borrowed_stream(stream),
-        topo,
-        n,
-        p,
-        PointerCheck::Caller,
-    )
+    grad_input_dev(stream, topo, n, &gy, &values, &mut gx)
 }
 
 /// Run the N-chunk tree of `len` outputs into `out`: `pass(part, q0,
@@ -377,7 +461,7 @@ pub(super) fn chunk_tree(
     let group = (budget / len.max(1)).clamp(1, nchunks).min(cap);
     let ctx = stream.context();
     let mut part = ctx.alloc::<f32>(group * len)?;
-    let fold = generate_fold(ctx.sm())?;
+    let fold = memo!(generate_fold, ctx.sm())?;
     let mut q0 = 0;
     while q0 < nchunks {
         let g = group.min(nchunks - q0);
@@ -394,7 +478,7 @@ pub(super) fn chunk_tree(
             len.div_ceil(THREADS as usize).clamp(1, 1 << 16) as u32,
             THREADS,
         );
-        stream.launch_with(&fold, cfg, &args.args(), check)?;
+        stream.launch_with(fold, cfg, &args.args(), check)?;
         q0 += g;
     }
     Ok(())
@@ -413,7 +497,7 @@ fn grad_values_core(
         return Ok(());
     }
     let colp = st.arg("col", &topo.col)?;
-    let m = generate_grad_values(st.context().sm(), bsize(&d))?;
+    let m = memo!(generate_grad_values, st.context().sm(), bsize(&d))?;
     let slots = d.slots();
     let (len, out) = (d.values_len(), p.out);
     chunk_tree(
@@ -437,13 +521,31 @@ fn grad_values_core(
                 q0,
                 groups,
             };
-            st.launch_with(&m, grid(st, count), &args.args(), check)
+            st.launch_with(m, grid(st, count), &args.args(), check)
         },
     )
 }
 
 /// `gv` (`[R, K, B, B]`), the gradient with respect to `values`, by the
 /// N-chunk tree, queued on `stream`; empty slots get `+0.0`.
+///
+/// ```
+/// use ptxsmith::kernels::block_ell::{self as be, DeviceTopology, Dims};
+/// use ptxsmith::runtime::Context;
+///
+/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
+/// let dims = Dims::new(1, 1, 1, 8)?;
+/// let col = [0];
+/// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let topo = DeviceTopology::upload(&st, &dims, &col)?;
+/// let (x, gy) = (st.upload(&[1.0f32; 8])?, st.upload(&[3.0f32; 8])?);
+/// let mut gv = ctx.alloc::<f32>(64)?;
+/// be::grad_values_dev(&st, &topo, 1, &x, &gy, &mut gv)?;
+/// assert_eq!(st.to_vec(&gv)?, vec![3.0; 64]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 ///
 /// # Errors
 /// As [`forward_dev`].
@@ -462,6 +564,26 @@ pub fn grad_values_dev(
 /// instead of [`SCRATCH_FLOATS`] (at least one chunk's worth is always
 /// used). The result does not depend on the budget: only the number of
 /// launches does.
+///
+/// ```
+/// use ptxsmith::kernels::block_ell::{self as be, DeviceTopology, Dims};
+/// use ptxsmith::runtime::Context;
+///
+/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
+/// let dims = Dims::new(1, 1, 1, 8)?;
+/// let col = [0];
+/// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let topo = DeviceTopology::upload(&st, &dims, &col)?;
+/// // 600 rows: three N-chunks, folded with room for one chunk's partials.
+/// let (x, gy) = (st.upload(&vec![1.0f32; 600 * 8])?, st.upload(&vec![0.5f32; 600 * 8])?);
+/// let (mut a, mut b) = (ctx.alloc::<f32>(64)?, ctx.alloc::<f32>(64)?);
+/// be::grad_values_dev_budget(&st, &topo, 600, &x, &gy, &mut a, 64)?;
+/// be::grad_values_dev(&st, &topo, 600, &x, &gy, &mut b)?;
+/// assert_eq!(st.to_vec(&a)?, st.to_vec(&b)?); // the budget changes launches, not bits
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 ///
 /// # Errors
 /// As [`forward_dev`].
@@ -504,45 +626,76 @@ pub fn grad_values_dev_budget(
     )
 }
 
-/// [`grad_values_dev`] on foreign memory: `x` (`N × C·B`), `gy` (`N ×
-/// R·B`) and `gv` (`R·K·B·B`) are raw device addresses; the chunk
-/// partials (when `N > 256`) are allocated by ptxsmith in `ctx`.
+/// [`grad_values_dev`] on another stack's memory: `x` (`N × C·B`), `gy`
+/// (`N × R·B`) and `gv` (`R·K·B·B`) are raw device addresses, viewed as
+/// [`ForeignSlice`]s; the chunk partials (when `N > 256`) are ptxsmith's.
+///
+/// ```
+/// use ptxsmith::kernels::block_ell::{self as be, DeviceTopology, Dims};
+/// use ptxsmith::runtime::Context;
+///
+/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
+/// let dims = Dims::new(1, 1, 1, 8)?;
+/// let col = [0];
+/// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let topo = DeviceTopology::upload(&st, &dims, &col)?;
+/// let (x, gy, gv) = (st.upload(&[1.0f32; 8])?, st.upload(&[3.0f32; 8])?, ctx.alloc::<f32>(64)?);
+/// // SAFETY: 8, 8 and 64 f32s of this context.
+/// unsafe { be::grad_values_raw(&st, &topo, 1, x.device_ptr(), gy.device_ptr(), gv.device_ptr())? };
+/// assert_eq!(gv.to_vec()?, vec![3.0; 64]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 ///
 /// # Safety
 /// As [`forward_raw`], for `x`, `gy` (read) and `gv` (written).
 ///
 /// # Errors
-/// As [`forward_dev`].
-#[allow(clippy::too_many_arguments)]
+/// As [`forward_raw`].
 pub unsafe fn grad_values_raw(
-    ctx: &Context,
-    stream: RawStream,
+    stream: &Stream,
     topo: &DeviceTopology,
     n: usize,
     x: CUdeviceptr,
     gy: CUdeviceptr,
     gv: CUdeviceptr,
 ) -> Result<()> {
-    check_limits(&topo.dims, n)?;
-    let st = ctx.borrowed_stream(stream);
-    let len = topo.dims.values_len();
-    if n == 0 {
-        if len > 0 {
-            let zeros = ctx.alloc_zeroed::<f32>(len)?;
-            st.copy_to_foreign(gv, &zeros)?;
-        }
-        return Ok(());
-    }
-    let p = Ptrs {
-        a: DevPtr::new(x),
-        b: DevPtr::new(gy),
-        out: DevPtr::new(gv),
+    let d = topo.dims;
+    check_limits(&d, n)?;
+    let ctx = stream.context();
+    let rows_of = |width: usize| d.rows_len("N × width", n, width);
+    // SAFETY: the caller's contract covers each range.
+    let (x, gy, mut gv) = unsafe {
+        (
+            ForeignSlice::<f32>::from_raw_parts(ctx, x, rows_of(d.in_features())?)?,
+            ForeignSlice::<f32>::from_raw_parts(ctx, gy, rows_of(d.out_features())?)?,
+            ForeignSliceMut::<f32>::from_raw_parts(ctx, gv, d.values_len())?,
+        )
     };
-    grad_values_core(&st, topo, n, p, SCRATCH_FLOATS, PointerCheck::Caller)
+    grad_values_dev(stream, topo, n, &x, &gy, &mut gv)
 }
 
 /// `gb` (`[R·B]`), the gradient with respect to `bias`, by the N-chunk
 /// tree over `gy` (`[N, R·B]`), queued on `stream`.
+///
+/// ```
+/// use ptxsmith::kernels::block_ell::{self as be, DeviceTopology, Dims};
+/// use ptxsmith::runtime::Context;
+///
+/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
+/// let dims = Dims::new(1, 1, 1, 8)?;
+/// let col = [0];
+/// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let topo = DeviceTopology::upload(&st, &dims, &col)?;
+/// let gy = st.upload(&[1.0f32; 3 * 8])?;
+/// let mut gb = ctx.alloc::<f32>(8)?;
+/// be::grad_bias_dev(&st, &dims, 3, &gy, &mut gb)?;
+/// assert_eq!(st.to_vec(&gb)?, [3.0; 8]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 ///
 /// # Errors
 /// As [`forward_dev`].
@@ -558,6 +711,24 @@ pub fn grad_bias_dev(
 
 /// [`grad_bias_dev`] with the partials capped at `scratch_floats` floats
 /// (see [`grad_values_dev_budget`]).
+///
+/// ```
+/// use ptxsmith::kernels::block_ell::{self as be, DeviceTopology, Dims};
+/// use ptxsmith::runtime::Context;
+///
+/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
+/// let dims = Dims::new(1, 1, 1, 8)?;
+/// let col = [0];
+/// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let topo = DeviceTopology::upload(&st, &dims, &col)?;
+/// let gy = st.upload(&vec![1.0f32; 300 * 8])?;
+/// let mut gb = ctx.alloc::<f32>(8)?;
+/// be::grad_bias_dev_budget(&st, &dims, 300, &gy, &mut gb, 8)?;
+/// assert_eq!(st.to_vec(&gb)?, [300.0; 8]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 ///
 /// # Errors
 /// As [`forward_dev`].
@@ -581,7 +752,7 @@ pub fn grad_bias_dev_budget(
     }
     let gyp = stream.arg("gy", gy)?;
     let out = stream.arg_mut("gb", gb)?;
-    let m = generate_grad_bias(stream.context().sm())?;
+    let m = memo!(generate_grad_bias, stream.context().sm())?;
     let per_chunk = width.div_ceil(THREADS as usize);
     let check = PointerCheck::LiveBuffers;
     chunk_tree(
@@ -602,7 +773,7 @@ pub fn grad_bias_dev_budget(
                 groups,
             };
             let cfg = grid(stream, per_chunk * groups as usize);
-            stream.launch(&m, cfg, &args.args())
+            stream.launch(m, cfg, &args.args())
         },
     )
 }
@@ -627,6 +798,18 @@ fn check_forward(
 }
 
 /// [`host::forward`] on `backend`; every backend gives the same bits.
+///
+/// ```
+/// use ptxsmith::kernels::block_ell::{self as be, Dims};
+/// use ptxsmith::runtime::Backend;
+///
+/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
+/// let dims = Dims::new(1, 1, 1, 8)?;
+/// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
+/// let (y, _ran) = be::forward(Backend::Sim, &dims, 1, &[2.0; 8], &values, &[0], None)?;
+/// assert_eq!(y, [1.0; 8]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 ///
 /// # Errors
 /// As [`host::forward`] and [`forward_dev`]; checked before anything runs.
@@ -656,6 +839,18 @@ pub fn forward(
 }
 
 /// [`host::grad_input`] on `backend`.
+///
+/// ```
+/// use ptxsmith::kernels::block_ell::{self as be, Dims};
+/// use ptxsmith::runtime::Backend;
+///
+/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
+/// let dims = Dims::new(1, 1, 1, 8)?;
+/// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
+/// let (gx, _ran) = be::grad_input(Backend::Sim, &dims, 1, &[4.0; 8], &values, &[0])?;
+/// assert_eq!(gx, [2.0; 8]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 ///
 /// # Errors
 /// As [`host::grad_input`] and [`grad_input_dev`].
@@ -687,6 +882,19 @@ pub fn grad_input(
 
 /// [`host::grad_values`] on `backend`.
 ///
+/// ```
+/// use ptxsmith::kernels::block_ell::{self as be, Dims};
+/// use ptxsmith::runtime::Backend;
+///
+/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
+/// let dims = Dims::new(1, 1, 1, 8)?;
+/// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
+/// let (gv, _ran) = be::grad_values(Backend::Sim, &dims, 1, &[1.0; 8], &[3.0; 8], &[0])?;
+/// assert_eq!(gv, vec![3.0; 64]);
+/// # let _ = values;
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
 /// # Errors
 /// As [`host::grad_values`] and [`grad_values_dev`].
 pub fn grad_values(
@@ -715,6 +923,19 @@ pub fn grad_values(
 }
 
 /// [`host::grad_bias`] on `backend`.
+///
+/// ```
+/// use ptxsmith::kernels::block_ell::{self as be, Dims};
+/// use ptxsmith::runtime::Backend;
+///
+/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
+/// let dims = Dims::new(1, 1, 1, 8)?;
+/// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
+/// let (gb, _ran) = be::grad_bias(Backend::Sim, &dims, 2, &[1.0; 16])?;
+/// assert_eq!(gb, [2.0; 8]);
+/// # let _ = values;
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 ///
 /// # Errors
 /// As [`host::grad_bias`] and [`grad_bias_dev`].

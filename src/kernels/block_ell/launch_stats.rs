@@ -12,6 +12,7 @@ use super::ptx_stats::{
 use crate::dsl::params::{DevPtr, KernelParams};
 use crate::dsl::types::F32;
 use crate::error::{Error, Result};
+use crate::kernels::memo;
 use crate::runtime::buffer::{AsDevice, AsDeviceMut};
 use crate::runtime::context::Stream;
 use crate::runtime::exec::{LaunchConfig, PointerCheck};
@@ -23,8 +24,27 @@ fn elementwise(len: usize) -> LaunchConfig {
     )
 }
 
-/// [`super::block_grad_norms`] on the device: `out [R, K]` from `gv [R, K,
+/// [`super::host::block_grad_norms`] on the device: `out [R, K]` from `gv [R, K,
 /// B, B]`, queued on `stream`.
+///
+/// ```
+/// use ptxsmith::kernels::block_ell::{self as be, DeviceTopology, Dims};
+/// use ptxsmith::runtime::Context;
+///
+/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
+/// let dims = Dims::new(1, 1, 1, 8)?;
+/// let col = [0];
+/// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let topo = DeviceTopology::upload(&st, &dims, &col)?;
+/// let gv = st.upload(&vec![0.5f32; 64])?;
+/// let mut out = ctx.alloc::<f32>(1)?;
+/// be::block_grad_norms_dev(&st, &topo, &gv, &mut out)?;
+/// assert_eq!(st.to_vec(&out)?, [4.0]); // sqrt(64 · 0.25)
+/// # let _ = values;
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] naming the values for a length that does
@@ -48,8 +68,8 @@ pub fn block_grad_norms_dev(
         slots: d.slots() as u32,
         bb: (d.b() * d.b()) as u32,
     };
-    let m = generate_grad_norms(stream.context().sm())?;
-    stream.launch(&m, elementwise(d.slots()), &args.args())
+    let m = memo!(generate_grad_norms, stream.context().sm())?;
+    stream.launch(m, elementwise(d.slots()), &args.args())
 }
 
 /// The norms of `blocks` column blocks of `a [n, blocks·B]` into `out`.
@@ -61,7 +81,7 @@ fn column_block_norms(
     a: DevPtr<F32>,
     out: DevPtr<F32>,
 ) -> Result<()> {
-    let m = generate_norm_partials(stream.context().sm())?;
+    let m = memo!(generate_norm_partials, stream.context().sm())?;
     chunk_tree(
         stream,
         SCRATCH_FLOATS,
@@ -81,7 +101,7 @@ fn column_block_norms(
                 groups,
             };
             stream.launch(
-                &m,
+                m,
                 grid(stream, count.div_ceil(THREADS as usize)),
                 &args.args(),
             )
@@ -92,14 +112,33 @@ fn column_block_norms(
         len: blocks as u32,
     };
     stream.launch(
-        &generate_sqrt(stream.context().sm())?,
+        memo!(generate_sqrt, stream.context().sm())?,
         elementwise(blocks),
         &sq.args(),
     )
 }
 
-/// [`super::input_block_norms`] on the device: `out [C]` from `x [N,
+/// [`super::host::input_block_norms`] on the device: `out [C]` from `x [N,
 /// C·B]`, queued on `stream`.
+///
+/// ```
+/// use ptxsmith::kernels::block_ell::{self as be, DeviceTopology, Dims};
+/// use ptxsmith::runtime::Context;
+///
+/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
+/// let dims = Dims::new(1, 1, 1, 8)?;
+/// let col = [0];
+/// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let topo = DeviceTopology::upload(&st, &dims, &col)?;
+/// let x = st.upload(&[2.0f32; 8])?;
+/// let mut out = ctx.alloc::<f32>(1)?;
+/// be::input_block_norms_dev(&st, &dims, 1, &x, &mut out)?;
+/// assert_eq!(st.to_vec(&out)?, [32f32.sqrt()]);
+/// # let _ = (values, topo);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 ///
 /// # Errors
 /// As [`block_grad_norms_dev`], and the [kernel limits](super::launch).
@@ -130,8 +169,27 @@ pub fn input_block_norms_dev(
     column_block_norms(stream, n, dims.c(), dims.b(), xp, op)
 }
 
-/// [`super::output_block_norms`] on the device: `out [R]` from `gy [N,
+/// [`super::host::output_block_norms`] on the device: `out [R]` from `gy [N,
 /// R·B]`, queued on `stream`.
+///
+/// ```
+/// use ptxsmith::kernels::block_ell::{self as be, DeviceTopology, Dims};
+/// use ptxsmith::runtime::Context;
+///
+/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
+/// let dims = Dims::new(1, 1, 1, 8)?;
+/// let col = [0];
+/// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let topo = DeviceTopology::upload(&st, &dims, &col)?;
+/// let gy = st.upload(&[1.0f32; 16])?;
+/// let mut out = ctx.alloc::<f32>(1)?;
+/// be::output_block_norms_dev(&st, &dims, 2, &gy, &mut out)?;
+/// assert_eq!(st.to_vec(&out)?, [4.0]);
+/// # let _ = (values, topo);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 ///
 /// # Errors
 /// As [`input_block_norms_dev`].
@@ -162,8 +220,20 @@ pub fn output_block_norms_dev(
     column_block_norms(stream, n, dims.r(), dims.b(), gp, op)
 }
 
-/// [`super::ema_update`] on the device, `scores` in place, queued on
+/// [`super::host::ema_update`] on the device, `scores` in place, queued on
 /// `stream`.
+///
+/// ```
+/// use ptxsmith::kernels::block_ell as be;
+/// use ptxsmith::runtime::Context;
+///
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let (mut scores, v) = (st.upload(&[1.0f32, 0.0])?, st.upload(&[3.0f32, 2.0])?);
+/// be::ema_update_dev(&st, &mut scores, &v, 0.5)?;
+/// assert_eq!(st.to_vec(&scores)?, [2.0, 1.0]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] naming the values: `decay` not in `[0, 1]`,
@@ -176,14 +246,14 @@ pub fn ema_update_dev(
     decay: f32,
 ) -> Result<()> {
     if !(0.0..=1.0).contains(&decay) {
-        return Err(Error::InvalidArgument(format!(
+        return Err(Error::invalid(format!(
             "block_ell: EMA decay = {decay} is outside [0, 1]"
         )));
     }
     let len = scores.as_device().len();
     expect_len("values", values.as_device().len(), len, "scores.len()")?;
     if u32::try_from(len).is_err() {
-        return Err(Error::InvalidArgument(format!(
+        return Err(Error::invalid(format!(
             "block_ell: {len} scores exceed the kernel's limit {}",
             u32::MAX
         )));
@@ -198,7 +268,7 @@ pub fn ema_update_dev(
         decay,
     };
     stream.launch(
-        &generate_ema(stream.context().sm())?,
+        memo!(generate_ema, stream.context().sm())?,
         elementwise(len),
         &args.args(),
     )

@@ -9,10 +9,12 @@
 //! (GPU or simulator): [`DeviceTopology`] holds `col` and its transposed
 //! index on the device, [`forward_dev`], [`grad_input_dev`],
 //! [`grad_values_dev`] and [`grad_bias_dev`] take device buffers,
-//! [`launch::forward_raw`], [`launch::grad_input_raw`] and
-//! [`launch::grad_values_raw`] take another stack's `CUdeviceptr`s and
-//! stream, and [`launch::forward`] & co. are the slice API on any
-//! [`Backend`](crate::runtime::backend::Backend). No kernel uses atomics:
+//! [`forward_raw`], [`grad_input_raw`] and [`grad_values_raw`] take
+//! another stack's `CUdeviceptr`s (thin wrappers over foreign views) on a
+//! stream, and [`forward`] & co. are the slice API on any
+//! [`Backend`](crate::runtime::backend::Backend). The host models, the
+//! spec, are reached through [`host`] only ([`host::forward`], …,
+//! [`host::block_grad_norms`]). No kernel uses atomics:
 //! every output element has one writer, so results never depend on
 //! timing or on the launch configuration.
 //!
@@ -36,12 +38,12 @@
 //!
 //! # Contract (every `fma` is one `fma.rn.f32`, Rust `a.mul_add(b, c)`;
 //! every `+` one `add.rn.f32`; `sqrt` is `sqrt.rn.f32` = [`f32::sqrt`])
-//! * **Forward** ([`forward`]): `y[n][r·B+i]`: `acc = +0.0`; for `k =
+//! * **Forward** ([`host::forward`]): `y[n][r·B+i]`: `acc = +0.0`; for `k =
 //!   0..K` ascending, skipping empty slots, with `c = col[r,k]`, for `j =
 //!   0..B` ascending: `acc = fma(values[r,k,i,j], x[n][c·B+j], acc)`; then,
 //!   with a bias, `acc = add(acc, bias[r·B+i])`. A row with no slots gives
 //!   `+0.0` (+ bias).
-//! * **Grad-input** ([`grad_input`]): `gx[n][c·B+j]`: `acc = +0.0`; for
+//! * **Grad-input** ([`host::grad_input`]): `gx[n][c·B+j]`: `acc = +0.0`; for
 //!   each entry `(r,k)` of column block `c` in the [`TransposedIndex`]
 //!   (ascending `(r,k)`), for `i = 0..B` ascending: `acc =
 //!   fma(values[r,k,i,j], gy[n][r·B+i], acc)`. A column block no slot
@@ -56,10 +58,10 @@
 //!   gives `+0.0`. For `N ≤ 256` this is a single chain. The tree depends
 //!   only on `N`, never on a launch configuration, so a kernel may use one
 //!   CTA per chunk and a second pass over the partials.
-//! * **Grad-values** ([`grad_values`]): `gv[r,k,i,j]` for a non-empty slot
+//! * **Grad-values** ([`host::grad_values`]): `gv[r,k,i,j]` for a non-empty slot
 //!   with `c = col[r,k]`: the N-chunk tree with the chain step `acc =
 //!   fma(gy[n][r·B+i], x[n][c·B+j], acc)`. Empty slots give `+0.0`.
-//! * **Grad-bias** ([`grad_bias`]): `gb[o]`: the N-chunk tree with `acc =
+//! * **Grad-bias** ([`host::grad_bias`]): `gb[o]`: the N-chunk tree with `acc =
 //!   add(acc, gy[n][o])`.
 //!
 //! # Topology tools
@@ -73,14 +75,14 @@
 //! newcomers and empty slots are zero).
 //!
 //! # Statistics (for the topology controller)
-//! * [`block_grad_norms`]: per slot `[R, K]`, `acc = +0.0`; for `i`, then
+//! * [`host::block_grad_norms`]: per slot `[R, K]`, `acc = +0.0`; for `i`, then
 //!   `j` ascending: `acc = fma(g, g, acc)`; result `sqrt(acc)`. Empty
 //!   slots give `+0.0` without reading `gv`.
-//! * [`input_block_norms`] (`[C]`, over `x`) and [`output_block_norms`]
+//! * [`host::input_block_norms`] (`[C]`, over `x`) and [`host::output_block_norms`]
 //!   (`[R]`, over `gy`): the N-chunk tree where row `n` contributes the
 //!   terms `j = 0..B` ascending with `acc = fma(v, v, acc)`; result
 //!   `sqrt` of the tree's sum. `N = 0` gives `+0.0`.
-//! * [`ema_update`]: `s ← fma(decay, s, mul(sub(1, decay), v))`, i.e.
+//! * [`host::ema_update`]: `s ← fma(decay, s, mul(sub(1, decay), v))`, i.e.
 //!   `decay.mul_add(s, (1.0 - decay) * v)`, with `decay` finite in `[0,
 //!   1]`.
 //!
@@ -108,13 +110,13 @@ pub mod ptx_stats;
 pub mod stats;
 pub mod topology;
 
-pub use host::{
-    BLOCK_SIZES, Dims, N_CHUNK, forward, grad_bias, grad_input, grad_input_indexed, grad_values,
-    validate_col,
+pub use host::{BLOCK_SIZES, Dims, N_CHUNK, validate_col};
+pub use launch::{
+    DeviceTopology, forward, forward_dev, forward_raw, grad_bias, grad_bias_dev,
+    grad_bias_dev_budget, grad_input, grad_input_dev, grad_input_raw, grad_values, grad_values_dev,
+    grad_values_dev_budget, grad_values_raw,
 };
-pub use launch::{DeviceTopology, forward_dev, grad_bias_dev, grad_input_dev, grad_values_dev};
 pub use launch_stats::{
     block_grad_norms_dev, ema_update_dev, input_block_norms_dev, output_block_norms_dev,
 };
-pub use stats::{block_grad_norms, ema_update, input_block_norms, output_block_norms};
 pub use topology::{BlockEll, TransposedIndex, from_dense, retopology, to_dense};

@@ -141,7 +141,7 @@ fn check_block(b: u32) -> Result<()> {
     if BLOCK_SIZES.contains(&(b as usize)) {
         Ok(())
     } else {
-        Err(Error::InvalidArgument(format!(
+        Err(Error::invalid(format!(
             "block_ell: block size B = {b} is not supported; supported are {BLOCK_SIZES:?}"
         )))
     }

@@ -79,7 +79,7 @@ pub fn output_block_norms(dims: &Dims, n: usize, gy: &[f32]) -> Result<Vec<f32>>
 /// `[0, 1]`, lengths that differ.
 pub fn ema_update(scores: &mut [f32], values: &[f32], decay: f32) -> Result<()> {
     if !(0.0..=1.0).contains(&decay) {
-        return Err(Error::InvalidArgument(format!(
+        return Err(Error::invalid(format!(
             "block_ell: EMA decay = {decay} is outside [0, 1]"
         )));
     }

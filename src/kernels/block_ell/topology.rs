@@ -7,8 +7,11 @@ use crate::error::{Error, Result};
 /// A block-ELL weight: sizes, `values [R, K, B, B]` and `col [R, K]`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BlockEll {
+    /// The layer's sizes.
     pub dims: Dims,
+    /// `[R, K, B, B]` block values.
     pub values: Vec<f32>,
+    /// `[R, K]` column blocks, `-1` for an empty slot.
     pub col: Vec<i32>,
 }
 
@@ -181,7 +184,7 @@ pub fn retopology(
     validate_col(dims, col)?;
     let new_dims = dims.with_k(new_k)?;
     validate_col(&new_dims, new_col).map_err(|e| match e {
-        Error::InvalidArgument(m) => Error::InvalidArgument(format!("new_col: {m}")),
+        Error::InvalidArgument(m) => Error::invalid(format!("new_col: {m}")),
         other => other,
     })?;
     let (b, k_old) = (dims.b(), dims.k());

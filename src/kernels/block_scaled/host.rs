@@ -153,7 +153,7 @@ impl Recipe {
             _ => mode != ScaleMode::Nvfp4,
         };
         if !fits {
-            return Err(Error::InvalidArgument(format!(
+            return Err(Error::invalid(format!(
                 "block_scaled: scale mode {mode:?} is not defined for format {format:?} \
                  (MX formats take Floor or RCeil, NVFP4 takes Nvfp4)"
             )));
@@ -199,12 +199,12 @@ impl Shape {
     /// `L·M·K` (or the padded scale size) overflows `usize`.
     pub fn new(l: usize, m: usize, k: usize, format: Format) -> Result<Self> {
         if l == 0 || m == 0 || k == 0 {
-            return Err(Error::InvalidArgument(format!(
+            return Err(Error::invalid(format!(
                 "block_scaled: shape [L, M, K] = [{l}, {m}, {k}] must have every size >= 1"
             )));
         }
         if l.checked_mul(m).and_then(|lm| lm.checked_mul(k)).is_none() {
-            return Err(Error::InvalidArgument(format!(
+            return Err(Error::invalid(format!(
                 "block_scaled: L·M·K = {l}·{m}·{k} overflows usize"
             )));
         }
@@ -263,7 +263,7 @@ impl Shape {
 /// The NVFP4 per-tensor scales.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct GlobalScale {
-    /// `max |x|` over the whole tensor, NaNs ignored ([`fp8::absmax`]).
+    /// `max |x|` over the whole tensor, NaNs ignored ([`fp8::host::absmax`]).
     pub amax: f32,
     /// `S_enc = 2688 / amax` (see the contract for 0, Inf and overflow).
     pub encode: f32,
@@ -365,7 +365,7 @@ impl BlockRule {
                 inv_max: format.element_max_reciprocal(),
             },
             ScaleMode::Nvfp4 => {
-                let global = GlobalScale::from_amax(fp8::absmax(xs));
+                let global = GlobalScale::from_amax(fp8::host::absmax(xs));
                 Self::Nvfp4 {
                     global,
                     // S_enc · rn(1/6): one product per tensor, before amax_b.
@@ -415,7 +415,7 @@ fn check_len(what: &str, got: usize, want: usize, shape: &Shape) -> Result<()> {
     if got == want {
         return Ok(());
     }
-    Err(Error::InvalidArgument(format!(
+    Err(Error::invalid(format!(
         "block_scaled: {what} has {got} elements, expected {want} for [L, M, K] = [{}, {}, {}] \
          as {:?}",
         shape.l, shape.m, shape.k, shape.format
@@ -426,7 +426,7 @@ fn check_recipe(recipe: Recipe, shape: &Shape) -> Result<()> {
     if recipe.format == shape.format {
         return Ok(());
     }
-    Err(Error::InvalidArgument(format!(
+    Err(Error::invalid(format!(
         "block_scaled: shape was checked for {:?} but the recipe is {:?}",
         shape.format, recipe.format
     )))
@@ -500,13 +500,13 @@ pub fn dequantize(q: &BlockScaled) -> Result<Vec<f32>> {
     let global_decode = match (format, q.global) {
         (Format::Nvfp4, Some(g)) => Some(g.decode),
         (Format::Nvfp4, None) => {
-            return Err(Error::InvalidArgument(
-                "block_scaled: an NVFP4 tensor needs its global scale".into(),
+            return Err(Error::invalid(
+                "block_scaled: an NVFP4 tensor needs its global scale",
             ));
         }
         (_, None) => None,
         (_, Some(_)) => {
-            return Err(Error::InvalidArgument(format!(
+            return Err(Error::invalid(format!(
                 "block_scaled: a {format:?} tensor has no global scale, but one was given"
             )));
         }

@@ -39,13 +39,16 @@ use super::ptx::{
 };
 use crate::dsl::params::{DevPtr, KernelParams};
 use crate::dsl::types::{F32, U8};
-use crate::error::{Error, Result};
+use crate::error::{ArgError, Error, Result};
 use crate::kernels::dispatch::dispatch;
 use crate::kernels::fp8::ptx::{self as fp8_ptx, AbsmaxPartialsArgs};
+use crate::kernels::memo;
 use crate::runtime::backend::{Backend, Ran};
-use crate::runtime::buffer::{AsDevice, AsDeviceMut, DeviceSlice, DeviceSliceMut};
-use crate::runtime::context::{Context, Stream};
-use crate::runtime::exec::{CUdeviceptr, LaunchConfig, PointerCheck, RawStream};
+use crate::runtime::buffer::{
+    AsDevice, AsDeviceMut, DeviceSlice, DeviceSliceMut, ForeignSlice, ForeignSliceMut,
+};
+use crate::runtime::context::Stream;
+use crate::runtime::exec::{CUdeviceptr, LaunchConfig, PointerCheck};
 
 /// The largest `K`, `L·M·nkb` and padded scale size the kernels take
 /// (`2³¹ − 1`).
@@ -58,7 +61,7 @@ fn limit(what: &str, value: usize) -> Result<()> {
     if value <= MAX_EXTENT {
         return Ok(());
     }
-    Err(Error::InvalidArgument(format!(
+    Err(Error::invalid(format!(
         "block_scaled: {what} = {value} exceeds the kernels' limit {MAX_EXTENT}"
     )))
 }
@@ -77,7 +80,7 @@ fn at_least(what: &str, got: usize, want: usize, of: &str) -> Result<()> {
     if got >= want {
         return Ok(());
     }
-    Err(Error::InvalidArgument(format!(
+    Err(Error::invalid(format!(
         "block_scaled: {what} has {got} elements, {of} needs at least {want}"
     )))
 }
@@ -86,7 +89,7 @@ fn check_recipe(recipe: Recipe, shape: &Shape) -> Result<()> {
     if recipe.format() == shape.format() {
         return Ok(());
     }
-    Err(Error::InvalidArgument(format!(
+    Err(Error::invalid(format!(
         "block_scaled: shape was checked for {:?} but the recipe is {:?}",
         shape.format(),
         recipe.format()
@@ -113,11 +116,11 @@ fn check_global(format: Format, global: Option<usize>) -> Result<()> {
             GLOBAL_LEN,
             "[amax_g, S_enc, S_dec]",
         ),
-        (Format::Nvfp4, None) => Err(Error::InvalidArgument(
-            "block_scaled: NVFP4 needs a global-scale buffer of 3 floats".into(),
+        (Format::Nvfp4, None) => Err(Error::invalid(
+            "block_scaled: NVFP4 needs a global-scale buffer of 3 floats",
         )),
         (_, None) => Ok(()),
-        (f, Some(_)) => Err(Error::InvalidArgument(format!(
+        (f, Some(_)) => Err(Error::invalid(format!(
             "block_scaled: a {f:?} tensor has no global scale, but a buffer was given"
         ))),
     }
@@ -158,12 +161,85 @@ fn lanes(shape: &Shape) -> u64 {
     (shape.scale_dims().count() as u64 * tpb).next_multiple_of(32)
 }
 
-/// Quantizes `x` (row-major `[L, M, K]` f32, exactly `L·M·K` long) with
-/// `recipe` on `stream`: element codes into `codes` (at least
-/// [`Shape::codes_len`] bytes), scale bytes into `scales` in `layout` (at
-/// least `layout.len(dims)` bytes; padding written 0), and for NVFP4
-/// `[amax_g, S_enc, S_dec]` into `global` (3 floats; `None` for MX
-/// formats). Bit-identical to [`host::quantize`] with either codec.
+/// What a block-scaled quantization does: the `[L, M, K]` tensor's
+/// [`Shape`] (checked for its format), the [`Recipe`] (format and scale
+/// mode) and the [`ScaleLayout`] of the scales. The request every
+/// quantize and dequantize entry point takes; checked once
+/// ([`Quantization::validate`]).
+///
+/// ```
+/// use ptxsmith::kernels::block_scaled::{Format, Quantization, Recipe, ScaleLayout, Shape};
+///
+/// let q = Quantization {
+///     shape: Shape::new(1, 128, 64, Format::Mxfp4)?,
+///     recipe: Recipe::default_for(Format::Mxfp4),
+///     layout: ScaleLayout::Blocked128x4,
+/// };
+/// q.validate()?;
+/// assert_eq!(q.scales_len(), 128 * 4); // one 128 × 4 tile, padded
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Quantization {
+    /// The input's `[L, M, K]`, checked for the recipe's format.
+    pub shape: Shape,
+    /// Format and scale mode.
+    pub recipe: Recipe,
+    /// Where the scale bytes go.
+    pub layout: ScaleLayout,
+}
+
+impl Quantization {
+    /// The request of a quantized tensor (to dequantize it).
+    pub fn of(q: &BlockScaled) -> Self {
+        Self {
+            shape: q.shape,
+            recipe: q.recipe,
+            layout: q.layout,
+        }
+    }
+
+    /// Check that the shape was checked for the recipe's format and the
+    /// sizes are within the kernels' limits ([`MAX_EXTENT`]).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming the values.
+    pub fn validate(&self) -> Result<()> {
+        check_recipe(self.recipe, &self.shape)?;
+        check_limits(&self.shape)
+    }
+
+    /// Bytes of the scale buffer in the layout (padding included).
+    pub fn scales_len(&self) -> usize {
+        self.layout.len(&self.shape.scale_dims())
+    }
+}
+
+/// Quantizes `x` (row-major `[L, M, K]` f32, exactly `L·M·K` long) as `q`
+/// says on `stream`: element codes into `codes` (at least
+/// [`Shape::codes_len`] bytes), scale bytes into `scales` in the layout
+/// (at least [`Quantization::scales_len`] bytes; padding written 0), and
+/// for NVFP4 `[amax_g, S_enc, S_dec]` into `global` (3 floats; `None` for
+/// MX formats). Buffers or foreign views. Bit-identical to
+/// [`host::quantize`] with either codec.
+///
+/// ```
+/// use ptxsmith::kernels::block_scaled::{self as bs, Codec, Format, Quantization, Recipe, ScaleLayout, Shape};
+/// use ptxsmith::runtime::Context;
+///
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let shape = Shape::new(1, 2, 32, Format::Mxfp8E4m3)?;
+/// let q = Quantization { shape, recipe: Recipe::default_for(Format::Mxfp8E4m3), layout: ScaleLayout::RowMajor };
+/// let xs: Vec<f32> = (0..64).map(|i| i as f32 - 30.0).collect();
+/// let x = st.upload(&xs)?;
+/// let (mut codes, mut scales) = (ctx.alloc::<u8>(shape.codes_len())?, ctx.alloc::<u8>(q.scales_len())?);
+/// bs::quantize_dev(&st, q, Codec::for_sm(ctx.sm()), &x, &mut codes, &mut scales, None)?;
+/// let want = bs::host::quantize(&xs, shape, q.recipe, q.layout)?;
+/// assert_eq!(st.to_vec(&codes)?, want.codes);
+/// assert_eq!(st.to_vec(&scales)?, want.scales);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] naming the values: a shape checked for
@@ -172,33 +248,39 @@ fn lanes(shape: &Shape) -> u64 {
 /// NVFP4 `x` not 16-byte aligned, sizes past [`MAX_EXTENT`];
 /// [`Error::UnsupportedFeature`] for [`Codec::Hardware`] below sm_89;
 /// [`Error::WrongContext`]; launch errors. Nothing is queued on error.
-#[allow(clippy::too_many_arguments)]
 pub fn quantize_dev(
     stream: &Stream,
-    x: &impl AsDevice<f32>,
-    shape: Shape,
-    recipe: Recipe,
-    layout: ScaleLayout,
+    q: Quantization,
     codec: Codec,
+    x: &impl AsDevice<f32>,
     codes: &mut impl AsDeviceMut<u8>,
     scales: &mut impl AsDeviceMut<u8>,
     global: Option<DeviceSliceMut<'_, f32>>,
 ) -> Result<()> {
-    check_recipe(recipe, &shape)?;
-    check_limits(&shape)?;
+    q.validate()?;
+    let Quantization {
+        shape,
+        recipe,
+        layout,
+    } = q;
     let f = recipe.format();
-    let dims = shape.scale_dims();
     let (xs, cs, ss) = (x.as_device(), codes.as_device(), scales.as_device());
     if xs.len() != shape.len() {
-        return Err(Error::InvalidArgument(format!(
+        return Err(ArgError::new(
+            "x",
+            format!("{} elements ({})", shape.len(), describe(&shape)),
+            format!("{} elements", xs.len()),
+        )
+        .with_message(format!(
             "block_scaled: x has {} elements, expected {} for {}",
             xs.len(),
             shape.len(),
             describe(&shape)
-        )));
+        ))
+        .into());
     }
     at_least("codes", cs.len(), shape.codes_len(), &describe(&shape))?;
-    let scale_len = layout.len(&dims);
+    let scale_len = q.scales_len();
     at_least(
         "scales",
         ss.len(),
@@ -231,15 +313,7 @@ pub fn quantize_dev(
         st.zero(&mut head)
     };
     let kernels = QuantizeKernels::new(stream, recipe, codec)?;
-    quantize_core(
-        stream,
-        &kernels,
-        io,
-        shape,
-        layout,
-        zero_padding,
-        PointerCheck::LiveBuffers,
-    )
+    quantize_core(stream, &kernels, io, shape, layout, zero_padding)
 }
 
 /// The device memory of one quantize call.
@@ -253,8 +327,11 @@ struct QuantizeIo {
 /// Every module a quantize call launches, generated before anything is
 /// queued.
 struct QuantizeKernels {
-    quant: crate::dsl::PtxModule,
-    nvfp4: Option<(crate::dsl::PtxModule, crate::dsl::PtxModule)>,
+    quant: &'static crate::dsl::PtxModule,
+    nvfp4: Option<(
+        &'static crate::dsl::PtxModule,
+        &'static crate::dsl::PtxModule,
+    )>,
 }
 
 impl QuantizeKernels {
@@ -262,14 +339,14 @@ impl QuantizeKernels {
         let sm = stream.context().sm();
         let nvfp4 = if recipe.format() == Format::Nvfp4 {
             Some((
-                fp8_ptx::generate_absmax_partials(sm)?,
-                ptx::generate_nvfp4_global(sm)?,
+                memo!(fp8_ptx::generate_absmax_partials, sm)?,
+                memo!(ptx::generate_nvfp4_global, sm)?,
             ))
         } else {
             None
         };
         Ok(Self {
-            quant: ptx::generate_quantize(sm, recipe, codec)?,
+            quant: memo!(ptx::generate_quantize, sm, recipe, codec)?,
             nvfp4,
         })
     }
@@ -283,8 +360,8 @@ fn quantize_core(
     shape: Shape,
     layout: ScaleLayout,
     zero_padding: impl FnOnce(&Stream) -> Result<()>,
-    check: PointerCheck,
 ) -> Result<()> {
+    let check = PointerCheck::LiveBuffers;
     let f = shape.format();
     let dims = shape.scale_dims();
     let vec = shape.k().is_multiple_of(4)
@@ -336,153 +413,157 @@ fn quantize_core(
         s_l: s[5],
     };
     let cfg = grid(stream, lanes(&shape));
-    stream.launch_with(&kernels.quant, cfg, &args.args(), check)
+    stream.launch_with(kernels.quant, cfg, &args.args(), check)
 }
 
-/// Check a raw address's alignment, naming it.
-fn check_raw_align(what: &str, addr: CUdeviceptr, align: u64) -> Result<()> {
-    if aligned(addr, align) {
-        return Ok(());
-    }
-    Err(Error::InvalidArgument(format!(
-        "block_scaled: {what} at {addr:#x} is not {align}-byte aligned"
-    )))
-}
-
-/// [`quantize_dev`] on memory another stack allocated (e.g. a PyTorch
-/// tensor and its scale buffer): `x` (`L·M·K` f32s) is read; `codes`
-/// ([`Shape::codes_len`] bytes), `scales` (`layout.len(dims)` bytes,
-/// padding written 0) and, for NVFP4, `global` (3 f32s) are written; all
-/// raw device addresses, the launches queued on the foreign `stream`.
+/// [`quantize_dev`] on raw device addresses of another stack (e.g. a
+/// PyTorch tensor and its scale buffer), queued on `stream` (e.g. made
+/// with [`Stream::from_raw`]): a thin wrapper viewing `x` (`L·M·K` f32s),
+/// `codes` ([`Shape::codes_len`] bytes), `scales`
+/// ([`Quantization::scales_len`] bytes) and, for NVFP4, `global` (3 f32s)
+/// as [`ForeignSlice`]s.
+///
+/// ```
+/// use ptxsmith::kernels::block_scaled::{self as bs, Codec, Format, Quantization, Recipe, ScaleLayout, Shape};
+/// use ptxsmith::runtime::Context;
+///
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let shape = Shape::new(1, 1, 32, Format::Mxfp4)?;
+/// let q = Quantization { shape, recipe: Recipe::default_for(Format::Mxfp4), layout: ScaleLayout::RowMajor };
+/// let codec = Codec::for_sm(ctx.sm());
+/// let xs: Vec<f32> = (0..32).map(|i| i as f32 / 4.0).collect();
+/// let x = st.upload(&xs)?;
+/// let (codes, scales) = (ctx.alloc::<u8>(shape.codes_len())?, ctx.alloc::<u8>(q.scales_len())?);
+/// // SAFETY: x, codes and scales are live memory of this context of the
+/// // lengths the request gives, disjoint.
+/// unsafe { bs::quantize_raw(&st, q, codec, x.device_ptr(), codes.device_ptr(), scales.device_ptr(), None)? };
+/// assert_eq!(codes.to_vec()?, bs::host::quantize(&xs, shape, q.recipe, q.layout)?.codes);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 ///
 /// # Safety
-/// * every address is device memory of `ctx`'s context with at least the
-///   length above, valid until the kernels have run; the outputs overlap
-///   no input and each other, and nothing else accesses them until then;
-/// * `stream` is a live stream of that context (or [`RawStream::NULL`]).
-///
-/// Shapes, the recipe, the global buffer's presence and the alignments
-/// the layout needs (16 bytes for a padded layout's scales and NVFP4's
-/// `x`, 4 for `x` otherwise) are still checked; the extents cannot be.
+/// * every address is device memory of `stream`'s context with at least
+///   the length above, valid until the kernels have run; the outputs
+///   overlap no input and each other, and nothing else accesses them
+///   until then.
 ///
 /// # Errors
-/// As [`quantize_dev`].
-#[allow(clippy::too_many_arguments)]
+/// As [`quantize_dev`], and the checks of [`ForeignSlice::from_raw_parts`].
 pub unsafe fn quantize_raw(
-    ctx: &Context,
-    stream: RawStream,
-    x: CUdeviceptr,
-    shape: Shape,
-    recipe: Recipe,
-    layout: ScaleLayout,
+    stream: &Stream,
+    q: Quantization,
     codec: Codec,
+    x: CUdeviceptr,
     codes: CUdeviceptr,
     scales: CUdeviceptr,
     global: Option<CUdeviceptr>,
 ) -> Result<()> {
-    check_recipe(recipe, &shape)?;
-    check_limits(&shape)?;
-    let f = recipe.format();
-    check_global(f, global.map(|_| GLOBAL_LEN))?;
-    check_raw_align("x", x, if f == Format::Nvfp4 { 16 } else { 4 })?;
-    if layout.is_padded() {
-        check_raw_align("scales", scales, SCALE_ALIGN)?;
-    }
-    if let Some(g) = global {
-        check_raw_align("global", g, 4)?;
-    }
-    let st = ctx.borrowed_stream(stream);
-    let kernels = QuantizeKernels::new(&st, recipe, codec)?;
-    let scale_len = layout.len(&shape.scale_dims());
-    let zero_padding = |st: &Stream| -> Result<()> {
-        let zeros = st.context().alloc_zeroed::<u8>(scale_len)?;
-        st.copy_to_foreign(scales, &zeros)
+    q.validate()?;
+    check_global(q.recipe.format(), global.map(|_| GLOBAL_LEN))?;
+    let ctx = stream.context();
+    let shape = q.shape;
+    // SAFETY: the caller's contract covers each range (lengths from the
+    // validated request).
+    let (x, mut codes, mut scales, mut global) = unsafe {
+        (
+            ForeignSlice::<f32>::from_raw_parts(ctx, x, shape.len())?,
+            ForeignSliceMut::<u8>::from_raw_parts(ctx, codes, shape.codes_len())?,
+            ForeignSliceMut::<u8>::from_raw_parts(ctx, scales, q.scales_len())?,
+            global
+                .map(|g| ForeignSliceMut::<f32>::from_raw_parts(ctx, g, GLOBAL_LEN))
+                .transpose()?,
+        )
     };
-    let io = QuantizeIo {
-        x: DevPtr::new(x),
-        codes: DevPtr::new(codes),
-        scales: DevPtr::new(scales),
-        global: global.map(DevPtr::new),
-    };
-    quantize_core(
-        &st,
-        &kernels,
-        io,
-        shape,
-        layout,
-        zero_padding,
-        PointerCheck::Caller,
-    )
+    let global = global.as_mut().map(|g| g.as_device_mut());
+    quantize_dev(stream, q, codec, &x, &mut codes, &mut scales, global)
 }
 
-/// Dequantizes on `stream`: `y = decode(code) · decode_e8m0(scale)` (MX)
-/// or `· (decode_ue4m3(sb) · S_dec)` with `S_dec = global[2]` (NVFP4),
-/// row-major `[L, M, K]` into `y` (at least `L·M·K` floats). `codes` and
-/// `scales` (in `layout`) as [`quantize_dev`] wrote them. Bit-identical to
-/// [`host::dequantize`] (NaN bits aside: only "is NaN" is specified).
+/// Dequantizes on `stream` what [`quantize_dev`] wrote for `q`: `y =
+/// decode(code) · decode_e8m0(scale)` (MX) or `· (decode_ue4m3(sb) ·
+/// S_dec)` with `S_dec = global[2]` (NVFP4), row-major `[L, M, K]` into `y`
+/// (at least `L·M·K` floats). Bit-identical to [`host::dequantize`] (NaN
+/// bits aside: only "is NaN" is specified).
+///
+/// ```
+/// use ptxsmith::kernels::block_scaled::{self as bs, Codec, Format, Quantization, Recipe, ScaleLayout, Shape};
+/// use ptxsmith::runtime::Context;
+///
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let shape = Shape::new(1, 1, 32, Format::Mxfp4)?;
+/// let q = Quantization { shape, recipe: Recipe::default_for(Format::Mxfp4), layout: ScaleLayout::RowMajor };
+/// let codec = Codec::for_sm(ctx.sm());
+/// let xs: Vec<f32> = (0..32).map(|i| i as f32 / 4.0).collect();
+/// let packed = bs::host::quantize(&xs, shape, q.recipe, q.layout)?;
+/// let (codes, scales) = (st.upload(&packed.codes)?, st.upload(&packed.scales)?);
+/// let mut y = ctx.alloc::<f32>(32)?;
+/// bs::dequantize_dev(&st, q, codec, &codes, &scales, None, &mut y)?;
+/// assert_eq!(st.to_vec(&y)?, bs::host::dequantize(&packed)?);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 ///
 /// # Errors
 /// As [`quantize_dev`] (inputs too short for the shape and layout, `y`
 /// too small, a missing or superfluous global buffer, scale alignment).
-#[allow(clippy::too_many_arguments)]
 pub fn dequantize_dev(
     stream: &Stream,
+    q: Quantization,
+    codec: Codec,
     codes: &impl AsDevice<u8>,
     scales: &impl AsDevice<u8>,
     global: Option<DeviceSlice<'_, f32>>,
-    shape: Shape,
-    layout: ScaleLayout,
-    codec: Codec,
     y: &mut impl AsDeviceMut<f32>,
 ) -> Result<()> {
-    check_limits(&shape)?;
+    q.validate()?;
+    let Quantization { shape, layout, .. } = q;
     let f = shape.format();
-    let dims = shape.scale_dims();
     let (cs, ss, ys) = (codes.as_device(), scales.as_device(), y.as_device());
     at_least("codes", cs.len(), shape.codes_len(), &describe(&shape))?;
     at_least(
         "scales",
         ss.len(),
-        layout.len(&dims),
+        q.scales_len(),
         &format!("layout {layout:?} of {}", describe(&shape)),
     )?;
     at_least("y", ys.len(), shape.len(), &describe(&shape))?;
     check_global(f, global.as_ref().map(|g| g.len()))?;
     check_scale_align(layout, "scales", &ss)?;
-    let m = ptx::generate_dequantize(stream.context().sm(), f, codec)?;
-    let cp = stream.arg("codes", codes)?;
-    let sp = stream.arg("scales", scales)?;
-    let gp = match &global {
-        Some(g) => Some(stream.arg("global", g)?),
-        None => None,
+    let m = memo!(ptx::generate_dequantize, stream.context().sm(), f, codec)?;
+    let io = DequantizeIo {
+        codes: stream.arg("codes", codes)?,
+        scales: stream.arg("scales", scales)?,
+        global: match &global {
+            Some(g) => Some(stream.arg("global", g)?),
+            None => None,
+        },
+        y: stream.arg_mut("y", y)?,
     };
-    let yp = stream.arg_mut("y", y)?;
-    dequantize_core(
-        stream,
-        &m,
-        cp,
-        sp,
-        gp,
-        yp,
-        shape,
-        layout,
-        PointerCheck::LiveBuffers,
-    )
+    dequantize_core(stream, m, io, shape, layout)
 }
 
-/// The launch of a dequantize call whose arguments have been checked.
-#[allow(clippy::too_many_arguments)]
-fn dequantize_core(
-    stream: &Stream,
-    m: &crate::dsl::PtxModule,
+/// The device memory of one dequantize call.
+struct DequantizeIo {
     codes: DevPtr<U8>,
     scales: DevPtr<U8>,
     global: Option<DevPtr<F32>>,
     y: DevPtr<F32>,
+}
+
+/// The launch of a dequantize call whose arguments have been checked.
+fn dequantize_core(
+    stream: &Stream,
+    m: &crate::dsl::PtxModule,
+    io: DequantizeIo,
     shape: Shape,
     layout: ScaleLayout,
-    check: PointerCheck,
 ) -> Result<()> {
+    let DequantizeIo {
+        codes,
+        scales,
+        global,
+        y,
+    } = io;
     let f = shape.format();
     let dims = shape.scale_dims();
     let vec =
@@ -513,52 +594,104 @@ fn dequantize_core(
         s_l: s[5],
     };
     let cfg = grid(stream, dims.count() as u64 * tpb);
-    stream.launch_with(m, cfg, &args.args(), check)
+    stream.launch_with(m, cfg, &args.args(), PointerCheck::LiveBuffers)
 }
 
-/// [`dequantize_dev`] on foreign memory: `codes`, `scales` (in `layout`)
-/// and, for NVFP4, `global` (`[amax_g, S_enc, S_dec]`) are read, `y`
-/// (`L·M·K` f32s) written; all raw device addresses, the launch queued on
-/// the foreign `stream`.
+/// [`dequantize_dev`] on raw device addresses of another stack: `codes`,
+/// `scales` (in the layout) and, for NVFP4, `global` (`[amax_g, S_enc,
+/// S_dec]`) are read, `y` (`L·M·K` f32s) written; viewed as
+/// [`ForeignSlice`]s, queued on `stream`.
+///
+/// ```
+/// use ptxsmith::kernels::block_scaled::{self as bs, Codec, Format, Quantization, Recipe, ScaleLayout, Shape};
+/// use ptxsmith::runtime::Context;
+///
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let shape = Shape::new(1, 1, 32, Format::Mxfp4)?;
+/// let q = Quantization { shape, recipe: Recipe::default_for(Format::Mxfp4), layout: ScaleLayout::RowMajor };
+/// let codec = Codec::for_sm(ctx.sm());
+/// let xs: Vec<f32> = (0..32).map(|i| i as f32 / 4.0).collect();
+/// let packed = bs::host::quantize(&xs, shape, q.recipe, q.layout)?;
+/// let (codes, scales, y) = (st.upload(&packed.codes)?, st.upload(&packed.scales)?, ctx.alloc::<f32>(32)?);
+/// // SAFETY: live memory of this context of the lengths the request gives.
+/// unsafe { bs::dequantize_raw(&st, q, codec, codes.device_ptr(), scales.device_ptr(), None, y.device_ptr())? };
+/// assert_eq!(y.to_vec()?, bs::host::dequantize(&packed)?);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 ///
 /// # Safety
 /// As [`quantize_raw`], with `y` the output.
 ///
 /// # Errors
-/// As [`dequantize_dev`].
-#[allow(clippy::too_many_arguments)]
+/// As [`dequantize_dev`], and the checks of
+/// [`ForeignSlice::from_raw_parts`].
 pub unsafe fn dequantize_raw(
-    ctx: &Context,
-    stream: RawStream,
+    stream: &Stream,
+    q: Quantization,
+    codec: Codec,
     codes: CUdeviceptr,
     scales: CUdeviceptr,
     global: Option<CUdeviceptr>,
-    shape: Shape,
-    layout: ScaleLayout,
-    codec: Codec,
     y: CUdeviceptr,
 ) -> Result<()> {
-    check_limits(&shape)?;
-    let f = shape.format();
-    check_global(f, global.map(|_| GLOBAL_LEN))?;
-    if layout.is_padded() {
-        check_raw_align("scales", scales, SCALE_ALIGN)?;
-    }
-    check_raw_align("y", y, 4)?;
-    if let Some(g) = global {
-        check_raw_align("global", g, 4)?;
-    }
-    let st = ctx.borrowed_stream(stream);
-    let m = ptx::generate_dequantize(ctx.sm(), f, codec)?;
-    let (cp, sp, yp) = (DevPtr::new(codes), DevPtr::new(scales), DevPtr::new(y));
-    let gp = global.map(DevPtr::new);
-    dequantize_core(&st, &m, cp, sp, gp, yp, shape, layout, PointerCheck::Caller)
+    q.validate()?;
+    check_global(q.shape.format(), global.map(|_| GLOBAL_LEN))?;
+    let ctx = stream.context();
+    let shape = q.shape;
+    // SAFETY: the caller's contract covers each range.
+    let (codes, scales, global, mut y) = unsafe {
+        (
+            ForeignSlice::<u8>::from_raw_parts(ctx, codes, shape.codes_len())?,
+            ForeignSlice::<u8>::from_raw_parts(ctx, scales, q.scales_len())?,
+            global
+                .map(|g| ForeignSlice::<f32>::from_raw_parts(ctx, g, GLOBAL_LEN))
+                .transpose()?,
+            ForeignSliceMut::<f32>::from_raw_parts(ctx, y, shape.len())?,
+        )
+    };
+    let global = global.as_ref().map(|g| g.as_device());
+    dequantize_dev(stream, q, codec, &codes, &scales, global, &mut y)
 }
 
-/// Re-lays a scale tensor of extent `dims` from layout `from` (`src`, at
-/// least `from.len(dims)` bytes) to `to` (`dst`, at least `to.len(dims)`
-/// bytes; every padding byte written 0), on `stream`. Equal to
+/// A scale-layout conversion: a scale tensor of extent `dims`, from one
+/// layout to another.
+///
+/// ```
+/// use ptxsmith::kernels::block_scaled::{Relayout, ScaleDims, ScaleLayout};
+/// let r = Relayout { dims: ScaleDims::new(1, 3, 2)?, from: ScaleLayout::RowMajor, to: ScaleLayout::Blocked128x4 };
+/// assert_eq!(r.dims.count(), 6);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Relayout {
+    /// `[L, M, nkb]`.
+    pub dims: ScaleDims,
+    /// The source layout.
+    pub from: ScaleLayout,
+    /// The destination layout.
+    pub to: ScaleLayout,
+}
+
+/// Re-lays a scale tensor as `r` says, from `src` (at least
+/// `r.from.len(dims)` bytes) into `dst` (at least `r.to.len(dims)` bytes;
+/// every padding byte written 0), on `stream`. Equal to
 /// [`super::convert`].
+///
+/// ```
+/// use ptxsmith::kernels::block_scaled::{self as bs, Relayout, ScaleDims, ScaleLayout};
+///
+/// let dims = ScaleDims::new(1, 2, 3)?; // [L, M, nkb]
+/// let r = Relayout { dims, from: ScaleLayout::RowMajor, to: ScaleLayout::Blocked128x4 };
+/// let scales: Vec<u8> = (1..=6).collect();
+/// let ctx = ptxsmith::runtime::Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let src = st.upload(&scales)?;
+/// let mut dst = ctx.alloc::<u8>(r.to.len(&dims))?;
+/// bs::convert_layout_dev(&st, r, &src, &mut dst)?;
+/// assert_eq!(st.to_vec(&dst)?, bs::convert(&scales, &dims, r.from, r.to)?);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] for buffers too short, a padded layout's
@@ -566,12 +699,11 @@ pub unsafe fn dequantize_raw(
 /// [`Error::WrongContext`]; launch errors.
 pub fn convert_layout_dev(
     stream: &Stream,
+    r: Relayout,
     src: &impl AsDevice<u8>,
-    dims: ScaleDims,
-    from: ScaleLayout,
-    to: ScaleLayout,
     dst: &mut impl AsDeviceMut<u8>,
 ) -> Result<()> {
+    let Relayout { dims, from, to } = r;
     let count = ScaleLayout::Blocked128x4.len(&dims);
     limit("the padded scale size", count)?;
     let (ss, ds) = (src.as_device(), dst.as_device());
@@ -587,7 +719,7 @@ pub fn convert_layout_dev(
     at_least("dst", ds.len(), to.len(&dims), &of(to))?;
     check_scale_align(from, "src", &ss)?;
     check_scale_align(to, "dst", &ds)?;
-    let m = ptx::generate_convert(stream.context().sm())?;
+    let m = memo!(ptx::generate_convert, stream.context().sm())?;
     let (a, b) = (
         ptx::layout_strides(from, &dims),
         ptx::layout_strides(to, &dims),
@@ -614,43 +746,50 @@ pub fn convert_layout_dev(
         b_kk: b[4],
         b_l: b[5],
     };
-    stream.launch(&m, grid(stream, count as u64), &args.args())
+    stream.launch(m, grid(stream, count as u64), &args.args())
 }
 
 // ---- slice API -------------------------------------------------------------
 
 /// [`quantize_dev`] from and to host memory on `stream` with `codec`.
 ///
+/// ```
+/// use ptxsmith::kernels::block_scaled::{self as bs, Codec, Format, Quantization, Recipe, ScaleLayout, Shape};
+/// use ptxsmith::runtime::Context;
+///
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let shape = Shape::new(1, 1, 32, Format::Mxfp4)?;
+/// let q = Quantization { shape, recipe: Recipe::default_for(Format::Mxfp4), layout: ScaleLayout::RowMajor };
+/// let codec = Codec::for_sm(ctx.sm());
+/// let xs: Vec<f32> = (0..32).map(|i| i as f32 / 4.0).collect();
+/// let got = bs::quantize_on(&st, q, codec, &xs)?;
+/// assert_eq!(got, bs::host::quantize(&xs, shape, q.recipe, q.layout)?);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
 /// # Errors
 /// As [`quantize_dev`].
 pub fn quantize_on(
     stream: &Stream,
-    xs: &[f32],
-    shape: Shape,
-    recipe: Recipe,
-    layout: ScaleLayout,
+    q: Quantization,
     codec: Codec,
+    xs: &[f32],
 ) -> Result<BlockScaled> {
-    check_recipe(recipe, &shape)?;
-    check_limits(&shape)?;
-    let ctx = stream.context();
-    let x = stream.upload(xs)?;
-    let mut codes = ctx.alloc::<u8>(shape.codes_len())?;
-    let mut scales = ctx.alloc::<u8>(layout.len(&shape.scale_dims()))?;
-    let nvfp4 = recipe.mode() == ScaleMode::Nvfp4;
-    let mut global = ctx.alloc::<f32>(GLOBAL_LEN)?;
-    let g = nvfp4.then(|| global.as_device_mut());
-    quantize_dev(
-        stream,
-        &x,
+    q.validate()?;
+    let Quantization {
         shape,
         recipe,
         layout,
-        codec,
-        &mut codes,
-        &mut scales,
-        g,
-    )?;
+    } = q;
+    let ctx = stream.context();
+    let x = stream.upload(xs)?;
+    let mut codes = ctx.alloc::<u8>(shape.codes_len())?;
+    let mut scales = ctx.alloc::<u8>(q.scales_len())?;
+    let nvfp4 = recipe.mode() == ScaleMode::Nvfp4;
+    let mut global = ctx.alloc::<f32>(GLOBAL_LEN)?;
+    let g = nvfp4.then(|| global.as_device_mut());
+    quantize_dev(stream, q, codec, &x, &mut codes, &mut scales, g)?;
     let global = if nvfp4 {
         let g = stream.to_vec(&global)?;
         Some(GlobalScale {
@@ -673,9 +812,24 @@ pub fn quantize_on(
 
 /// [`dequantize_dev`] of a host [`BlockScaled`] on `stream` with `codec`.
 ///
+/// ```
+/// use ptxsmith::kernels::block_scaled::{self as bs, Codec, Format, Quantization, Recipe, ScaleLayout, Shape};
+/// use ptxsmith::runtime::Context;
+///
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let shape = Shape::new(1, 1, 32, Format::Mxfp4)?;
+/// let q = Quantization { shape, recipe: Recipe::default_for(Format::Mxfp4), layout: ScaleLayout::RowMajor };
+/// let codec = Codec::for_sm(ctx.sm());
+/// let xs: Vec<f32> = (0..32).map(|i| i as f32 / 4.0).collect();
+/// let packed = bs::host::quantize(&xs, shape, q.recipe, q.layout)?;
+/// assert_eq!(bs::dequantize_on(&st, codec, &packed)?, bs::host::dequantize(&packed)?);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
 /// # Errors
 /// As [`host::dequantize`] and [`dequantize_dev`].
-pub fn dequantize_on(stream: &Stream, q: &BlockScaled, codec: Codec) -> Result<Vec<f32>> {
+pub fn dequantize_on(stream: &Stream, codec: Codec, q: &BlockScaled) -> Result<Vec<f32>> {
     check_block_scaled(q)?;
     let ctx = stream.context();
     let codes = stream.upload(&q.codes)?;
@@ -683,14 +837,14 @@ pub fn dequantize_on(stream: &Stream, q: &BlockScaled, codec: Codec) -> Result<V
     let g = q.global.map(|g| [g.amax, g.encode, g.decode]);
     let global = g.map(|g| stream.upload(&g)).transpose()?;
     let mut y = ctx.alloc::<f32>(q.shape.len())?;
+    let gv = global.as_ref().map(|g| g.as_device());
     dequantize_dev(
         stream,
+        Quantization::of(q),
+        codec,
         &codes,
         &scales,
-        global.as_ref().map(|g| g.as_device()),
-        q.shape,
-        q.layout,
-        codec,
+        gv,
         &mut y,
     )?;
     stream.to_vec(&y)
@@ -698,19 +852,24 @@ pub fn dequantize_on(stream: &Stream, q: &BlockScaled, codec: Codec) -> Result<V
 
 /// [`convert_layout_dev`] from and to host memory on `stream`.
 ///
+/// ```
+/// use ptxsmith::kernels::block_scaled::{self as bs, Relayout, ScaleDims, ScaleLayout};
+///
+/// let dims = ScaleDims::new(1, 2, 3)?; // [L, M, nkb]
+/// let r = Relayout { dims, from: ScaleLayout::RowMajor, to: ScaleLayout::Blocked128x4 };
+/// let scales: Vec<u8> = (1..=6).collect();
+/// let st = ptxsmith::runtime::Context::sim(ptxsmith::Sm::Sm80).default_stream();
+/// assert_eq!(bs::convert_layout_on(&st, r, &scales)?, bs::convert(&scales, &dims, r.from, r.to)?);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
 /// # Errors
 /// As [`super::convert`] and [`convert_layout_dev`].
-pub fn convert_layout_on(
-    stream: &Stream,
-    scales: &[u8],
-    dims: ScaleDims,
-    from: ScaleLayout,
-    to: ScaleLayout,
-) -> Result<Vec<u8>> {
-    exact_scales(scales.len(), &dims, from)?;
+pub fn convert_layout_on(stream: &Stream, r: Relayout, scales: &[u8]) -> Result<Vec<u8>> {
+    exact_scales(scales.len(), &r.dims, r.from)?;
     let src = stream.upload(scales)?;
-    let mut dst = stream.context().alloc::<u8>(to.len(&dims))?;
-    convert_layout_dev(stream, &src, dims, from, to, &mut dst)?;
+    let mut dst = stream.context().alloc::<u8>(r.to.len(&r.dims))?;
+    convert_layout_dev(stream, r, &src, &mut dst)?;
     stream.to_vec(&dst)
 }
 
@@ -719,7 +878,7 @@ fn exact_scales(got: usize, dims: &ScaleDims, layout: ScaleLayout) -> Result<()>
     if got == want {
         return Ok(());
     }
-    Err(Error::InvalidArgument(format!(
+    Err(Error::invalid(format!(
         "block_scaled: {layout:?} scale buffer has {got} bytes, expected {want} for L = {}, \
          M = {}, nkb = {}",
         dims.l(),
@@ -735,7 +894,7 @@ fn check_block_scaled(q: &BlockScaled) -> Result<()> {
     check_limits(&q.shape)?;
     let shape = &q.shape;
     if q.codes.len() != shape.codes_len() {
-        return Err(Error::InvalidArgument(format!(
+        return Err(Error::invalid(format!(
             "block_scaled: codes has {} bytes, expected {} for {}",
             q.codes.len(),
             shape.codes_len(),
@@ -749,37 +908,60 @@ fn check_block_scaled(q: &BlockScaled) -> Result<()> {
 /// [`host::quantize`] on `backend` with the SM's default codec
 /// ([`Codec::for_sm`]); every backend gives the same bytes.
 ///
+/// ```
+/// use ptxsmith::kernels::block_scaled::{self as bs, Format, Quantization, Recipe, ScaleLayout, Shape};
+/// use ptxsmith::runtime::Backend;
+///
+/// let shape = Shape::new(1, 4, 40, Format::Nvfp4)?; // a partial last block
+/// let q = Quantization { shape, recipe: Recipe::default_for(Format::Nvfp4), layout: ScaleLayout::Blocked128x4 };
+/// let xs: Vec<f32> = (0..shape.len()).map(|i| (i as f32 * 0.37).sin() * 8.0).collect();
+/// let (got, _ran) = bs::quantize(Backend::Sim, q, &xs)?;
+/// assert_eq!(got, bs::host::quantize(&xs, shape, q.recipe, q.layout)?);
+/// let (y, _ran) = bs::dequantize(Backend::Sim, &got)?;
+/// assert_eq!(y.len(), xs.len());
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
 /// # Errors
 /// As [`host::quantize`] and [`quantize_dev`]; checked before anything
 /// runs.
-pub fn quantize(
-    backend: Backend,
-    xs: &[f32],
-    shape: Shape,
-    recipe: Recipe,
-    layout: ScaleLayout,
-) -> Result<(BlockScaled, Ran)> {
-    check_recipe(recipe, &shape)?;
-    check_limits(&shape)?;
+pub fn quantize(backend: Backend, q: Quantization, xs: &[f32]) -> Result<(BlockScaled, Ran)> {
+    q.validate()?;
+    let shape = q.shape;
     if xs.len() != shape.len() {
-        return Err(Error::InvalidArgument(format!(
+        return Err(ArgError::new(
+            "x",
+            format!("{} elements ({})", shape.len(), describe(&shape)),
+            format!("{} elements", xs.len()),
+        )
+        .with_message(format!(
             "block_scaled: input has {} elements, expected {} for {}",
             xs.len(),
             shape.len(),
             describe(&shape)
-        )));
+        ))
+        .into());
     }
     dispatch(
         backend,
-        || host::quantize(xs, shape, recipe, layout),
-        |s| {
-            let codec = Codec::for_sm(s.context().sm());
-            quantize_on(s, xs, shape, recipe, layout, codec)
-        },
+        || host::quantize(xs, shape, q.recipe, q.layout),
+        |s| quantize_on(s, q, Codec::for_sm(s.context().sm()), xs),
     )
 }
 
 /// [`host::dequantize`] on `backend` (the SM's default codec).
+///
+/// ```
+/// use ptxsmith::kernels::block_scaled::{self as bs, Format, Recipe, ScaleLayout, Shape};
+/// use ptxsmith::runtime::Backend;
+///
+/// let shape = Shape::new(1, 1, 16, Format::Nvfp4)?;
+/// let xs = [1.5f32; 16];
+/// let packed = bs::host::quantize(&xs, shape, Recipe::default_for(Format::Nvfp4), ScaleLayout::RowMajor)?;
+/// let (y, _ran) = bs::dequantize(Backend::Sim, &packed)?;
+/// assert_eq!(y, [1.5; 16]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 ///
 /// # Errors
 /// As [`host::dequantize`] and [`dequantize_dev`].
@@ -788,25 +970,31 @@ pub fn dequantize(backend: Backend, q: &BlockScaled) -> Result<(Vec<f32>, Ran)> 
     dispatch(
         backend,
         || host::dequantize(q),
-        |s| dequantize_on(s, q, Codec::for_sm(s.context().sm())),
+        |s| dequantize_on(s, Codec::for_sm(s.context().sm()), q),
     )
 }
 
 /// [`super::convert`] of scale bytes on `backend`.
 ///
+/// ```
+/// use ptxsmith::kernels::block_scaled::{self as bs, Relayout, ScaleDims, ScaleLayout};
+///
+/// let dims = ScaleDims::new(1, 2, 3)?; // [L, M, nkb]
+/// let r = Relayout { dims, from: ScaleLayout::RowMajor, to: ScaleLayout::Blocked128x4 };
+/// let scales: Vec<u8> = (1..=6).collect();
+/// let (got, _ran) = bs::convert_layout(ptxsmith::runtime::Backend::Sim, r, &scales)?;
+/// assert_eq!(got, bs::convert(&scales, &dims, r.from, r.to)?);
+/// assert_eq!(got.len(), 128 * 4); // one padded tile
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
 /// # Errors
 /// As [`super::convert`] and [`convert_layout_dev`].
-pub fn convert_layout(
-    backend: Backend,
-    scales: &[u8],
-    dims: ScaleDims,
-    from: ScaleLayout,
-    to: ScaleLayout,
-) -> Result<(Vec<u8>, Ran)> {
-    exact_scales(scales.len(), &dims, from)?;
+pub fn convert_layout(backend: Backend, r: Relayout, scales: &[u8]) -> Result<(Vec<u8>, Ran)> {
+    exact_scales(scales.len(), &r.dims, r.from)?;
     dispatch(
         backend,
-        || super::convert(scales, &dims, from, to),
-        |s| convert_layout_on(s, scales, dims, from, to),
+        || super::convert(scales, &r.dims, r.from, r.to),
+        |s| convert_layout_on(s, r, scales),
     )
 }

@@ -94,7 +94,7 @@ impl ScaleDims {
     /// the padded size `L · ⌈M/128⌉·128 · ⌈nkb/4⌉·4` overflows `usize`.
     pub fn new(l: usize, m: usize, nkb: usize) -> Result<Self> {
         if l == 0 || m == 0 || nkb == 0 {
-            return Err(Error::InvalidArgument(format!(
+            return Err(Error::invalid(format!(
                 "block_scaled: scale dims L = {l}, M = {m}, nkb = {nkb} must all be >= 1"
             )));
         }
@@ -104,7 +104,7 @@ impl ScaleDims {
             .iter()
             .try_fold(1usize, |acc, &d| acc.checked_mul(d));
         if padded.is_none() {
-            return Err(Error::InvalidArgument(format!(
+            return Err(Error::invalid(format!(
                 "block_scaled: padded scale size L·Mp·Kp for L = {l}, M = {m}, nkb = {nkb} \
                  overflows usize"
             )));
@@ -180,7 +180,7 @@ impl ScaleDims {
         if l < self.l && m < self.m && kb < self.nkb {
             return Ok(());
         }
-        Err(Error::InvalidArgument(format!(
+        Err(Error::invalid(format!(
             "block_scaled: scale index (l, m, kb) = ({l}, {m}, {kb}) is outside \
              L = {}, M = {}, nkb = {}",
             self.l, self.m, self.nkb
@@ -258,7 +258,7 @@ impl ScaleLayout {
     ) -> Result<Option<(usize, usize, usize)>> {
         let len = self.len(dims);
         if offset >= len {
-            return Err(Error::InvalidArgument(format!(
+            return Err(Error::invalid(format!(
                 "block_scaled: scale offset {offset} is outside the {self:?} buffer of {len} \
                  bytes (L = {}, M = {}, nkb = {})",
                 dims.l, dims.m, dims.nkb
@@ -319,7 +319,7 @@ pub fn convert<T: Copy + Default>(
 ) -> Result<Vec<T>> {
     let want = from.len(dims);
     if src.len() != want {
-        return Err(Error::InvalidArgument(format!(
+        return Err(Error::invalid(format!(
             "block_scaled: {from:?} scale buffer has {} bytes, expected {want} for L = {}, \
              M = {}, nkb = {}",
             src.len(),

@@ -10,6 +10,16 @@
 //! ([`codec_ptx`]; FP8 cvt from sm_89) and with an integer software path
 //! elsewhere. Each step below names the PTX instruction it corresponds to.
 //!
+//! **Entry points.** One request, [`Quantization`] `{ shape, recipe,
+//! layout }`, for every quantize and dequantize entry point at the family
+//! root: [`quantize`] / [`dequantize`] (host memory, any
+//! [`Backend`](crate::runtime::Backend)), [`quantize_on`] /
+//! [`dequantize_on`] (a given stream and [`Codec`]), [`quantize_dev`] /
+//! [`dequantize_dev`] (device buffers or foreign views), [`quantize_raw`] /
+//! [`dequantize_raw`] (another stack's raw addresses); [`Relayout`]
+//! `{ dims, from, to }` for [`convert_layout`] & co. The host models are
+//! [`host::quantize`], [`host::dequantize`] and [`convert`].
+//!
 //! **Targets.** The hardware E2M1/UE8M0 variants are generated for the
 //! arch-specific `sm_100a` and `sm_120a` only (not forward compatible: a
 //! device gets them only when it is exactly that architecture). The family
@@ -125,7 +135,7 @@
 //!
 //! # NVFP4 (\[TE\] `core_nvfp4.cuh`, with IEEE division only)
 //! * Global: `amax_g` = NaN-ignoring `max |x|` over the **whole** `[L, M,
-//!   K]` tensor ([`fp8::absmax`](crate::kernels::fp8::absmax): PTX
+//!   K]` tensor ([`fp8::host::absmax`](crate::kernels::fp8::host::absmax): PTX
 //!   `max.f32` fold from +0, so one NaN poisons only its own block).
 //!   `S_enc = min(2688 / amax_g, FLT_MAX)` (`div.rn.f32`, `min.f32`),
 //!   replaced by 1 when `amax_g = 0` or the quotient is 0 (`amax_g =
@@ -219,7 +229,13 @@ pub use codec::{
     decode_e2m1, decode_e8m0, decode_ue4m3, e8m0_floor, e8m0_inverse, e8m0_rceil, encode_e2m1,
     encode_e2m1_branch_free, encode_ue4m3, ue8m0_round_up,
 };
-pub use host::{BlockScaled, Format, GlobalScale, Recipe, ScaleMode, Shape, dequantize, quantize};
+pub use host::{BlockScaled, Format, GlobalScale, Recipe, ScaleMode, Shape};
+pub use launch::{
+    Quantization, Relayout, convert_layout, convert_layout_dev, convert_layout_on, dequantize,
+    dequantize_dev, dequantize_on, dequantize_raw, quantize, quantize_dev, quantize_on,
+    quantize_raw,
+};
 pub use layout::{
     AtomIndex, ScaleDims, ScaleLayout, convert, permuted_to_ref_index, ref_to_permuted_index,
 };
+pub use ptx::Codec;

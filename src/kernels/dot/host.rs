@@ -1,7 +1,8 @@
 //! Host model of [`super`]: the readable loop is the spec.
 
 /// `out[r] = Σ_c x[r·n + c] · y[c]`, separate rounding, ascending `c`.
-/// Lengths are validated by the caller ([`super::launch::dot_rows`]).
+/// Lengths are validated by the caller ([`super::dot_rows`] and the other
+/// entry points check them against a [`super::Shape`]).
 pub fn dot_rows(x: &[f32], y: &[f32], rows: usize, n: usize) -> Vec<f32> {
     (0..rows)
         .map(|r| {

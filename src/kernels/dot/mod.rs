@@ -8,10 +8,16 @@
 //! IEEE arithmetic does (NaN bits are not part of the contract: PTX returns
 //! an unspecified NaN, so results are compared as "both NaN"). `n = 0`
 //! gives +0.0 for every row; `rows = 0` gives an empty result.
+//!
+//! # Entry points
+//! One request, [`Shape`] `{ rows, n }`, for all of them:
+//! [`dot_rows`] (host slices, any [`Backend`](crate::runtime::Backend)),
+//! [`dot_rows_on`] (host slices, a given stream), [`dot_rows_dev`] (device
+//! buffers or foreign views), [`dot_rows_raw`] (another stack's raw
+//! addresses). The host model is [`host::dot_rows`].
 
 pub mod host;
 pub mod launch;
 pub mod ptx;
 
-pub use host::dot_rows as dot_rows_host;
-pub use launch::{dot_rows, dot_rows_dev, dot_rows_raw};
+pub use launch::{Shape, dot_rows, dot_rows_dev, dot_rows_on, dot_rows_raw};

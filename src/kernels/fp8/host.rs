@@ -451,7 +451,7 @@ fn encode_select(x: f32, s: &Spec) -> u8 {
 
 fn check_lengths(what: &str, input: usize, output: usize) -> Result<()> {
     if input != output {
-        return Err(Error::InvalidArgument(format!(
+        return Err(Error::invalid(format!(
             "fp8 {what}: input has {input} elements but output has {output}"
         )));
     }
@@ -618,7 +618,7 @@ pub fn quantize_with_scale(xs: &[f32], scale: f32) -> Result<Vec<u8>> {
 /// negative.
 pub fn quantize_with_scale_as(xs: &[f32], scale: f32, format: Format) -> Result<Vec<u8>> {
     if !(scale.is_finite() && scale > 0.0) {
-        return Err(Error::InvalidArgument(format!(
+        return Err(Error::invalid(format!(
             "fp8 quantize_with_scale: scale must be finite and > 0, got {scale:?} \
              (bits {:#010x})",
             scale.to_bits()

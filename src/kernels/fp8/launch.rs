@@ -1,16 +1,19 @@
-//! Launch code for [`super`], in three layers that share one launch
-//! sequence per operation (written against [`Stream`], so the GPU and the
-//! simulator run the same copies and launches):
+//! Launch code for [`super`], one request per operation (an [`Encoding`]:
+//! the FP8 [`Format`] and the device [`Codec`]; the slice API on a backend
+//! takes the format alone and uses the SM's codec), in three layers that
+//! share one launch sequence per operation (written against [`Stream`], so
+//! the GPU and the simulator run the same copies and launches):
 //!
-//! * **device entry points** (`*_dev`): device buffers in, device buffers
-//!   out, queued on a stream, nothing crosses the bus. A quantize writes
-//!   its codes and its `[amax, scale, scale_inv]` stats on the device, and
-//!   [`dequantize_stats_dev`] reads `scale_inv` from those stats there, so
-//!   quantize → dequantize chains without a download;
-//! * **raw-pointer entry points** (`*_raw`, `unsafe`): the same on memory
-//!   another stack allocated, on its stream;
-//! * **the slice API** ([`quantize`], [`dequantize`], …): upload, run,
-//!   download, on a [`Backend`].
+//! * **device entry points** (`*_dev`): device buffers or foreign views
+//!   in and out, queued on a stream, nothing crosses the bus. A quantize
+//!   writes its codes and its `[amax, scale, scale_inv]` stats on the
+//!   device, and [`dequantize_stats_dev`] reads `scale_inv` from those
+//!   stats there, so quantize → dequantize chains without a download;
+//! * **raw-pointer twins** (`*_raw`, `unsafe`): thin wrappers viewing
+//!   another stack's memory as foreign views, on its stream;
+//! * **the slice API**: upload, run, download, on a [`Backend`]
+//!   ([`quantize`], [`dequantize`], …; the `_as` forms take the format) or
+//!   a stream (`*_on`).
 //!
 //! Current scaling runs three kernels back to back: the absmax partials
 //! (a grid of blocks), the one-block finalize that writes the stats, and
@@ -29,12 +32,45 @@ use super::ptx::{
 use crate::dsl::PtxModule;
 use crate::dsl::params::{ArgValue, DevPtr, KernelParams};
 use crate::dsl::types::{F32, U8};
-use crate::error::{Error, Result};
+#[cfg(doc)]
+use crate::error::Error;
+use crate::error::{ArgError, Result};
 use crate::kernels::dispatch::dispatch;
+use crate::kernels::memo;
 use crate::runtime::backend::{Backend, Ran};
-use crate::runtime::buffer::{AsDevice, AsDeviceMut, DeviceBuffer};
+use crate::runtime::buffer::{AsDevice, AsDeviceMut, DeviceBuffer, ForeignSlice, ForeignSliceMut};
 use crate::runtime::context::{Context, Stream};
-use crate::runtime::exec::{CUdeviceptr, LaunchConfig, PointerCheck, RawStream};
+use crate::runtime::exec::{CUdeviceptr, LaunchConfig, PointerCheck};
+use crate::target::Sm;
+
+/// How an FP8 kernel encodes or decodes: the format and the device codec
+/// (the sm_89+ `cvt` instructions, or the integer codec every SM has).
+/// Both codecs give the same bytes.
+///
+/// ```
+/// use ptxsmith::kernels::fp8::{Codec, Encoding, Format};
+/// use ptxsmith::Sm;
+/// let e = Encoding::for_sm(Format::E4M3, Sm::Sm90);
+/// assert_eq!(e, Encoding { format: Format::E4M3, codec: Codec::Hardware });
+/// assert_eq!(Encoding::for_sm(Format::E5M2, Sm::Sm80).codec, Codec::Software);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Encoding {
+    /// E4M3 or E5M2.
+    pub format: Format,
+    /// Hardware `cvt` (sm_89+) or the integer codec.
+    pub codec: Codec,
+}
+
+impl Encoding {
+    /// `format` with `sm`'s default codec ([`Codec::for_sm`]).
+    pub fn for_sm(format: Format, sm: Sm) -> Self {
+        Self {
+            format,
+            codec: Codec::for_sm(sm),
+        }
+    }
+}
 
 /// What the two absmax passes did, for tests and diagnostics.
 #[derive(Debug, Clone, PartialEq)]
@@ -57,10 +93,16 @@ pub fn validate_scale(scale: f32) -> Result<()> {
     if scale.is_finite() && scale > 0.0 {
         return Ok(());
     }
-    Err(Error::InvalidArgument(format!(
+    Err(ArgError::new(
+        "scale",
+        "a finite value > 0",
+        format!("{scale:?} (bits {:#010x})", scale.to_bits()),
+    )
+    .with_message(format!(
         "fp8 quantize_with_scale: scale must be finite and > 0, got {scale:?} (bits {:#010x})",
         scale.to_bits()
-    )))
+    ))
+    .into())
 }
 
 /// The vectorised kernels read four floats as one 16-byte access and four
@@ -69,32 +111,48 @@ fn check_aligned(what: &str, addr: u64, align: u64) -> Result<()> {
     if addr.is_multiple_of(align) {
         return Ok(());
     }
-    Err(Error::InvalidArgument(format!(
+    Err(ArgError::new(
+        what,
+        format!("a {align}-byte aligned device address"),
+        format!("{addr:#x}"),
+    )
+    .with_message(format!(
         "fp8: {what} at device address {addr:#x} is not {align}-byte aligned (the kernels access {align} bytes at a time; slice at a multiple of {} elements)",
         if what.starts_with("codes") {
             align
         } else {
             align / 4
         }
-    )))
+    ))
+    .into())
 }
 
 fn same_len(what: &str, got: usize, want: usize, of: &str) -> Result<()> {
     if got == want {
         return Ok(());
     }
-    Err(Error::InvalidArgument(format!(
-        "fp8: {what} has {got} elements, {of} has {want}"
-    )))
+    Err(ArgError::new(
+        what,
+        format!("{want} elements (as many as {of})"),
+        format!("{got} elements"),
+    )
+    .with_message(format!("fp8: {what} has {got} elements, {of} has {want}"))
+    .into())
 }
 
 fn stats_len(got: usize) -> Result<()> {
     if got == STATS_LEN {
         return Ok(());
     }
-    Err(Error::InvalidArgument(format!(
+    Err(ArgError::new(
+        "stats",
+        format!("{STATS_LEN} elements ([amax, scale, scale_inv])"),
+        format!("{got} elements"),
+    )
+    .with_message(format!(
         "fp8: the stats buffer has {got} elements, expected {STATS_LEN} ([amax, scale, scale_inv])"
-    )))
+    ))
+    .into())
 }
 
 /// Where a launch sequence runs and whether its pointers are checked.
@@ -132,7 +190,7 @@ fn absmax_passes(
     stats: DevPtr<F32>,
 ) -> Result<(DeviceBuffer<f32>, LaunchConfig, LaunchConfig)> {
     let sm = on.ctx().sm();
-    let m1 = ptx::generate_absmax_partials(sm)?;
+    let m1 = memo!(ptx::generate_absmax_partials, sm)?;
     check_aligned("x", x.addr, 16)?;
     let blocks = on.blocks(n);
     let mut partials = on.ctx().alloc::<f32>(blocks as usize)?;
@@ -141,14 +199,14 @@ fn absmax_passes(
         n,
         partials: on.stream.arg_mut("partials", &mut partials)?,
     };
-    let c1 = on.launch(&m1, blocks, &a1.args())?;
-    let m2 = ptx::generate_absmax_finalize(sm, f)?;
+    let c1 = on.launch(m1, blocks, &a1.args())?;
+    let m2 = memo!(ptx::generate_absmax_finalize, sm, f)?;
     let a2 = AbsmaxFinalizeArgs {
         partials: on.stream.arg("partials", &partials)?,
         count: blocks,
         stats,
     };
-    let c2 = on.launch(&m2, 1, &a2.args())?;
+    let c2 = on.launch(m2, 1, &a2.args())?;
     Ok((partials, c1, c2))
 }
 
@@ -162,10 +220,10 @@ fn quantize_core(
     stats: DevPtr<F32>,
 ) -> Result<()> {
     check_aligned("codes", codes.addr, 4)?;
-    let m = ptx::generate_quantize(on.ctx().sm(), f, codec)?;
+    let m = memo!(ptx::generate_quantize, on.ctx().sm(), f, codec)?;
     let _partials = absmax_passes(on, x, n, f, stats)?;
     let args = QuantizeArgs { x, n, stats, codes };
-    on.launch(&m, on.blocks(n), &args.args())?;
+    on.launch(m, on.blocks(n), &args.args())?;
     Ok(())
 }
 
@@ -182,9 +240,9 @@ fn quantize_scaled_core(
     validate_scale(scale)?;
     check_aligned("x", x.addr, 16)?;
     check_aligned("codes", codes.addr, 4)?;
-    let m = ptx::generate_quantize_scaled(on.ctx().sm(), f, codec)?;
+    let m = memo!(ptx::generate_quantize_scaled, on.ctx().sm(), f, codec)?;
     let args = QuantizeScaledArgs { x, n, scale, codes };
-    on.launch(&m, on.blocks(n), &args.args())?;
+    on.launch(m, on.blocks(n), &args.args())?;
     Ok(())
 }
 
@@ -210,19 +268,19 @@ fn dequantize_core(
     let sm = on.ctx().sm();
     match scale_inv {
         ScaleInv::Value(scale_inv) => {
-            let m = ptx::generate_dequantize(sm, f, codec)?;
+            let m = memo!(ptx::generate_dequantize, sm, f, codec)?;
             let args = DequantizeArgs {
                 codes,
                 n,
                 scale_inv,
                 y,
             };
-            on.launch(&m, on.blocks(n), &args.args())?;
+            on.launch(m, on.blocks(n), &args.args())?;
         }
         ScaleInv::Stats(stats) => {
-            let m = ptx::generate_dequantize_stats(sm, f, codec)?;
+            let m = memo!(ptx::generate_dequantize_stats, sm, f, codec)?;
             let args = DequantizeStatsArgs { codes, n, stats, y };
-            on.launch(&m, on.blocks(n), &args.args())?;
+            on.launch(m, on.blocks(n), &args.args())?;
         }
     }
     Ok(())
@@ -236,7 +294,19 @@ fn len_u64(n: usize) -> u64 {
 // ---- device entry points ----------------------------------------------------
 
 /// Both absmax passes over `x` on `stream`, writing `[amax, scale,
-/// scale_inv]` for format `f` into `stats` (3 elements) on the device.
+/// scale_inv]` for `format` into `stats` (3 elements) on the device.
+///
+/// ```
+/// use ptxsmith::kernels::fp8::{self, Format};
+/// use ptxsmith::runtime::Context;
+///
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let (x, mut stats) = (st.upload(&[1.0f32, -7.0, f32::NAN, 2.0])?, ctx.alloc::<f32>(3)?);
+/// fp8::absmax_dev(&st, Format::E4M3, &x, &mut stats)?;
+/// assert_eq!(st.to_vec(&stats)?, [7.0, 64.0, 0.015625]); // amax, 448 / 7, 7 / 448
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] for a `stats` buffer that is not 3 elements
@@ -244,15 +314,15 @@ fn len_u64(n: usize) -> u64 {
 /// multiple of 4 elements); [`Error::WrongContext`]; JIT/launch errors.
 pub fn absmax_dev(
     stream: &Stream,
+    format: Format,
     x: &impl AsDevice<f32>,
-    f: Format,
     stats: &mut impl AsDeviceMut<f32>,
 ) -> Result<()> {
     stats_len(stats.as_device().len())?;
     let on = checked_on(stream);
     let n = len_u64(x.as_device().len());
     let (xp, sp) = (stream.arg("x", x)?, stream.arg_mut("stats", stats)?);
-    absmax_passes(on, xp, n, f, sp).map(drop)
+    absmax_passes(on, xp, n, format, sp).map(drop)
 }
 
 /// Current scaling on the device: absmax, scale and codes, queued on
@@ -261,16 +331,32 @@ pub fn absmax_dev(
 /// download them) without a round trip. Equal, bit for bit, to
 /// [`host::quantize_as`].
 ///
+/// ```
+/// use ptxsmith::kernels::fp8::{self, Encoding, Format};
+/// use ptxsmith::runtime::Context;
+///
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let enc = Encoding::for_sm(Format::E4M3, ctx.sm());
+/// let x = st.upload(&[1.0f32, -2.0, 448.0, 0.5])?;
+/// let (mut codes, mut stats, mut y) = (ctx.alloc::<u8>(4)?, ctx.alloc::<f32>(3)?, ctx.alloc::<f32>(4)?);
+/// fp8::quantize_dev(&st, enc, &x, &mut codes, &mut stats)?;
+/// fp8::dequantize_stats_dev(&st, enc, &codes, &stats, &mut y)?; // no round trip
+/// assert_eq!(st.to_vec(&stats)?[0], 448.0); // amax
+/// assert_eq!(st.to_vec(&y)?, [1.0, -2.0, 448.0, 0.5]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
 /// # Errors
 /// [`Error::InvalidArgument`] when `codes` and `x` differ in length,
 /// `stats` is not 3 elements, `x` is not 16-byte or `codes` not 4-byte
 /// aligned (the kernels' vector accesses); [`Error::WrongContext`];
-/// [`Error::UnsupportedFeature`] for [`Codec::Hardware`] below sm_89.
+/// [`Error::UnsupportedFeature`] for
+/// [`Codec::Hardware`] below sm_89. Nothing is queued on error.
 pub fn quantize_dev(
     stream: &Stream,
+    enc: Encoding,
     x: &impl AsDevice<f32>,
-    f: Format,
-    codec: Codec,
     codes: &mut impl AsDeviceMut<u8>,
     stats: &mut impl AsDeviceMut<f32>,
 ) -> Result<()> {
@@ -283,59 +369,100 @@ pub fn quantize_dev(
         stream.arg_mut("codes", codes)?,
         stream.arg_mut("stats", stats)?,
     );
-    quantize_core(on, xp, len_u64(n), f, codec, cp, sp)
+    quantize_core(on, xp, len_u64(n), enc.format, enc.codec, cp, sp)
 }
 
 /// Delayed scaling on the device: `codes[i] = encode(x[i] · scale)`.
+///
+/// ```
+/// use ptxsmith::kernels::fp8::{self, Encoding, Format};
+/// use ptxsmith::runtime::Context;
+///
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let enc = Encoding::for_sm(Format::E4M3, ctx.sm());
+/// let x = st.upload(&[1.0f32, 0.5])?;
+/// let mut codes = ctx.alloc::<u8>(2)?;
+/// fp8::quantize_with_scale_dev(&st, enc, 2.0, &x, &mut codes)?;
+/// assert_eq!(st.to_vec(&codes)?, [fp8::encode_e4m3(2.0), fp8::encode_e4m3(1.0)]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 ///
 /// # Errors
 /// As [`quantize_dev`], plus a `scale` that is not finite and `> 0`.
 pub fn quantize_with_scale_dev(
     stream: &Stream,
-    x: &impl AsDevice<f32>,
+    enc: Encoding,
     scale: f32,
-    f: Format,
-    codec: Codec,
+    x: &impl AsDevice<f32>,
     codes: &mut impl AsDeviceMut<u8>,
 ) -> Result<()> {
     let n = x.as_device().len();
     same_len("codes", codes.as_device().len(), n, "x")?;
     let on = checked_on(stream);
     let (xp, cp) = (stream.arg("x", x)?, stream.arg_mut("codes", codes)?);
-    quantize_scaled_core(on, xp, len_u64(n), scale, f, codec, cp)
+    quantize_scaled_core(on, xp, len_u64(n), scale, enc.format, enc.codec, cp)
 }
 
 /// Dequantization on the device: `y[i] = decode(codes[i]) · scale_inv`.
+///
+/// ```
+/// use ptxsmith::kernels::fp8::{self, Encoding, Format};
+/// use ptxsmith::runtime::Context;
+///
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let enc = Encoding::for_sm(Format::E4M3, ctx.sm());
+/// let codes = st.upload(&[fp8::encode_e4m3(3.0), fp8::encode_e4m3(-0.5)])?;
+/// let mut y = ctx.alloc::<f32>(2)?;
+/// fp8::dequantize_dev(&st, enc, 0.25, &codes, &mut y)?;
+/// assert_eq!(st.to_vec(&y)?, [0.75, -0.125]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] when `y` and `codes` differ in length, or
 /// `codes` is not 4-byte / `y` not 16-byte aligned; [`Error::WrongContext`].
 pub fn dequantize_dev(
     stream: &Stream,
-    codes: &impl AsDevice<u8>,
+    enc: Encoding,
     scale_inv: f32,
-    f: Format,
-    codec: Codec,
+    codes: &impl AsDevice<u8>,
     y: &mut impl AsDeviceMut<f32>,
 ) -> Result<()> {
     let n = codes.as_device().len();
     same_len("y", y.as_device().len(), n, "codes")?;
     let on = checked_on(stream);
     let (cp, yp) = (stream.arg("codes", codes)?, stream.arg_mut("y", y)?);
-    dequantize_core(on, cp, len_u64(n), ScaleInv::Value(scale_inv), f, codec, yp)
+    let scale = ScaleInv::Value(scale_inv);
+    dequantize_core(on, cp, len_u64(n), scale, enc.format, enc.codec, yp)
 }
 
 /// Dequantization with `scale_inv = stats[2]` read on the device from the
 /// stats a [`quantize_dev`] wrote: `y[i] = decode(codes[i]) · stats[2]`.
 ///
+/// ```
+/// use ptxsmith::kernels::fp8::{self, Encoding, Format};
+/// use ptxsmith::runtime::Context;
+///
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let enc = Encoding::for_sm(Format::E4M3, ctx.sm());
+/// let x = st.upload(&[4.0f32, -1.0])?;
+/// let (mut codes, mut stats, mut y) = (ctx.alloc::<u8>(2)?, ctx.alloc::<f32>(3)?, ctx.alloc::<f32>(2)?);
+/// fp8::quantize_dev(&st, enc, &x, &mut codes, &mut stats)?;
+/// fp8::dequantize_stats_dev(&st, enc, &codes, &stats, &mut y)?; // scale_inv read on the device
+/// assert_eq!(st.to_vec(&y)?, [4.0, -1.0]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
 /// # Errors
 /// As [`dequantize_dev`], plus a `stats` buffer that is not 3 elements.
 pub fn dequantize_stats_dev(
     stream: &Stream,
+    enc: Encoding,
     codes: &impl AsDevice<u8>,
     stats: &impl AsDevice<f32>,
-    f: Format,
-    codec: Codec,
     y: &mut impl AsDeviceMut<f32>,
 ) -> Result<()> {
     let n = codes.as_device().len();
@@ -347,144 +474,209 @@ pub fn dequantize_stats_dev(
         stream.arg("stats", stats)?,
         stream.arg_mut("y", y)?,
     );
-    dequantize_core(on, cp, len_u64(n), ScaleInv::Stats(sp), f, codec, yp)
+    let scale = ScaleInv::Stats(sp);
+    dequantize_core(on, cp, len_u64(n), scale, enc.format, enc.codec, yp)
 }
 
-// ---- raw-pointer entry points -----------------------------------------------
+// ---- raw-pointer twins ---------------------------------------------------------
 
-/// Run `f` on `ctx`'s view of the foreign `stream`, pointers unchecked
-/// (the raw entry points' callers vouch for them).
-fn on_raw<T>(ctx: &Context, stream: RawStream, f: impl FnOnce(On<'_>) -> Result<T>) -> Result<T> {
-    let s = ctx.borrowed_stream(stream);
-    f(On {
-        stream: &s,
-        pointers: PointerCheck::Caller,
-    })
-}
-
-/// [`quantize_dev`] on memory another stack allocated, queued on its
-/// stream; synchronise it before reading `codes` or `stats`.
+/// Views of `n` elements at each of another stack's addresses.
 ///
 /// # Safety
-/// * `x` points to `n` `f32`s, `codes` to `n` bytes and `stats` to 3
-///   `f32`s of device memory valid in `ctx`'s context (the device's primary
-///   context on a GPU), until the kernels have run;
-/// * `codes` and `stats` overlap nothing else the kernels access, and
-///   nothing else accesses them until the kernels have run;
-/// * `stream` is a live stream of that context (or [`RawStream::NULL`]).
-///
-/// Alignment (`x` 16 bytes, `codes` 4) is still checked.
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn quantize_raw(
-    ctx: &Context,
-    stream: RawStream,
-    x: CUdeviceptr,
+/// The caller's contract: each address holds `n` elements of its type in
+/// `stream`'s context.
+unsafe fn view<'a, T: crate::runtime::DeviceRepr>(
+    stream: &Stream,
+    addr: CUdeviceptr,
     n: usize,
-    f: Format,
-    codec: Codec,
+) -> Result<ForeignSlice<'a, T>> {
+    // SAFETY: passed on from the caller.
+    unsafe { ForeignSlice::from_raw_parts(stream.context(), addr, n) }
+}
+
+/// The writable twin of [`view`].
+///
+/// # Safety
+/// As [`view`].
+unsafe fn view_mut<'a, T: crate::runtime::DeviceRepr>(
+    stream: &Stream,
+    addr: CUdeviceptr,
+    n: usize,
+) -> Result<ForeignSliceMut<'a, T>> {
+    // SAFETY: passed on from the caller.
+    unsafe { ForeignSliceMut::from_raw_parts(stream.context(), addr, n) }
+}
+
+/// [`quantize_dev`] on raw device addresses of another stack, queued on
+/// `stream` (e.g. made with [`Stream::from_raw`]): a thin wrapper viewing
+/// `x` (`n` f32s), `codes` (`n` bytes) and `stats` (3 f32s) as
+/// [`ForeignSlice`]s. Synchronise the stream before reading the outputs.
+///
+/// ```
+/// use ptxsmith::kernels::fp8::{self, Encoding, Format};
+/// use ptxsmith::runtime::Context;
+///
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let enc = Encoding::for_sm(Format::E4M3, ctx.sm());
+/// let x = st.upload(&[4.0f32, -1.0])?;
+/// let (codes, stats) = (ctx.alloc::<u8>(2)?, ctx.alloc::<f32>(3)?);
+/// // SAFETY: 2 f32s, 2 bytes and 3 f32s of this context, disjoint.
+/// unsafe { fp8::quantize_raw(&st, enc, 2, x.device_ptr(), codes.device_ptr(), stats.device_ptr())? };
+/// assert_eq!(stats.to_vec()?[0], 4.0);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
+/// # Safety
+/// * `x`, `codes` and `stats` are device memory of `stream`'s context of
+///   those lengths, valid until the kernels have run;
+/// * `codes` and `stats` overlap nothing else the kernels access, and
+///   nothing else accesses them until the kernels have run.
+///
+/// # Errors
+/// As [`quantize_dev`], and the checks of [`ForeignSlice::from_raw_parts`].
+pub unsafe fn quantize_raw(
+    stream: &Stream,
+    enc: Encoding,
+    n: usize,
+    x: CUdeviceptr,
     codes: CUdeviceptr,
     stats: CUdeviceptr,
 ) -> Result<()> {
-    on_raw(ctx, stream, |on| {
-        quantize_core(
-            on,
-            DevPtr::new(x),
-            len_u64(n),
-            f,
-            codec,
-            DevPtr::new(codes),
-            DevPtr::new(stats),
+    // SAFETY: the caller's contract covers each range.
+    let (x, mut codes, mut stats) = unsafe {
+        (
+            view::<f32>(stream, x, n)?,
+            view_mut::<u8>(stream, codes, n)?,
+            view_mut::<f32>(stream, stats, STATS_LEN)?,
         )
-    })
+    };
+    quantize_dev(stream, enc, &x, &mut codes, &mut stats)
 }
 
-/// [`quantize_with_scale_dev`] on foreign memory.
+/// [`quantize_with_scale_dev`] on another stack's memory.
+///
+/// ```
+/// use ptxsmith::kernels::fp8::{self, Encoding, Format};
+/// use ptxsmith::runtime::Context;
+///
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let enc = Encoding::for_sm(Format::E4M3, ctx.sm());
+/// let x = st.upload(&[1.0f32, 0.5])?;
+/// let codes = ctx.alloc::<u8>(2)?;
+/// // SAFETY: 2 f32s and 2 bytes of this context.
+/// unsafe { fp8::quantize_with_scale_raw(&st, enc, 4.0, 2, x.device_ptr(), codes.device_ptr())? };
+/// assert_eq!(codes.to_vec()?, [fp8::encode_e4m3(4.0), fp8::encode_e4m3(2.0)]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 ///
 /// # Safety
 /// As [`quantize_raw`], without the stats buffer.
-#[allow(clippy::too_many_arguments)]
+///
+/// # Errors
+/// As [`quantize_with_scale_dev`].
 pub unsafe fn quantize_with_scale_raw(
-    ctx: &Context,
-    stream: RawStream,
-    x: CUdeviceptr,
-    n: usize,
+    stream: &Stream,
+    enc: Encoding,
     scale: f32,
-    f: Format,
-    codec: Codec,
+    n: usize,
+    x: CUdeviceptr,
     codes: CUdeviceptr,
 ) -> Result<()> {
-    on_raw(ctx, stream, |on| {
-        quantize_scaled_core(
-            on,
-            DevPtr::new(x),
-            len_u64(n),
-            scale,
-            f,
-            codec,
-            DevPtr::new(codes),
+    // SAFETY: the caller's contract covers each range.
+    let (x, mut codes) = unsafe {
+        (
+            view::<f32>(stream, x, n)?,
+            view_mut::<u8>(stream, codes, n)?,
         )
-    })
+    };
+    quantize_with_scale_dev(stream, enc, scale, &x, &mut codes)
 }
 
-/// [`dequantize_stats_dev`] on foreign memory (`stats` as a
+/// [`dequantize_stats_dev`] on another stack's memory (`stats` as a
 /// [`quantize_raw`] wrote it).
 ///
+/// ```
+/// use ptxsmith::kernels::fp8::{self, Encoding, Format};
+/// use ptxsmith::runtime::Context;
+///
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let enc = Encoding::for_sm(Format::E4M3, ctx.sm());
+/// let codes = st.upload(&[fp8::encode_e4m3(2.0)])?;
+/// let stats = st.upload(&[8.0f32, 56.0, 0.5])?; // [amax, scale, scale_inv]
+/// let y = ctx.alloc::<f32>(1)?;
+/// // SAFETY: 1 byte, 3 f32s and 1 f32 of this context.
+/// unsafe { fp8::dequantize_stats_raw(&st, enc, 1, codes.device_ptr(), stats.device_ptr(), y.device_ptr())? };
+/// assert_eq!(y.to_vec()?, [1.0]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
 /// # Safety
-/// * `codes` points to `n` bytes, `stats` to 3 `f32`s and `y` to `n`
-///   `f32`s of device memory valid in `ctx`'s context until the kernel has
-///   run; `y` overlaps neither input and nothing else accesses it until
-///   then;
-/// * `stream` is a live stream of that context (or [`RawStream::NULL`]).
-#[allow(clippy::too_many_arguments)]
+/// * `codes` (`n` bytes), `stats` (3 f32s) and `y` (`n` f32s) are device
+///   memory of `stream`'s context valid until the kernel has run; `y`
+///   overlaps neither input and nothing else accesses it until then.
+///
+/// # Errors
+/// As [`dequantize_stats_dev`].
 pub unsafe fn dequantize_stats_raw(
-    ctx: &Context,
-    stream: RawStream,
-    codes: CUdeviceptr,
+    stream: &Stream,
+    enc: Encoding,
     n: usize,
+    codes: CUdeviceptr,
     stats: CUdeviceptr,
-    f: Format,
-    codec: Codec,
     y: CUdeviceptr,
 ) -> Result<()> {
-    on_raw(ctx, stream, |on| {
-        dequantize_core(
-            on,
-            DevPtr::new(codes),
-            len_u64(n),
-            ScaleInv::Stats(DevPtr::new(stats)),
-            f,
-            codec,
-            DevPtr::new(y),
+    // SAFETY: the caller's contract covers each range.
+    let (codes, stats, mut y) = unsafe {
+        (
+            view::<u8>(stream, codes, n)?,
+            view::<f32>(stream, stats, STATS_LEN)?,
+            view_mut::<f32>(stream, y, n)?,
         )
-    })
+    };
+    dequantize_stats_dev(stream, enc, &codes, &stats, &mut y)
 }
 
-/// [`dequantize_dev`] on foreign memory.
+/// [`dequantize_dev`] on another stack's memory.
+///
+/// ```
+/// use ptxsmith::kernels::fp8::{self, Encoding, Format};
+/// use ptxsmith::runtime::Context;
+///
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let enc = Encoding::for_sm(Format::E4M3, ctx.sm());
+/// let codes = st.upload(&[fp8::encode_e4m3(2.0)])?;
+/// let y = ctx.alloc::<f32>(1)?;
+/// // SAFETY: 1 byte and 1 f32 of this context.
+/// unsafe { fp8::dequantize_raw(&st, enc, 0.5, 1, codes.device_ptr(), y.device_ptr())? };
+/// assert_eq!(y.to_vec()?, [1.0]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 ///
 /// # Safety
 /// As [`dequantize_stats_raw`], without the stats buffer.
-#[allow(clippy::too_many_arguments)]
+///
+/// # Errors
+/// As [`dequantize_dev`].
 pub unsafe fn dequantize_raw(
-    ctx: &Context,
-    stream: RawStream,
-    codes: CUdeviceptr,
-    n: usize,
+    stream: &Stream,
+    enc: Encoding,
     scale_inv: f32,
-    f: Format,
-    codec: Codec,
+    n: usize,
+    codes: CUdeviceptr,
     y: CUdeviceptr,
 ) -> Result<()> {
-    on_raw(ctx, stream, |on| {
-        dequantize_core(
-            on,
-            DevPtr::new(codes),
-            len_u64(n),
-            ScaleInv::Value(scale_inv),
-            f,
-            codec,
-            DevPtr::new(y),
+    // SAFETY: the caller's contract covers each range.
+    let (codes, mut y) = unsafe {
+        (
+            view::<u8>(stream, codes, n)?,
+            view_mut::<f32>(stream, y, n)?,
         )
-    })
+    };
+    dequantize_dev(stream, enc, scale_inv, &codes, &mut y)
 }
 
 // ---- slice API ----------------------------------------------------------------
@@ -497,14 +689,28 @@ fn checked_on(stream: &Stream) -> On<'_> {
 }
 
 /// Run both absmax passes on `stream` and download the partials and stats.
-pub fn absmax_on(stream: &Stream, xs: &[f32], f: Format) -> Result<AbsmaxTrace> {
+///
+/// ```
+/// use ptxsmith::kernels::fp8::{self, Format};
+/// use ptxsmith::runtime::Context;
+///
+/// let st = Context::sim(ptxsmith::Sm::Sm80).default_stream();
+/// let trace = fp8::absmax_on(&st, Format::E5M2, &[0.5, -3.0])?;
+/// assert_eq!(trace.stats[0], 3.0);
+/// assert_eq!(trace.partials.len() as u32, trace.partials_launch.grid.0);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
+/// # Errors
+/// As [`absmax_dev`].
+pub fn absmax_on(stream: &Stream, format: Format, xs: &[f32]) -> Result<AbsmaxTrace> {
     let x = stream.upload(xs)?;
     let mut stats = stream.context().alloc::<f32>(STATS_LEN)?;
     let (partials, c1, c2) = absmax_passes(
         checked_on(stream),
         stream.arg("x", &x)?,
         len_u64(xs.len()),
-        f,
+        format,
         stream.arg_mut("stats", &mut stats)?,
     )?;
     let p = stream.to_vec(&partials)?;
@@ -519,12 +725,25 @@ pub fn absmax_on(stream: &Stream, xs: &[f32], f: Format) -> Result<AbsmaxTrace> 
 
 /// Current scaling on `stream`: upload `xs`, absmax, scale and codes on the
 /// device, download the codes and the 12 bytes of stats.
-pub fn quantize_on(stream: &Stream, xs: &[f32], f: Format, codec: Codec) -> Result<Quantized> {
+///
+/// ```
+/// use ptxsmith::kernels::fp8::{self, Encoding, Format};
+/// use ptxsmith::runtime::Context;
+///
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let q = fp8::quantize_on(&ctx.default_stream(), Encoding::for_sm(Format::E4M3, ctx.sm()), &[1.0, -2.0])?;
+/// assert_eq!(q, fp8::host::quantize(&[1.0, -2.0]));
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
+/// # Errors
+/// As [`quantize_dev`].
+pub fn quantize_on(stream: &Stream, enc: Encoding, xs: &[f32]) -> Result<Quantized> {
     let ctx = stream.context();
     let x = stream.upload(xs)?;
     let mut codes = ctx.alloc::<u8>(xs.len())?;
     let mut stats = ctx.alloc::<f32>(STATS_LEN)?;
-    quantize_dev(stream, &x, f, codec, &mut codes, &mut stats)?;
+    quantize_dev(stream, enc, &x, &mut codes, &mut stats)?;
     let s = stream.to_vec(&stats)?;
     Ok(Quantized {
         codes: stream.to_vec(&codes)?,
@@ -536,100 +755,214 @@ pub fn quantize_on(stream: &Stream, xs: &[f32], f: Format, codec: Codec) -> Resu
 
 /// Delayed scaling on `stream`: `codes[i] = encode(x[i] · scale)`.
 ///
+/// ```
+/// use ptxsmith::kernels::fp8::{self, Encoding, Format};
+/// use ptxsmith::runtime::Context;
+///
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let enc = Encoding::for_sm(Format::E4M3, ctx.sm());
+/// let codes = fp8::quantize_with_scale_on(&ctx.default_stream(), enc, 2.0, &[1.0, 1e6])?;
+/// assert_eq!(codes, [fp8::encode_e4m3(2.0), 0x7E]); // saturates to 448
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
 /// # Errors
 /// [`Error::InvalidArgument`] for a scale that is not finite and `> 0`.
 pub fn quantize_with_scale_on(
     stream: &Stream,
-    xs: &[f32],
+    enc: Encoding,
     scale: f32,
-    f: Format,
-    codec: Codec,
+    xs: &[f32],
 ) -> Result<Vec<u8>> {
     validate_scale(scale)?;
     let x = stream.upload(xs)?;
     let mut codes = stream.context().alloc::<u8>(xs.len())?;
-    quantize_with_scale_dev(stream, &x, scale, f, codec, &mut codes)?;
+    quantize_with_scale_dev(stream, enc, scale, &x, &mut codes)?;
     stream.to_vec(&codes)
 }
 
 /// Dequantization on `stream`: `y[i] = decode(codes[i]) · scale_inv` (no
 /// validation of `scale_inv`, as in the host model).
+///
+/// ```
+/// use ptxsmith::kernels::fp8::{self, Encoding, Format};
+/// use ptxsmith::runtime::Context;
+///
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let enc = Encoding::for_sm(Format::E4M3, ctx.sm());
+/// let y = fp8::dequantize_on(&ctx.default_stream(), enc, 2.0, &[fp8::encode_e4m3(1.5)])?;
+/// assert_eq!(y, [3.0]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
+/// # Errors
+/// As [`dequantize_dev`].
 pub fn dequantize_on(
     stream: &Stream,
-    codes: &[u8],
+    enc: Encoding,
     scale_inv: f32,
-    f: Format,
-    codec: Codec,
+    codes: &[u8],
 ) -> Result<Vec<f32>> {
     let c = stream.upload(codes)?;
     let mut y = stream.context().alloc::<f32>(codes.len())?;
-    dequantize_dev(stream, &c, scale_inv, f, codec, &mut y)?;
+    dequantize_dev(stream, enc, scale_inv, &c, &mut y)?;
     stream.to_vec(&y)
 }
 
 /// Current scaling to E4M3 (see [`quantize_as`]).
+///
+/// ```
+/// use ptxsmith::kernels::fp8;
+/// use ptxsmith::runtime::{Backend, Ran};
+///
+/// let (q, ran) = fp8::quantize(Backend::Host, &[448.0, -1.0])?;
+/// assert_eq!((q.amax, q.scale, ran), (448.0, 1.0, Ran::Host));
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
+/// # Errors
+/// As [`quantize_as`].
 pub fn quantize(backend: Backend, xs: &[f32]) -> Result<(Quantized, Ran)> {
-    quantize_as(backend, xs, Format::E4M3)
+    quantize_as(backend, Format::E4M3, xs)
 }
 
-/// Current scaling to `f`: `amax`, `scale`, `scale_inv` and the codes,
-/// equal to [`host::quantize_as`] on every backend.
-pub fn quantize_as(backend: Backend, xs: &[f32], f: Format) -> Result<(Quantized, Ran)> {
+/// Current scaling to `format`: `amax`, `scale`, `scale_inv` and the
+/// codes, equal to [`host::quantize_as`] on every backend (the SM's
+/// default codec on a device).
+///
+/// ```
+/// use ptxsmith::kernels::fp8::{self, Format};
+/// use ptxsmith::runtime::Backend;
+///
+/// let (q, _ran) = fp8::quantize_as(Backend::Sim, Format::E5M2, &[1.0, -8.0, 0.25])?;
+/// assert_eq!(q.amax, 8.0);
+/// assert_eq!(q, fp8::host::quantize_as(&[1.0, -8.0, 0.25], Format::E5M2));
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
+/// # Errors
+/// Driver, JIT and launch errors; [`Error::NoDevice`]
+/// for [`Backend::Cuda`] without a device.
+pub fn quantize_as(backend: Backend, format: Format, xs: &[f32]) -> Result<(Quantized, Ran)> {
     dispatch(
         backend,
-        || Ok(host::quantize_as(xs, f)),
-        |s| quantize_on(s, xs, f, Codec::for_sm(s.context().sm())),
+        || Ok(host::quantize_as(xs, format)),
+        |s| quantize_on(s, Encoding::for_sm(format, s.context().sm()), xs),
     )
 }
 
 /// Delayed scaling to E4M3 (see [`quantize_with_scale_as`]).
-pub fn quantize_with_scale(backend: Backend, xs: &[f32], scale: f32) -> Result<(Vec<u8>, Ran)> {
-    quantize_with_scale_as(backend, xs, scale, Format::E4M3)
+///
+/// ```
+/// use ptxsmith::kernels::fp8;
+/// use ptxsmith::runtime::Backend;
+///
+/// let (codes, _ran) = fp8::quantize_with_scale(Backend::Sim, 0.5, &[4.0])?;
+/// assert_eq!(codes, [fp8::encode_e4m3(2.0)]);
+/// assert!(fp8::quantize_with_scale(Backend::Sim, 0.0, &[4.0]).is_err()); // scale must be > 0
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
+/// # Errors
+/// As [`quantize_with_scale_as`].
+pub fn quantize_with_scale(backend: Backend, scale: f32, xs: &[f32]) -> Result<(Vec<u8>, Ran)> {
+    quantize_with_scale_as(backend, Format::E4M3, scale, xs)
 }
 
-/// Delayed scaling to `f` with a caller-given scale.
+/// Delayed scaling to `format` with a caller-given scale.
+///
+/// ```
+/// use ptxsmith::kernels::fp8::{self, Format};
+/// use ptxsmith::runtime::Backend;
+///
+/// let (codes, _ran) = fp8::quantize_with_scale_as(Backend::Sim, Format::E5M2, 2.0, &[3.0])?;
+/// assert_eq!(codes, [fp8::encode_e5m2(6.0)]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] for a scale that is NaN, infinite, zero or
 /// negative (checked before any backend is touched).
 pub fn quantize_with_scale_as(
     backend: Backend,
-    xs: &[f32],
+    format: Format,
     scale: f32,
-    f: Format,
+    xs: &[f32],
 ) -> Result<(Vec<u8>, Ran)> {
     validate_scale(scale)?;
     dispatch(
         backend,
-        || host::quantize_with_scale_as(xs, scale, f),
-        |s| quantize_with_scale_on(s, xs, scale, f, Codec::for_sm(s.context().sm())),
+        || host::quantize_with_scale_as(xs, scale, format),
+        |s| {
+            let enc = Encoding::for_sm(format, s.context().sm());
+            quantize_with_scale_on(s, enc, scale, xs)
+        },
     )
 }
 
 /// E4M3 dequantization (see [`dequantize_as`]).
-pub fn dequantize(backend: Backend, codes: &[u8], scale_inv: f32) -> Result<(Vec<f32>, Ran)> {
-    dequantize_as(backend, codes, scale_inv, Format::E4M3)
+///
+/// ```
+/// use ptxsmith::kernels::fp8;
+/// use ptxsmith::runtime::Backend;
+///
+/// let (y, _ran) = fp8::dequantize(Backend::Sim, 0.5, &[fp8::encode_e4m3(3.0)])?;
+/// assert_eq!(y, [1.5]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
+/// # Errors
+/// As [`dequantize_as`].
+pub fn dequantize(backend: Backend, scale_inv: f32, codes: &[u8]) -> Result<(Vec<f32>, Ran)> {
+    dequantize_as(backend, Format::E4M3, scale_inv, codes)
 }
 
-/// Dequantization from `f`: `y[i] = decode(codes[i]) · scale_inv`.
+/// Dequantization from `format`: `y[i] = decode(codes[i]) · scale_inv`.
+///
+/// ```
+/// use ptxsmith::kernels::fp8::{self, Format};
+/// use ptxsmith::runtime::Backend;
+///
+/// let (y, _ran) = fp8::dequantize_as(Backend::Sim, Format::E5M2, 1.0, &[fp8::encode_e5m2(-0.25)])?;
+/// assert_eq!(y, [-0.25]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
+/// # Errors
+/// Driver, JIT and launch errors.
 pub fn dequantize_as(
     backend: Backend,
-    codes: &[u8],
+    format: Format,
     scale_inv: f32,
-    f: Format,
+    codes: &[u8],
 ) -> Result<(Vec<f32>, Ran)> {
     dispatch(
         backend,
-        || Ok(host::dequantize_as(codes, scale_inv, f)),
-        |s| dequantize_on(s, codes, scale_inv, f, Codec::for_sm(s.context().sm())),
+        || Ok(host::dequantize_as(codes, scale_inv, format)),
+        |s| {
+            let enc = Encoding::for_sm(format, s.context().sm());
+            dequantize_on(s, enc, scale_inv, codes)
+        },
     )
 }
 
 /// `max |x|` with NaNs ignored (the two absmax passes on a device).
+///
+/// ```
+/// use ptxsmith::kernels::fp8;
+/// use ptxsmith::runtime::Backend;
+///
+/// let (amax, _ran) = fp8::absmax(Backend::Sim, &[1.0, f32::NAN, -9.5])?;
+/// assert_eq!(amax, 9.5); // NaN ignored
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
+/// # Errors
+/// Driver, JIT and launch errors.
 pub fn absmax(backend: Backend, xs: &[f32]) -> Result<(f32, Ran)> {
     dispatch(
         backend,
         || Ok(host::absmax(xs)),
-        |s| Ok(absmax_on(s, xs, Format::E4M3)?.stats[0]),
+        |s| Ok(absmax_on(s, Format::E4M3, xs)?.stats[0]),
     )
 }

@@ -10,16 +10,36 @@
 //! [`ptx`] generates the kernels per SM (grid-wide absmax in two passes,
 //! quantize with the device-computed or a given scale, dequantize; the
 //! hardware `cvt` on sm_89+, the integer codec everywhere else), and
-//! [`launch`] runs them: `launch::quantize(backend, xs)` and friends take a
-//! [`crate::runtime::Backend`] and report which implementation ran, while
-//! `launch::*_on(executor, …)` run the same launch sequence on a GPU or on
-//! the simulator.
+//! [`launch`] runs them.
 //!
-//! Everything public in [`host`] is re-exported here (the launch entry
-//! points are not, since they share the host functions' names).
+//! # Entry points
+//! Here at the family root, one request per operation: an [`Encoding`]
+//! (format and device codec) for the stream-level entry points —
+//! [`quantize_dev`], [`quantize_with_scale_dev`], [`dequantize_dev`],
+//! [`dequantize_stats_dev`] (device buffers or foreign views), their
+//! `*_raw` twins, [`quantize_on`] & co. (host slices on a stream) — and
+//! the [`Format`] for the slice API on a
+//! [`Backend`](crate::runtime::Backend) ([`quantize`], [`quantize_as`],
+//! [`quantize_with_scale_as`], [`dequantize_as`], [`absmax`]), which runs
+//! the SM's default codec and reports which implementation ran. The host
+//! models (the spec: [`host::quantize_as`], [`host::dequantize_as`],
+//! [`host::absmax`], …) are reached through [`host`] only; the scalar
+//! codecs that define the formats ([`encode_e4m3`], [`decode_e4m3`], …)
+//! are re-exported here.
 
 pub mod host;
 pub mod launch;
 pub mod ptx;
 
-pub use host::*;
+pub use host::{
+    CANONICAL_NAN, DECODE_E4M3, DECODE_E5M2, Format, NAN_CODE, Quantized, decode_e4m3, decode_e5m2,
+    encode_e4m3, encode_e5m2,
+};
+pub use launch::{
+    AbsmaxTrace, Encoding, absmax, absmax_dev, absmax_on, dequantize, dequantize_as,
+    dequantize_dev, dequantize_on, dequantize_raw, dequantize_stats_dev, dequantize_stats_raw,
+    quantize, quantize_as, quantize_dev, quantize_on, quantize_raw, quantize_with_scale,
+    quantize_with_scale_as, quantize_with_scale_dev, quantize_with_scale_on,
+    quantize_with_scale_raw,
+};
+pub use ptx::Codec;

@@ -38,7 +38,7 @@ impl Shape {
     /// `1..=MAX_STATES` or sizes past the kernels' 32-bit indices.
     pub fn new(batch: usize, t: usize, s: usize) -> Result<Shape> {
         if s == 0 || s > MAX_STATES {
-            return Err(Error::InvalidArgument(format!(
+            return Err(Error::invalid(format!(
                 "hmm: S = {s} states; supported are 1..={MAX_STATES}"
             )));
         }
@@ -49,7 +49,7 @@ impl Shape {
             (Some(p), Some(_)) if p <= u32::MAX as usize / 2 && batch <= u32::MAX as usize / 2 => {
                 Ok(Shape { batch, t, s })
             }
-            _ => Err(Error::InvalidArgument(format!(
+            _ => Err(Error::invalid(format!(
                 "hmm: batch = {batch}, T = {t}, S = {s}: the sizes overflow or exceed the kernels' 32-bit indices"
             ))),
         }

@@ -38,16 +38,16 @@ impl Shape {
     /// [`MAX_ROW_TILES`] tiles in all.
     pub fn new(rows: usize, t: usize) -> Result<Shape> {
         let n = rows.checked_mul(t).ok_or_else(|| {
-            Error::InvalidArgument(format!("logcumsumexp: rows × T overflows ({rows} × {t})"))
+            Error::invalid(format!("logcumsumexp: rows × T overflows ({rows} × {t})"))
         })?;
         if t > i32::MAX as usize || rows > i32::MAX as usize {
-            return Err(Error::InvalidArgument(format!(
+            return Err(Error::invalid(format!(
                 "logcumsumexp: rows = {rows}, T = {t}: each must stay below 2^31"
             )));
         }
         let tiles = rows.saturating_mul(t.div_ceil(TILE));
         if tiles > MAX_ROW_TILES || (n as u64).checked_mul(4).is_none() {
-            return Err(Error::InvalidArgument(format!(
+            return Err(Error::invalid(format!(
                 "logcumsumexp: {rows} rows of {t} make {tiles} tiles of {TILE}, above 2^30"
             )));
         }
@@ -87,7 +87,7 @@ impl Shape {
         if len == self.len() {
             return Ok(());
         }
-        Err(Error::InvalidArgument(format!(
+        Err(Error::invalid(format!(
             "logcumsumexp: {what} has {len} elements, expected rows × T = {} × {} = {}",
             self.rows,
             self.t,

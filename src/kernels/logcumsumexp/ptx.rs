@@ -107,14 +107,21 @@ kernel_params! {
     }
 }
 
-/// Kernel names.
+/// The forward, row path (one CTA per row) and the split path's tile pass.
 pub const FWD: &str = "lcse_fwd";
+/// The split path's forward: each tile's total.
 pub const FWD_TOT: &str = "lcse_fwd_tot";
+/// The split path's forward: the tile carries, in order along each row.
 pub const FWD_CARRY: &str = "lcse_fwd_carry";
+/// The backward, row path and the split path's tile pass.
 pub const BWD: &str = "lcse_bwd";
+/// The split path's backward: each tile's (max, scaled sum) pair.
 pub const BWD_TOT: &str = "lcse_bwd_tot";
+/// The split path's backward: the forward pairs' carries along each row.
 pub const BWD_CARRY: &str = "lcse_bwd_carry";
+/// The split path's backward: each tile's reverse affine map.
 pub const BWD_AFF: &str = "lcse_bwd_aff";
+/// The split path's backward: the reverse carries of the affine maps.
 pub const BWD_ZCARRY: &str = "lcse_bwd_zcarry";
 
 // ---------------------------------------------------------------------------

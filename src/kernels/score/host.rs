@@ -11,7 +11,7 @@ use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 use std::ops::Range;
 
-use crate::error::Result;
+use crate::error::{ArgError, Result};
 use crate::invalid_arg;
 
 // ---------------------------------------------------------------------------
@@ -22,14 +22,60 @@ use crate::invalid_arg;
 ///
 /// Holding one means: every dimension is at least 1, `K ≤ u32::MAX`, and
 /// `rows·P`, `K·P` and `rows·K` all fit in `usize`.
+///
+/// Built with named fields (`ScoreShape { rows, k, p }`, checked by every
+/// entry point with [`ScoreShape::validate`]) or with [`ScoreShape::new`],
+/// which checks at once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ScoreShape {
+    /// Input rows (`x` is `rows × P`).
     pub rows: usize,
+    /// Atoms in the dictionary (`D` is `K × P`).
     pub k: usize,
+    /// Features per row and atom.
     pub p: usize,
 }
 
+/// A routing request: each of `shape.rows` rows keeps its `s` strongest
+/// atoms of the `shape.k` (`1 ≤ s ≤ K`).
+///
+/// ```
+/// use ptxsmith::kernels::score::{Route, ScoreShape};
+/// let route = Route { shape: ScoreShape { rows: 64, k: 4096, p: 32 }, s: 4 };
+/// route.validate()?;
+/// assert!(Route { s: 0, ..route }.validate().is_err());
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Route {
+    /// The problem's sizes.
+    pub shape: ScoreShape,
+    /// Atoms kept per row.
+    pub s: usize,
+}
+
+impl Route {
+    /// The shape's rules ([`ScoreShape::validate`]) and `1 ≤ s ≤ K`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) naming
+    /// the values.
+    pub fn validate(&self) -> Result<()> {
+        self.shape.validate()?;
+        self.shape.check_s(self.s)
+    }
+}
+
 impl ScoreShape {
+    /// The rules of [`ScoreShape::new`] for a shape built with named
+    /// fields.
+    ///
+    /// # Errors
+    /// As [`ScoreShape::new`].
+    pub fn validate(&self) -> Result<()> {
+        Self::new(self.rows, self.k, self.p).map(drop)
+    }
+
     /// Checks the dimensions alone (no data). Errors, in this order:
     /// an empty dimension, `K > u32::MAX`, and any of `rows·P`, `K·P`,
     /// `rows·K` overflowing `usize`.
@@ -57,18 +103,30 @@ impl ScoreShape {
         let want_x = rows * p;
         if x.len() != want_x {
             let implied = implied_p(x.len(), rows, p, "x", "rows");
-            return Err(invalid_arg!(
+            return Err(ArgError::new(
+                "x",
+                format!("rows·P = {rows}·{p} = {want_x} elements"),
+                format!("{} elements", x.len()),
+            )
+            .with_message(format!(
                 "score: x has {} elements, expected rows·P = {rows}·{p} = {want_x}{implied}",
                 x.len()
-            ));
+            ))
+            .into());
         }
         let want_d = k * p;
         if d.len() != want_d {
             let implied = implied_p(d.len(), k, p, "D", "atoms");
-            return Err(invalid_arg!(
+            return Err(ArgError::new(
+                "D",
+                format!("K·P = {k}·{p} = {want_d} elements"),
+                format!("{} elements", d.len()),
+            )
+            .with_message(format!(
                 "score: D has {} elements, expected K·P = {k}·{p} = {want_d}{implied}",
                 d.len()
-            ));
+            ))
+            .into());
         }
         Ok(())
     }
@@ -92,7 +150,11 @@ fn check_atom_count(k: usize) -> Result<()> {
 
 fn check_s(s: usize, k: usize) -> Result<()> {
     if s == 0 || s > k {
-        return Err(invalid_arg!("score: s={s} must be in 1..=K (K={k})"));
+        return Err(
+            ArgError::new("s", format!("1..=K = 1..={k}"), s.to_string())
+                .with_message(format!("score: s={s} must be in 1..=K (K={k})"))
+                .into(),
+        );
     }
     Ok(())
 }
@@ -187,9 +249,13 @@ pub fn rank_key(atom: u32, score: f32) -> u64 {
 /// with the same bits), because that is what bit-exact means here.
 #[derive(Debug, Clone)]
 pub struct TopS {
+    /// Rows routed.
     pub rows: usize,
+    /// Entries per row.
     pub s: usize,
+    /// `[rows, s]` atom indices, best first.
     pub atoms: Vec<u32>,
+    /// `[rows, s]` their scores.
     pub scores: Vec<f32>,
 }
 
@@ -376,6 +442,7 @@ impl TopSState {
         self.kept.len()
     }
 
+    /// Whether nothing is kept yet.
     pub fn is_empty(&self) -> bool {
         self.kept.is_empty()
     }
@@ -748,11 +815,17 @@ fn fused_dot(x: &[f32], d: &[f32]) -> f32 {
 /// `fma` routes row `row` differently.
 #[derive(Debug, Clone)]
 pub struct FmaCase {
+    /// Input rows.
     pub rows: usize,
+    /// Atoms.
     pub k: usize,
+    /// Features.
     pub p: usize,
+    /// Atoms kept per row.
     pub s: usize,
+    /// `[rows, P]` inputs.
     pub x: Vec<f32>,
+    /// `[K, P]` dictionary.
     pub d: Vec<f32>,
     /// The row holding the planted near-tie; its top-s differs (other
     /// rows may differ too).

@@ -1,53 +1,71 @@
-//! Launch code of the score kernels, in three layers that share one
-//! launch sequence (written against [`Stream`], so the GPU and the
-//! simulator run the same copies and launches):
+//! Launch code of the score kernels, one request per operation
+//! ([`ScoreShape`] for the score block, [`Route`] for routing, each with an
+//! optional [`ScoreTuning`]) in three layers that share one launch
+//! sequence (written against [`Stream`], so the GPU and the simulator run
+//! the same copies and launches):
 //!
 //! * **device entry points** ([`score_block_dev`], [`route_top_s_dev`]):
-//!   `x` and the dictionary `D` are device buffers, so a dictionary
-//!   uploaded once is routed against any number of batches; a route keeps
-//!   every score on the device and returns a [`DeviceTopS`], whose
-//!   [`download`](DeviceTopS::download) moves exactly `rows · s · 8` bytes;
-//! * **raw-pointer entry points** ([`score_block_raw`],
-//!   [`route_top_s_raw`], `unsafe`) on memory another stack allocated;
-//! * **the slice API** ([`score_block`], [`route_top_s`]) on a
-//!   [`Backend`]: uploads `x` and `D`, runs, downloads the result.
+//!   `x` and the dictionary `D` are device buffers or foreign views, so a
+//!   dictionary uploaded once is routed against any number of batches; a
+//!   route keeps every score on the device and returns a [`DeviceTopS`],
+//!   whose [`download`](DeviceTopS::download) moves exactly `rows · s · 8`
+//!   bytes;
+//! * **raw-pointer twins** ([`score_block_raw`], [`route_top_s_raw`],
+//!   `unsafe`): thin wrappers viewing another stack's memory as foreign
+//!   views;
+//! * **the slice API** ([`score_block`], [`route_top_s`] on a [`Backend`];
+//!   [`score_block_on`], [`route_top_s_on`] on a stream): uploads `x` and
+//!   `D`, runs, downloads the result.
 
-use super::host::{TopS, validate, validate_route};
+use super::host::{Route, ScoreShape, TopS};
 use super::ptx::{
     MERGE_THREADS, MergeArgs, RouteArgs, ScoreBlockArgs, ScoreTuning, generate_merge,
     generate_route, generate_score_block,
 };
 use crate::dsl::params::{DevPtr, KernelParams};
 use crate::dsl::types::F32;
-use crate::error::{Error, Result};
+use crate::error::{ArgError, Error, Result};
 use crate::kernels::dispatch::dispatch;
+use crate::kernels::memo;
 use crate::runtime::backend::{Backend, Ran};
-use crate::runtime::buffer::{AsDevice, AsDeviceMut, DeviceBuffer, DeviceSlice};
+use crate::runtime::buffer::{
+    AsDevice, AsDeviceMut, DeviceBuffer, DeviceSlice, ForeignSlice, ForeignSliceMut,
+};
 use crate::runtime::context::{Context, Stream};
-use crate::runtime::exec::{CUdeviceptr, LaunchConfig, PointerCheck, RawStream};
+use crate::runtime::exec::{CUdeviceptr, LaunchConfig, PointerCheck};
 
 /// The `rows × K` score block, row-major (`scores[r·K + a]`), on `backend`
 /// (see the [module contract](super)): every score equals the host model's
 /// under `to_bits()`. Reports which implementation ran (`Sim` simulates
 /// [`default_sim_sm`](crate::kernels::dispatch::default_sim_sm)).
 ///
+/// ```
+/// use ptxsmith::kernels::score::{self, ScoreShape};
+/// use ptxsmith::runtime::Backend;
+///
+/// let shape = ScoreShape { rows: 1, k: 2, p: 2 };
+/// let (scores, _ran) = score::score_block(Backend::Sim, shape, &[1.0, 2.0], &[3.0, 4.0, -1.0, 0.5])?;
+/// assert_eq!(scores, [11.0, 0.0]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
 /// # Errors
-/// [`Error::InvalidArgument`] for a bad shape (see
-/// [`validate`]); [`Error::NoDevice`] for
-/// [`Backend::Cuda`] without a device; driver, JIT and launch errors.
+/// [`Error::InvalidArgument`] for a bad shape or input length (see
+/// [`ScoreShape::validate`]); [`Error::NoDevice`] for [`Backend::Cuda`]
+/// without a device; driver, JIT and launch errors.
 pub fn score_block(
     backend: Backend,
+    shape: ScoreShape,
     x: &[f32],
     d: &[f32],
-    rows: usize,
-    k: usize,
-    p: usize,
 ) -> Result<(Vec<f32>, Ran)> {
-    validate(x, d, rows, k, p)?;
+    shape.validate()?;
+    shape.check_inputs(x, d)?;
+    let ScoreShape { rows, k, p } = shape;
     dispatch(
         backend,
         || super::host::score_block(x, d, rows, k, p),
-        |st| score_block_on(st, x, d, rows, k, p, None),
+        |st| score_block_on(st, shape, None, x, d),
     )
 }
 
@@ -60,29 +78,38 @@ pub fn score_block(
 /// [`vectorized_for`](ScoreTuning::vectorized_for) `P`; the host model
 /// ignores it). Reports which implementation ran.
 ///
+/// ```
+/// use ptxsmith::kernels::score::{self, Route, ScoreShape};
+/// use ptxsmith::runtime::Backend;
+///
+/// let route = Route { shape: ScoreShape { rows: 1, k: 3, p: 1 }, s: 2 };
+/// let (top, _ran) = score::route_top_s(Backend::Sim, route, None, &[2.0], &[1.0, -3.0, 0.5])?;
+/// assert_eq!(top.atoms, [1, 0]); // |−6| > |2| > |1|
+/// assert_eq!(top.scores, [-6.0, 2.0]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
 /// # Errors
 /// As [`score_block`], plus `s = 0` or `s > K`, and an inconsistent
 /// `tuning` ([`TuningError`](super::ptx::TuningError) as
 /// [`Error::InvalidArgument`]).
-#[allow(clippy::too_many_arguments)]
 pub fn route_top_s(
     backend: Backend,
+    route: Route,
+    tuning: Option<ScoreTuning>,
     x: &[f32],
     d: &[f32],
-    rows: usize,
-    k: usize,
-    p: usize,
-    s: usize,
-    tuning: Option<ScoreTuning>,
 ) -> Result<(TopS, Ran)> {
-    validate_route(x, d, rows, k, p, s)?;
+    route.validate()?;
+    route.shape.check_inputs(x, d)?;
     if let Some(t) = &tuning {
         t.check_route()?;
     }
+    let (ScoreShape { rows, k, p }, s) = (route.shape, route.s);
     dispatch(
         backend,
         || super::host::route_top_s_fast(x, d, rows, k, p, s),
-        |st| route_top_s_on(st, x, d, rows, k, p, s, tuning),
+        |st| route_top_s_on(st, route, tuning, x, d),
     )
 }
 
@@ -93,7 +120,7 @@ const MAX_GRID: u64 = (1 << 31) - 1;
 pub const SPLIT_STATE_BUDGET: u64 = 256 << 20;
 
 fn too_big(what: &str, v: u64, limit: u64) -> Error {
-    Error::InvalidArgument(format!(
+    Error::invalid(format!(
         "score: {what} = {v} exceeds the kernels' limit {limit}"
     ))
 }
@@ -113,7 +140,7 @@ fn check_dims(rows: usize, k: usize, p: usize) -> Result<(u32, u32, u32)> {
 /// 16-byte staging loads need whole vectors in every row.
 fn check_vec4(t: &ScoreTuning, p: usize) -> Result<()> {
     if t.vec4 && !p.is_multiple_of(4) {
-        return Err(Error::InvalidArgument(format!(
+        return Err(Error::invalid(format!(
             "score tuning: vec4 needs P % 4 = 0, got P = {p}"
         )));
     }
@@ -122,19 +149,19 @@ fn check_vec4(t: &ScoreTuning, p: usize) -> Result<()> {
 
 /// Check the lengths of `x` (`rows × P`) and `D` (`K × P`).
 fn check_lens(x: usize, d: usize, rows: usize, k: usize, p: usize) -> Result<()> {
-    let want_x = rows.checked_mul(p).ok_or_else(|| {
-        Error::InvalidArgument(format!("score: rows × P overflows ({rows} × {p})"))
-    })?;
+    let want_x = rows
+        .checked_mul(p)
+        .ok_or_else(|| Error::invalid(format!("score: rows × P overflows ({rows} × {p})")))?;
     let want_d = k
         .checked_mul(p)
-        .ok_or_else(|| Error::InvalidArgument(format!("score: K × P overflows ({k} × {p})")))?;
+        .ok_or_else(|| Error::invalid(format!("score: K × P overflows ({k} × {p})")))?;
     if x != want_x {
-        return Err(Error::InvalidArgument(format!(
+        return Err(Error::invalid(format!(
             "score: x has {x} elements, expected rows × P = {rows} × {p} = {want_x}"
         )));
     }
     if d != want_d {
-        return Err(Error::InvalidArgument(format!(
+        return Err(Error::invalid(format!(
             "score: D has {d} elements, expected K × P = {k} × {p} = {want_d}"
         )));
     }
@@ -144,27 +171,24 @@ fn check_lens(x: usize, d: usize, rows: usize, k: usize, p: usize) -> Result<()>
 /// 16-byte staging loads: `x` and `D` must start on a 16-byte boundary.
 fn check_vec4_addr(t: &ScoreTuning, what: &str, addr: u64) -> Result<()> {
     if t.vec4 && !addr.is_multiple_of(16) {
-        return Err(Error::InvalidArgument(format!(
+        return Err(Error::invalid(format!(
             "score: {what} at device address {addr:#x} is not 16-byte aligned, which the vec4 tuning's 16-byte loads need (slice at a multiple of 4 floats, or use a tuning without vec4)"
         )));
     }
     Ok(())
 }
 
-/// The score block kernel on device addresses (shapes already checked
-/// against the buffers, if any).
-#[allow(clippy::too_many_arguments)]
+/// The score block kernel on device addresses (lengths already checked
+/// against the views).
 fn score_block_core(
     stream: &Stream,
     x: DevPtr<F32>,
     d: DevPtr<F32>,
     out: DevPtr<F32>,
-    rows: usize,
-    k: usize,
-    p: usize,
+    shape: ScoreShape,
     tuning: Option<ScoreTuning>,
-    pointers: PointerCheck,
 ) -> Result<()> {
+    let ScoreShape { rows, k, p } = shape;
     let ctx = stream.context();
     let t = tuning.unwrap_or_else(|| ScoreTuning::default_for(ctx.sm()).vectorized_for(p));
     t.check_score()?;
@@ -172,14 +196,11 @@ fn score_block_core(
     check_vec4_addr(&t, "x", x.addr)?;
     check_vec4_addr(&t, "D", d.addr)?;
     let (rows32, k32, p32) = check_dims(rows, k, p)?;
-    if rows == 0 || k == 0 {
-        return Ok(());
-    }
     let grid = u64::from(rows32.div_ceil(t.bm)) * u64::from(k32.div_ceil(t.bn));
     if grid > MAX_GRID {
         return Err(too_big("CTA count", grid, MAX_GRID));
     }
-    let module = generate_score_block(ctx.sm(), &t)?;
+    let module = memo!(generate_score_block, ctx.sm(), &t)?;
     let args = ScoreBlockArgs {
         x,
         d,
@@ -189,110 +210,148 @@ fn score_block_core(
         p: p32,
     };
     stream.launch_with(
-        &module,
+        module,
         LaunchConfig::linear(grid as u32, t.threads),
         &args.args(),
-        pointers,
+        PointerCheck::LiveBuffers,
     )
 }
 
-/// The `rows × K` score block of device buffers, queued on `stream`
-/// (`out[r·K + a]`, nothing crosses the bus).
+/// The `rows × K` score block of device buffers or foreign views, queued
+/// on `stream` (`out[r·K + a]`, nothing crosses the bus). `tuning`
+/// overrides [`ScoreTuning::default_for`] (made
+/// [`vectorized_for`](ScoreTuning::vectorized_for) `P`).
+///
+/// ```
+/// use ptxsmith::kernels::score::{self, ScoreShape};
+/// use ptxsmith::runtime::Context;
+///
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let shape = ScoreShape { rows: 2, k: 1, p: 2 };
+/// let (x, d) = (st.upload(&[1.0f32, 2.0, 3.0, 4.0])?, st.upload(&[0.5f32, 0.25])?);
+/// let mut out = ctx.alloc::<f32>(2)?;
+/// score::score_block_dev(&st, shape, None, &x, &d, &mut out)?;
+/// assert_eq!(st.to_vec(&out)?, [1.0, 2.5]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 ///
 /// # Errors
-/// [`Error::InvalidArgument`] when a length does not match the shape
-/// (`x`: rows × P, `D`: K × P, `out`: rows × K), for a bad tuning, or when
-/// a vec4 tuning meets a buffer that is not 16-byte aligned;
-/// [`Error::WrongContext`]; JIT and launch errors.
-#[allow(clippy::too_many_arguments)]
+/// [`Error::InvalidArgument`] for a bad shape, a length that does not
+/// match it (`x`: rows × P, `D`: K × P, `out`: rows × K), a bad tuning, or
+/// a vec4 tuning meeting a buffer that is not 16-byte aligned;
+/// [`Error::WrongContext`]; JIT and launch errors. Nothing is queued on
+/// error.
 pub fn score_block_dev(
     stream: &Stream,
+    shape: ScoreShape,
+    tuning: Option<ScoreTuning>,
     x: &impl AsDevice<f32>,
     d: &impl AsDevice<f32>,
     out: &mut impl AsDeviceMut<f32>,
-    rows: usize,
-    k: usize,
-    p: usize,
-    tuning: Option<ScoreTuning>,
 ) -> Result<()> {
+    shape.validate()?;
+    let ScoreShape { rows, k, p } = shape;
     check_lens(x.as_device().len(), d.as_device().len(), rows, k, p)?;
-    let want = rows.checked_mul(k).ok_or_else(|| {
-        Error::InvalidArgument(format!("score: rows × K overflows ({rows} × {k})"))
-    })?;
+    let want = rows * k;
     let got = out.as_device().len();
     if got != want {
-        return Err(Error::InvalidArgument(format!(
+        return Err(ArgError::new(
+            "out",
+            format!("rows × K = {rows} × {k} = {want} elements"),
+            format!("{got} elements"),
+        )
+        .with_message(format!(
             "score: out has {got} elements, expected rows × K = {rows} × {k} = {want}"
-        )));
+        ))
+        .into());
     }
     let (xp, dp, op) = (
         stream.arg("x", x)?,
         stream.arg("D", d)?,
         stream.arg_mut("out", out)?,
     );
-    score_block_core(
-        stream,
-        xp,
-        dp,
-        op,
-        rows,
-        k,
-        p,
-        tuning,
-        PointerCheck::LiveBuffers,
-    )
+    score_block_core(stream, xp, dp, op, shape, tuning)
 }
 
-/// [`score_block_dev`] on memory another stack allocated; synchronise
-/// `stream` before reading `out`.
+/// [`score_block_dev`] on raw device addresses of another stack, queued on
+/// `stream` (e.g. made with [`Stream::from_raw`]): a thin wrapper viewing
+/// `x` (`rows × P` f32s), `d` (`K × P`) and `out` (`rows × K`) as
+/// [`ForeignSlice`]s. Synchronise `stream` before reading `out`.
+///
+/// ```
+/// use ptxsmith::kernels::score::{self, ScoreShape};
+/// use ptxsmith::runtime::Context;
+///
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let (x, d, out) = (st.upload(&[2.0f32])?, st.upload(&[3.0f32, -1.0])?, ctx.alloc::<f32>(2)?);
+/// // SAFETY: 1, 2 and 2 live f32s of this context.
+/// unsafe {
+///     score::score_block_raw(&st, ScoreShape { rows: 1, k: 2, p: 1 }, None, x.device_ptr(), d.device_ptr(), out.device_ptr())?;
+/// }
+/// assert_eq!(out.to_vec()?, [6.0, -2.0]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 ///
 /// # Safety
-/// * `x` (`rows × P` `f32`s), `d` (`K × P`) and `out` (`rows × K`) are
-///   device memory valid in `ctx`'s context (the device's primary context
-///   on a GPU) until the kernel has run, 4-byte aligned (16 with a vec4
-///   tuning, which is checked);
+/// * `x`, `d` and `out` are device memory of `stream`'s context with at
+///   least those lengths, valid until the kernel has run;
 /// * `out` overlaps neither input, and nothing else accesses it until the
-///   kernel has run;
-/// * `stream` is a live stream of that context (or [`RawStream::NULL`]).
-#[allow(clippy::too_many_arguments)]
+///   kernel has run.
+///
+/// # Errors
+/// As [`score_block_dev`], and the checks of
+/// [`ForeignSlice::from_raw_parts`].
 pub unsafe fn score_block_raw(
-    ctx: &Context,
-    stream: RawStream,
+    stream: &Stream,
+    shape: ScoreShape,
+    tuning: Option<ScoreTuning>,
     x: CUdeviceptr,
     d: CUdeviceptr,
     out: CUdeviceptr,
-    rows: usize,
-    k: usize,
-    p: usize,
-    tuning: Option<ScoreTuning>,
 ) -> Result<()> {
-    score_block_core(
-        &ctx.borrowed_stream(stream),
-        DevPtr::new(x),
-        DevPtr::new(d),
-        DevPtr::new(out),
-        rows,
-        k,
-        p,
-        tuning,
-        PointerCheck::Caller,
-    )
+    shape.validate()?;
+    let ScoreShape { rows, k, p } = shape;
+    let ctx = stream.context();
+    // SAFETY: the caller's contract covers each range (lengths from the
+    // validated shape).
+    let (x, d, mut out) = unsafe {
+        (
+            ForeignSlice::<f32>::from_raw_parts(ctx, x, rows * p)?,
+            ForeignSlice::<f32>::from_raw_parts(ctx, d, k * p)?,
+            ForeignSliceMut::<f32>::from_raw_parts(ctx, out, rows * k)?,
+        )
+    };
+    score_block_dev(stream, shape, tuning, &x, &d, &mut out)
 }
 
 /// Upload `x` and `D`, compute the score block on `stream`, download it.
+///
+/// ```
+/// use ptxsmith::kernels::score::{self, ScoreShape};
+/// use ptxsmith::runtime::Context;
+///
+/// let st = Context::sim(ptxsmith::Sm::Sm80).default_stream();
+/// let scores = score::score_block_on(&st, ScoreShape { rows: 1, k: 2, p: 1 }, None, &[2.0], &[3.0, -1.0])?;
+/// assert_eq!(scores, [6.0, -2.0]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
+/// # Errors
+/// As [`score_block_dev`].
 pub fn score_block_on(
     stream: &Stream,
+    shape: ScoreShape,
+    tuning: Option<ScoreTuning>,
     x: &[f32],
     d: &[f32],
-    rows: usize,
-    k: usize,
-    p: usize,
-    tuning: Option<ScoreTuning>,
 ) -> Result<Vec<f32>> {
-    validate(x, d, rows, k, p)?;
+    shape.validate()?;
+    shape.check_inputs(x, d)?;
     let (dx, dd) = (stream.upload(x)?, stream.upload(d)?);
-    let mut out = stream.context().alloc::<f32>(rows * k)?;
-    score_block_dev(stream, &dx, &dd, &mut out, rows, k, p, tuning)?;
+    let mut out = stream.context().alloc::<f32>(shape.rows * shape.k)?;
+    score_block_dev(stream, shape, tuning, &dx, &dd, &mut out)?;
     stream.to_vec(&out)
 }
 
@@ -395,27 +454,40 @@ fn top_s_from_pairs(pairs: &[u32], rows: usize, s: usize) -> TopS {
     top
 }
 
-/// Each row's top `s` atoms of device buffers `x` (`rows × P`) and `D`
-/// (`K × P`), with the default tuning and plan for the context, queued on
-/// `stream`; the result stays on the device. Route many batches against
-/// one resident `D` by calling this once per batch.
+/// Each row's top `s` atoms of device buffers or foreign views `x` (`rows
+/// × P`) and `D` (`K × P`), with `tuning` (or the context's default) and
+/// the default plan for the context, queued on `stream`; the result stays
+/// on the device. Route many batches against one resident `D` by calling
+/// this once per batch.
+///
+/// ```
+/// use ptxsmith::kernels::score::{self, Route, ScoreShape};
+/// use ptxsmith::runtime::Context;
+///
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let dict = st.upload(&[1.0f32, -3.0, 0.5])?; // K = 3 atoms of P = 1, uploaded once
+/// let route = Route { shape: ScoreShape { rows: 1, k: 3, p: 1 }, s: 1 };
+/// for x in [[2.0f32], [-1.0]] {
+///     let xb = st.upload(&x)?;
+///     let top = score::route_top_s_dev(&st, route, None, &xb, &dict)?.download(&st)?;
+///     assert_eq!(top.atoms, [1]);
+/// }
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 ///
 /// # Errors
 /// As [`route_top_s`], plus length mismatches between the buffers and the
 /// shape, [`Error::WrongContext`], and unaligned buffers for a vec4 tuning.
-#[allow(clippy::too_many_arguments)]
 pub fn route_top_s_dev(
     stream: &Stream,
+    route: Route,
+    tuning: Option<ScoreTuning>,
     x: &impl AsDevice<f32>,
     d: &impl AsDevice<f32>,
-    rows: usize,
-    k: usize,
-    p: usize,
-    s: usize,
-    tuning: Option<ScoreTuning>,
 ) -> Result<DeviceTopS> {
-    let (t, plan) = default_route(stream.context(), rows, k, p, s, tuning)?;
-    route_top_s_planned_dev(stream, x, d, rows, k, p, s, t, plan)
+    let (t, plan) = default_route(stream.context(), route, tuning)?;
+    route_top_s_planned_dev(stream, route, t, plan, x, d)
 }
 
 /// `tuning`, or the context's default route tuning made
@@ -423,155 +495,182 @@ pub fn route_top_s_dev(
 /// plan for the context's SM count.
 ///
 /// # Errors
-/// [`Error::InvalidArgument`] for `s` outside `1..=K` (checked before
-/// planning, which divides by the atoms per split).
+/// [`Error::InvalidArgument`] for a bad route (checked before planning,
+/// which divides by the atoms per split).
 fn default_route(
     ctx: &Context,
-    rows: usize,
-    k: usize,
-    p: usize,
-    s: usize,
+    route: Route,
     tuning: Option<ScoreTuning>,
 ) -> Result<(ScoreTuning, RoutePlan)> {
-    check_s(s, k)?;
+    route.validate()?;
+    let ScoreShape { rows, k, p } = route.shape;
     let t = tuning.unwrap_or_else(|| ScoreTuning::route_default_for(ctx.sm()).vectorized_for(p));
-    let plan = RoutePlan::new(rows, k, s, &t, ctx.multiprocessor_count());
+    let plan = RoutePlan::new(rows, k, route.s, &t, ctx.multiprocessor_count());
     Ok((t, plan))
 }
 
-/// `1 ≤ s ≤ K`.
-fn check_s(s: usize, k: usize) -> Result<()> {
-    if s == 0 || s > k {
-        return Err(Error::InvalidArgument(format!(
-            "score route: s = {s} must be in 1..=K (K = {k})"
-        )));
-    }
-    Ok(())
-}
-
 /// [`route_top_s_dev`] with an explicit tuning and plan.
-#[allow(clippy::too_many_arguments)]
+///
+/// ```
+/// use ptxsmith::kernels::score::{self, Route, RoutePlan, ScoreShape, ScoreTuning};
+/// use ptxsmith::runtime::Context;
+///
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let (k, p) = (300, 4);
+/// let d: Vec<f32> = (0..k * p).map(|i| (i as f32 * 0.37).sin()).collect();
+/// let (x, dict) = (st.upload(&[1.0f32, 0.5, -0.25, 2.0])?, st.upload(&d)?);
+/// let route = Route { shape: ScoreShape { rows: 1, k, p }, s: 3 };
+/// let t = ScoreTuning::route_default_for(ctx.sm());
+/// // Force two K-splits and the merge kernel.
+/// let plan = RoutePlan::with_splits(1, k, &t, 2);
+/// let top = score::route_top_s_planned_dev(&st, route, t, plan, &x, &dict)?.download(&st)?;
+/// assert_eq!(top, score::route_top_s_on(&st, route, None, &[1.0, 0.5, -0.25, 2.0], &d)?);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
+/// # Errors
+/// As [`route_top_s_dev`], plus a plan inconsistent with the shape and
+/// tuning.
 pub fn route_top_s_planned_dev(
     stream: &Stream,
+    route: Route,
+    tuning: ScoreTuning,
+    plan: RoutePlan,
     x: &impl AsDevice<f32>,
     d: &impl AsDevice<f32>,
-    rows: usize,
-    k: usize,
-    p: usize,
-    s: usize,
-    t: ScoreTuning,
-    plan: RoutePlan,
 ) -> Result<DeviceTopS> {
+    route.validate()?;
+    let ScoreShape { rows, k, p } = route.shape;
     check_lens(x.as_device().len(), d.as_device().len(), rows, k, p)?;
     let (xp, dp) = (stream.arg("x", x)?, stream.arg("D", d)?);
-    route_core(
-        stream,
-        xp,
-        dp,
-        rows,
-        k,
-        p,
-        s,
-        t,
-        plan,
-        PointerCheck::LiveBuffers,
-    )
+    route_core(stream, xp, dp, route, tuning, plan)
 }
 
-/// [`route_top_s_dev`] on memory another stack allocated: `x`, `d` as in
+/// [`route_top_s_dev`] on raw device addresses of another stack, queued on
+/// `stream` (e.g. made with [`Stream::from_raw`]): `x`, `d` as in
 /// [`score_block_raw`], and the `rows × s` result pairs (`[atom u32,
 /// score f32 bits]`, `rows · s · 8` bytes) copied into `out` on `stream`.
-/// The route's workspace is allocated by ptxsmith in `ctx`.
+/// A thin wrapper over [`ForeignSlice`]s; the route's workspace is
+/// ptxsmith's.
+///
+/// ```
+/// use ptxsmith::kernels::score::{self, Route, ScoreShape};
+/// use ptxsmith::runtime::Context;
+///
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let (x, d) = (st.upload(&[1.0f32])?, st.upload(&[0.5f32, 2.0, -4.0])?);
+/// let out = ctx.alloc::<u32>(2)?; // one (atom, score bits) pair
+/// let route = Route { shape: ScoreShape { rows: 1, k: 3, p: 1 }, s: 1 };
+/// // SAFETY: live memory of this context of the lengths the route gives.
+/// unsafe { score::route_top_s_raw(&st, route, None, x.device_ptr(), d.device_ptr(), out.device_ptr())? };
+/// assert_eq!(out.to_vec()?, [2, (-4.0f32).to_bits()]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 ///
 /// # Safety
-/// * `x` (`rows × P` `f32`s) and `d` (`K × P`) are device memory valid in
-///   `ctx`'s context until the kernels have run, 4-byte aligned (16 with
-///   a vec4 tuning, which is checked);
-/// * `out` is `rows · s · 8` bytes of device memory valid in that context,
+/// * `x` (`rows × P` `f32`s) and `d` (`K × P`) are device memory of
+///   `stream`'s context valid until the kernels have run;
+/// * `out` is `rows · s · 8` bytes of device memory of that context,
 ///   overlapping neither input, not accessed by anything else until the
-///   copy has run;
-/// * `stream` is a live stream of that context (or [`RawStream::NULL`]).
-#[allow(clippy::too_many_arguments)]
+///   copy has run.
+///
+/// # Errors
+/// As [`route_top_s_dev`], and the checks of
+/// [`ForeignSlice::from_raw_parts`].
 pub unsafe fn route_top_s_raw(
-    ctx: &Context,
-    stream: RawStream,
+    stream: &Stream,
+    route: Route,
+    tuning: Option<ScoreTuning>,
     x: CUdeviceptr,
     d: CUdeviceptr,
-    rows: usize,
-    k: usize,
-    p: usize,
-    s: usize,
-    tuning: Option<ScoreTuning>,
     out: CUdeviceptr,
 ) -> Result<()> {
-    let st = ctx.borrowed_stream(stream);
-    let (t, plan) = default_route(ctx, rows, k, p, s, tuning)?;
-    let top = route_core(
-        &st,
-        DevPtr::new(x),
-        DevPtr::new(d),
-        rows,
-        k,
-        p,
-        s,
-        t,
-        plan,
-        PointerCheck::Caller,
-    )?;
-    st.copy_to_foreign(out, &top.pairs())
+    route.validate()?;
+    let (ScoreShape { rows, k, p }, s) = (route.shape, route.s);
+    let ctx = stream.context();
+    // SAFETY: the caller's contract covers each range (lengths from the
+    // validated route).
+    let (x, d, mut out) = unsafe {
+        (
+            ForeignSlice::<f32>::from_raw_parts(ctx, x, rows * p)?,
+            ForeignSlice::<f32>::from_raw_parts(ctx, d, k * p)?,
+            ForeignSliceMut::<u32>::from_raw_parts(ctx, out, 2 * rows * s)?,
+        )
+    };
+    let top = route_top_s_dev(stream, route, tuning, &x, &d)?;
+    stream.copy(&mut out, &top.pairs())
 }
 
 /// Each row's top `s` atoms on `stream`, from host slices: uploads `x` and
 /// `D`, routes, downloads `rows · s · 8` bytes.
-#[allow(clippy::too_many_arguments)]
+///
+/// ```
+/// use ptxsmith::kernels::score::{self, Route, ScoreShape};
+/// use ptxsmith::runtime::Context;
+///
+/// let st = Context::sim(ptxsmith::Sm::Sm80).default_stream();
+/// let route = Route { shape: ScoreShape { rows: 2, k: 3, p: 1 }, s: 1 };
+/// let top = score::route_top_s_on(&st, route, None, &[1.0, -1.0], &[0.5, 2.0, -4.0])?;
+/// assert_eq!(top.atoms, [2, 2]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
+/// # Errors
+/// As [`route_top_s`].
 pub fn route_top_s_on(
     stream: &Stream,
+    route: Route,
+    tuning: Option<ScoreTuning>,
     x: &[f32],
     d: &[f32],
-    rows: usize,
-    k: usize,
-    p: usize,
-    s: usize,
-    tuning: Option<ScoreTuning>,
 ) -> Result<TopS> {
-    validate_route(x, d, rows, k, p, s)?;
-    let (t, plan) = default_route(stream.context(), rows, k, p, s, tuning)?;
-    route_top_s_planned(stream, x, d, rows, k, p, s, t, plan)
+    let (t, plan) = default_route(stream.context(), route, tuning)?;
+    route_top_s_planned_on(stream, route, t, plan, x, d)
 }
 
 /// [`route_top_s_on`] with an explicit tuning and plan.
-#[allow(clippy::too_many_arguments)]
-pub fn route_top_s_planned(
+///
+/// ```
+/// use ptxsmith::kernels::score::{self, Route, RoutePlan, ScoreShape, ScoreTuning};
+/// use ptxsmith::runtime::Context;
+///
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let route = Route { shape: ScoreShape { rows: 1, k: 2, p: 1 }, s: 2 };
+/// let t = ScoreTuning::route_default_for(ctx.sm());
+/// let plan = RoutePlan::new(1, 2, 2, &t, ctx.multiprocessor_count());
+/// let top = score::route_top_s_planned_on(&ctx.default_stream(), route, t, plan, &[1.0], &[-3.0, 2.0])?;
+/// assert_eq!(top.atoms, [0, 1]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
+/// # Errors
+/// As [`route_top_s_planned_dev`].
+pub fn route_top_s_planned_on(
     stream: &Stream,
+    route: Route,
+    tuning: ScoreTuning,
+    plan: RoutePlan,
     x: &[f32],
     d: &[f32],
-    rows: usize,
-    k: usize,
-    p: usize,
-    s: usize,
-    t: ScoreTuning,
-    plan: RoutePlan,
 ) -> Result<TopS> {
-    validate_route(x, d, rows, k, p, s)?;
+    route.validate()?;
+    route.shape.check_inputs(x, d)?;
     let (dx, dd) = (stream.upload(x)?, stream.upload(d)?);
-    route_top_s_planned_dev(stream, &dx, &dd, rows, k, p, s, t, plan)?.download(stream)
+    route_top_s_planned_dev(stream, route, tuning, plan, &dx, &dd)?.download(stream)
 }
 
 /// The route (and merge) kernels on device addresses.
-#[allow(clippy::too_many_arguments)]
 fn route_core(
     stream: &Stream,
     x: DevPtr<F32>,
     d: DevPtr<F32>,
-    rows: usize,
-    k: usize,
-    p: usize,
-    s: usize,
+    route: Route,
     t: ScoreTuning,
     plan: RoutePlan,
-    pointers: PointerCheck,
 ) -> Result<DeviceTopS> {
-    check_s(s, k)?;
+    let (ScoreShape { rows, k, p }, s) = (route.shape, route.s);
     t.check_route()?;
     check_vec4(&t, p)?;
     check_vec4_addr(&t, "x", x.addr)?;
@@ -598,7 +697,7 @@ fn route_core(
         || u64::from(splits - 1) * u64::from(atoms_per_split) >= k as u64
         || row_tiles != rows32.div_ceil(t.bm)
     {
-        return Err(Error::InvalidArgument(format!(
+        return Err(Error::invalid(format!(
             "score: inconsistent route plan {plan:?} for rows={rows}, K={k}"
         )));
     }
@@ -614,7 +713,7 @@ fn route_core(
         ));
     }
     let entries = u64::from(splits) * rows as u64 * s as u64;
-    let route = generate_route(ctx.sm(), &t)?;
+    let route_kernel = memo!(generate_route, ctx.sm(), &t)?;
     let mut state = ctx.alloc::<u32>((entries * 4) as usize)?;
     let args = RouteArgs {
         x,
@@ -629,10 +728,10 @@ fn route_core(
         atoms_per_split,
     };
     stream.launch_with(
-        &route,
+        route_kernel,
         LaunchConfig::linear(grid as u32, t.threads),
         &args.args(),
-        pointers,
+        PointerCheck::LiveBuffers,
     )?;
     if splits == 1 {
         return Ok(DeviceTopS {
@@ -641,7 +740,7 @@ fn route_core(
             buf: state,
         });
     }
-    let merge = generate_merge(ctx.sm())?;
+    let merge = memo!(generate_merge, ctx.sm())?;
     let out_entries = rows as u64 * s as u64;
     let mut out = ctx.alloc::<u32>((out_entries * 4) as usize)?;
     let margs = MergeArgs {
@@ -657,7 +756,7 @@ fn route_core(
     let warps = MERGE_THREADS / 32;
     // Both buffers are ptxsmith's own: the merge is checked.
     stream.launch(
-        &merge,
+        merge,
         LaunchConfig::linear(rows32.div_ceil(warps), MERGE_THREADS),
         &margs.args(),
     )?;

@@ -65,12 +65,17 @@
 //!
 //! # Device kernels ([`ptx`], [`launch`])
 //!
-//! * [`launch::score_block`]`(backend, x, d, rows, k, p)` and
-//!   [`launch::route_top_s`]`(backend, x, d, rows, k, p, s, tuning)` run
-//!   on a [`Backend`](crate::runtime::Backend) (`Cuda` fails loud without a
+//! * One request per operation: [`ScoreShape`] `{ rows, k, p }` for the
+//!   score block, [`Route`] `{ shape, s }` for routing, each with an
+//!   optional [`ScoreTuning`]. [`score_block`]`(backend, shape, x, d)` and
+//!   [`route_top_s`]`(backend, route, tuning, x, d)` run on a
+//!   [`Backend`](crate::runtime::Backend) (`Cuda` fails loud without a
 //!   device, `Auto` falls back to the host model, `Host`, `Sim`) and report
-//!   which one ran; [`launch::score_block_on`] / [`launch::route_top_s_on`]
-//!   are the same launch sequence on any [`Executor`](crate::runtime::Executor).
+//!   which one ran; [`score_block_on`] / [`route_top_s_on`] are the same
+//!   launch sequence on a given stream, [`score_block_dev`] /
+//!   [`route_top_s_dev`] on device buffers or foreign views,
+//!   [`score_block_raw`] / [`route_top_s_raw`] on another stack's raw
+//!   addresses.
 //!   Results equal the host model's under `to_bits()` (NaN scores: "is
 //!   NaN", their bits are unspecified on a device).
 //! * The score kernels accumulate with `mul.rn` + `add.rn` only (ptxas
@@ -90,4 +95,10 @@ pub mod host;
 pub mod launch;
 pub mod ptx;
 
-pub use host::*;
+pub use host::{Route, ScoreShape, TopS};
+pub use launch::{
+    DeviceTopS, RoutePlan, route_top_s, route_top_s_dev, route_top_s_on, route_top_s_planned_dev,
+    route_top_s_planned_on, route_top_s_raw, score_block, score_block_dev, score_block_on,
+    score_block_raw,
+};
+pub use ptx::ScoreTuning;

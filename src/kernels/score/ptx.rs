@@ -106,21 +106,41 @@ pub enum TuningError {
     /// A micro-tile side is zero or not a multiple of 4 (the inner loop
     /// reads it with 16-byte `ld.shared.v4`).
     #[error("micro-tile {tm}×{tn}: both sides must be positive multiples of 4")]
-    MicroTile { tm: u32, tn: u32 },
+    MicroTile {
+        /// Micro-tile rows per thread.
+        tm: u32,
+        /// Micro-tile columns per thread.
+        tn: u32,
+    },
     /// The CTA tile is not a whole number of micro-tiles.
     #[error("CTA tile {bm}×{bn} is not a multiple of the {tm}×{tn} micro-tile")]
-    TileNotDivisible { bm: u32, bn: u32, tm: u32, tn: u32 },
+    TileNotDivisible {
+        /// CTA tile rows.
+        bm: u32,
+        /// CTA tile atoms.
+        bn: u32,
+        /// Micro-tile rows per thread.
+        tm: u32,
+        /// Micro-tile columns per thread.
+        tn: u32,
+    },
     /// `threads` disagrees with the tile shape, or is not a whole number of
     /// warps within the CTA limit.
     #[error(
         "threads = {threads}, but the {bm}×{bn} tile of {tm}×{tn} micro-tiles needs {needed} (a multiple of 32, at most 1024)"
     )]
     Threads {
+        /// Threads per CTA.
         threads: u32,
+        /// Threads the tile shape needs.
         needed: u32,
+        /// CTA tile rows.
         bm: u32,
+        /// CTA tile atoms.
         bn: u32,
+        /// Micro-tile rows per thread.
         tm: u32,
+        /// Micro-tile columns per thread.
         tn: u32,
     },
     /// `bk` must divide `threads`, and the staged chunks must split evenly
@@ -129,9 +149,13 @@ pub enum TuningError {
         "bk = {bk} must be positive, divide threads = {threads}, and threads/bk must divide bm = {bm} and bn = {bn}"
     )]
     Chunk {
+        /// Columns of `P` staged per step.
         bk: u32,
+        /// Threads per CTA.
         threads: u32,
+        /// CTA tile rows.
         bm: u32,
+        /// CTA tile atoms.
         bn: u32,
     },
     /// With `vec4`, `bk` must be a multiple of 4 and the chunk's vectors
@@ -140,28 +164,40 @@ pub enum TuningError {
         "vec4 needs bk = {bk} a multiple of 4 and 4·threads/bk (threads = {threads}) dividing bm = {bm} and bn = {bn}"
     )]
     Vec4 {
+        /// Columns of `P` staged per step.
         bk: u32,
+        /// Threads per CTA.
         threads: u32,
+        /// CTA tile rows.
         bm: u32,
+        /// CTA tile atoms.
         bn: u32,
     },
     /// The routed kernel gives each warp at most 32 rows of a tile.
     #[error(
         "the routed kernel needs bm ≤ 32 · warps and bm a multiple of the warp count: bm = {bm}, warps = {warps}"
     )]
-    RowsPerWarp { bm: u32, warps: u32 },
+    RowsPerWarp {
+        /// CTA tile rows.
+        bm: u32,
+        /// Warps per CTA.
+        warps: u32,
+    },
     /// Static shared memory over the 48 KiB limit.
     #[error("{kernel} needs {bytes} bytes of static shared memory, over the {limit}-byte limit")]
     SharedMemory {
+        /// The kernel.
         kernel: &'static str,
+        /// Bytes it needs.
         bytes: u32,
+        /// The limit.
         limit: u32,
     },
 }
 
 impl From<TuningError> for Error {
     fn from(e: TuningError) -> Self {
-        Error::InvalidArgument(format!("score tuning: {e}"))
+        Error::invalid(format!("score tuning: {e}"))
     }
 }
 

@@ -1,7 +1,7 @@
 //! The host model of [`super`]: the contract as plain Rust, in the exact
 //! order of operations the kernel uses (every `+` is one `add.rn.f32`).
 
-use crate::error::{Error, Result};
+use crate::error::{ArgError, Error, Result};
 use crate::kernels::seq;
 
 /// Marks a position past a sequence's length in [`Viterbi::paths`].
@@ -11,10 +11,37 @@ pub const NO_STATE: u32 = u32::MAX;
 /// shared memory).
 pub const MAX_STATES: usize = 4096;
 
+/// The sizes of a decode: `batch` sequences of up to `t` steps over `s`
+/// states; `log_pi` is `[S]`, `log_a` `[S, S]`, `log_b` `[batch, T, S]`,
+/// `paths` `[batch, T]`, `scores` `[batch]`. Named fields, so `t` and `s`
+/// cannot be swapped unnoticed; checked by every entry point
+/// ([`Shape::validate`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Shape {
+    /// Sequences.
+    pub batch: usize,
+    /// Steps per sequence (each sequence's own length is at most `t`).
+    pub t: usize,
+    /// States, `1..=`[`MAX_STATES`].
+    pub s: usize,
+}
+
+impl Shape {
+    /// The shape rules (see [`validate_shape`]).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming the values.
+    pub fn validate(&self) -> Result<()> {
+        validate_shape(self.batch, self.t, self.s)
+    }
+}
+
 /// Best paths and their scores for a batch.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Viterbi {
+    /// Sequences.
     pub batch: usize,
+    /// Steps per sequence.
     pub t: usize,
     /// `[batch, T]`: the best state at each position, [`NO_STATE`] past
     /// the sequence's length.
@@ -35,7 +62,7 @@ pub fn better(c: f32, best: f32) -> bool {
 fn product(what: &str, dims: &[usize]) -> Result<usize> {
     dims.iter()
         .try_fold(1usize, |acc, &d| acc.checked_mul(d))
-        .ok_or_else(|| Error::InvalidArgument(format!("viterbi: {what} {dims:?} overflows")))
+        .ok_or_else(|| Error::invalid(format!("viterbi: {what} {dims:?} overflows")))
 }
 
 /// `got` must be `want` (see [`crate::kernels::seq::expect_len`]).
@@ -69,14 +96,18 @@ pub fn validate(
 /// The shape rules alone (for entry points whose inputs are on a device).
 pub fn validate_shape(batch: usize, t: usize, s: usize) -> Result<()> {
     if s == 0 || s > MAX_STATES {
-        return Err(Error::InvalidArgument(format!(
-            "viterbi: S = {s} states; supported are 1..={MAX_STATES}"
-        )));
+        return Err(
+            ArgError::new("s", format!("1..={MAX_STATES} states"), s.to_string())
+                .with_message(format!(
+                    "viterbi: S = {s} states; supported are 1..={MAX_STATES}"
+                ))
+                .into(),
+        );
     }
     product("batch × T × S", &[batch, t, s])?;
     let per_seq = product("T × S", &[t, s])?;
     if per_seq > u32::MAX as usize || batch > u32::MAX as usize || t > u32::MAX as usize / 2 {
-        return Err(Error::InvalidArgument(format!(
+        return Err(Error::invalid(format!(
             "viterbi: T × S = {per_seq} (T = {t}), batch = {batch}: above the kernel's 32-bit limits"
         )));
     }

@@ -27,10 +27,18 @@
 //! (32-bit indices within a sequence; 64-bit across the batch); the
 //! kernel keeps a `[batch, T, S]` `u32` backpointer workspace on the
 //! device. Work is `L · S²` per sequence; one CTA decodes one sequence.
+//!
+//! # Entry points
+//! One request, [`Shape`] `{ batch, t, s }` and the `lengths` (a host
+//! slice), for all of them: [`viterbi`] (host slices, any
+//! [`Backend`](crate::runtime::Backend)), [`viterbi_on`] (a given stream),
+//! [`viterbi_dev`] (device buffers or foreign views, outputs in
+//! [`DeviceOutputs`]), [`viterbi_raw`] (another stack's raw addresses).
+//! The host model is [`host::viterbi`].
 
 pub mod host;
 pub mod launch;
 pub mod ptx;
 
-pub use host::{MAX_STATES, NO_STATE, Viterbi};
-pub use launch::{viterbi, viterbi_dev};
+pub use host::{MAX_STATES, NO_STATE, Shape, Viterbi};
+pub use launch::{DeviceOutputs, RawOutputs, viterbi, viterbi_dev, viterbi_on, viterbi_raw};

@@ -19,6 +19,7 @@ use crate::error::Result;
 use crate::kernels::block_ell::{self, DeviceTopology, Dims};
 use crate::kernels::block_scaled::{self as bs, Format as BsFormat, Recipe, ScaleLayout};
 use crate::kernels::score::launch::RoutePlan;
+use crate::kernels::score::{Route, ScoreShape};
 use crate::kernels::score::ptx::ScoreTuning;
 use crate::kernels::{dot, fp8, hmm, logcumsumexp, score, viterbi};
 use crate::runtime::{AsDevice, AsDeviceMut, DeviceBuffer, DeviceRepr, Stream};
@@ -367,7 +368,15 @@ fn viterbi() -> Problem {
             let mut paths = out::<u32>(st, b * t)?;
             let mut scores = out::<f32>(st, b)?;
             let lengths = vec![t as u32; b];
-            viterbi::viterbi_dev(st, &pi, &a, &e, &lengths, b, t, s, &mut paths, &mut scores)
+            viterbi::viterbi_dev(
+                st,
+                viterbi::Shape { batch: b, t, s },
+                &lengths,
+                &pi,
+                &a,
+                &e,
+                viterbi::DeviceOutputs { paths: &mut paths, scores: &mut scores },
+            )
         }),
         traffic: Box::new(|sh| {
             let (b, t, s) = (sh[0], sh[1], sh[2]);
@@ -399,7 +408,7 @@ fn dot_rows() -> Problem {
             let x = uniform(st, rows * n, 1, dry, -1.0, 1.0)?;
             let y = uniform(st, n, 2, dry, -1.0, 1.0)?;
             let mut o = out::<f32>(st, rows)?;
-            dot::dot_rows_dev(st, &x, &y, &mut o, rows, n)
+            dot::dot_rows_dev(st, dot::Shape { rows, n }, &x, &y, &mut o)
         }),
         traffic: Box::new(|s| vec![("dot_rows_f32".into(), F32 * f(s[0] * s[1] + s[1] + s[0]))]),
         essential: Box::new(|s| F32 * f(s[0] * s[1] + s[1] + s[0])),
@@ -441,12 +450,11 @@ fn fp8_x(st: &Stream, n: usize, dry: bool) -> Result<DeviceBuffer<f32>> {
     input(st, n, 1, dry, |_, i| ((i as f32) * 0.618_034).sin() * 300.0)
 }
 
-fn fp8_codec(st: &Stream) -> fp8::ptx::Codec {
-    fp8::ptx::Codec::for_sm(st.context().sm())
+fn fp8_enc(st: &Stream) -> fp8::Encoding {
+    fp8::Encoding::for_sm(fp8::Format::E4M3, st.context().sm())
 }
 
 fn fp8_problems() -> Vec<Problem> {
-    use fp8::Format::E4M3;
     vec![
         fp8_problem(
             "quantize E4M3 (current scaling)",
@@ -462,7 +470,7 @@ fn fp8_problems() -> Vec<Problem> {
                 let x = fp8_x(st, n, dry)?;
                 let mut codes = out::<u8>(st, n)?;
                 let mut stats = out::<f32>(st, fp8::ptx::STATS_LEN)?;
-                fp8::launch::quantize_dev(st, &x, E4M3, fp8_codec(st), &mut codes, &mut stats)
+                fp8::launch::quantize_dev(st, fp8_enc(st), &x, &mut codes, &mut stats)
             },
             "absmax pass reads x (partials and stats are a few KiB), the encode pass \
              reads x again and writes a byte per element: 9 B/element",
@@ -474,7 +482,7 @@ fn fp8_problems() -> Vec<Problem> {
             |st, n, dry| {
                 let x = fp8_x(st, n, dry)?;
                 let mut codes = out::<u8>(st, n)?;
-                fp8::launch::quantize_with_scale_dev(st, &x, 0.5, E4M3, fp8_codec(st), &mut codes)
+                fp8::launch::quantize_with_scale_dev(st, fp8_enc(st), 0.5, &x, &mut codes)
             },
             "x in, codes out: 5 B/element",
         ),
@@ -485,7 +493,7 @@ fn fp8_problems() -> Vec<Problem> {
             |st, n, dry| {
                 let codes = bytes_in(st, n, 2, dry)?;
                 let mut y = out::<f32>(st, n)?;
-                fp8::launch::dequantize_dev(st, &codes, 2.0, E4M3, fp8_codec(st), &mut y)
+                fp8::launch::dequantize_dev(st, fp8_enc(st), 2.0, &codes, &mut y)
             },
             "codes in, y out: 5 B/element",
         ),
@@ -501,7 +509,7 @@ fn fp8_problems() -> Vec<Problem> {
                     st.upload(&[448.0f32, 1.0, 1.0])?
                 };
                 let mut y = out::<f32>(st, n)?;
-                fp8::launch::dequantize_stats_dev(st, &codes, &stats, E4M3, fp8_codec(st), &mut y)
+                fp8::launch::dequantize_stats_dev(st, fp8_enc(st), &codes, &stats, &mut y)
             },
             "codes in, y out: 5 B/element",
         ),
@@ -572,6 +580,11 @@ fn bs_problem(fmt: BsFormat, label: &str, quantize: bool) -> Problem {
         traffic,
         run: Box::new(move |st, s, dry| {
             let shape = bs_shape(s, fmt)?;
+            let q = bs::Quantization {
+                shape,
+                recipe: Recipe::default_for(fmt),
+                layout: BS_LAYOUT,
+            };
             let codec = bs::ptx::Codec::for_sm(st.context().sm());
             let mut codes = out::<u8>(st, shape.codes_len())?;
             let scale_len = BS_LAYOUT.len(&shape.scale_dims());
@@ -582,17 +595,7 @@ fn bs_problem(fmt: BsFormat, label: &str, quantize: bool) -> Problem {
                 let mut scales = out::<u8>(st, scale_len)?;
                 let mut global = out::<f32>(st, 3)?;
                 let gv = nv.then(|| global.as_device_mut());
-                bs::launch::quantize_dev(
-                    st,
-                    &x,
-                    shape,
-                    Recipe::default_for(fmt),
-                    BS_LAYOUT,
-                    codec,
-                    &mut codes,
-                    &mut scales,
-                    gv,
-                )
+                bs::launch::quantize_dev(st, q, codec, &x, &mut codes, &mut scales, gv)
             } else {
                 let codes = bytes_in(st, shape.codes_len(), 3, dry)?;
                 // Scale bytes near 1.0 (E8M0 127, UE4M3 0x38).
@@ -608,7 +611,7 @@ fn bs_problem(fmt: BsFormat, label: &str, quantize: bool) -> Problem {
                 };
                 let mut y = out::<f32>(st, shape.len())?;
                 let gd = nv.then(|| global.as_device());
-                bs::launch::dequantize_dev(st, &codes, &scales, gd, shape, BS_LAYOUT, codec, &mut y)
+                bs::launch::dequantize_dev(st, q, codec, &codes, &scales, gd, &mut y)
             }
         }),
         essential: Box::new(move |s| {
@@ -653,7 +656,7 @@ fn score_block() -> Problem {
             let x = uniform(st, rows * p, 1, dry, -1.0, 1.0)?;
             let d = uniform(st, k * p, 2, dry, -1.0, 1.0)?;
             let mut o = out::<f32>(st, rows * k)?;
-            score::launch::score_block_dev(st, &x, &d, &mut o, rows, k, p, None)
+            score::launch::score_block_dev(st, ScoreShape { rows, k, p }, None, &x, &d, &mut o)
         }),
         traffic: Box::new(|s| {
             let (rows, k, p) = (s[0], s[1], s[2]);
@@ -704,12 +707,13 @@ fn score_route() -> Problem {
             let (rows, k, p, top) = (s[0], s[1], s[2], s[3]);
             let x = uniform(st, rows * p, 3, dry, -1.0, 1.0)?;
             let d = uniform(st, k * p, 4, dry, -1.0, 1.0)?;
+            let route = Route { shape: ScoreShape { rows, k, p }, s: top };
             if s[4] == 0 {
-                score::launch::route_top_s_dev(st, &x, &d, rows, k, p, top, None).map(drop)
+                score::launch::route_top_s_dev(st, route, None, &x, &d).map(drop)
             } else {
                 let t = ScoreTuning::route_default_for(st.context().sm()).vectorized_for(p);
                 let plan = RoutePlan::with_splits(rows, k, &t, s[4] as u32);
-                score::launch::route_top_s_planned_dev(st, &x, &d, rows, k, p, top, t, plan)
+                score::launch::route_top_s_planned_dev(st, route, t, plan, &x, &d)
                     .map(drop)
             }
         }),
