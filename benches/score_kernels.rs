@@ -23,7 +23,7 @@ use ptxsmith::dsl::params::KernelParams;
 use ptxsmith::kernels::score::ptx::{self, ScoreBlockArgs, ScoreTuning};
 use ptxsmith::kernels::score::{self, route_top_s_dev, route_top_s_on};
 use ptxsmith::runtime::device_tests_support::{REQUIRED_GPU_MISSING, gpu_required};
-use ptxsmith::runtime::{Context, LaunchConfig};
+use ptxsmith::runtime::{Context, DeviceBuffer, LaunchConfig};
 
 fn values(n: usize, seed: u64) -> Vec<f32> {
     let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
@@ -170,6 +170,16 @@ fn bench_gpu(c: &mut Criterion) {
         "score block rows 4096, K 16384, P 256",
         "*",
     );
+    drop(argv);
+    let reference = st.to_vec(&bo).unwrap();
+    tune_score_block(
+        &st,
+        &name,
+        sm,
+        (rows, k, p),
+        (&bx, &bd, &mut bo),
+        &reference,
+    );
     drop((bx, bd, bo));
     ctx.synchronize().unwrap();
 
@@ -252,3 +262,110 @@ fn bench_gpu(c: &mut Criterion) {
 
 criterion_group!(benches, bench_generate, bench_gpu);
 criterion_main!(benches);
+
+/// Time the score block's tuning candidates on the live device at the
+/// bench's shape and print each one and the winner (`score tuning ...`
+/// lines; `docs/perf.md` records them). The contract makes the bits
+/// independent of the tuning: every candidate's output is compared with
+/// the default's, bit for bit, and a difference panics.
+fn tune_score_block(
+    st: &ptxsmith::runtime::Stream,
+    name: &str,
+    sm: Sm,
+    (rows, k, p): (usize, usize, usize),
+    (bx, bd, bo): (
+        &DeviceBuffer<f32>,
+        &DeviceBuffer<f32>,
+        &mut DeviceBuffer<f32>,
+    ),
+    reference: &[f32],
+) {
+    let flops = 2.0 * (rows * k * p) as f64;
+    // (bm, bn, bk, tm, tn): the default first, then tiles and micro-tiles
+    // around it that the occupancy model cannot rank.
+    let shapes = [
+        (128, 128, 16, 8, 8),
+        (128, 128, 8, 8, 8),
+        (128, 128, 32, 8, 8),
+        (128, 64, 16, 8, 8),
+        (64, 128, 16, 8, 8),
+        (64, 64, 16, 8, 8),
+        (64, 64, 16, 4, 4),
+        (128, 128, 16, 8, 4),
+        (128, 128, 16, 4, 8),
+    ];
+    let mut best: Option<(f64, ScoreTuning)> = None;
+    for (bm, bn, bk, tm, tn) in shapes {
+        let t = ScoreTuning {
+            bm,
+            bn,
+            bk,
+            tm,
+            tn,
+            threads: (bm / tm) * (bn / tn),
+            vec4: false,
+        }
+        .vectorized_for(p);
+        if let Err(e) = t.check_score() {
+            println!("score tuning {bm}x{bn} bk {bk} micro {tm}x{tn}: not valid ({e})");
+            continue;
+        }
+        let module = ptx::generate_score_block(sm, &t).unwrap();
+        let grid = (rows as u32).div_ceil(t.bm) * (k as u32).div_ceil(t.bn);
+        let cfg = LaunchConfig::linear(grid, t.threads);
+        let args = ScoreBlockArgs {
+            x: st.arg("x", bx).unwrap(),
+            d: st.arg("D", bd).unwrap(),
+            out: st.arg_mut("out", bo).unwrap(),
+            rows: rows as u32,
+            k: k as u32,
+            p: p as u32,
+        };
+        let argv = args.args();
+        st.context().load(&module).unwrap();
+        st.launch(&module, cfg, &argv).unwrap();
+        st.synchronize().unwrap();
+        let start = Instant::now();
+        let reps = 10;
+        for _ in 0..reps {
+            st.launch(&module, cfg, &argv).unwrap();
+        }
+        st.synchronize().unwrap();
+        let per = start.elapsed().as_secs_f64() / f64::from(reps);
+        drop(argv);
+        let out = st.to_vec(&*bo);
+        let same = out.as_ref().is_ok_and(|o| {
+            o.iter()
+                .zip(reference)
+                .all(|(a, b)| a.to_bits() == b.to_bits())
+        });
+        assert!(
+            same,
+            "score tuning {t:?} changed the output bits on {name} ({out:?})",
+            out = out.err()
+        );
+        println!(
+            "score tuning {bm}x{bn} bk {bk} micro {tm}x{tn} ({} threads, vec4 {}) on {name} ({sm}): \
+             {:.3} ms, {:.2} TFLOP/s, bits equal to the default's",
+            t.threads,
+            t.vec4,
+            per * 1e3,
+            flops / per / 1e12
+        );
+        if best.is_none_or(|(b, _)| per < b) {
+            best = Some((per, t));
+        }
+    }
+    if let Some((per, t)) = best {
+        println!(
+            "score tuning winner on {name} ({sm}): {}x{} bk {} micro {}x{} ({} threads): {:.3} ms",
+            t.bm,
+            t.bn,
+            t.bk,
+            t.tm,
+            t.tn,
+            t.threads,
+            per * 1e3
+        );
+    }
+}

@@ -357,9 +357,8 @@ fn solve(mut a: Vec<Vec<f64>>, mut y: Vec<f64>) -> Option<Vec<f64>> {
 fn record(p: &Problem, sm: Sm, sms: u32, shape: &Shape, simulate: bool) -> Result<Vec<Launch>> {
     let (ctx, log) = Recorder::context(sm, sms, simulate);
     let st = ctx.default_stream();
-    (p.run)(&st, shape, !simulate).map_err(|e| {
-        Error::invalid(format!("roofline: {} at {shape:?} on {sm}: {e}", p.name))
-    })?;
+    (p.run)(&st, shape, !simulate)
+        .map_err(|e| Error::invalid(format!("roofline: {} at {shape:?} on {sm}: {e}", p.name)))?;
     st.synchronize()?;
     drop(st);
     drop(ctx);
