@@ -1,0 +1,253 @@
+//! Control flow and warp operations: comparisons into predicates,
+//! selection and predicate logic, branches, structured control flow
+//! (`if_`, `if_else`, `guarded`, `for_range`, `while_`), barriers, and the
+//! warp-level `shfl`, `vote` and `redux`. Label allocation is in the
+//! parent module.
+
+use super::{KernelBuilder, Label};
+use crate::dsl::ir::*;
+use crate::dsl::types::*;
+
+impl KernelBuilder {
+    /// `a cmp b` into a predicate. Unsigned `T` compares unsigned; the
+    /// unordered/`Num`/`Nan` comparisons are for floats only.
+    pub fn setp<T: CmpType>(
+        &mut self,
+        c: Cmp,
+        a: impl Into<Src<T>>,
+        b: impl Into<Src<T>>,
+    ) -> Reg<Pred> {
+        let is_float = matches!(T::CLASS, RegClass::F32 | RegClass::F64);
+        if c.float_only() && !is_float {
+            self.fail(format!("comparison {c:?} is for floats only"));
+        }
+        let (a, b) = (a.into().v, b.into().v);
+        self.def(|d| Op::Setp {
+            cmp: c,
+            ty: T::CLASS.ty(),
+            d,
+            a,
+            b,
+        })
+    }
+    /// `p ? a : b`.
+    pub fn selp<T: RegType>(
+        &mut self,
+        p: Reg<Pred>,
+        a: impl Into<Src<T>>,
+        b: impl Into<Src<T>>,
+    ) -> Reg<T> {
+        if T::CLASS == RegClass::Pred {
+            self.fail("selp on predicates; use pand/por".to_string());
+        }
+        self.no_b8::<T>("selp");
+        let (a, b) = (a.into().v, b.into().v);
+        let ty = T::CLASS.ty();
+        self.def(|d| Op::Selp {
+            ty,
+            d,
+            a,
+            b,
+            p: p.id(),
+        })
+    }
+    /// `a && b`.
+    pub fn pand(&mut self, a: Reg<Pred>, b: Reg<Pred>) -> Reg<Pred> {
+        self.def(|d| Op::PredLogic {
+            op: IntOp::And,
+            d,
+            a: a.id(),
+            b: b.id(),
+        })
+    }
+    /// `a || b`.
+    pub fn por(&mut self, a: Reg<Pred>, b: Reg<Pred>) -> Reg<Pred> {
+        self.def(|d| Op::PredLogic {
+            op: IntOp::Or,
+            d,
+            a: a.id(),
+            b: b.id(),
+        })
+    }
+    /// `!a`.
+    pub fn pnot(&mut self, a: Reg<Pred>) -> Reg<Pred> {
+        self.def(|d| Op::PredNot { d, a: a.id() })
+    }
+
+    // ---- branches and structured control flow -------------------------------
+
+    /// Unconditional branch.
+    pub fn bra(&mut self, l: Label) {
+        self.push(Op::Bra {
+            target: l.0,
+            uni: false,
+        });
+    }
+
+    /// Branch when `p` (or when `!p` if `negate`).
+    pub fn bra_if(&mut self, p: Reg<Pred>, negate: bool, l: Label) {
+        let saved = self.guard;
+        if saved.is_some() {
+            self.fail("bra_if inside a guarded region".to_string());
+        }
+        self.guard = Some((p.id(), negate));
+        self.push(Op::Bra {
+            target: l.0,
+            uni: false,
+        });
+        self.guard = saved;
+    }
+
+    /// Exit the thread.
+    pub fn ret(&mut self) {
+        self.push(Op::Ret);
+    }
+
+    /// Run `f` only when `p` holds.
+    pub fn if_(&mut self, p: Reg<Pred>, f: impl FnOnce(&mut Self)) {
+        let end = self.label();
+        self.bra_if(p, true, end);
+        f(self);
+        self.place(end);
+    }
+
+    /// `if p { then } else { otherwise }`.
+    pub fn if_else(
+        &mut self,
+        p: Reg<Pred>,
+        then: impl FnOnce(&mut Self),
+        otherwise: impl FnOnce(&mut Self),
+    ) {
+        let (else_l, end) = (self.label(), self.label());
+        self.bra_if(p, true, else_l);
+        then(self);
+        self.bra(end);
+        self.place(else_l);
+        otherwise(self);
+        self.place(end);
+    }
+
+    /// Predicate every instruction `f` emits with `p` (straight-line code
+    /// only: no labels or branches inside).
+    pub fn guarded(&mut self, p: Reg<Pred>, f: impl FnOnce(&mut Self)) {
+        if self.guard.is_some() {
+            self.fail("nested guarded regions".to_string());
+        }
+        self.guard = Some((p.id(), false));
+        f(self);
+        self.guard = None;
+    }
+
+    /// `for (i = start; i < end; i += step) body(i)` with unsigned 32-bit
+    /// `i` (the loop runs zero times when `start >= end`; the caller keeps
+    /// `end + step` from wrapping).
+    pub fn for_range(
+        &mut self,
+        start: impl Into<Src<U32>>,
+        end: impl Into<Src<U32>>,
+        step: impl Into<Src<U32>>,
+        body: impl FnOnce(&mut Self, Reg<U32>),
+    ) {
+        let (end, step) = (end.into(), step.into());
+        let i = self.mov(start);
+        let (head, exit) = (self.label(), self.label());
+        self.place(head);
+        let done = self.setp(Cmp::Ge, i, end);
+        self.bra_if(done, false, exit);
+        body(self, i);
+        let next = self.add(i, step);
+        self.assign(i, next);
+        self.bra(head);
+        self.place(exit);
+    }
+
+    /// `while cond() { body() }`; `cond` emits code that computes the
+    /// continuation predicate.
+    pub fn while_(
+        &mut self,
+        cond: impl FnOnce(&mut Self) -> Reg<Pred>,
+        body: impl FnOnce(&mut Self),
+    ) {
+        let (head, exit) = (self.label(), self.label());
+        self.place(head);
+        let go = cond(self);
+        self.bra_if(go, true, exit);
+        body(self);
+        self.bra(head);
+        self.place(exit);
+    }
+
+    // ---- synchronisation and warp operations --------------------------------
+
+    /// CTA-wide barrier (`bar.sync 0`); every thread of the CTA must reach
+    /// the same one (the simulator checks this).
+    pub fn bar_sync(&mut self) {
+        self.push(Op::BarSync);
+    }
+
+    /// Warp barrier (`bar.warp.sync mask`): the threads in `mask` wait for
+    /// each other, and their earlier memory accesses (shared and global)
+    /// are ordered before their later ones, so lanes of one warp can hand
+    /// data to each other through memory. Every thread in `mask` must
+    /// execute it, and the executing thread must be in `mask`.
+    pub fn bar_warp_sync(&mut self, mask: u32) {
+        self.push(Op::BarWarpSync { mask });
+    }
+
+    /// `shfl.sync` of 32 bits (`T` is any 32-bit class). `c` packs the
+    /// clamp and segment mask (`0x1f` for a full-warp down/bfly/idx, `0`
+    /// for up).
+    pub fn shfl<T: RegType>(
+        &mut self,
+        mode: ShflMode,
+        a: Reg<T>,
+        lane: impl Into<Src<U32>>,
+        c: u32,
+        mask: u32,
+    ) -> Reg<T> {
+        if !matches!(
+            T::CLASS,
+            RegClass::U32 | RegClass::S32 | RegClass::F32 | RegClass::B32
+        ) {
+            self.fail("shfl moves 32-bit registers only".to_string());
+        }
+        let b = lane.into().v;
+        self.def(|d| Op::Shfl {
+            mode,
+            d,
+            a: a.value(),
+            b,
+            c: Value::Int(c.into()),
+            mask,
+        })
+    }
+
+    /// Ballot of `p` over the threads in `mask`.
+    pub fn vote_ballot(&mut self, p: Reg<Pred>, mask: u32) -> Reg<U32> {
+        self.def(|d| Op::VoteBallot { d, p: p.id(), mask })
+    }
+
+    /// `vote.sync.all` (`all = true`) or `.any`.
+    pub fn vote(&mut self, all: bool, p: Reg<Pred>, mask: u32) -> Reg<Pred> {
+        self.def(|d| Op::VoteAny {
+            all,
+            d,
+            p: p.id(),
+            mask,
+        })
+    }
+
+    /// Warp-wide integer reduction (sm_80+).
+    pub fn redux<T: IntType>(&mut self, op: ReduxOp, a: Reg<T>, mask: u32) -> Reg<T> {
+        if T::BITS != 32 {
+            self.fail("redux.sync reduces 32-bit integers only".to_string());
+        }
+        self.def(|d| Op::Redux {
+            op,
+            ty: T::CLASS.ty(),
+            d,
+            a: a.id(),
+            mask,
+        })
+    }
+}

@@ -1,0 +1,431 @@
+//! Memory: the typed pointers ([`GlobalPtr`], [`SharedPtr`],
+//! [`SharedArray`]), parameter loads, address arithmetic, shared-array
+//! declarations, loads and stores (global, read-only global, shared,
+//! scalar and vector such as `ld_global_v4`) and integer atomics.
+
+use std::marker::PhantomData;
+
+use super::KernelBuilder;
+use crate::dsl::ir::*;
+use crate::dsl::printer::SharedDecl;
+use crate::dsl::types::*;
+
+/// A typed pointer into global memory (a 64-bit global address of `E`s).
+#[derive(Debug)]
+pub struct GlobalPtr<E> {
+    pub(crate) reg: Reg<U64>,
+    _e: PhantomData<E>,
+}
+impl<E> Clone for GlobalPtr<E> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<E> Copy for GlobalPtr<E> {}
+impl<E> GlobalPtr<E> {
+    /// The address register.
+    pub fn addr(self) -> Reg<U64> {
+        self.reg
+    }
+    /// The same address viewed as a pointer to `F`s (no instruction), e.g.
+    /// a byte buffer accessed four codes at a time as `U32`s. Accesses
+    /// through the result must be aligned to their own size; the launch
+    /// code guarantees the buffer's alignment.
+    pub fn cast<F>(self) -> GlobalPtr<F> {
+        GlobalPtr {
+            reg: self.reg,
+            _e: PhantomData,
+        }
+    }
+}
+
+/// A typed pointer into shared memory (a 32-bit shared-window address of `E`s).
+#[derive(Debug)]
+pub struct SharedPtr<E> {
+    pub(crate) reg: Reg<U32>,
+    _e: PhantomData<E>,
+}
+impl<E> Clone for SharedPtr<E> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<E> Copy for SharedPtr<E> {}
+
+/// A statically sized shared-memory array of `len` elements of `E`.
+#[derive(Debug)]
+pub struct SharedArray<E> {
+    name: String,
+    len: u32,
+    align: u32,
+    _e: PhantomData<E>,
+}
+impl<E> Clone for SharedArray<E> {
+    fn clone(&self) -> Self {
+        Self {
+            name: self.name.clone(),
+            len: self.len,
+            align: self.align,
+            _e: PhantomData,
+        }
+    }
+}
+impl<E> SharedArray<E> {
+    /// Number of elements.
+    pub fn len(&self) -> u32 {
+        self.len
+    }
+    /// Whether the array has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl KernelBuilder {
+    /// Load a scalar parameter (used by
+    /// [`KernelParams`](crate::dsl::KernelParams) implementations).
+    pub fn load_param<T: RegType>(&mut self, name: &str) -> Reg<T> {
+        let name = name.to_string();
+        self.def(|d| Op::LdParam {
+            ty: T::CLASS.ty(),
+            d,
+            name,
+        })
+    }
+
+    /// Load a pointer parameter and convert it to a global address.
+    pub fn load_param_ptr<E: Elem>(&mut self, name: &str) -> GlobalPtr<E> {
+        let generic = self.load_param::<U64>(name);
+        let reg = self.def(|d| Op::CvtaGlobal { d, a: generic.id() });
+        GlobalPtr {
+            reg,
+            _e: PhantomData,
+        }
+    }
+
+    /// `p + i` elements, with a 32-bit index (`mul.wide`, no overflow).
+    pub fn offset<E: Elem>(&mut self, p: GlobalPtr<E>, i: impl Into<Src<U32>>) -> GlobalPtr<E> {
+        let size = E::SCALAR.size();
+        let reg = self.mad_wide_u32(i, size, p.reg);
+        GlobalPtr {
+            reg,
+            _e: PhantomData,
+        }
+    }
+
+    /// `p + i` elements, with a 64-bit index.
+    pub fn offset64<E: Elem>(&mut self, p: GlobalPtr<E>, i: impl Into<Src<U64>>) -> GlobalPtr<E> {
+        let size = u64::from(E::SCALAR.size());
+        let reg = self.mad_lo(i, size, p.reg);
+        GlobalPtr {
+            reg,
+            _e: PhantomData,
+        }
+    }
+
+    /// A fresh register holding the same address (to advance separately).
+    pub fn ptr_copy<E: Elem>(&mut self, p: GlobalPtr<E>) -> GlobalPtr<E> {
+        let reg = self.mov(p.reg);
+        GlobalPtr {
+            reg,
+            _e: PhantomData,
+        }
+    }
+
+    /// Move `p` forward by `k` elements in place (loop-carried pointers).
+    pub fn advance<E: Elem>(&mut self, p: GlobalPtr<E>, k: i32) {
+        let bytes = i64::from(k) * i64::from(E::SCALAR.size());
+        self.push(Op::Int {
+            op: IntOp::Add,
+            ty: Ty::U64,
+            d: p.reg.id(),
+            a: p.reg.value(),
+            b: Value::Int(bytes.into()),
+        });
+    }
+
+    /// Declare a shared array of `len` elements aligned to `align` bytes
+    /// (a power of two, at least the element size).
+    pub fn shared_array<E: Elem>(&mut self, name: &str, len: u32, align: u32) -> SharedArray<E> {
+        let size = E::SCALAR.size();
+        if !align.is_power_of_two() || align < size {
+            self.fail(format!(
+                "shared array `{name}`: alignment {align} must be a power of two ≥ {size}"
+            ));
+        }
+        if !super::is_identifier(name) || self.shared.iter().any(|s| s.name == name) {
+            self.fail(format!(
+                "shared array name `{name}` is invalid or used twice"
+            ));
+        }
+        let bytes = u64::from(len) * u64::from(size);
+        let bytes = u32::try_from(bytes).unwrap_or(u32::MAX);
+        self.shared.push(SharedDecl {
+            name: name.to_string(),
+            align,
+            bytes,
+        });
+        SharedArray {
+            name: name.to_string(),
+            len,
+            align,
+            _e: PhantomData,
+        }
+    }
+
+    /// Address of element `i` of a shared array.
+    pub fn shared_elem<E: Elem>(
+        &mut self,
+        a: &SharedArray<E>,
+        i: impl Into<Src<U32>>,
+    ) -> SharedPtr<E> {
+        let i = i.into();
+        if let Some(k) = i.as_int().filter(|k| *k >= i128::from(a.len)) {
+            self.fail(format!(
+                "constant index {k} past shared array `{}` of {}",
+                a.name, a.len
+            ));
+        }
+        let base = self.def(|d| Op::MovVarAddr {
+            d,
+            var: a.name.clone(),
+        });
+        let reg = self.mad_lo(i, E::SCALAR.size(), base);
+        SharedPtr {
+            reg,
+            _e: PhantomData,
+        }
+    }
+
+    /// `p + i` elements in shared memory.
+    pub fn shared_offset<E: Elem>(
+        &mut self,
+        p: SharedPtr<E>,
+        i: impl Into<Src<U32>>,
+    ) -> SharedPtr<E> {
+        let reg = self.mad_lo(i, E::SCALAR.size(), p.reg);
+        SharedPtr {
+            reg,
+            _e: PhantomData,
+        }
+    }
+
+    // ---- loads and stores -------------------------------------------------
+
+    fn ld_n<E: Elem, const N: usize>(
+        &mut self,
+        space: Space,
+        base: AddrBase,
+        offset: i32,
+    ) -> [Reg<E::Reg>; N] {
+        let regs: [Reg<E::Reg>; N] = std::array::from_fn(|_| self.reg::<E::Reg>());
+        if N > 1 && E::SCALAR.size() < 4 {
+            self.fail("vector loads of sub-word elements are not offered".to_string());
+        }
+        let ty = scalar_ty(E::SCALAR);
+        self.push(Op::Ld {
+            space,
+            ty,
+            d: regs.iter().map(|r| r.id()).collect(),
+            addr: Addr { base, offset },
+        });
+        regs
+    }
+
+    fn st_n<E: Elem>(&mut self, space: Space, base: AddrBase, offset: i32, v: Vec<Value>) {
+        if v.len() > 1 && E::SCALAR.size() < 4 {
+            self.fail("vector stores of sub-word elements are not offered".to_string());
+        }
+        let ty = scalar_ty(E::SCALAR);
+        self.push(Op::St {
+            space,
+            ty,
+            v,
+            addr: Addr { base, offset },
+        });
+    }
+
+    fn elem_offset<E: Elem>(&mut self, k: i32) -> i32 {
+        match k.checked_mul(E::SCALAR.size() as i32) {
+            Some(o) => o,
+            None => {
+                self.fail(format!("element offset {k} overflows"));
+                0
+            }
+        }
+    }
+
+    /// Load `p[k]` (constant `k`) from global memory.
+    pub fn ld_global<E: Elem>(&mut self, p: GlobalPtr<E>, k: i32) -> Reg<E::Reg> {
+        let o = self.elem_offset::<E>(k);
+        self.ld_n::<E, 1>(Space::Global, AddrBase::Reg(p.reg.id()), o)[0]
+    }
+    /// Load `p[k]` through the read-only path (the data must not change
+    /// during the kernel).
+    pub fn ld_global_nc<E: Elem>(&mut self, p: GlobalPtr<E>, k: i32) -> Reg<E::Reg> {
+        let o = self.elem_offset::<E>(k);
+        self.ld_n::<E, 1>(Space::GlobalNc, AddrBase::Reg(p.reg.id()), o)[0]
+    }
+    /// Load `p[k..k+4]` as one 16-byte access (the address must be 16-byte
+    /// aligned; 4-byte elements only).
+    pub fn ld_global_nc_v4<E: Elem>(&mut self, p: GlobalPtr<E>, k: i32) -> [Reg<E::Reg>; 4] {
+        let o = self.elem_offset::<E>(k);
+        self.ld_n::<E, 4>(Space::GlobalNc, AddrBase::Reg(p.reg.id()), o)
+    }
+    /// Load `p[k..k+4]` as one 16-byte access through the coherent path
+    /// (for data the kernel may also write, e.g. an in-place update; the
+    /// address must be 16-byte aligned; 4-byte elements only).
+    pub fn ld_global_v4<E: Elem>(&mut self, p: GlobalPtr<E>, k: i32) -> [Reg<E::Reg>; 4] {
+        let o = self.elem_offset::<E>(k);
+        self.ld_n::<E, 4>(Space::Global, AddrBase::Reg(p.reg.id()), o)
+    }
+    /// Store `v` to `p[k]`.
+    pub fn st_global<E: Elem>(&mut self, p: GlobalPtr<E>, k: i32, v: impl Into<Src<E::Reg>>) {
+        let o = self.elem_offset::<E>(k);
+        self.st_n::<E>(
+            Space::Global,
+            AddrBase::Reg(p.reg.id()),
+            o,
+            vec![v.into().v],
+        );
+    }
+    /// Store four values to `p[k..k+4]` as one 16-byte access.
+    pub fn st_global_v4<E: Elem>(&mut self, p: GlobalPtr<E>, k: i32, v: [Reg<E::Reg>; 4]) {
+        let o = self.elem_offset::<E>(k);
+        self.st_n::<E>(
+            Space::Global,
+            AddrBase::Reg(p.reg.id()),
+            o,
+            v.iter().map(|r| r.value()).collect(),
+        );
+    }
+    /// Load `p[k]` from shared memory.
+    pub fn ld_shared<E: Elem>(&mut self, p: SharedPtr<E>, k: i32) -> Reg<E::Reg> {
+        let o = self.elem_offset::<E>(k);
+        self.ld_n::<E, 1>(Space::Shared, AddrBase::Reg(p.reg.id()), o)[0]
+    }
+    /// Load `p[k..k+4]` from shared memory as one 16-byte access.
+    pub fn ld_shared_v4<E: Elem>(&mut self, p: SharedPtr<E>, k: i32) -> [Reg<E::Reg>; 4] {
+        let o = self.elem_offset::<E>(k);
+        self.ld_n::<E, 4>(Space::Shared, AddrBase::Reg(p.reg.id()), o)
+    }
+    /// Load `p[k..k+2]` from shared memory as one 8-byte access.
+    pub fn ld_shared_v2<E: Elem>(&mut self, p: SharedPtr<E>, k: i32) -> [Reg<E::Reg>; 2] {
+        let o = self.elem_offset::<E>(k);
+        self.ld_n::<E, 2>(Space::Shared, AddrBase::Reg(p.reg.id()), o)
+    }
+    /// Store `v` to `p[k]` in shared memory.
+    pub fn st_shared<E: Elem>(&mut self, p: SharedPtr<E>, k: i32, v: impl Into<Src<E::Reg>>) {
+        let o = self.elem_offset::<E>(k);
+        self.st_n::<E>(
+            Space::Shared,
+            AddrBase::Reg(p.reg.id()),
+            o,
+            vec![v.into().v],
+        );
+    }
+    /// Store four values to `p[k..k+4]` in shared memory.
+    pub fn st_shared_v4<E: Elem>(&mut self, p: SharedPtr<E>, k: i32, v: [Reg<E::Reg>; 4]) {
+        let o = self.elem_offset::<E>(k);
+        self.st_n::<E>(
+            Space::Shared,
+            AddrBase::Reg(p.reg.id()),
+            o,
+            v.iter().map(|r| r.value()).collect(),
+        );
+    }
+    /// Load element `k` (constant) of a shared array: `[name+offset]`.
+    pub fn ld_shared_at<E: Elem>(&mut self, a: &SharedArray<E>, k: u32) -> Reg<E::Reg> {
+        if k >= a.len {
+            self.fail(format!(
+                "constant index {k} past shared array `{}` of {}",
+                a.name, a.len
+            ));
+        }
+        let o = self.elem_offset::<E>(k as i32);
+        self.ld_n::<E, 1>(Space::Shared, AddrBase::Var(a.name.clone()), o)[0]
+    }
+    /// Store to element `k` (constant) of a shared array.
+    pub fn st_shared_at<E: Elem>(&mut self, a: &SharedArray<E>, k: u32, v: impl Into<Src<E::Reg>>) {
+        if k >= a.len {
+            self.fail(format!(
+                "constant index {k} past shared array `{}` of {}",
+                a.name, a.len
+            ));
+        }
+        let o = self.elem_offset::<E>(k as i32);
+        self.st_n::<E>(
+            Space::Shared,
+            AddrBase::Var(a.name.clone()),
+            o,
+            vec![v.into().v],
+        );
+    }
+
+    /// Integer atomic on global memory; returns the old value. `c` is the
+    /// new value for `Cas` (and must be `None` otherwise).
+    pub fn atom_global<E: Elem>(
+        &mut self,
+        op: AtomOp,
+        p: GlobalPtr<E>,
+        b: impl Into<Src<E::Reg>>,
+        c: Option<Src<E::Reg>>,
+    ) -> Reg<E::Reg> {
+        self.atom(
+            Space::Global,
+            op,
+            AddrBase::Reg(p.reg.id()),
+            b.into().v,
+            c.map(|c| c.v),
+            E::SCALAR,
+        )
+    }
+
+    /// Integer atomic on shared memory; returns the old value.
+    pub fn atom_shared<E: Elem>(
+        &mut self,
+        op: AtomOp,
+        p: SharedPtr<E>,
+        b: impl Into<Src<E::Reg>>,
+        c: Option<Src<E::Reg>>,
+    ) -> Reg<E::Reg> {
+        self.atom(
+            Space::Shared,
+            op,
+            AddrBase::Reg(p.reg.id()),
+            b.into().v,
+            c.map(|c| c.v),
+            E::SCALAR,
+        )
+    }
+
+    fn atom<R: RegType>(
+        &mut self,
+        space: Space,
+        op: AtomOp,
+        base: AddrBase,
+        b: Value,
+        c: Option<Value>,
+        s: crate::dsl::params::ScalarType,
+    ) -> Reg<R> {
+        use crate::dsl::params::ScalarType as S;
+        if !matches!(s, S::U32 | S::S32 | S::U64) {
+            self.fail(format!("atomics on {s:?} are not offered (integers only: float atomics are not reproducible)"));
+        }
+        if (op == AtomOp::Cas) != c.is_some() {
+            self.fail(
+                "cas takes a compare and a new value; other atomics take one operand".to_string(),
+            );
+        }
+        let ty = scalar_ty(s);
+        self.def(|d| Op::Atom {
+            space,
+            op,
+            ty,
+            d,
+            addr: Addr { base, offset: 0 },
+            b,
+            c,
+        })
+    }
+}

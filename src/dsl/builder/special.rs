@@ -1,0 +1,46 @@
+//! Special registers (`%tid`, `%ctaid`, `%ntid`, `%nctaid`) and the
+//! global thread index built from them.
+
+use super::KernelBuilder;
+use crate::dsl::ir::*;
+use crate::dsl::types::*;
+
+impl KernelBuilder {
+    /// Read a special register.
+    pub fn special(&mut self, s: Special) -> Reg<U32> {
+        self.def(|d| Op::MovSpecial { d, s })
+    }
+
+    /// `%tid.x`
+    pub fn tid_x(&mut self) -> Reg<U32> {
+        self.special(Special::TidX)
+    }
+
+    /// `%ctaid.x`
+    pub fn ctaid_x(&mut self) -> Reg<U32> {
+        self.special(Special::CtaidX)
+    }
+
+    /// `%ntid.x`
+    pub fn ntid_x(&mut self) -> Reg<U32> {
+        self.special(Special::NtidX)
+    }
+
+    /// `%nctaid.x`
+    pub fn nctaid_x(&mut self) -> Reg<U32> {
+        self.special(Special::NctaidX)
+    }
+
+    /// `ctaid.x * ntid.x + tid.x` in 32 bits.
+    pub fn global_id_x(&mut self) -> Reg<U32> {
+        let (c, n, t) = (self.ctaid_x(), self.ntid_x(), self.tid_x());
+        self.mad_lo(c, n, t)
+    }
+
+    /// `ctaid.x * ntid.x + tid.x` in 64 bits (no overflow for any grid).
+    pub fn global_id_x_u64(&mut self) -> Reg<U64> {
+        let (c, n, t) = (self.ctaid_x(), self.ntid_x(), self.tid_x());
+        let t64 = self.u32_to_u64(t);
+        self.mad_wide_u32(c, n, t64)
+    }
+}
