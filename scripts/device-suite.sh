@@ -38,12 +38,16 @@
 #        over the device tests of dot_end_to_end, fp8_kernels,
 #        score_kernels, device_resident, viterbi, logcumsumexp, hmm,
 #        block_ell_kernels, block_scaled_kernels and runtime_no_device
-#        (device_fault resets the context: not under a sanitizer), skipping
-#        the two sweeps over 2^32 inputs / 2^31 elements
+#        (device_fault poisons its process: not under a sanitizer), skipping
+#        the two sweeps over 2^32 inputs / 2^31 elements and the two tests
+#        whose driver call fails on purpose; the device tests use their
+#        small shapes (PTXSMITH_DEVICE_TESTS_SMALL=1); the 40 runs go
+#        DEVICE_SUITE_SANITIZER_JOBS at a time and are judged in order
 #   It writes one Markdown report, device-suite-report.md, into $OUT when
 #   set, else into DIR (appended step by step, so a killed run leaves the
-#   steps it finished), prints a summary and exits non-zero if any step
-#   failed, timed out or was not run.
+#   steps it finished), and every step's full log as
+#   device-suite-logs.tar.gz next to it, prints a summary and exits
+#   non-zero if any step failed, timed out or was not run.
 #
 # Environment (run):
 #   DEVICE_SUITE_BUDGET_S    wall-clock budget for the whole run (default
@@ -54,7 +58,9 @@
 #   DEVICE_SUITE_TEST_THREADS  --test-threads for the test steps (default:
 #                            libtest's, one per core)
 #   DEVICE_SUITE_SANITIZER_SKIP  space-separated `--skip` filters under
-#                            compute-sanitizer (default: the two sweeps)
+#                            compute-sanitizer (default: the two sweeps and
+#                            the out-of-memory and broken-PTX tests)
+#   DEVICE_SUITE_SANITIZER_JOBS  sanitizer runs at a time (default 8)
 #   DEVICE_SUITE_TAIL        output lines kept per step in the report
 #                            (default 40; 150 for a failed step)
 # Environment (pack):
@@ -297,9 +303,10 @@ record() {
 # current directory. PASS: exit 0, the output matches ERE if given, and for
 # a sanitizer run an ERROR SUMMARY of 0 errors. --info: a failure is
 # reported, not counted. --show: print all of the output here too.
-# --note: start the step's note with TEXT.
+# --note: start the step's note with TEXT. --replay DIR: do not run
+# COMMAND; judge the run that start_job left in DIR instead.
 step() {
-    local info=false expect="" sanitizer=false note=""
+    local info=false expect="" sanitizer=false note="" replay=""
     SHOW=false
     while [[ "$1" == --* ]]; do
         case "$1" in
@@ -314,6 +321,10 @@ step() {
             shift
             ;;
         --sanitizer) sanitizer=true ;;
+        --replay)
+            replay="$2"
+            shift
+            ;;
         esac
         shift
     done
@@ -328,17 +339,24 @@ step() {
     cmd="$(quoted "$@")"
     log="$LOGS/$STEP_N.log"
     remaining=$((DEADLINE - $(date +%s)))
-    if ((remaining < 15)); then
-        NOT_RUN=$((NOT_RUN + 1))
-        FAILED=$((FAILED + 1))
-        record "$id" "NOT RUN" 0 "${note:+$note; }the ${BUDGET}s budget (DEVICE_SUITE_BUDGET_S) is spent" "$cmd" ""
-        return 0
+    if [[ -n "$replay" && ! -f "$replay/notrun" ]]; then
+        cp "$replay/log" "$log" 2>/dev/null || : >"$log"
+        rc="$(cat "$replay/rc" 2>/dev/null || echo 125)"
+        dur="$(cat "$replay/dur" 2>/dev/null || echo 0)"
+        limit="$(cat "$replay/limit" 2>/dev/null || echo "$limit")"
+    else
+        if [[ -n "$replay" ]] || ((remaining < 15)); then
+            NOT_RUN=$((NOT_RUN + 1))
+            FAILED=$((FAILED + 1))
+            record "$id" "NOT RUN" 0 "${note:+$note; }the ${BUDGET}s budget (DEVICE_SUITE_BUDGET_S) is spent" "$cmd" ""
+            return 0
+        fi
+        ((limit > remaining - 5)) && limit=$((remaining - 5))
+        t0="$(now)"
+        timeout -k 10 "$limit" "$@" >"$log" 2>&1 </dev/null
+        rc=$?
+        dur="$(secs "$t0" "$(now)")"
     fi
-    ((limit > remaining - 5)) && limit=$((remaining - 5))
-    t0="$(now)"
-    timeout -k 10 "$limit" "$@" >"$log" 2>&1 </dev/null
-    rc=$?
-    dur="$(secs "$t0" "$(now)")"
     if ((rc == 0)); then status=PASS; else status=FAIL; fi
     if ((rc == 124 || rc == 137)); then
         status=TIMEOUT
@@ -366,14 +384,23 @@ step() {
     fi
     if $sanitizer; then
         local summaries errors hazards
-        summaries="$(grep -cE 'ERROR SUMMARY: [0-9]+ error' "$log")"
-        errors="$(grep -oE 'ERROR SUMMARY: [0-9]+ error' "$log" | awk '{ s += $3 } END { print s + 0 }')"
+        # memcheck, synccheck and initcheck close with `ERROR SUMMARY: N
+        # errors`; racecheck with `RACECHECK SUMMARY: N hazards displayed
+        # (E errors, W warnings)`.
+        summaries="$(grep -cE 'ERROR SUMMARY: [0-9]+ error|RACECHECK SUMMARY: [0-9]+ hazard' "$log")"
+        errors="$(
+            {
+                grep -oE 'ERROR SUMMARY: [0-9]+ error' "$log" | awk '{ print $3 }'
+                grep -oE 'RACECHECK SUMMARY: [0-9]+ hazard[^(]*\([0-9]+ error' "$log" |
+                    sed 's/.*(\([0-9]*\) error/\1/'
+            } | awk '{ s += $1 } END { print s + 0 }'
+        )"
         hazards="$(grep -oE 'RACECHECK SUMMARY: [0-9]+ hazard[^)]*\)' "$log" | paste -sd ';' -)"
         SAN_ERRORS=$((SAN_ERRORS + errors))
         note="${note:+$note; }sanitizer errors: $errors${hazards:+ ($hazards)}"
         if ((summaries == 0)); then
             [[ "$status" == PASS ]] && status=FAIL
-            note="$note; no ERROR SUMMARY line (the sanitizer did not finish)"
+            note="$note; no ERROR SUMMARY / RACECHECK SUMMARY line (the sanitizer did not finish)"
         elif ((errors > 0)); then
             status=FAIL
         fi
@@ -404,7 +431,40 @@ finish() {
     echo "== summary: $verdict; sanitizer errors: $SAN_ERRORS; total $(secs "$START" "$(now)") s"
     printf '%s\n' "${SUMMARY[@]}"
     echo "report: $REPORT"
+    # Every step's full log, in one file (the device tool brings back a
+    # limited number of files).
+    tar -C "$(dirname "$LOGS")" -czf "$(dirname "$REPORT")/device-suite-logs.tar.gz" "$(basename "$LOGS")" 2>/dev/null &&
+        echo "logs: $(dirname "$REPORT")/device-suite-logs.tar.gz"
     if ((FAILED == 0 && STEP_N > 0)); then exit 0; else exit 1; fi
+}
+
+# Whether DEVICE_SUITE_STEPS (if set) selects step ID.
+wanted() {
+    [[ -z "${DEVICE_SUITE_STEPS:-}" || "$1" =~ ${DEVICE_SUITE_STEPS} ]]
+}
+
+# start_job DIR LIMIT -- COMMAND...: run COMMAND in the background as step
+# would (under `timeout`, output to DIR/log), leaving DIR/{rc,dur,limit},
+# or DIR/notrun when the budget is spent; at most $JOBS at a time. `step
+# --replay DIR` judges it afterwards, in order.
+start_job() {
+    local dir="$1" limit="$2" remaining
+    shift 3
+    mkdir -p "$dir"
+    while (($(jobs -rp | wc -l) >= JOBS)); do wait -n; done
+    remaining=$((DEADLINE - $(date +%s)))
+    if ((remaining < 15)); then
+        touch "$dir/notrun"
+        return 0
+    fi
+    ((limit > remaining - 5)) && limit=$((remaining - 5))
+    echo "$limit" >"$dir/limit"
+    (
+        t0="$(now)"
+        timeout -k 10 "$limit" "$@" >"$dir/log" 2>&1 </dev/null
+        echo $? >"$dir/rc"
+        secs "$t0" "$(now)" >"$dir/dur"
+    ) &
 }
 
 find_sanitizer() {
@@ -500,7 +560,7 @@ run_suite() {
     # 3. Examples: under PTXSMITH_REQUIRE_GPU they fail instead of falling
     # back to the simulator; their output must show the GPU too.
     step --expect 'backend cuda' "example demo" 120 -- "$bin/examples/demo"
-    step --expect '^GPU: raw entry points' "example interop" 120 -- "$bin/examples/interop"
+    step --expect '^GPU: foreign views' "example interop" 120 -- "$bin/examples/interop"
 
     # 4. Benches.
     step --expect '^== device:' "bench fp8_kernels" 180 -- "$bin/benches/fp8_kernels" --bench
@@ -524,7 +584,9 @@ run_suite() {
 
     # 5. compute-sanitizer over each kernel family's device tests.
     local san tool skips=() s
-    for s in ${DEVICE_SUITE_SANITIZER_SKIP-device_all_f32_inputs_match_the_host device_more_than_2_pow_31_elements}; do
+    # The two sweeps (2^32 inputs, 2^31 elements) and the tests whose driver
+    # call fails on purpose (the sanitizer reports every failed API call).
+    for s in ${DEVICE_SUITE_SANITIZER_SKIP-device_all_f32_inputs_match_the_host device_more_than_2_pow_31_elements gpu_out_of_memory_is_matched_by_its_driver_code gpu_broken_ptx_is_a_jit_error_with_the_log}; do
         skips+=(--skip "$s")
     done
     san="$(find_sanitizer)"
@@ -534,14 +596,31 @@ run_suite() {
             'echo "compute-sanitizer: MISSING (not on PATH, not under /usr/local/cuda*, not found under /usr or /opt)"; exit 1'
     else
         step --info "compute-sanitizer version" 30 -- "$san" --version
+        # The tools' runs are independent processes on one GPU: run them
+        # $JOBS at a time, then judge them in order. The device tests use
+        # their smaller shapes (PTXSMITH_DEVICE_TESTS_SMALL: the same kernel
+        # variants, the emulator's sizes) so that racecheck's and
+        # initcheck's instrumentation fits the budget.
+        JOBS="${DEVICE_SUITE_SANITIZER_JOBS:-8}"
+        local jobs_dir="$work/sanitizer" id
+        for tool in "${SANITIZER_TOOLS[@]}"; do
+            for name in "${SANITIZED_TESTS[@]}"; do
+                id="sanitizer $tool $name"
+                wanted "$id" && [[ -f "$bin/tests/$name" ]] || continue
+                start_job "$jobs_dir/$tool-$name" 150 -- env PTXSMITH_DEVICE_TESTS_SMALL=1 \
+                    "$san" --tool "$tool" --error-exitcode 86 --print-limit 20 \
+                    "$bin/tests/$name" --include-ignored --test-threads 1 "${skips[@]}" "${DEVICE_FILTERS[@]}"
+            done
+        done
+        wait
         for tool in "${SANITIZER_TOOLS[@]}"; do
             for name in "${SANITIZED_TESTS[@]}"; do
                 if [[ ! -f "$bin/tests/$name" ]]; then
                     step "sanitizer $tool $name" 5 -- bash -c "echo 'test binary $name is not in the pack'; exit 1"
                     continue
                 fi
-                step --sanitizer "sanitizer $tool $name" 150 -- "$san" --tool "$tool" \
-                    --error-exitcode 86 --print-limit 20 \
+                step --sanitizer --replay "$jobs_dir/$tool-$name" "sanitizer $tool $name" 150 -- \
+                    env PTXSMITH_DEVICE_TESTS_SMALL=1 "$san" --tool "$tool" --error-exitcode 86 --print-limit 20 \
                     "$bin/tests/$name" --include-ignored --test-threads 1 "${skips[@]}" "${DEVICE_FILTERS[@]}"
             done
         done

@@ -250,7 +250,11 @@ pub enum Error {
     /// context this handle belongs to. The fault was reported once, by the
     /// call that synchronised after it; every later use of the old
     /// [`Context`](crate::runtime::Context) or its buffers returns this.
-    /// [`Context::cuda`](crate::runtime::Context::cuda) opens a fresh one.
+    /// The CUDA driver keeps a device fault for the rest of the process
+    /// (its documentation has the process restarted), so
+    /// [`Context::cuda`](crate::runtime::Context::cuda) returns it too for
+    /// that device; it retries a reset and a fresh context each time, in
+    /// case a driver recovers.
     #[error("CUDA context of device {ordinal} is lost after a device fault: {fault}")]
     DeviceLost {
         /// The device ordinal.

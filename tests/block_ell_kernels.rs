@@ -297,7 +297,7 @@ fn gpu_equals_host_when_present() {
     let mut rng = Rng(29);
     // Several N-chunks of 256 rows; fewer rows on the driver emulator
     // (kernels on the simulator), still more than one chunk.
-    let (n1, n2) = if ptxsmith::runtime::on_emulator(&ctx) {
+    let (n1, n2) = if ptxsmith::runtime::small_shapes(&ctx) {
         (300, 260)
     } else {
         (1000, 300)

@@ -4,8 +4,9 @@
 //! process.
 //!
 //! The fault is reported once, by the synchronising call after it, naming
-//! the kernel; the faulted context then answers `Error::DeviceLost`; the
-//! next `Context::cuda(0)` is a fresh, working context.
+//! the kernel; the faulted context then answers `Error::DeviceLost`, and
+//! so does `Context::cuda(0)` for the rest of the process (the CUDA driver
+//! keeps the fault: the process must restart).
 
 use ptxsmith::dsl::KernelBuilder;
 use ptxsmith::dsl::params::{ArgValue, Ptr};
@@ -21,7 +22,7 @@ kernel_params! {
 }
 
 #[test]
-fn gpu_fault_is_reported_once_then_the_context_is_rebuilt() {
+fn gpu_fault_is_reported_once_then_the_device_is_lost_for_the_process() {
     let Some(ctx) = cuda_for_tests() else { return };
     let mut b = KernelBuilder::new("ptxsmith_test_fault", ctx.sm());
     let p = b.params::<FaultArgs>();
@@ -48,22 +49,26 @@ fn gpu_fault_is_reported_once_then_the_context_is_rebuilt() {
         other => panic!("expected DeviceLost, got {other:?}"),
     }
     assert!(ctx.lost().is_some());
-    // A fresh context works, and the slice API recovers with it.
-    let fresh = Context::cuda(0).unwrap();
-    assert_ne!(fresh.id(), ctx.id());
-    assert!(fresh.lost().is_none());
+    // The driver keeps the fault for the rest of the process: a context
+    // for the device is refused with DeviceLost naming the fault and the
+    // restart, and so is the slice API on the device (no host fallback).
+    let restart = |e: &Error| {
+        matches!(e, Error::DeviceLost { ordinal: 0, fault }
+            if fault.contains("ptxsmith_test_fault") && fault.contains("must restart"))
+    };
+    match Context::cuda(0) {
+        Err(e) => assert!(restart(&e), "{e}"),
+        Ok(_) => panic!("a fresh context after a device fault: the driver recovered?"),
+    }
     let (x, y) = (vec![1.5f32; 6], vec![2.0f32; 3]);
-    let fs = fresh.default_stream();
-    let got = dot::dot_rows_on(&fs, dot::Shape { rows: 2, n: 3 }, &x, &y).unwrap();
-    assert_eq!(got, vec![9.0, 9.0]);
-    let (got, _) = dot::dot_rows(
+    let e = dot::dot_rows(
         ptxsmith::runtime::Backend::Cuda,
         dot::Shape { rows: 2, n: 3 },
         &x,
         &y,
     )
-    .unwrap();
-    assert_eq!(got, vec![9.0, 9.0]);
+    .unwrap_err();
+    assert!(restart(&e), "{e}");
     // Dropping the old context's buffers and streams is harmless.
     drop(ctx);
 }

@@ -15,7 +15,7 @@ use ptxsmith::kernels::dot;
 use ptxsmith::kernels::fp8::{self, Format, launch as fp8l, ptx::Codec};
 use ptxsmith::kernels::score::{self, Route, ScoreShape, launch as score_l, ptx::ScoreTuning};
 use ptxsmith::runtime::{
-    AsDevice, Context, RawStream, Stream, Traffic, cuda_for_tests, on_emulator,
+    AsDevice, Context, RawStream, Stream, Traffic, cuda_for_tests, on_emulator, small_shapes,
 };
 
 mod common;
@@ -201,7 +201,7 @@ fn sim_fp8_quantize_feeds_dequantize_on_the_device() {
 #[test]
 fn gpu_fp8_quantize_feeds_dequantize_on_the_device() {
     let Some(ctx) = cuda_for_tests() else { return };
-    let n = if on_emulator(&ctx) { 1 << 16 } else { 1 << 22 };
+    let n = if small_shapes(&ctx) { 1 << 16 } else { 1 << 22 };
     for f in [Format::E4M3, Format::E5M2] {
         fp8_chain(&ctx, n + 3, f, Codec::for_sm(ctx.sm()));
         fp8_chain(&ctx, 1031, f, Codec::Software);

@@ -453,13 +453,13 @@ fn ptx_has_no_approximate_instruction_or_atomic_on_any_sm() {
 
 #[test]
 fn gpu_hmm_matches_the_host_model() {
-    use ptxsmith::runtime::{Backend, Ran, cuda_for_tests, on_emulator};
+    use ptxsmith::runtime::{Backend, Ran, cuda_for_tests, small_shapes};
     let Some(ctx) = cuda_for_tests() else { return };
     let st = ctx.default_stream();
     // Shorter sequences on the driver emulator (kernels on the simulator),
     // the same kernel variants (S 32: cap 256; 1024: the split 1024
     // variant; 1030 on a GPU: the 4096 variant).
-    let shapes: &[(usize, usize, usize)] = if on_emulator(&ctx) {
+    let shapes: &[(usize, usize, usize)] = if small_shapes(&ctx) {
         &[(16, 30, 32), (1, 6, 1024)]
     } else {
         &[(64, 100, 32), (2, 300, 1024), (2, 50, 1030), (2, 20_000, 4)]

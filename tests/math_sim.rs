@@ -23,7 +23,7 @@ use ptxsmith::dsl::types::{F32, Reg, U32};
 use ptxsmith::dsl::*;
 use ptxsmith::math;
 use ptxsmith::nvtools::NvTools;
-use ptxsmith::runtime::{Context, LaunchConfig, cuda_for_tests, on_emulator};
+use ptxsmith::runtime::{Context, LaunchConfig, cuda_for_tests, small_shapes};
 use ptxsmith::{Feature, Sm, kernel_params};
 
 kernel_params! {
@@ -349,7 +349,7 @@ fn sim_sm90_matches_host_bit_for_bit() {
 #[test]
 fn gpu_matches_host_bit_for_bit() {
     let Some(ctx) = cuda_for_tests() else { return };
-    let random = if on_emulator(&ctx) { 1 << 17 } else { 1 << 24 };
+    let random = if small_shapes(&ctx) { 1 << 17 } else { 1 << 24 };
     check_on(&ctx, random, 4);
 }
 

@@ -4,7 +4,7 @@
 //! is present.
 
 use ptxsmith::kernels::viterbi::{self, NO_STATE, host, launch};
-use ptxsmith::runtime::{Backend, Context, Ran, Stream, cuda_for_tests, on_emulator};
+use ptxsmith::runtime::{Backend, Context, Ran, Stream, cuda_for_tests, small_shapes};
 use ptxsmith::{Error, Sm};
 
 mod common;
@@ -315,7 +315,7 @@ fn gpu_viterbi_matches_the_host_model() {
     // The same kernel variants (one thread per state; the 1024 and 4096
     // caps) with shorter sequences on the driver emulator, where the
     // kernels run on the simulator (S² work per step).
-    let shapes = if on_emulator(&ctx) {
+    let shapes = if small_shapes(&ctx) {
         [(64, 20, 48), (2, 8, 1024), (1, 2, 4096)]
     } else {
         [(64, 200, 48), (4, 1000, 1024), (1, 50, 4096)]

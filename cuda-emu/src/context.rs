@@ -67,7 +67,7 @@ impl Context {
             s.discard();
         }
         let kind = if self.primary {
-            "cuDevicePrimaryCtxReset resets it"
+            "as on the real driver, the device's primary context is unusable in this process from now on: the process must restart"
         } else {
             "destroy it with cuCtxDestroy"
         };
@@ -138,7 +138,11 @@ impl Driver {
                 events: HashMap::new(),
                 modules: HashMap::new(),
                 functions: HashMap::new(),
-                sticky: None,
+                sticky: if primary {
+                    self.devices[dev].fault
+                } else {
+                    None
+                },
                 limits: HashMap::new(),
             },
         );
@@ -159,6 +163,9 @@ impl Driver {
     /// `cuDevicePrimaryCtxRetain`.
     pub fn primary_retain(&mut self, dev: i32) -> Res<u64> {
         let d = self.device(dev)?;
+        if let Some(code) = d.fault {
+            return Err(code);
+        }
         let (h, flags) = (d.primary, d.primary_flags);
         if !self.contexts.contains_key(&h) {
             self.make_context(dev as usize, h, true, flags)?;
@@ -184,7 +191,9 @@ impl Driver {
     }
 
     /// `cuDevicePrimaryCtxReset`: destroy every allocation and object of
-    /// the primary context, and its sticky error. Resetting does not
+    /// the primary context. It succeeds after a device fault too, but does
+    /// not clear it (see [`Device::fault`](crate::driver::Device::fault)):
+    /// the replacement context starts poisoned. Resetting does not
     /// release: while references remain, a fresh context (no objects, a new
     /// address range, so old pointers fault) takes its place under the same
     /// handle; without references it stays inactive until retained.

@@ -59,6 +59,16 @@ pub struct Device {
     pub instances: u64,
     /// Bytes allocated on the device (all its contexts).
     pub used: u64,
+    /// The first device fault of the primary context. As on the real
+    /// driver, it outlives the context: the CUDA documentation has the
+    /// process terminated and relaunched after such an error, and an H200
+    /// (driver 580.159.04) refused `cuDevicePrimaryCtxRetain` with the
+    /// fault's code after `cuDevicePrimaryCtxReset` had succeeded. Every
+    /// primary context made afterwards starts poisoned with it, and
+    /// retaining the primary context returns it. (The documentation makes
+    /// any such fault process-wide; contexts made with `cuCtxCreate` are
+    /// kept independent here, so that fault tests can share a process.)
+    pub fault: Option<CUresult>,
 }
 
 /// The whole driver state.
@@ -193,6 +203,7 @@ impl Driver {
                 primary_refs: 0,
                 primary_flags: 0,
                 instances: 0,
+                fault: None,
                 used: 0,
             });
         }

@@ -304,7 +304,13 @@ impl Driver {
                 .expect("picked above");
             match execute(ctx, op.kind) {
                 Ok(()) => ctx.streams.get_mut(&k).expect("picked above").done_seq += 1,
-                Err((code, text)) => ctx.poison(code, &text, log.as_deref()),
+                Err((code, text)) => {
+                    ctx.poison(code, &text, log.as_deref());
+                    if ctx.primary {
+                        let dev = ctx.device;
+                        self.devices[dev].fault.get_or_insert(code);
+                    }
+                }
             }
         }
         self.collect_streams();

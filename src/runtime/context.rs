@@ -38,9 +38,14 @@
 //! A device-side fault (illegal address, trap) destroys a CUDA context for
 //! everyone using it. The call that observes it returns the error once
 //! ([`Error::Launch`] naming the kernels); the context then answers
-//! [`Error::DeviceLost`] to every use, and the next [`Context::cuda`]
-//! resets the device's primary context and opens a fresh one. If that reset
-//! fails too, the error says the process must restart.
+//! [`Error::DeviceLost`] to every use. The CUDA driver keeps such a fault
+//! for the rest of the process (its documentation of
+//! `CUDA_ERROR_ILLEGAL_ADDRESS`: "the process must be terminated and
+//! relaunched"; an H200 with driver 580.159.04 refused a fresh primary
+//! context after the reset), so [`Context::cuda`] answers
+//! [`Error::DeviceLost`] for that device too, saying the process must
+//! restart; it retries a reset and a fresh context each time, in case a
+//! driver recovers.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -186,8 +191,8 @@ impl Context {
     }
 
     /// The process-wide context of CUDA device `ordinal` (see the
-    /// [module docs](self)): opened on first use, shared afterwards,
-    /// reopened after a fault lost it.
+    /// [module docs](self)): opened on first use, shared afterwards; after
+    /// a device fault, reopened only if the driver allows it.
     ///
     /// ```
     /// use ptxsmith::runtime::Context;
@@ -205,28 +210,37 @@ impl Context {
     /// [`Error::NoDevice`] without a driver or for an ordinal the driver
     /// does not report; [`Error::DeviceBusy`] when the device refuses a
     /// context (exclusive-process mode); [`Error::UnsupportedSm`] for cards
-    /// older than sm_70; [`Error::Driver`] when a lost context cannot be
-    /// reset (the process must restart).
+    /// older than sm_70; [`Error::DeviceLost`] after a device fault when
+    /// the driver refuses a fresh context (the CUDA driver keeps a fault
+    /// for the rest of the process: it must restart).
     pub fn cuda(ordinal: u32) -> Result<Context> {
         static CUDA: Mutex<BTreeMap<u32, Context>> = Mutex::new(BTreeMap::new());
         if let Some(reason) = cuda_unavailable_reason() {
             return Err(Error::NoDevice(reason.to_string()));
         }
         let mut registry = CUDA.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(ctx) = registry.get(&ordinal) {
-            let Some(fault) = ctx.lost() else {
-                return Ok(ctx.clone());
-            };
-            registry.remove(&ordinal);
-            Gpu::reset_primary(ordinal).map_err(|e| Error::Driver {
-                call: "cuDevicePrimaryCtxReset",
-                code: e.driver_code().unwrap_or(DriverCode::UNKNOWN),
-                message: format!(
-                    "device {ordinal} could not be reset after the fault ({fault}): {e}; the process must restart to use it again"
-                ),
-            })?;
-        }
-        let gpu = Gpu::open(ordinal)?;
+        let gpu = match registry.get(&ordinal) {
+            Some(ctx) => {
+                let Some(fault) = ctx.lost() else {
+                    return Ok(ctx.clone());
+                };
+                // CUDA documents device faults as lasting for the rest of
+                // the process (an H200 refused a fresh primary context after
+                // the reset), but a reset costs nothing more now: try it.
+                let fresh = Gpu::reset_primary(ordinal).and_then(|()| Gpu::open(ordinal));
+                let gpu = fresh.map_err(|e| Error::DeviceLost {
+                    ordinal,
+                    fault: format!(
+                        "{fault}; a fresh context was refused ({e}): the CUDA driver keeps a \
+                         device fault for the rest of the process, which must restart to use \
+                         device {ordinal} again"
+                    ),
+                })?;
+                registry.remove(&ordinal);
+                gpu
+            }
+            None => Gpu::open(ordinal)?,
+        };
         let info = gpu.info().clone();
         tracing::info!(target: "ptxsmith::device", %info, "opened CUDA device");
         let ctx = Self::from_executor(DeviceKind::Cuda { ordinal }, Some(info), Box::new(gpu));

@@ -26,6 +26,20 @@ pub fn on_emulator(ctx: &Context) -> bool {
     ctx.info().is_some_and(|i| i.is_emulator())
 }
 
+/// The environment variable that asks device tests for their small shapes
+/// on a GPU too (the device suite sets it under compute-sanitizer, whose
+/// instrumentation makes the GPU sizes take minutes).
+pub const SMALL_SHAPES_VAR: &str = "PTXSMITH_DEVICE_TESTS_SMALL";
+
+/// Whether a device test on `ctx` should use its small shapes: on the
+/// driver emulator (see [`on_emulator`]), or when [`SMALL_SHAPES_VAR`] is
+/// set to a value other than empty or `0`. The small shapes run the same
+/// kernel variants as the large ones.
+pub fn small_shapes(ctx: &Context) -> bool {
+    on_emulator(ctx)
+        || std::env::var_os(SMALL_SHAPES_VAR).is_some_and(|v| !v.is_empty() && v != "0")
+}
+
 /// Whether [`REQUIRE_GPU_VAR`] is set to a value other than empty or `0`.
 pub fn gpu_required() -> bool {
     std::env::var_os(REQUIRE_GPU_VAR).is_some_and(|v| !v.is_empty() && v != "0")

@@ -444,7 +444,8 @@ pub(crate) fn primary_context(device: &Device) -> CudaResult<Arc<Context>> {
 
 /// Reset `device`'s primary context after a sticky fault: every
 /// allocation, module and stream in it is destroyed (they were already
-/// unusable), and the next retain gets a fresh context.
+/// unusable). Real drivers keep the fault for the process, and the next
+/// retain returns it.
 pub(crate) fn reset_primary_context(device: &Device) -> CudaResult<()> {
     let api = try_driver()?;
     // SAFETY: plain device ordinal; the caller has forgotten every handle

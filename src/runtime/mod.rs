@@ -90,5 +90,5 @@ pub use device::{
     EMULATOR_NAME_PREFIX, Gpu, GpuInfo, cuda_available, cuda_unavailable_reason, device_count,
     device_sm,
 };
-pub use device_tests_support::{SKIP_NO_DEVICE, cuda_for_tests, on_emulator};
+pub use device_tests_support::{SKIP_NO_DEVICE, cuda_for_tests, on_emulator, small_shapes};
 pub use exec::{CUdeviceptr, Executor, LaunchConfig, PointerCheck, RawStream, Traffic};
