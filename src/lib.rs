@@ -16,14 +16,8 @@ pub mod nvtools;
 pub mod prelude;
 #[cfg(feature = "report")]
 #[cfg_attr(docsrs, doc(cfg(feature = "report")))]
-// src/report/ is another change's; remove this allow once its items are
-// documented.
-#[allow(missing_docs)]
 pub mod report;
 pub mod runtime;
-// The simulator is being restructured (src/sim/ is another change's);
-// its items are documented there. Remove this allow once they are.
-#[allow(missing_docs)]
 pub mod sim;
 pub mod target;
 

@@ -76,16 +76,26 @@ impl HotLoop {
 /// One kernel variant on one target.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row {
+    /// The entry's name.
     pub kernel: String,
     /// Tuning key (empty for the default variant of a kernel without
     /// knobs).
     pub tuning: String,
+    /// The target it was generated and assembled for.
     pub sm: Sm,
+    /// CTA size the launch code uses (the entry's `.maxntid`).
     pub threads: u32,
+    /// Registers per thread (ptxas `-v`).
     pub registers: u32,
+    /// Spill stores plus spill loads, in bytes per thread (ptxas `-v`).
     pub spill_bytes: u32,
+    /// Local memory per thread in bytes (ptxas `-v`, cumulative stack
+    /// size).
     pub local_bytes: u32,
+    /// Static shared memory per CTA in bytes (ptxas `-v`).
     pub static_smem: u32,
+    /// Theoretical occupancy from `threads`, `registers` and
+    /// `static_smem`.
     pub occupancy: Occupancy,
     /// `None` where there is no SASS (sm_70) or no loop.
     pub hot: Option<HotLoop>,
@@ -107,6 +117,8 @@ impl Row {
 pub struct Report {
     /// `(ptxas, nvdisasm)` version tags.
     pub tools: (String, String),
+    /// One row per variant × target (see [`variants`]), sorted by
+    /// [`Row::label`], then target.
     pub rows: Vec<Row>,
     /// The roofline model of every kernel family on every card.
     pub roofline: Roofline,

@@ -23,9 +23,13 @@ pub const REG_ALLOC_UNIT: u32 = 256;
 /// The resource that limits how many CTAs fit on an SM.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Limiter {
+    /// The SM's register file.
     Registers,
+    /// The SM's shared memory (with the per-CTA reservation).
     SharedMemory,
+    /// The SM's resident-warp limit.
     Threads,
+    /// The SM's resident-CTA limit.
     CtaSlots,
 }
 

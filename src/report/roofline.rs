@@ -180,7 +180,9 @@ pub fn ratio(m: &PtxModule, sass: &SassSummary) -> Result<Ratio> {
 /// summed).
 #[derive(Debug, Clone, PartialEq)]
 pub struct KernelRow {
+    /// The entry's name.
     pub kernel: String,
+    /// How many times the problem launches it.
     pub launches: usize,
     /// The largest grid among its launches, in CTAs.
     pub ctas: u64,
@@ -192,7 +194,9 @@ pub struct KernelRow {
     pub fp32: f64,
     /// `None` on sm_70 (no SASS).
     pub ratio: Option<Ratio>,
+    /// Memory time in seconds: `bytes` / the card's DRAM bandwidth.
     pub mem_s: f64,
+    /// Issue time in seconds (module docs, *Times*); `None` without SASS.
     pub issue_s: Option<f64>,
 }
 
@@ -216,16 +220,26 @@ pub enum Goal {
     /// The dense SGEMM of `dense_macs` multiply-adds at the FMA peak (one
     /// `FFMA` per multiply-add, cuBLAS' arithmetic) takes at least `min`
     /// times the problem's modeled time.
-    DenseSpeedup { dense_macs: f64, min: f64 },
+    DenseSpeedup {
+        /// Multiply-adds of the dense SGEMM.
+        dense_macs: f64,
+        /// The speedup required over it.
+        min: f64,
+    },
     /// The HMM forward kernel `kernel` issues at most `1 / factor` of the
     /// sm_90 `baseline` SASS lane-instructions (the kernel before the
     /// rebuild), and is modeled faster than PyTorch's
     /// logsumexp-of-a-broadcast-sum, which moves `torch_bytes` (at the
     /// memory roof).
     HmmForward {
+        /// The forward kernel's entry name.
         kernel: String,
+        /// The previous kernel's modeled SASS lane-instructions on sm_90.
         baseline_sm90: f64,
+        /// The required reduction of SASS lane-instructions (baseline /
+        /// now).
         factor: f64,
+        /// DRAM bytes of PyTorch's version.
         torch_bytes: f64,
     },
 }
@@ -243,13 +257,18 @@ pub struct GoalResult {
 /// One problem on one card.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProblemRow {
+    /// The kernel family ([`Problem::family`]).
     pub family: &'static str,
+    /// The operation and its size ([`Problem::name`]).
     pub problem: String,
+    /// The roof the problem is measured against.
     pub roof: Roof,
+    /// Its kernels, in the order of their first launch.
     pub kernels: Vec<KernelRow>,
     /// Essential bytes (memory roof) or useful FP32 instructions (FP32
     /// roof).
     pub essential: f64,
+    /// The problem's goal evaluated on this card, if it has one.
     pub goal: Option<GoalResult>,
 }
 
@@ -281,13 +300,16 @@ impl ProblemRow {
 /// The model of every problem on one card.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GpuRows {
+    /// The card.
     pub gpu: Gpu,
+    /// One row per problem, in the order of [`problems::all`].
     pub problems: Vec<ProblemRow>,
 }
 
 /// The whole model.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Roofline {
+    /// One entry per card of [`GPUS`], in that order.
     pub gpus: Vec<GpuRows>,
 }
 
@@ -371,7 +393,11 @@ fn record(p: &Problem, sm: Sm, sms: u32, shape: &Shape, simulate: bool) -> Resul
 /// kernel launched): coefficients for PTX and FP32 instructions.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Fit {
+    /// Coefficients of the dynamic PTX count: one per basis term, plus a
+    /// last one per launched thread when the problem has a capped sample
+    /// (and that system was solvable).
     pub ptx: Vec<f64>,
+    /// Coefficients of the FP32 math count, laid out as `ptx`.
     pub fp32: Vec<f64>,
 }
 
@@ -467,8 +493,11 @@ pub fn fit(p: &Problem, sm: Sm, sms: u32) -> Result<(BTreeMap<String, Fit>, Vec<
 /// them and as the simulator ran them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Predicted {
+    /// The entry's name.
     pub kernel: String,
+    /// `(PTX, FP32)` instructions the fit predicts.
     pub predicted: (f64, f64),
+    /// `(PTX, FP32)` instructions the simulator executed.
     pub simulated: (f64, f64),
 }
 

@@ -8,10 +8,15 @@ use super::ir::Space;
 /// instruction text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Site {
+    /// Name of the entry that was running.
     pub kernel: String,
+    /// The block (`%ctaid`: x, y, z).
     pub ctaid: (u32, u32, u32),
+    /// The thread within the block (`%tid`: x, y, z).
     pub tid: (u32, u32, u32),
+    /// 1-based line of the instruction in the PTX text.
     pub line: u32,
+    /// The instruction's source text.
     pub instr: String,
 }
 
@@ -34,34 +39,51 @@ pub enum SimError {
     /// The PTX text could not be parsed.
     #[error("PTX parse error at line {line}: {message} (`{text}`)")]
     Parse {
+        /// 1-based line in the PTX text.
         line: u32,
+        /// The offending source text.
         text: String,
+        /// What is wrong with it.
         message: String,
     },
 
     /// Valid PTX the simulator does not implement (refused, never guessed).
     #[error("unsupported PTX at line {line}: `{instr}`: {reason}")]
     Unsupported {
+        /// 1-based line in the PTX text.
         line: u32,
+        /// The instruction or directive text.
         instr: String,
+        /// Which part of it the simulator does not implement.
         reason: String,
     },
 
     /// An access outside every allocation / the state space's extent.
     #[error("out-of-bounds {space} access of {size} bytes at {addr:#x}: {site}")]
     OutOfBounds {
+        /// The thread and instruction of the finding.
         site: Box<Site>,
+        /// The space the address resolved to.
         space: Space,
+        /// A global address; for the other spaces the offset inside the
+        /// CTA's shared memory, the thread's local frame or the param/const
+        /// bank (a store to param/const names the address as written).
         addr: u64,
+        /// Bytes of the whole access (all elements of a vector access).
         size: u32,
     },
 
     /// An access not naturally aligned to its total size.
     #[error("misaligned {space} access of {size} bytes at {addr:#x}: {site}")]
     Misaligned {
+        /// The thread and instruction of the finding.
         site: Box<Site>,
+        /// The space the address resolved to.
         space: Space,
+        /// The address as the instruction computed it (a generic address
+        /// stays generic).
         addr: u64,
+        /// Bytes of the whole access, which is also the alignment required.
         size: u32,
     },
 
@@ -74,10 +96,15 @@ pub enum SimError {
         other_tid.0, other_tid.1, other_tid.2
     )]
     SharedRace {
+        /// The later of the two accesses.
         site: Box<Site>,
+        /// Byte offset in the CTA's shared memory.
         offset: u64,
+        /// The later access: `"read"`, `"write"` or `"atomic"`.
         this: &'static str,
+        /// The earlier access, in the same words.
         other: &'static str,
+        /// The thread (`%tid`) of the earlier access.
         other_tid: (u32, u32, u32),
     },
 
@@ -91,10 +118,15 @@ pub enum SimError {
         other_ctaid.0, other_ctaid.1, other_ctaid.2
     )]
     GlobalRace {
+        /// The later block's first conflicting access.
         site: Box<Site>,
+        /// The global address of the conflicting byte.
         addr: u64,
+        /// The later access: `"read"`, `"write"` or `"atomic"`.
         this: &'static str,
+        /// The earlier block's access, in the same words.
         other: &'static str,
+        /// The earliest block (`%ctaid`) it conflicts with.
         other_ctaid: (u32, u32, u32),
     },
 
@@ -102,8 +134,11 @@ pub enum SimError {
     /// instruction (`.aligned` semantics).
     #[error("barrier divergence in kernel `{kernel}` block ({},{},{}): {message}", ctaid.0, ctaid.1, ctaid.2)]
     BarrierDivergence {
+        /// Name of the entry.
         kernel: String,
+        /// The block (`%ctaid`).
         ctaid: (u32, u32, u32),
+        /// Which threads wait where (or have exited).
         message: String,
     },
 
@@ -111,15 +146,23 @@ pub enum SimError {
     /// member threads are not all at that instruction, or a divergent
     /// `bra.uni`.
     #[error("warp divergence: {site}: {message}")]
-    WarpDivergence { site: Box<Site>, message: String },
+    WarpDivergence {
+        /// A thread at the collective (or the divergent `bra.uni`).
+        site: Box<Site>,
+        /// Which lanes are missing or disagree.
+        message: String,
+    },
 
     /// A shared-memory byte read before any thread of the CTA wrote it.
     #[error(
         "uninitialized shared-memory read of {size} bytes at shared offset {offset:#x}: {site}"
     )]
     UninitializedShared {
+        /// The thread and instruction of the finding.
         site: Box<Site>,
+        /// Byte offset of the access in the CTA's shared memory.
         offset: u64,
+        /// Bytes of the access.
         size: u32,
     },
 
@@ -127,24 +170,40 @@ pub enum SimError {
     /// wrote it (allocations start uninitialised).
     #[error("uninitialized global-memory read of {size} bytes at {addr:#x}: {site}")]
     UninitializedGlobal {
+        /// The thread and instruction of the finding.
         site: Box<Site>,
+        /// Global address of the access.
         addr: u64,
+        /// Bytes of the access.
         size: u32,
     },
 
     /// A register read before the thread wrote it.
     #[error("read of uninitialized register `{reg}`: {site}")]
-    UninitializedRegister { site: Box<Site>, reg: String },
+    UninitializedRegister {
+        /// The thread and instruction of the finding.
+        site: Box<Site>,
+        /// The register's PTX name (`%r3`, `%p1`).
+        reg: String,
+    },
 
     /// An instruction trapped (`trap`, integer division by zero).
     #[error("trap: {message}: {site}")]
-    Trap { site: Box<Site>, message: String },
+    Trap {
+        /// The trapping thread and instruction.
+        site: Box<Site>,
+        /// The cause (`trap` executed, division by zero).
+        message: String,
+    },
 
     /// No thread of a CTA can proceed.
     #[error("deadlock in kernel `{kernel}` block ({},{},{}): {parked}", ctaid.0, ctaid.1, ctaid.2)]
     Deadlock {
+        /// Name of the entry.
         kernel: String,
+        /// The block (`%ctaid`).
         ctaid: (u32, u32, u32),
+        /// The parked threads and where each waits.
         parked: String,
     },
 
@@ -168,5 +227,11 @@ pub enum SimError {
         "instruction budget of {limit} instructions exhausted \
          (SimOptions::max_instructions; a kernel that never exits?) at {site}"
     )]
-    InstructionLimit { site: Box<Site>, limit: u64 },
+    InstructionLimit {
+        /// The thread that would have issued the instruction past the
+        /// budget.
+        site: Box<Site>,
+        /// The budget (instructions per launch).
+        limit: u64,
+    },
 }

@@ -157,15 +157,23 @@ pub fn f32_rn(op: FOp, a: u32, b: u32, c: u32) -> u32 {
     })
 }
 
-/// The f32 arithmetic families with a rounding modifier.
+/// The float arithmetic families that take a rounding modifier (the
+/// operation of [`f32_op`] and [`f32_rn`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum FOp {
+    /// `add`: a + b.
     Add,
+    /// `sub`: a − b.
     Sub,
+    /// `mul`: a · b.
     Mul,
+    /// `fma`, and `mad` with a rounding modifier: a · b + c, rounded once.
     Fma,
+    /// `div`: a / b.
     Div,
+    /// `sqrt`: √a.
     Sqrt,
+    /// `rcp`: 1 / a.
     Rcp,
 }
 
@@ -548,8 +556,14 @@ pub fn ue8m0_to_bf16(b: u8) -> u16 {
 /// The mini-float formats of `cvt` (FP8 and FP4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum MiniFmt {
+    /// FP8 `e4m3`: 4 exponent bits (bias 7), 3 mantissa bits, no
+    /// infinities; NaN is `0x7F`/`0xFF`.
     E4M3,
+    /// FP8 `e5m2`: 5 exponent bits (bias 15), 2 mantissa bits, with
+    /// infinities and NaNs as in IEEE.
     E5M2,
+    /// FP4 `e2m1`: 2 exponent bits (bias 1), 1 mantissa bit, no infinities
+    /// or NaNs (largest magnitude 6.0).
     E2M1,
 }
 

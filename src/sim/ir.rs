@@ -1,6 +1,10 @@
 //! The pre-decoded, executable form of a PTX entry: a flat `Vec<Inst>` with
 //! register operands resolved to slot indices, labels to instruction indices
 //! and state-space variables to offsets.
+//!
+//! The module is crate-internal: the decoded instructions are the
+//! interpreter's business. [`Entry`] (an entry's launch-relevant facts),
+//! [`ParamInfo`] and [`Space`] are re-exported from [`crate::sim`].
 
 use super::code::Code;
 use super::fp::{FOp, MiniFmt, Rnd};
@@ -76,14 +80,27 @@ pub enum Src {
     None,
 }
 
-/// A state space of a memory access.
+/// The state space of a memory access, as named in the PTX (`ld.global`,
+/// `st.shared`, …); carried by [`SimError::OutOfBounds`] and
+/// [`SimError::Misaligned`]. It displays as the PTX spelling (`global`).
+///
+/// [`SimError::OutOfBounds`]: crate::sim::SimError::OutOfBounds
+/// [`SimError::Misaligned`]: crate::sim::SimError::Misaligned
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Space {
+    /// `.global`: device memory allocated through the simulator.
     Global,
+    /// `.shared`: the CTA's static and dynamic shared memory.
     Shared,
+    /// `.local`: the thread's private frame.
     Local,
+    /// `.param`: the kernel's parameter bank.
     Param,
+    /// `.const`: the module's constant bank.
     Const,
+    /// A generic address (`ld` without a space). Instructions carry it;
+    /// findings name the space the address resolved to (an address in none
+    /// of the shared, local and const windows is global).
     Generic,
 }
 
@@ -503,39 +520,58 @@ pub struct Inst {
     pub opcode: u16,
 }
 
-/// A kernel parameter of the parsed entry.
+/// A `.param` of an entry, laid out as the driver lays out the parameter
+/// buffer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ParamInfo {
+    /// The parameter's name in the PTX.
     pub name: String,
+    /// Byte offset in the parameter buffer (the previous parameter's end
+    /// rounded up to this one's alignment).
     pub offset: u32,
+    /// Size in bytes (element size times count for `.b8 name[N]` arrays).
     pub size: u32,
 }
 
-/// One `.entry`, decoded.
+/// One `.entry` of a [`Program`](crate::sim::Program), decoded: what a
+/// launch needs to know about it (parameters, shared and local memory,
+/// launch-bound directives). Returned by
+/// [`Program::entry`](crate::sim::Program::entry).
 #[derive(Debug, Clone)]
 pub struct Entry {
+    /// The entry's name.
     pub name: String,
+    /// The parameters in declaration order.
     pub params: Vec<ParamInfo>,
+    /// Size of the parameter buffer in bytes (the end of the last
+    /// parameter; 0 without parameters).
     pub param_bytes: u32,
-    pub insts: Vec<Inst>,
+    pub(crate) insts: Vec<Inst>,
     /// Source line of each instruction (1-based).
-    pub lines: Vec<u32>,
+    pub(crate) lines: Vec<u32>,
     /// Source text of each instruction.
-    pub texts: Vec<String>,
+    pub(crate) texts: Vec<String>,
     /// Distinct opcode strings (with modifiers), indexed by `Inst::opcode`.
-    pub opcodes: Vec<String>,
-    /// Register slot count (including the reserved special registers).
+    pub(crate) opcodes: Vec<String>,
+    /// Register slots: every declared `.reg` register (each element of a
+    /// `%r<N>` range, predicates included) plus the simulator's reserved
+    /// slots for special registers. Not a hardware register count.
     pub nregs: u32,
-    pub reg_names: Vec<String>,
+    /// Name of each register slot, for findings.
+    pub(crate) reg_names: Vec<String>,
     /// Bytes of static shared memory (module + entry declarations).
     pub static_shared: u32,
-    /// Offset of the dynamic shared array (static size rounded up to its
-    /// alignment).
+    /// Alignment in bytes of the `.extern .shared` (dynamic shared) array;
+    /// 1 when the module declares none.
     pub dyn_shared_align: u32,
+    /// Bytes of the thread's `.local` frame.
     pub local_bytes: u32,
+    /// `.maxntid x, y, z`, if declared.
     pub maxntid: Option<(u32, u32, u32)>,
+    /// `.reqntid x, y, z`, if declared.
     pub reqntid: Option<(u32, u32, u32)>,
-    pub n_brauni: u32,
+    /// Number of predicated `bra.uni`s (slots of the uniformity check).
+    pub(crate) n_brauni: u32,
     /// A `.volatile`/`.relaxed`/`.acquire`/`.release`/`.mmio` global or
     /// generic access: CTAs may communicate through it.
     pub(crate) strong_global: bool,
@@ -544,6 +580,8 @@ pub struct Entry {
 }
 
 impl Entry {
+    /// Offset of the dynamic shared array in the CTA's shared memory: the
+    /// static size rounded up to [`Entry::dyn_shared_align`].
     pub fn dyn_shared_offset(&self) -> u32 {
         let a = self.dyn_shared_align.max(1);
         self.static_shared.div_ceil(a) * a

@@ -65,10 +65,14 @@ impl Sim {
         self.sm
     }
 
+    /// The options the next launch uses.
     pub fn options(&self) -> SimOptions {
         self.options
     }
 
+    /// Replace the options; they apply from the next launch (which also
+    /// resolves [`SimOptions::threads`] and reports a bad
+    /// `PTXSMITH_SIM_THREADS` value).
     pub fn set_options(&mut self, o: SimOptions) {
         self.options = o;
     }

@@ -268,7 +268,7 @@ pub mod exec;
 mod executor;
 pub mod fp;
 mod grid;
-pub mod ir;
+pub(crate) mod ir;
 mod machine;
 mod memory;
 mod options;
@@ -276,6 +276,6 @@ pub mod parse;
 
 pub use error::{SimError, Site};
 pub use exec::{DEFAULT_INSTRUCTION_BUDGET, LaunchReport, Sim, SimOptions};
-pub use ir::Space;
+pub use ir::{Entry, ParamInfo, Space};
 pub use options::THREADS_ENV;
 pub use parse::Program;

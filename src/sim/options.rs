@@ -108,6 +108,7 @@ impl Default for SimOptions {
 /// What one launch did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LaunchReport {
+    /// Name of the launched entry.
     pub kernel: String,
     /// Dynamic instructions issued (predicated-off instructions included).
     pub instructions: u64,
@@ -115,7 +116,9 @@ pub struct LaunchReport {
     pub per_opcode: BTreeMap<String, u64>,
     /// Per base opcode (`add`).
     pub per_base: BTreeMap<String, u64>,
+    /// Blocks in the grid (x · y · z).
     pub blocks: u64,
+    /// Threads per block (x · y · z).
     pub threads_per_block: u32,
     /// Completed CTA-wide barriers, over all blocks.
     pub barriers: u64,

@@ -50,6 +50,7 @@ pub struct Problem {
     pub family: &'static str,
     /// The operation and its size, as the report prints it.
     pub name: String,
+    /// The roof its share is measured against.
     pub roof: Roof,
     /// The named size.
     pub full: Shape,
@@ -76,6 +77,7 @@ pub struct Problem {
     /// Essential bytes (memory roof) or useful FP32 instructions (FP32
     /// roof) at a shape.
     pub essential: Box<ScalarFn>,
+    /// The goal for this problem, if any.
     pub goal: Option<Goal>,
     /// What the byte counts assume, printed under the tables.
     pub note: &'static str,

@@ -22,6 +22,7 @@ use crate::target::Sm;
 pub struct Launch {
     /// The module (its kernel, tuning, SM and PTX).
     pub module: Arc<PtxModule>,
+    /// Grid, block and dynamic shared memory of the launch.
     pub cfg: LaunchConfig,
     /// Dynamic PTX instructions (thread-instructions, predicated-off ones
     /// included, as the simulator counts them); 0 in a dry run.

@@ -30,9 +30,6 @@ use crate::runtime::exec::LaunchConfig;
 pub use super::machine::{SIM_DEFAULT_STREAM, SM_COUNT, Sim};
 pub use super::memory::{CONST_WINDOW, GLOBAL_BASE, LOCAL_WINDOW, SHARED_WINDOW};
 pub use super::options::{DEFAULT_INSTRUCTION_BUDGET, LaunchReport, SimOptions};
-pub use convert::cvt;
-pub use float::approx;
-pub use int::prmt;
 pub(crate) use memory::{Base, GlobalView, get_le};
 
 /// An internal fault, turned into a [`SimError`] with its site.

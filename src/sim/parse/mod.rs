@@ -8,7 +8,7 @@
 //!   labels), driving the decoder over the entry's instructions;
 //! * `operands`: operand syntax (registers, immediates, vectors,
 //!   addresses) and its resolution to register slots and immediate bits;
-//! * `decode`: instructions (opcode and modifiers → [`Op`]), with
+//! * `decode`: instructions (opcode and modifiers → the IR's `Op`), with
 //!   `decode_cvt` for `setp`/`cvt` and `decode_mem` for `ld`/`st`/`atom`.
 //!
 //! Anything not understood is refused with the line number and the
