@@ -243,15 +243,15 @@ fn viterbi(st: &Stream) -> Result<Outcome> {
 
 /// logcumsumexp forward and backward over 8 rows of 1000.
 fn logcumsumexp(st: &Stream) -> Result<Outcome> {
-    use kernels::logcumsumexp::{Shape, host, launch};
+    use kernels::logcumsumexp::{self as lcse, Shape, host};
     let shape = Shape::new(8, 1000)?;
     let mut r = lcg(10);
     let x: Vec<f32> = (0..shape.len()).map(|_| r() * 10.0).collect();
     let g: Vec<f32> = (0..shape.len()).map(|_| r()).collect();
-    let y = launch::forward_on(st, &x, shape)?;
-    let want_y = host::forward(&x, shape)?;
-    let gx = launch::backward_on(st, &x, &g, shape)?;
-    let want_gx = host::backward(&x, &g, shape)?;
+    let y = lcse::forward_on(st, shape, &x)?;
+    let want_y = host::forward(shape, &x)?;
+    let gx = lcse::backward_on(st, shape, &x, &g)?;
+    let want_gx = host::backward(shape, &x, &g)?;
     Ok(Outcome {
         elements: shape.len(),
         exact: same_bits(&y, &want_y) && same_bits(&gx, &want_gx),

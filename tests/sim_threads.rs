@@ -202,8 +202,8 @@ fn families(threads: usize) -> Vec<(&'static str, Outcome)> {
             let x = rng.values(rows * t);
             let g = rng.values(rows * t);
             let shape = logcumsumexp::Shape::new(rows, t).unwrap();
-            let y = logcumsumexp::launch::forward_on(st, &x, shape).unwrap();
-            let gx = logcumsumexp::launch::backward_on(st, &x, &g, shape).unwrap();
+            let y = logcumsumexp::forward_on(st, shape, &x).unwrap();
+            let gx = logcumsumexp::backward_on(st, shape, &x, &g).unwrap();
             let mut out = bits(&y);
             out.extend(bits(&gx));
             out

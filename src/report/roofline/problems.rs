@@ -190,7 +190,7 @@ fn lcse_forward() -> Problem {
             let shape = logcumsumexp::Shape::new(s[0], s[1])?;
             let x = uniform(st, shape.len(), 1, dry, -10.0, 10.0)?;
             let mut y = out::<f32>(st, shape.len())?;
-            logcumsumexp::forward_dev(st, &x, &mut y, shape)
+            logcumsumexp::forward_dev(st, shape, &x, &mut y)
         }),
         traffic: Box::new(|s| vec![("lcse_fwd".into(), 2.0 * F32 * f(s[0] * s[1]))]),
         essential: Box::new(|s| 2.0 * F32 * f(s[0] * s[1])),
@@ -215,7 +215,7 @@ fn lcse_backward() -> Problem {
             let x = uniform(st, shape.len(), 1, dry, -10.0, 10.0)?;
             let g = uniform(st, shape.len(), 2, dry, -1.0, 1.0)?;
             let mut gx = out::<f32>(st, shape.len())?;
-            logcumsumexp::backward_dev(st, &x, &g, &mut gx, shape)
+            logcumsumexp::backward_dev(st, shape, &x, &g, &mut gx)
         }),
         traffic: Box::new(|s| vec![("lcse_bwd".into(), 3.0 * F32 * f(s[0] * s[1]))]),
         essential: Box::new(|s| 3.0 * F32 * f(s[0] * s[1])),
