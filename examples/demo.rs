@@ -261,7 +261,7 @@ fn logcumsumexp(st: &Stream) -> Result<Outcome> {
 /// HMM forward-backward (alpha, beta, likelihood, posteriors, transition
 /// counts) over 8 sequences of up to 60 steps and 24 states.
 fn hmm(st: &Stream) -> Result<Outcome> {
-    use kernels::hmm::{Inputs, Shape, host, launch};
+    use kernels::hmm::{self as fb, Inputs, Shape, host};
     let (batch, t, s) = (8, 60, 24);
     let mut r = lcg(11);
     let mut lp = move || (r() * 0.45 + 0.55).ln();
@@ -276,8 +276,8 @@ fn hmm(st: &Stream) -> Result<Outcome> {
         log_b: &b,
         lengths: &lengths,
     };
-    let got = launch::run_on(st, &shape, &inputs)?;
-    let want = host::forward_backward(&shape, &inputs)?;
+    let got = fb::forward_backward_on(st, shape, &inputs)?;
+    let want = host::forward_backward(shape, &inputs)?;
     let exact = same_bits(&got.log_alpha, &want.log_alpha)
         && same_bits(&got.log_beta, &want.log_beta)
         && same_bits(&got.log_likelihood, &want.log_likelihood)

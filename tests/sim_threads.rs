@@ -185,7 +185,7 @@ fn families(threads: usize) -> Vec<(&'static str, Outcome)> {
                 lengths: &lens,
             };
             let shape = hmm::Shape::new(batch, t, s).unwrap();
-            let p = hmm::launch::run_on(st, &shape, &inp).unwrap();
+            let p = hmm::forward_backward_on(st, shape, &inp).unwrap();
             let mut out = bits(&p.log_alpha);
             out.extend(bits(&p.log_beta));
             out.extend(bits(&p.log_likelihood));

@@ -276,20 +276,20 @@ fn hmm_forward_backward() -> Problem {
             let mut gamma = out::<f32>(st, b * t * s)?;
             let mut xi = out::<f32>(st, b * s * s)?;
             let lengths = vec![t as u32; b];
-            let inputs = hmm::launch::DeviceInputs {
+            let inputs = hmm::DeviceInputs {
                 log_pi: pi.as_device(),
                 log_a: a.as_device(),
                 log_b: e.as_device(),
                 lengths: &lengths,
             };
-            let outputs = hmm::launch::DeviceOutputs {
+            let outputs = hmm::DeviceOutputs {
                 log_alpha: alpha.as_device_mut(),
                 log_beta: beta.as_device_mut(),
                 log_likelihood: ll.as_device_mut(),
                 gamma: gamma.as_device_mut(),
                 xi: xi.as_device_mut(),
             };
-            hmm::forward_backward_dev(st, &shape, &inputs, outputs)
+            hmm::forward_backward_dev(st, shape, &inputs, outputs)
         }),
         traffic: Box::new(|sh| {
             let (b, t, s) = (sh[0], sh[1], sh[2]);
