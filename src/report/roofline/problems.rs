@@ -19,8 +19,8 @@ use crate::error::Result;
 use crate::kernels::block_ell::{self, DeviceTopology, Dims};
 use crate::kernels::block_scaled::{self as bs, Format as BsFormat, Recipe, ScaleLayout};
 use crate::kernels::score::launch::RoutePlan;
-use crate::kernels::score::{Route, ScoreShape};
 use crate::kernels::score::ptx::ScoreTuning;
+use crate::kernels::score::{Route, ScoreShape};
 use crate::kernels::{dot, fp8, hmm, logcumsumexp, score, viterbi};
 use crate::runtime::{AsDevice, AsDeviceMut, DeviceBuffer, DeviceRepr, Stream};
 use crate::target::Sm;
@@ -375,7 +375,10 @@ fn viterbi() -> Problem {
                 &pi,
                 &a,
                 &e,
-                viterbi::DeviceOutputs { paths: &mut paths, scores: &mut scores },
+                viterbi::DeviceOutputs {
+                    paths: &mut paths,
+                    scores: &mut scores,
+                },
             )
         }),
         traffic: Box::new(|sh| {
@@ -707,14 +710,16 @@ fn score_route() -> Problem {
             let (rows, k, p, top) = (s[0], s[1], s[2], s[3]);
             let x = uniform(st, rows * p, 3, dry, -1.0, 1.0)?;
             let d = uniform(st, k * p, 4, dry, -1.0, 1.0)?;
-            let route = Route { shape: ScoreShape { rows, k, p }, s: top };
+            let route = Route {
+                shape: ScoreShape { rows, k, p },
+                s: top,
+            };
             if s[4] == 0 {
                 score::launch::route_top_s_dev(st, route, None, &x, &d).map(drop)
             } else {
                 let t = ScoreTuning::route_default_for(st.context().sm()).vectorized_for(p);
                 let plan = RoutePlan::with_splits(rows, k, &t, s[4] as u32);
-                score::launch::route_top_s_planned_dev(st, route, t, plan, &x, &d)
-                    .map(drop)
+                score::launch::route_top_s_planned_dev(st, route, t, plan, &x, &d).map(drop)
             }
         }),
         traffic: Box::new(|s| {
