@@ -14,7 +14,7 @@
 mod roofline;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use ptxsmith::kernels::hmm::{Inputs, Shape, host, launch};
+use ptxsmith::kernels::hmm::{self, DeviceInputs, DeviceOutputs, Inputs, Shape, host};
 use ptxsmith::runtime::device_tests_support::{REQUIRED_GPU_MISSING, gpu_required};
 use ptxsmith::runtime::{AsDevice, AsDeviceMut, Context};
 
@@ -47,7 +47,7 @@ fn bench(c: &mut Criterion) {
     g.throughput(Throughput::Elements((batch * t * s * s) as u64));
     g.sample_size(10);
     g.bench_function("forward_backward_4x100x32", |bn| {
-        bn.iter(|| host::forward_backward(&shape, &inputs).unwrap())
+        bn.iter(|| host::forward_backward(shape, &inputs).unwrap())
     });
     g.finish();
 
@@ -77,7 +77,7 @@ fn bench(c: &mut Criterion) {
     g.throughput(Throughput::Elements((batch * t * s * s) as u64));
     g.sample_size(10);
     g.bench_function("forward_backward_64x1000x256", |bn| {
-        bn.iter(|| launch::run_on(&st, &shape, &inputs).unwrap())
+        bn.iter(|| hmm::forward_backward_on(&st, shape, &inputs).unwrap())
     });
     g.finish();
 
@@ -97,20 +97,20 @@ fn bench(c: &mut Criterion) {
     let mut ll = ctx2.alloc::<f32>(batch).unwrap();
     let mut xi = ctx2.alloc::<f32>(batch * s * s).unwrap();
     let secs = roofline::median_s(3, || {
-        let inp = launch::DeviceInputs {
+        let inp = DeviceInputs {
             log_pi: pi_d.as_device(),
             log_a: a_d.as_device(),
             log_b: b_d.as_device(),
             lengths: &l,
         };
-        let out = launch::DeviceOutputs {
+        let out = DeviceOutputs {
             log_alpha: alpha.as_device_mut(),
             log_beta: beta.as_device_mut(),
             log_likelihood: ll.as_device_mut(),
             gamma: gamma.as_device_mut(),
             xi: xi.as_device_mut(),
         };
-        launch::forward_backward_dev(&st, &shape, &inp, out).unwrap();
+        hmm::forward_backward_dev(&st, shape, &inp, out).unwrap();
         st.synchronize().unwrap();
     });
     let dev = ctx.info().map_or(String::new(), |i| i.name.clone());

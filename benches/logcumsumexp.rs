@@ -38,10 +38,10 @@ fn bench(c: &mut Criterion) {
     grp.throughput(Throughput::Elements(shape.len() as u64));
     grp.sample_size(10);
     grp.bench_function("forward_64x4096", |b| {
-        b.iter(|| host::forward(&x, shape).unwrap())
+        b.iter(|| host::forward(shape, &x).unwrap())
     });
     grp.bench_function("backward_64x4096", |b| {
-        b.iter(|| host::backward(&x, &g, shape).unwrap())
+        b.iter(|| host::backward(shape, &x, &g).unwrap())
     });
     grp.finish();
 
@@ -60,7 +60,7 @@ fn bench(c: &mut Criterion) {
     let dg = st.upload(&data(n, 4)).unwrap();
     let mut dy = ctx.alloc::<f32>(n).unwrap();
     let mut dgx = ctx.alloc::<f32>(n).unwrap();
-    forward_dev(&st, &dx, &mut dy, shape).unwrap();
+    forward_dev(&st, shape, &dx, &mut dy).unwrap();
     st.synchronize().unwrap();
     println!(
         "logcumsumexp GPU: {} (bytes moved: 8 an element forward, 12 backward; compare the GB/s with the peak)",
@@ -71,14 +71,14 @@ fn bench(c: &mut Criterion) {
     grp.throughput(Throughput::Bytes((8 * n) as u64));
     grp.bench_function("forward_4096x4096", |b| {
         b.iter(|| {
-            forward_dev(&st, &dx, &mut dy, shape).unwrap();
+            forward_dev(&st, shape, &dx, &mut dy).unwrap();
             st.synchronize().unwrap();
         })
     });
     grp.throughput(Throughput::Bytes((12 * n) as u64));
     grp.bench_function("backward_4096x4096", |b| {
         b.iter(|| {
-            backward_dev(&st, &dx, &dg, &mut dgx, shape).unwrap();
+            backward_dev(&st, shape, &dx, &dg, &mut dgx).unwrap();
             st.synchronize().unwrap();
         })
     });
@@ -86,7 +86,7 @@ fn bench(c: &mut Criterion) {
     let dev = ctx.info().map_or(String::new(), |i| i.name.clone());
     let sms = ctx.multiprocessor_count();
     let fwd = roofline::median_s(10, || {
-        forward_dev(&st, &dx, &mut dy, shape).unwrap();
+        forward_dev(&st, shape, &dx, &mut dy).unwrap();
         st.synchronize().unwrap();
     });
     roofline::compare(
@@ -99,7 +99,7 @@ fn bench(c: &mut Criterion) {
         "*",
     );
     let bwd = roofline::median_s(10, || {
-        backward_dev(&st, &dx, &dg, &mut dgx, shape).unwrap();
+        backward_dev(&st, shape, &dx, &dg, &mut dgx).unwrap();
         st.synchronize().unwrap();
     });
     roofline::compare(

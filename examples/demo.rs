@@ -243,15 +243,15 @@ fn viterbi(st: &Stream) -> Result<Outcome> {
 
 /// logcumsumexp forward and backward over 8 rows of 1000.
 fn logcumsumexp(st: &Stream) -> Result<Outcome> {
-    use kernels::logcumsumexp::{Shape, host, launch};
+    use kernels::logcumsumexp::{self as lcse, Shape, host};
     let shape = Shape::new(8, 1000)?;
     let mut r = lcg(10);
     let x: Vec<f32> = (0..shape.len()).map(|_| r() * 10.0).collect();
     let g: Vec<f32> = (0..shape.len()).map(|_| r()).collect();
-    let y = launch::forward_on(st, &x, shape)?;
-    let want_y = host::forward(&x, shape)?;
-    let gx = launch::backward_on(st, &x, &g, shape)?;
-    let want_gx = host::backward(&x, &g, shape)?;
+    let y = lcse::forward_on(st, shape, &x)?;
+    let want_y = host::forward(shape, &x)?;
+    let gx = lcse::backward_on(st, shape, &x, &g)?;
+    let want_gx = host::backward(shape, &x, &g)?;
     Ok(Outcome {
         elements: shape.len(),
         exact: same_bits(&y, &want_y) && same_bits(&gx, &want_gx),
@@ -261,7 +261,7 @@ fn logcumsumexp(st: &Stream) -> Result<Outcome> {
 /// HMM forward-backward (alpha, beta, likelihood, posteriors, transition
 /// counts) over 8 sequences of up to 60 steps and 24 states.
 fn hmm(st: &Stream) -> Result<Outcome> {
-    use kernels::hmm::{Inputs, Shape, host, launch};
+    use kernels::hmm::{self as fb, Inputs, Shape, host};
     let (batch, t, s) = (8, 60, 24);
     let mut r = lcg(11);
     let mut lp = move || (r() * 0.45 + 0.55).ln();
@@ -276,8 +276,8 @@ fn hmm(st: &Stream) -> Result<Outcome> {
         log_b: &b,
         lengths: &lengths,
     };
-    let got = launch::run_on(st, &shape, &inputs)?;
-    let want = host::forward_backward(&shape, &inputs)?;
+    let got = fb::forward_backward_on(st, shape, &inputs)?;
+    let want = host::forward_backward(shape, &inputs)?;
     let exact = same_bits(&got.log_alpha, &want.log_alpha)
         && same_bits(&got.log_beta, &want.log_beta)
         && same_bits(&got.log_likelihood, &want.log_likelihood)

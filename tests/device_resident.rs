@@ -736,7 +736,7 @@ fn the_slice_api_moves_the_same_bytes_as_before() {
 #[test]
 fn gpu_raw_block_ell_and_logcumsumexp_run_on_driver_allocations() {
     use ptxsmith::kernels::block_ell::{self, DeviceTopology, Dims, launch as bel};
-    use ptxsmith::kernels::logcumsumexp::{host as lh, launch as ll};
+    use ptxsmith::kernels::logcumsumexp::{self as lcse, host as lh};
     let Some(ctx) = cuda_for_tests() else { return };
     use oxicuda_memory::DeviceBuffer as Foreign;
     ctx.make_current().unwrap();
@@ -802,7 +802,13 @@ fn gpu_raw_block_ell_and_logcumsumexp_run_on_driver_allocations() {
     // SAFETY: as above; the forward scan may run in place.
     unsafe {
         let p = fxs.as_device_ptr();
-        ll::forward_raw(&ctx, RawStream::NULL, p, p, shape).unwrap();
+        lcse::forward_raw(
+            &Stream::from_raw(&ctx, RawStream::NULL).unwrap(),
+            shape,
+            p,
+            p,
+        )
+        .unwrap();
     }
     ctx.synchronize().unwrap();
     ctx.make_current().unwrap();
@@ -810,7 +816,7 @@ fn gpu_raw_block_ell_and_logcumsumexp_run_on_driver_allocations() {
     fxs.copy_to_host(&mut ys).unwrap();
     assert_eq!(
         bits(&ys),
-        bits(&lh::forward(&xs, shape).unwrap()),
+        bits(&lh::forward(shape, &xs).unwrap()),
         "lcse forward_raw"
     );
 }

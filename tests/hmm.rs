@@ -9,7 +9,8 @@
 //! `cargo test --release --test hmm -- --nocapture` prints the worst
 //! errors in the goals' units.
 
-use ptxsmith::kernels::hmm::{self, Posteriors, Shape, host, launch};
+use ptxsmith::kernels::hmm::{self, Posteriors, Shape, host};
+use ptxsmith::runtime::Stream;
 
 mod common;
 mod hmm_common;
@@ -18,7 +19,7 @@ use hmm_common::{
 };
 
 fn host_run(m: &Model) -> Posteriors {
-    host::forward_backward(&m.shape(), &m.inputs()).unwrap()
+    host::forward_backward(m.shape(), &m.inputs()).unwrap()
 }
 
 /// Compare every sequence of `m` with the reference; the worst errors.
@@ -224,7 +225,7 @@ fn crf_log_partition_matches_brute_force_at_any_magnitude() {
                 log_b: &unary,
                 lengths: &[t as u32],
             };
-            let p = host::forward_backward(&shape, &inputs).unwrap();
+            let p = host::forward_backward(shape, &inputs).unwrap();
             let (log_z, marg) = crf_brute_force(&start, &trans, &unary, s);
             let got = f64::from(p.log_likelihood[0]);
             let e = (got - log_z).abs() / log_z.abs().max(1.0);
@@ -248,7 +249,7 @@ fn fallback_takes_over_where_the_linear_sum_underflows() {
     let mut lines = Vec::new();
     for gap in [-200f32, -1e30] {
         let m = switching_model(3, 300, 4, gap, 10, 50);
-        let (p, fb) = host::forward_backward_counted(&m.shape(), &m.inputs()).unwrap();
+        let (p, fb) = host::forward_backward_counted(m.shape(), &m.inputs()).unwrap();
         // Every switch (29 per full sequence) is a fallback, forwards and
         // backwards; the states the emissions rule out are too (their
         // linear sum is 0 as well).
@@ -275,7 +276,7 @@ fn fallback_takes_over_where_the_linear_sum_underflows() {
                 }
             }
         }
-        let (p, fb) = host::forward_backward_counted(&m.shape(), &m.inputs()).unwrap();
+        let (p, fb) = host::forward_backward_counted(m.shape(), &m.inputs()).unwrap();
         let e = check(&m, &p, &format!("dense, gap {gap:e}, {holes} % holes"));
         lines.push(format!(
             "dense gap {gap:e}, {holes} % −inf emissions: {fb:?}, {e:?}"
@@ -297,7 +298,7 @@ fn unreachable_states_and_dead_ends_stay_finite() {
         m.a[4 * s + i] = f32::NEG_INFINITY;
     }
     m.pi[2] = f32::NEG_INFINITY;
-    let (p, fb) = host::forward_backward_counted(&m.shape(), &m.inputs()).unwrap();
+    let (p, fb) = host::forward_backward_counted(m.shape(), &m.inputs()).unwrap();
     let e = check(&m, &p, "unreachable state and dead end");
     for b in 0..m.batch {
         let len = m.lengths[b] as usize;
@@ -312,7 +313,7 @@ fn unreachable_states_and_dead_ends_stay_finite() {
     println!("hmm unreachable state, dead end: {fb:?}, {e:?}");
     // The normalized issue model needs no fallback at all.
     let m = issue_model(2, 2_000, 4, 71, false);
-    let (_, fb) = host::forward_backward_counted(&m.shape(), &m.inputs()).unwrap();
+    let (_, fb) = host::forward_backward_counted(m.shape(), &m.inputs()).unwrap();
     assert_eq!(fb, hmm::Fallbacks::default());
 }
 
@@ -380,7 +381,7 @@ fn slice_api_and_bad_input() {
     use ptxsmith::Error;
     use ptxsmith::runtime::{Backend, Ran};
     let m = issue_model(3, 5, 4, 21, true);
-    let (got, ran) = hmm::forward_backward(Backend::Host, &m.shape(), &m.inputs()).unwrap();
+    let (got, ran) = hmm::forward_backward(Backend::Host, m.shape(), &m.inputs()).unwrap();
     assert_eq!(ran, Ran::Host);
     hmm_common::assert_same(&got, &host_run(&m), "slice API");
     let e = Shape::new(1, 1, 0).unwrap_err();
@@ -399,7 +400,7 @@ fn slice_api_and_bad_input() {
             log_b: b,
             lengths: l,
         };
-        host::forward_backward(&m.shape(), &inp).unwrap_err()
+        host::forward_backward(m.shape(), &inp).unwrap_err()
     };
     let e = run(&m.pi, &m.a, &m.b, &[1, 9, 1]);
     assert!(e.to_string().contains("lengths[1] = 9"), "{e}");
@@ -416,7 +417,7 @@ fn slice_api_and_bad_input() {
         log_b: &m.b[1..],
         lengths: &m.lengths,
     };
-    let e = hmm::forward_backward(Backend::Sim, &m.shape(), &inp).unwrap_err();
+    let e = hmm::forward_backward(Backend::Sim, m.shape(), &inp).unwrap_err();
     assert!(e.to_string().contains("log_b has 59"), "{e}");
 }
 
@@ -466,20 +467,20 @@ fn gpu_hmm_matches_the_host_model() {
     };
     for &(batch, t, s) in shapes {
         let m = issue_model(batch, t, s, 31, true);
-        let got = launch::run_on(&st, &m.shape(), &m.inputs()).unwrap();
+        let got = hmm::forward_backward_on(&st, m.shape(), &m.inputs()).unwrap();
         hmm_common::assert_same(&got, &host_run(&m), &format!("gpu {batch}x{t}x{s}"));
     }
     // The fallback and large magnitudes.
     let m = switching_model(3, 40, 4, -1e30, 7, 33);
-    let got = launch::run_on(&st, &m.shape(), &m.inputs()).unwrap();
+    let got = hmm::forward_backward_on(&st, m.shape(), &m.inputs()).unwrap();
     hmm_common::assert_same(&got, &host_run(&m), "gpu fallback");
     let base = issue_model(2, 20, 5, 34, true);
     let m = at_magnitude(&base, "everything ±k", 1e30, 35);
-    let got = launch::run_on(&st, &m.shape(), &m.inputs()).unwrap();
+    let got = hmm::forward_backward_on(&st, m.shape(), &m.inputs()).unwrap();
     hmm_common::assert_same(&got, &host_run(&m), "gpu magnitude 1e30");
     // The slice API on the device.
     let m = issue_model(5, 9, 40, 33, true);
-    let (got, ran) = hmm::forward_backward(Backend::Cuda, &m.shape(), &m.inputs()).unwrap();
+    let (got, ran) = hmm::forward_backward(Backend::Cuda, m.shape(), &m.inputs()).unwrap();
     assert_eq!(ran, Ran::Cuda);
     hmm_common::assert_same(&got, &host_run(&m), "slice API, Backend::Cuda");
 }
@@ -502,14 +503,17 @@ fn gpu_raw_entry_point_runs_on_driver_allocations() {
 fn raw_entry_point_on(ctx: &ptxsmith::runtime::Context) {
     use common::{foreign_get, foreign_put};
     let m = issue_model(5, 21, 9, 13, true);
-    let raw = ctx.default_stream().raw();
+    // The stream as another stack would hand it over.
+    // SAFETY: this context's own default stream, alive throughout.
+    let st = unsafe { Stream::from_raw(ctx, ctx.default_stream().raw()) }.unwrap();
     let n = m.batch * m.t * m.s;
-    let inp = launch::RawInputs {
+    let inp = hmm::RawInputs {
         log_pi: foreign_put(ctx, &m.pi),
         log_a: foreign_put(ctx, &m.a),
         log_b: foreign_put(ctx, &m.b),
+        lengths: &m.lengths,
     };
-    let out = launch::RawOutputs {
+    let out = hmm::RawOutputs {
         log_alpha: foreign_put(ctx, &vec![0f32; n]),
         log_beta: foreign_put(ctx, &vec![0f32; n]),
         log_likelihood: foreign_put(ctx, &vec![0f32; m.batch]),
@@ -517,8 +521,8 @@ fn raw_entry_point_on(ctx: &ptxsmith::runtime::Context) {
         xi: foreign_put(ctx, &vec![0f32; m.batch * m.s * m.s]),
     };
     // SAFETY: live allocations of the stated lengths; outputs overlap
-    // nothing; `raw` is this context's stream.
-    unsafe { launch::forward_backward_raw(ctx, raw, &m.shape(), inp, &m.lengths, out) }.unwrap();
+    // nothing; `st` is this context's stream.
+    unsafe { hmm::forward_backward_raw(&st, m.shape(), inp, out) }.unwrap();
     ctx.synchronize().unwrap();
     let got = Posteriors {
         batch: m.batch,

@@ -4,7 +4,7 @@
 //! scores of magnitude 1e4 … 1e30, a CRF, and a few thousand steps.
 
 use ptxsmith::Sm;
-use ptxsmith::kernels::hmm::{self, Posteriors, host, launch};
+use ptxsmith::kernels::hmm::{self, Posteriors, host};
 use ptxsmith::runtime::Context;
 
 mod hmm_common;
@@ -14,11 +14,11 @@ use hmm_common::{
 };
 
 fn sim(m: &Model, sm: Sm) -> Posteriors {
-    launch::run_on(&Context::sim(sm).default_stream(), &m.shape(), &m.inputs()).unwrap()
+    hmm::forward_backward_on(&Context::sim(sm).default_stream(), m.shape(), &m.inputs()).unwrap()
 }
 
 fn host_run(m: &Model) -> Posteriors {
-    host::forward_backward(&m.shape(), &m.inputs()).unwrap()
+    host::forward_backward(m.shape(), &m.inputs()).unwrap()
 }
 
 fn same_on(m: &Model, sms: &[Sm], what: &str) {
@@ -112,7 +112,7 @@ fn sim_equals_host_on_signed_zeros_and_whole_rows_of_minus_inf() {
 fn sim_equals_host_where_the_fallback_runs() {
     for gap in [-200f32, -1e30] {
         let m = switching_model(2, 45, 4, gap, 7, 30);
-        let (_, fb) = host::forward_backward_counted(&m.shape(), &m.inputs()).unwrap();
+        let (_, fb) = host::forward_backward_counted(m.shape(), &m.inputs()).unwrap();
         assert!(fb.forward > 0 && fb.backward > 0);
         same_on(&m, &[Sm::Sm80], &format!("ring, gap {gap:e}"));
     }
@@ -132,7 +132,7 @@ fn sim_equals_host_where_the_fallback_runs() {
                 }
             }
         }
-        let (_, fb) = host::forward_backward_counted(&m.shape(), &m.inputs()).unwrap();
+        let (_, fb) = host::forward_backward_counted(m.shape(), &m.inputs()).unwrap();
         assert!(fb.forward > 0 && fb.backward > 0, "{fb:?}");
         same_on(&m, &[Sm::Sm80], &format!("dense, gap {gap:e}"));
     }
@@ -187,7 +187,7 @@ fn sim_equals_host_on_an_impossible_sequence() {
 fn slice_api_on_the_simulator() {
     let m = issue_model(3, 5, 4, 21, true);
     let (got, ran) =
-        hmm::forward_backward(ptxsmith::runtime::Backend::Sim, &m.shape(), &m.inputs()).unwrap();
+        hmm::forward_backward(ptxsmith::runtime::Backend::Sim, m.shape(), &m.inputs()).unwrap();
     assert_eq!(ran, ptxsmith::runtime::Ran::Sim);
     assert_same(&got, &host_run(&m), "slice API");
 }

@@ -8,7 +8,7 @@
 
 use ptxsmith::kernels::logcumsumexp::{self as lcse, SEG, Shape, TILE, host, launch};
 use ptxsmith::math::log_add_exp;
-use ptxsmith::runtime::{Backend, Context, Ran, cuda_for_tests};
+use ptxsmith::runtime::{Backend, Context, Ran, Stream, cuda_for_tests};
 use ptxsmith::{Error, Sm};
 
 mod common;
@@ -97,7 +97,7 @@ fn host_equals_the_plain_sequential_scan_within_a_segment() {
     for t in [1, 2, 17, SEG - 1, SEG] {
         let mut x = data(t, t as u32, 10.0);
         x[0] = -0.0;
-        let y = host::forward(&x, shape(1, t)).unwrap();
+        let y = host::forward(shape(1, t), &x).unwrap();
         let mut acc = x[0];
         let mut want = vec![acc];
         for &v in &x[1..] {
@@ -134,7 +134,7 @@ fn host_forward_is_close_to_the_f64_reference() {
     }
     for (t, scale, seed, shift) in cases {
         let x: Vec<f32> = data(t, seed, scale).iter().map(|v| v + shift).collect();
-        let y = host::forward(&x, shape(1, t)).unwrap();
+        let y = host::forward(shape(1, t), &x).unwrap();
         let mut case = 0f64;
         for (k, (got, want)) in y.iter().zip(reference(&x)).enumerate() {
             let err = (f64::from(*got) - want).abs() / (want.abs().max(1.0) * 2f64.powi(-23));
@@ -233,7 +233,7 @@ fn host_backward_is_close_to_the_f64_shift_invariant_reference() {
                 ("mixed g", grads(t, 7 + k as u32)),
                 ("g = 1", vec![1f32; t]),
             ] {
-                let gx = host::backward(&x, &g, shape(1, t)).unwrap();
+                let gx = host::backward(shape(1, t), &x, &g).unwrap();
                 let e = grad_error(&x, &g, &gx, &format!("T {t} {name} {gname}"));
                 case = case.max(e);
                 if e > worst {
@@ -283,8 +283,8 @@ fn shifted_rows_give_the_same_gradient_bits() {
             let (base, shifted) = grid_row(t, 300 + k as u32, q, kmax, c);
             let g = grads(t, 50 + k as u32);
             let s = shape(1, t);
-            let gb = host::backward(&base, &g, s).unwrap();
-            let gs = host::backward(&shifted, &g, s).unwrap();
+            let gb = host::backward(s, &base, &g).unwrap();
+            let gs = host::backward(s, &shifted, &g).unwrap();
             assert_eq!(bits(&gs), bits(&gb), "T {t}, shift {c}");
             worst = worst.max(grad_error(&shifted, &g, &gs, &format!("T {t} shift {c}")));
             count += 1;
@@ -315,7 +315,7 @@ fn gradient_matches_f64_finite_differences() {
     for (t, seed) in [(40, 1), (300, 2), (TILE + 600, 3)] {
         let x = data(t, seed, 4.0);
         let g = grads(t, seed + 10);
-        let gx = host::backward(&x, &g, shape(1, t)).unwrap();
+        let gx = host::backward(shape(1, t), &x, &g).unwrap();
         let xd: Vec<f64> = x.iter().map(|&v| f64::from(v)).collect();
         let h = 1e-6;
         for i in (0..t).step_by(t / 20 + 1) {
@@ -343,22 +343,22 @@ fn forward_special_values() {
     for t in [5, SEG + 3, TILE + 40] {
         let s = shape(1, t);
         // All −inf: −inf everywhere.
-        let y = host::forward(&vec![ni; t], s).unwrap();
+        let y = host::forward(s, &vec![ni; t]).unwrap();
         assert!(y.iter().all(|v| *v == ni));
         // A −inf run first: −inf until the first finite value.
         let mut x = data(t, 3, 5.0);
         x[..t / 2].fill(ni);
-        let y = host::forward(&x, s).unwrap();
+        let y = host::forward(s, &x).unwrap();
         assert!(y[..t / 2].iter().all(|v| *v == ni));
         assert!(y[t / 2..].iter().all(|v| v.is_finite()));
         // +inf: every later output +inf; NaN: every later output NaN.
         let mut x = data(t, 4, 5.0);
         x[t / 2] = pi;
-        let y = host::forward(&x, s).unwrap();
+        let y = host::forward(s, &x).unwrap();
         assert!(y[..t / 2].iter().all(|v| v.is_finite()));
         assert!(y[t / 2..].iter().all(|v| *v == pi));
         x[t - 2] = f32::NAN;
-        let y = host::forward(&x, s).unwrap();
+        let y = host::forward(s, &x).unwrap();
         assert!(y[t - 2..].iter().all(|v| v.is_nan()));
         assert!(y[t / 2..t - 2].iter().all(|v| *v == pi));
     }
@@ -368,9 +368,9 @@ fn forward_special_values() {
 fn backward_special_values() {
     let (ni, pi, nan) = (f32::NEG_INFINITY, f32::INFINITY, f32::NAN);
     // T = 0 and T = 1.
-    assert!(host::backward(&[], &[], shape(3, 0)).unwrap().is_empty());
+    assert!(host::backward(shape(3, 0), &[], &[]).unwrap().is_empty());
     for v in [0.0f32, -3.5, 1e30] {
-        let gx = host::backward(&[v], &[0.25], shape(1, 1)).unwrap();
+        let gx = host::backward(shape(1, 1), &[v], &[0.25]).unwrap();
         assert_eq!(gx, [0.25], "T = 1, x = {v}");
     }
     for t in [7, SEG + 5, TILE + 33] {
@@ -380,20 +380,20 @@ fn backward_special_values() {
         // NaN anywhere in x: the whole row NaN.
         let mut xn = x.clone();
         xn[t - 1] = nan;
-        let gx = host::backward(&xn, &g, s).unwrap();
+        let gx = host::backward(s, &xn, &g).unwrap();
         assert!(gx.iter().all(|v| v.is_nan()), "NaN x, T {t}");
         // NaN in g at k: NaN for i ≤ k, the NaN-free result after.
         let k = t / 2;
         let mut gn = vec![1f32; t];
         gn[k] = nan;
-        let gx = host::backward(&x, &gn, s).unwrap();
+        let gx = host::backward(s, &x, &gn).unwrap();
         let mut g1 = vec![1f32; t];
         g1[k] = 0.0;
-        let clean = host::backward(&x, &g1, s).unwrap();
+        let clean = host::backward(s, &x, &g1).unwrap();
         assert!(gx[..=k].iter().all(|v| v.is_nan()), "NaN g, T {t}");
         assert_eq!(bits(&gx[k + 1..]), bits(&clean[k + 1..]));
         // g = 0: zero gradient.
-        let gx = host::backward(&x, &vec![0f32; t], s).unwrap();
+        let gx = host::backward(s, &x, &vec![0f32; t]).unwrap();
         assert!(gx.iter().all(|v| *v == 0.0));
         // −inf entries: gradient 0; an all −inf prefix contributes 0 and
         // its upstream gradient (even NaN) is ignored.
@@ -403,12 +403,12 @@ fn backward_special_values() {
         let mut gi = g.clone();
         gi[0] = nan;
         gi[1] = pi;
-        let gx = host::backward(&xi, &gi, s).unwrap();
+        let gx = host::backward(s, &xi, &gi).unwrap();
         assert!(gx[..k].iter().all(|v| *v == 0.0), "{:?}", &gx[..k.min(6)]);
         assert_eq!(gx[t - 1], 0.0);
         let mut gz = gi.clone();
         gz[..k].fill(0.0);
-        let rest = host::backward(&xi, &gz, s).unwrap();
+        let rest = host::backward(s, &xi, &gz).unwrap();
         assert_eq!(bits(&gx), bits(&rest));
         // The rest is the gradient of the row without its −inf prefix (the
         // reference handles the last −inf: exp(−inf − m) = 0).
@@ -418,13 +418,13 @@ fn backward_special_values() {
             assert!(err <= GRAD_BOUND, "after a −inf prefix, i {i}");
         }
         // An all −inf row: zero gradient, never NaN.
-        let gx = host::backward(&vec![ni; t], &g, s).unwrap();
+        let gx = host::backward(s, &vec![ni; t], &g).unwrap();
         assert!(gx.iter().all(|v| *v == 0.0));
     }
     // +inf: the limit of equal values growing together.
     let x = [1.0, pi, 2.0, pi, 3.0, -1.0];
     let g = [0.5f32, 0.25, 2.0, 4.0, 8.0, 16.0];
-    let gx = host::backward(&x, &g, shape(1, 6)).unwrap();
+    let gx = host::backward(shape(1, 6), &x, &g).unwrap();
     let want = [
         0.5,
         0.25 + 2.0 + 2.0 + 4.0 + 8.0,
@@ -438,7 +438,7 @@ fn backward_special_values() {
     }
     // Finite entries before the first +inf keep only the outputs before it.
     let x = [0.0f32, 0.0, pi];
-    let gx = host::backward(&x, &[1.0, 1.0, 1.0], shape(1, 3)).unwrap();
+    let gx = host::backward(shape(1, 3), &x, &[1.0, 1.0, 1.0]).unwrap();
     assert!((gx[0] - 1.5).abs() < 1e-6 && (gx[1] - 0.5).abs() < 1e-6 && gx[2] == 1.0);
 }
 
@@ -475,14 +475,14 @@ fn check_sim(ctx: &Context, rows: usize, t: usize, seed: u32) {
     let s = shape(rows, t);
     let x = specials(rows, t, seed);
     let g = special_grads(rows * t, t, seed + 1);
-    let y = host::forward(&x, s).unwrap();
-    let gx = host::backward(&x, &g, s).unwrap();
+    let y = host::forward(s, &x).unwrap();
+    let gx = host::backward(s, &x, &g).unwrap();
     let st = ctx.default_stream();
     for path in [Path::Row, Path::Split] {
         let sm = ctx.sm();
-        let got = launch::forward_on_path(&st, &x, s, path).unwrap();
+        let got = launch::forward_on_path(&st, s, path, &x).unwrap();
         assert_eq!(bits(&got), bits(&y), "forward {rows}×{t} {path:?} {sm}");
-        let got = launch::backward_on_path(&st, &x, &g, s, path).unwrap();
+        let got = launch::backward_on_path(&st, s, path, &x, &g).unwrap();
         assert_eq!(bits(&got), bits(&gx), "backward {rows}×{t} {path:?} {sm}");
     }
 }
@@ -522,15 +522,15 @@ fn sim_equals_host_on_long_rows_and_shifted_rows() {
     let x: Vec<f32> = [base, shifted, data(t, 78, 30.0)].concat();
     let g = grads(3 * t, 79);
     let s = shape(3, t);
-    let y = host::forward(&x, s).unwrap();
-    let gx = host::backward(&x, &g, s).unwrap();
+    let y = host::forward(s, &x).unwrap();
+    let gx = host::backward(s, &x, &g).unwrap();
     for path in [Path::Row, Path::Split] {
         assert_eq!(
-            bits(&launch::forward_on_path(&st, &x, s, path).unwrap()),
+            bits(&launch::forward_on_path(&st, s, path, &x).unwrap()),
             bits(&y)
         );
         assert_eq!(
-            bits(&launch::backward_on_path(&st, &x, &g, s, path).unwrap()),
+            bits(&launch::backward_on_path(&st, s, path, &x, &g).unwrap()),
             bits(&gx)
         );
     }
@@ -550,10 +550,10 @@ fn split_rule_and_auto_path() {
         let s = shape(rows, 2 * TILE);
         let x = data(s.len(), 3, 4.0);
         let before = st.traffic().launches;
-        let y = launch::forward_on(&st, &x, s).unwrap();
+        let y = launch::forward_on(&st, s, &x).unwrap();
         let launches = st.traffic().launches - before;
         assert_eq!(launches, if rows == 3 { 3 } else { 1 }, "rows {rows}");
-        assert_eq!(bits(&y), bits(&host::forward(&x, s).unwrap()));
+        assert_eq!(bits(&y), bits(&host::forward(s, &x).unwrap()));
     }
 }
 
@@ -562,10 +562,10 @@ fn slice_api_on_every_backend_but_cuda_and_device_entry_points() {
     let s = shape(3, 600);
     let x = data(s.len(), 5, 6.0);
     let g = grads(s.len(), 6);
-    let want = host::forward(&x, s).unwrap();
-    let want_gx = host::backward(&x, &g, s).unwrap();
+    let want = host::forward(s, &x).unwrap();
+    let want_gx = host::backward(s, &x, &g).unwrap();
     for backend in [Backend::Host, Backend::Sim] {
-        let (y, ran) = lcse::forward(backend, &x, s).unwrap();
+        let (y, ran) = lcse::forward(backend, s, &x).unwrap();
         let expect = if backend == Backend::Host {
             Ran::Host
         } else {
@@ -573,7 +573,7 @@ fn slice_api_on_every_backend_but_cuda_and_device_entry_points() {
         };
         assert_eq!(ran, expect);
         assert_eq!(bits(&y), bits(&want));
-        let (gx, ran) = lcse::backward(backend, &x, &g, s).unwrap();
+        let (gx, ran) = lcse::backward(backend, s, &x, &g).unwrap();
         assert_eq!(ran, expect);
         assert_eq!(bits(&gx), bits(&want_gx));
     }
@@ -584,8 +584,8 @@ fn slice_api_on_every_backend_but_cuda_and_device_entry_points() {
     let mut dy = ctx.alloc::<f32>(s.len()).unwrap();
     let mut dgx = ctx.alloc::<f32>(s.len()).unwrap();
     let before = st.traffic();
-    lcse::forward_dev(&st, &dx, &mut dy, s).unwrap();
-    lcse::backward_dev(&st, &dx, &dg, &mut dgx, s).unwrap();
+    lcse::forward_dev(&st, s, &dx, &mut dy).unwrap();
+    lcse::backward_dev(&st, s, &dx, &dg, &mut dgx).unwrap();
     assert_eq!(st.traffic().since(&before).downloads, 0);
     assert_eq!(bits(&dy.to_vec().unwrap()), bits(&want));
     assert_eq!(bits(&dgx.to_vec().unwrap()), bits(&want_gx));
@@ -593,7 +593,7 @@ fn slice_api_on_every_backend_but_cuda_and_device_entry_points() {
 
 #[test]
 fn bad_input_is_a_typed_error() {
-    let e = host::forward(&[1.0; 5], shape(2, 3)).unwrap_err();
+    let e = host::forward(shape(2, 3), &[1.0; 5]).unwrap_err();
     assert!(
         matches!(&e, Error::InvalidArgument(m) if m.contains("5") && m.contains("2 × 3")),
         "{e}"
@@ -604,23 +604,23 @@ fn bad_input_is_a_typed_error() {
     assert!(e.to_string().contains("2^31"), "{e}");
     let e = Shape::new(1 << 30, 2 * TILE).unwrap_err();
     assert!(e.to_string().contains("tiles"), "{e}");
-    let e = host::backward(&[1.0; 6], &[1.0; 5], shape(2, 3)).unwrap_err();
+    let e = host::backward(shape(2, 3), &[1.0; 6], &[1.0; 5]).unwrap_err();
     assert!(e.to_string().contains("g has 5"), "{e}");
     let ctx = Context::sim(Sm::Sm80);
     let st = ctx.default_stream();
     let x = st.upload(&[1f32; 6]).unwrap();
     let mut y = ctx.alloc::<f32>(5).unwrap();
-    let e = lcse::forward_dev(&st, &x, &mut y, shape(2, 3)).unwrap_err();
+    let e = lcse::forward_dev(&st, shape(2, 3), &x, &mut y).unwrap_err();
     assert!(e.to_string().contains("y has 5"), "{e}");
     let mut gx = ctx.alloc::<f32>(6).unwrap();
-    let e = lcse::backward_dev(&st, &x, &y, &mut gx, shape(2, 3)).unwrap_err();
+    let e = lcse::backward_dev(&st, shape(2, 3), &x, &y, &mut gx).unwrap_err();
     assert!(e.to_string().contains("g has 5"), "{e}");
     // Empty shapes are fine and launch nothing.
-    assert!(host::forward(&[], shape(0, 7)).unwrap().is_empty());
-    assert!(host::forward(&[], shape(3, 0)).unwrap().is_empty());
-    assert_eq!(launch::forward_on(&st, &[], shape(3, 0)).unwrap().len(), 0);
+    assert!(host::forward(shape(0, 7), &[]).unwrap().is_empty());
+    assert!(host::forward(shape(3, 0), &[]).unwrap().is_empty());
+    assert_eq!(launch::forward_on(&st, shape(3, 0), &[]).unwrap().len(), 0);
     assert_eq!(
-        launch::backward_on(&st, &[], &[], shape(0, 9))
+        launch::backward_on(&st, shape(0, 9), &[], &[])
             .unwrap()
             .len(),
         0
@@ -670,16 +670,16 @@ fn gpu_logcumsumexp_matches_the_host_model() {
         let s = shape(rows, t);
         let x = specials(rows, t, 9);
         let g = special_grads(rows * t, t, 10);
-        let y = host::forward(&x, s).unwrap();
-        let gx = host::backward(&x, &g, s).unwrap();
+        let y = host::forward(s, &x).unwrap();
+        let gx = host::backward(s, &x, &g).unwrap();
         for path in [Path::Row, Path::Split] {
             assert_eq!(
-                bits(&launch::forward_on_path(&st, &x, s, path).unwrap()),
+                bits(&launch::forward_on_path(&st, s, path, &x).unwrap()),
                 bits(&y),
                 "forward {rows}×{t} {path:?}"
             );
             assert_eq!(
-                bits(&launch::backward_on_path(&st, &x, &g, s, path).unwrap()),
+                bits(&launch::backward_on_path(&st, s, path, &x, &g).unwrap()),
                 bits(&gx),
                 "backward {rows}×{t} {path:?}"
             );
@@ -688,12 +688,12 @@ fn gpu_logcumsumexp_matches_the_host_model() {
     // The slice API on the device.
     let s = shape(3, 700);
     let (x, g) = (specials(3, 700, 11), grads(s.len(), 12));
-    let (got, ran) = launch::forward(Backend::Cuda, &x, s).unwrap();
+    let (got, ran) = launch::forward(Backend::Cuda, s, &x).unwrap();
     assert_eq!(ran, Ran::Cuda);
-    assert_eq!(bits(&got), bits(&host::forward(&x, s).unwrap()));
-    let (got, ran) = launch::backward(Backend::Cuda, &x, &g, s).unwrap();
+    assert_eq!(bits(&got), bits(&host::forward(s, &x).unwrap()));
+    let (got, ran) = launch::backward(Backend::Cuda, s, &x, &g).unwrap();
     assert_eq!(ran, Ran::Cuda);
-    assert_eq!(bits(&got), bits(&host::backward(&x, &g, s).unwrap()));
+    assert_eq!(bits(&got), bits(&host::backward(s, &x, &g).unwrap()));
 }
 
 #[test]
@@ -710,7 +710,9 @@ fn gpu_raw_entry_points_run_on_driver_allocations() {
 }
 
 fn raw_entry_points_on(ctx: &Context) {
-    let raw = ctx.default_stream().raw();
+    // The stream as another stack would hand it over.
+    // SAFETY: this context's own default stream, alive throughout.
+    let st = unsafe { Stream::from_raw(ctx, ctx.default_stream().raw()) }.unwrap();
     let put = |data: &[f32]| foreign_put(ctx, data);
     let get = |addr: u64, n: usize| foreign_get::<f32>(ctx, addr, n);
     // 3 rows of two tiles: the split path on the simulator (4
@@ -718,15 +720,15 @@ fn raw_entry_points_on(ctx: &Context) {
     let s = shape(3, 2 * TILE + 8);
     let x = data(s.len(), 41, 8.0);
     let g = data(s.len(), 42, 1.0);
-    let y = host::forward(&x, s).unwrap();
-    let gx = host::backward(&x, &g, s).unwrap();
+    let y = host::forward(s, &x).unwrap();
+    let gx = host::backward(s, &x, &g).unwrap();
     let (px, pg, py) = (put(&x), put(&g), put(&vec![0.0; s.len()]));
     let pgx = put(&vec![0.0; s.len()]);
     // SAFETY: live allocations of rows × T f32s; outputs overlap no input;
-    // `raw` is this context's stream.
+    // `st` is this context's stream.
     unsafe {
-        launch::forward_raw(ctx, raw, px, py, s).unwrap();
-        launch::backward_raw(ctx, raw, px, pg, pgx, s).unwrap();
+        lcse::forward_raw(&st, s, px, py).unwrap();
+        lcse::backward_raw(&st, s, px, pg, pgx).unwrap();
     }
     ctx.synchronize().unwrap();
     assert_eq!(bits(&get(py, s.len())), bits(&y));
@@ -736,7 +738,7 @@ fn raw_entry_points_on(ctx: &Context) {
     let pin = put(&[vec![0.0], x.clone()].concat());
     // SAFETY: as above; the forward may run in place; `pin + 4` holds the
     // rows × T values.
-    unsafe { launch::forward_raw(ctx, raw, pin + 4, pin + 4, s) }.unwrap();
+    unsafe { lcse::forward_raw(&st, s, pin + 4, pin + 4) }.unwrap();
     ctx.synchronize().unwrap();
     assert_eq!(bits(&get(pin, s.len() + 1)[1..]), bits(&y));
 }
@@ -764,11 +766,11 @@ mod props {
             let (base, shifted) = grid_row(t, seed, q, kmax, c);
             let g = grads(t, seed ^ 0x5555);
             let s = shape(1, t);
-            let gb = host::backward(&base, &g, s).unwrap();
-            let gs = host::backward(&shifted, &g, s).unwrap();
+            let gb = host::backward(s, &base, &g).unwrap();
+            let gs = host::backward(s, &shifted, &g).unwrap();
             prop_assert_eq!(bits(&gs), bits(&gb));
             grad_error(&shifted, &g, &gs, "proptest");
-            let y = host::forward(&base, s).unwrap();
+            let y = host::forward(s, &base).unwrap();
             for (got, want) in y.iter().zip(reference(&base)) {
                 let err = (f64::from(*got) - want).abs() / (want.abs().max(1.0) * 2f64.powi(-23));
                 prop_assert!(err <= BOUND, "{got} vs {want}");

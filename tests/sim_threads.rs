@@ -185,7 +185,7 @@ fn families(threads: usize) -> Vec<(&'static str, Outcome)> {
                 lengths: &lens,
             };
             let shape = hmm::Shape::new(batch, t, s).unwrap();
-            let p = hmm::launch::run_on(st, &shape, &inp).unwrap();
+            let p = hmm::forward_backward_on(st, shape, &inp).unwrap();
             let mut out = bits(&p.log_alpha);
             out.extend(bits(&p.log_beta));
             out.extend(bits(&p.log_likelihood));
@@ -202,8 +202,8 @@ fn families(threads: usize) -> Vec<(&'static str, Outcome)> {
             let x = rng.values(rows * t);
             let g = rng.values(rows * t);
             let shape = logcumsumexp::Shape::new(rows, t).unwrap();
-            let y = logcumsumexp::launch::forward_on(st, &x, shape).unwrap();
-            let gx = logcumsumexp::launch::backward_on(st, &x, &g, shape).unwrap();
+            let y = logcumsumexp::forward_on(st, shape, &x).unwrap();
+            let gx = logcumsumexp::backward_on(st, shape, &x, &g).unwrap();
             let mut out = bits(&y);
             out.extend(bits(&gx));
             out

@@ -6,9 +6,6 @@ pub mod block_scaled;
 pub mod dispatch;
 pub mod dot;
 pub mod fp8;
-// The HMM family's typed requests and docs are another change's (see
-// src/kernels/hmm/); remove this allow once its items are documented.
-#[allow(missing_docs)]
 pub mod hmm;
 pub mod logcumsumexp;
 pub mod score;

@@ -105,7 +105,7 @@ impl Inputs<'_> {
     /// # Errors
     /// [`Error::InvalidArgument`] naming the buffer and both lengths, or
     /// the first length above `T`.
-    pub fn validate(&self, shape: &Shape) -> Result<()> {
+    pub fn validate(&self, shape: Shape) -> Result<()> {
         let s = shape.s;
         expect("log_pi", self.log_pi.len(), s, "S")?;
         expect("log_a", self.log_a.len(), s * s, "S × S")?;
@@ -117,8 +117,11 @@ impl Inputs<'_> {
 /// Everything the forward-backward pass produces for a batch.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Posteriors {
+    /// Sequences (the shape's `batch`).
     pub batch: usize,
+    /// Positions per sequence (the shape's `T`).
     pub t: usize,
+    /// States (the shape's `S`).
     pub s: usize,
     /// `[batch, T, S]` forward log-probabilities (`−inf` past the length).
     pub log_alpha: Vec<f32>,
@@ -136,7 +139,12 @@ pub struct Posteriors {
 /// per state and step).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Fallbacks {
+    /// (state, step) pairs of the forward recursion (steps `t ≥ 1` it
+    /// computed, none after it stopped) whose linear sum was below [`TAU`]
+    /// or NaN, summed over the batch.
     pub forward: u64,
+    /// The same for the backward recursion (steps `t ≤ L − 2` it
+    /// computed).
     pub backward: u64,
 }
 
@@ -505,7 +513,7 @@ fn fill_shifted(out: &mut [f32], norm: &[P], shift: &[P], s: usize) {
 ///
 /// # Errors
 /// As [`forward_backward`].
-pub fn forward(shape: &Shape, inp: &Inputs<'_>) -> Result<(Vec<f32>, Vec<f32>)> {
+pub fn forward(shape: Shape, inp: &Inputs<'_>) -> Result<(Vec<f32>, Vec<f32>)> {
     inp.validate(shape)?;
     let (t, s) = (shape.t, shape.s);
     let p = prep(inp.log_a, s);
@@ -534,7 +542,7 @@ pub fn forward(shape: &Shape, inp: &Inputs<'_>) -> Result<(Vec<f32>, Vec<f32>)> 
 ///
 /// # Errors
 /// As [`forward_backward`].
-pub fn backward(shape: &Shape, inp: &Inputs<'_>) -> Result<Vec<f32>> {
+pub fn backward(shape: Shape, inp: &Inputs<'_>) -> Result<Vec<f32>> {
     inp.validate(shape)?;
     let (t, s) = (shape.t, shape.s);
     let p = prep(inp.log_a, s);
@@ -558,7 +566,7 @@ pub fn backward(shape: &Shape, inp: &Inputs<'_>) -> Result<Vec<f32>> {
 /// # Errors
 /// [`Error::InvalidArgument`] naming the values for a buffer whose length
 /// does not match `shape` or a length above `T`.
-pub fn forward_backward(shape: &Shape, inp: &Inputs<'_>) -> Result<Posteriors> {
+pub fn forward_backward(shape: Shape, inp: &Inputs<'_>) -> Result<Posteriors> {
     forward_backward_counted(shape, inp).map(|(p, _)| p)
 }
 
@@ -567,10 +575,7 @@ pub fn forward_backward(shape: &Shape, inp: &Inputs<'_>) -> Result<Posteriors> {
 ///
 /// # Errors
 /// As [`forward_backward`].
-pub fn forward_backward_counted(
-    shape: &Shape,
-    inp: &Inputs<'_>,
-) -> Result<(Posteriors, Fallbacks)> {
+pub fn forward_backward_counted(shape: Shape, inp: &Inputs<'_>) -> Result<(Posteriors, Fallbacks)> {
     inp.validate(shape)?;
     let (t, s) = (shape.t, shape.s);
     let p = prep(inp.log_a, s);

@@ -1,9 +1,14 @@
-//! Launch code of [`super`]: the device entry point
+//! Launch code of [`super`], one request ([`Shape`]) first after the
+//! backend or stream for every entry point, then the inputs (with the
+//! sequence lengths, a host slice) and, on the device, the outputs: the
+//! slice API on a [`Backend`] ([`forward_backward`]) or a stream
+//! ([`forward_backward_on`]), the device entry point
 //! ([`forward_backward_dev`]: model and emissions on the device, every
-//! output written there), the raw-pointer entry point on another stack's
-//! memory ([`forward_backward_raw`]) and the slice API
-//! ([`forward_backward`]), written against [`Stream`] so the GPU and the
-//! simulator run the same sequence.
+//! output written there) and its raw-pointer twin on another stack's
+//! memory ([`forward_backward_raw`]), written against [`Stream`] so the GPU
+//! and the simulator run the same sequence. Every kernel is a memoised
+//! module (one PTX generation per kernel, target and state capacity in a
+//! process).
 //!
 //! # Workspace
 //! Every call allocates, in the stream's context, the prep vector and the
@@ -24,71 +29,122 @@ use crate::dsl::params::{DevPtr, KernelParams};
 use crate::dsl::types::F32;
 use crate::error::Result;
 use crate::kernels::dispatch::dispatch;
+use crate::kernels::memo;
 use crate::runtime::backend::{Backend, Ran};
-use crate::runtime::buffer::{AsDevice, AsDeviceMut, DeviceBuffer, DeviceSlice, DeviceSliceMut};
+use crate::runtime::buffer::{
+    AsDevice, AsDeviceMut, DeviceBuffer, DeviceSlice, DeviceSliceMut, ForeignSlice, ForeignSliceMut,
+};
 use crate::runtime::context::{Context, Stream};
-use crate::runtime::exec::{CUdeviceptr, LaunchConfig, PointerCheck, RawStream};
+use crate::runtime::exec::{CUdeviceptr, LaunchConfig};
 
-/// The device inputs of [`forward_backward_dev`]; `lengths` is a host
-/// slice (validated and uploaded, `batch · 4` bytes).
-#[derive(Clone, Copy)]
+/// The inputs of [`forward_backward_dev`]: the model and the emissions as
+/// device memory (views of device buffers or foreign slices, e.g.
+/// `buf.as_device()`), the lengths as a host slice (validated and
+/// uploaded, `batch · 4` bytes).
+#[derive(Debug, Clone, Copy)]
 pub struct DeviceInputs<'a> {
+    /// `[S]` initial log-probabilities (or start scores).
     pub log_pi: DeviceSlice<'a, f32>,
+    /// `[S, S]` transition log-probabilities, `log_a[i·S + j]` from `i`
+    /// to `j`.
     pub log_a: DeviceSlice<'a, f32>,
+    /// `[batch, T, S]` emission log-probabilities (or label scores).
     pub log_b: DeviceSlice<'a, f32>,
+    /// `[batch]` sequence lengths, each at most `T` (host memory).
     pub lengths: &'a [u32],
 }
 
-/// The device outputs of [`forward_backward_dev`].
+/// Where [`forward_backward_dev`] writes, device memory (views of device
+/// buffers or foreign slices, e.g. `buf.as_device_mut()`); the fields of
+/// [`Posteriors`] of the same names.
+#[derive(Debug)]
 pub struct DeviceOutputs<'a> {
+    /// `[batch, T, S]` forward log-probabilities (`−inf` past a length).
     pub log_alpha: DeviceSliceMut<'a, f32>,
+    /// `[batch, T, S]` backward log-probabilities (`−inf` past a length).
     pub log_beta: DeviceSliceMut<'a, f32>,
+    /// `[batch]` log-likelihoods (`+0.0` for length 0).
     pub log_likelihood: DeviceSliceMut<'a, f32>,
+    /// `[batch, T, S]` state posteriors (`0` past a length).
     pub gamma: DeviceSliceMut<'a, f32>,
+    /// `[batch, S, S]` expected transition counts.
     pub xi: DeviceSliceMut<'a, f32>,
 }
 
-/// The whole forward-backward pass on the device, queued on `stream`:
-/// inputs are device buffers (a model uploaded once serves any number of
-/// batches), every output is written to `out`'s buffers; a workspace is
-/// allocated for the call (see the [module docs](self)).
+/// The whole forward-backward pass on the device, queued on `stream`: the
+/// inputs are device memory (a model uploaded once serves any number of
+/// batches), every output is written to `out`; a workspace is allocated
+/// for the call (see the [launch docs](self)).
+///
+/// ```
+/// use ptxsmith::kernels::hmm::{self, DeviceInputs, DeviceOutputs, Shape};
+/// use ptxsmith::runtime::{AsDevice, AsDeviceMut, Context};
+///
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let shape = Shape::new(1, 2, 2)?;
+/// let (pi, a) = (st.upload(&[-0.5f32, -1.0])?, st.upload(&[-0.1f32, -2.4, -2.4, -0.1])?);
+/// let b = st.upload(&[-0.2f32, -1.7, -1.7, -0.2])?;
+/// let mut alpha = ctx.alloc::<f32>(4)?;
+/// let mut beta = ctx.alloc::<f32>(4)?;
+/// let mut ll = ctx.alloc::<f32>(1)?;
+/// let mut gamma = ctx.alloc::<f32>(4)?;
+/// let mut xi = ctx.alloc::<f32>(4)?;
+/// let inputs = DeviceInputs {
+///     log_pi: pi.as_device(),
+///     log_a: a.as_device(),
+///     log_b: b.as_device(),
+///     lengths: &[2],
+/// };
+/// let out = DeviceOutputs {
+///     log_alpha: alpha.as_device_mut(),
+///     log_beta: beta.as_device_mut(),
+///     log_likelihood: ll.as_device_mut(),
+///     gamma: gamma.as_device_mut(),
+///     xi: xi.as_device_mut(),
+/// };
+/// hmm::forward_backward_dev(&st, shape, &inputs, out)?;
+/// let gamma = st.to_vec(&gamma)?;
+/// assert!((gamma[0] + gamma[1] - 1.0).abs() < 1e-6); // a distribution per step
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 ///
 /// # Errors
 /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) naming the
 /// values for a buffer whose length does not match `shape` or a length
 /// above `T`; [`Error::WrongContext`](crate::Error::WrongContext); JIT and
-/// launch errors.
+/// launch errors. Nothing is queued on error.
 pub fn forward_backward_dev(
     stream: &Stream,
-    shape: &Shape,
-    inp: &DeviceInputs<'_>,
+    shape: Shape,
+    inputs: &DeviceInputs<'_>,
     mut out: DeviceOutputs<'_>,
 ) -> Result<()> {
-    validate_lengths(inp.lengths, shape.batch(), shape.t())?;
+    validate_lengths(inputs.lengths, shape.batch(), shape.t())?;
     let (n, s) = (shape.elements(), shape.s());
-    expect("log_pi", inp.log_pi.len(), s, "S")?;
-    expect("log_a", inp.log_a.len(), s * s, "S × S")?;
-    expect("log_b", inp.log_b.len(), n, "batch × T × S")?;
+    expect("log_pi", inputs.log_pi.len(), s, "S")?;
+    expect("log_a", inputs.log_a.len(), s * s, "S × S")?;
+    expect("log_b", inputs.log_b.len(), n, "batch × T × S")?;
     expect("log_alpha", out.log_alpha.len(), n, "batch × T × S")?;
     expect("log_beta", out.log_beta.len(), n, "batch × T × S")?;
     expect("gamma", out.gamma.len(), n, "batch × T × S")?;
     let batch = shape.batch();
     expect("log_likelihood", out.log_likelihood.len(), batch, "batch")?;
     expect("xi", out.xi.len(), shape.xi_len(), "batch × S × S")?;
-    if batch == 0 {
-        return Ok(());
-    }
     let io = Ptrs {
-        log_pi: stream.arg("log_pi", &inp.log_pi)?,
-        log_a: stream.arg("log_a", &inp.log_a)?,
-        log_b: stream.arg("log_b", &inp.log_b)?,
+        log_pi: stream.arg("log_pi", &inputs.log_pi)?,
+        log_a: stream.arg("log_a", &inputs.log_a)?,
+        log_b: stream.arg("log_b", &inputs.log_b)?,
         alpha: stream.arg_mut("log_alpha", &mut out.log_alpha)?,
         beta: stream.arg_mut("log_beta", &mut out.log_beta)?,
         ll: stream.arg_mut("log_likelihood", &mut out.log_likelihood)?,
         gamma: stream.arg_mut("gamma", &mut out.gamma)?,
         xi: stream.arg_mut("xi", &mut out.xi)?,
     };
-    launch(stream, &io, inp.lengths, shape, PointerCheck::LiveBuffers)
+    if batch == 0 {
+        return Ok(());
+    }
+    launch(stream, shape, inputs.lengths, &io)
 }
 
 /// The caller's memory of one pass.
@@ -144,20 +200,14 @@ fn task_grid(tasks: u64) -> LaunchConfig {
     LaunchConfig::linear(tasks.clamp(1, 1 << 16) as u32, THREADS)
 }
 
-fn launch(
-    stream: &Stream,
-    io: &Ptrs,
-    lengths: &[u32],
-    shape: &Shape,
-    check: PointerCheck,
-) -> Result<()> {
+fn launch(stream: &Stream, shape: Shape, lengths: &[u32], io: &Ptrs) -> Result<()> {
     let ctx = stream.context();
     let sm = ctx.sm();
     let (batch, t, s, sp) = (shape.batch(), shape.t(), shape.s(), shape.padded());
     let cap = cap_for(s);
     let lens = stream.upload(lengths)?;
     let lens_p = stream.arg("lengths", &lens)?;
-    let mut ws = Workspace::new(ctx, shape)?;
+    let mut ws = Workspace::new(ctx, &shape)?;
     let (t32, s32, sp32) = (t as u32, s as u32, sp as u32);
     let prep = stream.arg_mut("workspace", &mut ws.prep)?;
     let a_hat = stream.arg_mut("workspace", &mut ws.a_hat)?;
@@ -178,7 +228,7 @@ fn launch(
         sp: sp32,
     };
     let grid = LaunchConfig::linear((2 * s).div_ceil(THREADS as usize) as u32, THREADS);
-    stream.launch_with(&generate_prep_max(sm)?, grid, &pm.args(), check)?;
+    stream.launch(memo!(generate_prep_max, sm)?, grid, &pm.args())?;
     let pe = PrepExpArgs {
         log_a: io.log_a,
         prep,
@@ -188,7 +238,7 @@ fn launch(
         sp: sp32,
     };
     let grid = LaunchConfig::linear(sp.min(1024) as u32, THREADS);
-    stream.launch_with(&generate_prep_exp(sm)?, grid, &pe.args(), check)?;
+    stream.launch(memo!(generate_prep_exp, sm)?, grid, &pe.args())?;
 
     let per_seq = LaunchConfig::linear(batch as u32, THREADS);
     let fwd = ForwardArgs {
@@ -207,7 +257,7 @@ fn launch(
         s: s32,
         sp: sp32,
     };
-    stream.launch_with(&generate_forward(sm, cap)?, per_seq, &fwd.args(), check)?;
+    stream.launch(memo!(generate_forward, sm, cap)?, per_seq, &fwd.args())?;
     let bwd = BackwardArgs {
         log_a: io.log_a,
         log_b: io.log_b,
@@ -226,7 +276,7 @@ fn launch(
         s: s32,
         sp: sp32,
     };
-    stream.launch_with(&generate_backward(sm, cap)?, per_seq, &bwd.args(), check)?;
+    stream.launch(memo!(generate_backward, sm, cap)?, per_seq, &bwd.args())?;
 
     let chunks = t.div_ceil(WARPS as usize).clamp(1, 64);
     let tasks = batch as u64 * chunks as u64;
@@ -245,11 +295,10 @@ fn launch(
         s: s32,
         sp: sp32,
     };
-    stream.launch_with(
-        &generate_posteriors(sm)?,
+    stream.launch(
+        memo!(generate_posteriors, sm)?,
         task_grid(tasks),
         &post.args(),
-        check,
     )?;
     let warp_tasks = (sp / XI_ROWS as usize) * s.div_ceil(32);
     let groups = warp_tasks.div_ceil(WARPS as usize);
@@ -271,89 +320,153 @@ fn launch(
         s: s32,
         sp: sp32,
     };
-    stream.launch_with(
-        &generate_transitions(sm)?,
+    stream.launch(
+        memo!(generate_transitions, sm)?,
         task_grid(tasks),
         &xi.args(),
-        check,
     )
 }
 
-/// The raw device addresses of the inputs of [`forward_backward_raw`]:
-/// `log_pi` (`S`), `log_a` (`S × S`) and `log_b` (`batch × T × S`) f32s.
+/// The inputs of [`forward_backward_raw`]: raw device addresses of
+/// `log_pi` (`S`), `log_a` (`S × S`) and `log_b` (`batch × T × S`) f32s,
+/// and the lengths as a host slice (validated and uploaded).
 #[derive(Debug, Clone, Copy)]
-pub struct RawInputs {
+pub struct RawInputs<'a> {
+    /// `[S]` f32s: initial log-probabilities.
     pub log_pi: CUdeviceptr,
+    /// `[S, S]` f32s: transition log-probabilities.
     pub log_a: CUdeviceptr,
+    /// `[batch, T, S]` f32s: emission log-probabilities.
     pub log_b: CUdeviceptr,
+    /// `[batch]` sequence lengths, each at most `T` (host memory).
+    pub lengths: &'a [u32],
 }
 
 /// The output addresses of [`forward_backward_raw`]: `log_alpha`,
 /// `log_beta`, `gamma` (`batch × T × S`), `log_likelihood` (`batch`) and
-/// `xi` (`batch × S × S`) f32s.
+/// `xi` (`batch × S × S`) f32s; the fields of [`DeviceOutputs`].
 #[derive(Debug, Clone, Copy)]
 pub struct RawOutputs {
+    /// `[batch, T, S]` f32s.
     pub log_alpha: CUdeviceptr,
+    /// `[batch, T, S]` f32s.
     pub log_beta: CUdeviceptr,
+    /// `[batch]` f32s.
     pub log_likelihood: CUdeviceptr,
+    /// `[batch, T, S]` f32s.
     pub gamma: CUdeviceptr,
+    /// `[batch, S, S]` f32s.
     pub xi: CUdeviceptr,
 }
 
-/// [`forward_backward_dev`] on memory another stack allocated: the
-/// inputs are read, the outputs written, all raw device addresses; the
-/// launches are queued on the foreign `stream`. `lengths` is a host slice
-/// (validated and uploaded); the workspace is allocated by ptxsmith in
-/// `ctx`.
+/// [`forward_backward_dev`] on raw device addresses of another stack,
+/// queued on `stream` (e.g. made from the other stack's stream with
+/// [`Stream::from_raw`]): a thin wrapper that views every address as a
+/// [`ForeignSlice`] (inputs) or [`ForeignSliceMut`] (outputs) of the
+/// length the shape gives, so every check of the views applies. The
+/// workspace is ptxsmith's.
+///
+/// ```
+/// use ptxsmith::kernels::hmm::{self, RawInputs, RawOutputs, Shape};
+/// use ptxsmith::runtime::Context;
+///
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// // Addresses another stack handed over (here, ptxsmith buffers' own).
+/// let (pi, a, b) = (st.upload(&[0.0f32])?, st.upload(&[0.0f32])?, st.upload(&[-1.0f32, -2.0])?);
+/// let outs: Vec<_> = [2, 2, 1, 2, 1].into_iter().map(|n| ctx.alloc::<f32>(n)).collect::<Result<_, _>>()?;
+/// let inputs = RawInputs { log_pi: pi.device_ptr(), log_a: a.device_ptr(), log_b: b.device_ptr(), lengths: &[2] };
+/// let out = RawOutputs {
+///     log_alpha: outs[0].device_ptr(),
+///     log_beta: outs[1].device_ptr(),
+///     log_likelihood: outs[2].device_ptr(),
+///     gamma: outs[3].device_ptr(),
+///     xi: outs[4].device_ptr(),
+/// };
+/// // SAFETY: live memory of this context of the lengths the shape gives;
+/// // the outputs overlap nothing.
+/// unsafe { hmm::forward_backward_raw(&st, Shape::new(1, 2, 1)?, inputs, out)? };
+/// assert_eq!(outs[2].to_vec()?, [-3.0]); // one state: the sum of the scores
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 ///
 /// # Safety
-/// * every address is device memory of `ctx`'s context with at least the
-///   length above, 4-byte aligned, valid until the kernels have run; the
-///   outputs overlap no input and each other, and nothing else accesses
-///   them until then;
-/// * `stream` is a live stream of that context (or [`RawStream::NULL`]).
-///
-/// Shapes and lengths are still checked; the addresses cannot be.
+/// * every address is device memory of `stream`'s context with at least
+///   the length above, valid until the kernels have run;
+/// * the outputs overlap no input and each other, and nothing else
+///   accesses them until then.
 ///
 /// # Errors
-/// As [`forward_backward_dev`].
+/// As [`forward_backward_dev`], and the checks of
+/// [`ForeignSlice::from_raw_parts`].
 pub unsafe fn forward_backward_raw(
-    ctx: &Context,
-    stream: RawStream,
-    shape: &Shape,
-    inp: RawInputs,
-    lengths: &[u32],
+    stream: &Stream,
+    shape: Shape,
+    inputs: RawInputs<'_>,
     out: RawOutputs,
 ) -> Result<()> {
-    validate_lengths(lengths, shape.batch(), shape.t())?;
-    if shape.batch() == 0 {
-        return Ok(());
-    }
-    let io = Ptrs {
-        log_pi: DevPtr::new(inp.log_pi),
-        log_a: DevPtr::new(inp.log_a),
-        log_b: DevPtr::new(inp.log_b),
-        alpha: DevPtr::new(out.log_alpha),
-        beta: DevPtr::new(out.log_beta),
-        ll: DevPtr::new(out.log_likelihood),
-        gamma: DevPtr::new(out.gamma),
-        xi: DevPtr::new(out.xi),
+    let ctx = stream.context();
+    let (n, s) = (shape.elements(), shape.s());
+    let (b, xi) = (shape.batch(), shape.xi_len());
+    // SAFETY: the caller's contract covers each range (lengths from the
+    // shape, valid once built).
+    let (pi, a, lb, mut alpha, mut beta, mut ll, mut gamma, mut xi) = unsafe {
+        (
+            ForeignSlice::<f32>::from_raw_parts(ctx, inputs.log_pi, s)?,
+            ForeignSlice::<f32>::from_raw_parts(ctx, inputs.log_a, s * s)?,
+            ForeignSlice::<f32>::from_raw_parts(ctx, inputs.log_b, n)?,
+            ForeignSliceMut::<f32>::from_raw_parts(ctx, out.log_alpha, n)?,
+            ForeignSliceMut::<f32>::from_raw_parts(ctx, out.log_beta, n)?,
+            ForeignSliceMut::<f32>::from_raw_parts(ctx, out.log_likelihood, b)?,
+            ForeignSliceMut::<f32>::from_raw_parts(ctx, out.gamma, n)?,
+            ForeignSliceMut::<f32>::from_raw_parts(ctx, out.xi, xi)?,
+        )
     };
-    let st = ctx.borrowed_stream(stream);
-    launch(&st, &io, lengths, shape, PointerCheck::Caller)
+    let inputs = DeviceInputs {
+        log_pi: pi.as_device(),
+        log_a: a.as_device(),
+        log_b: lb.as_device(),
+        lengths: inputs.lengths,
+    };
+    let out = DeviceOutputs {
+        log_alpha: alpha.as_device_mut(),
+        log_beta: beta.as_device_mut(),
+        log_likelihood: ll.as_device_mut(),
+        gamma: gamma.as_device_mut(),
+        xi: xi.as_device_mut(),
+    };
+    forward_backward_dev(stream, shape, &inputs, out)
 }
 
-/// Upload the inputs, run the pass on `stream`, download every output.
+/// Upload the inputs, run [`forward_backward_dev`] on `stream`, download
+/// every output.
+///
+/// ```
+/// use ptxsmith::kernels::hmm::{self, Inputs, Shape};
+/// use ptxsmith::runtime::Context;
+///
+/// let st = Context::sim(ptxsmith::Sm::Sm80).default_stream();
+/// let shape = Shape::new(2, 2, 1)?;
+/// let inputs = Inputs { log_pi: &[0.0], log_a: &[-0.5], log_b: &[-1.0, -2.0, -4.0, -8.0], lengths: &[2, 1] };
+/// let p = hmm::forward_backward_on(&st, shape, &inputs)?;
+/// assert_eq!(p.log_likelihood, [-3.5, -4.0]); // −1 − 0.5 − 2; −4
+/// assert_eq!(p.gamma, [1.0, 1.0, 1.0, 0.0]); // 0 past a length
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 ///
 /// # Errors
 /// As [`forward_backward_dev`].
-pub fn run_on(stream: &Stream, shape: &Shape, inp: &Inputs<'_>) -> Result<Posteriors> {
-    inp.validate(shape)?;
+pub fn forward_backward_on(
+    stream: &Stream,
+    shape: Shape,
+    inputs: &Inputs<'_>,
+) -> Result<Posteriors> {
+    inputs.validate(shape)?;
     let ctx = stream.context();
     let (pi, a, bb) = (
-        stream.upload(inp.log_pi)?,
-        stream.upload(inp.log_a)?,
-        stream.upload(inp.log_b)?,
+        stream.upload(inputs.log_pi)?,
+        stream.upload(inputs.log_a)?,
+        stream.upload(inputs.log_b)?,
     );
     let n = shape.elements();
     let mut alpha = ctx.alloc::<f32>(n)?;
@@ -368,7 +481,7 @@ pub fn run_on(stream: &Stream, shape: &Shape, inp: &Inputs<'_>) -> Result<Poster
             log_pi: pi.as_device(),
             log_a: a.as_device(),
             log_b: bb.as_device(),
-            lengths: inp.lengths,
+            lengths: inputs.lengths,
         },
         DeviceOutputs {
             log_alpha: alpha.as_device_mut(),
@@ -393,17 +506,37 @@ pub fn run_on(stream: &Stream, shape: &Shape, inp: &Inputs<'_>) -> Result<Poster
 /// The forward-backward pass (see the [module contract](super)) on
 /// `backend`; every backend gives the same bits.
 ///
+/// ```
+/// use ptxsmith::kernels::hmm::{self, Inputs, Shape};
+/// use ptxsmith::runtime::Backend;
+///
+/// // Two sticky states; the emissions favour 0, then 1.
+/// let shape = Shape::new(1, 2, 2)?;
+/// let inputs = Inputs {
+///     log_pi: &[-0.7, -0.7],
+///     log_a: &[-0.1, -2.4, -2.4, -0.1],
+///     log_b: &[-0.2, -1.7, -1.7, -0.2],
+///     lengths: &[2],
+/// };
+/// let (p, _ran) = hmm::forward_backward(Backend::Sim, shape, &inputs)?;
+/// assert_eq!(p, hmm::host::forward_backward(shape, &inputs)?); // bit-exact
+/// assert!(p.gamma[0] > p.gamma[1] && p.gamma[3] > p.gamma[2]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
 /// # Errors
-/// As [`forward_backward_dev`].
+/// As [`forward_backward_dev`], checked before anything runs;
+/// [`Error::NoDevice`](crate::Error::NoDevice) for `Backend::Cuda` without
+/// a GPU.
 pub fn forward_backward(
     backend: Backend,
-    shape: &Shape,
-    inp: &Inputs<'_>,
+    shape: Shape,
+    inputs: &Inputs<'_>,
 ) -> Result<(Posteriors, Ran)> {
-    inp.validate(shape)?;
+    inputs.validate(shape)?;
     dispatch(
         backend,
-        || host::forward_backward(shape, inp),
-        |st| run_on(st, shape, inp),
+        || host::forward_backward(shape, inputs),
+        |st| forward_backward_on(st, shape, inputs),
     )
 }

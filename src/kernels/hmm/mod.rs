@@ -190,6 +190,37 @@
 //! records (see [`launch`]).
 //!
 //! Limits: `1 ≤ S ≤` [`MAX_STATES`]; `T × S16 < 2^31`; `batch < 2^31`.
+//!
+//! # Entry points
+//! One request, [`Shape`] (`batch`, `T`, `S`; checked when built), first
+//! after the backend or stream for all of them, then the inputs (each
+//! level's inputs carry the `lengths` as a host slice) and, on the device,
+//! the outputs: [`forward_backward`] (host slices in [`Inputs`], any
+//! [`Backend`](crate::runtime::Backend)), [`forward_backward_on`] (a given
+//! stream), [`forward_backward_dev`] (device memory in [`DeviceInputs`]
+//! and [`DeviceOutputs`]), [`forward_backward_raw`] (another stack's raw
+//! addresses in [`RawInputs`] and [`RawOutputs`], viewed as foreign
+//! slices). The host model is [`host::forward_backward`] (and
+//! [`host::forward`], [`host::backward`] for one direction).
+//!
+//! ```
+//! use ptxsmith::kernels::hmm::{self, Inputs, Shape};
+//! use ptxsmith::runtime::Backend;
+//!
+//! // Two sequences (lengths 3 and 2) over two states.
+//! let shape = Shape::new(2, 3, 2)?;
+//! let log_b = [-0.2, -1.7, -1.7, -0.2, -0.2, -1.7, -1.0, -1.0, -3.0, -0.1, -9.0, -9.0];
+//! let inputs = Inputs {
+//!     log_pi: &[-0.7, -0.7],
+//!     log_a: &[-0.1, -2.4, -2.4, -0.1],
+//!     log_b: &log_b,
+//!     lengths: &[3, 2],
+//! };
+//! let (p, _ran) = hmm::forward_backward(Backend::Sim, shape, &inputs)?;
+//! assert_eq!(p, hmm::host::forward_backward(shape, &inputs)?); // bit-exact
+//! assert_eq!(&p.gamma[10..], [0.0, 0.0]); // past the second length
+//! # Ok::<(), ptxsmith::Error>(())
+//! ```
 
 pub mod host;
 pub mod launch;
@@ -201,4 +232,7 @@ mod ptx_post;
 pub use host::{
     CHAINS, Fallbacks, Inputs, MAX_STATES, Posteriors, ROW_LANES, Shape, TAU, XI_BLOCK, log_sum,
 };
-pub use launch::{forward_backward, forward_backward_dev};
+pub use launch::{
+    DeviceInputs, DeviceOutputs, RawInputs, RawOutputs, forward_backward, forward_backward_dev,
+    forward_backward_on, forward_backward_raw,
+};

@@ -192,7 +192,7 @@ fn forward_row(x: &[f32], y: &mut [f32]) {
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] when `x` is not `rows × T` long.
-pub fn forward(x: &[f32], shape: Shape) -> Result<Vec<f32>> {
+pub fn forward(shape: Shape, x: &[f32]) -> Result<Vec<f32>> {
     shape.expect_len("x", x.len())?;
     let mut y = vec![0f32; shape.len()];
     if shape.t > 0 {
@@ -320,7 +320,7 @@ fn backward_row(x: &[f32], g: &[f32], gx: &mut [f32]) {
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] when `x` or `g` is not `rows × T` long.
-pub fn backward(x: &[f32], g: &[f32], shape: Shape) -> Result<Vec<f32>> {
+pub fn backward(shape: Shape, x: &[f32], g: &[f32]) -> Result<Vec<f32>> {
     shape.expect_len("x", x.len())?;
     shape.expect_len("g", g.len())?;
     let mut gx = vec![0f32; shape.len()];

@@ -1,10 +1,14 @@
-//! Launch code of [`super`]: device entry points ([`forward_dev`],
-//! [`backward_dev`]: buffers in and out, queued on a stream), raw-pointer
-//! entry points on another stack's memory and stream ([`forward_raw`],
-//! [`backward_raw`]) and the slice API ([`forward`], [`backward`]) on top,
-//! written against [`Stream`] so the GPU and the simulator run the same
-//! sequence. [`Path`] picks the row path or the split path (same bits);
-//! [`Path::Auto`] follows [`split_rule`].
+//! Launch code of [`super`], one request ([`Shape`]) first after the
+//! backend or stream for every entry point: the slice API on a [`Backend`]
+//! ([`forward`], [`backward`]) or a stream ([`forward_on`],
+//! [`backward_on`]), the device entry points ([`forward_dev`],
+//! [`backward_dev`]: device buffers or foreign views in and out) and their
+//! raw-pointer twins on another stack's memory ([`forward_raw`],
+//! [`backward_raw`]), written against [`Stream`] so the GPU and the
+//! simulator run the same sequence. Every kernel is a memoised module (one
+//! PTX generation per kernel and target in a process). [`Path`] picks the
+//! row path or the split path (same bits; the `*_path` variants take it
+//! after the shape); [`Path::Auto`] follows [`split_rule`].
 
 use super::host::{self, Shape};
 use super::ptx::{
@@ -16,10 +20,11 @@ use crate::dsl::params::{DevPtr, KernelParams};
 use crate::dsl::types::F32;
 use crate::error::Result;
 use crate::kernels::dispatch::dispatch;
+use crate::kernels::memo;
 use crate::runtime::backend::{Backend, Ran};
-use crate::runtime::buffer::{AsDevice, AsDeviceMut};
-use crate::runtime::context::{Context, Stream};
-use crate::runtime::exec::{CUdeviceptr, LaunchConfig, PointerCheck, RawStream};
+use crate::runtime::buffer::{AsDevice, AsDeviceMut, ForeignSlice, ForeignSliceMut};
+use crate::runtime::context::Stream;
+use crate::runtime::exec::{CUdeviceptr, LaunchConfig};
 
 /// Which kernels run a call (the results are the same bits either way).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -75,11 +80,10 @@ fn vec_flag(t: u32, ptrs: &[u64]) -> u32 {
 
 fn forward_core(
     stream: &Stream,
-    x: DevPtr<F32>,
-    y: DevPtr<F32>,
     shape: Shape,
     path: Path,
-    check: PointerCheck,
+    x: DevPtr<F32>,
+    y: DevPtr<F32>,
 ) -> Result<()> {
     if shape.is_empty() {
         return Ok(());
@@ -98,12 +102,7 @@ fn forward_core(
             ntiles: n,
             flags,
         };
-        return stream.launch_with(
-            &generate_fwd(sm)?,
-            tile_grid(stream, rows),
-            &a.args(),
-            check,
-        );
+        return stream.launch(memo!(generate_fwd, sm)?, tile_grid(stream, rows), &a.args());
     }
     let tiles = shape.rows() * shape.tiles();
     let mut tot = ctx.alloc::<f32>(tiles)?;
@@ -117,11 +116,10 @@ fn forward_core(
         ntiles: n,
         flags: flags | SPLIT,
     };
-    stream.launch_with(
-        &generate_fwd_tot(sm)?,
+    stream.launch(
+        memo!(generate_fwd_tot, sm)?,
         tile_grid(stream, items),
         &a.args(),
-        check,
     )?;
     let a = ChainArgs {
         tot: stream.arg("tile totals", &tot)?,
@@ -130,7 +128,7 @@ fn forward_core(
         ntiles: n,
     };
     stream.launch(
-        &generate_fwd_carry(sm)?,
+        memo!(generate_fwd_carry, sm)?,
         chain_grid(stream, rows),
         &a.args(),
     )?;
@@ -144,83 +142,125 @@ fn forward_core(
         ntiles: n,
         flags: flags | SPLIT,
     };
-    stream.launch_with(
-        &generate_fwd(sm)?,
+    stream.launch(
+        memo!(generate_fwd, sm)?,
         tile_grid(stream, items),
         &a.args(),
-        check,
     )
 }
 
-/// `y = logcumsumexp(x)` along each row of `[rows, T]` device buffers,
-/// queued on `stream` (see the [module contract](super)).
+/// `y = logcumsumexp(x)` along each row of `[rows, T]` device buffers or
+/// foreign views, queued on `stream` (see the [module contract](super)).
+/// When the split path runs, two scratch buffers of a float per tile are
+/// allocated for the call.
+///
+/// ```
+/// use ptxsmith::kernels::logcumsumexp::{self, Shape};
+/// use ptxsmith::runtime::Context;
+///
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let x = st.upload(&[0.0f32, 0.0, f32::NEG_INFINITY])?;
+/// let mut y = ctx.alloc::<f32>(3)?;
+/// logcumsumexp::forward_dev(&st, Shape::new(1, 3)?, &x, &mut y)?;
+/// let y = st.to_vec(&y)?;
+/// assert_eq!(y[0], 0.0);
+/// assert!((y[1] - 2f32.ln()).abs() < 1e-6 && y[2] == y[1]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 ///
 /// # Errors
-/// [`crate::Error::InvalidArgument`] naming the values for a length that
-/// is not `rows × T`; [`crate::Error::WrongContext`]; JIT and launch
-/// errors.
+/// [`Error::InvalidArgument`](crate::Error::InvalidArgument) naming the
+/// values for a length that is not `rows × T`;
+/// [`Error::WrongContext`](crate::Error::WrongContext); JIT and launch
+/// errors. Nothing is queued on error.
 pub fn forward_dev(
     stream: &Stream,
+    shape: Shape,
     x: &impl AsDevice<f32>,
     y: &mut impl AsDeviceMut<f32>,
-    shape: Shape,
 ) -> Result<()> {
-    forward_dev_with(stream, x, y, shape, Path::Auto)
+    forward_dev_path(stream, shape, Path::Auto, x, y)
 }
 
 /// [`forward_dev`] on the given [`Path`].
 ///
+/// ```
+/// use ptxsmith::kernels::logcumsumexp::{self, Path, Shape, TILE};
+/// use ptxsmith::runtime::Context;
+///
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let shape = Shape::new(1, 2 * TILE)?;
+/// let x = st.upload(&vec![-1.0f32; 2 * TILE])?;
+/// let (mut row, mut split) = (ctx.alloc::<f32>(2 * TILE)?, ctx.alloc::<f32>(2 * TILE)?);
+/// logcumsumexp::forward_dev_path(&st, shape, Path::Row, &x, &mut row)?;
+/// logcumsumexp::forward_dev_path(&st, shape, Path::Split, &x, &mut split)?;
+/// assert_eq!(st.to_vec(&row)?, st.to_vec(&split)?); // the same bits
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
 /// # Errors
 /// As [`forward_dev`].
-pub fn forward_dev_with(
+pub fn forward_dev_path(
     stream: &Stream,
-    x: &impl AsDevice<f32>,
-    y: &mut impl AsDeviceMut<f32>,
     shape: Shape,
     path: Path,
+    x: &impl AsDevice<f32>,
+    y: &mut impl AsDeviceMut<f32>,
 ) -> Result<()> {
     shape.expect_len("x", x.as_device().len())?;
     shape.expect_len("y", y.as_device().len())?;
-    if shape.is_empty() {
-        return Ok(());
-    }
     let (xp, yp) = (stream.arg("x", x)?, stream.arg_mut("y", y)?);
-    forward_core(stream, xp, yp, shape, path, PointerCheck::LiveBuffers)
+    forward_core(stream, shape, path, xp, yp)
 }
 
-/// [`forward_dev`] on memory another stack allocated (e.g. a PyTorch
-/// tensor): `x` and `y` are raw device addresses of `rows × T` f32s (they
-/// may be the same address: every tile is read before it is written), the
-/// launches are queued on the foreign `stream`. The split path allocates
-/// two small scratch buffers (a float per tile) in `ctx`.
+/// [`forward_dev`] on raw device addresses of another stack (e.g. a
+/// PyTorch tensor), queued on `stream` (e.g. made from the other stack's
+/// stream with [`Stream::from_raw`]): a thin wrapper that views `x` and `y`
+/// as [`ForeignSlice`] / [`ForeignSliceMut`] of `rows × T` f32s, so every
+/// check of the views applies. `x` and `y` may be the same address (every
+/// tile is read before it is written). The split path's scratch buffers
+/// are ptxsmith's.
+///
+/// ```
+/// use ptxsmith::kernels::logcumsumexp::{self, Shape};
+/// use ptxsmith::runtime::Context;
+///
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// // An address another stack handed over (here, a ptxsmith buffer's own).
+/// let xy = st.upload(&[0.0f32, 0.0])?;
+/// // SAFETY: 2 live f32s of this context, transformed in place.
+/// unsafe { logcumsumexp::forward_raw(&st, Shape::new(1, 2)?, xy.device_ptr(), xy.device_ptr())? };
+/// assert_eq!(xy.to_vec()?[1], logcumsumexp::host::forward(Shape::new(1, 2)?, &[0.0, 0.0])?[1]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 ///
 /// # Safety
-/// * `x` and `y` are device memory of `ctx`'s context holding `rows × T`
-///   f32s, 4-byte aligned, valid until the kernels have run; nothing else
-///   accesses `y` until then;
-/// * `stream` is a live stream of that context (or
-///   [`RawStream::NULL`]).
-///
-/// The shape is still checked; the addresses cannot be.
+/// * `x` and `y` are device memory of `stream`'s context holding
+///   `rows × T` f32s, valid until the kernels have run;
+/// * nothing else accesses `y` until then (`x` may be `y` itself, but
+///   must not overlap it otherwise).
 ///
 /// # Errors
-/// As [`forward_dev`].
+/// As [`forward_dev`], and the checks of [`ForeignSlice::from_raw_parts`].
 pub unsafe fn forward_raw(
-    ctx: &Context,
-    stream: RawStream,
+    stream: &Stream,
+    shape: Shape,
     x: CUdeviceptr,
     y: CUdeviceptr,
-    shape: Shape,
 ) -> Result<()> {
-    let st = ctx.borrowed_stream(stream);
-    forward_core(
-        &st,
-        DevPtr::new(x),
-        DevPtr::new(y),
-        shape,
-        Path::Auto,
-        PointerCheck::Caller,
-    )
+    let ctx = stream.context();
+    // SAFETY: the caller's contract covers each range (lengths from the
+    // shape, valid once built).
+    let (x, mut y) = unsafe {
+        (
+            ForeignSlice::<f32>::from_raw_parts(ctx, x, shape.len())?,
+            ForeignSliceMut::<f32>::from_raw_parts(ctx, y, shape.len())?,
+        )
+    };
+    forward_dev(stream, shape, &x, &mut y)
 }
 
 /// The caller's buffers of a backward pass.
@@ -230,13 +270,7 @@ struct BackwardPtrs {
     gx: DevPtr<F32>,
 }
 
-fn backward_core(
-    stream: &Stream,
-    io: BackwardPtrs,
-    shape: Shape,
-    path: Path,
-    check: PointerCheck,
-) -> Result<()> {
+fn backward_core(stream: &Stream, shape: Shape, path: Path, io: BackwardPtrs) -> Result<()> {
     if shape.is_empty() {
         return Ok(());
     }
@@ -259,12 +293,7 @@ fn backward_core(
             ntiles: n,
             flags,
         };
-        return stream.launch_with(
-            &generate_bwd(sm)?,
-            tile_grid(stream, rows),
-            &a.args(),
-            check,
-        );
+        return stream.launch(memo!(generate_bwd, sm)?, tile_grid(stream, rows), &a.args());
     }
     let mut tot = ctx.alloc::<f32>(2 * tiles)?;
     let mut fcarry = ctx.alloc::<f32>(2 * tiles)?;
@@ -279,11 +308,10 @@ fn backward_core(
         ntiles: n,
         flags: flags | SPLIT,
     };
-    stream.launch_with(
-        &generate_bwd_tot(sm)?,
+    stream.launch(
+        memo!(generate_bwd_tot, sm)?,
         tile_grid(stream, items),
         &a.args(),
-        check,
     )?;
     let a = ChainArgs {
         tot: stream.arg("pair totals", &tot)?,
@@ -292,7 +320,7 @@ fn backward_core(
         ntiles: n,
     };
     stream.launch(
-        &generate_bwd_carry(sm)?,
+        memo!(generate_bwd_carry, sm)?,
         chain_grid(stream, rows),
         &a.args(),
     )?;
@@ -306,11 +334,10 @@ fn backward_core(
         ntiles: n,
         flags: flags | SPLIT,
     };
-    stream.launch_with(
-        &generate_bwd_aff(sm)?,
+    stream.launch(
+        memo!(generate_bwd_aff, sm)?,
         tile_grid(stream, items),
         &a.args(),
-        check,
     )?;
     let a = ChainArgs {
         tot: stream.arg("tile maps", &aff)?,
@@ -319,7 +346,7 @@ fn backward_core(
         ntiles: n,
     };
     stream.launch(
-        &generate_bwd_zcarry(sm)?,
+        memo!(generate_bwd_zcarry, sm)?,
         chain_grid(stream, rows),
         &a.args(),
     )?;
@@ -335,43 +362,68 @@ fn backward_core(
         ntiles: n,
         flags: flags | SPLIT,
     };
-    stream.launch_with(
-        &generate_bwd(sm)?,
+    stream.launch(
+        memo!(generate_bwd, sm)?,
         tile_grid(stream, items),
         &a.args(),
-        check,
     )
 }
 
 /// The gradient `gx` of `Σ g·logcumsumexp(x)` with respect to `x`, given
-/// `x` and the upstream gradient `g` (device buffers, `[rows, T]`), queued
-/// on `stream` (see the [module contract](super); the forward output is
-/// not needed). Small scratch buffers (a few floats per tile) are
-/// allocated for the call.
+/// `x` and the upstream gradient `g` (`[rows, T]` device buffers or foreign
+/// views), queued on `stream` (see the [module contract](super); the
+/// forward output is not needed). Small scratch buffers (a few floats per
+/// tile) are allocated for the call.
+///
+/// ```
+/// use ptxsmith::kernels::logcumsumexp::{self, Shape};
+/// use ptxsmith::runtime::Context;
+///
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let (x, g) = (st.upload(&[0.0f32, 0.0])?, st.upload(&[0.0f32, 1.0])?);
+/// let mut gx = ctx.alloc::<f32>(2)?;
+/// logcumsumexp::backward_dev(&st, Shape::new(1, 2)?, &x, &g, &mut gx)?;
+/// assert_eq!(st.to_vec(&gx)?, [0.5, 0.5]); // y_1 = log(e^x_0 + e^x_1)
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 ///
 /// # Errors
-/// As [`forward_dev`].
+/// As [`forward_dev`], for `x`, `g` and `gx`.
 pub fn backward_dev(
     stream: &Stream,
+    shape: Shape,
     x: &impl AsDevice<f32>,
     g: &impl AsDevice<f32>,
     gx: &mut impl AsDeviceMut<f32>,
-    shape: Shape,
 ) -> Result<()> {
-    backward_dev_with(stream, x, g, gx, shape, Path::Auto)
+    backward_dev_path(stream, shape, Path::Auto, x, g, gx)
 }
 
 /// [`backward_dev`] on the given [`Path`].
 ///
+/// ```
+/// use ptxsmith::kernels::logcumsumexp::{self, Path, Shape};
+/// use ptxsmith::runtime::Context;
+///
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let (x, g) = (st.upload(&[1.0f32, 1.0])?, st.upload(&[1.0f32, 0.0])?);
+/// let mut gx = ctx.alloc::<f32>(2)?;
+/// logcumsumexp::backward_dev_path(&st, Shape::new(1, 2)?, Path::Row, &x, &g, &mut gx)?;
+/// assert_eq!(st.to_vec(&gx)?, [1.0, 0.0]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
 /// # Errors
-/// As [`forward_dev`].
-pub fn backward_dev_with(
+/// As [`backward_dev`].
+pub fn backward_dev_path(
     stream: &Stream,
+    shape: Shape,
+    path: Path,
     x: &impl AsDevice<f32>,
     g: &impl AsDevice<f32>,
     gx: &mut impl AsDeviceMut<f32>,
-    shape: Shape,
-    path: Path,
 ) -> Result<()> {
     for (what, len) in [
         ("x", x.as_device().len()),
@@ -380,121 +432,198 @@ pub fn backward_dev_with(
     ] {
         shape.expect_len(what, len)?;
     }
-    if shape.is_empty() {
-        return Ok(());
-    }
     let io = BackwardPtrs {
         x: stream.arg("x", x)?,
         g: stream.arg("g", g)?,
         gx: stream.arg_mut("gx", gx)?,
     };
-    backward_core(stream, io, shape, path, PointerCheck::LiveBuffers)
+    backward_core(stream, shape, path, io)
 }
 
-/// [`backward_dev`] on foreign memory: `x`, `g` (read) and `gx`
-/// (written) are raw device addresses of `rows × T` f32s; the scratch
-/// buffers are allocated by ptxsmith in `ctx`.
+/// [`backward_dev`] on raw device addresses of another stack, queued on
+/// `stream` (e.g. made with [`Stream::from_raw`]): a thin wrapper that
+/// views `x`, `g` (read) and `gx` (written) as [`ForeignSlice`] /
+/// [`ForeignSliceMut`] of `rows × T` f32s, so every check of the views
+/// applies. The scratch buffers are ptxsmith's.
+///
+/// ```
+/// use ptxsmith::kernels::logcumsumexp::{self, Shape};
+/// use ptxsmith::runtime::Context;
+///
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let (x, g, gx) = (st.upload(&[0.0f32, 0.0])?, st.upload(&[0.0f32, 1.0])?, ctx.alloc::<f32>(2)?);
+/// // SAFETY: 2 live f32s of this context each; gx overlaps no input.
+/// unsafe {
+///     logcumsumexp::backward_raw(&st, Shape::new(1, 2)?, x.device_ptr(), g.device_ptr(), gx.device_ptr())?;
+/// }
+/// assert_eq!(gx.to_vec()?, [0.5, 0.5]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 ///
 /// # Safety
-/// As [`forward_raw`], for `x`, `g` and `gx` (`gx` overlapping no input).
+/// * `x`, `g` and `gx` are device memory of `stream`'s context holding
+///   `rows × T` f32s each, valid until the kernels have run;
+/// * `gx` overlaps neither input, and nothing else accesses it until then.
 ///
 /// # Errors
-/// As [`forward_dev`].
+/// As [`backward_dev`], and the checks of [`ForeignSlice::from_raw_parts`].
 pub unsafe fn backward_raw(
-    ctx: &Context,
-    stream: RawStream,
+    stream: &Stream,
+    shape: Shape,
     x: CUdeviceptr,
     g: CUdeviceptr,
     gx: CUdeviceptr,
-    shape: Shape,
 ) -> Result<()> {
-    let io = BackwardPtrs {
-        x: DevPtr::new(x),
-        g: DevPtr::new(g),
-        gx: DevPtr::new(gx),
+    let ctx = stream.context();
+    let n = shape.len();
+    // SAFETY: the caller's contract covers each range (lengths from the
+    // shape, valid once built).
+    let (x, g, mut gx) = unsafe {
+        (
+            ForeignSlice::<f32>::from_raw_parts(ctx, x, n)?,
+            ForeignSlice::<f32>::from_raw_parts(ctx, g, n)?,
+            ForeignSliceMut::<f32>::from_raw_parts(ctx, gx, n)?,
+        )
     };
-    backward_core(
-        &ctx.borrowed_stream(stream),
-        io,
-        shape,
-        Path::Auto,
-        PointerCheck::Caller,
-    )
+    backward_dev(stream, shape, &x, &g, &mut gx)
 }
 
 /// Upload `x`, run [`forward_dev`] on `stream`, download `y`.
 ///
+/// ```
+/// use ptxsmith::kernels::logcumsumexp::{self, Shape};
+/// use ptxsmith::runtime::Context;
+///
+/// let st = Context::sim(ptxsmith::Sm::Sm80).default_stream();
+/// let y = logcumsumexp::forward_on(&st, Shape::new(2, 1)?, &[-0.0, 3.5])?;
+/// assert_eq!(y, [-0.0, 3.5]); // a row's first output is its first input
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
 /// # Errors
 /// As [`forward_dev`].
-pub fn forward_on(stream: &Stream, x: &[f32], shape: Shape) -> Result<Vec<f32>> {
-    forward_on_path(stream, x, shape, Path::Auto)
+pub fn forward_on(stream: &Stream, shape: Shape, x: &[f32]) -> Result<Vec<f32>> {
+    forward_on_path(stream, shape, Path::Auto, x)
 }
 
 /// [`forward_on`] on the given [`Path`].
 ///
+/// ```
+/// use ptxsmith::kernels::logcumsumexp::{self, Path, Shape};
+/// use ptxsmith::runtime::Context;
+///
+/// let st = Context::sim(ptxsmith::Sm::Sm80).default_stream();
+/// let y = logcumsumexp::forward_on_path(&st, Shape::new(1, 2)?, Path::Row, &[0.0, f32::NEG_INFINITY])?;
+/// assert_eq!(y, [0.0, 0.0]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
 /// # Errors
 /// As [`forward_dev`].
-pub fn forward_on_path(stream: &Stream, x: &[f32], shape: Shape, path: Path) -> Result<Vec<f32>> {
+pub fn forward_on_path(stream: &Stream, shape: Shape, path: Path, x: &[f32]) -> Result<Vec<f32>> {
     shape.expect_len("x", x.len())?;
     let dx = stream.upload(x)?;
     let mut y = stream.context().alloc::<f32>(shape.len())?;
-    forward_dev_with(stream, &dx, &mut y, shape, path)?;
+    forward_dev_path(stream, shape, path, &dx, &mut y)?;
     stream.to_vec(&y)
 }
 
 /// Upload `x`, `g`, run [`backward_dev`] on `stream`, download `gx`.
 ///
+/// ```
+/// use ptxsmith::kernels::logcumsumexp::{self, Shape};
+/// use ptxsmith::runtime::Context;
+///
+/// let st = Context::sim(ptxsmith::Sm::Sm80).default_stream();
+/// let gx = logcumsumexp::backward_on(&st, Shape::new(1, 1)?, &[2.0], &[0.25])?;
+/// assert_eq!(gx, [0.25]); // T = 1: gx = g
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
 /// # Errors
-/// As [`forward_dev`].
-pub fn backward_on(stream: &Stream, x: &[f32], g: &[f32], shape: Shape) -> Result<Vec<f32>> {
-    backward_on_path(stream, x, g, shape, Path::Auto)
+/// As [`backward_dev`].
+pub fn backward_on(stream: &Stream, shape: Shape, x: &[f32], g: &[f32]) -> Result<Vec<f32>> {
+    backward_on_path(stream, shape, Path::Auto, x, g)
 }
 
 /// [`backward_on`] on the given [`Path`].
 ///
+/// ```
+/// use ptxsmith::kernels::logcumsumexp::{self, Path, Shape};
+/// use ptxsmith::runtime::Context;
+///
+/// let st = Context::sim(ptxsmith::Sm::Sm80).default_stream();
+/// let gx = logcumsumexp::backward_on_path(&st, Shape::new(1, 1)?, Path::Split, &[2.0], &[0.25])?;
+/// assert_eq!(gx, [0.25]); // one tile: the row path runs
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
 /// # Errors
-/// As [`forward_dev`].
+/// As [`backward_dev`].
 pub fn backward_on_path(
     stream: &Stream,
-    x: &[f32],
-    g: &[f32],
     shape: Shape,
     path: Path,
+    x: &[f32],
+    g: &[f32],
 ) -> Result<Vec<f32>> {
     shape.expect_len("x", x.len())?;
     shape.expect_len("g", g.len())?;
     let (dx, dg) = (stream.upload(x)?, stream.upload(g)?);
     let mut gx = stream.context().alloc::<f32>(shape.len())?;
-    backward_dev_with(stream, &dx, &dg, &mut gx, shape, path)?;
+    backward_dev_path(stream, shape, path, &dx, &dg, &mut gx)?;
     stream.to_vec(&gx)
 }
 
 /// `logcumsumexp` of each row on `backend` (see the
 /// [module contract](super)); every backend gives the same bits.
 ///
+/// ```
+/// use ptxsmith::kernels::logcumsumexp::{self, Shape};
+/// use ptxsmith::runtime::Backend;
+///
+/// let x = [0.0, 0.0, 0.0, 0.0];
+/// let (y, _ran) = logcumsumexp::forward(Backend::Sim, Shape::new(1, 4)?, &x)?;
+/// let (want, _) = logcumsumexp::forward(Backend::Host, Shape::new(1, 4)?, &x)?;
+/// assert_eq!(y, want);
+/// assert!((y[3] - 4f32.ln()).abs() < 1e-6);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
 /// # Errors
-/// As [`forward_dev`]; [`crate::Error::NoDevice`] for `Backend::Cuda`
-/// without a GPU.
-pub fn forward(backend: Backend, x: &[f32], shape: Shape) -> Result<(Vec<f32>, Ran)> {
+/// As [`forward_dev`], checked before anything runs;
+/// [`Error::NoDevice`](crate::Error::NoDevice) for `Backend::Cuda` without
+/// a GPU.
+pub fn forward(backend: Backend, shape: Shape, x: &[f32]) -> Result<(Vec<f32>, Ran)> {
     shape.expect_len("x", x.len())?;
     dispatch(
         backend,
-        || host::forward(x, shape),
-        |s| forward_on(s, x, shape),
+        || host::forward(shape, x),
+        |s| forward_on(s, shape, x),
     )
 }
 
 /// The gradient of `Σ g·logcumsumexp(x)` with respect to `x` on `backend`
-/// (the forward output is not needed).
+/// (the forward output is not needed); every backend gives the same bits.
+///
+/// ```
+/// use ptxsmith::kernels::logcumsumexp::{self, Shape};
+/// use ptxsmith::runtime::Backend;
+///
+/// let (gx, _ran) = logcumsumexp::backward(Backend::Sim, Shape::new(1, 2)?, &[0.0, 0.0], &[1.0, 1.0])?;
+/// assert_eq!(gx, [1.5, 0.5]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 ///
 /// # Errors
-/// As [`forward`].
-pub fn backward(backend: Backend, x: &[f32], g: &[f32], shape: Shape) -> Result<(Vec<f32>, Ran)> {
+/// As [`forward`], for `x` and `g`.
+pub fn backward(backend: Backend, shape: Shape, x: &[f32], g: &[f32]) -> Result<(Vec<f32>, Ran)> {
     shape.expect_len("x", x.len())?;
     shape.expect_len("g", g.len())?;
     dispatch(
         backend,
-        || host::backward(x, g, shape),
-        |s| backward_on(s, x, g, shape),
+        || host::backward(shape, x, g),
+        |s| backward_on(s, shape, x, g),
     )
 }

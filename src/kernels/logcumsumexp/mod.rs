@@ -134,6 +134,32 @@
 //!   unshifted rows' bits (asserted), so the bound holds for any finite
 //!   magnitude; finite differences in f64 agree to `1e-5 · (1 + |fd|)`.
 //!
+//! # Entry points
+//!
+//! One request, [`Shape`] (`rows`, `T`; checked when built), first after
+//! the backend or stream for all of them: [`forward`] / [`backward`] (host
+//! slices, any [`Backend`](crate::runtime::Backend)), [`forward_on`] /
+//! [`backward_on`] (a given stream), [`forward_dev`] / [`backward_dev`]
+//! (device buffers or foreign views), [`forward_raw`] / [`backward_raw`]
+//! (another stack's raw addresses, viewed as foreign slices). The
+//! `*_path` variants take a [`Path`] after the shape (row or split path,
+//! the same bits). The host models are [`host::forward`] and
+//! [`host::backward`].
+//!
+//! ```
+//! use ptxsmith::kernels::logcumsumexp::{self, Shape};
+//! use ptxsmith::runtime::Backend;
+//!
+//! let shape = Shape::new(2, 3)?;
+//! let x = [0.0, 1.0, 2.0, -1.0, f32::NEG_INFINITY, 5.0];
+//! let (y, _ran) = logcumsumexp::forward(Backend::Sim, shape, &x)?;
+//! assert_eq!(y, logcumsumexp::host::forward(shape, &x)?); // bit-exact
+//! let g = [1.0; 6];
+//! let (gx, _ran) = logcumsumexp::backward(Backend::Sim, shape, &x, &g)?;
+//! assert_eq!(gx, logcumsumexp::host::backward(shape, &x, &g)?);
+//! # Ok::<(), ptxsmith::Error>(())
+//! ```
+//!
 //! # Kernels and launch
 //!
 //! One CTA of [`NSEG`] threads per row walks the row's tiles in order (the
@@ -168,4 +194,7 @@ pub mod ptx;
 mod ptx_tile;
 
 pub use host::{NSEG, SEG, Shape, TILE};
-pub use launch::{backward, backward_dev, forward, forward_dev};
+pub use launch::{
+    Path, backward, backward_dev, backward_dev_path, backward_on, backward_on_path, backward_raw,
+    forward, forward_dev, forward_dev_path, forward_on, forward_on_path, forward_raw, split_rule,
+};

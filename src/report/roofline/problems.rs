@@ -192,7 +192,7 @@ fn lcse_forward() -> Problem {
             let shape = logcumsumexp::Shape::new(s[0], s[1])?;
             let x = uniform(st, shape.len(), 1, dry, -10.0, 10.0)?;
             let mut y = out::<f32>(st, shape.len())?;
-            logcumsumexp::forward_dev(st, &x, &mut y, shape)
+            logcumsumexp::forward_dev(st, shape, &x, &mut y)
         }),
         traffic: Box::new(|s| vec![("lcse_fwd".into(), 2.0 * F32 * f(s[0] * s[1]))]),
         essential: Box::new(|s| 2.0 * F32 * f(s[0] * s[1])),
@@ -217,7 +217,7 @@ fn lcse_backward() -> Problem {
             let x = uniform(st, shape.len(), 1, dry, -10.0, 10.0)?;
             let g = uniform(st, shape.len(), 2, dry, -1.0, 1.0)?;
             let mut gx = out::<f32>(st, shape.len())?;
-            logcumsumexp::backward_dev(st, &x, &g, &mut gx, shape)
+            logcumsumexp::backward_dev(st, shape, &x, &g, &mut gx)
         }),
         traffic: Box::new(|s| vec![("lcse_bwd".into(), 3.0 * F32 * f(s[0] * s[1]))]),
         essential: Box::new(|s| 3.0 * F32 * f(s[0] * s[1])),
@@ -278,20 +278,20 @@ fn hmm_forward_backward() -> Problem {
             let mut gamma = out::<f32>(st, b * t * s)?;
             let mut xi = out::<f32>(st, b * s * s)?;
             let lengths = vec![t as u32; b];
-            let inputs = hmm::launch::DeviceInputs {
+            let inputs = hmm::DeviceInputs {
                 log_pi: pi.as_device(),
                 log_a: a.as_device(),
                 log_b: e.as_device(),
                 lengths: &lengths,
             };
-            let outputs = hmm::launch::DeviceOutputs {
+            let outputs = hmm::DeviceOutputs {
                 log_alpha: alpha.as_device_mut(),
                 log_beta: beta.as_device_mut(),
                 log_likelihood: ll.as_device_mut(),
                 gamma: gamma.as_device_mut(),
                 xi: xi.as_device_mut(),
             };
-            hmm::forward_backward_dev(st, &shape, &inputs, outputs)
+            hmm::forward_backward_dev(st, shape, &inputs, outputs)
         }),
         traffic: Box::new(|sh| {
             let (b, t, s) = (sh[0], sh[1], sh[2]);
