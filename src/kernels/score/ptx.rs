@@ -204,9 +204,20 @@ impl From<TuningError> for Error {
 impl ScoreTuning {
     /// The default score-block tuning for `sm`: a 128×128 tile, `bk` 16,
     /// 8×8 micro-tiles, 256 threads (4 `ld.shared.v4` per 128 `mul.rn` +
-    /// `add.rn`), on every SM.
+    /// `add.rn`), on every SM but sm_90, whose default is a 128×64 tile
+    /// with the same `bk` and micro-tile (128 threads).
     ///
-    /// Why the same on every SM (see `docs/tuning.md`): its ~154 registers
+    /// sm_90's was timed on a GPU: on an H200 (driver 580.159.04,
+    /// 2026-11-26, `benches/score_kernels.rs`' tuning sweep at rows 4096,
+    /// K 16384, P 256) 128×64 ran at 25.5 TFLOP/s against 23.4 for 128×128
+    /// (64×128: 25.5; the other seven candidates 21.3 to 24.3); the bits
+    /// are the same for every tuning (checked there on the GPU too). The
+    /// smaller tile halves a CTA's threads at the same registers a thread,
+    /// so twice as many CTAs share an SM and one CTA's barriers stall less
+    /// of it.
+    ///
+    /// Why the same on the other SMs (see `docs/tuning.md`; not yet timed
+    /// on their GPUs): its ~154 registers
     /// a thread leave room for one 8-warp CTA in every target's 64 K
     /// registers, the usual operating point of a register-tiled GEMM, and
     /// its 16.5 KiB of shared memory never limits it; no target's shared
@@ -215,14 +226,14 @@ impl ScoreTuning {
     /// shared memory above 48 KiB would not fit more of them: registers, not
     /// shared memory, are the cap.
     pub fn default_for(sm: Sm) -> Self {
-        let _ = sm;
+        let bn = if sm == Sm::Sm90 { 64 } else { 128 };
         Self {
             bm: 128,
-            bn: 128,
+            bn,
             bk: 16,
             tm: 8,
             tn: 8,
-            threads: 256,
+            threads: (128 / 8) * (bn / 8),
             vec4: false,
         }
     }
@@ -1369,8 +1380,11 @@ mod tests {
 
     #[test]
     fn shared_memory_sizes_and_keys() {
-        let d = ScoreTuning::default_for(Sm::Sm90);
+        let d = ScoreTuning::default_for(Sm::Sm80);
         assert_eq!(d.key(), "bm128_bn128_bk16_tm8_tn8_t256");
+        let h = ScoreTuning::default_for(Sm::Sm90);
+        assert_eq!(h.key(), "bm128_bn64_bk16_tm8_tn8_t128");
+        h.check_score().unwrap();
         // xs: 16 × (128 + 4) floats, ds the same, plus alignment slack.
         assert_eq!(d.score_smem_bytes(), 16 * 132 * 4 * 2 + 16);
         let r = ScoreTuning::route_default_for(Sm::Sm90);
