@@ -132,28 +132,32 @@ impl Exec<'_> {
                 } else {
                     (x >> (pos + len - 1).min(msb)) & 1
                 };
-                let mut d = 0u64;
-                for k in 0..w as u64 {
-                    let bit = if k < len && pos + k <= msb {
-                        (x >> (pos + k)) & 1
-                    } else {
-                        sbit
-                    };
-                    d |= bit << k;
-                }
-                out!(d)
+                // bits 0..n come from x at pos.., the rest are sbit
+                let n = if pos > msb {
+                    0
+                } else {
+                    len.min(w as u64 - pos)
+                };
+                let low = low_bits(n);
+                let field = if n == 0 { 0 } else { (x >> pos) & low };
+                out!(field | if sbit == 1 { mask(w) & !low } else { 0 })
             }
             Op::Bfi { w } => {
                 let (x, y, pos, len) = (a!(), b!(), c!() & 0xFF, reg(rf, i.s[3]) & 0xFF);
                 let msb = w as u64 - 1;
-                let mut f = y & mask(w);
-                for k in 0..len {
-                    if pos + k > msb {
-                        break;
-                    }
-                    f = (f & !(1 << (pos + k))) | (((x >> k) & 1) << (pos + k));
-                }
-                out!(f)
+                let f = y & mask(w);
+                // bits pos..pos + n of y are replaced by bits 0..n of x
+                let n = if pos > msb {
+                    0
+                } else {
+                    len.min(w as u64 - pos)
+                };
+                out!(if n == 0 {
+                    f
+                } else {
+                    let m = low_bits(n) << pos;
+                    (f & !m) | ((x << pos) & m)
+                })
             }
             Op::Prmt { mode } => out!(prmt(a!() as u32, b!() as u32, c!() as u32, mode) as u64),
             Op::Clz { w } => {
@@ -370,6 +374,12 @@ impl Exec<'_> {
         }
         NEXT
     }
+}
+
+/// The mask of the low `n` bits (`n` in 0..=64).
+#[inline(always)]
+fn low_bits(n: u64) -> u64 {
+    if n == 0 { 0 } else { u64::MAX >> (64 - n) }
 }
 
 #[inline(always)]
