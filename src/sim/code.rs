@@ -63,6 +63,39 @@ pub(crate) struct XInst {
     pub d: [u32; 4],
     pub s: [u32; 5],
     pub off: i64,
+    /// The mask of the result's width for the integer operations that
+    /// use it ([`result_mask`]), so that the interpreter does not compute
+    /// it per instruction; all ones for the others.
+    pub m: u64,
+}
+
+/// The mask of the low `w` bits (`w` in 1..=64).
+fn width_mask(w: u8) -> u64 {
+    u64::MAX >> (64 - w as u32).min(63)
+}
+
+/// The mask [`XInst::m`] holds for `op`: its width's (twice its width's
+/// for the `.wide` multiplications), all ones for an operation without a
+/// width.
+pub(crate) fn result_mask(op: &Op) -> u64 {
+    match *op {
+        Op::MulWide { w, .. } | Op::MadWide { w, .. } => width_mask(2 * w),
+        Op::Mov { w }
+        | Op::Add { w }
+        | Op::Sub { w }
+        | Op::MulLo { w }
+        | Op::MadLo { w }
+        | Op::And { w }
+        | Op::Or { w }
+        | Op::Xor { w }
+        | Op::Not { w }
+        | Op::Shl { w }
+        | Op::Shr { w, .. }
+        | Op::Neg { w }
+        | Op::Selp { w }
+        | Op::SetpI { w, .. } => width_mask(w),
+        _ => u64::MAX,
+    }
 }
 
 /// An entry in execution form.
@@ -290,6 +323,7 @@ pub(crate) fn lower(e: &Entry) -> Code {
                 d: i.d,
                 s,
                 off: i.off,
+                m: u64::MAX,
             }
         })
         .collect();
@@ -322,6 +356,17 @@ pub(crate) fn lower(e: &Entry) -> Code {
         }
     }
     for x in insts.iter_mut() {
+        // the global window starts at 0: `cvta` to or from it is a `mov`
+        // of its width (to: the 64-bit address masked to `w` bits)
+        if let Op::Cvta {
+            sp: Space::Global,
+            w,
+            ..
+        } = x.op
+        {
+            x.op = Op::Mov { w };
+        }
+        x.m = result_mask(&x.op);
         for v in x.s.iter_mut() {
             if *v == clock32 {
                 *v = c32;

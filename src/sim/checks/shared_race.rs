@@ -47,8 +47,8 @@ impl CtaState {
             4 => self.shared_word::<4>(t, off, off, len, write, atomic),
             8 => self.shared_word::<8>(t, off, off, len, write, atomic),
             16 => {
-                for at in (off..off + 16).step_by(4) {
-                    self.shared_word::<4>(t, at, off, len, write, atomic)?;
+                for k in 0..4 {
+                    self.shared_word::<4>(t, off + 4 * k, off, len, write, atomic)?;
                 }
                 Ok(())
             }
@@ -74,9 +74,14 @@ impl CtaState {
         let r: [u64; N] = self.sh_r[at..at + N].try_into().unwrap();
         if w.iter().all(|&x| x == w[0]) && r.iter().all(|&x| x == r[0]) {
             self.shared_byte(t, at, off, len, write, atomic)?;
-            let (w1, r1) = (self.sh_w[at], self.sh_r[at]);
-            self.sh_w[at..at + N].copy_from_slice(&[w1; N]);
-            self.sh_r[at..at + N].copy_from_slice(&[r1; N]);
+            // a write changes only the write tag, a read only the read tag
+            if write {
+                let w1 = self.sh_w[at];
+                self.sh_w[at..at + N].copy_from_slice(&[w1; N]);
+            } else {
+                let r1 = self.sh_r[at];
+                self.sh_r[at..at + N].copy_from_slice(&[r1; N]);
+            }
             return Ok(());
         }
         self.shared_runs(t, at, at + N, off, len, write, atomic)

@@ -43,7 +43,7 @@ impl Exec<'_> {
         }
         match i.op {
             Op::Nop => {}
-            Op::Mov { w } => out!(a!() & mask(w)),
+            Op::Mov { .. } => out!(a!() & i.m),
             Op::Pack { n, w } => {
                 let mut v = 0u64;
                 for k in 0..n as usize {
@@ -57,22 +57,22 @@ impl Exec<'_> {
                     set(rf, i.d[k], (v >> (k as u32 * w as u32)) & mask(w));
                 }
             }
-            Op::Add { w } => out!(a!().wrapping_add(b!()) & mask(w)),
-            Op::Sub { w } => out!(a!().wrapping_sub(b!()) & mask(w)),
-            Op::MulLo { w } => out!(a!().wrapping_mul(b!()) & mask(w)),
+            Op::Add { .. } => out!(a!().wrapping_add(b!()) & i.m),
+            Op::Sub { .. } => out!(a!().wrapping_sub(b!()) & i.m),
+            Op::MulLo { .. } => out!(a!().wrapping_mul(b!()) & i.m),
             Op::MulHi { w, s } => {
                 let p = wide_mul(a!(), b!(), w, s);
                 out!(((p >> w) as u64) & mask(w))
             }
-            Op::MulWide { w, s } => out!((wide_mul(a!(), b!(), w, s) as u64) & mask(2 * w)),
-            Op::MadLo { w } => out!(a!().wrapping_mul(b!()).wrapping_add(c!()) & mask(w)),
+            Op::MulWide { w, s } => out!((wide_mul(a!(), b!(), w, s) as u64) & i.m),
+            Op::MadLo { .. } => out!(a!().wrapping_mul(b!()).wrapping_add(c!()) & i.m),
             Op::MadHi { w, s } => {
                 let p = wide_mul(a!(), b!(), w, s);
                 out!(((p >> w) as u64).wrapping_add(c!()) & mask(w))
             }
             Op::MadWide { w, s } => {
                 let p = wide_mul(a!(), b!(), w, s) as u64;
-                out!(p.wrapping_add(c!()) & mask(2 * w))
+                out!(p.wrapping_add(c!()) & i.m)
             }
             Op::Div { w, s } | Op::Rem { w, s } => {
                 let (x, y) = (a!(), b!());
@@ -103,14 +103,14 @@ impl Exec<'_> {
                 let is_min = matches!(i.op, Op::Min { .. });
                 out!(if lt == is_min { x } else { y } & mask(w))
             }
-            Op::And { w } => out!(a!() & b!() & mask(w)),
-            Op::Or { w } => out!((a!() | b!()) & mask(w)),
-            Op::Xor { w } => out!((a!() ^ b!()) & mask(w)),
-            Op::Not { w } => out!(!a!() & mask(w)),
+            Op::And { .. } => out!(a!() & b!() & i.m),
+            Op::Or { .. } => out!((a!() | b!()) & i.m),
+            Op::Xor { .. } => out!((a!() ^ b!()) & i.m),
+            Op::Not { .. } => out!(!a!() & i.m),
             Op::CNot { w } => out!((a!() & mask(w) == 0) as u64),
             Op::Shl { w } => {
                 let (x, n) = (a!(), b!() & 0xFFFF_FFFF);
-                out!(if n >= w as u64 { 0 } else { (x << n) & mask(w) })
+                out!(if n >= w as u64 { 0 } else { (x << n) & i.m })
             }
             Op::Shr { w, s } => {
                 let (x, n) = (a!(), b!() & 0xFFFF_FFFF);
@@ -120,9 +120,9 @@ impl Exec<'_> {
                 } else if n >= w as u32 {
                     0
                 } else {
-                    (x & mask(w)) >> n
+                    (x & i.m) >> n
                 };
-                out!(r & mask(w))
+                out!(r & i.m)
             }
             Op::Bfe { w, s } => {
                 let (x, pos, len) = (a!() & mask(w), b!() & 0xFF, c!() & 0xFF);
@@ -132,28 +132,32 @@ impl Exec<'_> {
                 } else {
                     (x >> (pos + len - 1).min(msb)) & 1
                 };
-                let mut d = 0u64;
-                for k in 0..w as u64 {
-                    let bit = if k < len && pos + k <= msb {
-                        (x >> (pos + k)) & 1
-                    } else {
-                        sbit
-                    };
-                    d |= bit << k;
-                }
-                out!(d)
+                // bits 0..n come from x at pos.., the rest are sbit
+                let n = if pos > msb {
+                    0
+                } else {
+                    len.min(w as u64 - pos)
+                };
+                let low = low_bits(n);
+                let field = if n == 0 { 0 } else { (x >> pos) & low };
+                out!(field | if sbit == 1 { mask(w) & !low } else { 0 })
             }
             Op::Bfi { w } => {
                 let (x, y, pos, len) = (a!(), b!(), c!() & 0xFF, reg(rf, i.s[3]) & 0xFF);
                 let msb = w as u64 - 1;
-                let mut f = y & mask(w);
-                for k in 0..len {
-                    if pos + k > msb {
-                        break;
-                    }
-                    f = (f & !(1 << (pos + k))) | (((x >> k) & 1) << (pos + k));
-                }
-                out!(f)
+                let f = y & mask(w);
+                // bits pos..pos + n of y are replaced by bits 0..n of x
+                let n = if pos > msb {
+                    0
+                } else {
+                    len.min(w as u64 - pos)
+                };
+                out!(if n == 0 {
+                    f
+                } else {
+                    let m = low_bits(n) << pos;
+                    (f & !m) | ((x << pos) & m)
+                })
             }
             Op::Prmt { mode } => out!(prmt(a!() as u32, b!() as u32, c!() as u32, mode) as u64),
             Op::Clz { w } => {
@@ -166,7 +170,7 @@ impl Exec<'_> {
             }
             Op::Popc { w } => out!((a!() & mask(w)).count_ones() as u64),
             Op::Brev { w } => out!((a!() & mask(w)).reverse_bits() >> (64 - w as u32)),
-            Op::Neg { w } => out!(a!().wrapping_neg() & mask(w)),
+            Op::Neg { .. } => out!(a!().wrapping_neg() & i.m),
             Op::Abs { w } => out!((sext(a!(), w).wrapping_abs() as u64) & mask(w)),
             Op::FAddRn => out!(fp::f32_rn(FOp::Add, a!() as u32, b!() as u32, 0) as u64),
             Op::FMulRn => out!(fp::f32_rn(FOp::Mul, a!() as u32, b!() as u32, 0) as u64),
@@ -228,7 +232,7 @@ impl Exec<'_> {
                     let (x, y) = (sext(x, w), sext(y, w));
                     icmp(cmp, x.cmp(&y))
                 } else {
-                    let (x, y) = (x & mask(w), y & mask(w));
+                    let (x, y) = (x & i.m, y & i.m);
                     icmp(cmp, x.cmp(&y))
                 };
                 setp_out(rf, i, r, comb);
@@ -255,10 +259,10 @@ impl Exec<'_> {
                 };
                 setp_out(rf, i, fcmp(cmp, x, y), comb);
             }
-            Op::Selp { w } => {
+            Op::Selp { .. } => {
                 let c = (c!() != 0) != i.neg;
                 let v = if c { a!() } else { b!() };
-                out!(v & mask(w))
+                out!(v & i.m)
             }
             Op::Cvt {
                 d,
@@ -370,6 +374,12 @@ impl Exec<'_> {
         }
         NEXT
     }
+}
+
+/// The mask of the low `n` bits (`n` in 0..=64).
+#[inline(always)]
+fn low_bits(n: u64) -> u64 {
+    if n == 0 { 0 } else { u64::MAX >> (64 - n) }
 }
 
 #[inline(always)]
