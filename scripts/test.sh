@@ -94,7 +94,10 @@ metadata="$(cargo metadata --no-deps --format-version 1 2>/dev/null)"
 if [[ "$metadata" == *'"kind":["bench"]'* ]]; then
     run cargo test --release "$@" --bench '*'
 fi
-run_logged doctests cargo test --release "$@" --doc -- "${harness_args[@]}"
+# Doctests without --include-ignored: an `ignore` code block is an excerpt
+# that is not meant to compile (the README's cudarc and resident-dictionary
+# sketches), not a long test.
+run_logged doctests cargo test --release "$@" --doc
 
 # "kind name executable" of each artifact with an executable in cargo's
 # JSON messages in file $1.
