@@ -1,7 +1,8 @@
 //! The committed tuning report (`docs/tuning.md` with its roofline
 //! section, `docs/tuning.svg`, `docs/roofline.{svg,tsv}`) is what the code
 //! generates, every kernel × target it covers has no spills and fits at
-//! least one CTA per SM, and the roofline model covers every problem on
+//! least one CTA per SM, the math routines' cost covers every target, and
+//! the roofline model covers every problem on
 //! every card. Regenerate with `cargo run --release --example
 //! tuning_report`.
 
@@ -46,6 +47,20 @@ fn committed_report_matches_the_code_and_no_kernel_spills() {
                 row.sm
             );
         }
+    }
+    // The math routines' cost: every target, figures wherever nvdisasm
+    // reads the cubin.
+    assert_eq!(
+        r.math.iter().map(|c| c.sm).collect::<Vec<_>>(),
+        Sm::ALL.to_vec()
+    );
+    for c in &r.math {
+        assert_eq!(
+            c.per_call.is_some(),
+            ptxsmith::nvtools::NvTools::can_disassemble(c.sm),
+            "{}",
+            c.sm
+        );
     }
     // The roofline model: every problem on every card, with figures
     // wherever there is SASS.

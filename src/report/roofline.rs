@@ -723,6 +723,16 @@ fn goal(g: &Goal, row: &ProblemRow, gpu: &Gpu) -> GoalResult {
 /// that SM; the samples are small enough that no grid cap binds), the
 /// full-size launches recorded for each card.
 pub fn generate(tools: &NvTools, sass: &SassCache) -> Result<Roofline> {
+    generate_with_progress(tools, sass, &|_| {})
+}
+
+/// [`generate`], reporting one phase ("roofline problem × SM") with a
+/// unit per job to `progress` (see [`super::Progress`]).
+pub fn generate_with_progress(
+    tools: &NvTools,
+    sass: &SassCache,
+    progress: super::ProgressFn<'_>,
+) -> Result<Roofline> {
     let problems = problems::all();
     let mut sms_of: Vec<Sm> = GPUS.iter().map(|g| g.sm).collect();
     sms_of.sort_unstable();
@@ -730,6 +740,10 @@ pub fn generate(tools: &NvTools, sass: &SassCache) -> Result<Roofline> {
     let jobs: Vec<(usize, Sm)> = (0..problems.len())
         .flat_map(|p| sms_of.iter().map(move |&sm| (p, sm)))
         .collect();
+    progress(super::Progress::Phase {
+        name: "roofline problem × SM",
+        units: jobs.len(),
+    });
     let next = std::sync::atomic::AtomicUsize::new(0);
     let cache = Mutex::new(sass.clone());
     // Per card of the SM: (full-size launches, counts, SASS ratios).
@@ -776,6 +790,9 @@ pub fn generate(tools: &NvTools, sass: &SassCache) -> Result<Roofline> {
                         if times {
                             eprintln!("{:>7.2} s  {sm}: {}", t0.elapsed().as_secs_f64(), p.name);
                         }
+                        progress(super::Progress::Done {
+                            what: &format!("{} {sm}", p.name),
+                        });
                         out.push(((pi, sm), r));
                     }
                     out
