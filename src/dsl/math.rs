@@ -17,10 +17,13 @@
 //! other on the simulator.
 //!
 //! Cost, in SASS instructions per call (pinned ptxas 12.9; the kernel with
-//! one call minus the same kernel without, printed by
-//! `cargo test --release --test math_sim sass_instructions_per_call --
-//! --nocapture`; for `log_add_exp` the kernel with one call minus the same
-//! kernel with an `add.rn` of the two inputs, plus one):
+//! one call minus the same kernel without, counted by
+//! `ptxsmith::report::math_cost` (feature `report`), in the tuning report's
+//! "Exact math routines" section (`docs/tuning.md`) and printed by
+//! `cargo test --release --features report --test math_sim
+//! sass_instructions_per_call -- --nocapture`; for `log_add_exp` the kernel
+//! with one call minus the same kernel with an `add.rn` of the two inputs,
+//! plus one):
 //!
 //! | target | `exp` | `log` | `log1p` | `log_add_exp` |
 //! | --- | --- | --- | --- | --- |
