@@ -602,14 +602,18 @@ run_suite() {
         # variants, the emulator's sizes) so that racecheck's and
         # initcheck's instrumentation fits the budget.
         JOBS="${DEVICE_SUITE_SANITIZER_JOBS:-8}"
-        local jobs_dir="$work/sanitizer" id
+        local jobs_dir="$work/sanitizer" id san_limit=150 cmd=()
+        # san_cmd TOOL NAME: the run of TOOL over test binary NAME, in cmd.
+        san_cmd() {
+            cmd=(env PTXSMITH_DEVICE_TESTS_SMALL=1 "$san" --tool "$1" --error-exitcode 86 --print-limit 20
+                "$bin/tests/$2" --include-ignored --test-threads 1 "${skips[@]}" "${DEVICE_FILTERS[@]}")
+        }
         for tool in "${SANITIZER_TOOLS[@]}"; do
             for name in "${SANITIZED_TESTS[@]}"; do
                 id="sanitizer $tool $name"
                 wanted "$id" && [[ -f "$bin/tests/$name" ]] || continue
-                start_job "$jobs_dir/$tool-$name" 150 -- env PTXSMITH_DEVICE_TESTS_SMALL=1 \
-                    "$san" --tool "$tool" --error-exitcode 86 --print-limit 20 \
-                    "$bin/tests/$name" --include-ignored --test-threads 1 "${skips[@]}" "${DEVICE_FILTERS[@]}"
+                san_cmd "$tool" "$name"
+                start_job "$jobs_dir/$tool-$name" "$san_limit" -- "${cmd[@]}"
             done
         done
         wait
@@ -619,9 +623,8 @@ run_suite() {
                     step "sanitizer $tool $name" 5 -- bash -c "echo 'test binary $name is not in the pack'; exit 1"
                     continue
                 fi
-                step --sanitizer --replay "$jobs_dir/$tool-$name" "sanitizer $tool $name" 150 -- \
-                    env PTXSMITH_DEVICE_TESTS_SMALL=1 "$san" --tool "$tool" --error-exitcode 86 --print-limit 20 \
-                    "$bin/tests/$name" --include-ignored --test-threads 1 "${skips[@]}" "${DEVICE_FILTERS[@]}"
+                san_cmd "$tool" "$name"
+                step --sanitizer --replay "$jobs_dir/$tool-$name" "sanitizer $tool $name" "$san_limit" -- "${cmd[@]}"
             done
         done
     fi
