@@ -2,6 +2,7 @@
 //! across — theoretical occupancy (resident warps / the SM's maximum) and
 //! the hot loop's FP32 math share — drawn with `plotters` into an SVG.
 
+use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
@@ -15,10 +16,42 @@ const TOP: i32 = 64;
 const GAP: i32 = 36;
 
 /// Mix white towards `c` by `t` in `[0, 1]`.
-fn shade(c: (u8, u8, u8), t: f64) -> RGBColor {
+pub(super) fn shade(c: (u8, u8, u8), t: f64) -> RGBColor {
     let t = t.clamp(0.0, 1.0);
     let mix = |a: u8| (255.0 - (255.0 - f64::from(a)) * t).round() as u8;
     RGBColor(mix(c.0), mix(c.1), mix(c.2))
+}
+
+/// The report's SVG drawing area.
+pub(super) type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
+
+/// Draw `s` at `(x, y)` in sans-serif of `size`, anchored horizontally at
+/// `anchor` and centred vertically.
+pub(super) fn draw_text(
+    root: &Area<'_>,
+    s: &str,
+    (x, y): (i32, i32),
+    size: f64,
+    anchor: HPos,
+    color: &RGBColor,
+) {
+    let style = TextStyle::from(("sans-serif", size).into_font())
+        .pos(Pos::new(anchor, VPos::Center))
+        .color(color);
+    root.draw(&Text::new(s.to_string(), (x, y), style))
+        .expect("svg text");
+}
+
+/// A heat-map cell's share as a percentage centred at `centre` (`–` when
+/// there is none): white on the darkest cells, black elsewhere.
+pub(super) fn share_label(root: &Area<'_>, value: Option<f64>, centre: (i32, i32)) {
+    let shown = value.map_or("–".to_string(), |v| format!("{:.0}%", 100.0 * v));
+    let ink = if value.is_some_and(|v| v >= 0.6) {
+        WHITE
+    } else {
+        BLACK
+    };
+    draw_text(root, &shown, centre, 10.0, HPos::Center, &ink);
 }
 
 pub(super) fn render(report: &Report) -> String {
@@ -33,15 +66,8 @@ pub(super) fn render(report: &Report) -> String {
         let root =
             SVGBackend::with_string(&mut out, (width as u32, height as u32)).into_drawing_area();
         root.fill(&WHITE).expect("svg fill");
-        let text_in = |s: &str, x: i32, y: i32, size: f64, anchor: HPos, color: &RGBColor| {
-            let style = TextStyle::from(("sans-serif", size).into_font())
-                .pos(Pos::new(anchor, VPos::Center))
-                .color(color);
-            root.draw(&Text::new(s.to_string(), (x, y), style))
-                .expect("svg text");
-        };
         let text = |s: &str, x: i32, y: i32, size: f64, anchor: HPos| {
-            text_in(s, x, y, size, anchor, &BLACK)
+            draw_text(&root, s, (x, y), size, anchor, &BLACK)
         };
         text(
             &format!(
@@ -95,21 +121,7 @@ pub(super) fn render(report: &Report) -> String {
                         fill.filled(),
                     ))
                     .expect("svg cell");
-                    let shown = value.map_or("–".to_string(), |v| format!("{:.0}%", 100.0 * v));
-                    // White on the darkest cells, black elsewhere.
-                    let ink = if value.is_some_and(|v| v >= 0.6) {
-                        WHITE
-                    } else {
-                        BLACK
-                    };
-                    text_in(
-                        &shown,
-                        x + CELL_W / 2,
-                        y + CELL_H / 2,
-                        10.0,
-                        HPos::Center,
-                        &ink,
-                    );
+                    share_label(&root, value, (x + CELL_W / 2, y + CELL_H / 2));
                 }
             }
         }

@@ -3,22 +3,16 @@
 //! issue's goal is met and red where it is not.
 
 use plotters::prelude::*;
-use plotters::style::text_anchor::{HPos, Pos, VPos};
+use plotters::style::text_anchor::HPos;
 
 use super::Roofline;
 use super::problems::Roof;
+use crate::report::svg::{draw_text, shade, share_label};
 
 const LABEL_W: i32 = 470;
 const CELL_W: i32 = 78;
 const CELL_H: i32 = 20;
 const TOP: i32 = 70;
-
-/// Mix white towards `c` by `t` in `[0, 1]`.
-fn shade(c: (u8, u8, u8), t: f64) -> RGBColor {
-    let t = t.clamp(0.0, 1.0);
-    let mix = |a: u8| (255.0 - (255.0 - f64::from(a)) * t).round() as u8;
-    RGBColor(mix(c.0), mix(c.1), mix(c.2))
-}
 
 pub(super) fn render(r: &Roofline) -> String {
     let Some(first) = r.gpus.first() else {
@@ -33,15 +27,8 @@ pub(super) fn render(r: &Roofline) -> String {
         let root =
             SVGBackend::with_string(&mut out, (width as u32, height as u32)).into_drawing_area();
         root.fill(&WHITE).expect("svg fill");
-        let text_in = |s: &str, x: i32, y: i32, size: f64, anchor: HPos, color: &RGBColor| {
-            let style = TextStyle::from(("sans-serif", size).into_font())
-                .pos(Pos::new(anchor, VPos::Center))
-                .color(color);
-            root.draw(&Text::new(s.to_string(), (x, y), style))
-                .expect("svg text");
-        };
         let text = |s: &str, x: i32, y: i32, size: f64, anchor: HPos| {
-            text_in(s, x, y, size, anchor, &BLACK)
+            draw_text(&root, s, (x, y), size, anchor, &BLACK)
         };
         text(
             "ptxsmith roofline model: modeled share of each problem's roof",
@@ -92,20 +79,7 @@ pub(super) fn render(r: &Roofline) -> String {
                     ))
                     .expect("svg outline");
                 }
-                let shown = value.map_or("–".to_string(), |v| format!("{:.0}%", 100.0 * v));
-                let ink = if value.is_some_and(|v| v >= 0.6) {
-                    WHITE
-                } else {
-                    BLACK
-                };
-                text_in(
-                    &shown,
-                    x + CELL_W / 2,
-                    y + CELL_H / 2,
-                    10.0,
-                    HPos::Center,
-                    &ink,
-                );
+                share_label(&root, value, (x + CELL_W / 2, y + CELL_H / 2));
             }
         }
         text(
