@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use ptxsmith::Sm;
-use ptxsmith::dsl::params::KernelParams;
+use ptxsmith::dsl::params::{ArgValue, KernelParams};
 use ptxsmith::kernels::score::ptx::{self, ScoreBlockArgs, ScoreTuning};
 use ptxsmith::kernels::score::{self, route_top_s_dev, route_top_s_on};
 use ptxsmith::runtime::device_tests_support::{REQUIRED_GPU_MISSING, gpu_required};
@@ -113,24 +113,10 @@ fn bench_gpu(c: &mut Criterion) {
     let d = values(k * p, 2);
     let flops = 2.0 * (rows * k * p) as f64;
     let t = ScoreTuning::default_for(sm).vectorized_for(p);
-    let module = ptx::generate_score_block(sm, &t).unwrap();
     let bx = st.upload(&x).unwrap();
     let bd = st.upload(&d).unwrap();
     let mut bo = ctx.alloc::<f32>(rows * k).unwrap();
-    let args = ScoreBlockArgs {
-        x: st.arg("x", &bx).unwrap(),
-        d: st.arg("D", &bd).unwrap(),
-        out: st.arg_mut("out", &mut bo).unwrap(),
-        rows: rows as u32,
-        k: k as u32,
-        p: p as u32,
-    };
-    let grid = (rows as u32).div_ceil(t.bm) * (k as u32).div_ceil(t.bn);
-    let cfg = LaunchConfig::linear(grid, t.threads);
-    let argv = args.args();
-    ctx.load(&module).unwrap(); // JIT outside the timing
-    st.launch(&module, cfg, &argv).unwrap();
-    st.synchronize().unwrap();
+    let (module, cfg, argv) = score_block_launch(&st, t, (rows, k, p), (&bx, &bd, &mut bo));
     let mut group = c.benchmark_group("score_gpu");
     group.throughput(Throughput::Elements(flops as u64));
     group.bench_function(format!("score_block_rows{rows}_K{k}_P{p}"), |b| {
@@ -143,13 +129,7 @@ fn bench_gpu(c: &mut Criterion) {
             start.elapsed()
         })
     });
-    let start = Instant::now();
-    let reps = 20;
-    for _ in 0..reps {
-        st.launch(&module, cfg, &argv).unwrap();
-    }
-    st.synchronize().unwrap();
-    let per = start.elapsed().as_secs_f64() / f64::from(reps);
+    let per = seconds_per_launch(&st, &module, cfg, &argv, 20);
     let tf = flops / per / 1e12;
     match peak {
         Some((pk, mhz)) => println!(
@@ -281,8 +261,8 @@ fn tune_score_block(
     reference: &[f32],
 ) {
     let flops = 2.0 * (rows * k * p) as f64;
-    // (bm, bn, bk, tm, tn): the default first, then tiles and micro-tiles
-    // around it that the occupancy model cannot rank.
+    // The default first, then tiles and micro-tiles around 128×128 that
+    // the occupancy model cannot rank, as (bm, bn, bk, tm, tn).
     let shapes = [
         (128, 128, 16, 8, 8),
         (128, 128, 8, 8, 8),
@@ -294,45 +274,29 @@ fn tune_score_block(
         (128, 128, 16, 8, 4),
         (128, 128, 16, 4, 8),
     ];
+    let default = ScoreTuning::default_for(sm);
+    let others = shapes.into_iter().map(|(bm, bn, bk, tm, tn)| ScoreTuning {
+        bm,
+        bn,
+        bk,
+        tm,
+        tn,
+        threads: (bm / tm) * (bn / tn),
+        vec4: false,
+    });
+    let candidates = std::iter::once(default).chain(others.filter(|t| *t != default));
     let mut best: Option<(f64, ScoreTuning)> = None;
-    for (bm, bn, bk, tm, tn) in shapes {
-        let t = ScoreTuning {
-            bm,
-            bn,
-            bk,
-            tm,
-            tn,
-            threads: (bm / tm) * (bn / tn),
-            vec4: false,
-        }
-        .vectorized_for(p);
+    for t in candidates {
+        let t = t.vectorized_for(p);
+        let ScoreTuning {
+            bm, bn, bk, tm, tn, ..
+        } = t;
         if let Err(e) = t.check_score() {
             println!("score tuning {bm}x{bn} bk {bk} micro {tm}x{tn}: not valid ({e})");
             continue;
         }
-        let module = ptx::generate_score_block(sm, &t).unwrap();
-        let grid = (rows as u32).div_ceil(t.bm) * (k as u32).div_ceil(t.bn);
-        let cfg = LaunchConfig::linear(grid, t.threads);
-        let args = ScoreBlockArgs {
-            x: st.arg("x", bx).unwrap(),
-            d: st.arg("D", bd).unwrap(),
-            out: st.arg_mut("out", bo).unwrap(),
-            rows: rows as u32,
-            k: k as u32,
-            p: p as u32,
-        };
-        let argv = args.args();
-        st.context().load(&module).unwrap();
-        st.launch(&module, cfg, &argv).unwrap();
-        st.synchronize().unwrap();
-        let start = Instant::now();
-        let reps = 10;
-        for _ in 0..reps {
-            st.launch(&module, cfg, &argv).unwrap();
-        }
-        st.synchronize().unwrap();
-        let per = start.elapsed().as_secs_f64() / f64::from(reps);
-        drop(argv);
+        let (module, cfg, argv) = score_block_launch(st, t, (rows, k, p), (bx, bd, &mut *bo));
+        let per = seconds_per_launch(st, &module, cfg, &argv, 10);
         let out = st.to_vec(&*bo);
         let same = out.as_ref().is_ok_and(|o| {
             o.iter()
@@ -368,4 +332,51 @@ fn tune_score_block(
             per * 1e3
         );
     }
+}
+
+/// The score block of tuning `t` over the bench's buffers: its module,
+/// launch shape and arguments, JIT-loaded and launched once (outside any
+/// timing).
+fn score_block_launch(
+    st: &ptxsmith::runtime::Stream,
+    t: ScoreTuning,
+    (rows, k, p): (usize, usize, usize),
+    (bx, bd, bo): (
+        &DeviceBuffer<f32>,
+        &DeviceBuffer<f32>,
+        &mut DeviceBuffer<f32>,
+    ),
+) -> (ptxsmith::dsl::PtxModule, LaunchConfig, Vec<ArgValue>) {
+    let module = ptx::generate_score_block(st.context().sm(), &t).unwrap();
+    let grid = (rows as u32).div_ceil(t.bm) * (k as u32).div_ceil(t.bn);
+    let cfg = LaunchConfig::linear(grid, t.threads);
+    let args = ScoreBlockArgs {
+        x: st.arg("x", bx).unwrap(),
+        d: st.arg("D", bd).unwrap(),
+        out: st.arg_mut("out", bo).unwrap(),
+        rows: rows as u32,
+        k: k as u32,
+        p: p as u32,
+    };
+    let argv = args.args();
+    st.context().load(&module).unwrap();
+    st.launch(&module, cfg, &argv).unwrap();
+    st.synchronize().unwrap();
+    (module, cfg, argv)
+}
+
+/// Seconds per launch of `module` over `reps` back-to-back launches.
+fn seconds_per_launch(
+    st: &ptxsmith::runtime::Stream,
+    module: &ptxsmith::dsl::PtxModule,
+    cfg: LaunchConfig,
+    argv: &[ArgValue],
+    reps: u32,
+) -> f64 {
+    let start = Instant::now();
+    for _ in 0..reps {
+        st.launch(module, cfg, argv).unwrap();
+    }
+    st.synchronize().unwrap();
+    start.elapsed().as_secs_f64() / f64::from(reps)
 }
