@@ -63,6 +63,12 @@ pub(crate) struct XInst {
     pub d: [u32; 4],
     pub s: [u32; 5],
     pub off: i64,
+    /// The length of the basic block this instruction starts, 0 if it
+    /// starts none. Blocks end after a branch, `exit`/`ret`/`trap` and a
+    /// synchronisation point, and before a branch target, so a thread runs
+    /// a block whole unless it faults: the interpreter charges the budget
+    /// and counts per block.
+    pub blen: u32,
     /// The mask of the result's width for the integer operations that
     /// use it ([`result_mask`]), so that the interpreter does not compute
     /// it per instruction; all ones for the others.
@@ -104,6 +110,11 @@ pub(crate) struct Code {
     pub insts: Vec<XInst>,
     /// Register-file slots per thread: registers, constants, the clocks.
     pub nslots: u32,
+    /// Slots between two threads' register files: a power of two above
+    /// `nslots`, so that the interpreter indexes a thread's file with a
+    /// mask (no bounds check: every operand slot is below `nslots`); slot
+    /// `nslots` is the sink that absent destinations write.
+    pub stride: u32,
     /// The values of the constant slots `nregs..nregs + consts.len()`.
     pub consts: Vec<u64>,
     pub clock32: u32,
@@ -119,12 +130,6 @@ pub(crate) struct Code {
     pub tracked: Vec<u32>,
     /// CTAs of a launch may communicate (see the module docs).
     pub inter_cta: bool,
-    /// Per instruction: the length of the basic block it starts, 0 if it
-    /// starts none. Blocks end after a branch, `exit`/`ret`/`trap` and a
-    /// synchronisation point, and before a branch target, so a thread runs
-    /// a block whole unless it faults: the interpreter charges the budget
-    /// and counts per block.
-    pub block_len: Vec<u32>,
     /// Per instruction: the first instruction of its block.
     pub leader_of: Vec<u32>,
 }
@@ -154,7 +159,9 @@ pub(crate) fn src_reads(op: &Op) -> &'static [usize] {
     const ABCD: &[usize] = &[0, 1, 2, 3];
     const ALL5: &[usize] = &[0, 1, 2, 3, 4];
     match op {
-        Op::Nop | Op::Bra { .. } | Op::BraUni { .. } | Op::Exit | Op::Trap => NONE,
+        Op::Nop | Op::Bra { .. } | Op::BraIf { .. } | Op::BraUni { .. } | Op::Exit | Op::Trap => {
+            NONE
+        }
         Op::Mov { .. }
         | Op::Unpack { .. }
         | Op::Not { .. }
@@ -254,6 +261,7 @@ pub(crate) fn dst_writes(op: &Op) -> &'static [usize] {
         Op::St { .. }
         | Op::Nop
         | Op::Bra { .. }
+        | Op::BraIf { .. }
         | Op::BraUni { .. }
         | Op::Exit
         | Op::Trap
@@ -323,6 +331,7 @@ pub(crate) fn lower(e: &Entry) -> Code {
                 d: i.d,
                 s,
                 off: i.off,
+                blen: 0,
                 m: u64::MAX,
             }
         })
@@ -434,9 +443,28 @@ pub(crate) fn lower(e: &Entry) -> Code {
         }
         leader_of[pc] = start as u32;
     }
+    let nslots = nregs + nconst + 2 + param_loads.len() as u32;
+    for (x, &len) in insts.iter_mut().zip(&block_len) {
+        x.blen = len;
+        // `@p bra` whose guard needs no run-time check reads it itself
+        if let Op::Bra { target } = x.op
+            && x.flags == F_GUARD
+        {
+            x.op = Op::BraIf { target };
+            x.flags = 0;
+        }
+        // an absent destination (`_`) writes the sink slot: the
+        // interpreter writes results without testing for `NO_REG`
+        for &k in dst_writes(&x.op) {
+            if x.d[k] == NO_REG {
+                x.d[k] = nslots;
+            }
+        }
+    }
     Code {
         insts,
-        nslots: nregs + nconst + 2 + param_loads.len() as u32,
+        nslots,
+        stride: (nslots + 1).next_power_of_two(),
         consts,
         clock32: c32,
         clock64: c64,
@@ -445,7 +473,6 @@ pub(crate) fn lower(e: &Entry) -> Code {
         chk_slots,
         tracked: (0..nregs).filter(|&r| tracked[r as usize]).collect(),
         inter_cta,
-        block_len,
         leader_of,
     }
 }

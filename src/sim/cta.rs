@@ -21,9 +21,10 @@ pub(crate) enum TState {
 pub(crate) struct CtaState {
     /// Threads per CTA.
     pub n: usize,
-    /// Register-file slots per thread ([`Code::nslots`]).
-    pub nslots: usize,
-    /// `n × nslots` values: registers, constants, clock slots.
+    /// Slots between two threads' register files ([`Code::stride`], a
+    /// power of two).
+    pub stride: usize,
+    /// `n × stride` values: registers, constants, clock slots, the sink.
     pub regs: Vec<u64>,
     /// Initialisation flags, meaningful for [`Code::tracked`] registers.
     pub init: Vec<bool>,
@@ -66,7 +67,8 @@ impl CtaState {
         let (gx, gy, gz) = cfg.grid;
         let n = (bx * by * bz) as usize;
         let nslots = code.nslots as usize;
-        let mut regs = vec![0u64; n * nslots];
+        let stride = code.stride as usize;
+        let mut regs = vec![0u64; n * stride];
         let nregs = nslots - code.consts.len() - 2 - code.param_loads.len();
         let pvals: Vec<(usize, u64)> = code
             .param_loads
@@ -84,7 +86,7 @@ impl CtaState {
             .collect();
         let nw = n.div_ceil(32) as u64;
         for t in 0..n {
-            let b = t * nslots;
+            let b = t * stride;
             let tu = t as u32;
             let lane = tu % 32;
             let vals: [u64; sreg::COUNT as usize] = [
@@ -121,9 +123,9 @@ impl CtaState {
         }
         CtaState {
             n,
-            nslots,
+            stride,
             regs,
-            init: vec![false; n * nslots],
+            init: vec![false; n * stride],
             pc: vec![0; n],
             state: vec![TState::Run; n],
             shared: vec![0; smem],
@@ -144,7 +146,7 @@ impl CtaState {
     /// before writing (shared memory only without checks: with checks such
     /// a read is a finding; local memory always, it has no check).
     pub fn reset(&mut self, code: &Code, ctaid: (u32, u32, u32), lin: u64, checks: bool) {
-        let ns = self.nslots;
+        let ns = self.stride;
         for t in 0..self.n {
             let b = t * ns;
             let r = &mut self.regs[b..b + ns];

@@ -442,6 +442,13 @@ pub enum Op {
     Bra {
         target: u32,
     },
+    /// A guarded `bra` that reads its guard itself (execution form only:
+    /// the lowering's form of `@p bra` when the guard needs no run-time
+    /// check, so the interpreter skips its generic guard path).
+    #[doc(hidden)]
+    BraIf {
+        target: u32,
+    },
     /// `bra.uni`; `idx` numbers the entry's predicated `bra.uni`s for the
     /// uniformity check.
     BraUni {

@@ -159,7 +159,7 @@ pub(crate) struct Exec<'a> {
     pub cta: CtaState,
     pub g: GlobalView<'a>,
     /// Per block leader: entries into the block over the CTAs this worker
-    /// ran (see [`Code::block_len`]).
+    /// ran (see [`XInst::blen`]).
     pub counts: Vec<u64>,
     pub ctaid: (u32, u32, u32),
     /// Linear index of the running CTA.
@@ -344,7 +344,7 @@ impl<'a> Exec<'a> {
     /// or exits. The register files and block counters are out of `self`
     /// meanwhile, so that the interpreter indexes plain slices.
     fn run_threads(&mut self, regs: &mut [u64], counts: &mut [u64]) -> Result<(), Stop> {
-        let ns = self.cta.nslots;
+        let ns = self.cta.stride;
         for t in 0..self.cta.n {
             if self.cta.state[t] == TState::Run {
                 self.interpret(t, &mut regs[t * ns..(t + 1) * ns], counts)?;
@@ -354,32 +354,49 @@ impl<'a> Exec<'a> {
     }
 
     fn interpret(&mut self, t: usize, rf: &mut [u64], counts: &mut [u64]) -> Result<(), Stop> {
+        // the register file's length is a power of two ([`Code::stride`]):
+        // `step` indexes it with a mask, which needs no bounds check
+        assert!(rf.len().is_power_of_two());
         let code: &'a Code = self.k.code;
         let insts = &code.insts[..];
         let mut pc = self.cta.pc[t] as usize;
+        // the budget left in the chunk, kept in a local (written back on
+        // every way out); 0 in exact mode, so that every block takes the
+        // slow path
+        let mut budget = if self.exact { 0 } else { self.budget };
         'blocks: loop {
             // `pc` starts a block
-            let Some(&len) = code.block_len.get(pc) else {
+            let Some(first) = insts.get(pc) else {
                 // falling off the end of the entry is an implicit `ret`
                 self.cta.state[t] = TState::Exit;
+                self.sync_budget(budget);
                 return Ok(());
             };
-            let len = len as u64;
-            if self.budget < len || self.exact {
+            let len = first.blen as u64;
+            if budget < len {
+                self.sync_budget(budget);
                 if !self.exact {
                     self.refill(t, pc, len)?;
                 }
                 if self.exact {
                     return self.interpret_exact(t, pc, rf, counts);
                 }
+                budget = self.budget;
             }
-            self.budget -= len;
+            budget -= len;
             counts[pc] += 1;
             let start = pc;
             for (k, inst) in insts[start..start + len as usize].iter().enumerate() {
                 let at = start + k;
-                if inst.flags != 0 && !self.pre_step(t, at, rf, inst)? {
-                    continue;
+                if inst.flags != 0 {
+                    match self.pre_step(t, at, rf, inst) {
+                        Ok(true) => {}
+                        Ok(false) => continue,
+                        Err(e) => {
+                            self.sync_budget(budget);
+                            return Err(e);
+                        }
+                    }
                 }
                 let r = self.step(t, at, rf, inst);
                 if r != NEXT {
@@ -391,9 +408,13 @@ impl<'a> Exec<'a> {
                             } else {
                                 TState::Exit
                             };
+                            self.sync_budget(budget);
                             return Ok(());
                         }
-                        FAULT => return Err(self.pending_finding(t, at)),
+                        FAULT => {
+                            self.sync_budget(budget);
+                            return Err(self.pending_finding(t, at));
+                        }
                         target => {
                             pc = target as usize;
                             continue 'blocks;
@@ -402,6 +423,15 @@ impl<'a> Exec<'a> {
                 }
             }
             pc = start + len as usize;
+        }
+    }
+
+    /// Write the interpreter loop's budget back (outside exact mode, where
+    /// `interpret_exact` keeps `self.budget` itself).
+    #[inline(always)]
+    fn sync_budget(&mut self, budget: u64) {
+        if !self.exact {
+            self.budget = budget;
         }
     }
 
@@ -429,11 +459,11 @@ impl<'a> Exec<'a> {
             let checks = self.k.checks;
             if inst.flags & F_GCHK != 0
                 && checks
-                && !self.cta.init[t * self.cta.nslots + inst.guard as usize]
+                && !self.cta.init[t * self.cta.stride + inst.guard as usize]
             {
                 return Err(self.finding(Fault::UninitReg(inst.guard), t, pc));
             }
-            if (rf[inst.guard as usize] != 0) == inst.guard_neg {
+            if (rf[inst.guard as usize & (rf.len() - 1)] != 0) == inst.guard_neg {
                 if inst.flags & F_BRAUNI != 0 && checks {
                     self.uniform(t, pc, inst, false)?;
                 }
@@ -468,7 +498,7 @@ impl<'a> Exec<'a> {
                 return Err(Stop::Finding(self.budget_exhausted(t, pc)));
             }
             self.budget -= 1;
-            if code.block_len[pc] != 0 {
+            if inst.blen != 0 {
                 counts[pc] += 1;
             }
             if inst.flags != 0 && !self.pre_step(t, pc, rf, inst)? {
@@ -498,7 +528,7 @@ impl<'a> Exec<'a> {
     #[inline(never)]
     fn pre_exec(&mut self, t: usize, pc: usize, rf: &mut [u64], inst: &XInst) -> Result<(), Stop> {
         let checks = self.k.checks;
-        let base = t * self.cta.nslots;
+        let base = t * self.cta.stride;
         if inst.flags & F_BRAUNI != 0 && checks {
             self.uniform(t, pc, inst, true)?;
         }
@@ -564,7 +594,7 @@ impl<'a> Exec<'a> {
     /// A read of slot `s` by thread `t` at `pc` outside the interpreter loop
     /// (warp collectives, barriers), checked when the analysis asks for it.
     pub(crate) fn r_checked(&self, t: usize, pc: usize, s: u32) -> Res<u64> {
-        let base = t * self.cta.nslots;
+        let base = t * self.cta.stride;
         if self.k.checks && self.k.code.is_checked(pc, s) && !self.cta.init[base + s as usize] {
             return fault(Fault::UninitReg(s));
         }
@@ -574,7 +604,7 @@ impl<'a> Exec<'a> {
     /// A write by a warp collective (which records initialisation itself).
     pub(crate) fn w_collective(&mut self, t: usize, d: u32, v: u64) {
         if d != NO_REG {
-            let i = t * self.cta.nslots + d as usize;
+            let i = t * self.cta.stride + d as usize;
             self.cta.regs[i] = v;
             self.cta.init[i] = true;
         }

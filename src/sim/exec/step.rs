@@ -366,6 +366,11 @@ impl Exec<'_> {
                 out!(approx(f, ftz, x, y) as u64)
             }
             Op::Bra { target } | Op::BraUni { target, .. } => return target,
+            Op::BraIf { target } => {
+                if (reg(rf, i.guard) != 0) != i.guard_neg {
+                    return target;
+                }
+            }
             Op::Exit => return EXIT,
             Op::Trap => return self.raise(Box::new(Fault::Trap("trap instruction"))),
             Op::Bar | Op::BarWarp | Op::Shfl { .. } | Op::Vote { .. } | Op::Redux { .. } => {
@@ -382,16 +387,24 @@ fn low_bits(n: u64) -> u64 {
     if n == 0 { 0 } else { u64::MAX >> (64 - n) }
 }
 
+/// Slot `s` of the register file `rf`, whose length is a power of two
+/// above every operand slot ([`Code::stride`]): the mask keeps the index in
+/// bounds without a check.
+///
+/// [`Code::stride`]: super::super::code::Code::stride
 #[inline(always)]
-fn reg(rf: &[u64], s: u32) -> u64 {
-    rf[s as usize]
+pub(crate) fn reg(rf: &[u64], s: u32) -> u64 {
+    rf[s as usize & (rf.len() - 1)]
 }
 
+/// Write slot `d` (absent destinations are the sink slot, see
+/// [`Code::stride`]).
+///
+/// [`Code::stride`]: super::super::code::Code::stride
 #[inline(always)]
-fn set(rf: &mut [u64], d: u32, v: u64) {
-    if d != NO_REG {
-        rf[d as usize] = v;
-    }
+pub(crate) fn set(rf: &mut [u64], d: u32, v: u64) {
+    let m = rf.len() - 1;
+    rf[d as usize & m] = v;
 }
 
 #[inline(always)]
