@@ -7,6 +7,7 @@ use super::super::code::XInst;
 use super::super::fp::{self, FOp, Rnd};
 use super::super::ir::*;
 use super::memory::{get_le, put_le};
+use super::step::{reg, set};
 use super::{Exec, Fault, Res, fault, mask, sext};
 
 impl Exec<'_> {
@@ -22,30 +23,49 @@ impl Exec<'_> {
         else {
             unreachable!()
         };
-        let addr = rf[i.s[0] as usize].wrapping_add(i.off as u64);
+        let addr = reg(rf, i.s[0]).wrapping_add(i.off as u64);
         if n == 1 {
+            // scalar global and shared loads without the byte slice
             let (rs, ra) = Self::resolve(sp, addr);
-            if rs == Space::Global {
-                if ra & (size as u64 - 1) != 0 {
+            let v = match rs {
+                Space::Global | Space::Shared if ra & (size as u64 - 1) != 0 => {
                     return fault(Fault::Misaligned(rs, addr, size as u32));
                 }
-                let v = self.g.load_scalar(pc, ra, size)?;
-                let v = if signed { sext(v, size * 8) as u64 } else { v };
-                if i.d[0] != NO_REG {
-                    rf[i.d[0] as usize] = v;
+                Space::Global => self.g.load_scalar(pc, ra, size)?,
+                Space::Shared => {
+                    let o = self.shared_at(ra, size as u32)?;
+                    if self.k.checks {
+                        self.cta.shared_check(t, o, size as usize, false, false)?;
+                    }
+                    get_le(&self.cta.shared[o..], size)
                 }
-                return Ok(());
-            }
+                _ => return self.exec_ld_bytes(t, pc, rf, i, addr),
+            };
+            set(rf, i.d[0], if signed { sext(v, size * 8) as u64 } else { v });
+            return Ok(());
         }
+        self.exec_ld_bytes(t, pc, rf, i, addr)
+    }
+
+    /// `ld` through the byte slice of the access (vectors, local, param,
+    /// const).
+    #[inline(always)]
+    fn exec_ld_bytes(&mut self, t: usize, pc: usize, rf: &mut [u64], i: &XInst, addr: u64) -> Res<()> {
+        let Op::Ld {
+            sp,
+            size,
+            signed,
+            n,
+        } = i.op
+        else {
+            unreachable!()
+        };
         let bytes = self.load_bytes(t, pc, sp, addr, size as u32 * n as u32)?;
         let sz = size as usize;
         for k in 0..n as usize {
             let v = get_le(&bytes[k * sz..], size);
             let v = if signed { sext(v, size * 8) as u64 } else { v };
-            let d = i.d[k];
-            if d != NO_REG {
-                rf[d as usize] = v;
-            }
+            set(rf, i.d[k], v);
         }
         Ok(())
     }
@@ -56,20 +76,30 @@ impl Exec<'_> {
         let Op::St { sp, size, n } = i.op else {
             unreachable!()
         };
-        let addr = rf[i.s[0] as usize].wrapping_add(i.off as u64);
+        let addr = reg(rf, i.s[0]).wrapping_add(i.off as u64);
         if n == 1 {
+            // scalar global and shared stores without the byte slice
             let (rs, ra) = Self::resolve(sp, addr);
-            if rs == Space::Global {
-                if ra & (size as u64 - 1) != 0 {
+            match rs {
+                Space::Global | Space::Shared if ra & (size as u64 - 1) != 0 => {
                     return fault(Fault::Misaligned(rs, addr, size as u32));
                 }
-                return self.g.store_scalar(pc, ra, size, rf[i.s[1] as usize]);
+                Space::Global => return self.g.store_scalar(pc, ra, size, reg(rf, i.s[1])),
+                Space::Shared => {
+                    let o = self.shared_at(ra, size as u32)?;
+                    if self.k.checks {
+                        self.cta.shared_check(t, o, size as usize, true, false)?;
+                    }
+                    put_le(&mut self.cta.shared[o..], size, reg(rf, i.s[1]));
+                    return Ok(());
+                }
+                _ => {}
             }
         }
         let bytes = self.store_bytes(t, pc, sp, addr, size as u32 * n as u32)?;
         let sz = size as usize;
         for k in 0..n as usize {
-            put_le(&mut bytes[k * sz..], size, rf[i.s[k + 1] as usize]);
+            put_le(&mut bytes[k * sz..], size, reg(rf, i.s[k + 1]));
         }
         Ok(())
     }
