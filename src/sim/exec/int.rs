@@ -12,17 +12,20 @@ pub(crate) fn wide_mul(a: u64, b: u64, w: u8, s: bool) -> u128 {
     }
 }
 
+#[inline(always)]
 pub(crate) fn icmp(c: Cmp, o: std::cmp::Ordering) -> bool {
-    use std::cmp::Ordering::*;
-    match c {
-        Cmp::Eq => o == Equal,
-        Cmp::Ne => o != Equal,
-        Cmp::Lt => o == Less,
-        Cmp::Le => o != Greater,
-        Cmp::Gt => o == Greater,
-        Cmp::Ge => o != Less,
-        _ => false,
-    }
+    // per comparison, the outcomes (bit 0 less, 1 equal, 2 greater) that
+    // make it true; the unordered forms are false on integers
+    const TRUE_ON: [u8; 14] = [
+        0b010, // eq
+        0b101, // ne
+        0b001, // lt
+        0b011, // le
+        0b100, // gt
+        0b110, // ge
+        0, 0, 0, 0, 0, 0, 0, 0,
+    ];
+    (TRUE_ON[c as usize] >> (o as i8 + 1)) & 1 != 0
 }
 
 /// `prmt.b32{.mode}`.
