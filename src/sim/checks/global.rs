@@ -555,7 +555,7 @@ mod tests {
             }
         }
         let cap = s.slots.len();
-        assert!(cap >= 1000 && cap <= 2048, "{cap}");
+        assert!((1000..=2048).contains(&cap), "{cap}");
         let mut out = CtaRecs::default();
         s.drain_into(&mut out);
         assert_eq!(out.recs.iter().map(|r| r.line).collect::<Vec<_>>(), lines);
