@@ -128,20 +128,22 @@ impl CtaShadow {
                 return &mut self.slots[i];
             }
             if l == EMPTY {
-                return self.insert(line);
+                return self.insert(i, line);
             }
             i = (i + 1) & m;
         }
     }
 
+    /// A record for `line`, which is not in the table and goes to the free
+    /// slot `i` unless the table has to grow.
     #[cold]
     #[inline(never)]
-    fn insert(&mut self, line: u64) -> &mut LineRec {
+    fn insert(&mut self, mut i: usize, line: u64) -> &mut LineRec {
         if (self.used.len() + 1) * 2 > self.slots.len() {
             // doubles the table
             self.resize(self.used.len() + 1);
+            i = self.slot_for(line);
         }
-        let i = self.slot_for(line);
         self.used.push(i as u32);
         let s = &mut self.slots[i];
         s.line = line;
