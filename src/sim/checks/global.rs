@@ -150,14 +150,6 @@ impl CtaShadow {
         s
     }
 
-    /// Make room for `lines` lines (at least doubling the table when it
-    /// grows).
-    pub fn reserve(&mut self, lines: usize) {
-        if lines * 2 > self.slots.len() {
-            self.resize(lines);
-        }
-    }
-
     /// Rebuild with room for `lines` lines, keeping the records (and their
     /// insertion order).
     fn resize(&mut self, lines: usize) {
@@ -217,8 +209,14 @@ impl CtaShadow {
     /// Empty the shadow in time proportional to the lines it held.
     pub fn clear(&mut self) {
         self.peak = self.peak.max(self.used.len());
-        for &i in &self.used {
-            self.slots[i as usize] = FREE;
+        if self.used.len() * 8 >= self.slots.len() {
+            // a well-filled table: one sequential pass beats scattered
+            // writes (a cache miss each in a big table)
+            self.slots.fill(FREE);
+        } else {
+            for &i in &self.used {
+                self.slots[i as usize] = FREE;
+            }
         }
         self.used.clear();
         self.data.clear();
@@ -285,11 +283,140 @@ impl Kind {
     }
 }
 
+/// The merged table's slot: a line's aggregate masks (read, written,
+/// atomic), valid while `epoch` is the table's generation.
+#[derive(Debug, Clone, Copy)]
+struct AggSlot {
+    line: u64,
+    agg: Agg,
+    epoch: u32,
+}
+
+/// The launch-wide union of line masks: open addressing with linear
+/// probing, at most half full, doubling when it grows. A slot of an older
+/// generation is free, so emptying the table between launches is one
+/// increment, not a pass over its memory.
+#[derive(Debug, Clone)]
+pub(crate) struct MergedTable {
+    slots: Vec<AggSlot>,
+    len: usize,
+    shift: u32,
+    epoch: u32,
+    /// The most lines held since [`MergedTable::take_peak`].
+    peak: usize,
+}
+
+impl Default for MergedTable {
+    fn default() -> Self {
+        MergedTable::new(0)
+    }
+}
+
+impl MergedTable {
+    /// An empty table with room for `lines` lines without growing.
+    pub fn new(lines: usize) -> MergedTable {
+        let cap = (lines * 2).next_power_of_two().max(64);
+        let free = AggSlot {
+            line: EMPTY,
+            agg: [0; 3],
+            epoch: 0,
+        };
+        MergedTable {
+            slots: vec![free; cap],
+            len: 0,
+            shift: 64 - cap.trailing_zeros(),
+            epoch: 1,
+            peak: 0,
+        }
+    }
+
+    #[inline(always)]
+    fn home(&self, line: u64) -> usize {
+        (line.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> self.shift) as usize
+    }
+
+    /// The masks of `line`, if merged.
+    #[inline]
+    pub fn get(&self, line: u64) -> Option<&Agg> {
+        let m = self.slots.len() - 1;
+        let mut i = self.home(line);
+        loop {
+            let s = &self.slots[i];
+            if s.epoch != self.epoch {
+                return None;
+            }
+            if s.line == line {
+                return Some(&s.agg);
+            }
+            i = (i + 1) & m;
+        }
+    }
+
+    /// The masks of `line`, zero if new.
+    pub fn entry(&mut self, line: u64) -> &mut Agg {
+        if (self.len + 1) * 2 > self.slots.len() {
+            self.reserve(self.len + 1);
+        }
+        let m = self.slots.len() - 1;
+        let mut i = self.home(line);
+        while self.slots[i].epoch == self.epoch && self.slots[i].line != line {
+            i = (i + 1) & m;
+        }
+        let s = &mut self.slots[i];
+        if s.epoch != self.epoch {
+            *s = AggSlot {
+                line,
+                agg: [0; 3],
+                epoch: self.epoch,
+            };
+            self.len += 1;
+        }
+        &mut s.agg
+    }
+
+    /// Make room for `lines` lines (at least doubling the table when it
+    /// grows).
+    pub fn reserve(&mut self, lines: usize) {
+        if lines * 2 <= self.slots.len() {
+            return;
+        }
+        let old = std::mem::replace(self, MergedTable::new(lines));
+        self.peak = old.peak;
+        for s in old.slots.iter().filter(|s| s.epoch == old.epoch) {
+            *self.entry(s.line) = s.agg;
+        }
+    }
+
+    /// Number of lines merged.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Forget every line: a new generation (the slots are rewritten only
+    /// when the generation counter wraps).
+    pub fn clear(&mut self) {
+        self.peak = self.peak.max(self.len);
+        self.len = 0;
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == 0 {
+            for s in &mut self.slots {
+                s.epoch = 0;
+            }
+            self.epoch = 1;
+        }
+    }
+
+    /// The most lines held since the last call.
+    fn take_peak(&mut self) -> usize {
+        std::mem::take(&mut self.peak).max(self.len)
+    }
+}
+
 /// The accesses of the CTAs merged so far, in CTA order: per line the
 /// union of their read, written and atomic masks.
 #[derive(Debug, Default)]
 pub(crate) struct LaunchShadow {
-    lines: CtaShadow,
+    lines: MergedTable,
 }
 
 impl LaunchShadow {
@@ -297,7 +424,7 @@ impl LaunchShadow {
     #[inline]
     pub fn check(&self, line: u64, kind: Kind, mask: u64) -> u64 {
         match self.lines.get(line) {
-            Some(r) => conflicts(&[r.r, r.w, r.a], kind, mask),
+            Some(agg) => conflicts(agg, kind, mask),
             None => 0,
         }
     }
@@ -307,10 +434,9 @@ impl LaunchShadow {
     pub fn conflicts_with(&self, recs: &[LineRec]) -> bool {
         recs.iter().any(|r| {
             self.lines.get(r.line).is_some_and(|agg| {
-                let agg = [agg.r, agg.w, agg.a];
-                conflicts(&agg, Kind::Read, r.r)
-                    | conflicts(&agg, Kind::Write, r.w)
-                    | conflicts(&agg, Kind::Atomic, r.a)
+                conflicts(agg, Kind::Read, r.r)
+                    | conflicts(agg, Kind::Write, r.w)
+                    | conflicts(agg, Kind::Atomic, r.a)
                     != 0
             })
         })
@@ -321,14 +447,14 @@ impl LaunchShadow {
         // one rebuild at most (the table at least doubles when it grows)
         self.lines.reserve(self.lines.len() + recs.len());
         for r in recs {
-            let agg = self.lines.rec(r.line);
-            agg.r |= r.r;
-            agg.w |= r.w;
-            agg.a |= r.a;
+            let agg = self.lines.entry(r.line);
+            agg[0] |= r.r;
+            agg[1] |= r.w;
+            agg[2] |= r.a;
         }
     }
 
-    /// Forget every CTA (in time proportional to the lines held).
+    /// Forget every CTA.
     pub fn clear(&mut self) {
         self.lines.clear();
     }
@@ -337,10 +463,7 @@ impl LaunchShadow {
     /// `kind`: the earlier access's kind (writes first, then atomics).
     pub fn other_kind(&self, addr: u64, kind: Kind) -> Kind {
         let bit = 1u64 << (addr % LINE);
-        let agg = self
-            .lines
-            .get(addr / LINE)
-            .map_or([0; 3], |r| [r.r, r.w, r.a]);
+        let agg = self.lines.get(addr / LINE).copied().unwrap_or([0; 3]);
         if agg[1] & bit != 0 {
             Kind::Write
         } else if agg[2] & bit != 0 && kind != Kind::Atomic {
@@ -386,14 +509,15 @@ impl Done {
     /// Append the next CTA.
     pub fn push(&mut self, cta: &CtaRecs) {
         let base = u32::try_from(self.data.len()).expect("fewer than 2^32 written lines");
-        self.recs.extend(cta.recs.iter().map(|r| LineRec {
-            data: if r.data == NO_DATA {
-                NO_DATA
-            } else {
-                r.data + base
-            },
-            ..*r
-        }));
+        let start = self.recs.len();
+        self.recs.extend_from_slice(&cta.recs);
+        if base > 0 && !cta.data.is_empty() {
+            for r in &mut self.recs[start..] {
+                if r.data != NO_DATA {
+                    r.data += base;
+                }
+            }
+        }
         self.data.extend_from_slice(&cta.data);
         self.ends.push(self.recs.len());
     }
@@ -478,7 +602,7 @@ impl Scratch {
         let l = self.launch.lines.take_peak();
         self.launch.clear();
         if pl.too_big(l, self.launch.lines.slots.len() / 2) {
-            self.launch.lines = CtaShadow::new(pl.keep());
+            self.launch.lines = MergedTable::new(pl.keep());
         }
         // tables of workers this launch did not use are dropped
         self.tables.truncate(workers.max(1));
@@ -616,6 +740,25 @@ mod tests {
     }
 
     #[test]
+    fn merged_table_empties_by_epoch_also_when_the_counter_wraps() {
+        let mut t = MergedTable::new(0);
+        for epoch in [1, u32::MAX - 1, u32::MAX] {
+            t.epoch = epoch;
+            for l in 0..40 {
+                t.entry(l)[1] = l + 1;
+            }
+            assert_eq!((t.len(), t.get(7)), (40, Some(&[0, 8, 0])));
+            t.clear();
+            assert_eq!(t.len(), 0);
+            assert!((0..40).all(|l| t.get(l).is_none()));
+            assert_ne!(t.epoch, 0);
+            assert_eq!(*t.entry(7), [0; 3]);
+            t.clear();
+        }
+        assert_eq!(t.take_peak(), 40);
+    }
+
+    #[test]
     fn done_rebases_data_and_names_ctas_in_order() {
         let mut d = Done::default();
         let mut s = CtaShadow::new(0);
@@ -665,7 +808,7 @@ mod tests {
         };
         let small = |s: &mut Scratch| {
             s.prepare(1);
-            s.launch.lines.rec(1).r = 1;
+            s.launch.lines.entry(1)[0] = 1;
             s.settle(1);
         };
         big(&mut s);
