@@ -209,14 +209,8 @@ impl CtaShadow {
     /// Empty the shadow in time proportional to the lines it held.
     pub fn clear(&mut self) {
         self.peak = self.peak.max(self.used.len());
-        if self.used.len() * 8 >= self.slots.len() {
-            // a well-filled table: one sequential pass beats scattered
-            // writes (a cache miss each in a big table)
-            self.slots.fill(FREE);
-        } else {
-            for &i in &self.used {
-                self.slots[i as usize] = FREE;
-            }
+        for &i in &self.used {
+            self.slots[i as usize] = FREE;
         }
         self.used.clear();
         self.data.clear();
