@@ -39,7 +39,8 @@
 //! lines, and its written lines), so the race check, the merge into the
 //! [`LaunchShadow`], the commit and the naming of the other CTA touch only
 //! what each CTA touched; the accepted CTAs are appended to pooled vectors
-//! ([`Done`]). Tables grow by doubling and stay at most half full. All of
+//! ([`Done`]). Tables grow by doubling and stay at most half full; the
+//! merged table ([`MergedTable`]) empties by starting a new epoch. All of
 //! it lives in the simulator's [`Scratch`] between launches, shrunk when
 //! far larger than recent launches needed.
 
@@ -199,11 +200,6 @@ impl CtaShadow {
     #[inline]
     pub fn data_of(&self, line: u64) -> u32 {
         self.get(line).map_or(NO_DATA, |r| r.data)
-    }
-
-    /// Number of lines touched.
-    pub fn len(&self) -> usize {
-        self.used.len()
     }
 
     /// Empty the shadow in time proportional to the lines it held.
@@ -687,7 +683,7 @@ mod tests {
             }
         }
         // empty, same size, every slot free
-        assert_eq!((s.len(), s.slots.len(), s.wrote), (0, cap, false));
+        assert_eq!((s.used.len(), s.slots.len(), s.wrote), (0, cap, false));
         assert!(s.data.is_empty());
         assert!(
             s.slots
