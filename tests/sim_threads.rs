@@ -11,7 +11,9 @@
 //! * which finding is reported: the lowest block's;
 //! * a global atomic counter shared by every CTA gives the same counts and
 //!   the same returned values;
-//! * the instruction budget ends a spinning CTA at the same site.
+//! * the instruction budget ends a spinning CTA at the same site;
+//! * launches on one simulator (which keeps the global shadows' memory
+//!   between launches) give what fresh simulators give.
 
 use std::collections::BTreeMap;
 
@@ -691,5 +693,125 @@ fn the_thread_count_comes_from_the_options_or_the_environment() {
     // default, so every core
     if std::env::var(ptxsmith::sim::THREADS_ENV).is_err() {
         assert!(o.resolved_threads().unwrap() >= 1);
+    }
+}
+
+/// One simulator keeps the global-memory shadows' memory between
+/// launches: a run of launches of different sizes, with findings and with
+/// checks on and off, each twice on the same buffers, on one simulator
+/// gives each launch the report, finding and memory a fresh simulator
+/// gives it, on every thread count.
+#[test]
+fn launches_on_one_simulator_match_fresh_simulators() {
+    let n = 5000u32;
+    let x: Vec<u8> = (0..n)
+        .flat_map(|i| (i as f32 * 0.5).to_le_bytes())
+        .collect();
+    type Case = (
+        &'static str,
+        &'static str,
+        LaunchConfig,
+        Vec<Vec<u8>>,
+        Vec<ArgValue>,
+        bool,
+    );
+    let cases: Vec<Case> = vec![
+        (
+            include_str!("ptx/saxpy.ptx"),
+            "saxpy",
+            LaunchConfig::linear(n.div_ceil(128), 128),
+            vec![x.clone(), x.clone()],
+            vec![ArgValue::F32(1.5), ArgValue::U32(n)],
+            true,
+        ),
+        (
+            SAME_WORD,
+            "same_word",
+            LaunchConfig::linear(6, 64),
+            vec![words(1, |_| 7)],
+            vec![],
+            true,
+        ),
+        (
+            CHAIN,
+            "chain",
+            LaunchConfig::linear(5, 32),
+            vec![words(5, |_| 0)],
+            vec![],
+            true,
+        ),
+        (
+            CHAIN,
+            "chain",
+            LaunchConfig::linear(5, 32),
+            vec![words(5, |_| 0)],
+            vec![],
+            false,
+        ),
+        (
+            include_str!("ptx/reduce.ptx"),
+            "block_sum",
+            LaunchConfig::linear(9, 128),
+            vec![words(9 * 128, |i| i as u32 * 3), vec![0; 4 * 9]],
+            vec![],
+            true,
+        ),
+        (
+            include_str!("ptx/saxpy.ptx"),
+            "saxpy",
+            LaunchConfig::linear(3, 128),
+            vec![x[..4 * 300].to_vec(), x[..4 * 300].to_vec()],
+            vec![ArgValue::F32(-2.0), ArgValue::U32(300)],
+            true,
+        ),
+    ];
+    let run = |s: &mut Sim, (ptx, entry, cfg, bufs, scalars, checks): &Case| {
+        s.set_checks(*checks);
+        let prog = Program::parse(ptx).unwrap();
+        let mut args = Vec::new();
+        let mut ptrs = Vec::new();
+        for b in bufs {
+            let p = s.alloc(b.len()).unwrap();
+            s.write(p, b).unwrap();
+            ptrs.push(p);
+            args.push(ArgValue::Ptr(p));
+        }
+        args.extend_from_slice(scalars);
+        // twice on the same buffers: the second launch must not see the
+        // first's accesses
+        let r: Vec<_> = (0..2)
+            .map(|_| {
+                let mut r = s.launch_program(&prog, entry, *cfg, &args);
+                // addresses differ between simulators: a race's, relative
+                // to the first buffer
+                if let Err(SimError::GlobalRace { addr, .. }) = &mut r {
+                    *addr -= ptrs[0];
+                }
+                r
+            })
+            .collect();
+        let mem: Vec<Vec<u8>> = ptrs
+            .iter()
+            .zip(bufs)
+            .map(|(&p, b)| {
+                let mut v = vec![0u8; b.len()];
+                s.read(p, &mut v).unwrap();
+                v
+            })
+            .collect();
+        (r, mem)
+    };
+    let fresh: Vec<_> = cases.iter().map(|c| run(&mut sim(1), c)).collect();
+    assert!(fresh[1].0[0].is_err() && fresh[2].0[1].is_err());
+    assert!(fresh[0].0.iter().chain(&fresh[5].0).all(|r| r.is_ok()));
+    for t in THREADS {
+        let mut s = sim(t);
+        for _ in 0..2 {
+            for (c, want) in cases.iter().zip(&fresh) {
+                let (r, mem) = run(&mut s, c);
+                assert_eq!(r, want.0, "{} on {t} threads", c.1);
+                assert_eq!(mem, want.1, "{} on {t} threads", c.1);
+            }
+        }
     }
 }

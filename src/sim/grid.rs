@@ -25,13 +25,20 @@
 //! one after another on live memory instead, each access checked against
 //! the earlier CTAs as it happens.
 //!
+//! The shadows' memory (each worker's CTA table, the compact records the
+//! workers hand the walk, the merged accesses, the accepted CTAs) comes
+//! from the simulator's `checks::global::Scratch` and goes back to it, so
+//! that a launch reuses what the previous ones allocated.
+//!
 //! [`Code::inter_cta`]: super::code::Code::inter_cta
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, mpsc};
 
-use super::checks::global::{CtaShadow, Kind, LINE, LaunchShadow, NO_DATA, touched};
+use super::checks::global::{
+    CtaRecs, CtaShadow, Done, Kind, LINE, LaunchShadow, NO_DATA, Scratch, touched,
+};
 use super::error::SimError;
 use super::exec::{Base, Exec, GlobalView, Kernel, Progress, Stop};
 use super::memory::GlobalMem;
@@ -41,7 +48,8 @@ struct CtaRun {
     lin: u64,
     issued: u64,
     stop: Option<Stop>,
-    shadow: CtaShadow,
+    /// Its accesses and writes, in a buffer of the pool.
+    recs: CtaRecs,
     clock: u64,
 }
 
@@ -64,34 +72,62 @@ fn ctaid_of(k: &Kernel, lin: u64) -> (u32, u32, u32) {
     )
 }
 
+/// The compact-records buffers not in use, shared by the workers (which
+/// fill them) and the walk (which empties them).
+type Pool = Mutex<Vec<CtaRecs>>;
+
+/// A buffer from `pool` (empty).
+fn pooled(pool: &Pool) -> CtaRecs {
+    let mut p = pool.lock().unwrap_or_else(|e| e.into_inner());
+    p.pop().unwrap_or_default()
+}
+
+/// Give `recs` back to `pool`.
+fn unpool(pool: &Pool, recs: CtaRecs) {
+    let mut p = pool.lock().unwrap_or_else(|e| e.into_inner());
+    p.push(recs);
+}
+
 /// Run every CTA of the launch described by `k` on `mem` with up to
-/// `threads` workers.
-pub(crate) fn run(mem: &mut GlobalMem, k: &Kernel, threads: usize) -> Result<GridTotals, SimError> {
+/// `threads` workers, with the shadows' memory of `scratch` (kept between
+/// launches).
+pub(crate) fn run(
+    mem: &mut GlobalMem,
+    k: &Kernel,
+    threads: usize,
+    scratch: &mut Scratch,
+) -> Result<GridTotals, SimError> {
     let (gx, gy, gz) = k.cfg.grid;
     let ncta = gx as u64 * gy as u64 * gz as u64;
     if k.code.inter_cta {
-        return run_live(mem, k, ncta);
+        scratch.prepare(1);
+        let r = run_live(mem, k, ncta, scratch);
+        scratch.settle(1);
+        return r;
     }
     let workers = (threads as u64).clamp(1, ncta) as usize;
+    scratch.prepare(workers);
+    let mut tables = std::mem::take(&mut scratch.tables);
+    let pool: Pool = Mutex::new(std::mem::take(&mut scratch.pool));
     let next = AtomicU64::new(0);
     let progress = Progress {
         lowest_finding: AtomicU64::new(u64::MAX),
         ..Default::default()
     };
     let snap: &GlobalMem = mem;
-    let (walked, blocks) = match (workers > 1).then(|| pool(workers)).flatten() {
-        Some(pool) => {
+    let (walked, blocks) = match (workers > 1).then(|| pool_of(workers)).flatten() {
+        Some(threads) => {
             // workers send their runs as they finish; this thread walks
             // them in order meanwhile
             let (tx, rx) = mpsc::channel::<CtaRun>();
             let outs = Mutex::new(Vec::with_capacity(workers));
             let mut walked = None;
-            pool.in_place_scope(|s| {
-                for _ in 0..workers {
+            threads.in_place_scope(|s| {
+                for table in tables.iter_mut().take(workers) {
                     let tx = tx.clone();
-                    let (outs, next, progress) = (&outs, &next, &progress);
+                    let (outs, next, progress, pool) = (&outs, &next, &progress, &pool);
                     s.spawn(move |_| {
-                        let mut w = Worker::new(snap, k, ncta, next, progress);
+                        let mut w = Worker::new(snap, k, ncta, next, progress, table, pool);
                         while let Some(r) = w.next() {
                             if tx.send(r).is_err() {
                                 break;
@@ -102,7 +138,8 @@ pub(crate) fn run(mem: &mut GlobalMem, k: &Kernel, threads: usize) -> Result<Gri
                     });
                 }
                 drop(tx);
-                walked = Some(walk(snap, k, ncta, &progress, || rx.recv().ok()));
+                let next_run = || rx.recv().ok();
+                walked = Some(walk(snap, k, ncta, &progress, scratch, &pool, next_run));
             });
             let outs = outs.into_inner().unwrap_or_else(|e| e.into_inner());
             let mut blocks = vec![0u64; k.code.insts.len()];
@@ -117,13 +154,16 @@ pub(crate) fn run(mem: &mut GlobalMem, k: &Kernel, threads: usize) -> Result<Gri
         }
         None => {
             // one thread: the walk runs each CTA when it needs it
-            let mut w = Worker::new(snap, k, ncta, &next, &progress);
-            let walked = walk(snap, k, ncta, &progress, || w.next());
+            let mut w = Worker::new(snap, k, ncta, &next, &progress, &mut tables[0], &pool);
+            let walked = walk(snap, k, ncta, &progress, scratch, &pool, || w.next());
             (walked, w.totals())
         }
     };
-    let (done, outcome, clock_reads) = walked;
-    commit(mem, &done, k.checks);
+    let (outcome, clock_reads) = walked;
+    commit(mem, &scratch.done, k.checks);
+    scratch.tables = tables;
+    scratch.pool = pool.into_inner().unwrap_or_else(|e| e.into_inner());
+    scratch.settle(workers);
     outcome.map(|()| GridTotals {
         counts: per_instruction(k, &blocks.0),
         barriers: blocks.1,
@@ -133,14 +173,16 @@ pub(crate) fn run(mem: &mut GlobalMem, k: &Kernel, threads: usize) -> Result<Gri
 
 /// A worker: claims CTAs in linear order and runs each on the launch's
 /// starting memory, until none is left or the launch's outcome is settled.
+/// Its CTA shadow is one of the scratch's tables, emptied after each CTA
+/// into a buffer of the pool.
 struct Worker<'a> {
     ex: Exec<'a>,
     k: &'a Kernel<'a>,
     ncta: u64,
     next: &'a AtomicU64,
     progress: &'a Progress,
-    /// Lines the previous CTA touched (to size the next shadow).
-    size: usize,
+    table: &'a mut CtaShadow,
+    pool: &'a Pool,
 }
 
 impl<'a> Worker<'a> {
@@ -150,15 +192,20 @@ impl<'a> Worker<'a> {
         ncta: u64,
         next: &'a AtomicU64,
         progress: &'a Progress,
+        table: &'a mut CtaShadow,
+        pool: &'a Pool,
     ) -> Self {
         let view = GlobalView::new(Base::Snapshot(mem), k.code.insts.len(), None, k.checks);
+        let mut ex = Exec::new(k, view, Some(progress));
+        std::mem::swap(&mut ex.g.shadow, table);
         Worker {
-            ex: Exec::new(k, view, Some(progress)),
+            ex,
             k,
             ncta,
             next,
             progress,
-            size: 0,
+            table,
+            pool,
         }
     }
 
@@ -172,7 +219,6 @@ impl<'a> Worker<'a> {
         if lin >= self.ncta || lin > p.lowest_finding.load(Ordering::Relaxed) {
             return None;
         }
-        self.ex.g.shadow = CtaShadow::new(self.size);
         let (issued, stop) = self.ex.run_cta(ctaid_of(self.k, lin), lin, self.k.limit);
         match stop {
             Some(Stop::Finding(_)) => {
@@ -181,68 +227,76 @@ impl<'a> Worker<'a> {
             None => p.completed(lin, issued),
             Some(Stop::Aborted) => {}
         }
-        let shadow = std::mem::take(&mut self.ex.g.shadow);
-        self.size = shadow.len();
+        let mut recs = pooled(self.pool);
+        self.ex.g.shadow.drain_into(&mut recs);
         Some(CtaRun {
             lin,
             issued,
             stop,
-            shadow,
+            recs,
             clock: self.ex.clock,
         })
     }
 
     /// Block entries per block leader, and completed barriers, over the
-    /// CTAs this worker ran.
-    fn totals(self) -> (Vec<u64>, u64) {
+    /// CTAs this worker ran (the table goes back to the scratch).
+    fn totals(mut self) -> (Vec<u64>, u64) {
+        std::mem::swap(&mut self.ex.g.shadow, self.table);
         (self.ex.counts, self.ex.barriers)
     }
 }
 
 /// CTA `lin` alone on the launch's starting memory, capped at `cap`
 /// instructions, each global access checked against `watch` (the earlier
-/// CTAs'). Returns the run and the watch list.
+/// CTAs', lent to the run and given back).
 fn rerun(
     mem: &GlobalMem,
     k: &Kernel,
     lin: u64,
     cap: u64,
-    watch: LaunchShadow,
-) -> (CtaRun, LaunchShadow) {
-    let view = GlobalView::new(
-        Base::Snapshot(mem),
-        k.code.insts.len(),
-        k.checks.then_some(watch),
-        k.checks,
-    );
+    watch: &mut LaunchShadow,
+    pool: &Pool,
+) -> CtaRun {
+    let w = k.checks.then(|| std::mem::take(watch));
+    let view = GlobalView::new(Base::Snapshot(mem), k.code.insts.len(), w, k.checks);
     let mut ex = Exec::new(k, view, None);
     let (issued, stop) = ex.run_cta(ctaid_of(k, lin), lin, cap);
-    let watch = ex.g.watch.take().unwrap_or_default();
-    let run = CtaRun {
+    if let Some(w) = ex.g.watch.take() {
+        *watch = w;
+    }
+    let mut recs = pooled(pool);
+    ex.g.shadow.drain_into(&mut recs);
+    CtaRun {
         lin,
         issued,
         stop,
-        shadow: std::mem::take(&mut ex.g.shadow),
+        recs,
         clock: ex.clock,
-    };
-    (run, watch)
+    }
 }
 
-/// The accepted CTAs' shadows (in order), the launch's outcome, and the
-/// `%clock` reads of the accepted CTAs.
-type Walked = (Vec<CtaShadow>, Result<(), SimError>, u64);
+/// The launch's outcome and the `%clock` reads of the accepted CTAs (which
+/// are in the scratch's `done`).
+type Walked = (Result<(), SimError>, u64);
 
 /// The ordered walk (module docs, step 2) over the runs `next_run` hands
-/// out in any order (`None` once every worker stopped).
+/// out in any order (`None` once every worker stopped), with the merged
+/// accesses and the accepted CTAs in `scratch`.
 fn walk(
     mem: &GlobalMem,
     k: &Kernel,
     ncta: u64,
     progress: &Progress,
+    scratch: &mut Scratch,
+    pool: &Pool,
     mut next_run: impl FnMut() -> Option<CtaRun>,
 ) -> Walked {
-    let mut launch = LaunchShadow::default();
-    let mut done: Vec<CtaShadow> = Vec::new();
+    let Scratch {
+        launch,
+        done,
+        cta_peak,
+        ..
+    } = scratch;
     let mut waiting: BTreeMap<u64, CtaRun> = BTreeMap::new();
     let mut more = true;
     let mut p = 0u64;
@@ -273,76 +327,91 @@ fn walk(
                 // a budget finding is exact when the CTA ran to what the
                 // earlier CTAs left it
                 let over = r.issued > left || (limit_hit && r.issued != left);
-                let conflict = k.checks && launch.conflicts_with(&r.shadow);
+                let conflict = k.checks && launch.conflicts_with(&r.recs.recs);
                 if over || conflict {
-                    let (r, w) = rerun(mem, k, lin, left, std::mem::take(&mut launch));
-                    launch = w;
-                    r
+                    unpool(pool, r.recs);
+                    rerun(mem, k, lin, left, launch, pool)
                 } else {
                     r
                 }
             }
             // stopped by the budget, or never started
-            _ => {
-                let (r, w) = rerun(mem, k, lin, left, std::mem::take(&mut launch));
-                launch = w;
-                r
+            r => {
+                if let Some(r) = r {
+                    unpool(pool, r.recs);
+                }
+                rerun(mem, k, lin, left, launch, pool)
             }
         };
+        cta_peak.0 = cta_peak.0.max(run.recs.recs.len());
+        cta_peak.1 = cta_peak.1.max(run.recs.data.len());
         match run.stop {
             None => {
                 if k.checks {
-                    launch.merge(&run.shadow);
+                    launch.merge(&run.recs.recs);
                 }
                 p += run.issued;
                 clock_reads += run.clock;
-                done.push(run.shadow);
+                done.push(&run.recs);
+                unpool(pool, run.recs);
             }
             Some(Stop::Finding(mut e)) => {
                 // the outcome is settled: the workers stop
                 progress.lowest_finding.fetch_min(lin, Ordering::Relaxed);
                 progress.abort.store(true, Ordering::Relaxed);
-                name_other_block(&mut e, k, &done);
-                done.push(run.shadow);
+                name_other_block(&mut e, k, done);
+                done.push(&run.recs);
+                unpool(pool, run.recs);
                 outcome = Err(e);
                 break;
             }
             Some(Stop::Aborted) => unreachable!("re-runs are not aborted"),
         }
     }
-    (done, outcome, clock_reads)
+    (outcome, clock_reads)
 }
 
 /// CTAs one after another on live memory (entries whose CTAs may
-/// communicate).
-fn run_live(mem: &mut GlobalMem, k: &Kernel, ncta: u64) -> Result<GridTotals, SimError> {
+/// communicate), with the scratch's merged table as the watch list and
+/// its first table as the CTA shadow.
+fn run_live(
+    mem: &mut GlobalMem,
+    k: &Kernel,
+    ncta: u64,
+    scratch: &mut Scratch,
+) -> Result<GridTotals, SimError> {
     let ninst = k.code.insts.len();
-    let view = GlobalView::new(
-        Base::Live(mem),
-        ninst,
-        k.checks.then(LaunchShadow::default),
-        k.checks,
-    );
+    let watch = k.checks.then(|| std::mem::take(&mut scratch.launch));
+    let view = GlobalView::new(Base::Live(mem), ninst, watch, k.checks);
     let mut ex = Exec::new(k, view, None);
-    let mut done: Vec<CtaShadow> = Vec::new();
+    std::mem::swap(&mut ex.g.shadow, &mut scratch.tables[0]);
+    let mut recs = scratch.pool.pop().unwrap_or_default();
     let mut p = 0u64;
     let mut clock_reads = 0;
+    let mut outcome = Ok(());
     for lin in 0..ncta {
-        ex.g.shadow = CtaShadow::new(0);
         let (issued, stop) = ex.run_cta(ctaid_of(k, lin), lin, k.limit.saturating_sub(p));
-        let shadow = std::mem::take(&mut ex.g.shadow);
+        ex.g.shadow.drain_into(&mut recs);
+        let peak = &mut scratch.cta_peak;
+        peak.0 = peak.0.max(recs.recs.len());
         if let Some(Stop::Finding(mut e)) = stop {
-            name_other_block(&mut e, k, &done);
-            return Err(e);
+            name_other_block(&mut e, k, &scratch.done);
+            outcome = Err(e);
+            break;
         }
         if let Some(w) = ex.g.watch.as_mut() {
-            w.merge(&shadow);
-            done.push(shadow);
+            w.merge(&recs.recs);
+            scratch.done.push(&recs);
         }
         p += issued;
         clock_reads += ex.clock;
     }
-    Ok(GridTotals {
+    std::mem::swap(&mut ex.g.shadow, &mut scratch.tables[0]);
+    if let Some(w) = ex.g.watch.take() {
+        scratch.launch = w;
+    }
+    scratch.pool.push(recs);
+    outcome.map(|()| GridTotals {
         counts: per_instruction(k, &ex.counts),
         barriers: ex.barriers,
         clock_reads,
@@ -361,7 +430,7 @@ fn per_instruction(k: &Kernel, blocks: &[u64]) -> Vec<u64> {
 
 /// A [`SimError::GlobalRace`] names the earliest CTA among `done` (the
 /// CTAs before it, in order) whose access it conflicts with.
-fn name_other_block(e: &mut SimError, k: &Kernel, done: &[CtaShadow]) {
+fn name_other_block(e: &mut SimError, k: &Kernel, done: &Done) {
     if let SimError::GlobalRace {
         addr,
         other,
@@ -374,45 +443,43 @@ fn name_other_block(e: &mut SimError, k: &Kernel, done: &[CtaShadow]) {
             "atomic" => Kind::Atomic,
             _ => Kind::Read,
         };
-        if let Some(j) = done.iter().position(|s| touched(s, *addr, kind)) {
+        if let Some(j) = (0..done.len()).position(|j| touched(done.cta(j), *addr, kind)) {
             *other_ctaid = ctaid_of(k, j as u64);
         }
     }
 }
 
 /// Apply the writes of `done` (in CTA order) to global memory.
-fn commit(mem: &mut GlobalMem, done: &[CtaShadow], checks: bool) {
+fn commit(mem: &mut GlobalMem, done: &Done, checks: bool) {
     let mut last = 0;
-    for s in done {
-        for rec in s.recs() {
-            if rec.data == NO_DATA || rec.w == 0 {
-                continue;
+    for rec in &done.recs {
+        if rec.data == NO_DATA || rec.w == 0 {
+            continue;
+        }
+        let first = rec.line * LINE + rec.w.trailing_zeros() as u64;
+        let Some((i, o)) = mem.find_at(&mut last, first, 1) else {
+            continue;
+        };
+        let a = &mut mem.allocs[i];
+        let line_off = o - (first % LINE) as usize;
+        let data = &done.data[rec.data as usize];
+        // runs of written bytes
+        let mut w = rec.w;
+        while w != 0 {
+            let b = w.trailing_zeros() as usize;
+            let n = (!(w >> b)).trailing_zeros() as usize;
+            a.data[line_off + b..line_off + b + n].copy_from_slice(&data[b..b + n]);
+            if checks {
+                a.set_init(line_off + b, n);
             }
-            let first = rec.line * LINE + rec.w.trailing_zeros() as u64;
-            let Some((i, o)) = mem.find_at(&mut last, first, 1) else {
-                continue;
-            };
-            let a = &mut mem.allocs[i];
-            let line_off = o - (first % LINE) as usize;
-            let data = &s.data[rec.data as usize];
-            // runs of written bytes
-            let mut w = rec.w;
-            while w != 0 {
-                let b = w.trailing_zeros() as usize;
-                let n = (!(w >> b)).trailing_zeros() as usize;
-                a.data[line_off + b..line_off + b + n].copy_from_slice(&data[b..b + n]);
-                if checks {
-                    a.set_init(line_off + b, n);
-                }
-                w &= !((u64::MAX >> (64 - n)) << b);
-            }
+            w &= !((u64::MAX >> (64 - n)) << b);
         }
     }
 }
 
 /// The worker pool for `n` threads, built once per process (`None` if the
 /// threads cannot be started: the caller then runs alone).
-fn pool(n: usize) -> Option<Arc<rayon::ThreadPool>> {
+fn pool_of(n: usize) -> Option<Arc<rayon::ThreadPool>> {
     static POOLS: OnceLock<Mutex<HashMap<usize, Arc<rayon::ThreadPool>>>> = OnceLock::new();
     let mut pools = POOLS
         .get_or_init(Default::default)

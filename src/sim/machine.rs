@@ -1,10 +1,12 @@
 //! The simulator object [`Sim`]: the simulated SM, options, the program
-//! cache, counters over launches, and a launch's validation (shape,
-//! directives, shared memory, target, arguments) before its CTAs run.
+//! cache, counters over launches, the global-memory shadows' memory kept
+//! between launches, and a launch's validation (shape, directives, shared
+//! memory, target, arguments) before its CTAs run.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
+use super::checks::global::Scratch;
 use super::error::SimError;
 use super::exec::Kernel;
 use super::grid;
@@ -37,6 +39,8 @@ pub struct Sim {
     pub(crate) totals: BTreeMap<String, u64>,
     pub(crate) total_instructions: u64,
     pub(crate) clock: u64,
+    /// The global-memory shadows' memory, kept between launches.
+    pub(crate) scratch: Scratch,
 }
 
 impl Sim {
@@ -57,6 +61,7 @@ impl Sim {
             totals: BTreeMap::new(),
             total_instructions: 0,
             clock: 0,
+            scratch: Scratch::default(),
         }
     }
 
@@ -231,7 +236,7 @@ impl Sim {
             clock_base: self.clock,
             smem: smem_size,
         };
-        let totals = grid::run(&mut self.mem, &k, threads)?;
+        let totals = grid::run(&mut self.mem, &k, threads, &mut self.scratch)?;
         self.clock = self.clock.wrapping_add(totals.clock_reads);
         let counts = totals.counts;
         let mut report = LaunchReport {

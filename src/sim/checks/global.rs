@@ -29,6 +29,20 @@
 //! access checked against the earlier CTAs as it happens; the check has no
 //! model of fences, so a CTA reading plain data another CTA wrote is
 //! reported even after a fence-and-flag handshake.
+//!
+//! ## Memory
+//!
+//! A worker keeps one [`CtaShadow`] table for all its CTAs and empties it
+//! after each in time proportional to what the CTA touched (the table
+//! lists its occupied slots). A finished CTA reaches the walk in compact
+//! form ([`CtaRecs`]: its records in the order it first touched their
+//! lines, and its written lines), so the race check, the merge into the
+//! [`LaunchShadow`], the commit and the naming of the other CTA touch only
+//! what each CTA touched; the accepted CTAs are appended to pooled vectors
+//! ([`Done`]). Tables grow by doubling and stay at most half full; the
+//! merged table ([`MergedTable`]) empties by starting a new epoch. All of
+//! it lives in the simulator's [`Scratch`] between launches, shrunk when
+//! far larger than recent launches needed.
 
 /// Bytes per shadow line.
 pub(crate) const LINE: u64 = 64;
@@ -61,15 +75,22 @@ const FREE: LineRec = LineRec {
 /// One CTA's global accesses and (without live memory) private writes: a
 /// hash table of line records (open addressing with linear probing, a
 /// power-of-two size, at most half full — the interpreter looks a line up
-/// at nearly every global access).
+/// at nearly every global access) and the list of its occupied slots in
+/// insertion order, so that emptying it for the next CTA
+/// ([`CtaShadow::drain_into`], [`CtaShadow::clear`]) costs what the CTA
+/// touched, not the table's size. A worker keeps one for all its CTAs,
+/// and the simulator keeps it between launches ([`Scratch`]).
 #[derive(Debug, Clone)]
 pub(crate) struct CtaShadow {
     slots: Vec<LineRec>,
-    len: usize,
+    /// The occupied slots, in insertion order.
+    used: Vec<u32>,
     shift: u32,
     pub data: Vec<[u8; LINE as usize]>,
     /// Whether the CTA wrote anything (reads skip the line lookup while not).
     pub wrote: bool,
+    /// The most lines the table held since [`CtaShadow::take_peak`].
+    peak: usize,
 }
 
 impl Default for CtaShadow {
@@ -79,15 +100,16 @@ impl Default for CtaShadow {
 }
 
 impl CtaShadow {
-    /// An empty shadow with room for `like` lines (the previous CTA's).
-    pub fn new(like: usize) -> CtaShadow {
-        let cap = (like * 2).next_power_of_two().max(64);
+    /// An empty shadow with room for `lines` lines without growing.
+    pub fn new(lines: usize) -> CtaShadow {
+        let cap = (lines * 2).next_power_of_two().max(64);
         CtaShadow {
             slots: vec![FREE; cap],
-            len: 0,
+            used: Vec::new(),
             shift: 64 - cap.trailing_zeros(),
             data: Vec::new(),
             wrote: false,
+            peak: 0,
         }
     }
 
@@ -107,50 +129,54 @@ impl CtaShadow {
                 return &mut self.slots[i];
             }
             if l == EMPTY {
-                return self.insert(line);
+                return self.insert(i, line);
             }
             i = (i + 1) & m;
         }
     }
 
+    /// A record for `line`, which is not in the table and goes to the free
+    /// slot `i` unless the table has to grow.
     #[cold]
     #[inline(never)]
-    fn insert(&mut self, line: u64) -> &mut LineRec {
-        if (self.len + 1) * 2 > self.slots.len() {
-            self.resize(self.slots.len());
+    fn insert(&mut self, mut i: usize, line: u64) -> &mut LineRec {
+        if (self.used.len() + 1) * 2 > self.slots.len() {
+            // doubles the table
+            self.resize(self.used.len() + 1);
+            i = self.slot_for(line);
         }
-        self.len += 1;
-        let s = self.slot_for(line);
+        self.used.push(i as u32);
+        let s = &mut self.slots[i];
         s.line = line;
         s
     }
 
-    /// Make room for `lines` lines without growing.
-    pub fn reserve(&mut self, lines: usize) {
-        if lines * 2 > self.slots.len() {
-            self.resize(lines);
-        }
-    }
-
-    /// Rebuild with room for `lines` lines.
+    /// Rebuild with room for `lines` lines, keeping the records (and their
+    /// insertion order).
     fn resize(&mut self, lines: usize) {
-        let old = std::mem::replace(self, CtaShadow::new(lines));
-        self.data = old.data;
-        self.wrote = old.wrote;
-        for r in old.slots.into_iter().filter(|r| r.line != EMPTY) {
-            *self.slot_for(r.line) = r;
-            self.len += 1;
+        let cap = (lines * 2).next_power_of_two().max(64);
+        let old = std::mem::replace(&mut self.slots, vec![FREE; cap]);
+        self.shift = 64 - cap.trailing_zeros();
+        for u in self.used.iter_mut() {
+            let r = old[*u as usize];
+            let m = cap - 1;
+            let mut i = (r.line.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> self.shift) as usize;
+            while self.slots[i].line != EMPTY {
+                i = (i + 1) & m;
+            }
+            self.slots[i] = r;
+            *u = i as u32;
         }
     }
 
     /// The slot of `line`, or the free slot where it goes.
-    fn slot_for(&mut self, line: u64) -> &mut LineRec {
+    fn slot_for(&self, line: u64) -> usize {
         let m = self.slots.len() - 1;
         let mut i = self.home(line);
         while self.slots[i].line != line && self.slots[i].line != EMPTY {
             i = (i + 1) & m;
         }
-        &mut self.slots[i]
+        i
     }
 
     /// The record of `line`, if the CTA touched it.
@@ -176,20 +202,42 @@ impl CtaShadow {
         self.get(line).map_or(NO_DATA, |r| r.data)
     }
 
-    /// The lines touched, in no particular order.
-    pub fn recs(&self) -> impl Iterator<Item = &LineRec> {
-        self.slots.iter().filter(|r| r.line != EMPTY)
+    /// Empty the shadow in time proportional to the lines it held.
+    pub fn clear(&mut self) {
+        self.peak = self.peak.max(self.used.len());
+        for &i in &self.used {
+            self.slots[i as usize] = FREE;
+        }
+        self.used.clear();
+        self.data.clear();
+        self.wrote = false;
     }
 
-    /// Number of lines touched.
-    pub fn len(&self) -> usize {
-        self.len
+    /// Move the CTA's records (in the order it first touched their lines)
+    /// and written lines to `out` (emptied first) and empty the shadow.
+    pub fn drain_into(&mut self, out: &mut CtaRecs) {
+        out.recs.clear();
+        out.recs
+            .extend(self.used.iter().map(|&i| self.slots[i as usize]));
+        out.data.clear();
+        std::mem::swap(&mut self.data, &mut out.data);
+        self.clear();
     }
 
-    /// Slots of the table (twice the lines it holds without growing).
-    pub fn capacity(&self) -> usize {
-        self.slots.len()
+    /// The most lines held since the last call; a table far larger than
+    /// that is replaced by a smaller one (see [`Scratch::settle`]).
+    fn take_peak(&mut self) -> usize {
+        std::mem::take(&mut self.peak).max(self.used.len())
     }
+}
+
+/// A finished CTA's accesses in compact form: its line records (in the
+/// order it first touched the lines; `data` indexes `data`) and its
+/// written lines.
+#[derive(Debug, Default)]
+pub(crate) struct CtaRecs {
+    pub recs: Vec<LineRec>,
+    pub data: Vec<[u8; LINE as usize]>,
 }
 
 /// Aggregate masks (read, written, atomic) of one line.
@@ -225,11 +273,140 @@ impl Kind {
     }
 }
 
+/// The merged table's slot: a line's aggregate masks (read, written,
+/// atomic), valid while `epoch` is the table's generation.
+#[derive(Debug, Clone, Copy)]
+struct AggSlot {
+    line: u64,
+    agg: Agg,
+    epoch: u32,
+}
+
+/// The launch-wide union of line masks: open addressing with linear
+/// probing, at most half full, doubling when it grows. A slot of an older
+/// generation is free, so emptying the table between launches is one
+/// increment, not a pass over its memory.
+#[derive(Debug, Clone)]
+pub(crate) struct MergedTable {
+    slots: Vec<AggSlot>,
+    len: usize,
+    shift: u32,
+    epoch: u32,
+    /// The most lines held since [`MergedTable::take_peak`].
+    peak: usize,
+}
+
+impl Default for MergedTable {
+    fn default() -> Self {
+        MergedTable::new(0)
+    }
+}
+
+impl MergedTable {
+    /// An empty table with room for `lines` lines without growing.
+    pub fn new(lines: usize) -> MergedTable {
+        let cap = (lines * 2).next_power_of_two().max(64);
+        let free = AggSlot {
+            line: EMPTY,
+            agg: [0; 3],
+            epoch: 0,
+        };
+        MergedTable {
+            slots: vec![free; cap],
+            len: 0,
+            shift: 64 - cap.trailing_zeros(),
+            epoch: 1,
+            peak: 0,
+        }
+    }
+
+    #[inline(always)]
+    fn home(&self, line: u64) -> usize {
+        (line.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> self.shift) as usize
+    }
+
+    /// The masks of `line`, if merged.
+    #[inline]
+    pub fn get(&self, line: u64) -> Option<&Agg> {
+        let m = self.slots.len() - 1;
+        let mut i = self.home(line);
+        loop {
+            let s = &self.slots[i];
+            if s.epoch != self.epoch {
+                return None;
+            }
+            if s.line == line {
+                return Some(&s.agg);
+            }
+            i = (i + 1) & m;
+        }
+    }
+
+    /// The masks of `line`, zero if new.
+    pub fn entry(&mut self, line: u64) -> &mut Agg {
+        if (self.len + 1) * 2 > self.slots.len() {
+            self.reserve(self.len + 1);
+        }
+        let m = self.slots.len() - 1;
+        let mut i = self.home(line);
+        while self.slots[i].epoch == self.epoch && self.slots[i].line != line {
+            i = (i + 1) & m;
+        }
+        let s = &mut self.slots[i];
+        if s.epoch != self.epoch {
+            *s = AggSlot {
+                line,
+                agg: [0; 3],
+                epoch: self.epoch,
+            };
+            self.len += 1;
+        }
+        &mut s.agg
+    }
+
+    /// Make room for `lines` lines (at least doubling the table when it
+    /// grows).
+    pub fn reserve(&mut self, lines: usize) {
+        if lines * 2 <= self.slots.len() {
+            return;
+        }
+        let old = std::mem::replace(self, MergedTable::new(lines));
+        self.peak = old.peak;
+        for s in old.slots.iter().filter(|s| s.epoch == old.epoch) {
+            *self.entry(s.line) = s.agg;
+        }
+    }
+
+    /// Number of lines merged.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Forget every line: a new generation (the slots are rewritten only
+    /// when the generation counter wraps).
+    pub fn clear(&mut self) {
+        self.peak = self.peak.max(self.len);
+        self.len = 0;
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == 0 {
+            for s in &mut self.slots {
+                s.epoch = 0;
+            }
+            self.epoch = 1;
+        }
+    }
+
+    /// The most lines held since the last call.
+    fn take_peak(&mut self) -> usize {
+        std::mem::take(&mut self.peak).max(self.len)
+    }
+}
+
 /// The accesses of the CTAs merged so far, in CTA order: per line the
 /// union of their read, written and atomic masks.
 #[derive(Debug, Default)]
 pub(crate) struct LaunchShadow {
-    lines: CtaShadow,
+    lines: MergedTable,
 }
 
 impl LaunchShadow {
@@ -237,47 +414,46 @@ impl LaunchShadow {
     #[inline]
     pub fn check(&self, line: u64, kind: Kind, mask: u64) -> u64 {
         match self.lines.get(line) {
-            Some(r) => conflicts(&[r.r, r.w, r.a], kind, mask),
+            Some(agg) => conflicts(agg, kind, mask),
             None => 0,
         }
     }
 
-    /// Whether any access of `cta` conflicts with the merged CTAs.
-    pub fn conflicts_with(&self, cta: &CtaShadow) -> bool {
-        cta.recs().any(|r| {
+    /// Whether any of a CTA's records `recs` conflicts with the merged
+    /// CTAs.
+    pub fn conflicts_with(&self, recs: &[LineRec]) -> bool {
+        recs.iter().any(|r| {
             self.lines.get(r.line).is_some_and(|agg| {
-                let agg = [agg.r, agg.w, agg.a];
-                conflicts(&agg, Kind::Read, r.r)
-                    | conflicts(&agg, Kind::Write, r.w)
-                    | conflicts(&agg, Kind::Atomic, r.a)
+                conflicts(agg, Kind::Read, r.r)
+                    | conflicts(agg, Kind::Write, r.w)
+                    | conflicts(agg, Kind::Atomic, r.a)
                     != 0
             })
         })
     }
 
-    /// Add `cta`'s accesses.
-    pub fn merge(&mut self, cta: &CtaShadow) {
-        // grow four-fold ahead: most launches touch new lines CTA by CTA
-        let need = self.lines.len() + cta.len();
-        if need * 2 > self.lines.capacity() {
-            self.lines.reserve(need * 4);
+    /// Add a CTA's records `recs`.
+    pub fn merge(&mut self, recs: &[LineRec]) {
+        // one rebuild at most (the table at least doubles when it grows)
+        self.lines.reserve(self.lines.len() + recs.len());
+        for r in recs {
+            let agg = self.lines.entry(r.line);
+            agg[0] |= r.r;
+            agg[1] |= r.w;
+            agg[2] |= r.a;
         }
-        for r in cta.recs() {
-            let agg = self.lines.rec(r.line);
-            agg.r |= r.r;
-            agg.w |= r.w;
-            agg.a |= r.a;
-        }
+    }
+
+    /// Forget every CTA.
+    pub fn clear(&mut self) {
+        self.lines.clear();
     }
 
     /// What the merged CTAs did to the byte at `addr` that conflicts with
     /// `kind`: the earlier access's kind (writes first, then atomics).
     pub fn other_kind(&self, addr: u64, kind: Kind) -> Kind {
         let bit = 1u64 << (addr % LINE);
-        let agg = self
-            .lines
-            .get(addr / LINE)
-            .map_or([0; 3], |r| [r.r, r.w, r.a]);
+        let agg = self.lines.get(addr / LINE).copied().unwrap_or([0; 3]);
         if agg[1] & bit != 0 {
             Kind::Write
         } else if agg[2] & bit != 0 && kind != Kind::Atomic {
@@ -288,15 +464,364 @@ impl LaunchShadow {
     }
 }
 
-/// Whether `cta` did an access of `other` kind to the byte at `addr`.
-pub(crate) fn touched(cta: &CtaShadow, addr: u64, other: Kind) -> bool {
+/// Whether a CTA with records `recs` did an access of `other` kind to the
+/// byte at `addr`.
+pub(crate) fn touched(recs: &[LineRec], addr: u64, other: Kind) -> bool {
     let bit = 1u64 << (addr % LINE);
-    cta.get(addr / LINE).is_some_and(|r| {
+    recs.iter().any(|r| {
         let m = match other {
             Kind::Read => r.r,
             Kind::Write => r.w,
             Kind::Atomic => r.a,
         };
-        m & bit != 0
+        r.line == addr / LINE && m & bit != 0
     })
+}
+
+/// The CTAs a launch's walk accepted, in CTA order, pooled: their records
+/// one after another (`data` rebased to index `data`), and where each
+/// CTA's records end.
+#[derive(Debug, Default)]
+pub(crate) struct Done {
+    pub recs: Vec<LineRec>,
+    pub data: Vec<[u8; LINE as usize]>,
+    ends: Vec<usize>,
+}
+
+impl Done {
+    /// Forget every CTA, keeping the memory.
+    pub fn clear(&mut self) {
+        self.recs.clear();
+        self.data.clear();
+        self.ends.clear();
+    }
+
+    /// Append the next CTA.
+    pub fn push(&mut self, cta: &CtaRecs) {
+        let base = u32::try_from(self.data.len()).expect("fewer than 2^32 written lines");
+        let start = self.recs.len();
+        self.recs.extend_from_slice(&cta.recs);
+        if base > 0 && !cta.data.is_empty() {
+            for r in &mut self.recs[start..] {
+                if r.data != NO_DATA {
+                    r.data += base;
+                }
+            }
+        }
+        self.data.extend_from_slice(&cta.data);
+        self.ends.push(self.recs.len());
+    }
+
+    /// Number of CTAs.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// The records of CTA `j` (in the order appended).
+    pub fn cta(&self, j: usize) -> &[LineRec] {
+        let start = if j == 0 { 0 } else { self.ends[j - 1] };
+        &self.recs[start..self.ends[j]]
+    }
+}
+
+/// A decaying high-water mark of what a pooled buffer held per launch:
+/// each launch, the larger of its need and 15/16 of the mark before.
+#[derive(Debug, Default, Clone, Copy)]
+struct Peak(usize);
+
+/// Below this many entries a pooled buffer is never shrunk.
+const KEEP: usize = 1024;
+
+impl Peak {
+    /// Note a launch's `need`; whether a buffer of `cap` entries is now
+    /// more than four times the mark (and above [`KEEP`]).
+    fn too_big(&mut self, need: usize, cap: usize) -> bool {
+        self.0 = need.max(self.0 - self.0 / 16);
+        cap > KEEP && cap > 4 * self.0.max(KEEP / 4)
+    }
+
+    /// The entries to keep when shrinking.
+    fn keep(self) -> usize {
+        self.0.max(KEEP / 4)
+    }
+}
+
+/// The global-memory shadows' memory kept by the simulator between
+/// launches, so that a launch neither allocates nor page-faults it again:
+/// the walk's merged table, one CTA table per worker, the compact records
+/// handed from workers to the walk, and the accepted CTAs.
+///
+/// Memory stays bounded: after each launch, [`Scratch::settle`] replaces
+/// a buffer more than four times larger than the decaying high-water mark
+/// of what launches needed ([`Peak`]: a launch's need, or 15/16 of the
+/// mark before) by one of the mark's size. A big launch's memory is thus
+/// kept over the next few small ones (a two-pass reduction alternating a
+/// big and a one-CTA launch reuses it) and given back over about a dozen
+/// launches that need far less.
+#[derive(Debug, Default)]
+pub(crate) struct Scratch {
+    pub launch: LaunchShadow,
+    /// One per worker (the first for a lone thread and re-runs).
+    pub tables: Vec<CtaShadow>,
+    /// Compact records not in use.
+    pub pool: Vec<CtaRecs>,
+    pub done: Done,
+    peaks: [Peak; 6],
+    /// Most records and written lines of one CTA this launch.
+    pub cta_peak: (usize, usize),
+}
+
+impl Scratch {
+    /// Empty shadows for a launch with `workers` workers (at least one).
+    pub fn prepare(&mut self, workers: usize) {
+        self.launch.clear();
+        if self.tables.len() < workers.max(1) {
+            self.tables.resize_with(workers.max(1), CtaShadow::default);
+        }
+        for t in &mut self.tables {
+            t.clear();
+        }
+        self.done.clear();
+        self.cta_peak = (0, 0);
+    }
+
+    /// After a launch: empty the shadows and shrink what is far larger
+    /// than recent launches needed (see the type's docs).
+    pub fn settle(&mut self, workers: usize) {
+        let [pl, pt, pr, pd, pcr, pcd] = &mut self.peaks;
+        let l = self.launch.lines.take_peak();
+        self.launch.clear();
+        if pl.too_big(l, self.launch.lines.slots.len() / 2) {
+            self.launch.lines = MergedTable::new(pl.keep());
+        }
+        // tables of workers this launch did not use are dropped
+        self.tables.truncate(workers.max(1));
+        let t = self.tables.iter_mut().map(|t| t.take_peak()).max();
+        let t = t.unwrap_or(0);
+        let cap = self.tables.iter().map(|t| t.slots.len() / 2).max();
+        if pt.too_big(t, cap.unwrap_or(0)) {
+            for s in &mut self.tables {
+                *s = CtaShadow::new(pt.keep());
+            }
+        }
+        for s in &mut self.tables {
+            s.clear();
+        }
+        let d = &mut self.done;
+        if pr.too_big(d.recs.len(), d.recs.capacity()) {
+            d.recs = Vec::with_capacity(pr.keep());
+            d.ends = Vec::new();
+        }
+        if pd.too_big(d.data.len(), d.data.capacity()) {
+            d.data = Vec::with_capacity(pd.keep());
+        }
+        d.clear();
+        // the pool: as many buffers as workers could hold at once, none far
+        // larger than a CTA needed lately
+        self.pool.truncate(2 * workers.max(1) + 2);
+        let cr = self.pool.iter().map(|p| p.recs.capacity()).max();
+        let cd = (self.pool.iter().map(|p| p.data.capacity()))
+            .chain(self.tables.iter().map(|t| t.data.capacity()))
+            .max();
+        let shrink_r = pcr.too_big(self.cta_peak.0, cr.unwrap_or(0));
+        let shrink_d = pcd.too_big(self.cta_peak.1, cd.unwrap_or(0));
+        for p in &mut self.pool {
+            if shrink_r {
+                p.recs = Vec::new();
+            }
+            if shrink_d {
+                p.data = Vec::new();
+            }
+            p.recs.clear();
+            p.data.clear();
+        }
+        // (a table's written lines are a pooled buffer it swapped in)
+        for s in &mut self.tables {
+            if shrink_d {
+                s.data = Vec::new();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(s: &mut CtaShadow, line: u64, byte: u8) {
+        let n = s.data.len() as u32;
+        let r = s.rec(line);
+        r.w |= 1;
+        if r.data == NO_DATA {
+            r.data = n;
+            s.data.push([byte; LINE as usize]);
+        }
+        s.wrote = true;
+    }
+
+    #[test]
+    fn drain_keeps_insertion_order_across_growth_and_empties_the_table() {
+        let mut s = CtaShadow::new(0);
+        let lines: Vec<u64> = (0..500u64).map(|i| i * 7919 % 1009).collect();
+        for (i, &l) in lines.iter().enumerate() {
+            if i % 3 == 0 {
+                write(&mut s, l, i as u8);
+            } else {
+                s.rec(l).r |= 2;
+            }
+        }
+        let cap = s.slots.len();
+        assert!((1000..=2048).contains(&cap), "{cap}");
+        let mut out = CtaRecs::default();
+        s.drain_into(&mut out);
+        assert_eq!(out.recs.iter().map(|r| r.line).collect::<Vec<_>>(), lines);
+        for (i, r) in out.recs.iter().enumerate() {
+            if i % 3 == 0 {
+                assert_eq!(out.data[r.data as usize][0], i as u8);
+            } else {
+                assert_eq!((r.r, r.w, r.data), (2, 0, NO_DATA));
+            }
+        }
+        // empty, same size, every slot free
+        assert_eq!((s.used.len(), s.slots.len(), s.wrote), (0, cap, false));
+        assert!(s.data.is_empty());
+        assert!(
+            s.slots
+                .iter()
+                .all(|r| r.line == EMPTY && r.r | r.w | r.a == 0)
+        );
+        assert!(s.get(lines[0]).is_none());
+        assert_eq!(s.take_peak(), 500);
+        assert_eq!(s.take_peak(), 0);
+    }
+
+    #[test]
+    fn merged_table_grows_geometrically_not_eightfold() {
+        let mut l = LaunchShadow::default();
+        for c in 0..64u64 {
+            let recs: Vec<LineRec> = (0..512)
+                .map(|i| LineRec {
+                    line: c * 512 + i,
+                    r: 1,
+                    w: 0,
+                    a: 0,
+                    data: NO_DATA,
+                })
+                .collect();
+            assert!(!l.conflicts_with(&recs));
+            l.merge(&recs);
+        }
+        // 32k lines: 64k slots (at most half full), not 256k
+        assert_eq!(l.lines.len(), 32768);
+        assert_eq!(l.lines.slots.len(), 65536);
+        let w = [LineRec {
+            line: 5,
+            r: 0,
+            w: 1,
+            a: 0,
+            data: NO_DATA,
+        }];
+        assert!(l.conflicts_with(&w));
+        assert_eq!(l.check(5, Kind::Write, 1), 1);
+        assert_eq!(l.check(5, Kind::Read, 1), 0);
+        l.clear();
+        assert!(!l.conflicts_with(&w));
+        assert_eq!(l.lines.slots.len(), 65536);
+    }
+
+    #[test]
+    fn merged_table_empties_by_epoch_also_when_the_counter_wraps() {
+        let mut t = MergedTable::new(0);
+        for epoch in [1, u32::MAX - 1, u32::MAX] {
+            t.epoch = epoch;
+            for l in 0..40 {
+                t.entry(l)[1] = l + 1;
+            }
+            assert_eq!((t.len(), t.get(7)), (40, Some(&[0, 8, 0])));
+            t.clear();
+            assert_eq!(t.len(), 0);
+            assert!((0..40).all(|l| t.get(l).is_none()));
+            assert_ne!(t.epoch, 0);
+            assert_eq!(*t.entry(7), [0; 3]);
+            t.clear();
+        }
+        assert_eq!(t.take_peak(), 40);
+    }
+
+    #[test]
+    fn done_rebases_data_and_names_ctas_in_order() {
+        let mut d = Done::default();
+        let mut s = CtaShadow::new(0);
+        let mut out = CtaRecs::default();
+        write(&mut s, 10, 1);
+        s.rec(11).r |= 1;
+        s.drain_into(&mut out);
+        d.push(&out);
+        write(&mut s, 11, 2);
+        write(&mut s, 12, 3);
+        s.drain_into(&mut out);
+        d.push(&out);
+        assert_eq!(d.len(), 2);
+        assert_eq!(d.cta(0).len(), 2);
+        let c1 = d.cta(1);
+        assert_eq!((c1[0].line, c1[1].line), (11, 12));
+        assert_eq!(d.data[c1[0].data as usize][0], 2);
+        assert_eq!(d.data[c1[1].data as usize][0], 3);
+        assert!(touched(d.cta(0), 11 * LINE, Kind::Read));
+        assert!(!touched(d.cta(0), 11 * LINE, Kind::Write));
+        assert!(touched(d.cta(1), 11 * LINE, Kind::Write));
+        assert!(!touched(d.cta(1), 11 * LINE + 1, Kind::Write));
+    }
+
+    /// A scratch that held a big launch is kept over a few small ones and
+    /// shrunk once small launches go on; it never grows without a need.
+    #[test]
+    fn scratch_shrinks_after_small_launches() {
+        let mut s = Scratch::default();
+        let big = |s: &mut Scratch| {
+            s.prepare(1);
+            let recs: Vec<LineRec> = (0..100_000)
+                .map(|i| LineRec {
+                    line: i,
+                    r: 1,
+                    w: 0,
+                    a: 0,
+                    data: NO_DATA,
+                })
+                .collect();
+            s.launch.merge(&recs);
+            s.done.push(&CtaRecs {
+                recs,
+                data: vec![[0; 64]; 50_000],
+            });
+            s.settle(1);
+        };
+        let small = |s: &mut Scratch| {
+            s.prepare(1);
+            s.launch.lines.entry(1)[0] = 1;
+            s.settle(1);
+        };
+        big(&mut s);
+        let slots = s.launch.lines.slots.len();
+        assert!(slots >= 200_000);
+        assert!(s.done.recs.capacity() >= 100_000);
+        // a big and a small launch in turn keep the memory
+        for _ in 0..8 {
+            small(&mut s);
+            big(&mut s);
+            assert_eq!(s.launch.lines.slots.len(), slots);
+        }
+        for _ in 0..4 {
+            small(&mut s);
+        }
+        assert_eq!(s.launch.lines.slots.len(), slots);
+        // many small launches give it back, step by step
+        for _ in 0..200 {
+            small(&mut s);
+        }
+        assert!(s.launch.lines.slots.len() <= 4096);
+        assert!(s.done.recs.capacity() <= 4 * KEEP);
+        assert!(s.done.data.capacity() <= 4 * KEEP);
+        assert_eq!(s.launch.lines.len(), 0);
+    }
 }
