@@ -121,6 +121,19 @@ impl<'a> GlobalView<'a> {
     /// slice.
     #[inline(never)]
     pub fn load_scalar(&mut self, pc: usize, addr: u64, size: u8) -> Res<u64> {
+        // one body per size, so that the masks and byte reads fold
+        match size {
+            4 => self.load_n::<4>(pc, addr),
+            8 => self.load_n::<8>(pc, addr),
+            2 => self.load_n::<2>(pc, addr),
+            _ => self.load_n::<1>(pc, addr),
+        }
+    }
+
+    /// [`GlobalView::load_scalar`] of `N` bytes.
+    #[inline(always)]
+    fn load_n<const N: u8>(&mut self, pc: usize, addr: u64) -> Res<u64> {
+        let size = N;
         let GlobalView {
             base,
             hint,
@@ -167,8 +180,19 @@ impl<'a> GlobalView<'a> {
     /// (aligned) by instruction `pc`.
     #[inline(always)]
     pub fn store_scalar(&mut self, pc: usize, addr: u64, size: u8, v: u64) -> Res<()> {
-        let b = self.store(pc, addr, size as u32)?;
-        put_le(b, size, v);
+        // one body per size, so that the masks and byte writes fold
+        match size {
+            4 => self.store_n::<4>(pc, addr, v),
+            8 => self.store_n::<8>(pc, addr, v),
+            2 => self.store_n::<2>(pc, addr, v),
+            _ => self.store_n::<1>(pc, addr, v),
+        }
+    }
+
+    #[inline(always)]
+    fn store_n<const N: u8>(&mut self, pc: usize, addr: u64, v: u64) -> Res<()> {
+        let b = self.store(pc, addr, N as u32)?;
+        put_le(b, N, v);
         Ok(())
     }
 
