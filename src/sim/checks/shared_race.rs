@@ -366,8 +366,11 @@ impl SharedShadow {
 
 impl CtaState {
     /// Check a shared access of `len` bytes at offset `off` by thread `t`
-    /// and update the race metadata.
-    #[inline(always)]
+    /// and update the race metadata. Kept out of line: inlined into the
+    /// load and store paths it made them slower on a real CPU (more
+    /// registers saved for every load, shared or not) though it ran fewer
+    /// instructions.
+    #[inline(never)]
     pub(crate) fn shared_check(
         &mut self,
         t: usize,
