@@ -4,6 +4,7 @@
 //! the shared-memory and `bra.uni` checks. A worker allocates it once per
 //! launch and resets only what a CTA can observe ([`CtaState::reset`]).
 
+use super::checks::shared_race::SharedShadow;
 use super::checks::uniform::Bits;
 use super::code::Code;
 use super::exec::{get_le, sext};
@@ -31,10 +32,9 @@ pub(crate) struct CtaState {
     pub pc: Vec<u32>,
     pub state: Vec<TState>,
     pub shared: Vec<u8>,
-    /// Per shared byte: the last write's tag (see `checks::shared_race`).
-    pub sh_w: Vec<u64>,
-    /// Per shared byte: the last read(s)' tag.
-    pub sh_r: Vec<u64>,
+    /// The race and initialisation tags of shared memory (see
+    /// `checks::shared_race`), empty without checks.
+    pub sh: SharedShadow,
     pub local: Vec<u8>,
     /// Barrier epoch; epochs keep counting across the CTAs of a worker, so
     /// that shadow tags of an earlier CTA are simply older.
@@ -129,8 +129,11 @@ impl CtaState {
             pc: vec![0; n],
             state: vec![TState::Run; n],
             shared: vec![0; smem],
-            sh_w: if checks { vec![0; smem] } else { Vec::new() },
-            sh_r: if checks { vec![0; smem] } else { Vec::new() },
+            sh: if checks {
+                SharedShadow::new(smem)
+            } else {
+                SharedShadow::default()
+            },
             local: vec![0; n * local_bytes as usize],
             epoch: 0,
             epoch0: 1,
@@ -166,8 +169,7 @@ impl CtaState {
         }
         self.local.fill(0);
         if self.epoch > u32::MAX - 1024 {
-            self.sh_w.fill(0);
-            self.sh_r.fill(0);
+            self.sh.clear();
             self.epoch = 0;
         }
         self.epoch += 1;

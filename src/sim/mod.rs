@@ -214,7 +214,10 @@
 //!   a byte in one barrier interval the read tag keeps their warp (and the
 //!   latest warp-sync epoch) if they all belong to one warp, otherwise it
 //!   becomes "several warps", which conflicts with any later write in the
-//!   interval (reported with `other_tid` = `u32::MAX`s).
+//!   interval (reported with `other_tid` = `u32::MAX`s). The tags are
+//!   stored per 4-byte word, per byte only in words whose bytes got
+//!   different tags (`checks::shared_race` has the contract); the findings
+//!   are the per-byte rule's.
 //! * [`SimError::GlobalRace`]: two blocks of one launch touch the same
 //!   global byte, at least one writing, not both atomic (a block reading
 //!   what another wrote, two blocks writing one word). Reported at the
