@@ -115,15 +115,20 @@ pub(crate) fn run(
         ..Default::default()
     };
     let snap: &GlobalMem = mem;
-    let (walked, blocks) = match (workers > 1).then(|| pool_of(workers)).flatten() {
+    let (walked, blocks) = match (workers > 1).then(|| pool_of(workers - 1)).flatten() {
         Some(threads) => {
-            // workers send their runs as they finish; this thread walks
-            // them in order meanwhile
+            // `workers − 1` threads of the pool send their runs as they
+            // finish; this thread is a worker too, and walks in order
+            // between its own CTAs: it takes a finished run when there is
+            // one, else runs the next CTA itself, and waits only when none
+            // is left to claim (a walk that slept until each run arrived
+            // paid a wake-up per CTA)
             let (tx, rx) = mpsc::channel::<CtaRun>();
             let outs = Mutex::new(Vec::with_capacity(workers));
             let mut walked = None;
+            let (mine, others) = tables.split_last_mut().expect("a table per worker");
             threads.in_place_scope(|s| {
-                for table in tables.iter_mut().take(workers) {
+                for table in others.iter_mut().take(workers - 1) {
                     let tx = tx.clone();
                     let (outs, next, progress, pool) = (&outs, &next, &progress, &pool);
                     s.spawn(move |_| {
@@ -138,8 +143,23 @@ pub(crate) fn run(
                     });
                 }
                 drop(tx);
-                let next_run = || rx.recv().ok();
+                let mut me = Worker::new(snap, k, ncta, &next, &progress, mine, &pool);
+                let mut claiming = true;
+                let next_run = || {
+                    if let Ok(r) = rx.try_recv() {
+                        return Some(r);
+                    }
+                    if claiming {
+                        match me.next() {
+                            Some(r) => return Some(r),
+                            None => claiming = false,
+                        }
+                    }
+                    rx.recv().ok()
+                };
                 walked = Some(walk(snap, k, ncta, &progress, scratch, &pool, next_run));
+                let t = me.totals();
+                outs.lock().unwrap_or_else(|e| e.into_inner()).push(t);
             });
             let outs = outs.into_inner().unwrap_or_else(|e| e.into_inner());
             let mut blocks = vec![0u64; k.code.insts.len()];

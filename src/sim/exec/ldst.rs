@@ -41,7 +41,11 @@ impl Exec<'_> {
                 }
                 _ => return self.exec_ld_bytes(t, pc, rf, i, addr),
             };
-            set(rf, i.d[0], if signed { sext(v, size * 8) as u64 } else { v });
+            set(
+                rf,
+                i.d[0],
+                if signed { sext(v, size * 8) as u64 } else { v },
+            );
             return Ok(());
         }
         self.exec_ld_bytes(t, pc, rf, i, addr)
@@ -50,7 +54,14 @@ impl Exec<'_> {
     /// `ld` through the byte slice of the access (vectors, local, param,
     /// const).
     #[inline(always)]
-    fn exec_ld_bytes(&mut self, t: usize, pc: usize, rf: &mut [u64], i: &XInst, addr: u64) -> Res<()> {
+    fn exec_ld_bytes(
+        &mut self,
+        t: usize,
+        pc: usize,
+        rf: &mut [u64],
+        i: &XInst,
+        addr: u64,
+    ) -> Res<()> {
         let Op::Ld {
             sp,
             size,
