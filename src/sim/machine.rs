@@ -246,18 +246,26 @@ impl Sim {
             barriers: totals.barriers,
             ..Default::default()
         };
-        for (pc, c) in counts.iter().enumerate() {
-            if *c == 0 {
+        // per opcode index first: the maps get one entry per opcode, not
+        // one string per instruction
+        let mut per_op = vec![0u64; e.opcodes.len()];
+        for (pc, &c) in counts.iter().enumerate() {
+            if c == 0 {
                 continue;
             }
-            let name = &e.opcodes[e.insts[pc].opcode as usize];
-            *report.per_opcode.entry(name.clone()).or_default() += c;
-            let base = name.split('.').next().unwrap_or(name);
-            *report.per_base.entry(base.to_string()).or_default() += c;
+            per_op[e.insts[pc].opcode as usize] += c;
             report.instructions += c;
             if matches!(e.insts[pc].op, Op::Approx { .. }) {
                 report.approximate += c;
             }
+        }
+        for (name, &c) in e.opcodes.iter().zip(&per_op) {
+            if c == 0 {
+                continue;
+            }
+            *report.per_opcode.entry(name.clone()).or_default() += c;
+            let base = name.split('.').next().unwrap_or(name);
+            *report.per_base.entry(base.to_string()).or_default() += c;
         }
         report.merge_into(&mut self.totals);
         self.total_instructions += report.instructions;

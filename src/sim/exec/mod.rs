@@ -595,7 +595,13 @@ impl<'a> Exec<'a> {
     /// (warp collectives, barriers), checked when the analysis asks for it.
     pub(crate) fn r_checked(&self, t: usize, pc: usize, s: u32) -> Res<u64> {
         let base = t * self.cta.stride;
-        if self.k.checks && self.k.code.is_checked(pc, s) && !self.cta.init[base + s as usize] {
+        let code = self.k.code;
+        // `F_CHK` clear: no read of this instruction is checked
+        if self.k.checks
+            && code.insts[pc].flags & F_CHK != 0
+            && code.is_checked(pc, s)
+            && !self.cta.init[base + s as usize]
+        {
             return fault(Fault::UninitReg(s));
         }
         Ok(self.r(base, s))

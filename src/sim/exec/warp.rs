@@ -119,12 +119,21 @@ impl<'a> Exec<'a> {
         inst: &XInst,
         pc: usize,
     ) -> Result<(), SimError> {
-        let lanes: Vec<usize> = (0..32).filter(|l| members & (1 << l) != 0).collect();
+        // the member lanes, on the stack (collectives are frequent)
+        let mut lane_buf = [0usize; 32];
+        let mut nl = 0;
+        for l in 0..32 {
+            if members & (1 << l) != 0 {
+                lane_buf[nl] = l;
+                nl += 1;
+            }
+        }
+        let lanes = &lane_buf[..nl];
         match inst.op {
             Op::BarWarp => {}
             Op::Shfl { mode } => {
-                let mut res = Vec::with_capacity(lanes.len());
-                for &l in &lanes {
+                let mut res = [(0u64, false); 32];
+                for (k, &l) in lanes.iter().enumerate() {
                     let t = w * 32 + l;
                     let f = |s: &mut Self| -> Res<(u64, bool)> {
                         let bval = (s.r_checked(t, pc, inst.s[1])? & 0x1F) as i64;
@@ -161,7 +170,7 @@ impl<'a> Exec<'a> {
                         let v = s.r_checked(w * 32 + j, pc, inst.s[0])?;
                         Ok((v & 0xFFFF_FFFF, valid))
                     };
-                    res.push(f(self).map_err(|f| self.to_err(*f, t, pc))?);
+                    res[k] = f(self).map_err(|f| self.to_err(*f, t, pc))?;
                 }
                 for (k, &l) in lanes.iter().enumerate() {
                     let t = w * 32 + l;
@@ -170,32 +179,33 @@ impl<'a> Exec<'a> {
                 }
             }
             Op::Vote { mode } => {
-                let mut preds = Vec::with_capacity(lanes.len());
-                for &l in &lanes {
+                let mut pred_buf = [false; 32];
+                for (k, &l) in lanes.iter().enumerate() {
                     let t = w * 32 + l;
                     let v = self
                         .r_checked(t, pc, inst.s[0])
                         .map_err(|f| self.to_err(*f, t, pc))?;
-                    preds.push((v != 0) != inst.neg);
+                    pred_buf[k] = (v != 0) != inst.neg;
                 }
+                let preds = &pred_buf[..nl];
                 let r: u64 = match mode {
                     VoteMode::All => preds.iter().all(|p| *p) as u64,
                     VoteMode::Any => preds.iter().any(|p| *p) as u64,
                     VoteMode::Uni => (preds.iter().all(|p| *p) || preds.iter().all(|p| !*p)) as u64,
                     VoteMode::Ballot => lanes
                         .iter()
-                        .zip(&preds)
+                        .zip(preds)
                         .filter(|(_, p)| **p)
                         .map(|(l, _)| 1u64 << l)
                         .sum(),
                 };
-                for &l in &lanes {
+                for &l in lanes {
                     self.w_collective(w * 32 + l, inst.d[0], r);
                 }
             }
             Op::Redux { op, s } => {
                 let mut acc: Option<u64> = None;
-                for &l in &lanes {
+                for &l in lanes {
                     let t = w * 32 + l;
                     let v = self
                         .r_checked(t, pc, inst.s[0])
@@ -219,7 +229,7 @@ impl<'a> Exec<'a> {
                         },
                     });
                 }
-                for &l in &lanes {
+                for &l in lanes {
                     self.w_collective(w * 32 + l, inst.d[0], acc.unwrap_or(0));
                 }
             }
