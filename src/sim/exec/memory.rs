@@ -119,7 +119,7 @@ impl<'a> GlobalView<'a> {
     /// A scalar load of `size` (1, 2, 4, 8) bytes at `addr` (aligned) by
     /// instruction `pc`: [`GlobalView::load`] for one value, without the
     /// slice.
-    #[inline(never)]
+    #[inline(always)]
     pub fn load_scalar(&mut self, pc: usize, addr: u64, size: u8) -> Res<u64> {
         // one body per size, so that the masks and byte reads fold
         match size {
@@ -131,7 +131,7 @@ impl<'a> GlobalView<'a> {
     }
 
     /// [`GlobalView::load_scalar`] of `N` bytes.
-    #[inline(always)]
+    #[inline(never)]
     fn load_n<const N: u8>(&mut self, pc: usize, addr: u64) -> Res<u64> {
         let size = N;
         let GlobalView {
