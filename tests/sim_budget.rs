@@ -228,6 +228,39 @@ fn the_budget_is_per_launch_and_exact() {
     }
 }
 
+/// Every budget short of a launch stops at the instruction after the
+/// budget, also inside a `setp` + `@p bra` pair (which the interpreter runs
+/// as one dispatch outside its instruction-by-instruction mode).
+#[test]
+fn each_budget_stops_at_its_instruction() {
+    let prog = Program::parse(COUNT).unwrap();
+    let cfg = LaunchConfig::linear(1, 1);
+    let n = 5;
+    let args = [ArgValue::U32(n)];
+    // the lines one thread issues: the prologue, `n` loop turns, `ret`
+    let mut trace = vec![8, 9, 10, 11];
+    for _ in 0..n {
+        trace.extend([13, 14, 15]);
+    }
+    trace.push(17);
+    let rep = with_budget(None)
+        .launch_program(&prog, "count", cfg, &args)
+        .unwrap();
+    assert_eq!(rep.instructions, trace.len() as u64);
+    for budget in 1..trace.len() as u64 {
+        match with_budget(Some(budget))
+            .launch_program(&prog, "count", cfg, &args)
+            .unwrap_err()
+        {
+            SimError::InstructionLimit { site, limit } => {
+                assert_eq!(limit, budget);
+                assert_eq!(site.line, trace[budget as usize], "budget {budget}");
+            }
+            e => panic!("budget {budget}: expected the budget finding, got {e}"),
+        }
+    }
+}
+
 fn tmp(name: &str) -> String {
     let d = std::env::temp_dir().join(format!("ptxsmith-sim-budget-{}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();

@@ -99,7 +99,8 @@ pub(crate) fn result_mask(op: &Op) -> u64 {
         | Op::Shr { w, .. }
         | Op::Neg { w }
         | Op::Selp { w }
-        | Op::SetpI { w, .. } => width_mask(w),
+        | Op::SetpI { w, .. }
+        | Op::SetpIBra { w, .. } => width_mask(w),
         _ => u64::MAX,
     }
 }
@@ -201,6 +202,7 @@ pub(crate) fn src_reads(op: &Op) -> &'static [usize] {
         | Op::CvtMiniEnc { .. }
         | Op::CvtUe8m0Enc { .. }
         | Op::CvtF16x2 { .. } => AB,
+        Op::SetpIBra { .. } => AB,
         Op::SetpI { comb, .. } | Op::SetpF { comb, .. } => {
             if *comb == Comb::None {
                 AB
@@ -257,7 +259,7 @@ pub(crate) fn dst_writes(op: &Op) -> &'static [usize] {
     const ALL4: &[usize] = &[0, 1, 2, 3];
     match op {
         Op::Unpack { n, .. } | Op::Ld { n, .. } => &ALL4[..*n as usize],
-        Op::SetpI { .. } | Op::SetpF { .. } | Op::Shfl { .. } => &ALL4[..2],
+        Op::SetpI { .. } | Op::SetpIBra { .. } | Op::SetpF { .. } | Op::Shfl { .. } => &ALL4[..2],
         Op::St { .. }
         | Op::Nop
         | Op::Bra { .. }
@@ -459,6 +461,28 @@ pub(crate) fn lower(e: &Entry) -> Code {
             if x.d[k] == NO_REG {
                 x.d[k] = nslots;
             }
+        }
+    }
+    // `setp` then `@p bra` in one block, neither with flags: one dispatch
+    // (the interpreter skips the `bra` after it; see `Op::SetpIBra`)
+    for pc in 0..n.saturating_sub(1) {
+        if let (
+            Op::SetpI {
+                cmp,
+                w,
+                s,
+                comb: Comb::None,
+            },
+            Op::BraIf { target },
+        ) = (insts[pc].op, insts[pc + 1].op)
+            && insts[pc].flags == 0
+            && insts[pc + 1].blen == 0
+        {
+            let (guard, neg) = (insts[pc + 1].guard, insts[pc + 1].guard_neg);
+            let x = &mut insts[pc];
+            x.op = Op::SetpIBra { cmp, w, s, target };
+            x.guard = guard;
+            x.guard_neg = neg;
         }
     }
     Code {

@@ -372,6 +372,16 @@ pub enum Op {
         s: bool,
         comb: Comb,
     },
+    /// An integer `setp` without a combine followed by the `@p bra` after
+    /// it, in one dispatch (execution form only): the branch's target is
+    /// here, its guard in the instruction's guard fields.
+    #[doc(hidden)]
+    SetpIBra {
+        cmp: Cmp,
+        w: u8,
+        s: bool,
+        target: u32,
+    },
     SetpF {
         cmp: Cmp,
         f64: bool,

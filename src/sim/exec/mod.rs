@@ -72,6 +72,9 @@ pub(crate) const NEXT: u32 = u32::MAX;
 pub(crate) const PARK: u32 = u32::MAX - 1;
 pub(crate) const EXIT: u32 = u32::MAX - 2;
 pub(crate) const FAULT: u32 = u32::MAX - 3;
+/// The next instruction was done with this one (an `Op::SetpIBra`'s
+/// `bra`, the last of its block): go on after it.
+pub(crate) const SKIP: u32 = u32::MAX - 4;
 
 /// Why a CTA stopped before its threads all exited.
 #[derive(Debug)]
@@ -415,6 +418,10 @@ impl<'a> Exec<'a> {
                             self.sync_budget(budget);
                             return Err(self.pending_finding(t, at));
                         }
+                        SKIP => {
+                            pc = at + 2;
+                            continue 'blocks;
+                        }
                         target => {
                             pc = target as usize;
                             continue 'blocks;
@@ -505,7 +512,15 @@ impl<'a> Exec<'a> {
                 pc += 1;
                 continue;
             }
-            match self.step(t, pc, rf, inst) {
+            // one instruction at a time: a `setp` fused with its `bra`
+            // runs alone, its `bra` next
+            let r = if let Op::SetpIBra { .. } = inst.op {
+                step::setp_part(rf, inst);
+                NEXT
+            } else {
+                self.step(t, pc, rf, inst)
+            };
+            match r {
                 NEXT => pc += 1,
                 r @ (PARK | EXIT) => {
                     self.cta.pc[t] = pc as u32;

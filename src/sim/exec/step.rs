@@ -8,7 +8,7 @@ use super::super::memory::{CONST_WINDOW, LOCAL_WINDOW, SHARED_WINDOW};
 use super::convert::cvt;
 use super::float::{approx, fcmp};
 use super::int::{icmp, prmt, wide_mul};
-use super::{EXIT, Exec, Fault, NEXT, PARK, mask, sext};
+use super::{EXIT, Exec, Fault, NEXT, PARK, SKIP, mask, sext};
 
 impl Exec<'_> {
     #[inline(always)]
@@ -227,15 +227,17 @@ impl Exec<'_> {
             Op::F64Abs => out!(a!() & !(1u64 << 63)),
             Op::F64Neg => out!(a!() ^ (1u64 << 63)),
             Op::SetpI { cmp, w, s, comb } => {
-                let (x, y) = (a!(), b!());
-                let r = if s {
-                    let (x, y) = (sext(x, w), sext(y, w));
-                    icmp(cmp, x.cmp(&y))
-                } else {
-                    let (x, y) = (x & i.m, y & i.m);
-                    icmp(cmp, x.cmp(&y))
-                };
+                let r = setp_i(rf, i, cmp, w, s);
                 setp_out(rf, i, r, comb);
+            }
+            Op::SetpIBra { cmp, w, s, target } => {
+                let r = setp_i(rf, i, cmp, w, s);
+                setp_out(rf, i, r, Comb::None);
+                // the `@p bra` after it, which reads `p` as written
+                if (reg(rf, i.guard) != 0) != i.guard_neg {
+                    return target;
+                }
+                return SKIP;
             }
             Op::SetpF {
                 cmp,
@@ -378,6 +380,28 @@ impl Exec<'_> {
             }
         }
         NEXT
+    }
+}
+
+/// The outcome of an integer `setp`'s comparison.
+#[inline(always)]
+fn setp_i(rf: &[u64], i: &XInst, cmp: Cmp, w: u8, s: bool) -> bool {
+    let (x, y) = (reg(rf, i.s[0]), reg(rf, i.s[1]));
+    if s {
+        let (x, y) = (sext(x, w), sext(y, w));
+        icmp(cmp, x.cmp(&y))
+    } else {
+        let (x, y) = (x & i.m, y & i.m);
+        icmp(cmp, x.cmp(&y))
+    }
+}
+
+/// The `setp` half of an `Op::SetpIBra` alone (the interpreter's exact
+/// mode runs the `bra` after it as its own instruction).
+pub(crate) fn setp_part(rf: &mut [u64], i: &XInst) {
+    if let Op::SetpIBra { cmp, w, s, .. } = i.op {
+        let r = setp_i(rf, i, cmp, w, s);
+        setp_out(rf, i, r, Comb::None);
     }
 }
 
