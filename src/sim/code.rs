@@ -17,6 +17,16 @@
 //!   [`Code::chk`]); the registers involved ([`Code::tracked`]) are the
 //!   only ones whose initialisation is recorded ([`F_MARK`]) and which are
 //!   cleared per CTA;
+//! * each thread's register file is [`Code::stride`] slots, a power of two
+//!   above every operand slot, so the interpreter indexes it with a mask
+//!   instead of a bounds check; an absent destination (`_`) writes the sink
+//!   slot `nslots`, so results are written without a test;
+//! * control flow is in blocks ([`XInst::blen`], charged to the budget and
+//!   counted per block entry); `@p bra` whose guard needs no run-time check
+//!   becomes `Op::BraIf`, which reads its guard itself, and an integer
+//!   `setp` right before one becomes `Op::SetpIBra`, the pair in one
+//!   dispatch (the per-instruction counts, findings and budget are those of
+//!   the two instructions);
 //! * [`Code::inter_cta`] says whether the CTAs of a launch may communicate
 //!   (global or generic atomics, strong or volatile global accesses), which
 //!   makes the launch run its CTAs one after another on live memory.

@@ -2,14 +2,18 @@
 //! walk that turns their runs into one result, identical for every thread
 //! count.
 //!
-//! 1. Workers (a cached rayon pool per thread count) claim CTAs in linear
+//! 1. Workers (the calling thread and a cached rayon pool of one fewer
+//!    threads) claim CTAs in linear
 //!    order and run each on the launch's starting memory plus its own
 //!    writes (`checks::global`), with the whole budget as its cap (the
 //!    exact budget left once every earlier CTA is done). A shared count of
 //!    issued instructions stops them once it passes the budget; CTAs after
 //!    one with a finding are not started.
-//! 2. Meanwhile the calling thread walks the finished runs (with one
-//!    thread, it runs each CTA when the walk needs it). The walk takes the
+//! 2. Meanwhile the calling thread walks the finished runs: when the walk
+//!    needs a run it takes a finished one if there is one, else runs the
+//!    next unclaimed CTA itself, and waits only when none is left to claim
+//!    (with one thread it runs each CTA when the walk needs it). The walk
+//!    takes the
 //!    CTAs in linear order, with `p` the instructions of
 //!    the CTAs before: a CTA that conflicts with the earlier CTAs' global
 //!    accesses, that would cross the budget (`p` + its count), that was

@@ -183,7 +183,9 @@
 //! * a launch with a finding leaves global memory as the blocks before the
 //!   reporting one left it, plus that block's writes before its finding.
 //!
-//! Workers claim blocks in linear order; a block that conflicts with an
+//! Workers claim blocks in linear order (the calling thread is one of them,
+//! and between its own blocks takes the finished ones in order for this
+//! walk); a block that conflicts with an
 //! earlier one, crosses the budget, or was stopped because the launch as a
 //! whole passed the budget is re-run alone to find the exact instruction.
 //! Entries whose blocks may talk to each other during a launch — a global
