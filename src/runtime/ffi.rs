@@ -12,7 +12,7 @@
 //!   foreign-view constructor vouched for and the driver's pointer
 //!   attributes ([`pointer_info`]) confirmed to lie in one allocation of
 //!   the context.
-//! * [`Event`]-based cross-stream waits, and the primary-context handle
+//! * event-based cross-stream waits ([`stream_wait`]), and the primary-context handle
 //!   ([`primary_context`], [`reset_primary_context`]).
 //!
 //! Host slices cross as `&[u8]` / `&mut [u8]` views (made with `bytemuck`

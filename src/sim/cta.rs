@@ -12,6 +12,10 @@ use super::ir::sreg;
 use super::machine::SM_COUNT;
 use crate::runtime::exec::LaunchConfig;
 
+/// The barrier epoch past which a CTA's start clears the shared tags and
+/// counts from 0 again ([`CtaState::reset`]).
+pub(crate) const EPOCH_RESTART: u32 = u32::MAX / 2;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum TState {
     Run,
@@ -168,7 +172,10 @@ impl CtaState {
             self.shared.fill(0);
         }
         self.local.fill(0);
-        if self.epoch > u32::MAX - 1024 {
+        // tags compare epochs, so they must not wrap within a CTA: start
+        // again (with cleared tags) once half the range is used, which
+        // leaves a CTA 2³¹ barriers
+        if self.epoch > EPOCH_RESTART {
             self.sh.clear();
             self.epoch = 0;
         }
@@ -179,5 +186,37 @@ impl CtaState {
         for v in self.bu_out.iter_mut() {
             v.clear();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PTX: &str = "\
+.version 7.0
+.target sm_80
+.address_size 64
+.visible .entry k()
+{
+.shared .align 4 .b32 s[4];
+bar.sync 0;
+ret;
+}
+";
+
+    /// Epochs restart (with the tags cleared) at a CTA's start once past
+    /// half their range, so no CTA sees them wrap.
+    #[test]
+    fn epochs_restart_at_a_cta_start_past_half_their_range() {
+        let prog = crate::sim::Program::parse(PTX).unwrap();
+        let code = &prog.entry("k").unwrap().code;
+        let cfg = LaunchConfig::linear(1, 32);
+        let mut c = CtaState::new(code, &[], cfg, 16, 0, 0, true);
+        c.epoch = EPOCH_RESTART;
+        c.reset(code, (0, 0, 0), 0, true);
+        assert_eq!((c.epoch, c.epoch0), (EPOCH_RESTART + 1, EPOCH_RESTART + 1));
+        c.reset(code, (1, 0, 0), 1, true);
+        assert_eq!((c.epoch, c.epoch0), (1, 1));
     }
 }

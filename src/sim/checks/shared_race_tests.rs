@@ -190,7 +190,7 @@ fn run(seed: u64, smem: usize, threads: usize, steps: usize) -> (usize, usize) {
             }
             5 => {
                 // the next CTA on this worker (CtaState::reset)
-                if e.epoch > u32::MAX - 1024 {
+                if e.epoch > crate::sim::cta::EPOCH_RESTART {
                     sh.clear();
                     rf.w.fill(0);
                     rf.r.fill(0);
