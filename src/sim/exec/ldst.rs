@@ -25,52 +25,20 @@ impl Exec<'_> {
         };
         let addr = reg(rf, i.s[0]).wrapping_add(i.off as u64);
         if n == 1 {
-            // scalar global and shared loads without the byte slice
             let (rs, ra) = Self::resolve(sp, addr);
-            let v = match rs {
-                Space::Global | Space::Shared if ra & (size as u64 - 1) != 0 => {
+            if rs == Space::Global {
+                if ra & (size as u64 - 1) != 0 {
                     return fault(Fault::Misaligned(rs, addr, size as u32));
                 }
-                Space::Global => self.g.load_scalar(pc, ra, size)?,
-                Space::Shared => {
-                    let o = self.shared_at(ra, size as u32)?;
-                    if self.k.checks {
-                        self.cta.shared_check(t, o, size as usize, false, false)?;
-                    }
-                    get_le(&self.cta.shared[o..], size)
-                }
-                _ => return self.exec_ld_bytes(t, pc, rf, i, addr),
-            };
-            set(
-                rf,
-                i.d[0],
-                if signed { sext(v, size * 8) as u64 } else { v },
-            );
-            return Ok(());
+                let v = self.g.load_scalar(pc, ra, size)?;
+                set(
+                    rf,
+                    i.d[0],
+                    if signed { sext(v, size * 8) as u64 } else { v },
+                );
+                return Ok(());
+            }
         }
-        self.exec_ld_bytes(t, pc, rf, i, addr)
-    }
-
-    /// `ld` through the byte slice of the access (vectors, local, param,
-    /// const).
-    #[inline(always)]
-    fn exec_ld_bytes(
-        &mut self,
-        t: usize,
-        pc: usize,
-        rf: &mut [u64],
-        i: &XInst,
-        addr: u64,
-    ) -> Res<()> {
-        let Op::Ld {
-            sp,
-            size,
-            signed,
-            n,
-        } = i.op
-        else {
-            unreachable!()
-        };
         let bytes = self.load_bytes(t, pc, sp, addr, size as u32 * n as u32)?;
         let sz = size as usize;
         for k in 0..n as usize {
@@ -89,22 +57,12 @@ impl Exec<'_> {
         };
         let addr = reg(rf, i.s[0]).wrapping_add(i.off as u64);
         if n == 1 {
-            // scalar global and shared stores without the byte slice
             let (rs, ra) = Self::resolve(sp, addr);
-            match rs {
-                Space::Global | Space::Shared if ra & (size as u64 - 1) != 0 => {
+            if rs == Space::Global {
+                if ra & (size as u64 - 1) != 0 {
                     return fault(Fault::Misaligned(rs, addr, size as u32));
                 }
-                Space::Global => return self.g.store_scalar(pc, ra, size, reg(rf, i.s[1])),
-                Space::Shared => {
-                    let o = self.shared_at(ra, size as u32)?;
-                    if self.k.checks {
-                        self.cta.shared_check(t, o, size as usize, true, false)?;
-                    }
-                    put_le(&mut self.cta.shared[o..], size, reg(rf, i.s[1]));
-                    return Ok(());
-                }
-                _ => {}
+                return self.g.store_scalar(pc, ra, size, reg(rf, i.s[1]));
             }
         }
         let bytes = self.store_bytes(t, pc, sp, addr, size as u32 * n as u32)?;

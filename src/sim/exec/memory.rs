@@ -366,7 +366,7 @@ impl Exec<'_> {
 
     /// Bounds of a shared access; its offset.
     #[inline(always)]
-    pub(crate) fn shared_at(&self, a: u64, len: u32) -> Res<usize> {
+    fn shared_at(&self, a: u64, len: u32) -> Res<usize> {
         if a.checked_add(len as u64)
             .is_none_or(|end| end > self.cta.shared.len() as u64)
         {
