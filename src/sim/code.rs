@@ -34,6 +34,7 @@
 use std::collections::HashMap;
 
 use super::checks::init;
+use super::exec::mask;
 use super::fp::{FOp, Rnd};
 use super::ir::*;
 
@@ -85,17 +86,12 @@ pub(crate) struct XInst {
     pub m: u64,
 }
 
-/// The mask of the low `w` bits (`w` in 1..=64).
-fn width_mask(w: u8) -> u64 {
-    u64::MAX >> (64 - w as u32).min(63)
-}
-
 /// The mask [`XInst::m`] holds for `op`: its width's (twice its width's
 /// for the `.wide` multiplications), all ones for an operation without a
 /// width.
 pub(crate) fn result_mask(op: &Op) -> u64 {
     match *op {
-        Op::MulWide { w, .. } | Op::MadWide { w, .. } => width_mask(2 * w),
+        Op::MulWide { w, .. } | Op::MadWide { w, .. } => mask(2 * w),
         Op::Mov { w }
         | Op::Add { w }
         | Op::Sub { w }
@@ -110,7 +106,7 @@ pub(crate) fn result_mask(op: &Op) -> u64 {
         | Op::Neg { w }
         | Op::Selp { w }
         | Op::SetpI { w, .. }
-        | Op::SetpIBra { w, .. } => width_mask(w),
+        | Op::SetpIBra { w, .. } => mask(w),
         _ => u64::MAX,
     }
 }
