@@ -64,6 +64,21 @@ pub(crate) struct LineRec {
 /// The `line` of a free slot.
 const EMPTY: u64 = u64::MAX;
 
+/// The slots of a hash table of lines that holds `lines` without growing
+/// (at most half full, a power of two, at least 64), and the shift of its
+/// hash ([`home`]).
+fn table_size(lines: usize) -> (usize, u32) {
+    let cap = (lines * 2).next_power_of_two().max(64);
+    (cap, 64 - cap.trailing_zeros())
+}
+
+/// The first slot probed for `line` in a table hashed with `shift`
+/// (Fibonacci hashing: consecutive lines spread over the table).
+#[inline(always)]
+fn home(line: u64, shift: u32) -> usize {
+    (line.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> shift) as usize
+}
+
 const FREE: LineRec = LineRec {
     line: EMPTY,
     r: 0,
@@ -102,11 +117,11 @@ impl Default for CtaShadow {
 impl CtaShadow {
     /// An empty shadow with room for `lines` lines without growing.
     pub fn new(lines: usize) -> CtaShadow {
-        let cap = (lines * 2).next_power_of_two().max(64);
+        let (cap, shift) = table_size(lines);
         CtaShadow {
             slots: vec![FREE; cap],
             used: Vec::new(),
-            shift: 64 - cap.trailing_zeros(),
+            shift,
             data: Vec::new(),
             wrote: false,
             peak: 0,
@@ -115,7 +130,7 @@ impl CtaShadow {
 
     #[inline(always)]
     fn home(&self, line: u64) -> usize {
-        (line.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> self.shift) as usize
+        home(line, self.shift)
     }
 
     /// The record of `line`, created empty if the CTA has none yet.
@@ -154,13 +169,13 @@ impl CtaShadow {
     /// Rebuild with room for `lines` lines, keeping the records (and their
     /// insertion order).
     fn resize(&mut self, lines: usize) {
-        let cap = (lines * 2).next_power_of_two().max(64);
+        let (cap, shift) = table_size(lines);
         let old = std::mem::replace(&mut self.slots, vec![FREE; cap]);
-        self.shift = 64 - cap.trailing_zeros();
+        self.shift = shift;
         for u in self.used.iter_mut() {
             let r = old[*u as usize];
             let m = cap - 1;
-            let mut i = (r.line.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> self.shift) as usize;
+            let mut i = home(r.line, shift);
             while self.slots[i].line != EMPTY {
                 i = (i + 1) & m;
             }
@@ -305,7 +320,7 @@ impl Default for MergedTable {
 impl MergedTable {
     /// An empty table with room for `lines` lines without growing.
     pub fn new(lines: usize) -> MergedTable {
-        let cap = (lines * 2).next_power_of_two().max(64);
+        let (cap, shift) = table_size(lines);
         let free = AggSlot {
             line: EMPTY,
             agg: [0; 3],
@@ -314,7 +329,7 @@ impl MergedTable {
         MergedTable {
             slots: vec![free; cap],
             len: 0,
-            shift: 64 - cap.trailing_zeros(),
+            shift,
             epoch: 1,
             peak: 0,
         }
@@ -322,7 +337,7 @@ impl MergedTable {
 
     #[inline(always)]
     fn home(&self, line: u64) -> usize {
-        (line.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> self.shift) as usize
+        home(line, self.shift)
     }
 
     /// The masks of `line`, if merged.
