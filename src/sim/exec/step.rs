@@ -230,9 +230,8 @@ impl Exec<'_> {
                 let r = setp_i(rf, i, cmp, w, s);
                 setp_out(rf, i, r, comb);
             }
-            Op::SetpIBra { cmp, w, s, target } => {
-                let r = setp_i(rf, i, cmp, w, s);
-                setp_out(rf, i, r, Comb::None);
+            Op::SetpIBra { target, .. } => {
+                setp_part(rf, i);
                 // the `@p bra` after it, which reads `p` as written
                 if (reg(rf, i.guard) != 0) != i.guard_neg {
                     return target;
@@ -396,8 +395,9 @@ fn setp_i(rf: &[u64], i: &XInst, cmp: Cmp, w: u8, s: bool) -> bool {
     }
 }
 
-/// The `setp` half of an `Op::SetpIBra` alone (the interpreter's exact
-/// mode runs the `bra` after it as its own instruction).
+/// The `setp` half of an `Op::SetpIBra` (the interpreter's exact mode runs
+/// it alone, and the `bra` after it as its own instruction).
+#[inline(always)]
 pub(crate) fn setp_part(rf: &mut [u64], i: &XInst) {
     if let Op::SetpIBra { cmp, w, s, .. } = i.op {
         let r = setp_i(rf, i, cmp, w, s);
