@@ -34,7 +34,10 @@ fn wrong_length_is_refused(ctx: &Context) {
         foreign_put(ctx, &y),
         foreign_alloc(ctx, rows * 4),
     );
-    let st = ctx.default_stream();
+    // a stream of its own: on a GPU the context (and its default stream)
+    // is shared by the tests running beside this one, whose copies would
+    // show in the default stream's traffic
+    let st = ctx.new_stream().unwrap();
     // SAFETY: live foreign allocations at least as long as the views.
     let (vx, vy, mut vo) = unsafe {
         (
