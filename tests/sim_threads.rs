@@ -2,8 +2,9 @@
 //! memory, reports and findings must not depend on the thread count.
 //!
 //! * every library kernel family on the simulator, at shapes of its own
-//!   tests, on 1, 2 and 7 threads: output bits, per-opcode totals and
-//!   instruction counts equal;
+//!   tests, on 1, 2 and 7 threads, each block's threads in lockstep and
+//!   one after another: output bits, per-opcode totals and instruction
+//!   counts equal;
 //! * hand-written multi-CTA kernels: the whole `LaunchReport` equal;
 //! * two CTAs writing one word, and a CTA reading what an earlier one
 //!   wrote, are `GlobalRace` findings naming the same access and blocks on
@@ -27,14 +28,35 @@ use ptxsmith::sim::{LaunchReport, Program, Sim, SimError, SimOptions};
 mod common;
 use common::{Rng, bits};
 
-const THREADS: [usize; 3] = [1, 2, 7];
+/// How a simulator runs a launch: worker threads, and the lockstep
+/// schedule on or off ([`SimOptions::lockstep`]; off, every block runs its
+/// threads one after another, the order whose results lockstep must give).
+#[derive(Debug, Clone, Copy)]
+struct Cfg(usize, bool);
 
-/// A simulator context whose launches use `threads` workers.
-fn sim_ctx(sm: Sm, threads: usize) -> Context {
+impl std::fmt::Display for Cfg {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        let how = if self.1 { "lockstep" } else { "thread order" };
+        write!(f, "{} ({how})", self.0)
+    }
+}
+
+/// The first is the reference: one worker, thread order.
+const THREADS: [Cfg; 5] = [
+    Cfg(1, false),
+    Cfg(1, true),
+    Cfg(2, true),
+    Cfg(7, false),
+    Cfg(7, true),
+];
+
+/// A simulator context whose launches run as `cfg` says.
+fn sim_ctx(sm: Sm, cfg: Cfg) -> Context {
     let ctx = Context::sim(sm);
     ctx.with_sim(|s| {
         s.set_options(SimOptions {
-            threads,
+            threads: cfg.0,
+            lockstep: cfg.1,
             ..s.options()
         })
     })
@@ -42,10 +64,11 @@ fn sim_ctx(sm: Sm, threads: usize) -> Context {
     ctx
 }
 
-fn sim(threads: usize) -> Sim {
+fn sim(cfg: Cfg) -> Sim {
     let mut s = Sim::new(Sm::Sm80);
     s.set_options(SimOptions {
-        threads,
+        threads: cfg.0,
+        lockstep: cfg.1,
         ..Default::default()
     });
     s
@@ -61,7 +84,7 @@ struct Outcome {
 }
 
 /// Run `f` on a fresh context with `threads` workers.
-fn outcome(sm: Sm, threads: usize, f: impl FnOnce(&Stream) -> Vec<u32>) -> Outcome {
+fn outcome(sm: Sm, threads: Cfg, f: impl FnOnce(&Stream) -> Vec<u32>) -> Outcome {
     let ctx = sim_ctx(sm, threads);
     let bits = f(&ctx.default_stream());
     let (opcodes, instructions) = ctx
@@ -98,7 +121,7 @@ fn lengths(batch: usize, t: usize) -> Vec<u32> {
 }
 
 /// Every family, at shapes of its own tests.
-fn families(threads: usize) -> Vec<(&'static str, Outcome)> {
+fn families(threads: Cfg) -> Vec<(&'static str, Outcome)> {
     let mut out = Vec::new();
     out.push((
         "dot",
@@ -302,7 +325,7 @@ fn block_scaled_run(st: &Stream, codec: block_scaled::ptx::Codec) -> Vec<u32> {
 
 #[test]
 fn every_kernel_family_is_identical_on_1_2_and_7_threads() {
-    let one = families(1);
+    let one = families(THREADS[0]);
     assert!(
         one.iter()
             .all(|(_, o)| o.instructions > 0 && !o.bits.is_empty())
@@ -322,7 +345,7 @@ fn launch(
     ptx: &str,
     entry: &str,
     cfg: LaunchConfig,
-    threads: usize,
+    threads: Cfg,
     bufs: &[Vec<u8>],
     scalars: &[ArgValue],
 ) -> (Result<LaunchReport, SimError>, Vec<Vec<u8>>) {
@@ -801,7 +824,7 @@ fn launches_on_one_simulator_match_fresh_simulators() {
             .collect();
         (r, mem)
     };
-    let fresh: Vec<_> = cases.iter().map(|c| run(&mut sim(1), c)).collect();
+    let fresh: Vec<_> = cases.iter().map(|c| run(&mut sim(THREADS[0]), c)).collect();
     assert!(fresh[1].0[0].is_err() && fresh[2].0[1].is_err());
     assert!(fresh[0].0.iter().chain(&fresh[5].0).all(|r| r.is_ok()));
     for t in THREADS {

@@ -139,6 +139,10 @@ pub(crate) struct Code {
     pub inter_cta: bool,
     /// Per instruction: the first instruction of its block.
     pub leader_of: Vec<u32>,
+    /// The entry may run its threads in lockstep (`exec::lockstep`): it has
+    /// no atomics and no `%clock` reads, whose results depend on the order
+    /// of the threads' instructions even in a race-free kernel.
+    pub lockstep_ok: bool,
 }
 
 impl Code {
@@ -491,6 +495,9 @@ pub(crate) fn lower(e: &Entry) -> Code {
             x.guard_neg = neg;
         }
     }
+    let lockstep_ok = !insts
+        .iter()
+        .any(|x| x.flags & F_CLOCK != 0 || matches!(x.op, Op::Atom { .. }));
     Code {
         insts,
         nslots,
@@ -504,5 +511,6 @@ pub(crate) fn lower(e: &Entry) -> Code {
         tracked: (0..nregs).filter(|&r| tracked[r as usize]).collect(),
         inter_cta,
         leader_of,
+        lockstep_ok,
     }
 }

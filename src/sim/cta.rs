@@ -29,7 +29,13 @@ pub(crate) struct CtaState {
     /// Slots between two threads' register files ([`Code::stride`], a
     /// power of two).
     pub stride: usize,
-    /// `n × stride` values: registers, constants, clock slots, the sink.
+    /// Slots from one thread's register file to the next: `stride` and a
+    /// 64-byte line, so that the files of a warp do not all fall in the
+    /// same sets of the host's cache (the lockstep schedule reads one slot
+    /// of each in turn).
+    pub pitch: usize,
+    /// `n × pitch` values: per thread, `stride` slots (registers,
+    /// constants, clock slots, the sink) and padding.
     pub regs: Vec<u64>,
     /// Initialisation flags, meaningful for [`Code::tracked`] registers.
     pub init: Vec<bool>,
@@ -72,7 +78,8 @@ impl CtaState {
         let n = (bx * by * bz) as usize;
         let nslots = code.nslots as usize;
         let stride = code.stride as usize;
-        let mut regs = vec![0u64; n * stride];
+        let pitch = stride + 8;
+        let mut regs = vec![0u64; n * pitch];
         let nregs = nslots - code.consts.len() - 2 - code.param_loads.len();
         let pvals: Vec<(usize, u64)> = code
             .param_loads
@@ -90,7 +97,7 @@ impl CtaState {
             .collect();
         let nw = n.div_ceil(32) as u64;
         for t in 0..n {
-            let b = t * stride;
+            let b = t * pitch;
             let tu = t as u32;
             let lane = tu % 32;
             let vals: [u64; sreg::COUNT as usize] = [
@@ -128,8 +135,9 @@ impl CtaState {
         CtaState {
             n,
             stride,
+            pitch,
             regs,
-            init: vec![false; n * stride],
+            init: vec![false; n * pitch],
             pc: vec![0; n],
             state: vec![TState::Run; n],
             shared: vec![0; smem],
@@ -155,7 +163,7 @@ impl CtaState {
     pub fn reset(&mut self, code: &Code, ctaid: (u32, u32, u32), lin: u64, checks: bool) {
         let ns = self.stride;
         for t in 0..self.n {
-            let b = t * ns;
+            let b = t * self.pitch;
             let r = &mut self.regs[b..b + ns];
             r[sreg::CTAID_X as usize] = ctaid.0 as u64;
             r[sreg::CTAID_X as usize + 1] = ctaid.1 as u64;

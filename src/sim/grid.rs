@@ -63,6 +63,8 @@ pub(crate) struct GridTotals {
     pub counts: Vec<u64>,
     pub barriers: u64,
     pub clock_reads: u64,
+    /// CTAs that completed in lockstep (workers' runs, accepted or not).
+    pub lockstep: u64,
 }
 
 /// The block index of linear CTA `lin` (x fastest).
@@ -167,14 +169,15 @@ pub(crate) fn run(
             });
             let outs = outs.into_inner().unwrap_or_else(|e| e.into_inner());
             let mut blocks = vec![0u64; k.code.insts.len()];
-            let mut barriers = 0;
-            for (c, b) in outs {
+            let (mut barriers, mut lockstep) = (0, 0);
+            for (c, b, l) in outs {
                 for (a, c) in blocks.iter_mut().zip(&c) {
                     *a += c;
                 }
                 barriers += b;
+                lockstep += l;
             }
-            (walked.expect("the walk ran"), (blocks, barriers))
+            (walked.expect("the walk ran"), (blocks, barriers, lockstep))
         }
         None => {
             // one thread: the walk runs each CTA when it needs it
@@ -192,6 +195,7 @@ pub(crate) fn run(
         counts: per_instruction(k, &blocks.0),
         barriers: blocks.1,
         clock_reads,
+        lockstep: blocks.2,
     })
 }
 
@@ -262,11 +266,12 @@ impl<'a> Worker<'a> {
         })
     }
 
-    /// Block entries per block leader, and completed barriers, over the
-    /// CTAs this worker ran (the table goes back to the scratch).
-    fn totals(mut self) -> (Vec<u64>, u64) {
+    /// Block entries per block leader, completed barriers and CTAs run in
+    /// lockstep, over the CTAs this worker ran (the table goes back to the
+    /// scratch).
+    fn totals(mut self) -> (Vec<u64>, u64, u64) {
         std::mem::swap(&mut self.ex.g.shadow, self.table);
-        (self.ex.counts, self.ex.barriers)
+        (self.ex.counts, self.ex.barriers, self.ex.lockstep_ctas)
     }
 }
 
@@ -439,6 +444,7 @@ fn run_live(
         counts: per_instruction(k, &ex.counts),
         barriers: ex.barriers,
         clock_reads,
+        lockstep: 0,
     })
 }
 

@@ -38,6 +38,8 @@ pub struct Sim {
     pub(crate) next_stream: u64,
     pub(crate) totals: BTreeMap<String, u64>,
     pub(crate) total_instructions: u64,
+    /// Blocks run in lockstep over every launch so far.
+    pub(crate) lockstep_blocks: u64,
     pub(crate) clock: u64,
     /// The global-memory shadows' memory, kept between launches.
     pub(crate) scratch: Scratch,
@@ -60,6 +62,7 @@ impl Sim {
             next_stream: SIM_DEFAULT_STREAM + 1,
             totals: BTreeMap::new(),
             total_instructions: 0,
+            lockstep_blocks: 0,
             clock: 0,
             scratch: Scratch::default(),
         }
@@ -110,6 +113,16 @@ impl Sim {
     /// Instructions over every launch so far.
     pub fn total_instructions(&self) -> u64 {
         self.total_instructions
+    }
+
+    /// Blocks that ran their threads in lockstep ([`SimOptions::lockstep`])
+    /// over every launch so far: a diagnostic of the schedule (how often it
+    /// applies), not of the results, which are the same either way. A
+    /// block the launch's ordered walk runs again (to name a race or the
+    /// exact budget stop) counts once for its lockstep run, so the figure
+    /// can vary a little with the thread count.
+    pub fn lockstep_blocks(&self) -> u64 {
+        self.lockstep_blocks
     }
 
     /// Run `entry` of `prog` over the grid. Blocks run one after another in
@@ -235,9 +248,11 @@ impl Sim {
             limit: self.options.max_instructions.unwrap_or(u64::MAX),
             clock_base: self.clock,
             smem: smem_size,
+            lockstep: self.options.lockstep,
         };
         let totals = grid::run(&mut self.mem, &k, threads, &mut self.scratch)?;
         self.clock = self.clock.wrapping_add(totals.clock_reads);
+        self.lockstep_blocks += totals.lockstep;
         let counts = totals.counts;
         let mut report = LaunchReport {
             kernel: entry.to_string(),

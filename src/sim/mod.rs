@@ -162,6 +162,16 @@
 //!   barrier completes once `b` threads wait at it;
 //! * if nothing can proceed, [`SimError::Deadlock`] names the parked threads.
 //!
+//! That order defines the results. **The lockstep schedule**
+//! ([`SimOptions::lockstep`], on by default) runs a block's threads faster
+//! on the host, a warp at a time with each instruction done for every
+//! thread at the same place before the next, and keeps the run only when
+//! it cannot differ from thread order: a finding, a global access whose
+//! value depends on which thread goes first (`checks::reorder`), or a
+//! budget about to run out makes the block run again in thread order, and
+//! entries with atomics or `%clock` reads, and runs without checks, always
+//! use thread order. [`Sim::lockstep_blocks`] counts the blocks it kept.
+//!
 //! **Blocks run in parallel** on [`SimOptions::threads`] worker threads
 //! (default: the `PTXSMITH_SIM_THREADS` environment variable, else every
 //! core; the linear block index takes x fastest, then y, z). The CTAs of

@@ -25,8 +25,10 @@ use super::{Sim, Site};
 /// build (measured on a loaded 2-core machine: the default-budget spin of
 /// `tests/sim_budget.rs` takes 3.2 s). The blocks of a launch run in
 /// parallel; a spinning block runs to exactly its share of the budget
-/// (what the blocks before it left) while the others stop, so it is not
-/// run twice. The largest legitimate launch in this
+/// (what the blocks before it left) while the others stop (in thread
+/// order: a block in the lockstep schedule that reaches its cap runs again
+/// in thread order, [`SimOptions::lockstep`], so a spin costs up to twice
+/// its budget). The largest legitimate launch in this
 /// repository — every test, the benches' simulator cases and
 /// `examples/demo.rs` on sm_80/89/120 — issues 8.8·10⁷ instructions
 /// (`score_route_top_s_f32_v4`, grid 8 × 256, in the demo; the largest in
@@ -65,6 +67,18 @@ pub struct SimOptions {
     /// count (module docs, *Execution model*); entries with global atomics
     /// run their CTAs one after another whatever this says.
     pub threads: usize,
+    /// Run the threads of a block in lockstep where that cannot change the
+    /// results (on by default): each instruction for every thread at the
+    /// same place before the next, which is several times faster on the
+    /// host than running each thread to its next barrier in turn. A block
+    /// whose results could depend on the order — a finding, a global
+    /// access whose value depends on which thread goes first, an
+    /// instruction budget about to run out — runs again one thread after
+    /// another, so results, findings and reports are the same either way
+    /// (`tests/sim_lockstep.rs` compares them). Entries with atomics or
+    /// `%clock` reads, and launches without checks, always run one thread
+    /// after another.
+    pub lockstep: bool,
 }
 
 /// The environment variable that sets the default thread count
@@ -101,6 +115,7 @@ impl Default for SimOptions {
             max_instructions: Some(DEFAULT_INSTRUCTION_BUDGET),
             approx: false,
             threads: 0,
+            lockstep: true,
         }
     }
 }

@@ -44,6 +44,8 @@
 //! it lives in the simulator's [`Scratch`] between launches, shrunk when
 //! far larger than recent launches needed.
 
+use super::reorder::LineTags;
+
 /// Bytes per shadow line.
 pub(crate) const LINE: u64 = 64;
 
@@ -106,6 +108,12 @@ pub(crate) struct CtaShadow {
     pub wrote: bool,
     /// The most lines the table held since [`CtaShadow::take_peak`].
     peak: usize,
+    /// Per slot, the line's tags of the lockstep schedule's round (see
+    /// `checks::reorder`): empty unless a CTA ran in lockstep, then as long
+    /// as `slots`. Stale tags (an older round) need no clearing.
+    pub tags: Vec<LineTags>,
+    /// The lockstep schedule's round, counting across the CTAs.
+    pub round: u32,
 }
 
 impl Default for CtaShadow {
@@ -125,7 +133,22 @@ impl CtaShadow {
             data: Vec::new(),
             wrote: false,
             peak: 0,
+            tags: Vec::new(),
+            round: 0,
         }
+    }
+
+    /// Start a round of the lockstep schedule: the tags of the lines
+    /// accessed before are stale from now on.
+    pub fn next_round(&mut self) {
+        if self.tags.len() != self.slots.len() {
+            self.tags = vec![LineTags::default(); self.slots.len()];
+        }
+        if self.round == u32::MAX {
+            self.tags.fill(LineTags::default());
+            self.round = 0;
+        }
+        self.round += 1;
     }
 
     #[inline(always)]
@@ -136,12 +159,20 @@ impl CtaShadow {
     /// The record of `line`, created empty if the CTA has none yet.
     #[inline(always)]
     pub fn rec(&mut self, line: u64) -> &mut LineRec {
+        let i = self.rec_at(line);
+        &mut self.slots[i]
+    }
+
+    /// The slot of `line`'s record (created empty if the CTA has none
+    /// yet): [`CtaShadow::slot`] and, in lockstep, `tags` index it.
+    #[inline(always)]
+    pub fn rec_at(&mut self, line: u64) -> usize {
         let m = self.slots.len() - 1;
         let mut i = self.home(line);
         loop {
             let l = self.slots[i].line;
             if l == line {
-                return &mut self.slots[i];
+                return i;
             }
             if l == EMPTY {
                 return self.insert(i, line);
@@ -150,20 +181,25 @@ impl CtaShadow {
         }
     }
 
+    /// The record in slot `i` (from [`CtaShadow::rec_at`]).
+    #[inline(always)]
+    pub fn slot(&mut self, i: usize) -> &mut LineRec {
+        &mut self.slots[i]
+    }
+
     /// A record for `line`, which is not in the table and goes to the free
-    /// slot `i` unless the table has to grow.
+    /// slot `i` unless the table has to grow; its slot.
     #[cold]
     #[inline(never)]
-    fn insert(&mut self, mut i: usize, line: u64) -> &mut LineRec {
+    fn insert(&mut self, mut i: usize, line: u64) -> usize {
         if (self.used.len() + 1) * 2 > self.slots.len() {
             // doubles the table
             self.resize(self.used.len() + 1);
             i = self.slot_for(line);
         }
         self.used.push(i as u32);
-        let s = &mut self.slots[i];
-        s.line = line;
-        s
+        self.slots[i].line = line;
+        i
     }
 
     /// Rebuild with room for `lines` lines, keeping the records (and their
@@ -171,6 +207,11 @@ impl CtaShadow {
     fn resize(&mut self, lines: usize) {
         let (cap, shift) = table_size(lines);
         let old = std::mem::replace(&mut self.slots, vec![FREE; cap]);
+        let tracked = !self.tags.is_empty();
+        let old_tags = std::mem::take(&mut self.tags);
+        if tracked {
+            self.tags = vec![LineTags::default(); cap];
+        }
         self.shift = shift;
         for u in self.used.iter_mut() {
             let r = old[*u as usize];
@@ -180,6 +221,9 @@ impl CtaShadow {
                 i = (i + 1) & m;
             }
             self.slots[i] = r;
+            if tracked {
+                self.tags[i] = old_tags[*u as usize];
+            }
             *u = i as u32;
         }
     }

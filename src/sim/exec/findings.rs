@@ -72,6 +72,11 @@ impl Exec<'_> {
                 message: message.into(),
             },
             Fault::Warp(message) => SimError::WarpDivergence { site, message },
+            // the lockstep schedule runs such a CTA again in thread order
+            Fault::Reorder => SimError::Trap {
+                site,
+                message: "internal: an order-dependent access escaped the lockstep schedule".into(),
+            },
         }
     }
 

@@ -30,7 +30,7 @@ impl Exec<'_> {
                 if ra & (size as u64 - 1) != 0 {
                     return fault(Fault::Misaligned(rs, addr, size as u32));
                 }
-                let v = self.g.load_scalar(pc, ra, size)?;
+                let v = self.g.load_scalar(t, pc, ra, size)?;
                 set(
                     rf,
                     i.d[0],
@@ -62,7 +62,7 @@ impl Exec<'_> {
                 if ra & (size as u64 - 1) != 0 {
                     return fault(Fault::Misaligned(rs, addr, size as u32));
                 }
-                return self.g.store_scalar(pc, ra, size, reg(rf, i.s[1]));
+                return self.g.store_scalar(t, pc, ra, size, reg(rf, i.s[1]));
             }
         }
         let bytes = self.store_bytes(t, pc, sp, addr, size as u32 * n as u32)?;

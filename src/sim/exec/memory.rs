@@ -30,6 +30,9 @@ pub(crate) struct GlobalView<'a> {
     /// to name its first conflicting access, or CTAs on live memory).
     pub watch: Option<LaunchShadow>,
     pub checks: bool,
+    /// The CTA runs in lockstep (`super::lockstep`): accesses whose value
+    /// depends on the threads' order are faults ([`Fault::Reorder`]).
+    pub lockstep: bool,
 }
 
 /// The byte mask of `len` bytes at `addr` within its line.
@@ -73,6 +76,7 @@ impl<'a> GlobalView<'a> {
             shadow: CtaShadow::new(0),
             watch,
             checks,
+            lockstep: false,
         }
     }
 
@@ -120,19 +124,19 @@ impl<'a> GlobalView<'a> {
     /// instruction `pc`: [`GlobalView::load`] for one value, without the
     /// slice.
     #[inline(always)]
-    pub fn load_scalar(&mut self, pc: usize, addr: u64, size: u8) -> Res<u64> {
+    pub fn load_scalar(&mut self, t: usize, pc: usize, addr: u64, size: u8) -> Res<u64> {
         // one body per size, so that the masks and byte reads fold
         match size {
-            4 => self.load_n::<4>(pc, addr),
-            8 => self.load_n::<8>(pc, addr),
-            2 => self.load_n::<2>(pc, addr),
-            _ => self.load_n::<1>(pc, addr),
+            4 => self.load_n::<4>(t, pc, addr),
+            8 => self.load_n::<8>(t, pc, addr),
+            2 => self.load_n::<2>(t, pc, addr),
+            _ => self.load_n::<1>(t, pc, addr),
         }
     }
 
     /// [`GlobalView::load_scalar`] of `N` bytes.
     #[inline(never)]
-    fn load_n<const N: u8>(&mut self, pc: usize, addr: u64) -> Res<u64> {
+    fn load_n<const N: u8>(&mut self, t: usize, pc: usize, addr: u64) -> Res<u64> {
         let size = N;
         let GlobalView {
             base,
@@ -140,6 +144,7 @@ impl<'a> GlobalView<'a> {
             shadow,
             watch,
             checks,
+            lockstep,
         } = self;
         let mem: &GlobalMem = match base {
             Base::Snapshot(m) => m,
@@ -154,9 +159,13 @@ impl<'a> GlobalView<'a> {
                 race(w, addr, len as u32, Kind::Read)?;
             }
             let m = ((1u64 << len) - 1) << sh;
-            let rec = shadow.rec(addr / LINE);
+            let ri = shadow.rec_at(addr / LINE);
+            let rec = shadow.slot(ri);
             rec.r |= m;
             let (w, d) = (rec.w, rec.data);
+            if *lockstep && !shadow.tags[ri].read(shadow.round, t, sh, len as usize) {
+                return fault(Fault::Reorder);
+            }
             if w & m != m
                 && a.first_uninit(o, len as usize).is_some()
                 && let Some(k) =
@@ -179,19 +188,19 @@ impl<'a> GlobalView<'a> {
     /// A scalar store of the low `size` (1, 2, 4, 8) bytes of `v` at `addr`
     /// (aligned) by instruction `pc`.
     #[inline(always)]
-    pub fn store_scalar(&mut self, pc: usize, addr: u64, size: u8, v: u64) -> Res<()> {
+    pub fn store_scalar(&mut self, t: usize, pc: usize, addr: u64, size: u8, v: u64) -> Res<()> {
         // one body per size, so that the masks and byte writes fold
         match size {
-            4 => self.store_n::<4>(pc, addr, v),
-            8 => self.store_n::<8>(pc, addr, v),
-            2 => self.store_n::<2>(pc, addr, v),
-            _ => self.store_n::<1>(pc, addr, v),
+            4 => self.store_n::<4>(t, pc, addr, v),
+            8 => self.store_n::<8>(t, pc, addr, v),
+            2 => self.store_n::<2>(t, pc, addr, v),
+            _ => self.store_n::<1>(t, pc, addr, v),
         }
     }
 
     #[inline(always)]
-    fn store_n<const N: u8>(&mut self, pc: usize, addr: u64, v: u64) -> Res<()> {
-        let b = self.store(pc, addr, N as u32)?;
+    fn store_n<const N: u8>(&mut self, t: usize, pc: usize, addr: u64, v: u64) -> Res<()> {
+        let b = self.store(t, pc, addr, N as u32)?;
         put_le(b, N, v);
         Ok(())
     }
@@ -199,13 +208,14 @@ impl<'a> GlobalView<'a> {
     /// The `len` (≤ 16, aligned) bytes at `addr` that instruction `pc`
     /// reads: checked, recorded, from the CTA's own writes or memory.
     #[inline(always)]
-    pub fn load(&mut self, pc: usize, addr: u64, len: u32) -> Res<&[u8]> {
+    pub fn load(&mut self, t: usize, pc: usize, addr: u64, len: u32) -> Res<&[u8]> {
         let GlobalView {
             base,
             hint,
             shadow,
             watch,
             checks,
+            lockstep,
         } = self;
         let mem: &GlobalMem = match base {
             Base::Snapshot(m) => m,
@@ -220,9 +230,13 @@ impl<'a> GlobalView<'a> {
                 race(w, addr, len, Kind::Read)?;
             }
             let m = line_mask(addr, len);
-            let rec = shadow.rec(line);
+            let ri = shadow.rec_at(line);
+            let rec = shadow.slot(ri);
             rec.r |= m;
             let (w, d) = (rec.w, rec.data);
+            if *lockstep && !shadow.tags[ri].read(shadow.round, t, sh, l) {
+                return fault(Fault::Reorder);
+            }
             if w & m != m
                 && a.first_uninit(o, l).is_some()
                 && let Some(k) = (0..l).find(|&k| !a.is_init(o + k) && w >> (sh + k) & 1 == 0)
@@ -245,13 +259,14 @@ impl<'a> GlobalView<'a> {
     /// writes: checked, recorded, in the CTA's copy of the line (or in
     /// live memory).
     #[inline(always)]
-    pub fn store(&mut self, pc: usize, addr: u64, len: u32) -> Res<&mut [u8]> {
+    pub fn store(&mut self, t: usize, pc: usize, addr: u64, len: u32) -> Res<&mut [u8]> {
         let GlobalView {
             base,
             hint,
             shadow,
             watch,
             checks,
+            lockstep,
         } = self;
         let (i, o) = match base {
             Base::Snapshot(m) => Self::locate(m, &mut hint[pc], addr, len as u64)?,
@@ -273,7 +288,11 @@ impl<'a> GlobalView<'a> {
             Base::Snapshot(m) => {
                 shadow.wrote = true;
                 let ndata = shadow.data.len() as u32;
-                let rec = shadow.rec(line);
+                let ri = shadow.rec_at(line);
+                if *lockstep && !shadow.tags[ri].write(shadow.round, t, sh, l) {
+                    return fault(Fault::Reorder);
+                }
+                let rec = shadow.slot(ri);
                 rec.w |= line_mask(addr, len);
                 let d = if rec.data == NO_DATA {
                     rec.data = ndata;
@@ -402,7 +421,7 @@ impl Exec<'_> {
         }
         let l = total as usize;
         Ok(match rs {
-            Space::Global => self.g.load(pc, ra, total)?,
+            Space::Global => self.g.load(t, pc, ra, total)?,
             Space::Shared => {
                 let o = self.shared_at(ra, total)?;
                 if self.k.checks {
@@ -451,7 +470,7 @@ impl Exec<'_> {
         }
         let l = total as usize;
         Ok(match rs {
-            Space::Global => self.g.store(pc, ra, total)?,
+            Space::Global => self.g.store(t, pc, ra, total)?,
             Space::Shared => {
                 let o = self.shared_at(ra, total)?;
                 if self.k.checks {

@@ -14,6 +14,7 @@ mod findings;
 mod float;
 mod int;
 mod ldst;
+mod lockstep;
 mod memory;
 mod step;
 mod warp;
@@ -54,6 +55,10 @@ pub(crate) enum Fault {
     UninitReg(u32),
     Trap(&'static str),
     Warp(String),
+    /// A global access whose value depends on the order of the CTA's
+    /// threads, met by the lockstep schedule (`checks::reorder`), which
+    /// then runs the CTA again in thread order: never a finding.
+    Reorder,
 }
 
 /// Faults are rare: boxed, they keep the interpreter's results small.
@@ -101,6 +106,8 @@ pub(crate) struct Kernel<'a> {
     pub clock_base: u64,
     /// Shared memory bytes per CTA.
     pub smem: usize,
+    /// Try the lockstep schedule ([`SimOptions::lockstep`]).
+    pub lockstep: bool,
 }
 
 /// Launch-wide progress of a parallel run.
@@ -184,6 +191,15 @@ pub(crate) struct Exec<'a> {
     progress: Option<&'a Progress>,
     /// The fault of the instruction that returned [`FAULT`].
     pending: Option<Box<Fault>>,
+    /// The running CTA is in the lockstep schedule (`lockstep`).
+    lockstep: bool,
+    /// Per block leader: the lockstep attempt's block entries, added to
+    /// `counts` when it succeeds.
+    lcounts: Vec<u64>,
+    /// The lockstep schedule's group (its buffer).
+    group: Vec<u32>,
+    /// CTAs this worker completed in lockstep.
+    pub lockstep_ctas: u64,
 }
 
 #[inline(always)]
@@ -228,6 +244,10 @@ impl<'a> Exec<'a> {
             cap: 0,
             progress,
             pending: None,
+            lockstep: false,
+            lcounts: vec![0; k.code.insts.len()],
+            group: Vec::new(),
+            lockstep_ctas: 0,
         }
     }
 
@@ -243,6 +263,24 @@ impl<'a> Exec<'a> {
     /// `cap` instructions. Returns the instructions issued, with the reason
     /// if it stopped early. The CTA's global accesses are in `self.g`.
     pub fn run_cta(&mut self, ctaid: (u32, u32, u32), lin: u64, cap: u64) -> (u64, Option<Stop>) {
+        if self.lockstep_allowed()
+            && let Some(issued) = self.try_lockstep(ctaid, lin, cap)
+        {
+            return (issued, None);
+        }
+        self.start(ctaid, lin, cap);
+        let stop = self.schedule().err();
+        let issued = self.issued + (self.chunk - self.budget);
+        if let Some(p) = self.progress {
+            p.issued
+                .fetch_add(self.chunk - self.budget, Ordering::Relaxed);
+        }
+        (issued, stop)
+    }
+
+    /// Set up CTA `ctaid` (linear index `lin`) with a cap of `cap`
+    /// instructions.
+    fn start(&mut self, ctaid: (u32, u32, u32), lin: u64, cap: u64) {
         self.ctaid = ctaid;
         self.lin = lin;
         self.cta.reset(self.k.code, ctaid, lin, self.k.checks);
@@ -252,13 +290,50 @@ impl<'a> Exec<'a> {
         self.chunk = 0;
         self.budget = 0;
         self.exact = false;
-        let stop = self.schedule().err();
-        let issued = self.issued + (self.chunk - self.budget);
-        if let Some(p) = self.progress {
-            p.issued
-                .fetch_add(self.chunk - self.budget, Ordering::Relaxed);
+    }
+
+    /// Whether the running launch may try the lockstep schedule: the
+    /// entry's results do not depend on the threads' order
+    /// ([`Code::lockstep_ok`]), checks are on (shared-memory conflicts are
+    /// findings), and the CTA runs on a snapshot without a watch list (so
+    /// that it can start again: its writes are private and its accesses
+    /// are checked when the walk takes it).
+    fn lockstep_allowed(&self) -> bool {
+        self.k.lockstep
+            && self.k.checks
+            && self.k.code.lockstep_ok
+            && self.g.watch.is_none()
+            && matches!(self.g.base, Base::Snapshot(_))
+    }
+
+    /// Run CTA `ctaid` in lockstep (`lockstep`): its instruction count if
+    /// it completed; `None` if the attempt ended early, with everything it
+    /// did undone (the CTA then runs in thread order).
+    fn try_lockstep(&mut self, ctaid: (u32, u32, u32), lin: u64, cap: u64) -> Option<u64> {
+        let barriers = self.barriers;
+        self.start(ctaid, lin, cap);
+        self.lockstep = true;
+        self.g.lockstep = true;
+        let ok = self.schedule().is_ok();
+        self.lockstep = false;
+        self.g.lockstep = false;
+        if ok {
+            for (c, &l) in self.counts.iter_mut().zip(&self.lcounts) {
+                *c += l;
+            }
+            let issued = self.issued + (self.chunk - self.budget);
+            if let Some(p) = self.progress {
+                p.issued.fetch_add(issued, Ordering::Relaxed);
+            }
+            self.lcounts.fill(0);
+            self.lockstep_ctas += 1;
+            return Some(issued);
         }
-        (issued, stop)
+        self.lcounts.fill(0);
+        self.barriers = barriers;
+        self.pending = None;
+        self.g.shadow.clear();
+        None
     }
 
     /// Run every thread of the CTA to completion.
@@ -271,10 +346,18 @@ impl<'a> Exec<'a> {
             let mut bar_pc = u32::MAX;
             let mut one_bar = true;
             let mut regs = std::mem::take(&mut self.cta.regs);
-            let mut counts = std::mem::take(&mut self.counts);
-            let ran = self.run_threads(&mut regs, &mut counts);
+            let ran = if self.lockstep {
+                let mut counts = std::mem::take(&mut self.lcounts);
+                let ran = self.run_lockstep(&mut regs, &mut counts);
+                self.lcounts = counts;
+                ran
+            } else {
+                let mut counts = std::mem::take(&mut self.counts);
+                let ran = self.run_threads(&mut regs, &mut counts);
+                self.counts = counts;
+                ran
+            };
             self.cta.regs = regs;
-            self.counts = counts;
             ran?;
             for t in 0..n {
                 match self.cta.state[t] {
@@ -347,10 +430,10 @@ impl<'a> Exec<'a> {
     /// or exits. The register files and block counters are out of `self`
     /// meanwhile, so that the interpreter indexes plain slices.
     fn run_threads(&mut self, regs: &mut [u64], counts: &mut [u64]) -> Result<(), Stop> {
-        let ns = self.cta.stride;
+        let (ns, pitch) = (self.cta.stride, self.cta.pitch);
         for t in 0..self.cta.n {
             if self.cta.state[t] == TState::Run {
-                self.interpret(t, &mut regs[t * ns..(t + 1) * ns], counts)?;
+                self.interpret(t, &mut regs[t * pitch..][..ns], counts)?;
             }
         }
         Ok(())
@@ -466,7 +549,7 @@ impl<'a> Exec<'a> {
             let checks = self.k.checks;
             if inst.flags & F_GCHK != 0
                 && checks
-                && !self.cta.init[t * self.cta.stride + inst.guard as usize]
+                && !self.cta.init[t * self.cta.pitch + inst.guard as usize]
             {
                 return Err(self.finding(Fault::UninitReg(inst.guard), t, pc));
             }
@@ -543,7 +626,7 @@ impl<'a> Exec<'a> {
     #[inline(never)]
     fn pre_exec(&mut self, t: usize, pc: usize, rf: &mut [u64], inst: &XInst) -> Result<(), Stop> {
         let checks = self.k.checks;
-        let base = t * self.cta.stride;
+        let base = t * self.cta.pitch;
         if inst.flags & F_BRAUNI != 0 && checks {
             self.uniform(t, pc, inst, true)?;
         }
@@ -609,7 +692,7 @@ impl<'a> Exec<'a> {
     /// A read of slot `s` by thread `t` at `pc` outside the interpreter loop
     /// (warp collectives, barriers), checked when the analysis asks for it.
     pub(crate) fn r_checked(&self, t: usize, pc: usize, s: u32) -> Res<u64> {
-        let base = t * self.cta.stride;
+        let base = t * self.cta.pitch;
         let code = self.k.code;
         // `F_CHK` clear: no read of this instruction is checked
         if self.k.checks
@@ -625,7 +708,7 @@ impl<'a> Exec<'a> {
     /// A write by a warp collective (which records initialisation itself).
     pub(crate) fn w_collective(&mut self, t: usize, d: u32, v: u64) {
         if d != NO_REG {
-            let i = t * self.cta.stride + d as usize;
+            let i = t * self.cta.pitch + d as usize;
             self.cta.regs[i] = v;
             self.cta.init[i] = true;
         }

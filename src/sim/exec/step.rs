@@ -339,7 +339,7 @@ impl Exec<'_> {
                         size as u32,
                     )));
                 }
-                match self.g.load_scalar(pc, addr, size) {
+                match self.g.load_scalar(t, pc, addr, size) {
                     Ok(v) => out!(if signed { sext(v, size * 8) as u64 } else { v }),
                     Err(f) => return self.raise(f),
                 }

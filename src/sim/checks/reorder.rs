@@ -1,0 +1,177 @@
+//! Global accesses whose result depends on the order of a CTA's threads.
+//!
+//! The simulator's order within a CTA is *thread order*: in each round
+//! (the threads run until every one parks at a barrier or warp collective,
+//! or exits) thread 0 runs to its stopping point, then thread 1, and so on.
+//! The lockstep schedule (`exec::lockstep`) runs the threads of a round
+//! interleaved instead, block by block. Registers, local memory and the
+//! checked shared memory (where any cross-thread conflict within a round is
+//! a finding) give the same results in either order; global memory within a
+//! CTA has no race check, so the lockstep schedule watches its global
+//! accesses with these tags and gives up (the CTA runs again in thread
+//! order) at the first access whose value could differ:
+//!
+//! * a read of bytes written this round by a *later* thread (thread order
+//!   reads them before that write) or by several threads;
+//! * a write of a word read this round by a later thread (thread order
+//!   reads the new value there);
+//! * a write of bytes another thread wrote this round (the last writer
+//!   differs).
+//!
+//! A read of bytes an earlier thread wrote is what thread order reads too:
+//! that thread's last write, since a later write of its own would meet the
+//! read's tag. Written bytes are tracked per byte, writers and readers per
+//! 4-byte word (a word written in parts by several threads reads as
+//! written by several). Accesses of one thread, and of rounds before, are
+//! ordered the same way in both schedules.
+
+/// Writer field of a word written by several threads this round.
+const MULTI: u16 = u16::MAX;
+
+/// One line's accesses in the current round (stale when `round` is older):
+/// the bytes written, and per 4-byte word the writer and the highest
+/// reader, as thread + 1 (0: none).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct LineTags {
+    round: u32,
+    written: u64,
+    writer: [u16; 16],
+    reader: [u16; 16],
+}
+
+impl LineTags {
+    /// The tags as of round `round`.
+    #[inline(always)]
+    fn fresh(&mut self, round: u32) {
+        if self.round != round {
+            *self = LineTags {
+                round,
+                ..LineTags::default()
+            };
+        }
+    }
+
+    /// Record a read by thread `t` of `len` bytes at `off` in the line (an
+    /// aligned access, so within it); `false` if thread order could read
+    /// another value.
+    #[inline(always)]
+    pub(crate) fn read(&mut self, round: u32, t: usize, off: usize, len: usize) -> bool {
+        self.fresh(round);
+        let u = t as u16 + 1;
+        let (w0, w1) = (off / 4, (off + len - 1) / 4);
+        if self.written & bytes(off, len) != 0 {
+            // an earlier thread's (or its own) write is what thread order
+            // reads; a later thread's, or several threads', is not
+            if self.writer[w0..=w1].iter().any(|&x| x > u) {
+                return false;
+            }
+        }
+        for r in &mut self.reader[w0..=w1] {
+            *r = (*r).max(u);
+        }
+        true
+    }
+
+    /// Record a write by thread `t` of `len` bytes at `off`; `false` if a
+    /// later thread read the word this round or another thread wrote the
+    /// bytes.
+    #[inline(always)]
+    pub(crate) fn write(&mut self, round: u32, t: usize, off: usize, len: usize) -> bool {
+        self.fresh(round);
+        let u = t as u16 + 1;
+        let (w0, w1) = (off / 4, (off + len - 1) / 4);
+        if self.reader[w0..=w1].iter().any(|&r| r > u) {
+            return false;
+        }
+        let m = bytes(off, len);
+        if self.written & m != 0 && self.writer[w0..=w1].iter().any(|&x| x != 0 && x != u) {
+            return false;
+        }
+        for x in &mut self.writer[w0..=w1] {
+            *x = if *x == 0 || *x == u { u } else { MULTI };
+        }
+        self.written |= m;
+        true
+    }
+}
+
+/// The byte mask of `len` bytes at `off` in a 64-byte line.
+#[inline(always)]
+fn bytes(off: usize, len: usize) -> u64 {
+    let m = if len >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << len) - 1
+    };
+    m << off
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Read-modify-write of its own word by each thread, in lockstep order
+    /// (every read, then every write): thread order gives the same values.
+    #[test]
+    fn own_words_read_then_written_are_order_free() {
+        let mut l = LineTags::default();
+        for t in 0..16 {
+            assert!(l.read(1, t, 4 * t, 4));
+        }
+        for t in 0..16 {
+            assert!(l.write(1, t, 4 * t, 4));
+        }
+        // and read back by its writer
+        assert!(l.read(1, 3, 12, 4));
+    }
+
+    #[test]
+    fn a_later_readers_word_written_is_not() {
+        let mut l = LineTags::default();
+        assert!(l.read(1, 5, 0, 4));
+        assert!(!l.write(1, 2, 0, 4));
+        // an earlier reader's is
+        let mut l = LineTags::default();
+        assert!(l.read(1, 2, 0, 4));
+        assert!(l.write(1, 5, 0, 4));
+        // a later round starts afresh
+        let mut l = LineTags::default();
+        assert!(l.read(1, 5, 0, 4));
+        assert!(l.write(2, 2, 0, 4));
+    }
+
+    #[test]
+    fn reads_see_only_earlier_writers() {
+        let mut l = LineTags::default();
+        assert!(l.write(1, 2, 8, 4));
+        assert!(l.read(1, 7, 8, 4));
+        let mut l = LineTags::default();
+        assert!(l.write(1, 7, 8, 4));
+        assert!(!l.read(1, 2, 8, 4));
+        // bytes of the word nobody wrote are free
+        let mut l = LineTags::default();
+        assert!(l.write(1, 7, 8, 2));
+        assert!(l.read(1, 2, 10, 2));
+    }
+
+    #[test]
+    fn bytes_of_one_word_by_several_writers() {
+        let mut l = LineTags::default();
+        for t in 0..4 {
+            assert!(l.write(1, t, t, 1));
+        }
+        // written again by another thread: the last writer would differ
+        assert!(!l.clone().write(1, 9, 2, 1));
+        // read by a thread after them all: several writers, given up
+        assert!(!l.read(1, 9, 0, 4));
+    }
+
+    #[test]
+    fn a_thread_rewriting_its_own_bytes_is_order_free() {
+        let mut l = LineTags::default();
+        assert!(l.write(1, 3, 0, 8));
+        assert!(l.read(1, 3, 0, 8));
+        assert!(l.write(1, 3, 0, 8));
+        assert!(!l.write(1, 4, 4, 4));
+    }
+}
