@@ -5,7 +5,7 @@
 //! instructions per second.
 //!
 //! ```text
-//! cargo run --release --example sim_throughput -- [--case NAME] [--reps N] [--no-checks] [--split]
+//! cargo run --release --example sim_throughput -- [--case NAME] [--reps N] [--no-checks] [--split] [--thread-order]
 //! valgrind --tool=callgrind target/release/examples/sim_throughput --case dot --reps 1
 //! ```
 //!
@@ -16,7 +16,11 @@
 //!
 //! Cases: `dot`, `saxpy`, `block_sum` (hand-written PTX in `tests/ptx/`) and
 //! `library_dot`, `library_fp8`, `library_score` (DSL kernels through the
-//! `Context` path). Without `--case` every case runs.
+//! `Context` path). Without `--case` every case runs. `--thread-order`
+//! turns the lockstep schedule off ([`SimOptions::lockstep`]): each block's
+//! threads one after another, the order whose results lockstep keeps.
+//!
+//! [`SimOptions::lockstep`]: ptxsmith::sim::SimOptions::lockstep
 
 use std::time::Instant;
 
@@ -69,6 +73,11 @@ use ptxsmith::runtime::Context;
 use ptxsmith::runtime::exec::LaunchConfig;
 use ptxsmith::sim::{Program, Sim};
 
+/// Whether to use the lockstep schedule (not with `--thread-order`).
+fn lockstep() -> bool {
+    !std::env::args().any(|a| a == "--thread-order")
+}
+
 /// With `--split`, print the caller's and the busiest worker's CPU time.
 fn report_split(before: Option<std::collections::BTreeMap<String, f64>>) {
     if std::env::args().any(|a| a == "--split")
@@ -101,6 +110,10 @@ fn ptx_case(name: &str, checks: bool, reps: u32) -> Option<(u64, f64, Option<f64
     let prog = Program::parse(ptx).unwrap();
     let mut s = Sim::new(Sm::Sm80);
     s.set_checks(checks);
+    s.set_options(ptxsmith::sim::SimOptions {
+        lockstep: lockstep(),
+        ..s.options()
+    });
     let args = match name {
         "dot" => {
             let x = s.alloc(4 * n as usize).unwrap();
@@ -158,6 +171,13 @@ fn library_case(name: &str, reps: u32) -> Option<(u64, f64, Option<f64>)> {
     let sx: Vec<f32> = x[..sr * sp].to_vec();
     let sd: Vec<f32> = x[..sk * sp].to_vec();
     let ctx = Context::sim(Sm::Sm80);
+    ctx.with_sim(|s| {
+        s.set_options(ptxsmith::sim::SimOptions {
+            lockstep: lockstep(),
+            ..s.options()
+        })
+    })
+    .unwrap();
     let st = ctx.default_stream();
     let run = || match name {
         "library_dot" => {
@@ -213,7 +233,7 @@ fn main() {
                 reps = args.get(i).and_then(|v| v.parse().ok()).unwrap_or(reps);
             }
             "--no-checks" => checks = false,
-            "--split" => {}
+            "--split" | "--thread-order" => {}
             other => {
                 eprintln!("unknown argument `{other}`");
                 std::process::exit(2);
