@@ -29,8 +29,9 @@
 use super::super::code::{Code, XInst};
 use super::super::cta::TState;
 use super::super::fp::{self, FOp};
-use super::super::ir::{Comb, Op};
+use super::super::ir::{Comb, Op, Space};
 use super::int::{icmp, wide_mul};
+use super::memory::GroupAccess;
 use super::step::setp_part;
 use super::{EXIT, Exec, FAULT, NEXT, PARK, SKIP, Stop, sext};
 
@@ -68,24 +69,28 @@ impl<'a> Exec<'a> {
         let mut lanes = 0..0;
         loop {
             // the group: the runnable threads of the warp at the lowest pc,
-            // in order, and how many others wait elsewhere
+            // in order, and the lowest pc of the others (which wait there
+            // while the group runs: the group goes on without looking
+            // again while its pc stays below it)
             group.clear();
             let mut lo = u32::MAX;
-            let mut waiting = 0;
+            let mut wait_lo = u32::MAX;
             for t in lanes.clone() {
                 if self.cta.state[t] != TState::Run {
                     continue;
                 }
                 let p = self.cta.pc[t];
                 if p < lo {
-                    waiting += group.len();
+                    if !group.is_empty() {
+                        wait_lo = lo;
+                    }
                     group.clear();
                     lo = p;
                 }
                 if p == lo {
                     group.push(t as u32);
                 } else {
-                    waiting += 1;
+                    wait_lo = wait_lo.min(p);
                 }
             }
             if group.is_empty() {
@@ -125,6 +130,12 @@ impl<'a> Exec<'a> {
                 for (at, inst) in insts.iter().enumerate().skip(pc).take(len) {
                     if inst.flags == 0 {
                         if step_group(inst, regs, ns, pitch, group) {
+                            continue;
+                        }
+                        if let Some(done) = self.memory_group(at, inst, regs, group) {
+                            if !done {
+                                return Err(Stop::Aborted);
+                            }
                             continue;
                         }
                         flow = branch_group(inst, at, regs, ns, pitch, group, &mut self.cta.pc);
@@ -175,7 +186,7 @@ impl<'a> Exec<'a> {
                 }
                 match flow {
                     Some(Flow::To(to)) => {
-                        if waiting == 0 {
+                        if to < wait_lo {
                             pc = to as usize;
                             continue;
                         }
@@ -189,7 +200,7 @@ impl<'a> Exec<'a> {
                 }
                 if nleft == 0 {
                     // every thread falls through to the next block
-                    if waiting == 0 {
+                    if end < wait_lo {
                         pc = end as usize;
                         continue;
                     }
@@ -211,7 +222,7 @@ impl<'a> Exec<'a> {
                     for g in group.iter_mut() {
                         *g &= !LEFT;
                     }
-                    if waiting == 0 {
+                    if to < wait_lo {
                         pc = to as usize;
                         continue;
                     }
@@ -227,6 +238,49 @@ impl<'a> Exec<'a> {
                 break;
             }
         }
+    }
+
+    /// Run a scalar `ld.global`/`st.global` (`inst`, at `at`, without
+    /// flags) for every thread of `group`: `None` if `inst` is not one,
+    /// `Some(false)` if an access would fault or depend on the order (the
+    /// attempt ends).
+    #[inline(always)]
+    fn memory_group(
+        &mut self,
+        at: usize,
+        inst: &XInst,
+        regs: &mut [u64],
+        group: &[u32],
+    ) -> Option<bool> {
+        let (size, value, load) = match inst.op {
+            Op::Ld {
+                sp: Space::Global,
+                size,
+                signed,
+                n: 1,
+            } => (size, inst.d[0], Some(signed)),
+            Op::St {
+                sp: Space::Global,
+                size,
+                n: 1,
+            } => (size, inst.s[1], None),
+            _ => return None,
+        };
+        let acc = GroupAccess {
+            regs,
+            pitch: self.cta.pitch,
+            stride: self.cta.stride,
+            group,
+            pc: at,
+            size,
+            off: inst.off,
+            addr: inst.s[0],
+            value,
+        };
+        Some(match load {
+            Some(signed) => self.g.load_group(acc, signed),
+            None => self.g.store_group(acc),
+        })
     }
 
     /// The budget chunk cannot pay for the `need` instructions of the next

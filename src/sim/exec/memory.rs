@@ -516,3 +516,177 @@ impl Exec<'_> {
         Ok(old)
     }
 }
+
+/// One scalar global access of each thread of a lockstep group
+/// (`super::lockstep`): where the operands and results are.
+pub(crate) struct GroupAccess<'r> {
+    /// Every thread's register file, `pitch` slots apart, `stride` slots
+    /// each (a power of two).
+    pub regs: &'r mut [u64],
+    pub pitch: usize,
+    pub stride: usize,
+    /// The group's threads, in order.
+    pub group: &'r [u32],
+    /// The instruction, its bytes and immediate offset.
+    pub pc: usize,
+    pub size: u8,
+    pub off: i64,
+    /// The address slot and the value slot (the destination of a load,
+    /// the source of a store).
+    pub addr: u32,
+    pub value: u32,
+}
+
+impl GlobalView<'_> {
+    /// `ld.global` of `acc.size` bytes for every thread of the group, with
+    /// what [`GlobalView::load_n`] does for each, in the group's order;
+    /// sign-extended if `signed`. `false` (some threads done, the attempt
+    /// ends) if any access would fault or is order-dependent: the thread
+    /// order run reports it.
+    pub(crate) fn load_group(&mut self, acc: GroupAccess, signed: bool) -> bool {
+        let GlobalView {
+            base,
+            hint,
+            shadow,
+            watch,
+            checks,
+            lockstep,
+        } = self;
+        let Base::Snapshot(mem) = base else {
+            return false;
+        };
+        if !*checks || !*lockstep || watch.is_some() {
+            return false;
+        }
+        let mem: &GlobalMem = mem;
+        let (size, len) = (acc.size, acc.size as u64);
+        let m = acc.stride - 1;
+        let (sa, sd) = (acc.addr as usize & m, acc.value as usize & m);
+        // the allocation and line of the thread before
+        let mut cur: Option<(usize, u64, u64)> = None;
+        let mut line_at = (u64::MAX, 0usize);
+        for &t in acc.group {
+            let t = t as usize;
+            let b = t * acc.pitch;
+            let addr = acc.regs[b + sa].wrapping_add(acc.off as u64);
+            if addr & (len - 1) != 0 {
+                return false;
+            }
+            let (i, o) = match cur {
+                Some((i, lo, n)) if addr.wrapping_sub(lo) <= n - len => (i, (addr - lo) as usize),
+                _ => match Self::locate(mem, &mut hint[acc.pc], addr, len) {
+                    Ok((i, o)) => {
+                        let a = &mem.allocs[i];
+                        if (a.data.len() as u64) < len {
+                            return false;
+                        }
+                        cur = Some((i, a.base, a.data.len() as u64));
+                        (i, o)
+                    }
+                    Err(_) => return false,
+                },
+            };
+            let a = &mem.allocs[i];
+            let line = addr / LINE;
+            if line != line_at.0 {
+                line_at = (line, shadow.rec_at(line));
+            }
+            let ri = line_at.1;
+            let sh = (addr % LINE) as usize;
+            let mk = ((1u64 << len) - 1) << sh;
+            let rec = shadow.slot(ri);
+            rec.r |= mk;
+            let (w, d) = (rec.w, rec.data);
+            if w & mk != mk
+                && a.first_uninit(o, len as usize).is_some()
+                && (0..len as usize).any(|k| !a.is_init(o + k) && w >> (sh + k) & 1 == 0)
+            {
+                return false;
+            }
+            if !shadow.tags[ri].read(shadow.round, t, sh, len as usize) {
+                return false;
+            }
+            let v = if d != NO_DATA {
+                get_le(&shadow.data[d as usize][sh..], size)
+            } else {
+                get_le(&a.data[o..], size)
+            };
+            acc.regs[b + sd] = if signed {
+                super::sext(v, size * 8) as u64
+            } else {
+                v
+            };
+        }
+        true
+    }
+
+    /// `st.global` of `acc.size` bytes for every thread of the group, with
+    /// what [`GlobalView::store`] does for each, in the group's order.
+    /// `false` as for [`GlobalView::load_group`].
+    pub(crate) fn store_group(&mut self, acc: GroupAccess) -> bool {
+        let GlobalView {
+            base,
+            hint,
+            shadow,
+            watch,
+            checks,
+            lockstep,
+        } = self;
+        let Base::Snapshot(mem) = base else {
+            return false;
+        };
+        if !*checks || !*lockstep || watch.is_some() {
+            return false;
+        }
+        let mem: &GlobalMem = mem;
+        let (size, len) = (acc.size, acc.size as u64);
+        let m = acc.stride - 1;
+        let (sa, sv) = (acc.addr as usize & m, acc.value as usize & m);
+        let mut cur: Option<(usize, u64, u64)> = None;
+        let mut line_at = (u64::MAX, 0usize);
+        shadow.wrote = true;
+        for &t in acc.group {
+            let t = t as usize;
+            let b = t * acc.pitch;
+            let addr = acc.regs[b + sa].wrapping_add(acc.off as u64);
+            if addr & (len - 1) != 0 {
+                return false;
+            }
+            let (i, o) = match cur {
+                Some((i, lo, n)) if addr.wrapping_sub(lo) <= n - len => (i, (addr - lo) as usize),
+                _ => match Self::locate(mem, &mut hint[acc.pc], addr, len) {
+                    Ok((i, o)) => {
+                        let a = &mem.allocs[i];
+                        if (a.data.len() as u64) < len {
+                            return false;
+                        }
+                        cur = Some((i, a.base, a.data.len() as u64));
+                        (i, o)
+                    }
+                    Err(_) => return false,
+                },
+            };
+            let line = addr / LINE;
+            if line != line_at.0 {
+                line_at = (line, shadow.rec_at(line));
+            }
+            let ri = line_at.1;
+            let sh = (addr % LINE) as usize;
+            if !shadow.tags[ri].write(shadow.round, t, sh, len as usize) {
+                return false;
+            }
+            let ndata = shadow.data.len() as u32;
+            let rec = shadow.slot(ri);
+            rec.w |= line_mask(addr, len as u32);
+            let d = if rec.data == NO_DATA {
+                rec.data = ndata;
+                shadow.data.push(line_copy(mem, i, o - sh));
+                ndata
+            } else {
+                rec.data
+            };
+            put_le(&mut shadow.data[d as usize][sh..], size, acc.regs[b + sv]);
+        }
+        true
+    }
+}
