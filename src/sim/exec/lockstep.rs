@@ -31,9 +31,9 @@ use super::super::cta::TState;
 use super::super::fp::{self, FOp};
 use super::super::ir::{Comb, Op, Space};
 use super::int::{icmp, wide_mul};
-use super::memory::GroupAccess;
+use super::memory::{GroupAccess, put_le};
 use super::step::setp_part;
-use super::{EXIT, Exec, FAULT, NEXT, PARK, SKIP, Stop, sext};
+use super::{EXIT, Exec, FAULT, NEXT, PARK, SKIP, Stop, get_le, sext};
 
 /// Set in a group entry for a thread that left the group's block early.
 const LEFT: u32 = 1 << 31;
@@ -132,7 +132,10 @@ impl<'a> Exec<'a> {
                         if step_group(inst, regs, ns, pitch, group) {
                             continue;
                         }
-                        if let Some(done) = self.memory_group(at, inst, regs, group) {
+                        if let Some(done) = self
+                            .memory_group(at, inst, regs, group)
+                            .or_else(|| self.shared_group(inst, regs, group))
+                        {
                             if !done {
                                 return Err(Stop::Aborted);
                             }
@@ -252,18 +255,23 @@ impl<'a> Exec<'a> {
         regs: &mut [u64],
         group: &[u32],
     ) -> Option<bool> {
-        let (size, value, load) = match inst.op {
+        let (size, n, value, load) = match inst.op {
             Op::Ld {
                 sp: Space::Global,
                 size,
                 signed,
-                n: 1,
-            } => (size, inst.d[0], Some(signed)),
+                n,
+            } => (
+                size,
+                n,
+                [inst.d[0], inst.d[1], inst.d[2], inst.d[3]],
+                Some(signed),
+            ),
             Op::St {
                 sp: Space::Global,
                 size,
-                n: 1,
-            } => (size, inst.s[1], None),
+                n,
+            } => (size, n, [inst.s[1], inst.s[2], inst.s[3], inst.s[4]], None),
             _ => return None,
         };
         let acc = GroupAccess {
@@ -273,6 +281,7 @@ impl<'a> Exec<'a> {
             group,
             pc: at,
             size,
+            n,
             off: inst.off,
             addr: inst.s[0],
             value,
@@ -281,6 +290,72 @@ impl<'a> Exec<'a> {
             Some(signed) => self.g.load_group(acc, signed),
             None => self.g.store_group(acc),
         })
+    }
+
+    /// Run a scalar `ld.shared`/`st.shared` (`inst`, without flags) for
+    /// every thread of `group`, with what `exec_ld`/`exec_st` do for each:
+    /// `None` if `inst` is not one, `Some(false)` if an access would fault
+    /// (a race or an uninitialised read included: the attempt ends).
+    #[inline(always)]
+    fn shared_group(&mut self, inst: &XInst, regs: &mut [u64], group: &[u32]) -> Option<bool> {
+        let (size, n, signed, value, write) = match inst.op {
+            Op::Ld {
+                sp: Space::Shared,
+                size,
+                signed,
+                n,
+            } => (
+                size,
+                n,
+                signed,
+                [inst.d[0], inst.d[1], inst.d[2], inst.d[3]],
+                false,
+            ),
+            Op::St {
+                sp: Space::Shared,
+                size,
+                n,
+            } => (
+                size,
+                n,
+                false,
+                [inst.s[1], inst.s[2], inst.s[3], inst.s[4]],
+                true,
+            ),
+            _ => return None,
+        };
+        let (ns, pitch) = (self.cta.stride, self.cta.pitch);
+        let sa = inst.s[0] as usize & (ns - 1);
+        let sv = value.map(|v| v as usize & (ns - 1));
+        let (sz, n) = (size as usize, n as usize);
+        let len = sz * n;
+        let checks = self.k.checks;
+        for &t in group {
+            let t = t as usize;
+            let b = t * pitch;
+            let addr = regs[b + sa].wrapping_add(inst.off as u64);
+            if addr & (len as u64 - 1) != 0
+                || addr
+                    .checked_add(len as u64)
+                    .is_none_or(|end| end > self.cta.shared.len() as u64)
+            {
+                return Some(false);
+            }
+            let o = addr as usize;
+            if checks && self.cta.shared_check(t, o, len, write, false).is_err() {
+                return Some(false);
+            }
+            let bytes = &mut self.cta.shared[o..o + len];
+            for (k, &vk) in sv.iter().enumerate().take(n) {
+                if write {
+                    put_le(&mut bytes[k * sz..], size, regs[b + vk]);
+                } else {
+                    let v = get_le(&bytes[k * sz..], size);
+                    regs[b + vk] = if signed { sext(v, size * 8) as u64 } else { v };
+                }
+            }
+        }
+        Some(true)
     }
 
     /// The budget chunk cannot pay for the `need` instructions of the next

@@ -527,14 +527,16 @@ pub(crate) struct GroupAccess<'r> {
     pub stride: usize,
     /// The group's threads, in order.
     pub group: &'r [u32],
-    /// The instruction, its bytes and immediate offset.
+    /// The instruction, its element's bytes, elements (1, 2, 4) and
+    /// immediate offset.
     pub pc: usize,
     pub size: u8,
+    pub n: u8,
     pub off: i64,
-    /// The address slot and the value slot (the destination of a load,
-    /// the source of a store).
+    /// The address slot and the value slots (the destinations of a load,
+    /// the sources of a store; `n` of them).
     pub addr: u32,
-    pub value: u32,
+    pub value: [u32; 4],
 }
 
 impl GlobalView<'_> {
@@ -559,9 +561,11 @@ impl GlobalView<'_> {
             return false;
         }
         let mem: &GlobalMem = mem;
-        let (size, len) = (acc.size, acc.size as u64);
+        let (size, n) = (acc.size, acc.n as usize);
+        let len = size as u64 * n as u64;
         let m = acc.stride - 1;
-        let (sa, sd) = (acc.addr as usize & m, acc.value as usize & m);
+        let sa = acc.addr as usize & m;
+        let sd = acc.value.map(|v| v as usize & m);
         // the allocation and line of the thread before
         let mut cur: Option<(usize, u64, u64)> = None;
         let mut line_at = (u64::MAX, 0usize);
@@ -606,16 +610,19 @@ impl GlobalView<'_> {
             if !shadow.tags[ri].read(shadow.round, t, sh, len as usize) {
                 return false;
             }
-            let v = if d != NO_DATA {
-                get_le(&shadow.data[d as usize][sh..], size)
+            let src = if d != NO_DATA {
+                &shadow.data[d as usize][sh..]
             } else {
-                get_le(&a.data[o..], size)
+                &a.data[o..]
             };
-            acc.regs[b + sd] = if signed {
-                super::sext(v, size * 8) as u64
-            } else {
-                v
-            };
+            for (k, &dk) in sd.iter().enumerate().take(n) {
+                let v = get_le(&src[k * size as usize..], size);
+                acc.regs[b + dk] = if signed {
+                    super::sext(v, size * 8) as u64
+                } else {
+                    v
+                };
+            }
         }
         true
     }
@@ -639,9 +646,11 @@ impl GlobalView<'_> {
             return false;
         }
         let mem: &GlobalMem = mem;
-        let (size, len) = (acc.size, acc.size as u64);
+        let (size, n) = (acc.size, acc.n as usize);
+        let len = size as u64 * n as u64;
         let m = acc.stride - 1;
-        let (sa, sv) = (acc.addr as usize & m, acc.value as usize & m);
+        let sa = acc.addr as usize & m;
+        let sv = acc.value.map(|v| v as usize & m);
         let mut cur: Option<(usize, u64, u64)> = None;
         let mut line_at = (u64::MAX, 0usize);
         shadow.wrote = true;
@@ -685,7 +694,10 @@ impl GlobalView<'_> {
             } else {
                 rec.data
             };
-            put_le(&mut shadow.data[d as usize][sh..], size, acc.regs[b + sv]);
+            let dst = &mut shadow.data[d as usize][sh..];
+            for (k, &vk) in sv.iter().enumerate().take(n) {
+                put_le(&mut dst[k * size as usize..], size, acc.regs[b + vk]);
+            }
         }
         true
     }
