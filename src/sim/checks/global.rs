@@ -108,12 +108,12 @@ pub(crate) struct CtaShadow {
     pub wrote: bool,
     /// The most lines the table held since [`CtaShadow::take_peak`].
     peak: usize,
-    /// Per slot, the line's tags of the lockstep schedule's round (see
-    /// `checks::reorder`): empty unless a CTA ran in lockstep, then as long
-    /// as `slots`. Stale tags (an older round) need no clearing.
+    /// Per slot, the line's tags of the lockstep schedule's running warp
+    /// (see `checks::reorder`): empty unless a CTA ran in lockstep, then
+    /// as long as `slots`. Stale tags (another stamp) need no clearing.
     pub tags: Vec<LineTags>,
-    /// The lockstep schedule's round, counting across the CTAs.
-    pub round: u32,
+    /// The stamp of the running warp's run, counting across the CTAs.
+    pub stamp: u32,
 }
 
 impl Default for CtaShadow {
@@ -134,21 +134,21 @@ impl CtaShadow {
             wrote: false,
             peak: 0,
             tags: Vec::new(),
-            round: 0,
+            stamp: 0,
         }
     }
 
-    /// Start a round of the lockstep schedule: the tags of the lines
+    /// Start a warp's run in the lockstep schedule: the tags of the lines
     /// accessed before are stale from now on.
-    pub fn next_round(&mut self) {
+    pub fn next_stamp(&mut self) {
         if self.tags.len() != self.slots.len() {
             self.tags = vec![LineTags::default(); self.slots.len()];
         }
-        if self.round == u32::MAX {
+        if self.stamp == u32::MAX {
             self.tags.fill(LineTags::default());
-            self.round = 0;
+            self.stamp = 0;
         }
-        self.round += 1;
+        self.stamp += 1;
     }
 
     #[inline(always)]

@@ -23,41 +23,46 @@
 //! read's tag. Written bytes are tracked per byte, writers and readers per
 //! 4-byte word (a word written in parts by several threads reads as
 //! written by several). Accesses of one thread, and of rounds before, are
-//! ordered the same way in both schedules.
+//! ordered the same way in both schedules; so are those of two warps,
+//! since the lockstep schedule runs a round's warps one after another in
+//! order: the tags only order the threads of the running warp (a warp's
+//! run in a round is a *stamp*; tags of another stamp are empty), and a
+//! thread is its lane.
 
-/// Writer field of a word written by several threads this round.
-const MULTI: u16 = u16::MAX;
+/// Writer field of a word written by several lanes.
+const MULTI: u8 = u8::MAX;
 
-/// One line's accesses in the current round (stale when `round` is older):
-/// the bytes written, and per 4-byte word the writer and the highest
-/// reader, as thread + 1 (0: none).
+/// One line's accesses by the running warp in its current run (stale when
+/// `stamp` is another): the bytes written, and per 4-byte word the writer
+/// and the highest reader, as lane + 1 (0: none). One host cache line.
 #[derive(Debug, Clone, Copy, Default)]
+#[repr(align(64))]
 pub(crate) struct LineTags {
-    round: u32,
+    stamp: u32,
     written: u64,
-    writer: [u16; 16],
-    reader: [u16; 16],
+    writer: [u8; 16],
+    reader: [u8; 16],
 }
 
 impl LineTags {
-    /// The tags as of round `round`.
+    /// The tags as of stamp `stamp`.
     #[inline(always)]
-    fn fresh(&mut self, round: u32) {
-        if self.round != round {
+    fn fresh(&mut self, stamp: u32) {
+        if self.stamp != stamp {
             *self = LineTags {
-                round,
+                stamp,
                 ..LineTags::default()
             };
         }
     }
 
-    /// Record a read by thread `t` of `len` bytes at `off` in the line (an
-    /// aligned access, so within it); `false` if thread order could read
-    /// another value.
+    /// Record a read by thread `t` (of the running warp) of `len` bytes at
+    /// `off` in the line (an aligned access, so within it) at stamp
+    /// `stamp`; `false` if thread order could read another value.
     #[inline(always)]
-    pub(crate) fn read(&mut self, round: u32, t: usize, off: usize, len: usize) -> bool {
-        self.fresh(round);
-        let u = t as u16 + 1;
+    pub(crate) fn read(&mut self, stamp: u32, t: usize, off: usize, len: usize) -> bool {
+        self.fresh(stamp);
+        let u = (t % 32) as u8 + 1;
         let (w0, w1) = (off / 4, (off + len - 1) / 4);
         if self.written & bytes(off, len) != 0 {
             // an earlier thread's (or its own) write is what thread order
@@ -73,12 +78,11 @@ impl LineTags {
     }
 
     /// Record a write by thread `t` of `len` bytes at `off`; `false` if a
-    /// later thread read the word this round or another thread wrote the
-    /// bytes.
+    /// later lane read the word or another lane wrote the bytes.
     #[inline(always)]
-    pub(crate) fn write(&mut self, round: u32, t: usize, off: usize, len: usize) -> bool {
-        self.fresh(round);
-        let u = t as u16 + 1;
+    pub(crate) fn write(&mut self, stamp: u32, t: usize, off: usize, len: usize) -> bool {
+        self.fresh(stamp);
+        let u = (t % 32) as u8 + 1;
         let (w0, w1) = (off / 4, (off + len - 1) / 4);
         if self.reader[w0..=w1].iter().any(|&r| r > u) {
             return false;
@@ -134,7 +138,7 @@ mod tests {
         let mut l = LineTags::default();
         assert!(l.read(1, 2, 0, 4));
         assert!(l.write(1, 5, 0, 4));
-        // a later round starts afresh
+        // another stamp (a later warp run) starts afresh
         let mut l = LineTags::default();
         assert!(l.read(1, 5, 0, 4));
         assert!(l.write(2, 2, 0, 4));

@@ -46,7 +46,6 @@ impl<'a> Exec<'a> {
         regs: &mut [u64],
         counts: &mut [u64],
     ) -> Result<(), Stop> {
-        self.g.shadow.next_round();
         let mut group = std::mem::take(&mut self.group);
         let r = self.lockstep_rounds(regs, counts, &mut group);
         self.group = group;
@@ -99,6 +98,7 @@ impl<'a> Exec<'a> {
                     return Ok(());
                 }
                 lanes = lanes.end..(lanes.end + 32).min(n);
+                self.g.shadow.next_stamp();
                 continue;
             }
             let mut pc = lo as usize;

@@ -163,7 +163,7 @@ impl<'a> GlobalView<'a> {
             let rec = shadow.slot(ri);
             rec.r |= m;
             let (w, d) = (rec.w, rec.data);
-            if *lockstep && !shadow.tags[ri].read(shadow.round, t, sh, len as usize) {
+            if *lockstep && !shadow.tags[ri].read(shadow.stamp, t, sh, len as usize) {
                 return fault(Fault::Reorder);
             }
             if w & m != m
@@ -234,7 +234,7 @@ impl<'a> GlobalView<'a> {
             let rec = shadow.slot(ri);
             rec.r |= m;
             let (w, d) = (rec.w, rec.data);
-            if *lockstep && !shadow.tags[ri].read(shadow.round, t, sh, l) {
+            if *lockstep && !shadow.tags[ri].read(shadow.stamp, t, sh, l) {
                 return fault(Fault::Reorder);
             }
             if w & m != m
@@ -289,7 +289,7 @@ impl<'a> GlobalView<'a> {
                 shadow.wrote = true;
                 let ndata = shadow.data.len() as u32;
                 let ri = shadow.rec_at(line);
-                if *lockstep && !shadow.tags[ri].write(shadow.round, t, sh, l) {
+                if *lockstep && !shadow.tags[ri].write(shadow.stamp, t, sh, l) {
                     return fault(Fault::Reorder);
                 }
                 let rec = shadow.slot(ri);
@@ -607,7 +607,7 @@ impl GlobalView<'_> {
             {
                 return false;
             }
-            if !shadow.tags[ri].read(shadow.round, t, sh, len as usize) {
+            if !shadow.tags[ri].read(shadow.stamp, t, sh, len as usize) {
                 return false;
             }
             let src = if d != NO_DATA {
@@ -681,7 +681,7 @@ impl GlobalView<'_> {
             }
             let ri = line_at.1;
             let sh = (addr % LINE) as usize;
-            if !shadow.tags[ri].write(shadow.round, t, sh, len as usize) {
+            if !shadow.tags[ri].write(shadow.stamp, t, sh, len as usize) {
                 return false;
             }
             let ndata = shadow.data.len() as u32;
