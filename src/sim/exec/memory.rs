@@ -566,13 +566,14 @@ impl GlobalView<'_> {
         let m = acc.stride - 1;
         let sa = acc.addr as usize & m;
         let sd = acc.value.map(|v| v as usize & m);
-        // the allocation and line of the thread before
+        // the allocation, and the line with its record's slot, write mask,
+        // data and the reads to add to it, of the thread before
         let mut cur: Option<(usize, u64, u64)> = None;
-        let mut line_at = (u64::MAX, 0usize);
+        let (mut line_at, mut ri, mut w, mut d, mut reads) = (u64::MAX, 0, 0, NO_DATA, 0u64);
         for &t in acc.group {
             let t = t as usize;
-            let b = t * acc.pitch;
-            let addr = acc.regs[b + sa].wrapping_add(acc.off as u64);
+            let rf = &mut acc.regs[t * acc.pitch..][..acc.stride];
+            let addr = rf[sa].wrapping_add(acc.off as u64);
             if addr & (len - 1) != 0 {
                 return false;
             }
@@ -592,15 +593,18 @@ impl GlobalView<'_> {
             };
             let a = &mem.allocs[i];
             let line = addr / LINE;
-            if line != line_at.0 {
-                line_at = (line, shadow.rec_at(line));
+            if line != line_at {
+                if reads != 0 {
+                    shadow.slot(ri).r |= reads;
+                }
+                line_at = line;
+                ri = shadow.rec_at(line);
+                let rec = shadow.slot(ri);
+                (w, d, reads) = (rec.w, rec.data, 0);
             }
-            let ri = line_at.1;
             let sh = (addr % LINE) as usize;
             let mk = ((1u64 << len) - 1) << sh;
-            let rec = shadow.slot(ri);
-            rec.r |= mk;
-            let (w, d) = (rec.w, rec.data);
+            reads |= mk;
             if w & mk != mk
                 && a.first_uninit(o, len as usize).is_some()
                 && (0..len as usize).any(|k| !a.is_init(o + k) && w >> (sh + k) & 1 == 0)
@@ -615,14 +619,23 @@ impl GlobalView<'_> {
             } else {
                 &a.data[o..]
             };
-            for (k, &dk) in sd.iter().enumerate().take(n) {
-                let v = get_le(&src[k * size as usize..], size);
-                acc.regs[b + dk] = if signed {
+            let ext = |v: u64| {
+                if signed {
                     super::sext(v, size * 8) as u64
                 } else {
                     v
-                };
+                }
+            };
+            if n == 1 {
+                rf[sd[0]] = ext(get_le(src, size));
+            } else {
+                for (k, &dk) in sd.iter().enumerate().take(n) {
+                    rf[dk] = ext(get_le(&src[k * size as usize..], size));
+                }
             }
+        }
+        if reads != 0 {
+            shadow.slot(ri).r |= reads;
         }
         true
     }
