@@ -1,10 +1,12 @@
 //! Instruction semantics with hand-derived expected bits, each run through
-//! a one-thread PTX kernel in the simulator.
+//! a one-thread PTX kernel in the simulator, with the lockstep schedule on
+//! and off (its group operations and the one-thread interpreter give the
+//! same bits: `run` compares them).
 
 use ptxsmith::Sm;
 use ptxsmith::dsl::params::ArgValue;
 use ptxsmith::runtime::exec::LaunchConfig;
-use ptxsmith::sim::{Program, Sim, SimError};
+use ptxsmith::sim::{Program, Sim, SimError, SimOptions};
 
 const HEAD: &str = ".version 8.7\n.target sm_120\n.address_size 64\n";
 
@@ -20,10 +22,26 @@ fn run(body: &str, a: u64, b: u64, c: u64) -> Result<u64, SimError> {
          {body}\nst.global.u64 [%rd0], %rd7;\nret;\n}}\n"
     );
     let prog = Program::parse(&ptx)?;
+    let on = launch(&prog, a, b, c, true);
+    let off = launch(&prog, a, b, c, false);
+    match (&on, &off) {
+        (Ok(x), Ok(y)) => assert_eq!(x, y, "{body}: lockstep vs thread order"),
+        (Err(x), Err(y)) => assert_eq!(x.to_string(), y.to_string(), "{body}"),
+        _ => panic!("{body}: lockstep {on:?}, thread order {off:?}"),
+    }
+    on
+}
+
+/// One launch of `prog` with the lockstep schedule on or off.
+fn launch(prog: &Program, a: u64, b: u64, c: u64, lockstep: bool) -> Result<u64, SimError> {
     let mut sim = Sim::new(Sm::Sm120);
+    sim.set_options(SimOptions {
+        lockstep,
+        ..Default::default()
+    });
     let out = sim.alloc(8).unwrap();
     sim.launch_program(
-        &prog,
+        prog,
         "k",
         LaunchConfig::linear(1, 1),
         &[

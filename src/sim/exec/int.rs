@@ -1,4 +1,4 @@
-//! Integer helpers: widening multiplies, integer comparison, `prmt`.
+//! Integer helpers: widening multiplies, integer comparison, `bfe`, `prmt`.
 
 use super::super::ir::Cmp;
 use super::{mask, sext};
@@ -10,6 +10,28 @@ pub(crate) fn wide_mul(a: u64, b: u64, w: u8, s: bool) -> u128 {
     } else {
         ((a & mask(w)) as u128) * ((b & mask(w)) as u128)
     }
+}
+
+/// `bfe.{s,u}{w}` of `a` with position `b` and length `c` (their low
+/// bytes).
+#[inline(always)]
+pub(crate) fn bfe(a: u64, b: u64, c: u64, w: u8, s: bool) -> u64 {
+    let (x, pos, len) = (a & mask(w), b & 0xFF, c & 0xFF);
+    let msb = w as u64 - 1;
+    let sbit = if !s || len == 0 {
+        0
+    } else {
+        (x >> (pos + len - 1).min(msb)) & 1
+    };
+    // bits 0..n come from x at pos.., the rest are sbit
+    let n = if pos > msb {
+        0
+    } else {
+        len.min(w as u64 - pos)
+    };
+    let low = if n == 0 { 0 } else { u64::MAX >> (64 - n) };
+    let field = if n == 0 { 0 } else { (x >> pos) & low };
+    field | if sbit == 1 { mask(w) & !low } else { 0 }
 }
 
 #[inline(always)]

@@ -30,7 +30,7 @@ use super::super::code::{Code, XInst};
 use super::super::cta::TState;
 use super::super::fp::{self, FOp};
 use super::super::ir::{Comb, Op, Space};
-use super::int::{icmp, wide_mul};
+use super::int::{bfe, icmp, prmt, wide_mul};
 use super::memory::{GroupAccess, put_le};
 use super::step::setp_part;
 use super::{EXIT, Exec, FAULT, NEXT, PARK, SKIP, Stop, get_le, sext};
@@ -418,6 +418,15 @@ fn step_group(inst: &XInst, regs: &mut [u64], ns: usize, pitch: usize, group: &[
         Op::MulLo { .. } => lanes!(|a, b, c| a.wrapping_mul(b) & wm),
         Op::MadLo { .. } => lanes!(|a, b, c| a.wrapping_mul(b).wrapping_add(c) & wm),
         Op::MulWide { w, s } => lanes!(|a, b, c| (wide_mul(a, b, w, s) as u64) & wm),
+        Op::MadWide { w, s } => {
+            lanes!(|a, b, c| (wide_mul(a, b, w, s) as u64).wrapping_add(c) & wm)
+        }
+        Op::Bfe { w, s } => lanes!(|a, b, c| bfe(a, b, c, w, s)),
+        Op::Prmt { mode } => lanes!(|a, b, c| prmt(a as u32, b as u32, c as u32, mode) as u64),
+        Op::Selp { .. } => lanes!(|a, b, c| (if (c != 0) != inst.neg { a } else { b }) & wm),
+        Op::F32MinMax { max, nan, ftz } => {
+            lanes!(|a, b, c| fp::f32_minmax(max, nan, ftz, a as u32, b as u32) as u64)
+        }
         Op::And { .. } => lanes!(|a, b, c| a & b & wm),
         Op::Or { .. } => lanes!(|a, b, c| (a | b) & wm),
         Op::Xor { .. } => lanes!(|a, b, c| (a ^ b) & wm),

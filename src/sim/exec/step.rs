@@ -7,7 +7,7 @@ use super::super::ir::*;
 use super::super::memory::{CONST_WINDOW, LOCAL_WINDOW, SHARED_WINDOW};
 use super::convert::cvt;
 use super::float::{approx, fcmp};
-use super::int::{icmp, prmt, wide_mul};
+use super::int::{bfe, icmp, prmt, wide_mul};
 use super::{EXIT, Exec, Fault, NEXT, PARK, SKIP, mask, sext};
 
 impl Exec<'_> {
@@ -124,24 +124,7 @@ impl Exec<'_> {
                 };
                 out!(r & i.m)
             }
-            Op::Bfe { w, s } => {
-                let (x, pos, len) = (a!() & mask(w), b!() & 0xFF, c!() & 0xFF);
-                let msb = w as u64 - 1;
-                let sbit = if !s || len == 0 {
-                    0
-                } else {
-                    (x >> (pos + len - 1).min(msb)) & 1
-                };
-                // bits 0..n come from x at pos.., the rest are sbit
-                let n = if pos > msb {
-                    0
-                } else {
-                    len.min(w as u64 - pos)
-                };
-                let low = low_bits(n);
-                let field = if n == 0 { 0 } else { (x >> pos) & low };
-                out!(field | if sbit == 1 { mask(w) & !low } else { 0 })
-            }
+            Op::Bfe { w, s } => out!(bfe(a!(), b!(), c!(), w, s)),
             Op::Bfi { w } => {
                 let (x, y, pos, len) = (a!(), b!(), c!() & 0xFF, reg(rf, i.s[3]) & 0xFF);
                 let msb = w as u64 - 1;
