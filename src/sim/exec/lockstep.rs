@@ -26,7 +26,7 @@
 //! order), the exact budget stop, or the result; so lockstep changes
 //! speed, never results.
 
-use super::super::code::{Code, XInst};
+use super::super::code::{Code, F_CHK, F_GCHK, F_GUARD, F_MARK, XInst};
 use super::super::cta::TState;
 use super::super::fp::{self, FOp};
 use super::super::ir::{Comb, Op, Space};
@@ -145,6 +145,11 @@ impl<'a> Exec<'a> {
                         if flow.is_some() {
                             break;
                         }
+                    } else if inst.flags & !(F_GUARD | F_GCHK | F_CHK | F_MARK) == 0
+                        && !matches!(inst.op, Op::Selp { .. })
+                        && self.guarded_group(at, inst, regs, group)?
+                    {
+                        continue;
                     }
                     for g in group.iter_mut() {
                         let t = *g as usize;
@@ -241,6 +246,71 @@ impl<'a> Exec<'a> {
                 break;
             }
         }
+    }
+
+    /// Run instruction `inst` (at `at`) with a guard, checked reads or
+    /// tracked destinations for the threads of `group` whose guard holds,
+    /// if it is one of the group operations: the guard and the reads'
+    /// initialisation for each thread first (an unset one ends the
+    /// attempt: thread order reports it), then the operation, then the
+    /// destinations' initialisation — `pre_step` and `step` per thread, in
+    /// an order with the same outcome. `false` if `inst` is not a group
+    /// operation (nothing done).
+    fn guarded_group(
+        &mut self,
+        at: usize,
+        inst: &XInst,
+        regs: &mut [u64],
+        group: &[u32],
+    ) -> Result<bool, Stop> {
+        let (ns, pitch) = (self.cta.stride, self.cta.pitch);
+        let checks = self.k.checks;
+        let checked = self.k.code.checked(at);
+        let mut sub = std::mem::take(&mut self.sub);
+        sub.clear();
+        for &t in group {
+            let b = t as usize * pitch;
+            if inst.flags & F_GUARD != 0 {
+                if inst.flags & F_GCHK != 0 && checks && !self.cta.init[b + inst.guard as usize] {
+                    self.sub = sub;
+                    return Err(Stop::Aborted);
+                }
+                if (regs[b + (inst.guard as usize & (ns - 1))] != 0) == inst.guard_neg {
+                    continue;
+                }
+            }
+            if inst.flags & F_CHK != 0
+                && checks
+                && !inst.op.is_sync()
+                && checked.iter().any(|&r| !self.cta.init[b + r as usize])
+            {
+                self.sub = sub;
+                return Err(Stop::Aborted);
+            }
+            sub.push(t);
+        }
+        let done = if step_group(inst, regs, ns, pitch, &sub) {
+            true
+        } else {
+            match self
+                .memory_group(at, inst, regs, &sub)
+                .or_else(|| self.shared_group(inst, regs, &sub))
+            {
+                Some(true) => true,
+                Some(false) => {
+                    self.sub = sub;
+                    return Err(Stop::Aborted);
+                }
+                None => false,
+            }
+        };
+        if done && inst.flags & F_MARK != 0 {
+            for &t in &sub {
+                self.mark(t as usize * pitch, inst);
+            }
+        }
+        self.sub = sub;
+        Ok(done)
     }
 
     /// Run a scalar `ld.global`/`st.global` (`inst`, at `at`, without

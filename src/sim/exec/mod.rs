@@ -196,8 +196,9 @@ pub(crate) struct Exec<'a> {
     /// Per block leader: the lockstep attempt's block entries, added to
     /// `counts` when it succeeds.
     lcounts: Vec<u64>,
-    /// The lockstep schedule's group (its buffer).
+    /// The lockstep schedule's group and a part of it (their buffers).
     group: Vec<u32>,
+    sub: Vec<u32>,
     /// CTAs this worker completed in lockstep.
     pub lockstep_ctas: u64,
 }
@@ -247,6 +248,7 @@ impl<'a> Exec<'a> {
             lockstep: false,
             lcounts: vec![0; k.code.insts.len()],
             group: Vec::new(),
+            sub: Vec::new(),
             lockstep_ctas: 0,
         }
     }
@@ -674,7 +676,7 @@ impl<'a> Exec<'a> {
 
     /// Record the initialisation of `inst`'s destinations.
     #[cold]
-    fn mark(&mut self, base: usize, inst: &XInst) {
+    pub(super) fn mark(&mut self, base: usize, inst: &XInst) {
         for &k in dst_writes(&inst.op) {
             let d = inst.d[k];
             if d != NO_REG {
