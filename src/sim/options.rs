@@ -18,17 +18,17 @@ use super::{Sim, Site};
 /// [`SimError::InstructionLimit`], whose [`Site`] names the kernel, the
 /// block, the thread and the PTX line (and instruction) it was spinning on.
 ///
-/// Why 10⁹: the simulator issues roughly 2–3·10⁸ instructions per second
+/// Why 10⁹: the simulator issues roughly 3–5·10⁸ instructions per second
 /// per core with every check on (`cargo bench --bench sim`,
 /// `docs/perf.md`), about 3·10⁸ for a one-instruction `bra` loop, so a
 /// runaway launch ends after 3 to 10 seconds of CPU time in a release
-/// build (measured on a loaded 2-core machine: the default-budget spin of
-/// `tests/sim_budget.rs` takes 3.2 s). The blocks of a launch run in
-/// parallel; a spinning block runs to exactly its share of the budget
-/// (what the blocks before it left) while the others stop (in thread
-/// order: a block in the lockstep schedule that reaches its cap runs again
-/// in thread order, [`SimOptions::lockstep`], so a spin costs up to twice
-/// its budget). The largest legitimate launch in this
+/// build. The blocks of a launch run in parallel; a spinning block runs to
+/// exactly its share of the budget (what the blocks before it left) while
+/// the others stop. A block in the lockstep schedule
+/// ([`SimOptions::lockstep`]) that reaches its cap runs again in thread
+/// order for the exact stop, so a spin costs about twice its budget: the
+/// default-budget spin of `tests/sim_budget.rs` takes about 7 s on the
+/// 2-core build machine (3.2 s before the lockstep schedule). The largest legitimate launch in this
 /// repository — every test, the benches' simulator cases and
 /// `examples/demo.rs` on sm_80/89/120 — issues 8.8·10⁷ instructions
 /// (`score_route_top_s_f32_v4`, grid 8 × 256, in the demo; the largest in
