@@ -52,6 +52,18 @@ pub(crate) const LINE: u64 = 64;
 /// No overlay data for a line.
 pub(crate) const NO_DATA: u32 = u32::MAX;
 
+/// The byte mask of `len` bytes at offset `off` of a line (`off + len` at
+/// most [`LINE`]).
+#[inline(always)]
+pub(crate) fn line_bytes(off: usize, len: usize) -> u64 {
+    let m = if len >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << len) - 1
+    };
+    m << off
+}
+
 /// What a CTA did to one line: per byte (bit), read, written, updated
 /// atomically; `data` indexes its private copy of the line once written.
 #[derive(Debug, Clone, Copy)]

@@ -29,6 +29,8 @@
 //! run in a round is a *stamp*; tags of another stamp are empty), and a
 //! thread is its lane.
 
+use super::global::line_bytes;
+
 /// Writer field of a word written by several lanes.
 const MULTI: u8 = u8::MAX;
 
@@ -64,7 +66,7 @@ impl LineTags {
         self.fresh(stamp);
         let u = (t % 32) as u8 + 1;
         let (w0, w1) = (off / 4, (off + len - 1) / 4);
-        if self.written & bytes(off, len) != 0 {
+        if self.written & line_bytes(off, len) != 0 {
             // an earlier thread's (or its own) write is what thread order
             // reads; a later thread's, or several threads', is not
             if self.writer[w0..=w1].iter().any(|&x| x > u) {
@@ -87,7 +89,7 @@ impl LineTags {
         if self.reader[w0..=w1].iter().any(|&r| r > u) {
             return false;
         }
-        let m = bytes(off, len);
+        let m = line_bytes(off, len);
         if self.written & m != 0 && self.writer[w0..=w1].iter().any(|&x| x != 0 && x != u) {
             return false;
         }
@@ -97,17 +99,6 @@ impl LineTags {
         self.written |= m;
         true
     }
-}
-
-/// The byte mask of `len` bytes at `off` in a 64-byte line.
-#[inline(always)]
-fn bytes(off: usize, len: usize) -> u64 {
-    let m = if len >= 64 {
-        u64::MAX
-    } else {
-        (1u64 << len) - 1
-    };
-    m << off
 }
 
 #[cfg(test)]

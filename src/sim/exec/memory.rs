@@ -5,7 +5,7 @@
 //! plus the CTA's own writes, or live memory for the entries that run their
 //! CTAs one after another (see `checks::global`).
 
-use super::super::checks::global::{CtaShadow, Kind, LINE, LaunchShadow, NO_DATA};
+use super::super::checks::global::{CtaShadow, Kind, LINE, LaunchShadow, NO_DATA, line_bytes};
 use super::super::ir::*;
 use super::super::memory::{CONST_WINDOW, GlobalMem, LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE};
 use super::{Exec, Fault, Res, fault};
@@ -38,12 +38,7 @@ pub(crate) struct GlobalView<'a> {
 /// The byte mask of `len` bytes at `addr` within its line.
 #[inline(always)]
 fn line_mask(addr: u64, len: u32) -> u64 {
-    let m = if len >= 64 {
-        u64::MAX
-    } else {
-        (1u64 << len) - 1
-    };
-    m << (addr % LINE)
+    line_bytes((addr % LINE) as usize, len as usize)
 }
 
 /// The little-endian value of the first `size` (1, 2, 4, 8) bytes of `b`.
@@ -539,13 +534,54 @@ pub(crate) struct GroupAccess<'r> {
     pub value: [u32; 4],
 }
 
-impl GlobalView<'_> {
-    /// `ld.global` of `acc.size` bytes for every thread of the group, with
-    /// what [`GlobalView::load_n`] does for each, in the group's order;
-    /// sign-extended if `signed`. `false` (some threads done, the attempt
-    /// ends) if any access would fault or is order-dependent: the thread
-    /// order run reports it.
-    pub(crate) fn load_group(&mut self, acc: GroupAccess, signed: bool) -> bool {
+impl GroupAccess<'_> {
+    /// The bytes each thread accesses.
+    fn bytes(&self) -> u64 {
+        self.size as u64 * self.n as u64
+    }
+
+    /// The address slot and the value slots, masked to the register file.
+    fn slots(&self) -> (usize, [usize; 4]) {
+        let m = self.stride - 1;
+        (self.addr as usize & m, self.value.map(|v| v as usize & m))
+    }
+}
+
+/// The allocation (index, base, bytes) the group's previous access hit.
+struct AllocCache(Option<(usize, u64, u64)>);
+
+impl AllocCache {
+    /// The allocation and offset of `len` bytes at `addr` (by instruction
+    /// with allocation hint `hint`): the previous access's allocation if it
+    /// holds them, else [`GlobalView::locate`]'s; `None` if out of bounds.
+    #[inline(always)]
+    fn at(
+        &mut self,
+        mem: &GlobalMem,
+        hint: &mut u32,
+        addr: u64,
+        len: u64,
+    ) -> Option<(usize, usize)> {
+        if let Some((i, lo, n)) = self.0
+            && addr.wrapping_sub(lo) <= n - len
+        {
+            return Some((i, (addr - lo) as usize));
+        }
+        let (i, o) = GlobalView::locate(mem, hint, addr, len).ok()?;
+        let a = &mem.allocs[i];
+        if (a.data.len() as u64) < len {
+            return None;
+        }
+        self.0 = Some((i, a.base, a.data.len() as u64));
+        Some((i, o))
+    }
+}
+
+impl<'a> GlobalView<'a> {
+    /// What the group accesses use, if the CTA runs in lockstep with
+    /// checks on a snapshot without a watch list (else they do not
+    /// apply): the memory, the allocation hints and the CTA's shadow.
+    fn group_parts(&mut self) -> Option<(&'a GlobalMem, &mut Vec<u32>, &mut CtaShadow)> {
         let GlobalView {
             base,
             hint,
@@ -554,21 +590,28 @@ impl GlobalView<'_> {
             checks,
             lockstep,
         } = self;
-        let Base::Snapshot(mem) = base else {
+        match base {
+            Base::Snapshot(mem) if *checks && *lockstep && watch.is_none() => {
+                Some((*mem, hint, shadow))
+            }
+            _ => None,
+        }
+    }
+
+    /// `ld.global` of `acc.size` bytes for every thread of the group, with
+    /// what [`GlobalView::load_n`] does for each, in the group's order;
+    /// sign-extended if `signed`. `false` (some threads done, the attempt
+    /// ends) if any access would fault or is order-dependent: the thread
+    /// order run reports it.
+    pub(crate) fn load_group(&mut self, acc: GroupAccess, signed: bool) -> bool {
+        let Some((mem, hint, shadow)) = self.group_parts() else {
             return false;
         };
-        if !*checks || !*lockstep || watch.is_some() {
-            return false;
-        }
-        let mem: &GlobalMem = mem;
-        let (size, n) = (acc.size, acc.n as usize);
-        let len = size as u64 * n as u64;
-        let m = acc.stride - 1;
-        let sa = acc.addr as usize & m;
-        let sd = acc.value.map(|v| v as usize & m);
+        let (size, n, len) = (acc.size, acc.n as usize, acc.bytes());
+        let (sa, sd) = acc.slots();
         // the allocation, and the line with its record's slot, write mask,
         // data and the reads to add to it, of the thread before
-        let mut cur: Option<(usize, u64, u64)> = None;
+        let mut cur = AllocCache(None);
         let (mut line_at, mut ri, mut w, mut d, mut reads) = (u64::MAX, 0, 0, NO_DATA, 0u64);
         for &t in acc.group {
             let t = t as usize;
@@ -577,19 +620,8 @@ impl GlobalView<'_> {
             if addr & (len - 1) != 0 {
                 return false;
             }
-            let (i, o) = match cur {
-                Some((i, lo, n)) if addr.wrapping_sub(lo) <= n - len => (i, (addr - lo) as usize),
-                _ => match Self::locate(mem, &mut hint[acc.pc], addr, len) {
-                    Ok((i, o)) => {
-                        let a = &mem.allocs[i];
-                        if (a.data.len() as u64) < len {
-                            return false;
-                        }
-                        cur = Some((i, a.base, a.data.len() as u64));
-                        (i, o)
-                    }
-                    Err(_) => return false,
-                },
+            let Some((i, o)) = cur.at(mem, &mut hint[acc.pc], addr, len) else {
+                return false;
             };
             let a = &mem.allocs[i];
             let line = addr / LINE;
@@ -644,27 +676,12 @@ impl GlobalView<'_> {
     /// what [`GlobalView::store`] does for each, in the group's order.
     /// `false` as for [`GlobalView::load_group`].
     pub(crate) fn store_group(&mut self, acc: GroupAccess) -> bool {
-        let GlobalView {
-            base,
-            hint,
-            shadow,
-            watch,
-            checks,
-            lockstep,
-        } = self;
-        let Base::Snapshot(mem) = base else {
+        let Some((mem, hint, shadow)) = self.group_parts() else {
             return false;
         };
-        if !*checks || !*lockstep || watch.is_some() {
-            return false;
-        }
-        let mem: &GlobalMem = mem;
-        let (size, n) = (acc.size, acc.n as usize);
-        let len = size as u64 * n as u64;
-        let m = acc.stride - 1;
-        let sa = acc.addr as usize & m;
-        let sv = acc.value.map(|v| v as usize & m);
-        let mut cur: Option<(usize, u64, u64)> = None;
+        let (size, n, len) = (acc.size, acc.n as usize, acc.bytes());
+        let (sa, sv) = acc.slots();
+        let mut cur = AllocCache(None);
         let mut line_at = (u64::MAX, 0usize);
         shadow.wrote = true;
         for &t in acc.group {
@@ -674,19 +691,8 @@ impl GlobalView<'_> {
             if addr & (len - 1) != 0 {
                 return false;
             }
-            let (i, o) = match cur {
-                Some((i, lo, n)) if addr.wrapping_sub(lo) <= n - len => (i, (addr - lo) as usize),
-                _ => match Self::locate(mem, &mut hint[acc.pc], addr, len) {
-                    Ok((i, o)) => {
-                        let a = &mem.allocs[i];
-                        if (a.data.len() as u64) < len {
-                            return false;
-                        }
-                        cur = Some((i, a.base, a.data.len() as u64));
-                        (i, o)
-                    }
-                    Err(_) => return false,
-                },
+            let Some((i, o)) = cur.at(mem, &mut hint[acc.pc], addr, len) else {
+                return false;
             };
             let line = addr / LINE;
             if line != line_at.0 {
