@@ -7,11 +7,14 @@
 //! runs one thread's instructions back to back, so that consecutive
 //! instructions are different operations on different memory: the host's
 //! branch predictor and caches see little repetition. The lockstep
-//! schedule takes the runnable threads at the lowest program counter (a
-//! *group*, in thread order) and runs each instruction of their block for
-//! every thread of the group before the next instruction; threads that
-//! branch elsewhere wait for their own group, and groups meet again where
-//! their program counters do.
+//! schedule runs a round's warps one after another; in a warp it takes the
+//! runnable threads at the lowest program counter (a *group*, in thread
+//! order) and runs each instruction of their block for every thread of
+//! the group before the next instruction; threads that branch elsewhere
+//! wait for their own group, and groups meet again where their program
+//! counters do. The common operations run as one loop over the group
+//! (`step_group`, `branch_group`, the group memory accesses, and their
+//! guarded forms); the others step each thread.
 //!
 //! Both orders give the same registers, local and shared memory, counts
 //! and budget use whenever the CTA runs without a finding: a round's
