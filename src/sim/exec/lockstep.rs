@@ -407,14 +407,12 @@ impl<'a> Exec<'a> {
             let t = t as usize;
             let b = t * pitch;
             let addr = regs[b + sa].wrapping_add(inst.off as u64);
-            if addr & (len as u64 - 1) != 0
-                || addr
-                    .checked_add(len as u64)
-                    .is_none_or(|end| end > self.cta.shared.len() as u64)
-            {
+            if addr & (len as u64 - 1) != 0 {
                 return Some(false);
             }
-            let o = addr as usize;
+            let Ok(o) = self.shared_at(addr, len as u32) else {
+                return Some(false);
+            };
             if checks && self.cta.shared_check(t, o, len, write, false).is_err() {
                 return Some(false);
             }

@@ -7,7 +7,9 @@
 
 use super::super::checks::global::{CtaShadow, Kind, LINE, LaunchShadow, NO_DATA, line_bytes};
 use super::super::ir::*;
-use super::super::memory::{CONST_WINDOW, GlobalMem, LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE};
+use super::super::memory::{
+    Alloc, CONST_WINDOW, GlobalMem, LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE,
+};
 use super::{Exec, Fault, Res, fault};
 
 /// The global memory a CTA runs on.
@@ -161,11 +163,7 @@ impl<'a> GlobalView<'a> {
             if *lockstep && !shadow.tags[ri].read(shadow.stamp, t, sh, len as usize) {
                 return fault(Fault::Reorder);
             }
-            if w & m != m
-                && a.first_uninit(o, len as usize).is_some()
-                && let Some(k) =
-                    (0..len as usize).find(|&k| !a.is_init(o + k) && w >> (sh + k) & 1 == 0)
-            {
+            if let Some(k) = uninit_byte(a, o, sh, len as usize, w) {
                 return fault(Fault::UninitGlobal(addr + k as u64, len as u32));
             }
             if d != NO_DATA {
@@ -232,10 +230,7 @@ impl<'a> GlobalView<'a> {
             if *lockstep && !shadow.tags[ri].read(shadow.stamp, t, sh, l) {
                 return fault(Fault::Reorder);
             }
-            if w & m != m
-                && a.first_uninit(o, l).is_some()
-                && let Some(k) = (0..l).find(|&k| !a.is_init(o + k) && w >> (sh + k) & 1 == 0)
-            {
+            if let Some(k) = uninit_byte(a, o, sh, l, w) {
                 return fault(Fault::UninitGlobal(addr + k as u64, len));
             }
             d
@@ -282,21 +277,12 @@ impl<'a> GlobalView<'a> {
             }
             Base::Snapshot(m) => {
                 shadow.wrote = true;
-                let ndata = shadow.data.len() as u32;
                 let ri = shadow.rec_at(line);
                 if *lockstep && !shadow.tags[ri].write(shadow.stamp, t, sh, l) {
                     return fault(Fault::Reorder);
                 }
-                let rec = shadow.slot(ri);
-                rec.w |= line_mask(addr, len);
-                let d = if rec.data == NO_DATA {
-                    rec.data = ndata;
-                    shadow.data.push(line_copy(m, i, o - sh));
-                    ndata
-                } else {
-                    rec.data
-                };
-                Ok(&mut shadow.data[d as usize][sh..sh + l])
+                let d = written_line(shadow, m, ri, i, o - sh, line_mask(addr, len));
+                Ok(&mut shadow.data[d][sh..sh + l])
             }
         }
     }
@@ -351,6 +337,41 @@ fn race(w: &LaunchShadow, addr: u64, len: u32, kind: Kind) -> Res<()> {
 /// A CTA's first copy of the line starting at offset `lo` (which may be
 /// negative of the allocation's end: bytes outside it read as zero) of
 /// allocation `i`.
+/// The first byte (index in the access) of the `len` bytes at offset `o`
+/// of allocation `a` (at `sh` in their line) that is neither initialised
+/// in memory nor written by the CTA (`w`, its line's written bytes).
+#[inline(always)]
+fn uninit_byte(a: &Alloc, o: usize, sh: usize, len: usize, w: u64) -> Option<usize> {
+    let m = line_bytes(sh, len);
+    if w & m == m || a.first_uninit(o, len).is_none() {
+        return None;
+    }
+    (0..len).find(|&k| !a.is_init(o + k) && w >> (sh + k) & 1 == 0)
+}
+
+/// Record the CTA's write of bytes `mask` of the line in slot `ri` (its
+/// start at offset `lo` of allocation `i` of `mem`): the index of the
+/// CTA's private copy of the line, made at its first write.
+#[inline(always)]
+fn written_line(
+    shadow: &mut CtaShadow,
+    mem: &GlobalMem,
+    ri: usize,
+    i: usize,
+    lo: usize,
+    mask: u64,
+) -> usize {
+    let ndata = shadow.data.len() as u32;
+    let rec = shadow.slot(ri);
+    rec.w |= mask;
+    if rec.data != NO_DATA {
+        return rec.data as usize;
+    }
+    rec.data = ndata;
+    shadow.data.push(line_copy(mem, i, lo));
+    ndata as usize
+}
+
 #[cold]
 fn line_copy(m: &GlobalMem, i: usize, lo: usize) -> [u8; LINE as usize] {
     let a = &m.allocs[i].data;
@@ -380,7 +401,7 @@ impl Exec<'_> {
 
     /// Bounds of a shared access; its offset.
     #[inline(always)]
-    fn shared_at(&self, a: u64, len: u32) -> Res<usize> {
+    pub(super) fn shared_at(&self, a: u64, len: u32) -> Res<usize> {
         if a.checked_add(len as u64)
             .is_none_or(|end| end > self.cta.shared.len() as u64)
         {
@@ -637,10 +658,7 @@ impl<'a> GlobalView<'a> {
             let sh = (addr % LINE) as usize;
             let mk = ((1u64 << len) - 1) << sh;
             reads |= mk;
-            if w & mk != mk
-                && a.first_uninit(o, len as usize).is_some()
-                && (0..len as usize).any(|k| !a.is_init(o + k) && w >> (sh + k) & 1 == 0)
-            {
+            if uninit_byte(a, o, sh, len as usize, w).is_some() {
                 return false;
             }
             if !shadow.tags[ri].read(shadow.stamp, t, sh, len as usize) {
@@ -703,17 +721,8 @@ impl<'a> GlobalView<'a> {
             if !shadow.tags[ri].write(shadow.stamp, t, sh, len as usize) {
                 return false;
             }
-            let ndata = shadow.data.len() as u32;
-            let rec = shadow.slot(ri);
-            rec.w |= line_mask(addr, len as u32);
-            let d = if rec.data == NO_DATA {
-                rec.data = ndata;
-                shadow.data.push(line_copy(mem, i, o - sh));
-                ndata
-            } else {
-                rec.data
-            };
-            let dst = &mut shadow.data[d as usize][sh..];
+            let d = written_line(shadow, mem, ri, i, o - sh, line_mask(addr, len as u32));
+            let dst = &mut shadow.data[d][sh..];
             for (k, &vk) in sv.iter().enumerate().take(n) {
                 put_le(&mut dst[k * size as usize..], size, acc.regs[b + vk]);
             }
