@@ -195,28 +195,22 @@ impl<'a> Exec<'a> {
                         break;
                     }
                 }
-                match flow {
-                    Some(Flow::To(to)) => {
-                        if to < wait_lo {
-                            pc = to as usize;
-                            continue;
-                        }
-                        for &t in group.iter() {
-                            self.cta.pc[t as usize] = to;
-                        }
-                        break;
-                    }
+                // one place for all threads (a group branch's, or the next
+                // block when none left), their program counters not yet
+                // written
+                let next = match flow {
+                    Some(Flow::To(to)) => Some(to),
                     Some(Flow::Split) => break,
-                    None => {}
-                }
-                if nleft == 0 {
-                    // every thread falls through to the next block
-                    if end < wait_lo {
-                        pc = end as usize;
+                    None if nleft == 0 => Some(end),
+                    None => None,
+                };
+                if let Some(to) = next {
+                    if to < wait_lo {
+                        pc = to as usize;
                         continue;
                     }
                     for &t in group.iter() {
-                        self.cta.pc[t as usize] = end;
+                        self.cta.pc[t as usize] = to;
                     }
                     break;
                 }
