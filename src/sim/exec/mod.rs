@@ -191,8 +191,6 @@ pub(crate) struct Exec<'a> {
     progress: Option<&'a Progress>,
     /// The fault of the instruction that returned [`FAULT`].
     pending: Option<Box<Fault>>,
-    /// The running CTA is in the lockstep schedule (`lockstep`).
-    lockstep: bool,
     /// Per block leader: the lockstep attempt's block entries, added to
     /// `counts` when it succeeds.
     lcounts: Vec<u64>,
@@ -245,7 +243,6 @@ impl<'a> Exec<'a> {
             cap: 0,
             progress,
             pending: None,
-            lockstep: false,
             lcounts: vec![0; k.code.insts.len()],
             group: Vec::new(),
             sub: Vec::new(),
@@ -314,10 +311,8 @@ impl<'a> Exec<'a> {
     fn try_lockstep(&mut self, ctaid: (u32, u32, u32), lin: u64, cap: u64) -> Option<u64> {
         let barriers = self.barriers;
         self.start(ctaid, lin, cap);
-        self.lockstep = true;
         self.g.lockstep = true;
         let ok = self.schedule().is_ok();
-        self.lockstep = false;
         self.g.lockstep = false;
         if ok {
             for (c, &l) in self.counts.iter_mut().zip(&self.lcounts) {
@@ -348,7 +343,7 @@ impl<'a> Exec<'a> {
             let mut bar_pc = u32::MAX;
             let mut one_bar = true;
             let mut regs = std::mem::take(&mut self.cta.regs);
-            let ran = if self.lockstep {
+            let ran = if self.g.lockstep {
                 let mut counts = std::mem::take(&mut self.lcounts);
                 let ran = self.run_lockstep(&mut regs, &mut counts);
                 self.lcounts = counts;
