@@ -54,6 +54,7 @@ impl Sim {
                 allocs: Vec::new(),
                 last: 0,
                 next: GLOBAL_BASE,
+                spare: Default::default(),
             },
             options: SimOptions::default(),
             cache: HashMap::new(),
