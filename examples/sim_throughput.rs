@@ -5,7 +5,7 @@
 //! instructions per second.
 //!
 //! ```text
-//! cargo run --release --example sim_throughput -- [--case NAME] [--reps N] [--no-checks] [--split] [--thread-order]
+//! cargo run --release --example sim_throughput -- [--case NAME] [--reps N] [--rows R] [--no-checks] [--split] [--thread-order]
 //! valgrind --tool=callgrind target/release/examples/sim_throughput --case dot --reps 1
 //! ```
 //!
@@ -19,6 +19,8 @@
 //! `Context` path). Without `--case` every case runs. `--thread-order`
 //! turns the lockstep schedule off ([`SimOptions::lockstep`]): each block's
 //! threads one after another, the order whose results lockstep keeps.
+//! `--rows` sets `library_dot`'s rows (default 256, i.e. two blocks of 128
+//! rows; the other cases keep their shapes).
 //!
 //! [`SimOptions::lockstep`]: ptxsmith::sim::SimOptions::lockstep
 
@@ -160,13 +162,13 @@ fn ptx_case(name: &str, checks: bool, reps: u32) -> Option<(u64, f64, Option<f64
     Some((instructions, t0.elapsed().as_secs_f64(), cpu))
 }
 
-fn library_case(name: &str, reps: u32) -> Option<(u64, f64, Option<f64>)> {
+fn library_case(name: &str, reps: u32, dot_rows: usize) -> Option<(u64, f64, Option<f64>)> {
     let (rows, n) = (256usize, 256usize);
-    let x: Vec<f32> = (0..rows * n)
+    let x: Vec<f32> = (0..dot_rows.max(rows) * n)
         .map(|i| ((i * 7919) % 1000) as f32 * 1e-3 - 0.5)
         .collect();
+    let xs: Vec<f32> = x[..rows * n].iter().map(|v| v * 900.0).collect();
     let y: Vec<f32> = x[..n].to_vec();
-    let xs: Vec<f32> = x.iter().map(|v| v * 900.0).collect();
     let (sr, sk, sp) = (64usize, 512usize, 64usize);
     let sx: Vec<f32> = x[..sr * sp].to_vec();
     let sd: Vec<f32> = x[..sk * sp].to_vec();
@@ -181,7 +183,8 @@ fn library_case(name: &str, reps: u32) -> Option<(u64, f64, Option<f64>)> {
     let st = ctx.default_stream();
     let run = || match name {
         "library_dot" => {
-            dot::dot_rows_on(&st, dot::Shape { rows, n }, &x, &y).unwrap();
+            let shape = dot::Shape { rows: dot_rows, n };
+            dot::dot_rows_on(&st, shape, &x[..dot_rows * n], &y).unwrap();
         }
         "library_fp8" => {
             let enc = fp8::Encoding {
@@ -220,6 +223,7 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut case: Option<String> = None;
     let mut reps = 3u32;
+    let mut rows = 256usize;
     let mut checks = true;
     let mut i = 0;
     while i < args.len() {
@@ -231,6 +235,10 @@ fn main() {
             "--reps" => {
                 i += 1;
                 reps = args.get(i).and_then(|v| v.parse().ok()).unwrap_or(reps);
+            }
+            "--rows" => {
+                i += 1;
+                rows = args.get(i).and_then(|v| v.parse().ok()).unwrap_or(rows);
             }
             "--no-checks" => checks = false,
             "--split" | "--thread-order" => {}
@@ -255,7 +263,7 @@ fn main() {
     };
     for name in names {
         let Some((instr, secs, cpu)) =
-            ptx_case(name, checks, reps).or_else(|| library_case(name, reps))
+            ptx_case(name, checks, reps).or_else(|| library_case(name, reps, rows))
         else {
             eprintln!("unknown case `{name}` (cases: {all:?})");
             std::process::exit(2);
