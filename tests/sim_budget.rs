@@ -333,3 +333,28 @@ fn ptx_run_budget_flag_sets_and_lifts_the_budget() {
         "{err}"
     );
 }
+
+/// A lockstep attempt may issue a sixteenth of the block's cap (at least
+/// 2²⁰ instructions): past it the block runs in thread order (what a
+/// spinning block needs anyway for its exact stop), with the same result;
+/// without a budget, lockstep has no such limit.
+#[test]
+fn a_block_past_the_lockstep_cap_runs_in_thread_order() {
+    let prog = Program::parse(COUNT).unwrap();
+    let cfg = LaunchConfig::linear(1, 32);
+    let budget = 1u64 << 24; // lockstep cap: max(2²⁴ / 16, 2²⁰) = 2²⁰
+    let per_thread = |n: u64| 4 + 3 * n + 1;
+    for (n, lockstep) in [(10_000u64, 1u64), (12_000, 0)] {
+        let need = 32 * per_thread(n);
+        assert_eq!(need < 1 << 20, lockstep == 1, "n = {n}: {need}");
+        let args = [ArgValue::U32(n as u32)];
+        let mut sim = with_budget(Some(budget));
+        let rep = sim.launch_program(&prog, "count", cfg, &args).unwrap();
+        assert_eq!(rep.instructions, need);
+        assert_eq!(sim.lockstep_blocks(), lockstep, "n = {n}");
+        let mut sim = with_budget(None);
+        let rep = sim.launch_program(&prog, "count", cfg, &args).unwrap();
+        assert_eq!(rep.instructions, need);
+        assert_eq!(sim.lockstep_blocks(), 1, "n = {n}, no budget");
+    }
+}

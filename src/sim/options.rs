@@ -24,11 +24,12 @@ use super::{Sim, Site};
 /// runaway launch ends after 3 to 10 seconds of CPU time in a release
 /// build. The blocks of a launch run in parallel; a spinning block runs to
 /// exactly its share of the budget (what the blocks before it left) while
-/// the others stop. A block in the lockstep schedule
-/// ([`SimOptions::lockstep`]) that reaches its cap runs again in thread
-/// order for the exact stop, so a spin costs about twice its budget: the
-/// default-budget spin of `tests/sim_budget.rs` takes about 7 s on the
-/// 2-core build machine (3.2 s before the lockstep schedule). The largest legitimate launch in this
+/// the others stop. A block's attempt at the lockstep schedule
+/// ([`SimOptions::lockstep`]) may issue a sixteenth of its cap; past that
+/// it runs again in thread order (which gives the exact stop), so a spin
+/// costs about 1/16 more than its budget: the default-budget spin of
+/// `tests/sim_budget.rs` takes 3.2 s on the 2-core build machine (7 s
+/// when the attempt could run to the whole cap). The largest legitimate launch in this
 /// repository — every test, the benches' simulator cases and
 /// `examples/demo.rs` on sm_80/89/120 — issues 8.8·10⁷ instructions
 /// (`score_route_top_s_f32_v4`, grid 8 × 256, in the demo; the largest in

@@ -27,7 +27,12 @@
 //! access, a budget about to run out — ends the attempt: the CTA starts
 //! again in thread order, which gives the finding (the first in thread
 //! order), the exact budget stop, or the result; so lockstep changes
-//! speed, never results.
+//! speed, never results. An attempt may issue only a sixteenth of the
+//! CTA's cap ([`lockstep_cap`]): a spinning block, which must run again
+//! in thread order for its exact stop, then costs a sixteenth more than
+//! its budget instead of twice it.
+//!
+//! [`lockstep_cap`]: super::lockstep_cap
 
 use super::super::code::{Code, F_CHK, F_GCHK, F_GUARD, F_MARK, XInst};
 use super::super::cta::TState;

@@ -163,6 +163,23 @@ impl Progress {
 /// Instructions a worker issues between two looks at the launch-wide count.
 const CHUNK: u64 = 1 << 16;
 
+/// The most instructions a lockstep attempt of a CTA capped at `cap` may
+/// issue: a sixteenth of the cap, but at least [`LOCKSTEP_FLOOR`]. A CTA
+/// that reaches its cap (a spinning kernel) is run again in thread order
+/// for the exact stop; an attempt allowed the whole cap doubled the time a
+/// runaway launch takes to fail (the default-budget spin of
+/// `tests/sim_budget.rs`: 7 s, now 3.2 s). A CTA that needs more than this
+/// runs in thread order (about 1.3× slower); the largest launch of this
+/// repository's tests and demo, 8.8·10⁷ instructions over 8 blocks, issues
+/// about a sixth of the default budget's sixteenth per block.
+pub(crate) fn lockstep_cap(cap: u64) -> u64 {
+    cap.min((cap / 16).max(LOCKSTEP_FLOOR))
+}
+
+/// The smallest lockstep cap (2²⁰ instructions, a few milliseconds): small
+/// explicit budgets keep the lockstep schedule for their CTAs.
+pub(crate) const LOCKSTEP_FLOOR: u64 = 1 << 20;
+
 /// A worker's interpreter: one CTA at a time.
 pub(crate) struct Exec<'a> {
     pub k: &'a Kernel<'a>,
@@ -310,7 +327,7 @@ impl<'a> Exec<'a> {
     /// did undone (the CTA then runs in thread order).
     fn try_lockstep(&mut self, ctaid: (u32, u32, u32), lin: u64, cap: u64) -> Option<u64> {
         let barriers = self.barriers;
-        self.start(ctaid, lin, cap);
+        self.start(ctaid, lin, lockstep_cap(cap));
         self.g.lockstep = true;
         let ok = self.schedule().is_ok();
         self.g.lockstep = false;
