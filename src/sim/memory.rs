@@ -25,9 +25,9 @@ pub(crate) struct Alloc {
     pub(crate) base: u64,
     pub(crate) data: Vec<u8>,
     /// Per byte: written by the host or a kernel since allocation. Empty
-    /// while every byte has one state (`uninit` is 0 or the whole length):
-    /// an upload writes a fresh allocation whole, and so never needs the
-    /// flags.
+    /// only while every byte has one state (`uninit` is 0 or the whole
+    /// length), and always once every byte is written: an upload writes a
+    /// fresh allocation whole, and so never needs the flags.
     init: Vec<bool>,
     /// Bytes not written yet (0: the common, fully written allocation,
     /// whose reads need no per-byte look).
@@ -104,8 +104,8 @@ impl Alloc {
 
     /// Set the written state of `[o, o + src.len())` to `src`.
     fn copy_init(&mut self, o: usize, src: &[bool]) {
-        let whole = self.uninit == 0 || self.uninit == self.data.len();
-        if self.init.is_empty() && whole && src.iter().all(|&f| f == (self.uninit == 0)) {
+        // no flags: every byte has the one state `uninit == 0` says
+        if self.init.is_empty() && src.iter().all(|&f| f == (self.uninit == 0)) {
             return;
         }
         let mut uninit = self.uninit;

@@ -178,7 +178,7 @@ pub(crate) fn lockstep_cap(cap: u64) -> u64 {
 
 /// The smallest lockstep cap (2²⁰ instructions, a few milliseconds): small
 /// explicit budgets keep the lockstep schedule for their CTAs.
-pub(crate) const LOCKSTEP_FLOOR: u64 = 1 << 20;
+const LOCKSTEP_FLOOR: u64 = 1 << 20;
 
 /// A worker's interpreter: one CTA at a time.
 pub(crate) struct Exec<'a> {
