@@ -14,7 +14,10 @@
 //!   the same returned values;
 //! * the instruction budget ends a spinning CTA at the same site;
 //! * launches on one simulator (which keeps the global shadows' memory
-//!   between launches) give what fresh simulators give.
+//!   between launches) give what fresh simulators give;
+//! * simulators on several host threads at once, which share the worker
+//!   pool (and its threads' lingering between launches), give what one
+//!   simulator alone gives.
 
 use std::collections::BTreeMap;
 
@@ -837,4 +840,56 @@ fn launches_on_one_simulator_match_fresh_simulators() {
             }
         }
     }
+}
+
+#[test]
+fn simulators_on_several_host_threads_share_the_pool_and_agree() {
+    let n = 3000u32;
+    let x: Vec<u8> = (0..n)
+        .flat_map(|i| (i as f32 * 0.75).to_le_bytes())
+        .collect();
+    let saxpy = |cfg| {
+        launch(
+            include_str!("ptx/saxpy.ptx"),
+            "saxpy",
+            LaunchConfig::linear(n.div_ceil(128), 128),
+            cfg,
+            &[x.clone(), x.clone()],
+            &[ArgValue::F32(-0.5), ArgValue::U32(n)],
+        )
+    };
+    let sums = |cfg| {
+        launch(
+            include_str!("ptx/reduce.ptx"),
+            "block_sum",
+            LaunchConfig::linear(6, 128),
+            cfg,
+            &[words(6 * 128, |i| i as u32 * 3), vec![0; 4 * 6]],
+            &[],
+        )
+    };
+    let want = (saxpy(THREADS[0]), sums(THREADS[0]));
+    assert!(want.0.0.is_ok() && want.1.0.is_ok());
+    // four host threads, each launching back to back on 2 and 3 workers:
+    // their jobs meet in the shared pools
+    std::thread::scope(|s| {
+        let runs: Vec<_> = (0..4)
+            .map(|h| {
+                s.spawn(move || {
+                    (0..12)
+                        .map(|i| {
+                            let cfg = Cfg(2 + (h + i) % 2, true);
+                            (saxpy(cfg), sums(cfg), cfg)
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        for r in runs {
+            for (a, b, cfg) in r.join().unwrap() {
+                assert_eq!(a, want.0, "saxpy on {cfg} workers");
+                assert_eq!(b, want.1, "block_sum on {cfg} workers");
+            }
+        }
+    });
 }

@@ -3,19 +3,20 @@
 //! count.
 //!
 //! 1. Workers (the calling thread and a cached rayon pool of one fewer
-//!    threads) claim CTAs in linear
-//!    order and run each on the launch's starting memory plus its own
-//!    writes (`checks::global`), with the whole budget as its cap (the
-//!    exact budget left once every earlier CTA is done). A shared count of
+//!    threads, which stay awake for a moment after a launch: `linger`)
+//!    claim CTAs in linear order (the calling thread claims the first one
+//!    before the pool threads start: the walk needs it first) and run each
+//!    on the launch's starting memory plus its own writes
+//!    (`checks::global`), with the whole budget as its cap (the exact
+//!    budget left once every earlier CTA is done). A shared count of
 //!    issued instructions stops them once it passes the budget; CTAs after
 //!    one with a finding are not started.
 //! 2. Meanwhile the calling thread walks the finished runs: when the walk
 //!    needs a run it takes a finished one if there is one, else runs the
 //!    next unclaimed CTA itself, and waits only when none is left to claim
 //!    (with one thread it runs each CTA when the walk needs it). The walk
-//!    takes the
-//!    CTAs in linear order, with `p` the instructions of
-//!    the CTAs before: a CTA that conflicts with the earlier CTAs' global
+//!    takes the CTAs in linear order, with `p` the instructions of the
+//!    CTAs before: a CTA that conflicts with the earlier CTAs' global
 //!    accesses, that would cross the budget (`p` + its count), that was
 //!    stopped or never started is re-run alone, capped at the budget left
 //!    and with the earlier CTAs' accesses as a watch list, which yields
@@ -37,7 +38,7 @@
 //! [`Code::inter_cta`]: super::code::Code::inter_cta
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, mpsc};
 
 use super::checks::global::{
@@ -122,7 +123,10 @@ pub(crate) fn run(
     };
     let snap: &GlobalMem = mem;
     let (walked, blocks) = match (workers > 1).then(|| pool_of(workers - 1)).flatten() {
-        Some(threads) => {
+        Some(Workers { threads, waiting }) => {
+            // ends the pool threads' lingering (see `linger`) as the jobs
+            // arrive, so that they find them awake
+            waiting.fetch_add(workers - 1, Ordering::AcqRel);
             // `workers − 1` threads of the pool send their runs as they
             // finish; this thread is a worker too, and walks in order
             // between its own CTAs: it takes a finished run when there is
@@ -130,6 +134,9 @@ pub(crate) fn run(
             // is left to claim (a walk that slept until each run arrived
             // paid a wake-up per CTA)
             let (tx, rx) = mpsc::channel::<CtaRun>();
+            // the walk needs the first CTA first: this thread claims it
+            // before the pool threads can
+            let first = next.fetch_add(1, Ordering::Relaxed);
             let outs = Mutex::new(Vec::with_capacity(workers));
             let mut walked = None;
             let (mine, others) = tables.split_last_mut().expect("a table per worker");
@@ -137,7 +144,9 @@ pub(crate) fn run(
                 for table in others.iter_mut().take(workers - 1) {
                     let tx = tx.clone();
                     let (outs, next, progress, pool) = (&outs, &next, &progress, &pool);
+                    let (threads, waiting) = (&threads, &waiting);
                     s.spawn(move |_| {
+                        waiting.fetch_sub(1, Ordering::AcqRel);
                         let mut w = Worker::new(snap, k, ncta, next, progress, table, pool);
                         while let Some(r) = w.next() {
                             if tx.send(r).is_err() {
@@ -146,10 +155,14 @@ pub(crate) fn run(
                         }
                         let t = w.totals();
                         outs.lock().unwrap_or_else(|e| e.into_inner()).push(t);
+                        // after this job, on this thread (its own deque)
+                        let waiting = Arc::clone(waiting);
+                        threads.spawn(move || linger(&waiting, LINGER));
                     });
                 }
                 drop(tx);
                 let mut me = Worker::new(snap, k, ncta, &next, &progress, mine, &pool);
+                me.claimed = Some(first);
                 let mut claiming = true;
                 let next_run = || {
                     if let Ok(r) = rx.try_recv() {
@@ -236,6 +249,8 @@ struct Worker<'a> {
     progress: &'a Progress,
     table: &'a mut CtaShadow,
     pool: &'a Pool,
+    /// A CTA claimed for this worker before it started, run first.
+    claimed: Option<u64>,
 }
 
 impl<'a> Worker<'a> {
@@ -259,6 +274,7 @@ impl<'a> Worker<'a> {
             progress,
             table,
             pool,
+            claimed: None,
         }
     }
 
@@ -268,7 +284,10 @@ impl<'a> Worker<'a> {
         if p.abort.load(Ordering::Relaxed) {
             return None;
         }
-        let lin = self.next.fetch_add(1, Ordering::Relaxed);
+        let lin = match self.claimed.take() {
+            Some(lin) => lin,
+            None => self.next.fetch_add(1, Ordering::Relaxed),
+        };
         if lin >= self.ncta || lin > p.lowest_finding.load(Ordering::Relaxed) {
             return None;
         }
@@ -533,10 +552,38 @@ fn commit(mem: &mut GlobalMem, done: &Done, checks: bool) {
     }
 }
 
+/// How long a pool thread stays awake after its part of a launch, waiting
+/// for the next one. Waking a sleeping thread cost the calling thread
+/// 10–30 µs and the woken one started 30–45 µs after the call on the
+/// 2-core build machine (a virtual machine), about 5 % of a library call
+/// of a millisecond; back-to-back calls post their next launch well within
+/// this. A lingering thread yields its CPU to any other runnable thread.
+const LINGER: std::time::Duration = std::time::Duration::from_micros(200);
+
+/// Stay awake until a job is `waiting` for the pool, or for at most
+/// `limit`. Runs as a job of its own on a pool thread, so that the next
+/// launch's jobs find the thread awake: posting to a pool whose threads
+/// are all awake makes no system call.
+fn linger(waiting: &AtomicUsize, limit: std::time::Duration) {
+    let t = std::time::Instant::now();
+    while waiting.load(Ordering::Acquire) == 0 && t.elapsed() < limit {
+        std::thread::yield_now();
+    }
+}
+
+/// A worker pool and the count of jobs posted to it and not yet started
+/// (every launch on the pool counts its jobs there, which ends the
+/// threads' lingering).
+#[derive(Clone)]
+struct Workers {
+    threads: Arc<rayon::ThreadPool>,
+    waiting: Arc<AtomicUsize>,
+}
+
 /// The worker pool for `n` threads, built once per process (`None` if the
 /// threads cannot be started: the caller then runs alone).
-fn pool_of(n: usize) -> Option<Arc<rayon::ThreadPool>> {
-    static POOLS: OnceLock<Mutex<HashMap<usize, Arc<rayon::ThreadPool>>>> = OnceLock::new();
+fn pool_of(n: usize) -> Option<Workers> {
+    static POOLS: OnceLock<Mutex<HashMap<usize, Workers>>> = OnceLock::new();
     let mut pools = POOLS
         .get_or_init(Default::default)
         .lock()
@@ -549,7 +596,80 @@ fn pool_of(n: usize) -> Option<Arc<rayon::ThreadPool>> {
         .thread_name(|i| format!("ptxsmith-sim-{i}"))
         .build()
         .ok()?;
-    let p = Arc::new(p);
+    let p = Workers {
+        threads: Arc::new(p),
+        waiting: Arc::default(),
+    };
     pools.insert(n, p.clone());
     Some(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// Runs `f` on a thread of its own; whether it returned within a
+    /// minute (a lingering thread that never ends is the failure).
+    fn returns(f: impl FnOnce() + Send + 'static) -> bool {
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            f();
+            let _ = tx.send(());
+        });
+        rx.recv_timeout(Duration::from_secs(60)).is_ok()
+    }
+
+    #[test]
+    fn lingering_ends_once_a_job_waits() {
+        let waiting = Arc::new(AtomicUsize::new(0));
+        let w = Arc::clone(&waiting);
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            tx.send(()).unwrap();
+            linger(&w, Duration::from_secs(3600));
+        });
+        rx.recv().unwrap();
+        waiting.store(1, Ordering::Release);
+        let w = Arc::clone(&waiting);
+        // a thread that starts lingering while a job waits does not wait
+        assert!(returns(move || linger(&w, Duration::from_secs(3600))));
+    }
+
+    #[test]
+    fn lingering_ends_at_its_limit() {
+        let idle = Arc::new(AtomicUsize::new(0));
+        assert!(returns(move || linger(&idle, Duration::from_millis(1))));
+    }
+
+    #[test]
+    fn a_pool_counts_no_job_waiting_between_launches() {
+        // every launch's jobs are counted down as they start, so that
+        // lingering threads are not woken by a launch long gone
+        // (a pool size no other test uses: its count is this test's alone)
+        let Some(Workers { waiting, .. }) = pool_of(12) else {
+            return;
+        };
+        let prog = crate::sim::Program::parse(
+            ".version 7.0\n.target sm_80\n.address_size 64\n\
+             .visible .entry nop()\n{\nret;\n}\n",
+        )
+        .unwrap();
+        let mut s = crate::sim::Sim::new(crate::Sm::Sm80);
+        s.set_options(crate::sim::SimOptions {
+            threads: 13,
+            ..s.options()
+        });
+        // 16 CTAs: 13 workers, the pool of 12
+        for _ in 0..10 {
+            s.launch_program(
+                &prog,
+                "nop",
+                crate::runtime::LaunchConfig::linear(16, 32),
+                &[],
+            )
+            .unwrap();
+        }
+        assert_eq!(waiting.load(Ordering::Acquire), 0);
+    }
 }
