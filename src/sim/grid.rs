@@ -609,14 +609,20 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
-    /// Runs `f` on a thread of its own; whether it returned within a
-    /// minute (a lingering thread that never ends is the failure).
-    fn returns(f: impl FnOnce() + Send + 'static) -> bool {
+    /// Runs `f` on a thread of its own: the receiver gets `()` once it
+    /// returns.
+    fn spawned(f: impl FnOnce() + Send + 'static) -> mpsc::Receiver<()> {
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
             f();
             let _ = tx.send(());
         });
+        rx
+    }
+
+    /// Whether the thread of `rx` returned within a minute (a lingering
+    /// thread that never ends is the failure).
+    fn returns(rx: mpsc::Receiver<()>) -> bool {
         rx.recv_timeout(Duration::from_secs(60)).is_ok()
     }
 
@@ -624,28 +630,30 @@ mod tests {
     fn lingering_ends_once_a_job_waits() {
         let waiting = Arc::new(AtomicUsize::new(0));
         let w = Arc::clone(&waiting);
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            tx.send(()).unwrap();
-            linger(&w, Duration::from_secs(3600));
-        });
-        rx.recv().unwrap();
+        let lingering = spawned(move || linger(&w, Duration::from_secs(3600)));
+        // (so that it most likely lingers already; either way it must end)
+        std::thread::sleep(Duration::from_millis(20));
         waiting.store(1, Ordering::Release);
-        let w = Arc::clone(&waiting);
+        assert!(returns(lingering));
         // a thread that starts lingering while a job waits does not wait
-        assert!(returns(move || linger(&w, Duration::from_secs(3600))));
+        let w = Arc::clone(&waiting);
+        assert!(returns(spawned(move || {
+            linger(&w, Duration::from_secs(3600))
+        })));
     }
 
     #[test]
     fn lingering_ends_at_its_limit() {
         let idle = Arc::new(AtomicUsize::new(0));
-        assert!(returns(move || linger(&idle, Duration::from_millis(1))));
+        assert!(returns(spawned(move || {
+            linger(&idle, Duration::from_millis(1))
+        })));
     }
 
     #[test]
     fn a_pool_counts_no_job_waiting_between_launches() {
-        // every launch's jobs are counted down as they start, so that
-        // lingering threads are not woken by a launch long gone
+        // every launch's jobs are counted out as they start: a count left
+        // over from a launch long gone would end every linger at once
         // (a pool size no other test uses: its count is this test's alone)
         let Some(Workers { waiting, .. }) = pool_of(12) else {
             return;
