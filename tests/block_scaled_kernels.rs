@@ -17,28 +17,7 @@ use ptxsmith::runtime::{AsDeviceMut, Backend, Context, Ran, Stream, cuda_for_tes
 use ptxsmith::{Error, Sm};
 
 mod common;
-use common::{bits, foreign_get, foreign_put};
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    /// A value `±m · 2^e` with `m ∈ [0, 2)` and a random sign.
-    fn scaled(&mut self, e: i32) -> f32 {
-        let m = (self.next() >> 40) as f32 / (1u64 << 23) as f32;
-        let s = if self.next() & 1 == 0 { 1.0 } else { -1.0 };
-        s * m * 2f32.powi(e.clamp(-126, 127)) * if e < -126 { 2f32.powi(e + 126) } else { 1.0 }
-    }
-}
+use common::{Rng, bits, foreign_get, foreign_put};
 
 /// The simulated targets and codecs: hardware first.
 fn configs() -> Vec<(Sm, Codec)> {

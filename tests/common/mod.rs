@@ -113,4 +113,10 @@ impl Rng {
     pub fn values(&mut self, len: usize) -> Vec<f32> {
         (0..len).map(|_| self.value()).collect()
     }
+    /// A value `±m · 2^e` with `m ∈ [0, 2)` and a random sign.
+    pub fn scaled(&mut self, e: i32) -> f32 {
+        let m = (self.next() >> 40) as f32 / (1u64 << 23) as f32;
+        let s = if self.next() & 1 == 0 { 1.0 } else { -1.0 };
+        s * m * 2f32.powi(e.clamp(-126, 127)) * if e < -126 { 2f32.powi(e + 126) } else { 1.0 }
+    }
 }
