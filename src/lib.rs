@@ -10,6 +10,7 @@
 
 pub mod dsl;
 pub mod error;
+pub mod exec;
 pub mod kernels;
 pub mod math;
 pub mod nvtools;

@@ -18,11 +18,11 @@ use oxicuda_driver::stream::Stream;
 use crate::dsl::PtxModule;
 use crate::dsl::params::{ArgValue, ParamDesc, ParamKind};
 use crate::error::{ArgError, Error, FOREIGN_CONTEXT, Result};
+use crate::exec::{Executor, LaunchConfig, PointerCheck, RawStream, Traffic};
 use crate::runtime::cache::CacheStats;
 use crate::runtime::device::{
     DevBuf, ForeignRange, Gpu, LoadedKernel, Pending, code_of, driver_error,
 };
-use crate::runtime::exec::{Executor, LaunchConfig, PointerCheck, RawStream, Traffic};
 use crate::runtime::ffi::{self, ArgPack, DeviceAlloc, Mem};
 use crate::target::{MAX_THREADS_PER_BLOCK, STATIC_SMEM_LIMIT, Sm};
 

@@ -18,8 +18,8 @@ use oxicuda_driver::module::{Function, Module};
 use oxicuda_driver::stream::Stream;
 
 use crate::error::{DriverCode, Error, Result};
+use crate::exec::Traffic;
 use crate::runtime::cache::ModuleCache;
-use crate::runtime::exec::Traffic;
 use crate::runtime::ffi::{self, DeviceAlloc};
 use crate::target::Sm;
 

@@ -39,7 +39,7 @@ use oxicuda_driver::primary_context::PrimaryContext;
 
 use crate::dsl::params::{ArgValue, ParamDesc, check_args};
 use crate::error::Result;
-use crate::runtime::exec::{LaunchConfig, RawStream};
+use crate::exec::{LaunchConfig, RawStream};
 
 /// Size and alignment of one parameter slot: every [`ArgValue`] is at most
 /// 8 bytes, and 8 is the strictest alignment any kernel parameter we emit

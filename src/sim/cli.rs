@@ -8,7 +8,7 @@ use super::error::SimError;
 use super::exec::{DEFAULT_INSTRUCTION_BUDGET, Sim};
 use super::parse::Program;
 use crate::dsl::params::ArgValue;
-use crate::runtime::exec::LaunchConfig;
+use crate::exec::LaunchConfig;
 use crate::target::Sm;
 
 /// Usage text of `ptx_run`.

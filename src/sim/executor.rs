@@ -9,7 +9,7 @@ use super::exec::{SIM_DEFAULT_STREAM, SM_COUNT, Sim};
 use crate::dsl::PtxModule;
 use crate::dsl::params::{ArgValue, check_args};
 use crate::error::{Error, Result};
-use crate::runtime::exec::{Executor, LaunchConfig, PointerCheck, RawStream, Traffic};
+use crate::exec::{Executor, LaunchConfig, PointerCheck, RawStream, Traffic};
 use crate::target::Sm;
 
 impl Sim {
@@ -136,9 +136,5 @@ impl Executor for Sim {
 
     fn is_synchronous(&self) -> bool {
         true
-    }
-
-    fn as_sim(&mut self) -> Option<&mut Sim> {
-        Some(self)
     }
 }

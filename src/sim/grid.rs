@@ -670,13 +670,8 @@ mod tests {
         });
         // 16 CTAs: 13 workers, the pool of 12
         for _ in 0..10 {
-            s.launch_program(
-                &prog,
-                "nop",
-                crate::runtime::LaunchConfig::linear(16, 32),
-                &[],
-            )
-            .unwrap();
+            s.launch_program(&prog, "nop", crate::exec::LaunchConfig::linear(16, 32), &[])
+                .unwrap();
         }
         assert_eq!(waiting.load(Ordering::Acquire), 0);
     }

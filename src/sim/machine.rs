@@ -15,7 +15,7 @@ use super::memory::{GLOBAL_BASE, GlobalMem};
 use super::options::{LaunchReport, SimOptions};
 use super::parse::Program;
 use crate::dsl::params::ArgValue;
-use crate::runtime::exec::{LaunchConfig, Traffic};
+use crate::exec::{LaunchConfig, Traffic};
 use crate::target::Sm;
 
 /// What `multiprocessor_count` reports, and the `%nsmid` of every launch.

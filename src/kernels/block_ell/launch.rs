@@ -27,12 +27,12 @@ use super::topology::TransposedIndex;
 use crate::dsl::params::{DevPtr, KernelParams};
 use crate::dsl::types::F32;
 use crate::error::{Error, Result};
+use crate::exec::{CUdeviceptr, LaunchConfig, PointerCheck};
 use crate::kernels::dispatch::dispatch;
 use crate::kernels::memo;
 use crate::runtime::backend::{Backend, Ran};
 use crate::runtime::buffer::{AsDevice, AsDeviceMut, DeviceBuffer, ForeignSlice, ForeignSliceMut};
 use crate::runtime::context::Stream;
-use crate::runtime::exec::{CUdeviceptr, LaunchConfig, PointerCheck};
 
 /// The most floats the chunk partials of one grad-values / grad-bias call
 /// occupy (64 MiB), unless one chunk alone needs more.

@@ -40,6 +40,7 @@ use super::ptx::{
 use crate::dsl::params::{DevPtr, KernelParams};
 use crate::dsl::types::{F32, U8};
 use crate::error::{ArgError, Error, Result};
+use crate::exec::{CUdeviceptr, LaunchConfig, PointerCheck};
 use crate::kernels::dispatch::dispatch;
 use crate::kernels::fp8::ptx::{self as fp8_ptx, AbsmaxPartialsArgs};
 use crate::kernels::memo;
@@ -48,7 +49,6 @@ use crate::runtime::buffer::{
     AsDevice, AsDeviceMut, DeviceSlice, DeviceSliceMut, ForeignSlice, ForeignSliceMut,
 };
 use crate::runtime::context::Stream;
-use crate::runtime::exec::{CUdeviceptr, LaunchConfig, PointerCheck};
 
 /// The largest `K`, `L·M·nkb` and padded scale size the kernels take
 /// (`2³¹ − 1`).

@@ -35,12 +35,12 @@ use crate::dsl::types::{F32, U8};
 #[cfg(doc)]
 use crate::error::Error;
 use crate::error::{ArgError, Result};
+use crate::exec::{CUdeviceptr, LaunchConfig, PointerCheck};
 use crate::kernels::dispatch::dispatch;
 use crate::kernels::memo;
 use crate::runtime::backend::{Backend, Ran};
 use crate::runtime::buffer::{AsDevice, AsDeviceMut, DeviceBuffer, ForeignSlice, ForeignSliceMut};
 use crate::runtime::context::{Context, Stream};
-use crate::runtime::exec::{CUdeviceptr, LaunchConfig, PointerCheck};
 use crate::target::Sm;
 
 /// How an FP8 kernel encodes or decodes: the format and the device codec

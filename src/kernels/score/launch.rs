@@ -25,6 +25,7 @@ use super::ptx::{
 use crate::dsl::params::{DevPtr, KernelParams};
 use crate::dsl::types::F32;
 use crate::error::{ArgError, Error, Result};
+use crate::exec::{CUdeviceptr, LaunchConfig, PointerCheck};
 use crate::kernels::dispatch::dispatch;
 use crate::kernels::memo;
 use crate::runtime::backend::{Backend, Ran};
@@ -32,7 +33,6 @@ use crate::runtime::buffer::{
     AsDevice, AsDeviceMut, DeviceBuffer, DeviceSlice, ForeignSlice, ForeignSliceMut,
 };
 use crate::runtime::context::{Context, Stream};
-use crate::runtime::exec::{CUdeviceptr, LaunchConfig, PointerCheck};
 
 /// The `rows × K` score block, row-major (`scores[r·K + a]`), on `backend`
 /// (see the [module contract](super)): every score equals the host model's

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use crate::dsl::PtxModule;
 use crate::dsl::params::ArgValue;
 use crate::error::Result;
-use crate::runtime::exec::{Executor, LaunchConfig, PointerCheck, RawStream, Traffic};
+use crate::exec::{Executor, LaunchConfig, PointerCheck, RawStream, Traffic};
 use crate::runtime::{Context, DeviceKind};
 use crate::sim::Sim;
 use crate::target::Sm;
@@ -248,10 +248,6 @@ impl Executor for Recorder {
 
     fn is_synchronous(&self) -> bool {
         true
-    }
-
-    fn as_sim(&mut self) -> Option<&mut Sim> {
-        self.sim.as_mut()
     }
 }
 

@@ -26,7 +26,7 @@ use super::code::{Code, F_BRAUNI, F_CHK, F_CLOCK, F_GCHK, F_GUARD, F_MARK, XInst
 use super::cta::{CtaState, TState};
 use super::error::SimError;
 use super::ir::*;
-use crate::runtime::exec::LaunchConfig;
+use crate::exec::LaunchConfig;
 
 pub use super::machine::{SIM_DEFAULT_STREAM, SM_COUNT, Sim};
 pub use super::memory::{CONST_WINDOW, GLOBAL_BASE, LOCAL_WINDOW, SHARED_WINDOW};
