@@ -64,17 +64,6 @@ impl RawStream {
     }
 }
 
-/// Whether a launch checks that every pointer argument lies inside a
-/// buffer this backend allocated. Only the raw-pointer entry points turn
-/// it off; their `unsafe` signature puts the obligation on the caller.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PointerCheck {
-    /// Every non-null pointer must lie in (or one past) a live buffer.
-    LiveBuffers,
-    /// Pointers are the caller's responsibility (foreign memory).
-    Caller,
-}
-
 /// Traffic counters of a backend, for tests that assert what crossed the
 /// bus (e.g. a resident dictionary uploaded once, only results
 /// downloaded).
@@ -157,27 +146,20 @@ pub trait Executor: Send {
     fn copy_htod(&mut self, s: RawStream, dst: u64, src: &[u8]) -> Result<()>;
     /// Copy device memory at `src` into `dst`; returns when it has landed.
     fn copy_dtoh(&mut self, s: RawStream, src: u64, dst: &mut [u8]) -> Result<()>;
-    /// Queue a device → device copy. With [`PointerCheck::Caller`] the
-    /// destination may be foreign memory (raw entry points).
-    fn copy_dtod(
-        &mut self,
-        s: RawStream,
-        dst: u64,
-        src: u64,
-        bytes: usize,
-        pointers: PointerCheck,
-    ) -> Result<()>;
+    /// Queue a device → device copy. Both ranges lie in live buffers or
+    /// adopted foreign views (see [`adopt_foreign`](Self::adopt_foreign)).
+    fn copy_dtod(&mut self, s: RawStream, dst: u64, src: u64, bytes: usize) -> Result<()>;
     /// Queue zeroing `bytes` bytes at `dst`.
     fn zero(&mut self, s: RawStream, dst: u64, bytes: usize) -> Result<()>;
     /// Queue `module`'s entry with `args` (checked against the module's
-    /// parameters and its PTX entry signature).
+    /// parameters and its PTX entry signature; every non-null pointer must
+    /// lie in, or one past, a live buffer or an adopted foreign view).
     fn launch(
         &mut self,
         s: RawStream,
         module: &PtxModule,
         cfg: LaunchConfig,
         args: &[ArgValue],
-        pointers: PointerCheck,
     ) -> Result<()>;
     /// Make `waiter` wait for the work queued on `waited` so far.
     fn stream_wait(&mut self, waiter: RawStream, waited: RawStream) -> Result<()>;

@@ -55,7 +55,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use crate::dsl::PtxModule;
 use crate::dsl::params::{ArgValue, DevPtr};
 use crate::error::{ArgError, DriverCode, Error, Result};
-use crate::exec::{Executor, LaunchConfig, PointerCheck, RawStream, Traffic};
+use crate::exec::{Executor, LaunchConfig, RawStream, Traffic};
 use crate::runtime::buffer::{AsDevice, AsDeviceMut, DeviceBuffer, DeviceRepr};
 use crate::runtime::cache::CacheStats;
 use crate::runtime::device::{Gpu, GpuInfo, cuda_unavailable_reason};

@@ -2,6 +2,4 @@
 //! module [`crate::exec`] (defined there so the simulator can implement
 //! [`Executor`] without depending on the runtime).
 
-pub use crate::exec::{
-    CUdeviceptr, CacheStats, Executor, LaunchConfig, PointerCheck, RawStream, Traffic,
-};
+pub use crate::exec::{CUdeviceptr, CacheStats, Executor, LaunchConfig, RawStream, Traffic};

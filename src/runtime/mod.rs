@@ -91,4 +91,4 @@ pub use device::{
     device_sm,
 };
 pub use device_tests_support::{SKIP_NO_DEVICE, cuda_for_tests, on_emulator, small_shapes};
-pub use exec::{CUdeviceptr, Executor, LaunchConfig, PointerCheck, RawStream, Traffic};
+pub use exec::{CUdeviceptr, Executor, LaunchConfig, RawStream, Traffic};

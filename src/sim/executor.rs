@@ -9,7 +9,7 @@ use super::exec::{SIM_DEFAULT_STREAM, SM_COUNT, Sim};
 use crate::dsl::PtxModule;
 use crate::dsl::params::{ArgValue, check_args};
 use crate::error::{Error, Result};
-use crate::exec::{Executor, LaunchConfig, PointerCheck, RawStream, Traffic};
+use crate::exec::{Executor, LaunchConfig, RawStream, Traffic};
 use crate::target::Sm;
 
 impl Sim {
@@ -81,14 +81,7 @@ impl Executor for Sim {
         Ok(())
     }
 
-    fn copy_dtod(
-        &mut self,
-        s: RawStream,
-        dst: u64,
-        src: u64,
-        bytes: usize,
-        _pointers: PointerCheck,
-    ) -> Result<()> {
+    fn copy_dtod(&mut self, s: RawStream, dst: u64, src: u64, bytes: usize) -> Result<()> {
         self.check_stream(s, "device copy")?;
         self.copy_within(dst, src, bytes)?;
         self.traffic.bytes_copied_on_device += bytes as u64;
@@ -107,7 +100,6 @@ impl Executor for Sim {
         module: &PtxModule,
         cfg: LaunchConfig,
         args: &[ArgValue],
-        _pointers: PointerCheck,
     ) -> Result<()> {
         // Every access is bounds-checked by the simulator itself, so a
         // foreign pointer that strays is a finding, never undefined.

@@ -10,7 +10,7 @@ use crate::dsl::params::KernelParams;
 #[cfg(doc)]
 use crate::error::Error;
 use crate::error::{ArgError, Result};
-use crate::exec::{CUdeviceptr, LaunchConfig, PointerCheck};
+use crate::exec::{CUdeviceptr, LaunchConfig};
 use crate::kernels::dispatch::dispatch;
 use crate::kernels::memo;
 use crate::runtime::backend::{Backend, Ran};
@@ -172,12 +172,7 @@ pub fn dot_rows_dev(
         .rows
         .div_ceil(BLOCK)
         .min(stream.context().multiprocessor_count().max(1) * 8);
-    stream.launch_with(
-        module,
-        LaunchConfig::linear(blocks, BLOCK),
-        &args.args(),
-        PointerCheck::LiveBuffers,
-    )
+    stream.launch(module, LaunchConfig::linear(blocks, BLOCK), &args.args())
 }
 
 /// [`dot_rows_dev`] on raw device addresses of another stack (e.g.
