@@ -5,9 +5,6 @@
 //! helpers), memory access in `memory`, warp collectives and barriers in
 //! `warp`, findings in `findings`; the checks' rules live in
 //! `super::checks`, the grid of CTAs in `super::grid`.
-//!
-//! The public items of this module keep their historical paths
-//! (`ptxsmith::sim::exec::SM_COUNT`, …).
 
 mod convert;
 mod findings;
