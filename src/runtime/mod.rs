@@ -72,7 +72,6 @@ mod cuda;
 #[allow(unsafe_code)]
 pub mod cudarc;
 pub mod device;
-pub mod device_tests_support;
 pub mod exec;
 #[allow(unsafe_code)]
 mod ffi;
@@ -90,5 +89,4 @@ pub use device::{
     EMULATOR_NAME_PREFIX, Gpu, GpuInfo, cuda_available, cuda_unavailable_reason, device_count,
     device_sm,
 };
-pub use device_tests_support::{SKIP_NO_DEVICE, cuda_for_tests, on_emulator, small_shapes};
 pub use exec::{CUdeviceptr, Executor, LaunchConfig, RawStream, Traffic};
