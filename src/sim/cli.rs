@@ -5,7 +5,8 @@
 use std::fmt::Write as _;
 
 use super::error::SimError;
-use super::exec::{DEFAULT_INSTRUCTION_BUDGET, Sim};
+use super::machine::Sim;
+use super::options::DEFAULT_INSTRUCTION_BUDGET;
 use super::parse::Program;
 use crate::dsl::params::ArgValue;
 use crate::exec::LaunchConfig;

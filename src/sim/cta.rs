@@ -7,7 +7,7 @@
 use super::checks::shared_race::SharedShadow;
 use super::checks::uniform::Bits;
 use super::code::Code;
-use super::exec::{get_le, sext};
+use super::interp::{get_le, sext};
 use super::ir::sreg;
 use super::machine::SM_COUNT;
 use crate::exec::LaunchConfig;

@@ -45,8 +45,8 @@ use super::checks::global::{
     CtaRecs, CtaShadow, Done, Kind, LINE, LaunchShadow, NO_DATA, Scratch, touched,
 };
 use super::error::SimError;
-use super::exec::{Base, Exec, GlobalView, Kernel, Progress, Stop};
-use super::memory::GlobalMem;
+use super::global_mem::GlobalMem;
+use super::interp::{Base, Exec, GlobalView, Kernel, Progress, Stop};
 
 /// One CTA's run.
 struct CtaRun {

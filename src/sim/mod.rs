@@ -30,7 +30,7 @@
 //! [`crate::dsl::PtxModule`] is parsed once (cached by its PTX text), its
 //! arguments are checked with [`crate::dsl::params::check_args`], and
 //! uploads, downloads and launches are counted in `traffic()`.
-//! `multiprocessor_count()` is [`exec::SM_COUNT`] (4).
+//! `multiprocessor_count()` is [`SM_COUNT`] (4).
 //! `examples/ptx_run.rs` (logic in [`cli`]) runs a PTX file from the
 //! command line.
 //!
@@ -274,23 +274,25 @@
 //! CTA barriers; [`Sim::opcode_totals`] and [`Sim::total_instructions`]
 //! accumulate over launches.
 
+mod backend;
 mod checks;
 pub mod cli;
 mod code;
 mod cta;
 pub mod error;
-pub mod exec;
-mod executor;
 pub mod fp;
+mod global_mem;
 mod grid;
+mod interp;
 pub(crate) mod ir;
 mod machine;
-mod memory;
 mod options;
 pub mod parse;
 
 pub use error::{SimError, Site};
-pub use exec::{DEFAULT_INSTRUCTION_BUDGET, LaunchReport, Sim, SimOptions};
+pub use global_mem::{CONST_WINDOW, GLOBAL_BASE, LOCAL_WINDOW, SHARED_WINDOW};
 pub use ir::{Entry, ParamInfo, Space};
+pub use machine::{SIM_DEFAULT_STREAM, SM_COUNT, Sim};
 pub use options::THREADS_ENV;
+pub use options::{DEFAULT_INSTRUCTION_BUDGET, LaunchReport, SimOptions};
 pub use parse::Program;

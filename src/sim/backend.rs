@@ -5,7 +5,7 @@
 //! are ids the simulator hands out, and an operation on an id it did not
 //! hand out is refused like a foreign handle would fail on a GPU.
 
-use super::exec::{SIM_DEFAULT_STREAM, SM_COUNT, Sim};
+use super::machine::{SIM_DEFAULT_STREAM, SM_COUNT, Sim};
 use crate::dsl::PtxModule;
 use crate::dsl::params::{ArgValue, check_args};
 use crate::error::{Error, Result};
