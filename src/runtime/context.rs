@@ -57,8 +57,8 @@ use crate::dsl::params::{ArgValue, DevPtr};
 use crate::error::{ArgError, DriverCode, Error, Result};
 use crate::exec::{Executor, LaunchConfig, RawStream, Traffic};
 use crate::runtime::buffer::{AsDevice, AsDeviceMut, DeviceBuffer, DeviceRepr};
-use crate::runtime::cache::CacheStats;
-use crate::runtime::device::{Gpu, GpuInfo, cuda_unavailable_reason};
+use crate::runtime::gpu::cache::CacheStats;
+use crate::runtime::gpu::{Gpu, GpuInfo, cuda_unavailable_reason};
 use crate::sim::Sim;
 use crate::target::Sm;
 

@@ -18,7 +18,7 @@
 //! surface is fenced in three layers, and everything under `runtime` except
 //! the first layer is compiled with `#![deny(unsafe_code)]`:
 //!
-//! 1. **FFI** (`runtime::ffi`, crate-private, the only module allowed
+//! 1. **FFI** (`runtime::gpu::ffi`, crate-private, the only module allowed
 //!    `unsafe`): the launch argument pack and `cuLaunchKernel`, owned
 //!    device allocations whose copies and fills check their byte ranges,
 //!    events, the primary context. Every `unsafe` carries a `SAFETY:`
@@ -64,29 +64,25 @@
 
 pub mod backend;
 pub mod buffer;
-pub mod cache;
 pub mod context;
-mod cuda;
 #[cfg(feature = "cudarc")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cudarc")))]
 #[allow(unsafe_code)]
 pub mod cudarc;
-pub mod device;
 pub mod exec;
-#[allow(unsafe_code)]
-mod ffi;
+pub mod gpu;
 
 pub use backend::{Backend, Ran, Resolved, resolve};
 pub use buffer::{
     AsDevice, AsDeviceMut, DeviceBuffer, DeviceRepr, DeviceSlice, DeviceSliceMut, ForeignSlice,
     ForeignSliceMut,
 };
-pub use cache::{CacheStats, ModuleCache, ModuleKey};
 pub use context::{Context, DeviceKind, Stream};
 #[cfg(feature = "cudarc")]
 pub use cudarc::{CudarcView, CudarcViewMut};
-pub use device::{
+pub use exec::{CUdeviceptr, Executor, LaunchConfig, RawStream, Traffic};
+pub use gpu::cache::{CacheStats, ModuleCache, ModuleKey};
+pub use gpu::{
     EMULATOR_NAME_PREFIX, Gpu, GpuInfo, cuda_available, cuda_unavailable_reason, device_count,
     device_sm,
 };
-pub use exec::{CUdeviceptr, Executor, LaunchConfig, RawStream, Traffic};

@@ -19,11 +19,11 @@ use crate::dsl::PtxModule;
 use crate::dsl::params::{ArgValue, ParamDesc, ParamKind};
 use crate::error::{ArgError, Error, FOREIGN_CONTEXT, Result};
 use crate::exec::{Executor, LaunchConfig, RawStream, Traffic};
-use crate::runtime::cache::CacheStats;
-use crate::runtime::device::{
+use crate::runtime::gpu::cache::CacheStats;
+use crate::runtime::gpu::ffi::{self, ArgPack, DeviceAlloc, Mem};
+use crate::runtime::gpu::{
     DevBuf, ForeignRange, Gpu, LoadedKernel, Pending, code_of, driver_error,
 };
-use crate::runtime::ffi::{self, ArgPack, DeviceAlloc, Mem};
 use crate::target::{MAX_THREADS_PER_BLOCK, STATIC_SMEM_LIMIT, Sm};
 
 /// The parameter sizes of `module`'s entry as its PTX text declares them
