@@ -72,7 +72,7 @@ pub mod cudarc;
 pub mod exec;
 pub mod gpu;
 
-pub use backend::{Backend, Ran, Resolved, resolve};
+pub use backend::{Backend, Ran, Resolved, default_sim_sm, resolve};
 pub use buffer::{
     AsDevice, AsDeviceMut, DeviceBuffer, DeviceRepr, DeviceSlice, DeviceSliceMut, ForeignSlice,
     ForeignSliceMut,
