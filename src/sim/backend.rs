@@ -1,5 +1,5 @@
 //! [`Executor`] for [`Sim`]: the launch code that drives a GPU drives the
-//! simulator, through the same [`Context`](crate::runtime::Context).
+//! simulator, through the same runtime `Context`.
 //!
 //! Every operation runs at once, so stream order holds trivially; streams
 //! are ids the simulator hands out, and an operation on an id it did not

@@ -11,7 +11,7 @@
 //! ```
 //! use ptxsmith::Sm;
 //! use ptxsmith::dsl::params::ArgValue;
-//! use ptxsmith::runtime::exec::LaunchConfig;
+//! use ptxsmith::exec::LaunchConfig;
 //! use ptxsmith::sim::{Program, Sim};
 //!
 //! let prog = Program::parse(include_str!("../../tests/ptx/saxpy.ptx")).unwrap();
@@ -25,8 +25,9 @@
 //! assert_eq!(report.per_opcode["fma.rn.f32"], 4);
 //! ```
 //!
-//! [`Sim`] also implements [`crate::runtime::exec::Executor`], the backend
-//! under [`crate::runtime::Context::sim`]: a
+//! [`Sim`] also implements [`crate::exec::Executor`], the backend under the
+//! runtime's `Context::sim` (the runtime sits above the simulator: nothing
+//! here imports it, `tests/layers.rs` checks): a
 //! [`crate::dsl::PtxModule`] is parsed once (cached by its PTX text), its
 //! arguments are checked with [`crate::dsl::params::check_args`], and
 //! uploads, downloads and launches are counted in `traffic()`.
