@@ -11,6 +11,16 @@
 //! reverse; launch arguments and buffers meet in [`Stream::arg`] /
 //! [`Stream::launch`].
 //!
+//! Below the runtime: the backend trait [`Executor`] and the launch
+//! vocabulary ([`LaunchConfig`], [`RawStream`], [`Traffic`], …) live in the
+//! leaf [`crate::exec`] (re-exported here and as [`exec`]), which the
+//! simulator implements without importing the runtime. The GPU backend is
+//! the folder [`gpu`]: [`Gpu`] and device probing, its `Executor`
+//! (`gpu/cuda.rs`), the JIT [`ModuleCache`] and the FFI. A simulator
+//! context keeps its [`Sim`](crate::sim::Sim) as itself
+//! ([`Context::with_sim`]); the trait never names the simulator. Helpers
+//! for device tests are in [`crate::testing`], not here.
+//!
 //! # The fence around `unsafe`
 //!
 //! ptxsmith talks to the GPU through the CUDA driver API only (no runtime
@@ -55,7 +65,9 @@
 //!
 //! [`Backend`] says where a slice-API kernel call runs (`Cuda` fails loud
 //! without a device, `Auto` falls back to the host model and says so,
-//! `Host`, `Sim`); [`resolve`] turns it into a [`Resolved`]. Without a
+//! `Host`, `Sim`); [`resolve`] turns it into a [`Resolved`], once: the
+//! GPU's context or a fresh simulator context ([`Resolved::context`]), or
+//! the host model. Without a
 //! driver every device entry point returns
 //! [`Error::NoDevice`](crate::Error::NoDevice) with the loader's reason;
 //! nothing panics.
