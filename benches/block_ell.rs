@@ -21,7 +21,7 @@ mod roofline;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use ptxsmith::kernels::block_ell::{self, DeviceTopology, Dims};
 use ptxsmith::runtime::Context;
-use ptxsmith::runtime::device_tests_support::{REQUIRED_GPU_MISSING, gpu_required};
+use ptxsmith::testing::{REQUIRED_GPU_MISSING, gpu_required};
 
 fn data(len: usize, seed: u32) -> Vec<f32> {
     let mut s = seed;

@@ -17,8 +17,8 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use ptxsmith::kernels::block_scaled::{
     self as bs, Format, Recipe, ScaleLayout, Shape, launch, ptx::Codec,
 };
-use ptxsmith::runtime::device_tests_support::{REQUIRED_GPU_MISSING, gpu_required};
 use ptxsmith::runtime::{AsDevice, AsDeviceMut, Context};
+use ptxsmith::testing::{REQUIRED_GPU_MISSING, gpu_required};
 
 fn data(n: usize, seed: u32) -> Vec<f32> {
     let mut s = seed;

@@ -21,7 +21,8 @@ use ptxsmith::kernels::fp8::ptx::{
     self, AbsmaxFinalizeArgs, AbsmaxPartialsArgs, BLOCK, Codec, DequantizeArgs,
     DequantizeStatsArgs, QuantizeArgs, QuantizeScaledArgs,
 };
-use ptxsmith::runtime::{LaunchConfig, cuda_for_tests};
+use ptxsmith::runtime::LaunchConfig;
+use ptxsmith::testing::cuda_for_tests;
 
 /// Median of `reps` timings of `f` (after one warm-up call).
 fn median_time(reps: usize, mut f: impl FnMut()) -> Duration {

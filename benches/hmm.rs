@@ -15,8 +15,8 @@ mod roofline;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use ptxsmith::kernels::hmm::{self, DeviceInputs, DeviceOutputs, Inputs, Shape, host};
-use ptxsmith::runtime::device_tests_support::{REQUIRED_GPU_MISSING, gpu_required};
 use ptxsmith::runtime::{AsDevice, AsDeviceMut, Context};
+use ptxsmith::testing::{REQUIRED_GPU_MISSING, gpu_required};
 
 fn model(batch: usize, t: usize, s: usize) -> (Vec<f32>, Vec<f32>, Vec<f32>, Vec<u32>) {
     let mut st = 1u32;

@@ -14,7 +14,7 @@ mod roofline;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use ptxsmith::kernels::logcumsumexp::{Shape, backward_dev, forward_dev, host};
 use ptxsmith::runtime::Context;
-use ptxsmith::runtime::device_tests_support::{REQUIRED_GPU_MISSING, gpu_required};
+use ptxsmith::testing::{REQUIRED_GPU_MISSING, gpu_required};
 
 fn data(n: usize, seed: u32) -> Vec<f32> {
     let mut s = seed;

@@ -17,8 +17,8 @@
 use criterion::{Criterion, criterion_group, criterion_main};
 use ptxsmith::Sm;
 use ptxsmith::kernels::score::{self, route_top_s_dev, route_top_s_on};
-use ptxsmith::runtime::device_tests_support::{REQUIRED_GPU_MISSING, gpu_required};
 use ptxsmith::runtime::{Context, Stream};
+use ptxsmith::testing::{REQUIRED_GPU_MISSING, gpu_required};
 
 fn data(n: usize, seed: u32) -> Vec<f32> {
     let mut s = seed;

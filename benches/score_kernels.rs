@@ -22,8 +22,8 @@ use ptxsmith::Sm;
 use ptxsmith::dsl::params::{ArgValue, KernelParams};
 use ptxsmith::kernels::score::ptx::{self, ScoreBlockArgs, ScoreTuning};
 use ptxsmith::kernels::score::{self, route_top_s_dev, route_top_s_on};
-use ptxsmith::runtime::device_tests_support::{REQUIRED_GPU_MISSING, gpu_required};
 use ptxsmith::runtime::{Context, DeviceBuffer, LaunchConfig};
+use ptxsmith::testing::{REQUIRED_GPU_MISSING, gpu_required};
 
 fn values(n: usize, seed: u64) -> Vec<f32> {
     let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
@@ -92,7 +92,7 @@ fn bench_gpu(c: &mut Criterion) {
         );
         println!(
             "{} ({reason}): GPU benches skipped",
-            ptxsmith::runtime::SKIP_NO_DEVICE
+            ptxsmith::testing::SKIP_NO_DEVICE
         );
         return;
     }

@@ -15,7 +15,8 @@ use std::process::ExitCode;
 
 use cudarc::driver::CudaContext;
 use ptxsmith::kernels::fp8::{self, Encoding, Format};
-use ptxsmith::runtime::{Context, Stream, cuda_unavailable_reason, device_tests_support};
+use ptxsmith::runtime::{Context, Stream, cuda_unavailable_reason};
+use ptxsmith::testing;
 
 fn run() -> Result<bool, Box<dyn std::error::Error>> {
     // cudarc's side: a context, a stream, an upload.
@@ -75,7 +76,7 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .init();
     if let Some(reason) = cuda_unavailable_reason() {
-        if device_tests_support::gpu_required() {
+        if testing::gpu_required() {
             eprintln!("PTXSMITH_REQUIRE_GPU is set but there is no usable CUDA device: {reason}");
             return ExitCode::FAILURE;
         }

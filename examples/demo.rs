@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use ptxsmith::runtime::{self, Context, Stream};
-use ptxsmith::{Result, Sm, kernels};
+use ptxsmith::{Result, Sm, kernels, testing};
 
 /// One demo run: what ran and whether it matched the host model.
 struct Outcome {
@@ -438,7 +438,7 @@ fn main() -> ExitCode {
             let name = format!("cuda ({})", ctx.info().map_or("?", |i| i.name.as_str()));
             (ctx, name)
         }
-        Err(e) if runtime::device_tests_support::gpu_required() => {
+        Err(e) if testing::gpu_required() => {
             eprintln!("PTXSMITH_REQUIRE_GPU is set but there is no usable CUDA device: {e}");
             return ExitCode::FAILURE;
         }

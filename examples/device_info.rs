@@ -18,7 +18,7 @@ fn main() -> ptxsmith::Result<()> {
     let resolved = resolve(backend)?;
     match &resolved {
         Resolved::Cuda(ctx) => println!("{}", ctx.info().expect("a CUDA context has device info")),
-        Resolved::Host | Resolved::Sim => {}
+        Resolved::Host | Resolved::Sim(_) => {}
     }
     println!("backend {backend} runs on: {}", resolved.ran());
     Ok(())

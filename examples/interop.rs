@@ -173,7 +173,7 @@ fn main() -> ExitCode {
             println!("GPU: foreign views of plain driver allocations on the legacy stream");
             on_gpu(&ctx)
         }
-        Err(e) if ptxsmith::runtime::device_tests_support::gpu_required() => {
+        Err(e) if ptxsmith::testing::gpu_required() => {
             eprintln!("PTXSMITH_REQUIRE_GPU is set but there is no usable CUDA device: {e}");
             return ExitCode::FAILURE;
         }

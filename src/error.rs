@@ -188,8 +188,8 @@ impl ArgError {
         }
     }
 
-    /// A message only (no fields): the form every error had before the
-    /// fields existed.
+    /// A message only (no fields), for a misuse that no single argument's
+    /// value describes.
     pub fn message_only(message: impl Into<String>) -> Self {
         Self {
             what: String::new(),
@@ -386,8 +386,8 @@ fn context_name(id: u64) -> String {
 
 impl Error {
     /// [`Error::InvalidArgument`] with a message only (no `what` /
-    /// `expected` / `got`): `Error::invalid(format!(…))` is the mechanical
-    /// replacement of the former `Error::InvalidArgument(format!(…))`.
+    /// `expected` / `got`), for a misuse that no single argument's value
+    /// describes; prefer [`Error::invalid_argument`] where one does.
     pub fn invalid(message: impl Into<String>) -> Self {
         Error::InvalidArgument(ArgError::message_only(message))
     }

@@ -10,6 +10,7 @@
 
 pub mod dsl;
 pub mod error;
+pub mod exec;
 pub mod kernels;
 pub mod math;
 pub mod nvtools;
@@ -20,6 +21,7 @@ pub mod report;
 pub mod runtime;
 pub mod sim;
 pub mod target;
+pub mod testing;
 
 /// The README's code blocks, compiled and run as doctests (the quick start
 /// and one snippet per kernel family).

@@ -8,7 +8,8 @@ use ptxsmith::kernels::block_ell::{
     self, BLOCK_SIZES, DeviceTopology, Dims, forward_dev, grad_bias_dev, grad_input_dev,
     grad_values_dev, launch,
 };
-use ptxsmith::runtime::{Backend, Context, Ran, Stream, cuda_for_tests};
+use ptxsmith::runtime::{Backend, Context, Ran, Stream};
+use ptxsmith::testing::cuda_for_tests;
 use ptxsmith::{Error, Sm};
 
 mod common;
@@ -297,7 +298,7 @@ fn gpu_equals_host_when_present() {
     let mut rng = Rng(29);
     // Several N-chunks of 256 rows; fewer rows on the driver emulator
     // (kernels on the simulator), still more than one chunk.
-    let (n1, n2) = if ptxsmith::runtime::small_shapes(&ctx) {
+    let (n1, n2) = if ptxsmith::testing::small_shapes(&ctx) {
         (300, 260)
     } else {
         (1000, 300)

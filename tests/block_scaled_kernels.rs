@@ -13,7 +13,8 @@ use ptxsmith::kernels::block_scaled::ptx::{self, Codec};
 use ptxsmith::kernels::block_scaled::{
     self, BlockScaled, Format, Recipe, ScaleDims, ScaleLayout, ScaleMode, Shape, launch,
 };
-use ptxsmith::runtime::{AsDeviceMut, Backend, Context, Ran, Stream, cuda_for_tests};
+use ptxsmith::runtime::{AsDeviceMut, Backend, Context, Ran, Stream};
+use ptxsmith::testing::cuda_for_tests;
 use ptxsmith::{Error, Sm};
 
 mod common;

@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaContext, CudaStream};
 use ptxsmith::kernels::{dot, fp8};
-use ptxsmith::runtime::{Context, Stream, cuda_for_tests};
+use ptxsmith::runtime::{Context, Stream};
+use ptxsmith::testing::cuda_for_tests;
 use ptxsmith::{Error, FOREIGN_CONTEXT};
 
 mod common;

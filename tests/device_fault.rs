@@ -12,7 +12,8 @@ use ptxsmith::dsl::KernelBuilder;
 use ptxsmith::dsl::params::{ArgValue, Ptr};
 use ptxsmith::dsl::types::U32;
 use ptxsmith::kernels::dot;
-use ptxsmith::runtime::{Context, LaunchConfig, cuda_for_tests};
+use ptxsmith::runtime::{Context, LaunchConfig};
+use ptxsmith::testing::cuda_for_tests;
 use ptxsmith::{Error, kernel_params};
 
 kernel_params! {

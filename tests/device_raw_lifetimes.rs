@@ -8,7 +8,8 @@
 //! stream for the default stream's synchronisation to free memory.
 
 use ptxsmith::kernels::score::{self, launch as score_l};
-use ptxsmith::runtime::{RawStream, cuda_for_tests};
+use ptxsmith::runtime::RawStream;
+use ptxsmith::testing::cuda_for_tests;
 
 mod common;
 use common::{bits, foreign_alloc, foreign_get, foreign_put};

@@ -14,9 +14,8 @@ use ptxsmith::Sm;
 use ptxsmith::kernels::dot;
 use ptxsmith::kernels::fp8::{self, Format, launch as fp8l, ptx::Codec};
 use ptxsmith::kernels::score::{self, Route, ScoreShape, launch as score_l, ptx::ScoreTuning};
-use ptxsmith::runtime::{
-    AsDevice, Context, RawStream, Stream, Traffic, cuda_for_tests, on_emulator, small_shapes,
-};
+use ptxsmith::runtime::{AsDevice, Context, RawStream, Stream, Traffic};
+use ptxsmith::testing::{cuda_for_tests, on_emulator, small_shapes};
 
 mod common;
 use common::{bits, foreign_alloc, foreign_get, foreign_put};

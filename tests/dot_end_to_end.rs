@@ -4,8 +4,9 @@
 
 use ptxsmith::Sm;
 use ptxsmith::kernels::dot::{self, dot_rows};
+use ptxsmith::runtime::Context;
 use ptxsmith::runtime::backend::{Backend, Ran};
-use ptxsmith::runtime::{Context, cuda_for_tests};
+use ptxsmith::testing::cuda_for_tests;
 use ptxsmith::{Error, runtime};
 
 mod common;

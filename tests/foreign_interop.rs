@@ -10,9 +10,8 @@ use oxicuda_driver::context::Context as DriverContext;
 use oxicuda_driver::device::Device;
 use oxicuda_driver::primary_context::PrimaryContext;
 use oxicuda_driver::stream::Stream as DriverStream;
-use ptxsmith::runtime::{
-    Context, Executor, ForeignSlice, ForeignSliceMut, RawStream, Stream, cuda_for_tests,
-};
+use ptxsmith::runtime::{Context, Executor, ForeignSlice, ForeignSliceMut, RawStream, Stream};
+use ptxsmith::testing::cuda_for_tests;
 use ptxsmith::{Error, FOREIGN_CONTEXT, Sm, kernels::dot};
 
 mod common;

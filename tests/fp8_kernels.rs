@@ -1000,7 +1000,7 @@ fn sim_raw_entry_points_match_the_device_entry_points() {
 /// own codec and the software one.
 #[test]
 fn device_raw_entry_points_match_the_device_entry_points() {
-    let Some(ctx) = ptxsmith::runtime::cuda_for_tests() else {
+    let Some(ctx) = ptxsmith::testing::cuda_for_tests() else {
         return;
     };
     for codec in [Codec::for_sm(ctx.sm()), Codec::Software] {
@@ -1240,7 +1240,7 @@ fn sim_bit_pattern_sweeps_around_every_decision() {
 /// simulator sweep checks them.
 #[test]
 fn device_all_f32_inputs_match_the_host() {
-    let Some(ctx) = ptxsmith::runtime::cuda_for_tests() else {
+    let Some(ctx) = ptxsmith::testing::cuda_for_tests() else {
         return;
     };
     let gpu = ctx.default_stream();
@@ -1249,7 +1249,7 @@ fn device_all_f32_inputs_match_the_host() {
         println!("note: {sm} has no FP8 cvt; checking the software codec only");
     }
     let per_pattern = 2 * codecs_of(sm).len() as u64;
-    if ptxsmith::runtime::on_emulator(&ctx) {
+    if ptxsmith::testing::on_emulator(&ctx) {
         const SLICE: u64 = 1 << 26;
         let mut checked = 0;
         for k in 0..(1u64 << 32) / SLICE {
@@ -1280,10 +1280,10 @@ fn device_all_f32_inputs_match_the_host() {
 /// name says it is a GPU-only test.
 #[test]
 fn device_more_than_2_pow_31_elements_gpu_only_not_on_emulator() {
-    let Some(ctx) = ptxsmith::runtime::cuda_for_tests() else {
+    let Some(ctx) = ptxsmith::testing::cuda_for_tests() else {
         return;
     };
-    if ptxsmith::runtime::on_emulator(&ctx) {
+    if ptxsmith::testing::on_emulator(&ctx) {
         println!("EMULATOR: not run: 2^31 elements need 12 GiB of device memory");
         return;
     }
@@ -1315,13 +1315,13 @@ fn device_more_than_2_pow_31_elements_gpu_only_not_on_emulator() {
 
 #[test]
 fn device_entry_points_match_the_host() {
-    let Some(ctx) = ptxsmith::runtime::cuda_for_tests() else {
+    let Some(ctx) = ptxsmith::testing::cuda_for_tests() else {
         return;
     };
     let gpu = ctx.default_stream();
     let sm = ctx.sm();
     // Fewer random inputs on the driver emulator (kernels on the simulator).
-    let n = if ptxsmith::runtime::on_emulator(&ctx) {
+    let n = if ptxsmith::testing::on_emulator(&ctx) {
         100_003
     } else {
         10_000_003

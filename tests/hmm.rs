@@ -454,7 +454,8 @@ fn ptx_has_no_approximate_instruction_or_atomic_on_any_sm() {
 
 #[test]
 fn gpu_hmm_matches_the_host_model() {
-    use ptxsmith::runtime::{Backend, Ran, cuda_for_tests, small_shapes};
+    use ptxsmith::runtime::{Backend, Ran};
+    use ptxsmith::testing::{cuda_for_tests, small_shapes};
     let Some(ctx) = cuda_for_tests() else { return };
     let st = ctx.default_stream();
     // Shorter sequences on the driver emulator (kernels on the simulator),
@@ -494,7 +495,7 @@ fn raw_entry_point_runs_on_foreign_memory() {
 /// (SKIP without one).
 #[test]
 fn gpu_raw_entry_point_runs_on_driver_allocations() {
-    let Some(ctx) = ptxsmith::runtime::cuda_for_tests() else {
+    let Some(ctx) = ptxsmith::testing::cuda_for_tests() else {
         return;
     };
     raw_entry_point_on(&ctx);

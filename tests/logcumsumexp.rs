@@ -8,7 +8,8 @@
 
 use ptxsmith::kernels::logcumsumexp::{self as lcse, SEG, Shape, TILE, host, launch};
 use ptxsmith::math::log_add_exp;
-use ptxsmith::runtime::{Backend, Context, Ran, Stream, cuda_for_tests};
+use ptxsmith::runtime::{Backend, Context, Ran, Stream};
+use ptxsmith::testing::cuda_for_tests;
 use ptxsmith::{Error, Sm};
 
 mod common;
@@ -661,7 +662,7 @@ fn gpu_logcumsumexp_matches_the_host_model() {
     let st = ctx.default_stream();
     // Many tiles per row (both paths), single-tile rows, many short rows;
     // smaller on the driver emulator (kernels on the simulator).
-    let shapes: &[(usize, usize)] = if ptxsmith::runtime::small_shapes(&ctx) {
+    let shapes: &[(usize, usize)] = if ptxsmith::testing::small_shapes(&ctx) {
         &[(5, 4096), (3, 2 * TILE + 5), (256, 33)]
     } else {
         &[(64, 4096), (2, 1 << 20), (300, 3 * TILE + 5), (4096, 33)]

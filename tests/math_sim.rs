@@ -25,7 +25,8 @@ use ptxsmith::dsl::types::{F32, Reg, U32};
 use ptxsmith::dsl::*;
 use ptxsmith::math;
 use ptxsmith::nvtools::NvTools;
-use ptxsmith::runtime::{Context, LaunchConfig, cuda_for_tests, small_shapes};
+use ptxsmith::runtime::{Context, LaunchConfig};
+use ptxsmith::testing::{cuda_for_tests, small_shapes};
 use ptxsmith::{Sm, kernel_params};
 
 kernel_params! {

@@ -11,8 +11,8 @@
 
 use std::process::{Command, Output};
 
-use ptxsmith::runtime::device_tests_support::{REQUIRE_GPU_VAR, REQUIRED_GPU_MISSING};
-use ptxsmith::runtime::{SKIP_NO_DEVICE, cuda_for_tests, cuda_unavailable_reason};
+use ptxsmith::runtime::cuda_unavailable_reason;
+use ptxsmith::testing::{REQUIRE_GPU_VAR, REQUIRED_GPU_MISSING, SKIP_NO_DEVICE, cuda_for_tests};
 
 const HELPER: &str = "require_gpu_helper_calls_cuda_for_tests";
 

@@ -13,10 +13,11 @@ use ptxsmith::Error;
 use ptxsmith::dsl::PtxModule;
 use ptxsmith::dsl::params::{ArgValue, ParamDesc, ParamKind, ScalarType};
 use ptxsmith::runtime::{
-    Backend, Context, Gpu, LaunchConfig, Ran, Resolved, Stream, cuda_available, cuda_for_tests,
+    Backend, Context, Gpu, LaunchConfig, Ran, Resolved, Stream, cuda_available,
     cuda_unavailable_reason, device_count, device_sm, resolve,
 };
 use ptxsmith::target::{PtxVersion, Sm};
+use ptxsmith::testing::cuda_for_tests;
 
 // ---------------------------------------------------------------------------
 // Without a device
@@ -72,7 +73,7 @@ fn cuda_backend_fails_loud_and_auto_falls_back_to_host() {
 #[test]
 fn cuda_for_tests_skips_without_a_device() {
     // Under PTXSMITH_REQUIRE_GPU it panics instead (tests/require_gpu.rs).
-    if device_present() || ptxsmith::runtime::device_tests_support::gpu_required() {
+    if device_present() || ptxsmith::testing::gpu_required() {
         return;
     }
     assert!(cuda_for_tests().is_none());

@@ -398,7 +398,7 @@ fn device_lock() -> std::sync::MutexGuard<'static, ()> {
 /// bit for bit, and only the `rows × s` shortlists are downloaded.
 #[test]
 fn device_route_k32768_matches_host_and_downloads_only_shortlists() {
-    let Some(ctx) = ptxsmith::runtime::cuda_for_tests() else {
+    let Some(ctx) = ptxsmith::testing::cuda_for_tests() else {
         return;
     };
     // The context is shared by the whole process: keep the other device
@@ -407,7 +407,7 @@ fn device_route_k32768_matches_host_and_downloads_only_shortlists() {
     let st = ctx.default_stream();
     // On the driver emulator (kernels on the simulator) K = 4096 and 32
     // rows: still the multi-split route with its merge kernel.
-    let (rows, k, p, s) = if ptxsmith::runtime::small_shapes(&ctx) {
+    let (rows, k, p, s) = if ptxsmith::testing::small_shapes(&ctx) {
         (32, 4096, 64, 4)
     } else {
         (256, 32768, 64, 4)

@@ -4,7 +4,8 @@
 //! is present.
 
 use ptxsmith::kernels::viterbi::{self, NO_STATE, host, launch};
-use ptxsmith::runtime::{Backend, Context, Ran, Stream, cuda_for_tests, small_shapes};
+use ptxsmith::runtime::{Backend, Context, Ran, Stream};
+use ptxsmith::testing::{cuda_for_tests, small_shapes};
 use ptxsmith::{Error, Sm};
 
 mod common;

@@ -12,7 +12,8 @@ use ptxsmith::Sm;
 use ptxsmith::dsl::memo;
 use ptxsmith::kernels::logcumsumexp::{self as lcse, Path};
 use ptxsmith::kernels::{dot, hmm};
-use ptxsmith::runtime::{AsDevice, AsDeviceMut, Context, cuda_for_tests};
+use ptxsmith::runtime::{AsDevice, AsDeviceMut, Context};
+use ptxsmith::testing::cuda_for_tests;
 
 /// `times` row dot products of 64 × 100 on `ctx`'s default stream.
 fn launch(ctx: &Context, times: usize) {

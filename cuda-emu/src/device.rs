@@ -1,7 +1,7 @@
 //! Device attributes (`cuDeviceGetAttribute`) from ptxsmith's target table
 //! (`ptxsmith::target`), and the occupancy calculator on the same numbers.
 
-use ptxsmith::sim::exec::SM_COUNT;
+use ptxsmith::sim::SM_COUNT;
 use ptxsmith::target::{MAX_THREADS_PER_BLOCK, STATIC_SMEM_LIMIT};
 
 use crate::config::DeviceSpec;

@@ -3,16 +3,10 @@
 //! launch sequence on a stream (GPU or simulator)", and reports which ran.
 
 use crate::error::Result;
-use crate::runtime::backend::{Backend, Ran, Resolved, resolve};
-use crate::runtime::context::{Context, Stream};
-use crate::target::Sm;
+use crate::runtime::backend::{Backend, Ran, resolve};
+use crate::runtime::context::Stream;
 
-/// The SM whose variants `Backend::Sim` runs when the caller does not pick
-/// one: the live device's when there is a GPU, else sm_80. Use a kernel's
-/// device entry point on `Context::sim(sm)` to simulate another target.
-pub fn default_sim_sm() -> Sm {
-    crate::runtime::device_sm().unwrap_or(Sm::Sm80)
-}
+pub use crate::runtime::backend::default_sim_sm;
 
 /// Run `host` or `device` according to `backend`.
 ///
@@ -27,13 +21,10 @@ pub fn dispatch<T>(
     device: impl FnOnce(&Stream) -> Result<T>,
 ) -> Result<(T, Ran)> {
     let resolved = resolve(backend)?;
-    tracing::debug!(target: "ptxsmith::backend", %backend, ran = %resolved.ran(), "dispatch");
-    match resolved {
-        Resolved::Host => Ok((host()?, Ran::Host)),
-        Resolved::Cuda(ctx) => Ok((device(&ctx.default_stream())?, Ran::Cuda)),
-        Resolved::Sim => {
-            let ctx = Context::sim(default_sim_sm());
-            Ok((device(&ctx.default_stream())?, Ran::Sim))
-        }
+    let ran = resolved.ran();
+    tracing::debug!(target: "ptxsmith::backend", %backend, %ran, "dispatch");
+    match resolved.context() {
+        None => Ok((host()?, ran)),
+        Some(ctx) => Ok((device(&ctx.default_stream())?, ran)),
     }
 }

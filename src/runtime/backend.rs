@@ -1,22 +1,34 @@
 //! Choosing where a kernel call runs.
 //!
-//! Kernel entry points take a [`Backend`], call [`resolve`], and run what
-//! it returns:
+//! Kernel entry points take a [`Backend`], call [`resolve`] once, and run
+//! what it returns:
 //!
 //! * [`Resolved::Cuda`]: the device's shared [`Context`] (see
 //!   [`Context::cuda`]): device 0 for [`Backend::Cuda`] and
 //!   [`Backend::Auto`], device `n` for [`Backend::CudaDevice`]`(n)`;
 //! * [`Resolved::Host`]: the kernel's bit-exact host model;
-//! * [`Resolved::Sim`]: the CPU PTX simulator (`crate::sim`), which the
-//!   entry point constructs itself for the SM it wants.
+//! * [`Resolved::Sim`]: a fresh CPU PTX simulator context
+//!   ([`Context::sim`]) for [`default_sim_sm`].
 //!
-//! Entry points report which one ran as a [`Ran`].
+//! Either device case carries its [`Context`] ([`Resolved::context`]), so
+//! an entry point runs its launch sequence on that context's default
+//! stream whichever it is. Entry points report which one ran as a
+//! [`Ran`].
 
 use std::fmt;
 use std::str::FromStr;
 
 use crate::error::{ArgError, Error, Result};
 use crate::runtime::context::Context;
+use crate::target::Sm;
+
+/// The SM whose variants [`Backend::Sim`] runs when the caller does not
+/// pick one: the live device's when there is a GPU, else sm_80. Use a
+/// kernel's device entry point on [`Context::sim`]`(sm)` to simulate
+/// another target.
+pub fn default_sim_sm() -> Sm {
+    crate::runtime::device_sm().unwrap_or(Sm::Sm80)
+}
 
 /// Where a kernel call should run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -122,8 +134,9 @@ pub enum Resolved {
     Cuda(Context),
     /// Run the host model.
     Host,
-    /// Run the CPU PTX simulator (the caller builds `crate::sim::Sim`).
-    Sim,
+    /// Run on this fresh CPU PTX simulator context (for
+    /// [`default_sim_sm`]).
+    Sim(Context),
 }
 
 impl Resolved {
@@ -132,7 +145,16 @@ impl Resolved {
         match self {
             Resolved::Cuda(_) => Ran::Cuda,
             Resolved::Host => Ran::Host,
-            Resolved::Sim => Ran::Sim,
+            Resolved::Sim(_) => Ran::Sim,
+        }
+    }
+
+    /// The context to run on: the GPU's or the simulator's; `None` for the
+    /// host model.
+    pub fn context(&self) -> Option<&Context> {
+        match self {
+            Resolved::Cuda(ctx) | Resolved::Sim(ctx) => Some(ctx),
+            Resolved::Host => None,
         }
     }
 }
@@ -142,7 +164,9 @@ impl Resolved {
 /// `CudaDevice(n)` device `n`'s;
 /// `Auto` that context, or [`Resolved::Host`] when there is no (supported)
 /// device (a busy or faulted device is an error, not a fallback); `Host`
-/// and `Sim` never touch the driver.
+/// never touches the driver; `Sim` a fresh simulator context for
+/// [`default_sim_sm`] (which asks the driver only for the live device's
+/// SM).
 ///
 /// ```
 /// use ptxsmith::runtime::{Backend, Ran, resolve};
@@ -170,7 +194,7 @@ pub fn resolve(backend: Backend) -> Result<Resolved> {
             Err(e) => Err(e),
         },
         Backend::Host => Ok(Resolved::Host),
-        Backend::Sim => Ok(Resolved::Sim),
+        Backend::Sim => Ok(Resolved::Sim(Context::sim(default_sim_sm()))),
     }
 }
 

@@ -55,10 +55,10 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use crate::dsl::PtxModule;
 use crate::dsl::params::{ArgValue, DevPtr};
 use crate::error::{ArgError, DriverCode, Error, Result};
+use crate::exec::{Executor, LaunchConfig, RawStream, Traffic};
 use crate::runtime::buffer::{AsDevice, AsDeviceMut, DeviceBuffer, DeviceRepr};
-use crate::runtime::cache::CacheStats;
-use crate::runtime::device::{Gpu, GpuInfo, cuda_unavailable_reason};
-use crate::runtime::exec::{Executor, LaunchConfig, PointerCheck, RawStream, Traffic};
+use crate::runtime::gpu::cache::CacheStats;
+use crate::runtime::gpu::{Gpu, GpuInfo, cuda_unavailable_reason};
 use crate::sim::Sim;
 use crate::target::Sm;
 
@@ -84,9 +84,40 @@ pub enum DeviceKind {
 const DEFERRED_FREE_BYTES: usize = 64 << 20;
 const DEFERRED_FREE_COUNT: usize = 256;
 
+/// The backend of a context. The simulator is kept as itself, so
+/// [`Context::with_sim`] reaches it without the [`Executor`] trait naming
+/// the concrete simulator; any other backend (a GPU, the report's
+/// recorder, a user's) sits behind the trait. Either way it dereferences
+/// to `dyn Executor`.
+pub(crate) enum AnyExecutor {
+    /// The CPU PTX simulator.
+    Sim(Box<Sim>),
+    /// Any other backend.
+    Other(Box<dyn Executor>),
+}
+
+impl std::ops::Deref for AnyExecutor {
+    type Target = dyn Executor;
+    fn deref(&self) -> &Self::Target {
+        match self {
+            AnyExecutor::Sim(s) => &**s,
+            AnyExecutor::Other(e) => &**e,
+        }
+    }
+}
+
+impl std::ops::DerefMut for AnyExecutor {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        match self {
+            AnyExecutor::Sim(s) => &mut **s,
+            AnyExecutor::Other(e) => &mut **e,
+        }
+    }
+}
+
 /// The backend and the bookkeeping that must change with it atomically.
 pub(crate) struct State {
-    pub(crate) ex: Box<dyn Executor>,
+    pub(crate) ex: AnyExecutor,
     /// Allocations of dropped buffers, not yet freed.
     dead: Vec<u64>,
     dead_bytes: usize,
@@ -159,6 +190,10 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 impl Context {
     /// A context over any backend (the simulator, a GPU, or a custom one).
     pub fn from_executor(kind: DeviceKind, info: Option<GpuInfo>, exec: Box<dyn Executor>) -> Self {
+        Self::over(kind, info, AnyExecutor::Other(exec))
+    }
+
+    fn over(kind: DeviceKind, info: Option<GpuInfo>, exec: AnyExecutor) -> Self {
         Context {
             inner: Arc::new(Inner {
                 id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
@@ -191,7 +226,11 @@ impl Context {
     /// # Ok::<(), ptxsmith::Error>(())
     /// ```
     pub fn sim(sm: Sm) -> Self {
-        Self::from_executor(DeviceKind::Sim, None, Box::new(Sim::new(sm)))
+        Self::over(
+            DeviceKind::Sim,
+            None,
+            AnyExecutor::Sim(Box::new(Sim::new(sm))),
+        )
     }
 
     /// The process-wide context of CUDA device `ordinal` (see the
@@ -480,11 +519,15 @@ impl Context {
         self.state().ex.lost()
     }
 
-    /// Run `f` on the simulator behind this context (`None` for a GPU):
+    /// Run `f` on the simulator behind this context (`None` for a GPU, or
+    /// a context over another backend made by [`Context::from_executor`]):
     /// its counters, options, or memory that no ptxsmith buffer owns (the
     /// way a foreign allocator's memory looks to the raw entry points).
     pub fn with_sim<R>(&self, f: impl FnOnce(&mut Sim) -> R) -> Option<R> {
-        self.state().ex.as_sim().map(f)
+        match &mut self.state().ex {
+            AnyExecutor::Sim(sim) => Some(f(sim)),
+            AnyExecutor::Other(_) => None,
+        }
     }
 
     /// A buffer of `bytes` bytes at `addr` was dropped: free it once no

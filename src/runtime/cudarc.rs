@@ -51,11 +51,11 @@ use std::sync::Arc;
 use ::cudarc::driver::{CudaContext, CudaStream, DevicePtr, DevicePtrMut, SyncOnDrop};
 
 use crate::error::{Error, FOREIGN_CONTEXT, Result};
+use crate::exec::RawStream;
 use crate::runtime::buffer::{
     AsDevice, AsDeviceMut, DeviceRepr, DeviceSlice, DeviceSliceMut, ForeignSlice, ForeignSliceMut,
 };
 use crate::runtime::context::{Context, Stream};
-use crate::runtime::exec::RawStream;
 
 fn raw_of(s: &CudaStream) -> RawStream {
     RawStream::from_ptr(s.cu_stream())

@@ -11,6 +11,16 @@
 //! reverse; launch arguments and buffers meet in [`Stream::arg`] /
 //! [`Stream::launch`].
 //!
+//! Below the runtime: the backend trait [`Executor`] and the launch
+//! vocabulary ([`LaunchConfig`], [`RawStream`], [`Traffic`], …) live in the
+//! leaf [`crate::exec`] (re-exported here and as [`exec`]), which the
+//! simulator implements without importing the runtime. The GPU backend is
+//! the folder [`gpu`]: [`Gpu`] and device probing, its `Executor`
+//! (`gpu/cuda.rs`), the JIT [`ModuleCache`] and the FFI. A simulator
+//! context keeps its [`Sim`](crate::sim::Sim) as itself
+//! ([`Context::with_sim`]); the trait never names the simulator. Helpers
+//! for device tests are in [`crate::testing`], not here.
+//!
 //! # The fence around `unsafe`
 //!
 //! ptxsmith talks to the GPU through the CUDA driver API only (no runtime
@@ -18,7 +28,7 @@
 //! surface is fenced in three layers, and everything under `runtime` except
 //! the first layer is compiled with `#![deny(unsafe_code)]`:
 //!
-//! 1. **FFI** (`runtime::ffi`, crate-private, the only module allowed
+//! 1. **FFI** (`runtime::gpu::ffi`, crate-private, the only module allowed
 //!    `unsafe`): the launch argument pack and `cuLaunchKernel`, owned
 //!    device allocations whose copies and fills check their byte ranges,
 //!    events, the primary context. Every `unsafe` carries a `SAFETY:`
@@ -55,7 +65,9 @@
 //!
 //! [`Backend`] says where a slice-API kernel call runs (`Cuda` fails loud
 //! without a device, `Auto` falls back to the host model and says so,
-//! `Host`, `Sim`); [`resolve`] turns it into a [`Resolved`]. Without a
+//! `Host`, `Sim`); [`resolve`] turns it into a [`Resolved`], once: the
+//! GPU's context or a fresh simulator context ([`Resolved::context`]), or
+//! the host model. Without a
 //! driver every device entry point returns
 //! [`Error::NoDevice`](crate::Error::NoDevice) with the loader's reason;
 //! nothing panics.
@@ -64,31 +76,25 @@
 
 pub mod backend;
 pub mod buffer;
-pub mod cache;
 pub mod context;
-mod cuda;
 #[cfg(feature = "cudarc")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cudarc")))]
 #[allow(unsafe_code)]
 pub mod cudarc;
-pub mod device;
-pub mod device_tests_support;
 pub mod exec;
-#[allow(unsafe_code)]
-mod ffi;
+pub mod gpu;
 
-pub use backend::{Backend, Ran, Resolved, resolve};
+pub use backend::{Backend, Ran, Resolved, default_sim_sm, resolve};
 pub use buffer::{
     AsDevice, AsDeviceMut, DeviceBuffer, DeviceRepr, DeviceSlice, DeviceSliceMut, ForeignSlice,
     ForeignSliceMut,
 };
-pub use cache::{CacheStats, ModuleCache, ModuleKey};
 pub use context::{Context, DeviceKind, Stream};
 #[cfg(feature = "cudarc")]
 pub use cudarc::{CudarcView, CudarcViewMut};
-pub use device::{
+pub use exec::{CUdeviceptr, Executor, LaunchConfig, RawStream, Traffic};
+pub use gpu::cache::{CacheStats, ModuleCache, ModuleKey};
+pub use gpu::{
     EMULATOR_NAME_PREFIX, Gpu, GpuInfo, cuda_available, cuda_unavailable_reason, device_count,
     device_sm,
 };
-pub use device_tests_support::{SKIP_NO_DEVICE, cuda_for_tests, on_emulator, small_shapes};
-pub use exec::{CUdeviceptr, Executor, LaunchConfig, PointerCheck, RawStream, Traffic};

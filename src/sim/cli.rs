@@ -5,10 +5,11 @@
 use std::fmt::Write as _;
 
 use super::error::SimError;
-use super::exec::{DEFAULT_INSTRUCTION_BUDGET, Sim};
+use super::machine::Sim;
+use super::options::DEFAULT_INSTRUCTION_BUDGET;
 use super::parse::Program;
 use crate::dsl::params::ArgValue;
-use crate::runtime::exec::LaunchConfig;
+use crate::exec::LaunchConfig;
 use crate::target::Sm;
 
 /// Usage text of `ptx_run`.

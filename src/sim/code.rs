@@ -34,8 +34,8 @@
 use std::collections::HashMap;
 
 use super::checks::init;
-use super::exec::mask;
 use super::fp::{FOp, Rnd};
+use super::interp::mask;
 use super::ir::*;
 
 /// Some operand reads need a run-time initialisation check
@@ -139,7 +139,7 @@ pub(crate) struct Code {
     pub inter_cta: bool,
     /// Per instruction: the first instruction of its block.
     pub leader_of: Vec<u32>,
-    /// The entry may run its threads in lockstep (`exec::lockstep`): it has
+    /// The entry may run its threads in lockstep (`interp::lockstep`): it has
     /// no atomics and no `%clock` reads, whose results depend on the order
     /// of the threads' instructions even in a race-free kernel.
     pub lockstep_ok: bool,

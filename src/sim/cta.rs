@@ -7,10 +7,10 @@
 use super::checks::shared_race::SharedShadow;
 use super::checks::uniform::Bits;
 use super::code::Code;
-use super::exec::{get_le, sext};
+use super::interp::{get_le, sext};
 use super::ir::sreg;
 use super::machine::SM_COUNT;
-use crate::runtime::exec::LaunchConfig;
+use crate::exec::LaunchConfig;
 
 /// The barrier epoch past which a CTA's start clears the shared tags and
 /// counts from 0 again ([`CtaState::reset`]).

@@ -45,8 +45,8 @@ use super::checks::global::{
     CtaRecs, CtaShadow, Done, Kind, LINE, LaunchShadow, NO_DATA, Scratch, touched,
 };
 use super::error::SimError;
-use super::exec::{Base, Exec, GlobalView, Kernel, Progress, Stop};
-use super::memory::GlobalMem;
+use super::global_mem::GlobalMem;
+use super::interp::{Base, Exec, GlobalView, Kernel, Progress, Stop};
 
 /// One CTA's run.
 struct CtaRun {
@@ -670,13 +670,8 @@ mod tests {
         });
         // 16 CTAs: 13 workers, the pool of 12
         for _ in 0..10 {
-            s.launch_program(
-                &prog,
-                "nop",
-                crate::runtime::LaunchConfig::linear(16, 32),
-                &[],
-            )
-            .unwrap();
+            s.launch_program(&prog, "nop", crate::exec::LaunchConfig::linear(16, 32), &[])
+                .unwrap();
         }
         assert_eq!(waiting.load(Ordering::Acquire), 0);
     }

@@ -8,14 +8,14 @@ use std::sync::Arc;
 
 use super::checks::global::Scratch;
 use super::error::SimError;
-use super::exec::Kernel;
+use super::global_mem::{GLOBAL_BASE, GlobalMem};
 use super::grid;
+use super::interp::Kernel;
 use super::ir::*;
-use super::memory::{GLOBAL_BASE, GlobalMem};
 use super::options::{LaunchReport, SimOptions};
 use super::parse::Program;
 use crate::dsl::params::ArgValue;
-use crate::runtime::exec::{LaunchConfig, Traffic};
+use crate::exec::{LaunchConfig, Traffic};
 use crate::target::Sm;
 
 /// What `multiprocessor_count` reports, and the `%nsmid` of every launch.

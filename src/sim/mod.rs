@@ -11,7 +11,7 @@
 //! ```
 //! use ptxsmith::Sm;
 //! use ptxsmith::dsl::params::ArgValue;
-//! use ptxsmith::runtime::exec::LaunchConfig;
+//! use ptxsmith::exec::LaunchConfig;
 //! use ptxsmith::sim::{Program, Sim};
 //!
 //! let prog = Program::parse(include_str!("../../tests/ptx/saxpy.ptx")).unwrap();
@@ -25,12 +25,13 @@
 //! assert_eq!(report.per_opcode["fma.rn.f32"], 4);
 //! ```
 //!
-//! [`Sim`] also implements [`crate::runtime::exec::Executor`], the backend
-//! under [`crate::runtime::Context::sim`]: a
+//! [`Sim`] also implements [`crate::exec::Executor`], the backend under the
+//! runtime's `Context::sim` (the runtime sits above the simulator: nothing
+//! here imports it, `tests/layers.rs` checks): a
 //! [`crate::dsl::PtxModule`] is parsed once (cached by its PTX text), its
 //! arguments are checked with [`crate::dsl::params::check_args`], and
 //! uploads, downloads and launches are counted in `traffic()`.
-//! `multiprocessor_count()` is [`exec::SM_COUNT`] (4).
+//! `multiprocessor_count()` is [`SM_COUNT`] (4).
 //! `examples/ptx_run.rs` (logic in [`cli`]) runs a PTX file from the
 //! command line.
 //!
@@ -274,23 +275,25 @@
 //! CTA barriers; [`Sim::opcode_totals`] and [`Sim::total_instructions`]
 //! accumulate over launches.
 
+mod backend;
 mod checks;
 pub mod cli;
 mod code;
 mod cta;
 pub mod error;
-pub mod exec;
-mod executor;
 pub mod fp;
+mod global_mem;
 mod grid;
+mod interp;
 pub(crate) mod ir;
 mod machine;
-mod memory;
 mod options;
 pub mod parse;
 
 pub use error::{SimError, Site};
-pub use exec::{DEFAULT_INSTRUCTION_BUDGET, LaunchReport, Sim, SimOptions};
+pub use global_mem::{CONST_WINDOW, GLOBAL_BASE, LOCAL_WINDOW, SHARED_WINDOW};
 pub use ir::{Entry, ParamInfo, Space};
+pub use machine::{SIM_DEFAULT_STREAM, SM_COUNT, Sim};
 pub use options::THREADS_ENV;
+pub use options::{DEFAULT_INSTRUCTION_BUDGET, LaunchReport, SimOptions};
 pub use parse::Program;

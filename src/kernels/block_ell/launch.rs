@@ -27,12 +27,12 @@ use super::topology::TransposedIndex;
 use crate::dsl::params::{DevPtr, KernelParams};
 use crate::dsl::types::F32;
 use crate::error::{Error, Result};
+use crate::exec::{CUdeviceptr, LaunchConfig};
 use crate::kernels::dispatch::dispatch;
 use crate::kernels::memo;
 use crate::runtime::backend::{Backend, Ran};
 use crate::runtime::buffer::{AsDevice, AsDeviceMut, DeviceBuffer, ForeignSlice, ForeignSliceMut};
 use crate::runtime::context::Stream;
-use crate::runtime::exec::{CUdeviceptr, LaunchConfig, PointerCheck};
 
 /// The most floats the chunk partials of one grad-values / grad-bias call
 /// occupy (64 MiB), unless one chunk alone needs more.
@@ -164,7 +164,6 @@ fn forward_core(
     n: usize,
     p: Ptrs,
     bias: Option<DevPtr<F32>>,
-    check: PointerCheck,
 ) -> Result<()> {
     let d = topo.dims;
     let ntiles = n.div_ceil(rows_per_tile(bsize(&d)) as usize);
@@ -185,7 +184,7 @@ fn forward_core(
         has_bias: u32::from(bias.is_some()),
     };
     let m = memo!(generate_forward, st.context().sm(), bsize(&d))?;
-    st.launch_with(m, grid(st, count), &args.args(), check)
+    st.launch(m, grid(st, count), &args.args())
 }
 
 /// `y = x·Wᵀ (+ bias)` for `n` rows, queued on `stream` (see the
@@ -239,7 +238,7 @@ pub fn forward_dev(
         b: stream.arg("values", values)?,
         out: stream.arg_mut("y", y)?,
     };
-    forward_core(stream, topo, n, p, bias, PointerCheck::LiveBuffers)
+    forward_core(stream, topo, n, p, bias)
 }
 
 /// [`forward_dev`] on raw device addresses of another stack (e.g.
@@ -301,13 +300,7 @@ pub unsafe fn forward_raw(
     forward_dev(stream, topo, n, &x, &values, bias, &mut y)
 }
 
-fn grad_input_core(
-    st: &Stream,
-    topo: &DeviceTopology,
-    n: usize,
-    p: Ptrs,
-    check: PointerCheck,
-) -> Result<()> {
+fn grad_input_core(st: &Stream, topo: &DeviceTopology, n: usize, p: Ptrs) -> Result<()> {
     let d = topo.dims;
     let ntiles = n.div_ceil(rows_per_tile(bsize(&d)) as usize);
     let count = tiles("C × row tiles", d.c(), ntiles)?;
@@ -326,7 +319,7 @@ fn grad_input_core(
         k: d.k() as u32,
     };
     let m = memo!(generate_grad_input, st.context().sm(), bsize(&d))?;
-    st.launch_with(m, grid(st, count), &args.args(), check)
+    st.launch(m, grid(st, count), &args.args())
 }
 
 /// `gx` (`[N, C·B]`), the gradient with respect to `x` given `gy` (`[N,
@@ -385,7 +378,7 @@ pub fn grad_input_dev(
         b: stream.arg("values", values)?,
         out: stream.arg_mut("gx", gx)?,
     };
-    grad_input_core(stream, topo, n, p, PointerCheck::LiveBuffers)
+    grad_input_core(stream, topo, n, p)
 }
 
 /// [`grad_input_dev`] on another stack's memory: `gy` (`N × R·B`),
@@ -440,8 +433,7 @@ pub unsafe fn grad_input_raw(
 
 /// Run the N-chunk tree of `len` outputs into `out`: `pass(part, q0,
 /// groups)` queues the partials of chunks `q0 .. q0 + groups` into `part`
-/// (`[groups, len]`); with one chunk it writes `out` directly. `check`
-/// applies to `out` (the partials are ptxsmith's).
+/// (`[groups, len]`); with one chunk it writes `out` directly.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn chunk_tree(
     stream: &Stream,
@@ -450,7 +442,6 @@ pub(super) fn chunk_tree(
     len: usize,
     per_chunk_tiles: usize,
     out: DevPtr<F32>,
-    check: PointerCheck,
     mut pass: impl FnMut(DevPtr<F32>, u32, u32, usize) -> Result<()>,
 ) -> Result<()> {
     let nchunks = n.div_ceil(N_CHUNK);
@@ -478,7 +469,7 @@ pub(super) fn chunk_tree(
             len.div_ceil(THREADS as usize).clamp(1, 1 << 16) as u32,
             THREADS,
         );
-        stream.launch_with(fold, cfg, &args.args(), check)?;
+        stream.launch(fold, cfg, &args.args())?;
         q0 += g;
     }
     Ok(())
@@ -490,7 +481,6 @@ fn grad_values_core(
     n: usize,
     p: Ptrs,
     scratch_floats: usize,
-    check: PointerCheck,
 ) -> Result<()> {
     let d = topo.dims;
     if d.values_len() == 0 {
@@ -507,7 +497,6 @@ fn grad_values_core(
         len,
         slots,
         out,
-        check,
         |part, q0, groups, count| {
             let args = GradValuesArgs {
                 x: p.a,
@@ -521,7 +510,7 @@ fn grad_values_core(
                 q0,
                 groups,
             };
-            st.launch_with(m, grid(st, count), &args.args(), check)
+            st.launch(m, grid(st, count), &args.args())
         },
     )
 }
@@ -616,14 +605,7 @@ pub fn grad_values_dev_budget(
         b: stream.arg("gy", gy)?,
         out: stream.arg_mut("gv", gv)?,
     };
-    grad_values_core(
-        stream,
-        topo,
-        n,
-        p,
-        scratch_floats,
-        PointerCheck::LiveBuffers,
-    )
+    grad_values_core(stream, topo, n, p, scratch_floats)
 }
 
 /// [`grad_values_dev`] on another stack's memory: `x` (`N × C·B`), `gy`
@@ -754,7 +736,6 @@ pub fn grad_bias_dev_budget(
     let out = stream.arg_mut("gb", gb)?;
     let m = memo!(generate_grad_bias, stream.context().sm())?;
     let per_chunk = width.div_ceil(THREADS as usize);
-    let check = PointerCheck::LiveBuffers;
     chunk_tree(
         stream,
         scratch_floats,
@@ -762,7 +743,6 @@ pub fn grad_bias_dev_budget(
         width,
         width,
         out,
-        check,
         |part, q0, groups, _| {
             let args = GradBiasArgs {
                 gy: gyp,

@@ -12,10 +12,10 @@ use super::ptx_stats::{
 use crate::dsl::params::{DevPtr, KernelParams};
 use crate::dsl::types::F32;
 use crate::error::{Error, Result};
+use crate::exec::LaunchConfig;
 use crate::kernels::memo;
 use crate::runtime::buffer::{AsDevice, AsDeviceMut};
 use crate::runtime::context::Stream;
-use crate::runtime::exec::{LaunchConfig, PointerCheck};
 
 fn elementwise(len: usize) -> LaunchConfig {
     LaunchConfig::linear(
@@ -89,7 +89,6 @@ fn column_block_norms(
         blocks,
         blocks,
         out,
-        PointerCheck::LiveBuffers,
         |part, q0, groups, count| {
             let args = NormPartialsArgs {
                 a,

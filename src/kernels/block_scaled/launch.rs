@@ -40,6 +40,7 @@ use super::ptx::{
 use crate::dsl::params::{DevPtr, KernelParams};
 use crate::dsl::types::{F32, U8};
 use crate::error::{ArgError, Error, Result};
+use crate::exec::{CUdeviceptr, LaunchConfig};
 use crate::kernels::dispatch::dispatch;
 use crate::kernels::fp8::ptx::{self as fp8_ptx, AbsmaxPartialsArgs};
 use crate::kernels::memo;
@@ -48,7 +49,6 @@ use crate::runtime::buffer::{
     AsDevice, AsDeviceMut, DeviceSlice, DeviceSliceMut, ForeignSlice, ForeignSliceMut,
 };
 use crate::runtime::context::Stream;
-use crate::runtime::exec::{CUdeviceptr, LaunchConfig, PointerCheck};
 
 /// The largest `K`, `L·M·nkb` and padded scale size the kernels take
 /// (`2³¹ − 1`).
@@ -361,7 +361,6 @@ fn quantize_core(
     layout: ScaleLayout,
     zero_padding: impl FnOnce(&Stream) -> Result<()>,
 ) -> Result<()> {
-    let check = PointerCheck::LiveBuffers;
     let f = shape.format();
     let dims = shape.scale_dims();
     let vec = shape.k().is_multiple_of(4)
@@ -380,13 +379,13 @@ fn quantize_core(
             partials: stream.arg_mut("partials", &mut partials)?,
         };
         let cfg = LaunchConfig::linear(blocks, fp8_ptx::BLOCK);
-        stream.launch_with(m1, cfg, &a1.args(), check)?;
+        stream.launch(m1, cfg, &a1.args())?;
         let a2 = Nvfp4GlobalArgs {
             partials: stream.arg("partials", &partials)?,
             count: blocks,
             global: gp,
         };
-        stream.launch_with(m2, LaunchConfig::linear(1, THREADS), &a2.args(), check)?;
+        stream.launch(m2, LaunchConfig::linear(1, THREADS), &a2.args())?;
     }
     let s = ptx::layout_strides(layout, &dims);
     let nkb_div = ptx::div_magic(u32_of(dims.nkb()));
@@ -413,7 +412,7 @@ fn quantize_core(
         s_l: s[5],
     };
     let cfg = grid(stream, lanes(&shape));
-    stream.launch_with(kernels.quant, cfg, &args.args(), check)
+    stream.launch(kernels.quant, cfg, &args.args())
 }
 
 /// [`quantize_dev`] on raw device addresses of another stack (e.g. a
@@ -594,7 +593,7 @@ fn dequantize_core(
         s_l: s[5],
     };
     let cfg = grid(stream, dims.count() as u64 * tpb);
-    stream.launch_with(m, cfg, &args.args(), PointerCheck::LiveBuffers)
+    stream.launch(m, cfg, &args.args())
 }
 
 /// [`dequantize_dev`] on raw device addresses of another stack: `codes`,

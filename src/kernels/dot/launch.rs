@@ -10,12 +10,12 @@ use crate::dsl::params::KernelParams;
 #[cfg(doc)]
 use crate::error::Error;
 use crate::error::{ArgError, Result};
+use crate::exec::{CUdeviceptr, LaunchConfig};
 use crate::kernels::dispatch::dispatch;
 use crate::kernels::memo;
 use crate::runtime::backend::{Backend, Ran};
 use crate::runtime::buffer::{AsDevice, AsDeviceMut, ForeignSlice, ForeignSliceMut};
 use crate::runtime::context::Stream;
-use crate::runtime::exec::{CUdeviceptr, LaunchConfig, PointerCheck};
 
 /// The shape of a row dot product: `x` is `rows × n` (row-major), `y` is
 /// `n`, `out` is `rows`. Any sizes up to the kernel's limits
@@ -172,12 +172,7 @@ pub fn dot_rows_dev(
         .rows
         .div_ceil(BLOCK)
         .min(stream.context().multiprocessor_count().max(1) * 8);
-    stream.launch_with(
-        module,
-        LaunchConfig::linear(blocks, BLOCK),
-        &args.args(),
-        PointerCheck::LiveBuffers,
-    )
+    stream.launch(module, LaunchConfig::linear(blocks, BLOCK), &args.args())
 }
 
 /// [`dot_rows_dev`] on raw device addresses of another stack (e.g.

@@ -35,12 +35,12 @@ use crate::dsl::types::{F32, U8};
 #[cfg(doc)]
 use crate::error::Error;
 use crate::error::{ArgError, Result};
+use crate::exec::{CUdeviceptr, LaunchConfig};
 use crate::kernels::dispatch::dispatch;
 use crate::kernels::memo;
 use crate::runtime::backend::{Backend, Ran};
 use crate::runtime::buffer::{AsDevice, AsDeviceMut, DeviceBuffer, ForeignSlice, ForeignSliceMut};
 use crate::runtime::context::{Context, Stream};
-use crate::runtime::exec::{CUdeviceptr, LaunchConfig, PointerCheck};
 use crate::target::Sm;
 
 /// How an FP8 kernel encodes or decodes: the format and the device codec
@@ -155,11 +155,10 @@ fn stats_len(got: usize) -> Result<()> {
     .into())
 }
 
-/// Where a launch sequence runs and whether its pointers are checked.
+/// Where a launch sequence runs.
 #[derive(Clone, Copy)]
 struct On<'a> {
     stream: &'a Stream,
-    pointers: PointerCheck,
 }
 
 impl On<'_> {
@@ -173,7 +172,7 @@ impl On<'_> {
 
     fn launch(&self, m: &PtxModule, blocks: u32, args: &[ArgValue]) -> Result<LaunchConfig> {
         let cfg = LaunchConfig::linear(blocks, BLOCK);
-        self.stream.launch_with(m, cfg, args, self.pointers)?;
+        self.stream.launch(m, cfg, args)?;
         Ok(cfg)
     }
 }
@@ -682,10 +681,7 @@ pub unsafe fn dequantize_raw(
 // ---- slice API ----------------------------------------------------------------
 
 fn checked_on(stream: &Stream) -> On<'_> {
-    On {
-        stream,
-        pointers: PointerCheck::LiveBuffers,
-    }
+    On { stream }
 }
 
 /// Run both absmax passes on `stream` and download the partials and stats.

@@ -28,6 +28,7 @@ use super::ptx::{
 use crate::dsl::params::{DevPtr, KernelParams};
 use crate::dsl::types::F32;
 use crate::error::Result;
+use crate::exec::{CUdeviceptr, LaunchConfig};
 use crate::kernels::dispatch::dispatch;
 use crate::kernels::memo;
 use crate::runtime::backend::{Backend, Ran};
@@ -35,7 +36,6 @@ use crate::runtime::buffer::{
     AsDevice, AsDeviceMut, DeviceBuffer, DeviceSlice, DeviceSliceMut, ForeignSlice, ForeignSliceMut,
 };
 use crate::runtime::context::{Context, Stream};
-use crate::runtime::exec::{CUdeviceptr, LaunchConfig};
 
 /// The inputs of [`forward_backward_dev`]: the model and the emissions as
 /// device memory (views of device buffers or foreign slices, e.g.

@@ -19,12 +19,12 @@ use super::ptx::{
 use crate::dsl::params::{DevPtr, KernelParams};
 use crate::dsl::types::F32;
 use crate::error::Result;
+use crate::exec::{CUdeviceptr, LaunchConfig};
 use crate::kernels::dispatch::dispatch;
 use crate::kernels::memo;
 use crate::runtime::backend::{Backend, Ran};
 use crate::runtime::buffer::{AsDevice, AsDeviceMut, ForeignSlice, ForeignSliceMut};
 use crate::runtime::context::Stream;
-use crate::runtime::exec::{CUdeviceptr, LaunchConfig};
 
 /// Which kernels run a call (the results are the same bits either way).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -25,6 +25,7 @@ use super::ptx::{
 use crate::dsl::params::{DevPtr, KernelParams};
 use crate::dsl::types::F32;
 use crate::error::{ArgError, Error, Result};
+use crate::exec::{CUdeviceptr, LaunchConfig};
 use crate::kernels::dispatch::dispatch;
 use crate::kernels::memo;
 use crate::runtime::backend::{Backend, Ran};
@@ -32,7 +33,6 @@ use crate::runtime::buffer::{
     AsDevice, AsDeviceMut, DeviceBuffer, DeviceSlice, ForeignSlice, ForeignSliceMut,
 };
 use crate::runtime::context::{Context, Stream};
-use crate::runtime::exec::{CUdeviceptr, LaunchConfig, PointerCheck};
 
 /// The `rows × K` score block, row-major (`scores[r·K + a]`), on `backend`
 /// (see the [module contract](super)): every score equals the host model's
@@ -209,11 +209,10 @@ fn score_block_core(
         k: k32,
         p: p32,
     };
-    stream.launch_with(
+    stream.launch(
         module,
         LaunchConfig::linear(grid as u32, t.threads),
         &args.args(),
-        PointerCheck::LiveBuffers,
     )
 }
 
@@ -727,11 +726,10 @@ fn route_core(
         row_tiles,
         atoms_per_split,
     };
-    stream.launch_with(
+    stream.launch(
         route_kernel,
         LaunchConfig::linear(grid as u32, t.threads),
         &args.args(),
-        PointerCheck::LiveBuffers,
     )?;
     if splits == 1 {
         return Ok(DeviceTopS {

@@ -9,12 +9,12 @@ use super::host::{self, Shape, Viterbi, expect_len as expect, validate_lengths};
 use super::ptx::{THREADS, ViterbiArgs, cap_for, generate};
 use crate::dsl::params::KernelParams;
 use crate::error::Result;
+use crate::exec::{CUdeviceptr, LaunchConfig};
 use crate::kernels::dispatch::dispatch;
 use crate::kernels::memo;
 use crate::runtime::backend::{Backend, Ran};
 use crate::runtime::buffer::{AsDevice, AsDeviceMut, ForeignSlice, ForeignSliceMut};
 use crate::runtime::context::Stream;
-use crate::runtime::exec::{CUdeviceptr, LaunchConfig, PointerCheck};
 
 /// Where [`viterbi_dev`] writes: `paths` (`[batch, T]` u32s) and `scores`
 /// (`[batch]` f32s), device buffers or foreign views.
@@ -121,7 +121,7 @@ where
         s: s as u32,
     };
     let cfg = LaunchConfig::linear(batch as u32, THREADS);
-    stream.launch_with(module, cfg, &args.args(), PointerCheck::LiveBuffers)
+    stream.launch(module, cfg, &args.args())
 }
 
 /// [`viterbi_dev`] on raw device addresses of another stack, queued on

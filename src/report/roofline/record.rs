@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use crate::dsl::PtxModule;
 use crate::dsl::params::ArgValue;
 use crate::error::Result;
-use crate::runtime::exec::{Executor, LaunchConfig, PointerCheck, RawStream, Traffic};
+use crate::exec::{Executor, LaunchConfig, RawStream, Traffic};
 use crate::runtime::{Context, DeviceKind};
 use crate::sim::Sim;
 use crate::target::Sm;
@@ -175,16 +175,9 @@ impl Executor for Recorder {
         }
     }
 
-    fn copy_dtod(
-        &mut self,
-        st: RawStream,
-        dst: u64,
-        src: u64,
-        bytes: usize,
-        pointers: PointerCheck,
-    ) -> Result<()> {
+    fn copy_dtod(&mut self, st: RawStream, dst: u64, src: u64, bytes: usize) -> Result<()> {
         match &mut self.sim {
-            Some(s) => s.copy_dtod(st, dst, src, bytes, pointers),
+            Some(s) => s.copy_dtod(st, dst, src, bytes),
             None => Ok(()),
         }
     }
@@ -202,12 +195,11 @@ impl Executor for Recorder {
         module: &PtxModule,
         cfg: LaunchConfig,
         args: &[ArgValue],
-        pointers: PointerCheck,
     ) -> Result<()> {
         let (ptx, fp32) = match &mut self.sim {
             Some(s) => {
                 let (i0, f0) = (s.total_instructions(), fp32_total(s.opcode_totals()));
-                s.launch(st, module, cfg, args, pointers)?;
+                s.launch(st, module, cfg, args)?;
                 (
                     s.total_instructions() - i0,
                     fp32_total(s.opcode_totals()) - f0,
@@ -248,10 +240,6 @@ impl Executor for Recorder {
 
     fn is_synchronous(&self) -> bool {
         true
-    }
-
-    fn as_sim(&mut self) -> Option<&mut Sim> {
-        self.sim.as_mut()
     }
 }
 

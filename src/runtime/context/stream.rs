@@ -348,8 +348,7 @@ impl Stream {
         }
         let bytes = s.len * size_of::<T>();
         let mut st = self.ctx.state();
-        st.ex
-            .copy_dtod(self.raw, d.addr, s.addr, bytes, PointerCheck::LiveBuffers)?;
+        st.ex.copy_dtod(self.raw, d.addr, s.addr, bytes)?;
         st.count(self.raw, |t| t.bytes_copied_on_device += bytes as u64);
         st.foreign_work |= self.borrowed;
         Ok(())
@@ -431,20 +430,6 @@ impl Stream {
     /// # Ok::<(), ptxsmith::Error>(())
     /// ```
     pub fn launch(&self, module: &PtxModule, cfg: LaunchConfig, args: &[ArgValue]) -> Result<()> {
-        self.launch_with(module, cfg, args, PointerCheck::LiveBuffers)
-    }
-
-    /// Launch checked or not, as the entry point's caller asked. The
-    /// raw-pointer entry points pass [`PointerCheck::Caller`]: their
-    /// `unsafe` signature makes the caller vouch that every pointer is
-    /// valid device memory of this context.
-    pub(crate) fn launch_with(
-        &self,
-        module: &PtxModule,
-        cfg: LaunchConfig,
-        args: &[ArgValue],
-        pointers: PointerCheck,
-    ) -> Result<()> {
         tracing::debug!(
             target: "ptxsmith::launch",
             kernel = %module.kernel,
@@ -457,7 +442,7 @@ impl Stream {
             "launch"
         );
         let mut st = self.ctx.state();
-        if let Err(e) = st.ex.launch(self.raw, module, cfg, args, pointers) {
+        if let Err(e) = st.ex.launch(self.raw, module, cfg, args) {
             match &e {
                 Error::Sim(finding) => tracing::warn!(
                     target: "ptxsmith::sim",

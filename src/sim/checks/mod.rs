@@ -8,7 +8,7 @@
 //!   order of its threads (what the lockstep schedule gives up on);
 //! * `uniform`: `bra.uni` uniformity.
 //!
-//! Bounds and alignment are checked on every access in `exec::memory`.
+//! Bounds and alignment are checked on every access in `interp::access`.
 
 pub(crate) mod global;
 pub(crate) mod init;

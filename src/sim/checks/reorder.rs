@@ -3,7 +3,7 @@
 //! The simulator's order within a CTA is *thread order*: in each round
 //! (the threads run until every one parks at a barrier or warp collective,
 //! or exits) thread 0 runs to its stopping point, then thread 1, and so on.
-//! The lockstep schedule (`exec::lockstep`) runs the threads of a round
+//! The lockstep schedule (`interp::lockstep`) runs the threads of a round
 //! interleaved instead, block by block. Registers, local memory and the
 //! checked shared memory (where any cross-thread conflict within a round is
 //! a finding) give the same results in either order; global memory within a

@@ -48,7 +48,7 @@
 //! unit tests compare the two on random access sequences.
 
 use super::super::cta::CtaState;
-use super::super::exec::Fault;
+use super::super::interp::Fault;
 
 /// Reader field of a byte read by several threads of different warps.
 pub(crate) const MULTI: u64 = 0x7FF;

@@ -2,7 +2,7 @@
 //! same dynamic occurrence of a `bra.uni`.
 
 use super::super::cta::CtaState;
-use super::super::exec::Fault;
+use super::super::interp::Fault;
 
 /// A growable bit vector.
 #[derive(Debug, Clone, Default)]

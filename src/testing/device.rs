@@ -2,8 +2,7 @@
 //! machines without one, unless [`REQUIRE_GPU_VAR`] says a device is
 //! required.
 
-use crate::runtime::context::Context;
-use crate::runtime::device::cuda_unavailable_reason;
+use crate::runtime::{Context, cuda_unavailable_reason};
 
 /// The line printed when a device test is skipped.
 pub const SKIP_NO_DEVICE: &str = "SKIP: no CUDA device";
@@ -49,7 +48,7 @@ pub fn gpu_required() -> bool {
 /// (<reason>)` and return `None` when there is no driver or no device:
 ///
 /// ```no_run
-/// let Some(ctx) = ptxsmith::runtime::cuda_for_tests() else { return };
+/// let Some(ctx) = ptxsmith::testing::cuda_for_tests() else { return };
 /// ```
 ///
 /// # `PTXSMITH_REQUIRE_GPU`

@@ -22,6 +22,11 @@ use crate::dsl::memo;
 use crate::error::{Error, Result};
 use crate::target::Sm;
 
+/// Counters of a [`ModuleCache`] (see
+/// [`Context::module_cache_stats`](crate::runtime::Context::module_cache_stats));
+/// defined in the leaf [`crate::exec`], which the backend trait lives in.
+pub use crate::exec::CacheStats;
+
 /// What identifies a compiled module within one context.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ModuleKey {
@@ -57,20 +62,6 @@ impl fmt::Display for ModuleKey {
 struct Cached<M> {
     fingerprint: u64,
     value: M,
-}
-
-/// Counters of a [`ModuleCache`] (see
-/// [`Context::module_cache_stats`](crate::runtime::Context::module_cache_stats)).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct CacheStats {
-    /// Lookups that found the module loaded.
-    pub hits: u64,
-    /// Successful loads (misses that compiled).
-    pub loads: u64,
-    /// Module texts hashed to check the key (zero for memoised modules).
-    pub text_hashes: u64,
-    /// Modules held.
-    pub modules: usize,
 }
 
 /// A map from [`ModuleKey`] to a loaded module `M`, filled on first use.

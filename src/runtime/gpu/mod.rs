@@ -1,10 +1,19 @@
-//! Opening a CUDA device: driver probe, the device's primary context, a
-//! default stream, and the facts ptxsmith needs about the card (target SM,
-//! SM count, memory bandwidth).
+//! The GPU backend, [`Gpu`], in one folder: here, opening a CUDA device
+//! (driver probe, the device's primary context, a default stream, and the
+//! facts ptxsmith needs about the card: target SM, SM count, memory
+//! bandwidth); in `cuda`, its [`Executor`](crate::exec::Executor) (device
+//! buffers, streams, JIT through the module [`cache`], checked launches);
+//! in `ffi`, the only module of the crate allowed `unsafe` (layer 1 of
+//! the fence described in [`crate::runtime`]).
 //!
 //! Without a driver (no `libcuda`, or `cuInit` failing, or no device) every
 //! entry point here returns [`Error::NoDevice`] carrying the loader's reason;
 //! nothing panics.
+
+pub mod cache;
+mod cuda;
+#[allow(unsafe_code)]
+mod ffi;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -18,10 +27,10 @@ use oxicuda_driver::module::{Function, Module};
 use oxicuda_driver::stream::Stream;
 
 use crate::error::{DriverCode, Error, Result};
-use crate::runtime::cache::ModuleCache;
-use crate::runtime::exec::Traffic;
-use crate::runtime::ffi::{self, DeviceAlloc};
+use crate::exec::Traffic;
 use crate::target::Sm;
+use cache::ModuleCache;
+use ffi::DeviceAlloc;
 
 /// Device names of the CUDA driver emulator (`cuda-emu/`, a `libcuda.so.1`
 /// that runs kernels on the simulator) start with this.
@@ -262,7 +271,7 @@ pub(crate) struct ForeignRange {
 /// A CUDA device opened on its **primary context** (the context the CUDA
 /// runtime, cudarc and most libraries share): a default stream, more
 /// streams on request, the module cache, the live buffers. Implements
-/// [`Executor`](crate::runtime::Executor) (see `runtime::cuda`); users
+/// [`Executor`](crate::runtime::Executor) (see `runtime::gpu::cuda`); users
 /// reach it through [`Context::cuda`](crate::runtime::Context::cuda).
 ///
 /// Every operation first makes the context current on the calling thread

@@ -18,12 +18,12 @@ use oxicuda_driver::stream::Stream;
 use crate::dsl::PtxModule;
 use crate::dsl::params::{ArgValue, ParamDesc, ParamKind};
 use crate::error::{ArgError, Error, FOREIGN_CONTEXT, Result};
-use crate::runtime::cache::CacheStats;
-use crate::runtime::device::{
+use crate::exec::{Executor, LaunchConfig, RawStream, Traffic};
+use crate::runtime::gpu::cache::CacheStats;
+use crate::runtime::gpu::ffi::{self, ArgPack, DeviceAlloc, Mem};
+use crate::runtime::gpu::{
     DevBuf, ForeignRange, Gpu, LoadedKernel, Pending, code_of, driver_error,
 };
-use crate::runtime::exec::{Executor, LaunchConfig, PointerCheck, RawStream, Traffic};
-use crate::runtime::ffi::{self, ArgPack, DeviceAlloc, Mem};
 use crate::target::{MAX_THREADS_PER_BLOCK, STATIC_SMEM_LIMIT, Sm};
 
 /// The parameter sizes of `module`'s entry as its PTX text declares them
@@ -400,21 +400,10 @@ impl Executor for Gpu {
         Ok(())
     }
 
-    fn copy_dtod(
-        &mut self,
-        s: RawStream,
-        dst: u64,
-        src: u64,
-        bytes: usize,
-        pointers: PointerCheck,
-    ) -> Result<()> {
+    fn copy_dtod(&mut self, s: RawStream, dst: u64, src: u64, bytes: usize) -> Result<()> {
         self.make_current()?;
         let from = self.find(src, bytes, "device copy source")?;
-        let to = match pointers {
-            PointerCheck::LiveBuffers => self.find(dst, bytes, "device copy destination")?,
-            // The caller of an `unsafe` entry point vouched for `dst`.
-            PointerCheck::Caller => Mem::Foreign(dst),
-        };
+        let to = self.find(dst, bytes, "device copy destination")?;
         let r = ffi::copy_dtod(to, from, bytes, s);
         r.map_err(|e| driver_error("cuMemcpyDtoDAsync", e))?;
         self.traffic.bytes_copied_on_device += bytes as u64;
@@ -433,12 +422,9 @@ impl Executor for Gpu {
         module: &PtxModule,
         cfg: LaunchConfig,
         args: &[ArgValue],
-        pointers: PointerCheck,
     ) -> Result<()> {
         let pack = ArgPack::new(&module.kernel, &module.params, args)?;
-        if pointers == PointerCheck::LiveBuffers {
-            self.check_pointers(module, args)?;
-        }
+        self.check_pointers(module, args)?;
         let loaded = self.kernel(module)?;
         // The cache is keyed by the PTX text: a module with the same text
         // but another parameter description must still be refused (the

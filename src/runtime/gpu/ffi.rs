@@ -39,7 +39,7 @@ use oxicuda_driver::primary_context::PrimaryContext;
 
 use crate::dsl::params::{ArgValue, ParamDesc, check_args};
 use crate::error::Result;
-use crate::runtime::exec::{LaunchConfig, RawStream};
+use crate::exec::{LaunchConfig, RawStream};
 
 /// Size and alignment of one parameter slot: every [`ArgValue`] is at most
 /// 8 bytes, and 8 is the strictest alignment any kernel parameter we emit
@@ -57,7 +57,7 @@ struct Slot([u8; SLOT_BYTES]);
 /// Only [`ArgPack::new`] builds one, after [`check_args`] accepted the
 /// arguments against the module's [`ParamDesc`]s, and the runtime checks
 /// those descriptions against the entry signature parsed from the PTX
-/// text before the first launch (`runtime::cuda`), so the driver never
+/// text before the first launch (`runtime::gpu::cuda`), so the driver never
 /// reads more or larger values than the pack holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ArgPack {
@@ -108,7 +108,7 @@ fn cu_stream(s: RawStream) -> CUstream {
 
 /// Queue `function` on `stream` with the packed `args`.
 ///
-/// The caller (the safe executor in `runtime::cuda`) has checked the pack
+/// The caller (the safe executor in `runtime::gpu::cuda`) has checked the pack
 /// against the entry's parameters, the launch shape against the device
 /// limits, and every pointer argument against its live buffers; the raw
 /// entry points (`unsafe` in their public signature) pass the pointer
@@ -148,7 +148,7 @@ pub(crate) fn launch(
 /// An owned device allocation (`cuMemAlloc`), freed on drop.
 ///
 /// Dropping it frees immediately: the owner (the executor in
-/// `runtime::cuda`) synchronises the context first, so no queued work can
+/// `runtime::gpu::cuda`) synchronises the context first, so no queued work can
 /// still use the memory.
 #[derive(Debug)]
 pub(crate) struct DeviceAlloc {

@@ -1,15 +1,15 @@
 //! [`Executor`] for [`Sim`]: the launch code that drives a GPU drives the
-//! simulator, through the same [`Context`](crate::runtime::Context).
+//! simulator, through the same runtime `Context`.
 //!
 //! Every operation runs at once, so stream order holds trivially; streams
 //! are ids the simulator hands out, and an operation on an id it did not
 //! hand out is refused like a foreign handle would fail on a GPU.
 
-use super::exec::{SIM_DEFAULT_STREAM, SM_COUNT, Sim};
+use super::machine::{SIM_DEFAULT_STREAM, SM_COUNT, Sim};
 use crate::dsl::PtxModule;
 use crate::dsl::params::{ArgValue, check_args};
 use crate::error::{Error, Result};
-use crate::runtime::exec::{Executor, LaunchConfig, PointerCheck, RawStream, Traffic};
+use crate::exec::{Executor, LaunchConfig, RawStream, Traffic};
 use crate::target::Sm;
 
 impl Sim {
@@ -81,14 +81,7 @@ impl Executor for Sim {
         Ok(())
     }
 
-    fn copy_dtod(
-        &mut self,
-        s: RawStream,
-        dst: u64,
-        src: u64,
-        bytes: usize,
-        _pointers: PointerCheck,
-    ) -> Result<()> {
+    fn copy_dtod(&mut self, s: RawStream, dst: u64, src: u64, bytes: usize) -> Result<()> {
         self.check_stream(s, "device copy")?;
         self.copy_within(dst, src, bytes)?;
         self.traffic.bytes_copied_on_device += bytes as u64;
@@ -107,7 +100,6 @@ impl Executor for Sim {
         module: &PtxModule,
         cfg: LaunchConfig,
         args: &[ArgValue],
-        _pointers: PointerCheck,
     ) -> Result<()> {
         // Every access is bounds-checked by the simulator itself, so a
         // foreign pointer that strays is a finding, never undefined.
@@ -136,9 +128,5 @@ impl Executor for Sim {
 
     fn is_synchronous(&self) -> bool {
         true
-    }
-
-    fn as_sim(&mut self) -> Option<&mut Sim> {
-        Some(self)
     }
 }

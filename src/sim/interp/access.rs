@@ -6,10 +6,10 @@
 //! CTAs one after another (see `checks::global`).
 
 use super::super::checks::global::{CtaShadow, Kind, LINE, LaunchShadow, NO_DATA, line_bytes};
-use super::super::ir::*;
-use super::super::memory::{
+use super::super::global_mem::{
     Alloc, CONST_WINDOW, GlobalMem, LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE,
 };
+use super::super::ir::*;
 use super::{Exec, Fault, Res, fault};
 
 /// The global memory a CTA runs on.

@@ -38,8 +38,8 @@ use super::super::code::{Code, F_CHK, F_GCHK, F_GUARD, F_MARK, XInst};
 use super::super::cta::TState;
 use super::super::fp::{self, FOp};
 use super::super::ir::{Comb, Op, Space};
+use super::access::{GroupAccess, put_le};
 use super::int::{bfe, icmp, prmt, wide_mul};
-use super::memory::{GroupAccess, put_le};
 use super::step::setp_part;
 use super::{EXIT, Exec, FAULT, NEXT, PARK, SKIP, Stop, get_le, sext};
 

@@ -1,12 +1,12 @@
 //! The memory instructions: `ld` (with sign extension and vectors), `st`
 //! and `atom`/`red` (every operation, returning or not). Kept out of line
-//! from the interpreter loop: their address paths (`super::memory`) are
+//! from the interpreter loop: their address paths (`super::access`) are
 //! long, the arithmetic in `step` is short.
 
 use super::super::code::XInst;
 use super::super::fp::{self, FOp, Rnd};
 use super::super::ir::*;
-use super::memory::{get_le, put_le};
+use super::access::{get_le, put_le};
 use super::step::{reg, set};
 use super::{Exec, Fault, Res, fault, mask, sext};
 

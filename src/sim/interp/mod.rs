@@ -1,21 +1,19 @@
-//! Execution of one CTA: the interpreter loop of a thread (budget,
-//! counters, guards, the run-time checks the static analysis left), and the
-//! CTA scheduler that runs each thread to its next synchronisation point.
-//! Instruction semantics are in `step` (with `int`, `float` and `convert`
-//! helpers), memory access in `memory`, warp collectives and barriers in
+//! The interpreter: execution of one CTA, the interpreter loop of a thread
+//! (budget, counters, guards, the run-time checks the static analysis
+//! left), and the CTA scheduler that runs each thread to its next
+//! synchronisation point. Instruction semantics are in `step` (with `int`,
+//! `float` and `convert` helpers), a thread's memory access in `access`
+//! (global memory itself is `super::global_mem`), warp collectives and barriers in
 //! `warp`, findings in `findings`; the checks' rules live in
 //! `super::checks`, the grid of CTAs in `super::grid`.
-//!
-//! The public items of this module keep their historical paths
-//! (`ptxsmith::sim::exec::SM_COUNT`, …).
 
+mod access;
 mod convert;
 mod findings;
 mod float;
 mod int;
 mod ldst;
 mod lockstep;
-mod memory;
 mod step;
 mod warp;
 
@@ -26,12 +24,9 @@ use super::code::{Code, F_BRAUNI, F_CHK, F_CLOCK, F_GCHK, F_GUARD, F_MARK, XInst
 use super::cta::{CtaState, TState};
 use super::error::SimError;
 use super::ir::*;
-use crate::runtime::exec::LaunchConfig;
+use crate::exec::LaunchConfig;
 
-pub use super::machine::{SIM_DEFAULT_STREAM, SM_COUNT, Sim};
-pub use super::memory::{CONST_WINDOW, GLOBAL_BASE, LOCAL_WINDOW, SHARED_WINDOW};
-pub use super::options::{DEFAULT_INSTRUCTION_BUDGET, LaunchReport, SimOptions};
-pub(crate) use memory::{Base, GlobalView, get_le};
+pub(crate) use access::{Base, GlobalView, get_le};
 
 /// An internal fault, turned into a [`SimError`] with its site.
 pub(crate) enum Fault {
@@ -106,7 +101,7 @@ pub(crate) struct Kernel<'a> {
     pub clock_base: u64,
     /// Shared memory bytes per CTA.
     pub smem: usize,
-    /// Try the lockstep schedule ([`SimOptions::lockstep`]).
+    /// Try the lockstep schedule ([`SimOptions::lockstep`](super::SimOptions::lockstep)).
     pub lockstep: bool,
 }
 

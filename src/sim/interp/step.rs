@@ -3,8 +3,8 @@
 
 use super::super::code::XInst;
 use super::super::fp::{self, F32_NAN, FOp, MiniFmt, Rnd};
+use super::super::global_mem::{CONST_WINDOW, LOCAL_WINDOW, SHARED_WINDOW};
 use super::super::ir::*;
-use super::super::memory::{CONST_WINDOW, LOCAL_WINDOW, SHARED_WINDOW};
 use super::convert::cvt;
 use super::float::{approx, fcmp};
 use super::int::{bfe, icmp, prmt, wide_mul};
