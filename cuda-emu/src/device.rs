@@ -6,8 +6,8 @@ use ptxsmith::target::{MAX_THREADS_PER_BLOCK, STATIC_SMEM_LIMIT};
 
 use crate::config::DeviceSpec;
 use crate::error::*;
+use crate::jit::Function;
 use crate::launch::{MAX_BLOCK, MAX_GRID};
-use crate::module::Function;
 
 /// The value of attribute `attr` (`CUdevice_attribute`) of device `d` with
 /// ordinal `ordinal`. Attributes of features the emulator does not have

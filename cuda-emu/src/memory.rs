@@ -22,10 +22,11 @@
 //!   Asynchronous; cudarc's `memcpy_dtoh` into a `Vec` relies on it).
 
 use crate::context::alloc_charge;
-use crate::driver::{Driver, device_address_space};
+use crate::driver::Driver;
 use crate::error::*;
+use crate::handles::{LEGACY, device_address_space};
 use crate::host::HostDst;
-use crate::stream::{LEGACY, OpKind};
+use crate::ops::OpKind;
 
 /// What `cuPointerGetAttribute` knows about an address.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

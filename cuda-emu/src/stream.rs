@@ -22,21 +22,13 @@
 //! Every dependency points to work queued earlier, so running the needed
 //! operations in the order the program queued them respects all of them.
 
-use std::collections::{HashMap, VecDeque};
-use std::time::Instant;
+use std::collections::HashMap;
 
-use ptxsmith::sim::SimError;
-
-use crate::context::Context;
-use crate::driver::{Driver, Kind};
+use crate::driver::Driver;
 use crate::error::*;
-use crate::host::HostDst;
-use crate::launch::LaunchOp;
+use crate::handles::{CU_STREAM_LEGACY, CU_STREAM_PER_THREAD, Kind, LEGACY};
+use crate::ops::{Dep, Event, NON_BLOCKING, Op, OpKind, Stream};
 
-/// The key of a context's legacy default stream in its stream map.
-pub const LEGACY: u64 = 0;
-/// `CU_STREAM_NON_BLOCKING`.
-pub const NON_BLOCKING: u32 = 0x1;
 /// Stream priorities: `cuCtxGetStreamPriorityRange` reports
 /// `(least, greatest)` = `(0, -5)`; priorities only order nothing here.
 pub const PRIORITY_RANGE: (i32, i32) = (0, -5);
@@ -46,176 +38,20 @@ const EVENT_FLAGS: u32 = 0x7;
 const EVENT_DISABLE_TIMING: u32 = 0x2;
 const EVENT_INTERPROCESS: u32 = 0x4;
 
-/// Work that must have run before an operation: the first `seq`
-/// operations of `stream` in context `ctx` (void if that context has been
-/// reset since: `epoch` is its instance then).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Dep {
-    pub ctx: u64,
-    pub epoch: u64,
-    pub stream: u64,
-    pub seq: u64,
-}
-
-/// What a queued operation does.
-pub enum OpKind {
-    Launch(Box<LaunchOp>),
-    /// Host → device; the bytes were staged when the copy was queued.
-    HtoD {
-        dst: u64,
-        data: Vec<u8>,
-    },
-    DtoH {
-        src: u64,
-        dst: HostDst,
-    },
-    DtoD {
-        dst: u64,
-        src: u64,
-        len: usize,
-    },
-    /// `count` elements of `elem` bytes set to the low bytes of `value`.
-    Memset {
-        dst: u64,
-        value: u32,
-        elem: usize,
-        count: usize,
-    },
-    /// The point an event was recorded at (`recording`: which one).
-    Record {
-        event: u64,
-        recording: u64,
-    },
-    /// A `cuStreamWaitEvent`: only its dependency.
-    Wait,
-}
-
-struct Op {
-    /// Position on its stream.
-    seq: u64,
-    /// Position in the order the program queued work (all streams).
-    gid: u64,
-    deps: Vec<Dep>,
-    kind: OpKind,
-}
-
-/// A stream's queue.
-pub struct Stream {
-    pub flags: u32,
-    pub priority: i32,
-    queue: VecDeque<Op>,
-    next_seq: u64,
-    done_seq: u64,
-    /// `cuStreamDestroy` was called; the queue still drains.
-    pub destroyed: bool,
-    /// A query saw pending work (the next query runs it).
-    polled: bool,
-}
-
-impl Stream {
-    pub fn new(flags: u32, priority: i32) -> Stream {
-        Stream {
-            flags,
-            priority,
-            queue: VecDeque::new(),
-            next_seq: 0,
-            done_seq: 0,
-            destroyed: false,
-            polled: false,
-        }
-    }
-
-    /// The position the next operation gets (everything queued so far is
-    /// "the first `next_seq()`").
-    pub fn next_seq(&self) -> u64 {
-        self.next_seq
-    }
-
-    /// Whether queued work has not run yet.
-    pub fn pending(&self) -> bool {
-        self.done_seq < self.next_seq
-    }
-
-    fn blocking(&self) -> bool {
-        self.flags & NON_BLOCKING == 0
-    }
-
-    /// Drop all queued work (the context faulted).
-    pub fn discard(&mut self) {
-        self.queue.clear();
-        self.done_seq = self.next_seq;
-    }
-}
-
-/// An event: where it was last recorded, and when that point ran.
-pub struct Event {
-    pub flags: u32,
-    recording: u64,
-    recorded: Option<(u64, u64)>,
-    time: Option<Instant>,
-    polled: bool,
-}
-
-impl Context {
-    /// Whether the work event `e` captured has run (or it was never
-    /// recorded).
-    fn event_done(&self, e: &Event) -> bool {
-        match e.recorded {
-            None => true,
-            Some((k, seq)) => self.streams.get(&k).is_none_or(|s| s.done_seq >= seq),
-        }
-    }
-}
-
-/// Run one operation on its context. `Err` is a device fault: its code and
-/// the finding's text.
-fn execute(c: &mut Context, kind: OpKind) -> Result<(), (CUresult, String)> {
-    let mem = |what: &str, e: SimError| (CUDA_ERROR_ILLEGAL_ADDRESS, format!("{what}: {e}"));
-    match kind {
-        OpKind::Launch(op) => crate::launch::execute(c, &op),
-        OpKind::HtoD { dst, data } => c
-            .sim
-            .write(dst, &data)
-            .map_err(|e| mem("host → device copy", e)),
-        OpKind::DtoH { src, dst } => {
-            let mut buf = vec![0u8; dst.len()];
-            c.sim
-                .read(src, &mut buf)
-                .map_err(|e| mem("device → host copy", e))?;
-            dst.write(&buf);
-            Ok(())
-        }
-        OpKind::DtoD { dst, src, len } => c
-            .sim
-            .copy_within(dst, src, len)
-            .map_err(|e| mem("device → device copy", e)),
-        OpKind::Memset {
-            dst,
-            value,
-            elem,
-            count,
-        } => {
-            let r = if value == 0 {
-                c.sim.fill_zero(dst, elem * count)
-            } else {
-                let unit = &value.to_le_bytes()[..elem];
-                c.sim.write(dst, &unit.repeat(count))
-            };
-            r.map_err(|e| mem("memset", e))
-        }
-        OpKind::Record { event, recording } => {
-            if let Some(e) = c.events.get_mut(&event)
-                && e.recording == recording
-            {
-                e.time = Some(Instant::now());
-            }
-            Ok(())
-        }
-        OpKind::Wait => Ok(()),
-    }
-}
-
 impl Driver {
+    /// `cuCtxSynchronize`: run everything queued in the current context.
+    pub fn ctx_synchronize(&mut self) -> Res<()> {
+        let h = self.current_handle()?;
+        self.contexts[&h].usable()?;
+        let keys: Vec<u64> = self.contexts[&h].streams.keys().copied().collect();
+        let targets: Vec<(u64, u64, u64)> = keys
+            .into_iter()
+            .map(|k| (h, k, self.contexts[&h].streams[&k].next_seq()))
+            .collect();
+        self.run(&targets);
+        self.contexts[&h].usable()
+    }
+
     /// Queue `kind` on stream `key` of context `ctx` after `deps` and the
     /// legacy-stream rules; returns its position on the stream.
     pub fn enqueue(&mut self, ctx: u64, key: u64, kind: OpKind, mut deps: Vec<Dep>) -> u64 {
@@ -302,7 +138,7 @@ impl Driver {
                 .get_mut(&k)
                 .and_then(|s| s.queue.pop_front())
                 .expect("picked above");
-            match execute(ctx, op.kind) {
+            match ctx.perform_op(op.kind) {
                 Ok(()) => ctx.streams.get_mut(&k).expect("picked above").done_seq += 1,
                 Err((code, text)) => {
                     ctx.poison(code, &text, log.as_deref());
@@ -361,10 +197,7 @@ impl Driver {
     /// `cuStreamDestroy`: queued work still runs when something waits for
     /// it; the handle is invalid at once.
     pub fn stream_destroy(&mut self, h: u64) -> Res<()> {
-        if h == 0
-            || h == crate::driver::CU_STREAM_LEGACY
-            || h == crate::driver::CU_STREAM_PER_THREAD
-        {
+        if h == 0 || h == CU_STREAM_LEGACY || h == CU_STREAM_PER_THREAD {
             return Err(CUDA_ERROR_INVALID_HANDLE);
         }
         let (ctx, key) = self.resolve_stream(h, false)?;

@@ -6,8 +6,9 @@ use std::ptr::NonNull;
 use oxicuda_driver::ffi::{CUcontext, CUdeviceptr, CUresult, CUstream};
 
 use super::{guard, handle, host_range_ok, put, raw, read_host};
-use crate::driver::{self, device_address_space};
+use crate::driver;
 use crate::error::*;
+use crate::handles::device_address_space;
 use crate::host::HostDst;
 use crate::memory::On;
 

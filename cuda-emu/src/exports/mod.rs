@@ -35,8 +35,8 @@ use std::ffi::c_void;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use crate::config::MAX_DEVICES;
-use crate::driver::device_address_space;
 use crate::error::*;
+use crate::handles::device_address_space;
 
 /// Run an entry point's body: its result code, `CUDA_ERROR_UNKNOWN` after
 /// a panic (reported on stderr), traced when `PTXSMITH_EMU_TRACE` is set.

@@ -6,9 +6,10 @@ use std::ffi::{CStr, c_char, c_int, c_void};
 use oxicuda_driver::ffi::{CUfunction, CUmodule, CUresult};
 
 use super::{guard, handle, put, raw};
-use crate::driver::{self, Kind};
+use crate::driver;
 use crate::error::*;
-use crate::module::{JitLog, JitRequest};
+use crate::handles::Kind;
+use crate::jit::{JitLog, JitRequest};
 
 /// The `CUjit_option`s the emulator reads or writes.
 const WALL_TIME: u32 = 2;
@@ -40,7 +41,7 @@ unsafe fn image_bytes(image: *const c_void) -> Res<Vec<u8>> {
             break;
         }
     }
-    if head.len() == 4 && crate::module::is_binary(&head) {
+    if head.len() == 4 && crate::jit::is_binary(&head) {
         // A cubin or fatbin: its magic is enough to refuse it.
         return Ok(head);
     }

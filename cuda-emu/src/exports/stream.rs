@@ -5,8 +5,9 @@ use std::ffi::c_int;
 use oxicuda_driver::ffi::{CUcontext, CUevent, CUresult, CUstream};
 
 use super::{guard, handle, put, raw};
-use crate::driver::{self, Kind};
+use crate::driver;
 use crate::error::*;
+use crate::handles::Kind;
 
 /// # Safety
 /// `ph` is null or valid for a write.
