@@ -188,6 +188,12 @@ pub fn scan_header(text: &str) -> Result<Header, (CUresult, String)> {
 /// (`major*10+minor`): a plain target on every device at least as new, an
 /// `a` target on exactly its architecture, an `f` target on its family
 /// from its own on (PTX ISA §11.1.2).
+///
+/// Not `ptxsmith::Sm::runs_on`: that one is defined on ptxsmith's target
+/// table only (ten targets, no `f` family targets, no `sm_90a`, nothing
+/// before `sm_70`), while a driver's JIT judges any `.target` it knows
+/// (`KNOWN_TARGETS`). On the table's targets the two agree. The simulator's
+/// `Program::runs_on` applies this same rule after parsing.
 pub fn target_runs_on(target: (u32, Option<char>), cc: u32) -> bool {
     let (t, suffix) = target;
     match suffix {
