@@ -12,6 +12,7 @@ use ptxsmith::sim::{Sim, SimError};
 
 use crate::error::*;
 use crate::handles::{CONTEXT_SPAN_SHIFT, DEVICE_SPAN_SHIFT};
+use crate::host::CHUNK;
 use crate::jit::{Function, Module};
 use crate::ops::{Event, OpKind, Stream};
 
@@ -129,12 +130,26 @@ impl Context {
                 .sim
                 .write(dst, &data)
                 .map_err(|e| mem("host → device copy", e)),
+            OpKind::HtoDPinned { dst, src } => {
+                let mut buf = vec![0u8; src.len().min(CHUNK)];
+                for off in (0..src.len()).step_by(CHUNK) {
+                    let n = CHUNK.min(src.len() - off);
+                    src.read_at(off, &mut buf[..n]);
+                    c.sim
+                        .write(dst + off as u64, &buf[..n])
+                        .map_err(|e| mem("host → device copy", e))?;
+                }
+                Ok(())
+            }
             OpKind::DtoH { src, dst } => {
-                let mut buf = vec![0u8; dst.len()];
-                c.sim
-                    .read(src, &mut buf)
-                    .map_err(|e| mem("device → host copy", e))?;
-                dst.write(&buf);
+                let mut buf = vec![0u8; dst.len().min(CHUNK)];
+                for off in (0..dst.len()).step_by(CHUNK) {
+                    let n = CHUNK.min(dst.len() - off);
+                    c.sim
+                        .read(src + off as u64, &mut buf[..n])
+                        .map_err(|e| mem("device → host copy", e))?;
+                    dst.write_at(off, &buf[..n]);
+                }
                 Ok(())
             }
             OpKind::DtoD { dst, src, len } => c
@@ -150,8 +165,15 @@ impl Context {
                 let r = if value == 0 {
                     c.sim.fill_zero(dst, elem * count)
                 } else {
+                    // In pieces of at most CHUNK bytes, so that no host
+                    // buffer of the fill's full size is needed.
+                    let per = CHUNK / elem;
                     let unit = &value.to_le_bytes()[..elem];
-                    c.sim.write(dst, &unit.repeat(count))
+                    let piece = unit.repeat(per.min(count));
+                    (0..count).step_by(per).try_for_each(|first| {
+                        let n = per.min(count - first);
+                        c.sim.write(dst + (first * elem) as u64, &piece[..n * elem])
+                    })
                 };
                 r.map_err(|e| mem("memset", e))
             }

@@ -25,7 +25,7 @@ use crate::context::alloc_charge;
 use crate::driver::Driver;
 use crate::error::*;
 use crate::handles::{LEGACY, device_address_space};
-use crate::host::HostDst;
+use crate::host::{HostDst, HostSrc};
 use crate::ops::OpKind;
 
 /// What `cuPointerGetAttribute` knows about an address.
@@ -167,20 +167,29 @@ impl Driver {
             .ok_or(CUDA_ERROR_NOT_FOUND)
     }
 
-    /// Host → device. `data` is the source, already staged; `src` its
-    /// address (for the page-locked rule).
-    pub fn copy_htod(&mut self, dst: u64, src: usize, data: Vec<u8>, on: On) -> Res<()> {
+    /// Host → device from `src`. The device range is checked before the
+    /// host memory is touched. From pageable memory the bytes are staged
+    /// now (`CUDA_ERROR_OUT_OF_MEMORY` if the host cannot hold the
+    /// staging buffer); from page-locked memory they are read when the
+    /// copy runs, as a GPU's copy engine reads them.
+    pub fn copy_htod(&mut self, dst: u64, src: HostSrc, on: On) -> Res<()> {
         let (ctx, key) = self.target(on)?;
-        self.check_device(ctx, dst, data.len())?;
-        self.check_host(src, data.len())?;
-        if data.is_empty() {
+        self.check_device(ctx, dst, src.len())?;
+        self.check_host(src.addr(), src.len())?;
+        if src.is_empty() {
             return Ok(());
         }
-        let pinned = self.is_pinned(src, data.len());
+        let pinned = self.is_pinned(src.addr(), src.len());
         if on == On::Sync {
             self.sync_stream(ctx, LEGACY)?;
         }
-        self.enqueue(ctx, key, OpKind::HtoD { dst, data }, Vec::new());
+        let kind = if pinned {
+            OpKind::HtoDPinned { dst, src }
+        } else {
+            let data = src.stage().ok_or(CUDA_ERROR_OUT_OF_MEMORY)?;
+            OpKind::HtoD { dst, data }
+        };
+        self.enqueue(ctx, key, kind, Vec::new());
         if on == On::Sync && pinned {
             self.sync_stream(ctx, LEGACY)?;
         }
@@ -275,7 +284,10 @@ impl Driver {
             .collect();
         self.run(&all);
         self.contexts[&src_ctx].usable()?;
-        let mut data = vec![0u8; len];
+        let mut data = Vec::new();
+        data.try_reserve_exact(len)
+            .map_err(|_| CUDA_ERROR_OUT_OF_MEMORY)?;
+        data.resize(len, 0);
         let sc = self.contexts.get_mut(&src_ctx).expect("checked");
         sc.sim
             .read(src, &mut data)
@@ -331,10 +343,12 @@ impl Driver {
     }
 
     /// `cuMemFreeHost`: the size of the allocation to release, removed from
-    /// the table (the caller frees it).
+    /// the table (the caller frees it). Queued copies that read or write
+    /// it run first (`run_host_users`), so none touches freed memory.
     pub fn mem_free_host(&mut self, addr: usize) -> Res<usize> {
         match self.pinned.get(&addr) {
             Some(&(bytes, true)) => {
+                self.run_host_users(addr, bytes);
                 self.pinned.remove(&addr);
                 Ok(bytes)
             }
@@ -364,7 +378,8 @@ impl Driver {
     /// `cuMemHostUnregister`.
     pub fn host_unregister(&mut self, addr: usize) -> Res<()> {
         match self.pinned.get(&addr) {
-            Some(&(_, false)) => {
+            Some(&(bytes, false)) => {
+                self.run_host_users(addr, bytes);
                 self.pinned.remove(&addr);
                 Ok(())
             }

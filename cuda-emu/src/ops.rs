@@ -13,7 +13,7 @@ use ptxsmith::runtime::LaunchConfig;
 use ptxsmith::sim::{Program, Sim};
 
 use crate::error::*;
-use crate::host::HostDst;
+use crate::host::{HostDst, HostSrc};
 
 /// `CU_STREAM_NON_BLOCKING`.
 pub const NON_BLOCKING: u32 = 0x1;
@@ -31,10 +31,17 @@ pub struct Dep {
 /// What a queued operation does.
 pub enum OpKind {
     Launch(Box<LaunchOp>),
-    /// Host → device; the bytes were staged when the copy was queued.
+    /// Host → device; the bytes were staged when the copy was queued
+    /// (pageable host memory, or a peer copy's source).
     HtoD {
         dst: u64,
         data: Vec<u8>,
+    },
+    /// Host → device from page-locked memory: the bytes are read when the
+    /// copy runs, as the GPU's copy engine reads them.
+    HtoDPinned {
+        dst: u64,
+        src: HostSrc,
     },
     DtoH {
         src: u64,
@@ -59,6 +66,18 @@ pub enum OpKind {
     },
     /// A `cuStreamWaitEvent`: only its dependency.
     Wait,
+}
+
+impl OpKind {
+    /// Whether the operation reads or writes host memory in
+    /// `[addr, addr + len)` when it runs.
+    pub fn touches_host(&self, addr: usize, len: usize) -> bool {
+        match self {
+            OpKind::HtoDPinned { src, .. } => src.overlaps(addr, len),
+            OpKind::DtoH { dst, .. } => dst.overlaps(addr, len),
+            _ => false,
+        }
+    }
 }
 
 pub struct Op {

@@ -152,6 +152,29 @@ impl Driver {
         self.collect_streams();
     }
 
+    /// Run every queued operation that reads or writes host memory in
+    /// `[addr, addr + len)`, and what it waits for (page-locked memory is
+    /// about to be freed or unregistered: no copy may touch it later).
+    pub fn run_host_users(&mut self, addr: usize, len: usize) {
+        let mut targets = Vec::new();
+        for (&c, ctx) in &self.contexts {
+            for (&k, s) in &ctx.streams {
+                if let Some(last) = s
+                    .queue
+                    .iter()
+                    .filter(|op| op.kind.touches_host(addr, len))
+                    .map(|op| op.seq)
+                    .max()
+                {
+                    targets.push((c, k, last + 1));
+                }
+            }
+        }
+        if !targets.is_empty() {
+            self.run(&targets);
+        }
+    }
+
     /// Release destroyed streams whose work has all run.
     fn collect_streams(&mut self) {
         let mut gone = Vec::new();

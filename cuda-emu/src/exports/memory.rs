@@ -5,11 +5,11 @@ use std::ptr::NonNull;
 
 use oxicuda_driver::ffi::{CUcontext, CUdeviceptr, CUresult, CUstream};
 
-use super::{guard, handle, host_range_ok, put, raw, read_host};
+use super::{guard, handle, host_range_ok, put, raw};
 use crate::driver;
 use crate::error::*;
 use crate::handles::device_address_space;
-use crate::host::HostDst;
+use crate::host::{HostDst, HostSrc};
 use crate::memory::On;
 
 /// # Safety
@@ -70,12 +70,23 @@ pub unsafe extern "C" fn cuMemGetAddressRange_v2(
     })
 }
 
+/// Host → device: the device range is checked before the host buffer is
+/// read (staged at the call from pageable memory, read when the copy runs
+/// from page-locked memory).
 fn htod(name: &str, dst: CUdeviceptr, src: *const c_void, bytes: usize, on: On) -> CUresult {
     guard(name, || {
-        // SAFETY: `src` is readable for `bytes` bytes (the call's contract);
-        // the bytes are staged now.
-        let data = unsafe { read_host(src, bytes)? };
-        driver::with(|d| d.copy_htod(dst, src as usize, data, on))
+        host_range_ok(src as usize, bytes)?;
+        let p = match NonNull::new(src.cast_mut().cast::<u8>()) {
+            Some(p) => p,
+            // bytes == 0 (host_range_ok refuses a null pointer otherwise)
+            None => NonNull::dangling(),
+        };
+        // SAFETY: the call's contract: `src` is readable for `bytes` bytes
+        // during the call and, for page-locked memory (whose copy reads it
+        // when it runs), until the copy has run; `cuMemFreeHost` and
+        // `cuMemHostUnregister` run such copies before they return.
+        let src = unsafe { HostSrc::new(p, bytes) };
+        driver::with(|d| d.copy_htod(dst, src, on))
     })
 }
 
@@ -211,13 +222,16 @@ unsafe fn generic(
         // SAFETY: the caller's contract for the host destination.
         (false, true) => unsafe { dtoh(name, dst as usize as *mut c_void, src, bytes, on) },
         (false, false) => guard(name, || {
-            // Host to host: done at once.
-            // SAFETY: both ranges are the caller's host buffers.
-            let data = unsafe { read_host(src as usize as *const c_void, bytes)? };
+            // Host to host: done at once, without a staging buffer.
+            host_range_ok(src as usize, bytes)?;
             host_range_ok(dst as usize, bytes)?;
-            if let Some(p) = NonNull::new(dst as usize as *mut u8) {
-                // SAFETY: the caller's contract for `dst`.
-                unsafe { HostDst::new(p, bytes) }.write(&data);
+            if bytes > 0 {
+                // SAFETY: both ranges are the caller's host buffers of
+                // `bytes` bytes, checked non-null and outside the device
+                // address space; `copy` allows them to overlap.
+                unsafe {
+                    std::ptr::copy(src as usize as *const u8, dst as usize as *mut u8, bytes)
+                };
             }
             Ok(())
         }),

@@ -98,18 +98,3 @@ pub(crate) fn host_range_ok(addr: usize, len: usize) -> Res<()> {
     }
     Ok(())
 }
-
-/// `len` bytes of host memory at `p`, copied.
-///
-/// # Safety
-/// `p` is valid for reads of `len` bytes (checked not to be null or a
-/// device address first).
-pub(crate) unsafe fn read_host(p: *const c_void, len: usize) -> Res<Vec<u8>> {
-    host_range_ok(p as usize, len)?;
-    if len == 0 {
-        return Ok(Vec::new());
-    }
-    // SAFETY: non-null, outside the device address space, and by the
-    // caller's contract readable for `len` bytes.
-    Ok(unsafe { std::slice::from_raw_parts(p.cast::<u8>(), len) }.to_vec())
-}
