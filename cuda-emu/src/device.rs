@@ -122,6 +122,17 @@ pub fn max_active_blocks(
     Ok(by_threads.min(info.max_ctas_per_sm).min(by_smem) as i32)
 }
 
+/// The block sizes `cuOccupancyMaxPotentialBlockSize` considers for `f`:
+/// multiples of 32 up to `limit` (0: the function's maximum). The export
+/// asks the caller's shared-memory callback about each of them outside
+/// the driver's lock, then passes the answers to
+/// [`max_potential_block_size`].
+pub fn candidate_block_sizes(f: &Function, limit: i32) -> Vec<i32> {
+    let max = f.max_threads() as i32;
+    let limit = if limit <= 0 { max } else { limit.min(max) };
+    (1..=limit / 32).map(|k| k * 32).collect()
+}
+
 /// `cuOccupancyMaxPotentialBlockSize`: `(min grid size, block size)` with
 /// the most resident threads per SM (the largest block on ties), blocks a
 /// multiple of 32 up to `limit` (0: the function's maximum).
@@ -131,17 +142,13 @@ pub fn max_potential_block_size(
     dyn_smem: impl Fn(i32) -> usize,
     limit: i32,
 ) -> Res<(i32, i32)> {
-    let max = f.max_threads() as i32;
-    let limit = if limit <= 0 { max } else { limit.min(max) };
     let mut best = (0, 0, 0);
-    let mut b = 32;
-    while b <= limit {
+    for b in candidate_block_sizes(f, limit) {
         let blocks = max_active_blocks(d, f, b, dyn_smem(b))?;
         let threads = blocks * b;
         if threads >= best.0 && blocks > 0 {
             best = (threads, b, blocks);
         }
-        b += 32;
     }
     if best.1 == 0 {
         return Err(CUDA_ERROR_INVALID_VALUE);

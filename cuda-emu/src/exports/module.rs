@@ -303,6 +303,11 @@ pub unsafe extern "C" fn cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
     )
 }
 
+/// The callback `smem_of` runs without the driver's lock held (it may call
+/// the driver): the candidate block sizes are taken under the lock, the
+/// callback is asked about each, and the answers are used under the lock
+/// again.
+///
 /// # Safety
 /// `min_grid` and `block` are null or writable; `smem_of`, if given, is a
 /// function safe to call with any block size.
@@ -319,10 +324,24 @@ pub unsafe extern "C" fn cuOccupancyMaxPotentialBlockSize(
         if min_grid.is_null() || block.is_null() {
             return Err(CUDA_ERROR_INVALID_VALUE);
         }
-        let per_block = |b: c_int| match smem_of {
-            // SAFETY: the caller's contract for the callback.
-            Some(cb) => unsafe { cb(b) },
-            None => smem,
+        let sizes = driver::with(|d| {
+            let (_, func) = d.function(raw(f.0))?;
+            Ok(crate::device::candidate_block_sizes(func, limit))
+        })?;
+        // Outside the lock: the callback may call the driver.
+        let answers: Vec<(c_int, usize)> = sizes
+            .into_iter()
+            .map(|b| match smem_of {
+                // SAFETY: the caller's contract for the callback.
+                Some(cb) => (b, unsafe { cb(b) }),
+                None => (b, smem),
+            })
+            .collect();
+        let per_block = |b: c_int| {
+            answers
+                .iter()
+                .find(|&&(k, _)| k == b)
+                .map_or(smem, |&(_, s)| s)
         };
         let (g, b) = driver::with(|d| {
             let (ctx, func) = d.function(raw(f.0))?;
