@@ -63,8 +63,13 @@ pub fn attribute(d: &DeviceSpec, ordinal: usize, attr: i32) -> Res<i32> {
         39 => i64::from(info.max_threads_per_sm),
         // ASYNC_ENGINE_COUNT
         40 => 1,
-        // UNIFIED_ADDRESSING: every context has its own address range.
-        41 => 1,
+        // UNIFIED_ADDRESSING: 0, consistent with CAN_MAP_HOST_MEMORY. On a
+        // device with unified addressing page-locked host memory is
+        // directly accessible to kernels, which the simulator cannot do.
+        // (Device and host addresses never overlap, so cuMemcpy and
+        // cuPointerGetAttribute still tell them apart: looser than the
+        // driver, which allows them only with unified addressing.)
+        41 => 0,
         75 => i64::from(major),
         76 => i64::from(minor),
         // STREAM_PRIORITIES_SUPPORTED

@@ -3,14 +3,19 @@
 //! special stream handles, and where device addresses lie. A leaf: no
 //! other module of the crate is used here.
 
-/// What a handle names (its tag, the top 16 bits of the value).
+/// What a handle names (its tag, bits 48 to 62 of the value). Every tag
+/// is below `0x8000`, so that a handle is positive when read as a signed
+/// 64-bit integer (cuda.core, under numba-cuda, converts handles to
+/// `int64`), and has a bit among 57 to 62 set, so that a program that
+/// dereferences a handle faults on a non-canonical address (4- and
+/// 5-level paging alike).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
-    Context = 0xC0C7,
-    Stream = 0x5EA0,
-    Event = 0xE7E7,
+    Context = 0x40C7,
+    Stream = 0x1EA0,
+    Event = 0x27E7,
     Module = 0x30D0,
-    Function = 0xF0F0,
+    Function = 0x70F0,
 }
 
 /// Handles are `tag << 48 | serial`.
@@ -48,4 +53,33 @@ pub fn device_address_space(devices: usize) -> (u64, u64) {
         1 << DEVICE_SPAN_SHIFT,
         ((devices as u64) + 1) << DEVICE_SPAN_SHIFT,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn handles_are_positive_non_canonical_and_keep_their_kind() {
+        let kinds = [
+            Kind::Context,
+            Kind::Stream,
+            Kind::Event,
+            Kind::Module,
+            Kind::Function,
+        ];
+        for k in kinds {
+            for serial in [1, (1 << 48) - 1] {
+                let h = make(k, serial);
+                assert!((h as i64) > 0, "{k:?}: {h:#x}");
+                // Canonical under 5-level paging: bits 56..63 all equal.
+                let top = h >> 56;
+                assert!(top != 0 && top != 0xFF, "{k:?}: {h:#x}");
+                assert!(is(h, k));
+                for other in kinds.iter().filter(|&&o| o != k) {
+                    assert!(!is(h, *other));
+                }
+            }
+        }
+    }
 }

@@ -24,9 +24,9 @@
 use crate::context::alloc_charge;
 use crate::driver::Driver;
 use crate::error::*;
-use crate::handles::{LEGACY, device_address_space};
+use crate::handles::{CU_STREAM_LEGACY, CU_STREAM_PER_THREAD, LEGACY, device_address_space};
 use crate::host::{HostDst, HostSrc};
-use crate::ops::OpKind;
+use crate::ops::{Dep, OpKind};
 
 /// What `cuPointerGetAttribute` knows about an address.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -134,10 +134,15 @@ impl Driver {
     }
 
     /// `cuMemFree`: the allocation must start at `ptr` and belong to the
+    /// current context; 0 is accepted and does nothing (as `free(NULL)`,
+    /// `cudaFree(0)` and the driver's `cuMemFree(0)`), with a usable
     /// current context. Queued work is not waited for: work that still
     /// uses the memory faults when it runs (the driver "may" synchronise).
     pub fn mem_free(&mut self, ptr: u64) -> Res<()> {
         let c = self.current_ctx()?;
+        if ptr == 0 {
+            return Ok(());
+        }
         let size = c.allocs.remove(&ptr).ok_or(CUDA_ERROR_INVALID_VALUE)?;
         c.sim.free(ptr).map_err(|_| CUDA_ERROR_UNKNOWN)?;
         let dev = c.device;
@@ -264,8 +269,25 @@ impl Driver {
         self.contexts[&src_ctx].usable()?;
         self.check_device(dst_ctx, dst, len)?;
         self.check_device(src_ctx, src, len)?;
+        let mut deps = Vec::new();
         let key = match on {
             On::Sync => LEGACY,
+            // The default stream (as the driver, which accepts it): the
+            // destination context's legacy stream, after the work queued
+            // so far on the current context's legacy stream.
+            On::Stream(0 | CU_STREAM_LEGACY | CU_STREAM_PER_THREAD) => {
+                let cur = self.current_handle()?;
+                if cur != dst_ctx {
+                    let c = &self.contexts[&cur];
+                    deps.push(Dep {
+                        ctx: cur,
+                        epoch: c.instance,
+                        stream: LEGACY,
+                        seq: c.streams[&LEGACY].next_seq(),
+                    });
+                }
+                LEGACY
+            }
             On::Stream(h) => {
                 let (c, k) = self.resolve_stream(h, false)?;
                 if c != dst_ctx {
@@ -292,7 +314,7 @@ impl Driver {
         sc.sim
             .read(src, &mut data)
             .map_err(|_| CUDA_ERROR_INVALID_VALUE)?;
-        self.enqueue(dst_ctx, key, OpKind::HtoD { dst, data }, Vec::new());
+        self.enqueue(dst_ctx, key, OpKind::HtoD { dst, data }, deps);
         if on == On::Sync {
             self.sync_stream(dst_ctx, LEGACY)?;
         }

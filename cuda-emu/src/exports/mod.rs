@@ -20,6 +20,7 @@ mod device;
 mod launch;
 mod memory;
 mod module;
+mod proc;
 mod stream;
 mod unsupported;
 
@@ -28,6 +29,7 @@ pub use device::*;
 pub use launch::*;
 pub use memory::*;
 pub use module::*;
+pub use proc::*;
 pub use stream::*;
 pub use unsupported::*;
 
