@@ -193,5 +193,5 @@ impl Context {
 /// What an allocation of `bytes` counts against the device's memory: the
 /// simulator's 256-byte granule.
 pub fn alloc_charge(bytes: u64) -> u64 {
-    bytes.max(1).div_ceil(256) * 256
+    bytes.max(1).div_ceil(256).saturating_mul(256)
 }

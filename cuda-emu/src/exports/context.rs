@@ -131,7 +131,7 @@ pub unsafe extern "C" fn cuCtxCreate_v4(
     guard("cuCtxCreate_v4", || {
         if !params.is_null() {
             // SAFETY: the caller's contract: a `CUctxCreateParams`.
-            let p = unsafe { params.read() };
+            let p = unsafe { params.read_unaligned() };
             check_affinity(p.exec_affinity_params, p.num_exec_affinity_params)?;
             if !p.cig_params.is_null() {
                 driver::with(|d| d.device(dev).map(drop))?;

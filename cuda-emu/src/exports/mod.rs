@@ -72,16 +72,19 @@ pub(crate) fn handle(h: u64) -> *mut c_void {
     std::ptr::without_provenance_mut(h as usize)
 }
 
-/// Write `v` through the out-pointer `p`.
+/// Write `v` through the out-pointer `p` (which need not be aligned: a
+/// misaligned out-pointer is written byte-wise, as C code of the driver
+/// would store through it, instead of being undefined behaviour here).
 ///
 /// # Safety
-/// `p` is null (refused) or valid for a write of a `T`.
+/// `p` is null (refused) or valid for a write of `size_of::<T>()` bytes.
 pub(crate) unsafe fn put<T>(p: *mut T, v: T) -> Res<()> {
     if p.is_null() {
         return Err(CUDA_ERROR_INVALID_VALUE);
     }
-    // SAFETY: non-null and, by the caller's contract, valid for a write.
-    unsafe { p.write(v) };
+    // SAFETY: non-null and, by the caller's contract, valid for a write of
+    // a `T`'s bytes; `write_unaligned` needs no alignment.
+    unsafe { p.write_unaligned(v) };
     Ok(())
 }
 

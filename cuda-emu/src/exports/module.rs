@@ -77,7 +77,12 @@ unsafe fn read_options(
     }
     for i in 0..n as usize {
         // SAFETY: `i < n`, both arrays hold `n` elements.
-        let (opt, val) = unsafe { (options.add(i).read(), values.add(i).read()) };
+        let (opt, val) = unsafe {
+            (
+                options.add(i).read_unaligned(),
+                values.add(i).read_unaligned(),
+            )
+        };
         match opt {
             WALL_TIME => slots.wall_time = Some(i),
             INFO_LOG_BUFFER => slots.info.0 = Some(val.cast::<u8>()),
@@ -106,7 +111,7 @@ unsafe fn write_log(
         return;
     };
     // SAFETY: slot `i` is in the array (read_options checked the index).
-    let cap = unsafe { values.add(i).read() } as usize;
+    let cap = unsafe { values.add(i).read_unaligned() } as usize;
     if buf.is_null() || cap == 0 {
         return;
     }
@@ -116,7 +121,9 @@ unsafe fn write_log(
     unsafe {
         std::ptr::copy_nonoverlapping(text.as_ptr(), buf, n);
         buf.add(n).write(0);
-        values.add(i).write(std::ptr::without_provenance_mut(n));
+        values
+            .add(i)
+            .write_unaligned(std::ptr::without_provenance_mut(n));
     }
 }
 
@@ -148,7 +155,7 @@ pub unsafe extern "C" fn cuModuleLoadDataEx(
             write_log(&log.error, slots.error, values);
             if let Some(i) = slots.wall_time {
                 let ms = t0.elapsed().as_secs_f32() * 1e3;
-                values.add(i).cast::<f32>().write(ms);
+                values.add(i).cast::<f32>().write_unaligned(ms);
             }
         }
         let h = r?;
