@@ -185,7 +185,8 @@ impl Context {
                 }
                 Ok(())
             }
-            OpKind::Wait => Ok(()),
+            // Run (and returned) before the queue let it go.
+            OpKind::Wait | OpKind::Host(_) => Ok(()),
         }
     }
 }

@@ -10,7 +10,8 @@
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 
 use ptxsmith::sim::{Sim, SimOptions};
 
@@ -103,11 +104,61 @@ pub fn driver_version() -> Res<i32> {
 }
 
 /// Run `f` on the initialised driver (`CUDA_ERROR_NOT_INITIALIZED` before
-/// `cuInit`).
+/// `cuInit`). `f` must not wait for host functions (see [`with_sync`]).
 pub fn with<T>(f: impl FnOnce(&mut Driver) -> Res<T>) -> Res<T> {
+    match with_raw(f) {
+        Err(WAIT_HOST) => {
+            eprintln!(
+                "ptxsmith-emu: internal error: a call waited for a host function outside with_sync"
+            );
+            Err(CUDA_ERROR_UNKNOWN)
+        }
+        r => r,
+    }
+}
+
+fn with_raw<T>(f: impl FnOnce(&mut Driver) -> Res<T>) -> Res<T> {
     let mut g = lock();
     let d = g.as_mut().ok_or(CUDA_ERROR_NOT_INITIALIZED)?;
     f(d)
+}
+
+/// Internal: a synchronisation reached a host function that has not
+/// returned yet. Never returned to a caller: [`with_sync`] waits for it
+/// without the lock and tries again.
+pub const WAIT_HOST: CUresult = 0x7FFF_0001;
+
+/// How many host functions have returned (and its condition variable).
+static HOST_RETURNS: Mutex<u64> = Mutex::new(0);
+static HOST_RETURNED: Condvar = Condvar::new();
+
+/// A host function returned (called from its thread, without the lock).
+pub fn host_function_returned() {
+    let mut n = HOST_RETURNS.lock().unwrap_or_else(PoisonError::into_inner);
+    *n += 1;
+    HOST_RETURNED.notify_all();
+}
+
+/// Run `f` on the driver as [`with`] does; while it answers
+/// [`WAIT_HOST`] (work it waits for is behind a running host function),
+/// release the lock until a host function returns and run it again. `f`
+/// must return `WAIT_HOST` only before it changed anything, so that
+/// running it again is the same call; every synchronising call goes
+/// through here.
+pub fn with_sync<T>(mut f: impl FnMut(&mut Driver) -> Res<T>) -> Res<T> {
+    loop {
+        let seen = *HOST_RETURNS.lock().unwrap_or_else(PoisonError::into_inner);
+        match with_raw(&mut f) {
+            Err(WAIT_HOST) => {
+                let n = HOST_RETURNS.lock().unwrap_or_else(PoisonError::into_inner);
+                // (A timeout only makes it look again.)
+                let _ = HOST_RETURNED
+                    .wait_timeout_while(n, Duration::from_millis(100), |n| *n == seen)
+                    .unwrap_or_else(PoisonError::into_inner);
+            }
+            r => return r,
+        }
+    }
 }
 
 /// Whether failing calls should be traced (`PTXSMITH_EMU_TRACE`).

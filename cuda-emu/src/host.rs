@@ -9,6 +9,7 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 use std::alloc::Layout;
+use std::ffi::c_void;
 use std::ptr::NonNull;
 
 /// The host destination of a device → host copy that runs when its stream
@@ -155,6 +156,70 @@ impl HostSrc {
     /// Whether `[addr, addr + len)` overlaps the source.
     pub fn overlaps(&self, addr: usize, len: usize) -> bool {
         overlap((self.addr(), self.len), (addr, len))
+    }
+}
+
+/// A host function queued on a stream (`cuLaunchHostFunc`,
+/// `cuStreamAddCallback`), called when the stream reaches it, on a thread
+/// of its own and without the driver's lock.
+#[derive(Debug, Clone, Copy)]
+pub enum HostFn {
+    /// `void fn(void *userData)`.
+    Func {
+        f: unsafe extern "C" fn(*mut c_void),
+        data: usize,
+    },
+    /// `void fn(CUstream hStream, CUresult status, void *userData)`.
+    Callback {
+        f: unsafe extern "C" fn(*mut c_void, u32, *mut c_void),
+        stream: usize,
+        data: usize,
+    },
+}
+
+impl HostFn {
+    /// # Safety
+    /// `f` may be called once with `data`, from any thread, at any later
+    /// time (the contract of `cuLaunchHostFunc`).
+    pub unsafe fn func(f: unsafe extern "C" fn(*mut c_void), data: *mut c_void) -> Self {
+        HostFn::Func {
+            f,
+            data: data.expose_provenance(),
+        }
+    }
+
+    /// # Safety
+    /// `f` may be called once with the stream handle, a status and
+    /// `data`, from any thread, at any later time (the contract of
+    /// `cuStreamAddCallback`).
+    pub unsafe fn callback(
+        f: unsafe extern "C" fn(*mut c_void, u32, *mut c_void),
+        stream: *mut c_void,
+        data: *mut c_void,
+    ) -> Self {
+        HostFn::Callback {
+            f,
+            stream: stream.expose_provenance(),
+            data: data.expose_provenance(),
+        }
+    }
+
+    /// Call it (`status` for a callback: `CUDA_SUCCESS`, or the error that
+    /// ended the stream's work).
+    pub fn call(&self, status: u32) {
+        match *self {
+            // SAFETY: `func`'s contract: callable once with `data`, from
+            // any thread; the queue calls each host function once.
+            HostFn::Func { f, data } => unsafe { f(std::ptr::with_exposed_provenance_mut(data)) },
+            // SAFETY: `callback`'s contract, as above.
+            HostFn::Callback { f, stream, data } => unsafe {
+                f(
+                    std::ptr::with_exposed_provenance_mut(stream),
+                    status,
+                    std::ptr::with_exposed_provenance_mut(data),
+                )
+            },
+        }
     }
 }
 

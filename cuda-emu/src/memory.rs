@@ -27,6 +27,7 @@ use crate::error::*;
 use crate::handles::{CU_STREAM_LEGACY, CU_STREAM_PER_THREAD, LEGACY, device_address_space};
 use crate::host::{HostDst, HostSrc};
 use crate::ops::{Dep, OpKind};
+use crate::stream::SyncTarget;
 
 /// What `cuPointerGetAttribute` knows about an address.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -177,12 +178,16 @@ impl Driver {
     /// now (`CUDA_ERROR_OUT_OF_MEMORY` if the host cannot hold the
     /// staging buffer); from page-locked memory they are read when the
     /// copy runs, as a GPU's copy engine reads them.
-    pub fn copy_htod(&mut self, dst: u64, src: HostSrc, on: On) -> Res<()> {
+    ///
+    /// Returns what the call must still wait for before it returns (a
+    /// synchronous copy from page-locked memory completes first), to be
+    /// passed to [`Driver::sync_to`] through `driver::with_sync`.
+    pub fn copy_htod(&mut self, dst: u64, src: HostSrc, on: On) -> Res<Option<SyncTarget>> {
         let (ctx, key) = self.target(on)?;
         self.check_device(ctx, dst, src.len())?;
         self.check_host(src.addr(), src.len())?;
         if src.is_empty() {
-            return Ok(());
+            return Ok(None);
         }
         let pinned = self.is_pinned(src.addr(), src.len());
         if on == On::Sync {
@@ -194,27 +199,23 @@ impl Driver {
             let data = src.stage().ok_or(CUDA_ERROR_OUT_OF_MEMORY)?;
             OpKind::HtoD { dst, data }
         };
-        self.enqueue(ctx, key, kind, Vec::new());
-        if on == On::Sync && pinned {
-            self.sync_stream(ctx, LEGACY)?;
-        }
-        Ok(())
+        let seq = self.enqueue(ctx, key, kind, Vec::new());
+        Ok((on == On::Sync && pinned).then_some((ctx, key, seq + 1)))
     }
 
-    /// Device → host into `dst` (written when the copy runs).
-    pub fn copy_dtoh(&mut self, dst: HostDst, src: u64, on: On) -> Res<()> {
+    /// Device → host into `dst` (written when the copy runs). Returns what
+    /// the call must still wait for (a synchronous copy, or one into
+    /// pageable memory), as [`Driver::copy_htod`].
+    pub fn copy_dtoh(&mut self, dst: HostDst, src: u64, on: On) -> Res<Option<SyncTarget>> {
         let (ctx, key) = self.target(on)?;
         self.check_device(ctx, src, dst.len())?;
         self.check_host(dst.addr(), dst.len())?;
         if dst.is_empty() {
-            return Ok(());
+            return Ok(None);
         }
         let pinned = self.is_pinned(dst.addr(), dst.len());
-        self.enqueue(ctx, key, OpKind::DtoH { src, dst }, Vec::new());
-        if on == On::Sync || !pinned {
-            self.sync_stream(ctx, key)?;
-        }
-        Ok(())
+        let seq = self.enqueue(ctx, key, OpKind::DtoH { src, dst }, Vec::new());
+        Ok((on == On::Sync || !pinned).then_some((ctx, key, seq + 1)))
     }
 
     /// Device → device within the current context.
@@ -262,7 +263,7 @@ impl Driver {
         src_ctx: u64,
         len: usize,
         on: On,
-    ) -> Res<()> {
+    ) -> Res<Option<SyncTarget>> {
         self.check_ctx(dst_ctx)?;
         self.check_ctx(src_ctx)?;
         self.contexts[&dst_ctx].usable()?;
@@ -297,14 +298,14 @@ impl Driver {
             }
         };
         if len == 0 {
-            return Ok(());
+            return Ok(None);
         }
         let all: Vec<(u64, u64, u64)> = self.contexts[&src_ctx]
             .streams
             .iter()
             .map(|(&k, s)| (src_ctx, k, s.next_seq()))
             .collect();
-        self.run(&all);
+        self.run(&all)?;
         self.contexts[&src_ctx].usable()?;
         let mut data = Vec::new();
         data.try_reserve_exact(len)
@@ -314,11 +315,8 @@ impl Driver {
         sc.sim
             .read(src, &mut data)
             .map_err(|_| CUDA_ERROR_INVALID_VALUE)?;
-        self.enqueue(dst_ctx, key, OpKind::HtoD { dst, data }, deps);
-        if on == On::Sync {
-            self.sync_stream(dst_ctx, LEGACY)?;
-        }
-        Ok(())
+        let seq = self.enqueue(dst_ctx, key, OpKind::HtoD { dst, data }, deps);
+        Ok((on == On::Sync).then_some((dst_ctx, LEGACY, seq + 1)))
     }
 
     /// The allocation holding `ptr`, in any context, or page-locked host
@@ -370,7 +368,7 @@ impl Driver {
     pub fn mem_free_host(&mut self, addr: usize) -> Res<usize> {
         match self.pinned.get(&addr) {
             Some(&(bytes, true)) => {
-                self.run_host_users(addr, bytes);
+                self.run_host_users(addr, bytes)?;
                 self.pinned.remove(&addr);
                 Ok(bytes)
             }
@@ -401,7 +399,7 @@ impl Driver {
     pub fn host_unregister(&mut self, addr: usize) -> Res<()> {
         match self.pinned.get(&addr) {
             Some(&(bytes, false)) => {
-                self.run_host_users(addr, bytes);
+                self.run_host_users(addr, bytes)?;
                 self.pinned.remove(&addr);
                 Ok(())
             }

@@ -6,6 +6,7 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Instant;
 
 use ptxsmith::dsl::params::ArgValue;
@@ -13,7 +14,7 @@ use ptxsmith::runtime::LaunchConfig;
 use ptxsmith::sim::{Program, Sim};
 
 use crate::error::*;
-use crate::host::{HostDst, HostSrc};
+use crate::host::{HostDst, HostFn, HostSrc};
 
 /// `CU_STREAM_NON_BLOCKING`.
 pub const NON_BLOCKING: u32 = 0x1;
@@ -66,6 +67,48 @@ pub enum OpKind {
     },
     /// A `cuStreamWaitEvent`: only its dependency.
     Wait,
+    /// A host function (`cuLaunchHostFunc`, `cuStreamAddCallback`): run
+    /// on a thread of its own when the stream reaches it; the stream's
+    /// later work waits until it has returned.
+    Host(Arc<HostTask>),
+}
+
+/// A queued host function and how far it got.
+#[derive(Debug)]
+pub struct HostTask {
+    pub call: HostFn,
+    state: AtomicU8,
+}
+
+/// [`HostTask`] states.
+const QUEUED: u8 = 0;
+const RUNNING: u8 = 1;
+const DONE: u8 = 2;
+
+impl HostTask {
+    pub fn new(call: HostFn) -> Self {
+        HostTask {
+            call,
+            state: AtomicU8::new(QUEUED),
+        }
+    }
+
+    /// Mark it started; `false` if it already was.
+    pub fn start(&self) -> bool {
+        self.state
+            .compare_exchange(QUEUED, RUNNING, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+
+    /// Mark it returned.
+    pub fn finish(&self) {
+        self.state.store(DONE, Ordering::Release);
+    }
+
+    /// Whether it has returned.
+    pub fn done(&self) -> bool {
+        self.state.load(Ordering::Acquire) == DONE
+    }
 }
 
 impl OpKind {

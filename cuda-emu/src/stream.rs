@@ -23,11 +23,13 @@
 //! operations in the order the program queued them respects all of them.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
-use crate::driver::Driver;
+use crate::driver::{Driver, WAIT_HOST, host_function_returned};
 use crate::error::*;
 use crate::handles::{CU_STREAM_LEGACY, CU_STREAM_PER_THREAD, Kind, LEGACY};
-use crate::ops::{Dep, Event, NON_BLOCKING, Op, OpKind, Stream};
+use crate::host::HostFn;
+use crate::ops::{Dep, Event, HostTask, NON_BLOCKING, Op, OpKind, Stream};
 
 /// Stream priorities: `cuCtxGetStreamPriorityRange` reports
 /// `(least, greatest)` = `(0, -5)`; priorities only order nothing here.
@@ -37,6 +39,24 @@ pub const PRIORITY_RANGE: (i32, i32) = (0, -5);
 const EVENT_FLAGS: u32 = 0x7;
 const EVENT_DISABLE_TIMING: u32 = 0x2;
 const EVENT_INTERPROCESS: u32 = 0x4;
+
+/// What a call queued and must still wait for before it returns: the
+/// first `seq` operations of stream `key` of context `ctx`
+/// ([`Driver::sync_to`], run through `driver::with_sync`).
+pub type SyncTarget = (u64, u64, u64);
+
+/// Start `task` on a thread of its own (without the driver's lock: it may
+/// call the driver); `false` if no thread could be started.
+fn spawn_host_function(task: Arc<HostTask>) -> bool {
+    std::thread::Builder::new()
+        .name("ptxsmith-emu-host-fn".into())
+        .spawn(move || {
+            task.call.call(CUDA_SUCCESS);
+            task.finish();
+            host_function_returned();
+        })
+        .is_ok()
+}
 
 impl Driver {
     /// `cuCtxSynchronize`: run everything queued in the current context.
@@ -48,7 +68,7 @@ impl Driver {
             .into_iter()
             .map(|k| (h, k, self.contexts[&h].streams[&k].next_seq()))
             .collect();
-        self.run(&targets);
+        self.run(&targets)?;
         self.contexts[&h].usable()
     }
 
@@ -93,8 +113,11 @@ impl Driver {
     /// Run the first `seq` operations of each `(ctx, stream, seq)` target
     /// and everything they were ordered after, in queue order; nothing
     /// else. A fault poisons its context (see `Context::poison`); callers
-    /// check the context they care about afterwards.
-    pub fn run(&mut self, targets: &[(u64, u64, u64)]) {
+    /// check the context they care about afterwards. A host function
+    /// reached is started on a thread of its own; until it has returned,
+    /// nothing queued after it runs and the answer is
+    /// `Err(WAIT_HOST)` (see `driver::with_sync`).
+    pub fn run(&mut self, targets: &[(u64, u64, u64)]) -> Res<()> {
         let mut need: HashMap<(u64, u64), u64> = HashMap::new();
         let mut work = targets.to_vec();
         while let Some((c, k, n)) = work.pop() {
@@ -119,6 +142,7 @@ impl Driver {
             }
         }
         let log = self.config.log.clone();
+        let mut blocked = false;
         loop {
             let mut best: Option<(u64, u64, u64)> = None;
             for (&(c, k), &n) in &need {
@@ -132,6 +156,26 @@ impl Driver {
                 }
             }
             let Some((_, c, k)) = best else { break };
+            let host = self.contexts[&c].streams[&k]
+                .queue
+                .front()
+                .and_then(|op| match &op.kind {
+                    OpKind::Host(t) if !t.done() => Some(Arc::clone(t)),
+                    _ => None,
+                });
+            if let Some(task) = host {
+                if task.start() && !spawn_host_function(Arc::clone(&task)) {
+                    let ctx = self.contexts.get_mut(&c).expect("picked above");
+                    ctx.poison(
+                        CUDA_ERROR_OUT_OF_MEMORY,
+                        "no thread could be started for a host function",
+                        log.as_deref(),
+                    );
+                    continue;
+                }
+                blocked = true;
+                break;
+            }
             let ctx = self.contexts.get_mut(&c).expect("picked above");
             let op = ctx
                 .streams
@@ -150,12 +194,13 @@ impl Driver {
             }
         }
         self.collect_streams();
+        if blocked { Err(WAIT_HOST) } else { Ok(()) }
     }
 
     /// Run every queued operation that reads or writes host memory in
     /// `[addr, addr + len)`, and what it waits for (page-locked memory is
     /// about to be freed or unregistered: no copy may touch it later).
-    pub fn run_host_users(&mut self, addr: usize, len: usize) {
+    pub fn run_host_users(&mut self, addr: usize, len: usize) -> Res<()> {
         let mut targets = Vec::new();
         for (&c, ctx) in &self.contexts {
             for (&k, s) in &ctx.streams {
@@ -170,9 +215,7 @@ impl Driver {
                 }
             }
         }
-        if !targets.is_empty() {
-            self.run(&targets);
-        }
+        self.run(&targets)
     }
 
     /// Release destroyed streams whose work has all run.
@@ -196,7 +239,15 @@ impl Driver {
     /// error if it faulted (now or before).
     pub fn sync_stream(&mut self, ctx: u64, key: u64) -> Res<()> {
         let n = self.contexts[&ctx].streams[&key].next_seq;
-        self.run(&[(ctx, key, n)]);
+        self.sync_to((ctx, key, n))
+    }
+
+    /// Run the first `seq` operations of stream `key` of context `ctx`
+    /// (what a call queued before it returned a [`SyncTarget`]); the
+    /// context's sticky error if it faulted.
+    pub fn sync_to(&mut self, (ctx, key, seq): SyncTarget) -> Res<()> {
+        self.check_ctx(ctx)?;
+        self.run(&[(ctx, key, seq)])?;
         self.contexts[&ctx].usable()
     }
 
@@ -256,7 +307,11 @@ impl Driver {
             s.polled = true;
             return Err(CUDA_ERROR_NOT_READY);
         }
-        self.sync_stream(ctx, key)
+        match self.sync_stream(ctx, key) {
+            // A host function is still running: not ready, without waiting.
+            Err(WAIT_HOST) => Err(CUDA_ERROR_NOT_READY),
+            r => r,
+        }
     }
 
     /// `(flags, priority)` of a stream (`cuStreamGetFlags` /
@@ -372,7 +427,7 @@ impl Driver {
     pub fn event_synchronize(&mut self, ev: u64) -> Res<()> {
         let (ctx, rec) = self.event_target(ev)?;
         if let Some((key, seq)) = rec {
-            self.run(&[(ctx, key, seq)]);
+            self.run(&[(ctx, key, seq)])?;
         }
         self.contexts[&ctx].usable()
     }
@@ -391,7 +446,20 @@ impl Driver {
             e.polled = true;
             return Err(CUDA_ERROR_NOT_READY);
         }
-        self.event_synchronize(ev)
+        match self.event_synchronize(ev) {
+            Err(WAIT_HOST) => Err(CUDA_ERROR_NOT_READY),
+            r => r,
+        }
+    }
+
+    /// `cuLaunchHostFunc` / `cuStreamAddCallback`: queue `call` on stream
+    /// `h` of the current context.
+    pub fn launch_host_function(&mut self, h: u64, call: HostFn) -> Res<()> {
+        let (ctx, key) = self.resolve_stream(h, true)?;
+        self.contexts[&ctx].usable()?;
+        let task = Arc::new(HostTask::new(call));
+        self.enqueue(ctx, key, OpKind::Host(task), Vec::new());
+        Ok(())
     }
 
     /// `cuEventElapsedTime`, in milliseconds of host time between the

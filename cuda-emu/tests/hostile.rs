@@ -980,6 +980,25 @@ fn cases<'a>(name: &'a str, e: &'a Env) -> Vec<Case<'a>> {
                 cu::cuLaunchCooperativeKernelMultiDevice(null_mut(), u32::MAX, 0)
             )
         }
+        "cuStreamAddCallback" => {
+            case!(
+                v,
+                "null callback",
+                cu::cuStreamAddCallback(s, None, null_mut(), 0)
+            );
+            case!(
+                v,
+                "flags",
+                cu::cuStreamAddCallback(s, Some(never_called), null_mut(), 1)
+            );
+            for bs in e.bad_streams() {
+                case!(
+                    v,
+                    format!("{bs:?}"),
+                    cu::cuStreamAddCallback(bs, Some(never_called), null_mut(), 0)
+                );
+            }
+        }
         "cuLaunchHostFunc" => {
             case!(
                 v,
@@ -990,7 +1009,7 @@ fn cases<'a>(name: &'a str, e: &'a Env) -> Vec<Case<'a>> {
                 case!(
                     v,
                     format!("{bs:?}"),
-                    cu::cuLaunchHostFunc(bs, None, null_mut())
+                    cu::cuLaunchHostFunc(bs, Some(never_called_fn), null_mut())
                 );
             }
         }
@@ -1128,6 +1147,14 @@ fn cases<'a>(name: &'a str, e: &'a Env) -> Vec<Case<'a>> {
         _ => {}
     }
     v
+}
+
+/// Host functions the hostile calls name (every such call is refused).
+unsafe extern "C" fn never_called(_: *mut c_void, _: CUresult, _: *mut c_void) {
+    std::process::abort();
+}
+unsafe extern "C" fn never_called_fn(_: *mut c_void) {
+    std::process::abort();
 }
 
 /// A code the driver could return for a refused call.

@@ -242,7 +242,9 @@ pub unsafe extern "C" fn cuCtxPopCurrent_v2(pctx: *mut CUcontext) -> CUresult {
 /// No pointer arguments.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuCtxSynchronize() -> CUresult {
-    guard("cuCtxSynchronize", || driver::with(|d| d.ctx_synchronize()))
+    guard("cuCtxSynchronize", || {
+        driver::with_sync(|d| d.ctx_synchronize())
+    })
 }
 
 /// # Safety

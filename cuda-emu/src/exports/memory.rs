@@ -5,7 +5,7 @@ use std::ptr::NonNull;
 
 use oxicuda_driver::ffi::{CUcontext, CUdeviceptr, CUresult, CUstream};
 
-use super::{guard, handle, host_range_ok, put, raw};
+use super::{guard, handle, host_range_ok, put, raw, then_sync};
 use crate::driver;
 use crate::error::*;
 use crate::handles::device_address_space;
@@ -81,12 +81,15 @@ fn htod(name: &str, dst: CUdeviceptr, src: *const c_void, bytes: usize, on: On) 
             // bytes == 0 (host_range_ok refuses a null pointer otherwise)
             None => NonNull::dangling(),
         };
-        // SAFETY: the call's contract: `src` is readable for `bytes` bytes
-        // during the call and, for page-locked memory (whose copy reads it
-        // when it runs), until the copy has run; `cuMemFreeHost` and
-        // `cuMemHostUnregister` run such copies before they return.
-        let src = unsafe { HostSrc::new(p, bytes) };
-        driver::with(|d| d.copy_htod(dst, src, on))
+        then_sync(driver::with_sync(|d| {
+            // SAFETY: the call's contract: `src` is readable for `bytes`
+            // bytes during the call and, for page-locked memory (whose copy
+            // reads it when it runs), until the copy has run;
+            // `cuMemFreeHost` and `cuMemHostUnregister` run such copies
+            // before they return.
+            let src = unsafe { HostSrc::new(p, bytes) };
+            d.copy_htod(dst, src, on)
+        }))
     })
 }
 
@@ -130,9 +133,11 @@ unsafe fn dtoh(name: &str, dst: *mut c_void, src: CUdeviceptr, bytes: usize, on:
             // source is still checked.
             return driver::with(|d| d.copy_dtod(src, src, 0, on));
         };
-        // SAFETY: the caller's contract, passed on to the queued copy.
-        let dst = unsafe { HostDst::new(p, bytes) };
-        driver::with(|d| d.copy_dtoh(dst, src, on))
+        then_sync(driver::with_sync(|d| {
+            // SAFETY: the caller's contract, passed on to the queued copy.
+            let dst = unsafe { HostDst::new(p, bytes) };
+            d.copy_dtoh(dst, src, on)
+        }))
     })
 }
 
@@ -382,7 +387,7 @@ pub unsafe extern "C" fn cuMemHostAlloc(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuMemFreeHost(p: *mut c_void) -> CUresult {
     guard("cuMemFreeHost", || {
-        let bytes = driver::with(|d| d.mem_free_host(p as usize))?;
+        let bytes = driver::with_sync(|d| d.mem_free_host(p as usize))?;
         let p = NonNull::new(p.cast::<u8>()).ok_or(CUDA_ERROR_INVALID_VALUE)?;
         // SAFETY: allocated by `pinned_alloc(bytes)` (it was in the table,
         // now removed, so freed once); the caller's contract for queued work.
@@ -416,7 +421,7 @@ pub unsafe extern "C" fn cuMemHostRegister_v2(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuMemHostUnregister(p: *mut c_void) -> CUresult {
     guard("cuMemHostUnregister", || {
-        driver::with(|d| d.host_unregister(p as usize))
+        driver::with_sync(|d| d.host_unregister(p as usize))
     })
 }
 
@@ -471,7 +476,9 @@ pub unsafe extern "C" fn cuMemcpyPeer(
     bytes: usize,
 ) -> CUresult {
     guard("cuMemcpyPeer", || {
-        driver::with(|d| d.copy_peer(dst, raw(dst_ctx.0), src, raw(src_ctx.0), bytes, On::Sync))
+        then_sync(driver::with_sync(|d| {
+            d.copy_peer(dst, raw(dst_ctx.0), src, raw(src_ctx.0), bytes, On::Sync)
+        }))
     })
 }
 
@@ -488,6 +495,8 @@ pub unsafe extern "C" fn cuMemcpyPeerAsync(
 ) -> CUresult {
     guard("cuMemcpyPeerAsync", || {
         let on = On::Stream(raw(stream.0));
-        driver::with(|d| d.copy_peer(dst, raw(dst_ctx.0), src, raw(src_ctx.0), bytes, on))
+        then_sync(driver::with_sync(|d| {
+            d.copy_peer(dst, raw(dst_ctx.0), src, raw(src_ctx.0), bytes, on)
+        }))
     })
 }

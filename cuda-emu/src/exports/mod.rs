@@ -62,6 +62,15 @@ pub(crate) fn guard(name: &str, f: impl FnOnce() -> Res<()>) -> CUresult {
     code
 }
 
+/// Finish a call that queued work it must wait for: run it (through
+/// `with_sync`, so that host functions it waits for run without the lock).
+pub(crate) fn then_sync(queued: Res<Option<crate::stream::SyncTarget>>) -> Res<()> {
+    match queued? {
+        Some(t) => crate::driver::with_sync(|d| d.sync_to(t)),
+        None => Ok(()),
+    }
+}
+
 /// A handle's value.
 pub(crate) fn raw(p: *mut c_void) -> u64 {
     p as usize as u64

@@ -242,6 +242,7 @@ pub fn symbols() -> &'static [Symbol] {
             cuStreamGetCtx,
             cuStreamBeginCapture_v2,
             cuStreamIsCapturing,
+            cuStreamAddCallback,
             cuEventCreate,
             cuEventDestroy_v2,
             cuEventRecord,

@@ -103,19 +103,6 @@ pub unsafe extern "C" fn cuLaunchCooperativeKernelMultiDevice(
     unsupported("cuLaunchCooperativeKernelMultiDevice")
 }
 
-/// Host callbacks in stream order.
-///
-/// # Safety
-/// No memory is touched.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuLaunchHostFunc(
-    _s: CUstream,
-    _f: Option<unsafe extern "C" fn(*mut c_void)>,
-    _data: *mut c_void,
-) -> CUresult {
-    unsupported("cuLaunchHostFunc")
-}
-
 /// Stream capture (CUDA graphs).
 ///
 /// # Safety
