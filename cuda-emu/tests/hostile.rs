@@ -187,7 +187,8 @@ macro_rules! case {
 #[allow(unused_unsafe)]
 fn cases<'a>(name: &'a str, e: &'a Env) -> Vec<Case<'a>> {
     let mut v: Vec<Case<'a>> = Vec::new();
-    // A writable 32-byte buffer for out-pointers (leaked: calls keep it).
+    // A writable 32-byte buffer for out-pointers (leaked, as every buffer
+    // below: the calls run after this function returned).
     let base = Box::leak(Box::new([0u64; 4])).as_mut_ptr() as usize;
     let out = move || base as *mut u64;
     // Misaligned: one byte into it.
@@ -689,6 +690,26 @@ fn cases<'a>(name: &'a str, e: &'a Env) -> Vec<Case<'a>> {
                 );
             }
         }
+        "cuPointerGetAttributes" => {
+            let attrs = Box::leak(Box::new([2u32, 999]));
+            let slots: &mut [*mut c_void; 2] = Box::leak(Box::new([out().cast(), out().cast()]));
+            let (a, sl) = (attrs.as_ptr() as usize, slots.as_mut_ptr() as usize);
+            case!(
+                v,
+                "null arrays",
+                cu::cuPointerGetAttributes(1, null(), null_mut(), p)
+            );
+            case!(
+                v,
+                "zero count",
+                cu::cuPointerGetAttributes(0, a as *const u32, sl as *mut _, p)
+            );
+            case!(
+                v,
+                "attribute 999",
+                cu::cuPointerGetAttributes(2, a as *const u32, sl as *mut _, p)
+            );
+        }
         "cuMemAllocManaged" => case!(v, "huge", cu::cuMemAllocManaged(null_mut(), HUGE, 0)),
         "cuMemAdvise" => case!(v, "freed", cu::cuMemAdvise(e.p_freed, HUGE, 99, -1)),
         "cuMemPrefetchAsync" => {
@@ -772,8 +793,8 @@ fn cases<'a>(name: &'a str, e: &'a Env) -> Vec<Case<'a>> {
                     null_mut()
                 )
             );
-            let mut opts = [999u32; 1];
-            let mut vals = [null_mut(); 1];
+            let opts = Box::leak(Box::new([999u32; 1]));
+            let vals: &mut [*mut c_void; 1] = Box::leak(Box::new([null_mut(); 1]));
             let (o, va) = (opts.as_mut_ptr(), vals.as_mut_ptr());
             case!(
                 v,
@@ -941,8 +962,8 @@ fn cases<'a>(name: &'a str, e: &'a Env) -> Vec<Case<'a>> {
             }
         }
         "cuLaunchKernel" | "cuLaunchCooperativeKernel" => {
-            let mut slot = [0u64; 1];
-            let mut params = [slot.as_mut_ptr().cast::<c_void>(); 3];
+            let slot = Box::leak(Box::new([0u64; 1]));
+            let params = Box::leak(Box::new([slot.as_mut_ptr().cast::<c_void>(); 3]));
             let pp = params.as_mut_ptr();
             let g = move |bf: CUfunction,
                           grid: u32,
@@ -971,7 +992,6 @@ fn cases<'a>(name: &'a str, e: &'a Env) -> Vec<Case<'a>> {
                 case!(v, format!("{bs:?}"), g(f, 1, 32, bs, pp));
             }
             case!(v, "foreign function", g(e.f_foreign, 1, 32, s, pp));
-            let _ = (slot, params);
         }
         "cuLaunchCooperativeKernelMultiDevice" => {
             case!(

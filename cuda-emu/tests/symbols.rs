@@ -418,3 +418,64 @@ fn a_peer_copy_on_the_default_stream_is_accepted() {
     ok(ctx_sync());
     assert_eq!(read_u32(pb, 4), [1, 2, 3, 4]);
 }
+
+#[test]
+fn pointer_attributes_at_once_and_null_values_for_unknown_addresses() {
+    let c = TestCtx::new();
+    let p = alloc(300);
+    let (mut ctx, mut kind, mut base, mut size, mut ordinal) =
+        (CUcontext::default(), 0u32, 0u64, 0usize, -5i32);
+    let attrs = [1u32, 2, 11, 12, 9];
+    let mut data: [*mut c_void; 5] = [
+        (&raw mut ctx).cast(),
+        (&raw mut kind).cast(),
+        (&raw mut base).cast(),
+        (&raw mut size).cast(),
+        (&raw mut ordinal).cast(),
+    ];
+    // SAFETY: five attributes, each with a buffer of its type.
+    unsafe {
+        ok(cu::cuPointerGetAttributes(
+            5,
+            attrs.as_ptr(),
+            data.as_mut_ptr(),
+            p + 17,
+        ));
+        assert_eq!((ctx, kind, base, size, ordinal), (c.0, 2, p, 300, 0));
+        // An address the driver does not know: no error, null values.
+        ok(cu::cuPointerGetAttributes(
+            5,
+            attrs.as_ptr(),
+            data.as_mut_ptr(),
+            0x1000,
+        ));
+        assert_eq!(
+            (ctx, kind, base, size, ordinal),
+            (CUcontext::default(), 0, 0, 0, -1)
+        );
+        // ... where the single-attribute form refuses it.
+        is(
+            cu::cuPointerGetAttribute(data[1], 2, 0x1000),
+            CUDA_ERROR_INVALID_VALUE,
+        );
+        // Attributes not answered, null arrays, a null slot: refused, and
+        // nothing written.
+        kind = 77;
+        let other = [2u32, 5];
+        is(
+            cu::cuPointerGetAttributes(2, other.as_ptr(), data[1..].as_mut_ptr(), p),
+            CUDA_ERROR_INVALID_VALUE,
+        );
+        assert_eq!(kind, 77);
+        is(
+            cu::cuPointerGetAttributes(1, null(), data.as_mut_ptr(), p),
+            CUDA_ERROR_INVALID_VALUE,
+        );
+        let mut holes: [*mut c_void; 2] = [data[1], null_mut()];
+        is(
+            cu::cuPointerGetAttributes(2, [2u32, 2].as_ptr(), holes.as_mut_ptr(), p),
+            CUDA_ERROR_INVALID_VALUE,
+        );
+        assert_eq!(kind, 77);
+    }
+}

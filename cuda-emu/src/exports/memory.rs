@@ -425,10 +425,69 @@ pub unsafe extern "C" fn cuMemHostUnregister(p: *mut c_void) -> CUresult {
     })
 }
 
-/// `CU_POINTER_ATTRIBUTE_*`: CONTEXT (1), MEMORY_TYPE (2), DEVICE_POINTER
-/// (3), HOST_POINTER (4, page-locked host memory), BUFFER_ID (7),
-/// IS_MANAGED (8, always 0), DEVICE_ORDINAL (9), RANGE_START_ADDR (11),
-/// RANGE_SIZE (12).
+/// The `CU_POINTER_ATTRIBUTE_*` values the emulator answers: CONTEXT (1),
+/// MEMORY_TYPE (2), DEVICE_POINTER (3), HOST_POINTER (4, page-locked host
+/// memory), BUFFER_ID (7), IS_MANAGED (8, always 0), DEVICE_ORDINAL (9),
+/// RANGE_START_ADDR (11), RANGE_SIZE (12).
+const POINTER_ATTRIBUTES: [u32; 9] = [1, 2, 3, 4, 7, 8, 9, 11, 12];
+
+/// Write attribute `attribute` of `ptr` (found as `p`, or `None`: unknown
+/// to the driver, the null values `cuPointerGetAttributes` gives) to
+/// `data`. `Err(INVALID_VALUE)` for an attribute that does not apply (the
+/// host pointer of device memory, the ordinal of host memory), with
+/// `strict` (`cuPointerGetAttribute`); without it, the null value.
+///
+/// # Safety
+/// `data` is null (refused) or valid for a write of the attribute's type.
+unsafe fn write_pointer_attribute(
+    data: *mut c_void,
+    attribute: u32,
+    ptr: CUdeviceptr,
+    p: Option<crate::memory::PointerInfo>,
+    strict: bool,
+) -> Res<()> {
+    if !POINTER_ATTRIBUTES.contains(&attribute) {
+        return Err(CUDA_ERROR_INVALID_VALUE);
+    }
+    let Some(p) = p else {
+        if strict {
+            return Err(CUDA_ERROR_INVALID_VALUE);
+        }
+        // SAFETY: each arm writes the type the attribute documents.
+        return unsafe {
+            match attribute {
+                1 => put(data.cast::<CUcontext>(), CUcontext::default()),
+                2 => put(data.cast::<u32>(), 0),
+                3 | 7 | 11 => put(data.cast::<u64>(), 0),
+                4 => put(data.cast::<*mut c_void>(), std::ptr::null_mut()),
+                8 => put(data.cast::<u32>(), 0),
+                9 => put(data.cast::<i32>(), -1),
+                _ => put(data.cast::<usize>(), 0),
+            }
+        };
+    };
+    // SAFETY: each arm writes the type the attribute documents, to the
+    // caller's buffer of that type.
+    unsafe {
+        match attribute {
+            1 => put(data.cast::<CUcontext>(), CUcontext(handle(p.ctx))),
+            2 => put(data.cast::<u32>(), if p.device { 2 } else { 1 }),
+            3 => put(data.cast::<CUdeviceptr>(), ptr),
+            4 if !p.device => put(data.cast::<*mut c_void>(), ptr as usize as *mut c_void),
+            4 if !strict => put(data.cast::<*mut c_void>(), std::ptr::null_mut()),
+            7 => put(data.cast::<u64>(), p.base),
+            8 => put(data.cast::<u32>(), 0),
+            9 if p.device => put(data.cast::<i32>(), p.ordinal),
+            9 if !strict => put(data.cast::<i32>(), -1),
+            11 => put(data.cast::<CUdeviceptr>(), p.base),
+            12 => put(data.cast::<usize>(), p.size),
+            _ => Err(CUDA_ERROR_INVALID_VALUE),
+        }
+    }
+}
+
+/// `cuPointerGetAttribute`: one of `POINTER_ATTRIBUTES` of an address
+/// the driver knows (`CUDA_ERROR_INVALID_VALUE` otherwise).
 ///
 /// # Safety
 /// `data` is null or valid for a write of the attribute's type.
@@ -443,25 +502,53 @@ pub unsafe extern "C" fn cuPointerGetAttribute(
         if data.is_null() {
             return Err(CUDA_ERROR_INVALID_VALUE);
         }
-        let Some(p) = found else {
+        // SAFETY: the caller's contract for `data`.
+        unsafe { write_pointer_attribute(data, attribute, ptr, found, true) }
+    })
+}
+
+/// `cuPointerGetAttributes`: `n` attributes at once, each into its
+/// `data[i]`. Unlike `cuPointerGetAttribute`, an address the driver does
+/// not know is no error: its attributes get null values (context null,
+/// memory type 0, addresses and sizes 0, ordinal -1). An attribute the
+/// emulator does not answer (P2P tokens, sync memops, mapping and pool
+/// attributes: not in `POINTER_ATTRIBUTES`), a null array or a null
+/// `data[i]` is `CUDA_ERROR_INVALID_VALUE`, with nothing written.
+///
+/// # Safety
+/// `attributes` and `data` are null or hold `n` elements; each `data[i]`
+/// is null or valid for a write of its attribute's type.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuPointerGetAttributes(
+    n: u32,
+    attributes: *const u32,
+    data: *mut *mut c_void,
+    ptr: CUdeviceptr,
+) -> CUresult {
+    guard("cuPointerGetAttributes", || {
+        let found = driver::with(|d| Ok(d.find_pointer(ptr)))?;
+        if n == 0 || attributes.is_null() || data.is_null() {
             return Err(CUDA_ERROR_INVALID_VALUE);
-        };
-        // SAFETY: each arm writes the type the attribute documents, to the
-        // caller's buffer of that type.
-        unsafe {
-            match attribute {
-                1 => put(data.cast::<CUcontext>(), CUcontext(handle(p.ctx))),
-                2 => put(data.cast::<u32>(), if p.device { 2 } else { 1 }),
-                3 => put(data.cast::<CUdeviceptr>(), ptr),
-                4 if !p.device => put(data.cast::<*mut c_void>(), ptr as usize as *mut c_void),
-                7 => put(data.cast::<u64>(), p.base),
-                8 => put(data.cast::<u32>(), 0),
-                9 if p.device => put(data.cast::<i32>(), p.ordinal),
-                11 => put(data.cast::<CUdeviceptr>(), p.base),
-                12 => put(data.cast::<usize>(), p.size),
-                _ => Err(CUDA_ERROR_INVALID_VALUE),
-            }
         }
+        let mut wanted = Vec::new();
+        for i in 0..n as usize {
+            // SAFETY: both arrays hold `n` elements (the caller's contract).
+            let (a, d) = unsafe {
+                (
+                    attributes.add(i).read_unaligned(),
+                    data.add(i).read_unaligned(),
+                )
+            };
+            if !POINTER_ATTRIBUTES.contains(&a) || d.is_null() {
+                return Err(CUDA_ERROR_INVALID_VALUE);
+            }
+            wanted.push((a, d));
+        }
+        for (a, d) in wanted {
+            // SAFETY: the caller's contract for each `data[i]`.
+            unsafe { write_pointer_attribute(d, a, ptr, found, false)? };
+        }
+        Ok(())
     })
 }
 

@@ -212,6 +212,7 @@ pub fn symbols() -> &'static [Symbol] {
             cuMemHostUnregister,
             cuMemHostGetDevicePointer_v2,
             cuPointerGetAttribute,
+            cuPointerGetAttributes,
             cuMemAllocManaged,
             cuMemAdvise,
             cuMemPrefetchAsync,
