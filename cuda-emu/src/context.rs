@@ -185,6 +185,10 @@ impl Context {
                 }
                 Ok(())
             }
+            OpKind::Free { ptr } => c
+                .sim
+                .free(ptr)
+                .map_err(|e| (CUDA_ERROR_ILLEGAL_ADDRESS, format!("cuMemFreeAsync: {e}"))),
             // Run (and returned) before the queue let it go.
             OpKind::Wait | OpKind::Host(_) => Ok(()),
         }

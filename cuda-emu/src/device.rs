@@ -90,8 +90,12 @@ pub fn attribute(d: &DeviceSpec, ordinal: usize, attr: i32) -> Res<i32> {
         106 => i64::from(info.max_ctas_per_sm),
         107..=110 => 0,
         111 => i64::from(info.reserved_smem_per_cta),
-        // Everything newer: sparse arrays, memory pools, RDMA, clusters,
-        // tensor maps, multicast, NUMA, MPS: not emulated.
+        // MEMORY_POOLS_SUPPORTED: stream-ordered allocation
+        // (cuMemAllocAsync/cuMemFreeAsync on the device's default pool; the
+        // cuMemPool* calls themselves are absent).
+        115 => 1,
+        // Everything else newer: sparse arrays, pool handle types, RDMA,
+        // clusters, tensor maps, multicast, NUMA, MPS: not emulated.
         112..=134 => 0,
         // Texture/surface limits and other pre-Volta attributes.
         21..=30 | 32 | 35 | 42..=49 | 51..=74 | 77 => 0,

@@ -152,6 +152,39 @@ impl Driver {
         Ok(())
     }
 
+    /// `cuMemAllocAsync`: stream-ordered allocation on `stream` (of the
+    /// current context). The memory is allocated at the call, so it is
+    /// usable before the stream reaches the allocation (looser than the
+    /// driver, which only promises it from there on). 0 bytes give the
+    /// address 0 (what cudarc's empty slices ask for).
+    pub fn mem_alloc_async(&mut self, bytes: usize, stream: u64) -> Res<u64> {
+        self.target(On::Stream(stream))?;
+        if bytes == 0 {
+            return Ok(0);
+        }
+        self.mem_alloc(bytes)
+    }
+
+    /// `cuMemFreeAsync`: the allocation at `ptr` (of the current context,
+    /// made by either `cuMemAlloc` or `cuMemAllocAsync`) is gone for every
+    /// call from now on (a later copy or free is refused), and its memory
+    /// is released when `stream` reaches the free: work queued before it
+    /// still uses it; work that runs later (later on the stream, or an
+    /// unordered stream) faults. 0 is accepted and does nothing.
+    pub fn mem_free_async(&mut self, ptr: u64, stream: u64) -> Res<()> {
+        let (ctx, key) = self.target(On::Stream(stream))?;
+        if ptr == 0 {
+            return Ok(());
+        }
+        let c = self.contexts.get_mut(&ctx).expect("resolved");
+        let size = c.allocs.remove(&ptr).ok_or(CUDA_ERROR_INVALID_VALUE)?;
+        let dev = c.device;
+        let d = &mut self.devices[dev];
+        d.used = d.used.saturating_sub(alloc_charge(size));
+        self.enqueue(ctx, key, OpKind::Free { ptr }, Vec::new());
+        Ok(())
+    }
+
     /// `cuMemGetInfo`: `(free, total)` of the current context's device.
     pub fn mem_info(&mut self) -> Res<(usize, usize)> {
         let dev = self.current_ctx()?.device;

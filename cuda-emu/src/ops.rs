@@ -65,6 +65,10 @@ pub enum OpKind {
         event: u64,
         recording: u64,
     },
+    /// `cuMemFreeAsync`: the simulator's memory at `ptr` is released.
+    Free {
+        ptr: u64,
+    },
     /// A `cuStreamWaitEvent`: only its dependency.
     Wait,
     /// A host function (`cuLaunchHostFunc`, `cuStreamAddCallback`): run

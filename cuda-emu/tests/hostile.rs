@@ -466,6 +466,31 @@ fn cases<'a>(name: &'a str, e: &'a Env) -> Vec<Case<'a>> {
                 case!(v, format!("{n} bytes"), cu::cuMemAlloc_v2(mis().cast(), n));
             }
         }
+        "cuMemAllocAsync" => {
+            case!(v, "null", cu::cuMemAllocAsync(null_mut(), 16, s));
+            for n in [HUGE, usize::MAX] {
+                case!(
+                    v,
+                    format!("{n} bytes"),
+                    cu::cuMemAllocAsync(mis().cast(), n, s)
+                );
+            }
+            for bs in e.bad_streams() {
+                case!(
+                    v,
+                    format!("{bs:?}"),
+                    cu::cuMemAllocAsync(out().cast(), 16, bs)
+                );
+            }
+        }
+        "cuMemFreeAsync" => {
+            for a in e.bad_ptrs() {
+                case!(v, format!("{a:#x}"), cu::cuMemFreeAsync(a, s));
+            }
+            for bs in e.bad_streams() {
+                case!(v, format!("{bs:?}"), cu::cuMemFreeAsync(p, bs));
+            }
+        }
         "cuMemFree_v2" => {
             for a in e.bad_ptrs() {
                 case!(v, format!("{a:#x}"), cu::cuMemFree_v2(a));

@@ -33,6 +33,37 @@ pub unsafe extern "C" fn cuMemFree_v2(dptr: CUdeviceptr) -> CUresult {
     guard("cuMemFree_v2", || driver::with(|d| d.mem_free(dptr)))
 }
 
+/// `cuMemAllocAsync` (see `Driver::mem_alloc_async`).
+///
+/// # Safety
+/// `dptr` is null or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemAllocAsync(
+    dptr: *mut CUdeviceptr,
+    bytes: usize,
+    stream: CUstream,
+) -> CUresult {
+    guard("cuMemAllocAsync", || {
+        if dptr.is_null() {
+            return Err(CUDA_ERROR_INVALID_VALUE);
+        }
+        let a = driver::with(|d| d.mem_alloc_async(bytes, raw(stream.0)))?;
+        // SAFETY: the caller's contract for `dptr`.
+        unsafe { put(dptr, a) }
+    })
+}
+
+/// `cuMemFreeAsync` (see `Driver::mem_free_async`).
+///
+/// # Safety
+/// No pointer arguments (a device address is a value).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemFreeAsync(dptr: CUdeviceptr, stream: CUstream) -> CUresult {
+    guard("cuMemFreeAsync", || {
+        driver::with(|d| d.mem_free_async(dptr, raw(stream.0)))
+    })
+}
+
 /// # Safety
 /// `free` and `total` are null or valid for a write.
 #[unsafe(no_mangle)]

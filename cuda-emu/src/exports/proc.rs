@@ -187,6 +187,8 @@ pub fn symbols() -> &'static [Symbol] {
             cuCtxDisablePeerAccess,
             cuMemAlloc_v2,
             cuMemFree_v2,
+            cuMemAllocAsync,
+            cuMemFreeAsync,
             cuMemGetInfo_v2,
             cuMemGetAddressRange_v2,
             cuMemcpyHtoD_v2,
