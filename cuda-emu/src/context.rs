@@ -42,7 +42,7 @@ pub struct Context {
     pub range: (u64, u64),
     /// Live allocations: address → size asked for.
     pub allocs: BTreeMap<u64, u64>,
-    /// Streams by handle; the legacy default stream under [`LEGACY`].
+    /// Streams by handle; the legacy default stream under [`LEGACY`](crate::handles::LEGACY).
     pub streams: HashMap<u64, Stream>,
     pub events: HashMap<u64, Event>,
     pub modules: HashMap<u64, Module>,

@@ -137,7 +137,7 @@ macro_rules! symbols {
     };
 }
 
-/// Every exported entry point (`tests/hostile.rs` checks the list against
+/// Every exported entry point (`tests/hostile/` checks the list against
 /// the exports in the sources).
 pub fn symbols() -> &'static [Symbol] {
     static TABLE: OnceLock<Vec<Symbol>> = OnceLock::new();
