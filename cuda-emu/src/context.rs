@@ -6,12 +6,15 @@
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 
-use ptxsmith::sim::{Sim, SimOptions};
+use std::time::Instant;
 
-use crate::driver::{CONTEXT_SPAN_SHIFT, DEVICE_SPAN_SHIFT, Driver, Kind};
+use ptxsmith::sim::{Sim, SimError};
+
 use crate::error::*;
-use crate::module::{Function, Module};
-use crate::stream::{Event, LEGACY, Stream};
+use crate::handles::{CONTEXT_SPAN_SHIFT, DEVICE_SPAN_SHIFT};
+use crate::host::CHUNK;
+use crate::jit::{Function, Module};
+use crate::ops::{Event, OpKind, Stream};
 
 /// `CU_CTX_SCHED_MASK | CU_CTX_MAP_HOST | CU_CTX_LMEM_RESIZE_TO_MAX |
 /// CU_CTX_COREDUMP_ENABLE | CU_CTX_USER_COREDUMP_ENABLE | CU_CTX_SYNC_MEMOPS`:
@@ -22,7 +25,7 @@ const SCHED_MASK: u32 = 0x07;
 
 /// Address slices per device (a context's slice is reused after this many
 /// contexts were created on its device).
-const SLICES: u64 = 1 << (DEVICE_SPAN_SHIFT - CONTEXT_SPAN_SHIFT);
+pub const SLICES: u64 = 1 << (DEVICE_SPAN_SHIFT - CONTEXT_SPAN_SHIFT);
 
 /// One live context.
 pub struct Context {
@@ -39,7 +42,7 @@ pub struct Context {
     pub range: (u64, u64),
     /// Live allocations: address → size asked for.
     pub allocs: BTreeMap<u64, u64>,
-    /// Streams by handle; the legacy default stream under [`LEGACY`].
+    /// Streams by handle; the legacy default stream under [`LEGACY`](crate::handles::LEGACY).
     pub streams: HashMap<u64, Stream>,
     pub events: HashMap<u64, Event>,
     pub modules: HashMap<u64, Module>,
@@ -97,180 +100,103 @@ pub fn report(msg: &str, log: Option<&std::path::Path>) {
     let _ = std::io::stderr().write_all(msg.as_bytes());
 }
 
-fn check_flags(flags: u32) -> Res<()> {
+pub fn check_flags(flags: u32) -> Res<()> {
     if flags & !CTX_FLAGS_MASK != 0 || (flags & SCHED_MASK).count_ones() > 1 {
         return Err(CUDA_ERROR_INVALID_VALUE);
     }
     Ok(())
 }
 
-impl Driver {
-    /// Make a new context on device `dev` under handle `handle`.
-    fn make_context(&mut self, dev: usize, handle: u64, primary: bool, flags: u32) -> Res<()> {
-        let d = &mut self.devices[dev];
-        let instance = d.instances;
-        d.instances += 1;
-        let start =
-            ((dev as u64 + 1) << DEVICE_SPAN_SHIFT) + ((instance % SLICES) << CONTEXT_SPAN_SHIFT);
-        let mut sim = Sim::new(d.spec.sm);
-        sim.set_global_base(start).map_err(|_| CUDA_ERROR_UNKNOWN)?;
-        sim.set_options(SimOptions {
-            checks: self.config.checks,
-            max_instructions: self.config.max_instructions,
-            approx: self.config.approx,
-            // PTXSMITH_SIM_THREADS, else every core
-            ..SimOptions::default()
-        });
-        let mut streams = HashMap::new();
-        streams.insert(LEGACY, Stream::new(0, 0));
-        self.contexts.insert(
-            handle,
-            Context {
-                handle,
-                device: dev,
-                primary,
-                flags,
-                instance,
-                sim,
-                range: (start, start + (1 << CONTEXT_SPAN_SHIFT)),
-                allocs: BTreeMap::new(),
-                streams,
-                events: HashMap::new(),
-                modules: HashMap::new(),
-                functions: HashMap::new(),
-                sticky: if primary {
-                    self.devices[dev].fault
+impl Context {
+    /// Whether the work event `e` captured has run (or it was never
+    /// recorded).
+    pub fn event_done(&self, e: &Event) -> bool {
+        match e.recorded {
+            None => true,
+            Some((k, seq)) => self.streams.get(&k).is_none_or(|s| s.done_seq >= seq),
+        }
+    }
+}
+
+impl Context {
+    /// Perform one queued operation on this context (its simulator, its
+    /// events). `Err` is a device fault: its code and the finding's text.
+    pub fn perform_op(&mut self, kind: OpKind) -> Result<(), (CUresult, String)> {
+        let c = self;
+        let mem = |what: &str, e: SimError| (CUDA_ERROR_ILLEGAL_ADDRESS, format!("{what}: {e}"));
+        match kind {
+            OpKind::Launch(op) => op.run_on_sim(&mut c.sim),
+            OpKind::HtoD { dst, data } => c
+                .sim
+                .write(dst, &data)
+                .map_err(|e| mem("host → device copy", e)),
+            OpKind::HtoDPinned { dst, src } => {
+                let mut buf = vec![0u8; src.len().min(CHUNK)];
+                for off in (0..src.len()).step_by(CHUNK) {
+                    let n = CHUNK.min(src.len() - off);
+                    src.read_at(off, &mut buf[..n]);
+                    c.sim
+                        .write(dst + off as u64, &buf[..n])
+                        .map_err(|e| mem("host → device copy", e))?;
+                }
+                Ok(())
+            }
+            OpKind::DtoH { src, dst } => {
+                let mut buf = vec![0u8; dst.len().min(CHUNK)];
+                for off in (0..dst.len()).step_by(CHUNK) {
+                    let n = CHUNK.min(dst.len() - off);
+                    c.sim
+                        .read(src + off as u64, &mut buf[..n])
+                        .map_err(|e| mem("device → host copy", e))?;
+                    dst.write_at(off, &buf[..n]);
+                }
+                Ok(())
+            }
+            OpKind::DtoD { dst, src, len } => c
+                .sim
+                .copy_within(dst, src, len)
+                .map_err(|e| mem("device → device copy", e)),
+            OpKind::Memset {
+                dst,
+                value,
+                elem,
+                count,
+            } => {
+                let r = if value == 0 {
+                    c.sim.fill_zero(dst, elem * count)
                 } else {
-                    None
-                },
-                limits: HashMap::new(),
-            },
-        );
-        Ok(())
-    }
-
-    /// Drop context `h` and everything in it (memory, queued work, streams,
-    /// events, modules).
-    fn drop_context(&mut self, h: u64) {
-        if let Some(c) = self.contexts.remove(&h) {
-            let bytes: u64 = c.allocs.values().map(|&b| alloc_charge(b)).sum();
-            let d = &mut self.devices[c.device];
-            d.used = d.used.saturating_sub(bytes);
+                    // In pieces of at most CHUNK bytes, so that no host
+                    // buffer of the fill's full size is needed.
+                    let per = CHUNK / elem;
+                    let unit = &value.to_le_bytes()[..elem];
+                    let piece = unit.repeat(per.min(count));
+                    (0..count).step_by(per).try_for_each(|first| {
+                        let n = per.min(count - first);
+                        c.sim.write(dst + (first * elem) as u64, &piece[..n * elem])
+                    })
+                };
+                r.map_err(|e| mem("memset", e))
+            }
+            OpKind::Record { event, recording } => {
+                if let Some(e) = c.events.get_mut(&event)
+                    && e.recording == recording
+                {
+                    e.time = Some(Instant::now());
+                }
+                Ok(())
+            }
+            OpKind::Free { ptr } => c
+                .sim
+                .free(ptr)
+                .map_err(|e| (CUDA_ERROR_ILLEGAL_ADDRESS, format!("cuMemFreeAsync: {e}"))),
+            // Run (and returned) before the queue let it go.
+            OpKind::Wait | OpKind::Host(_) => Ok(()),
         }
-        self.forget_objects(h);
-    }
-
-    /// `cuDevicePrimaryCtxRetain`.
-    pub fn primary_retain(&mut self, dev: i32) -> Res<u64> {
-        let d = self.device(dev)?;
-        if let Some(code) = d.fault {
-            return Err(code);
-        }
-        let (h, flags) = (d.primary, d.primary_flags);
-        if !self.contexts.contains_key(&h) {
-            self.make_context(dev as usize, h, true, flags)?;
-        }
-        self.devices[dev as usize].primary_refs += 1;
-        Ok(h)
-    }
-
-    /// `cuDevicePrimaryCtxRelease`: at zero references the context is
-    /// destroyed (CUDA 11+ semantics).
-    pub fn primary_release(&mut self, dev: i32) -> Res<()> {
-        let d = self.device(dev)?;
-        let h = d.primary;
-        if d.primary_refs == 0 {
-            return Err(CUDA_ERROR_INVALID_CONTEXT);
-        }
-        let d = &mut self.devices[dev as usize];
-        d.primary_refs -= 1;
-        if d.primary_refs == 0 {
-            self.drop_context(h);
-        }
-        Ok(())
-    }
-
-    /// `cuDevicePrimaryCtxReset`: destroy every allocation and object of
-    /// the primary context. It succeeds after a device fault too, but does
-    /// not clear it (see [`Device::fault`](crate::driver::Device::fault)):
-    /// the replacement context starts poisoned. Resetting does not
-    /// release: while references remain, a fresh context (no objects, a new
-    /// address range, so old pointers fault) takes its place under the same
-    /// handle; without references it stays inactive until retained.
-    pub fn primary_reset(&mut self, dev: i32) -> Res<()> {
-        let h = self.device(dev)?.primary;
-        self.drop_context(h);
-        let d = &mut self.devices[dev as usize];
-        if d.primary_refs > 0 {
-            let flags = d.primary_flags;
-            self.make_context(dev as usize, h, true, flags)?;
-        }
-        Ok(())
-    }
-
-    /// `cuDevicePrimaryCtxSetFlags`.
-    pub fn primary_set_flags(&mut self, dev: i32, flags: u32) -> Res<()> {
-        self.device(dev)?;
-        check_flags(flags)?;
-        let d = &mut self.devices[dev as usize];
-        d.primary_flags = flags;
-        if let Some(c) = self.contexts.get_mut(&d.primary) {
-            c.flags = flags;
-        }
-        Ok(())
-    }
-
-    /// `cuDevicePrimaryCtxGetState`: `(flags, active)`.
-    pub fn primary_state(&self, dev: i32) -> Res<(u32, bool)> {
-        let d = self.device(dev)?;
-        Ok((d.primary_flags, self.contexts.contains_key(&d.primary)))
-    }
-
-    /// `cuCtxCreate`: a new context, pushed on the calling thread.
-    pub fn ctx_create(&mut self, flags: u32, dev: i32) -> Res<u64> {
-        self.device(dev)?;
-        check_flags(flags)?;
-        let h = self.new_handle(Kind::Context);
-        self.make_context(dev as usize, h, false, flags)?;
-        crate::driver::push_current(h);
-        Ok(h)
-    }
-
-    /// `cuCtxDestroy`: a context made by `cuCtxCreate` (the primary context
-    /// is refused: release it instead).
-    pub fn ctx_destroy(&mut self, h: u64) -> Res<()> {
-        self.check_ctx(h)?;
-        if self.contexts[&h].primary {
-            return Err(CUDA_ERROR_INVALID_CONTEXT);
-        }
-        self.drop_context(h);
-        self.destroyed.insert(h);
-        crate::driver::pop_if_current(h);
-        Ok(())
-    }
-
-    /// `cuCtxGetDevice`: the current context's device.
-    pub fn ctx_device(&self) -> Res<i32> {
-        let h = self.current_handle()?;
-        Ok(self.contexts[&h].device as i32)
-    }
-
-    /// `cuCtxSynchronize`: run everything queued in the current context.
-    pub fn ctx_synchronize(&mut self) -> Res<()> {
-        let h = self.current_handle()?;
-        self.contexts[&h].usable()?;
-        let keys: Vec<u64> = self.contexts[&h].streams.keys().copied().collect();
-        let targets: Vec<(u64, u64, u64)> = keys
-            .into_iter()
-            .map(|k| (h, k, self.contexts[&h].streams[&k].next_seq()))
-            .collect();
-        self.run(&targets);
-        self.contexts[&h].usable()
     }
 }
 
 /// What an allocation of `bytes` counts against the device's memory: the
 /// simulator's 256-byte granule.
 pub fn alloc_charge(bytes: u64) -> u64 {
-    bytes.max(1).div_ceil(256) * 256
+    bytes.max(1).div_ceil(256).saturating_mul(256)
 }

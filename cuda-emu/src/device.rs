@@ -6,8 +6,8 @@ use ptxsmith::target::{MAX_THREADS_PER_BLOCK, STATIC_SMEM_LIMIT};
 
 use crate::config::DeviceSpec;
 use crate::error::*;
+use crate::jit::Function;
 use crate::launch::{MAX_BLOCK, MAX_GRID};
-use crate::module::Function;
 
 /// The value of attribute `attr` (`CUdevice_attribute`) of device `d` with
 /// ordinal `ordinal`. Attributes of features the emulator does not have
@@ -63,8 +63,13 @@ pub fn attribute(d: &DeviceSpec, ordinal: usize, attr: i32) -> Res<i32> {
         39 => i64::from(info.max_threads_per_sm),
         // ASYNC_ENGINE_COUNT
         40 => 1,
-        // UNIFIED_ADDRESSING: every context has its own address range.
-        41 => 1,
+        // UNIFIED_ADDRESSING: 0, consistent with CAN_MAP_HOST_MEMORY. On a
+        // device with unified addressing page-locked host memory is
+        // directly accessible to kernels, which the simulator cannot do.
+        // (Device and host addresses never overlap, so cuMemcpy and
+        // cuPointerGetAttribute still tell them apart: looser than the
+        // driver, which allows them only with unified addressing.)
+        41 => 0,
         75 => i64::from(major),
         76 => i64::from(minor),
         // STREAM_PRIORITIES_SUPPORTED
@@ -85,8 +90,12 @@ pub fn attribute(d: &DeviceSpec, ordinal: usize, attr: i32) -> Res<i32> {
         106 => i64::from(info.max_ctas_per_sm),
         107..=110 => 0,
         111 => i64::from(info.reserved_smem_per_cta),
-        // Everything newer: sparse arrays, memory pools, RDMA, clusters,
-        // tensor maps, multicast, NUMA, MPS: not emulated.
+        // MEMORY_POOLS_SUPPORTED: stream-ordered allocation
+        // (cuMemAllocAsync/cuMemFreeAsync on the device's default pool; the
+        // cuMemPool* calls themselves are absent).
+        115 => 1,
+        // Everything else newer: sparse arrays, pool handle types, RDMA,
+        // clusters, tensor maps, multicast, NUMA, MPS: not emulated.
         112..=134 => 0,
         // Texture/surface limits and other pre-Volta attributes.
         21..=30 | 32 | 35 | 42..=49 | 51..=74 | 77 => 0,
@@ -122,6 +131,17 @@ pub fn max_active_blocks(
     Ok(by_threads.min(info.max_ctas_per_sm).min(by_smem) as i32)
 }
 
+/// The block sizes `cuOccupancyMaxPotentialBlockSize` considers for `f`:
+/// multiples of 32 up to `limit` (0: the function's maximum). The export
+/// asks the caller's shared-memory callback about each of them outside
+/// the driver's lock, then passes the answers to
+/// [`max_potential_block_size`].
+pub fn candidate_block_sizes(f: &Function, limit: i32) -> Vec<i32> {
+    let max = f.max_threads() as i32;
+    let limit = if limit <= 0 { max } else { limit.min(max) };
+    (1..=limit / 32).map(|k| k * 32).collect()
+}
+
 /// `cuOccupancyMaxPotentialBlockSize`: `(min grid size, block size)` with
 /// the most resident threads per SM (the largest block on ties), blocks a
 /// multiple of 32 up to `limit` (0: the function's maximum).
@@ -131,17 +151,13 @@ pub fn max_potential_block_size(
     dyn_smem: impl Fn(i32) -> usize,
     limit: i32,
 ) -> Res<(i32, i32)> {
-    let max = f.max_threads() as i32;
-    let limit = if limit <= 0 { max } else { limit.min(max) };
     let mut best = (0, 0, 0);
-    let mut b = 32;
-    while b <= limit {
+    for b in candidate_block_sizes(f, limit) {
         let blocks = max_active_blocks(d, f, b, dyn_smem(b))?;
         let threads = blocks * b;
         if threads >= best.0 && blocks > 0 {
             best = (threads, b, blocks);
         }
-        b += 32;
     }
     if best.1 == 0 {
         return Err(CUDA_ERROR_INVALID_VALUE);

@@ -10,42 +10,19 @@
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use ptxsmith::sim::{Sim, SimOptions};
 
 use crate::config::{Config, DeviceSpec};
-use crate::context::Context;
+use crate::context::{Context, SLICES, alloc_charge, check_flags};
 use crate::error::*;
-use crate::stream::{LEGACY, Stream};
-
-/// What a handle names (its top 16 bits).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    Context = 0xC0C7,
-    Stream = 0x5EA0,
-    Event = 0xE7E7,
-    Module = 0x30D0,
-    Function = 0xF0F0,
-}
-
-/// `CU_STREAM_LEGACY` and `CU_STREAM_PER_THREAD`, the special stream
-/// handles (`cuda.h`).
-pub const CU_STREAM_LEGACY: u64 = 0x1;
-pub const CU_STREAM_PER_THREAD: u64 = 0x2;
-
-/// The emulated address space: device `d`'s allocations lie in
-/// `[(d + 1) << 43, (d + 2) << 43)`, each context (each activation of a
-/// primary context too) in its own `1 << 38` slice of it.
-pub const DEVICE_SPAN_SHIFT: u32 = 43;
-pub const CONTEXT_SPAN_SHIFT: u32 = 38;
-
-/// `[start, end)` of the whole emulated device address space: a host
-/// pointer in it is refused (it is a device pointer given as a host one).
-pub fn device_address_space(devices: usize) -> (u64, u64) {
-    (
-        1 << DEVICE_SPAN_SHIFT,
-        ((devices as u64) + 1) << DEVICE_SPAN_SHIFT,
-    )
-}
+use crate::handles::{
+    self, CONTEXT_SPAN_SHIFT, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD, DEVICE_SPAN_SHIFT, Kind,
+    LEGACY,
+};
+use crate::ops::Stream;
 
 /// A device and its primary context's bookkeeping.
 #[derive(Debug)]
@@ -127,11 +104,61 @@ pub fn driver_version() -> Res<i32> {
 }
 
 /// Run `f` on the initialised driver (`CUDA_ERROR_NOT_INITIALIZED` before
-/// `cuInit`).
+/// `cuInit`). `f` must not wait for host functions (see [`with_sync`]).
 pub fn with<T>(f: impl FnOnce(&mut Driver) -> Res<T>) -> Res<T> {
+    match with_raw(f) {
+        Err(WAIT_HOST) => {
+            eprintln!(
+                "ptxsmith-emu: internal error: a call waited for a host function outside with_sync"
+            );
+            Err(CUDA_ERROR_UNKNOWN)
+        }
+        r => r,
+    }
+}
+
+fn with_raw<T>(f: impl FnOnce(&mut Driver) -> Res<T>) -> Res<T> {
     let mut g = lock();
     let d = g.as_mut().ok_or(CUDA_ERROR_NOT_INITIALIZED)?;
     f(d)
+}
+
+/// Internal: a synchronisation reached a host function that has not
+/// returned yet. Never returned to a caller: [`with_sync`] waits for it
+/// without the lock and tries again.
+pub const WAIT_HOST: CUresult = 0x7FFF_0001;
+
+/// How many host functions have returned (and its condition variable).
+static HOST_RETURNS: Mutex<u64> = Mutex::new(0);
+static HOST_RETURNED: Condvar = Condvar::new();
+
+/// A host function returned (called from its thread, without the lock).
+pub fn host_function_returned() {
+    let mut n = HOST_RETURNS.lock().unwrap_or_else(PoisonError::into_inner);
+    *n += 1;
+    HOST_RETURNED.notify_all();
+}
+
+/// Run `f` on the driver as [`with`] does; while it answers
+/// [`WAIT_HOST`] (work it waits for is behind a running host function),
+/// release the lock until a host function returns and run it again. `f`
+/// must return `WAIT_HOST` only before it changed anything, so that
+/// running it again is the same call; every synchronising call goes
+/// through here.
+pub fn with_sync<T>(mut f: impl FnMut(&mut Driver) -> Res<T>) -> Res<T> {
+    loop {
+        let seen = *HOST_RETURNS.lock().unwrap_or_else(PoisonError::into_inner);
+        match with_raw(&mut f) {
+            Err(WAIT_HOST) => {
+                let n = HOST_RETURNS.lock().unwrap_or_else(PoisonError::into_inner);
+                // (A timeout only makes it look again.)
+                let _ = HOST_RETURNED
+                    .wait_timeout_while(n, Duration::from_millis(100), |n| *n == seen)
+                    .unwrap_or_else(PoisonError::into_inner);
+            }
+            r => return r,
+        }
+    }
 }
 
 /// Whether failing calls should be traced (`PTXSMITH_EMU_TRACE`).
@@ -212,7 +239,7 @@ impl Driver {
 
     /// A fresh handle of `kind`.
     pub fn new_handle(&mut self, kind: Kind) -> u64 {
-        let h = ((kind as u64) << 48) | self.next_serial;
+        let h = handles::make(kind, self.next_serial);
         self.next_serial += 1;
         h
     }
@@ -258,7 +285,7 @@ impl Driver {
     /// The context owning object `h` of `kind` (`CUDA_ERROR_INVALID_HANDLE`
     /// for an unknown, destroyed or foreign handle).
     pub fn owner(&self, h: u64, kind: Kind) -> Res<u64> {
-        if h >> 48 != kind as u64 {
+        if !handles::is(h, kind) {
             return Err(CUDA_ERROR_INVALID_HANDLE);
         }
         let ctx = *self.owners.get(&h).ok_or(CUDA_ERROR_INVALID_HANDLE)?;
@@ -314,5 +341,157 @@ impl Driver {
     /// reset).
     pub fn forget_objects(&mut self, ctx: u64) {
         self.owners.retain(|_, owner| *owner != ctx);
+    }
+}
+
+impl Driver {
+    /// Make a new context on device `dev` under handle `handle`.
+    fn make_context(&mut self, dev: usize, handle: u64, primary: bool, flags: u32) -> Res<()> {
+        let d = &mut self.devices[dev];
+        let instance = d.instances;
+        d.instances += 1;
+        let start =
+            ((dev as u64 + 1) << DEVICE_SPAN_SHIFT) + ((instance % SLICES) << CONTEXT_SPAN_SHIFT);
+        let mut sim = Sim::new(d.spec.sm);
+        sim.set_global_base(start).map_err(|_| CUDA_ERROR_UNKNOWN)?;
+        sim.set_options(SimOptions {
+            checks: self.config.checks,
+            max_instructions: self.config.max_instructions,
+            approx: self.config.approx,
+            // PTXSMITH_SIM_THREADS, else every core
+            ..SimOptions::default()
+        });
+        let mut streams = HashMap::new();
+        streams.insert(LEGACY, Stream::new(0, 0));
+        self.contexts.insert(
+            handle,
+            Context {
+                handle,
+                device: dev,
+                primary,
+                flags,
+                instance,
+                sim,
+                range: (start, start + (1 << CONTEXT_SPAN_SHIFT)),
+                allocs: BTreeMap::new(),
+                streams,
+                events: HashMap::new(),
+                modules: HashMap::new(),
+                functions: HashMap::new(),
+                sticky: if primary {
+                    self.devices[dev].fault
+                } else {
+                    None
+                },
+                limits: HashMap::new(),
+            },
+        );
+        Ok(())
+    }
+
+    /// Drop context `h` and everything in it (memory, queued work, streams,
+    /// events, modules).
+    fn drop_context(&mut self, h: u64) {
+        if let Some(c) = self.contexts.remove(&h) {
+            let bytes: u64 = c.allocs.values().map(|&b| alloc_charge(b)).sum();
+            let d = &mut self.devices[c.device];
+            d.used = d.used.saturating_sub(bytes);
+        }
+        self.forget_objects(h);
+    }
+
+    /// `cuDevicePrimaryCtxRetain`.
+    pub fn primary_retain(&mut self, dev: i32) -> Res<u64> {
+        let d = self.device(dev)?;
+        if let Some(code) = d.fault {
+            return Err(code);
+        }
+        let (h, flags) = (d.primary, d.primary_flags);
+        if !self.contexts.contains_key(&h) {
+            self.make_context(dev as usize, h, true, flags)?;
+        }
+        self.devices[dev as usize].primary_refs += 1;
+        Ok(h)
+    }
+
+    /// `cuDevicePrimaryCtxRelease`: at zero references the context is
+    /// destroyed (CUDA 11+ semantics).
+    pub fn primary_release(&mut self, dev: i32) -> Res<()> {
+        let d = self.device(dev)?;
+        let h = d.primary;
+        if d.primary_refs == 0 {
+            return Err(CUDA_ERROR_INVALID_CONTEXT);
+        }
+        let d = &mut self.devices[dev as usize];
+        d.primary_refs -= 1;
+        if d.primary_refs == 0 {
+            self.drop_context(h);
+        }
+        Ok(())
+    }
+
+    /// `cuDevicePrimaryCtxReset`: destroy every allocation and object of
+    /// the primary context. It succeeds after a device fault too, but does
+    /// not clear it (see [`Device::fault`]):
+    /// the replacement context starts poisoned. Resetting does not
+    /// release: while references remain, a fresh context (no objects, a new
+    /// address range, so old pointers fault) takes its place under the same
+    /// handle; without references it stays inactive until retained.
+    pub fn primary_reset(&mut self, dev: i32) -> Res<()> {
+        let h = self.device(dev)?.primary;
+        self.drop_context(h);
+        let d = &mut self.devices[dev as usize];
+        if d.primary_refs > 0 {
+            let flags = d.primary_flags;
+            self.make_context(dev as usize, h, true, flags)?;
+        }
+        Ok(())
+    }
+
+    /// `cuDevicePrimaryCtxSetFlags`.
+    pub fn primary_set_flags(&mut self, dev: i32, flags: u32) -> Res<()> {
+        self.device(dev)?;
+        check_flags(flags)?;
+        let d = &mut self.devices[dev as usize];
+        d.primary_flags = flags;
+        if let Some(c) = self.contexts.get_mut(&d.primary) {
+            c.flags = flags;
+        }
+        Ok(())
+    }
+
+    /// `cuDevicePrimaryCtxGetState`: `(flags, active)`.
+    pub fn primary_state(&self, dev: i32) -> Res<(u32, bool)> {
+        let d = self.device(dev)?;
+        Ok((d.primary_flags, self.contexts.contains_key(&d.primary)))
+    }
+
+    /// `cuCtxCreate`: a new context, pushed on the calling thread.
+    pub fn ctx_create(&mut self, flags: u32, dev: i32) -> Res<u64> {
+        self.device(dev)?;
+        check_flags(flags)?;
+        let h = self.new_handle(Kind::Context);
+        self.make_context(dev as usize, h, false, flags)?;
+        push_current(h);
+        Ok(h)
+    }
+
+    /// `cuCtxDestroy`: a context made by `cuCtxCreate` (the primary context
+    /// is refused: release it instead).
+    pub fn ctx_destroy(&mut self, h: u64) -> Res<()> {
+        self.check_ctx(h)?;
+        if self.contexts[&h].primary {
+            return Err(CUDA_ERROR_INVALID_CONTEXT);
+        }
+        self.drop_context(h);
+        self.destroyed.insert(h);
+        pop_if_current(h);
+        Ok(())
+    }
+
+    /// `cuCtxGetDevice`: the current context's device.
+    pub fn ctx_device(&self) -> Res<i32> {
+        let h = self.current_handle()?;
+        Ok(self.contexts[&h].device as i32)
     }
 }

@@ -9,25 +9,15 @@ use std::sync::Arc;
 
 use ptxsmith::dsl::params::ArgValue;
 use ptxsmith::runtime::LaunchConfig;
-use ptxsmith::sim::Program;
 
-use crate::context::Context;
 use crate::driver::Driver;
 use crate::error::*;
-use crate::stream::OpKind;
+use crate::ops::{LaunchOp, OpKind};
 
 /// Grid limits of every supported target (`CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_*`).
 pub const MAX_GRID: (u32, u32, u32) = (i32::MAX as u32, 65535, 65535);
 /// Block limits (`CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_*`).
 pub const MAX_BLOCK: (u32, u32, u32) = (1024, 1024, 64);
-
-/// A queued launch.
-pub struct LaunchOp {
-    pub program: Arc<Program>,
-    pub entry: String,
-    pub cfg: LaunchConfig,
-    pub args: Vec<ArgValue>,
-}
 
 /// Where the parameter values come from (read by the export from the
 /// caller's memory, as the driver reads it).
@@ -126,19 +116,4 @@ impl Driver {
         self.enqueue(ctx, key, OpKind::Launch(Box::new(op)), Vec::new());
         Ok(())
     }
-}
-
-/// Run a queued launch on the context's simulator.
-pub fn execute(c: &mut Context, op: &LaunchOp) -> Result<(), (CUresult, String)> {
-    c.sim
-        .launch_program(&op.program, &op.entry, op.cfg, &op.args)
-        .map(drop)
-        .map_err(|e| {
-            let code = finding_code(&e);
-            let text = format!(
-                "kernel `{}` (grid {:?}, block {:?}, {} B dynamic shared memory): {e}",
-                op.entry, op.cfg.grid, op.cfg.block, op.cfg.dynamic_smem_bytes
-            );
-            (code, text)
-        })
 }

@@ -11,13 +11,19 @@
 //!
 //! # Layout
 //!
-//! Safe modules hold the driver: [`config`] (environment), [`driver`]
-//! (global state, handles, the current context), [`context`], [`memory`],
-//! [`stream`] (queues, events and execution), [`module`], [`launch`],
-//! [`device`] (attributes, occupancy), [`error`] (result codes, the
-//! finding → fault mapping). `unsafe` lives in `exports/` (the C ABI:
-//! reading and writing the caller's pointers) and [`host`] (host memory
-//! written after a call returned).
+//! Safe modules hold the driver, in layers (each uses only those below it;
+//! `tests/layering.rs` checks there is no import circle): leaves
+//! [`config`] (environment), [`error`] (result codes, the finding → fault
+//! mapping), [`handles`] (handle values, the address space), [`host`];
+//! [`ops`] (queued operations, streams, events) and [`jit`] (module and
+//! function records, the JIT's header checks); [`context`] (one context's
+//! state, performing an operation on it); [`driver`] (the global state
+//! behind one lock, the context stack, context lifecycles); then the calls
+//! on the driver: [`stream`] (queueing and running work, events),
+//! [`module`], [`memory`], [`launch`], [`device`] (attributes, occupancy).
+//! `unsafe` lives in `exports/` (the C ABI: reading and writing the
+//! caller's pointers) and [`host`] (host memory written after a call
+//! returned).
 
 #![deny(unsafe_code)]
 
@@ -30,9 +36,12 @@ pub mod error;
 /// library calls; the crate's own tests call them directly.
 #[allow(unsafe_code)]
 pub mod exports;
+pub mod handles;
 #[allow(unsafe_code)]
 pub mod host;
+pub mod jit;
 pub mod launch;
 pub mod memory;
 pub mod module;
+pub mod ops;
 pub mod stream;

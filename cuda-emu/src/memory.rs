@@ -22,10 +22,12 @@
 //!   Asynchronous; cudarc's `memcpy_dtoh` into a `Vec` relies on it).
 
 use crate::context::alloc_charge;
-use crate::driver::{Driver, device_address_space};
+use crate::driver::Driver;
 use crate::error::*;
-use crate::host::HostDst;
-use crate::stream::{LEGACY, OpKind};
+use crate::handles::{CU_STREAM_LEGACY, CU_STREAM_PER_THREAD, LEGACY, device_address_space};
+use crate::host::{HostDst, HostSrc};
+use crate::ops::{Dep, OpKind};
+use crate::stream::SyncTarget;
 
 /// What `cuPointerGetAttribute` knows about an address.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,15 +135,53 @@ impl Driver {
     }
 
     /// `cuMemFree`: the allocation must start at `ptr` and belong to the
+    /// current context; 0 is accepted and does nothing (as `free(NULL)`,
+    /// `cudaFree(0)` and the driver's `cuMemFree(0)`), with a usable
     /// current context. Queued work is not waited for: work that still
     /// uses the memory faults when it runs (the driver "may" synchronise).
     pub fn mem_free(&mut self, ptr: u64) -> Res<()> {
         let c = self.current_ctx()?;
+        if ptr == 0 {
+            return Ok(());
+        }
         let size = c.allocs.remove(&ptr).ok_or(CUDA_ERROR_INVALID_VALUE)?;
         c.sim.free(ptr).map_err(|_| CUDA_ERROR_UNKNOWN)?;
         let dev = c.device;
         let d = &mut self.devices[dev];
         d.used = d.used.saturating_sub(alloc_charge(size));
+        Ok(())
+    }
+
+    /// `cuMemAllocAsync`: stream-ordered allocation on `stream` (of the
+    /// current context). The memory is allocated at the call, so it is
+    /// usable before the stream reaches the allocation (looser than the
+    /// driver, which only promises it from there on). 0 bytes give the
+    /// address 0 (what cudarc's empty slices ask for).
+    pub fn mem_alloc_async(&mut self, bytes: usize, stream: u64) -> Res<u64> {
+        self.target(On::Stream(stream))?;
+        if bytes == 0 {
+            return Ok(0);
+        }
+        self.mem_alloc(bytes)
+    }
+
+    /// `cuMemFreeAsync`: the allocation at `ptr` (of the current context,
+    /// made by either `cuMemAlloc` or `cuMemAllocAsync`) is gone for every
+    /// call from now on (a later copy or free is refused), and its memory
+    /// is released when `stream` reaches the free: work queued before it
+    /// still uses it; work that runs later (later on the stream, or an
+    /// unordered stream) faults. 0 is accepted and does nothing.
+    pub fn mem_free_async(&mut self, ptr: u64, stream: u64) -> Res<()> {
+        let (ctx, key) = self.target(On::Stream(stream))?;
+        if ptr == 0 {
+            return Ok(());
+        }
+        let c = self.contexts.get_mut(&ctx).expect("resolved");
+        let size = c.allocs.remove(&ptr).ok_or(CUDA_ERROR_INVALID_VALUE)?;
+        let dev = c.device;
+        let d = &mut self.devices[dev];
+        d.used = d.used.saturating_sub(alloc_charge(size));
+        self.enqueue(ctx, key, OpKind::Free { ptr }, Vec::new());
         Ok(())
     }
 
@@ -166,40 +206,49 @@ impl Driver {
             .ok_or(CUDA_ERROR_NOT_FOUND)
     }
 
-    /// Host → device. `data` is the source, already staged; `src` its
-    /// address (for the page-locked rule).
-    pub fn copy_htod(&mut self, dst: u64, src: usize, data: Vec<u8>, on: On) -> Res<()> {
+    /// Host → device from `src`. The device range is checked before the
+    /// host memory is touched. From pageable memory the bytes are staged
+    /// now (`CUDA_ERROR_OUT_OF_MEMORY` if the host cannot hold the
+    /// staging buffer); from page-locked memory they are read when the
+    /// copy runs, as a GPU's copy engine reads them.
+    ///
+    /// Returns what the call must still wait for before it returns (a
+    /// synchronous copy from page-locked memory completes first), to be
+    /// passed to [`Driver::sync_to`] through `driver::with_sync`.
+    pub fn copy_htod(&mut self, dst: u64, src: HostSrc, on: On) -> Res<Option<SyncTarget>> {
         let (ctx, key) = self.target(on)?;
-        self.check_device(ctx, dst, data.len())?;
-        self.check_host(src, data.len())?;
-        if data.is_empty() {
-            return Ok(());
+        self.check_device(ctx, dst, src.len())?;
+        self.check_host(src.addr(), src.len())?;
+        if src.is_empty() {
+            return Ok(None);
         }
-        let pinned = self.is_pinned(src, data.len());
+        let pinned = self.is_pinned(src.addr(), src.len());
         if on == On::Sync {
             self.sync_stream(ctx, LEGACY)?;
         }
-        self.enqueue(ctx, key, OpKind::HtoD { dst, data }, Vec::new());
-        if on == On::Sync && pinned {
-            self.sync_stream(ctx, LEGACY)?;
-        }
-        Ok(())
+        let kind = if pinned {
+            OpKind::HtoDPinned { dst, src }
+        } else {
+            let data = src.stage().ok_or(CUDA_ERROR_OUT_OF_MEMORY)?;
+            OpKind::HtoD { dst, data }
+        };
+        let seq = self.enqueue(ctx, key, kind, Vec::new());
+        Ok((on == On::Sync && pinned).then_some((ctx, key, seq + 1)))
     }
 
-    /// Device → host into `dst` (written when the copy runs).
-    pub fn copy_dtoh(&mut self, dst: HostDst, src: u64, on: On) -> Res<()> {
+    /// Device → host into `dst` (written when the copy runs). Returns what
+    /// the call must still wait for (a synchronous copy, or one into
+    /// pageable memory), as [`Driver::copy_htod`].
+    pub fn copy_dtoh(&mut self, dst: HostDst, src: u64, on: On) -> Res<Option<SyncTarget>> {
         let (ctx, key) = self.target(on)?;
         self.check_device(ctx, src, dst.len())?;
         self.check_host(dst.addr(), dst.len())?;
         if dst.is_empty() {
-            return Ok(());
+            return Ok(None);
         }
         let pinned = self.is_pinned(dst.addr(), dst.len());
-        self.enqueue(ctx, key, OpKind::DtoH { src, dst }, Vec::new());
-        if on == On::Sync || !pinned {
-            self.sync_stream(ctx, key)?;
-        }
-        Ok(())
+        let seq = self.enqueue(ctx, key, OpKind::DtoH { src, dst }, Vec::new());
+        Ok((on == On::Sync || !pinned).then_some((ctx, key, seq + 1)))
     }
 
     /// Device → device within the current context.
@@ -247,15 +296,32 @@ impl Driver {
         src_ctx: u64,
         len: usize,
         on: On,
-    ) -> Res<()> {
+    ) -> Res<Option<SyncTarget>> {
         self.check_ctx(dst_ctx)?;
         self.check_ctx(src_ctx)?;
         self.contexts[&dst_ctx].usable()?;
         self.contexts[&src_ctx].usable()?;
         self.check_device(dst_ctx, dst, len)?;
         self.check_device(src_ctx, src, len)?;
+        let mut deps = Vec::new();
         let key = match on {
             On::Sync => LEGACY,
+            // The default stream (as the driver, which accepts it): the
+            // destination context's legacy stream, after the work queued
+            // so far on the current context's legacy stream.
+            On::Stream(0 | CU_STREAM_LEGACY | CU_STREAM_PER_THREAD) => {
+                let cur = self.current_handle()?;
+                if cur != dst_ctx {
+                    let c = &self.contexts[&cur];
+                    deps.push(Dep {
+                        ctx: cur,
+                        epoch: c.instance,
+                        stream: LEGACY,
+                        seq: c.streams[&LEGACY].next_seq(),
+                    });
+                }
+                LEGACY
+            }
             On::Stream(h) => {
                 let (c, k) = self.resolve_stream(h, false)?;
                 if c != dst_ctx {
@@ -265,25 +331,25 @@ impl Driver {
             }
         };
         if len == 0 {
-            return Ok(());
+            return Ok(None);
         }
         let all: Vec<(u64, u64, u64)> = self.contexts[&src_ctx]
             .streams
             .iter()
             .map(|(&k, s)| (src_ctx, k, s.next_seq()))
             .collect();
-        self.run(&all);
+        self.run(&all)?;
         self.contexts[&src_ctx].usable()?;
-        let mut data = vec![0u8; len];
+        let mut data = Vec::new();
+        data.try_reserve_exact(len)
+            .map_err(|_| CUDA_ERROR_OUT_OF_MEMORY)?;
+        data.resize(len, 0);
         let sc = self.contexts.get_mut(&src_ctx).expect("checked");
         sc.sim
             .read(src, &mut data)
             .map_err(|_| CUDA_ERROR_INVALID_VALUE)?;
-        self.enqueue(dst_ctx, key, OpKind::HtoD { dst, data }, Vec::new());
-        if on == On::Sync {
-            self.sync_stream(dst_ctx, LEGACY)?;
-        }
-        Ok(())
+        let seq = self.enqueue(dst_ctx, key, OpKind::HtoD { dst, data }, deps);
+        Ok((on == On::Sync).then_some((dst_ctx, LEGACY, seq + 1)))
     }
 
     /// The allocation holding `ptr`, in any context, or page-locked host
@@ -330,10 +396,12 @@ impl Driver {
     }
 
     /// `cuMemFreeHost`: the size of the allocation to release, removed from
-    /// the table (the caller frees it).
+    /// the table (the caller frees it). Queued copies that read or write
+    /// it run first (`run_host_users`), so none touches freed memory.
     pub fn mem_free_host(&mut self, addr: usize) -> Res<usize> {
         match self.pinned.get(&addr) {
             Some(&(bytes, true)) => {
+                self.run_host_users(addr, bytes)?;
                 self.pinned.remove(&addr);
                 Ok(bytes)
             }
@@ -363,7 +431,8 @@ impl Driver {
     /// `cuMemHostUnregister`.
     pub fn host_unregister(&mut self, addr: usize) -> Res<()> {
         match self.pinned.get(&addr) {
-            Some(&(_, false)) => {
+            Some(&(bytes, false)) => {
+                self.run_host_users(addr, bytes)?;
                 self.pinned.remove(&addr);
                 Ok(())
             }

@@ -22,21 +22,15 @@
 //! Every dependency points to work queued earlier, so running the needed
 //! operations in the order the program queued them respects all of them.
 
-use std::collections::{HashMap, VecDeque};
-use std::time::Instant;
+use std::collections::HashMap;
+use std::sync::Arc;
 
-use ptxsmith::sim::SimError;
-
-use crate::context::Context;
-use crate::driver::{Driver, Kind};
+use crate::driver::{Driver, WAIT_HOST, host_function_returned};
 use crate::error::*;
-use crate::host::HostDst;
-use crate::launch::LaunchOp;
+use crate::handles::{CU_STREAM_LEGACY, CU_STREAM_PER_THREAD, Kind, LEGACY};
+use crate::host::HostFn;
+use crate::ops::{Dep, Event, HostTask, NON_BLOCKING, Op, OpKind, Stream};
 
-/// The key of a context's legacy default stream in its stream map.
-pub const LEGACY: u64 = 0;
-/// `CU_STREAM_NON_BLOCKING`.
-pub const NON_BLOCKING: u32 = 0x1;
 /// Stream priorities: `cuCtxGetStreamPriorityRange` reports
 /// `(least, greatest)` = `(0, -5)`; priorities only order nothing here.
 pub const PRIORITY_RANGE: (i32, i32) = (0, -5);
@@ -46,176 +40,38 @@ const EVENT_FLAGS: u32 = 0x7;
 const EVENT_DISABLE_TIMING: u32 = 0x2;
 const EVENT_INTERPROCESS: u32 = 0x4;
 
-/// Work that must have run before an operation: the first `seq`
-/// operations of `stream` in context `ctx` (void if that context has been
-/// reset since: `epoch` is its instance then).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Dep {
-    pub ctx: u64,
-    pub epoch: u64,
-    pub stream: u64,
-    pub seq: u64,
-}
+/// What a call queued and must still wait for before it returns: the
+/// first `seq` operations of stream `key` of context `ctx`
+/// ([`Driver::sync_to`], run through `driver::with_sync`).
+pub type SyncTarget = (u64, u64, u64);
 
-/// What a queued operation does.
-pub enum OpKind {
-    Launch(Box<LaunchOp>),
-    /// Host → device; the bytes were staged when the copy was queued.
-    HtoD {
-        dst: u64,
-        data: Vec<u8>,
-    },
-    DtoH {
-        src: u64,
-        dst: HostDst,
-    },
-    DtoD {
-        dst: u64,
-        src: u64,
-        len: usize,
-    },
-    /// `count` elements of `elem` bytes set to the low bytes of `value`.
-    Memset {
-        dst: u64,
-        value: u32,
-        elem: usize,
-        count: usize,
-    },
-    /// The point an event was recorded at (`recording`: which one).
-    Record {
-        event: u64,
-        recording: u64,
-    },
-    /// A `cuStreamWaitEvent`: only its dependency.
-    Wait,
-}
-
-struct Op {
-    /// Position on its stream.
-    seq: u64,
-    /// Position in the order the program queued work (all streams).
-    gid: u64,
-    deps: Vec<Dep>,
-    kind: OpKind,
-}
-
-/// A stream's queue.
-pub struct Stream {
-    pub flags: u32,
-    pub priority: i32,
-    queue: VecDeque<Op>,
-    next_seq: u64,
-    done_seq: u64,
-    /// `cuStreamDestroy` was called; the queue still drains.
-    pub destroyed: bool,
-    /// A query saw pending work (the next query runs it).
-    polled: bool,
-}
-
-impl Stream {
-    pub fn new(flags: u32, priority: i32) -> Stream {
-        Stream {
-            flags,
-            priority,
-            queue: VecDeque::new(),
-            next_seq: 0,
-            done_seq: 0,
-            destroyed: false,
-            polled: false,
-        }
-    }
-
-    /// The position the next operation gets (everything queued so far is
-    /// "the first `next_seq()`").
-    pub fn next_seq(&self) -> u64 {
-        self.next_seq
-    }
-
-    /// Whether queued work has not run yet.
-    pub fn pending(&self) -> bool {
-        self.done_seq < self.next_seq
-    }
-
-    fn blocking(&self) -> bool {
-        self.flags & NON_BLOCKING == 0
-    }
-
-    /// Drop all queued work (the context faulted).
-    pub fn discard(&mut self) {
-        self.queue.clear();
-        self.done_seq = self.next_seq;
-    }
-}
-
-/// An event: where it was last recorded, and when that point ran.
-pub struct Event {
-    pub flags: u32,
-    recording: u64,
-    recorded: Option<(u64, u64)>,
-    time: Option<Instant>,
-    polled: bool,
-}
-
-impl Context {
-    /// Whether the work event `e` captured has run (or it was never
-    /// recorded).
-    fn event_done(&self, e: &Event) -> bool {
-        match e.recorded {
-            None => true,
-            Some((k, seq)) => self.streams.get(&k).is_none_or(|s| s.done_seq >= seq),
-        }
-    }
-}
-
-/// Run one operation on its context. `Err` is a device fault: its code and
-/// the finding's text.
-fn execute(c: &mut Context, kind: OpKind) -> Result<(), (CUresult, String)> {
-    let mem = |what: &str, e: SimError| (CUDA_ERROR_ILLEGAL_ADDRESS, format!("{what}: {e}"));
-    match kind {
-        OpKind::Launch(op) => crate::launch::execute(c, &op),
-        OpKind::HtoD { dst, data } => c
-            .sim
-            .write(dst, &data)
-            .map_err(|e| mem("host → device copy", e)),
-        OpKind::DtoH { src, dst } => {
-            let mut buf = vec![0u8; dst.len()];
-            c.sim
-                .read(src, &mut buf)
-                .map_err(|e| mem("device → host copy", e))?;
-            dst.write(&buf);
-            Ok(())
-        }
-        OpKind::DtoD { dst, src, len } => c
-            .sim
-            .copy_within(dst, src, len)
-            .map_err(|e| mem("device → device copy", e)),
-        OpKind::Memset {
-            dst,
-            value,
-            elem,
-            count,
-        } => {
-            let r = if value == 0 {
-                c.sim.fill_zero(dst, elem * count)
-            } else {
-                let unit = &value.to_le_bytes()[..elem];
-                c.sim.write(dst, &unit.repeat(count))
-            };
-            r.map_err(|e| mem("memset", e))
-        }
-        OpKind::Record { event, recording } => {
-            if let Some(e) = c.events.get_mut(&event)
-                && e.recording == recording
-            {
-                e.time = Some(Instant::now());
-            }
-            Ok(())
-        }
-        OpKind::Wait => Ok(()),
-    }
+/// Start `task` on a thread of its own (without the driver's lock: it may
+/// call the driver); `false` if no thread could be started.
+fn spawn_host_function(task: Arc<HostTask>) -> bool {
+    std::thread::Builder::new()
+        .name("ptxsmith-emu-host-fn".into())
+        .spawn(move || {
+            task.call.call(CUDA_SUCCESS);
+            task.finish();
+            host_function_returned();
+        })
+        .is_ok()
 }
 
 impl Driver {
+    /// `cuCtxSynchronize`: run everything queued in the current context.
+    pub fn ctx_synchronize(&mut self) -> Res<()> {
+        let h = self.current_handle()?;
+        self.contexts[&h].usable()?;
+        let keys: Vec<u64> = self.contexts[&h].streams.keys().copied().collect();
+        let targets: Vec<(u64, u64, u64)> = keys
+            .into_iter()
+            .map(|k| (h, k, self.contexts[&h].streams[&k].next_seq()))
+            .collect();
+        self.run(&targets)?;
+        self.contexts[&h].usable()
+    }
+
     /// Queue `kind` on stream `key` of context `ctx` after `deps` and the
     /// legacy-stream rules; returns its position on the stream.
     pub fn enqueue(&mut self, ctx: u64, key: u64, kind: OpKind, mut deps: Vec<Dep>) -> u64 {
@@ -257,8 +113,11 @@ impl Driver {
     /// Run the first `seq` operations of each `(ctx, stream, seq)` target
     /// and everything they were ordered after, in queue order; nothing
     /// else. A fault poisons its context (see `Context::poison`); callers
-    /// check the context they care about afterwards.
-    pub fn run(&mut self, targets: &[(u64, u64, u64)]) {
+    /// check the context they care about afterwards. A host function
+    /// reached is started on a thread of its own; until it has returned,
+    /// nothing queued after it runs and the answer is
+    /// `Err(WAIT_HOST)` (see `driver::with_sync`).
+    pub fn run(&mut self, targets: &[(u64, u64, u64)]) -> Res<()> {
         let mut need: HashMap<(u64, u64), u64> = HashMap::new();
         let mut work = targets.to_vec();
         while let Some((c, k, n)) = work.pop() {
@@ -283,6 +142,7 @@ impl Driver {
             }
         }
         let log = self.config.log.clone();
+        let mut blocked = false;
         loop {
             let mut best: Option<(u64, u64, u64)> = None;
             for (&(c, k), &n) in &need {
@@ -296,13 +156,33 @@ impl Driver {
                 }
             }
             let Some((_, c, k)) = best else { break };
+            let host = self.contexts[&c].streams[&k]
+                .queue
+                .front()
+                .and_then(|op| match &op.kind {
+                    OpKind::Host(t) if !t.done() => Some(Arc::clone(t)),
+                    _ => None,
+                });
+            if let Some(task) = host {
+                if task.start() && !spawn_host_function(Arc::clone(&task)) {
+                    let ctx = self.contexts.get_mut(&c).expect("picked above");
+                    ctx.poison(
+                        CUDA_ERROR_OUT_OF_MEMORY,
+                        "no thread could be started for a host function",
+                        log.as_deref(),
+                    );
+                    continue;
+                }
+                blocked = true;
+                break;
+            }
             let ctx = self.contexts.get_mut(&c).expect("picked above");
             let op = ctx
                 .streams
                 .get_mut(&k)
                 .and_then(|s| s.queue.pop_front())
                 .expect("picked above");
-            match execute(ctx, op.kind) {
+            match ctx.perform_op(op.kind) {
                 Ok(()) => ctx.streams.get_mut(&k).expect("picked above").done_seq += 1,
                 Err((code, text)) => {
                     ctx.poison(code, &text, log.as_deref());
@@ -314,6 +194,28 @@ impl Driver {
             }
         }
         self.collect_streams();
+        if blocked { Err(WAIT_HOST) } else { Ok(()) }
+    }
+
+    /// Run every queued operation that reads or writes host memory in
+    /// `[addr, addr + len)`, and what it waits for (page-locked memory is
+    /// about to be freed or unregistered: no copy may touch it later).
+    pub fn run_host_users(&mut self, addr: usize, len: usize) -> Res<()> {
+        let mut targets = Vec::new();
+        for (&c, ctx) in &self.contexts {
+            for (&k, s) in &ctx.streams {
+                if let Some(last) = s
+                    .queue
+                    .iter()
+                    .filter(|op| op.kind.touches_host(addr, len))
+                    .map(|op| op.seq)
+                    .max()
+                {
+                    targets.push((c, k, last + 1));
+                }
+            }
+        }
+        self.run(&targets)
     }
 
     /// Release destroyed streams whose work has all run.
@@ -337,7 +239,15 @@ impl Driver {
     /// error if it faulted (now or before).
     pub fn sync_stream(&mut self, ctx: u64, key: u64) -> Res<()> {
         let n = self.contexts[&ctx].streams[&key].next_seq;
-        self.run(&[(ctx, key, n)]);
+        self.sync_to((ctx, key, n))
+    }
+
+    /// Run the first `seq` operations of stream `key` of context `ctx`
+    /// (what a call queued before it returned a [`SyncTarget`]); the
+    /// context's sticky error if it faulted.
+    pub fn sync_to(&mut self, (ctx, key, seq): SyncTarget) -> Res<()> {
+        self.check_ctx(ctx)?;
+        self.run(&[(ctx, key, seq)])?;
         self.contexts[&ctx].usable()
     }
 
@@ -361,10 +271,7 @@ impl Driver {
     /// `cuStreamDestroy`: queued work still runs when something waits for
     /// it; the handle is invalid at once.
     pub fn stream_destroy(&mut self, h: u64) -> Res<()> {
-        if h == 0
-            || h == crate::driver::CU_STREAM_LEGACY
-            || h == crate::driver::CU_STREAM_PER_THREAD
-        {
+        if h == 0 || h == CU_STREAM_LEGACY || h == CU_STREAM_PER_THREAD {
             return Err(CUDA_ERROR_INVALID_HANDLE);
         }
         let (ctx, key) = self.resolve_stream(h, false)?;
@@ -400,7 +307,11 @@ impl Driver {
             s.polled = true;
             return Err(CUDA_ERROR_NOT_READY);
         }
-        self.sync_stream(ctx, key)
+        match self.sync_stream(ctx, key) {
+            // A host function is still running: not ready, without waiting.
+            Err(WAIT_HOST) => Err(CUDA_ERROR_NOT_READY),
+            r => r,
+        }
     }
 
     /// `(flags, priority)` of a stream (`cuStreamGetFlags` /
@@ -516,7 +427,7 @@ impl Driver {
     pub fn event_synchronize(&mut self, ev: u64) -> Res<()> {
         let (ctx, rec) = self.event_target(ev)?;
         if let Some((key, seq)) = rec {
-            self.run(&[(ctx, key, seq)]);
+            self.run(&[(ctx, key, seq)])?;
         }
         self.contexts[&ctx].usable()
     }
@@ -535,7 +446,20 @@ impl Driver {
             e.polled = true;
             return Err(CUDA_ERROR_NOT_READY);
         }
-        self.event_synchronize(ev)
+        match self.event_synchronize(ev) {
+            Err(WAIT_HOST) => Err(CUDA_ERROR_NOT_READY),
+            r => r,
+        }
+    }
+
+    /// `cuLaunchHostFunc` / `cuStreamAddCallback`: queue `call` on stream
+    /// `h` of the current context.
+    pub fn launch_host_function(&mut self, h: u64, call: HostFn) -> Res<()> {
+        let (ctx, key) = self.resolve_stream(h, true)?;
+        self.contexts[&ctx].usable()?;
+        let task = Arc::new(HostTask::new(call));
+        self.enqueue(ctx, key, OpKind::Host(task), Vec::new());
+        Ok(())
     }
 
     /// `cuEventElapsedTime`, in milliseconds of host time between the

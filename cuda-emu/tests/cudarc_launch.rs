@@ -116,3 +116,29 @@ fn cudarc_memory_of_another_device_is_refused() {
     }
     assert_eq!(s1.clone_dtoh(&out).unwrap(), [11.0]);
 }
+
+/// cudarc makes non-primary contexts with `cuCtxCreate_v4` (and panics
+/// "Missing symbol" when the driver lacks it).
+#[test]
+fn cudarc_creates_a_context_with_cu_ctx_create_v4() {
+    if !common::in_emulator_process("cudarc_creates_a_context_with_cu_ctx_create_v4") {
+        return;
+    }
+    result::init().unwrap();
+    let dev = result::device::get(0).unwrap();
+    // SAFETY: a device from `device::get`, null parameters.
+    let ctx = unsafe { result::ctx::create_v4(std::ptr::null_mut(), 0, dev) }.unwrap();
+    assert!((ctx as usize as i64) > 0, "a handle positive as int64");
+    // SAFETY: the context made above, current on this thread.
+    unsafe {
+        result::ctx::set_current(ctx).unwrap();
+        let p = result::malloc_sync(64).unwrap();
+        result::memset_d8_sync(p, 7, 64).unwrap();
+        let mut back = [0u8; 64];
+        result::memcpy_dtoh_sync(&mut back, p).unwrap();
+        assert_eq!(back, [7; 64]);
+        result::free_sync(p).unwrap();
+        // cudarc has no wrapper for cuCtxDestroy: its raw binding.
+        cudarc::driver::sys::cuCtxDestroy_v2(ctx).result().unwrap();
+    }
+}

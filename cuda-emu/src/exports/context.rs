@@ -1,12 +1,13 @@
 //! Primary contexts and contexts (CUDA Driver API §6.7, §6.8).
 
-use std::ffi::c_int;
+use std::ffi::{c_int, c_void};
 
 use oxicuda_driver::ffi::{CUcontext, CUdevice, CUresult};
 
 use super::{guard, handle, put, raw};
-use crate::driver::{self, Kind};
+use crate::driver;
 use crate::error::*;
+use crate::handles::Kind;
 
 /// # Safety
 /// `pctx` is null or valid for a write.
@@ -76,13 +77,92 @@ pub unsafe extern "C" fn cuCtxCreate_v2(
     dev: CUdevice,
 ) -> CUresult {
     guard("cuCtxCreate_v2", || {
-        if pctx.is_null() {
-            return Err(CUDA_ERROR_INVALID_VALUE);
-        }
-        let h = driver::with(|d| d.ctx_create(flags, dev))?;
         // SAFETY: the caller's contract for `pctx`.
-        unsafe { put(pctx, CUcontext(handle(h))) }
+        unsafe { ctx_create(pctx, flags, dev) }
     })
+}
+
+/// `CUctxCreateParams` (`cuda.h`, CUDA 12.5+).
+#[repr(C)]
+pub struct CtxCreateParams {
+    pub exec_affinity_params: *mut c_void,
+    pub num_exec_affinity_params: c_int,
+    pub cig_params: *mut c_void,
+}
+
+/// `cuCtxCreate_v3`: execution affinity (an SM count for the context)
+/// needs MPS on a real GPU and is not offered here: `numParams > 0` is
+/// `CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY`, a negative count or a null
+/// array with a positive one `CUDA_ERROR_INVALID_VALUE`; with no
+/// parameters it is `cuCtxCreate_v2`.
+///
+/// # Safety
+/// `pctx` is null or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuCtxCreate_v3(
+    pctx: *mut CUcontext,
+    params: *mut c_void,
+    num_params: c_int,
+    flags: u32,
+    dev: CUdevice,
+) -> CUresult {
+    guard("cuCtxCreate_v3", || {
+        check_affinity(params, num_params)?;
+        // SAFETY: the caller's contract for `pctx`.
+        unsafe { ctx_create(pctx, flags, dev) }
+    })
+}
+
+/// `cuCtxCreate_v4`: null `ctxCreateParams` is `cuCtxCreate_v2`; execution
+/// affinity as in `cuCtxCreate_v3`; CUDA-in-graphics parameters
+/// (`cigParams`, a graphics API's command queue) are
+/// `CUDA_ERROR_NOT_SUPPORTED`.
+///
+/// # Safety
+/// `pctx` is null or valid for a write; `params` is null or points to a
+/// `CUctxCreateParams`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuCtxCreate_v4(
+    pctx: *mut CUcontext,
+    params: *mut CtxCreateParams,
+    flags: u32,
+    dev: CUdevice,
+) -> CUresult {
+    guard("cuCtxCreate_v4", || {
+        if !params.is_null() {
+            // SAFETY: the caller's contract: a `CUctxCreateParams`.
+            let p = unsafe { params.read_unaligned() };
+            check_affinity(p.exec_affinity_params, p.num_exec_affinity_params)?;
+            if !p.cig_params.is_null() {
+                driver::with(|d| d.device(dev).map(drop))?;
+                return Err(CUDA_ERROR_NOT_SUPPORTED);
+            }
+        }
+        // SAFETY: the caller's contract for `pctx`.
+        unsafe { ctx_create(pctx, flags, dev) }
+    })
+}
+
+/// Execution-affinity parameters: none may be asked for.
+fn check_affinity(params: *mut c_void, n: c_int) -> Res<()> {
+    match n {
+        0 => Ok(()),
+        n if n < 0 || params.is_null() => Err(CUDA_ERROR_INVALID_VALUE),
+        _ => Err(CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY),
+    }
+}
+
+/// The common part of the `cuCtxCreate` versions.
+///
+/// # Safety
+/// `pctx` is null or valid for a write.
+unsafe fn ctx_create(pctx: *mut CUcontext, flags: u32, dev: CUdevice) -> Res<()> {
+    if pctx.is_null() {
+        return Err(CUDA_ERROR_INVALID_VALUE);
+    }
+    let h = driver::with(|d| d.ctx_create(flags, dev))?;
+    // SAFETY: the caller's contract for `pctx`.
+    unsafe { put(pctx, CUcontext(handle(h))) }
 }
 
 /// # Safety
@@ -162,7 +242,9 @@ pub unsafe extern "C" fn cuCtxPopCurrent_v2(pctx: *mut CUcontext) -> CUresult {
 /// No pointer arguments.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuCtxSynchronize() -> CUresult {
-    guard("cuCtxSynchronize", || driver::with(|d| d.ctx_synchronize()))
+    guard("cuCtxSynchronize", || {
+        driver::with_sync(|d| d.ctx_synchronize())
+    })
 }
 
 /// # Safety

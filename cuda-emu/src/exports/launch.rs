@@ -46,7 +46,7 @@ unsafe fn read_params(
         (false, true) => {
             for (i, &(off, size)) in layout.iter().enumerate() {
                 // SAFETY: the array holds one pointer per parameter.
-                let p = unsafe { kernel_params.add(i).read() };
+                let p = unsafe { kernel_params.add(i).read_unaligned() };
                 if p.is_null() {
                     return Err(CUDA_ERROR_INVALID_VALUE);
                 }
@@ -72,12 +72,12 @@ unsafe fn read_params(
                 }
                 // SAFETY: the list is terminated; each key is followed by
                 // its value.
-                let key = unsafe { extra.add(i).read() } as usize;
+                let key = unsafe { extra.add(i).read_unaligned() } as usize;
                 if key == PARAM_END {
                     break;
                 }
                 // SAFETY: as above.
-                let val = unsafe { extra.add(i + 1).read() };
+                let val = unsafe { extra.add(i + 1).read_unaligned() };
                 match key {
                     PARAM_BUFFER_POINTER => ptr = Some(val),
                     PARAM_BUFFER_SIZE => {
@@ -85,7 +85,7 @@ unsafe fn read_params(
                             return Err(CUDA_ERROR_INVALID_VALUE);
                         }
                         // SAFETY: the value points to a size_t.
-                        size = Some(unsafe { val.cast::<usize>().read() });
+                        size = Some(unsafe { val.cast::<usize>().read_unaligned() });
                     }
                     _ => return Err(CUDA_ERROR_INVALID_VALUE),
                 }

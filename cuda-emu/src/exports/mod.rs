@@ -20,6 +20,7 @@ mod device;
 mod launch;
 mod memory;
 mod module;
+mod proc;
 mod stream;
 mod unsupported;
 
@@ -28,6 +29,7 @@ pub use device::*;
 pub use launch::*;
 pub use memory::*;
 pub use module::*;
+pub use proc::*;
 pub use stream::*;
 pub use unsupported::*;
 
@@ -35,8 +37,8 @@ use std::ffi::c_void;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use crate::config::MAX_DEVICES;
-use crate::driver::device_address_space;
 use crate::error::*;
+use crate::handles::device_address_space;
 
 /// Run an entry point's body: its result code, `CUDA_ERROR_UNKNOWN` after
 /// a panic (reported on stderr), traced when `PTXSMITH_EMU_TRACE` is set.
@@ -60,6 +62,15 @@ pub(crate) fn guard(name: &str, f: impl FnOnce() -> Res<()>) -> CUresult {
     code
 }
 
+/// Finish a call that queued work it must wait for: run it (through
+/// `with_sync`, so that host functions it waits for run without the lock).
+pub(crate) fn then_sync(queued: Res<Option<crate::stream::SyncTarget>>) -> Res<()> {
+    match queued? {
+        Some(t) => crate::driver::with_sync(|d| d.sync_to(t)),
+        None => Ok(()),
+    }
+}
+
 /// A handle's value.
 pub(crate) fn raw(p: *mut c_void) -> u64 {
     p as usize as u64
@@ -70,16 +81,19 @@ pub(crate) fn handle(h: u64) -> *mut c_void {
     std::ptr::without_provenance_mut(h as usize)
 }
 
-/// Write `v` through the out-pointer `p`.
+/// Write `v` through the out-pointer `p` (which need not be aligned: a
+/// misaligned out-pointer is written byte-wise, as C code of the driver
+/// would store through it, instead of being undefined behaviour here).
 ///
 /// # Safety
-/// `p` is null (refused) or valid for a write of a `T`.
+/// `p` is null (refused) or valid for a write of `size_of::<T>()` bytes.
 pub(crate) unsafe fn put<T>(p: *mut T, v: T) -> Res<()> {
     if p.is_null() {
         return Err(CUDA_ERROR_INVALID_VALUE);
     }
-    // SAFETY: non-null and, by the caller's contract, valid for a write.
-    unsafe { p.write(v) };
+    // SAFETY: non-null and, by the caller's contract, valid for a write of
+    // a `T`'s bytes; `write_unaligned` needs no alignment.
+    unsafe { p.write_unaligned(v) };
     Ok(())
 }
 
@@ -97,19 +111,4 @@ pub(crate) fn host_range_ok(addr: usize, len: usize) -> Res<()> {
         return Err(CUDA_ERROR_INVALID_VALUE);
     }
     Ok(())
-}
-
-/// `len` bytes of host memory at `p`, copied.
-///
-/// # Safety
-/// `p` is valid for reads of `len` bytes (checked not to be null or a
-/// device address first).
-pub(crate) unsafe fn read_host(p: *const c_void, len: usize) -> Res<Vec<u8>> {
-    host_range_ok(p as usize, len)?;
-    if len == 0 {
-        return Ok(Vec::new());
-    }
-    // SAFETY: non-null, outside the device address space, and by the
-    // caller's contract readable for `len` bytes.
-    Ok(unsafe { std::slice::from_raw_parts(p.cast::<u8>(), len) }.to_vec())
 }

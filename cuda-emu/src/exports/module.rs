@@ -6,9 +6,10 @@ use std::ffi::{CStr, c_char, c_int, c_void};
 use oxicuda_driver::ffi::{CUfunction, CUmodule, CUresult};
 
 use super::{guard, handle, put, raw};
-use crate::driver::{self, Kind};
+use crate::driver;
 use crate::error::*;
-use crate::module::{JitLog, JitRequest};
+use crate::handles::Kind;
+use crate::jit::{JitLog, JitRequest};
 
 /// The `CUjit_option`s the emulator reads or writes.
 const WALL_TIME: u32 = 2;
@@ -40,7 +41,7 @@ unsafe fn image_bytes(image: *const c_void) -> Res<Vec<u8>> {
             break;
         }
     }
-    if head.len() == 4 && crate::module::is_binary(&head) {
+    if head.len() == 4 && crate::jit::is_binary(&head) {
         // A cubin or fatbin: its magic is enough to refuse it.
         return Ok(head);
     }
@@ -76,7 +77,12 @@ unsafe fn read_options(
     }
     for i in 0..n as usize {
         // SAFETY: `i < n`, both arrays hold `n` elements.
-        let (opt, val) = unsafe { (options.add(i).read(), values.add(i).read()) };
+        let (opt, val) = unsafe {
+            (
+                options.add(i).read_unaligned(),
+                values.add(i).read_unaligned(),
+            )
+        };
         match opt {
             WALL_TIME => slots.wall_time = Some(i),
             INFO_LOG_BUFFER => slots.info.0 = Some(val.cast::<u8>()),
@@ -105,7 +111,7 @@ unsafe fn write_log(
         return;
     };
     // SAFETY: slot `i` is in the array (read_options checked the index).
-    let cap = unsafe { values.add(i).read() } as usize;
+    let cap = unsafe { values.add(i).read_unaligned() } as usize;
     if buf.is_null() || cap == 0 {
         return;
     }
@@ -115,7 +121,9 @@ unsafe fn write_log(
     unsafe {
         std::ptr::copy_nonoverlapping(text.as_ptr(), buf, n);
         buf.add(n).write(0);
-        values.add(i).write(std::ptr::without_provenance_mut(n));
+        values
+            .add(i)
+            .write_unaligned(std::ptr::without_provenance_mut(n));
     }
 }
 
@@ -147,7 +155,7 @@ pub unsafe extern "C" fn cuModuleLoadDataEx(
             write_log(&log.error, slots.error, values);
             if let Some(i) = slots.wall_time {
                 let ms = t0.elapsed().as_secs_f32() * 1e3;
-                values.add(i).cast::<f32>().write(ms);
+                values.add(i).cast::<f32>().write_unaligned(ms);
             }
         }
         let h = r?;
@@ -302,6 +310,11 @@ pub unsafe extern "C" fn cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
     )
 }
 
+/// The callback `smem_of` runs without the driver's lock held (it may call
+/// the driver): the candidate block sizes are taken under the lock, the
+/// callback is asked about each, and the answers are used under the lock
+/// again.
+///
 /// # Safety
 /// `min_grid` and `block` are null or writable; `smem_of`, if given, is a
 /// function safe to call with any block size.
@@ -318,10 +331,24 @@ pub unsafe extern "C" fn cuOccupancyMaxPotentialBlockSize(
         if min_grid.is_null() || block.is_null() {
             return Err(CUDA_ERROR_INVALID_VALUE);
         }
-        let per_block = |b: c_int| match smem_of {
-            // SAFETY: the caller's contract for the callback.
-            Some(cb) => unsafe { cb(b) },
-            None => smem,
+        let sizes = driver::with(|d| {
+            let (_, func) = d.function(raw(f.0))?;
+            Ok(crate::device::candidate_block_sizes(func, limit))
+        })?;
+        // Outside the lock: the callback may call the driver.
+        let answers: Vec<(c_int, usize)> = sizes
+            .into_iter()
+            .map(|b| match smem_of {
+                // SAFETY: the caller's contract for the callback.
+                Some(cb) => (b, unsafe { cb(b) }),
+                None => (b, smem),
+            })
+            .collect();
+        let per_block = |b: c_int| {
+            answers
+                .iter()
+                .find(|&&(k, _)| k == b)
+                .map_or(smem, |&(_, s)| s)
         };
         let (g, b) = driver::with(|d| {
             let (ctx, func) = d.function(raw(f.0))?;

@@ -1,12 +1,14 @@
 //! Streams (CUDA Driver API §6.18) and events (§6.19).
 
-use std::ffi::c_int;
+use std::ffi::{c_int, c_void};
 
 use oxicuda_driver::ffi::{CUcontext, CUevent, CUresult, CUstream};
 
 use super::{guard, handle, put, raw};
-use crate::driver::{self, Kind};
+use crate::driver;
 use crate::error::*;
+use crate::handles::Kind;
+use crate::host::HostFn;
 
 /// # Safety
 /// `ph` is null or valid for a write.
@@ -54,7 +56,7 @@ pub unsafe extern "C" fn cuStreamDestroy_v2(h: CUstream) -> CUresult {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuStreamSynchronize(h: CUstream) -> CUresult {
     guard("cuStreamSynchronize", || {
-        driver::with(|d| d.stream_synchronize(raw(h.0)))
+        driver::with_sync(|d| d.stream_synchronize(raw(h.0)))
     })
 }
 
@@ -63,7 +65,7 @@ pub unsafe extern "C" fn cuStreamSynchronize(h: CUstream) -> CUresult {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuStreamQuery(h: CUstream) -> CUresult {
     guard("cuStreamQuery", || {
-        driver::with(|d| d.stream_query(raw(h.0)))
+        driver::with_sync(|d| d.stream_query(raw(h.0)))
     })
 }
 
@@ -161,7 +163,7 @@ pub unsafe extern "C" fn cuEventRecordWithFlags(ev: CUevent, h: CUstream, flags:
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuEventQuery(ev: CUevent) -> CUresult {
     guard("cuEventQuery", || {
-        driver::with(|d| d.event_query(raw(ev.0)))
+        driver::with_sync(|d| d.event_query(raw(ev.0)))
     })
 }
 
@@ -170,7 +172,7 @@ pub unsafe extern "C" fn cuEventQuery(ev: CUevent) -> CUresult {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuEventSynchronize(ev: CUevent) -> CUresult {
     guard("cuEventSynchronize", || {
-        driver::with(|d| d.event_synchronize(raw(ev.0)))
+        driver::with_sync(|d| d.event_synchronize(raw(ev.0)))
     })
 }
 
@@ -192,5 +194,53 @@ pub unsafe extern "C" fn cuEventElapsedTime(
         })?;
         // SAFETY: the caller's contract for `ms`.
         unsafe { put(ms, v) }
+    })
+}
+
+/// `cuLaunchHostFunc`: `f(data)` runs when the stream reaches it (at a
+/// synchronisation that waits for it, in the emulator's deferred model),
+/// on a thread of its own, without the emulator's lock (it may call the
+/// driver, though the driver documents that it must not); the stream's
+/// later work waits until it has returned. A null `f` is
+/// `CUDA_ERROR_INVALID_VALUE`.
+///
+/// # Safety
+/// `f`, if given, may be called once with `data` from another thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuLaunchHostFunc(
+    s: CUstream,
+    f: Option<unsafe extern "C" fn(*mut c_void)>,
+    data: *mut c_void,
+) -> CUresult {
+    guard("cuLaunchHostFunc", || {
+        let f = f.ok_or(CUDA_ERROR_INVALID_VALUE)?;
+        // SAFETY: the caller's contract for `f` and `data`.
+        let call = unsafe { HostFn::func(f, data) };
+        driver::with(|d| d.launch_host_function(raw(s.0), call))
+    })
+}
+
+/// `cuStreamAddCallback`: as `cuLaunchHostFunc`, the callback getting the
+/// stream handle as given, `CUDA_SUCCESS` and `user_data`. Flags other
+/// than 0 and a null callback are `CUDA_ERROR_INVALID_VALUE`. (A stream
+/// whose work a device fault dropped drops its callbacks too.)
+///
+/// # Safety
+/// `callback`, if given, may be called once from another thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuStreamAddCallback(
+    s: CUstream,
+    callback: Option<unsafe extern "C" fn(*mut c_void, CUresult, *mut c_void)>,
+    user_data: *mut c_void,
+    flags: u32,
+) -> CUresult {
+    guard("cuStreamAddCallback", || {
+        if flags != 0 {
+            return Err(CUDA_ERROR_INVALID_VALUE);
+        }
+        let f = callback.ok_or(CUDA_ERROR_INVALID_VALUE)?;
+        // SAFETY: the caller's contract for `callback` and `user_data`.
+        let call = unsafe { HostFn::callback(f, s.0, user_data) };
+        driver::with(|d| d.launch_host_function(raw(s.0), call))
     })
 }

@@ -103,19 +103,6 @@ pub unsafe extern "C" fn cuLaunchCooperativeKernelMultiDevice(
     unsupported("cuLaunchCooperativeKernelMultiDevice")
 }
 
-/// Host callbacks in stream order.
-///
-/// # Safety
-/// No memory is touched.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuLaunchHostFunc(
-    _s: CUstream,
-    _f: Option<unsafe extern "C" fn(*mut c_void)>,
-    _data: *mut c_void,
-) -> CUresult {
-    unsupported("cuLaunchHostFunc")
-}
-
 /// Stream capture (CUDA graphs).
 ///
 /// # Safety
@@ -159,18 +146,23 @@ pub unsafe extern "C" fn cuModuleGetGlobal_v2(
     })
 }
 
-/// Profiler markers: nothing to profile.
+/// Profiler markers: nothing to profile; they need a current context, as
+/// the driver's (`CUDA_ERROR_INVALID_CONTEXT` without one).
 ///
 /// # Safety
 /// No pointer arguments.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuProfilerStart() -> CUresult {
-    guard("cuProfilerStart", || driver::with(|_| Ok(())))
+    guard("cuProfilerStart", || {
+        driver::with(|d| d.current_ctx().map(drop))
+    })
 }
 
 /// # Safety
 /// No pointer arguments.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuProfilerStop() -> CUresult {
-    guard("cuProfilerStop", || driver::with(|_| Ok(())))
+    guard("cuProfilerStop", || {
+        driver::with(|d| d.current_ctx().map(drop))
+    })
 }

@@ -1,0 +1,219 @@
+//! Queued work: the operations a stream holds ([`OpKind`], with their
+//! dependencies [`Dep`]), the queues ([`Stream`]) and the events that mark
+//! points in them ([`Event`]). Data only, plus running a launch on a
+//! simulator: when they are queued and run is `stream.rs`, how one runs on
+//! a context is [`Context::perform_op`](crate::context::Context::perform_op).
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::time::Instant;
+
+use ptxsmith::dsl::params::ArgValue;
+use ptxsmith::runtime::LaunchConfig;
+use ptxsmith::sim::{Program, Sim};
+
+use crate::error::*;
+use crate::host::{HostDst, HostFn, HostSrc};
+
+/// `CU_STREAM_NON_BLOCKING`.
+pub const NON_BLOCKING: u32 = 0x1;
+/// Work that must have run before an operation: the first `seq`
+/// operations of `stream` in context `ctx` (void if that context has been
+/// reset since: `epoch` is its instance then).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Dep {
+    pub ctx: u64,
+    pub epoch: u64,
+    pub stream: u64,
+    pub seq: u64,
+}
+
+/// What a queued operation does.
+pub enum OpKind {
+    Launch(Box<LaunchOp>),
+    /// Host → device; the bytes were staged when the copy was queued
+    /// (pageable host memory, or a peer copy's source).
+    HtoD {
+        dst: u64,
+        data: Vec<u8>,
+    },
+    /// Host → device from page-locked memory: the bytes are read when the
+    /// copy runs, as the GPU's copy engine reads them.
+    HtoDPinned {
+        dst: u64,
+        src: HostSrc,
+    },
+    DtoH {
+        src: u64,
+        dst: HostDst,
+    },
+    DtoD {
+        dst: u64,
+        src: u64,
+        len: usize,
+    },
+    /// `count` elements of `elem` bytes set to the low bytes of `value`.
+    Memset {
+        dst: u64,
+        value: u32,
+        elem: usize,
+        count: usize,
+    },
+    /// The point an event was recorded at (`recording`: which one).
+    Record {
+        event: u64,
+        recording: u64,
+    },
+    /// `cuMemFreeAsync`: the simulator's memory at `ptr` is released.
+    Free {
+        ptr: u64,
+    },
+    /// A `cuStreamWaitEvent`: only its dependency.
+    Wait,
+    /// A host function (`cuLaunchHostFunc`, `cuStreamAddCallback`): run
+    /// on a thread of its own when the stream reaches it; the stream's
+    /// later work waits until it has returned.
+    Host(Arc<HostTask>),
+}
+
+/// A queued host function and how far it got.
+#[derive(Debug)]
+pub struct HostTask {
+    pub call: HostFn,
+    state: AtomicU8,
+}
+
+/// [`HostTask`] states.
+const QUEUED: u8 = 0;
+const RUNNING: u8 = 1;
+const DONE: u8 = 2;
+
+impl HostTask {
+    pub fn new(call: HostFn) -> Self {
+        HostTask {
+            call,
+            state: AtomicU8::new(QUEUED),
+        }
+    }
+
+    /// Mark it started; `false` if it already was.
+    pub fn start(&self) -> bool {
+        self.state
+            .compare_exchange(QUEUED, RUNNING, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+
+    /// Mark it returned.
+    pub fn finish(&self) {
+        self.state.store(DONE, Ordering::Release);
+    }
+
+    /// Whether it has returned.
+    pub fn done(&self) -> bool {
+        self.state.load(Ordering::Acquire) == DONE
+    }
+}
+
+impl OpKind {
+    /// Whether the operation reads or writes host memory in
+    /// `[addr, addr + len)` when it runs.
+    pub fn touches_host(&self, addr: usize, len: usize) -> bool {
+        match self {
+            OpKind::HtoDPinned { src, .. } => src.overlaps(addr, len),
+            OpKind::DtoH { dst, .. } => dst.overlaps(addr, len),
+            _ => false,
+        }
+    }
+}
+
+pub struct Op {
+    /// Position on its stream.
+    pub seq: u64,
+    /// Position in the order the program queued work (all streams).
+    pub gid: u64,
+    pub deps: Vec<Dep>,
+    pub kind: OpKind,
+}
+
+/// A stream's queue.
+pub struct Stream {
+    pub flags: u32,
+    pub priority: i32,
+    pub queue: VecDeque<Op>,
+    pub next_seq: u64,
+    pub done_seq: u64,
+    /// `cuStreamDestroy` was called; the queue still drains.
+    pub destroyed: bool,
+    /// A query saw pending work (the next query runs it).
+    pub polled: bool,
+}
+
+impl Stream {
+    pub fn new(flags: u32, priority: i32) -> Stream {
+        Stream {
+            flags,
+            priority,
+            queue: VecDeque::new(),
+            next_seq: 0,
+            done_seq: 0,
+            destroyed: false,
+            polled: false,
+        }
+    }
+
+    /// The position the next operation gets (everything queued so far is
+    /// "the first `next_seq()`").
+    pub fn next_seq(&self) -> u64 {
+        self.next_seq
+    }
+
+    /// Whether queued work has not run yet.
+    pub fn pending(&self) -> bool {
+        self.done_seq < self.next_seq
+    }
+
+    pub fn blocking(&self) -> bool {
+        self.flags & NON_BLOCKING == 0
+    }
+
+    /// Drop all queued work (the context faulted).
+    pub fn discard(&mut self) {
+        self.queue.clear();
+        self.done_seq = self.next_seq;
+    }
+}
+
+/// An event: where it was last recorded, and when that point ran.
+pub struct Event {
+    pub flags: u32,
+    pub recording: u64,
+    pub recorded: Option<(u64, u64)>,
+    pub time: Option<Instant>,
+    pub polled: bool,
+}
+
+/// A queued launch.
+pub struct LaunchOp {
+    pub program: Arc<Program>,
+    pub entry: String,
+    pub cfg: LaunchConfig,
+    pub args: Vec<ArgValue>,
+}
+
+impl LaunchOp {
+    /// Run the launch on `sim` (a context's simulator). `Err` is a
+    /// device fault: its code and the finding's text.
+    pub fn run_on_sim(&self, sim: &mut Sim) -> Result<(), (CUresult, String)> {
+        sim.launch_program(&self.program, &self.entry, self.cfg, &self.args)
+            .map(drop)
+            .map_err(|e| {
+                let code = finding_code(&e);
+                let text = format!(
+                    "kernel `{}` (grid {:?}, block {:?}, {} B dynamic shared memory): {e}",
+                    self.entry, self.cfg.grid, self.cfg.block, self.cfg.dynamic_smem_bytes
+                );
+                (code, text)
+            })
+    }
+}
