@@ -20,6 +20,7 @@ pub mod report;
 pub mod runtime;
 pub mod sim;
 pub mod target;
+pub mod tensor_core;
 
 /// The README's code blocks, compiled and run as doctests (the quick start
 /// and one snippet per kernel family).
