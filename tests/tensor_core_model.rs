@@ -160,6 +160,9 @@ fn all_sets() -> Vec<BlockFma> {
         .collect()
 }
 
+/// `c` and the `(a_k, b_k)` pairs of one dot product.
+type Inputs = (f32, Vec<(u32, u32)>);
+
 /// Bits of any operand of `fmt` (every exponent, subnormals, ∞, NaN).
 fn any_operand(fmt: InputFormat) -> BoxedStrategy<u32> {
     match fmt {
@@ -202,7 +205,7 @@ fn f32_near(lo: i32, hi: i32) -> BoxedStrategy<f32> {
 /// Inputs with exponents near one random centre, so that terms overlap,
 /// cancel and get truncated; the centre ranges over the whole format,
 /// subnormals and the clamp included. `c` is sometimes zero.
-fn clustered(p: BlockFma) -> BoxedStrategy<(f32, Vec<(u32, u32)>)> {
+fn clustered(p: BlockFma) -> BoxedStrategy<Inputs> {
     let fmt = p.input;
     let bias = if fmt == InputFormat::F16 { 15 } else { 127 };
     let max_k = 3 * p.width + 1;
@@ -224,7 +227,7 @@ fn clustered(p: BlockFma) -> BoxedStrategy<(f32, Vec<(u32, u32)>)> {
 }
 
 /// Inputs drawn from all bit patterns (specials included).
-fn anything(p: BlockFma) -> BoxedStrategy<(f32, Vec<(u32, u32)>)> {
+fn anything(p: BlockFma) -> BoxedStrategy<Inputs> {
     let ops = any_operand(p.input);
     (
         any::<u32>().prop_map(f32::from_bits),
@@ -250,7 +253,7 @@ fn check(p: &BlockFma, c: f32, pairs: &[(u32, u32)]) -> Result<(), TestCaseError
 
 /// One of [`all_sets`] with inputs from `inputs`.
 fn with_set(
-    inputs: fn(BlockFma) -> BoxedStrategy<(f32, Vec<(u32, u32)>)>,
+    inputs: fn(BlockFma) -> BoxedStrategy<Inputs>,
 ) -> impl Strategy<Value = (BlockFma, f32, Vec<(u32, u32)>)> {
     (0..all_sets().len()).prop_flat_map(move |i| {
         let p = all_sets()[i];
