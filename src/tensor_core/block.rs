@@ -82,18 +82,36 @@ impl BlockFma {
     where
         I: IntoIterator<Item = (u32, u32)>,
     {
+        const STACK: usize = 64;
         let width = self.width.max(1);
-        let mut block = Vec::with_capacity(width);
         let mut acc = c;
-        for pair in pairs {
-            block.push(pair);
-            if block.len() == width {
-                acc = self.block(acc, &block);
-                block.clear();
+        if width <= STACK {
+            // no allocation for the published widths
+            let mut block = [(0u32, 0u32); STACK];
+            let mut n = 0;
+            for pair in pairs {
+                block[n] = pair;
+                n += 1;
+                if n == width {
+                    acc = self.block(acc, &block[..n]);
+                    n = 0;
+                }
             }
-        }
-        if !block.is_empty() {
-            acc = self.block(acc, &block);
+            if n > 0 {
+                acc = self.block(acc, &block[..n]);
+            }
+        } else {
+            let mut block = Vec::with_capacity(width);
+            for pair in pairs {
+                block.push(pair);
+                if block.len() == width {
+                    acc = self.block(acc, &block);
+                    block.clear();
+                }
+            }
+            if !block.is_empty() {
+                acc = self.block(acc, &block);
+            }
         }
         acc
     }
@@ -104,54 +122,65 @@ impl BlockFma {
         f32::from_bits(self.block_bits(c.to_bits(), pairs))
     }
 
-    fn block_bits(&self, c: u32, pairs: &[(u32, u32)]) -> u32 {
-        let fb = self.input.fraction_bits();
-        // Fraction bits of the aligned grid (lines 1070, 1108–1110).
-        let grid = 23 + self.extra_align_bits;
-        // Terms as (negative, significand on `grid` fraction bits, exponent).
-        let mut terms: Vec<(bool, u64, i32)> = Vec::with_capacity(pairs.len() + 1);
-        let (mut nan, mut pos_inf, mut neg_inf) = (false, false, false);
-        let mut note_inf = |neg: bool| {
-            if neg {
-                neg_inf = true;
-            } else {
-                pos_inf = true;
-            }
-        };
+    /// `c` as a term: a zero c takes no part (1082–1084).
+    fn c_term(&self, c: u32) -> Term {
         match decode(c, 8, 23) {
-            Class::Nan => nan = true,
-            Class::Inf { neg } => note_inf(neg),
-            Class::Zero => {} // a zero c takes no part (1082–1084)
-            Class::Finite { neg, sig, exp } => {
-                terms.push((neg, sig << self.extra_align_bits, exp));
+            Class::Nan => Term::Nan,
+            Class::Inf { neg } => Term::Inf(neg),
+            Class::Zero => Term::None,
+            Class::Finite { neg, sig, exp } => Term::Finite(neg, sig << self.extra_align_bits, exp),
+        }
+    }
+
+    /// One product as a term, its significand on the grid of
+    /// `23 + neab` fraction bits.
+    fn product_term(&self, a: u32, b: u32) -> Term {
+        let fb = self.input.fraction_bits();
+        let grid = 23 + self.extra_align_bits;
+        match (decode_operand(self.input, a), decode_operand(self.input, b)) {
+            (Class::Nan, _) | (_, Class::Nan) => Term::Nan,
+            // ∞·0 is NaN (GEMM.m 227 forms the products in double)
+            (Class::Inf { .. }, Class::Zero) | (Class::Zero, Class::Inf { .. }) => Term::Nan,
+            (Class::Inf { neg: x }, Class::Inf { neg: y })
+            | (Class::Inf { neg: x }, Class::Finite { neg: y, .. })
+            | (Class::Finite { neg: x, .. }, Class::Inf { neg: y }) => Term::Inf(x != y),
+            // zero products take no part (73–79)
+            (Class::Zero, _) | (_, Class::Zero) => Term::None,
+            (
+                Class::Finite {
+                    neg: x,
+                    sig: sa,
+                    exp: ea,
+                },
+                Class::Finite {
+                    neg: y,
+                    sig: sb,
+                    exp: eb,
+                },
+            ) => {
+                // exact product, unnormalised in [0, 4) (124–125), written
+                // on the grid (2·fb ≤ 20 < 23 fraction bits)
+                Term::Finite(x != y, (sa * sb) << (grid - 2 * fb), ea + eb)
             }
         }
-        for &(a, b) in pairs {
-            match (decode_operand(self.input, a), decode_operand(self.input, b)) {
-                (Class::Nan, _) | (_, Class::Nan) => nan = true,
-                // ∞·0 is NaN (GEMM.m 227 forms the products in double)
-                (Class::Inf { .. }, Class::Zero) | (Class::Zero, Class::Inf { .. }) => nan = true,
-                (Class::Inf { neg: x }, Class::Inf { neg: y })
-                | (Class::Inf { neg: x }, Class::Finite { neg: y, .. })
-                | (Class::Finite { neg: x, .. }, Class::Inf { neg: y }) => note_inf(x != y),
-                // zero products take no part (73–79)
-                (Class::Zero, _) | (_, Class::Zero) => {}
-                (
-                    Class::Finite {
-                        neg: x,
-                        sig: sa,
-                        exp: ea,
-                    },
-                    Class::Finite {
-                        neg: y,
-                        sig: sb,
-                        exp: eb,
-                    },
-                ) => {
-                    // exact product, unnormalised in [0, 4) (124–125),
-                    // written on the grid (2·fb ≤ 20 < 23 fraction bits)
-                    terms.push((x != y, (sa * sb) << (grid - 2 * fb), ea + eb));
-                }
+    }
+
+    fn block_bits(&self, c: u32, pairs: &[(u32, u32)]) -> u32 {
+        let grid = 23 + self.extra_align_bits;
+        let terms = || {
+            std::iter::once(self.c_term(c))
+                .chain(pairs.iter().map(|&(a, b)| self.product_term(a, b)))
+        };
+        // First pass: specials and the largest exponent.
+        let (mut nan, mut pos_inf, mut neg_inf) = (false, false, false);
+        let mut max_exp: Option<i32> = None;
+        for t in terms() {
+            match t {
+                Term::Nan => nan = true,
+                Term::Inf(true) => neg_inf = true,
+                Term::Inf(false) => pos_inf = true,
+                Term::None => {}
+                Term::Finite(_, _, e) => max_exp = Some(max_exp.map_or(e, |m| m.max(e))),
             }
         }
         // Specials (GEMM.m 229–238): NaN first, then mixed infinities.
@@ -166,21 +195,24 @@ impl BlockFma {
         }
         // Block exponent: the largest, at least `min_align_exp`
         // (1098–1105). No terms: the result is +0 (81–86).
-        let Some(max_exp) = terms.iter().map(|t| t.2).max() else {
+        let Some(max_exp) = max_exp else {
             return 0;
         };
         let max_exp = max_exp.max(self.min_align_exp);
-        // Truncating alignment (1106, 1127–1128) and the exact sum (501).
-        let sum: i64 = terms
-            .iter()
-            .map(|&(neg, sig, exp)| {
-                let shift = (max_exp - exp) as u32;
-                let mag = if shift >= 64 {
-                    0
-                } else {
-                    (sig >> shift) as i64
-                };
-                if neg { -mag } else { mag }
+        // Second pass: truncating alignment (1106, 1127–1128) and the exact
+        // sum (501).
+        let sum: i64 = terms()
+            .map(|t| match t {
+                Term::Finite(neg, sig, exp) => {
+                    let shift = (max_exp - exp) as u32;
+                    let mag = if shift >= 64 {
+                        0
+                    } else {
+                        (sig >> shift) as i64
+                    };
+                    if neg { -mag } else { mag }
+                }
+                _ => 0,
             })
             .sum();
         if sum == 0 {
@@ -194,6 +226,18 @@ impl BlockFma {
             self.rounding,
         )
     }
+}
+
+/// One term of a block.
+#[derive(Debug, Clone, Copy)]
+enum Term {
+    /// Takes no part (a zero product or a zero `c`).
+    None,
+    Nan,
+    /// An infinity, negative if `true`.
+    Inf(bool),
+    /// `(negative, significand on the grid, exponent)`.
+    Finite(bool, u64, i32),
 }
 
 /// `(-1)^neg · mag · 2^scale` (`mag > 0`) as f32 bits: one normalisation

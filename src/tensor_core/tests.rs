@@ -101,3 +101,15 @@ fn tile_shape_errors_name_the_matrix() {
     .unwrap();
     assert_eq!(d, vec![3.0, 1.0, 1.0, 0.0]);
 }
+
+#[test]
+fn any_width_is_accepted() {
+    // a width above the stack buffer (64) takes the allocating path; a
+    // width of 0 is read as 1
+    let base = params(Sm::Sm90, InputFormat::F16).unwrap();
+    for width in [0, 1, 65, 100] {
+        let p = BlockFma { width, ..base };
+        let d = p.dot(0.25, std::iter::repeat_n((ONE_F16, ONE_F16), 130));
+        assert_eq!(d, 130.25, "width {width}");
+    }
+}
