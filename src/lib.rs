@@ -21,6 +21,7 @@ pub mod report;
 pub mod runtime;
 pub mod sim;
 pub mod target;
+pub mod tensor_core;
 pub mod testing;
 
 /// The README's code blocks, compiled and run as doctests (the quick start
