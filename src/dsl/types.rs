@@ -9,7 +9,7 @@
 use std::fmt;
 use std::marker::PhantomData;
 
-use super::params::ScalarType;
+use crate::abi::ScalarType;
 
 /// Register class: what the printer declares (`.reg .f32 %f<N>`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use super::error::SimError;
 use super::exec::{DEFAULT_INSTRUCTION_BUDGET, Sim};
 use super::parse::Program;
-use crate::dsl::params::ArgValue;
+use crate::abi::ArgValue;
 use crate::runtime::exec::LaunchConfig;
 use crate::target::Sm;
 

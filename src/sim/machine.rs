@@ -14,7 +14,7 @@ use super::ir::*;
 use super::memory::{GLOBAL_BASE, GlobalMem};
 use super::options::{LaunchReport, SimOptions};
 use super::parse::Program;
-use crate::dsl::params::ArgValue;
+use crate::abi::ArgValue;
 use crate::runtime::exec::{LaunchConfig, Traffic};
 use crate::target::Sm;
 

@@ -4,7 +4,7 @@
 //! warp-level `shfl`, `vote` and `redux`. Label allocation is in the
 //! parent module.
 
-use super::{KernelBuilder, Label};
+use super::core::{KernelBuilder, Label};
 use crate::dsl::ir::*;
 use crate::dsl::types::*;
 

@@ -2,9 +2,9 @@
 //! rounding where the value can change), bit reinterpretation (`mov.b32`),
 //! 16-bit pack/unpack and the hardware FP8 pair conversions. The
 //! block-scale conversions (FP4, UE8M0, 8-bit plumbing) are in
-//! `dsl/convert.rs`.
+//! `block_scale.rs`.
 
-use super::KernelBuilder;
+use super::core::KernelBuilder;
 use crate::dsl::ir::*;
 use crate::dsl::types::*;
 

@@ -4,7 +4,7 @@
 //! and an add. Also min/max (with and without NaN propagation), abs and
 //! neg.
 
-use super::KernelBuilder;
+use super::core::KernelBuilder;
 use crate::dsl::ir::*;
 use crate::dsl::types::*;
 

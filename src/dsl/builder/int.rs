@@ -2,7 +2,7 @@
 //! ops and shifts, bit counting, multiply-add (narrow and wide), bit-field
 //! extract/insert and byte permute.
 
-use super::KernelBuilder;
+use super::core::KernelBuilder;
 use crate::dsl::ir::*;
 use crate::dsl::types::*;
 

@@ -5,7 +5,7 @@
 
 use std::marker::PhantomData;
 
-use super::KernelBuilder;
+use super::core::KernelBuilder;
 use crate::dsl::ir::*;
 use crate::dsl::printer::SharedDecl;
 use crate::dsl::types::*;
@@ -153,7 +153,7 @@ impl KernelBuilder {
                 "shared array `{name}`: alignment {align} must be a power of two ≥ {size}"
             ));
         }
-        if !super::is_identifier(name) || self.shared.iter().any(|s| s.name == name) {
+        if !super::core::is_identifier(name) || self.shared.iter().any(|s| s.name == name) {
             self.fail(format!(
                 "shared array name `{name}` is invalid or used twice"
             ));
@@ -406,9 +406,9 @@ impl KernelBuilder {
         base: AddrBase,
         b: Value,
         c: Option<Value>,
-        s: crate::dsl::params::ScalarType,
+        s: crate::abi::ScalarType,
     ) -> Reg<R> {
-        use crate::dsl::params::ScalarType as S;
+        use crate::abi::ScalarType as S;
         if !matches!(s, S::U32 | S::S32 | S::U64) {
             self.fail(format!("atomics on {s:?} are not offered (integers only: float atomics are not reproducible)"));
         }

@@ -1,7 +1,7 @@
 //! Special registers (`%tid`, `%ctaid`, `%ntid`, `%nctaid`) and the
 //! global thread index built from them.
 
-use super::KernelBuilder;
+use super::core::KernelBuilder;
 use crate::dsl::ir::*;
 use crate::dsl::types::*;
 

@@ -2,9 +2,9 @@
 //! then that index plus the grid size, and so on below a bound (the launch
 //! code may cap the grid; the loop covers the rest).
 
-use super::Cmp;
-use super::builder::KernelBuilder;
-use super::types::{Reg, Src, U32, U64};
+use super::core::KernelBuilder;
+use crate::dsl::ir::Cmp;
+use crate::dsl::types::{Reg, Src, U32, U64};
 
 impl KernelBuilder {
     /// `for i in global_id .. total step ntid·nctaid` with unsigned 32-bit

@@ -32,9 +32,9 @@
 //! [`b8_to_u32`](KernelBuilder::b8_to_u32) or
 //! [`cvt_from_e2m1x2`](KernelBuilder::cvt_from_e2m1x2).
 
-use super::builder::KernelBuilder;
-use super::ir::{Op, Ue8m0Rounding};
-use super::types::{B8, B16, B32, F32, Reg, Src, Ty, U32};
+use super::core::KernelBuilder;
+use crate::dsl::ir::{Op, Ue8m0Rounding};
+use crate::dsl::types::{B8, B16, B32, F32, Reg, Src, Ty, U32};
 
 impl KernelBuilder {
     /// Hardware FP4 encode of two floats (`sm_100a`/`sm_120a`):
