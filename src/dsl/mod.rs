@@ -16,7 +16,7 @@ pub mod types;
 
 pub use builder::params;
 
-pub use builder::{GlobalPtr, KernelBuilder, Label, SharedArray, SharedPtr};
+pub use builder::{BuildError, GlobalPtr, KernelBuilder, Label, SharedArray, SharedPtr, Var};
 pub use ir::{
     AtomOp, Cmp, Fp8Format, IntRounding, ReduxOp, Rounding, ShflMode, Special, Ue8m0Rounding,
 };

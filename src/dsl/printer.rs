@@ -64,7 +64,7 @@ fn ty(t: Ty) -> &'static str {
     }
 }
 
-fn reg(r: RegId) -> String {
+pub(crate) fn reg(r: RegId) -> String {
     format!("{}{}", class_decl(r.class).1, r.idx)
 }
 

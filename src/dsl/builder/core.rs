@@ -3,17 +3,48 @@
 //! and the minimal `.version`), plain moves, and module assembly
 //! ([`KernelBuilder::finish`]).
 
+use std::collections::BTreeMap;
+use std::panic::Location;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use super::error::BuildError;
 use crate::abi::ParamDesc;
 use crate::dsl::ir::*;
 use crate::dsl::module::PtxModule;
-use crate::dsl::printer::{KernelText, SharedDecl, print_module};
+use crate::dsl::printer::{self, KernelText, SharedDecl, print_module};
 use crate::dsl::types::*;
 use crate::error::{Error, Result};
-use crate::target::{PtxVersion, STATIC_SMEM_LIMIT, Sm};
+use crate::target::{PtxVersion, Sm};
 
-/// A branch target.
+/// A branch target, owned by the builder that made it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Label(pub(super) u32);
+pub struct Label {
+    pub(super) id: u32,
+    pub(super) owner: u32,
+}
+
+/// The next builder id (0 is never handed out).
+static NEXT_BUILDER: AtomicU32 = AtomicU32::new(1);
+
+/// The kernel names of the live builders, by builder id, so a foreign
+/// handle's error names the kernel it came from. An entry is removed when
+/// its builder is finished or dropped.
+static LIVE_BUILDERS: Mutex<BTreeMap<u32, String>> = Mutex::new(BTreeMap::new());
+
+fn live_builders() -> std::sync::MutexGuard<'static, BTreeMap<u32, String>> {
+    LIVE_BUILDERS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The kernel name of builder `id`, or `#id` once that builder is gone.
+fn kernel_of(id: u32) -> String {
+    live_builders()
+        .get(&id)
+        .cloned()
+        .unwrap_or_else(|| format!("#{id} (a builder that has finished)"))
+}
 
 /// Builds one kernel entry for one SM.
 pub struct KernelBuilder {
@@ -31,11 +62,31 @@ pub struct KernelBuilder {
     pub(super) guard: Option<(RegId, bool)>,
     pub(super) version: PtxVersion,
     pub(super) error: Option<Error>,
+    /// This builder's id: every handle it gives out carries it.
+    pub(super) id: u32,
+    /// Per register class, the loop scope each register was defined in
+    /// (0: outside every loop), indexed by register number.
+    pub(super) reg_scope: [Vec<u32>; 10],
+    /// The loop bodies being built, innermost last.
+    pub(super) open_loops: Vec<u32>,
+    /// Where each loop scope (1, 2, …) was opened.
+    pub(super) loop_sites: Vec<&'static Location<'static>>,
+}
+
+impl Drop for KernelBuilder {
+    fn drop(&mut self) {
+        live_builders().remove(&self.id);
+    }
 }
 
 impl KernelBuilder {
-    /// Start a kernel named `name` (the `.entry` name) for `sm`.
+    /// Start a kernel named `name` (the `.entry` name) for `sm`. The
+    /// builder gets a process-wide unique id that every register,
+    /// predicate, pointer, shared array and label it hands out carries.
+    #[track_caller]
     pub fn new(name: &str, sm: Sm) -> Self {
+        let id = NEXT_BUILDER.fetch_add(1, Ordering::Relaxed);
+        live_builders().insert(id, name.to_string());
         let mut b = Self {
             name: name.to_string(),
             tuning: String::new(),
@@ -51,69 +102,153 @@ impl KernelBuilder {
             guard: None,
             version: sm.min_ptx(),
             error: None,
+            id,
+            reg_scope: Default::default(),
+            open_loops: Vec::new(),
+            loop_sites: Vec::new(),
         };
         if !is_identifier(name) {
-            b.fail(format!("`{name}` is not a valid PTX identifier"));
+            b.fail(BuildError::InvalidName {
+                name: name.to_string(),
+            });
         }
         b
     }
 
     /// The target SM.
+    #[track_caller]
     pub fn sm(&self) -> Sm {
         self.sm
     }
 
     /// Record the tuning key (part of the module cache key).
+    #[track_caller]
     pub fn tuning(&mut self, key: impl Into<String>) -> &mut Self {
         self.tuning = key.into();
         self
     }
 
     /// Require exactly this block shape (`.reqntid`).
+    #[track_caller]
     pub fn reqntid(&mut self, x: u32, y: u32, z: u32) -> &mut Self {
         self.reqntid = Some((x, y, z));
         self
     }
 
     /// Bound the block size (`.maxntid`).
+    #[track_caller]
     pub fn maxntid(&mut self, x: u32, y: u32, z: u32) -> &mut Self {
         self.maxntid = Some((x, y, z));
         self
     }
 
     /// Ask ptxas for at least `n` resident CTAs per SM (`.minnctapersm`).
+    #[track_caller]
     pub fn min_ctas_per_sm(&mut self, n: u32) -> &mut Self {
         self.min_ctas = Some(n);
         self
     }
 
-    pub(super) fn fail(&mut self, message: String) {
+    /// Record `error` (with the caller's location) unless an earlier one
+    /// is recorded: [`finish`](Self::finish) returns the first.
+    #[track_caller]
+    pub(super) fn fail(&mut self, error: BuildError) {
         if self.error.is_none() {
             self.error = Some(Error::Build {
                 kernel: self.name.clone(),
-                message,
+                error,
+                location: Some(Location::caller()),
             });
         }
     }
 
     /// PTX has no 8-bit `mov`/`selp`: refuse them on [`B8`] registers.
-    pub(super) fn no_b8<T: RegType>(&mut self, what: &str) {
+    #[track_caller]
+    pub(super) fn no_b8<T: RegType>(&mut self, op: &'static str) {
         if T::CLASS == RegClass::B8 {
-            self.fail(format!(
-                "{what} has no .b8 form; widen with b8_to_u32 or pack with pack_4x8"
-            ));
+            self.fail(BuildError::NoB8Form { op });
         }
     }
 
-    /// Allocate a fresh register of class `T`.
+    /// Allocate a fresh register of class `T`, owned by this builder and
+    /// defined in the innermost loop body being built (if any).
+    #[track_caller]
     pub fn reg<T: RegType>(&mut self) -> Reg<T> {
-        let slot = &mut self.regs[T::CLASS as usize];
-        let r = Reg::new(*slot);
+        let class = T::CLASS as usize;
+        let slot = &mut self.regs[class];
+        let r = Reg::new(*slot, self.id);
         *slot += 1;
+        let scope = self.open_loops.last().copied().unwrap_or(0);
+        self.reg_scope[class].push(scope);
         r
     }
 
+    /// Refuse a handle of another builder ([`BuildError::ForeignRegister`]).
+    #[track_caller]
+    pub(super) fn check_owner(&mut self, owner: u32, what: impl FnOnce() -> ForeignWhat) {
+        if owner != self.id && self.error.is_none() {
+            let (owner_kernel, this_kernel) = (kernel_of(owner), self.name.clone());
+            self.fail(match what() {
+                ForeignWhat::Register(register) => BuildError::ForeignRegister {
+                    register,
+                    owner_kernel,
+                    this_kernel,
+                },
+                ForeignWhat::SharedArray(array) => BuildError::ForeignSharedArray {
+                    array,
+                    owner_kernel,
+                    this_kernel,
+                },
+                ForeignWhat::Label => BuildError::ForeignLabel {
+                    owner_kernel,
+                    this_kernel,
+                },
+            });
+        }
+    }
+
+    /// Check one register operand: this builder's, and (when read) not a
+    /// value of a loop body that has ended.
+    #[track_caller]
+    fn check_reg(&mut self, r: RegId, read: bool) {
+        self.check_owner(r.owner, || ForeignWhat::Register(printer::reg(r)));
+        if !read || r.owner != self.id || self.error.is_some() {
+            return;
+        }
+        let scope = self.reg_scope[r.class as usize]
+            .get(r.idx as usize)
+            .copied()
+            .unwrap_or(0);
+        if scope != 0 && !self.open_loops.contains(&scope) {
+            self.fail(BuildError::LoopValueEscapes {
+                register: printer::reg(r),
+                loop_at: self.loop_sites[scope as usize - 1],
+            });
+        }
+    }
+
+    /// Build a loop body: registers `f` defines belong to it, and reading
+    /// one after it ends is refused ([`BuildError::LoopValueEscapes`]).
+    #[track_caller]
+    pub(super) fn loop_body<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
+        self.loop_sites.push(Location::caller());
+        let scope = self.loop_sites.len() as u32;
+        self.open_loops.push(scope);
+        let r = f(self);
+        self.open_loops.pop();
+        r
+    }
+
+    #[track_caller]
     pub(super) fn push(&mut self, op: Op) {
+        let mut regs = Vec::new();
+        op.for_each_reg(|r, read| regs.push((r, read)));
+        if let Some((p, _)) = self.guard {
+            regs.push((p, true));
+        }
+        for (r, read) in regs {
+            self.check_reg(r, read);
+        }
         if let Some(f) = op.feature() {
             if !self.sm.supports(f) {
                 if self.error.is_none() {
@@ -128,7 +263,7 @@ impl KernelBuilder {
             }
         }
         if self.guard.is_some() && matches!(op, Op::Label(_)) {
-            self.fail("a label cannot be placed inside a guarded region".to_string());
+            self.fail(BuildError::LabelInGuardedRegion);
         }
         self.body.push(Instr {
             guard: self.guard,
@@ -136,6 +271,7 @@ impl KernelBuilder {
         });
     }
 
+    #[track_caller]
     pub(super) fn def<T: RegType>(&mut self, f: impl FnOnce(RegId) -> Op) -> Reg<T> {
         let d = self.reg::<T>();
         self.push(f(d.id()));
@@ -143,6 +279,7 @@ impl KernelBuilder {
     }
 
     /// A comment line in the PTX (documentation for readers of the dump).
+    #[track_caller]
     pub fn comment(&mut self, text: &str) {
         self.push(Op::Comment(text.to_string()));
     }
@@ -150,6 +287,7 @@ impl KernelBuilder {
     // ---- moves -------------------------------------------------------------
 
     /// `d = a` into a fresh register.
+    #[track_caller]
     pub fn mov<T: RegType>(&mut self, a: impl Into<Src<T>>) -> Reg<T> {
         self.no_b8::<T>("mov");
         let a = a.into().v;
@@ -160,7 +298,9 @@ impl KernelBuilder {
         })
     }
 
-    /// Overwrite an existing register (loop-carried values).
+    /// Overwrite an existing register: `mov d, a` (loop-carried values;
+    /// [`Var`](crate::dsl::Var) is the same with its own type).
+    #[track_caller]
     pub fn assign<T: RegType>(&mut self, d: Reg<T>, a: impl Into<Src<T>>) {
         self.no_b8::<T>("mov");
         let a = a.into().v;
@@ -174,35 +314,31 @@ impl KernelBuilder {
     // ---- labels ------------------------------------------------------------
 
     /// A new label, to be placed with [`Self::place`].
+    #[track_caller]
     pub fn label(&mut self) -> Label {
         self.labels += 1;
-        Label(self.labels)
+        Label {
+            id: self.labels,
+            owner: self.id,
+        }
     }
 
     /// Place `l` here.
+    #[track_caller]
     pub fn place(&mut self, l: Label) {
-        self.push(Op::Label(l.0));
+        self.check_owner(l.owner, || ForeignWhat::Label);
+        self.push(Op::Label(l.id));
     }
 
     // ---- finishing -------------------------------------------------------------
 
-    /// Validate and print the module.
+    /// Validate and print the module, or return the first misuse
+    /// recorded ([`Error::Build`] with its [`BuildError`] and the caller's
+    /// location, or [`Error::UnsupportedFeature`]).
+    #[track_caller]
     pub fn finish(mut self) -> Result<PtxModule> {
         if let Some(e) = self.error.take() {
             return Err(e);
-        }
-        let static_smem: u64 = self
-            .shared
-            .iter()
-            .map(|s| u64::from(s.bytes) + u64::from(s.align))
-            .sum();
-        if static_smem > u64::from(STATIC_SMEM_LIMIT) {
-            return Err(Error::Build {
-                kernel: self.name,
-                message: format!(
-                    "{static_smem} bytes of static shared memory exceed {STATIC_SMEM_LIMIT}"
-                ),
-            });
         }
         if !matches!(
             self.body.last(),
@@ -230,14 +366,31 @@ impl KernelBuilder {
             body: &self.body,
         });
         Ok(PtxModule {
-            kernel: self.name,
-            tuning: self.tuning,
+            kernel: std::mem::take(&mut self.name),
+            tuning: std::mem::take(&mut self.tuning),
             sm: self.sm,
             version: self.version,
-            params: self.params,
+            params: std::mem::take(&mut self.params),
             ptx,
         })
     }
+}
+
+/// The static shared memory the declared arrays take (sizes plus
+/// alignment slack), checked against [`STATIC_SMEM_LIMIT`](crate::target::STATIC_SMEM_LIMIT) as arrays are
+/// declared.
+pub(super) fn static_smem(shared: &[SharedDecl]) -> u64 {
+    shared
+        .iter()
+        .map(|s| u64::from(s.bytes) + u64::from(s.align))
+        .sum()
+}
+
+/// What a foreign handle is, for its error.
+pub(super) enum ForeignWhat {
+    Register(String),
+    SharedArray(String),
+    Label,
 }
 
 /// PTX identifiers: `[a-zA-Z][a-zA-Z0-9_$]*` or `[_$%][a-zA-Z0-9_$]+`.
@@ -261,7 +414,7 @@ pub(super) fn is_identifier(s: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::target::Feature;
+    use crate::target::{Feature, STATIC_SMEM_LIMIT};
 
     fn err_of(r: Result<PtxModule>) -> Error {
         r.expect_err("builder should refuse")
@@ -297,22 +450,58 @@ mod tests {
         assert_eq!(build(Sm::Sm80, false), "7.0");
     }
 
+    /// The [`BuildError`] of a refused build, and that its location is
+    /// this file.
+    fn build_err(r: Result<PtxModule>) -> BuildError {
+        match err_of(r) {
+            Error::Build {
+                error,
+                location: Some(l),
+                ..
+            } => {
+                assert!(l.file().ends_with("core.rs"), "{l}");
+                error
+            }
+            e => panic!("{e:?}"),
+        }
+    }
+
     #[test]
     fn constant_index_past_a_shared_array_is_refused() {
         let mut b = KernelBuilder::new("k", Sm::Sm80);
         let a = b.shared_array::<F32>("a", 4, 4);
         let _ = b.ld_shared_at(&a, 4);
-        assert!(
-            matches!(err_of(b.finish()), Error::Build { message, .. } if message.contains("index 4"))
+        assert_eq!(
+            build_err(b.finish()),
+            BuildError::SharedIndex {
+                array: "a".into(),
+                index: 4,
+                len: 4
+            }
         );
+        let mut b = KernelBuilder::new("k", Sm::Sm80);
+        let a = b.shared_array::<U32>("s", 8, 4);
+        let _ = b.shared_elem(&a, 9u32);
+        assert!(matches!(
+            build_err(b.finish()),
+            BuildError::SharedIndex {
+                index: 9,
+                len: 8,
+                ..
+            }
+        ));
     }
 
     #[test]
     fn static_shared_memory_over_48k_is_refused() {
         let mut b = KernelBuilder::new("k", Sm::Sm90);
         let _ = b.shared_array::<F32>("a", 12 * 1024, 16);
-        assert!(
-            matches!(err_of(b.finish()), Error::Build { message, .. } if message.contains("static shared"))
+        assert_eq!(
+            build_err(b.finish()),
+            BuildError::StaticSharedLimit {
+                bytes: 48 * 1024 + 16,
+                limit: STATIC_SMEM_LIMIT
+            }
         );
     }
 
@@ -320,21 +509,39 @@ mod tests {
     fn misuse_is_refused() {
         let mut b = KernelBuilder::new("9bad", Sm::Sm80);
         let _ = b.mov(1u32);
-        assert!(err_of(b.finish()).to_string().contains("identifier"));
+        assert_eq!(
+            build_err(b.finish()),
+            BuildError::InvalidName {
+                name: "9bad".into()
+            }
+        );
 
         let mut b = KernelBuilder::new("k", Sm::Sm80);
         let x = b.mov(1u32);
         let _ = b.setp(Cmp::Ltu, x, 2u32);
-        assert!(err_of(b.finish()).to_string().contains("floats only"));
+        assert_eq!(
+            build_err(b.finish()),
+            BuildError::FloatOnlyComparison { cmp: Cmp::Ltu }
+        );
 
         let mut b = KernelBuilder::new("k", Sm::Sm80);
         let x = b.mov(1u32);
         let _ = b.div(x, 0u32);
-        assert!(err_of(b.finish()).to_string().contains("division"));
+        assert_eq!(
+            build_err(b.finish()),
+            BuildError::DivisionByZero { op: "division" }
+        );
 
         let mut b = KernelBuilder::new("k", Sm::Sm80);
         let _ = b.shared_array::<F32>("a", 4, 2);
-        assert!(err_of(b.finish()).to_string().contains("alignment"));
+        assert_eq!(
+            build_err(b.finish()),
+            BuildError::SharedAlignment {
+                array: "a".into(),
+                align: 2,
+                elem_size: 4
+            }
+        );
 
         let mut b = KernelBuilder::new("k", Sm::Sm80);
         let p = b.mov(1u32);
@@ -343,7 +550,37 @@ mod tests {
             let l = b.label();
             b.place(l);
         });
-        assert!(err_of(b.finish()).to_string().contains("guarded"));
+        assert_eq!(build_err(b.finish()), BuildError::LabelInGuardedRegion);
+    }
+
+    #[test]
+    fn the_first_misuse_is_kept_and_shown_with_its_location() {
+        let mut b = KernelBuilder::new("k", Sm::Sm80);
+        let x = b.mov(1u32);
+        let line = line!() + 1;
+        let _ = b.rem(x, 0u32);
+        let _ = b.div(x, 0u32);
+        let e = err_of(b.finish());
+        let Error::Build {
+            kernel,
+            error,
+            location: Some(l),
+        } = &e
+        else {
+            panic!("{e:?}")
+        };
+        assert_eq!(
+            (kernel.as_str(), error, l.line()),
+            ("k", &BuildError::DivisionByZero { op: "remainder" }, line)
+        );
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "kernel `k`: integer remainder by the constant 0 (at {}:{line}:{})",
+                file!(),
+                l.column()
+            )
+        );
     }
 
     #[test]

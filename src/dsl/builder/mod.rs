@@ -29,12 +29,16 @@ mod block_scale;
 mod control;
 mod convert;
 mod core;
+mod error;
 mod float;
 mod int;
 mod loops;
 mod memory;
 pub mod params;
 mod special;
+mod var;
 
 pub use self::core::{KernelBuilder, Label};
+pub use error::BuildError;
 pub use memory::{GlobalPtr, SharedArray, SharedPtr};
+pub use var::Var;

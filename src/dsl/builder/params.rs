@@ -14,6 +14,7 @@ use std::marker::PhantomData;
 pub use crate::abi::{ArgValue, ParamDesc, ParamKind, ScalarType, check_args};
 
 use super::core::KernelBuilder;
+use super::error::BuildError;
 use super::memory::GlobalPtr;
 use crate::dsl::types::{Elem, F32, Reg, S32, U32, U64};
 
@@ -100,9 +101,10 @@ scalar_params! {
 
 impl KernelBuilder {
     /// Declare the kernel's parameters (once) and load them into registers.
+    #[track_caller]
     pub fn params<P: KernelParams>(&mut self) -> P::Regs {
         if !self.params.is_empty() {
-            self.fail("params() called twice".to_string());
+            self.fail(BuildError::ParamsTwice);
         }
         self.params = P::descs();
         P::load(self)
