@@ -155,6 +155,11 @@ impl KernelBuilder {
     /// `for (i = start; i < end; i += step) body(i)` with unsigned 32-bit
     /// `i` (the loop runs zero times when `start >= end`; the caller keeps
     /// `end + step` from wrapping).
+    ///
+    /// `body` runs once, to emit the loop's code: carry a value from one
+    /// iteration to the next in a [`Var`](crate::dsl::Var) (or with
+    /// [`assign`](Self::assign)); a register `body` defines is refused
+    /// when read after the loop ([`BuildError::LoopValueEscapes`]).
     #[track_caller]
     pub fn for_range(
         &mut self,
@@ -177,7 +182,9 @@ impl KernelBuilder {
     }
 
     /// `while cond() { body() }`; `cond` emits code that computes the
-    /// continuation predicate.
+    /// continuation predicate. As in [`for_range`](Self::for_range), a
+    /// register `body` defines is refused when read after the loop; carry
+    /// values in a [`Var`](crate::dsl::Var).
     #[track_caller]
     pub fn while_(
         &mut self,

@@ -2,9 +2,14 @@
 //!
 //! Methods append instructions and return fresh typed registers. Misuse
 //! that the types cannot rule out (an instruction the target lacks, a
-//! constant index past a shared array, too much static shared memory) is
-//! recorded and returned by [`KernelBuilder::finish`] as a typed error:
-//! the builder never prints invalid PTX.
+//! constant index past a shared array, too much static shared memory, a
+//! register of another builder, a loop-body value read after its loop) is
+//! recorded with the caller's source location (the methods are
+//! `#[track_caller]`) and returned by [`KernelBuilder::finish`] as a typed
+//! error ([`BuildError`] inside [`Error::Build`](crate::Error::Build)):
+//! the builder never prints invalid PTX. See the [`dsl`](crate::dsl)
+//! module for the register model: typed registers owned by their builder,
+//! predicates, and [`Var`] for loop-carried values.
 //!
 //! `core` owns the builder itself: the [`KernelBuilder`] type, entry
 //! directives, register and label allocation, recording instructions
@@ -22,6 +27,8 @@
 //!   barriers and warp operations;
 //! * `loops`: grid-stride loops;
 //! * `special`: special registers and global thread indices;
+//! * `var`: loop-carried variables ([`Var`]);
+//! * `error`: [`BuildError`], the misuses the builder refuses;
 //! * [`params`]: typed parameter lists ([`kernel_params!`](crate::kernel_params))
 //!   and [`KernelBuilder::params`].
 
