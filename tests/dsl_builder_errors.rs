@@ -317,4 +317,6 @@ fn handles_stay_small_and_copy() {
     assert_eq!(size_of::<Var<U32>>(), 8);
     assert_eq!(size_of::<GlobalPtr<F32>>(), 8);
     assert_eq!(size_of::<Label>(), 8);
+    // The typed error keeps `Error` under clippy's `result_large_err` bound.
+    assert!(size_of::<Error>() < 128, "{}", size_of::<Error>());
 }

@@ -105,7 +105,7 @@ pub enum BuildError {
         /// The array.
         array: String,
         /// The index.
-        index: i128,
+        index: u64,
         /// The array's length in elements.
         len: u32,
     },

@@ -212,7 +212,7 @@ impl KernelBuilder {
         if let Some(k) = i.as_int().filter(|k| *k >= i128::from(a.len)) {
             self.fail(BuildError::SharedIndex {
                 array: a.name.clone(),
-                index: k,
+                index: u64::try_from(k).unwrap_or(u64::MAX),
                 len: a.len,
             });
         }

@@ -58,13 +58,10 @@ impl<T: RegType> Var<T> {
     }
 }
 
+/// `&v` as an operand reads the variable (by reference, so that a read
+/// of a variable looks different from a read of a plain register).
 impl<T: RegType> From<&Var<T>> for Src<T> {
     fn from(v: &Var<T>) -> Self {
-        v.reg.into()
-    }
-}
-impl<T: RegType> From<Var<T>> for Src<T> {
-    fn from(v: Var<T>) -> Self {
         v.reg.into()
     }
 }
