@@ -153,11 +153,16 @@ impl KernelBuilder {
     /// is recorded: [`finish`](Self::finish) returns the first.
     #[track_caller]
     pub(super) fn fail(&mut self, error: BuildError) {
+        self.fail_at(error, Location::caller());
+    }
+
+    /// [`fail`](Self::fail) with the location given.
+    fn fail_at(&mut self, error: BuildError, at: &'static Location<'static>) {
         if self.error.is_none() {
             self.error = Some(Error::Build {
                 kernel: self.name.clone(),
                 error,
-                location: Some(Location::caller()),
+                location: Some(at),
             });
         }
     }
@@ -186,9 +191,18 @@ impl KernelBuilder {
     /// Refuse a handle of another builder ([`BuildError::ForeignRegister`]).
     #[track_caller]
     pub(super) fn check_owner(&mut self, owner: u32, what: impl FnOnce() -> ForeignWhat) {
+        self.check_owner_at(owner, what, Location::caller());
+    }
+
+    fn check_owner_at(
+        &mut self,
+        owner: u32,
+        what: impl FnOnce() -> ForeignWhat,
+        at: &'static Location<'static>,
+    ) {
         if owner != self.id && self.error.is_none() {
             let (owner_kernel, this_kernel) = (kernel_of(owner), self.name.clone());
-            self.fail(match what() {
+            let error = match what() {
                 ForeignWhat::Register(register) => BuildError::ForeignRegister {
                     register,
                     owner_kernel,
@@ -203,15 +217,15 @@ impl KernelBuilder {
                     owner_kernel,
                     this_kernel,
                 },
-            });
+            };
+            self.fail_at(error, at);
         }
     }
 
     /// Check one register operand: this builder's, and (when read) not a
     /// value of a loop body that has ended.
-    #[track_caller]
-    fn check_reg(&mut self, r: RegId, read: bool) {
-        self.check_owner(r.owner, || ForeignWhat::Register(printer::reg(r)));
+    fn check_reg(&mut self, r: RegId, read: bool, at: &'static Location<'static>) {
+        self.check_owner_at(r.owner, || ForeignWhat::Register(printer::reg(r)), at);
         if !read || r.owner != self.id || self.error.is_some() {
             return;
         }
@@ -220,10 +234,14 @@ impl KernelBuilder {
             .copied()
             .unwrap_or(0);
         if scope != 0 && !self.open_loops.contains(&scope) {
-            self.fail(BuildError::LoopValueEscapes {
-                register: printer::reg(r),
-                loop_at: self.loop_sites[scope as usize - 1],
-            });
+            let loop_at = self.loop_sites[scope as usize - 1];
+            self.fail_at(
+                BuildError::LoopValueEscapes {
+                    register: printer::reg(r),
+                    loop_at,
+                },
+                at,
+            );
         }
     }
 
@@ -241,13 +259,10 @@ impl KernelBuilder {
 
     #[track_caller]
     pub(super) fn push(&mut self, op: Op) {
-        let mut regs = Vec::new();
-        op.for_each_reg(|r, read| regs.push((r, read)));
+        let at = Location::caller();
+        op.for_each_reg(|r, read| self.check_reg(r, read, at));
         if let Some((p, _)) = self.guard {
-            regs.push((p, true));
-        }
-        for (r, read) in regs {
-            self.check_reg(r, read);
+            self.check_reg(p, true, at);
         }
         if let Some(f) = op.feature() {
             if !self.sm.supports(f) {
