@@ -349,13 +349,34 @@ pub enum Error {
     },
 
     /// The kernel builder was used inconsistently (a bug in a generator,
-    /// reported instead of emitting invalid PTX).
-    #[error("kernel `{kernel}`: {message}")]
+    /// reported instead of emitting invalid PTX): which misuse, with its
+    /// values ([`BuildError`](crate::dsl::BuildError)), and where in the
+    /// generator's source it happened.
+    ///
+    /// ```
+    /// use ptxsmith::dsl::{BuildError, KernelBuilder, types::F32};
+    /// use ptxsmith::{Error, Sm};
+    /// let mut b = KernelBuilder::new("k", Sm::Sm80);
+    /// let a = b.shared_array::<F32>("a", 4, 4);
+    /// let _ = b.ld_shared_at(&a, 7);
+    /// let line = line!() - 1;
+    /// let e = b.finish().unwrap_err();
+    /// let Error::Build { error: BuildError::SharedIndex { index, len, .. }, location, .. } = &e
+    /// else { panic!("{e}") };
+    /// assert_eq!((*index, *len), (7, 4));
+    /// assert_eq!(location.map(|l| l.line()), Some(line));
+    /// assert!(e.to_string().contains("constant index 7 past shared array `a` of 4 (at "));
+    /// ```
+    #[error("kernel `{kernel}`: {error}{}", at(location))]
     Build {
         /// The kernel being built.
         kernel: String,
-        /// What was inconsistent.
-        message: String,
+        /// What was inconsistent, with the values.
+        error: crate::dsl::BuildError,
+        /// The generator's call that did it (the builder's methods are
+        /// `#[track_caller]`); `None` for errors found outside a builder
+        /// call (the module cache, the report's inspection).
+        location: Option<&'static std::panic::Location<'static>>,
     },
 
     /// The CPU PTX simulator refused or stopped a launch.
@@ -375,6 +396,10 @@ pub enum Error {
 /// [`Error::WrongContext::owner`] of memory or a stream that belongs to a
 /// CUDA context ptxsmith does not use (context ids start at 1).
 pub const FOREIGN_CONTEXT: u64 = 0;
+
+fn at(location: &Option<&'static std::panic::Location<'static>>) -> String {
+    location.map_or_else(String::new, |l| format!(" (at {l})"))
+}
 
 fn context_name(id: u64) -> String {
     if id == FOREIGN_CONTEXT {

@@ -14,8 +14,8 @@
 //! Users normally go through the runtime's `Context`, `Stream` and
 //! `DeviceBuffer`; this trait is the seam for a new backend.
 
+use crate::abi::ArgValue;
 use crate::dsl::PtxModule;
-use crate::dsl::params::ArgValue;
 use crate::error::Result;
 use crate::target::Sm;
 

@@ -8,6 +8,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]
 
+pub mod abi;
 pub mod dsl;
 pub mod error;
 pub mod exec;

@@ -500,6 +500,146 @@ pub(crate) struct Instr {
 }
 
 impl Op {
+    /// Every register operand, with whether the operation reads it (`true`)
+    /// or writes it (`false`; `advance`'s in-place add writes and reads its
+    /// register).
+    pub(crate) fn for_each_reg(&self, mut f: impl FnMut(RegId, bool)) {
+        let v = |v: &Value, f: &mut dyn FnMut(RegId, bool)| {
+            if let Value::Reg(r) = v {
+                f(*r, true);
+            }
+        };
+        let addr = |a: &Addr, f: &mut dyn FnMut(RegId, bool)| {
+            if let AddrBase::Reg(r) = a.base {
+                f(r, true);
+            }
+        };
+        match self {
+            Op::Mov { d, a, .. } | Op::Unary { d, a, .. } | Op::Cvt { d, a, .. } => {
+                v(a, &mut f);
+                f(*d, false);
+            }
+            Op::MovSpecial { d, .. } | Op::MovVarAddr { d, .. } | Op::LdParam { d, .. } => {
+                f(*d, false)
+            }
+            Op::Int { d, a, b, .. }
+            | Op::MulWide { d, a, b, .. }
+            | Op::Float { d, a, b, .. }
+            | Op::FMinMax { d, a, b, .. }
+            | Op::Setp { d, a, b, .. } => {
+                v(a, &mut f);
+                v(b, &mut f);
+                f(*d, false);
+            }
+            Op::Mad { d, a, b, c, .. }
+            | Op::Fma { d, a, b, c, .. }
+            | Op::Bfe {
+                d,
+                a,
+                pos: b,
+                len: c,
+                ..
+            }
+            | Op::Prmt {
+                d, a, b, sel: c, ..
+            } => {
+                v(a, &mut f);
+                v(b, &mut f);
+                v(c, &mut f);
+                f(*d, false);
+            }
+            Op::Bfi {
+                d, a, b, pos, len, ..
+            } => {
+                for x in [a, b, pos, len] {
+                    v(x, &mut f);
+                }
+                f(*d, false);
+            }
+            Op::Selp { d, a, b, p, .. } => {
+                v(a, &mut f);
+                v(b, &mut f);
+                f(*p, true);
+                f(*d, false);
+            }
+            Op::PredLogic { d, a, b, .. }
+            | Op::Pack2x16 {
+                d, lo: a, hi: b, ..
+            } => {
+                f(*a, true);
+                f(*b, true);
+                f(*d, false);
+            }
+            Op::PredNot { d, a }
+            | Op::CvtFromFp8x2 { d, a, .. }
+            | Op::CvtFromE2m1x2 { d, a }
+            | Op::CvtFromUe8m0x2 { d, a }
+            | Op::CvtaGlobal { d, a }
+            | Op::Redux { d, a, .. } => {
+                f(*a, true);
+                f(*d, false);
+            }
+            Op::VoteBallot { d, p, .. } | Op::VoteAny { d, p, .. } => {
+                f(*p, true);
+                f(*d, false);
+            }
+            Op::CvtToFp8x2 { d, hi, lo, .. }
+            | Op::CvtToE2m1x2 { d, hi, lo }
+            | Op::CvtToUe8m0x2 { d, hi, lo, .. } => {
+                v(hi, &mut f);
+                v(lo, &mut f);
+                f(*d, false);
+            }
+            Op::Pack4x8 { d, b } => {
+                for r in b {
+                    f(*r, true);
+                }
+                f(*d, false);
+            }
+            Op::Unpack2x16 { lo, hi, a } => {
+                f(*a, true);
+                f(*lo, false);
+                f(*hi, false);
+            }
+            Op::Ld { d, addr: a, .. } => {
+                addr(a, &mut f);
+                for r in d {
+                    f(*r, false);
+                }
+            }
+            Op::St {
+                v: vals, addr: a, ..
+            } => {
+                addr(a, &mut f);
+                for x in vals {
+                    v(x, &mut f);
+                }
+            }
+            Op::Atom {
+                d, addr: a, b, c, ..
+            } => {
+                addr(a, &mut f);
+                v(b, &mut f);
+                if let Some(c) = c {
+                    v(c, &mut f);
+                }
+                f(*d, false);
+            }
+            Op::Shfl { d, a, b, c, .. } => {
+                v(a, &mut f);
+                v(b, &mut f);
+                v(c, &mut f);
+                f(*d, false);
+            }
+            Op::BarSync
+            | Op::BarWarpSync { .. }
+            | Op::Label(_)
+            | Op::Bra { .. }
+            | Op::Ret
+            | Op::Comment(_) => {}
+        }
+    }
+
     /// The feature the operation needs, if not every target has it.
     pub(crate) fn feature(&self) -> Option<Feature> {
         match self {

@@ -48,6 +48,7 @@ use crate::math::{
 const RN: Rounding = Rounding::Rn;
 const ROUND_MAGIC_BITS: u32 = 0x4b40_0000;
 
+#[track_caller]
 fn fma(
     b: &mut KernelBuilder,
     x: impl Into<Src<F32>>,
@@ -57,19 +58,23 @@ fn fma(
     b.ffma(RN, x, y, z)
 }
 
+#[track_caller]
 fn add(b: &mut KernelBuilder, x: impl Into<Src<F32>>, y: impl Into<Src<F32>>) -> Reg<F32> {
     b.fadd(RN, x, y)
 }
 
+#[track_caller]
 fn sub(b: &mut KernelBuilder, x: impl Into<Src<F32>>, y: impl Into<Src<F32>>) -> Reg<F32> {
     b.fsub(RN, x, y)
 }
 
+#[track_caller]
 fn mul(b: &mut KernelBuilder, x: impl Into<Src<F32>>, y: impl Into<Src<F32>>) -> Reg<F32> {
     b.fmul(RN, x, y)
 }
 
 /// `if p { x } else { y }` on floats.
+#[track_caller]
 fn sel(
     b: &mut KernelBuilder,
     p: Reg<Pred>,
@@ -80,6 +85,7 @@ fn sel(
 }
 
 /// Mirror of [`crate::math::exp_f32`].
+#[track_caller]
 pub fn exp(b: &mut KernelBuilder, x: Reg<F32>) -> Reg<F32> {
     b.comment("exp_f32 (see ptxsmith::math)");
     // 1. clamp
@@ -119,6 +125,7 @@ pub fn exp(b: &mut KernelBuilder, x: Reg<F32>) -> Reg<F32> {
 }
 
 /// `from_bits((k + 127) << 23)`.
+#[track_caller]
 fn pow2(b: &mut KernelBuilder, k: Reg<S32>) -> Reg<F32> {
     let e = b.add(k, 127i32);
     let e = b.s32_as_u32(e);
@@ -128,6 +135,7 @@ fn pow2(b: &mut KernelBuilder, k: Reg<S32>) -> Reg<F32> {
 
 /// `x = 2^e·m`, `m ∈ [2/3, 4/3)`: returns `(e, m)` (before any subnormal
 /// correction of `e`).
+#[track_caller]
 fn split(b: &mut KernelBuilder, x: Reg<F32>) -> (Reg<S32>, Reg<F32>) {
     let xb = b.f32_bits(x);
     let t = b.sub(xb, TWO_THIRDS_BITS);
@@ -139,6 +147,7 @@ fn split(b: &mut KernelBuilder, x: Reg<F32>) -> (Reg<S32>, Reg<F32>) {
 }
 
 /// Mirror of `log_core` in [`crate::math`]: `e·ln 2 + log1p(f) + d`.
+#[track_caller]
 fn log_core(b: &mut KernelBuilder, e: Reg<S32>, f: Reg<F32>, d: impl Into<Src<F32>>) -> Reg<F32> {
     let eu = b.s32_as_u32(e);
     let eb = b.add(eu, ROUND_MAGIC_BITS);
@@ -173,6 +182,7 @@ fn log_core(b: &mut KernelBuilder, e: Reg<S32>, f: Reg<F32>, d: impl Into<Src<F3
 }
 
 /// Mirror of [`crate::math::log_f32`].
+#[track_caller]
 pub fn log(b: &mut KernelBuilder, x: Reg<F32>) -> Reg<F32> {
     b.comment("log_f32 (see ptxsmith::math)");
     // 1. subnormals
@@ -197,6 +207,7 @@ pub fn log(b: &mut KernelBuilder, x: Reg<F32>) -> Reg<F32> {
 }
 
 /// Mirror of [`crate::math::log1p_f32`].
+#[track_caller]
 pub fn log1p(b: &mut KernelBuilder, x: Reg<F32>) -> Reg<F32> {
     b.comment("log1p_f32 (see ptxsmith::math)");
     // 1. 1 + x = u + c
@@ -243,6 +254,7 @@ pub fn log1p(b: &mut KernelBuilder, x: Reg<F32>) -> Reg<F32> {
 ///
 /// `max.NaN` needs sm_80; on sm_70/sm_75 the same value comes from
 /// `max` and a `setp.nan`/`selp` pair (any NaN for a NaN, as everywhere).
+#[track_caller]
 pub fn log_add_exp(b: &mut KernelBuilder, x: Reg<F32>, y: Reg<F32>) -> Reg<F32> {
     b.comment("log_add_exp (see ptxsmith::math)");
     // 1. max (NaN if either is NaN) and d = min − max, clamped

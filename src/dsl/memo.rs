@@ -35,7 +35,7 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError, RwLock};
 
-use crate::dsl::PtxModule;
+use crate::dsl::module::PtxModule;
 use crate::error::Result;
 use crate::target::Sm;
 

@@ -4,8 +4,8 @@
 use std::fmt::Write;
 
 use super::ir::*;
-use super::params::{ParamDesc, ParamKind};
 use super::types::{RegClass, RegId, Ty, Value, scalar_ty};
+use crate::abi::{ParamDesc, ParamKind};
 use crate::target::{PtxVersion, Sm};
 
 /// Everything the printer needs about one kernel.
@@ -64,7 +64,7 @@ fn ty(t: Ty) -> &'static str {
     }
 }
 
-fn reg(r: RegId) -> String {
+pub(crate) fn reg(r: RegId) -> String {
     format!("{}{}", class_decl(r.class).1, r.idx)
 }
 

@@ -9,7 +9,7 @@
 use std::fmt;
 use std::marker::PhantomData;
 
-use super::params::ScalarType;
+use crate::abi::ScalarType;
 
 /// Register class: what the printer declares (`.reg .f32 %f<N>`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -142,9 +142,13 @@ reg_types! {
     F64 => F64;
 }
 
-/// A virtual register of class `T`.
+/// A virtual register of class `T`, owned by the
+/// [`KernelBuilder`](super::KernelBuilder) that made it: it carries that
+/// builder's id, and another builder refuses it
+/// ([`BuildError::ForeignRegister`](super::BuildError::ForeignRegister)).
 pub struct Reg<T> {
     pub(crate) idx: u32,
+    pub(crate) owner: u32,
     _t: PhantomData<T>,
 }
 
@@ -156,20 +160,21 @@ impl<T> Clone for Reg<T> {
 impl<T> Copy for Reg<T> {}
 impl<T> PartialEq for Reg<T> {
     fn eq(&self, o: &Self) -> bool {
-        self.idx == o.idx
+        (self.idx, self.owner) == (o.idx, o.owner)
     }
 }
 impl<T> Eq for Reg<T> {}
 impl<T: RegType> fmt::Debug for Reg<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Reg<{:?}>#{}", T::CLASS, self.idx)
+        write!(f, "Reg<{:?}>#{}@b{}", T::CLASS, self.idx, self.owner)
     }
 }
 
 impl<T: RegType> Reg<T> {
-    pub(crate) fn new(idx: u32) -> Self {
+    pub(crate) fn new(idx: u32, owner: u32) -> Self {
         Self {
             idx,
+            owner,
             _t: PhantomData,
         }
     }
@@ -177,6 +182,7 @@ impl<T: RegType> Reg<T> {
         RegId {
             class: T::CLASS,
             idx: self.idx,
+            owner: self.owner,
         }
     }
     pub(crate) fn value(self) -> Value {
@@ -189,6 +195,9 @@ impl<T: RegType> Reg<T> {
 pub(crate) struct RegId {
     pub class: RegClass,
     pub idx: u32,
+    /// The id of the builder that made it (not printed: the builder
+    /// refuses another builder's registers before anything is printed).
+    pub owner: u32,
 }
 
 /// An IR operand value.

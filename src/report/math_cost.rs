@@ -112,7 +112,10 @@ fn kernel(sm: Sm, body: Body) -> Result<PtxModule> {
 fn tool_error(sm: Sm, body: Body, e: impl std::fmt::Display) -> Error {
     Error::Build {
         kernel: ENTRY.into(),
-        message: format!("{body:?} on {sm}: {e}"),
+        error: crate::dsl::BuildError::Inspect {
+            message: format!("{body:?} on {sm}: {e}"),
+        },
+        location: None,
     }
 }
 

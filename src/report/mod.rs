@@ -163,11 +163,18 @@ fn threads_of(m: &PtxModule) -> Result<u32> {
     let prog = crate::sim::Program::parse(&m.ptx)?;
     let e = prog.entry(&m.kernel).ok_or_else(|| Error::Build {
         kernel: m.kernel.clone(),
-        message: "entry missing from its own module".into(),
+        error: crate::dsl::BuildError::Inspect {
+            message: "entry missing from its own module".into(),
+        },
+        location: None,
     })?;
     let (x, y, z) = e.maxntid.or(e.reqntid).ok_or_else(|| Error::Build {
         kernel: m.kernel.clone(),
-        message: "the report needs every library kernel to declare its CTA size (maxntid)".into(),
+        error: crate::dsl::BuildError::Inspect {
+            message: "the report needs every library kernel to declare its CTA size (maxntid)"
+                .into(),
+        },
+        location: None,
     })?;
     Ok(x * y * z)
 }
@@ -223,7 +230,10 @@ fn hot_loop(kernel: &str, f: &SassFunction) -> Option<HotLoop> {
 fn tool_error(m: &PtxModule, e: impl std::fmt::Display) -> Error {
     Error::Build {
         kernel: m.kernel.clone(),
-        message: format!("{} on {}: {e}", m.tuning, m.sm),
+        error: crate::dsl::BuildError::Inspect {
+            message: format!("{} on {}: {e}", m.tuning, m.sm),
+        },
+        location: None,
     }
 }
 

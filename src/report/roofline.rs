@@ -120,7 +120,10 @@ fn ptx_summary(m: &PtxModule) -> Result<(usize, Option<(usize, usize)>)> {
     let prog = Program::parse(&m.ptx)?;
     let e = prog.entry(&m.kernel).ok_or_else(|| Error::Build {
         kernel: m.kernel.clone(),
-        message: "entry missing from its own module".into(),
+        error: crate::dsl::BuildError::Inspect {
+            message: "entry missing from its own module".into(),
+        },
+        location: None,
     })?;
     let fp = |i: usize| is_fp32_math(&e.opcodes[usize::from(e.insts[i].opcode)]);
     let mut loops: Vec<(usize, usize)> = e
@@ -836,7 +839,10 @@ fn summary(tools: &NvTools, cache: &Mutex<SassCache>, m: &PtxModule) -> Result<S
     }
     let err = |e: &dyn std::fmt::Display| Error::Build {
         kernel: m.kernel.clone(),
-        message: format!("{} on {}: {e}", m.tuning, m.sm),
+        error: crate::dsl::BuildError::Inspect {
+            message: format!("{} on {}: {e}", m.tuning, m.sm),
+        },
+        location: None,
     };
     let asm = tools.assemble(&m.ptx, m.sm).map_err(|e| err(&e))?;
     let sass = tools.disassemble(&asm).map_err(|e| err(&e))?;

@@ -6,8 +6,8 @@
 //! hand out is refused like a foreign handle would fail on a GPU.
 
 use super::machine::{SIM_DEFAULT_STREAM, SM_COUNT, Sim};
+use crate::abi::{ArgValue, check_args};
 use crate::dsl::PtxModule;
-use crate::dsl::params::{ArgValue, check_args};
 use crate::error::{Error, Result};
 use crate::exec::{Executor, LaunchConfig, RawStream, Traffic};
 use crate::target::Sm;

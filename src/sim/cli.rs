@@ -8,7 +8,7 @@ use super::error::SimError;
 use super::machine::Sim;
 use super::options::DEFAULT_INSTRUCTION_BUDGET;
 use super::parse::Program;
-use crate::dsl::params::ArgValue;
+use crate::abi::ArgValue;
 use crate::exec::LaunchConfig;
 use crate::target::Sm;
 

@@ -14,7 +14,7 @@ use super::interp::Kernel;
 use super::ir::*;
 use super::options::{LaunchReport, SimOptions};
 use super::parse::Program;
-use crate::dsl::params::ArgValue;
+use crate::abi::ArgValue;
 use crate::exec::{LaunchConfig, Traffic};
 use crate::target::Sm;
 

@@ -10,7 +10,7 @@
 //!
 //! ```
 //! use ptxsmith::Sm;
-//! use ptxsmith::dsl::params::ArgValue;
+//! use ptxsmith::abi::ArgValue;
 //! use ptxsmith::exec::LaunchConfig;
 //! use ptxsmith::sim::{Program, Sim};
 //!
@@ -29,7 +29,7 @@
 //! runtime's `Context::sim` (the runtime sits above the simulator: nothing
 //! here imports it, `tests/layers.rs` checks): a
 //! [`crate::dsl::PtxModule`] is parsed once (cached by its PTX text), its
-//! arguments are checked with [`crate::dsl::params::check_args`], and
+//! arguments are checked with [`crate::abi::check_args`], and
 //! uploads, downloads and launches are counted in `traffic()`.
 //! `multiprocessor_count()` is [`SM_COUNT`] (4).
 //! `examples/ptx_run.rs` (logic in [`cli`]) runs a PTX file from the

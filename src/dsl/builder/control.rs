@@ -4,13 +4,15 @@
 //! warp-level `shfl`, `vote` and `redux`. Label allocation is in the
 //! parent module.
 
-use super::{KernelBuilder, Label};
+use super::core::{ForeignWhat, KernelBuilder, Label};
+use super::error::BuildError;
 use crate::dsl::ir::*;
 use crate::dsl::types::*;
 
 impl KernelBuilder {
     /// `a cmp b` into a predicate. Unsigned `T` compares unsigned; the
     /// unordered/`Num`/`Nan` comparisons are for floats only.
+    #[track_caller]
     pub fn setp<T: CmpType>(
         &mut self,
         c: Cmp,
@@ -19,7 +21,7 @@ impl KernelBuilder {
     ) -> Reg<Pred> {
         let is_float = matches!(T::CLASS, RegClass::F32 | RegClass::F64);
         if c.float_only() && !is_float {
-            self.fail(format!("comparison {c:?} is for floats only"));
+            self.fail(BuildError::FloatOnlyComparison { cmp: c });
         }
         let (a, b) = (a.into().v, b.into().v);
         self.def(|d| Op::Setp {
@@ -31,6 +33,7 @@ impl KernelBuilder {
         })
     }
     /// `p ? a : b`.
+    #[track_caller]
     pub fn selp<T: RegType>(
         &mut self,
         p: Reg<Pred>,
@@ -38,7 +41,7 @@ impl KernelBuilder {
         b: impl Into<Src<T>>,
     ) -> Reg<T> {
         if T::CLASS == RegClass::Pred {
-            self.fail("selp on predicates; use pand/por".to_string());
+            self.fail(BuildError::SelpOnPredicates);
         }
         self.no_b8::<T>("selp");
         let (a, b) = (a.into().v, b.into().v);
@@ -52,6 +55,7 @@ impl KernelBuilder {
         })
     }
     /// `a && b`.
+    #[track_caller]
     pub fn pand(&mut self, a: Reg<Pred>, b: Reg<Pred>) -> Reg<Pred> {
         self.def(|d| Op::PredLogic {
             op: IntOp::And,
@@ -61,6 +65,7 @@ impl KernelBuilder {
         })
     }
     /// `a || b`.
+    #[track_caller]
     pub fn por(&mut self, a: Reg<Pred>, b: Reg<Pred>) -> Reg<Pred> {
         self.def(|d| Op::PredLogic {
             op: IntOp::Or,
@@ -70,6 +75,7 @@ impl KernelBuilder {
         })
     }
     /// `!a`.
+    #[track_caller]
     pub fn pnot(&mut self, a: Reg<Pred>) -> Reg<Pred> {
         self.def(|d| Op::PredNot { d, a: a.id() })
     }
@@ -77,33 +83,39 @@ impl KernelBuilder {
     // ---- branches and structured control flow -------------------------------
 
     /// Unconditional branch.
+    #[track_caller]
     pub fn bra(&mut self, l: Label) {
+        self.check_owner(l.owner, || ForeignWhat::Label);
         self.push(Op::Bra {
-            target: l.0,
+            target: l.id,
             uni: false,
         });
     }
 
     /// Branch when `p` (or when `!p` if `negate`).
+    #[track_caller]
     pub fn bra_if(&mut self, p: Reg<Pred>, negate: bool, l: Label) {
         let saved = self.guard;
         if saved.is_some() {
-            self.fail("bra_if inside a guarded region".to_string());
+            self.fail(BuildError::BranchInGuardedRegion);
         }
+        self.check_owner(l.owner, || ForeignWhat::Label);
         self.guard = Some((p.id(), negate));
         self.push(Op::Bra {
-            target: l.0,
+            target: l.id,
             uni: false,
         });
         self.guard = saved;
     }
 
     /// Exit the thread.
+    #[track_caller]
     pub fn ret(&mut self) {
         self.push(Op::Ret);
     }
 
     /// Run `f` only when `p` holds.
+    #[track_caller]
     pub fn if_(&mut self, p: Reg<Pred>, f: impl FnOnce(&mut Self)) {
         let end = self.label();
         self.bra_if(p, true, end);
@@ -112,6 +124,7 @@ impl KernelBuilder {
     }
 
     /// `if p { then } else { otherwise }`.
+    #[track_caller]
     pub fn if_else(
         &mut self,
         p: Reg<Pred>,
@@ -129,9 +142,10 @@ impl KernelBuilder {
 
     /// Predicate every instruction `f` emits with `p` (straight-line code
     /// only: no labels or branches inside).
+    #[track_caller]
     pub fn guarded(&mut self, p: Reg<Pred>, f: impl FnOnce(&mut Self)) {
         if self.guard.is_some() {
-            self.fail("nested guarded regions".to_string());
+            self.fail(BuildError::NestedGuardedRegion);
         }
         self.guard = Some((p.id(), false));
         f(self);
@@ -141,6 +155,12 @@ impl KernelBuilder {
     /// `for (i = start; i < end; i += step) body(i)` with unsigned 32-bit
     /// `i` (the loop runs zero times when `start >= end`; the caller keeps
     /// `end + step` from wrapping).
+    ///
+    /// `body` runs once, to emit the loop's code: carry a value from one
+    /// iteration to the next in a [`Var`](crate::dsl::Var) (or with
+    /// [`assign`](Self::assign)); a register `body` defines is refused
+    /// when read after the loop ([`BuildError::LoopValueEscapes`]).
+    #[track_caller]
     pub fn for_range(
         &mut self,
         start: impl Into<Src<U32>>,
@@ -154,7 +174,7 @@ impl KernelBuilder {
         self.place(head);
         let done = self.setp(Cmp::Ge, i, end);
         self.bra_if(done, false, exit);
-        body(self, i);
+        self.loop_body(|b| body(b, i));
         let next = self.add(i, step);
         self.assign(i, next);
         self.bra(head);
@@ -162,7 +182,10 @@ impl KernelBuilder {
     }
 
     /// `while cond() { body() }`; `cond` emits code that computes the
-    /// continuation predicate.
+    /// continuation predicate. As in [`for_range`](Self::for_range), a
+    /// register `body` defines is refused when read after the loop; carry
+    /// values in a [`Var`](crate::dsl::Var).
+    #[track_caller]
     pub fn while_(
         &mut self,
         cond: impl FnOnce(&mut Self) -> Reg<Pred>,
@@ -172,7 +195,7 @@ impl KernelBuilder {
         self.place(head);
         let go = cond(self);
         self.bra_if(go, true, exit);
-        body(self);
+        self.loop_body(body);
         self.bra(head);
         self.place(exit);
     }
@@ -181,6 +204,7 @@ impl KernelBuilder {
 
     /// CTA-wide barrier (`bar.sync 0`); every thread of the CTA must reach
     /// the same one (the simulator checks this).
+    #[track_caller]
     pub fn bar_sync(&mut self) {
         self.push(Op::BarSync);
     }
@@ -190,6 +214,7 @@ impl KernelBuilder {
     /// are ordered before their later ones, so lanes of one warp can hand
     /// data to each other through memory. Every thread in `mask` must
     /// execute it, and the executing thread must be in `mask`.
+    #[track_caller]
     pub fn bar_warp_sync(&mut self, mask: u32) {
         self.push(Op::BarWarpSync { mask });
     }
@@ -197,6 +222,7 @@ impl KernelBuilder {
     /// `shfl.sync` of 32 bits (`T` is any 32-bit class). `c` packs the
     /// clamp and segment mask (`0x1f` for a full-warp down/bfly/idx, `0`
     /// for up).
+    #[track_caller]
     pub fn shfl<T: RegType>(
         &mut self,
         mode: ShflMode,
@@ -209,7 +235,7 @@ impl KernelBuilder {
             T::CLASS,
             RegClass::U32 | RegClass::S32 | RegClass::F32 | RegClass::B32
         ) {
-            self.fail("shfl moves 32-bit registers only".to_string());
+            self.fail(BuildError::ShflWidth { class: T::CLASS });
         }
         let b = lane.into().v;
         self.def(|d| Op::Shfl {
@@ -223,11 +249,13 @@ impl KernelBuilder {
     }
 
     /// Ballot of `p` over the threads in `mask`.
+    #[track_caller]
     pub fn vote_ballot(&mut self, p: Reg<Pred>, mask: u32) -> Reg<U32> {
         self.def(|d| Op::VoteBallot { d, p: p.id(), mask })
     }
 
     /// `vote.sync.all` (`all = true`) or `.any`.
+    #[track_caller]
     pub fn vote(&mut self, all: bool, p: Reg<Pred>, mask: u32) -> Reg<Pred> {
         self.def(|d| Op::VoteAny {
             all,
@@ -238,9 +266,10 @@ impl KernelBuilder {
     }
 
     /// Warp-wide integer reduction (sm_80+).
+    #[track_caller]
     pub fn redux<T: IntType>(&mut self, op: ReduxOp, a: Reg<T>, mask: u32) -> Reg<T> {
         if T::BITS != 32 {
-            self.fail("redux.sync reduces 32-bit integers only".to_string());
+            self.fail(BuildError::ReduxWidth { bits: T::BITS });
         }
         self.def(|d| Op::Redux {
             op,

@@ -4,11 +4,12 @@
 //! and an add. Also min/max (with and without NaN propagation), abs and
 //! neg.
 
-use super::KernelBuilder;
+use super::core::KernelBuilder;
 use crate::dsl::ir::*;
 use crate::dsl::types::*;
 
 impl KernelBuilder {
+    #[track_caller]
     fn float<T: FloatType>(&mut self, op: FloatOp, r: Rounding, a: Src<T>, b: Src<T>) -> Reg<T> {
         self.def(|d| Op::Float {
             op,
@@ -20,6 +21,7 @@ impl KernelBuilder {
         })
     }
     /// `a + b` rounded by `r` (never fused with a multiply).
+    #[track_caller]
     pub fn fadd<T: FloatType>(
         &mut self,
         r: Rounding,
@@ -29,6 +31,7 @@ impl KernelBuilder {
         self.float(FloatOp::Add, r, a.into(), b.into())
     }
     /// `a - b` rounded by `r`.
+    #[track_caller]
     pub fn fsub<T: FloatType>(
         &mut self,
         r: Rounding,
@@ -38,6 +41,7 @@ impl KernelBuilder {
         self.float(FloatOp::Sub, r, a.into(), b.into())
     }
     /// `a * b` rounded by `r` (never fused with an add).
+    #[track_caller]
     pub fn fmul<T: FloatType>(
         &mut self,
         r: Rounding,
@@ -47,6 +51,7 @@ impl KernelBuilder {
         self.float(FloatOp::Mul, r, a.into(), b.into())
     }
     /// IEEE-correct `a / b` rounded by `r`.
+    #[track_caller]
     pub fn fdiv<T: FloatType>(
         &mut self,
         r: Rounding,
@@ -56,6 +61,7 @@ impl KernelBuilder {
         self.float(FloatOp::Div, r, a.into(), b.into())
     }
     /// `a * b + c` with a single rounding (a deliberate FMA).
+    #[track_caller]
     pub fn ffma<T: FloatType>(
         &mut self,
         r: Rounding,
@@ -74,6 +80,7 @@ impl KernelBuilder {
         })
     }
     /// IEEE-correct square root.
+    #[track_caller]
     pub fn fsqrt<T: FloatType>(&mut self, r: Rounding, a: impl Into<Src<T>>) -> Reg<T> {
         let a = a.into().v;
         self.def(|d| Op::Unary {
@@ -84,6 +91,7 @@ impl KernelBuilder {
         })
     }
     /// IEEE-correct reciprocal.
+    #[track_caller]
     pub fn frcp<T: FloatType>(&mut self, r: Rounding, a: impl Into<Src<T>>) -> Reg<T> {
         let a = a.into().v;
         self.def(|d| Op::Unary {
@@ -94,6 +102,7 @@ impl KernelBuilder {
         })
     }
     /// `min(a, b)`: one NaN operand gives the other; −0 < +0.
+    #[track_caller]
     pub fn fmin(&mut self, a: impl Into<Src<F32>>, b: impl Into<Src<F32>>) -> Reg<F32> {
         let (a, b) = (a.into().v, b.into().v);
         self.def(|d| Op::FMinMax {
@@ -106,6 +115,7 @@ impl KernelBuilder {
         })
     }
     /// `max(a, b)`: one NaN operand gives the other; −0 < +0.
+    #[track_caller]
     pub fn fmax(&mut self, a: impl Into<Src<F32>>, b: impl Into<Src<F32>>) -> Reg<F32> {
         let (a, b) = (a.into().v, b.into().v);
         self.def(|d| Op::FMinMax {
@@ -118,6 +128,7 @@ impl KernelBuilder {
         })
     }
     /// `max.NaN`: NaN if either operand is NaN (sm_80+).
+    #[track_caller]
     pub fn fmax_nan(&mut self, a: impl Into<Src<F32>>, b: impl Into<Src<F32>>) -> Reg<F32> {
         let (a, b) = (a.into().v, b.into().v);
         self.def(|d| Op::FMinMax {
@@ -131,6 +142,7 @@ impl KernelBuilder {
     }
     /// `|a|` as a float op (a NaN input gives an unspecified NaN; use
     /// [`Self::and`] on the bits when the payload matters).
+    #[track_caller]
     pub fn fabs(&mut self, a: impl Into<Src<F32>>) -> Reg<F32> {
         let a = a.into().v;
         self.def(|d| Op::Unary {
@@ -141,6 +153,7 @@ impl KernelBuilder {
         })
     }
     /// `-a` as a float op (see [`Self::fabs`] about NaN).
+    #[track_caller]
     pub fn fneg(&mut self, a: impl Into<Src<F32>>) -> Reg<F32> {
         let a = a.into().v;
         self.def(|d| Op::Unary {

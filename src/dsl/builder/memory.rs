@@ -5,10 +5,12 @@
 
 use std::marker::PhantomData;
 
-use super::KernelBuilder;
+use super::core::{ForeignWhat, KernelBuilder, is_identifier, static_smem};
+use super::error::BuildError;
 use crate::dsl::ir::*;
 use crate::dsl::printer::SharedDecl;
 use crate::dsl::types::*;
+use crate::target::STATIC_SMEM_LIMIT;
 
 /// A typed pointer into global memory (a 64-bit global address of `E`s).
 #[derive(Debug)]
@@ -58,6 +60,7 @@ pub struct SharedArray<E> {
     name: String,
     len: u32,
     align: u32,
+    owner: u32,
     _e: PhantomData<E>,
 }
 impl<E> Clone for SharedArray<E> {
@@ -66,6 +69,7 @@ impl<E> Clone for SharedArray<E> {
             name: self.name.clone(),
             len: self.len,
             align: self.align,
+            owner: self.owner,
             _e: PhantomData,
         }
     }
@@ -84,6 +88,7 @@ impl<E> SharedArray<E> {
 impl KernelBuilder {
     /// Load a scalar parameter (used by
     /// [`KernelParams`](crate::dsl::KernelParams) implementations).
+    #[track_caller]
     pub fn load_param<T: RegType>(&mut self, name: &str) -> Reg<T> {
         let name = name.to_string();
         self.def(|d| Op::LdParam {
@@ -94,6 +99,7 @@ impl KernelBuilder {
     }
 
     /// Load a pointer parameter and convert it to a global address.
+    #[track_caller]
     pub fn load_param_ptr<E: Elem>(&mut self, name: &str) -> GlobalPtr<E> {
         let generic = self.load_param::<U64>(name);
         let reg = self.def(|d| Op::CvtaGlobal { d, a: generic.id() });
@@ -104,6 +110,7 @@ impl KernelBuilder {
     }
 
     /// `p + i` elements, with a 32-bit index (`mul.wide`, no overflow).
+    #[track_caller]
     pub fn offset<E: Elem>(&mut self, p: GlobalPtr<E>, i: impl Into<Src<U32>>) -> GlobalPtr<E> {
         let size = E::SCALAR.size();
         let reg = self.mad_wide_u32(i, size, p.reg);
@@ -114,6 +121,7 @@ impl KernelBuilder {
     }
 
     /// `p + i` elements, with a 64-bit index.
+    #[track_caller]
     pub fn offset64<E: Elem>(&mut self, p: GlobalPtr<E>, i: impl Into<Src<U64>>) -> GlobalPtr<E> {
         let size = u64::from(E::SCALAR.size());
         let reg = self.mad_lo(i, size, p.reg);
@@ -124,6 +132,7 @@ impl KernelBuilder {
     }
 
     /// A fresh register holding the same address (to advance separately).
+    #[track_caller]
     pub fn ptr_copy<E: Elem>(&mut self, p: GlobalPtr<E>) -> GlobalPtr<E> {
         let reg = self.mov(p.reg);
         GlobalPtr {
@@ -133,6 +142,7 @@ impl KernelBuilder {
     }
 
     /// Move `p` forward by `k` elements in place (loop-carried pointers).
+    #[track_caller]
     pub fn advance<E: Elem>(&mut self, p: GlobalPtr<E>, k: i32) {
         let bytes = i64::from(k) * i64::from(E::SCALAR.size());
         self.push(Op::Int {
@@ -146,17 +156,20 @@ impl KernelBuilder {
 
     /// Declare a shared array of `len` elements aligned to `align` bytes
     /// (a power of two, at least the element size).
+    #[track_caller]
     pub fn shared_array<E: Elem>(&mut self, name: &str, len: u32, align: u32) -> SharedArray<E> {
         let size = E::SCALAR.size();
         if !align.is_power_of_two() || align < size {
-            self.fail(format!(
-                "shared array `{name}`: alignment {align} must be a power of two ≥ {size}"
-            ));
+            self.fail(BuildError::SharedAlignment {
+                array: name.to_string(),
+                align,
+                elem_size: size,
+            });
         }
-        if !super::is_identifier(name) || self.shared.iter().any(|s| s.name == name) {
-            self.fail(format!(
-                "shared array name `{name}` is invalid or used twice"
-            ));
+        if !is_identifier(name) || self.shared.iter().any(|s| s.name == name) {
+            self.fail(BuildError::SharedName {
+                array: name.to_string(),
+            });
         }
         let bytes = u64::from(len) * u64::from(size);
         let bytes = u32::try_from(bytes).unwrap_or(u32::MAX);
@@ -165,26 +178,43 @@ impl KernelBuilder {
             align,
             bytes,
         });
+        let total = static_smem(&self.shared);
+        if total > u64::from(STATIC_SMEM_LIMIT) {
+            self.fail(BuildError::StaticSharedLimit {
+                bytes: total,
+                limit: STATIC_SMEM_LIMIT,
+            });
+        }
         SharedArray {
             name: name.to_string(),
             len,
             align,
+            owner: self.id,
             _e: PhantomData,
         }
     }
 
+    /// Refuse a shared array of another builder.
+    #[track_caller]
+    fn check_array<E>(&mut self, a: &SharedArray<E>) {
+        self.check_owner(a.owner, || ForeignWhat::SharedArray(a.name.clone()));
+    }
+
     /// Address of element `i` of a shared array.
+    #[track_caller]
     pub fn shared_elem<E: Elem>(
         &mut self,
         a: &SharedArray<E>,
         i: impl Into<Src<U32>>,
     ) -> SharedPtr<E> {
         let i = i.into();
+        self.check_array(a);
         if let Some(k) = i.as_int().filter(|k| *k >= i128::from(a.len)) {
-            self.fail(format!(
-                "constant index {k} past shared array `{}` of {}",
-                a.name, a.len
-            ));
+            self.fail(BuildError::SharedIndex {
+                array: a.name.clone(),
+                index: u64::try_from(k).unwrap_or(u64::MAX),
+                len: a.len,
+            });
         }
         let base = self.def(|d| Op::MovVarAddr {
             d,
@@ -198,6 +228,7 @@ impl KernelBuilder {
     }
 
     /// `p + i` elements in shared memory.
+    #[track_caller]
     pub fn shared_offset<E: Elem>(
         &mut self,
         p: SharedPtr<E>,
@@ -212,6 +243,7 @@ impl KernelBuilder {
 
     // ---- loads and stores -------------------------------------------------
 
+    #[track_caller]
     fn ld_n<E: Elem, const N: usize>(
         &mut self,
         space: Space,
@@ -220,7 +252,7 @@ impl KernelBuilder {
     ) -> [Reg<E::Reg>; N] {
         let regs: [Reg<E::Reg>; N] = std::array::from_fn(|_| self.reg::<E::Reg>());
         if N > 1 && E::SCALAR.size() < 4 {
-            self.fail("vector loads of sub-word elements are not offered".to_string());
+            self.fail(BuildError::SubWordVector { access: "loads" });
         }
         let ty = scalar_ty(E::SCALAR);
         self.push(Op::Ld {
@@ -232,9 +264,10 @@ impl KernelBuilder {
         regs
     }
 
+    #[track_caller]
     fn st_n<E: Elem>(&mut self, space: Space, base: AddrBase, offset: i32, v: Vec<Value>) {
         if v.len() > 1 && E::SCALAR.size() < 4 {
-            self.fail("vector stores of sub-word elements are not offered".to_string());
+            self.fail(BuildError::SubWordVector { access: "stores" });
         }
         let ty = scalar_ty(E::SCALAR);
         self.push(Op::St {
@@ -245,29 +278,33 @@ impl KernelBuilder {
         });
     }
 
+    #[track_caller]
     fn elem_offset<E: Elem>(&mut self, k: i32) -> i32 {
         match k.checked_mul(E::SCALAR.size() as i32) {
             Some(o) => o,
             None => {
-                self.fail(format!("element offset {k} overflows"));
+                self.fail(BuildError::OffsetOverflow { offset: k });
                 0
             }
         }
     }
 
     /// Load `p[k]` (constant `k`) from global memory.
+    #[track_caller]
     pub fn ld_global<E: Elem>(&mut self, p: GlobalPtr<E>, k: i32) -> Reg<E::Reg> {
         let o = self.elem_offset::<E>(k);
         self.ld_n::<E, 1>(Space::Global, AddrBase::Reg(p.reg.id()), o)[0]
     }
     /// Load `p[k]` through the read-only path (the data must not change
     /// during the kernel).
+    #[track_caller]
     pub fn ld_global_nc<E: Elem>(&mut self, p: GlobalPtr<E>, k: i32) -> Reg<E::Reg> {
         let o = self.elem_offset::<E>(k);
         self.ld_n::<E, 1>(Space::GlobalNc, AddrBase::Reg(p.reg.id()), o)[0]
     }
     /// Load `p[k..k+4]` as one 16-byte access (the address must be 16-byte
     /// aligned; 4-byte elements only).
+    #[track_caller]
     pub fn ld_global_nc_v4<E: Elem>(&mut self, p: GlobalPtr<E>, k: i32) -> [Reg<E::Reg>; 4] {
         let o = self.elem_offset::<E>(k);
         self.ld_n::<E, 4>(Space::GlobalNc, AddrBase::Reg(p.reg.id()), o)
@@ -275,11 +312,13 @@ impl KernelBuilder {
     /// Load `p[k..k+4]` as one 16-byte access through the coherent path
     /// (for data the kernel may also write, e.g. an in-place update; the
     /// address must be 16-byte aligned; 4-byte elements only).
+    #[track_caller]
     pub fn ld_global_v4<E: Elem>(&mut self, p: GlobalPtr<E>, k: i32) -> [Reg<E::Reg>; 4] {
         let o = self.elem_offset::<E>(k);
         self.ld_n::<E, 4>(Space::Global, AddrBase::Reg(p.reg.id()), o)
     }
     /// Store `v` to `p[k]`.
+    #[track_caller]
     pub fn st_global<E: Elem>(&mut self, p: GlobalPtr<E>, k: i32, v: impl Into<Src<E::Reg>>) {
         let o = self.elem_offset::<E>(k);
         self.st_n::<E>(
@@ -290,6 +329,7 @@ impl KernelBuilder {
         );
     }
     /// Store four values to `p[k..k+4]` as one 16-byte access.
+    #[track_caller]
     pub fn st_global_v4<E: Elem>(&mut self, p: GlobalPtr<E>, k: i32, v: [Reg<E::Reg>; 4]) {
         let o = self.elem_offset::<E>(k);
         self.st_n::<E>(
@@ -300,21 +340,25 @@ impl KernelBuilder {
         );
     }
     /// Load `p[k]` from shared memory.
+    #[track_caller]
     pub fn ld_shared<E: Elem>(&mut self, p: SharedPtr<E>, k: i32) -> Reg<E::Reg> {
         let o = self.elem_offset::<E>(k);
         self.ld_n::<E, 1>(Space::Shared, AddrBase::Reg(p.reg.id()), o)[0]
     }
     /// Load `p[k..k+4]` from shared memory as one 16-byte access.
+    #[track_caller]
     pub fn ld_shared_v4<E: Elem>(&mut self, p: SharedPtr<E>, k: i32) -> [Reg<E::Reg>; 4] {
         let o = self.elem_offset::<E>(k);
         self.ld_n::<E, 4>(Space::Shared, AddrBase::Reg(p.reg.id()), o)
     }
     /// Load `p[k..k+2]` from shared memory as one 8-byte access.
+    #[track_caller]
     pub fn ld_shared_v2<E: Elem>(&mut self, p: SharedPtr<E>, k: i32) -> [Reg<E::Reg>; 2] {
         let o = self.elem_offset::<E>(k);
         self.ld_n::<E, 2>(Space::Shared, AddrBase::Reg(p.reg.id()), o)
     }
     /// Store `v` to `p[k]` in shared memory.
+    #[track_caller]
     pub fn st_shared<E: Elem>(&mut self, p: SharedPtr<E>, k: i32, v: impl Into<Src<E::Reg>>) {
         let o = self.elem_offset::<E>(k);
         self.st_n::<E>(
@@ -325,6 +369,7 @@ impl KernelBuilder {
         );
     }
     /// Store four values to `p[k..k+4]` in shared memory.
+    #[track_caller]
     pub fn st_shared_v4<E: Elem>(&mut self, p: SharedPtr<E>, k: i32, v: [Reg<E::Reg>; 4]) {
         let o = self.elem_offset::<E>(k);
         self.st_n::<E>(
@@ -335,23 +380,29 @@ impl KernelBuilder {
         );
     }
     /// Load element `k` (constant) of a shared array: `[name+offset]`.
+    #[track_caller]
     pub fn ld_shared_at<E: Elem>(&mut self, a: &SharedArray<E>, k: u32) -> Reg<E::Reg> {
+        self.check_array(a);
         if k >= a.len {
-            self.fail(format!(
-                "constant index {k} past shared array `{}` of {}",
-                a.name, a.len
-            ));
+            self.fail(BuildError::SharedIndex {
+                array: a.name.clone(),
+                index: k.into(),
+                len: a.len,
+            });
         }
         let o = self.elem_offset::<E>(k as i32);
         self.ld_n::<E, 1>(Space::Shared, AddrBase::Var(a.name.clone()), o)[0]
     }
     /// Store to element `k` (constant) of a shared array.
+    #[track_caller]
     pub fn st_shared_at<E: Elem>(&mut self, a: &SharedArray<E>, k: u32, v: impl Into<Src<E::Reg>>) {
+        self.check_array(a);
         if k >= a.len {
-            self.fail(format!(
-                "constant index {k} past shared array `{}` of {}",
-                a.name, a.len
-            ));
+            self.fail(BuildError::SharedIndex {
+                array: a.name.clone(),
+                index: k.into(),
+                len: a.len,
+            });
         }
         let o = self.elem_offset::<E>(k as i32);
         self.st_n::<E>(
@@ -364,6 +415,7 @@ impl KernelBuilder {
 
     /// Integer atomic on global memory; returns the old value. `c` is the
     /// new value for `Cas` (and must be `None` otherwise).
+    #[track_caller]
     pub fn atom_global<E: Elem>(
         &mut self,
         op: AtomOp,
@@ -382,6 +434,7 @@ impl KernelBuilder {
     }
 
     /// Integer atomic on shared memory; returns the old value.
+    #[track_caller]
     pub fn atom_shared<E: Elem>(
         &mut self,
         op: AtomOp,
@@ -399,6 +452,7 @@ impl KernelBuilder {
         )
     }
 
+    #[track_caller]
     fn atom<R: RegType>(
         &mut self,
         space: Space,
@@ -406,16 +460,14 @@ impl KernelBuilder {
         base: AddrBase,
         b: Value,
         c: Option<Value>,
-        s: crate::dsl::params::ScalarType,
+        s: crate::abi::ScalarType,
     ) -> Reg<R> {
-        use crate::dsl::params::ScalarType as S;
+        use crate::abi::ScalarType as S;
         if !matches!(s, S::U32 | S::S32 | S::U64) {
-            self.fail(format!("atomics on {s:?} are not offered (integers only: float atomics are not reproducible)"));
+            self.fail(BuildError::AtomicType { ty: s });
         }
         if (op == AtomOp::Cas) != c.is_some() {
-            self.fail(
-                "cas takes a compare and a new value; other atomics take one operand".to_string(),
-            );
+            self.fail(BuildError::AtomicOperands);
         }
         let ty = scalar_ty(s);
         self.def(|d| Op::Atom {

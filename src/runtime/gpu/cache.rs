@@ -123,10 +123,10 @@ impl<M> ModuleCache<M> {
                 if e.get().fingerprint != fp {
                     return Err(Error::Build {
                         kernel: module.kernel.clone(),
-                        message: format!(
-                            "module cache key {} already holds a different PTX text; the tuning key must name every knob that changes the generated code",
-                            e.key()
-                        ),
+                        error: crate::dsl::BuildError::CacheKeyConflict {
+                            key: e.key().to_string(),
+                        },
+                        location: None,
                     });
                 }
                 self.hits += 1;
@@ -299,9 +299,13 @@ mod tests {
             .get_or_load(&module("k", "t", Sm::Sm86, "A'"), |_| Ok(()))
             .unwrap_err();
         match err {
-            Error::Build { kernel, message } => {
+            Error::Build {
+                kernel,
+                error: crate::dsl::BuildError::CacheKeyConflict { key },
+                location: None,
+            } => {
                 assert_eq!(kernel, "k");
-                assert!(message.contains("k[t]@sm_86"), "{message}");
+                assert_eq!(key, "k[t]@sm_86");
             }
             e => panic!("unexpected {e:?}"),
         }

@@ -15,8 +15,8 @@ use oxicuda_driver::error::CudaError;
 use oxicuda_driver::module::{JitOptions, Module};
 use oxicuda_driver::stream::Stream;
 
+use crate::abi::{ArgValue, ParamDesc, ParamKind};
 use crate::dsl::PtxModule;
-use crate::dsl::params::{ArgValue, ParamDesc, ParamKind};
 use crate::error::{ArgError, Error, FOREIGN_CONTEXT, Result};
 use crate::exec::{Executor, LaunchConfig, RawStream, Traffic};
 use crate::runtime::gpu::cache::CacheStats;
@@ -653,7 +653,7 @@ mod tests {
 #[cfg(test)]
 mod signature_tests {
     use super::*;
-    use crate::dsl::params::ScalarType;
+    use crate::abi::ScalarType;
 
     #[test]
     fn the_entry_signature_in_the_ptx_must_match_the_description() {

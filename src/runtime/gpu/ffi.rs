@@ -37,7 +37,7 @@ use oxicuda_driver::loader::try_driver;
 use oxicuda_driver::module::Function;
 use oxicuda_driver::primary_context::PrimaryContext;
 
-use crate::dsl::params::{ArgValue, ParamDesc, check_args};
+use crate::abi::{ArgValue, ParamDesc, check_args};
 use crate::error::Result;
 use crate::exec::{LaunchConfig, RawStream};
 
@@ -457,7 +457,7 @@ pub(crate) fn reset_primary_context(device: &Device) -> CudaResult<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dsl::params::{ParamKind, ScalarType};
+    use crate::abi::{ParamKind, ScalarType};
     use crate::error::Error;
 
     fn params() -> Vec<ParamDesc> {

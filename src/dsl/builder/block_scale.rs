@@ -32,9 +32,9 @@
 //! [`b8_to_u32`](KernelBuilder::b8_to_u32) or
 //! [`cvt_from_e2m1x2`](KernelBuilder::cvt_from_e2m1x2).
 
-use super::builder::KernelBuilder;
-use super::ir::{Op, Ue8m0Rounding};
-use super::types::{B8, B16, B32, F32, Reg, Src, Ty, U32};
+use super::core::KernelBuilder;
+use crate::dsl::ir::{Op, Ue8m0Rounding};
+use crate::dsl::types::{B8, B16, B32, F32, Reg, Src, Ty, U32};
 
 impl KernelBuilder {
     /// Hardware FP4 encode of two floats (`sm_100a`/`sm_120a`):
@@ -42,6 +42,7 @@ impl KernelBuilder {
     /// 3:0, so the packing "element 2i in the low nibble of byte i" is
     /// `cvt_to_e2m1x2(x[2i + 1], x[2i])`. RNE, |x| > 6 and ±Inf saturate to
     /// ±6, NaN becomes +6 (`0x7`).
+    #[track_caller]
     pub fn cvt_to_e2m1x2(&mut self, hi: impl Into<Src<F32>>, lo: impl Into<Src<F32>>) -> Reg<B8> {
         let (hi, lo) = (hi.into().v, lo.into().v);
         self.def(|d| Op::CvtToE2m1x2 { d, hi, lo })
@@ -49,6 +50,7 @@ impl KernelBuilder {
 
     /// Hardware FP4 decode of a code pair to `f16x2` (`sm_100a`/`sm_120a`):
     /// `cvt.rn.f16x2.e2m1x2`; bits 7:4 of `a` become the high half. Exact.
+    #[track_caller]
     pub fn cvt_from_e2m1x2(&mut self, a: Reg<B8>) -> Reg<B32> {
         self.def(|d| Op::CvtFromE2m1x2 { d, a: a.id() })
     }
@@ -58,6 +60,7 @@ impl KernelBuilder {
     /// gives the smallest power of two not below |x|, `.rz` the largest not
     /// above; NaN → `0xFF`, above 2^127 (and ±Inf) → `0xFE`, below 2^-127
     /// → `0x00`.
+    #[track_caller]
     pub fn cvt_to_ue8m0x2(
         &mut self,
         rnd: Ue8m0Rounding,
@@ -71,12 +74,14 @@ impl KernelBuilder {
     /// Hardware UE8M0 decode of two scale bytes to `bf16x2`
     /// (`sm_100a`/`sm_120a`): `cvt.rn.bf16x2.ue8m0x2`; bits 15:8 of `a`
     /// become the high half. Exact (`0x00` → the bf16 subnormal 2^-127).
+    #[track_caller]
     pub fn cvt_from_ue8m0x2(&mut self, a: Reg<B16>) -> Reg<B32> {
         self.def(|d| Op::CvtFromUe8m0x2 { d, a: a.id() })
     }
 
     /// Join four bytes: `mov.b32 d, {b[0], b[1], b[2], b[3]}`, `b[0]` in
     /// bits 7:0 (every target).
+    #[track_caller]
     pub fn pack_4x8(&mut self, b: [Reg<B8>; 4]) -> Reg<B32> {
         self.def(|d| Op::Pack4x8 {
             d,
@@ -85,11 +90,13 @@ impl KernelBuilder {
     }
 
     /// Zero-extend a byte: `cvt.u32.u8` (every target).
+    #[track_caller]
     pub fn b8_to_u32(&mut self, a: Reg<B8>) -> Reg<U32> {
         self.cvt(Ty::U32, Ty::U8, None, a.value())
     }
 
     /// The low 8 bits of a u32: `cvt.u8.u32` (every target).
+    #[track_caller]
     pub fn u32_to_b8(&mut self, a: impl Into<Src<U32>>) -> Reg<B8> {
         self.cvt(Ty::U8, Ty::U32, None, a.into().v)
     }
@@ -100,6 +107,7 @@ mod tests {
     use super::*;
     use crate::Error;
     use crate::Feature;
+    use crate::dsl::BuildError;
     use crate::target::Sm;
 
     fn build(sm: Sm) -> crate::Result<crate::dsl::PtxModule> {
@@ -156,13 +164,14 @@ mod tests {
         let mut b = KernelBuilder::new("k", Sm::Sm80);
         let r = b.u32_to_b8(7u32);
         let _ = b.mov(r);
-        assert!(b.finish().unwrap_err().to_string().contains("no .b8 form"));
+        let no_b8 = |e: Error, op| matches!(e, Error::Build { error: BuildError::NoB8Form { op: o }, .. } if o == op);
+        assert!(no_b8(b.finish().unwrap_err(), "mov"));
 
         let mut b = KernelBuilder::new("k", Sm::Sm80);
         let r = b.u32_to_b8(7u32);
         let p = b.setp(crate::dsl::Cmp::Eq, 1u32, 1u32);
         let _ = b.selp(p, r, r);
-        assert!(b.finish().unwrap_err().to_string().contains("no .b8 form"));
+        assert!(no_b8(b.finish().unwrap_err(), "selp"));
 
         // widening and packing are fine everywhere
         let mut b = KernelBuilder::new("k", Sm::Sm70);

@@ -2,13 +2,14 @@
 //! then that index plus the grid size, and so on below a bound (the launch
 //! code may cap the grid; the loop covers the rest).
 
-use super::Cmp;
-use super::builder::KernelBuilder;
-use super::types::{Reg, Src, U32, U64};
+use super::core::KernelBuilder;
+use crate::dsl::ir::Cmp;
+use crate::dsl::types::{Reg, Src, U32, U64};
 
 impl KernelBuilder {
     /// `for i in global_id .. total step ntid·nctaid` with unsigned 32-bit
     /// `i` (the caller keeps `total + grid_size` from wrapping).
+    #[track_caller]
     pub fn grid_stride(
         &mut self,
         total: impl Into<Src<U32>>,
@@ -22,6 +23,7 @@ impl KernelBuilder {
     }
 
     /// [`KernelBuilder::grid_stride`] with a 64-bit index and bound.
+    #[track_caller]
     pub fn grid_stride_u64(&mut self, limit: Reg<U64>, body: impl FnOnce(&mut Self, Reg<U64>)) {
         let gid = self.global_id_x_u64();
         let (nt, nc) = (self.ntid_x(), self.nctaid_x());

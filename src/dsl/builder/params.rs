@@ -1,157 +1,22 @@
-//! Kernel parameters: one description per kernel that produces both the
+//! Typed kernel parameter lists: one description per kernel
+//! ([`kernel_params!`](crate::kernel_params)) that produces both the
 //! `.param` list of the PTX entry and the argument values of a launch, so
 //! the two cannot disagree (the runtime and the simulator both check a
 //! launch's [`ArgValue`]s against the [`ParamDesc`]s before running).
-
-use crate::error::{Error, Result};
-
-/// The scalar types a kernel parameter (or a buffer element) can have.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ScalarType {
-    /// `.u8`
-    U8,
-    /// `.u16`
-    U16,
-    /// `.u32`
-    U32,
-    /// `.s32`
-    S32,
-    /// `.u64`
-    U64,
-    /// `.s64`
-    S64,
-    /// `.f32`
-    F32,
-    /// `.f64`
-    F64,
-}
-
-impl ScalarType {
-    /// Size in bytes.
-    pub const fn size(self) -> u32 {
-        match self {
-            ScalarType::U8 => 1,
-            ScalarType::U16 => 2,
-            ScalarType::U32 | ScalarType::S32 | ScalarType::F32 => 4,
-            ScalarType::U64 | ScalarType::S64 | ScalarType::F64 => 8,
-        }
-    }
-}
-
-/// What one kernel parameter is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ParamKind {
-    /// A scalar passed by value.
-    Scalar(ScalarType),
-    /// A pointer to global memory holding elements of the given type,
-    /// aligned to `align` bytes.
-    GlobalPtr {
-        /// The element type.
-        elem: ScalarType,
-        /// The alignment, in bytes, every launch argument must have.
-        align: u32,
-    },
-}
-
-/// One kernel parameter: name and kind.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct ParamDesc {
-    /// The `.param` name.
-    pub name: String,
-    /// Scalar or pointer, and its type.
-    pub kind: ParamKind,
-}
-
-/// One launch argument value.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum ArgValue {
-    /// A `.u32` value.
-    U32(u32),
-    /// A `.s32` value.
-    S32(i32),
-    /// A `.u64` value.
-    U64(u64),
-    /// A `.s64` value.
-    S64(i64),
-    /// A `.f32` value.
-    F32(f32),
-    /// A `.f64` value.
-    F64(f64),
-    /// A device address (global memory) for a [`ParamKind::GlobalPtr`].
-    Ptr(u64),
-}
-
-impl ArgValue {
-    /// Write the little-endian bytes the driver copies into the parameter
-    /// buffer to the front of `out` (4 or 8 bytes; the rest is untouched).
-    pub fn write_le(self, out: &mut [u8; 8]) {
-        match self {
-            ArgValue::U32(v) => out[..4].copy_from_slice(&v.to_le_bytes()),
-            ArgValue::S32(v) => out[..4].copy_from_slice(&v.to_le_bytes()),
-            ArgValue::F32(v) => out[..4].copy_from_slice(&v.to_le_bytes()),
-            ArgValue::U64(v) | ArgValue::Ptr(v) => *out = v.to_le_bytes(),
-            ArgValue::S64(v) => *out = v.to_le_bytes(),
-            ArgValue::F64(v) => *out = v.to_le_bytes(),
-        }
-    }
-
-    /// Size of the value in bytes (4 or 8).
-    pub const fn size(self) -> u32 {
-        match self {
-            ArgValue::U32(_) | ArgValue::S32(_) | ArgValue::F32(_) => 4,
-            _ => 8,
-        }
-    }
-
-    fn matches(self, kind: ParamKind) -> bool {
-        matches!(
-            (self, kind),
-            (ArgValue::U32(_), ParamKind::Scalar(ScalarType::U32))
-                | (ArgValue::S32(_), ParamKind::Scalar(ScalarType::S32))
-                | (ArgValue::U64(_), ParamKind::Scalar(ScalarType::U64))
-                | (ArgValue::S64(_), ParamKind::Scalar(ScalarType::S64))
-                | (ArgValue::F32(_), ParamKind::Scalar(ScalarType::F32))
-                | (ArgValue::F64(_), ParamKind::Scalar(ScalarType::F64))
-                | (ArgValue::Ptr(_), ParamKind::GlobalPtr { .. })
-        )
-    }
-}
-
-/// Check that `args` fits `params` one for one (count, kind, pointer
-/// alignment). Both the CUDA and the Sim backends call this before a launch.
-pub fn check_args(kernel: &str, params: &[ParamDesc], args: &[ArgValue]) -> Result<()> {
-    if params.len() != args.len() {
-        return Err(Error::invalid(format!(
-            "kernel `{kernel}` takes {} parameters, got {} arguments",
-            params.len(),
-            args.len()
-        )));
-    }
-    for (p, a) in params.iter().zip(args) {
-        if !a.matches(p.kind) {
-            return Err(Error::invalid(format!(
-                "kernel `{kernel}` parameter `{}` is {:?}, got {:?}",
-                p.name, p.kind, a
-            )));
-        }
-        if let (ArgValue::Ptr(addr), ParamKind::GlobalPtr { align, .. }) = (a, p.kind)
-            && addr % u64::from(align) != 0
-        {
-            return Err(Error::invalid(format!(
-                "kernel `{kernel}` parameter `{}` needs {align}-byte alignment, got address {addr:#x}",
-                p.name
-            )));
-        }
-    }
-    Ok(())
-}
-
-// ---- typed parameter lists --------------------------------------------------
+//!
+//! The wire ABI these lists are written in ([`ScalarType`], [`ParamKind`],
+//! [`ParamDesc`], [`ArgValue`], [`check_args`]) lives in the leaf module
+//! [`crate::abi`]; it is re-exported here so `dsl::params::…` paths keep
+//! working.
 
 use std::marker::PhantomData;
 
-use super::builder::{GlobalPtr, KernelBuilder};
-use super::types::{Elem, F32, Reg, S32, U32, U64};
+pub use crate::abi::{ArgValue, ParamDesc, ParamKind, ScalarType, check_args};
+
+use super::core::KernelBuilder;
+use super::error::BuildError;
+use super::memory::GlobalPtr;
+use crate::dsl::types::{Elem, F32, Reg, S32, U32, U64};
 
 /// A host-side device address of `E`s, the launch argument for a
 /// [`Ptr<E>`] parameter.
@@ -232,6 +97,18 @@ scalar_params! {
     S32 => i32, S32, S32;
     U64 => u64, U64, U64;
     F32 => f32, F32, F32;
+}
+
+impl KernelBuilder {
+    /// Declare the kernel's parameters (once) and load them into registers.
+    #[track_caller]
+    pub fn params<P: KernelParams>(&mut self) -> P::Regs {
+        if !self.params.is_empty() {
+            self.fail(BuildError::ParamsTwice);
+        }
+        self.params = P::descs();
+        P::load(self)
+    }
 }
 
 /// A kernel's parameter list as one Rust struct (see [`kernel_params!`](crate::kernel_params)).
