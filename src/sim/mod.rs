@@ -258,10 +258,13 @@
 //! simulated SM, and one argument of the parameter's size per parameter.
 //!
 //! Instruction budget (always on unless lifted): a launch may issue at most
-//! [`SimOptions::max_instructions`] instructions over all its blocks and
-//! threads, by default [`DEFAULT_INSTRUCTION_BUDGET`] (10⁹, seconds of
-//! simulation, more than 10× the largest launch of the tests and the demo),
-//! so a kernel that never exits cannot hang the simulator: the launch stops
+//! its budget of instructions over all its blocks and threads
+//! ([`SimOptions::launch_budget`]), by default `max(10⁹, threads ×`
+//! [`DEFAULT_INSTRUCTIONS_PER_THREAD`]`)` ([`DEFAULT_INSTRUCTION_BUDGET`];
+//! the floor is seconds of simulation, more than 10× the largest launch of
+//! the tests and the demo; 2²³ a thread lets every thread run a
+//! 10⁶-iteration loop), or exactly [`SimOptions::max_instructions`] when
+//! set to another value, so a kernel that never exits cannot hang the simulator: the launch stops
 //! with [`SimError::InstructionLimit`], whose [`Site`] names the kernel, the
 //! block, the thread and the PTX line it was spinning on. `None` lifts the
 //! budget (`ptx_run --max-instructions 0`).
@@ -292,5 +295,5 @@ pub mod parse;
 pub use error::{SimError, Site};
 pub use exec::{DEFAULT_INSTRUCTION_BUDGET, LaunchReport, Sim, SimOptions};
 pub use ir::{Entry, ParamInfo, Space};
-pub use options::THREADS_ENV;
+pub use options::{DEFAULT_INSTRUCTIONS_PER_THREAD, THREADS_ENV};
 pub use parse::Program;
