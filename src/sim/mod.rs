@@ -234,10 +234,26 @@
 //!   global byte, at least one writing, not both atomic (a block reading
 //!   what another wrote, two blocks writing one word). Reported at the
 //!   later block's first conflicting access, naming the earliest block it
-//!   conflicts with. Accesses of the threads of one block are not
-//!   compared with each other, and fences are not modelled: a block that
-//!   reads plain data another block wrote is reported even after a
-//!   fence-and-flag handshake.
+//!   conflicts with. Fences are not modelled: a block that reads plain
+//!   data another block wrote is reported even after a fence-and-flag
+//!   handshake.
+//! * [`SimError::WarpGlobalRace`]: threads of two warps of one block touch
+//!   the same global byte between two `bar.sync`s, at least one writing,
+//!   not both atomic: the shared-memory rule at warp granularity on
+//!   global memory (a CTA barrier orders the accesses before it before
+//!   those after it; lanes of one warp are not compared; fences and flags
+//!   are not modelled). Reported at the later access in thread order.
+//!
+//! A race finding names both accesses, Miri-style: the later one's
+//! [`Site`], and the earlier one's kind, thread (block, warp) and, in
+//! `other_site`, its PTX line and instruction. The checks keep no
+//! instruction per byte; the earlier access is found by running its block
+//! again alone with a watch on the racing byte (the same deterministic
+//! run, so the same accesses in the same order; only after a race is
+//! found). Entries whose blocks run on live memory (global atomics,
+//! `.volatile`/`.relaxed`/`.acquire`/`.release` global accesses) cannot
+//! run a block again: their race findings name the earlier access's
+//! thread (or warp, or block) but not its line (`other_site` is `None`).
 //! * [`SimError::UninitializedShared`]: a shared byte read (or atomically
 //!   updated) before any thread of the CTA wrote it.
 //! * [`SimError::UninitializedGlobal`]: a kernel load (or atomic) of a
@@ -292,7 +308,7 @@ mod memory;
 mod options;
 pub mod parse;
 
-pub use error::{SimError, Site};
+pub use error::{AccessKind, SimError, Site};
 pub use exec::{DEFAULT_INSTRUCTION_BUDGET, LaunchReport, Sim, SimOptions};
 pub use ir::{Entry, ParamInfo, Space};
 pub use options::{DEFAULT_INSTRUCTIONS_PER_THREAD, THREADS_ENV};
