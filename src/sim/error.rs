@@ -345,8 +345,10 @@ pub enum SimError {
     InvalidMemory(String),
 
     /// The launch used up its instruction budget
-    /// ([`SimOptions::max_instructions`](super::SimOptions::max_instructions),
-    /// by default [`DEFAULT_INSTRUCTION_BUDGET`](super::DEFAULT_INSTRUCTION_BUDGET)):
+    /// ([`SimOptions::launch_budget`](super::SimOptions::launch_budget): by
+    /// default `max(`[`DEFAULT_INSTRUCTION_BUDGET`](super::DEFAULT_INSTRUCTION_BUDGET)`,
+    /// threads × 2²³)`, else exactly
+    /// [`SimOptions::max_instructions`](super::SimOptions::max_instructions)):
     /// almost always a kernel that never exits. `site` is the thread that
     /// was about to issue the first instruction over the budget (kernel,
     /// block, thread, PTX line and instruction text); `limit` is the budget
