@@ -152,20 +152,19 @@ impl WarpTags {
             } else {
                 self.detail as usize
             };
-            let t = &mut details[d];
-            for i in 0..64 {
-                let bit = 1u64 << i;
-                let tag = |m: u64| if m & bit != 0 { s } else { 0 };
-                t[0][i] = tag(self.w);
-                t[1][i] = tag(self.a);
-                t[2][i] = tag(self.r);
+            let [pw, aw, rw] = &mut details[d];
+            let bytes = pw.iter_mut().zip(aw.iter_mut()).zip(rw.iter_mut());
+            for (i, ((p, a), r)) in bytes.enumerate() {
+                let tag = |m: u64| if m >> i & 1 != 0 { s } else { 0 };
+                (*p, *a, *r) = (tag(self.w), tag(self.a), tag(self.r));
             }
             self.detail = d as u32;
             self.sole = MIXED;
         }
-        let t = &mut details[self.detail as usize];
-        for i in sh..sh + len {
-            let (p, a, r) = (t[0][i], t[1][i], t[2][i]);
+        let [pw, aw, rw] = &mut details[self.detail as usize];
+        let bytes = pw.iter_mut().zip(aw.iter_mut()).zip(rw.iter_mut());
+        for (i, ((pt, at), rt)) in bytes.enumerate().skip(sh).take(len) {
+            let (p, a, r) = (*pt, *at, *rt);
             let other = |x: u8| x != 0 && x != w;
             let race = |other: Kind, x: u8| {
                 Err(WarpRace {
@@ -185,9 +184,9 @@ impl WarpTags {
             }
             let join = |x: u8| if x == 0 || x == w { w } else { SEVERAL };
             match kind {
-                Kind::Read => t[2][i] = join(r),
-                Kind::Write => t[0][i] = w,
-                Kind::Atomic => t[1][i] = join(a),
+                Kind::Read => *rt = join(r),
+                Kind::Write => *pt = w,
+                Kind::Atomic => *at = join(a),
             }
         }
         Ok(())
