@@ -10,7 +10,10 @@
 use ptxsmith::Sm;
 use ptxsmith::dsl::params::ArgValue;
 use ptxsmith::runtime::exec::LaunchConfig;
-use ptxsmith::sim::{DEFAULT_INSTRUCTION_BUDGET, Program, Sim, SimError, SimOptions, cli};
+use ptxsmith::sim::{
+    DEFAULT_INSTRUCTION_BUDGET, DEFAULT_INSTRUCTIONS_PER_THREAD, Program, Sim, SimError,
+    SimOptions, cli,
+};
 
 /// Block (1,0,0), thread (5,2,0) spins forever on the one-instruction loop
 /// at line 18; every other thread exits.
@@ -135,6 +138,62 @@ fn default_options_have_the_documented_budget() {
     const { assert!(DEFAULT_INSTRUCTION_BUDGET >= 500_000_000) };
     const { assert!(DEFAULT_INSTRUCTION_BUDGET <= 4_000_000_000) };
     assert!(cli::USAGE.contains(&DEFAULT_INSTRUCTION_BUDGET.to_string()));
+    assert!(cli::USAGE.contains(&DEFAULT_INSTRUCTIONS_PER_THREAD.to_string()));
+}
+
+/// The default budget scales with the launch's threads (issue 34): the
+/// floor up to 119 threads, 2²³ a thread above; an explicit budget is
+/// exact whatever the launch; `None` is no limit.
+#[test]
+fn the_default_budget_scales_with_the_threads_and_an_explicit_one_does_not() {
+    let o = SimOptions::default();
+    assert_eq!(o.launch_budget(1), Some(DEFAULT_INSTRUCTION_BUDGET));
+    assert_eq!(o.launch_budget(119), Some(DEFAULT_INSTRUCTION_BUDGET));
+    assert_eq!(o.launch_budget(120), Some(120 << 23));
+    // a 1024-thread block may run a 10⁶-iteration loop of 8 instructions
+    assert!(o.launch_budget(1024).unwrap() >= 1024 * 8_000_000);
+    assert_eq!(o.launch_budget(1 << 50), Some(u64::MAX));
+    for n in [1, 1024, 1 << 20] {
+        let exact = SimOptions {
+            max_instructions: Some(12_345),
+            ..o
+        };
+        assert_eq!(exact.launch_budget(n), Some(12_345));
+        let none = SimOptions {
+            max_instructions: None,
+            ..o
+        };
+        assert_eq!(none.launch_budget(n), None);
+    }
+}
+
+/// A legal launch of more than 10⁹ instructions (the former fixed
+/// budget), 1024 threads looping 350 000 times each (1.075·10⁹
+/// instructions, a few seconds in a release build), completes with the
+/// default options; an explicit budget stays exact.
+#[test]
+fn a_long_legal_launch_completes_under_the_default_budget() {
+    let prog = Program::parse(COUNT).unwrap();
+    let cfg = LaunchConfig::linear(8, 128);
+    let n = 350_000u64;
+    let args = [ArgValue::U32(n as u32)];
+    let need = 1024 * (4 + 3 * n + 1);
+    assert!(need > DEFAULT_INSTRUCTION_BUDGET);
+    let rep = Sim::new(Sm::Sm80)
+        .launch_program(&prog, "count", cfg, &args)
+        .unwrap();
+    assert_eq!(rep.instructions, need);
+    // (small: the exact budget stops the first block at once)
+    let cfg = LaunchConfig::linear(1, 128);
+    match with_budget(Some(DEFAULT_INSTRUCTION_BUDGET / 1000))
+        .launch_program(&prog, "count", cfg, &args)
+        .unwrap_err()
+    {
+        SimError::InstructionLimit { limit, .. } => {
+            assert_eq!(limit, DEFAULT_INSTRUCTION_BUDGET / 1000)
+        }
+        e => panic!("expected the instruction-budget finding, got {e}"),
+    }
 }
 
 #[test]

@@ -4,7 +4,7 @@
 use ptxsmith::Sm;
 use ptxsmith::dsl::params::ArgValue;
 use ptxsmith::runtime::exec::LaunchConfig;
-use ptxsmith::sim::{Program, Sim, SimError, SimOptions};
+use ptxsmith::sim::{AccessKind, Program, Sim, SimError, SimOptions};
 
 const HEAD: &str = ".version 7.0\n.target sm_80\n.address_size 64\n";
 
@@ -141,11 +141,20 @@ fn shared_race_without_barrier() {
             other_tid,
             this,
             other,
+            other_site,
         } => {
             assert_eq!(offset, 0);
             assert_eq!(site.tid, (1, 0, 0));
             assert_eq!(other_tid, (0, 0, 0));
-            assert_eq!((this, other), ("read", "write"));
+            assert_eq!((this, other), (AccessKind::Read, AccessKind::Write));
+            // the earlier access: thread 0's store, the line before
+            let other_site = other_site.expect("the earlier access is named");
+            assert_eq!(other_site.tid, (0, 0, 0));
+            assert_eq!(other_site.line + 1, site.line);
+            assert!(
+                other_site.instr.contains("st.shared.u32 [s]"),
+                "{other_site}"
+            );
         }
         e => panic!("{e}"),
     }
@@ -566,7 +575,7 @@ fn warp_broadcast_through_shared_with_warp_sync() {
             site,
             ..
         } => {
-            assert_eq!((this, other), ("write", "read"));
+            assert_eq!((this, other), (AccessKind::Write, AccessKind::Read));
             assert_eq!(site.tid, (31, 0, 0));
             assert_eq!(other_tid, (u32::MAX, u32::MAX, u32::MAX)); // several readers
         }

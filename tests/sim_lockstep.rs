@@ -19,7 +19,10 @@ const HEAD: &str = "\
 ";
 
 /// A kernel `k(out, res)` of 64-thread blocks: `body` with `%r1` = tid,
-/// `%rd1` = &out[tid], `%rd2` = &out[(tid + 1) % 64], `%rd3` = &res[tid].
+/// `%rd1` = &out[tid], `%rd2` = &out[the next lane of tid's warp] (lane 31:
+/// lane 0), `%rd4` = &out[(tid + 1) % 64], `%rd3` = &res[tid]. (Two warps
+/// accessing one global word with no barrier between them are a race
+/// finding: `tests/sim_races.rs`.)
 fn kernel(body: &str) -> String {
     format!(
         "{HEAD}
@@ -37,6 +40,12 @@ fn kernel(body: &str) -> String {
     add.u32 %r2, %r1, 1;
     and.b32 %r2, %r2, 63;
     mul.wide.u32 %rd13, %r2, 4;
+    add.s64 %rd4, %rd10, %rd13;
+    add.u32 %r13, %r1, 1;
+    and.b32 %r13, %r13, 31;
+    and.b32 %r14, %r1, -32;
+    or.b32 %r13, %r13, %r14;
+    mul.wide.u32 %rd13, %r13, 4;
     add.s64 %rd2, %rd10, %rd13;
     add.s64 %rd3, %rd11, %rd12;
 {body}
@@ -107,10 +116,10 @@ fn same_both_ways(ptx: &str) -> (Run, u64) {
     (off, kept)
 }
 
-/// Each thread writes its word, then reads its neighbour's: in thread
-/// order the neighbour has not written yet (7), except for the last
-/// thread, whose neighbour is thread 0 (100). In lockstep every write
-/// would come first; the read of a later thread's write gives it up.
+/// Each thread writes its word, then reads its next lane's: in thread
+/// order the next lane has not written yet (7), except for lane 31, whose
+/// next lane is lane 0 (100 + the warp's first thread). In lockstep every
+/// write would come first; the read of a later thread's write gives it up.
 #[test]
 fn reading_a_later_threads_write_gives_lockstep_up() {
     let (r, kept) = same_both_ways(&kernel(
@@ -121,21 +130,23 @@ fn reading_a_later_threads_write_gives_lockstep_up() {
     ));
     r.result.unwrap();
     let mut want = vec![7; 64];
-    want[63] = 100;
+    want[31] = 100;
+    want[63] = 132;
     assert_eq!(r.res, want);
     assert_eq!(kept, 0, "the lockstep run was given up");
 }
 
-/// Each thread reads the word of the thread before it, then writes its
-/// own: in thread order thread t - 1 has written (100 + t - 1), except for
-/// thread 0, whose word before is thread 63's (7). In lockstep every read
-/// of a warp would come first; thread 0's write of a word thread 1 read
+/// Each thread reads the word of the lane before it, then writes its
+/// own: in thread order lane l - 1 has written (100 + t - 1), except for
+/// lane 0, whose lane before is lane 31 of its warp (7). In lockstep every
+/// read of a warp would come first; lane 0's write of a word lane 1 read
 /// gives it up.
 #[test]
 fn writing_a_word_a_later_thread_read_gives_lockstep_up() {
     let (r, kept) = same_both_ways(&kernel(
-        "    add.u32 %r5, %r1, 63;
-    and.b32 %r5, %r5, 63;
+        "    add.u32 %r5, %r1, 31;
+    and.b32 %r5, %r5, 31;
+    or.b32 %r5, %r5, %r14;
     mul.wide.u32 %rd14, %r5, 4;
     add.s64 %rd15, %rd10, %rd14;
     ld.global.u32 %r4, [%rd15];
@@ -144,28 +155,41 @@ fn writing_a_word_a_later_thread_read_gives_lockstep_up() {
     st.global.u32 [%rd3], %r4;",
     ));
     r.result.unwrap();
-    let want: Vec<u32> = (0..64).map(|t| if t == 0 { 7 } else { 99 + t }).collect();
+    let want: Vec<u32> = (0..64)
+        .map(|t| if t % 32 == 0 { 7 } else { 99 + t })
+        .collect();
     assert_eq!(r.res, want);
     assert_eq!(kept, 0);
 }
 
-/// Each thread reads its neighbour's word, then writes its own: the last
-/// thread of a warp reads the first of the next warp before it writes, in
-/// thread order and in lockstep (a warp at a time), so lockstep is kept;
-/// the last thread reads thread 0's new value either way.
+/// Each thread reads its neighbour's word (`(tid + 1) % 64`), then writes
+/// its own: the last thread of warp 0 reads the first of warp 1 before
+/// warp 1 writes it, with no barrier between them — a race between the
+/// warps, the same finding in thread order and in lockstep (which gives
+/// the attempt up at the finding); warp 0's writes landed.
 #[test]
-fn reading_an_earlier_warps_write_keeps_lockstep() {
+fn reading_another_warps_word_it_then_writes_is_a_race_either_way() {
     let (r, kept) = same_both_ways(&kernel(
-        "    ld.global.u32 %r4, [%rd2];
+        "    ld.global.u32 %r4, [%rd4];
     add.u32 %r3, %r1, 100;
     st.global.u32 [%rd1], %r3;
     st.global.u32 [%rd3], %r4;",
     ));
-    r.result.unwrap();
-    let mut want = vec![7; 64];
-    want[63] = 100;
-    assert_eq!(r.res, want);
-    assert_eq!(kept, 1);
+    match r.result {
+        Err(SimError::WarpGlobalRace {
+            site,
+            other_site: Some(o),
+            ..
+        }) => {
+            assert_eq!((site.tid, o.tid), ((32, 0, 0), (31, 0, 0)));
+            assert!(site.instr.starts_with("st.global"), "{site}");
+            assert!(o.instr.starts_with("ld.global"), "{o}");
+        }
+        r => panic!("expected a race between warps, got {r:?}"),
+    }
+    let want: Vec<u32> = (0..64).map(|t| if t < 32 { 100 + t } else { 7 }).collect();
+    assert_eq!(r.out, want);
+    assert_eq!(kept, 0);
 }
 
 /// Two threads writing one word: thread order leaves the later thread's
@@ -195,7 +219,7 @@ fn own_words_and_a_barrier_keep_lockstep() {
     add.u32 %r4, %r4, %r1;
     st.global.u32 [%rd1], %r4;
     bar.sync 0;
-    ld.global.u32 %r5, [%rd2];
+    ld.global.u32 %r5, [%rd4];
     st.global.u32 [%rd3], %r5;",
     ));
     r.result.unwrap();

@@ -75,10 +75,11 @@ fn race(body: &str, threads: u32) -> (u64, &'static str, &'static str, u32, u32)
             this,
             other,
             other_tid,
+            ..
         } => {
             let rest = if other_tid.0 == MANY { MANY } else { 0 };
             assert_eq!((other_tid.1, other_tid.2), (rest, rest));
-            (offset, this, other, other_tid.0, site.tid.0)
+            (offset, this.name(), other.name(), other_tid.0, site.tid.0)
         }
         e => panic!("expected a shared race, got {e}"),
     }

@@ -26,7 +26,7 @@ use ptxsmith::dsl::params::ArgValue;
 use ptxsmith::kernels::{block_ell, block_scaled, dot, fp8, hmm, logcumsumexp, score, viterbi};
 use ptxsmith::runtime::exec::LaunchConfig;
 use ptxsmith::runtime::{AsDevice, Context, Stream};
-use ptxsmith::sim::{LaunchReport, Program, Sim, SimError, SimOptions};
+use ptxsmith::sim::{AccessKind, LaunchReport, Program, Sim, SimError, SimOptions};
 
 mod common;
 use common::{Rng, bits};
@@ -467,12 +467,19 @@ fn two_ctas_writing_one_word_is_a_global_race_on_every_thread_count() {
             this,
             other,
             other_ctaid,
+            other_site,
             ..
         } => {
             assert_eq!(site.ctaid, (1, 0, 0));
             assert_eq!(site.tid, (0, 0, 0));
             assert!(site.instr.starts_with("st.global.u32"), "{}", site.instr);
-            assert_eq!((this, other, other_ctaid), ("write", "write", (0, 0, 0)));
+            assert_eq!(
+                (this, other, other_ctaid),
+                (AccessKind::Write, AccessKind::Write, (0, 0, 0))
+            );
+            // the earlier block's access: the same store in block 0
+            let o = other_site.expect("the earlier access is named");
+            assert_eq!((o.ctaid, o.tid, o.line), ((0, 0, 0), (0, 0, 0), site.line));
         }
         e => panic!("expected a global race, got {e}"),
     }
@@ -526,11 +533,20 @@ fn reading_what_an_earlier_cta_wrote_is_a_global_race() {
             this,
             other,
             other_ctaid,
+            other_site,
         } => {
             assert_eq!((site.ctaid, site.tid), ((1, 0, 0), (0, 0, 0)));
             assert!(site.instr.starts_with("ld.global.u32"), "{}", site.instr);
             assert_eq!(addr % 4096, 0, "out[0] is the allocation's first word");
-            assert_eq!((this, other, other_ctaid), ("read", "write", (0, 0, 0)));
+            assert_eq!(
+                (this, other, other_ctaid),
+                (AccessKind::Read, AccessKind::Write, (0, 0, 0))
+            );
+            // block 0's store of out[0], the kernel's `st.global`
+            let o = other_site.expect("the earlier access is named");
+            assert_eq!((o.ctaid, o.tid), ((0, 0, 0), (0, 0, 0)));
+            assert!(o.instr.starts_with("st.global.u32"), "{o}");
+            assert_eq!(o.line, site.line + 3);
         }
         e => panic!("expected a global race, got {e}"),
     }

@@ -57,6 +57,9 @@ pub(crate) struct CtaState {
     pub bu_cnt: Vec<u32>,
     /// Per (warp, `bra.uni`): the outcome of each dynamic occurrence.
     pub bu_out: Vec<Bits>,
+    /// A watch on one shared byte while the CTA runs again to name the
+    /// earlier access of a race (`checks::probe`).
+    pub probe: Option<Box<super::checks::probe::Probe>>,
 }
 
 impl CtaState {
@@ -152,6 +155,7 @@ impl CtaState {
             wepoch: vec![0; n.div_ceil(32)],
             bu_cnt: vec![0; n * n_brauni as usize],
             bu_out: vec![Bits::default(); n.div_ceil(32) * n_brauni as usize],
+            probe: None,
         }
     }
 

@@ -31,6 +31,92 @@ impl fmt::Display for Site {
     }
 }
 
+/// The kind of a memory access in a race finding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AccessKind {
+    /// A load (`ld`, and the reads of `cp.async` and friends).
+    Read,
+    /// A plain store (`st`).
+    Write,
+    /// An atomic read-modify-write (`atom`, `red`).
+    Atomic,
+}
+
+impl AccessKind {
+    /// `"read"`, `"write"` or `"atomic"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            AccessKind::Read => "read",
+            AccessKind::Write => "write",
+            AccessKind::Atomic => "atomic",
+        }
+    }
+}
+
+impl fmt::Display for AccessKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// "kernel `k` block (x,y,z)".
+fn block_of(s: &Site) -> String {
+    let c = s.ctaid;
+    format!("kernel `{}` block ({},{},{})", s.kernel, c.0, c.1, c.2)
+}
+
+/// "write by thread (x,y,z) at line N `instr`" (with the block if
+/// `block`).
+fn access(kind: AccessKind, s: &Site, block: bool) -> String {
+    let (c, t) = (s.ctaid, s.tid);
+    let of = if block {
+        format!(" of block ({},{},{})", c.0, c.1, c.2)
+    } else {
+        String::new()
+    };
+    format!(
+        "{kind} by thread ({},{},{}){of} at line {} `{}`",
+        t.0, t.1, t.2, s.line, s.instr
+    )
+}
+
+/// The earlier access of a race within a block: "read by thread (x,y,z)
+/// at line N `instr`", or "reads by several threads (among them the …)"; only
+/// the thread when the site is unknown.
+fn earlier(kind: AccessKind, tid: (u32, u32, u32), s: Option<&Site>, block: bool) -> String {
+    let several = tid == (u32::MAX, u32::MAX, u32::MAX);
+    match (s, several) {
+        (Some(s), false) => access(kind, s, block),
+        (Some(s), true) => format!(
+            "{kind}s by several threads (among them the {})",
+            access(kind, s, block)
+        ),
+        (None, false) => format!("{kind} by thread ({},{},{})", tid.0, tid.1, tid.2),
+        (None, true) => format!("{kind}s by several threads"),
+    }
+}
+
+/// The earlier access of a race between warps.
+fn earlier_warp(kind: AccessKind, warp: u32, s: Option<&Site>) -> String {
+    match (s, warp) {
+        (Some(s), u32::MAX) => format!(
+            "{kind}s by several warps (the last: {})",
+            access(kind, s, false)
+        ),
+        (Some(s), w) => format!("{} (warp {w})", access(kind, s, false)),
+        (None, u32::MAX) => format!("{kind}s by several warps"),
+        (None, w) => format!("{kind} by warp {w}"),
+    }
+}
+
+/// The earlier block's access of a race between blocks.
+fn earlier_block(kind: AccessKind, ctaid: (u32, u32, u32), s: Option<&Site>) -> String {
+    match s {
+        Some(s) => access(kind, s, true),
+        None => format!("{kind} of block ({},{},{})", ctaid.0, ctaid.1, ctaid.2),
+    }
+}
+
 /// An error found or raised by the simulator. Each check has its own
 /// variant; runtime variants carry a [`Site`].
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -88,46 +174,88 @@ pub enum SimError {
     },
 
     /// Two threads of a CTA touched the same shared byte between two
-    /// barriers, at least one writing, not both atomically. `other_tid` is
-    /// `(u32::MAX, u32::MAX, u32::MAX)` when the earlier access was reads by
-    /// several threads.
+    /// barriers, at least one writing, not both atomically. `site` is the
+    /// later access; `other_tid` the thread of the earlier one,
+    /// `(u32::MAX, u32::MAX, u32::MAX)` when the earlier access was reads
+    /// by several threads; `other_site` the earlier access itself (thread,
+    /// PTX line and instruction; of several reads, the last by a thread of
+    /// another warp than `site`'s, else the last by another thread), `None`
+    /// where the simulator cannot name it (entries whose blocks run on live
+    /// memory, see the module docs).
     #[error(
-        "shared-memory race at shared offset {offset:#x}: {site} ({this}) conflicts with an earlier {other} by thread ({},{},{})",
-        other_tid.0, other_tid.1, other_tid.2
+        "shared-memory race at shared offset {offset:#x} in {}: {} races with an earlier {} (no bar.sync between them)",
+        block_of(site), access(*this, site, false), earlier(*other, *other_tid, other_site.as_deref(), false)
     )]
     SharedRace {
         /// The later of the two accesses.
         site: Box<Site>,
         /// Byte offset in the CTA's shared memory.
         offset: u64,
-        /// The later access: `"read"`, `"write"` or `"atomic"`.
-        this: &'static str,
-        /// The earlier access, in the same words.
-        other: &'static str,
+        /// The later access's kind.
+        this: AccessKind,
+        /// The earlier access's kind.
+        other: AccessKind,
         /// The thread (`%tid`) of the earlier access.
         other_tid: (u32, u32, u32),
+        /// The earlier access, when known.
+        other_site: Option<Box<Site>>,
     },
 
     /// Two CTAs of one launch touched the same global byte, at least one
     /// writing, not both atomically: CTAs of a launch are unordered, so the
     /// result depends on the GPU's schedule. `site` is the first conflicting
     /// access of the later CTA (in linear block order); `other_ctaid` is
-    /// the earliest block whose access it conflicts with.
+    /// the earliest block whose access it conflicts with, and `other_site`
+    /// that block's first such access (thread, PTX line and instruction),
+    /// `None` where the simulator cannot name it (entries whose blocks run
+    /// on live memory).
     #[error(
-        "global-memory race at {addr:#x}: {site} ({this}) conflicts with the {other} of block ({},{},{}) in the same launch (blocks of a launch are unordered)",
-        other_ctaid.0, other_ctaid.1, other_ctaid.2
+        "global-memory race at {addr:#x} in kernel `{}`: {} races with the {} (blocks of a launch are unordered)",
+        site.kernel, access(*this, site, true), earlier_block(*other, *other_ctaid, other_site.as_deref())
     )]
     GlobalRace {
         /// The later block's first conflicting access.
         site: Box<Site>,
         /// The global address of the conflicting byte.
         addr: u64,
-        /// The later access: `"read"`, `"write"` or `"atomic"`.
-        this: &'static str,
-        /// The earlier block's access, in the same words.
-        other: &'static str,
+        /// The later access's kind.
+        this: AccessKind,
+        /// The earlier block's access's kind.
+        other: AccessKind,
         /// The earliest block (`%ctaid`) it conflicts with.
         other_ctaid: (u32, u32, u32),
+        /// That block's first conflicting access, when known.
+        other_site: Option<Box<Site>>,
+    },
+
+    /// Threads of two warps of one CTA touched the same global byte between
+    /// two barriers (`bar.sync`), at least one writing, not both atomically:
+    /// nothing orders the warps' accesses, so the result depends on the
+    /// GPU's schedule. The rule is the shared-memory race rule at warp
+    /// granularity: a `bar.sync` orders everything before it before
+    /// everything after it; the lanes of one warp are not compared here.
+    /// `site` is the later access (in the simulator's thread order);
+    /// `other_warp` the earlier access's warp (`u32::MAX` when it was reads
+    /// or atomics by several warps); `other_site` the earlier access itself
+    /// (the last of several), `None` where the simulator cannot name it
+    /// (entries whose blocks run on live memory).
+    #[error(
+        "global-memory race at {addr:#x} between warps of {}: {} races with an earlier {} (no bar.sync between them)",
+        block_of(site), access(*this, site, false), earlier_warp(*other, *other_warp, other_site.as_deref())
+    )]
+    WarpGlobalRace {
+        /// The later of the two accesses.
+        site: Box<Site>,
+        /// The global address of the conflicting byte.
+        addr: u64,
+        /// The later access's kind.
+        this: AccessKind,
+        /// The earlier access's kind.
+        other: AccessKind,
+        /// The earlier access's warp (`%tid` linear / 32).
+        other_warp: u32,
+        /// The earlier access, when known.
+        other_site: Option<Box<Site>>,
     },
 
     /// `bar.sync` not reached by every thread of the CTA at the same
@@ -217,8 +345,10 @@ pub enum SimError {
     InvalidMemory(String),
 
     /// The launch used up its instruction budget
-    /// ([`SimOptions::max_instructions`](super::SimOptions::max_instructions),
-    /// by default [`DEFAULT_INSTRUCTION_BUDGET`](super::DEFAULT_INSTRUCTION_BUDGET)):
+    /// ([`SimOptions::launch_budget`](super::SimOptions::launch_budget): by
+    /// default `max(`[`DEFAULT_INSTRUCTION_BUDGET`](super::DEFAULT_INSTRUCTION_BUDGET)`,
+    /// threads × 2²³)`, else exactly
+    /// [`SimOptions::max_instructions`](super::SimOptions::max_instructions)):
     /// almost always a kernel that never exits. `site` is the thread that
     /// was about to issue the first instruction over the budget (kernel,
     /// block, thread, PTX line and instruction text); `limit` is the budget

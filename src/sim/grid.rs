@@ -44,6 +44,7 @@ use std::sync::{Arc, Mutex, OnceLock, mpsc};
 use super::checks::global::{
     CtaRecs, CtaShadow, Done, Kind, LINE, LaunchShadow, NO_DATA, Scratch, touched,
 };
+use super::checks::probe::{Probe, Who, bit};
 use super::error::SimError;
 use super::global_mem::GlobalMem;
 use super::interp::{Base, Exec, GlobalView, Kernel, Progress, Stop};
@@ -434,6 +435,7 @@ fn walk(
                 progress.lowest_finding.fetch_min(lin, Ordering::Relaxed);
                 progress.abort.store(true, Ordering::Relaxed);
                 name_other_block(&mut e, k, done);
+                name_earlier(&mut e, mem, k, lin, left, launch);
                 done.push(&run.recs);
                 unpool(pool, run.recs);
                 outcome = Err(e);
@@ -513,14 +515,116 @@ fn name_other_block(e: &mut SimError, k: &Kernel, done: &Done) {
         ..
     } = e
     {
-        let kind = match *other {
-            "write" => Kind::Write,
-            "atomic" => Kind::Atomic,
-            _ => Kind::Read,
-        };
+        let kind = *other;
         if let Some(j) = (0..done.len()).position(|j| touched(done.cta(j), *addr, kind)) {
             *other_ctaid = ctaid_of(k, j as u64);
         }
+    }
+}
+
+/// Name the earlier access of race finding `e` of CTA `lin` (run with a
+/// cap of `cap` and the earlier CTAs' accesses `watch`) by a re-run with a
+/// probe (`checks::probe`): of CTA `lin` itself for a race within it (the
+/// re-run stops at the same finding), of the earlier CTA for a race
+/// between CTAs (it runs to completion). Only for CTAs on the launch's
+/// starting memory: on live memory a CTA cannot run again.
+fn name_earlier(
+    e: &mut SimError,
+    mem: &GlobalMem,
+    k: &Kernel,
+    lin: u64,
+    cap: u64,
+    watch: &mut LaunchShadow,
+) {
+    let (bx, by, _) = k.cfg.block;
+    let linear = |(x, y, z): (u32, u32, u32)| (x + y * bx + z * bx * by) as usize;
+    let (probe, shared, of) = match &*e {
+        SimError::SharedRace {
+            site,
+            offset,
+            other,
+            other_tid,
+            ..
+        } => {
+            let (kinds, who) = match other {
+                Kind::Read if other_tid.0 == u32::MAX => {
+                    (bit(Kind::Read), Who::Others(linear(site.tid)))
+                }
+                Kind::Read => (bit(Kind::Read), Who::Thread(linear(*other_tid))),
+                _ => (bit(Kind::Write) | bit(Kind::Atomic), Who::Any),
+            };
+            (Probe::new(*offset, kinds, who, false), true, None)
+        }
+        SimError::WarpGlobalRace {
+            site,
+            addr,
+            other,
+            other_warp,
+            ..
+        } => {
+            let who = match *other_warp {
+                u32::MAX => Who::NotWarp(linear(site.tid) / 32),
+                w => Who::Warp(w as usize),
+            };
+            (Probe::new(*addr, bit(*other), who, false), false, None)
+        }
+        SimError::GlobalRace {
+            addr,
+            other,
+            other_ctaid,
+            ..
+        } if other_ctaid.0 != u32::MAX => {
+            let (gx, gy, _) = k.cfg.grid;
+            let (x, y, z) = (
+                other_ctaid.0 as u64,
+                other_ctaid.1 as u64,
+                other_ctaid.2 as u64,
+            );
+            let j = x + y * gx as u64 + z * gx as u64 * gy as u64;
+            (
+                Probe::new(*addr, bit(*other), Who::Any, true),
+                false,
+                Some(j),
+            )
+        }
+        _ => return,
+    };
+    let (run, cap, w) = match of {
+        Some(j) => (j, k.limit, None),
+        None => (lin, cap, k.checks.then(|| std::mem::take(watch))),
+    };
+    let view = GlobalView::new(Base::Snapshot(mem), k.code.insts.len(), w, k.checks);
+    let mut ex = Exec::new(k, view, None);
+    if shared {
+        ex.cta.probe = Some(probe);
+    } else {
+        ex.g.shadow.probe = Some(probe);
+    }
+    let (_, stop) = ex.run_cta(ctaid_of(k, run), run, cap);
+    if let Some(w) = ex.g.watch.take() {
+        *watch = w;
+    }
+    // the same run as the one that found the race (or, for the earlier
+    // CTA, as the one the walk accepted)
+    let same = match &stop {
+        None => of.is_some(),
+        Some(Stop::Finding(f)) => of.is_none() && f == e,
+        Some(Stop::Aborted) => false,
+    };
+    let probe = if shared {
+        ex.cta.probe.take()
+    } else {
+        ex.g.shadow.probe.take()
+    };
+    let Some((t, pc)) = probe.and_then(|p| p.result()).filter(|_| same) else {
+        return;
+    };
+    let found = ex.site(t, pc);
+    match e {
+        SimError::SharedRace { other_site, .. }
+        | SimError::WarpGlobalRace { other_site, .. }
+        | SimError::GlobalRace { other_site, .. } => *other_site = Some(found),
+        _ => {}
     }
 }
 

@@ -246,7 +246,9 @@ impl Sim {
             params: &params,
             cfg,
             checks: self.options.checks,
-            limit: self.options.max_instructions.unwrap_or(u64::MAX),
+            limit: (self.options)
+                .launch_budget(nthreads * gx as u64 * gy as u64 * gz as u64)
+                .unwrap_or(u64::MAX),
             clock_base: self.clock,
             smem: smem_size,
             lockstep: self.options.lockstep,

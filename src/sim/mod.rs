@@ -235,10 +235,26 @@
 //!   global byte, at least one writing, not both atomic (a block reading
 //!   what another wrote, two blocks writing one word). Reported at the
 //!   later block's first conflicting access, naming the earliest block it
-//!   conflicts with. Accesses of the threads of one block are not
-//!   compared with each other, and fences are not modelled: a block that
-//!   reads plain data another block wrote is reported even after a
-//!   fence-and-flag handshake.
+//!   conflicts with. Fences are not modelled: a block that reads plain
+//!   data another block wrote is reported even after a fence-and-flag
+//!   handshake.
+//! * [`SimError::WarpGlobalRace`]: threads of two warps of one block touch
+//!   the same global byte between two `bar.sync`s, at least one writing,
+//!   not both atomic: the shared-memory rule at warp granularity on
+//!   global memory (a CTA barrier orders the accesses before it before
+//!   those after it; lanes of one warp are not compared; fences and flags
+//!   are not modelled). Reported at the later access in thread order.
+//!
+//! A race finding names both accesses, Miri-style: the later one's
+//! [`Site`], and the earlier one's kind, thread (block, warp) and, in
+//! `other_site`, its PTX line and instruction. The checks keep no
+//! instruction per byte; the earlier access is found by running its block
+//! again alone with a watch on the racing byte (the same deterministic
+//! run, so the same accesses in the same order; only after a race is
+//! found). Entries whose blocks run on live memory (global atomics,
+//! `.volatile`/`.relaxed`/`.acquire`/`.release` global accesses) cannot
+//! run a block again: their race findings name the earlier access's
+//! thread (or warp, or block) but not its line (`other_site` is `None`).
 //! * [`SimError::UninitializedShared`]: a shared byte read (or atomically
 //!   updated) before any thread of the CTA wrote it.
 //! * [`SimError::UninitializedGlobal`]: a kernel load (or atomic) of a
@@ -259,10 +275,13 @@
 //! simulated SM, and one argument of the parameter's size per parameter.
 //!
 //! Instruction budget (always on unless lifted): a launch may issue at most
-//! [`SimOptions::max_instructions`] instructions over all its blocks and
-//! threads, by default [`DEFAULT_INSTRUCTION_BUDGET`] (10⁹, seconds of
-//! simulation, more than 10× the largest launch of the tests and the demo),
-//! so a kernel that never exits cannot hang the simulator: the launch stops
+//! its budget of instructions over all its blocks and threads
+//! ([`SimOptions::launch_budget`]), by default `max(10⁹, threads ×`
+//! [`DEFAULT_INSTRUCTIONS_PER_THREAD`]`)` ([`DEFAULT_INSTRUCTION_BUDGET`];
+//! the floor is seconds of simulation, more than 10× the largest launch of
+//! the tests and the demo; 2²³ a thread lets every thread run a
+//! 10⁶-iteration loop), or exactly [`SimOptions::max_instructions`] when
+//! set to another value, so a kernel that never exits cannot hang the simulator: the launch stops
 //! with [`SimError::InstructionLimit`], whose [`Site`] names the kernel, the
 //! block, the thread and the PTX line it was spinning on. `None` lifts the
 //! budget (`ptx_run --max-instructions 0`).
@@ -290,10 +309,10 @@ mod machine;
 mod options;
 pub mod parse;
 
-pub use error::{SimError, Site};
+pub use error::{AccessKind, SimError, Site};
 pub use global_mem::{CONST_WINDOW, GLOBAL_BASE, LOCAL_WINDOW, SHARED_WINDOW};
 pub use ir::{Entry, ParamInfo, Space};
 pub use machine::{SIM_DEFAULT_STREAM, SM_COUNT, Sim};
-pub use options::THREADS_ENV;
 pub use options::{DEFAULT_INSTRUCTION_BUDGET, LaunchReport, SimOptions};
+pub use options::{DEFAULT_INSTRUCTIONS_PER_THREAD, THREADS_ENV};
 pub use parse::Program;

@@ -8,9 +8,13 @@ use super::SimError;
 #[cfg(doc)]
 use super::{Sim, Site};
 
-/// The default per-launch instruction budget,
+/// The floor of the default per-launch instruction budget,
 /// [`SimOptions::max_instructions`] of [`SimOptions::default`]: 10⁹ dynamic
-/// PTX instructions, summed over every block and thread of one launch.
+/// PTX instructions, summed over every block and thread of one launch. The
+/// default budget scales with the launch: a launch of `n` threads (blocks ×
+/// threads per block) may issue `max(10⁹, n ×`
+/// [`DEFAULT_INSTRUCTIONS_PER_THREAD`]`)` instructions
+/// ([`SimOptions::launch_budget`]).
 ///
 /// Without a budget a kernel that never exits (a `bra` back to itself, a
 /// spin on a flag no thread sets) hangs the simulator, and the test or tool
@@ -18,28 +22,45 @@ use super::{Sim, Site};
 /// [`SimError::InstructionLimit`], whose [`Site`] names the kernel, the
 /// block, the thread and the PTX line (and instruction) it was spinning on.
 ///
-/// Why 10⁹: the simulator issues roughly 3–5·10⁸ instructions per second
-/// per core with every check on (`cargo bench --bench sim`,
+/// Why 10⁹ as the floor: the simulator issues roughly 3–5·10⁸ instructions
+/// per second per core with every check on (`cargo bench --bench sim`,
 /// `docs/perf.md`), about 3·10⁸ for a one-instruction `bra` loop, so a
-/// runaway launch ends after 3 to 10 seconds of CPU time in a release
-/// build. The blocks of a launch run in parallel; a spinning block runs to
-/// exactly its share of the budget (what the blocks before it left) while
-/// the others stop. A block's attempt at the lockstep schedule
-/// ([`SimOptions::lockstep`]) may issue a sixteenth of its cap; past that
-/// it runs again in thread order (which gives the exact stop), so a spin
-/// costs about 1/16 more than its budget: the default-budget spin of
-/// `tests/sim_budget.rs` takes 3.2 s on the 2-core build machine (7 s
-/// when the attempt could run to the whole cap). The largest legitimate launch in this
-/// repository — every test, the benches' simulator cases and
+/// runaway launch of up to 119 threads ends after 3 to 10 seconds of CPU
+/// time in a release build. The blocks of a launch run in parallel; a
+/// spinning block runs to exactly its share of the budget (what the blocks
+/// before it left) while the others stop. A block's attempt at the
+/// lockstep schedule ([`SimOptions::lockstep`]) may issue a sixteenth of
+/// its cap; past that it runs again in thread order (which gives the exact
+/// stop), so a spin costs about 1/16 more than its budget: the
+/// default-budget spin of `tests/sim_budget.rs` (96 threads, so the floor)
+/// takes 3.2 s on the 2-core build machine (7 s when the attempt could run
+/// to the whole cap). The largest legitimate launch in this repository's
+/// library — every test, the benches' simulator cases and
 /// `examples/demo.rs` on sm_80/89/120 — issues 8.8·10⁷ instructions
 /// (`score_route_top_s_f32_v4`, grid 8 × 256, in the demo; the largest in
 /// the tests is `fp8_quantize_e4m3` with 7.4·10⁷), more than 11× below the
-/// budget.
+/// floor.
 ///
-/// Set `max_instructions` to another value, or to `None` for no limit,
-/// with [`Sim::set_options`]; from the command line `ptx_run
-/// --max-instructions N` sets it (`0` = no limit).
+/// The value `Some(DEFAULT_INSTRUCTION_BUDGET)` of
+/// [`SimOptions::max_instructions`] *is* the scaled default; any other
+/// `Some(n)` is a budget of exactly `n` instructions whatever the launch's
+/// size, and `None` lifts the budget. Set them with [`Sim::set_options`];
+/// from the command line `ptx_run --max-instructions N` sets an exact
+/// budget (`0` = no limit).
 pub const DEFAULT_INSTRUCTION_BUDGET: u64 = 1_000_000_000;
+
+/// The default budget's allowance per thread of a launch, 2²³ (about
+/// 8.4·10⁶) instructions (see [`DEFAULT_INSTRUCTION_BUDGET`] and
+/// [`SimOptions::launch_budget`]): enough for a 10⁶-iteration loop of up
+/// to eight instructions an iteration in every thread of the launch (a
+/// 1024-thread block doing so issues up to 8.6·10⁹ instructions).
+///
+/// The cost: a launch that spins runs to its budget before the finding,
+/// about 3·10⁸ instructions per second per core, so a spinning launch of
+/// `n` threads above the floor's 119 takes about `n` × 28 ms of CPU time
+/// (a spinning 1024-thread block about 30 s on one core, 15 s on two);
+/// set an exact [`SimOptions::max_instructions`] to end it sooner.
+pub const DEFAULT_INSTRUCTIONS_PER_THREAD: u64 = 1 << 23;
 
 /// Simulator options.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,9 +71,14 @@ pub struct SimOptions {
     /// meaningful schedule). On by default.
     pub checks: bool,
     /// The per-launch instruction budget (runaway-loop guard): a launch
-    /// that would issue more instructions than this, over all its blocks
-    /// and threads, stops with [`SimError::InstructionLimit`]. `None` means
-    /// no limit. Default: `Some(`[`DEFAULT_INSTRUCTION_BUDGET`]`)`.
+    /// that would issue more instructions than its budget, over all its
+    /// blocks and threads, stops with [`SimError::InstructionLimit`].
+    /// Default: `Some(`[`DEFAULT_INSTRUCTION_BUDGET`]`)`, the scaled
+    /// default budget, `max(10⁹, threads ×`
+    /// [`DEFAULT_INSTRUCTIONS_PER_THREAD`]`)` for a launch of `threads`
+    /// threads (blocks × threads per block). Any other `Some(n)` is an
+    /// exact budget of `n` instructions for every launch; `None` means no
+    /// limit. [`SimOptions::launch_budget`] gives a launch's budget.
     pub max_instructions: Option<u64>,
     /// Execute approximate f32 instructions (`ex2/lg2/rsqrt/sin/cos/tanh
     /// .approx`, `sqrt/rcp/div.approx`, `div.full`) as the correctly rounded
@@ -91,6 +117,28 @@ pub struct SimOptions {
 pub const THREADS_ENV: &str = "PTXSMITH_SIM_THREADS";
 
 impl SimOptions {
+    /// The instruction budget of a launch of `threads` threads (blocks ×
+    /// threads per block) under these options (see
+    /// [`SimOptions::max_instructions`]): `None` for no limit.
+    ///
+    /// ```
+    /// use ptxsmith::sim::{DEFAULT_INSTRUCTION_BUDGET, SimOptions};
+    /// let o = SimOptions::default();
+    /// assert_eq!(o.launch_budget(32), Some(DEFAULT_INSTRUCTION_BUDGET));
+    /// assert_eq!(o.launch_budget(1024), Some(1024 << 23));
+    /// let exact = SimOptions { max_instructions: Some(5000), ..o };
+    /// assert_eq!(exact.launch_budget(1024), Some(5000));
+    /// ```
+    pub fn launch_budget(&self, threads: u64) -> Option<u64> {
+        match self.max_instructions {
+            Some(DEFAULT_INSTRUCTION_BUDGET) => Some(
+                DEFAULT_INSTRUCTION_BUDGET
+                    .max(threads.saturating_mul(DEFAULT_INSTRUCTIONS_PER_THREAD)),
+            ),
+            m => m,
+        }
+    }
+
     /// The thread count a launch uses: [`SimOptions::threads`], else
     /// `PTXSMITH_SIM_THREADS`, else every core.
     ///

@@ -19,9 +19,11 @@
 //! [`SimError::GlobalRace`](crate::sim::SimError::GlobalRace) unless both
 //! accesses are atomic. The finding is reported at the later CTA's first
 //! conflicting access (a re-run of that CTA with the earlier CTAs' accesses
-//! as a watch list names it). Accesses by threads of one CTA are not
-//! compared with each other (their order within the CTA is the
-//! interpreter's).
+//! as a watch list names it), and the earlier CTA's first such access is
+//! named by a re-run of that CTA with a probe on the byte
+//! (`checks::probe`). Accesses by threads of one CTA are compared by
+//! `checks::warp_race` (between its warps, per barrier interval), not
+//! here.
 //!
 //! Entries that may communicate between CTAs during a launch (global or
 //! generic atomics, `.volatile`/`.relaxed`/`.acquire`/`.release` global
@@ -44,7 +46,11 @@
 //! it lives in the simulator's [`Scratch`] between launches, shrunk when
 //! far larger than recent launches needed.
 
+use super::probe::Probe;
 use super::reorder::LineTags;
+use super::warp_race::{Detail, WarpRace, WarpTags};
+/// The kind of a global access.
+pub(crate) use crate::sim::error::AccessKind as Kind;
 
 /// Bytes per shadow line.
 pub(crate) const LINE: u64 = 64;
@@ -126,6 +132,17 @@ pub(crate) struct CtaShadow {
     pub tags: Vec<LineTags>,
     /// The stamp of the running warp's run, counting across the CTAs.
     pub stamp: u32,
+    /// Per slot, the line's accesses by the CTA's warps in the current
+    /// barrier interval (`checks::warp_race`), as long as `slots`.
+    warps: Vec<WarpTags>,
+    /// The per-byte tags of lines accessed by several warps.
+    details: Vec<Detail>,
+    /// The running CTA's barrier epoch (set by the interpreter at each
+    /// round).
+    pub epoch: u32,
+    /// A watch on one byte while a CTA runs again to name the earlier
+    /// access of a race (`checks::probe`).
+    pub probe: Option<Box<Probe>>,
 }
 
 impl Default for CtaShadow {
@@ -147,7 +164,36 @@ impl CtaShadow {
             peak: 0,
             tags: Vec::new(),
             stamp: 0,
+            warps: vec![WarpTags::default(); cap],
+            details: Vec::new(),
+            epoch: 0,
+            probe: None,
         }
+    }
+
+    /// The race check between the warps of the CTA (`checks::warp_race`)
+    /// of an access of `kind` to the `len` bytes at `sh` of the line in
+    /// slot `ri` by thread `t` at instruction `pc`; then the probe, if
+    /// any, sees it.
+    #[inline(always)]
+    pub fn warp_check(
+        &mut self,
+        ri: usize,
+        t: usize,
+        pc: usize,
+        kind: Kind,
+        sh: usize,
+        len: usize,
+    ) -> Result<(), WarpRace> {
+        let w = (t / 32) as u8 + 1;
+        let tags = &mut self.warps[ri];
+        if !tags.sole(self.epoch, w, kind, line_bytes(sh, len)) {
+            tags.mixed(&mut self.details, w, kind, sh, len)?;
+        }
+        if let Some(p) = &mut self.probe {
+            p.note(self.slots[ri].line * LINE + sh as u64, len, t, pc, kind);
+        }
+        Ok(())
     }
 
     /// Start a warp's run in the lockstep schedule: the tags of the lines
@@ -169,7 +215,7 @@ impl CtaShadow {
     }
 
     /// The record of `line`, created empty if the CTA has none yet.
-    #[inline(always)]
+    #[cfg(test)]
     pub fn rec(&mut self, line: u64) -> &mut LineRec {
         let i = self.rec_at(line);
         &mut self.slots[i]
@@ -219,6 +265,7 @@ impl CtaShadow {
     fn resize(&mut self, lines: usize) {
         let (cap, shift) = table_size(lines);
         let old = std::mem::replace(&mut self.slots, vec![FREE; cap]);
+        let old_warps = std::mem::replace(&mut self.warps, vec![WarpTags::default(); cap]);
         let tracked = !self.tags.is_empty();
         let old_tags = std::mem::take(&mut self.tags);
         if tracked {
@@ -233,6 +280,7 @@ impl CtaShadow {
                 i = (i + 1) & m;
             }
             self.slots[i] = r;
+            self.warps[i] = old_warps[*u as usize];
             if tracked {
                 self.tags[i] = old_tags[*u as usize];
             }
@@ -278,8 +326,10 @@ impl CtaShadow {
         self.peak = self.peak.max(self.used.len());
         for &i in &self.used {
             self.slots[i as usize] = FREE;
+            self.warps[i as usize].clear();
         }
         self.used.clear();
+        self.details.clear();
         self.data.clear();
         self.wrote = false;
     }
@@ -323,24 +373,6 @@ pub(crate) fn conflicts(agg: &Agg, kind: Kind, mask: u64) -> u64 {
         Kind::Read => agg[1] | agg[2],
         Kind::Write => agg[0] | agg[1] | agg[2],
         Kind::Atomic => agg[0] | agg[1],
-    }
-}
-
-/// The kind of a global access.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
-    Read,
-    Write,
-    Atomic,
-}
-
-impl Kind {
-    pub fn name(self) -> &'static str {
-        match self {
-            Kind::Read => "read",
-            Kind::Write => "write",
-            Kind::Atomic => "atomic",
-        }
     }
 }
 

@@ -49,6 +49,8 @@
 
 use super::super::cta::CtaState;
 use super::super::interp::Fault;
+use super::global::Kind;
+use super::probe::Probe;
 
 /// Reader field of a byte read by several threads of different warps.
 pub(crate) const MULTI: u64 = 0x7FF;
@@ -123,9 +125,9 @@ fn step(a: &Access, i: usize, wt: u64, rt: u64) -> Result<(u64, u64), Box<Fault>
             i,
             a,
             if wt & ATOMIC_BIT != 0 {
-                "atomic"
+                Kind::Atomic
             } else {
-                "write"
+                Kind::Write
             },
             (wt & 0x7FF) as u32,
         ));
@@ -138,7 +140,7 @@ fn step(a: &Access, i: usize, wt: u64, rt: u64) -> Result<(u64, u64), Box<Fault>
             } else {
                 ot as u32
             };
-            return Err(race(i, a, "read", ot));
+            return Err(race(i, a, Kind::Read, ot));
         }
         Ok((tag(ep, wepoch, t as u64, atomic), rt))
     } else {
@@ -167,15 +169,15 @@ fn read_tag(a: &Access, rt: u64, my: u64) -> u64 {
 
 #[cold]
 #[inline(never)]
-fn race(i: usize, a: &Access, other: &'static str, other_tid: u32) -> Box<Fault> {
+fn race(i: usize, a: &Access, other: Kind, other_tid: u32) -> Box<Fault> {
     Box::new(Fault::Race {
         offset: i as u64,
         this: if a.atomic {
-            "atomic"
+            Kind::Atomic
         } else if a.write {
-            "write"
+            Kind::Write
         } else {
-            "read"
+            Kind::Read
         },
         other,
         other_tid,
@@ -365,6 +367,30 @@ impl SharedShadow {
 }
 
 impl CtaState {
+    /// [`CtaState::shared_check`] of an access by instruction `pc`; then
+    /// the probe, if any, sees it (`checks::probe`).
+    #[inline(always)]
+    pub(crate) fn shared_check_at(
+        &mut self,
+        t: usize,
+        pc: usize,
+        off: usize,
+        len: usize,
+        write: bool,
+        atomic: bool,
+    ) -> Result<(), Box<Fault>> {
+        self.shared_check(t, off, len, write, atomic)?;
+        if let Some(p) = &mut self.probe {
+            let kind = match (write, atomic) {
+                (_, true) => Kind::Atomic,
+                (true, _) => Kind::Write,
+                _ => Kind::Read,
+            };
+            Probe::note(p, off as u64, len, t, pc, kind);
+        }
+        Ok(())
+    }
+
     /// Check a shared access of `len` bytes at offset `off` by thread `t`
     /// and update the race metadata. Kept out of line: inlined into the
     /// load and store paths it made them slower on a real CPU (more

@@ -42,17 +42,17 @@ impl Reference {
             !(tag_warp(ot) == Some(w) && ((tg >> 12) & 0xF_FFFF) as u32 != wepoch & 0xF_FFFF)
         };
         let this = if atomic {
-            "atomic"
+            Kind::Atomic
         } else if write {
-            "write"
+            Kind::Write
         } else {
-            "read"
+            Kind::Read
         };
         if conflict(wt) && !(atomic && wt & ATOMIC_BIT != 0) {
             let other = if wt & ATOMIC_BIT != 0 {
-                "atomic"
+                Kind::Atomic
             } else {
-                "write"
+                Kind::Write
             };
             return Err(Box::new(Fault::Race {
                 offset: i as u64,
@@ -68,7 +68,7 @@ impl Reference {
                 return Err(Box::new(Fault::Race {
                     offset: i as u64,
                     this,
-                    other: "read",
+                    other: Kind::Read,
                     other_tid: if ot as u64 >= MULTI_WARP {
                         u32::MAX
                     } else {

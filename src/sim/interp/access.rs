@@ -6,6 +6,7 @@
 //! CTAs one after another (see `checks::global`).
 
 use super::super::checks::global::{CtaShadow, Kind, LINE, LaunchShadow, NO_DATA, line_bytes};
+use super::super::checks::warp_race::WarpRace;
 use super::super::global_mem::{
     Alloc, CONST_WINDOW, GlobalMem, LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE,
 };
@@ -157,6 +158,7 @@ impl<'a> GlobalView<'a> {
             }
             let m = ((1u64 << len) - 1) << sh;
             let ri = shadow.rec_at(addr / LINE);
+            warp(shadow, ri, t, pc, Kind::Read, addr, len as usize)?;
             let rec = shadow.slot(ri);
             rec.r |= m;
             let (w, d) = (rec.w, rec.data);
@@ -224,6 +226,7 @@ impl<'a> GlobalView<'a> {
             }
             let m = line_mask(addr, len);
             let ri = shadow.rec_at(line);
+            warp(shadow, ri, t, pc, Kind::Read, addr, l)?;
             let rec = shadow.slot(ri);
             rec.r |= m;
             let (w, d) = (rec.w, rec.data);
@@ -270,14 +273,19 @@ impl<'a> GlobalView<'a> {
         match base {
             Base::Live(m) => {
                 if *checks {
-                    shadow.rec(line).w |= line_mask(addr, len);
+                    let ri = shadow.rec_at(line);
+                    warp(shadow, ri, t, pc, Kind::Write, addr, l)?;
+                    shadow.slot(ri).w |= line_mask(addr, len);
                     m.allocs[i].set_init(o, l);
                 }
                 Ok(&mut m.allocs[i].data[o..o + l])
             }
             Base::Snapshot(m) => {
-                shadow.wrote = true;
                 let ri = shadow.rec_at(line);
+                if *checks {
+                    warp(shadow, ri, t, pc, Kind::Write, addr, l)?;
+                }
+                shadow.wrote = true;
                 if *lockstep && !shadow.tags[ri].write(shadow.stamp, t, sh, l) {
                     return fault(Fault::Reorder);
                 }
@@ -292,6 +300,7 @@ impl<'a> GlobalView<'a> {
     /// their CTAs one after another).
     pub fn atomic(
         &mut self,
+        t: usize,
         pc: usize,
         addr: u64,
         len: u32,
@@ -303,7 +312,9 @@ impl<'a> GlobalView<'a> {
             if let Some(w) = &self.watch {
                 race(w, addr, len, Kind::Atomic)?;
             }
-            self.shadow.rec(addr / LINE).a |= line_mask(addr, len);
+            let ri = self.shadow.rec_at(addr / LINE);
+            warp(&mut self.shadow, ri, t, pc, Kind::Atomic, addr, l)?;
+            self.shadow.slot(ri).a |= line_mask(addr, len);
         }
         let checks = self.checks;
         let Base::Live(m) = &mut self.base else {
@@ -327,11 +338,42 @@ fn race(w: &LaunchShadow, addr: u64, len: u32, kind: Kind) -> Res<()> {
         let at = addr / LINE * LINE + c.trailing_zeros() as u64;
         return fault(Fault::GlobalRace {
             addr: at,
-            this: kind.name(),
-            other: w.other_kind(at, kind).name(),
+            this: kind,
+            other: w.other_kind(at, kind),
         });
     }
     Ok(())
+}
+
+/// The race check between the CTA's warps (`checks::warp_race`) of an
+/// access of `kind` to the `len` bytes at `addr` (in the line of slot
+/// `ri`) by thread `t` at instruction `pc`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn warp(
+    shadow: &mut CtaShadow,
+    ri: usize,
+    t: usize,
+    pc: usize,
+    kind: Kind,
+    addr: u64,
+    len: usize,
+) -> Res<()> {
+    match shadow.warp_check(ri, t, pc, kind, (addr % LINE) as usize, len) {
+        Ok(()) => Ok(()),
+        Err(r) => warp_fault(addr, kind, r),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn warp_fault(addr: u64, kind: Kind, r: WarpRace) -> Res<()> {
+    fault(Fault::WarpRace {
+        addr: addr / LINE * LINE + r.byte as u64,
+        this: kind,
+        other: r.other,
+        other_warp: r.other_warp,
+    })
 }
 
 /// A CTA's first copy of the line starting at offset `lo` (which may be
@@ -441,7 +483,7 @@ impl Exec<'_> {
             Space::Shared => {
                 let o = self.shared_at(ra, total)?;
                 if self.k.checks {
-                    self.cta.shared_check(t, o, l, false, false)?;
+                    self.cta.shared_check_at(t, pc, o, l, false, false)?;
                 }
                 &self.cta.shared[o..o + l]
             }
@@ -490,7 +532,7 @@ impl Exec<'_> {
             Space::Shared => {
                 let o = self.shared_at(ra, total)?;
                 if self.k.checks {
-                    self.cta.shared_check(t, o, l, true, false)?;
+                    self.cta.shared_check_at(t, pc, o, l, true, false)?;
                 }
                 &mut self.cta.shared[o..o + l]
             }
@@ -520,12 +562,12 @@ impl Exec<'_> {
             return fault(Fault::Misaligned(rs, addr, len));
         }
         if rs == Space::Global {
-            return self.g.atomic(pc, ra, len, f);
+            return self.g.atomic(t, pc, ra, len, f);
         }
         let o = self.shared_at(ra, len)?;
         let l = len as usize;
         if self.k.checks {
-            self.cta.shared_check(t, o, l, true, true)?;
+            self.cta.shared_check_at(t, pc, o, l, true, true)?;
         }
         let old = get_le(&self.cta.shared[o..o + l], len as u8);
         put_le(&mut self.cta.shared[o..o + l], len as u8, f(old));
@@ -656,6 +698,12 @@ impl<'a> GlobalView<'a> {
                 (w, d, reads) = (rec.w, rec.data, 0);
             }
             let sh = (addr % LINE) as usize;
+            if shadow
+                .warp_check(ri, t, acc.pc, Kind::Read, sh, len as usize)
+                .is_err()
+            {
+                return false;
+            }
             let mk = ((1u64 << len) - 1) << sh;
             reads |= mk;
             if uninit_byte(a, o, sh, len as usize, w).is_some() {
@@ -718,6 +766,12 @@ impl<'a> GlobalView<'a> {
             }
             let ri = line_at.1;
             let sh = (addr % LINE) as usize;
+            if shadow
+                .warp_check(ri, t, acc.pc, Kind::Write, sh, len as usize)
+                .is_err()
+            {
+                return false;
+            }
             if !shadow.tags[ri].write(shadow.stamp, t, sh, len as usize) {
                 return false;
             }

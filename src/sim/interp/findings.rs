@@ -51,6 +51,7 @@ impl Exec<'_> {
                 } else {
                     self.tid_of(other_tid as usize)
                 },
+                other_site: None,
             },
             Fault::UninitGlobal(addr, size) => SimError::UninitializedGlobal { site, addr, size },
             Fault::UninitShared(offset, size) => {
@@ -66,6 +67,20 @@ impl Exec<'_> {
                 this,
                 other,
                 other_ctaid: (u32::MAX, u32::MAX, u32::MAX),
+                other_site: None,
+            },
+            Fault::WarpRace {
+                addr,
+                this,
+                other,
+                other_warp,
+            } => SimError::WarpGlobalRace {
+                site,
+                addr,
+                this,
+                other,
+                other_warp,
+                other_site: None,
             },
             Fault::Trap(message) => SimError::Trap {
                 site,

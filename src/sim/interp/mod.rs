@@ -34,16 +34,25 @@ pub(crate) enum Fault {
     Misaligned(Space, u64, u32),
     Race {
         offset: u64,
-        this: &'static str,
-        other: &'static str,
+        this: super::checks::global::Kind,
+        other: super::checks::global::Kind,
         other_tid: u32,
     },
     /// A global access conflicting with an earlier CTA's (the other CTA is
     /// named by the grid, which knows the earlier CTAs).
     GlobalRace {
         addr: u64,
-        this: &'static str,
-        other: &'static str,
+        this: super::checks::global::Kind,
+        other: super::checks::global::Kind,
+    },
+    /// A global access conflicting with another warp's of the CTA in the
+    /// same barrier interval (`checks::warp_race`).
+    WarpRace {
+        addr: u64,
+        this: super::checks::global::Kind,
+        other: super::checks::global::Kind,
+        /// `u32::MAX`: several warps.
+        other_warp: u32,
     },
     UninitShared(u64, u32),
     UninitGlobal(u64, u32),
@@ -312,6 +321,8 @@ impl<'a> Exec<'a> {
     fn lockstep_allowed(&self) -> bool {
         self.k.lockstep
             && self.k.checks
+            && self.g.shadow.probe.is_none()
+            && self.cta.probe.is_none()
             && self.k.code.lockstep_ok
             && self.g.watch.is_none()
             && matches!(self.g.base, Base::Snapshot(_))
@@ -354,6 +365,8 @@ impl<'a> Exec<'a> {
             let (mut exited, mut at_bar, mut at_warp) = (0, 0, 0);
             let mut bar_pc = u32::MAX;
             let mut one_bar = true;
+            // (barriers change the epoch only between rounds)
+            self.g.shadow.epoch = self.cta.epoch;
             let mut regs = std::mem::take(&mut self.cta.regs);
             let ran = if self.g.lockstep {
                 let mut counts = std::mem::take(&mut self.lcounts);
