@@ -3,6 +3,7 @@
 
 pub mod block_ell;
 pub mod block_scaled;
+pub(crate) mod check;
 pub mod dispatch;
 pub mod dot;
 pub mod fp8;

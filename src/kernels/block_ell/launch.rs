@@ -18,7 +18,7 @@
 //! chunk's worth, when a single chunk's partials are larger) and fold the
 //! chunks group by group, in ascending chunk order.
 
-use super::host::{self, Dims, N_CHUNK, expect_len, validate_col};
+use super::host::{self, Dims, N_CHUNK, validate_col};
 use super::ptx::{
     FoldArgs, ForwardArgs, GradBiasArgs, GradInputArgs, GradValuesArgs, THREADS, generate_fold,
     generate_forward, generate_grad_bias, generate_grad_input, generate_grad_values, rows_per_tile,
@@ -27,6 +27,7 @@ use super::topology::TransposedIndex;
 use crate::dsl::params::{DevPtr, KernelParams};
 use crate::dsl::types::F32;
 use crate::error::{Error, Result};
+use crate::kernels::check;
 use crate::kernels::dispatch::dispatch;
 use crate::kernels::memo;
 use crate::runtime::backend::{Backend, Ran};
@@ -142,7 +143,7 @@ pub(super) fn rows(
     shape: &str,
 ) -> Result<()> {
     let want = dims.rows_len(shape, n, width)?;
-    expect_len(what, got, want, shape)
+    check::len("block_ell", what, got, want, shape)
 }
 
 fn bsize(dims: &Dims) -> u32 {
@@ -228,10 +229,16 @@ pub fn forward_dev(
     rows(&d, "x", x.as_device().len(), n, d.in_features(), "N × C·B")?;
     rows(&d, "y", y.as_device().len(), n, d.out_features(), "N × R·B")?;
     let values_len = values.as_device().len();
-    expect_len("values", values_len, d.values_len(), "R × K × B × B")?;
+    check::len(
+        "block_ell",
+        "values",
+        values_len,
+        d.values_len(),
+        "R × K × B × B",
+    )?;
     let bias = bias.map(|b| b.as_device());
     if let Some(b) = &bias {
-        expect_len("bias", b.len(), d.out_features(), "R·B")?;
+        check::len("block_ell", "bias", b.len(), d.out_features(), "R·B")?;
     }
     let bias = bias.map(|b| stream.arg("bias", &b)).transpose()?;
     let p = Ptrs {
@@ -379,7 +386,13 @@ pub fn grad_input_dev(
         "N × C·B",
     )?;
     let values_len = values.as_device().len();
-    expect_len("values", values_len, d.values_len(), "R × K × B × B")?;
+    check::len(
+        "block_ell",
+        "values",
+        values_len,
+        d.values_len(),
+        "R × K × B × B",
+    )?;
     let p = Ptrs {
         a: stream.arg("gy", gy)?,
         b: stream.arg("values", values)?,
@@ -607,7 +620,13 @@ pub fn grad_values_dev_budget(
         d.out_features(),
         "N × R·B",
     )?;
-    expect_len("gv", gv.as_device().len(), d.values_len(), "R × K × B × B")?;
+    check::len(
+        "block_ell",
+        "gv",
+        gv.as_device().len(),
+        d.values_len(),
+        "R × K × B × B",
+    )?;
     if n == 0 {
         return stream.zero(gv);
     }
@@ -743,7 +762,7 @@ pub fn grad_bias_dev_budget(
     check_limits(dims, n)?;
     let width = dims.out_features();
     rows(dims, "gy", gy.as_device().len(), n, width, "N × R·B")?;
-    expect_len("gb", gb.as_device().len(), width, "R·B")?;
+    check::len("block_ell", "gb", gb.as_device().len(), width, "R·B")?;
     if width == 0 {
         return Ok(());
     }
@@ -789,10 +808,16 @@ fn check_forward(
     check_limits(dims, n)?;
     rows(dims, "x", x.len(), n, dims.in_features(), "N × C·B")?;
     dims.rows_len("N × R·B", n, dims.out_features())?;
-    expect_len("values", values.len(), dims.values_len(), "R × K × B × B")?;
+    check::len(
+        "block_ell",
+        "values",
+        values.len(),
+        dims.values_len(),
+        "R × K × B × B",
+    )?;
     validate_col(dims, col)?;
     if let Some(b) = bias {
-        expect_len("bias", b.len(), dims.out_features(), "R·B")?;
+        check::len("block_ell", "bias", b.len(), dims.out_features(), "R·B")?;
     }
     Ok(())
 }
@@ -865,7 +890,13 @@ pub fn grad_input(
     check_limits(dims, n)?;
     rows(dims, "gy", gy.len(), n, dims.out_features(), "N × R·B")?;
     dims.rows_len("N × C·B", n, dims.in_features())?;
-    expect_len("values", values.len(), dims.values_len(), "R × K × B × B")?;
+    check::len(
+        "block_ell",
+        "values",
+        values.len(),
+        dims.values_len(),
+        "R × K × B × B",
+    )?;
     validate_col(dims, col)?;
     dispatch(
         backend,

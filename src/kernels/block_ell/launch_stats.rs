@@ -2,7 +2,7 @@
 //! the spec): the topology controller's inputs computed where `gv`, `x`
 //! and `gy` already live, queued on a [`Stream`].
 
-use super::host::{Dims, expect_len};
+use super::host::Dims;
 use super::launch::{DeviceTopology, SCRATCH_FLOATS, check_limits, chunk_tree, grid, rows};
 use super::ptx::THREADS;
 use super::ptx_stats::{
@@ -12,6 +12,7 @@ use super::ptx_stats::{
 use crate::dsl::params::{DevPtr, KernelParams};
 use crate::dsl::types::F32;
 use crate::error::{Error, Result};
+use crate::kernels::check;
 use crate::kernels::memo;
 use crate::runtime::buffer::{AsDevice, AsDeviceMut};
 use crate::runtime::context::Stream;
@@ -56,8 +57,20 @@ pub fn block_grad_norms_dev(
     out: &mut impl AsDeviceMut<f32>,
 ) -> Result<()> {
     let d = topo.dims();
-    expect_len("gv", gv.as_device().len(), d.values_len(), "R × K × B × B")?;
-    expect_len("out", out.as_device().len(), d.slots(), "R × K")?;
+    check::len(
+        "block_ell",
+        "gv",
+        gv.as_device().len(),
+        d.values_len(),
+        "R × K × B × B",
+    )?;
+    check::len(
+        "block_ell",
+        "out",
+        out.as_device().len(),
+        d.slots(),
+        "R × K",
+    )?;
     if d.slots() == 0 {
         return Ok(());
     }
@@ -158,7 +171,7 @@ pub fn input_block_norms_dev(
         dims.in_features(),
         "N × C·B",
     )?;
-    expect_len("out", out.as_device().len(), dims.c(), "C")?;
+    check::len("block_ell", "out", out.as_device().len(), dims.c(), "C")?;
     if dims.c() == 0 {
         return Ok(());
     }
@@ -209,7 +222,7 @@ pub fn output_block_norms_dev(
         dims.out_features(),
         "N × R·B",
     )?;
-    expect_len("out", out.as_device().len(), dims.r(), "R")?;
+    check::len("block_ell", "out", out.as_device().len(), dims.r(), "R")?;
     if dims.r() == 0 {
         return Ok(());
     }
@@ -251,7 +264,13 @@ pub fn ema_update_dev(
         )));
     }
     let len = scores.as_device().len();
-    expect_len("values", values.as_device().len(), len, "scores.len()")?;
+    check::len(
+        "block_ell",
+        "values",
+        values.as_device().len(),
+        len,
+        "scores.len()",
+    )?;
     if u32::try_from(len).is_err() {
         return Err(Error::invalid(format!(
             "block_ell: {len} scores exceed the kernel's limit {}",

@@ -11,7 +11,7 @@ use crate::dsl::params::KernelParams;
 use crate::error::Error;
 use crate::error::{ArgError, Result};
 use crate::kernels::dispatch::dispatch;
-use crate::kernels::memo;
+use crate::kernels::{check, memo};
 use crate::runtime::backend::{Backend, Ran};
 use crate::runtime::buffer::{AsDevice, AsDeviceMut, ForeignSlice, ForeignSliceMut};
 use crate::runtime::context::Stream;
@@ -79,34 +79,10 @@ impl Shape {
         let dims = self.validate()?;
         let Shape { rows, n } = *self;
         let want = rows * n;
-        if x != want {
-            return Err(ArgError::new(
-                "x",
-                format!("rows × n = {rows} × {n} = {want} elements"),
-                format!("{x} elements"),
-            )
-            .with_message(format!(
-                "x has {x} elements, expected rows × n = {rows} × {n} = {want}"
-            ))
-            .into());
-        }
-        if y != n {
-            return Err(
-                ArgError::new("y", format!("n = {n} elements"), format!("{y} elements"))
-                    .with_message(format!("y has {y} elements, expected n = {n}"))
-                    .into(),
-            );
-        }
-        if let Some(out) = out
-            && out != rows
-        {
-            return Err(ArgError::new(
-                "out",
-                format!("rows = {rows} elements"),
-                format!("{out} elements"),
-            )
-            .with_message(format!("out has {out} elements, expected rows = {rows}"))
-            .into());
+        check::len("dot", "x", x, want, format_args!("rows × n = {rows} × {n}"))?;
+        check::len("dot", "y", y, n, "n")?;
+        if let Some(out) = out {
+            check::len("dot", "out", out, rows, "rows")?;
         }
         Ok(dims)
     }
@@ -301,7 +277,7 @@ mod tests {
         assert_eq!((a.what.as_str(), a.got.as_str()), ("x", "5 elements"));
         assert_eq!(
             a.message(),
-            "x has 5 elements, expected rows × n = 2 × 3 = 6"
+            "dot: x has 5 elements, expected rows × n = 2 × 3 = 6"
         );
         let e = Shape {
             rows: usize::MAX,

@@ -36,7 +36,7 @@ use crate::dsl::types::{F32, U8};
 use crate::error::Error;
 use crate::error::{ArgError, Result};
 use crate::kernels::dispatch::dispatch;
-use crate::kernels::memo;
+use crate::kernels::{check, memo};
 use crate::runtime::backend::{Backend, Ran};
 use crate::runtime::buffer::{AsDevice, AsDeviceMut, DeviceBuffer, ForeignSlice, ForeignSliceMut};
 use crate::runtime::context::{Context, Stream};
@@ -127,32 +127,8 @@ fn check_aligned(what: &str, addr: u64, align: u64) -> Result<()> {
     .into())
 }
 
-fn same_len(what: &str, got: usize, want: usize, of: &str) -> Result<()> {
-    if got == want {
-        return Ok(());
-    }
-    Err(ArgError::new(
-        what,
-        format!("{want} elements (as many as {of})"),
-        format!("{got} elements"),
-    )
-    .with_message(format!("fp8: {what} has {got} elements, {of} has {want}"))
-    .into())
-}
-
 fn stats_len(got: usize) -> Result<()> {
-    if got == STATS_LEN {
-        return Ok(());
-    }
-    Err(ArgError::new(
-        "stats",
-        format!("{STATS_LEN} elements ([amax, scale, scale_inv])"),
-        format!("{got} elements"),
-    )
-    .with_message(format!(
-        "fp8: the stats buffer has {got} elements, expected {STATS_LEN} ([amax, scale, scale_inv])"
-    ))
-    .into())
+    check::len("fp8", "stats", got, STATS_LEN, "[amax, scale, scale_inv]")
 }
 
 /// Where a launch sequence runs and whether its pointers are checked.
@@ -361,7 +337,7 @@ pub fn quantize_dev(
     stats: &mut impl AsDeviceMut<f32>,
 ) -> Result<()> {
     let n = x.as_device().len();
-    same_len("codes", codes.as_device().len(), n, "x")?;
+    check::same_len("fp8", "codes", codes.as_device().len(), n, "x")?;
     stats_len(stats.as_device().len())?;
     let on = checked_on(stream);
     let (xp, cp, sp) = (
@@ -398,7 +374,7 @@ pub fn quantize_with_scale_dev(
     codes: &mut impl AsDeviceMut<u8>,
 ) -> Result<()> {
     let n = x.as_device().len();
-    same_len("codes", codes.as_device().len(), n, "x")?;
+    check::same_len("fp8", "codes", codes.as_device().len(), n, "x")?;
     let on = checked_on(stream);
     let (xp, cp) = (stream.arg("x", x)?, stream.arg_mut("codes", codes)?);
     quantize_scaled_core(on, xp, len_u64(n), scale, enc.format, enc.codec, cp)
@@ -431,7 +407,7 @@ pub fn dequantize_dev(
     y: &mut impl AsDeviceMut<f32>,
 ) -> Result<()> {
     let n = codes.as_device().len();
-    same_len("y", y.as_device().len(), n, "codes")?;
+    check::same_len("fp8", "y", y.as_device().len(), n, "codes")?;
     let on = checked_on(stream);
     let (cp, yp) = (stream.arg("codes", codes)?, stream.arg_mut("y", y)?);
     let scale = ScaleInv::Value(scale_inv);
@@ -466,7 +442,7 @@ pub fn dequantize_stats_dev(
     y: &mut impl AsDeviceMut<f32>,
 ) -> Result<()> {
     let n = codes.as_device().len();
-    same_len("y", y.as_device().len(), n, "codes")?;
+    check::same_len("fp8", "y", y.as_device().len(), n, "codes")?;
     stats_len(stats.as_device().len())?;
     let on = checked_on(stream);
     let (cp, sp, yp) = (

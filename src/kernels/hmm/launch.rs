@@ -19,7 +19,7 @@
 //! maxima and fallback flags). The `_raw` entry point allocates it the same
 //! way; it is released when the kernels have run.
 
-use super::host::{self, Inputs, Posteriors, Shape, expect, validate_lengths};
+use super::host::{self, Inputs, Posteriors, Shape, validate_lengths};
 use super::ptx::{
     BackwardArgs, ForwardArgs, PosteriorArgs, PrepExpArgs, PrepMaxArgs, THREADS, TransitionArgs,
     WARPS, XI_ROWS, cap_for, generate_backward, generate_forward, generate_posteriors,
@@ -29,7 +29,7 @@ use crate::dsl::params::{DevPtr, KernelParams};
 use crate::dsl::types::F32;
 use crate::error::Result;
 use crate::kernels::dispatch::dispatch;
-use crate::kernels::memo;
+use crate::kernels::{check, memo};
 use crate::runtime::backend::{Backend, Ran};
 use crate::runtime::buffer::{
     AsDevice, AsDeviceMut, DeviceBuffer, DeviceSlice, DeviceSliceMut, ForeignSlice, ForeignSliceMut,
@@ -122,15 +122,21 @@ pub fn forward_backward_dev(
 ) -> Result<()> {
     validate_lengths(inputs.lengths, shape.batch(), shape.t())?;
     let (n, s) = (shape.elements(), shape.s());
-    expect("log_pi", inputs.log_pi.len(), s, "S")?;
-    expect("log_a", inputs.log_a.len(), s * s, "S × S")?;
-    expect("log_b", inputs.log_b.len(), n, "batch × T × S")?;
-    expect("log_alpha", out.log_alpha.len(), n, "batch × T × S")?;
-    expect("log_beta", out.log_beta.len(), n, "batch × T × S")?;
-    expect("gamma", out.gamma.len(), n, "batch × T × S")?;
+    check::len("hmm", "log_pi", inputs.log_pi.len(), s, "S")?;
+    check::len("hmm", "log_a", inputs.log_a.len(), s * s, "S × S")?;
+    check::len("hmm", "log_b", inputs.log_b.len(), n, "batch × T × S")?;
+    check::len("hmm", "log_alpha", out.log_alpha.len(), n, "batch × T × S")?;
+    check::len("hmm", "log_beta", out.log_beta.len(), n, "batch × T × S")?;
+    check::len("hmm", "gamma", out.gamma.len(), n, "batch × T × S")?;
     let batch = shape.batch();
-    expect("log_likelihood", out.log_likelihood.len(), batch, "batch")?;
-    expect("xi", out.xi.len(), shape.xi_len(), "batch × S × S")?;
+    check::len(
+        "hmm",
+        "log_likelihood",
+        out.log_likelihood.len(),
+        batch,
+        "batch",
+    )?;
+    check::len("hmm", "xi", out.xi.len(), shape.xi_len(), "batch × S × S")?;
     let io = Ptrs {
         log_pi: stream.arg("log_pi", &inputs.log_pi)?,
         log_a: stream.arg("log_a", &inputs.log_a)?,

@@ -24,9 +24,9 @@ use super::ptx::{
 };
 use crate::dsl::params::{DevPtr, KernelParams};
 use crate::dsl::types::F32;
-use crate::error::{ArgError, Error, Result};
+use crate::error::{Error, Result};
 use crate::kernels::dispatch::dispatch;
-use crate::kernels::memo;
+use crate::kernels::{check, memo};
 use crate::runtime::backend::{Backend, Ran};
 use crate::runtime::buffer::{
     AsDevice, AsDeviceMut, DeviceBuffer, DeviceSlice, ForeignSlice, ForeignSliceMut,
@@ -155,17 +155,14 @@ fn check_lens(x: usize, d: usize, rows: usize, k: usize, p: usize) -> Result<()>
     let want_d = k
         .checked_mul(p)
         .ok_or_else(|| Error::invalid(format!("score: K × P overflows ({k} × {p})")))?;
-    if x != want_x {
-        return Err(Error::invalid(format!(
-            "score: x has {x} elements, expected rows × P = {rows} × {p} = {want_x}"
-        )));
-    }
-    if d != want_d {
-        return Err(Error::invalid(format!(
-            "score: D has {d} elements, expected K × P = {k} × {p} = {want_d}"
-        )));
-    }
-    Ok(())
+    check::len(
+        "score",
+        "x",
+        x,
+        want_x,
+        format_args!("rows × P = {rows} × {p}"),
+    )?;
+    check::len("score", "D", d, want_d, format_args!("K × P = {k} × {p}"))
 }
 
 /// 16-byte staging loads: `x` and `D` must start on a 16-byte boundary.
@@ -255,17 +252,13 @@ pub fn score_block_dev(
     check_lens(x.as_device().len(), d.as_device().len(), rows, k, p)?;
     let want = rows * k;
     let got = out.as_device().len();
-    if got != want {
-        return Err(ArgError::new(
-            "out",
-            format!("rows × K = {rows} × {k} = {want} elements"),
-            format!("{got} elements"),
-        )
-        .with_message(format!(
-            "score: out has {got} elements, expected rows × K = {rows} × {k} = {want}"
-        ))
-        .into());
-    }
+    check::len(
+        "score",
+        "out",
+        got,
+        want,
+        format_args!("rows × K = {rows} × {k}"),
+    )?;
     let (xp, dp, op) = (
         stream.arg("x", x)?,
         stream.arg("D", d)?,

@@ -5,10 +5,11 @@
 //! written there) and the raw-pointer twin ([`viterbi_raw`]), written
 //! against [`Stream`] so the GPU and the simulator run the same sequence.
 
-use super::host::{self, Shape, Viterbi, expect_len as expect, validate_lengths};
+use super::host::{self, Shape, Viterbi, validate_lengths};
 use super::ptx::{THREADS, ViterbiArgs, cap_for, generate};
 use crate::dsl::params::KernelParams;
 use crate::error::Result;
+use crate::kernels::check;
 use crate::kernels::dispatch::dispatch;
 use crate::kernels::memo;
 use crate::runtime::backend::{Backend, Ran};
@@ -83,16 +84,29 @@ where
     shape.validate()?;
     let Shape { batch, t, s } = shape;
     validate_lengths(lengths, batch, t)?;
-    expect("log_pi", log_pi.as_device().len(), s, "S")?;
-    expect("log_a", log_a.as_device().len(), s * s, "S × S")?;
-    expect(
+    check::len("viterbi", "log_pi", log_pi.as_device().len(), s, "S")?;
+    check::len("viterbi", "log_a", log_a.as_device().len(), s * s, "S × S")?;
+    check::len(
+        "viterbi",
         "log_b",
         log_b.as_device().len(),
         batch * t * s,
         "batch × T × S",
     )?;
-    expect("paths", out.paths.as_device().len(), batch * t, "batch × T")?;
-    expect("scores", out.scores.as_device().len(), batch, "batch")?;
+    check::len(
+        "viterbi",
+        "paths",
+        out.paths.as_device().len(),
+        batch * t,
+        "batch × T",
+    )?;
+    check::len(
+        "viterbi",
+        "scores",
+        out.scores.as_device().len(),
+        batch,
+        "batch",
+    )?;
     let (pi, a, b) = (
         stream.arg("log_pi", log_pi)?,
         stream.arg("log_a", log_a)?,
