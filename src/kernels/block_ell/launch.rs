@@ -27,9 +27,9 @@ use super::topology::TransposedIndex;
 use crate::dsl::params::{DevPtr, KernelParams};
 use crate::dsl::types::F32;
 use crate::error::{Error, Result};
-use crate::kernels::check;
 use crate::kernels::dispatch::dispatch;
 use crate::kernels::memo;
+use crate::kernels::{check, grid};
 use crate::runtime::backend::{Backend, Ran};
 use crate::runtime::buffer::{AsDevice, AsDeviceMut, DeviceBuffer, ForeignSlice, ForeignSliceMut};
 use crate::runtime::context::Stream;
@@ -122,8 +122,8 @@ impl DeviceTopology {
 /// CTAs for `tiles` tiles: every tile, up to 8 CTAs per SM (the kernels'
 /// grid-stride loops cover the rest).
 pub(super) fn grid(stream: &Stream, tiles: usize) -> LaunchConfig {
-    let cap = stream.context().multiprocessor_count().max(1) as usize * 8;
-    LaunchConfig::linear(tiles.clamp(1, cap) as u32, THREADS)
+    let mp = stream.context().multiprocessor_count();
+    LaunchConfig::linear(grid::ctas(tiles as u64, 1, mp, 8), THREADS)
 }
 
 /// `a · b` as the kernels' u32 tile counter, or an error naming both.
@@ -488,7 +488,7 @@ pub(super) fn chunk_tree(
             first: u32::from(q0 == 0),
         };
         let cfg = LaunchConfig::linear(
-            len.div_ceil(THREADS as usize).clamp(1, 1 << 16) as u32,
+            grid::ctas_within(len as u64, THREADS.into(), 1 << 16),
             THREADS,
         );
         stream.launch_with(fold, cfg, &args.args(), check)?;

@@ -12,15 +12,15 @@ use super::ptx_stats::{
 use crate::dsl::params::{DevPtr, KernelParams};
 use crate::dsl::types::F32;
 use crate::error::{Error, Result};
-use crate::kernels::check;
 use crate::kernels::memo;
+use crate::kernels::{check, grid};
 use crate::runtime::buffer::{AsDevice, AsDeviceMut};
 use crate::runtime::context::Stream;
 use crate::runtime::exec::{LaunchConfig, PointerCheck};
 
 fn elementwise(len: usize) -> LaunchConfig {
     LaunchConfig::linear(
-        len.div_ceil(THREADS as usize).clamp(1, 1 << 16) as u32,
+        grid::ctas_within(len as u64, THREADS.into(), 1 << 16),
         THREADS,
     )
 }

@@ -11,7 +11,7 @@ use crate::dsl::params::KernelParams;
 use crate::error::Error;
 use crate::error::{ArgError, Result};
 use crate::kernels::dispatch::dispatch;
-use crate::kernels::{check, memo};
+use crate::kernels::{check, grid, memo};
 use crate::runtime::backend::{Backend, Ran};
 use crate::runtime::buffer::{AsDevice, AsDeviceMut, ForeignSlice, ForeignSliceMut};
 use crate::runtime::context::Stream;
@@ -144,10 +144,8 @@ pub fn dot_rows_dev(
         return Ok(());
     }
     let module = memo!(generate, stream.context().sm())?;
-    let blocks = args
-        .rows
-        .div_ceil(BLOCK)
-        .min(stream.context().multiprocessor_count().max(1) * 8);
+    let mp = stream.context().multiprocessor_count();
+    let blocks = grid::ctas(args.rows.into(), BLOCK.into(), mp, 8);
     stream.launch_with(
         module,
         LaunchConfig::linear(blocks, BLOCK),

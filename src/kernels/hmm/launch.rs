@@ -29,7 +29,7 @@ use crate::dsl::params::{DevPtr, KernelParams};
 use crate::dsl::types::F32;
 use crate::error::Result;
 use crate::kernels::dispatch::dispatch;
-use crate::kernels::{check, memo};
+use crate::kernels::{check, grid, memo};
 use crate::runtime::backend::{Backend, Ran};
 use crate::runtime::buffer::{
     AsDevice, AsDeviceMut, DeviceBuffer, DeviceSlice, DeviceSliceMut, ForeignSlice, ForeignSliceMut,
@@ -203,7 +203,7 @@ impl Workspace {
 
 /// `n` CTAs of task counter for `tasks` tasks.
 fn task_grid(tasks: u64) -> LaunchConfig {
-    LaunchConfig::linear(tasks.clamp(1, 1 << 16) as u32, THREADS)
+    LaunchConfig::linear(grid::ctas_within(tasks, 1, 1 << 16), THREADS)
 }
 
 fn launch(stream: &Stream, shape: Shape, lengths: &[u32], io: &Ptrs) -> Result<()> {

@@ -20,7 +20,7 @@ use crate::dsl::params::{DevPtr, KernelParams};
 use crate::dsl::types::F32;
 use crate::error::Result;
 use crate::kernels::dispatch::dispatch;
-use crate::kernels::memo;
+use crate::kernels::{grid, memo};
 use crate::runtime::backend::{Backend, Ran};
 use crate::runtime::buffer::{AsDevice, AsDeviceMut, ForeignSlice, ForeignSliceMut};
 use crate::runtime::context::Stream;
@@ -59,14 +59,17 @@ fn use_split(stream: &Stream, shape: Shape, path: Path) -> bool {
 /// Grid of a tile kernel for `items` work items (a grid-stride loop over
 /// the items covers the rest).
 fn tile_grid(stream: &Stream, items: u32) -> LaunchConfig {
-    let cap = stream.context().multiprocessor_count().max(1) * 32;
-    LaunchConfig::linear(items.clamp(1, cap), THREADS)
+    let mp = stream.context().multiprocessor_count();
+    LaunchConfig::linear(grid::ctas(items.into(), 1, mp, 32), THREADS)
 }
 
 /// Grid of a chain kernel (one thread per row).
 fn chain_grid(stream: &Stream, rows: u32) -> LaunchConfig {
-    let cap = stream.context().multiprocessor_count().max(1) * 16;
-    LaunchConfig::linear(rows.div_ceil(CHAIN_THREADS).clamp(1, cap), CHAIN_THREADS)
+    let mp = stream.context().multiprocessor_count();
+    LaunchConfig::linear(
+        grid::ctas(rows.into(), CHAIN_THREADS.into(), mp, 16),
+        CHAIN_THREADS,
+    )
 }
 
 /// `VEC` when `t` and every address allow 16-byte tile accesses.
