@@ -44,7 +44,6 @@ pub fn all_variants(sm: Sm) -> Result<Vec<PtxModule>> {
     all.extend(logcumsumexp::ptx::variants(sm)?);
     all.extend(hmm::ptx::variants(sm)?);
     all.extend(block_ell::ptx::variants(sm)?);
-    all.extend(block_ell::ptx_stats::variants(sm)?);
     all.extend(block_scaled::ptx::variants(sm)?);
     Ok(all)
 }

@@ -18,6 +18,8 @@
 //! chunk's worth, when a single chunk's partials are larger) and fold the
 //! chunks group by group, in ascending chunk order.
 
+pub mod stats;
+
 use super::host::{self, Dims, N_CHUNK, validate_col};
 use super::ptx::{
     FoldArgs, ForwardArgs, GradBiasArgs, GradInputArgs, GradValuesArgs, THREADS, generate_fold,

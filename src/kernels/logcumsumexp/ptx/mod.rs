@@ -21,8 +21,9 @@
 //! 16-byte aligned, so tiles move with 16-byte loads and stores; bit 1
 //! (`SPLIT`): one CTA per tile. Neither changes a bit of the results.
 
+mod tile;
+
 use super::host::{NSEG, TILE};
-use super::ptx_tile::*;
 use crate::dsl::math;
 use crate::dsl::params::Ptr;
 use crate::dsl::types::{F32, Pred, Reg, U32};
@@ -30,6 +31,7 @@ use crate::dsl::{Cmp, GlobalPtr, KernelBuilder, PtxModule, SharedArray, SharedPt
 use crate::error::Result;
 use crate::kernel_params;
 use crate::target::Sm;
+use tile::*;
 
 /// Threads per CTA of the tile kernels (one per segment).
 pub const THREADS: u32 = NSEG as u32;

@@ -1,19 +1,19 @@
-//! Device entry points of the per-block statistics ([`super::stats`] is
+//! Device entry points of the per-block statistics ([`super::super::stats`] is
 //! the spec): the topology controller's inputs computed where `gv`, `x`
 //! and `gy` already live, queued on a [`Stream`].
 
-use super::host::Dims;
-use super::launch::{DeviceTopology, SCRATCH_FLOATS, check_limits, chunk_tree, grid, rows};
-use super::ptx::THREADS;
-use super::ptx_stats::{
+use super::super::host::Dims;
+use super::super::ptx::THREADS;
+use super::super::ptx::stats::{
     EmaArgs, GradNormsArgs, NormPartialsArgs, SqrtArgs, generate_ema, generate_grad_norms,
     generate_norm_partials, generate_sqrt,
 };
+use super::{DeviceTopology, SCRATCH_FLOATS, check_limits, chunk_tree, grid, rows};
 use crate::dsl::params::{DevPtr, KernelParams};
 use crate::dsl::types::F32;
 use crate::error::{Error, Result};
+use crate::kernels::check;
 use crate::kernels::memo;
-use crate::kernels::{check, grid};
 use crate::runtime::buffer::{AsDevice, AsDeviceMut};
 use crate::runtime::context::Stream;
 use crate::runtime::exec::{LaunchConfig, PointerCheck};
@@ -25,7 +25,7 @@ fn elementwise(len: usize) -> LaunchConfig {
     )
 }
 
-/// [`super::host::block_grad_norms`] on the device: `out [R, K]` from `gv [R, K,
+/// [`super::super::host::block_grad_norms`] on the device: `out [R, K]` from `gv [R, K,
 /// B, B]`, queued on `stream`.
 ///
 /// ```
@@ -131,7 +131,7 @@ fn column_block_norms(
     )
 }
 
-/// [`super::host::input_block_norms`] on the device: `out [C]` from `x [N,
+/// [`super::super::host::input_block_norms`] on the device: `out [C]` from `x [N,
 /// C·B]`, queued on `stream`.
 ///
 /// ```
@@ -154,7 +154,7 @@ fn column_block_norms(
 /// ```
 ///
 /// # Errors
-/// As [`block_grad_norms_dev`], and the [kernel limits](super::launch).
+/// As [`block_grad_norms_dev`], and the [kernel limits](super).
 pub fn input_block_norms_dev(
     stream: &Stream,
     dims: &Dims,
@@ -182,7 +182,7 @@ pub fn input_block_norms_dev(
     column_block_norms(stream, n, dims.c(), dims.b(), xp, op)
 }
 
-/// [`super::host::output_block_norms`] on the device: `out [R]` from `gy [N,
+/// [`super::super::host::output_block_norms`] on the device: `out [R]` from `gy [N,
 /// R·B]`, queued on `stream`.
 ///
 /// ```
@@ -233,7 +233,7 @@ pub fn output_block_norms_dev(
     column_block_norms(stream, n, dims.r(), dims.b(), gp, op)
 }
 
-/// [`super::host::ema_update`] on the device, `scores` in place, queued on
+/// [`super::super::host::ema_update`] on the device, `scores` in place, queued on
 /// `stream`.
 ///
 /// ```
