@@ -10,6 +10,7 @@ pub mod fp8;
 pub(crate) mod grid;
 pub mod hmm;
 pub mod logcumsumexp;
+pub(crate) mod raw;
 pub mod score;
 pub(crate) mod seq;
 pub mod viterbi;

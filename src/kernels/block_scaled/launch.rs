@@ -42,11 +42,9 @@ use crate::dsl::types::{F32, U8};
 use crate::error::{Error, Result};
 use crate::kernels::dispatch::dispatch;
 use crate::kernels::fp8::ptx::{self as fp8_ptx, AbsmaxPartialsArgs};
-use crate::kernels::{check, memo};
+use crate::kernels::{check, memo, raw};
 use crate::runtime::backend::{Backend, Ran};
-use crate::runtime::buffer::{
-    AsDevice, AsDeviceMut, DeviceSlice, DeviceSliceMut, ForeignSlice, ForeignSliceMut,
-};
+use crate::runtime::buffer::{AsDevice, AsDeviceMut, DeviceSlice, DeviceSliceMut};
 use crate::runtime::context::Stream;
 use crate::runtime::exec::{CUdeviceptr, LaunchConfig, PointerCheck};
 
@@ -431,7 +429,7 @@ fn quantize_core(
 ///   until then.
 ///
 /// # Errors
-/// As [`quantize_dev`], and the checks of [`ForeignSlice::from_raw_parts`].
+/// As [`quantize_dev`], and the checks of [`ForeignSlice::from_raw_parts`](crate::runtime::ForeignSlice::from_raw_parts).
 pub unsafe fn quantize_raw(
     stream: &Stream,
     q: Quantization,
@@ -443,17 +441,16 @@ pub unsafe fn quantize_raw(
 ) -> Result<()> {
     q.validate()?;
     check_global(q.recipe.format(), global.map(|_| GLOBAL_LEN))?;
-    let ctx = stream.context();
     let shape = q.shape;
     // SAFETY: the caller's contract covers each range (lengths from the
     // validated request).
     let (x, mut codes, mut scales, mut global) = unsafe {
         (
-            ForeignSlice::<f32>::from_raw_parts(ctx, x, shape.len())?,
-            ForeignSliceMut::<u8>::from_raw_parts(ctx, codes, shape.codes_len())?,
-            ForeignSliceMut::<u8>::from_raw_parts(ctx, scales, q.scales_len())?,
+            raw::view::<f32>(stream, x, shape.len())?,
+            raw::view_mut::<u8>(stream, codes, shape.codes_len())?,
+            raw::view_mut::<u8>(stream, scales, q.scales_len())?,
             global
-                .map(|g| ForeignSliceMut::<f32>::from_raw_parts(ctx, g, GLOBAL_LEN))
+                .map(|g| raw::view_mut::<f32>(stream, g, GLOBAL_LEN))
                 .transpose()?,
         )
     };
@@ -620,7 +617,7 @@ fn dequantize_core(
 ///
 /// # Errors
 /// As [`dequantize_dev`], and the checks of
-/// [`ForeignSlice::from_raw_parts`].
+/// [`ForeignSlice::from_raw_parts`](crate::runtime::ForeignSlice::from_raw_parts).
 pub unsafe fn dequantize_raw(
     stream: &Stream,
     q: Quantization,
@@ -632,17 +629,14 @@ pub unsafe fn dequantize_raw(
 ) -> Result<()> {
     q.validate()?;
     check_global(q.shape.format(), global.map(|_| GLOBAL_LEN))?;
-    let ctx = stream.context();
     let shape = q.shape;
     // SAFETY: the caller's contract covers each range.
     let (codes, scales, global, mut y) = unsafe {
         (
-            ForeignSlice::<u8>::from_raw_parts(ctx, codes, shape.codes_len())?,
-            ForeignSlice::<u8>::from_raw_parts(ctx, scales, q.scales_len())?,
-            global
-                .map(|g| ForeignSlice::<f32>::from_raw_parts(ctx, g, GLOBAL_LEN))
-                .transpose()?,
-            ForeignSliceMut::<f32>::from_raw_parts(ctx, y, shape.len())?,
+            raw::view::<u8>(stream, codes, shape.codes_len())?,
+            raw::view::<u8>(stream, scales, q.scales_len())?,
+            raw::view_opt::<f32>(stream, global, GLOBAL_LEN)?,
+            raw::view_mut::<f32>(stream, y, shape.len())?,
         )
     };
     let global = global.as_ref().map(|g| g.as_device());

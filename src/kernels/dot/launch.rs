@@ -11,9 +11,9 @@ use crate::dsl::params::KernelParams;
 use crate::error::Error;
 use crate::error::{ArgError, Result};
 use crate::kernels::dispatch::dispatch;
-use crate::kernels::{check, grid, memo};
+use crate::kernels::{check, grid, memo, raw};
 use crate::runtime::backend::{Backend, Ran};
-use crate::runtime::buffer::{AsDevice, AsDeviceMut, ForeignSlice, ForeignSliceMut};
+use crate::runtime::buffer::{AsDevice, AsDeviceMut};
 use crate::runtime::context::Stream;
 use crate::runtime::exec::{CUdeviceptr, LaunchConfig, PointerCheck};
 
@@ -188,7 +188,7 @@ pub fn dot_rows_dev(
 ///
 /// # Errors
 /// As [`dot_rows_dev`], and the checks of
-/// [`ForeignSlice::from_raw_parts`].
+/// [`ForeignSlice::from_raw_parts`](crate::runtime::ForeignSlice::from_raw_parts).
 pub unsafe fn dot_rows_raw(
     stream: &Stream,
     shape: Shape,
@@ -197,14 +197,13 @@ pub unsafe fn dot_rows_raw(
     out: CUdeviceptr,
 ) -> Result<()> {
     shape.validate()?;
-    let ctx = stream.context();
     // SAFETY: the caller's contract covers each range (lengths from the
     // validated shape).
     let (x, y, mut out) = unsafe {
         (
-            ForeignSlice::<f32>::from_raw_parts(ctx, x, shape.rows * shape.n)?,
-            ForeignSlice::<f32>::from_raw_parts(ctx, y, shape.n)?,
-            ForeignSliceMut::<f32>::from_raw_parts(ctx, out, shape.rows)?,
+            raw::view::<f32>(stream, x, shape.rows * shape.n)?,
+            raw::view::<f32>(stream, y, shape.n)?,
+            raw::view_mut::<f32>(stream, out, shape.rows)?,
         )
     };
     dot_rows_dev(stream, shape, &x, &y, &mut out)

@@ -36,9 +36,9 @@ use crate::dsl::types::{F32, U8};
 use crate::error::Error;
 use crate::error::{ArgError, Result};
 use crate::kernels::dispatch::dispatch;
-use crate::kernels::{check, memo};
+use crate::kernels::{check, memo, raw};
 use crate::runtime::backend::{Backend, Ran};
-use crate::runtime::buffer::{AsDevice, AsDeviceMut, DeviceBuffer, ForeignSlice, ForeignSliceMut};
+use crate::runtime::buffer::{AsDevice, AsDeviceMut, DeviceBuffer};
 use crate::runtime::context::{Context, Stream};
 use crate::runtime::exec::{CUdeviceptr, LaunchConfig, PointerCheck};
 use crate::target::Sm;
@@ -456,33 +456,6 @@ pub fn dequantize_stats_dev(
 
 // ---- raw-pointer twins ---------------------------------------------------------
 
-/// Views of `n` elements at each of another stack's addresses.
-///
-/// # Safety
-/// The caller's contract: each address holds `n` elements of its type in
-/// `stream`'s context.
-unsafe fn view<'a, T: crate::runtime::DeviceRepr>(
-    stream: &Stream,
-    addr: CUdeviceptr,
-    n: usize,
-) -> Result<ForeignSlice<'a, T>> {
-    // SAFETY: passed on from the caller.
-    unsafe { ForeignSlice::from_raw_parts(stream.context(), addr, n) }
-}
-
-/// The writable twin of [`view`].
-///
-/// # Safety
-/// As [`view`].
-unsafe fn view_mut<'a, T: crate::runtime::DeviceRepr>(
-    stream: &Stream,
-    addr: CUdeviceptr,
-    n: usize,
-) -> Result<ForeignSliceMut<'a, T>> {
-    // SAFETY: passed on from the caller.
-    unsafe { ForeignSliceMut::from_raw_parts(stream.context(), addr, n) }
-}
-
 /// [`quantize_dev`] on raw device addresses of another stack, queued on
 /// `stream` (e.g. made with [`Stream::from_raw`]): a thin wrapper viewing
 /// `x` (`n` f32s), `codes` (`n` bytes) and `stats` (3 f32s) as
@@ -510,7 +483,7 @@ unsafe fn view_mut<'a, T: crate::runtime::DeviceRepr>(
 ///   nothing else accesses them until the kernels have run.
 ///
 /// # Errors
-/// As [`quantize_dev`], and the checks of [`ForeignSlice::from_raw_parts`].
+/// As [`quantize_dev`], and the checks of [`ForeignSlice::from_raw_parts`](crate::runtime::ForeignSlice::from_raw_parts).
 pub unsafe fn quantize_raw(
     stream: &Stream,
     enc: Encoding,
@@ -522,9 +495,9 @@ pub unsafe fn quantize_raw(
     // SAFETY: the caller's contract covers each range.
     let (x, mut codes, mut stats) = unsafe {
         (
-            view::<f32>(stream, x, n)?,
-            view_mut::<u8>(stream, codes, n)?,
-            view_mut::<f32>(stream, stats, STATS_LEN)?,
+            raw::view::<f32>(stream, x, n)?,
+            raw::view_mut::<u8>(stream, codes, n)?,
+            raw::view_mut::<f32>(stream, stats, STATS_LEN)?,
         )
     };
     quantize_dev(stream, enc, &x, &mut codes, &mut stats)
@@ -563,8 +536,8 @@ pub unsafe fn quantize_with_scale_raw(
     // SAFETY: the caller's contract covers each range.
     let (x, mut codes) = unsafe {
         (
-            view::<f32>(stream, x, n)?,
-            view_mut::<u8>(stream, codes, n)?,
+            raw::view::<f32>(stream, x, n)?,
+            raw::view_mut::<u8>(stream, codes, n)?,
         )
     };
     quantize_with_scale_dev(stream, enc, scale, &x, &mut codes)
@@ -607,9 +580,9 @@ pub unsafe fn dequantize_stats_raw(
     // SAFETY: the caller's contract covers each range.
     let (codes, stats, mut y) = unsafe {
         (
-            view::<u8>(stream, codes, n)?,
-            view::<f32>(stream, stats, STATS_LEN)?,
-            view_mut::<f32>(stream, y, n)?,
+            raw::view::<u8>(stream, codes, n)?,
+            raw::view::<f32>(stream, stats, STATS_LEN)?,
+            raw::view_mut::<f32>(stream, y, n)?,
         )
     };
     dequantize_stats_dev(stream, enc, &codes, &stats, &mut y)
@@ -648,8 +621,8 @@ pub unsafe fn dequantize_raw(
     // SAFETY: the caller's contract covers each range.
     let (codes, mut y) = unsafe {
         (
-            view::<u8>(stream, codes, n)?,
-            view_mut::<f32>(stream, y, n)?,
+            raw::view::<u8>(stream, codes, n)?,
+            raw::view_mut::<f32>(stream, y, n)?,
         )
     };
     dequantize_dev(stream, enc, scale_inv, &codes, &mut y)

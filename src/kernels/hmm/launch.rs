@@ -29,11 +29,9 @@ use crate::dsl::params::{DevPtr, KernelParams};
 use crate::dsl::types::F32;
 use crate::error::Result;
 use crate::kernels::dispatch::dispatch;
-use crate::kernels::{check, grid, memo};
+use crate::kernels::{check, grid, memo, raw};
 use crate::runtime::backend::{Backend, Ran};
-use crate::runtime::buffer::{
-    AsDevice, AsDeviceMut, DeviceBuffer, DeviceSlice, DeviceSliceMut, ForeignSlice, ForeignSliceMut,
-};
+use crate::runtime::buffer::{AsDevice, AsDeviceMut, DeviceBuffer, DeviceSlice, DeviceSliceMut};
 use crate::runtime::context::{Context, Stream};
 use crate::runtime::exec::{CUdeviceptr, LaunchConfig};
 
@@ -404,28 +402,27 @@ pub struct RawOutputs {
 ///
 /// # Errors
 /// As [`forward_backward_dev`], and the checks of
-/// [`ForeignSlice::from_raw_parts`].
+/// [`ForeignSlice::from_raw_parts`](crate::runtime::ForeignSlice::from_raw_parts).
 pub unsafe fn forward_backward_raw(
     stream: &Stream,
     shape: Shape,
     inputs: RawInputs<'_>,
     out: RawOutputs,
 ) -> Result<()> {
-    let ctx = stream.context();
     let (n, s) = (shape.elements(), shape.s());
     let (b, xi) = (shape.batch(), shape.xi_len());
     // SAFETY: the caller's contract covers each range (lengths from the
     // shape, valid once built).
     let (pi, a, lb, mut alpha, mut beta, mut ll, mut gamma, mut xi) = unsafe {
         (
-            ForeignSlice::<f32>::from_raw_parts(ctx, inputs.log_pi, s)?,
-            ForeignSlice::<f32>::from_raw_parts(ctx, inputs.log_a, s * s)?,
-            ForeignSlice::<f32>::from_raw_parts(ctx, inputs.log_b, n)?,
-            ForeignSliceMut::<f32>::from_raw_parts(ctx, out.log_alpha, n)?,
-            ForeignSliceMut::<f32>::from_raw_parts(ctx, out.log_beta, n)?,
-            ForeignSliceMut::<f32>::from_raw_parts(ctx, out.log_likelihood, b)?,
-            ForeignSliceMut::<f32>::from_raw_parts(ctx, out.gamma, n)?,
-            ForeignSliceMut::<f32>::from_raw_parts(ctx, out.xi, xi)?,
+            raw::view::<f32>(stream, inputs.log_pi, s)?,
+            raw::view::<f32>(stream, inputs.log_a, s * s)?,
+            raw::view::<f32>(stream, inputs.log_b, n)?,
+            raw::view_mut::<f32>(stream, out.log_alpha, n)?,
+            raw::view_mut::<f32>(stream, out.log_beta, n)?,
+            raw::view_mut::<f32>(stream, out.log_likelihood, b)?,
+            raw::view_mut::<f32>(stream, out.gamma, n)?,
+            raw::view_mut::<f32>(stream, out.xi, xi)?,
         )
     };
     let inputs = DeviceInputs {

@@ -20,9 +20,9 @@ use crate::dsl::params::{DevPtr, KernelParams};
 use crate::dsl::types::F32;
 use crate::error::Result;
 use crate::kernels::dispatch::dispatch;
-use crate::kernels::{grid, memo};
+use crate::kernels::{grid, memo, raw};
 use crate::runtime::backend::{Backend, Ran};
-use crate::runtime::buffer::{AsDevice, AsDeviceMut, ForeignSlice, ForeignSliceMut};
+use crate::runtime::buffer::{AsDevice, AsDeviceMut};
 use crate::runtime::context::Stream;
 use crate::runtime::exec::{CUdeviceptr, LaunchConfig};
 
@@ -247,20 +247,19 @@ pub fn forward_dev_path(
 ///   must not overlap it otherwise).
 ///
 /// # Errors
-/// As [`forward_dev`], and the checks of [`ForeignSlice::from_raw_parts`].
+/// As [`forward_dev`], and the checks of [`ForeignSlice::from_raw_parts`](crate::runtime::ForeignSlice::from_raw_parts).
 pub unsafe fn forward_raw(
     stream: &Stream,
     shape: Shape,
     x: CUdeviceptr,
     y: CUdeviceptr,
 ) -> Result<()> {
-    let ctx = stream.context();
     // SAFETY: the caller's contract covers each range (lengths from the
     // shape, valid once built).
     let (x, mut y) = unsafe {
         (
-            ForeignSlice::<f32>::from_raw_parts(ctx, x, shape.len())?,
-            ForeignSliceMut::<f32>::from_raw_parts(ctx, y, shape.len())?,
+            raw::view::<f32>(stream, x, shape.len())?,
+            raw::view_mut::<f32>(stream, y, shape.len())?,
         )
     };
     forward_dev(stream, shape, &x, &mut y)
@@ -470,7 +469,7 @@ pub fn backward_dev_path(
 /// * `gx` overlaps neither input, and nothing else accesses it until then.
 ///
 /// # Errors
-/// As [`backward_dev`], and the checks of [`ForeignSlice::from_raw_parts`].
+/// As [`backward_dev`], and the checks of [`ForeignSlice::from_raw_parts`](crate::runtime::ForeignSlice::from_raw_parts).
 pub unsafe fn backward_raw(
     stream: &Stream,
     shape: Shape,
@@ -478,15 +477,14 @@ pub unsafe fn backward_raw(
     g: CUdeviceptr,
     gx: CUdeviceptr,
 ) -> Result<()> {
-    let ctx = stream.context();
     let n = shape.len();
     // SAFETY: the caller's contract covers each range (lengths from the
     // shape, valid once built).
     let (x, g, mut gx) = unsafe {
         (
-            ForeignSlice::<f32>::from_raw_parts(ctx, x, n)?,
-            ForeignSlice::<f32>::from_raw_parts(ctx, g, n)?,
-            ForeignSliceMut::<f32>::from_raw_parts(ctx, gx, n)?,
+            raw::view::<f32>(stream, x, n)?,
+            raw::view::<f32>(stream, g, n)?,
+            raw::view_mut::<f32>(stream, gx, n)?,
         )
     };
     backward_dev(stream, shape, &x, &g, &mut gx)

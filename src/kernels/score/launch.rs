@@ -26,11 +26,9 @@ use crate::dsl::params::{DevPtr, KernelParams};
 use crate::dsl::types::F32;
 use crate::error::{Error, Result};
 use crate::kernels::dispatch::dispatch;
-use crate::kernels::{check, memo};
+use crate::kernels::{check, memo, raw};
 use crate::runtime::backend::{Backend, Ran};
-use crate::runtime::buffer::{
-    AsDevice, AsDeviceMut, DeviceBuffer, DeviceSlice, ForeignSlice, ForeignSliceMut,
-};
+use crate::runtime::buffer::{AsDevice, AsDeviceMut, DeviceBuffer, DeviceSlice};
 use crate::runtime::context::{Context, Stream};
 use crate::runtime::exec::{CUdeviceptr, LaunchConfig, PointerCheck};
 
@@ -295,7 +293,7 @@ pub fn score_block_dev(
 ///
 /// # Errors
 /// As [`score_block_dev`], and the checks of
-/// [`ForeignSlice::from_raw_parts`].
+/// [`ForeignSlice::from_raw_parts`](crate::runtime::ForeignSlice::from_raw_parts).
 pub unsafe fn score_block_raw(
     stream: &Stream,
     shape: ScoreShape,
@@ -306,14 +304,13 @@ pub unsafe fn score_block_raw(
 ) -> Result<()> {
     shape.validate()?;
     let ScoreShape { rows, k, p } = shape;
-    let ctx = stream.context();
     // SAFETY: the caller's contract covers each range (lengths from the
     // validated shape).
     let (x, d, mut out) = unsafe {
         (
-            ForeignSlice::<f32>::from_raw_parts(ctx, x, rows * p)?,
-            ForeignSlice::<f32>::from_raw_parts(ctx, d, k * p)?,
-            ForeignSliceMut::<f32>::from_raw_parts(ctx, out, rows * k)?,
+            raw::view::<f32>(stream, x, rows * p)?,
+            raw::view::<f32>(stream, d, k * p)?,
+            raw::view_mut::<f32>(stream, out, rows * k)?,
         )
     };
     score_block_dev(stream, shape, tuning, &x, &d, &mut out)
@@ -571,7 +568,7 @@ pub fn route_top_s_planned_dev(
 ///
 /// # Errors
 /// As [`route_top_s_dev`], and the checks of
-/// [`ForeignSlice::from_raw_parts`].
+/// [`ForeignSlice::from_raw_parts`](crate::runtime::ForeignSlice::from_raw_parts).
 pub unsafe fn route_top_s_raw(
     stream: &Stream,
     route: Route,
@@ -582,14 +579,13 @@ pub unsafe fn route_top_s_raw(
 ) -> Result<()> {
     route.validate()?;
     let (ScoreShape { rows, k, p }, s) = (route.shape, route.s);
-    let ctx = stream.context();
     // SAFETY: the caller's contract covers each range (lengths from the
     // validated route).
     let (x, d, mut out) = unsafe {
         (
-            ForeignSlice::<f32>::from_raw_parts(ctx, x, rows * p)?,
-            ForeignSlice::<f32>::from_raw_parts(ctx, d, k * p)?,
-            ForeignSliceMut::<u32>::from_raw_parts(ctx, out, 2 * rows * s)?,
+            raw::view::<f32>(stream, x, rows * p)?,
+            raw::view::<f32>(stream, d, k * p)?,
+            raw::view_mut::<u32>(stream, out, 2 * rows * s)?,
         )
     };
     let top = route_top_s_dev(stream, route, tuning, &x, &d)?;

@@ -11,9 +11,9 @@ use crate::dsl::params::KernelParams;
 use crate::error::Result;
 use crate::kernels::check;
 use crate::kernels::dispatch::dispatch;
-use crate::kernels::memo;
+use crate::kernels::{memo, raw};
 use crate::runtime::backend::{Backend, Ran};
-use crate::runtime::buffer::{AsDevice, AsDeviceMut, ForeignSlice, ForeignSliceMut};
+use crate::runtime::buffer::{AsDevice, AsDeviceMut};
 use crate::runtime::context::Stream;
 use crate::runtime::exec::{CUdeviceptr, LaunchConfig, PointerCheck};
 
@@ -168,7 +168,7 @@ where
 ///   no input and nothing else accesses them until then.
 ///
 /// # Errors
-/// As [`viterbi_dev`], and the checks of [`ForeignSlice::from_raw_parts`].
+/// As [`viterbi_dev`], and the checks of [`ForeignSlice::from_raw_parts`](crate::runtime::ForeignSlice::from_raw_parts).
 pub unsafe fn viterbi_raw(
     stream: &Stream,
     shape: Shape,
@@ -180,16 +180,15 @@ pub unsafe fn viterbi_raw(
 ) -> Result<()> {
     shape.validate()?;
     let Shape { batch, t, s } = shape;
-    let ctx = stream.context();
     // SAFETY: the caller's contract covers each range (lengths from the
     // validated shape).
     let (pi, a, b, mut paths, mut scores) = unsafe {
         (
-            ForeignSlice::<f32>::from_raw_parts(ctx, log_pi, s)?,
-            ForeignSlice::<f32>::from_raw_parts(ctx, log_a, s * s)?,
-            ForeignSlice::<f32>::from_raw_parts(ctx, log_b, batch * t * s)?,
-            ForeignSliceMut::<u32>::from_raw_parts(ctx, out.paths, batch * t)?,
-            ForeignSliceMut::<f32>::from_raw_parts(ctx, out.scores, batch)?,
+            raw::view::<f32>(stream, log_pi, s)?,
+            raw::view::<f32>(stream, log_a, s * s)?,
+            raw::view::<f32>(stream, log_b, batch * t * s)?,
+            raw::view_mut::<u32>(stream, out.paths, batch * t)?,
+            raw::view_mut::<f32>(stream, out.scores, batch)?,
         )
     };
     let out = DeviceOutputs {

@@ -31,9 +31,9 @@ use crate::dsl::types::F32;
 use crate::error::{Error, Result};
 use crate::kernels::dispatch::dispatch;
 use crate::kernels::memo;
-use crate::kernels::{check, grid};
+use crate::kernels::{check, grid, raw};
 use crate::runtime::backend::{Backend, Ran};
-use crate::runtime::buffer::{AsDevice, AsDeviceMut, DeviceBuffer, ForeignSlice, ForeignSliceMut};
+use crate::runtime::buffer::{AsDevice, AsDeviceMut, DeviceBuffer};
 use crate::runtime::context::Stream;
 use crate::runtime::exec::{CUdeviceptr, LaunchConfig, PointerCheck};
 
@@ -281,7 +281,7 @@ pub fn forward_dev(
 ///   run; `y` overlaps no input and nothing else accesses it until then.
 ///
 /// # Errors
-/// As [`forward_dev`], and the checks of [`ForeignSlice::from_raw_parts`].
+/// As [`forward_dev`], and the checks of [`ForeignSlice::from_raw_parts`](crate::runtime::ForeignSlice::from_raw_parts).
 pub unsafe fn forward_raw(
     stream: &Stream,
     topo: &DeviceTopology,
@@ -293,17 +293,15 @@ pub unsafe fn forward_raw(
 ) -> Result<()> {
     let d = topo.dims;
     check_limits(&d, n)?;
-    let ctx = stream.context();
     let rows_of = |width: usize| d.rows_len("N × width", n, width);
     // SAFETY: the caller's contract covers each range (lengths from the
     // checked sizes).
     let (x, values, bias, mut y) = unsafe {
         (
-            ForeignSlice::<f32>::from_raw_parts(ctx, x, rows_of(d.in_features())?)?,
-            ForeignSlice::<f32>::from_raw_parts(ctx, values, d.values_len())?,
-            bias.map(|b| ForeignSlice::<f32>::from_raw_parts(ctx, b, d.out_features()))
-                .transpose()?,
-            ForeignSliceMut::<f32>::from_raw_parts(ctx, y, rows_of(d.out_features())?)?,
+            raw::view::<f32>(stream, x, rows_of(d.in_features())?)?,
+            raw::view::<f32>(stream, values, d.values_len())?,
+            raw::view_opt::<f32>(stream, bias, d.out_features())?,
+            raw::view_mut::<f32>(stream, y, rows_of(d.out_features())?)?,
         )
     };
     let bias = bias.as_ref().map(|b| b as &dyn AsDevice<f32>);
@@ -440,14 +438,13 @@ pub unsafe fn grad_input_raw(
 ) -> Result<()> {
     let d = topo.dims;
     check_limits(&d, n)?;
-    let ctx = stream.context();
     let rows_of = |width: usize| d.rows_len("N × width", n, width);
     // SAFETY: the caller's contract covers each range.
     let (gy, values, mut gx) = unsafe {
         (
-            ForeignSlice::<f32>::from_raw_parts(ctx, gy, rows_of(d.out_features())?)?,
-            ForeignSlice::<f32>::from_raw_parts(ctx, values, d.values_len())?,
-            ForeignSliceMut::<f32>::from_raw_parts(ctx, gx, rows_of(d.in_features())?)?,
+            raw::view::<f32>(stream, gy, rows_of(d.out_features())?)?,
+            raw::view::<f32>(stream, values, d.values_len())?,
+            raw::view_mut::<f32>(stream, gx, rows_of(d.in_features())?)?,
         )
     };
     grad_input_dev(stream, topo, n, &gy, &values, &mut gx)
@@ -684,14 +681,13 @@ pub unsafe fn grad_values_raw(
 ) -> Result<()> {
     let d = topo.dims;
     check_limits(&d, n)?;
-    let ctx = stream.context();
     let rows_of = |width: usize| d.rows_len("N × width", n, width);
     // SAFETY: the caller's contract covers each range.
     let (x, gy, mut gv) = unsafe {
         (
-            ForeignSlice::<f32>::from_raw_parts(ctx, x, rows_of(d.in_features())?)?,
-            ForeignSlice::<f32>::from_raw_parts(ctx, gy, rows_of(d.out_features())?)?,
-            ForeignSliceMut::<f32>::from_raw_parts(ctx, gv, d.values_len())?,
+            raw::view::<f32>(stream, x, rows_of(d.in_features())?)?,
+            raw::view::<f32>(stream, gy, rows_of(d.out_features())?)?,
+            raw::view_mut::<f32>(stream, gv, d.values_len())?,
         )
     };
     grad_values_dev(stream, topo, n, &x, &gy, &mut gv)
