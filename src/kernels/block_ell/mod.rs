@@ -108,6 +108,10 @@ pub mod ptx;
 pub mod stats;
 pub mod topology;
 
+mod example;
+#[doc(hidden)]
+pub use example::{Example, example};
+
 /// The old path of [`launch::stats`].
 #[deprecated(
     note = "moved to `block_ell::launch::stats` (a family's parts live in its `launch/`, `ptx/` folders)"

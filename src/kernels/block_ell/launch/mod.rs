@@ -78,16 +78,13 @@ impl DeviceTopology {
     /// both on `stream` (`R·K·4 + (C+1)·4 + nnz·4` bytes).
     ///
     /// ```
-    /// use ptxsmith::kernels::block_ell::{self as be, DeviceTopology, Dims};
+    /// use ptxsmith::kernels::block_ell::{DeviceTopology, Dims};
     /// use ptxsmith::runtime::Context;
     ///
-    /// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
+    /// // One 8 × 8 block (R = C = K = 1, B = 8).
     /// let dims = Dims::new(1, 1, 1, 8)?;
-    /// let col = [0];
-    /// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
-    /// let ctx = Context::sim(ptxsmith::Sm::Sm80);
-    /// let st = ctx.default_stream();
-    /// let topo = DeviceTopology::upload(&st, &dims, &col)?;
+    /// let st = Context::sim(ptxsmith::Sm::Sm80).default_stream();
+    /// let topo = DeviceTopology::upload(&st, &dims, &[0])?;
     /// assert_eq!((topo.dims(), topo.nnz()), (&dims, 1));
     /// # Ok::<(), ptxsmith::Error>(())
     /// ```
@@ -195,16 +192,11 @@ fn forward_core(
 /// [module contract](super)); `y` is `[N, R·B]`.
 ///
 /// ```
-/// use ptxsmith::kernels::block_ell::{self as be, DeviceTopology, Dims};
-/// use ptxsmith::runtime::Context;
+/// use ptxsmith::kernels::block_ell as be;
 ///
-/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
-/// let dims = Dims::new(1, 1, 1, 8)?;
-/// let col = [0];
-/// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
-/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
-/// let st = ctx.default_stream();
-/// let topo = DeviceTopology::upload(&st, &dims, &col)?;
+/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I, its topology
+/// // on an sm_80 simulator context (the set-up these examples share).
+/// let be::Example { dims, values, ctx, st, topo, .. } = be::example()?;
 /// let (x, v, bias) = (st.upload(&[2.0f32; 8])?, st.upload(&values)?, st.upload(&[1.0f32; 8])?);
 /// let mut y = ctx.alloc::<f32>(8)?;
 /// be::forward_dev(&st, &topo, 1, &x, &v, Some(&bias), &mut y)?;
@@ -258,16 +250,11 @@ pub fn forward_dev(
 /// [`ForeignSlice`]s; the topology is ptxsmith's.
 ///
 /// ```
-/// use ptxsmith::kernels::block_ell::{self as be, DeviceTopology, Dims};
-/// use ptxsmith::runtime::Context;
+/// use ptxsmith::kernels::block_ell as be;
 ///
-/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
-/// let dims = Dims::new(1, 1, 1, 8)?;
-/// let col = [0];
-/// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
-/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
-/// let st = ctx.default_stream();
-/// let topo = DeviceTopology::upload(&st, &dims, &col)?;
+/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I, its topology
+/// // on an sm_80 simulator context (the set-up these examples share).
+/// let be::Example { dims, values, ctx, st, topo, .. } = be::example()?;
 /// let (x, v, y) = (st.upload(&[2.0f32; 8])?, st.upload(&values)?, ctx.alloc::<f32>(8)?);
 /// // SAFETY: 8, 64 and 8 f32s of this context; y overlaps no input.
 /// unsafe { be::forward_raw(&st, &topo, 1, x.device_ptr(), v.device_ptr(), None, y.device_ptr())? };
@@ -340,16 +327,11 @@ fn grad_input_core(
 /// R·B]`), queued on `stream`; reads the topology's transposed index.
 ///
 /// ```
-/// use ptxsmith::kernels::block_ell::{self as be, DeviceTopology, Dims};
-/// use ptxsmith::runtime::Context;
+/// use ptxsmith::kernels::block_ell as be;
 ///
-/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
-/// let dims = Dims::new(1, 1, 1, 8)?;
-/// let col = [0];
-/// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
-/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
-/// let st = ctx.default_stream();
-/// let topo = DeviceTopology::upload(&st, &dims, &col)?;
+/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I, its topology
+/// // on an sm_80 simulator context (the set-up these examples share).
+/// let be::Example { dims, values, ctx, st, topo, .. } = be::example()?;
 /// let (gy, v) = (st.upload(&[4.0f32; 8])?, st.upload(&values)?);
 /// let mut gx = ctx.alloc::<f32>(8)?;
 /// be::grad_input_dev(&st, &topo, 1, &gy, &v, &mut gx)?;
@@ -406,16 +388,11 @@ pub fn grad_input_dev(
 /// viewed as [`ForeignSlice`]s.
 ///
 /// ```
-/// use ptxsmith::kernels::block_ell::{self as be, DeviceTopology, Dims};
-/// use ptxsmith::runtime::Context;
+/// use ptxsmith::kernels::block_ell as be;
 ///
-/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
-/// let dims = Dims::new(1, 1, 1, 8)?;
-/// let col = [0];
-/// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
-/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
-/// let st = ctx.default_stream();
-/// let topo = DeviceTopology::upload(&st, &dims, &col)?;
+/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I, its topology
+/// // on an sm_80 simulator context (the set-up these examples share).
+/// let be::Example { dims, values, ctx, st, topo, .. } = be::example()?;
 /// let (gy, v, gx) = (st.upload(&[4.0f32; 8])?, st.upload(&values)?, ctx.alloc::<f32>(8)?);
 /// // SAFETY: 8, 64 and 8 f32s of this context.
 /// unsafe { be::grad_input_raw(&st, &topo, 1, gy.device_ptr(), v.device_ptr(), gx.device_ptr())? };
@@ -542,16 +519,11 @@ fn grad_values_core(
 /// N-chunk tree, queued on `stream`; empty slots get `+0.0`.
 ///
 /// ```
-/// use ptxsmith::kernels::block_ell::{self as be, DeviceTopology, Dims};
-/// use ptxsmith::runtime::Context;
+/// use ptxsmith::kernels::block_ell as be;
 ///
-/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
-/// let dims = Dims::new(1, 1, 1, 8)?;
-/// let col = [0];
-/// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
-/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
-/// let st = ctx.default_stream();
-/// let topo = DeviceTopology::upload(&st, &dims, &col)?;
+/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I, its topology
+/// // on an sm_80 simulator context (the set-up these examples share).
+/// let be::Example { dims, values, ctx, st, topo, .. } = be::example()?;
 /// let (x, gy) = (st.upload(&[1.0f32; 8])?, st.upload(&[3.0f32; 8])?);
 /// let mut gv = ctx.alloc::<f32>(64)?;
 /// be::grad_values_dev(&st, &topo, 1, &x, &gy, &mut gv)?;
@@ -578,16 +550,11 @@ pub fn grad_values_dev(
 /// launches does.
 ///
 /// ```
-/// use ptxsmith::kernels::block_ell::{self as be, DeviceTopology, Dims};
-/// use ptxsmith::runtime::Context;
+/// use ptxsmith::kernels::block_ell as be;
 ///
-/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
-/// let dims = Dims::new(1, 1, 1, 8)?;
-/// let col = [0];
-/// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
-/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
-/// let st = ctx.default_stream();
-/// let topo = DeviceTopology::upload(&st, &dims, &col)?;
+/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I, its topology
+/// // on an sm_80 simulator context (the set-up these examples share).
+/// let be::Example { dims, values, ctx, st, topo, .. } = be::example()?;
 /// // 600 rows: three N-chunks, folded with room for one chunk's partials.
 /// let (x, gy) = (st.upload(&vec![1.0f32; 600 * 8])?, st.upload(&vec![0.5f32; 600 * 8])?);
 /// let (mut a, mut b) = (ctx.alloc::<f32>(64)?, ctx.alloc::<f32>(64)?);
@@ -649,16 +616,11 @@ pub fn grad_values_dev_budget(
 /// [`ForeignSlice`]s; the chunk partials (when `N > 256`) are ptxsmith's.
 ///
 /// ```
-/// use ptxsmith::kernels::block_ell::{self as be, DeviceTopology, Dims};
-/// use ptxsmith::runtime::Context;
+/// use ptxsmith::kernels::block_ell as be;
 ///
-/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
-/// let dims = Dims::new(1, 1, 1, 8)?;
-/// let col = [0];
-/// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
-/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
-/// let st = ctx.default_stream();
-/// let topo = DeviceTopology::upload(&st, &dims, &col)?;
+/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I, its topology
+/// // on an sm_80 simulator context (the set-up these examples share).
+/// let be::Example { dims, values, ctx, st, topo, .. } = be::example()?;
 /// let (x, gy, gv) = (st.upload(&[1.0f32; 8])?, st.upload(&[3.0f32; 8])?, ctx.alloc::<f32>(64)?);
 /// // SAFETY: 8, 8 and 64 f32s of this context.
 /// unsafe { be::grad_values_raw(&st, &topo, 1, x.device_ptr(), gy.device_ptr(), gv.device_ptr())? };
@@ -697,16 +659,11 @@ pub unsafe fn grad_values_raw(
 /// tree over `gy` (`[N, R·B]`), queued on `stream`.
 ///
 /// ```
-/// use ptxsmith::kernels::block_ell::{self as be, DeviceTopology, Dims};
-/// use ptxsmith::runtime::Context;
+/// use ptxsmith::kernels::block_ell as be;
 ///
-/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
-/// let dims = Dims::new(1, 1, 1, 8)?;
-/// let col = [0];
-/// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
-/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
-/// let st = ctx.default_stream();
-/// let topo = DeviceTopology::upload(&st, &dims, &col)?;
+/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I, its topology
+/// // on an sm_80 simulator context (the set-up these examples share).
+/// let be::Example { dims, values, ctx, st, topo, .. } = be::example()?;
 /// let gy = st.upload(&[1.0f32; 3 * 8])?;
 /// let mut gb = ctx.alloc::<f32>(8)?;
 /// be::grad_bias_dev(&st, &dims, 3, &gy, &mut gb)?;
@@ -730,16 +687,11 @@ pub fn grad_bias_dev(
 /// (see [`grad_values_dev_budget`]).
 ///
 /// ```
-/// use ptxsmith::kernels::block_ell::{self as be, DeviceTopology, Dims};
-/// use ptxsmith::runtime::Context;
+/// use ptxsmith::kernels::block_ell as be;
 ///
-/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
-/// let dims = Dims::new(1, 1, 1, 8)?;
-/// let col = [0];
-/// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
-/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
-/// let st = ctx.default_stream();
-/// let topo = DeviceTopology::upload(&st, &dims, &col)?;
+/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I, its topology
+/// // on an sm_80 simulator context (the set-up these examples share).
+/// let be::Example { dims, values, ctx, st, topo, .. } = be::example()?;
 /// let gy = st.upload(&vec![1.0f32; 300 * 8])?;
 /// let mut gb = ctx.alloc::<f32>(8)?;
 /// be::grad_bias_dev_budget(&st, &dims, 300, &gy, &mut gb, 8)?;
@@ -823,12 +775,11 @@ fn check_forward(
 /// [`host::forward`] on `backend`; every backend gives the same bits.
 ///
 /// ```
-/// use ptxsmith::kernels::block_ell::{self as be, Dims};
+/// use ptxsmith::kernels::block_ell as be;
 /// use ptxsmith::runtime::Backend;
 ///
 /// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
-/// let dims = Dims::new(1, 1, 1, 8)?;
-/// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
+/// let be::Example { dims, values, .. } = be::example()?;
 /// let (y, _ran) = be::forward(Backend::Sim, &dims, 1, &[2.0; 8], &values, &[0], None)?;
 /// assert_eq!(y, [1.0; 8]);
 /// # Ok::<(), ptxsmith::Error>(())
@@ -864,12 +815,11 @@ pub fn forward(
 /// [`host::grad_input`] on `backend`.
 ///
 /// ```
-/// use ptxsmith::kernels::block_ell::{self as be, Dims};
+/// use ptxsmith::kernels::block_ell as be;
 /// use ptxsmith::runtime::Backend;
 ///
 /// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
-/// let dims = Dims::new(1, 1, 1, 8)?;
-/// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
+/// let be::Example { dims, values, .. } = be::example()?;
 /// let (gx, _ran) = be::grad_input(Backend::Sim, &dims, 1, &[4.0; 8], &values, &[0])?;
 /// assert_eq!(gx, [2.0; 8]);
 /// # Ok::<(), ptxsmith::Error>(())
@@ -912,12 +862,11 @@ pub fn grad_input(
 /// [`host::grad_values`] on `backend`.
 ///
 /// ```
-/// use ptxsmith::kernels::block_ell::{self as be, Dims};
+/// use ptxsmith::kernels::block_ell as be;
 /// use ptxsmith::runtime::Backend;
 ///
 /// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
-/// let dims = Dims::new(1, 1, 1, 8)?;
-/// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
+/// let be::Example { dims, values, .. } = be::example()?;
 /// let (gv, _ran) = be::grad_values(Backend::Sim, &dims, 1, &[1.0; 8], &[3.0; 8], &[0])?;
 /// assert_eq!(gv, vec![3.0; 64]);
 /// # let _ = values;
@@ -954,12 +903,11 @@ pub fn grad_values(
 /// [`host::grad_bias`] on `backend`.
 ///
 /// ```
-/// use ptxsmith::kernels::block_ell::{self as be, Dims};
+/// use ptxsmith::kernels::block_ell as be;
 /// use ptxsmith::runtime::Backend;
 ///
 /// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
-/// let dims = Dims::new(1, 1, 1, 8)?;
-/// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
+/// let be::Example { dims, values, .. } = be::example()?;
 /// let (gb, _ran) = be::grad_bias(Backend::Sim, &dims, 2, &[1.0; 16])?;
 /// assert_eq!(gb, [2.0; 8]);
 /// # let _ = values;

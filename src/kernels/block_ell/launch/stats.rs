@@ -29,16 +29,11 @@ fn elementwise(len: usize) -> LaunchConfig {
 /// B, B]`, queued on `stream`.
 ///
 /// ```
-/// use ptxsmith::kernels::block_ell::{self as be, DeviceTopology, Dims};
-/// use ptxsmith::runtime::Context;
+/// use ptxsmith::kernels::block_ell as be;
 ///
-/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
-/// let dims = Dims::new(1, 1, 1, 8)?;
-/// let col = [0];
-/// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
-/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
-/// let st = ctx.default_stream();
-/// let topo = DeviceTopology::upload(&st, &dims, &col)?;
+/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I, its topology
+/// // on an sm_80 simulator context (the set-up these examples share).
+/// let be::Example { dims, values, ctx, st, topo, .. } = be::example()?;
 /// let gv = st.upload(&vec![0.5f32; 64])?;
 /// let mut out = ctx.alloc::<f32>(1)?;
 /// be::block_grad_norms_dev(&st, &topo, &gv, &mut out)?;
@@ -135,16 +130,11 @@ fn column_block_norms(
 /// C·B]`, queued on `stream`.
 ///
 /// ```
-/// use ptxsmith::kernels::block_ell::{self as be, DeviceTopology, Dims};
-/// use ptxsmith::runtime::Context;
+/// use ptxsmith::kernels::block_ell as be;
 ///
-/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
-/// let dims = Dims::new(1, 1, 1, 8)?;
-/// let col = [0];
-/// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
-/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
-/// let st = ctx.default_stream();
-/// let topo = DeviceTopology::upload(&st, &dims, &col)?;
+/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I, its topology
+/// // on an sm_80 simulator context (the set-up these examples share).
+/// let be::Example { dims, values, ctx, st, topo, .. } = be::example()?;
 /// let x = st.upload(&[2.0f32; 8])?;
 /// let mut out = ctx.alloc::<f32>(1)?;
 /// be::input_block_norms_dev(&st, &dims, 1, &x, &mut out)?;
@@ -186,16 +176,11 @@ pub fn input_block_norms_dev(
 /// R·B]`, queued on `stream`.
 ///
 /// ```
-/// use ptxsmith::kernels::block_ell::{self as be, DeviceTopology, Dims};
-/// use ptxsmith::runtime::Context;
+/// use ptxsmith::kernels::block_ell as be;
 ///
-/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
-/// let dims = Dims::new(1, 1, 1, 8)?;
-/// let col = [0];
-/// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
-/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
-/// let st = ctx.default_stream();
-/// let topo = DeviceTopology::upload(&st, &dims, &col)?;
+/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I, its topology
+/// // on an sm_80 simulator context (the set-up these examples share).
+/// let be::Example { dims, values, ctx, st, topo, .. } = be::example()?;
 /// let gy = st.upload(&[1.0f32; 16])?;
 /// let mut out = ctx.alloc::<f32>(1)?;
 /// be::output_block_norms_dev(&st, &dims, 2, &gy, &mut out)?;
