@@ -257,7 +257,7 @@ pub fn quantize_dev(
         "codes",
         cs.len(),
         shape.codes_len(),
-        &describe(&shape),
+        describe(&shape),
     )?;
     let scale_len = q.scales_len();
     check::at_least(
@@ -265,7 +265,7 @@ pub fn quantize_dev(
         "scales",
         ss.len(),
         scale_len,
-        &format!("layout {layout:?} of {}", describe(&shape)),
+        format!("layout {layout:?} of {}", describe(&shape)),
     )?;
     check_global(f, global.as_ref().map(|g| g.len()))?;
     check_scale_align(layout, "scales", &ss)?;
@@ -401,7 +401,7 @@ fn quantize_core(
 /// with [`Stream::from_raw`]): a thin wrapper viewing `x` (`L·M·K` f32s),
 /// `codes` ([`Shape::codes_len`] bytes), `scales`
 /// ([`Quantization::scales_len`] bytes) and, for NVFP4, `global` (3 f32s)
-/// as [`ForeignSlice`]s.
+/// as [`ForeignSlice`](crate::runtime::ForeignSlice)s.
 ///
 /// ```
 /// use ptxsmith::kernels::block_scaled::{self as bs, Codec, Format, Quantization, Recipe, ScaleLayout, Shape};
@@ -503,22 +503,16 @@ pub fn dequantize_dev(
         "codes",
         cs.len(),
         shape.codes_len(),
-        &describe(&shape),
+        describe(&shape),
     )?;
     check::at_least(
         "block_scaled",
         "scales",
         ss.len(),
         q.scales_len(),
-        &format!("layout {layout:?} of {}", describe(&shape)),
+        format!("layout {layout:?} of {}", describe(&shape)),
     )?;
-    check::at_least(
-        "block_scaled",
-        "y",
-        ys.len(),
-        shape.len(),
-        &describe(&shape),
-    )?;
+    check::at_least("block_scaled", "y", ys.len(), shape.len(), describe(&shape))?;
     check_global(f, global.as_ref().map(|g| g.len()))?;
     check_scale_align(layout, "scales", &ss)?;
     let m = memo!(ptx::generate_dequantize, stream.context().sm(), f, codec)?;
@@ -592,7 +586,7 @@ fn dequantize_core(
 /// [`dequantize_dev`] on raw device addresses of another stack: `codes`,
 /// `scales` (in the layout) and, for NVFP4, `global` (`[amax_g, S_enc,
 /// S_dec]`) are read, `y` (`L·M·K` f32s) written; viewed as
-/// [`ForeignSlice`]s, queued on `stream`.
+/// [`ForeignSlice`](crate::runtime::ForeignSlice)s, queued on `stream`.
 ///
 /// ```
 /// use ptxsmith::kernels::block_scaled::{self as bs, Codec, Format, Quantization, Recipe, ScaleLayout, Shape};
@@ -704,8 +698,8 @@ pub fn convert_layout_dev(
             dims.nkb()
         )
     };
-    check::at_least("block_scaled", "src", ss.len(), from.len(&dims), &of(from))?;
-    check::at_least("block_scaled", "dst", ds.len(), to.len(&dims), &of(to))?;
+    check::at_least("block_scaled", "src", ss.len(), from.len(&dims), of(from))?;
+    check::at_least("block_scaled", "dst", ds.len(), to.len(&dims), of(to))?;
     check_scale_align(from, "src", &ss)?;
     check_scale_align(to, "dst", &ds)?;
     let m = memo!(ptx::generate_convert, stream.context().sm())?;

@@ -157,7 +157,7 @@ pub fn dot_rows_dev(
 /// [`dot_rows_dev`] on raw device addresses of another stack (e.g.
 /// cudarc's `CudaSlice::device_ptr()`), queued on `stream` (e.g. made
 /// from the other stack's stream with [`Stream::from_raw`]): a thin
-/// wrapper that views `x`, `y` and `out` as [`ForeignSlice`]s of the
+/// wrapper that views `x`, `y` and `out` as [`ForeignSlice`](crate::runtime::ForeignSlice)s of the
 /// lengths the shape gives, so every check of the views applies (on a GPU
 /// the driver confirms each range lies in one allocation of the context).
 /// The kernel is queued and the call returns; synchronise `stream` before

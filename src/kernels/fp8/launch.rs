@@ -459,7 +459,7 @@ pub fn dequantize_stats_dev(
 /// [`quantize_dev`] on raw device addresses of another stack, queued on
 /// `stream` (e.g. made with [`Stream::from_raw`]): a thin wrapper viewing
 /// `x` (`n` f32s), `codes` (`n` bytes) and `stats` (3 f32s) as
-/// [`ForeignSlice`]s. Synchronise the stream before reading the outputs.
+/// [`ForeignSlice`](crate::runtime::ForeignSlice)s. Synchronise the stream before reading the outputs.
 ///
 /// ```
 /// use ptxsmith::kernels::fp8::{self, Encoding, Format};

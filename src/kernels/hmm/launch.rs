@@ -366,7 +366,7 @@ pub struct RawOutputs {
 /// [`forward_backward_dev`] on raw device addresses of another stack,
 /// queued on `stream` (e.g. made from the other stack's stream with
 /// [`Stream::from_raw`]): a thin wrapper that views every address as a
-/// [`ForeignSlice`] (inputs) or [`ForeignSliceMut`] (outputs) of the
+/// [`ForeignSlice`](crate::runtime::ForeignSlice) (inputs) or [`ForeignSliceMut`](crate::runtime::ForeignSliceMut) (outputs) of the
 /// length the shape gives, so every check of the views applies. The
 /// workspace is ptxsmith's.
 ///

@@ -221,7 +221,7 @@ pub fn forward_dev_path(
 /// [`forward_dev`] on raw device addresses of another stack (e.g. a
 /// PyTorch tensor), queued on `stream` (e.g. made from the other stack's
 /// stream with [`Stream::from_raw`]): a thin wrapper that views `x` and `y`
-/// as [`ForeignSlice`] / [`ForeignSliceMut`] of `rows × T` f32s, so every
+/// as [`ForeignSlice`](crate::runtime::ForeignSlice) / [`ForeignSliceMut`](crate::runtime::ForeignSliceMut) of `rows × T` f32s, so every
 /// check of the views applies. `x` and `y` may be the same address (every
 /// tile is read before it is written). The split path's scratch buffers
 /// are ptxsmith's.
@@ -444,8 +444,8 @@ pub fn backward_dev_path(
 
 /// [`backward_dev`] on raw device addresses of another stack, queued on
 /// `stream` (e.g. made with [`Stream::from_raw`]): a thin wrapper that
-/// views `x`, `g` (read) and `gx` (written) as [`ForeignSlice`] /
-/// [`ForeignSliceMut`] of `rows × T` f32s, so every check of the views
+/// views `x`, `g` (read) and `gx` (written) as [`ForeignSlice`](crate::runtime::ForeignSlice) /
+/// [`ForeignSliceMut`](crate::runtime::ForeignSliceMut) of `rows × T` f32s, so every check of the views
 /// applies. The scratch buffers are ptxsmith's.
 ///
 /// ```

@@ -268,7 +268,7 @@ pub fn score_block_dev(
 /// [`score_block_dev`] on raw device addresses of another stack, queued on
 /// `stream` (e.g. made with [`Stream::from_raw`]): a thin wrapper viewing
 /// `x` (`rows × P` f32s), `d` (`K × P`) and `out` (`rows × K`) as
-/// [`ForeignSlice`]s. Synchronise `stream` before reading `out`.
+/// [`ForeignSlice`](crate::runtime::ForeignSlice)s. Synchronise `stream` before reading `out`.
 ///
 /// ```
 /// use ptxsmith::kernels::score::{self, ScoreShape};
@@ -541,7 +541,7 @@ pub fn route_top_s_planned_dev(
 /// `stream` (e.g. made with [`Stream::from_raw`]): `x`, `d` as in
 /// [`score_block_raw`], and the `rows × s` result pairs (`[atom u32,
 /// score f32 bits]`, `rows · s · 8` bytes) copied into `out` on `stream`.
-/// A thin wrapper over [`ForeignSlice`]s; the route's workspace is
+/// A thin wrapper over [`ForeignSlice`](crate::runtime::ForeignSlice)s; the route's workspace is
 /// ptxsmith's.
 ///
 /// ```

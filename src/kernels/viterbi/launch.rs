@@ -141,7 +141,7 @@ where
 /// [`viterbi_dev`] on raw device addresses of another stack, queued on
 /// `stream` (e.g. made with [`Stream::from_raw`]): a thin wrapper that
 /// views `log_pi` (`S`), `log_a` (`S × S`), `log_b` (`batch × T × S`
-/// f32s) and `out` (`batch × T` u32s, `batch` f32s) as [`ForeignSlice`]s of
+/// f32s) and `out` (`batch × T` u32s, `batch` f32s) as [`ForeignSlice`](crate::runtime::ForeignSlice)s of
 /// those lengths, so every check of the views applies. `lengths` is a host
 /// slice (validated and uploaded); the backpointer workspace is
 /// ptxsmith's.

@@ -247,7 +247,7 @@ pub fn forward_dev(
 /// PyTorch or CuPy tensors), queued on `stream` (e.g. made with
 /// [`Stream::from_raw`]): a thin wrapper viewing `x` (`N × C·B` f32s),
 /// `values` (`R·K·B·B`), `bias` (`R·B`, optional) and `y` (`N × R·B`) as
-/// [`ForeignSlice`]s; the topology is ptxsmith's.
+/// [`ForeignSlice`](crate::runtime::ForeignSlice)s; the topology is ptxsmith's.
 ///
 /// ```
 /// use ptxsmith::kernels::block_ell as be;
@@ -385,7 +385,7 @@ pub fn grad_input_dev(
 
 /// [`grad_input_dev`] on another stack's memory: `gy` (`N × R·B`),
 /// `values` (`R·K·B·B`) and `gx` (`N × C·B`) are raw device addresses,
-/// viewed as [`ForeignSlice`]s.
+/// viewed as [`ForeignSlice`](crate::runtime::ForeignSlice)s.
 ///
 /// ```
 /// use ptxsmith::kernels::block_ell as be;
@@ -613,7 +613,7 @@ pub fn grad_values_dev_budget(
 
 /// [`grad_values_dev`] on another stack's memory: `x` (`N × C·B`), `gy`
 /// (`N × R·B`) and `gv` (`R·K·B·B`) are raw device addresses, viewed as
-/// [`ForeignSlice`]s; the chunk partials (when `N > 256`) are ptxsmith's.
+/// [`ForeignSlice`](crate::runtime::ForeignSlice)s; the chunk partials (when `N > 256`) are ptxsmith's.
 ///
 /// ```
 /// use ptxsmith::kernels::block_ell as be;

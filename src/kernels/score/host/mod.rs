@@ -64,7 +64,7 @@ impl Route {
     /// The shape's rules ([`ScoreShape::validate`]) and `1 ≤ s ≤ K`.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) naming
+    /// [`Error::InvalidArgument`] naming
     /// the values.
     pub fn validate(&self) -> Result<()> {
         self.shape.validate()?;
