@@ -39,13 +39,13 @@ fn median_time(reps: usize, mut f: impl FnMut()) -> Duration {
 }
 
 fn bench_ptx_generation(reps: usize) {
-    let count = ptx::default_variants(Sm::Sm80).unwrap().len();
+    let count = ptx::variants(Sm::Sm80).unwrap().len();
     println!("== PTX generation (all {count} FP8 modules of an SM, median of {reps})");
     for sm in Sm::ALL {
         let d = median_time(reps, || {
-            black_box(ptx::default_variants(black_box(sm)).unwrap());
+            black_box(ptx::variants(black_box(sm)).unwrap());
         });
-        let modules = ptx::default_variants(sm).unwrap();
+        let modules = ptx::variants(sm).unwrap();
         let bytes: usize = modules.iter().map(|m| m.ptx.len()).sum();
         let count = modules.len();
         println!(

@@ -217,14 +217,40 @@ impl Sm {
 
     /// Whether PTX for this target runs on a device of compute capability
     /// `major.minor`: a plain target on every device at least as new, an
-    /// arch-specific one only on exactly its architecture.
+    /// arch-specific one only on exactly its architecture (the rule of
+    /// [`Sm::target_runs_on`]).
     pub fn runs_on(self, major: u32, minor: u32) -> bool {
         let (a, b) = self.info().cc;
-        let own = (u32::from(a), u32::from(b));
-        if self.is_arch_specific() {
-            own == (major, minor)
-        } else {
-            own <= (major, minor)
+        let own = u32::from(a) * 10 + u32::from(b);
+        let suffix = self.is_arch_specific().then_some('a');
+        // `minor.min(9)` keeps the order of `(major, minor)` pairs.
+        let cc = major.saturating_mul(10).saturating_add(minor.min(9));
+        Sm::target_runs_on((own, suffix), cc)
+    }
+
+    /// The one rule for which `.target` runs on which device (PTX ISA
+    /// §11.1.2), for any target a PTX module may name, offered by
+    /// ptxsmith or not: `target` is the `.target`'s number and suffix
+    /// (`sm_100a` → `(100, Some('a'))`), `cc` the device's compute
+    /// capability as a number (10.3 → 103). A plain target runs on every
+    /// device at least as new, an `a` target only on exactly its
+    /// architecture, an `f` target on its family (same major version) from
+    /// its own on. [`Sm::runs_on`], the simulator and the driver emulator
+    /// all ask this.
+    ///
+    /// ```
+    /// use ptxsmith::Sm;
+    /// assert!(Sm::target_runs_on((80, None), 90));
+    /// assert!(!Sm::target_runs_on((100, Some('a')), 103));
+    /// assert!(Sm::target_runs_on((100, Some('f')), 103));
+    /// assert!(!Sm::target_runs_on((100, Some('f')), 120));
+    /// ```
+    pub fn target_runs_on(target: (u32, Option<char>), cc: u32) -> bool {
+        let (sm, suffix) = target;
+        match suffix {
+            Some('a') => sm == cc,
+            Some(_) => sm / 10 == cc / 10 && sm <= cc,
+            None => sm <= cc,
         }
     }
 

@@ -653,7 +653,7 @@ fn errors_write_nothing() {
                 &mut scales,
                 Some(gs),
             ),
-            "global-scale buffer has 2 elements",
+            "global has 2 elements",
         );
     }
     match launch::quantize_dev(
@@ -772,7 +772,7 @@ fn errors_write_nothing() {
             &[1.0; 3],
         )
         .map(drop),
-        "input has 3 elements",
+        "xs has 3 elements",
     );
     let mut q: BlockScaled = block_scaled::host::quantize(&[1.0; 120], shape, mx, pad).unwrap();
     q.scales.pop();

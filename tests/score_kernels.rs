@@ -11,7 +11,7 @@ use ptxsmith::nvtools::NvTools;
 use ptxsmith::runtime::backend::{Backend, Ran};
 
 fn modules(sm: Sm) -> Vec<ptxsmith::dsl::PtxModule> {
-    ptx::generate(sm).expect("default score variants build")
+    ptx::variants(sm).expect("default score variants build")
 }
 
 #[test]

@@ -3,11 +3,14 @@
 
 pub mod block_ell;
 pub mod block_scaled;
+pub(crate) mod check;
 pub mod dispatch;
 pub mod dot;
 pub mod fp8;
+pub(crate) mod grid;
 pub mod hmm;
 pub mod logcumsumexp;
+pub(crate) mod raw;
 pub mod score;
 pub(crate) mod seq;
 pub mod viterbi;
@@ -35,14 +38,13 @@ use crate::target::Sm;
 /// Every kernel variant ptxsmith generates for `sm` (default tunings).
 /// `dump_ptx`, the ptxas tests and the demo iterate over this list.
 pub fn all_variants(sm: Sm) -> Result<Vec<PtxModule>> {
-    let mut all = vec![dot::ptx::generate(sm)?];
-    all.extend(fp8::ptx::default_variants(sm)?);
-    all.extend(score::ptx::generate(sm)?);
+    let mut all = dot::ptx::variants(sm)?;
+    all.extend(fp8::ptx::variants(sm)?);
+    all.extend(score::ptx::variants(sm)?);
     all.extend(viterbi::ptx::variants(sm)?);
     all.extend(logcumsumexp::ptx::variants(sm)?);
     all.extend(hmm::ptx::variants(sm)?);
     all.extend(block_ell::ptx::variants(sm)?);
-    all.extend(block_ell::ptx_stats::variants(sm)?);
     all.extend(block_scaled::ptx::variants(sm)?);
     Ok(all)
 }

@@ -5,29 +5,7 @@
 use crate::dsl::types::{F32, Pred, Reg, U32, U64};
 use crate::dsl::{Cmp, GlobalPtr, KernelBuilder, Rounding, SharedArray};
 use crate::error::{ArgError, Result};
-
-/// `got` must be `want` (the length of `what`, whose shape is `shape`);
-/// the message starts with `family`.
-pub(crate) fn expect_len(
-    family: &str,
-    what: &str,
-    got: usize,
-    want: usize,
-    shape: &str,
-) -> Result<()> {
-    if got == want {
-        return Ok(());
-    }
-    Err(ArgError::new(
-        what,
-        format!("{shape} = {want} elements"),
-        format!("{got} elements"),
-    )
-    .with_message(format!(
-        "{family}: {what} has {got} elements, expected {shape} = {want}"
-    ))
-    .into())
-}
+use crate::kernels::check;
 
 /// One length per sequence, each at most `t`.
 pub(crate) fn validate_lengths(
@@ -36,7 +14,7 @@ pub(crate) fn validate_lengths(
     batch: usize,
     t: usize,
 ) -> Result<()> {
-    expect_len(family, "lengths", lengths.len(), batch, "batch")?;
+    check::len(family, "lengths", lengths.len(), batch, "batch")?;
     if let Some((b, &l)) = lengths.iter().enumerate().find(|(_, l)| **l as usize > t) {
         return Err(ArgError::new(
             format!("lengths[{b}]"),

@@ -7,7 +7,8 @@ use super::topology::TransposedIndex;
 // The per-block statistics' host models live in `stats.rs`; they are
 // reached here with the layer's.
 pub use super::stats::{block_grad_norms, ema_update, input_block_norms, output_block_norms};
-use crate::error::{ArgError, Error, Result};
+use crate::error::{Error, Result};
+use crate::kernels::check;
 
 /// The supported block sizes `B`.
 pub const BLOCK_SIZES: [usize; 4] = [8, 16, 32, 64];
@@ -33,21 +34,6 @@ pub(crate) fn product(what: &str, dims: &[usize]) -> Result<usize> {
     dims.iter()
         .try_fold(1usize, |acc, &d| acc.checked_mul(d))
         .ok_or_else(|| Error::invalid(format!("block_ell: {what} {dims:?} overflows")))
-}
-
-pub(crate) fn expect_len(what: &str, got: usize, want: usize, shape: &str) -> Result<()> {
-    if got == want {
-        return Ok(());
-    }
-    Err(ArgError::new(
-        what,
-        format!("{shape} = {want} elements"),
-        format!("{got} elements"),
-    )
-    .with_message(format!(
-        "block_ell: {what} has {got} elements, expected {shape} = {want}"
-    ))
-    .into())
 }
 
 impl Dims {
@@ -135,7 +121,7 @@ impl Dims {
 /// [`Error::InvalidArgument`] naming the length, or the slot `(r, k)` and
 /// its value (and, for a repeat, the earlier slot).
 pub fn validate_col(dims: &Dims, col: &[i32]) -> Result<()> {
-    expect_len("col", col.len(), dims.slots(), "R × K")?;
+    check::len("block_ell", "col", col.len(), dims.slots(), "R × K")?;
     let (k_n, c_n) = (dims.k, dims.c);
     for r in 0..dims.r {
         let row = &col[r * k_n..(r + 1) * k_n];
@@ -195,11 +181,17 @@ fn validate_forward(
 ) -> Result<()> {
     let x_len = dims.rows_len("N × C·B", n, dims.in_features())?;
     dims.rows_len("N × R·B", n, dims.out_features())?;
-    expect_len("x", x.len(), x_len, "N × C·B")?;
-    expect_len("values", values.len(), dims.values_len(), "R × K × B × B")?;
+    check::len("block_ell", "x", x.len(), x_len, "N × C·B")?;
+    check::len(
+        "block_ell",
+        "values",
+        values.len(),
+        dims.values_len(),
+        "R × K × B × B",
+    )?;
     validate_col(dims, col)?;
     if let Some(bias) = bias {
-        expect_len("bias", bias.len(), dims.out_features(), "R·B")?;
+        check::len("block_ell", "bias", bias.len(), dims.out_features(), "R·B")?;
     }
     Ok(())
 }
@@ -285,8 +277,14 @@ pub fn grad_input_indexed(
     }
     let gx_len = dims.rows_len("N × C·B", n, dims.in_features())?;
     let gy_len = dims.rows_len("N × R·B", n, dims.out_features())?;
-    expect_len("gy", gy.len(), gy_len, "N × R·B")?;
-    expect_len("values", values.len(), dims.values_len(), "R × K × B × B")?;
+    check::len("block_ell", "gy", gy.len(), gy_len, "N × R·B")?;
+    check::len(
+        "block_ell",
+        "values",
+        values.len(),
+        dims.values_len(),
+        "R × K × B × B",
+    )?;
     let (b, kn) = (dims.b, dims.k);
     let (fin, fout) = (dims.in_features(), dims.out_features());
     let mut gx = vec![0.0f32; gx_len];
@@ -323,8 +321,8 @@ pub fn grad_input_indexed(
 pub fn grad_values(dims: &Dims, n: usize, x: &[f32], gy: &[f32], col: &[i32]) -> Result<Vec<f32>> {
     let x_len = dims.rows_len("N × C·B", n, dims.in_features())?;
     let gy_len = dims.rows_len("N × R·B", n, dims.out_features())?;
-    expect_len("x", x.len(), x_len, "N × C·B")?;
-    expect_len("gy", gy.len(), gy_len, "N × R·B")?;
+    check::len("block_ell", "x", x.len(), x_len, "N × C·B")?;
+    check::len("block_ell", "gy", gy.len(), gy_len, "N × R·B")?;
     validate_col(dims, col)?;
     let (b, kn) = (dims.b, dims.k);
     let (fin, fout) = (dims.in_features(), dims.out_features());
@@ -352,7 +350,7 @@ pub fn grad_values(dims: &Dims, n: usize, x: &[f32], gy: &[f32], col: &[i32]) ->
 pub fn grad_bias(dims: &Dims, n: usize, gy: &[f32]) -> Result<Vec<f32>> {
     let fout = dims.out_features();
     let gy_len = dims.rows_len("N × R·B", n, fout)?;
-    expect_len("gy", gy.len(), gy_len, "N × R·B")?;
+    check::len("block_ell", "gy", gy.len(), gy_len, "N × R·B")?;
     Ok((0..fout)
         .map(|o| chunk_tree(n, |row, acc| acc + gy[row * fout + o]))
         .collect())

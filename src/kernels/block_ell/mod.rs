@@ -86,7 +86,7 @@
 //!   `decay.mul_add(s, (1.0 - decay) * v)`, with `decay` finite in `[0,
 //!   1]`.
 //!
-//! Each has a device form in [`launch_stats`] ([`block_grad_norms_dev`],
+//! Each has a device form in [`launch::stats`] ([`block_grad_norms_dev`],
 //! [`input_block_norms_dev`], [`output_block_norms_dev`],
 //! [`ema_update_dev`]) with the same bits, so a training loop that keeps
 //! `gv`, `x` and `gy` on the device reads back only `R·K + R + C` floats.
@@ -104,19 +104,42 @@
 
 pub mod host;
 pub mod launch;
-pub mod launch_stats;
 pub mod ptx;
-pub mod ptx_stats;
 pub mod stats;
 pub mod topology;
 
+mod example;
+#[doc(hidden)]
+pub use example::{Example, example};
+
+/// The old path of [`launch::stats`].
+#[deprecated(
+    note = "moved to `block_ell::launch::stats` (a family's parts live in its `launch/`, `ptx/` folders)"
+)]
+pub mod launch_stats {
+    pub use super::launch::stats::*;
+}
+
+/// The old path of [`ptx::stats`].
+#[deprecated(
+    note = "moved to `block_ell::ptx::stats`; `block_ell::ptx::variants` lists its kernels too"
+)]
+pub mod ptx_stats {
+    pub use super::ptx::stats::*;
+
+    /// Every statistics kernel for `sm`.
+    pub fn variants(sm: crate::Sm) -> crate::Result<Vec<crate::dsl::PtxModule>> {
+        super::ptx::stats::kernels(sm)
+    }
+}
+
 pub use host::{BLOCK_SIZES, Dims, N_CHUNK, validate_col};
+pub use launch::stats::{
+    block_grad_norms_dev, ema_update_dev, input_block_norms_dev, output_block_norms_dev,
+};
 pub use launch::{
     DeviceTopology, forward, forward_dev, forward_raw, grad_bias, grad_bias_dev,
     grad_bias_dev_budget, grad_input, grad_input_dev, grad_input_raw, grad_values, grad_values_dev,
     grad_values_dev_budget, grad_values_raw,
-};
-pub use launch_stats::{
-    block_grad_norms_dev, ema_update_dev, input_block_norms_dev, output_block_norms_dev,
 };
 pub use topology::{BlockEll, TransposedIndex, from_dense, retopology, to_dense};

@@ -1,8 +1,9 @@
 //! Per-block statistics of [`super`] for a topology controller, each in a
 //! stated evaluation order (see the [module contract](super)).
 
-use super::host::{Dims, chunk_tree, expect_len, slot_col, validate_col};
+use super::host::{Dims, chunk_tree, slot_col, validate_col};
 use crate::error::{Error, Result};
+use crate::kernels::check;
 
 /// The Frobenius norm of each block of `gv [R, K, B, B]`, as `[R, K]`:
 /// `acc = +0.0`; for `i`, then `j` ascending: `acc = fma(g, g, acc)`;
@@ -13,7 +14,13 @@ use crate::error::{Error, Result};
 /// [`Error::InvalidArgument`] naming the values for a bad length or `col`
 /// entry.
 pub fn block_grad_norms(dims: &Dims, gv: &[f32], col: &[i32]) -> Result<Vec<f32>> {
-    expect_len("gv", gv.len(), dims.values_len(), "R × K × B × B")?;
+    check::len(
+        "block_ell",
+        "gv",
+        gv.len(),
+        dims.values_len(),
+        "R × K × B × B",
+    )?;
     validate_col(dims, col)?;
     let bb = dims.b() * dims.b();
     Ok((0..dims.slots())
@@ -54,7 +61,7 @@ fn column_block_norms(n: usize, blocks: usize, b: usize, a: &[f32]) -> Vec<f32> 
 /// [`Error::InvalidArgument`] for a bad `x` length or overflowing sizes.
 pub fn input_block_norms(dims: &Dims, n: usize, x: &[f32]) -> Result<Vec<f32>> {
     let len = dims.rows_len("N × C·B", n, dims.in_features())?;
-    expect_len("x", x.len(), len, "N × C·B")?;
+    check::len("block_ell", "x", x.len(), len, "N × C·B")?;
     Ok(column_block_norms(n, dims.c(), dims.b(), x))
 }
 
@@ -65,7 +72,7 @@ pub fn input_block_norms(dims: &Dims, n: usize, x: &[f32]) -> Result<Vec<f32>> {
 /// [`Error::InvalidArgument`] for a bad `gy` length or overflowing sizes.
 pub fn output_block_norms(dims: &Dims, n: usize, gy: &[f32]) -> Result<Vec<f32>> {
     let len = dims.rows_len("N × R·B", n, dims.out_features())?;
-    expect_len("gy", gy.len(), len, "N × R·B")?;
+    check::len("block_ell", "gy", gy.len(), len, "N × R·B")?;
     Ok(column_block_norms(n, dims.r(), dims.b(), gy))
 }
 
@@ -83,7 +90,13 @@ pub fn ema_update(scores: &mut [f32], values: &[f32], decay: f32) -> Result<()> 
             "block_ell: EMA decay = {decay} is outside [0, 1]"
         )));
     }
-    expect_len("values", values.len(), scores.len(), "scores.len()")?;
+    check::len(
+        "block_ell",
+        "values",
+        values.len(),
+        scores.len(),
+        "scores.len()",
+    )?;
     let keep = 1.0 - decay;
     for (s, &v) in scores.iter_mut().zip(values) {
         *s = decay.mul_add(*s, keep * v);

@@ -1,8 +1,9 @@
 //! Topology tools of [`super`]: the transposed (CSC-like) index that
 //! grad-input reads, dense ↔ block-ELL conversion, and re-topology.
 
-use super::host::{Dims, EMPTY, expect_len, product, slot_col, validate_col};
+use super::host::{Dims, EMPTY, product, slot_col, validate_col};
 use crate::error::{Error, Result};
+use crate::kernels::check;
 
 /// A block-ELL weight: sizes, `values [R, K, B, B]` and `col [R, K]`.
 #[derive(Debug, Clone, PartialEq)]
@@ -115,9 +116,9 @@ impl TransposedIndex {
 pub fn from_dense(r: usize, c: usize, b: usize, dense: &[f32], mask: &[bool]) -> Result<BlockEll> {
     Dims::new(r, c, 0, b)?;
     let mask_len = product("R × C", &[r, c])?;
-    expect_len("mask", mask.len(), mask_len, "R × C")?;
+    check::len("block_ell", "mask", mask.len(), mask_len, "R × C")?;
     let dense_len = product("R·B × C·B", &[r, b, c, b])?;
-    expect_len("dense", dense.len(), dense_len, "R·B × C·B")?;
+    check::len("block_ell", "dense", dense.len(), dense_len, "R·B × C·B")?;
     let per_row = |rr: usize| mask[rr * c..(rr + 1) * c].iter().filter(|&&m| m).count();
     let k = (0..r).map(per_row).max().unwrap_or(0);
     let dims = Dims::new(r, c, k, b)?;
@@ -146,7 +147,13 @@ pub fn from_dense(r: usize, c: usize, b: usize, dense: &[f32], mask: &[bool]) ->
 /// [`Error::InvalidArgument`] naming the values: a bad length or `col`
 /// entry, overflowing sizes.
 pub fn to_dense(dims: &Dims, values: &[f32], col: &[i32]) -> Result<Vec<f32>> {
-    expect_len("values", values.len(), dims.values_len(), "R × K × B × B")?;
+    check::len(
+        "block_ell",
+        "values",
+        values.len(),
+        dims.values_len(),
+        "R × K × B × B",
+    )?;
     validate_col(dims, col)?;
     let b = dims.b();
     let dense_len = product("R·B × C·B", &[dims.r(), b, dims.c(), b])?;
@@ -180,7 +187,13 @@ pub fn retopology(
     new_col: &[i32],
     new_k: usize,
 ) -> Result<BlockEll> {
-    expect_len("values", values.len(), dims.values_len(), "R × K × B × B")?;
+    check::len(
+        "block_ell",
+        "values",
+        values.len(),
+        dims.values_len(),
+        "R × K × B × B",
+    )?;
     validate_col(dims, col)?;
     let new_dims = dims.with_k(new_k)?;
     validate_col(&new_dims, new_col).map_err(|e| match e {

@@ -9,7 +9,7 @@ use super::codec::{
 };
 use super::layout::{ScaleDims, ScaleLayout};
 use crate::error::{Error, Result};
-use crate::kernels::fp8;
+use crate::kernels::{check, fp8};
 
 /// f32 bits of +Inf; magnitude bits above it are NaNs.
 const F32_INF_BITS: u32 = 0x7F80_0000;
@@ -411,15 +411,12 @@ impl BlockRule {
     }
 }
 
-fn check_len(what: &str, got: usize, want: usize, shape: &Shape) -> Result<()> {
-    if got == want {
-        return Ok(());
-    }
-    Err(Error::invalid(format!(
-        "block_scaled: {what} has {got} elements, expected {want} for [L, M, K] = [{}, {}, {}] \
-         as {:?}",
+/// `[L, M, K] = [l, m, k] as Format`, for the messages.
+pub(super) fn describe(shape: &Shape) -> String {
+    format!(
+        "[L, M, K] = [{}, {}, {}] as {:?}",
         shape.l, shape.m, shape.k, shape.format
-    )))
+    )
 }
 
 fn check_recipe(recipe: Recipe, shape: &Shape) -> Result<()> {
@@ -445,7 +442,13 @@ pub fn quantize(
     layout: ScaleLayout,
 ) -> Result<BlockScaled> {
     check_recipe(recipe, &shape)?;
-    check_len("input", xs.len(), shape.len(), &shape)?;
+    check::len(
+        "block_scaled",
+        "xs",
+        xs.len(),
+        shape.len(),
+        format_args!("L·M·K for {}", describe(&shape)),
+    )?;
     let format = recipe.format;
     let fp4 = format.is_fp4();
     let rule = BlockRule::new(recipe, xs);
@@ -494,8 +497,20 @@ pub fn dequantize(q: &BlockScaled) -> Result<Vec<f32>> {
     let shape = q.shape;
     check_recipe(q.recipe, &shape)?;
     let dims = shape.scale_dims();
-    check_len("codes", q.codes.len(), shape.codes_len(), &shape)?;
-    check_len("scales", q.scales.len(), q.layout.len(&dims), &shape)?;
+    check::len(
+        "block_scaled",
+        "codes",
+        q.codes.len(),
+        shape.codes_len(),
+        format_args!("the codes of {}", describe(&shape)),
+    )?;
+    check::len(
+        "block_scaled",
+        "scales",
+        q.scales.len(),
+        q.layout.len(&dims),
+        format_args!("the {:?} scales of {}", q.layout, describe(&shape)),
+    )?;
     let format = q.recipe.format;
     let global_decode = match (format, q.global) {
         (Format::Nvfp4, Some(g)) => Some(g.decode),

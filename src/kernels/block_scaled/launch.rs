@@ -32,22 +32,20 @@
 //! Every check runs before anything is queued: on an error nothing is
 //! written.
 
-use super::host::{self, BlockScaled, Format, GlobalScale, Recipe, ScaleMode, Shape};
+use super::host::{self, BlockScaled, Format, GlobalScale, Recipe, ScaleMode, Shape, describe};
 use super::layout::{ScaleDims, ScaleLayout};
 use super::ptx::{
     self, Codec, ConvertArgs, DequantizeArgs, GLOBAL_LEN, Nvfp4GlobalArgs, QuantizeArgs, THREADS,
 };
 use crate::dsl::params::{DevPtr, KernelParams};
 use crate::dsl::types::{F32, U8};
-use crate::error::{ArgError, Error, Result};
+use crate::error::{Error, Result};
 use crate::exec::{CUdeviceptr, LaunchConfig};
 use crate::kernels::dispatch::dispatch;
 use crate::kernels::fp8::ptx::{self as fp8_ptx, AbsmaxPartialsArgs};
-use crate::kernels::memo;
+use crate::kernels::{check, memo, raw};
 use crate::runtime::backend::{Backend, Ran};
-use crate::runtime::buffer::{
-    AsDevice, AsDeviceMut, DeviceSlice, DeviceSliceMut, ForeignSlice, ForeignSliceMut,
-};
+use crate::runtime::buffer::{AsDevice, AsDeviceMut, DeviceSlice, DeviceSliceMut};
 use crate::runtime::context::Stream;
 
 /// The largest `K`, `L·M·nkb` and padded scale size the kernels take
@@ -76,15 +74,6 @@ fn check_limits(shape: &Shape) -> Result<()> {
     )
 }
 
-fn at_least(what: &str, got: usize, want: usize, of: &str) -> Result<()> {
-    if got >= want {
-        return Ok(());
-    }
-    Err(Error::invalid(format!(
-        "block_scaled: {what} has {got} elements, {of} needs at least {want}"
-    )))
-}
-
 fn check_recipe(recipe: Recipe, shape: &Shape) -> Result<()> {
     if recipe.format() == shape.format() {
         return Ok(());
@@ -96,25 +85,16 @@ fn check_recipe(recipe: Recipe, shape: &Shape) -> Result<()> {
     )))
 }
 
-fn describe(shape: &Shape) -> String {
-    format!(
-        "[L, M, K] = [{}, {}, {}] as {:?}",
-        shape.l(),
-        shape.m(),
-        shape.k(),
-        shape.format()
-    )
-}
-
 /// The global-scale buffer must be there exactly for NVFP4 and hold
 /// `[amax_g, S_enc, S_dec]`.
 fn check_global(format: Format, global: Option<usize>) -> Result<()> {
     match (format, global) {
-        (Format::Nvfp4, Some(len)) => at_least(
-            "the global-scale buffer",
+        (Format::Nvfp4, Some(len)) => check::at_least(
+            "block_scaled",
+            "global",
             len,
             GLOBAL_LEN,
-            "[amax_g, S_enc, S_dec]",
+            "the global scale [amax_g, S_enc, S_dec]",
         ),
         (Format::Nvfp4, None) => Err(Error::invalid(
             "block_scaled: NVFP4 needs a global-scale buffer of 3 floats",
@@ -265,27 +245,27 @@ pub fn quantize_dev(
     } = q;
     let f = recipe.format();
     let (xs, cs, ss) = (x.as_device(), codes.as_device(), scales.as_device());
-    if xs.len() != shape.len() {
-        return Err(ArgError::new(
-            "x",
-            format!("{} elements ({})", shape.len(), describe(&shape)),
-            format!("{} elements", xs.len()),
-        )
-        .with_message(format!(
-            "block_scaled: x has {} elements, expected {} for {}",
-            xs.len(),
-            shape.len(),
-            describe(&shape)
-        ))
-        .into());
-    }
-    at_least("codes", cs.len(), shape.codes_len(), &describe(&shape))?;
+    check::len(
+        "block_scaled",
+        "x",
+        xs.len(),
+        shape.len(),
+        format_args!("L·M·K for {}", describe(&shape)),
+    )?;
+    check::at_least(
+        "block_scaled",
+        "codes",
+        cs.len(),
+        shape.codes_len(),
+        describe(&shape),
+    )?;
     let scale_len = q.scales_len();
-    at_least(
+    check::at_least(
+        "block_scaled",
         "scales",
         ss.len(),
         scale_len,
-        &format!("layout {layout:?} of {}", describe(&shape)),
+        format!("layout {layout:?} of {}", describe(&shape)),
     )?;
     check_global(f, global.as_ref().map(|g| g.len()))?;
     check_scale_align(layout, "scales", &ss)?;
@@ -420,7 +400,7 @@ fn quantize_core(
 /// with [`Stream::from_raw`]): a thin wrapper viewing `x` (`L·M·K` f32s),
 /// `codes` ([`Shape::codes_len`] bytes), `scales`
 /// ([`Quantization::scales_len`] bytes) and, for NVFP4, `global` (3 f32s)
-/// as [`ForeignSlice`]s.
+/// as [`ForeignSlice`](crate::runtime::ForeignSlice)s.
 ///
 /// ```
 /// use ptxsmith::kernels::block_scaled::{self as bs, Codec, Format, Quantization, Recipe, ScaleLayout, Shape};
@@ -448,7 +428,7 @@ fn quantize_core(
 ///   until then.
 ///
 /// # Errors
-/// As [`quantize_dev`], and the checks of [`ForeignSlice::from_raw_parts`].
+/// As [`quantize_dev`], and the checks of [`ForeignSlice::from_raw_parts`](crate::runtime::ForeignSlice::from_raw_parts).
 pub unsafe fn quantize_raw(
     stream: &Stream,
     q: Quantization,
@@ -460,17 +440,16 @@ pub unsafe fn quantize_raw(
 ) -> Result<()> {
     q.validate()?;
     check_global(q.recipe.format(), global.map(|_| GLOBAL_LEN))?;
-    let ctx = stream.context();
     let shape = q.shape;
     // SAFETY: the caller's contract covers each range (lengths from the
     // validated request).
     let (x, mut codes, mut scales, mut global) = unsafe {
         (
-            ForeignSlice::<f32>::from_raw_parts(ctx, x, shape.len())?,
-            ForeignSliceMut::<u8>::from_raw_parts(ctx, codes, shape.codes_len())?,
-            ForeignSliceMut::<u8>::from_raw_parts(ctx, scales, q.scales_len())?,
+            raw::view::<f32>(stream, x, shape.len())?,
+            raw::view_mut::<u8>(stream, codes, shape.codes_len())?,
+            raw::view_mut::<u8>(stream, scales, q.scales_len())?,
             global
-                .map(|g| ForeignSliceMut::<f32>::from_raw_parts(ctx, g, GLOBAL_LEN))
+                .map(|g| raw::view_mut::<f32>(stream, g, GLOBAL_LEN))
                 .transpose()?,
         )
     };
@@ -518,14 +497,21 @@ pub fn dequantize_dev(
     let Quantization { shape, layout, .. } = q;
     let f = shape.format();
     let (cs, ss, ys) = (codes.as_device(), scales.as_device(), y.as_device());
-    at_least("codes", cs.len(), shape.codes_len(), &describe(&shape))?;
-    at_least(
+    check::at_least(
+        "block_scaled",
+        "codes",
+        cs.len(),
+        shape.codes_len(),
+        describe(&shape),
+    )?;
+    check::at_least(
+        "block_scaled",
         "scales",
         ss.len(),
         q.scales_len(),
-        &format!("layout {layout:?} of {}", describe(&shape)),
+        format!("layout {layout:?} of {}", describe(&shape)),
     )?;
-    at_least("y", ys.len(), shape.len(), &describe(&shape))?;
+    check::at_least("block_scaled", "y", ys.len(), shape.len(), describe(&shape))?;
     check_global(f, global.as_ref().map(|g| g.len()))?;
     check_scale_align(layout, "scales", &ss)?;
     let m = memo!(ptx::generate_dequantize, stream.context().sm(), f, codec)?;
@@ -599,7 +585,7 @@ fn dequantize_core(
 /// [`dequantize_dev`] on raw device addresses of another stack: `codes`,
 /// `scales` (in the layout) and, for NVFP4, `global` (`[amax_g, S_enc,
 /// S_dec]`) are read, `y` (`L·M·K` f32s) written; viewed as
-/// [`ForeignSlice`]s, queued on `stream`.
+/// [`ForeignSlice`](crate::runtime::ForeignSlice)s, queued on `stream`.
 ///
 /// ```
 /// use ptxsmith::kernels::block_scaled::{self as bs, Codec, Format, Quantization, Recipe, ScaleLayout, Shape};
@@ -624,7 +610,7 @@ fn dequantize_core(
 ///
 /// # Errors
 /// As [`dequantize_dev`], and the checks of
-/// [`ForeignSlice::from_raw_parts`].
+/// [`ForeignSlice::from_raw_parts`](crate::runtime::ForeignSlice::from_raw_parts).
 pub unsafe fn dequantize_raw(
     stream: &Stream,
     q: Quantization,
@@ -636,17 +622,14 @@ pub unsafe fn dequantize_raw(
 ) -> Result<()> {
     q.validate()?;
     check_global(q.shape.format(), global.map(|_| GLOBAL_LEN))?;
-    let ctx = stream.context();
     let shape = q.shape;
     // SAFETY: the caller's contract covers each range.
     let (codes, scales, global, mut y) = unsafe {
         (
-            ForeignSlice::<u8>::from_raw_parts(ctx, codes, shape.codes_len())?,
-            ForeignSlice::<u8>::from_raw_parts(ctx, scales, q.scales_len())?,
-            global
-                .map(|g| ForeignSlice::<f32>::from_raw_parts(ctx, g, GLOBAL_LEN))
-                .transpose()?,
-            ForeignSliceMut::<f32>::from_raw_parts(ctx, y, shape.len())?,
+            raw::view::<u8>(stream, codes, shape.codes_len())?,
+            raw::view::<u8>(stream, scales, q.scales_len())?,
+            raw::view_opt::<f32>(stream, global, GLOBAL_LEN)?,
+            raw::view_mut::<f32>(stream, y, shape.len())?,
         )
     };
     let global = global.as_ref().map(|g| g.as_device());
@@ -714,8 +697,8 @@ pub fn convert_layout_dev(
             dims.nkb()
         )
     };
-    at_least("src", ss.len(), from.len(&dims), &of(from))?;
-    at_least("dst", ds.len(), to.len(&dims), &of(to))?;
+    check::at_least("block_scaled", "src", ss.len(), from.len(&dims), of(from))?;
+    check::at_least("block_scaled", "dst", ds.len(), to.len(&dims), of(to))?;
     check_scale_align(from, "src", &ss)?;
     check_scale_align(to, "dst", &ds)?;
     let m = memo!(ptx::generate_convert, stream.context().sm())?;
@@ -873,17 +856,18 @@ pub fn convert_layout_on(stream: &Stream, r: Relayout, scales: &[u8]) -> Result<
 }
 
 fn exact_scales(got: usize, dims: &ScaleDims, layout: ScaleLayout) -> Result<()> {
-    let want = layout.len(dims);
-    if got == want {
-        return Ok(());
-    }
-    Err(Error::invalid(format!(
-        "block_scaled: {layout:?} scale buffer has {got} bytes, expected {want} for L = {}, \
-         M = {}, nkb = {}",
-        dims.l(),
-        dims.m(),
-        dims.nkb()
-    )))
+    check::len(
+        "block_scaled",
+        "scales",
+        got,
+        layout.len(dims),
+        format_args!(
+            "{layout:?} scales of L = {}, M = {}, nkb = {}",
+            dims.l(),
+            dims.m(),
+            dims.nkb()
+        ),
+    )
 }
 
 /// The host model's checks of a [`BlockScaled`] (exact lengths, global
@@ -892,14 +876,13 @@ fn check_block_scaled(q: &BlockScaled) -> Result<()> {
     check_recipe(q.recipe, &q.shape)?;
     check_limits(&q.shape)?;
     let shape = &q.shape;
-    if q.codes.len() != shape.codes_len() {
-        return Err(Error::invalid(format!(
-            "block_scaled: codes has {} bytes, expected {} for {}",
-            q.codes.len(),
-            shape.codes_len(),
-            describe(shape)
-        )));
-    }
+    check::len(
+        "block_scaled",
+        "codes",
+        q.codes.len(),
+        shape.codes_len(),
+        format_args!("the codes of {}", describe(shape)),
+    )?;
     exact_scales(q.scales.len(), &shape.scale_dims(), q.layout)?;
     check_global(shape.format(), q.global.map(|_| GLOBAL_LEN))
 }
@@ -927,20 +910,13 @@ fn check_block_scaled(q: &BlockScaled) -> Result<()> {
 pub fn quantize(backend: Backend, q: Quantization, xs: &[f32]) -> Result<(BlockScaled, Ran)> {
     q.validate()?;
     let shape = q.shape;
-    if xs.len() != shape.len() {
-        return Err(ArgError::new(
-            "x",
-            format!("{} elements ({})", shape.len(), describe(&shape)),
-            format!("{} elements", xs.len()),
-        )
-        .with_message(format!(
-            "block_scaled: input has {} elements, expected {} for {}",
-            xs.len(),
-            shape.len(),
-            describe(&shape)
-        ))
-        .into());
-    }
+    check::len(
+        "block_scaled",
+        "xs",
+        xs.len(),
+        shape.len(),
+        format_args!("L·M·K for {}", describe(&shape)),
+    )?;
     dispatch(
         backend,
         || host::quantize(xs, shape, q.recipe, q.layout),

@@ -6,6 +6,7 @@
 //! CUTLASS finding.
 
 use crate::error::{Error, Result};
+use crate::kernels::check;
 
 /// Rows of one scale tile (the 128 of "128×4").
 pub const TILE_ROWS: usize = 128;
@@ -317,17 +318,16 @@ pub fn convert<T: Copy + Default>(
     from: ScaleLayout,
     to: ScaleLayout,
 ) -> Result<Vec<T>> {
-    let want = from.len(dims);
-    if src.len() != want {
-        return Err(Error::invalid(format!(
-            "block_scaled: {from:?} scale buffer has {} bytes, expected {want} for L = {}, \
-             M = {}, nkb = {}",
-            src.len(),
-            dims.l,
-            dims.m,
-            dims.nkb
-        )));
-    }
+    check::len(
+        "block_scaled",
+        "src",
+        src.len(),
+        from.len(dims),
+        format_args!(
+            "{from:?} scales of L = {}, M = {}, nkb = {}",
+            dims.l, dims.m, dims.nkb
+        ),
+    )?;
     let mut dst = vec![T::default(); to.len(dims)];
     for l in 0..dims.l {
         for m in 0..dims.m {

@@ -7,7 +7,7 @@
 //! [`Stream`](crate::runtime::Stream) or any
 //! [`Backend`](crate::runtime::Backend). The kernels reproduce these bytes
 //! exactly, both with the hardware conversions of sm_100a/sm_120a
-//! ([`codec_ptx`]; FP8 cvt from sm_89) and with an integer software path
+//! ([`ptx::codec`]; FP8 cvt from sm_89) and with an integer software path
 //! elsewhere. Each step below names the PTX instruction it corresponds to.
 //!
 //! **Entry points.** One request, [`Quantization`] `{ shape, recipe,
@@ -219,11 +219,18 @@
 //! with an MX format); an NVFP4 tensor without its global scale.
 
 pub mod codec;
-pub mod codec_ptx;
 pub mod host;
 pub mod launch;
 pub mod layout;
 pub mod ptx;
+
+/// The old path of [`ptx::codec`].
+#[deprecated(
+    note = "moved to `block_scaled::ptx::codec` (a family's parts live in its `ptx/` folder)"
+)]
+pub mod codec_ptx {
+    pub use super::ptx::codec::*;
+}
 
 pub use codec::{
     decode_e2m1, decode_e8m0, decode_ue4m3, e8m0_floor, e8m0_inverse, e8m0_rceil, encode_e2m1,

@@ -12,9 +12,9 @@ use crate::error::Error;
 use crate::error::{ArgError, Result};
 use crate::exec::{CUdeviceptr, LaunchConfig};
 use crate::kernels::dispatch::dispatch;
-use crate::kernels::memo;
+use crate::kernels::{check, grid, memo, raw};
 use crate::runtime::backend::{Backend, Ran};
-use crate::runtime::buffer::{AsDevice, AsDeviceMut, ForeignSlice, ForeignSliceMut};
+use crate::runtime::buffer::{AsDevice, AsDeviceMut};
 use crate::runtime::context::Stream;
 
 /// The shape of a row dot product: `x` is `rows × n` (row-major), `y` is
@@ -79,34 +79,10 @@ impl Shape {
         let dims = self.validate()?;
         let Shape { rows, n } = *self;
         let want = rows * n;
-        if x != want {
-            return Err(ArgError::new(
-                "x",
-                format!("rows × n = {rows} × {n} = {want} elements"),
-                format!("{x} elements"),
-            )
-            .with_message(format!(
-                "x has {x} elements, expected rows × n = {rows} × {n} = {want}"
-            ))
-            .into());
-        }
-        if y != n {
-            return Err(
-                ArgError::new("y", format!("n = {n} elements"), format!("{y} elements"))
-                    .with_message(format!("y has {y} elements, expected n = {n}"))
-                    .into(),
-            );
-        }
-        if let Some(out) = out
-            && out != rows
-        {
-            return Err(ArgError::new(
-                "out",
-                format!("rows = {rows} elements"),
-                format!("{out} elements"),
-            )
-            .with_message(format!("out has {out} elements, expected rows = {rows}"))
-            .into());
+        check::len("dot", "x", x, want, format_args!("rows × n = {rows} × {n}"))?;
+        check::len("dot", "y", y, n, "n")?;
+        if let Some(out) = out {
+            check::len("dot", "out", out, rows, "rows")?;
         }
         Ok(dims)
     }
@@ -168,17 +144,15 @@ pub fn dot_rows_dev(
         return Ok(());
     }
     let module = memo!(generate, stream.context().sm())?;
-    let blocks = args
-        .rows
-        .div_ceil(BLOCK)
-        .min(stream.context().multiprocessor_count().max(1) * 8);
+    let mp = stream.context().multiprocessor_count();
+    let blocks = grid::ctas(args.rows.into(), BLOCK.into(), mp, 8);
     stream.launch(module, LaunchConfig::linear(blocks, BLOCK), &args.args())
 }
 
 /// [`dot_rows_dev`] on raw device addresses of another stack (e.g.
 /// cudarc's `CudaSlice::device_ptr()`), queued on `stream` (e.g. made
 /// from the other stack's stream with [`Stream::from_raw`]): a thin
-/// wrapper that views `x`, `y` and `out` as [`ForeignSlice`]s of the
+/// wrapper that views `x`, `y` and `out` as [`ForeignSlice`](crate::runtime::ForeignSlice)s of the
 /// lengths the shape gives, so every check of the views applies (on a GPU
 /// the driver confirms each range lies in one allocation of the context).
 /// The kernel is queued and the call returns; synchronise `stream` before
@@ -209,7 +183,7 @@ pub fn dot_rows_dev(
 ///
 /// # Errors
 /// As [`dot_rows_dev`], and the checks of
-/// [`ForeignSlice::from_raw_parts`].
+/// [`ForeignSlice::from_raw_parts`](crate::runtime::ForeignSlice::from_raw_parts).
 pub unsafe fn dot_rows_raw(
     stream: &Stream,
     shape: Shape,
@@ -218,14 +192,13 @@ pub unsafe fn dot_rows_raw(
     out: CUdeviceptr,
 ) -> Result<()> {
     shape.validate()?;
-    let ctx = stream.context();
     // SAFETY: the caller's contract covers each range (lengths from the
     // validated shape).
     let (x, y, mut out) = unsafe {
         (
-            ForeignSlice::<f32>::from_raw_parts(ctx, x, shape.rows * shape.n)?,
-            ForeignSlice::<f32>::from_raw_parts(ctx, y, shape.n)?,
-            ForeignSliceMut::<f32>::from_raw_parts(ctx, out, shape.rows)?,
+            raw::view::<f32>(stream, x, shape.rows * shape.n)?,
+            raw::view::<f32>(stream, y, shape.n)?,
+            raw::view_mut::<f32>(stream, out, shape.rows)?,
         )
     };
     dot_rows_dev(stream, shape, &x, &y, &mut out)
@@ -296,7 +269,7 @@ mod tests {
         assert_eq!((a.what.as_str(), a.got.as_str()), ("x", "5 elements"));
         assert_eq!(
             a.message(),
-            "x has 5 elements, expected rows × n = 2 × 3 = 6"
+            "dot: x has 5 elements, expected rows × n = 2 × 3 = 6"
         );
         let e = Shape {
             rows: usize::MAX,

@@ -48,3 +48,8 @@ pub fn generate(sm: Sm) -> Result<PtxModule> {
     });
     b.finish()
 }
+
+/// Every kernel of the family for `sm` (the one dot-rows kernel).
+pub fn variants(sm: Sm) -> Result<Vec<PtxModule>> {
+    Ok(vec![generate(sm)?])
+}

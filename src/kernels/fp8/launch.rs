@@ -37,9 +37,9 @@ use crate::error::Error;
 use crate::error::{ArgError, Result};
 use crate::exec::{CUdeviceptr, LaunchConfig};
 use crate::kernels::dispatch::dispatch;
-use crate::kernels::memo;
+use crate::kernels::{check, memo, raw};
 use crate::runtime::backend::{Backend, Ran};
-use crate::runtime::buffer::{AsDevice, AsDeviceMut, DeviceBuffer, ForeignSlice, ForeignSliceMut};
+use crate::runtime::buffer::{AsDevice, AsDeviceMut, DeviceBuffer};
 use crate::runtime::context::{Context, Stream};
 use crate::target::Sm;
 
@@ -127,32 +127,8 @@ fn check_aligned(what: &str, addr: u64, align: u64) -> Result<()> {
     .into())
 }
 
-fn same_len(what: &str, got: usize, want: usize, of: &str) -> Result<()> {
-    if got == want {
-        return Ok(());
-    }
-    Err(ArgError::new(
-        what,
-        format!("{want} elements (as many as {of})"),
-        format!("{got} elements"),
-    )
-    .with_message(format!("fp8: {what} has {got} elements, {of} has {want}"))
-    .into())
-}
-
 fn stats_len(got: usize) -> Result<()> {
-    if got == STATS_LEN {
-        return Ok(());
-    }
-    Err(ArgError::new(
-        "stats",
-        format!("{STATS_LEN} elements ([amax, scale, scale_inv])"),
-        format!("{got} elements"),
-    )
-    .with_message(format!(
-        "fp8: the stats buffer has {got} elements, expected {STATS_LEN} ([amax, scale, scale_inv])"
-    ))
-    .into())
+    check::len("fp8", "stats", got, STATS_LEN, "[amax, scale, scale_inv]")
 }
 
 /// Where a launch sequence runs.
@@ -360,7 +336,7 @@ pub fn quantize_dev(
     stats: &mut impl AsDeviceMut<f32>,
 ) -> Result<()> {
     let n = x.as_device().len();
-    same_len("codes", codes.as_device().len(), n, "x")?;
+    check::same_len("fp8", "codes", codes.as_device().len(), n, "x")?;
     stats_len(stats.as_device().len())?;
     let on = checked_on(stream);
     let (xp, cp, sp) = (
@@ -397,7 +373,7 @@ pub fn quantize_with_scale_dev(
     codes: &mut impl AsDeviceMut<u8>,
 ) -> Result<()> {
     let n = x.as_device().len();
-    same_len("codes", codes.as_device().len(), n, "x")?;
+    check::same_len("fp8", "codes", codes.as_device().len(), n, "x")?;
     let on = checked_on(stream);
     let (xp, cp) = (stream.arg("x", x)?, stream.arg_mut("codes", codes)?);
     quantize_scaled_core(on, xp, len_u64(n), scale, enc.format, enc.codec, cp)
@@ -430,7 +406,7 @@ pub fn dequantize_dev(
     y: &mut impl AsDeviceMut<f32>,
 ) -> Result<()> {
     let n = codes.as_device().len();
-    same_len("y", y.as_device().len(), n, "codes")?;
+    check::same_len("fp8", "y", y.as_device().len(), n, "codes")?;
     let on = checked_on(stream);
     let (cp, yp) = (stream.arg("codes", codes)?, stream.arg_mut("y", y)?);
     let scale = ScaleInv::Value(scale_inv);
@@ -465,7 +441,7 @@ pub fn dequantize_stats_dev(
     y: &mut impl AsDeviceMut<f32>,
 ) -> Result<()> {
     let n = codes.as_device().len();
-    same_len("y", y.as_device().len(), n, "codes")?;
+    check::same_len("fp8", "y", y.as_device().len(), n, "codes")?;
     stats_len(stats.as_device().len())?;
     let on = checked_on(stream);
     let (cp, sp, yp) = (
@@ -479,37 +455,10 @@ pub fn dequantize_stats_dev(
 
 // ---- raw-pointer twins ---------------------------------------------------------
 
-/// Views of `n` elements at each of another stack's addresses.
-///
-/// # Safety
-/// The caller's contract: each address holds `n` elements of its type in
-/// `stream`'s context.
-unsafe fn view<'a, T: crate::runtime::DeviceRepr>(
-    stream: &Stream,
-    addr: CUdeviceptr,
-    n: usize,
-) -> Result<ForeignSlice<'a, T>> {
-    // SAFETY: passed on from the caller.
-    unsafe { ForeignSlice::from_raw_parts(stream.context(), addr, n) }
-}
-
-/// The writable twin of [`view`].
-///
-/// # Safety
-/// As [`view`].
-unsafe fn view_mut<'a, T: crate::runtime::DeviceRepr>(
-    stream: &Stream,
-    addr: CUdeviceptr,
-    n: usize,
-) -> Result<ForeignSliceMut<'a, T>> {
-    // SAFETY: passed on from the caller.
-    unsafe { ForeignSliceMut::from_raw_parts(stream.context(), addr, n) }
-}
-
 /// [`quantize_dev`] on raw device addresses of another stack, queued on
 /// `stream` (e.g. made with [`Stream::from_raw`]): a thin wrapper viewing
 /// `x` (`n` f32s), `codes` (`n` bytes) and `stats` (3 f32s) as
-/// [`ForeignSlice`]s. Synchronise the stream before reading the outputs.
+/// [`ForeignSlice`](crate::runtime::ForeignSlice)s. Synchronise the stream before reading the outputs.
 ///
 /// ```
 /// use ptxsmith::kernels::fp8::{self, Encoding, Format};
@@ -533,7 +482,7 @@ unsafe fn view_mut<'a, T: crate::runtime::DeviceRepr>(
 ///   nothing else accesses them until the kernels have run.
 ///
 /// # Errors
-/// As [`quantize_dev`], and the checks of [`ForeignSlice::from_raw_parts`].
+/// As [`quantize_dev`], and the checks of [`ForeignSlice::from_raw_parts`](crate::runtime::ForeignSlice::from_raw_parts).
 pub unsafe fn quantize_raw(
     stream: &Stream,
     enc: Encoding,
@@ -545,9 +494,9 @@ pub unsafe fn quantize_raw(
     // SAFETY: the caller's contract covers each range.
     let (x, mut codes, mut stats) = unsafe {
         (
-            view::<f32>(stream, x, n)?,
-            view_mut::<u8>(stream, codes, n)?,
-            view_mut::<f32>(stream, stats, STATS_LEN)?,
+            raw::view::<f32>(stream, x, n)?,
+            raw::view_mut::<u8>(stream, codes, n)?,
+            raw::view_mut::<f32>(stream, stats, STATS_LEN)?,
         )
     };
     quantize_dev(stream, enc, &x, &mut codes, &mut stats)
@@ -586,8 +535,8 @@ pub unsafe fn quantize_with_scale_raw(
     // SAFETY: the caller's contract covers each range.
     let (x, mut codes) = unsafe {
         (
-            view::<f32>(stream, x, n)?,
-            view_mut::<u8>(stream, codes, n)?,
+            raw::view::<f32>(stream, x, n)?,
+            raw::view_mut::<u8>(stream, codes, n)?,
         )
     };
     quantize_with_scale_dev(stream, enc, scale, &x, &mut codes)
@@ -630,9 +579,9 @@ pub unsafe fn dequantize_stats_raw(
     // SAFETY: the caller's contract covers each range.
     let (codes, stats, mut y) = unsafe {
         (
-            view::<u8>(stream, codes, n)?,
-            view::<f32>(stream, stats, STATS_LEN)?,
-            view_mut::<f32>(stream, y, n)?,
+            raw::view::<u8>(stream, codes, n)?,
+            raw::view::<f32>(stream, stats, STATS_LEN)?,
+            raw::view_mut::<f32>(stream, y, n)?,
         )
     };
     dequantize_stats_dev(stream, enc, &codes, &stats, &mut y)
@@ -671,8 +620,8 @@ pub unsafe fn dequantize_raw(
     // SAFETY: the caller's contract covers each range.
     let (codes, mut y) = unsafe {
         (
-            view::<u8>(stream, codes, n)?,
-            view_mut::<f32>(stream, y, n)?,
+            raw::view::<u8>(stream, codes, n)?,
+            raw::view_mut::<f32>(stream, y, n)?,
         )
     };
     dequantize_dev(stream, enc, scale_inv, &codes, &mut y)

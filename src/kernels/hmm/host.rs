@@ -6,7 +6,7 @@
 
 use super::pair::{Norm, P, max_of, padd, pexp, plse, pmax, pshift, psub};
 use crate::error::{Error, Result};
-use crate::kernels::seq;
+use crate::kernels::{check, seq};
 use crate::math::{exp_f32, log_f32};
 
 /// Largest number of states.
@@ -107,9 +107,15 @@ impl Inputs<'_> {
     /// the first length above `T`.
     pub fn validate(&self, shape: Shape) -> Result<()> {
         let s = shape.s;
-        expect("log_pi", self.log_pi.len(), s, "S")?;
-        expect("log_a", self.log_a.len(), s * s, "S × S")?;
-        expect("log_b", self.log_b.len(), shape.elements(), "batch × T × S")?;
+        check::len("hmm", "log_pi", self.log_pi.len(), s, "S")?;
+        check::len("hmm", "log_a", self.log_a.len(), s * s, "S × S")?;
+        check::len(
+            "hmm",
+            "log_b",
+            self.log_b.len(),
+            shape.elements(),
+            "batch × T × S",
+        )?;
         validate_lengths(self.lengths, shape.batch, shape.t)
     }
 }
@@ -196,11 +202,6 @@ impl Kahan {
         self.c = (t - self.sum) - y;
         self.sum = t;
     }
-}
-
-/// `got` must be `want` (see [`crate::kernels::seq::expect_len`]).
-pub(crate) fn expect(what: &str, got: usize, want: usize, shape: &str) -> Result<()> {
-    seq::expect_len("hmm", what, got, want, shape)
 }
 
 /// Every length at most `T`, one per sequence.

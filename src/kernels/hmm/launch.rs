@@ -19,7 +19,7 @@
 //! maxima and fallback flags). The `_raw` entry point allocates it the same
 //! way; it is released when the kernels have run.
 
-use super::host::{self, Inputs, Posteriors, Shape, expect, validate_lengths};
+use super::host::{self, Inputs, Posteriors, Shape, validate_lengths};
 use super::ptx::{
     BackwardArgs, ForwardArgs, PosteriorArgs, PrepExpArgs, PrepMaxArgs, THREADS, TransitionArgs,
     WARPS, XI_ROWS, cap_for, generate_backward, generate_forward, generate_posteriors,
@@ -30,11 +30,9 @@ use crate::dsl::types::F32;
 use crate::error::Result;
 use crate::exec::{CUdeviceptr, LaunchConfig};
 use crate::kernels::dispatch::dispatch;
-use crate::kernels::memo;
+use crate::kernels::{check, grid, memo, raw};
 use crate::runtime::backend::{Backend, Ran};
-use crate::runtime::buffer::{
-    AsDevice, AsDeviceMut, DeviceBuffer, DeviceSlice, DeviceSliceMut, ForeignSlice, ForeignSliceMut,
-};
+use crate::runtime::buffer::{AsDevice, AsDeviceMut, DeviceBuffer, DeviceSlice, DeviceSliceMut};
 use crate::runtime::context::{Context, Stream};
 
 /// The inputs of [`forward_backward_dev`]: the model and the emissions as
@@ -122,15 +120,21 @@ pub fn forward_backward_dev(
 ) -> Result<()> {
     validate_lengths(inputs.lengths, shape.batch(), shape.t())?;
     let (n, s) = (shape.elements(), shape.s());
-    expect("log_pi", inputs.log_pi.len(), s, "S")?;
-    expect("log_a", inputs.log_a.len(), s * s, "S × S")?;
-    expect("log_b", inputs.log_b.len(), n, "batch × T × S")?;
-    expect("log_alpha", out.log_alpha.len(), n, "batch × T × S")?;
-    expect("log_beta", out.log_beta.len(), n, "batch × T × S")?;
-    expect("gamma", out.gamma.len(), n, "batch × T × S")?;
+    check::len("hmm", "log_pi", inputs.log_pi.len(), s, "S")?;
+    check::len("hmm", "log_a", inputs.log_a.len(), s * s, "S × S")?;
+    check::len("hmm", "log_b", inputs.log_b.len(), n, "batch × T × S")?;
+    check::len("hmm", "log_alpha", out.log_alpha.len(), n, "batch × T × S")?;
+    check::len("hmm", "log_beta", out.log_beta.len(), n, "batch × T × S")?;
+    check::len("hmm", "gamma", out.gamma.len(), n, "batch × T × S")?;
     let batch = shape.batch();
-    expect("log_likelihood", out.log_likelihood.len(), batch, "batch")?;
-    expect("xi", out.xi.len(), shape.xi_len(), "batch × S × S")?;
+    check::len(
+        "hmm",
+        "log_likelihood",
+        out.log_likelihood.len(),
+        batch,
+        "batch",
+    )?;
+    check::len("hmm", "xi", out.xi.len(), shape.xi_len(), "batch × S × S")?;
     let io = Ptrs {
         log_pi: stream.arg("log_pi", &inputs.log_pi)?,
         log_a: stream.arg("log_a", &inputs.log_a)?,
@@ -197,7 +201,7 @@ impl Workspace {
 
 /// `n` CTAs of task counter for `tasks` tasks.
 fn task_grid(tasks: u64) -> LaunchConfig {
-    LaunchConfig::linear(tasks.clamp(1, 1 << 16) as u32, THREADS)
+    LaunchConfig::linear(grid::ctas_within(tasks, 1, 1 << 16), THREADS)
 }
 
 fn launch(stream: &Stream, shape: Shape, lengths: &[u32], io: &Ptrs) -> Result<()> {
@@ -362,7 +366,7 @@ pub struct RawOutputs {
 /// [`forward_backward_dev`] on raw device addresses of another stack,
 /// queued on `stream` (e.g. made from the other stack's stream with
 /// [`Stream::from_raw`]): a thin wrapper that views every address as a
-/// [`ForeignSlice`] (inputs) or [`ForeignSliceMut`] (outputs) of the
+/// [`ForeignSlice`](crate::runtime::ForeignSlice) (inputs) or [`ForeignSliceMut`](crate::runtime::ForeignSliceMut) (outputs) of the
 /// length the shape gives, so every check of the views applies. The
 /// workspace is ptxsmith's.
 ///
@@ -398,28 +402,27 @@ pub struct RawOutputs {
 ///
 /// # Errors
 /// As [`forward_backward_dev`], and the checks of
-/// [`ForeignSlice::from_raw_parts`].
+/// [`ForeignSlice::from_raw_parts`](crate::runtime::ForeignSlice::from_raw_parts).
 pub unsafe fn forward_backward_raw(
     stream: &Stream,
     shape: Shape,
     inputs: RawInputs<'_>,
     out: RawOutputs,
 ) -> Result<()> {
-    let ctx = stream.context();
     let (n, s) = (shape.elements(), shape.s());
     let (b, xi) = (shape.batch(), shape.xi_len());
     // SAFETY: the caller's contract covers each range (lengths from the
     // shape, valid once built).
     let (pi, a, lb, mut alpha, mut beta, mut ll, mut gamma, mut xi) = unsafe {
         (
-            ForeignSlice::<f32>::from_raw_parts(ctx, inputs.log_pi, s)?,
-            ForeignSlice::<f32>::from_raw_parts(ctx, inputs.log_a, s * s)?,
-            ForeignSlice::<f32>::from_raw_parts(ctx, inputs.log_b, n)?,
-            ForeignSliceMut::<f32>::from_raw_parts(ctx, out.log_alpha, n)?,
-            ForeignSliceMut::<f32>::from_raw_parts(ctx, out.log_beta, n)?,
-            ForeignSliceMut::<f32>::from_raw_parts(ctx, out.log_likelihood, b)?,
-            ForeignSliceMut::<f32>::from_raw_parts(ctx, out.gamma, n)?,
-            ForeignSliceMut::<f32>::from_raw_parts(ctx, out.xi, xi)?,
+            raw::view::<f32>(stream, inputs.log_pi, s)?,
+            raw::view::<f32>(stream, inputs.log_a, s * s)?,
+            raw::view::<f32>(stream, inputs.log_b, n)?,
+            raw::view_mut::<f32>(stream, out.log_alpha, n)?,
+            raw::view_mut::<f32>(stream, out.log_beta, n)?,
+            raw::view_mut::<f32>(stream, out.log_likelihood, b)?,
+            raw::view_mut::<f32>(stream, out.gamma, n)?,
+            raw::view_mut::<f32>(stream, out.xi, xi)?,
         )
     };
     let inputs = DeviceInputs {

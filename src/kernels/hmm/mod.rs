@@ -226,8 +226,6 @@ pub mod host;
 pub mod launch;
 mod pair;
 pub mod ptx;
-mod ptx_pair;
-mod ptx_post;
 
 pub use host::{
     CHAINS, Fallbacks, Inputs, MAX_STATES, Posteriors, ROW_LANES, Shape, TAU, XI_BLOCK, log_sum,

@@ -1,5 +1,5 @@
 //! Double-f32 log-weights (the contract's *pairs*) and the other small
-//! primitives of [`super`]'s contract, as host functions; `ptx_pair.rs`
+//! primitives of [`super`]'s contract, as host functions; `ptx/pair.rs`
 //! emits the same operations in the same order.
 //!
 //! A pair `(h, l)` stands for `h + l` with `h = fl(h + l)` (so

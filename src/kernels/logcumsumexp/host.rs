@@ -3,6 +3,7 @@
 //! ones), so the bits equal the kernels' on every input.
 
 use crate::error::{Error, Result};
+use crate::kernels::check;
 use crate::math::{exp_f32, log_add_exp, log_f32};
 
 /// Elements per segment (one thread's share of a tile).
@@ -84,15 +85,14 @@ impl Shape {
     /// # Errors
     /// [`Error::InvalidArgument`] naming `what` and the lengths.
     pub fn expect_len(&self, what: &str, len: usize) -> Result<()> {
-        if len == self.len() {
-            return Ok(());
-        }
-        Err(Error::invalid(format!(
-            "logcumsumexp: {what} has {len} elements, expected rows × T = {} × {} = {}",
-            self.rows,
-            self.t,
-            self.len()
-        )))
+        let (rows, t) = (self.rows, self.t);
+        check::len(
+            "logcumsumexp",
+            what,
+            len,
+            self.len(),
+            format_args!("rows × T = {rows} × {t}"),
+        )
     }
 }
 

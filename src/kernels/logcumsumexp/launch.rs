@@ -21,9 +21,9 @@ use crate::dsl::types::F32;
 use crate::error::Result;
 use crate::exec::{CUdeviceptr, LaunchConfig};
 use crate::kernels::dispatch::dispatch;
-use crate::kernels::memo;
+use crate::kernels::{grid, memo, raw};
 use crate::runtime::backend::{Backend, Ran};
-use crate::runtime::buffer::{AsDevice, AsDeviceMut, ForeignSlice, ForeignSliceMut};
+use crate::runtime::buffer::{AsDevice, AsDeviceMut};
 use crate::runtime::context::Stream;
 
 /// Which kernels run a call (the results are the same bits either way).
@@ -59,14 +59,17 @@ fn use_split(stream: &Stream, shape: Shape, path: Path) -> bool {
 /// Grid of a tile kernel for `items` work items (a grid-stride loop over
 /// the items covers the rest).
 fn tile_grid(stream: &Stream, items: u32) -> LaunchConfig {
-    let cap = stream.context().multiprocessor_count().max(1) * 32;
-    LaunchConfig::linear(items.clamp(1, cap), THREADS)
+    let mp = stream.context().multiprocessor_count();
+    LaunchConfig::linear(grid::ctas(items.into(), 1, mp, 32), THREADS)
 }
 
 /// Grid of a chain kernel (one thread per row).
 fn chain_grid(stream: &Stream, rows: u32) -> LaunchConfig {
-    let cap = stream.context().multiprocessor_count().max(1) * 16;
-    LaunchConfig::linear(rows.div_ceil(CHAIN_THREADS).clamp(1, cap), CHAIN_THREADS)
+    let mp = stream.context().multiprocessor_count();
+    LaunchConfig::linear(
+        grid::ctas(rows.into(), CHAIN_THREADS.into(), mp, 16),
+        CHAIN_THREADS,
+    )
 }
 
 /// `VEC` when `t` and every address allow 16-byte tile accesses.
@@ -218,7 +221,7 @@ pub fn forward_dev_path(
 /// [`forward_dev`] on raw device addresses of another stack (e.g. a
 /// PyTorch tensor), queued on `stream` (e.g. made from the other stack's
 /// stream with [`Stream::from_raw`]): a thin wrapper that views `x` and `y`
-/// as [`ForeignSlice`] / [`ForeignSliceMut`] of `rows × T` f32s, so every
+/// as [`ForeignSlice`](crate::runtime::ForeignSlice) / [`ForeignSliceMut`](crate::runtime::ForeignSliceMut) of `rows × T` f32s, so every
 /// check of the views applies. `x` and `y` may be the same address (every
 /// tile is read before it is written). The split path's scratch buffers
 /// are ptxsmith's.
@@ -244,20 +247,19 @@ pub fn forward_dev_path(
 ///   must not overlap it otherwise).
 ///
 /// # Errors
-/// As [`forward_dev`], and the checks of [`ForeignSlice::from_raw_parts`].
+/// As [`forward_dev`], and the checks of [`ForeignSlice::from_raw_parts`](crate::runtime::ForeignSlice::from_raw_parts).
 pub unsafe fn forward_raw(
     stream: &Stream,
     shape: Shape,
     x: CUdeviceptr,
     y: CUdeviceptr,
 ) -> Result<()> {
-    let ctx = stream.context();
     // SAFETY: the caller's contract covers each range (lengths from the
     // shape, valid once built).
     let (x, mut y) = unsafe {
         (
-            ForeignSlice::<f32>::from_raw_parts(ctx, x, shape.len())?,
-            ForeignSliceMut::<f32>::from_raw_parts(ctx, y, shape.len())?,
+            raw::view::<f32>(stream, x, shape.len())?,
+            raw::view_mut::<f32>(stream, y, shape.len())?,
         )
     };
     forward_dev(stream, shape, &x, &mut y)
@@ -442,8 +444,8 @@ pub fn backward_dev_path(
 
 /// [`backward_dev`] on raw device addresses of another stack, queued on
 /// `stream` (e.g. made with [`Stream::from_raw`]): a thin wrapper that
-/// views `x`, `g` (read) and `gx` (written) as [`ForeignSlice`] /
-/// [`ForeignSliceMut`] of `rows × T` f32s, so every check of the views
+/// views `x`, `g` (read) and `gx` (written) as [`ForeignSlice`](crate::runtime::ForeignSlice) /
+/// [`ForeignSliceMut`](crate::runtime::ForeignSliceMut) of `rows × T` f32s, so every check of the views
 /// applies. The scratch buffers are ptxsmith's.
 ///
 /// ```
@@ -467,7 +469,7 @@ pub fn backward_dev_path(
 /// * `gx` overlaps neither input, and nothing else accesses it until then.
 ///
 /// # Errors
-/// As [`backward_dev`], and the checks of [`ForeignSlice::from_raw_parts`].
+/// As [`backward_dev`], and the checks of [`ForeignSlice::from_raw_parts`](crate::runtime::ForeignSlice::from_raw_parts).
 pub unsafe fn backward_raw(
     stream: &Stream,
     shape: Shape,
@@ -475,15 +477,14 @@ pub unsafe fn backward_raw(
     g: CUdeviceptr,
     gx: CUdeviceptr,
 ) -> Result<()> {
-    let ctx = stream.context();
     let n = shape.len();
     // SAFETY: the caller's contract covers each range (lengths from the
     // shape, valid once built).
     let (x, g, mut gx) = unsafe {
         (
-            ForeignSlice::<f32>::from_raw_parts(ctx, x, n)?,
-            ForeignSlice::<f32>::from_raw_parts(ctx, g, n)?,
-            ForeignSliceMut::<f32>::from_raw_parts(ctx, gx, n)?,
+            raw::view::<f32>(stream, x, n)?,
+            raw::view::<f32>(stream, g, n)?,
+            raw::view_mut::<f32>(stream, gx, n)?,
         )
     };
     backward_dev(stream, shape, &x, &g, &mut gx)

@@ -191,7 +191,6 @@
 pub mod host;
 pub mod launch;
 pub mod ptx;
-mod ptx_tile;
 
 pub use host::{NSEG, SEG, Shape, TILE};
 pub use launch::{

@@ -24,14 +24,12 @@ use super::ptx::{
 };
 use crate::dsl::params::{DevPtr, KernelParams};
 use crate::dsl::types::F32;
-use crate::error::{ArgError, Error, Result};
+use crate::error::{Error, Result};
 use crate::exec::{CUdeviceptr, LaunchConfig};
 use crate::kernels::dispatch::dispatch;
-use crate::kernels::memo;
+use crate::kernels::{check, memo, raw};
 use crate::runtime::backend::{Backend, Ran};
-use crate::runtime::buffer::{
-    AsDevice, AsDeviceMut, DeviceBuffer, DeviceSlice, ForeignSlice, ForeignSliceMut,
-};
+use crate::runtime::buffer::{AsDevice, AsDeviceMut, DeviceBuffer, DeviceSlice};
 use crate::runtime::context::{Context, Stream};
 
 /// The `rows × K` score block, row-major (`scores[r·K + a]`), on `backend`
@@ -155,17 +153,14 @@ fn check_lens(x: usize, d: usize, rows: usize, k: usize, p: usize) -> Result<()>
     let want_d = k
         .checked_mul(p)
         .ok_or_else(|| Error::invalid(format!("score: K × P overflows ({k} × {p})")))?;
-    if x != want_x {
-        return Err(Error::invalid(format!(
-            "score: x has {x} elements, expected rows × P = {rows} × {p} = {want_x}"
-        )));
-    }
-    if d != want_d {
-        return Err(Error::invalid(format!(
-            "score: D has {d} elements, expected K × P = {k} × {p} = {want_d}"
-        )));
-    }
-    Ok(())
+    check::len(
+        "score",
+        "x",
+        x,
+        want_x,
+        format_args!("rows × P = {rows} × {p}"),
+    )?;
+    check::len("score", "D", d, want_d, format_args!("K × P = {k} × {p}"))
 }
 
 /// 16-byte staging loads: `x` and `D` must start on a 16-byte boundary.
@@ -254,17 +249,13 @@ pub fn score_block_dev(
     check_lens(x.as_device().len(), d.as_device().len(), rows, k, p)?;
     let want = rows * k;
     let got = out.as_device().len();
-    if got != want {
-        return Err(ArgError::new(
-            "out",
-            format!("rows × K = {rows} × {k} = {want} elements"),
-            format!("{got} elements"),
-        )
-        .with_message(format!(
-            "score: out has {got} elements, expected rows × K = {rows} × {k} = {want}"
-        ))
-        .into());
-    }
+    check::len(
+        "score",
+        "out",
+        got,
+        want,
+        format_args!("rows × K = {rows} × {k}"),
+    )?;
     let (xp, dp, op) = (
         stream.arg("x", x)?,
         stream.arg("D", d)?,
@@ -276,7 +267,7 @@ pub fn score_block_dev(
 /// [`score_block_dev`] on raw device addresses of another stack, queued on
 /// `stream` (e.g. made with [`Stream::from_raw`]): a thin wrapper viewing
 /// `x` (`rows × P` f32s), `d` (`K × P`) and `out` (`rows × K`) as
-/// [`ForeignSlice`]s. Synchronise `stream` before reading `out`.
+/// [`ForeignSlice`](crate::runtime::ForeignSlice)s. Synchronise `stream` before reading `out`.
 ///
 /// ```
 /// use ptxsmith::kernels::score::{self, ScoreShape};
@@ -301,7 +292,7 @@ pub fn score_block_dev(
 ///
 /// # Errors
 /// As [`score_block_dev`], and the checks of
-/// [`ForeignSlice::from_raw_parts`].
+/// [`ForeignSlice::from_raw_parts`](crate::runtime::ForeignSlice::from_raw_parts).
 pub unsafe fn score_block_raw(
     stream: &Stream,
     shape: ScoreShape,
@@ -312,14 +303,13 @@ pub unsafe fn score_block_raw(
 ) -> Result<()> {
     shape.validate()?;
     let ScoreShape { rows, k, p } = shape;
-    let ctx = stream.context();
     // SAFETY: the caller's contract covers each range (lengths from the
     // validated shape).
     let (x, d, mut out) = unsafe {
         (
-            ForeignSlice::<f32>::from_raw_parts(ctx, x, rows * p)?,
-            ForeignSlice::<f32>::from_raw_parts(ctx, d, k * p)?,
-            ForeignSliceMut::<f32>::from_raw_parts(ctx, out, rows * k)?,
+            raw::view::<f32>(stream, x, rows * p)?,
+            raw::view::<f32>(stream, d, k * p)?,
+            raw::view_mut::<f32>(stream, out, rows * k)?,
         )
     };
     score_block_dev(stream, shape, tuning, &x, &d, &mut out)
@@ -550,7 +540,7 @@ pub fn route_top_s_planned_dev(
 /// `stream` (e.g. made with [`Stream::from_raw`]): `x`, `d` as in
 /// [`score_block_raw`], and the `rows × s` result pairs (`[atom u32,
 /// score f32 bits]`, `rows · s · 8` bytes) copied into `out` on `stream`.
-/// A thin wrapper over [`ForeignSlice`]s; the route's workspace is
+/// A thin wrapper over [`ForeignSlice`](crate::runtime::ForeignSlice)s; the route's workspace is
 /// ptxsmith's.
 ///
 /// ```
@@ -577,7 +567,7 @@ pub fn route_top_s_planned_dev(
 ///
 /// # Errors
 /// As [`route_top_s_dev`], and the checks of
-/// [`ForeignSlice::from_raw_parts`].
+/// [`ForeignSlice::from_raw_parts`](crate::runtime::ForeignSlice::from_raw_parts).
 pub unsafe fn route_top_s_raw(
     stream: &Stream,
     route: Route,
@@ -588,14 +578,13 @@ pub unsafe fn route_top_s_raw(
 ) -> Result<()> {
     route.validate()?;
     let (ScoreShape { rows, k, p }, s) = (route.shape, route.s);
-    let ctx = stream.context();
     // SAFETY: the caller's contract covers each range (lengths from the
     // validated route).
     let (x, d, mut out) = unsafe {
         (
-            ForeignSlice::<f32>::from_raw_parts(ctx, x, rows * p)?,
-            ForeignSlice::<f32>::from_raw_parts(ctx, d, k * p)?,
-            ForeignSliceMut::<u32>::from_raw_parts(ctx, out, 2 * rows * s)?,
+            raw::view::<f32>(stream, x, rows * p)?,
+            raw::view::<f32>(stream, d, k * p)?,
+            raw::view_mut::<u32>(stream, out, 2 * rows * s)?,
         )
     };
     let top = route_top_s_dev(stream, route, tuning, &x, &d)?;

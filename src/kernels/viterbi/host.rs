@@ -2,7 +2,7 @@
 //! order of operations the kernel uses (every `+` is one `add.rn.f32`).
 
 use crate::error::{ArgError, Error, Result};
-use crate::kernels::seq;
+use crate::kernels::{check, seq};
 
 /// Marks a position past a sequence's length in [`Viterbi::paths`].
 pub const NO_STATE: u32 = u32::MAX;
@@ -65,11 +65,6 @@ fn product(what: &str, dims: &[usize]) -> Result<usize> {
         .ok_or_else(|| Error::invalid(format!("viterbi: {what} {dims:?} overflows")))
 }
 
-/// `got` must be `want` (see [`crate::kernels::seq::expect_len`]).
-pub(crate) fn expect_len(what: &str, got: usize, want: usize, shape: &str) -> Result<()> {
-    seq::expect_len("viterbi", what, got, want, shape)
-}
-
 /// Check shapes and lengths (see the [module contract](super)).
 ///
 /// # Errors
@@ -87,9 +82,15 @@ pub fn validate(
     s: usize,
 ) -> Result<()> {
     validate_shape(batch, t, s)?;
-    expect_len("log_pi", log_pi.len(), s, "S")?;
-    expect_len("log_a", log_a.len(), s * s, "S × S")?;
-    expect_len("log_b", log_b.len(), batch * t * s, "batch × T × S")?;
+    check::len("viterbi", "log_pi", log_pi.len(), s, "S")?;
+    check::len("viterbi", "log_a", log_a.len(), s * s, "S × S")?;
+    check::len(
+        "viterbi",
+        "log_b",
+        log_b.len(),
+        batch * t * s,
+        "batch × T × S",
+    )?;
     validate_lengths(lengths, batch, t)
 }
 

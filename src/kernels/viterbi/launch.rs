@@ -5,15 +5,16 @@
 //! written there) and the raw-pointer twin ([`viterbi_raw`]), written
 //! against [`Stream`] so the GPU and the simulator run the same sequence.
 
-use super::host::{self, Shape, Viterbi, expect_len as expect, validate_lengths};
+use super::host::{self, Shape, Viterbi, validate_lengths};
 use super::ptx::{THREADS, ViterbiArgs, cap_for, generate};
 use crate::dsl::params::KernelParams;
 use crate::error::Result;
 use crate::exec::{CUdeviceptr, LaunchConfig};
+use crate::kernels::check;
 use crate::kernels::dispatch::dispatch;
-use crate::kernels::memo;
+use crate::kernels::{memo, raw};
 use crate::runtime::backend::{Backend, Ran};
-use crate::runtime::buffer::{AsDevice, AsDeviceMut, ForeignSlice, ForeignSliceMut};
+use crate::runtime::buffer::{AsDevice, AsDeviceMut};
 use crate::runtime::context::Stream;
 
 /// Where [`viterbi_dev`] writes: `paths` (`[batch, T]` u32s) and `scores`
@@ -83,16 +84,29 @@ where
     shape.validate()?;
     let Shape { batch, t, s } = shape;
     validate_lengths(lengths, batch, t)?;
-    expect("log_pi", log_pi.as_device().len(), s, "S")?;
-    expect("log_a", log_a.as_device().len(), s * s, "S × S")?;
-    expect(
+    check::len("viterbi", "log_pi", log_pi.as_device().len(), s, "S")?;
+    check::len("viterbi", "log_a", log_a.as_device().len(), s * s, "S × S")?;
+    check::len(
+        "viterbi",
         "log_b",
         log_b.as_device().len(),
         batch * t * s,
         "batch × T × S",
     )?;
-    expect("paths", out.paths.as_device().len(), batch * t, "batch × T")?;
-    expect("scores", out.scores.as_device().len(), batch, "batch")?;
+    check::len(
+        "viterbi",
+        "paths",
+        out.paths.as_device().len(),
+        batch * t,
+        "batch × T",
+    )?;
+    check::len(
+        "viterbi",
+        "scores",
+        out.scores.as_device().len(),
+        batch,
+        "batch",
+    )?;
     let (pi, a, b) = (
         stream.arg("log_pi", log_pi)?,
         stream.arg("log_a", log_a)?,
@@ -127,7 +141,7 @@ where
 /// [`viterbi_dev`] on raw device addresses of another stack, queued on
 /// `stream` (e.g. made with [`Stream::from_raw`]): a thin wrapper that
 /// views `log_pi` (`S`), `log_a` (`S × S`), `log_b` (`batch × T × S`
-/// f32s) and `out` (`batch × T` u32s, `batch` f32s) as [`ForeignSlice`]s of
+/// f32s) and `out` (`batch × T` u32s, `batch` f32s) as [`ForeignSlice`](crate::runtime::ForeignSlice)s of
 /// those lengths, so every check of the views applies. `lengths` is a host
 /// slice (validated and uploaded); the backpointer workspace is
 /// ptxsmith's.
@@ -154,7 +168,7 @@ where
 ///   no input and nothing else accesses them until then.
 ///
 /// # Errors
-/// As [`viterbi_dev`], and the checks of [`ForeignSlice::from_raw_parts`].
+/// As [`viterbi_dev`], and the checks of [`ForeignSlice::from_raw_parts`](crate::runtime::ForeignSlice::from_raw_parts).
 pub unsafe fn viterbi_raw(
     stream: &Stream,
     shape: Shape,
@@ -166,16 +180,15 @@ pub unsafe fn viterbi_raw(
 ) -> Result<()> {
     shape.validate()?;
     let Shape { batch, t, s } = shape;
-    let ctx = stream.context();
     // SAFETY: the caller's contract covers each range (lengths from the
     // validated shape).
     let (pi, a, b, mut paths, mut scores) = unsafe {
         (
-            ForeignSlice::<f32>::from_raw_parts(ctx, log_pi, s)?,
-            ForeignSlice::<f32>::from_raw_parts(ctx, log_a, s * s)?,
-            ForeignSlice::<f32>::from_raw_parts(ctx, log_b, batch * t * s)?,
-            ForeignSliceMut::<u32>::from_raw_parts(ctx, out.paths, batch * t)?,
-            ForeignSliceMut::<f32>::from_raw_parts(ctx, out.scores, batch)?,
+            raw::view::<f32>(stream, log_pi, s)?,
+            raw::view::<f32>(stream, log_a, s * s)?,
+            raw::view::<f32>(stream, log_b, batch * t * s)?,
+            raw::view_mut::<u32>(stream, out.paths, batch * t)?,
+            raw::view_mut::<f32>(stream, out.scores, batch)?,
         )
     };
     let out = DeviceOutputs {

@@ -17,41 +17,46 @@ pub(super) struct T {
     pub(super) line: u32,
 }
 
-pub(super) fn strip_comments(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = String::with_capacity(s.len());
-    let mut i = 0;
-    let mut in_str = false;
+/// `ptx` without its comments (`// …` to the end of the line, `/* … */`),
+/// keeping every newline so line numbers stay those of the source, and
+/// keeping string literals (`.file 1 "//a/b.cu"`) whole. An unterminated
+/// `/*` runs to the end. The one stripper of the crate: the simulator's
+/// lexer and the driver emulator's header scan use it.
+///
+/// ```
+/// use ptxsmith::sim::parse::strip_comments;
+/// let ptx = ".version 8.0 // isa\n/* a\nb */.target sm_80\n.file 1 \"//x.cu\"";
+/// assert_eq!(strip_comments(ptx), ".version 8.0 \n\n.target sm_80\n.file 1 \"//x.cu\"");
+/// ```
+pub fn strip_comments(ptx: &str) -> String {
+    let b = ptx.as_bytes();
+    let mut out = String::with_capacity(ptx.len());
+    // `ptx[start..i]` is kept text not yet copied; every cut is at an ASCII
+    // byte, so at a char boundary.
+    let (mut start, mut i, mut in_str) = (0, 0, false);
     while i < b.len() {
-        let c = b[i];
-        if in_str {
-            out.push(c as char);
-            if c == b'"' {
-                in_str = false;
-            }
-            i += 1;
-        } else if c == b'"' {
-            in_str = true;
-            out.push('"');
-            i += 1;
-        } else if c == b'/' && i + 1 < b.len() && b[i + 1] == b'/' {
-            while i < b.len() && b[i] != b'\n' {
+        let next = b.get(i + 1).copied();
+        match b[i] {
+            b'"' => {
+                in_str = !in_str;
                 i += 1;
             }
-        } else if c == b'/' && i + 1 < b.len() && b[i + 1] == b'*' {
-            i += 2;
-            while i < b.len() && !(b[i] == b'*' && i + 1 < b.len() && b[i + 1] == b'/') {
-                if b[i] == b'\n' {
-                    out.push('\n');
-                }
-                i += 1;
+            b'/' if !in_str && next == Some(b'/') => {
+                out.push_str(&ptx[start..i]);
+                i = ptx[i..].find('\n').map_or(b.len(), |e| i + e);
+                start = i;
             }
-            i += 2;
-        } else {
-            out.push(c as char);
-            i += 1;
+            b'/' if !in_str && next == Some(b'*') => {
+                out.push_str(&ptx[start..i]);
+                let end = ptx[i + 2..].find("*/").map_or(b.len(), |e| i + 2 + e + 2);
+                out.extend(ptx[i..end].chars().filter(|&c| c == '\n'));
+                i = end;
+                start = i;
+            }
+            _ => i += 1,
         }
     }
+    out.push_str(&ptx[start..]);
     out
 }
 
@@ -175,4 +180,21 @@ pub(super) fn parse_num(s: &str) -> Option<Lit> {
         return u64::from_str_radix(&l[1..], 8).ok().map(Lit::Int);
     }
     l.parse::<u64>().ok().map(Lit::Int)
+}
+
+#[cfg(test)]
+mod strip_tests {
+    use super::strip_comments;
+
+    #[test]
+    fn comments_go_newlines_and_strings_stay() {
+        assert_eq!(strip_comments("a // b\nc"), "a \nc");
+        assert_eq!(strip_comments("a /* b\n\nc */d"), "a \n\nd");
+        assert_eq!(strip_comments("a /*/ b */c"), "a c");
+        assert_eq!(strip_comments("a /* open\nend"), "a \n");
+        assert_eq!(strip_comments("a // end"), "a ");
+        assert_eq!(strip_comments(r#"s "/* // */" t"#), r#"s "/* // */" t"#);
+        // Text outside comments keeps its characters (not byte by byte).
+        assert_eq!(strip_comments("×é // ü\n/* ö */ä"), "×é \nä");
+    }
 }

@@ -27,6 +27,7 @@ use super::error::SimError;
 use super::ir::*;
 use directives::Parser;
 use lex::Tok;
+pub use lex::strip_comments;
 /// A parsed PTX module: its entries, ready to launch many times.
 #[derive(Debug, Clone)]
 pub struct Program {
@@ -67,12 +68,9 @@ impl Program {
     /// `cc` (e.g. 100 for 10.0): a plain target on every device at least as
     /// new, an `a` target only on exactly its architecture, an `f` target on
     /// its family (same major version) from its own on (PTX ISA §11.1.2).
+    /// The rule is [`Sm::target_runs_on`](crate::target::Sm::target_runs_on).
     pub fn runs_on(&self, cc: u32) -> bool {
-        match self.suffix {
-            Some('a') => self.sm == cc,
-            Some(_) => self.sm / 10 == cc / 10 && self.sm <= cc,
-            None => self.sm <= cc,
-        }
+        crate::target::Sm::target_runs_on((self.sm, self.suffix), cc)
     }
 
     /// The `.version` of the module.

@@ -1,5 +1,5 @@
 //! The statistics kernels of [`super`] (the device form of
-//! [`super::stats`]), one module each for every block size: `B` is a
+//! [`super::super::stats`]), one module each for every block size: `B` is a
 //! run-time argument here, the loops are short sequential chains.
 //!
 //! | kernel | thread per | does |
@@ -9,8 +9,8 @@
 //! | `block_ell_sqrt` | element | `v = sqrt.rn(v)` in place (after the fold of the partials) |
 //! | `block_ell_ema` | element | `s = fma(decay, s, mul.rn(sub.rn(1, decay), v))` |
 
-use super::host::N_CHUNK;
-use super::ptx::THREADS;
+use super::super::host::N_CHUNK;
+use super::THREADS;
 use crate::dsl::params::Ptr;
 use crate::dsl::types::{F32, S32, U32};
 use crate::dsl::{Cmp, KernelBuilder, PtxModule, Rounding};
@@ -157,8 +157,8 @@ pub fn generate_ema(sm: Sm) -> Result<PtxModule> {
     b.finish()
 }
 
-/// Every statistics kernel for `sm`.
-pub fn variants(sm: Sm) -> Result<Vec<PtxModule>> {
+/// Every statistics kernel for `sm` (the end of [`super::variants`]).
+pub fn kernels(sm: Sm) -> Result<Vec<PtxModule>> {
     Ok(vec![
         generate_grad_norms(sm)?,
         generate_norm_partials(sm)?,

@@ -35,6 +35,8 @@
 //! offsets (`N·C·B` may pass 2³²); the launch code checks that the 32-bit
 //! quantities (`N`, `R·B`, `C·B`, `R·K·B·B`, tile counts) fit.
 
+pub mod stats;
+
 use crate::dsl::params::Ptr;
 use crate::dsl::types::{F32, Reg, S32, U32};
 use crate::dsl::{Cmp, GlobalPtr, KernelBuilder, PtxModule, Rounding, SharedArray, SharedPtr};
@@ -672,6 +674,7 @@ pub fn variants(sm: Sm) -> Result<Vec<PtxModule>> {
     }
     all.push(generate_grad_bias(sm)?);
     all.push(generate_fold(sm)?);
+    all.extend(stats::kernels(sm)?);
     Ok(all)
 }
 
@@ -683,7 +686,7 @@ mod tests {
     fn every_variant_builds_on_every_target() {
         for sm in Sm::ALL {
             let all = variants(sm).unwrap();
-            assert_eq!(all.len(), 14);
+            assert_eq!(all.len(), 18, "14 layer kernels and 4 statistics kernels");
             for m in &all {
                 // No atomics or reductions to memory, float or not.
                 for line in m.ptx.lines() {

@@ -127,6 +127,7 @@
 //! bit-identical to the readable functions; `tests/fp8_exhaustive.rs`
 //! checks the encoder on all 2³² f32 bit patterns.
 
+use crate::kernels::check;
 use crate::{Error, Result};
 
 /// The f32 NaN that every FP8 NaN code decodes to (and that
@@ -449,22 +450,13 @@ fn encode_select(x: f32, s: &Spec) -> u8 {
     }) as u8
 }
 
-fn check_lengths(what: &str, input: usize, output: usize) -> Result<()> {
-    if input != output {
-        return Err(Error::invalid(format!(
-            "fp8 {what}: input has {input} elements but output has {output}"
-        )));
-    }
-    Ok(())
-}
-
 /// Encodes `xs` into `out` (same length), bit-identical to calling
 /// [`Format::encode`] on each element, with no scaling.
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] if the lengths differ.
 pub fn encode_slice(format: Format, xs: &[f32], out: &mut [u8]) -> Result<()> {
-    check_lengths("encode_slice", xs.len(), out.len())?;
+    check::same_len("fp8 encode_slice", "out", out.len(), xs.len(), "xs")?;
     match format {
         // Separate loops so each is monomorphic in its constants.
         Format::E4M3 => {
@@ -487,7 +479,7 @@ pub fn encode_slice(format: Format, xs: &[f32], out: &mut [u8]) -> Result<()> {
 /// # Errors
 /// [`Error::InvalidArgument`] if the lengths differ.
 pub fn decode_slice(format: Format, codes: &[u8], out: &mut [f32]) -> Result<()> {
-    check_lengths("decode_slice", codes.len(), out.len())?;
+    check::same_len("fp8 decode_slice", "out", out.len(), codes.len(), "codes")?;
     let table = format.decode_table();
     for (o, &b) in out.iter_mut().zip(codes) {
         *o = table[b as usize];

@@ -555,10 +555,16 @@ pub fn generate_merge(sm: Sm) -> Result<PtxModule> {
     b.finish()
 }
 
+/// The old name of [`variants`].
+#[deprecated(note = "use `score::ptx::variants`, the name every family uses")]
+pub fn generate(sm: Sm) -> Result<Vec<PtxModule>> {
+    variants(sm)
+}
+
 /// The default variants (for `all_variants`, `dump_ptx` and the ptxas
 /// tests): the score block and the route, each with one-column and
 /// 16-byte staging loads, and the merge.
-pub fn generate(sm: Sm) -> Result<Vec<PtxModule>> {
+pub fn variants(sm: Sm) -> Result<Vec<PtxModule>> {
     let (block, route) = (
         ScoreTuning::default_for(sm),
         ScoreTuning::route_default_for(sm),

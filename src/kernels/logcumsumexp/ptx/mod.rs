@@ -21,15 +21,17 @@
 //! 16-byte aligned, so tiles move with 16-byte loads and stores; bit 1
 //! (`SPLIT`): one CTA per tile. Neither changes a bit of the results.
 
+mod tile;
+
 use super::host::{NSEG, TILE};
-use super::ptx_tile::*;
 use crate::dsl::math;
 use crate::dsl::params::Ptr;
 use crate::dsl::types::{F32, Pred, Reg, U32};
-use crate::dsl::{Cmp, KernelBuilder, PtxModule, SharedArray, SharedPtr};
+use crate::dsl::{Cmp, GlobalPtr, KernelBuilder, PtxModule, SharedArray, SharedPtr};
 use crate::error::Result;
 use crate::kernel_params;
 use crate::target::Sm;
+use tile::*;
 
 /// Threads per CTA of the tile kernels (one per segment).
 pub const THREADS: u32 = NSEG as u32;
@@ -293,28 +295,55 @@ fn chain_builder(name: &str, sm: Sm) -> KernelBuilder {
 
 /// `lcse_fwd_carry`: `C_1 = T_0`, `C_{τ+1} = lae(C_τ, T_τ)` per row.
 pub fn generate_fwd_carry(sm: Sm) -> Result<PtxModule> {
-    let mut b = chain_builder(FWD_CARRY, sm);
+    generate_carry::<1>(FWD_CARRY, sm, &lae_op)
+}
+
+/// The carry chain of both directions, one thread per row: `C_1 = T_0`,
+/// `C_{τ+1} = op(C_τ, T_τ)` for `τ` in `1..ntiles`, over values of `N`
+/// floats (the forward's one log-sum, the backward's `(m, S)` pair).
+fn generate_carry<const N: usize>(name: &str, sm: Sm, op: Op<'_, N>) -> Result<PtxModule> {
+    let mut b = chain_builder(name, sm);
     let p = b.params::<ChainArgs>();
     b.grid_stride(p.rows, |b, row| {
         let base = b.mul_lo(row, p.ntiles);
-        let t0 = b.offset(p.tot, base);
-        let first = b.ld_global(t0, 0);
-        let carry = b.mov(first);
+        let first = ld_carry::<N>(b, p.tot, base);
+        let carry = mov(b, first);
         b.for_range(1u32, p.ntiles, 1u32, |b, tau| {
             let i = b.add(base, tau);
-            let cp = b.offset(p.carry, i);
-            b.st_global(cp, 0, carry);
+            let cp = carry_ptr::<N>(b, p.carry, i);
+            for (j, r) in carry.iter().enumerate() {
+                b.st_global(cp, j as i32, *r);
+            }
             let next = b.add(tau, 1u32);
             let more = b.setp(Cmp::Lt, next, p.ntiles);
             b.if_(more, |b| {
-                let tp = b.offset(p.tot, i);
-                let tot = b.ld_global(tp, 0);
-                let nc = math::log_add_exp(b, carry, tot);
-                b.assign(carry, nc);
+                let tot = ld_carry::<N>(b, p.tot, i);
+                let nc = op(b, carry, tot);
+                assign(b, carry, nc);
             });
         });
     });
     b.finish()
+}
+
+/// Value `k` of `N` floats at `p` (`p + k` for one float, no multiply).
+fn carry_ptr<const N: usize>(
+    b: &mut KernelBuilder,
+    p: GlobalPtr<F32>,
+    k: Reg<U32>,
+) -> GlobalPtr<F32> {
+    if N == 1 {
+        b.offset(p, k)
+    } else {
+        let i = b.mul_lo(k, N as u32);
+        b.offset(p, i)
+    }
+}
+
+fn ld_carry<const N: usize>(b: &mut KernelBuilder, p: GlobalPtr<F32>, k: Reg<U32>) -> Val<N> {
+    let q = carry_ptr::<N>(b, p, k);
+    let v: Vec<Reg<F32>> = (0..N as i32).map(|j| b.ld_global(q, j)).collect();
+    std::array::from_fn(|i| v[i])
 }
 
 // ---------------------------------------------------------------------------
@@ -656,25 +685,7 @@ pub fn generate_bwd_tot(sm: Sm) -> Result<PtxModule> {
 
 /// `lcse_bwd_carry`: the pair carries `C_τ` per row.
 pub fn generate_bwd_carry(sm: Sm) -> Result<PtxModule> {
-    let mut b = chain_builder(BWD_CARRY, sm);
-    let p = b.params::<ChainArgs>();
-    b.grid_stride(p.rows, |b, row| {
-        let base = b.mul_lo(row, p.ntiles);
-        let first = ld_val_global::<2>(b, p.tot, base);
-        let carry = mov(b, first);
-        b.for_range(1u32, p.ntiles, 1u32, |b, tau| {
-            let i = b.add(base, tau);
-            st_val_global(b, p.carry, i, carry);
-            let next = b.add(tau, 1u32);
-            let more = b.setp(Cmp::Lt, next, p.ntiles);
-            b.if_(more, |b| {
-                let tot = ld_val_global::<2>(b, p.tot, i);
-                let nc = pair_op(b, carry, tot);
-                assign(b, carry, nc);
-            });
-        });
-    });
-    b.finish()
+    generate_carry::<2>(BWD_CARRY, sm, &pair_op)
 }
 
 /// `lcse_bwd_aff`: the affine maps `(a_τ, b_τ)` of tiles `τ ≥ 1`.

@@ -10,8 +10,9 @@
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 
-use crate::error::{ArgError, Result};
+use crate::error::{ArgError, Error, Result};
 use crate::invalid_arg;
+use crate::kernels::check;
 
 mod fast;
 mod fma;
@@ -63,7 +64,7 @@ impl Route {
     /// The shape's rules ([`ScoreShape::validate`]) and `1 ≤ s ≤ K`.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) naming
+    /// [`Error::InvalidArgument`] naming
     /// the values.
     pub fn validate(&self) -> Result<()> {
         self.shape.validate()?;
@@ -107,31 +108,19 @@ impl ScoreShape {
         let Self { rows, k, p } = *self;
         let want_x = rows * p;
         if x.len() != want_x {
-            let implied = implied_p(x.len(), rows, p, "x", "rows");
-            return Err(ArgError::new(
+            let e = check::len_error(
+                "score",
                 "x",
-                format!("rows·P = {rows}·{p} = {want_x} elements"),
-                format!("{} elements", x.len()),
-            )
-            .with_message(format!(
-                "score: x has {} elements, expected rows·P = {rows}·{p} = {want_x}{implied}",
-                x.len()
-            ))
-            .into());
+                x.len(),
+                want_x,
+                format_args!("rows·P = {rows}·{p}"),
+            );
+            return Err(with_implied(e, implied_p(x.len(), rows, p, "x", "rows")));
         }
         let want_d = k * p;
         if d.len() != want_d {
-            let implied = implied_p(d.len(), k, p, "D", "atoms");
-            return Err(ArgError::new(
-                "D",
-                format!("K·P = {k}·{p} = {want_d} elements"),
-                format!("{} elements", d.len()),
-            )
-            .with_message(format!(
-                "score: D has {} elements, expected K·P = {k}·{p} = {want_d}{implied}",
-                d.len()
-            ))
-            .into());
+            let e = check::len_error("score", "D", d.len(), want_d, format_args!("K·P = {k}·{p}"));
+            return Err(with_implied(e, implied_p(d.len(), k, p, "D", "atoms")));
         }
         Ok(())
     }
@@ -166,6 +155,12 @@ fn check_s(s: usize, k: usize) -> Result<()> {
 
 /// The part of a length error that names the `P` a length implies, when it
 /// is a whole number of `count` rows of `unit`.
+/// `e` with `implied` appended to its message.
+fn with_implied(e: ArgError, implied: String) -> Error {
+    let message = format!("{}{implied}", e.message());
+    e.with_message(message).into()
+}
+
 fn implied_p(len: usize, count: usize, p: usize, name: &str, unit: &str) -> String {
     if len > 0 && len.is_multiple_of(count) {
         format!(

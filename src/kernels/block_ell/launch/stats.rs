@@ -1,43 +1,39 @@
-//! Device entry points of the per-block statistics ([`super::stats`] is
+//! Device entry points of the per-block statistics ([`super::super::stats`] is
 //! the spec): the topology controller's inputs computed where `gv`, `x`
 //! and `gy` already live, queued on a [`Stream`].
 
-use super::host::{Dims, expect_len};
-use super::launch::{DeviceTopology, SCRATCH_FLOATS, check_limits, chunk_tree, grid, rows};
-use super::ptx::THREADS;
-use super::ptx_stats::{
+use super::super::host::Dims;
+use super::super::ptx::THREADS;
+use super::super::ptx::stats::{
     EmaArgs, GradNormsArgs, NormPartialsArgs, SqrtArgs, generate_ema, generate_grad_norms,
     generate_norm_partials, generate_sqrt,
 };
+use super::{DeviceTopology, SCRATCH_FLOATS, check_limits, chunk_tree, grid, rows};
 use crate::dsl::params::{DevPtr, KernelParams};
 use crate::dsl::types::F32;
 use crate::error::{Error, Result};
 use crate::exec::LaunchConfig;
+use crate::kernels::check;
 use crate::kernels::memo;
 use crate::runtime::buffer::{AsDevice, AsDeviceMut};
 use crate::runtime::context::Stream;
 
 fn elementwise(len: usize) -> LaunchConfig {
     LaunchConfig::linear(
-        len.div_ceil(THREADS as usize).clamp(1, 1 << 16) as u32,
+        grid::ctas_within(len as u64, THREADS.into(), 1 << 16),
         THREADS,
     )
 }
 
-/// [`super::host::block_grad_norms`] on the device: `out [R, K]` from `gv [R, K,
+/// [`super::super::host::block_grad_norms`] on the device: `out [R, K]` from `gv [R, K,
 /// B, B]`, queued on `stream`.
 ///
 /// ```
-/// use ptxsmith::kernels::block_ell::{self as be, DeviceTopology, Dims};
-/// use ptxsmith::runtime::Context;
+/// use ptxsmith::kernels::block_ell as be;
 ///
-/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
-/// let dims = Dims::new(1, 1, 1, 8)?;
-/// let col = [0];
-/// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
-/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
-/// let st = ctx.default_stream();
-/// let topo = DeviceTopology::upload(&st, &dims, &col)?;
+/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I, its topology
+/// // on an sm_80 simulator context (the set-up these examples share).
+/// let be::Example { dims, values, ctx, st, topo, .. } = be::example()?;
 /// let gv = st.upload(&vec![0.5f32; 64])?;
 /// let mut out = ctx.alloc::<f32>(1)?;
 /// be::block_grad_norms_dev(&st, &topo, &gv, &mut out)?;
@@ -56,8 +52,20 @@ pub fn block_grad_norms_dev(
     out: &mut impl AsDeviceMut<f32>,
 ) -> Result<()> {
     let d = topo.dims();
-    expect_len("gv", gv.as_device().len(), d.values_len(), "R × K × B × B")?;
-    expect_len("out", out.as_device().len(), d.slots(), "R × K")?;
+    check::len(
+        "block_ell",
+        "gv",
+        gv.as_device().len(),
+        d.values_len(),
+        "R × K × B × B",
+    )?;
+    check::len(
+        "block_ell",
+        "out",
+        out.as_device().len(),
+        d.slots(),
+        "R × K",
+    )?;
     if d.slots() == 0 {
         return Ok(());
     }
@@ -117,20 +125,15 @@ fn column_block_norms(
     )
 }
 
-/// [`super::host::input_block_norms`] on the device: `out [C]` from `x [N,
+/// [`super::super::host::input_block_norms`] on the device: `out [C]` from `x [N,
 /// C·B]`, queued on `stream`.
 ///
 /// ```
-/// use ptxsmith::kernels::block_ell::{self as be, DeviceTopology, Dims};
-/// use ptxsmith::runtime::Context;
+/// use ptxsmith::kernels::block_ell as be;
 ///
-/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
-/// let dims = Dims::new(1, 1, 1, 8)?;
-/// let col = [0];
-/// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
-/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
-/// let st = ctx.default_stream();
-/// let topo = DeviceTopology::upload(&st, &dims, &col)?;
+/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I, its topology
+/// // on an sm_80 simulator context (the set-up these examples share).
+/// let be::Example { dims, values, ctx, st, topo, .. } = be::example()?;
 /// let x = st.upload(&[2.0f32; 8])?;
 /// let mut out = ctx.alloc::<f32>(1)?;
 /// be::input_block_norms_dev(&st, &dims, 1, &x, &mut out)?;
@@ -140,7 +143,7 @@ fn column_block_norms(
 /// ```
 ///
 /// # Errors
-/// As [`block_grad_norms_dev`], and the [kernel limits](super::launch).
+/// As [`block_grad_norms_dev`], and the [kernel limits](super).
 pub fn input_block_norms_dev(
     stream: &Stream,
     dims: &Dims,
@@ -157,7 +160,7 @@ pub fn input_block_norms_dev(
         dims.in_features(),
         "N × C·B",
     )?;
-    expect_len("out", out.as_device().len(), dims.c(), "C")?;
+    check::len("block_ell", "out", out.as_device().len(), dims.c(), "C")?;
     if dims.c() == 0 {
         return Ok(());
     }
@@ -168,20 +171,15 @@ pub fn input_block_norms_dev(
     column_block_norms(stream, n, dims.c(), dims.b(), xp, op)
 }
 
-/// [`super::host::output_block_norms`] on the device: `out [R]` from `gy [N,
+/// [`super::super::host::output_block_norms`] on the device: `out [R]` from `gy [N,
 /// R·B]`, queued on `stream`.
 ///
 /// ```
-/// use ptxsmith::kernels::block_ell::{self as be, DeviceTopology, Dims};
-/// use ptxsmith::runtime::Context;
+/// use ptxsmith::kernels::block_ell as be;
 ///
-/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
-/// let dims = Dims::new(1, 1, 1, 8)?;
-/// let col = [0];
-/// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
-/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
-/// let st = ctx.default_stream();
-/// let topo = DeviceTopology::upload(&st, &dims, &col)?;
+/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I, its topology
+/// // on an sm_80 simulator context (the set-up these examples share).
+/// let be::Example { dims, values, ctx, st, topo, .. } = be::example()?;
 /// let gy = st.upload(&[1.0f32; 16])?;
 /// let mut out = ctx.alloc::<f32>(1)?;
 /// be::output_block_norms_dev(&st, &dims, 2, &gy, &mut out)?;
@@ -208,7 +206,7 @@ pub fn output_block_norms_dev(
         dims.out_features(),
         "N × R·B",
     )?;
-    expect_len("out", out.as_device().len(), dims.r(), "R")?;
+    check::len("block_ell", "out", out.as_device().len(), dims.r(), "R")?;
     if dims.r() == 0 {
         return Ok(());
     }
@@ -219,7 +217,7 @@ pub fn output_block_norms_dev(
     column_block_norms(stream, n, dims.r(), dims.b(), gp, op)
 }
 
-/// [`super::host::ema_update`] on the device, `scores` in place, queued on
+/// [`super::super::host::ema_update`] on the device, `scores` in place, queued on
 /// `stream`.
 ///
 /// ```
@@ -250,7 +248,13 @@ pub fn ema_update_dev(
         )));
     }
     let len = scores.as_device().len();
-    expect_len("values", values.as_device().len(), len, "scores.len()")?;
+    check::len(
+        "block_ell",
+        "values",
+        values.as_device().len(),
+        len,
+        "scores.len()",
+    )?;
     if u32::try_from(len).is_err() {
         return Err(Error::invalid(format!(
             "block_ell: {len} scores exceed the kernel's limit {}",

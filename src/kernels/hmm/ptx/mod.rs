@@ -17,13 +17,12 @@
 //! 1024 states give each (chain, 4 states) item its own thread and add the
 //! four partial sums after a barrier; the 4096 variant gives a thread all
 //! four chains of its 4 states. The bits are the same: the chains and
-//! their pairing are the contract's, not the launch's. `ptx_post.rs`
+//! their pairing are the contract's, not the launch's. `ptx/post.rs`
 //! holds the last two kernels.
 
-use super::ptx_pair::{
-    self as pp, DNorm, DP, Red, assign, cta_fmax, cta_pmax, of, padd, pexp, plse, pmax2, pshift,
-    psub,
-};
+mod pair;
+mod post;
+
 use crate::dsl::math;
 use crate::dsl::params::Ptr;
 use crate::dsl::types::{F32, Reg, U32};
@@ -33,11 +32,13 @@ use crate::kernel_params;
 use crate::kernels::seq::{seq_cta, zero_if_empty};
 use crate::kernels::viterbi::ptx::CAPS;
 use crate::target::Sm;
-
-pub use super::ptx_post::{
-    PosteriorArgs, TransitionArgs, XI_ROWS, generate_posteriors, generate_transitions,
+use pair::{
+    self as pp, DNorm, DP, Red, assign, cta_fmax, cta_pmax, of, padd, pexp, plse, pmax2, pshift,
+    psub,
 };
+
 pub use crate::kernels::viterbi::ptx::cap_for;
+pub use post::{PosteriorArgs, TransitionArgs, XI_ROWS, generate_posteriors, generate_transitions};
 
 /// Threads per CTA.
 pub const THREADS: u32 = 256;

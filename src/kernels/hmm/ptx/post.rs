@@ -1,11 +1,11 @@
 //! The posteriors and transition-count kernels of [`super`] (see
-//! [`super::ptx`] for the table of all kernels).
+//! [`super`] for the table of all kernels).
 //!
 //! Both loop over CTA tasks with a 64-bit counter (`task = ctaid, ctaid +
 //! nctaid, …` below `tasks`), so any batch fits one launch.
 
-use super::ptx::{PREP_ROWMAX, WARPS, builder, ld_pair, ld_prep};
-use super::ptx_pair::{self as pp, DP, FULL, padd, pexp, pmax2, pshift, psub};
+use super::pair::{self as pp, DP, FULL, padd, pexp, pmax2, pshift, psub};
+use super::{PREP_ROWMAX, WARPS, builder, ld_pair, ld_prep};
 use crate::dsl::params::Ptr;
 use crate::dsl::types::{F32, Reg, U32, U64};
 use crate::dsl::{Cmp, GlobalPtr, KernelBuilder, PtxModule, Rounding, ShflMode};

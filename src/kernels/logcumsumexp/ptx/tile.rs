@@ -1,12 +1,12 @@
-//! The building blocks of [`super::ptx`]'s tile kernels: the per-thread
+//! The building blocks of [`super`]'s tile kernels: the per-thread
 //! registers, the work items, the tile copies between global and shared
 //! memory (16-byte or single-word, with padding past `T`), and the tile
 //! tree of the contract (Kogge–Stone with `shfl.sync`, the warp chain on
 //! thread 0, the exclusive values and the carry combine) for values of one
 //! or two registers.
 
-use super::host::{KS_STEPS, NSEG, SEG, TILE, WARPS};
-use super::ptx::{SPLIT, THREADS, VEC};
+use super::super::host::{KS_STEPS, NSEG, SEG, TILE, WARPS};
+use super::{SPLIT, THREADS, VEC};
 use crate::dsl::types::{F32, Pred, Reg, U32, U64};
 use crate::dsl::{Cmp, GlobalPtr, KernelBuilder, Rounding, SharedArray, SharedPtr, ShflMode};
 use crate::target::Sm;

@@ -18,7 +18,9 @@
 //! chunk's worth, when a single chunk's partials are larger) and fold the
 //! chunks group by group, in ascending chunk order.
 
-use super::host::{self, Dims, N_CHUNK, expect_len, validate_col};
+pub mod stats;
+
+use super::host::{self, Dims, N_CHUNK, validate_col};
 use super::ptx::{
     FoldArgs, ForwardArgs, GradBiasArgs, GradInputArgs, GradValuesArgs, THREADS, generate_fold,
     generate_forward, generate_grad_bias, generate_grad_input, generate_grad_values, rows_per_tile,
@@ -30,8 +32,9 @@ use crate::error::{Error, Result};
 use crate::exec::{CUdeviceptr, LaunchConfig};
 use crate::kernels::dispatch::dispatch;
 use crate::kernels::memo;
+use crate::kernels::{check, grid, raw};
 use crate::runtime::backend::{Backend, Ran};
-use crate::runtime::buffer::{AsDevice, AsDeviceMut, DeviceBuffer, ForeignSlice, ForeignSliceMut};
+use crate::runtime::buffer::{AsDevice, AsDeviceMut, DeviceBuffer};
 use crate::runtime::context::Stream;
 
 /// The most floats the chunk partials of one grad-values / grad-bias call
@@ -75,16 +78,13 @@ impl DeviceTopology {
     /// both on `stream` (`R·K·4 + (C+1)·4 + nnz·4` bytes).
     ///
     /// ```
-    /// use ptxsmith::kernels::block_ell::{self as be, DeviceTopology, Dims};
+    /// use ptxsmith::kernels::block_ell::{DeviceTopology, Dims};
     /// use ptxsmith::runtime::Context;
     ///
-    /// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
+    /// // One 8 × 8 block (R = C = K = 1, B = 8).
     /// let dims = Dims::new(1, 1, 1, 8)?;
-    /// let col = [0];
-    /// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
-    /// let ctx = Context::sim(ptxsmith::Sm::Sm80);
-    /// let st = ctx.default_stream();
-    /// let topo = DeviceTopology::upload(&st, &dims, &col)?;
+    /// let st = Context::sim(ptxsmith::Sm::Sm80).default_stream();
+    /// let topo = DeviceTopology::upload(&st, &dims, &[0])?;
     /// assert_eq!((topo.dims(), topo.nnz()), (&dims, 1));
     /// # Ok::<(), ptxsmith::Error>(())
     /// ```
@@ -121,8 +121,8 @@ impl DeviceTopology {
 /// CTAs for `tiles` tiles: every tile, up to 8 CTAs per SM (the kernels'
 /// grid-stride loops cover the rest).
 pub(super) fn grid(stream: &Stream, tiles: usize) -> LaunchConfig {
-    let cap = stream.context().multiprocessor_count().max(1) as usize * 8;
-    LaunchConfig::linear(tiles.clamp(1, cap) as u32, THREADS)
+    let mp = stream.context().multiprocessor_count();
+    LaunchConfig::linear(grid::ctas(tiles as u64, 1, mp, 8), THREADS)
 }
 
 /// `a · b` as the kernels' u32 tile counter, or an error naming both.
@@ -142,7 +142,7 @@ pub(super) fn rows(
     shape: &str,
 ) -> Result<()> {
     let want = dims.rows_len(shape, n, width)?;
-    expect_len(what, got, want, shape)
+    check::len("block_ell", what, got, want, shape)
 }
 
 fn bsize(dims: &Dims) -> u32 {
@@ -191,16 +191,11 @@ fn forward_core(
 /// [module contract](super)); `y` is `[N, R·B]`.
 ///
 /// ```
-/// use ptxsmith::kernels::block_ell::{self as be, DeviceTopology, Dims};
-/// use ptxsmith::runtime::Context;
+/// use ptxsmith::kernels::block_ell as be;
 ///
-/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
-/// let dims = Dims::new(1, 1, 1, 8)?;
-/// let col = [0];
-/// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
-/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
-/// let st = ctx.default_stream();
-/// let topo = DeviceTopology::upload(&st, &dims, &col)?;
+/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I, its topology
+/// // on an sm_80 simulator context (the set-up these examples share).
+/// let be::Example { dims, values, ctx, st, topo, .. } = be::example()?;
 /// let (x, v, bias) = (st.upload(&[2.0f32; 8])?, st.upload(&values)?, st.upload(&[1.0f32; 8])?);
 /// let mut y = ctx.alloc::<f32>(8)?;
 /// be::forward_dev(&st, &topo, 1, &x, &v, Some(&bias), &mut y)?;
@@ -227,10 +222,16 @@ pub fn forward_dev(
     rows(&d, "x", x.as_device().len(), n, d.in_features(), "N × C·B")?;
     rows(&d, "y", y.as_device().len(), n, d.out_features(), "N × R·B")?;
     let values_len = values.as_device().len();
-    expect_len("values", values_len, d.values_len(), "R × K × B × B")?;
+    check::len(
+        "block_ell",
+        "values",
+        values_len,
+        d.values_len(),
+        "R × K × B × B",
+    )?;
     let bias = bias.map(|b| b.as_device());
     if let Some(b) = &bias {
-        expect_len("bias", b.len(), d.out_features(), "R·B")?;
+        check::len("block_ell", "bias", b.len(), d.out_features(), "R·B")?;
     }
     let bias = bias.map(|b| stream.arg("bias", &b)).transpose()?;
     let p = Ptrs {
@@ -245,19 +246,14 @@ pub fn forward_dev(
 /// PyTorch or CuPy tensors), queued on `stream` (e.g. made with
 /// [`Stream::from_raw`]): a thin wrapper viewing `x` (`N × C·B` f32s),
 /// `values` (`R·K·B·B`), `bias` (`R·B`, optional) and `y` (`N × R·B`) as
-/// [`ForeignSlice`]s; the topology is ptxsmith's.
+/// [`ForeignSlice`](crate::runtime::ForeignSlice)s; the topology is ptxsmith's.
 ///
 /// ```
-/// use ptxsmith::kernels::block_ell::{self as be, DeviceTopology, Dims};
-/// use ptxsmith::runtime::Context;
+/// use ptxsmith::kernels::block_ell as be;
 ///
-/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
-/// let dims = Dims::new(1, 1, 1, 8)?;
-/// let col = [0];
-/// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
-/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
-/// let st = ctx.default_stream();
-/// let topo = DeviceTopology::upload(&st, &dims, &col)?;
+/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I, its topology
+/// // on an sm_80 simulator context (the set-up these examples share).
+/// let be::Example { dims, values, ctx, st, topo, .. } = be::example()?;
 /// let (x, v, y) = (st.upload(&[2.0f32; 8])?, st.upload(&values)?, ctx.alloc::<f32>(8)?);
 /// // SAFETY: 8, 64 and 8 f32s of this context; y overlaps no input.
 /// unsafe { be::forward_raw(&st, &topo, 1, x.device_ptr(), v.device_ptr(), None, y.device_ptr())? };
@@ -271,7 +267,7 @@ pub fn forward_dev(
 ///   run; `y` overlaps no input and nothing else accesses it until then.
 ///
 /// # Errors
-/// As [`forward_dev`], and the checks of [`ForeignSlice::from_raw_parts`].
+/// As [`forward_dev`], and the checks of [`ForeignSlice::from_raw_parts`](crate::runtime::ForeignSlice::from_raw_parts).
 pub unsafe fn forward_raw(
     stream: &Stream,
     topo: &DeviceTopology,
@@ -283,17 +279,15 @@ pub unsafe fn forward_raw(
 ) -> Result<()> {
     let d = topo.dims;
     check_limits(&d, n)?;
-    let ctx = stream.context();
     let rows_of = |width: usize| d.rows_len("N × width", n, width);
     // SAFETY: the caller's contract covers each range (lengths from the
     // checked sizes).
     let (x, values, bias, mut y) = unsafe {
         (
-            ForeignSlice::<f32>::from_raw_parts(ctx, x, rows_of(d.in_features())?)?,
-            ForeignSlice::<f32>::from_raw_parts(ctx, values, d.values_len())?,
-            bias.map(|b| ForeignSlice::<f32>::from_raw_parts(ctx, b, d.out_features()))
-                .transpose()?,
-            ForeignSliceMut::<f32>::from_raw_parts(ctx, y, rows_of(d.out_features())?)?,
+            raw::view::<f32>(stream, x, rows_of(d.in_features())?)?,
+            raw::view::<f32>(stream, values, d.values_len())?,
+            raw::view_opt::<f32>(stream, bias, d.out_features())?,
+            raw::view_mut::<f32>(stream, y, rows_of(d.out_features())?)?,
         )
     };
     let bias = bias.as_ref().map(|b| b as &dyn AsDevice<f32>);
@@ -326,16 +320,11 @@ fn grad_input_core(st: &Stream, topo: &DeviceTopology, n: usize, p: Ptrs) -> Res
 /// R·B]`), queued on `stream`; reads the topology's transposed index.
 ///
 /// ```
-/// use ptxsmith::kernels::block_ell::{self as be, DeviceTopology, Dims};
-/// use ptxsmith::runtime::Context;
+/// use ptxsmith::kernels::block_ell as be;
 ///
-/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
-/// let dims = Dims::new(1, 1, 1, 8)?;
-/// let col = [0];
-/// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
-/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
-/// let st = ctx.default_stream();
-/// let topo = DeviceTopology::upload(&st, &dims, &col)?;
+/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I, its topology
+/// // on an sm_80 simulator context (the set-up these examples share).
+/// let be::Example { dims, values, ctx, st, topo, .. } = be::example()?;
 /// let (gy, v) = (st.upload(&[4.0f32; 8])?, st.upload(&values)?);
 /// let mut gx = ctx.alloc::<f32>(8)?;
 /// be::grad_input_dev(&st, &topo, 1, &gy, &v, &mut gx)?;
@@ -372,7 +361,13 @@ pub fn grad_input_dev(
         "N × C·B",
     )?;
     let values_len = values.as_device().len();
-    expect_len("values", values_len, d.values_len(), "R × K × B × B")?;
+    check::len(
+        "block_ell",
+        "values",
+        values_len,
+        d.values_len(),
+        "R × K × B × B",
+    )?;
     let p = Ptrs {
         a: stream.arg("gy", gy)?,
         b: stream.arg("values", values)?,
@@ -383,19 +378,14 @@ pub fn grad_input_dev(
 
 /// [`grad_input_dev`] on another stack's memory: `gy` (`N × R·B`),
 /// `values` (`R·K·B·B`) and `gx` (`N × C·B`) are raw device addresses,
-/// viewed as [`ForeignSlice`]s.
+/// viewed as [`ForeignSlice`](crate::runtime::ForeignSlice)s.
 ///
 /// ```
-/// use ptxsmith::kernels::block_ell::{self as be, DeviceTopology, Dims};
-/// use ptxsmith::runtime::Context;
+/// use ptxsmith::kernels::block_ell as be;
 ///
-/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
-/// let dims = Dims::new(1, 1, 1, 8)?;
-/// let col = [0];
-/// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
-/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
-/// let st = ctx.default_stream();
-/// let topo = DeviceTopology::upload(&st, &dims, &col)?;
+/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I, its topology
+/// // on an sm_80 simulator context (the set-up these examples share).
+/// let be::Example { dims, values, ctx, st, topo, .. } = be::example()?;
 /// let (gy, v, gx) = (st.upload(&[4.0f32; 8])?, st.upload(&values)?, ctx.alloc::<f32>(8)?);
 /// // SAFETY: 8, 64 and 8 f32s of this context.
 /// unsafe { be::grad_input_raw(&st, &topo, 1, gy.device_ptr(), v.device_ptr(), gx.device_ptr())? };
@@ -418,14 +408,13 @@ pub unsafe fn grad_input_raw(
 ) -> Result<()> {
     let d = topo.dims;
     check_limits(&d, n)?;
-    let ctx = stream.context();
     let rows_of = |width: usize| d.rows_len("N × width", n, width);
     // SAFETY: the caller's contract covers each range.
     let (gy, values, mut gx) = unsafe {
         (
-            ForeignSlice::<f32>::from_raw_parts(ctx, gy, rows_of(d.out_features())?)?,
-            ForeignSlice::<f32>::from_raw_parts(ctx, values, d.values_len())?,
-            ForeignSliceMut::<f32>::from_raw_parts(ctx, gx, rows_of(d.in_features())?)?,
+            raw::view::<f32>(stream, gy, rows_of(d.out_features())?)?,
+            raw::view::<f32>(stream, values, d.values_len())?,
+            raw::view_mut::<f32>(stream, gx, rows_of(d.in_features())?)?,
         )
     };
     grad_input_dev(stream, topo, n, &gy, &values, &mut gx)
@@ -466,7 +455,7 @@ pub(super) fn chunk_tree(
             first: u32::from(q0 == 0),
         };
         let cfg = LaunchConfig::linear(
-            len.div_ceil(THREADS as usize).clamp(1, 1 << 16) as u32,
+            grid::ctas_within(len as u64, THREADS.into(), 1 << 16),
             THREADS,
         );
         stream.launch(fold, cfg, &args.args())?;
@@ -519,16 +508,11 @@ fn grad_values_core(
 /// N-chunk tree, queued on `stream`; empty slots get `+0.0`.
 ///
 /// ```
-/// use ptxsmith::kernels::block_ell::{self as be, DeviceTopology, Dims};
-/// use ptxsmith::runtime::Context;
+/// use ptxsmith::kernels::block_ell as be;
 ///
-/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
-/// let dims = Dims::new(1, 1, 1, 8)?;
-/// let col = [0];
-/// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
-/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
-/// let st = ctx.default_stream();
-/// let topo = DeviceTopology::upload(&st, &dims, &col)?;
+/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I, its topology
+/// // on an sm_80 simulator context (the set-up these examples share).
+/// let be::Example { dims, values, ctx, st, topo, .. } = be::example()?;
 /// let (x, gy) = (st.upload(&[1.0f32; 8])?, st.upload(&[3.0f32; 8])?);
 /// let mut gv = ctx.alloc::<f32>(64)?;
 /// be::grad_values_dev(&st, &topo, 1, &x, &gy, &mut gv)?;
@@ -555,16 +539,11 @@ pub fn grad_values_dev(
 /// launches does.
 ///
 /// ```
-/// use ptxsmith::kernels::block_ell::{self as be, DeviceTopology, Dims};
-/// use ptxsmith::runtime::Context;
+/// use ptxsmith::kernels::block_ell as be;
 ///
-/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
-/// let dims = Dims::new(1, 1, 1, 8)?;
-/// let col = [0];
-/// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
-/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
-/// let st = ctx.default_stream();
-/// let topo = DeviceTopology::upload(&st, &dims, &col)?;
+/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I, its topology
+/// // on an sm_80 simulator context (the set-up these examples share).
+/// let be::Example { dims, values, ctx, st, topo, .. } = be::example()?;
 /// // 600 rows: three N-chunks, folded with room for one chunk's partials.
 /// let (x, gy) = (st.upload(&vec![1.0f32; 600 * 8])?, st.upload(&vec![0.5f32; 600 * 8])?);
 /// let (mut a, mut b) = (ctx.alloc::<f32>(64)?, ctx.alloc::<f32>(64)?);
@@ -596,7 +575,13 @@ pub fn grad_values_dev_budget(
         d.out_features(),
         "N × R·B",
     )?;
-    expect_len("gv", gv.as_device().len(), d.values_len(), "R × K × B × B")?;
+    check::len(
+        "block_ell",
+        "gv",
+        gv.as_device().len(),
+        d.values_len(),
+        "R × K × B × B",
+    )?;
     if n == 0 {
         return stream.zero(gv);
     }
@@ -610,19 +595,14 @@ pub fn grad_values_dev_budget(
 
 /// [`grad_values_dev`] on another stack's memory: `x` (`N × C·B`), `gy`
 /// (`N × R·B`) and `gv` (`R·K·B·B`) are raw device addresses, viewed as
-/// [`ForeignSlice`]s; the chunk partials (when `N > 256`) are ptxsmith's.
+/// [`ForeignSlice`](crate::runtime::ForeignSlice)s; the chunk partials (when `N > 256`) are ptxsmith's.
 ///
 /// ```
-/// use ptxsmith::kernels::block_ell::{self as be, DeviceTopology, Dims};
-/// use ptxsmith::runtime::Context;
+/// use ptxsmith::kernels::block_ell as be;
 ///
-/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
-/// let dims = Dims::new(1, 1, 1, 8)?;
-/// let col = [0];
-/// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
-/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
-/// let st = ctx.default_stream();
-/// let topo = DeviceTopology::upload(&st, &dims, &col)?;
+/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I, its topology
+/// // on an sm_80 simulator context (the set-up these examples share).
+/// let be::Example { dims, values, ctx, st, topo, .. } = be::example()?;
 /// let (x, gy, gv) = (st.upload(&[1.0f32; 8])?, st.upload(&[3.0f32; 8])?, ctx.alloc::<f32>(64)?);
 /// // SAFETY: 8, 8 and 64 f32s of this context.
 /// unsafe { be::grad_values_raw(&st, &topo, 1, x.device_ptr(), gy.device_ptr(), gv.device_ptr())? };
@@ -645,14 +625,13 @@ pub unsafe fn grad_values_raw(
 ) -> Result<()> {
     let d = topo.dims;
     check_limits(&d, n)?;
-    let ctx = stream.context();
     let rows_of = |width: usize| d.rows_len("N × width", n, width);
     // SAFETY: the caller's contract covers each range.
     let (x, gy, mut gv) = unsafe {
         (
-            ForeignSlice::<f32>::from_raw_parts(ctx, x, rows_of(d.in_features())?)?,
-            ForeignSlice::<f32>::from_raw_parts(ctx, gy, rows_of(d.out_features())?)?,
-            ForeignSliceMut::<f32>::from_raw_parts(ctx, gv, d.values_len())?,
+            raw::view::<f32>(stream, x, rows_of(d.in_features())?)?,
+            raw::view::<f32>(stream, gy, rows_of(d.out_features())?)?,
+            raw::view_mut::<f32>(stream, gv, d.values_len())?,
         )
     };
     grad_values_dev(stream, topo, n, &x, &gy, &mut gv)
@@ -662,16 +641,11 @@ pub unsafe fn grad_values_raw(
 /// tree over `gy` (`[N, R·B]`), queued on `stream`.
 ///
 /// ```
-/// use ptxsmith::kernels::block_ell::{self as be, DeviceTopology, Dims};
-/// use ptxsmith::runtime::Context;
+/// use ptxsmith::kernels::block_ell as be;
 ///
-/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
-/// let dims = Dims::new(1, 1, 1, 8)?;
-/// let col = [0];
-/// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
-/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
-/// let st = ctx.default_stream();
-/// let topo = DeviceTopology::upload(&st, &dims, &col)?;
+/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I, its topology
+/// // on an sm_80 simulator context (the set-up these examples share).
+/// let be::Example { dims, values, ctx, st, topo, .. } = be::example()?;
 /// let gy = st.upload(&[1.0f32; 3 * 8])?;
 /// let mut gb = ctx.alloc::<f32>(8)?;
 /// be::grad_bias_dev(&st, &dims, 3, &gy, &mut gb)?;
@@ -695,16 +669,11 @@ pub fn grad_bias_dev(
 /// (see [`grad_values_dev_budget`]).
 ///
 /// ```
-/// use ptxsmith::kernels::block_ell::{self as be, DeviceTopology, Dims};
-/// use ptxsmith::runtime::Context;
+/// use ptxsmith::kernels::block_ell as be;
 ///
-/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
-/// let dims = Dims::new(1, 1, 1, 8)?;
-/// let col = [0];
-/// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
-/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
-/// let st = ctx.default_stream();
-/// let topo = DeviceTopology::upload(&st, &dims, &col)?;
+/// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I, its topology
+/// // on an sm_80 simulator context (the set-up these examples share).
+/// let be::Example { dims, values, ctx, st, topo, .. } = be::example()?;
 /// let gy = st.upload(&vec![1.0f32; 300 * 8])?;
 /// let mut gb = ctx.alloc::<f32>(8)?;
 /// be::grad_bias_dev_budget(&st, &dims, 300, &gy, &mut gb, 8)?;
@@ -725,7 +694,7 @@ pub fn grad_bias_dev_budget(
     check_limits(dims, n)?;
     let width = dims.out_features();
     rows(dims, "gy", gy.as_device().len(), n, width, "N × R·B")?;
-    expect_len("gb", gb.as_device().len(), width, "R·B")?;
+    check::len("block_ell", "gb", gb.as_device().len(), width, "R·B")?;
     if width == 0 {
         return Ok(());
     }
@@ -769,10 +738,16 @@ fn check_forward(
     check_limits(dims, n)?;
     rows(dims, "x", x.len(), n, dims.in_features(), "N × C·B")?;
     dims.rows_len("N × R·B", n, dims.out_features())?;
-    expect_len("values", values.len(), dims.values_len(), "R × K × B × B")?;
+    check::len(
+        "block_ell",
+        "values",
+        values.len(),
+        dims.values_len(),
+        "R × K × B × B",
+    )?;
     validate_col(dims, col)?;
     if let Some(b) = bias {
-        expect_len("bias", b.len(), dims.out_features(), "R·B")?;
+        check::len("block_ell", "bias", b.len(), dims.out_features(), "R·B")?;
     }
     Ok(())
 }
@@ -780,12 +755,11 @@ fn check_forward(
 /// [`host::forward`] on `backend`; every backend gives the same bits.
 ///
 /// ```
-/// use ptxsmith::kernels::block_ell::{self as be, Dims};
+/// use ptxsmith::kernels::block_ell as be;
 /// use ptxsmith::runtime::Backend;
 ///
 /// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
-/// let dims = Dims::new(1, 1, 1, 8)?;
-/// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
+/// let be::Example { dims, values, .. } = be::example()?;
 /// let (y, _ran) = be::forward(Backend::Sim, &dims, 1, &[2.0; 8], &values, &[0], None)?;
 /// assert_eq!(y, [1.0; 8]);
 /// # Ok::<(), ptxsmith::Error>(())
@@ -821,12 +795,11 @@ pub fn forward(
 /// [`host::grad_input`] on `backend`.
 ///
 /// ```
-/// use ptxsmith::kernels::block_ell::{self as be, Dims};
+/// use ptxsmith::kernels::block_ell as be;
 /// use ptxsmith::runtime::Backend;
 ///
 /// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
-/// let dims = Dims::new(1, 1, 1, 8)?;
-/// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
+/// let be::Example { dims, values, .. } = be::example()?;
 /// let (gx, _ran) = be::grad_input(Backend::Sim, &dims, 1, &[4.0; 8], &values, &[0])?;
 /// assert_eq!(gx, [2.0; 8]);
 /// # Ok::<(), ptxsmith::Error>(())
@@ -845,7 +818,13 @@ pub fn grad_input(
     check_limits(dims, n)?;
     rows(dims, "gy", gy.len(), n, dims.out_features(), "N × R·B")?;
     dims.rows_len("N × C·B", n, dims.in_features())?;
-    expect_len("values", values.len(), dims.values_len(), "R × K × B × B")?;
+    check::len(
+        "block_ell",
+        "values",
+        values.len(),
+        dims.values_len(),
+        "R × K × B × B",
+    )?;
     validate_col(dims, col)?;
     dispatch(
         backend,
@@ -863,12 +842,11 @@ pub fn grad_input(
 /// [`host::grad_values`] on `backend`.
 ///
 /// ```
-/// use ptxsmith::kernels::block_ell::{self as be, Dims};
+/// use ptxsmith::kernels::block_ell as be;
 /// use ptxsmith::runtime::Backend;
 ///
 /// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
-/// let dims = Dims::new(1, 1, 1, 8)?;
-/// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
+/// let be::Example { dims, values, .. } = be::example()?;
 /// let (gv, _ran) = be::grad_values(Backend::Sim, &dims, 1, &[1.0; 8], &[3.0; 8], &[0])?;
 /// assert_eq!(gv, vec![3.0; 64]);
 /// # let _ = values;
@@ -905,12 +883,11 @@ pub fn grad_values(
 /// [`host::grad_bias`] on `backend`.
 ///
 /// ```
-/// use ptxsmith::kernels::block_ell::{self as be, Dims};
+/// use ptxsmith::kernels::block_ell as be;
 /// use ptxsmith::runtime::Backend;
 ///
 /// // One 8 × 8 block (R = C = K = 1, B = 8): W = 0.5 · I.
-/// let dims = Dims::new(1, 1, 1, 8)?;
-/// let values: Vec<f32> = (0..64).map(|i| if i % 9 == 0 { 0.5 } else { 0.0 }).collect();
+/// let be::Example { dims, values, .. } = be::example()?;
 /// let (gb, _ran) = be::grad_bias(Backend::Sim, &dims, 2, &[1.0; 16])?;
 /// assert_eq!(gb, [2.0; 8]);
 /// # let _ = values;

@@ -1,4 +1,4 @@
-//! DSL mirrors of [`super::pair`]: double-f32 pairs, the NaN-ignoring
+//! DSL mirrors of [`super::super::pair`]: double-f32 pairs, the NaN-ignoring
 //! maxima and their CTA-wide reductions, the compensated normalizer sums
 //! and the exact pair log-sum, emitting the host functions' operations in
 //! the same order (every `if` a `setp` + `selp`).

@@ -1,5 +1,5 @@
 //! Device routines (DSL) of the block-scaled codecs, each the PTX twin of a
-//! function of [`super::codec`]: the same integer compares, shifts and
+//! function of [`super::super::codec`]: the same integer compares, shifts and
 //! selects on f32 bit patterns (software path, every SM), or the hardware
 //! conversion of `sm_100a`/`sm_120a` where one exists
 //! ([`Feature::BlockScaleCvt`]). The FP8
@@ -8,15 +8,15 @@
 //!
 //! | routine | host twin | hardware form |
 //! |---|---|---|
-//! | [`e2m1_encode_pair`] | [`encode_e2m1`](super::encode_e2m1) ×2 | `cvt.rn.satfinite.e2m1x2.f32` |
-//! | [`e2m1_decode_pair`] | [`decode_e2m1`](super::decode_e2m1) ×2 | `cvt.rn.f16x2.e2m1x2` |
-//! | [`e8m0_floor`] | [`e8m0_floor`](super::e8m0_floor) | (integer on every SM) |
-//! | [`ue8m0_round_up`] | [`ue8m0_round_up`](super::ue8m0_round_up) | `cvt.rp.satfinite.ue8m0x2.f32` |
-//! | [`e8m0_inverse`] | [`e8m0_inverse`](super::e8m0_inverse) | (integer) |
-//! | [`e8m0_decode`] | [`decode_e8m0`](super::decode_e8m0) | (integer) |
-//! | [`ue4m3_encode`] / [`ue4m3_decode`] | [`encode_ue4m3`](super::encode_ue4m3) / [`decode_ue4m3`](super::decode_ue4m3) | the FP8 E4M3 cvts (sm_89+) |
+//! | [`e2m1_encode_pair`] | [`encode_e2m1`](super::super::encode_e2m1) ×2 | `cvt.rn.satfinite.e2m1x2.f32` |
+//! | [`e2m1_decode_pair`] | [`decode_e2m1`](super::super::decode_e2m1) ×2 | `cvt.rn.f16x2.e2m1x2` |
+//! | [`e8m0_floor`] | [`e8m0_floor`](super::super::e8m0_floor) | (integer on every SM) |
+//! | [`ue8m0_round_up`] | [`ue8m0_round_up`](super::super::ue8m0_round_up) | `cvt.rp.satfinite.ue8m0x2.f32` |
+//! | [`e8m0_inverse`] | [`e8m0_inverse`](super::super::e8m0_inverse) | (integer) |
+//! | [`e8m0_decode`] | [`decode_e8m0`](super::super::decode_e8m0) | (integer) |
+//! | [`ue4m3_encode`] / [`ue4m3_decode`] | [`encode_ue4m3`](super::super::encode_ue4m3) / [`decode_ue4m3`](super::super::decode_ue4m3) | the FP8 E4M3 cvts (sm_89+) |
 
-use super::codec::{E2M1_NAN_BLOCK_CODE, E8M0_MAX, E8M0_NAN};
+use super::super::codec::{E2M1_NAN_BLOCK_CODE, E8M0_MAX, E8M0_NAN};
 use crate::dsl::ir::Ue8m0Rounding;
 use crate::dsl::types::{F32, Reg, U32};
 use crate::dsl::{Cmp, KernelBuilder, Rounding};
@@ -39,7 +39,7 @@ pub fn block_scale_hw(b: &KernelBuilder, codec: Codec) -> bool {
 
 /// Software E2M1 encode of one value: the code in the low nibble of the
 /// result, the steps of
-/// [`encode_e2m1_branch_free`](super::codec::encode_e2m1_branch_free)
+/// [`encode_e2m1_branch_free`](super::super::codec::encode_e2m1_branch_free)
 /// (one significand bit rounded on the integer bits for `|x| ≥ 1`,
 /// `fma.rn(|x|, 2, 2^23)` below, the sign from bit 31, NaN → `0x7`).
 pub fn e2m1_encode_sw(b: &mut KernelBuilder, y: Reg<F32>) -> Reg<U32> {

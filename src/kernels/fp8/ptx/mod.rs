@@ -228,10 +228,8 @@ kernel_params! {
 /// multiprocessors: `ceil(n / (BLOCK · ITEMS_PER_THREAD))`, at least 1, at
 /// most `sms · BLOCKS_PER_SM` (the grid-stride loops cover the rest).
 pub fn grid_blocks(n: u64, sms: u32) -> u32 {
-    let want = n.div_ceil(u64::from(BLOCK) * ITEMS_PER_THREAD).max(1);
-    let cap = u64::from(sms.max(1)) * u64::from(BLOCKS_PER_SM);
-    // `cap` fits in u32 (sms ≤ u32::MAX / 8 in practice); saturate anyway.
-    u32::try_from(want.min(cap)).unwrap_or(u32::MAX)
+    let per_block = u64::from(BLOCK) * ITEMS_PER_THREAD;
+    crate::kernels::grid::ctas(n, per_block, sms, BLOCKS_PER_SM)
 }
 
 // ---------------------------------------------------------------------------
@@ -525,9 +523,15 @@ pub fn generate(sm: Sm, kind: Kind, f: Format, codec: Codec) -> Result<PtxModule
     }
 }
 
+/// The old name of [`variants`].
+#[deprecated(note = "use `fp8::ptx::variants`, the name every family uses")]
+pub fn default_variants(sm: Sm) -> Result<Vec<PtxModule>> {
+    variants(sm)
+}
+
 /// The default variants for `sm` (the SM's default codec), both formats:
 /// one absmax-partials module and five modules per format.
-pub fn default_variants(sm: Sm) -> Result<Vec<PtxModule>> {
+pub fn variants(sm: Sm) -> Result<Vec<PtxModule>> {
     let codec = Codec::for_sm(sm);
     let mut out = vec![generate_absmax_partials(sm)?];
     for f in [Format::E4M3, Format::E5M2] {
@@ -555,7 +559,7 @@ mod tests {
     #[test]
     fn every_default_variant_builds_on_every_sm() {
         for sm in Sm::ALL {
-            let v = default_variants(sm).unwrap();
+            let v = variants(sm).unwrap();
             // absmax partials + 5 kinds × 2 formats
             assert_eq!(v.len(), 11);
             let names: std::collections::BTreeSet<_> =

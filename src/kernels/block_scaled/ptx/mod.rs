@@ -30,15 +30,13 @@
 //!
 //! **Arithmetic.** Every f32 operation rounds explicitly (`mul.rn`,
 //! `div.rn`); no `.approx`, no `.ftz`, no atomics. Codecs: see
-//! [`super::codec_ptx`] and [`Codec`] (the FP8 family's type): `Hardware`
+//! [`codec`] and [`Codec`] (the FP8 family's type): `Hardware`
 //! uses every conversion the SM has (FP8 cvt from sm_89; E2M1 and UE8M0
 //! cvt on sm_100a/sm_120a) and needs sm_89; `Software` is integer only.
 
+pub mod codec;
+
 use super::codec::INV_6;
-use super::codec_ptx::{
-    NAN_BITS, block_scale_hw, e2m1_decode_pair, e2m1_encode_pair, e8m0_decode, e8m0_floor,
-    e8m0_inverse, ue4m3_decode, ue4m3_encode, ue8m0_round_up,
-};
 use super::host::{Format, Recipe, ScaleMode};
 use super::layout::{ScaleDims, ScaleLayout};
 use crate::dsl::params::Ptr;
@@ -49,6 +47,10 @@ use crate::kernel_params;
 use crate::kernels::fp8::Format as Fp8Format;
 use crate::kernels::fp8::ptx::{self as fp8_ptx};
 use crate::target::{Feature, Sm};
+use codec::{
+    NAN_BITS, block_scale_hw, e2m1_decode_pair, e2m1_encode_pair, e8m0_decode, e8m0_floor,
+    e8m0_inverse, ue4m3_decode, ue4m3_encode, ue8m0_round_up,
+};
 
 pub use crate::kernels::fp8::ptx::Codec;
 

@@ -1,0 +1,81 @@
+//! How many CTAs a launch gets, written once for every family: one CTA per
+//! `per_cta` work items (at least one), at most a cap; the kernels'
+//! grid-stride loops cover the rest.
+
+/// CTAs for `work_items` items of `per_cta` each (at least 1), at most
+/// `per_sm` per multiprocessor of a device with `multiprocessors` of them
+/// (0 counts as 1).
+pub(crate) fn ctas(work_items: u64, per_cta: u64, multiprocessors: u32, per_sm: u32) -> u32 {
+    let cap = u64::from(multiprocessors.max(1)) * u64::from(per_sm);
+    ctas_within(work_items, per_cta, cap)
+}
+
+/// CTAs for `work_items` items of `per_cta` each (at least 1), at most
+/// `cap` (saturated to `u32::MAX`).
+pub(crate) fn ctas_within(work_items: u64, per_cta: u64, cap: u64) -> u32 {
+    let want = work_items.div_ceil(per_cta).max(1);
+    u32::try_from(want.min(cap)).unwrap_or(u32::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // The families' formulas before this module, pinned: the launches
+    // keep their shapes.
+    fn block_ell_grid(mp: u32, tiles: usize) -> u32 {
+        let cap = mp.max(1) as usize * 8;
+        tiles.clamp(1, cap) as u32
+    }
+    fn lcse_tile_grid(mp: u32, items: u32) -> u32 {
+        let cap = mp.max(1) * 32;
+        items.clamp(1, cap)
+    }
+    fn lcse_chain_grid(mp: u32, rows: u32, chain_threads: u32) -> u32 {
+        let cap = mp.max(1) * 16;
+        rows.div_ceil(chain_threads).clamp(1, cap)
+    }
+    /// `rows ≥ 1` (the launch returns before for 0 rows).
+    fn dot_blocks(mp: u32, rows: u32, block: u32) -> u32 {
+        rows.div_ceil(block).min(mp.max(1) * 8)
+    }
+    fn fp8_grid_blocks(n: u64, sms: u32, per_block: u64, per_sm: u32) -> u32 {
+        let want = n.div_ceil(per_block).max(1);
+        let cap = u64::from(sms.max(1)) * u64::from(per_sm);
+        u32::try_from(want.min(cap)).unwrap_or(u32::MAX)
+    }
+    fn elementwise_64k(len: usize, threads: u32) -> u32 {
+        len.div_ceil(threads as usize).clamp(1, 1 << 16) as u32
+    }
+    fn hmm_task_grid(tasks: u64) -> u32 {
+        tasks.clamp(1, 1 << 16) as u32
+    }
+
+    #[test]
+    fn same_ctas_as_the_family_formulas() {
+        let mut items: Vec<u64> = (0..300).collect();
+        for e in 8..40 {
+            let p = 1u64 << e;
+            items.extend([p - 1, p, p + 1, 3 * p + 7]);
+        }
+        let sms = [0u32, 1, 2, 7, 28, 46, 84, 108, 132, 144, 170, 1000];
+        for &mp in &sms {
+            for &n in &items {
+                let n32 = u32::try_from(n).unwrap_or(u32::MAX);
+                let t = ctas(n, 1, mp, 8);
+                assert_eq!(t, block_ell_grid(mp, n as usize), "block_ell {mp} {n}");
+                assert_eq!(ctas(n32.into(), 1, mp, 32), lcse_tile_grid(mp, n32));
+                assert_eq!(ctas(n32.into(), 128, mp, 16), lcse_chain_grid(mp, n32, 128));
+                if n32 >= 1 {
+                    assert_eq!(ctas(n32.into(), 256, mp, 8), dot_blocks(mp, n32, 256));
+                }
+                assert_eq!(ctas(n, 4096, mp, 8), fp8_grid_blocks(n, mp, 4096, 8));
+                assert_eq!(
+                    ctas_within(n, 256, 1 << 16),
+                    elementwise_64k(n as usize, 256)
+                );
+                assert_eq!(ctas_within(n, 1, 1 << 16), hmm_task_grid(n));
+            }
+        }
+    }
+}
