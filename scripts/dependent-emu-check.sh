@@ -13,11 +13,13 @@
 #    a real GPU that is not the emulator), so the pass came from the runner.
 #
 # Everything is built inside the temporary folder (its own target folders,
-# its own emulator cache; the runner reuses the library its install built)
-# and removed at the end. Prints one PASS or FAIL line; exit status 0 on
-# PASS. Takes a few minutes (ptxsmith is built twice: for the emulator and
-# for the scratch crate). Offline when the cargo registry cache holds every
-# crate (the scratch crate starts from this repository's Cargo.lock).
+# its own emulator cache) and removed at the end. Prints one PASS or FAIL
+# line; exit status 0 on PASS. Takes a few minutes: ptxsmith is compiled
+# three times (the install, the runner's emulator library, the scratch
+# crate); the runner builds in the install's target folder
+# (PTXSMITH_EMU_TARGET_DIR), whose dependencies cargo reuses. Offline when
+# the cargo registry cache holds every crate (the scratch crate starts from
+# this repository's Cargo.lock).
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 tmp="$(mktemp -d "${TMPDIR:-/tmp}/ptxsmith-dependent.XXXXXX")"

@@ -81,6 +81,11 @@ fn main() -> ExitCode {
         }
         _ => {}
     }
+    let print_dir = args.first().is_some_and(|a| a == "--print-dir");
+    if print_dir && args.len() > 1 {
+        eprintln!("ptxsmith-emu: --print-dir takes no command\n\n{USAGE}");
+        return ExitCode::from(2);
+    }
     let dir = match prepare() {
         Ok(d) => d,
         Err(Failure(msg)) => {
@@ -88,11 +93,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    if args.first().is_some_and(|a| a == "--print-dir") {
-        if args.len() > 1 {
-            eprintln!("ptxsmith-emu: --print-dir takes no command\n\n{USAGE}");
-            return ExitCode::from(2);
-        }
+    if print_dir {
         println!("{}", dir.display());
         return ExitCode::SUCCESS;
     }
@@ -140,21 +141,24 @@ fn prepare() -> Result<PathBuf, Failure> {
 /// `$PTXSMITH_EMU_CACHE`, else `$XDG_CACHE_HOME/ptxsmith-emu` (absolute
 /// only, as the XDG spec says), else `$HOME/.cache/ptxsmith-emu`.
 fn cache_root() -> Result<PathBuf, Failure> {
-    if let Some(d) = nonempty_var(CACHE_VAR) {
-        return Ok(PathBuf::from(d));
+    cache_root_in(nonempty_var).ok_or_else(|| {
+        Failure(format!(
+            "no cache folder: set {CACHE_VAR}, XDG_CACHE_HOME or HOME"
+        ))
+    })
+}
+
+/// [`cache_root`] with the (non-empty) environment read through `var`.
+fn cache_root_in(var: impl Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
+    if let Some(d) = var(CACHE_VAR) {
+        return Some(PathBuf::from(d));
     }
-    if let Some(x) = nonempty_var("XDG_CACHE_HOME").map(PathBuf::from)
+    if let Some(x) = var("XDG_CACHE_HOME").map(PathBuf::from)
         && x.is_absolute()
     {
-        return Ok(x.join("ptxsmith-emu"));
+        return Some(x.join("ptxsmith-emu"));
     }
-    nonempty_var("HOME")
-        .map(|h| PathBuf::from(h).join(".cache").join("ptxsmith-emu"))
-        .ok_or_else(|| {
-            Failure(format!(
-                "no cache folder: set {CACHE_VAR}, XDG_CACHE_HOME or HOME"
-            ))
-        })
+    var("HOME").map(|h| PathBuf::from(h).join(".cache").join("ptxsmith-emu"))
 }
 
 /// One folder per version and source location, so that runners installed
@@ -263,4 +267,54 @@ fn run(dir: &Path, args: &[OsString]) -> ExitCode {
         }
     }
     ExitCode::FAILURE
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<OsString> {
+        move |k| {
+            pairs
+                .iter()
+                .find(|(n, v)| *n == k && !v.is_empty())
+                .map(|(_, v)| OsString::from(v))
+        }
+    }
+
+    #[test]
+    fn the_cache_is_the_variable_then_xdg_then_home() {
+        let all = &[
+            ("PTXSMITH_EMU_CACHE", "/c"),
+            ("XDG_CACHE_HOME", "/xdg"),
+            ("HOME", "/home/u"),
+        ];
+        assert_eq!(cache_root_in(env(all)), Some(PathBuf::from("/c")));
+        let xdg = &[
+            ("PTXSMITH_EMU_CACHE", ""),
+            ("XDG_CACHE_HOME", "/xdg"),
+            ("HOME", "/home/u"),
+        ];
+        assert_eq!(
+            cache_root_in(env(xdg)),
+            Some(PathBuf::from("/xdg/ptxsmith-emu"))
+        );
+        // a relative XDG_CACHE_HOME is ignored (XDG spec)
+        let rel = &[("XDG_CACHE_HOME", "rel"), ("HOME", "/home/u")];
+        assert_eq!(
+            cache_root_in(env(rel)),
+            Some(PathBuf::from("/home/u/.cache/ptxsmith-emu"))
+        );
+        assert_eq!(cache_root_in(env(&[])), None);
+    }
+
+    #[test]
+    fn the_cache_key_names_the_version_and_the_sources() {
+        let k = cache_key();
+        assert!(k.starts_with(&format!("{VERSION}-")), "{k}");
+        assert_eq!(k.len(), VERSION.len() + 17, "{k}");
+        assert_eq!(k, cache_key());
+        // the sources the runner remembers are this package's
+        assert!(Path::new(SOURCES).join("src/bin/ptxsmith-emu.rs").is_file());
+    }
 }
