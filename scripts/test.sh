@@ -16,8 +16,10 @@
 #    emulator as libcuda.so.1 (cuda-emu/with-emu.sh) and
 #    PTXSMITH_REQUIRE_GPU=1, so none may skip; then the demo, interop and
 #    cudarc_interop examples, which must report that they ran on the device. The number
-#    of device tests that ran is printed. PTXSMITH_SKIP_EMULATOR=1 leaves
-#    this pass out.
+#    of device tests that ran is printed. Then scripts/dependent-emu-check.sh:
+#    a scratch crate outside the repository that depends on ptxsmith runs
+#    its GPU test with the installed runner (`ptxsmith-emu cargo test`).
+#    PTXSMITH_SKIP_EMULATOR=1 leaves this pass out.
 #
 # Every cargo invocation builds with --all-features (the tuning report and
 # the interop features are tested too); extra arguments are passed to every
@@ -168,6 +170,12 @@ emulator_pass() {
 if [[ "${PTXSMITH_SKIP_EMULATOR:-0}" != 1 ]]; then
     section "device tests on the CUDA driver emulator (cuda-emu: libcuda.so.1 on the simulator)"
     emulator_pass "$@" || status=1
+    # The same from outside: a scratch crate that depends on ptxsmith runs
+    # its GPU test through the installed runner (`ptxsmith-emu cargo
+    # test`), as the README tells a dependent to (a few minutes: it builds
+    # ptxsmith twice in a temporary folder).
+    section "a dependent crate's GPU test on the emulator (ptxsmith-emu; scripts/dependent-emu-check.sh)"
+    bash "$repo/scripts/dependent-emu-check.sh" || status=1
 fi
 
 # Lints: what a published crate is held to (rustfmt, clippy with warnings
