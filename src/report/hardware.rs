@@ -192,8 +192,12 @@ pub const L40S: Gpu = Gpu {
 /// database (quoted by hmc-tech.com, "NVIDIA B200 vs B100"), which give
 /// 148 × 128 × 2 × 1.98 GHz = 75.0 TFLOP/s, the vendor's figure. Sources
 /// disagree on bandwidth (8 TB/s in the launch material, 7.7 TB/s for the
-/// shipping HGX B200) and FP32 (80 TFLOP/s for the 1 200 W GB200 part):
-/// the HGX B200 figures are taken.
+/// shipping HGX B200) and on FP32: NVIDIA's Blackwell architecture
+/// technical brief gives 90 TFLOP/s for the GB200's B200 at 1 200 W and 80
+/// for the HGX B200 at 1 000 W (quoted in glennklockwood.com/garden/processors/B200),
+/// while the HGX page's current table gives 80 for a GB200 NVL72 GPU and 75
+/// for an HGX B200 GPU. The HGX page's HGX B200 figures (75 TFLOP/s,
+/// 7.7 TB/s) are taken: they agree with 148 SMs at 1.98 GHz.
 pub const B200: Gpu = Gpu {
     name: "B200",
     device_token: "B200",
