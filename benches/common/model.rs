@@ -34,10 +34,7 @@ pub fn lookup(
         let [card, token, n, _sm, fam, prob, k, t, share] = f[..] else {
             return None;
         };
-        let same_card = n.parse() == Ok(sms)
-            && device
-                .split([' ', '-'])
-                .any(|w| w.eq_ignore_ascii_case(token));
+        let same_card = n.parse() == Ok(sms) && same_card(device, token);
         if !(same_card && fam == family && prob == problem && k == kernel) {
             return None;
         }
@@ -47,6 +44,22 @@ pub fn lookup(
             share: share.parse().ok()?,
         })
     })
+}
+
+/// Words of a driver's device name that set a card apart from another of
+/// the same chip and SM count (`FORM_TOKENS` of `src/report/hardware.rs`,
+/// which the benches cannot import: the report is behind a feature).
+const FORM_TOKENS: [&str; 1] = ["NVL"];
+
+/// `Gpu::matches` of `src/report/hardware.rs` without the SM count: every
+/// word of the row's `token` is a word of `device` (split at spaces and
+/// dashes), and every form-factor word of `device` is in `token` (an
+/// `NVIDIA H100 NVL` is not the H100 SXM's row).
+fn same_card(device: &str, token: &str) -> bool {
+    let words: Vec<&str> = device.split([' ', '-']).collect();
+    let has = |w: &str| words.iter().any(|t| t.eq_ignore_ascii_case(w));
+    let ours = |w: &str| token.split(' ').any(|t| t.eq_ignore_ascii_case(w));
+    token.split(' ').all(has) && FORM_TOKENS.iter().all(|f| !has(f) || ours(f))
 }
 
 /// A line for the bench output: the model's figure, or why there is none.
@@ -115,5 +128,21 @@ pub fn check_rows(rows: &[(&str, &str)]) {
             lookup("NVIDIA H100 80GB HBM3", 132, family, problem, "*").is_some(),
             "docs/roofline.tsv has no H100 row for {family}: {problem}"
         );
+        // The NVL cards share the SXM parts' SM count: never their rows.
+        for (device, card) in [
+            ("NVIDIA H100 NVL", "H100 NVL"),
+            ("NVIDIA H200 NVL", "H200 NVL"),
+        ] {
+            let m = lookup(device, 132, family, problem, "*");
+            assert!(
+                m.as_ref().is_none_or(|m| m.card == card),
+                "{device} matched the row of {:?}",
+                m.map(|m| m.card)
+            );
+        }
     }
+    assert!(same_card("NVIDIA H100 80GB HBM3", "H100"));
+    assert!(!same_card("NVIDIA H100 NVL", "H100"));
+    assert!(same_card("NVIDIA H200 NVL", "H200 NVL"));
+    assert!(!same_card("NVIDIA H200", "H200 NVL"));
 }
