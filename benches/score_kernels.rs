@@ -50,16 +50,39 @@ fn bench_generate(c: &mut Criterion) {
     group.finish();
 }
 
-/// Boost clocks (MHz) of common data-centre cards, by name fragment: the
-/// driver facts ptxsmith reads do not include the SM clock.
-const BOOST_MHZ: [(&str, f64); 6] = [
-    ("H200", 1980.0),
-    ("H100", 1980.0),
-    ("A100", 1410.0),
-    ("L40", 2490.0),
-    ("L4", 2040.0),
-    ("V100", 1530.0),
+/// Boost clocks (MHz) of common data-centre cards, by the words of the
+/// driver's device name (every word must be a whole word of the name, the
+/// first matching entry wins, so the specific forms come first: an
+/// `NVIDIA H100 PCIe` is not the SXM part, an `NVIDIA L40S` not the L40).
+/// The driver facts ptxsmith reads do not include the SM clock. Sources:
+/// NVIDIA's datasheets via TechPowerUp's boost clocks (H100 PCIe 1 755, H100
+/// SXM 1 980, H100/H200 NVL 1 785, L40S 2 520, L40 2 490, L4 2 040), the
+/// A100 and V100 whitepapers (1 410, 1 530); `src/report/hardware.rs` holds
+/// the modeled cards' rows with their sources.
+const BOOST_MHZ: [(&[&str], f64); 10] = [
+    (&["H100", "PCIe"], 1755.0),
+    (&["H100", "NVL"], 1785.0),
+    (&["H200", "NVL"], 1785.0),
+    (&["H200"], 1980.0),
+    (&["H100"], 1980.0),
+    (&["A100"], 1410.0),
+    (&["L40S"], 2520.0),
+    (&["L40"], 2490.0),
+    (&["L4"], 2040.0),
+    (&["V100"], 1530.0),
 ];
+
+/// The boost clock of [`BOOST_MHZ`] for the driver's device `name`.
+fn boost_mhz(name: &str) -> Option<f64> {
+    let words: Vec<&str> = name.split([' ', '-']).collect();
+    BOOST_MHZ
+        .iter()
+        .find(|(ws, _)| {
+            ws.iter()
+                .all(|w| words.iter().any(|t| t.eq_ignore_ascii_case(w)))
+        })
+        .map(|(_, m)| *m)
+}
 
 /// Separate-rounding peak in TFLOP/s (`SMs × lanes × 2 × clock / 2`), with
 /// the clock from `PTXSMITH_SM_CLOCK_MHZ` or [`BOOST_MHZ`].
@@ -67,12 +90,7 @@ fn peak_tflops(sms: u32, sm: Sm, name: &str) -> Option<(f64, f64)> {
     let mhz = std::env::var("PTXSMITH_SM_CLOCK_MHZ")
         .ok()
         .and_then(|v| v.parse().ok())
-        .or_else(|| {
-            BOOST_MHZ
-                .iter()
-                .find(|(n, _)| name.contains(n))
-                .map(|(_, m)| *m)
-        })?;
+        .or_else(|| boost_mhz(name))?;
     let lanes = f64::from(sm.info().fp32_lanes_per_sm);
     Some((f64::from(sms) * lanes * 2.0 * mhz * 1e6 / 2.0 / 1e12, mhz))
 }
@@ -84,6 +102,18 @@ fn bench_gpu(c: &mut Criterion) {
         ("score", "score block rows 4096, K 16384, P 256"),
         ("score", "routed top-4, rows 256, K 32768, P 64"),
     ]);
+    // The clock table matches whole words, specific forms first.
+    for (device, mhz) in [
+        ("NVIDIA H100 PCIe", 1755.0),
+        ("NVIDIA H100 80GB HBM3", 1980.0),
+        ("NVIDIA H100 NVL", 1785.0),
+        ("NVIDIA H200", 1980.0),
+        ("NVIDIA L40S", 2520.0),
+        ("NVIDIA L40", 2490.0),
+        ("NVIDIA L4", 2040.0),
+    ] {
+        assert_eq!(boost_mhz(device), Some(mhz), "{device}");
+    }
     if let Some(reason) = ptxsmith::runtime::cuda_unavailable_reason() {
         // Under PTXSMITH_REQUIRE_GPU a missing device fails the bench.
         assert!(
