@@ -34,6 +34,7 @@
 pub mod hardware;
 pub mod math_cost;
 pub mod occupancy;
+pub mod pipes;
 pub mod roofline;
 mod svg;
 
