@@ -14,8 +14,10 @@
 
 #[path = "common/model.rs"]
 mod roofline;
+#[path = "common/timing.rs"]
+mod timing;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use ptxsmith::Sm;
@@ -151,15 +153,18 @@ fn bench_gpu(c: &mut Criterion) {
     group.throughput(Throughput::Elements(flops as u64));
     group.bench_function(format!("score_block_rows{rows}_K{k}_P{p}"), |b| {
         b.iter_custom(|iters| {
-            let start = Instant::now();
-            for _ in 0..iters {
-                st.launch(&module, cfg, &argv).unwrap();
-            }
-            st.synchronize().unwrap();
-            start.elapsed()
+            timing::iter_queued(
+                iters,
+                || st.launch(&module, cfg, &argv).unwrap(),
+                || st.synchronize().unwrap(),
+            )
         })
     });
-    let per = seconds_per_launch(&st, &module, cfg, &argv, 20);
+    let timed = timing::time(
+        || st.launch(&module, cfg, &argv).unwrap(),
+        || st.synchronize().unwrap(),
+    );
+    let per = timed.per_launch_s;
     let tf = flops / per / 1e12;
     match peak {
         Some((pk, mhz)) => println!(
@@ -173,7 +178,7 @@ fn bench_gpu(c: &mut Criterion) {
     }
     roofline::compare(
         "score_block rows 4096 K 16384 P 256",
-        per,
+        (timed.per_launch_s, timed.single_s),
         &name,
         sms,
         "score",
@@ -248,20 +253,25 @@ fn bench_gpu(c: &mut Criterion) {
         })
     });
     group.finish();
-    let secs = roofline::median_s(10, || {
-        let dx = st.upload(&x).unwrap();
-        let route = score::Route {
-            shape: score::ScoreShape { rows, k, p },
-            s,
-        };
-        route_top_s_dev(&st, route, None, &dx, &dd)
-            .unwrap()
-            .download(&st)
-            .unwrap();
-    });
+    // Upload, route and download: the download waits for the route, so
+    // each call is synchronous and both figures are per call.
+    let secs = timing::time(
+        || {
+            let dx = st.upload(&x).unwrap();
+            let route = score::Route {
+                shape: score::ScoreShape { rows, k, p },
+                s,
+            };
+            route_top_s_dev(&st, route, None, &dx, &dd)
+                .unwrap()
+                .download(&st)
+                .unwrap();
+        },
+        || st.synchronize().unwrap(),
+    );
     roofline::compare(
         "route resident D rows 256 K 32768 P 64 s 4 (upload and download included)",
-        secs,
+        (secs.per_launch_s, secs.single_s),
         &name,
         sms,
         "score",
@@ -326,7 +336,11 @@ fn tune_score_block(
             continue;
         }
         let (module, cfg, argv) = score_block_launch(st, t, (rows, k, p), (bx, bd, &mut *bo));
-        let per = seconds_per_launch(st, &module, cfg, &argv, 10);
+        let per = timing::time(
+            || st.launch(&module, cfg, &argv).unwrap(),
+            || st.synchronize().unwrap(),
+        )
+        .per_launch_s;
         let out = st.to_vec(&*bo);
         let same = out.as_ref().is_ok_and(|o| {
             o.iter()
@@ -393,20 +407,4 @@ fn score_block_launch(
     st.launch(&module, cfg, &argv).unwrap();
     st.synchronize().unwrap();
     (module, cfg, argv)
-}
-
-/// Seconds per launch of `module` over `reps` back-to-back launches.
-fn seconds_per_launch(
-    st: &ptxsmith::runtime::Stream,
-    module: &ptxsmith::dsl::PtxModule,
-    cfg: LaunchConfig,
-    argv: &[ArgValue],
-    reps: u32,
-) -> f64 {
-    let start = Instant::now();
-    for _ in 0..reps {
-        st.launch(module, cfg, argv).unwrap();
-    }
-    st.synchronize().unwrap();
-    start.elapsed().as_secs_f64() / f64::from(reps)
 }

@@ -13,7 +13,7 @@ const TSV: &str = include_str!("../../docs/roofline.tsv");
 pub struct Modeled {
     /// The card of the model's table.
     pub card: String,
-    /// Modeled seconds (a lower bound: max(memory, issue)).
+    /// Modeled seconds (max(memory, issue per pipe, chain latency)).
     pub seconds: f64,
     /// Modeled share of the problem's (or kernel's) roof.
     pub share: f64,
@@ -77,45 +77,39 @@ pub fn line(device: &str, sms: u32, family: &str, problem: &str, kernel: &str) -
     }
 }
 
-/// Print `label`'s measured time next to the model's figure for it.
+/// Print `label`'s measured time next to the model's figure for it:
+/// `measured` is `(per-launch seconds with launches queued, seconds of one
+/// launch plus a synchronisation)`, timed by `benches/common/timing.rs`;
+/// the ratio to the model uses the queued figure (the model has no launch
+/// latency).
 pub fn compare(
     label: &str,
-    measured_s: f64,
+    measured: (f64, f64),
     device: &str,
     sms: u32,
     family: &str,
     problem: &str,
     kernel: &str,
 ) {
+    let (per, single) = measured;
+    let m = format!(
+        "measured {:.1} µs per launch (queued), {:.1} µs one launch + sync",
+        per * 1e6,
+        single * 1e6
+    );
     match lookup(device, sms, family, problem, kernel) {
-        Some(m) => println!(
-            "{label}: measured {:.1} µs; model ({}) {:.1} µs, {:.0} % of the roof; measured / model = {:.2}",
-            measured_s * 1e6,
-            m.card,
-            m.seconds * 1e6,
-            100.0 * m.share,
-            measured_s / m.seconds
+        Some(r) => println!(
+            "{label}: {m}; model ({}) {:.1} µs, {:.0} % of the roof; measured / model = {:.2}",
+            r.card,
+            r.seconds * 1e6,
+            100.0 * r.share,
+            per / r.seconds
         ),
         None => println!(
-            "{label}: measured {:.1} µs; {}",
-            measured_s * 1e6,
+            "{label}: {m}; {}",
             line(device, sms, family, problem, kernel)
         ),
     }
-}
-
-/// Median of `reps` timings of `f` (after one untimed call), in seconds.
-pub fn median_s(reps: usize, mut f: impl FnMut()) -> f64 {
-    f();
-    let mut t: Vec<f64> = (0..reps.max(1))
-        .map(|_| {
-            let s = std::time::Instant::now();
-            f();
-            s.elapsed().as_secs_f64()
-        })
-        .collect();
-    t.sort_by(f64::total_cmp);
-    t[t.len() / 2]
 }
 
 /// Panic unless the committed model has each `(family, problem)` for the
