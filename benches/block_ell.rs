@@ -17,6 +17,8 @@
 
 #[path = "common/model.rs"]
 mod roofline;
+#[path = "common/timing.rs"]
+mod timing;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use ptxsmith::kernels::block_ell::{self, DeviceTopology, Dims};
@@ -99,6 +101,7 @@ fn bench(c: &mut Criterion) {
         ctx.info().map_or(String::new(), |i| i.to_string())
     );
     let st = ctx.default_stream();
+    let sync = || st.synchronize().unwrap();
     let (r, cb, b, n) = (64, 64, 32, 4096);
     let x = st.upload(&data(n * cb * b, 4)).unwrap();
     let gy = st.upload(&data(n * r * b, 5)).unwrap();
@@ -118,45 +121,66 @@ fn bench(c: &mut Criterion) {
         let mut gv = ctx.alloc::<f32>(dims.values_len()).unwrap();
         g.throughput(Throughput::Elements((n * r * filled * b * b) as u64));
         g.bench_function(format!("forward_2048_b32_n4096_{pct}pct"), |bn| {
-            bn.iter(|| {
-                block_ell::forward_dev(&st, &topo, n, &x, &values, None, &mut y).unwrap();
-                st.synchronize().unwrap();
+            bn.iter_custom(|iters| {
+                timing::iter_queued(
+                    iters,
+                    || {
+                        block_ell::forward_dev(&st, &topo, n, &x, &values, None, &mut y).unwrap();
+                    },
+                    sync,
+                )
             })
         });
         g.bench_function(format!("grad_input_2048_b32_n4096_{pct}pct"), |bn| {
-            bn.iter(|| {
-                block_ell::grad_input_dev(&st, &topo, n, &gy, &values, &mut gx).unwrap();
-                st.synchronize().unwrap();
+            bn.iter_custom(|iters| {
+                timing::iter_queued(
+                    iters,
+                    || {
+                        block_ell::grad_input_dev(&st, &topo, n, &gy, &values, &mut gx).unwrap();
+                    },
+                    sync,
+                )
             })
         });
         g.bench_function(format!("grad_values_2048_b32_n4096_{pct}pct"), |bn| {
-            bn.iter(|| {
-                block_ell::grad_values_dev(&st, &topo, n, &x, &gy, &mut gv).unwrap();
-                st.synchronize().unwrap();
+            bn.iter_custom(|iters| {
+                timing::iter_queued(
+                    iters,
+                    || {
+                        block_ell::grad_values_dev(&st, &topo, n, &x, &gy, &mut gv).unwrap();
+                    },
+                    sync,
+                )
             })
         });
         if pct == 100 || pct == 50 {
-            let fwd = roofline::median_s(10, || {
-                block_ell::forward_dev(&st, &topo, n, &x, &values, None, &mut y).unwrap();
-                st.synchronize().unwrap();
-            });
+            let fwd = timing::time(
+                || {
+                    block_ell::forward_dev(&st, &topo, n, &x, &values, None, &mut y).unwrap();
+                },
+                sync,
+            );
             let problem = format!("forward 2048 → 2048, B 32, N 4096, {pct} % of the slots");
             modeled.push((format!("block_ell forward {pct} %"), fwd, problem));
         }
         if pct == 50 {
-            let gi = roofline::median_s(10, || {
-                block_ell::grad_input_dev(&st, &topo, n, &gy, &values, &mut gx).unwrap();
-                st.synchronize().unwrap();
-            });
+            let gi = timing::time(
+                || {
+                    block_ell::grad_input_dev(&st, &topo, n, &gy, &values, &mut gx).unwrap();
+                },
+                sync,
+            );
             modeled.push((
                 "block_ell grad-input 50 %".into(),
                 gi,
                 "grad-input 2048 → 2048, B 32, N 4096, 50 % of the slots".into(),
             ));
-            let gvs = roofline::median_s(10, || {
-                block_ell::grad_values_dev(&st, &topo, n, &x, &gy, &mut gv).unwrap();
-                st.synchronize().unwrap();
-            });
+            let gvs = timing::time(
+                || {
+                    block_ell::grad_values_dev(&st, &topo, n, &x, &gy, &mut gv).unwrap();
+                },
+                sync,
+            );
             modeled.push((
                 "block_ell grad-values 50 %".into(),
                 gvs,
@@ -166,7 +190,15 @@ fn bench(c: &mut Criterion) {
     }
     g.finish();
     for (label, secs, problem) in modeled {
-        roofline::compare(&label, secs, &dev, sms, "block_ell", &problem, "*");
+        roofline::compare(
+            &label,
+            (secs.per_launch_s, secs.single_s),
+            &dev,
+            sms,
+            "block_ell",
+            &problem,
+            "*",
+        );
     }
 }
 

@@ -12,6 +12,8 @@
 
 #[path = "common/model.rs"]
 mod roofline;
+#[path = "common/timing.rs"]
+mod timing;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use ptxsmith::kernels::block_scaled::{
@@ -95,6 +97,7 @@ fn bench(c: &mut Criterion) {
         ctx.info().map_or(String::new(), |i| i.to_string())
     );
     let st = ctx.default_stream();
+    let sync = || st.synchronize().unwrap();
     let codec = Codec::for_sm(ctx.sm());
     let (m, k) = (16384, 8192);
     let x = st.upload(&data(m * k, 2)).unwrap();
@@ -125,46 +128,55 @@ fn bench(c: &mut Criterion) {
                 gv,
             )
             .unwrap();
-            st.synchronize().unwrap();
         };
         quantize(&mut codes, &mut scales);
+        sync();
         grp.throughput(Throughput::Bytes(bytes(&shape, layout, nv)));
         grp.bench_function(format!("quantize_{name}_{m}x{k}"), |b| {
-            b.iter(|| quantize(&mut codes, &mut scales))
+            b.iter_custom(|iters| {
+                timing::iter_queued(iters, || quantize(&mut codes, &mut scales), sync)
+            })
         });
-        let q = roofline::median_s(10, || quantize(&mut codes, &mut scales));
+        let q = timing::time(|| quantize(&mut codes, &mut scales), sync);
         let gd = nv.then(|| global.as_device());
         grp.throughput(Throughput::Bytes(bytes(&shape, layout, false)));
         grp.bench_function(format!("dequantize_{name}_{m}x{k}"), |b| {
-            b.iter(|| {
-                launch::dequantize_dev(
-                    &st,
-                    ptxsmith::kernels::block_scaled::Quantization {
-                        shape,
-                        recipe: ptxsmith::kernels::block_scaled::Recipe::default_for(
-                            (shape).format(),
-                        ),
-                        layout,
+            b.iter_custom(|iters| {
+                timing::iter_queued(
+                    iters,
+                    || {
+                        launch::dequantize_dev(
+                            &st,
+                            ptxsmith::kernels::block_scaled::Quantization {
+                                shape,
+                                recipe: ptxsmith::kernels::block_scaled::Recipe::default_for(
+                                    (shape).format(),
+                                ),
+                                layout,
+                            },
+                            codec,
+                            &codes,
+                            &scales,
+                            gd,
+                            &mut y,
+                        )
+                        .unwrap();
                     },
-                    codec,
-                    &codes,
-                    &scales,
-                    gd,
-                    &mut y,
+                    sync,
                 )
-                .unwrap();
-                st.synchronize().unwrap();
             })
         });
-        let d = roofline::median_s(10, || {
-            let q = ptxsmith::kernels::block_scaled::Quantization {
-                shape,
-                recipe: r,
-                layout,
-            };
-            launch::dequantize_dev(&st, q, codec, &codes, &scales, gd, &mut y).unwrap();
-            st.synchronize().unwrap();
-        });
+        let d = timing::time(
+            || {
+                let q = ptxsmith::kernels::block_scaled::Quantization {
+                    shape,
+                    recipe: r,
+                    layout,
+                };
+                launch::dequantize_dev(&st, q, codec, &codes, &scales, gd, &mut y).unwrap();
+            },
+            sync,
+        );
         timed.push((f, q, d));
     }
     grp.finish();
@@ -175,7 +187,7 @@ fn bench(c: &mut Criterion) {
         for (what, secs) in [("quantize", q), ("dequantize", d)] {
             roofline::compare(
                 &format!("block_scaled {what} {l} {m}x{k}"),
-                secs,
+                (secs.per_launch_s, secs.single_s),
                 &dev,
                 sms,
                 "block_scaled",

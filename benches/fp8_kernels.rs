@@ -10,6 +10,8 @@
 
 #[path = "common/model.rs"]
 mod roofline;
+#[path = "common/timing.rs"]
+mod timing;
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -57,18 +59,19 @@ fn bench_ptx_generation(reps: usize) {
     }
 }
 
-/// Kernel throughput on the device. Each timed call queues its launches
-/// on the default stream and synchronises it, so a timing covers the
-/// kernels' execution (the first, untimed call JIT-compiles them).
+/// Kernel throughput on the device, timed by `benches/common/timing.rs`
+/// (warm-up, then ten queued calls between two clock reads; one call plus
+/// a synchronisation beside it).
 ///
 /// Without a device it prints `SKIP: no CUDA device` and returns; under
 /// `PTXSMITH_REQUIRE_GPU=1` [`cuda_for_tests`] panics instead, failing the
 /// bench.
-fn bench_device(sizes: &[usize], reps: usize) {
+fn bench_device(sizes: &[usize]) {
     let Some(ctx) = cuda_for_tests() else {
         return;
     };
     let st = ctx.default_stream();
+    let sync = || st.synchronize().unwrap();
     let info = ctx.info().expect("a CUDA context has device info").clone();
     let peak = info.peak_bandwidth_gbps();
     let sm = ctx.sm();
@@ -85,9 +88,17 @@ fn bench_device(sizes: &[usize], reps: usize) {
     let f = Format::E4M3;
     let cfg = |blocks: u32| LaunchConfig::linear(blocks, BLOCK);
     // The model's problems are at 256 Mi elements, the default codec.
-    let modeled = |n: usize, codec: Codec, what: &str, problem: &str, d: Duration| {
+    let modeled = |n: usize, codec: Codec, what: &str, problem: &str, d: timing::Timed| {
         if n == 1 << 28 && codec == Codec::for_sm(sm) {
-            roofline::compare(what, d.as_secs_f64(), &info.name, sms, "fp8", problem, "*");
+            roofline::compare(
+                what,
+                (d.per_launch_s, d.single_s),
+                &info.name,
+                sms,
+                "fp8",
+                problem,
+                "*",
+            );
         }
     };
     for &n in sizes {
@@ -102,14 +113,15 @@ fn bench_device(sizes: &[usize], reps: usize) {
         let mut partials = ctx.alloc::<f32>(blocks as usize).unwrap();
         let mut stats = ctx.alloc::<f32>(ptx::STATS_LEN).unwrap();
         let n64 = n as u64;
-        let report = |what: &str, bytes: f64, d: Duration| {
-            let gbps = bytes / d.as_secs_f64() / 1e9;
+        let report = |what: &str, bytes: f64, d: timing::Timed| {
+            let gbps = bytes / d.per_launch_s / 1e9;
             let share = peak.map_or(String::new(), |p| {
                 format!(" ({:.0}% of peak)", 100.0 * gbps / p)
             });
             println!(
-                "n = {n:>10}  {what:<34} {:>9.1} µs  {gbps:>7.1} GB/s{share}",
-                d.as_secs_f64() * 1e6
+                "n = {n:>10}  {what:<34} {:>9.1} µs  {gbps:>7.1} GB/s{share}  (one launch + sync {:.1} µs)",
+                d.per_launch_s * 1e6,
+                d.single_s * 1e6
             );
         };
 
@@ -127,11 +139,13 @@ fn bench_device(sizes: &[usize], reps: usize) {
             stats: st.arg_mut("stats", &mut stats).unwrap(),
         }
         .args();
-        let d = median_time(reps, || {
-            st.launch(&m1, cfg(blocks), &a1).unwrap();
-            st.launch(&m2, cfg(1), &a2).unwrap();
-            st.synchronize().unwrap();
-        });
+        let d = timing::time(
+            || {
+                st.launch(&m1, cfg(blocks), &a1).unwrap();
+                st.launch(&m2, cfg(1), &a2).unwrap();
+            },
+            sync,
+        );
         report("absmax (2 passes, reads 4 B/elem)", 4.0 * n as f64, d);
 
         for &codec in &codecs {
@@ -143,12 +157,14 @@ fn bench_device(sizes: &[usize], reps: usize) {
                 codes: st.arg_mut("codes", &mut c).unwrap(),
             }
             .args();
-            let d = median_time(reps, || {
-                st.launch(&m1, cfg(blocks), &a1).unwrap();
-                st.launch(&m2, cfg(1), &a2).unwrap();
-                st.launch(&mq, cfg(blocks), &aq).unwrap();
-                st.synchronize().unwrap();
-            });
+            let d = timing::time(
+                || {
+                    st.launch(&m1, cfg(blocks), &a1).unwrap();
+                    st.launch(&m2, cfg(1), &a2).unwrap();
+                    st.launch(&mq, cfg(blocks), &aq).unwrap();
+                },
+                sync,
+            );
             report(
                 &format!("quantize+absmax {codec:?} (9 B/elem)"),
                 9.0 * n as f64,
@@ -170,10 +186,12 @@ fn bench_device(sizes: &[usize], reps: usize) {
                 codes: st.arg_mut("codes", &mut c).unwrap(),
             }
             .args();
-            let d = median_time(reps, || {
-                st.launch(&ms, cfg(blocks), &as_).unwrap();
-                st.synchronize().unwrap();
-            });
+            let d = timing::time(
+                || {
+                    st.launch(&ms, cfg(blocks), &as_).unwrap();
+                },
+                sync,
+            );
             report(
                 &format!("quantize_with_scale {codec:?} (5 B/elem)"),
                 5.0 * n as f64,
@@ -195,10 +213,12 @@ fn bench_device(sizes: &[usize], reps: usize) {
                 y: st.arg_mut("y", &mut y).unwrap(),
             }
             .args();
-            let d = median_time(reps, || {
-                st.launch(&md, cfg(blocks), &ad).unwrap();
-                st.synchronize().unwrap();
-            });
+            let d = timing::time(
+                || {
+                    st.launch(&md, cfg(blocks), &ad).unwrap();
+                },
+                sync,
+            );
             report(
                 &format!("dequantize {codec:?} (5 B/elem)"),
                 5.0 * n as f64,
@@ -220,10 +240,12 @@ fn bench_device(sizes: &[usize], reps: usize) {
                 y: st.arg_mut("y", &mut y).unwrap(),
             }
             .args();
-            let d = median_time(reps, || {
-                st.launch(&mds, cfg(blocks), &ads).unwrap();
-                st.synchronize().unwrap();
-            });
+            let d = timing::time(
+                || {
+                    st.launch(&mds, cfg(blocks), &ads).unwrap();
+                },
+                sync,
+            );
             report(
                 &format!("dequantize_stats {codec:?} (5 B/elem)"),
                 5.0 * n as f64,
@@ -256,9 +278,9 @@ fn main() {
     let full = std::env::args().any(|a| a == "--bench");
     if full {
         bench_ptx_generation(200);
-        bench_device(&[1 << 20, 1 << 24, 1 << 28], 20);
+        bench_device(&[1 << 20, 1 << 24, 1 << 28]);
     } else {
         bench_ptx_generation(3);
-        bench_device(&[1 << 20], 2);
+        bench_device(&[1 << 20]);
     }
 }

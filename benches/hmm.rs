@@ -1,9 +1,9 @@
-//! HMM forward-backward time per `T · S²` (the forward and backward
+//! HMM forward-backward time per `B · T · S²` (the forward and backward
 //! recursions each do `L · S²` multiply-adds, the transition counts two per
 //! state pair and step): the host
 //! model always; on a GPU the slice API at batch 64, T 1000, S 256
 //! (uploads and downloads included), then the device entry point on
-//! resident buffers, median of 3, next to the roofline model's time for
+//! resident buffers, timed by `benches/common/timing.rs`, next to the roofline model's time for
 //! the card (`docs/roofline.tsv`).
 //!
 //! ```text
@@ -12,6 +12,8 @@
 
 #[path = "common/model.rs"]
 mod roofline;
+#[path = "common/timing.rs"]
+mod timing;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use ptxsmith::kernels::hmm::{self, DeviceInputs, DeviceOutputs, Inputs, Shape, host};
@@ -96,27 +98,29 @@ fn bench(c: &mut Criterion) {
     );
     let mut ll = ctx2.alloc::<f32>(batch).unwrap();
     let mut xi = ctx2.alloc::<f32>(batch * s * s).unwrap();
-    let secs = roofline::median_s(3, || {
-        let inp = DeviceInputs {
-            log_pi: pi_d.as_device(),
-            log_a: a_d.as_device(),
-            log_b: b_d.as_device(),
-            lengths: &l,
-        };
-        let out = DeviceOutputs {
-            log_alpha: alpha.as_device_mut(),
-            log_beta: beta.as_device_mut(),
-            log_likelihood: ll.as_device_mut(),
-            gamma: gamma.as_device_mut(),
-            xi: xi.as_device_mut(),
-        };
-        hmm::forward_backward_dev(&st, shape, &inp, out).unwrap();
-        st.synchronize().unwrap();
-    });
+    let secs = timing::time(
+        || {
+            let inp = DeviceInputs {
+                log_pi: pi_d.as_device(),
+                log_a: a_d.as_device(),
+                log_b: b_d.as_device(),
+                lengths: &l,
+            };
+            let out = DeviceOutputs {
+                log_alpha: alpha.as_device_mut(),
+                log_beta: beta.as_device_mut(),
+                log_likelihood: ll.as_device_mut(),
+                gamma: gamma.as_device_mut(),
+                xi: xi.as_device_mut(),
+            };
+            hmm::forward_backward_dev(&st, shape, &inp, out).unwrap();
+        },
+        || st.synchronize().unwrap(),
+    );
     let dev = ctx.info().map_or(String::new(), |i| i.name.clone());
     roofline::compare(
         "hmm forward-backward 64x1000x256 (resident buffers)",
-        secs,
+        (secs.per_launch_s, secs.single_s),
         &dev,
         ctx.multiprocessor_count(),
         "hmm",

@@ -1,7 +1,8 @@
 //! logcumsumexp forward and backward: the host model always; on a GPU the
 //! kernels at `[4096, 4096]`, in GB/s (`2 · rows · T · 4` bytes for the
-//! forward) next to the card's memory bandwidth, and the median of 10
-//! calls next to the roofline model's time for the card
+//! forward) next to the card's memory bandwidth, and the per-launch time
+//! of queued launches (`benches/common/timing.rs`) next to the roofline
+//! model's time for the card
 //! (`docs/roofline.tsv`).
 //!
 //! ```text
@@ -10,6 +11,8 @@
 
 #[path = "common/model.rs"]
 mod roofline;
+#[path = "common/timing.rs"]
+mod timing;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use ptxsmith::kernels::logcumsumexp::{Shape, backward_dev, forward_dev, host};
@@ -69,42 +72,46 @@ fn bench(c: &mut Criterion) {
     let mut grp = c.benchmark_group("logcumsumexp/gpu");
     grp.sample_size(10);
     grp.throughput(Throughput::Bytes((8 * n) as u64));
+    let sync = || st.synchronize().unwrap();
     grp.bench_function("forward_4096x4096", |b| {
-        b.iter(|| {
-            forward_dev(&st, shape, &dx, &mut dy).unwrap();
-            st.synchronize().unwrap();
+        b.iter_custom(|iters| {
+            timing::iter_queued(
+                iters,
+                || forward_dev(&st, shape, &dx, &mut dy).unwrap(),
+                sync,
+            )
         })
     });
     grp.throughput(Throughput::Bytes((12 * n) as u64));
     grp.bench_function("backward_4096x4096", |b| {
-        b.iter(|| {
-            backward_dev(&st, shape, &dx, &dg, &mut dgx).unwrap();
-            st.synchronize().unwrap();
+        b.iter_custom(|iters| {
+            timing::iter_queued(
+                iters,
+                || backward_dev(&st, shape, &dx, &dg, &mut dgx).unwrap(),
+                sync,
+            )
         })
     });
     grp.finish();
     let dev = ctx.info().map_or(String::new(), |i| i.name.clone());
     let sms = ctx.multiprocessor_count();
-    let fwd = roofline::median_s(10, || {
-        forward_dev(&st, shape, &dx, &mut dy).unwrap();
-        st.synchronize().unwrap();
-    });
+    let fwd = timing::time(|| forward_dev(&st, shape, &dx, &mut dy).unwrap(), sync);
     roofline::compare(
         "logcumsumexp forward 4096x4096",
-        fwd,
+        (fwd.per_launch_s, fwd.single_s),
         &dev,
         sms,
         "logcumsumexp",
         "forward [4096, 4096]",
         "*",
     );
-    let bwd = roofline::median_s(10, || {
-        backward_dev(&st, shape, &dx, &dg, &mut dgx).unwrap();
-        st.synchronize().unwrap();
-    });
+    let bwd = timing::time(
+        || backward_dev(&st, shape, &dx, &dg, &mut dgx).unwrap(),
+        sync,
+    );
     roofline::compare(
         "logcumsumexp backward 4096x4096",
-        bwd,
+        (bwd.per_launch_s, bwd.single_s),
         &dev,
         sms,
         "logcumsumexp",

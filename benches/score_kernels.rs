@@ -14,8 +14,10 @@
 
 #[path = "common/model.rs"]
 mod roofline;
+#[path = "common/timing.rs"]
+mod timing;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use ptxsmith::Sm;
@@ -50,16 +52,39 @@ fn bench_generate(c: &mut Criterion) {
     group.finish();
 }
 
-/// Boost clocks (MHz) of common data-centre cards, by name fragment: the
-/// driver facts ptxsmith reads do not include the SM clock.
-const BOOST_MHZ: [(&str, f64); 6] = [
-    ("H200", 1980.0),
-    ("H100", 1980.0),
-    ("A100", 1410.0),
-    ("L40", 2490.0),
-    ("L4", 2040.0),
-    ("V100", 1530.0),
+/// Boost clocks (MHz) of common data-centre cards, by the words of the
+/// driver's device name (every word must be a whole word of the name, the
+/// first matching entry wins, so the specific forms come first: an
+/// `NVIDIA H100 PCIe` is not the SXM part, an `NVIDIA L40S` not the L40).
+/// The driver facts ptxsmith reads do not include the SM clock. Sources:
+/// NVIDIA's datasheets via TechPowerUp's boost clocks (H100 PCIe 1 755, H100
+/// SXM 1 980, H100/H200 NVL 1 785, L40S 2 520, L40 2 490, L4 2 040), the
+/// A100 and V100 whitepapers (1 410, 1 530); `src/report/hardware.rs` holds
+/// the modeled cards' rows with their sources.
+const BOOST_MHZ: [(&[&str], f64); 10] = [
+    (&["H100", "PCIe"], 1755.0),
+    (&["H100", "NVL"], 1785.0),
+    (&["H200", "NVL"], 1785.0),
+    (&["H200"], 1980.0),
+    (&["H100"], 1980.0),
+    (&["A100"], 1410.0),
+    (&["L40S"], 2520.0),
+    (&["L40"], 2490.0),
+    (&["L4"], 2040.0),
+    (&["V100"], 1530.0),
 ];
+
+/// The boost clock of [`BOOST_MHZ`] for the driver's device `name`.
+fn boost_mhz(name: &str) -> Option<f64> {
+    let words: Vec<&str> = name.split([' ', '-']).collect();
+    BOOST_MHZ
+        .iter()
+        .find(|(ws, _)| {
+            ws.iter()
+                .all(|w| words.iter().any(|t| t.eq_ignore_ascii_case(w)))
+        })
+        .map(|(_, m)| *m)
+}
 
 /// Separate-rounding peak in TFLOP/s (`SMs × lanes × 2 × clock / 2`), with
 /// the clock from `PTXSMITH_SM_CLOCK_MHZ` or [`BOOST_MHZ`].
@@ -67,12 +92,7 @@ fn peak_tflops(sms: u32, sm: Sm, name: &str) -> Option<(f64, f64)> {
     let mhz = std::env::var("PTXSMITH_SM_CLOCK_MHZ")
         .ok()
         .and_then(|v| v.parse().ok())
-        .or_else(|| {
-            BOOST_MHZ
-                .iter()
-                .find(|(n, _)| name.contains(n))
-                .map(|(_, m)| *m)
-        })?;
+        .or_else(|| boost_mhz(name))?;
     let lanes = f64::from(sm.info().fp32_lanes_per_sm);
     Some((f64::from(sms) * lanes * 2.0 * mhz * 1e6 / 2.0 / 1e12, mhz))
 }
@@ -84,6 +104,18 @@ fn bench_gpu(c: &mut Criterion) {
         ("score", "score block rows 4096, K 16384, P 256"),
         ("score", "routed top-4, rows 256, K 32768, P 64"),
     ]);
+    // The clock table matches whole words, specific forms first.
+    for (device, mhz) in [
+        ("NVIDIA H100 PCIe", 1755.0),
+        ("NVIDIA H100 80GB HBM3", 1980.0),
+        ("NVIDIA H100 NVL", 1785.0),
+        ("NVIDIA H200", 1980.0),
+        ("NVIDIA L40S", 2520.0),
+        ("NVIDIA L40", 2490.0),
+        ("NVIDIA L4", 2040.0),
+    ] {
+        assert_eq!(boost_mhz(device), Some(mhz), "{device}");
+    }
     if let Some(reason) = ptxsmith::runtime::cuda_unavailable_reason() {
         // Under PTXSMITH_REQUIRE_GPU a missing device fails the bench.
         assert!(
@@ -121,15 +153,18 @@ fn bench_gpu(c: &mut Criterion) {
     group.throughput(Throughput::Elements(flops as u64));
     group.bench_function(format!("score_block_rows{rows}_K{k}_P{p}"), |b| {
         b.iter_custom(|iters| {
-            let start = Instant::now();
-            for _ in 0..iters {
-                st.launch(&module, cfg, &argv).unwrap();
-            }
-            st.synchronize().unwrap();
-            start.elapsed()
+            timing::iter_queued(
+                iters,
+                || st.launch(&module, cfg, &argv).unwrap(),
+                || st.synchronize().unwrap(),
+            )
         })
     });
-    let per = seconds_per_launch(&st, &module, cfg, &argv, 20);
+    let timed = timing::time(
+        || st.launch(&module, cfg, &argv).unwrap(),
+        || st.synchronize().unwrap(),
+    );
+    let per = timed.per_launch_s;
     let tf = flops / per / 1e12;
     match peak {
         Some((pk, mhz)) => println!(
@@ -143,7 +178,7 @@ fn bench_gpu(c: &mut Criterion) {
     }
     roofline::compare(
         "score_block rows 4096 K 16384 P 256",
-        per,
+        (timed.per_launch_s, timed.single_s),
         &name,
         sms,
         "score",
@@ -218,20 +253,25 @@ fn bench_gpu(c: &mut Criterion) {
         })
     });
     group.finish();
-    let secs = roofline::median_s(10, || {
-        let dx = st.upload(&x).unwrap();
-        let route = score::Route {
-            shape: score::ScoreShape { rows, k, p },
-            s,
-        };
-        route_top_s_dev(&st, route, None, &dx, &dd)
-            .unwrap()
-            .download(&st)
-            .unwrap();
-    });
+    // Upload, route and download: the download waits for the route, so
+    // each call is synchronous and both figures are per call.
+    let secs = timing::time(
+        || {
+            let dx = st.upload(&x).unwrap();
+            let route = score::Route {
+                shape: score::ScoreShape { rows, k, p },
+                s,
+            };
+            route_top_s_dev(&st, route, None, &dx, &dd)
+                .unwrap()
+                .download(&st)
+                .unwrap();
+        },
+        || st.synchronize().unwrap(),
+    );
     roofline::compare(
         "route resident D rows 256 K 32768 P 64 s 4 (upload and download included)",
-        secs,
+        (secs.per_launch_s, secs.single_s),
         &name,
         sms,
         "score",
@@ -296,7 +336,11 @@ fn tune_score_block(
             continue;
         }
         let (module, cfg, argv) = score_block_launch(st, t, (rows, k, p), (bx, bd, &mut *bo));
-        let per = seconds_per_launch(st, &module, cfg, &argv, 10);
+        let per = timing::time(
+            || st.launch(&module, cfg, &argv).unwrap(),
+            || st.synchronize().unwrap(),
+        )
+        .per_launch_s;
         let out = st.to_vec(&*bo);
         let same = out.as_ref().is_ok_and(|o| {
             o.iter()
@@ -363,20 +407,4 @@ fn score_block_launch(
     st.launch(&module, cfg, &argv).unwrap();
     st.synchronize().unwrap();
     (module, cfg, argv)
-}
-
-/// Seconds per launch of `module` over `reps` back-to-back launches.
-fn seconds_per_launch(
-    st: &ptxsmith::runtime::Stream,
-    module: &ptxsmith::dsl::PtxModule,
-    cfg: LaunchConfig,
-    argv: &[ArgValue],
-    reps: u32,
-) -> f64 {
-    let start = Instant::now();
-    for _ in 0..reps {
-        st.launch(module, cfg, argv).unwrap();
-    }
-    st.synchronize().unwrap();
-    start.elapsed().as_secs_f64() / f64::from(reps)
 }

@@ -3,29 +3,299 @@
 side on the same device in the same device-suite run (scripts/device-suite.sh
 runs this after the benches). Prints a Markdown table; needs torch with CUDA.
 
+Every baseline is labelled with how it runs:
+  eager     plain PyTorch calls, one kernel (or a few) per op
+  graph     the eager calls captured once in a CUDA graph and replayed
+  compiled  torch.compile of the same function (the fused kernel a PyTorch
+            user gets); "not available" with the reason where it fails
+
+Timing (the same rules as benches/common/timing.rs): three warm-up calls,
+then ten calls queued between two CUDA events, per-call time = elapsed / 10;
+the median of five such intervals is reported.
+
 Shapes match the benches:
   logcumsumexp  [4096, 4096] f32, forward and backward (benches/logcumsumexp.rs)
   hmm forward   batch 64, T 1000, S 256: logsumexp of a broadcast sum per step
                 (benches/hmm.rs times ptxsmith's whole forward-backward)
-  score GEMM    x [4096, 2048] @ D^T [2048, 8192], TF32 off (benches/score_kernels.rs)
-  fp8 cast      256 Mi f32 -> float8_e4m3fn and back (benches/fp8_kernels.rs)
+  score GEMM    the bench's shape: x [4096, 256] @ D^T [256, 16384] (rows 4096,
+                K 16384, P 256; benches/score_kernels.rs), fp32 with TF32 off
+  fp8           256 Mi f32 -> float8_e4m3fn and back (benches/fp8_kernels.rs):
+                the plain casts, and quantize-with-amax (current scaling) and
+                dequantize eager, graph and compiled
+  block-scaled  [16384, 8192] f32 (benches/block_scaled.rs): torchao's MXFP8,
+                MXFP4 and NVFP4 quantizers and dequantizers where torchao is
+                installed (eager and compiled), else a "not available" line
   block-ELL     the dense layer of benches/block_ell.rs: x [4096, 2048] @ W^T
-                [2048, 2048], TF32 off, forward and both weight/input grads
+                [2048, 2048], forward and both grads, in fp32 (TF32 off),
+                TF32 and bf16
 """
+import statistics
 import sys
-import time
+
+WARMUP = 3
+QUEUED = 10
+REPS = 5
 
 
-def timed(fn, reps=10):
+def timed(fn, queued=QUEUED, reps=REPS):
+    """Per-call seconds: warm-up, then `queued` calls between two CUDA events."""
     import torch
 
-    fn()
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(reps):
+    for _ in range(WARMUP):
         fn()
     torch.cuda.synchronize()
-    return (time.perf_counter() - t0) / reps
+    times = []
+    for _ in range(reps):
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(queued):
+            fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / 1e3 / queued)
+    return statistics.median(times)
+
+
+def graphed(fn):
+    """`fn` captured in a CUDA graph: returns the replay function."""
+    import torch
+
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(WARMUP):
+            fn()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        fn()
+    return g.replay
+
+
+class Table:
+    """Rows printed as soon as they are measured (a step timeout of the
+    device suite then keeps what ran)."""
+
+    def __init__(self):
+        print("\n| baseline | how | time | rate |\n|---|---|---:|---:|", flush=True)
+
+    def add(self, label, how, secs, rate=None, unit=""):
+        r = f"{rate:.1f} {unit}" if rate is not None else "–"
+        print(f"| {label} | {how} | {secs * 1e3:.3f} ms | {r} |", flush=True)
+
+    def na(self, label, how, why):
+        why = " ".join(str(why).split())[:160]
+        print(f"| {label} | {how} | – | not available: {why} |", flush=True)
+
+    def run(self, label, how, fn, rate_of=None, unit="", queued=QUEUED, reps=REPS):
+        """Time `fn` (made by a thunk, so that building it may fail too)."""
+        try:
+            f = fn()
+            secs = timed(f, queued=queued, reps=reps)
+        except Exception as e:  # noqa: BLE001 - any failure is reported, not raised
+            self.na(label, how, f"{type(e).__name__}: {e}")
+            return None
+        self.add(label, how, secs, rate_of(secs) if rate_of else None, unit)
+        return secs
+
+
+def compiled(fn):
+    import torch
+
+    c = torch.compile(fn)
+    return c
+
+
+def logcumsumexp(t, dev):
+    import torch
+
+    x = torch.randn(4096, 4096, device=dev) * 10
+    gbps = lambda s: 2 * x.numel() * 4 / s / 1e9  # noqa: E731
+    t.run("torch.logcumsumexp fwd [4096,4096]", "eager", lambda: lambda: torch.logcumsumexp(x, dim=1), gbps, "GB/s")
+    t.run(
+        "torch.logcumsumexp fwd [4096,4096]",
+        "compiled",
+        lambda: (lambda f: lambda: f(x))(compiled(lambda v: torch.logcumsumexp(v, dim=1))),
+        gbps,
+        "GB/s",
+    )
+    xg = x.clone().requires_grad_(True)
+    g = torch.randn_like(x)
+
+    def fwd_bwd():
+        y = torch.logcumsumexp(xg, dim=1)
+        (y * g).sum().backward()
+
+    t.run("torch.logcumsumexp fwd+bwd [4096,4096]", "eager", lambda: fwd_bwd)
+
+
+def hmm(t, dev):
+    import torch
+
+    b, T, S = 64, 1000, 256
+    log_a = torch.log_softmax(torch.randn(S, S, device=dev), dim=1)
+    log_b = torch.log_softmax(torch.randn(b, T, S, device=dev), dim=2)
+    log_pi = torch.log_softmax(torch.randn(S, device=dev), dim=0)
+
+    def hmm_forward():
+        alpha = log_pi + log_b[:, 0]
+        for step in range(1, T):
+            alpha = torch.logsumexp(alpha[:, :, None] + log_a[None], dim=1) + log_b[:, step]
+        return torch.logsumexp(alpha, dim=1)
+
+    t.run(
+        "torch HMM forward b64 T1000 S256",
+        "eager",
+        lambda: hmm_forward,
+        lambda s: b * T * S * S / s / 1e9,
+        "G B·T·S² terms/s",
+        queued=1,
+        reps=3,
+    )
+
+
+def score_gemm(t, dev):
+    import torch
+
+    rows, k, p = 4096, 16384, 256
+    xs = torch.randn(rows, p, device=dev)
+    d = torch.randn(k, p, device=dev)
+    tf = lambda s: 2 * rows * k * p / s / 1e12  # noqa: E731
+    torch.backends.cuda.matmul.allow_tf32 = False
+    t.run(f"torch.mm fp32 (TF32 off) x[{rows},{p}] @ D^T[{p},{k}]", "eager", lambda: lambda: xs @ d.T, tf, "TFLOP/s")
+
+
+def dense_layer(t, dev):
+    import torch
+
+    n, fin, fout = 4096, 2048, 2048
+    flops = 2 * n * fin * fout
+    tf = lambda s: flops / s / 1e12  # noqa: E731
+    for dtype, tf32, name in [
+        (torch.float32, False, "fp32 (TF32 off)"),
+        (torch.float32, True, "TF32"),
+        (torch.bfloat16, False, "bf16"),
+    ]:
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        xl = torch.randn(n, fin, device=dev, dtype=dtype)
+        w = torch.randn(fout, fin, device=dev, dtype=dtype)
+        gy = torch.randn(n, fout, device=dev, dtype=dtype)
+        t.run(f"dense layer fwd x@W^T {n}x{fin}x{fout} {name}", "eager", lambda: lambda: xl @ w.T, tf, "TFLOP/s")
+        t.run(f"dense layer grad-input gy@W {name}", "eager", lambda: lambda: gy @ w, tf, "TFLOP/s")
+        t.run(f"dense layer grad-weight gy^T@x {name}", "eager", lambda: lambda: gy.T @ xl, tf, "TFLOP/s")
+    torch.backends.cuda.matmul.allow_tf32 = False
+
+
+def fp8(t, dev):
+    import torch
+
+    if not hasattr(torch, "float8_e4m3fn"):
+        t.na("fp8 casts", "eager", "torch has no float8_e4m3fn")
+        return
+    e4m3 = torch.float8_e4m3fn
+    fmax = torch.finfo(e4m3).max
+    big = torch.randn(256 * 2**20, device=dev)
+    n = big.numel()
+    gbps = lambda b: lambda s: n * b / s / 1e9  # noqa: E731
+    t.run("f32 -> e4m3 cast 256 Mi (no scaling), 5 B/elem", "eager", lambda: lambda: big.to(e4m3), gbps(5), "GB/s")
+    q = big.to(e4m3)
+    t.run("e4m3 -> f32 cast 256 Mi, 5 B/elem", "eager", lambda: lambda: q.to(torch.float32), gbps(5), "GB/s")
+
+    def quant_amax(x):
+        amax = x.abs().amax()
+        scale = fmax / torch.clamp(amax, min=1e-12)
+        return (x * scale).clamp(-fmax, fmax).to(e4m3), scale.reciprocal()
+
+    def dequant(codes, scale_inv):
+        return codes.to(torch.float32) * scale_inv
+
+    s_inv = torch.tensor(2.0, device=dev)
+    label_q = "fp8 quantize with amax (current scaling) 256 Mi, 9 B/elem"
+    label_d = "fp8 dequantize 256 Mi, 5 B/elem"
+    t.run(label_q, "eager", lambda: lambda: quant_amax(big), gbps(9), "GB/s")
+    t.run(label_d, "eager", lambda: lambda: dequant(q, s_inv), gbps(5), "GB/s")
+    t.run(label_q, "graph", lambda: graphed(lambda: quant_amax(big)), gbps(9), "GB/s")
+    t.run(label_d, "graph", lambda: graphed(lambda: dequant(q, s_inv)), gbps(5), "GB/s")
+    t.run(label_q, "compiled", lambda: (lambda f: lambda: f(big))(compiled(quant_amax)), gbps(9), "GB/s")
+    t.run(label_d, "compiled", lambda: (lambda f: lambda: f(q, s_inv))(compiled(dequant)), gbps(5), "GB/s")
+
+
+def block_scaled(t, dev):
+    """torchao's MX and NVFP4 quantizers, where torchao is installed."""
+    import torch
+
+    m, k = 16384, 8192
+    try:
+        import torchao  # noqa: F401
+        from torchao.prototype.mx_formats.mx_tensor import MXTensor
+    except Exception as e:  # noqa: BLE001
+        t.na("torchao MXFP8/MXFP4/NVFP4 quantize and dequantize", "eager/compiled", f"torchao: {e}")
+        return
+    x = torch.randn(m, k, device=dev)
+    n = x.numel()
+    gbps = lambda b: lambda s: n * b / s / 1e9  # noqa: E731
+    fp4 = getattr(torch, "float4_e2m1fn_x2", None)
+    try:
+        from torchao.prototype.mx_formats.constants import DTYPE_FP4
+
+        fp4 = DTYPE_FP4
+    except Exception:  # noqa: BLE001
+        pass
+    # (name, element dtype, block, bytes per element quantize = 4 in + codes + scales)
+    formats = [("MXFP8 E4M3", torch.float8_e4m3fn, 32, 1.0 + 1 / 32)]
+    if fp4 is not None:
+        formats.append(("MXFP4", fp4, 32, 0.5 + 1 / 32))
+    else:
+        t.na("torchao MXFP4", "eager/compiled", "no FP4 element dtype in this torch/torchao")
+    for name, elem, block, out_b in formats:
+        to_mx = lambda v, elem=elem, block=block: MXTensor.to_mx(v, elem, block)  # noqa: E731
+        t.run(f"torchao {name} quantize [{m},{k}]", "eager", lambda to_mx=to_mx: lambda: to_mx(x), gbps(4 + out_b), "GB/s")
+        t.run(
+            f"torchao {name} quantize [{m},{k}]",
+            "compiled",
+            lambda to_mx=to_mx: (lambda f: lambda: f(x))(compiled(to_mx)),
+            gbps(4 + out_b),
+            "GB/s",
+        )
+        try:
+            mx = to_mx(x)
+            deq = lambda v: v.to_dtype(torch.float32)  # noqa: E731
+            t.run(f"torchao {name} dequantize [{m},{k}]", "eager", lambda mx=mx: lambda: deq(mx), gbps(4 + out_b), "GB/s")
+            t.run(
+                f"torchao {name} dequantize [{m},{k}]",
+                "compiled",
+                lambda mx=mx: (lambda f: lambda: f(mx))(compiled(deq)),
+                gbps(4 + out_b),
+                "GB/s",
+            )
+        except Exception as e:  # noqa: BLE001
+            t.na(f"torchao {name} dequantize", "eager/compiled", f"{type(e).__name__}: {e}")
+    try:
+        from torchao.prototype.mx_formats.nvfp4_tensor import NVFP4Tensor
+    except Exception as e:  # noqa: BLE001
+        t.na("torchao NVFP4 quantize and dequantize", "eager/compiled", f"{type(e).__name__}: {e}")
+        return
+    nv_b = 4 + 0.5 + 1 / 16
+    t.run(f"torchao NVFP4 quantize [{m},{k}]", "eager", lambda: lambda: NVFP4Tensor.to_nvfp4(x), gbps(nv_b), "GB/s")
+    t.run(
+        f"torchao NVFP4 quantize [{m},{k}]",
+        "compiled",
+        lambda: (lambda f: lambda: f(x))(compiled(lambda v: NVFP4Tensor.to_nvfp4(v))),
+        gbps(nv_b),
+        "GB/s",
+    )
+    try:
+        nv = NVFP4Tensor.to_nvfp4(x)
+        t.run(
+            f"torchao NVFP4 dequantize [{m},{k}]",
+            "eager",
+            lambda: lambda: nv.to_dtype(torch.float32),
+            gbps(nv_b),
+            "GB/s",
+        )
+    except Exception as e:  # noqa: BLE001
+        t.na("torchao NVFP4 dequantize", "eager", f"{type(e).__name__}: {e}")
 
 
 def main():
@@ -41,63 +311,19 @@ def main():
     dev = torch.device("cuda")
     name = torch.cuda.get_device_name(0)
     print(f"torch baselines on {name}, torch {torch.__version__}, CUDA {torch.version.cuda}")
-    rows = []
+    try:
+        import torchao
 
-    x = torch.randn(4096, 4096, device=dev) * 10
-    t = timed(lambda: torch.logcumsumexp(x, dim=1))
-    rows.append(("torch.logcumsumexp fwd [4096,4096]", t, 2 * x.numel() * 4 / t / 1e9, "GB/s"))
-    xg = x.clone().requires_grad_(True)
-    g = torch.randn_like(x)
-
-    def fwd_bwd():
-        y = torch.logcumsumexp(xg, dim=1)
-        (y * g).sum().backward()
-
-    t = timed(fwd_bwd)
-    rows.append(("torch.logcumsumexp fwd+bwd [4096,4096]", t, None, ""))
-
-    b, T, S = 64, 1000, 256
-    log_a = torch.log_softmax(torch.randn(S, S, device=dev), dim=1)
-    log_b = torch.log_softmax(torch.randn(b, T, S, device=dev), dim=2)
-    log_pi = torch.log_softmax(torch.randn(S, device=dev), dim=0)
-
-    def hmm_forward():
-        alpha = log_pi + log_b[:, 0]
-        for step in range(1, T):
-            alpha = torch.logsumexp(alpha[:, :, None] + log_a[None], dim=1) + log_b[:, step]
-        return torch.logsumexp(alpha, dim=1)
-
-    t = timed(hmm_forward, reps=3)
-    rows.append(("torch HMM forward b64 T1000 S256", t, b * T * S * S / t / 1e9, "G terms/s"))
-
-    xs = torch.randn(4096, 2048, device=dev)
-    d = torch.randn(8192, 2048, device=dev)
-    t = timed(lambda: xs @ d.T)
-    rows.append(("torch.mm f32 (TF32 off) 4096x2048x8192", t, 2 * 4096 * 2048 * 8192 / t / 1e12, "TFLOP/s"))
-
-    xl = torch.randn(4096, 2048, device=dev)
-    w = torch.randn(2048, 2048, device=dev)
-    gy = torch.randn(4096, 2048, device=dev)
-    flops = 2 * 4096 * 2048 * 2048
-    t = timed(lambda: xl @ w.T)
-    rows.append(("torch dense layer fwd x@W^T 4096x2048x2048", t, flops / t / 1e12, "TFLOP/s"))
-    t = timed(lambda: gy @ w)
-    rows.append(("torch dense layer grad-input gy@W", t, flops / t / 1e12, "TFLOP/s"))
-    t = timed(lambda: gy.T @ xl)
-    rows.append(("torch dense layer grad-weight gy^T@x", t, flops / t / 1e12, "TFLOP/s"))
-
-    if hasattr(torch, "float8_e4m3fn"):
-        big = torch.randn(256 * 2**20, device=dev)
-        t = timed(lambda: big.to(torch.float8_e4m3fn))
-        rows.append(("torch f32 -> e4m3 cast 256 Mi", t, big.numel() * 5 / t / 1e9, "GB/s"))
-        q = big.to(torch.float8_e4m3fn)
-        t = timed(lambda: q.to(torch.float32))
-        rows.append(("torch e4m3 -> f32 cast 256 Mi", t, big.numel() * 5 / t / 1e9, "GB/s"))
-
-    print("\n| baseline | time | rate |\n|---|---:|---:|")
-    for label, secs, rate, unit in rows:
-        r = f"{rate:.1f} {unit}" if rate is not None else "–"
-        print(f"| {label} | {secs * 1e3:.3f} ms | {r} |")
+        print(f"torchao {getattr(torchao, '__version__', '?')}")
+    except Exception as e:  # noqa: BLE001
+        print(f"torchao not available: {type(e).__name__}: {e}")
+    t = Table()
+    for part in (logcumsumexp, hmm, score_gemm, dense_layer, fp8, block_scaled):
+        try:
+            part(t, dev)
+        except Exception as e:  # noqa: BLE001 - one failing part must not hide the others
+            t.na(part.__name__, "–", f"{type(e).__name__}: {e}")
+        torch.cuda.empty_cache()
     return 0
 
 

@@ -290,6 +290,15 @@ impl Sm {
             Sm::Sm100 | Sm::Sm100a => {
                 row((10, 0), (8, 6), 232_448, 2048, 128, (32, 228 * KIB, KIB))
             }
+            // Compute capability 12.0: 24 resident CTAs per SM, as 8.9.
+            // NVIDIA documents the limit in the CUDA C++ Programming
+            // Guide's "Technical Specifications per Compute Capability"
+            // ("Maximum number of resident blocks per SM"); the figure was
+            // checked with NVIDIA's pinned ptxas (12.9), which knows each
+            // target's limit: `.minnctapersm 24` is accepted for sm_120 and
+            // 25 refused ("Value of minnctapersm for entry k is out of
+            // range"), as for sm_89, where sm_90 accepts 32 and sm_86 16
+            // (the table's other rows).
             Sm::Sm120 | Sm::Sm120a => {
                 row((12, 0), (8, 7), 101_376, 1536, 128, (24, 100 * KIB, KIB))
             }

@@ -13,7 +13,7 @@ const TSV: &str = include_str!("../../docs/roofline.tsv");
 pub struct Modeled {
     /// The card of the model's table.
     pub card: String,
-    /// Modeled seconds (a lower bound: max(memory, issue)).
+    /// Modeled seconds (max(memory, issue per pipe, chain latency)).
     pub seconds: f64,
     /// Modeled share of the problem's (or kernel's) roof.
     pub share: f64,
@@ -34,10 +34,7 @@ pub fn lookup(
         let [card, token, n, _sm, fam, prob, k, t, share] = f[..] else {
             return None;
         };
-        let same_card = n.parse() == Ok(sms)
-            && device
-                .split([' ', '-'])
-                .any(|w| w.eq_ignore_ascii_case(token));
+        let same_card = n.parse() == Ok(sms) && same_card(device, token);
         if !(same_card && fam == family && prob == problem && k == kernel) {
             return None;
         }
@@ -47,6 +44,22 @@ pub fn lookup(
             share: share.parse().ok()?,
         })
     })
+}
+
+/// Words of a driver's device name that set a card apart from another of
+/// the same chip and SM count (`FORM_TOKENS` of `src/report/hardware.rs`,
+/// which the benches cannot import: the report is behind a feature).
+const FORM_TOKENS: [&str; 1] = ["NVL"];
+
+/// `Gpu::matches` of `src/report/hardware.rs` without the SM count: every
+/// word of the row's `token` is a word of `device` (split at spaces and
+/// dashes), and every form-factor word of `device` is in `token` (an
+/// `NVIDIA H100 NVL` is not the H100 SXM's row).
+fn same_card(device: &str, token: &str) -> bool {
+    let words: Vec<&str> = device.split([' ', '-']).collect();
+    let has = |w: &str| words.iter().any(|t| t.eq_ignore_ascii_case(w));
+    let ours = |w: &str| token.split(' ').any(|t| t.eq_ignore_ascii_case(w));
+    token.split(' ').all(has) && FORM_TOKENS.iter().all(|f| !has(f) || ours(f))
 }
 
 /// A line for the bench output: the model's figure, or why there is none.
@@ -64,45 +77,39 @@ pub fn line(device: &str, sms: u32, family: &str, problem: &str, kernel: &str) -
     }
 }
 
-/// Print `label`'s measured time next to the model's figure for it.
+/// Print `label`'s measured time next to the model's figure for it:
+/// `measured` is `(per-launch seconds with launches queued, seconds of one
+/// launch plus a synchronisation)`, timed by `benches/common/timing.rs`;
+/// the ratio to the model uses the queued figure (the model has no launch
+/// latency).
 pub fn compare(
     label: &str,
-    measured_s: f64,
+    measured: (f64, f64),
     device: &str,
     sms: u32,
     family: &str,
     problem: &str,
     kernel: &str,
 ) {
+    let (per, single) = measured;
+    let m = format!(
+        "measured {:.1} µs per launch (queued), {:.1} µs one launch + sync",
+        per * 1e6,
+        single * 1e6
+    );
     match lookup(device, sms, family, problem, kernel) {
-        Some(m) => println!(
-            "{label}: measured {:.1} µs; model ({}) {:.1} µs, {:.0} % of the roof; measured / model = {:.2}",
-            measured_s * 1e6,
-            m.card,
-            m.seconds * 1e6,
-            100.0 * m.share,
-            measured_s / m.seconds
+        Some(r) => println!(
+            "{label}: {m}; model ({}) {:.1} µs, {:.0} % of the roof; measured / model = {:.2}",
+            r.card,
+            r.seconds * 1e6,
+            100.0 * r.share,
+            per / r.seconds
         ),
         None => println!(
-            "{label}: measured {:.1} µs; {}",
-            measured_s * 1e6,
+            "{label}: {m}; {}",
             line(device, sms, family, problem, kernel)
         ),
     }
-}
-
-/// Median of `reps` timings of `f` (after one untimed call), in seconds.
-pub fn median_s(reps: usize, mut f: impl FnMut()) -> f64 {
-    f();
-    let mut t: Vec<f64> = (0..reps.max(1))
-        .map(|_| {
-            let s = std::time::Instant::now();
-            f();
-            s.elapsed().as_secs_f64()
-        })
-        .collect();
-    t.sort_by(f64::total_cmp);
-    t[t.len() / 2]
 }
 
 /// Panic unless the committed model has each `(family, problem)` for the
@@ -115,5 +122,21 @@ pub fn check_rows(rows: &[(&str, &str)]) {
             lookup("NVIDIA H100 80GB HBM3", 132, family, problem, "*").is_some(),
             "docs/roofline.tsv has no H100 row for {family}: {problem}"
         );
+        // The NVL cards share the SXM parts' SM count: never their rows.
+        for (device, card) in [
+            ("NVIDIA H100 NVL", "H100 NVL"),
+            ("NVIDIA H200 NVL", "H200 NVL"),
+        ] {
+            let m = lookup(device, 132, family, problem, "*");
+            assert!(
+                m.as_ref().is_none_or(|m| m.card == card),
+                "{device} matched the row of {:?}",
+                m.map(|m| m.card)
+            );
+        }
     }
+    assert!(same_card("NVIDIA H100 80GB HBM3", "H100"));
+    assert!(!same_card("NVIDIA H100 NVL", "H100"));
+    assert!(same_card("NVIDIA H200 NVL", "H200 NVL"));
+    assert!(!same_card("NVIDIA H200", "H200 NVL"));
 }

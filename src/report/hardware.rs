@@ -36,9 +36,10 @@ use crate::target::Sm;
 pub struct Gpu {
     /// Short name used in the report (`H100 SXM`).
     pub name: &'static str,
-    /// The token of the driver's device name that identifies the card
-    /// (`"NVIDIA H100 80GB HBM3"` → `H100`); together with the SM count
-    /// it matches a running device to its row (the benches do).
+    /// The tokens of the driver's device name that identify the card,
+    /// space-separated (`"NVIDIA H100 80GB HBM3"` → `H100`, `"NVIDIA H100
+    /// NVL"` → `H100 NVL`); together with the SM count they match a
+    /// running device to its row (the benches do, see [`Gpu::matches`]).
     pub device_token: &'static str,
     /// The target ptxsmith's launch code picks for the card
     /// ([`Sm::for_compute_capability`]): its SASS is what the model counts.
@@ -79,19 +80,42 @@ impl Gpu {
     }
 
     /// Whether a device the driver names `device` with `sms` SMs is this
-    /// card: one of the name's tokens (split at spaces and dashes) is
-    /// [`Gpu::device_token`] and the SM count is the table's (an H100 PCIe,
-    /// 114 SMs, is not the H100 SXM).
+    /// card: the SM count is the table's (an H100 PCIe, 114 SMs, is not
+    /// the H100 SXM), every word of [`Gpu::device_token`] is one of the
+    /// name's tokens (split at spaces and dashes), and every form-factor
+    /// word of [`FORM_TOKENS`] in the name is in the row's token too (the
+    /// H100 NVL and H200 NVL have the SXM parts' 132 SMs but lower clocks:
+    /// they match their own rows, not the SXM ones). The benches'
+    /// `benches/common/model.rs` applies the same rule to
+    /// `docs/roofline.tsv`.
     pub fn matches(&self, device: &str, sms: u32) -> bool {
+        let words: Vec<&str> = device.split([' ', '-']).collect();
+        let has = |w: &str| words.iter().any(|t| t.eq_ignore_ascii_case(w));
+        let ours = |w: &str| {
+            self.device_token
+                .split(' ')
+                .any(|t| t.eq_ignore_ascii_case(w))
+        };
         sms == self.sms
-            && device
-                .split([' ', '-'])
-                .any(|t| t.eq_ignore_ascii_case(self.device_token))
+            && self.device_token.split(' ').all(has)
+            && FORM_TOKENS.iter().all(|f| !has(f) || ours(f))
+    }
+}
+
+/// Words of a driver's device name that set a card apart from another of
+/// the same chip and SM count ([`Gpu::matches`]).
+pub const FORM_TOKENS: [&str; 1] = ["NVL"];
+
+impl Gpu {
+    /// The card of [`GPUS`] the driver's `device` with `sms` SMs is, if
+    /// any ([`Gpu::matches`]).
+    pub fn find(device: &str, sms: u32) -> Option<Gpu> {
+        GPUS.into_iter().find(|g| g.matches(device, sms))
     }
 }
 
 /// Every card of the model, the issue's goal card (H100 SXM) first.
-pub const GPUS: [Gpu; 10] = [
+pub const GPUS: [Gpu; 12] = [
     H100_SXM,
     H200,
     A100_SXM_80,
@@ -102,6 +126,8 @@ pub const GPUS: [Gpu; 10] = [
     T4,
     A10,
     RTX_3090,
+    H100_NVL,
+    H200_NVL,
 ];
 
 /// NVIDIA H100 SXM5 80 GB (sm_90).
@@ -138,6 +164,43 @@ pub const H200: Gpu = Gpu {
     sm: Sm::Sm90,
     sms: 132,
     boost_mhz: 1980.0,
+    fp32_lanes_per_sm: 128,
+    issue_lanes_per_sm: 128,
+    mem_gbps: 4800.0,
+};
+
+/// NVIDIA H100 NVL 94 GB (sm_90): the GH100 with the SXM part's 132 SMs
+/// on a PCIe card at a lower clock (the driver names it `NVIDIA H100 NVL`).
+///
+/// NVIDIA, "NVIDIA H100 Tensor Core GPU" datasheet (H100 NVL column,
+/// <https://www.nvidia.com/en-us/data-center/h100/>): FP32 60 TFLOP/s,
+/// 3.9 TB/s. Clock: 60 / (2 × 16 896) = 1.78 GHz, the 1 785 MHz boost
+/// TechPowerUp lists for the H100 NVL (132 × 128 × 2 × 1.785 GHz = 60.3
+/// TFLOP/s).
+pub const H100_NVL: Gpu = Gpu {
+    name: "H100 NVL",
+    device_token: "H100 NVL",
+    sm: Sm::Sm90,
+    sms: 132,
+    boost_mhz: 1785.0,
+    fp32_lanes_per_sm: 128,
+    issue_lanes_per_sm: 128,
+    mem_gbps: 3900.0,
+};
+
+/// NVIDIA H200 NVL 141 GB (sm_90): the H200's HBM3e on the H100 NVL's
+/// card and clock (the driver names it `NVIDIA H200 NVL`).
+///
+/// NVIDIA, "NVIDIA H200 Tensor Core GPU" (H200 NVL column,
+/// <https://www.nvidia.com/en-us/data-center/h200/>): FP32 60 TFLOP/s,
+/// 4.8 TB/s; 132 SMs and 1.785 GHz as [`H100_NVL`] (same FP32 figure, same
+/// die).
+pub const H200_NVL: Gpu = Gpu {
+    name: "H200 NVL",
+    device_token: "H200 NVL",
+    sm: Sm::Sm90,
+    sms: 132,
+    boost_mhz: 1785.0,
     fp32_lanes_per_sm: 128,
     issue_lanes_per_sm: 128,
     mem_gbps: 4800.0,
@@ -192,8 +255,12 @@ pub const L40S: Gpu = Gpu {
 /// database (quoted by hmc-tech.com, "NVIDIA B200 vs B100"), which give
 /// 148 × 128 × 2 × 1.98 GHz = 75.0 TFLOP/s, the vendor's figure. Sources
 /// disagree on bandwidth (8 TB/s in the launch material, 7.7 TB/s for the
-/// shipping HGX B200) and FP32 (80 TFLOP/s for the 1 200 W GB200 part):
-/// the HGX B200 figures are taken.
+/// shipping HGX B200) and on FP32: NVIDIA's Blackwell architecture
+/// technical brief gives 90 TFLOP/s for the GB200's B200 at 1 200 W and 80
+/// for the HGX B200 at 1 000 W (quoted in glennklockwood.com/garden/processors/B200),
+/// while the HGX page's current table gives 80 for a GB200 NVL72 GPU and 75
+/// for an HGX B200 GPU. The HGX page's HGX B200 figures (75 TFLOP/s,
+/// 7.7 TB/s) are taken: they agree with 148 SMs at 1.98 GHz.
 pub const B200: Gpu = Gpu {
     name: "B200",
     device_token: "B200",
@@ -320,6 +387,8 @@ mod tests {
             ("T4", 8.1),
             ("A10", 31.2),
             ("RTX 3090", 35.6),
+            ("H100 NVL", 60.0),
+            ("H200 NVL", 60.0),
         ];
         for g in GPUS {
             let (_, tf) = vendor.iter().find(|(n, _)| *n == g.name).unwrap();
@@ -340,6 +409,15 @@ mod tests {
         assert!(A10.matches("NVIDIA A10", 72));
         assert!(RTX_5090.matches("NVIDIA GeForce RTX 5090", 170));
         assert!(T4.matches("Tesla T4", 40));
+        // The NVL cards have the SXM parts' 132 SMs: each matches its own
+        // row, and the SXM rows do not take them.
+        assert_eq!(Gpu::find("NVIDIA H100 NVL", 132), Some(H100_NVL));
+        assert_eq!(Gpu::find("NVIDIA H200 NVL", 132), Some(H200_NVL));
+        assert_eq!(Gpu::find("NVIDIA H200", 132), Some(H200));
+        assert_eq!(Gpu::find("NVIDIA H100 80GB HBM3", 132), Some(H100_SXM));
+        assert!(!H100_SXM.matches("NVIDIA H100 NVL", 132));
+        assert!(!H200.matches("NVIDIA H200 NVL", 132));
+        assert!(!H100_NVL.matches("NVIDIA H100 80GB HBM3", 132));
         // H100: 132 × 128 × 1.98 GHz = 33.45 T separate-rounding FLOP/s.
         assert!((H100_SXM.fp32_instr_per_s() / 1e12 - 33.454).abs() < 0.01);
     }

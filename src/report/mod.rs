@@ -34,6 +34,7 @@
 pub mod hardware;
 pub mod math_cost;
 pub mod occupancy;
+pub mod pipes;
 pub mod roofline;
 mod svg;
 
@@ -253,7 +254,7 @@ fn row(tools: &NvTools, m: &PtxModule) -> Result<(Row, Option<SassSummary>)> {
         let f = sass.function(&m.kernel);
         (
             f.and_then(|f| hot_loop(&m.kernel, f)),
-            f.map(SassSummary::of),
+            f.map(|f| SassSummary::of(f).with_resources(usage.registers, usage.shared_bytes)),
         )
     };
     let row = Row {

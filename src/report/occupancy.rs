@@ -65,6 +65,13 @@ impl Occupancy {
     }
 }
 
+/// Registers a warp of threads using `regs` registers each is allocated:
+/// `regs · 32` rounded up to [`REG_ALLOC_UNIT`] (154 registers: 4 928 →
+/// 5 120).
+pub fn regs_per_warp(regs: u32) -> u32 {
+    (regs * 32).div_ceil(REG_ALLOC_UNIT) * REG_ALLOC_UNIT
+}
+
 /// Occupancy of a CTA of `threads` threads using `regs` registers per
 /// thread and `smem` bytes of shared memory (static + dynamic) on `sm`.
 pub fn occupancy(sm: Sm, threads: u32, regs: u32, smem: u32) -> Occupancy {
@@ -74,8 +81,7 @@ pub fn occupancy(sm: Sm, threads: u32, regs: u32, smem: u32) -> Occupancy {
     let by_regs = if regs == 0 {
         u32::MAX
     } else {
-        let per_warp = (regs * 32).div_ceil(REG_ALLOC_UNIT) * REG_ALLOC_UNIT;
-        info.regs_per_sm / (per_warp * warps)
+        info.regs_per_sm / (regs_per_warp(regs) * warps)
     };
     let per_cta = smem.div_ceil(SMEM_ALLOC_UNIT) * SMEM_ALLOC_UNIT + info.reserved_smem_per_cta;
     let by_smem = info.smem_per_sm.checked_div(per_cta).unwrap_or(u32::MAX);
@@ -104,14 +110,23 @@ mod tests {
 
     #[test]
     fn matches_hand_computed_cases() {
-        // 256 threads × 154 registers: 4992 registers a warp → 39 936 a CTA,
-        // one CTA of 8 warps in 65 536 registers.
+        // 154 registers × 32 = 4 928, allocated in units of 256: 5 120 a
+        // warp (not 4 992).
+        assert_eq!(regs_per_warp(154), 5120);
+        assert_eq!(regs_per_warp(152), 4864);
+        assert_eq!(regs_per_warp(8), 256);
+        // 256 threads × 154 registers: 5 120 registers a warp → 40 960 a
+        // CTA, one CTA of 8 warps in 65 536 registers.
         let o = occupancy(Sm::Sm80, 256, 154, 0);
         assert_eq!(
             (o.ctas_per_sm, o.warps_per_sm, o.limiter),
             (1, 8, Limiter::Registers)
         );
         assert_eq!(o.max_warps_per_sm, 64);
+        // Where the granularity decides: one warp of 154 registers a CTA,
+        // 65 536 / 5 120 = 12 CTAs (4 992 a warp would give 13).
+        let o = occupancy(Sm::Sm80, 32, 154, 0);
+        assert_eq!((o.ctas_per_sm, o.limiter), (12, Limiter::Registers));
         // 256 threads × 32 registers, no shared memory: 8 CTAs by threads
         // (64 warps / 8), registers allow 8 too (1024 a warp): registers
         // come first in the tie.

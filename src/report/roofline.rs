@@ -28,15 +28,19 @@
 //!   (it matters only where one thread of a CTA works alone, e.g. a final
 //!   log-sum by thread 0). FP32 math instructions are counted separately
 //!   (PTX `add/sub/mul/fma/min/max .f32`, one SASS instruction each).
-//! * **Times** on a card: memory time = bytes / bandwidth; issue time =
-//!   max(SASS lane-instructions / (busy SMs × issue lanes × clock), FP32
-//!   lane-instructions / (busy SMs × FP32 lanes × clock)), where busy SMs
-//!   = min(SMs, CTAs of the launch); modeled time = max(memory, issue).
-//!   On sm_86 and later the issue width equals the FP32 lanes (128), so
-//!   issue time is lane-instructions / (SMs × lanes × clock); on sm_75 and
-//!   sm_80 the FP32 pipe (64 lanes) is the narrower one. Launch latency,
-//!   dependent-instruction latency, occupancy and cache behaviour are not
-//!   modelled: the modeled time is a lower bound.
+//! * **Times** on a card ([`speed`]): memory time = bytes / the streaming
+//!   bandwidth ([`speed::STREAM_FRACTION`] of the card's); issue time =
+//!   the SASS lane-instructions split over the SM's pipes by the hot
+//!   loop's mix ([`super::pipes`]), each busy SM's clocks the maximum over
+//!   the dispatch floor (128 lane-instructions a clock) and each pipe at
+//!   its rate (FP32 64 or 128, integer ALU and `IMAD` 64, `MUFU` and
+//!   conversions 16, loads/stores/shuffles 32, …), and never less than the
+//!   PTX's FP32 count at the FP32 rate; the most loaded SM gets
+//!   `ceil(CTAs / SMs)` CTAs' share of the work; latency time (kernels whose threads run one dependent chain)
+//!   = warp-instructions of that SM × the mix's dependent-issue latency
+//!   / the warps of the launch the SM holds (the occupancy the kernel
+//!   gets); modeled time = max(memory, issue, latency). Launch overhead,
+//!   barrier waits and cache behaviour are not modelled.
 //! * **Share of the roof**: for a memory-roof problem, essential bytes /
 //!   bandwidth over the modeled time; for an FP32-roof problem (the score
 //!   GEMM, block-ELL), its useful FP32 instructions (2 per separately
@@ -47,9 +51,11 @@
 //! sm_70 (V100) has no SASS (nvdisasm 13.5 reads no sm_70 cubin), so its
 //! rows have bytes and memory time only.
 
+mod goals;
 pub mod problems;
 pub mod record;
 mod render;
+pub mod speed;
 mod svg;
 
 use std::collections::BTreeMap;
@@ -64,30 +70,43 @@ use crate::target::Sm;
 
 use super::FP32_MATH;
 use super::hardware::{GPUS, Gpu};
+use super::occupancy::Occupancy;
+use super::pipes::{IssueLimit, Pipe, PipeMix};
 use problems::{Problem, Roof, Shape};
 use record::{Launch, Recorder, is_fp32_math};
 
 /// The SASS side of one module, as the tuning report measured it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SassSummary {
     /// Instructions of the function (padding `NOP`s and the closing
     /// self-branch left out).
     pub total: usize,
     /// The hot loop's instructions and FP32 math instructions.
     pub hot: Option<(usize, usize)>,
+    /// The function's instructions per pipe (same instructions as
+    /// `total`).
+    pub mix: PipeMix,
+    /// The hot loop's instructions per pipe.
+    pub hot_mix: Option<PipeMix>,
+    /// Registers per thread (ptxas `-v`; 0 until
+    /// [`SassSummary::with_resources`]).
+    pub regs: u32,
+    /// Static shared memory per CTA in bytes (ptxas `-v`).
+    pub smem: u32,
 }
 
 impl SassSummary {
     /// Summarise `f` (hot loop: [`super::hot_loop_range`]).
     pub fn of(f: &SassFunction) -> Self {
-        let total = f
-            .instructions
-            .iter()
-            .filter(|i| {
+        let counted = || {
+            f.instructions.iter().filter(|i| {
                 let self_branch = i.base() == "BRA" && i.target == Some(i.address);
                 !i.is("NOP") && !self_branch
             })
-            .count();
+        };
+        let total = counted().count();
+        let mix = PipeMix::of(counted());
+        let hot_mix = super::hot_loop_range(f).map(|r| PipeMix::of(f.in_range(&r)));
         let hot = super::hot_loop_range(f).map(|r| {
             let n = f.in_range(&r).count();
             let fp = f
@@ -96,7 +115,20 @@ impl SassSummary {
                 .count();
             (n, fp)
         });
-        SassSummary { total, hot }
+        SassSummary {
+            total,
+            hot,
+            mix,
+            hot_mix,
+            regs: 0,
+            smem: 0,
+        }
+    }
+
+    /// The summary with ptxas' registers per thread and static shared
+    /// memory per CTA (for the occupancy the kernel gets).
+    pub fn with_resources(self, regs: u32, smem: u32) -> Self {
+        SassSummary { regs, smem, ..self }
     }
 }
 
@@ -112,6 +144,14 @@ pub struct Ratio {
     pub unroll: u32,
     /// Whether the ratio is the hot loop's (else the whole function's).
     pub hot: bool,
+    /// The instructions per pipe of what the ratio was taken on (the hot
+    /// loop, else the function): the shares the model splits the
+    /// kernel's SASS count by.
+    pub mix: PipeMix,
+    /// Registers per thread.
+    pub regs: u32,
+    /// Static shared memory per CTA in bytes.
+    pub smem: u32,
 }
 
 /// The PTX side: total instructions of the entry and its hot loop's
@@ -170,12 +210,18 @@ pub fn ratio(m: &PtxModule, sass: &SassSummary) -> Result<Ratio> {
             ratio: sn as f64 / (f64::from(unroll) * pn as f64),
             unroll,
             hot: true,
+            mix: sass.hot_mix.unwrap_or(sass.mix),
+            regs: sass.regs,
+            smem: sass.smem,
         });
     }
     Ok(Ratio {
         ratio: sass.total as f64 / ptx_total.max(1) as f64,
         unroll: 1,
         hot: false,
+        mix: sass.mix,
+        regs: sass.regs,
+        smem: sass.smem,
     })
 }
 
@@ -197,10 +243,21 @@ pub struct KernelRow {
     pub fp32: f64,
     /// `None` on sm_70 (no SASS).
     pub ratio: Option<Ratio>,
-    /// Memory time in seconds: `bytes` / the card's DRAM bandwidth.
+    /// Threads per CTA of its launches.
+    pub threads: u32,
+    /// Memory time in seconds: `bytes` / the streaming bandwidth
+    /// ([`speed::STREAM_FRACTION`] of the card's).
     pub mem_s: f64,
     /// Issue time in seconds (module docs, *Times*); `None` without SASS.
     pub issue_s: Option<f64>,
+    /// What bounds the issue time; `None` without SASS.
+    pub limit: Option<IssueLimit>,
+    /// Latency time of a dependent chain in seconds (chain kernels with
+    /// SASS only, [`speed::CHAIN_KERNELS`]).
+    pub latency_s: Option<f64>,
+    /// The occupancy the kernel gets (`None` without SASS: no resource
+    /// figures read).
+    pub occupancy: Option<Occupancy>,
 }
 
 impl KernelRow {
@@ -209,9 +266,24 @@ impl KernelRow {
         self.ratio.map(|r| self.ptx * r.ratio)
     }
 
-    /// max(memory, issue); `None` without SASS.
+    /// max(memory, issue, latency); `None` without SASS.
     pub fn model_s(&self) -> Option<f64> {
-        self.issue_s.map(|i| i.max(self.mem_s))
+        self.issue_s
+            .map(|i| i.max(self.mem_s).max(self.latency_s.unwrap_or(0.0)))
+    }
+
+    /// The term that sets the modeled time: `memory`, `latency`, or the
+    /// issue limit (`dispatch`, a pipe).
+    pub fn bound(&self) -> Option<String> {
+        let i = self.issue_s?;
+        let l = self.latency_s.unwrap_or(0.0);
+        Some(if self.mem_s >= i && self.mem_s >= l {
+            "memory".into()
+        } else if l > i {
+            "latency".into()
+        } else {
+            self.limit.map_or("issue".into(), |l| l.to_string())
+        })
     }
 }
 
@@ -611,6 +683,7 @@ fn evaluate(
                 ))
             })?;
         let (ptx, fp32) = counts[name];
+        let (bx, by, bz) = l.cfg.block;
         kernels.push(KernelRow {
             kernel: name.clone(),
             launches: 1,
@@ -619,18 +692,34 @@ fn evaluate(
             ptx,
             fp32,
             ratio: ratios[name],
-            mem_s: bytes / gpu.bytes_per_s(),
+            threads: bx * by * bz,
+            mem_s: bytes / (gpu.bytes_per_s() * speed::STREAM_FRACTION),
             issue_s: None,
+            limit: None,
+            latency_s: None,
+            occupancy: None,
         });
     }
     for k in &mut kernels {
-        let busy = f64::from(gpu.sms).min(k.ctas as f64).max(1.0);
-        let clock = gpu.boost_mhz * 1e6;
-        k.issue_s = k.sass().map(|s| {
-            let all = s / (busy * f64::from(gpu.issue_lanes_per_sm) * clock);
-            let fp = k.fp32 / (busy * f64::from(gpu.fp32_lanes_per_sm) * clock);
-            all.max(fp)
+        let (Some(sass), Some(r)) = (k.sass(), k.ratio) else {
+            continue;
+        };
+        let t = speed::terms(
+            gpu, &k.kernel, sass, &r.mix, k.ctas, k.threads, r.regs, r.smem,
+        );
+        // The FP32 pipe never takes fewer clocks than the PTX's own FP32
+        // count needs (the hot loop's share can miss FP32 work outside it).
+        let ctas = (k.ctas as f64).max(1.0);
+        let fp32_sm = k.fp32 / ctas * (ctas / f64::from(gpu.sms)).ceil();
+        let fp = fp32_sm / (f64::from(gpu.fp32_lanes_per_sm) * gpu.boost_mhz * 1e6);
+        k.issue_s = Some(t.issue_s.max(fp));
+        k.limit = Some(if fp > t.issue_s {
+            IssueLimit::Pipe(Pipe::Fp32)
+        } else {
+            t.limit
         });
+        k.latency_s = t.latency_s;
+        k.occupancy = Some(t.occupancy);
     }
     let mut row = ProblemRow {
         family: p.family,
@@ -640,83 +729,8 @@ fn evaluate(
         essential: (p.essential)(&p.full),
         goal: None,
     };
-    row.goal = p.goal.as_ref().map(|g| goal(g, &row, gpu));
+    row.goal = p.goal.as_ref().map(|g| goals::goal(g, &row, gpu));
     Ok(row)
-}
-
-fn pct(v: f64) -> String {
-    format!("{:.0} %", 100.0 * v)
-}
-
-fn goal(g: &Goal, row: &ProblemRow, gpu: &Gpu) -> GoalResult {
-    match g {
-        Goal::Share(min) => match row.share(gpu) {
-            Some(s) => GoalResult {
-                text: format!("≥ {}: {}", pct(*min), pct(s)),
-                met: Some(s >= *min),
-            },
-            None => GoalResult {
-                text: format!("≥ {}", pct(*min)),
-                met: None,
-            },
-        },
-        Goal::DenseSpeedup { dense_macs, min } => {
-            let dense = dense_macs / gpu.fp32_instr_per_s();
-            match row.model_s() {
-                Some(m) => GoalResult {
-                    text: format!(
-                        "dense SGEMM {:.0} µs / modeled ≥ {min}×: {:.2}×",
-                        dense * 1e6,
-                        dense / m
-                    ),
-                    met: Some(dense / m >= *min),
-                },
-                None => GoalResult {
-                    text: format!("≥ {min}× the dense SGEMM ({:.0} µs)", dense * 1e6),
-                    met: None,
-                },
-            }
-        }
-        Goal::HmmForward {
-            kernel,
-            baseline_sm90,
-            factor,
-            torch_bytes,
-        } => {
-            let torch = torch_bytes / gpu.bytes_per_s();
-            let k = row.kernels.iter().find(|k| &k.kernel == kernel);
-            let (Some(sass), Some(t)) =
-                (k.and_then(KernelRow::sass), k.and_then(KernelRow::model_s))
-            else {
-                return GoalResult {
-                    text: format!("forward faster than PyTorch ({:.1} ms)", torch * 1e3),
-                    met: None,
-                };
-            };
-            let faster = t < torch;
-            if gpu.sm == Sm::Sm90 {
-                let fewer = baseline_sm90 / sass;
-                GoalResult {
-                    text: format!(
-                        "forward: {fewer:.2}× fewer instructions than before (≥ {factor}×); \
-                         {:.1} ms vs PyTorch {:.1} ms",
-                        t * 1e3,
-                        torch * 1e3
-                    ),
-                    met: Some(fewer >= *factor && faster),
-                }
-            } else {
-                GoalResult {
-                    text: format!(
-                        "forward {:.1} ms vs PyTorch {:.1} ms (instruction goal: sm_90 only)",
-                        t * 1e3,
-                        torch * 1e3
-                    ),
-                    met: Some(faster),
-                }
-            }
-        }
-    }
 }
 
 /// Build the model of every problem on every card. `sass` holds the
@@ -845,11 +859,15 @@ fn summary(tools: &NvTools, cache: &Mutex<SassCache>, m: &PtxModule) -> Result<S
         location: None,
     };
     let asm = tools.assemble(&m.ptx, m.sm).map_err(|e| err(&e))?;
+    let usage = asm
+        .function(&m.kernel)
+        .ok_or_else(|| err(&"no resource report for the entry"))?
+        .clone();
     let sass = tools.disassemble(&asm).map_err(|e| err(&e))?;
     let f = sass
         .function(&m.kernel)
         .ok_or_else(|| err(&"no SASS for the entry"))?;
-    let s = SassSummary::of(f);
+    let s = SassSummary::of(f).with_resources(usage.registers, usage.shared_bytes);
     cache.lock().expect("sass cache").insert(key, s.clone());
     Ok(s)
 }
@@ -893,7 +911,7 @@ impl Roofline {
                 line("*", p.model_s(), p.share(gpu));
                 for k in &p.kernels {
                     let at_roof = match p.roof {
-                        Roof::Memory => k.mem_s,
+                        Roof::Memory => k.bytes / gpu.bytes_per_s(),
                         Roof::Fp32 => k.fp32 / gpu.fp32_instr_per_s(),
                     };
                     line(&k.kernel, k.model_s(), k.model_s().map(|m| at_roof / m));

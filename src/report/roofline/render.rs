@@ -43,7 +43,7 @@ fn roof_name(r: Roof) -> &'static str {
 /// instructions, at the roof over its modeled time.
 fn kernel_share(k: &KernelRow, roof: Roof, gpu: &Gpu) -> Option<f64> {
     let at_roof = match roof {
-        Roof::Memory => k.mem_s,
+        Roof::Memory => k.bytes / gpu.bytes_per_s(),
         Roof::Fp32 => k.fp32 / gpu.fp32_instr_per_s(),
     };
     k.model_s().map(|m| at_roof / m)
@@ -60,7 +60,7 @@ fn kernel_line(s: &mut String, k: &KernelRow, p: &ProblemRow, gpu: &Gpu) {
     });
     let _ = writeln!(
         s,
-        "| | `{}` | {} × {} | {} | {} | {} | {} | {} | {} | {} | {} | |",
+        "| | `{}` | {} × {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | |",
         k.kernel,
         k.launches,
         k.ctas,
@@ -68,9 +68,13 @@ fn kernel_line(s: &mut String, k: &KernelRow, p: &ProblemRow, gpu: &Gpu) {
         giga(k.ptx),
         ratio,
         k.sass().map_or("–".into(), giga),
+        k.occupancy
+            .map_or("–".into(), |o| format!("{:.0} %", 100.0 * o.fraction())),
         us(Some(k.mem_s)),
         us(k.issue_s),
+        us(k.latency_s),
         us(k.model_s()),
+        k.bound().unwrap_or_else(|| "–".into()),
         pct(kernel_share(k, p.roof, gpu)),
     );
 }
@@ -96,11 +100,11 @@ fn gpu_section(s: &mut String, g: &GpuRows) {
     );
     let _ = writeln!(
         s,
-        "| problem | kernel | launches × CTAs | MB | PTX instr | SASS/PTX | SASS instr | memory | issue | modeled | share of roof | goal |"
+        "| problem | kernel | launches × CTAs | MB | PTX instr | SASS/PTX | SASS instr | occupancy | memory | issue | latency | modeled | bound | share of roof | goal |"
     );
     let _ = writeln!(
         s,
-        "|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---|"
+        "|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---|---:|---|"
     );
     for p in &g.problems {
         let goal = p.goal.as_ref().map_or(String::new(), |r| {
@@ -117,7 +121,7 @@ fn gpu_section(s: &mut String, g: &GpuRows) {
         let issue: Option<f64> = p.kernels.iter().map(|k| k.issue_s).sum();
         let _ = writeln!(
             s,
-            "| **{}: {}** | all ({} roof) | {} | {} | {} | | {} | {} | {} | {} | **{}** | {} |",
+            "| **{}: {}** | all ({} roof) | {} | {} | {} | | {} | | {} | {} | | {} | | **{}** | {} |",
             p.family,
             p.problem,
             roof_name(p.roof),
@@ -143,7 +147,8 @@ pub(super) fn markdown(r: &Roofline) -> String {
         s,
         "\n## Roofline model\n\nEvery kernel family at a named problem size (the benches' sizes) on every card of `src/report/hardware.rs` (published figures, sources in its doc comments). Definitions: `src/report/roofline.rs`; problems, their byte counts and extrapolation: `src/report/roofline/problems.rs`. Picture: [roofline.svg](roofline.svg).\n\n\
          * **PTX instr**: the simulator's dynamic PTX count (thread-instructions) on scaled-down shapes of the same problem, extrapolated to the full size; **SASS/PTX**: the hot loop's SASS instructions per PTX instruction (`loop ×u`: ptxas unrolled it `u` times; `whole`: no loop, the function's ratio); **SASS instr** = PTX × ratio, the lane-instructions the model issues.\n\
-         * **memory** = bytes / bandwidth; **issue** = max(SASS / (busy SMs × 128 × clock), FP32 / (busy SMs × FP32 lanes × clock)), busy SMs = min(SMs, CTAs); **modeled** = max(memory, issue), a lower bound (no latency, occupancy or cache effects).\n\
+         * **occupancy**: resident warps per SM over the SM's maximum, from the kernel's registers, shared memory and CTA size (`src/report/occupancy.rs`).\n\
+         * **memory** = bytes / (0.90 × bandwidth: what a streaming copy reaches, `src/report/roofline/speed.rs`); **issue**: the SASS lane-instructions split over the pipes by the hot loop's mix (FP32, IMAD, ALU, MUFU/conversions, FP64, load/store/shuffle, uniform, control), the most loaded SM (ceil(CTAs / SMs) CTAs) taking the maximum over the dispatch floor (128 a clock) and each pipe at its rate (`src/report/pipes.rs`: FP32 64/128, ALU and IMAD 64, MUFU 16, LSU 32 on sm_90); **latency** (kernels whose threads run one dependent chain): warp-instructions per SM × the mix's dependent-issue latency / the warps the SM holds; **modeled** = max(memory, issue, latency); **bound**: the term that sets it (`memory`, `latency`, or the issue limit: `dispatch`, a pipe, `fp32+imad`). No launch overhead, barrier waits or cache effects.\n\
          * **share of roof**: on the problem's line, its essential bytes (memory roof) or useful FP32 instructions (FP32 roof: 2 per separately rounded multiply-add, 1 per fused multiply-add) at the roof over the modeled time; on a kernel's line, the same for that kernel's own bytes or FP32 instructions. The issue's goals are stated for H100 SXM; they are evaluated on every card.\n"
     );
     let _ = writeln!(s, "What the byte counts assume, per problem:\n");

@@ -1,0 +1,195 @@
+//! The roofline's time terms for one kernel on one card: memory, issue
+//! per pipe, and the latency of dependent chains at the occupancy the
+//! kernel gets.
+//!
+//! * **Memory**: DRAM bytes / ([`Gpu::bytes_per_s`] ×
+//!   [`STREAM_FRACTION`]): the bandwidth a streaming kernel reaches, not the
+//!   vendor's peak.
+//! * **Issue**: the kernel's SASS lane-instructions split over the pipes
+//!   by the shares of its hot loop (or of its whole function when it has
+//!   no loop); the most loaded SM gets `ceil(CTAs / SMs)` CTAs' share of
+//!   them (every CTA the same work), and its clocks come from
+//!   [`issue_clocks`] (the maximum over the dispatch floor of
+//!   128 lane-instructions a clock and each pipe at its rate).
+//! * **Latency** (kernels of [`CHAIN_KERNELS`] only: their threads' work
+//!   is one dependent chain, the logcumsumexp segment's `log_add_exp`
+//!   chain, the HMM and Viterbi time recursions): a warp on a dependent
+//!   chain issues one instruction every `L` clocks, `L` the mix-weighted
+//!   dependent-issue latency of its instructions ([`dependent_latency`]);
+//!   an SM holding `W` warps of the launch then issues at most `W / L`
+//!   warp-instructions a clock, so latency time = warp-instructions of
+//!   the most loaded SM × `L` / `W` / clock. `W` = min(the occupancy's CTAs per SM,
+//!   the CTAs the launch gives each busy SM) × warps per CTA: the
+//!   occupancy the kernel actually gets. Where `W / L` exceeds the four
+//!   schedulers' one a clock, the issue term is the larger and the chain
+//!   is hidden.
+//!
+//! Modeled time = max(memory, issue, latency). Launch overhead, barriers'
+//! waits beyond their issue, and cache effects are not modelled.
+
+use crate::report::hardware::Gpu;
+use crate::report::occupancy::{Occupancy, occupancy};
+use crate::report::pipes::{IssueLimit, Pipe, PipeMix, PipeRates, issue_clocks};
+
+/// The share of the vendor's DRAM bandwidth a streaming kernel reaches:
+/// 0.90, the H200's device-to-device copy through PyTorch (about 4.3 TB/s
+/// counting bytes read and written, of 4.8; this workplace's device notes,
+/// `KINDS.md`, measured on 2026-10-28 and 2026-11-04) and in line with this
+/// crate's best streaming kernel there (FP8 quantize, 4.16 TB/s,
+/// `docs/perf.md`). Applied to every card until each is measured.
+pub const STREAM_FRACTION: f64 = 0.90;
+
+/// Kernels (entry-name prefixes) whose threads each run one dependent
+/// chain, so that the latency term applies (module docs).
+pub const CHAIN_KERNELS: [&str; 5] = [
+    "lcse_fwd",
+    "lcse_bwd",
+    "hmm_forward",
+    "hmm_backward",
+    "viterbi",
+];
+
+/// Dependent-issue latency in clocks of an instruction of `pipe` (the
+/// clocks before an instruction that uses its result can issue): FP32,
+/// integer and `IMAD` about 4 on Volta through Hopper (Jia et al.,
+/// "Dissecting the NVIDIA Volta GPU Architecture via Microbenchmarking",
+/// 2018, and the Turing sequel, 2019; Luo et al., "Benchmarking and
+/// Dissecting the Nvidia Hopper GPU Architecture", 2024); `MUFU` and
+/// conversions about 18; shared-memory loads and shuffles about 28 (the
+/// papers give 19–33 from Volta to Hopper; global loads count the same,
+/// their DRAM time being the memory term); FP64 8 and tensor 16
+/// (unused by the chain kernels); uniform 2 and control 12 (branches,
+/// barriers: an estimate). Approximate: the term is a model, the bench
+/// measures.
+pub const fn dependent_latency(pipe: Pipe) -> f64 {
+    match pipe {
+        Pipe::Fp32 | Pipe::Imad | Pipe::Alu => 4.0,
+        Pipe::Xu => 18.0,
+        Pipe::Fp64 => 8.0,
+        Pipe::Lsu => 28.0,
+        Pipe::Tensor => 16.0,
+        Pipe::Uniform => 2.0,
+        Pipe::Control => 12.0,
+    }
+}
+
+/// The mix-weighted dependent-issue latency of `mix` (4 for an empty mix).
+pub fn mean_latency(mix: &PipeMix) -> f64 {
+    let t = mix.total();
+    if t == 0.0 {
+        return 4.0;
+    }
+    Pipe::ALL
+        .iter()
+        .map(|&p| mix.get(p) * dependent_latency(p))
+        .sum::<f64>()
+        / t
+}
+
+/// Whether `kernel` is one of [`CHAIN_KERNELS`].
+pub fn is_chain(kernel: &str) -> bool {
+    CHAIN_KERNELS.iter().any(|k| kernel.starts_with(k))
+}
+
+/// The time terms of one kernel.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Terms {
+    /// Issue time in seconds.
+    pub issue_s: f64,
+    /// What bounds the issue time.
+    pub limit: IssueLimit,
+    /// Latency time in seconds (chain kernels only).
+    pub latency_s: Option<f64>,
+    /// The occupancy from the kernel's registers, shared memory and CTA
+    /// size.
+    pub occupancy: Occupancy,
+}
+
+/// The issue and latency terms of a kernel of `sass` lane-instructions
+/// with pipe shares `mix`, launched as `ctas` CTAs of `threads` threads
+/// using `regs` registers and `smem` bytes of static shared memory.
+#[allow(clippy::too_many_arguments)]
+pub fn terms(
+    gpu: &Gpu,
+    kernel: &str,
+    sass: f64,
+    mix: &PipeMix,
+    ctas: u64,
+    threads: u32,
+    regs: u32,
+    smem: u32,
+) -> Terms {
+    let busy = f64::from(gpu.sms).min(ctas as f64).max(1.0);
+    let clock = gpu.boost_mhz * 1e6;
+    // The most loaded SM: ceil(CTAs / SMs) CTAs' share of the work.
+    let ctas_f = (ctas as f64).max(1.0);
+    let sass_sm = sass / ctas_f * (ctas_f / f64::from(gpu.sms)).ceil();
+    let per_sm = mix.scaled_to(sass_sm);
+    let (clocks, limit) = issue_clocks(&per_sm, &PipeRates::of(gpu.sm));
+    let occ = occupancy(gpu.sm, threads, regs, smem);
+    let latency_s = is_chain(kernel).then(|| {
+        let warps_per_cta = f64::from(threads.div_ceil(32).max(1));
+        let ctas_here = (ctas as f64 / busy).ceil();
+        let w = (f64::from(occ.ctas_per_sm.max(1)).min(ctas_here) * warps_per_cta).max(1.0);
+        sass_sm / 32.0 * mean_latency(mix) / w / clock
+    });
+    Terms {
+        issue_s: clocks / clock,
+        limit,
+        latency_s,
+        occupancy: occ,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::hardware::H200;
+
+    fn mix(v: &[(Pipe, f64)]) -> PipeMix {
+        let mut m = PipeMix::default();
+        for &(p, n) in v {
+            m.0[p as usize] = n;
+        }
+        m
+    }
+
+    #[test]
+    fn issue_and_latency_terms() {
+        // 132 CTAs of 256 threads, 32 registers: 8 warps per SM on the
+        // H200. 132 × 128 × 1.98e9 lane-instructions of pure FP32 take
+        // one second of issue.
+        let lanes = 132.0 * 128.0 * 1.98e9;
+        let m = mix(&[(Pipe::Fp32, 1.0)]);
+        let t = terms(&H200, "dot_rows", lanes, &m, 132, 256, 32, 0);
+        assert!((t.issue_s - 1.0).abs() < 1e-9);
+        assert_eq!(t.limit, IssueLimit::Dispatch);
+        assert_eq!(t.latency_s, None);
+        // All ALU: twice as long.
+        let t = terms(
+            &H200,
+            "dot_rows",
+            lanes,
+            &mix(&[(Pipe::Alu, 1.0)]),
+            132,
+            256,
+            32,
+            0,
+        );
+        assert!((t.issue_s - 2.0).abs() < 1e-9);
+        // A chain kernel with one CTA of 8 warps per SM: each warp issues
+        // every 4 clocks, 8 warps 2 a clock of the 4 the SM could: the
+        // latency term is twice the issue term.
+        let t = terms(&H200, "hmm_forward_cap256", lanes, &m, 132, 256, 32, 0);
+        let l = t.latency_s.unwrap();
+        assert!((l - 2.0).abs() < 1e-9, "{l}");
+        // With 8 CTAs per SM resident the chain is hidden (64 warps:
+        // 16 a clock, above the 4 the schedulers issue).
+        let t = terms(&H200, "lcse_fwd", lanes, &m, 132 * 8, 256, 32, 0);
+        assert!(t.latency_s.unwrap() < t.issue_s);
+        assert_eq!(t.occupancy.ctas_per_sm, 8);
+        // Mean latency: half FP32 (4), half shared loads (28): 16.
+        let m = mix(&[(Pipe::Fp32, 1.0), (Pipe::Lsu, 1.0)]);
+        assert!((mean_latency(&m) - 16.0).abs() < 1e-12);
+    }
+}
