@@ -12,14 +12,13 @@
 # 4. a control: the same test without the runner must fail (no driver, or
 #    a real GPU that is not the emulator), so the pass came from the runner.
 #
-# Everything is built inside the temporary folder (its own target folders,
-# its own emulator cache) and removed at the end. Prints one PASS or FAIL
-# line; exit status 0 on PASS. Takes a few minutes: ptxsmith is compiled
-# three times (the install, the runner's emulator library, the scratch
-# crate); the runner builds in the install's target folder
-# (PTXSMITH_EMU_TARGET_DIR), whose dependencies cargo reuses. Offline when
-# the cargo registry cache holds every crate (the scratch crate starts from
-# this repository's Cargo.lock).
+# Everything is built inside the temporary folder (one target folder shared
+# by the install, the runner's emulator library and the scratch crate, so
+# cargo compiles ptxsmith's release library once where the three agree on
+# features; its own emulator cache) and removed at the end. Prints one PASS
+# or FAIL line; exit status 0 on PASS. Offline when the cargo registry
+# cache holds every crate (the scratch crate starts from this repository's
+# Cargo.lock).
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 tmp="$(mktemp -d "${TMPDIR:-/tmp}/ptxsmith-dependent.XXXXXX")"
@@ -86,7 +85,7 @@ fn gpu_dot_rows_on_device_zero() {
 EOF
 
 echo "dependent-emu-check: installing the runner (cargo install --path cuda-emu --locked)"
-if ! CARGO_TARGET_DIR="$tmp/emu-target" cargo install --quiet --locked "${offline[@]}" \
+if ! CARGO_TARGET_DIR="$tmp/target" cargo install --quiet --locked "${offline[@]}" \
     --path "$repo/cuda-emu" --root "$tmp/bin-root"; then
     fail "cargo install --path cuda-emu failed"
 fi
@@ -96,8 +95,8 @@ runner="$tmp/bin-root/bin/ptxsmith-emu"
 echo "dependent-emu-check: runner installed ($(($(date +%s) - t0)) s); ptxsmith-emu cargo test --release in $crate"
 log="$tmp/test.log"
 if ! (cd "$crate" &&
-    CARGO_TARGET_DIR="$tmp/scratch-target" XDG_CACHE_HOME="$tmp/cache" \
-        PTXSMITH_EMU_CACHE="$tmp/emu-cache" PTXSMITH_EMU_TARGET_DIR="$tmp/emu-target" \
+    CARGO_TARGET_DIR="$tmp/target" XDG_CACHE_HOME="$tmp/cache" \
+        PTXSMITH_EMU_CACHE="$tmp/emu-cache" PTXSMITH_EMU_TARGET_DIR="$tmp/target" \
         PTXSMITH_REQUIRE_GPU=1 \
         "$runner" cargo test --release --quiet "${offline[@]}" -- --nocapture) >"$log" 2>&1; then
     tail -n 40 "$log" >&2
@@ -113,7 +112,7 @@ grep -q 'test result: ok. 1 passed' "$log" || {
 }
 
 # control: without the runner the same test must fail
-if (cd "$crate" && CARGO_TARGET_DIR="$tmp/scratch-target" PTXSMITH_REQUIRE_GPU=1 \
+if (cd "$crate" && CARGO_TARGET_DIR="$tmp/target" PTXSMITH_REQUIRE_GPU=1 \
     cargo test --release --quiet "${offline[@]}") >"$tmp/control.log" 2>&1; then
     fail "the GPU test also passed without ptxsmith-emu: the check proves nothing"
 fi
