@@ -3,8 +3,9 @@
 //! state pair and step): the host
 //! model always; on a GPU the slice API at batch 64, T 1000, S 256
 //! (uploads and downloads included), then the device entry point on
-//! resident buffers, median of 3, next to the roofline model's time for
-//! the card (`docs/roofline.tsv`).
+//! resident buffers with a kept [`Workspace`] (a warm call allocates
+//! nothing), median of 3, next to the roofline model's time for the card
+//! (`docs/roofline.tsv`), and the same with a workspace allocated per call.
 //!
 //! ```text
 //! cargo bench --bench hmm
@@ -14,7 +15,7 @@
 mod roofline;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use ptxsmith::kernels::hmm::{self, DeviceInputs, DeviceOutputs, Inputs, Shape, host};
+use ptxsmith::kernels::hmm::{self, DeviceInputs, DeviceOutputs, Inputs, Shape, Workspace, host};
 use ptxsmith::runtime::{AsDevice, AsDeviceMut, Context};
 use ptxsmith::testing::{REQUIRED_GPU_MISSING, gpu_required};
 
@@ -96,7 +97,13 @@ fn bench(c: &mut Criterion) {
     );
     let mut ll = ctx2.alloc::<f32>(batch).unwrap();
     let mut xi = ctx2.alloc::<f32>(batch * s * s).unwrap();
-    let secs = roofline::median_s(3, || {
+    let mut ws = Workspace::new(&ctx, shape).unwrap();
+    println!(
+        "hmm workspace: {} bytes ({:.1} MB)",
+        ws.bytes(),
+        ws.bytes() as f64 / 1e6
+    );
+    let mut run = |ws: Option<&mut Workspace>| {
         let inp = DeviceInputs {
             log_pi: pi_d.as_device(),
             log_a: a_d.as_device(),
@@ -110,12 +117,22 @@ fn bench(c: &mut Criterion) {
             gamma: gamma.as_device_mut(),
             xi: xi.as_device_mut(),
         };
-        hmm::forward_backward_dev(&st, shape, &inp, out).unwrap();
+        match ws {
+            Some(ws) => hmm::forward_backward_dev_ws(&st, ws, shape, &inp, out).unwrap(),
+            None => hmm::forward_backward_dev(&st, shape, &inp, out).unwrap(),
+        }
         st.synchronize().unwrap();
-    });
+    };
+    let per_call = roofline::median_s(3, || run(None));
+    let secs = roofline::median_s(3, || run(Some(&mut ws)));
+    println!(
+        "hmm forward-backward 64x1000x256: {:.3} ms with a kept workspace, {:.3} ms allocating it per call",
+        secs * 1e3,
+        per_call * 1e3
+    );
     let dev = ctx.info().map_or(String::new(), |i| i.name.clone());
     roofline::compare(
-        "hmm forward-backward 64x1000x256 (resident buffers)",
+        "hmm forward-backward 64x1000x256 (resident buffers, kept workspace)",
         secs,
         &dev,
         ctx.multiprocessor_count(),
