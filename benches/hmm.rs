@@ -3,8 +3,10 @@
 //! state pair and step): the host
 //! model always; on a GPU the slice API at batch 64, T 1000, S 256
 //! (uploads and downloads included), then the device entry point on
-//! resident buffers, timed by `benches/common/timing.rs`, next to the roofline model's time for
-//! the card (`docs/roofline.tsv`).
+//! resident buffers with a kept [`Workspace`] (a warm call allocates
+//! nothing), timed by `benches/common/timing.rs`, next to the roofline
+//! model's time for the card (`docs/roofline.tsv`), and the same with a
+//! workspace allocated per call.
 //!
 //! ```text
 //! cargo bench --bench hmm
@@ -16,7 +18,7 @@ mod roofline;
 mod timing;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use ptxsmith::kernels::hmm::{self, DeviceInputs, DeviceOutputs, Inputs, Shape, host};
+use ptxsmith::kernels::hmm::{self, DeviceInputs, DeviceOutputs, Inputs, Shape, Workspace, host};
 use ptxsmith::runtime::{AsDevice, AsDeviceMut, Context};
 use ptxsmith::testing::{REQUIRED_GPU_MISSING, gpu_required};
 
@@ -98,28 +100,41 @@ fn bench(c: &mut Criterion) {
     );
     let mut ll = ctx2.alloc::<f32>(batch).unwrap();
     let mut xi = ctx2.alloc::<f32>(batch * s * s).unwrap();
-    let secs = timing::time(
-        || {
-            let inp = DeviceInputs {
-                log_pi: pi_d.as_device(),
-                log_a: a_d.as_device(),
-                log_b: b_d.as_device(),
-                lengths: &l,
-            };
-            let out = DeviceOutputs {
-                log_alpha: alpha.as_device_mut(),
-                log_beta: beta.as_device_mut(),
-                log_likelihood: ll.as_device_mut(),
-                gamma: gamma.as_device_mut(),
-                xi: xi.as_device_mut(),
-            };
-            hmm::forward_backward_dev(&st, shape, &inp, out).unwrap();
-        },
-        || st.synchronize().unwrap(),
+    let mut ws = Workspace::new(&ctx, shape).unwrap();
+    println!(
+        "hmm workspace: {} bytes ({:.1} MB)",
+        ws.bytes(),
+        ws.bytes() as f64 / 1e6
+    );
+    let mut run = |ws: Option<&mut Workspace>| {
+        let inp = DeviceInputs {
+            log_pi: pi_d.as_device(),
+            log_a: a_d.as_device(),
+            log_b: b_d.as_device(),
+            lengths: &l,
+        };
+        let out = DeviceOutputs {
+            log_alpha: alpha.as_device_mut(),
+            log_beta: beta.as_device_mut(),
+            log_likelihood: ll.as_device_mut(),
+            gamma: gamma.as_device_mut(),
+            xi: xi.as_device_mut(),
+        };
+        match ws {
+            Some(ws) => hmm::forward_backward_dev_ws(&st, ws, shape, &inp, out).unwrap(),
+            None => hmm::forward_backward_dev(&st, shape, &inp, out).unwrap(),
+        }
+    };
+    let per_call = timing::time(|| run(None), || st.synchronize().unwrap());
+    let secs = timing::time(|| run(Some(&mut ws)), || st.synchronize().unwrap());
+    println!(
+        "hmm forward-backward 64x1000x256: kept workspace {}; allocating it per call {}",
+        secs.describe(),
+        per_call.describe()
     );
     let dev = ctx.info().map_or(String::new(), |i| i.name.clone());
     roofline::compare(
-        "hmm forward-backward 64x1000x256 (resident buffers)",
+        "hmm forward-backward 64x1000x256 (resident buffers, kept workspace)",
         (secs.per_launch_s, secs.single_s),
         &dev,
         ctx.multiprocessor_count(),

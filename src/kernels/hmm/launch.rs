@@ -11,20 +11,22 @@
 //! process).
 //!
 //! # Workspace
-//! Every call allocates, in the stream's context, the prep vector and the
-//! two shifted matrices (`6·S16 + 4 + 2·S16²` floats, `S16` = `S` rounded
-//! up to a multiple of 16) and the per-step records of the recursions
-//! (`batch·T·(3·S + S16 + 6)` floats: the backward's low parts, `R_t`
-//! pairs, `s_i`/`σ_i` with their padding, the normalizer pairs, emission
-//! maxima and fallback flags). The `_raw` entry point allocates it the same
-//! way; it is released when the kernels have run.
+//! The kernels' device scratch is a [`Workspace`] (its buffers, bytes per
+//! shape and the shapes one serves are in [its docs](super::workspace)).
+//! The `_ws` entry points ([`forward_backward_dev_ws`],
+//! [`forward_backward_on_ws`]) take one the caller keeps, so a warm
+//! [`forward_backward_dev_ws`] allocates nothing (the lengths are copied
+//! into the workspace); the others make one for the call
+//! ([`Workspace::bytes_for`] bytes in 12 allocations), released when the
+//! kernels have run.
 
 use super::host::{self, Inputs, Posteriors, Shape, validate_lengths};
 use super::ptx::{
     BackwardArgs, ForwardArgs, PosteriorArgs, PrepExpArgs, PrepMaxArgs, THREADS, TransitionArgs,
     WARPS, XI_ROWS, cap_for, generate_backward, generate_forward, generate_posteriors,
-    generate_prep_exp, generate_prep_max, generate_transitions, prep_len,
+    generate_prep_exp, generate_prep_max, generate_transitions,
 };
+use super::workspace::Workspace;
 use crate::dsl::params::{DevPtr, KernelParams};
 use crate::dsl::types::F32;
 use crate::error::Result;
@@ -32,8 +34,8 @@ use crate::exec::{CUdeviceptr, LaunchConfig};
 use crate::kernels::dispatch::dispatch;
 use crate::kernels::{check, grid, memo, raw};
 use crate::runtime::backend::{Backend, Ran};
-use crate::runtime::buffer::{AsDevice, AsDeviceMut, DeviceBuffer, DeviceSlice, DeviceSliceMut};
-use crate::runtime::context::{Context, Stream};
+use crate::runtime::buffer::{AsDevice, AsDeviceMut, DeviceSlice, DeviceSliceMut};
+use crate::runtime::context::Stream;
 
 /// The inputs of [`forward_backward_dev`]: the model and the emissions as
 /// device memory (views of device buffers or foreign slices, e.g.
@@ -116,8 +118,79 @@ pub fn forward_backward_dev(
     stream: &Stream,
     shape: Shape,
     inputs: &DeviceInputs<'_>,
-    mut out: DeviceOutputs<'_>,
+    out: DeviceOutputs<'_>,
 ) -> Result<()> {
+    let io = checked(stream, shape, inputs, out)?;
+    if shape.batch() == 0 {
+        return Ok(());
+    }
+    let mut ws = Workspace::new(stream.context(), shape)?;
+    launch(stream, &mut ws, shape, inputs.lengths, &io)
+}
+
+/// [`forward_backward_dev`] with the caller's [`Workspace`]: after a first
+/// call (which loads the kernels), a call allocates nothing. `ws` must
+/// belong to `stream`'s context and [fit](Workspace::fits) `shape`; the
+/// results are the same bits as [`forward_backward_dev`]'s whatever `ws`
+/// held before.
+///
+/// ```
+/// use ptxsmith::kernels::hmm::{self, DeviceInputs, DeviceOutputs, Shape, Workspace};
+/// use ptxsmith::runtime::{AsDevice, AsDeviceMut, Context};
+///
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let shape = Shape::new(1, 2, 2)?;
+/// let mut ws = Workspace::new(&ctx, shape)?; // once
+/// let (pi, a) = (st.upload(&[-0.5f32, -1.0])?, st.upload(&[-0.1f32, -2.4, -2.4, -0.1])?);
+/// let b = st.upload(&[-0.2f32, -1.7, -1.7, -0.2])?;
+/// let mut outs: Vec<_> = [4, 4, 1, 4, 4].into_iter().map(|n| ctx.alloc::<f32>(n)).collect::<Result<_, _>>()?;
+/// let inputs = DeviceInputs { log_pi: pi.as_device(), log_a: a.as_device(), log_b: b.as_device(), lengths: &[2] };
+/// for _ in 0..2 {
+///     let before = ctx.traffic();
+///     let [alpha, beta, ll, gamma, xi] = &mut outs[..] else { unreachable!() };
+///     let out = DeviceOutputs {
+///         log_alpha: alpha.as_device_mut(),
+///         log_beta: beta.as_device_mut(),
+///         log_likelihood: ll.as_device_mut(),
+///         gamma: gamma.as_device_mut(),
+///         xi: xi.as_device_mut(),
+///     };
+///     hmm::forward_backward_dev_ws(&st, &mut ws, shape, &inputs, out)?;
+///     assert_eq!(ctx.traffic().since(&before).allocations, 0); // only the workspace's memory
+/// }
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
+/// # Errors
+/// As [`forward_backward_dev`], and, checked before anything is written:
+/// [`Error::WrongContext`](crate::Error::WrongContext) (`what`:
+/// `"workspace"`) for a workspace of another context,
+/// [`Error::InvalidArgument`](crate::Error::InvalidArgument) (`what`:
+/// `"workspace"`) naming both shapes for one that does not fit `shape`.
+pub fn forward_backward_dev_ws(
+    stream: &Stream,
+    ws: &mut Workspace,
+    shape: Shape,
+    inputs: &DeviceInputs<'_>,
+    out: DeviceOutputs<'_>,
+) -> Result<()> {
+    let io = checked(stream, shape, inputs, out)?;
+    ws.check(stream, shape)?;
+    if shape.batch() == 0 {
+        return Ok(());
+    }
+    launch(stream, ws, shape, inputs.lengths, &io)
+}
+
+/// Check every length and the lengths' values; the caller's memory as
+/// kernel arguments.
+fn checked(
+    stream: &Stream,
+    shape: Shape,
+    inputs: &DeviceInputs<'_>,
+    mut out: DeviceOutputs<'_>,
+) -> Result<Ptrs> {
     validate_lengths(inputs.lengths, shape.batch(), shape.t())?;
     let (n, s) = (shape.elements(), shape.s());
     check::len("hmm", "log_pi", inputs.log_pi.len(), s, "S")?;
@@ -135,7 +208,7 @@ pub fn forward_backward_dev(
         "batch",
     )?;
     check::len("hmm", "xi", out.xi.len(), shape.xi_len(), "batch × S × S")?;
-    let io = Ptrs {
+    Ok(Ptrs {
         log_pi: stream.arg("log_pi", &inputs.log_pi)?,
         log_a: stream.arg("log_a", &inputs.log_a)?,
         log_b: stream.arg("log_b", &inputs.log_b)?,
@@ -144,11 +217,7 @@ pub fn forward_backward_dev(
         ll: stream.arg_mut("log_likelihood", &mut out.log_likelihood)?,
         gamma: stream.arg_mut("gamma", &mut out.gamma)?,
         xi: stream.arg_mut("xi", &mut out.xi)?,
-    };
-    if batch == 0 {
-        return Ok(());
-    }
-    launch(stream, shape, inputs.lengths, &io)
+    })
 }
 
 /// The caller's memory of one pass.
@@ -163,55 +232,24 @@ struct Ptrs {
     xi: DevPtr<F32>,
 }
 
-/// The workspace of one pass (see the [module docs](self)).
-struct Workspace {
-    prep: DeviceBuffer<f32>,
-    a_hat: DeviceBuffer<f32>,
-    a_til: DeviceBuffer<f32>,
-    mb: DeviceBuffer<f32>,
-    cnorm: DeviceBuffer<f32>,
-    dnorm: DeviceBuffer<f32>,
-    flags: DeviceBuffer<u32>,
-    beta_lo: DeviceBuffer<f32>,
-    w: DeviceBuffer<f32>,
-    rh: DeviceBuffer<f32>,
-    rl: DeviceBuffer<f32>,
-}
-
-impl Workspace {
-    fn new(ctx: &Context, shape: &Shape) -> Result<Workspace> {
-        let sp = shape.padded();
-        let steps = shape.batch() * shape.t();
-        let f = |n: usize| ctx.alloc::<f32>(n.max(1));
-        Ok(Workspace {
-            prep: f(prep_len(sp))?,
-            a_hat: f(sp * sp)?,
-            a_til: f(sp * sp)?,
-            mb: f(steps)?,
-            cnorm: f(2 * steps)?,
-            dnorm: f(2 * steps)?,
-            flags: ctx.alloc::<u32>(steps.max(1))?,
-            beta_lo: f(shape.elements())?,
-            w: f(steps * sp)?,
-            rh: f(shape.elements())?,
-            rl: f(shape.elements())?,
-        })
-    }
-}
-
 /// `n` CTAs of task counter for `tasks` tasks.
 fn task_grid(tasks: u64) -> LaunchConfig {
     LaunchConfig::linear(grid::ctas_within(tasks, 1, 1 << 16), THREADS)
 }
 
-fn launch(stream: &Stream, shape: Shape, lengths: &[u32], io: &Ptrs) -> Result<()> {
+fn launch(
+    stream: &Stream,
+    ws: &mut Workspace,
+    shape: Shape,
+    lengths: &[u32],
+    io: &Ptrs,
+) -> Result<()> {
     let ctx = stream.context();
     let sm = ctx.sm();
     let (batch, t, s, sp) = (shape.batch(), shape.t(), shape.s(), shape.padded());
     let cap = cap_for(s);
-    let lens = stream.upload(lengths)?;
-    let lens_p = stream.arg("lengths", &lens)?;
-    let mut ws = Workspace::new(ctx, &shape)?;
+    stream.copy_from_host(&mut ws.lengths.slice_mut(..batch)?, lengths)?;
+    let lens_p = stream.arg("lengths", &ws.lengths)?;
     let (t32, s32, sp32) = (t as u32, s as u32, sp as u32);
     let prep = stream.arg_mut("workspace", &mut ws.prep)?;
     let a_hat = stream.arg_mut("workspace", &mut ws.a_hat)?;
@@ -464,7 +502,52 @@ pub fn forward_backward_on(
     shape: Shape,
     inputs: &Inputs<'_>,
 ) -> Result<Posteriors> {
+    on(stream, None, shape, inputs)
+}
+
+/// [`forward_backward_on`] with the caller's [`Workspace`]: the kernels'
+/// scratch is not allocated again (the uploads of the inputs and the
+/// outputs still are; [`forward_backward_dev_ws`] on resident buffers
+/// allocates nothing).
+///
+/// ```
+/// use ptxsmith::kernels::hmm::{self, Inputs, Shape, Workspace};
+/// use ptxsmith::runtime::Context;
+///
+/// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+/// let st = ctx.default_stream();
+/// let mut ws = Workspace::new(&ctx, Shape::new(2, 2, 1)?)?;
+/// let shape = Shape::new(2, 2, 1)?;
+/// let inputs = Inputs { log_pi: &[0.0], log_a: &[-0.5], log_b: &[-1.0, -2.0, -4.0, -8.0], lengths: &[2, 1] };
+/// let p = hmm::forward_backward_on_ws(&st, &mut ws, shape, &inputs)?;
+/// assert_eq!(p.log_likelihood, [-3.5, -4.0]);
+/// // A smaller shape reuses it.
+/// let one = Inputs { log_b: &[-1.0, -2.0], lengths: &[2], ..inputs };
+/// assert_eq!(hmm::forward_backward_on_ws(&st, &mut ws, Shape::new(1, 2, 1)?, &one)?.log_likelihood, [-3.5]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
+/// # Errors
+/// As [`forward_backward_dev_ws`].
+pub fn forward_backward_on_ws(
+    stream: &Stream,
+    ws: &mut Workspace,
+    shape: Shape,
+    inputs: &Inputs<'_>,
+) -> Result<Posteriors> {
+    on(stream, Some(ws), shape, inputs)
+}
+
+fn on(
+    stream: &Stream,
+    ws: Option<&mut Workspace>,
+    shape: Shape,
+    inputs: &Inputs<'_>,
+) -> Result<Posteriors> {
     inputs.validate(shape)?;
+    if let Some(ws) = &ws {
+        ws.check(stream, shape)?;
+    }
     let ctx = stream.context();
     let (pi, a, bb) = (
         stream.upload(inputs.log_pi)?,
@@ -477,23 +560,23 @@ pub fn forward_backward_on(
     let mut ll = ctx.alloc::<f32>(shape.batch())?;
     let mut gamma = ctx.alloc::<f32>(n)?;
     let mut xi = ctx.alloc::<f32>(shape.xi_len())?;
-    forward_backward_dev(
-        stream,
-        shape,
-        &DeviceInputs {
-            log_pi: pi.as_device(),
-            log_a: a.as_device(),
-            log_b: bb.as_device(),
-            lengths: inputs.lengths,
-        },
-        DeviceOutputs {
-            log_alpha: alpha.as_device_mut(),
-            log_beta: beta.as_device_mut(),
-            log_likelihood: ll.as_device_mut(),
-            gamma: gamma.as_device_mut(),
-            xi: xi.as_device_mut(),
-        },
-    )?;
+    let dev_in = DeviceInputs {
+        log_pi: pi.as_device(),
+        log_a: a.as_device(),
+        log_b: bb.as_device(),
+        lengths: inputs.lengths,
+    };
+    let dev_out = DeviceOutputs {
+        log_alpha: alpha.as_device_mut(),
+        log_beta: beta.as_device_mut(),
+        log_likelihood: ll.as_device_mut(),
+        gamma: gamma.as_device_mut(),
+        xi: xi.as_device_mut(),
+    };
+    match ws {
+        Some(ws) => forward_backward_dev_ws(stream, ws, shape, &dev_in, dev_out)?,
+        None => forward_backward_dev(stream, shape, &dev_in, dev_out)?,
+    }
     Ok(Posteriors {
         batch: shape.batch(),
         t: shape.t(),

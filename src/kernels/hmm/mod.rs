@@ -184,10 +184,12 @@
 //! 4.61 M, 5.14 M, 13 k and 3.67 M for the contract this one replaced
 //! (`tests/hmm_sim.rs`, `docs/perf.md`).
 //!
-//! The launch allocates, in the stream's context, a workspace of
-//! `2·S16² + 6·S16 + 4` floats for the prep (`S16` = `S` rounded up to a
-//! multiple of 16) and `batch·T·(3·S + S16 + 6)` floats for the per-step
-//! records (see [`launch`]).
+//! The kernels' device scratch is a [`Workspace`] of
+//! [`Workspace::bytes_for`] `= 4·(2·S16² + 6·S16 + 4 + batch +
+//! batch·T·(3·S + S16 + 6))` bytes (`S16` = `S` rounded up to a multiple
+//! of 16; 264 MB at batch 64, T 1000, S 256: a table per shape is in
+//! [`workspace`]). The `_ws` entry points take one the caller keeps, so a
+//! warm call allocates nothing; the others allocate one per call.
 //!
 //! Limits: `1 ≤ S ≤` [`MAX_STATES`]; `T × S16 < 2^31`; `batch < 2^31`.
 //!
@@ -200,7 +202,8 @@
 //! stream), [`forward_backward_dev`] (device memory in [`DeviceInputs`]
 //! and [`DeviceOutputs`]), [`forward_backward_raw`] (another stack's raw
 //! addresses in [`RawInputs`] and [`RawOutputs`], viewed as foreign
-//! slices). The host model is [`host::forward_backward`] (and
+//! slices); [`forward_backward_dev_ws`] and [`forward_backward_on_ws`]
+//! take a [`Workspace`] the caller keeps. The host model is [`host::forward_backward`] (and
 //! [`host::forward`], [`host::backward`] for one direction).
 //!
 //! ```
@@ -226,11 +229,13 @@ pub mod host;
 pub mod launch;
 mod pair;
 pub mod ptx;
+pub mod workspace;
 
 pub use host::{
     CHAINS, Fallbacks, Inputs, MAX_STATES, Posteriors, ROW_LANES, Shape, TAU, XI_BLOCK, log_sum,
 };
 pub use launch::{
     DeviceInputs, DeviceOutputs, RawInputs, RawOutputs, forward_backward, forward_backward_dev,
-    forward_backward_on, forward_backward_raw,
+    forward_backward_dev_ws, forward_backward_on, forward_backward_on_ws, forward_backward_raw,
 };
+pub use workspace::Workspace;
