@@ -61,6 +61,11 @@ pub struct Driver {
     /// Page-locked host ranges: address → (bytes, made by
     /// `cuMemAllocHost` rather than `cuMemHostRegister`).
     pub pinned: BTreeMap<usize, (usize, bool)>,
+    /// Libraries (`cuLibraryLoadData`), by handle: they belong to no
+    /// context.
+    pub libraries: HashMap<u64, crate::jit::Library>,
+    /// Kernel handles (`cuLibraryGetKernel`): their library and entry.
+    pub kernels: HashMap<u64, (u64, String)>,
     next_serial: u64,
     /// Global enqueue counter: every queued operation's position in the
     /// order the program issued them.
@@ -218,6 +223,8 @@ impl Driver {
             owners: HashMap::new(),
             destroyed: HashSet::new(),
             pinned: BTreeMap::new(),
+            libraries: HashMap::new(),
+            kernels: HashMap::new(),
             next_serial: 1,
             next_op: 0,
             config,

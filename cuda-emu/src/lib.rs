@@ -41,6 +41,7 @@ pub mod handles;
 pub mod host;
 pub mod jit;
 pub mod launch;
+pub mod library;
 pub mod memory;
 pub mod module;
 pub mod ops;

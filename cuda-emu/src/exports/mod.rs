@@ -18,6 +18,7 @@
 mod context;
 mod device;
 mod launch;
+mod library;
 mod memory;
 mod module;
 mod proc;
@@ -27,6 +28,7 @@ mod unsupported;
 pub use context::*;
 pub use device::*;
 pub use launch::*;
+pub use library::*;
 pub use memory::*;
 pub use module::*;
 pub use proc::*;

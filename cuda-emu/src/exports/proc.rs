@@ -52,6 +52,17 @@ fn since(name: &str) -> c_int {
         "cuStreamBeginCapture_v2" => 10010,
         "cuEventRecordWithFlags" => 11010,
         "cuMemAllocAsync" | "cuMemFreeAsync" => 11020,
+        "cuLibraryLoadData"
+        | "cuLibraryLoadFromFile"
+        | "cuLibraryUnload"
+        | "cuLibraryGetKernel"
+        | "cuLibraryGetModule"
+        | "cuLibraryGetGlobal"
+        | "cuKernelGetFunction"
+        | "cuKernelGetAttribute"
+        | "cuKernelSetAttribute"
+        | "cuLaunchKernelEx" => 12000,
+        "cuKernelGetName" => 12030,
         "cuLaunchHostFunc" | "cuStreamIsCapturing" => 10000,
         "cuStreamGetCtx" | "cuDeviceGetUuid" => 9020,
         "cuLaunchCooperativeKernel"
@@ -223,6 +234,17 @@ pub fn symbols() -> &'static [Symbol] {
             cuModuleUnload,
             cuModuleGetFunction,
             cuModuleGetGlobal_v2,
+            cuModuleLoad,
+            cuLibraryLoadData,
+            cuLibraryLoadFromFile,
+            cuLibraryUnload,
+            cuLibraryGetKernel,
+            cuLibraryGetModule,
+            cuLibraryGetGlobal,
+            cuKernelGetFunction,
+            cuKernelGetAttribute,
+            cuKernelSetAttribute,
+            cuKernelGetName,
             cuFuncGetAttribute,
             cuFuncSetAttribute,
             cuFuncSetCacheConfig,
@@ -231,6 +253,7 @@ pub fn symbols() -> &'static [Symbol] {
             cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags,
             cuOccupancyMaxPotentialBlockSize,
             cuLaunchKernel,
+            cuLaunchKernelEx,
             cuLaunchCooperativeKernel,
             cuLaunchCooperativeKernelMultiDevice,
             cuLaunchHostFunc,

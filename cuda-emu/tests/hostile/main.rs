@@ -187,12 +187,14 @@ macro_rules! case {
 mod contexts;
 mod launches;
 mod memory;
+mod newer;
 
 /// The hostile calls of export `name`.
 fn cases<'a>(name: &'a str, e: &'a Env) -> Vec<Case<'a>> {
     let mut v = contexts::cases(name, e);
     v.extend(memory::cases(name, e));
     v.extend(launches::cases(name, e));
+    v.extend(newer::cases(name, e));
     v
 }
 

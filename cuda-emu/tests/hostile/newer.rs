@@ -1,0 +1,356 @@
+//! Hostile calls: libraries and kernels, `cuModuleLoad`,
+//! `cuLaunchKernelEx`.
+
+use super::*;
+
+/// The hostile calls of export `name` among the exports above (none for
+/// others).
+#[allow(unused_unsafe)]
+pub fn cases<'a>(name: &'a str, e: &'a Env) -> Vec<Case<'a>> {
+    let mut v: Vec<Case<'a>> = Vec::new();
+    let base = Box::leak(Box::new([0u64; 4])).as_mut_ptr() as usize;
+    let out = move || base as *mut u64;
+    let mis = move || (base + 1) as *mut u64;
+    let text = move || EMU_TEXT.as_ptr().cast::<c_void>();
+    // A live library and kernel, and an unloaded library with its kernel.
+    let lib_of = || {
+        let mut l = null_mut();
+        // SAFETY: valid out-pointer and image.
+        ok(unsafe {
+            cu::cuLibraryLoadData(
+                &mut l,
+                text(),
+                null_mut(),
+                null_mut(),
+                0,
+                null_mut(),
+                null_mut(),
+                0,
+            )
+        });
+        let mut k = null_mut();
+        // SAFETY: as above.
+        ok(unsafe { cu::cuLibraryGetKernel(&mut k, l, c"fill".as_ptr()) });
+        (l as usize, k as usize)
+    };
+    let needs_lib = name.starts_with("cuLibrary") || name.starts_with("cuKernel");
+    let (lib, k, lib_dead, k_dead) = if needs_lib {
+        let (l, k) = lib_of();
+        let (ld, kd) = lib_of();
+        // SAFETY: a handle value.
+        ok(unsafe { cu::cuLibraryUnload(hv(ld as u64)) });
+        (l, k, ld, kd)
+    } else {
+        (0, 0, 0, 0)
+    };
+    let lib = move || hv(lib as u64);
+    let k = move || hv(k as u64);
+    let mut bad_libs: Vec<*mut c_void> =
+        vec![hv(lib_dead as u64), hv(k_dead as u64), e.m_foreign.0];
+    bad_libs.extend(e.bogus.iter().map(|&b| hv(b)));
+    let mut bad_kernels: Vec<*mut c_void> = vec![hv(k_dead as u64), hv(lib_dead as u64), e.f.0];
+    bad_kernels.extend(e.bogus.iter().map(|&b| hv(b)));
+    let bad_libs: &'a [*mut c_void] = Box::leak(bad_libs.into_boxed_slice());
+    let bad_kernels: &'a [*mut c_void] = Box::leak(bad_kernels.into_boxed_slice());
+    match name {
+        "cuLibraryLoadData" | "cuLibraryLoadFromFile" => {
+            let load = move |l: *mut *mut c_void, img: *const c_void, o: *mut u32, n: u32| {
+                if name == "cuLibraryLoadData" {
+                    // SAFETY: the hostile call under test.
+                    unsafe {
+                        cu::cuLibraryLoadData(l, img, o, null_mut(), n, null_mut(), null_mut(), 0)
+                    }
+                } else {
+                    // SAFETY: as above.
+                    unsafe {
+                        cu::cuLibraryLoadFromFile(
+                            l,
+                            img.cast(),
+                            o,
+                            null_mut(),
+                            n,
+                            null_mut(),
+                            null_mut(),
+                            0,
+                        )
+                    }
+                }
+            };
+            case!(
+                v,
+                "null library",
+                load(null_mut(), c"x".as_ptr().cast(), null_mut(), 0)
+            );
+            case!(v, "null image", load(out().cast(), null(), null_mut(), 0));
+            case!(
+                v,
+                "empty",
+                load(mis().cast(), c"".as_ptr().cast(), null_mut(), 0)
+            );
+            case!(
+                v,
+                "garbage",
+                load(out().cast(), c"\x7fELF\x01".as_ptr().cast(), null_mut(), 0)
+            );
+            case!(v, "options null", load(out().cast(), text(), null_mut(), 3));
+            case!(
+                v,
+                "no context, garbage",
+                without_context(|| load(out().cast(), c"\xff\xfe".as_ptr().cast(), null_mut(), 0))
+            );
+            let lo = Box::leak(Box::new([9u32; 1])).as_mut_ptr() as usize;
+            let lval = Box::leak(Box::new([0usize; 1])).as_mut_ptr() as usize;
+            case!(
+                v,
+                "library option 9",
+                cu::cuLibraryLoadData(
+                    out().cast(),
+                    text(),
+                    null_mut(),
+                    null_mut(),
+                    0,
+                    lo as *mut u32,
+                    lval as *mut *mut c_void,
+                    1
+                )
+            );
+        }
+        "cuModuleLoad" => {
+            case!(
+                v,
+                "null module",
+                cu::cuModuleLoad(null_mut(), c"/tmp".as_ptr())
+            );
+            case!(v, "null path", cu::cuModuleLoad(out().cast(), null()));
+            case!(
+                v,
+                "missing",
+                cu::cuModuleLoad(out().cast(), c"/nonexistent/x".as_ptr())
+            );
+            case!(
+                v,
+                "directory",
+                cu::cuModuleLoad(mis().cast(), c"/".as_ptr())
+            );
+            case!(
+                v,
+                "not ptx",
+                cu::cuModuleLoad(out().cast(), c"/proc/self/cmdline".as_ptr())
+            );
+            case!(
+                v,
+                "no context",
+                without_context(|| cu::cuModuleLoad(out().cast(), c"/nonexistent/x".as_ptr()))
+            );
+        }
+        "cuLibraryUnload" => {
+            for &l in bad_libs {
+                case!(v, format!("{l:?}"), cu::cuLibraryUnload(l));
+            }
+        }
+        "cuLibraryGetKernel" => {
+            case!(
+                v,
+                "null kernel",
+                cu::cuLibraryGetKernel(null_mut(), lib(), c"fill".as_ptr())
+            );
+            case!(
+                v,
+                "null name",
+                cu::cuLibraryGetKernel(out().cast(), lib(), null())
+            );
+            case!(
+                v,
+                "unknown name",
+                cu::cuLibraryGetKernel(mis().cast(), lib(), c"nope".as_ptr())
+            );
+            for &l in bad_libs {
+                case!(
+                    v,
+                    format!("{l:?}"),
+                    cu::cuLibraryGetKernel(out().cast(), l, c"fill".as_ptr())
+                );
+            }
+        }
+        "cuLibraryGetModule" => {
+            case!(v, "null module", cu::cuLibraryGetModule(null_mut(), lib()));
+            case!(
+                v,
+                "no context",
+                without_context(|| cu::cuLibraryGetModule(out().cast(), lib()))
+            );
+            for &l in bad_libs {
+                case!(v, format!("{l:?}"), cu::cuLibraryGetModule(mis().cast(), l));
+            }
+        }
+        "cuLibraryGetGlobal" => {
+            case!(
+                v,
+                "unknown",
+                cu::cuLibraryGetGlobal(out().cast(), null_mut(), lib(), c"g".as_ptr())
+            );
+            case!(
+                v,
+                "null name",
+                cu::cuLibraryGetGlobal(out().cast(), null_mut(), lib(), null())
+            );
+            for &l in bad_libs {
+                case!(
+                    v,
+                    format!("{l:?}"),
+                    cu::cuLibraryGetGlobal(null_mut(), null_mut(), l, c"g".as_ptr())
+                );
+            }
+        }
+        "cuKernelGetFunction" => {
+            case!(v, "null", cu::cuKernelGetFunction(null_mut(), k()));
+            case!(
+                v,
+                "no context",
+                without_context(|| cu::cuKernelGetFunction(out().cast(), k()))
+            );
+            for &bk in bad_kernels {
+                case!(
+                    v,
+                    format!("{bk:?}"),
+                    cu::cuKernelGetFunction(mis().cast(), bk)
+                );
+            }
+        }
+        "cuKernelGetAttribute" => {
+            case!(v, "null", cu::cuKernelGetAttribute(null_mut(), 0, k(), 0));
+            case!(
+                v,
+                "attribute 999",
+                cu::cuKernelGetAttribute(out().cast(), 999, k(), 0)
+            );
+            case!(
+                v,
+                "device 99",
+                cu::cuKernelGetAttribute(out().cast(), 0, k(), 99)
+            );
+            case!(
+                v,
+                "device -1",
+                cu::cuKernelGetAttribute(mis().cast(), 0, k(), -1)
+            );
+            for &bk in bad_kernels {
+                case!(
+                    v,
+                    format!("{bk:?}"),
+                    cu::cuKernelGetAttribute(out().cast(), 0, bk, 0)
+                );
+            }
+        }
+        "cuKernelSetAttribute" => {
+            case!(v, "read-only", cu::cuKernelSetAttribute(0, 1, k(), 0));
+            case!(
+                v,
+                "too much smem",
+                cu::cuKernelSetAttribute(8, i32::MAX, k(), 0)
+            );
+            case!(v, "device 99", cu::cuKernelSetAttribute(8, 0, k(), 99));
+            for &bk in bad_kernels {
+                case!(v, format!("{bk:?}"), cu::cuKernelSetAttribute(8, 0, bk, 0));
+            }
+        }
+        "cuKernelGetName" => {
+            case!(v, "null", cu::cuKernelGetName(null_mut(), k()));
+            for &bk in bad_kernels {
+                case!(v, format!("{bk:?}"), cu::cuKernelGetName(out().cast(), bk));
+            }
+        }
+        "cuLaunchKernelEx" => {
+            use ptxsmith_cuda_emu::exports::{LaunchAttribute, LaunchConfig};
+            let attrs = |id: u32, x: u32| {
+                let mut value = [0u32; 16];
+                value[0] = x;
+                value[1] = 1;
+                value[2] = 1;
+                Box::leak(Box::new([LaunchAttribute {
+                    id,
+                    pad: [0; 4],
+                    value,
+                }]))
+                .as_mut_ptr() as usize
+            };
+            let cfg = move |f_grid: u32, s: CUstream, a: usize, n: u32| {
+                Box::leak(Box::new(LaunchConfig {
+                    grid: [f_grid, 1, 1],
+                    block: [1, 1, 1],
+                    smem: 0,
+                    stream: s,
+                    attrs: a as *mut LaunchAttribute,
+                    num_attrs: n,
+                })) as *const LaunchConfig as usize
+            };
+            let c = move |u: usize| u as *const LaunchConfig;
+            let ok_cfg = cfg(1, e.s, 0, 0);
+            case!(
+                v,
+                "null config",
+                cu::cuLaunchKernelEx(null(), e.f, null_mut(), null_mut())
+            );
+            case!(
+                v,
+                "null params",
+                cu::cuLaunchKernelEx(c(ok_cfg), e.f, null_mut(), null_mut())
+            );
+            case!(
+                v,
+                "grid 0",
+                cu::cuLaunchKernelEx(c(cfg(0, e.s, 0, 0)), e.f, null_mut(), null_mut())
+            );
+            case!(
+                v,
+                "attrs null",
+                cu::cuLaunchKernelEx(c(cfg(1, e.s, 0, 3)), e.f, null_mut(), null_mut())
+            );
+            for (id, x) in [
+                (2, 1),
+                (4, 2),
+                (4, 0),
+                (6, 1),
+                (1, 0),
+                (99, 0),
+                (u32::MAX, 0),
+            ] {
+                case!(
+                    v,
+                    format!("attribute {id} = {x}"),
+                    cu::cuLaunchKernelEx(
+                        c(cfg(1, e.s, attrs(id, x), 1)),
+                        e.f,
+                        null_mut(),
+                        null_mut()
+                    )
+                );
+            }
+            for bs in e.bad_streams() {
+                case!(
+                    v,
+                    format!("stream {bs:?}"),
+                    cu::cuLaunchKernelEx(c(cfg(1, bs, 0, 0)), e.f, null_mut(), null_mut())
+                );
+            }
+            for bf in e.bad_functions() {
+                case!(
+                    v,
+                    format!("{bf:?}"),
+                    cu::cuLaunchKernelEx(c(ok_cfg), bf, null_mut(), null_mut())
+                );
+            }
+            case!(
+                v,
+                "no context",
+                without_context(|| cu::cuLaunchKernelEx(c(ok_cfg), e.f, null_mut(), null_mut()))
+            );
+        }
+        _ => {}
+    }
+    v
+}
+
+/// `EMU_PTX`, NUL-terminated.
+static EMU_TEXT: std::sync::LazyLock<std::ffi::CString> =
+    std::sync::LazyLock::new(|| std::ffi::CString::new(EMU_PTX).unwrap());
