@@ -350,3 +350,26 @@ fn launch_kernel_ex_runs_supported_attributes_and_refuses_others() {
         CUDA_ERROR_INVALID_VALUE,
     );
 }
+
+#[test]
+fn launch_kernel_ex_refuses_a_bad_stream() {
+    let _c = TestCtx::new();
+    let t = emu_kernel("trap_now");
+    let mut cfg = LaunchConfig {
+        grid: [1, 1, 1],
+        block: [1, 1, 1],
+        smem: 0,
+        stream: CUstream(hv(0x1234)),
+        attrs: null_mut(),
+        num_attrs: 0,
+    };
+    // SAFETY: a valid config; no parameters.
+    is(
+        unsafe { cu::cuLaunchKernelEx(&cfg, t, null_mut(), null_mut()) },
+        CUDA_ERROR_INVALID_HANDLE,
+    );
+    cfg.stream = stream(0);
+    // SAFETY: as above.
+    ok(unsafe { cu::cuLaunchKernelEx(&cfg, t, null_mut(), null_mut()) });
+    is(sync(cfg.stream), CUDA_ERROR_LAUNCH_FAILED);
+}

@@ -326,11 +326,13 @@ pub fn cases<'a>(name: &'a str, e: &'a Env) -> Vec<Case<'a>> {
                     )
                 );
             }
+            // A kernel without parameters: the stream is what is refused.
+            let t = emu_kernel("trap_now");
             for bs in e.bad_streams() {
                 case!(
                     v,
                     format!("stream {bs:?}"),
-                    cu::cuLaunchKernelEx(c(cfg(1, bs, 0, 0)), e.f, null_mut(), null_mut())
+                    cu::cuLaunchKernelEx(c(cfg(1, bs, 0, 0)), t, null_mut(), null_mut())
                 );
             }
             for bf in e.bad_functions() {
