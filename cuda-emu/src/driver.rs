@@ -66,6 +66,12 @@ pub struct Driver {
     pub libraries: HashMap<u64, crate::jit::Library>,
     /// Kernel handles (`cuLibraryGetKernel`): their library and entry.
     pub kernels: HashMap<u64, (u64, String)>,
+    /// Graphs (`cuStreamEndCapture`) and executable graphs
+    /// (`cuGraphInstantiateWithFlags`), by handle.
+    pub graphs: HashMap<u64, crate::ops::Graph>,
+    pub graph_execs: HashMap<u64, crate::ops::Graph>,
+    /// Events last recorded inside a capture: the capture's graph.
+    pub captured_events: HashMap<u64, u64>,
     next_serial: u64,
     /// Global enqueue counter: every queued operation's position in the
     /// order the program issued them.
@@ -225,6 +231,9 @@ impl Driver {
             pinned: BTreeMap::new(),
             libraries: HashMap::new(),
             kernels: HashMap::new(),
+            graphs: HashMap::new(),
+            graph_execs: HashMap::new(),
+            captured_events: HashMap::new(),
             next_serial: 1,
             next_op: 0,
             config,

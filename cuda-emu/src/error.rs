@@ -27,6 +27,7 @@ pub const CUDA_ERROR_STREAM_CAPTURE_UNMATCHED: CUresult = 903;
 pub const CUDA_ERROR_STREAM_CAPTURE_UNJOINED: CUresult = 904;
 pub const CUDA_ERROR_STREAM_CAPTURE_ISOLATION: CUresult = 905;
 pub const CUDA_ERROR_STREAM_CAPTURE_IMPLICIT: CUresult = 906;
+pub const CUDA_ERROR_CAPTURED_EVENT: CUresult = 907;
 pub const CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD: CUresult = 908;
 
 /// A call's outcome: `Err` carries the `CUresult` to return.

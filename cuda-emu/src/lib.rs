@@ -36,6 +36,7 @@ pub mod error;
 /// library calls; the crate's own tests call them directly.
 #[allow(unsafe_code)]
 pub mod exports;
+pub mod graph;
 pub mod handles;
 #[allow(unsafe_code)]
 pub mod host;

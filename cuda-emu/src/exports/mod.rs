@@ -17,6 +17,7 @@
 
 mod context;
 mod device;
+mod graph;
 mod launch;
 mod library;
 mod memory;
@@ -27,6 +28,7 @@ mod unsupported;
 
 pub use context::*;
 pub use device::*;
+pub use graph::*;
 pub use launch::*;
 pub use library::*;
 pub use memory::*;

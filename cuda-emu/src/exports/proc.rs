@@ -50,6 +50,16 @@ fn since(name: &str) -> c_int {
         | "cuDevicePrimaryCtxReset_v2"
         | "cuDevicePrimaryCtxSetFlags_v2" => 11000,
         "cuStreamBeginCapture_v2" => 10010,
+        "cuStreamBeginCapture"
+        | "cuStreamEndCapture"
+        | "cuGraphLaunch"
+        | "cuGraphExecDestroy"
+        | "cuGraphDestroy" => 10000,
+        "cuStreamGetCaptureInfo" => 10010,
+        "cuStreamGetCaptureInfo_v2" => 11030,
+        "cuStreamGetCaptureInfo_v3" => 12030,
+        "cuGraphInstantiateWithFlags" => 11040,
+        "cuGraphUpload" => 11010,
         "cuEventRecordWithFlags" => 11010,
         "cuMemAllocAsync" | "cuMemFreeAsync" => 11020,
         "cuLibraryLoadData"
@@ -266,7 +276,17 @@ pub fn symbols() -> &'static [Symbol] {
             cuStreamGetFlags,
             cuStreamGetPriority,
             cuStreamGetCtx,
+            cuStreamBeginCapture,
             cuStreamBeginCapture_v2,
+            cuStreamEndCapture,
+            cuStreamGetCaptureInfo,
+            cuStreamGetCaptureInfo_v2,
+            cuStreamGetCaptureInfo_v3,
+            cuGraphInstantiateWithFlags,
+            cuGraphLaunch,
+            cuGraphUpload,
+            cuGraphExecDestroy,
+            cuGraphDestroy,
             cuStreamIsCapturing,
             cuStreamAddCallback,
             cuEventCreate,

@@ -185,6 +185,7 @@ macro_rules! case {
 }
 
 mod contexts;
+mod graphs;
 mod launches;
 mod memory;
 mod newer;
@@ -195,6 +196,7 @@ fn cases<'a>(name: &'a str, e: &'a Env) -> Vec<Case<'a>> {
     v.extend(memory::cases(name, e));
     v.extend(launches::cases(name, e));
     v.extend(newer::cases(name, e));
+    v.extend(graphs::cases(name, e));
     v
 }
 
