@@ -73,6 +73,10 @@ fn since(name: &str) -> c_int {
         | "cuKernelSetAttribute"
         | "cuLaunchKernelEx" => 12000,
         "cuKernelGetName" => 12030,
+        "cuLinkCreate_v2" | "cuLinkAddData_v2" | "cuLinkAddFile_v2" => 6050,
+        "cuLinkCreate" | "cuLinkAddData" | "cuLinkAddFile" | "cuLinkComplete" | "cuLinkDestroy" => {
+            5050
+        }
         "cuLaunchHostFunc" | "cuStreamIsCapturing" => 10000,
         "cuStreamGetCtx" | "cuDeviceGetUuid" => 9020,
         "cuLaunchCooperativeKernel"
@@ -245,6 +249,14 @@ pub fn symbols() -> &'static [Symbol] {
             cuModuleGetFunction,
             cuModuleGetGlobal_v2,
             cuModuleLoad,
+            cuLinkCreate,
+            cuLinkCreate_v2,
+            cuLinkAddData,
+            cuLinkAddData_v2,
+            cuLinkAddFile,
+            cuLinkAddFile_v2,
+            cuLinkComplete,
+            cuLinkDestroy,
             cuLibraryLoadData,
             cuLibraryLoadFromFile,
             cuLibraryUnload,

@@ -348,9 +348,128 @@ pub fn cases<'a>(name: &'a str, e: &'a Env) -> Vec<Case<'a>> {
                 without_context(|| cu::cuLaunchKernelEx(c(ok_cfg), e.f, null_mut(), null_mut()))
             );
         }
+        n if n.starts_with("cuLink") => link_cases(&mut v, n, e),
         _ => {}
     }
     v
+}
+
+/// The hostile calls of the `cuLink*` exports.
+fn link_cases<'a>(v: &mut Vec<Case<'a>>, name: &'a str, e: &'a Env) {
+    let base = Box::leak(Box::new([0u64; 4])).as_mut_ptr() as usize;
+    let out = move || base as *mut u64;
+    let mis = move || (base + 1) as *mut u64;
+    let make = || {
+        let mut st = null_mut();
+        // SAFETY: a valid out-pointer.
+        ok(unsafe { cu::cuLinkCreate_v2(0, null_mut(), null_mut(), &mut st) });
+        st as usize
+    };
+    let (live, dead) = (make(), make());
+    // SAFETY: a handle value.
+    ok(unsafe { cu::cuLinkDestroy(hv(dead as u64)) });
+    let live = move || hv(live as u64);
+    let mut bad: Vec<usize> = vec![0, dead, e.f.0 as usize, e.s.0 as usize];
+    bad.extend(e.bogus.iter().map(|&b| b as usize));
+    let bad: &'a [usize] = Box::leak(bad.into_boxed_slice());
+    let text = move || EMU_TEXT.as_ptr().cast_mut().cast::<c_void>();
+    let len = EMU_TEXT.as_bytes().len();
+    match name {
+        "cuLinkCreate" | "cuLinkCreate_v2" => {
+            let create = move |n: u32, o: *mut u32, st: *mut *mut c_void| {
+                // SAFETY: the hostile call under test.
+                unsafe {
+                    if name == "cuLinkCreate" {
+                        cu::cuLinkCreate(n, o, null_mut(), st)
+                    } else {
+                        cu::cuLinkCreate_v2(n, o, null_mut(), st)
+                    }
+                }
+            };
+            case!(v, "null state", create(0, null_mut(), null_mut()));
+            case!(v, "options null", create(3, null_mut(), out().cast()));
+            case!(
+                v,
+                "no context",
+                without_context(|| create(0, null_mut(), mis().cast()))
+            );
+        }
+        "cuLinkAddData" | "cuLinkAddData_v2" => {
+            let add = move |st: *mut c_void, ty: u32, d: *mut c_void, n: usize| {
+                // SAFETY: the hostile call under test.
+                unsafe {
+                    if name == "cuLinkAddData" {
+                        cu::cuLinkAddData(st, ty, d, n, null(), 0, null_mut(), null_mut())
+                    } else {
+                        cu::cuLinkAddData_v2(st, ty, d, n, null(), 0, null_mut(), null_mut())
+                    }
+                }
+            };
+            case!(v, "null data", add(live(), 1, null_mut(), 10));
+            case!(v, "size 0", add(live(), 1, text(), 0));
+            case!(v, "type 99", add(live(), 99, text(), len));
+            case!(v, "cubin", add(live(), 0, text(), len));
+            case!(
+                v,
+                "garbage",
+                add(live(), 1, c"\xff\xfe".as_ptr().cast_mut().cast(), 2)
+            );
+            case!(v, "device address", add(live(), 1, hv(e.p), 256));
+            case!(v, "huge", add(live(), 1, hv(e.p), usize::MAX));
+            for &b in bad {
+                case!(v, format!("{b:#x}"), add(hv(b as u64), 1, text(), len));
+            }
+        }
+        "cuLinkAddFile" | "cuLinkAddFile_v2" => {
+            let add = move |st: *mut c_void, ty: u32, p: *const std::ffi::c_char| {
+                // SAFETY: the hostile call under test.
+                unsafe {
+                    if name == "cuLinkAddFile" {
+                        cu::cuLinkAddFile(st, ty, p, 0, null_mut(), null_mut())
+                    } else {
+                        cu::cuLinkAddFile_v2(st, ty, p, 0, null_mut(), null_mut())
+                    }
+                }
+            };
+            case!(v, "null path", add(live(), 1, null()));
+            case!(v, "missing", add(live(), 1, c"/nonexistent/x".as_ptr()));
+            case!(v, "directory", add(live(), 1, c"/".as_ptr()));
+            case!(v, "not ptx", add(live(), 1, c"/proc/self/cmdline".as_ptr()));
+            for &b in bad {
+                case!(v, format!("{b:#x}"), add(hv(b as u64), 1, c"/".as_ptr()));
+            }
+        }
+        "cuLinkComplete" => {
+            case!(
+                v,
+                "nothing added",
+                cu::cuLinkComplete(live(), out().cast(), mis().cast())
+            );
+            case!(
+                v,
+                "null image",
+                cu::cuLinkComplete(live(), null_mut(), out().cast())
+            );
+            case!(
+                v,
+                "null size",
+                cu::cuLinkComplete(live(), out().cast(), null_mut())
+            );
+            for &b in bad {
+                case!(
+                    v,
+                    format!("{b:#x}"),
+                    cu::cuLinkComplete(hv(b as u64), out().cast(), mis().cast())
+                );
+            }
+        }
+        "cuLinkDestroy" => {
+            for &b in bad {
+                case!(v, format!("{b:#x}"), cu::cuLinkDestroy(hv(b as u64)));
+            }
+        }
+        _ => {}
+    }
 }
 
 /// `EMU_PTX`, NUL-terminated.
