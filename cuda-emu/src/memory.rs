@@ -53,7 +53,7 @@ impl Driver {
     /// `[addr, addr + len)` must lie in one live allocation of the current
     /// context (`CUDA_ERROR_INVALID_VALUE`: unknown, freed, another
     /// context's, or running off the end).
-    fn check_device(&self, ctx: u64, addr: u64, len: usize) -> Res<()> {
+    pub fn check_device(&self, ctx: u64, addr: u64, len: usize) -> Res<()> {
         if len == 0 {
             return Ok(());
         }

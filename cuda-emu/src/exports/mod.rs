@@ -16,6 +16,7 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 mod context;
+mod copy2d;
 mod device;
 mod graph;
 mod launch;
@@ -28,6 +29,7 @@ mod stream;
 mod unsupported;
 
 pub use context::*;
+pub use copy2d::*;
 pub use device::*;
 pub use graph::*;
 pub use launch::*;

@@ -349,12 +349,243 @@ pub fn cases<'a>(name: &'a str, e: &'a Env) -> Vec<Case<'a>> {
             );
         }
         n if n.starts_with("cuLink") => link_cases(&mut v, n, e),
+        "cuMemAllocPitch_v2" => {
+            let pitch = Box::leak(Box::new(0usize)) as *mut usize as usize;
+            let pp = move || pitch as *mut usize;
+            case!(
+                v,
+                "null ptr",
+                cu::cuMemAllocPitch_v2(null_mut(), pp(), 16, 4, 4)
+            );
+            case!(
+                v,
+                "null pitch",
+                cu::cuMemAllocPitch_v2(out(), null_mut(), 16, 4, 4)
+            );
+            case!(
+                v,
+                "element 3",
+                cu::cuMemAllocPitch_v2(out(), pp(), 16, 4, 3)
+            );
+            case!(v, "width 0", cu::cuMemAllocPitch_v2(mis(), pp(), 0, 4, 4));
+            case!(v, "height 0", cu::cuMemAllocPitch_v2(out(), pp(), 16, 0, 4));
+            case!(
+                v,
+                "huge width",
+                cu::cuMemAllocPitch_v2(out(), pp(), usize::MAX, 4, 4)
+            );
+            case!(
+                v,
+                "huge",
+                cu::cuMemAllocPitch_v2(out(), pp(), 1 << 40, 1 << 30, 16)
+            );
+            case!(
+                v,
+                "no context",
+                without_context(|| cu::cuMemAllocPitch_v2(out(), pp(), 16, 4, 4))
+            );
+        }
+        "cuMemcpy2D_v2" | "cuMemcpy2DUnaligned_v2" | "cuMemcpy2DAsync_v2" => {
+            use ptxsmith_cuda_emu::exports::Memcpy2D;
+            let host = Box::leak(vec![0u8; 4096].into_boxed_slice()).as_mut_ptr() as usize;
+            // A device-to-host copy of 16 × 4 rows out of the 256-byte
+            // allocation (pitch 64), the hostile field changed.
+            let good = Memcpy2D {
+                src_x: 0,
+                src_y: 0,
+                src_type: 2,
+                src_host: null(),
+                src_device: e.p,
+                src_array: null_mut(),
+                src_pitch: 64,
+                dst_x: 0,
+                dst_y: 0,
+                dst_type: 1,
+                dst_host: host as *mut c_void,
+                dst_device: 0,
+                dst_array: null_mut(),
+                dst_pitch: 16,
+                width: 16,
+                height: 4,
+            };
+            let go = move |c: Memcpy2D, s: CUstream| {
+                let c = Box::leak(Box::new(c)) as *const Memcpy2D;
+                // SAFETY: the hostile call under test.
+                unsafe {
+                    match name {
+                        "cuMemcpy2D_v2" => cu::cuMemcpy2D_v2(c),
+                        "cuMemcpy2DUnaligned_v2" => cu::cuMemcpy2DUnaligned_v2(c),
+                        _ => cu::cuMemcpy2DAsync_v2(c, s),
+                    }
+                }
+            };
+            case!(v, "null", {
+                // SAFETY: a null descriptor.
+                match name {
+                    "cuMemcpy2D_v2" => cu::cuMemcpy2D_v2(null()),
+                    "cuMemcpy2DUnaligned_v2" => cu::cuMemcpy2DUnaligned_v2(null()),
+                    _ => cu::cuMemcpy2DAsync_v2(null(), e.s),
+                }
+            });
+            let variants: Vec<(&str, Memcpy2D)> = vec![
+                ("height 5", Memcpy2D { height: 5, ..good }),
+                (
+                    "height max",
+                    Memcpy2D {
+                        height: usize::MAX,
+                        ..good
+                    },
+                ),
+                (
+                    "width max",
+                    Memcpy2D {
+                        width: usize::MAX,
+                        ..good
+                    },
+                ),
+                (
+                    "src y max",
+                    Memcpy2D {
+                        src_y: usize::MAX,
+                        ..good
+                    },
+                ),
+                (
+                    "src x max",
+                    Memcpy2D {
+                        src_x: usize::MAX,
+                        ..good
+                    },
+                ),
+                (
+                    "pitch max",
+                    Memcpy2D {
+                        src_pitch: usize::MAX,
+                        ..good
+                    },
+                ),
+                (
+                    "pitch < width",
+                    Memcpy2D {
+                        src_pitch: 8,
+                        ..good
+                    },
+                ),
+                (
+                    "dst null",
+                    Memcpy2D {
+                        dst_host: null_mut(),
+                        ..good
+                    },
+                ),
+                (
+                    "dst in device space",
+                    Memcpy2D {
+                        dst_host: hv(e.p),
+                        ..good
+                    },
+                ),
+                (
+                    "dst host wraps",
+                    Memcpy2D {
+                        dst_host: hv(u64::MAX - 8),
+                        ..good
+                    },
+                ),
+                (
+                    "array",
+                    Memcpy2D {
+                        src_type: 3,
+                        ..good
+                    },
+                ),
+                (
+                    "type 0",
+                    Memcpy2D {
+                        src_type: 0,
+                        ..good
+                    },
+                ),
+                (
+                    "type max",
+                    Memcpy2D {
+                        dst_type: u32::MAX,
+                        ..good
+                    },
+                ),
+                (
+                    "host to host",
+                    Memcpy2D {
+                        src_type: 1,
+                        src_host: host as *const c_void,
+                        ..good
+                    },
+                ),
+                (
+                    "freed",
+                    Memcpy2D {
+                        src_device: e.p_freed,
+                        ..good
+                    },
+                ),
+                (
+                    "foreign",
+                    Memcpy2D {
+                        src_device: e.p_foreign,
+                        ..good
+                    },
+                ),
+                (
+                    "unified made up",
+                    Memcpy2D {
+                        src_type: 4,
+                        src_device: 0xDEAD_0000,
+                        ..good
+                    },
+                ),
+                (
+                    "device dst misaligned",
+                    Memcpy2D {
+                        src_type: 1,
+                        src_host: host as *const c_void,
+                        dst_type: 2,
+                        dst_device: e.p + 255,
+                        ..good
+                    },
+                ),
+            ];
+            for (label, c) in variants {
+                case!(v, label, go(c, e.s));
+            }
+            if name == "cuMemcpy2DAsync_v2" {
+                for bs in e.bad_streams() {
+                    case!(v, format!("stream {bs:?}"), go(good, bs));
+                }
+            }
+            let gp = Box::leak(Box::new(good)) as *const Memcpy2D as usize;
+            case!(
+                v,
+                "no context",
+                without_context(move || {
+                    let c = gp as *const Memcpy2D;
+                    // SAFETY: the hostile call under test.
+                    unsafe {
+                        match name {
+                            "cuMemcpy2D_v2" => cu::cuMemcpy2D_v2(c),
+                            "cuMemcpy2DUnaligned_v2" => cu::cuMemcpy2DUnaligned_v2(c),
+                            _ => cu::cuMemcpy2DAsync_v2(c, CUstream::default()),
+                        }
+                    }
+                })
+            );
+        }
         _ => {}
     }
     v
 }
 
 /// The hostile calls of the `cuLink*` exports.
+#[allow(unused_unsafe)]
 fn link_cases<'a>(v: &mut Vec<Case<'a>>, name: &'a str, e: &'a Env) {
     let base = Box::leak(Box::new([0u64; 4])).as_mut_ptr() as usize;
     let out = move || base as *mut u64;
