@@ -105,7 +105,12 @@ impl Driver {
             On::Sync => {
                 let ctx = self.current_handle()?;
                 self.refuse_unsafe_during_capture(ctx)?;
-                (ctx, LEGACY)
+                if crate::driver::per_thread_default() {
+                    // A `_ptds` entry point: the per-thread default stream.
+                    self.resolve_stream(CU_STREAM_PER_THREAD, true)?
+                } else {
+                    (ctx, LEGACY)
+                }
             }
             On::Stream(h) => self.resolve_stream(h, true)?,
         };
@@ -234,7 +239,7 @@ impl Driver {
         }
         let pinned = self.is_pinned(src.addr(), src.len());
         if on == On::Sync {
-            self.sync_stream(ctx, LEGACY)?;
+            self.sync_stream(ctx, key)?;
         }
         let kind = if pinned {
             OpKind::HtoDPinned { dst, src }

@@ -237,8 +237,8 @@ pub unsafe extern "C" fn cuMemcpy2D_v2(copy: *const Memcpy2D) -> CUresult {
         let c = unsafe { read(copy)? };
         // The legacy stream's earlier work first (as the 1D copies do).
         driver::with_sync(|d| {
-            let ctx = d.current_handle()?;
-            d.sync_stream(ctx, crate::handles::LEGACY)
+            let (ctx, key) = d.resolve_stream(0, true)?;
+            d.sync_stream(ctx, key)
         })?;
         // SAFETY: the caller's contract.
         unsafe { copy2d(&c, On::Sync) }

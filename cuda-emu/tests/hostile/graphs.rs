@@ -58,7 +58,7 @@ pub fn cases<'a>(name: &'a str, e: &'a Env) -> Vec<Case<'a>> {
             if name == "cuStreamBeginCapture_v2" {
                 case!(v, "mode 99", begin(idle, 99));
             }
-            case!(v, "legacy", begin(CUstream::default(), 0));
+            case!(v, "legacy", begin(CUstream(hv(1)), 0));
             case!(
                 v,
                 "no context",
