@@ -202,7 +202,7 @@ fn cases<'a>(name: &'a str, e: &'a Env) -> Vec<Case<'a>> {
             .into_iter()
             .map(|(label, call)| {
                 let wrapped: Box<dyn Fn() -> CUresult + 'a> =
-                    Box::new(move || ptxsmith_cuda_emu::driver::with_per_thread_default(|| call()));
+                    Box::new(move || ptxsmith_cuda_emu::driver::with_per_thread_default(&call));
                 (format!("per-thread default stream: {label}"), wrapped)
             })
             .collect();
