@@ -120,6 +120,8 @@ fn link_inputs_are_checked_when_added() {
     // SAFETY: a readable file path.
     ok(unsafe { cu::cuLinkAddFile_v2(st, PTX, cpath.as_ptr(), 0, null_mut(), null_mut()) });
     std::fs::remove_file(&path).unwrap();
+    // A second PTX input before completion: not supported.
+    is(add(st, PTX, EMU_PTX), CUDA_ERROR_NOT_SUPPORTED);
     // SAFETY: valid out-pointers.
     ok(unsafe { cu::cuLinkComplete(st, &mut img, &mut size) });
     // SAFETY: a handle value.
