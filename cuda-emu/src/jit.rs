@@ -33,8 +33,8 @@ pub struct Library {
     /// The PTX text (checked and parsed once at the load).
     pub image: Arc<Vec<u8>>,
     pub req: JitRequest,
-    /// Its entries, in PTX order.
-    pub entries: Vec<String>,
+    /// Its entries, in PTX order, with each parameter's `(offset, size)`.
+    pub entries: Vec<(String, Vec<(u32, u32)>)>,
     /// The module made of it in each context, by context handle.
     pub modules: HashMap<u64, u64>,
     /// Kernel handles made so far, by entry name.

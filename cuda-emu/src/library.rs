@@ -17,12 +17,18 @@ use crate::jit::{
     JitLog, JitRequest, Library, check_header, is_binary, parse_failure, scan_header,
 };
 
-/// The entry names of `program`, in PTX order.
-fn names(program: &Program) -> Vec<String> {
+/// The entries of `program`, in PTX order, with their parameter layout.
+fn names(program: &Program) -> Vec<(String, Vec<(u32, u32)>)> {
     program
         .entry_names()
         .into_iter()
-        .map(str::to_string)
+        .map(|n| {
+            let params = program
+                .entry(n)
+                .map(|e| e.params.iter().map(|p| (p.offset, p.size)).collect())
+                .unwrap_or_default();
+            (n.to_string(), params)
+        })
         .collect()
 }
 
@@ -68,7 +74,7 @@ impl Driver {
         image: &[u8],
         req: JitRequest,
         log: &mut JitLog,
-    ) -> Res<Vec<String>> {
+    ) -> Res<Vec<(String, Vec<(u32, u32)>)>> {
         let fail = |log: &mut JitLog, (code, text): (CUresult, String)| {
             log.error = text;
             Err(code)
@@ -143,7 +149,7 @@ impl Driver {
         if let Some(&k) = lib.kernels.get(name) {
             return Ok(k);
         }
-        if !lib.entries.iter().any(|e| e == name) {
+        if !lib.entries.iter().any(|(e, _)| e == name) {
             return Err(CUDA_ERROR_NOT_FOUND);
         }
         let k = self.new_handle(Kind::Kernel);
@@ -218,6 +224,40 @@ impl Driver {
             return Err(CUDA_ERROR_INVALID_DEVICE);
         }
         self.kernel_function(k)
+    }
+
+    /// `cuLibraryGetKernelCount`.
+    pub fn library_kernel_count(&self, l: u64) -> Res<usize> {
+        Ok(self.library(l)?.entries.len())
+    }
+
+    /// `cuLibraryEnumerateKernels`: the kernels of the first `n` entries,
+    /// in PTX order.
+    pub fn library_kernels(&mut self, l: u64, n: usize) -> Res<Vec<u64>> {
+        let names: Vec<String> = self
+            .library(l)?
+            .entries
+            .iter()
+            .take(n)
+            .map(|(e, _)| e.clone())
+            .collect();
+        names
+            .iter()
+            .map(|e| self.library_get_kernel(l, e))
+            .collect()
+    }
+
+    /// `cuKernelGetParamInfo`: `(offset, size)` of parameter `i`
+    /// (`CUDA_ERROR_INVALID_VALUE` past the last).
+    pub fn kernel_param_info(&self, k: u64, i: usize) -> Res<(u32, u32)> {
+        let (l, name) = self.kernel(k)?;
+        let lib = self.library(l)?;
+        let (_, params) = lib
+            .entries
+            .iter()
+            .find(|(e, _)| *e == name)
+            .ok_or(CUDA_ERROR_INVALID_HANDLE)?;
+        params.get(i).copied().ok_or(CUDA_ERROR_INVALID_VALUE)
     }
 
     /// `cuLibraryGetGlobal`: the simulator accepts no module-scope

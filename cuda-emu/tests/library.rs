@@ -130,6 +130,36 @@ fn a_library_loaded_without_a_context_runs_in_every_context() {
     ok(unsafe { cu::cuKernelGetName(&mut name, k) });
     // SAFETY: the driver's string lives for the process.
     assert_eq!(unsafe { CStr::from_ptr(name) }, c"fill");
+    // Enumeration, the kernel's library and its parameter layout
+    // (fill(u64 p, u32 n, u32 v): offsets 0, 8, 12).
+    let mut count = 0u32;
+    // SAFETY: valid out-pointers.
+    ok(unsafe { cu::cuLibraryGetKernelCount(&mut count, lib) });
+    assert_eq!(count, 10, "the entries of emu.ptx");
+    let mut ks = vec![null_mut(); count as usize];
+    // SAFETY: `count` writable slots.
+    ok(unsafe { cu::cuLibraryEnumerateKernels(ks.as_mut_ptr(), count, lib) });
+    assert_eq!(ks[0], k, "fill is the first entry");
+    let mut owner = null_mut();
+    // SAFETY: valid out-pointer.
+    ok(unsafe { cu::cuKernelGetLibrary(&mut owner, k) });
+    assert_eq!(owner, lib);
+    let (mut off, mut size) = (0usize, 0usize);
+    for (i, want) in [(0, (0, 8)), (1, (8, 4)), (2, (12, 4))] {
+        // SAFETY: valid out-pointers.
+        ok(unsafe { cu::cuKernelGetParamInfo(k, i, &mut off, &mut size) });
+        assert_eq!((off, size), want, "parameter {i}");
+    }
+    // SAFETY: as above.
+    is(
+        unsafe { cu::cuKernelGetParamInfo(k, 3, &mut off, &mut size) },
+        CUDA_ERROR_INVALID_VALUE,
+    );
+    // SAFETY: null array / zero count.
+    is(
+        unsafe { cu::cuLibraryEnumerateKernels(ks.as_mut_ptr(), 0, lib) },
+        CUDA_ERROR_INVALID_VALUE,
+    );
     let (mut dptr, mut bytes) = (0u64, 0usize);
     // SAFETY: valid out-pointers.
     is(

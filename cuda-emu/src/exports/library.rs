@@ -357,3 +357,95 @@ pub unsafe extern "C" fn cuLibraryGetGlobal(
         driver::with(|d| d.library_get_global(raw(library), &name)).map(drop)
     })
 }
+
+/// `cuLibraryGetKernelCount`.
+///
+/// # Safety
+/// `count` null or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuLibraryGetKernelCount(
+    count: *mut u32,
+    library: *mut c_void,
+) -> CUresult {
+    guard("cuLibraryGetKernelCount", || {
+        if count.is_null() {
+            return Err(CUDA_ERROR_INVALID_VALUE);
+        }
+        let n = driver::with(|d| d.library_kernel_count(raw(library)))?;
+        // SAFETY: the caller's contract for `count`.
+        unsafe { put(count, u32::try_from(n).unwrap_or(u32::MAX)) }
+    })
+}
+
+/// `cuLibraryEnumerateKernels`: the kernels of the library's first `n`
+/// entries, in PTX order (fewer when it has fewer); `n == 0` is
+/// `CUDA_ERROR_INVALID_VALUE`.
+///
+/// # Safety
+/// `kernels` null or writable for `n` handles.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuLibraryEnumerateKernels(
+    kernels: *mut *mut c_void,
+    n: u32,
+    library: *mut c_void,
+) -> CUresult {
+    guard("cuLibraryEnumerateKernels", || {
+        if kernels.is_null() || n == 0 {
+            return Err(CUDA_ERROR_INVALID_VALUE);
+        }
+        let ks = driver::with(|d| d.library_kernels(raw(library), n as usize))?;
+        for (i, k) in ks.into_iter().enumerate() {
+            // SAFETY: `i < n` slots are writable (the caller's contract).
+            unsafe { put(kernels.add(i), handle(k))? };
+        }
+        Ok(())
+    })
+}
+
+/// `cuKernelGetLibrary`.
+///
+/// # Safety
+/// `library` null or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuKernelGetLibrary(
+    library: *mut *mut c_void,
+    kernel: *mut c_void,
+) -> CUresult {
+    guard("cuKernelGetLibrary", || {
+        if library.is_null() {
+            return Err(CUDA_ERROR_INVALID_VALUE);
+        }
+        let (l, _) = driver::with(|d| d.kernel(raw(kernel)))?;
+        // SAFETY: the caller's contract for `library`.
+        unsafe { put(library, handle(l)) }
+    })
+}
+
+/// `cuKernelGetParamInfo`: the offset and size of parameter `index` in
+/// the kernel's parameter buffer (`CUDA_ERROR_INVALID_VALUE` past the
+/// last parameter); no context needed.
+///
+/// # Safety
+/// `offset` and `size` null or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuKernelGetParamInfo(
+    kernel: *mut c_void,
+    index: usize,
+    offset: *mut usize,
+    size: *mut usize,
+) -> CUresult {
+    guard("cuKernelGetParamInfo", || {
+        let (o, s) = driver::with(|d| d.kernel_param_info(raw(kernel), index))?;
+        // SAFETY: the caller's contract for both out-pointers (each may be
+        // null: not written).
+        unsafe {
+            if !offset.is_null() {
+                put(offset, o as usize)?;
+            }
+            if !size.is_null() {
+                put(size, s as usize)?;
+            }
+        }
+        Ok(())
+    })
+}

@@ -73,6 +73,8 @@ fn since(name: &str) -> c_int {
         | "cuKernelSetAttribute"
         | "cuLaunchKernelEx" => 12000,
         "cuKernelGetName" => 12030,
+        "cuLibraryGetKernelCount" | "cuLibraryEnumerateKernels" | "cuKernelGetParamInfo" => 12040,
+        "cuKernelGetLibrary" => 12050,
         "cuLinkCreate_v2" | "cuLinkAddData_v2" | "cuLinkAddFile_v2" => 6050,
         "cuLinkCreate" | "cuLinkAddData" | "cuLinkAddFile" | "cuLinkComplete" | "cuLinkDestroy" => {
             5050
@@ -262,6 +264,10 @@ pub fn symbols() -> &'static [Symbol] {
             cuKernelGetAttribute,
             cuKernelSetAttribute,
             cuKernelGetName,
+            cuLibraryGetKernelCount,
+            cuLibraryEnumerateKernels,
+            cuKernelGetLibrary,
+            cuKernelGetParamInfo,
             cuFuncGetAttribute,
             cuFuncSetAttribute,
             cuFuncSetCacheConfig,

@@ -254,6 +254,64 @@ pub fn cases<'a>(name: &'a str, e: &'a Env) -> Vec<Case<'a>> {
                 case!(v, format!("{bk:?}"), cu::cuKernelSetAttribute(8, 0, bk, 0));
             }
         }
+        "cuLibraryGetKernelCount" => {
+            case!(v, "null", cu::cuLibraryGetKernelCount(null_mut(), lib()));
+            for &l in bad_libs {
+                case!(
+                    v,
+                    format!("{l:?}"),
+                    cu::cuLibraryGetKernelCount(mis().cast(), l)
+                );
+            }
+        }
+        "cuLibraryEnumerateKernels" => {
+            case!(
+                v,
+                "null",
+                cu::cuLibraryEnumerateKernels(null_mut(), 4, lib())
+            );
+            case!(
+                v,
+                "zero",
+                cu::cuLibraryEnumerateKernels(out().cast(), 0, lib())
+            );
+            for &l in bad_libs {
+                case!(
+                    v,
+                    format!("{l:?}"),
+                    cu::cuLibraryEnumerateKernels(out().cast(), 1, l)
+                );
+            }
+        }
+        "cuKernelGetLibrary" => {
+            case!(v, "null", cu::cuKernelGetLibrary(null_mut(), k()));
+            for &bk in bad_kernels {
+                case!(
+                    v,
+                    format!("{bk:?}"),
+                    cu::cuKernelGetLibrary(mis().cast(), bk)
+                );
+            }
+        }
+        "cuKernelGetParamInfo" => {
+            case!(
+                v,
+                "index 3",
+                cu::cuKernelGetParamInfo(k(), 3, out().cast(), mis().cast())
+            );
+            case!(
+                v,
+                "index max",
+                cu::cuKernelGetParamInfo(k(), usize::MAX, null_mut(), null_mut())
+            );
+            for &bk in bad_kernels {
+                case!(
+                    v,
+                    format!("{bk:?}"),
+                    cu::cuKernelGetParamInfo(bk, 0, out().cast(), out().cast())
+                );
+            }
+        }
         "cuKernelGetName" => {
             case!(v, "null", cu::cuKernelGetName(null_mut(), k()));
             for &bk in bad_kernels {
