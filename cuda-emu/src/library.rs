@@ -14,11 +14,11 @@ use crate::driver::Driver;
 use crate::error::*;
 use crate::handles::{self, Kind};
 use crate::jit::{
-    JitLog, JitRequest, Library, check_header, is_binary, parse_failure, scan_header,
+    JitLog, JitRequest, Library, LibraryEntry, check_header, is_binary, parse_failure, scan_header,
 };
 
 /// The entries of `program`, in PTX order, with their parameter layout.
-fn names(program: &Program) -> Vec<(String, Vec<(u32, u32)>)> {
+fn names(program: &Program) -> Vec<LibraryEntry> {
     program
         .entry_names()
         .into_iter()
@@ -74,7 +74,7 @@ impl Driver {
         image: &[u8],
         req: JitRequest,
         log: &mut JitLog,
-    ) -> Res<Vec<(String, Vec<(u32, u32)>)>> {
+    ) -> Res<Vec<LibraryEntry>> {
         let fail = |log: &mut JitLog, (code, text): (CUresult, String)| {
             log.error = text;
             Err(code)
