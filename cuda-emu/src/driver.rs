@@ -61,6 +61,17 @@ pub struct Driver {
     /// Page-locked host ranges: address → (bytes, made by
     /// `cuMemAllocHost` rather than `cuMemHostRegister`).
     pub pinned: BTreeMap<usize, (usize, bool)>,
+    /// Libraries (`cuLibraryLoadData`), by handle: they belong to no
+    /// context.
+    pub libraries: HashMap<u64, crate::jit::Library>,
+    /// Kernel handles (`cuLibraryGetKernel`): their library and entry.
+    pub kernels: HashMap<u64, (u64, String)>,
+    /// Graphs (`cuStreamEndCapture`) and executable graphs
+    /// (`cuGraphInstantiateWithFlags`), by handle.
+    pub graphs: HashMap<u64, crate::ops::Graph>,
+    pub graph_execs: HashMap<u64, crate::ops::Graph>,
+    /// Events last recorded inside a capture: the capture's graph.
+    pub captured_events: HashMap<u64, u64>,
     next_serial: u64,
     /// Global enqueue counter: every queued operation's position in the
     /// order the program issued them.
@@ -172,6 +183,28 @@ thread_local! {
     static STACK: RefCell<Vec<u64>> = const { RefCell::new(Vec::new()) };
     /// The per-thread default stream of each context on this thread.
     static PER_THREAD: RefCell<HashMap<u64, u64>> = RefCell::new(HashMap::new());
+    /// A `_ptsz`/`_ptds` entry point is running on this thread: the
+    /// default stream (handle 0, and the stream of synchronous copies and
+    /// fills) is the per-thread default stream instead of the legacy one.
+    static PER_THREAD_DEFAULT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Run `f` (a `_ptsz`/`_ptds` entry point's base) with the default stream
+/// meaning this thread's per-thread default stream.
+pub fn with_per_thread_default<T>(f: impl FnOnce() -> T) -> T {
+    struct Reset(bool);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            PER_THREAD_DEFAULT.with(|c| c.set(self.0));
+        }
+    }
+    let _reset = Reset(PER_THREAD_DEFAULT.with(|c| c.replace(true)));
+    f()
+}
+
+/// Whether the default stream is the per-thread one for this call.
+pub fn per_thread_default() -> bool {
+    PER_THREAD_DEFAULT.with(std::cell::Cell::get)
 }
 
 /// The calling thread's current context handle, if any.
@@ -218,6 +251,11 @@ impl Driver {
             owners: HashMap::new(),
             destroyed: HashSet::new(),
             pinned: BTreeMap::new(),
+            libraries: HashMap::new(),
+            kernels: HashMap::new(),
+            graphs: HashMap::new(),
+            graph_execs: HashMap::new(),
+            captured_events: HashMap::new(),
             next_serial: 1,
             next_op: 0,
             config,
@@ -295,13 +333,14 @@ impl Driver {
 
     /// Resolve a `CUstream` argument to `(context, stream key)`: 0 and
     /// `CU_STREAM_LEGACY` are the current context's legacy default stream,
-    /// `CU_STREAM_PER_THREAD` this thread's default stream in it, anything
+    /// `CU_STREAM_PER_THREAD` (and 0 in a `_ptsz` entry point) this
+    /// thread's default stream in it, anything
     /// else a live stream. With `in_current`, the stream must belong to the
     /// current context (`CUDA_ERROR_INVALID_HANDLE` otherwise).
     pub fn resolve_stream(&mut self, h: u64, in_current: bool) -> Res<(u64, u64)> {
+        let per_thread = h == CU_STREAM_PER_THREAD || (h == 0 && per_thread_default());
         match h {
-            0 | CU_STREAM_LEGACY => Ok((self.current_handle()?, LEGACY)),
-            CU_STREAM_PER_THREAD => {
+            _ if per_thread => {
                 let ctx = self.current_handle()?;
                 let known = PER_THREAD.with(|m| m.borrow().get(&ctx).copied());
                 if let Some(s) = known
@@ -319,6 +358,7 @@ impl Driver {
                 PER_THREAD.with(|m| m.borrow_mut().insert(ctx, s));
                 Ok((ctx, s))
             }
+            0 | CU_STREAM_LEGACY => Ok((self.current_handle()?, LEGACY)),
             _ => {
                 let ctx = self.owner(h, Kind::Stream)?;
                 let live = self.contexts[&ctx]

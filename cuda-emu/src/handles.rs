@@ -16,6 +16,11 @@ pub enum Kind {
     Event = 0x27E7,
     Module = 0x30D0,
     Function = 0x70F0,
+    Library = 0x11B7,
+    Kernel = 0x2E4E,
+    Graph = 0x6A90,
+    GraphExec = 0x6AE0,
+    Link = 0x1174,
 }
 
 /// Handles are `tag << 48 | serial`.
@@ -67,6 +72,11 @@ mod tests {
             Kind::Event,
             Kind::Module,
             Kind::Function,
+            Kind::Library,
+            Kind::Kernel,
+            Kind::Graph,
+            Kind::GraphExec,
+            Kind::Link,
         ];
         for k in kinds {
             for serial in [1, (1 << 48) - 1] {

@@ -14,7 +14,7 @@ use std::ptr::NonNull;
 
 /// The host destination of a device → host copy that runs when its stream
 /// is synchronised, as on a GPU (where the DMA engine writes it later).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct HostDst {
     ptr: NonNull<u8>,
     len: usize,
@@ -85,7 +85,7 @@ fn overlap(a: (usize, usize), b: (usize, usize)) -> bool {
 pub const CHUNK: usize = 1 << 20;
 
 /// The host source of a host → device copy.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct HostSrc {
     ptr: NonNull<u8>,
     len: usize,

@@ -25,6 +25,25 @@ pub struct Module {
     pub functions: HashMap<String, u64>,
 }
 
+/// An entry of a library: its name and each parameter's `(offset, size)`.
+pub type LibraryEntry = (String, Vec<(u32, u32)>);
+
+/// A library (`cuLibraryLoadData`): context-independent code, loaded as
+/// a module into a context the first time something of it is asked for
+/// there (`cuLibraryGetModule`, `cuKernelGetFunction`, a launch of one of
+/// its kernels).
+pub struct Library {
+    /// The PTX text (checked and parsed once at the load).
+    pub image: Arc<Vec<u8>>,
+    pub req: JitRequest,
+    /// Its entries, in PTX order, with each parameter's `(offset, size)`.
+    pub entries: Vec<LibraryEntry>,
+    /// The module made of it in each context, by context handle.
+    pub modules: HashMap<u64, u64>,
+    /// Kernel handles made so far, by entry name.
+    pub kernels: HashMap<String, u64>,
+}
+
 /// A kernel of a loaded module, with what launches and attribute queries
 /// need.
 pub struct Function {

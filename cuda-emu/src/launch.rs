@@ -113,7 +113,7 @@ impl Driver {
             args,
         };
         let (ctx, key) = self.resolve_stream(stream, true)?;
-        self.enqueue(ctx, key, OpKind::Launch(Box::new(op)), Vec::new());
+        self.enqueue(ctx, key, OpKind::Launch(Box::new(op)), Vec::new())?;
         Ok(())
     }
 }

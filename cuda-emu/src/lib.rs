@@ -36,11 +36,13 @@ pub mod error;
 /// library calls; the crate's own tests call them directly.
 #[allow(unsafe_code)]
 pub mod exports;
+pub mod graph;
 pub mod handles;
 #[allow(unsafe_code)]
 pub mod host;
 pub mod jit;
 pub mod launch;
+pub mod library;
 pub mod memory;
 pub mod module;
 pub mod ops;

@@ -53,7 +53,7 @@ impl Driver {
     /// `[addr, addr + len)` must lie in one live allocation of the current
     /// context (`CUDA_ERROR_INVALID_VALUE`: unknown, freed, another
     /// context's, or running off the end).
-    fn check_device(&self, ctx: u64, addr: u64, len: usize) -> Res<()> {
+    pub fn check_device(&self, ctx: u64, addr: u64, len: usize) -> Res<()> {
         if len == 0 {
             return Ok(());
         }
@@ -92,7 +92,7 @@ impl Driver {
     }
 
     /// Whether `[addr, addr + len)` is page-locked host memory.
-    fn is_pinned(&self, addr: usize, len: usize) -> bool {
+    pub fn is_pinned(&self, addr: usize, len: usize) -> bool {
         self.pinned
             .range(..=addr)
             .next_back()
@@ -102,7 +102,16 @@ impl Driver {
     /// The context and stream a copy goes to.
     fn target(&mut self, on: On) -> Res<(u64, u64)> {
         let (ctx, key) = match on {
-            On::Sync => (self.current_handle()?, LEGACY),
+            On::Sync => {
+                let ctx = self.current_handle()?;
+                self.refuse_unsafe_during_capture(ctx)?;
+                if crate::driver::per_thread_default() {
+                    // A `_ptds` entry point: the per-thread default stream.
+                    self.resolve_stream(CU_STREAM_PER_THREAD, true)?
+                } else {
+                    (ctx, LEGACY)
+                }
+            }
             On::Stream(h) => self.resolve_stream(h, true)?,
         };
         self.contexts[&ctx].usable()?;
@@ -114,6 +123,8 @@ impl Driver {
         if bytes == 0 {
             return Err(CUDA_ERROR_INVALID_VALUE);
         }
+        let cur = self.current_handle()?;
+        self.refuse_unsafe_during_capture(cur)?;
         let c = self.current_ctx()?;
         let dev = c.device;
         let charge = alloc_charge(bytes as u64);
@@ -140,6 +151,8 @@ impl Driver {
     /// current context. Queued work is not waited for: work that still
     /// uses the memory faults when it runs (the driver "may" synchronise).
     pub fn mem_free(&mut self, ptr: u64) -> Res<()> {
+        let cur = self.current_handle()?;
+        self.refuse_unsafe_during_capture(cur)?;
         let c = self.current_ctx()?;
         if ptr == 0 {
             return Ok(());
@@ -158,7 +171,8 @@ impl Driver {
     /// driver, which only promises it from there on). 0 bytes give the
     /// address 0 (what cudarc's empty slices ask for).
     pub fn mem_alloc_async(&mut self, bytes: usize, stream: u64) -> Res<u64> {
-        self.target(On::Stream(stream))?;
+        let (ctx, key) = self.target(On::Stream(stream))?;
+        self.refuse_in_capture(ctx, key)?;
         if bytes == 0 {
             return Ok(0);
         }
@@ -173,6 +187,7 @@ impl Driver {
     /// unordered stream) faults. 0 is accepted and does nothing.
     pub fn mem_free_async(&mut self, ptr: u64, stream: u64) -> Res<()> {
         let (ctx, key) = self.target(On::Stream(stream))?;
+        self.refuse_in_capture(ctx, key)?;
         if ptr == 0 {
             return Ok(());
         }
@@ -181,7 +196,7 @@ impl Driver {
         let dev = c.device;
         let d = &mut self.devices[dev];
         d.used = d.used.saturating_sub(alloc_charge(size));
-        self.enqueue(ctx, key, OpKind::Free { ptr }, Vec::new());
+        self.enqueue(ctx, key, OpKind::Free { ptr }, Vec::new())?;
         Ok(())
     }
 
@@ -224,7 +239,7 @@ impl Driver {
         }
         let pinned = self.is_pinned(src.addr(), src.len());
         if on == On::Sync {
-            self.sync_stream(ctx, LEGACY)?;
+            self.sync_stream(ctx, key)?;
         }
         let kind = if pinned {
             OpKind::HtoDPinned { dst, src }
@@ -232,7 +247,7 @@ impl Driver {
             let data = src.stage().ok_or(CUDA_ERROR_OUT_OF_MEMORY)?;
             OpKind::HtoD { dst, data }
         };
-        let seq = self.enqueue(ctx, key, kind, Vec::new());
+        let seq = self.enqueue(ctx, key, kind, Vec::new())?;
         Ok((on == On::Sync && pinned).then_some((ctx, key, seq + 1)))
     }
 
@@ -247,7 +262,11 @@ impl Driver {
             return Ok(None);
         }
         let pinned = self.is_pinned(dst.addr(), dst.len());
-        let seq = self.enqueue(ctx, key, OpKind::DtoH { src, dst }, Vec::new());
+        if !pinned {
+            // The call would wait for the copy: not on a capturing stream.
+            self.refuse_in_capture(ctx, key)?;
+        }
+        let seq = self.enqueue(ctx, key, OpKind::DtoH { src, dst }, Vec::new())?;
         Ok((on == On::Sync || !pinned).then_some((ctx, key, seq + 1)))
     }
 
@@ -257,7 +276,7 @@ impl Driver {
         self.check_device(ctx, dst, len)?;
         self.check_device(ctx, src, len)?;
         if len > 0 {
-            self.enqueue(ctx, key, OpKind::DtoD { dst, src, len }, Vec::new());
+            self.enqueue(ctx, key, OpKind::DtoD { dst, src, len }, Vec::new())?;
         }
         Ok(())
     }
@@ -278,7 +297,7 @@ impl Driver {
                 elem,
                 count,
             };
-            self.enqueue(ctx, key, kind, Vec::new());
+            self.enqueue(ctx, key, kind, Vec::new())?;
         }
         Ok(())
     }
@@ -348,7 +367,7 @@ impl Driver {
         sc.sim
             .read(src, &mut data)
             .map_err(|_| CUDA_ERROR_INVALID_VALUE)?;
-        let seq = self.enqueue(dst_ctx, key, OpKind::HtoD { dst, data }, deps);
+        let seq = self.enqueue(dst_ctx, key, OpKind::HtoD { dst, data }, deps)?;
         Ok((on == On::Sync).then_some((dst_ctx, LEGACY, seq + 1)))
     }
 

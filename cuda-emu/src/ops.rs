@@ -116,6 +116,51 @@ impl HostTask {
 }
 
 impl OpKind {
+    /// A fresh copy of a capturable operation (a graph holds them and
+    /// queues a copy at each launch); `None` for the kinds capture does
+    /// not record (event records, waits, frees).
+    pub fn replicate(&self) -> Option<OpKind> {
+        Some(match self {
+            OpKind::Launch(op) => OpKind::Launch(op.clone()),
+            OpKind::HtoD { dst, data } => OpKind::HtoD {
+                dst: *dst,
+                data: data.clone(),
+            },
+            OpKind::HtoDPinned { dst, src } => OpKind::HtoDPinned {
+                dst: *dst,
+                src: src.clone(),
+            },
+            OpKind::DtoH { src, dst } => OpKind::DtoH {
+                src: *src,
+                dst: dst.clone(),
+            },
+            &OpKind::DtoD { dst, src, len } => OpKind::DtoD { dst, src, len },
+            &OpKind::Memset {
+                dst,
+                value,
+                elem,
+                count,
+            } => OpKind::Memset {
+                dst,
+                value,
+                elem,
+                count,
+            },
+            OpKind::Host(task) => OpKind::Host(Arc::new(HostTask::new(task.call))),
+            OpKind::Record { .. } | OpKind::Free { .. } | OpKind::Wait => return None,
+        })
+    }
+
+    /// The page-locked host range the operation reads or writes when it
+    /// runs, if any.
+    pub fn host_range(&self) -> Option<(usize, usize)> {
+        match self {
+            OpKind::HtoDPinned { src, .. } => Some((src.addr(), src.len())),
+            OpKind::DtoH { dst, .. } => Some((dst.addr(), dst.len())),
+            _ => None,
+        }
+    }
+
     /// Whether the operation reads or writes host memory in
     /// `[addr, addr + len)` when it runs.
     pub fn touches_host(&self, addr: usize, len: usize) -> bool {
@@ -147,6 +192,34 @@ pub struct Stream {
     pub destroyed: bool,
     /// A query saw pending work (the next query runs it).
     pub polled: bool,
+    /// The capture in progress on this stream (`cuStreamBeginCapture`).
+    pub capture: Option<Capture>,
+}
+
+/// `CUstreamCaptureMode`s.
+pub const CAPTURE_GLOBAL: u32 = 0;
+pub const CAPTURE_THREAD_LOCAL: u32 = 1;
+pub const CAPTURE_RELAXED: u32 = 2;
+
+/// A stream capture in progress: the graph it records into.
+pub struct Capture {
+    pub graph: u64,
+    pub mode: u32,
+    pub thread: std::thread::ThreadId,
+    /// The capture's unique id (`cuStreamGetCaptureInfo`).
+    pub id: u64,
+    /// An illegal call invalidated it (`CUDA_ERROR_STREAM_CAPTURE_INVALIDATED`
+    /// from then on, and at `cuStreamEndCapture`).
+    pub invalid: bool,
+}
+
+/// A graph (`cuStreamEndCapture`) or an executable graph
+/// (`cuGraphInstantiateWithFlags`): the operations recorded, in the order
+/// they were captured (one chain of nodes), for the context they were
+/// captured in.
+pub struct Graph {
+    pub ctx: u64,
+    pub ops: Vec<OpKind>,
 }
 
 impl Stream {
@@ -159,6 +232,7 @@ impl Stream {
             done_seq: 0,
             destroyed: false,
             polled: false,
+            capture: None,
         }
     }
 
@@ -194,6 +268,7 @@ pub struct Event {
 }
 
 /// A queued launch.
+#[derive(Clone)]
 pub struct LaunchOp {
     pub program: Arc<Program>,
     pub entry: String,

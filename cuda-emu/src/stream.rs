@@ -62,6 +62,7 @@ impl Driver {
     /// `cuCtxSynchronize`: run everything queued in the current context.
     pub fn ctx_synchronize(&mut self) -> Res<()> {
         let h = self.current_handle()?;
+        self.refuse_unsafe_during_capture(h)?;
         self.contexts[&h].usable()?;
         let keys: Vec<u64> = self.contexts[&h].streams.keys().copied().collect();
         let targets: Vec<(u64, u64, u64)> = keys
@@ -74,7 +75,14 @@ impl Driver {
 
     /// Queue `kind` on stream `key` of context `ctx` after `deps` and the
     /// legacy-stream rules; returns its position on the stream.
-    pub fn enqueue(&mut self, ctx: u64, key: u64, kind: OpKind, mut deps: Vec<Dep>) -> u64 {
+    /// On a capturing stream the operation is recorded into the capture's
+    /// graph instead (see `graph.rs`); the legacy stream refuses work while
+    /// a blocking stream of its context captures.
+    pub fn enqueue(&mut self, ctx: u64, key: u64, kind: OpKind, mut deps: Vec<Dep>) -> Res<u64> {
+        let kind = match self.capture_intercept(ctx, key, kind)? {
+            Ok(seq) => return Ok(seq),
+            Err(kind) => kind,
+        };
         let gid = self.next_op;
         self.next_op += 1;
         let c = self.contexts.get_mut(&ctx).expect("a live context");
@@ -107,7 +115,7 @@ impl Driver {
             deps,
             kind,
         });
-        seq
+        Ok(seq)
     }
 
     /// Run the first `seq` operations of each `(ctx, stream, seq)` target
@@ -286,6 +294,7 @@ impl Driver {
     /// `cuStreamSynchronize`.
     pub fn stream_synchronize(&mut self, h: u64) -> Res<()> {
         let (ctx, key) = self.resolve_stream(h, false)?;
+        self.refuse_sync_in_capture(ctx, key)?;
         self.contexts[&ctx].usable()?;
         self.sync_stream(ctx, key)
     }
@@ -294,6 +303,7 @@ impl Driver {
     /// is seen, the work runs at the next query.
     pub fn stream_query(&mut self, h: u64) -> Res<()> {
         let (ctx, key) = self.resolve_stream(h, false)?;
+        self.refuse_sync_in_capture(ctx, key)?;
         self.contexts[&ctx].usable()?;
         let s = self
             .contexts
@@ -325,13 +335,19 @@ impl Driver {
     /// `cuStreamWaitEvent`.
     pub fn stream_wait_event(&mut self, h: u64, ev: u64, flags: u32) -> Res<()> {
         if flags != 0 {
-            // CU_EVENT_WAIT_EXTERNAL is only valid during stream capture,
-            // which the emulator does not offer.
+            // CU_EVENT_WAIT_EXTERNAL (external event nodes in a capture)
+            // is not emulated.
             return Err(CUDA_ERROR_INVALID_VALUE);
         }
         let (ctx, key) = self.resolve_stream(h, false)?;
         self.contexts[&ctx].usable()?;
         let ectx = self.owner(ev, Kind::Event)?;
+        if !self.contexts[&ectx].events.contains_key(&ev) {
+            return Err(CUDA_ERROR_INVALID_HANDLE);
+        }
+        if self.wait_in_capture(ctx, key, ev)? {
+            return Ok(());
+        }
         let ec = &self.contexts[&ectx];
         let e = ec.events.get(&ev).ok_or(CUDA_ERROR_INVALID_HANDLE)?;
         let deps = match e.recorded {
@@ -343,7 +359,7 @@ impl Driver {
                 seq,
             }],
         };
-        self.enqueue(ctx, key, OpKind::Wait, deps);
+        self.enqueue(ctx, key, OpKind::Wait, deps)?;
         Ok(())
     }
 
@@ -391,6 +407,12 @@ impl Driver {
             return Err(CUDA_ERROR_INVALID_HANDLE);
         }
         self.contexts[&ctx].usable()?;
+        if !self.contexts[&ctx].events.contains_key(&ev) {
+            return Err(CUDA_ERROR_INVALID_HANDLE);
+        }
+        if self.record_in_capture(ev, ctx, key)? {
+            return Ok(());
+        }
         let c = self.contexts.get_mut(&ctx).expect("resolved");
         let e = c.events.get_mut(&ev).ok_or(CUDA_ERROR_INVALID_HANDLE)?;
         e.recording += 1;
@@ -405,7 +427,7 @@ impl Driver {
                 recording,
             },
             Vec::new(),
-        );
+        )?;
         let e = self
             .contexts
             .get_mut(&ctx)
@@ -426,6 +448,7 @@ impl Driver {
     /// `cuEventSynchronize`.
     pub fn event_synchronize(&mut self, ev: u64) -> Res<()> {
         let (ctx, rec) = self.event_target(ev)?;
+        self.refuse_captured_event(ev)?;
         if let Some((key, seq)) = rec {
             self.run(&[(ctx, key, seq)])?;
         }
@@ -436,6 +459,7 @@ impl Driver {
     /// then the captured work runs at the next query.
     pub fn event_query(&mut self, ev: u64) -> Res<()> {
         let (ctx, _) = self.event_target(ev)?;
+        self.refuse_captured_event(ev)?;
         let c = self.contexts.get_mut(&ctx).expect("owner");
         let e = &c.events[&ev];
         if c.event_done(e) {
@@ -458,7 +482,7 @@ impl Driver {
         let (ctx, key) = self.resolve_stream(h, true)?;
         self.contexts[&ctx].usable()?;
         let task = Arc::new(HostTask::new(call));
-        self.enqueue(ctx, key, OpKind::Host(task), Vec::new());
+        self.enqueue(ctx, key, OpKind::Host(task), Vec::new())?;
         Ok(())
     }
 
@@ -468,6 +492,7 @@ impl Driver {
         let mut times = [None; 2];
         for (i, ev) in [start, end].into_iter().enumerate() {
             let ctx = self.owner(ev, Kind::Event)?;
+            self.refuse_captured_event(ev)?;
             let c = &self.contexts[&ctx];
             c.usable()?;
             let e = c.events.get(&ev).ok_or(CUDA_ERROR_INVALID_HANDLE)?;

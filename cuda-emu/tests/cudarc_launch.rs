@@ -142,3 +142,43 @@ fn cudarc_creates_a_context_with_cu_ctx_create_v4() {
         cudarc::driver::sys::cuCtxDestroy_v2(ctx).result().unwrap();
     }
 }
+
+/// cudarc's stream capture and graphs (`CudaStream::begin_capture`,
+/// `end_capture`, `CudaGraph::launch`), as cudarc's own
+/// `test_end_capture_flags` uses them: a captured fill replays at each
+/// launch, over what the host wrote in between.
+#[test]
+fn cudarc_captures_and_replays_a_graph() {
+    use cudarc::driver::sys;
+    if !common::in_emulator_process("cudarc_captures_and_replays_a_graph") {
+        return;
+    }
+    let ctx = CudaContext::new(0).unwrap();
+    // SAFETY: every access below uses one stream.
+    unsafe { ctx.disable_event_tracking() };
+    let stream = ctx.new_stream().unwrap();
+    let mut data = stream.clone_htod(&[1u32; 4]).unwrap();
+    stream.synchronize().unwrap();
+    stream
+        .begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+        .unwrap();
+    assert_eq!(
+        stream.capture_status().unwrap(),
+        sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_ACTIVE
+    );
+    stream.memset_zeros(&mut data).unwrap();
+    let graph = stream
+        .end_capture(sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH)
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        stream.clone_dtoh(&data).unwrap(),
+        [1; 4],
+        "capture ran nothing"
+    );
+    graph.launch().unwrap();
+    assert_eq!(stream.clone_dtoh(&data).unwrap(), [0; 4]);
+    stream.memcpy_htod(&[2u32; 4], &mut data).unwrap();
+    graph.launch().unwrap();
+    assert_eq!(stream.clone_dtoh(&data).unwrap(), [0; 4]);
+}

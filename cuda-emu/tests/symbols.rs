@@ -51,15 +51,28 @@ fn get_proc_address_gives_the_symbol_of_each_version() {
         assert_eq!((a, st), (0, 1), "{name:?}: SYMBOL_NOT_FOUND, pfn null");
     }
     // Legacy-stream flag: the same; per-thread default stream: the
-    // `_ptsz` variants are not emulated, calls without a stream are found.
+    // `_ptsz`/`_ptds` variant where there is one, else the same.
     let (rc, a, _) = proc_v2(c"cuMemcpyAsync", 12090, 1);
     is(rc, CUDA_SUCCESS);
     assert_eq!(a, addr_of(cu::cuMemcpyAsync as *const ()));
-    let (rc, a, st) = proc_v2(c"cuMemcpyAsync", 12090, 2);
+    for (name, want) in [
+        (c"cuMemcpyAsync", cu::cuMemcpyAsync_ptsz as *const ()),
+        (c"cuLaunchKernel", cu::cuLaunchKernel_ptsz as *const ()),
+        (c"cuMemcpyHtoD", cu::cuMemcpyHtoD_v2_ptds as *const ()),
+        (
+            c"cuStreamBeginCapture",
+            cu::cuStreamBeginCapture_v2_ptsz as *const (),
+        ),
+        (c"cuMemAlloc", cu::cuMemAlloc_v2 as *const ()),
+    ] {
+        let (rc, a, st) = proc_v2(name, 12090, 2);
+        is(rc, CUDA_SUCCESS);
+        assert_eq!((a, st), (addr_of(want), 0), "{name:?} per thread");
+    }
+    // A variant's own name is a suffixed name.
+    let (rc, a, st) = proc_v2(c"cuLaunchKernel_ptsz", 12090, 2);
     is(rc, CUDA_ERROR_NOT_FOUND);
     assert_eq!((a, st), (0, 1));
-    let (rc, _, _) = proc_v2(c"cuMemAlloc", 12090, 2);
-    is(rc, CUDA_SUCCESS);
     let (rc, _, _) = proc_v2(c"cuMemAlloc", 12090, 4);
     is(rc, CUDA_ERROR_INVALID_VALUE);
     // Null arguments.
@@ -106,14 +119,32 @@ fn get_proc_address_gives_the_symbol_of_each_version() {
 
 #[test]
 fn every_export_is_found_by_its_base_name() {
+    let variant = |n: &str| n.ends_with("_ptsz") || n.ends_with("_ptds");
     for s in cu::symbols() {
+        if variant(s.name) {
+            // Found through its base under the per-thread flag.
+            let base = s.name.trim_end_matches("_ptsz").trim_end_matches("_ptds");
+            let b = cu::symbols().iter().find(|o| o.name == base).unwrap();
+            let name = std::ffi::CString::new(b.base).unwrap();
+            let (rc, a, _) = proc_v2(&name, 12090, 2);
+            is(rc, CUDA_SUCCESS);
+            let newest = cu::symbols()
+                .iter()
+                .filter(|o| o.base == b.base && !variant(o.name))
+                .max_by_key(|o| o.since)
+                .unwrap();
+            if newest.name == base {
+                assert_eq!(a, s.addr, "{}", s.name);
+            }
+            continue;
+        }
         let name = std::ffi::CString::new(s.base).unwrap();
         let (rc, a, _) = proc_v2(&name, s.since, 0);
         is(rc, CUDA_SUCCESS);
         // At its own version, the newest symbol of its base up to it.
         let newest = cu::symbols()
             .iter()
-            .filter(|o| o.base == s.base && o.since <= s.since)
+            .filter(|o| o.base == s.base && o.since <= s.since && !variant(o.name))
             .max_by_key(|o| o.since)
             .unwrap();
         assert_eq!(a, newest.addr, "{}", s.name);
@@ -478,4 +509,46 @@ fn pointer_attributes_at_once_and_null_values_for_unknown_addresses() {
         );
         assert_eq!(kind, 77);
     }
+}
+
+#[test]
+fn per_thread_variants_use_the_per_thread_default_stream() {
+    let _c = TestCtx::new();
+    let p = alloc(256);
+    ok(htod(p, &[1u32; 64]));
+    ok(ctx_sync());
+    // A fill queued by the `_ptsz` variant on "stream 0" lands on the
+    // per-thread stream (a query of that stream sees it pending), and
+    // synchronising the per-thread stream runs it.
+    // SAFETY: a device address.
+    ok(unsafe { cu::cuMemsetD32Async_ptsz(p, 7, 64, CUstream::default()) });
+    let mut st = 9u32;
+    // SAFETY: a valid out-pointer.
+    ok(unsafe { cu::cuStreamIsCapturing_ptsz(CUstream::default(), &mut st) });
+    assert_eq!(st, 0);
+    // SAFETY: no pointers.
+    is(
+        unsafe { cu::cuStreamQuery(CUstream(std::ptr::without_provenance_mut(2))) },
+        CUDA_ERROR_NOT_READY,
+    );
+    // SAFETY: no pointers.
+    ok(unsafe { cu::cuStreamSynchronize_ptsz(CUstream::default()) });
+    assert_eq!(read_u32(p, 64), vec![7; 64]);
+    // The `_ptds` synchronous fill goes to the per-thread stream as well:
+    // a query of the per-thread stream sees it pending.
+    // SAFETY: a device address.
+    ok(unsafe { cu::cuMemsetD32_v2_ptds(p, 8, 64) });
+    // SAFETY: no pointers.
+    is(
+        unsafe { cu::cuStreamQuery(CUstream(std::ptr::without_provenance_mut(2))) },
+        CUDA_ERROR_NOT_READY,
+    );
+    // An explicit CU_STREAM_LEGACY stays the legacy stream.
+    // SAFETY: a device address.
+    ok(unsafe {
+        cu::cuMemsetD32Async_ptsz(p, 9, 64, CUstream(std::ptr::without_provenance_mut(1)))
+    });
+    // SAFETY: no pointers.
+    ok(unsafe { cu::cuStreamSynchronize(CUstream(std::ptr::without_provenance_mut(1))) });
+    assert_eq!(read_u32(p, 64), vec![9; 64]);
 }

@@ -127,13 +127,125 @@ pub unsafe extern "C" fn cuLaunchKernel(
     extra: *mut *mut c_void,
 ) -> CUresult {
     guard("cuLaunchKernel", || {
-        let h = raw(f.0);
-        let (layout, bytes) = driver::with(|d| {
-            d.current_ctx()?;
-            d.param_layout(h)
-        })?;
+        let shape = ((gx, gy, gz), (bx, by, bz), smem);
         // SAFETY: the caller's contract for the parameter arrays.
-        let params = unsafe { read_params(&layout, bytes, kernel_params, extra)? };
-        driver::with(|d| d.launch(h, (gx, gy, gz), (bx, by, bz), smem, raw(stream.0), params))
+        unsafe { launch(raw(f.0), shape, raw(stream.0), kernel_params, extra) }
+    })
+}
+
+/// A launch's grid, block and dynamic shared memory.
+type Shape = ((u32, u32, u32), (u32, u32, u32), u32);
+
+/// Read the parameters of function (or kernel) `f` and queue the launch.
+///
+/// # Safety
+/// As [`cuLaunchKernel`].
+unsafe fn launch(
+    f: u64,
+    (grid, block, smem): Shape,
+    stream: u64,
+    kernel_params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+) -> Res<()> {
+    let (h, (layout, bytes)) = driver::with(|d| {
+        d.current_ctx()?;
+        let h = d.launchable(f)?;
+        Ok((h, d.param_layout(h)?))
+    })?;
+    // SAFETY: the caller's contract for the parameter arrays.
+    let params = unsafe { read_params(&layout, bytes, kernel_params, extra)? };
+    driver::with(|d| d.launch(h, grid, block, smem, stream, params))
+}
+
+/// `CUlaunchConfig` (`cuda.h`).
+#[repr(C)]
+pub struct LaunchConfig {
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub smem: u32,
+    pub stream: CUstream,
+    pub attrs: *mut LaunchAttribute,
+    pub num_attrs: u32,
+}
+
+/// `CUlaunchAttribute`: an id and a 64-byte value union.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct LaunchAttribute {
+    pub id: u32,
+    pub pad: [u8; 4],
+    pub value: [u32; 16],
+}
+
+/// `CUlaunchAttributeID`s the emulator knows.
+const ATTR_IGNORE: u32 = 0;
+const ATTR_COOPERATIVE: u32 = 2;
+const ATTR_CLUSTER_DIMENSION: u32 = 4;
+const ATTR_PROGRAMMATIC_STREAM_SERIALIZATION: u32 = 6;
+const ATTR_PRIORITY: u32 = 8;
+/// Ids above this are not in CUDA 12.9's `cuda.h`.
+const ATTR_LAST: u32 = 13;
+
+/// Check one launch attribute: `Ok` for one that changes nothing here,
+/// `CUDA_ERROR_NOT_SUPPORTED` for a feature the emulator does not have,
+/// `CUDA_ERROR_INVALID_VALUE` for an unknown id or a malformed value.
+pub fn check_attribute(a: &LaunchAttribute) -> Res<()> {
+    let v = a.value;
+    match a.id {
+        ATTR_IGNORE | ATTR_PRIORITY => Ok(()),
+        ATTR_COOPERATIVE | ATTR_PROGRAMMATIC_STREAM_SERIALIZATION => {
+            if v[0] == 0 {
+                Ok(())
+            } else {
+                Err(CUDA_ERROR_NOT_SUPPORTED)
+            }
+        }
+        ATTR_CLUSTER_DIMENSION => match (v[0], v[1], v[2]) {
+            (1, 1, 1) => Ok(()),
+            (x, y, z) if x == 0 || y == 0 || z == 0 => Err(CUDA_ERROR_INVALID_VALUE),
+            _ => Err(CUDA_ERROR_NOT_SUPPORTED),
+        },
+        id if id <= ATTR_LAST => Err(CUDA_ERROR_NOT_SUPPORTED),
+        _ => Err(CUDA_ERROR_INVALID_VALUE),
+    }
+}
+
+/// `cuLaunchKernelEx`: as `cuLaunchKernel` with the shape and stream from
+/// `config` and its attributes checked first (see [`check_attribute`]:
+/// `IGNORE`, `PRIORITY`, `COOPERATIVE` 0, `PROGRAMMATIC_STREAM_SERIALIZATION`
+/// 0 and `CLUSTER_DIMENSION` (1, 1, 1) run; cooperative, programmatic,
+/// larger clusters, access policy windows, memory sync domains,
+/// programmatic and completion events are `CUDA_ERROR_NOT_SUPPORTED`).
+/// `f` may be a `CUkernel`.
+///
+/// # Safety
+/// `config` null or a readable `CUlaunchConfig` whose `attrs` holds
+/// `numAttrs` attributes; the parameters as [`cuLaunchKernel`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuLaunchKernelEx(
+    config: *const LaunchConfig,
+    f: CUfunction,
+    kernel_params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+) -> CUresult {
+    guard("cuLaunchKernelEx", || {
+        if config.is_null() {
+            return Err(CUDA_ERROR_INVALID_VALUE);
+        }
+        // SAFETY: non-null and readable (the caller's contract).
+        let c = unsafe { config.read_unaligned() };
+        if c.num_attrs > 0 && c.attrs.is_null() {
+            return Err(CUDA_ERROR_INVALID_VALUE);
+        }
+        for i in 0..c.num_attrs as usize {
+            // SAFETY: the array holds `num_attrs` attributes.
+            let a = unsafe { c.attrs.add(i).read_unaligned() };
+            check_attribute(&a)?;
+        }
+        let [gx, gy, gz] = c.grid;
+        let [bx, by, bz] = c.block;
+        let shape = ((gx, gy, gz), (bx, by, bz), c.smem);
+        // SAFETY: the caller's contract for the parameter arrays.
+        unsafe { launch(raw(f.0), shape, raw(c.stream.0), kernel_params, extra) }
     })
 }

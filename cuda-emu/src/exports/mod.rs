@@ -16,19 +16,29 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 mod context;
+mod copy2d;
 mod device;
+mod graph;
 mod launch;
+mod library;
+mod link;
 mod memory;
 mod module;
+mod per_thread;
 mod proc;
 mod stream;
 mod unsupported;
 
 pub use context::*;
+pub use copy2d::*;
 pub use device::*;
+pub use graph::*;
 pub use launch::*;
+pub use library::*;
+pub use link::*;
 pub use memory::*;
 pub use module::*;
+pub use per_thread::*;
 pub use proc::*;
 pub use stream::*;
 pub use unsupported::*;

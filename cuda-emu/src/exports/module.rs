@@ -26,7 +26,7 @@ const LAST_OPTION: u32 = 35;
 /// # Safety
 /// `image` is null or points to a NUL-terminated text, or to a binary
 /// image with at least 4 bytes.
-unsafe fn image_bytes(image: *const c_void) -> Res<Vec<u8>> {
+pub(super) unsafe fn image_bytes(image: *const c_void) -> Res<Vec<u8>> {
     if image.is_null() {
         return Err(CUDA_ERROR_INVALID_VALUE);
     }
@@ -53,16 +53,16 @@ unsafe fn image_bytes(image: *const c_void) -> Res<Vec<u8>> {
 
 /// Where the logs go and which option slots get sizes written back.
 #[derive(Default)]
-struct LogSlots {
-    info: (Option<*mut u8>, Option<usize>),
-    error: (Option<*mut u8>, Option<usize>),
-    wall_time: Option<usize>,
+pub(super) struct LogSlots {
+    pub(super) info: (Option<*mut u8>, Option<usize>),
+    pub(super) error: (Option<*mut u8>, Option<usize>),
+    pub(super) wall_time: Option<usize>,
 }
 
 /// # Safety
 /// `options` and `values` are null (with `n == 0`) or valid for `n`
 /// elements, `values` also for writes.
-unsafe fn read_options(
+pub(super) unsafe fn read_options(
     n: u32,
     options: *const u32,
     values: *mut *mut c_void,
@@ -102,7 +102,7 @@ unsafe fn read_options(
 ///
 /// # Safety
 /// As `read_options`; the buffer holds the slot's size in bytes.
-unsafe fn write_log(
+pub(super) unsafe fn write_log(
     text: &str,
     (buf, size_at): (Option<*mut u8>, Option<usize>),
     values: *mut *mut c_void,

@@ -50,8 +50,35 @@ fn since(name: &str) -> c_int {
         | "cuDevicePrimaryCtxReset_v2"
         | "cuDevicePrimaryCtxSetFlags_v2" => 11000,
         "cuStreamBeginCapture_v2" => 10010,
+        "cuStreamBeginCapture"
+        | "cuStreamEndCapture"
+        | "cuGraphLaunch"
+        | "cuGraphExecDestroy"
+        | "cuGraphDestroy" => 10000,
+        "cuStreamGetCaptureInfo" => 10010,
+        "cuStreamGetCaptureInfo_v2" => 11030,
+        "cuStreamGetCaptureInfo_v3" => 12030,
+        "cuGraphInstantiateWithFlags" => 11040,
+        "cuGraphUpload" => 11010,
         "cuEventRecordWithFlags" => 11010,
         "cuMemAllocAsync" | "cuMemFreeAsync" => 11020,
+        "cuLibraryLoadData"
+        | "cuLibraryLoadFromFile"
+        | "cuLibraryUnload"
+        | "cuLibraryGetKernel"
+        | "cuLibraryGetModule"
+        | "cuLibraryGetGlobal"
+        | "cuKernelGetFunction"
+        | "cuKernelGetAttribute"
+        | "cuKernelSetAttribute"
+        | "cuLaunchKernelEx" => 12000,
+        "cuKernelGetName" => 12030,
+        "cuLibraryGetKernelCount" | "cuLibraryEnumerateKernels" | "cuKernelGetParamInfo" => 12040,
+        "cuKernelGetLibrary" => 12050,
+        "cuLinkCreate_v2" | "cuLinkAddData_v2" | "cuLinkAddFile_v2" => 6050,
+        "cuLinkCreate" | "cuLinkAddData" | "cuLinkAddFile" | "cuLinkComplete" | "cuLinkDestroy" => {
+            5050
+        }
         "cuLaunchHostFunc" | "cuStreamIsCapturing" => 10000,
         "cuStreamGetCtx" | "cuDeviceGetUuid" => 9020,
         "cuLaunchCooperativeKernel"
@@ -103,27 +130,18 @@ fn base(name: &str) -> &str {
     }
 }
 
-/// Whether the real driver has a per-thread-default-stream variant
-/// (`_ptds`/`_ptsz`) of base name `base`: calls that take a stream or
-/// use the default stream implicitly.
-fn has_per_thread_variant(base: &str) -> bool {
-    const NO: [&str; 4] = [
-        "cuStreamCreate",
-        "cuStreamCreateWithPriority",
-        "cuStreamDestroy",
-        "cuLaunchCooperativeKernelMultiDevice",
-    ];
-    const PREFIXES: [&str; 7] = [
-        "cuMemcpy",
-        "cuMemset",
-        "cuLaunch",
-        "cuStream",
-        "cuEventRecord",
-        "cuMemAllocAsync",
-        "cuMemFreeAsync",
-    ];
-    !NO.contains(&base) && PREFIXES.iter().any(|p| base.starts_with(p))
-        || base == "cuMemPrefetchAsync"
+/// Whether `name` is a per-thread-default-stream variant (`_ptsz`,
+/// `_ptds`): `cuGetProcAddress` gives those for their base name under
+/// `CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM`, never by their own.
+fn is_per_thread_variant(name: &str) -> bool {
+    name.ends_with("_ptsz") || name.ends_with("_ptds")
+}
+
+/// The per-thread-default-stream variant of export `name`, if it has one.
+fn per_thread_variant(name: &str) -> Option<&'static Symbol> {
+    let (_, suffix) = super::PER_THREAD_BASES.iter().find(|(b, _)| *b == name)?;
+    let full = format!("{name}{suffix}");
+    symbols().iter().find(|s| s.name == full)
 }
 
 macro_rules! symbols {
@@ -191,6 +209,10 @@ pub fn symbols() -> &'static [Symbol] {
             cuMemFreeAsync,
             cuMemGetInfo_v2,
             cuMemGetAddressRange_v2,
+            cuMemAllocPitch_v2,
+            cuMemcpy2D_v2,
+            cuMemcpy2DUnaligned_v2,
+            cuMemcpy2DAsync_v2,
             cuMemcpyHtoD_v2,
             cuMemcpyHtoDAsync_v2,
             cuMemcpyDtoH_v2,
@@ -223,6 +245,29 @@ pub fn symbols() -> &'static [Symbol] {
             cuModuleUnload,
             cuModuleGetFunction,
             cuModuleGetGlobal_v2,
+            cuModuleLoad,
+            cuLinkCreate,
+            cuLinkCreate_v2,
+            cuLinkAddData,
+            cuLinkAddData_v2,
+            cuLinkAddFile,
+            cuLinkAddFile_v2,
+            cuLinkComplete,
+            cuLinkDestroy,
+            cuLibraryLoadData,
+            cuLibraryLoadFromFile,
+            cuLibraryUnload,
+            cuLibraryGetKernel,
+            cuLibraryGetModule,
+            cuLibraryGetGlobal,
+            cuKernelGetFunction,
+            cuKernelGetAttribute,
+            cuKernelSetAttribute,
+            cuKernelGetName,
+            cuLibraryGetKernelCount,
+            cuLibraryEnumerateKernels,
+            cuKernelGetLibrary,
+            cuKernelGetParamInfo,
             cuFuncGetAttribute,
             cuFuncSetAttribute,
             cuFuncSetCacheConfig,
@@ -231,6 +276,7 @@ pub fn symbols() -> &'static [Symbol] {
             cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags,
             cuOccupancyMaxPotentialBlockSize,
             cuLaunchKernel,
+            cuLaunchKernelEx,
             cuLaunchCooperativeKernel,
             cuLaunchCooperativeKernelMultiDevice,
             cuLaunchHostFunc,
@@ -243,7 +289,17 @@ pub fn symbols() -> &'static [Symbol] {
             cuStreamGetFlags,
             cuStreamGetPriority,
             cuStreamGetCtx,
+            cuStreamBeginCapture,
             cuStreamBeginCapture_v2,
+            cuStreamEndCapture,
+            cuStreamGetCaptureInfo,
+            cuStreamGetCaptureInfo_v2,
+            cuStreamGetCaptureInfo_v3,
+            cuGraphInstantiateWithFlags,
+            cuGraphLaunch,
+            cuGraphUpload,
+            cuGraphExecDestroy,
+            cuGraphDestroy,
             cuStreamIsCapturing,
             cuStreamAddCallback,
             cuEventCreate,
@@ -255,6 +311,50 @@ pub fn symbols() -> &'static [Symbol] {
             cuEventElapsedTime,
             cuProfilerStart,
             cuProfilerStop,
+            cuMemcpyAsync_ptsz,
+            cuMemcpyPeerAsync_ptsz,
+            cuMemcpyHtoDAsync_v2_ptsz,
+            cuMemcpyDtoHAsync_v2_ptsz,
+            cuMemcpyDtoDAsync_v2_ptsz,
+            cuMemcpy2DAsync_v2_ptsz,
+            cuMemsetD8Async_ptsz,
+            cuMemsetD16Async_ptsz,
+            cuMemsetD32Async_ptsz,
+            cuLaunchKernel_ptsz,
+            cuLaunchKernelEx_ptsz,
+            cuLaunchCooperativeKernel_ptsz,
+            cuLaunchHostFunc_ptsz,
+            cuStreamGetPriority_ptsz,
+            cuStreamGetFlags_ptsz,
+            cuStreamGetCtx_ptsz,
+            cuStreamWaitEvent_ptsz,
+            cuStreamAddCallback_ptsz,
+            cuStreamQuery_ptsz,
+            cuStreamSynchronize_ptsz,
+            cuStreamBeginCapture_ptsz,
+            cuStreamBeginCapture_v2_ptsz,
+            cuStreamEndCapture_ptsz,
+            cuStreamIsCapturing_ptsz,
+            cuStreamGetCaptureInfo_ptsz,
+            cuStreamGetCaptureInfo_v2_ptsz,
+            cuStreamGetCaptureInfo_v3_ptsz,
+            cuEventRecord_ptsz,
+            cuEventRecordWithFlags_ptsz,
+            cuMemAllocAsync_ptsz,
+            cuMemFreeAsync_ptsz,
+            cuGraphLaunch_ptsz,
+            cuGraphUpload_ptsz,
+            cuMemPrefetchAsync_ptsz,
+            cuMemcpy_ptds,
+            cuMemcpyPeer_ptds,
+            cuMemcpyHtoD_v2_ptds,
+            cuMemcpyDtoH_v2_ptds,
+            cuMemcpyDtoD_v2_ptds,
+            cuMemcpy2D_v2_ptds,
+            cuMemcpy2DUnaligned_v2_ptds,
+            cuMemsetD8_v2_ptds,
+            cuMemsetD16_v2_ptds,
+            cuMemsetD32_v2_ptds,
         ]
     })
 }
@@ -267,11 +367,9 @@ pub fn lookup(symbol: &str, version: c_int, flags: u64) -> Result<usize, (CUresu
     {
         return Err((CUDA_ERROR_INVALID_VALUE, PROC_SYMBOL_NOT_FOUND));
     }
-    if flags & PER_THREAD_DEFAULT_STREAM != 0 && has_per_thread_variant(symbol) {
-        // The `_ptds`/`_ptsz` variants are not emulated.
-        return Err((CUDA_ERROR_NOT_FOUND, PROC_SYMBOL_NOT_FOUND));
-    }
-    let candidates = symbols().iter().filter(|s| s.base == symbol);
+    let candidates = symbols()
+        .iter()
+        .filter(|s| s.base == symbol && !is_per_thread_variant(s.name));
     let mut any = false;
     let mut best: Option<&Symbol> = None;
     for s in candidates {
@@ -281,6 +379,9 @@ pub fn lookup(symbol: &str, version: c_int, flags: u64) -> Result<usize, (CUresu
         }
     }
     match best {
+        Some(s) if flags & PER_THREAD_DEFAULT_STREAM != 0 => {
+            Ok(per_thread_variant(s.name).unwrap_or(s).addr)
+        }
         Some(s) => Ok(s.addr),
         None if any => Err((CUDA_ERROR_NOT_FOUND, PROC_VERSION_NOT_SUFFICIENT)),
         None => Err((CUDA_ERROR_NOT_FOUND, PROC_SYMBOL_NOT_FOUND)),
@@ -325,9 +426,10 @@ unsafe fn get_proc(
 
 /// `cuGetProcAddress` (CUDA 11.3 form): the entry point `symbol` (a base
 /// name such as `cuMemAlloc`) names at CUDA version `version`
-/// (`cuMemAlloc_v2` from 3.2 on). `CUDA_ERROR_NOT_FOUND` with `*pfn` null
-/// for an unknown symbol, a symbol newer than `version`, or a
-/// per-thread-default-stream variant (not emulated);
+/// (`cuMemAlloc_v2` from 3.2 on; its `_ptsz`/`_ptds` variant with
+/// `CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM`, where it has one).
+/// `CUDA_ERROR_NOT_FOUND` with `*pfn` null for an unknown or suffixed
+/// symbol or a symbol newer than `version`;
 /// `CUDA_ERROR_INVALID_VALUE` for null arguments or unknown flags. It
 /// needs no `cuInit`, as the driver's.
 ///

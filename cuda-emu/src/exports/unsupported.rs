@@ -7,7 +7,7 @@ use std::ffi::{c_char, c_void};
 
 use oxicuda_driver::ffi::{CUdevice, CUdeviceptr, CUfunction, CUmodule, CUresult, CUstream};
 
-use super::{guard, put, raw};
+use super::guard;
 use crate::driver;
 use crate::error::*;
 
@@ -101,28 +101,6 @@ pub unsafe extern "C" fn cuLaunchCooperativeKernelMultiDevice(
     _flags: u32,
 ) -> CUresult {
     unsupported("cuLaunchCooperativeKernelMultiDevice")
-}
-
-/// Stream capture (CUDA graphs).
-///
-/// # Safety
-/// No memory is touched.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuStreamBeginCapture_v2(_s: CUstream, _mode: u32) -> CUresult {
-    unsupported("cuStreamBeginCapture_v2")
-}
-
-/// No stream is ever capturing (`CU_STREAM_CAPTURE_STATUS_NONE`).
-///
-/// # Safety
-/// `status` is null or valid for a write.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuStreamIsCapturing(s: CUstream, status: *mut u32) -> CUresult {
-    guard("cuStreamIsCapturing", || {
-        driver::with(|d| d.resolve_stream(raw(s.0), false).map(drop))?;
-        // SAFETY: the caller's contract for `status`.
-        unsafe { put(status, 0) }
-    })
 }
 
 /// The simulator accepts no module-scope `.global` variables, so a loaded

@@ -360,11 +360,6 @@ pub fn cases<'a>(name: &'a str, e: &'a Env) -> Vec<Case<'a>> {
                 case!(v, format!("{bs:?}"), g(bs, mis()));
             }
         }
-        "cuStreamBeginCapture_v2" => {
-            for bs in e.bad_streams() {
-                case!(v, format!("{bs:?}"), cu::cuStreamBeginCapture_v2(bs, 99));
-            }
-        }
         "cuEventCreate" => {
             case!(v, "null", cu::cuEventCreate(null_mut(), 0));
             case!(v, "flags", cu::cuEventCreate(out().cast(), 0xF0));

@@ -185,14 +185,33 @@ macro_rules! case {
 }
 
 mod contexts;
+mod graphs;
 mod launches;
 mod memory;
+mod newer;
 
-/// The hostile calls of export `name`.
+/// The hostile calls of export `name`. A `_ptsz`/`_ptds` variant (its
+/// base under `with_per_thread_default`, nothing else) gets its base's
+/// calls, run as the variant runs them.
 fn cases<'a>(name: &'a str, e: &'a Env) -> Vec<Case<'a>> {
+    if let Some(base) = name
+        .strip_suffix("_ptsz")
+        .or_else(|| name.strip_suffix("_ptds"))
+    {
+        return cases(base, e)
+            .into_iter()
+            .map(|(label, call)| {
+                let wrapped: Box<dyn Fn() -> CUresult + 'a> =
+                    Box::new(move || ptxsmith_cuda_emu::driver::with_per_thread_default(&call));
+                (format!("per-thread default stream: {label}"), wrapped)
+            })
+            .collect();
+    }
     let mut v = contexts::cases(name, e);
     v.extend(memory::cases(name, e));
     v.extend(launches::cases(name, e));
+    v.extend(newer::cases(name, e));
+    v.extend(graphs::cases(name, e));
     v
 }
 
