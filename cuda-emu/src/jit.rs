@@ -110,34 +110,13 @@ const KNOWN_TARGETS: [u32; 27] = [
     103, 110, 120, 121,
 ];
 
-fn strip_comments(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while !rest.is_empty() {
-        if let Some(r) = rest.strip_prefix("//") {
-            let end = r.find('\n').unwrap_or(r.len());
-            rest = &r[end..];
-        } else if let Some(r) = rest.strip_prefix("/*") {
-            let end = r.find("*/").map_or(r.len(), |e| e + 2);
-            // keep the line count
-            out.extend(r[..end].chars().filter(|&c| c == '\n'));
-            rest = &r[end..];
-        } else {
-            let c = rest.chars().next().expect("non-empty");
-            out.push(c);
-            rest = &rest[c.len_utf8()..];
-        }
-    }
-    out
-}
-
 fn ptxas(line: u32, severity: &str, msg: &str) -> String {
     format!("ptxas application ptx input, line {line}; {severity:<8}: {msg}")
 }
 
 /// Read `.version` and `.target` (the JIT's first checks).
 pub fn scan_header(text: &str) -> Result<Header, (CUresult, String)> {
-    let clean = strip_comments(text);
+    let clean = ptxsmith::sim::parse::strip_comments(text);
     let mut version = None;
     let mut target = None;
     for (i, line) in clean.lines().enumerate() {
@@ -204,22 +183,14 @@ pub fn scan_header(text: &str) -> Result<Header, (CUresult, String)> {
 }
 
 /// Whether PTX for `target` runs on a device of compute capability `cc`
-/// (`major*10+minor`): a plain target on every device at least as new, an
-/// `a` target on exactly its architecture, an `f` target on its family
-/// from its own on (PTX ISA §11.1.2).
-///
-/// Not `ptxsmith::Sm::runs_on`: that one is defined on ptxsmith's target
-/// table only (ten targets, no `f` family targets, no `sm_90a`, nothing
-/// before `sm_70`), while a driver's JIT judges any `.target` it knows
-/// (`KNOWN_TARGETS`). On the table's targets the two agree. The simulator's
-/// `Program::runs_on` applies this same rule after parsing.
+/// (`major*10+minor`): ptxsmith's one rule, [`ptxsmith::Sm::target_runs_on`]
+/// (a plain target on every device at least as new, an `a` target on
+/// exactly its architecture, an `f` target on its family from its own on;
+/// PTX ISA §11.1.2), which the simulator's `Program::runs_on` applies too.
+/// The JIT applies it to any `.target` a driver knows (`KNOWN_TARGETS`),
+/// not only to the targets of ptxsmith's table.
 pub fn target_runs_on(target: (u32, Option<char>), cc: u32) -> bool {
-    let (t, suffix) = target;
-    match suffix {
-        Some('a') => t == cc,
-        Some(_) => t / 10 == cc / 10 && t <= cc,
-        None => t <= cc,
-    }
+    ptxsmith::Sm::target_runs_on(target, cc)
 }
 
 /// The checks the JIT makes before compiling: driver knows the `.version`,
