@@ -115,7 +115,7 @@ fn f32_inputs(n: usize, seed: u64, nan_rate: u32) -> Vec<u32> {
     (0..n)
         .map(|_| {
             let k = r.next();
-            if nan_rate != 0 && k % nan_rate == 0 {
+            if nan_rate != 0 && k.is_multiple_of(nan_rate) {
                 return nans[(k >> 8) as usize % nans.len()];
             }
             match k % 5 {

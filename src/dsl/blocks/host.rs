@@ -159,7 +159,7 @@ pub fn warp_argmax_f32(lanes: &[(f32, u32); 32]) -> (f32, u32) {
 pub fn block_reduce<H: HostElem>(op: ReduceOp, values: &[H], fill: H) -> H {
     let n = values.len();
     assert!(
-        n % 32 == 0 && (32..=1024).contains(&n),
+        n.is_multiple_of(32) && (32..=1024).contains(&n),
         "block of {n} threads: a multiple of 32 in 32..=1024"
     );
     let mut lanes = [fill; 32];

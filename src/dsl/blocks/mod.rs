@@ -8,7 +8,7 @@
 //! (`tests/dsl_blocks.rs` checks each block against its mirror on the
 //! simulator, with NaN, infinities and signed zeros among the inputs).
 //!
-//! The blocks only call [`KernelBuilder`]'s public methods; they are what
+//! The blocks only call [`KernelBuilder`](crate::dsl::KernelBuilder)'s public methods; they are what
 //! the library's own kernels use (the FP8 absmax, the HMM and block-scaled
 //! kernels).
 //!
