@@ -68,6 +68,7 @@
 //! src/my_kernel.rs:42:15)`). An instruction the target lacks is
 //! [`Error::UnsupportedFeature`](crate::Error::UnsupportedFeature).
 
+pub mod blocks;
 pub mod builder;
 pub(crate) mod ir;
 pub mod math;

@@ -39,6 +39,7 @@ pub mod codec;
 use super::codec::INV_6;
 use super::host::{Format, Recipe, ScaleMode};
 use super::layout::{ScaleDims, ScaleLayout};
+use crate::dsl::blocks;
 use crate::dsl::params::Ptr;
 use crate::dsl::types::{F32, Reg, U8, U16, U32, U64};
 use crate::dsl::{Cmp, GlobalPtr, KernelBuilder, PtxModule, Rounding, ShflMode};
@@ -720,7 +721,7 @@ pub fn generate_nvfp4_global(sm: Sm) -> Result<PtxModule> {
         b.assign(acc, next);
     });
     let amax = fp8_ptx::block_max(&mut b, acc, &scratch);
-    let t0 = fp8_ptx::is_thread0(&mut b);
+    let t0 = blocks::is_thread0(&mut b);
     b.if_(t0, |b| {
         let q = b.fdiv(Rounding::Rn, super::host::NVFP4_GLOBAL_NUMERATOR, amax);
         let q = b.fmin(q, f32::MAX);

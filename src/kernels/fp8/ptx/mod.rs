@@ -42,9 +42,10 @@
 //! present.
 
 use super::host::Format;
+use crate::dsl::blocks::{self, ReduceOp, grid_stride_vec4};
 use crate::dsl::params::Ptr;
-use crate::dsl::types::{F32, Pred, Reg, U8, U32, U64};
-use crate::dsl::{Cmp, GlobalPtr, KernelBuilder, PtxModule, Rounding, SharedArray, ShflMode};
+use crate::dsl::types::{F32, Reg, U8, U32, U64};
+use crate::dsl::{Cmp, GlobalPtr, KernelBuilder, PtxModule, Rounding, SharedArray};
 use crate::error::Result;
 use crate::kernel_params;
 use crate::target::{Feature, Sm};
@@ -236,38 +237,6 @@ pub fn grid_blocks(n: u64, sms: u32) -> u32 {
 // Loops and reductions
 // ---------------------------------------------------------------------------
 
-/// A grid-stride loop over the `n / 4` groups of four elements (64-bit
-/// group index `g`, passed to `group`), then the `n mod 4` tail elements,
-/// one each for global threads `0..n mod 4` (64-bit element index, passed
-/// to `tail`).
-fn grid_stride_groups(
-    b: &mut KernelBuilder,
-    n: Reg<U64>,
-    group: impl FnOnce(&mut KernelBuilder, Reg<U64>),
-    tail: impl FnOnce(&mut KernelBuilder, Reg<U64>),
-) {
-    let groups = b.shr(n, 2u32);
-    let gid = b.global_id_x_u64();
-    let (ntid, nctaid) = (b.ntid_x(), b.nctaid_x());
-    let stride = b.mul_wide_u32(ntid, nctaid);
-    let g = b.mov(gid);
-    b.while_(
-        |b| b.setp(Cmp::Lt, g, groups),
-        |b| {
-            group(b, g);
-            let next = b.add(g, stride);
-            b.assign(g, next);
-        },
-    );
-    let first = b.shl(groups, 2u32);
-    let left = b.sub(n, first);
-    let mine = b.setp(Cmp::Lt, gid, left);
-    b.if_(mine, |b| {
-        let e = b.add(first, gid);
-        tail(b, e);
-    });
-}
-
 /// `acc = max(acc, |bits|)`: the sign bit cleared on the integer bits,
 /// then `max.f32`, which ignores a NaN operand.
 pub(crate) fn fold_abs(b: &mut KernelBuilder, acc: Reg<F32>, bits: Reg<U32>) {
@@ -277,47 +246,15 @@ pub(crate) fn fold_abs(b: &mut KernelBuilder, acc: Reg<F32>, bits: Reg<U32>) {
     b.assign(acc, next);
 }
 
-/// `max.f32` across the 32 lanes of each warp (butterfly shuffles: every
-/// lane ends with the warp's maximum).
-pub(crate) fn warp_max(b: &mut KernelBuilder, v: Reg<F32>) -> Reg<F32> {
-    let mut v = v;
-    for off in [16u32, 8, 4, 2, 1] {
-        let other = b.shfl(ShflMode::Bfly, v, off, 0x1f, 0xffff_ffff);
-        v = b.fmax(v, other);
-    }
-    v
-}
-
-/// `max.f32` across the block (every thread must call it; `BLOCK` is a
-/// multiple of 32). The result is valid in thread 0 (and in all of warp 0).
+/// `max.f32` across the block ([`blocks::block_reduce_with_fill`] with
+/// the fill `0.0`: every value folded here is `|x| ≥ +0`). The result is
+/// valid in thread 0 (and in all of warp 0).
 pub(crate) fn block_max(
     b: &mut KernelBuilder,
     v: Reg<F32>,
     scratch: &SharedArray<F32>,
 ) -> Reg<F32> {
-    let w = warp_max(b, v);
-    let tid = b.tid_x();
-    let lane = b.and(tid, 31u32);
-    let warp = b.shr(tid, 5u32);
-    let lane0 = b.setp(Cmp::Eq, lane, 0u32);
-    b.if_(lane0, |b| {
-        let p = b.shared_elem(scratch, warp);
-        b.st_shared(p, 0, w);
-    });
-    b.bar_sync();
-    let r = b.mov(0.0f32);
-    let have = b.setp(Cmp::Lt, lane, BLOCK / 32);
-    b.if_(have, |b| {
-        let p = b.shared_elem(scratch, lane);
-        let x = b.ld_shared(p, 0);
-        b.assign(r, x);
-    });
-    warp_max(b, r)
-}
-
-pub(crate) fn is_thread0(b: &mut KernelBuilder) -> Reg<Pred> {
-    let tid = b.tid_x();
-    b.setp(Cmp::Eq, tid, 0u32)
+    blocks::block_reduce_with_fill(b, ReduceOp::Max, v, scratch, 0.0f32)
 }
 
 // ---------------------------------------------------------------------------
@@ -332,7 +269,7 @@ pub fn generate_absmax_partials(sm: Sm) -> Result<PtxModule> {
     let scratch = b.shared_array::<F32>("warp_max", BLOCK / 32, 4);
     let words: GlobalPtr<U32> = p.x.cast();
     let acc = b.mov(0.0f32);
-    grid_stride_groups(
+    grid_stride_vec4(
         &mut b,
         p.n,
         |b, g| {
@@ -350,7 +287,7 @@ pub fn generate_absmax_partials(sm: Sm) -> Result<PtxModule> {
         },
     );
     let m = block_max(&mut b, acc, &scratch);
-    let t0 = is_thread0(&mut b);
+    let t0 = blocks::is_thread0(&mut b);
     b.if_(t0, |b| {
         let block = b.ctaid_x();
         let out = b.offset(p.partials, block);
@@ -375,7 +312,7 @@ pub fn generate_absmax_finalize(sm: Sm, f: Format) -> Result<PtxModule> {
         b.assign(acc, next);
     });
     let amax = block_max(&mut b, acc, &scratch);
-    let t0 = is_thread0(&mut b);
+    let t0 = blocks::is_thread0(&mut b);
     b.if_(t0, |b| {
         // scale = MAX / amax when 0 < amax < Inf and the quotient is
         // finite, else 1 (amax ≥ +0 and never NaN here, so the bits order
@@ -409,7 +346,7 @@ fn quantize_body(
     codes: GlobalPtr<U8>,
 ) {
     let words: GlobalPtr<U32> = codes.cast();
-    grid_stride_groups(
+    grid_stride_vec4(
         b,
         n,
         |b, g| {
@@ -468,7 +405,7 @@ fn dequantize_body(
     y: GlobalPtr<F32>,
 ) {
     let words: GlobalPtr<U32> = codes.cast();
-    grid_stride_groups(
+    grid_stride_vec4(
         b,
         n,
         |b, g| {

@@ -3,6 +3,7 @@
 //! and the exact pair log-sum, emitting the host functions' operations in
 //! the same order (every `if` a `setp` + `selp`).
 
+use crate::dsl::blocks::{self, ReduceOp};
 use crate::dsl::math;
 use crate::dsl::types::{F32, Pred, Reg, U32};
 use crate::dsl::{Cmp, KernelBuilder, Rounding, SharedArray, ShflMode};
@@ -125,14 +126,10 @@ fn warp_pmax(b: &mut KernelBuilder, x: DP) -> DP {
     x
 }
 
-/// The NaN-ignoring f32 maximum over a warp.
+/// The NaN-ignoring f32 maximum over a warp: the public
+/// [`blocks::warp_reduce`] with `max.f32` (butterfly 16, 8, 4, 2, 1).
 pub(crate) fn warp_fmax(b: &mut KernelBuilder, v: Reg<F32>) -> Reg<F32> {
-    let mut v = v;
-    for off in [16u32, 8, 4, 2, 1] {
-        let o = b.shfl(ShflMode::Bfly, v, off, 0x1f, FULL);
-        v = b.fmax(v, o);
-    }
-    v
+    blocks::warp_reduce(b, ReduceOp::Max, v)
 }
 
 /// Shared scratch of the CTA-wide reductions: one slot per warp.
