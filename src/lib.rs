@@ -24,6 +24,7 @@ pub mod sim;
 pub mod target;
 pub mod tensor_core;
 pub mod testing;
+pub mod tune;
 
 /// The README's code blocks, compiled and run as doctests (the quick start
 /// and one snippet per kernel family).

@@ -184,17 +184,17 @@ impl<A: KernelParams> Kernel<A> {
     /// use ptxsmith::{Sm, kernel_params};
     /// kernel_params! { pub struct FillArgs => FillRegs { out: Ptr<U32> } }
     ///
-    /// let gen = |sm: Sm, v: u32| {
+    /// let fill = |sm: Sm, v: u32| {
     ///     Kernel::<FillArgs>::memoized("doc fill", sm, v, || {
     ///         Kernel::<FillArgs>::generate("fill", sm, |b, p| b.st_global(p.out, 0, v))
     ///     })
     /// };
-    /// let a = gen(Sm::Sm80, 7)?;
+    /// let a = fill(Sm::Sm80, 7)?;
     /// let before = memo::generations();
-    /// let b = gen(Sm::Sm80, 7)?;
+    /// let b = fill(Sm::Sm80, 7)?;
     /// assert!(std::ptr::eq(a, b));
     /// assert_eq!(memo::generations(), before);
-    /// assert!(!std::ptr::eq(a, gen(Sm::Sm90, 7)?)); // another target, another kernel
+    /// assert!(!std::ptr::eq(a, fill(Sm::Sm90, 7)?)); // another target, another kernel
     /// # Ok::<(), ptxsmith::Error>(())
     /// ```
     ///
