@@ -1,90 +1,5 @@
-//! [`Kernel<A>`]: a generated kernel that carries its argument type, so a
-//! launch ([`Stream::launch_kernel`](crate::runtime::Stream::launch_kernel))
-//! accepts only `A`, the [`kernel_params!`](crate::kernel_params) struct
-//! its parameters were declared from.
-//!
-//! A kernel is generated from a body closure that receives the loaded
-//! parameter registers ([`Kernel::generate`]), or wrapped around a module
-//! whose parameter list is checked against `A` ([`Kernel::from_module`]).
-//! [`Kernel::memoized`] generates it once per process for each
-//! `(generator, target, tuning)`, as the library's own kernels are (see
-//! [`memo`](crate::dsl::memo)). The untyped path, [`PtxModule`] with
-//! [`ArgValue`](crate::abi::ArgValue)s through
-//! [`Stream::launch`](crate::runtime::Stream::launch), stays for foreign
-//! PTX.
-//!
-//! ```
-//! use ptxsmith::dsl::params::Ptr;
-//! use ptxsmith::dsl::types::{F32, U32};
-//! use ptxsmith::dsl::{Cmp, Kernel, Rounding::Rn};
-//! use ptxsmith::runtime::{Context, LaunchConfig};
-//! use ptxsmith::{Sm, kernel_params};
-//!
-//! kernel_params! {
-//!     /// `out[i] = x[i] · 2` for `i < n`.
-//!     pub struct TwiceArgs => TwiceRegs { x: Ptr<F32>, out: Ptr<F32>, n: U32 }
-//! }
-//!
-//! let ctx = Context::sim(Sm::Sm80);
-//! let k = Kernel::<TwiceArgs>::generate("twice", ctx.sm(), |b, p| {
-//!     let i = b.global_id_x();
-//!     let inside = b.setp(Cmp::Lt, i, p.n);
-//!     b.if_(inside, |b| {
-//!         let (xi, oi) = (b.offset(p.x, i), b.offset(p.out, i));
-//!         let v = b.ld_global(xi, 0);
-//!         let y = b.fmul(Rn, v, 2.0f32);
-//!         b.st_global(oi, 0, y);
-//!     });
-//! })?;
-//! let st = ctx.default_stream();
-//! let x = st.upload(&[1.5f32, -3.0, 4.0])?;
-//! let mut out = ctx.alloc::<f32>(3)?;
-//! let args = TwiceArgs { x: st.arg("x", &x)?, out: st.arg_mut("out", &mut out)?, n: 3 };
-//! st.launch_kernel(&k, LaunchConfig::linear(1, 32), args)?; // no trait import needed
-//! assert_eq!(st.to_vec(&out)?, [3.0, -6.0, 8.0]);
-//! # Ok::<(), ptxsmith::Error>(())
-//! ```
-//!
-//! Another kernel's argument struct does not compile, even with the same
-//! fields (error E0308, mismatched types):
-//!
-//! ```compile_fail,E0308
-//! use ptxsmith::dsl::params::Ptr;
-//! use ptxsmith::dsl::types::F32;
-//! use ptxsmith::dsl::Kernel;
-//! use ptxsmith::runtime::{Context, LaunchConfig};
-//! use ptxsmith::{Sm, kernel_params};
-//!
-//! kernel_params! { pub struct AArgs => ARegs { out: Ptr<F32> } }
-//! kernel_params! { pub struct BArgs => BRegs { out: Ptr<F32> } }
-//!
-//! let ctx = Context::sim(Sm::Sm80);
-//! let k = Kernel::<AArgs>::generate("a", ctx.sm(), |b, p| b.st_global(p.out, 0, 1.0f32))?;
-//! let st = ctx.default_stream();
-//! let mut out = ctx.alloc::<f32>(1)?;
-//! let wrong = BArgs { out: st.arg_mut("out", &mut out)? };
-//! st.launch_kernel(&k, LaunchConfig::linear(1, 1), wrong)?; // BArgs where AArgs is needed
-//! # Ok::<(), ptxsmith::Error>(())
-//! ```
-//!
-//! The same code with `AArgs` compiles and runs:
-//!
-//! ```
-//! # use ptxsmith::dsl::params::Ptr;
-//! # use ptxsmith::dsl::types::F32;
-//! # use ptxsmith::dsl::Kernel;
-//! # use ptxsmith::runtime::{Context, LaunchConfig};
-//! # use ptxsmith::{Sm, kernel_params};
-//! # kernel_params! { pub struct AArgs => ARegs { out: Ptr<F32> } }
-//! # let ctx = Context::sim(Sm::Sm80);
-//! # let k = Kernel::<AArgs>::generate("a", ctx.sm(), |b, p| b.st_global(p.out, 0, 1.0f32))?;
-//! # let st = ctx.default_stream();
-//! # let mut out = ctx.alloc::<f32>(1)?;
-//! let right = AArgs { out: st.arg_mut("out", &mut out)? };
-//! st.launch_kernel(&k, LaunchConfig::linear(1, 1), right)?;
-//! # assert_eq!(st.to_vec(&out)?, [1.0]);
-//! # Ok::<(), ptxsmith::Error>(())
-//! ```
+//! [`Kernel<A>`]: a generated kernel that carries its argument type (see
+//! its docs).
 
 use std::any::{Any, TypeId};
 use std::borrow::Cow;
@@ -101,9 +16,93 @@ use crate::abi::ParamDesc;
 use crate::error::{Error, Result};
 use crate::target::Sm;
 
-/// A generated kernel whose launches take an `A` (its
-/// [`kernel_params!`](crate::kernel_params) host struct) and nothing else.
-/// See the [module docs](self).
+/// A generated kernel that carries its argument type `A`, so a
+/// launch ([`Stream::launch_kernel`](crate::runtime::Stream::launch_kernel))
+/// accepts only `A`, the [`kernel_params!`](crate::kernel_params) struct
+/// its parameters were declared from.
+///
+/// A kernel is generated from a body closure that receives the loaded
+/// parameter registers ([`Kernel::generate`]), or wrapped around a module
+/// whose parameter list is checked against `A` ([`Kernel::from_module`]).
+/// [`Kernel::memoized`] generates it once per process for each
+/// `(generator, target, tuning)`, as the library's own kernels are (see
+/// [`memo`](crate::dsl::memo)). The untyped path, [`PtxModule`] with
+/// [`ArgValue`](crate::abi::ArgValue)s through
+/// [`Stream::launch`](crate::runtime::Stream::launch), stays for foreign
+/// PTX.
+///
+/// ```
+/// use ptxsmith::dsl::params::Ptr;
+/// use ptxsmith::dsl::types::{F32, U32};
+/// use ptxsmith::dsl::{Cmp, Kernel, Rounding::Rn};
+/// use ptxsmith::runtime::{Context, LaunchConfig};
+/// use ptxsmith::{Sm, kernel_params};
+///
+/// kernel_params! {
+///     /// `out[i] = x[i] · 2` for `i < n`.
+///     pub struct TwiceArgs => TwiceRegs { x: Ptr<F32>, out: Ptr<F32>, n: U32 }
+/// }
+///
+/// let ctx = Context::sim(Sm::Sm80);
+/// let k = Kernel::<TwiceArgs>::generate("twice", ctx.sm(), |b, p| {
+///     let i = b.global_id_x();
+///     let inside = b.setp(Cmp::Lt, i, p.n);
+///     b.if_(inside, |b| {
+///         let (xi, oi) = (b.offset(p.x, i), b.offset(p.out, i));
+///         let v = b.ld_global(xi, 0);
+///         let y = b.fmul(Rn, v, 2.0f32);
+///         b.st_global(oi, 0, y);
+///     });
+/// })?;
+/// let st = ctx.default_stream();
+/// let x = st.upload(&[1.5f32, -3.0, 4.0])?;
+/// let mut out = ctx.alloc::<f32>(3)?;
+/// let args = TwiceArgs { x: st.arg("x", &x)?, out: st.arg_mut("out", &mut out)?, n: 3 };
+/// st.launch_kernel(&k, LaunchConfig::linear(1, 32), args)?; // no trait import needed
+/// assert_eq!(st.to_vec(&out)?, [3.0, -6.0, 8.0]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
+/// Another kernel's argument struct does not compile, even with the same
+/// fields (error E0308, mismatched types):
+///
+/// ```compile_fail,E0308
+/// use ptxsmith::dsl::params::Ptr;
+/// use ptxsmith::dsl::types::F32;
+/// use ptxsmith::dsl::Kernel;
+/// use ptxsmith::runtime::{Context, LaunchConfig};
+/// use ptxsmith::{Sm, kernel_params};
+///
+/// kernel_params! { pub struct AArgs => ARegs { out: Ptr<F32> } }
+/// kernel_params! { pub struct BArgs => BRegs { out: Ptr<F32> } }
+///
+/// let ctx = Context::sim(Sm::Sm80);
+/// let k = Kernel::<AArgs>::generate("a", ctx.sm(), |b, p| b.st_global(p.out, 0, 1.0f32))?;
+/// let st = ctx.default_stream();
+/// let mut out = ctx.alloc::<f32>(1)?;
+/// let wrong = BArgs { out: st.arg_mut("out", &mut out)? };
+/// st.launch_kernel(&k, LaunchConfig::linear(1, 1), wrong)?; // BArgs where AArgs is needed
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
+/// The same code with `AArgs` compiles and runs:
+///
+/// ```
+/// # use ptxsmith::dsl::params::Ptr;
+/// # use ptxsmith::dsl::types::F32;
+/// # use ptxsmith::dsl::Kernel;
+/// # use ptxsmith::runtime::{Context, LaunchConfig};
+/// # use ptxsmith::{Sm, kernel_params};
+/// # kernel_params! { pub struct AArgs => ARegs { out: Ptr<F32> } }
+/// # let ctx = Context::sim(Sm::Sm80);
+/// # let k = Kernel::<AArgs>::generate("a", ctx.sm(), |b, p| b.st_global(p.out, 0, 1.0f32))?;
+/// # let st = ctx.default_stream();
+/// # let mut out = ctx.alloc::<f32>(1)?;
+/// let right = AArgs { out: st.arg_mut("out", &mut out)? };
+/// st.launch_kernel(&k, LaunchConfig::linear(1, 1), right)?;
+/// # assert_eq!(st.to_vec(&out)?, [1.0]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
 pub struct Kernel<A: KernelParams> {
     module: Cow<'static, PtxModule>,
     _args: PhantomData<fn(A)>,

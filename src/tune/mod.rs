@@ -92,6 +92,7 @@
 //!
 //! [`Kernel<A>`]: crate::dsl::Kernel
 //! [`NvTools::locate`]: crate::nvtools::NvTools::locate
+//! [`Traffic`]: crate::exec::Traffic
 
 pub mod estimate;
 mod run;
@@ -122,7 +123,7 @@ pub enum TuneError {
         sm: Sm,
         /// What failed.
         #[source]
-        source: Error,
+        source: Box<Error>,
     },
     /// Two candidates gave different bits on the simulator.
     #[error(
@@ -327,7 +328,7 @@ impl Tuner {
             let fail = |c: &T, source: Error| TuneError::Candidate {
                 candidate: format!("{c:?}"),
                 sm,
-                source,
+                source: Box::new(source),
             };
             let mut evidence = Vec::with_capacity(candidates.len());
             let mut reference: Option<Vec<u8>> = None;
