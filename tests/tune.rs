@@ -3,8 +3,8 @@
 //! typed error naming both and the first differing byte.
 
 use ptxsmith::dsl::params::Ptr;
-use ptxsmith::dsl::types::{F32, U32};
-use ptxsmith::dsl::{Kernel, Rounding::Rn};
+use ptxsmith::dsl::types::{F32, U32, U64};
+use ptxsmith::dsl::{AtomOp, Kernel, Rounding::Rn};
 use ptxsmith::runtime::LaunchConfig;
 use ptxsmith::tune::{Ranking, TuneError, Tuner};
 use ptxsmith::{Sm, kernel_params};
@@ -200,4 +200,56 @@ fn nothing_to_tune_is_an_error() {
         .tune(&none, |sm, _| generate(sm, 1.0), |t, &s| launch(t, 1, s))
         .unwrap_err();
     assert!(matches!(e, TuneError::Nothing(_)), "{e}");
+}
+
+kernel_params! {
+    /// Each thread copies 4 f32 with a v4 load and store, loads one u64
+    /// and adds 1 to a u32 counter with an atomic.
+    pub struct WidthArgs => WidthRegs { x: Ptr<F32>, out: Ptr<F32>, w: Ptr<U64>, count: Ptr<U32> }
+}
+
+#[test]
+fn global_bytes_count_widths_and_vectors() {
+    const THREADS: u32 = 64;
+    let tuned = Tuner::new([Sm::Sm80])
+        .gpu(false)
+        .ptxas(false)
+        .tune(
+            &[()],
+            |sm, _| {
+                Kernel::<WidthArgs>::generate("widths", sm, |b, p| {
+                    let i = b.global_id_x();
+                    let i4 = b.mul_lo(i, 4u32);
+                    let (xi, oi, wi) = (b.offset(p.x, i4), b.offset(p.out, i4), b.offset(p.w, i));
+                    let v = b.ld_global_nc_v4(xi, 0);
+                    b.st_global_v4(oi, 0, v);
+                    let _ = b.ld_global(wi, 0);
+                    let _ = b.atom_global(AtomOp::Add, p.count, 1u32, None);
+                })
+            },
+            |t, _| {
+                let st = t.stream().clone();
+                let ctx = st.context().clone();
+                let x = st.upload(&vec![1.0f32; 4 * THREADS as usize])?;
+                let w = st.upload(&vec![7u64; THREADS as usize])?;
+                let mut out = ctx.alloc::<f32>(4 * THREADS as usize)?;
+                let mut count = st.upload(&[0u32])?;
+                let args = WidthArgs {
+                    x: st.arg("x", &x)?,
+                    out: st.arg_mut("out", &mut out)?,
+                    w: st.arg("w", &w)?,
+                    count: st.arg_mut("count", &mut count)?,
+                };
+                t.launch(LaunchConfig::linear(2, THREADS / 2), args)?;
+                st.to_vec(&count)
+            },
+        )
+        .unwrap();
+    let est = &tuned.winners[0].evidence[0].estimate;
+    // Per thread: 16 loaded + 16 stored + 8 loaded + 4 by the atomic.
+    assert_eq!(
+        est.global_bytes,
+        u64::from(THREADS) * (16 + 16 + 8 + 4),
+        "{est:?}"
+    );
 }
