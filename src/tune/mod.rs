@@ -7,7 +7,8 @@
 //! # How candidates are run
 //!
 //! For each SM and candidate, `generate(sm, &candidate)` makes the kernel
-//! and `launch(&mut trial, &candidate)` runs it: it uploads its inputs on
+//! (a [`PtxModule`](crate::dsl::PtxModule) built otherwise becomes one
+//! with [`Kernel::from_module`](crate::dsl::Kernel::from_module)) and `launch(&mut trial, &candidate)` runs it: it uploads its inputs on
 //! [`Trial::stream`], launches through [`Trial::launch`] (which records
 //! the launch configuration) and returns the output elements. On the
 //! simulator ([`Context::sim`] for that SM, a fresh one per candidate) the
