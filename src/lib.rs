@@ -29,6 +29,7 @@ pub mod sim;
 pub mod target;
 pub mod tensor_core;
 pub mod testing;
+pub mod tune;
 
 /// The guide to writing your own kernels (`docs/writing-kernels.md`);
 /// every code block in it is a doctest.

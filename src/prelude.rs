@@ -15,9 +15,13 @@
 //! The kernel families come in as modules (`dot`, `fp8`, `score`, …),
 //! each with its request types and entry points at its root; the runtime
 //! types (contexts, streams, buffers, foreign views, backends) and the
-//! error types come in by name.
+//! error types come in by name, and so do a user kernel's
+//! ([`Kernel`], launched with [`Stream::launch_kernel`] and a
+//! [`LaunchConfig`]).
 
+pub use crate::dsl::Kernel;
 pub use crate::error::{ArgError, DriverCode, Error, Result};
+pub use crate::exec::LaunchConfig;
 pub use crate::kernels::{block_ell, block_scaled, dot, fp8, hmm, logcumsumexp, score, viterbi};
 pub use crate::runtime::{
     AsDevice, AsDeviceMut, Backend, Context, DeviceBuffer, DeviceSlice, DeviceSliceMut,

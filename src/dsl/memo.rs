@@ -5,7 +5,8 @@
 //! The kernel families' launch code asks for their modules through
 //! [`memoized`] (the `memo!` macro of `crate::kernels`): the first call for
 //! a key runs the generator, every later call returns the same
-//! `&'static PtxModule`. The modules are kept for the life of the process
+//! `&'static PtxModule`. A user's typed kernel is memoised the same way
+//! through [`Kernel::memoized`](crate::dsl::Kernel::memoized). The modules are kept for the life of the process
 //! (a few kilobytes to a few tens of kilobytes each; one per distinct
 //! variant a program launches).
 //!

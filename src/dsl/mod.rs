@@ -71,6 +71,7 @@
 pub mod blocks;
 pub mod builder;
 pub(crate) mod ir;
+mod kernel;
 pub mod math;
 pub mod memo;
 mod module;
@@ -83,5 +84,6 @@ pub use builder::{BuildError, GlobalPtr, KernelBuilder, Label, SharedArray, Shar
 pub use ir::{
     AtomOp, Cmp, Fp8Format, IntRounding, ReduxOp, Rounding, ShflMode, Special, Ue8m0Rounding,
 };
+pub use kernel::Kernel;
 pub use module::PtxModule;
 pub use params::{ArgValue, DevPtr, KernelParams, ParamDesc, ParamKind, Ptr, ScalarType};

@@ -4,6 +4,7 @@
 //! [`Context::new_stream`].
 
 use super::*;
+use crate::dsl::{Kernel, KernelParams};
 
 /// Destroys a stream made by [`Context::new_stream`] when its last handle
 /// drops.
@@ -462,6 +463,38 @@ impl Stream {
         st.count(self.raw, |t| t.launches += 1);
         st.foreign_work |= self.borrowed;
         Ok(())
+    }
+
+    /// Queue `kernel` with `args`: its own argument struct, and no other
+    /// (another kernel's struct is a compile error, see
+    /// [`Kernel`](crate::dsl::Kernel)). The arguments are converted here
+    /// ([`KernelParams::args`](crate::dsl::KernelParams::args), no trait
+    /// import needed) and checked as by [`launch`](Self::launch).
+    ///
+    /// ```
+    /// use ptxsmith::dsl::{Kernel, params::Ptr, types::U32};
+    /// use ptxsmith::runtime::{Context, LaunchConfig};
+    /// use ptxsmith::{Sm, kernel_params};
+    /// kernel_params! { pub struct SevenArgs => SevenRegs { out: Ptr<U32> } }
+    ///
+    /// let ctx = Context::sim(Sm::Sm90);
+    /// let k = Kernel::<SevenArgs>::generate("seven", ctx.sm(), |b, p| b.st_global(p.out, 0, 7u32))?;
+    /// let st = ctx.default_stream();
+    /// let mut out = ctx.alloc::<u32>(1)?;
+    /// st.launch_kernel(&k, LaunchConfig::linear(1, 1), SevenArgs { out: st.arg_mut("out", &mut out)? })?;
+    /// assert_eq!(st.to_vec(&out)?, [7]);
+    /// # Ok::<(), ptxsmith::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`launch`](Self::launch).
+    pub fn launch_kernel<A: KernelParams>(
+        &self,
+        kernel: &Kernel<A>,
+        cfg: LaunchConfig,
+        args: A,
+    ) -> Result<()> {
+        self.launch(kernel.module(), cfg, &args.args())
     }
 }
 
