@@ -7,6 +7,7 @@ use super::ir::*;
 use super::types::{RegClass, RegId, Ty, Value, scalar_ty};
 use crate::abi::{ParamDesc, ParamKind};
 use crate::target::{PtxVersion, Sm};
+use crate::tensor_core::InputFormat;
 
 /// Everything the printer needs about one kernel.
 pub(crate) struct KernelText<'a> {
@@ -414,6 +415,28 @@ fn op_text(op: &Op) -> String {
         ),
         Op::CvtFromUe8m0x2 { d, a } => {
             format!("cvt.rn.bf16x2.ue8m0x2 {}, {};", reg(*d), reg(*a))
+        }
+        Op::CvtToHalf2 { fmt, d, hi, lo } => format!(
+            "cvt.rn.{}x2.f32 {}, {}, {};",
+            fmt.ptx_name(),
+            reg(*d),
+            val(*hi),
+            val(*lo)
+        ),
+        Op::CvtToTf32 { d, a } => format!("cvt.rna.tf32.f32 {}, {};", reg(*d), val(*a)),
+        Op::Mma { fmt, d, a, b, c } => {
+            let list = |rs: &[RegId]| rs.iter().map(|r| reg(*r)).collect::<Vec<_>>().join(", ");
+            let (k, t) = (
+                if *fmt == InputFormat::Tf32 { 8 } else { 16 },
+                fmt.ptx_name(),
+            );
+            format!(
+                "mma.sync.aligned.m16n8k{k}.row.col.f32.{t}.{t}.f32 {{{}}}, {{{}}}, {{{}}}, {{{}}};",
+                list(d),
+                list(a),
+                list(b),
+                list(c)
+            )
         }
         Op::Pack4x8 { d, b } => format!(
             "mov.b32 {}, {{{}, {}, {}, {}}};",
