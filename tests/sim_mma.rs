@@ -299,3 +299,112 @@ fn divergent_mma_is_a_finding() {
     println!("{e}");
     assert!(e.to_string().contains("mma.sync"), "{e}");
 }
+
+/// `cvt.rn.{f16x2,bf16x2}.f32`, `cvt.rna.tf32.f32` and the exact way back,
+/// on the simulator, against the host conversions of `tensor_core`.
+#[test]
+fn conversions_match_the_host_model() {
+    let mut b = KernelBuilder::new("cvt_half", Sm::Sm80);
+    let p = b.params::<MmaArgs>();
+    let i = b.tid_x();
+    let i2 = b.shl(i, 1u32);
+    let i4 = b.shl(i, 2u32);
+    let xp = b.offset(p.c, i2);
+    let (x, y) = (b.ld_global(xp, 0), b.ld_global(xp, 1));
+    let wp = b.offset(p.a, i4);
+    let fp = b.offset(p.d, i4);
+    let h = b.cvt_to_f16x2(x, y);
+    let bf = b.cvt_to_bf16x2(x, y);
+    let t = b.cvt_to_tf32(x);
+    for (k, w) in [b.packed_bits(h), b.packed_bits(bf), b.packed_bits(t)]
+        .into_iter()
+        .enumerate()
+    {
+        b.st_global(wp, k as i32, w);
+    }
+    let (hl, hh) = b.f16x2_to_f32x2(h);
+    let (bl, bh) = b.bf16x2_to_f32x2(bf);
+    let _ = (hh, bh);
+    let tf = b.tf32_to_f32(t);
+    b.st_global(fp, 0, hl);
+    b.st_global(fp, 1, bl);
+    b.st_global(fp, 2, tf);
+    let m = b.finish().unwrap();
+
+    let mut rng = Rng(7);
+    let n = 256usize;
+    let mut xs: Vec<f32> = (0..2 * n)
+        .map(|_| {
+            let e = rng.below(300) as i32 - 150;
+            rng.scaled(e)
+        })
+        .collect();
+    let specials = [
+        f32::INFINITY,
+        -f32::INFINITY,
+        f32::NAN,
+        -0.0,
+        65520.0,                     // rounds to f16 ∞
+        65519.99,                    // stays finite in f16
+        f32::from_bits(1),           // f32 subnormal
+        5.960_464_5e-8,              // f16's smallest subnormal
+        2.980_232_2e-8,              // half of it: ties to even → 0
+        f32::from_bits(0x3F80_1000), // tf32 tie: away from zero
+        f32::from_bits(0xBF80_1000),
+        f32::from_bits(0x3F80_8000), // bf16 tie: to even
+        f32::MAX,
+    ];
+    xs[..specials.len()].copy_from_slice(&specials);
+    let prog = Program::parse(&m.ptx).unwrap();
+    let mut sim = Sim::new(Sm::Sm90);
+    let xb: Vec<u8> = xs.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let dx = sim.alloc(xb.len()).unwrap();
+    sim.write(dx, &xb).unwrap();
+    let (dw, df) = (sim.alloc(n * 16).unwrap(), sim.alloc(n * 16).unwrap());
+    sim.launch_program(
+        &prog,
+        "cvt_half",
+        LaunchConfig::linear(1, n as u32),
+        &[
+            ArgValue::Ptr(dw),
+            ArgValue::Ptr(dw),
+            ArgValue::Ptr(dx),
+            ArgValue::Ptr(df),
+        ],
+    )
+    .unwrap();
+    let read = |sim: &mut Sim, a: u64| {
+        let mut raw = vec![0u8; n * 16];
+        sim.read(a, &mut raw).unwrap();
+        raw.chunks(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect::<Vec<u32>>()
+    };
+    let (w, f) = (read(&mut sim, dw), read(&mut sim, df));
+    for i in 0..n {
+        let (x, y) = (xs[2 * i], xs[2 * i + 1]);
+        let ctx = format!("x = {x:e} ({:#x}), y = {y:e}", x.to_bits());
+        assert_eq!(w[4 * i], tensor_core::cvt_rn_f16x2_f32(x, y), "f16x2 {ctx}");
+        assert_eq!(
+            w[4 * i + 1],
+            tensor_core::cvt_rn_bf16x2_f32(x, y),
+            "bf16x2 {ctx}"
+        );
+        assert_eq!(w[4 * i + 2], tensor_core::f32_to_tf32_rna(x), "tf32 {ctx}");
+        // back to f32: exact (NaN payloads aside)
+        let lo16 = tensor_core::f32_to_f16_rn(y);
+        let want = tensor_core::f16_to_f32(lo16);
+        let got = f32::from_bits(f[4 * i]);
+        assert!(
+            got.to_bits() == want.to_bits() || got.is_nan() && want.is_nan(),
+            "f16 back {ctx}"
+        );
+        let want = f32::from_bits(u32::from(tensor_core::f32_to_bf16_rn(y)) << 16);
+        assert_eq!(f[4 * i + 1], want.to_bits(), "bf16 back {ctx}");
+        assert_eq!(
+            f[4 * i + 2],
+            tensor_core::f32_to_tf32_rna(x),
+            "tf32 back {ctx}"
+        );
+    }
+}
