@@ -75,8 +75,8 @@ impl Exec<'_> {
                     .map(|v| v as u32)
                     .map_err(|f| s.to_err(*f, th, pc))
             };
-            for r in 0..4 {
-                let v = rd(self, slots[r])?;
+            for (r, &slot) in slots[..4].iter().enumerate() {
+                let v = rd(self, slot)?;
                 if fmt == InputFormat::Tf32 {
                     let (row, col) = a_pos(fmt, g, t, r);
                     a[row * k + col] = v;
@@ -87,8 +87,8 @@ impl Exec<'_> {
                     }
                 }
             }
-            for r in 0..2 {
-                let v = rd(self, slots[4 + r])?;
+            for (r, &slot) in slots[4..6].iter().enumerate() {
+                let v = rd(self, slot)?;
                 if fmt == InputFormat::Tf32 {
                     b[b_row(fmt, t, r) * 8 + g] = v;
                 } else {
@@ -97,8 +97,8 @@ impl Exec<'_> {
                     }
                 }
             }
-            for i in 0..4 {
-                let v = rd(self, slots[6 + i])?;
+            for (i, &slot) in slots[6..].iter().enumerate() {
+                let v = rd(self, slot)?;
                 let (row, col) = c_pos(g, t, i);
                 c[row * 8 + col] = f32::from_bits(v);
             }
