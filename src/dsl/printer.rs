@@ -29,6 +29,9 @@ pub(crate) struct SharedDecl {
     pub name: String,
     pub align: u32,
     pub bytes: u32,
+    /// The dynamic array (`.extern .shared … name[]`, module scope; its
+    /// size is the launch's dynamic shared memory): `bytes` is 0.
+    pub dynamic: bool,
 }
 
 fn class_decl(c: RegClass) -> (&'static str, &'static str) {
@@ -618,6 +621,10 @@ pub(crate) fn print_module(k: &KernelText<'_>) -> String {
     let _ = writeln!(s, ".target {}", k.sm.name());
     let _ = writeln!(s, ".address_size 64");
     let _ = writeln!(s);
+    for sh in k.shared.iter().filter(|sh| sh.dynamic) {
+        let _ = writeln!(s, ".extern .shared .align {} .b8 {}[];", sh.align, sh.name);
+        let _ = writeln!(s);
+    }
     let params: Vec<String> = k
         .params
         .iter()
@@ -640,7 +647,7 @@ pub(crate) fn print_module(k: &KernelText<'_>) -> String {
             let _ = writeln!(s, "\t.reg {t} {prefix}<{n}>;");
         }
     }
-    for sh in k.shared {
+    for sh in k.shared.iter().filter(|sh| !sh.dynamic) {
         let _ = writeln!(
             s,
             "\t.shared .align {} .b8 {}[{}];",
