@@ -396,8 +396,15 @@ pub enum Feature {
     /// `cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32` and `cvt.rn.f16x2.{e4m3x2,e5m2x2}`
     /// (sm_89 with PTX 8.1; sm_90 with PTX 7.8).
     Fp8Cvt,
-    /// `cvt.rn.bf16.f32` (sm_80, PTX 7.0).
+    /// `cvt.rn.bf16.f32` and `cvt.rn.bf16x2.f32` (sm_80, PTX 7.0).
     Bf16Cvt,
+    /// `cvt.rn.f16x2.f32`: two f32 to a packed f16 pair (sm_80, PTX 7.0).
+    F16x2Cvt,
+    /// `cvt.rna.tf32.f32` (sm_80, PTX 7.0).
+    Tf32Cvt,
+    /// `mma.sync.aligned` `m16n8k16` with f16/bf16 and `m16n8k8` with tf32
+    /// operands, f32 accumulators (sm_80, PTX 7.0).
+    MmaSync,
     /// The block-scale conversions `cvt.rn.satfinite.e2m1x2.f32`,
     /// `cvt.{rz,rp}.satfinite.ue8m0x2.f32`, `cvt.rn.f16x2.e2m1x2` and
     /// `cvt.rn.bf16x2.ue8m0x2`: only the arch-specific targets `sm_100a`
@@ -413,7 +420,12 @@ impl Feature {
     pub const fn min_sm(self) -> Sm {
         match self {
             Feature::WarpSync => Sm::Sm70,
-            Feature::Redux | Feature::MinMaxNaN | Feature::Bf16Cvt => Sm::Sm80,
+            Feature::Redux
+            | Feature::MinMaxNaN
+            | Feature::Bf16Cvt
+            | Feature::F16x2Cvt
+            | Feature::Tf32Cvt
+            | Feature::MmaSync => Sm::Sm80,
             Feature::Fp8Cvt => Sm::Sm89,
             Feature::BlockScaleCvt => Sm::Sm100a,
         }
@@ -425,7 +437,12 @@ impl Feature {
     pub const fn min_ptx(self, sm: Sm) -> PtxVersion {
         match self {
             Feature::WarpSync => PtxVersion::new(6, 0),
-            Feature::Redux | Feature::MinMaxNaN | Feature::Bf16Cvt => PtxVersion::new(7, 0),
+            Feature::Redux
+            | Feature::MinMaxNaN
+            | Feature::Bf16Cvt
+            | Feature::F16x2Cvt
+            | Feature::Tf32Cvt
+            | Feature::MmaSync => PtxVersion::new(7, 0),
             Feature::Fp8Cvt => match sm {
                 Sm::Sm89 => PtxVersion::new(8, 1),
                 _ => PtxVersion::new(7, 8),
@@ -456,6 +473,9 @@ impl fmt::Display for Feature {
             Feature::MinMaxNaN => "min/max.NaN",
             Feature::Fp8Cvt => "FP8 cvt (e4m3x2/e5m2x2)",
             Feature::Bf16Cvt => "bf16 cvt",
+            Feature::F16x2Cvt => "f16x2 cvt",
+            Feature::Tf32Cvt => "tf32 cvt",
+            Feature::MmaSync => "tensor-core mma (f16/bf16/tf32)",
             Feature::BlockScaleCvt => "block-scale cvt (e2m1x2/ue8m0x2)",
         };
         f.write_str(s)

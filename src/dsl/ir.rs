@@ -4,6 +4,7 @@
 
 use super::types::{RegId, Ty, Value};
 use crate::target::Feature;
+use crate::tensor_core::InputFormat;
 
 /// IEEE rounding of float arithmetic. There is deliberately no "none":
 /// every float add/sub/mul carries a modifier, so ptxas never contracts a
@@ -398,6 +399,27 @@ pub(crate) enum Op {
         d: RegId,
         a: RegId,
     },
+    /// `cvt.rn.{f16x2,bf16x2}.f32 d, hi, lo` (d is `.b32`)
+    CvtToHalf2 {
+        fmt: InputFormat,
+        d: RegId,
+        hi: Value,
+        lo: Value,
+    },
+    /// `cvt.rna.tf32.f32 d, a` (d is `.b32`)
+    CvtToTf32 {
+        d: RegId,
+        a: Value,
+    },
+    /// `mma.sync.aligned.{m16n8k16,m16n8k8}.row.col.f32.T.T.f32 d, a, b, c`
+    /// (`k` from the format: 16 for f16/bf16, 8 for tf32)
+    Mma {
+        fmt: InputFormat,
+        d: [RegId; 4],
+        a: [RegId; 4],
+        b: [RegId; 2],
+        c: [RegId; 4],
+    },
     /// `mov.b32 d, {b0, b1, b2, b3}` (b0 → bits 7:0)
     Pack4x8 {
         d: RegId,
@@ -590,6 +612,23 @@ impl Op {
                 v(lo, &mut f);
                 f(*d, false);
             }
+            Op::CvtToHalf2 { d, hi, lo, .. } => {
+                v(hi, &mut f);
+                v(lo, &mut f);
+                f(*d, false);
+            }
+            Op::CvtToTf32 { d, a } => {
+                v(a, &mut f);
+                f(*d, false);
+            }
+            Op::Mma { d, a, b, c, .. } => {
+                for r in a.iter().chain(b).chain(c) {
+                    f(*r, true);
+                }
+                for r in d {
+                    f(*r, false);
+                }
+            }
             Op::Pack4x8 { d, b } => {
                 for r in b {
                     f(*r, true);
@@ -654,6 +693,13 @@ impl Op {
             | Op::CvtFromE2m1x2 { .. }
             | Op::CvtToUe8m0x2 { .. }
             | Op::CvtFromUe8m0x2 { .. } => Some(Feature::BlockScaleCvt),
+            Op::CvtToHalf2 {
+                fmt: InputFormat::Bf16,
+                ..
+            } => Some(Feature::Bf16Cvt),
+            Op::CvtToHalf2 { .. } => Some(Feature::F16x2Cvt),
+            Op::CvtToTf32 { .. } => Some(Feature::Tf32Cvt),
+            Op::Mma { .. } => Some(Feature::MmaSync),
             _ => None,
         }
     }

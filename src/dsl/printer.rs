@@ -7,6 +7,7 @@ use super::ir::*;
 use super::types::{RegClass, RegId, Ty, Value, scalar_ty};
 use crate::abi::{ParamDesc, ParamKind};
 use crate::target::{PtxVersion, Sm};
+use crate::tensor_core::InputFormat;
 
 /// Everything the printer needs about one kernel.
 pub(crate) struct KernelText<'a> {
@@ -28,6 +29,9 @@ pub(crate) struct SharedDecl {
     pub name: String,
     pub align: u32,
     pub bytes: u32,
+    /// The dynamic array (`.extern .shared … name[]`, module scope; its
+    /// size is the launch's dynamic shared memory): `bytes` is 0.
+    pub dynamic: bool,
 }
 
 fn class_decl(c: RegClass) -> (&'static str, &'static str) {
@@ -415,6 +419,28 @@ fn op_text(op: &Op) -> String {
         Op::CvtFromUe8m0x2 { d, a } => {
             format!("cvt.rn.bf16x2.ue8m0x2 {}, {};", reg(*d), reg(*a))
         }
+        Op::CvtToHalf2 { fmt, d, hi, lo } => format!(
+            "cvt.rn.{}x2.f32 {}, {}, {};",
+            fmt.ptx_name(),
+            reg(*d),
+            val(*hi),
+            val(*lo)
+        ),
+        Op::CvtToTf32 { d, a } => format!("cvt.rna.tf32.f32 {}, {};", reg(*d), val(*a)),
+        Op::Mma { fmt, d, a, b, c } => {
+            let list = |rs: &[RegId]| rs.iter().map(|r| reg(*r)).collect::<Vec<_>>().join(", ");
+            let (k, t) = (
+                if *fmt == InputFormat::Tf32 { 8 } else { 16 },
+                fmt.ptx_name(),
+            );
+            format!(
+                "mma.sync.aligned.m16n8k{k}.row.col.f32.{t}.{t}.f32 {{{}}}, {{{}}}, {{{}}}, {{{}}};",
+                list(d),
+                list(a),
+                list(b),
+                list(c)
+            )
+        }
         Op::Pack4x8 { d, b } => format!(
             "mov.b32 {}, {{{}, {}, {}, {}}};",
             reg(*d),
@@ -595,6 +621,10 @@ pub(crate) fn print_module(k: &KernelText<'_>) -> String {
     let _ = writeln!(s, ".target {}", k.sm.name());
     let _ = writeln!(s, ".address_size 64");
     let _ = writeln!(s);
+    for sh in k.shared.iter().filter(|sh| sh.dynamic) {
+        let _ = writeln!(s, ".extern .shared .align {} .b8 {}[];", sh.align, sh.name);
+        let _ = writeln!(s);
+    }
     let params: Vec<String> = k
         .params
         .iter()
@@ -617,7 +647,7 @@ pub(crate) fn print_module(k: &KernelText<'_>) -> String {
             let _ = writeln!(s, "\t.reg {t} {prefix}<{n}>;");
         }
     }
-    for sh in k.shared {
+    for sh in k.shared.iter().filter(|sh| !sh.dynamic) {
         let _ = writeln!(
             s,
             "\t.shared .align {} .b8 {}[{}];",

@@ -140,6 +140,45 @@ reg_types! {
     S64 => S64;
     /// IEEE binary64.
     F64 => F64;
+    /// Two IEEE binary16 values packed in a `.b32` register (low half
+    /// first), as `mma.sync` takes its f16 `A`/`B` fragments.
+    F16x2 => B32;
+    /// Two bfloat16 values packed in a `.b32` register (low half first),
+    /// as `mma.sync` takes its bf16 `A`/`B` fragments.
+    Bf16x2 => B32;
+    /// A TensorFloat-32 value in a `.b32` register: an f32 pattern whose
+    /// low 13 bits are zero (`cvt.rna.tf32.f32`), as `mma.sync` takes its
+    /// tf32 `A`/`B` fragments.
+    Tf32 => B32;
+}
+
+/// The `.b32`-held packed types ([`B32`], [`F16x2`], [`Bf16x2`], [`Tf32`]):
+/// reinterpreted from and to `u32` bits with `mov.b32`.
+pub trait Packed32: RegType {}
+impl Packed32 for B32 {}
+impl Packed32 for F16x2 {}
+impl Packed32 for Bf16x2 {}
+impl Packed32 for Tf32 {}
+
+/// Operand register types of `mma.sync` (`A`/`B` fragments): [`F16x2`],
+/// [`Bf16x2`] (`m16n8k16`) and [`Tf32`] (`m16n8k8`).
+pub trait MmaInput: Packed32 {
+    /// The operand format, for the tensor-core model.
+    const FORMAT: crate::tensor_core::InputFormat;
+    /// `k` of the instruction shape (16 for f16/bf16, 8 for tf32).
+    const K: u32;
+}
+impl MmaInput for F16x2 {
+    const FORMAT: crate::tensor_core::InputFormat = crate::tensor_core::InputFormat::F16;
+    const K: u32 = 16;
+}
+impl MmaInput for Bf16x2 {
+    const FORMAT: crate::tensor_core::InputFormat = crate::tensor_core::InputFormat::Bf16;
+    const K: u32 = 16;
+}
+impl MmaInput for Tf32 {
+    const FORMAT: crate::tensor_core::InputFormat = crate::tensor_core::InputFormat::Tf32;
+    const K: u32 = 8;
 }
 
 /// A virtual register of class `T`, owned by the

@@ -189,6 +189,7 @@ pub(crate) fn src_reads(op: &Op) -> &'static [usize] {
         | Op::Cvt { .. }
         | Op::CvtMiniDec { .. }
         | Op::CvtUe8m0Dec
+        | Op::CvtTf32
         | Op::Cvta { .. }
         | Op::Ld { .. } => A,
         Op::Pack { n, .. } => &ALL5[..*n as usize],
@@ -211,7 +212,8 @@ pub(crate) fn src_reads(op: &Op) -> &'static [usize] {
         | Op::F64MinMax { .. }
         | Op::CvtMiniEnc { .. }
         | Op::CvtUe8m0Enc { .. }
-        | Op::CvtF16x2 { .. } => AB,
+        | Op::CvtF16x2 { .. }
+        | Op::CvtBf16x2 { .. } => AB,
         Op::SetpIBra { .. } => AB,
         Op::SetpI { comb, .. } | Op::SetpF { comb, .. } => {
             if *comb == Comb::None {
@@ -259,6 +261,8 @@ pub(crate) fn src_reads(op: &Op) -> &'static [usize] {
         // mask first (per lane), then b, c, and a of the source lane
         Op::Shfl { .. } => &[3, 1, 2, 0],
         Op::Vote { .. } | Op::Redux { .. } => &[1, 0],
+        // the A/B/C slots are in `Entry::mma`; the interpreter reads them
+        Op::Mma { .. } => NONE,
     }
 }
 
@@ -269,6 +273,7 @@ pub(crate) fn dst_writes(op: &Op) -> &'static [usize] {
     const ALL4: &[usize] = &[0, 1, 2, 3];
     match op {
         Op::Unpack { n, .. } | Op::Ld { n, .. } => &ALL4[..*n as usize],
+        Op::Mma { .. } => ALL4,
         Op::SetpI { .. } | Op::SetpIBra { .. } | Op::SetpF { .. } | Op::Shfl { .. } => &ALL4[..2],
         Op::St { .. }
         | Op::Nop

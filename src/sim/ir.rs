@@ -417,6 +417,13 @@ pub enum Op {
     },
     /// `cvt.rn.bf16x2.ue8m0x2 d, a` (a\[15:8\] → bits 31:16)
     CvtUe8m0Dec,
+    /// `cvt.{rn,rz}{.relu}.bf16x2.f32 d, a, b` (a → upper half; sm_80)
+    CvtBf16x2 {
+        rnd: Rnd,
+        relu: bool,
+    },
+    /// `cvt.rna.tf32.f32 d, a` (sm_80): nearest, ties away, low 13 bits 0
+    CvtTf32,
     /// `cvt.{rn,rz}{.relu}{.satfinite}.f16x2.f32 d, a, b` (a → upper half)
     CvtF16x2 {
         rnd: Rnd,
@@ -484,6 +491,13 @@ pub enum Op {
         op: ReduxOp,
         s: bool,
     },
+    /// `mma.sync.aligned.{m16n8k16,m16n8k8}.row.col.f32.T.T.f32`: d0..d3 =
+    /// D; the A, B and C registers are [`Entry::mma`]`[ops]` (ten slots do
+    /// not fit in `Inst::s`). Warp-collective.
+    Mma {
+        fmt: crate::tensor_core::InputFormat,
+        ops: u32,
+    },
     /// An approximate f32 instruction (`ex2.approx`, `div.full`, …),
     /// executed as the correctly rounded value only when
     /// `SimOptions::approx` allows it.
@@ -514,7 +528,12 @@ impl Op {
     pub fn is_sync(&self) -> bool {
         matches!(
             self,
-            Op::Bar | Op::BarWarp | Op::Shfl { .. } | Op::Vote { .. } | Op::Redux { .. }
+            Op::Bar
+                | Op::BarWarp
+                | Op::Shfl { .. }
+                | Op::Vote { .. }
+                | Op::Redux { .. }
+                | Op::Mma { .. }
         )
     }
 }
@@ -592,6 +611,9 @@ pub struct Entry {
     /// A `.volatile`/`.relaxed`/`.acquire`/`.release`/`.mmio` global or
     /// generic access: CTAs may communicate through it.
     pub(crate) strong_global: bool,
+    /// The A (4), B (2) and C (4) register slots of each `mma.sync`, in
+    /// PTX operand order, indexed by [`Op::Mma`]'s `ops`.
+    pub(crate) mma: Vec<[u32; 10]>,
     /// The execution form (lowered once, when the module is parsed).
     pub(crate) code: Code,
 }

@@ -252,6 +252,7 @@ impl Sim {
             clock_base: self.clock,
             smem: smem_size,
             lockstep: self.options.lockstep,
+            sm: self.sm,
         };
         let totals = grid::run(&mut self.mem, &k, threads, &mut self.scratch)?;
         self.clock = self.clock.wrapping_add(totals.clock_reads);

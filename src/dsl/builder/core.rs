@@ -397,6 +397,7 @@ impl KernelBuilder {
 pub(super) fn static_smem(shared: &[SharedDecl]) -> u64 {
     shared
         .iter()
+        .filter(|s| !s.dynamic)
         .map(|s| u64::from(s.bytes) + u64::from(s.align))
         .sum()
 }

@@ -54,13 +54,16 @@ impl<E> Clone for SharedPtr<E> {
 }
 impl<E> Copy for SharedPtr<E> {}
 
-/// A statically sized shared-memory array of `len` elements of `E`.
+/// A statically sized shared-memory array of `len` elements of `E`, or
+/// the dynamic shared array ([`KernelBuilder::dynamic_shared`], sized at
+/// launch).
 #[derive(Debug)]
 pub struct SharedArray<E> {
     name: String,
     len: u32,
     align: u32,
     owner: u32,
+    dynamic: bool,
     _e: PhantomData<E>,
 }
 impl<E> Clone for SharedArray<E> {
@@ -70,18 +73,26 @@ impl<E> Clone for SharedArray<E> {
             len: self.len,
             align: self.align,
             owner: self.owner,
+            dynamic: self.dynamic,
             _e: PhantomData,
         }
     }
 }
 impl<E> SharedArray<E> {
-    /// Number of elements.
+    /// Number of elements (0 for the dynamic array: its size is the
+    /// launch's dynamic shared memory).
     pub fn len(&self) -> u32 {
         self.len
     }
-    /// Whether the array has no elements.
+    /// Whether the array has no elements (never for the dynamic array,
+    /// whose size is not known when the kernel is built).
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.len == 0 && !self.dynamic
+    }
+    /// Whether this is the dynamic shared array
+    /// ([`KernelBuilder::dynamic_shared`]).
+    pub fn is_dynamic(&self) -> bool {
+        self.dynamic
     }
 }
 
@@ -177,6 +188,7 @@ impl KernelBuilder {
             name: name.to_string(),
             align,
             bytes,
+            dynamic: false,
         });
         let total = static_smem(&self.shared);
         if total > u64::from(STATIC_SMEM_LIMIT) {
@@ -190,6 +202,46 @@ impl KernelBuilder {
             len,
             align,
             owner: self.id,
+            dynamic: false,
+            _e: PhantomData,
+        }
+    }
+
+    /// Declare the dynamic shared array: `.extern .shared .align A .b8
+    /// name[];` at module scope, whose size is the launch's dynamic shared
+    /// memory (`LaunchConfig::dynamic_smem_bytes`), placed after the static
+    /// arrays at an `align`-byte boundary (a power of two, at least the
+    /// element size). Every target has it. Constant indices are not checked
+    /// against a length (there is none when the kernel is built); the
+    /// simulator checks each access against the launch's size. Two dynamic
+    /// arrays alias the same memory, as in PTX.
+    #[track_caller]
+    pub fn dynamic_shared<E: Elem>(&mut self, name: &str, align: u32) -> SharedArray<E> {
+        let size = E::SCALAR.size();
+        if !align.is_power_of_two() || align < size {
+            self.fail(BuildError::SharedAlignment {
+                array: name.to_string(),
+                align,
+                elem_size: size,
+            });
+        }
+        if !is_identifier(name) || self.shared.iter().any(|s| s.name == name) {
+            self.fail(BuildError::SharedName {
+                array: name.to_string(),
+            });
+        }
+        self.shared.push(SharedDecl {
+            name: name.to_string(),
+            align,
+            bytes: 0,
+            dynamic: true,
+        });
+        SharedArray {
+            name: name.to_string(),
+            len: 0,
+            align,
+            owner: self.id,
+            dynamic: true,
             _e: PhantomData,
         }
     }
@@ -209,7 +261,7 @@ impl KernelBuilder {
     ) -> SharedPtr<E> {
         let i = i.into();
         self.check_array(a);
-        if let Some(k) = i.as_int().filter(|k| *k >= i128::from(a.len)) {
+        if let Some(k) = i.as_int().filter(|k| !a.dynamic && *k >= i128::from(a.len)) {
             self.fail(BuildError::SharedIndex {
                 array: a.name.clone(),
                 index: u64::try_from(k).unwrap_or(u64::MAX),
@@ -383,7 +435,7 @@ impl KernelBuilder {
     #[track_caller]
     pub fn ld_shared_at<E: Elem>(&mut self, a: &SharedArray<E>, k: u32) -> Reg<E::Reg> {
         self.check_array(a);
-        if k >= a.len {
+        if !a.dynamic && k >= a.len {
             self.fail(BuildError::SharedIndex {
                 array: a.name.clone(),
                 index: k.into(),
@@ -397,7 +449,7 @@ impl KernelBuilder {
     #[track_caller]
     pub fn st_shared_at<E: Elem>(&mut self, a: &SharedArray<E>, k: u32, v: impl Into<Src<E::Reg>>) {
         self.check_array(a);
-        if k >= a.len {
+        if !a.dynamic && k >= a.len {
             self.fail(BuildError::SharedIndex {
                 array: a.name.clone(),
                 index: k.into(),

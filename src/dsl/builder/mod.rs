@@ -23,6 +23,8 @@
 //! * `block_scale`: the FP4 (E2M1) and UE8M0 conversions and 8-bit plumbing;
 //! * `memory`: typed pointers, parameters and addresses, loads and stores
 //!   (global, shared, vector), atomics;
+//! * `mma`: packed f16/bf16/tf32 conversions and `mma.sync` with its
+//!   fragments ([`FragA`], [`FragB`], [`FragC`]);
 //! * `control`: predicates, branches and structured control flow,
 //!   barriers and warp operations;
 //! * `loops`: grid-stride loops;
@@ -41,6 +43,7 @@ mod float;
 mod int;
 mod loops;
 mod memory;
+mod mma;
 pub mod params;
 mod special;
 mod var;
@@ -48,4 +51,5 @@ mod var;
 pub use self::core::{KernelBuilder, Label};
 pub use error::BuildError;
 pub use memory::{GlobalPtr, SharedArray, SharedPtr};
+pub use mma::{FragA, FragB, FragC};
 pub use var::Var;

@@ -14,6 +14,7 @@ mod float;
 mod int;
 mod ldst;
 mod lockstep;
+mod mma;
 mod step;
 mod warp;
 
@@ -112,6 +113,9 @@ pub(crate) struct Kernel<'a> {
     pub smem: usize,
     /// Try the lockstep schedule ([`SimOptions::lockstep`](super::SimOptions::lockstep)).
     pub lockstep: bool,
+    /// The emulated device's SM: it selects the tensor-core model of
+    /// `mma.sync` (not the module's `.target`).
+    pub sm: crate::target::Sm,
 }
 
 /// Launch-wide progress of a parallel run.

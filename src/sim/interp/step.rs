@@ -294,6 +294,19 @@ impl Exec<'_> {
                 };
                 out!(dec(hi) << 16 | dec(lo))
             }
+            Op::CvtBf16x2 { rnd, relu } => {
+                let cv = |v: u64| {
+                    let mut x = f32::from_bits(v as u32);
+                    if relu && x < 0.0 {
+                        x = 0.0;
+                    }
+                    fp::f32_to_bf16(x, rnd) as u64
+                };
+                out!(cv(a!()) << 16 | cv(b!()))
+            }
+            Op::CvtTf32 => {
+                out!(crate::tensor_core::f32_to_tf32_rna(f32::from_bits(a!() as u32)) as u64)
+            }
             Op::CvtF16x2 {
                 rnd,
                 relu,
@@ -357,7 +370,12 @@ impl Exec<'_> {
             }
             Op::Exit => return EXIT,
             Op::Trap => return self.raise(Box::new(Fault::Trap("trap instruction"))),
-            Op::Bar | Op::BarWarp | Op::Shfl { .. } | Op::Vote { .. } | Op::Redux { .. } => {
+            Op::Bar
+            | Op::BarWarp
+            | Op::Shfl { .. }
+            | Op::Vote { .. }
+            | Op::Redux { .. }
+            | Op::Mma { .. } => {
                 return PARK;
             }
         }

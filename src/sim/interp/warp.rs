@@ -36,9 +36,23 @@ impl<'a> Exec<'a> {
                 if !inst.op.is_sync() || matches!(inst.op, Op::Bar) {
                     continue;
                 }
-                let m = self
-                    .r_checked(t, pc, inst.s[Self::mask_src(&inst.op)])
-                    .map_err(|f| self.to_err(*f, t, pc))? as u32;
+                // `mma.sync` has no membermask: the whole warp takes part
+                let mma = matches!(inst.op, Op::Mma { .. });
+                if mma && lanes < 32 {
+                    return Err(self.to_err(
+                        Fault::Warp(format!(
+                            "mma.sync needs all 32 lanes; this warp has {lanes}"
+                        )),
+                        t,
+                        pc,
+                    ));
+                }
+                let m = if mma {
+                    u32::MAX
+                } else {
+                    self.r_checked(t, pc, inst.s[Self::mask_src(&inst.op)])
+                        .map_err(|f| self.to_err(*f, t, pc))? as u32
+                };
                 let exist = if lanes == 32 {
                     u32::MAX
                 } else {
@@ -78,6 +92,7 @@ impl<'a> Exec<'a> {
                                 pc,
                             ));
                         }
+                        _ if mma => {}
                         _ => {
                             let mm = self
                                 .r_checked(mt, pc, inst.s[Self::mask_src(&inst.op)])
@@ -131,6 +146,7 @@ impl<'a> Exec<'a> {
         let lanes = &lane_buf[..nl];
         match inst.op {
             Op::BarWarp => {}
+            Op::Mma { fmt, ops } => self.exec_mma(w, inst, pc, fmt, ops)?,
             Op::Shfl { mode } => {
                 let mut res = [(0u64, false); 32];
                 for (k, &l) in lanes.iter().enumerate() {

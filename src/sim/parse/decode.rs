@@ -28,6 +28,9 @@ pub(super) struct Decoder<'a> {
     pub(super) labels: &'a HashMap<String, u32>,
     pub(super) sm: u32,
     pub(super) suffix: Option<char>,
+    /// The A/B/C register slots of the `mma.sync`s decoded so far
+    /// ([`Entry::mma`]).
+    pub(super) mma: std::cell::RefCell<Vec<[u32; 10]>>,
 }
 
 pub(super) fn blank_inst(op: Op) -> Inst {
@@ -100,7 +103,7 @@ impl Decoder<'_> {
             "abs", "neg", "and", "or", "xor", "not", "cnot", "shl", "shr", "bfe", "bfi", "prmt",
             "clz", "popc", "brev", "setp", "selp", "cvt", "cvta", "ld", "st", "atom", "red", "bra",
             "ret", "exit", "trap", "membar", "fence", "bar", "barrier", "shfl", "vote", "redux",
-            "ex2", "lg2", "rsqrt", "sin", "cos", "tanh",
+            "ex2", "lg2", "rsqrt", "sin", "cos", "tanh", "mma",
         ];
         let base = opname.split('.').next().unwrap_or("");
         if !KNOWN.contains(&base) {
@@ -540,6 +543,7 @@ impl Decoder<'_> {
                 i.s[1] = self.src(&ops[2], Cls::Int)?;
                 Ok(i)
             }
+            "mma" => self.decode_mma(mods, ops),
             "redux" => {
                 if self.sm < 80 {
                     return unsup(format!(

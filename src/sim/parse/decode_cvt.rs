@@ -94,7 +94,8 @@ impl Decoder<'_> {
             .filter(|m| {
                 !matches!(
                     *m,
-                    "rn" | "rz"
+                    "rn" | "rna"
+                        | "rz"
                         | "rm"
                         | "rp"
                         | "rni"
@@ -168,6 +169,31 @@ impl Decoder<'_> {
             }
             self.check_mini_target(fmt)?;
             return self.simple(Op::CvtMiniDec { fmt, relu }, ops, 1, Cls::Int);
+        }
+        if dt == "bf16x2" && st == "f32" {
+            let r = match rnd {
+                Some(r @ (Rnd::Rn | Rnd::Rz)) => r,
+                _ => return perr("cvt.bf16x2.f32 requires .rn or .rz"),
+            };
+            if satfinite {
+                return unsup("cvt.bf16x2.f32 .satfinite");
+            }
+            if self.sm < 80 {
+                return unsup("bf16x2 cvt needs sm_80");
+            }
+            return self.simple(Op::CvtBf16x2 { rnd: r, relu }, ops, 2, Cls::F32);
+        }
+        if dt == "tf32" && st == "f32" {
+            if !has("rna") || rnd.is_some() || satfinite || relu || irnd.is_some() {
+                return unsup(format!(
+                    "cvt form `cvt.{}` (only cvt.rna.tf32.f32)",
+                    mods.join(".")
+                ));
+            }
+            if self.sm < 80 {
+                return unsup("cvt.rna.tf32.f32 needs sm_80");
+            }
+            return self.simple(Op::CvtTf32, ops, 1, Cls::F32);
         }
         if dt == "f16x2" && st == "f32" {
             let r = match rnd {

@@ -746,6 +746,7 @@ impl<'a> Parser<'a> {
             reqntid,
             n_brauni: 0,
             strong_global: false,
+            mma: Vec::new(),
             code: Code::default(),
         };
         for n in dyn_names {
@@ -773,6 +774,7 @@ impl<'a> Parser<'a> {
             labels: &labels,
             sm: self.sm,
             suffix: self.suffix,
+            mma: Default::default(),
         };
         for st in instrs {
             let text = self.line_text(st.line);
@@ -806,6 +808,7 @@ impl<'a> Parser<'a> {
             entry.lines.push(st.line);
             entry.texts.push(text);
         }
+        entry.mma = dec.mma.into_inner();
         entry.code = code::lower(&entry);
         Ok(entry)
     }

@@ -17,6 +17,7 @@
 mod decode;
 mod decode_cvt;
 mod decode_mem;
+mod decode_mma;
 mod directives;
 mod lex;
 mod operands;
