@@ -9,9 +9,9 @@ use std::marker::PhantomData;
 use std::sync::{Mutex, PoisonError};
 
 use super::builder::KernelBuilder;
+use super::builder::params::KernelParams;
 use super::memo;
 use super::module::PtxModule;
-use super::params::KernelParams;
 use crate::abi::ParamDesc;
 use crate::error::{Error, Result};
 use crate::target::Sm;

@@ -33,11 +33,9 @@ mod scan;
 pub mod host;
 
 pub use loops::{grid_stride_vec4, if_thread0, is_thread0};
+pub use reduce::FULL_MASK;
 pub use reduce::{
     ReduceElem, ReduceOp, block_reduce, block_reduce_all, block_reduce_with_fill, identity,
     warp_argmax_f32, warp_reduce,
 };
 pub use scan::{ScanElem, warp_scan_inclusive_sum};
-
-/// The full warp mask every block shuffles with.
-pub const FULL_MASK: u32 = 0xffff_ffff;

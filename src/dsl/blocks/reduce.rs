@@ -1,8 +1,10 @@
 //! Warp and block reductions with a fixed butterfly order.
 
-use super::FULL_MASK;
 use crate::dsl::types::{CmpType, Elem, F32, Pred, Reg, RegType, S32, Src, U32};
 use crate::dsl::{Cmp, KernelBuilder, Rounding, SharedArray, ShflMode};
+
+/// The full warp mask every block shuffles with.
+pub const FULL_MASK: u32 = 0xffff_ffff;
 
 /// The combining operation of a reduction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

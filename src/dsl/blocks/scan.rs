@@ -1,6 +1,6 @@
 //! A warp inclusive scan with a fixed order.
 
-use super::FULL_MASK;
+use super::reduce::FULL_MASK;
 use crate::dsl::types::{F32, Reg, RegType, U32};
 use crate::dsl::{Cmp, KernelBuilder, Rounding, ShflMode, Special};
 
