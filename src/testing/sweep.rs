@@ -183,7 +183,7 @@ pub enum CheckError {
         sm: Sm,
         /// The generator's error.
         #[source]
-        source: Error,
+        source: Box<Error>,
     },
     /// The launch closure failed (a simulator finding, a refused launch).
     #[error("{sm}: launching `{kernel}` failed: {source}")]
@@ -194,7 +194,7 @@ pub enum CheckError {
         kernel: String,
         /// The launch closure's error.
         #[source]
-        source: Error,
+        source: Box<Error>,
     },
     /// The generator refused every SM it was asked for: nothing was
     /// compared.
@@ -313,13 +313,18 @@ pub fn check_buffers_on_sms<T: BitExact>(
                 sweep.skipped.push((sm, e.to_string()));
                 continue;
             }
-            Err(source) => return Err(CheckError::Generate { sm, source }),
+            Err(source) => {
+                return Err(CheckError::Generate {
+                    sm,
+                    source: Box::new(source),
+                });
+            }
         };
         let ctx = Context::sim(sm);
         let device = launch(&ctx, &module).map_err(|source| CheckError::Launch {
             sm,
             kernel: module.kernel.clone(),
-            source,
+            source: Box::new(source),
         })?;
         let expected = host(sm);
         match compare(sm, &device, &expected)? {
