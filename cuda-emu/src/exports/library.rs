@@ -106,7 +106,7 @@ pub unsafe extern "C" fn cuLibraryLoadData(
 ///
 /// # Safety
 /// `path` is null or NUL-terminated.
-unsafe fn file_bytes(path: *const c_char) -> Res<Vec<u8>> {
+pub(super) unsafe fn file_bytes(path: *const c_char) -> Res<Vec<u8>> {
     if path.is_null() {
         return Err(CUDA_ERROR_INVALID_VALUE);
     }

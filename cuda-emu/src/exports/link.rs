@@ -10,11 +10,12 @@
 //! `cuLinkComplete` of a link without input is `CUDA_ERROR_INVALID_VALUE`.
 
 use std::collections::HashMap;
-use std::ffi::{CStr, c_char, c_void};
+use std::ffi::{c_char, c_void};
 use std::sync::{Mutex, PoisonError};
 
 use oxicuda_driver::ffi::CUresult;
 
+use super::library::file_bytes;
 use super::module::{read_options, write_log};
 use super::{guard, handle, put, raw};
 use crate::driver;
@@ -211,10 +212,7 @@ pub unsafe extern "C" fn cuLinkAddFile_v2(
         // SAFETY: the caller's contract for the arrays (only checked).
         unsafe { read_options(n, options, values)? };
         // SAFETY: NUL-terminated (the caller's contract).
-        let p = unsafe { CStr::from_ptr(path) }
-            .to_string_lossy()
-            .into_owned();
-        let mut bytes = std::fs::read(p).map_err(|_| CUDA_ERROR_FILE_NOT_FOUND)?;
+        let mut bytes = unsafe { file_bytes(path)? };
         if let Some(end) = bytes.iter().position(|&b| b == 0) {
             bytes.truncate(end);
         }
