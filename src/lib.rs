@@ -20,6 +20,7 @@ pub mod exec;
 pub mod kernels;
 pub mod math;
 pub mod nvtools;
+pub mod occupancy;
 pub mod prelude;
 #[cfg(feature = "report")]
 #[cfg_attr(docsrs, doc(cfg(feature = "report")))]

@@ -33,7 +33,7 @@
 
 pub mod hardware;
 pub mod math_cost;
-pub mod occupancy;
+pub use crate::occupancy;
 pub mod pipes;
 pub mod roofline;
 mod svg;
@@ -44,9 +44,9 @@ use crate::dsl::PtxModule;
 use crate::error::{Error, Result};
 use crate::kernels;
 use crate::nvtools::{NvTools, SassFunction};
+use crate::occupancy::{Occupancy, occupancy};
 use crate::target::Sm;
 use math_cost::MathCost;
-use occupancy::{Occupancy, occupancy};
 use roofline::{Roofline, SassCache, SassSummary};
 
 /// FP32 math opcodes counted in the hot loop (`FMNMX3`: the three-input

@@ -70,8 +70,8 @@ use crate::target::Sm;
 
 use super::FP32_MATH;
 use super::hardware::{GPUS, Gpu};
-use super::occupancy::Occupancy;
 use super::pipes::{IssueLimit, Pipe, PipeMix};
+use crate::occupancy::Occupancy;
 use problems::{Problem, Roof, Shape};
 use record::{Launch, Recorder, is_fp32_math};
 

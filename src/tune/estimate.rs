@@ -5,62 +5,11 @@
 use std::collections::BTreeMap;
 
 use crate::exec::{LaunchConfig, Traffic};
-use crate::target::Sm;
+pub use crate::occupancy::Occupancy;
 
 /// Warps resident per SM from which latency counts as hidden (a quarter
 /// of the SM's warps); below it the cost grows as `1 / (4 · fraction)`.
 pub const HIDING_FRACTION: f64 = 0.25;
-/// Register allocation granularity per warp (the occupancy calculator's).
-const REG_ALLOC_UNIT: u32 = 256;
-/// Shared memory allocation granularity per CTA.
-const SMEM_ALLOC_UNIT: u32 = 128;
-
-/// How one launch occupies an SM (the occupancy calculator's model, from
-/// the target table: registers in units of 256 a warp, shared memory in
-/// units of 128 bytes a CTA plus the per-CTA reservation, the warp and
-/// CTA limits).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Occupancy {
-    /// Resident CTAs per SM (0: the CTA does not fit).
-    pub ctas_per_sm: u32,
-    /// Resident warps per SM.
-    pub warps_per_sm: u32,
-    /// The SM's warp limit.
-    pub max_warps_per_sm: u32,
-}
-
-impl Occupancy {
-    /// Occupancy of CTAs of `threads` threads with `regs` registers per
-    /// thread (0: unknown, not limiting) and `smem` bytes of shared memory
-    /// (static + dynamic) on `sm`.
-    pub fn of(sm: Sm, threads: u32, regs: u32, smem: u32) -> Occupancy {
-        let info = sm.info();
-        let max_warps = info.max_threads_per_sm / 32;
-        let warps = threads.div_ceil(32).max(1);
-        let by_regs = if regs == 0 {
-            u32::MAX
-        } else {
-            let per_warp = (regs * 32).div_ceil(REG_ALLOC_UNIT) * REG_ALLOC_UNIT;
-            info.regs_per_sm / (per_warp * warps)
-        };
-        let per_cta = smem.div_ceil(SMEM_ALLOC_UNIT) * SMEM_ALLOC_UNIT + info.reserved_smem_per_cta;
-        let by_smem = info.smem_per_sm.checked_div(per_cta).unwrap_or(u32::MAX);
-        let ctas = by_regs
-            .min(by_smem)
-            .min(max_warps / warps)
-            .min(info.max_ctas_per_sm);
-        Occupancy {
-            ctas_per_sm: ctas,
-            warps_per_sm: ctas * warps,
-            max_warps_per_sm: max_warps,
-        }
-    }
-
-    /// Resident warps as a share of the SM's maximum, in `[0, 1]`.
-    pub fn fraction(&self) -> f64 {
-        f64::from(self.warps_per_sm) / f64::from(self.max_warps_per_sm.max(1))
-    }
-}
 
 /// One candidate's estimate on one SM, with what it was computed from.
 #[derive(Debug, Clone, PartialEq)]
@@ -140,6 +89,7 @@ pub(crate) fn cost(instructions: u64, global_bytes: u64, occupancy: Option<&Occu
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::target::Sm;
 
     // The opcode widths are checked on the simulator's own opcode names
     // in tests/tune.rs (`global_bytes_count_widths_and_vectors`): PTX text

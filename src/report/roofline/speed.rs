@@ -27,8 +27,8 @@
 //! Modeled time = max(memory, issue, latency). Launch overhead, barriers'
 //! waits beyond their issue, and cache effects are not modelled.
 
+use crate::occupancy::{Occupancy, occupancy};
 use crate::report::hardware::Gpu;
-use crate::report::occupancy::{Occupancy, occupancy};
 use crate::report::pipes::{IssueLimit, Pipe, PipeMix, PipeRates, issue_clocks};
 
 /// The share of the vendor's DRAM bandwidth a streaming kernel reaches:

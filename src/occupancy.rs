@@ -10,6 +10,10 @@
 //!   shared memory = `floor(smem_per_sm / that)`.
 //! * **Threads**: `floor(max_warps_per_sm / warps_per_cta)`.
 //! * **CTA slots**: the SM's resident-CTA limit.
+//!
+//! One rule for the whole crate: the tuner's estimate
+//! ([`tune::Estimate`](crate::tune::Estimate)) and the `report` feature's
+//! tuning report and roofline both read it (without the feature too).
 
 use std::fmt;
 
@@ -59,9 +63,16 @@ pub struct Occupancy {
 }
 
 impl Occupancy {
+    /// Occupancy of CTAs of `threads` threads with `regs` registers per
+    /// thread (0: unknown, not limiting) and `smem` bytes of shared memory
+    /// (static + dynamic) on `sm`: the same as [`occupancy`].
+    pub fn of(sm: Sm, threads: u32, regs: u32, smem: u32) -> Occupancy {
+        occupancy(sm, threads, regs, smem)
+    }
+
     /// Resident warps as a share of the SM's maximum, in `[0, 1]`.
     pub fn fraction(&self) -> f64 {
-        f64::from(self.warps_per_sm) / f64::from(self.max_warps_per_sm)
+        f64::from(self.warps_per_sm) / f64::from(self.max_warps_per_sm.max(1))
     }
 }
 
@@ -73,7 +84,7 @@ pub fn regs_per_warp(regs: u32) -> u32 {
 }
 
 /// Occupancy of a CTA of `threads` threads using `regs` registers per
-/// thread and `smem` bytes of shared memory (static + dynamic) on `sm`.
+/// thread (0: unknown, not limiting) and `smem` bytes of shared memory (static + dynamic) on `sm`.
 pub fn occupancy(sm: Sm, threads: u32, regs: u32, smem: u32) -> Occupancy {
     let info = sm.info();
     let max_warps = info.max_threads_per_sm / 32;
