@@ -18,18 +18,33 @@ use ptxsmith_cuda_emu::exports as cu;
 mod common;
 use common::*;
 
-/// Every `#[no_mangle]` function under `src/exports/`, from the sources.
+/// Every `#[no_mangle]` function under `src/exports/`, from the sources:
+/// the written ones (`pub unsafe extern "C" fn NAME(`) and the
+/// per-thread-default-stream variants `per_thread!` generates (its rows
+/// `base => NAME(...)`).
 fn exports_in_sources() -> BTreeSet<String> {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/exports");
+    let ident = |s: &str| -> String {
+        s.chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect()
+    };
     let mut out = BTreeSet::new();
     for e in std::fs::read_dir(dir).unwrap() {
         let text = std::fs::read_to_string(e.unwrap().path()).unwrap();
         for part in text.split("pub unsafe extern \"C\" fn ").skip(1) {
-            let name: String = part
-                .chars()
-                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                .collect();
-            out.insert(name);
+            // `$name` is the macro's own definition, not an export.
+            if !part.starts_with('$') {
+                out.insert(ident(part));
+            }
+        }
+        for line in text.lines() {
+            if let Some((base, rest)) = line.trim().split_once(" => ")
+                && base.starts_with("cu")
+                && base.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            {
+                out.insert(ident(rest));
+            }
         }
     }
     out
