@@ -3,7 +3,7 @@
 
 use std::ffi::{CStr, c_char, c_int, c_void};
 
-use oxicuda_driver::ffi::{CUfunction, CUmodule, CUresult};
+use oxicuda_driver::ffi::{CUdeviceptr, CUfunction, CUmodule, CUresult};
 
 use super::{guard, handle, put, raw};
 use crate::driver;
@@ -361,6 +361,58 @@ pub unsafe extern "C" fn cuOccupancyMaxPotentialBlockSize(
             put(block, b)
         }
     })
+}
+
+/// `cuModuleGetGlobal`: the device address and size of the module-scope
+/// `.global` variable `name` (`CUDA_ERROR_NOT_FOUND` for another name,
+/// `.const` variables included). Either out-pointer may be null (that
+/// value is not returned), as with the driver; a null `name` is
+/// `CUDA_ERROR_INVALID_VALUE`.
+///
+/// # Safety
+/// `dptr` and `bytes` null or writable; `name` null or NUL-terminated.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuModuleGetGlobal_v2(
+    dptr: *mut CUdeviceptr,
+    bytes: *mut usize,
+    m: CUmodule,
+    name: *const c_char,
+) -> CUresult {
+    guard("cuModuleGetGlobal_v2", || {
+        if name.is_null() {
+            module_ok(m)?;
+            return Err(CUDA_ERROR_INVALID_VALUE);
+        }
+        // SAFETY: non-null and NUL-terminated (the caller's contract).
+        let name = unsafe { CStr::from_ptr(name) }
+            .to_string_lossy()
+            .into_owned();
+        let (addr, size) = driver::with(|d| d.module_get_global(raw(m.0), &name))?;
+        // SAFETY: the caller's contract for both (null ones are skipped).
+        unsafe { put_global(dptr, bytes, addr, size) }
+    })
+}
+
+/// Write a variable's address and size to the out-pointers that are not
+/// null (`cuModuleGetGlobal`, `cuLibraryGetGlobal`).
+///
+/// # Safety
+/// `dptr` and `bytes` null or writable.
+pub(crate) unsafe fn put_global(
+    dptr: *mut CUdeviceptr,
+    bytes: *mut usize,
+    addr: u64,
+    size: usize,
+) -> Res<()> {
+    if !dptr.is_null() {
+        // SAFETY: non-null and writable (the caller's contract).
+        unsafe { put(dptr, addr as CUdeviceptr)? };
+    }
+    if !bytes.is_null() {
+        // SAFETY: as above.
+        unsafe { put(bytes, size)? };
+    }
+    Ok(())
 }
 
 /// The kind check for a module handle (used by `cuModuleGetGlobal`).
