@@ -23,6 +23,23 @@ const TARGET: u32 = 9;
 /// modes, ...) only steer code generation, which the simulator does not do.
 const LAST_OPTION: u32 = 35;
 
+/// `CU_COMPUTE_ACCELERATED_TARGET_BASE` and `CU_COMPUTE_FAMILY_TARGET_BASE`
+/// of `CUjit_target` (CUDA 12.9): `CU_TARGET_COMPUTE_90A` is `0x10000 + 90`,
+/// as Numba passes for an sm_90 device.
+const ACCELERATED_TARGET_BASE: u32 = 0x1_0000;
+const FAMILY_TARGET_BASE: u32 = 0x2_0000;
+
+/// The compute capability (`major*10+minor`) a `CU_JIT_TARGET` value
+/// names: the plain targets are the number itself, the arch-specific
+/// (`a`) and family (`f`) ones carry a base the device check ignores (the
+/// module's own `.target` suffix is checked against the device).
+fn jit_target_cc(v: u32) -> u32 {
+    match v & !0xFFFF {
+        ACCELERATED_TARGET_BASE | FAMILY_TARGET_BASE => v & 0xFFFF,
+        _ => v,
+    }
+}
+
 /// # Safety
 /// `image` is null or points to a NUL-terminated text, or to a binary
 /// image with at least 4 bytes.
@@ -89,7 +106,7 @@ pub(super) unsafe fn read_options(
             INFO_LOG_BUFFER_SIZE_BYTES => slots.info.1 = Some(i),
             ERROR_LOG_BUFFER => slots.error.0 = Some(val.cast::<u8>()),
             ERROR_LOG_BUFFER_SIZE_BYTES => slots.error.1 = Some(i),
-            TARGET => req.target = Some(val as usize as u32),
+            TARGET => req.target = Some(jit_target_cc(val as usize as u32)),
             o if o <= LAST_OPTION => {}
             _ => return Err(CUDA_ERROR_INVALID_VALUE),
         }
@@ -418,4 +435,20 @@ pub(crate) unsafe fn put_global(
 /// The kind check for a module handle (used by `cuModuleGetGlobal`).
 pub(crate) fn module_ok(m: CUmodule) -> Res<()> {
     driver::with(|d| d.owner(raw(m.0), Kind::Module).map(drop))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::jit_target_cc;
+
+    #[test]
+    fn jit_targets_with_a_suffix_base_name_their_compute_capability() {
+        // CU_TARGET_COMPUTE_90 and _90A (what Numba passes on an sm_90
+        // device), _100F; anything else stays as given (and fails the
+        // device check)
+        assert_eq!(jit_target_cc(90), 90);
+        assert_eq!(jit_target_cc(0x1_0000 + 90), 90);
+        assert_eq!(jit_target_cc(0x2_0000 + 100), 100);
+        assert_eq!(jit_target_cc(0x4_0000 + 90), 0x4_0000 + 90);
+    }
 }

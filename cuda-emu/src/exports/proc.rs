@@ -70,8 +70,9 @@ fn since(name: &str) -> c_int {
         | "cuLibraryGetGlobal"
         | "cuKernelGetFunction"
         | "cuKernelGetAttribute"
-        | "cuKernelSetAttribute"
-        | "cuLaunchKernelEx" => 12000,
+        | "cuKernelSetAttribute" => 12000,
+        // cuda-bindings 12.9 asks for it at 11.6 (driver_linux.pyx)
+        "cuLaunchKernelEx" => 11060,
         "cuKernelGetName" => 12030,
         "cuLibraryGetKernelCount" | "cuLibraryEnumerateKernels" | "cuKernelGetParamInfo" => 12040,
         "cuKernelGetLibrary" => 12050,
