@@ -272,3 +272,42 @@ fn u8_u16_and_struct_parameters_through_cu_launch_kernel() {
     });
     assert_eq!(read_u32(out, 8), want);
 }
+
+/// `sin_kernel` as NVRTC 12.9 compiles cudarc's `SIN_CU` test kernel
+/// (`out[i] = sin(inp[i])`, `--gpu-architecture=compute_80`): its
+/// Payne-Hanek reduction for large arguments reads the module's
+/// `.global __cudart_i2opi_f` table.
+const NVRTC_SIN_PTX: &str = include_str!("ptx/nvrtc_sin.ptx");
+
+#[test]
+fn nvrtc_sin_with_its_global_table_runs() {
+    let _c = TestCtx::new();
+    let m = load(NVRTC_SIN_PTX);
+    let (_, n) = get_global(m, c"__cudart_i2opi_f").unwrap();
+    assert_eq!(n, 24);
+    let f = function(m, "sin_kernel").unwrap();
+    // small arguments, and large ones (beyond 105615: the table's path)
+    let x: Vec<f32> = vec![
+        0.0, 0.5, -1.25, 3.0, 100.0, -1.0e4, 2.5e5, -1.0e6, 3.1e9, 7.7e20, -1.0e30, 3.0e38,
+    ];
+    let inp = alloc(4 * x.len());
+    let out = alloc(4 * x.len());
+    ok(htod(inp, &x));
+    ok(launch(
+        f,
+        1,
+        32,
+        0,
+        CUstream::default(),
+        &[Arg::U64(out), Arg::U64(inp), Arg::U64(x.len() as u64)],
+    ));
+    let mut got = vec![0f32; x.len()];
+    ok(dtoh(&mut got, out));
+    for (&a, &g) in x.iter().zip(&got) {
+        let want = (a as f64).sin();
+        assert!(
+            (g as f64 - want).abs() <= 1e-6,
+            "sin({a:e}) = {g:e} on the emulator, {want:e} exactly"
+        );
+    }
+}
