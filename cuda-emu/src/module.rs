@@ -185,6 +185,13 @@ impl Driver {
         Ok(h)
     }
 
+    /// `cuFuncGetParamInfo`: `(offset, size)` of parameter `i` of `f`
+    /// (`CUDA_ERROR_INVALID_VALUE` past the last one).
+    pub fn func_param_info(&self, f: u64, i: usize) -> Res<(u32, u32)> {
+        let (_, func) = self.function(f)?;
+        func.params.get(i).copied().ok_or(CUDA_ERROR_INVALID_VALUE)
+    }
+
     /// The function behind handle `f` and its context.
     pub fn function(&self, f: u64) -> Res<(u64, &Function)> {
         let ctx = self.owner(f, Kind::Function)?;

@@ -189,6 +189,20 @@ fn u8_u16_and_struct_parameters_through_cu_launch_kernel() {
     let _c = TestCtx::new();
     let m = load(&format!("{HEAD}{SMALL_PARAMS}"));
     let f = function(m, "small").unwrap();
+    // the layout, as cuFuncGetParamInfo reports it
+    let mut layout = Vec::new();
+    for i in 0..6 {
+        let (mut o, mut n) = (0usize, 0usize);
+        // SAFETY: valid out-pointers.
+        ok(unsafe { cu::cuFuncGetParamInfo(f, i, &mut o, &mut n) });
+        layout.push((o, n));
+    }
+    assert_eq!(layout, [(0, 8), (8, 1), (9, 1), (10, 2), (16, 12), (32, 8)]);
+    // SAFETY: null out-pointers are allowed.
+    is(
+        unsafe { cu::cuFuncGetParamInfo(f, 6, null_mut(), null_mut()) },
+        CUDA_ERROR_INVALID_VALUE,
+    );
     let out = alloc(32);
     let want = [
         250,

@@ -220,6 +220,36 @@ pub unsafe extern "C" fn cuModuleGetFunction(
     })
 }
 
+/// `cuFuncGetParamInfo`: the offset and size of parameter `index` in the
+/// function's parameter buffer, as the entry's `.param` list lays it out
+/// (`CUDA_ERROR_INVALID_VALUE` past the last parameter). Either
+/// out-pointer may be null.
+///
+/// # Safety
+/// `offset` and `size` null or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuFuncGetParamInfo(
+    f: CUfunction,
+    index: usize,
+    offset: *mut usize,
+    size: *mut usize,
+) -> CUresult {
+    guard("cuFuncGetParamInfo", || {
+        let (o, s) = driver::with(|d| d.func_param_info(raw(f.0), index))?;
+        // SAFETY: the caller's contract for both out-pointers (each may be
+        // null: not written).
+        unsafe {
+            if !offset.is_null() {
+                put(offset, o as usize)?;
+            }
+            if !size.is_null() {
+                put(size, s as usize)?;
+            }
+        }
+        Ok(())
+    })
+}
+
 /// # Safety
 /// `pi` is null or valid for a write.
 #[unsafe(no_mangle)]
