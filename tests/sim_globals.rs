@@ -224,3 +224,27 @@ fn parameters_of_every_size_and_alignment() {
         "{e}"
     );
 }
+
+#[test]
+fn a_pointer_table_initialised_with_addresses_is_followed() {
+    // what `const char *names[] = {"Hi!", ...}` compiles to
+    let ptx = format!(
+        "{HEAD}.global .align 1 .b8 $str[4] = {{72, 105, 33, 0}};\n\
+         .global .align 8 .u64 names[2] = {{generic($str), generic($str)+2}};\n\
+         .visible .entry k(.param .u64 out)\n{{\n.reg .b64 %rd<6>;\n.reg .b32 %r<4>;\n\
+         ld.param.u64 %rd1, [out];\nld.global.u64 %rd2, [names];\nld.global.u64 %rd3, [names+8];\n\
+         ld.u8 %r1, [%rd2+1];\nld.u8 %r2, [%rd3];\n\
+         st.global.u32 [%rd1], %r1;\nst.global.u32 [%rd1+4], %r2;\nret;\n}}\n"
+    );
+    let mut sim = Sim::new(Sm::Sm89);
+    let prog = sim.program(&ptx).unwrap();
+    let out = sim.alloc(8).unwrap();
+    sim.launch_program(&prog, "k", one(), &[ArgValue::Ptr(out)])
+        .unwrap();
+    assert_eq!(read_u32s(&mut sim, out, 2), [105, 33]);
+    let (s, _) = prog.global("$str").unwrap();
+    let mut b = [0u8; 8];
+    sim.read(prog.global("names").unwrap().0 + 8, &mut b)
+        .unwrap();
+    assert_eq!(u64::from_le_bytes(b), s + 2);
+}

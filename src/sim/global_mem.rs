@@ -385,8 +385,9 @@ impl Sim {
             return Ok(Arc::clone(prog));
         }
         let base = self.alloc_inner(prog.global_image.len().max(1), true)?;
-        self.write(base, &prog.global_image)?;
-        Ok(Arc::new(prog.relocated(base)))
+        let loaded = prog.relocated(base);
+        self.write(base, &loaded.global_image)?;
+        Ok(Arc::new(loaded))
     }
 
     /// Release the module variables of `prog` (a program returned by

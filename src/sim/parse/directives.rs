@@ -240,6 +240,7 @@ impl<'a> Parser<'a> {
         if entries.is_empty() {
             return Err(self.perr(1, "module has no .entry"));
         }
+        let global_relocs = self.finish_globals()?;
         Ok(Program {
             entries,
             sm: self.sm,
@@ -249,6 +250,7 @@ impl<'a> Parser<'a> {
             globals: self.globals.vars,
             global_image: self.globals.image,
             global_base: None,
+            global_relocs,
         })
     }
 

@@ -13,7 +13,9 @@
 //! resolves every use of a variable's name (`mov.u64 %rd1, var;`,
 //! `ld.global.u32 %r1, [var+8];`, a generic access) to the placeholder
 //! address `MODULE_WINDOW + offset`, recording the instruction and source
-//! slot as a relocation of the entry. Loading the module
+//! slot as a relocation of the entry; an address initialiser (`.u64 p =
+//! generic(x)+8`) holds the placeholder in the image and is recorded as a
+//! relocation of the image. Loading the module
 //! ([`Sim::load_module`](crate::sim::Sim::load_module)) allocates the
 //! image in the simulator's global memory (written whole, so every byte
 //! counts as initialised for the initialisation check, as a GPU zero-fills
@@ -33,7 +35,7 @@ use super::super::global_mem::MODULE_WINDOW;
 use super::super::ir::{Inst, Src};
 use super::Program;
 use super::directives::{Parser, Stmt};
-use super::lex::{Tok, parse_num};
+use super::lex::{Lit, Tok, parse_num};
 use super::operands::{Cls, imm_bits};
 
 /// Largest alignment of a module variable (global allocations are
@@ -66,6 +68,8 @@ pub(super) struct Globals {
     common: HashMap<String, usize>,
     /// `.extern .global` names (declared, maybe never defined here).
     pub(super) externs: HashSet<String>,
+    /// Address initialisers: (line, image offset, variable, addend).
+    addrs: Vec<(u32, u64, String, i64)>,
 }
 
 impl Globals {
@@ -193,15 +197,26 @@ impl Parser<'_> {
         };
         let range = off as usize..(off + size) as usize;
         let mut out = std::mem::take(&mut self.globals.image);
-        let r = self.fill_init(line, elem.1 as usize, cls, &init, &mut out[range]);
+        let mut addrs = Vec::new();
+        let r = self.fill_init(
+            line,
+            elem.1 as usize,
+            cls,
+            &init,
+            &mut out[range],
+            &mut addrs,
+        );
         self.globals.image = out;
+        (self.globals.addrs).extend(addrs.into_iter().map(|(k, n, a)| (line, off + k, n, a)));
         r
     }
 
     /// Write the initialiser `init` (`5`, `{1, 2, 3}`, nested braces,
     /// negative and float literals) as `elem`-byte values of class `cls`
-    /// into `out` (the variable's bytes; the rest stays zero). Address
-    /// initialisers (`var`, `generic(var)`) are refused.
+    /// into `out` (the variable's bytes; the rest stays zero). An address
+    /// element (`var`, `generic(var)`, either `+ N`) of a 64-bit variable
+    /// is recorded in `addrs` as `(byte offset in out, name, addend)`; it
+    /// is resolved when the module is complete.
     pub(super) fn fill_init(
         &self,
         line: u32,
@@ -209,43 +224,108 @@ impl Parser<'_> {
         cls: Cls,
         init: &[Tok],
         out: &mut [u8],
+        addrs: &mut Vec<(u64, String, i64)>,
     ) -> Result<(), SimError> {
         let mut k = 0usize;
         let mut neg = false;
-        for t in init {
-            match t {
+        let mut i = 0;
+        let len = out.len();
+        let full = |k: usize| {
+            (k + elem > len).then(|| {
+                self.perr(
+                    line,
+                    format!(
+                        "more initialisers than the variable's {} elements",
+                        len / elem.max(1)
+                    ),
+                )
+            })
+        };
+        while i < init.len() {
+            match &init[i] {
                 Tok::P('-') => neg = !neg,
                 Tok::Num(n) => {
                     let lit = parse_num(n)
                         .ok_or_else(|| self.perr(line, format!("bad initialiser `{n}`")))?;
                     let v = imm_bits(lit, neg, cls);
                     neg = false;
-                    if k + elem > out.len() {
-                        return Err(self.perr(
-                            line,
-                            format!(
-                                "more initialisers than the variable's {} elements",
-                                out.len() / elem.max(1)
-                            ),
-                        ));
+                    if let Some(e) = full(k) {
+                        return Err(e);
                     }
                     out[k..k + elem].copy_from_slice(&v.to_le_bytes()[..elem]);
                     k += elem;
                 }
                 Tok::P('{') | Tok::P('}') | Tok::P(',') => {}
                 Tok::Id(s) => {
-                    return Err(self.unsup(
-                        line,
-                        format!(
-                            "address initialiser `{s}` (a module variable initialised with the \
-                             address of another is not supported)"
-                        ),
-                    ));
+                    // `generic(name)` or `name`, then `+ N` / `- N`
+                    let name = match (
+                        s.as_str(),
+                        init.get(i + 1),
+                        init.get(i + 2),
+                        init.get(i + 3),
+                    ) {
+                        ("generic", Some(Tok::P('(')), Some(Tok::Id(n)), Some(Tok::P(')'))) => {
+                            i += 3;
+                            n.clone()
+                        }
+                        _ => s.clone(),
+                    };
+                    let mut addend = 0i64;
+                    if let (Some(Tok::P(c @ ('+' | '-'))), Some(Tok::Num(n))) =
+                        (init.get(i + 1), init.get(i + 2))
+                    {
+                        let v = match parse_num(n) {
+                            Some(Lit::Int(v)) => v as i64,
+                            _ => return Err(self.perr(line, format!("bad offset `{n}`"))),
+                        };
+                        addend = if *c == '-' { -v } else { v };
+                        i += 2;
+                    }
+                    if elem != 8 || cls != Cls::Int || neg {
+                        return Err(self.unsup(
+                            line,
+                            format!(
+                                "address initialiser `{name}` in a variable that is not a \
+                                 64-bit integer"
+                            ),
+                        ));
+                    }
+                    if let Some(e) = full(k) {
+                        return Err(e);
+                    }
+                    addrs.push((k as u64, name, addend));
+                    k += elem;
                 }
                 t => return Err(self.unsup(line, format!("initialiser {t:?}"))),
             }
+            i += 1;
         }
         Ok(())
+    }
+
+    /// Resolve the address initialisers once every variable is known: the
+    /// image holds each one's placeholder address, and the module keeps
+    /// `(image offset, target image offset)` for the load to relocate.
+    /// An address of anything but a module `.global` variable is refused.
+    pub(super) fn finish_globals(&mut self) -> Result<Vec<(u64, u64)>, SimError> {
+        let mut out = Vec::new();
+        for (line, at, name, addend) in std::mem::take(&mut self.globals.addrs) {
+            let Some(v) = self.globals.vars.iter().find(|v| v.name == name) else {
+                return Err(self.unsup(
+                    line,
+                    format!(
+                        "address initialiser `{name}`: only the address of a module .global \
+                         variable is supported"
+                    ),
+                ));
+            };
+            let target = (v.offset as i64).wrapping_add(addend) as u64;
+            let a = at as usize;
+            self.globals.image[a..a + 8]
+                .copy_from_slice(&MODULE_WINDOW.wrapping_add(target).to_le_bytes());
+            out.push((at, target));
+        }
+        Ok(out)
     }
 }
 
@@ -333,18 +413,23 @@ impl Program {
     }
 
     /// The initial bytes of the module image (the initialisers, zero
-    /// elsewhere).
+    /// elsewhere; address initialisers hold placeholder addresses until
+    /// the program is loaded).
     pub fn global_image(&self) -> &[u8] {
         &self.global_image
     }
 
     /// A copy whose module variables live at `base` (the address of an
     /// allocation of [`Program::global_image_len`] bytes): every
-    /// relocation of every entry points there, and the execution form is
-    /// lowered again. The program itself is unchanged.
+    /// relocation of every entry points there, and so does every address
+    /// initialiser in the image; the execution form is lowered again. The program itself is unchanged.
     pub fn relocated(&self, base: u64) -> Program {
         let mut p = self.clone();
         let old = self.global_base.unwrap_or(MODULE_WINDOW);
+        for &(at, target) in &self.global_relocs {
+            let a = at as usize;
+            p.global_image[a..a + 8].copy_from_slice(&base.wrapping_add(target).to_le_bytes());
+        }
         for e in &mut p.entries {
             if e.relocs.is_empty() {
                 continue;
@@ -487,15 +572,47 @@ mod tests {
         assert!(e.to_string().contains("defined twice"), "{e}");
         let e = parse(".global .u32 a[2] = {1, 2, 3};", BODY).unwrap_err();
         assert!(e.to_string().contains("more initialisers"), "{e}");
-        let e = parse(".global .u32 x;\n.global .u64 p = generic(x);", BODY).unwrap_err();
-        assert!(
-            matches!(&e, SimError::Unsupported { reason, .. } if reason.contains("address initialiser")),
-            "{e}"
-        );
+        for bad in [
+            ".global .u32 x;\n.global .u32 p = generic(x);",
+            ".global .u64 p = generic(nowhere);",
+            ".const .u32 c = 1;\n.global .u64 p = c;",
+        ] {
+            let e = parse(bad, BODY).unwrap_err();
+            assert!(
+                matches!(&e, SimError::Unsupported { reason, .. } if reason.contains("address initialiser")),
+                "{bad}: {e}"
+            );
+        }
         let e = parse(".global .align 512 .u32 a;", BODY).unwrap_err();
         assert!(matches!(e, SimError::Unsupported { .. }), "{e}");
         let e = parse(".common .global .u32 a = 1;", BODY).unwrap_err();
         assert!(e.to_string().contains(".common"), "{e}");
+    }
+
+    #[test]
+    fn address_initialisers_are_relocated_with_the_image() {
+        let p = parse(
+            ".global .align 4 .b8 $str[4] = {72, 105, 33, 0};\n\
+             .global .align 8 .u64 names[3] = {generic($str), $str+2, later};\n\
+             .global .u32 later = 7;",
+            BODY,
+        )
+        .unwrap();
+        let word = |img: &[u8], i: usize| {
+            let o = var(&p, "names").offset as usize + 8 * i;
+            u64::from_le_bytes(img[o..o + 8].try_into().unwrap())
+        };
+        let later = var(&p, "later").offset;
+        // placeholders before the load
+        assert_eq!(word(p.global_image(), 0), MODULE_WINDOW);
+        assert_eq!(word(p.global_image(), 1), MODULE_WINDOW + 2);
+        assert_eq!(word(p.global_image(), 2), MODULE_WINDOW + later);
+        let r = p.relocated(0x5_0000_0000);
+        assert_eq!(word(r.global_image(), 0), 0x5_0000_0000);
+        assert_eq!(word(r.global_image(), 1), 0x5_0000_0002);
+        assert_eq!(word(r.global_image(), 2), 0x5_0000_0000 + later);
+        let r2 = r.relocated(0x6_0000_0000);
+        assert_eq!(word(r2.global_image(), 1), 0x6_0000_0002);
     }
 
     #[test]

@@ -50,6 +50,8 @@ pub struct Program {
     /// Where the image lives once loaded (`None`: addresses are the
     /// placeholders of `globals.rs`).
     pub(crate) global_base: Option<u64>,
+    /// Address initialisers: `(image offset, target image offset)`.
+    pub(crate) global_relocs: Vec<(u64, u64)>,
 }
 
 impl Program {
