@@ -630,13 +630,11 @@ impl<'a> Parser<'a> {
             );
         }
         for (n, addr) in self.globals.addresses() {
-            vars.insert(
-                n.to_string(),
-                Var {
-                    sp: Space::Global,
-                    offset: addr,
-                },
-            );
+            // a parameter of the same name shadows the module variable
+            vars.entry(n.to_string()).or_insert(Var {
+                sp: Space::Global,
+                offset: addr,
+            });
         }
         let mut labels: HashMap<String, u32> = HashMap::new();
         let mut ninst = 0u32;

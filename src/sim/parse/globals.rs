@@ -590,6 +590,14 @@ mod tests {
     }
 
     #[test]
+    fn a_parameter_shadows_a_module_variable_of_its_name() {
+        let body = ".visible .entry k(.param .u64 t)\n{\n.reg .b64 %rd<2>;\n\
+                    ld.param.u64 %rd1, [t];\nret;\n}\n";
+        let p = parse(".global .u32 t = 1;", body).unwrap();
+        assert!(p.entry("k").unwrap().relocs.is_empty());
+    }
+
+    #[test]
     fn address_initialisers_are_relocated_with_the_image() {
         let p = parse(
             ".global .align 4 .b8 $str[4] = {72, 105, 33, 0};\n\
