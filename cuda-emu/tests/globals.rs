@@ -325,3 +325,82 @@ fn nvrtc_sin_with_its_global_table_runs() {
         );
     }
 }
+
+/// NVRTC 12.9's PTX for the parameter kinds of cudarc's `int_8bit`,
+/// `int_16bit` tests (there checked with `assert`, here written out) and a
+/// struct by value (`.param .align 8 .b8 p[32]`).
+const NVRTC_PARAMS_PTX: &str = include_str!("ptx/nvrtc_params.ptx");
+
+/// `cuLaunchKernel` of one thread with `kernelParams` = `params`.
+fn launch_one(f: CUfunction, params: &mut [*mut c_void]) -> CUresult {
+    // SAFETY: one pointer per parameter, each readable for its size.
+    unsafe {
+        cu::cuLaunchKernel(
+            f,
+            1,
+            1,
+            1,
+            1,
+            1,
+            1,
+            0,
+            CUstream::default(),
+            params.as_mut_ptr(),
+            null_mut(),
+        )
+    }
+}
+
+#[test]
+fn nvrtc_small_and_struct_parameters_arrive() {
+    let _c = TestCtx::new();
+    let m = load(NVRTC_PARAMS_PTX);
+    let out = alloc(16);
+    let mut o = out;
+    let (mut a, mut b, mut c, mut d) = (i8::MIN, i8::MAX, u8::MIN, u8::MAX);
+    let f = function(m, "int_8bit").unwrap();
+    ok(launch_one(
+        f,
+        &mut [
+            (&raw mut a).cast(),
+            (&raw mut b).cast(),
+            (&raw mut c).cast(),
+            (&raw mut d).cast(),
+            (&raw mut o).cast(),
+        ],
+    ));
+    assert_eq!(read_u32(out, 4), [-128i32 as u32, 127, 0, 255]);
+    let (mut a, mut b, mut c, mut d) = (i16::MIN, i16::MAX, u16::MIN, u16::MAX);
+    let f = function(m, "int_16bit").unwrap();
+    ok(launch_one(
+        f,
+        &mut [
+            (&raw mut a).cast(),
+            (&raw mut b).cast(),
+            (&raw mut c).cast(),
+            (&raw mut d).cast(),
+            (&raw mut o).cast(),
+        ],
+    ));
+    assert_eq!(read_u32(out, 4), [-32768i32 as u32, 32767, 0, 65535]);
+    // struct Meta { u64 shape[3]; float f; } by value, then a double
+    let mut meta = [0u8; 32];
+    for (i, s) in [4u64, 5, 6].iter().enumerate() {
+        meta[8 * i..8 * i + 8].copy_from_slice(&s.to_le_bytes());
+    }
+    meta[24..28].copy_from_slice(&1.5f32.to_le_bytes());
+    let mut dbl = -10.25f64;
+    let f = function(m, "by_value").unwrap();
+    ok(launch_one(
+        f,
+        &mut [
+            meta.as_mut_ptr().cast(),
+            (&raw mut dbl).cast(),
+            (&raw mut o).cast(),
+        ],
+    ));
+    assert_eq!(
+        read_u32(out, 3),
+        [6.0f32.to_bits(), 1.5f32.to_bits(), (-10.25f32).to_bits()]
+    );
+}
