@@ -34,4 +34,8 @@ fi
 # cudarc's dynamic loading asks for libnvrtc.so among other names.
 ln -sf libnvrtc.so.12 "$lib/libnvrtc.so"
 export LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# A target folder of its own: the driver-only suite's (other features)
+# is not rebuilt each time one runs after the other.
+repo="$(dirname "$(dirname "$here")")"
+export CUDARC_SUITE_TARGET="${CUDARC_SUITE_TARGET:-$repo/target/cudarc-nvrtc-suite}"
 exec bash "$here/cudarc-suite.sh" --nvrtc "$@"
