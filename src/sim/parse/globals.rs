@@ -365,7 +365,14 @@ impl Parser<'_> {
         pc: u32,
         relocs: &mut Vec<(u32, u8)>,
     ) {
-        if self.globals.vars.is_empty()
+        if self.globals.vars.is_empty() {
+            return;
+        }
+        let end = MODULE_WINDOW + self.globals.image.len() as u64;
+        let in_window = |s: &Src| matches!(s, Src::Imm(v) if (MODULE_WINDOW..=end).contains(v));
+        // cheap first: a placeholder-valued source at all, then whether the
+        // statement names a variable (not a literal of the same value)
+        if !inst.s.iter().any(in_window)
             || !st
                 .toks
                 .iter()
@@ -373,11 +380,8 @@ impl Parser<'_> {
         {
             return;
         }
-        let end = MODULE_WINDOW + self.globals.image.len() as u64;
         for (k, s) in inst.s.iter().enumerate() {
-            if let Src::Imm(v) = s
-                && (MODULE_WINDOW..=end).contains(v)
-            {
+            if in_window(s) {
                 relocs.push((pc, k as u8));
             }
         }
