@@ -248,3 +248,44 @@ fn a_pointer_table_initialised_with_addresses_is_followed() {
         .unwrap();
     assert_eq!(u64::from_le_bytes(b), s + 2);
 }
+
+/// The runtime on the simulator: a module with a variable launched through
+/// `Context`/`Stream::launch`; the host reaches the variable through
+/// `Context::with_sim` and `Sim::program(..).global(name)` (the same
+/// loaded module the launches use), writes it, and the next launch sees it.
+#[test]
+fn the_runtime_context_reaches_a_module_variable() {
+    use ptxsmith::dsl::PtxModule;
+    use ptxsmith::dsl::params::{ParamDesc, ParamKind, ScalarType};
+    use ptxsmith::runtime::Context;
+
+    let module = PtxModule {
+        kernel: "k".into(),
+        tuning: String::new(),
+        sm: Sm::Sm89,
+        version: ptxsmith::PtxVersion::new(8, 7),
+        params: vec![ParamDesc {
+            name: "out".into(),
+            kind: ParamKind::GlobalPtr {
+                elem: ScalarType::U32,
+                align: 4,
+            },
+        }],
+        ptx: counter(".visible .global .u32 v = 5;"),
+    };
+    let ctx = Context::sim(Sm::Sm89);
+    let st = ctx.default_stream();
+    let out = st.upload(&[0u32]).unwrap();
+    let args = [ArgValue::Ptr(out.device_ptr())];
+    st.launch(&module, one(), &args).unwrap();
+    assert_eq!(out.to_vec().unwrap(), [5]);
+    let (addr, size) = ctx
+        .with_sim(|sim| sim.program(&module.ptx).unwrap().global("v"))
+        .flatten()
+        .unwrap();
+    assert_eq!(size, 4);
+    ctx.with_sim(|sim| sim.write(addr, &100u32.to_le_bytes()).unwrap())
+        .unwrap();
+    st.launch(&module, one(), &args).unwrap();
+    assert_eq!(out.to_vec().unwrap(), [100]);
+}
