@@ -10,7 +10,7 @@
 # `cargo fetch` of this workspace, which depends on cudarc 0.19); it is
 # copied to a temporary directory and tested there with the features
 # `driver`, `std`, `dynamic-loading`, `cuda-12090` only (no NVRTC, no
-# libraries), against the emulator as libcuda.so (cuda-emu/with-emu.sh).
+# libraries; `--nvrtc` adds `nvrtc`: see nvrtc-suite.sh), against the emulator as libcuda.so (cuda-emu/with-emu.sh).
 # Exit status: 0 when every test passed, 1 otherwise, 2 when cudarc's
 # source cannot be found. Not part of CI.
 set -euo pipefail
@@ -18,6 +18,16 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 emu="$(dirname "$here")"
 repo="$(dirname "$emu")"
 filter=()
+# `--nvrtc` (used by nvrtc-suite.sh, which puts NVRTC on LD_LIBRARY_PATH):
+# cudarc's `nvrtc` feature too, so its NVRTC tests compile CUDA C++ and
+# launch the PTX on the emulator.
+features=driver,std,dynamic-loading,cuda-12090
+what="cudarc driver tests"
+if [[ "${1:-}" == "--nvrtc" ]]; then
+    shift
+    features=driver,nvrtc,std,dynamic-loading,cuda-12090
+    what="cudarc driver + NVRTC tests"
+fi
 if [[ "${1:-}" == "--" ]]; then
     shift
     filter=("$@")
@@ -64,7 +74,7 @@ echo "cudarc-suite.sh: $(basename "$src") from $src"
 set +e
 (cd "$work/cudarc" && bash "$emu/with-emu.sh" env CARGO_TARGET_DIR="$target" \
     cargo test --offline --quiet --no-default-features \
-    --features driver,std,dynamic-loading,cuda-12090 --lib -- "${filter[@]}" \
+    --features "$features" --lib -- "${filter[@]}" \
     >"$log" 2>&1)
 set -e
 summary="$(grep -E '^test result:' "$log" | tail -1 || true)"
@@ -76,7 +86,7 @@ fi
 passed="$(sed -E 's/.* ([0-9]+) passed.*/\1/' <<<"$summary")"
 failed="$(sed -E 's/.* ([0-9]+) failed.*/\1/' <<<"$summary")"
 ignored="$(sed -E 's/.* ([0-9]+) ignored.*/\1/' <<<"$summary")"
-echo "cudarc driver tests on the emulator: $passed passed, $failed failed ($ignored ignored by cudarc itself)"
+echo "$what on the emulator: $passed passed, $failed failed ($ignored ignored by cudarc itself)"
 if [[ "$failed" != 0 ]]; then
     echo "--- failure output ---"
     sed -n '/^failures:$/,/^test result:/p' "$log" | grep -v '^ *[0-9]*: \|^ *at ' | head -200

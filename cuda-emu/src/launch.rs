@@ -1,13 +1,13 @@
 //! `cuLaunchKernel`: the launch is checked when it is queued, the way the
 //! driver checks it (shape, shared memory against the function's opt-in,
-//! parameters as the entry declares them), and runs on the simulator, with
+//! parameters as the entry declares them: every size and alignment, the
+//! buffer handed to the simulator as it is), and runs on the simulator, with
 //! its checks on, when its stream is synchronised. A finding is a device
 //! fault: the context's sticky error (see `error::finding_code`), with the
 //! finding's text reported.
 
 use std::sync::Arc;
 
-use ptxsmith::dsl::params::ArgValue;
 use ptxsmith::runtime::LaunchConfig;
 
 use crate::driver::Driver;
@@ -92,16 +92,6 @@ impl Driver {
         if buf.len() != func.param_bytes as usize {
             return Err(CUDA_ERROR_INVALID_VALUE);
         }
-        let mut args = Vec::with_capacity(func.params.len());
-        for &(off, size) in &func.params {
-            let bytes = &buf[off as usize..(off + size) as usize];
-            args.push(match size {
-                4 => ArgValue::U32(u32::from_le_bytes(bytes.try_into().expect("4 bytes"))),
-                8 => ArgValue::U64(u64::from_le_bytes(bytes.try_into().expect("8 bytes"))),
-                // The simulator takes 4- and 8-byte parameters only.
-                _ => return Err(CUDA_ERROR_NOT_SUPPORTED),
-            });
-        }
         let op = LaunchOp {
             program: Arc::clone(&func.program),
             entry: func.name.clone(),
@@ -110,7 +100,7 @@ impl Driver {
                 block,
                 dynamic_smem_bytes: smem,
             },
-            args,
+            params: buf,
         };
         let (ctx, key) = self.resolve_stream(stream, true)?;
         self.enqueue(ctx, key, OpKind::Launch(Box::new(op)), Vec::new())?;

@@ -129,6 +129,7 @@ impl Driver {
             if let Some(c) = self.contexts.get_mut(&ctx)
                 && let Some(module) = c.modules.remove(&m)
             {
+                crate::module::drop_globals(c, &module.program);
                 for f in module.functions.values() {
                     c.functions.remove(f);
                     self.owners.remove(f);
@@ -260,10 +261,11 @@ impl Driver {
         params.get(i).copied().ok_or(CUDA_ERROR_INVALID_VALUE)
     }
 
-    /// `cuLibraryGetGlobal`: the simulator accepts no module-scope
-    /// `.global` variables, so a library has none.
-    pub fn library_get_global(&mut self, l: u64, _name: &str) -> Res<(u64, usize)> {
-        self.library_module(l)?;
-        Err(CUDA_ERROR_NOT_FOUND)
+    /// `cuLibraryGetGlobal`: the variable `name` of the library's module
+    /// in the current context (loaded there first if need be), as
+    /// `cuModuleGetGlobal`.
+    pub fn library_get_global(&mut self, l: u64, name: &str) -> Res<(u64, usize)> {
+        let m = self.library_module(l)?;
+        self.module_get_global(m, name)
     }
 }

@@ -157,6 +157,13 @@ impl Driver {
         if ptr == 0 {
             return Ok(());
         }
+        if c.modules
+            .values()
+            .any(|m| m.program.global_base() == Some(ptr))
+        {
+            // a module's variables: freed with the module
+            return Err(CUDA_ERROR_INVALID_VALUE);
+        }
         let size = c.allocs.remove(&ptr).ok_or(CUDA_ERROR_INVALID_VALUE)?;
         c.sim.free(ptr).map_err(|_| CUDA_ERROR_UNKNOWN)?;
         let dev = c.device;
@@ -192,6 +199,12 @@ impl Driver {
             return Ok(());
         }
         let c = self.contexts.get_mut(&ctx).expect("resolved");
+        if c.modules
+            .values()
+            .any(|m| m.program.global_base() == Some(ptr))
+        {
+            return Err(CUDA_ERROR_INVALID_VALUE);
+        }
         let size = c.allocs.remove(&ptr).ok_or(CUDA_ERROR_INVALID_VALUE)?;
         let dev = c.device;
         let d = &mut self.devices[dev];

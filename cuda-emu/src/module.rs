@@ -67,9 +67,11 @@ impl Driver {
             Ok(p) => Arc::new(p),
             Err(e) => return fail(log, (CUDA_ERROR_INVALID_PTX, parse_failure(&e))),
         };
+        let program = self.load_globals(ctx, &program)?;
         let entries = program.entry_names().join("', '");
         log.info = format!(
-            "ptxas info    : 0 bytes gmem\nptxas info    : Compiling entry function(s) '{entries}' for '{sm_name}' (ptxsmith-emu: parsed for the CPU simulator)"
+            "ptxas info    : {} bytes gmem\nptxas info    : Compiling entry function(s) '{entries}' for '{sm_name}' (ptxsmith-emu: parsed for the CPU simulator)",
+            program.global_image_len()
         );
         let h = self.new_handle(Kind::Module);
         let c = self.contexts.get_mut(&ctx).expect("current");
@@ -91,12 +93,56 @@ impl Driver {
         self.contexts[&ctx].usable()?;
         let c = self.contexts.get_mut(&ctx).expect("owner");
         let module = c.modules.remove(&m).ok_or(CUDA_ERROR_INVALID_HANDLE)?;
+        drop_globals(c, &module.program);
         for f in module.functions.values() {
             c.functions.remove(f);
             self.owners.remove(f);
         }
         self.owners.remove(&m);
         Ok(())
+    }
+
+    /// Give the module variables of `program` storage in context `ctx`
+    /// (one allocation, registered with the context's allocations so that
+    /// copies to and from a variable's address are checked as any other;
+    /// `CUDA_ERROR_OUT_OF_MEMORY` when the context's address range or the
+    /// simulator's memory is used up).
+    fn load_globals(&mut self, ctx: u64, program: &Arc<Program>) -> Res<Arc<Program>> {
+        let c = self
+            .contexts
+            .get_mut(&ctx)
+            .ok_or(CUDA_ERROR_INVALID_CONTEXT)?;
+        let loaded = c
+            .sim
+            .load_module(program)
+            .map_err(|_| CUDA_ERROR_OUT_OF_MEMORY)?;
+        if let Some(base) = loaded.global_base() {
+            let len = loaded.global_image_len().max(1) as u64;
+            if base + len > c.range.1 {
+                let _ = c.sim.unload_module(&loaded);
+                return Err(CUDA_ERROR_OUT_OF_MEMORY);
+            }
+            c.allocs.insert(base, len);
+        }
+        Ok(loaded)
+    }
+
+    /// `cuModuleGetGlobal`: the device address and size of the module
+    /// variable `name` (`CUDA_ERROR_NOT_FOUND` for a name that is not a
+    /// module-scope `.global` variable of the module, `.const` ones
+    /// included, which live in the simulator's constant bank).
+    pub fn module_get_global(&mut self, m: u64, name: &str) -> Res<(u64, usize)> {
+        let ctx = self.owner(m, Kind::Module)?;
+        self.contexts[&ctx].usable()?;
+        let module = self.contexts[&ctx]
+            .modules
+            .get(&m)
+            .ok_or(CUDA_ERROR_INVALID_HANDLE)?;
+        module
+            .program
+            .global(name)
+            .map(|(a, s)| (a, s as usize))
+            .ok_or(CUDA_ERROR_NOT_FOUND)
     }
 
     /// `cuModuleGetFunction` (`CUDA_ERROR_NOT_FOUND` for a name that is not
@@ -137,6 +183,13 @@ impl Driver {
             .insert(name.to_string(), h);
         self.owners.insert(h, ctx);
         Ok(h)
+    }
+
+    /// `cuFuncGetParamInfo`: `(offset, size)` of parameter `i` of `f`
+    /// (`CUDA_ERROR_INVALID_VALUE` past the last one).
+    pub fn func_param_info(&self, f: u64, i: usize) -> Res<(u32, u32)> {
+        let (_, func) = self.function(f)?;
+        func.params.get(i).copied().ok_or(CUDA_ERROR_INVALID_VALUE)
     }
 
     /// The function behind handle `f` and its context.
@@ -205,5 +258,14 @@ impl Driver {
             _ => return Err(CUDA_ERROR_INVALID_VALUE),
         }
         Ok(())
+    }
+}
+
+/// Release the module variables of `program` (a module of `c` being
+/// unloaded): launches still queued that use them fault when they run.
+pub(crate) fn drop_globals(c: &mut crate::context::Context, program: &Program) {
+    if let Some(base) = program.global_base() {
+        c.allocs.remove(&base);
+        let _ = c.sim.unload_module(program);
     }
 }

@@ -9,7 +9,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Instant;
 
-use ptxsmith::dsl::params::ArgValue;
 use ptxsmith::runtime::LaunchConfig;
 use ptxsmith::sim::{Program, Sim};
 
@@ -273,14 +272,15 @@ pub struct LaunchOp {
     pub program: Arc<Program>,
     pub entry: String,
     pub cfg: LaunchConfig,
-    pub args: Vec<ArgValue>,
+    /// The parameter buffer, laid out as the entry declares it.
+    pub params: Vec<u8>,
 }
 
 impl LaunchOp {
     /// Run the launch on `sim` (a context's simulator). `Err` is a
     /// device fault: its code and the finding's text.
     pub fn run_on_sim(&self, sim: &mut Sim) -> Result<(), (CUresult, String)> {
-        sim.launch_program(&self.program, &self.entry, self.cfg, &self.args)
+        sim.launch_program_bytes(&self.program, &self.entry, self.cfg, &self.params)
             .map(drop)
             .map_err(|e| {
                 let code = finding_code(&e);

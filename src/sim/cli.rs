@@ -180,6 +180,10 @@ pub fn run(args: &[String]) -> Result<String, String> {
     o.approx = approx;
     o.threads = threads;
     sim.set_options(o);
+    // module variables get their storage in this simulator
+    let prog = sim
+        .load_module(&std::sync::Arc::new(prog))
+        .map_err(|e| format!("{file}: {e}"))?;
     let mut values = Vec::new();
     let mut outputs: Vec<(String, u64, usize)> = Vec::new();
     for s in &specs {

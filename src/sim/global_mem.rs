@@ -6,7 +6,10 @@
 //! memory API of [`Sim`].
 
 use super::error::SimError;
+use std::sync::Arc;
+
 use super::machine::Sim;
+use super::parse::Program;
 
 /// Generic-address window of `.shared` (a CTA's shared offset `o` has the
 /// generic address `SHARED_WINDOW + o`).
@@ -16,6 +19,10 @@ pub const LOCAL_WINDOW: u64 = 0x0000_7D00_0000_0000;
 /// Generic-address window of `.const`.
 pub const CONST_WINDOW: u64 = 0x0000_7C00_0000_0000;
 pub(crate) const WINDOW_SIZE: u64 = 1 << 32;
+/// Placeholder addresses of module-scope `.global` variables in a program
+/// not loaded yet (`MODULE_WINDOW + offset in the module image`; unmapped,
+/// and relocated when the module is loaded: see `parse/globals.rs`).
+pub(crate) const MODULE_WINDOW: u64 = 0x0000_7B00_0000_0000;
 /// First global allocation address; allocations are 256-byte aligned and
 /// separated by at least `GUARD` unmapped bytes.
 pub const GLOBAL_BASE: u64 = 0x0000_0001_0000_0000;
@@ -362,6 +369,34 @@ impl Sim {
     /// Number of live allocations.
     pub fn live_allocations(&self) -> usize {
         self.mem.allocs.len()
+    }
+
+    /// Load `prog` into this simulator: its module-scope `.global`
+    /// variables get one allocation holding the module image (the
+    /// initialisers, zero elsewhere; every byte counts as written), and
+    /// the returned copy's instructions address it (see `parse/globals.rs`).
+    /// The variables keep their values across launches of the returned
+    /// program until [`Sim::unload_module`]. A program without variables
+    /// comes back as it is (nothing allocated); each call loads a fresh
+    /// copy of the variables, as each module load on a GPU does.
+    /// [`Sim::program`] loads the programs it caches.
+    pub fn load_module(&mut self, prog: &Arc<Program>) -> Result<Arc<Program>, SimError> {
+        if prog.globals.is_empty() {
+            return Ok(Arc::clone(prog));
+        }
+        let base = self.alloc_inner(prog.global_image.len().max(1), true)?;
+        let loaded = prog.relocated(base);
+        self.write(base, &loaded.global_image)?;
+        Ok(Arc::new(loaded))
+    }
+
+    /// Release the module variables of `prog` (a program returned by
+    /// [`Sim::load_module`]); nothing for a program without variables.
+    pub fn unload_module(&mut self, prog: &Program) -> Result<(), SimError> {
+        match prog.global_base {
+            Some(b) => self.free(b),
+            None => Ok(()),
+        }
     }
 }
 

@@ -614,6 +614,9 @@ pub struct Entry {
     /// The A (4), B (2) and C (4) register slots of each `mma.sync`, in
     /// PTX operand order, indexed by [`Op::Mma`]'s `ops`.
     pub(crate) mma: Vec<[u32; 10]>,
+    /// `(instruction, source slot)` holding a module variable's address
+    /// (relocated when the module is loaded; see `parse/globals.rs`).
+    pub(crate) relocs: Vec<(u32, u8)>,
     /// The execution form (lowered once, when the module is parsed).
     pub(crate) code: Code,
 }

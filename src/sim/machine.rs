@@ -91,12 +91,15 @@ impl Sim {
         self.options.checks = on;
     }
 
-    /// Parse `ptx`, or return the cached program for the same text.
+    /// Parse `ptx`, or return the cached program for the same text. A new
+    /// program is loaded ([`Sim::load_module`]): its module variables live
+    /// in this simulator's global memory for as long as it is cached (the
+    /// simulator's life), shared by every launch of the same text.
     pub fn program(&mut self, ptx: &str) -> Result<Arc<Program>, SimError> {
         if let Some(p) = self.cache.get(ptx) {
             return Ok(p.clone());
         }
-        let p = Arc::new(Program::parse(ptx)?);
+        let p = self.load_module(&Arc::new(Program::parse(ptx)?))?;
         self.cache.insert(ptx.to_string(), p.clone());
         Ok(p)
     }
@@ -127,7 +130,12 @@ impl Sim {
     }
 
     /// Run `entry` of `prog` over the grid. Blocks run one after another in
-    /// x-fastest order; the launch stops at the first finding.
+    /// x-fastest order; the launch stops at the first finding. Each
+    /// argument must have its parameter's size ([`ArgValue`]s are 4 or 8
+    /// bytes; a kernel with other parameters, `.u8`, `.u16`, `.f16` or a
+    /// `.b8` array by value, is launched with
+    /// [`Sim::launch_program_bytes`]). A program with module variables
+    /// must be loaded first ([`Sim::load_module`]; [`Sim::program`] does).
     pub fn launch_program(
         &mut self,
         prog: &Program,
@@ -135,6 +143,41 @@ impl Sim {
         cfg: LaunchConfig,
         args: &[ArgValue],
     ) -> Result<LaunchReport, SimError> {
+        self.launch_with(prog, entry, cfg, Params::Args(args))
+    }
+
+    /// [`Sim::launch_program`] with the parameter buffer itself: `params`
+    /// holds [`Entry::param_bytes`] bytes laid out as the entry's
+    /// [`ParamInfo`]s say (what a driver copies from `kernelParams`), so
+    /// parameters of every size and alignment can be passed.
+    pub fn launch_program_bytes(
+        &mut self,
+        prog: &Program,
+        entry: &str,
+        cfg: LaunchConfig,
+        params: &[u8],
+    ) -> Result<LaunchReport, SimError> {
+        self.launch_with(prog, entry, cfg, Params::Bytes(params))
+    }
+
+    fn launch_with(
+        &mut self,
+        prog: &Program,
+        entry: &str,
+        cfg: LaunchConfig,
+        args: Params<'_>,
+    ) -> Result<LaunchReport, SimError> {
+        if !prog.globals.is_empty() && prog.global_base.is_none() {
+            return Err(SimError::InvalidLaunch(format!(
+                "the module has module-scope .global variables ({}) and was not loaded: \
+                 load it with Sim::load_module (Sim::program does) before launching",
+                prog.globals
+                    .iter()
+                    .map(|v| v.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
         let e = prog.entry(entry).ok_or_else(|| {
             SimError::InvalidLaunch(format!(
                 "module has no entry `{entry}` (has {:?})",
@@ -212,26 +255,19 @@ impl Sim {
             });
         }
         // parameters
-        if args.len() != e.params.len() {
-            return Err(SimError::InvalidLaunch(format!(
-                "`{entry}` takes {} parameters, got {} arguments",
-                e.params.len(),
-                args.len()
-            )));
-        }
-        let mut params = vec![0u8; e.param_bytes as usize];
-        for (p, a) in e.params.iter().zip(args) {
-            let mut slot = [0u8; 8];
-            a.write_le(&mut slot);
-            let len = a.size() as usize;
-            if len != p.size as usize {
-                return Err(SimError::InvalidLaunch(format!(
-                    "parameter `{}` of `{entry}` has {} bytes, argument {a:?} has {len}",
-                    p.name, p.size,
-                )));
+        let params = match args {
+            Params::Args(args) => param_buffer(e, entry, args)?,
+            Params::Bytes(b) => {
+                if b.len() != e.param_bytes as usize {
+                    return Err(SimError::InvalidLaunch(format!(
+                        "`{entry}` has a {}-byte parameter buffer, got {} bytes",
+                        e.param_bytes,
+                        b.len()
+                    )));
+                }
+                b.to_vec()
             }
-            params[p.offset as usize..p.offset as usize + len].copy_from_slice(&slot[..len]);
-        }
+        };
         let n = nthreads as usize;
         let smem_size = if e.dyn_shared_align > 1 || cfg.dynamic_smem_bytes > 0 {
             smem
@@ -291,4 +327,37 @@ impl Sim {
         self.traffic.launches += 1;
         Ok(report)
     }
+}
+
+/// Where a launch's parameter values come from.
+enum Params<'a> {
+    Args(&'a [ArgValue]),
+    Bytes(&'a [u8]),
+}
+
+/// The parameter buffer of `e` holding `args` (one per parameter, each of
+/// its parameter's size).
+fn param_buffer(e: &Entry, entry: &str, args: &[ArgValue]) -> Result<Vec<u8>, SimError> {
+    if args.len() != e.params.len() {
+        return Err(SimError::InvalidLaunch(format!(
+            "`{entry}` takes {} parameters, got {} arguments",
+            e.params.len(),
+            args.len()
+        )));
+    }
+    let mut params = vec![0u8; e.param_bytes as usize];
+    for (p, a) in e.params.iter().zip(args) {
+        let mut slot = [0u8; 8];
+        a.write_le(&mut slot);
+        let len = a.size() as usize;
+        if len != p.size as usize {
+            return Err(SimError::InvalidLaunch(format!(
+                "parameter `{}` of `{entry}` has {} bytes, argument {a:?} has {len} \
+                 (pass parameters of other sizes with Sim::launch_program_bytes)",
+                p.name, p.size,
+            )));
+        }
+        params[p.offset as usize..p.offset as usize + len].copy_from_slice(&slot[..len]);
+    }
+    Ok(params)
 }

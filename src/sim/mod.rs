@@ -46,19 +46,23 @@
 //! initialisation analysis — see *Checks*). Accepted: `.version`,
 //! `.target sm_XY` (also `compute_XY`, suffixes
 //! `a`/`f`), `.address_size 64`, `.visible/.weak .entry` with `.param`
-//! scalars, `.ptr .global .align N` pointers and `.b8 name[N]` byte arrays,
+//! scalars of every size, `.ptr .global .align N` pointers and `.b8
+//! name[N]` byte arrays (launched with [`Sim::launch_program_bytes`] when
+//! a parameter is not 4 or 8 bytes),
 //! `.maxntid/.reqntid/.minnctapersm/.maxnreg`, `.reg` ranges `%f<12>` and
 //! lists, `.shared` (typed or `.b8`, `.align`), module-scope `.extern
 //! .shared` (dynamic shared, placed after all static shared at its
-//! alignment), `.local`, module-scope `.const` with initialisers, labels,
+//! alignment), `.local`, module-scope `.const` with initialisers,
+//! module-scope `.global`/`.common` variables with initialisers (their
+//! storage allocated by [`Sim::load_module`]: see `parse/globals.rs`), labels,
 //! nested `{ }` scopes (flattened), `//` and `/* */` comments, `.pragma`,
 //! `.loc`/`.file`. Operands: registers, special registers, `_`, `!%p`,
 //! `%p|%q`, vectors `{a,b,c,d}`, immediates (`0fXXXXXXXX`, `0dX…`, decimal
 //! or `0x` integers, decimal floats), addresses `[reg]`, `[reg+imm]`,
 //! `[reg+-imm]`, `[var]`, `[var+imm]`, `[imm]`, and `mov r, var` (the
 //! state-space address of a variable). Anything else — `.func`/`call`,
-//! textures, `[r+r]`, f16/bf16 arithmetic, module `.global`
-//! variables, 256-bit accesses, … — is refused with
+//! textures, `[r+r]`, f16/bf16 arithmetic, 256-bit accesses, … — is
+//! refused with
 //! [`SimError::Unsupported`] or [`SimError::Parse`] naming the line and the
 //! instruction text. Nothing unknown is executed silently.
 //!

@@ -338,23 +338,26 @@ fn intern(s: CString) -> *const c_char {
     leaked.as_ptr()
 }
 
-/// `cuLibraryGetGlobal`: the simulator accepts no module-scope `.global`
-/// variables, so a library has none: `CUDA_ERROR_NOT_FOUND` (after the
-/// handle and argument checks), as `cuModuleGetGlobal`.
+/// `cuLibraryGetGlobal`: the device address and size of the library's
+/// module-scope `.global` variable `name` in the current context (the
+/// library is loaded there first if need be), as `cuModuleGetGlobal`:
+/// `CUDA_ERROR_NOT_FOUND` for another name; either out-pointer may be null.
 ///
 /// # Safety
-/// Nothing is written (every outcome is an error).
+/// `dptr` and `bytes` null or writable; `name` null or NUL-terminated.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuLibraryGetGlobal(
-    _dptr: *mut CUdeviceptr,
-    _bytes: *mut usize,
+    dptr: *mut CUdeviceptr,
+    bytes: *mut usize,
     library: *mut c_void,
     name: *const c_char,
 ) -> CUresult {
     guard("cuLibraryGetGlobal", || {
         // SAFETY: the caller's contract.
         let name = unsafe { name_of(name)? };
-        driver::with(|d| d.library_get_global(raw(library), &name)).map(drop)
+        let (addr, size) = driver::with(|d| d.library_get_global(raw(library), &name))?;
+        // SAFETY: the caller's contract for both (null ones are skipped).
+        unsafe { super::module::put_global(dptr, bytes, addr, size) }
     })
 }
 

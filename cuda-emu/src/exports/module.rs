@@ -3,7 +3,7 @@
 
 use std::ffi::{CStr, c_char, c_int, c_void};
 
-use oxicuda_driver::ffi::{CUfunction, CUmodule, CUresult};
+use oxicuda_driver::ffi::{CUdeviceptr, CUfunction, CUmodule, CUresult};
 
 use super::{guard, handle, put, raw};
 use crate::driver;
@@ -22,6 +22,23 @@ const TARGET: u32 = 9;
 /// the others (optimisation level, register limits, debug info, cache
 /// modes, ...) only steer code generation, which the simulator does not do.
 const LAST_OPTION: u32 = 35;
+
+/// `CU_COMPUTE_ACCELERATED_TARGET_BASE` and `CU_COMPUTE_FAMILY_TARGET_BASE`
+/// of `CUjit_target` (CUDA 12.9): `CU_TARGET_COMPUTE_90A` is `0x10000 + 90`,
+/// as Numba passes for an sm_90 device.
+const ACCELERATED_TARGET_BASE: u32 = 0x1_0000;
+const FAMILY_TARGET_BASE: u32 = 0x2_0000;
+
+/// The compute capability (`major*10+minor`) a `CU_JIT_TARGET` value
+/// names: the plain targets are the number itself, the arch-specific
+/// (`a`) and family (`f`) ones carry a base the device check ignores (the
+/// module's own `.target` suffix is checked against the device).
+fn jit_target_cc(v: u32) -> u32 {
+    match v & !0xFFFF {
+        ACCELERATED_TARGET_BASE | FAMILY_TARGET_BASE => v & 0xFFFF,
+        _ => v,
+    }
+}
 
 /// # Safety
 /// `image` is null or points to a NUL-terminated text, or to a binary
@@ -89,7 +106,7 @@ pub(super) unsafe fn read_options(
             INFO_LOG_BUFFER_SIZE_BYTES => slots.info.1 = Some(i),
             ERROR_LOG_BUFFER => slots.error.0 = Some(val.cast::<u8>()),
             ERROR_LOG_BUFFER_SIZE_BYTES => slots.error.1 = Some(i),
-            TARGET => req.target = Some(val as usize as u32),
+            TARGET => req.target = Some(jit_target_cc(val as usize as u32)),
             o if o <= LAST_OPTION => {}
             _ => return Err(CUDA_ERROR_INVALID_VALUE),
         }
@@ -200,6 +217,36 @@ pub unsafe extern "C" fn cuModuleGetFunction(
         let f = driver::with(|d| d.module_get_function(raw(m.0), &name))?;
         // SAFETY: the caller's contract for `hfunc`.
         unsafe { put(hfunc, CUfunction(handle(f))) }
+    })
+}
+
+/// `cuFuncGetParamInfo`: the offset and size of parameter `index` in the
+/// function's parameter buffer, as the entry's `.param` list lays it out
+/// (`CUDA_ERROR_INVALID_VALUE` past the last parameter). Either
+/// out-pointer may be null.
+///
+/// # Safety
+/// `offset` and `size` null or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuFuncGetParamInfo(
+    f: CUfunction,
+    index: usize,
+    offset: *mut usize,
+    size: *mut usize,
+) -> CUresult {
+    guard("cuFuncGetParamInfo", || {
+        let (o, s) = driver::with(|d| d.func_param_info(raw(f.0), index))?;
+        // SAFETY: the caller's contract for both out-pointers (each may be
+        // null: not written).
+        unsafe {
+            if !offset.is_null() {
+                put(offset, o as usize)?;
+            }
+            if !size.is_null() {
+                put(size, s as usize)?;
+            }
+        }
+        Ok(())
     })
 }
 
@@ -363,7 +410,75 @@ pub unsafe extern "C" fn cuOccupancyMaxPotentialBlockSize(
     })
 }
 
+/// `cuModuleGetGlobal`: the device address and size of the module-scope
+/// `.global` variable `name` (`CUDA_ERROR_NOT_FOUND` for another name,
+/// `.const` variables included). Either out-pointer may be null (that
+/// value is not returned), as with the driver; a null `name` is
+/// `CUDA_ERROR_INVALID_VALUE`.
+///
+/// # Safety
+/// `dptr` and `bytes` null or writable; `name` null or NUL-terminated.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuModuleGetGlobal_v2(
+    dptr: *mut CUdeviceptr,
+    bytes: *mut usize,
+    m: CUmodule,
+    name: *const c_char,
+) -> CUresult {
+    guard("cuModuleGetGlobal_v2", || {
+        if name.is_null() {
+            module_ok(m)?;
+            return Err(CUDA_ERROR_INVALID_VALUE);
+        }
+        // SAFETY: non-null and NUL-terminated (the caller's contract).
+        let name = unsafe { CStr::from_ptr(name) }
+            .to_string_lossy()
+            .into_owned();
+        let (addr, size) = driver::with(|d| d.module_get_global(raw(m.0), &name))?;
+        // SAFETY: the caller's contract for both (null ones are skipped).
+        unsafe { put_global(dptr, bytes, addr, size) }
+    })
+}
+
+/// Write a variable's address and size to the out-pointers that are not
+/// null (`cuModuleGetGlobal`, `cuLibraryGetGlobal`).
+///
+/// # Safety
+/// `dptr` and `bytes` null or writable.
+pub(crate) unsafe fn put_global(
+    dptr: *mut CUdeviceptr,
+    bytes: *mut usize,
+    addr: u64,
+    size: usize,
+) -> Res<()> {
+    if !dptr.is_null() {
+        // SAFETY: non-null and writable (the caller's contract).
+        unsafe { put(dptr, addr as CUdeviceptr)? };
+    }
+    if !bytes.is_null() {
+        // SAFETY: as above.
+        unsafe { put(bytes, size)? };
+    }
+    Ok(())
+}
+
 /// The kind check for a module handle (used by `cuModuleGetGlobal`).
 pub(crate) fn module_ok(m: CUmodule) -> Res<()> {
     driver::with(|d| d.owner(raw(m.0), Kind::Module).map(drop))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::jit_target_cc;
+
+    #[test]
+    fn jit_targets_with_a_suffix_base_name_their_compute_capability() {
+        // CU_TARGET_COMPUTE_90 and _90A (what Numba passes on an sm_90
+        // device), _100F; anything else stays as given (and fails the
+        // device check)
+        assert_eq!(jit_target_cc(90), 90);
+        assert_eq!(jit_target_cc(0x1_0000 + 90), 90);
+        assert_eq!(jit_target_cc(0x2_0000 + 100), 100);
+        assert_eq!(jit_target_cc(0x4_0000 + 90), 0x4_0000 + 90);
+    }
 }

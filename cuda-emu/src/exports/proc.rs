@@ -70,10 +70,14 @@ fn since(name: &str) -> c_int {
         | "cuLibraryGetGlobal"
         | "cuKernelGetFunction"
         | "cuKernelGetAttribute"
-        | "cuKernelSetAttribute"
-        | "cuLaunchKernelEx" => 12000,
+        | "cuKernelSetAttribute" => 12000,
+        // cuda-bindings 12.9 asks for it at 11.6 (driver_linux.pyx)
+        "cuLaunchKernelEx" => 11060,
         "cuKernelGetName" => 12030,
-        "cuLibraryGetKernelCount" | "cuLibraryEnumerateKernels" | "cuKernelGetParamInfo" => 12040,
+        "cuLibraryGetKernelCount"
+        | "cuLibraryEnumerateKernels"
+        | "cuKernelGetParamInfo"
+        | "cuFuncGetParamInfo" => 12040,
         "cuKernelGetLibrary" => 12050,
         "cuLinkCreate_v2" | "cuLinkAddData_v2" | "cuLinkAddFile_v2" => 6050,
         "cuLinkCreate" | "cuLinkAddData" | "cuLinkAddFile" | "cuLinkComplete" | "cuLinkDestroy" => {
@@ -268,6 +272,7 @@ pub fn symbols() -> &'static [Symbol] {
             cuLibraryEnumerateKernels,
             cuKernelGetLibrary,
             cuKernelGetParamInfo,
+            cuFuncGetParamInfo,
             cuFuncGetAttribute,
             cuFuncSetAttribute,
             cuFuncSetCacheConfig,

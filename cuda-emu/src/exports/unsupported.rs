@@ -3,9 +3,9 @@
 //! `CUDA_ERROR_NOT_SUPPORTED` (or, where the feature's absence has a
 //! documented answer, that answer) after its usual argument checks.
 
-use std::ffi::{c_char, c_void};
+use std::ffi::c_void;
 
-use oxicuda_driver::ffi::{CUdevice, CUdeviceptr, CUfunction, CUmodule, CUresult, CUstream};
+use oxicuda_driver::ffi::{CUdevice, CUdeviceptr, CUfunction, CUresult, CUstream};
 
 use super::guard;
 use crate::driver;
@@ -101,27 +101,6 @@ pub unsafe extern "C" fn cuLaunchCooperativeKernelMultiDevice(
     _flags: u32,
 ) -> CUresult {
     unsupported("cuLaunchCooperativeKernelMultiDevice")
-}
-
-/// The simulator accepts no module-scope `.global` variables, so a loaded
-/// module has none: `CUDA_ERROR_NOT_FOUND`.
-///
-/// # Safety
-/// No memory is touched but the checked module handle.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuModuleGetGlobal_v2(
-    _dptr: *mut CUdeviceptr,
-    _bytes: *mut usize,
-    m: CUmodule,
-    name: *const c_char,
-) -> CUresult {
-    guard("cuModuleGetGlobal_v2", || {
-        super::module::module_ok(m)?;
-        if name.is_null() {
-            return Err(CUDA_ERROR_INVALID_VALUE);
-        }
-        Err(CUDA_ERROR_NOT_FOUND)
-    })
 }
 
 /// Profiler markers: nothing to profile; they need a current context, as

@@ -114,6 +114,25 @@ pub fn cases<'a>(name: &'a str, e: &'a Env) -> Vec<Case<'a>> {
                 );
             }
         }
+        "cuFuncGetParamInfo" => {
+            case!(
+                v,
+                "index 3",
+                cu::cuFuncGetParamInfo(f, 3, out().cast(), mis().cast())
+            );
+            case!(
+                v,
+                "index max",
+                cu::cuFuncGetParamInfo(f, usize::MAX, null_mut(), null_mut())
+            );
+            for bf in e.bad_functions() {
+                case!(
+                    v,
+                    format!("{bf:?}"),
+                    cu::cuFuncGetParamInfo(bf, 0, out().cast(), null_mut())
+                );
+            }
+        }
         "cuFuncGetAttribute" => {
             case!(v, "null", cu::cuFuncGetAttribute(null_mut(), 0, f));
             case!(

@@ -12,6 +12,7 @@ use super::super::error::SimError;
 use super::super::ir::*;
 use super::Program;
 use super::decode::{DErr, Decoder};
+use super::globals::Globals;
 use super::lex::{Lit, T, Tok, parse_num, tokenize};
 use super::operands::{Cls, Var, imm_bits, type_bytes};
 
@@ -29,6 +30,8 @@ pub(super) struct Parser<'a> {
     pub(super) dyn_shared: Option<(Vec<String>, u64)>,
     pub(super) const_vars: HashMap<String, u64>,
     pub(super) consts: Vec<u8>,
+    /// Module-scope `.global` variables (see `globals.rs`).
+    pub(super) globals: Globals,
 }
 
 pub(super) struct Stmt {
@@ -54,6 +57,7 @@ impl<'a> Parser<'a> {
             dyn_shared: None,
             const_vars: HashMap::new(),
             consts: Vec::new(),
+            globals: Globals::default(),
         }
     }
 
@@ -192,6 +196,11 @@ impl<'a> Parser<'a> {
                         Some(Tok::Id(n)) if n == ".func" => {
                             return Err(self.unsup(line, ".func is not supported"));
                         }
+                        Some(Tok::Id(n)) if n == ".global" => {
+                            self.pos += 1;
+                            let toks = self.until_semi()?;
+                            self.global_decl(line, s, &toks)?;
+                        }
                         _ => {}
                     }
                 }
@@ -215,9 +224,15 @@ impl<'a> Parser<'a> {
                     self.until_semi().ok();
                 }
                 Tok::Id(ref s) if s == ".global" => {
-                    return Err(
-                        self.unsup(line, "module-scope .global variables are not supported")
-                    );
+                    let toks = self.until_semi()?;
+                    self.global_decl(line, "", &toks)?;
+                }
+                Tok::Id(ref s)
+                    if s == ".common" && self.peek() == Some(&Tok::Id(".global".into())) =>
+                {
+                    self.pos += 1;
+                    let toks = self.until_semi()?;
+                    self.global_decl(line, ".common", &toks)?;
                 }
                 _ => return Err(self.perr(line, format!("unexpected {t:?} at module scope"))),
             }
@@ -225,12 +240,17 @@ impl<'a> Parser<'a> {
         if entries.is_empty() {
             return Err(self.perr(1, "module has no .entry"));
         }
+        let global_relocs = self.finish_globals()?;
         Ok(Program {
             entries,
             sm: self.sm,
             suffix: self.suffix,
             version: self.version,
             consts: self.consts,
+            globals: self.globals.vars,
+            global_image: self.globals.image,
+            global_base: None,
+            global_relocs,
         })
     }
 
@@ -609,6 +629,13 @@ impl<'a> Parser<'a> {
                 },
             );
         }
+        for (n, addr) in self.globals.addresses() {
+            // a parameter of the same name shadows the module variable
+            vars.entry(n.to_string()).or_insert(Var {
+                sp: Space::Global,
+                offset: addr,
+            });
+        }
         let mut labels: HashMap<String, u32> = HashMap::new();
         let mut ninst = 0u32;
         let mut instrs: Vec<&Stmt> = Vec::new();
@@ -747,6 +774,7 @@ impl<'a> Parser<'a> {
             n_brauni: 0,
             strong_global: false,
             mma: Vec::new(),
+            relocs: Vec::new(),
             code: Code::default(),
         };
         for n in dyn_names {
@@ -776,7 +804,9 @@ impl<'a> Parser<'a> {
             suffix: self.suffix,
             mma: Default::default(),
         };
+        let undefined = self.globals.undefined();
         for st in instrs {
+            self.check_extern_use(st, &undefined)?;
             let text = self.line_text(st.line);
             let (inst, opname) = dec.decode(st, &mut entry.n_brauni).map_err(|e| match e {
                 DErr::Parse(m) => SimError::Parse {
@@ -796,6 +826,7 @@ impl<'a> Parser<'a> {
             });
             let mut inst = inst;
             inst.opcode = id;
+            self.record_relocs(st, &inst, entry.insts.len() as u32, &mut entry.relocs);
             if let Op::Ld { sp, .. } | Op::St { sp, .. } = inst.op
                 && matches!(sp, Space::Global | Space::Generic)
                 && entry.opcodes[id as usize]

@@ -19,6 +19,7 @@ mod decode_cvt;
 mod decode_mem;
 mod decode_mma;
 mod directives;
+mod globals;
 mod lex;
 mod operands;
 #[cfg(test)]
@@ -27,6 +28,7 @@ mod tests;
 use super::error::SimError;
 use super::ir::*;
 use directives::Parser;
+pub use globals::GlobalVar;
 use lex::Tok;
 pub use lex::strip_comments;
 /// A parsed PTX module: its entries, ready to launch many times.
@@ -41,6 +43,15 @@ pub struct Program {
     pub(crate) version: (u32, u32),
     /// The `.const` bank (module-scope `.const` variables with initialisers).
     pub(crate) consts: Vec<u8>,
+    /// Module-scope `.global` variables, laid out in the module image.
+    pub(crate) globals: Vec<GlobalVar>,
+    /// The module image's initial bytes.
+    pub(crate) global_image: Vec<u8>,
+    /// Where the image lives once loaded (`None`: addresses are the
+    /// placeholders of `globals.rs`).
+    pub(crate) global_base: Option<u64>,
+    /// Address initialisers: `(image offset, target image offset)`.
+    pub(crate) global_relocs: Vec<(u64, u64)>,
 }
 
 impl Program {
