@@ -12,7 +12,7 @@ use ptxsmith::dsl::types::U32;
 use ptxsmith::dsl::*;
 use ptxsmith::exec::LaunchConfig;
 use ptxsmith::nvtools::NvTools;
-use ptxsmith::sim::{AccessKind, Program, Sim, SimError, Space};
+use ptxsmith::sim::{AccessKind, Program, Sim, SimError, SimOptions, Space};
 use ptxsmith::{Error, Feature, Sm, kernel_params};
 
 kernel_params! {
@@ -122,6 +122,27 @@ fn two_groups(sm: Sm, early: bool) -> ptxsmith::Result<PtxModule> {
     b.finish()
 }
 
+/// Thread `t` stores `0xDEAD` to `buf[t]`, copies `src[t]` over it, and
+/// stores `buf[t]` read before (`dst[t]`) and after (`dst[32 + t]`) the
+/// wait.
+fn before_and_after(sm: Sm) -> ptxsmith::Result<PtxModule> {
+    let mut b = KernelBuilder::new("before_and_after", sm);
+    let p = b.params::<CopyArgs>();
+    let buf = b.shared_array::<U32>("buf", 32, 16);
+    let t = b.tid_x();
+    let s = b.shared_elem(&buf, t);
+    b.st_shared(s, 0, 0xDEADu32);
+    let g = b.offset(p.src, t);
+    b.cp_async_ca(s, g, CpAsyncSize::B4, None);
+    let before = b.ld_shared(s, 0);
+    b.cp_async_wait_all();
+    let after = b.ld_shared(s, 0);
+    let d = b.offset(p.dst, t);
+    b.st_global(d, 0, before);
+    b.st_global(d, 32, after);
+    b.finish()
+}
+
 fn bytes(v: &[u32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
@@ -129,8 +150,22 @@ fn bytes(v: &[u32]) -> Vec<u8> {
 /// Run `m` with `threads` threads on a simulated sm_80 (`src`, a `dst` of
 /// `dst_words`); `dst` back.
 fn run(m: &PtxModule, threads: u32, src: &[u32], dst_words: usize) -> Result<Vec<u32>, SimError> {
+    run_with(m, threads, src, dst_words, true)
+}
+
+fn run_with(
+    m: &PtxModule,
+    threads: u32,
+    src: &[u32],
+    dst_words: usize,
+    checks: bool,
+) -> Result<Vec<u32>, SimError> {
     let prog = Program::parse(&m.ptx)?;
     let mut sim = Sim::new(Sm::Sm80);
+    sim.set_options(SimOptions {
+        checks,
+        ..SimOptions::default()
+    });
     let s = sim.alloc(src.len() * 4).unwrap();
     sim.write(s, &bytes(src)).unwrap();
     let d = sim.alloc(dst_words * 4).unwrap();
@@ -308,4 +343,19 @@ fn the_global_source_is_bounds_checked() {
         }
         other => panic!("{other:?}"),
     }
+}
+
+#[test]
+fn copied_bytes_become_visible_at_the_wait_not_before() {
+    let src: Vec<u32> = (100..132).collect();
+    let m = before_and_after(Sm::Sm80).unwrap();
+    // with checks, the early read is the finding
+    assert!(matches!(
+        run(&m, 32, &src, 64),
+        Err(SimError::AsyncCopyPending { .. })
+    ));
+    // without, it sees the old bytes: the copy lands at the wait
+    let got = run_with(&m, 32, &src, 64, false).unwrap();
+    assert!(got[..32].iter().all(|&w| w == 0xDEAD), "{got:?}");
+    assert_eq!(&got[32..], &src[..]);
 }
