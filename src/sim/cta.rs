@@ -158,7 +158,11 @@ impl CtaState {
             bu_cnt: vec![0; n * n_brauni as usize],
             bu_out: vec![Bits::default(); n.div_ceil(32) * n_brauni as usize],
             probe: None,
-            asyncs: super::interp::async_copy::AsyncCopies::new(n, smem, checks),
+            asyncs: super::interp::async_copy::AsyncCopies::new(
+                n,
+                smem,
+                checks && code.insts.iter().any(|i| i.op.is_cp_async()),
+            ),
         }
     }
 

@@ -543,6 +543,12 @@ pub enum ApproxFn {
 }
 
 impl Op {
+    /// Whether the op is a `cp.async` (its entry keeps the pending-copy
+    /// shadow of shared memory).
+    pub fn is_cp_async(&self) -> bool {
+        matches!(self, Op::CpAsync { .. })
+    }
+
     /// Whether the op is a synchronisation point (the scheduler parks the
     /// thread there).
     pub fn is_sync(&self) -> bool {

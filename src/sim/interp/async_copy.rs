@@ -62,7 +62,8 @@ pub(crate) struct AsyncCopies {
 
 impl AsyncCopies {
     /// State for `n` threads and `smem` bytes of shared memory (the byte
-    /// owners only with checks).
+    /// owners only if `checks`: checks are on and the entry has a
+    /// `cp.async`).
     pub fn new(n: usize, smem: usize, checks: bool) -> Self {
         AsyncCopies {
             per: vec![Vec::new(); n],
