@@ -213,7 +213,7 @@ fn elem(i: usize, r: usize, c: usize) -> u32 {
 #[test]
 fn each_lane_receives_the_isa_elements_of_every_form() {
     // the 32×8 matrix of 16-bit indices, two to a word (low half first)
-    let src: Vec<u32> = (0..128u32).map(|w| (2 * w + 1) << 16 | 2 * w).collect();
+    let src: Vec<u32> = (0..128u32).map(|w| ((2 * w + 1) << 16) | (2 * w)).collect();
     for device in [Sm::Sm75, Sm::Sm90] {
         let m = raw_kernel(Sm::Sm75).unwrap();
         let out = run(&m, device, &[src.clone(), vec![0; 32 * 14]]).unwrap();
@@ -232,7 +232,7 @@ fn each_lane_receives_the_isa_elements_of_every_form() {
                         } else {
                             (elem(i, row, col), elem(i, row, col + 1))
                         };
-                        want.push(hi << 16 | lo);
+                        want.push((hi << 16) | lo);
                     }
                 }
             }
@@ -257,7 +257,7 @@ fn halves(fmt: InputFormat, rng: &mut Rng) -> Vec<u32> {
 
 /// Two halves per word, low first.
 fn pack(v: &[u32]) -> Vec<u32> {
-    v.chunks(2).map(|p| p[1] << 16 | p[0]).collect()
+    v.chunks(2).map(|p| (p[1] << 16) | p[0]).collect()
 }
 
 fn check_tile<T: LdmatrixInput>(fmt: InputFormat, seed: u64) {
@@ -319,6 +319,35 @@ fn misaligned_and_out_of_bounds_rows_are_findings() {
     // lane 0 addresses past the 512-byte array
     match run(&build(128), Sm::Sm80, &[src, vec![0; 32]]) {
         Err(SimError::OutOfBounds { size: 16, site, .. }) => assert_eq!(site.tid, (0, 0, 0)),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn the_parser_refuses_malformed_forms_and_old_targets() {
+    let ptx = raw_kernel(Sm::Sm75).unwrap().ptx;
+    let parse = |p: &str| Program::parse(p).err();
+    assert!(parse(&ptx).is_none());
+    let x3 = ptx.replacen(".x4.shared", ".x3.shared", 1);
+    assert!(
+        matches!(parse(&x3), Some(SimError::Unsupported { .. })),
+        "{x3}"
+    );
+    let short = ptx.replacen(".x1.shared", ".x2.shared", 1);
+    assert!(
+        matches!(parse(&short), Some(SimError::Parse { .. })),
+        "{short}"
+    );
+    let b32 = ptx.replacen(".x1.shared.b16", ".x1.shared.b32", 1);
+    assert!(
+        matches!(parse(&b32), Some(SimError::Unsupported { .. })),
+        "{b32}"
+    );
+    let old = ptx
+        .replace(".target sm_75", ".target sm_70")
+        .replace(".version 6.5", ".version 6.0");
+    match parse(&old) {
+        Some(SimError::Unsupported { reason, .. }) => assert!(reason.contains("sm_75"), "{reason}"),
         other => panic!("{other:?}"),
     }
 }

@@ -359,3 +359,36 @@ fn copied_bytes_become_visible_at_the_wait_not_before() {
     assert!(got[..32].iter().all(|&w| w == 0xDEAD), "{got:?}");
     assert_eq!(&got[32..], &src[..]);
 }
+
+#[test]
+fn the_parser_refuses_malformed_forms_and_old_targets() {
+    let z = zero_fill(Sm::Sm80).unwrap().ptx;
+    let t = two_groups(Sm::Sm80, false).unwrap().ptx;
+    let parse = |ptx: &str| Program::parse(ptx).err();
+    // `.cg` copies 16 bytes only; sizes are 4, 8, 16
+    let cg8 = z.replacen("], 16, %r", "], 8, %r", 1);
+    assert!(matches!(parse(&cg8), Some(SimError::Parse { .. })), "{cg8}");
+    let ca2 = t.replacen("], 4;", "], 2;", 1);
+    assert!(matches!(parse(&ca2), Some(SimError::Parse { .. })), "{ca2}");
+    // the wait count is a constant
+    let wreg = t.replacen("cp.async.wait_group 1;", "cp.async.wait_group %r1;", 1);
+    assert!(
+        matches!(parse(&wreg), Some(SimError::Parse { .. })),
+        "{wreg}"
+    );
+    // the copy goes from .global to .shared
+    let back = t.replacen(".shared.global", ".global.shared", 1);
+    assert!(
+        matches!(parse(&back), Some(SimError::Unsupported { .. })),
+        "{back}"
+    );
+    // sm_80 and PTX 7.0
+    let old = t
+        .replace(".target sm_80", ".target sm_75")
+        .replace(".version 7.0", ".version 6.5");
+    match parse(&old) {
+        Some(SimError::Unsupported { reason, .. }) => assert!(reason.contains("sm_80"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
+    assert!(parse(&t).is_none());
+}

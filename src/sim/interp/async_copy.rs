@@ -155,7 +155,7 @@ impl Exec<'_> {
                 } else {
                     (m[g][k], m[g][k + 1])
                 };
-                let v = u64::from(hi) << 16 | u64::from(lo);
+                let v = (u64::from(hi) << 16) | u64::from(lo);
                 self.w_collective(w * 32 + l, inst.d[i], v);
             }
         }
@@ -200,10 +200,10 @@ impl Exec<'_> {
         if n > u64::from(size) {
             return fault(Fault::Trap("cp.async src_size larger than the copy size"));
         }
-        if dst % u64::from(size) != 0 {
+        if !dst.is_multiple_of(u64::from(size)) {
             return fault(Fault::Misaligned(Space::Shared, dst, size.into()));
         }
-        if src % u64::from(size) != 0 {
+        if !src.is_multiple_of(u64::from(size)) {
             return fault(Fault::Misaligned(Space::Global, src, size.into()));
         }
         let o = self.shared_at(dst, size.into())?;
