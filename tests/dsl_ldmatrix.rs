@@ -351,3 +351,60 @@ fn the_parser_refuses_malformed_forms_and_old_targets() {
         other => panic!("{other:?}"),
     }
 }
+
+/// Warp 0 stores 128 words to shared memory (if `fill`); then every warp
+/// loads them by `ldmatrix .x4` (lane `l` addressing word `4·(l % 32)`),
+/// with a barrier in between if `bar`.
+fn shared_reader(fill: bool, bar: bool) -> PtxModule {
+    let mut b = KernelBuilder::new("ldmatrix_reader", Sm::Sm80);
+    let p = b.params::<RawArgs>();
+    let s = b.shared_array::<U32>("m", 128, 16);
+    let t = b.tid_x();
+    if fill {
+        let w0 = b.setp(Cmp::Lt, t, 32u32);
+        b.if_(w0, |b| fill(b, p.src, &s));
+    }
+    if bar {
+        b.bar_sync();
+    }
+    let lane = b.and(t, 31u32);
+    let l4 = b.shl(lane, 2u32);
+    let row = b.shared_elem(&s, l4);
+    let r = b.ldmatrix_x4::<B32, _>(row, false);
+    let o = b.offset(p.out, t);
+    let w = b.packed_bits(r[3]);
+    b.st_global(o, 0, w);
+    b.finish().unwrap()
+}
+
+#[test]
+fn rows_count_as_shared_reads_for_the_race_and_initialisation_checks() {
+    let run64 = |m: &PtxModule| -> Result<(), SimError> {
+        let prog = Program::parse(&m.ptx)?;
+        let mut sim = Sim::new(Sm::Sm80);
+        let s = sim.alloc(512).unwrap();
+        sim.write(s, &[1; 512]).unwrap();
+        let o = sim.alloc(256).unwrap();
+        sim.launch_program(
+            &prog,
+            &m.kernel,
+            LaunchConfig::linear(1, 64),
+            &[ArgValue::Ptr(s), ArgValue::Ptr(o)],
+        )
+        .map(|_| ())
+    };
+    run64(&shared_reader(true, true)).unwrap();
+    match run64(&shared_reader(false, true)) {
+        Err(SimError::UninitializedShared { site, size: 16, .. }) => {
+            assert!(site.instr.starts_with("ldmatrix"), "{site}")
+        }
+        other => panic!("{other:?}"),
+    }
+    match run64(&shared_reader(true, false)) {
+        Err(SimError::SharedRace { site, .. }) => {
+            assert!(site.instr.starts_with("ldmatrix"), "{site}");
+            assert!(site.tid.0 >= 32, "{site}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
