@@ -352,15 +352,15 @@ fn the_parser_refuses_malformed_forms_and_old_targets() {
     }
 }
 
-/// Warp 0 stores 128 words to shared memory (if `fill`); then every warp
+/// Warp 0 stores 128 words to shared memory (if `filled`); then every warp
 /// loads them by `ldmatrix .x4` (lane `l` addressing word `4·(l % 32)`),
 /// with a barrier in between if `bar`.
-fn shared_reader(fill: bool, bar: bool) -> PtxModule {
+fn shared_reader(filled: bool, bar: bool) -> PtxModule {
     let mut b = KernelBuilder::new("ldmatrix_reader", Sm::Sm80);
     let p = b.params::<RawArgs>();
     let s = b.shared_array::<U32>("m", 128, 16);
     let t = b.tid_x();
-    if fill {
+    if filled {
         let w0 = b.setp(Cmp::Lt, t, 32u32);
         b.if_(w0, |b| fill(b, p.src, &s));
     }
