@@ -32,8 +32,9 @@ const STAGE: u32 = THREADS * 4;
 /// stage `c + 1` is in flight (`cp.async.cg`, one group per stage) while
 /// stage `c` is read, each thread storing its right neighbour's 16 bytes
 /// (so the data must be visible to the other threads: `wait_group wait`,
-/// then `bar.sync`). `wait = 1` is the correct pipeline.
-fn pipeline(sm: Sm, wait: u32) -> ptxsmith::Result<PtxModule> {
+/// then `bar.sync`; and a second `bar.sync` before the buffer is refilled,
+/// if `trailing`). `wait = 1` with `trailing` is the correct pipeline.
+fn pipeline_with(sm: Sm, wait: u32, trailing: bool) -> ptxsmith::Result<PtxModule> {
     let mut b = KernelBuilder::new("pipeline", sm);
     let p = b.params::<CopyArgs>();
     let buf = b.shared_array::<U32>("buf", 2 * STAGE, 16);
@@ -67,9 +68,15 @@ fn pipeline(sm: Sm, wait: u32) -> ptxsmith::Result<PtxModule> {
             let v = b.ld_shared(s, j);
             b.st_global(d, j, v);
         }
-        b.bar_sync();
+        if trailing {
+            b.bar_sync();
+        }
     }
     b.finish()
+}
+
+fn pipeline(sm: Sm, wait: u32) -> ptxsmith::Result<PtxModule> {
+    pipeline_with(sm, wait, true)
 }
 
 /// Thread `t` copies `src[4t..4t+4]` (16 bytes, `cp.async.cg`) with
@@ -391,4 +398,25 @@ fn the_parser_refuses_malformed_forms_and_old_targets() {
         other => panic!("{other:?}"),
     }
     assert!(parse(&t).is_none());
+}
+
+#[test]
+fn refilling_a_buffer_another_thread_still_reads_is_a_race_at_the_issue() {
+    let src = vec![3u32; (STAGES * STAGE) as usize];
+    let m = pipeline_with(Sm::Sm80, 1, false).unwrap();
+    match run(&m, THREADS, &src, src.len()) {
+        Err(SimError::SharedRace {
+            site,
+            this,
+            other,
+            other_tid,
+            ..
+        }) => {
+            assert!(site.instr.starts_with("cp.async.cg"), "{site}");
+            assert_eq!((this, other), (AccessKind::Write, AccessKind::Read));
+            // the left neighbour read this thread's slot
+            assert_eq!(other_tid.0 + 1, site.tid.0);
+        }
+        other => panic!("{other:?}"),
+    }
 }

@@ -142,7 +142,7 @@ pub(crate) struct Code {
     /// The entry may run its threads in lockstep (`interp::lockstep`): it has
     /// no atomics and no `%clock` reads, whose results depend on the order
     /// of the threads' instructions even in a race-free kernel, and no
-    /// `cp.async` (which finding a conflict with a pending copy is depends
+    /// `cp.async` (the finding a conflict with a pending copy gives depends
     /// on that order).
     pub lockstep_ok: bool,
 }

@@ -13,8 +13,10 @@
 //!   shared memory only at the thread's `cp.async.wait_group` /
 //!   `cp.async.wait_all` that covers the copy's group, the latest point
 //!   the ISA allows, so a program that relies on them earlier reads stale
-//!   bytes. Until then every shared access to a byte the copy will write
-//!   is a finding ([`SimError::AsyncCopyPending`]): a read by the copying
+//!   bytes. The race check sees the copy's write both at the issue (the
+//!   earliest point: an unsynchronised access of another thread in that
+//!   barrier interval is a race) and at the wait. Between the two every
+//!   shared access to a byte the copy will write is a finding ([`SimError::AsyncCopyPending`]): a read by the copying
 //!   thread ("read before wait"), a read or write by another thread, a
 //!   second pending copy to it. A copy never waited for when its thread
 //!   exits is dropped: the ISA does not call that undefined, and any later
@@ -208,8 +210,11 @@ impl Exec<'_> {
         }
         let o = self.shared_at(dst, size.into())?;
         if self.k.checks {
-            // a second pending copy to these bytes
-            self.cta.asyncs.check(t, o, size.into(), true)?;
+            // the copy may write from its issue on: a write here for the
+            // race check (an unsynchronised read of another thread in this
+            // barrier interval), and a second pending copy to these bytes
+            self.cta
+                .shared_check_at(t, pc, o, size.into(), true, false)?;
         }
         let mut data = [0u8; 16];
         if n > 0 {
