@@ -2,7 +2,7 @@
 //! the feature gate below sm_75 (a typed error), assembly by the pinned
 //! ptxas from sm_75, the exact lane layout of every form (`.x1/.x2/.x4`,
 //! with and without `.trans`) against the PTX ISA's description
-//! (§9.7.9.25 "ldmatrix", spelled out here apart from the simulator's
+//! (§9.7.14.5.15 "ldmatrix", spelled out here apart from the simulator's
 //! code), and a 16×16×16 tile through `ldmatrix` → `mma.sync` → store
 //! equal bit for bit to the host GEMM on the tensor-core model, with `B`
 //! loaded by `.trans` (row-major `B`) and without (transposed `B`).
@@ -223,7 +223,7 @@ fn each_lane_receives_the_isa_elements_of_every_form() {
             for num in [1, 2, 4] {
                 for trans in [false, true] {
                     for i in 0..num {
-                        // PTX ISA §9.7.9.25, "fragment layout": thread l
+                        // PTX ISA §9.7.14.5.15, "fragment layout": thread l
                         // holds row l/4, columns 2(l%4), 2(l%4)+1 of each
                         // matrix; `.trans` holds the transposed matrix
                         let (row, col) = (lane / 4, 2 * (lane % 4));

@@ -1,4 +1,5 @@
-//! `cp.async` (issue 31; sm_80, PTX 7.0, PTX ISA 8.x §9.7.9.25.3): a
+//! `cp.async` (issue 31; sm_80, PTX 7.0; PTX ISA "Data Movement and
+//! Conversion Instructions: cp.async" and its wait-group sections): a
 //! thread copies 4, 8 or 16 bytes from global to shared memory without
 //! waiting; the copies it issues are grouped by `cp.async.commit_group`
 //! and waited for by `cp.async.wait_group N` (every group but the newest

@@ -1,7 +1,7 @@
 //! `ldmatrix.sync.aligned.m8n8.{x1,x2,x4}{.trans}.shared.b16` (issue 31;
 //! sm_75, PTX 6.5): a warp loads one, two or four 8×8 matrices of 16-bit
 //! elements from shared memory straight into the per-thread fragment
-//! layout of `mma.sync` (PTX ISA 8.x §9.7.9.25 "ldmatrix"; the fragment
+//! layout of `mma.sync` (PTX ISA 8.x §9.7.14.5.15 "ldmatrix"; the fragment
 //! tables of `m16n8k16` in §9.7.14.5.8).
 //!
 //! # Who supplies which address

@@ -1,6 +1,6 @@
 //! `ldmatrix` and `cp.async` (issue 31).
 //!
-//! * `ldmatrix.sync.aligned.m8n8.xN{.trans}.b16` (PTX ISA 8.x §9.7.9.25):
+//! * `ldmatrix.sync.aligned.m8n8.xN{.trans}.b16` (PTX ISA 8.x §9.7.14.5.15):
 //!   warp-collective; lane `8·i + r` supplies the (16-byte aligned) shared
 //!   address of row `r` of matrix `i`; destination register `i` of lane
 //!   `l` receives row `l / 4`, columns `2·(l % 4)` (low half) and `+ 1` of
@@ -8,7 +8,8 @@
 //!   `+ 1`. Each row is a 16-byte shared read of its supplying lane,
 //!   checked like an `ld.shared` (bounds, alignment, races, uninitialised
 //!   bytes).
-//! * `cp.async` (§9.7.9.25.3): the source is read (bounds and
+//! * `cp.async` (PTX ISA "Data Movement and Conversion Instructions:
+//!   cp.async"): the source is read (bounds and
 //!   initialisation checked) when the copy is issued; the bytes reach
 //!   shared memory only at the thread's `cp.async.wait_group` /
 //!   `cp.async.wait_all` that covers the copy's group, the latest point
@@ -16,12 +17,15 @@
 //!   bytes. The race check sees the copy's write both at the issue (the
 //!   earliest point: an unsynchronised access of another thread in that
 //!   barrier interval is a race) and at the wait. Between the two every
-//!   shared access to a byte the copy will write is a finding ([`SimError::AsyncCopyPending`]): a read by the copying
-//!   thread ("read before wait"), a read or write by another thread, a
-//!   second pending copy to it. A copy never waited for when its thread
-//!   exits is dropped: the ISA does not call that undefined, and any later
-//!   access of its bytes is a finding. `src_size` below the copy size
-//!   reads that many bytes and zero-fills the rest.
+//!   shared access to a byte the copy will write is a finding
+//!   ([`SimError::AsyncCopyPending`]): a read by the copying thread ("read
+//!   before wait"), a read or write by another thread, a second pending
+//!   copy to it (two `cp.async`s are unordered). A copy never waited for
+//!   when its thread exits is dropped without a finding (the ISA's
+//!   `cp.async` text says nothing of it; any later access of its bytes by
+//!   another thread is a finding). `src_size` below the copy size reads
+//!   that many bytes and zero-fills the rest; above it (undefined
+//!   behaviour in the ISA) is a trap.
 //!
 //! [`SimError::AsyncCopyPending`]: crate::sim::SimError::AsyncCopyPending
 

@@ -1,6 +1,6 @@
 //! Decoding of `ldmatrix` (sm_75) and `cp.async` with its commit and wait
-//! groups (sm_80), issue 31 (PTX ISA 8.x §9.7.9.25 "ldmatrix" and
-//! §9.7.9.25.3 "cp.async").
+//! groups (sm_80), issue 31 (PTX ISA 8.x §9.7.14.5.15 "ldmatrix" and
+//! "Data Movement and Conversion Instructions: cp.async").
 
 use super::super::ir::*;
 use super::decode::{DErr, Decoder, blank_inst, perr, unsup};
