@@ -420,3 +420,24 @@ fn refilling_a_buffer_another_thread_still_reads_is_a_race_at_the_issue() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn src_size_above_the_copy_size_is_a_trap() {
+    let mut b = KernelBuilder::new("too_big", Sm::Sm80);
+    let p = b.params::<CopyArgs>();
+    let buf = b.shared_array::<U32>("buf", 128, 16);
+    let t = b.tid_x();
+    let t4 = b.shl(t, 2u32);
+    let g = b.offset(p.src, t4);
+    let s = b.shared_elem(&buf, t4);
+    b.cp_async_cg(s, g, Some(20u32.into()));
+    b.cp_async_wait_all();
+    let m = b.finish().unwrap();
+    match run(&m, 32, &[0; 128], 1) {
+        Err(SimError::Trap { message, site }) => {
+            assert!(message.contains("src_size"), "{message}");
+            assert!(site.instr.starts_with("cp.async.cg"), "{site}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
