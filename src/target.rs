@@ -405,6 +405,12 @@ pub enum Feature {
     /// `mma.sync.aligned` `m16n8k16` with f16/bf16 and `m16n8k8` with tf32
     /// operands, f32 accumulators (sm_80, PTX 7.0).
     MmaSync,
+    /// `ldmatrix.sync.aligned.m8n8.{x1,x2,x4}{.trans}.shared.b16` (sm_75,
+    /// PTX 6.5).
+    Ldmatrix,
+    /// `cp.async.{ca,cg}.shared.global`, `cp.async.commit_group`,
+    /// `cp.async.wait_group`, `cp.async.wait_all` (sm_80, PTX 7.0).
+    CpAsync,
     /// The block-scale conversions `cvt.rn.satfinite.e2m1x2.f32`,
     /// `cvt.{rz,rp}.satfinite.ue8m0x2.f32`, `cvt.rn.f16x2.e2m1x2` and
     /// `cvt.rn.bf16x2.ue8m0x2`: only the arch-specific targets `sm_100a`
@@ -420,12 +426,14 @@ impl Feature {
     pub const fn min_sm(self) -> Sm {
         match self {
             Feature::WarpSync => Sm::Sm70,
+            Feature::Ldmatrix => Sm::Sm75,
             Feature::Redux
             | Feature::MinMaxNaN
             | Feature::Bf16Cvt
             | Feature::F16x2Cvt
             | Feature::Tf32Cvt
-            | Feature::MmaSync => Sm::Sm80,
+            | Feature::MmaSync
+            | Feature::CpAsync => Sm::Sm80,
             Feature::Fp8Cvt => Sm::Sm89,
             Feature::BlockScaleCvt => Sm::Sm100a,
         }
@@ -437,12 +445,14 @@ impl Feature {
     pub const fn min_ptx(self, sm: Sm) -> PtxVersion {
         match self {
             Feature::WarpSync => PtxVersion::new(6, 0),
+            Feature::Ldmatrix => PtxVersion::new(6, 5),
             Feature::Redux
             | Feature::MinMaxNaN
             | Feature::Bf16Cvt
             | Feature::F16x2Cvt
             | Feature::Tf32Cvt
-            | Feature::MmaSync => PtxVersion::new(7, 0),
+            | Feature::MmaSync
+            | Feature::CpAsync => PtxVersion::new(7, 0),
             Feature::Fp8Cvt => match sm {
                 Sm::Sm89 => PtxVersion::new(8, 1),
                 _ => PtxVersion::new(7, 8),
@@ -476,6 +486,8 @@ impl fmt::Display for Feature {
             Feature::F16x2Cvt => "f16x2 cvt",
             Feature::Tf32Cvt => "tf32 cvt",
             Feature::MmaSync => "tensor-core mma (f16/bf16/tf32)",
+            Feature::Ldmatrix => "ldmatrix",
+            Feature::CpAsync => "cp.async",
             Feature::BlockScaleCvt => "block-scale cvt (e2m1x2/ue8m0x2)",
         };
         f.write_str(s)
@@ -552,12 +564,17 @@ mod tests {
             assert!(Sm::Sm100a.supports(f) && Sm::Sm120a.supports(f), "{f}");
         }
         assert!(Feature::BlockScaleCvt.requirement().contains("sm_100a"));
+        assert!(!Sm::Sm70.supports(Feature::Ldmatrix) && Sm::Sm75.supports(Feature::Ldmatrix));
+        assert!(!Sm::Sm75.supports(Feature::CpAsync) && Sm::Sm80.supports(Feature::CpAsync));
+        assert_eq!(Feature::Ldmatrix.requirement(), "sm_75 and PTX 6.5");
         for sm in Sm::ALL {
             for f in [
                 Feature::WarpSync,
                 Feature::Redux,
                 Feature::Fp8Cvt,
                 Feature::BlockScaleCvt,
+                Feature::Ldmatrix,
+                Feature::CpAsync,
             ] {
                 if sm.supports(f) {
                     assert!(f.min_ptx(sm).max(sm.min_ptx()) >= sm.min_ptx());

@@ -420,6 +420,25 @@ pub(crate) enum Op {
         b: [RegId; 2],
         c: [RegId; 4],
     },
+    /// `ldmatrix.sync.aligned.m8n8.xN{.trans}.shared.b16 {d…}, [addr]`
+    /// (`N = d.len()`: 1, 2 or 4)
+    Ldmatrix {
+        trans: bool,
+        d: Vec<RegId>,
+        addr: Addr,
+    },
+    /// `cp.async.{ca,cg}.shared.global [dst], [src], size{, src_size}`
+    CpAsync {
+        cg: bool,
+        size: u8,
+        dst: Addr,
+        src: Addr,
+        src_size: Option<Value>,
+    },
+    /// `cp.async.commit_group`
+    CpAsyncCommit,
+    /// `cp.async.wait_group n` (`None`: `cp.async.wait_all`)
+    CpAsyncWait(Option<u32>),
     /// `mov.b32 d, {b0, b1, b2, b3}` (b0 → bits 7:0)
     Pack4x8 {
         d: RegId,
@@ -629,6 +648,21 @@ impl Op {
                     f(*r, false);
                 }
             }
+            Op::Ldmatrix { d, addr: a, .. } => {
+                addr(a, &mut f);
+                for r in d {
+                    f(*r, false);
+                }
+            }
+            Op::CpAsync {
+                dst, src, src_size, ..
+            } => {
+                addr(dst, &mut f);
+                addr(src, &mut f);
+                if let Some(n) = src_size {
+                    v(n, &mut f);
+                }
+            }
             Op::Pack4x8 { d, b } => {
                 for r in b {
                     f(*r, true);
@@ -675,6 +709,8 @@ impl Op {
             | Op::Label(_)
             | Op::Bra { .. }
             | Op::Ret
+            | Op::CpAsyncCommit
+            | Op::CpAsyncWait(_)
             | Op::Comment(_) => {}
         }
     }
@@ -700,6 +736,8 @@ impl Op {
             Op::CvtToHalf2 { .. } => Some(Feature::F16x2Cvt),
             Op::CvtToTf32 { .. } => Some(Feature::Tf32Cvt),
             Op::Mma { .. } => Some(Feature::MmaSync),
+            Op::Ldmatrix { .. } => Some(Feature::Ldmatrix),
+            Op::CpAsync { .. } | Op::CpAsyncCommit | Op::CpAsyncWait(_) => Some(Feature::CpAsync),
             _ => None,
         }
     }

@@ -441,6 +441,32 @@ fn op_text(op: &Op) -> String {
                 list(c)
             )
         }
+        Op::Ldmatrix { trans, d, addr: a } => {
+            let ds: Vec<String> = d.iter().map(|r| reg(*r)).collect();
+            format!(
+                "ldmatrix.sync.aligned.m8n8.x{}{}.shared.b16 {{{}}}, {};",
+                d.len(),
+                if *trans { ".trans" } else { "" },
+                ds.join(", "),
+                addr(a)
+            )
+        }
+        Op::CpAsync {
+            cg,
+            size,
+            dst,
+            src,
+            src_size,
+        } => format!(
+            "cp.async.{}.shared.global {}, {}, {size}{};",
+            if *cg { "cg" } else { "ca" },
+            addr(dst),
+            addr(src),
+            src_size.map_or(String::new(), |n| format!(", {}", val(n)))
+        ),
+        Op::CpAsyncCommit => "cp.async.commit_group;".to_string(),
+        Op::CpAsyncWait(Some(n)) => format!("cp.async.wait_group {n};"),
+        Op::CpAsyncWait(None) => "cp.async.wait_all;".to_string(),
         Op::Pack4x8 { d, b } => format!(
             "mov.b32 {}, {{{}, {}, {}, {}}};",
             reg(*d),

@@ -141,7 +141,9 @@ pub(crate) struct Code {
     pub leader_of: Vec<u32>,
     /// The entry may run its threads in lockstep (`interp::lockstep`): it has
     /// no atomics and no `%clock` reads, whose results depend on the order
-    /// of the threads' instructions even in a race-free kernel.
+    /// of the threads' instructions even in a race-free kernel, and no
+    /// `cp.async` (the finding a conflict with a pending copy gives depends
+    /// on that order).
     pub lockstep_ok: bool,
 }
 
@@ -191,6 +193,7 @@ pub(crate) fn src_reads(op: &Op) -> &'static [usize] {
         | Op::CvtUe8m0Dec
         | Op::CvtTf32
         | Op::Cvta { .. }
+        | Op::Ldmatrix { .. }
         | Op::Ld { .. } => A,
         Op::Pack { n, .. } => &ALL5[..*n as usize],
         Op::St { n, .. } => &ALL5[..*n as usize + 1],
@@ -263,6 +266,9 @@ pub(crate) fn src_reads(op: &Op) -> &'static [usize] {
         Op::Vote { .. } | Op::Redux { .. } => &[1, 0],
         // the A/B/C slots are in `Entry::mma`; the interpreter reads them
         Op::Mma { .. } => NONE,
+        // destination, source, source offset, source size
+        Op::CpAsync { .. } => ABCD,
+        Op::CpAsyncCommit | Op::CpAsyncWait { .. } => NONE,
     }
 }
 
@@ -274,6 +280,7 @@ pub(crate) fn dst_writes(op: &Op) -> &'static [usize] {
     match op {
         Op::Unpack { n, .. } | Op::Ld { n, .. } => &ALL4[..*n as usize],
         Op::Mma { .. } => ALL4,
+        Op::Ldmatrix { num, .. } => &ALL4[..*num as usize],
         Op::SetpI { .. } | Op::SetpIBra { .. } | Op::SetpF { .. } | Op::Shfl { .. } => &ALL4[..2],
         Op::St { .. }
         | Op::Nop
@@ -283,7 +290,10 @@ pub(crate) fn dst_writes(op: &Op) -> &'static [usize] {
         | Op::Exit
         | Op::Trap
         | Op::Bar
-        | Op::BarWarp => NONE,
+        | Op::BarWarp
+        | Op::CpAsync { .. }
+        | Op::CpAsyncCommit
+        | Op::CpAsyncWait { .. } => NONE,
         _ => D,
     }
 }
@@ -502,7 +512,7 @@ pub(crate) fn lower(e: &Entry) -> Code {
     }
     let lockstep_ok = !insts
         .iter()
-        .any(|x| x.flags & F_CLOCK != 0 || matches!(x.op, Op::Atom { .. }));
+        .any(|x| x.flags & F_CLOCK != 0 || matches!(x.op, Op::Atom { .. } | Op::CpAsync { .. }));
     Code {
         insts,
         nslots,

@@ -60,6 +60,8 @@ pub(crate) struct CtaState {
     /// A watch on one shared byte while the CTA runs again to name the
     /// earlier access of a race (`checks::probe`).
     pub probe: Option<Box<super::checks::probe::Probe>>,
+    /// The pending `cp.async`s (`interp::async_copy`).
+    pub asyncs: super::interp::async_copy::AsyncCopies,
 }
 
 impl CtaState {
@@ -156,6 +158,11 @@ impl CtaState {
             bu_cnt: vec![0; n * n_brauni as usize],
             bu_out: vec![Bits::default(); n.div_ceil(32) * n_brauni as usize],
             probe: None,
+            asyncs: super::interp::async_copy::AsyncCopies::new(
+                n,
+                smem,
+                checks && code.insts.iter().any(|i| i.op.is_cp_async()),
+            ),
         }
     }
 

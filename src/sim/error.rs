@@ -294,6 +294,32 @@ pub enum SimError {
         size: u32,
     },
 
+    /// A shared-memory access to a byte that a `cp.async` not yet covered
+    /// by a `cp.async.wait_group`/`cp.async.wait_all` of its thread will
+    /// write (the simulator makes a copy's bytes visible at that wait, the
+    /// latest point the PTX ISA allows): a read may see the old bytes, a
+    /// write may be overwritten. `site` is the access (a read by the
+    /// copying thread itself is the classic "read before wait"); `copy_tid`,
+    /// `copy_line` and `copy_text` name the pending `cp.async`.
+    #[error(
+        "shared-memory {this} at shared offset {offset:#x} of a byte a pending cp.async will write: {site}; the cp.async at line {copy_line} `{copy_text}` of thread ({},{},{}) is not yet covered by a cp.async.wait_group/wait_all of that thread",
+        copy_tid.0, copy_tid.1, copy_tid.2
+    )]
+    AsyncCopyPending {
+        /// The access (thread and instruction).
+        site: Box<Site>,
+        /// Byte offset in the CTA's shared memory.
+        offset: u64,
+        /// The access's kind.
+        this: AccessKind,
+        /// The thread (`%tid`) that issued the pending `cp.async`.
+        copy_tid: (u32, u32, u32),
+        /// 1-based PTX line of the pending `cp.async`.
+        copy_line: u32,
+        /// Its source text.
+        copy_text: String,
+    },
+
     /// A global-memory byte read by a kernel before the host or a kernel
     /// wrote it (allocations start uninitialised).
     #[error("uninitialized global-memory read of {size} bytes at {addr:#x}: {site}")]

@@ -498,6 +498,26 @@ pub enum Op {
         fmt: crate::tensor_core::InputFormat,
         ops: u32,
     },
+    /// `ldmatrix.sync.aligned.m8n8.xN{.trans}{.shared}.b16` (`N = num`):
+    /// d0..d(N-1); s0 the lane's row address (+ `off`), in `sp` (shared
+    /// or generic). Warp-collective.
+    Ldmatrix {
+        num: u8,
+        trans: bool,
+        sp: Space,
+    },
+    /// `cp.async.{ca,cg}.shared.global [s0+off], [s1+s2], size{, s3}`:
+    /// s2 the source's offset (an immediate), s3 the source size
+    /// (`Src::None`: `size`).
+    CpAsync {
+        size: u8,
+    },
+    /// `cp.async.commit_group`
+    CpAsyncCommit,
+    /// `cp.async.wait_group n`; `cp.async.wait_all` is `n: None`.
+    CpAsyncWait {
+        n: Option<u32>,
+    },
     /// An approximate f32 instruction (`ex2.approx`, `div.full`, …),
     /// executed as the correctly rounded value only when
     /// `SimOptions::approx` allows it.
@@ -523,6 +543,12 @@ pub enum ApproxFn {
 }
 
 impl Op {
+    /// Whether the op is a `cp.async` (its entry keeps the pending-copy
+    /// shadow of shared memory).
+    pub fn is_cp_async(&self) -> bool {
+        matches!(self, Op::CpAsync { .. })
+    }
+
     /// Whether the op is a synchronisation point (the scheduler parks the
     /// thread there).
     pub fn is_sync(&self) -> bool {
@@ -534,6 +560,7 @@ impl Op {
                 | Op::Vote { .. }
                 | Op::Redux { .. }
                 | Op::Mma { .. }
+                | Op::Ldmatrix { .. }
         )
     }
 }

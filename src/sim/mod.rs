@@ -93,7 +93,10 @@
 //!   cache and ordering qualifiers accepted (`.nc/.ca/.cg/.cs/.volatile/…`),
 //!   `cvta{.to}.{global,shared,local,const}.u64`, `atom` and `red` on
 //!   `.global/.shared`/generic with `add/min/max/inc/dec/and/or/xor/exch/cas`
-//!   on 32/64-bit integers and `add.f32/.f64`.
+//!   on 32/64-bit integers and `add.f32/.f64`; `ldmatrix.sync.aligned.m8n8`
+//!   `.x1/.x2/.x4{.trans}.b16` (warp-collective, sm_75) and
+//!   `cp.async.{ca,cg}.shared.global` with `commit_group`, `wait_group N`
+//!   and `wait_all` (sm_80; a copy lands at its covering wait).
 //! * control: `bra`, `bra.uni` (uniformity checked), `ret`, `exit`, `trap`,
 //!   `bar.sync/barrier.sync a{, b}`, `bar.warp.sync`, `membar`/`fence`
 //!   (no-ops), `shfl.sync` (all modes, clamp and segment mask exactly as
@@ -261,6 +264,10 @@
 //! thread (or warp, or block) but not its line (`other_site` is `None`).
 //! * [`SimError::UninitializedShared`]: a shared byte read (or atomically
 //!   updated) before any thread of the CTA wrote it.
+//! * [`SimError::AsyncCopyPending`]: a shared access of a byte that a
+//!   `cp.async` will write before the covering `cp.async.wait_group` /
+//!   `wait_all` of its thread (a copy's bytes land at that wait; see
+//!   `docs/tensor-cores.md`).
 //! * [`SimError::UninitializedGlobal`]: a kernel load (or atomic) of a
 //!   global byte that neither the host ([`Sim::write`], `upload`) nor a
 //!   kernel store wrote since [`Sim::alloc`] (use [`Sim::alloc_zeroed`] for

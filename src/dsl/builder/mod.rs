@@ -25,6 +25,8 @@
 //!   (global, shared, vector), atomics;
 //! * `mma`: packed f16/bf16/tf32 conversions and `mma.sync` with its
 //!   fragments ([`FragA`], [`FragB`], [`FragC`]);
+//! * `ldmatrix`: `ldmatrix` into `mma.sync` fragments;
+//! * `async_copy`: `cp.async` and its commit/wait groups;
 //! * `control`: predicates, branches and structured control flow,
 //!   barriers and warp operations;
 //! * `loops`: grid-stride loops;
@@ -34,6 +36,7 @@
 //! * [`params`]: typed parameter lists ([`kernel_params!`](crate::kernel_params))
 //!   and [`KernelBuilder::params`].
 
+mod async_copy;
 mod block_scale;
 mod control;
 mod convert;
@@ -41,6 +44,7 @@ mod core;
 mod error;
 mod float;
 mod int;
+mod ldmatrix;
 mod loops;
 mod memory;
 mod mma;
@@ -49,7 +53,9 @@ mod special;
 mod var;
 
 pub use self::core::{KernelBuilder, Label};
+pub use async_copy::CpAsyncSize;
 pub use error::BuildError;
+pub use ldmatrix::LdmatrixInput;
 pub use memory::{GlobalPtr, SharedArray, SharedPtr};
 pub use mma::{FragA, FragB, FragC};
 pub use var::Var;

@@ -405,6 +405,7 @@ impl CtaState {
         write: bool,
         atomic: bool,
     ) -> Result<(), Box<Fault>> {
+        self.asyncs.check(t, off, len, write || atomic)?;
         if self.sh.fast(&self.access(t, off, len, write, atomic)) {
             Ok(())
         } else {

@@ -1,7 +1,7 @@
 //! Internal faults → [`SimError`] findings with their [`Site`] (kernel,
 //! block, thread, PTX line and instruction text).
 
-use super::super::error::{SimError, Site};
+use super::super::error::{AccessKind, SimError, Site};
 use super::{Exec, Fault, Stop};
 
 impl Exec<'_> {
@@ -82,6 +82,27 @@ impl Exec<'_> {
                 other_warp,
                 other_site: None,
             },
+            Fault::AsyncPending {
+                offset,
+                write,
+                copy_tid,
+                copy_pc,
+            } => {
+                let e = self.k.e;
+                let cp = copy_pc as usize;
+                SimError::AsyncCopyPending {
+                    site,
+                    offset,
+                    this: if write {
+                        AccessKind::Write
+                    } else {
+                        AccessKind::Read
+                    },
+                    copy_tid: self.tid_of(copy_tid as usize),
+                    copy_line: e.lines.get(cp).copied().unwrap_or(0),
+                    copy_text: e.texts.get(cp).cloned().unwrap_or_default(),
+                }
+            }
             Fault::Trap(message) => SimError::Trap {
                 site,
                 message: message.into(),

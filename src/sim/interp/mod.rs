@@ -8,6 +8,7 @@
 //! `super::checks`, the grid of CTAs in `super::grid`.
 
 mod access;
+pub(crate) mod async_copy;
 mod convert;
 mod findings;
 mod float;
@@ -56,6 +57,15 @@ pub(crate) enum Fault {
         other_warp: u32,
     },
     UninitShared(u64, u32),
+    /// A shared access (`write`: a store or a `cp.async`) to `offset`,
+    /// which the pending `cp.async` at `copy_pc` of thread `copy_tid`
+    /// will write (`async_copy`).
+    AsyncPending {
+        offset: u64,
+        write: bool,
+        copy_tid: u32,
+        copy_pc: u32,
+    },
     UninitGlobal(u64, u32),
     UninitReg(u32),
     Trap(&'static str),
@@ -308,6 +318,7 @@ impl<'a> Exec<'a> {
         self.ctaid = ctaid;
         self.lin = lin;
         self.cta.reset(self.k.code, ctaid, lin, self.k.checks);
+        self.cta.asyncs.reset();
         self.clock = 0;
         self.issued = 0;
         self.cap = cap;

@@ -370,12 +370,16 @@ impl Exec<'_> {
             }
             Op::Exit => return EXIT,
             Op::Trap => return self.raise(Box::new(Fault::Trap("trap instruction"))),
+            Op::CpAsync { .. } => tri!(self.exec_cp_async(t, pc, rf, i)),
+            Op::CpAsyncCommit => self.exec_cp_commit(t),
+            Op::CpAsyncWait { n } => tri!(self.exec_cp_wait(t, pc, n)),
             Op::Bar
             | Op::BarWarp
             | Op::Shfl { .. }
             | Op::Vote { .. }
             | Op::Redux { .. }
-            | Op::Mma { .. } => {
+            | Op::Mma { .. }
+            | Op::Ldmatrix { .. } => {
                 return PARK;
             }
         }

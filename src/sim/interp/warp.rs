@@ -36,12 +36,18 @@ impl<'a> Exec<'a> {
                 if !inst.op.is_sync() || matches!(inst.op, Op::Bar) {
                     continue;
                 }
-                // `mma.sync` has no membermask: the whole warp takes part
-                let mma = matches!(inst.op, Op::Mma { .. });
+                // `mma.sync` and `ldmatrix` have no membermask: the whole
+                // warp takes part
+                let mma = matches!(inst.op, Op::Mma { .. } | Op::Ldmatrix { .. });
                 if mma && lanes < 32 {
                     return Err(self.to_err(
                         Fault::Warp(format!(
-                            "mma.sync needs all 32 lanes; this warp has {lanes}"
+                            "{} needs all 32 lanes; this warp has {lanes}",
+                            if matches!(inst.op, Op::Mma { .. }) {
+                                "mma.sync"
+                            } else {
+                                "ldmatrix"
+                            }
                         )),
                         t,
                         pc,
@@ -147,6 +153,7 @@ impl<'a> Exec<'a> {
         match inst.op {
             Op::BarWarp => {}
             Op::Mma { fmt, ops } => self.exec_mma(w, inst, pc, fmt, ops)?,
+            Op::Ldmatrix { num, trans, sp } => self.exec_ldmatrix(w, inst, pc, num, trans, sp)?,
             Op::Shfl { mode } => {
                 let mut res = [(0u64, false); 32];
                 for (k, &l) in lanes.iter().enumerate() {

@@ -103,7 +103,7 @@ impl Decoder<'_> {
             "abs", "neg", "and", "or", "xor", "not", "cnot", "shl", "shr", "bfe", "bfi", "prmt",
             "clz", "popc", "brev", "setp", "selp", "cvt", "cvta", "ld", "st", "atom", "red", "bra",
             "ret", "exit", "trap", "membar", "fence", "bar", "barrier", "shfl", "vote", "redux",
-            "ex2", "lg2", "rsqrt", "sin", "cos", "tanh", "mma",
+            "ex2", "lg2", "rsqrt", "sin", "cos", "tanh", "mma", "ldmatrix", "cp",
         ];
         let base = opname.split('.').next().unwrap_or("");
         if !KNOWN.contains(&base) {
@@ -544,6 +544,8 @@ impl Decoder<'_> {
                 Ok(i)
             }
             "mma" => self.decode_mma(mods, ops),
+            "ldmatrix" => self.decode_ldmatrix(mods, ops),
+            "cp" => self.decode_cp(mods, ops),
             "redux" => {
                 if self.sm < 80 {
                     return unsup(format!(

@@ -15,6 +15,7 @@
 //! instruction text.
 
 mod decode;
+mod decode_async;
 mod decode_cvt;
 mod decode_mem;
 mod decode_mma;

@@ -1,0 +1,130 @@
+//! Decoding of `ldmatrix` (sm_75) and `cp.async` with its commit and wait
+//! groups (sm_80), issue 31 (PTX ISA 8.x §9.7.14.5.15 "ldmatrix" and
+//! "Data Movement and Conversion Instructions: cp.async").
+
+use super::super::ir::*;
+use super::decode::{DErr, Decoder, blank_inst, perr, unsup};
+use super::operands::{Cls, Opnd};
+
+impl Decoder<'_> {
+    /// `ldmatrix.sync.aligned.m8n8.{x1,x2,x4}{.trans}{.shared}.b16 {d…},
+    /// [a]` (`.shared::cta` arrives as `.shared`).
+    pub(super) fn decode_ldmatrix(&self, mods: &[&str], ops: &[Opnd]) -> Result<Inst, DErr> {
+        let (num, rest) = match mods {
+            ["sync", "aligned", "m8n8", x, rest @ ..] => match *x {
+                "x1" => (1u8, rest),
+                "x2" => (2, rest),
+                "x4" => (4, rest),
+                _ => return unsup(format!("ldmatrix count `.{x}`")),
+            },
+            _ => return unsup(format!("ldmatrix form `ldmatrix.{}`", mods.join("."))),
+        };
+        let (trans, sp) = match rest {
+            ["trans", "shared", "b16"] => (true, Space::Shared),
+            ["shared", "b16"] => (false, Space::Shared),
+            ["trans", "b16"] => (true, Space::Generic),
+            ["b16"] => (false, Space::Generic),
+            _ => return unsup(format!("ldmatrix form `ldmatrix.{}`", mods.join("."))),
+        };
+        if self.sm < 75 {
+            return unsup(format!(
+                "ldmatrix needs sm_75+, module targets sm_{}",
+                self.sm
+            ));
+        }
+        self.nops(ops, 2)?;
+        let mut i = blank_inst(Op::Ldmatrix { num, trans, sp });
+        match &ops[0] {
+            Opnd::Vec(v) if v.len() == num as usize => {
+                for (k, r) in v.iter().enumerate() {
+                    i.d[k] = self.reg(r)?;
+                }
+            }
+            _ => {
+                return perr(format!(
+                    "ldmatrix .x{num} needs a vector of {num} registers"
+                ));
+            }
+        }
+        if i.d.iter().take(num as usize).any(|&r| r == NO_REG) {
+            return perr("ldmatrix destinations must be registers");
+        }
+        let (a, off, sp2) = self.mem_operand(&ops[1], sp)?;
+        if sp2 != Space::Shared && sp2 != Space::Generic {
+            return perr(format!("ldmatrix reads shared memory, not .{sp2}"));
+        }
+        i.op = Op::Ldmatrix {
+            num,
+            trans,
+            sp: sp2,
+        };
+        i.s[0] = a;
+        i.off = off;
+        Ok(i)
+    }
+
+    /// `cp.async.{ca,cg}.shared.global [d], [s], size{, src_size}`,
+    /// `cp.async.commit_group`, `cp.async.wait_group N`,
+    /// `cp.async.wait_all`.
+    pub(super) fn decode_cp(&self, mods: &[&str], ops: &[Opnd]) -> Result<Inst, DErr> {
+        if mods.first() != Some(&"async") {
+            return unsup(format!("opcode `cp.{}`", mods.join(".")));
+        }
+        if self.sm < 80 {
+            return unsup(format!(
+                "cp.async needs sm_80+, module targets sm_{}",
+                self.sm
+            ));
+        }
+        match &mods[1..] {
+            ["commit_group"] => {
+                self.nops(ops, 0)?;
+                Ok(blank_inst(Op::CpAsyncCommit))
+            }
+            ["wait_all"] => {
+                self.nops(ops, 0)?;
+                Ok(blank_inst(Op::CpAsyncWait { n: None }))
+            }
+            ["wait_group"] => {
+                self.nops(ops, 1)?;
+                match self.src(&ops[0], Cls::Int)? {
+                    Src::Imm(n) => Ok(blank_inst(Op::CpAsyncWait {
+                        n: Some(u32::try_from(n).unwrap_or(u32::MAX)),
+                    })),
+                    _ => perr("cp.async.wait_group takes an integer constant"),
+                }
+            }
+            [cache @ ("ca" | "cg"), "shared", "global"] => {
+                if ops.len() != 3 && ops.len() != 4 {
+                    return perr(format!(
+                        "cp.async takes 3 or 4 operands, found {}",
+                        ops.len()
+                    ));
+                }
+                let size = match self.src(&ops[2], Cls::Int)? {
+                    Src::Imm(n @ (4 | 8 | 16)) => n as u8,
+                    Src::Imm(n) => return perr(format!("cp.async size {n} (4, 8 or 16)")),
+                    _ => return perr("cp.async size must be a constant"),
+                };
+                if *cache == "cg" && size != 16 {
+                    return perr(format!("cp.async.cg copies 16 bytes, not {size}"));
+                }
+                let (d, doff, dsp) = self.mem_operand(&ops[0], Space::Shared)?;
+                let (s, soff, ssp) = self.mem_operand(&ops[1], Space::Global)?;
+                if dsp != Space::Shared || ssp != Space::Global {
+                    return perr("cp.async copies from .global to .shared");
+                }
+                let mut i = blank_inst(Op::CpAsync { size });
+                i.s[0] = d;
+                i.off = doff;
+                i.s[1] = s;
+                i.s[2] = Src::Imm(soff as u64);
+                if let Some(n) = ops.get(3) {
+                    i.s[3] = self.src(n, Cls::Int)?;
+                }
+                Ok(i)
+            }
+            _ => unsup(format!("cp.async form `cp.{}`", mods.join("."))),
+        }
+    }
+}
