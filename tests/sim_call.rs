@@ -271,3 +271,297 @@ fn recursion_is_refused_naming_the_cycle() {
         e => panic!("{e}"),
     }
 }
+
+const VPRINTF_DECL: &str = "
+.extern .func  (.param .b32 func_retval0) vprintf
+(
+	.param .b64 vprintf_param_0,
+	.param .b64 vprintf_param_1
+)
+;
+";
+
+const ASSERT_DECL: &str = "
+.extern .func __assertfail
+(
+	.param .b64 __assertfail_param_0,
+	.param .b64 __assertfail_param_1,
+	.param .b32 __assertfail_param_2,
+	.param .b64 __assertfail_param_3,
+	.param .b64 __assertfail_param_4
+)
+.noreturn;
+";
+
+/// `k(strings, out)`: each thread prints `fmt0` with (tid, tid/4 as a
+/// double, strings+48 as `%s`), then after a `bar.sync` the odd threads
+/// print `fmt1` with (ctaid, -tid as a long); the format strings are in
+/// the `strings` buffer (at 0 and 32), as a real module has them in a
+/// `.global` array. `out[gtid]` gets the first printf's return value.
+const PRINTF_KERNEL: &str = r#"
+.visible .entry k(.param .u64 k_param_0, .param .u64 k_param_1)
+{
+	.local .align 8 .b8 	__local_depot0[24];
+	.reg .b64 	%SP;
+	.reg .b64 	%SPL;
+	.reg .pred 	%p<2>;
+	.reg .b32 	%r<12>;
+	.reg .f64 	%fd<2>;
+	.reg .b64 	%rd<16>;
+	mov.u64 	%SPL, __local_depot0;
+	cvta.local.u64 	%SP, %SPL;
+	ld.param.u64 	%rd1, [k_param_0];
+	ld.param.u64 	%rd9, [k_param_1];
+	cvta.to.global.u64 	%rd10, %rd9;
+	mov.u32 	%r1, %tid.x;
+	mov.u32 	%r2, %ctaid.x;
+	mov.u32 	%r9, %ntid.x;
+	mad.lo.s32 	%r10, %r2, %r9, %r1;
+	cvt.rn.f64.u32 	%fd1, %r1;
+	mul.rn.f64 	%fd1, %fd1, 0d3FD0000000000000;
+	add.s64 	%rd4, %rd1, 48;
+	add.u64 	%rd2, %SP, 0;
+	add.u64 	%rd3, %SPL, 0;
+	st.local.u32 	[%rd3], %r1;
+	st.local.f64 	[%rd3+8], %fd1;
+	st.local.u64 	[%rd3+16], %rd4;
+	{ // callseq 0, 0
+	.param .b64 param0;
+	st.param.b64 	[param0+0], %rd1;
+	.param .b64 param1;
+	st.param.b64 	[param1+0], %rd2;
+	.param .b32 retval0;
+	call.uni (retval0), vprintf, (param0, param1);
+	ld.param.b32 	%r3, [retval0+0];
+	} // callseq 0
+	mul.wide.u32 	%rd11, %r10, 4;
+	add.s64 	%rd12, %rd10, %rd11;
+	st.global.u32 	[%rd12], %r3;
+	bar.sync 	0;
+	and.b32 	%r4, %r1, 1;
+	setp.eq.s32 	%p1, %r4, 0;
+	@%p1 bra 	$L__BB0_2;
+	neg.s32 	%r5, %r1;
+	cvt.s64.s32 	%rd5, %r5;
+	st.local.u32 	[%rd3], %r2;
+	st.local.u64 	[%rd3+8], %rd5;
+	add.s64 	%rd6, %rd1, 32;
+	{ // callseq 1, 0
+	.param .b64 param0;
+	st.param.b64 	[param0+0], %rd6;
+	.param .b64 param1;
+	st.param.b64 	[param1+0], %rd2;
+	.param .b32 retval0;
+	call.uni (retval0), vprintf, (param0, param1);
+	} // callseq 1
+$L__BB0_2:
+	ret;
+}
+"#;
+
+/// A buffer of 64-byte-aligned NUL-terminated strings at 0, 32, 48, …
+fn strings(parts: &[(usize, &str)]) -> Vec<u8> {
+    let mut b = vec![0u8; 128];
+    for (at, s) in parts {
+        b[*at..*at + s.len()].copy_from_slice(s.as_bytes());
+    }
+    b
+}
+
+#[test]
+fn printf_output_is_captured_in_block_then_thread_order() {
+    let ptx = format!("{HEAD}{VPRINTF_DECL}{PRINTF_KERNEL}");
+    let prog = Program::parse(&ptx).unwrap();
+    let text = strings(&[(0, "t%d x=%.2f %s\n"), (32, "b%u %ld\n"), (48, "ok")]);
+    let (blocks, threads) = (2u32, 4u32);
+    let mut want = String::new();
+    for b in 0..blocks {
+        for t in 0..threads {
+            want += &format!("t{t} x={:.2} ok\n", t as f64 / 4.0);
+            if t % 2 == 1 {
+                want += &format!("b{b} -{t}\n");
+            }
+        }
+    }
+    for lockstep in [true, false] {
+        for nthreads in [1, 3] {
+            let mut sim = Sim::new(Sm::Sm80);
+            sim.set_options(SimOptions {
+                lockstep,
+                threads: nthreads,
+                ..Default::default()
+            });
+            let s = sim.alloc(text.len()).unwrap();
+            sim.write(s, &text).unwrap();
+            let n = (blocks * threads) as usize;
+            let out = sim.alloc(4 * n).unwrap();
+            let r = sim
+                .launch_program(
+                    &prog,
+                    "k",
+                    LaunchConfig::linear(blocks, threads),
+                    &[ArgValue::Ptr(s), ArgValue::Ptr(out)],
+                )
+                .unwrap();
+            assert_eq!(r.printf, want);
+            let mut o = vec![0u8; 4 * n];
+            sim.read(out, &mut o).unwrap();
+            assert!(o.chunks(4).all(|c| c == 3u32.to_le_bytes()), "{o:?}");
+        }
+    }
+}
+
+#[test]
+fn printf_reads_are_checked() {
+    // the %s pointer runs past the strings' allocation: no NUL in it
+    let ptx = format!("{HEAD}{VPRINTF_DECL}{PRINTF_KERNEL}");
+    let prog = Program::parse(&ptx).unwrap();
+    let mut text = strings(&[(0, "t%d x=%.2f %s\n"), (32, "b%u %ld\n")]);
+    text[48..].fill(b'z');
+    let mut sim = Sim::new(Sm::Sm80);
+    let s = sim.alloc(text.len()).unwrap();
+    sim.write(s, &text).unwrap();
+    let out = sim.alloc(16).unwrap();
+    let e = sim
+        .launch_program(
+            &prog,
+            "k",
+            LaunchConfig::linear(1, 4),
+            &[ArgValue::Ptr(s), ArgValue::Ptr(out)],
+        )
+        .unwrap_err();
+    match e {
+        SimError::OutOfBounds { site, addr, .. } => {
+            assert_eq!(addr, s + 128);
+            assert!(site.instr.contains("vprintf"), "{site}");
+        }
+        e => panic!("{e}"),
+    }
+}
+
+/// `k(strings)`: thread 5 (`4·tid.y + tid.x`) of each block fails `assert(x < 5)`; the
+/// strings are at 0 (message), 32 (file), 48 (function).
+const ASSERT_KERNEL: &str = r#"
+.visible .entry k(.param .u64 k_param_0)
+{
+	.reg .pred 	%p<2>;
+	.reg .b32 	%r<4>;
+	.reg .b64 	%rd<8>;
+	ld.param.u64 	%rd1, [k_param_0];
+	mov.u32 	%r1, %tid.x;
+	mov.u32 	%r2, %tid.y;
+	mad.lo.s32 	%r1, %r2, 4, %r1;
+	setp.lt.u32 	%p1, %r1, 5;
+	@%p1 bra 	$L__BB0_2;
+	add.s64 	%rd5, %rd1, 32;
+	mov.u32 	%r3, 12;
+	add.s64 	%rd6, %rd1, 48;
+	mov.u64 	%rd7, 1;
+	{ // callseq 0, 0
+	.param .b64 param0;
+	st.param.b64 	[param0+0], %rd1;
+	.param .b64 param1;
+	st.param.b64 	[param1+0], %rd5;
+	.param .b32 param2;
+	st.param.b32 	[param2+0], %r3;
+	.param .b64 param3;
+	st.param.b64 	[param3+0], %rd6;
+	.param .b64 param4;
+	st.param.b64 	[param4+0], %rd7;
+	call.uni
+	__assertfail,
+	(
+	param0,
+	param1,
+	param2,
+	param3,
+	param4
+	);
+	} // callseq 0
+$L__BB0_2:
+	ret;
+}
+"#;
+
+#[test]
+fn a_failed_assert_is_a_typed_error_with_the_devices_message() {
+    let ptx = format!("{HEAD}{ASSERT_DECL}{ASSERT_KERNEL}");
+    let prog = Program::parse(&ptx).unwrap();
+    let text = strings(&[(0, "x < 5"), (32, "t.cu"), (48, "void k(int *)")]);
+    let mut sim = Sim::new(Sm::Sm80);
+    let s = sim.alloc(text.len()).unwrap();
+    sim.write(s, &text).unwrap();
+    let cfg = LaunchConfig {
+        grid: (2, 1, 1),
+        block: (4, 2, 1),
+        dynamic_smem_bytes: 0,
+    };
+    let e = sim
+        .launch_program(&prog, "k", cfg, &[ArgValue::Ptr(s)])
+        .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "t.cu:12: void k(int *): block: [0,0,0], thread: [1,1,0] Assertion `x < 5` failed."
+    );
+    match e {
+        SimError::Assert {
+            site,
+            message,
+            file,
+            line,
+            function,
+        } => {
+            assert_eq!(
+                (message.as_str(), file.as_str(), line),
+                ("x < 5", "t.cu", 12)
+            );
+            assert_eq!(function, "void k(int *)");
+            assert_eq!(site.kernel, "k");
+            assert!(site.instr.starts_with("call.uni"), "{}", site.instr);
+        }
+        e => panic!("{e}"),
+    }
+    // with 5 threads nobody asserts
+    sim.launch_program(&prog, "k", LaunchConfig::linear(2, 5), &[ArgValue::Ptr(s)])
+        .unwrap();
+}
+
+#[test]
+fn other_external_functions_are_refused_only_when_called() {
+    let decl = "\n.extern .func  (.param .b32 func_retval0) cudaGetDevice(.param .b64 p0);\n";
+    let ok = format!(
+        "{HEAD}{decl}{ASSERT_DECL}{VPRINTF_DECL}{}",
+        entry("st.global.u32 [%rd3], %r5;")
+    );
+    assert_eq!(run(&ok, 4, 4).unwrap(), [0, 1, 2, 3]);
+    let body = "{
+	.param .b64 param0;
+	st.param.b64 	[param0+0], %rd1;
+	.param .b32 retval0;
+	call.uni (retval0), cudaGetDevice, (param0);
+	}";
+    let bad = format!("{HEAD}{decl}{}", entry(body));
+    match Program::parse(&bad).unwrap_err() {
+        SimError::Unsupported { reason, instr, .. } => {
+            assert!(reason.contains("`cudaGetDevice`"), "{reason}");
+            assert!(instr.starts_with("call.uni"), "{instr}");
+        }
+        e => panic!("{e}"),
+    }
+}
+
+#[test]
+fn indirect_calls_are_refused() {
+    let body = "{
+	.param .b32 param0;
+	st.param.b32 	[param0+0], %r5;
+	.param .b32 retval0;
+	prototype_0 : .callprototype (.param .b32 _) _ (.param .b32 _);
+	call (retval0), %rd1, (param0), prototype_0;
+	}";
+    let ptx = format!("{HEAD}{}", entry(body));
+    match Program::parse(&ptx).unwrap_err() {
+        SimError::Unsupported { reason, .. } => assert!(reason.contains("indirect"), "{reason}"),
+        e => panic!("{e}"),
+    }
+}

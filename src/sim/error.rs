@@ -339,6 +339,26 @@ pub enum SimError {
         message: String,
     },
 
+    /// A device-side `assert` failed: the thread called `__assertfail`.
+    /// Displays as the device prints it; `site` has the kernel, block,
+    /// thread and the PTX line of the call.
+    #[error(
+        "{file}:{line}: {function}: block: [{},{},{}], thread: [{},{},{}] Assertion `{message}` failed.",
+        site.ctaid.0, site.ctaid.1, site.ctaid.2, site.tid.0, site.tid.1, site.tid.2
+    )]
+    Assert {
+        /// The thread and the PTX instruction (the inlined call).
+        site: Box<Site>,
+        /// The asserted expression's text.
+        message: String,
+        /// The source file the assertion names.
+        file: String,
+        /// The source line the assertion names (not the PTX line).
+        line: u32,
+        /// The function the assertion names.
+        function: String,
+    },
+
     /// No thread of a CTA can proceed.
     #[error("deadlock in kernel `{kernel}` block ({},{},{}): {parked}", ctaid.0, ctaid.1, ctaid.2)]
     Deadlock {

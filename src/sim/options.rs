@@ -193,6 +193,13 @@ pub struct LaunchReport {
     /// Executed approximate instructions (see [`SimOptions::approx`]); when
     /// non-zero the results are not bit-exact with the GPU.
     pub approximate: u64,
+    /// The launch's device `printf` output (`vprintf`), also written to
+    /// the host's stdout when the launch ends: block by block in linear
+    /// order, within a block thread by thread in linear order, each
+    /// thread's output in its program order (a GPU interleaves threads in
+    /// an unspecified order). Empty when the kernel prints nothing; a
+    /// launch that fails prints nothing.
+    pub printf: String,
 }
 
 impl LaunchReport {

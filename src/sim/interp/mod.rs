@@ -8,6 +8,7 @@
 //! `super::checks`, the grid of CTAs in `super::grid`.
 
 mod access;
+mod builtins;
 mod convert;
 mod findings;
 mod float;
@@ -15,6 +16,7 @@ mod int;
 mod ldst;
 mod lockstep;
 mod mma;
+mod printf;
 mod step;
 mod warp;
 
@@ -59,6 +61,13 @@ pub(crate) enum Fault {
     UninitGlobal(u64, u32),
     UninitReg(u32),
     Trap(&'static str),
+    /// `__assertfail` (the builtin behind device `assert`).
+    Assert {
+        message: String,
+        file: String,
+        line: u32,
+        function: String,
+    },
     Warp(String),
     /// A global access whose value depends on the order of the CTA's
     /// threads, met by the lockstep schedule (`checks::reorder`), which
@@ -224,6 +233,9 @@ pub(crate) struct Exec<'a> {
     sub: Vec<u32>,
     /// CTAs this worker completed in lockstep.
     pub lockstep_ctas: u64,
+    /// The running CTA's `vprintf` output: (thread, text), in execution
+    /// order.
+    pub printf: Vec<(u32, Vec<u8>)>,
 }
 
 #[inline(always)]
@@ -272,6 +284,7 @@ impl<'a> Exec<'a> {
             group: Vec::new(),
             sub: Vec::new(),
             lockstep_ctas: 0,
+            printf: Vec::new(),
         }
     }
 
@@ -308,6 +321,7 @@ impl<'a> Exec<'a> {
         self.ctaid = ctaid;
         self.lin = lin;
         self.cta.reset(self.k.code, ctaid, lin, self.k.checks);
+        self.printf.clear();
         self.clock = 0;
         self.issued = 0;
         self.cap = cap;

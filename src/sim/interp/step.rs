@@ -370,6 +370,11 @@ impl Exec<'_> {
             }
             Op::Exit => return EXIT,
             Op::Trap => return self.raise(Box::new(Fault::Trap("trap instruction"))),
+            Op::Vprintf => tri!(self.exec_vprintf(t, pc, rf, i)),
+            Op::AssertFail => {
+                let f = self.assert_fault(t, pc, rf, i);
+                return self.raise(f);
+            }
             Op::Bar
             | Op::BarWarp
             | Op::Shfl { .. }

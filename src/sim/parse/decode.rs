@@ -100,6 +100,26 @@ impl Decoder<'_> {
             Some(Tok::Id(s)) => s.clone(),
             _ => return perr("expected an opcode"),
         };
+        // the builtins' pseudo-instructions (`func`: no PTX token has a `#`)
+        let builtin = match opname.as_str() {
+            "call#vprintf" => Some((Op::Vprintf, 1, 2)),
+            "call#__assertfail" => Some((Op::AssertFail, 0, 4)),
+            _ => None,
+        };
+        if let Some((op, nd, ns)) = builtin {
+            let ops = operands(&toks[1..])?;
+            self.nops(&ops, nd + ns)?;
+            let mut inst = blank_inst(op);
+            for k in 0..nd {
+                inst.d[k] = self.reg(&ops[k])?;
+            }
+            for k in 0..ns {
+                inst.s[k] = self.src(&ops[nd + k], Cls::Int)?;
+            }
+            inst.guard = guard;
+            inst.guard_neg = guard_neg;
+            return Ok((inst, opname));
+        }
         const KNOWN: &[&str] = &[
             "mov", "add", "sub", "mul", "mad", "fma", "div", "rem", "min", "max", "sqrt", "rcp",
             "abs", "neg", "and", "or", "xor", "not", "cnot", "shl", "shr", "bfe", "bfi", "prmt",

@@ -290,6 +290,90 @@ struct Inliner<'a, 'p> {
 }
 
 impl Inliner<'_, '_> {
+    /// A call of the builtin `vprintf(fmt, args)` or
+    /// `__assertfail(message, file, line, function, charSize)`: its
+    /// parameters loaded from the caller's frame into fresh registers, then
+    /// the pseudo-instruction `call#NAME` (decoded to [`Op::Vprintf`] /
+    /// [`Op::AssertFail`]), then `vprintf`'s result stored.
+    ///
+    /// [`Op::Vprintf`]: super::super::ir::Op::Vprintf
+    /// [`Op::AssertFail`]: super::super::ir::Op::AssertFail
+    fn builtin(
+        &mut self,
+        line: u32,
+        fname: &str,
+        k: u32,
+        rets: &[String],
+        args: &[String],
+    ) -> Result<(), SimError> {
+        let id = |s: &str| Tok::Id(s.to_string());
+        let reg = |n: &str| format!("%{n}@{fname}#{k}");
+        let (wanted, types): (&[&str], &[&str]) = if fname == "vprintf" {
+            (&["fmt", "args"], &[".b64", ".b64"])
+        } else {
+            (
+                &["message", "file", "line", "function"],
+                &[".b64", ".b64", ".b32", ".b64"],
+            )
+        };
+        let nret = usize::from(fname == "vprintf");
+        if args.len() < wanted.len() || rets.len() > nret {
+            return Err(self
+                .p
+                .perr(line, format!("`{fname}` takes {} parameters", wanted.len())));
+        }
+        let mut ops = Vec::new();
+        if nret == 1 {
+            let r = reg("ret");
+            self.push(Stmt {
+                line,
+                toks: vec![id(".reg"), id(".b32"), id(&r)],
+            })?;
+            ops.push(r);
+        }
+        for ((n, ty), a) in wanted.iter().zip(types.iter()).zip(args) {
+            let r = reg(n);
+            self.push(Stmt {
+                line,
+                toks: vec![id(".reg"), id(ty), id(&r)],
+            })?;
+            self.push(Stmt {
+                line,
+                toks: vec![
+                    id(&format!("ld.param{ty}")),
+                    id(&r),
+                    Tok::P(','),
+                    Tok::P('['),
+                    id(a),
+                    Tok::P(']'),
+                ],
+            })?;
+            ops.push(r);
+        }
+        let mut toks = vec![id(&format!("call#{fname}"))];
+        for (i, o) in ops.iter().enumerate() {
+            if i > 0 {
+                toks.push(Tok::P(','));
+            }
+            toks.push(id(o));
+        }
+        self.push(Stmt { line, toks })?;
+        if let (Some(r), true) = (rets.first(), nret == 1) {
+            self.push(Stmt {
+                line,
+                toks: vec![
+                    id("st.param.b32"),
+                    Tok::P('['),
+                    id(r),
+                    Tok::P(']'),
+                    Tok::P(','),
+                    id(&ops[0]),
+                ],
+            })?;
+        }
+        Ok(())
+    }
+
     /// The name a declaration of `name` gets in `ctx` (and records it in
     /// the innermost scope).
     fn declare(&mut self, ctx: &mut Ctx, name: &str) -> String {
@@ -363,6 +447,8 @@ impl Inliner<'_, '_> {
                 Some(Tok::Id(d)) if d == ".shared" && ctx.func.is_some() => {
                     return Err(self.p.unsup(line, ".shared declared inside a .func"));
                 }
+                // a prototype only matters to an indirect call, refused
+                Some(Tok::Id(d)) if d == ".callprototype" => {}
                 Some(Tok::Id(d)) if d.starts_with('.') => self.push(st.clone())?,
                 _ => self.instruction(st, ctx)?,
             }
@@ -569,14 +655,15 @@ impl Inliner<'_, '_> {
                 return Err(p.perr(line, format!("call of undeclared function `{fname}`")));
             }
         };
-        let Some(body) = &def.body else {
+        let builtin = def.body.is_none() && matches!(fname.as_str(), "vprintf" | "__assertfail");
+        if def.body.is_none() && !builtin {
             return Err(p.unsup(
                 line,
                 format!(
                     "call of the external function `{fname}`, which the simulator does not implement"
                 ),
             ));
-        };
+        }
         if def.rets.len() != rets.len() || def.params.len() != args.len() {
             return Err(p.perr(
                 line,
@@ -614,6 +701,19 @@ impl Inliner<'_, '_> {
             toks.push(Tok::Id(l.clone()));
             self.push(Stmt { line, toks })?;
             Some(l)
+        };
+        if builtin {
+            self.builtin(line, &fname, k, &rets, &args)?;
+            if let Some(l) = skip {
+                self.push(Stmt {
+                    line,
+                    toks: vec![Tok::Id(l), Tok::P(':')],
+                })?;
+            }
+            return Ok(());
+        }
+        let Some(body) = &def.body else {
+            unreachable!("checked above")
         };
         let end = format!("$__ret@{fname}#{k}");
         let mut base = HashMap::new();
