@@ -20,6 +20,8 @@ mod decode_mem;
 mod decode_mma;
 mod directives;
 mod func;
+#[cfg(test)]
+mod func_tests;
 mod lex;
 mod operands;
 #[cfg(test)]
