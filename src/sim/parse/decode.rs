@@ -110,11 +110,11 @@ impl Decoder<'_> {
             let ops = operands(&toks[1..])?;
             self.nops(&ops, nd + ns)?;
             let mut inst = blank_inst(op);
-            for k in 0..nd {
-                inst.d[k] = self.reg(&ops[k])?;
+            for (d, o) in inst.d.iter_mut().zip(&ops[..nd]) {
+                *d = self.reg(o)?;
             }
-            for k in 0..ns {
-                inst.s[k] = self.src(&ops[nd + k], Cls::Int)?;
+            for (s, o) in inst.s.iter_mut().zip(&ops[nd..]) {
+                *s = self.src(o, Cls::Int)?;
             }
             inst.guard = guard;
             inst.guard_neg = guard_neg;

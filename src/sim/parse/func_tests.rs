@@ -85,12 +85,12 @@ fn ret_in_the_middle_and_predicated_calls() {
         @%q ret;\nst.param.b32 [r], %v;\nret;\n}\n";
     let body = "mov.u32 %r9, 100;\nsetp.ne.u32 %p1, %r1, 1;\n{\n.param .b32 a;\nst.param.b32 [a], %r1;\n\
         .param .b32 v;\n@%p1 call (v), clamp, (a);\n@%p1 ld.param.b32 %r9, [v];\n}";
-    assert_eq!(run(&module(&clamp, body), 5).unwrap(), [0, 100, 2, 2, 2]);
+    assert_eq!(run(&module(clamp, body), 5).unwrap(), [0, 100, 2, 2, 2]);
     // `@!%p call`
     let neg = body
         .replace("@%p1 call", "@!%p1 call")
         .replace("@%p1 ld", "@!%p1 ld");
-    assert_eq!(run(&module(&clamp, &neg), 3).unwrap(), [100, 1, 100]);
+    assert_eq!(run(&module(clamp, &neg), 3).unwrap(), [100, 1, 100]);
 }
 
 #[test]
