@@ -565,3 +565,86 @@ fn indirect_calls_are_refused() {
         e => panic!("{e}"),
     }
 }
+
+/// `tests/data/ptx/nvrtc_calls.cu` as NVRTC 12.9 compiles it, optimised
+/// and with `-G` (every function kept, `.loc` lines, debug sections).
+const NVRTC: [(&str, &str); 2] = [
+    ("O3", include_str!("data/ptx/nvrtc_calls_O3.ptx")),
+    ("G", include_str!("data/ptx/nvrtc_calls_G.ptx")),
+];
+
+/// Run NVRTC's `k(out, out2, text, limit)` on 64 threads.
+fn run_nvrtc(ptx: &str, limit: u32) -> Result<(Vec<u32>, Vec<u64>, String), SimError> {
+    let prog = Program::parse(ptx)?;
+    let mut text = vec![0u8; 128];
+    for (at, s) in [
+        (0, "t%d r=%d b=%.1f c=%lld\n"),
+        (64, "t < limit"),
+        (96, "t.cu"),
+        (112, "k"),
+    ] {
+        text[at..at + s.len()].copy_from_slice(s.as_bytes());
+    }
+    let mut sim = Sim::new(Sm::Sm80);
+    let t = sim.alloc(text.len()).unwrap();
+    sim.write(t, &text).unwrap();
+    let out = sim.alloc(4 * 64).unwrap();
+    let out2 = sim.alloc(8 * 64).unwrap();
+    let r = sim.launch_program(
+        &prog,
+        "k",
+        LaunchConfig::linear(1, 64),
+        &[
+            ArgValue::Ptr(out),
+            ArgValue::Ptr(out2),
+            ArgValue::Ptr(t),
+            ArgValue::U32(limit),
+        ],
+    )?;
+    let mut o = vec![0u8; 4 * 64];
+    sim.read(out, &mut o).unwrap();
+    let mut o2 = vec![0u8; 8 * 64];
+    sim.read(out2, &mut o2).unwrap();
+    Ok((
+        o.chunks(4)
+            .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+            .collect(),
+        o2.chunks(8)
+            .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+            .collect(),
+        r.printf,
+    ))
+}
+
+#[test]
+fn nvrtc_generated_calls_printf_and_assert_run() {
+    // the host model of nvrtc_calls.cu
+    let (mut want, mut want2, mut text) = (Vec::new(), Vec::new(), String::new());
+    for t in 0..64u32 {
+        let mut r = t + 3 * t;
+        if t & 1 == 1 {
+            r += t * t + 4;
+        }
+        let k = t % 3;
+        let (a, c) = if k == 0 {
+            (t, 1000)
+        } else {
+            (t * k, 1000 + t as u64)
+        };
+        want.push(r + a);
+        want2.push(c);
+        text += &format!("t{t} r={r} b=1.5 c={c}\n");
+    }
+    for (name, ptx) in NVRTC {
+        let (got, got2, printed) = run_nvrtc(ptx, 64).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(got, want, "{name}");
+        assert_eq!(got2, want2, "{name}");
+        assert_eq!(printed, text, "{name}");
+        let e = run_nvrtc(ptx, 40).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "t.cu:7: k: block: [0,0,0], thread: [40,0,0] Assertion `t < limit` failed.",
+            "{name}"
+        );
+    }
+}

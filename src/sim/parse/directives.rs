@@ -211,7 +211,10 @@ impl<'a> Parser<'a> {
                     let toks = self.until_semi()?;
                     self.const_decl(line, &toks)?;
                 }
-                Tok::Id(ref s) if s == ".file" || s == ".pragma" || s == ".section" => {
+                Tok::Id(ref s) if s == ".file" || s == ".loc" || s == ".section" => {
+                    self.skip_debug_directive(line)
+                }
+                Tok::Id(ref s) if s == ".pragma" => {
                     self.until_semi().ok();
                 }
                 Tok::Id(ref s) if s == ".global" => {

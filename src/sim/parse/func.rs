@@ -190,6 +190,36 @@ impl Parser<'_> {
         }
     }
 
+    /// Skip a debug directive whose keyword (on `line`) was just read:
+    /// `.loc`/`.file`, which end with their line (no `;`), or `.section
+    /// name { … }` (debug data).
+    pub(super) fn skip_debug_directive(&mut self, line: u32) {
+        let is_section = self.toks.get(self.pos.wrapping_sub(1)).map(|t| &t.t)
+            == Some(&Tok::Id(".section".into()));
+        while self.toks.get(self.pos).is_some_and(|t| t.line == line) {
+            if self.peek() == Some(&Tok::P('{')) {
+                break;
+            }
+            self.pos += 1;
+        }
+        if is_section && self.peek() == Some(&Tok::P('{')) {
+            let mut depth = 0usize;
+            while let Some(t) = self.toks.get(self.pos) {
+                self.pos += 1;
+                match t.t {
+                    Tok::P('{') => depth += 1,
+                    Tok::P('}') => {
+                        depth -= 1;
+                        if depth == 0 {
+                            break;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+
     /// The statements of a body up to its closing `}` (the opening one is
     /// consumed), with `{`/`}` markers for nested blocks.
     pub(super) fn body_stmts(&mut self, start: u32) -> Result<Vec<Stmt>, SimError> {
@@ -199,6 +229,11 @@ impl Parser<'_> {
             let line = self.line();
             match self.peek().cloned() {
                 None => return Err(self.perr(start, "unterminated body")),
+                // `.loc` has no `;`: it ends with its line
+                Some(Tok::Id(d)) if d == ".loc" => {
+                    self.pos += 1;
+                    self.skip_debug_directive(line);
+                }
                 Some(Tok::P(c @ ('{' | '}'))) => {
                     self.pos += 1;
                     if c == '{' {

@@ -180,3 +180,12 @@ fn malformed_calls_are_refused_at_their_line() {
         );
     }
 }
+
+#[test]
+fn loc_lines_end_with_their_line() {
+    // `.loc` has no `;`: the instruction on the next line is not part of it
+    let body = ".loc 1 2 3\nmov.u32 %r9, 42;\n.loc 1 3 0, function_name $L__info_string0, inlined_at 1 9 5\nadd.u32 %r9, %r9, 1;";
+    let ptx =
+        module("", body).replace(".address_size 64\n", ".address_size 64\n.file 1 \"a.cu\"\n");
+    assert_eq!(run(&ptx, 1).unwrap(), [43]);
+}
