@@ -648,3 +648,60 @@ fn nvrtc_generated_calls_printf_and_assert_run() {
         );
     }
 }
+
+#[test]
+fn barriers_and_shared_memory_checks_stay_on_in_callees() {
+    // `sync_store(v)`: writes v to a module-scope shared word, then
+    // `bar.sync`, then reads it back
+    let f = "
+.shared .align 4 .u32 cell;
+.func  (.param .b32 func_retval0) sync_store(.param .b32 sync_store_param_0)
+{
+	.reg .b32 	%r<3>;
+	ld.param.u32 	%r1, [sync_store_param_0];
+	st.shared.u32 	[cell], %r1;
+	bar.sync 	0;
+	ld.shared.u32 	%r2, [cell];
+	st.param.b32 	[func_retval0+0], %r2;
+	ret;
+}
+";
+    let call = |guard: &str| {
+        format!(
+            "{{
+	.param .b32 param0;
+	st.param.b32 	[param0+0], %r5;
+	.param .b32 retval0;
+	{guard}call.uni (retval0), sync_store, (param0);
+	mov.u32 %r7, 0;
+	{guard}ld.param.b32 	%r7, [retval0+0];
+	}}
+	st.global.u32 [%rd3], %r7;"
+        )
+    };
+    // every thread calls: all store the same cell before the barrier
+    let all = format!("{HEAD}{f}{}", entry(&call("")));
+    match run(&all, 64, 64).unwrap_err() {
+        SimError::SharedRace { site, .. } => {
+            assert!(site.instr.starts_with("st.shared.u32"), "{site}");
+        }
+        e => panic!("{e}"),
+    }
+    // only odd threads call (a callee without the shared cell): the
+    // barrier in the callee diverges
+    let f = f
+        .replace("st.shared.u32 \t[cell], %r1;", "")
+        .replace("ld.shared.u32 \t%r2, [cell];", "mov.u32 %r2, %r1;");
+    let odd = format!(
+        "{HEAD}{f}{}",
+        entry(&format!(
+            "and.b32 %r8, %r5, 1;\nsetp.eq.s32 %p1, %r8, 1;\n{}",
+            call("@%p1 ")
+        ))
+    );
+    let e = run(&odd, 64, 64).unwrap_err();
+    assert!(matches!(e, SimError::BarrierDivergence { .. }), "{e}");
+    // and without the guard everyone meets at the barrier
+    let ok = odd.replace("@%p1 ", "");
+    assert_eq!(run(&ok, 64, 64).unwrap(), (0..64).collect::<Vec<u32>>());
+}
