@@ -83,7 +83,7 @@
 //! (`a → b → a`); indirect calls (`call %rd, (…), proto`), `.reg`
 //! function parameters and call arguments that are not `.param`
 //! variables are [`SimError::Unsupported`]; a module whose inlined entry
-//! would exceed 4 M statements is refused.
+//! would exceed 2²⁰ statements is refused.
 //!
 //! Two `.extern .func`s are builtins; any other is refused when a call
 //! of it is parsed (a declaration alone is accepted):
@@ -293,7 +293,8 @@
 //! again alone with a watch on the racing byte (the same deterministic
 //! run, so the same accesses in the same order; only after a race is
 //! found). Entries whose blocks run on live memory (global atomics,
-//! `.volatile`/`.relaxed`/`.acquire`/`.release` global accesses) cannot
+//! `.volatile`/`.relaxed`/`.acquire`/`.release` global accesses, calls of
+//! `vprintf`) cannot
 //! run a block again: their race findings name the earlier access's
 //! thread (or warp, or block) but not its line (`other_site` is `None`).
 //! * [`SimError::UninitializedShared`]: a shared byte read (or atomically

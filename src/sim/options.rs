@@ -92,7 +92,8 @@ pub struct SimOptions {
     /// is set, else every core ([`std::thread::available_parallelism`]).
     /// Results, memory, reports and findings are the same for every thread
     /// count (module docs, *Execution model*); entries with global atomics
-    /// run their CTAs one after another whatever this says. The calling
+    /// or `vprintf` calls run their CTAs one after another whatever this
+    /// says. The calling
     /// thread is one of the workers; the others come from a pool kept per
     /// thread count for the whole process, whose threads stay awake (and
     /// yield their CPU) for up to 200 µs after each launch, so that

@@ -36,7 +36,7 @@ use super::lex::Tok;
 
 /// Inlined statements past which a module is refused (a call tree that
 /// explodes when inlined).
-const MAX_INLINED: usize = 1 << 22;
+const MAX_INLINED: usize = 1 << 20;
 
 /// A `.func` of the module.
 #[derive(Debug, Clone)]
