@@ -705,3 +705,24 @@ fn barriers_and_shared_memory_checks_stay_on_in_callees() {
     let ok = odd.replace("@%p1 ", "");
     assert_eq!(run(&ok, 64, 64).unwrap(), (0..64).collect::<Vec<u32>>());
 }
+
+/// `tests/data/ptx/nvrtc_printf_assert.cu` as NVRTC 12.9 compiles it: the
+/// printf format and the assert texts are module `.global` arrays, which
+/// the simulator does not have yet (the module-variables work). Until
+/// then the module is refused at the first one; once they land, this test
+/// fails and becomes the end-to-end test: with `limit` 64 the launch of 64
+/// threads prints `t{t} b={t/2:.1}` per thread and `out[t] == 2t`; with
+/// `limit` 40 it stops with `SimError::Assert` displaying
+/// "t.cu:10: void k(int *, int): block: [0,0,0], thread: [40,0,0]
+/// Assertion `t < limit` failed.".
+#[test]
+fn nvrtc_printf_with_module_strings_waits_for_module_globals() {
+    let ptx = include_str!("data/ptx/nvrtc_printf_assert.ptx");
+    match Program::parse(ptx).unwrap_err() {
+        SimError::Unsupported { instr, reason, .. } => {
+            assert!(instr.starts_with(".global"), "{instr}");
+            assert!(reason.contains(".global"), "{reason}");
+        }
+        e => panic!("{e}"),
+    }
+}
