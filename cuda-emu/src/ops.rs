@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Instant;
 
 use ptxsmith::runtime::LaunchConfig;
-use ptxsmith::sim::{Program, Sim};
+use ptxsmith::sim::{Program, Sim, SimError};
 
 use crate::error::*;
 use crate::host::{HostDst, HostFn, HostSrc};
@@ -284,6 +284,10 @@ impl LaunchOp {
             .map(drop)
             .map_err(|e| {
                 let code = finding_code(&e);
+                if let SimError::Assert { .. } = e {
+                    // the device prints the failed assertion on stderr
+                    eprintln!("{e}");
+                }
                 let text = format!(
                     "kernel `{}` (grid {:?}, block {:?}, {} B dynamic shared memory): {e}",
                     self.entry, self.cfg.grid, self.cfg.block, self.cfg.dynamic_smem_bytes

@@ -175,6 +175,8 @@ pub(crate) fn src_reads(op: &Op) -> &'static [usize] {
         Op::Nop | Op::Bra { .. } | Op::BraIf { .. } | Op::BraUni { .. } | Op::Exit | Op::Trap => {
             NONE
         }
+        Op::Vprintf => AB,
+        Op::AssertFail => ABCD,
         Op::Mov { .. }
         | Op::Unpack { .. }
         | Op::Not { .. }
@@ -289,6 +291,7 @@ pub(crate) fn dst_writes(op: &Op) -> &'static [usize] {
         | Op::BraUni { .. }
         | Op::Exit
         | Op::Trap
+        | Op::AssertFail
         | Op::Bar
         | Op::BarWarp
         | Op::CpAsync { .. }
@@ -441,8 +444,10 @@ pub(crate) fn lower(e: &Entry) -> Code {
             x.flags |= F_MARK;
         }
     }
+    // `vprintf` output is collected CTA by CTA in block order
     let inter_cta = e.insts.iter().any(|i| match i.op {
         Op::Atom { sp, .. } => matches!(sp, Space::Global | Space::Generic),
+        Op::Vprintf => true,
         _ => false,
     }) || e.strong_global;
     let n = insts.len();
@@ -454,7 +459,7 @@ pub(crate) fn lower(e: &Entry) -> Code {
                 leader[(target as usize).min(n)] = true;
                 leader[pc + 1] = true;
             }
-            Op::Exit | Op::Trap => leader[pc + 1] = true,
+            Op::Exit | Op::Trap | Op::AssertFail => leader[pc + 1] = true,
             op if op.is_sync() => leader[pc + 1] = true,
             _ => {}
         }
@@ -510,9 +515,13 @@ pub(crate) fn lower(e: &Entry) -> Code {
             x.guard_neg = neg;
         }
     }
-    let lockstep_ok = !insts
-        .iter()
-        .any(|x| x.flags & F_CLOCK != 0 || matches!(x.op, Op::Atom { .. } | Op::CpAsync { .. }));
+    let lockstep_ok = !insts.iter().any(|x| {
+        x.flags & F_CLOCK != 0
+            || matches!(
+                x.op,
+                Op::Atom { .. } | Op::CpAsync { .. } | Op::Vprintf | Op::AssertFail
+            )
+    });
     Code {
         insts,
         nslots,

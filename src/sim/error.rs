@@ -144,6 +144,21 @@ pub enum SimError {
         reason: String,
     },
 
+    /// A `.func` calls itself, directly or through other functions: the
+    /// simulator inlines device functions at decode time and cannot run
+    /// recursion. `cycle` is the call chain from the first function of the
+    /// cycle back to it (`["a", "b", "a"]`).
+    #[error(
+        "recursive call at line {line}: {} (the simulator inlines device functions; recursion is not supported)",
+        cycle.join(" → ")
+    )]
+    RecursiveCall {
+        /// 1-based line of the `call` that closes the cycle.
+        line: u32,
+        /// The functions of the cycle, the first repeated at the end.
+        cycle: Vec<String>,
+    },
+
     /// An access outside every allocation / the state space's extent.
     #[error("out-of-bounds {space} access of {size} bytes at {addr:#x}: {site}")]
     OutOfBounds {
@@ -348,6 +363,26 @@ pub enum SimError {
         site: Box<Site>,
         /// The cause (`trap` executed, division by zero).
         message: String,
+    },
+
+    /// A device-side `assert` failed: the thread called `__assertfail`.
+    /// Displays as the device prints it; `site` has the kernel, block,
+    /// thread and the PTX line of the call.
+    #[error(
+        "{file}:{line}: {function}: block: [{},{},{}], thread: [{},{},{}] Assertion `{message}` failed.",
+        site.ctaid.0, site.ctaid.1, site.ctaid.2, site.tid.0, site.tid.1, site.tid.2
+    )]
+    Assert {
+        /// The thread and the PTX instruction (the inlined call).
+        site: Box<Site>,
+        /// The asserted expression's text.
+        message: String,
+        /// The source file the assertion names.
+        file: String,
+        /// The source line the assertion names (not the PTX line).
+        line: u32,
+        /// The function the assertion names.
+        function: String,
     },
 
     /// No thread of a CTA can proceed.

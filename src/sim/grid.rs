@@ -67,6 +67,9 @@ pub(crate) struct GridTotals {
     pub clock_reads: u64,
     /// CTAs that completed in lockstep (workers' runs, accepted or not).
     pub lockstep: u64,
+    /// `vprintf` output: by block, then by thread, each thread's in its
+    /// order (only entries that call `vprintf`, which run on live memory).
+    pub printf: Vec<u8>,
 }
 
 /// The block index of linear CTA `lin` (x fastest).
@@ -210,6 +213,7 @@ pub(crate) fn run(
         barriers: blocks.1,
         clock_reads,
         lockstep: blocks.2,
+        printf: Vec::new(),
     })
 }
 
@@ -465,8 +469,14 @@ fn run_live(
     let mut p = 0u64;
     let mut clock_reads = 0;
     let mut outcome = Ok(());
+    let mut printf = Vec::new();
     for lin in 0..ncta {
         let (issued, stop) = ex.run_cta(ctaid_of(k, lin), lin, k.limit.saturating_sub(p));
+        // a stable sort: each thread's lines keep their order
+        ex.printf.sort_by_key(|l| l.0);
+        for (_, text) in ex.printf.drain(..) {
+            printf.extend(text);
+        }
         ex.g.shadow.drain_into(&mut recs);
         let peak = &mut scratch.cta_peak;
         peak.0 = peak.0.max(recs.recs.len());
@@ -492,6 +502,7 @@ fn run_live(
         barriers: ex.barriers,
         clock_reads,
         lockstep: 0,
+        printf,
     })
 }
 

@@ -518,6 +518,14 @@ pub enum Op {
     CpAsyncWait {
         n: Option<u32>,
     },
+    /// The `vprintf` builtin (an inlined `call vprintf`): d0 = the
+    /// returned argument count, s0 = format address, s1 = argument buffer.
+    Vprintf,
+    /// The `__assertfail` builtin: s0 = message, s1 = file, s2 = line,
+    /// s3 = function. Always a finding ([`SimError::Assert`]).
+    ///
+    /// [`SimError::Assert`]: crate::sim::SimError::Assert
+    AssertFail,
     /// An approximate f32 instruction (`ex2.approx`, `div.full`, …),
     /// executed as the correctly rounded value only when
     /// `SimOptions::approx` allows it.

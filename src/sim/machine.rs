@@ -322,6 +322,12 @@ impl Sim {
             let base = name.split('.').next().unwrap_or(name);
             *report.per_base.entry(base.to_string()).or_default() += c;
         }
+        if !totals.printf.is_empty() {
+            report.printf = String::from_utf8_lossy(&totals.printf).into_owned();
+            print!("{}", report.printf);
+            use std::io::Write as _;
+            std::io::stdout().flush().ok();
+        }
         report.merge_into(&mut self.totals);
         self.total_instructions += report.instructions;
         self.traffic.launches += 1;

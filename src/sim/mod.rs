@@ -55,16 +55,57 @@
 //! alignment), `.local`, module-scope `.const` with initialisers,
 //! module-scope `.global`/`.common` variables with initialisers (their
 //! storage allocated by [`Sim::load_module`]: see `parse/globals.rs`), labels,
-//! nested `{ }` scopes (flattened), `//` and `/* */` comments, `.pragma`,
+//! nested `{ }` scopes (a declaration in a block is visible until its
+//! `}`), `.func` device functions and `call` (see *Device functions*),
+//! `//` and `/* */` comments, `.pragma`,
 //! `.loc`/`.file`. Operands: registers, special registers, `_`, `!%p`,
 //! `%p|%q`, vectors `{a,b,c,d}`, immediates (`0fXXXXXXXX`, `0dX…`, decimal
 //! or `0x` integers, decimal floats), addresses `[reg]`, `[reg+imm]`,
 //! `[reg+-imm]`, `[var]`, `[var+imm]`, `[imm]`, and `mov r, var` (the
-//! state-space address of a variable). Anything else — `.func`/`call`,
-//! textures, `[r+r]`, f16/bf16 arithmetic, 256-bit accesses, … — is
-//! refused with
+//! state-space address of a variable). Anything else — recursion,
+//! indirect calls, `.extern .func`s other than `vprintf` and
+//! `__assertfail`, textures, `[r+r]`, f16/bf16 arithmetic, 256-bit
+//! accesses, … — is refused with
 //! [`SimError::Unsupported`] or [`SimError::Parse`] naming the line and the
 //! instruction text. Nothing unknown is executed silently.
+//!
+//! ## Device functions
+//!
+//! `.func` definitions (`.visible`, `.weak`, forward declarations,
+//! `.noreturn`; parameters and results scalar or `.align N .b8 p[M]`
+//! structs) and `call` (`call.uni` or not, predicated, with or without
+//! results and parameters) as NVRTC, NVVM and Numba emit them are
+//! **inlined when the module is parsed** (`parse::func` has the design):
+//! each call site gets its own copy of the callee with fresh registers,
+//! labels and `.local` frame, `ret` becomes a branch to the copy's end, and
+//! the caller's `.param` call frames live in the thread's `.local` frame
+//! (the callee's formal parameters alias them). The interpreters see one
+//! flat entry, so every check stays on inside callees and findings name
+//! the callee's PTX line (a register's name in a finding carries the
+//! function and call instance: `%r2@sq#1`). Limits: recursion (direct or
+//! mutual) is refused with [`SimError::RecursiveCall`] naming the cycle
+//! (`a → b → a`); indirect calls (`call %rd, (…), proto`), `.reg`
+//! function parameters and call arguments that are not `.param`
+//! variables are [`SimError::Unsupported`]; a module whose inlined entry
+//! would exceed 2²⁰ statements is refused.
+//!
+//! Two `.extern .func`s are builtins; any other is refused when a call
+//! of it is parsed (a declaration alone is accepted):
+//! * `vprintf(fmt, args)` — device `printf`: the format string and the
+//!   argument buffer are read from device memory with the thread's
+//!   ordinary checked accesses (each argument at the next multiple of its
+//!   size; `%d %i %u %o %x %X %c %s %p %f %e %g %a` and their flags,
+//!   width, precision and `h/l/ll/z/j/t` lengths, floats as doubles). The
+//!   text goes to [`LaunchReport::printf`] and to the host's stdout when
+//!   the launch ends, in a fixed order: block by block in linear order,
+//!   within a block thread by thread (linear thread index), each thread's
+//!   output in its program order. A launch that fails prints nothing.
+//!   Entries that call `vprintf` run their blocks one after another on
+//!   live memory (like entries with global atomics).
+//! * `__assertfail(message, file, line, function, charSize)` — a failed
+//!   device `assert`: the launch stops with [`SimError::Assert`], which
+//!   displays as the device prints it (`file:line: function: block:
+//!   [x,y,z], thread: [x,y,z] Assertion `message` failed.`).
 //!
 //! ## Instructions
 //!
@@ -259,7 +300,8 @@
 //! again alone with a watch on the racing byte (the same deterministic
 //! run, so the same accesses in the same order; only after a race is
 //! found). Entries whose blocks run on live memory (global atomics,
-//! `.volatile`/`.relaxed`/`.acquire`/`.release` global accesses) cannot
+//! `.volatile`/`.relaxed`/`.acquire`/`.release` global accesses, calls of
+//! `vprintf`) cannot
 //! run a block again: their race findings name the earlier access's
 //! thread (or warp, or block) but not its line (`other_site` is `None`).
 //! * [`SimError::UninitializedShared`]: a shared byte read (or atomically

@@ -92,7 +92,8 @@ pub struct SimOptions {
     /// is set, else every core ([`std::thread::available_parallelism`]).
     /// Results, memory, reports and findings are the same for every thread
     /// count (module docs, *Execution model*); entries with global atomics
-    /// run their CTAs one after another whatever this says. The calling
+    /// or `vprintf` calls run their CTAs one after another whatever this
+    /// says. The calling
     /// thread is one of the workers; the others come from a pool kept per
     /// thread count for the whole process, whose threads stay awake (and
     /// yield their CPU) for up to 200 µs after each launch, so that
@@ -193,6 +194,13 @@ pub struct LaunchReport {
     /// Executed approximate instructions (see [`SimOptions::approx`]); when
     /// non-zero the results are not bit-exact with the GPU.
     pub approximate: u64,
+    /// The launch's device `printf` output (`vprintf`), also written to
+    /// the host's stdout when the launch ends: block by block in linear
+    /// order, within a block thread by thread in linear order, each
+    /// thread's output in its program order (a GPU interleaves threads in
+    /// an unspecified order). Empty when the kernel prints nothing; a
+    /// launch that fails prints nothing.
+    pub printf: String,
 }
 
 impl LaunchReport {

@@ -107,6 +107,18 @@ impl Exec<'_> {
                 site,
                 message: message.into(),
             },
+            Fault::Assert {
+                message,
+                file,
+                line,
+                function,
+            } => SimError::Assert {
+                site,
+                message,
+                file,
+                line,
+                function,
+            },
             Fault::Warp(message) => SimError::WarpDivergence { site, message },
             // the lockstep schedule runs such a CTA again in thread order
             Fault::Reorder => SimError::Trap {

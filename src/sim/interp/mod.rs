@@ -9,6 +9,7 @@
 
 mod access;
 pub(crate) mod async_copy;
+mod builtins;
 mod convert;
 mod findings;
 mod float;
@@ -16,6 +17,7 @@ mod int;
 mod ldst;
 mod lockstep;
 mod mma;
+mod printf;
 mod step;
 mod warp;
 
@@ -69,6 +71,13 @@ pub(crate) enum Fault {
     UninitGlobal(u64, u32),
     UninitReg(u32),
     Trap(&'static str),
+    /// `__assertfail` (the builtin behind device `assert`).
+    Assert {
+        message: String,
+        file: String,
+        line: u32,
+        function: String,
+    },
     Warp(String),
     /// A global access whose value depends on the order of the CTA's
     /// threads, met by the lockstep schedule (`checks::reorder`), which
@@ -234,6 +243,9 @@ pub(crate) struct Exec<'a> {
     sub: Vec<u32>,
     /// CTAs this worker completed in lockstep.
     pub lockstep_ctas: u64,
+    /// The running CTA's `vprintf` output: (thread, text), in execution
+    /// order.
+    pub printf: Vec<(u32, Vec<u8>)>,
 }
 
 #[inline(always)]
@@ -282,6 +294,7 @@ impl<'a> Exec<'a> {
             group: Vec::new(),
             sub: Vec::new(),
             lockstep_ctas: 0,
+            printf: Vec::new(),
         }
     }
 
@@ -319,6 +332,7 @@ impl<'a> Exec<'a> {
         self.lin = lin;
         self.cta.reset(self.k.code, ctaid, lin, self.k.checks);
         self.cta.asyncs.reset();
+        self.printf.clear();
         self.clock = 0;
         self.issued = 0;
         self.cap = cap;

@@ -373,6 +373,11 @@ impl Exec<'_> {
             Op::CpAsync { .. } => tri!(self.exec_cp_async(t, pc, rf, i)),
             Op::CpAsyncCommit => self.exec_cp_commit(t),
             Op::CpAsyncWait { n } => tri!(self.exec_cp_wait(t, pc, n)),
+            Op::Vprintf => tri!(self.exec_vprintf(t, pc, rf, i)),
+            Op::AssertFail => {
+                let f = self.assert_fault(t, pc, rf, i);
+                return self.raise(f);
+            }
             Op::Bar
             | Op::BarWarp
             | Op::Shfl { .. }

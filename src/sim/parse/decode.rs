@@ -31,6 +31,8 @@ pub(super) struct Decoder<'a> {
     /// The A/B/C register slots of the `mma.sync`s decoded so far
     /// ([`Entry::mma`]).
     pub(super) mma: std::cell::RefCell<Vec<[u32; 10]>>,
+    /// `.param` variables of call frames, which live in `.local`.
+    pub(super) frame: &'a std::collections::HashSet<String>,
 }
 
 pub(super) fn blank_inst(op: Op) -> Inst {
@@ -98,6 +100,26 @@ impl Decoder<'_> {
             Some(Tok::Id(s)) => s.clone(),
             _ => return perr("expected an opcode"),
         };
+        // the builtins' pseudo-instructions (`func`: no PTX token has a `#`)
+        let builtin = match opname.as_str() {
+            "call#vprintf" => Some((Op::Vprintf, 1, 2)),
+            "call#__assertfail" => Some((Op::AssertFail, 0, 4)),
+            _ => None,
+        };
+        if let Some((op, nd, ns)) = builtin {
+            let ops = operands(&toks[1..])?;
+            self.nops(&ops, nd + ns)?;
+            let mut inst = blank_inst(op);
+            for (d, o) in inst.d.iter_mut().zip(&ops[..nd]) {
+                *d = self.reg(o)?;
+            }
+            for (s, o) in inst.s.iter_mut().zip(&ops[nd..]) {
+                *s = self.src(o, Cls::Int)?;
+            }
+            inst.guard = guard;
+            inst.guard_neg = guard_neg;
+            return Ok((inst, opname));
+        }
         const KNOWN: &[&str] = &[
             "mov", "add", "sub", "mul", "mad", "fma", "div", "rem", "min", "max", "sqrt", "rcp",
             "abs", "neg", "and", "or", "xor", "not", "cnot", "shl", "shr", "bfe", "bfi", "prmt",

@@ -6,6 +6,8 @@
 //!   `.shared`, `.const`, `.entry`), entry headers (parameters, performance
 //!   directives) and entry-scope declarations (`.reg`, `.shared`, `.local`,
 //!   labels), driving the decoder over the entry's instructions;
+//! * `func`: `.func` definitions, `call` (inlined before decoding) and the
+//!   scopes of `{ }` blocks;
 //! * `operands`: operand syntax (registers, immediates, vectors,
 //!   addresses) and its resolution to register slots and immediate bits;
 //! * `decode`: instructions (opcode and modifiers → the IR's `Op`), with
@@ -20,6 +22,9 @@ mod decode_cvt;
 mod decode_mem;
 mod decode_mma;
 mod directives;
+mod func;
+#[cfg(test)]
+mod func_tests;
 mod globals;
 mod lex;
 mod operands;
