@@ -30,6 +30,8 @@
 //! * `loops`: grid-stride loops;
 //! * `special`: special registers and global thread indices;
 //! * `var`: loop-carried variables ([`Var`]);
+//! * `func`: device functions ([`DeviceFn`], [`KernelBuilder::device_fn`])
+//!   and calls ([`KernelBuilder::call`]);
 //! * `error`: [`BuildError`], the misuses the builder refuses;
 //! * [`params`]: typed parameter lists ([`kernel_params!`](crate::kernel_params))
 //!   and [`KernelBuilder::params`].
@@ -40,6 +42,7 @@ mod convert;
 mod core;
 mod error;
 mod float;
+mod func;
 mod int;
 mod loops;
 mod memory;
@@ -50,6 +53,7 @@ mod var;
 
 pub use self::core::{KernelBuilder, Label};
 pub use error::BuildError;
+pub use func::{DeviceFn, FnArg, FnReg, FnVal, FnValues, IntoArgs};
 pub use memory::{GlobalPtr, SharedArray, SharedPtr};
 pub use mma::{FragA, FragB, FragC};
 pub use var::Var;

@@ -1,0 +1,463 @@
+//! Device functions (`.func`) and calls: [`KernelBuilder::device_fn`]
+//! builds a function body with a builder of its own (every instruction
+//! method of [`KernelBuilder`] works in it) and returns a typed
+//! [`DeviceFn<P, R>`]; [`KernelBuilder::call`] calls it from a kernel or
+//! from another function's body.
+//!
+//! ```
+//! use ptxsmith::dsl::types::{F32, Reg};
+//! use ptxsmith::dsl::{DeviceFn, KernelBuilder, Rounding::Rn};
+//! use ptxsmith::Sm;
+//! let mut b = KernelBuilder::new("k", Sm::Sm80);
+//! // p(x) = (x·0.5 + 1)·x − 2, Horner with fma.rn
+//! let poly: DeviceFn<F32, F32> = b.device_fn("poly", |f, x: Reg<F32>| {
+//!     let t = f.ffma(Rn, x, 0.5f32, 1.0f32);
+//!     f.ffma(Rn, t, x, -2.0f32)
+//! });
+//! // two arguments, two returns: tuples
+//! let sum_diff = b.device_fn::<(F32, F32), (F32, F32)>("sum_diff", |f, (x, y)| {
+//!     (f.fadd(Rn, x, y), f.fsub(Rn, x, y))
+//! });
+//! let x = b.mov(3.0f32);
+//! let y = b.call(&poly, x);
+//! let (s, d) = b.call(&sum_diff, (x, y));
+//! let _ = b.fmul(Rn, s, d);
+//! let ptx = b.finish()?.ptx;
+//! assert!(ptx.contains(".func (.param .b32 func_retval0) poly("));
+//! assert!(ptx.contains("call.uni (retval0), poly, (param0);"));
+//! # Ok::<(), ptxsmith::Error>(())
+//! ```
+//!
+//! * **Types.** `P` and `R` are a register type ([`F32`](crate::dsl::types::F32),
+//!   [`U32`](crate::dsl::types::U32), …: one value), a tuple of them (up to
+//!   six) or `()`; the body receives `P`'s registers and returns `R`'s. A
+//!   call's arguments are checked at compile time: their number and types
+//!   (a register or an immediate of each type, as in any instruction).
+//!   Predicates and `.b8` registers cannot be passed (PTX has no such
+//!   `.param`); pass a `U32` made with `selp`.
+//! * **Registers are the function's own.** The body's builder has its own
+//!   id: a register of the calling kernel used in the body, or a register
+//!   of the body used in the kernel, is refused with
+//!   [`BuildError::ForeignRegister`] naming both.
+//! * **Errors.** A misuse inside the body is recorded in the builder that
+//!   called `device_fn` (its [`finish`](KernelBuilder::finish) returns
+//!   it, with the body's location). Entry-only methods (`params`,
+//!   `load_param`, `reqntid`, …) and `ret` are refused in a body.
+//! * **No recursion**: a function's handle exists only once its body is
+//!   built, so no body can call itself or a caller.
+//! * **The module.** A kernel's module holds every function it calls
+//!   (transitively, each once, callees first) before its `.entry`; a
+//!   function may be called from several kernels of its target. Shared
+//!   arrays a body declares live at module scope (their names must differ
+//!   from the kernel's and the other functions'); special registers read
+//!   the calling thread's. Calls need no `.version` or target beyond the
+//!   base, so every SM has them.
+//! * **The PTX** is the form NVRTC emits: `.func (.param .b32 func_retval0)
+//!   name(.param .b32 name_param_0, …)` with `ld.param`/`st.param`, several
+//!   returns in one `.param .align A .b8 func_retval0[N]` (laid out as a C
+//!   struct), and at the call a `{ .param …; st.param …; call.uni (retval0),
+//!   name, (param0, …); ld.param …; }` block.
+
+use std::marker::PhantomData;
+use std::panic::Location;
+use std::sync::Arc;
+
+use super::core::{KernelBuilder, static_smem};
+use super::error::BuildError;
+use crate::dsl::ir::Op;
+use crate::dsl::printer::{self, FuncText, SharedDecl};
+use crate::dsl::types::*;
+use crate::error::Result;
+use crate::target::{PtxVersion, STATIC_SMEM_LIMIT, Sm};
+
+/// A built device function: what a module that calls it prints.
+#[derive(Debug)]
+pub(crate) struct FuncDef {
+    /// The id of the builder that built it (identity within a module).
+    id: u32,
+    name: String,
+    sm: Sm,
+    version: PtxVersion,
+    /// The `.func` text.
+    pub(super) text: String,
+    /// Its shared arrays (printed at module scope).
+    pub(super) shared: Vec<SharedDecl>,
+    /// The functions it calls, transitively, callees first.
+    callees: Vec<Arc<FuncDef>>,
+    /// The body's error, as text, when the body was refused.
+    broken: Option<String>,
+}
+
+/// A device function taking `P` and returning `R` (a register type such
+/// as [`F32`](crate::dsl::types::F32), a tuple of them, or `()`), made by
+/// [`KernelBuilder::device_fn`] and called with [`KernelBuilder::call`].
+/// Cloning is cheap; the handle may be called from any builder of the
+/// same target.
+pub struct DeviceFn<P, R> {
+    def: Arc<FuncDef>,
+    _t: PhantomData<fn(P) -> R>,
+}
+
+impl<P, R> Clone for DeviceFn<P, R> {
+    fn clone(&self) -> Self {
+        Self {
+            def: Arc::clone(&self.def),
+            _t: PhantomData,
+        }
+    }
+}
+
+impl<P, R> std::fmt::Debug for DeviceFn<P, R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "DeviceFn({} for {})", self.def.name, self.def.sm)
+    }
+}
+
+impl<P, R> DeviceFn<P, R> {
+    /// The function's name (its `.func` name in the PTX).
+    pub fn name(&self) -> &str {
+        &self.def.name
+    }
+    /// The target it was built for.
+    pub fn sm(&self) -> Sm {
+        self.def.sm
+    }
+    /// The function's PTX text (its `.func` definition; empty when its
+    /// body was refused).
+    pub fn ptx(&self) -> &str {
+        &self.def.text
+    }
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// A register of a device function's argument or return list (an
+/// implementation detail of [`FnValues`]).
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy)]
+pub struct FnReg(RegId);
+
+/// An argument value of a call (an implementation detail of [`IntoArgs`]).
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy)]
+pub struct FnVal(Value);
+
+/// A register type that can be passed to and returned from a device
+/// function: every class but [`Pred`] and [`B8`].
+pub trait FnArg: RegType + sealed::Sealed {}
+
+/// The argument or return list of a device function: one [`FnArg`] type,
+/// a tuple of up to six, or `()`.
+pub trait FnValues: sealed::Sealed + 'static {
+    /// The registers the body receives (arguments) or returns (returns):
+    /// `Reg<T>`, a tuple of them, or `()`.
+    type Regs: Copy;
+    #[doc(hidden)]
+    fn classes() -> Vec<RegClass>;
+    #[doc(hidden)]
+    fn build(regs: &[FnReg]) -> Self::Regs;
+    #[doc(hidden)]
+    fn regs(r: Self::Regs) -> Vec<FnReg>;
+}
+
+/// The arguments of a call of a function taking `P`: a value of each of
+/// `P`'s types (a register or an immediate, `Into<Src<T>>`), as a tuple
+/// when `P` is one.
+#[diagnostic::on_unimplemented(
+    message = "these arguments do not match the device function's parameters `{P}`",
+    label = "one argument (a register or immediate) per parameter, of its type, in a tuple for several"
+)]
+pub trait IntoArgs<P: FnValues> {
+    #[doc(hidden)]
+    fn values(self) -> Vec<FnVal>;
+}
+
+fn fn_reg<T: RegType>(r: FnReg) -> Reg<T> {
+    Reg::new(r.0.idx, r.0.owner)
+}
+
+macro_rules! fn_scalars {
+    ($($t:ident),*) => {$(
+        impl sealed::Sealed for $t {}
+        impl FnArg for $t {}
+        impl FnValues for $t {
+            type Regs = Reg<$t>;
+            fn classes() -> Vec<RegClass> {
+                vec![<$t as RegType>::CLASS]
+            }
+            fn build(regs: &[FnReg]) -> Reg<$t> {
+                fn_reg(regs[0])
+            }
+            fn regs(r: Reg<$t>) -> Vec<FnReg> {
+                vec![FnReg(r.id())]
+            }
+        }
+        impl<X: Into<Src<$t>>> IntoArgs<$t> for X {
+            fn values(self) -> Vec<FnVal> {
+                vec![FnVal(self.into().v)]
+            }
+        }
+    )*};
+}
+fn_scalars!(U32, S32, F32, U64, S64, F64, B16, B32, F16x2, Bf16x2, Tf32);
+
+macro_rules! fn_tuples {
+    ($(($($a:ident $x:ident $i:tt),*);)*) => {$(
+        impl<$($a: FnArg),*> sealed::Sealed for ($($a,)*) {}
+        impl<$($a: FnArg),*> FnValues for ($($a,)*) {
+            type Regs = ($(Reg<$a>,)*);
+            fn classes() -> Vec<RegClass> {
+                vec![$(<$a as RegType>::CLASS),*]
+            }
+            fn build(regs: &[FnReg]) -> Self::Regs {
+                ($(fn_reg::<$a>(regs[$i]),)*)
+            }
+            fn regs(r: Self::Regs) -> Vec<FnReg> {
+                vec![$(FnReg(r.$i.id())),*]
+            }
+        }
+        impl<$($a: FnArg, $x: Into<Src<$a>>),*> IntoArgs<($($a,)*)> for ($($x,)*) {
+            fn values(self) -> Vec<FnVal> {
+                vec![$(FnVal(self.$i.into().v)),*]
+            }
+        }
+    )*};
+}
+fn_tuples! {
+    (A XA 0);
+    (A XA 0, B XB 1);
+    (A XA 0, B XB 1, C XC 2);
+    (A XA 0, B XB 1, C XC 2, D XD 3);
+    (A XA 0, B XB 1, C XC 2, D XD 3, E XE 4);
+    (A XA 0, B XB 1, C XC 2, D XD 3, E XE 4, F XF 5);
+}
+
+impl sealed::Sealed for () {}
+impl FnValues for () {
+    type Regs = ();
+    fn classes() -> Vec<RegClass> {
+        Vec::new()
+    }
+    fn build(_: &[FnReg]) {}
+    fn regs(_: ()) -> Vec<FnReg> {
+        Vec::new()
+    }
+}
+impl IntoArgs<()> for () {
+    fn values(self) -> Vec<FnVal> {
+        Vec::new()
+    }
+}
+
+impl KernelBuilder {
+    /// Build a device function `name` for this builder's target: `body`
+    /// gets a builder of its own (every instruction method works in it)
+    /// and the argument registers, and returns the return registers. A
+    /// misuse inside the body is recorded here, with its location in the
+    /// body (see the [module docs](self)); the handle is returned either
+    /// way (calling a refused one is refused too).
+    #[track_caller]
+    pub fn device_fn<P: FnValues, R: FnValues>(
+        &mut self,
+        name: &str,
+        body: impl FnOnce(&mut KernelBuilder, P::Regs) -> R::Regs,
+    ) -> DeviceFn<P, R> {
+        let mut f = KernelBuilder::new_in(name, self.sm, true);
+        let params: Vec<Ty> = P::classes().iter().map(|c| c.ty()).collect();
+        let args: Vec<FnReg> = P::classes()
+            .into_iter()
+            .enumerate()
+            .map(|(i, class)| {
+                let d = f.reg_of(class);
+                f.push(Op::LdParamAt {
+                    ty: class.ty(),
+                    d,
+                    name: printer::func_param_name(name, i),
+                    offset: 0,
+                });
+                FnReg(d)
+            })
+            .collect();
+        let out = body(&mut f, P::build(&args));
+        let rets: Vec<RegId> = R::regs(out).into_iter().map(|r| r.0).collect();
+        let (id, sm) = (f.id, f.sm);
+        let def = match f.finish_func(&params, &rets) {
+            Ok(def) => def,
+            Err(e) => {
+                let broken = Some(e.to_string());
+                self.record(e);
+                FuncDef {
+                    id,
+                    name: name.to_string(),
+                    sm,
+                    version: sm.min_ptx(),
+                    text: String::new(),
+                    shared: Vec::new(),
+                    callees: Vec::new(),
+                    broken,
+                }
+            }
+        };
+        DeviceFn {
+            def: Arc::new(def),
+            _t: PhantomData,
+        }
+    }
+
+    /// Call device function `f` with `args` (one value per parameter, a
+    /// tuple for several; checked at compile time) and return its return
+    /// registers, fresh in this builder. Refused inside a
+    /// [`guarded`](Self::guarded) region, and with a function of another
+    /// target or whose body was refused.
+    #[track_caller]
+    pub fn call<P: FnValues, R: FnValues>(
+        &mut self,
+        f: &DeviceFn<P, R>,
+        args: impl IntoArgs<P>,
+    ) -> R::Regs {
+        let def = &f.def;
+        if let Some(error) = &def.broken {
+            self.fail(BuildError::BrokenFunction {
+                function: def.name.clone(),
+                error: error.clone(),
+            });
+        }
+        if def.sm != self.sm {
+            self.fail(BuildError::FunctionTarget {
+                function: def.name.clone(),
+                function_sm: def.sm,
+                this_sm: self.sm,
+            });
+        }
+        if self.guard.is_some() {
+            self.fail(BuildError::CallInGuardedRegion);
+        }
+        self.add_func(def, Location::caller());
+        let args = P::classes()
+            .iter()
+            .zip(args.values())
+            .map(|(c, v)| (c.ty(), v.0))
+            .collect();
+        let rets: Vec<(Ty, RegId)> = R::classes()
+            .iter()
+            .map(|&c| (c.ty(), self.reg_of(c)))
+            .collect();
+        let regs: Vec<FnReg> = rets.iter().map(|r| FnReg(r.1)).collect();
+        let seq = self.callseqs;
+        self.callseqs += 1;
+        self.push(Op::Call {
+            seq,
+            func: def.name.clone(),
+            args,
+            rets,
+        });
+        R::build(&regs)
+    }
+
+    /// Add `def` and its callees to the functions this body's module
+    /// prints, refusing a name or shared array that clashes.
+    fn add_func(&mut self, def: &Arc<FuncDef>, at: &'static Location<'static>) {
+        if def.broken.is_some() {
+            return;
+        }
+        self.version = self.version.max(def.version);
+        for d in def.callees.iter().chain(std::iter::once(def)) {
+            if self.funcs.iter().any(|f| f.id == d.id) {
+                continue;
+            }
+            if d.name == self.name || self.funcs.iter().any(|f| f.name == d.name) {
+                self.fail_at(
+                    BuildError::FunctionName {
+                        name: d.name.clone(),
+                    },
+                    at,
+                );
+            }
+            self.funcs.push(Arc::clone(d));
+        }
+        self.check_module_shared_at(at);
+    }
+
+    /// Refuse shared arrays of the body and its functions that share a
+    /// name, or whose static sizes exceed the limit together.
+    #[track_caller]
+    pub(super) fn check_module_shared(&mut self) {
+        self.check_module_shared_at(Location::caller());
+    }
+
+    fn check_module_shared_at(&mut self, at: &'static Location<'static>) {
+        if self.funcs.is_empty() {
+            return;
+        }
+        let all: Vec<&SharedDecl> = self
+            .shared
+            .iter()
+            .chain(self.funcs.iter().flat_map(|f| f.shared.iter()))
+            .collect();
+        for (i, s) in all.iter().enumerate() {
+            if all[..i].iter().any(|o| o.name == s.name) {
+                self.fail_at(
+                    BuildError::SharedName {
+                        array: s.name.clone(),
+                    },
+                    at,
+                );
+                return;
+            }
+        }
+        let owned: Vec<SharedDecl> = all.into_iter().cloned().collect();
+        let total = static_smem(&owned);
+        if total > u64::from(STATIC_SMEM_LIMIT) {
+            self.fail_at(
+                BuildError::StaticSharedLimit {
+                    bytes: total,
+                    limit: STATIC_SMEM_LIMIT,
+                },
+                at,
+            );
+        }
+    }
+
+    /// Store the return values, print the `.func`, or return the body's
+    /// first misuse.
+    #[track_caller]
+    fn finish_func(mut self, params: &[Ty], rets: &[RegId]) -> Result<FuncDef> {
+        let tys: Vec<Ty> = rets.iter().map(|r| r.class.ty()).collect();
+        let (offsets, _, _) = printer::ret_layout(&tys);
+        for ((&r, &ty), offset) in rets.iter().zip(&tys).zip(offsets) {
+            self.push(Op::StParamAt {
+                ty,
+                name: printer::FUNC_RETVAL.to_string(),
+                offset,
+                a: Value::Reg(r),
+            });
+        }
+        self.push(Op::Ret);
+        self.check_module_shared();
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        let reg_counts = self.reg_counts();
+        let text = printer::print_func(&FuncText {
+            name: &self.name,
+            params,
+            rets: &tys,
+            reg_counts: &reg_counts,
+            body: &self.body,
+        });
+        let callees = std::mem::take(&mut self.funcs);
+        let shared = std::mem::take(&mut self.shared);
+        Ok(FuncDef {
+            id: self.id,
+            name: self.name.clone(),
+            sm: self.sm,
+            version: self.version,
+            text,
+            shared,
+            callees,
+            broken: None,
+        })
+    }
+}
