@@ -165,6 +165,51 @@ pub trait FnValues: sealed::Sealed + 'static {
 /// The arguments of a call of a function taking `P`: a value of each of
 /// `P`'s types (a register or an immediate, `Into<Src<T>>`), as a tuple
 /// when `P` is one.
+///
+/// A wrong number of arguments, or an argument of another type, does not
+/// compile:
+///
+/// ```compile_fail,E0277
+/// use ptxsmith::dsl::types::{F32, Reg};
+/// use ptxsmith::dsl::{DeviceFn, KernelBuilder, Rounding::Rn};
+/// let mut b = KernelBuilder::new("k", ptxsmith::Sm::Sm80);
+/// let half: DeviceFn<F32, F32> = b.device_fn("half", |f, x: Reg<F32>| f.fmul(Rn, x, 0.5f32));
+/// let x = b.mov(1.0f32);
+/// let _ = b.call(&half, (x, x)); // two arguments to one parameter
+/// ```
+///
+/// ```compile_fail,E0277
+/// use ptxsmith::dsl::types::{F32, Reg};
+/// use ptxsmith::dsl::{DeviceFn, KernelBuilder, Rounding::Rn};
+/// let mut b = KernelBuilder::new("k", ptxsmith::Sm::Sm80);
+/// let half: DeviceFn<F32, F32> = b.device_fn("half", |f, x: Reg<F32>| f.fmul(Rn, x, 0.5f32));
+/// let i = b.tid_x();
+/// let _ = b.call(&half, i); // a U32 register for an F32 parameter
+/// ```
+///
+/// ```compile_fail,E0277
+/// use ptxsmith::dsl::types::F32;
+/// use ptxsmith::dsl::{DeviceFn, KernelBuilder, Rounding::Rn};
+/// let mut b = KernelBuilder::new("k", ptxsmith::Sm::Sm80);
+/// let add = b.device_fn::<(F32, F32), F32>("add", |f, (x, y)| f.fadd(Rn, x, y));
+/// let x = b.mov(1.0f32);
+/// let _ = b.call(&add, x); // one argument to two parameters
+/// ```
+///
+/// The same calls with the right arguments compile:
+///
+/// ```
+/// use ptxsmith::dsl::types::{F32, Reg};
+/// use ptxsmith::dsl::{DeviceFn, KernelBuilder, Rounding::Rn};
+/// let mut b = KernelBuilder::new("k", ptxsmith::Sm::Sm80);
+/// let half: DeviceFn<F32, F32> = b.device_fn("half", |f, x: Reg<F32>| f.fmul(Rn, x, 0.5f32));
+/// let add = b.device_fn::<(F32, F32), F32>("add", |f, (x, y)| f.fadd(Rn, x, y));
+/// let x = b.mov(1.0f32);
+/// let h = b.call(&half, x);
+/// let _ = b.call(&add, (x, h));
+/// let _ = b.call(&add, (h, 2.0f32));
+/// assert!(b.finish().is_ok());
+/// ```
 #[diagnostic::on_unimplemented(
     message = "these arguments do not match the device function's parameters `{P}`",
     label = "one argument (a register or immediate) per parameter, of its type, in a tuple for several"

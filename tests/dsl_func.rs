@@ -1,0 +1,440 @@
+//! Device functions with calls in the DSL (issue 32): the printed
+//! `.func`/`call.uni` forms, ptxas, the refusals (foreign registers both
+//! ways, misuse inside a body, a function of another target, a name used
+//! twice, a call in a guarded region) with the caller's location, and
+//! kernels calling functions (a polynomial with `fma`, two returns, a
+//! nested call, shared memory and special registers inside a function) run
+//! on the simulator bit-exactly against host closures on every SM.
+//!
+//! Wrong argument counts and types are compile errors: the `compile_fail`
+//! doctests of `ptxsmith::dsl::IntoArgs`.
+
+use ptxsmith::dsl::params::{KernelParams, Ptr};
+use ptxsmith::dsl::types::{F32, Reg, U32};
+use ptxsmith::dsl::*;
+use ptxsmith::nvtools::NvTools;
+use ptxsmith::runtime::{Context, LaunchConfig};
+use ptxsmith::testing::{check_buffers_on_every_sm, finite_f32};
+use ptxsmith::{Error, Sm, kernel_params};
+
+use Rounding::Rn;
+
+/// `p(x) = (x·0.5 + 1)·x − 2`, Horner with `fma.rn`.
+fn poly_fn(b: &mut KernelBuilder) -> DeviceFn<F32, F32> {
+    b.device_fn("poly", |f, x: Reg<F32>| {
+        let t = f.ffma(Rn, x, 0.5f32, 1.0f32);
+        f.ffma(Rn, t, x, -2.0f32)
+    })
+}
+
+fn host_poly(x: f32) -> f32 {
+    x.mul_add(0.5, 1.0).mul_add(x, -2.0)
+}
+
+kernel_params! {
+    struct CallArgs => CallRegs {
+        x: Ptr<F32>,
+        poly: Ptr<F32>,
+        sum: Ptr<F32>,
+        diff: Ptr<F32>,
+        nested: Ptr<F32>,
+        staged: Ptr<F32>,
+        n: U32,
+    }
+}
+
+/// For `i < n`: `poly[i] = p(x)`, `(sum[i], diff[i]) = sum_diff(x, p(x))`
+/// (two returns), `nested[i] = p(p(x))` (a function calling `poly`
+/// twice), `staged[i] = x + tid.x` through a function that stores `x` in
+/// its own shared array and reads it back.
+fn calls(sm: Sm) -> ptxsmith::Result<PtxModule> {
+    let mut b = KernelBuilder::new("calls", sm);
+    b.maxntid(64, 1, 1);
+    let p = b.params::<CallArgs>();
+    let poly = poly_fn(&mut b);
+    let sum_diff = b.device_fn::<(F32, F32), (F32, F32)>("sum_diff", |f, (x, y)| {
+        (f.fadd(Rn, x, y), f.fsub(Rn, x, y))
+    });
+    let twice = b.device_fn::<F32, F32>("poly_twice", |f, x| {
+        let y = f.call(&poly, x);
+        f.call(&poly, y)
+    });
+    let staged = b.device_fn::<F32, F32>("staged", |f, x| {
+        let s = f.shared_array::<F32>("fn_stage", 64, 4);
+        let t = f.tid_x();
+        let q = f.shared_elem(&s, t);
+        f.st_shared(q, 0, x);
+        let back = f.ld_shared(q, 0);
+        let tf = f.u32_to_f32(Rn, t);
+        f.fadd(Rn, back, tf)
+    });
+    let i = b.global_id_x();
+    let inside = b.setp(Cmp::Lt, i, p.n);
+    b.if_(inside, |b| {
+        let xp = b.offset(p.x, i);
+        let x = b.ld_global(xp, 0);
+        let y = b.call(&poly, x);
+        let (s, d) = b.call(&sum_diff, (x, y));
+        let z = b.call(&twice, x);
+        let w = b.call(&staged, x);
+        for (ptr, v) in [
+            (p.poly, y),
+            (p.sum, s),
+            (p.diff, d),
+            (p.nested, z),
+            (p.staged, w),
+        ] {
+            let q = b.offset(ptr, i);
+            b.st_global(q, 0, v);
+        }
+    });
+    b.finish()
+}
+
+const BLOCK: u32 = 64;
+
+fn host_calls(x: &[f32]) -> Vec<Vec<f32>> {
+    let poly: Vec<f32> = x.iter().map(|&v| host_poly(v)).collect();
+    let sum = x.iter().zip(&poly).map(|(a, b)| a + b).collect();
+    let diff = x.iter().zip(&poly).map(|(a, b)| a - b).collect();
+    let nested = x.iter().map(|&v| host_poly(host_poly(v))).collect();
+    let staged = x
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| v + (i as u32 % BLOCK) as f32)
+        .collect();
+    vec![poly, sum, diff, nested, staged]
+}
+
+#[test]
+fn printed_forms_are_nvrtcs() {
+    let ptx = calls(Sm::Sm80).unwrap().ptx;
+    for form in [
+        ".func (.param .b32 func_retval0) poly(\n\t.param .b32 poly_param_0\n)\n{",
+        "ld.param.f32 %f0, [poly_param_0];",
+        "st.param.f32 [func_retval0], %f2;",
+        ".func (.param .align 4 .b8 func_retval0[8]) sum_diff(\n\t.param .b32 sum_diff_param_0,\n\t.param .b32 sum_diff_param_1\n)",
+        "st.param.f32 [func_retval0+4], ",
+        "\t{ // callseq 0\n\t.param .b32 param0;\n\tst.param.f32 [param0], %f",
+        "\t.param .b32 retval0;\n\tcall.uni (retval0), poly, (param0);\n\tld.param.f32 %f",
+        ".param .align 4 .b8 retval0[8];\n\tcall.uni (retval0), sum_diff, (param0, param1);",
+        "ld.param.f32 %f",
+        ", [retval0+4];\n\t} // callseq 1",
+        // the function's shared array is at module scope
+        "\n.shared .align 4 .b8 fn_stage[256];\n",
+    ] {
+        assert!(ptx.contains(form), "missing {form:?} in\n{ptx}");
+    }
+    // every function once, callees first, all before the entry
+    let at = |s: &str| {
+        assert_eq!(
+            ptx.matches(s).count(),
+            1,
+            "{s} printed {}×",
+            ptx.matches(s).count()
+        );
+        ptx.find(s).unwrap()
+    };
+    let (poly, twice, entry) = (
+        at(") poly("),
+        at(") poly_twice("),
+        at(".visible .entry calls("),
+    );
+    assert!(poly < twice && twice < entry && at(") sum_diff(") < entry);
+    assert!(at(") staged(") < entry);
+    // no call needs a newer .version than the target's lowest
+    assert!(ptx.contains(".version 7.0\n"), "{ptx}");
+}
+
+#[test]
+fn no_argument_and_no_return_forms() {
+    let mut b = KernelBuilder::new("k", Sm::Sm80);
+    let tid = b.device_fn::<(), U32>("tid", |f, ()| f.tid_x());
+    let sink = b.device_fn::<U32, ()>("sink", |f, x| {
+        let _ = f.add(x, 1u32);
+    });
+    let t = b.call(&tid, ());
+    b.call(&sink, t);
+    b.call(&sink, 7u32); // an immediate argument
+    let ptx = b.finish().unwrap().ptx;
+    for form in [
+        ".func (.param .b32 func_retval0) tid()\n{",
+        "call.uni (retval0), tid, ();",
+        ".func sink(\n\t.param .b32 sink_param_0\n)",
+        "call.uni sink, (param0);",
+        "st.param.u32 [param0], 7;",
+    ] {
+        assert!(ptx.contains(form), "missing {form:?} in\n{ptx}");
+    }
+}
+
+#[test]
+fn ptxas_assembles_calls() {
+    let Some(tools) = NvTools::for_tests() else {
+        return;
+    };
+    for sm in Sm::ALL {
+        let m = calls(sm).unwrap();
+        if let Err(e) = tools.assemble(&m.ptx, sm) {
+            panic!("{sm}: ptxas rejected the calls:\n{e}\n{}", m.ptx);
+        }
+    }
+}
+
+#[test]
+fn kernels_calling_functions_are_bit_exact_on_every_sm() {
+    let n = 300usize;
+    let x = finite_f32(n, 32);
+    let sweep = check_buffers_on_every_sm(
+        calls,
+        |ctx: &Context, m| {
+            let st = ctx.default_stream();
+            let xd = st.upload(&x)?;
+            let mut outs = (0..5)
+                .map(|_| ctx.alloc::<f32>(n))
+                .collect::<ptxsmith::Result<Vec<_>>>()?;
+            let [o0, o1, o2, o3, o4] = &mut outs[..] else {
+                unreachable!()
+            };
+            let args = CallArgs {
+                x: st.arg("x", &xd)?,
+                poly: st.arg_mut("poly", o0)?,
+                sum: st.arg_mut("sum", o1)?,
+                diff: st.arg_mut("diff", o2)?,
+                nested: st.arg_mut("nested", o3)?,
+                staged: st.arg_mut("staged", o4)?,
+                n: n as u32,
+            };
+            st.launch(
+                m,
+                LaunchConfig::linear((n as u32).div_ceil(BLOCK), BLOCK),
+                &args.args(),
+            )?;
+            outs.iter().map(|o| st.to_vec(o)).collect()
+        },
+        |_| host_calls(&x),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(sweep.passed.len(), Sm::ALL.len(), "{sweep}");
+}
+
+/// The `Error::Build` of a refused build: its error, kernel and line.
+fn refusal(r: ptxsmith::Result<PtxModule>) -> (BuildError, String, u32) {
+    match r.expect_err("the builder should refuse") {
+        Error::Build {
+            error,
+            kernel,
+            location: Some(l),
+        } => {
+            assert!(l.file().ends_with("dsl_func.rs"), "{l}");
+            (error, kernel, l.line())
+        }
+        e => panic!("{e:?}"),
+    }
+}
+
+#[test]
+fn a_kernel_register_in_a_function_body_is_refused_naming_both() {
+    let mut b = KernelBuilder::new("outer", Sm::Sm80);
+    let k = b.mov(2.0f32);
+    let line = line!() + 2;
+    let _ = b.device_fn::<F32, F32>("inner", |f, x| {
+        f.fmul(Rn, x, k) // `k` is the kernel's
+    });
+    let (e, kernel, l) = refusal(b.finish());
+    assert_eq!(
+        (e, kernel.as_str(), l),
+        (
+            BuildError::ForeignRegister {
+                register: "%f0".into(),
+                owner_kernel: "outer".into(),
+                this_kernel: "inner".into()
+            },
+            "inner",
+            line
+        )
+    );
+}
+
+#[test]
+fn a_function_register_in_the_kernel_is_refused_naming_both() {
+    let mut b = KernelBuilder::new("outer", Sm::Sm80);
+    let mut leaked = None;
+    let f = b.device_fn::<F32, F32>("inner", |f, x| {
+        leaked = Some(x);
+        f.fadd(Rn, x, 1.0f32)
+    });
+    let y = b.call(&f, 1.0f32);
+    let line = line!() + 1;
+    let _ = b.fadd(Rn, y, leaked.unwrap());
+    let (e, kernel, l) = refusal(b.finish());
+    assert_eq!(
+        (e, kernel.as_str(), l),
+        (
+            BuildError::ForeignRegister {
+                register: "%f0".into(),
+                owner_kernel: "inner".into(),
+                this_kernel: "outer".into()
+            },
+            "outer",
+            line
+        )
+    );
+}
+
+#[test]
+fn misuse_in_a_body_is_refused_at_its_line() {
+    type Body = fn(&mut KernelBuilder, Reg<U32>) -> Reg<U32>;
+    let cases: [(Body, BuildError); 4] = [
+        (
+            |f, x| f.div(x, 0u32),
+            BuildError::DivisionByZero { op: "division" },
+        ),
+        (
+            |f, x| {
+                f.ret();
+                x
+            },
+            BuildError::RetInDeviceFunction,
+        ),
+        (
+            |f, _| f.load_param::<U32>("n"),
+            BuildError::NotInDeviceFunction { op: "load_param" },
+        ),
+        (
+            |f, x| {
+                f.maxntid(32, 1, 1);
+                x
+            },
+            BuildError::NotInDeviceFunction { op: "maxntid" },
+        ),
+    ];
+    for (body, want) in cases {
+        let mut b = KernelBuilder::new("k", Sm::Sm80);
+        let f = b.device_fn::<U32, U32>("f", body);
+        // the refused function's handle is refused where it is called too
+        let mut other = KernelBuilder::new("k2", Sm::Sm80);
+        let line = line!() + 1;
+        let _ = other.call(&f, 1u32);
+        let (e, kernel, _) = refusal(b.finish());
+        assert_eq!((e, kernel.as_str()), (want.clone(), "f"));
+        let (e, kernel, l) = refusal(other.finish());
+        assert!(
+            matches!(&e, BuildError::BrokenFunction { function, .. } if function == "f"),
+            "{e}"
+        );
+        assert_eq!((kernel.as_str(), l), ("k2", line));
+    }
+}
+
+#[test]
+fn call_misuse_is_refused_at_the_call() {
+    // a function of another target
+    let mut a = KernelBuilder::new("a", Sm::Sm80);
+    let f = poly_fn(&mut a);
+    let mut b = KernelBuilder::new("b", Sm::Sm90);
+    let line = line!() + 1;
+    let _ = b.call(&f, 1.0f32);
+    assert_eq!(
+        refusal(b.finish()),
+        (
+            BuildError::FunctionTarget {
+                function: "poly".into(),
+                function_sm: Sm::Sm80,
+                this_sm: Sm::Sm90
+            },
+            "b".into(),
+            line
+        )
+    );
+
+    // two different functions of one name in one module
+    let mut b = KernelBuilder::new("k", Sm::Sm80);
+    let f1 = poly_fn(&mut b);
+    let f2 = poly_fn(&mut b);
+    let _ = b.call(&f1, 1.0f32);
+    let _ = b.call(&f1, 2.0f32); // the same one again is fine
+    let line = line!() + 1;
+    let _ = b.call(&f2, 1.0f32);
+    assert_eq!(
+        refusal(b.finish()),
+        (
+            BuildError::FunctionName {
+                name: "poly".into()
+            },
+            "k".into(),
+            line
+        )
+    );
+
+    // a function named as the kernel
+    let mut b = KernelBuilder::new("poly", Sm::Sm80);
+    let f = poly_fn(&mut b);
+    let line = line!() + 1;
+    let _ = b.call(&f, 1.0f32);
+    assert_eq!(
+        refusal(b.finish()),
+        (
+            BuildError::FunctionName {
+                name: "poly".into()
+            },
+            "poly".into(),
+            line
+        )
+    );
+
+    // a call in a guarded region
+    let mut b = KernelBuilder::new("k", Sm::Sm80);
+    let f = poly_fn(&mut b);
+    let t = b.tid_x();
+    let p = b.setp(Cmp::Eq, t, 0u32);
+    let line = line!() + 2;
+    b.guarded(p, |b| {
+        let _ = b.call(&f, 1.0f32);
+    });
+    assert_eq!(
+        refusal(b.finish()),
+        (BuildError::CallInGuardedRegion, "k".into(), line)
+    );
+
+    // a shared array name used by the kernel and a function
+    let mut b = KernelBuilder::new("k", Sm::Sm80);
+    let _ = b.shared_array::<F32>("s", 4, 4);
+    let f = b.device_fn::<(), ()>("g", |f, ()| {
+        let _ = f.shared_array::<F32>("s", 4, 4);
+    });
+    let line = line!() + 1;
+    b.call(&f, ());
+    assert_eq!(
+        refusal(b.finish()),
+        (
+            BuildError::SharedName { array: "s".into() },
+            "k".into(),
+            line
+        )
+    );
+}
+
+#[test]
+fn features_inside_a_function_gate_and_version_the_kernel() {
+    // redux.sync (sm_80+) inside a function: refused on sm_75
+    let build = |sm: Sm| {
+        let mut b = KernelBuilder::new("k", sm);
+        let f = b.device_fn::<U32, U32>("wsum", |f, x| f.redux(ReduxOp::Add, x, u32::MAX));
+        let t = b.tid_x();
+        let _ = b.call(&f, t);
+        b.finish()
+    };
+    assert!(matches!(
+        build(Sm::Sm75),
+        Err(Error::UnsupportedFeature { sm: Sm::Sm75, .. })
+    ));
+    assert!(build(Sm::Sm80).is_ok());
+    // an FP8 conversion inside a function raises the kernel's .version
+    let mut b = KernelBuilder::new("k", Sm::Sm89);
+    let f = b.device_fn::<F32, ptxsmith::dsl::types::B16>("to_fp8", |f, x| {
+        f.cvt_to_fp8x2(Fp8Format::E4M3, x, x)
+    });
+    let _ = b.call(&f, 1.0f32);
+    assert_eq!(b.finish().unwrap().version.to_string(), "8.1");
+}
