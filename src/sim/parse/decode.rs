@@ -31,6 +31,8 @@ pub(super) struct Decoder<'a> {
     /// The A/B/C register slots of the `mma.sync`s decoded so far
     /// ([`Entry::mma`]).
     pub(super) mma: std::cell::RefCell<Vec<[u32; 10]>>,
+    /// `.param` variables of call frames, which live in `.local`.
+    pub(super) frame: &'a std::collections::HashSet<String>,
 }
 
 pub(super) fn blank_inst(op: Op) -> Inst {

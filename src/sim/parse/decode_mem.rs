@@ -27,7 +27,14 @@ impl Decoder<'_> {
                     return Ok((Src::Reg(*r), *off, sp));
                 }
                 if let Some(v) = self.vars.get(base) {
-                    let vsp = if sp == Space::Generic { v.sp } else { sp };
+                    // a call frame's `.param` lives in the thread's `.local` frame
+                    let frame =
+                        sp == Space::Param && v.sp == Space::Local && self.frame.contains(base);
+                    let vsp = if sp == Space::Generic || frame {
+                        v.sp
+                    } else {
+                        sp
+                    };
                     if vsp != v.sp {
                         return perr(format!(
                             "`{base}` is in .{} but the access is .{}",
@@ -75,9 +82,6 @@ impl Decoder<'_> {
             "f64" => Cls::F64,
             _ => Cls::Int,
         };
-        if sp == Space::Param && !ld {
-            return unsup("st.param");
-        }
         if sp == Space::Const && !ld {
             return perr("st.const is illegal");
         }
@@ -88,6 +92,9 @@ impl Decoder<'_> {
             (&ops[1], &ops[0])
         };
         let (base, off, sp) = self.mem_operand(mem, sp)?;
+        if sp == Space::Param && !ld {
+            return unsup("st.param outside a call sequence");
+        }
         let mut i = blank_inst(if ld {
             Op::Ld {
                 sp,

@@ -29,8 +29,11 @@ pub(super) struct Parser<'a> {
     pub(super) dyn_shared: Option<(Vec<String>, u64)>,
     pub(super) const_vars: HashMap<String, u64>,
     pub(super) consts: Vec<u8>,
+    /// `.func`s, and the call frame of the entry being decoded.
+    pub(super) funcs: super::func::Funcs,
 }
 
+#[derive(Debug, Clone)]
 pub(super) struct Stmt {
     pub(super) line: u32,
     pub(super) toks: Vec<Tok>,
@@ -54,6 +57,7 @@ impl<'a> Parser<'a> {
             dyn_shared: None,
             const_vars: HashMap::new(),
             consts: Vec::new(),
+            funcs: Default::default(),
         }
     }
 
@@ -131,6 +135,7 @@ impl<'a> Parser<'a> {
         if let Some(e) = self.tok_err.take() {
             return Err(e);
         }
+        self.prescan_funcs()?;
         let mut entries = Vec::new();
         while self.pos < self.toks.len() {
             let line = self.line();
@@ -189,9 +194,6 @@ impl<'a> Parser<'a> {
                             let toks = self.until_semi()?;
                             self.decl_dyn_shared(line, &toks)?;
                         }
-                        Some(Tok::Id(n)) if n == ".func" => {
-                            return Err(self.unsup(line, ".func is not supported"));
-                        }
                         _ => {}
                     }
                 }
@@ -199,9 +201,7 @@ impl<'a> Parser<'a> {
                     let e = self.entry(line)?;
                     entries.push(e);
                 }
-                Tok::Id(ref s) if s == ".func" => {
-                    return Err(self.unsup(line, ".func is not supported"));
-                }
+                Tok::Id(ref s) if s == ".func" => self.skip_func(line)?,
                 Tok::Id(ref s) if s == ".shared" => {
                     let toks = self.until_semi()?;
                     let (name, size, align, _) = self.var_decl(line, &toks)?;
@@ -532,36 +532,10 @@ impl<'a> Parser<'a> {
                 t => return Err(self.unsup(l, format!("entry directive {t:?}"))),
             }
         }
-        // body statements
-        let mut stmts: Vec<Stmt> = Vec::new();
-        let mut depth = 1;
-        while depth > 0 {
-            let line = self.line();
-            match self.peek().cloned() {
-                None => return Err(self.perr(line, "unterminated entry body")),
-                Some(Tok::P('{')) => {
-                    self.pos += 1;
-                    depth += 1;
-                }
-                Some(Tok::P('}')) => {
-                    self.pos += 1;
-                    depth -= 1;
-                }
-                Some(Tok::Id(lbl))
-                    if self.toks.get(self.pos + 1).map(|t| &t.t) == Some(&Tok::P(':')) =>
-                {
-                    self.pos += 2;
-                    stmts.push(Stmt {
-                        line,
-                        toks: vec![Tok::Id(lbl), Tok::P(':')],
-                    });
-                }
-                Some(_) => {
-                    let toks = self.until_semi()?;
-                    stmts.push(Stmt { line, toks });
-                }
-            }
-        }
+        // body statements, calls inlined (`super::func`)
+        let l = self.line();
+        let stmts = self.body_stmts(l)?;
+        let stmts = self.inline_calls(stmts)?;
         self.body(name, params, param_bytes as u32, maxntid, reqntid, stmts)
     }
 
@@ -775,6 +749,7 @@ impl<'a> Parser<'a> {
             sm: self.sm,
             suffix: self.suffix,
             mma: Default::default(),
+            frame: &self.funcs.frame,
         };
         for st in instrs {
             let text = self.line_text(st.line);

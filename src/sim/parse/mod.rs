@@ -19,6 +19,7 @@ mod decode_cvt;
 mod decode_mem;
 mod decode_mma;
 mod directives;
+mod func;
 mod lex;
 mod operands;
 #[cfg(test)]

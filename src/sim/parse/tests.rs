@@ -41,11 +41,11 @@ $L1:
 
 #[test]
 fn entry_signature_reads_the_header_only() {
-    // The body uses `.func`/`call`, which the simulator refuses to run:
-    // the signature is still read.
+    // The body calls an `.extern .func`, which the simulator refuses to
+    // run: the signature is still read.
     let ptx = concat!(
         ".version 7.0\n.target sm_80\n.address_size 64\n",
-        ".func f() { ret; }\n",
+        ".extern .func f();\n",
         ".visible .entry a(.param .u32 a_n) { ret; }\n",
         ".visible .entry k(\n  .param .u64 .ptr .global .align 16 k_p,\n",
         "  .param .f32 k_s,\n  .param .align 8 .b8 k_blob[12]\n)\n{ call f; ret; }\n"
@@ -175,6 +175,6 @@ fn refusals_name_the_line() {
     ));
     assert!(matches!(
         Program::parse(".version 7.0\n.target sm_80\n.visible .func f() { ret; }\n"),
-        Err(SimError::Unsupported { .. })
+        Err(SimError::Parse { .. })
     ));
 }
