@@ -4,59 +4,7 @@
 //! [`DeviceFn<P, R>`]; [`KernelBuilder::call`] calls it from a kernel or
 //! from another function's body.
 //!
-//! ```
-//! use ptxsmith::dsl::types::{F32, Reg};
-//! use ptxsmith::dsl::{DeviceFn, KernelBuilder, Rounding::Rn};
-//! use ptxsmith::Sm;
-//! let mut b = KernelBuilder::new("k", Sm::Sm80);
-//! // p(x) = (x·0.5 + 1)·x − 2, Horner with fma.rn
-//! let poly: DeviceFn<F32, F32> = b.device_fn("poly", |f, x: Reg<F32>| {
-//!     let t = f.ffma(Rn, x, 0.5f32, 1.0f32);
-//!     f.ffma(Rn, t, x, -2.0f32)
-//! });
-//! // two arguments, two returns: tuples
-//! let sum_diff = b.device_fn::<(F32, F32), (F32, F32)>("sum_diff", |f, (x, y)| {
-//!     (f.fadd(Rn, x, y), f.fsub(Rn, x, y))
-//! });
-//! let x = b.mov(3.0f32);
-//! let y = b.call(&poly, x);
-//! let (s, d) = b.call(&sum_diff, (x, y));
-//! let _ = b.fmul(Rn, s, d);
-//! let ptx = b.finish()?.ptx;
-//! assert!(ptx.contains(".func (.param .b32 func_retval0) poly("));
-//! assert!(ptx.contains("call.uni (retval0), poly, (param0);"));
-//! # Ok::<(), ptxsmith::Error>(())
-//! ```
-//!
-//! * **Types.** `P` and `R` are a register type ([`F32`](crate::dsl::types::F32),
-//!   [`U32`](crate::dsl::types::U32), …: one value), a tuple of them (up to
-//!   six) or `()`; the body receives `P`'s registers and returns `R`'s. A
-//!   call's arguments are checked at compile time: their number and types
-//!   (a register or an immediate of each type, as in any instruction).
-//!   Predicates and `.b8` registers cannot be passed (PTX has no such
-//!   `.param`); pass a `U32` made with `selp`.
-//! * **Registers are the function's own.** The body's builder has its own
-//!   id: a register of the calling kernel used in the body, or a register
-//!   of the body used in the kernel, is refused with
-//!   [`BuildError::ForeignRegister`] naming both.
-//! * **Errors.** A misuse inside the body is recorded in the builder that
-//!   called `device_fn` (its [`finish`](KernelBuilder::finish) returns
-//!   it, with the body's location). Entry-only methods (`params`,
-//!   `load_param`, `reqntid`, …) and `ret` are refused in a body.
-//! * **No recursion**: a function's handle exists only once its body is
-//!   built, so no body can call itself or a caller.
-//! * **The module.** A kernel's module holds every function it calls
-//!   (transitively, each once, callees first) before its `.entry`; a
-//!   function may be called from several kernels of its target. Shared
-//!   arrays a body declares live at module scope (their names must differ
-//!   from the kernel's and the other functions'); special registers read
-//!   the calling thread's. Calls need no `.version` or target beyond the
-//!   base, so every SM has them.
-//! * **The PTX** is the form NVRTC emits: `.func (.param .b32 func_retval0)
-//!   name(.param .b32 name_param_0, …)` with `ld.param`/`st.param`, several
-//!   returns in one `.param .align A .b8 func_retval0[N]` (laid out as a C
-//!   struct), and at the call a `{ .param …; st.param …; call.uni (retval0),
-//!   name, (param0, …); ld.param …; }` block.
+//! See [`DeviceFn`] for the model, the types and the printed PTX.
 
 use std::marker::PhantomData;
 use std::panic::Location;
@@ -93,6 +41,60 @@ pub(crate) struct FuncDef {
 /// [`KernelBuilder::device_fn`] and called with [`KernelBuilder::call`].
 /// Cloning is cheap; the handle may be called from any builder of the
 /// same target.
+///
+/// ```
+/// use ptxsmith::dsl::types::{F32, Reg};
+/// use ptxsmith::dsl::{DeviceFn, KernelBuilder, Rounding::Rn};
+/// use ptxsmith::Sm;
+/// let mut b = KernelBuilder::new("k", Sm::Sm80);
+/// // p(x) = (x·0.5 + 1)·x − 2, Horner with fma.rn
+/// let poly: DeviceFn<F32, F32> = b.device_fn("poly", |f, x: Reg<F32>| {
+///     let t = f.ffma(Rn, x, 0.5f32, 1.0f32);
+///     f.ffma(Rn, t, x, -2.0f32)
+/// });
+/// // two arguments, two returns: tuples
+/// let sum_diff = b.device_fn::<(F32, F32), (F32, F32)>("sum_diff", |f, (x, y)| {
+///     (f.fadd(Rn, x, y), f.fsub(Rn, x, y))
+/// });
+/// let x = b.mov(3.0f32);
+/// let y = b.call(&poly, x);
+/// let (s, d) = b.call(&sum_diff, (x, y));
+/// let _ = b.fmul(Rn, s, d);
+/// let ptx = b.finish()?.ptx;
+/// assert!(ptx.contains(".func (.param .b32 func_retval0) poly("));
+/// assert!(ptx.contains("call.uni (retval0), poly, (param0);"));
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
+/// * **Types.** `P` and `R` are a register type ([`F32`](crate::dsl::types::F32),
+///   [`U32`](crate::dsl::types::U32), …: one value), a tuple of them (up to
+///   six) or `()`; the body receives `P`'s registers and returns `R`'s. A
+///   call's arguments are checked at compile time: their number and types
+///   (a register or an immediate of each type, as in any instruction).
+///   Predicates and `.b8` registers cannot be passed (PTX has no such
+///   `.param`); pass a `U32` made with `selp`.
+/// * **Registers are the function's own.** The body's builder has its own
+///   id: a register of the calling kernel used in the body, or a register
+///   of the body used in the kernel, is refused with
+///   [`BuildError::ForeignRegister`] naming both.
+/// * **Errors.** A misuse inside the body is recorded in the builder that
+///   called `device_fn` (its [`finish`](KernelBuilder::finish) returns
+///   it, with the body's location). Entry-only methods (`params`,
+///   `load_param`, `reqntid`, …) and `ret` are refused in a body.
+/// * **No recursion**: a function's handle exists only once its body is
+///   built, so no body can call itself or a caller.
+/// * **The module.** A kernel's module holds every function it calls
+///   (transitively, each once, callees first) before its `.entry`; a
+///   function may be called from several kernels of its target. Shared
+///   arrays a body declares live at module scope (their names must differ
+///   from the kernel's and the other functions'); special registers read
+///   the calling thread's. Calls need no `.version` or target beyond the
+///   base, so every SM has them.
+/// * **The PTX** is the form NVRTC emits: `.func (.param .b32 func_retval0)
+///   name(.param .b32 name_param_0, …)` with `ld.param`/`st.param`, several
+///   returns in one `.param .align A .b8 func_retval0[N]` (laid out as a C
+///   struct), and at the call a `{ .param …; st.param …; call.uni (retval0),
+///   name, (param0, …); ld.param …; }` block.
 pub struct DeviceFn<P, R> {
     def: Arc<FuncDef>,
     _t: PhantomData<fn(P) -> R>,
@@ -301,7 +303,7 @@ impl KernelBuilder {
     /// gets a builder of its own (every instruction method works in it)
     /// and the argument registers, and returns the return registers. A
     /// misuse inside the body is recorded here, with its location in the
-    /// body (see the [module docs](self)); the handle is returned either
+    /// body (see [`DeviceFn`]); the handle is returned either
     /// way (calling a refused one is refused too).
     #[track_caller]
     pub fn device_fn<P: FnValues, R: FnValues>(
