@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::error::BuildError;
-use super::func::FuncDef;
+use super::func_def::FuncDef;
 use crate::abi::ParamDesc;
 use crate::dsl::ir::*;
 use crate::dsl::module::PtxModule;
@@ -80,14 +80,22 @@ pub struct KernelBuilder {
     pub(super) funcs: Vec<Arc<FuncDef>>,
     /// Call sequences emitted so far (numbers the `callseq` comments).
     pub(super) callseqs: u32,
+    /// The ids of the device function builders made under this one
+    /// (their names stay known until this builder is dropped).
+    pub(super) built_funcs: Vec<u32>,
 }
 
 impl Drop for KernelBuilder {
     fn drop(&mut self) {
-        // A device function's name stays known: its registers may still
-        // be (mis)used in the kernel that built it, whose error names it.
+        // A device function's name stays known while the builder that
+        // built it lives: its registers may still be (mis)used there, and
+        // that error names it.
         if !self.in_func {
-            live_builders().remove(&self.id);
+            let mut live = live_builders();
+            live.remove(&self.id);
+            for id in &self.built_funcs {
+                live.remove(id);
+            }
         }
     }
 }
@@ -129,6 +137,7 @@ impl KernelBuilder {
             in_func,
             funcs: Vec::new(),
             callseqs: 0,
+            built_funcs: Vec::new(),
         };
         if !is_identifier(name) {
             b.fail(BuildError::InvalidName {

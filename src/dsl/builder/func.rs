@@ -12,29 +12,12 @@ use std::sync::Arc;
 
 use super::core::{KernelBuilder, static_smem};
 use super::error::BuildError;
+use super::func_def::FuncDef;
 use crate::dsl::ir::Op;
 use crate::dsl::printer::{self, FuncText, SharedDecl};
 use crate::dsl::types::*;
 use crate::error::Result;
-use crate::target::{PtxVersion, STATIC_SMEM_LIMIT, Sm};
-
-/// A built device function: what a module that calls it prints.
-#[derive(Debug)]
-pub(crate) struct FuncDef {
-    /// The id of the builder that built it (identity within a module).
-    id: u32,
-    name: String,
-    sm: Sm,
-    version: PtxVersion,
-    /// The `.func` text.
-    pub(super) text: String,
-    /// Its shared arrays (printed at module scope).
-    pub(super) shared: Vec<SharedDecl>,
-    /// The functions it calls, transitively, callees first.
-    callees: Vec<Arc<FuncDef>>,
-    /// The body's error, as text, when the body was refused.
-    broken: Option<String>,
-}
+use crate::target::{STATIC_SMEM_LIMIT, Sm};
 
 /// A device function taking `P` and returning `R` (a register type such
 /// as [`F32`](crate::dsl::types::F32), a tuple of them, or `()`), made by
@@ -330,6 +313,8 @@ impl KernelBuilder {
         let out = body(&mut f, P::build(&args));
         let rets: Vec<RegId> = R::regs(out).into_iter().map(|r| r.0).collect();
         let (id, sm) = (f.id, f.sm);
+        self.built_funcs.append(&mut f.built_funcs);
+        self.built_funcs.push(id);
         let def = match f.finish_func(&params, &rets) {
             Ok(def) => def,
             Err(e) => {

@@ -31,7 +31,8 @@
 //! * `special`: special registers and global thread indices;
 //! * `var`: loop-carried variables ([`Var`]);
 //! * `func`: device functions ([`DeviceFn`], [`KernelBuilder::device_fn`])
-//!   and calls ([`KernelBuilder::call`]);
+//!   and calls ([`KernelBuilder::call`]); `func_def`: a built function as
+//!   the modules calling it print it;
 //! * `error`: [`BuildError`], the misuses the builder refuses;
 //! * [`params`]: typed parameter lists ([`kernel_params!`](crate::kernel_params))
 //!   and [`KernelBuilder::params`].
@@ -43,6 +44,7 @@ mod core;
 mod error;
 mod float;
 mod func;
+mod func_def;
 mod int;
 mod loops;
 mod memory;
