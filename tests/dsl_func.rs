@@ -11,6 +11,7 @@
 
 use ptxsmith::dsl::params::{KernelParams, Ptr};
 use ptxsmith::dsl::types::{F32, Reg, U32};
+
 use ptxsmith::dsl::*;
 use ptxsmith::nvtools::NvTools;
 use ptxsmith::runtime::{Context, LaunchConfig};
@@ -437,4 +438,89 @@ fn features_inside_a_function_gate_and_version_the_kernel() {
     });
     let _ = b.call(&f, 1.0f32);
     assert_eq!(b.finish().unwrap().version.to_string(), "8.1");
+}
+
+kernel_params! {
+    struct RowArgs => RowRegs { x: Ptr<F32>, out: Ptr<F32>, rows: U32, len: U32 }
+}
+
+/// `out[r] = x[r·len] + x[r·len + 1] + …` in order (`add.rn`), through
+/// `row_sum(GlobalPtr<F32>, U32) -> F32`, a function with a loop and a
+/// `Var` inside (its labels are its own), then stored to shared memory by
+/// `put(SharedPtr<F32>, F32)` and read back by the kernel.
+fn rows(sm: Sm) -> ptxsmith::Result<PtxModule> {
+    let mut b = KernelBuilder::new("rows", sm);
+    let p = b.params::<RowArgs>();
+    let row_sum = b.device_fn::<(GlobalPtr<F32>, U32), F32>("row_sum", |f, (x, n)| {
+        let acc = f.var(0.0f32);
+        f.for_range(0u32, n, 1u32, |f, j| {
+            let q = f.offset(x, j);
+            let v = f.ld_global(q, 0);
+            let s = f.fadd(Rn, &acc, v);
+            f.set(&acc, s);
+        });
+        f.get(&acc)
+    });
+    let put = b.device_fn::<(SharedPtr<F32>, F32), ()>("put", |f, (q, v)| f.st_shared(q, 0, v));
+    let s = b.shared_array::<F32>("rowbuf", 64, 4);
+    let r = b.global_id_x();
+    let inside = b.setp(Cmp::Lt, r, p.rows);
+    b.if_(inside, |b| {
+        let e = b.mul_lo(r, p.len);
+        let xp = b.offset(p.x, e);
+        let total = b.call(&row_sum, (xp, p.len));
+        let t = b.tid_x();
+        let q = b.shared_elem(&s, t);
+        b.call(&put, (q, total));
+        let back = b.ld_shared(q, 0);
+        let op = b.offset(p.out, r);
+        b.st_global(op, 0, back);
+    });
+    b.finish()
+}
+
+#[test]
+fn pointer_arguments_and_loops_inside_functions() {
+    let (n_rows, len) = (70usize, 9usize);
+    let x = finite_f32(n_rows * len, 7);
+    let m = rows(Sm::Sm80).unwrap();
+    assert!(
+        m.ptx
+            .contains(".func (.param .b32 func_retval0) row_sum(\n\t.param .b64 row_sum_param_0,\n\t.param .b32 row_sum_param_1\n)"),
+        "{}",
+        m.ptx
+    );
+    assert!(m.ptx.contains("st.param.u64 [param0], %rd"), "{}", m.ptx);
+    if let Some(tools) = NvTools::for_tests() {
+        for sm in [Sm::Sm70, Sm::Sm90] {
+            let m = rows(sm).unwrap();
+            tools
+                .assemble(&m.ptx, sm)
+                .unwrap_or_else(|e| panic!("{sm}: {e}\n{}", m.ptx));
+        }
+    }
+    let sweep = check_buffers_on_every_sm(
+        rows,
+        |ctx: &Context, m| {
+            let st = ctx.default_stream();
+            let (xd, mut out) = (st.upload(&x)?, ctx.alloc::<f32>(n_rows)?);
+            let args = RowArgs {
+                x: st.arg("x", &xd)?,
+                out: st.arg_mut("out", &mut out)?,
+                rows: n_rows as u32,
+                len: len as u32,
+            };
+            st.launch(m, LaunchConfig::linear(2, 64), &args.args())?;
+            Ok(vec![st.to_vec(&out)?])
+        },
+        |_| {
+            vec![
+                x.chunks(len)
+                    .map(|c| c.iter().fold(0.0f32, |a, &v| a + v))
+                    .collect(),
+            ]
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(sweep.passed.len(), Sm::ALL.len(), "{sweep}");
 }

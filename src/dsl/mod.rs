@@ -93,8 +93,8 @@ pub mod types;
 pub use builder::params;
 
 pub use builder::{
-    BuildError, DeviceFn, FnArg, FnValues, FragA, FragB, FragC, GlobalPtr, IntoArgs, KernelBuilder,
-    Label, SharedArray, SharedPtr, Var,
+    BuildError, DeviceFn, FnArg, FnValues, FragA, FragB, FragC, GlobalPtr, IntoArg, IntoArgs,
+    KernelBuilder, Label, SharedArray, SharedPtr, Var,
 };
 pub use ir::{
     AtomOp, Cmp, Fp8Format, IntRounding, ReduxOp, Rounding, ShflMode, Special, Ue8m0Rounding,

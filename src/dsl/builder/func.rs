@@ -13,6 +13,7 @@ use std::sync::Arc;
 use super::core::{KernelBuilder, static_smem};
 use super::error::BuildError;
 use super::func_def::FuncDef;
+use super::memory::{GlobalPtr, SharedPtr};
 use crate::dsl::ir::Op;
 use crate::dsl::printer::{self, FuncText, SharedDecl};
 use crate::dsl::types::*;
@@ -49,13 +50,15 @@ use crate::target::{STATIC_SMEM_LIMIT, Sm};
 /// # Ok::<(), ptxsmith::Error>(())
 /// ```
 ///
-/// * **Types.** `P` and `R` are a register type ([`F32`](crate::dsl::types::F32),
-///   [`U32`](crate::dsl::types::U32), …: one value), a tuple of them (up to
-///   six) or `()`; the body receives `P`'s registers and returns `R`'s. A
-///   call's arguments are checked at compile time: their number and types
-///   (a register or an immediate of each type, as in any instruction).
-///   Predicates and `.b8` registers cannot be passed (PTX has no such
-///   `.param`); pass a `U32` made with `selp`.
+/// * **Types.** `P` and `R` are an [`FnArg`] type (a register type such
+///   as [`F32`](crate::dsl::types::F32) or [`U32`](crate::dsl::types::U32),
+///   or a typed pointer [`GlobalPtr<E>`] / [`SharedPtr<E>`]: one value), a
+///   tuple of them (up to six) or `()`; the body receives `P`'s registers
+///   (`Reg<T>` or the pointer) and returns `R`'s. A call's arguments are
+///   checked at compile time: their number and types (a register or an
+///   immediate of each register type, as in any instruction; the pointer
+///   for a pointer type). Predicates and `.b8` registers cannot be passed
+///   (PTX has no such `.param`); pass a `U32` made with `selp`.
 /// * **Registers are the function's own.** The body's builder has its own
 ///   id: a register of the calling kernel used in the body, or a register
 ///   of the body used in the kernel, is refused with
@@ -129,9 +132,29 @@ pub struct FnReg(RegId);
 #[derive(Debug, Clone, Copy)]
 pub struct FnVal(Value);
 
-/// A register type that can be passed to and returned from a device
-/// function: every class but [`Pred`] and [`B8`].
-pub trait FnArg: RegType + sealed::Sealed {}
+/// A type that can be passed to and returned from a device function:
+/// every register type but [`Pred`] and [`B8`] (the body sees a
+/// `Reg<T>`), and the typed pointers [`GlobalPtr<E>`] and [`SharedPtr<E>`]
+/// (passed as their address register; the body sees the pointer).
+pub trait FnArg: sealed::Sealed + 'static {
+    /// What the body receives (or returns) for this type: `Reg<T>`, or
+    /// the pointer itself.
+    type Reg: Copy;
+    #[doc(hidden)]
+    fn class() -> RegClass;
+    #[doc(hidden)]
+    fn build(r: FnReg) -> Self::Reg;
+    #[doc(hidden)]
+    fn reg(r: Self::Reg) -> FnReg;
+}
+
+/// One argument of a call for a parameter of type `A`: for a register type
+/// a register or immediate (`Into<Src<T>>`), for a pointer type the
+/// pointer.
+pub trait IntoArg<A: FnArg> {
+    #[doc(hidden)]
+    fn value(self) -> FnVal;
+}
 
 /// The argument or return list of a device function: one [`FnArg`] type,
 /// a tuple of up to six, or `()`.
@@ -211,46 +234,110 @@ fn fn_reg<T: RegType>(r: FnReg) -> Reg<T> {
 macro_rules! fn_scalars {
     ($($t:ident),*) => {$(
         impl sealed::Sealed for $t {}
-        impl FnArg for $t {}
-        impl FnValues for $t {
-            type Regs = Reg<$t>;
-            fn classes() -> Vec<RegClass> {
-                vec![<$t as RegType>::CLASS]
+        impl FnArg for $t {
+            type Reg = Reg<$t>;
+            fn class() -> RegClass {
+                <$t as RegType>::CLASS
             }
-            fn build(regs: &[FnReg]) -> Reg<$t> {
-                fn_reg(regs[0])
+            fn build(r: FnReg) -> Reg<$t> {
+                fn_reg(r)
             }
-            fn regs(r: Reg<$t>) -> Vec<FnReg> {
-                vec![FnReg(r.id())]
+            fn reg(r: Reg<$t>) -> FnReg {
+                FnReg(r.id())
             }
         }
-        impl<X: Into<Src<$t>>> IntoArgs<$t> for X {
-            fn values(self) -> Vec<FnVal> {
-                vec![FnVal(self.into().v)]
+        impl<X: Into<Src<$t>>> IntoArg<$t> for X {
+            fn value(self) -> FnVal {
+                FnVal(self.into().v)
             }
         }
     )*};
 }
 fn_scalars!(U32, S32, F32, U64, S64, F64, B16, B32, F16x2, Bf16x2, Tf32);
 
+impl<E: Elem> sealed::Sealed for GlobalPtr<E> {}
+impl<E: Elem> FnArg for GlobalPtr<E> {
+    type Reg = GlobalPtr<E>;
+    fn class() -> RegClass {
+        RegClass::U64
+    }
+    fn build(r: FnReg) -> GlobalPtr<E> {
+        GlobalPtr::from_reg(fn_reg(r))
+    }
+    fn reg(p: GlobalPtr<E>) -> FnReg {
+        FnReg(p.reg.id())
+    }
+}
+impl<E: Elem> IntoArg<GlobalPtr<E>> for GlobalPtr<E> {
+    fn value(self) -> FnVal {
+        FnVal(self.reg.value())
+    }
+}
+impl<E: Elem> sealed::Sealed for SharedPtr<E> {}
+impl<E: Elem> FnArg for SharedPtr<E> {
+    type Reg = SharedPtr<E>;
+    fn class() -> RegClass {
+        RegClass::U32
+    }
+    fn build(r: FnReg) -> SharedPtr<E> {
+        SharedPtr::from_reg(fn_reg(r))
+    }
+    fn reg(p: SharedPtr<E>) -> FnReg {
+        FnReg(p.reg.id())
+    }
+}
+impl<E: Elem> IntoArg<SharedPtr<E>> for SharedPtr<E> {
+    fn value(self) -> FnVal {
+        FnVal(self.reg.value())
+    }
+}
+
+/// One [`FnArg`] as a whole argument or return list.
+macro_rules! fn_single {
+    ($([$($g:tt)*] $t:ty;)*) => {$(
+        impl<$($g)*> FnValues for $t {
+            type Regs = <$t as FnArg>::Reg;
+            fn classes() -> Vec<RegClass> {
+                vec![<$t as FnArg>::class()]
+            }
+            fn build(regs: &[FnReg]) -> Self::Regs {
+                <$t as FnArg>::build(regs[0])
+            }
+            fn regs(r: Self::Regs) -> Vec<FnReg> {
+                vec![<$t as FnArg>::reg(r)]
+            }
+        }
+        impl<$($g)* X: IntoArg<$t>> IntoArgs<$t> for X {
+            fn values(self) -> Vec<FnVal> {
+                vec![self.value()]
+            }
+        }
+    )*};
+}
+fn_single! {
+    [] U32; [] S32; [] F32; [] U64; [] S64; [] F64; [] B16; [] B32;
+    [] F16x2; [] Bf16x2; [] Tf32;
+    [E: Elem,] GlobalPtr<E>; [E: Elem,] SharedPtr<E>;
+}
+
 macro_rules! fn_tuples {
     ($(($($a:ident $x:ident $i:tt),*);)*) => {$(
         impl<$($a: FnArg),*> sealed::Sealed for ($($a,)*) {}
         impl<$($a: FnArg),*> FnValues for ($($a,)*) {
-            type Regs = ($(Reg<$a>,)*);
+            type Regs = ($(<$a as FnArg>::Reg,)*);
             fn classes() -> Vec<RegClass> {
-                vec![$(<$a as RegType>::CLASS),*]
+                vec![$(<$a as FnArg>::class()),*]
             }
             fn build(regs: &[FnReg]) -> Self::Regs {
-                ($(fn_reg::<$a>(regs[$i]),)*)
+                ($(<$a as FnArg>::build(regs[$i]),)*)
             }
             fn regs(r: Self::Regs) -> Vec<FnReg> {
-                vec![$(FnReg(r.$i.id())),*]
+                vec![$(<$a as FnArg>::reg(r.$i)),*]
             }
         }
-        impl<$($a: FnArg, $x: Into<Src<$a>>),*> IntoArgs<($($a,)*)> for ($($x,)*) {
+        impl<$($a: FnArg, $x: IntoArg<$a>),*> IntoArgs<($($a,)*)> for ($($x,)*) {
             fn values(self) -> Vec<FnVal> {
-                vec![$(FnVal(self.$i.into().v)),*]
+                vec![$(self.$i.value()),*]
             }
         }
     )*};

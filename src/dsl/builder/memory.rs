@@ -26,6 +26,14 @@ impl<E> Clone for GlobalPtr<E> {
 }
 impl<E> Copy for GlobalPtr<E> {}
 impl<E> GlobalPtr<E> {
+    /// The pointer whose address is in `reg` (a device function's
+    /// argument).
+    pub(crate) fn from_reg(reg: Reg<U64>) -> Self {
+        Self {
+            reg,
+            _e: PhantomData,
+        }
+    }
     /// The address register.
     pub fn addr(self) -> Reg<U64> {
         self.reg
@@ -54,6 +62,16 @@ impl<E> Clone for SharedPtr<E> {
     }
 }
 impl<E> Copy for SharedPtr<E> {}
+impl<E> SharedPtr<E> {
+    /// The pointer whose address is in `reg` (a device function's
+    /// argument).
+    pub(crate) fn from_reg(reg: Reg<U32>) -> Self {
+        Self {
+            reg,
+            _e: PhantomData,
+        }
+    }
+}
 
 /// A statically sized shared-memory array of `len` elements of `E`, or
 /// the dynamic shared array ([`KernelBuilder::dynamic_shared`], sized at

@@ -55,7 +55,7 @@ mod var;
 
 pub use self::core::{KernelBuilder, Label};
 pub use error::BuildError;
-pub use func::{DeviceFn, FnArg, FnReg, FnVal, FnValues, IntoArgs};
+pub use func::{DeviceFn, FnArg, FnReg, FnVal, FnValues, IntoArg, IntoArgs};
 pub use memory::{GlobalPtr, SharedArray, SharedPtr};
 pub use mma::{FragA, FragB, FragC};
 pub use var::Var;
