@@ -3,14 +3,16 @@
 //! ways, misuse inside a body, a function of another target, a name used
 //! twice, a call in a guarded region) with the caller's location, and
 //! kernels calling functions (a polynomial with `fma`, two returns, a
-//! nested call, shared memory and special registers inside a function) run
-//! on the simulator bit-exactly against host closures on every SM.
+//! nested call, shared memory and special registers inside a function,
+//! pointer arguments and a loop inside a function, returns of three sizes
+//! in one struct slot) run on the simulator bit-exactly against host
+//! closures on every SM.
 //!
 //! Wrong argument counts and types are compile errors: the `compile_fail`
 //! doctests of `ptxsmith::dsl::IntoArgs`.
 
 use ptxsmith::dsl::params::{KernelParams, Ptr};
-use ptxsmith::dsl::types::{F32, Reg, U32};
+use ptxsmith::dsl::types::{B16, F32, F64, Reg, U32};
 
 use ptxsmith::dsl::*;
 use ptxsmith::nvtools::NvTools;
@@ -518,6 +520,98 @@ fn pointer_arguments_and_loops_inside_functions() {
                 x.chunks(len)
                     .map(|c| c.iter().fold(0.0f32, |a, &v| a + v))
                     .collect(),
+            ]
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(sweep.passed.len(), Sm::ALL.len(), "{sweep}");
+}
+
+kernel_params! {
+    struct MixedArgs => MixedRegs { x: Ptr<U32>, h: Ptr<U32>, d: Ptr<U32>, a: Ptr<U32>, n: U32 }
+}
+
+/// Arguments and returns of three sizes: `mixed(U32, F64, B16) -> (B16,
+/// F64, U32)` returns `(h, d·2, a + 1)` in one 24-byte return slot laid
+/// out as a C struct (offsets 0, 8, 16; aligned to 8).
+fn mixed(sm: Sm) -> ptxsmith::Result<PtxModule> {
+    let mut b = KernelBuilder::new("mixed", sm);
+    let p = b.params::<MixedArgs>();
+    let f = b.device_fn::<(U32, F64, B16), (B16, F64, U32)>("mixed_fn", |f, (a, d, h)| {
+        (h, f.fmul(Rn, d, 2.0f64), f.add(a, 1u32))
+    });
+    let i = b.global_id_x();
+    let inside = b.setp(Cmp::Lt, i, p.n);
+    b.if_(inside, |b| {
+        let xp = b.offset(p.x, i);
+        let x = b.ld_global(xp, 0);
+        let xf = b.u32_to_f32(Rn, x);
+        let d = b.f32_to_f64(xf);
+        let h = b.u32_to_b16(x);
+        let (h2, d2, a2) = b.call(&f, (x, d, h));
+        let hv = b.b16_to_u32(h2);
+        let df = b.f64_to_f32(Rn, d2);
+        let dv = b.f32_bits(df);
+        for (ptr, v) in [(p.h, hv), (p.d, dv), (p.a, a2)] {
+            let q = b.offset(ptr, i);
+            b.st_global(q, 0, v);
+        }
+    });
+    b.finish()
+}
+
+#[test]
+fn returns_of_mixed_sizes_are_laid_out_as_a_struct() {
+    let m = mixed(Sm::Sm80).unwrap();
+    for form in [
+        ".func (.param .align 8 .b8 func_retval0[24]) mixed_fn(\n\t.param .b32 mixed_fn_param_0,\n\t.param .b64 mixed_fn_param_1,\n\t.param .b16 mixed_fn_param_2\n)",
+        "st.param.b16 [func_retval0], %h",
+        "st.param.f64 [func_retval0+8], %fd",
+        "st.param.u32 [func_retval0+16], %r",
+        ".param .align 8 .b8 retval0[24];",
+        "ld.param.f64 %fd",
+    ] {
+        assert!(m.ptx.contains(form), "missing {form:?} in\n{}", m.ptx);
+    }
+    if let Some(tools) = NvTools::for_tests() {
+        for sm in [Sm::Sm70, Sm::Sm90] {
+            let m = mixed(sm).unwrap();
+            tools
+                .assemble(&m.ptx, sm)
+                .unwrap_or_else(|e| panic!("{sm}: {e}\n{}", m.ptx));
+        }
+    }
+    let x: Vec<u32> = (0..100u32)
+        .map(|i| i.wrapping_mul(0x9E37_79B9) ^ (i << 3))
+        .collect();
+    let n = x.len();
+    let sweep = check_buffers_on_every_sm(
+        mixed,
+        |ctx: &Context, m| {
+            let st = ctx.default_stream();
+            let xd = st.upload(&x)?;
+            let (mut h, mut d, mut a) = (
+                ctx.alloc::<u32>(n)?,
+                ctx.alloc::<u32>(n)?,
+                ctx.alloc::<u32>(n)?,
+            );
+            let args = MixedArgs {
+                x: st.arg("x", &xd)?,
+                h: st.arg_mut("h", &mut h)?,
+                d: st.arg_mut("d", &mut d)?,
+                a: st.arg_mut("a", &mut a)?,
+                n: n as u32,
+            };
+            st.launch(m, LaunchConfig::linear(4, 32), &args.args())?;
+            Ok(vec![st.to_vec(&h)?, st.to_vec(&d)?, st.to_vec(&a)?])
+        },
+        |_| {
+            vec![
+                x.iter().map(|&v| v & 0xffff).collect(),
+                x.iter()
+                    .map(|&v| ((f64::from(v as f32) * 2.0) as f32).to_bits())
+                    .collect(),
+                x.iter().map(|&v| v.wrapping_add(1)).collect(),
             ]
         },
     )
