@@ -618,3 +618,70 @@ fn returns_of_mixed_sizes_are_laid_out_as_a_struct() {
     .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(sweep.passed.len(), Sm::ALL.len(), "{sweep}");
 }
+
+/// The same kernels on a CUDA device (a GPU, or the driver emulator in
+/// CI's emulator pass): the driver's JIT takes the `.func`s and calls, and
+/// the outputs are the host closures' bits.
+#[test]
+fn gpu_kernels_calling_functions_match_the_host() {
+    let Some(ctx) = ptxsmith::testing::cuda_for_tests() else {
+        return;
+    };
+    let sm = ctx.sm();
+    let st = ctx.default_stream();
+    let n = 300usize;
+    let x = finite_f32(n, 32);
+    let xd = st.upload(&x).unwrap();
+    let mut outs: Vec<_> = (0..5).map(|_| ctx.alloc::<f32>(n).unwrap()).collect();
+    let [o0, o1, o2, o3, o4] = &mut outs[..] else {
+        unreachable!()
+    };
+    let args = CallArgs {
+        x: st.arg("x", &xd).unwrap(),
+        poly: st.arg_mut("poly", o0).unwrap(),
+        sum: st.arg_mut("sum", o1).unwrap(),
+        diff: st.arg_mut("diff", o2).unwrap(),
+        nested: st.arg_mut("nested", o3).unwrap(),
+        staged: st.arg_mut("staged", o4).unwrap(),
+        n: n as u32,
+    };
+    st.launch(
+        &calls(sm).unwrap(),
+        LaunchConfig::linear((n as u32).div_ceil(BLOCK), BLOCK),
+        &args.args(),
+    )
+    .unwrap();
+    for (k, (o, want)) in outs.iter().zip(host_calls(&x)).enumerate() {
+        let got: Vec<u32> = st.to_vec(o).unwrap().iter().map(|v| v.to_bits()).collect();
+        let want: Vec<u32> = want.iter().map(|v| v.to_bits()).collect();
+        assert_eq!(got, want, "output {k} on {sm}");
+    }
+
+    let (n_rows, len) = (70usize, 9usize);
+    let x = finite_f32(n_rows * len, 7);
+    let xd = st.upload(&x).unwrap();
+    let mut out = ctx.alloc::<f32>(n_rows).unwrap();
+    let args = RowArgs {
+        x: st.arg("x", &xd).unwrap(),
+        out: st.arg_mut("out", &mut out).unwrap(),
+        rows: n_rows as u32,
+        len: len as u32,
+    };
+    st.launch(
+        &rows(sm).unwrap(),
+        LaunchConfig::linear(2, 64),
+        &args.args(),
+    )
+    .unwrap();
+    let want: Vec<u32> = x
+        .chunks(len)
+        .map(|c| c.iter().fold(0.0f32, |a, &v| a + v).to_bits())
+        .collect();
+    let got: Vec<u32> = st
+        .to_vec(&out)
+        .unwrap()
+        .iter()
+        .map(|v| v.to_bits())
+        .collect();
+    assert_eq!(got, want, "row sums on {sm}");
+}

@@ -210,3 +210,36 @@ fn ptxas_assembles_v2_on_every_target() {
         }
     }
 }
+
+/// The `v2` kernels on a CUDA device (a GPU, or the driver emulator in
+/// CI's emulator pass).
+#[test]
+fn gpu_v2_moves_values_bit_exactly() {
+    let Some(ctx) = ptxsmith::testing::cuda_for_tests() else {
+        return;
+    };
+    let st = ctx.default_stream();
+    let x = even(special_f32s());
+    let pairs = (x.len() / 2) as u32;
+    let (xd, mut yd) = (st.upload(&x).unwrap(), ctx.alloc::<f32>(x.len()).unwrap());
+    let args = SwapArgs32 {
+        x: st.arg("x", &xd).unwrap(),
+        y: st.arg_mut("y", &mut yd).unwrap(),
+        pairs,
+    };
+    let m = swap_f32(ctx.sm(), 0).unwrap();
+    st.launch(
+        &m,
+        LaunchConfig::linear(pairs.div_ceil(32), 32),
+        &args.args(),
+    )
+    .unwrap();
+    let got: Vec<u32> = st
+        .to_vec(&yd)
+        .unwrap()
+        .iter()
+        .map(|v| v.to_bits())
+        .collect();
+    let want: Vec<u32> = host_swap(&x).iter().map(|v| v.to_bits()).collect();
+    assert_eq!(got, want);
+}
