@@ -465,6 +465,30 @@ pub(crate) enum Op {
         d: RegId,
         a: RegId,
     },
+    /// `ld.param.T d, [name+offset]` with the name as printed: a device
+    /// function's own parameter, or a call's return value in the caller.
+    LdParamAt {
+        ty: Ty,
+        d: RegId,
+        name: String,
+        offset: u32,
+    },
+    /// `st.param.T [name+offset], a`: a device function's return value.
+    StParamAt {
+        ty: Ty,
+        name: String,
+        offset: u32,
+        a: Value,
+    },
+    /// A call sequence: `{ .param` slots, `st.param` of the arguments,
+    /// `call.uni (retval0), func, (param0, …);`, `ld.param` of the returns
+    /// `}` (the block NVRTC emits; `seq` numbers it in comments).
+    Call {
+        seq: u32,
+        func: String,
+        args: Vec<(Ty, Value)>,
+        rets: Vec<(Ty, RegId)>,
+    },
     Ld {
         space: Space,
         ty: Ty,
@@ -560,8 +584,18 @@ impl Op {
                 v(a, &mut f);
                 f(*d, false);
             }
-            Op::MovSpecial { d, .. } | Op::MovVarAddr { d, .. } | Op::LdParam { d, .. } => {
-                f(*d, false)
+            Op::MovSpecial { d, .. }
+            | Op::MovVarAddr { d, .. }
+            | Op::LdParam { d, .. }
+            | Op::LdParamAt { d, .. } => f(*d, false),
+            Op::StParamAt { a, .. } => v(a, &mut f),
+            Op::Call { args, rets, .. } => {
+                for (_, a) in args {
+                    v(a, &mut f);
+                }
+                for (_, d) in rets {
+                    f(*d, false);
+                }
             }
             Op::Int { d, a, b, .. }
             | Op::MulWide { d, a, b, .. }

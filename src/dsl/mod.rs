@@ -54,6 +54,18 @@
 //!   assert!(matches!(e, Error::Build { error: BuildError::LoopValueEscapes { .. }, .. }));
 //!   ```
 //!
+//! # Device functions and vector accesses
+//!
+//! [`KernelBuilder::device_fn`] builds a `.func` with a builder of its own
+//! (every instruction method works in it; its registers are its own) and
+//! returns a typed [`DeviceFn<P, R>`](DeviceFn); [`KernelBuilder::call`]
+//! calls it, its arguments checked at compile time. A module prints the
+//! functions its entry calls before the entry, in NVRTC's form. Global
+//! memory has `v2` ([`ld_global_v2`](KernelBuilder::ld_global_v2),
+//! [`ld_global_nc_v2`](KernelBuilder::ld_global_nc_v2),
+//! [`st_global_v2`](KernelBuilder::st_global_v2)) and `v4` accesses,
+//! aligned to their whole size.
+//!
 //! # Errors and their locations
 //!
 //! The builder does not return a `Result` from each method: it records the
@@ -81,8 +93,8 @@ pub mod types;
 pub use builder::params;
 
 pub use builder::{
-    BuildError, CpAsyncSize, FragA, FragB, FragC, GlobalPtr, KernelBuilder, Label, LdmatrixInput,
-    SharedArray, SharedPtr, Var,
+    BuildError, CpAsyncSize, DeviceFn, FnArg, FnValues, FragA, FragB, FragC, GlobalPtr, IntoArg,
+    IntoArgs, KernelBuilder, Label, LdmatrixInput, SharedArray, SharedPtr, Var,
 };
 pub use ir::{
     AtomOp, Cmp, Fp8Format, IntRounding, ReduxOp, Rounding, ShflMode, Special, Ue8m0Rounding,

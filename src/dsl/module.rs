@@ -5,7 +5,8 @@ use crate::abi::ParamDesc;
 use crate::target::{PtxVersion, Sm};
 
 /// One generated kernel variant: a complete PTX module with a single
-/// `.entry`, for one SM.
+/// `.entry`, for one SM, preceded by the device functions (`.func`) the
+/// entry calls, if any ([`KernelBuilder::device_fn`](crate::dsl::KernelBuilder::device_fn)).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct PtxModule {
     /// The entry name (also the kernel's name in the registry).

@@ -21,6 +21,19 @@ pub(crate) struct KernelText<'a> {
     pub reg_counts: &'a [(RegClass, u32)],
     pub shared: &'a [SharedDecl],
     pub body: &'a [Instr],
+    /// Shared arrays of the device functions called (module scope).
+    pub module_shared: &'a [SharedDecl],
+    /// The device functions called, printed (callees before callers).
+    pub funcs: &'a [&'a str],
+}
+
+/// Everything the printer needs about one device function (`.func`).
+pub(crate) struct FuncText<'a> {
+    pub name: &'a str,
+    pub params: &'a [Ty],
+    pub rets: &'a [Ty],
+    pub reg_counts: &'a [(RegClass, u32)],
+    pub body: &'a [Instr],
 }
 
 /// A `.shared` array declaration.
@@ -485,6 +498,34 @@ fn op_text(op: &Op) -> String {
             format!("ld.param{} {}, [{}];", ty(*t), reg(*d), param_name(name))
         }
         Op::CvtaGlobal { d, a } => format!("cvta.to.global.u64 {}, {};", reg(*d), reg(*a)),
+        Op::LdParamAt {
+            ty: t,
+            d,
+            name,
+            offset,
+        } => format!(
+            "ld.param{} {}, {};",
+            ty(*t),
+            reg(*d),
+            param_addr(name, *offset)
+        ),
+        Op::StParamAt {
+            ty: t,
+            name,
+            offset,
+            a,
+        } => format!(
+            "st.param{} {}, {};",
+            ty(*t),
+            param_addr(name, *offset),
+            val(*a)
+        ),
+        Op::Call {
+            seq,
+            func,
+            args,
+            rets,
+        } => call_text(*seq, func, args, rets),
         Op::Ld {
             space: s,
             ty: t,
@@ -607,6 +648,91 @@ fn op_text(op: &Op) -> String {
     }
 }
 
+/// `[name]` or `[name+offset]`.
+fn param_addr(name: &str, offset: u32) -> String {
+    match offset {
+        0 => format!("[{name}]"),
+        o => format!("[{name}+{o}]"),
+    }
+}
+
+/// Bytes of one value of type `t` in a `.param` slot.
+fn param_bytes(t: Ty) -> u32 {
+    match t {
+        Ty::Pred | Ty::B8 | Ty::U8 => 1,
+        Ty::B16 | Ty::U16 | Ty::F16 => 2,
+        Ty::B32 | Ty::U32 | Ty::S32 | Ty::F32 => 4,
+        Ty::B64 | Ty::U64 | Ty::S64 | Ty::F64 => 8,
+    }
+}
+
+/// The layout of a return list in its one `.param` slot: each value's
+/// byte offset (aligned to its size, in order, as a C struct), the slot's
+/// alignment and size. One value is a plain `.bN` slot at offset 0.
+pub(crate) fn ret_layout(tys: &[Ty]) -> (Vec<u32>, u32, u32) {
+    let (mut offsets, mut off, mut align) = (Vec::new(), 0u32, 1u32);
+    for &t in tys {
+        let n = param_bytes(t);
+        off = off.div_ceil(n) * n;
+        offsets.push(off);
+        off += n;
+        align = align.max(n);
+    }
+    (offsets, align, off.div_ceil(align) * align)
+}
+
+/// The `.param` declaration of one slot holding `tys` (`.param .b32 x`
+/// for one value, `.param .align A .b8 x[N]` for several).
+fn slot_decl(name: &str, tys: &[Ty]) -> String {
+    match tys {
+        [t] => format!(".param .b{} {name}", param_bytes(*t) * 8),
+        _ => {
+            let (_, align, size) = ret_layout(tys);
+            format!(".param .align {align} .b8 {name}[{size}]")
+        }
+    }
+}
+
+/// The name of parameter `i` of device function `func`.
+pub(crate) fn func_param_name(func: &str, i: usize) -> String {
+    format!("{func}_param_{i}")
+}
+
+/// The name of a device function's return slot.
+pub(crate) const FUNC_RETVAL: &str = "func_retval0";
+
+/// A call sequence, as NVRTC prints it: one `.param` per argument, the
+/// return slot, `call.uni`, the loads of the returns, in a `{ }` block.
+fn call_text(seq: u32, func: &str, args: &[(Ty, Value)], rets: &[(Ty, RegId)]) -> String {
+    let mut lines = vec![format!("{{ // callseq {seq}")];
+    let mut names = Vec::new();
+    for (i, (t, v)) in args.iter().enumerate() {
+        let name = format!("param{i}");
+        lines.push(format!("{};", slot_decl(&name, &[*t])));
+        lines.push(format!("st.param{} [{name}], {};", ty(*t), val(*v)));
+        names.push(name);
+    }
+    let ret_tys: Vec<Ty> = rets.iter().map(|r| r.0).collect();
+    let ret = if rets.is_empty() {
+        String::new()
+    } else {
+        lines.push(format!("{};", slot_decl("retval0", &ret_tys)));
+        "(retval0), ".to_string()
+    };
+    lines.push(format!("call.uni {ret}{func}, ({});", names.join(", ")));
+    let (offsets, _, _) = ret_layout(&ret_tys);
+    for ((t, d), off) in rets.iter().zip(offsets) {
+        lines.push(format!(
+            "ld.param{} {}, {};",
+            ty(*t),
+            reg(*d),
+            param_addr("retval0", off)
+        ));
+    }
+    lines.push(format!("}} // callseq {seq}"));
+    lines.join("\n\t")
+}
+
 /// Parameters are printed with a `p_` prefix so a parameter name can never
 /// collide with a PTX keyword or a shared array.
 fn param_name(name: &str) -> String {
@@ -651,6 +777,21 @@ pub(crate) fn print_module(k: &KernelText<'_>) -> String {
         let _ = writeln!(s, ".extern .shared .align {} .b8 {}[];", sh.align, sh.name);
         let _ = writeln!(s);
     }
+    for sh in k.module_shared {
+        if sh.dynamic {
+            let _ = writeln!(s, ".extern .shared .align {} .b8 {}[];", sh.align, sh.name);
+        } else {
+            let _ = writeln!(
+                s,
+                ".shared .align {} .b8 {}[{}];",
+                sh.align, sh.name, sh.bytes
+            );
+        }
+        let _ = writeln!(s);
+    }
+    for f in k.funcs {
+        let _ = writeln!(s, "{f}");
+    }
     let params: Vec<String> = k
         .params
         .iter()
@@ -667,12 +808,7 @@ pub(crate) fn print_module(k: &KernelText<'_>) -> String {
         let _ = writeln!(s, ".minnctapersm {n}");
     }
     let _ = writeln!(s, "{{");
-    for &(class, n) in k.reg_counts {
-        if n > 0 {
-            let (t, prefix) = class_decl(class);
-            let _ = writeln!(s, "\t.reg {t} {prefix}<{n}>;");
-        }
-    }
+    print_regs(&mut s, k.reg_counts);
     for sh in k.shared.iter().filter(|sh| !sh.dynamic) {
         let _ = writeln!(
             s,
@@ -681,7 +817,53 @@ pub(crate) fn print_module(k: &KernelText<'_>) -> String {
         );
     }
     let _ = writeln!(s);
-    for ins in k.body {
+    print_body(&mut s, k.body);
+    let _ = writeln!(s, "}}");
+    s
+}
+
+/// The register declarations of a kernel or function body.
+fn print_regs(s: &mut String, reg_counts: &[(RegClass, u32)]) {
+    for &(class, n) in reg_counts {
+        if n > 0 {
+            let (t, prefix) = class_decl(class);
+            let _ = writeln!(s, "\t.reg {t} {prefix}<{n}>;");
+        }
+    }
+}
+
+/// The PTX text of a device function: `.func (ret) name(params) { … }`.
+/// Its shared arrays are printed at module scope by the kernel that calls
+/// it.
+pub(crate) fn print_func(f: &FuncText<'_>) -> String {
+    let mut s = String::with_capacity(128 + 40 * f.body.len());
+    let ret = if f.rets.is_empty() {
+        String::new()
+    } else {
+        format!("({}) ", slot_decl(FUNC_RETVAL, f.rets))
+    };
+    let params: Vec<String> = f
+        .params
+        .iter()
+        .enumerate()
+        .map(|(i, t)| format!("\t{}", slot_decl(&func_param_name(f.name, i), &[*t])))
+        .collect();
+    if params.is_empty() {
+        let _ = writeln!(s, ".func {ret}{}()", f.name);
+    } else {
+        let _ = writeln!(s, ".func {ret}{}(\n{}\n)", f.name, params.join(",\n"));
+    }
+    let _ = writeln!(s, "{{");
+    print_regs(&mut s, f.reg_counts);
+    let _ = writeln!(s);
+    print_body(&mut s, f.body);
+    let _ = writeln!(s, "}}");
+    s
+}
+
+/// The instructions of a body, one a line (labels unindented).
+fn print_body(s: &mut String, body: &[Instr]) {
+    for ins in body {
         let text = op_text(&ins.op);
         match (&ins.op, ins.guard) {
             (Op::Label(_), _) => {
@@ -695,6 +877,4 @@ pub(crate) fn print_module(k: &KernelText<'_>) -> String {
             }
         }
     }
-    let _ = writeln!(s, "}}");
-    s
 }

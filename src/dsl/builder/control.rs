@@ -108,9 +108,14 @@ impl KernelBuilder {
         self.guard = saved;
     }
 
-    /// Exit the thread.
+    /// Exit the thread. Not in a device function body (refused with
+    /// [`BuildError::RetInDeviceFunction`]: a function returns where its
+    /// body ends, after storing its return values).
     #[track_caller]
     pub fn ret(&mut self) {
+        if self.in_func {
+            self.fail(BuildError::RetInDeviceFunction);
+        }
         self.push(Op::Ret);
     }
 

@@ -5,10 +5,11 @@
 
 use std::collections::BTreeMap;
 use std::panic::Location;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
 
 use super::error::BuildError;
+use super::func_def::FuncDef;
 use crate::abi::ParamDesc;
 use crate::dsl::ir::*;
 use crate::dsl::module::PtxModule;
@@ -71,11 +72,31 @@ pub struct KernelBuilder {
     pub(super) open_loops: Vec<u32>,
     /// Where each loop scope (1, 2, …) was opened.
     pub(super) loop_sites: Vec<&'static Location<'static>>,
+    /// Whether this builder builds a device function body
+    /// ([`KernelBuilder::device_fn`]) rather than an entry.
+    pub(super) in_func: bool,
+    /// The device functions this body calls, callees before callers, each
+    /// once.
+    pub(super) funcs: Vec<Arc<FuncDef>>,
+    /// Call sequences emitted so far (numbers the `callseq` comments).
+    pub(super) callseqs: u32,
+    /// The ids of the device function builders made under this one
+    /// (their names stay known until this builder is dropped).
+    pub(super) built_funcs: Vec<u32>,
 }
 
 impl Drop for KernelBuilder {
     fn drop(&mut self) {
-        live_builders().remove(&self.id);
+        // A device function's name stays known while the builder that
+        // built it lives: its registers may still be (mis)used there, and
+        // that error names it.
+        if !self.in_func {
+            let mut live = live_builders();
+            live.remove(&self.id);
+            for id in &self.built_funcs {
+                live.remove(id);
+            }
+        }
     }
 }
 
@@ -85,6 +106,13 @@ impl KernelBuilder {
     /// predicate, pointer, shared array and label it hands out carries.
     #[track_caller]
     pub fn new(name: &str, sm: Sm) -> Self {
+        Self::new_in(name, sm, false)
+    }
+
+    /// [`new`](Self::new) for an entry (`in_func: false`) or a device
+    /// function body (`true`).
+    #[track_caller]
+    pub(super) fn new_in(name: &str, sm: Sm, in_func: bool) -> Self {
         let id = NEXT_BUILDER.fetch_add(1, Ordering::Relaxed);
         live_builders().insert(id, name.to_string());
         let mut b = Self {
@@ -106,6 +134,10 @@ impl KernelBuilder {
             reg_scope: Default::default(),
             open_loops: Vec::new(),
             loop_sites: Vec::new(),
+            in_func,
+            funcs: Vec::new(),
+            callseqs: 0,
+            built_funcs: Vec::new(),
         };
         if !is_identifier(name) {
             b.fail(BuildError::InvalidName {
@@ -131,6 +163,7 @@ impl KernelBuilder {
     /// Require exactly this block shape (`.reqntid`).
     #[track_caller]
     pub fn reqntid(&mut self, x: u32, y: u32, z: u32) -> &mut Self {
+        self.entry_only("reqntid");
         self.reqntid = Some((x, y, z));
         self
     }
@@ -138,6 +171,7 @@ impl KernelBuilder {
     /// Bound the block size (`.maxntid`).
     #[track_caller]
     pub fn maxntid(&mut self, x: u32, y: u32, z: u32) -> &mut Self {
+        self.entry_only("maxntid");
         self.maxntid = Some((x, y, z));
         self
     }
@@ -145,6 +179,7 @@ impl KernelBuilder {
     /// Ask ptxas for at least `n` resident CTAs per SM (`.minnctapersm`).
     #[track_caller]
     pub fn min_ctas_per_sm(&mut self, n: u32) -> &mut Self {
+        self.entry_only("min_ctas_per_sm");
         self.min_ctas = Some(n);
         self
     }
@@ -156,8 +191,25 @@ impl KernelBuilder {
         self.fail_at(error, Location::caller());
     }
 
+    /// Refuse an entry-only directive or parameter load inside a device
+    /// function body ([`BuildError::NotInDeviceFunction`]).
+    #[track_caller]
+    pub(super) fn entry_only(&mut self, op: &'static str) {
+        if self.in_func {
+            self.fail(BuildError::NotInDeviceFunction { op });
+        }
+    }
+
+    /// Keep `error` (an error of a device function's body) unless an
+    /// earlier one is recorded.
+    pub(super) fn record(&mut self, error: Error) {
+        if self.error.is_none() {
+            self.error = Some(error);
+        }
+    }
+
     /// [`fail`](Self::fail) with the location given.
-    fn fail_at(&mut self, error: BuildError, at: &'static Location<'static>) {
+    pub(super) fn fail_at(&mut self, error: BuildError, at: &'static Location<'static>) {
         if self.error.is_none() {
             self.error = Some(Error::Build {
                 kernel: self.name.clone(),
@@ -179,12 +231,21 @@ impl KernelBuilder {
     /// defined in the innermost loop body being built (if any).
     #[track_caller]
     pub fn reg<T: RegType>(&mut self) -> Reg<T> {
-        let class = T::CLASS as usize;
-        let slot = &mut self.regs[class];
-        let r = Reg::new(*slot, self.id);
+        let r = self.reg_of(T::CLASS);
+        Reg::new(r.idx, r.owner)
+    }
+
+    /// [`reg`](Self::reg) for a class known at run time.
+    pub(super) fn reg_of(&mut self, class: RegClass) -> RegId {
+        let slot = &mut self.regs[class as usize];
+        let r = RegId {
+            class,
+            idx: *slot,
+            owner: self.id,
+        };
         *slot += 1;
         let scope = self.open_loops.last().copied().unwrap_or(0);
-        self.reg_scope[class].push(scope);
+        self.reg_scope[class as usize].push(scope);
         r
     }
 
@@ -364,10 +425,17 @@ impl KernelBuilder {
         ) {
             self.push(Op::Ret);
         }
-        let reg_counts: Vec<(RegClass, u32)> = RegClass::ALL
+        self.check_module_shared();
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        let reg_counts = self.reg_counts();
+        let module_shared: Vec<SharedDecl> = self
+            .funcs
             .iter()
-            .map(|&c| (c, self.regs[c as usize]))
+            .flat_map(|f| f.shared.iter().cloned())
             .collect();
+        let funcs: Vec<&str> = self.funcs.iter().map(|f| f.text.as_str()).collect();
         let ptx = print_module(&KernelText {
             name: &self.name,
             sm: self.sm,
@@ -379,6 +447,8 @@ impl KernelBuilder {
             reg_counts: &reg_counts,
             shared: &self.shared,
             body: &self.body,
+            module_shared: &module_shared,
+            funcs: &funcs,
         });
         Ok(PtxModule {
             kernel: std::mem::take(&mut self.name),
@@ -388,6 +458,16 @@ impl KernelBuilder {
             params: std::mem::take(&mut self.params),
             ptx,
         })
+    }
+}
+
+impl KernelBuilder {
+    /// The register declarations: per class, how many were made.
+    pub(super) fn reg_counts(&self) -> Vec<(RegClass, u32)> {
+        RegClass::ALL
+            .iter()
+            .map(|&c| (c, self.regs[c as usize]))
+            .collect()
     }
 }
 

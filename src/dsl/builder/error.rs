@@ -200,6 +200,61 @@ pub enum BuildError {
         loop_at: &'static Location<'static>,
     },
 
+    /// An entry-only directive or a kernel parameter load
+    /// (`params`, `load_param`, `reqntid`, `maxntid`, `min_ctas_per_sm`)
+    /// inside a device function body: a device function takes its
+    /// arguments as typed registers.
+    #[error("{op} is for kernel entries, not device function bodies")]
+    NotInDeviceFunction {
+        /// The method called.
+        op: &'static str,
+    },
+
+    /// [`ret`](super::KernelBuilder::ret) inside a device function body
+    /// (it would skip storing the return values): a device function
+    /// returns where its body closure ends.
+    #[error("ret inside a device function body; a device function returns where its body ends")]
+    RetInDeviceFunction,
+
+    /// A [`call`](super::KernelBuilder::call) inside a
+    /// [`guarded`](super::KernelBuilder::guarded) region (a call sequence
+    /// is a block of several instructions); branch around it with `if_`.
+    #[error("call inside a guarded region; use if_ around the call")]
+    CallInGuardedRegion,
+
+    /// A device function built for another target than the kernel calling it.
+    #[error(
+        "device function `{function}` was built for {function_sm}, called from a body for {this_sm}"
+    )]
+    FunctionTarget {
+        /// The function.
+        function: String,
+        /// The target it was built for.
+        function_sm: crate::target::Sm,
+        /// The target of the calling body.
+        this_sm: crate::target::Sm,
+    },
+
+    /// A device function name that names the kernel or another device
+    /// function of the same module (a name that is not a PTX identifier
+    /// is [`InvalidName`](Self::InvalidName)).
+    #[error("device function name `{name}` names another function of the module")]
+    FunctionName {
+        /// The name.
+        name: String,
+    },
+
+    /// A call of a device function whose body was refused (the first
+    /// error of that body, as text; the builder that built the function
+    /// reports it in full).
+    #[error("device function `{function}` was refused when it was built: {error}")]
+    BrokenFunction {
+        /// The function.
+        function: String,
+        /// Its body's error.
+        error: String,
+    },
+
     /// A module cache key already holds a different PTX text: the tuning
     /// key does not name every knob that changes the generated code.
     #[error(

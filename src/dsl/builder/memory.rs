@@ -1,7 +1,8 @@
 //! Memory: the typed pointers ([`GlobalPtr`], [`SharedPtr`],
 //! [`SharedArray`]), parameter loads, address arithmetic, shared-array
 //! declarations, loads and stores (global, read-only global, shared,
-//! scalar and vector such as `ld_global_v4`) and integer atomics.
+//! scalar and vector such as `ld_global_v2` and `ld_global_v4`) and
+//! integer atomics.
 
 use std::marker::PhantomData;
 
@@ -25,6 +26,14 @@ impl<E> Clone for GlobalPtr<E> {
 }
 impl<E> Copy for GlobalPtr<E> {}
 impl<E> GlobalPtr<E> {
+    /// The pointer whose address is in `reg` (a device function's
+    /// argument).
+    pub(crate) fn from_reg(reg: Reg<U64>) -> Self {
+        Self {
+            reg,
+            _e: PhantomData,
+        }
+    }
     /// The address register.
     pub fn addr(self) -> Reg<U64> {
         self.reg
@@ -53,6 +62,16 @@ impl<E> Clone for SharedPtr<E> {
     }
 }
 impl<E> Copy for SharedPtr<E> {}
+impl<E> SharedPtr<E> {
+    /// The pointer whose address is in `reg` (a device function's
+    /// argument).
+    pub(crate) fn from_reg(reg: Reg<U32>) -> Self {
+        Self {
+            reg,
+            _e: PhantomData,
+        }
+    }
+}
 
 /// A statically sized shared-memory array of `len` elements of `E`, or
 /// the dynamic shared array ([`KernelBuilder::dynamic_shared`], sized at
@@ -101,6 +120,7 @@ impl KernelBuilder {
     /// [`KernelParams`](crate::dsl::KernelParams) implementations).
     #[track_caller]
     pub fn load_param<T: RegType>(&mut self, name: &str) -> Reg<T> {
+        self.entry_only("load_param");
         let name = name.to_string();
         self.def(|d| Op::LdParam {
             ty: T::CLASS.ty(),
@@ -368,6 +388,40 @@ impl KernelBuilder {
     pub fn ld_global_v4<E: Elem>(&mut self, p: GlobalPtr<E>, k: i32) -> [Reg<E::Reg>; 4] {
         let o = self.elem_offset::<E>(k);
         self.ld_n::<E, 4>(Space::Global, AddrBase::Reg(p.reg.id()), o)
+    }
+    /// Load `p[k..k+2]` as one 8-byte access through the read-only path
+    /// (`ld.global.nc.v2`; the data must not change during the kernel).
+    /// Elements of 4 or 8 bytes (a narrower element is refused with
+    /// [`BuildError::SubWordVector`]; 8-byte elements make it a 16-byte
+    /// access). The address must be aligned to the whole access (2 × the
+    /// element size): the simulator reports a misaligned one as
+    /// [`SimError::Misaligned`](crate::sim::SimError::Misaligned) and a GPU
+    /// faults (`CUDA_ERROR_MISALIGNED_ADDRESS`).
+    #[track_caller]
+    pub fn ld_global_nc_v2<E: Elem>(&mut self, p: GlobalPtr<E>, k: i32) -> [Reg<E::Reg>; 2] {
+        let o = self.elem_offset::<E>(k);
+        self.ld_n::<E, 2>(Space::GlobalNc, AddrBase::Reg(p.reg.id()), o)
+    }
+    /// Load `p[k..k+2]` as one access of 2 × the element size through the
+    /// coherent path (`ld.global.v2`; for data the kernel may also write).
+    /// Alignment and element sizes as [`ld_global_nc_v2`](Self::ld_global_nc_v2).
+    #[track_caller]
+    pub fn ld_global_v2<E: Elem>(&mut self, p: GlobalPtr<E>, k: i32) -> [Reg<E::Reg>; 2] {
+        let o = self.elem_offset::<E>(k);
+        self.ld_n::<E, 2>(Space::Global, AddrBase::Reg(p.reg.id()), o)
+    }
+    /// Store two values to `p[k..k+2]` as one access of 2 × the element
+    /// size (`st.global.v2`). Alignment and element sizes as
+    /// [`ld_global_nc_v2`](Self::ld_global_nc_v2).
+    #[track_caller]
+    pub fn st_global_v2<E: Elem>(&mut self, p: GlobalPtr<E>, k: i32, v: [Reg<E::Reg>; 2]) {
+        let o = self.elem_offset::<E>(k);
+        self.st_n::<E>(
+            Space::Global,
+            AddrBase::Reg(p.reg.id()),
+            o,
+            v.iter().map(|r| r.value()).collect(),
+        );
     }
     /// Store `v` to `p[k]`.
     #[track_caller]

@@ -32,6 +32,9 @@
 //! * `loops`: grid-stride loops;
 //! * `special`: special registers and global thread indices;
 //! * `var`: loop-carried variables ([`Var`]);
+//! * `func`: device functions ([`DeviceFn`], [`KernelBuilder::device_fn`])
+//!   and calls ([`KernelBuilder::call`]); `func_def`: a built function as
+//!   the modules calling it print it;
 //! * `error`: [`BuildError`], the misuses the builder refuses;
 //! * [`params`]: typed parameter lists ([`kernel_params!`](crate::kernel_params))
 //!   and [`KernelBuilder::params`].
@@ -43,6 +46,8 @@ mod convert;
 mod core;
 mod error;
 mod float;
+mod func;
+mod func_def;
 mod int;
 mod ldmatrix;
 mod loops;
@@ -55,6 +60,7 @@ mod var;
 pub use self::core::{KernelBuilder, Label};
 pub use async_copy::CpAsyncSize;
 pub use error::BuildError;
+pub use func::{DeviceFn, FnArg, FnReg, FnVal, FnValues, IntoArg, IntoArgs};
 pub use ldmatrix::LdmatrixInput;
 pub use memory::{GlobalPtr, SharedArray, SharedPtr};
 pub use mma::{FragA, FragB, FragC};
