@@ -19,6 +19,9 @@
 #    of device tests that ran is printed. Then scripts/dependent-emu-check.sh:
 #    a scratch crate outside the repository that depends on ptxsmith runs
 #    its GPU test with the installed runner (`ptxsmith-emu cargo test`).
+#    Then clients nobody here wrote: cudarc 0.19's own driver-only tests
+#    (cuda-emu/scripts/cudarc-suite.sh --ci, the GPU-timing tests left
+#    out by name) and numba-cuda kernels (cuda-emu/scripts/numba-check.sh).
 #    PTXSMITH_SKIP_EMULATOR=1 leaves this pass out.
 #
 # Every cargo invocation builds with --all-features (the tuning report and
@@ -176,6 +179,22 @@ if [[ "${PTXSMITH_SKIP_EMULATOR:-0}" != 1 ]]; then
     # ptxsmith twice in a temporary folder).
     section "a dependent crate's GPU test on the emulator (ptxsmith-emu; scripts/dependent-emu-check.sh)"
     bash "$repo/scripts/dependent-emu-check.sh" || status=1
+    # Clients nobody here wrote, on the emulator: cudarc 0.19's own
+    # driver-only tests (its source from the cargo registry; the tests
+    # that time the GPU left out by name) and numba-cuda kernels (wheels
+    # from the package registry). Either one that cannot be fetched says
+    # so loudly; with CI=true that fails the run, like the NVIDIA tools.
+    section "clients on the emulator: cudarc 0.19's driver tests, numba-cuda kernels"
+    for client in "cudarc-suite.sh --ci" "numba-check.sh"; do
+        read -r -a cmd <<<"$client"
+        bash "$repo/cuda-emu/scripts/${cmd[0]}" "${cmd[@]:1}" 2>&1 | tail -n 40
+        rc=${PIPESTATUS[0]}
+        if [[ $rc -eq 2 ]] && ! $ci; then
+            echo "WARNING: ${cmd[0]} could not fetch its client; not run" >&2
+        elif [[ $rc -ne 0 ]]; then
+            status=1
+        fi
+    done
 fi
 
 # Lints: what a published crate is held to (rustfmt, clippy with warnings

@@ -11,13 +11,32 @@
 # copied to a temporary directory and tested there with the features
 # `driver`, `std`, `dynamic-loading`, `cuda-12090` only (no NVRTC, no
 # libraries; `--nvrtc` adds `nvrtc`: see nvrtc-suite.sh), against the emulator as libcuda.so (cuda-emu/with-emu.sh).
-# Exit status: 0 when every test passed, 1 otherwise, 2 when cudarc's
-# source cannot be found. Not part of CI.
+#   bash cuda-emu/scripts/cudarc-suite.sh --ci       # what CI runs: without
+#                                                    # the GPU-timing tests
+#
+# `--ci` leaves out, by name, the tests that measure GPU speed or
+# concurrency (a CPU emulation cannot show either; they are listed in
+# GPU_TIMING below and printed), and runs the two-device tests cudarc
+# marks ignored on an emulator with two devices. Exit status: 0 when every test passed, 1
+# otherwise, 2 when cudarc's source cannot be found. CI runs the
+# driver-only suite with `--ci` (scripts/test.sh).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 emu="$(dirname "$here")"
 repo="$(dirname "$emu")"
 filter=()
+# Tests that time the GPU: a pinned-memory bandwidth comparison, and two
+# NVRTC tests asserting that launches on two streams overlap.
+GPU_TIMING=(
+    test_default_pinned_host_reads_are_faster_than_write_combined
+    test_multi_stream_concurrent_reads
+    test_par_launch
+)
+ci=false
+if [[ "${1:-}" == "--ci" ]]; then
+    shift
+    ci=true
+fi
 # `--nvrtc` (used by nvrtc-suite.sh, which puts NVRTC on LD_LIBRARY_PATH):
 # cudarc's `nvrtc` feature too, so its NVRTC tests compile CUDA C++ and
 # launch the PTX on the emulator.
@@ -31,6 +50,16 @@ fi
 if [[ "${1:-}" == "--" ]]; then
     shift
     filter=("$@")
+fi
+if $ci; then
+    for t in "${GPU_TIMING[@]}"; do
+        filter+=(--skip "$t")
+    done
+    echo "cudarc-suite.sh --ci: left out (they time the GPU): ${GPU_TIMING[*]}"
+    # cudarc ignores the tests that need two devices; the emulator has two
+    # when asked.
+    filter+=(--include-ignored)
+    export PTXSMITH_EMU_DEVICES="${PTXSMITH_EMU_DEVICES:-sm_90,sm_90}"
 fi
 find_src() {
     ls -d "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/cudarc-0.19.* 2>/dev/null | sort -V | tail -1

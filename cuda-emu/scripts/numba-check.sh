@@ -14,7 +14,7 @@
 # scripts/install-nvidia-tools.sh installs (its nvvm/ folder, given to
 # Numba as CUDA_HOME). When something cannot be fetched the script says
 # so loudly and exits 2. Exit status otherwise: 0 when every kernel
-# passed, 1 otherwise. Not part of CI.
+# passed, 1 otherwise. CI runs it (scripts/test.sh).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 emu="$(dirname "$here")"

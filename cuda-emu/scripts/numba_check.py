@@ -85,8 +85,26 @@ def check_atomic():
 
 
 def check_print():
-    hello[1, 4](4)
-    cuda.synchronize()
+    # The emulator writes printf output to the process's stdout (file
+    # descriptor 1) when the launch ends: catch it there and compare.
+    import os
+    import tempfile
+
+    sys.stdout.flush()
+    with tempfile.TemporaryFile() as f:
+        saved = os.dup(1)
+        os.dup2(f.fileno(), 1)
+        try:
+            hello[1, 4](4)
+            cuda.synchronize()
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
+        f.seek(0)
+        out = f.read().decode()
+    sys.stdout.write(out)
+    want = "".join(f"hello from thread {i}\n" for i in range(4))
+    assert out == want, f"printed {out!r} vs {want!r}"
 
 
 CHECKS = [
