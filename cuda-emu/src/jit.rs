@@ -295,6 +295,35 @@ pub fn parse_failure(e: &SimError) -> String {
     }
 }
 
+/// The JIT's checks of a module image, in the driver's order, for a device
+/// of compute capability `cc` (e.g. 90) and a driver of version `driver`:
+/// a cubin or fatbin is `CUDA_ERROR_NOT_SUPPORTED` (the simulator runs PTX
+/// text only), text that is not UTF-8 `CUDA_ERROR_INVALID_PTX`, then the
+/// header checks ([`check_header`]), then the parse (`INVALID_PTX` with
+/// ptxas' log line). Each error comes with the text for the JIT log.
+pub fn jit_image(
+    image: &[u8],
+    driver: i32,
+    cc: u32,
+    req: JitRequest,
+) -> Result<Program, (CUresult, String)> {
+    if is_binary(image) {
+        return Err((
+            CUDA_ERROR_NOT_SUPPORTED,
+            "ptxsmith-emu: cubin and fatbin images cannot run on the simulator; load PTX text"
+                .into(),
+        ));
+    }
+    let Ok(text) = std::str::from_utf8(image) else {
+        return Err((
+            CUDA_ERROR_INVALID_PTX,
+            "ptxas fatal   : the PTX text is not UTF-8".into(),
+        ));
+    };
+    check_header(&scan_header(text)?, driver, cc, req)?;
+    Program::parse(text).map_err(|e| (CUDA_ERROR_INVALID_PTX, parse_failure(&e)))
+}
+
 /// The non-NUL prefix of a module image is a cubin or fatbin.
 pub fn is_binary(image: &[u8]) -> bool {
     image.starts_with(b"\x7fELF")

@@ -13,9 +13,7 @@ use ptxsmith::sim::Program;
 use crate::driver::Driver;
 use crate::error::*;
 use crate::handles::{self, Kind};
-use crate::jit::{
-    JitLog, JitRequest, Library, LibraryEntry, check_header, is_binary, parse_failure, scan_header,
-};
+use crate::jit::{JitLog, JitRequest, Library, LibraryEntry, jit_image};
 
 /// The entries of `program`, in PTX order, with their parameter layout.
 fn names(program: &Program) -> Vec<LibraryEntry> {
@@ -79,36 +77,11 @@ impl Driver {
             log.error = text;
             Err(code)
         };
-        if is_binary(image) {
-            return fail(
-                log,
-                (
-                    CUDA_ERROR_NOT_SUPPORTED,
-                    "ptxsmith-emu: cubin and fatbin images cannot run on the simulator; load PTX text".into(),
-                ),
-            );
-        }
-        let Ok(text) = std::str::from_utf8(image) else {
-            return fail(
-                log,
-                (
-                    CUDA_ERROR_INVALID_PTX,
-                    "ptxas fatal   : the PTX text is not UTF-8".into(),
-                ),
-            );
-        };
         let dev = self.device(0)?;
         let (major, minor) = dev.spec.cc();
-        let header = match scan_header(text) {
-            Ok(h) => h,
-            Err(e) => return fail(log, e),
-        };
-        if let Err(e) = check_header(&header, self.config.driver_version, major * 10 + minor, req) {
-            return fail(log, e);
-        }
-        match Program::parse(text) {
+        match jit_image(image, self.config.driver_version, major * 10 + minor, req) {
             Ok(p) => Ok(names(&p)),
-            Err(e) => fail(log, (CUDA_ERROR_INVALID_PTX, parse_failure(&e))),
+            Err(e) => fail(log, e),
         }
     }
 

@@ -10,10 +10,7 @@ use ptxsmith::sim::Program;
 use crate::driver::Driver;
 use crate::error::*;
 use crate::handles::Kind;
-use crate::jit::{
-    DEFAULT_SMEM, Function, JitLog, JitRequest, Module, check_header, is_binary, parse_failure,
-    scan_header,
-};
+use crate::jit::{DEFAULT_SMEM, Function, JitLog, JitRequest, Module, jit_image};
 
 impl Driver {
     /// `cuModuleLoadDataEx` in the current context: the handle, or the
@@ -30,42 +27,13 @@ impl Driver {
             log.error = text;
             Err(code)
         };
-        if is_binary(image) {
-            return fail(
-                log,
-                (
-                    CUDA_ERROR_NOT_SUPPORTED,
-                    "ptxsmith-emu: cubin and fatbin images cannot run on the simulator; load PTX text".into(),
-                ),
-            );
-        }
-        let Ok(text) = std::str::from_utf8(image) else {
-            return fail(
-                log,
-                (
-                    CUDA_ERROR_INVALID_PTX,
-                    "ptxas fatal   : the PTX text is not UTF-8".into(),
-                ),
-            );
-        };
         let dev = &self.devices[self.contexts[&ctx].device];
         let (cc_major, cc_minor) = dev.spec.cc();
         let sm_name = dev.spec.sm.name();
-        let header = match scan_header(text) {
-            Ok(h) => h,
-            Err(e) => return fail(log, e),
-        };
-        if let Err(e) = check_header(
-            &header,
-            self.config.driver_version,
-            cc_major * 10 + cc_minor,
-            req,
-        ) {
-            return fail(log, e);
-        }
-        let program = match Program::parse(text) {
+        let cc = cc_major * 10 + cc_minor;
+        let program = match jit_image(image, self.config.driver_version, cc, req) {
             Ok(p) => Arc::new(p),
-            Err(e) => return fail(log, (CUDA_ERROR_INVALID_PTX, parse_failure(&e))),
+            Err(e) => return fail(log, e),
         };
         let program = self.load_globals(ctx, &program)?;
         let entries = program.entry_names().join("', '");
