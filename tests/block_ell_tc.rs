@@ -11,6 +11,7 @@ use ptxsmith::kernels::block_ell_tc::{
     self as tc, DeviceTopology, Dims, TcElem, TcPrecision, host, to_bf16, to_f16,
 };
 use ptxsmith::runtime::Context;
+use ptxsmith::testing::{self, cuda_for_tests, or_skip};
 use ptxsmith::{Error, Feature, Sm};
 
 /// Random values with a wide exponent spread (truncated alignment and the
@@ -77,9 +78,17 @@ fn assert_bits(what: &str, got: &[f32], want: &[f32]) {
     }
 }
 
-/// Run the three kernels of one case on a simulated `sm` and compare with
-/// the host model of `sm`.
-fn case<T: Encode>(sm: Sm, prec: TcPrecision, b: usize, n: usize, seed: u64, specials: bool) {
+/// Run the three kernels of one case on `ctx` and compare with the host
+/// model of its device's SM.
+fn case<T: Encode>(
+    ctx: &Context,
+    prec: TcPrecision,
+    b: usize,
+    n: usize,
+    seed: u64,
+    specials: bool,
+) {
+    let sm = ctx.sm();
     let (r, c, k) = (2, 3, 3);
     let dims = Dims::new(r, c, k, b).unwrap();
     // row 0: blocks 2, (empty), 0; row 1: (empty), 1, (empty)
@@ -100,7 +109,6 @@ fn case<T: Encode>(sm: Sm, prec: TcPrecision, b: usize, n: usize, seed: u64, spe
     );
     let what = format!("{prec} B={b} N={n} on {sm}, seed {seed}");
 
-    let ctx = Context::sim(sm);
     let st = ctx.default_stream();
     let topo = DeviceTopology::upload(&st, &dims, &col).unwrap();
     let (dx, dv, dgy) = (
@@ -134,11 +142,15 @@ fn case<T: Encode>(sm: Sm, prec: TcPrecision, b: usize, n: usize, seed: u64, spe
     );
 }
 
-fn run(sm: Sm, prec: TcPrecision, b: usize, n: usize, seed: u64, specials: bool) {
+fn run_on(ctx: &Context, prec: TcPrecision, b: usize, n: usize, seed: u64, specials: bool) {
     match prec {
-        TcPrecision::Tf32 => case::<f32>(sm, prec, b, n, seed, specials),
-        _ => case::<u16>(sm, prec, b, n, seed, specials),
+        TcPrecision::Tf32 => case::<f32>(ctx, prec, b, n, seed, specials),
+        _ => case::<u16>(ctx, prec, b, n, seed, specials),
     }
+}
+
+fn run(sm: Sm, prec: TcPrecision, b: usize, n: usize, seed: u64, specials: bool) {
+    run_on(&Context::sim(sm), prec, b, n, seed, specials);
 }
 
 const SMS: [Sm; 4] = [Sm::Sm80, Sm::Sm89, Sm::Sm90, Sm::Sm100];
@@ -303,5 +315,50 @@ fn grad_values_padding_turns_negative_zero_positive() {
         let mut gv = st.context().alloc::<f32>(256).unwrap();
         tc::grad_values_dev(&st, prec, &topo, n, &dx, &dgy, &mut gv).unwrap();
         assert_eq!(bits(&st.to_vec(&gv).unwrap()), bits(&h), "N = {n}");
+    }
+}
+
+/// Each kernel × precision (`B` = 16; the block size changes only the
+/// unrolled chunk count) is assembled by the pinned ptxas with `HMMA` in
+/// its SASS on the first target of each tensor-core model (sm_80 A100,
+/// sm_89 Ada, sm_90 H100, sm_100 B200); `tests/kernels_ptxas.rs` assembles
+/// every variant on every target (no spills, no local memory, minimal
+/// `.version`). SKIPs without the tools.
+#[test]
+fn hmma_in_the_sass() {
+    for sm in [Sm::Sm80, Sm::Sm89, Sm::Sm90, Sm::Sm100] {
+        let all = tc::ptx::variants(sm).unwrap();
+        assert_eq!(all.len(), 27);
+        for m in all.iter().filter(|m| m.kernel.ends_with("_b16")) {
+            assert!(m.ptx.contains("mma.sync.aligned"), "{}", m.kernel);
+            match or_skip(testing::assert_opcode_present(m, "HMMA")) {
+                Ok(Some(_)) => {}
+                Ok(None) => return,
+                Err(e) => panic!("{} on {sm}: {e}", m.kernel),
+            }
+        }
+    }
+}
+
+/// The device (a GPU, or the driver emulator on CI) against the host model
+/// of its SM, every precision and block size. SKIP without a device, and
+/// on a device below sm_80 (no variants there).
+#[test]
+fn gpu_equals_host_when_present() {
+    let Some(ctx) = cuda_for_tests() else {
+        return;
+    };
+    if !ctx.sm().supports(Feature::MmaSync) {
+        println!(
+            "SKIP: {} has no tensor-core mma.sync for bf16/f16/tf32",
+            ctx.sm()
+        );
+        return;
+    }
+    let n = if testing::small_shapes(&ctx) { 37 } else { 300 };
+    for (i, prec) in TcPrecision::ALL.into_iter().enumerate() {
+        for (j, b) in [16, 32, 64].into_iter().enumerate() {
+            run_on(&ctx, prec, b, n, 70 + (3 * i + j) as u64, j != 1);
+        }
     }
 }
