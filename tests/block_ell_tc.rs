@@ -355,6 +355,7 @@ fn gpu_equals_host_when_present() {
         );
         return;
     }
+    println!("device: {}", ctx.sm());
     let n = if testing::small_shapes(&ctx) { 37 } else { 300 };
     for (i, prec) in TcPrecision::ALL.into_iter().enumerate() {
         for (j, b) in [16, 32, 64].into_iter().enumerate() {
