@@ -467,7 +467,7 @@ fn cases() -> Vec<Case> {
         ("logcumsumexp fwd+bwd", logcumsumexp),
         ("hmm forward-backward", hmm),
         ("block-ELL 50% fwd+grads", block_ell),
-        ("block-ELL TC bf16 fwd+grads", block_ell_tc),
+        ("block-ELL TC bf16 fwd+grad", block_ell_tc),
         ("MXFP8 E4M3 quant+dequant", mxfp8),
         ("MXFP4 quant+dequant", mxfp4),
         ("NVFP4 quant+dequant", nvfp4),
