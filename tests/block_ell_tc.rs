@@ -363,3 +363,23 @@ fn gpu_equals_host_when_present() {
         }
     }
 }
+
+/// `N = 0`: nothing to compute for the forward pass and grad-input, and
+/// grad-values writes `+0.0` everywhere (the empty N-chunk tree), over
+/// whatever `gv` held.
+#[test]
+fn zero_rows() {
+    let dims = Dims::new(2, 2, 2, 16).unwrap();
+    let col = [1, -1, 0, 1];
+    let st = Context::sim(Sm::Sm89).default_stream();
+    let topo = DeviceTopology::upload(&st, &dims, &col).unwrap();
+    let empty = st.context().alloc::<u16>(0).unwrap();
+    let mut gv = st.upload(&vec![5.0f32; dims.values_len()]).unwrap();
+    tc::grad_values_dev(&st, TcPrecision::F16, &topo, 0, &empty, &empty, &mut gv).unwrap();
+    let want = host::grad_values::<u16>(Sm::Sm89, TcPrecision::F16, &dims, 0, &[], &[], &col);
+    assert_eq!(st.to_vec(&gv).unwrap(), want.unwrap());
+    assert!(st.to_vec(&gv).unwrap().iter().all(|v| v.to_bits() == 0));
+    let v = st.upload(&vec![0u16; dims.values_len()]).unwrap();
+    let mut y = st.context().alloc::<f32>(0).unwrap();
+    tc::forward_dev(&st, TcPrecision::F16, &topo, 0, &empty, &v, None, &mut y).unwrap();
+}
