@@ -339,6 +339,73 @@ fn block_ell(st: &Stream) -> Result<Outcome> {
     })
 }
 
+/// The same layer on the tensor cores in bf16 (`u16` bits, fp32
+/// accumulation): forward with bias, grad-input and grad-values, checked
+/// against the host model of the device's SM. Below sm_80 the request must
+/// be refused with `UnsupportedFeature` (no elements run).
+fn block_ell_tc(st: &Stream) -> Result<Outcome> {
+    use kernels::block_ell_tc::{self as tc, DeviceTopology, Dims, TcPrecision, host};
+    let (r, c, k, b, n) = (8, 8, 4, 16, 300);
+    let dims = Dims::new(r, c, k, b)?;
+    let col: Vec<i32> = (0..r * k)
+        .map(|s| {
+            let (row, slot) = (s / k, s % k);
+            if row % 4 == 1 && slot == 2 {
+                -1
+            } else {
+                ((row + 2 * slot) % c) as i32
+            }
+        })
+        .collect();
+    let mut rnd = lcg(13);
+    let mut v =
+        |len: usize| -> Vec<u16> { tc::to_bf16(&(0..len).map(|_| rnd()).collect::<Vec<_>>()) };
+    let (x, gy, values) = (
+        v(n * dims.in_features()),
+        v(n * dims.out_features()),
+        v(dims.values_len()),
+    );
+    let bias: Vec<f32> = (0..dims.out_features()).map(|i| i as f32 / 64.0).collect();
+    let (ctx, sm, p) = (st.context(), st.context().sm(), TcPrecision::Bf16);
+    let topo = DeviceTopology::upload(st, &dims, &col)?;
+    let (dx, dgy, dv, db) = (
+        st.upload(&x)?,
+        st.upload(&gy)?,
+        st.upload(&values)?,
+        st.upload(&bias)?,
+    );
+    let mut y = ctx.alloc::<f32>(n * dims.out_features())?;
+    if !sm.supports(ptxsmith::Feature::MmaSync) {
+        let refused = matches!(
+            tc::forward_dev(st, p, &topo, n, &dx, &dv, Some(&db), &mut y),
+            Err(ptxsmith::Error::UnsupportedFeature { .. })
+        );
+        return Ok(Outcome {
+            elements: 0,
+            exact: refused,
+        });
+    }
+    let mut gx = ctx.alloc::<f32>(n * dims.in_features())?;
+    let mut gv = ctx.alloc::<f32>(dims.values_len())?;
+    tc::forward_dev(st, p, &topo, n, &dx, &dv, Some(&db), &mut y)?;
+    tc::grad_input_dev(st, p, &topo, n, &dgy, &dv, &mut gx)?;
+    tc::grad_values_dev(st, p, &topo, n, &dx, &dgy, &mut gv)?;
+    let exact = same_bits(
+        &st.to_vec(&y)?,
+        &host::forward(sm, p, &dims, n, &x, &values, &col, Some(&bias))?,
+    ) && same_bits(
+        &st.to_vec(&gx)?,
+        &host::grad_input(sm, p, &dims, n, &gy, &values, &col)?,
+    ) && same_bits(
+        &st.to_vec(&gv)?,
+        &host::grad_values(sm, p, &dims, n, &x, &gy, &col)?,
+    );
+    Ok(Outcome {
+        elements: n * (dims.in_features() + dims.out_features()),
+        exact,
+    })
+}
+
 /// Block-scaled quantization of a `[2, 300, 200]` tensor (partial last
 /// blocks) to `format` with its default recipe, scales in the cuBLAS /
 /// CUTLASS `Blocked128x4` layout, then dequantization; codes, scales (with
@@ -400,6 +467,7 @@ fn cases() -> Vec<Case> {
         ("logcumsumexp fwd+bwd", logcumsumexp),
         ("hmm forward-backward", hmm),
         ("block-ELL 50% fwd+grads", block_ell),
+        ("block-ELL TC bf16 fwd+grad", block_ell_tc),
         ("MXFP8 E4M3 quant+dequant", mxfp8),
         ("MXFP4 quant+dequant", mxfp4),
         ("NVFP4 quant+dequant", nvfp4),

@@ -2,6 +2,7 @@
 //! (bit-exact host model, the spec), `launch.rs` (backend dispatch).
 
 pub mod block_ell;
+pub mod block_ell_tc;
 pub mod block_scaled;
 pub(crate) mod check;
 pub mod dispatch;
@@ -45,6 +46,7 @@ pub fn all_variants(sm: Sm) -> Result<Vec<PtxModule>> {
     all.extend(logcumsumexp::ptx::variants(sm)?);
     all.extend(hmm::ptx::variants(sm)?);
     all.extend(block_ell::ptx::variants(sm)?);
+    all.extend(block_ell_tc::ptx::variants(sm)?);
     all.extend(block_scaled::ptx::variants(sm)?);
     Ok(all)
 }

@@ -116,6 +116,11 @@ impl DeviceTopology {
     pub fn col(&self) -> &DeviceBuffer<i32> {
         &self.col
     }
+    /// The transposed index on the device: `(offsets [C+1], slots [nnz])`
+    /// (read by the tensor-core grad-input of `block_ell_tc`).
+    pub(crate) fn index(&self) -> (&DeviceBuffer<u32>, &DeviceBuffer<u32>) {
+        (&self.offsets, &self.slots)
+    }
 }
 
 /// CTAs for `tiles` tiles: every tile, up to 8 CTAs per SM (the kernels'

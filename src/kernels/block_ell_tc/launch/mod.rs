@@ -1,0 +1,265 @@
+//! Launch code of [`super`]: device entry points ([`forward_dev`],
+//! [`grad_input_dev`], [`grad_values_dev`]) on a
+//! [`DeviceTopology`] and device buffers, queued on a [`Stream`] (GPU or
+//! simulator). The device's SM picks both the kernels' target and, on the
+//! simulator, the tensor-core model; the host model to compare with is
+//! [`super::host`] with the same SM.
+//!
+//! Every check runs before anything is queued, so nothing is written on
+//! error: the request ([`host::request`]: `B`, element type, SM from
+//! sm_80), every length, and the kernels' 32-bit limits (`N`, `R·B`, `C·B`
+//! below 2³¹, `R·K·B·B ≤ u32::MAX`).
+
+use super::host::{self, TcElem, TcPrecision};
+use super::ptx::{
+    ForwardArgs, GradInputArgs, GradValuesArgs, THREADS, WARPS, generate_forward,
+    generate_grad_input, generate_grad_values,
+};
+use crate::dsl::params::{DevPtr, KernelParams};
+use crate::dsl::types::U32;
+use crate::error::{Error, Result};
+use crate::exec::LaunchConfig;
+use crate::kernels::block_ell::{DeviceTopology, Dims};
+use crate::kernels::{check, grid, memo};
+use crate::runtime::buffer::{AsDevice, AsDeviceMut};
+use crate::runtime::context::Stream;
+
+const MAX_EXTENT: usize = (1 << 31) - 1;
+
+fn limit(what: &str, value: usize, max: usize) -> Result<()> {
+    if value <= max {
+        return Ok(());
+    }
+    Err(Error::invalid(format!(
+        "block_ell_tc: {what} = {value} exceeds the kernels' limit {max}"
+    )))
+}
+
+/// The request and the kernels' 32-bit limits.
+fn check_call<T: TcElem>(st: &Stream, prec: TcPrecision, d: &Dims, n: usize) -> Result<()> {
+    host::request::<T>(st.context().sm(), prec, d)?;
+    limit("N", n, MAX_EXTENT)?;
+    limit("R·B", d.out_features(), MAX_EXTENT)?;
+    limit("C·B", d.in_features(), MAX_EXTENT)?;
+    limit("R·K·B·B", d.values_len(), u32::MAX as usize)
+}
+
+fn rows(d: &Dims, what: &str, got: usize, n: usize, width: usize, shape: &str) -> Result<()> {
+    let want = d.rows_len(shape, n, width)?;
+    check::len("block_ell_tc", what, got, want, shape)
+}
+
+fn values_len(d: &Dims, got: usize) -> Result<()> {
+    check::len(
+        "block_ell_tc",
+        "values",
+        got,
+        d.values_len(),
+        "R × K × B × B",
+    )
+}
+
+/// The input's address as the kernels' untyped operand pointer.
+fn operand_ptr<T: TcElem>(st: &Stream, what: &str, v: &impl AsDevice<T>) -> Result<DevPtr<U32>> {
+    Ok(DevPtr::new(st.arg(what, v)?.addr))
+}
+
+/// CTAs for `tiles` warp tiles: [`WARPS`] a CTA, at most 8 CTAs per SM.
+fn config(st: &Stream, tiles: usize) -> LaunchConfig {
+    let mp = st.context().multiprocessor_count();
+    LaunchConfig::linear(grid::ctas(tiles as u64, u64::from(WARPS), mp, 8), THREADS)
+}
+
+fn tiles(what: &str, factors: &[usize]) -> Result<usize> {
+    let t = factors.iter().fold(1usize, |a, &f| a.saturating_mul(f));
+    limit(what, t, u32::MAX as usize)?;
+    Ok(t)
+}
+
+fn bsize(d: &Dims) -> u32 {
+    d.b() as u32
+}
+
+/// `y = x·Wᵀ (+ bias)` for `n` rows on the tensor cores in precision
+/// `prec`, queued on `stream` (see the [contract](super)): `x` `[N, C·B]`
+/// and `values` `[R, K, B, B]` as `T` (`u16` bits for bf16/f16, `f32` for
+/// tf32), `bias` `[R·B]` and `y` `[N, R·B]` f32.
+///
+/// ```
+/// use ptxsmith::kernels::block_ell_tc::{self as tc, DeviceTopology, Dims, TcPrecision};
+/// use ptxsmith::runtime::Context;
+///
+/// // One 16 × 16 block, W = 0.5·I, on a simulated sm_90 (the H100 model).
+/// let dims = Dims::new(1, 1, 1, 16)?;
+/// let st = Context::sim(ptxsmith::Sm::Sm90).default_stream();
+/// let topo = DeviceTopology::upload(&st, &dims, &[0])?;
+/// let w: Vec<f32> = (0..256).map(|e| if e % 17 == 0 { 0.5 } else { 0.0 }).collect();
+/// let (x, v) = (st.upload(&tc::to_bf16(&[2.0; 16]))?, st.upload(&tc::to_bf16(&w))?);
+/// let mut y = st.context().alloc::<f32>(16)?;
+/// tc::forward_dev(&st, TcPrecision::Bf16, &topo, 1, &x, &v, None, &mut y)?;
+/// assert_eq!(st.to_vec(&y)?, [1.0; 16]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
+/// # Errors
+/// As [`host::request`] (a `B` outside {16, 32, 64}, a `T` that is not
+/// `prec`'s storage, [`Error::UnsupportedFeature`] below sm_80);
+/// [`Error::InvalidArgument`] naming the values for a length that does not
+/// match its shape or sizes past the kernels' limits;
+/// [`Error::WrongContext`]; JIT and launch errors. Nothing is queued on
+/// error.
+#[allow(clippy::too_many_arguments)]
+pub fn forward_dev<T: TcElem>(
+    stream: &Stream,
+    prec: TcPrecision,
+    topo: &DeviceTopology,
+    n: usize,
+    x: &impl AsDevice<T>,
+    values: &impl AsDevice<T>,
+    bias: Option<&dyn AsDevice<f32>>,
+    y: &mut impl AsDeviceMut<f32>,
+) -> Result<()> {
+    let d = *topo.dims();
+    check_call::<T>(stream, prec, &d, n)?;
+    rows(&d, "x", x.as_device().len(), n, d.in_features(), "N × C·B")?;
+    rows(&d, "y", y.as_device().len(), n, d.out_features(), "N × R·B")?;
+    values_len(&d, values.as_device().len())?;
+    let bias = bias.map(|b| b.as_device());
+    if let Some(b) = &bias {
+        check::len("block_ell_tc", "bias", b.len(), d.out_features(), "R·B")?;
+    }
+    let bias = bias.map(|b| stream.arg("bias", &b)).transpose()?;
+    let count = tiles("R × tiles × row tiles", &[d.r(), d.b() / 16, n.div_ceil(8)])?;
+    let xp = operand_ptr(stream, "x", x)?;
+    let vp = operand_ptr(stream, "values", values)?;
+    let yp = stream.arg_mut("y", y)?;
+    if count == 0 {
+        return Ok(());
+    }
+    let args = ForwardArgs {
+        x: xp,
+        values: vp,
+        col: stream.arg("col", topo.col())?,
+        bias: bias.unwrap_or(yp),
+        y: yp,
+        n: n as u32,
+        r: d.r() as u32,
+        c: d.c() as u32,
+        k: d.k() as u32,
+        has_bias: u32::from(bias.is_some()),
+    };
+    let m = memo!(generate_forward, stream.context().sm(), prec, bsize(&d))?;
+    stream.launch(m, config(stream, count), &args.args())
+}
+
+/// `gx` (`[N, C·B]` f32), the gradient with respect to `x` given `gy`
+/// (`[N, R·B]` as `T`), on the tensor cores over the topology's transposed
+/// index, queued on `stream` (see the [contract](super)).
+///
+/// # Errors
+/// As [`forward_dev`].
+pub fn grad_input_dev<T: TcElem>(
+    stream: &Stream,
+    prec: TcPrecision,
+    topo: &DeviceTopology,
+    n: usize,
+    gy: &impl AsDevice<T>,
+    values: &impl AsDevice<T>,
+    gx: &mut impl AsDeviceMut<f32>,
+) -> Result<()> {
+    let d = *topo.dims();
+    check_call::<T>(stream, prec, &d, n)?;
+    rows(
+        &d,
+        "gy",
+        gy.as_device().len(),
+        n,
+        d.out_features(),
+        "N × R·B",
+    )?;
+    rows(
+        &d,
+        "gx",
+        gx.as_device().len(),
+        n,
+        d.in_features(),
+        "N × C·B",
+    )?;
+    values_len(&d, values.as_device().len())?;
+    let count = tiles("C × tiles × row tiles", &[d.c(), d.b() / 16, n.div_ceil(8)])?;
+    let gyp = operand_ptr(stream, "gy", gy)?;
+    let vp = operand_ptr(stream, "values", values)?;
+    let gxp = stream.arg_mut("gx", gx)?;
+    if count == 0 {
+        return Ok(());
+    }
+    let (offsets, slots) = topo.index();
+    let args = GradInputArgs {
+        gy: gyp,
+        values: vp,
+        offsets: stream.arg("index offsets", offsets)?,
+        slots: stream.arg("index slots", slots)?,
+        gx: gxp,
+        n: n as u32,
+        r: d.r() as u32,
+        c: d.c() as u32,
+        k: d.k() as u32,
+    };
+    let m = memo!(generate_grad_input, stream.context().sm(), prec, bsize(&d))?;
+    stream.launch(m, config(stream, count), &args.args())
+}
+
+/// `gv` (`[R, K, B, B]` f32), the gradient with respect to `values` given
+/// `x` (`[N, C·B]`) and `gy` (`[N, R·B]`) as `T`, on the tensor cores by
+/// the N-chunk tree (in registers: no scratch), queued on `stream` (see
+/// the [contract](super)). Empty slots get `+0.0`.
+///
+/// # Errors
+/// As [`forward_dev`].
+pub fn grad_values_dev<T: TcElem>(
+    stream: &Stream,
+    prec: TcPrecision,
+    topo: &DeviceTopology,
+    n: usize,
+    x: &impl AsDevice<T>,
+    gy: &impl AsDevice<T>,
+    gv: &mut impl AsDeviceMut<f32>,
+) -> Result<()> {
+    let d = *topo.dims();
+    check_call::<T>(stream, prec, &d, n)?;
+    rows(&d, "x", x.as_device().len(), n, d.in_features(), "N × C·B")?;
+    rows(
+        &d,
+        "gy",
+        gy.as_device().len(),
+        n,
+        d.out_features(),
+        "N × R·B",
+    )?;
+    check::len(
+        "block_ell_tc",
+        "gv",
+        gv.as_device().len(),
+        d.values_len(),
+        "R × K × B × B",
+    )?;
+    let count = tiles("R·K × tiles", &[d.slots(), (d.b() / 16) * (d.b() / 8)])?;
+    let xp = operand_ptr(stream, "x", x)?;
+    let gyp = operand_ptr(stream, "gy", gy)?;
+    let gvp = stream.arg_mut("gv", gv)?;
+    if count == 0 {
+        return Ok(());
+    }
+    let args = GradValuesArgs {
+        x: xp,
+        gy: gyp,
+        col: stream.arg("col", topo.col())?,
+        gv: gvp,
+        n: n as u32,
+        r: d.r() as u32,
+        c: d.c() as u32,
+        k: d.k() as u32,
+    };
+    let m = memo!(generate_grad_values, stream.context().sm(), prec, bsize(&d))?;
+    stream.launch(m, config(stream, count), &args.args())
+}

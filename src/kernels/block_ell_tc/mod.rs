@@ -1,0 +1,94 @@
+//! Block-ELL sparse linear layers on the **tensor cores** (issue 31): the
+//! layout, topology tools and `-1` slots of [`block_ell`](super::block_ell),
+//! with bf16 or f16 inputs (or f32 inputs converted to tf32 in the
+//! kernel), `mma.sync` with fp32 accumulation, fp32 output, and a host
+//! model per SM that predicts every bit ([`host`]).
+//!
+//! The FP32 CUDA-core path ([`block_ell`](super::block_ell)) stays the
+//! SM-independent contract; this path is the one whose bits depend on the
+//! device's SM, because the tensor cores' block FMA does
+//! ([`tensor_core`](crate::tensor_core), `docs/tensor-cores.md`).
+//!
+//! # Precisions and storage ([`TcPrecision`])
+//! * [`TcPrecision::Bf16`], [`TcPrecision::F16`]: `x`, `values` (and `gy`
+//!   for the gradients) are stored as `u16` bit patterns (half the bytes of
+//!   f32). Convert from f32 with round-to-nearest-even by
+//!   [`to_bf16`] / [`to_f16`] (`cvt.rn.bf16.f32` / `cvt.rn.f16.f32`:
+//!   [`tensor_core::f32_to_bf16_rn`](crate::tensor_core::f32_to_bf16_rn),
+//!   [`tensor_core::f32_to_f16_rn`](crate::tensor_core::f32_to_f16_rn)).
+//!   MMA shape `m16n8k16`: the reduction runs in chunks of 16.
+//! * [`TcPrecision::Tf32`]: the inputs are `f32`; the kernel converts each
+//!   operand with `cvt.rna.tf32.f32` (to nearest, ties away, 10 fraction
+//!   bits), and so does the host model
+//!   ([`tensor_core::f32_to_tf32_rna`](crate::tensor_core::f32_to_tf32_rna)).
+//!   MMA shape `m16n8k8`: chunks of 8.
+//!
+//! Accumulation, `bias`, and every output (`y`, `gx`, `gv`) are `f32`.
+//! `B` ∈ [`TC_BLOCK_SIZES`] = {16, 32, 64} (`B = 8` is refused: an
+//! `m16` tile does not fit an 8-wide block).
+//!
+//! # Contract
+//! `tc(acc, chunk)` is **one `mma.sync`**: the block FMA of the device's SM
+//! ([`tensor_core::params`](crate::tensor_core::params)`(sm, format)`,
+//! i.e. [`BlockFma::dot`](crate::tensor_core::BlockFma::dot)) over the
+//! chunk's pairs in ascending order with `acc` as its `c`. A chunk holds
+//! 16 pairs (bf16/f16) or 8 (tf32); the published block widths (8 or 16,
+//! resp. 4 or 8) divide it, so a `k16` instruction on a width-8 SM is two
+//! chained blocks, low `k` first. Operands are bf16/f16 bits, or
+//! `cvt.rna.tf32.f32` of the f32 input.
+//! * **Forward** `y[n][r·B+i]`: `acc = +0.0`; for slots `k = 0..K`
+//!   ascending, skipping empty ones, with `c = col[r,k]`, for chunks `j0 =
+//!   0, q, 2q, …` ascending (`q` the chunk size): `acc = tc(acc, (values[r,
+//!   k, i, j0+e], x[n][c·B+j0+e]) for e in 0..q)`; then, with a bias, `acc
+//!   = add.rn(acc, bias[r·B+i])`.
+//! * **Grad-input** `gx[n][c·B+j]`: `acc = +0.0`; for each entry `(r,k)`
+//!   of column block `c` in the [`TransposedIndex`] (ascending), for chunks
+//!   `i0` ascending: `acc = tc(acc, (values[r,k,i0+e,j], gy[n][r·B+i0+e]) for
+//!   e in 0..q)`.
+//! * **Grad-values** `gv[r,k,i,j]` (non-empty slot, `c = col[r,k]`): the
+//!   N-chunk tree of the FP32 path (chunks of
+//!   [`N_CHUNK`](super::block_ell::N_CHUNK) = 256 rows, partials joined with
+//!   `add.rn` in ascending order): a partial is `+0.0` then `acc = tc(acc,
+//!   (gy[n0+e][r·B+i], x[n0+e][c·B+j]) for e in 0..q)` for `n0` = the
+//!   chunk's first row, `+q`, … ascending (256 is a multiple of `q`, so the
+//!   MMA chunks never straddle two N-chunks). Rows `n ≥ N` of the last
+//!   MMA chunk are padded with `+0` operands. Empty slots give `+0.0`.
+//!
+//! **Padding and zeros.** In the model a zero product takes no part in a
+//! block (its exponent does not join the alignment), so a padded `+0 × +0`
+//! pair changes nothing — **except** that a block whose products are all
+//! zero turns a `c` of `−0.0` into `+0.0` (`tensor_core` step 6). So the
+//! host model feeds the padded pairs to the model exactly as the kernel
+//! does rather than skipping them (only grad-values pads; the forward and
+//! grad-input reductions run over `B`, a multiple of 16).
+//!
+//! **Empty slots** are skipped, never multiplied (their `values` may hold
+//! NaN). Infinities and NaN in the inputs propagate as the block FMA says
+//! (`∞·0` is NaN, `+∞ + −∞` is NaN, every NaN is
+//! [`CANONICAL_NAN`](crate::tensor_core::CANONICAL_NAN)); the bias `add.rn`
+//! is IEEE.
+//!
+//! # SMs
+//! Every target from sm_80 has the variants ([`ptx::variants`]: forward,
+//! grad-input and grad-values × bf16, f16, tf32 × `B` ∈ {16, 32, 64}, 27
+//! modules); sm_70 and sm_75 have none, and a request there is refused
+//! with [`Error::UnsupportedFeature`](crate::Error::UnsupportedFeature)
+//! naming [`Feature::MmaSync`](crate::Feature::MmaSync) (the host model
+//! refuses it the same way: the tensor cores of those SMs are not
+//! modelled). The host model takes the SM of the device the kernels run
+//! on — on the simulator and the driver emulator, the emulated device's
+//! SM, not the module's `.target`.
+//!
+//! # Speed
+//! This first version loads fragments straight from global memory with
+//! ordinary `ld.global` (16-bit elements packed in pairs); staging tiles in
+//! shared memory with `cp.async` and loading fragments with `ldmatrix` is
+//! the next step, and changes no bit.
+
+pub mod host;
+pub mod launch;
+pub mod ptx;
+
+pub use super::block_ell::{DeviceTopology, Dims, TransposedIndex, validate_col};
+pub use host::{TC_BLOCK_SIZES, TcElem, TcPrecision, to_bf16, to_f16};
+pub use launch::{forward_dev, grad_input_dev, grad_values_dev};

@@ -1,0 +1,385 @@
+//! Issue 31: the tensor-core block-ELL kernels on the simulator equal the
+//! host model bit for bit, per SM (the emulated device's SM picks the
+//! tensor-core model), for every precision, `B` ∈ {16, 32, 64}, ragged
+//! `N`, empty slots (whose values hold NaN and must never be read into a
+//! result) and inputs with ±∞, NaN and values at the format's limits.
+
+mod common;
+
+use common::Rng;
+use ptxsmith::kernels::block_ell_tc::{
+    self as tc, DeviceTopology, Dims, TcElem, TcPrecision, host, to_bf16, to_f16,
+};
+use ptxsmith::runtime::Context;
+use ptxsmith::testing::{self, cuda_for_tests, or_skip};
+use ptxsmith::{Error, Feature, Sm};
+
+/// Random values with a wide exponent spread (truncated alignment and the
+/// block width matter), a few specials when `specials`.
+fn values(rng: &mut Rng, len: usize, prec: TcPrecision, specials: bool) -> Vec<f32> {
+    let span = if prec == TcPrecision::F16 { 6 } else { 18 };
+    let mut v: Vec<f32> = (0..len)
+        .map(|_| {
+            let e = rng.below(2 * span + 1) as i32 - span as i32;
+            let sign = if rng.chance(50) { -1.0 } else { 1.0 };
+            sign * (1.0 + rng.below(1 << 20) as f32 / (1u32 << 20) as f32) * 2f32.powi(e)
+        })
+        .collect();
+    if specials && len > 40 {
+        let (max, tiny) = match prec {
+            TcPrecision::F16 => (65504.0, 2f32.powi(-24)),
+            _ => (f32::from_bits(0x7F7F_0000), f32::from_bits(0x0001_0000)),
+        };
+        v[3] = f32::INFINITY;
+        v[len / 2] = f32::NEG_INFINITY;
+        v[len / 3] = f32::NAN;
+        v[len / 5] = max;
+        v[len / 7] = -max;
+        v[len / 4] = tiny;
+        v[len - 9] = -tiny;
+    }
+    v
+}
+
+/// The inputs of `prec` as `T`.
+trait Encode: TcElem + Sized {
+    fn encode(prec: TcPrecision, v: &[f32]) -> Vec<Self>;
+}
+impl Encode for u16 {
+    fn encode(prec: TcPrecision, v: &[f32]) -> Vec<u16> {
+        if prec == TcPrecision::F16 {
+            to_f16(v)
+        } else {
+            to_bf16(v)
+        }
+    }
+}
+impl Encode for f32 {
+    fn encode(_: TcPrecision, v: &[f32]) -> Vec<f32> {
+        v.to_vec()
+    }
+}
+
+fn bits(v: &[f32]) -> Vec<u32> {
+    v.iter().map(|x| x.to_bits()).collect()
+}
+
+fn assert_bits(what: &str, got: &[f32], want: &[f32]) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    // a meaningful comparison: most results are finite and non-zero
+    let live = want.iter().filter(|x| x.is_finite() && **x != 0.0).count();
+    assert!(
+        2 * live >= want.len() / 2,
+        "{what}: only {live} of {} live",
+        want.len()
+    );
+    for (e, (g, w)) in bits(got).iter().zip(bits(want)).enumerate() {
+        assert_eq!(*g, w, "{what}: element {e}: {g:#010x} != {w:#010x}");
+    }
+}
+
+/// Run the three kernels of one case on `ctx` and compare with the host
+/// model of its device's SM.
+fn case<T: Encode>(
+    ctx: &Context,
+    prec: TcPrecision,
+    b: usize,
+    n: usize,
+    seed: u64,
+    specials: bool,
+) {
+    let sm = ctx.sm();
+    let (r, c, k) = (2, 3, 3);
+    let dims = Dims::new(r, c, k, b).unwrap();
+    // row 0: blocks 2, (empty), 0; row 1: (empty), 1, (empty)
+    let col = [2, -1, 0, -1, 1, -1];
+    let mut rng = Rng(seed);
+    let mut vals = values(&mut rng, dims.values_len(), prec, specials);
+    // empty slots hold NaN: never read into a result
+    for s in [1usize, 3, 5] {
+        vals[s * b * b..(s + 1) * b * b].fill(f32::NAN);
+    }
+    let xf = values(&mut rng, n * dims.in_features(), prec, specials);
+    let gyf = values(&mut rng, n * dims.out_features(), prec, specials);
+    let bias: Vec<f32> = values(&mut rng, dims.out_features(), TcPrecision::Tf32, false);
+    let (x, v, gy) = (
+        T::encode(prec, &xf),
+        T::encode(prec, &vals),
+        T::encode(prec, &gyf),
+    );
+    let what = format!("{prec} B={b} N={n} on {sm}, seed {seed}");
+
+    let st = ctx.default_stream();
+    let topo = DeviceTopology::upload(&st, &dims, &col).unwrap();
+    let (dx, dv, dgy) = (
+        st.upload(&x).unwrap(),
+        st.upload(&v).unwrap(),
+        st.upload(&gy).unwrap(),
+    );
+    let dbias = st.upload(&bias).unwrap();
+
+    let mut y = ctx.alloc::<f32>(n * dims.out_features()).unwrap();
+    tc::forward_dev(&st, prec, &topo, n, &dx, &dv, Some(&dbias), &mut y).unwrap();
+    let want = host::forward(sm, prec, &dims, n, &x, &v, &col, Some(&bias)).unwrap();
+    assert_bits(&format!("forward {what}"), &st.to_vec(&y).unwrap(), &want);
+
+    let mut gx = ctx.alloc::<f32>(n * dims.in_features()).unwrap();
+    tc::grad_input_dev(&st, prec, &topo, n, &dgy, &dv, &mut gx).unwrap();
+    let want = host::grad_input(sm, prec, &dims, n, &gy, &v, &col).unwrap();
+    assert_bits(
+        &format!("grad_input {what}"),
+        &st.to_vec(&gx).unwrap(),
+        &want,
+    );
+
+    let mut gv = ctx.alloc::<f32>(dims.values_len()).unwrap();
+    tc::grad_values_dev(&st, prec, &topo, n, &dx, &dgy, &mut gv).unwrap();
+    let want = host::grad_values(sm, prec, &dims, n, &x, &gy, &col).unwrap();
+    assert_bits(
+        &format!("grad_values {what}"),
+        &st.to_vec(&gv).unwrap(),
+        &want,
+    );
+}
+
+fn run_on(ctx: &Context, prec: TcPrecision, b: usize, n: usize, seed: u64, specials: bool) {
+    match prec {
+        TcPrecision::Tf32 => case::<f32>(ctx, prec, b, n, seed, specials),
+        _ => case::<u16>(ctx, prec, b, n, seed, specials),
+    }
+}
+
+fn run(sm: Sm, prec: TcPrecision, b: usize, n: usize, seed: u64, specials: bool) {
+    run_on(&Context::sim(sm), prec, b, n, seed, specials);
+}
+
+const SMS: [Sm; 4] = [Sm::Sm80, Sm::Sm89, Sm::Sm90, Sm::Sm100];
+
+#[test]
+fn bf16_matches_the_host_model_per_sm() {
+    for (i, sm) in SMS.into_iter().enumerate() {
+        run(sm, TcPrecision::Bf16, 16, 11, 10 + i as u64, i % 2 == 1);
+    }
+}
+
+#[test]
+fn f16_matches_the_host_model_per_sm() {
+    for (i, sm) in SMS.into_iter().enumerate() {
+        run(sm, TcPrecision::F16, 16, 13, 20 + i as u64, i % 2 == 0);
+    }
+}
+
+#[test]
+fn tf32_matches_the_host_model_per_sm() {
+    for (i, sm) in SMS.into_iter().enumerate() {
+        run(sm, TcPrecision::Tf32, 16, 9, 30 + i as u64, i % 2 == 1);
+    }
+}
+
+#[test]
+fn block_sizes_32_and_64() {
+    run(Sm::Sm80, TcPrecision::Bf16, 32, 7, 41, true);
+    run(Sm::Sm90, TcPrecision::Tf32, 32, 5, 42, false);
+    run(Sm::Sm90, TcPrecision::F16, 64, 3, 43, true);
+}
+
+#[test]
+fn grad_values_tree_and_padding() {
+    // two N-chunks, the last ragged; N = 260 leaves a last MMA chunk with
+    // 4 real rows (an all-zero block on width-8 SMs)
+    run(Sm::Sm80, TcPrecision::Bf16, 16, 260, 51, false);
+    run(Sm::Sm90, TcPrecision::Tf32, 16, 263, 52, true);
+}
+
+/// The model really depends on the SM: the same call gives other bits on
+/// sm_80 (A100: blocks of 8, one extra alignment bit) than on sm_90 (H100:
+/// blocks of 16, two bits).
+#[test]
+fn the_sm_changes_the_bits() {
+    let dims = Dims::new(1, 1, 1, 16).unwrap();
+    let mut rng = Rng(61);
+    let n = 8;
+    for prec in TcPrecision::ALL {
+        let x = values(&mut rng, n * 16, prec, false);
+        let v = values(&mut rng, 256, prec, false);
+        let ys: Vec<Vec<u32>> = [Sm::Sm80, Sm::Sm90]
+            .into_iter()
+            .map(|sm| match prec {
+                TcPrecision::Tf32 => host::forward(sm, prec, &dims, n, &x, &v, &[0], None),
+                _ => {
+                    let (x, v) = (u16::encode(prec, &x), u16::encode(prec, &v));
+                    host::forward(sm, prec, &dims, n, &x, &v, &[0], None)
+                }
+            })
+            .map(|y| bits(&y.unwrap()))
+            .collect();
+        assert_ne!(ys[0], ys[1], "{prec}: sm_80 and sm_90 agree");
+    }
+}
+
+#[test]
+fn refused_below_sm_80_and_for_b_8() {
+    for sm in [Sm::Sm70, Sm::Sm75] {
+        let dims = Dims::new(1, 1, 1, 16).unwrap();
+        let st = Context::sim(sm).default_stream();
+        let topo = DeviceTopology::upload(&st, &dims, &[0]).unwrap();
+        let x = st.upload(&[0u16; 16]).unwrap();
+        let v = st.upload(&[0u16; 256]).unwrap();
+        let mut y = st.context().alloc::<f32>(16).unwrap();
+        let e =
+            tc::forward_dev(&st, TcPrecision::Bf16, &topo, 1, &x, &v, None, &mut y).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Error::UnsupportedFeature {
+                    feature: Feature::MmaSync,
+                    sm: at,
+                    ..
+                } if at == sm
+            ),
+            "{e:?}"
+        );
+        let h = host::forward::<u16>(
+            sm,
+            TcPrecision::Bf16,
+            &dims,
+            1,
+            &[0; 16],
+            &[0; 256],
+            &[0],
+            None,
+        );
+        assert!(matches!(h, Err(Error::UnsupportedFeature { .. })), "{h:?}");
+        assert!(tc::ptx::variants(sm).unwrap().is_empty());
+    }
+    let dims = Dims::new(1, 1, 1, 8).unwrap();
+    let e = host::forward::<u16>(
+        Sm::Sm90,
+        TcPrecision::Bf16,
+        &dims,
+        1,
+        &[0; 8],
+        &[0; 64],
+        &[0],
+        None,
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("B = 8"), "{e}");
+}
+
+#[test]
+fn nothing_written_on_error() {
+    let dims = Dims::new(1, 1, 1, 16).unwrap();
+    let st = Context::sim(Sm::Sm80).default_stream();
+    let topo = DeviceTopology::upload(&st, &dims, &[0]).unwrap();
+    let x = st.upload(&[0x3F80u16; 16]).unwrap();
+    let v = st.upload(&[0x3F80u16; 255]).unwrap(); // one short
+    let mut y = st.upload(&[7.0f32; 16]).unwrap();
+    let e = tc::forward_dev(&st, TcPrecision::Bf16, &topo, 1, &x, &v, None, &mut y).unwrap_err();
+    assert!(e.to_string().contains("values has 255 elements"), "{e}");
+    // f32 storage for a bf16 request is refused
+    let xf = st.upload(&[1.0f32; 16]).unwrap();
+    let vf = st.upload(&[1.0f32; 256]).unwrap();
+    let e = tc::forward_dev(&st, TcPrecision::Bf16, &topo, 1, &xf, &vf, None, &mut y).unwrap_err();
+    assert!(e.to_string().contains("not stored as f32"), "{e}");
+    assert_eq!(st.to_vec(&y).unwrap(), [7.0; 16]);
+}
+
+/// The padded rows of grad-values are real `+0 × +0` pairs of the model:
+/// on sm_80 (blocks of 8) a last MMA chunk with 4 real rows ends in a
+/// block of padding only, which turns a `−0.0` accumulator into `+0.0`.
+/// Here every block of 8 rows holds one product `−2⁻¹⁵¹` (truncated to
+/// `−0.0`) and zeros: `N = 256` gives `−0.0`, `N = 260` gives `+0.0`
+/// (`−0 + +0`), and the kernel agrees with the model both times.
+#[test]
+fn grad_values_padding_turns_negative_zero_positive() {
+    let dims = Dims::new(1, 1, 1, 16).unwrap();
+    let prec = TcPrecision::Bf16;
+    let st = Context::sim(Sm::Sm80).default_stream();
+    let topo = DeviceTopology::upload(&st, &dims, &[0]).unwrap();
+    for (n, want) in [(256usize, 0x8000_0000u32), (260, 0)] {
+        let row = |v: f32| -> Vec<f32> {
+            (0..n * 16)
+                .map(|e| if (e / 16) % 8 == 0 { v } else { 0.0 })
+                .collect()
+        };
+        let gy = to_bf16(&row(-(2f32.powi(-75))));
+        let x = to_bf16(&row(2f32.powi(-76)));
+        let h = host::grad_values(Sm::Sm80, prec, &dims, n, &x, &gy, &[0]).unwrap();
+        assert!(
+            h.iter().all(|v| v.to_bits() == want),
+            "N = {n}: {:#x}",
+            h[0].to_bits()
+        );
+        let (dx, dgy) = (st.upload(&x).unwrap(), st.upload(&gy).unwrap());
+        let mut gv = st.context().alloc::<f32>(256).unwrap();
+        tc::grad_values_dev(&st, prec, &topo, n, &dx, &dgy, &mut gv).unwrap();
+        assert_eq!(bits(&st.to_vec(&gv).unwrap()), bits(&h), "N = {n}");
+    }
+}
+
+/// Each kernel × precision (`B` = 16; the block size changes only the
+/// unrolled chunk count) is assembled by the pinned ptxas with `HMMA` in
+/// its SASS on the first target of each tensor-core model (sm_80 A100,
+/// sm_89 Ada, sm_90 H100, sm_100 B200); `tests/kernels_ptxas.rs` assembles
+/// every variant on every target (no spills, no local memory, minimal
+/// `.version`). SKIPs without the tools.
+#[test]
+fn hmma_in_the_sass() {
+    for sm in [Sm::Sm80, Sm::Sm89, Sm::Sm90, Sm::Sm100] {
+        let all = tc::ptx::variants(sm).unwrap();
+        assert_eq!(all.len(), 27);
+        for m in all.iter().filter(|m| m.kernel.ends_with("_b16")) {
+            assert!(m.ptx.contains("mma.sync.aligned"), "{}", m.kernel);
+            match or_skip(testing::assert_opcode_present(m, "HMMA")) {
+                Ok(Some(_)) => {}
+                Ok(None) => return,
+                Err(e) => panic!("{} on {sm}: {e}", m.kernel),
+            }
+        }
+    }
+}
+
+/// The device (a GPU, or the driver emulator on CI) against the host model
+/// of its SM, every precision and block size. SKIP without a device, and
+/// on a device below sm_80 (no variants there).
+#[test]
+fn gpu_equals_host_when_present() {
+    let Some(ctx) = cuda_for_tests() else {
+        return;
+    };
+    if !ctx.sm().supports(Feature::MmaSync) {
+        println!(
+            "SKIP: {} has no tensor-core mma.sync for bf16/f16/tf32",
+            ctx.sm()
+        );
+        return;
+    }
+    println!("device: {}", ctx.sm());
+    let n = if testing::small_shapes(&ctx) { 37 } else { 300 };
+    for (i, prec) in TcPrecision::ALL.into_iter().enumerate() {
+        for (j, b) in [16, 32, 64].into_iter().enumerate() {
+            run_on(&ctx, prec, b, n, 70 + (3 * i + j) as u64, j != 1);
+        }
+    }
+}
+
+/// `N = 0`: nothing to compute for the forward pass and grad-input, and
+/// grad-values writes `+0.0` everywhere (the empty N-chunk tree), over
+/// whatever `gv` held.
+#[test]
+fn zero_rows() {
+    let dims = Dims::new(2, 2, 2, 16).unwrap();
+    let col = [1, -1, 0, 1];
+    let st = Context::sim(Sm::Sm89).default_stream();
+    let topo = DeviceTopology::upload(&st, &dims, &col).unwrap();
+    let empty = st.context().alloc::<u16>(0).unwrap();
+    let mut gv = st.upload(&vec![5.0f32; dims.values_len()]).unwrap();
+    tc::grad_values_dev(&st, TcPrecision::F16, &topo, 0, &empty, &empty, &mut gv).unwrap();
+    let want = host::grad_values::<u16>(Sm::Sm89, TcPrecision::F16, &dims, 0, &[], &[], &col);
+    assert_eq!(st.to_vec(&gv).unwrap(), want.unwrap());
+    assert!(st.to_vec(&gv).unwrap().iter().all(|v| v.to_bits() == 0));
+    let v = st.upload(&vec![0u16; dims.values_len()]).unwrap();
+    let mut y = st.context().alloc::<f32>(0).unwrap();
+    tc::forward_dev(&st, TcPrecision::F16, &topo, 0, &empty, &v, None, &mut y).unwrap();
+}
