@@ -219,4 +219,20 @@ pub trait Executor: Send {
     fn module_cache_stats(&self) -> Option<CacheStats> {
         None
     }
+    /// Start device timing on `s`: a timing event recorded there (on a
+    /// GPU). `Ok(false)` where the backend has no device clock (the
+    /// default, the simulator). A second start on the same stream replaces
+    /// the first.
+    fn timing_start(&mut self, _s: RawStream) -> Result<bool> {
+        Ok(false)
+    }
+    /// End the device timing [`timing_start`](Self::timing_start) opened
+    /// on `s`: an event recorded there, the stream synchronised (errors of
+    /// queued work surface here, as from
+    /// [`synchronize`](Self::synchronize)), and the device time between the
+    /// two events. `Ok(None)` where no timing is open or there is no
+    /// device clock.
+    fn timing_end(&mut self, _s: RawStream) -> Result<Option<std::time::Duration>> {
+        Ok(None)
+    }
 }

@@ -253,3 +253,41 @@ fn global_bytes_count_widths_and_vectors() {
         "{est:?}"
     );
 }
+
+#[test]
+fn gpu_candidates_are_timed_on_the_device_of_its_sm() {
+    // On a GPU (or the driver emulator in CI's emulator pass): the GPU's SM
+    // is ranked by device time (CUDA events), its bits checked against the
+    // simulator's; another SM is still ranked by the estimate.
+    let Some(ctx) = ptxsmith::testing::cuda_for_tests() else {
+        return;
+    };
+    let gpu_sm = ctx.sm();
+    let other = if gpu_sm == Sm::Sm80 {
+        Sm::Sm90
+    } else {
+        Sm::Sm80
+    };
+    let cands = [
+        Shape { block: 64, smem: 0 },
+        Shape {
+            block: 256,
+            smem: 0,
+        },
+    ];
+    drop(ctx);
+    let tuned = Tuner::new([gpu_sm, other])
+        .ptxas(false)
+        .warmup(1)
+        .runs(3)
+        .tune(&cands, |sm, _| generate(sm, 2.5), |t, &s| launch(t, 3, s))
+        .unwrap();
+    let on_gpu = &tuned.winners[0];
+    assert_eq!(on_gpu.ranking, Ranking::Timed);
+    for e in &on_gpu.evidence {
+        let t = e.timed.expect("timed on the device");
+        assert!(t.as_secs_f64() < 60.0, "{t:?}");
+    }
+    assert_eq!(tuned.winners[1].ranking, Ranking::Estimated);
+    assert!(tuned.winners[1].evidence.iter().all(|e| e.timed.is_none()));
+}

@@ -14,10 +14,12 @@
 //! 3. **Single launch plus synchronisation beside it**: the median of
 //!    [`REPS`] intervals of one launch and one synchronisation, the
 //!    latency a caller who waits for each result sees.
-//! 4. The clock is the host's monotonic clock (`std::time::Instant`):
-//!    ptxsmith's `Stream` has no event-timing API, so the interval also
-//!    holds the last synchronisation's return, a few microseconds that N
-//!    launches amortise (`cudaEventElapsedTime` would not count it).
+//! 4. The clock is the host's monotonic clock (`std::time::Instant`): the
+//!    interval also holds the last synchronisation's return, a few
+//!    microseconds that N launches amortise (`cudaEventElapsedTime` would
+//!    not count it). `Stream::timed` measures with CUDA events (the tuner
+//!    uses it); these helpers take closures, not a stream, and have not
+//!    moved to it yet.
 //! 5. Criterion's own GPU measurements use the same queued form
 //!    ([`iter_queued`]: `iters` launches, then one synchronisation).
 //! 6. Operations that download their result (the routed top-s end to end

@@ -21,10 +21,10 @@
 //! **Timed**, on the SM of a GPU when one is present ([`Context::cuda`]`(0)`
 //! succeeds and [`Tuner::gpu`] is on, the default): each
 //! [`Trial::launch`] is run [`Tuner::warmup`] times, then
-//! [`Tuner::runs`] times, each time measured with the host's wall clock
-//! around the launch and a synchronisation of the stream (not CUDA
-//! events: the figure includes the launch overhead, a few microseconds);
-//! a candidate's time is the sum over its launches of each launch's
+//! [`Tuner::runs`] times, each time measured on the device by CUDA events
+//! recorded before and after the launch ([`Stream::timed`](crate::runtime::Stream::timed):
+//! `cuEventElapsedTime`, without the host's launch overhead); a
+//! candidate's time is the sum over its launches of each launch's
 //! median. The GPU's outputs must also be bit-identical to the
 //! simulator's ([`TuneError::GpuDiffers`]). Launches are repeated, so a
 //! launch must overwrite its outputs (not accumulate into them).
@@ -190,7 +190,7 @@ pub struct Evidence<T> {
     /// The simulator's estimate.
     pub estimate: Estimate,
     /// On the GPU's SM when a GPU was used: the sum over the candidate's
-    /// launches of each launch's median wall-clock time.
+    /// launches of each launch's median device time (CUDA events).
     pub timed: Option<Duration>,
 }
 

@@ -60,8 +60,9 @@ impl<'a, A: KernelParams> Trial<'a, A> {
 
     /// Launch the candidate's kernel with `args` on [`stream`](Self::stream)
     /// (see [`Stream::launch_kernel`]). When timing, the launch runs the
-    /// tuner's warm-up count, then its runs, each timed with the wall clock
-    /// around the launch and a synchronisation; the median counts.
+    /// tuner's warm-up count, then its runs, each timed on the device with
+    /// CUDA events around the launch ([`Stream::timed`]); the median
+    /// counts.
     ///
     /// # Errors
     /// As [`Stream::launch_kernel`], plus errors of the launch surfaced by
@@ -79,10 +80,11 @@ impl<'a, A: KernelParams> Trial<'a, A> {
         self.stream.synchronize()?;
         let mut times = Vec::with_capacity(runs as usize);
         for _ in 0..runs.max(1) {
+            // Device time between CUDA events around the launch where the
+            // backend has a device clock; the host's clock otherwise.
             let t0 = Instant::now();
-            self.stream.launch(module, cfg, &args)?;
-            self.stream.synchronize()?;
-            times.push(t0.elapsed());
+            let ((), device) = self.stream.timed(|s| s.launch(module, cfg, &args))?;
+            times.push(device.unwrap_or_else(|| t0.elapsed()));
         }
         times.sort_unstable();
         self.medians.push(times[times.len() / 2]);

@@ -175,6 +175,52 @@ impl Stream {
         Ok(())
     }
 
+    /// Run `work`, which queues on this stream, and measure it on the
+    /// device: a timing event is recorded here before and after `work`,
+    /// the stream is synchronised, and the device time between the two
+    /// events is returned (`cuEventElapsedTime`: what the GPU spent on the
+    /// work queued in between, without the host's launch overhead). On the
+    /// simulator, which has no device clock, the time is `None` (and the
+    /// stream is synchronised all the same). Work queued on this stream by
+    /// other threads meanwhile counts too.
+    ///
+    /// ```
+    /// use ptxsmith::runtime::Context;
+    ///
+    /// let ctx = Context::sim(ptxsmith::Sm::Sm80);
+    /// let s = ctx.new_stream()?;
+    /// let mut buf = ctx.alloc::<u32>(1 << 10)?;
+    /// let ((), device_time) = s.timed(|s| s.zero(&mut buf))?;
+    /// assert!(device_time.is_none()); // the simulator has no device clock
+    /// # Ok::<(), ptxsmith::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// The error of `work`, or of the queued work (surfaced by the
+    /// synchronisation, naming the kernels), or of the driver's event calls.
+    pub fn timed<T>(
+        &self,
+        work: impl FnOnce(&Stream) -> Result<T>,
+    ) -> Result<(T, Option<std::time::Duration>)> {
+        // The state lock is not held while `work` runs: it uses the stream.
+        let timing = self.ctx.state().ex.timing_start(self.raw)?;
+        let out = work(self);
+        let mut st = self.ctx.state();
+        let time = match (timing, &out) {
+            (true, Ok(_)) => st.ex.timing_end(self.raw)?,
+            (true, Err(_)) => {
+                // Close the timing; `work`'s own error is the one to report.
+                let _ = st.ex.timing_end(self.raw);
+                None
+            }
+            (false, _) => None,
+        };
+        let out = out?;
+        st.ex.synchronize(Some(self.raw))?;
+        st.synced(self.raw);
+        Ok((out, time))
+    }
+
     /// Make later work on this stream wait for the work queued on `other`
     /// so far (on the device; the host does not block).
     ///

@@ -587,6 +587,29 @@ impl Executor for Gpu {
         Some(self.ctx.raw().0 as usize)
     }
 
+    fn timing_start(&mut self, s: RawStream) -> Result<bool> {
+        self.make_current()?;
+        let ev = ffi::timing_event(s).map_err(|e| driver_error("cuEventRecord", e))?;
+        self.timing.insert(s.0, ev);
+        Ok(true)
+    }
+
+    fn timing_end(&mut self, s: RawStream) -> Result<Option<std::time::Duration>> {
+        let Some(start) = self.timing.remove(&s.0) else {
+            return Ok(None);
+        };
+        self.make_current()?;
+        let end = ffi::timing_event(s).map_err(|e| driver_error("cuEventRecord", e))?;
+        // Through the executor's own synchronisation: a fault of the timed
+        // work is reported naming its kernels, and marks the context lost.
+        self.synchronize(Some(s))?;
+        let ms = oxicuda_driver::event::Event::elapsed_time(&start, &end)
+            .map_err(|e| driver_error("cuEventElapsedTime", e))?;
+        Ok(Some(std::time::Duration::from_secs_f64(
+            f64::from(ms.max(0.0)) / 1e3,
+        )))
+    }
+
     fn bookkeeping(&self) -> usize {
         self.pending.values().map(Pending::len).sum::<usize>() + self.foreign.len()
     }

@@ -32,6 +32,7 @@ use std::sync::Arc;
 use oxicuda_driver::context::Context;
 use oxicuda_driver::device::Device;
 use oxicuda_driver::error::{CudaError, CudaResult};
+use oxicuda_driver::event::Event;
 use oxicuda_driver::ffi::{CUcontext, CUevent, CUstream};
 use oxicuda_driver::loader::try_driver;
 use oxicuda_driver::module::Function;
@@ -366,6 +367,17 @@ pub(crate) fn stream_wait(waiter: RawStream, waited: RawStream) -> CudaResult<()
     // wait is allowed (the driver releases it when the wait completes).
     let _ = unsafe { (api.cu_event_destroy_v2)(ev) };
     r
+}
+
+/// A timing event (`cuEventCreate`, timing on) recorded on `stream`
+/// (`cuEventRecord`); destroyed when dropped.
+pub(crate) fn timing_event(stream: RawStream) -> CudaResult<Event> {
+    let api = try_driver()?;
+    let ev = Event::new()?;
+    // SAFETY: `ev` is a live event of the current context; the stream
+    // handle is a plain value the driver validates.
+    oxicuda_driver::check(unsafe { (api.cu_event_record)(ev.raw(), cu_stream(stream)) })?;
+    Ok(ev)
 }
 
 /// What the driver knows about a device address (`cuPointerGetAttribute`).

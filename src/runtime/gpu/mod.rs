@@ -286,6 +286,9 @@ pub struct Gpu {
     /// Kernels queued on each stream since its last successful
     /// synchronisation, to name them when asynchronous work fails.
     pub(crate) pending: HashMap<u64, Pending>,
+    /// The start event of the device timing open on each stream
+    /// (`Executor::timing_start`).
+    pub(crate) timing: HashMap<u64, oxicuda_driver::event::Event>,
     /// Foreign memory of live foreign views (launch pointer checks and
     /// copies accept it).
     pub(crate) foreign: Vec<ForeignRange>,
@@ -401,6 +404,7 @@ impl Gpu {
             modules: ModuleCache::new(),
             streams: HashMap::new(),
             pending: HashMap::new(),
+            timing: HashMap::new(),
             foreign: Vec::new(),
             traffic: Traffic::default(),
             lost: None,
@@ -485,6 +489,7 @@ impl Drop for Gpu {
         }
         self.buffers.clear();
         self.modules.clear();
+        self.timing.clear();
         self.streams.clear();
     }
 }
