@@ -248,25 +248,71 @@ fn a_finding_inside_a_callee_names_the_callee_line() {
     }
 }
 
+/// `unsigned fact(unsigned n) { return n < 2 ? 1 : n * fact(n - 1); }`
+/// in NVRTC's form.
+const FACT: &str = r#"
+.func  (.param .b32 func_retval0) fact(
+	.param .b32 fact_param_0
+)
+{
+	.reg .pred 	%p<2>;
+	.reg .b32 	%r<6>;
+	ld.param.u32 	%r1, [fact_param_0];
+	setp.lt.u32 	%p1, %r1, 2;
+	@%p1 bra 	$L__base;
+	add.s32 	%r2, %r1, -1;
+	{ // callseq 0, 0
+	.param .b32 param0;
+	st.param.b32 	[param0+0], %r2;
+	.param .b32 retval0;
+	call.uni (retval0), fact, (param0);
+	ld.param.b32 	%r3, [retval0+0];
+	} // callseq 0
+	mul.lo.s32 	%r4, %r3, %r1;
+	st.param.b32 	[func_retval0+0], %r4;
+	ret;
+$L__base:
+	mov.u32 	%r5, 1;
+	st.param.b32 	[func_retval0+0], %r5;
+	ret;
+}
+"#;
+
+/// `out[tid] = fact(tid % m)` for the entry of [`entry`].
+fn fact_of_tid(m: u32) -> String {
+    entry(&format!(
+        "rem.u32 %r7, %r5, {m};
+{{
+.param .b32 param0;
+st.param.b32 [param0+0], %r7;
+         .param .b32 retval0;
+call.uni (retval0), fact, (param0);
+ld.param.b32 %r8, [retval0+0];
+}}
+         st.global.u32 [%rd3], %r8;"
+    ))
+}
+
 #[test]
-fn recursion_is_refused_naming_the_cycle() {
-    let ptx = format!(
-        "{HEAD}{}",
-        NESTED.replace(
-            "call.uni (retval0), sq, (param0);\n\tld.param.b32 \t%r4",
-            "call.uni (retval0), sumsq, (param0, param0);\n\tld.param.b32 \t%r4"
-        )
-    );
-    let ptx = format!("{ptx}{}", entry(NESTED_CALL));
-    match Program::parse(&ptx).unwrap_err() {
-        SimError::RecursiveCall { cycle, line } => {
-            assert_eq!(cycle, ["sumsq", "sumsq"]);
-            assert!(
-                ptx.lines()
-                    .nth(line as usize - 1)
-                    .unwrap()
-                    .contains("sumsq")
-            );
+fn recursion_runs_to_the_depth_limit_then_traps() {
+    // Divergent recursion depths across the warp, bit-exact.
+    let ptx = format!("{HEAD}{FACT}{}", fact_of_tid(13));
+    let want: Vec<u32> = (0..64u32)
+        .map(|t| (1..=t % 13).fold(1u32, |a, k| a.wrapping_mul(k)))
+        .collect();
+    assert_eq!(run(&ptx, 64, 64).unwrap(), want);
+    // 32 activations of `fact` are the limit: fact(32) needs 32 nested
+    // calls (it runs), fact(33) one more (a trap at the call's line).
+    let ptx = format!("{HEAD}{FACT}{}", fact_of_tid(34));
+    let want: Vec<u32> = (0..33u32)
+        .map(|t| (1..=t).fold(1u32, |a, k| a.wrapping_mul(k)))
+        .collect();
+    assert_eq!(run(&ptx, 33, 33).unwrap(), want);
+    match run(&ptx, 34, 34).unwrap_err() {
+        SimError::Trap { site, message } => {
+            assert!(message.contains("recursion depth"), "{message}");
+            assert_eq!(site.tid.0, 33);
+            assert!(site.instr.contains("call"), "{site}");
         }
         e => panic!("{e}"),
     }

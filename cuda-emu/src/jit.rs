@@ -286,11 +286,6 @@ pub fn parse_failure(e: &SimError) -> String {
                 instr.trim()
             ),
         ),
-        SimError::RecursiveCall { line, .. } => ptxas(
-            *line,
-            "error",
-            &format!("{e} (ptxsmith-emu: refused by the simulator)"),
-        ),
         other => format!("ptxas fatal   : {other}"),
     }
 }

@@ -172,9 +172,13 @@ pub(crate) fn src_reads(op: &Op) -> &'static [usize] {
     const ABCD: &[usize] = &[0, 1, 2, 3];
     const ALL5: &[usize] = &[0, 1, 2, 3, 4];
     match op {
-        Op::Nop | Op::Bra { .. } | Op::BraIf { .. } | Op::BraUni { .. } | Op::Exit | Op::Trap => {
-            NONE
-        }
+        Op::Nop
+        | Op::Bra { .. }
+        | Op::BraIf { .. }
+        | Op::BraUni { .. }
+        | Op::Exit
+        | Op::Trap
+        | Op::CallTooDeep => NONE,
         Op::Vprintf => AB,
         Op::AssertFail => ABCD,
         Op::Mov { .. }
@@ -291,6 +295,7 @@ pub(crate) fn dst_writes(op: &Op) -> &'static [usize] {
         | Op::BraUni { .. }
         | Op::Exit
         | Op::Trap
+        | Op::CallTooDeep
         | Op::AssertFail
         | Op::Bar
         | Op::BarWarp
@@ -459,7 +464,7 @@ pub(crate) fn lower(e: &Entry) -> Code {
                 leader[(target as usize).min(n)] = true;
                 leader[pc + 1] = true;
             }
-            Op::Exit | Op::Trap | Op::AssertFail => leader[pc + 1] = true,
+            Op::Exit | Op::Trap | Op::CallTooDeep | Op::AssertFail => leader[pc + 1] = true,
             op if op.is_sync() => leader[pc + 1] = true,
             _ => {}
         }

@@ -144,21 +144,6 @@ pub enum SimError {
         reason: String,
     },
 
-    /// A `.func` calls itself, directly or through other functions: the
-    /// simulator inlines device functions at decode time and cannot run
-    /// recursion. `cycle` is the call chain from the first function of the
-    /// cycle back to it (`["a", "b", "a"]`).
-    #[error(
-        "recursive call at line {line}: {} (the simulator inlines device functions; recursion is not supported)",
-        cycle.join(" → ")
-    )]
-    RecursiveCall {
-        /// 1-based line of the `call` that closes the cycle.
-        line: u32,
-        /// The functions of the cycle, the first repeated at the end.
-        cycle: Vec<String>,
-    },
-
     /// An access outside every allocation / the state space's extent.
     #[error("out-of-bounds {space} access of {size} bytes at {addr:#x}: {site}")]
     OutOfBounds {

@@ -474,6 +474,9 @@ pub enum Op {
     },
     Exit,
     Trap,
+    /// A call past the recursion depth the inliner allows (`parse/func.rs`,
+    /// `MAX_RECURSION`): a trap naming the limit.
+    CallTooDeep,
     /// `bar.sync a{, b}`: s0 = barrier, s1 = count (Src::None when absent).
     Bar,
     /// `bar.warp.sync mask`: s0 = mask

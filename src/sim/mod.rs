@@ -62,8 +62,8 @@
 //! `%p|%q`, vectors `{a,b,c,d}`, immediates (`0fXXXXXXXX`, `0dX…`, decimal
 //! or `0x` integers, decimal floats), addresses `[reg]`, `[reg+imm]`,
 //! `[reg+-imm]`, `[var]`, `[var+imm]`, `[imm]`, and `mov r, var` (the
-//! state-space address of a variable). Anything else — recursion,
-//! indirect calls, `.extern .func`s other than `vprintf` and
+//! state-space address of a variable). Anything else — recursion
+//! deeper than 32 activations (a trap when it runs), indirect calls, `.extern .func`s other than `vprintf` and
 //! `__assertfail`, textures, `[r+r]`, f16/bf16 arithmetic, 256-bit
 //! accesses, … — is refused with
 //! [`SimError::Unsupported`] or [`SimError::Parse`] naming the line and the
@@ -82,9 +82,10 @@
 //! (the callee's formal parameters alias them). The interpreters see one
 //! flat entry, so every check stays on inside callees and findings name
 //! the callee's PTX line (a register's name in a finding carries the
-//! function and call instance: `%r2@sq#1`). Limits: recursion (direct or
-//! mutual) is refused with [`SimError::RecursiveCall`] naming the cycle
-//! (`a → b → a`); indirect calls (`call %rd, (…), proto`), `.reg`
+//! function and call instance: `%r2@sq#1`). Recursion (direct or mutual) is
+//! inlined to a depth of 32 activations of one function in a call chain;
+//! a call past it is a trap ([`SimError::Trap`]) if it runs, the stand-in
+//! for the device's stack limit. Limits: indirect calls (`call %rd, (…), proto`), `.reg`
 //! function parameters and call arguments that are not `.param`
 //! variables are [`SimError::Unsupported`]; a module whose inlined entry
 //! would exceed 2²⁰ statements is refused.

@@ -370,6 +370,11 @@ impl Exec<'_> {
             }
             Op::Exit => return EXIT,
             Op::Trap => return self.raise(Box::new(Fault::Trap("trap instruction"))),
+            Op::CallTooDeep => {
+                return self.raise(Box::new(Fault::Trap(
+                    "call past the simulator's recursion depth (32 activations of one function in a call chain; the stand-in for the device's stack limit)",
+                )));
+            }
             Op::CpAsync { .. } => tri!(self.exec_cp_async(t, pc, rf, i)),
             Op::CpAsyncCommit => self.exec_cp_commit(t),
             Op::CpAsyncWait { n } => tri!(self.exec_cp_wait(t, pc, n)),

@@ -104,6 +104,7 @@ impl Decoder<'_> {
         let builtin = match opname.as_str() {
             "call#vprintf" => Some((Op::Vprintf, 1, 2)),
             "call#__assertfail" => Some((Op::AssertFail, 0, 4)),
+            "call#too_deep" => Some((Op::CallTooDeep, 0, 0)),
             _ => None,
         };
         if let Some((op, nd, ns)) = builtin {

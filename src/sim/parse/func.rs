@@ -22,8 +22,13 @@
 //!
 //! The instructions keep their source line, so every finding inside a
 //! callee (uninitialised register, bounds, races, barriers) names the
-//! callee's PTX line. Recursion (direct or mutual) cannot be inlined: it is
-//! refused with [`SimError::RecursiveCall`] naming the cycle. Indirect
+//! callee's PTX line. **Recursion** (direct or mutual) is inlined to a
+//! depth of [`MAX_RECURSION`] activations of one function in a call chain
+//! (the simulator's stand-in for the device's stack limit): a call that
+//! would go deeper becomes a trap at run time (`SimError::Trap` at the
+//! call's line), reached only if the program really recurses that deep; a
+//! branching recursion whose inlined copies pass the statement cap is
+//! refused at load. Indirect
 //! calls (`call %rd, (…), proto;`) and calls of `.extern .func`s other than
 //! the builtins are refused with [`SimError::Unsupported`]; a declaration
 //! that is never called is accepted.
@@ -37,6 +42,10 @@ use super::lex::Tok;
 /// Inlined statements past which a module is refused (a call tree that
 /// explodes when inlined).
 const MAX_INLINED: usize = 1 << 20;
+
+/// Activations of one function a call chain may hold (its recursion
+/// depth); a call past it traps when it runs.
+pub(crate) const MAX_RECURSION: usize = 32;
 
 /// A `.func` of the module.
 #[derive(Debug, Clone)]
@@ -715,11 +724,7 @@ impl Inliner<'_, '_> {
                 ),
             ));
         }
-        if let Some(at) = ctx.stack.iter().position(|f| *f == fname) {
-            let mut cycle = ctx.stack[at..].to_vec();
-            cycle.push(fname);
-            return Err(SimError::RecursiveCall { line, cycle });
-        }
+        let too_deep = ctx.stack.iter().filter(|f| **f == fname).count() >= MAX_RECURSION;
         self.instances += 1;
         let k = self.instances;
         let skip = if guard.is_empty() {
@@ -743,6 +748,21 @@ impl Inliner<'_, '_> {
         };
         if builtin {
             self.builtin(line, &fname, k, &rets, &args)?;
+            if let Some(l) = skip {
+                self.push(Stmt {
+                    line,
+                    toks: vec![Tok::Id(l), Tok::P(':')],
+                })?;
+            }
+            return Ok(());
+        }
+        if too_deep {
+            // The recursion's stand-in for a stack overflow: a trap where
+            // the call would go deeper (branched around like the call).
+            self.push(Stmt {
+                line,
+                toks: vec![Tok::Id("call#too_deep".into())],
+            })?;
             if let Some(l) = skip {
                 self.push(Stmt {
                     line,
