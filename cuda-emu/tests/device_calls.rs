@@ -1,6 +1,8 @@
 //! Compiler-generated device code on the emulator: a `.func` called from
-//! a kernel runs; a failed device `assert` (`__assertfail`) is
-//! `CUDA_ERROR_ASSERT`, sticky like the other device faults.
+//! a kernel runs, recursion too (to the simulator's depth of 32, past which
+//! the launch fails as a device would on a stack overflow); a failed
+//! device `assert` (`__assertfail`) is `CUDA_ERROR_ASSERT`, sticky like
+//! the other device faults.
 
 use ptxsmith_cuda_emu::exports as cu;
 
@@ -44,4 +46,35 @@ fn a_failed_assert_is_cuda_error_assert_and_sticky() {
         CUDA_ERROR_ASSERT,
     );
     is(ctx_sync(), CUDA_ERROR_ASSERT);
+}
+
+#[test]
+fn recursion_runs_and_a_call_past_the_depth_limit_fails_the_launch() {
+    let _c = TestCtx::new();
+    let f = function(load(CALLS_PTX), "fact_kernel").unwrap();
+    let out = alloc(4 * 32);
+    // fact(0..32): at most 32 activations
+    ok(launch(
+        f,
+        1,
+        32,
+        0,
+        CUstream::default(),
+        &[Arg::U64(out), Arg::U32(1)],
+    ));
+    ok(ctx_sync());
+    let want: Vec<u32> = (1..=32u32)
+        .map(|n| (1..=n).fold(1u32, |a, k| a.wrapping_mul(k)))
+        .collect();
+    assert_eq!(read_u32(out, 32), want);
+    // fact(2..34): 33 activations for fact(33)
+    ok(launch(
+        f,
+        1,
+        32,
+        0,
+        CUstream::default(),
+        &[Arg::U64(out), Arg::U32(2)],
+    ));
+    is(ctx_sync(), CUDA_ERROR_LAUNCH_FAILED);
 }
