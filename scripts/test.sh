@@ -212,6 +212,12 @@ if ! grep -qx 'LICENSE-MIT' "$logs/package" || grep -q '^\.nvidia-tools\|^target
     status=1
 fi
 run cargo publish --dry-run --allow-dirty
+# The emulator's package (the `ptxsmith-emu` runner): publishable beside
+# ptxsmith; its file list must hold the runner, the library and the README.
+run_logged package-emu cargo package -p ptxsmith-cuda-emu --list --allow-dirty
+for f in src/bin/ptxsmith-emu.rs src/lib.rs README.md with-emu.sh; do
+    grep -qx "$f" "$logs/package-emu" || { echo "emulator package list lacks $f" >&2; status=1; }
+done
 
 # The files `dump_ptx --sm all` writes are what users inspect: each one
 # must assemble with the pinned ptxas for the target in its name.
