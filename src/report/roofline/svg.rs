@@ -59,6 +59,7 @@ pub(super) fn render(r: &Roofline) -> String {
                 let color = match row.roof {
                     Roof::Memory => (31, 119, 180),
                     Roof::Fp32 => (230, 120, 20),
+                    Roof::Tensor(_) => (44, 160, 44),
                 };
                 let value = row.share(&g.gpu);
                 let fill = value.map_or(RGBColor(235, 235, 235), |v| shade(color, v));
