@@ -78,6 +78,10 @@ fn bench(c: &mut Criterion) {
             "block_ell",
             "grad-values 2048 → 2048, B 32, N 4096, 50 % of the slots",
         ),
+        (
+            "block_ell_tc",
+            "tensor-core forward bf16, 2048 → 2048, B 32, N 4096, 50 % of the slots",
+        ),
     ]);
     let (r, cb, b, n) = (8, 8, 16, 256);
     let dims = Dims::new(r, cb, cb / 2, b).unwrap();

@@ -84,7 +84,7 @@ pub(super) fn render(r: &Roofline) -> String {
             }
         }
         text(
-            "grey: no SASS (nvdisasm 13.5 reads no sm_70 cubin). Modeled time = max(memory, issue): a lower bound. Tables: tuning.md, \"Roofline model\".",
+            "grey: no SASS (nvdisasm 13.5 reads no sm_70 cubin) or no kernel (tensor cores below sm_80). Modeled time = max(memory, issue): a lower bound. Tables: tuning.md, \"Roofline model\".",
             8,
             height - 20,
             10.0,

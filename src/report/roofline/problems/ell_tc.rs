@@ -1,6 +1,7 @@
 //! The tensor-core block-ELL problems of the roofline model
 //! (`block_ell_tc`: forward at 50 % and 25 % of the slots, grad-input and
-//! grad-values, bf16 and tf32, B = 32 and 64, 2048 → 2048, N = 4096),
+//! grad-values at 50 %; bf16 at B = 32 and 64, tf32 at B = 32; 2048 →
+//! 2048, N = 4096),
 //! measured against the tensor roof of their `mma.sync` shape, with the
 //! dense tensor-core layer as the goal's bar.
 
@@ -256,8 +257,14 @@ pub(super) fn block_ell_tc_problems() -> Vec<Problem> {
         problem(Op::Forward, Bf16, 32, 50),
         problem(Op::Forward, Bf16, 32, 25),
         problem(Op::Forward, Bf16, 64, 50),
+        problem(Op::Forward, Bf16, 64, 25),
         problem(Op::Forward, Tf32, 32, 50),
+        problem(Op::Forward, Tf32, 32, 25),
         problem(Op::GradInput, Bf16, 32, 50),
+        problem(Op::GradInput, Bf16, 64, 50),
+        problem(Op::GradInput, Tf32, 32, 50),
         problem(Op::GradValues, Bf16, 32, 50),
+        problem(Op::GradValues, Bf16, 64, 50),
+        problem(Op::GradValues, Tf32, 32, 50),
     ]
 }
