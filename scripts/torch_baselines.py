@@ -27,7 +27,8 @@ Shapes match the benches:
                 installed (eager and compiled), else a "not available" line
   block-ELL     the dense layer of benches/block_ell.rs: x [4096, 2048] @ W^T
                 [2048, 2048], forward and both grads, in fp32 (TF32 off),
-                TF32 and bf16
+                TF32 (allow_tf32 on) and bf16, each eager, graph and compiled:
+                the bars of the tensor-core block-ELL goals (issue 31)
 """
 import statistics
 import sys
@@ -181,9 +182,23 @@ def dense_layer(t, dev):
         xl = torch.randn(n, fin, device=dev, dtype=dtype)
         w = torch.randn(fout, fin, device=dev, dtype=dtype)
         gy = torch.randn(n, fout, device=dev, dtype=dtype)
-        t.run(f"dense layer fwd x@W^T {n}x{fin}x{fout} {name}", "eager", lambda: lambda: xl @ w.T, tf, "TFLOP/s")
-        t.run(f"dense layer grad-input gy@W {name}", "eager", lambda: lambda: gy @ w, tf, "TFLOP/s")
-        t.run(f"dense layer grad-weight gy^T@x {name}", "eager", lambda: lambda: gy.T @ xl, tf, "TFLOP/s")
+        ops = [
+            (f"dense layer fwd x@W^T {n}x{fin}x{fout} {name}", lambda a, b: a @ b.T, (xl, w)),
+            (f"dense layer grad-input gy@W {name}", lambda a, b: a @ b, (gy, w)),
+            (f"dense layer grad-weight gy^T@x {name}", lambda a, b: a.T @ b, (gy, xl)),
+        ]
+        # Each op eager, replayed from a CUDA graph, and torch.compile'd
+        # (the same three labels as the other baselines), in the same run.
+        for label, op, (a, b) in ops:
+            t.run(label, "eager", lambda op=op, a=a, b=b: lambda: op(a, b), tf, "TFLOP/s")
+            t.run(label, "graph", lambda op=op, a=a, b=b: graphed(lambda: op(a, b)), tf, "TFLOP/s")
+            t.run(
+                label,
+                "compiled",
+                lambda op=op, a=a, b=b: (lambda f: lambda: f(a, b))(compiled(op)),
+                tf,
+                "TFLOP/s",
+            )
     torch.backends.cuda.matmul.allow_tf32 = False
 
 

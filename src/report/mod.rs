@@ -185,7 +185,7 @@ fn threads_of(m: &PtxModule) -> Result<u32> {
 pub fn hot_loop_range(f: &SassFunction) -> Option<std::ops::RangeInclusive<u32>> {
     let count = |r: &std::ops::RangeInclusive<u32>| {
         f.in_range(r)
-            .filter(|i| FP32_MATH.iter().any(|o| i.is(o)))
+            .filter(|i| i.is("HMMA") || FP32_MATH.iter().any(|o| i.is(o)))
             .count()
     };
     f.innermost_loops()

@@ -18,8 +18,8 @@
 //! * [`Pipe::Fp64`]: double precision;
 //! * [`Pipe::Lsu`]: loads, stores, atomics, shuffles and special-register
 //!   reads (`LDG`, `STG`, `LDS`, `STS`, `SHFL`, `S2R`, …);
-//! * [`Pipe::Tensor`]: `HMMA`/`IMMA`/`HGMMA`/… (no library kernel issues
-//!   them; their rate is kept for completeness);
+//! * [`Pipe::Tensor`]: `HMMA`/`IMMA`/`HGMMA`/… (the tensor-core
+//!   block-ELL kernels issue `HMMA`, see *Tensor-core issue rate*);
 //! * [`Pipe::Uniform`] (the uniform datapath, `U*` opcodes, `R2UR`,
 //!   `S2UR`) and [`Pipe::Control`] (branches, barriers, `EXIT`, `NOP`):
 //!   they take a dispatch slot but no vector pipe.
@@ -57,6 +57,31 @@
 //! 1.695) = 1 024; L40S 362 / (142 × 2.52) = 1 024; H100 SXM 989 / (132 ×
 //! 1.83, the tensor clock) = 4 096; B200 2 250 / (148 × 1.86) = 8 192; RTX
 //! 5090 419 (FP16 accumulate) / (170 × 2.41) = 1 024).
+//!
+//! # Tensor-core issue rate
+//! A warp's `mma.sync.aligned.m16n8k16` (f16/bf16 → f32) is one SASS
+//! `HMMA.16816` of 16 × 8 × 16 multiply-adds, 4 096 FLOP; an
+//! `mma.sync.aligned.m16n8k8` (tf32 → f32) is one `HMMA.1688` of 2 048 FLOP.
+//! The published dense TF32 peak is half the dense FP16/BF16 one on every
+//! card from Ampere on (A100 156 of 312 TFLOP/s, A100 whitepaper table 1;
+//! H100 SXM 494.7 of 989.4, H100 whitepaper table 2; L40S 183 of 362, L40S
+//! datasheet; B200 1 100 of 2 250, Blackwell datasheet), so both
+//! instructions issue at the **same** rate:
+//! [`PipeRates::mma_per_clock`] = `tensor_flop` / 4 096 warp-instructions
+//! per SM per clock (bf16 and f16 alike: the whitepapers list one
+//! figure for both), i.e. 0.5 on sm_80 (A100: 2 048 FLOP/clk/SM), 1 on
+//! sm_90 (H100: 4 096), 2 on sm_100, 0.25 on sm_86/sm_89. On sm_120 the
+//! RTX 5090's FP32-accumulate rate is half its FP16-accumulate one (RTX
+//! Blackwell whitepaper, appendix table: 209.5 against 419 dense FP16
+//! TFLOP/s), and every kernel of this crate accumulates in FP32: 0.125
+//! ([`PipeRates::tensor_f32_acc`]; sm_86's row is the A10's, which runs
+//! FP32 accumulation at the full rate, unlike the RTX 3090).
+//! The tensor pipe's lane rate for [`issue_clocks`] is that times 32
+//! (one `HMMA` is 32 lane-instructions, like any warp instruction). The
+//! rate is the published peak; `mma.sync` fed from registers is taken to
+//! reach it (on sm_90 only `wgmma` is documented to reach the full peak:
+//! an optimistic bound there). Volta's and Turing's `HMMA.884`/`HMMA.1688`
+//! shapes differ; no kernel of this crate issues them.
 //!
 //! # Issue time of a mix
 //! Each SM has four warp schedulers, each dispatching one warp instruction
@@ -187,9 +212,56 @@ pub struct PipeRates {
     pub lsu: f64,
     /// Dense FP16 tensor FLOP per SM per clock (not a lane rate).
     pub tensor_flop: f64,
+    /// The FP32-accumulate tensor rate as a share of `tensor_flop`: 0.5
+    /// on sm_120 (the RTX 5090, whose `tensor_flop` is the
+    /// FP16-accumulate figure), 1 elsewhere.
+    pub tensor_f32_acc: f64,
     /// Whether the integer ALU shares a datapath with FP32 (sm_86, sm_89,
     /// sm_120): `fp32 + alu` is then bound by the FP32 rate too.
     pub alu_shares_fp32: bool,
+}
+
+/// A warp-level `mma.sync` shape of this crate's tensor-core kernels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MmaShape {
+    /// `m16n8k16` with f16 or bf16 inputs, f32 accumulators (`HMMA.16816`).
+    M16n8k16,
+    /// `m16n8k8` with tf32 inputs, f32 accumulators (`HMMA.1688`).
+    M16n8k8Tf32,
+}
+
+impl MmaShape {
+    /// Multiply-adds of one warp instruction (`m × n × k`).
+    pub const fn macs(self) -> f64 {
+        match self {
+            MmaShape::M16n8k16 => 16.0 * 8.0 * 16.0,
+            MmaShape::M16n8k8Tf32 => 16.0 * 8.0 * 8.0,
+        }
+    }
+
+    /// The shape's dense peak as a share of the FP16 one (TF32 half, see
+    /// the [module docs](self)).
+    pub const fn peak_share(self) -> f64 {
+        match self {
+            MmaShape::M16n8k16 => 1.0,
+            MmaShape::M16n8k8Tf32 => 0.5,
+        }
+    }
+}
+
+impl PipeRates {
+    /// Warp `mma.sync` instructions of `shape` (f32 accumulate) one SM
+    /// issues per clock at the published dense peak (module docs,
+    /// *Tensor-core issue rate*).
+    pub fn mma_per_clock(&self, shape: MmaShape) -> f64 {
+        self.tensor_flop * self.tensor_f32_acc * shape.peak_share() / (2.0 * shape.macs())
+    }
+
+    /// Tensor-pipe lane-instructions per SM per clock (32 per `HMMA`;
+    /// both shapes issue at the same rate).
+    pub fn tensor_lanes(&self) -> f64 {
+        32.0 * self.mma_per_clock(MmaShape::M16n8k16)
+    }
 }
 
 impl PipeRates {
@@ -211,6 +283,7 @@ impl PipeRates {
                 fp64,
                 lsu: 32.0,
                 tensor_flop,
+                tensor_f32_acc: 1.0,
                 alu_shares_fp32,
             }
         }
@@ -222,7 +295,10 @@ impl PipeRates {
             Sm::Sm89 => r(128.0, 64.0, 2.0, 1024.0, true),
             Sm::Sm90 => r(128.0, 64.0, 64.0, 4096.0, false),
             Sm::Sm100 | Sm::Sm100a => r(128.0, 64.0, 64.0, 8192.0, false),
-            Sm::Sm120 | Sm::Sm120a => r(128.0, 128.0, 2.0, 1024.0, true),
+            Sm::Sm120 | Sm::Sm120a => PipeRates {
+                tensor_f32_acc: 0.5,
+                ..r(128.0, 128.0, 2.0, 1024.0, true)
+            },
         }
     }
 }
@@ -293,7 +369,8 @@ impl fmt::Display for IssueLimit {
 
 /// Clocks one SM needs to issue `mix` (lane-instructions on that SM) at
 /// `rates`, and what binds (module docs, *Issue time of a mix*). Tensor
-/// instructions are counted in the dispatch floor only.
+/// instructions take the dispatch floor and the tensor pipe at
+/// [`PipeRates::tensor_lanes`].
 pub fn issue_clocks(mix: &PipeMix, rates: &PipeRates) -> (f64, IssueLimit) {
     let g = |p| mix.get(p);
     let mut terms = vec![
@@ -304,6 +381,10 @@ pub fn issue_clocks(mix: &PipeMix, rates: &PipeRates) -> (f64, IssueLimit) {
         (g(Pipe::Xu) / rates.xu, IssueLimit::Pipe(Pipe::Xu)),
         (g(Pipe::Fp64) / rates.fp64, IssueLimit::Pipe(Pipe::Fp64)),
         (g(Pipe::Lsu) / rates.lsu, IssueLimit::Pipe(Pipe::Lsu)),
+        (
+            g(Pipe::Tensor) / rates.tensor_lanes(),
+            IssueLimit::Pipe(Pipe::Tensor),
+        ),
         (
             (g(Pipe::Fp32) + g(Pipe::Imad)) / rates.fp32,
             IssueLimit::Fp32Imad,
@@ -399,6 +480,76 @@ mod tests {
         // clock on 132 SMs.
         let t = PipeRates::of(Sm::Sm90).tensor_flop * 132.0 * 1.83e9 / 1e12;
         assert!((t - 989.0).abs() / 989.0 < 0.01, "{t}");
+    }
+
+    #[test]
+    fn mma_rates_from_the_published_peaks() {
+        // H100 SXM: 989.4 dense bf16 TFLOP/s / (132 SMs × 1.83 GHz × 4 096
+        // FLOP per HMMA.16816) = 1.0 HMMA per SM per clock; TF32 494.7 /
+        // (132 × 1.83 × 2 048) = 1.0 HMMA.1688 too.
+        let h = PipeRates::of(Sm::Sm90);
+        assert_eq!(h.mma_per_clock(MmaShape::M16n8k16), 1.0);
+        assert_eq!(h.mma_per_clock(MmaShape::M16n8k8Tf32), 1.0);
+        let bf16 = h.mma_per_clock(MmaShape::M16n8k16) * 4096.0 * 132.0 * 1.83e9 / 1e12;
+        assert!((bf16 - 989.4).abs() / 989.4 < 0.01, "{bf16}");
+        let tf32 = h.mma_per_clock(MmaShape::M16n8k8Tf32) * 2048.0 * 132.0 * 1.83e9 / 1e12;
+        assert!((tf32 - 494.7).abs() / 494.7 < 0.01, "{tf32}");
+        // A100: 312 / (108 × 1.41 GHz × 4 096) = 0.5; TF32 156 likewise.
+        let a = PipeRates::of(Sm::Sm80);
+        assert_eq!(a.mma_per_clock(MmaShape::M16n8k16), 0.5);
+        assert_eq!(a.mma_per_clock(MmaShape::M16n8k8Tf32), 0.5);
+        let tf32: f64 = 0.5 * 2048.0 * 108.0 * 1.41e9 / 1e12;
+        assert!((tf32 - 156.0).abs() / 156.0 < 0.01, "{tf32}");
+        // L40S 0.25 (362 / (142 × 2.52 × 4 096)), B200 2 (2 250 / (148 ×
+        // 1.86 × 4 096)), RTX 5090 FP32 accumulate 0.125 (209.5 / (170 ×
+        // 2.41 × 4 096)).
+        assert_eq!(
+            PipeRates::of(Sm::Sm89).mma_per_clock(MmaShape::M16n8k16),
+            0.25
+        );
+        assert_eq!(
+            PipeRates::of(Sm::Sm100a).mma_per_clock(MmaShape::M16n8k16),
+            2.0
+        );
+        let g = PipeRates::of(Sm::Sm120a);
+        assert_eq!(g.mma_per_clock(MmaShape::M16n8k16), 0.125);
+        let t: f64 = 0.125 * 4096.0 * 170.0 * 2.41e9 / 1e12;
+        assert!((t - 209.5).abs() / 209.5 < 0.01, "{t}");
+        // Lane rates: 32 per HMMA.
+        assert_eq!(h.tensor_lanes(), 32.0);
+        assert_eq!(a.tensor_lanes(), 16.0);
+    }
+
+    #[test]
+    fn tensor_pipe_binds_an_hmma_heavy_mix() {
+        let m = |t: f64, a: f64| {
+            let mut m = PipeMix::default();
+            m.0[Pipe::Tensor as usize] = t;
+            m.0[Pipe::Alu as usize] = a;
+            m
+        };
+        // 1 000 HMMA (32 000 lane-instructions) on sm_90 take 1 000 clocks
+        // (one a clock), far above the dispatch floor (250).
+        let h = PipeRates::of(Sm::Sm90);
+        assert_eq!(
+            issue_clocks(&m(32_000.0, 0.0), &h),
+            (1000.0, IssueLimit::Pipe(Pipe::Tensor))
+        );
+        // On sm_80, 2 000 clocks; on sm_100a, 500.
+        assert_eq!(
+            issue_clocks(&m(32_000.0, 0.0), &PipeRates::of(Sm::Sm80)).0,
+            2000.0
+        );
+        assert_eq!(
+            issue_clocks(&m(32_000.0, 0.0), &PipeRates::of(Sm::Sm100a)).0,
+            500.0
+        );
+        // With 4 ALU instructions per HMMA the ALU pipe binds on sm_90
+        // (128 000 / 64 = 2 000 clocks) and the HMMAs hide behind it.
+        assert_eq!(
+            issue_clocks(&m(32_000.0, 128_000.0), &h),
+            (2000.0, IssueLimit::Pipe(Pipe::Alu))
+        );
     }
 
     #[test]

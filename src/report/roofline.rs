@@ -111,7 +111,7 @@ impl SassSummary {
             let n = f.in_range(&r).count();
             let fp = f
                 .in_range(&r)
-                .filter(|i| FP32_MATH.iter().any(|o| i.is(o)))
+                .filter(|i| i.is("HMMA") || FP32_MATH.iter().any(|o| i.is(o)))
                 .count();
             (n, fp)
         });
@@ -165,7 +165,12 @@ fn ptx_summary(m: &PtxModule) -> Result<(usize, Option<(usize, usize)>)> {
         },
         location: None,
     })?;
-    let fp = |i: usize| is_fp32_math(&e.opcodes[usize::from(e.insts[i].opcode)]);
+    // FP32 math and `mma` (the tensor-core kernels' unit of work): what
+    // ptxas' unroll factor is read from.
+    let fp = |i: usize| {
+        let op = &e.opcodes[usize::from(e.insts[i].opcode)];
+        is_fp32_math(op) || op.split('.').next() == Some("mma")
+    };
     let mut loops: Vec<(usize, usize)> = e
         .insts
         .iter()
@@ -317,6 +322,18 @@ pub enum Goal {
         /// DRAM bytes of PyTorch's version.
         torch_bytes: f64,
     },
+    /// The dense layer of `dense_macs` multiply-adds on the tensor cores in
+    /// `shape` at [`problems::ell_tc::DENSE_TC_EFFICIENCY`] of the tensor
+    /// peak (`torch.mm` in bf16 or TF32) takes at least `min` times the
+    /// problem's modeled time.
+    TensorDenseSpeedup {
+        /// Multiply-adds of the dense layer.
+        dense_macs: f64,
+        /// The MMA shape (precision) of both.
+        shape: super::pipes::MmaShape,
+        /// The speedup required over it.
+        min: f64,
+    },
 }
 
 /// A goal's outcome on one card.
@@ -348,8 +365,12 @@ pub struct ProblemRow {
 }
 
 impl ProblemRow {
-    /// Sum of the kernels' modeled times.
+    /// Sum of the kernels' modeled times; `None` without SASS or where
+    /// the problem does not run on the card ([`Problem::runs_on`]).
     pub fn model_s(&self) -> Option<f64> {
+        if self.kernels.is_empty() {
+            return None;
+        }
         self.kernels.iter().map(KernelRow::model_s).sum()
     }
 
@@ -363,6 +384,7 @@ impl ProblemRow {
         match self.roof {
             Roof::Memory => self.essential / gpu.bytes_per_s(),
             Roof::Fp32 => self.essential / gpu.fp32_instr_per_s(),
+            Roof::Tensor(m) => self.essential / speed::tensor_flop_per_s(gpu, m),
         }
     }
 
@@ -782,6 +804,9 @@ pub fn generate_with_progress(
                         let t0 = std::time::Instant::now();
                         let r = (|| -> Result<Done> {
                             let cards: Vec<&Gpu> = GPUS.iter().filter(|g| g.sm == sm).collect();
+                            if !p.runs_on(sm) {
+                                return Ok(cards.iter().map(|_| Default::default()).collect());
+                            }
                             let (fits, sampled) = fit(p, sm, cards[0].sms)?;
                             let mut done = Vec::new();
                             for g in cards {
@@ -910,11 +935,8 @@ impl Roofline {
                 };
                 line("*", p.model_s(), p.share(gpu));
                 for k in &p.kernels {
-                    let at_roof = match p.roof {
-                        Roof::Memory => k.bytes / gpu.bytes_per_s(),
-                        Roof::Fp32 => k.fp32 / gpu.fp32_instr_per_s(),
-                    };
-                    line(&k.kernel, k.model_s(), k.model_s().map(|m| at_roof / m));
+                    let share = render::kernel_share(k, p, gpu);
+                    line(&k.kernel, k.model_s(), share);
                 }
             }
         }

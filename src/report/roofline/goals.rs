@@ -1,7 +1,9 @@
 //! A problem's goal evaluated on one card.
 
+use super::speed::tensor_flop_per_s;
 use super::{Goal, GoalResult, KernelRow, ProblemRow};
 use crate::report::hardware::Gpu;
+use crate::report::pipes::MmaShape;
 use crate::target::Sm;
 
 fn pct(v: f64) -> String {
@@ -33,6 +35,32 @@ pub(super) fn goal(g: &Goal, row: &ProblemRow, gpu: &Gpu) -> GoalResult {
                 },
                 None => GoalResult {
                     text: format!("≥ {min}× the dense SGEMM ({:.0} µs)", dense * 1e6),
+                    met: None,
+                },
+            }
+        }
+        Goal::TensorDenseSpeedup {
+            dense_macs,
+            shape,
+            min,
+        } => {
+            let dense = 2.0 * dense_macs
+                / (tensor_flop_per_s(gpu, *shape) * super::problems::ell_tc::DENSE_TC_EFFICIENCY);
+            let what = match shape {
+                MmaShape::M16n8k16 => "bf16",
+                MmaShape::M16n8k8Tf32 => "TF32",
+            };
+            match row.model_s() {
+                Some(m) => GoalResult {
+                    text: format!(
+                        "dense {what} (tensor cores, 65 % of peak) {:.0} µs / modeled ≥ {min}×: {:.2}×",
+                        dense * 1e6,
+                        dense / m
+                    ),
+                    met: Some(dense / m >= *min),
+                },
+                None => GoalResult {
+                    text: format!("≥ {min}× the dense {what} layer ({:.0} µs)", dense * 1e6),
                     met: None,
                 },
             }

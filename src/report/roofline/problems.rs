@@ -28,7 +28,9 @@ use crate::target::Sm;
 use super::Goal;
 
 mod ell;
+pub mod ell_tc;
 use ell::block_ell_problems;
+use ell_tc::block_ell_tc_problems;
 
 /// A problem's size parameters (their meaning is the problem's).
 pub type Shape = Vec<usize>;
@@ -40,6 +42,9 @@ pub enum Roof {
     Memory,
     /// The FP32 peak (useful FP32 instructions / FP32 lanes × clock).
     Fp32,
+    /// The dense tensor-core peak of an `mma.sync` shape (useful FLOP /
+    /// [`super::speed::tensor_flop_per_s`]).
+    Tensor(crate::report::pipes::MmaShape),
 }
 
 type RunFn = dyn Fn(&Stream, &Shape, bool) -> Result<()> + Send + Sync;
@@ -164,7 +169,17 @@ pub fn all() -> Vec<Problem> {
     v.push(score_block());
     v.push(score_route());
     v.extend(block_ell_problems());
+    v.extend(block_ell_tc_problems());
     v
+}
+
+impl Problem {
+    /// Whether the problem's kernels exist on `sm` (the tensor-core
+    /// problems from sm_80 only; elsewhere the request is refused and the
+    /// card's row is empty).
+    pub fn runs_on(&self, sm: Sm) -> bool {
+        !matches!(self.roof, Roof::Tensor(_)) || ell_tc::runs_on(sm)
+    }
 }
 
 // ---- logcumsumexp -------------------------------------------------------------

@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 use super::problems::{self, Roof};
 use super::{GpuRows, KernelRow, ProblemRow, Roofline};
 use crate::report::hardware::Gpu;
+use crate::report::pipes::MmaShape;
 
 fn mb(bytes: f64) -> String {
     format!("{:.1}", bytes / 1e6)
@@ -36,15 +37,21 @@ fn roof_name(r: Roof) -> &'static str {
     match r {
         Roof::Memory => "memory",
         Roof::Fp32 => "FP32",
+        Roof::Tensor(MmaShape::M16n8k16) => "tensor bf16/f16",
+        Roof::Tensor(MmaShape::M16n8k8Tf32) => "tensor tf32",
     }
 }
 
 /// A kernel row's share of its roof: its own bytes, or its FP32
-/// instructions, at the roof over its modeled time.
-fn kernel_share(k: &KernelRow, roof: Roof, gpu: &Gpu) -> Option<f64> {
-    let at_roof = match roof {
+/// instructions, at the roof over its modeled time; on the tensor roof,
+/// the problem's useful FLOP when the problem has that one kernel (else
+/// none).
+pub(super) fn kernel_share(k: &KernelRow, p: &ProblemRow, gpu: &Gpu) -> Option<f64> {
+    let at_roof = match p.roof {
         Roof::Memory => k.bytes / gpu.bytes_per_s(),
         Roof::Fp32 => k.fp32 / gpu.fp32_instr_per_s(),
+        Roof::Tensor(_) if p.kernels.len() == 1 => p.roof_s(gpu),
+        Roof::Tensor(_) => return None,
     };
     k.model_s().map(|m| at_roof / m)
 }
@@ -75,7 +82,7 @@ fn kernel_line(s: &mut String, k: &KernelRow, p: &ProblemRow, gpu: &Gpu) {
         us(k.latency_s),
         us(k.model_s()),
         k.bound().unwrap_or_else(|| "–".into()),
-        pct(kernel_share(k, p.roof, gpu)),
+        pct(kernel_share(k, p, gpu)),
     );
 }
 
@@ -149,7 +156,7 @@ pub(super) fn markdown(r: &Roofline) -> String {
          * **PTX instr**: the simulator's dynamic PTX count (thread-instructions) on scaled-down shapes of the same problem, extrapolated to the full size; **SASS/PTX**: the hot loop's SASS instructions per PTX instruction (`loop ×u`: ptxas unrolled it `u` times; `whole`: no loop, the function's ratio); **SASS instr** = PTX × ratio, the lane-instructions the model issues.\n\
          * **occupancy**: resident warps per SM over the SM's maximum, from the kernel's registers, shared memory and CTA size (`src/occupancy.rs`).\n\
          * **memory** = bytes / (0.90 × bandwidth: what a streaming copy reaches, `src/report/roofline/speed.rs`); **issue**: the SASS lane-instructions split over the pipes by the hot loop's mix (FP32, IMAD, ALU, MUFU/conversions, FP64, load/store/shuffle, uniform, control), the most loaded SM (ceil(CTAs / SMs) CTAs) taking the maximum over the dispatch floor (128 a clock) and each pipe at its rate (`src/report/pipes.rs`: FP32 64/128, ALU and IMAD 64, MUFU 16, LSU 32 on sm_90); **latency** (kernels whose threads run one dependent chain): warp-instructions per SM × the mix's dependent-issue latency / the warps the SM holds; **modeled** = max(memory, issue, latency); **bound**: the term that sets it (`memory`, `latency`, or the issue limit: `dispatch`, a pipe, `fp32+imad`). No launch overhead, barrier waits or cache effects.\n\
-         * **share of roof**: on the problem's line, its essential bytes (memory roof) or useful FP32 instructions (FP32 roof: 2 per separately rounded multiply-add, 1 per fused multiply-add) at the roof over the modeled time; on a kernel's line, the same for that kernel's own bytes or FP32 instructions. The issue's goals are stated for H100 SXM; they are evaluated on every card.\n"
+         * **share of roof**: on the problem's line, its essential bytes (memory roof) or useful FP32 instructions (FP32 roof: 2 per separately rounded multiply-add, 1 per fused multiply-add) or useful FLOP on the tensor roof (2 per multiply-add of the filled blocks, at the card's dense tensor-core rate for the MMA shape: `HMMA` per SM per clock from the published dense peaks, `src/report/pipes.rs`, at the boost clock) at the roof over the modeled time; on a kernel's line, the same for that kernel's own bytes or FP32 instructions. The issue's goals are stated for H100 SXM; they are evaluated on every card.\n"
     );
     let _ = writeln!(s, "What the byte counts assume, per problem:\n");
     for p in problems::all() {

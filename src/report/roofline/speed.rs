@@ -29,7 +29,22 @@
 
 use crate::occupancy::{Occupancy, occupancy};
 use crate::report::hardware::Gpu;
-use crate::report::pipes::{IssueLimit, Pipe, PipeMix, PipeRates, issue_clocks};
+use crate::report::pipes::{IssueLimit, MmaShape, Pipe, PipeMix, PipeRates, issue_clocks};
+
+/// The dense tensor-core FLOP per second of `gpu` for `shape` (FP32
+/// accumulate): SMs × [`PipeRates::mma_per_clock`] × 2 × the shape's
+/// multiply-adds × the boost clock (the clock the issue term uses; the
+/// vendors' tensor peaks are quoted at a lower tensor clock on some cards,
+/// e.g. 1.83 GHz on the H100 SXM: the roof is then about 8 % above the
+/// published 989 TFLOP/s, and so is the issue term's HMMA rate).
+pub fn tensor_flop_per_s(gpu: &Gpu, shape: MmaShape) -> f64 {
+    f64::from(gpu.sms)
+        * PipeRates::of(gpu.sm).mma_per_clock(shape)
+        * 2.0
+        * shape.macs()
+        * gpu.boost_mhz
+        * 1e6
+}
 
 /// The share of the vendor's DRAM bandwidth a streaming kernel reaches:
 /// 0.90, the H200's device-to-device copy through PyTorch (about 4.3 TB/s

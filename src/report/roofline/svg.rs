@@ -59,6 +59,7 @@ pub(super) fn render(r: &Roofline) -> String {
                 let color = match row.roof {
                     Roof::Memory => (31, 119, 180),
                     Roof::Fp32 => (230, 120, 20),
+                    Roof::Tensor(_) => (44, 160, 44),
                 };
                 let value = row.share(&g.gpu);
                 let fill = value.map_or(RGBColor(235, 235, 235), |v| shade(color, v));
@@ -83,7 +84,7 @@ pub(super) fn render(r: &Roofline) -> String {
             }
         }
         text(
-            "grey: no SASS (nvdisasm 13.5 reads no sm_70 cubin). Modeled time = max(memory, issue): a lower bound. Tables: tuning.md, \"Roofline model\".",
+            "grey: no SASS (nvdisasm 13.5 reads no sm_70 cubin) or no kernel (tensor cores below sm_80). Modeled time = max(memory, issue): a lower bound. Tables: tuning.md, \"Roofline model\".",
             8,
             height - 20,
             10.0,
