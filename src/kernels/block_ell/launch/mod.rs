@@ -45,20 +45,31 @@ pub const SCRATCH_FLOATS: usize = 1 << 24;
 pub const MAX_EXTENT: usize = (1 << 31) - 1;
 
 fn limit(what: &str, value: usize, max: usize) -> Result<()> {
+    limit_in("block_ell", what, value, max)
+}
+
+/// `value` of `what` at most `max`, else an error of `family`'s kernels
+/// (`block_ell`, `block_ell_tc`: the two share their 32-bit limits).
+pub(crate) fn limit_in(family: &str, what: &str, value: usize, max: usize) -> Result<()> {
     if value <= max {
         return Ok(());
     }
     Err(Error::invalid(format!(
-        "block_ell: {what} = {value} exceeds the kernels' limit {max}"
+        "{family}: {what} = {value} exceeds the kernels' limit {max}"
     )))
 }
 
 /// The 32-bit limits of the kernels for `dims` and `n` rows.
 pub(super) fn check_limits(dims: &Dims, n: usize) -> Result<()> {
-    limit("N", n, MAX_EXTENT)?;
-    limit("R·B", dims.out_features(), MAX_EXTENT)?;
-    limit("C·B", dims.in_features(), MAX_EXTENT)?;
-    limit("R·K·B·B", dims.values_len(), u32::MAX as usize)
+    check_limits_in("block_ell", dims, n)
+}
+
+/// [`check_limits`] for the kernels of `family`.
+pub(crate) fn check_limits_in(family: &str, dims: &Dims, n: usize) -> Result<()> {
+    limit_in(family, "N", n, MAX_EXTENT)?;
+    limit_in(family, "R·B", dims.out_features(), MAX_EXTENT)?;
+    limit_in(family, "C·B", dims.in_features(), MAX_EXTENT)?;
+    limit_in(family, "R·K·B·B", dims.values_len(), u32::MAX as usize)
 }
 
 /// A block-ELL topology on the device: `col [R, K]` and its
@@ -146,8 +157,21 @@ pub(super) fn rows(
     width: usize,
     shape: &str,
 ) -> Result<()> {
+    rows_in("block_ell", dims, what, got, n, width, shape)
+}
+
+/// [`rows`] for the kernels of `family`.
+pub(crate) fn rows_in(
+    family: &str,
+    dims: &Dims,
+    what: &str,
+    got: usize,
+    n: usize,
+    width: usize,
+    shape: &str,
+) -> Result<()> {
     let want = dims.rows_len(shape, n, width)?;
-    check::len("block_ell", what, got, want, shape)
+    check::len(family, what, got, want, shape)
 }
 
 fn bsize(dims: &Dims) -> u32 {

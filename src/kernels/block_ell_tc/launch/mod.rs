@@ -17,46 +17,31 @@ use super::ptx::{
 };
 use crate::dsl::params::{DevPtr, KernelParams};
 use crate::dsl::types::U32;
-use crate::error::{Error, Result};
+use crate::error::Result;
+#[cfg(doc)]
+use crate::error::Error;
 use crate::exec::LaunchConfig;
+use crate::kernels::block_ell::launch as block_ell_launch;
 use crate::kernels::block_ell::{DeviceTopology, Dims};
 use crate::kernels::{check, grid, memo};
 use crate::runtime::buffer::{AsDevice, AsDeviceMut};
 use crate::runtime::context::Stream;
 
-const MAX_EXTENT: usize = (1 << 31) - 1;
+/// The name errors of these kernels carry.
+const FAMILY: &str = "block_ell_tc";
 
-fn limit(what: &str, value: usize, max: usize) -> Result<()> {
-    if value <= max {
-        return Ok(());
-    }
-    Err(Error::invalid(format!(
-        "block_ell_tc: {what} = {value} exceeds the kernels' limit {max}"
-    )))
-}
-
-/// The request and the kernels' 32-bit limits.
+/// The request and the kernels' 32-bit limits (those of the FP32 path).
 fn check_call<T: TcElem>(st: &Stream, prec: TcPrecision, d: &Dims, n: usize) -> Result<()> {
     host::request::<T>(st.context().sm(), prec, d)?;
-    limit("N", n, MAX_EXTENT)?;
-    limit("R·B", d.out_features(), MAX_EXTENT)?;
-    limit("C·B", d.in_features(), MAX_EXTENT)?;
-    limit("R·K·B·B", d.values_len(), u32::MAX as usize)
+    block_ell_launch::check_limits_in(FAMILY, d, n)
 }
 
 fn rows(d: &Dims, what: &str, got: usize, n: usize, width: usize, shape: &str) -> Result<()> {
-    let want = d.rows_len(shape, n, width)?;
-    check::len("block_ell_tc", what, got, want, shape)
+    block_ell_launch::rows_in(FAMILY, d, what, got, n, width, shape)
 }
 
 fn values_len(d: &Dims, got: usize) -> Result<()> {
-    check::len(
-        "block_ell_tc",
-        "values",
-        got,
-        d.values_len(),
-        "R × K × B × B",
-    )
+    check::len(FAMILY, "values", got, d.values_len(), "R × K × B × B")
 }
 
 /// The input's address as the kernels' untyped operand pointer.
@@ -72,7 +57,7 @@ fn config(st: &Stream, tiles: usize) -> LaunchConfig {
 
 fn tiles(what: &str, factors: &[usize]) -> Result<usize> {
     let t = factors.iter().fold(1usize, |a, &f| a.saturating_mul(f));
-    limit(what, t, u32::MAX as usize)?;
+    block_ell_launch::limit_in(FAMILY, what, t, u32::MAX as usize)?;
     Ok(t)
 }
 
@@ -126,7 +111,7 @@ pub fn forward_dev<T: TcElem>(
     values_len(&d, values.as_device().len())?;
     let bias = bias.map(|b| b.as_device());
     if let Some(b) = &bias {
-        check::len("block_ell_tc", "bias", b.len(), d.out_features(), "R·B")?;
+        check::len(FAMILY, "bias", b.len(), d.out_features(), "R·B")?;
     }
     let bias = bias.map(|b| stream.arg("bias", &b)).transpose()?;
     let count = tiles("R × tiles × row tiles", &[d.r(), d.b() / 16, n.div_ceil(8)])?;
@@ -237,7 +222,7 @@ pub fn grad_values_dev<T: TcElem>(
         "N × R·B",
     )?;
     check::len(
-        "block_ell_tc",
+        FAMILY,
         "gv",
         gv.as_device().len(),
         d.values_len(),
