@@ -6,7 +6,7 @@ use std::ffi::{CStr, CString, c_char, c_int, c_void};
 use oxicuda_driver::ffi::{CUdevice, CUdeviceptr, CUfunction, CUmodule, CUresult};
 
 use super::module::{image_bytes, read_options, write_log};
-use super::{guard, handle, put, raw};
+use super::{guard, handle, put, put_if, raw};
 use crate::driver;
 use crate::error::*;
 use crate::jit::JitLog;
@@ -442,13 +442,8 @@ pub unsafe extern "C" fn cuKernelGetParamInfo(
         // SAFETY: the caller's contract for both out-pointers (each may be
         // null: not written).
         unsafe {
-            if !offset.is_null() {
-                put(offset, o as usize)?;
-            }
-            if !size.is_null() {
-                put(size, s as usize)?;
-            }
+            put_if(offset, o as usize)?;
+            put_if(size, s as usize)
         }
-        Ok(())
     })
 }

@@ -107,6 +107,19 @@ pub(crate) unsafe fn put<T>(p: *mut T, v: T) -> Res<()> {
     Ok(())
 }
 
+/// [`put`] for an optional out-pointer: a null `p` is skipped, not
+/// refused (the calls whose out-pointers may each be null).
+///
+/// # Safety
+/// `p` is null or valid for a write of `size_of::<T>()` bytes.
+pub(crate) unsafe fn put_if<T>(p: *mut T, v: T) -> Res<()> {
+    if p.is_null() {
+        return Ok(());
+    }
+    // SAFETY: non-null, writable by the caller's contract.
+    unsafe { put(p, v) }
+}
+
 /// Refuse a host range that is null or lies in the emulated device address
 /// space, before it is touched.
 pub(crate) fn host_range_ok(addr: usize, len: usize) -> Res<()> {

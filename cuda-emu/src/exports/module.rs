@@ -5,7 +5,7 @@ use std::ffi::{CStr, c_char, c_int, c_void};
 
 use oxicuda_driver::ffi::{CUdeviceptr, CUfunction, CUmodule, CUresult};
 
-use super::{guard, handle, put, raw};
+use super::{guard, handle, put, put_if, raw};
 use crate::driver;
 use crate::error::*;
 use crate::handles::Kind;
@@ -239,14 +239,9 @@ pub unsafe extern "C" fn cuFuncGetParamInfo(
         // SAFETY: the caller's contract for both out-pointers (each may be
         // null: not written).
         unsafe {
-            if !offset.is_null() {
-                put(offset, o as usize)?;
-            }
-            if !size.is_null() {
-                put(size, s as usize)?;
-            }
+            put_if(offset, o as usize)?;
+            put_if(size, s as usize)
         }
-        Ok(())
     })
 }
 
@@ -451,15 +446,11 @@ pub(crate) unsafe fn put_global(
     addr: u64,
     size: usize,
 ) -> Res<()> {
-    if !dptr.is_null() {
-        // SAFETY: non-null and writable (the caller's contract).
-        unsafe { put(dptr, addr as CUdeviceptr)? };
+    // SAFETY: each null or writable (the caller's contract).
+    unsafe {
+        put_if(dptr, addr as CUdeviceptr)?;
+        put_if(bytes, size)
     }
-    if !bytes.is_null() {
-        // SAFETY: as above.
-        unsafe { put(bytes, size)? };
-    }
-    Ok(())
 }
 
 /// The kind check for a module handle (used by `cuModuleGetGlobal`).

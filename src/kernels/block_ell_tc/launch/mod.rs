@@ -17,9 +17,9 @@ use super::ptx::{
 };
 use crate::dsl::params::{DevPtr, KernelParams};
 use crate::dsl::types::U32;
-use crate::error::Result;
 #[cfg(doc)]
 use crate::error::Error;
+use crate::error::Result;
 use crate::exec::LaunchConfig;
 use crate::kernels::block_ell::launch as block_ell_launch;
 use crate::kernels::block_ell::{DeviceTopology, Dims};
