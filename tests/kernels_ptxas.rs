@@ -9,73 +9,112 @@
 //! `.version` is also shown to be minimal: ptxas rejects the next lower one.
 
 use ptxsmith::Sm;
+use ptxsmith::dsl::PtxModule;
 use ptxsmith::kernels::all_variants;
 use ptxsmith::nvtools::NvTools;
 use ptxsmith::target::STATIC_SMEM_LIMIT;
+
+/// One variant's checks; `Err` names the kernel, the target and what failed.
+fn check_variant(tools: &NvTools, sm: Sm, m: &PtxModule) -> Result<(), String> {
+    let asm = tools
+        .assemble(&m.ptx, sm)
+        .map_err(|e| format!("{} on {sm}: ptxas rejected it: {e}", m.kernel))?;
+    let usage = asm
+        .entry()
+        .ok_or_else(|| format!("{}: no entry in the ptxas report", m.kernel))?;
+    let fail = |what: String| Err(format!("{} on {sm}: {what}", m.kernel));
+    if usage.name != m.kernel {
+        return fail(format!("the report names {}", usage.name));
+    }
+    if usage.spills() {
+        return fail(format!("spills: {usage:?}"));
+    }
+    if usage.local_bytes != 0 {
+        return fail(format!("uses local memory: {usage:?}"));
+    }
+    if !(usage.registers > 0 && usage.registers <= 255) || usage.shared_bytes > STATIC_SMEM_LIMIT {
+        return fail(format!("resources out of range: {usage:?}"));
+    }
+    let uses_fma = m.ptx.lines().any(|l| {
+        let t = l.trim_start();
+        t.starts_with("fma.")
+            || l.contains(" fma.")
+            || ["div.rn.", "rcp.rn.", "sqrt.rn."]
+                .iter()
+                .any(|op| t.starts_with(op))
+    });
+    if NvTools::can_disassemble(sm) && !uses_fma {
+        let sass = tools
+            .disassemble(&asm)
+            .map_err(|e| format!("{} on {sm}: nvdisasm failed: {e}", m.kernel))?;
+        if sass.count("FFMA") != 0 {
+            return fail("FFMA in SASS of a separate-rounding kernel".into());
+        }
+        if sass.count("FMUL") + sass.count("FADD") == 0 && m.ptx.contains("mul.rn.f32") {
+            return fail("mul.rn.f32 in the PTX but no FMUL/FADD in the SASS".into());
+        }
+    }
+    // The `.version` is minimal: one ISA step lower is rejected.
+    let v = m.version;
+    let lower = if v.minor > 0 {
+        format!("{}.{}", v.major, v.minor - 1)
+    } else {
+        format!("{}.9", v.major - 1)
+    };
+    let text = m.ptx.replacen(
+        &format!(".version {v}\n"),
+        &format!(".version {lower}\n"),
+        1,
+    );
+    if text == m.ptx {
+        return fail(format!("no `.version {v}` line"));
+    }
+    if tools.assemble(&text, sm).is_ok() {
+        return fail(format!("ptxas accepts .version {lower}"));
+    }
+    Ok(())
+}
 
 #[test]
 fn every_variant_assembles_without_spills_and_without_ffma() {
     let Some(tools) = NvTools::for_tests() else {
         return;
     };
-    let mut checked = 0;
-    for sm in Sm::ALL {
-        for m in all_variants(sm).unwrap() {
-            let asm = tools
-                .assemble(&m.ptx, sm)
-                .unwrap_or_else(|e| panic!("{} on {sm}: ptxas rejected it: {e}", m.kernel));
-            let usage = asm
-                .entry()
-                .unwrap_or_else(|| panic!("{}: no entry in the ptxas report", m.kernel));
-            assert_eq!(usage.name, m.kernel);
-            assert!(!usage.spills(), "{} on {sm} spills: {usage:?}", m.kernel);
-            assert_eq!(
-                usage.local_bytes, 0,
-                "{} on {sm} uses local memory",
-                m.kernel
-            );
-            assert!(usage.registers > 0 && usage.registers <= 255, "{usage:?}");
-            assert!(usage.shared_bytes <= STATIC_SMEM_LIMIT, "{usage:?}");
-            let uses_fma = m.ptx.lines().any(|l| {
-                let t = l.trim_start();
-                t.starts_with("fma.")
-                    || l.contains(" fma.")
-                    || ["div.rn.", "rcp.rn.", "sqrt.rn."]
-                        .iter()
-                        .any(|op| t.starts_with(op))
-            });
-            if NvTools::can_disassemble(sm) && !uses_fma {
-                let sass = tools.disassemble(&asm).unwrap();
-                assert_eq!(
-                    sass.count("FFMA"),
-                    0,
-                    "{} on {sm}: FFMA in SASS of a separate-rounding kernel",
-                    m.kernel
-                );
-                assert!(
-                    sass.count("FMUL") + sass.count("FADD") > 0 || !m.ptx.contains("mul.rn.f32")
-                );
-            }
-            // The `.version` is minimal: one ISA step lower is rejected.
-            let v = m.version;
-            let lower = if v.minor > 0 {
-                format!("{}.{}", v.major, v.minor - 1)
-            } else {
-                format!("{}.9", v.major - 1)
-            };
-            let text = m.ptx.replacen(
-                &format!(".version {v}\n"),
-                &format!(".version {lower}\n"),
-                1,
-            );
-            assert_ne!(text, m.ptx);
-            assert!(
-                tools.assemble(&text, sm).is_err(),
-                "{} on {sm}: ptxas accepts .version {lower}",
-                m.kernel
-            );
-            checked += 1;
-        }
-    }
-    assert!(checked >= Sm::ALL.len());
+    let work: Vec<(Sm, PtxModule)> = Sm::ALL
+        .iter()
+        .flat_map(|&sm| all_variants(sm).unwrap().into_iter().map(move |m| (sm, m)))
+        .collect();
+    assert!(work.len() >= Sm::ALL.len());
+    // ptxas and nvdisasm are separate processes: run them on every core.
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let failures: Vec<String> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut failed = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some((sm, m)) = work.get(i) else {
+                            break failed;
+                        };
+                        if let Err(e) = check_variant(&tools, *sm, m) {
+                            failed.push(e);
+                        }
+                    }
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap())
+            .collect()
+    });
+    assert!(
+        failures.is_empty(),
+        "{} of {} variants failed:\n{}",
+        failures.len(),
+        work.len(),
+        failures.join("\n")
+    );
 }
