@@ -34,17 +34,7 @@ pub fn grid_stride_vec4(
 ) {
     let groups = b.shr(n, 2u32);
     let gid = b.global_id_x_u64();
-    let (ntid, nctaid) = (b.ntid_x(), b.nctaid_x());
-    let stride = b.mul_wide_u32(ntid, nctaid);
-    let g = b.mov(gid);
-    b.while_(
-        |b| b.setp(Cmp::Lt, g, groups),
-        |b| {
-            body_vec(b, g);
-            let next = b.add(g, stride);
-            b.assign(g, next);
-        },
-    );
+    b.grid_stride_u64_from(gid, groups, body_vec);
     let first = b.shl(groups, 2u32);
     let left = b.sub(n, first);
     let mine = b.setp(Cmp::Lt, gid, left);

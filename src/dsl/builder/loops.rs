@@ -26,6 +26,20 @@ impl KernelBuilder {
     #[track_caller]
     pub fn grid_stride_u64(&mut self, limit: Reg<U64>, body: impl FnOnce(&mut Self, Reg<U64>)) {
         let gid = self.global_id_x_u64();
+        self.grid_stride_u64_from(gid, limit, body);
+    }
+
+    /// The 64-bit grid-stride loop from an already computed global index
+    /// `gid` (callers that need `gid` again after the loop, such as
+    /// [`blocks::grid_stride_vec4`](crate::dsl::blocks::grid_stride_vec4)'s
+    /// tail, compute it once).
+    #[track_caller]
+    pub(crate) fn grid_stride_u64_from(
+        &mut self,
+        gid: Reg<U64>,
+        limit: Reg<U64>,
+        body: impl FnOnce(&mut Self, Reg<U64>),
+    ) {
         let (nt, nc) = (self.ntid_x(), self.nctaid_x());
         let step = self.mul_wide_u32(nt, nc);
         let t = self.mov(gid);
