@@ -33,6 +33,9 @@ use crate::tensor_core::InputFormat;
 
 use super::host::{TC_BLOCK_SIZES, TcPrecision};
 
+mod tiled;
+pub use tiled::{Tile, tile};
+
 /// Warps per CTA.
 pub const WARPS: u32 = 4;
 /// Threads per CTA.
@@ -276,90 +279,10 @@ fn name(kernel: &str, prec: TcPrecision, bs: u32) -> String {
 pub fn generate_forward(sm: Sm, prec: TcPrecision, bs: u32) -> Result<PtxModule> {
     check(sm, bs)?;
     match prec {
-        TcPrecision::Bf16 => forward::<Bf16x2>(sm, prec, bs),
-        TcPrecision::F16 => forward::<F16x2>(sm, prec, bs),
-        TcPrecision::Tf32 => forward::<Tf32>(sm, prec, bs),
+        TcPrecision::Bf16 => tiled::forward::<Bf16x2>(sm, prec, bs),
+        TcPrecision::F16 => tiled::forward::<F16x2>(sm, prec, bs),
+        TcPrecision::Tf32 => tiled::forward::<Tf32>(sm, prec, bs),
     }
-}
-
-fn forward<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Result<PtxModule> {
-    let fmt = T::FORMAT;
-    let q = prec.chunk() as u32;
-    let mut b = builder(&name("forward", prec, bs), sm);
-    let p = b.params::<ForwardArgs>();
-    let w = warp(&mut b);
-    let mt = bs / 16; // 16-row tiles per block
-    let n7 = b.add(p.n, 7u32);
-    let ntn = b.shr(n7, 3u32);
-    let per_r = b.mul_lo(ntn, mt);
-    let total = b.mul_lo(per_r, p.r);
-    let last = b.sub(p.n, 1u32);
-    let fin = b.shl(p.c, log2(bs));
-    let fout = b.shl(p.r, log2(bs));
-    b.for_range(w.first, total, w.step, |b, tile| {
-        let nt = b.rem(tile, ntn);
-        let rest = b.div(tile, ntn);
-        let it = b.and(rest, mt - 1);
-        let r = b.shr(rest, log2(mt));
-        let n0 = b.shl(nt, 3u32);
-        let i0 = b.shl(it, 4u32);
-        let acc = b.frag_c_zero();
-        let rk = b.mul_lo(r, p.k);
-        b.for_range(0u32, p.k, 1u32, |b, kk| {
-            let s = b.add(rk, kk);
-            let cp = b.offset(p.col, s);
-            let cs = b.ld_global(cp, 0);
-            let live = b.setp(Cmp::Ge, cs, 0i32);
-            b.if_(live, |b| {
-                let c = b.s32_as_u32(cs);
-                let cb = b.shl(c, log2(bs));
-                // values row base: (s·B + i0)·B
-                let sb = b.shl(s, log2(bs));
-                let si = b.add(sb, i0);
-                let vrow0 = b.shl(si, log2(bs));
-                for ch in 0..bs / q {
-                    let a = frag_a::<T>(b, &w, |b, row, col| {
-                        let rb = b.shl(row, log2(bs));
-                        let e = b.add(rb, col);
-                        let e = b.add(e, ch * q);
-                        let e = b.add(e, vrow0);
-                        let e = b.u32_to_u64(e);
-                        operand(b, fmt, p.values, e, None)
-                    });
-                    let bf = frag_b::<T>(b, &w, |b, krow, ncol| {
-                        let nn = b.add(n0, ncol);
-                        let nn = b.min(nn, last);
-                        let xc = b.add(cb, krow);
-                        let xc = b.add(xc, ch * q);
-                        let e = index2(b, nn, fin, xc);
-                        operand(b, fmt, p.x, e, None)
-                    });
-                    mma_into(b, a, bf, acc);
-                }
-            });
-        });
-        let rbase = b.shl(r, log2(bs));
-        let obase = b.add(rbase, i0);
-        let with_bias = b.setp(Cmp::Ne, p.has_bias, 0u32);
-        for (i, &v) in acc.regs.iter().enumerate() {
-            let (row, col) = c_coord(b, &w, i as u32);
-            let nn = b.add(n0, col);
-            let o = b.add(obase, row);
-            let inside = b.setp(Cmp::Lt, nn, p.n);
-            b.if_(inside, |b| {
-                b.if_(with_bias, |b| {
-                    let bp = b.offset(p.bias, o);
-                    let bv = b.ld_global(bp, 0);
-                    let s = b.fadd(Rounding::Rn, v, bv);
-                    b.assign(v, s);
-                });
-                let e = index2(b, nn, fout, o);
-                let yp = b.offset64(p.y, e);
-                b.st_global(yp, 0, v);
-            });
-        }
-    });
-    b.finish()
 }
 
 /// `block_ell_tc_grad_input_{p}_b{B}` for `sm`.
@@ -369,81 +292,10 @@ fn forward<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Result<PtxModule>
 pub fn generate_grad_input(sm: Sm, prec: TcPrecision, bs: u32) -> Result<PtxModule> {
     check(sm, bs)?;
     match prec {
-        TcPrecision::Bf16 => grad_input::<Bf16x2>(sm, prec, bs),
-        TcPrecision::F16 => grad_input::<F16x2>(sm, prec, bs),
-        TcPrecision::Tf32 => grad_input::<Tf32>(sm, prec, bs),
+        TcPrecision::Bf16 => tiled::grad_input::<Bf16x2>(sm, prec, bs),
+        TcPrecision::F16 => tiled::grad_input::<F16x2>(sm, prec, bs),
+        TcPrecision::Tf32 => tiled::grad_input::<Tf32>(sm, prec, bs),
     }
-}
-
-fn grad_input<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Result<PtxModule> {
-    let fmt = T::FORMAT;
-    let q = prec.chunk() as u32;
-    let mut b = builder(&name("grad_input", prec, bs), sm);
-    let p = b.params::<GradInputArgs>();
-    let w = warp(&mut b);
-    let mt = bs / 16;
-    let n7 = b.add(p.n, 7u32);
-    let ntn = b.shr(n7, 3u32);
-    let per_c = b.mul_lo(ntn, mt);
-    let total = b.mul_lo(per_c, p.c);
-    let last = b.sub(p.n, 1u32);
-    let fin = b.shl(p.c, log2(bs));
-    let fout = b.shl(p.r, log2(bs));
-    b.for_range(w.first, total, w.step, |b, tile| {
-        let nt = b.rem(tile, ntn);
-        let rest = b.div(tile, ntn);
-        let jt = b.and(rest, mt - 1);
-        let c = b.shr(rest, log2(mt));
-        let n0 = b.shl(nt, 3u32);
-        let j0 = b.shl(jt, 4u32);
-        let acc = b.frag_c_zero();
-        let op = b.offset(p.offsets, c);
-        let lo = b.ld_global(op, 0);
-        let hi = b.ld_global(op, 1);
-        b.for_range(lo, hi, 1u32, |b, e| {
-            let sp = b.offset(p.slots, e);
-            let s = b.ld_global(sp, 0);
-            let r = b.div(s, p.k);
-            let gyc = b.shl(r, log2(bs));
-            let sb = b.shl(s, log2(bs));
-            for ch in 0..bs / q {
-                // A[j][i] = values[s, ch·q + i, j0 + j]
-                let a = frag_a::<T>(b, &w, |b, row, col| {
-                    let i = b.add(col, ch * q);
-                    let si = b.add(sb, i);
-                    let rb = b.shl(si, log2(bs));
-                    let e = b.add(rb, j0);
-                    let e = b.add(e, row);
-                    let e = b.u32_to_u64(e);
-                    operand(b, fmt, p.values, e, None)
-                });
-                // B[i][n] = gy[n0 + n][r·B + ch·q + i]
-                let bf = frag_b::<T>(b, &w, |b, krow, ncol| {
-                    let nn = b.add(n0, ncol);
-                    let nn = b.min(nn, last);
-                    let gc = b.add(gyc, krow);
-                    let gc = b.add(gc, ch * q);
-                    let e = index2(b, nn, fout, gc);
-                    operand(b, fmt, p.gy, e, None)
-                });
-                mma_into(b, a, bf, acc);
-            }
-        });
-        let cbase = b.shl(c, log2(bs));
-        let fbase = b.add(cbase, j0);
-        for (i, &v) in acc.regs.iter().enumerate() {
-            let (row, col) = c_coord(b, &w, i as u32);
-            let nn = b.add(n0, col);
-            let f = b.add(fbase, row);
-            let inside = b.setp(Cmp::Lt, nn, p.n);
-            b.if_(inside, |b| {
-                let e = index2(b, nn, fin, f);
-                let gp = b.offset64(p.gx, e);
-                b.st_global(gp, 0, v);
-            });
-        }
-    });
-    b.finish()
 }
 
 /// `block_ell_tc_grad_values_{p}_b{B}` for `sm`.
