@@ -1,26 +1,24 @@
 //! The kernels of [`super`]: one module per (kernel, precision, block
 //! size `B`) and SM from sm_80 (`B` is a compile-time constant, so the
 //! MMA chunks of a block unroll). Every kernel runs [`WARPS`] warps per
-//! CTA; each warp owns one 16×8 output tile at a time (grid-stride over
-//! warps) and keeps its f32 accumulator fragment in registers across the
+//! CTA and keeps its f32 accumulator fragments in registers across the
 //! whole reduction, so each output element is exactly the contract's chain
 //! of `mma.sync` steps. No atomics: every output element has one writer.
 //!
-//! | kernel | warp tile (M × N of the MMA) | reduction (K of the MMA) |
+//! | kernel | unit of work | reduction (K of the MMA) |
 //! |---|---|---|
-//! | `block_ell_tc_forward_{p}_b{B}` | 16 outputs `i` of block row `r` × 8 rows `n` | slots `k` ascending (empty ones skipped, warp-uniform), `j` in chunks |
-//! | `block_ell_tc_grad_input_{p}_b{B}` | 16 inputs `j` of column block `c` × 8 rows `n` | the transposed index's slots ascending, `i` in chunks |
-//! | `block_ell_tc_grad_values_{p}_b{B}` | 16 `i` × 8 `j` of one slot | rows `n` in chunks within each 256-row N-chunk; partials joined by `add.rn` in ascending order in registers |
+//! | `block_ell_tc_forward_{p}_b{B}` | a CTA tile of [`tile`]`(p, B).tokens` rows `n` × the `B` outputs of block row `r` ([`tiled`]: `cp.async` staging, `ldmatrix`) | slots `k` ascending (empty ones skipped, CTA-uniform), `j` in chunks |
+//! | `block_ell_tc_grad_input_{p}_b{B}` | a CTA tile of rows `n` × the `B` inputs of column block `c` ([`tiled`]) | the transposed index's slots ascending, `i` in chunks |
+//! | `block_ell_tc_grad_values_{p}_b{B}` | a warp's 16 `i` × 8 `j` of one slot | rows `n` in chunks within each 256-row N-chunk; partials joined by `add.rn` in ascending order in registers |
 //!
-//! Fragments are loaded element by element with `ld.global` (16-bit
-//! elements `ld.global.u16`, packed in pairs low element first; tf32
-//! operands `ld.global.f32` then `cvt.rna.tf32.f32`), by the PTX ISA's
-//! fragment tables (see [`crate::dsl::builder`]'s `mma` module). Rows past
-//! `N` are read clamped to row `N − 1`: in the forward and grad-input
-//! kernels they feed only output columns that are never stored; in
-//! grad-values (where `n` is the reduction) their operands are replaced by
-//! `+0`, as the host model pads. Staging through shared memory with
-//! `cp.async` and `ldmatrix` is a later speed step.
+//! The forward and grad-input kernels stage their operands in shared
+//! memory (see [`tiled`]). Grad-values still loads its fragments element
+//! by element with `ld.global` (16-bit elements `ld.global.u16`, packed in
+//! pairs low element first; tf32 operands `ld.global.f32` then
+//! `cvt.rna.tf32.f32`), by the PTX ISA's fragment tables (see
+//! [`crate::dsl::builder`]'s `mma` module); rows `n ≥ N` are read clamped
+//! to row `N − 1` and their operands replaced by `+0`, as the host model
+//! pads. Staging grad-values the same way is the next speed step.
 
 use crate::dsl::params::Ptr;
 use crate::dsl::types::{Bf16x2, F16x2, F32, MmaInput, Pred, Reg, S32, Tf32, U16, U32, U64};
@@ -33,7 +31,7 @@ use crate::tensor_core::InputFormat;
 
 use super::host::{TC_BLOCK_SIZES, TcPrecision};
 
-mod tiled;
+pub mod tiled;
 pub use tiled::{Tile, tile};
 
 /// Warps per CTA.
