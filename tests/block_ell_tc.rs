@@ -319,8 +319,9 @@ fn grad_values_padding_turns_negative_zero_positive() {
 }
 
 /// Each kernel × precision (`B` = 16; the block size changes only the
-/// unrolled chunk count) is assembled by the pinned ptxas with `HMMA` in
-/// its SASS on the first target of each tensor-core model (sm_80 A100,
+/// unrolled chunk count and the tile) is assembled by the pinned ptxas
+/// with `HMMA` in its SASS (and `LDSM`, `LDGSTS` for the staged forward
+/// and grad-input kernels) on the first target of each tensor-core model (sm_80 A100,
 /// sm_89 Ada, sm_90 H100, sm_100 B200); `tests/kernels_ptxas.rs` assembles
 /// every variant on every target (no spills, no local memory, minimal
 /// `.version`). SKIPs without the tools.
@@ -331,10 +332,21 @@ fn hmma_in_the_sass() {
         assert_eq!(all.len(), 27);
         for m in all.iter().filter(|m| m.kernel.ends_with("_b16")) {
             assert!(m.ptx.contains("mma.sync.aligned"), "{}", m.kernel);
-            match or_skip(testing::assert_opcode_present(m, "HMMA")) {
-                Ok(Some(_)) => {}
+            // the staged kernels: cp.async copies (LDGSTS) and ldmatrix
+            // fragments (LDSM); one assembly per module
+            let sass = match or_skip(testing::sass(m)) {
+                Ok(Some(s)) => s,
                 Ok(None) => return,
                 Err(e) => panic!("{} on {sm}: {e}", m.kernel),
+            };
+            let staged = !m.kernel.contains("grad_values");
+            let ops: &[&str] = if staged {
+                &["HMMA", "LDSM", "LDGSTS"]
+            } else {
+                &["HMMA"]
+            };
+            for op in ops {
+                assert!(sass.count(op) > 0, "{} on {sm}: no {op}", m.kernel);
             }
         }
     }

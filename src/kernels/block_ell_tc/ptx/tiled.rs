@@ -375,7 +375,6 @@ struct Bias {
     on: Reg<U32>,
 }
 
-#[allow(clippy::too_many_arguments)]
 fn kernel<T: MmaInput>(
     mut b: KernelBuilder,
     sh: &Shape,
