@@ -319,8 +319,9 @@ fn grad_values_padding_turns_negative_zero_positive() {
 }
 
 /// Each kernel × precision (`B` = 16; the block size changes only the
-/// unrolled chunk count) is assembled by the pinned ptxas with `HMMA` in
-/// its SASS on the first target of each tensor-core model (sm_80 A100,
+/// unrolled chunk count and the tile) is assembled by the pinned ptxas
+/// with `HMMA` in its SASS (and `LDSM`, `LDGSTS` for the staged forward
+/// and grad-input kernels) on the first target of each tensor-core model (sm_80 A100,
 /// sm_89 Ada, sm_90 H100, sm_100 B200); `tests/kernels_ptxas.rs` assembles
 /// every variant on every target (no spills, no local memory, minimal
 /// `.version`). SKIPs without the tools.
@@ -331,10 +332,21 @@ fn hmma_in_the_sass() {
         assert_eq!(all.len(), 27);
         for m in all.iter().filter(|m| m.kernel.ends_with("_b16")) {
             assert!(m.ptx.contains("mma.sync.aligned"), "{}", m.kernel);
-            match or_skip(testing::assert_opcode_present(m, "HMMA")) {
-                Ok(Some(_)) => {}
+            // the staged kernels: cp.async copies (LDGSTS) and ldmatrix
+            // fragments (LDSM); one assembly per module
+            let sass = match or_skip(testing::sass(m)) {
+                Ok(Some(s)) => s,
                 Ok(None) => return,
                 Err(e) => panic!("{} on {sm}: {e}", m.kernel),
+            };
+            let staged = !m.kernel.contains("grad_values");
+            let ops: &[&str] = if staged {
+                &["HMMA", "LDSM", "LDGSTS"]
+            } else {
+                &["HMMA"]
+            };
+            for op in ops {
+                assert!(sass.count(op) > 0, "{} on {sm}: no {op}", m.kernel);
             }
         }
     }
@@ -382,4 +394,95 @@ fn zero_rows() {
     let v = st.upload(&vec![0u16; dims.values_len()]).unwrap();
     let mut y = st.context().alloc::<f32>(0).unwrap();
     tc::forward_dev(&st, TcPrecision::F16, &topo, 0, &empty, &v, None, &mut y).unwrap();
+}
+
+/// The staged forward and grad-input kernels' edge paths: a single token
+/// (every CTA tile almost all padding rows, zero-filled), more CTA tiles
+/// than the simulator's grid cap (4 SMs × 8 CTAs: the grid-stride loop
+/// over tiles), a block row whose slots are all empty (its outputs are
+/// `+0.0`, or exactly the bias) and column blocks no slot uses (`gx` is
+/// `+0.0`), with and without a bias. Outputs start as a sentinel, so an
+/// unwritten element fails.
+#[test]
+fn staged_edge_paths() {
+    let (r, c, b) = (36, 34, 16);
+    let dims = Dims::new(r, c, 1, b).unwrap();
+    // row 5 and every row ≡ 3 (mod 11) empty; the rest spread over the
+    // columns, leaving some unused
+    let col: Vec<i32> = (0..r)
+        .map(|i| {
+            if i == 5 || i % 11 == 3 {
+                -1
+            } else {
+                ((i * 7) % c) as i32
+            }
+        })
+        .collect();
+    assert!((0..c as i32).any(|j| !col.contains(&j)));
+    for (sm, prec, seed) in [
+        (Sm::Sm80, TcPrecision::Bf16, 81),
+        (Sm::Sm90, TcPrecision::Tf32, 82),
+    ] {
+        let n = 1;
+        let mut rng = Rng(seed);
+        let vals = values(&mut rng, dims.values_len(), prec, false);
+        let xf = values(&mut rng, n * dims.in_features(), prec, false);
+        let gyf = values(&mut rng, n * dims.out_features(), prec, false);
+        let bias = values(&mut rng, dims.out_features(), TcPrecision::Tf32, false);
+        let st = Context::sim(sm).default_stream();
+        let topo = DeviceTopology::upload(&st, &dims, &col).unwrap();
+        let dbias = st.upload(&bias).unwrap();
+        let check = |what: &str, got: Vec<f32>, want: Vec<f32>| {
+            assert_eq!(bits(&got), bits(&want), "{what} {prec} on {sm}");
+        };
+        macro_rules! run {
+            ($t:ty) => {{
+                let (x, v, gy) = (
+                    <$t>::encode(prec, &xf),
+                    <$t>::encode(prec, &vals),
+                    <$t>::encode(prec, &gyf),
+                );
+                let (dx, dv, dgy) = (
+                    st.upload(&x).unwrap(),
+                    st.upload(&v).unwrap(),
+                    st.upload(&gy).unwrap(),
+                );
+                for with_bias in [false, true] {
+                    let mut y = st.upload(&vec![7.0f32; n * dims.out_features()]).unwrap();
+                    let bias_dev = with_bias
+                        .then_some(&dbias as &dyn ptxsmith::runtime::buffer::AsDevice<f32>);
+                    tc::forward_dev(&st, prec, &topo, n, &dx, &dv, bias_dev, &mut y).unwrap();
+                    let hb = with_bias.then_some(&bias[..]);
+                    let want = host::forward(sm, prec, &dims, n, &x, &v, &col, hb).unwrap();
+                    let got = st.to_vec(&y).unwrap();
+                    // the empty row: +0.0 or exactly the bias
+                    for i in 0..b {
+                        let e = 5 * b + i;
+                        let empty = if with_bias { bias[e] } else { 0.0 };
+                        assert_eq!(
+                            got[e].to_bits(),
+                            empty.to_bits(),
+                            "empty row, bias {with_bias}"
+                        );
+                    }
+                    check(&format!("forward (bias {with_bias})"), got, want);
+                }
+                let mut gx = st.upload(&vec![7.0f32; n * dims.in_features()]).unwrap();
+                tc::grad_input_dev(&st, prec, &topo, n, &dgy, &dv, &mut gx).unwrap();
+                let want = host::grad_input(sm, prec, &dims, n, &gy, &v, &col).unwrap();
+                let got = st.to_vec(&gx).unwrap();
+                for j in (0..c).filter(|j| !col.contains(&(*j as i32))) {
+                    assert!(
+                        got[j * b..(j + 1) * b].iter().all(|v| v.to_bits() == 0),
+                        "unused column {j}"
+                    );
+                }
+                check("grad_input", got, want);
+            }};
+        }
+        match prec {
+            TcPrecision::Tf32 => run!(f32),
+            _ => run!(u16),
+        }
+    }
 }

@@ -80,10 +80,15 @@
 //! SM, not the module's `.target`.
 //!
 //! # Speed
-//! This first version loads fragments straight from global memory with
-//! ordinary `ld.global` (16-bit elements packed in pairs); staging tiles in
-//! shared memory with `cp.async` and loading fragments with `ldmatrix` is
-//! the next step, and changes no bit.
+//! The forward and grad-input kernels stage a CTA tile of many tokens ×
+//! the block's `B` features through shared memory: `cp.async`
+//! double-buffered copies of the input tile and the values block (one
+//! commit group per slot), `ldmatrix` fragments, warp tiles of several
+//! MMAs and vectorised stores ([`ptx::tiled`]); the modeled figures are in
+//! `docs/perf.md` ("Tensor-core block-ELL"). Grad-values still loads its
+//! fragments straight from global memory with ordinary `ld.global`.
+//! Staging changes no bit: each output element's chain of `mma.sync`
+//! steps is the contract's.
 
 pub mod host;
 pub mod launch;

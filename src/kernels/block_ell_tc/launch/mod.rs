@@ -13,7 +13,7 @@
 use super::host::{self, TcElem, TcPrecision};
 use super::ptx::{
     ForwardArgs, GradInputArgs, GradValuesArgs, THREADS, WARPS, generate_forward,
-    generate_grad_input, generate_grad_values,
+    generate_grad_input, generate_grad_values, tile,
 };
 use crate::dsl::params::{DevPtr, KernelParams};
 use crate::dsl::types::U32;
@@ -53,6 +53,13 @@ fn operand_ptr<T: TcElem>(st: &Stream, what: &str, v: &impl AsDevice<T>) -> Resu
 fn config(st: &Stream, tiles: usize) -> LaunchConfig {
     let mp = st.context().multiprocessor_count();
     LaunchConfig::linear(grid::ctas(tiles as u64, u64::from(WARPS), mp, 8), THREADS)
+}
+
+/// CTAs for `tiles` CTA tiles of the staged kernels: one a tile, at most 8
+/// per SM (the kernels' grid-stride loops cover the rest).
+fn cta_config(st: &Stream, tiles: usize) -> LaunchConfig {
+    let mp = st.context().multiprocessor_count();
+    LaunchConfig::linear(grid::ctas(tiles as u64, 1, mp, 8), THREADS)
 }
 
 fn tiles(what: &str, factors: &[usize]) -> Result<usize> {
@@ -114,7 +121,8 @@ pub fn forward_dev<T: TcElem>(
         check::len(FAMILY, "bias", b.len(), d.out_features(), "R·B")?;
     }
     let bias = bias.map(|b| stream.arg("bias", &b)).transpose()?;
-    let count = tiles("R × tiles × row tiles", &[d.r(), d.b() / 16, n.div_ceil(8)])?;
+    let tokens = tile(prec, bsize(&d)).tokens as usize;
+    let count = tiles("R × token tiles", &[d.r(), n.div_ceil(tokens)])?;
     let xp = operand_ptr(stream, "x", x)?;
     let vp = operand_ptr(stream, "values", values)?;
     let yp = stream.arg_mut("y", y)?;
@@ -134,7 +142,7 @@ pub fn forward_dev<T: TcElem>(
         has_bias: u32::from(bias.is_some()),
     };
     let m = memo!(generate_forward, stream.context().sm(), prec, bsize(&d))?;
-    stream.launch(m, config(stream, count), &args.args())
+    stream.launch(m, cta_config(stream, count), &args.args())
 }
 
 /// `gx` (`[N, C·B]` f32), the gradient with respect to `x` given `gy`
@@ -171,7 +179,8 @@ pub fn grad_input_dev<T: TcElem>(
         "N × C·B",
     )?;
     values_len(&d, values.as_device().len())?;
-    let count = tiles("C × tiles × row tiles", &[d.c(), d.b() / 16, n.div_ceil(8)])?;
+    let tokens = tile(prec, bsize(&d)).tokens as usize;
+    let count = tiles("C × token tiles", &[d.c(), n.div_ceil(tokens)])?;
     let gyp = operand_ptr(stream, "gy", gy)?;
     let vp = operand_ptr(stream, "values", values)?;
     let gxp = stream.arg_mut("gx", gx)?;
@@ -191,7 +200,7 @@ pub fn grad_input_dev<T: TcElem>(
         k: d.k() as u32,
     };
     let m = memo!(generate_grad_input, stream.context().sm(), prec, bsize(&d))?;
-    stream.launch(m, config(stream, count), &args.args())
+    stream.launch(m, cta_config(stream, count), &args.args())
 }
 
 /// `gv` (`[R, K, B, B]` f32), the gradient with respect to `values` given

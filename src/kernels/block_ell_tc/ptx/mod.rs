@@ -1,26 +1,24 @@
 //! The kernels of [`super`]: one module per (kernel, precision, block
 //! size `B`) and SM from sm_80 (`B` is a compile-time constant, so the
 //! MMA chunks of a block unroll). Every kernel runs [`WARPS`] warps per
-//! CTA; each warp owns one 16×8 output tile at a time (grid-stride over
-//! warps) and keeps its f32 accumulator fragment in registers across the
+//! CTA and keeps its f32 accumulator fragments in registers across the
 //! whole reduction, so each output element is exactly the contract's chain
 //! of `mma.sync` steps. No atomics: every output element has one writer.
 //!
-//! | kernel | warp tile (M × N of the MMA) | reduction (K of the MMA) |
+//! | kernel | unit of work | reduction (K of the MMA) |
 //! |---|---|---|
-//! | `block_ell_tc_forward_{p}_b{B}` | 16 outputs `i` of block row `r` × 8 rows `n` | slots `k` ascending (empty ones skipped, warp-uniform), `j` in chunks |
-//! | `block_ell_tc_grad_input_{p}_b{B}` | 16 inputs `j` of column block `c` × 8 rows `n` | the transposed index's slots ascending, `i` in chunks |
-//! | `block_ell_tc_grad_values_{p}_b{B}` | 16 `i` × 8 `j` of one slot | rows `n` in chunks within each 256-row N-chunk; partials joined by `add.rn` in ascending order in registers |
+//! | `block_ell_tc_forward_{p}_b{B}` | a CTA tile of [`tile`]`(p, B).tokens` rows `n` × the `B` outputs of block row `r` ([`tiled`]: `cp.async` staging, `ldmatrix`) | slots `k` ascending (empty ones skipped, CTA-uniform), `j` in chunks |
+//! | `block_ell_tc_grad_input_{p}_b{B}` | a CTA tile of rows `n` × the `B` inputs of column block `c` ([`tiled`]) | the transposed index's slots ascending, `i` in chunks |
+//! | `block_ell_tc_grad_values_{p}_b{B}` | a warp's 16 `i` × 8 `j` of one slot | rows `n` in chunks within each 256-row N-chunk; partials joined by `add.rn` in ascending order in registers |
 //!
-//! Fragments are loaded element by element with `ld.global` (16-bit
-//! elements `ld.global.u16`, packed in pairs low element first; tf32
-//! operands `ld.global.f32` then `cvt.rna.tf32.f32`), by the PTX ISA's
-//! fragment tables (see [`crate::dsl::builder`]'s `mma` module). Rows past
-//! `N` are read clamped to row `N − 1`: in the forward and grad-input
-//! kernels they feed only output columns that are never stored; in
-//! grad-values (where `n` is the reduction) their operands are replaced by
-//! `+0`, as the host model pads. Staging through shared memory with
-//! `cp.async` and `ldmatrix` is a later speed step.
+//! The forward and grad-input kernels stage their operands in shared
+//! memory (see [`tiled`]). Grad-values still loads its fragments element
+//! by element with `ld.global` (16-bit elements `ld.global.u16`, packed in
+//! pairs low element first; tf32 operands `ld.global.f32` then
+//! `cvt.rna.tf32.f32`), by the PTX ISA's fragment tables (see
+//! [`crate::dsl::builder`]'s `mma` module); rows `n ≥ N` are read clamped
+//! to row `N − 1` and their operands replaced by `+0`, as the host model
+//! pads. Staging grad-values the same way is the next speed step.
 
 use crate::dsl::params::Ptr;
 use crate::dsl::types::{Bf16x2, F16x2, F32, MmaInput, Pred, Reg, S32, Tf32, U16, U32, U64};
@@ -32,6 +30,9 @@ use crate::target::{Feature, Sm};
 use crate::tensor_core::InputFormat;
 
 use super::host::{TC_BLOCK_SIZES, TcPrecision};
+
+pub mod tiled;
+pub use tiled::{Tile, tile};
 
 /// Warps per CTA.
 pub const WARPS: u32 = 4;
@@ -276,90 +277,10 @@ fn name(kernel: &str, prec: TcPrecision, bs: u32) -> String {
 pub fn generate_forward(sm: Sm, prec: TcPrecision, bs: u32) -> Result<PtxModule> {
     check(sm, bs)?;
     match prec {
-        TcPrecision::Bf16 => forward::<Bf16x2>(sm, prec, bs),
-        TcPrecision::F16 => forward::<F16x2>(sm, prec, bs),
-        TcPrecision::Tf32 => forward::<Tf32>(sm, prec, bs),
+        TcPrecision::Bf16 => tiled::forward::<Bf16x2>(sm, prec, bs),
+        TcPrecision::F16 => tiled::forward::<F16x2>(sm, prec, bs),
+        TcPrecision::Tf32 => tiled::forward::<Tf32>(sm, prec, bs),
     }
-}
-
-fn forward<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Result<PtxModule> {
-    let fmt = T::FORMAT;
-    let q = prec.chunk() as u32;
-    let mut b = builder(&name("forward", prec, bs), sm);
-    let p = b.params::<ForwardArgs>();
-    let w = warp(&mut b);
-    let mt = bs / 16; // 16-row tiles per block
-    let n7 = b.add(p.n, 7u32);
-    let ntn = b.shr(n7, 3u32);
-    let per_r = b.mul_lo(ntn, mt);
-    let total = b.mul_lo(per_r, p.r);
-    let last = b.sub(p.n, 1u32);
-    let fin = b.shl(p.c, log2(bs));
-    let fout = b.shl(p.r, log2(bs));
-    b.for_range(w.first, total, w.step, |b, tile| {
-        let nt = b.rem(tile, ntn);
-        let rest = b.div(tile, ntn);
-        let it = b.and(rest, mt - 1);
-        let r = b.shr(rest, log2(mt));
-        let n0 = b.shl(nt, 3u32);
-        let i0 = b.shl(it, 4u32);
-        let acc = b.frag_c_zero();
-        let rk = b.mul_lo(r, p.k);
-        b.for_range(0u32, p.k, 1u32, |b, kk| {
-            let s = b.add(rk, kk);
-            let cp = b.offset(p.col, s);
-            let cs = b.ld_global(cp, 0);
-            let live = b.setp(Cmp::Ge, cs, 0i32);
-            b.if_(live, |b| {
-                let c = b.s32_as_u32(cs);
-                let cb = b.shl(c, log2(bs));
-                // values row base: (s·B + i0)·B
-                let sb = b.shl(s, log2(bs));
-                let si = b.add(sb, i0);
-                let vrow0 = b.shl(si, log2(bs));
-                for ch in 0..bs / q {
-                    let a = frag_a::<T>(b, &w, |b, row, col| {
-                        let rb = b.shl(row, log2(bs));
-                        let e = b.add(rb, col);
-                        let e = b.add(e, ch * q);
-                        let e = b.add(e, vrow0);
-                        let e = b.u32_to_u64(e);
-                        operand(b, fmt, p.values, e, None)
-                    });
-                    let bf = frag_b::<T>(b, &w, |b, krow, ncol| {
-                        let nn = b.add(n0, ncol);
-                        let nn = b.min(nn, last);
-                        let xc = b.add(cb, krow);
-                        let xc = b.add(xc, ch * q);
-                        let e = index2(b, nn, fin, xc);
-                        operand(b, fmt, p.x, e, None)
-                    });
-                    mma_into(b, a, bf, acc);
-                }
-            });
-        });
-        let rbase = b.shl(r, log2(bs));
-        let obase = b.add(rbase, i0);
-        let with_bias = b.setp(Cmp::Ne, p.has_bias, 0u32);
-        for (i, &v) in acc.regs.iter().enumerate() {
-            let (row, col) = c_coord(b, &w, i as u32);
-            let nn = b.add(n0, col);
-            let o = b.add(obase, row);
-            let inside = b.setp(Cmp::Lt, nn, p.n);
-            b.if_(inside, |b| {
-                b.if_(with_bias, |b| {
-                    let bp = b.offset(p.bias, o);
-                    let bv = b.ld_global(bp, 0);
-                    let s = b.fadd(Rounding::Rn, v, bv);
-                    b.assign(v, s);
-                });
-                let e = index2(b, nn, fout, o);
-                let yp = b.offset64(p.y, e);
-                b.st_global(yp, 0, v);
-            });
-        }
-    });
-    b.finish()
 }
 
 /// `block_ell_tc_grad_input_{p}_b{B}` for `sm`.
@@ -369,81 +290,10 @@ fn forward<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Result<PtxModule>
 pub fn generate_grad_input(sm: Sm, prec: TcPrecision, bs: u32) -> Result<PtxModule> {
     check(sm, bs)?;
     match prec {
-        TcPrecision::Bf16 => grad_input::<Bf16x2>(sm, prec, bs),
-        TcPrecision::F16 => grad_input::<F16x2>(sm, prec, bs),
-        TcPrecision::Tf32 => grad_input::<Tf32>(sm, prec, bs),
+        TcPrecision::Bf16 => tiled::grad_input::<Bf16x2>(sm, prec, bs),
+        TcPrecision::F16 => tiled::grad_input::<F16x2>(sm, prec, bs),
+        TcPrecision::Tf32 => tiled::grad_input::<Tf32>(sm, prec, bs),
     }
-}
-
-fn grad_input<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Result<PtxModule> {
-    let fmt = T::FORMAT;
-    let q = prec.chunk() as u32;
-    let mut b = builder(&name("grad_input", prec, bs), sm);
-    let p = b.params::<GradInputArgs>();
-    let w = warp(&mut b);
-    let mt = bs / 16;
-    let n7 = b.add(p.n, 7u32);
-    let ntn = b.shr(n7, 3u32);
-    let per_c = b.mul_lo(ntn, mt);
-    let total = b.mul_lo(per_c, p.c);
-    let last = b.sub(p.n, 1u32);
-    let fin = b.shl(p.c, log2(bs));
-    let fout = b.shl(p.r, log2(bs));
-    b.for_range(w.first, total, w.step, |b, tile| {
-        let nt = b.rem(tile, ntn);
-        let rest = b.div(tile, ntn);
-        let jt = b.and(rest, mt - 1);
-        let c = b.shr(rest, log2(mt));
-        let n0 = b.shl(nt, 3u32);
-        let j0 = b.shl(jt, 4u32);
-        let acc = b.frag_c_zero();
-        let op = b.offset(p.offsets, c);
-        let lo = b.ld_global(op, 0);
-        let hi = b.ld_global(op, 1);
-        b.for_range(lo, hi, 1u32, |b, e| {
-            let sp = b.offset(p.slots, e);
-            let s = b.ld_global(sp, 0);
-            let r = b.div(s, p.k);
-            let gyc = b.shl(r, log2(bs));
-            let sb = b.shl(s, log2(bs));
-            for ch in 0..bs / q {
-                // A[j][i] = values[s, ch·q + i, j0 + j]
-                let a = frag_a::<T>(b, &w, |b, row, col| {
-                    let i = b.add(col, ch * q);
-                    let si = b.add(sb, i);
-                    let rb = b.shl(si, log2(bs));
-                    let e = b.add(rb, j0);
-                    let e = b.add(e, row);
-                    let e = b.u32_to_u64(e);
-                    operand(b, fmt, p.values, e, None)
-                });
-                // B[i][n] = gy[n0 + n][r·B + ch·q + i]
-                let bf = frag_b::<T>(b, &w, |b, krow, ncol| {
-                    let nn = b.add(n0, ncol);
-                    let nn = b.min(nn, last);
-                    let gc = b.add(gyc, krow);
-                    let gc = b.add(gc, ch * q);
-                    let e = index2(b, nn, fout, gc);
-                    operand(b, fmt, p.gy, e, None)
-                });
-                mma_into(b, a, bf, acc);
-            }
-        });
-        let cbase = b.shl(c, log2(bs));
-        let fbase = b.add(cbase, j0);
-        for (i, &v) in acc.regs.iter().enumerate() {
-            let (row, col) = c_coord(b, &w, i as u32);
-            let nn = b.add(n0, col);
-            let f = b.add(fbase, row);
-            let inside = b.setp(Cmp::Lt, nn, p.n);
-            b.if_(inside, |b| {
-                let e = index2(b, nn, fin, f);
-                let gp = b.offset64(p.gx, e);
-                b.st_global(gp, 0, v);
-            });
-        }
-    });
-    b.finish()
 }
 
 /// `block_ell_tc_grad_values_{p}_b{B}` for `sm`.

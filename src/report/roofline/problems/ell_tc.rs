@@ -160,8 +160,10 @@ fn problem(op: Op, p: TcPrecision, b: usize, pct: usize) -> Problem {
     };
     let kernel = format!("block_ell_tc_{kernel}_{p}_b{b}");
     let e = elem(p);
-    // Warp tiles (16 outputs × 8 rows of N, or 16 × 8 of a block): the
-    // kernels' grid-stride unit.
+    // The grid-stride unit: a CTA tile of `tokens` rows of N × one output
+    // block (forward, grad-input), a warp tile of 16 × 8 of a block
+    // (grad-values).
+    let tokens = tc::ptx::tile(p, b as u32).tokens as usize;
     let (samples, capped, check, basis): (Vec<Shape>, Shape, Shape, Box<BasisFn>) = match op {
         Op::Forward => (
             vec![
@@ -171,8 +173,8 @@ fn problem(op: Op, p: TcPrecision, b: usize, pct: usize) -> Problem {
             ],
             vec![2, 64, 8, 8, b, 256],
             vec![2, 64, 8, 6, b, 32],
-            Box::new(|s, _, _| {
-                let t = f(s[0] * (s[4] / 16) * s[5].div_ceil(8));
+            Box::new(move |s, _, _| {
+                let t = f(s[0] * s[5].div_ceil(tokens));
                 vec![t, t * f(s[2]), t * f(s[3])]
             }),
         ),
@@ -180,8 +182,8 @@ fn problem(op: Op, p: TcPrecision, b: usize, pct: usize) -> Problem {
             vec![vec![8, 8, 4, 4, b, 16], vec![8, 8, 8, 8, b, 16]],
             vec![8, 8, 4, 4, b, 512],
             vec![8, 8, 8, 4, b, 32],
-            Box::new(|s, _, _| {
-                let t = f(s[1] * (s[4] / 16) * s[5].div_ceil(8));
+            Box::new(move |s, _, _| {
+                let t = f(s[1] * s[5].div_ceil(tokens));
                 vec![t, t * f(s[3])]
             }),
         ),

@@ -1,0 +1,630 @@
+//! The staged forward and grad-input kernels (issue 31, speed step): one
+//! CTA computes a tile of [`Tile::tokens`] rows of `N` × the `B` output
+//! features of one output block (block row `r` for the forward pass,
+//! column block `c` for grad-input), over that block's entries in the
+//! contract's order.
+//!
+//! # Data movement
+//! Per entry (a slot of row `r`, or an entry of column `c` in the
+//! transposed index) the CTA stages two tiles into shared memory with
+//! `cp.async.cg` (16 bytes a copy, one commit group per entry), double
+//! buffered: while the tensor cores work on entry `i`, the copies of entry
+//! `i + 1` are in flight (`cp.async.wait_group 1`, then `bar.sync`):
+//! * the **input tile**: `tokens` rows of the entry's `B` input features
+//!   (`x[n][c·B ..]` forward, `gy[n][r·B ..]` grad-input). Rows `n ≥ N`
+//!   are copied with `src_size` 0, i.e. zero-filled (their source address
+//!   clamped to row `N − 1`); they feed only output rows that are never
+//!   stored;
+//! * the **values block** `values[s]`, `B × B`, as stored.
+//!
+//! Every staged row is padded by 16 bytes, so the 8 row addresses of an
+//! `ldmatrix` phase (same column, consecutive rows) fall in 8 distinct
+//! 16-byte bank groups (the row pitch is an odd number of 16-byte units
+//! modulo 8 for every `B` and element size).
+//!
+//! # MMA orientation
+//! The MMA's `M` is the tokens and its `N` the output features: `A` =
+//! the input tile (row-major: `ldmatrix.x4`), `B[k][f]` = `values[s, f,
+//! k]` forward (rows of `k`: `ldmatrix.x4` without `.trans`) or
+//! `values[s, k, f]` grad-input (row-major `B`: `ldmatrix.x4.trans` for
+//! bf16/f16; tf32 cannot transpose 32-bit elements with `ldmatrix`, so
+//! its grad-input `B` fragments are `ld.shared.f32`). tf32 operands are
+//! loaded as raw f32 bits (an 8×8 `.b16` matrix is an 8 × 4 `f32` matrix,
+//! exactly the tf32 fragment layout) and converted with
+//! `cvt.rna.tf32.f32`. The products of the block FMA are exact and the
+//! pairs keep their `k` order, so which operand is `A` changes no bit:
+//! each output element is the contract's chain (entries ascending, `k`
+//! chunks ascending, one `mma.sync` each) from `+0.0`.
+//!
+//! # Warps
+//! [`WARPS`] warps split the tile into warp tiles of
+//! `tokens / warps_tok` × `B / (WARPS / warps_tok)`: each lane keeps
+//! `(M/16) × (N/8)` accumulator fragments, every `A` fragment feeds `N/8`
+//! `HMMA`s and every `B` fragment `M/16`. The epilogue stores each lane's
+//! two adjacent features with one `st.global.v2.f32` (predicated on `n <
+//! N`; the forward pass adds the bias first with `add.rn`).
+//!
+//! Empty slots (forward) commit an empty group and skip the MMAs (a
+//! CTA-uniform branch): their values are never read.
+
+use crate::dsl::types::{B32, F32, MmaInput, Pred, Reg, U32, U64};
+use crate::dsl::{
+    Cmp, FragA, FragB, FragC, GlobalPtr, KernelBuilder, PtxModule, Rounding, SharedPtr,
+};
+use crate::error::Result;
+use crate::tensor_core::InputFormat;
+
+use super::super::host::TcPrecision;
+use super::{ForwardArgs, GradInputArgs, THREADS, WARPS, builder, mma_into, name};
+
+/// The CTA tile of the staged forward and grad-input kernels of one
+/// precision and block size (see the [module docs](self)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tile {
+    /// Rows of `N` per CTA tile.
+    pub tokens: u32,
+    /// Warps along the tokens; the other factor of [`WARPS`] splits the
+    /// `B` features.
+    pub warps_tok: u32,
+}
+
+/// The tile of precision `prec` at block size `bs` (16, 32 or 64): as many
+/// tokens as the double-buffered staging fits in 48 KiB of static shared
+/// memory.
+pub fn tile(prec: TcPrecision, bs: u32) -> Tile {
+    let (tokens, warps_tok) = match (prec, bs) {
+        (TcPrecision::Tf32, 64) => (16, 1),
+        (TcPrecision::Tf32, 32) => (128, 4),
+        (TcPrecision::Tf32, _) => (256, 4),
+        (_, 64) => (64, 2),
+        _ => (256, 4),
+    };
+    Tile { tokens, warps_tok }
+}
+
+/// The shape of one kernel, in bytes and fragments.
+struct Shape {
+    fmt: InputFormat,
+    bs: u32,
+    /// bytes of an element
+    e: u32,
+    /// bytes of a staged row (`B` elements) and its padded pitch
+    rowb: u32,
+    pitch: u32,
+    /// 16-byte chunks per staged row
+    cpr: u32,
+    tokens: u32,
+    /// warp tile: tokens × features, and its fragment counts
+    wt: u32,
+    wf: u32,
+    mt: u32,
+    nt: u32,
+    /// MMA k chunks per block
+    chunks: u32,
+    /// grad-input: `B` row-major (`values[s, k, f]`)
+    trans: bool,
+}
+
+impl Shape {
+    fn new<T: MmaInput>(prec: TcPrecision, bs: u32, trans: bool) -> Self {
+        let fmt = T::FORMAT;
+        let e = if fmt == InputFormat::Tf32 { 4 } else { 2 };
+        let t = tile(prec, bs);
+        let rowb = bs * e;
+        let (wt, wf) = (t.tokens / t.warps_tok, bs / (WARPS / t.warps_tok));
+        Shape {
+            fmt,
+            bs,
+            e,
+            rowb,
+            pitch: rowb + 16,
+            cpr: rowb / 16,
+            tokens: t.tokens,
+            wt,
+            wf,
+            mt: wt / 16,
+            nt: wf / 8,
+            chunks: bs / prec.chunk() as u32,
+            trans,
+        }
+    }
+    fn xbuf(&self) -> u32 {
+        self.tokens * self.pitch
+    }
+    fn vbuf(&self) -> u32 {
+        self.bs * self.pitch
+    }
+}
+
+/// The kernel's operands, whichever pass it is.
+struct Io {
+    input: Reg<U64>,
+    values: Reg<U64>,
+    out: Reg<U64>,
+    n: Reg<U32>,
+    in_width: Reg<U32>,
+    out_width: Reg<U32>,
+    /// output blocks (`R` forward, `C` grad-input)
+    blocks: Reg<U32>,
+}
+
+/// One entry of an output block's reduction: its slot, the input block it
+/// multiplies, and (forward) whether the slot is filled.
+struct Entry {
+    slot: Reg<U32>,
+    block: Reg<U32>,
+    live: Option<Reg<Pred>>,
+}
+
+/// Which entries an output block runs over.
+trait Entries {
+    /// `[lo, hi)` of output block `o`.
+    fn range(&self, b: &mut KernelBuilder, o: Reg<U32>) -> (Reg<U32>, Reg<U32>);
+    /// Entry `i` of output block `o`.
+    fn entry(&self, b: &mut KernelBuilder, o: Reg<U32>, i: Reg<U32>) -> Entry;
+}
+
+/// Forward: the slots `k = 0..K` of row `o`, empty ones skipped.
+struct Slots {
+    col: GlobalPtr<crate::dsl::types::S32>,
+    k: Reg<U32>,
+}
+
+impl Entries for Slots {
+    fn range(&self, b: &mut KernelBuilder, _o: Reg<U32>) -> (Reg<U32>, Reg<U32>) {
+        (b.mov(0u32), self.k)
+    }
+    fn entry(&self, b: &mut KernelBuilder, o: Reg<U32>, i: Reg<U32>) -> Entry {
+        let slot = b.mad_lo(o, self.k, i);
+        let cp = b.offset(self.col, slot);
+        let cs = b.ld_global(cp, 0);
+        let live = b.setp(Cmp::Ge, cs, 0i32);
+        Entry {
+            slot,
+            block: b.s32_as_u32(cs),
+            live: Some(live),
+        }
+    }
+}
+
+/// Grad-input: the transposed index's entries of column block `o`.
+struct Index {
+    offsets: GlobalPtr<U32>,
+    slots: GlobalPtr<U32>,
+    k: Reg<U32>,
+}
+
+impl Entries for Index {
+    fn range(&self, b: &mut KernelBuilder, o: Reg<U32>) -> (Reg<U32>, Reg<U32>) {
+        let op = b.offset(self.offsets, o);
+        (b.ld_global(op, 0), b.ld_global(op, 1))
+    }
+    fn entry(&self, b: &mut KernelBuilder, _o: Reg<U32>, i: Reg<U32>) -> Entry {
+        let sp = b.offset(self.slots, i);
+        let slot = b.ld_global(sp, 0);
+        let block = b.div(slot, self.k);
+        Entry {
+            slot,
+            block,
+            live: None,
+        }
+    }
+}
+
+fn log2(v: u32) -> u32 {
+    v.trailing_zeros()
+}
+
+fn gptr(r: Reg<U64>) -> GlobalPtr<U32> {
+    GlobalPtr::from_reg(r)
+}
+
+fn sptr<E>(r: Reg<U32>) -> SharedPtr<E> {
+    SharedPtr::from_reg(r)
+}
+
+/// A raw f32 register (as loaded) as a tf32 operand of type `T`.
+fn tf32_operand<T: MmaInput>(b: &mut KernelBuilder, bits: Reg<U32>) -> Reg<T> {
+    let f = b.f32_from_bits(bits);
+    let t = b.cvt_to_tf32(f);
+    let w = b.packed_bits(t);
+    b.u32_as_packed::<T>(w)
+}
+
+/// `ldmatrix.x4` (no `.trans` unless `trans`) into four operand registers
+/// of `T` (tf32: raw bits converted with `cvt.rna.tf32.f32`).
+fn ldsm4<T: MmaInput>(b: &mut KernelBuilder, p: Reg<U32>, trans: bool) -> [Reg<T>; 4] {
+    if T::FORMAT == InputFormat::Tf32 {
+        let raw = b.ldmatrix_x4::<B32, U32>(sptr(p), trans);
+        raw.map(|r| {
+            let u = b.b32_as_u32(r);
+            tf32_operand::<T>(b, u)
+        })
+    } else {
+        b.ldmatrix_x4::<T, U32>(sptr(p), trans)
+    }
+}
+
+/// Per-thread constants of the `cp.async` staging.
+struct Stage {
+    /// input tile: per copy, the source row's address (plus the thread's
+    /// chunk) and its `src_size` (16, or 0 past `N`)
+    src: Vec<Reg<U64>>,
+    size: Vec<Reg<U32>>,
+    /// the thread's first input-tile destination (buffer 0)
+    xdst: Reg<U32>,
+    /// the thread's byte offset into a values block, and its first
+    /// destination (buffer 0)
+    vsrc: Reg<U64>,
+    vdst: Reg<U32>,
+}
+
+/// Issue the copies of `entry` into buffer `buf` (0 or 1).
+fn issue(
+    b: &mut KernelBuilder,
+    sh: &Shape,
+    io: &Io,
+    st: &Stage,
+    tid: Reg<U32>,
+    en: &Entry,
+    buf: Reg<U32>,
+) {
+    let body = |b: &mut KernelBuilder| {
+        // the input tile: column block `en.block`
+        let cb = b.mul_wide_u32(en.block, sh.rowb);
+        let xoff = b.mul_lo(buf, sh.xbuf());
+        let xd = b.add(st.xdst, xoff);
+        let rstep = 128 / sh.cpr; // rows between a thread's copies
+        for (j, (&src, &size)) in st.src.iter().zip(&st.size).enumerate() {
+            let s = b.add(src, cb);
+            let d = b.add(xd, j as u32 * rstep * sh.pitch);
+            b.cp_async_cg(sptr::<U32>(d), gptr(s), Some(size.into()));
+        }
+        // the values block `values[slot]`
+        let vb = b.mul_wide_u32(en.slot, sh.bs * sh.rowb);
+        let vb = b.add(vb, io.values);
+        let vs = b.add(vb, st.vsrc);
+        let voff = b.mul_lo(buf, sh.vbuf());
+        let vd = b.add(st.vdst, voff);
+        let count = sh.bs * sh.cpr;
+        let copy = |b: &mut KernelBuilder| {
+            for j in 0..count.div_ceil(THREADS) {
+                let s = b.add(vs, u64::from(j * THREADS * 16));
+                let d = b.add(vd, j * rstep * sh.pitch);
+                b.cp_async_cg(sptr::<U32>(d), gptr(s), None);
+            }
+        };
+        if count < THREADS {
+            let some = b.setp(Cmp::Lt, tid, count);
+            b.if_(some, copy);
+        } else {
+            copy(b);
+        }
+    };
+    match en.live {
+        Some(live) => b.if_(live, body),
+        None => body(b),
+    }
+}
+
+/// Lane addresses (buffer 0) of the fragments.
+struct Lanes {
+    a: Reg<U32>,
+    b: Reg<U32>,
+}
+
+/// The MMAs of one staged entry from buffer `buf`.
+fn compute<T: MmaInput>(
+    b: &mut KernelBuilder,
+    sh: &Shape,
+    ln: &Lanes,
+    acc: &[Vec<FragC>],
+    buf: Reg<U32>,
+) {
+    let xoff = b.mul_lo(buf, sh.xbuf());
+    let abase = b.add(ln.a, xoff);
+    let voff = b.mul_lo(buf, sh.vbuf());
+    let bbase = b.add(ln.b, voff);
+    let tf32 = sh.fmt == InputFormat::Tf32;
+    for kc in 0..sh.chunks {
+        let frag_a: Vec<FragA<T>> = (0..sh.mt)
+            .map(|mi| {
+                let p = b.add(abase, mi * 16 * sh.pitch + kc * 32);
+                FragA {
+                    regs: ldsm4::<T>(b, p, false),
+                }
+            })
+            .collect();
+        let mut frag_b: Vec<FragB<T>> = Vec::new();
+        if sh.trans && tf32 {
+            // b0 = values[s, kc·8 + t, f0 + g], b1 = … k + 4
+            for ni in 0..sh.nt {
+                let regs = [0, 4].map(|dk| {
+                    let off = (kc * 8 + dk) * sh.pitch + ni * 32;
+                    let p = b.add(bbase, off);
+                    let v = b.ld_shared(sptr::<F32>(p), 0);
+                    let u = b.f32_bits(v);
+                    tf32_operand::<T>(b, u)
+                });
+                frag_b.push(FragB { regs });
+            }
+        } else {
+            for np in 0..sh.nt / 2 {
+                let off = if sh.trans {
+                    kc * 16 * sh.pitch + np * 16 * sh.e
+                } else {
+                    np * 16 * sh.pitch + kc * 32
+                };
+                let p = b.add(bbase, off);
+                let [r0, r1, r2, r3] = ldsm4::<T>(b, p, sh.trans);
+                frag_b.push(FragB { regs: [r0, r1] });
+                frag_b.push(FragB { regs: [r2, r3] });
+            }
+        }
+        for (mi, a) in frag_a.iter().enumerate() {
+            for (ni, bf) in frag_b.iter().enumerate() {
+                mma_into(b, *a, *bf, acc[mi][ni]);
+            }
+        }
+    }
+}
+
+/// The pass-specific epilogue input: the bias of the forward pass.
+struct Bias {
+    ptr: GlobalPtr<F32>,
+    on: Reg<U32>,
+}
+
+fn kernel<T: MmaInput>(
+    mut b: KernelBuilder,
+    sh: &Shape,
+    io: &Io,
+    entries: &dyn Entries,
+    bias: Option<&Bias>,
+) -> Result<PtxModule> {
+    let xs = b.shared_array::<U32>("xs", 2 * sh.xbuf() / 4, 16);
+    let vs = b.shared_array::<U32>("vs", 2 * sh.vbuf() / 4, 16);
+    let tid = b.tid_x();
+    let lane = b.and(tid, 31u32);
+    let w = b.shr(tid, 5u32);
+    let warps_tok = sh.tokens / sh.wt;
+    let wtok = b.rem(w, warps_tok);
+    let wfeat = b.div(w, warps_tok);
+    let wt0 = b.mul_lo(wtok, sh.wt);
+    let wf0 = b.mul_lo(wfeat, sh.wf);
+    let g = b.shr(lane, 2u32);
+    let t = b.and(lane, 3u32);
+    let l16 = b.and(lane, 15u32);
+    let l8 = b.and(lane, 7u32);
+    let hi16 = b.shr(lane, 4u32); // lane / 16
+    let mid = b.shr(lane, 3u32);
+    let mid = b.and(mid, 1u32); // (lane / 8) % 2
+    let xs0 = b.shared_elem(&xs, 0u32).reg;
+    let vs0 = b.shared_elem(&vs, 0u32).reg;
+    // A: row wt0 + lane % 16, 16-byte unit lane / 16
+    let arow = b.add(wt0, l16);
+    let a = b.mad_lo(arow, sh.pitch, xs0);
+    let a = b.mad_lo(hi16, 16u32, a);
+    let bl = if sh.trans && sh.fmt == InputFormat::Tf32 {
+        // ld.shared: row t, feature wf0 + g
+        let p = b.mad_lo(t, sh.pitch, vs0);
+        let f = b.add(wf0, g);
+        b.mad_lo(f, 4u32, p)
+    } else if sh.trans {
+        // row k = lane % 8 + 8·((lane / 8) % 2), feature wf0 + 8·(lane / 16)
+        let k = b.mad_lo(mid, 8u32, l8);
+        let p = b.mad_lo(k, sh.pitch, vs0);
+        let f = b.mad_lo(hi16, 8u32, wf0);
+        b.mad_lo(f, sh.e, p)
+    } else {
+        // row feature wf0 + lane % 8 + 8·(lane / 16), unit (lane / 8) % 2
+        let f = b.mad_lo(hi16, 8u32, l8);
+        let f = b.add(f, wf0);
+        let p = b.mad_lo(f, sh.pitch, vs0);
+        b.mad_lo(mid, 16u32, p)
+    };
+    let ln = Lanes { a, b: bl };
+    // staging: the thread's chunk of a row and first row
+    let ch = b.and(tid, sh.cpr - 1);
+    let row0 = b.shr(tid, log2(sh.cpr));
+    let xdst = b.mad_lo(row0, sh.pitch, xs0);
+    let xdst = b.mad_lo(ch, 16u32, xdst);
+    let vdst = b.mad_lo(row0, sh.pitch, vs0);
+    let vdst = b.mad_lo(ch, 16u32, vdst);
+    let tid16 = b.shl(tid, 4u32);
+    let vsrc = b.u32_to_u64(tid16);
+    let ch16 = b.shl(ch, 4u32);
+    let ch16 = b.u32_to_u64(ch16);
+    let last = b.sub(io.n, 1u32);
+    let copies = sh.tokens * sh.cpr / THREADS;
+    let rstep = THREADS / sh.cpr;
+    let ntiles = b.add(io.n, sh.tokens - 1);
+    let ntiles = b.shr(ntiles, log2(sh.tokens));
+    let total = b.mul_lo(ntiles, io.blocks);
+    let first = b.ctaid_x();
+    let step = b.nctaid_x();
+    b.for_range(first, total, step, |b, tile| {
+        let o = b.rem(tile, io.blocks);
+        let ti = b.div(tile, io.blocks);
+        let n0 = b.shl(ti, log2(sh.tokens));
+        let mut src = Vec::new();
+        let mut size = Vec::new();
+        for j in 0..copies {
+            let r = b.add(n0, row0);
+            let r = b.add(r, j * rstep);
+            let inside = b.setp(Cmp::Lt, r, io.n);
+            size.push(b.selp(inside, 16u32, 0u32));
+            let rc = b.min(r, last);
+            let el = b.mul_wide_u32(rc, io.in_width);
+            let by = b.shl(el, log2(sh.e));
+            let by = b.add(by, ch16);
+            src.push(b.add(by, io.input));
+        }
+        let st = Stage {
+            src,
+            size,
+            xdst,
+            vsrc,
+            vdst,
+        };
+        let acc: Vec<Vec<FragC>> = (0..sh.mt)
+            .map(|_| (0..sh.nt).map(|_| b.frag_c_zero()).collect())
+            .collect();
+        let (lo, hi) = entries.range(b, o);
+        // prologue: entry `lo` into buffer 0
+        let cur_live = b.var::<U32>(0u32);
+        let any = b.setp(Cmp::Lt, lo, hi);
+        b.if_(any, |b| {
+            let en = entries.entry(b, o, lo);
+            let zero = b.mov(0u32);
+            issue(b, sh, io, &st, tid, &en, zero);
+            let l = match en.live {
+                Some(p) => b.selp(p, 1u32, 0u32),
+                None => b.mov(1u32),
+            };
+            b.set(&cur_live, l);
+        });
+        b.cp_async_commit_group();
+        let buf = b.var::<U32>(0u32);
+        b.for_range(lo, hi, 1u32, |b, i| {
+            let cur = b.get(&buf);
+            let nbuf = b.xor(cur, 1u32);
+            let next = b.add(i, 1u32);
+            let more = b.setp(Cmp::Lt, next, hi);
+            let next_live = b.var::<U32>(0u32);
+            b.if_(more, |b| {
+                let en = entries.entry(b, o, next);
+                issue(b, sh, io, &st, tid, &en, nbuf);
+                let l = match en.live {
+                    Some(p) => b.selp(p, 1u32, 0u32),
+                    None => b.mov(1u32),
+                };
+                b.set(&next_live, l);
+            });
+            b.cp_async_commit_group();
+            b.cp_async_wait_group(1);
+            b.bar_sync();
+            let live = b.get(&cur_live);
+            let live = b.setp(Cmp::Ne, live, 0u32);
+            b.if_(live, |b| compute::<T>(b, sh, &ln, &acc, cur));
+            b.bar_sync();
+            b.set(&buf, nbuf);
+            let nl = b.get(&next_live);
+            b.set(&cur_live, nl);
+        });
+        // epilogue: lane (g, t) holds rows g and g + 8 of each 16-row tile,
+        // features 2t and 2t + 1 of each 8-feature tile
+        let obase = b.mul_lo(o, sh.bs);
+        let f0 = b.add(obase, wf0);
+        let t2 = b.shl(t, 1u32);
+        let f0 = b.add(f0, t2);
+        // the bias (forward), loaded only when there is one
+        let biases = bias.map(|bi| {
+            let on = b.setp(Cmp::Ne, bi.on, 0u32);
+            let vars: Vec<[_; 2]> = (0..sh.nt)
+                .map(|_| [b.var::<F32>(0.0f32), b.var::<F32>(0.0f32)])
+                .collect();
+            b.if_(on, |b| {
+                let bp = b.offset(bi.ptr, f0);
+                for (ni, v) in vars.iter().enumerate() {
+                    let [lo, hi] = b.ld_global_v2(bp, (ni * 8) as i32);
+                    b.set(&v[0], lo);
+                    b.set(&v[1], hi);
+                }
+            });
+            let regs: Vec<[Reg<F32>; 2]> =
+                vars.iter().map(|v| [b.get(&v[0]), b.get(&v[1])]).collect();
+            (on, regs)
+        });
+        let rbase = b.add(n0, wt0);
+        let rbase = b.add(rbase, g);
+        for (mi, frags) in acc.iter().enumerate() {
+            for h in 0..2u32 {
+                let row = b.add(rbase, mi as u32 * 16 + 8 * h);
+                let inside = b.setp(Cmp::Lt, row, io.n);
+                let el = b.mul_wide_u32(row, io.out_width);
+                let f = b.u32_to_u64(f0);
+                let el = b.add(el, f);
+                let by = b.shl(el, 2u32);
+                let p = b.add(by, io.out);
+                let yp = GlobalPtr::<F32>::from_reg(p);
+                let vals: Vec<[Reg<F32>; 2]> = frags
+                    .iter()
+                    .enumerate()
+                    .map(|(ni, fc)| {
+                        let v = [fc.regs[2 * h as usize], fc.regs[2 * h as usize + 1]];
+                        match &biases {
+                            Some((on, bv)) => [0, 1].map(|q| {
+                                let s = b.fadd(Rounding::Rn, v[q], bv[ni][q]);
+                                b.selp(*on, s, v[q])
+                            }),
+                            None => v,
+                        }
+                    })
+                    .collect();
+                b.guarded(inside, |b| {
+                    for (ni, v) in vals.iter().enumerate() {
+                        b.st_global_v2(yp, (ni * 8) as i32, *v);
+                    }
+                });
+            }
+        }
+    });
+    b.finish()
+}
+
+/// `block_ell_tc_forward_{p}_b{B}`, staged (see the [module docs](self)).
+pub(super) fn forward<T: MmaInput>(
+    sm: crate::target::Sm,
+    prec: TcPrecision,
+    bs: u32,
+) -> Result<PtxModule> {
+    let sh = Shape::new::<T>(prec, bs, false);
+    let mut b = builder(&name("forward", prec, bs), sm);
+    let p = b.params::<ForwardArgs>();
+    let in_width = b.shl(p.c, log2(bs));
+    let out_width = b.shl(p.r, log2(bs));
+    let io = Io {
+        input: p.x.addr(),
+        values: p.values.addr(),
+        out: p.y.addr(),
+        n: p.n,
+        in_width,
+        out_width,
+        blocks: p.r,
+    };
+    let slots = Slots { col: p.col, k: p.k };
+    let bias = Bias {
+        ptr: p.bias,
+        on: p.has_bias,
+    };
+    kernel::<T>(b, &sh, &io, &slots, Some(&bias))
+}
+
+/// `block_ell_tc_grad_input_{p}_b{B}`, staged (see the [module docs](self)).
+pub(super) fn grad_input<T: MmaInput>(
+    sm: crate::target::Sm,
+    prec: TcPrecision,
+    bs: u32,
+) -> Result<PtxModule> {
+    let sh = Shape::new::<T>(prec, bs, true);
+    let mut b = builder(&name("grad_input", prec, bs), sm);
+    let p = b.params::<GradInputArgs>();
+    let in_width = b.shl(p.r, log2(bs));
+    let out_width = b.shl(p.c, log2(bs));
+    let io = Io {
+        input: p.gy.addr(),
+        values: p.values.addr(),
+        out: p.gx.addr(),
+        n: p.n,
+        in_width,
+        out_width,
+        blocks: p.c,
+    };
+    let index = Index {
+        offsets: p.offsets,
+        slots: p.slots,
+        k: p.k,
+    };
+    kernel::<T>(b, &sh, &io, &index, None)
+}
