@@ -351,6 +351,7 @@
 mod backend;
 mod checks;
 pub mod cli;
+mod cluster;
 mod code;
 mod cta;
 pub mod error;

@@ -126,14 +126,17 @@ impl Decoder<'_> {
             "abs", "neg", "and", "or", "xor", "not", "cnot", "shl", "shr", "bfe", "bfi", "prmt",
             "clz", "popc", "brev", "setp", "selp", "cvt", "cvta", "ld", "st", "atom", "red", "bra",
             "ret", "exit", "trap", "membar", "fence", "bar", "barrier", "shfl", "vote", "redux",
-            "ex2", "lg2", "rsqrt", "sin", "cos", "tanh", "mma", "ldmatrix", "cp",
+            "ex2", "lg2", "rsqrt", "sin", "cos", "tanh", "mma", "ldmatrix", "cp", "mapa",
         ];
         let base = opname.split('.').next().unwrap_or("");
         if !KNOWN.contains(&base) {
             return unsup(format!("opcode `{opname}`"));
         }
         let ops = operands(&toks[1..])?;
-        let norm = opname.replace("::cta", "").replace("::entry", "");
+        let norm = opname
+            .replace("::cta", "")
+            .replace("::entry", "")
+            .replace("shared::cluster", "shared_cluster");
         if norm.contains("::cluster") || norm.contains("::func") {
             return unsup("cluster / function state spaces");
         }
@@ -497,6 +500,9 @@ impl Decoder<'_> {
                 self.simple(Op::Approx { f, ftz: has("ftz") }, ops, 1, Cls::F32)
             }
             "membar" | "fence" => Ok(blank_inst(Op::Nop)),
+            "mapa" | "barrier" if base == "mapa" || mods.first() == Some(&"cluster") => {
+                self.decode_cluster(base, mods, ops)
+            }
             "bar" | "barrier" => {
                 if base == "bar" && has("warp") {
                     self.nops(ops, 1)?;

@@ -11,6 +11,7 @@ impl Decoder<'_> {
             match *m {
                 "global" => return Space::Global,
                 "shared" => return Space::Shared,
+                "shared_cluster" => return Space::SharedCluster,
                 "local" => return Space::Local,
                 "param" => return Space::Param,
                 "const" => return Space::Const,
