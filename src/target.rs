@@ -505,8 +505,8 @@ impl fmt::Display for Feature {
             Feature::Ldmatrix => "ldmatrix",
             Feature::CpAsync => "cp.async",
             Feature::BlockScaleCvt => "block-scale cvt (e2m1x2/ue8m0x2)",
-            Feature::Cluster => "thread-block clusters (mapa, shared::cluster, barrier.cluster)",
-            Feature::ClusterRelaxed => "barrier.cluster.arrive.relaxed",
+            Feature::Cluster => "thread-block clusters (mapa, shared::cluster, cluster barriers)",
+            Feature::ClusterRelaxed => "relaxed cluster barrier arrive",
         };
         f.write_str(s)
     }

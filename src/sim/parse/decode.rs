@@ -137,8 +137,21 @@ impl Decoder<'_> {
             .replace("::cta", "")
             .replace("::entry", "")
             .replace("shared::cluster", "shared_cluster");
+        // `.shared::cluster` only with `ld`, `st` and `mapa` (sm_90+)
+        let cluster_ok = matches!(base, "ld" | "st" | "mapa");
         if norm.contains("::cluster") || norm.contains("::func") {
             return unsup("cluster / function state spaces");
+        }
+        if norm.contains("shared_cluster") && !cluster_ok {
+            return unsup(format!(
+                "`{opname}`: .shared::cluster only with ld, st and mapa"
+            ));
+        }
+        if norm.contains("shared_cluster") && self.sm > 0 && self.sm < 90 {
+            return unsup(format!(
+                "the .shared::cluster state space needs sm_90, module targets sm_{}",
+                self.sm
+            ));
         }
         let parts: Vec<&str> = norm.split('.').collect();
         let mut inst = self.decode_op(&parts, &ops, n_brauni)?;
