@@ -111,9 +111,9 @@ fn pack(rank: usize, t: usize, pc: usize, a: u32) -> u64 {
 /// (rank, thread, pc, arrive count) of a tag.
 fn unpack(tag: u64) -> (usize, usize, usize, u32) {
     (
-        (tag >> 58 & 0xF) as usize,
-        (tag >> 48 & 0x3FF) as usize,
-        (tag >> 26 & 0x3F_FFFF) as usize,
+        ((tag >> 58) & 0xF) as usize,
+        ((tag >> 48) & 0x3FF) as usize,
+        ((tag >> 26) & 0x3F_FFFF) as usize,
         (tag & 0x3FF_FFFF) as u32,
     )
 }
@@ -140,7 +140,7 @@ impl ClusterRun {
     }
 }
 
-impl<'a> Exec<'a> {
+impl Exec<'_> {
     /// Prepare a cluster of `dims` (`size` CTAs) for this launch.
     pub(crate) fn cluster_prepare(&mut self, dims: (u32, u32, u32), explicit: bool) {
         let k = self.k;
