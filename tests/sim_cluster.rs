@@ -8,7 +8,9 @@
 //! cluster shape, the attribute against `.reqnctapercluster`); and the
 //! findings of planted defects: a missing cluster barrier (a race between
 //! CTAs), `mapa` past the cluster, a CTA exiting while a peer reads its
-//! shared memory, a second arrive before the wait.
+//! shared memory, a second arrive before the wait, a remote read of bytes
+//! nobody wrote (while bytes written only by another CTA count as
+//! written).
 
 use ptxsmith::dsl::params::Ptr;
 use ptxsmith::dsl::types::F32;
@@ -332,4 +334,53 @@ fn the_kernel_assembles_from_sm_90_and_is_refused_below() {
     assert!(m.ptx.contains(".version 7.8\n"));
     let lower = m.ptx.replace(".version 7.8\n", ".version 7.7\n");
     assert!(tools.assemble(&lower, Sm::Sm90).is_err());
+}
+
+/// Clusters of two: thread `t` stores `t` into `x[t]` of the other rank
+/// (only remotely), and after a cluster barrier reads its own `x[t]`
+/// (written by the other CTA: initialised) into `dst`; if `unwritten`, it
+/// also reads the other rank's `y[t]`, which nobody wrote.
+fn swap(unwritten: bool) -> PtxModule {
+    let mut b = KernelBuilder::new("swap", Sm::Sm90);
+    b.cluster_dims(2, 1, 1);
+    let p = b.params::<RingArgs>();
+    let x = b.shared_array::<F32>("x", THREADS, 16);
+    let y = b.shared_array::<F32>("y", THREADS, 16);
+    let t = b.tid_x();
+    let g = b.global_id_x();
+    let rank = b.cluster_ctarank();
+    let other = b.xor(rank, 1u32);
+    let px = b.shared_elem(&x, t);
+    let qx = b.mapa(px, other);
+    let v = b.u32_to_f32(Rounding::Rn, t);
+    b.st_cluster(qx, 0, v);
+    b.cluster_sync();
+    let mine = b.ld_shared(px, 0);
+    let d = b.offset(p.dst, g);
+    b.st_global(d, 0, mine);
+    if unwritten {
+        let py = b.shared_elem(&y, t);
+        let qy = b.mapa(py, other);
+        let w = b.ld_cluster(qy, 0);
+        b.st_global(d, 0, w);
+    }
+    b.cluster_sync();
+    b.finish().unwrap()
+}
+
+#[test]
+fn remote_writes_initialise_and_remote_reads_of_unwritten_bytes_are_findings() {
+    let s = src(2);
+    let got = run(&swap(false), 2, None, &s).unwrap();
+    let want: Vec<u32> = (0..2 * THREADS)
+        .map(|i| (i % THREADS) as f32)
+        .map(f32::to_bits)
+        .collect();
+    assert_eq!(bits(&got[..2 * THREADS as usize]), want);
+    match run(&swap(true), 2, None, &s) {
+        Err(SimError::UninitializedShared { site, size: 4, .. }) => {
+            assert!(site.instr.starts_with("ld.shared::cluster.f32"), "{site}");
+        }
+        other => panic!("{other:?}"),
+    }
 }

@@ -55,9 +55,9 @@ pub fn launch_shape(
     if size == 0
         || size > u64::from(MAX_PORTABLE_CLUSTER)
         || e.maxclusterrank.is_some_and(|m| size > u64::from(m))
-        || grid.0 % dims.0 != 0
-        || grid.1 % dims.1 != 0
-        || grid.2 % dims.2 != 0
+        || !grid.0.is_multiple_of(dims.0)
+        || !grid.1.is_multiple_of(dims.1)
+        || !grid.2.is_multiple_of(dims.2)
     {
         return Err(CUDA_ERROR_INVALID_CLUSTER_SIZE);
     }

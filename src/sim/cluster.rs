@@ -42,6 +42,9 @@ fn uses_cluster(e: &Entry) -> bool {
     })
 }
 
+/// A launch's cluster shape and whether the launch named it.
+pub(crate) type Shape = ((u32, u32, u32), bool);
+
 /// The cluster shape a launch of `e` with `cfg` and launch attribute
 /// `attr` runs with on `sm`, and whether it is explicit; `None` for a
 /// launch without clusters.
@@ -50,7 +53,7 @@ pub(crate) fn shape(
     cfg: &LaunchConfig,
     attr: Option<(u32, u32, u32)>,
     sm: Sm,
-) -> Result<Option<((u32, u32, u32), bool)>, SimError> {
+) -> Result<Option<Shape>, SimError> {
     let bad = |m: String| Err(SimError::InvalidLaunch(m));
     let name = &e.name;
     let dims = match (attr, e.reqnctapercluster) {
@@ -89,7 +92,7 @@ pub(crate) fn shape(
         ));
     }
     let g = cfg.grid;
-    if g.0 % d.0 != 0 || g.1 % d.1 != 0 || g.2 % d.2 != 0 {
+    if !g.0.is_multiple_of(d.0) || !g.1.is_multiple_of(d.1) || !g.2.is_multiple_of(d.2) {
         return bad(format!(
             "grid {g:?} is not a multiple of the cluster shape {d:?}"
         ));
