@@ -97,6 +97,11 @@ pub(crate) fn shape(
             "grid {g:?} is not a multiple of the cluster shape {d:?}"
         ));
     }
+    // an entry that cannot observe its cluster runs as any launch (its
+    // CTAs in parallel)
+    if !uses_cluster(e) {
+        return Ok(None);
+    }
     Ok(Some((d, true)))
 }
 
