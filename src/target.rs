@@ -417,6 +417,19 @@ pub enum Feature {
     /// (PTX 8.6) and `sm_120a` (PTX 8.7). ptxas 12.9 refuses them on plain
     /// `sm_100`/`sm_120` and on `sm_90a` ("not supported on .target").
     BlockScaleCvt,
+    /// Thread-block clusters and distributed shared memory (sm_90, PTX
+    /// 7.8, as the PTX ISA's pages for each form say and ptxas 12.9
+    /// confirms: "Feature 'mapa' requires .target sm_90 or higher"):
+    /// `.reqnctapercluster`, the cluster
+    /// special registers (`%cluster_ctarank`, `%clusterid`, …),
+    /// `mapa.shared::cluster`, `ld`/`st.shared::cluster`,
+    /// `barrier.cluster.arrive`/`wait` (default `.release`/`.acquire`
+    /// semantics) and `fence.acq_rel.cluster`.
+    Cluster,
+    /// `barrier.cluster.arrive.relaxed` (sm_90, PTX 8.0: ptxas 12.9
+    /// "Modifier '.relaxed' on 'barrier.cluster.arrive' requires PTX ISA
+    /// .version 8.0 or later").
+    ClusterRelaxed,
 }
 
 impl Feature {
@@ -435,6 +448,7 @@ impl Feature {
             | Feature::MmaSync
             | Feature::CpAsync => Sm::Sm80,
             Feature::Fp8Cvt => Sm::Sm89,
+            Feature::Cluster | Feature::ClusterRelaxed => Sm::Sm90,
             Feature::BlockScaleCvt => Sm::Sm100a,
         }
     }
@@ -460,6 +474,8 @@ impl Feature {
             // ptxas 12.9: "Feature 'cvt with .e2m1x2' requires PTX ISA
             // .version 8.6 or later"; sm_120a itself needs 8.7.
             Feature::BlockScaleCvt => PtxVersion::new(8, 6),
+            Feature::Cluster => PtxVersion::new(7, 8),
+            Feature::ClusterRelaxed => PtxVersion::new(8, 0),
         }
     }
 
@@ -489,6 +505,8 @@ impl fmt::Display for Feature {
             Feature::Ldmatrix => "ldmatrix",
             Feature::CpAsync => "cp.async",
             Feature::BlockScaleCvt => "block-scale cvt (e2m1x2/ue8m0x2)",
+            Feature::Cluster => "thread-block clusters (mapa, shared::cluster, cluster barriers)",
+            Feature::ClusterRelaxed => "relaxed cluster barrier arrive",
         };
         f.write_str(s)
     }

@@ -94,8 +94,10 @@ pub fn attribute(d: &DeviceSpec, ordinal: usize, attr: i32) -> Res<i32> {
         // (cuMemAllocAsync/cuMemFreeAsync on the device's default pool; the
         // cuMemPool* calls themselves are absent).
         115 => 1,
+        // CLUSTER_LAUNCH: thread-block clusters from sm_90 (`cluster`).
+        120 => i64::from(crate::cluster::has_clusters(d.sm)),
         // Everything else newer: sparse arrays, pool handle types, RDMA,
-        // clusters, tensor maps, multicast, NUMA, MPS: not emulated.
+        // tensor maps, multicast, NUMA, MPS: not emulated.
         112..=134 => 0,
         // Texture/surface limits and other pre-Volta attributes.
         21..=30 | 32 | 35 | 42..=49 | 51..=74 | 77 => 0,

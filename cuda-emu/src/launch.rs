@@ -47,7 +47,9 @@ impl Driver {
         Ok((func.params.clone(), func.param_bytes))
     }
 
-    /// Check and queue a launch of `f` on `stream` in the current context.
+    /// Check and queue a launch of `f` on `stream` in the current context,
+    /// in clusters of `cluster` CTAs if given (`cuLaunchKernelEx`'s
+    /// attribute, see `cluster::launch_shape`).
     #[allow(clippy::too_many_arguments)]
     pub fn launch(
         &mut self,
@@ -57,6 +59,7 @@ impl Driver {
         smem: u32,
         stream: u64,
         params: Params,
+        cluster: Option<(u32, u32, u32)>,
     ) -> Res<()> {
         let cur = self.current_handle()?;
         self.contexts[&cur].usable()?;
@@ -92,6 +95,11 @@ impl Driver {
         if buf.len() != func.param_bytes as usize {
             return Err(CUDA_ERROR_INVALID_VALUE);
         }
+        let sm = self.devices[self.contexts[&cur].device].spec.sm;
+        let cluster = match func.program.entry(&func.name) {
+            Some(e) => crate::cluster::launch_shape(e, grid, cluster, sm)?,
+            None => None,
+        };
         let op = LaunchOp {
             program: Arc::clone(&func.program),
             entry: func.name.clone(),
@@ -101,6 +109,7 @@ impl Driver {
                 dynamic_smem_bytes: smem,
             },
             params: buf,
+            cluster,
         };
         let (ctx, key) = self.resolve_stream(stream, true)?;
         self.enqueue(ctx, key, OpKind::Launch(Box::new(op)), Vec::new())?;

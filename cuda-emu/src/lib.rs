@@ -27,6 +27,7 @@
 
 #![deny(unsafe_code)]
 
+pub mod cluster;
 pub mod config;
 pub mod context;
 pub mod device;

@@ -185,8 +185,8 @@ impl Driver {
             7 => 0,
             8 => func.max_dyn_smem,
             9 => return Ok(func.carveout),
-            // Cluster attributes: no cluster requirement.
-            10..=15 => 0,
+            // Cluster attributes (`cluster::func_attribute`).
+            10..=15 => crate::cluster::func_attribute(func.program.entry(&func.name), attr),
             _ => return Err(CUDA_ERROR_INVALID_VALUE),
         };
         Ok(v as i32)

@@ -274,25 +274,37 @@ pub struct LaunchOp {
     pub cfg: LaunchConfig,
     /// The parameter buffer, laid out as the entry declares it.
     pub params: Vec<u8>,
+    /// The cluster shape of `cuLaunchKernelEx`'s attribute, if given
+    /// (checked by `cluster::launch_shape`).
+    pub cluster: Option<(u32, u32, u32)>,
 }
 
 impl LaunchOp {
     /// Run the launch on `sim` (a context's simulator). `Err` is a
     /// device fault: its code and the finding's text.
     pub fn run_on_sim(&self, sim: &mut Sim) -> Result<(), (CUresult, String)> {
-        sim.launch_program_bytes(&self.program, &self.entry, self.cfg, &self.params)
-            .map(drop)
-            .map_err(|e| {
-                let code = finding_code(&e);
-                if let SimError::Assert { .. } = e {
-                    // the device prints the failed assertion on stderr
-                    eprintln!("{e}");
-                }
-                let text = format!(
-                    "kernel `{}` (grid {:?}, block {:?}, {} B dynamic shared memory): {e}",
-                    self.entry, self.cfg.grid, self.cfg.block, self.cfg.dynamic_smem_bytes
-                );
-                (code, text)
-            })
+        match self.cluster {
+            Some(c) => sim.launch_program_bytes_clustered(
+                &self.program,
+                &self.entry,
+                self.cfg,
+                c,
+                &self.params,
+            ),
+            None => sim.launch_program_bytes(&self.program, &self.entry, self.cfg, &self.params),
+        }
+        .map(drop)
+        .map_err(|e| {
+            let code = finding_code(&e);
+            if let SimError::Assert { .. } = e {
+                // the device prints the failed assertion on stderr
+                eprintln!("{e}");
+            }
+            let text = format!(
+                "kernel `{}` (grid {:?}, block {:?}, {} B dynamic shared memory): {e}",
+                self.entry, self.cfg.grid, self.cfg.block, self.cfg.dynamic_smem_bytes
+            );
+            (code, text)
+        })
     }
 }

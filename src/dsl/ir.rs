@@ -145,6 +145,70 @@ pub enum Special {
     NctaidZ,
     /// `%laneid`
     LaneId,
+    /// `%cluster_ctarank`: this CTA's rank in its cluster (sm_90+).
+    ClusterCtaRank,
+    /// `%cluster_nctarank`: CTAs per cluster (sm_90+).
+    ClusterNctaRank,
+    /// `%clusterid.x`: the cluster's index in the grid of clusters (sm_90+).
+    ClusterIdX,
+    /// `%clusterid.y`
+    ClusterIdY,
+    /// `%clusterid.z`
+    ClusterIdZ,
+    /// `%nclusterid.x`: clusters in the grid (sm_90+).
+    NclusterIdX,
+    /// `%nclusterid.y`
+    NclusterIdY,
+    /// `%nclusterid.z`
+    NclusterIdZ,
+    /// `%cluster_ctaid.x`: this CTA's index within its cluster (sm_90+).
+    ClusterCtaidX,
+    /// `%cluster_ctaid.y`
+    ClusterCtaidY,
+    /// `%cluster_ctaid.z`
+    ClusterCtaidZ,
+    /// `%cluster_nctaid.x`: the cluster's shape in CTAs (sm_90+).
+    ClusterNctaidX,
+    /// `%cluster_nctaid.y`
+    ClusterNctaidY,
+    /// `%cluster_nctaid.z`
+    ClusterNctaidZ,
+}
+
+impl Special {
+    /// Whether the register exists only with clusters (sm_90+).
+    pub(crate) fn is_cluster(self) -> bool {
+        !matches!(
+            self,
+            Special::TidX
+                | Special::TidY
+                | Special::TidZ
+                | Special::NtidX
+                | Special::NtidY
+                | Special::NtidZ
+                | Special::CtaidX
+                | Special::CtaidY
+                | Special::CtaidZ
+                | Special::NctaidX
+                | Special::NctaidY
+                | Special::NctaidZ
+                | Special::LaneId
+        )
+    }
+}
+
+/// The memory semantics of `barrier.cluster.arrive` (PTX ISA
+/// `barrier.cluster`: without a qualifier the arrive has release
+/// semantics).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ClusterArrive {
+    /// Release (the ISA's default, printed without a qualifier so that
+    /// PTX 7.8 suffices): the thread's earlier memory accesses are
+    /// visible to every thread whose `barrier.cluster.wait` completes the
+    /// phase.
+    Release,
+    /// `.relaxed` (PTX 8.0): an arrive that orders no memory access.
+    Relaxed,
 }
 
 /// Memory state spaces addressable by `ld`/`st`.
@@ -154,6 +218,9 @@ pub(crate) enum Space {
     /// Global, read-only for the kernel's lifetime (`ld.global.nc`).
     GlobalNc,
     Shared,
+    /// `.shared::cluster`: a shared address of any CTA of the cluster
+    /// (from `mapa`), sm_90+.
+    SharedCluster,
 }
 
 /// An address operand: `[base+offset]` where base is a register or a
@@ -541,6 +608,22 @@ pub(crate) enum Op {
         a: RegId,
         mask: u32,
     },
+    /// `mapa.shared::cluster.u32 d, a, rank`
+    Mapa {
+        d: RegId,
+        a: RegId,
+        rank: Value,
+    },
+    /// `mov.pred d, %is_explicit_cluster`
+    IsExplicitCluster {
+        d: RegId,
+    },
+    /// `barrier.cluster.arrive{.relaxed}`
+    ClusterArrive(ClusterArrive),
+    /// `barrier.cluster.wait` (acquire, the ISA's default)
+    ClusterWait,
+    /// `fence.acq_rel.cluster`
+    FenceCluster,
     Label(u32),
     Bra {
         target: u32,
@@ -584,7 +667,13 @@ impl Op {
                 v(a, &mut f);
                 f(*d, false);
             }
+            Op::Mapa { d, a, rank } => {
+                f(*a, true);
+                v(rank, &mut f);
+                f(*d, false);
+            }
             Op::MovSpecial { d, .. }
+            | Op::IsExplicitCluster { d }
             | Op::MovVarAddr { d, .. }
             | Op::LdParam { d, .. }
             | Op::LdParamAt { d, .. } => f(*d, false),
@@ -745,6 +834,9 @@ impl Op {
             | Op::Ret
             | Op::CpAsyncCommit
             | Op::CpAsyncWait(_)
+            | Op::ClusterArrive(_)
+            | Op::ClusterWait
+            | Op::FenceCluster
             | Op::Comment(_) => {}
         }
     }
@@ -772,6 +864,21 @@ impl Op {
             Op::Mma { .. } => Some(Feature::MmaSync),
             Op::Ldmatrix { .. } => Some(Feature::Ldmatrix),
             Op::CpAsync { .. } | Op::CpAsyncCommit | Op::CpAsyncWait(_) => Some(Feature::CpAsync),
+            Op::ClusterArrive(ClusterArrive::Relaxed) => Some(Feature::ClusterRelaxed),
+            Op::Mapa { .. }
+            | Op::IsExplicitCluster { .. }
+            | Op::ClusterArrive(_)
+            | Op::ClusterWait
+            | Op::FenceCluster
+            | Op::Ld {
+                space: Space::SharedCluster,
+                ..
+            }
+            | Op::St {
+                space: Space::SharedCluster,
+                ..
+            } => Some(Feature::Cluster),
+            Op::MovSpecial { s, .. } if s.is_cluster() => Some(Feature::Cluster),
             _ => None,
         }
     }

@@ -93,11 +93,12 @@ pub mod types;
 pub use builder::params;
 
 pub use builder::{
-    BuildError, CpAsyncSize, DeviceFn, FnArg, FnValues, FragA, FragB, FragC, GlobalPtr, IntoArg,
-    IntoArgs, KernelBuilder, Label, LdmatrixInput, SharedArray, SharedPtr, Var,
+    BuildError, ClusterPtr, CpAsyncSize, DeviceFn, FnArg, FnValues, FragA, FragB, FragC, GlobalPtr,
+    IntoArg, IntoArgs, KernelBuilder, Label, LdmatrixInput, SharedArray, SharedPtr, Var,
 };
 pub use ir::{
-    AtomOp, Cmp, Fp8Format, IntRounding, ReduxOp, Rounding, ShflMode, Special, Ue8m0Rounding,
+    AtomOp, ClusterArrive, Cmp, Fp8Format, IntRounding, ReduxOp, Rounding, ShflMode, Special,
+    Ue8m0Rounding,
 };
 pub use kernel::Kernel;
 pub use module::PtxModule;

@@ -18,6 +18,8 @@ pub(crate) struct KernelText<'a> {
     pub reqntid: Option<(u32, u32, u32)>,
     pub maxntid: Option<(u32, u32, u32)>,
     pub min_ctas_per_sm: Option<u32>,
+    /// `.reqnctapercluster x, y, z` (sm_90+).
+    pub cluster_dims: Option<(u32, u32, u32)>,
     pub reg_counts: &'a [(RegClass, u32)],
     pub shared: &'a [SharedDecl],
     pub body: &'a [Instr],
@@ -162,6 +164,20 @@ fn special(s: Special) -> &'static str {
         Special::NctaidY => "%nctaid.y",
         Special::NctaidZ => "%nctaid.z",
         Special::LaneId => "%laneid",
+        Special::ClusterCtaRank => "%cluster_ctarank",
+        Special::ClusterNctaRank => "%cluster_nctarank",
+        Special::ClusterIdX => "%clusterid.x",
+        Special::ClusterIdY => "%clusterid.y",
+        Special::ClusterIdZ => "%clusterid.z",
+        Special::NclusterIdX => "%nclusterid.x",
+        Special::NclusterIdY => "%nclusterid.y",
+        Special::NclusterIdZ => "%nclusterid.z",
+        Special::ClusterCtaidX => "%cluster_ctaid.x",
+        Special::ClusterCtaidY => "%cluster_ctaid.y",
+        Special::ClusterCtaidZ => "%cluster_ctaid.z",
+        Special::ClusterNctaidX => "%cluster_nctaid.x",
+        Special::ClusterNctaidY => "%cluster_nctaid.y",
+        Special::ClusterNctaidZ => "%cluster_nctaid.z",
     }
 }
 
@@ -170,6 +186,7 @@ fn space(s: Space) -> &'static str {
         Space::Global => ".global",
         Space::GlobalNc => ".global.nc",
         Space::Shared => ".shared",
+        Space::SharedCluster => ".shared::cluster",
     }
 }
 
@@ -587,6 +604,17 @@ fn op_text(op: &Op) -> String {
             )
         }
         Op::BarSync => "bar.sync 0;".to_string(),
+        Op::Mapa { d, a, rank } => format!(
+            "mapa.shared::cluster.u32 {}, {}, {};",
+            reg(*d),
+            reg(*a),
+            val(*rank)
+        ),
+        Op::IsExplicitCluster { d } => format!("mov.pred {}, %is_explicit_cluster;", reg(*d)),
+        Op::ClusterArrive(ClusterArrive::Release) => "barrier.cluster.arrive;".to_string(),
+        Op::ClusterArrive(ClusterArrive::Relaxed) => "barrier.cluster.arrive.relaxed;".to_string(),
+        Op::ClusterWait => "barrier.cluster.wait;".to_string(),
+        Op::FenceCluster => "fence.acq_rel.cluster;".to_string(),
         Op::BarWarpSync { mask } => format!("bar.warp.sync {mask:#x};"),
         Op::Shfl {
             mode,
@@ -806,6 +834,9 @@ pub(crate) fn print_module(k: &KernelText<'_>) -> String {
     }
     if let Some(n) = k.min_ctas_per_sm {
         let _ = writeln!(s, ".minnctapersm {n}");
+    }
+    if let Some((x, y, z)) = k.cluster_dims {
+        let _ = writeln!(s, ".reqnctapercluster {x}, {y}, {z}");
     }
     let _ = writeln!(s, "{{");
     print_regs(&mut s, k.reg_counts);

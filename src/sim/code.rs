@@ -267,6 +267,8 @@ pub(crate) fn src_reads(op: &Op) -> &'static [usize] {
         // barrier id (never read), count; the scheduler reads them
         Op::Bar => &[1],
         Op::BarWarp => A,
+        Op::Mapa => AB,
+        Op::ClusterArrive { .. } | Op::ClusterWait => NONE,
         // mask first (per lane), then b, c, and a of the source lane
         Op::Shfl { .. } => &[3, 1, 2, 0],
         Op::Vote { .. } | Op::Redux { .. } => &[1, 0],
@@ -299,6 +301,8 @@ pub(crate) fn dst_writes(op: &Op) -> &'static [usize] {
         | Op::AssertFail
         | Op::Bar
         | Op::BarWarp
+        | Op::ClusterArrive { .. }
+        | Op::ClusterWait
         | Op::CpAsync { .. }
         | Op::CpAsyncCommit
         | Op::CpAsyncWait { .. } => NONE,
@@ -524,7 +528,13 @@ pub(crate) fn lower(e: &Entry) -> Code {
         x.flags & F_CLOCK != 0
             || matches!(
                 x.op,
-                Op::Atom { .. } | Op::CpAsync { .. } | Op::Vprintf | Op::AssertFail
+                Op::Atom { .. }
+                    | Op::CpAsync { .. }
+                    | Op::Vprintf
+                    | Op::AssertFail
+                    | Op::Mapa
+                    | Op::ClusterArrive { .. }
+                    | Op::ClusterWait
             )
     });
     Code {

@@ -130,6 +130,22 @@ impl CtaState {
                 !((1u64 << lane) - 1) & 0xFFFF_FFFF,
                 cfg.dynamic_smem_bytes as u64,
                 0,
+                // the cluster registers (`interp::cluster` sets them)
+                0,
+                0,
+                0,
+                0,
+                0,
+                0,
+                0,
+                0,
+                0,
+                0,
+                0,
+                0,
+                0,
+                0,
+                0,
             ];
             regs[b..b + vals.len()].copy_from_slice(&vals);
             regs[b + nregs..b + nregs + code.consts.len()].copy_from_slice(&code.consts);

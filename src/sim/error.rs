@@ -381,6 +381,73 @@ pub enum SimError {
         parked: String,
     },
 
+    /// `mapa` to a rank that is not in the cluster (`rank` ≥
+    /// `%cluster_nctarank`).
+    #[error("mapa to rank {rank} of a cluster of {size} CTAs: {site}")]
+    ClusterRank {
+        /// The thread and instruction of the finding.
+        site: Box<Site>,
+        /// The rank asked for.
+        rank: u64,
+        /// CTAs per cluster.
+        size: u64,
+    },
+
+    /// Misuse of `barrier.cluster`: a second arrive before the thread's
+    /// wait, or a wait without an arrive.
+    #[error("cluster barrier misuse: {message}: {site}")]
+    ClusterBarrier {
+        /// The thread and instruction of the finding.
+        site: Box<Site>,
+        /// What is wrong.
+        message: String,
+    },
+
+    /// Threads of two CTAs of a cluster touched the same byte of one CTA's
+    /// shared memory (through `ld`/`st.shared::cluster`, or the owner's
+    /// own `ld`/`st.shared`), at least one writing, with no
+    /// `barrier.cluster.arrive` (release) of the earlier thread and
+    /// `barrier.cluster.wait` (acquire) of the later one between them.
+    /// `site` is the later access, `other_site` the earlier one.
+    #[error(
+        "distributed shared-memory race at shared offset {offset:#x} of block ({},{},{}) (cluster rank {rank}) in kernel `{}`: {} races with the earlier {} (no barrier.cluster.arrive/wait between them)",
+        owner_ctaid.0, owner_ctaid.1, owner_ctaid.2, site.kernel, access(*this, site, true), access(*other, other_site, true)
+    )]
+    ClusterRace {
+        /// The later access.
+        site: Box<Site>,
+        /// The rank of the CTA whose shared memory it is.
+        rank: u32,
+        /// That CTA's block index.
+        owner_ctaid: (u32, u32, u32),
+        /// Byte offset in that CTA's shared memory.
+        offset: u64,
+        /// The later access's kind.
+        this: AccessKind,
+        /// The earlier access's kind.
+        other: AccessKind,
+        /// The earlier access (its block is another CTA of the cluster).
+        other_site: Box<Site>,
+    },
+
+    /// A CTA of a cluster exited while a thread of another CTA of the
+    /// cluster may still access its shared memory (the access, `site`, is
+    /// not ordered before the exit by the cluster barrier, or comes after
+    /// it): the PTX ISA requires a CTA's shared memory to outlive the
+    /// other CTAs' accesses to it.
+    #[error(
+        "block ({},{},{}) of a cluster exited while another block may still access its shared memory: the {} by thread ({},{},{}) of block ({},{},{}) at line {} `{}` is not ordered before the exit (no barrier.cluster between them)",
+        exited_ctaid.0, exited_ctaid.1, exited_ctaid.2, this, site.tid.0, site.tid.1, site.tid.2, site.ctaid.0, site.ctaid.1, site.ctaid.2, site.line, site.instr
+    )]
+    ClusterExit {
+        /// The access of the other CTA.
+        site: Box<Site>,
+        /// Its kind.
+        this: AccessKind,
+        /// The block that exited.
+        exited_ctaid: (u32, u32, u32),
+    },
+
     /// The launch itself is invalid (shape, directives, shared memory,
     /// arguments, unknown entry).
     #[error("invalid launch: {0}")]

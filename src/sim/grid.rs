@@ -108,6 +108,9 @@ pub(crate) fn run(
     threads: usize,
     scratch: &mut Scratch,
 ) -> Result<GridTotals, SimError> {
+    if k.cluster.is_some() {
+        return super::cluster::run(mem, k, scratch);
+    }
     let (gx, gy, gz) = k.cfg.grid;
     let ncta = gx as u64 * gy as u64 * gz as u64;
     if k.code.inter_cta {

@@ -31,8 +31,19 @@ pub mod sreg {
     pub const LANEMASK_GE: u32 = 21;
     pub const DYN_SMEM: u32 = 22;
     pub const GRIDID: u32 = 23;
+    /// `%cluster_ctarank`, `%cluster_nctarank`, `%clusterid.{x,y,z}`,
+    /// `%nclusterid.{x,y,z}`, `%cluster_ctaid.{x,y,z}`,
+    /// `%cluster_nctaid.{x,y,z}`, `%is_explicit_cluster` (sm_90; set by
+    /// `interp::cluster` for the entries that read them).
+    pub const CLUSTER_CTARANK: u32 = 24;
+    pub const CLUSTER_NCTARANK: u32 = 25;
+    pub const CLUSTERID_X: u32 = 26;
+    pub const NCLUSTERID_X: u32 = 29;
+    pub const CLUSTER_CTAID_X: u32 = 32;
+    pub const CLUSTER_NCTAID_X: u32 = 35;
+    pub const IS_EXPLICIT_CLUSTER: u32 = 38;
     /// Number of reserved slots.
-    pub const COUNT: u32 = 24;
+    pub const COUNT: u32 = 39;
 
     /// Slot of a special register name, e.g. `%tid.x`.
     pub fn lookup(name: &str) -> Option<u32> {
@@ -63,6 +74,13 @@ pub mod sreg {
             ("%lanemask_ge", None) => Some(LANEMASK_GE),
             ("%dynamic_smem_size", None) => Some(DYN_SMEM),
             ("%gridid", None) => Some(GRIDID),
+            ("%cluster_ctarank", None) => Some(CLUSTER_CTARANK),
+            ("%cluster_nctarank", None) => Some(CLUSTER_NCTARANK),
+            ("%clusterid", Some(c)) => dim(c).map(|d| CLUSTERID_X + d),
+            ("%nclusterid", Some(c)) => dim(c).map(|d| NCLUSTERID_X + d),
+            ("%cluster_ctaid", Some(c)) => dim(c).map(|d| CLUSTER_CTAID_X + d),
+            ("%cluster_nctaid", Some(c)) => dim(c).map(|d| CLUSTER_NCTAID_X + d),
+            ("%is_explicit_cluster", None) => Some(IS_EXPLICIT_CLUSTER),
             _ => None,
         }
     }
@@ -102,6 +120,10 @@ pub enum Space {
     /// findings name the space the address resolved to (an address in none
     /// of the shared, local and const windows is global).
     Generic,
+    /// `.shared::cluster`: the shared memory of any CTA of the cluster, at
+    /// an address `mapa` made (sm_90+). A finding's address is the
+    /// instruction's (the rank in its high bits, see `interp::cluster`).
+    SharedCluster,
 }
 
 impl std::fmt::Display for Space {
@@ -113,6 +135,7 @@ impl std::fmt::Display for Space {
             Space::Param => "param",
             Space::Const => "const",
             Space::Generic => "generic",
+            Space::SharedCluster => "shared::cluster",
         })
     }
 }
@@ -481,6 +504,15 @@ pub enum Op {
     Bar,
     /// `bar.warp.sync mask`: s0 = mask
     BarWarp,
+    /// `mapa.shared::cluster.u32 d, a, rank`: d0 = d; s0 = a, s1 = rank.
+    Mapa,
+    /// `barrier.cluster.arrive{.release,.relaxed}{.aligned}`.
+    ClusterArrive {
+        relaxed: bool,
+    },
+    /// `barrier.cluster.wait{.acquire}{.aligned}`: parks until the
+    /// thread's phase of the cluster barrier completes.
+    ClusterWait,
     /// d0 = d, d1 = p; s = a, b, c, mask
     Shfl {
         mode: ShflMode,
@@ -567,6 +599,7 @@ impl Op {
             self,
             Op::Bar
                 | Op::BarWarp
+                | Op::ClusterWait
                 | Op::Shfl { .. }
                 | Op::Vote { .. }
                 | Op::Redux { .. }
@@ -644,6 +677,13 @@ pub struct Entry {
     pub maxntid: Option<(u32, u32, u32)>,
     /// `.reqntid x, y, z`, if declared.
     pub reqntid: Option<(u32, u32, u32)>,
+    /// `.reqnctapercluster x, y, z`, if declared (sm_90+).
+    pub reqnctapercluster: Option<(u32, u32, u32)>,
+    /// `.explicitcluster`: the kernel must be launched with a cluster
+    /// shape (sm_90+).
+    pub explicitcluster: bool,
+    /// `.maxclusterrank n`, if declared (sm_90+).
+    pub maxclusterrank: Option<u32>,
     /// Number of predicated `bra.uni`s (slots of the uniformity check).
     pub(crate) n_brauni: u32,
     /// A `.volatile`/`.relaxed`/`.acquire`/`.release`/`.mmio` global or

@@ -143,7 +143,7 @@ impl Sim {
         cfg: LaunchConfig,
         args: &[ArgValue],
     ) -> Result<LaunchReport, SimError> {
-        self.launch_with(prog, entry, cfg, Params::Args(args))
+        self.launch_with(prog, entry, cfg, None, Params::Args(args))
     }
 
     /// [`Sim::launch_program`] with the parameter buffer itself: `params`
@@ -157,7 +157,26 @@ impl Sim {
         cfg: LaunchConfig,
         params: &[u8],
     ) -> Result<LaunchReport, SimError> {
-        self.launch_with(prog, entry, cfg, Params::Bytes(params))
+        self.launch_with(prog, entry, cfg, None, Params::Bytes(params))
+    }
+
+    /// [`Sim::launch_program_bytes`] in thread-block clusters of
+    /// `cluster` CTAs (x, y, z; sm_90+): what `cuLaunchKernelEx` with
+    /// `CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION` does. The grid must be a
+    /// multiple of the shape, and an entry's `.reqnctapercluster` must
+    /// equal it ([`SimError::InvalidLaunch`] otherwise, also below sm_90).
+    /// The other launches run an entry with `.reqnctapercluster` in its
+    /// clusters, and one that uses cluster instructions without a shape
+    /// as clusters of one CTA.
+    pub fn launch_program_bytes_clustered(
+        &mut self,
+        prog: &Program,
+        entry: &str,
+        cfg: LaunchConfig,
+        cluster: (u32, u32, u32),
+        params: &[u8],
+    ) -> Result<LaunchReport, SimError> {
+        self.launch_with(prog, entry, cfg, Some(cluster), Params::Bytes(params))
     }
 
     fn launch_with(
@@ -165,6 +184,7 @@ impl Sim {
         prog: &Program,
         entry: &str,
         cfg: LaunchConfig,
+        cluster: Option<(u32, u32, u32)>,
         args: Params<'_>,
     ) -> Result<LaunchReport, SimError> {
         if !prog.globals.is_empty() && prog.global_base.is_none() {
@@ -221,6 +241,7 @@ impl Sim {
                 cfg.block, r
             )));
         }
+        let cluster = super::cluster::shape(e, &cfg, cluster, self.sm)?;
         let smem = e.dyn_shared_offset() as u64 + cfg.dynamic_smem_bytes as u64;
         let limit = self.sm.info().max_smem_per_block_optin as u64;
         if cfg.dynamic_smem_bytes > 0 && smem > limit {
@@ -289,6 +310,7 @@ impl Sim {
             smem: smem_size,
             lockstep: self.options.lockstep,
             sm: self.sm,
+            cluster,
         };
         let totals = grid::run(&mut self.mem, &k, threads, &mut self.scratch)?;
         self.clock = self.clock.wrapping_add(totals.clock_reads);

@@ -321,6 +321,19 @@
 //!   initialised; only the others are checked while running.
 //! * `bra.uni` with a predicate that differs between lanes of a warp (in
 //!   the same dynamic occurrence) is [`SimError::WarpDivergence`].
+//! * Thread-block clusters (sm_90; `interp::cluster` has the rules): the
+//!   CTAs of a cluster run together; [`SimError::ClusterRace`] (two CTAs
+//!   of a cluster touch one CTA's shared byte, at least one writing, not
+//!   ordered by a release `barrier.cluster.arrive` and an acquire
+//!   `barrier.cluster.wait`), [`SimError::ClusterRank`] (`mapa` past the
+//!   cluster), [`SimError::ClusterExit`] (a CTA exits while another may
+//!   still access its shared memory), [`SimError::ClusterBarrier`] (a
+//!   second arrive before the wait, a wait without an arrive); remote
+//!   reads of unwritten bytes are [`SimError::UninitializedShared`], a
+//!   cluster barrier that cannot complete a [`SimError::Deadlock`].
+//!   Launches in clusters: [`Sim::launch_program_bytes_clustered`] or an
+//!   entry's `.reqnctapercluster`; the grid must be a multiple of the
+//!   shape.
 //!
 //! Launch validation ([`SimError::InvalidLaunch`]): non-zero grid and block,
 //! block ≤ (1024, 1024, 64) and ≤ 1024 threads, grid ≤ (2³¹−1, 65535,
@@ -351,6 +364,7 @@
 mod backend;
 mod checks;
 pub mod cli;
+mod cluster;
 mod code;
 mod cta;
 pub mod error;

@@ -129,7 +129,7 @@ pub unsafe extern "C" fn cuLaunchKernel(
     guard("cuLaunchKernel", || {
         let shape = ((gx, gy, gz), (bx, by, bz), smem);
         // SAFETY: the caller's contract for the parameter arrays.
-        unsafe { launch(raw(f.0), shape, raw(stream.0), kernel_params, extra) }
+        unsafe { launch(raw(f.0), shape, None, raw(stream.0), kernel_params, extra) }
     })
 }
 
@@ -143,6 +143,7 @@ type Shape = ((u32, u32, u32), (u32, u32, u32), u32);
 unsafe fn launch(
     f: u64,
     (grid, block, smem): Shape,
+    cluster: Option<(u32, u32, u32)>,
     stream: u64,
     kernel_params: *mut *mut c_void,
     extra: *mut *mut c_void,
@@ -154,7 +155,7 @@ unsafe fn launch(
     })?;
     // SAFETY: the caller's contract for the parameter arrays.
     let params = unsafe { read_params(&layout, bytes, kernel_params, extra)? };
-    driver::with(|d| d.launch(h, grid, block, smem, stream, params))
+    driver::with(|d| d.launch(h, grid, block, smem, stream, params, cluster))
 }
 
 /// `CUlaunchConfig` (`cuda.h`).
@@ -200,10 +201,11 @@ pub fn check_attribute(a: &LaunchAttribute) -> Res<()> {
                 Err(CUDA_ERROR_NOT_SUPPORTED)
             }
         }
+        // the shape itself is checked with the kernel and the device
+        // (`cluster::launch_shape`)
         ATTR_CLUSTER_DIMENSION => match (v[0], v[1], v[2]) {
-            (1, 1, 1) => Ok(()),
             (x, y, z) if x == 0 || y == 0 || z == 0 => Err(CUDA_ERROR_INVALID_VALUE),
-            _ => Err(CUDA_ERROR_NOT_SUPPORTED),
+            _ => Ok(()),
         },
         id if id <= ATTR_LAST => Err(CUDA_ERROR_NOT_SUPPORTED),
         _ => Err(CUDA_ERROR_INVALID_VALUE),
@@ -212,10 +214,15 @@ pub fn check_attribute(a: &LaunchAttribute) -> Res<()> {
 
 /// `cuLaunchKernelEx`: as `cuLaunchKernel` with the shape and stream from
 /// `config` and its attributes checked first (see [`check_attribute`]:
-/// `IGNORE`, `PRIORITY`, `COOPERATIVE` 0, `PROGRAMMATIC_STREAM_SERIALIZATION`
-/// 0 and `CLUSTER_DIMENSION` (1, 1, 1) run; cooperative, programmatic,
-/// larger clusters, access policy windows, memory sync domains,
-/// programmatic and completion events are `CUDA_ERROR_NOT_SUPPORTED`).
+/// `IGNORE`, `PRIORITY`, `COOPERATIVE` 0 and
+/// `PROGRAMMATIC_STREAM_SERIALIZATION` 0 run; `CLUSTER_DIMENSION` runs the
+/// launch in thread-block clusters on sm_90+ devices (the last one given
+/// counts; checked with the kernel, see `cluster::launch_shape`: below
+/// sm_90 only (1, 1, 1), ignored, and others `CUDA_ERROR_NOT_SUPPORTED`;
+/// a grid not a multiple of the shape, or a shape other than the kernel's
+/// `.reqnctapercluster`, `CUDA_ERROR_INVALID_CLUSTER_SIZE`); cooperative,
+/// programmatic, access policy windows, memory sync domains, programmatic
+/// and completion events are `CUDA_ERROR_NOT_SUPPORTED`).
 /// `f` may be a `CUkernel`.
 ///
 /// # Safety
@@ -237,15 +244,28 @@ pub unsafe extern "C" fn cuLaunchKernelEx(
         if c.num_attrs > 0 && c.attrs.is_null() {
             return Err(CUDA_ERROR_INVALID_VALUE);
         }
+        let mut cluster = None;
         for i in 0..c.num_attrs as usize {
             // SAFETY: the array holds `num_attrs` attributes.
             let a = unsafe { c.attrs.add(i).read_unaligned() };
             check_attribute(&a)?;
+            if a.id == ATTR_CLUSTER_DIMENSION {
+                cluster = Some((a.value[0], a.value[1], a.value[2]));
+            }
         }
         let [gx, gy, gz] = c.grid;
         let [bx, by, bz] = c.block;
         let shape = ((gx, gy, gz), (bx, by, bz), c.smem);
         // SAFETY: the caller's contract for the parameter arrays.
-        unsafe { launch(raw(f.0), shape, raw(c.stream.0), kernel_params, extra) }
+        unsafe {
+            launch(
+                raw(f.0),
+                shape,
+                cluster,
+                raw(c.stream.0),
+                kernel_params,
+                extra,
+            )
+        }
     })
 }

@@ -316,7 +316,7 @@ impl KernelBuilder {
     // ---- loads and stores -------------------------------------------------
 
     #[track_caller]
-    fn ld_n<E: Elem, const N: usize>(
+    pub(super) fn ld_n<E: Elem, const N: usize>(
         &mut self,
         space: Space,
         base: AddrBase,
@@ -337,7 +337,13 @@ impl KernelBuilder {
     }
 
     #[track_caller]
-    fn st_n<E: Elem>(&mut self, space: Space, base: AddrBase, offset: i32, v: Vec<Value>) {
+    pub(super) fn st_n<E: Elem>(
+        &mut self,
+        space: Space,
+        base: AddrBase,
+        offset: i32,
+        v: Vec<Value>,
+    ) {
         if v.len() > 1 && E::SCALAR.size() < 4 {
             self.fail(BuildError::SubWordVector { access: "stores" });
         }
@@ -351,7 +357,7 @@ impl KernelBuilder {
     }
 
     #[track_caller]
-    fn elem_offset<E: Elem>(&mut self, k: i32) -> i32 {
+    pub(super) fn elem_offset<E: Elem>(&mut self, k: i32) -> i32 {
         match k.checked_mul(E::SCALAR.size() as i32) {
             Some(o) => o,
             None => {

@@ -41,6 +41,7 @@
 
 mod async_copy;
 mod block_scale;
+mod cluster;
 mod control;
 mod convert;
 mod core;
@@ -59,6 +60,7 @@ mod var;
 
 pub use self::core::{KernelBuilder, Label};
 pub use async_copy::CpAsyncSize;
+pub use cluster::ClusterPtr;
 pub use error::BuildError;
 pub use func::{DeviceFn, FnArg, FnReg, FnVal, FnValues, IntoArg, IntoArgs};
 pub use ldmatrix::LdmatrixInput;

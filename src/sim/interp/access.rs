@@ -484,9 +484,13 @@ impl Exec<'_> {
                 let o = self.shared_at(ra, total)?;
                 if self.k.checks {
                     self.cta.shared_check_at(t, pc, o, l, false, false)?;
+                    if self.cl.is_some() {
+                        self.cluster_local(t, pc, o, l, false)?;
+                    }
                 }
                 &self.cta.shared[o..o + l]
             }
+            Space::SharedCluster => self.cluster_bytes(t, pc, ra, total, false)?,
             Space::Local => {
                 let o = self.local_at(t, ra, total)?;
                 &self.cta.local[o..o + l]
@@ -533,9 +537,13 @@ impl Exec<'_> {
                 let o = self.shared_at(ra, total)?;
                 if self.k.checks {
                     self.cta.shared_check_at(t, pc, o, l, true, false)?;
+                    if self.cl.is_some() {
+                        self.cluster_local(t, pc, o, l, true)?;
+                    }
                 }
                 &mut self.cta.shared[o..o + l]
             }
+            Space::SharedCluster => self.cluster_bytes(t, pc, ra, total, true)?,
             _ => {
                 let o = self.local_at(t, ra, total)?;
                 &mut self.cta.local[o..o + l]

@@ -53,6 +53,7 @@ impl Exec<'_> {
                 },
                 other_site: None,
             },
+            Fault::Sim(e) => super::cluster::with_site(*e, site),
             Fault::UninitGlobal(addr, size) => SimError::UninitializedGlobal { site, addr, size },
             Fault::UninitShared(offset, size) => {
                 SimError::UninitializedShared { site, offset, size }

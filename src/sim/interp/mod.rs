@@ -10,6 +10,7 @@
 mod access;
 pub(crate) mod async_copy;
 mod builtins;
+pub(crate) mod cluster;
 mod convert;
 mod findings;
 mod float;
@@ -79,6 +80,9 @@ pub(crate) enum Fault {
         function: String,
     },
     Warp(String),
+    /// A finding built whole (the cluster checks, `cluster`; a blank site
+    /// is the faulting thread's).
+    Sim(Box<SimError>),
     /// A global access whose value depends on the order of the CTA's
     /// threads, met by the lockstep schedule (`checks::reorder`), which
     /// then runs the CTA again in thread order: never a finding.
@@ -135,6 +139,9 @@ pub(crate) struct Kernel<'a> {
     /// The emulated device's SM: it selects the tensor-core model of
     /// `mma.sync` (not the module's `.target`).
     pub sm: crate::target::Sm,
+    /// The cluster shape and whether the launch named it, for a launch
+    /// in clusters (`super::cluster`).
+    pub cluster: Option<((u32, u32, u32), bool)>,
 }
 
 /// Launch-wide progress of a parallel run.
@@ -246,6 +253,9 @@ pub(crate) struct Exec<'a> {
     /// The running CTA's `vprintf` output: (thread, text), in execution
     /// order.
     pub printf: Vec<(u32, Vec<u8>)>,
+    /// The cluster being run, for entries launched in clusters
+    /// (`cluster`).
+    pub cl: Option<Box<cluster::ClusterRun>>,
 }
 
 #[inline(always)]
@@ -295,6 +305,7 @@ impl<'a> Exec<'a> {
             sub: Vec::new(),
             lockstep_ctas: 0,
             printf: Vec::new(),
+            cl: None,
         }
     }
 
@@ -391,7 +402,7 @@ impl<'a> Exec<'a> {
         let code: &'a Code = self.k.code;
         loop {
             // run what can run, counting where the threads stop
-            let (mut exited, mut at_bar, mut at_warp) = (0, 0, 0);
+            let (mut exited, mut at_bar, mut at_warp, mut at_cluster) = (0, 0, 0, 0);
             let mut bar_pc = u32::MAX;
             let mut one_bar = true;
             // (barriers change the epoch only between rounds)
@@ -419,6 +430,8 @@ impl<'a> Exec<'a> {
                             at_bar += 1;
                             one_bar &= bar_pc == u32::MAX || bar_pc == pc;
                             bar_pc = pc;
+                        } else if matches!(code.insts[pc as usize].op, Op::ClusterWait) {
+                            at_cluster += 1;
                         } else {
                             at_warp += 1;
                         }
@@ -431,6 +444,11 @@ impl<'a> Exec<'a> {
             }
             if at_warp > 0 && self.resolve_warps().map_err(Stop::Finding)? {
                 continue;
+            }
+            // threads wait for the cluster barrier: the cluster's schedule
+            // goes on with the other CTAs (`cluster`)
+            if at_cluster > 0 {
+                return Ok(());
             }
             // the common barrier: every thread at one `bar.sync` without a
             // thread count

@@ -383,6 +383,16 @@ impl Exec<'_> {
                 let f = self.assert_fault(t, pc, rf, i);
                 return self.raise(f);
             }
+            Op::Mapa => match self.mapa(a!(), b!()) {
+                Ok(v) => out!(v),
+                Err(f) => return self.raise(f),
+            },
+            Op::ClusterArrive { relaxed } => tri!(self.cluster_arrive(t, relaxed)),
+            Op::ClusterWait => match self.cluster_wait(t) {
+                Ok(true) => {}
+                Ok(false) => return PARK,
+                Err(f) => return self.raise(f),
+            },
             Op::Bar
             | Op::BarWarp
             | Op::Shfl { .. }

@@ -33,7 +33,7 @@ impl<'a> Exec<'a> {
                 }
                 let pc = self.cta.pc[t] as usize;
                 let inst = &code.insts[pc];
-                if !inst.op.is_sync() || matches!(inst.op, Op::Bar) {
+                if !inst.op.is_sync() || matches!(inst.op, Op::Bar | Op::ClusterWait) {
                     continue;
                 }
                 // `mma.sync` and `ldmatrix` have no membermask: the whole

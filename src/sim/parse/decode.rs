@@ -126,16 +126,32 @@ impl Decoder<'_> {
             "abs", "neg", "and", "or", "xor", "not", "cnot", "shl", "shr", "bfe", "bfi", "prmt",
             "clz", "popc", "brev", "setp", "selp", "cvt", "cvta", "ld", "st", "atom", "red", "bra",
             "ret", "exit", "trap", "membar", "fence", "bar", "barrier", "shfl", "vote", "redux",
-            "ex2", "lg2", "rsqrt", "sin", "cos", "tanh", "mma", "ldmatrix", "cp",
+            "ex2", "lg2", "rsqrt", "sin", "cos", "tanh", "mma", "ldmatrix", "cp", "mapa",
         ];
         let base = opname.split('.').next().unwrap_or("");
         if !KNOWN.contains(&base) {
             return unsup(format!("opcode `{opname}`"));
         }
         let ops = operands(&toks[1..])?;
-        let norm = opname.replace("::cta", "").replace("::entry", "");
+        let norm = opname
+            .replace("::cta", "")
+            .replace("::entry", "")
+            .replace("shared::cluster", "shared_cluster");
+        // `.shared::cluster` only with `ld`, `st` and `mapa` (sm_90+)
+        let cluster_ok = matches!(base, "ld" | "st" | "mapa");
         if norm.contains("::cluster") || norm.contains("::func") {
             return unsup("cluster / function state spaces");
+        }
+        if norm.contains("shared_cluster") && !cluster_ok {
+            return unsup(format!(
+                "`{opname}`: .shared::cluster only with ld, st and mapa"
+            ));
+        }
+        if norm.contains("shared_cluster") && self.sm > 0 && self.sm < 90 {
+            return unsup(format!(
+                "the .shared::cluster state space needs sm_90, module targets sm_{}",
+                self.sm
+            ));
         }
         let parts: Vec<&str> = norm.split('.').collect();
         let mut inst = self.decode_op(&parts, &ops, n_brauni)?;
@@ -497,6 +513,9 @@ impl Decoder<'_> {
                 self.simple(Op::Approx { f, ftz: has("ftz") }, ops, 1, Cls::F32)
             }
             "membar" | "fence" => Ok(blank_inst(Op::Nop)),
+            "mapa" | "barrier" if base == "mapa" || mods.first() == Some(&"cluster") => {
+                self.decode_cluster(base, mods, ops)
+            }
             "bar" | "barrier" => {
                 if base == "bar" && has("warp") {
                     self.nops(ops, 1)?;

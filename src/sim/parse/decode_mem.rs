@@ -11,6 +11,7 @@ impl Decoder<'_> {
             match *m {
                 "global" => return Space::Global,
                 "shared" => return Space::Shared,
+                "shared_cluster" => return Space::SharedCluster,
                 "local" => return Space::Local,
                 "param" => return Space::Param,
                 "const" => return Space::Const,
@@ -27,6 +28,11 @@ impl Decoder<'_> {
                     return Ok((Src::Reg(*r), *off, sp));
                 }
                 if let Some(v) = self.vars.get(base) {
+                    // a `.shared` variable is a `.shared::cluster` address
+                    // of the executing CTA
+                    if sp == Space::SharedCluster && v.sp == Space::Shared {
+                        return Ok((Src::Imm(v.offset), *off, sp));
+                    }
                     // a call frame's `.param` lives in the thread's `.local` frame
                     let frame =
                         sp == Space::Param && v.sp == Space::Local && self.frame.contains(base);

@@ -523,6 +523,7 @@ impl<'a> Parser<'a> {
         // performance directives
         let mut maxntid = None;
         let mut reqntid = None;
+        let mut cluster = ClusterDirectives::default();
         loop {
             let l = self.line();
             match self.peek().cloned() {
@@ -530,7 +531,9 @@ impl<'a> Parser<'a> {
                     self.pos += 1;
                     break;
                 }
-                Some(Tok::Id(d)) if d == ".maxntid" || d == ".reqntid" => {
+                Some(Tok::Id(d))
+                    if d == ".maxntid" || d == ".reqntid" || d == ".reqnctapercluster" =>
+                {
                     self.pos += 1;
                     let mut dims = vec![self.expect_num()? as u32];
                     while self.peek() == Some(&Tok::P(',')) {
@@ -541,9 +544,19 @@ impl<'a> Parser<'a> {
                     let t = (dims[0], dims[1], dims[2]);
                     if d == ".maxntid" {
                         maxntid = Some(t)
-                    } else {
+                    } else if d == ".reqntid" {
                         reqntid = Some(t)
+                    } else {
+                        cluster.req = Some(t)
                     }
+                }
+                Some(Tok::Id(d)) if d == ".maxclusterrank" => {
+                    self.pos += 1;
+                    cluster.max_rank = Some(self.expect_num()? as u32);
+                }
+                Some(Tok::Id(d)) if d == ".explicitcluster" => {
+                    self.pos += 1;
+                    cluster.explicit = true;
                 }
                 Some(Tok::Id(d))
                     if d == ".minnctapersm" || d == ".maxnreg" || d == ".maxnctapersm" =>
@@ -559,7 +572,11 @@ impl<'a> Parser<'a> {
         let l = self.line();
         let stmts = self.body_stmts(l)?;
         let stmts = self.inline_calls(stmts)?;
-        self.body(name, params, param_bytes as u32, maxntid, reqntid, stmts)
+        let mut e = self.body(name, params, param_bytes as u32, maxntid, reqntid, stmts)?;
+        e.reqnctapercluster = cluster.req;
+        e.explicitcluster = cluster.explicit;
+        e.maxclusterrank = cluster.max_rank;
+        Ok(e)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -748,6 +765,9 @@ impl<'a> Parser<'a> {
             local_bytes: local_size as u32,
             maxntid,
             reqntid,
+            reqnctapercluster: None,
+            explicitcluster: false,
+            maxclusterrank: None,
             n_brauni: 0,
             strong_global: false,
             mma: Vec::new(),
@@ -821,4 +841,13 @@ impl<'a> Parser<'a> {
         entry.code = code::lower(&entry);
         Ok(entry)
     }
+}
+
+/// An entry's cluster directives (`.reqnctapercluster`, `.explicitcluster`,
+/// `.maxclusterrank`; sm_90+).
+#[derive(Default)]
+struct ClusterDirectives {
+    req: Option<(u32, u32, u32)>,
+    explicit: bool,
+    max_rank: Option<u32>,
 }

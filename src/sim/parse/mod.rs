@@ -18,6 +18,7 @@
 
 mod decode;
 mod decode_async;
+mod decode_cluster;
 mod decode_cvt;
 mod decode_mem;
 mod decode_mma;

@@ -1,0 +1,223 @@
+//! Thread-block clusters through the C ABI (issue 33): `cuLaunchKernelEx`
+//! with `CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION` and a kernel's compiled-in
+//! `.reqnctapercluster` run a DSMEM ring exchange on the default sm_90
+//! device with the host's result; the driver's codes for a grid that is
+//! not a multiple of the shape, a shape other than the kernel's, and a
+//! cluster on an sm_80 device; the cluster function and device
+//! attributes; a planted race between the CTAs of a cluster is the
+//! launch's sticky fault.
+
+use std::ffi::c_void;
+use std::ptr::null_mut;
+
+use ptxsmith::dsl::params::Ptr;
+use ptxsmith::dsl::types::U32;
+use ptxsmith::dsl::*;
+use ptxsmith::kernel_params;
+use ptxsmith::target::Sm;
+use ptxsmith_cuda_emu::cluster::CUDA_ERROR_INVALID_CLUSTER_SIZE;
+use ptxsmith_cuda_emu::exports as cu;
+use ptxsmith_cuda_emu::exports::{LaunchAttribute, LaunchConfig};
+
+mod common;
+use common::*;
+
+kernel_params! {
+    struct Args => Regs {
+        src: Ptr<U32>,
+        dst: Ptr<U32>,
+    }
+}
+
+const THREADS: u32 = 32;
+
+/// Each CTA stores `src[g]` into `recv[t]` of the next rank, then (after
+/// a cluster barrier, unless `race`) writes its own `recv[t]` to `dst[g]`,
+/// and waits at a last cluster barrier.
+fn ring(sm: Sm, shape: Option<u32>, race: bool) -> PtxModule {
+    let mut b = KernelBuilder::new("ring", sm);
+    if let Some(n) = shape {
+        b.cluster_dims(n, 1, 1);
+    }
+    let p = b.params::<Args>();
+    let recv = b.shared_array::<U32>("recv", THREADS, 16);
+    let t = b.tid_x();
+    let g = b.global_id_x();
+    let s = b.offset(p.src, g);
+    let x = b.ld_global(s, 0);
+    let r = b.shared_elem(&recv, t);
+    b.st_shared(r, 0, 0u32);
+    b.cluster_sync();
+    let rank = b.cluster_ctarank();
+    let n = b.cluster_nctarank();
+    let next = b.add(rank, 1u32);
+    let next = b.rem(next, n);
+    let q = b.mapa(r, next);
+    b.st_cluster(q, 0, x);
+    if !race {
+        b.cluster_sync();
+    }
+    let y = b.ld_shared(r, 0);
+    let d = b.offset(p.dst, g);
+    b.st_global(d, 0, y);
+    b.cluster_sync();
+    b.finish().unwrap()
+}
+
+fn cluster_attr(x: u32) -> LaunchAttribute {
+    let mut value = [0u32; 16];
+    value[..3].copy_from_slice(&[x, 1, 1]);
+    LaunchAttribute {
+        id: 4,
+        pad: [0; 4],
+        value,
+    }
+}
+
+/// `cuLaunchKernelEx` of `f` over `blocks` CTAs with `attrs`.
+fn launch_ex(
+    f: CUfunction,
+    blocks: u32,
+    src: u64,
+    dst: u64,
+    attrs: &mut [LaunchAttribute],
+) -> CUresult {
+    let (mut a0, mut a1) = (src, dst);
+    let mut params: [*mut c_void; 2] = [(&raw mut a0).cast(), (&raw mut a1).cast()];
+    let cfg = LaunchConfig {
+        grid: [blocks, 1, 1],
+        block: [THREADS, 1, 1],
+        smem: 0,
+        stream: CUstream::default(),
+        attrs: attrs.as_mut_ptr(),
+        num_attrs: attrs.len() as u32,
+    };
+    // SAFETY: a valid config and one pointer per parameter.
+    unsafe { cu::cuLaunchKernelEx(&cfg, f, params.as_mut_ptr(), null_mut()) }
+}
+
+/// `src` of `blocks` CTAs and the ring's `dst` for it in clusters of `n`.
+fn data(blocks: u32, n: u32) -> (Vec<u32>, Vec<u32>) {
+    let src: Vec<u32> = (0..blocks * THREADS)
+        .map(|i| i.wrapping_mul(0x9E37_79B9))
+        .collect();
+    let mut want = vec![0; src.len()];
+    for c in 0..blocks {
+        let from = c - c % n + (c % n + n - 1) % n;
+        for t in 0..THREADS {
+            want[(c * THREADS + t) as usize] = src[(from * THREADS + t) as usize];
+        }
+    }
+    (src, want)
+}
+
+fn func_attr(f: CUfunction, attr: i32) -> i32 {
+    let mut v = -1;
+    // SAFETY: a valid out-pointer.
+    ok(unsafe { cu::cuFuncGetAttribute(&mut v, attr, f) });
+    v
+}
+
+#[test]
+fn clustered_launches_run_the_ring_and_refuse_bad_shapes() {
+    let _c = TestCtx::new();
+    let blocks = 8;
+    let (src, want) = data(blocks, 4);
+    let s = alloc(src.len() * 4);
+    ok(htod(s, &src));
+    let d = alloc(src.len() * 4);
+    // the attribute on a kernel without a shape
+    let f = function(load(&ring(Sm::Sm90, None, false).ptx), "ring").unwrap();
+    ok(launch_ex(f, blocks, s, d, &mut [cluster_attr(4)]));
+    assert_eq!(read_u32(d, src.len()), want);
+    is(
+        launch_ex(f, 6, s, d, &mut [cluster_attr(4)]),
+        CUDA_ERROR_INVALID_CLUSTER_SIZE,
+    );
+    is(
+        launch_ex(f, 16, s, d, &mut [cluster_attr(16)]),
+        CUDA_ERROR_INVALID_CLUSTER_SIZE,
+    );
+    assert_eq!(func_attr(f, 11), 0);
+    // the shape compiled in: a plain launch, and the same attribute
+    let f = function(load(&ring(Sm::Sm90, Some(2), false).ptx), "ring").unwrap();
+    assert_eq!(
+        (func_attr(f, 10), func_attr(f, 11), func_attr(f, 12)),
+        (0, 2, 1)
+    );
+    let (_, want2) = data(blocks, 2);
+    ok(htod(d, &vec![0u32; src.len()]));
+    ok(launch(
+        f,
+        blocks,
+        THREADS,
+        0,
+        CUstream::default(),
+        &[Arg::U64(s), Arg::U64(d)],
+    ));
+    assert_eq!(read_u32(d, src.len()), want2);
+    ok(launch_ex(f, blocks, s, d, &mut [cluster_attr(2)]));
+    is(
+        launch_ex(f, blocks, s, d, &mut [cluster_attr(4)]),
+        CUDA_ERROR_INVALID_CLUSTER_SIZE,
+    );
+    ok(ctx_sync());
+    let mut v = 0;
+    // SAFETY: a valid out-pointer; CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH.
+    ok(unsafe { cu::cuDeviceGetAttribute(&mut v, 120, 0) });
+    assert_eq!(v, 1);
+}
+
+#[test]
+fn a_race_between_the_ctas_of_a_cluster_is_the_launchs_fault() {
+    let _c = TestCtx::new();
+    let (src, _) = data(4, 4);
+    let s = alloc(src.len() * 4);
+    ok(htod(s, &src));
+    let d = alloc(src.len() * 4);
+    let f = function(load(&ring(Sm::Sm90, Some(4), true).ptx), "ring").unwrap();
+    ok(launch(
+        f,
+        4,
+        THREADS,
+        0,
+        CUstream::default(),
+        &[Arg::U64(s), Arg::U64(d)],
+    ));
+    is(ctx_sync(), CUDA_ERROR_LAUNCH_FAILED);
+}
+
+#[test]
+fn clusters_are_refused_on_an_sm_80_device() {
+    if !in_emulator_process_with(
+        "clusters_are_refused_on_an_sm_80_device",
+        &[("PTXSMITH_EMU_DEVICES", "sm_80")],
+    ) {
+        return;
+    }
+    let _c = TestCtx::new();
+    let mut v = -1;
+    // SAFETY: a valid out-pointer; CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH.
+    ok(unsafe { cu::cuDeviceGetAttribute(&mut v, 120, 0) });
+    assert_eq!(v, 0);
+    // a kernel without cluster instructions, for sm_80
+    let mut b = KernelBuilder::new("copy", Sm::Sm80);
+    let p = b.params::<Args>();
+    let g = b.global_id_x();
+    let s = b.offset(p.src, g);
+    let x = b.ld_global(s, 0);
+    let d = b.offset(p.dst, g);
+    b.st_global(d, 0, x);
+    let m = b.finish().unwrap();
+    let f = function(load(&m.ptx), "copy").unwrap();
+    let (src, _) = data(2, 1);
+    let s = alloc(src.len() * 4);
+    ok(htod(s, &src));
+    let d = alloc(src.len() * 4);
+    is(
+        launch_ex(f, 2, s, d, &mut [cluster_attr(2)]),
+        CUDA_ERROR_NOT_SUPPORTED,
+    );
+    ok(launch_ex(f, 2, s, d, &mut [cluster_attr(1)]));
+    assert_eq!(read_u32(d, src.len()), src);
+}
