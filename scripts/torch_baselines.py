@@ -14,9 +14,19 @@ then ten calls queued between two CUDA events, per-call time = elapsed / 10;
 the median of five such intervals is reported.
 
 Shapes match the benches:
-  logcumsumexp  [4096, 4096] f32, forward and backward (benches/logcumsumexp.rs)
-  hmm forward   batch 64, T 1000, S 256: logsumexp of a broadcast sum per step
-                (benches/hmm.rs times ptxsmith's whole forward-backward)
+  logcumsumexp  [4096, 4096] f32 (benches/logcumsumexp.rs): the forward eager,
+                graph and compiled; the backward alone (torch.autograd.grad of
+                a kept forward), and compiled with its forward; the old
+                fwd+bwd row (forward, a reduction and its backward), labelled
+  hmm           batch 64, T 1000, S 256 (benches/hmm.rs times ptxsmith's whole
+                forward-backward): the scaled recursion a competent user
+                writes, alpha <- (alpha @ A) * b_t with a normaliser per step
+                (torch.matmul; emissions max-shifted once), forward and
+                forward-backward with gamma [b, T, S] and xi [b, S, S]
+                (expected transition counts summed over t) as ptxsmith returns
+                them, eager, captured in a CUDA graph, and with the step
+                torch.compile'd; and the old, weak baseline (logsumexp of a
+                [b, S, S] broadcast sum per step), labelled "old, weak"
   score GEMM    the bench's shape: x [4096, 256] @ D^T [256, 16384] (rows 4096,
                 K 16384, P 256; benches/score_kernels.rs), fp32 with TF32 off
   fp8           256 Mi f32 -> float8_e4m3fn and back (benches/fp8_kernels.rs):
@@ -29,6 +39,9 @@ Shapes match the benches:
                 [2048, 2048], forward and both grads, in fp32 (TF32 off),
                 TF32 (allow_tf32 on) and bf16, each eager, graph and compiled:
                 the bars of the tensor-core block-ELL goals (issue 31)
+
+`--selftest` runs the logcumsumexp and HMM baselines' functions on tiny CPU
+shapes against float64 log-domain references (no GPU needed; needs torch).
 """
 import statistics
 import sys
@@ -113,9 +126,12 @@ def logcumsumexp(t, dev):
 
     x = torch.randn(4096, 4096, device=dev) * 10
     gbps = lambda s: 2 * x.numel() * 4 / s / 1e9  # noqa: E731
-    t.run("torch.logcumsumexp fwd [4096,4096]", "eager", lambda: lambda: torch.logcumsumexp(x, dim=1), gbps, "GB/s")
+    gbps_b = lambda s: 3 * x.numel() * 4 / s / 1e9  # noqa: E731 - x, g in, gx out
+    label = "torch.logcumsumexp fwd [4096,4096]"
+    t.run(label, "eager", lambda: lambda: torch.logcumsumexp(x, dim=1), gbps, "GB/s")
+    t.run(label, "graph", lambda: graphed(lambda: torch.logcumsumexp(x, dim=1)), gbps, "GB/s")
     t.run(
-        "torch.logcumsumexp fwd [4096,4096]",
+        label,
         "compiled",
         lambda: (lambda f: lambda: f(x))(compiled(lambda v: torch.logcumsumexp(v, dim=1))),
         gbps,
@@ -123,37 +139,218 @@ def logcumsumexp(t, dev):
     )
     xg = x.clone().requires_grad_(True)
     g = torch.randn_like(x)
+    # The backward alone: the forward's graph is kept, each call runs only
+    # logcumsumexp's backward (12 B/element at the least: x, g in, gx out;
+    # PyTorch's formula also reads y).
+    y = torch.logcumsumexp(xg, dim=1)
+    label_b = "torch.logcumsumexp bwd alone [4096,4096] (autograd.grad(y, x, g))"
+    t.run(
+        label_b,
+        "eager",
+        lambda: lambda: torch.autograd.grad(y, xg, g, retain_graph=True),
+        gbps_b,
+        "GB/s at 12 B/elem",
+    )
+
+    def compiled_bwd():
+        # torch.compile'd forward; AOTAutograd compiles its backward too.
+        f = compiled(lambda v: torch.logcumsumexp(v, dim=1))
+        return lambda: torch.autograd.grad(f(xg), xg, g)
+
+    t.run(
+        "torch.logcumsumexp fwd+bwd [4096,4096] (forward recomputed)",
+        "compiled",
+        compiled_bwd,
+        gbps_b,
+        "GB/s at 12 B/elem",
+    )
 
     def fwd_bwd():
-        y = torch.logcumsumexp(xg, dim=1)
-        (y * g).sum().backward()
+        yy = torch.logcumsumexp(xg, dim=1)
+        (yy * g).sum().backward()
 
-    t.run("torch.logcumsumexp fwd+bwd [4096,4096]", "eager", lambda: fwd_bwd)
+    t.run("torch.logcumsumexp fwd+bwd [4096,4096] (old: with a reduction and its backward)", "eager", lambda: fwd_bwd)
+
+
+# ---- HMM --------------------------------------------------------------------
+#
+# The scaled recursion (Rabiner): with A = exp(log_a), the emissions
+# max-shifted per step, b_t = exp(log_b_t - max_i log_b_t[i]),
+#   alpha_0 = pi * b_0,              c_0 = sum alpha_0, alpha_0 /= c_0
+#   alpha_t = (alpha_{t-1} @ A) * b_t, c_t = sum alpha_t, alpha_t /= c_t
+#   log p(x) = sum_t (log c_t + max log_b_t)
+# backward with the same normalisers:
+#   beta_{T-1} = 1, beta_t = ((b_{t+1} * beta_{t+1}) @ A^T) / c_{t+1}
+# then gamma_t = alpha_t * beta_t (sums to 1) and the expected transition
+# counts xi[i][j] = A[i][j] * sum_t alpha_t[i] (b_{t+1} beta_{t+1})[j] / c_{t+1}
+# (one batched matmul over t): gamma [b, T, S] and xi [b, S, S] as ptxsmith
+# returns them (the log-domain alpha and beta are not formed).
+
+
+def hmm_inputs(b, T, S, dev, dtype=None):
+    import torch
+
+    gen = torch.Generator(device="cpu").manual_seed(0)
+    kw = {"dtype": dtype or torch.float32}
+    log_a = torch.log_softmax(torch.randn(S, S, generator=gen, **kw), dim=1).to(dev)
+    log_b = torch.log_softmax(torch.randn(b, T, S, generator=gen, **kw), dim=2).to(dev)
+    log_pi = torch.log_softmax(torch.randn(S, generator=gen, **kw), dim=0).to(dev)
+    return log_pi, log_a, log_b
+
+
+def hmm_scaled_step(alpha, a, bt):
+    """One scaled forward step: (alpha @ A) * b_t, normalised."""
+    import torch
+
+    v = torch.matmul(alpha, a) * bt
+    c = v.sum(dim=1, keepdim=True)
+    return v / c, c
+
+
+def hmm_scaled_prep(log_pi, log_a, log_b):
+    import torch
+
+    mb = log_b.amax(dim=2, keepdim=True)
+    return torch.exp(log_pi), torch.exp(log_a), torch.exp(log_b - mb), mb
+
+
+def hmm_scaled_forward(log_pi, log_a, log_b, step=hmm_scaled_step):
+    """Log-likelihood [b] and the normalised alphas [b, T, S], scales [b, T, 1]."""
+    import torch
+
+    pi, a, eb, mb = hmm_scaled_prep(log_pi, log_a, log_b)
+    T = log_b.shape[1]
+    alpha = pi * eb[:, 0]
+    c = alpha.sum(dim=1, keepdim=True)
+    alpha = alpha / c
+    alphas, cs = [alpha], [c]
+    for t in range(1, T):
+        alpha, c = step(alpha, a, eb[:, t])
+        alphas.append(alpha)
+        cs.append(c)
+    cs = torch.stack(cs, dim=1)
+    ll = (torch.log(cs) + mb).sum(dim=(1, 2))
+    return ll, torch.stack(alphas, dim=1), cs, a, eb
+
+
+def hmm_scaled_forward_backward(log_pi, log_a, log_b, step=hmm_scaled_step):
+    """(log-likelihood [b], gamma [b, T, S], xi [b, S, S])."""
+    import torch
+
+    ll, alphas, cs, a, eb = hmm_scaled_forward(log_pi, log_a, log_b, step)
+    T = log_b.shape[1]
+    at = a.t()
+    beta = torch.ones_like(alphas[:, 0])
+    betas = [beta]
+    for t in range(T - 2, -1, -1):
+        beta, _ = hmm_backward_step(beta, at, eb[:, t + 1], cs[:, t + 1])
+        betas.append(beta)
+    betas = torch.stack(betas[::-1], dim=1)
+    gamma = alphas * betas
+    w = eb[:, 1:] * betas[:, 1:] / cs[:, 1:]
+    xi = torch.matmul(alphas[:, :-1].transpose(1, 2), w) * a
+    return ll, gamma, xi
+
+
+def hmm_backward_step(beta, at, bt1, ct1):
+    import torch
+
+    return torch.matmul(bt1 * beta, at) / ct1, None
+
+
+def hmm_weak_forward(log_pi, log_a, log_b):
+    """The old, weak baseline: logsumexp of a [b, S, S] broadcast sum per step."""
+    import torch
+
+    alpha = log_pi + log_b[:, 0]
+    for step in range(1, log_b.shape[1]):
+        alpha = torch.logsumexp(alpha[:, :, None] + log_a[None], dim=1) + log_b[:, step]
+    return torch.logsumexp(alpha, dim=1)
 
 
 def hmm(t, dev):
     import torch
 
     b, T, S = 64, 1000, 256
-    log_a = torch.log_softmax(torch.randn(S, S, device=dev), dim=1)
-    log_b = torch.log_softmax(torch.randn(b, T, S, device=dev), dim=2)
-    log_pi = torch.log_softmax(torch.randn(S, device=dev), dim=0)
+    log_pi, log_a, log_b = hmm_inputs(b, T, S, dev)
+    terms = lambda s: b * T * S * S / s / 1e9  # noqa: E731
+    unit = "G B·T·S² terms/s"
+    slow = {"queued": 1, "reps": 3}
+    fwd = lambda: hmm_scaled_forward(log_pi, log_a, log_b)[0]  # noqa: E731
+    fb = lambda: hmm_scaled_forward_backward(log_pi, log_a, log_b)  # noqa: E731
+    lf = f"torch HMM forward (scaled, matmul) b{b} T{T} S{S}"
+    lfb = f"torch HMM forward-backward + gamma + xi (scaled, matmul) b{b} T{T} S{S}"
+    t.run(lf, "eager", lambda: fwd, terms, unit, **slow)
+    t.run(lfb, "eager", lambda: fb, terms, unit, **slow)
+    t.run(lf, "graph", lambda: graphed(fwd), terms, unit, **slow)
+    t.run(lfb, "graph", lambda: graphed(fb), terms, unit, **slow)
 
-    def hmm_forward():
-        alpha = log_pi + log_b[:, 0]
-        for step in range(1, T):
-            alpha = torch.logsumexp(alpha[:, :, None] + log_a[None], dim=1) + log_b[:, step]
-        return torch.logsumexp(alpha, dim=1)
+    def with_compiled_step(whole):
+        step = compiled(hmm_scaled_step)
+        if whole:
+            return lambda: hmm_scaled_forward_backward(log_pi, log_a, log_b, step)
+        return lambda: hmm_scaled_forward(log_pi, log_a, log_b, step)[0]
 
+    t.run(lf, "compiled step", lambda: with_compiled_step(False), terms, unit, **slow)
+    t.run(lfb, "compiled step", lambda: with_compiled_step(True), terms, unit, **slow)
     t.run(
-        "torch HMM forward b64 T1000 S256",
+        f"torch HMM forward b{b} T{T} S{S} (old, weak: logsumexp of a broadcast sum)",
         "eager",
-        lambda: hmm_forward,
-        lambda s: b * T * S * S / s / 1e9,
-        "G B·T·S² terms/s",
-        queued=1,
-        reps=3,
+        lambda: lambda: hmm_weak_forward(log_pi, log_a, log_b),
+        terms,
+        unit,
+        **slow,
     )
+
+
+def selftest():
+    """The baselines' functions on tiny CPU shapes against log-domain
+    references in float64 (no GPU)."""
+    import torch
+
+    torch.manual_seed(0)
+    b, T, S = 3, 7, 5
+    log_pi, log_a, log_b = hmm_inputs(b, T, S, "cpu", torch.float64)
+    # log-domain reference: alpha and beta by logsumexp
+    la = [log_pi + log_b[:, 0]]
+    for s in range(1, T):
+        la.append(torch.logsumexp(la[-1][:, :, None] + log_a[None], dim=1) + log_b[:, s])
+    lb = [torch.zeros(b, S, dtype=torch.float64)]
+    for s in range(T - 2, -1, -1):
+        lb.append(torch.logsumexp(log_a[None] + (log_b[:, s + 1] + lb[-1])[:, None, :], dim=2))
+    lb = lb[::-1]
+    la, lb = torch.stack(la, 1), torch.stack(lb, 1)
+    ll_ref = torch.logsumexp(la[:, -1], dim=1)
+    gamma_ref = torch.exp(la + lb - ll_ref[:, None, None])
+    xi_ref = torch.zeros(b, S, S, dtype=torch.float64)
+    for s in range(T - 1):
+        xi_ref += torch.exp(
+            la[:, s, :, None] + log_a[None] + (log_b[:, s + 1] + lb[:, s + 1])[:, None, :] - ll_ref[:, None, None]
+        )
+    ll, gamma, xi = hmm_scaled_forward_backward(log_pi, log_a, log_b)
+    ll_f = hmm_scaled_forward(log_pi, log_a, log_b)[0]
+    ll_w = hmm_weak_forward(log_pi, log_a, log_b)
+    errs = {
+        "ll (forward)": (ll_f - ll_ref).abs().max().item(),
+        "ll (forward-backward)": (ll - ll_ref).abs().max().item(),
+        "ll (old, weak)": (ll_w - ll_ref).abs().max().item(),
+        "gamma": (gamma - gamma_ref).abs().max().item(),
+        "xi": (xi - xi_ref).abs().max().item(),
+    }
+    # logcumsumexp backward alone against the closed form
+    x = torch.randn(4, 33, dtype=torch.float64, requires_grad=True)
+    g = torch.randn(4, 33, dtype=torch.float64)
+    y = torch.logcumsumexp(x, dim=1)
+    (gx,) = torch.autograd.grad(y, x, g, retain_graph=True)
+    gx_ref = torch.exp(x) * torch.flip(torch.cumsum(torch.flip(g * torch.exp(-y), [1]), 1), [1])
+    errs["logcumsumexp bwd"] = (gx - gx_ref).abs().max().item()
+    ok = True
+    for k, e in errs.items():
+        good = e < 1e-9
+        ok &= good
+        print(f"selftest {k}: max |err| {e:.3g} {'ok' if good else 'FAILED'}")
+    print("selftest: " + ("ok" if ok else "FAILED"))
+    return 0 if ok else 1
 
 
 def score_gemm(t, dev):
@@ -319,6 +516,8 @@ def main():
     except ImportError as e:
         print(f"torch baselines: PyTorch not importable ({e})")
         return 1
+    if "--selftest" in sys.argv[1:]:
+        return selftest()
     if not torch.cuda.is_available():
         print("torch baselines: torch.cuda.is_available() is False")
         return 1

@@ -181,12 +181,18 @@
 //! bounds the time; a tree over the tile totals would lift that, at the
 //! price of another contract.
 //!
-//! Cost on sm_90 (`docs/tuning.md`, `docs/perf.md`): the forward's hot
-//! loop is 399 SASS instructions per 4 elements (a `log_add_exp` each), in
-//! all about 160 per element, 122 of them `log_add_exp`; the backward's
-//! 230 per 4 (an `exp` and a `div.rn` each), in all about 122 per element.
-//! Modeled on an H100 SXM at `[4096, 4096]`: forward 50 % of memory
-//! bandwidth (issue-bound until `log_add_exp` gets cheaper), backward 98 %.
+//! Cost on sm_90 (pinned ptxas; `docs/tuning.md`, `docs/perf.md`,
+//! section *logcumsumexp at the roof*): the forward's segment log-sum
+//! loop is 120 SASS instructions per 4 elements (an `exp` each) and its
+//! output loop 175 per 4 (a `log_add_exp` each): 74 per element that the
+//! contract fixes, about 91 in all with the tile tree (about 10) and the
+//! tile copies; no exact scheme with these routines needs fewer than an
+//! `exp` and a `log` (or a `log_add_exp`) per element, so the forward stays
+//! issue-bound on an H200 (about 37 µs at `[4096, 4096]` for those two
+//! alone, against 28 µs of memory). The backward's per-element walk is 122
+//! per 2 elements (an `exp` and a `div.rn` each), its pair aggregates 36 per
+//! element, about 125 per element in all; `lcse_bwd` is built for six CTAs
+//! an SM (`.minnctapersm`, 80 registers) to hide its dependent chains.
 
 pub mod host;
 pub mod launch;

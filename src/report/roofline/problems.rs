@@ -162,6 +162,7 @@ pub fn all() -> Vec<Problem> {
         lcse_backward(),
         hmm_forward_backward(),
         viterbi(),
+        viterbi_s4096(),
     ];
     v.push(dot_rows());
     v.extend(fp8_problems());
@@ -411,6 +412,56 @@ fn viterbi() -> Problem {
         goal: None,
         note: "log_b read once, the [batch, T, S] backpointer workspace written once \
                (the walk back reads T of them); essential: log_b in, paths out",
+    }
+}
+
+/// Viterbi at S 4096: `[batch, T, S]`, the `cap 4096` kernel.
+const VITERBI_BIG: [usize; 3] = [64, 1000, 4096];
+
+/// The `cap 4096` kernel's cost per sequence: setup, the first row and the
+/// final scan (`S`), the backtrack (`T`), and per step the state loop
+/// (`S`) with its scan over the previous states (`S²`). Exact: the kernel
+/// has no data-dependent branch.
+fn viterbi_big_basis(s: &Shape, _: Sm, _: u32) -> Vec<f64> {
+    let (b, t, n) = (f(s[0]), f(s[1]), f(s[2]));
+    vec![b, b * n, b * t, b * (t - 1.0) * n, b * (t - 1.0) * n * n]
+}
+
+fn viterbi_s4096() -> Problem {
+    let base = viterbi();
+    Problem {
+        family: "viterbi",
+        name: "batch 64, T 1000, S 4096".into(),
+        roof: Roof::Memory,
+        full: VITERBI_BIG.to_vec(),
+        // S above 1024 takes the same `cap 4096` kernel (the same module
+        // text); one to two steps of about 1.1–1.4 M (i, j) pairs each.
+        samples: vec![
+            vec![1, 2, 1025],
+            vec![1, 2, 1100],
+            vec![1, 2, 1200],
+            vec![1, 3, 1025],
+            vec![1, 3, 1100],
+        ],
+        check: vec![1, 3, 1200],
+        capped: None,
+        basis: Box::new(viterbi_big_basis),
+        run: base.run,
+        traffic: Box::new(|sh| {
+            let (b, t, s) = (sh[0], sh[1], sh[2]);
+            let name = viterbi::ptx::kernel_name(viterbi::ptx::cap_for(s));
+            // log_b in, the u32 backpointers written, paths out; log_a
+            // (64 MiB, more than the L2) streamed from DRAM once a step,
+            // shared by the sequences (they run in step).
+            let a = F32 * f(s * s) * f(t - 1);
+            vec![(name, F32 * (2.0 * f(b * t * s) + f(b * t)) + a)]
+        }),
+        essential: base.essential,
+        goal: None,
+        note: "log_b read once, the [batch, T, S] backpointer workspace written once, \
+               log_a (S² floats, larger than the L2) once a step for all the sequences \
+               together; essential: log_b in, paths out. Bound: one CTA a sequence \
+               (64 of the SMs), S² add-compare-selects a step",
     }
 }
 

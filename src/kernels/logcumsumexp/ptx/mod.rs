@@ -412,24 +412,30 @@ fn value_walk(
     let p = mov(b, k);
     let a = b.mov(0f32);
     let bb = b.mov(1f32);
-    b.for_range(0u32, GROUPS, 1u32, |b, kk| {
-        let off = b.shl(kk, 2u32);
+    // Two elements a trip (8-byte loads): fewer live registers, see below.
+    b.for_range(0u32, 2 * GROUPS, 1u32, |b, kk| {
+        let off = b.shl(kk, 1u32);
         let px = b.shared_offset(seg_x, off);
         let pg = b.shared_offset(seg_g, off);
-        let xv = b.ld_shared_v4(px, 0);
-        let gv = b.ld_shared_v4(pg, 0);
-        let (mut encs, mut rs) = (xv, gv);
+        let xv = b.ld_shared_v2(px, 0);
+        let gv = b.ld_shared_v2(pg, 0);
         let mut acc = p;
         let (mut ca, mut cb) = (a, bb);
-        for i in 0..4 {
+        for i in 0..2 {
             let (np, e, n) = pair_step(b, acc, xv[i], 1f32);
             acc = np;
             let zero = b.setp(Cmp::Eq, np[1], 0f32);
             let q = b.fdiv(RN, gv[i], np[1]);
             let r = b.selp(zero, 0f32, q);
             let ne = b.fneg(e);
-            encs[i] = b.selp(n, ne, e);
-            rs[i] = r;
+            let enc = b.selp(n, ne, e);
+            // Stored as soon as made (not as one 16-byte store a group):
+            // eight fewer live registers, so that six CTAs fit an SM
+            // without spills (`BWD_MIN_CTAS`).
+            if write {
+                b.st_shared(px, i as i32, enc);
+                b.st_shared(pg, i as i32, r);
+            }
             let be = b.fmul(RN, cb, e);
             cb = b.selp(n, be, cb);
             ca = b.ffma(RN, cb, r, ca);
@@ -437,10 +443,6 @@ fn value_walk(
         assign(b, p, acc);
         b.assign(a, ca);
         b.assign(bb, cb);
-        if write {
-            b.st_shared_v4(px, 0, encs);
-            b.st_shared_v4(pg, 0, rs);
-        }
     });
     [a, bb]
 }
@@ -531,9 +533,15 @@ fn bwd_forward_half(
     value_walk(b, seg_x, seg_g, k, write)
 }
 
+/// CTAs per SM `lcse_bwd` asks ptxas to fit (`.minnctapersm`): six, what
+/// its 37 KB of shared memory allow on sm_80/sm_90 (228 KB an SM), so that
+/// its registers (80 a thread) are not the limit (five CTAs at 93).
+pub const BWD_MIN_CTAS: u32 = 6;
+
 /// `lcse_bwd`: the backward of the work items' tiles.
 pub fn generate_bwd(sm: Sm) -> Result<PtxModule> {
     let mut b = tile_builder(BWD, sm);
+    b.min_ctas_per_sm(BWD_MIN_CTAS);
     let p = b.params::<BwdArgs>();
     let s = bwd_smem(&mut b);
     let c = cta(&mut b, p.flags);

@@ -93,7 +93,8 @@ pub(super) fn item_of(
 
 /// 16-byte loads (or stores) per thread and loop trip of the vector tile
 /// copy: 4 in the forward kernels, 2 in the backward ones (two arrays
-/// staged back to back; 4 cost them 117 registers on sm_90, 2 cost 93);
+/// staged back to back; 4 cost them 117 registers on sm_90, 2 cost 93,
+/// 80 with `lcse_bwd`'s six CTAs an SM);
 /// 8 single words on the scalar path.
 pub(super) const FWD_BATCH: u32 = 4;
 pub(super) const BWD_BATCH: u32 = 2;
