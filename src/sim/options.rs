@@ -201,6 +201,24 @@ pub struct LaunchReport {
     /// an unspecified order). Empty when the kernel prints nothing; a
     /// launch that fails prints nothing.
     pub printf: String,
+    /// Same-value write-write conflicts: plain stores of two threads
+    /// (of two warps of a block, on global memory; of a block, on shared
+    /// memory) to one byte that nothing orders, where the later stores the
+    /// byte the earlier left there. compute-sanitizer's racecheck grades
+    /// hazards by severity and keeps ERROR for the likely causes of data
+    /// races; a write-after-write whose incoming value is the current one
+    /// changes nothing in either order, so the simulator counts it here (one
+    /// per store instruction of a thread that had one) and does not fail the
+    /// launch. Every other race (different bytes, a read or an atomic
+    /// involved) is a finding ([`SimError::WarpGlobalRace`],
+    /// [`SimError::SharedRace`]). Races between blocks are findings whatever
+    /// the values.
+    pub same_value_writes: u64,
+    /// The first of [`LaunchReport::same_value_writes`] (in block order,
+    /// then the simulator's thread order; a global one before a shared one
+    /// within a block), as the text of the race finding it would otherwise
+    /// be: both accesses named.
+    pub first_same_value_write: Option<String>,
 }
 
 impl LaunchReport {
