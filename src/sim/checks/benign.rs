@@ -13,7 +13,7 @@
 //! Reports"). A write-after-write whose incoming value is the current one
 //! leaves memory the same in either order, so it is no ERROR: the
 //! simulator records it as a warning of the launch
-//! ([`LaunchReport::race_warnings`](crate::sim::LaunchReport::race_warnings):
+//! ([`LaunchReport::same_value_writes`](crate::sim::LaunchReport::same_value_writes):
 //! a count and the first one, named as the race finding it would
 //! otherwise be) and the launch goes on. Every other conflict (different
 //! bytes, a read or an atomic involved) stays a finding.
