@@ -114,7 +114,9 @@ fn byte_write_then_word_read() {
         + &at(0, "st.shared.u8 [s+2], %r0;")
         + &at(1, "st.shared.u8 [s+3], %r0;")
         + &at(2, "st.shared.u32 [s], %r0;");
-    assert_eq!(race(&b, 3), (2, "write", "write", 0, 2));
+    // (thread 2 stores 2: its byte 2 is the 0 thread 0 stored there, a
+    // same-value write and no race; byte 3, thread 1's 1, differs)
+    assert_eq!(race(&b, 3), (3, "write", "write", 1, 2));
 }
 
 #[test]

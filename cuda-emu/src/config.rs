@@ -8,7 +8,7 @@
 //! | `PTXSMITH_EMU_MEMORY_MIB` | device memory of each device, MiB (the host holds about twice as much: data plus the initialisation map) | `4096` |
 //! | `PTXSMITH_EMU_LOG` | file the kernel findings are appended to | stderr |
 //! | `PTXSMITH_EMU_CHECKS` | `0`/`off`: turn off the simulator's optional checks (races, uninitialised reads, `bra.uni` uniformity) | on |
-//! | `PTXSMITH_EMU_MAX_INSTRUCTIONS` | per-launch instruction budget (`0`: none) | 10⁹ |
+//! | `PTXSMITH_EMU_MAX_INSTRUCTIONS` | per-launch instruction budget, exactly N (`0`: none) | `max(10⁹, threads × 2²⁴)` (the simulator's scaled default) |
 //! | `PTXSMITH_EMU_APPROX` | `1`: run `.approx` instructions as the correctly rounded value instead of failing the launch | off |
 //! | `PTXSMITH_EMU_TRACE` | `1`: print every call that returns an error, with its code | off |
 //!

@@ -52,6 +52,10 @@ pub struct Context {
     pub sticky: Option<CUresult>,
     /// `cuCtxSetLimit` values by limit id.
     pub limits: HashMap<u32, usize>,
+    /// Warnings of the launches run since the last look (same-value
+    /// write-write conflicts: `LaunchReport::same_value_writes`), written
+    /// to the log by whoever ran them.
+    pub warnings: Vec<String>,
 }
 
 impl Context {
@@ -125,7 +129,12 @@ impl Context {
         let c = self;
         let mem = |what: &str, e: SimError| (CUDA_ERROR_ILLEGAL_ADDRESS, format!("{what}: {e}"));
         match kind {
-            OpKind::Launch(op) => op.run_on_sim(&mut c.sim),
+            OpKind::Launch(op) => {
+                if let Some(w) = op.run_on_sim(&mut c.sim)? {
+                    c.warnings.push(w);
+                }
+                Ok(())
+            }
             OpKind::HtoD { dst, data } => c
                 .sim
                 .write(dst, &data)

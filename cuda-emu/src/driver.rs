@@ -424,6 +424,7 @@ impl Driver {
                     None
                 },
                 limits: HashMap::new(),
+                warnings: Vec::new(),
             },
         );
         Ok(())

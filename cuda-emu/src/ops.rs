@@ -281,8 +281,11 @@ pub struct LaunchOp {
 
 impl LaunchOp {
     /// Run the launch on `sim` (a context's simulator). `Err` is a
-    /// device fault: its code and the finding's text.
-    pub fn run_on_sim(&self, sim: &mut Sim) -> Result<(), (CUresult, String)> {
+    /// device fault: its code and the finding's text; `Ok(Some(text))` a
+    /// launch that ran with warnings (same-value write-write conflicts,
+    /// which compute-sanitizer's racecheck does not grade as errors and a
+    /// GPU runs as the program means), the text for the log.
+    pub fn run_on_sim(&self, sim: &mut Sim) -> Result<Option<String>, (CUresult, String)> {
         match self.cluster {
             Some(c) => sim.launch_program_bytes_clustered(
                 &self.program,
@@ -293,7 +296,22 @@ impl LaunchOp {
             ),
             None => sim.launch_program_bytes(&self.program, &self.entry, self.cfg, &self.params),
         }
-        .map(drop)
+        .map(|r| {
+            (r.same_value_writes > 0).then(|| {
+                format!(
+                    "ptxsmith-emu: warning: kernel `{}` (grid {:?}, block {:?}): {} store{} \
+                         wrote the same bytes as an unordered store of another thread (a \
+                         same-value write-write conflict, a warning as in compute-sanitizer's \
+                         racecheck; the launch ran); the first: {}\n",
+                    self.entry,
+                    self.cfg.grid,
+                    self.cfg.block,
+                    r.same_value_writes,
+                    if r.same_value_writes == 1 { "" } else { "s" },
+                    r.first_same_value_write.as_deref().unwrap_or("(unnamed)")
+                )
+            })
+        })
         .map_err(|e| {
             let code = finding_code(&e);
             if let SimError::Assert { .. } = e {

@@ -25,6 +25,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::context::report;
 use crate::driver::{Driver, WAIT_HOST, host_function_returned};
 use crate::error::*;
 use crate::handles::{CU_STREAM_LEGACY, CU_STREAM_PER_THREAD, Kind, LEGACY};
@@ -191,7 +192,12 @@ impl Driver {
                 .and_then(|s| s.queue.pop_front())
                 .expect("picked above");
             match ctx.perform_op(op.kind) {
-                Ok(()) => ctx.streams.get_mut(&k).expect("picked above").done_seq += 1,
+                Ok(()) => {
+                    for w in ctx.warnings.drain(..) {
+                        report(&w, log.as_deref());
+                    }
+                    ctx.streams.get_mut(&k).expect("picked above").done_seq += 1
+                }
                 Err((code, text)) => {
                     ctx.poison(code, &text, log.as_deref());
                     if ctx.primary {

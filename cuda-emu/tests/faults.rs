@@ -128,3 +128,68 @@ fn error_names_and_strings_are_the_drivers() {
     );
     assert!(p.is_null());
 }
+
+/// `k(out, v)`: every thread stores `v` (`same` = 1) or its `%tid.x` to
+/// `out[0]`, with no barrier.
+const ONE_WORD: &str = "
+.version 7.0
+.target sm_70
+.address_size 64
+.visible .entry k(.param .u64 out, .param .u32 same)
+{
+.reg .b32 %r<4>;
+.reg .b64 %rd<2>;
+.reg .pred %p<2>;
+ld.param.u64 %rd0, [out];
+ld.param.u32 %r1, [same];
+mov.u32 %r0, %tid.x;
+setp.ne.u32 %p0, %r1, 0;
+selp.u32 %r2, 42, %r0, %p0;
+st.global.u32 [%rd0], %r2;
+ret;
+}
+";
+
+#[test]
+fn racing_stores_of_the_same_value_run_and_of_different_values_fault() {
+    // compute-sanitizer's racecheck: a write-after-write that writes the
+    // current value is no ERROR; the launch runs (a warning goes to the
+    // log) and the value lands
+    let c = TestCtx::new();
+    let f = function(load(ONE_WORD), "k").unwrap();
+    let out = alloc(4);
+    ok(launch(
+        f,
+        1,
+        1024,
+        0,
+        CUstream::default(),
+        &[Arg::U64(out), Arg::U32(1)],
+    ));
+    ok(ctx_sync());
+    assert_eq!(read_u32(out, 1), [42]);
+    drop(c);
+    // different values: the race finding, a launch failure
+    let code = fault_of_module(ONE_WORD, "k", 64);
+    is(code, CUDA_ERROR_LAUNCH_FAILED);
+}
+
+/// [`fault_of`] for `entry` of `ptx` on `block` threads with (`out`, 0).
+fn fault_of_module(ptx: &str, entry: &str, block: u32) -> CUresult {
+    let c = TestCtx::new();
+    let f = function(load(ptx), entry).unwrap();
+    ok(launch(
+        f,
+        1,
+        block,
+        0,
+        CUstream::default(),
+        &[Arg::U64(alloc(4)), Arg::U32(0)],
+    ));
+    let code = ctx_sync();
+    let mut p = 0;
+    // SAFETY: out-pointer.
+    is(unsafe { cu::cuMemAlloc_v2(&mut p, 4) }, code);
+    drop(c);
+    code
+}

@@ -29,8 +29,8 @@ Runs one .entry of FILE.ptx in the CPU PTX simulator (checks on unless
                  correctly rounded value instead of refusing them
   --max-instructions N
                  per-launch instruction budget (default: 1000000000 or
-                 8388608 per thread of the launch, whichever is larger; 3-15 s
-                 of simulation for a spin of up to 119 threads, about 28 ms a
+                 16777216 per thread of the launch, whichever is larger; 3-15 s
+                 of simulation for a spin of up to 59 threads, about 48 ms a
                  thread above); a launch that would exceed it, e.g. a kernel
                  that never exits, stops with a finding naming the kernel,
                  block, thread and PTX line. N: exactly N. 0 = no limit

@@ -177,6 +177,8 @@ fn run_live(
     if let Some(w) = ex.g.watch.take() {
         scratch.launch = w;
     }
+    // Same-value write-write conflicts of the clusters' CTAs (warnings).
+    let same = ex.take_same_writes();
     outcome.map(|()| GridTotals {
         counts: k
             .code
@@ -188,6 +190,7 @@ fn run_live(
         clock_reads,
         lockstep: 0,
         printf,
+        same,
     })
 }
 

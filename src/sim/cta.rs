@@ -62,6 +62,9 @@ pub(crate) struct CtaState {
     pub probe: Option<Box<super::checks::probe::Probe>>,
     /// The pending `cp.async`s (`interp::async_copy`).
     pub asyncs: super::interp::async_copy::AsyncCopies,
+    /// The CTA's same-value write-write conflicts in shared memory
+    /// (`checks::benign`).
+    pub same: super::checks::benign::SameWrites,
 }
 
 impl CtaState {
@@ -179,6 +182,7 @@ impl CtaState {
                 smem,
                 checks && code.insts.iter().any(|i| i.op.is_cp_async()),
             ),
+            same: Default::default(),
         }
     }
 
@@ -203,6 +207,7 @@ impl CtaState {
         }
         self.pc.fill(0);
         self.state.fill(TState::Run);
+        self.same = Default::default();
         if !checks {
             self.shared.fill(0);
         }

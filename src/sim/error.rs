@@ -460,7 +460,7 @@ pub enum SimError {
     /// The launch used up its instruction budget
     /// ([`SimOptions::launch_budget`](super::SimOptions::launch_budget): by
     /// default `max(`[`DEFAULT_INSTRUCTION_BUDGET`](super::DEFAULT_INSTRUCTION_BUDGET)`,
-    /// threads × 2²³)`, else exactly
+    /// threads × 2²⁴)`, else exactly
     /// [`SimOptions::max_instructions`](super::SimOptions::max_instructions)):
     /// almost always a kernel that never exits. `site` is the thread that
     /// was about to issue the first instruction over the budget (kernel,

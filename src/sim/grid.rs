@@ -41,6 +41,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, mpsc};
 
+use super::checks::benign::Warnings;
 use super::checks::global::{
     CtaRecs, CtaShadow, Done, Kind, LINE, LaunchShadow, NO_DATA, Scratch, touched,
 };
@@ -70,6 +71,8 @@ pub(crate) struct GridTotals {
     /// `vprintf` output: by block, then by thread, each thread's in its
     /// order (only entries that call `vprintf`, which run on live memory).
     pub printf: Vec<u8>,
+    /// Same-value write-write conflicts of the CTAs (`checks::benign`).
+    pub same: Warnings,
 }
 
 /// The block index of linear CTA `lin` (x fastest).
@@ -206,7 +209,7 @@ pub(crate) fn run(
             (walked, w.totals())
         }
     };
-    let (outcome, clock_reads) = walked;
+    let (outcome, clock_reads, same) = walked;
     commit(mem, &scratch.done, k.checks);
     scratch.tables = tables;
     scratch.pool = pool.into_inner().unwrap_or_else(|e| e.into_inner());
@@ -217,6 +220,7 @@ pub(crate) fn run(
         clock_reads,
         lockstep: blocks.2,
         printf: Vec::new(),
+        same,
     })
 }
 
@@ -308,7 +312,9 @@ impl<'a> Worker<'a> {
             Some(Stop::Aborted) => {}
         }
         let mut recs = pooled(self.pool);
+        let same = self.ex.take_same_writes();
         self.ex.g.shadow.drain_into(&mut recs);
+        recs.same = same;
         Some(CtaRun {
             lin,
             issued,
@@ -346,7 +352,9 @@ fn rerun(
         *watch = w;
     }
     let mut recs = pooled(pool);
+    let same = ex.take_same_writes();
     ex.g.shadow.drain_into(&mut recs);
+    recs.same = same;
     CtaRun {
         lin,
         issued,
@@ -356,9 +364,10 @@ fn rerun(
     }
 }
 
-/// The launch's outcome and the `%clock` reads of the accepted CTAs (which
-/// are in the scratch's `done`).
-type Walked = (Result<(), SimError>, u64);
+/// The launch's outcome, the `%clock` reads of the accepted CTAs (which
+/// are in the scratch's `done`) and their same-value write-write
+/// conflicts.
+type Walked = (Result<(), SimError>, u64, Warnings);
 
 /// The ordered walk (module docs, step 2) over the runs `next_run` hands
 /// out in any order (`None` once every worker stopped), with the merged
@@ -383,6 +392,7 @@ fn walk(
     let mut p = 0u64;
     let mut clock_reads = 0;
     let mut outcome = Ok(());
+    let mut same = Warnings::default();
     for lin in 0..ncta {
         let run = loop {
             if let Some(r) = waiting.remove(&lin) {
@@ -434,6 +444,7 @@ fn walk(
                 }
                 p += run.issued;
                 clock_reads += run.clock;
+                same.add(&run.recs.same);
                 done.push(&run.recs);
                 unpool(pool, run.recs);
             }
@@ -451,7 +462,7 @@ fn walk(
             Some(Stop::Aborted) => unreachable!("re-runs are not aborted"),
         }
     }
-    (outcome, clock_reads)
+    (outcome, clock_reads, same)
 }
 
 /// CTAs one after another on live memory (entries whose CTAs may
@@ -473,6 +484,7 @@ fn run_live(
     let mut clock_reads = 0;
     let mut outcome = Ok(());
     let mut printf = Vec::new();
+    let mut same = Warnings::default();
     for lin in 0..ncta {
         let (issued, stop) = ex.run_cta(ctaid_of(k, lin), lin, k.limit.saturating_sub(p));
         // a stable sort: each thread's lines keep their order
@@ -480,6 +492,7 @@ fn run_live(
         for (_, text) in ex.printf.drain(..) {
             printf.extend(text);
         }
+        let warned = ex.take_same_writes();
         ex.g.shadow.drain_into(&mut recs);
         let peak = &mut scratch.cta_peak;
         peak.0 = peak.0.max(recs.recs.len());
@@ -494,6 +507,7 @@ fn run_live(
         }
         p += issued;
         clock_reads += ex.clock;
+        same.add(&warned);
     }
     std::mem::swap(&mut ex.g.shadow, &mut scratch.tables[0]);
     if let Some(w) = ex.g.watch.take() {
@@ -506,6 +520,7 @@ fn run_live(
         clock_reads,
         lockstep: 0,
         printf,
+        same,
     })
 }
 

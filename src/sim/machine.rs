@@ -321,6 +321,8 @@ impl Sim {
             threads_per_block: n as u32,
             blocks: gx as u64 * gy as u64 * gz as u64,
             barriers: totals.barriers,
+            same_value_writes: totals.same.count,
+            first_same_value_write: totals.same.first,
             ..Default::default()
         };
         // per opcode index first: the maps get one entry per opcode, not

@@ -346,8 +346,8 @@
 //! ([`SimOptions::launch_budget`]), by default `max(10⁹, threads ×`
 //! [`DEFAULT_INSTRUCTIONS_PER_THREAD`]`)` ([`DEFAULT_INSTRUCTION_BUDGET`];
 //! the floor is seconds of simulation, more than 10× the largest launch of
-//! the tests and the demo; 2²³ a thread lets every thread run a
-//! 10⁶-iteration loop of up to 8 instructions), or exactly [`SimOptions::max_instructions`] when
+//! the tests and the demo; 2²⁴ a thread lets every thread run a
+//! 10⁶-iteration loop of up to 16 instructions), or exactly [`SimOptions::max_instructions`] when
 //! set to another value, so a kernel that never exits cannot hang the simulator: the launch stops
 //! with [`SimError::InstructionLimit`], whose [`Site`] names the kernel, the
 //! block, the thread and the PTX line it was spinning on. `None` lifts the

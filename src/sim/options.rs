@@ -25,14 +25,14 @@ use super::{Sim, Site};
 /// Why 10⁹ as the floor: the simulator issues roughly 3–5·10⁸ instructions
 /// per second per core with every check on (`cargo bench --bench sim`,
 /// `docs/perf.md`), about 3·10⁸ for a one-instruction `bra` loop, so a
-/// runaway launch of up to 119 threads ends after 3 to 10 seconds of CPU
+/// runaway launch of up to 59 threads ends after 3 to 10 seconds of CPU
 /// time in a release build. The blocks of a launch run in parallel; a
 /// spinning block runs to exactly its share of the budget (what the blocks
 /// before it left) while the others stop. A block's attempt at the
 /// lockstep schedule ([`SimOptions::lockstep`]) may issue a sixteenth of
 /// its cap; past that it runs again in thread order (which gives the exact
 /// stop), so a spin costs about 1/16 more than its budget: the
-/// default-budget spin of `tests/sim_budget.rs` (96 threads, so the floor)
+/// default-budget spin of `tests/sim_budget.rs` (54 threads, so the floor)
 /// takes 3.2 s on the 2-core build machine (7 s when the attempt could run
 /// to the whole cap). The largest legitimate launch in this repository's
 /// library — every test, the benches' simulator cases and
@@ -49,18 +49,24 @@ use super::{Sim, Site};
 /// budget (`0` = no limit).
 pub const DEFAULT_INSTRUCTION_BUDGET: u64 = 1_000_000_000;
 
-/// The default budget's allowance per thread of a launch, 2²³ (about
-/// 8.4·10⁶) instructions (see [`DEFAULT_INSTRUCTION_BUDGET`] and
+/// The default budget's allowance per thread of a launch, 2²⁴ (about
+/// 1.68·10⁷) instructions (see [`DEFAULT_INSTRUCTION_BUDGET`] and
 /// [`SimOptions::launch_budget`]): enough for a 10⁶-iteration loop of up
-/// to eight instructions an iteration in every thread of the launch (a
-/// 1024-thread block doing so issues up to 8.6·10⁹ instructions).
+/// to sixteen instructions an iteration in every thread of the launch (a
+/// 1024-thread block doing so issues up to 1.7·10¹⁰ instructions). The
+/// measured need that set it: cudarc's `slow_worker` test kernel (NVRTC
+/// 12.9's PTX for `for (size_t i = 0; i < 1000000; i++) tmp += data[i %
+/// len];`), 12 instructions an iteration, 1.2·10⁷ a thread, over 2²³.
 ///
 /// The cost: a launch that spins runs to its budget before the finding,
-/// about 3·10⁸ instructions per second per core, so a spinning launch of
-/// `n` threads above the floor's 119 takes about `n` × 28 ms of CPU time
-/// (a spinning 1024-thread block about 30 s on one core, 15 s on two);
-/// set an exact [`SimOptions::max_instructions`] to end it sooner.
-pub const DEFAULT_INSTRUCTIONS_PER_THREAD: u64 = 1 << 23;
+/// about 3.5·10⁸ instructions per second per core, and one block runs on
+/// one core, so a spinning launch of `n` threads above the floor's 59
+/// takes about `n` × 48 ms of CPU time: a spinning 1024-thread block (a
+/// one-instruction `bra` loop, `ptx_run --block 1024`) took 50 s of CPU
+/// time on the 2-core build machine (2 minutes of wall time while other
+/// builds shared it); set an exact [`SimOptions::max_instructions`] to end
+/// it sooner.
+pub const DEFAULT_INSTRUCTIONS_PER_THREAD: u64 = 1 << 24;
 
 /// Simulator options.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -201,6 +207,24 @@ pub struct LaunchReport {
     /// an unspecified order). Empty when the kernel prints nothing; a
     /// launch that fails prints nothing.
     pub printf: String,
+    /// Same-value write-write conflicts: plain stores of two threads
+    /// (of two warps of a block, on global memory; of a block, on shared
+    /// memory) to one byte that nothing orders, where the later stores the
+    /// byte the earlier left there. compute-sanitizer's racecheck grades
+    /// hazards by severity and keeps ERROR for the likely causes of data
+    /// races; a write-after-write whose incoming value is the current one
+    /// changes nothing in either order, so the simulator counts it here (one
+    /// per store instruction of a thread that had one) and does not fail the
+    /// launch. Every other race (different bytes, a read or an atomic
+    /// involved) is a finding ([`SimError::WarpGlobalRace`],
+    /// [`SimError::SharedRace`]). Races between blocks are findings whatever
+    /// the values.
+    pub same_value_writes: u64,
+    /// The first of [`LaunchReport::same_value_writes`] (in block order,
+    /// then the simulator's thread order; a global one before a shared one
+    /// within a block), as the text of the race finding it would otherwise
+    /// be: both accesses named.
+    pub first_same_value_write: Option<String>,
 }
 
 impl LaunchReport {

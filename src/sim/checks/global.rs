@@ -46,6 +46,7 @@
 //! it lives in the simulator's [`Scratch`] between launches, shrunk when
 //! far larger than recent launches needed.
 
+use super::benign::{SameWrites, Warnings};
 use super::probe::Probe;
 use super::reorder::LineTags;
 use super::warp_race::{Detail, WarpRace, WarpTags};
@@ -143,6 +144,9 @@ pub(crate) struct CtaShadow {
     /// A watch on one byte while a CTA runs again to name the earlier
     /// access of a race (`checks::probe`).
     pub probe: Option<Box<Probe>>,
+    /// The CTA's same-value write-write conflicts between warps
+    /// (`checks::benign`).
+    pub same: SameWrites,
 }
 
 impl Default for CtaShadow {
@@ -168,14 +172,18 @@ impl CtaShadow {
             details: Vec::new(),
             epoch: 0,
             probe: None,
+            same: SameWrites::default(),
         }
     }
 
     /// The race check between the warps of the CTA (`checks::warp_race`)
     /// of an access of `kind` to the `len` bytes at `sh` of the line in
     /// slot `ri` by thread `t` at instruction `pc`; then the probe, if
-    /// any, sees it.
+    /// any, sees it. `same` (a plain write's, see [`WarpTags::mixed`])
+    /// tolerates conflicts with other warps' writes of the same bytes:
+    /// `Ok(true)` when there were some.
     #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
     pub fn warp_check(
         &mut self,
         ri: usize,
@@ -184,16 +192,25 @@ impl CtaShadow {
         kind: Kind,
         sh: usize,
         len: usize,
-    ) -> Result<(), WarpRace> {
+        same: Option<&dyn Fn(usize) -> bool>,
+    ) -> Result<bool, WarpRace> {
         let w = (t / 32) as u8 + 1;
         let tags = &mut self.warps[ri];
+        let mut benign = false;
         if !tags.sole(self.epoch, w, kind, line_bytes(sh, len)) {
-            tags.mixed(&mut self.details, w, kind, sh, len)?;
+            benign = tags.mixed(&mut self.details, w, kind, sh, len, same)?;
         }
         if let Some(p) = &mut self.probe {
             p.note(self.slots[ri].line * LINE + sh as u64, len, t, pc, kind);
         }
-        Ok(())
+        Ok(benign)
+    }
+
+    /// The CTA's private copy of the line in slot `ri`, if it wrote the
+    /// line on a snapshot (else memory holds the line as the CTA sees it).
+    pub fn line_now(&self, ri: usize) -> Option<&[u8; LINE as usize]> {
+        let d = self.slots[ri].data;
+        (d != NO_DATA).then(|| &self.data[d as usize])
     }
 
     /// Start a warp's run in the lockstep schedule: the tags of the lines
@@ -332,6 +349,7 @@ impl CtaShadow {
         self.details.clear();
         self.data.clear();
         self.wrote = false;
+        self.same = SameWrites::default();
     }
 
     /// Move the CTA's records (in the order it first touched their lines)
@@ -359,6 +377,8 @@ impl CtaShadow {
 pub(crate) struct CtaRecs {
     pub recs: Vec<LineRec>,
     pub data: Vec<[u8; LINE as usize]>,
+    /// The CTA's same-value write-write conflicts (`checks::benign`).
+    pub same: Warnings,
 }
 
 /// Aggregate masks (read, written, atomic) of one line.
@@ -896,6 +916,7 @@ mod tests {
             s.done.push(&CtaRecs {
                 recs,
                 data: vec![[0; 64]; 50_000],
+                same: Warnings::default(),
             });
             s.settle(1);
         };

@@ -9,10 +9,12 @@
 //!   order of its threads (what the lockstep schedule gives up on);
 //! * `probe`: naming the earlier access of a race (a re-run watching one
 //!   byte);
-//! * `uniform`: `bra.uni` uniformity.
+//! * `uniform`: `bra.uni` uniformity;
+//! * `benign`: same-value write-write conflicts, warnings not findings.
 //!
 //! Bounds and alignment are checked on every access in `interp::access`.
 
+pub(crate) mod benign;
 pub(crate) mod global;
 pub(crate) mod init;
 pub(crate) mod probe;

@@ -49,6 +49,7 @@
 
 use super::super::cta::CtaState;
 use super::super::interp::Fault;
+use super::benign::{SameWrite, Where};
 use super::global::Kind;
 use super::probe::Probe;
 
@@ -97,6 +98,11 @@ pub(crate) struct Access {
     pub epoch0: u32,
     /// The warp-sync epoch of the thread's warp.
     pub wepoch: u32,
+    /// For a plain write: bit `j` set when the write leaves byte `off + j`
+    /// as it is (a conflict of such a byte with another thread's plain
+    /// write is a same-value one, `checks::benign`, not a race); 0 makes
+    /// every conflict a race.
+    pub same: u64,
 }
 
 /// The step of the per-byte rule (see the module docs) for a byte at
@@ -120,7 +126,11 @@ fn step(a: &Access, i: usize, wt: u64, rt: u64) -> Result<(u64, u64), Box<Fault>
         // same warp, separated by a bar.warp.sync since: ordered
         !(tag_warp(ot) == Some(w) && ((tg >> 12) & 0xF_FFFF) as u32 != wepoch & 0xF_FFFF)
     };
-    if conflict(wt) && !(atomic && wt & ATOMIC_BIT != 0) {
+    // a plain write over another thread's plain write of the same byte
+    let same = write && !atomic && wt & ATOMIC_BIT == 0 && a.same >> (i - a.off) & 1 != 0;
+    let clash = conflict(wt) && !(atomic && wt & ATOMIC_BIT != 0);
+    if clash && !same {
+        let ot = wt & 0x7FF;
         return Err(race(
             i,
             a,
@@ -129,7 +139,7 @@ fn step(a: &Access, i: usize, wt: u64, rt: u64) -> Result<(u64, u64), Box<Fault>
             } else {
                 Kind::Write
             },
-            (wt & 0x7FF) as u32,
+            if ot == MULTI { u32::MAX } else { ot as u32 },
         ));
     }
     if write {
@@ -142,7 +152,11 @@ fn step(a: &Access, i: usize, wt: u64, rt: u64) -> Result<(u64, u64), Box<Fault>
             };
             return Err(race(i, a, Kind::Read, ot));
         }
-        Ok((tag(ep, wepoch, t as u64, atomic), rt))
+        // a same-value write over another thread's: written by several
+        // threads from now on (every later access of another thread,
+        // or of these two, conflicts)
+        let who = if clash { MULTI } else { t as u64 };
+        Ok((tag(ep, wepoch, who, atomic), rt))
     } else {
         Ok((wt, read_tag(a, rt, tag(ep, wepoch, t as u64, atomic))))
     }
@@ -424,7 +438,66 @@ impl CtaState {
             epoch: self.epoch,
             epoch0: self.epoch0,
             wepoch: self.wepoch[t / 32],
+            same: 0,
         }
+    }
+
+    /// [`CtaState::shared_check_at`] of a plain write of `new` at offset
+    /// `off` by thread `t` at instruction `pc`: a race with another
+    /// thread's plain write of the same bytes is a warning
+    /// (`checks::benign`), not a finding.
+    #[inline(always)]
+    pub(crate) fn shared_write_check(
+        &mut self,
+        t: usize,
+        pc: usize,
+        off: usize,
+        new: &[u8],
+    ) -> Result<(), Box<Fault>> {
+        match self.shared_check_at(t, pc, off, new.len(), true, false) {
+            Ok(()) => Ok(()),
+            Err(f) => self.shared_same_write(t, pc, off, new, f),
+        }
+    }
+
+    /// The cold path of [`CtaState::shared_write_check`]: the race `f`
+    /// again with the values.
+    #[cold]
+    #[inline(never)]
+    fn shared_same_write(
+        &mut self,
+        t: usize,
+        pc: usize,
+        off: usize,
+        new: &[u8],
+        f: Box<Fault>,
+    ) -> Result<(), Box<Fault>> {
+        let Fault::Race {
+            offset,
+            this: Kind::Write,
+            other: Kind::Write,
+            other_tid,
+        } = *f
+        else {
+            return Err(f);
+        };
+        let cur = &self.shared[off..off + new.len()];
+        let same = (cur.iter().zip(new).enumerate())
+            .fold(0u64, |m, (j, (c, n))| m | ((c == n) as u64) << j);
+        let mut a = self.access(t, off, new.len(), true, false);
+        a.same = same;
+        // (the bytes before the race already carry this write's tags:
+        // stepping them again changes nothing)
+        self.sh.check(&a)?;
+        if let Some(p) = &mut self.probe {
+            Probe::note(p, off as u64, new.len(), t, pc, Kind::Write);
+        }
+        self.same.note(SameWrite {
+            t: t as u32,
+            pc: pc as u32,
+            at: Where::Shared { offset, other_tid },
+        });
+        Ok(())
     }
 
     /// [`CtaState::shared_check`] past the fast path.

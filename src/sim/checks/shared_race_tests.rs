@@ -175,6 +175,7 @@ fn run(seed: u64, smem: usize, threads: usize, steps: usize) -> (usize, usize) {
                 epoch: e.epoch,
                 epoch0: e.epoch0,
                 wepoch: e.wepoch[active[0] / 32],
+                same: 0,
             };
             assert!(sh.access(&a).is_ok() && rf.check(&a).is_ok());
             off += len;
@@ -218,6 +219,7 @@ fn run(seed: u64, smem: usize, threads: usize, steps: usize) -> (usize, usize) {
                     epoch: e.epoch,
                     epoch0: e.epoch0,
                     wepoch: e.wepoch[t / 32],
+                    same: 0,
                 };
                 // the general path alone on odd seeds
                 let got = if seed.is_multiple_of(2) {
@@ -274,6 +276,7 @@ fn split_words_join_again() {
         epoch,
         epoch0: 1,
         wepoch: 0,
+        same: 0,
     };
     let mut sh = SharedShadow::new(8);
     for i in 0..4 {

@@ -30,8 +30,11 @@
 //! ([`Detail`]: per byte the plain writer's warp, the atomic writers' and
 //! the readers', each a warp or several), exactly what the masks said
 //! since a single warp made them; from then on, in that epoch, the line is
-//! checked byte by byte. Several plain writers of one byte cannot occur
-//! without a finding, so one warp per byte suffices for them. The
+//! checked byte by byte. Several plain writers of one byte occur only
+//! through same-value writes (`checks::benign`), whose byte is then tagged
+//! as written by several warps: every later access of it by any warp
+//! conflicts (a write of the same byte again being a warning), so one
+//! tag per byte suffices. The
 //! per-byte tags of a line are kept (and re-seeded) across epochs, so a
 //! CTA holds at most one per line.
 
@@ -117,6 +120,13 @@ impl WarpTags {
     /// An access of `kind` to the `len` bytes at `sh` by warp `w` (+ 1)
     /// that [`WarpTags::sole`] did not take: checked against the sole
     /// warp's masks, or byte by byte, with the per-byte tags in `details`.
+    ///
+    /// `same`, given for a plain write, says whether the write leaves byte
+    /// `i` of the line as it is (the incoming byte equals the current
+    /// one): a conflict of such a byte with another warp's plain write
+    /// only is a same-value write-write conflict, not a race (`Ok(true)`,
+    /// the caller records it as a warning, `checks::benign`); without
+    /// `same` it is a race like any other.
     #[cold]
     #[inline(never)]
     pub fn mixed(
@@ -126,11 +136,19 @@ impl WarpTags {
         kind: Kind,
         sh: usize,
         len: usize,
-    ) -> Result<(), WarpRace> {
+        same: Option<&dyn Fn(usize) -> bool>,
+    ) -> Result<bool, WarpRace> {
+        let same = same.filter(|_| kind == Kind::Write);
+        let mut benign = false;
         if self.sole != MIXED {
             let s = self.sole;
             let c = conflicts(&[self.r, self.w, self.a], kind, line_bytes(sh, len));
-            if c != 0 {
+            // only the sole warp's plain writes, each of an unchanged byte
+            let tolerated = c != 0
+                && c & (self.r | self.a) == 0
+                && same.is_some_and(|f| (0..64).all(|b| c >> b & 1 == 0 || f(b)));
+            benign |= tolerated;
+            if c != 0 && !tolerated {
                 let b = c.trailing_zeros();
                 let bit = 1u64 << b;
                 let other = if self.w & bit != 0 {
@@ -173,8 +191,13 @@ impl WarpTags {
                     other_warp: if x == SEVERAL { u32::MAX } else { x as u32 - 1 },
                 })
             };
+            let mut several = false;
             if other(p) {
-                return race(Kind::Write, p);
+                if !same.is_some_and(|f| f(i)) {
+                    return race(Kind::Write, p);
+                }
+                benign = true;
+                several = true;
             }
             if kind != Kind::Atomic && other(a) {
                 return race(Kind::Atomic, a);
@@ -185,11 +208,14 @@ impl WarpTags {
             let join = |x: u8| if x == 0 || x == w { w } else { SEVERAL };
             match kind {
                 Kind::Read => *rt = join(r),
-                Kind::Write => *pt = w,
+                // (after a same-value write over another warp's, every
+                // warp's later access of the byte conflicts with one of
+                // the two: the tag says several)
+                Kind::Write => *pt = if several { SEVERAL } else { w },
                 Kind::Atomic => *at = join(a),
             }
         }
-        Ok(())
+        Ok(benign)
     }
 }
 
@@ -236,7 +262,9 @@ mod tests {
         if t.sole(e, w, k, line_bytes(sh, len)) {
             return None;
         }
-        t.mixed(d, w, k, sh, len).err().map(|r| (r.byte, r.other))
+        t.mixed(d, w, k, sh, len, None)
+            .err()
+            .map(|r| (r.byte, r.other))
     }
 
     /// Random access sequences over a few warps and epochs: the findings
@@ -292,7 +320,7 @@ mod tests {
         // atomics of several warps do not race; a plain read does
         assert_eq!(access(&mut t, &mut d, 3, 1, Kind::Atomic, 8, 4), None);
         assert_eq!(access(&mut t, &mut d, 3, 2, Kind::Atomic, 8, 4), None);
-        let r = t.mixed(&mut d, 3, Kind::Read, 8, 4).unwrap_err();
+        let r = t.mixed(&mut d, 3, Kind::Read, 8, 4, None).unwrap_err();
         assert_eq!((r.byte, r.other, r.other_warp), (8, Kind::Atomic, u32::MAX));
     }
 }

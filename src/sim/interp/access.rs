@@ -5,6 +5,7 @@
 //! plus the CTA's own writes, or live memory for the entries that run their
 //! CTAs one after another (see `checks::global`).
 
+use super::super::checks::benign::{SameWrite, Where};
 use super::super::checks::global::{CtaShadow, Kind, LINE, LaunchShadow, NO_DATA, line_bytes};
 use super::super::checks::warp_race::WarpRace;
 use super::super::global_mem::{
@@ -195,9 +196,8 @@ impl<'a> GlobalView<'a> {
 
     #[inline(always)]
     fn store_n<const N: u8>(&mut self, t: usize, pc: usize, addr: u64, v: u64) -> Res<()> {
-        let b = self.store(t, pc, addr, N as u32)?;
-        put_le(b, N, v);
-        Ok(())
+        let b = v.to_le_bytes();
+        self.store(t, pc, addr, &b[..N as usize])
     }
 
     /// The `len` (≤ 16, aligned) bytes at `addr` that instruction `pc`
@@ -248,11 +248,12 @@ impl<'a> GlobalView<'a> {
         Ok(&a.data[o..o + l])
     }
 
-    /// The `len` (≤ 16, aligned) bytes at `addr` that instruction `pc`
-    /// writes: checked, recorded, in the CTA's copy of the line (or in
-    /// live memory).
+    /// Write `new` (≤ 32 bytes, aligned) at `addr` by instruction `pc`:
+    /// checked, recorded, in the CTA's copy of the line (or in live
+    /// memory).
     #[inline(always)]
-    pub fn store(&mut self, t: usize, pc: usize, addr: u64, len: u32) -> Res<&mut [u8]> {
+    pub fn store(&mut self, t: usize, pc: usize, addr: u64, new: &[u8]) -> Res<()> {
+        let len = new.len() as u32;
         let GlobalView {
             base,
             hint,
@@ -274,23 +275,25 @@ impl<'a> GlobalView<'a> {
             Base::Live(m) => {
                 if *checks {
                     let ri = shadow.rec_at(line);
-                    warp(shadow, ri, t, pc, Kind::Write, addr, l)?;
+                    warp_write(shadow, ri, t, pc, addr, new, &m.allocs[i].data[o..o + l])?;
                     shadow.slot(ri).w |= line_mask(addr, len);
                     m.allocs[i].set_init(o, l);
                 }
-                Ok(&mut m.allocs[i].data[o..o + l])
+                m.allocs[i].data[o..o + l].copy_from_slice(new);
+                Ok(())
             }
             Base::Snapshot(m) => {
                 let ri = shadow.rec_at(line);
                 if *checks {
-                    warp(shadow, ri, t, pc, Kind::Write, addr, l)?;
+                    warp_write(shadow, ri, t, pc, addr, new, &m.allocs[i].data[o..o + l])?;
                 }
                 shadow.wrote = true;
                 if *lockstep && !shadow.tags[ri].write(shadow.stamp, t, sh, l) {
                     return fault(Fault::Reorder);
                 }
                 let d = written_line(shadow, m, ri, i, o - sh, line_mask(addr, len));
-                Ok(&mut shadow.data[d][sh..sh + l])
+                shadow.data[d][sh..sh + l].copy_from_slice(new);
+                Ok(())
             }
         }
     }
@@ -359,9 +362,74 @@ fn warp(
     addr: u64,
     len: usize,
 ) -> Res<()> {
-    match shadow.warp_check(ri, t, pc, kind, (addr % LINE) as usize, len) {
-        Ok(()) => Ok(()),
+    match shadow.warp_check(ri, t, pc, kind, (addr % LINE) as usize, len, None) {
+        Ok(_) => Ok(()),
         Err(r) => warp_fault(addr, kind, r),
+    }
+}
+
+/// [`warp`] for a plain write of `new` at `addr` (in the line of slot
+/// `ri`), where memory holds `mem` (as many bytes): a conflict with
+/// another warp's writes of the same bytes is a warning (`checks::benign`),
+/// not a finding.
+#[inline(always)]
+fn warp_write(
+    shadow: &mut CtaShadow,
+    ri: usize,
+    t: usize,
+    pc: usize,
+    addr: u64,
+    new: &[u8],
+    mem: &[u8],
+) -> Res<()> {
+    let sh = (addr % LINE) as usize;
+    match shadow.warp_check(ri, t, pc, Kind::Write, sh, new.len(), None) {
+        Ok(_) => Ok(()),
+        Err(r) => same_write(shadow, ri, t, pc, addr, new, mem, r),
+    }
+}
+
+/// The cold path of [`warp_write`]: the race `r` again with the values,
+/// a warning if every conflict is a same-value write-write one.
+#[cold]
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+fn same_write(
+    shadow: &mut CtaShadow,
+    ri: usize,
+    t: usize,
+    pc: usize,
+    addr: u64,
+    new: &[u8],
+    mem: &[u8],
+    r: WarpRace,
+) -> Res<()> {
+    if r.other != Kind::Write {
+        return warp_fault(addr, Kind::Write, r);
+    }
+    let sh = (addr % LINE) as usize;
+    let l = new.len();
+    let mut cur = [0u8; LINE as usize];
+    cur[sh..sh + l].copy_from_slice(match shadow.line_now(ri) {
+        Some(line) => &line[sh..sh + l],
+        None => mem,
+    });
+    let mut inc = [0u8; LINE as usize];
+    inc[sh..sh + l].copy_from_slice(new);
+    let same = |i: usize| cur[i] == inc[i];
+    match shadow.warp_check(ri, t, pc, Kind::Write, sh, l, Some(&same)) {
+        Ok(_) => {
+            shadow.same.note(SameWrite {
+                t: t as u32,
+                pc: pc as u32,
+                at: Where::Global {
+                    addr: addr / LINE * LINE + r.byte as u64,
+                    other_warp: r.other_warp,
+                },
+            });
+            Ok(())
+        }
+        Err(r) => warp_fault(addr, Kind::Write, r),
     }
 }
 
@@ -512,8 +580,8 @@ impl Exec<'_> {
         })
     }
 
-    /// The `total` bytes an `st` at `addr` in `sp` by thread `t` at
-    /// instruction `pc` writes (aligned to `total`).
+    /// An `st` of `new` (aligned to its length) at `addr` in `sp` by
+    /// thread `t` at instruction `pc`.
     #[inline(always)]
     pub(crate) fn store_bytes(
         &mut self,
@@ -521,8 +589,9 @@ impl Exec<'_> {
         pc: usize,
         sp: Space,
         addr: u64,
-        total: u32,
-    ) -> Res<&mut [u8]> {
+        new: &[u8],
+    ) -> Res<()> {
+        let total = new.len() as u32;
         let (rs, ra) = Self::resolve(sp, addr);
         if matches!(rs, Space::Param | Space::Const) {
             return fault(Fault::Oob(rs, addr, total));
@@ -531,24 +600,27 @@ impl Exec<'_> {
             return fault(Fault::Misaligned(rs, addr, total));
         }
         let l = total as usize;
-        Ok(match rs {
-            Space::Global => self.g.store(t, pc, ra, total)?,
+        match rs {
+            Space::Global => self.g.store(t, pc, ra, new)?,
             Space::Shared => {
                 let o = self.shared_at(ra, total)?;
                 if self.k.checks {
-                    self.cta.shared_check_at(t, pc, o, l, true, false)?;
+                    self.cta.shared_write_check(t, pc, o, new)?;
                     if self.cl.is_some() {
                         self.cluster_local(t, pc, o, l, true)?;
                     }
                 }
-                &mut self.cta.shared[o..o + l]
+                self.cta.shared[o..o + l].copy_from_slice(new);
             }
-            Space::SharedCluster => self.cluster_bytes(t, pc, ra, total, true)?,
+            Space::SharedCluster => self
+                .cluster_bytes(t, pc, ra, total, true)?
+                .copy_from_slice(new),
             _ => {
                 let o = self.local_at(t, ra, total)?;
-                &mut self.cta.local[o..o + l]
+                self.cta.local[o..o + l].copy_from_slice(new);
             }
-        })
+        }
+        Ok(())
     }
 
     /// `atom`/`red` of `len` (4 or 8) bytes at `addr` in `sp` by thread
@@ -707,7 +779,7 @@ impl<'a> GlobalView<'a> {
             }
             let sh = (addr % LINE) as usize;
             if shadow
-                .warp_check(ri, t, acc.pc, Kind::Read, sh, len as usize)
+                .warp_check(ri, t, acc.pc, Kind::Read, sh, len as usize, None)
                 .is_err()
             {
                 return false;
@@ -774,20 +846,20 @@ impl<'a> GlobalView<'a> {
             }
             let ri = line_at.1;
             let sh = (addr % LINE) as usize;
-            if shadow
-                .warp_check(ri, t, acc.pc, Kind::Write, sh, len as usize)
-                .is_err()
-            {
+            let mut new = [0u8; 32];
+            for (k, &vk) in sv.iter().enumerate().take(n) {
+                put_le(&mut new[k * size as usize..], size, acc.regs[b + vk]);
+            }
+            let o_mem = &mem.allocs[i].data[o..o + len as usize];
+            let new = &new[..len as usize];
+            if warp_write(shadow, ri, t, acc.pc, addr, new, o_mem).is_err() {
                 return false;
             }
             if !shadow.tags[ri].write(shadow.stamp, t, sh, len as usize) {
                 return false;
             }
             let d = written_line(shadow, mem, ri, i, o - sh, line_mask(addr, len as u32));
-            let dst = &mut shadow.data[d][sh..];
-            for (k, &vk) in sv.iter().enumerate().take(n) {
-                put_le(&mut dst[k * size as usize..], size, acc.regs[b + vk]);
-            }
+            shadow.data[d][sh..sh + len as usize].copy_from_slice(new);
         }
         true
     }

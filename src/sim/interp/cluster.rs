@@ -566,6 +566,9 @@ impl Exec<'_> {
             epoch: e0,
             epoch0: e0,
             wepoch: 0,
+            // remote stores are never graded same-value (every conflict
+            // between CTAs of a cluster is a race)
+            same: 0,
         })?;
         let a = cl.arrive[cur * cl.n + t];
         let tag = pack(cur, t, pc, a);

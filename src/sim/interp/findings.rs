@@ -1,6 +1,7 @@
 //! Internal faults → [`SimError`] findings with their [`Site`] (kernel,
 //! block, thread, PTX line and instruction text).
 
+use super::super::checks::benign::{Warnings, Where};
 use super::super::error::{AccessKind, SimError, Site};
 use super::{Exec, Fault, Stop};
 
@@ -126,6 +127,38 @@ impl Exec<'_> {
                 site,
                 message: "internal: an order-dependent access escaped the lockstep schedule".into(),
             },
+        }
+    }
+
+    /// The CTA's same-value write-write conflicts (`checks::benign`), in
+    /// global and shared memory, as a launch reports them; the CTA's
+    /// records of them are emptied. The first is the global one if any.
+    pub(crate) fn take_same_writes(&mut self) -> Warnings {
+        let g = std::mem::take(&mut self.g.shadow.same);
+        let s = std::mem::take(&mut self.cta.same);
+        let first = g.first.or(s.first).map(|w| {
+            let f = match w.at {
+                Where::Global { addr, other_warp } => Fault::WarpRace {
+                    addr,
+                    this: AccessKind::Write,
+                    other: AccessKind::Write,
+                    other_warp,
+                },
+                Where::Shared { offset, other_tid } => Fault::Race {
+                    offset,
+                    this: AccessKind::Write,
+                    other: AccessKind::Write,
+                    other_tid,
+                },
+            };
+            format!(
+                "{}; both wrote the same bytes: a warning, not a finding",
+                self.to_err(f, w.t as usize, w.pc as usize)
+            )
+        });
+        Warnings {
+            count: g.count + s.count,
+            first,
         }
     }
 

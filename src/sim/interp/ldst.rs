@@ -65,12 +65,12 @@ impl Exec<'_> {
                 return self.g.store_scalar(t, pc, ra, size, reg(rf, i.s[1]));
             }
         }
-        let bytes = self.store_bytes(t, pc, sp, addr, size as u32 * n as u32)?;
         let sz = size as usize;
+        let mut bytes = [0u8; 32];
         for k in 0..n as usize {
             put_le(&mut bytes[k * sz..], size, reg(rf, i.s[k + 1]));
         }
-        Ok(())
+        self.store_bytes(t, pc, sp, addr, &bytes[..sz * n as usize])
     }
 
     /// `atom{.space}.op.type d, [a+off], b{, c}` and `red` (no `d`).
