@@ -97,8 +97,9 @@ impl Driver {
 
     /// `cuModuleGetGlobal`: the device address and size of the module
     /// variable `name` (`CUDA_ERROR_NOT_FOUND` for a name that is not a
-    /// module-scope `.global` variable of the module, `.const` ones
-    /// included, which live in the simulator's constant bank).
+    /// module-scope `.global` or `.const` variable of the module; a
+    /// `.const` variable's address is the module's device copy of the
+    /// constant bank, which every later launch reads).
     pub fn module_get_global(&mut self, m: u64, name: &str) -> Res<(u64, usize)> {
         let ctx = self.owner(m, Kind::Module)?;
         self.contexts[&ctx].usable()?;
@@ -176,8 +177,8 @@ impl Driver {
         let v = match attr {
             0 => func.max_threads(),
             1 => func.static_smem,
-            // CONST_SIZE_BYTES: user `.const` data is not reported.
-            2 => 0,
+            // CONST_SIZE_BYTES: the module's user `.const` bank.
+            2 => u32::try_from(func.program.const_bank_len()).unwrap_or(u32::MAX),
             3 => func.local_bytes,
             4 => func.regs,
             5 => return Ok(func.ptx_version),

@@ -16,9 +16,10 @@ use common::*;
 const HEAD: &str = ".version 8.0\n.target sm_80\n.address_size 64\n";
 
 /// `scale` (a `__device__` variable the host sets), a 3-word initialised
-/// table, a `.common` counter, and two kernels: `apply` writes
-/// `table[i] * scale` to `out[i]` for i < 3 and bumps `hits`; `peek`
-/// copies `hits` to `out[0]`.
+/// table, a `.common` counter, a `__constant__` word `k_const` = 5, and
+/// three kernels: `apply` writes `table[i] * scale` to `out[i]` for i < 3
+/// and bumps `hits`; `peek` copies `hits` to `out[0]`; `konst` copies
+/// `k_const` to `out[0]`.
 fn module_ptx() -> String {
     format!(
         "{HEAD}.visible .global .align 4 .u32 scale = 1;\n\
@@ -33,7 +34,10 @@ fn module_ptx() -> String {
          ld.global.u64 %rd2, [hits];\nadd.u64 %rd2, %rd2, 1;\nst.global.u64 [hits], %rd2;\nret;\n}}\n\
          .visible .entry peek(.param .u64 out)\n{{\n.reg .b64 %rd<4>;\n\
          ld.param.u64 %rd1, [out];\nmov.u64 %rd2, hits;\ncvta.global.u64 %rd3, %rd2;\n\
-         ld.u64 %rd2, [%rd3];\nst.global.u64 [%rd1], %rd2;\nret;\n}}\n"
+         ld.u64 %rd2, [%rd3];\nst.global.u64 [%rd1], %rd2;\nret;\n}}\n\
+         .visible .entry konst(.param .u64 out)\n{{\n.reg .b64 %rd<4>;\n.reg .b32 %r<4>;\n\
+         ld.param.u64 %rd1, [out];\nld.const.u32 %r1, [k_const];\n\
+         st.global.u32 [%rd1], %r1;\nret;\n}}\n"
     )
 }
 
@@ -99,14 +103,58 @@ fn module_get_global_then_htod_is_seen_by_the_kernel() {
     is(htod(table, &[0u32; 64]), CUDA_ERROR_INVALID_VALUE);
 }
 
+/// A `__constant__` variable (`.const`): `cuModuleGetGlobal` gives its
+/// device copy, the host reads its initialiser there, and a host write is
+/// what the next launch's `ld.const` reads (as with the driver, where
+/// `cudaMemcpyToSymbol` on a `__constant__` does exactly this).
+#[test]
+fn const_variable_written_by_the_host_is_seen_by_the_next_launch() {
+    let _c = TestCtx::new();
+    let m = load(&module_ptx());
+    let (k, n) = get_global(m, c"k_const").unwrap();
+    assert_eq!(n, 4);
+    assert_eq!(read_u32(k, 1), [5]);
+    let konst = function(m, "konst").unwrap();
+    let mut bank = 0i32;
+    // SAFETY: valid out-pointer, a function handle.
+    ok(unsafe { cu::cuFuncGetAttribute(&mut bank, 2, konst) }); // CONST_SIZE_BYTES
+    assert_eq!(bank, 4);
+    let out = alloc(4);
+    ok(launch(
+        konst,
+        1,
+        1,
+        0,
+        CUstream::default(),
+        &[Arg::U64(out)],
+    ));
+    assert_eq!(read_u32(out, 1), [5]);
+    ok(htod(k, &[41u32]));
+    ok(launch(
+        konst,
+        1,
+        1,
+        0,
+        CUstream::default(),
+        &[Arg::U64(out)],
+    ));
+    assert_eq!(read_u32(out, 1), [41]);
+    // the copy is the module's own: a second load starts from 5 again
+    let m2 = load(&module_ptx());
+    let (k2, _) = get_global(m2, c"k_const").unwrap();
+    assert_ne!(k2, k);
+    assert_eq!(read_u32(k2, 1), [5]);
+    // a copy past the bank is refused like any other
+    is(htod(k, &[0u32; 2]), CUDA_ERROR_INVALID_VALUE);
+}
+
 #[test]
 fn unknown_names_are_not_found_and_the_variables_cannot_be_freed() {
     let _c = TestCtx::new();
     let m = load(&module_ptx());
     is(get_global(m, c"nope").unwrap_err(), CUDA_ERROR_NOT_FOUND);
-    // an entry and a .const variable are not .global variables
+    // an entry is not a variable
     is(get_global(m, c"apply").unwrap_err(), CUDA_ERROR_NOT_FOUND);
-    is(get_global(m, c"k_const").unwrap_err(), CUDA_ERROR_NOT_FOUND);
     // SAFETY: null name.
     is(
         unsafe { cu::cuModuleGetGlobal_v2(null_mut(), null_mut(), m, std::ptr::null()) },

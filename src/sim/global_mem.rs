@@ -372,26 +372,34 @@ impl Sim {
     }
 
     /// Load `prog` into this simulator: its module-scope `.global`
-    /// variables get one allocation holding the module image (the
-    /// initialisers, zero elsewhere; every byte counts as written), and
-    /// the returned copy's instructions address it (see `parse/globals.rs`).
+    /// variables and a device copy of its `.const` bank get one
+    /// allocation holding the module image (the initialisers, zero
+    /// elsewhere; every byte counts as written), and the returned copy's
+    /// instructions address it (see `parse/globals.rs`); launches read the
+    /// `.const` bank from that copy.
     /// The variables keep their values across launches of the returned
     /// program until [`Sim::unload_module`]. A program without variables
     /// comes back as it is (nothing allocated); each call loads a fresh
     /// copy of the variables, as each module load on a GPU does.
     /// [`Sim::program`] loads the programs it caches.
     pub fn load_module(&mut self, prog: &Arc<Program>) -> Result<Arc<Program>, SimError> {
-        if prog.globals.is_empty() {
+        if prog.globals.is_empty() && prog.consts.is_empty() {
             return Ok(Arc::clone(prog));
         }
-        let base = self.alloc_inner(prog.global_image.len().max(1), true)?;
+        let base = self.alloc_inner(prog.global_image_len().max(1), true)?;
         let loaded = prog.relocated(base);
-        self.write(base, &loaded.global_image)?;
+        if !loaded.global_image.is_empty() {
+            self.write(base, &loaded.global_image)?;
+        }
+        if !loaded.consts.is_empty() {
+            self.write(base + loaded.const_image_offset(), &loaded.consts)?;
+        }
         Ok(Arc::new(loaded))
     }
 
     /// Release the module variables of `prog` (a program returned by
-    /// [`Sim::load_module`]); nothing for a program without variables.
+    /// [`Sim::load_module`]); nothing for a program without variables
+    /// (`.global` or `.const`).
     pub fn unload_module(&mut self, prog: &Program) -> Result<(), SimError> {
         match prog.global_base {
             Some(b) => self.free(b),

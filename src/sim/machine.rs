@@ -296,10 +296,22 @@ impl Sim {
             e.static_shared as u64
         } as usize;
         let threads = self.options.resolved_threads()?;
+        // A loaded module's `.const` bank as the host last wrote it (see
+        // `Program::const_image_offset`); the parsed bank otherwise.
+        let bank;
+        let consts: &[u8] = match prog.global_base {
+            Some(base) if !prog.consts.is_empty() => {
+                let mut b = vec![0u8; prog.consts.len()];
+                self.read(base + prog.const_image_offset(), &mut b)?;
+                bank = b;
+                &bank
+            }
+            _ => &prog.consts,
+        };
         let k = Kernel {
             e,
             code: &e.code,
-            consts: &prog.consts,
+            consts,
             params: &params,
             cfg,
             checks: self.options.checks,

@@ -29,6 +29,8 @@ pub(super) struct Parser<'a> {
     /// Names of the `.extern .shared` arrays (they alias) and their alignment.
     pub(super) dyn_shared: Option<(Vec<String>, u64)>,
     pub(super) const_vars: HashMap<String, u64>,
+    /// Sizes of the `.const` variables, by name.
+    pub(super) const_sizes: HashMap<String, u64>,
     pub(super) consts: Vec<u8>,
     /// Module-scope `.global` variables (see `globals.rs`).
     pub(super) globals: Globals,
@@ -59,6 +61,7 @@ impl<'a> Parser<'a> {
             mod_shared: Vec::new(),
             dyn_shared: None,
             const_vars: HashMap::new(),
+            const_sizes: HashMap::new(),
             consts: Vec::new(),
             globals: Globals::default(),
             funcs: Default::default(),
@@ -244,12 +247,19 @@ impl<'a> Parser<'a> {
             return Err(self.perr(1, "module has no .entry"));
         }
         let global_relocs = self.finish_globals()?;
+        let mut const_vars: Vec<(String, u64, u64)> = self
+            .const_vars
+            .iter()
+            .map(|(n, &off)| (n.clone(), off, self.const_sizes[n]))
+            .collect();
+        const_vars.sort_by_key(|v| v.1);
         Ok(Program {
             entries,
             sm: self.sm,
             suffix: self.suffix,
             version: self.version,
             consts: self.consts,
+            const_vars,
             globals: self.globals.vars,
             global_image: self.globals.image,
             global_base: None,
@@ -404,6 +414,7 @@ impl<'a> Parser<'a> {
                 t => return Err(self.unsup(line, format!("initializer {t:?}"))),
             }
         }
+        self.const_sizes.insert(name.clone(), size);
         self.const_vars.insert(name, off);
         Ok(())
     }

@@ -395,20 +395,46 @@ impl Program {
         &self.globals
     }
 
-    /// Size in bytes of the module image (all `.global` variables).
+    /// Size in bytes of the module image: the `.global` variables, then
+    /// (from [`Program::const_image_offset`]) the device copy of the
+    /// `.const` bank.
     pub fn global_image_len(&self) -> usize {
-        self.global_image.len()
+        if self.consts.is_empty() {
+            self.global_image.len()
+        } else {
+            self.const_image_offset() as usize + self.consts.len()
+        }
     }
 
-    /// The device address and size of the module variable `name`, once the
-    /// program is loaded ([`Sim::load_module`](crate::sim::Sim::load_module));
-    /// `None` for an unknown name or a program not loaded.
+    /// Size in bytes of the module's `.const` bank (its `.const`
+    /// variables; 0 without any).
+    pub fn const_bank_len(&self) -> usize {
+        self.consts.len()
+    }
+
+    /// Where the `.const` bank's device copy starts in the module image
+    /// (after the `.global` variables, 256-byte aligned). Launches read
+    /// the bank from there, so a host write to a `.const` variable's
+    /// address (what `cuModuleGetGlobal` + `cuMemcpyHtoD` do to a
+    /// `__constant__` variable) is seen by every later launch; a kernel
+    /// running reads the bank as it was when the launch started.
+    pub fn const_image_offset(&self) -> u64 {
+        (self.global_image.len() as u64).div_ceil(256) * 256
+    }
+
+    /// The device address and size of the module variable `name` (a
+    /// `.global` or a `.const` one), once the program is loaded
+    /// ([`Sim::load_module`](crate::sim::Sim::load_module)); `None` for an
+    /// unknown name or a program not loaded.
     pub fn global(&self, name: &str) -> Option<(u64, u64)> {
         let base = self.global_base?;
-        self.globals
+        if let Some(v) = self.globals.iter().find(|v| v.name == name) {
+            return Some((base + v.offset, v.size));
+        }
+        self.const_vars
             .iter()
-            .find(|v| v.name == name)
-            .map(|v| (base + v.offset, v.size))
+            .find(|(n, _, _)| n == name)
+            .map(|&(_, off, size)| (base + self.const_image_offset() + off, size))
     }
 
     /// The address of the module image once loaded.

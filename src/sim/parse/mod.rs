@@ -50,6 +50,8 @@ pub struct Program {
     pub(crate) version: (u32, u32),
     /// The `.const` bank (module-scope `.const` variables with initialisers).
     pub(crate) consts: Vec<u8>,
+    /// The `.const` variables: `(name, offset in the bank, size)`.
+    pub(crate) const_vars: Vec<(String, u64, u64)>,
     /// Module-scope `.global` variables, laid out in the module image.
     pub(crate) globals: Vec<GlobalVar>,
     /// The module image's initial bytes.
