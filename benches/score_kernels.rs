@@ -326,7 +326,7 @@ fn tune_score_block(
             continue;
         }
         let (module, cfg, argv) = score_block_launch(st, t, (rows, k, p), (bx, bd, &mut *bo));
-        let per = timing::time(&st, || st.launch(&module, cfg, &argv).unwrap()).per_launch_s;
+        let per = timing::time(st, || st.launch(&module, cfg, &argv).unwrap()).per_launch_s;
         let out = st.to_vec(&*bo);
         let same = out.as_ref().is_ok_and(|o| {
             o.iter()
