@@ -14,9 +14,9 @@
 //! 16 elements: four 16-byte loads of x (or stores of y), and the codes
 //! as one 16-byte (FP8) or 8-byte (FP4) vector when `K` is a multiple of
 //! 16 and the code buffer is aligned for it (the `vec` argument's
-//! [`access::WIDE`] bit), a 32-bit (FP8) or 16-bit (FP4) access per four
+//! [`WIDE`] bit), a 32-bit (FP8) or 16-bit (FP4) access per four
 //! elements when `K` is a multiple of 4 and the buffers are aligned
-//! ([`access::VEC`]); element-wise loads and stores with bounds checks
+//! ([`VEC`]); element-wise loads and stores with bounds checks
 //! otherwise (odd `K`, partial last blocks, unaligned sub-slices). The
 //! block amax is the integer `max.u32` of the magnitude bits, reduced
 //! across the block's lanes with `shfl.sync.bfly` (order free: an integer

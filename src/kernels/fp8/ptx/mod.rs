@@ -75,7 +75,7 @@ pub const BLOCKS_PER_SM: u32 = 8;
 
 /// Grid-stride trips a dequantize thread runs at a time (their loads
 /// issued together).
-const DEQUANTIZE_UNROLL: u64 = 4;
+pub(crate) const DEQUANTIZE_UNROLL: u64 = 4;
 
 /// Entry name of the first absmax pass (format-independent).
 pub const ABSMAX_PARTIALS: &str = "fp8_absmax_partials";
