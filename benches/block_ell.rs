@@ -161,7 +161,6 @@ fn bench(c: &mut Criterion) {
         ctx.info().map_or(String::new(), |i| i.to_string())
     );
     let st = ctx.default_stream();
-    let sync = || st.synchronize().unwrap();
     let (r, cb, b, n) = (64, 64, 32, 4096);
     let x = st.upload(&data(n * cb * b, 4)).unwrap();
     let gy = st.upload(&data(n * r * b, 5)).unwrap();
@@ -182,65 +181,44 @@ fn bench(c: &mut Criterion) {
         g.throughput(Throughput::Elements((n * r * filled * b * b) as u64));
         g.bench_function(format!("forward_2048_b32_n4096_{pct}pct"), |bn| {
             bn.iter_custom(|iters| {
-                timing::iter_queued(
-                    iters,
-                    || {
-                        block_ell::forward_dev(&st, &topo, n, &x, &values, None, &mut y).unwrap();
-                    },
-                    sync,
-                )
+                timing::iter_queued(&st, iters, || {
+                    block_ell::forward_dev(&st, &topo, n, &x, &values, None, &mut y).unwrap();
+                })
             })
         });
         g.bench_function(format!("grad_input_2048_b32_n4096_{pct}pct"), |bn| {
             bn.iter_custom(|iters| {
-                timing::iter_queued(
-                    iters,
-                    || {
-                        block_ell::grad_input_dev(&st, &topo, n, &gy, &values, &mut gx).unwrap();
-                    },
-                    sync,
-                )
+                timing::iter_queued(&st, iters, || {
+                    block_ell::grad_input_dev(&st, &topo, n, &gy, &values, &mut gx).unwrap();
+                })
             })
         });
         g.bench_function(format!("grad_values_2048_b32_n4096_{pct}pct"), |bn| {
             bn.iter_custom(|iters| {
-                timing::iter_queued(
-                    iters,
-                    || {
-                        block_ell::grad_values_dev(&st, &topo, n, &x, &gy, &mut gv).unwrap();
-                    },
-                    sync,
-                )
+                timing::iter_queued(&st, iters, || {
+                    block_ell::grad_values_dev(&st, &topo, n, &x, &gy, &mut gv).unwrap();
+                })
             })
         });
         if pct == 100 || pct == 50 {
-            let fwd = timing::time(
-                || {
-                    block_ell::forward_dev(&st, &topo, n, &x, &values, None, &mut y).unwrap();
-                },
-                sync,
-            );
+            let fwd = timing::time(&st, || {
+                block_ell::forward_dev(&st, &topo, n, &x, &values, None, &mut y).unwrap();
+            });
             let problem = format!("forward 2048 → 2048, B 32, N 4096, {pct} % of the slots");
             modeled.push((format!("block_ell forward {pct} %"), fwd, problem));
         }
         if pct == 50 {
-            let gi = timing::time(
-                || {
-                    block_ell::grad_input_dev(&st, &topo, n, &gy, &values, &mut gx).unwrap();
-                },
-                sync,
-            );
+            let gi = timing::time(&st, || {
+                block_ell::grad_input_dev(&st, &topo, n, &gy, &values, &mut gx).unwrap();
+            });
             modeled.push((
                 "block_ell grad-input 50 %".into(),
                 gi,
                 "grad-input 2048 → 2048, B 32, N 4096, 50 % of the slots".into(),
             ));
-            let gvs = timing::time(
-                || {
-                    block_ell::grad_values_dev(&st, &topo, n, &x, &gy, &mut gv).unwrap();
-                },
-                sync,
-            );
+            let gvs = timing::time(&st, || {
+                block_ell::grad_values_dev(&st, &topo, n, &x, &gy, &mut gv).unwrap();
+            });
             modeled.push((
                 "block_ell grad-values 50 %".into(),
                 gvs,
@@ -279,7 +257,7 @@ fn bench(c: &mut Criterion) {
         g.throughput(Throughput::Elements((n * run.dims.slots() * b * b) as u64));
         for op in TcOp::ALL {
             g.bench_function(format!("{}_{tag}", op.name()), |bn| {
-                bn.iter_custom(|iters| timing::iter_queued(iters, || run.launch(&st, op), sync))
+                bn.iter_custom(|iters| timing::iter_queued(&st, iters, || run.launch(&st, op)))
             });
             let problem = format!(
                 "tensor-core {} {prec}, 2048 → 2048, B {b}, N 4096, {pct} % of the slots",
@@ -287,7 +265,7 @@ fn bench(c: &mut Criterion) {
             );
             // The rows the model has (docs/roofline.tsv).
             if roofline::lookup(&dev, sms, "block_ell_tc", &problem, "*").is_some() {
-                let t = timing::time(|| run.launch(&st, op), sync);
+                let t = timing::time(&st, || run.launch(&st, op));
                 modeled.push((
                     format!("block_ell_tc {} {prec} B {b} {pct} %", op.label()),
                     t,

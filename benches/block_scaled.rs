@@ -97,7 +97,6 @@ fn bench(c: &mut Criterion) {
         ctx.info().map_or(String::new(), |i| i.to_string())
     );
     let st = ctx.default_stream();
-    let sync = || st.synchronize().unwrap();
     let codec = Codec::for_sm(ctx.sm());
     let (m, k) = (16384, 8192);
     let x = st.upload(&data(m * k, 2)).unwrap();
@@ -130,53 +129,46 @@ fn bench(c: &mut Criterion) {
             .unwrap();
         };
         quantize(&mut codes, &mut scales);
-        sync();
+        st.synchronize().unwrap();
         grp.throughput(Throughput::Bytes(bytes(&shape, layout, nv)));
         grp.bench_function(format!("quantize_{name}_{m}x{k}"), |b| {
             b.iter_custom(|iters| {
-                timing::iter_queued(iters, || quantize(&mut codes, &mut scales), sync)
+                timing::iter_queued(&st, iters, || quantize(&mut codes, &mut scales))
             })
         });
-        let q = timing::time(|| quantize(&mut codes, &mut scales), sync);
+        let q = timing::time(&st, || quantize(&mut codes, &mut scales));
         let gd = nv.then(|| global.as_device());
         grp.throughput(Throughput::Bytes(bytes(&shape, layout, false)));
         grp.bench_function(format!("dequantize_{name}_{m}x{k}"), |b| {
             b.iter_custom(|iters| {
-                timing::iter_queued(
-                    iters,
-                    || {
-                        launch::dequantize_dev(
-                            &st,
-                            ptxsmith::kernels::block_scaled::Quantization {
-                                shape,
-                                recipe: ptxsmith::kernels::block_scaled::Recipe::default_for(
-                                    (shape).format(),
-                                ),
-                                layout,
-                            },
-                            codec,
-                            &codes,
-                            &scales,
-                            gd,
-                            &mut y,
-                        )
-                        .unwrap();
-                    },
-                    sync,
-                )
+                timing::iter_queued(&st, iters, || {
+                    launch::dequantize_dev(
+                        &st,
+                        ptxsmith::kernels::block_scaled::Quantization {
+                            shape,
+                            recipe: ptxsmith::kernels::block_scaled::Recipe::default_for(
+                                (shape).format(),
+                            ),
+                            layout,
+                        },
+                        codec,
+                        &codes,
+                        &scales,
+                        gd,
+                        &mut y,
+                    )
+                    .unwrap();
+                })
             })
         });
-        let d = timing::time(
-            || {
-                let q = ptxsmith::kernels::block_scaled::Quantization {
-                    shape,
-                    recipe: r,
-                    layout,
-                };
-                launch::dequantize_dev(&st, q, codec, &codes, &scales, gd, &mut y).unwrap();
-            },
-            sync,
-        );
+        let d = timing::time(&st, || {
+            let q = ptxsmith::kernels::block_scaled::Quantization {
+                shape,
+                recipe: r,
+                layout,
+            };
+            launch::dequantize_dev(&st, q, codec, &codes, &scales, gd, &mut y).unwrap();
+        });
         timed.push((f, q, d));
     }
     grp.finish();

@@ -60,7 +60,7 @@ fn bench_ptx_generation(reps: usize) {
 }
 
 /// Kernel throughput on the device, timed by `benches/common/timing.rs`
-/// (warm-up, then ten queued calls between two clock reads; one call plus
+/// (warm-up, then ten queued calls between two CUDA events; one call plus
 /// a synchronisation beside it).
 ///
 /// Without a device it prints `SKIP: no CUDA device` and returns; under
@@ -71,7 +71,6 @@ fn bench_device(sizes: &[usize]) {
         return;
     };
     let st = ctx.default_stream();
-    let sync = || st.synchronize().unwrap();
     let info = ctx.info().expect("a CUDA context has device info").clone();
     let peak = info.peak_bandwidth_gbps();
     let sm = ctx.sm();
@@ -139,13 +138,10 @@ fn bench_device(sizes: &[usize]) {
             stats: st.arg_mut("stats", &mut stats).unwrap(),
         }
         .args();
-        let d = timing::time(
-            || {
-                st.launch(&m1, cfg(blocks), &a1).unwrap();
-                st.launch(&m2, cfg(1), &a2).unwrap();
-            },
-            sync,
-        );
+        let d = timing::time(&st, || {
+            st.launch(&m1, cfg(blocks), &a1).unwrap();
+            st.launch(&m2, cfg(1), &a2).unwrap();
+        });
         report("absmax (2 passes, reads 4 B/elem)", 4.0 * n as f64, d);
 
         for &codec in &codecs {
@@ -157,14 +153,11 @@ fn bench_device(sizes: &[usize]) {
                 codes: st.arg_mut("codes", &mut c).unwrap(),
             }
             .args();
-            let d = timing::time(
-                || {
-                    st.launch(&m1, cfg(blocks), &a1).unwrap();
-                    st.launch(&m2, cfg(1), &a2).unwrap();
-                    st.launch(&mq, cfg(blocks), &aq).unwrap();
-                },
-                sync,
-            );
+            let d = timing::time(&st, || {
+                st.launch(&m1, cfg(blocks), &a1).unwrap();
+                st.launch(&m2, cfg(1), &a2).unwrap();
+                st.launch(&mq, cfg(blocks), &aq).unwrap();
+            });
             report(
                 &format!("quantize+absmax {codec:?} (9 B/elem)"),
                 9.0 * n as f64,
@@ -186,12 +179,9 @@ fn bench_device(sizes: &[usize]) {
                 codes: st.arg_mut("codes", &mut c).unwrap(),
             }
             .args();
-            let d = timing::time(
-                || {
-                    st.launch(&ms, cfg(blocks), &as_).unwrap();
-                },
-                sync,
-            );
+            let d = timing::time(&st, || {
+                st.launch(&ms, cfg(blocks), &as_).unwrap();
+            });
             report(
                 &format!("quantize_with_scale {codec:?} (5 B/elem)"),
                 5.0 * n as f64,
@@ -213,12 +203,9 @@ fn bench_device(sizes: &[usize]) {
                 y: st.arg_mut("y", &mut y).unwrap(),
             }
             .args();
-            let d = timing::time(
-                || {
-                    st.launch(&md, cfg(blocks), &ad).unwrap();
-                },
-                sync,
-            );
+            let d = timing::time(&st, || {
+                st.launch(&md, cfg(blocks), &ad).unwrap();
+            });
             report(
                 &format!("dequantize {codec:?} (5 B/elem)"),
                 5.0 * n as f64,
@@ -240,12 +227,9 @@ fn bench_device(sizes: &[usize]) {
                 y: st.arg_mut("y", &mut y).unwrap(),
             }
             .args();
-            let d = timing::time(
-                || {
-                    st.launch(&mds, cfg(blocks), &ads).unwrap();
-                },
-                sync,
-            );
+            let d = timing::time(&st, || {
+                st.launch(&mds, cfg(blocks), &ads).unwrap();
+            });
             report(
                 &format!("dequantize_stats {codec:?} (5 B/elem)"),
                 5.0 * n as f64,

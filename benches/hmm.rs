@@ -125,8 +125,8 @@ fn bench(c: &mut Criterion) {
             None => hmm::forward_backward_dev(&st, shape, &inp, out).unwrap(),
         }
     };
-    let per_call = timing::time(|| run(None), || st.synchronize().unwrap());
-    let secs = timing::time(|| run(Some(&mut ws)), || st.synchronize().unwrap());
+    let per_call = timing::time(&st, || run(None));
+    let secs = timing::time(&st, || run(Some(&mut ws)));
     println!(
         "hmm forward-backward 64x1000x256: kept workspace {}; allocating it per call {}",
         secs.describe(),

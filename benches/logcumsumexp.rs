@@ -72,30 +72,25 @@ fn bench(c: &mut Criterion) {
     let mut grp = c.benchmark_group("logcumsumexp/gpu");
     grp.sample_size(10);
     grp.throughput(Throughput::Bytes((8 * n) as u64));
-    let sync = || st.synchronize().unwrap();
     grp.bench_function("forward_4096x4096", |b| {
         b.iter_custom(|iters| {
-            timing::iter_queued(
-                iters,
-                || forward_dev(&st, shape, &dx, &mut dy).unwrap(),
-                sync,
-            )
+            timing::iter_queued(&st, iters, || {
+                forward_dev(&st, shape, &dx, &mut dy).unwrap()
+            })
         })
     });
     grp.throughput(Throughput::Bytes((12 * n) as u64));
     grp.bench_function("backward_4096x4096", |b| {
         b.iter_custom(|iters| {
-            timing::iter_queued(
-                iters,
-                || backward_dev(&st, shape, &dx, &dg, &mut dgx).unwrap(),
-                sync,
-            )
+            timing::iter_queued(&st, iters, || {
+                backward_dev(&st, shape, &dx, &dg, &mut dgx).unwrap()
+            })
         })
     });
     grp.finish();
     let dev = ctx.info().map_or(String::new(), |i| i.name.clone());
     let sms = ctx.multiprocessor_count();
-    let fwd = timing::time(|| forward_dev(&st, shape, &dx, &mut dy).unwrap(), sync);
+    let fwd = timing::time(&st, || forward_dev(&st, shape, &dx, &mut dy).unwrap());
     roofline::compare(
         "logcumsumexp forward 4096x4096",
         (fwd.per_launch_s, fwd.single_s),
@@ -105,10 +100,9 @@ fn bench(c: &mut Criterion) {
         "forward [4096, 4096]",
         "*",
     );
-    let bwd = timing::time(
-        || backward_dev(&st, shape, &dx, &dg, &mut dgx).unwrap(),
-        sync,
-    );
+    let bwd = timing::time(&st, || {
+        backward_dev(&st, shape, &dx, &dg, &mut dgx).unwrap()
+    });
     roofline::compare(
         "logcumsumexp backward 4096x4096",
         (bwd.per_launch_s, bwd.single_s),

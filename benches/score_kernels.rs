@@ -153,17 +153,10 @@ fn bench_gpu(c: &mut Criterion) {
     group.throughput(Throughput::Elements(flops as u64));
     group.bench_function(format!("score_block_rows{rows}_K{k}_P{p}"), |b| {
         b.iter_custom(|iters| {
-            timing::iter_queued(
-                iters,
-                || st.launch(&module, cfg, &argv).unwrap(),
-                || st.synchronize().unwrap(),
-            )
+            timing::iter_queued(&st, iters, || st.launch(&module, cfg, &argv).unwrap())
         })
     });
-    let timed = timing::time(
-        || st.launch(&module, cfg, &argv).unwrap(),
-        || st.synchronize().unwrap(),
-    );
+    let timed = timing::time(&st, || st.launch(&module, cfg, &argv).unwrap());
     let per = timed.per_launch_s;
     let tf = flops / per / 1e12;
     match peak {
@@ -255,20 +248,17 @@ fn bench_gpu(c: &mut Criterion) {
     group.finish();
     // Upload, route and download: the download waits for the route, so
     // each call is synchronous and both figures are per call.
-    let secs = timing::time(
-        || {
-            let dx = st.upload(&x).unwrap();
-            let route = score::Route {
-                shape: score::ScoreShape { rows, k, p },
-                s,
-            };
-            route_top_s_dev(&st, route, None, &dx, &dd)
-                .unwrap()
-                .download(&st)
-                .unwrap();
-        },
-        || st.synchronize().unwrap(),
-    );
+    let secs = timing::time(&st, || {
+        let dx = st.upload(&x).unwrap();
+        let route = score::Route {
+            shape: score::ScoreShape { rows, k, p },
+            s,
+        };
+        route_top_s_dev(&st, route, None, &dx, &dd)
+            .unwrap()
+            .download(&st)
+            .unwrap();
+    });
     roofline::compare(
         "route resident D rows 256 K 32768 P 64 s 4 (upload and download included)",
         (secs.per_launch_s, secs.single_s),
@@ -336,11 +326,7 @@ fn tune_score_block(
             continue;
         }
         let (module, cfg, argv) = score_block_launch(st, t, (rows, k, p), (bx, bd, &mut *bo));
-        let per = timing::time(
-            || st.launch(&module, cfg, &argv).unwrap(),
-            || st.synchronize().unwrap(),
-        )
-        .per_launch_s;
+        let per = timing::time(st, || st.launch(&module, cfg, &argv).unwrap()).per_launch_s;
         let out = st.to_vec(&*bo);
         let same = out.as_ref().is_ok_and(|o| {
             o.iter()

@@ -207,9 +207,19 @@ fn hot_loop(kernel: &str, f: &SassFunction) -> Option<HotLoop> {
         || kernel.starts_with("block_scaled_quantize")
         || kernel.starts_with("block_scaled_dequantize")
     {
-        // Element loops: four elements a thread per iteration (the
-        // finalize kernel's loop runs over partials, not elements).
-        (!kernel.starts_with("fp8_absmax_finalize")).then(|| ("element", instructions as f64 / 4.0))
+        // Element loops: four elements a thread per iteration, sixteen in
+        // the block-scaled kernels (`ELEMS_PER_LANE`) and in FP8
+        // dequantize's unrolled loop (four groups of four); the finalize
+        // kernel's loop runs over partials, not elements.
+        let elements = if kernel.starts_with("block_scaled_") {
+            f64::from(crate::kernels::block_scaled::ptx::ELEMS_PER_LANE)
+        } else if kernel.starts_with("fp8_dequantize") {
+            4.0 * crate::kernels::fp8::ptx::DEQUANTIZE_UNROLL as f64
+        } else {
+            4.0
+        };
+        (!kernel.starts_with("fp8_absmax_finalize"))
+            .then(|| ("element", instructions as f64 / elements))
     } else if kernel.starts_with("block_scaled_") {
         // The NVFP4 global-scale loop runs over partials; the layout
         // conversion moves bytes without arithmetic.

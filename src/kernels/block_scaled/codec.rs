@@ -79,31 +79,31 @@ pub const fn encode_e2m1(x: f32) -> u8 {
 
 /// The steps of the kernels' software E2M1 encoder, equal to
 /// [`encode_e2m1`] for every f32 (swept over all 2^32 inputs in
-/// `tests/block_scaled_exhaustive.rs`), in about half the instructions of
-/// seven compares:
-/// * `|x| ≥ 1`: E2M1 keeps one significand bit, so round the magnitude
-///   bits to it (`t = abs + 0x1FFFFF + bit 22`, round to nearest even on
-///   the integer), and `t >> 22` counts codes from 1.0 = 254 → code 2;
-///   anything past code 7 (above 5, ±Inf) saturates to 7 (`min.u32`);
-/// * `|x| < 1`: the grid is multiples of 0.5, so the code is `2·|x|`
-///   rounded to an integer, ties to even: `fma.rn(|x|, 2, 2^23)` (one
-///   rounding of the exact `2·|x| + 2^23`, whose ulp is 1) minus the bits
-///   of 2^23: 0.25 → 0, 0.75 → 2 (a full-rate FFMA, not a `cvt`);
+/// `tests/block_scaled_exhaustive.rs`), mostly on the FP32 pipe (three
+/// fused roundings, then integer `min`s), where seven compares would take
+/// the integer pipe:
+/// * on each binade of the E2M1 grid the code is the magnitude `a = |x|`
+///   rounded to that binade's spacing, ties to even, plus an offset:
+///   `r1 = 2a` (spacing 0.5, codes 0–4 for `a ≤ 2`), `r2 = a + 2` (spacing
+///   1, codes 4–6 on `[2, 4]`), `r3 = a/2 + 4` (spacing 2, codes 6–7
+///   from 4 on). Each is one `fma.rn` (or `add.rn`) onto `2^23` (where the
+///   ulp is 1, so the single rounding is the integer rounding, ties to
+///   even; the even offsets keep the parity), and the code is in the low
+///   bits of the result;
+/// * the lines cross exactly at the binade edges (`2a ≤ a + 2` iff `a ≤
+///   2`, `a + 2 ≤ a/2 + 4` iff `a ≤ 4`) and rounding is monotonic, so the
+///   code is `min(r1, r2, r3, 7)` on the results' bits (u32: ±Inf, NaNs
+///   and huge values are above `2^23 + 7` and saturate to 7);
 /// * the sign from bit 31 to bit 3; NaN → `0x7`.
 #[inline]
 pub fn encode_e2m1_branch_free(x: f32) -> u8 {
-    const TWO_POW_23: f32 = 8_388_608.0;
-    let bits = x.to_bits();
-    let abs = bits & F32_ABS_MASK;
-    let t = abs + 0x1F_FFFF + ((abs >> 22) & 1);
-    let big = ((t >> 22).wrapping_sub(252)).min(7);
-    let small = f32::from_bits(abs)
-        .mul_add(2.0, TWO_POW_23)
-        .to_bits()
-        .wrapping_sub(TWO_POW_23.to_bits());
-    let mag = if abs < 0x3F80_0000 { small } else { big };
-    let code = mag | ((bits >> 28) & 0x8);
-    if abs > F32_INF_BITS {
+    let a = x.abs();
+    let r1 = a.mul_add(2.0, 8_388_608.0).to_bits();
+    let r2 = (a + 8_388_610.0).to_bits();
+    let r3 = a.mul_add(0.5, 8_388_612.0).to_bits();
+    let mag = r1.min(r2).min(r3).min(0x4B00_0007) & 0x7;
+    let code = mag | ((x.to_bits() >> 28) & 0x8);
+    if x.is_nan() {
         E2M1_NAN_BLOCK_CODE
     } else {
         code as u8

@@ -125,6 +125,21 @@ fn code_align(f: Format) -> u64 {
     if f.is_fp4() { 2 } else { 4 }
 }
 
+/// The kernels' `vec` argument ([`ptx::VEC`], [`ptx::WIDE`]) for a row
+/// length `k`, whether the f32 side (`x` or `y`) is 16-byte aligned, and
+/// the codes' address: a lane's 16 codes are one vector of
+/// `4 · code_align` bytes.
+fn access_flags(f: Format, k: usize, f32_aligned: bool, codes: u64) -> u32 {
+    let vec = k.is_multiple_of(4) && f32_aligned && aligned(codes, code_align(f));
+    let lane = u64::from(ptx::ELEMS_PER_LANE);
+    let wide = vec && (k as u64).is_multiple_of(lane) && aligned(codes, 4 * code_align(f));
+    match (vec, wide) {
+        (true, true) => ptx::VEC | ptx::WIDE,
+        (true, false) => ptx::VEC,
+        _ => 0,
+    }
+}
+
 fn u32_of(v: usize) -> u32 {
     // Only called on values checked against MAX_EXTENT.
     v as u32
@@ -343,10 +358,10 @@ fn quantize_core(
 ) -> Result<()> {
     let f = shape.format();
     let dims = shape.scale_dims();
-    let vec = shape.k().is_multiple_of(4)
-        && aligned(io.x.addr, 16)
-        && aligned(io.codes.addr, code_align(f));
-    if layout.is_padded() {
+    let vec = access_flags(f, shape.k(), aligned(io.x.addr, 16), io.codes.addr);
+    // The padding bytes are zeroed first; without padding (`M % 128 = 0`,
+    // `nkb % 4 = 0`) the kernel writes every byte and there is no memset.
+    if layout.len(&dims) != dims.count() {
         zero_padding(stream)?;
     }
     if let (Some((m1, m2)), Some(gp)) = (&kernels.nvfp4, io.global) {
@@ -379,7 +394,7 @@ fn quantize_core(
         k: u32_of(shape.k()),
         nkb: u32_of(dims.nkb()),
         blocks: u32_of(dims.count()),
-        vec: u32::from(vec),
+        vec,
         nkb_magic: nkb_div.0,
         nkb_shift: nkb_div.1,
         m_magic: m_div.0,
@@ -551,8 +566,7 @@ fn dequantize_core(
     } = io;
     let f = shape.format();
     let dims = shape.scale_dims();
-    let vec =
-        shape.k().is_multiple_of(4) && aligned(codes.addr, code_align(f)) && aligned(y.addr, 16);
+    let vec = access_flags(f, shape.k(), aligned(y.addr, 16), codes.addr);
     let s = ptx::layout_strides(layout, &dims);
     let nkb_div = ptx::div_magic(u32_of(dims.nkb()));
     let m_div = ptx::div_magic(u32_of(shape.m()));
@@ -566,7 +580,7 @@ fn dequantize_core(
         k: u32_of(shape.k()),
         nkb: u32_of(dims.nkb()),
         blocks: u32_of(dims.count()),
-        vec: u32::from(vec),
+        vec,
         nkb_magic: nkb_div.0,
         nkb_shift: nkb_div.1,
         m_magic: m_div.0,

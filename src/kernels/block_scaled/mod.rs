@@ -67,9 +67,9 @@
 //!   unverified here, so a hardware-cvt kernel must canonicalise if
 //!   sm_100a disagrees.) **NaN → `0x7`** (+6): \[PTX\] `.satfinite` turns
 //!   NaN into +MAX_NORM for e2m1. Hardware: `cvt.rn.satfinite.e2m1x2.f32`;
-//!   software: [`encode_e2m1_branch_free`]'s steps (one significand bit
-//!   rounded on the integer bits, `fma.rn(|x|, 2, 2^23)` below 1), equal to
-//!   the spec on all 2^32 inputs.
+//!   software: [`encode_e2m1_branch_free`]'s steps (the magnitude rounded
+//!   to each binade's spacing by three `fma.rn`/`add.rn` onto 2^23, the
+//!   `min.u32` of their bits), equal to the spec on all 2^32 inputs.
 //! * **UE4M3** (NVFP4 scales, [`encode_ue4m3`]): the E4M3 encoding of the
 //!   magnitude (PTX has no unsigned E4M3 conversion, so a kernel uses
 //!   `cvt.rn.satfinite.e4m3x2.f32` on a value ≥ +0): RNE with subnormals,

@@ -40,27 +40,26 @@ pub fn block_scale_hw(b: &KernelBuilder, codec: Codec) -> bool {
 /// Software E2M1 encode of one value: the code in the low nibble of the
 /// result, the steps of
 /// [`encode_e2m1_branch_free`](super::super::codec::encode_e2m1_branch_free)
-/// (one significand bit rounded on the integer bits for `|x| ≥ 1`,
-/// `fma.rn(|x|, 2, 2^23)` below, the sign from bit 31, NaN → `0x7`).
+/// (`a = |y|`; `fma.rn(a, 2, 2^23)`, `add.rn(a, 2^23 + 2)`, `fma.rn(a,
+/// 0.5, 2^23 + 4)` on the FP32 pipe; the `min.u32` of their bits and of
+/// `2^23 + 7`; the sign from bit 31; NaN → `0x7`).
 pub fn e2m1_encode_sw(b: &mut KernelBuilder, y: Reg<F32>) -> Reg<U32> {
+    let a = b.fabs(y);
+    let r1 = b.ffma(Rounding::Rn, a, 2.0f32, 8_388_608.0f32);
+    let r2 = b.fadd(Rounding::Rn, a, 8_388_610.0f32);
+    let r3 = b.ffma(Rounding::Rn, a, 0.5f32, 8_388_612.0f32);
+    let r1 = b.f32_bits(r1);
+    let r2 = b.f32_bits(r2);
+    let r3 = b.f32_bits(r3);
+    let m = b.min(r1, r2);
+    let m = b.min(m, r3);
+    let m = b.min(m, 0x4B00_0007u32);
+    let mag = b.and(m, 0x7u32);
     let bits = b.f32_bits(y);
-    let abs = b.and(bits, 0x7FFF_FFFFu32);
-    let half_bit = b.bfe(abs, 22u32, 1u32);
-    let t = b.add(abs, 0x1F_FFFFu32);
-    let t = b.add(t, half_bit);
-    let q = b.shr(t, 22u32);
-    let big = b.sub(q, 252u32);
-    let big = b.min(big, 7u32);
-    let mag_f = b.f32_from_bits(abs);
-    let rounded = b.ffma(Rounding::Rn, mag_f, 2.0f32, 8_388_608.0f32);
-    let rounded = b.f32_bits(rounded);
-    let small = b.sub(rounded, 0x4B00_0000u32); // the bits of 2^23
-    let is_small = b.setp(Cmp::Lt, abs, 0x3F80_0000u32);
-    let mag = b.selp(is_small, small, big);
     let sign = b.shr(bits, 28u32);
     let sign = b.and(sign, 0x8u32);
     let code = b.or(mag, sign);
-    let nan = b.setp(Cmp::Gt, abs, F32_INF_BITS);
+    let nan = b.setp(Cmp::Nan, y, y);
     b.selp(nan, u32::from(E2M1_NAN_BLOCK_CODE), code)
 }
 

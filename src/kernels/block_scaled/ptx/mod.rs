@@ -8,17 +8,22 @@
 //! | `block_scaled_convert_scales` | re-lays a scale tensor, padding written 0 |
 //!
 //! **Mapping.** A block of 32 (MX) or 16 (NVFP4) elements is handled by
-//! `block / 4` consecutive lanes of a warp, four consecutive elements per
-//! lane: one 16-byte load of x, one 32-bit (FP8) or 16-bit (FP4) store of
-//! codes when the row length `K` is a multiple of 4 and the buffers are
-//! aligned (the launch code's `vec` flag); element-wise loads and stores
-//! with bounds checks otherwise (odd `K`, partial last blocks, unaligned
-//! sub-slices). The block amax is the integer `max.u32` of the magnitude
-//! bits, reduced across the block's lanes with `shfl.sync.bfly` (order
-//! free: an integer max). Lane 0 of the block writes the scale byte. The
-//! element loop is a 64-bit grid-stride loop whose trip count is uniform
-//! per warp (the thread count is rounded up to a warp; idle lanes hold
-//! +0.0), so every shuffle runs with all 32 lanes.
+//! `block / 16` consecutive lanes of a warp (two for MX, one for NVFP4),
+//! [`ELEMS_PER_LANE`] = 16 consecutive elements per lane, so that the
+//! index arithmetic, the block's scale and its shuffles are paid once per
+//! 16 elements: four 16-byte loads of x (or stores of y), and the codes
+//! as one 16-byte (FP8) or 8-byte (FP4) vector when `K` is a multiple of
+//! 16 and the code buffer is aligned for it (the `vec` argument's
+//! [`WIDE`] bit), a 32-bit (FP8) or 16-bit (FP4) access per four
+//! elements when `K` is a multiple of 4 and the buffers are aligned
+//! ([`VEC`]); element-wise loads and stores with bounds checks
+//! otherwise (odd `K`, partial last blocks, unaligned sub-slices). The
+//! block amax is the integer `max.u32` of the magnitude bits, reduced
+//! across the block's lanes with `shfl.sync.bfly` (order free: an integer
+//! max). Lane 0 of the block writes the scale byte. The element loop is a
+//! 64-bit grid-stride loop whose trip count is uniform per warp (the
+//! thread count is rounded up to a warp; idle lanes hold +0.0), so every
+//! shuffle runs with all 32 lanes.
 //!
 //! **Layouts.** All three layouts are dot products of the same six digits
 //! `(m % 32, (m % 128) / 32, m / 128, kb % 4, kb / 4, l)` with per-layout
@@ -34,6 +39,7 @@
 //! uses every conversion the SM has (FP8 cvt from sm_89; E2M1 and UE8M0
 //! cvt on sm_100a/sm_120a) and needs sm_89; `Software` is integer only.
 
+mod access;
 pub mod codec;
 
 use super::codec::INV_6;
@@ -41,13 +47,15 @@ use super::host::{Format, Recipe, ScaleMode};
 use super::layout::{ScaleDims, ScaleLayout};
 use crate::dsl::blocks;
 use crate::dsl::params::Ptr;
-use crate::dsl::types::{F32, Reg, U8, U16, U32, U64};
-use crate::dsl::{Cmp, GlobalPtr, KernelBuilder, PtxModule, Rounding, ShflMode};
+use crate::dsl::types::{F32, Reg, U8, U32, U64};
+use crate::dsl::{Cmp, KernelBuilder, PtxModule, Rounding, ShflMode};
 use crate::error::{Error, Result};
 use crate::kernel_params;
 use crate::kernels::fp8::Format as Fp8Format;
 use crate::kernels::fp8::ptx::{self as fp8_ptx};
 use crate::target::{Feature, Sm};
+use access::{Access, GROUPS};
+pub use access::{VEC, WIDE};
 use codec::{
     NAN_BITS, block_scale_hw, e2m1_decode_pair, e2m1_encode_pair, e8m0_decode, e8m0_floor,
     e8m0_inverse, ue4m3_decode, ue4m3_encode, ue8m0_round_up,
@@ -59,7 +67,7 @@ pub use crate::kernels::fp8::ptx::Codec;
 /// reduction is the FP8 family's, written for this size).
 pub const THREADS: u32 = fp8_ptx::BLOCK;
 /// Elements per lane.
-pub const ELEMS_PER_LANE: u32 = 4;
+pub const ELEMS_PER_LANE: u32 = 16;
 /// Grid cap per multiprocessor (the grid-stride loops cover the rest).
 pub const CTAS_PER_SM: u32 = 8;
 /// Entry name of the NVFP4 global-scale kernel.
@@ -97,8 +105,10 @@ pub fn dequantize_name(f: Format) -> String {
 kernel_params! {
     /// Arguments of `block_scaled_quantize_*`. `global` (`[amax_g, S_enc,
     /// S_dec]`) is read by the NVFP4 kernel only. `s_*` are the layout
-    /// strides of [`layout_strides`]; `vec` is 1 when `K % 4 = 0` and `x`
-    /// is 16-byte, `codes` 4-byte aligned; `*_magic`, `*_shift` divide by
+    /// strides of [`layout_strides`]; `vec` has [`VEC`] set when `K % 4 =
+    /// 0` and `x` is 16-byte, `codes` 4-byte (FP8) or 2-byte (FP4) aligned,
+    /// and [`WIDE`] too when also `K % 16 = 0` and `codes` is 16-byte (FP8)
+    /// or 8-byte (FP4) aligned; `*_magic`, `*_shift` divide by
     /// `nkb` and `m` ([`div_magic`]).
     pub struct QuantizeArgs => QuantizeRegs {
         x: Ptr<F32>,
@@ -357,45 +367,6 @@ fn scale_offset(
     dot6(b, d, strides)
 }
 
-/// Load the lane's four elements (zeros past `k` or on idle lanes).
-fn load_lane(
-    b: &mut KernelBuilder,
-    x: GlobalPtr<F32>,
-    ln: &Lane,
-    k: Reg<U32>,
-    vec: Reg<crate::dsl::types::Pred>,
-) -> [Reg<F32>; 4] {
-    let xs = [0; 4].map(|_| b.mov(0.0f32));
-    let in_row = b.setp(Cmp::Lt, ln.kin, k);
-    let go = b.pand(ln.active, in_row);
-    b.if_(go, |b| {
-        let start = b.mul_wide_u32(ln.row, k);
-        let kin64 = b.u32_to_u64(ln.kin);
-        let e = b.add(start, kin64);
-        let p = b.offset64(x, e);
-        b.if_else(
-            vec,
-            |b| {
-                let v = b.ld_global_nc_v4(p, 0);
-                for i in 0..4 {
-                    b.assign(xs[i], v[i]);
-                }
-            },
-            |b| {
-                for (i, &xi) in xs.iter().enumerate() {
-                    let ki = b.add(ln.kin, i as u32);
-                    let ok = b.setp(Cmp::Lt, ki, k);
-                    b.if_(ok, |b| {
-                        let v = b.ld_global_nc(p, i as i32);
-                        b.assign(xi, v);
-                    });
-                }
-            },
-        );
-    });
-    xs
-}
-
 /// How a quantize kernel turns a block amax into a scale byte and an
 /// element multiplier.
 fn scale_rule(
@@ -451,20 +422,6 @@ fn encode_lane(b: &mut KernelBuilder, f: Format, codec: Codec, y: [Reg<F32>; 4])
     }
 }
 
-/// Byte offset of the lane's first code: `row · row_bytes + kin` (FP8) or
-/// `+ kin / 2` (FP4, `row_bytes = ⌈K/2⌉`).
-fn code_offset(b: &mut KernelBuilder, f: Format, ln: &Lane, k: Reg<U32>) -> Reg<U64> {
-    let (row_bytes, within) = if f.is_fp4() {
-        let rb = b.add(k, 1u32);
-        (b.shr(rb, 1u32), b.shr(ln.kin, 1u32))
-    } else {
-        (k, ln.kin)
-    };
-    let start = b.mul_wide_u32(ln.row, row_bytes);
-    let within = b.u32_to_u64(within);
-    b.add(start, within)
-}
-
 /// Quantize kernel of `recipe` with `codec`.
 ///
 /// # Errors
@@ -493,15 +450,15 @@ pub fn generate_quantize(sm: Sm, recipe: Recipe, codec: Codec) -> Result<PtxModu
         // S_enc · rn(1/6): once per tensor, before amax_b (the host's order).
         (b.fmul(Rounding::Rn, s_enc, INV_6), s_dec)
     });
-    let vec = b.setp(Cmp::Ne, p.vec, 0u32);
+    let acc = Access::of(&mut b, p.vec);
     let total = b.mul_wide_u32(p.blocks, tpb);
     // Round up to a warp, so all 32 lanes run every shuffle.
     let total32 = b.add(total, 31u64);
     let total32 = b.and(total32, !31u64);
     b.grid_stride_u64(total32, |b, t| {
         let ln = lane_of(b, t, total, tpb, bs, p.blocks, nkb_div);
-        let xs = load_lane(b, p.x, &ln, p.k, vec);
-        // Block amax: max.u32 of the magnitude bits over the lane's four
+        let xs = access::load_lane(b, p.x, &ln, p.k, acc);
+        // Block amax: max.u32 of the magnitude bits over the lane's
         // elements, then across the block's lanes.
         let mut a = b.mov(0u32);
         for &x in &xs {
@@ -517,7 +474,10 @@ pub fn generate_quantize(sm: Sm, recipe: Recipe, codec: Codec) -> Result<PtxModu
         }
         let (byte, mult) = scale_rule(b, recipe, codec, a, nvfp4);
         let y = xs.map(|x| b.fmul(Rounding::Rn, x, mult));
-        let w = encode_lane(b, f, codec, y);
+        let w: [Reg<U32>; GROUPS] = std::array::from_fn(|g| {
+            let yg = [y[4 * g], y[4 * g + 1], y[4 * g + 2], y[4 * g + 3]];
+            encode_lane(b, f, codec, yg)
+        });
         b.if_(ln.active, |b| {
             let lane0 = b.setp(Cmp::Eq, ln.lane, 0u32);
             b.if_(lane0, |b| {
@@ -525,111 +485,10 @@ pub fn generate_quantize(sm: Sm, recipe: Recipe, codec: Codec) -> Result<PtxModu
                 let sp = b.offset(p.scales, off);
                 b.st_global(sp, 0, byte);
             });
-            store_codes(b, f, &ln, p.k, vec, p.codes, w);
+            access::store_codes(b, f, &ln, p.k, acc, p.codes, w);
         });
     });
     b.finish()
-}
-
-/// Store a lane's codes `w` (see [`encode_lane`]); nothing past `k`. An
-/// odd `K`'s last FP4 byte gets `0x0` in its high nibble (the padding's
-/// code, also in a NaN block).
-fn store_codes(
-    b: &mut KernelBuilder,
-    f: Format,
-    ln: &Lane,
-    k: Reg<U32>,
-    vec: Reg<crate::dsl::types::Pred>,
-    codes: GlobalPtr<U8>,
-    w: Reg<U32>,
-) {
-    let in_row = b.setp(Cmp::Lt, ln.kin, k);
-    b.if_(in_row, |b| {
-        let off = code_offset(b, f, ln, k);
-        let cp = b.offset64(codes, off);
-        b.if_else(
-            vec,
-            |b| {
-                if f.is_fp4() {
-                    let p16: GlobalPtr<U16> = cp.cast();
-                    b.st_global(p16, 0, w);
-                } else {
-                    let p32: GlobalPtr<U32> = cp.cast();
-                    b.st_global(p32, 0, w);
-                }
-            },
-            |b| {
-                if f.is_fp4() {
-                    for j in 0..2u32 {
-                        let first = b.add(ln.kin, 2 * j);
-                        let ok = b.setp(Cmp::Lt, first, k);
-                        b.if_(ok, |b| {
-                            let byte = b.bfe(w, 8 * j, 8u32);
-                            let second = b.add(first, 1u32);
-                            let lone = b.setp(Cmp::Ge, second, k);
-                            let low = b.and(byte, 0xFu32);
-                            let byte = b.selp(lone, low, byte);
-                            b.st_global(cp, j as i32, byte);
-                        });
-                    }
-                } else {
-                    for j in 0..4u32 {
-                        let kj = b.add(ln.kin, j);
-                        let ok = b.setp(Cmp::Lt, kj, k);
-                        b.if_(ok, |b| {
-                            let byte = b.bfe(w, 8 * j, 8u32);
-                            b.st_global(cp, j as i32, byte);
-                        });
-                    }
-                }
-            },
-        );
-    });
-}
-
-/// Load a lane's codes as [`encode_lane`] packs them (zeros past `k`).
-fn load_codes(
-    b: &mut KernelBuilder,
-    f: Format,
-    ln: &Lane,
-    k: Reg<U32>,
-    vec: Reg<crate::dsl::types::Pred>,
-    codes: GlobalPtr<U8>,
-) -> Reg<U32> {
-    let w = b.mov(0u32);
-    let in_row = b.setp(Cmp::Lt, ln.kin, k);
-    let go = b.pand(ln.active, in_row);
-    b.if_(go, |b| {
-        let off = code_offset(b, f, ln, k);
-        let cp = b.offset64(codes, off);
-        b.if_else(
-            vec,
-            |b| {
-                let v = if f.is_fp4() {
-                    let p16: GlobalPtr<U16> = cp.cast();
-                    b.ld_global_nc(p16, 0)
-                } else {
-                    let p32: GlobalPtr<U32> = cp.cast();
-                    b.ld_global_nc(p32, 0)
-                };
-                b.assign(w, v);
-            },
-            |b| {
-                let (bytes, step) = if f.is_fp4() { (2u32, 2u32) } else { (4, 1) };
-                for j in 0..bytes {
-                    let kj = b.add(ln.kin, step * j);
-                    let ok = b.setp(Cmp::Lt, kj, k);
-                    b.if_(ok, |b| {
-                        let v = b.ld_global_nc(cp, j as i32);
-                        let v = b.shl(v, 8 * j);
-                        let next = b.or(w, v);
-                        b.assign(w, next);
-                    });
-                }
-            },
-        );
-    });
-    w
 }
 
 /// Dequantize kernel of format `f` with `codec`.
@@ -654,7 +513,7 @@ pub fn generate_dequantize(sm: Sm, f: Format, codec: Codec) -> Result<PtxModule>
         shift: p.m_shift,
     };
     let s_dec = (f == Format::Nvfp4).then(|| b.ld_global(p.global, 2));
-    let vec = b.setp(Cmp::Ne, p.vec, 0u32);
+    let acc = Access::of(&mut b, p.vec);
     let total = b.mul_wide_u32(p.blocks, tpb);
     b.grid_stride_u64(total, |b, t| {
         let ln = lane_of(b, t, total, tpb, bs, p.blocks, nkb_div);
@@ -668,36 +527,23 @@ pub fn generate_dequantize(sm: Sm, f: Format, codec: Codec) -> Result<PtxModule>
             }
             None => e8m0_decode(b, byte),
         };
-        let w = load_codes(b, f, &ln, p.k, vec, p.codes);
-        let v = if f.is_fp4() {
-            let hw = block_scale_hw(b, codec);
-            let b0 = b.and(w, 0xFFu32);
-            let b1 = b.shr(w, 8u32);
-            let [v0, v1] = e2m1_decode_pair(b, hw, b0);
-            let [v2, v3] = e2m1_decode_pair(b, hw, b1);
-            [v0, v1, v2, v3]
-        } else {
-            fp8_ptx::decode4(b, fp8_format(f), codec, w)
-        };
-        let y = v.map(|vi| b.fmul(Rounding::Rn, vi, d));
-        let in_row = b.setp(Cmp::Lt, ln.kin, p.k);
-        b.if_(in_row, |b| {
-            let start = b.mul_wide_u32(ln.row, p.k);
-            let kin64 = b.u32_to_u64(ln.kin);
-            let e = b.add(start, kin64);
-            let yp = b.offset64(p.y, e);
-            b.if_else(
-                vec,
-                |b| b.st_global_v4(yp, 0, y),
-                |b| {
-                    for (i, &yi) in y.iter().enumerate() {
-                        let ki = b.add(ln.kin, i as u32);
-                        let ok = b.setp(Cmp::Lt, ki, p.k);
-                        b.if_(ok, |b| b.st_global(yp, i as i32, yi));
-                    }
-                },
-            );
-        });
+        let w = access::load_codes(b, f, &ln, p.k, acc, p.codes);
+        let mut y = Vec::with_capacity(ELEMS_PER_LANE as usize);
+        for wg in w {
+            let v = if f.is_fp4() {
+                let hw = block_scale_hw(b, codec);
+                let b0 = b.and(wg, 0xFFu32);
+                let b1 = b.shr(wg, 8u32);
+                let [v0, v1] = e2m1_decode_pair(b, hw, b0);
+                let [v2, v3] = e2m1_decode_pair(b, hw, b1);
+                [v0, v1, v2, v3]
+            } else {
+                fp8_ptx::decode4(b, fp8_format(f), codec, wg)
+            };
+            y.extend(v.map(|vi| b.fmul(Rounding::Rn, vi, d)));
+        }
+        let y: [Reg<F32>; ELEMS_PER_LANE as usize] = std::array::from_fn(|i| y[i]);
+        access::store_lane(b, p.y, &ln, p.k, acc, y);
     });
     b.finish()
 }

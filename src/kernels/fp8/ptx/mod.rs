@@ -73,6 +73,10 @@ pub const ITEMS_PER_THREAD: u64 = 16;
 /// first wave fills every SM; the grid-stride loops cover the rest.
 pub const BLOCKS_PER_SM: u32 = 8;
 
+/// Grid-stride trips a dequantize thread runs at a time (their loads
+/// issued together).
+pub(crate) const DEQUANTIZE_UNROLL: u64 = 4;
+
 /// Entry name of the first absmax pass (format-independent).
 pub const ABSMAX_PARTIALS: &str = "fp8_absmax_partials";
 
@@ -405,27 +409,71 @@ fn dequantize_body(
     y: GlobalPtr<F32>,
 ) {
     let words: GlobalPtr<U32> = codes.cast();
-    grid_stride_vec4(
-        b,
-        n,
-        |b, g| {
-            let cp = b.offset64(words, g);
-            let w = b.ld_global_nc(cp, 0);
-            let v = decode4(b, f, codec, w);
-            let yv = v.map(|vi| b.fmul(Rounding::Rn, vi, scale_inv));
-            let e = b.shl(g, 2u32);
-            let yp = b.offset64(y, e);
-            b.st_global_v4(yp, 0, yv);
+    // One group: four codes (one 32-bit load) → four f32 (one 16-byte store).
+    let group = |b: &mut KernelBuilder, w: Reg<U32>, g: Reg<U64>| {
+        let v = decode4(b, f, codec, w);
+        let yv = v.map(|vi| b.fmul(Rounding::Rn, vi, scale_inv));
+        let e = b.shl(g, 2u32);
+        let yp = b.offset64(y, e);
+        b.st_global_v4(yp, 0, yv);
+    };
+    let load = |b: &mut KernelBuilder, g: Reg<U64>| {
+        let cp = b.offset64(words, g);
+        b.ld_global_nc(cp, 0)
+    };
+    // The grid-stride loop of `grid_stride_vec4` (the same groups for the
+    // same threads), [`DEQUANTIZE_UNROLL`] trips at a time while they are
+    // all in range: their code loads (4 bytes a lane) are issued together,
+    // so a thread has four in flight instead of one, every access still
+    // coalesced across the warp.
+    let groups = b.shr(n, 2u32);
+    let gid = b.global_id_x_u64();
+    let (ntid, nctaid) = (b.ntid_x(), b.nctaid_x());
+    let stride = b.mul_wide_u32(ntid, nctaid);
+    let last = b.mul_lo(stride, DEQUANTIZE_UNROLL - 1);
+    let step = b.mul_lo(stride, DEQUANTIZE_UNROLL);
+    let g = b.mov(gid);
+    b.while_(
+        |b| {
+            let end = b.add(g, last);
+            b.setp(Cmp::Lt, end, groups)
         },
-        |b, e| {
-            let cp = b.offset64(codes, e);
-            let c = b.ld_global_nc(cp, 0);
-            let v = decode1(b, f, codec, c);
-            let yv = b.fmul(Rounding::Rn, v, scale_inv);
-            let yp = b.offset64(y, e);
-            b.st_global(yp, 0, yv);
+        |b| {
+            let mut gs = vec![g];
+            for _ in 1..DEQUANTIZE_UNROLL {
+                let prev = gs[gs.len() - 1];
+                gs.push(b.add(prev, stride));
+            }
+            let ws: Vec<Reg<U32>> = gs.iter().map(|&gi| load(b, gi)).collect();
+            for (&w, &gi) in ws.iter().zip(&gs) {
+                group(b, w, gi);
+            }
+            let next = b.add(g, step);
+            b.assign(g, next);
         },
     );
+    b.while_(
+        |b| b.setp(Cmp::Lt, g, groups),
+        |b| {
+            let w = load(b, g);
+            group(b, w, g);
+            let next = b.add(g, stride);
+            b.assign(g, next);
+        },
+    );
+    // The `n mod 4` tail elements, one a thread.
+    let first = b.shl(groups, 2u32);
+    let left = b.sub(n, first);
+    let mine = b.setp(Cmp::Lt, gid, left);
+    b.if_(mine, |b| {
+        let e = b.add(first, gid);
+        let cp = b.offset64(codes, e);
+        let c = b.ld_global_nc(cp, 0);
+        let v = decode1(b, f, codec, c);
+        let yv = b.fmul(Rounding::Rn, v, scale_inv);
+        let yp = b.offset64(y, e);
+        b.st_global(yp, 0, yv);
+    });
 }
 
 /// Dequantize: `y[i] = decode(codes[i]) · scale_inv` (`mul.rn`).
