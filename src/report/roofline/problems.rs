@@ -498,6 +498,7 @@ const FP8_N: usize = 1 << 28;
 
 fn fp8_problem(
     name: &str,
+    goal: f64,
     essential_per_elem: f64,
     kernels: fn(usize) -> Vec<(String, f64)>,
     run: fn(&Stream, usize, bool) -> Result<()>,
@@ -515,7 +516,7 @@ fn fp8_problem(
         run: Box::new(move |st, s, dry| run(st, s[0], dry)),
         traffic: Box::new(move |s| kernels(s[0])),
         essential: Box::new(move |s| essential_per_elem * f(s[0])),
-        goal: Some(Goal::Share(0.9)),
+        goal: Some(Goal::Share(goal)),
         note,
     }
 }
@@ -528,10 +529,12 @@ fn fp8_enc(st: &Stream) -> fp8::Encoding {
     fp8::Encoding::for_sm(fp8::Format::E4M3, st.context().sm())
 }
 
+/// Issue 30's goals: FP8 quantize ≥ 90 % of HBM, dequantize ≥ 88 %.
 fn fp8_problems() -> Vec<Problem> {
     vec![
         fp8_problem(
             "quantize E4M3 (current scaling)",
+            0.9,
             9.0,
             |n| {
                 vec![
@@ -551,6 +554,7 @@ fn fp8_problems() -> Vec<Problem> {
         ),
         fp8_problem(
             "quantize_with_scale E4M3",
+            0.9,
             5.0,
             |n| vec![("fp8_quantize_scaled_e4m3".into(), 5.0 * f(n))],
             |st, n, dry| {
@@ -562,6 +566,7 @@ fn fp8_problems() -> Vec<Problem> {
         ),
         fp8_problem(
             "dequantize E4M3",
+            0.88,
             5.0,
             |n| vec![("fp8_dequantize_e4m3".into(), 5.0 * f(n))],
             |st, n, dry| {
@@ -573,6 +578,7 @@ fn fp8_problems() -> Vec<Problem> {
         ),
         fp8_problem(
             "dequantize_stats E4M3",
+            0.88,
             5.0,
             |n| vec![("fp8_dequantize_stats_e4m3".into(), 5.0 * f(n))],
             |st, n, dry| {
@@ -627,9 +633,13 @@ fn bs_problem(fmt: BsFormat, label: &str, quantize: bool) -> Problem {
         let (x, codes, scales) = bs_bytes(s, fmt);
         let (q, d) = bs_names(fmt);
         if quantize {
-            // The padded layout's scale bytes are zeroed (a memset), then
-            // written by the kernel: counted twice.
-            let mut v = vec![(q, x + codes + 2.0 * scales)];
+            // A layout with padding bytes has its scale buffer zeroed (a
+            // memset) before the kernel writes it: counted twice then.
+            let padded = bs_shape(s, fmt).is_ok_and(|sh| {
+                let dims = sh.scale_dims();
+                BS_LAYOUT.len(&dims) != dims.count()
+            });
+            let mut v = vec![(q, x + codes + if padded { 2.0 } else { 1.0 } * scales)];
             if nv {
                 v.push(("fp8_absmax_partials".into(), x));
                 v.push(("block_scaled_nvfp4_global".into(), 0.0));
@@ -693,9 +703,10 @@ fn bs_problem(fmt: BsFormat, label: &str, quantize: bool) -> Problem {
             // NVFP4's quantize reads x twice (per-tensor amax first).
             x + codes + scales + if nv && quantize { x } else { 0.0 }
         }),
-        goal: Some(Goal::Share(0.9)),
+        // Issue 30's goals: MXFP8 ≥ 85 % of HBM, MXFP4 and NVFP4 ≥ 80 %.
+        goal: Some(Goal::Share(if fmt == BsFormat::Mxfp8E4m3 { 0.85 } else { 0.8 })),
         note: "x (f32) once (twice for NVFP4's quantize: the per-tensor amax pass), codes \
-               once, scales once (quantize: also the memset of the padded layout)",
+               once, scales once (quantize: also the memset of a layout with padding bytes)",
     }
 }
 
