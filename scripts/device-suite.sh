@@ -72,7 +72,7 @@ set -uo pipefail
 # The test-name filters that select device tests (libtest substring
 # filters; a test matching any one is a device test).
 DEVICE_FILTERS=(gpu_ device)
-GPU_BENCHES=(fp8_kernels score_kernels resident logcumsumexp hmm block_ell block_scaled)
+GPU_BENCHES=(fp8_kernels score_kernels resident logcumsumexp hmm viterbi block_ell block_scaled)
 GPU_EXAMPLES=(demo interop device_info)
 # Test binaries run under compute-sanitizer: one per kernel family.
 SANITIZED_TESTS=(dot_end_to_end fp8_kernels score_kernels device_resident viterbi logcumsumexp hmm block_ell_kernels block_scaled_kernels runtime_no_device)
@@ -572,6 +572,9 @@ run_suite() {
         "$bin/benches/logcumsumexp" --bench --quick --noplot --measurement-time 3
     step --expect '^hmm GPU:' "bench hmm" 180 -- \
         "$bin/benches/hmm" --bench --quick --noplot --measurement-time 3
+    # Viterbi at S 4096 is seconds a call (modeled 3.4 s) plus a 1 GB upload.
+    step --expect '^viterbi GPU:' "bench viterbi" 180 -- \
+        "$bin/benches/viterbi" --bench --quick --noplot
     step --expect '^block_ell GPU:' "bench block_ell" 240 -- \
         "$bin/benches/block_ell" --bench --quick --noplot --measurement-time 3
     step --expect '^block_scaled GPU:' "bench block_scaled" 240 -- \
@@ -579,7 +582,7 @@ run_suite() {
 
     # PyTorch on the same device, for the side-by-side figures
     # (informational: a machine without torch does not fail the suite).
-    step --info --expect '^\| torch' "torch baselines" 300 -- \
+    step --info --expect '^\| torch' "torch baselines" 420 -- \
         python3 "$PACK_ROOT/torch_baselines.py"
 
     # 5. compute-sanitizer over each kernel family's device tests.
