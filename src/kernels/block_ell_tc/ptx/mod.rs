@@ -9,16 +9,11 @@
 //! |---|---|---|
 //! | `block_ell_tc_forward_{p}_b{B}` | a CTA tile of [`tile`]`(p, B).tokens` rows `n` × the `B` outputs of block row `r` ([`tiled`]: `cp.async` staging, `ldmatrix`) | slots `k` ascending (empty ones skipped, CTA-uniform), `j` in chunks |
 //! | `block_ell_tc_grad_input_{p}_b{B}` | a CTA tile of rows `n` × the `B` inputs of column block `c` ([`tiled`]) | the transposed index's slots ascending, `i` in chunks |
-//! | `block_ell_tc_grad_values_{p}_b{B}` | a warp's 16 `i` × 8 `j` of one slot | rows `n` in chunks within each 256-row N-chunk; partials joined by `add.rn` in ascending order in registers |
+//! | `block_ell_tc_grad_values_{p}_b{B}` | the `B × B` block of one slot ([`tiled_values`]: `cp.async` token tiles of `gy` and `x`, `ldmatrix.trans`) | rows `n` in chunks within each 256-row N-chunk; partials joined by `add.rn` in ascending order in registers |
 //!
-//! The forward and grad-input kernels stage their operands in shared
-//! memory (see [`tiled`]). Grad-values still loads its fragments element
-//! by element with `ld.global` (16-bit elements `ld.global.u16`, packed in
-//! pairs low element first; tf32 operands `ld.global.f32` then
-//! `cvt.rna.tf32.f32`), by the PTX ISA's fragment tables (see
-//! [`crate::dsl::builder`]'s `mma` module); rows `n ≥ N` are read clamped
-//! to row `N − 1` and their operands replaced by `+0`, as the host model
-//! pads. Staging grad-values the same way is the next speed step.
+//! Every kernel stages its operands in shared memory (see [`tiled`] and
+//! [`tiled_values`]); rows `n ≥ N` are zero-filled (`+0` operands), as
+//! the host model pads.
 
 use crate::dsl::params::Ptr;
 use crate::dsl::types::{Bf16x2, F16x2, F32, MmaInput, S32, Tf32, U32};
