@@ -320,8 +320,8 @@ fn grad_values_padding_turns_negative_zero_positive() {
 
 /// Each kernel × precision (`B` = 16; the block size changes only the
 /// unrolled chunk count and the tile) is assembled by the pinned ptxas
-/// with `HMMA` in its SASS (and `LDSM`, `LDGSTS` for the staged forward
-/// and grad-input kernels) on the first target of each tensor-core model (sm_80 A100,
+/// with `HMMA`, `LDGSTS` and `LDSM` in its SASS (no `LDSM` for tf32
+/// grad-values) on the first target of each tensor-core model (sm_80 A100,
 /// sm_89 Ada, sm_90 H100, sm_100 B200); `tests/kernels_ptxas.rs` assembles
 /// every variant on every target (no spills, no local memory, minimal
 /// `.version`). SKIPs without the tools.
@@ -339,11 +339,12 @@ fn hmma_in_the_sass() {
                 Ok(None) => return,
                 Err(e) => panic!("{} on {sm}: {e}", m.kernel),
             };
-            let staged = !m.kernel.contains("grad_values");
-            let ops: &[&str] = if staged {
-                &["HMMA", "LDSM", "LDGSTS"]
+            // every kernel is staged; tf32 grad-values loads both operands
+            // with ld.shared (ldmatrix cannot transpose 32-bit elements)
+            let ops: &[&str] = if m.kernel.starts_with("block_ell_tc_grad_values_tf32") {
+                &["HMMA", "LDGSTS"]
             } else {
-                &["HMMA"]
+                &["HMMA", "LDSM", "LDGSTS"]
             };
             for op in ops {
                 assert!(sass.count(op) > 0, "{} on {sm}: no {op}", m.kernel);
@@ -485,4 +486,59 @@ fn staged_edge_paths() {
             _ => run!(u16),
         }
     }
+}
+
+/// The staged grad-values kernel over several token tiles: `N = 300`
+/// spans five CTA tiles of 64 tokens at `B` = 64 (bf16) and `B` = 32
+/// (tf32), four to an N-chunk, so partials fold at a tile boundary inside
+/// the run and at the ragged end. Then the skipped MMA chunks: at `N =
+/// 272` (bf16, `B` = 16, tiles of 128) the last tile runs one MMA chunk of
+/// its eight; every block of 8 rows holds one product `−2⁻¹⁵¹` (a `−0.0`
+/// partial), and an all-zero chunk run past `N` would turn the last
+/// partial into `+0.0` and the sum `−0.0 + +0.0` into `+0.0`.
+#[test]
+fn grad_values_staged_tiles() {
+    fn one<T: Encode>(sm: Sm, prec: TcPrecision, b: usize, n: usize, seed: u64) {
+        let dims = Dims::new(2, 2, 2, b).unwrap();
+        let col = [1, 0, -1, 1];
+        let mut rng = Rng(seed);
+        let x = T::encode(prec, &values(&mut rng, n * dims.in_features(), prec, true));
+        let gy = T::encode(prec, &values(&mut rng, n * dims.out_features(), prec, true));
+        let st = Context::sim(sm).default_stream();
+        let topo = DeviceTopology::upload(&st, &dims, &col).unwrap();
+        let (dx, dgy) = (st.upload(&x).unwrap(), st.upload(&gy).unwrap());
+        let mut gv = st.upload(&vec![7.0f32; dims.values_len()]).unwrap();
+        tc::grad_values_dev(&st, prec, &topo, n, &dx, &dgy, &mut gv).unwrap();
+        let want = host::grad_values(sm, prec, &dims, n, &x, &gy, &col).unwrap();
+        assert_bits(
+            &format!("grad_values {prec} B={b} N={n} on {sm}"),
+            &st.to_vec(&gv).unwrap(),
+            &want,
+        );
+    }
+    one::<u16>(Sm::Sm90, TcPrecision::Bf16, 64, 300, 91);
+    one::<f32>(Sm::Sm80, TcPrecision::Tf32, 32, 300, 92);
+
+    let dims = Dims::new(1, 1, 1, 16).unwrap();
+    let n = 272;
+    let row = |v: f32| -> Vec<f32> {
+        (0..n * 16)
+            .map(|e| if (e / 16) % 8 == 0 { v } else { 0.0 })
+            .collect()
+    };
+    let gy = to_bf16(&row(-(2f32.powi(-75))));
+    let x = to_bf16(&row(2f32.powi(-76)));
+    let prec = TcPrecision::Bf16;
+    let h = host::grad_values(Sm::Sm80, prec, &dims, n, &x, &gy, &[0]).unwrap();
+    assert!(
+        h.iter().all(|v| v.to_bits() == 0x8000_0000),
+        "host: {:#x}",
+        h[0].to_bits()
+    );
+    let st = Context::sim(Sm::Sm80).default_stream();
+    let topo = DeviceTopology::upload(&st, &dims, &[0]).unwrap();
+    let (dx, dgy) = (st.upload(&x).unwrap(), st.upload(&gy).unwrap());
+    let mut gv = st.context().alloc::<f32>(256).unwrap();
+    tc::grad_values_dev(&st, prec, &topo, n, &dx, &dgy, &mut gv).unwrap();
+    assert_eq!(bits(&st.to_vec(&gv).unwrap()), bits(&h));
 }

@@ -85,9 +85,9 @@
 //! double-buffered copies of the input tile and the values block (one
 //! commit group per slot), `ldmatrix` fragments, warp tiles of several
 //! MMAs and vectorised stores ([`ptx::tiled`]); the modeled figures are in
-//! `docs/perf.md` ("Tensor-core block-ELL"). Grad-values still loads its
-//! fragments straight from global memory with ordinary `ld.global`.
-//! Staging changes no bit: each output element's chain of `mma.sync`
+//! `docs/perf.md` ("Tensor-core block-ELL"). Grad-values is staged the
+//! same way, one CTA a slot over double-buffered token tiles of `gy` and
+//! `x` ([`ptx::tiled_values`]). Staging changes no bit: each output element's chain of `mma.sync`
 //! steps is the contract's.
 
 pub mod host;

@@ -12,8 +12,8 @@
 
 use super::host::{self, TcElem, TcPrecision};
 use super::ptx::{
-    ForwardArgs, GradInputArgs, GradValuesArgs, THREADS, WARPS, generate_forward,
-    generate_grad_input, generate_grad_values, tile,
+    ForwardArgs, GradInputArgs, GradValuesArgs, THREADS, generate_forward, generate_grad_input,
+    generate_grad_values, tile,
 };
 use crate::dsl::params::{DevPtr, KernelParams};
 use crate::dsl::types::U32;
@@ -47,12 +47,6 @@ fn values_len(d: &Dims, got: usize) -> Result<()> {
 /// The input's address as the kernels' untyped operand pointer.
 fn operand_ptr<T: TcElem>(st: &Stream, what: &str, v: &impl AsDevice<T>) -> Result<DevPtr<U32>> {
     Ok(DevPtr::new(st.arg(what, v)?.addr))
-}
-
-/// CTAs for `tiles` warp tiles: [`WARPS`] a CTA, at most 8 CTAs per SM.
-fn config(st: &Stream, tiles: usize) -> LaunchConfig {
-    let mp = st.context().multiprocessor_count();
-    LaunchConfig::linear(grid::ctas(tiles as u64, u64::from(WARPS), mp, 8), THREADS)
 }
 
 /// CTAs for `tiles` CTA tiles of the staged kernels: one a tile, at most 8
@@ -237,7 +231,8 @@ pub fn grad_values_dev<T: TcElem>(
         d.values_len(),
         "R × K × B × B",
     )?;
-    let count = tiles("R·K × tiles", &[d.slots(), (d.b() / 16) * (d.b() / 8)])?;
+    // one CTA a slot (empty ones store +0.0)
+    let count = tiles("R·K slots", &[d.slots()])?;
     let xp = operand_ptr(stream, "x", x)?;
     let gyp = operand_ptr(stream, "gy", gy)?;
     let gvp = stream.arg_mut("gv", gv)?;
@@ -255,5 +250,5 @@ pub fn grad_values_dev<T: TcElem>(
         k: d.k() as u32,
     };
     let m = memo!(generate_grad_values, stream.context().sm(), prec, bsize(&d))?;
-    stream.launch(m, config(stream, count), &args.args())
+    stream.launch(m, cta_config(stream, count), &args.args())
 }

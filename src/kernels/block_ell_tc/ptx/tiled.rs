@@ -211,20 +211,20 @@ impl Entries for Index {
     }
 }
 
-fn log2(v: u32) -> u32 {
+pub(super) fn log2(v: u32) -> u32 {
     v.trailing_zeros()
 }
 
-fn gptr(r: Reg<U64>) -> GlobalPtr<U32> {
+pub(super) fn gptr(r: Reg<U64>) -> GlobalPtr<U32> {
     GlobalPtr::from_reg(r)
 }
 
-fn sptr<E>(r: Reg<U32>) -> SharedPtr<E> {
+pub(super) fn sptr<E>(r: Reg<U32>) -> SharedPtr<E> {
     SharedPtr::from_reg(r)
 }
 
 /// A raw f32 register (as loaded) as a tf32 operand of type `T`.
-fn tf32_operand<T: MmaInput>(b: &mut KernelBuilder, bits: Reg<U32>) -> Reg<T> {
+pub(super) fn tf32_operand<T: MmaInput>(b: &mut KernelBuilder, bits: Reg<U32>) -> Reg<T> {
     let f = b.f32_from_bits(bits);
     let t = b.cvt_to_tf32(f);
     let w = b.packed_bits(t);
@@ -233,7 +233,7 @@ fn tf32_operand<T: MmaInput>(b: &mut KernelBuilder, bits: Reg<U32>) -> Reg<T> {
 
 /// `ldmatrix.x4` (no `.trans` unless `trans`) into four operand registers
 /// of `T` (tf32: raw bits converted with `cvt.rna.tf32.f32`).
-fn ldsm4<T: MmaInput>(b: &mut KernelBuilder, p: Reg<U32>, trans: bool) -> [Reg<T>; 4] {
+pub(super) fn ldsm4<T: MmaInput>(b: &mut KernelBuilder, p: Reg<U32>, trans: bool) -> [Reg<T>; 4] {
     if T::FORMAT == InputFormat::Tf32 {
         let raw = b.ldmatrix_x4::<B32, U32>(sptr(p), trans);
         raw.map(|r| {

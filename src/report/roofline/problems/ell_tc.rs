@@ -161,9 +161,10 @@ fn problem(op: Op, p: TcPrecision, b: usize, pct: usize) -> Problem {
     let kernel = format!("block_ell_tc_{kernel}_{p}_b{b}");
     let e = elem(p);
     // The grid-stride unit: a CTA tile of `tokens` rows of N × one output
-    // block (forward, grad-input), a warp tile of 16 × 8 of a block
-    // (grad-values).
+    // block (forward, grad-input), one slot (grad-values, over token
+    // tiles of `vt` rows).
     let tokens = tc::ptx::tile(p, b as u32).tokens as usize;
+    let vt = tc::ptx::values_tile(p, b as u32).tokens as usize;
     let (samples, capped, check, basis): (Vec<Shape>, Shape, Shape, Box<BasisFn>) = match op {
         Op::Forward => (
             vec![
@@ -187,17 +188,26 @@ fn problem(op: Op, p: TcPrecision, b: usize, pct: usize) -> Problem {
                 vec![t, t * f(s[3])]
             }),
         ),
+        // one CTA a slot; per filled slot, token tiles of `vt` rows and
+        // N-chunk folds (N a multiple of `vt` throughout, so no tile is
+        // ragged)
         Op::GradValues => (
             vec![
-                vec![1, 64, 4, 4, b, 32],
-                vec![1, 64, 4, 2, b, 32],
-                vec![1, 64, 4, 4, b, 64],
+                vec![1, 64, 4, 4, b, vt],
+                vec![1, 64, 4, 2, b, vt],
+                vec![1, 64, 4, 4, b, 2 * vt],
+                vec![1, 64, 4, 4, b, 512],
             ],
-            vec![2, 64, 8, 8, b, 64],
-            vec![1, 64, 8, 6, b, 48],
-            Box::new(|s, _, _| {
-                let t = f((s[4] / 16) * (s[4] / 8));
-                vec![t * f(s[0] * s[2]), t * f(nnz(s)), t * f(nnz(s) * s[5])]
+            vec![4, 64, 8, 8, b, vt],
+            vec![1, 64, 8, 6, b, 3 * vt],
+            Box::new(move |s, _, _| {
+                let z = nnz(s);
+                vec![
+                    f(s[0] * s[2]),
+                    f(z),
+                    f(z * s[5].div_ceil(vt)),
+                    f(z * s[5].div_ceil(crate::kernels::block_ell::N_CHUNK)),
+                ]
             }),
         ),
     };

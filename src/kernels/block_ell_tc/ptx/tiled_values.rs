@@ -1,0 +1,458 @@
+//! The staged grad-values kernel (issue 31, speed step): one CTA computes
+//! the whole `B × B` output block `gv[s]` of one slot `s` (grid-stride
+//! over the slots), its reduction running over the tokens `n` in the
+//! contract's order.
+//!
+//! # Data movement
+//! The tokens go in CTA tiles of [`values_tile`] rows (a power of two that
+//! divides [`N_CHUNK`], so a tile never straddles two N-chunks). Per tile
+//! the CTA stages two tiles into shared memory with `cp.async.cg` (16
+//! bytes a copy, one commit group per tile), double buffered as in
+//! [`super::tiled`]: the **gy tile** `gy[n][r·B ..]` and the **x tile**
+//! `x[n][c·B ..]`, each `tokens × B` elements. Rows `n ≥ N` are copied
+//! with `src_size` 0 (zero-filled, `+0` operands, their source address
+//! clamped to row `N − 1`), which is the host model's padding of the last
+//! MMA chunk; MMA chunks that start at or past `N` are skipped (a
+//! CTA-uniform branch), as the model never runs them. Rows are padded by
+//! 16 bytes (bf16/f16: an odd number of 16-byte units, so an `ldmatrix`
+//! phase hits 8 distinct bank groups) or 32 bytes (tf32: the fragments'
+//! `ld.shared.f32` of 4 token rows × 8 features hit 32 distinct banks).
+//!
+//! # MMA orientation
+//! `A[i][e] = gy[n0 + e][r·B + i]` is stored token-major, i.e. `A`
+//! transposed: `ldmatrix.x4.trans`; `B[e][j] = x[n0 + e][c·B + j]` is
+//! row-major `B`: `ldmatrix.x4.trans` as well. tf32 cannot transpose
+//! 32-bit elements with `ldmatrix`, so its fragments are `ld.shared.f32`
+//! then `cvt.rna.tf32.f32`. Each output element is the contract's chain:
+//! per N-chunk a partial from `+0.0`, one `mma.sync` per MMA chunk of `q`
+//! tokens ascending, partials joined by `add.rn` in ascending order, all
+//! in registers.
+//!
+//! # Warps
+//! The output block is split into warp tiles of [`ValuesTile::wm`] ×
+//! [`ValuesTile::wn`] (`B = 16`: one warp computes, the others only
+//! stage); each lane keeps `(wm/16) × (wn/8)` fragments of the partial and
+//! as many of the sum. The epilogue stores each lane's two adjacent `j`
+//! with one `st.global.v2.f32`. Empty slots store `+0.0` without reading
+//! anything.
+
+use crate::dsl::types::{F32, MmaInput, Reg, U32, U64};
+use crate::dsl::{Cmp, FragA, FragB, FragC, KernelBuilder, PtxModule, Rounding};
+use crate::error::Result;
+use crate::kernels::block_ell::N_CHUNK;
+use crate::target::Sm;
+use crate::tensor_core::InputFormat;
+
+use super::super::host::TcPrecision;
+use super::tiled::{gptr, ldsm4, log2, sptr, tf32_operand};
+use super::{GradValuesArgs, GradValuesRegs, THREADS, WARPS, builder, mma_into, name};
+
+/// Static shared memory the staging may use.
+const SHARED_MAX: u32 = 48 * 1024;
+
+/// The tiling of the staged grad-values kernel of one precision and block
+/// size (see the [module docs](self)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ValuesTile {
+    /// Tokens (rows of `N`) per staged CTA tile.
+    pub tokens: u32,
+    /// Rows `i` of a warp tile of the output block.
+    pub wm: u32,
+    /// Columns `j` of a warp tile.
+    pub wn: u32,
+}
+
+/// The padded pitch in bytes of a staged row of `bs` elements.
+fn pitch(prec: TcPrecision, bs: u32) -> u32 {
+    match prec {
+        TcPrecision::Tf32 => bs * 4 + 32,
+        _ => bs * 2 + 16,
+    }
+}
+
+/// The tiling of precision `prec` at block size `bs` (16, 32 or 64): the
+/// most tokens (up to [`N_CHUNK`]) whose double-buffered gy and x tiles
+/// fit 48 KiB of static shared memory; warp tiles of 16 × 16 (`B` ≤ 32)
+/// or 32 × 32 (`B` = 64).
+pub fn values_tile(prec: TcPrecision, bs: u32) -> ValuesTile {
+    let per_token = 4 * pitch(prec, bs); // 2 tiles × 2 buffers
+    let mut tokens = N_CHUNK as u32;
+    // headroom for the few bytes the builder may add
+    while tokens * per_token > SHARED_MAX - 1024 {
+        tokens /= 2;
+    }
+    let w = if bs == 64 { 32 } else { 16 };
+    ValuesTile {
+        tokens,
+        wm: w,
+        wn: w,
+    }
+}
+
+/// The shape of one kernel.
+struct Shape {
+    fmt: InputFormat,
+    bs: u32,
+    /// bytes of an element, of a row, of a padded row
+    e: u32,
+    rowb: u32,
+    pitch: u32,
+    /// 16-byte copies per row
+    cpr: u32,
+    tokens: u32,
+    /// MMA chunk (tokens per `mma.sync`)
+    q: u32,
+    wm: u32,
+    wn: u32,
+    mt: u32,
+    nt: u32,
+    /// warps along `i`, and warps that compute
+    warps_m: u32,
+    active: u32,
+}
+
+impl Shape {
+    fn new<T: MmaInput>(prec: TcPrecision, bs: u32) -> Self {
+        let fmt = T::FORMAT;
+        let e = if fmt == InputFormat::Tf32 { 4 } else { 2 };
+        let t = values_tile(prec, bs);
+        let rowb = bs * e;
+        let warps_m = bs / t.wm;
+        let active = warps_m * (bs / t.wn);
+        debug_assert!(active <= WARPS);
+        Shape {
+            fmt,
+            bs,
+            e,
+            rowb,
+            pitch: pitch(prec, bs),
+            cpr: rowb / 16,
+            tokens: t.tokens,
+            q: prec.chunk() as u32,
+            wm: t.wm,
+            wn: t.wn,
+            mt: t.wm / 16,
+            nt: t.wn / 8,
+            warps_m,
+            active,
+        }
+    }
+    /// bytes of one buffer of one tile
+    fn buf(&self) -> u32 {
+        self.tokens * self.pitch
+    }
+}
+
+/// Per-thread constants of the staging and the fragments.
+struct Lane {
+    /// the thread's first staged row and its 16-byte unit's byte offset
+    row0: Reg<U32>,
+    /// destinations (buffer 0) of the thread's first copy
+    gdst: Reg<U32>,
+    xdst: Reg<U32>,
+    /// fragment addresses (buffer 0, first chunk, first tile)
+    a: Reg<U32>,
+    b: Reg<U32>,
+}
+
+/// The per-slot sources of the staging: byte offsets of the slot's
+/// column block within a row of gy and of x, plus the thread's unit.
+struct Src {
+    gcol: Reg<U64>,
+    xcol: Reg<U64>,
+}
+
+/// The kernel's scalar arguments.
+struct Io {
+    p: GradValuesRegs,
+    fin: Reg<U32>,
+    fout: Reg<U32>,
+    last: Reg<U32>,
+}
+
+/// Issue the copies of token tile `ti` into buffer `buf`.
+fn issue(
+    b: &mut KernelBuilder,
+    sh: &Shape,
+    io: &Io,
+    ln: &Lane,
+    src: &Src,
+    ti: Reg<U32>,
+    buf: Reg<U32>,
+) {
+    let n0 = b.shl(ti, log2(sh.tokens));
+    let off = b.mul_lo(buf, sh.buf());
+    let gd = b.add(ln.gdst, off);
+    let xd = b.add(ln.xdst, off);
+    let rstep = THREADS / sh.cpr;
+    let copies = sh.tokens * sh.cpr / THREADS;
+    let gy = io.p.gy.addr();
+    let x = io.p.x.addr();
+    for j in 0..copies {
+        let row = b.add(n0, ln.row0);
+        let row = b.add(row, j * rstep);
+        let inside = b.setp(Cmp::Lt, row, io.p.n);
+        let size = b.selp(inside, 16u32, 0u32);
+        let rc = b.min(row, io.last);
+        let dj = j * rstep * sh.pitch;
+        // gy[rc][r·B ..]
+        let el = b.mul_wide_u32(rc, io.fout);
+        let by = b.shl(el, log2(sh.e));
+        let by = b.add(by, src.gcol);
+        let s = b.add(by, gy);
+        let d = b.add(gd, dj);
+        b.cp_async_cg(sptr::<U32>(d), gptr(s), Some(size.into()));
+        // x[rc][c·B ..]
+        let el = b.mul_wide_u32(rc, io.fin);
+        let by = b.shl(el, log2(sh.e));
+        let by = b.add(by, src.xcol);
+        let s = b.add(by, x);
+        let d = b.add(xd, dj);
+        b.cp_async_cg(sptr::<U32>(d), gptr(s), Some(size.into()));
+    }
+}
+
+/// The MMAs of token tile `ti` from buffer `buf` into `part` (MMA chunks
+/// starting at or past `N` skipped).
+fn compute<T: MmaInput>(
+    b: &mut KernelBuilder,
+    sh: &Shape,
+    io: &Io,
+    ln: &Lane,
+    part: &[Vec<FragC>],
+    ti: Reg<U32>,
+    buf: Reg<U32>,
+) {
+    let off = b.mul_lo(buf, sh.buf());
+    let abase = b.add(ln.a, off);
+    let bbase = b.add(ln.b, off);
+    let n0 = b.shl(ti, log2(sh.tokens));
+    for kc in 0..sh.tokens / sh.q {
+        let start = b.add(n0, kc * sh.q);
+        let run = b.setp(Cmp::Lt, start, io.p.n);
+        b.if_(run, |b| {
+            let (fa, fb) = if sh.fmt == InputFormat::Tf32 {
+                frags_tf32::<T>(b, sh, abase, bbase, kc)
+            } else {
+                frags_16::<T>(b, sh, abase, bbase, kc)
+            };
+            for (mi, a) in fa.iter().enumerate() {
+                for (ni, bf) in fb.iter().enumerate() {
+                    mma_into(b, *a, *bf, part[mi][ni]);
+                }
+            }
+        });
+    }
+}
+
+/// bf16/f16 fragments of MMA chunk `kc`: `ldmatrix.x4.trans` for both.
+fn frags_16<T: MmaInput>(
+    b: &mut KernelBuilder,
+    sh: &Shape,
+    abase: Reg<U32>,
+    bbase: Reg<U32>,
+    kc: u32,
+) -> (Vec<FragA<T>>, Vec<FragB<T>>) {
+    let krow = kc * 16 * sh.pitch;
+    let fa = (0..sh.mt)
+        .map(|mi| {
+            let p = b.add(abase, krow + mi * 16 * sh.e);
+            FragA {
+                regs: ldsm4::<T>(b, p, true),
+            }
+        })
+        .collect();
+    let mut fb = Vec::new();
+    for np in 0..sh.nt / 2 {
+        let p = b.add(bbase, krow + np * 16 * sh.e);
+        let [r0, r1, r2, r3] = ldsm4::<T>(b, p, true);
+        fb.push(FragB { regs: [r0, r1] });
+        fb.push(FragB { regs: [r2, r3] });
+    }
+    (fa, fb)
+}
+
+/// tf32 fragments of MMA chunk `kc`: `ld.shared.f32` and
+/// `cvt.rna.tf32.f32`. `a_r = gy[k0 + t + 4·(r/2)][i0 + g + 8·(r%2)]`,
+/// `b_r = x[k0 + t + 4·r][j0 + g]`.
+fn frags_tf32<T: MmaInput>(
+    b: &mut KernelBuilder,
+    sh: &Shape,
+    abase: Reg<U32>,
+    bbase: Reg<U32>,
+    kc: u32,
+) -> (Vec<FragA<T>>, Vec<FragB<T>>) {
+    let load = |b: &mut KernelBuilder, base: Reg<U32>, off: u32| {
+        let p = b.add(base, off);
+        let v = b.ld_shared(sptr::<F32>(p), 0);
+        let u = b.f32_bits(v);
+        tf32_operand::<T>(b, u)
+    };
+    let fa = (0..sh.mt)
+        .map(|mi| FragA {
+            regs: [0u32, 1, 2, 3].map(|r| {
+                let off = (kc * 8 + 4 * (r >> 1)) * sh.pitch + (mi * 16 + 8 * (r & 1)) * 4;
+                load(b, abase, off)
+            }),
+        })
+        .collect();
+    let fb = (0..sh.nt)
+        .map(|ni| FragB {
+            regs: [0u32, 1].map(|r| load(b, bbase, (kc * 8 + 4 * r) * sh.pitch + ni * 32)),
+        })
+        .collect();
+    (fa, fb)
+}
+
+/// `block_ell_tc_grad_values_{p}_b{B}`, staged (see the [module docs](self)).
+pub(super) fn grad_values<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Result<PtxModule> {
+    let sh = Shape::new::<T>(prec, bs);
+    let mut b = builder(&name("grad_values", prec, bs), sm);
+    let p = b.params::<GradValuesArgs>();
+    let fin = b.shl(p.c, log2(bs));
+    let fout = b.shl(p.r, log2(bs));
+    let last = b.sub(p.n, 1u32);
+    let io = Io { p, fin, fout, last };
+    let gs = b.shared_array::<U32>("gs", 2 * sh.buf() / 4, 16);
+    let xs = b.shared_array::<U32>("xs", 2 * sh.buf() / 4, 16);
+    let tid = b.tid_x();
+    let lane = b.and(tid, 31u32);
+    let w = b.shr(tid, 5u32);
+    let active = b.setp(Cmp::Lt, w, sh.active);
+    let wi = b.rem(w, sh.warps_m);
+    let wj = b.div(w, sh.warps_m);
+    let wm0 = b.mul_lo(wi, sh.wm);
+    let wn0 = b.mul_lo(wj, sh.wn);
+    let g = b.shr(lane, 2u32);
+    let t = b.and(lane, 3u32);
+    let gs0 = b.shared_elem(&gs, 0u32).reg;
+    let xs0 = b.shared_elem(&xs, 0u32).reg;
+    let (a, bl) = if sh.fmt == InputFormat::Tf32 {
+        // token t; A column wm0 + g, B column wn0 + g
+        let ia = b.add(wm0, g);
+        let pa = b.mad_lo(t, sh.pitch, gs0);
+        let a = b.mad_lo(ia, 4u32, pa);
+        let jb = b.add(wn0, g);
+        let pb = b.mad_lo(t, sh.pitch, xs0);
+        (a, b.mad_lo(jb, 4u32, pb))
+    } else {
+        let l8 = b.and(lane, 7u32);
+        let hi16 = b.shr(lane, 4u32); // lane / 16
+        let mid = b.shr(lane, 3u32);
+        let mid = b.and(mid, 1u32); // (lane / 8) % 2
+        // A (matrix m = lane / 8: tokens + 8·(m / 2), i + 8·(m % 2)):
+        // token lane % 8 + 8·(lane / 16), column wm0 + 8·((lane / 8) % 2)
+        let ka = b.mad_lo(hi16, 8u32, l8);
+        let pa = b.mad_lo(ka, sh.pitch, gs0);
+        let ia = b.mad_lo(mid, 8u32, wm0);
+        let a = b.mad_lo(ia, sh.e, pa);
+        // B (as grad-input's): token lane % 8 + 8·((lane / 8) % 2),
+        // column wn0 + 8·(lane / 16)
+        let kb = b.mad_lo(mid, 8u32, l8);
+        let pb = b.mad_lo(kb, sh.pitch, xs0);
+        let jb = b.mad_lo(hi16, 8u32, wn0);
+        (a, b.mad_lo(jb, sh.e, pb))
+    };
+    // staging: the thread's 16-byte unit of a row, and its first row
+    let ch = b.and(tid, sh.cpr - 1);
+    let row0 = b.shr(tid, log2(sh.cpr));
+    let gdst = b.mad_lo(row0, sh.pitch, gs0);
+    let gdst = b.mad_lo(ch, 16u32, gdst);
+    let xdst = b.mad_lo(row0, sh.pitch, xs0);
+    let xdst = b.mad_lo(ch, 16u32, xdst);
+    let ln = Lane {
+        row0,
+        gdst,
+        xdst,
+        a,
+        b: bl,
+    };
+    let ch16 = b.shl(ch, 4u32);
+    let ntiles = b.add(io.p.n, sh.tokens - 1);
+    let ntiles = b.shr(ntiles, log2(sh.tokens));
+    let per_chunk = N_CHUNK as u32 / sh.tokens;
+    let slots = b.mul_lo(io.p.r, io.p.k);
+    let first = b.ctaid_x();
+    let step = b.nctaid_x();
+    b.for_range(first, slots, step, |b, s| {
+        let part: Vec<Vec<FragC>> = (0..sh.mt)
+            .map(|_| (0..sh.nt).map(|_| b.frag_c_zero()).collect())
+            .collect();
+        let sum: Vec<Vec<FragC>> = (0..sh.mt)
+            .map(|_| (0..sh.nt).map(|_| b.frag_c_zero()).collect())
+            .collect();
+        let cp = b.offset(io.p.col, s);
+        let cs = b.ld_global(cp, 0);
+        let live = b.setp(Cmp::Ge, cs, 0i32);
+        let any = b.setp(Cmp::Ne, ntiles, 0u32);
+        let live = b.pand(live, any);
+        b.if_(live, |b| {
+            let c = b.s32_as_u32(cs);
+            let r = b.div(s, io.p.k);
+            let unit = b.u32_to_u64(ch16);
+            let gcol = b.mul_wide_u32(r, sh.rowb);
+            let xcol = b.mul_wide_u32(c, sh.rowb);
+            let src = Src {
+                gcol: b.add(gcol, unit),
+                xcol: b.add(xcol, unit),
+            };
+            // prologue: tile 0 into buffer 0
+            let zero = b.mov(0u32);
+            issue(b, &sh, &io, &ln, &src, zero, zero);
+            b.cp_async_commit_group();
+            let buf = b.var::<U32>(0u32);
+            b.for_range(0u32, ntiles, 1u32, |b, ti| {
+                let cur = b.get(&buf);
+                let nbuf = b.xor(cur, 1u32);
+                let next = b.add(ti, 1u32);
+                let more = b.setp(Cmp::Lt, next, ntiles);
+                b.if_(more, |b| issue(b, &sh, &io, &ln, &src, next, nbuf));
+                b.cp_async_commit_group();
+                b.cp_async_wait_group(1);
+                b.bar_sync();
+                b.if_(active, |b| compute::<T>(b, &sh, &io, &ln, &part, ti, cur));
+                b.bar_sync();
+                b.set(&buf, nbuf);
+                // the end of an N-chunk: fold the partial into the sum
+                let pos = b.rem(next, per_chunk);
+                let end_chunk = b.setp(Cmp::Eq, pos, 0u32);
+                let end_all = b.setp(Cmp::Eq, next, ntiles);
+                let fold = b.por(end_chunk, end_all);
+                b.if_(fold, |b| {
+                    let first = b.setp(Cmp::Lt, ti, per_chunk);
+                    for (ps, ss) in part.iter().zip(&sum) {
+                        for (pf, sf) in ps.iter().zip(ss) {
+                            for (&pr, &sr) in pf.regs.iter().zip(&sf.regs) {
+                                let added = b.fadd(Rounding::Rn, sr, pr);
+                                let v = b.selp(first, pr, added);
+                                b.assign(sr, v);
+                                b.assign(pr, 0.0f32);
+                            }
+                        }
+                    }
+                });
+            });
+        });
+        // epilogue: lane (g, t) holds rows g and g + 8 of each 16-row
+        // tile, columns 2t and 2t + 1 of each 8-column tile
+        b.if_(active, |b| {
+            let i0 = b.add(wm0, g);
+            let t2 = b.shl(t, 1u32);
+            let j0 = b.add(wn0, t2);
+            let sb = b.mul_lo(s, sh.bs);
+            for (mi, frags) in sum.iter().enumerate() {
+                for h in 0..2u32 {
+                    let i = b.add(i0, mi as u32 * 16 + 8 * h);
+                    let row = b.add(sb, i);
+                    let e = b.mad_lo(row, sh.bs, j0);
+                    let gp = b.offset(io.p.gv, e);
+                    for (ni, fc) in frags.iter().enumerate() {
+                        let v = [fc.regs[2 * h as usize], fc.regs[2 * h as usize + 1]];
+                        b.st_global_v2(gp, (ni * 8) as i32, v);
+                    }
+                }
+            }
+        });
+    });
+    b.finish()
+}
