@@ -704,7 +704,11 @@ fn bs_problem(fmt: BsFormat, label: &str, quantize: bool) -> Problem {
             x + codes + scales + if nv && quantize { x } else { 0.0 }
         }),
         // Issue 30's goals: MXFP8 ≥ 85 % of HBM, MXFP4 and NVFP4 ≥ 80 %.
-        goal: Some(Goal::Share(if fmt == BsFormat::Mxfp8E4m3 { 0.85 } else { 0.8 })),
+        goal: Some(Goal::Share(if fmt == BsFormat::Mxfp8E4m3 {
+            0.85
+        } else {
+            0.8
+        })),
         note: "x (f32) once (twice for NVFP4's quantize: the per-tensor amax pass), codes \
                once, scales once (quantize: also the memset of a layout with padding bytes)",
     }
