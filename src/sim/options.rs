@@ -129,10 +129,11 @@ impl SimOptions {
     /// [`SimOptions::max_instructions`]): `None` for no limit.
     ///
     /// ```
-    /// use ptxsmith::sim::{DEFAULT_INSTRUCTION_BUDGET, SimOptions};
+    /// use ptxsmith::sim::{DEFAULT_INSTRUCTION_BUDGET, DEFAULT_INSTRUCTIONS_PER_THREAD, SimOptions};
     /// let o = SimOptions::default();
     /// assert_eq!(o.launch_budget(32), Some(DEFAULT_INSTRUCTION_BUDGET));
-    /// assert_eq!(o.launch_budget(1024), Some(1024 << 23));
+    /// assert_eq!(DEFAULT_INSTRUCTIONS_PER_THREAD, 1 << 24);
+    /// assert_eq!(o.launch_budget(1024), Some(1024 << 24));
     /// let exact = SimOptions { max_instructions: Some(5000), ..o };
     /// assert_eq!(exact.launch_budget(1024), Some(5000));
     /// ```
