@@ -36,7 +36,7 @@ ci=false
 tools_missing=false
 [[ "${CI:-}" == "true" ]] && ci=true
 
-section() { printf '\n==== %s ====\n' "$*"; }
+section() { printf '\n==== %s ==== (at %ds)\n' "$*" "$SECONDS"; }
 
 section "NVIDIA tools (ptxas, nvdisasm)"
 if bash "$repo/scripts/install-nvidia-tools.sh"; then

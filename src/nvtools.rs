@@ -133,11 +133,11 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::target::Sm;
 
 mod report;
+mod run;
 mod sass;
 
 pub use report::{
@@ -271,6 +271,8 @@ pub struct NvTools {
     pub ptxas: PathBuf,
     /// The `nvdisasm` executable.
     pub nvdisasm: PathBuf,
+    /// Where earlier runs' results are kept ([`with_cache`](Self::with_cache)).
+    cache: Option<PathBuf>,
 }
 
 impl NvTools {
@@ -299,6 +301,7 @@ impl NvTools {
         Some(NvTools {
             ptxas: find(PTXAS_CANDIDATES)?,
             nvdisasm: find(NVDISASM_CANDIDATES)?,
+            cache: None,
         })
     }
 
@@ -348,6 +351,25 @@ impl NvTools {
         !matches!(sm, Sm::Sm70)
     }
 
+    /// These tools with an on-disk memo in `dir` (created when first
+    /// written): a run of ptxas or nvdisasm identical to an earlier one
+    /// (same tool binary, size and modification time, same arguments, same
+    /// input bytes) returns the stored result instead of running again.
+    /// For test suites that assemble the same modules in several binaries
+    /// (`tests/kernels_ptxas.rs` and `tests/tuning_report.rs` share
+    /// `target/tmp/nvtools-cache`). A stored entry is compared with the
+    /// whole key, so a stale or colliding one is a miss; an entry that
+    /// cannot be written is skipped.
+    pub fn with_cache(mut self, dir: impl Into<PathBuf>) -> NvTools {
+        self.cache = Some(dir.into());
+        self
+    }
+
+    /// The memo folder, if [`with_cache`](Self::with_cache) set one.
+    pub fn cache_dir(&self) -> Option<&Path> {
+        self.cache.as_deref()
+    }
+
     /// Assemble `ptx` for `sm` with `ptxas -arch=<sm> -v -warn-spills`.
     /// The input file is called `kernel.ptx` in ptxas's messages.
     pub fn assemble(&self, ptx: &str, sm: Sm) -> Result<Assembly, ToolError> {
@@ -357,10 +379,6 @@ impl NvTools {
     /// [`assemble`](Self::assemble) with extra ptxas options (for example
     /// `-O0` or `-maxrregcount=32`).
     pub fn assemble_with(&self, ptx: &str, sm: Sm, extra: &[&str]) -> Result<Assembly, ToolError> {
-        let dir = TempDir::new()?;
-        let input = dir.path().join("kernel.ptx");
-        std::fs::write(&input, ptx)
-            .map_err(|e| io_err(format!("writing {}", input.display()), e))?;
         let mut args: Vec<OsString> = vec![
             format!("-arch={}", sm.name()).into(),
             "-v".into(),
@@ -368,15 +386,17 @@ impl NvTools {
         ];
         args.extend(extra.iter().map(OsString::from));
         args.extend(["-o".into(), "kernel.cubin".into(), "kernel.ptx".into()]);
-        let out = Command::new(&self.ptxas)
-            .args(&args)
-            .current_dir(dir.path())
-            .output()
-            .map_err(|e| io_err(format!("running {}", self.ptxas.display()), e))?;
-        let mut log = String::from_utf8_lossy(&out.stdout).into_owned();
-        log.push_str(&String::from_utf8_lossy(&out.stderr));
+        let out = run::run(
+            &self.ptxas,
+            &args,
+            &[("kernel.ptx", ptx.as_bytes())],
+            Some("kernel.cubin"),
+            self.cache.as_deref(),
+        )?;
+        let mut log = out.stdout;
+        log.push_str(&out.stderr);
         let diagnostics = parse_diagnostics(&log);
-        if !out.status.success() {
+        let Some(cubin) = out.output.filter(|_| out.success) else {
             let src: Vec<&str> = ptx.lines().collect();
             let mut lines: Vec<u32> = diagnostics.iter().filter_map(|d| d.line).collect();
             lines.sort_unstable();
@@ -390,15 +410,12 @@ impl NvTools {
                 .collect();
             return Err(ToolError::Ptxas {
                 sm,
-                status: out.status.to_string(),
+                status: out.status,
                 log,
                 diagnostics,
                 excerpt,
             });
-        }
-        let cubin_path = dir.path().join("kernel.cubin");
-        let cubin = std::fs::read(&cubin_path)
-            .map_err(|e| io_err(format!("reading {}", cubin_path.display()), e))?;
+        };
         let warnings = diagnostics
             .into_iter()
             .filter(|d| d.severity == Severity::Warning)
@@ -417,21 +434,19 @@ impl NvTools {
 
     /// Disassemble a cubin with `nvdisasm -c` (code sections only).
     pub fn disassemble(&self, asm: &Assembly) -> Result<Sass, ToolError> {
-        let dir = TempDir::new()?;
-        let path = dir.path().join("kernel.cubin");
-        std::fs::write(&path, &asm.cubin)
-            .map_err(|e| io_err(format!("writing {}", path.display()), e))?;
-        let out = Command::new(&self.nvdisasm)
-            .args(["-c", "kernel.cubin"])
-            .current_dir(dir.path())
-            .output()
-            .map_err(|e| io_err(format!("running {}", self.nvdisasm.display()), e))?;
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        let warnings = String::from_utf8_lossy(&out.stderr).into_owned();
-        if !out.status.success() {
+        let args = [OsString::from("-c"), OsString::from("kernel.cubin")];
+        let out = run::run(
+            &self.nvdisasm,
+            &args,
+            &[("kernel.cubin", &asm.cubin)],
+            None,
+            self.cache.as_deref(),
+        )?;
+        let (text, warnings) = (out.stdout, out.stderr);
+        if !out.success {
             return Err(ToolError::Nvdisasm {
                 sm: asm.sm,
-                status: out.status.to_string(),
+                status: out.status,
                 log: format!("{warnings}{text}"),
             });
         }
@@ -443,46 +458,6 @@ impl NvTools {
 
 fn io_err(context: String, source: std::io::Error) -> ToolError {
     ToolError::Io { context, source }
-}
-
-/// A private temporary directory, removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new() -> Result<TempDir, ToolError> {
-        static COUNTER: AtomicU64 = AtomicU64::new(0);
-        let base = std::env::temp_dir();
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
-        let mut last = None;
-        for _ in 0..16 {
-            let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-            let p = base.join(format!(
-                "ptxsmith-nvtools-{}-{n}-{nanos}",
-                std::process::id()
-            ));
-            match std::fs::create_dir(&p) {
-                Ok(()) => return Ok(TempDir(p)),
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
-                Err(e) => return Err(io_err(format!("creating {}", p.display()), e)),
-            }
-        }
-        Err(io_err(
-            "creating a temporary directory".to_string(),
-            last.unwrap_or_else(|| std::io::Error::other("name collisions")),
-        ))
-    }
-
-    fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 /// The `.version` of a PTX module, `(major, minor)`.
