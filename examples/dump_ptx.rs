@@ -4,27 +4,37 @@
 //! ```text
 //! cargo run --example dump_ptx -- --sm sm_80 --out DIR
 //! cargo run --example dump_ptx -- --sm all --out DIR
+//! cargo run --example dump_ptx -- --sm all --out DIR --assemble [--cache DIR]
 //! ```
+//!
+//! `--assemble` then reads every written file back and assembles it with
+//! the pinned ptxas for its target (all cores), failing if any is
+//! rejected; `--cache DIR` reuses earlier identical ptxas runs kept there
+//! ([`NvTools::with_cache`]; CI passes `target/tmp/nvtools-cache`, which
+//! the test suite has filled with the same modules).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use ptxsmith::Sm;
+use ptxsmith::nvtools::NvTools;
 
 fn usage() -> ExitCode {
-    eprintln!("usage: dump_ptx --sm <sm_XY|all> --out <DIR>");
+    eprintln!("usage: dump_ptx --sm <sm_XY|all> --out <DIR> [--assemble [--cache <DIR>]]");
     eprintln!("supported: {}", Sm::ALL.map(Sm::name).join(", "));
     ExitCode::from(2)
 }
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let (mut sm, mut out) = (None, None);
+    let (mut sm, mut out, mut assemble, mut cache) = (None, None, false, None);
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--sm" => sm = it.next().cloned(),
             "--out" => out = it.next().map(PathBuf::from),
+            "--assemble" => assemble = true,
+            "--cache" => cache = it.next().map(PathBuf::from),
             "-h" | "--help" => return usage(),
             other => {
                 eprintln!("unknown argument `{other}`");
@@ -50,7 +60,7 @@ fn main() -> ExitCode {
         eprintln!("cannot create {}: {e}", out.display());
         return ExitCode::FAILURE;
     }
-    let mut written = 0;
+    let mut written = Vec::new();
     for sm in sms {
         let variants = match ptxsmith::kernels::all_variants(sm) {
             Ok(v) => v,
@@ -71,9 +81,69 @@ fn main() -> ExitCode {
                 m.version,
                 m.ptx.len()
             );
-            written += 1;
+            written.push((sm, path));
         }
     }
-    println!("{written} files written");
-    ExitCode::SUCCESS
+    println!("{} files written", written.len());
+    if !assemble {
+        return ExitCode::SUCCESS;
+    }
+    let Some(mut tools) = NvTools::locate() else {
+        eprintln!(
+            "--assemble: the pinned NVIDIA tools are not installed (scripts/install-nvidia-tools.sh)"
+        );
+        return ExitCode::FAILURE;
+    };
+    if let Some(dir) = cache {
+        tools = tools.with_cache(dir);
+    }
+    let failures = assemble_all(&tools, &written);
+    for f in &failures {
+        eprintln!("{f}");
+    }
+    println!(
+        "{} files assembled, {} rejected",
+        written.len() - failures.len(),
+        failures.len()
+    );
+    if failures.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// Assemble each written file, as read back from disk, on every core; the
+/// failures, each naming its file.
+fn assemble_all(tools: &NvTools, files: &[(Sm, PathBuf)]) -> Vec<String> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut failed = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some((sm, path)) = files.get(i) else {
+                            return failed;
+                        };
+                        let result = std::fs::read_to_string(path)
+                            .map_err(|e| e.to_string())
+                            .and_then(|ptx| tools.assemble(&ptx, *sm).map_err(|e| e.to_string()));
+                        if let Err(e) = result {
+                            failed.push(format!("ptxas rejected {}: {e}", path.display()));
+                        }
+                    }
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| vec!["a worker panicked".into()])
+            })
+            .collect()
+    })
 }
