@@ -161,31 +161,14 @@ impl KernelBuilder {
     /// `st.shared::cluster.v2`: two values to `p[k..k+2]` as one access.
     #[track_caller]
     pub fn st_cluster_v2<E: Elem>(&mut self, p: ClusterPtr<E>, k: i32, v: [Reg<E::Reg>; 2]) {
-        self.st_cluster_vec(p, k, v);
+        self.st_vec::<E, _>(Space::SharedCluster, p.reg.id(), k, v);
     }
 
     /// `st.shared::cluster.v4`: four values to `p[k..k+4]` as one 16-byte
     /// access.
     #[track_caller]
     pub fn st_cluster_v4<E: Elem>(&mut self, p: ClusterPtr<E>, k: i32, v: [Reg<E::Reg>; 4]) {
-        self.st_cluster_vec(p, k, v);
-    }
-
-    /// The vector stores' operand plumbing: `v` to `p[k..k+N]` as one access.
-    #[track_caller]
-    fn st_cluster_vec<E: Elem, const N: usize>(
-        &mut self,
-        p: ClusterPtr<E>,
-        k: i32,
-        v: [Reg<E::Reg>; N],
-    ) {
-        let o = self.elem_offset::<E>(k);
-        self.st_n::<E>(
-            Space::SharedCluster,
-            AddrBase::Reg(p.reg.id()),
-            o,
-            v.iter().map(|r| r.value()).collect(),
-        );
+        self.st_vec::<E, _>(Space::SharedCluster, p.reg.id(), k, v);
     }
 
     /// `barrier.cluster.arrive` (release) or `barrier.cluster.arrive.relaxed`:
