@@ -14,6 +14,8 @@
 
 #[path = "common/model.rs"]
 mod roofline;
+#[path = "common/seq_model.rs"]
+mod seq_model;
 #[path = "common/timing.rs"]
 mod timing;
 
@@ -21,20 +23,7 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use ptxsmith::kernels::hmm::{self, DeviceInputs, DeviceOutputs, Inputs, Shape, Workspace, host};
 use ptxsmith::runtime::{AsDevice, AsDeviceMut, Context};
 use ptxsmith::testing::{REQUIRED_GPU_MISSING, gpu_required};
-
-fn model(batch: usize, t: usize, s: usize) -> (Vec<f32>, Vec<f32>, Vec<f32>, Vec<u32>) {
-    let mut st = 1u32;
-    let mut r = move || {
-        st = st.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
-        ((st >> 8) as f32 / (1u32 << 24) as f32 * 0.9 + 0.1).ln()
-    };
-    (
-        (0..s).map(|_| r()).collect(),
-        (0..s * s).map(|_| r()).collect(),
-        (0..batch * t * s).map(|_| r()).collect(),
-        vec![t as u32; batch],
-    )
-}
+use seq_model::model;
 
 fn bench(c: &mut Criterion) {
     roofline::check_rows(&[("hmm", "forward-backward, batch 64, T 1000, S 256")]);

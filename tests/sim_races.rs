@@ -13,35 +13,16 @@
 //! * every finding is the same, text included, on 1, 2 and 7 simulator
 //!   threads, with the lockstep schedule on and off.
 
-use ptxsmith::Sm;
-use ptxsmith::dsl::params::ArgValue;
-use ptxsmith::runtime::exec::LaunchConfig;
-use ptxsmith::sim::{AccessKind, LaunchReport, Program, Sim, SimError, SimOptions, Site};
+#[path = "common/sim_launch.rs"]
+mod sim_launch;
 
-/// (worker threads, lockstep)
-const THREADS: [(usize, bool); 5] = [(1, false), (1, true), (2, true), (7, false), (7, true)];
+use ptxsmith::sim::{AccessKind, SimError, Site};
+use sim_launch::run;
 
 /// A kernel `k(out)` with `%r0` = `%tid.x`, `%r5` = `%ctaid.x`, `%rd0` =
 /// `out`, a 64-word shared array `s`, and `body`.
 fn kernel(body: &str) -> String {
-    format!(
-        ".version 7.0
-.target sm_80
-.address_size 64
-.visible .entry k(.param .u64 out)
-{{
-.shared .align 4 .b32 s[64];
-.reg .b32 %r<8>;
-.reg .b64 %rd<4>;
-.reg .pred %p<8>;
-ld.param.u64 %rd0, [out];
-mov.u32 %r0, %tid.x;
-mov.u32 %r5, %ctaid.x;
-{body}
-ret;
-}}
-"
-    )
+    sim_launch::kernel("mov.u32 %r5, %ctaid.x;", body)
 }
 
 /// The 1-based line of the first line of `ptx` containing `text`.
@@ -50,48 +31,6 @@ fn line_of(ptx: &str, text: &str) -> u32 {
         .lines()
         .position(|l| l.contains(text))
         .unwrap_or_else(|| panic!("`{text}` not in the kernel")) as u32
-}
-
-/// `k` of `ptx` on `grid` blocks of `block` threads with `out` = 16 words
-/// of 7, on every configuration of [`THREADS`]: the outcome (the same on
-/// each, the finding's text included) and `out` afterwards.
-fn run(ptx: &str, grid: u32, block: u32) -> (Result<LaunchReport, SimError>, Vec<u32>) {
-    let prog = Program::parse(ptx).unwrap();
-    let mut first: Option<(Result<LaunchReport, SimError>, Vec<u32>)> = None;
-    for (threads, lockstep) in THREADS {
-        let mut sim = Sim::new(Sm::Sm80);
-        sim.set_options(SimOptions {
-            threads,
-            lockstep,
-            ..Default::default()
-        });
-        let out = sim.alloc(64).unwrap();
-        let init: Vec<u8> = (0..16).flat_map(|_| 7u32.to_le_bytes()).collect();
-        sim.write(out, &init).unwrap();
-        let r = sim.launch_program(
-            &prog,
-            "k",
-            LaunchConfig::linear(grid, block),
-            &[ArgValue::Ptr(out)],
-        );
-        let mut v = vec![0u8; 64];
-        sim.read(out, &mut v).unwrap();
-        let words = v
-            .chunks(4)
-            .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
-            .collect();
-        let got = (r, words);
-        match &first {
-            None => first = Some(got),
-            Some(f) => {
-                assert_eq!(&got, f, "{threads} threads, lockstep {lockstep}");
-                if let (Err(a), Err(b)) = (&got.0, &f.0) {
-                    assert_eq!(a.to_string(), b.to_string());
-                }
-            }
-        }
-    }
-    first.unwrap()
 }
 
 /// Assert `s` is thread `tid` (x) of block `ctaid` (x) at the line of

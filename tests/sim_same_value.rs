@@ -8,72 +8,16 @@
 //! involved, stay a race finding; between blocks every conflict stays a
 //! finding. The same on 1, 2 and 7 simulator threads, lockstep on and off.
 
-use ptxsmith::Sm;
-use ptxsmith::dsl::params::ArgValue;
-use ptxsmith::runtime::exec::LaunchConfig;
-use ptxsmith::sim::{AccessKind, LaunchReport, Program, Sim, SimError, SimOptions};
+#[path = "common/sim_launch.rs"]
+mod sim_launch;
 
-/// (worker threads, lockstep)
-const THREADS: [(usize, bool); 5] = [(1, false), (1, true), (2, true), (7, false), (7, true)];
+use ptxsmith::sim::{AccessKind, SimError};
+use sim_launch::run;
 
 /// A kernel `k(out)` with `%r0` = `%tid.x`, `%rd0` = `out`, a 64-word
 /// shared array `s` (`%r6` its address), and `body`.
 fn kernel(body: &str) -> String {
-    format!(
-        ".version 7.0
-.target sm_80
-.address_size 64
-.visible .entry k(.param .u64 out)
-{{
-.shared .align 4 .b32 s[64];
-.reg .b32 %r<8>;
-.reg .b64 %rd<4>;
-.reg .pred %p<8>;
-ld.param.u64 %rd0, [out];
-mov.u32 %r0, %tid.x;
-mov.u32 %r6, s;
-{body}
-ret;
-}}
-"
-    )
-}
-
-/// `k` of `ptx` on `grid` blocks of `block` threads with `out` = 16 words
-/// of 7, on every configuration of [`THREADS`]: the outcome (the same on
-/// each) and `out` afterwards.
-fn run(ptx: &str, grid: u32, block: u32) -> (Result<LaunchReport, SimError>, Vec<u32>) {
-    let prog = Program::parse(ptx).unwrap();
-    let mut first: Option<(Result<LaunchReport, SimError>, Vec<u32>)> = None;
-    for (threads, lockstep) in THREADS {
-        let mut sim = Sim::new(Sm::Sm80);
-        sim.set_options(SimOptions {
-            threads,
-            lockstep,
-            ..Default::default()
-        });
-        let out = sim.alloc(64).unwrap();
-        let init: Vec<u8> = (0..16).flat_map(|_| 7u32.to_le_bytes()).collect();
-        sim.write(out, &init).unwrap();
-        let r = sim.launch_program(
-            &prog,
-            "k",
-            LaunchConfig::linear(grid, block),
-            &[ArgValue::Ptr(out)],
-        );
-        let mut v = vec![0u8; 64];
-        sim.read(out, &mut v).unwrap();
-        let words = v
-            .chunks(4)
-            .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
-            .collect();
-        let got = (r, words);
-        match &first {
-            None => first = Some(got),
-            Some(f) => assert_eq!(&got, f, "{threads} threads, lockstep {lockstep}"),
-        }
-    }
-    first.unwrap()
+    sim_launch::kernel("mov.u32 %r6, s;", body)
 }
 
 /// Every thread stores `%r1` (set by `value`) to `out[0]`.

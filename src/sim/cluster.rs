@@ -5,10 +5,10 @@
 //! together, `interp::cluster`), each cluster's global accesses checked
 //! against the earlier clusters' as they happen.
 
-use super::checks::global::{Scratch, touched};
+use super::checks::global::Scratch;
 use super::error::SimError;
 use super::global_mem::GlobalMem;
-use super::grid::GridTotals;
+use super::grid::{GridTotals, name_other_block};
 use super::interp::cluster::MAX_CLUSTER;
 use super::interp::{Base, Exec, GlobalView, Kernel, Stop};
 use super::ir::*;
@@ -164,7 +164,9 @@ fn run_live(
                     !finding,
                 );
                 if let Some(Stop::Finding(mut e)) = stop {
-                    name_other_block(&mut e, &order, &scratch.done);
+                    // the earliest CTA of the earlier clusters (`order`, in the
+                    // order of `done`) whose access it conflicts with
+                    name_other_block(&mut e, &scratch.done, |j| order[j]);
                     outcome = Err(e);
                     break 'clusters;
                 }
@@ -192,26 +194,4 @@ fn run_live(
         printf,
         same,
     })
-}
-
-/// A [`SimError::GlobalRace`] names the earliest CTA of the earlier
-/// clusters (`order`, in the order of `done`) whose access it conflicts
-/// with.
-fn name_other_block(
-    e: &mut SimError,
-    order: &[(u32, u32, u32)],
-    done: &super::checks::global::Done,
-) {
-    if let SimError::GlobalRace {
-        addr,
-        other,
-        other_ctaid,
-        ..
-    } = e
-    {
-        let kind = *other;
-        if let Some(j) = (0..done.len()).position(|j| touched(done.cta(j), *addr, kind)) {
-            *other_ctaid = order[j];
-        }
-    }
 }

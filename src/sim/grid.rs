@@ -452,7 +452,7 @@ fn walk(
                 // the outcome is settled: the workers stop
                 progress.lowest_finding.fetch_min(lin, Ordering::Relaxed);
                 progress.abort.store(true, Ordering::Relaxed);
-                name_other_block(&mut e, k, done);
+                name_other_block(&mut e, done, |j| ctaid_of(k, j as u64));
                 name_earlier(&mut e, mem, k, lin, left, launch);
                 done.push(&run.recs);
                 unpool(pool, run.recs);
@@ -497,7 +497,7 @@ fn run_live(
         let peak = &mut scratch.cta_peak;
         peak.0 = peak.0.max(recs.recs.len());
         if let Some(Stop::Finding(mut e)) = stop {
-            name_other_block(&mut e, k, &scratch.done);
+            name_other_block(&mut e, &scratch.done, |j| ctaid_of(k, j as u64));
             outcome = Err(e);
             break;
         }
@@ -535,8 +535,13 @@ fn per_instruction(k: &Kernel, blocks: &[u64]) -> Vec<u64> {
 }
 
 /// A [`SimError::GlobalRace`] names the earliest CTA among `done` (the
-/// CTAs before it, in order) whose access it conflicts with.
-fn name_other_block(e: &mut SimError, k: &Kernel, done: &Done) {
+/// CTAs before it, in order; the `j`-th is `ctaid(j)`) whose access it
+/// conflicts with. Also the cluster scheduler's (`super::cluster`).
+pub(super) fn name_other_block(
+    e: &mut SimError,
+    done: &Done,
+    ctaid: impl Fn(usize) -> (u32, u32, u32),
+) {
     if let SimError::GlobalRace {
         addr,
         other,
@@ -546,7 +551,7 @@ fn name_other_block(e: &mut SimError, k: &Kernel, done: &Done) {
     {
         let kind = *other;
         if let Some(j) = (0..done.len()).position(|j| touched(done.cta(j), *addr, kind)) {
-            *other_ctaid = ctaid_of(k, j as u64);
+            *other_ctaid = ctaid(j);
         }
     }
 }

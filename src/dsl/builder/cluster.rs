@@ -26,7 +26,6 @@ use super::core::KernelBuilder;
 use super::memory::SharedPtr;
 use crate::dsl::ir::*;
 use crate::dsl::types::*;
-use crate::error::Error;
 use crate::target::Feature;
 
 /// A 32-bit `.shared::cluster` address of `E`s: the same variable as a
@@ -51,23 +50,6 @@ impl<E> ClusterPtr<E> {
 }
 
 impl KernelBuilder {
-    /// Record that the kernel uses `f` outside an instruction (a
-    /// directive): refused below its SM, else the version raised.
-    #[track_caller]
-    fn require(&mut self, f: Feature) {
-        if !self.sm.supports(f) {
-            if self.error.is_none() {
-                self.error = Some(Error::UnsupportedFeature {
-                    feature: f,
-                    sm: self.sm,
-                    needs: f.requirement(),
-                });
-            }
-        } else {
-            self.version = self.version.max(f.min_ptx(self.sm));
-        }
-    }
-
     /// Launch in clusters of `x × y × z` CTAs (`.reqnctapercluster x, y,
     /// z`; sm_90+, PTX 7.8). The grid must be a multiple of it in each
     /// dimension (the driver refuses other launches), and a launch
@@ -179,26 +161,14 @@ impl KernelBuilder {
     /// `st.shared::cluster.v2`: two values to `p[k..k+2]` as one access.
     #[track_caller]
     pub fn st_cluster_v2<E: Elem>(&mut self, p: ClusterPtr<E>, k: i32, v: [Reg<E::Reg>; 2]) {
-        let o = self.elem_offset::<E>(k);
-        self.st_n::<E>(
-            Space::SharedCluster,
-            AddrBase::Reg(p.reg.id()),
-            o,
-            v.iter().map(|r| r.value()).collect(),
-        );
+        self.st_vec::<E, _>(Space::SharedCluster, p.reg.id(), k, v);
     }
 
     /// `st.shared::cluster.v4`: four values to `p[k..k+4]` as one 16-byte
     /// access.
     #[track_caller]
     pub fn st_cluster_v4<E: Elem>(&mut self, p: ClusterPtr<E>, k: i32, v: [Reg<E::Reg>; 4]) {
-        let o = self.elem_offset::<E>(k);
-        self.st_n::<E>(
-            Space::SharedCluster,
-            AddrBase::Reg(p.reg.id()),
-            o,
-            v.iter().map(|r| r.value()).collect(),
-        );
+        self.st_vec::<E, _>(Space::SharedCluster, p.reg.id(), k, v);
     }
 
     /// `barrier.cluster.arrive` (release) or `barrier.cluster.arrive.relaxed`:

@@ -16,7 +16,7 @@ use crate::dsl::module::PtxModule;
 use crate::dsl::printer::{self, KernelText, SharedDecl, print_module};
 use crate::dsl::types::*;
 use crate::error::{Error, Result};
-use crate::target::{PtxVersion, Sm};
+use crate::target::{Feature, PtxVersion, Sm};
 
 /// A branch target, owned by the builder that made it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -321,6 +321,23 @@ impl KernelBuilder {
         r
     }
 
+    /// Record that the kernel uses `f` (an instruction's or a directive's):
+    /// refused below its SM ([`Error::UnsupportedFeature`], the first error
+    /// kept), else the PTX version raised to the feature's minimum.
+    pub(super) fn require(&mut self, f: Feature) {
+        if !self.sm.supports(f) {
+            if self.error.is_none() {
+                self.error = Some(Error::UnsupportedFeature {
+                    feature: f,
+                    sm: self.sm,
+                    needs: f.requirement(),
+                });
+            }
+        } else {
+            self.version = self.version.max(f.min_ptx(self.sm));
+        }
+    }
+
     #[track_caller]
     pub(super) fn push(&mut self, op: Op) {
         let at = Location::caller();
@@ -329,17 +346,7 @@ impl KernelBuilder {
             self.check_reg(p, true, at);
         }
         if let Some(f) = op.feature() {
-            if !self.sm.supports(f) {
-                if self.error.is_none() {
-                    self.error = Some(Error::UnsupportedFeature {
-                        feature: f,
-                        sm: self.sm,
-                        needs: f.requirement(),
-                    });
-                }
-            } else {
-                self.version = self.version.max(f.min_ptx(self.sm));
-            }
+            self.require(f);
         }
         if self.guard.is_some() && matches!(op, Op::Label(_)) {
             self.fail(BuildError::LabelInGuardedRegion);

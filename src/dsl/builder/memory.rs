@@ -356,6 +356,25 @@ impl KernelBuilder {
         });
     }
 
+    /// The vector stores' operand plumbing: `v` to `p[k..k+N]` as one
+    /// access, `p` the address register `addr` in `space`.
+    #[track_caller]
+    pub(super) fn st_vec<E: Elem, const N: usize>(
+        &mut self,
+        space: Space,
+        addr: RegId,
+        k: i32,
+        v: [Reg<E::Reg>; N],
+    ) {
+        let o = self.elem_offset::<E>(k);
+        self.st_n::<E>(
+            space,
+            AddrBase::Reg(addr),
+            o,
+            v.iter().map(|r| r.value()).collect(),
+        );
+    }
+
     #[track_caller]
     pub(super) fn elem_offset<E: Elem>(&mut self, k: i32) -> i32 {
         match k.checked_mul(E::SCALAR.size() as i32) {
@@ -421,13 +440,7 @@ impl KernelBuilder {
     /// [`ld_global_nc_v2`](Self::ld_global_nc_v2).
     #[track_caller]
     pub fn st_global_v2<E: Elem>(&mut self, p: GlobalPtr<E>, k: i32, v: [Reg<E::Reg>; 2]) {
-        let o = self.elem_offset::<E>(k);
-        self.st_n::<E>(
-            Space::Global,
-            AddrBase::Reg(p.reg.id()),
-            o,
-            v.iter().map(|r| r.value()).collect(),
-        );
+        self.st_vec::<E, _>(Space::Global, p.reg.id(), k, v);
     }
     /// Store `v` to `p[k]`.
     #[track_caller]
@@ -443,13 +456,7 @@ impl KernelBuilder {
     /// Store four values to `p[k..k+4]` as one 16-byte access.
     #[track_caller]
     pub fn st_global_v4<E: Elem>(&mut self, p: GlobalPtr<E>, k: i32, v: [Reg<E::Reg>; 4]) {
-        let o = self.elem_offset::<E>(k);
-        self.st_n::<E>(
-            Space::Global,
-            AddrBase::Reg(p.reg.id()),
-            o,
-            v.iter().map(|r| r.value()).collect(),
-        );
+        self.st_vec::<E, _>(Space::Global, p.reg.id(), k, v);
     }
     /// Load `p[k]` from shared memory.
     #[track_caller]
@@ -483,13 +490,7 @@ impl KernelBuilder {
     /// Store four values to `p[k..k+4]` in shared memory.
     #[track_caller]
     pub fn st_shared_v4<E: Elem>(&mut self, p: SharedPtr<E>, k: i32, v: [Reg<E::Reg>; 4]) {
-        let o = self.elem_offset::<E>(k);
-        self.st_n::<E>(
-            Space::Shared,
-            AddrBase::Reg(p.reg.id()),
-            o,
-            v.iter().map(|r| r.value()).collect(),
-        );
+        self.st_vec::<E, _>(Space::Shared, p.reg.id(), k, v);
     }
     /// Load element `k` (constant) of a shared array: `[name+offset]`.
     #[track_caller]

@@ -147,15 +147,7 @@ impl Exec<'_> {
         let size = (dims.0 * dims.1 * dims.2) as usize;
         let slots = (0..size)
             .map(|_| Slot {
-                cta: CtaState::new(
-                    k.code,
-                    k.params,
-                    k.cfg,
-                    k.smem,
-                    k.e.local_bytes,
-                    k.e.n_brauni,
-                    k.checks,
-                ),
+                cta: k.fresh_cta(),
                 shadow: CtaShadow::default(),
                 printf: Vec::new(),
             })

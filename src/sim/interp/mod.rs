@@ -144,6 +144,22 @@ pub(crate) struct Kernel<'a> {
     pub cluster: Option<((u32, u32, u32), bool)>,
 }
 
+impl Kernel<'_> {
+    /// A CTA's state for this launch, as a block starts it (the
+    /// single-CTA worker's and each rank of a cluster's).
+    pub fn fresh_cta(&self) -> CtaState {
+        CtaState::new(
+            self.code,
+            self.params,
+            self.cfg,
+            self.smem,
+            self.e.local_bytes,
+            self.e.n_brauni,
+            self.checks,
+        )
+    }
+}
+
 /// Launch-wide progress of a parallel run.
 #[derive(Default)]
 pub(crate) struct Progress {
@@ -278,15 +294,7 @@ impl<'a> Exec<'a> {
     pub fn new(k: &'a Kernel<'a>, g: GlobalView<'a>, progress: Option<&'a Progress>) -> Self {
         Exec {
             k,
-            cta: CtaState::new(
-                k.code,
-                k.params,
-                k.cfg,
-                k.smem,
-                k.e.local_bytes,
-                k.e.n_brauni,
-                k.checks,
-            ),
+            cta: k.fresh_cta(),
             g,
             counts: vec![0; k.code.insts.len()],
             ctaid: (0, 0, 0),

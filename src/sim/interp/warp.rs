@@ -283,16 +283,20 @@ impl<'a> Exec<'a> {
                 e.lines[pc], e.texts[pc]
             )
         };
-        if at_bar.is_empty() {
-            let parked: Vec<String> = (0..n)
-                .filter(|&t| self.cta.state[t] == TState::Park)
+        // the first eight parked threads, described
+        let parked = |s: &Self| {
+            (0..n)
+                .filter(|&t| s.cta.state[t] == TState::Park)
                 .take(8)
-                .map(|t| describe(self, t))
-                .collect();
+                .map(|t| describe(s, t))
+                .collect::<Vec<String>>()
+                .join("; ")
+        };
+        if at_bar.is_empty() {
             return Err(SimError::Deadlock {
                 kernel,
                 ctaid,
-                parked: parked.join("; "),
+                parked: parked(self),
             });
         }
         let t0 = at_bar[0];
@@ -347,18 +351,13 @@ impl<'a> Exec<'a> {
         } else {
             let c = count.unwrap() as usize;
             if same.len() < c {
-                let parked: Vec<String> = (0..n)
-                    .filter(|&t| self.cta.state[t] == TState::Park)
-                    .take(8)
-                    .map(|t| describe(self, t))
-                    .collect();
                 return Err(SimError::Deadlock {
                     kernel,
                     ctaid,
                     parked: format!(
                         "bar.sync with count {c} has {} arrivals: {}",
                         same.len(),
-                        parked.join("; ")
+                        parked(self)
                     ),
                 });
             }

@@ -46,6 +46,25 @@ fn elem_offset(b: &mut KernelBuilder, ln: &Lane, k: Reg<U32>) -> Reg<U64> {
     b.add(start, kin64)
 }
 
+/// The bounds-checked access runs, one helper for every width: for each of
+/// the lane's `count` accesses `j`, whose first element is `kin + width · j`
+/// (`width` elements an access: 4 for a group, 2 for an FP4 byte, 1 for an
+/// element), emit `body(b, j, first)` under `first < k`.
+fn each_access(
+    b: &mut KernelBuilder,
+    ln: &Lane,
+    k: Reg<U32>,
+    count: u32,
+    width: u32,
+    mut body: impl FnMut(&mut KernelBuilder, u32, Reg<U32>),
+) {
+    for j in 0..count {
+        let first = b.add(ln.kin, width * j);
+        let ok = b.setp(Cmp::Lt, first, k);
+        b.if_(ok, |b| body(b, j, first));
+    }
+}
+
 /// Load the lane's elements (zeros past `k` or on idle lanes).
 pub(super) fn load_lane(
     b: &mut KernelBuilder,
@@ -63,26 +82,18 @@ pub(super) fn load_lane(
         b.if_else(
             acc.vec,
             |b| {
-                for g in 0..GROUPS {
-                    let kg = b.add(ln.kin, 4 * g as u32);
-                    let ok = b.setp(Cmp::Lt, kg, k);
-                    b.if_(ok, |b| {
-                        let v = b.ld_global_nc_v4(p, 4 * g as i32);
-                        for i in 0..4 {
-                            b.assign(xs[4 * g + i], v[i]);
-                        }
-                    });
-                }
+                each_access(b, ln, k, GROUPS as u32, 4, |b, g, _| {
+                    let v = b.ld_global_nc_v4(p, 4 * g as i32);
+                    for (i, vi) in v.into_iter().enumerate() {
+                        b.assign(xs[4 * g as usize + i], vi);
+                    }
+                });
             },
             |b| {
-                for (i, &xi) in xs.iter().enumerate() {
-                    let ki = b.add(ln.kin, i as u32);
-                    let ok = b.setp(Cmp::Lt, ki, k);
-                    b.if_(ok, |b| {
-                        let v = b.ld_global_nc(p, i as i32);
-                        b.assign(xi, v);
-                    });
-                }
+                each_access(b, ln, k, ELEMS_PER_LANE, 1, |b, i, _| {
+                    let v = b.ld_global_nc(p, i as i32);
+                    b.assign(xs[i as usize], v);
+                });
             },
         );
     });
@@ -105,19 +116,16 @@ pub(super) fn store_lane(
         b.if_else(
             acc.vec,
             |b| {
-                for g in 0..GROUPS {
-                    let kg = b.add(ln.kin, 4 * g as u32);
-                    let ok = b.setp(Cmp::Lt, kg, k);
+                each_access(b, ln, k, GROUPS as u32, 4, |b, g, _| {
+                    let g = g as usize;
                     let v = [y[4 * g], y[4 * g + 1], y[4 * g + 2], y[4 * g + 3]];
-                    b.if_(ok, |b| b.st_global_v4(yp, 4 * g as i32, v));
-                }
+                    b.st_global_v4(yp, 4 * g as i32, v);
+                });
             },
             |b| {
-                for (i, &yi) in y.iter().enumerate() {
-                    let ki = b.add(ln.kin, i as u32);
-                    let ok = b.setp(Cmp::Lt, ki, k);
-                    b.if_(ok, |b| b.st_global(yp, i as i32, yi));
-                }
+                each_access(b, ln, k, ELEMS_PER_LANE, 1, |b, i, _| {
+                    b.st_global(yp, i as i32, y[i as usize]);
+                });
             },
         );
     });
@@ -173,19 +181,16 @@ pub(super) fn store_codes(
                 b.if_else(
                     acc.vec,
                     |b| {
-                        for (g, &wg) in w.iter().enumerate() {
-                            let kg = b.add(ln.kin, 4 * g as u32);
-                            let ok = b.setp(Cmp::Lt, kg, k);
-                            b.if_(ok, |b| {
-                                if f.is_fp4() {
-                                    let p16: GlobalPtr<U16> = cp.cast();
-                                    b.st_global(p16, g as i32, wg);
-                                } else {
-                                    let p32: GlobalPtr<U32> = cp.cast();
-                                    b.st_global(p32, g as i32, wg);
-                                }
-                            });
-                        }
+                        each_access(b, ln, k, GROUPS as u32, 4, |b, g, _| {
+                            let wg = w[g as usize];
+                            if f.is_fp4() {
+                                let p16: GlobalPtr<U16> = cp.cast();
+                                b.st_global(p16, g as i32, wg);
+                            } else {
+                                let p32: GlobalPtr<U32> = cp.cast();
+                                b.st_global(p32, g as i32, wg);
+                            }
+                        });
                     },
                     |b| store_codes_bytes(b, f, ln, k, cp, w),
                 );
@@ -204,27 +209,19 @@ fn store_codes_bytes(
     w: [Reg<U32>; GROUPS],
 ) {
     if f.is_fp4() {
-        for j in 0..2 * GROUPS as u32 {
-            let first = b.add(ln.kin, 2 * j);
-            let ok = b.setp(Cmp::Lt, first, k);
-            b.if_(ok, |b| {
-                let byte = b.bfe(w[(j / 2) as usize], 8 * (j % 2), 8u32);
-                let second = b.add(first, 1u32);
-                let lone = b.setp(Cmp::Ge, second, k);
-                let low = b.and(byte, 0xFu32);
-                let byte = b.selp(lone, low, byte);
-                b.st_global(cp, j as i32, byte);
-            });
-        }
+        each_access(b, ln, k, 2 * GROUPS as u32, 2, |b, j, first| {
+            let byte = b.bfe(w[(j / 2) as usize], 8 * (j % 2), 8u32);
+            let second = b.add(first, 1u32);
+            let lone = b.setp(Cmp::Ge, second, k);
+            let low = b.and(byte, 0xFu32);
+            let byte = b.selp(lone, low, byte);
+            b.st_global(cp, j as i32, byte);
+        });
     } else {
-        for j in 0..ELEMS_PER_LANE {
-            let kj = b.add(ln.kin, j);
-            let ok = b.setp(Cmp::Lt, kj, k);
-            b.if_(ok, |b| {
-                let byte = b.bfe(w[(j / 4) as usize], 8 * (j % 4), 8u32);
-                b.st_global(cp, j as i32, byte);
-            });
-        }
+        each_access(b, ln, k, ELEMS_PER_LANE, 1, |b, j, _| {
+            let byte = b.bfe(w[(j / 4) as usize], 8 * (j % 4), 8u32);
+            b.st_global(cp, j as i32, byte);
+        });
     }
 }
 
@@ -267,35 +264,27 @@ pub(super) fn load_codes(
                 b.if_else(
                     acc.vec,
                     |b| {
-                        for (g, &wg) in w.iter().enumerate() {
-                            let kg = b.add(ln.kin, 4 * g as u32);
-                            let ok = b.setp(Cmp::Lt, kg, k);
-                            b.if_(ok, |b| {
-                                let v = if f.is_fp4() {
-                                    let p16: GlobalPtr<U16> = cp.cast();
-                                    b.ld_global_nc(p16, g as i32)
-                                } else {
-                                    let p32: GlobalPtr<U32> = cp.cast();
-                                    b.ld_global_nc(p32, g as i32)
-                                };
-                                b.assign(wg, v);
-                            });
-                        }
+                        each_access(b, ln, k, GROUPS as u32, 4, |b, g, _| {
+                            let v = if f.is_fp4() {
+                                let p16: GlobalPtr<U16> = cp.cast();
+                                b.ld_global_nc(p16, g as i32)
+                            } else {
+                                let p32: GlobalPtr<U32> = cp.cast();
+                                b.ld_global_nc(p32, g as i32)
+                            };
+                            b.assign(w[g as usize], v);
+                        });
                     },
                     |b| {
                         // FP4: two codes a byte, two bytes a group.
                         let (per_group, step) = if f.is_fp4() { (2u32, 2u32) } else { (4, 1) };
-                        for j in 0..per_group * GROUPS as u32 {
-                            let kj = b.add(ln.kin, step * j);
-                            let ok = b.setp(Cmp::Lt, kj, k);
+                        each_access(b, ln, k, per_group * GROUPS as u32, step, |b, j, _| {
                             let wg = w[(j / per_group) as usize];
-                            b.if_(ok, |b| {
-                                let v = b.ld_global_nc(cp, j as i32);
-                                let v = b.shl(v, 8 * (j % per_group));
-                                let next = b.or(wg, v);
-                                b.assign(wg, next);
-                            });
-                        }
+                            let v = b.ld_global_nc(cp, j as i32);
+                            let v = b.shl(v, 8 * (j % per_group));
+                            let next = b.or(wg, v);
+                            b.assign(wg, next);
+                        });
                     },
                 );
             },
