@@ -28,10 +28,13 @@
 //! k]` forward (rows of `k`: `ldmatrix.x4` without `.trans`) or
 //! `values[s, k, f]` grad-input (row-major `B`: `ldmatrix.x4.trans` for
 //! bf16/f16; tf32 cannot transpose 32-bit elements with `ldmatrix`, so
-//! its grad-input `B` fragments are `ld.shared.f32`). tf32 operands are
+//! its grad-input `B` fragments are `ld.shared.b32`). tf32 operands are
 //! loaded as raw f32 bits (an 8×8 `.b16` matrix is an 8 × 4 `f32` matrix,
 //! exactly the tf32 fragment layout) and converted with
-//! `cvt.rna.tf32.f32`. The products of the block FMA are exact and the
+//! `cvt.rna.tf32.f32`: the input tile's per fragment (each element feeds
+//! one warp), the values block's once, in shared memory, by the thread
+//! that staged it, after its `cp.async.wait_group` and before the
+//! `bar.sync` (each element feeds every warp along the tokens). The products of the block FMA are exact and the
 //! pairs keep their `k` order, so which operand is `A` changes no bit:
 //! each output element is the contract's chain (entries ascending, `k`
 //! chunks ascending, one `mma.sync` each) from `+0.0`.
@@ -234,14 +237,59 @@ pub(super) fn tf32_operand<T: MmaInput>(b: &mut KernelBuilder, bits: Reg<U32>) -
 /// `ldmatrix.x4` (no `.trans` unless `trans`) into four operand registers
 /// of `T` (tf32: raw bits converted with `cvt.rna.tf32.f32`).
 pub(super) fn ldsm4<T: MmaInput>(b: &mut KernelBuilder, p: Reg<U32>, trans: bool) -> [Reg<T>; 4] {
+    ldsm4_as::<T>(b, p, trans, true)
+}
+
+/// [`ldsm4`]; tf32 bits already converted at staging (`convert` false)
+/// are taken as they are.
+fn ldsm4_as<T: MmaInput>(
+    b: &mut KernelBuilder,
+    p: Reg<U32>,
+    trans: bool,
+    convert: bool,
+) -> [Reg<T>; 4] {
     if T::FORMAT == InputFormat::Tf32 {
         let raw = b.ldmatrix_x4::<B32, U32>(sptr(p), trans);
         raw.map(|r| {
             let u = b.b32_as_u32(r);
-            tf32_operand::<T>(b, u)
+            if convert {
+                tf32_operand::<T>(b, u)
+            } else {
+                b.u32_as_packed::<T>(u)
+            }
         })
     } else {
         b.ldmatrix_x4::<T, U32>(sptr(p), trans)
+    }
+}
+
+/// tf32: round the thread's own staged units of the values block in
+/// buffer `buf` to tf32 in place (`cvt.rna.tf32.f32`, the conversion the
+/// fragments would do), after its copies completed: every warp's `B`
+/// fragments then load them as they are.
+fn convert_values(b: &mut KernelBuilder, sh: &Shape, st: &Stage, tid: Reg<U32>, buf: Reg<U32>) {
+    let voff = b.mul_lo(buf, sh.vbuf());
+    let vd = b.add(st.vdst, voff);
+    let count = sh.bs * sh.cpr;
+    let rstep = THREADS / sh.cpr;
+    let conv = |b: &mut KernelBuilder| {
+        for j in 0..count.div_ceil(THREADS) {
+            let p = sptr::<U32>(vd);
+            let k = (j * rstep * sh.pitch / 4) as i32;
+            let raw = b.ld_shared_v4(p, k);
+            let out = raw.map(|u| {
+                let f = b.f32_from_bits(u);
+                let t = b.cvt_to_tf32(f);
+                b.packed_bits(t)
+            });
+            b.st_shared_v4(p, k, out);
+        }
+    };
+    if count < THREADS {
+        let some = b.setp(Cmp::Lt, tid, count);
+        b.if_(some, conv);
+    } else {
+        conv(b);
     }
 }
 
@@ -337,14 +385,14 @@ fn compute<T: MmaInput>(
             .collect();
         let mut frag_b: Vec<FragB<T>> = Vec::new();
         if sh.trans && tf32 {
-            // b0 = values[s, kc·8 + t, f0 + g], b1 = … k + 4
+            // b0 = values[s, kc·8 + t, f0 + g], b1 = … k + 4 (converted
+            // at staging)
             for ni in 0..sh.nt {
                 let regs = [0, 4].map(|dk| {
                     let off = (kc * 8 + dk) * sh.pitch + ni * 32;
                     let p = b.add(bbase, off);
-                    let v = b.ld_shared(sptr::<F32>(p), 0);
-                    let u = b.f32_bits(v);
-                    tf32_operand::<T>(b, u)
+                    let u = b.ld_shared(sptr::<U32>(p), 0);
+                    b.u32_as_packed::<T>(u)
                 });
                 frag_b.push(FragB { regs });
             }
@@ -356,7 +404,8 @@ fn compute<T: MmaInput>(
                     np * 16 * sh.pitch + kc * 32
                 };
                 let p = b.add(bbase, off);
-                let [r0, r1, r2, r3] = ldsm4::<T>(b, p, sh.trans);
+                // tf32 values were converted at staging
+                let [r0, r1, r2, r3] = ldsm4_as::<T>(b, p, sh.trans, !tf32);
                 frag_b.push(FragB { regs: [r0, r1] });
                 frag_b.push(FragB { regs: [r2, r3] });
             }
@@ -503,9 +552,17 @@ fn kernel<T: MmaInput>(
             });
             b.cp_async_commit_group();
             b.cp_async_wait_group(1);
-            b.bar_sync();
+            let tf32 = sh.fmt == InputFormat::Tf32;
+            if !tf32 {
+                b.bar_sync();
+            }
             let live = b.get(&cur_live);
             let live = b.setp(Cmp::Ne, live, 0u32);
+            if tf32 {
+                // round the thread's own units, then let every warp read
+                b.if_(live, |b| convert_values(b, sh, &st, tid, cur));
+                b.bar_sync();
+            }
             b.if_(live, |b| compute::<T>(b, sh, &ln, &acc, cur));
             b.bar_sync();
             b.set(&buf, nbuf);
