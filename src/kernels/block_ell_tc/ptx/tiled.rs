@@ -58,6 +58,7 @@ use crate::error::Result;
 use crate::tensor_core::InputFormat;
 
 use super::super::host::TcPrecision;
+use super::shape::Shape;
 use super::{ForwardArgs, GradInputArgs, THREADS, WARPS, builder, mma_into, name};
 
 /// The CTA tile of the staged forward and grad-input kernels of one
@@ -85,58 +86,12 @@ pub fn tile(prec: TcPrecision, bs: u32) -> Tile {
     Tile { tokens, warps_tok }
 }
 
-/// The shape of one kernel, in bytes and fragments.
-struct Shape {
-    fmt: InputFormat,
-    bs: u32,
-    /// bytes of an element
-    e: u32,
-    /// bytes of a staged row (`B` elements) and its padded pitch
-    rowb: u32,
-    pitch: u32,
-    /// 16-byte chunks per staged row
-    cpr: u32,
-    tokens: u32,
-    /// warp tile: tokens × features, and its fragment counts
-    wt: u32,
-    wf: u32,
-    mt: u32,
-    nt: u32,
-    /// MMA k chunks per block
-    chunks: u32,
-    /// grad-input: `B` row-major (`values[s, k, f]`)
-    trans: bool,
-}
-
-impl Shape {
-    fn new<T: MmaInput>(prec: TcPrecision, bs: u32, trans: bool) -> Self {
-        let fmt = T::FORMAT;
-        let e = if fmt == InputFormat::Tf32 { 4 } else { 2 };
-        let t = tile(prec, bs);
-        let rowb = bs * e;
-        let (wt, wf) = (t.tokens / t.warps_tok, bs / (WARPS / t.warps_tok));
-        Shape {
-            fmt,
-            bs,
-            e,
-            rowb,
-            pitch: rowb + 16,
-            cpr: rowb / 16,
-            tokens: t.tokens,
-            wt,
-            wf,
-            mt: wt / 16,
-            nt: wf / 8,
-            chunks: bs / prec.chunk() as u32,
-            trans,
-        }
-    }
-    fn xbuf(&self) -> u32 {
-        self.tokens * self.pitch
-    }
-    fn vbuf(&self) -> u32 {
-        self.bs * self.pitch
-    }
+/// The shape of a forward or grad-input kernel: the tile's tokens are the
+/// MMA's rows, split over `warps_tok` warps; the features its columns.
+fn shape<T: MmaInput>(prec: TcPrecision, bs: u32, trans: bool) -> Shape {
+    let t = tile(prec, bs);
+    let warp = (t.tokens / t.warps_tok, bs / (WARPS / t.warps_tok));
+    Shape::new::<T>(prec, bs, 16, t.tokens, warp, trans)
 }
 
 /// The kernel's operands, whichever pass it is.
@@ -320,7 +275,7 @@ fn issue(
     let body = |b: &mut KernelBuilder| {
         // the input tile: column block `en.block`
         let cb = b.mul_wide_u32(en.block, sh.rowb);
-        let xoff = b.mul_lo(buf, sh.xbuf());
+        let xoff = b.mul_lo(buf, sh.buf());
         let xd = b.add(st.xdst, xoff);
         let rstep = 128 / sh.cpr; // rows between a thread's copies
         for (j, (&src, &size)) in st.src.iter().zip(&st.size).enumerate() {
@@ -369,12 +324,12 @@ fn compute<T: MmaInput>(
     acc: &[Vec<FragC>],
     buf: Reg<U32>,
 ) {
-    let xoff = b.mul_lo(buf, sh.xbuf());
+    let xoff = b.mul_lo(buf, sh.buf());
     let abase = b.add(ln.a, xoff);
     let voff = b.mul_lo(buf, sh.vbuf());
     let bbase = b.add(ln.b, voff);
     let tf32 = sh.fmt == InputFormat::Tf32;
-    for kc in 0..sh.chunks {
+    for kc in 0..sh.chunks() {
         let frag_a: Vec<FragA<T>> = (0..sh.mt)
             .map(|mi| {
                 let p = b.add(abase, mi * 16 * sh.pitch + kc * 32);
@@ -431,16 +386,16 @@ fn kernel<T: MmaInput>(
     entries: &dyn Entries,
     bias: Option<&Bias>,
 ) -> Result<PtxModule> {
-    let xs = b.shared_array::<U32>("xs", 2 * sh.xbuf() / 4, 16);
+    let xs = b.shared_array::<U32>("xs", 2 * sh.buf() / 4, 16);
     let vs = b.shared_array::<U32>("vs", 2 * sh.vbuf() / 4, 16);
     let tid = b.tid_x();
     let lane = b.and(tid, 31u32);
     let w = b.shr(tid, 5u32);
-    let warps_tok = sh.tokens / sh.wt;
+    let warps_tok = sh.tokens / sh.wm;
     let wtok = b.rem(w, warps_tok);
     let wfeat = b.div(w, warps_tok);
-    let wt0 = b.mul_lo(wtok, sh.wt);
-    let wf0 = b.mul_lo(wfeat, sh.wf);
+    let wt0 = b.mul_lo(wtok, sh.wm);
+    let wf0 = b.mul_lo(wfeat, sh.wn);
     let g = b.shr(lane, 2u32);
     let t = b.and(lane, 3u32);
     let l16 = b.and(lane, 15u32);
@@ -636,7 +591,7 @@ pub(super) fn forward<T: MmaInput>(
     prec: TcPrecision,
     bs: u32,
 ) -> Result<PtxModule> {
-    let sh = Shape::new::<T>(prec, bs, false);
+    let sh = shape::<T>(prec, bs, false);
     let mut b = builder(&name("forward", prec, bs), sm);
     let p = b.params::<ForwardArgs>();
     let in_width = b.shl(p.c, log2(bs));
@@ -664,7 +619,7 @@ pub(super) fn grad_input<T: MmaInput>(
     prec: TcPrecision,
     bs: u32,
 ) -> Result<PtxModule> {
-    let sh = Shape::new::<T>(prec, bs, true);
+    let sh = shape::<T>(prec, bs, true);
     let mut b = builder(&name("grad_input", prec, bs), sm);
     let p = b.params::<GradInputArgs>();
     let in_width = b.shl(p.r, log2(bs));

@@ -47,6 +47,7 @@ use crate::target::Sm;
 use crate::tensor_core::InputFormat;
 
 use super::super::host::TcPrecision;
+use super::shape::Shape;
 use super::tiled::{gptr, ldsm4, log2, sptr, tf32_operand};
 use super::{GradValuesArgs, GradValuesRegs, THREADS, WARPS, builder, mma_into, name};
 
@@ -92,58 +93,20 @@ pub fn values_tile(prec: TcPrecision, bs: u32) -> ValuesTile {
     }
 }
 
-/// The shape of one kernel.
-struct Shape {
-    fmt: InputFormat,
-    bs: u32,
-    /// bytes of an element, of a row, of a padded row
-    e: u32,
-    rowb: u32,
-    pitch: u32,
-    /// 16-byte copies per row
-    cpr: u32,
-    tokens: u32,
-    /// MMA chunk (tokens per `mma.sync`)
-    q: u32,
-    wm: u32,
-    wn: u32,
-    mt: u32,
-    nt: u32,
-    /// warps along `i`, and warps that compute
-    warps_m: u32,
-    active: u32,
+/// The shape of a grad-values kernel: the output block's rows `i` are the
+/// MMA's rows, its columns `j` the MMA's columns, the tokens its `K`.
+fn shape<T: MmaInput>(prec: TcPrecision, bs: u32) -> Shape {
+    let t = values_tile(prec, bs);
+    let pad = pitch(prec, bs) - bs * if T::FORMAT == InputFormat::Tf32 { 4 } else { 2 };
+    Shape::new::<T>(prec, bs, pad, t.tokens, (t.wm, t.wn), false)
 }
 
-impl Shape {
-    fn new<T: MmaInput>(prec: TcPrecision, bs: u32) -> Self {
-        let fmt = T::FORMAT;
-        let e = if fmt == InputFormat::Tf32 { 4 } else { 2 };
-        let t = values_tile(prec, bs);
-        let rowb = bs * e;
-        let warps_m = bs / t.wm;
-        let active = warps_m * (bs / t.wn);
-        debug_assert!(active <= WARPS);
-        Shape {
-            fmt,
-            bs,
-            e,
-            rowb,
-            pitch: pitch(prec, bs),
-            cpr: rowb / 16,
-            tokens: t.tokens,
-            q: prec.chunk() as u32,
-            wm: t.wm,
-            wn: t.wn,
-            mt: t.wm / 16,
-            nt: t.wn / 8,
-            warps_m,
-            active,
-        }
-    }
-    /// bytes of one buffer of one tile
-    fn buf(&self) -> u32 {
-        self.tokens * self.pitch
-    }
+/// Warps along `i`, and the warps that compute (the first ones).
+fn warps(sh: &Shape) -> (u32, u32) {
+    let warps_m = sh.bs / sh.wm;
+    let active = warps_m * (sh.bs / sh.wn);
+    debug_assert!(active <= WARPS);
+    (warps_m, active)
 }
 
 /// Per-thread constants of the staging and the fragments.
@@ -366,7 +329,8 @@ fn frags_tf32<T: MmaInput>(
 
 /// `block_ell_tc_grad_values_{p}_b{B}`, staged (see the [module docs](self)).
 pub(super) fn grad_values<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Result<PtxModule> {
-    let sh = Shape::new::<T>(prec, bs);
+    let sh = shape::<T>(prec, bs);
+    let (warps_m, computing) = warps(&sh);
     let mut b = builder(&name("grad_values", prec, bs), sm);
     let p = b.params::<GradValuesArgs>();
     let fin = b.shl(p.c, log2(bs));
@@ -378,9 +342,9 @@ pub(super) fn grad_values<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Re
     let tid = b.tid_x();
     let lane = b.and(tid, 31u32);
     let w = b.shr(tid, 5u32);
-    let active = b.setp(Cmp::Lt, w, sh.active);
-    let wi = b.rem(w, sh.warps_m);
-    let wj = b.div(w, sh.warps_m);
+    let active = b.setp(Cmp::Lt, w, computing);
+    let wi = b.rem(w, warps_m);
+    let wj = b.div(w, warps_m);
     let wm0 = b.mul_lo(wi, sh.wm);
     let wn0 = b.mul_lo(wj, sh.wn);
     let g = b.shr(lane, 2u32);
