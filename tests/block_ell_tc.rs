@@ -542,3 +542,56 @@ fn grad_values_staged_tiles() {
     tc::grad_values_dev(&st, prec, &topo, n, &dx, &dgy, &mut gv).unwrap();
     assert_eq!(bits(&st.to_vec(&gv).unwrap()), bits(&h));
 }
+
+/// Grad-values at `B` = 32, whose 32 × 32 warp tile is the whole block
+/// (one warp computes, all four stage), and the staging's two paths: full
+/// token tiles copy from running row pointers, the ragged last tile clamps
+/// and zero-fills. Shapes: a single slot; an odd slot count per row with
+/// `−1` slots (their `gv` is `+0.0`); `N` a multiple of the tile (full
+/// tiles only, folding at the N-chunk end), and not (a ragged tile after
+/// full ones, past an N-chunk boundary). `gv` starts as a sentinel, so an
+/// unwritten element fails.
+#[test]
+fn grad_values_b32_warp_tile_edges() {
+    fn one<T: Encode>(sm: Sm, prec: TcPrecision, r: usize, col: &[i32], n: usize, seed: u64) {
+        let k = col.len() / r;
+        let dims = Dims::new(r, 3, k, 32).unwrap();
+        let mut rng = Rng(seed);
+        let x = T::encode(prec, &values(&mut rng, n * dims.in_features(), prec, true));
+        let gy = T::encode(prec, &values(&mut rng, n * dims.out_features(), prec, true));
+        let st = Context::sim(sm).default_stream();
+        let topo = DeviceTopology::upload(&st, &dims, col).unwrap();
+        let (dx, dgy) = (st.upload(&x).unwrap(), st.upload(&gy).unwrap());
+        let mut gv = st.upload(&vec![7.0f32; dims.values_len()]).unwrap();
+        tc::grad_values_dev(&st, prec, &topo, n, &dx, &dgy, &mut gv).unwrap();
+        let got = st.to_vec(&gv).unwrap();
+        let want = host::grad_values(sm, prec, &dims, n, &x, &gy, col).unwrap();
+        for (s, _) in col.iter().enumerate().filter(|(_, c)| **c < 0) {
+            assert!(
+                got[s * 1024..(s + 1) * 1024]
+                    .iter()
+                    .all(|v| v.to_bits() == 0),
+                "empty slot {s}"
+            );
+        }
+        assert_bits(
+            &format!("grad_values {prec} B=32 R={r} K={k} N={n} on {sm}"),
+            &got,
+            &want,
+        );
+    }
+    // one slot, N a multiple of the 128-token tile: full tiles only
+    one::<u16>(Sm::Sm90, TcPrecision::Bf16, 1, &[2], 256, 101);
+    // three slots a row (one empty), N = 300: tiles at 0 and 128 full,
+    // 256 ragged and past the first N-chunk
+    one::<u16>(
+        Sm::Sm80,
+        TcPrecision::F16,
+        2,
+        &[0, -1, 2, 1, 2, -1],
+        300,
+        102,
+    );
+    // tf32 (64-token tiles): N = 100, one full tile and a ragged one
+    one::<f32>(Sm::Sm89, TcPrecision::Tf32, 1, &[1, -1, 0], 100, 103);
+}

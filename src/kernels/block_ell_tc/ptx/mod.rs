@@ -25,6 +25,7 @@ use crate::target::{Feature, Sm};
 
 use super::host::{TC_BLOCK_SIZES, TcPrecision};
 
+mod shape;
 pub mod tiled;
 pub mod tiled_values;
 pub use tiled::{Tile, tile};

@@ -28,10 +28,13 @@
 //! k]` forward (rows of `k`: `ldmatrix.x4` without `.trans`) or
 //! `values[s, k, f]` grad-input (row-major `B`: `ldmatrix.x4.trans` for
 //! bf16/f16; tf32 cannot transpose 32-bit elements with `ldmatrix`, so
-//! its grad-input `B` fragments are `ld.shared.f32`). tf32 operands are
+//! its grad-input `B` fragments are `ld.shared.b32`). tf32 operands are
 //! loaded as raw f32 bits (an 8×8 `.b16` matrix is an 8 × 4 `f32` matrix,
 //! exactly the tf32 fragment layout) and converted with
-//! `cvt.rna.tf32.f32`. The products of the block FMA are exact and the
+//! `cvt.rna.tf32.f32`: the input tile's per fragment (each element feeds
+//! one warp), the values block's once, in shared memory, by the thread
+//! that staged it, after its `cp.async.wait_group` and before the
+//! `bar.sync` (each element feeds every warp along the tokens). The products of the block FMA are exact and the
 //! pairs keep their `k` order, so which operand is `A` changes no bit:
 //! each output element is the contract's chain (entries ascending, `k`
 //! chunks ascending, one `mma.sync` each) from `+0.0`.
@@ -55,6 +58,7 @@ use crate::error::Result;
 use crate::tensor_core::InputFormat;
 
 use super::super::host::TcPrecision;
+use super::shape::Shape;
 use super::{ForwardArgs, GradInputArgs, THREADS, WARPS, builder, mma_into, name};
 
 /// The CTA tile of the staged forward and grad-input kernels of one
@@ -82,58 +86,12 @@ pub fn tile(prec: TcPrecision, bs: u32) -> Tile {
     Tile { tokens, warps_tok }
 }
 
-/// The shape of one kernel, in bytes and fragments.
-struct Shape {
-    fmt: InputFormat,
-    bs: u32,
-    /// bytes of an element
-    e: u32,
-    /// bytes of a staged row (`B` elements) and its padded pitch
-    rowb: u32,
-    pitch: u32,
-    /// 16-byte chunks per staged row
-    cpr: u32,
-    tokens: u32,
-    /// warp tile: tokens × features, and its fragment counts
-    wt: u32,
-    wf: u32,
-    mt: u32,
-    nt: u32,
-    /// MMA k chunks per block
-    chunks: u32,
-    /// grad-input: `B` row-major (`values[s, k, f]`)
-    trans: bool,
-}
-
-impl Shape {
-    fn new<T: MmaInput>(prec: TcPrecision, bs: u32, trans: bool) -> Self {
-        let fmt = T::FORMAT;
-        let e = if fmt == InputFormat::Tf32 { 4 } else { 2 };
-        let t = tile(prec, bs);
-        let rowb = bs * e;
-        let (wt, wf) = (t.tokens / t.warps_tok, bs / (WARPS / t.warps_tok));
-        Shape {
-            fmt,
-            bs,
-            e,
-            rowb,
-            pitch: rowb + 16,
-            cpr: rowb / 16,
-            tokens: t.tokens,
-            wt,
-            wf,
-            mt: wt / 16,
-            nt: wf / 8,
-            chunks: bs / prec.chunk() as u32,
-            trans,
-        }
-    }
-    fn xbuf(&self) -> u32 {
-        self.tokens * self.pitch
-    }
-    fn vbuf(&self) -> u32 {
-        self.bs * self.pitch
-    }
+/// The shape of a forward or grad-input kernel: the tile's tokens are the
+/// MMA's rows, split over `warps_tok` warps; the features its columns.
+fn shape<T: MmaInput>(prec: TcPrecision, bs: u32, trans: bool) -> Shape {
+    let t = tile(prec, bs);
+    let warp = (t.tokens / t.warps_tok, bs / (WARPS / t.warps_tok));
+    Shape::new::<T>(prec, bs, 16, t.tokens, warp, trans)
 }
 
 /// The kernel's operands, whichever pass it is.
@@ -234,14 +192,59 @@ pub(super) fn tf32_operand<T: MmaInput>(b: &mut KernelBuilder, bits: Reg<U32>) -
 /// `ldmatrix.x4` (no `.trans` unless `trans`) into four operand registers
 /// of `T` (tf32: raw bits converted with `cvt.rna.tf32.f32`).
 pub(super) fn ldsm4<T: MmaInput>(b: &mut KernelBuilder, p: Reg<U32>, trans: bool) -> [Reg<T>; 4] {
+    ldsm4_as::<T>(b, p, trans, true)
+}
+
+/// [`ldsm4`]; tf32 bits already converted at staging (`convert` false)
+/// are taken as they are.
+fn ldsm4_as<T: MmaInput>(
+    b: &mut KernelBuilder,
+    p: Reg<U32>,
+    trans: bool,
+    convert: bool,
+) -> [Reg<T>; 4] {
     if T::FORMAT == InputFormat::Tf32 {
         let raw = b.ldmatrix_x4::<B32, U32>(sptr(p), trans);
         raw.map(|r| {
             let u = b.b32_as_u32(r);
-            tf32_operand::<T>(b, u)
+            if convert {
+                tf32_operand::<T>(b, u)
+            } else {
+                b.u32_as_packed::<T>(u)
+            }
         })
     } else {
         b.ldmatrix_x4::<T, U32>(sptr(p), trans)
+    }
+}
+
+/// tf32: round the thread's own staged units of the values block in
+/// buffer `buf` to tf32 in place (`cvt.rna.tf32.f32`, the conversion the
+/// fragments would do), after its copies completed: every warp's `B`
+/// fragments then load them as they are.
+fn convert_values(b: &mut KernelBuilder, sh: &Shape, st: &Stage, tid: Reg<U32>, buf: Reg<U32>) {
+    let voff = b.mul_lo(buf, sh.vbuf());
+    let vd = b.add(st.vdst, voff);
+    let count = sh.bs * sh.cpr;
+    let rstep = THREADS / sh.cpr;
+    let conv = |b: &mut KernelBuilder| {
+        for j in 0..count.div_ceil(THREADS) {
+            let p = sptr::<U32>(vd);
+            let k = (j * rstep * sh.pitch / 4) as i32;
+            let raw = b.ld_shared_v4(p, k);
+            let out = raw.map(|u| {
+                let f = b.f32_from_bits(u);
+                let t = b.cvt_to_tf32(f);
+                b.packed_bits(t)
+            });
+            b.st_shared_v4(p, k, out);
+        }
+    };
+    if count < THREADS {
+        let some = b.setp(Cmp::Lt, tid, count);
+        b.if_(some, conv);
+    } else {
+        conv(b);
     }
 }
 
@@ -272,7 +275,7 @@ fn issue(
     let body = |b: &mut KernelBuilder| {
         // the input tile: column block `en.block`
         let cb = b.mul_wide_u32(en.block, sh.rowb);
-        let xoff = b.mul_lo(buf, sh.xbuf());
+        let xoff = b.mul_lo(buf, sh.buf());
         let xd = b.add(st.xdst, xoff);
         let rstep = 128 / sh.cpr; // rows between a thread's copies
         for (j, (&src, &size)) in st.src.iter().zip(&st.size).enumerate() {
@@ -321,12 +324,12 @@ fn compute<T: MmaInput>(
     acc: &[Vec<FragC>],
     buf: Reg<U32>,
 ) {
-    let xoff = b.mul_lo(buf, sh.xbuf());
+    let xoff = b.mul_lo(buf, sh.buf());
     let abase = b.add(ln.a, xoff);
     let voff = b.mul_lo(buf, sh.vbuf());
     let bbase = b.add(ln.b, voff);
     let tf32 = sh.fmt == InputFormat::Tf32;
-    for kc in 0..sh.chunks {
+    for kc in 0..sh.chunks() {
         let frag_a: Vec<FragA<T>> = (0..sh.mt)
             .map(|mi| {
                 let p = b.add(abase, mi * 16 * sh.pitch + kc * 32);
@@ -337,14 +340,14 @@ fn compute<T: MmaInput>(
             .collect();
         let mut frag_b: Vec<FragB<T>> = Vec::new();
         if sh.trans && tf32 {
-            // b0 = values[s, kc·8 + t, f0 + g], b1 = … k + 4
+            // b0 = values[s, kc·8 + t, f0 + g], b1 = … k + 4 (converted
+            // at staging)
             for ni in 0..sh.nt {
                 let regs = [0, 4].map(|dk| {
                     let off = (kc * 8 + dk) * sh.pitch + ni * 32;
                     let p = b.add(bbase, off);
-                    let v = b.ld_shared(sptr::<F32>(p), 0);
-                    let u = b.f32_bits(v);
-                    tf32_operand::<T>(b, u)
+                    let u = b.ld_shared(sptr::<U32>(p), 0);
+                    b.u32_as_packed::<T>(u)
                 });
                 frag_b.push(FragB { regs });
             }
@@ -356,7 +359,8 @@ fn compute<T: MmaInput>(
                     np * 16 * sh.pitch + kc * 32
                 };
                 let p = b.add(bbase, off);
-                let [r0, r1, r2, r3] = ldsm4::<T>(b, p, sh.trans);
+                // tf32 values were converted at staging
+                let [r0, r1, r2, r3] = ldsm4_as::<T>(b, p, sh.trans, !tf32);
                 frag_b.push(FragB { regs: [r0, r1] });
                 frag_b.push(FragB { regs: [r2, r3] });
             }
@@ -382,16 +386,16 @@ fn kernel<T: MmaInput>(
     entries: &dyn Entries,
     bias: Option<&Bias>,
 ) -> Result<PtxModule> {
-    let xs = b.shared_array::<U32>("xs", 2 * sh.xbuf() / 4, 16);
+    let xs = b.shared_array::<U32>("xs", 2 * sh.buf() / 4, 16);
     let vs = b.shared_array::<U32>("vs", 2 * sh.vbuf() / 4, 16);
     let tid = b.tid_x();
     let lane = b.and(tid, 31u32);
     let w = b.shr(tid, 5u32);
-    let warps_tok = sh.tokens / sh.wt;
+    let warps_tok = sh.tokens / sh.wm;
     let wtok = b.rem(w, warps_tok);
     let wfeat = b.div(w, warps_tok);
-    let wt0 = b.mul_lo(wtok, sh.wt);
-    let wf0 = b.mul_lo(wfeat, sh.wf);
+    let wt0 = b.mul_lo(wtok, sh.wm);
+    let wf0 = b.mul_lo(wfeat, sh.wn);
     let g = b.shr(lane, 2u32);
     let t = b.and(lane, 3u32);
     let l16 = b.and(lane, 15u32);
@@ -503,9 +507,17 @@ fn kernel<T: MmaInput>(
             });
             b.cp_async_commit_group();
             b.cp_async_wait_group(1);
-            b.bar_sync();
+            let tf32 = sh.fmt == InputFormat::Tf32;
+            if !tf32 {
+                b.bar_sync();
+            }
             let live = b.get(&cur_live);
             let live = b.setp(Cmp::Ne, live, 0u32);
+            if tf32 {
+                // round the thread's own units, then let every warp read
+                b.if_(live, |b| convert_values(b, sh, &st, tid, cur));
+                b.bar_sync();
+            }
             b.if_(live, |b| compute::<T>(b, sh, &ln, &acc, cur));
             b.bar_sync();
             b.set(&buf, nbuf);
@@ -579,7 +591,7 @@ pub(super) fn forward<T: MmaInput>(
     prec: TcPrecision,
     bs: u32,
 ) -> Result<PtxModule> {
-    let sh = Shape::new::<T>(prec, bs, false);
+    let sh = shape::<T>(prec, bs, false);
     let mut b = builder(&name("forward", prec, bs), sm);
     let p = b.params::<ForwardArgs>();
     let in_width = b.shl(p.c, log2(bs));
@@ -607,7 +619,7 @@ pub(super) fn grad_input<T: MmaInput>(
     prec: TcPrecision,
     bs: u32,
 ) -> Result<PtxModule> {
-    let sh = Shape::new::<T>(prec, bs, true);
+    let sh = shape::<T>(prec, bs, true);
     let mut b = builder(&name("grad_input", prec, bs), sm);
     let p = b.params::<GradInputArgs>();
     let in_width = b.shl(p.r, log2(bs));

@@ -9,7 +9,9 @@
 //! the CTA stages two tiles into shared memory with `cp.async.cg` (16
 //! bytes a copy, one commit group per tile), double buffered as in
 //! [`super::tiled`]: the **gy tile** `gy[n][r·B ..]` and the **x tile**
-//! `x[n][c·B ..]`, each `tokens × B` elements. Rows `n ≥ N` are copied
+//! `x[n][c·B ..]`, each `tokens × B` elements. A tile wholly below `N`
+//! copies from running row pointers (per slot, the thread's first row;
+//! per copy, a fixed stride). The ragged last tile copies rows `n ≥ N`
 //! with `src_size` 0 (zero-filled, `+0` operands, their source address
 //! clamped to row `N − 1`), which is the host model's padding of the last
 //! MMA chunk; MMA chunks that start at or past `N` are skipped (a
@@ -30,8 +32,9 @@
 //!
 //! # Warps
 //! The output block is split into warp tiles of [`ValuesTile::wm`] ×
-//! [`ValuesTile::wn`] (`B = 16`: one warp computes, the others only
-//! stage); each lane keeps `(wm/16) × (wn/8)` fragments of the partial and
+//! [`ValuesTile::wn`] (`B` ≤ 32: one warp computes the whole block, the
+//! others only stage; at `B` = 32 each `A` fragment then feeds 4 `mma.sync`
+//! and each `B` fragment 2); each lane keeps `(wm/16) × (wn/8)` fragments of the partial and
 //! as many of the sum. The epilogue stores each lane's two adjacent `j`
 //! with one `st.global.v2.f32`. Empty slots store `+0.0` without reading
 //! anything.
@@ -44,6 +47,7 @@ use crate::target::Sm;
 use crate::tensor_core::InputFormat;
 
 use super::super::host::TcPrecision;
+use super::shape::Shape;
 use super::tiled::{gptr, ldsm4, log2, sptr, tf32_operand};
 use super::{GradValuesArgs, GradValuesRegs, THREADS, WARPS, builder, mma_into, name};
 
@@ -72,8 +76,8 @@ fn pitch(prec: TcPrecision, bs: u32) -> u32 {
 
 /// The tiling of precision `prec` at block size `bs` (16, 32 or 64): the
 /// most tokens (up to [`N_CHUNK`]) whose double-buffered gy and x tiles
-/// fit 48 KiB of static shared memory; warp tiles of 16 × 16 (`B` ≤ 32)
-/// or 32 × 32 (`B` = 64).
+/// fit 48 KiB of static shared memory; warp tiles of 16 × 16 (`B` = 16)
+/// or 32 × 32 (`B` = 32: the whole block; `B` = 64).
 pub fn values_tile(prec: TcPrecision, bs: u32) -> ValuesTile {
     let per_token = 4 * pitch(prec, bs); // 2 tiles × 2 buffers
     let mut tokens = N_CHUNK as u32;
@@ -81,7 +85,7 @@ pub fn values_tile(prec: TcPrecision, bs: u32) -> ValuesTile {
     while tokens * per_token > SHARED_MAX - 1024 {
         tokens /= 2;
     }
-    let w = if bs == 64 { 32 } else { 16 };
+    let w = if bs >= 32 { 32 } else { 16 };
     ValuesTile {
         tokens,
         wm: w,
@@ -89,58 +93,20 @@ pub fn values_tile(prec: TcPrecision, bs: u32) -> ValuesTile {
     }
 }
 
-/// The shape of one kernel.
-struct Shape {
-    fmt: InputFormat,
-    bs: u32,
-    /// bytes of an element, of a row, of a padded row
-    e: u32,
-    rowb: u32,
-    pitch: u32,
-    /// 16-byte copies per row
-    cpr: u32,
-    tokens: u32,
-    /// MMA chunk (tokens per `mma.sync`)
-    q: u32,
-    wm: u32,
-    wn: u32,
-    mt: u32,
-    nt: u32,
-    /// warps along `i`, and warps that compute
-    warps_m: u32,
-    active: u32,
+/// The shape of a grad-values kernel: the output block's rows `i` are the
+/// MMA's rows, its columns `j` the MMA's columns, the tokens its `K`.
+fn shape<T: MmaInput>(prec: TcPrecision, bs: u32) -> Shape {
+    let t = values_tile(prec, bs);
+    let pad = pitch(prec, bs) - bs * if T::FORMAT == InputFormat::Tf32 { 4 } else { 2 };
+    Shape::new::<T>(prec, bs, pad, t.tokens, (t.wm, t.wn), false)
 }
 
-impl Shape {
-    fn new<T: MmaInput>(prec: TcPrecision, bs: u32) -> Self {
-        let fmt = T::FORMAT;
-        let e = if fmt == InputFormat::Tf32 { 4 } else { 2 };
-        let t = values_tile(prec, bs);
-        let rowb = bs * e;
-        let warps_m = bs / t.wm;
-        let active = warps_m * (bs / t.wn);
-        debug_assert!(active <= WARPS);
-        Shape {
-            fmt,
-            bs,
-            e,
-            rowb,
-            pitch: pitch(prec, bs),
-            cpr: rowb / 16,
-            tokens: t.tokens,
-            q: prec.chunk() as u32,
-            wm: t.wm,
-            wn: t.wn,
-            mt: t.wm / 16,
-            nt: t.wn / 8,
-            warps_m,
-            active,
-        }
-    }
-    /// bytes of one buffer of one tile
-    fn buf(&self) -> u32 {
-        self.tokens * self.pitch
-    }
+/// Warps along `i`, and the warps that compute (the first ones).
+fn warps(sh: &Shape) -> (u32, u32) {
+    let warps_m = sh.bs / sh.wm;
+    let active = warps_m * (sh.bs / sh.wn);
+    debug_assert!(active <= WARPS);
+    (warps_m, active)
 }
 
 /// Per-thread constants of the staging and the fragments.
@@ -160,6 +126,17 @@ struct Lane {
 struct Src {
     gcol: Reg<U64>,
     xcol: Reg<U64>,
+    /// the thread's first source row of tile 0 (`gcol`/`xcol` plus row
+    /// `row0`'s offset, plus the tensor's address): the full tiles'
+    /// staging adds the tile's and the copy's row offsets to these
+    gbase: Reg<U64>,
+    xbase: Reg<U64>,
+}
+
+/// Per-launch byte strides of the staging: `rstep` rows of gy and of x.
+struct Steps {
+    g: Reg<U64>,
+    x: Reg<U64>,
 }
 
 /// The kernel's scalar arguments.
@@ -170,13 +147,18 @@ struct Io {
     last: Reg<U32>,
 }
 
-/// Issue the copies of token tile `ti` into buffer `buf`.
+/// Issue the copies of token tile `ti` into buffer `buf`: a tile wholly
+/// below `N` copies from running row pointers (no clamp, no `src_size`);
+/// the ragged last tile clamps each source row and zero-fills rows `n ≥
+/// N` (a CTA-uniform branch).
+#[allow(clippy::too_many_arguments)]
 fn issue(
     b: &mut KernelBuilder,
     sh: &Shape,
     io: &Io,
     ln: &Lane,
     src: &Src,
+    steps: &Steps,
     ti: Reg<U32>,
     buf: Reg<U32>,
 ) {
@@ -184,6 +166,47 @@ fn issue(
     let off = b.mul_lo(buf, sh.buf());
     let gd = b.add(ln.gdst, off);
     let xd = b.add(ln.xdst, off);
+    let rstep = THREADS / sh.cpr;
+    let copies = sh.tokens * sh.cpr / THREADS;
+    let end = b.add(n0, sh.tokens);
+    let full = b.setp(Cmp::Le, end, io.p.n);
+    b.if_else(
+        full,
+        |b| {
+            let tg = b.mul_wide_u32(n0, io.fout);
+            let tg = b.shl(tg, log2(sh.e));
+            let mut pg = b.add(src.gbase, tg);
+            let tx = b.mul_wide_u32(n0, io.fin);
+            let tx = b.shl(tx, log2(sh.e));
+            let mut px = b.add(src.xbase, tx);
+            for j in 0..copies {
+                if j > 0 {
+                    pg = b.add(pg, steps.g);
+                    px = b.add(px, steps.x);
+                }
+                let dj = j * rstep * sh.pitch;
+                let d = b.add(gd, dj);
+                b.cp_async_cg(sptr::<U32>(d), gptr(pg), None);
+                let d = b.add(xd, dj);
+                b.cp_async_cg(sptr::<U32>(d), gptr(px), None);
+            }
+        },
+        |b| ragged(b, sh, io, ln, src, n0, gd, xd),
+    );
+}
+
+/// The copies of the ragged last token tile (see [`issue`]).
+#[allow(clippy::too_many_arguments)]
+fn ragged(
+    b: &mut KernelBuilder,
+    sh: &Shape,
+    io: &Io,
+    ln: &Lane,
+    src: &Src,
+    n0: Reg<U32>,
+    gd: Reg<U32>,
+    xd: Reg<U32>,
+) {
     let rstep = THREADS / sh.cpr;
     let copies = sh.tokens * sh.cpr / THREADS;
     let gy = io.p.gy.addr();
@@ -306,7 +329,8 @@ fn frags_tf32<T: MmaInput>(
 
 /// `block_ell_tc_grad_values_{p}_b{B}`, staged (see the [module docs](self)).
 pub(super) fn grad_values<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Result<PtxModule> {
-    let sh = Shape::new::<T>(prec, bs);
+    let sh = shape::<T>(prec, bs);
+    let (warps_m, computing) = warps(&sh);
     let mut b = builder(&name("grad_values", prec, bs), sm);
     let p = b.params::<GradValuesArgs>();
     let fin = b.shl(p.c, log2(bs));
@@ -318,9 +342,9 @@ pub(super) fn grad_values<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Re
     let tid = b.tid_x();
     let lane = b.and(tid, 31u32);
     let w = b.shr(tid, 5u32);
-    let active = b.setp(Cmp::Lt, w, sh.active);
-    let wi = b.rem(w, sh.warps_m);
-    let wj = b.div(w, sh.warps_m);
+    let active = b.setp(Cmp::Lt, w, computing);
+    let wi = b.rem(w, warps_m);
+    let wj = b.div(w, warps_m);
     let wm0 = b.mul_lo(wi, sh.wm);
     let wn0 = b.mul_lo(wj, sh.wn);
     let g = b.shr(lane, 2u32);
@@ -368,6 +392,18 @@ pub(super) fn grad_values<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Re
         b: bl,
     };
     let ch16 = b.shl(ch, 4u32);
+    // the full tiles' running source pointers: row `row0` of each tensor,
+    // and `rstep` rows
+    let rstep = THREADS / sh.cpr;
+    let grow0 = b.mul_wide_u32(row0, io.fout);
+    let grow0 = b.shl(grow0, log2(sh.e));
+    let grow0 = b.add(grow0, io.p.gy.addr());
+    let xrow0 = b.mul_wide_u32(row0, io.fin);
+    let xrow0 = b.shl(xrow0, log2(sh.e));
+    let xrow0 = b.add(xrow0, io.p.x.addr());
+    let gstep = b.mul_wide_u32(io.fout, rstep * sh.e);
+    let xstep = b.mul_wide_u32(io.fin, rstep * sh.e);
+    let steps = Steps { g: gstep, x: xstep };
     let ntiles = b.add(io.p.n, sh.tokens - 1);
     let ntiles = b.shr(ntiles, log2(sh.tokens));
     let per_chunk = N_CHUNK as u32 / sh.tokens;
@@ -392,13 +428,19 @@ pub(super) fn grad_values<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Re
             let unit = b.u32_to_u64(ch16);
             let gcol = b.mul_wide_u32(r, sh.rowb);
             let xcol = b.mul_wide_u32(c, sh.rowb);
+            let gcol = b.add(gcol, unit);
+            let xcol = b.add(xcol, unit);
+            let gbase = b.add(gcol, grow0);
+            let xbase = b.add(xcol, xrow0);
             let src = Src {
-                gcol: b.add(gcol, unit),
-                xcol: b.add(xcol, unit),
+                gcol,
+                xcol,
+                gbase,
+                xbase,
             };
             // prologue: tile 0 into buffer 0
             let zero = b.mov(0u32);
-            issue(b, &sh, &io, &ln, &src, zero, zero);
+            issue(b, &sh, &io, &ln, &src, &steps, zero, zero);
             b.cp_async_commit_group();
             let buf = b.var::<U32>(0u32);
             b.for_range(0u32, ntiles, 1u32, |b, ti| {
@@ -406,7 +448,7 @@ pub(super) fn grad_values<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Re
                 let nbuf = b.xor(cur, 1u32);
                 let next = b.add(ti, 1u32);
                 let more = b.setp(Cmp::Lt, next, ntiles);
-                b.if_(more, |b| issue(b, &sh, &io, &ln, &src, next, nbuf));
+                b.if_(more, |b| issue(b, &sh, &io, &ln, &src, &steps, next, nbuf));
                 b.cp_async_commit_group();
                 b.cp_async_wait_group(1);
                 b.bar_sync();
