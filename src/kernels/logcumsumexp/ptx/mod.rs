@@ -8,7 +8,7 @@
 //!
 //! | kernel | grid | does |
 //! |---|---|---|
-//! | `lcse_fwd` | a CTA per row (row path) or per tile (split path) | the forward of its tiles, carries on chip or read from `carry` |
+//! | `lcse_fwd` | a CTA per [`FWD_CHAINS`] rows (row path) or tiles (split path) | the forward of its tiles, a segment of each item per thread, carries on chip or read from `carry` |
 //! | `lcse_fwd_tot` | a CTA per tile `τ < n_τ − 1` | the tile totals `T_τ` (split path) |
 //! | `lcse_fwd_carry` | a thread per row | `C_τ` from the totals (split path) |
 //! | `lcse_bwd` | a CTA per row or per tile | the backward of its tiles (row path: pass 1 writes the pair carries to `fcarry`, pass 2 walks the tiles from the last) |
@@ -167,11 +167,11 @@ fn fwd_aggregate<const N: usize>(b: &mut KernelBuilder, segs: [SharedPtr<F32>; N
             b.ld_shared_v4(p, 0)
         });
         for j in 0..4 {
-            for n in 0..N {
-                let d = b.fsub(RN, v[n][j], mp[n]);
+            for ((vn, &m), &sn) in v.iter().zip(&mp).zip(&s) {
+                let d = b.fsub(RN, vn[j], m);
                 let e = math::exp(b, d);
-                let ns = b.fadd(RN, s[n], e);
-                b.assign(s[n], ns);
+                let ns = b.fadd(RN, sn, e);
+                b.assign(sn, ns);
             }
         }
     });
@@ -226,6 +226,11 @@ fn fwd_outputs<const N: usize>(
     });
 }
 
+/// One slot of a `lcse_fwd` CTA: the work item, its row's first element,
+/// its row's first carry index, the length its copies see (0 for an empty
+/// slot).
+type Slot = (Item, Reg<U64>, Reg<U32>, Reg<U32>);
+
 /// `lcse_fwd`: the forward of the work items' tiles, [`FWD_CHAINS`] items
 /// a CTA at a time (items `FWD_CHAINS·g + i`; past the last item a slot
 /// repeats item `FWD_CHAINS·g` with `T = 0`: all padding, nothing stored).
@@ -245,9 +250,7 @@ pub fn generate_fwd(sm: Sm) -> Result<PtxModule> {
     let groups = b.div(gs, FWD_CHAINS);
     b.for_range(ctaid, groups, nct, |b, g| {
         let g0 = b.mul_lo(g, FWD_CHAINS);
-        // Per slot: the item, its row's first element, its first carry
-        // index, the length its copies see (0 for an empty slot).
-        let slots: [(Item, Reg<U64>, Reg<U32>, Reg<U32>); NC] = std::array::from_fn(|i| {
+        let slots: [Slot; NC] = std::array::from_fn(|i| {
             let raw = b.add(g0, i as u32);
             let valid = b.setp(Cmp::Lt, raw, p.items);
             let item = b.selp(valid, raw, g0);
