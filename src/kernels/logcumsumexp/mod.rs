@@ -185,7 +185,9 @@
 //! bounds the time; a tree over the tile totals would lift that, at the
 //! price of another contract (a single-pass chained scan would keep the
 //! order and save the separate chain kernel's launch and traffic, not the
-//! chain; not built).
+//! chain; not built). The chain kernels load eight steps' totals before
+//! combining them in order, so the loads' latency is paid once per eight
+//! steps, not once a step.
 //!
 //! Cost on sm_90 (pinned ptxas; `docs/tuning.md`, `docs/perf.md`,
 //! section *logcumsumexp at the roof*): the forward's segment log-sum

@@ -388,6 +388,10 @@ pub fn generate_fwd_carry(sm: Sm) -> Result<PtxModule> {
 /// The carry chain of both directions, one thread per row: `C_1 = T_0`,
 /// `C_{τ+1} = op(C_τ, T_τ)` for `τ` in `1..ntiles`, over values of `N`
 /// floats (the forward's one log-sum, the backward's `(m, S)` pair).
+///
+/// The totals of [`CHAIN_BATCH`] steps are loaded first (their loads in
+/// flight together), then the steps run in order: one load latency a batch
+/// instead of one a step, the same combines in the same order.
 fn generate_carry<const N: usize>(name: &str, sm: Sm, op: Op<'_, N>) -> Result<PtxModule> {
     let mut b = chain_builder(name, sm);
     let p = b.params::<ChainArgs>();
@@ -395,23 +399,42 @@ fn generate_carry<const N: usize>(name: &str, sm: Sm, op: Op<'_, N>) -> Result<P
         let base = b.mul_lo(row, p.ntiles);
         let first = ld_carry::<N>(b, p.tot, base);
         let carry = mov(b, first);
-        b.for_range(1u32, p.ntiles, 1u32, |b, tau| {
-            let i = b.add(base, tau);
-            let cp = carry_ptr::<N>(b, p.carry, i);
-            for (j, r) in carry.iter().enumerate() {
-                b.st_global(cp, j as i32, *r);
+        b.for_range(1u32, p.ntiles, CHAIN_BATCH, |b, tau0| {
+            // Step τ stores C_τ (τ < n) and, when τ + 1 < n, combines T_τ.
+            let steps: Vec<_> = (0..CHAIN_BATCH)
+                .map(|k| {
+                    let tau = b.add(tau0, k);
+                    let i = b.add(base, tau);
+                    let next = b.add(tau, 1u32);
+                    let more = b.setp(Cmp::Lt, next, p.ntiles);
+                    let tot: Val<N> = std::array::from_fn(|_| b.mov(0f32));
+                    b.guarded(more, |b| {
+                        let v = ld_carry::<N>(b, p.tot, i);
+                        assign(b, tot, v);
+                    });
+                    (tau, i, more, tot)
+                })
+                .collect();
+            for (tau, i, more, tot) in steps {
+                let inb = b.setp(Cmp::Lt, tau, p.ntiles);
+                b.if_(inb, |b| {
+                    let cp = carry_ptr::<N>(b, p.carry, i);
+                    for (j, r) in carry.iter().enumerate() {
+                        b.st_global(cp, j as i32, *r);
+                    }
+                });
+                b.if_(more, |b| {
+                    let nc = op(b, carry, tot);
+                    assign(b, carry, nc);
+                });
             }
-            let next = b.add(tau, 1u32);
-            let more = b.setp(Cmp::Lt, next, p.ntiles);
-            b.if_(more, |b| {
-                let tot = ld_carry::<N>(b, p.tot, i);
-                let nc = op(b, carry, tot);
-                assign(b, carry, nc);
-            });
         });
     });
     b.finish()
 }
+
+/// Steps of a chain kernel whose tile totals are loaded together.
+const CHAIN_BATCH: u32 = 8;
 
 /// Value `k` of `N` floats at `p` (`p + k` for one float, no multiply).
 fn carry_ptr<const N: usize>(
@@ -835,15 +858,32 @@ pub fn generate_bwd_zcarry(sm: Sm) -> Result<PtxModule> {
         let li = b.add(base, lastt);
         let zp = b.offset(p.carry, li);
         b.st_global(zp, 0, z);
-        b.for_range(0u32, lastt, 1u32, |b, kk| {
-            let tau = b.sub(lastt, kk);
-            let i = b.add(base, tau);
-            let [a, m] = ld_val_global::<2>(b, p.tot, i);
-            let nz = b.ffma(RN, m, z, a);
-            b.assign(z, nz);
-            let j = b.sub(i, 1u32);
-            let zp = b.offset(p.carry, j);
-            b.st_global(zp, 0, z);
+        // CHAIN_BATCH steps a trip, their maps loaded first (as in
+        // `generate_carry`).
+        b.for_range(0u32, lastt, CHAIN_BATCH, |b, kk0| {
+            let steps: Vec<_> = (0..CHAIN_BATCH)
+                .map(|k| {
+                    let kk = b.add(kk0, k);
+                    let ok = b.setp(Cmp::Lt, kk, lastt);
+                    let tau = b.sub(lastt, kk);
+                    let i = b.add(base, tau);
+                    let am = [b.mov(0f32), b.mov(0f32)];
+                    b.guarded(ok, |b| {
+                        let v = ld_val_global::<2>(b, p.tot, i);
+                        assign(b, am, v);
+                    });
+                    (ok, i, am)
+                })
+                .collect();
+            for (ok, i, [a, m]) in steps {
+                b.if_(ok, |b| {
+                    let nz = b.ffma(RN, m, z, a);
+                    b.assign(z, nz);
+                    let j = b.sub(i, 1u32);
+                    let zp = b.offset(p.carry, j);
+                    b.st_global(zp, 0, z);
+                });
+            }
         });
     });
     b.finish()
