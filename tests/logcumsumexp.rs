@@ -502,6 +502,9 @@ fn sim_equals_host_on_both_paths_ragged_shapes_and_special_values() {
         (6, TILE + 1),
         (6, 2 * TILE + 3),
         (1, 3 * TILE + 77),
+        // Odd item counts on both paths (3 rows, 9 tiles): lcse_fwd takes
+        // FWD_CHAINS items a CTA, the last CTA's second slot empty.
+        (3, 2 * TILE + 5),
     ] {
         check_sim(&ctx, rows, t, t as u32);
     }

@@ -12,7 +12,7 @@
 
 use super::host::{self, Shape};
 use super::ptx::{
-    AffArgs, BwdArgs, CHAIN_THREADS, ChainArgs, FwdArgs, SPLIT, THREADS, TotArgs, VEC,
+    AffArgs, BwdArgs, CHAIN_THREADS, ChainArgs, FWD_CHAINS, FwdArgs, SPLIT, THREADS, TotArgs, VEC,
     generate_bwd, generate_bwd_aff, generate_bwd_carry, generate_bwd_tot, generate_bwd_zcarry,
     generate_fwd, generate_fwd_carry, generate_fwd_tot,
 };
@@ -56,11 +56,11 @@ fn use_split(stream: &Stream, shape: Shape, path: Path) -> bool {
         }
 }
 
-/// Grid of a tile kernel for `items` work items (a grid-stride loop over
-/// the items covers the rest).
-fn tile_grid(stream: &Stream, items: u32) -> LaunchConfig {
+/// Grid of a tile kernel for `items` work items, `per_cta` at a time (a
+/// grid-stride loop over the items covers the rest).
+fn tile_grid(stream: &Stream, items: u32, per_cta: u32) -> LaunchConfig {
     let mp = stream.context().multiprocessor_count();
-    LaunchConfig::linear(grid::ctas(items.into(), 1, mp, 32), THREADS)
+    LaunchConfig::linear(grid::ctas(items.into(), per_cta.into(), mp, 32), THREADS)
 }
 
 /// Grid of a chain kernel (one thread per row).
@@ -105,7 +105,11 @@ fn forward_core(
             ntiles: n,
             flags,
         };
-        return stream.launch(memo!(generate_fwd, sm)?, tile_grid(stream, rows), &a.args());
+        return stream.launch(
+            memo!(generate_fwd, sm)?,
+            tile_grid(stream, rows, FWD_CHAINS),
+            &a.args(),
+        );
     }
     let tiles = shape.rows() * shape.tiles();
     let mut tot = ctx.alloc::<f32>(tiles)?;
@@ -121,7 +125,7 @@ fn forward_core(
     };
     stream.launch(
         memo!(generate_fwd_tot, sm)?,
-        tile_grid(stream, items),
+        tile_grid(stream, items, 1),
         &a.args(),
     )?;
     let a = ChainArgs {
@@ -147,7 +151,7 @@ fn forward_core(
     };
     stream.launch(
         memo!(generate_fwd, sm)?,
-        tile_grid(stream, items),
+        tile_grid(stream, items, FWD_CHAINS),
         &a.args(),
     )
 }
@@ -295,7 +299,11 @@ fn backward_core(stream: &Stream, shape: Shape, path: Path, io: BackwardPtrs) ->
             ntiles: n,
             flags,
         };
-        return stream.launch(memo!(generate_bwd, sm)?, tile_grid(stream, rows), &a.args());
+        return stream.launch(
+            memo!(generate_bwd, sm)?,
+            tile_grid(stream, rows, 1),
+            &a.args(),
+        );
     }
     let mut tot = ctx.alloc::<f32>(2 * tiles)?;
     let mut fcarry = ctx.alloc::<f32>(2 * tiles)?;
@@ -312,7 +320,7 @@ fn backward_core(stream: &Stream, shape: Shape, path: Path, io: BackwardPtrs) ->
     };
     stream.launch(
         memo!(generate_bwd_tot, sm)?,
-        tile_grid(stream, items),
+        tile_grid(stream, items, 1),
         &a.args(),
     )?;
     let a = ChainArgs {
@@ -338,7 +346,7 @@ fn backward_core(stream: &Stream, shape: Shape, path: Path, io: BackwardPtrs) ->
     };
     stream.launch(
         memo!(generate_bwd_aff, sm)?,
-        tile_grid(stream, items),
+        tile_grid(stream, items, 1),
         &a.args(),
     )?;
     let a = ChainArgs {
@@ -366,7 +374,7 @@ fn backward_core(stream: &Stream, shape: Shape, path: Path, io: BackwardPtrs) ->
     };
     stream.launch(
         memo!(generate_bwd, sm)?,
-        tile_grid(stream, items),
+        tile_grid(stream, items, 1),
         &a.args(),
     )
 }

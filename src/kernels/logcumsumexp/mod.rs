@@ -165,7 +165,11 @@
 //! One CTA of [`NSEG`] threads per row walks the row's tiles in order (the
 //! *row path*): a tile is staged in shared memory with coalesced (16-byte
 //! when `T` and the pointers allow) loads and stores, each thread works on
-//! its segment from shared memory, the carries stay on chip. The forward
+//! its segment from shared memory, the carries stay on chip. The forward's
+//! CTA takes [`ptx::FWD_CHAINS`] = 2 rows at once (two tiles on the split
+//! path) and each thread walks segment `σ` of both, interleaved: two
+//! independent `log_add_exp` chains in flight per thread, the same bits
+//! (the contract fixes the order of the combines, not the thread). The forward
 //! moves 8 B per element; the backward 12 B per element for `T ≤ TILE`
 //! and 16 B above (a first pass over `x` computes the tile carries `C_τ`,
 //! the second walks the tiles from the last). When the rows are too few to
@@ -179,7 +183,11 @@
 //! rows of 2²⁰ elements and more the latency of those `n_τ` dependent
 //! combines (about a hundred dependent instructions each), not memory,
 //! bounds the time; a tree over the tile totals would lift that, at the
-//! price of another contract.
+//! price of another contract (a single-pass chained scan would keep the
+//! order and save the separate chain kernel's launch and traffic, not the
+//! chain; not built). The chain kernels load eight steps' totals before
+//! combining them in order, so the loads' latency is paid once per eight
+//! steps, not once a step.
 //!
 //! Cost on sm_90 (pinned ptxas; `docs/tuning.md`, `docs/perf.md`,
 //! section *logcumsumexp at the roof*): the forward's segment log-sum
@@ -189,7 +197,9 @@
 //! tile copies; no exact scheme with these routines needs fewer than an
 //! `exp` and a `log` (or a `log_add_exp`) per element, so the forward stays
 //! issue-bound on an H200 (about 37 µs at `[4096, 4096]` for those two
-//! alone, against 28 µs of memory). The backward's per-element walk is 122
+//! alone, against 28 µs of memory), so the issue's 35 µs goal is out of
+//! reach under this contract. `lcse_fwd` keeps six CTAs an SM on sm_90
+//! (79 registers, two staged tiles: 36.9 KB), 48 chains in flight. The backward's per-element walk is 122
 //! per 2 elements (an `exp` and a `div.rn` each), its pair aggregates 36 per
 //! element, about 125 per element in all; `lcse_bwd` is built for six CTAs
 //! an SM (`.minnctapersm`, 80 registers) to hide its dependent chains.

@@ -186,15 +186,28 @@ impl Problem {
 // ---- logcumsumexp -------------------------------------------------------------
 
 /// Rows of one tile take the row path whatever the SM count: one CTA per
-/// row, cost linear in the rows (a launch's fixed cost, then per row).
+/// row (`lcse_bwd`), cost linear in the rows (a launch's fixed cost, then
+/// per row).
 fn lcse_basis(s: &Shape, _: Sm, _: u32) -> Vec<f64> {
     vec![1.0, f(s[0])]
 }
 
+/// The forward's: one CTA per [`FWD_CHAINS`](logcumsumexp::ptx::FWD_CHAINS)
+/// rows (an odd row count leaves a slot empty that still computes), cost
+/// linear in those CTAs.
+fn lcse_fwd_basis(s: &Shape, _: Sm, _: u32) -> Vec<f64> {
+    let per = logcumsumexp::ptx::FWD_CHAINS as usize;
+    vec![1.0, f(s[0].div_ceil(per))]
+}
+
 /// `[rows, 4096]` shapes: one tile a row, so the samples launch the same
-/// kernel (`lcse_fwd` / `lcse_bwd`, row path) as the full size.
-fn lcse_samples() -> Vec<Shape> {
-    vec![vec![1, logcumsumexp::TILE], vec![2, logcumsumexp::TILE]]
+/// kernel (`lcse_fwd` / `lcse_bwd`, row path) as the full size; `scale`
+/// rows per step of the basis (the forward's CTAs take two rows).
+fn lcse_samples(scale: usize) -> Vec<Shape> {
+    vec![
+        vec![scale, logcumsumexp::TILE],
+        vec![2 * scale, logcumsumexp::TILE],
+    ]
 }
 
 fn lcse_forward() -> Problem {
@@ -203,10 +216,10 @@ fn lcse_forward() -> Problem {
         name: "forward [4096, 4096]".into(),
         roof: Roof::Memory,
         full: vec![4096, 4096],
-        samples: lcse_samples(),
+        samples: lcse_samples(logcumsumexp::ptx::FWD_CHAINS as usize),
         check: vec![3, logcumsumexp::TILE],
         capped: None,
-        basis: Box::new(lcse_basis),
+        basis: Box::new(lcse_fwd_basis),
         run: Box::new(|st, s, dry| {
             let shape = logcumsumexp::Shape::new(s[0], s[1])?;
             let x = uniform(st, shape.len(), 1, dry, -10.0, 10.0)?;
@@ -216,8 +229,9 @@ fn lcse_forward() -> Problem {
         traffic: Box::new(|s| vec![("lcse_fwd".into(), 2.0 * F32 * f(s[0] * s[1]))]),
         essential: Box::new(|s| 2.0 * F32 * f(s[0] * s[1])),
         goal: Some(Goal::Share(0.8)),
-        note: "one CTA a row (T = 4096 is one tile): x read and y written once; \
-               essential: x in, y out (8 B/element)",
+        note: "one CTA per two rows (T = 4096 is one tile; each thread walks a \
+               segment of both rows, two log_add_exp chains in flight): x read and \
+               y written once; essential: x in, y out (8 B/element)",
     }
 }
 
@@ -227,7 +241,7 @@ fn lcse_backward() -> Problem {
         name: "backward [4096, 4096]".into(),
         roof: Roof::Memory,
         full: vec![4096, 4096],
-        samples: lcse_samples(),
+        samples: lcse_samples(1),
         check: vec![3, logcumsumexp::TILE],
         capped: None,
         basis: Box::new(lcse_basis),

@@ -12,21 +12,24 @@
 //!   [`issue_clocks`] (the maximum over the dispatch floor of
 //!   128 lane-instructions a clock and each pipe at its rate).
 //! * **Latency** (kernels of [`CHAIN_KERNELS`] only: their threads' work
-//!   is one dependent chain, the logcumsumexp segment's `log_add_exp`
+//!   is dependent chains, the logcumsumexp segment's `log_add_exp`
 //!   chain, the HMM and Viterbi time recursions): a warp on a dependent
 //!   chain issues one instruction every `L` clocks, `L` the mix-weighted
 //!   dependent-issue latency of its instructions ([`dependent_latency`]);
-//!   an SM holding `W` warps of the launch then issues at most `W / L`
-//!   warp-instructions a clock, so latency time = warp-instructions of
-//!   the most loaded SM × `L` / `W` / clock. `W` = min(the occupancy's CTAs per SM,
-//!   the CTAs the launch gives each busy SM) × warps per CTA: the
-//!   occupancy the kernel actually gets. Where `W / L` exceeds the four
-//!   schedulers' one a clock, the issue term is the larger and the chain
-//!   is hidden.
+//!   a warp whose threads each walk `c` independent chains interleaved
+//!   (the kernel's chains per thread, [`chains_per_thread`]) issues `c`
+//!   every `L` clocks; an SM holding `W` warps of the launch then issues
+//!   at most `W · c / L` warp-instructions a clock, so latency time =
+//!   warp-instructions of the most loaded SM × `L` / (`W` · `c`) / clock.
+//!   `W` = min(the occupancy's CTAs per SM, the CTAs the launch gives each
+//!   busy SM) × warps per CTA: the occupancy the kernel actually gets.
+//!   Where `W · c / L` exceeds the four schedulers' one a clock, the issue
+//!   term is the larger and the chain is hidden.
 //!
 //! Modeled time = max(memory, issue, latency). Launch overhead, barriers'
 //! waits beyond their issue, and cache effects are not modelled.
 
+use crate::kernels::logcumsumexp::ptx::FWD_CHAINS;
 use crate::occupancy::{Occupancy, occupancy};
 use crate::report::hardware::Gpu;
 use crate::report::pipes::{IssueLimit, MmaShape, Pipe, PipeMix, PipeRates, issue_clocks};
@@ -54,14 +57,19 @@ pub fn tensor_flop_per_s(gpu: &Gpu, shape: MmaShape) -> f64 {
 /// `docs/perf.md`). Applied to every card until each is measured.
 pub const STREAM_FRACTION: f64 = 0.90;
 
-/// Kernels (entry-name prefixes) whose threads each run one dependent
-/// chain, so that the latency term applies (module docs).
-pub const CHAIN_KERNELS: [&str; 5] = [
-    "lcse_fwd",
-    "lcse_bwd",
-    "hmm_forward",
-    "hmm_backward",
-    "viterbi",
+/// Kernels (entry-name prefixes) whose threads run dependent chains, so
+/// that the latency term applies (module docs), with the independent
+/// chains each thread keeps in flight (the longest matching prefix
+/// counts): `lcse_fwd` walks [`FWD_CHAINS`] segments at once, the split
+/// path's `lcse_fwd_tot` and `lcse_fwd_carry` one.
+pub const CHAIN_KERNELS: [(&str, u32); 7] = [
+    ("lcse_fwd", FWD_CHAINS),
+    ("lcse_fwd_tot", 1),
+    ("lcse_fwd_carry", 1),
+    ("lcse_bwd", 1),
+    ("hmm_forward", 1),
+    ("hmm_backward", 1),
+    ("viterbi", 1),
 ];
 
 /// Dependent-issue latency in clocks of an instruction of `pipe` (the
@@ -103,7 +111,18 @@ pub fn mean_latency(mix: &PipeMix) -> f64 {
 
 /// Whether `kernel` is one of [`CHAIN_KERNELS`].
 pub fn is_chain(kernel: &str) -> bool {
-    CHAIN_KERNELS.iter().any(|k| kernel.starts_with(k))
+    chains_per_thread(kernel).is_some()
+}
+
+/// The independent chains a thread of `kernel` keeps in flight (the entry
+/// of [`CHAIN_KERNELS`] with the longest prefix of the name), `None` for a
+/// kernel that is not a chain kernel.
+pub fn chains_per_thread(kernel: &str) -> Option<u32> {
+    CHAIN_KERNELS
+        .iter()
+        .filter(|(k, _)| kernel.starts_with(k))
+        .max_by_key(|(k, _)| k.len())
+        .map(|&(_, c)| c.max(1))
 }
 
 /// The time terms of one kernel.
@@ -142,11 +161,11 @@ pub fn terms(
     let per_sm = mix.scaled_to(sass_sm);
     let (clocks, limit) = issue_clocks(&per_sm, &PipeRates::of(gpu.sm));
     let occ = occupancy(gpu.sm, threads, regs, smem);
-    let latency_s = is_chain(kernel).then(|| {
+    let latency_s = chains_per_thread(kernel).map(|chains| {
         let warps_per_cta = f64::from(threads.div_ceil(32).max(1));
         let ctas_here = (ctas as f64 / busy).ceil();
         let w = (f64::from(occ.ctas_per_sm.max(1)).min(ctas_here) * warps_per_cta).max(1.0);
-        sass_sm / 32.0 * mean_latency(mix) / w / clock
+        sass_sm / 32.0 * mean_latency(mix) / (w * f64::from(chains)) / clock
     });
     Terms {
         issue_s: clocks / clock,
@@ -203,6 +222,20 @@ mod tests {
         let t = terms(&H200, "lcse_fwd", lanes, &m, 132 * 8, 256, 32, 0);
         assert!(t.latency_s.unwrap() < t.issue_s);
         assert_eq!(t.occupancy.ctas_per_sm, 8);
+        // Independent chains per thread divide the latency term: the
+        // same launch as `hmm_forward_cap256` above, each thread walking
+        // two chains (`lcse_fwd`), takes half as long; the split path's
+        // `lcse_fwd_tot` (longest prefix) one chain.
+        assert_eq!(chains_per_thread("lcse_fwd"), Some(FWD_CHAINS));
+        assert_eq!(chains_per_thread("lcse_fwd_tot"), Some(1));
+        assert_eq!(chains_per_thread("lcse_bwd_aff"), Some(1));
+        assert_eq!(chains_per_thread("dot_rows"), None);
+        assert_eq!(FWD_CHAINS, 2);
+        let one = terms(&H200, "lcse_fwd_tot", lanes, &m, 132, 256, 32, 0);
+        let two = terms(&H200, "lcse_fwd", lanes, &m, 132, 256, 32, 0);
+        assert!((one.latency_s.unwrap() - 2.0).abs() < 1e-9);
+        assert!((two.latency_s.unwrap() - 1.0).abs() < 1e-9);
+        assert_eq!(one.issue_s, two.issue_s);
         // Mean latency: half FP32 (4), half shared loads (28): 16.
         let m = mix(&[(Pipe::Fp32, 1.0), (Pipe::Lsu, 1.0)]);
         assert!((mean_latency(&m) - 16.0).abs() < 1e-12);

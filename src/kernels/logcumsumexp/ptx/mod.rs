@@ -8,7 +8,7 @@
 //!
 //! | kernel | grid | does |
 //! |---|---|---|
-//! | `lcse_fwd` | a CTA per row (row path) or per tile (split path) | the forward of its tiles, carries on chip or read from `carry` |
+//! | `lcse_fwd` | a CTA per [`FWD_CHAINS`] rows (row path) or tiles (split path) | the forward of its tiles, a segment of each item per thread, carries on chip or read from `carry` |
 //! | `lcse_fwd_tot` | a CTA per tile `τ < n_τ − 1` | the tile totals `T_τ` (split path) |
 //! | `lcse_fwd_carry` | a thread per row | `C_τ` from the totals (split path) |
 //! | `lcse_bwd` | a CTA per row or per tile | the backward of its tiles (row path: pass 1 writes the pair carries to `fcarry`, pass 2 walks the tiles from the last) |
@@ -26,7 +26,7 @@ mod tile;
 use super::host::{NSEG, TILE};
 use crate::dsl::math;
 use crate::dsl::params::Ptr;
-use crate::dsl::types::{F32, Pred, Reg, U32};
+use crate::dsl::types::{F32, Pred, Reg, U32, U64};
 use crate::dsl::{Cmp, GlobalPtr, KernelBuilder, PtxModule, SharedArray, SharedPtr};
 use crate::error::Result;
 use crate::kernel_params;
@@ -130,118 +130,205 @@ pub const BWD_ZCARRY: &str = "lcse_bwd_zcarry";
 // Forward
 // ---------------------------------------------------------------------------
 
-fn lae_op(b: &mut KernelBuilder, e: Val<1>, l: Val<1>) -> Val<1> {
-    [math::log_add_exp(b, e[0], l[0])]
+/// Independent segment chains each thread of `lcse_fwd` walks at once: a
+/// CTA takes this many work items (rows, or tiles on the split path) and
+/// thread `σ` walks segment `σ` of each, interleaved, so that the
+/// `log_add_exp` chains overlap (instruction-level parallelism). Which
+/// elements combine in which order is the contract's, whoever runs it, so
+/// the bits are the same for any count.
+pub const FWD_CHAINS: u32 = 2;
+const NC: usize = FWD_CHAINS as usize;
+
+/// `lae` on each of `N` independent values.
+fn lae_op<const N: usize>(b: &mut KernelBuilder, e: Val<N>, l: Val<N>) -> Val<N> {
+    std::array::from_fn(|i| math::log_add_exp(b, e[i], l[i]))
 }
 
-/// The forward's segment aggregate (see the contract).
-fn fwd_aggregate(b: &mut KernelBuilder, seg: SharedPtr<F32>) -> Reg<F32> {
-    let mut m = b.mov(f32::NEG_INFINITY);
-    for k in 0..GROUPS {
-        let v = b.ld_shared_v4(seg, 4 * k as i32);
-        for x in v {
-            m = b.fmax(m, x);
+/// The forward's segment aggregates (see the contract) of `N` segments,
+/// their loops interleaved.
+fn fwd_aggregate<const N: usize>(b: &mut KernelBuilder, segs: [SharedPtr<F32>; N]) -> Val<N> {
+    let mp: Val<N> = std::array::from_fn(|n| {
+        let mut m = b.mov(f32::NEG_INFINITY);
+        for k in 0..GROUPS {
+            let v = b.ld_shared_v4(segs[n], 4 * k as i32);
+            for x in v {
+                m = b.fmax(m, x);
+            }
         }
-    }
-    let am = b.fabs(m);
-    let fin = b.setp(Cmp::Lt, am, f32::INFINITY);
-    let mp = b.selp(fin, m, 0f32);
-    let s = b.mov(0f32);
+        let am = b.fabs(m);
+        let fin = b.setp(Cmp::Lt, am, f32::INFINITY);
+        b.selp(fin, m, 0f32)
+    });
+    let s: Val<N> = std::array::from_fn(|_| b.mov(0f32));
     b.for_range(0u32, GROUPS, 1u32, |b, k| {
         let off = b.shl(k, 2u32);
-        let p = b.shared_offset(seg, off);
-        let v = b.ld_shared_v4(p, 0);
-        for x in v {
-            let d = b.fsub(RN, x, mp);
-            let e = math::exp(b, d);
-            let ns = b.fadd(RN, s, e);
-            b.assign(s, ns);
+        let v: [[Reg<F32>; 4]; N] = std::array::from_fn(|n| {
+            let p = b.shared_offset(segs[n], off);
+            b.ld_shared_v4(p, 0)
+        });
+        for j in 0..4 {
+            for ((vn, &m), &sn) in v.iter().zip(&mp).zip(&s) {
+                let d = b.fsub(RN, vn[j], m);
+                let e = math::exp(b, d);
+                let ns = b.fadd(RN, sn, e);
+                b.assign(sn, ns);
+            }
         }
     });
-    let l = math::log(b, s);
-    b.fadd(RN, mp, l)
+    std::array::from_fn(|n| {
+        let l = math::log(b, s[n]);
+        b.fadd(RN, mp[n], l)
+    })
 }
 
-/// The forward's outputs along the segment, in place.
-fn fwd_outputs(b: &mut KernelBuilder, seg: SharedPtr<F32>, k: Reg<F32>, none: Reg<Pred>) {
-    let v = b.ld_shared_v4(seg, 0);
-    let y0 = math::log_add_exp(b, k, v[0]);
-    let y0 = b.selp(none, v[0], y0);
-    let y1 = math::log_add_exp(b, y0, v[1]);
-    let y2 = math::log_add_exp(b, y1, v[2]);
-    let y3 = math::log_add_exp(b, y2, v[3]);
-    b.st_shared_v4(seg, 0, [y0, y1, y2, y3]);
-    let y = b.mov(y3);
+/// The forward's outputs along `N` segments, in place, the chains
+/// interleaved (`k`: the segments' carries, `none`: a segment has none).
+fn fwd_outputs<const N: usize>(
+    b: &mut KernelBuilder,
+    segs: [SharedPtr<F32>; N],
+    k: Val<N>,
+    none: [Reg<Pred>; N],
+) {
+    let v: [[Reg<F32>; 4]; N] = std::array::from_fn(|n| b.ld_shared_v4(segs[n], 0));
+    let mut out = v;
+    for n in 0..N {
+        let y0 = math::log_add_exp(b, k[n], v[n][0]);
+        out[n][0] = b.selp(none[n], v[n][0], y0);
+    }
+    for j in 1..4 {
+        for n in 0..N {
+            out[n][j] = math::log_add_exp(b, out[n][j - 1], v[n][j]);
+        }
+    }
+    for n in 0..N {
+        b.st_shared_v4(segs[n], 0, out[n]);
+    }
+    let y: Val<N> = std::array::from_fn(|n| b.mov(out[n][3]));
     b.for_range(1u32, GROUPS, 1u32, |b, k| {
         let off = b.shl(k, 2u32);
-        let p = b.shared_offset(seg, off);
-        let v = b.ld_shared_v4(p, 0);
+        let (p, v): ([SharedPtr<F32>; N], [[Reg<F32>; 4]; N]) = {
+            let p: [SharedPtr<F32>; N] = std::array::from_fn(|n| b.shared_offset(segs[n], off));
+            let v = std::array::from_fn(|n| b.ld_shared_v4(p[n], 0));
+            (p, v)
+        };
         let mut out = v;
         let mut acc = y;
-        for (o, x) in out.iter_mut().zip(v) {
-            acc = math::log_add_exp(b, acc, x);
-            *o = acc;
+        for j in 0..4 {
+            for n in 0..N {
+                acc[n] = math::log_add_exp(b, acc[n], v[n][j]);
+                out[n][j] = acc[n];
+            }
         }
-        b.st_shared_v4(p, 0, out);
-        b.assign(y, acc);
+        for n in 0..N {
+            b.st_shared_v4(p[n], 0, out[n]);
+            b.assign(y[n], acc[n]);
+        }
     });
 }
 
-/// `lcse_fwd`: the forward of the work items' tiles.
+/// One slot of a `lcse_fwd` CTA: the work item, its row's first element,
+/// its row's first carry index, the length its copies see (0 for an empty
+/// slot).
+type Slot = (Item, Reg<U64>, Reg<U32>, Reg<U32>);
+
+/// `lcse_fwd`: the forward of the work items' tiles, [`FWD_CHAINS`] items
+/// a CTA at a time (items `FWD_CHAINS·g + i`; past the last item a slot
+/// repeats item `FWD_CHAINS·g` with `T = 0`: all padding, nothing stored).
 pub fn generate_fwd(sm: Sm) -> Result<PtxModule> {
     let mut b = tile_builder(FWD, sm);
     let p = b.params::<FwdArgs>();
-    let xs = b.shared_array::<F32>("xs", BUF, 16);
-    let wt = b.shared_array::<F32>("wt", W, 4);
-    let qs = b.shared_array::<F32>("qs", W + 1, 4);
-    let cs = b.shared_array::<F32>("cs", 1, 4);
+    let xs: [SharedArray<F32>; NC] =
+        std::array::from_fn(|i| b.shared_array::<F32>(&format!("xs{i}"), BUF, 16));
+    let wt = b.shared_array::<F32>("wt", W * FWD_CHAINS, 4);
+    let qs = b.shared_array::<F32>("qs", (W + 1) * FWD_CHAINS, 4);
+    let cs = b.shared_array::<F32>("cs", FWD_CHAINS, 4);
     let c = cta(&mut b, p.flags);
-    let seg = segment(&mut b, c, &xs);
+    let segs: [SharedPtr<F32>; NC] = std::array::from_fn(|i| segment(&mut b, c, &xs[i]));
     let ctaid = b.ctaid_x();
     let nct = b.nctaid_x();
-    b.for_range(ctaid, p.items, nct, |b, item| {
-        let it = item_of(b, item, p.flags, p.ntiles, p.ntiles, 0);
-        let base = b.mul_wide_u32(it.row, p.t);
-        let rowt = b.mul_lo(it.row, p.ntiles);
-        let carry = b.mov(f32::NEG_INFINITY);
-        let later = b.setp(Cmp::Ne, it.first, 0u32);
-        b.if_(later, |b| {
-            let i = b.add(rowt, it.first);
-            let cp = b.offset(p.carry, i);
-            let v = b.ld_global(cp, 0);
-            b.assign(carry, v);
+    let gs = b.add(p.items, FWD_CHAINS - 1);
+    let groups = b.div(gs, FWD_CHAINS);
+    b.for_range(ctaid, groups, nct, |b, g| {
+        let g0 = b.mul_lo(g, FWD_CHAINS);
+        let slots: [Slot; NC] = std::array::from_fn(|i| {
+            let raw = b.add(g0, i as u32);
+            let valid = b.setp(Cmp::Lt, raw, p.items);
+            let item = b.selp(valid, raw, g0);
+            let it = item_of(b, item, p.flags, p.ntiles, p.ntiles, 0);
+            let base = b.mul_wide_u32(it.row, p.t);
+            let rowt = b.mul_lo(it.row, p.ntiles);
+            let t = b.selp(valid, p.t, 0u32);
+            (it, base, rowt, t)
         });
-        b.for_range(it.first, it.end, 1u32, |b, tau| {
-            let start = b.mul_lo(tau, TILE as u32);
-            stage(
+        let carry: Val<NC> = std::array::from_fn(|i| {
+            let (it, _, rowt, _) = &slots[i];
+            let carry = b.mov(f32::NEG_INFINITY);
+            let later = b.setp(Cmp::Ne, it.first, 0u32);
+            b.if_(later, |b| {
+                let ci = b.add(*rowt, it.first);
+                let cp = b.offset(p.carry, ci);
+                let v = b.ld_global(cp, 0);
+                b.assign(carry, v);
+            });
+            carry
+        });
+        // Every slot walks as many tiles (all of a row's, or one).
+        let count = b.sub(slots[0].0.end, slots[0].0.first);
+        b.for_range(0u32, count, 1u32, |b, kk| {
+            let tau: [Reg<U32>; NC] = std::array::from_fn(|i| b.add(slots[i].0.first, kk));
+            let start: [Reg<U32>; NC] = std::array::from_fn(|i| b.mul_lo(tau[i], TILE as u32));
+            for i in 0..NC {
+                let (_, base, _, t) = slots[i];
+                stage(
+                    b,
+                    c,
+                    p.x,
+                    &xs[i],
+                    base,
+                    start[i],
+                    t,
+                    f32::NEG_INFINITY,
+                    FWD_BATCH,
+                );
+            }
+            b.bar_sync();
+            let a = fwd_aggregate(b, segs);
+            let inc = kogge_stone(b, c, a, false, &lae_op::<NC>);
+            let has: [Reg<Pred>; NC] = std::array::from_fn(|i| b.setp(Cmp::Ne, tau[i], 0u32));
+            warp_chain(
                 b,
                 c,
-                p.x,
-                &xs,
-                base,
-                start,
-                p.t,
-                f32::NEG_INFINITY,
-                FWD_BATCH,
+                inc,
+                false,
+                &wt,
+                Some(&qs),
+                &lae_op::<NC>,
+                |b, total| {
+                    for i in 0..NC {
+                        let nc = math::log_add_exp(b, carry[i], total[i]);
+                        let nc = b.selp(has[i], nc, total[i]);
+                        b.st_shared_at(&cs, i as u32, nc);
+                    }
+                },
             );
-            b.bar_sync();
-            let a = fwd_aggregate(b, seg);
-            let inc = kogge_stone(b, c, [a], false, &lae_op);
-            let has = b.setp(Cmp::Ne, tau, 0u32);
-            warp_chain(b, c, inc, false, &wt, Some(&qs), &lae_op, |b, total| {
-                let nc = math::log_add_exp(b, carry, total[0]);
-                let nc = b.selp(has, nc, total[0]);
-                b.st_shared_at(&cs, 0, nc);
+            let e = exclusive(b, c, inc, false, &qs, &lae_op::<NC>);
+            let k: Val<NC> = std::array::from_fn(|i| {
+                with_carry(b, c, [carry[i]], [e[i]], has[i], &lae_op::<1>)[0]
             });
-            let e = exclusive(b, c, inc, false, &qs, &lae_op);
-            let [k] = with_carry(b, c, [carry], e, has, &lae_op);
-            let first = b.pnot(has);
-            let none = b.pand(first, c.t0);
-            fwd_outputs(b, seg, k, none);
+            let none: [Reg<Pred>; NC] = std::array::from_fn(|i| {
+                let first = b.pnot(has[i]);
+                b.pand(first, c.t0)
+            });
+            fwd_outputs(b, segs, k, none);
             b.bar_sync();
-            store(b, c, p.y, &xs, base, start, p.t, FWD_BATCH);
-            let nc = b.ld_shared_at(&cs, 0);
-            b.assign(carry, nc);
+            for i in 0..NC {
+                let (_, base, _, t) = slots[i];
+                store(b, c, p.y, &xs[i], base, start[i], t, FWD_BATCH);
+            }
+            for (i, r) in carry.iter().enumerate() {
+                let nc = b.ld_shared_at(&cs, i as u32);
+                b.assign(*r, nc);
+            }
             b.bar_sync();
         });
     });
@@ -276,9 +363,9 @@ pub fn generate_fwd_tot(sm: Sm) -> Result<PtxModule> {
             FWD_BATCH,
         );
         b.bar_sync();
-        let a = fwd_aggregate(b, seg);
-        let inc = kogge_stone(b, c, [a], false, &lae_op);
-        warp_chain(b, c, inc, false, &wt, None, &lae_op, |b, total| {
+        let a = fwd_aggregate(b, [seg]);
+        let inc = kogge_stone(b, c, a, false, &lae_op::<1>);
+        warp_chain(b, c, inc, false, &wt, None, &lae_op::<1>, |b, total| {
             let i = b.add(rowt, it.first);
             let tp = b.offset(p.tot, i);
             b.st_global(tp, 0, total[0]);
@@ -295,12 +382,16 @@ fn chain_builder(name: &str, sm: Sm) -> KernelBuilder {
 
 /// `lcse_fwd_carry`: `C_1 = T_0`, `C_{τ+1} = lae(C_τ, T_τ)` per row.
 pub fn generate_fwd_carry(sm: Sm) -> Result<PtxModule> {
-    generate_carry::<1>(FWD_CARRY, sm, &lae_op)
+    generate_carry::<1>(FWD_CARRY, sm, &lae_op::<1>)
 }
 
 /// The carry chain of both directions, one thread per row: `C_1 = T_0`,
 /// `C_{τ+1} = op(C_τ, T_τ)` for `τ` in `1..ntiles`, over values of `N`
 /// floats (the forward's one log-sum, the backward's `(m, S)` pair).
+///
+/// The totals of [`CHAIN_BATCH`] steps are loaded first (their loads in
+/// flight together), then the steps run in order: one load latency a batch
+/// instead of one a step, the same combines in the same order.
 fn generate_carry<const N: usize>(name: &str, sm: Sm, op: Op<'_, N>) -> Result<PtxModule> {
     let mut b = chain_builder(name, sm);
     let p = b.params::<ChainArgs>();
@@ -308,23 +399,42 @@ fn generate_carry<const N: usize>(name: &str, sm: Sm, op: Op<'_, N>) -> Result<P
         let base = b.mul_lo(row, p.ntiles);
         let first = ld_carry::<N>(b, p.tot, base);
         let carry = mov(b, first);
-        b.for_range(1u32, p.ntiles, 1u32, |b, tau| {
-            let i = b.add(base, tau);
-            let cp = carry_ptr::<N>(b, p.carry, i);
-            for (j, r) in carry.iter().enumerate() {
-                b.st_global(cp, j as i32, *r);
+        b.for_range(1u32, p.ntiles, CHAIN_BATCH, |b, tau0| {
+            // Step τ stores C_τ (τ < n) and, when τ + 1 < n, combines T_τ.
+            let steps: Vec<_> = (0..CHAIN_BATCH)
+                .map(|k| {
+                    let tau = b.add(tau0, k);
+                    let i = b.add(base, tau);
+                    let next = b.add(tau, 1u32);
+                    let more = b.setp(Cmp::Lt, next, p.ntiles);
+                    let tot: Val<N> = std::array::from_fn(|_| b.mov(0f32));
+                    b.guarded(more, |b| {
+                        let v = ld_carry::<N>(b, p.tot, i);
+                        assign(b, tot, v);
+                    });
+                    (tau, i, more, tot)
+                })
+                .collect();
+            for (tau, i, more, tot) in steps {
+                let inb = b.setp(Cmp::Lt, tau, p.ntiles);
+                b.if_(inb, |b| {
+                    let cp = carry_ptr::<N>(b, p.carry, i);
+                    for (j, r) in carry.iter().enumerate() {
+                        b.st_global(cp, j as i32, *r);
+                    }
+                });
+                b.if_(more, |b| {
+                    let nc = op(b, carry, tot);
+                    assign(b, carry, nc);
+                });
             }
-            let next = b.add(tau, 1u32);
-            let more = b.setp(Cmp::Lt, next, p.ntiles);
-            b.if_(more, |b| {
-                let tot = ld_carry::<N>(b, p.tot, i);
-                let nc = op(b, carry, tot);
-                assign(b, carry, nc);
-            });
         });
     });
     b.finish()
 }
+
+/// Steps of a chain kernel whose tile totals are loaded together.
+const CHAIN_BATCH: u32 = 8;
 
 /// Value `k` of `N` floats at `p` (`p + k` for one float, no multiply).
 fn carry_ptr<const N: usize>(
@@ -748,15 +858,32 @@ pub fn generate_bwd_zcarry(sm: Sm) -> Result<PtxModule> {
         let li = b.add(base, lastt);
         let zp = b.offset(p.carry, li);
         b.st_global(zp, 0, z);
-        b.for_range(0u32, lastt, 1u32, |b, kk| {
-            let tau = b.sub(lastt, kk);
-            let i = b.add(base, tau);
-            let [a, m] = ld_val_global::<2>(b, p.tot, i);
-            let nz = b.ffma(RN, m, z, a);
-            b.assign(z, nz);
-            let j = b.sub(i, 1u32);
-            let zp = b.offset(p.carry, j);
-            b.st_global(zp, 0, z);
+        // CHAIN_BATCH steps a trip, their maps loaded first (as in
+        // `generate_carry`).
+        b.for_range(0u32, lastt, CHAIN_BATCH, |b, kk0| {
+            let steps: Vec<_> = (0..CHAIN_BATCH)
+                .map(|k| {
+                    let kk = b.add(kk0, k);
+                    let ok = b.setp(Cmp::Lt, kk, lastt);
+                    let tau = b.sub(lastt, kk);
+                    let i = b.add(base, tau);
+                    let am = [b.mov(0f32), b.mov(0f32)];
+                    b.guarded(ok, |b| {
+                        let v = ld_val_global::<2>(b, p.tot, i);
+                        assign(b, am, v);
+                    });
+                    (ok, i, am)
+                })
+                .collect();
+            for (ok, i, [a, m]) in steps {
+                b.if_(ok, |b| {
+                    let nz = b.ffma(RN, m, z, a);
+                    b.assign(z, nz);
+                    let j = b.sub(i, 1u32);
+                    let zp = b.offset(p.carry, j);
+                    b.st_global(zp, 0, z);
+                });
+            }
         });
     });
     b.finish()
