@@ -18,11 +18,17 @@
 //!   on scaled-down shapes of the same problem (same kernels, same
 //!   module text), extrapolated to the full size by a per-problem linear
 //!   basis (e.g. `rows` and `rows · T`), times the kernel's **SASS/PTX
-//!   ratio**: the instructions of its hot loop (the innermost loop with the
-//!   most FP32 math, the tuning report's rule) in the SASS, divided by the
-//!   hot loop's PTX instructions times ptxas' unroll factor (the loop's
-//!   FP32 instructions in SASS over those in PTX, rounded). Kernels without
-//!   a loop use the whole function's ratio. The simulator counts every
+//!   ratio**, weighted per region ([`regions`]): each innermost PTX loop's
+//!   dynamic count (the simulator's per-instruction counts summed over the
+//!   loop, extrapolated like the total) times that loop's ratio (its SASS
+//!   counterpart's instructions over the PTX loop's times ptxas' unroll
+//!   factor, the loop's FP32 instructions in SASS over those in PTX,
+//!   rounded), plus the rest of the function's count times the ratio of
+//!   the SASS and PTX outside the innermost loops. Where the samples ran
+//!   several modules of one entry, the hot loop's ratio (the innermost
+//!   loop with the most FP32 math, the tuning report's rule) stands for
+//!   the whole kernel, and a kernel without a loop uses the whole
+//!   function's ratio. The simulator counts every
 //!   thread's instructions (predicated-off ones included); a warp whose
 //!   threads diverge issues both paths on a GPU, which the count misses
 //!   (it matters only where one thread of a CTA works alone, e.g. a final
@@ -30,8 +36,8 @@
 //!   (PTX `add/sub/mul/fma/min/max .f32`, one SASS instruction each).
 //! * **Times** on a card ([`speed`]): memory time = bytes / the streaming
 //!   bandwidth ([`speed::STREAM_FRACTION`] of the card's); issue time =
-//!   the SASS lane-instructions split over the SM's pipes by the hot
-//!   loop's mix ([`super::pipes`]), each busy SM's clocks the maximum over
+//!   the SASS lane-instructions split over the SM's pipes by the regions'
+//!   mixes weighted by their SASS counts ([`super::pipes`]), each busy SM's clocks the maximum over
 //!   the dispatch floor (128 lane-instructions a clock) and each pipe at
 //!   its rate (FP32 64 or 128, integer ALU and `IMAD` 64, `MUFU` and
 //!   conversions 16, loads/stores/shuffles 32, …), and never less than the
@@ -51,9 +57,13 @@
 //! sm_70 (V100) has no SASS (nvdisasm 13.5 reads no sm_70 cubin), so its
 //! rows have bytes and memory time only.
 
+mod fit;
 mod goals;
 pub mod problems;
 pub mod record;
+pub mod regions;
+
+pub use fit::{Fit, Predicted, check_fit, check_traffic, fit};
 mod render;
 pub mod speed;
 mod svg;
@@ -65,15 +75,16 @@ use crate::dsl::PtxModule;
 use crate::error::{Error, Result};
 use crate::nvtools::{NvTools, SassFunction};
 use crate::sim::Program;
-use crate::sim::ir::Op;
 use crate::target::Sm;
 
 use super::FP32_MATH;
 use super::hardware::{GPUS, Gpu};
 use super::pipes::{IssueLimit, Pipe, PipeMix};
 use crate::occupancy::Occupancy;
-use problems::{Problem, Roof, Shape};
-use record::{Launch, Recorder, is_fp32_math};
+use fit::{Extrapolated, extrapolate};
+use problems::{Problem, Roof};
+use record::Launch;
+use regions::LoopSummary;
 
 /// The SASS side of one module, as the tuning report measured it.
 #[derive(Debug, Clone, PartialEq)]
@@ -88,6 +99,10 @@ pub struct SassSummary {
     pub mix: PipeMix,
     /// The hot loop's instructions per pipe.
     pub hot_mix: Option<PipeMix>,
+    /// Every innermost loop in address order: instructions, FP32 math
+    /// (and `HMMA`) instructions, instructions per pipe
+    /// ([`regions`]).
+    pub loops: Vec<LoopSummary>,
     /// Registers per thread (ptxas `-v`; 0 until
     /// [`SassSummary::with_resources`]).
     pub regs: u32,
@@ -107,19 +122,34 @@ impl SassSummary {
         let total = counted().count();
         let mix = PipeMix::of(counted());
         let hot_mix = super::hot_loop_range(f).map(|r| PipeMix::of(f.in_range(&r)));
-        let hot = super::hot_loop_range(f).map(|r| {
-            let n = f.in_range(&r).count();
+        let summarise = |r: &std::ops::RangeInclusive<u32>| {
+            let n = f.in_range(r).count();
             let fp = f
-                .in_range(&r)
+                .in_range(r)
                 .filter(|i| i.is("HMMA") || FP32_MATH.iter().any(|o| i.is(o)))
                 .count();
             (n, fp)
-        });
+        };
+        let hot = super::hot_loop_range(f).map(|r| summarise(&r));
+        let mut inner = f.innermost_loops();
+        inner.sort_by_key(|r| *r.start());
+        let loops = inner
+            .iter()
+            .map(|r| {
+                let (instructions, fp32) = summarise(r);
+                LoopSummary {
+                    instructions,
+                    fp32,
+                    mix: PipeMix::of(f.in_range(r)),
+                }
+            })
+            .collect();
         SassSummary {
             total,
             hot,
             mix,
             hot_mix,
+            loops,
             regs: 0,
             smem: 0,
         }
@@ -142,8 +172,12 @@ pub struct Ratio {
     pub ratio: f64,
     /// ptxas' unroll factor of the hot loop (1 when unknown).
     pub unroll: u32,
-    /// Whether the ratio is the hot loop's (else the whole function's).
+    /// Whether the ratio is the hot loop's (else the whole function's or
+    /// the weighted one).
     pub hot: bool,
+    /// Whether the ratio is the regions' weighted by their dynamic counts
+    /// ([`weighted_ratio`]).
+    pub weighted: bool,
     /// The instructions per pipe of what the ratio was taken on (the hot
     /// loop, else the function): the shares the model splits the
     /// kernel's SASS count by.
@@ -156,7 +190,8 @@ pub struct Ratio {
 
 /// The PTX side: total instructions of the entry and its hot loop's
 /// instructions and FP32 math instructions.
-fn ptx_summary(m: &PtxModule) -> Result<(usize, Option<(usize, usize)>)> {
+#[allow(clippy::type_complexity)]
+fn ptx_summary(m: &PtxModule) -> Result<(usize, Option<(usize, usize)>, Vec<LoopSummary>)> {
     let prog = Program::parse(&m.ptx)?;
     let e = prog.entry(&m.kernel).ok_or_else(|| Error::Build {
         kernel: m.kernel.clone(),
@@ -167,44 +202,18 @@ fn ptx_summary(m: &PtxModule) -> Result<(usize, Option<(usize, usize)>)> {
     })?;
     // FP32 math and `mma` (the tensor-core kernels' unit of work): what
     // ptxas' unroll factor is read from.
-    let fp = |i: usize| {
-        let op = &e.opcodes[usize::from(e.insts[i].opcode)];
-        is_fp32_math(op) || op.split('.').next() == Some("mma")
-    };
-    let mut loops: Vec<(usize, usize)> = e
-        .insts
-        .iter()
-        .enumerate()
-        .filter_map(|(i, inst)| match inst.op {
-            Op::Bra { target } | Op::BraUni { target, .. } if (target as usize) <= i => {
-                Some((target as usize, i))
-            }
-            _ => None,
-        })
-        .collect();
-    loops.sort_unstable();
-    loops.dedup();
-    let inner: Vec<(usize, usize)> = loops
-        .iter()
-        .copied()
-        .filter(|&(a, b)| {
-            !loops
-                .iter()
-                .any(|&(c, d)| (c, d) != (a, b) && a <= c && d <= b)
-        })
-        .collect();
-    let hot = inner
+    let hot = regions::ptx_loops(e)
         .into_iter()
-        .map(|(a, b)| ((a..=b).filter(|&i| fp(i)).count(), b - a + 1))
+        .map(|l| (l.fp32, l.instructions))
         .max()
         .map(|(f, n)| (n, f));
-    Ok((e.insts.len(), hot))
+    Ok((e.insts.len(), hot, regions::ptx_loops(e)))
 }
 
 /// The SASS/PTX ratio of a module from its SASS summary (see the
 /// [module docs](self)).
 pub fn ratio(m: &PtxModule, sass: &SassSummary) -> Result<Ratio> {
-    let (ptx_total, ptx_hot) = ptx_summary(m)?;
+    let (ptx_total, ptx_hot, _) = ptx_summary(m)?;
     if let (Some((pn, pf)), Some((sn, sf))) = (ptx_hot, sass.hot) {
         let unroll = if pf > 0 && sf > 0 {
             ((sf as f64 / pf as f64).round() as u32).max(1)
@@ -215,6 +224,7 @@ pub fn ratio(m: &PtxModule, sass: &SassSummary) -> Result<Ratio> {
             ratio: sn as f64 / (f64::from(unroll) * pn as f64),
             unroll,
             hot: true,
+            weighted: false,
             mix: sass.hot_mix.unwrap_or(sass.mix),
             regs: sass.regs,
             smem: sass.smem,
@@ -224,10 +234,41 @@ pub fn ratio(m: &PtxModule, sass: &SassSummary) -> Result<Ratio> {
         ratio: sass.total as f64 / ptx_total.max(1) as f64,
         unroll: 1,
         hot: false,
+        weighted: false,
         mix: sass.mix,
         regs: sass.regs,
         smem: sass.smem,
     })
+}
+
+/// The SASS/PTX ratio of a module weighted by its regions' dynamic PTX
+/// counts `regions` (one per innermost PTX loop, then the outside;
+/// [`regions`]): the ratio and pipe mix are the regions' weighted by their
+/// SASS counts, the unroll factor the hot loop's. Without region counts
+/// that fit the module (`counts` empty: the samples ran several modules
+/// of the entry), the hot loop's ratio ([`ratio`]).
+pub fn weighted_ratio(m: &PtxModule, sass: &SassSummary, counts: &[f64]) -> Result<Ratio> {
+    let hot = ratio(m, sass)?;
+    let (ptx_total, _, loops) = ptx_summary(m)?;
+    Ok(
+        match regions::weighted(
+            &loops,
+            ptx_total,
+            &sass.loops,
+            sass.total,
+            &sass.mix,
+            counts,
+        ) {
+            Some((r, mix)) => Ratio {
+                ratio: r,
+                hot: false,
+                weighted: true,
+                mix,
+                ..hot
+            },
+            None => hot,
+        },
+    )
 }
 
 /// One kernel of a problem on one card (every launch of that entry
@@ -410,278 +451,13 @@ pub struct Roofline {
     pub gpus: Vec<GpuRows>,
 }
 
-/// Dynamic counts of one kernel entry summed over its launches.
-#[derive(Debug, Clone, Default)]
-struct Counts {
-    ptx: f64,
-    fp32: f64,
-}
-
-/// Per kernel entry: counts summed over the launches of one run.
-fn by_kernel(log: &[Launch]) -> BTreeMap<String, Counts> {
-    let mut m: BTreeMap<String, Counts> = BTreeMap::new();
-    for l in log {
-        let c = m.entry(l.module.kernel.clone()).or_default();
-        c.ptx += l.ptx as f64;
-        c.fp32 += l.fp32 as f64;
-    }
-    m
-}
-
-/// Solve `a · x = y` (small, dense) by Gaussian elimination with partial
-/// pivoting on the column-scaled matrix (basis columns differ by many
-/// orders of magnitude); `None` when singular.
-fn solve(mut a: Vec<Vec<f64>>, mut y: Vec<f64>) -> Option<Vec<f64>> {
-    let n = y.len();
-    if a.len() != n || a.iter().any(|r| r.len() != n) {
-        return None;
-    }
-    let scale: Vec<f64> = (0..n)
-        .map(|j| a.iter().fold(0f64, |m, r| m.max(r[j].abs())))
-        .collect();
-    if scale.contains(&0.0) {
-        return None;
-    }
-    for r in &mut a {
-        for (v, s) in r.iter_mut().zip(&scale) {
-            *v /= s;
-        }
-    }
-    for c in 0..n {
-        let p = (c..n).max_by(|&i, &j| a[i][c].abs().total_cmp(&a[j][c].abs()))?;
-        if a[p][c].abs() < 1e-9 {
-            return None;
-        }
-        a.swap(c, p);
-        y.swap(c, p);
-        let (top, rest) = a.split_at_mut(c + 1);
-        let pivot = &top[c];
-        for (i, row) in rest.iter_mut().enumerate() {
-            let f = row[c] / pivot[c];
-            for (v, pv) in row[c..].iter_mut().zip(&pivot[c..]) {
-                *v -= f * pv;
-            }
-            y[c + 1 + i] -= f * y[c];
-        }
-    }
-    let mut x = vec![0.0; n];
-    for r in (0..n).rev() {
-        let s: f64 = (r + 1..n).map(|k| a[r][k] * x[k]).sum();
-        x[r] = (y[r] - s) / a[r][r];
-    }
-    Some(x.iter().zip(&scale).map(|(x, s)| x / s).collect())
-}
-
-/// The launches of `p` at `shape` on a recorder for `sm` with `sms` SMs.
-fn record(p: &Problem, sm: Sm, sms: u32, shape: &Shape, simulate: bool) -> Result<Vec<Launch>> {
-    let (ctx, log) = Recorder::context(sm, sms, simulate);
-    let st = ctx.default_stream();
-    (p.run)(&st, shape, !simulate)
-        .map_err(|e| Error::invalid(format!("roofline: {} at {shape:?} on {sm}: {e}", p.name)))?;
-    st.synchronize()?;
-    drop(st);
-    drop(ctx);
-    let v = log.lock().expect("launch log poisoned").clone();
-    Ok(v)
-}
-
-/// A kernel entry's dynamic counts as linear combinations of a problem's
-/// basis (and, for problems with a capped sample, of the threads the
-/// kernel launched): coefficients for PTX and FP32 instructions.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Fit {
-    /// Coefficients of the dynamic PTX count: one per basis term, plus a
-    /// last one per launched thread when the problem has a capped sample
-    /// (and that system was solvable).
-    pub ptx: Vec<f64>,
-    /// Coefficients of the FP32 math count, laid out as `ptx`.
-    pub fp32: Vec<f64>,
-}
-
-impl Fit {
-    /// `(PTX, FP32)` instructions at basis values `b` with `threads`
-    /// launched (ignored when the fit has no thread term).
-    pub fn at(&self, b: &[f64], threads: f64) -> (f64, f64) {
-        let dot = |c: &[f64]| {
-            let t = if c.len() > b.len() {
-                c[b.len()] * threads
-            } else {
-                0.0
-            };
-            (c.iter().zip(b).map(|(c, b)| c * b).sum::<f64>() + t).max(0.0)
-        };
-        (dot(&self.ptx), dot(&self.fp32))
-    }
-}
-
-/// Threads launched per kernel entry in a run.
-fn threads_by_kernel(log: &[Launch], name: &str) -> f64 {
-    log.iter()
-        .filter(|l| l.module.kernel == name)
-        .map(|l| {
-            let (x, y, z) = l.cfg.block;
-            l.ctas() as f64 * f64::from(x * y * z)
-        })
-        .sum()
-}
-
-/// The fitted counts of `p`'s kernels on `sm`, from simulated runs at its
-/// sample shapes (grids sized for `sms` SMs, the capped sample's for its
-/// own count), with the launches the samples made.
-pub fn fit(p: &Problem, sm: Sm, sms: u32) -> Result<(BTreeMap<String, Fit>, Vec<Launch>)> {
-    let fail = |msg: String| Error::invalid(format!("roofline: {}: {msg}", p.name));
-    let mut runs: Vec<(Shape, u32)> = p.samples.iter().map(|s| (s.clone(), sms)).collect();
-    if let Some((s, few)) = &p.capped {
-        runs.push((s.clone(), *few));
-    }
-    let mut basis = Vec::new();
-    let mut logs = Vec::new();
-    for (s, n) in &runs {
-        logs.push(record(p, sm, *n, s, true)?);
-        basis.push((p.basis)(s, sm, *n));
-    }
-    let launched: Vec<Launch> = logs.iter().flatten().cloned().collect();
-    let names: std::collections::BTreeSet<&String> =
-        launched.iter().map(|l| &l.module.kernel).collect();
-    let nb = p.samples.len();
-    let mut out = BTreeMap::new();
-    for name in names {
-        let counts: Vec<Counts> = logs
-            .iter()
-            .map(|l| by_kernel(l).remove(name).unwrap_or_default())
-            .collect();
-        // With the capped sample: the basis plus the kernel's launched
-        // threads; where that system is singular (a kernel whose grid does
-        // not follow the SM count), the basis alone on the other samples.
-        let with_threads: Vec<Vec<f64>> = basis
-            .iter()
-            .zip(&logs)
-            .map(|(b, l)| {
-                let mut r = b.clone();
-                r.push(threads_by_kernel(l, name));
-                r
-            })
-            .collect();
-        let solve_for = |f: fn(&Counts) -> f64| -> Result<Vec<f64>> {
-            let y: Vec<f64> = counts.iter().map(f).collect();
-            if p.capped.is_some()
-                && let Some(c) = solve(with_threads.clone(), y.clone())
-            {
-                return Ok(c);
-            }
-            solve(basis[..nb].to_vec(), y[..nb].to_vec()).ok_or_else(|| {
-                fail(format!(
-                    "the sample shapes do not determine the basis for {name}"
-                ))
-            })
-        };
-        out.insert(
-            name.clone(),
-            Fit {
-                ptx: solve_for(|c| c.ptx)?,
-                fp32: solve_for(|c| c.fp32)?,
-            },
-        );
-    }
-    Ok((out, launched))
-}
-
-/// One kernel's counts on a check shape: `(PTX, FP32)` as the fit predicts
-/// them and as the simulator ran them.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Predicted {
-    /// The entry's name.
-    pub kernel: String,
-    /// `(PTX, FP32)` instructions the fit predicts.
-    pub predicted: (f64, f64),
-    /// `(PTX, FP32)` instructions the simulator executed.
-    pub simulated: (f64, f64),
-}
-
-/// Predicted and simulated counts of `p`'s kernels at `shape` on `sm` with
-/// `sms` SMs (for checking a problem's basis on a shape it was not fitted
-/// on).
-pub fn check_fit(p: &Problem, sm: Sm, sms: u32, shape: &Shape) -> Result<Vec<Predicted>> {
-    let (fits, _) = fit(p, sm, sms)?;
-    let log = record(p, sm, sms, shape, true)?;
-    let b = (p.basis)(shape, sm, sms);
-    Ok(by_kernel(&log)
-        .into_iter()
-        .map(|(k, c)| {
-            let t = threads_by_kernel(&log, &k);
-            Predicted {
-                predicted: fits.get(&k).map_or((0.0, 0.0), |f| f.at(&b, t)),
-                simulated: (c.ptx, c.fp32),
-                kernel: k,
-            }
-        })
-        .collect())
-}
-
-/// Record `p`'s full-size launches on `sm` with `sms` SMs (a dry run) and
-/// check them against its traffic list: every launched kernel listed,
-/// every listed kernel launched.
-pub fn check_traffic(p: &Problem, sm: Sm, sms: u32) -> Result<Vec<Launch>> {
-    let full = record(p, sm, sms, &p.full, false)?;
-    let traffic = (p.traffic)(&p.full);
-    for l in &full {
-        if !traffic.iter().any(|(k, _)| *k == l.module.kernel) {
-            return Err(Error::invalid(format!(
-                "roofline: {} launches {}, which its description in \
-                 src/report/roofline/problems.rs does not list: update it",
-                p.name, l.module.kernel
-            )));
-        }
-    }
-    for (k, _) in &traffic {
-        if !full.iter().any(|l| &l.module.kernel == k) {
-            return Err(Error::invalid(format!(
-                "roofline: {} lists {k}, which its launch code no longer launches: \
-                 update src/report/roofline/problems.rs",
-                p.name
-            )));
-        }
-    }
-    Ok(full)
-}
-
-/// Counts per kernel entry of `p`'s full-size launches `full` on `sm` with
-/// `sms` SMs; fails naming the problem when a sample did not run one of
-/// those modules (the extrapolation would be of another kernel).
-fn extrapolate(
-    p: &Problem,
-    sm: Sm,
-    sms: u32,
-    fits: &BTreeMap<String, Fit>,
-    sampled: &[Launch],
-    full: &[Launch],
-) -> Result<BTreeMap<String, (f64, f64)>> {
-    let b = (p.basis)(&p.full, sm, sms);
-    let mut out = BTreeMap::new();
-    for l in full {
-        let name = &l.module.kernel;
-        if !sampled.iter().any(|s| s.module.ptx == l.module.ptx) {
-            return Err(Error::invalid(format!(
-                "roofline: {}: no sample shape runs the full size's {name} (tuning `{}`): \
-                 choose samples that launch every kernel with the same module",
-                p.name, l.module.tuning
-            )));
-        }
-        out.insert(
-            name.clone(),
-            fits[name].at(&b, threads_by_kernel(full, name)),
-        );
-    }
-    Ok(out)
-}
-
 /// Evaluate `p` on `gpu` from its full-size launches, the extrapolated
 /// counts and the SASS ratios.
 fn evaluate(
     p: &Problem,
     gpu: &Gpu,
     full: &[Launch],
-    counts: &BTreeMap<String, (f64, f64)>,
+    counts: &BTreeMap<String, Extrapolated>,
     ratios: &BTreeMap<String, Option<Ratio>>,
 ) -> Result<ProblemRow> {
     let traffic = (p.traffic)(&p.full);
@@ -704,7 +480,7 @@ fn evaluate(
                     p.name
                 ))
             })?;
-        let (ptx, fp32) = counts[name];
+        let (ptx, fp32) = (counts[name].ptx, counts[name].fp32);
         let (bx, by, bz) = l.cfg.block;
         kernels.push(KernelRow {
             kernel: name.clone(),
@@ -788,7 +564,7 @@ pub fn generate_with_progress(
     // Per card of the SM: (full-size launches, counts, SASS ratios).
     type Done = Vec<(
         Vec<Launch>,
-        BTreeMap<String, (f64, f64)>,
+        BTreeMap<String, Extrapolated>,
         BTreeMap<String, Option<Ratio>>,
     )>;
     let times = std::env::var_os("PTXSMITH_ROOFLINE_TIMES").is_some();
@@ -821,7 +597,8 @@ pub fn generate_with_progress(
                                         None
                                     } else {
                                         let sum = summary(tools, &cache, &l.module)?;
-                                        Some(ratio(&l.module, &sum)?)
+                                        let c = &counts[&l.module.kernel].regions;
+                                        Some(weighted_ratio(&l.module, &sum, c)?)
                                     };
                                     ratios.insert(l.module.kernel.clone(), r);
                                 }
@@ -946,26 +723,5 @@ impl Roofline {
     /// The rows of the card called `name`.
     pub fn gpu(&self, name: &str) -> Option<&GpuRows> {
         self.gpus.iter().find(|g| g.gpu.name == name)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn solve_small_systems() {
-        let x = solve(vec![vec![1.0, 2.0], vec![1.0, 3.0]], vec![5.0, 7.0]).unwrap();
-        assert!((x[0] - 1.0).abs() < 1e-12 && (x[1] - 2.0).abs() < 1e-12);
-        assert!(solve(vec![vec![1.0, 2.0], vec![2.0, 4.0]], vec![1.0, 2.0]).is_none());
-        // Columns of very different magnitudes (a constant and an element
-        // count).
-        let x = solve(
-            vec![vec![1.0, 65536.0], vec![1.0, 131072.0]],
-            vec![10.0 + 7.0 * 65536.0, 10.0 + 7.0 * 131072.0],
-        )
-        .unwrap();
-        assert!((x[0] - 10.0).abs() < 1e-6 && (x[1] - 7.0).abs() < 1e-12);
-        assert!(solve(vec![vec![0.0, 1.0], vec![0.0, 2.0]], vec![1.0, 2.0]).is_none());
     }
 }

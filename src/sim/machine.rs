@@ -38,6 +38,9 @@ pub struct Sim {
     pub(crate) next_stream: u64,
     pub(crate) totals: BTreeMap<String, u64>,
     pub(crate) total_instructions: u64,
+    /// Issued instructions per PTX instruction (index into the entry's
+    /// instructions) of the last launch.
+    pub(crate) last_counts: Vec<u64>,
     /// Blocks run in lockstep over every launch so far.
     pub(crate) lockstep_blocks: u64,
     pub(crate) clock: u64,
@@ -63,6 +66,7 @@ impl Sim {
             next_stream: SIM_DEFAULT_STREAM + 1,
             totals: BTreeMap::new(),
             total_instructions: 0,
+            last_counts: Vec::new(),
             lockstep_blocks: 0,
             clock: 0,
             scratch: Scratch::default(),
@@ -117,6 +121,15 @@ impl Sim {
     /// Instructions over every launch so far.
     pub fn total_instructions(&self) -> u64 {
         self.total_instructions
+    }
+
+    /// The last launch's issued instructions per PTX instruction of its
+    /// entry (thread-instructions, predicated-off ones included), indexed
+    /// like the parsed entry's instructions; empty before the first
+    /// launch. The roofline model weights each loop's SASS/PTX ratio by
+    /// these.
+    pub fn last_launch_counts(&self) -> &[u64] {
+        &self.last_counts
     }
 
     /// Blocks that ran their threads in lockstep ([`SimOptions::lockstep`])
@@ -366,6 +379,7 @@ impl Sim {
         }
         report.merge_into(&mut self.totals);
         self.total_instructions += report.instructions;
+        self.last_counts = counts;
         self.traffic.launches += 1;
         Ok(report)
     }

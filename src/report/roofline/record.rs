@@ -29,6 +29,9 @@ pub struct Launch {
     pub ptx: u64,
     /// Of those, FP32 arithmetic (`add/sub/mul/fma/min/max` on `.f32`).
     pub fp32: u64,
+    /// Of those, per region of the entry: one per innermost loop (address
+    /// order), then the rest ([`super::regions`]); empty in a dry run.
+    pub regions: Vec<u64>,
 }
 
 impl Launch {
@@ -196,16 +199,22 @@ impl Executor for Recorder {
         cfg: LaunchConfig,
         args: &[ArgValue],
     ) -> Result<()> {
-        let (ptx, fp32) = match &mut self.sim {
+        let (ptx, fp32, regions) = match &mut self.sim {
             Some(s) => {
                 let (i0, f0) = (s.total_instructions(), fp32_total(s.opcode_totals()));
                 s.launch(st, module, cfg, args)?;
+                let prog = s.program(&module.ptx)?;
+                let regions = prog
+                    .entry(&module.kernel)
+                    .map(|e| super::regions::region_counts(e, s.last_launch_counts()))
+                    .unwrap_or_default();
                 (
                     s.total_instructions() - i0,
                     fp32_total(s.opcode_totals()) - f0,
+                    regions,
                 )
             }
-            None => (0, 0),
+            None => (0, 0, Vec::new()),
         };
         self.traffic.launches += 1;
         self.log.lock().expect("launch log poisoned").push(Launch {
@@ -213,6 +222,7 @@ impl Executor for Recorder {
             cfg,
             ptx,
             fp32,
+            regions,
         });
         Ok(())
     }

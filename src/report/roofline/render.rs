@@ -63,7 +63,14 @@ fn kernel_line(s: &mut String, k: &KernelRow, p: &ProblemRow, gpu: &Gpu) {
         } else {
             String::new()
         };
-        format!("{:.2}{}{u}", r.ratio, if r.hot { "" } else { " (whole)" })
+        let how = if r.weighted {
+            " (weighted)"
+        } else if r.hot {
+            ""
+        } else {
+            " (whole)"
+        };
+        format!("{:.2}{how}{u}", r.ratio)
     });
     let _ = writeln!(
         s,
@@ -153,7 +160,7 @@ pub(super) fn markdown(r: &Roofline) -> String {
     let _ = writeln!(
         s,
         "\n## Roofline model\n\nEvery kernel family at a named problem size (the benches' sizes) on every card of `src/report/hardware.rs` (published figures, sources in its doc comments). Definitions: `src/report/roofline.rs`; problems, their byte counts and extrapolation: `src/report/roofline/problems.rs`. Picture: [roofline.svg](roofline.svg).\n\n\
-         * **PTX instr**: the simulator's dynamic PTX count (thread-instructions) on scaled-down shapes of the same problem, extrapolated to the full size; **SASS/PTX**: the hot loop's SASS instructions per PTX instruction (`loop ×u`: ptxas unrolled it `u` times; `whole`: no loop, the function's ratio); **SASS instr** = PTX × ratio, the lane-instructions the model issues.\n\
+         * **PTX instr**: the simulator's dynamic PTX count (thread-instructions) on scaled-down shapes of the same problem, extrapolated to the full size; **SASS/PTX**: SASS instructions per PTX instruction, each innermost loop's ratio and the rest of the function's weighted by their dynamic PTX counts (`weighted`; `loop ×u`: ptxas unrolled the hot loop `u` times), else the hot loop's (no mark) or the function's (`whole`); **SASS instr** = PTX × ratio, the lane-instructions the model issues.\n\
          * **occupancy**: resident warps per SM over the SM's maximum, from the kernel's registers, shared memory and CTA size (`src/occupancy.rs`).\n\
          * **memory** = bytes / (0.90 × bandwidth: what a streaming copy reaches, `src/report/roofline/speed.rs`); **issue**: the SASS lane-instructions split over the pipes by the hot loop's mix (FP32, IMAD, ALU, MUFU/conversions, FP64, load/store/shuffle, uniform, control), the most loaded SM (ceil(CTAs / SMs) CTAs) taking the maximum over the dispatch floor (128 a clock) and each pipe at its rate (`src/report/pipes.rs`: FP32 64/128, ALU and IMAD 64, MUFU 16, LSU 32 on sm_90); **latency** (kernels whose threads run one dependent chain): warp-instructions per SM × the mix's dependent-issue latency / the warps the SM holds; **modeled** = max(memory, issue, latency); **bound**: the term that sets it (`memory`, `latency`, or the issue limit: `dispatch`, a pipe, `fp32+imad`). No launch overhead, barrier waits or cache effects.\n\
          * **share of roof**: on the problem's line, its essential bytes (memory roof) or useful FP32 instructions (FP32 roof: 2 per separately rounded multiply-add, 1 per fused multiply-add) or useful FLOP on the tensor roof (2 per multiply-add of the filled blocks, at the card's dense tensor-core rate for the MMA shape: `HMMA` per SM per clock from the published dense peaks, `src/report/pipes.rs`, at the boost clock) at the roof over the modeled time; on a kernel's line, the same for that kernel's own bytes or FP32 instructions. The issue's goals are stated for H100 SXM; they are evaluated on every card.\n"

@@ -6,8 +6,9 @@
 //!   [`STREAM_FRACTION`]): the bandwidth a streaming kernel reaches, not the
 //!   vendor's peak.
 //! * **Issue**: the kernel's SASS lane-instructions split over the pipes
-//!   by the shares of its hot loop (or of its whole function when it has
-//!   no loop); the most loaded SM gets `ceil(CTAs / SMs)` CTAs' share of
+//!   by the shares of its regions weighted by their dynamic counts
+//!   ([`super::regions`]; else its hot loop's, or its whole function's
+//!   when it has no loop); the most loaded SM gets `ceil(CTAs / SMs)` CTAs' share of
 //!   them (every CTA the same work), and its clocks come from
 //!   [`issue_clocks`] (the maximum over the dispatch floor of
 //!   128 lane-instructions a clock and each pipe at its rate).
