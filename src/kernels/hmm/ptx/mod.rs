@@ -20,6 +20,7 @@
 //! their pairing are the contract's, not the launch's. `ptx/post.rs`
 //! holds the last two kernels.
 
+mod cluster;
 mod pair;
 mod post;
 
@@ -38,6 +39,10 @@ use pair::{
 };
 
 pub use crate::kernels::viterbi::ptx::cap_for;
+pub use cluster::{
+    CLUSTER_MIN_STATES, CLUSTER_SIZES, cluster_for, cluster_smem_bytes, forward_cluster_name,
+    generate_forward_cluster,
+};
 pub use post::{PosteriorArgs, TransitionArgs, XI_ROWS, generate_posteriors, generate_transitions};
 
 /// Threads per CTA.
@@ -966,6 +971,13 @@ pub fn variants(sm: Sm) -> Result<Vec<PtxModule>> {
     for cap in CAPS {
         v.push(generate_forward(sm, cap)?);
         v.push(generate_backward(sm, cap)?);
+    }
+    if sm.supports(crate::target::Feature::Cluster) {
+        for cap in CAPS.into_iter().filter(|&c| c <= SPLIT_MAX) {
+            for n in CLUSTER_SIZES {
+                v.push(generate_forward_cluster(sm, cap, n)?);
+            }
+        }
     }
     v.push(generate_posteriors(sm)?);
     v.push(generate_transitions(sm)?);
