@@ -189,3 +189,38 @@ fn cluster_choice_per_target_and_shape() {
     assert_eq!(pick(Sm::Sm90, 688), None);
     assert_eq!(pick(Sm::Sm90, 4096), None, "the 4096 variant");
 }
+
+/// The cluster path through the driver (a GPU of sm_90+, or the driver
+/// emulator, whose default device is an sm_90): the same bits as the
+/// host model; on an older GPU the one-CTA kernel runs the same shapes.
+#[test]
+fn gpu_cluster_path_matches_the_host_model() {
+    use ptxsmith::testing::{cuda_for_tests, small_shapes};
+    let Some(ctx) = cuda_for_tests() else { return };
+    let st = ctx.default_stream();
+    let shapes: &[(usize, usize, usize)] = if small_shapes(&ctx) {
+        // S 320 at n = 8: a 50 KiB slice, above the 48 KiB a launch gets
+        // without opting in (`cuFuncSetAttribute`).
+        &[(2, 4, 64), (1, 3, 80), (1, 3, 320)]
+    } else {
+        &[(8, 200, 256), (3, 50, 80), (2, 30, 640)]
+    };
+    for &(batch, t, s) in shapes {
+        let m = issue_model(batch, t, s, 41, true);
+        let sp = s.div_ceil(16) * 16;
+        let n = ptx::cluster_for(ctx.sm(), s, sp, ptx::cap_for(s));
+        assert_eq!(
+            n.is_some(),
+            ctx.sm().supports(ptxsmith::Feature::Cluster),
+            "{s} states on {}",
+            ctx.sm()
+        );
+        let got = hmm::forward_backward_on(&st, m.shape(), &m.inputs()).unwrap();
+        let want = host::forward_backward(m.shape(), &m.inputs()).unwrap();
+        assert_same(&got, &want, &format!("gpu {batch}x{t}x{s}, cluster {n:?}"));
+    }
+    let m = switching_model(2, 4, 64, -200.0, 2, 42);
+    let got = hmm::forward_backward_on(&st, m.shape(), &m.inputs()).unwrap();
+    let want = host::forward_backward(m.shape(), &m.inputs()).unwrap();
+    assert_same(&got, &want, "gpu fallback S 64");
+}
