@@ -1,8 +1,9 @@
-//! The HMM forward across a thread-block cluster (sm_90+, issue 33): the
+//! The HMM recursions across a thread-block cluster (sm_90+, issue 33): the
 //! whole pass on the simulator equals the host model bit for bit on sm_90
 //! and sm_100 (where the launch takes the cluster kernel, S ≥ 64) on small
 //! shapes (ragged lengths, a fallback state, an impossible sequence), and
-//! the cluster kernels for `n = 2, 4, 8` give the one-CTA kernel's bits
+//! the cluster kernels (forward and backward) for `n = 2, 4, 8` give the
+//! one-CTA kernels' bits in every output and workspace buffer
 //! (S 16 and 40: ragged, fallback, impossible), each launched after the
 //! same prep kernels.
 
@@ -61,10 +62,11 @@ fn cluster_path_equals_host_where_the_fallback_runs_and_when_impossible() {
     same_on_cluster_targets(&m, "impossible");
 }
 
-/// The forward's outputs (`alpha`, `alpha_lo`, `mb`, `cnorm`, `ll`) of the
-/// one-CTA kernel (`n = None`) or the cluster kernel over `n` CTAs, on a
-/// simulated `sm`, after the two prep kernels.
-fn forward_outputs(m: &Model, sm: Sm, n: Option<u32>) -> Vec<Vec<u32>> {
+/// The recursions' outputs (forward: `alpha`, `alpha_lo`, `mb`, `cnorm`,
+/// `ll`; backward: `beta`, `beta_lo`, `dnorm`, `w`, `rh`, `rl`, `flags`)
+/// of the one-CTA kernels (`n = None`) or the cluster kernels over `n`
+/// CTAs, on a simulated `sm`, after the two prep kernels.
+fn recursion_outputs(m: &Model, sm: Sm, n: Option<u32>) -> Vec<Vec<u32>> {
     let ctx = Context::sim(sm);
     let st = ctx.default_stream();
     let (batch, t, s) = (m.batch, m.t, m.s);
@@ -117,27 +119,57 @@ fn forward_outputs(m: &Model, sm: Sm, n: Option<u32>) -> Vec<Vec<u32>> {
         s: s as u32,
         sp: sp as u32,
     };
+    let mut beta = zeros(n_el);
+    let (mut beta_lo, mut rh, mut rl) = (zeros(n_el), zeros(n_el), zeros(n_el));
+    let (mut dnorm, mut w) = (zeros(2 * batch * t), zeros(batch * t * sp));
+    let mut flags = st.upload(&vec![0u32; (batch * t).max(1)]).unwrap();
+    let bwd = ptx::BackwardArgs {
+        log_a: st.arg("a", &a).unwrap(),
+        log_b: st.arg("b", &lb).unwrap(),
+        lengths: st.arg("lengths", &lens).unwrap(),
+        prep: fwd.prep,
+        a_til: st.arg_mut("a_til", &mut a_til).unwrap(),
+        mb: fwd.mb,
+        beta: st.arg_mut("beta", &mut beta).unwrap(),
+        beta_lo: st.arg_mut("beta_lo", &mut beta_lo).unwrap(),
+        dnorm: st.arg_mut("dnorm", &mut dnorm).unwrap(),
+        w: st.arg_mut("w", &mut w).unwrap(),
+        rh: st.arg_mut("rh", &mut rh).unwrap(),
+        rl: st.arg_mut("rl", &mut rl).unwrap(),
+        flags: st.arg_mut("flags", &mut flags).unwrap(),
+        t: t as u32,
+        s: s as u32,
+        sp: sp as u32,
+    };
     match n {
         None => {
             let cfg = LaunchConfig::linear(batch as u32, threads);
             let k = ptx::generate_forward(sm, cap).unwrap();
             st.launch(&k, cfg, &fwd.args()).unwrap();
+            let k = ptx::generate_backward(sm, cap).unwrap();
+            st.launch(&k, cfg, &bwd.args()).unwrap();
         }
         Some(n) => {
             let mut cfg = LaunchConfig::linear(batch as u32 * n, threads);
             cfg.dynamic_smem_bytes = ptx::cluster_smem_bytes(sp, n) as u32;
             let k = ptx::generate_forward_cluster(sm, cap, n).unwrap();
             st.launch(&k, cfg, &fwd.args()).unwrap();
+            let k = ptx::generate_backward_cluster(sm, cap, n).unwrap();
+            st.launch(&k, cfg, &bwd.args()).unwrap();
         }
     }
-    [&alpha, &alpha_lo, &mb, &cnorm, &ll]
-        .into_iter()
-        .map(|b| nan_bits(&st.to_vec(b).unwrap()))
-        .collect()
+    let mut out: Vec<Vec<u32>> = [
+        &alpha, &alpha_lo, &mb, &cnorm, &ll, &beta, &beta_lo, &dnorm, &w, &rh, &rl,
+    ]
+    .into_iter()
+    .map(|b| nan_bits(&st.to_vec(b).unwrap()))
+    .collect();
+    out.push(st.to_vec(&flags).unwrap());
+    out
 }
 
 #[test]
-fn cluster_kernels_give_the_one_cta_kernels_bits() {
+fn cluster_kernels_give_the_one_cta_kernels_bits_forward_and_backward() {
     // Below CLUSTER_MIN_STATES the launch keeps the one-CTA kernel; the
     // cluster kernels still run any S.
     let mut fb = switching_model(2, 4, 16, -200.0, 2, 30);
@@ -155,13 +187,16 @@ fn cluster_kernels_give_the_one_cta_kernels_bits() {
         (ragged, "ragged S 40"),
     ] {
         for sm in SMS {
-            let want = forward_outputs(&m, sm, None);
+            let want = recursion_outputs(&m, sm, None);
             for n in [2, 4, 8] {
                 if m.s.div_ceil(16) * 16 / 4 % n as usize != 0 {
                     continue;
                 }
-                let got = forward_outputs(&m, sm, Some(n));
-                let names = ["alpha", "alpha_lo", "mb", "cnorm", "ll"];
+                let got = recursion_outputs(&m, sm, Some(n));
+                let names = [
+                    "alpha", "alpha_lo", "mb", "cnorm", "ll", "beta", "beta_lo", "dnorm", "w",
+                    "rh", "rl", "flags",
+                ];
                 for ((g, w), name) in got.iter().zip(&want).zip(names) {
                     assert_eq!(g, w, "{what} on {sm}, n = {n}: {name}");
                 }

@@ -23,9 +23,9 @@
 use super::host::{self, Inputs, Posteriors, Shape, validate_lengths};
 use super::ptx::{
     BackwardArgs, ForwardArgs, PosteriorArgs, PrepExpArgs, PrepMaxArgs, THREADS, TransitionArgs,
-    WARPS, XI_ROWS, cap_for, cluster_for, cluster_smem_bytes, generate_backward, generate_forward,
-    generate_forward_cluster, generate_posteriors, generate_prep_exp, generate_prep_max,
-    generate_transitions,
+    WARPS, XI_ROWS, cap_for, cluster_for, cluster_smem_bytes, generate_backward,
+    generate_backward_cluster, generate_forward, generate_forward_cluster, generate_posteriors,
+    generate_prep_exp, generate_prep_max, generate_transitions,
 };
 use super::workspace::Workspace;
 use crate::dsl::params::{DevPtr, KernelParams};
@@ -329,7 +329,15 @@ fn launch(
         s: s32,
         sp: sp32,
     };
-    stream.launch(memo!(generate_backward, sm, cap)?, per_seq, &bwd.args())?;
+    match cluster_for(sm, s, sp, cap) {
+        Some(n) => {
+            let mut cfg = LaunchConfig::linear(batch as u32 * n, THREADS);
+            cfg.dynamic_smem_bytes = cluster_smem_bytes(sp, n) as u32;
+            let m = memo!(generate_backward_cluster, sm, cap, n)?;
+            stream.launch(m, cfg, &bwd.args())?;
+        }
+        None => stream.launch(memo!(generate_backward, sm, cap)?, per_seq, &bwd.args())?,
+    }
 
     let chunks = t.div_ceil(WARPS as usize).clamp(1, 64);
     let tasks = batch as u64 * chunks as u64;

@@ -46,14 +46,14 @@ use crate::target::{Feature, Sm};
 /// The cluster sizes a launch may choose from (portable: at most 8).
 pub const CLUSTER_SIZES: [u32; 3] = [8, 4, 2];
 
-/// Static shared bytes of `hmm_forward_cluster<n>_cap<cap>`, at least:
-/// the weights (`cap`), the chains' partial sums (`4·cap/n`), the
-/// reduction slots (two `Red`s, the partial maxima) and 32 bytes for the
-/// arrays' alignment (ptxas
-/// reports 1792 bytes for `n = 8`, cap 256, and 6400 for cap 1024, where
-/// this gives 1824 and 6432).
-fn static_bytes(cap: u32, n: u32) -> u64 {
-    4 * (u64::from(cap) + 4 * u64::from(cap / n) + 6 * u64::from(WARPS) + 2 * u64::from(n) + 8)
+/// Static shared bytes of the cluster kernels (forward and backward), at
+/// least: the weights (`cap`), the chains' partial sums (`4·cap/n`), the
+/// reduction slots (two `Red`s, the partial maxima and flags: `5·n` at
+/// most) and 32 bytes for the arrays' alignment (ptxas reports 1792 bytes
+/// for the forward at `n = 8`, cap 256, and 6400 for cap 1024, where this
+/// gives 1920 and 6528).
+pub(super) fn static_bytes(cap: u32, n: u32) -> u64 {
+    4 * (u64::from(cap) + 4 * u64::from(cap / n) + 6 * u64::from(WARPS) + 5 * u64::from(n) + 8)
 }
 
 /// Dynamic shared bytes of the cluster forward for `sp` padded states
@@ -90,15 +90,15 @@ pub fn forward_cluster_name(n: u32, cap: u32) -> String {
 }
 
 /// The weights, the partial maxima's slots and the cluster's shape.
-struct Ex {
-    n: u32,
-    pbuf: SharedArray<F32>,
-    mh: SharedArray<F32>,
-    ml: SharedArray<F32>,
-    rank: Reg<U32>,
+pub(super) struct Ex {
+    pub(super) n: u32,
+    pub(super) pbuf: SharedArray<F32>,
+    pub(super) mh: SharedArray<F32>,
+    pub(super) ml: SharedArray<F32>,
+    pub(super) rank: Reg<U32>,
     /// First column of this CTA, its column count.
-    c0: Reg<U32>,
-    ncol: Reg<U32>,
+    pub(super) c0: Reg<U32>,
+    pub(super) ncol: Reg<U32>,
 }
 
 /// The forward pass across a cluster of `n` CTAs (`n` in
@@ -330,7 +330,7 @@ pub fn generate_forward_cluster(sm: Sm, cap: u32, n: u32) -> Result<PtxModule> {
 
 /// `f(b, jl, j)` for this thread's share of the CTA's columns `j = c0 +
 /// jl` below `s`.
-fn own_columns(
+pub(super) fn own_columns(
     b: &mut KernelBuilder,
     ex: &Ex,
     s: Reg<U32>,
@@ -409,7 +409,7 @@ fn exchange(
 /// through `st.shared::cluster` and another thread's read after the
 /// cluster barrier would otherwise be reported), and the CTA barrier
 /// costs little beside the cluster's.
-fn cluster_barrier(b: &mut KernelBuilder) {
+pub(super) fn cluster_barrier(b: &mut KernelBuilder) {
     b.cluster_sync();
     b.bar_sync();
 }
@@ -418,7 +418,7 @@ fn cluster_barrier(b: &mut KernelBuilder) {
 /// `mat` (`mat[(q·sp + k)·4 + c]` for the CTA's quad `q`): chain `g` of a
 /// quad `q4/4` on one thread, `k ≡ g (mod 4)` ascending, left at
 /// `part[g·ncol + q4 …]`.
-fn lin_slice(
+pub(super) fn lin_slice(
     b: &mut KernelBuilder,
     ex: &Ex,
     mat: &SharedArray<F32>,
@@ -456,7 +456,7 @@ fn lin_slice(
 }
 
 /// The linear sum of the CTA's column `jl`: `(c0 + c1) + (c2 + c3)`.
-fn lin_local(
+pub(super) fn lin_local(
     b: &mut KernelBuilder,
     part: &SharedArray<F32>,
     jl: Reg<U32>,

@@ -21,6 +21,7 @@
 //! holds the last two kernels.
 
 mod cluster;
+mod cluster_bwd;
 mod pair;
 mod post;
 
@@ -43,6 +44,7 @@ pub use cluster::{
     CLUSTER_MIN_STATES, CLUSTER_SIZES, cluster_for, cluster_smem_bytes, forward_cluster_name,
     generate_forward_cluster,
 };
+pub use cluster_bwd::{backward_cluster_name, generate_backward_cluster};
 pub use post::{PosteriorArgs, TransitionArgs, XI_ROWS, generate_posteriors, generate_transitions};
 
 /// Threads per CTA.
@@ -976,6 +978,7 @@ pub fn variants(sm: Sm) -> Result<Vec<PtxModule>> {
         for cap in CAPS.into_iter().filter(|&c| c <= SPLIT_MAX) {
             for n in CLUSTER_SIZES {
                 v.push(generate_forward_cluster(sm, cap, n)?);
+                v.push(generate_backward_cluster(sm, cap, n)?);
             }
         }
     }
