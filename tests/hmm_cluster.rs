@@ -189,7 +189,7 @@ fn cluster_kernels_give_the_one_cta_kernels_bits_forward_and_backward() {
         for sm in SMS {
             let want = recursion_outputs(&m, sm, None);
             for n in [2, 4, 8] {
-                if m.s.div_ceil(16) * 16 / 4 % n as usize != 0 {
+                if !(m.s.div_ceil(16) * 16 / 4).is_multiple_of(n as usize) {
                     continue;
                 }
                 let got = recursion_outputs(&m, sm, Some(n));

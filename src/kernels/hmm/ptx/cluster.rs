@@ -80,7 +80,8 @@ pub fn cluster_for(sm: Sm, s: usize, sp: usize, cap: u32) -> Option<u32> {
     let quads = sp / 4;
     let limit = u64::from(sm.info().max_smem_per_block_optin);
     CLUSTER_SIZES.into_iter().find(|&n| {
-        quads % n as usize == 0 && cluster_smem_bytes(sp, n) + static_bytes(cap, n) <= limit
+        quads.is_multiple_of(n as usize)
+            && cluster_smem_bytes(sp, n) + static_bytes(cap, n) <= limit
     })
 }
 
