@@ -23,7 +23,8 @@
 use super::host::{self, Inputs, Posteriors, Shape, validate_lengths};
 use super::ptx::{
     BackwardArgs, ForwardArgs, PosteriorArgs, PrepExpArgs, PrepMaxArgs, THREADS, TransitionArgs,
-    WARPS, XI_ROWS, cap_for, generate_backward, generate_forward, generate_posteriors,
+    WARPS, XI_ROWS, cap_for, cluster_for, cluster_smem_bytes, generate_backward,
+    generate_backward_cluster, generate_forward, generate_forward_cluster, generate_posteriors,
     generate_prep_exp, generate_prep_max, generate_transitions,
 };
 use super::workspace::Workspace;
@@ -299,7 +300,17 @@ fn launch(
         s: s32,
         sp: sp32,
     };
-    stream.launch(memo!(generate_forward, sm, cap)?, per_seq, &fwd.args())?;
+    match cluster_for(sm, s, sp, cap) {
+        // A cluster of `n` CTAs per sequence, `Â` on chip (`ptx/cluster.rs`):
+        // the grid is `batch · n`, a multiple of the compiled cluster shape.
+        Some(n) => {
+            let mut cfg = LaunchConfig::linear(batch as u32 * n, THREADS);
+            cfg.dynamic_smem_bytes = cluster_smem_bytes(sp, n) as u32;
+            let m = memo!(generate_forward_cluster, sm, cap, n)?;
+            stream.launch(m, cfg, &fwd.args())?;
+        }
+        None => stream.launch(memo!(generate_forward, sm, cap)?, per_seq, &fwd.args())?,
+    }
     let bwd = BackwardArgs {
         log_a: io.log_a,
         log_b: io.log_b,
@@ -318,7 +329,15 @@ fn launch(
         s: s32,
         sp: sp32,
     };
-    stream.launch(memo!(generate_backward, sm, cap)?, per_seq, &bwd.args())?;
+    match cluster_for(sm, s, sp, cap) {
+        Some(n) => {
+            let mut cfg = LaunchConfig::linear(batch as u32 * n, THREADS);
+            cfg.dynamic_smem_bytes = cluster_smem_bytes(sp, n) as u32;
+            let m = memo!(generate_backward_cluster, sm, cap, n)?;
+            stream.launch(m, cfg, &bwd.args())?;
+        }
+        None => stream.launch(memo!(generate_backward, sm, cap)?, per_seq, &bwd.args())?,
+    }
 
     let chunks = t.div_ceil(WARPS as usize).clamp(1, 64);
     let tasks = batch as u64 * chunks as u64;

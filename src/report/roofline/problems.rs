@@ -287,6 +287,32 @@ fn hmm_basis(s: &Shape, _: Sm, _: u32) -> Vec<f64> {
     vec![1.0, f(s[0]), f(s[0] * s[1])]
 }
 
+thread_local! {
+    /// The SM of the last `hmm_forward_backward` run on this thread: the
+    /// recursions' kernel names depend on it (a cluster of CTAs per
+    /// sequence on sm_90+, `hmm::ptx::cluster_for`) and the traffic list
+    /// only gets the shape; every caller records the launches (which runs
+    /// the problem) before reading the list, on the same thread.
+    static HMM_SM: std::cell::Cell<Option<Sm>> = const { std::cell::Cell::new(None) };
+}
+
+/// The forward's and the backward's entry names for `s` states on the SM
+/// of the last run (the one-CTA kernels before any run).
+fn hmm_recursion_names(s: usize) -> (String, String) {
+    let cap = hmm::ptx::cap_for(s);
+    let sp = s.next_multiple_of(16);
+    match HMM_SM
+        .with(|c| c.get())
+        .and_then(|sm| hmm::ptx::cluster_for(sm, s, sp, cap))
+    {
+        Some(n) => (
+            hmm::ptx::forward_cluster_name(n, cap),
+            hmm::ptx::backward_cluster_name(n, cap),
+        ),
+        None => (hmm::ptx::forward_name(cap), hmm::ptx::backward_name(cap)),
+    }
+}
+
 fn hmm_forward_backward() -> Problem {
     let [b, t, s] = SEQ_FULL;
     let step = F32 * f(b * s * s);
@@ -301,6 +327,7 @@ fn hmm_forward_backward() -> Problem {
         basis: Box::new(hmm_basis),
         run: Box::new(|st, sh, dry| {
             let shape = hmm::Shape::new(sh[0], sh[1], sh[2])?;
+            HMM_SM.with(|c| c.set(Some(st.context().sm())));
             let (b, t, s) = (sh[0], sh[1], sh[2]);
             let pi = logp(st, s, 1, dry)?;
             let a = logp(st, s * s, 2, dry)?;
@@ -335,23 +362,20 @@ fn hmm_forward_backward() -> Problem {
             let steps = F32 * f(b * t);
             let w = F32 * f(b * t * sp);
             let a = F32 * f(s * s);
+            let (fwd, bwd) = hmm_recursion_names(s);
             vec![
                 // log_a in, the maxima out
                 ("hmm_prep_max".into(), a),
                 // log_a in, the two shifted matrices out
                 ("hmm_prep_exp".into(), a + 2.0 * F32 * f(sp * sp)),
                 // log_b in; alpha (hi into log_alpha, lo into gamma) out; Mb
-                // and the normalizer pairs out; Â once (L2-resident)
-                (
-                    hmm::ptx::forward_name(hmm::ptx::cap_for(s)),
-                    3.0 * plane + 3.0 * steps + F32 * f(sp * sp),
-                ),
+                // and the normalizer pairs out; Â once (L2-resident; on the
+                // cluster path each CTA copies its slice into shared memory
+                // once, from L2)
+                (fwd, 3.0 * plane + 3.0 * steps + F32 * f(sp * sp)),
                 // log_b, Mb in; beta (hi, lo), R (hi, lo) out, W, the flags
                 // and the normalizer pairs out; Ã once
-                (
-                    hmm::ptx::backward_name(hmm::ptx::cap_for(s)),
-                    5.0 * plane + w + 4.0 * steps + F32 * f(sp * sp),
-                ),
+                (bwd, 5.0 * plane + w + 4.0 * steps + F32 * f(sp * sp)),
                 // alpha (hi, lo), beta (hi, lo), W and the normalizers in;
                 // gamma out; log_alpha and log_beta rewritten in place
                 ("hmm_posteriors".into(), 7.0 * plane + w + 4.0 * steps),

@@ -6,6 +6,7 @@
 //! | `hmm_prep_exp` | CTAs over quads of columns | `Amax`, `dcol`, `drow`, `Â` and `Ãᵀ` (zero-padded to `S16 × S16`, packed in quads of columns) |
 //! | `hmm_forward_cap<c>` | a CTA per sequence | emission maxima, then the forward recursion: `â` pairs into `log_alpha` (high) and `gamma` (low), `C_t`, `ll` |
 //! | `hmm_backward_cap<c>` | a CTA per sequence | the backward recursion: `β̂` pairs into `log_beta` / workspace, `D_t`, and per step what the transition counts need (`R_t`, `s_i` or `−σ_i`, a fallback flag) |
+//! | `hmm_forward_cluster<n>_cap<c>`, `hmm_backward_cluster<n>_cap<c>` | a cluster of `n` CTAs per sequence (sm_90+, `S16 ≥ 64`, [`cluster_for`]) | the same recursions with each CTA's slice of `Â` / `Ãᵀ` in shared memory, exchanging through DSMEM (`ptx/cluster.rs`, `ptx/cluster_bwd.rs`) |
 //! | `hmm_posteriors` | a warp per position | `gamma`, the final `log_alpha`/`log_beta` in place, `x = gamma/s` |
 //! | `hmm_transitions` | a warp per (16 states `i`, 32 states `j`) of a sequence | `xi` |
 //!
@@ -20,6 +21,8 @@
 //! their pairing are the contract's, not the launch's. `ptx/post.rs`
 //! holds the last two kernels.
 
+mod cluster;
+mod cluster_bwd;
 mod pair;
 mod post;
 
@@ -38,6 +41,11 @@ use pair::{
 };
 
 pub use crate::kernels::viterbi::ptx::cap_for;
+pub use cluster::{
+    CLUSTER_MIN_STATES, CLUSTER_SIZES, cluster_for, cluster_smem_bytes, forward_cluster_name,
+    generate_forward_cluster,
+};
+pub use cluster_bwd::{backward_cluster_name, generate_backward_cluster};
 pub use post::{PosteriorArgs, TransitionArgs, XI_ROWS, generate_posteriors, generate_transitions};
 
 /// Threads per CTA.
@@ -966,6 +974,14 @@ pub fn variants(sm: Sm) -> Result<Vec<PtxModule>> {
     for cap in CAPS {
         v.push(generate_forward(sm, cap)?);
         v.push(generate_backward(sm, cap)?);
+    }
+    if sm.supports(crate::target::Feature::Cluster) {
+        for cap in CAPS.into_iter().filter(|&c| c <= SPLIT_MAX) {
+            for n in CLUSTER_SIZES {
+                v.push(generate_forward_cluster(sm, cap, n)?);
+                v.push(generate_backward_cluster(sm, cap, n)?);
+            }
+        }
     }
     v.push(generate_posteriors(sm)?);
     v.push(generate_transitions(sm)?);

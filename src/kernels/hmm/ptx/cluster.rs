@@ -1,0 +1,474 @@
+//! The forward recursion across a thread-block cluster (sm_90+):
+//! `hmm_forward_cluster<n>_cap<c>`, a cluster of `n` CTAs per sequence.
+//!
+//! CTA `r` of a cluster owns the columns `[r·S16/n, (r+1)·S16/n)` (whole
+//! quads: `n` divides `S16/4`, see [`cluster_for`]) and copies their
+//! slice of `Â` (packed by quads, so the slice is one contiguous run of
+//! `S16²/n` floats) into its dynamic shared memory once; the recursion
+//! never reads the matrix from global memory again. Per step each CTA
+//! computes its columns' linear sums with the contract's four chains (one
+//! thread per (chain, quad of columns), `k` ascending, then
+//! `(c0 + c1) + (c2 + c3)`: the bits of the one-CTA kernel), `L_j` and
+//! `X_j`; the pair maximum `M_t` is reduced in each CTA, then every CTA
+//! stores its partial maximum into every CTA's slot (`st.shared::cluster`)
+//! and, after a cluster barrier, each reduces the `n` partials itself
+//! (`pmax` is order-free by contract); the normalized weights
+//! `pexp(â_t[j])` of a CTA's columns are stored into every CTA's weight
+//! buffer, and a second cluster barrier closes the step. The fallback
+//! reads the previous row's pairs of every column from global memory
+//! (written before that barrier, whose release/acquire orders global
+//! memory at cluster scope too). Every CTA keeps the normalizer sums
+//! (the same operations on the same values, so the same bits); rank 0
+//! stores `C_t` and `ll`. The emission maxima are split across the
+//! cluster's warps, published by the first cluster barrier.
+//!
+//! Launch: the kernel's `.reqnctapercluster n, 1, 1` compiles the shape
+//! in, so the classic `cuLaunchKernel` launches it in clusters (CUDA C++
+//! Programming Guide, "Thread Block Clusters": "a thread block cluster
+//! can be enabled in a kernel either using a compile-time kernel
+//! attribute using `__cluster_dims__(X,Y,Z)` or using the CUDA kernel
+//! launch API `cudaLaunchKernelEx`", and with the compile-time form "the
+//! kernel can be launched using the classical `<<< , >>>`"); the grid,
+//! `batch · n` CTAs, is a multiple of the cluster by construction.
+
+use super::pair::{
+    self as pp, DNorm, DP, Red, assign, cta_fmax, cta_pmax, padd, pexp, pmax2, pshift, psub,
+};
+use super::{
+    ForwardArgs, PREP_AMAX, PREP_COLMAX, PREP_DCOL_H, PREP_DCOL_L, SPLIT_MAX, WARPS, builder,
+    ld_pair, ld_prep, st_pair, state_log, store_norm,
+};
+use crate::dsl::types::{F32, Reg, U32};
+use crate::dsl::{Cmp, KernelBuilder, PtxModule, Rounding, SharedArray};
+use crate::error::Result;
+use crate::target::{Feature, Sm};
+
+/// The cluster sizes a launch may choose from (portable: at most 8).
+pub const CLUSTER_SIZES: [u32; 3] = [8, 4, 2];
+
+/// Static shared bytes of the cluster kernels (forward and backward), at
+/// least: the weights (`cap`), the chains' partial sums (`4·cap/n`), the
+/// reduction slots (two `Red`s, the partial maxima and flags: `5·n` at
+/// most) and 32 bytes for the arrays' alignment (ptxas reports 1792 bytes
+/// for the forward at `n = 8`, cap 256, and 6400 for cap 1024, where this
+/// gives 1920 and 6528).
+pub(super) fn static_bytes(cap: u32, n: u32) -> u64 {
+    4 * (u64::from(cap) + 4 * u64::from(cap / n) + 6 * u64::from(WARPS) + 5 * u64::from(n) + 8)
+}
+
+/// Dynamic shared bytes of the cluster forward for `sp` padded states
+/// over `n` CTAs: the CTA's slice of `Â`, `sp²/n` floats.
+pub fn cluster_smem_bytes(sp: usize, n: u32) -> u64 {
+    4 * (sp as u64) * (sp as u64) / u64::from(n)
+}
+
+/// The fewest padded states the launch runs across a cluster: below, the
+/// matrix (at most 12 KiB) stays in L1 and a step's chains are at most 12
+/// deep, so two cluster barriers a step would cost more than they save.
+pub const CLUSTER_MIN_STATES: usize = 64;
+
+/// The cluster size the forward takes on `sm` for `s` states (padded
+/// `sp`, capacity `cap`): the largest of [`CLUSTER_SIZES`] that divides
+/// the `sp/4` quads and whose slice fits the SM's opt-in shared memory
+/// beside the static arrays; `None` (the one-CTA kernel) below sm_90,
+/// below [`CLUSTER_MIN_STATES`], for a capacity above the split
+/// variants', or when no slice fits.
+pub fn cluster_for(sm: Sm, s: usize, sp: usize, cap: u32) -> Option<u32> {
+    if !sm.supports(Feature::Cluster) || cap > SPLIT_MAX || s == 0 || sp < CLUSTER_MIN_STATES {
+        return None;
+    }
+    let quads = sp / 4;
+    let limit = u64::from(sm.info().max_smem_per_block_optin);
+    CLUSTER_SIZES.into_iter().find(|&n| {
+        quads.is_multiple_of(n as usize)
+            && cluster_smem_bytes(sp, n) + static_bytes(cap, n) <= limit
+    })
+}
+
+/// The entry name of the cluster forward for `n` CTAs and `S ≤ cap`.
+pub fn forward_cluster_name(n: u32, cap: u32) -> String {
+    format!("hmm_forward_cluster{n}_cap{cap}")
+}
+
+/// The weights, the partial maxima's slots and the cluster's shape.
+pub(super) struct Ex {
+    pub(super) n: u32,
+    pub(super) pbuf: SharedArray<F32>,
+    pub(super) mh: SharedArray<F32>,
+    pub(super) ml: SharedArray<F32>,
+    pub(super) rank: Reg<U32>,
+    /// First column of this CTA, its column count.
+    pub(super) c0: Reg<U32>,
+    pub(super) ncol: Reg<U32>,
+}
+
+/// The forward pass across a cluster of `n` CTAs (`n` in
+/// [`CLUSTER_SIZES`], `cap` ≤ 1024): the same arguments and the same
+/// bits as `hmm_forward_cap<cap>`, launched with `batch · n` CTAs and
+/// [`cluster_smem_bytes`] of dynamic shared memory.
+pub fn generate_forward_cluster(sm: Sm, cap: u32, n: u32) -> Result<PtxModule> {
+    let mut b = builder(&forward_cluster_name(n, cap), sm);
+    b.cluster_dims(n, 1, 1);
+    let p = b.params::<ForwardArgs>();
+    let pbuf = b.shared_array::<F32>("pw", cap, 16);
+    let part = b.shared_array::<F32>("part", 4 * (cap / n).max(4), 16);
+    let red = Red::new(&mut b, "red", WARPS);
+    let red0 = Red::new(&mut b, "red0", WARPS);
+    let mh = b.shared_array::<F32>("mh", n, 4);
+    let ml = b.shared_array::<F32>("ml", n, 4);
+    let mat = b.dynamic_shared::<F32>("ahat", 16);
+    let seq = b.clusterid_x();
+    let rank = b.cluster_ctarank();
+    let tid = b.tid_x();
+    let nt = b.ntid_x();
+    let lp = b.offset(p.lengths, seq);
+    let len = b.ld_global(lp, 0);
+    let ts = b.mul_lo(p.t, p.s);
+    let base = b.mul_wide_u32(seq, ts);
+    let ncol = b.shr(p.sp, n.trailing_zeros());
+    let c0 = b.mul_lo(rank, ncol);
+    let ex = Ex {
+        n,
+        pbuf,
+        mh,
+        ml,
+        rank,
+        c0,
+        ncol,
+    };
+    let seq_b = b.offset64(p.log_b, base);
+    let seq_ah = b.offset64(p.alpha, base);
+    let seq_al = b.offset64(p.alpha_lo, base);
+    let steps_base = b.mul_wide_u32(seq, p.t);
+    let mbrow = b.offset64(p.mb, steps_base);
+    let t2 = b.shl(p.t, 1u32);
+    let cn_base = b.mul_wide_u32(seq, t2);
+    let cn = b.offset64(p.cnorm, cn_base);
+    let is_r0 = b.setp(Cmp::Eq, rank, 0u32);
+    let t0 = b.setp(Cmp::Eq, tid, 0u32);
+    let lead = b.pand(is_r0, t0);
+    let empty = b.setp(Cmp::Eq, len, 0u32);
+    let write_zero = b.pand(empty, lead);
+    b.if_(write_zero, |b| {
+        let dst = b.offset(p.ll, seq);
+        b.st_global(dst, 0, 0f32);
+    });
+    let nonempty = b.pnot(empty);
+    b.if_(nonempty, |b| {
+        // The slice of Â: quads [rank·ncol/4, …), contiguous in the
+        // packed layout ((q·sp + k)·4 + c), `ncol·sp` floats.
+        let span = b.mul_lo(ex.ncol, p.sp);
+        let from = b.mul_lo(ex.c0, p.sp);
+        let src = b.offset(p.a_hat, from);
+        let v4s = b.shr(span, 2u32);
+        b.for_range(tid, v4s, nt, |b, v| {
+            let e = b.shl(v, 2u32);
+            let sp_ = b.offset(src, e);
+            let x = b.ld_global_nc_v4(sp_, 0);
+            let d = b.shared_elem(&mat, e);
+            b.st_shared_v4(d, 0, x);
+        });
+        // Zero padding of the weights (remote stores touch j < S only).
+        let zfrom = b.add(p.s, tid);
+        b.for_range(zfrom, p.sp, nt, |b, k| {
+            let q = b.shared_elem(&ex.pbuf, k);
+            b.st_shared(q, 0, 0f32);
+        });
+        // Emission maxima: a warp per position over the cluster's warps.
+        let lane = b.and(tid, 31u32);
+        let warp = b.shr(tid, 5u32);
+        let gw = b.mad_lo(rank, WARPS, warp);
+        b.for_range(gw, len, n * WARPS, |b, tt| {
+            let m = b.mov(f32::NAN);
+            let row = b.mul_lo(tt, p.s);
+            b.for_range(lane, p.s, 32u32, |b, j| {
+                let k = b.add(row, j);
+                let ep = b.offset(seq_b, k);
+                let e = b.ld_global(ep, 0);
+                let nm = b.fmax(m, e);
+                b.assign(m, nm);
+            });
+            let m = pp::warp_fmax(b, m);
+            let m = b.fadd(Rounding::Rn, m, 0f32);
+            let lead = b.setp(Cmp::Eq, lane, 0u32);
+            b.if_(lead, |b| {
+                let dst = b.offset(mbrow, tt);
+                b.st_global(dst, 0, m);
+            });
+        });
+        // Publishes the maxima and the slice; every CTA of the cluster
+        // has started before any remote store.
+        b.cluster_sync();
+        let v = b.mov(f32::NAN);
+        b.for_range(tid, p.s, nt, |b, j| {
+            let pp_ = b.offset(p.log_pi, j);
+            let x = b.ld_global(pp_, 0);
+            let nv = b.fmax(v, x);
+            b.assign(v, nv);
+        });
+        let mpi = cta_fmax(b, v, &red0);
+        let amax_at = b.mul_lo(p.sp, PREP_AMAX);
+        let amax_p = b.offset(p.prep, amax_at);
+        let amax = b.ld_global(amax_p, 0);
+        let norm = DNorm::new(b);
+        // Step 0.
+        let mb0 = b.ld_global(mbrow, 0);
+        let xm = pp::constant(b, f32::NAN, 0.0);
+        own_columns(b, &ex, p.s, |b, _, j| {
+            let pip = b.offset(p.log_pi, j);
+            let pi = b.ld_global(pip, 0);
+            let ep = b.offset(seq_b, j);
+            let e = b.ld_global(ep, 0);
+            let a = pshift(b, pi, mpi);
+            let e = pshift(b, e, mb0);
+            let x = padd(b, a, e);
+            st_pair(b, seq_ah, seq_al, j, x);
+            let nm = pmax2(b, xm, x);
+            assign(b, xm, nm);
+        });
+        let row0 = b.mov(0u32);
+        let m = exchange(b, &ex, &red, xm, seq_ah, seq_al, row0, p.s);
+        let cprev = pp::constant(b, 0.0, 0.0);
+        b.if_(t0, |b| {
+            norm.maxima.add(b, mpi);
+            norm.maxima.add(b, mb0);
+            norm.steps.add(b, m.h);
+            norm.steps.add(b, m.l);
+            let cv = norm.value(b);
+            assign(b, cprev, cv);
+        });
+        b.if_(is_r0, |b| store_norm(b, tid, cn, row0, cprev));
+        let dead0 = b.setp(Cmp::Eq, m.h, f32::NEG_INFINITY);
+        let dead: Reg<U32> = b.selp(dead0, 1u32, 0u32);
+        let zero_last = b.mov(0u32);
+        b.for_range(1u32, len, 1u32, |b, tt| {
+            let is_dead = b.setp(Cmp::Ne, dead, 0u32);
+            let row = b.mul_lo(tt, p.s);
+            b.if_else(
+                is_dead,
+                |b| {
+                    own_columns(b, &ex, p.s, |b, _, j| {
+                        let k = b.add(row, j);
+                        let ninf = pp::constant(b, f32::NEG_INFINITY, 0.0);
+                        st_pair(b, seq_ah, seq_al, k, ninf);
+                    });
+                    b.if_(is_r0, |b| store_norm(b, tid, cn, tt, cprev));
+                    b.assign(zero_last, 1u32);
+                },
+                |b| {
+                    let mbp = b.offset(mbrow, tt);
+                    let mbt = b.ld_global(mbp, 0);
+                    lin_slice(b, &ex, &mat, &part, p.sp);
+                    b.bar_sync();
+                    let prow = b.sub(row, p.s);
+                    let xm = pp::constant(b, f32::NAN, 0.0);
+                    own_columns(b, &ex, p.s, |b, jl, j| {
+                        let sj = lin_local(b, &part, jl, ex.ncol);
+                        let colmax = ld_prep(b, p.prep, PREP_COLMAX, p.sp, j);
+                        let term = |b: &mut KernelBuilder, i: Reg<U32>| {
+                            let k = b.add(prow, i);
+                            let a = ld_pair(b, seq_ah, seq_al, k);
+                            let idx = b.mad_lo(i, p.s, j);
+                            let ap = b.offset(p.log_a, idx);
+                            let la = b.ld_global(ap, 0);
+                            let lc = pshift(b, la, colmax);
+                            padd(b, a, lc)
+                        };
+                        let (l, _, _) = state_log(b, sj, p.s, &term);
+                        let dcol = DP {
+                            h: ld_prep(b, p.prep, PREP_DCOL_H, p.sp, j),
+                            l: ld_prep(b, p.prep, PREP_DCOL_L, p.sp, j),
+                        };
+                        let k = b.add(row, j);
+                        let ep = b.offset(seq_b, k);
+                        let e = b.ld_global(ep, 0);
+                        let e = pshift(b, e, mbt);
+                        let x = padd(b, l, dcol);
+                        let x = padd(b, x, e);
+                        st_pair(b, seq_ah, seq_al, k, x);
+                        let nm = pmax2(b, xm, x);
+                        assign(b, xm, nm);
+                    });
+                    let m = exchange(b, &ex, &red, xm, seq_ah, seq_al, row, p.s);
+                    b.if_(t0, |b| {
+                        norm.maxima.add(b, mbt);
+                        norm.amax.add(b, amax);
+                        norm.steps.add(b, m.h);
+                        norm.steps.add(b, m.l);
+                        let cv = norm.value(b);
+                        assign(b, cprev, cv);
+                    });
+                    b.if_(is_r0, |b| store_norm(b, tid, cn, tt, cprev));
+                    let d = b.setp(Cmp::Eq, m.h, f32::NEG_INFINITY);
+                    let dv: Reg<U32> = b.selp(d, 1u32, 0u32);
+                    b.assign(dead, dv);
+                },
+            );
+        });
+        // ll (rank 0): the last row's linear weights in ascending order.
+        b.if_(lead, |b| {
+            let z = b.mov(0f32);
+            let live = b.setp(Cmp::Eq, zero_last, 0u32);
+            b.if_(live, |b| {
+                b.for_range(0u32, p.s, 1u32, |b, j| {
+                    let q = b.shared_elem(&ex.pbuf, j);
+                    let x = b.ld_shared(q, 0);
+                    let nz = b.fadd(Rounding::Rn, z, x);
+                    b.assign(z, nz);
+                });
+            });
+            let lz = crate::dsl::math::log(b, z);
+            norm.steps.add(b, lz);
+            let v = norm.value(b);
+            let dst = b.offset(p.ll, seq);
+            b.st_global(dst, 0, v.h);
+        });
+    });
+    // No CTA leaves while a peer may still store into its shared memory.
+    b.cluster_sync();
+    b.finish()
+}
+
+/// `f(b, jl, j)` for this thread's share of the CTA's columns `j = c0 +
+/// jl` below `s`.
+pub(super) fn own_columns(
+    b: &mut KernelBuilder,
+    ex: &Ex,
+    s: Reg<U32>,
+    mut f: impl FnMut(&mut KernelBuilder, Reg<U32>, Reg<U32>),
+) {
+    let tid = b.tid_x();
+    let nt = b.ntid_x();
+    let c0 = ex.c0;
+    b.for_range(tid, ex.ncol, nt, |b, jl| {
+        let j = b.add(c0, jl);
+        let inside = b.setp(Cmp::Lt, j, s);
+        b.if_(inside, |b| f(b, jl, j));
+    });
+}
+
+/// The step's maximum from each thread's running `xm` over the cluster,
+/// then `â = X ⊖ M` for the CTA's columns of `row` (stored back) and
+/// their weights `pexp(â)` into every CTA's weight buffer; returns `M`
+/// (the same bits in every CTA). Two cluster barriers.
+#[allow(clippy::too_many_arguments)]
+fn exchange(
+    b: &mut KernelBuilder,
+    ex: &Ex,
+    red: &Red,
+    xm: DP,
+    hi: crate::dsl::GlobalPtr<F32>,
+    lo: crate::dsl::GlobalPtr<F32>,
+    row: Reg<U32>,
+    s: Reg<U32>,
+) -> DP {
+    let (mc, _) = cta_pmax(b, xm, None, red);
+    let tid = b.tid_x();
+    let t0 = b.setp(Cmp::Eq, tid, 0u32);
+    b.if_(t0, |b| {
+        let ph = b.shared_elem(&ex.mh, ex.rank);
+        let pl = b.shared_elem(&ex.ml, ex.rank);
+        for r in 0..ex.n {
+            let qh = b.mapa(ph, r);
+            b.st_cluster(qh, 0, mc.h);
+            let ql = b.mapa(pl, r);
+            b.st_cluster(ql, 0, mc.l);
+        }
+    });
+    cluster_barrier(b);
+    let mut m = DP {
+        h: b.ld_shared_at(&ex.mh, 0),
+        l: b.ld_shared_at(&ex.ml, 0),
+    };
+    for r in 1..ex.n {
+        let o = DP {
+            h: b.ld_shared_at(&ex.mh, r),
+            l: b.ld_shared_at(&ex.ml, r),
+        };
+        m = pmax2(b, m, o);
+    }
+    let m = pp::canon(b, m);
+    own_columns(b, ex, s, |b, _, j| {
+        let k = b.add(row, j);
+        let x = ld_pair(b, hi, lo, k);
+        let a = psub(b, x, m);
+        st_pair(b, hi, lo, k, a);
+        let w = pexp(b, a);
+        let q = b.shared_elem(&ex.pbuf, j);
+        for r in 0..ex.n {
+            let qr = b.mapa(q, r);
+            b.st_cluster(qr, 0, w);
+        }
+    });
+    cluster_barrier(b);
+    m
+}
+
+/// `barrier.cluster` (release arrive, acquire wait), then `bar.sync`: the
+/// simulator's shared-memory race check orders the accesses of one CTA's
+/// threads by CTA barriers only (a store a thread made into its own CTA
+/// through `st.shared::cluster` and another thread's read after the
+/// cluster barrier would otherwise be reported), and the CTA barrier
+/// costs little beside the cluster's.
+pub(super) fn cluster_barrier(b: &mut KernelBuilder) {
+    b.cluster_sync();
+    b.bar_sync();
+}
+
+/// The linear sums of the CTA's columns from the weights and the slice
+/// `mat` (`mat[(q·sp + k)·4 + c]` for the CTA's quad `q`): chain `g` of a
+/// quad `q4/4` on one thread, `k ≡ g (mod 4)` ascending, left at
+/// `part[g·ncol + q4 …]`.
+pub(super) fn lin_slice(
+    b: &mut KernelBuilder,
+    ex: &Ex,
+    mat: &SharedArray<F32>,
+    part: &SharedArray<F32>,
+    sp: Reg<U32>,
+) {
+    let tid = b.tid_x();
+    let nt = b.ntid_x();
+    let x = &ex.pbuf;
+    b.for_range(tid, ex.ncol, nt, |b, w| {
+        let g = b.and(w, 3u32);
+        let q4 = b.sub(w, g);
+        let g4 = b.shl(g, 2u32);
+        let start = b.mad_lo(q4, sp, g4);
+        let mi = b.mov(start);
+        let acc: [Reg<F32>; 4] = std::array::from_fn(|_| b.mov(0f32));
+        b.for_range(g, sp, 16u32, |b, k| {
+            let xp = b.shared_elem(x, k);
+            let mp = b.shared_elem(mat, mi);
+            for step in 0..4 {
+                let xv = b.ld_shared(xp, 4 * step);
+                let m4 = b.ld_shared_v4(mp, 16 * step);
+                for c in 0..4 {
+                    let v = b.ffma(Rounding::Rn, xv, m4[c], acc[c]);
+                    b.assign(acc[c], v);
+                }
+            }
+            let nmi = b.add(mi, 64u32);
+            b.assign(mi, nmi);
+        });
+        let at = b.mad_lo(g, ex.ncol, q4);
+        let pp_ = b.shared_elem(part, at);
+        b.st_shared_v4(pp_, 0, acc);
+    });
+}
+
+/// The linear sum of the CTA's column `jl`: `(c0 + c1) + (c2 + c3)`.
+pub(super) fn lin_local(
+    b: &mut KernelBuilder,
+    part: &SharedArray<F32>,
+    jl: Reg<U32>,
+    ncol: Reg<U32>,
+) -> Reg<F32> {
+    let c: [Reg<F32>; 4] = std::array::from_fn(|g| {
+        let at = b.mad_lo(ncol, g as u32, jl);
+        let p = b.shared_elem(part, at);
+        b.ld_shared(p, 0)
+    });
+    let a = b.fadd(Rounding::Rn, c[0], c[1]);
+    let d = b.fadd(Rounding::Rn, c[2], c[3]);
+    b.fadd(Rounding::Rn, a, d)
+}

@@ -1,0 +1,375 @@
+//! The backward recursion across a thread-block cluster (sm_90+):
+//! `hmm_backward_cluster<n>_cap<c>`, the twin of `ptx/cluster.rs`'s
+//! forward. CTA `r` owns the states `[r·S16/n, (r+1)·S16/n)` as columns
+//! `j` (its `R_t[j]`, `Q_j`) and as rows `i` (its `s_i`, `u_i`, `β̂_t[i]`)
+//! and keeps its slice of `Ãᵀ` (packed by quads of `i`) in dynamic shared
+//! memory. Per step: `R_t = r ⊖ M'` and `Q = pexp(R_t)` of the CTA's
+//! states into every CTA's weight buffer (a cluster barrier); the linear
+//! sums of its rows (the contract's chains), `L_i` (the fallback reads
+//! `R_t` of every state from global memory), `u_i`; the maximum `K_t` and
+//! whether any state fell back, reduced over the cluster (a second
+//! barrier); `β̂_t = u ⊖ K_t` and the next step's `r` of its states and
+//! their maximum `M'`, reduced over the cluster (a third). Every CTA keeps
+//! the normalizer sums; rank 0 stores `D_t` and the fallback flags. The
+//! same arguments and bits as `hmm_backward_cap<c>`.
+
+use super::cluster::{
+    Ex, cluster_barrier, forward_cluster_name, lin_local, lin_slice, own_columns,
+};
+use super::pair::{self as pp, DNorm, DP, Red, assign, cta_pmax, padd, pexp, pmax2, pshift, psub};
+use super::{
+    BackwardArgs, PREP_AMAX, PREP_DROW_H, PREP_DROW_L, PREP_ROWMAX, WARPS, builder, ld_pair,
+    ld_prep, st_pair, state_log, store_norm,
+};
+use crate::dsl::types::{F32, Pred, Reg, U32};
+use crate::dsl::{Cmp, KernelBuilder, PtxModule, SharedArray};
+use crate::error::Result;
+use crate::target::Sm;
+
+/// The entry name of the cluster backward for `n` CTAs and `S ≤ cap`.
+pub fn backward_cluster_name(n: u32, cap: u32) -> String {
+    forward_cluster_name(n, cap).replace("forward", "backward")
+}
+
+/// Slots of one cluster-wide reduction: a pair and a flag per rank.
+struct Slots<'a> {
+    h: &'a SharedArray<F32>,
+    l: &'a SharedArray<F32>,
+    f: Option<&'a SharedArray<U32>>,
+}
+
+/// The pair maximum (and whether `flag` held anywhere) over the cluster:
+/// each CTA's maximum into every CTA's slot of its rank, a cluster
+/// barrier, then each CTA reduces the `n` slots (order-free).
+fn cluster_pmax(
+    b: &mut KernelBuilder,
+    ex: &Ex,
+    red: &Red,
+    slots: &Slots<'_>,
+    x: DP,
+    flag: Option<Reg<Pred>>,
+) -> (DP, Option<Reg<Pred>>) {
+    let (mc, any) = cta_pmax(b, x, flag, red);
+    let tid = b.tid_x();
+    let t0 = b.setp(Cmp::Eq, tid, 0u32);
+    b.if_(t0, |b| {
+        let ph = b.shared_elem(slots.h, ex.rank);
+        let pl = b.shared_elem(slots.l, ex.rank);
+        let pf = slots.f.map(|f| b.shared_elem(f, ex.rank));
+        let fv: Option<Reg<U32>> = any.map(|a| b.selp(a, 1u32, 0u32));
+        for r in 0..ex.n {
+            let q = b.mapa(ph, r);
+            b.st_cluster(q, 0, mc.h);
+            let q = b.mapa(pl, r);
+            b.st_cluster(q, 0, mc.l);
+            if let (Some(pf), Some(fv)) = (pf, fv) {
+                let q = b.mapa(pf, r);
+                b.st_cluster(q, 0, fv);
+            }
+        }
+    });
+    cluster_barrier(b);
+    let mut m = DP {
+        h: b.ld_shared_at(slots.h, 0),
+        l: b.ld_shared_at(slots.l, 0),
+    };
+    let mut f = slots.f.map(|a| b.ld_shared_at(a, 0));
+    for r in 1..ex.n {
+        let o = DP {
+            h: b.ld_shared_at(slots.h, r),
+            l: b.ld_shared_at(slots.l, r),
+        };
+        m = pmax2(b, m, o);
+        if let (Some(fv), Some(a)) = (f, slots.f) {
+            let o = b.ld_shared_at(a, r);
+            f = Some(b.or(fv, o));
+        }
+    }
+    let flag = f.map(|fv| b.setp(Cmp::Ne, fv, 0u32));
+    (pp::canon(b, m), flag)
+}
+
+/// `f(b, jl, j)` for this thread's share of every one of the CTA's
+/// states `j = c0 + jl` (padding included).
+fn own_all(b: &mut KernelBuilder, ex: &Ex, mut f: impl FnMut(&mut KernelBuilder, Reg<U32>)) {
+    let tid = b.tid_x();
+    let nt = b.ntid_x();
+    let c0 = ex.c0;
+    b.for_range(tid, ex.ncol, nt, |b, jl| {
+        let j = b.add(c0, jl);
+        f(b, j);
+    });
+}
+
+/// The backward pass across a cluster of `n` CTAs: the arguments of
+/// `hmm_backward_cap<cap>`, launched with `batch · n` CTAs and
+/// [`super::cluster_smem_bytes`] of dynamic shared memory.
+pub fn generate_backward_cluster(sm: Sm, cap: u32, n: u32) -> Result<PtxModule> {
+    let mut b = builder(&backward_cluster_name(n, cap), sm);
+    b.cluster_dims(n, 1, 1);
+    let p = b.params::<BackwardArgs>();
+    let qbuf = b.shared_array::<F32>("qw", cap, 16);
+    let part = b.shared_array::<F32>("part", 4 * (cap / n).max(4), 16);
+    let red_m = Red::new(&mut b, "redm", WARPS);
+    let red_k = Red::new(&mut b, "redk", WARPS);
+    let mh = b.shared_array::<F32>("mh", n, 4);
+    let ml = b.shared_array::<F32>("ml", n, 4);
+    let (kh, kl) = (
+        b.shared_array::<F32>("kh", n, 4),
+        b.shared_array::<F32>("kl", n, 4),
+    );
+    let kf = b.shared_array::<U32>("kf", n, 4);
+    let kslots = Slots {
+        h: &kh,
+        l: &kl,
+        f: Some(&kf),
+    };
+    let mat = b.dynamic_shared::<F32>("atil", 16);
+    let seq = b.clusterid_x();
+    let rank = b.cluster_ctarank();
+    let tid = b.tid_x();
+    let nt = b.ntid_x();
+    let lp = b.offset(p.lengths, seq);
+    let len = b.ld_global(lp, 0);
+    let ts = b.mul_lo(p.t, p.s);
+    let base = b.mul_wide_u32(seq, ts);
+    let ncol = b.shr(p.sp, n.trailing_zeros());
+    let c0 = b.mul_lo(rank, ncol);
+    let ex = Ex {
+        n,
+        pbuf: qbuf,
+        mh,
+        ml,
+        rank,
+        c0,
+        ncol,
+    };
+    let mslots = Slots {
+        h: &ex.mh,
+        l: &ex.ml,
+        f: None,
+    };
+    let seq_b = b.offset64(p.log_b, base);
+    let seq_bh = b.offset64(p.beta, base);
+    let seq_bl = b.offset64(p.beta_lo, base);
+    let seq_rh = b.offset64(p.rh, base);
+    let seq_rl = b.offset64(p.rl, base);
+    let tsp = b.mul_lo(p.t, p.sp);
+    let wbase = b.mul_wide_u32(seq, tsp);
+    let seq_w = b.offset64(p.w, wbase);
+    let steps_base = b.mul_wide_u32(seq, p.t);
+    let mbrow = b.offset64(p.mb, steps_base);
+    let flags = b.offset64(p.flags, steps_base);
+    let t2 = b.shl(p.t, 1u32);
+    let dn_base = b.mul_wide_u32(seq, t2);
+    let dn = b.offset64(p.dnorm, dn_base);
+    let is_r0 = b.setp(Cmp::Eq, rank, 0u32);
+    let t0 = b.setp(Cmp::Eq, tid, 0u32);
+    let lead = b.pand(is_r0, t0);
+    let nonempty = b.setp(Cmp::Ne, len, 0u32);
+    b.if_(nonempty, |b| {
+        // The slice of Ãᵀ (rows i of this CTA, contiguous when packed).
+        let span = b.mul_lo(ex.ncol, p.sp);
+        let from = b.mul_lo(ex.c0, p.sp);
+        let src = b.offset(p.a_til, from);
+        let v4s = b.shr(span, 2u32);
+        b.for_range(tid, v4s, nt, |b, v| {
+            let e = b.shl(v, 2u32);
+            let sp_ = b.offset(src, e);
+            let x = b.ld_global_nc_v4(sp_, 0);
+            let d = b.shared_elem(&mat, e);
+            b.st_shared_v4(d, 0, x);
+        });
+        let zfrom = b.add(p.s, tid);
+        b.for_range(zfrom, p.sp, nt, |b, k| {
+            let q = b.shared_elem(&ex.pbuf, k);
+            b.st_shared(q, 0, 0f32);
+        });
+        // Every CTA has started before any remote store.
+        cluster_barrier(b);
+        let amax_at = b.mul_lo(p.sp, PREP_AMAX);
+        let amax_p = b.offset(p.prep, amax_at);
+        let amax = b.ld_global(amax_p, 0);
+        let norm = DNorm::new(b);
+        let last = b.sub(len, 1u32);
+        let zero = pp::constant(b, 0.0, 0.0);
+        let dprev = pp::constant(b, 0.0, 0.0);
+        b.if_(is_r0, |b| store_norm(b, tid, dn, last, dprev));
+        let lrow = b.mul_lo(last, p.s);
+        let mbl_p = b.offset(mbrow, last);
+        let mbl = b.ld_global(mbl_p, 0);
+        let has_steps = b.setp(Cmp::Gt, last, 0u32);
+        let rrow0 = b.sub(lrow, p.s);
+        let rm = pp::constant(b, f32::NAN, 0.0);
+        own_columns(b, &ex, p.s, |b, _, j| {
+            let k = b.add(lrow, j);
+            st_pair(b, seq_bh, seq_bl, k, zero);
+            b.if_(has_steps, |b| {
+                let ep = b.offset(seq_b, k);
+                let e = b.ld_global(ep, 0);
+                let e = pshift(b, e, mbl);
+                let r = padd(b, e, zero);
+                let kr = b.add(rrow0, j);
+                st_pair(b, seq_rh, seq_rl, kr, r);
+                let nm = pmax2(b, rm, r);
+                assign(b, rm, nm);
+            });
+        });
+        b.if_(has_steps, |b| {
+            let (m0, _) = cluster_pmax(b, &ex, &red_m, &mslots, rm, None);
+            let mprime = DP {
+                h: b.mov(m0.h),
+                l: b.mov(m0.l),
+            };
+            let dead = b.mov(0u32);
+            let tt = b.mov(last);
+            b.while_(
+                |b| b.setp(Cmp::Gt, tt, 0u32),
+                |b| {
+                    let t = b.sub(tt, 1u32);
+                    b.assign(tt, t);
+                    let row = b.mul_lo(t, p.s);
+                    let wrow = b.mul_lo(t, p.sp);
+                    let is_dead = b.setp(Cmp::Ne, dead, 0u32);
+                    b.if_else(
+                        is_dead,
+                        |b| {
+                            own_all(b, &ex, |b, i| {
+                                let inside = b.setp(Cmp::Lt, i, p.s);
+                                b.if_(inside, |b| {
+                                    let k = b.add(row, i);
+                                    let ninf = pp::constant(b, f32::NEG_INFINITY, 0.0);
+                                    st_pair(b, seq_bh, seq_bl, k, ninf);
+                                    st_pair(b, seq_rh, seq_rl, k, ninf);
+                                });
+                                let wv = b.selp(inside, -1f32, 0f32);
+                                let kw = b.add(wrow, i);
+                                let wp = b.offset(seq_w, kw);
+                                b.st_global(wp, 0, wv);
+                            });
+                            b.if_(is_r0, |b| store_norm(b, tid, dn, t, dprev));
+                            b.if_(lead, |b| {
+                                let fp = b.offset(flags, t);
+                                b.st_global(fp, 0, 1u32);
+                            });
+                        },
+                        |b| {
+                            // R_t = r ⊖ M', Q = pexp(R) into every CTA.
+                            own_columns(b, &ex, p.s, |b, _, j| {
+                                let k = b.add(row, j);
+                                let r = ld_pair(b, seq_rh, seq_rl, k);
+                                let rr = psub(b, r, mprime);
+                                st_pair(b, seq_rh, seq_rl, k, rr);
+                                let q = pexp(b, rr);
+                                let qp = b.shared_elem(&ex.pbuf, j);
+                                for r in 0..ex.n {
+                                    let qr = b.mapa(qp, r);
+                                    b.st_cluster(qr, 0, q);
+                                }
+                            });
+                            cluster_barrier(b);
+                            lin_slice(b, &ex, &mat, &part, p.sp);
+                            b.bar_sync();
+                            let um = pp::constant(b, f32::NAN, 0.0);
+                            let fell_any = b.mov(0u32);
+                            let tid_ = b.tid_x();
+                            let nt_ = b.ntid_x();
+                            b.for_range(tid_, ex.ncol, nt_, |b, il| {
+                                let i = b.add(ex.c0, il);
+                                let kw = b.add(wrow, i);
+                                let wp = b.offset(seq_w, kw);
+                                let inside = b.setp(Cmp::Lt, i, p.s);
+                                b.if_else(
+                                    inside,
+                                    |b| {
+                                        let si = lin_local(b, &part, il, ex.ncol);
+                                        let rowmax = ld_prep(b, p.prep, PREP_ROWMAX, p.sp, i);
+                                        let arow = b.mul_lo(i, p.s);
+                                        let term = |b: &mut KernelBuilder, j: Reg<U32>| {
+                                            let ai = b.add(arow, j);
+                                            let ap = b.offset(p.log_a, ai);
+                                            let la = b.ld_global(ap, 0);
+                                            let lr = pshift(b, la, rowmax);
+                                            let k = b.add(row, j);
+                                            let r = ld_pair(b, seq_rh, seq_rl, k);
+                                            padd(b, lr, r)
+                                        };
+                                        let (l, w, fell) = state_log(b, si, p.s, &term);
+                                        b.st_global(wp, 0, w);
+                                        let drow = DP {
+                                            h: ld_prep(b, p.prep, PREP_DROW_H, p.sp, i),
+                                            l: ld_prep(b, p.prep, PREP_DROW_L, p.sp, i),
+                                        };
+                                        let u = padd(b, l, drow);
+                                        let k = b.add(row, i);
+                                        st_pair(b, seq_bh, seq_bl, k, u);
+                                        let nm = pmax2(b, um, u);
+                                        assign(b, um, nm);
+                                        let f: Reg<U32> = b.selp(fell, 1u32, 0u32);
+                                        let nf = b.or(fell_any, f);
+                                        b.assign(fell_any, nf);
+                                    },
+                                    |b| b.st_global(wp, 0, 0f32),
+                                );
+                            });
+                            let fell = b.setp(Cmp::Ne, fell_any, 0u32);
+                            let (k, any) = cluster_pmax(b, &ex, &red_k, &kslots, um, Some(fell));
+                            let any = any.expect("flag requested");
+                            let dead_now = b.setp(Cmp::Eq, k.h, f32::NEG_INFINITY);
+                            let t_pos = b.setp(Cmp::Gt, t, 0u32);
+                            let live = b.pnot(dead_now);
+                            let more = b.pand(t_pos, live);
+                            let mbp = b.offset(mbrow, t);
+                            let mbt = b.ld_global(mbp, 0);
+                            let prow = b.sub(row, p.s);
+                            let rm = pp::constant(b, f32::NAN, 0.0);
+                            own_columns(b, &ex, p.s, |b, _, i| {
+                                let k_ = b.add(row, i);
+                                let u = ld_pair(b, seq_bh, seq_bl, k_);
+                                let bh = psub(b, u, k);
+                                st_pair(b, seq_bh, seq_bl, k_, bh);
+                                b.if_(more, |b| {
+                                    let ep = b.offset(seq_b, k_);
+                                    let e = b.ld_global(ep, 0);
+                                    let e = pshift(b, e, mbt);
+                                    let r = padd(b, e, bh);
+                                    let kr = b.add(prow, i);
+                                    st_pair(b, seq_rh, seq_rl, kr, r);
+                                    let nm = pmax2(b, rm, r);
+                                    assign(b, rm, nm);
+                                });
+                            });
+                            b.if_(t0, |b| {
+                                let t1 = b.add(t, 1u32);
+                                let mbn_p = b.offset(mbrow, t1);
+                                let mbn = b.ld_global(mbn_p, 0);
+                                norm.maxima.add(b, mbn);
+                                norm.amax.add(b, amax);
+                                for x in [mprime.h, mprime.l, k.h, k.l] {
+                                    norm.steps.add(b, x);
+                                }
+                                let d = norm.value(b);
+                                assign(b, dprev, d);
+                            });
+                            b.if_(is_r0, |b| store_norm(b, tid, dn, t, dprev));
+                            b.if_(lead, |b| {
+                                let f: Reg<U32> = b.selp(any, 1u32, 0u32);
+                                let fp = b.offset(flags, t);
+                                b.st_global(fp, 0, f);
+                            });
+                            let dv: Reg<U32> = b.selp(dead_now, 1u32, 0u32);
+                            b.assign(dead, dv);
+                            b.if_(more, |b| {
+                                let (m, _) = cluster_pmax(b, &ex, &red_m, &mslots, rm, None);
+                                assign(b, mprime, m);
+                            });
+                        },
+                    );
+                },
+            );
+        });
+    });
+    // No CTA leaves while a peer may still store into its shared memory.
+    b.cluster_sync();
+    b.finish()
+}

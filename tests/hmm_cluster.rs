@@ -1,0 +1,261 @@
+//! The HMM recursions across a thread-block cluster (sm_90+, issue 33): the
+//! whole pass on the simulator equals the host model bit for bit on sm_90
+//! and sm_100 (where the launch takes the cluster kernel, S ≥ 64) on small
+//! shapes (ragged lengths, a fallback state, an impossible sequence), and
+//! the cluster kernels (forward and backward) for `n = 2, 4, 8` give the
+//! one-CTA kernels' bits in every output and workspace buffer
+//! (S 16 and 40: ragged, fallback, impossible), each launched after the
+//! same prep kernels.
+
+use ptxsmith::Sm;
+use ptxsmith::dsl::params::KernelParams;
+use ptxsmith::exec::LaunchConfig;
+use ptxsmith::kernels::hmm::{self, host, ptx};
+use ptxsmith::runtime::Context;
+
+mod hmm_common;
+use hmm_common::{Model, Rng, assert_same, issue_model, nan_bits, switching_model};
+
+const SMS: [Sm; 2] = [Sm::Sm90, Sm::Sm100];
+
+fn same_on_cluster_targets(m: &Model, what: &str) {
+    let want = host::forward_backward(m.shape(), &m.inputs()).unwrap();
+    for sm in SMS {
+        let s = m.s;
+        let sp = m.s.div_ceil(16) * 16;
+        assert!(
+            ptx::cluster_for(sm, s, sp, ptx::cap_for(s)).is_some(),
+            "{what}: takes the cluster path on {sm}"
+        );
+        let st = Context::sim(sm).default_stream();
+        let got = hmm::forward_backward_on(&st, m.shape(), &m.inputs()).unwrap();
+        assert_same(&got, &want, &format!("{what} on {sm}"));
+    }
+}
+
+#[test]
+fn cluster_path_equals_host_on_small_shapes() {
+    // S 64 → n 8; S 80 (20 quads) → n 4; ragged lengths.
+    for (batch, t, s, seed) in [(2, 4, 64, 1), (2, 3, 80, 2)] {
+        let mut m = issue_model(batch, t, s, seed, true);
+        same_on_cluster_targets(&m, &format!("{batch}x{t}x{s}"));
+        // −inf transition and emission, an empty sequence.
+        m.a[1] = f32::NEG_INFINITY;
+        m.b[s - 1] = f32::NEG_INFINITY;
+        m.lengths[batch - 1] = 0;
+        same_on_cluster_targets(&m, &format!("{batch}x{t}x{s} special"));
+    }
+}
+
+#[test]
+fn cluster_path_equals_host_where_the_fallback_runs_and_when_impossible() {
+    // A gap of −200 between the states forces the fallback (s_j < τ).
+    let mut m = switching_model(2, 4, 64, -200.0, 2, 30);
+    let (_, fb) = host::forward_backward_counted(m.shape(), &m.inputs()).unwrap();
+    assert!(fb.forward > 0, "{fb:?}");
+    same_on_cluster_targets(&m, "fallback");
+    // Every emission −inf at one position of sequence 1: impossible.
+    let (t, s) = (m.t, m.s);
+    m.b[(t + 1) * s..(t + 2) * s].fill(f32::NEG_INFINITY);
+    let want = host::forward_backward(m.shape(), &m.inputs()).unwrap();
+    assert_eq!(want.log_likelihood[1], f32::NEG_INFINITY);
+    same_on_cluster_targets(&m, "impossible");
+}
+
+/// The recursions' outputs (forward: `alpha`, `alpha_lo`, `mb`, `cnorm`,
+/// `ll`; backward: `beta`, `beta_lo`, `dnorm`, `w`, `rh`, `rl`, `flags`)
+/// of the one-CTA kernels (`n = None`) or the cluster kernels over `n`
+/// CTAs, on a simulated `sm`, after the two prep kernels.
+fn recursion_outputs(m: &Model, sm: Sm, n: Option<u32>) -> Vec<Vec<u32>> {
+    let ctx = Context::sim(sm);
+    let st = ctx.default_stream();
+    let (batch, t, s) = (m.batch, m.t, m.s);
+    let sp = m.s.div_ceil(16) * 16;
+    let cap = ptx::cap_for(s);
+    let pi = st.upload(&m.pi).unwrap();
+    let a = st.upload(&m.a).unwrap();
+    let lb = st.upload(&m.b).unwrap();
+    let lens = st.upload(&m.lengths).unwrap();
+    let zeros = |k: usize| st.upload(&vec![0f32; k.max(1)]).unwrap();
+    let mut prep = zeros(ptx::prep_len(sp));
+    let (mut a_hat, mut a_til) = (zeros(sp * sp), zeros(sp * sp));
+    let n_el = batch * t * s;
+    let (mut alpha, mut alpha_lo) = (zeros(n_el), zeros(n_el));
+    let (mut mb, mut cnorm, mut ll) = (zeros(batch * t), zeros(2 * batch * t), zeros(batch));
+    let threads = ptx::THREADS;
+    let pm = ptx::PrepMaxArgs {
+        log_a: st.arg("a", &a).unwrap(),
+        prep: st.arg_mut("prep", &mut prep).unwrap(),
+        s: s as u32,
+        sp: sp as u32,
+    };
+    let grid = LaunchConfig::linear((2 * s).div_ceil(threads as usize) as u32, threads);
+    st.launch(&ptx::generate_prep_max(sm).unwrap(), grid, &pm.args())
+        .unwrap();
+    let pe = ptx::PrepExpArgs {
+        log_a: st.arg("a", &a).unwrap(),
+        prep: st.arg_mut("prep", &mut prep).unwrap(),
+        a_hat: st.arg_mut("a_hat", &mut a_hat).unwrap(),
+        a_til: st.arg_mut("a_til", &mut a_til).unwrap(),
+        s: s as u32,
+        sp: sp as u32,
+    };
+    let grid = LaunchConfig::linear(sp as u32, threads);
+    st.launch(&ptx::generate_prep_exp(sm).unwrap(), grid, &pe.args())
+        .unwrap();
+    let fwd = ptx::ForwardArgs {
+        log_pi: st.arg("pi", &pi).unwrap(),
+        log_a: st.arg("a", &a).unwrap(),
+        log_b: st.arg("b", &lb).unwrap(),
+        lengths: st.arg("lengths", &lens).unwrap(),
+        prep: st.arg_mut("prep", &mut prep).unwrap(),
+        a_hat: st.arg_mut("a_hat", &mut a_hat).unwrap(),
+        alpha: st.arg_mut("alpha", &mut alpha).unwrap(),
+        alpha_lo: st.arg_mut("alpha_lo", &mut alpha_lo).unwrap(),
+        mb: st.arg_mut("mb", &mut mb).unwrap(),
+        cnorm: st.arg_mut("cnorm", &mut cnorm).unwrap(),
+        ll: st.arg_mut("ll", &mut ll).unwrap(),
+        t: t as u32,
+        s: s as u32,
+        sp: sp as u32,
+    };
+    let mut beta = zeros(n_el);
+    let (mut beta_lo, mut rh, mut rl) = (zeros(n_el), zeros(n_el), zeros(n_el));
+    let (mut dnorm, mut w) = (zeros(2 * batch * t), zeros(batch * t * sp));
+    let mut flags = st.upload(&vec![0u32; (batch * t).max(1)]).unwrap();
+    let bwd = ptx::BackwardArgs {
+        log_a: st.arg("a", &a).unwrap(),
+        log_b: st.arg("b", &lb).unwrap(),
+        lengths: st.arg("lengths", &lens).unwrap(),
+        prep: fwd.prep,
+        a_til: st.arg_mut("a_til", &mut a_til).unwrap(),
+        mb: fwd.mb,
+        beta: st.arg_mut("beta", &mut beta).unwrap(),
+        beta_lo: st.arg_mut("beta_lo", &mut beta_lo).unwrap(),
+        dnorm: st.arg_mut("dnorm", &mut dnorm).unwrap(),
+        w: st.arg_mut("w", &mut w).unwrap(),
+        rh: st.arg_mut("rh", &mut rh).unwrap(),
+        rl: st.arg_mut("rl", &mut rl).unwrap(),
+        flags: st.arg_mut("flags", &mut flags).unwrap(),
+        t: t as u32,
+        s: s as u32,
+        sp: sp as u32,
+    };
+    match n {
+        None => {
+            let cfg = LaunchConfig::linear(batch as u32, threads);
+            let k = ptx::generate_forward(sm, cap).unwrap();
+            st.launch(&k, cfg, &fwd.args()).unwrap();
+            let k = ptx::generate_backward(sm, cap).unwrap();
+            st.launch(&k, cfg, &bwd.args()).unwrap();
+        }
+        Some(n) => {
+            let mut cfg = LaunchConfig::linear(batch as u32 * n, threads);
+            cfg.dynamic_smem_bytes = ptx::cluster_smem_bytes(sp, n) as u32;
+            let k = ptx::generate_forward_cluster(sm, cap, n).unwrap();
+            st.launch(&k, cfg, &fwd.args()).unwrap();
+            let k = ptx::generate_backward_cluster(sm, cap, n).unwrap();
+            st.launch(&k, cfg, &bwd.args()).unwrap();
+        }
+    }
+    let mut out: Vec<Vec<u32>> = [
+        &alpha, &alpha_lo, &mb, &cnorm, &ll, &beta, &beta_lo, &dnorm, &w, &rh, &rl,
+    ]
+    .into_iter()
+    .map(|b| nan_bits(&st.to_vec(b).unwrap()))
+    .collect();
+    out.push(st.to_vec(&flags).unwrap());
+    out
+}
+
+#[test]
+fn cluster_kernels_give_the_one_cta_kernels_bits_forward_and_backward() {
+    // Below CLUSTER_MIN_STATES the launch keeps the one-CTA kernel; the
+    // cluster kernels still run any S.
+    let mut fb = switching_model(2, 4, 16, -200.0, 2, 30);
+    fb.lengths = vec![4, 3];
+    let mut dead = issue_model(2, 5, 16, 11, true);
+    let (t, s) = (dead.t, dead.s);
+    dead.b[(t + 1) * s..(t + 2) * s].fill(f32::NEG_INFINITY);
+    let mut r = Rng(5);
+    let mut ragged = issue_model(2, 5, 40, 9, true);
+    let k = r.below(ragged.b.len());
+    ragged.b[k] = f32::NEG_INFINITY;
+    for (m, what) in [
+        (fb, "fallback S 16"),
+        (dead, "impossible S 16"),
+        (ragged, "ragged S 40"),
+    ] {
+        for sm in SMS {
+            let want = recursion_outputs(&m, sm, None);
+            for n in [2, 4, 8] {
+                if !(m.s.div_ceil(16) * 16 / 4).is_multiple_of(n as usize) {
+                    continue;
+                }
+                let got = recursion_outputs(&m, sm, Some(n));
+                let names = [
+                    "alpha", "alpha_lo", "mb", "cnorm", "ll", "beta", "beta_lo", "dnorm", "w",
+                    "rh", "rl", "flags",
+                ];
+                for ((g, w), name) in got.iter().zip(&want).zip(names) {
+                    assert_eq!(g, w, "{what} on {sm}, n = {n}: {name}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn cluster_choice_per_target_and_shape() {
+    let pick = |sm: Sm, s: usize| {
+        let sp = s.div_ceil(16) * 16;
+        ptx::cluster_for(sm, s, sp, ptx::cap_for(s))
+    };
+    assert_eq!(pick(Sm::Sm80, 256), None, "no clusters below sm_90");
+    assert_eq!(pick(Sm::Sm89, 64), None);
+    assert_eq!(pick(Sm::Sm90, 256), Some(8));
+    assert_eq!(pick(Sm::Sm100, 256), Some(8));
+    assert_eq!(pick(Sm::Sm90, 64), Some(8));
+    assert_eq!(pick(Sm::Sm90, 80), Some(4), "20 quads");
+    assert_eq!(pick(Sm::Sm90, 48), None, "below CLUSTER_MIN_STATES");
+    // 672 states: a 220.5 KiB slice at n = 8 fits the 227 KiB opt-in;
+    // 688 (172 quads) only splits by 4, 462 KiB a CTA: the one-CTA kernel.
+    assert_eq!(pick(Sm::Sm90, 672), Some(8));
+    assert_eq!(pick(Sm::Sm90, 688), None);
+    assert_eq!(pick(Sm::Sm90, 4096), None, "the 4096 variant");
+}
+
+/// The cluster path through the driver (a GPU of sm_90+, or the driver
+/// emulator, whose default device is an sm_90): the same bits as the
+/// host model; on an older GPU the one-CTA kernel runs the same shapes.
+#[test]
+fn gpu_cluster_path_matches_the_host_model() {
+    use ptxsmith::testing::{cuda_for_tests, small_shapes};
+    let Some(ctx) = cuda_for_tests() else { return };
+    let st = ctx.default_stream();
+    let shapes: &[(usize, usize, usize)] = if small_shapes(&ctx) {
+        // S 320 at n = 8: a 50 KiB slice, above the 48 KiB a launch gets
+        // without opting in (`cuFuncSetAttribute`).
+        &[(2, 4, 64), (1, 3, 80), (1, 3, 320)]
+    } else {
+        &[(8, 200, 256), (3, 50, 80), (2, 30, 640)]
+    };
+    for &(batch, t, s) in shapes {
+        let m = issue_model(batch, t, s, 41, true);
+        let sp = s.div_ceil(16) * 16;
+        let n = ptx::cluster_for(ctx.sm(), s, sp, ptx::cap_for(s));
+        assert_eq!(
+            n.is_some(),
+            ctx.sm().supports(ptxsmith::Feature::Cluster),
+            "{s} states on {}",
+            ctx.sm()
+        );
+        let got = hmm::forward_backward_on(&st, m.shape(), &m.inputs()).unwrap();
+        let want = host::forward_backward(m.shape(), &m.inputs()).unwrap();
+        assert_same(&got, &want, &format!("gpu {batch}x{t}x{s}, cluster {n:?}"));
+    }
+    let m = switching_model(2, 4, 64, -200.0, 2, 42);
+    let got = hmm::forward_backward_on(&st, m.shape(), &m.inputs()).unwrap();
+    let want = host::forward_backward(m.shape(), &m.inputs()).unwrap();
+    assert_same(&got, &want, "gpu fallback S 64");
+}
