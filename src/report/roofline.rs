@@ -347,21 +347,13 @@ pub enum Goal {
         /// The speedup required over it.
         min: f64,
     },
-    /// The HMM forward kernel `kernel` issues at most `1 / factor` of the
-    /// sm_90 `baseline` SASS lane-instructions (the kernel before the
-    /// rebuild), and is modeled faster than PyTorch's
-    /// logsumexp-of-a-broadcast-sum, which moves `torch_bytes` (at the
-    /// memory roof).
-    HmmForward {
-        /// The forward kernel's entry name.
-        kernel: String,
-        /// The previous kernel's modeled SASS lane-instructions on sm_90.
-        baseline_sm90: f64,
-        /// The required reduction of SASS lane-instructions (baseline /
-        /// now).
-        factor: f64,
-        /// DRAM bytes of PyTorch's version.
-        torch_bytes: f64,
+    /// On the card named `card` (`hardware::GPUS`), the problem's modeled
+    /// time is at most `max_s` seconds (other cards show the figure only).
+    TimeOn {
+        /// The card's name in the hardware table, e.g. `"H200"`.
+        card: &'static str,
+        /// The time allowed, in seconds.
+        max_s: f64,
     },
     /// The dense layer of `dense_macs` multiply-adds on the tensor cores in
     /// `shape` at [`problems::ell_tc::DENSE_TC_EFFICIENCY`] of the tensor
@@ -460,7 +452,7 @@ fn evaluate(
     counts: &BTreeMap<String, Extrapolated>,
     ratios: &BTreeMap<String, Option<Ratio>>,
 ) -> Result<ProblemRow> {
-    let traffic = (p.traffic)(&p.full);
+    let traffic = (p.traffic)(&p.full, gpu.sm);
     let mut kernels: Vec<KernelRow> = Vec::new();
     for l in full {
         let name = &l.module.kernel;

@@ -278,7 +278,7 @@ pub fn check_fit(p: &Problem, sm: Sm, sms: u32, shape: &Shape) -> Result<Vec<Pre
 /// every listed kernel launched.
 pub fn check_traffic(p: &Problem, sm: Sm, sms: u32) -> Result<Vec<Launch>> {
     let full = record(p, sm, sms, &p.full, false)?;
-    let traffic = (p.traffic)(&p.full);
+    let traffic = (p.traffic)(&p.full, sm);
     for l in &full {
         if !traffic.iter().any(|(k, _)| *k == l.module.kernel) {
             return Err(Error::invalid(format!(

@@ -1,10 +1,9 @@
 //! A problem's goal evaluated on one card.
 
 use super::speed::tensor_flop_per_s;
-use super::{Goal, GoalResult, KernelRow, ProblemRow};
+use super::{Goal, GoalResult, ProblemRow};
 use crate::report::hardware::Gpu;
 use crate::report::pipes::MmaShape;
-use crate::target::Sm;
 
 fn pct(v: f64) -> String {
     format!("{:.0} %", 100.0 * v)
@@ -65,43 +64,12 @@ pub(super) fn goal(g: &Goal, row: &ProblemRow, gpu: &Gpu) -> GoalResult {
                 },
             }
         }
-        Goal::HmmForward {
-            kernel,
-            baseline_sm90,
-            factor,
-            torch_bytes,
-        } => {
-            let torch = torch_bytes / gpu.bytes_per_s();
-            let k = row.kernels.iter().find(|k| &k.kernel == kernel);
-            let (Some(sass), Some(t)) =
-                (k.and_then(KernelRow::sass), k.and_then(KernelRow::model_s))
-            else {
-                return GoalResult {
-                    text: format!("forward faster than PyTorch ({:.1} ms)", torch * 1e3),
-                    met: None,
-                };
-            };
-            let faster = t < torch;
-            if gpu.sm == Sm::Sm90 {
-                let fewer = baseline_sm90 / sass;
-                GoalResult {
-                    text: format!(
-                        "forward: {fewer:.2}× fewer instructions than before (≥ {factor}×); \
-                         {:.1} ms vs PyTorch {:.1} ms",
-                        t * 1e3,
-                        torch * 1e3
-                    ),
-                    met: Some(fewer >= *factor && faster),
-                }
-            } else {
-                GoalResult {
-                    text: format!(
-                        "forward {:.1} ms vs PyTorch {:.1} ms (instruction goal: sm_90 only)",
-                        t * 1e3,
-                        torch * 1e3
-                    ),
-                    met: Some(faster),
-                }
+        Goal::TimeOn { card, max_s } => {
+            let t = row.model_s();
+            let at = t.map_or(String::new(), |t| format!(": {:.2} ms", t * 1e3));
+            GoalResult {
+                text: format!("≤ {:.2} ms on the {card}{at}", max_s * 1e3),
+                met: (gpu.name == *card).then_some(t.is_some_and(|t| t <= *max_s)),
             }
         }
     }

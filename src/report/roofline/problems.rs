@@ -49,7 +49,7 @@ pub enum Roof {
 
 type RunFn = dyn Fn(&Stream, &Shape, bool) -> Result<()> + Send + Sync;
 type BasisFn = dyn Fn(&Shape, Sm, u32) -> Vec<f64> + Send + Sync;
-type TrafficFn = dyn Fn(&Shape) -> Vec<(String, f64)> + Send + Sync;
+type TrafficFn = dyn Fn(&Shape, Sm) -> Vec<(String, f64)> + Send + Sync;
 type ScalarFn = dyn Fn(&Shape) -> f64 + Send + Sync;
 
 /// One problem.
@@ -226,7 +226,7 @@ fn lcse_forward() -> Problem {
             let mut y = out::<f32>(st, shape.len())?;
             logcumsumexp::forward_dev(st, shape, &x, &mut y)
         }),
-        traffic: Box::new(|s| vec![("lcse_fwd".into(), 2.0 * F32 * f(s[0] * s[1]))]),
+        traffic: Box::new(|s, _| vec![("lcse_fwd".into(), 2.0 * F32 * f(s[0] * s[1]))]),
         essential: Box::new(|s| 2.0 * F32 * f(s[0] * s[1])),
         goal: Some(Goal::Share(0.8)),
         note: "one CTA per two rows (T = 4096 is one tile; each thread walks a \
@@ -252,7 +252,7 @@ fn lcse_backward() -> Problem {
             let mut gx = out::<f32>(st, shape.len())?;
             logcumsumexp::backward_dev(st, shape, &x, &g, &mut gx)
         }),
-        traffic: Box::new(|s| vec![("lcse_bwd".into(), 3.0 * F32 * f(s[0] * s[1]))]),
+        traffic: Box::new(|s, _| vec![("lcse_bwd".into(), 3.0 * F32 * f(s[0] * s[1]))]),
         essential: Box::new(|s| 3.0 * F32 * f(s[0] * s[1])),
         goal: Some(Goal::Share(0.7)),
         note: "one CTA a row, one pass (T = 4096 is one tile): x and g read, gx \
@@ -262,14 +262,6 @@ fn lcse_backward() -> Problem {
 }
 
 // ---- HMM and Viterbi ----------------------------------------------------------
-
-/// The sm_90 SASS lane-instructions of `hmm_forward_cap256` at batch 64,
-/// T 1000, S 256 as this model counts them for the kernel of commit
-/// 240e804 (before issue 19's rebuild): 294.848 G dynamic PTX
-/// instructions × the hot loop's SASS/PTX ratio 156 / (4 × 51). The
-/// issue's "≥ 5× fewer issued instructions than today's kernel" is
-/// measured against it.
-pub const HMM_FORWARD_BASELINE_SM90: f64 = 2.254_72e11;
 
 /// `[batch, T, S]` shapes of the HMM and Viterbi problems.
 const SEQ_FULL: [usize; 3] = [64, 1000, 256];
@@ -287,24 +279,12 @@ fn hmm_basis(s: &Shape, _: Sm, _: u32) -> Vec<f64> {
     vec![1.0, f(s[0]), f(s[0] * s[1])]
 }
 
-thread_local! {
-    /// The SM of the last `hmm_forward_backward` run on this thread: the
-    /// recursions' kernel names depend on it (a cluster of CTAs per
-    /// sequence on sm_90+, `hmm::ptx::cluster_for`) and the traffic list
-    /// only gets the shape; every caller records the launches (which runs
-    /// the problem) before reading the list, on the same thread.
-    static HMM_SM: std::cell::Cell<Option<Sm>> = const { std::cell::Cell::new(None) };
-}
-
-/// The forward's and the backward's entry names for `s` states on the SM
-/// of the last run (the one-CTA kernels before any run).
-fn hmm_recursion_names(s: usize) -> (String, String) {
+/// The forward's and the backward's entry names for `s` states on `sm`
+/// (a cluster of CTAs per sequence on sm_90+, `hmm::ptx::cluster_for`).
+fn hmm_recursion_names(s: usize, sm: Sm) -> (String, String) {
     let cap = hmm::ptx::cap_for(s);
     let sp = s.next_multiple_of(16);
-    match HMM_SM
-        .with(|c| c.get())
-        .and_then(|sm| hmm::ptx::cluster_for(sm, s, sp, cap))
-    {
+    match hmm::ptx::cluster_for(sm, s, sp, cap) {
         Some(n) => (
             hmm::ptx::forward_cluster_name(n, cap),
             hmm::ptx::backward_cluster_name(n, cap),
@@ -314,8 +294,6 @@ fn hmm_recursion_names(s: usize) -> (String, String) {
 }
 
 fn hmm_forward_backward() -> Problem {
-    let [b, t, s] = SEQ_FULL;
-    let step = F32 * f(b * s * s);
     Problem {
         family: "hmm",
         name: "forward-backward, batch 64, T 1000, S 256".into(),
@@ -327,7 +305,6 @@ fn hmm_forward_backward() -> Problem {
         basis: Box::new(hmm_basis),
         run: Box::new(|st, sh, dry| {
             let shape = hmm::Shape::new(sh[0], sh[1], sh[2])?;
-            HMM_SM.with(|c| c.set(Some(st.context().sm())));
             let (b, t, s) = (sh[0], sh[1], sh[2]);
             let pi = logp(st, s, 1, dry)?;
             let a = logp(st, s * s, 2, dry)?;
@@ -353,7 +330,7 @@ fn hmm_forward_backward() -> Problem {
             };
             hmm::forward_backward_dev(st, shape, &inputs, outputs)
         }),
-        traffic: Box::new(|sh| {
+        traffic: Box::new(|sh, sm| {
             let (b, t, s) = (sh[0], sh[1], sh[2]);
             let sp = s.next_multiple_of(16);
             let plane = F32 * f(b * t * s);
@@ -362,7 +339,7 @@ fn hmm_forward_backward() -> Problem {
             let steps = F32 * f(b * t);
             let w = F32 * f(b * t * sp);
             let a = F32 * f(s * s);
-            let (fwd, bwd) = hmm_recursion_names(s);
+            let (fwd, bwd) = hmm_recursion_names(s, sm);
             vec![
                 // log_a in, the maxima out
                 ("hmm_prep_max".into(), a),
@@ -392,14 +369,11 @@ fn hmm_forward_backward() -> Problem {
             // log_b in; alpha, beta, gamma, xi out.
             F32 * (4.0 * f(b * t * s) + f(b * s * s))
         }),
-        goal: Some(Goal::HmmForward {
-            kernel: hmm::ptx::forward_name(hmm::ptx::cap_for(s)),
-            baseline_sm90: HMM_FORWARD_BASELINE_SM90,
-            factor: 5.0,
-            // PyTorch's step writes the [batch, S, S] broadcast sum and
-            // reads it back (the least an unfused logsumexp can move;
-            // eager `torch.logsumexp` moves it about 7 times).
-            torch_bytes: 2.0 * step * f(t - 1),
+        // Issue 33: forward-backward with gamma and xi at batch 64, T 1000,
+        // S 256 in at most 1.5 ms on the H200.
+        goal: Some(Goal::TimeOn {
+            card: "H200",
+            max_s: 1.5e-3,
         }),
         note: "every [batch, T, S] array read or written once per kernel that uses it, \
                the per-step records (W [batch, T, S16], R hi/lo, beta lo, alpha lo \
@@ -440,7 +414,7 @@ fn viterbi() -> Problem {
                 },
             )
         }),
-        traffic: Box::new(|sh| {
+        traffic: Box::new(|sh, _| {
             let (b, t, s) = (sh[0], sh[1], sh[2]);
             let name = viterbi::ptx::kernel_name(viterbi::ptx::cap_for(s));
             // log_b in, the u32 backpointers written, paths out.
@@ -485,7 +459,7 @@ fn viterbi_s4096() -> Problem {
         capped: None,
         basis: Box::new(viterbi_big_basis),
         run: base.run,
-        traffic: Box::new(|sh| {
+        traffic: Box::new(|sh, _| {
             let (b, t, s) = (sh[0], sh[1], sh[2]);
             let name = viterbi::ptx::kernel_name(viterbi::ptx::cap_for(s));
             // log_b in, the u32 backpointers written, paths out; log_a
@@ -522,7 +496,7 @@ fn dot_rows() -> Problem {
             let mut o = out::<f32>(st, rows)?;
             dot::dot_rows_dev(st, dot::Shape { rows, n }, &x, &y, &mut o)
         }),
-        traffic: Box::new(|s| vec![("dot_rows_f32".into(), F32 * f(s[0] * s[1] + s[1] + s[0]))]),
+        traffic: Box::new(|s, _| vec![("dot_rows_f32".into(), F32 * f(s[0] * s[1] + s[1] + s[0]))]),
         essential: Box::new(|s| F32 * f(s[0] * s[1] + s[1] + s[0])),
         goal: None,
         note: "x once, y once (it stays in L2), out once",
@@ -552,7 +526,7 @@ fn fp8_problem(
         capped: Some((vec![1 << 17], 1)),
         basis: Box::new(|s, _, _| vec![1.0, f(s[0])]),
         run: Box::new(move |st, s, dry| run(st, s[0], dry)),
-        traffic: Box::new(move |s| kernels(s[0])),
+        traffic: Box::new(move |s, _| kernels(s[0])),
         essential: Box::new(move |s| essential_per_elem * f(s[0])),
         goal: Some(Goal::Share(goal)),
         note,
@@ -667,7 +641,7 @@ fn bs_names(f: BsFormat) -> (String, String) {
 
 fn bs_problem(fmt: BsFormat, label: &str, quantize: bool) -> Problem {
     let nv = fmt == BsFormat::Nvfp4;
-    let traffic: Box<TrafficFn> = Box::new(move |s| {
+    let traffic: Box<TrafficFn> = Box::new(move |s, _| {
         let (x, codes, scales) = bs_bytes(s, fmt);
         let (q, d) = bs_names(fmt);
         if quantize {
@@ -785,7 +759,7 @@ fn score_block() -> Problem {
             let mut o = out::<f32>(st, rows * k)?;
             score::launch::score_block_dev(st, ScoreShape { rows, k, p }, None, &x, &d, &mut o)
         }),
-        traffic: Box::new(|s| {
+        traffic: Box::new(|s, _| {
             let (rows, k, p) = (s[0], s[1], s[2]);
             vec![(
                 score::ptx::SCORE_BLOCK_V4.into(),
@@ -846,7 +820,7 @@ fn score_route() -> Problem {
                 score::launch::route_top_s_planned_dev(st, route, t, plan, &x, &d).map(drop)
             }
         }),
-        traffic: Box::new(|s| {
+        traffic: Box::new(|s, _| {
             let (rows, k, p, top) = (s[0], s[1], s[2], s[3]);
             // The partial lists depend on the plan: bounded by 2 words per
             // entry and split; small next to D.

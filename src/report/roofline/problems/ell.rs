@@ -75,7 +75,7 @@ fn ell_forward(pct: usize) -> Problem {
             let mut y = out::<f32>(st, n * d.out_features())?;
             block_ell::forward_dev(st, &topo, n, &x, &values, None, &mut y)
         }),
-        traffic: Box::new(|s| {
+        traffic: Box::new(|s, _| {
             let b = s[4];
             let n = s[5];
             vec![(
@@ -116,7 +116,7 @@ fn ell_grad_input() -> Problem {
             let mut gx = out::<f32>(st, n * d.in_features())?;
             block_ell::grad_input_dev(st, &topo, n, &gy, &values, &mut gx)
         }),
-        traffic: Box::new(|s| {
+        traffic: Box::new(|s, _| {
             let (b, n) = (s[4], s[5]);
             vec![(
                 format!("block_ell_grad_input_b{b}"),
@@ -183,7 +183,7 @@ fn ell_grad_values() -> Problem {
             let mut gv = out::<f32>(st, d.values_len())?;
             block_ell::grad_values_dev(st, &topo, n, &x, &gy, &mut gv)
         }),
-        traffic: Box::new(|s| {
+        traffic: Box::new(|s, _| {
             let (b, n) = (s[4], s[5]);
             let len = s[0] * s[2] * b * b;
             let (chunks, _) = chunk_passes(n, len);
@@ -240,7 +240,7 @@ fn ell_stats() -> Problem {
             block_ell::ema_update_dev(st, &mut scores, &vals, 0.9)?;
             block_ell::grad_bias_dev(st, &d, n, &gy, &mut gb)
         }),
-        traffic: Box::new(|s| {
+        traffic: Box::new(|s, _| {
             let (r, c, b, n) = (s[0], s[1], s[4], s[5]);
             let slots = r * s[2];
             let (chunks, _) = chunk_passes(n, c);

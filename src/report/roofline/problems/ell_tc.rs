@@ -223,7 +223,7 @@ fn problem(op: Op, p: TcPrecision, b: usize, pct: usize) -> Problem {
         check,
         basis,
         run: Box::new(move |st, s, dry| run(st, s, dry, op, p)),
-        traffic: Box::new(move |s| {
+        traffic: Box::new(move |s, _| {
             let (b, n) = (s[4], s[5]);
             let x = e * f(n * s[1] * b);
             let gy = e * f(n * s[0] * b);
