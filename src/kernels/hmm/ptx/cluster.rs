@@ -35,8 +35,8 @@ use super::pair::{
     self as pp, DNorm, DP, Red, assign, cta_fmax, cta_pmax, padd, pexp, pmax2, pshift, psub,
 };
 use super::{
-    ForwardArgs, PREP_AMAX, PREP_COLMAX, PREP_DCOL_H, PREP_DCOL_L, SPLIT_MAX, WARPS, builder,
-    ld_pair, ld_prep, st_pair, state_log, store_norm,
+    ForwardArgs, FwdStep, PREP_AMAX, SPLIT_MAX, WARPS, builder, forward_state, ld_pair, st_pair,
+    store_norm,
 };
 use crate::dsl::types::{F32, Reg, U32};
 use crate::dsl::{Cmp, KernelBuilder, PtxModule, Rounding, SharedArray};
@@ -264,30 +264,15 @@ pub fn generate_forward_cluster(sm: Sm, cap: u32, n: u32) -> Result<PtxModule> {
                     let xm = pp::constant(b, f32::NAN, 0.0);
                     own_columns(b, &ex, p.s, |b, jl, j| {
                         let sj = lin_local(b, &part, jl, ex.ncol);
-                        let colmax = ld_prep(b, p.prep, PREP_COLMAX, p.sp, j);
-                        let term = |b: &mut KernelBuilder, i: Reg<U32>| {
-                            let k = b.add(prow, i);
-                            let a = ld_pair(b, seq_ah, seq_al, k);
-                            let idx = b.mad_lo(i, p.s, j);
-                            let ap = b.offset(p.log_a, idx);
-                            let la = b.ld_global(ap, 0);
-                            let lc = pshift(b, la, colmax);
-                            padd(b, a, lc)
+                        let step = FwdStep {
+                            seq_ah,
+                            seq_al,
+                            seq_b,
+                            row,
+                            prow,
+                            mbt,
                         };
-                        let (l, _, _) = state_log(b, sj, p.s, &term);
-                        let dcol = DP {
-                            h: ld_prep(b, p.prep, PREP_DCOL_H, p.sp, j),
-                            l: ld_prep(b, p.prep, PREP_DCOL_L, p.sp, j),
-                        };
-                        let k = b.add(row, j);
-                        let ep = b.offset(seq_b, k);
-                        let e = b.ld_global(ep, 0);
-                        let e = pshift(b, e, mbt);
-                        let x = padd(b, l, dcol);
-                        let x = padd(b, x, e);
-                        st_pair(b, seq_ah, seq_al, k, x);
-                        let nm = pmax2(b, xm, x);
-                        assign(b, xm, nm);
+                        forward_state(b, &p, &step, sj, j, xm);
                     });
                     let m = exchange(b, &ex, &red, xm, seq_ah, seq_al, row, p.s);
                     b.if_(t0, |b| {

@@ -23,6 +23,7 @@
 
 mod cluster;
 mod cluster_bwd;
+mod fwd_state;
 mod pair;
 mod post;
 
@@ -46,6 +47,7 @@ pub use cluster::{
     generate_forward_cluster,
 };
 pub use cluster_bwd::{backward_cluster_name, generate_backward_cluster};
+use fwd_state::{FwdStep, forward_state};
 pub use post::{PosteriorArgs, TransitionArgs, XI_ROWS, generate_posteriors, generate_transitions};
 
 /// Threads per CTA.
@@ -586,30 +588,15 @@ pub fn generate_forward(sm: Sm, cap: u32) -> Result<PtxModule> {
                     let xm = pp::constant(b, f32::NAN, 0.0);
                     b.for_range(tid, p.s, nt, |b, j| {
                         let sj = lin_value(b, &part, j, s4, split);
-                        let colmax = ld_prep(b, p.prep, PREP_COLMAX, p.sp, j);
-                        let term = |b: &mut KernelBuilder, i: Reg<U32>| {
-                            let k = b.add(prow, i);
-                            let a = ld_pair(b, seq_ah, seq_al, k);
-                            let idx = b.mad_lo(i, p.s, j);
-                            let ap = b.offset(p.log_a, idx);
-                            let la = b.ld_global(ap, 0);
-                            let lc = pshift(b, la, colmax);
-                            padd(b, a, lc)
+                        let step = FwdStep {
+                            seq_ah,
+                            seq_al,
+                            seq_b,
+                            row,
+                            prow,
+                            mbt,
                         };
-                        let (l, _, _) = state_log(b, sj, p.s, &term);
-                        let dcol = DP {
-                            h: ld_prep(b, p.prep, PREP_DCOL_H, p.sp, j),
-                            l: ld_prep(b, p.prep, PREP_DCOL_L, p.sp, j),
-                        };
-                        let k = b.add(row, j);
-                        let ep = b.offset(seq_b, k);
-                        let e = b.ld_global(ep, 0);
-                        let e = pshift(b, e, mbt);
-                        let x = padd(b, l, dcol);
-                        let x = padd(b, x, e);
-                        st_pair(b, seq_ah, seq_al, k, x);
-                        let nm = pmax2(b, xm, x);
-                        assign(b, xm, nm);
+                        forward_state(b, &p, &step, sj, j, xm);
                     });
                     let (m, _) = cta_pmax(b, xm, None, &red);
                     normalize_row(b, &pbuf, seq_ah, seq_al, row, p.s, m);

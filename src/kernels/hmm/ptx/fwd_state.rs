@@ -1,0 +1,69 @@
+//! The forward's work for one state of a step, shared by the one-CTA
+//! (`hmm_forward_cap<c>`) and the cluster (`hmm_forward_cluster<n>_cap<c>`)
+//! kernels.
+
+use super::pair::{DP, assign, padd, pmax2, pshift};
+use super::{
+    ForwardRegs, PREP_COLMAX, PREP_DCOL_H, PREP_DCOL_L, ld_pair, ld_prep, st_pair, state_log,
+};
+use crate::dsl::types::{F32, Reg, U32};
+use crate::dsl::{GlobalPtr, KernelBuilder};
+
+/// Where one forward step reads and writes: the sequence's `â` pairs
+/// (`seq_ah`/`seq_al`) and emissions (`seq_b`), the step's row offset
+/// `row` (`t·S`), the previous step's `prow`, the emission maximum `mbt`.
+pub(super) struct FwdStep {
+    pub seq_ah: GlobalPtr<F32>,
+    pub seq_al: GlobalPtr<F32>,
+    pub seq_b: GlobalPtr<F32>,
+    pub row: Reg<U32>,
+    pub prow: Reg<U32>,
+    pub mbt: Reg<F32>,
+}
+
+/// The forward's state `j` of a step, given its linear sum `sj` (the
+/// contract's step `t ≥ 1`): `L_j` (`log sj`, or the exact fallback over
+/// the previous pairs and `lc`), `X_j = (L_j + dcol_j) + e_t[j]` stored as
+/// the pair at `row + j`, and folded into the running maximum `xm`. Shared
+/// by the one-CTA and the cluster forward kernels.
+pub(super) fn forward_state(
+    b: &mut KernelBuilder,
+    p: &ForwardRegs,
+    c: &FwdStep,
+    sj: Reg<F32>,
+    j: Reg<U32>,
+    xm: DP,
+) {
+    let FwdStep {
+        seq_ah,
+        seq_al,
+        seq_b,
+        row,
+        prow,
+        mbt,
+    } = *c;
+    let colmax = ld_prep(b, p.prep, PREP_COLMAX, p.sp, j);
+    let term = |b: &mut KernelBuilder, i: Reg<U32>| {
+        let k = b.add(prow, i);
+        let a = ld_pair(b, seq_ah, seq_al, k);
+        let idx = b.mad_lo(i, p.s, j);
+        let ap = b.offset(p.log_a, idx);
+        let la = b.ld_global(ap, 0);
+        let lc = pshift(b, la, colmax);
+        padd(b, a, lc)
+    };
+    let (l, _, _) = state_log(b, sj, p.s, &term);
+    let dcol = DP {
+        h: ld_prep(b, p.prep, PREP_DCOL_H, p.sp, j),
+        l: ld_prep(b, p.prep, PREP_DCOL_L, p.sp, j),
+    };
+    let k = b.add(row, j);
+    let ep = b.offset(seq_b, k);
+    let e = b.ld_global(ep, 0);
+    let e = pshift(b, e, mbt);
+    let x = padd(b, l, dcol);
+    let x = padd(b, x, e);
+    st_pair(b, seq_ah, seq_al, k, x);
+    let nm = pmax2(b, xm, x);
+    assign(b, xm, nm);
+}
