@@ -31,15 +31,13 @@
 //! kernel can be launched using the classical `<<< , >>>`"); the grid,
 //! `batch · n` CTAs, is a multiple of the cluster by construction.
 
-use super::pair::{
-    self as pp, DNorm, DP, Red, assign, cta_fmax, cta_pmax, padd, pexp, pmax2, pshift, psub,
-};
+use super::pair::{self as pp, DNorm, DP, Red, assign, cta_fmax, padd, pexp, pmax2, pshift, psub};
 use super::{
     ForwardArgs, FwdStep, PREP_AMAX, SPLIT_MAX, WARPS, builder, forward_state, ld_pair, st_pair,
     store_norm,
 };
-use crate::dsl::types::{F32, Reg, U32};
-use crate::dsl::{Cmp, KernelBuilder, PtxModule, Rounding, SharedArray};
+use crate::dsl::types::{F32, Pred, Reg, U32};
+use crate::dsl::{Cmp, KernelBuilder, PtxModule, Rounding, SharedArray, ShflMode};
 use crate::error::Result;
 use crate::target::{Feature, Sm};
 
@@ -335,7 +333,7 @@ pub(super) fn own_columns(
 /// The step's maximum from each thread's running `xm` over the cluster,
 /// then `â = X ⊖ M` for the CTA's columns of `row` (stored back) and
 /// their weights `pexp(â)` into every CTA's weight buffer; returns `M`
-/// (the same bits in every CTA). Two cluster barriers.
+/// (the same bits in every thread). Two cluster barriers.
 #[allow(clippy::too_many_arguments)]
 fn exchange(
     b: &mut KernelBuilder,
@@ -347,32 +345,12 @@ fn exchange(
     row: Reg<U32>,
     s: Reg<U32>,
 ) -> DP {
-    let (mc, _) = cta_pmax(b, xm, None, red);
-    let tid = b.tid_x();
-    let t0 = b.setp(Cmp::Eq, tid, 0u32);
-    b.if_(t0, |b| {
-        let ph = b.shared_elem(&ex.mh, ex.rank);
-        let pl = b.shared_elem(&ex.ml, ex.rank);
-        for r in 0..ex.n {
-            let qh = b.mapa(ph, r);
-            b.st_cluster(qh, 0, mc.h);
-            let ql = b.mapa(pl, r);
-            b.st_cluster(ql, 0, mc.l);
-        }
-    });
-    cluster_barrier(b);
-    let mut m = DP {
-        h: b.ld_shared_at(&ex.mh, 0),
-        l: b.ld_shared_at(&ex.ml, 0),
+    let slots = Slots {
+        h: &ex.mh,
+        l: &ex.ml,
+        f: None,
     };
-    for r in 1..ex.n {
-        let o = DP {
-            h: b.ld_shared_at(&ex.mh, r),
-            l: b.ld_shared_at(&ex.ml, r),
-        };
-        m = pmax2(b, m, o);
-    }
-    let m = pp::canon(b, m);
+    let (m, _) = cluster_pmax(b, ex, red, &slots, xm, None);
     own_columns(b, ex, s, |b, _, j| {
         let k = b.add(row, j);
         let x = ld_pair(b, hi, lo, k);
@@ -387,6 +365,137 @@ fn exchange(
     });
     cluster_barrier(b);
     m
+}
+
+/// Slots of one cluster-wide reduction: a pair and a flag per rank.
+pub(super) struct Slots<'a> {
+    pub(super) h: &'a SharedArray<F32>,
+    pub(super) l: &'a SharedArray<F32>,
+    pub(super) f: Option<&'a SharedArray<U32>>,
+}
+
+/// The pair maximum of the threads' `x` (and whether `flag` held
+/// anywhere) over the cluster, in every thread (every thread must call
+/// it). Only the threads `tid < min(ncol, ntid)` hold values (those of
+/// [`own_columns`]; the others' `x` is the NaN pair and their flag
+/// false), so only their warps reduce: a butterfly per warp, and where
+/// more than one warp holds values, their maxima through `red` (a CTA
+/// barrier) into warp 0. Lane `r < n` of warp 0 stores the CTA's maximum
+/// (`+ 0`) into CTA `r`'s slot of this rank; after a cluster barrier each
+/// warp reduces the `n` slots, lane `l` loading slot `l mod n`, by a
+/// butterfly over `log2 n` lanes. The maximum is order-free by contract
+/// (the slots hold no `−0`), so every thread gets the bits of the
+/// rank-order fold.
+pub(super) fn cluster_pmax(
+    b: &mut KernelBuilder,
+    ex: &Ex,
+    red: &Red,
+    slots: &Slots<'_>,
+    x: DP,
+    flag: Option<Reg<Pred>>,
+) -> (DP, Option<Reg<Pred>>) {
+    let tid = b.tid_x();
+    let nt = b.ntid_x();
+    let lane = b.and(tid, 31u32);
+    let warp = b.shr(tid, 5u32);
+    let held = b.min(ex.ncol, nt);
+    let held31 = b.add(held, 31u32);
+    let nact = b.shr(held31, 5u32);
+    let active = b.setp(Cmp::Lt, warp, nact);
+    let mc = pp::constant(b, f32::NAN, 0.0);
+    let fc = b.mov(0u32);
+    b.if_(active, |b| {
+        let w = pp::warp_pmax(b, x);
+        assign(b, mc, w);
+        if let Some(f) = flag {
+            let any = b.vote(false, f, pp::FULL);
+            let v: Reg<U32> = b.selp(any, 1u32, 0u32);
+            b.assign(fc, v);
+        }
+    });
+    let multi = b.setp(Cmp::Gt, nact, 1u32);
+    b.if_(multi, |b| {
+        let lead = b.setp(Cmp::Eq, lane, 0u32);
+        let st = b.pand(lead, active);
+        b.if_(st, |b| {
+            let p = b.shared_elem(&red.h, warp);
+            b.st_shared(p, 0, mc.h);
+            let p = b.shared_elem(&red.l, warp);
+            b.st_shared(p, 0, mc.l);
+            if flag.is_some() {
+                let p = b.shared_elem(&red.f, warp);
+                b.st_shared(p, 0, fc);
+            }
+        });
+        b.bar_sync();
+        let w0 = b.setp(Cmp::Eq, warp, 0u32);
+        b.if_(w0, |b| {
+            let v = pp::constant(b, f32::NAN, 0.0);
+            let fv = b.mov(0u32);
+            let has = b.setp(Cmp::Lt, lane, nact);
+            b.if_(has, |b| {
+                let p = b.shared_elem(&red.h, lane);
+                let h = b.ld_shared(p, 0);
+                let p = b.shared_elem(&red.l, lane);
+                let l = b.ld_shared(p, 0);
+                assign(b, v, DP { h, l });
+                if flag.is_some() {
+                    let p = b.shared_elem(&red.f, lane);
+                    let f = b.ld_shared(p, 0);
+                    b.assign(fv, f);
+                }
+            });
+            let w = pp::warp_pmax(b, v);
+            assign(b, mc, w);
+            if flag.is_some() {
+                let nz = b.setp(Cmp::Ne, fv, 0u32);
+                let any = b.vote(false, nz, pp::FULL);
+                let v: Reg<U32> = b.selp(any, 1u32, 0u32);
+                b.assign(fc, v);
+            }
+        });
+    });
+    let w0 = b.setp(Cmp::Eq, warp, 0u32);
+    let pub_ = b.setp(Cmp::Lt, lane, ex.n);
+    let publish = b.pand(w0, pub_);
+    b.if_(publish, |b| {
+        let m = pp::canon(b, mc);
+        let ph = b.shared_elem(slots.h, ex.rank);
+        let q = b.mapa(ph, lane);
+        b.st_cluster(q, 0, m.h);
+        let pl = b.shared_elem(slots.l, ex.rank);
+        let q = b.mapa(pl, lane);
+        b.st_cluster(q, 0, m.l);
+        if let Some(f) = slots.f {
+            let pf = b.shared_elem(f, ex.rank);
+            let q = b.mapa(pf, lane);
+            b.st_cluster(q, 0, fc);
+        }
+    });
+    cluster_barrier(b);
+    let li = b.and(lane, ex.n - 1);
+    let p = b.shared_elem(slots.h, li);
+    let h = b.ld_shared(p, 0);
+    let p = b.shared_elem(slots.l, li);
+    let l = b.ld_shared(p, 0);
+    let mut m = DP { h, l };
+    let mut f = slots.f.map(|a| {
+        let p = b.shared_elem(a, li);
+        b.ld_shared(p, 0)
+    });
+    let mut off = 1;
+    while off < ex.n {
+        let h = b.shfl(ShflMode::Bfly, m.h, off, 0x1f, pp::FULL);
+        let l = b.shfl(ShflMode::Bfly, m.l, off, 0x1f, pp::FULL);
+        m = pmax2(b, m, DP { h, l });
+        if let Some(fv) = f {
+            let o = b.shfl(ShflMode::Bfly, fv, off, 0x1f, pp::FULL);
+            f = Some(b.or(fv, o));
+        }
+        off *= 2;
+    }
+    let flag = f.map(|fv| b.setp(Cmp::Ne, fv, 0u32));
+    (pp::canon(b, m), flag)
 }
 
 /// `barrier.cluster` (release arrive, acquire wait), then `bar.sync`: the

@@ -14,79 +14,22 @@
 //! same arguments and bits as `hmm_backward_cap<c>`.
 
 use super::cluster::{
-    Ex, cluster_barrier, forward_cluster_name, lin_local, lin_slice, own_columns,
+    Ex, Slots, cluster_barrier, cluster_pmax, forward_cluster_name, lin_local, lin_slice,
+    own_columns,
 };
-use super::pair::{self as pp, DNorm, DP, Red, assign, cta_pmax, padd, pexp, pmax2, pshift, psub};
+use super::pair::{self as pp, DNorm, DP, Red, assign, padd, pexp, pmax2, pshift, psub};
 use super::{
     BackwardArgs, PREP_AMAX, PREP_DROW_H, PREP_DROW_L, PREP_ROWMAX, WARPS, builder, ld_pair,
     ld_prep, st_pair, state_log, store_norm,
 };
-use crate::dsl::types::{F32, Pred, Reg, U32};
-use crate::dsl::{Cmp, KernelBuilder, PtxModule, SharedArray};
+use crate::dsl::types::{F32, Reg, U32};
+use crate::dsl::{Cmp, KernelBuilder, PtxModule};
 use crate::error::Result;
 use crate::target::Sm;
 
 /// The entry name of the cluster backward for `n` CTAs and `S ≤ cap`.
 pub fn backward_cluster_name(n: u32, cap: u32) -> String {
     forward_cluster_name(n, cap).replace("forward", "backward")
-}
-
-/// Slots of one cluster-wide reduction: a pair and a flag per rank.
-struct Slots<'a> {
-    h: &'a SharedArray<F32>,
-    l: &'a SharedArray<F32>,
-    f: Option<&'a SharedArray<U32>>,
-}
-
-/// The pair maximum (and whether `flag` held anywhere) over the cluster:
-/// each CTA's maximum into every CTA's slot of its rank, a cluster
-/// barrier, then each CTA reduces the `n` slots (order-free).
-fn cluster_pmax(
-    b: &mut KernelBuilder,
-    ex: &Ex,
-    red: &Red,
-    slots: &Slots<'_>,
-    x: DP,
-    flag: Option<Reg<Pred>>,
-) -> (DP, Option<Reg<Pred>>) {
-    let (mc, any) = cta_pmax(b, x, flag, red);
-    let tid = b.tid_x();
-    let t0 = b.setp(Cmp::Eq, tid, 0u32);
-    b.if_(t0, |b| {
-        let ph = b.shared_elem(slots.h, ex.rank);
-        let pl = b.shared_elem(slots.l, ex.rank);
-        let pf = slots.f.map(|f| b.shared_elem(f, ex.rank));
-        let fv: Option<Reg<U32>> = any.map(|a| b.selp(a, 1u32, 0u32));
-        for r in 0..ex.n {
-            let q = b.mapa(ph, r);
-            b.st_cluster(q, 0, mc.h);
-            let q = b.mapa(pl, r);
-            b.st_cluster(q, 0, mc.l);
-            if let (Some(pf), Some(fv)) = (pf, fv) {
-                let q = b.mapa(pf, r);
-                b.st_cluster(q, 0, fv);
-            }
-        }
-    });
-    cluster_barrier(b);
-    let mut m = DP {
-        h: b.ld_shared_at(slots.h, 0),
-        l: b.ld_shared_at(slots.l, 0),
-    };
-    let mut f = slots.f.map(|a| b.ld_shared_at(a, 0));
-    for r in 1..ex.n {
-        let o = DP {
-            h: b.ld_shared_at(slots.h, r),
-            l: b.ld_shared_at(slots.l, r),
-        };
-        m = pmax2(b, m, o);
-        if let (Some(fv), Some(a)) = (f, slots.f) {
-            let o = b.ld_shared_at(a, r);
-            f = Some(b.or(fv, o));
-        }
-    }
-    let flag = f.map(|fv| b.setp(Cmp::Ne, fv, 0u32));
-    (pp::canon(b, m), flag)
 }
 
 /// `f(b, jl, j)` for this thread's share of every one of the CTA's

@@ -116,7 +116,7 @@ pub(crate) fn pexp(b: &mut KernelBuilder, x: DP) -> Reg<F32> {
 }
 
 /// The pair maximum over a warp (any tree: the maximum is order-free).
-fn warp_pmax(b: &mut KernelBuilder, x: DP) -> DP {
+pub(crate) fn warp_pmax(b: &mut KernelBuilder, x: DP) -> DP {
     let mut x = x;
     for off in [16u32, 8, 4, 2, 1] {
         let h = b.shfl(ShflMode::Bfly, x.h, off, 0x1f, FULL);
@@ -134,9 +134,9 @@ pub(crate) fn warp_fmax(b: &mut KernelBuilder, v: Reg<F32>) -> Reg<F32> {
 
 /// Shared scratch of the CTA-wide reductions: one slot per warp.
 pub(crate) struct Red {
-    h: SharedArray<F32>,
-    l: SharedArray<F32>,
-    f: SharedArray<U32>,
+    pub(crate) h: SharedArray<F32>,
+    pub(crate) l: SharedArray<F32>,
+    pub(crate) f: SharedArray<U32>,
     warps: u32,
 }
 
