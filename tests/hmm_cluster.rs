@@ -205,6 +205,32 @@ fn cluster_kernels_give_the_one_cta_kernels_bits_forward_and_backward() {
     }
 }
 
+/// More columns a CTA than a warp (S 144: 72 columns a CTA at n = 2,
+/// 36 at n = 4), so the cluster maxima and the fallback flag go through
+/// the CTA's warp slots before the peers' (`cluster_pmax`'s several-warp
+/// path): the one-CTA kernels' bits, ragged and where the fallback runs.
+#[test]
+fn cluster_kernels_with_several_warps_of_columns_give_the_one_cta_bits() {
+    let mut fb = switching_model(2, 4, 144, -200.0, 2, 30);
+    fb.lengths = vec![4, 3];
+    let mut ragged = issue_model(2, 4, 144, 21, true);
+    ragged.b[100] = f32::NEG_INFINITY;
+    let names = [
+        "alpha", "alpha_lo", "mb", "cnorm", "ll", "beta", "beta_lo", "dnorm", "w", "rh", "rl",
+        "flags",
+    ];
+    for (m, what) in [(fb, "fallback S 144"), (ragged, "ragged S 144")] {
+        let sm = Sm::Sm90;
+        let want = recursion_outputs(&m, sm, None);
+        for n in [2, 4] {
+            let got = recursion_outputs(&m, sm, Some(n));
+            for ((g, w), name) in got.iter().zip(&want).zip(names) {
+                assert_eq!(g, w, "{what} on {sm}, n = {n}: {name}");
+            }
+        }
+    }
+}
+
 #[test]
 fn cluster_choice_per_target_and_shape() {
     let pick = |sm: Sm, s: usize| {
