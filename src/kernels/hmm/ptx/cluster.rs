@@ -225,7 +225,7 @@ pub fn generate_forward_cluster(sm: Sm, cap: u32, n: u32) -> Result<PtxModule> {
             assign(b, xm, nm);
         });
         let row0 = b.mov(0u32);
-        let m = exchange(b, &ex, &red, xm, seq_ah, seq_al, row0, p.s);
+        let (m, dead0) = exchange(b, &ex, &red, xm, seq_ah, seq_al, row0, p.s);
         let cprev = pp::constant(b, 0.0, 0.0);
         b.if_(t0, |b| {
             norm.maxima.add(b, mpi);
@@ -236,7 +236,6 @@ pub fn generate_forward_cluster(sm: Sm, cap: u32, n: u32) -> Result<PtxModule> {
             assign(b, cprev, cv);
         });
         b.if_(is_r0, |b| store_norm(b, tid, cn, row0, cprev));
-        let dead0 = b.setp(Cmp::Eq, m.h, f32::NEG_INFINITY);
         let dead: Reg<U32> = b.selp(dead0, 1u32, 0u32);
         let zero_last = b.mov(0u32);
         b.for_range(1u32, len, 1u32, |b, tt| {
@@ -272,7 +271,7 @@ pub fn generate_forward_cluster(sm: Sm, cap: u32, n: u32) -> Result<PtxModule> {
                         };
                         forward_state(b, &p, &step, sj, j, xm);
                     });
-                    let m = exchange(b, &ex, &red, xm, seq_ah, seq_al, row, p.s);
+                    let (m, d) = exchange(b, &ex, &red, xm, seq_ah, seq_al, row, p.s);
                     b.if_(t0, |b| {
                         norm.maxima.add(b, mbt);
                         norm.amax.add(b, amax);
@@ -282,7 +281,6 @@ pub fn generate_forward_cluster(sm: Sm, cap: u32, n: u32) -> Result<PtxModule> {
                         assign(b, cprev, cv);
                     });
                     b.if_(is_r0, |b| store_norm(b, tid, cn, tt, cprev));
-                    let d = b.setp(Cmp::Eq, m.h, f32::NEG_INFINITY);
                     let dv: Reg<U32> = b.selp(d, 1u32, 0u32);
                     b.assign(dead, dv);
                 },
@@ -333,7 +331,8 @@ pub(super) fn own_columns(
 /// The step's maximum from each thread's running `xm` over the cluster,
 /// then `â = X ⊖ M` for the CTA's columns of `row` (stored back) and
 /// their weights `pexp(â)` into every CTA's weight buffer; returns `M`
-/// (the same bits in every thread). Two cluster barriers.
+/// (in the warps that hold columns, thread 0's among them) and, in every
+/// thread, whether `M` is `−inf`. Two cluster barriers.
 #[allow(clippy::too_many_arguments)]
 fn exchange(
     b: &mut KernelBuilder,
@@ -344,13 +343,13 @@ fn exchange(
     lo: crate::dsl::GlobalPtr<F32>,
     row: Reg<U32>,
     s: Reg<U32>,
-) -> DP {
+) -> (DP, Reg<Pred>) {
     let slots = Slots {
         h: &ex.mh,
         l: &ex.ml,
         f: None,
     };
-    let (m, _) = cluster_pmax(b, ex, red, &slots, xm, None);
+    let (m, _, dead) = cluster_pmax(b, ex, red, &slots, xm, None);
     own_columns(b, ex, s, |b, _, j| {
         let k = b.add(row, j);
         let x = ld_pair(b, hi, lo, k);
@@ -364,7 +363,7 @@ fn exchange(
         }
     });
     cluster_barrier(b);
-    m
+    (m, dead)
 }
 
 /// Slots of one cluster-wide reduction: a pair and a flag per rank.
@@ -385,7 +384,9 @@ pub(super) struct Slots<'a> {
 /// warp reduces the `n` slots, lane `l` loading slot `l mod n`, by a
 /// butterfly over `log2 n` lanes. The maximum is order-free by contract
 /// (the slots hold no `−0`), so every thread gets the bits of the
-/// rank-order fold.
+/// rank-order fold. Returns the maximum and the flag, both valid in the
+/// warps that hold values only (the others keep the NaN pair and false),
+/// and, in every thread, whether the maximum is `−inf`.
 pub(super) fn cluster_pmax(
     b: &mut KernelBuilder,
     ex: &Ex,
@@ -393,7 +394,7 @@ pub(super) fn cluster_pmax(
     slots: &Slots<'_>,
     x: DP,
     flag: Option<Reg<Pred>>,
-) -> (DP, Option<Reg<Pred>>) {
+) -> (DP, Option<Reg<Pred>>, Reg<Pred>) {
     let tid = b.tid_x();
     let nt = b.ntid_x();
     let lane = b.and(tid, 31u32);
@@ -473,29 +474,48 @@ pub(super) fn cluster_pmax(
         }
     });
     cluster_barrier(b);
+    // Every warp: whether the maximum is −inf (no slot above −inf, one
+    // at −inf; a NaN slot holds nothing), lane `l` reading slot `l mod n`.
     let li = b.and(lane, ex.n - 1);
     let p = b.shared_elem(slots.h, li);
     let h = b.ld_shared(p, 0);
-    let p = b.shared_elem(slots.l, li);
-    let l = b.ld_shared(p, 0);
-    let mut m = DP { h, l };
-    let mut f = slots.f.map(|a| {
-        let p = b.shared_elem(a, li);
-        b.ld_shared(p, 0)
-    });
-    let mut off = 1;
-    while off < ex.n {
-        let h = b.shfl(ShflMode::Bfly, m.h, off, 0x1f, pp::FULL);
-        let l = b.shfl(ShflMode::Bfly, m.l, off, 0x1f, pp::FULL);
-        m = pmax2(b, m, DP { h, l });
-        if let Some(fv) = f {
-            let o = b.shfl(ShflMode::Bfly, fv, off, 0x1f, pp::FULL);
-            f = Some(b.or(fv, o));
+    let above = b.setp(Cmp::Gt, h, f32::NEG_INFINITY);
+    let at = b.setp(Cmp::Eq, h, f32::NEG_INFINITY);
+    let any_above = b.vote(false, above, pp::FULL);
+    let any_at = b.vote(false, at, pp::FULL);
+    let none_above = b.pnot(any_above);
+    let dead = b.pand(none_above, any_at);
+    // The warps that hold values: the maximum by a butterfly over the
+    // `n` slots.
+    let m = pp::constant(b, f32::NAN, 0.0);
+    let f = slots.f.map(|_| b.mov(0u32));
+    b.if_(active, |b| {
+        let p = b.shared_elem(slots.l, li);
+        let l = b.ld_shared(p, 0);
+        let mut v = DP { h, l };
+        let mut fv = slots.f.map(|a| {
+            let p = b.shared_elem(a, li);
+            b.ld_shared(p, 0)
+        });
+        let mut off = 1;
+        while off < ex.n {
+            let h = b.shfl(ShflMode::Bfly, v.h, off, 0x1f, pp::FULL);
+            let l = b.shfl(ShflMode::Bfly, v.l, off, 0x1f, pp::FULL);
+            v = pmax2(b, v, DP { h, l });
+            if let Some(x) = fv {
+                let o = b.shfl(ShflMode::Bfly, x, off, 0x1f, pp::FULL);
+                fv = Some(b.or(x, o));
+            }
+            off *= 2;
         }
-        off *= 2;
-    }
+        let v = pp::canon(b, v);
+        assign(b, m, v);
+        if let (Some(f), Some(x)) = (f, fv) {
+            b.assign(f, x);
+        }
+    });
     let flag = f.map(|fv| b.setp(Cmp::Ne, fv, 0u32));
-    (pp::canon(b, m), flag)
+    (m, flag, dead)
 }
 
 /// `barrier.cluster` (release arrive, acquire wait), then `bar.sync`: the

@@ -159,7 +159,7 @@ pub fn generate_backward_cluster(sm: Sm, cap: u32, n: u32) -> Result<PtxModule> 
             });
         });
         b.if_(has_steps, |b| {
-            let (m0, _) = cluster_pmax(b, &ex, &red_m, &mslots, rm, None);
+            let (m0, _, _) = cluster_pmax(b, &ex, &red_m, &mslots, rm, None);
             let mprime = DP {
                 h: b.mov(m0.h),
                 l: b.mov(m0.l),
@@ -256,9 +256,9 @@ pub fn generate_backward_cluster(sm: Sm, cap: u32, n: u32) -> Result<PtxModule> 
                                 );
                             });
                             let fell = b.setp(Cmp::Ne, fell_any, 0u32);
-                            let (k, any) = cluster_pmax(b, &ex, &red_k, &kslots, um, Some(fell));
+                            let (k, any, dead_now) =
+                                cluster_pmax(b, &ex, &red_k, &kslots, um, Some(fell));
                             let any = any.expect("flag requested");
-                            let dead_now = b.setp(Cmp::Eq, k.h, f32::NEG_INFINITY);
                             let t_pos = b.setp(Cmp::Gt, t, 0u32);
                             let live = b.pnot(dead_now);
                             let more = b.pand(t_pos, live);
@@ -303,7 +303,7 @@ pub fn generate_backward_cluster(sm: Sm, cap: u32, n: u32) -> Result<PtxModule> 
                             let dv: Reg<U32> = b.selp(dead_now, 1u32, 0u32);
                             b.assign(dead, dv);
                             b.if_(more, |b| {
-                                let (m, _) = cluster_pmax(b, &ex, &red_m, &mslots, rm, None);
+                                let (m, _, _) = cluster_pmax(b, &ex, &red_m, &mslots, rm, None);
                                 assign(b, mprime, m);
                             });
                         },
