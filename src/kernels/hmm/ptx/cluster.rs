@@ -33,8 +33,8 @@
 
 use super::pair::{self as pp, DNorm, DP, Red, assign, cta_fmax, padd, pexp, pmax2, pshift, psub};
 use super::{
-    ForwardArgs, FwdStep, PREP_AMAX, SPLIT_MAX, WARPS, builder, forward_state, ld_pair, st_pair,
-    store_norm,
+    ForwardArgs, FwdStep, PREP_AMAX, SPLIT_MAX, THREADS, WARPS, builder, forward_state, ld_pair,
+    st_pair, store_norm,
 };
 use crate::dsl::types::{F32, Pred, Reg, U32};
 use crate::dsl::{Cmp, KernelBuilder, PtxModule, Rounding, SharedArray, ShflMode};
@@ -83,6 +83,26 @@ pub fn cluster_for(sm: Sm, s: usize, sp: usize, cap: u32) -> Option<u32> {
     })
 }
 
+/// The CTAs of a cluster kernel (`cap`, `n`) that ptxas is asked to keep
+/// resident on an SM of `sm` (`.minnctapersm`, which bounds the registers
+/// a thread): as many as the SM's shared memory holds at `S = cap`
+/// (the slice, the static arrays and the CTA's reserved bytes) and its
+/// thread slots allow, at most 4 (64 registers a thread: ptxas fits both
+/// recursions at cap 256 without spilling, where they took 105 and 117
+/// and so two CTAs an SM), at least 1. The recursion's latency is hidden
+/// by the warps an SM holds, so the occupancy is the lever.
+pub(super) fn resident_ctas(sm: Sm, cap: u32, n: u32) -> u32 {
+    let i = sm.info();
+    let per_cta = cluster_smem_bytes(cap as usize, n)
+        + static_bytes(cap, n)
+        + u64::from(i.reserved_smem_per_cta);
+    let by_smem = (u64::from(i.smem_per_sm) / per_cta).min(4) as u32;
+    by_smem
+        .min(i.max_threads_per_sm / THREADS)
+        .min(i.max_ctas_per_sm)
+        .max(1)
+}
+
 /// The entry name of the cluster forward for `n` CTAs and `S ≤ cap`.
 pub fn forward_cluster_name(n: u32, cap: u32) -> String {
     format!("hmm_forward_cluster{n}_cap{cap}")
@@ -106,6 +126,7 @@ pub(super) struct Ex {
 /// [`cluster_smem_bytes`] of dynamic shared memory.
 pub fn generate_forward_cluster(sm: Sm, cap: u32, n: u32) -> Result<PtxModule> {
     let mut b = builder(&forward_cluster_name(n, cap), sm);
+    b.min_ctas_per_sm(resident_ctas(sm, cap, n));
     b.cluster_dims(n, 1, 1);
     let p = b.params::<ForwardArgs>();
     let pbuf = b.shared_array::<F32>("pw", cap, 16);

@@ -15,7 +15,7 @@
 
 use super::cluster::{
     Ex, Slots, cluster_barrier, cluster_pmax, forward_cluster_name, lin_local, lin_slice,
-    own_columns,
+    own_columns, resident_ctas,
 };
 use super::pair::{self as pp, DNorm, DP, Red, assign, padd, pexp, pmax2, pshift, psub};
 use super::{
@@ -49,6 +49,7 @@ fn own_all(b: &mut KernelBuilder, ex: &Ex, mut f: impl FnMut(&mut KernelBuilder,
 /// [`super::cluster_smem_bytes`] of dynamic shared memory.
 pub fn generate_backward_cluster(sm: Sm, cap: u32, n: u32) -> Result<PtxModule> {
     let mut b = builder(&backward_cluster_name(n, cap), sm);
+    b.min_ctas_per_sm(resident_ctas(sm, cap, n));
     b.cluster_dims(n, 1, 1);
     let p = b.params::<BackwardArgs>();
     let qbuf = b.shared_array::<F32>("qw", cap, 16);
