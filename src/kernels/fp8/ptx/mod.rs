@@ -5,8 +5,8 @@
 //! | kernel | what it does |
 //! |---|---|
 //! | [`ABSMAX_PARTIALS`] | grid of blocks; each block folds `max.f32` over `\|x\|` (sign bit cleared on the integer bits) with a grid-stride loop, reduces across the block (warp butterfly shuffles, then shared memory) and writes one partial per block |
-//! | `fp8_absmax_finalize_<fmt>` | one block reduces the partials and writes `stats = [amax, scale, scale_inv]` (scale rule of [`super::host`], `div.rn`) |
-//! | `fp8_quantize_<fmt>` | `codes[i] = encode(x[i] · stats[1])`, the scale read from the device buffer the finalize kernel wrote (no host round trip) |
+//! | `fp8_absmax_finalize_<fmt>` | one block reduces the partials and writes `stats = [amax, scale, scale_inv]` (scale rule of [`super::host`], `div.rn`); run by the absmax entry points |
+//! | `fp8_quantize_<fmt>` | current scaling: every block reduces the partials itself and derives the scale (the finalize kernel's loop, reduction and rule), block 0 writes `stats`; then `codes[i] = encode(x[i] · scale)` (two launches in all, no host round trip) |
 //! | `fp8_quantize_scaled_<fmt>` | the same with a caller-given `scale` parameter (delayed scaling) |
 //! | `fp8_dequantize_<fmt>` | `y[i] = decode(codes[i]) · scale_inv` |
 //! | `fp8_dequantize_stats_<fmt>` | the same with `scale_inv = stats[2]` read from the device buffer a quantize wrote (quantize → dequantize without a host round trip) |
@@ -189,10 +189,15 @@ kernel_params! {
 }
 
 kernel_params! {
-    /// Arguments of `fp8_quantize_<fmt>`: the scale is `stats[1]`.
+    /// Arguments of `fp8_quantize_<fmt>` (current scaling): every block
+    /// reduces the `count` absmax `partials` of [`ABSMAX_PARTIALS`] itself
+    /// and derives the scale (the finalize kernel's rule); block 0 also
+    /// writes `stats = [amax, scale, scale_inv]`.
     pub struct QuantizeArgs => QuantizeRegs {
         x: Ptr<F32>,
         n: U64,
+        partials: Ptr<F32>,
+        count: U32,
         stats: Ptr<F32>,
         codes: Ptr<U8>,
     }
@@ -300,6 +305,52 @@ pub fn generate_absmax_partials(sm: Sm) -> Result<PtxModule> {
     b.finish()
 }
 
+/// `acc = max(acc, partials[i])` for the `i = %tid.x, %tid.x + %ntid.x,
+/// … < count` of this thread (`max.f32`; the partials are `≥ +0`, never
+/// NaN).
+fn fold_partials(b: &mut KernelBuilder, acc: Reg<F32>, partials: GlobalPtr<F32>, count: Reg<U32>) {
+    let tid = b.tid_x();
+    let ntid = b.ntid_x();
+    b.for_range(tid, count, ntid, |b, i| {
+        let q = b.offset(partials, i);
+        let v = b.ld_global(q, 0);
+        let next = b.fmax(acc, v);
+        b.assign(acc, next);
+    });
+}
+
+/// `(scale, scale_inv)` of `amax` for format `f` (the host's rule):
+/// `scale = MAX / amax` (`div.rn`) when `0 < amax < Inf` and the quotient
+/// is finite, else 1; `scale_inv = 1 / scale` (`div.rn`).
+fn scale_of(b: &mut KernelBuilder, f: Format, amax: Reg<F32>) -> (Reg<F32>, Reg<F32>) {
+    // amax ≥ +0 and never NaN here, so the bits order like the values.
+    let abits = b.f32_bits(amax);
+    let am1 = b.sub(abits, 1u32);
+    let finite_pos = b.setp(Cmp::Lt, am1, 0x7F7F_FFFFu32);
+    let max = b.mov(f.max_finite());
+    let q = b.fdiv(Rounding::Rn, max, amax);
+    let qbits = b.f32_bits(q);
+    let q_finite = b.setp(Cmp::Lt, qbits, 0x7F80_0000u32);
+    let ok = b.pand(finite_pos, q_finite);
+    let scale = b.selp(ok, q, 1.0f32);
+    let one = b.mov(1.0f32);
+    let scale_inv = b.fdiv(Rounding::Rn, one, scale);
+    (scale, scale_inv)
+}
+
+/// `stats = [amax, scale, scale_inv]`.
+fn store_stats(
+    b: &mut KernelBuilder,
+    stats: GlobalPtr<F32>,
+    amax: Reg<F32>,
+    scale: Reg<F32>,
+    scale_inv: Reg<F32>,
+) {
+    b.st_global(stats, 0, amax);
+    b.st_global(stats, 1, scale);
+    b.st_global(stats, 2, scale_inv);
+}
+
 /// Second absmax pass for format `f`: one block of [`BLOCK`] threads.
 pub fn generate_absmax_finalize(sm: Sm, f: Format) -> Result<PtxModule> {
     let mut b = KernelBuilder::new(&kernel_name(Kind::AbsmaxFinalize, f), sm);
@@ -307,34 +358,12 @@ pub fn generate_absmax_finalize(sm: Sm, f: Format) -> Result<PtxModule> {
     let p = b.params::<AbsmaxFinalizeArgs>();
     let scratch = b.shared_array::<F32>("warp_max", BLOCK / 32, 4);
     let acc = b.mov(0.0f32);
-    let tid = b.tid_x();
-    let ntid = b.ntid_x();
-    b.for_range(tid, p.count, ntid, |b, i| {
-        let q = b.offset(p.partials, i);
-        let v = b.ld_global(q, 0);
-        let next = b.fmax(acc, v);
-        b.assign(acc, next);
-    });
+    fold_partials(&mut b, acc, p.partials, p.count);
     let amax = block_max(&mut b, acc, &scratch);
     let t0 = blocks::is_thread0(&mut b);
     b.if_(t0, |b| {
-        // scale = MAX / amax when 0 < amax < Inf and the quotient is
-        // finite, else 1 (amax ≥ +0 and never NaN here, so the bits order
-        // like the values).
-        let abits = b.f32_bits(amax);
-        let am1 = b.sub(abits, 1u32);
-        let finite_pos = b.setp(Cmp::Lt, am1, 0x7F7F_FFFFu32);
-        let max = b.mov(f.max_finite());
-        let q = b.fdiv(Rounding::Rn, max, amax);
-        let qbits = b.f32_bits(q);
-        let q_finite = b.setp(Cmp::Lt, qbits, 0x7F80_0000u32);
-        let ok = b.pand(finite_pos, q_finite);
-        let scale = b.selp(ok, q, 1.0f32);
-        let one = b.mov(1.0f32);
-        let scale_inv = b.fdiv(Rounding::Rn, one, scale);
-        b.st_global(p.stats, 0, amax);
-        b.st_global(p.stats, 1, scale);
-        b.st_global(p.stats, 2, scale_inv);
+        let (scale, scale_inv) = scale_of(b, f, amax);
+        store_stats(b, p.stats, amax, scale, scale_inv);
     });
     b.finish()
 }
@@ -380,12 +409,36 @@ fn builder_for(sm: Sm, kind: Kind, f: Format, codec: Codec) -> KernelBuilder {
     b
 }
 
-/// Quantize with the scale read from `stats[1]` (written by the finalize
-/// kernel).
+/// Quantize with current scaling, the finalize pass folded in: every
+/// block first reduces the `count` absmax partials (the finalize kernel's
+/// loop and block reduction; the amax is a `max`, so the same bits in
+/// every block), thread 0 derives the scale by the finalize kernel's rule
+/// and hands it to the block through shared memory, and thread 0 of
+/// block 0 writes `stats`. No block reads what another writes in this
+/// launch: the partials come from the previous launch, and only block 0
+/// touches `stats`.
 pub fn generate_quantize(sm: Sm, f: Format, codec: Codec) -> Result<PtxModule> {
     let mut b = builder_for(sm, Kind::Quantize, f, codec);
     let p = b.params::<QuantizeArgs>();
-    let scale = b.ld_global(p.stats, 1);
+    let scratch = b.shared_array::<F32>("warp_max", BLOCK / 32, 4);
+    let acc = b.mov(0.0f32);
+    fold_partials(&mut b, acc, p.partials, p.count);
+    let amax = block_max(&mut b, acc, &scratch);
+    // `block_max` read `scratch` after its barrier: another barrier before
+    // thread 0 reuses slot 0 for the scale.
+    b.bar_sync();
+    let t0 = blocks::is_thread0(&mut b);
+    b.if_(t0, |b| {
+        let (scale, scale_inv) = scale_of(b, f, amax);
+        let slot = b.shared_elem(&scratch, 0u32);
+        b.st_shared(slot, 0, scale);
+        let block = b.ctaid_x();
+        let first = b.setp(Cmp::Eq, block, 0u32);
+        b.if_(first, |b| store_stats(b, p.stats, amax, scale, scale_inv));
+    });
+    b.bar_sync();
+    let slot = b.shared_elem(&scratch, 0u32);
+    let scale = b.ld_shared(slot, 0);
     quantize_body(&mut b, f, codec, p.x, p.n, scale, p.codes);
     b.finish()
 }
