@@ -28,8 +28,8 @@
 
 use super::host::{self, Format, Quantized};
 use super::ptx::{
-    self, AbsmaxFinalizeArgs, AbsmaxPartialsArgs, BLOCK, Codec, DequantizeArgs,
-    DequantizeStatsArgs, QuantizeArgs, QuantizeScaledArgs, STATS_LEN,
+    self, AbsmaxFinalizeArgs, AbsmaxPartialsArgs, Codec, DequantizeArgs, DequantizeStatsArgs,
+    Fp8Tuning, QuantizeArgs, QuantizeScaledArgs, STATS_LEN,
 };
 use crate::dsl::PtxModule;
 use crate::dsl::params::{ArgValue, DevPtr, KernelParams};
@@ -144,12 +144,18 @@ impl On<'_> {
         self.stream.context()
     }
 
+    /// The SM's default launch shape ([`Fp8Tuning::default_for`]).
+    fn tuning(&self) -> Fp8Tuning {
+        Fp8Tuning::default_for(self.ctx().sm())
+    }
+
     fn blocks(&self, n: u64) -> u32 {
-        ptx::grid_blocks(n, self.ctx().multiprocessor_count())
+        self.tuning()
+            .grid_blocks(n, self.ctx().multiprocessor_count())
     }
 
     fn launch(&self, m: &PtxModule, blocks: u32, args: &[ArgValue]) -> Result<LaunchConfig> {
-        let cfg = LaunchConfig::linear(blocks, BLOCK);
+        let cfg = LaunchConfig::linear(blocks, self.tuning().threads);
         self.stream.launch(m, cfg, args)?;
         Ok(cfg)
     }

@@ -51,30 +51,27 @@ use crate::kernel_params;
 use crate::target::{Feature, Sm};
 
 mod codec;
+mod tuning;
 
 pub use codec::{SwSpec, rne_shr_model, sw_encode_model};
 pub(crate) use codec::{decode1, decode4, encode1, encode4};
+pub use tuning::{Fp8Tuning, Fp8TuningError};
 
-/// Threads per block of every FP8 kernel (a multiple of 32: the block
-/// reduction shuffles full warps), on every SM.
-///
-/// Why the same on every SM (`docs/tuning.md`): at 256 threads and at most
-/// ~40 registers (software codec) or ~18 (hardware cvt), with no shared
-/// memory beyond the reduction's few words, every FP8 kernel reaches 100 %
-/// theoretical occupancy on every target, limited only by the SM's thread
-/// count; the model has nothing to gain from another shape.
+/// Threads per block of every FP8 kernel in the default tuning
+/// ([`Fp8Tuning::default_for`], which gives the reasons), on every SM.
 pub const BLOCK: u32 = 256;
 /// Elements each thread handles per pass when the grid is not capped: the
 /// grid is `ceil(n / (BLOCK · ITEMS_PER_THREAD))` blocks, at most
 /// [`BLOCKS_PER_SM`] per multiprocessor.
 pub const ITEMS_PER_THREAD: u64 = 16;
-/// Grid cap per multiprocessor: at least the resident CTAs of every target
-/// (4 on sm_75, 6 on sm_86/89/120, 8 elsewhere at 256 threads), so the
-/// first wave fills every SM; the grid-stride loops cover the rest.
+/// Grid cap per multiprocessor of [`grid_blocks`]: at least the resident
+/// CTAs of every target (4 on sm_75, 6 on sm_86/89/120, 8 elsewhere at
+/// 256 threads). The FP8 launch code caps at each SM's resident CTAs
+/// instead ([`Fp8Tuning::default_for`]); the NVFP4 absmax pass uses this.
 pub const BLOCKS_PER_SM: u32 = 8;
 
-/// Grid-stride trips a dequantize thread runs at a time (their loads
-/// issued together).
+/// Grid-stride trips a dequantize thread runs at a time in the default
+/// tuning (their loads issued together).
 pub(crate) const DEQUANTIZE_UNROLL: u64 = 4;
 
 /// Entry name of the first absmax pass (format-independent).
@@ -270,12 +267,32 @@ pub(crate) fn block_max(
 // Kernels
 // ---------------------------------------------------------------------------
 
+/// A builder for a kernel of `t`'s block size, its tuning key `codec`'s
+/// (`"sw"` for the software codec where the SM has the hardware one) and
+/// `t`'s (when not the SM's default), joined by `_`.
+fn tuned_builder(sm: Sm, name: &str, codec_key: &str, t: &Fp8Tuning) -> KernelBuilder {
+    let mut b = KernelBuilder::new(name, sm);
+    b.maxntid(t.threads, 1, 1);
+    let tk = t.key_on(sm);
+    let key = match (codec_key.is_empty(), tk.is_empty()) {
+        (_, true) => codec_key.to_string(),
+        (true, false) => tk,
+        (false, false) => format!("{codec_key}_{tk}"),
+    };
+    b.tuning(key);
+    b
+}
+
 /// First absmax pass.
 pub fn generate_absmax_partials(sm: Sm) -> Result<PtxModule> {
-    let mut b = KernelBuilder::new(ABSMAX_PARTIALS, sm);
-    b.maxntid(BLOCK, 1, 1);
+    absmax_partials_with(sm, &Fp8Tuning::default_for(sm))
+}
+
+fn absmax_partials_with(sm: Sm, t: &Fp8Tuning) -> Result<PtxModule> {
+    t.check()?;
+    let mut b = tuned_builder(sm, ABSMAX_PARTIALS, "", t);
     let p = b.params::<AbsmaxPartialsArgs>();
-    let scratch = b.shared_array::<F32>("warp_max", BLOCK / 32, 4);
+    let scratch = b.shared_array::<F32>("warp_max", t.threads / 32, 4);
     let words: GlobalPtr<U32> = p.x.cast();
     let acc = b.mov(0.0f32);
     grid_stride_vec4(
@@ -353,10 +370,14 @@ fn store_stats(
 
 /// Second absmax pass for format `f`: one block of [`BLOCK`] threads.
 pub fn generate_absmax_finalize(sm: Sm, f: Format) -> Result<PtxModule> {
-    let mut b = KernelBuilder::new(&kernel_name(Kind::AbsmaxFinalize, f), sm);
-    b.maxntid(BLOCK, 1, 1);
+    absmax_finalize_with(sm, f, &Fp8Tuning::default_for(sm))
+}
+
+fn absmax_finalize_with(sm: Sm, f: Format, t: &Fp8Tuning) -> Result<PtxModule> {
+    t.check()?;
+    let mut b = tuned_builder(sm, &kernel_name(Kind::AbsmaxFinalize, f), "", t);
     let p = b.params::<AbsmaxFinalizeArgs>();
-    let scratch = b.shared_array::<F32>("warp_max", BLOCK / 32, 4);
+    let scratch = b.shared_array::<F32>("warp_max", t.threads / 32, 4);
     let acc = b.mov(0.0f32);
     fold_partials(&mut b, acc, p.partials, p.count);
     let amax = block_max(&mut b, acc, &scratch);
@@ -402,11 +423,8 @@ fn quantize_body(
     );
 }
 
-fn builder_for(sm: Sm, kind: Kind, f: Format, codec: Codec) -> KernelBuilder {
-    let mut b = KernelBuilder::new(&kernel_name(kind, f), sm);
-    b.maxntid(BLOCK, 1, 1);
-    b.tuning(codec.tuning(sm));
-    b
+fn builder_for(sm: Sm, kind: Kind, f: Format, codec: Codec, t: &Fp8Tuning) -> KernelBuilder {
+    tuned_builder(sm, &kernel_name(kind, f), codec.tuning(sm), t)
 }
 
 /// Quantize with current scaling, the finalize pass folded in: every
@@ -418,9 +436,14 @@ fn builder_for(sm: Sm, kind: Kind, f: Format, codec: Codec) -> KernelBuilder {
 /// launch: the partials come from the previous launch, and only block 0
 /// touches `stats`.
 pub fn generate_quantize(sm: Sm, f: Format, codec: Codec) -> Result<PtxModule> {
-    let mut b = builder_for(sm, Kind::Quantize, f, codec);
+    quantize_with(sm, f, codec, &Fp8Tuning::default_for(sm))
+}
+
+fn quantize_with(sm: Sm, f: Format, codec: Codec, t: &Fp8Tuning) -> Result<PtxModule> {
+    t.check()?;
+    let mut b = builder_for(sm, Kind::Quantize, f, codec, t);
     let p = b.params::<QuantizeArgs>();
-    let scratch = b.shared_array::<F32>("warp_max", BLOCK / 32, 4);
+    let scratch = b.shared_array::<F32>("warp_max", t.threads / 32, 4);
     let acc = b.mov(0.0f32);
     fold_partials(&mut b, acc, p.partials, p.count);
     let amax = block_max(&mut b, acc, &scratch);
@@ -445,17 +468,25 @@ pub fn generate_quantize(sm: Sm, f: Format, codec: Codec) -> Result<PtxModule> {
 
 /// Quantize with a caller-given scale (delayed scaling).
 pub fn generate_quantize_scaled(sm: Sm, f: Format, codec: Codec) -> Result<PtxModule> {
-    let mut b = builder_for(sm, Kind::QuantizeScaled, f, codec);
+    quantize_scaled_with(sm, f, codec, &Fp8Tuning::default_for(sm))
+}
+
+fn quantize_scaled_with(sm: Sm, f: Format, codec: Codec, t: &Fp8Tuning) -> Result<PtxModule> {
+    t.check()?;
+    let mut b = builder_for(sm, Kind::QuantizeScaled, f, codec, t);
     let p = b.params::<QuantizeScaledArgs>();
     quantize_body(&mut b, f, codec, p.x, p.n, p.scale, p.codes);
     b.finish()
 }
 
-/// The dequantize loop: `y[i] = decode(codes[i]) · scale_inv` (`mul.rn`).
+/// The dequantize loop: `y[i] = decode(codes[i]) · scale_inv` (`mul.rn`),
+/// `unroll` grid-stride trips at a time.
+#[allow(clippy::too_many_arguments)]
 fn dequantize_body(
     b: &mut KernelBuilder,
     f: Format,
     codec: Codec,
+    unroll: u64,
     codes: GlobalPtr<U8>,
     n: Reg<U64>,
     scale_inv: Reg<F32>,
@@ -475,16 +506,16 @@ fn dequantize_body(
         b.ld_global_nc(cp, 0)
     };
     // The grid-stride loop of `grid_stride_vec4` (the same groups for the
-    // same threads), [`DEQUANTIZE_UNROLL`] trips at a time while they are
-    // all in range: their code loads (4 bytes a lane) are issued together,
-    // so a thread has four in flight instead of one, every access still
-    // coalesced across the warp.
+    // same threads), `unroll` trips at a time while they are all in range
+    // ([`DEQUANTIZE_UNROLL`] by default): their code loads (4 bytes a
+    // lane) are issued together, so a thread has `unroll` in flight
+    // instead of one, every access still coalesced across the warp.
     let groups = b.shr(n, 2u32);
     let gid = b.global_id_x_u64();
     let (ntid, nctaid) = (b.ntid_x(), b.nctaid_x());
     let stride = b.mul_wide_u32(ntid, nctaid);
-    let last = b.mul_lo(stride, DEQUANTIZE_UNROLL - 1);
-    let step = b.mul_lo(stride, DEQUANTIZE_UNROLL);
+    let last = b.mul_lo(stride, unroll - 1);
+    let step = b.mul_lo(stride, unroll);
     let g = b.mov(gid);
     b.while_(
         |b| {
@@ -493,7 +524,7 @@ fn dequantize_body(
         },
         |b| {
             let mut gs = vec![g];
-            for _ in 1..DEQUANTIZE_UNROLL {
+            for _ in 1..unroll {
                 let prev = gs[gs.len() - 1];
                 gs.push(b.add(prev, stride));
             }
@@ -531,19 +562,31 @@ fn dequantize_body(
 
 /// Dequantize: `y[i] = decode(codes[i]) · scale_inv` (`mul.rn`).
 pub fn generate_dequantize(sm: Sm, f: Format, codec: Codec) -> Result<PtxModule> {
-    let mut b = builder_for(sm, Kind::Dequantize, f, codec);
+    dequantize_with(sm, f, codec, &Fp8Tuning::default_for(sm))
+}
+
+fn dequantize_with(sm: Sm, f: Format, codec: Codec, t: &Fp8Tuning) -> Result<PtxModule> {
+    t.check()?;
+    let mut b = builder_for(sm, Kind::Dequantize, f, codec, t);
     let p = b.params::<DequantizeArgs>();
-    dequantize_body(&mut b, f, codec, p.codes, p.n, p.scale_inv, p.y);
+    let u = u64::from(t.unroll);
+    dequantize_body(&mut b, f, codec, u, p.codes, p.n, p.scale_inv, p.y);
     b.finish()
 }
 
 /// Dequantize with `scale_inv = stats[2]`, loaded once per thread from the
 /// stats buffer a quantize wrote (no host round trip).
 pub fn generate_dequantize_stats(sm: Sm, f: Format, codec: Codec) -> Result<PtxModule> {
-    let mut b = builder_for(sm, Kind::DequantizeStats, f, codec);
+    dequantize_stats_with(sm, f, codec, &Fp8Tuning::default_for(sm))
+}
+
+fn dequantize_stats_with(sm: Sm, f: Format, codec: Codec, t: &Fp8Tuning) -> Result<PtxModule> {
+    t.check()?;
+    let mut b = builder_for(sm, Kind::DequantizeStats, f, codec, t);
     let p = b.params::<DequantizeStatsArgs>();
     let scale_inv = b.ld_global(p.stats, 2);
-    dequantize_body(&mut b, f, codec, p.codes, p.n, scale_inv, p.y);
+    let u = u64::from(t.unroll);
+    dequantize_body(&mut b, f, codec, u, p.codes, p.n, scale_inv, p.y);
     b.finish()
 }
 
@@ -551,13 +594,33 @@ pub fn generate_dequantize_stats(sm: Sm, f: Format, codec: Codec) -> Result<PtxM
 /// absmax kernels). Asking for [`Codec::Hardware`] below sm_89 is an
 /// [`crate::Error::UnsupportedFeature`].
 pub fn generate(sm: Sm, kind: Kind, f: Format, codec: Codec) -> Result<PtxModule> {
+    generate_tuned(sm, kind, f, codec, &Fp8Tuning::default_for(sm))
+}
+
+/// [`generate`] with the launch shape `t` (its `threads` bound the block,
+/// its `unroll` the dequantize loops): launch it with `t.threads` threads
+/// per block and [`Fp8Tuning::grid_blocks`] blocks (the finalize kernel:
+/// one block). `t` equal to [`Fp8Tuning::default_for`]`(sm)` gives
+/// [`generate`]'s module, text and name; the bits are the same for every
+/// tuning.
+///
+/// # Errors
+/// [`crate::Error::InvalidArgument`] for a tuning that fails
+/// [`Fp8Tuning::check`]; as [`generate`] otherwise.
+pub fn generate_tuned(
+    sm: Sm,
+    kind: Kind,
+    f: Format,
+    codec: Codec,
+    t: &Fp8Tuning,
+) -> Result<PtxModule> {
     match kind {
-        Kind::AbsmaxPartials => generate_absmax_partials(sm),
-        Kind::AbsmaxFinalize => generate_absmax_finalize(sm, f),
-        Kind::Quantize => generate_quantize(sm, f, codec),
-        Kind::QuantizeScaled => generate_quantize_scaled(sm, f, codec),
-        Kind::Dequantize => generate_dequantize(sm, f, codec),
-        Kind::DequantizeStats => generate_dequantize_stats(sm, f, codec),
+        Kind::AbsmaxPartials => absmax_partials_with(sm, t),
+        Kind::AbsmaxFinalize => absmax_finalize_with(sm, f, t),
+        Kind::Quantize => quantize_with(sm, f, codec, t),
+        Kind::QuantizeScaled => quantize_scaled_with(sm, f, codec, t),
+        Kind::Dequantize => dequantize_with(sm, f, codec, t),
+        Kind::DequantizeStats => dequantize_stats_with(sm, f, codec, t),
     }
 }
 
