@@ -5,6 +5,11 @@
 //! At 256 Mi elements each of the device's default codec is also printed
 //! next to the roofline model's time for the card (`docs/roofline.tsv`).
 //!
+//! With a device it then times the tuning candidates
+//! ([`Fp8Tuning::candidates`]) at 256 Mi elements, checks that their bits
+//! equal the default's, and prints each and the winners (`fp8 tuning`
+//! lines).
+//!
 //! `cargo bench --bench fp8_kernels` (under `cargo test` the bench binary
 //! runs a short smoke pass instead).
 
@@ -21,9 +26,9 @@ use ptxsmith::dsl::params::KernelParams;
 use ptxsmith::kernels::fp8::Format;
 use ptxsmith::kernels::fp8::ptx::{
     self, AbsmaxFinalizeArgs, AbsmaxPartialsArgs, BLOCK, Codec, DequantizeArgs,
-    DequantizeStatsArgs, QuantizeArgs, QuantizeScaledArgs,
+    DequantizeStatsArgs, Fp8Tuning, Kind, QuantizeArgs, QuantizeScaledArgs,
 };
-use ptxsmith::runtime::LaunchConfig;
+use ptxsmith::runtime::{Context, LaunchConfig, Stream};
 use ptxsmith::testing::cuda_for_tests;
 
 /// Median of `reps` timings of `f` (after one warm-up call).
@@ -149,13 +154,16 @@ fn bench_device(sizes: &[usize]) {
             let aq = QuantizeArgs {
                 x: st.arg("x", &x).unwrap(),
                 n: n64,
-                stats: st.arg("stats", &stats).unwrap(),
+                partials: st.arg("partials", &partials).unwrap(),
+                count: blocks,
+                stats: st.arg_mut("stats", &mut stats).unwrap(),
                 codes: st.arg_mut("codes", &mut c).unwrap(),
             }
             .args();
+            // Current scaling is two launches: the partials, then the
+            // quantize kernel whose blocks reduce them.
             let d = timing::time(&st, || {
                 st.launch(&m1, cfg(blocks), &a1).unwrap();
-                st.launch(&m2, cfg(1), &a2).unwrap();
                 st.launch(&mq, cfg(blocks), &aq).unwrap();
             });
             report(
@@ -250,6 +258,141 @@ fn bench_device(sizes: &[usize]) {
     }
 }
 
+/// Time the FP8 tuning candidates ([`Fp8Tuning::candidates`]) on the live
+/// device at `n` elements: current-scaling quantize (the partials, then
+/// the quantize kernel) and dequantize, each candidate's codes, stats and
+/// output compared bit for bit with the default's (a difference panics:
+/// the bits never depend on the tuning), then the winner of each
+/// (`fp8 tuning ...` lines; `docs/perf.md` records them and the winners
+/// become `Fp8Tuning::default_for`). Skipped without a device.
+fn tune_device(n: usize) {
+    let Some(ctx) = cuda_for_tests() else {
+        return;
+    };
+    let st = ctx.default_stream();
+    let name = ctx.info().map_or("?".into(), |i| i.name.clone());
+    let (sm, sms) = (ctx.sm(), ctx.multiprocessor_count());
+    let xs: Vec<f32> = (0..n)
+        .map(|i| ((i as f32) * 0.618_034).sin() * 300.0)
+        .collect();
+    let x = st.upload(&xs).unwrap();
+    drop(xs);
+    let mut best_q: Option<(f64, Fp8Tuning)> = None;
+    let mut best_d: Option<(f64, Fp8Tuning)> = None;
+    let mut reference: Option<(Vec<u8>, Vec<f32>, Vec<u32>)> = None;
+    for t in Fp8Tuning::candidates(sm) {
+        let (q, d, out) = time_tuning(&ctx, &st, &x, n, &t);
+        let (codes, stats, y) = out;
+        let ybits: Vec<u32> = y.iter().map(|v| v.to_bits()).collect();
+        match &reference {
+            None => reference = Some((codes, stats, ybits)),
+            Some((c0, s0, y0)) => {
+                let same_stats = stats
+                    .iter()
+                    .zip(s0)
+                    .all(|(a, b)| a.to_bits() == b.to_bits());
+                assert!(
+                    &codes == c0 && same_stats && &ybits == y0,
+                    "fp8 tuning {} changed the bits on {name}",
+                    t.key()
+                );
+            }
+        }
+        let gbps = |bytes: f64, s: f64| bytes / s / 1e9;
+        println!(
+            "fp8 tuning {} ({} threads, {} CTAs/SM, unroll {}) on {name} ({sm}, {sms} SMs): \
+             quantize {:.1} µs ({:.0} GB/s), dequantize {:.1} µs ({:.0} GB/s), bits equal to the default's",
+            t.key(),
+            t.threads,
+            t.ctas_per_sm,
+            t.unroll,
+            q * 1e6,
+            gbps(9.0 * n as f64, q),
+            d * 1e6,
+            gbps(5.0 * n as f64, d)
+        );
+        if best_q.is_none_or(|(b, _)| q < b) {
+            best_q = Some((q, t));
+        }
+        if best_d.is_none_or(|(b, _)| d < b) {
+            best_d = Some((d, t));
+        }
+    }
+    for (what, best) in [("quantize", best_q), ("dequantize", best_d)] {
+        if let Some((s, t)) = best {
+            println!(
+                "fp8 tuning winner ({what}) on {name} ({sm}): {} ({:.1} µs; default {})",
+                t.key(),
+                s * 1e6,
+                Fp8Tuning::default_for(sm).key()
+            );
+        }
+    }
+}
+
+/// What a tuning produced: codes, stats, dequantized values.
+type Outputs = (Vec<u8>, Vec<f32>, Vec<f32>);
+
+/// Queued per-launch times of current-scaling quantize and dequantize
+/// under `t`, and the outputs.
+fn time_tuning(
+    ctx: &Context,
+    st: &Stream,
+    x: &ptxsmith::runtime::DeviceBuffer<f32>,
+    n: usize,
+    t: &Fp8Tuning,
+) -> (f64, f64, Outputs) {
+    let (sm, f) = (ctx.sm(), Format::E4M3);
+    let codec = Codec::for_sm(sm);
+    let m = |kind| ptx::generate_tuned(sm, kind, f, codec, t).unwrap();
+    let (m1, mq, md) = (
+        m(Kind::AbsmaxPartials),
+        m(Kind::Quantize),
+        m(Kind::Dequantize),
+    );
+    let n64 = n as u64;
+    let blocks = t.grid_blocks(n64, ctx.multiprocessor_count());
+    let cfg = LaunchConfig::linear(blocks, t.threads);
+    let mut partials = ctx.alloc::<f32>(blocks as usize).unwrap();
+    let mut stats = ctx.alloc::<f32>(ptx::STATS_LEN).unwrap();
+    let mut codes = ctx.alloc::<u8>(n).unwrap();
+    let mut y = ctx.alloc::<f32>(n).unwrap();
+    let a1 = AbsmaxPartialsArgs {
+        x: st.arg("x", x).unwrap(),
+        n: n64,
+        partials: st.arg_mut("partials", &mut partials).unwrap(),
+    }
+    .args();
+    let aq = QuantizeArgs {
+        x: st.arg("x", x).unwrap(),
+        n: n64,
+        partials: st.arg("partials", &partials).unwrap(),
+        count: blocks,
+        stats: st.arg_mut("stats", &mut stats).unwrap(),
+        codes: st.arg_mut("codes", &mut codes).unwrap(),
+    }
+    .args();
+    let q = timing::time(st, || {
+        st.launch(&m1, cfg, &a1).unwrap();
+        st.launch(&mq, cfg, &aq).unwrap();
+    })
+    .per_launch_s;
+    let ad = DequantizeArgs {
+        codes: st.arg("codes", &codes).unwrap(),
+        n: n64,
+        scale_inv: 0.5,
+        y: st.arg_mut("y", &mut y).unwrap(),
+    }
+    .args();
+    let d = timing::time(st, || st.launch(&md, cfg, &ad).unwrap()).per_launch_s;
+    let out = (
+        st.to_vec(&codes).unwrap(),
+        st.to_vec(&stats).unwrap(),
+        st.to_vec(&y).unwrap(),
+    );
+    (q, d, out)
+}
+
 fn main() {
     roofline::check_rows(&[
         ("fp8", "quantize E4M3 (current scaling), 256 Mi elements"),
@@ -263,8 +406,10 @@ fn main() {
     if full {
         bench_ptx_generation(200);
         bench_device(&[1 << 20, 1 << 24, 1 << 28]);
+        tune_device(1 << 28);
     } else {
         bench_ptx_generation(3);
         bench_device(&[1 << 20]);
+        tune_device(1 << 20);
     }
 }

@@ -15,9 +15,11 @@
 //!   ([`quantize`], [`dequantize`], …; the `_as` forms take the format) or
 //!   a stream (`*_on`).
 //!
-//! Current scaling runs three kernels back to back: the absmax partials
-//! (a grid of blocks), the one-block finalize that writes the stats, and
-//! the quantize kernel that reads its scale from them.
+//! Current scaling runs two kernels back to back: the absmax partials (a
+//! grid of blocks, one partial maximum each), and the quantize kernel,
+//! whose blocks each reduce the partials and derive the scale themselves
+//! (block 0 writes the stats). The absmax entry points run the partials
+//! and the one-block finalize kernel that writes the stats.
 //!
 //! The slice API runs the SM's default codec ([`Codec::for_sm`]);
 //! `Backend::Sim` simulates [`crate::kernels::dispatch::default_sim_sm`].
@@ -26,8 +28,8 @@
 
 use super::host::{self, Format, Quantized};
 use super::ptx::{
-    self, AbsmaxFinalizeArgs, AbsmaxPartialsArgs, BLOCK, Codec, DequantizeArgs,
-    DequantizeStatsArgs, QuantizeArgs, QuantizeScaledArgs, STATS_LEN,
+    self, AbsmaxFinalizeArgs, AbsmaxPartialsArgs, Codec, DequantizeArgs, DequantizeStatsArgs,
+    Fp8Tuning, QuantizeArgs, QuantizeScaledArgs, STATS_LEN,
 };
 use crate::dsl::PtxModule;
 use crate::dsl::params::{ArgValue, DevPtr, KernelParams};
@@ -142,15 +144,43 @@ impl On<'_> {
         self.stream.context()
     }
 
+    /// The SM's default launch shape ([`Fp8Tuning::default_for`]).
+    fn tuning(&self) -> Fp8Tuning {
+        Fp8Tuning::default_for(self.ctx().sm())
+    }
+
     fn blocks(&self, n: u64) -> u32 {
-        ptx::grid_blocks(n, self.ctx().multiprocessor_count())
+        self.tuning()
+            .grid_blocks(n, self.ctx().multiprocessor_count())
     }
 
     fn launch(&self, m: &PtxModule, blocks: u32, args: &[ArgValue]) -> Result<LaunchConfig> {
-        let cfg = LaunchConfig::linear(blocks, BLOCK);
+        let cfg = LaunchConfig::linear(blocks, self.tuning().threads);
         self.stream.launch(m, cfg, args)?;
         Ok(cfg)
     }
+}
+
+/// The first absmax pass over the `n` floats at `x`: returns the partials
+/// scratch buffer (one float per block; freed when dropped, after the
+/// work ran), its launch shape and its device pointer.
+fn partials_pass(
+    on: On<'_>,
+    x: DevPtr<F32>,
+    n: u64,
+) -> Result<(DeviceBuffer<f32>, LaunchConfig, DevPtr<F32>)> {
+    let m1 = memo!(ptx::generate_absmax_partials, on.ctx().sm())?;
+    check_aligned("x", x.addr, 16)?;
+    let blocks = on.blocks(n);
+    let mut partials = on.ctx().alloc::<f32>(blocks as usize)?;
+    let a1 = AbsmaxPartialsArgs {
+        x,
+        n,
+        partials: on.stream.arg_mut("partials", &mut partials)?,
+    };
+    let c1 = on.launch(m1, blocks, &a1.args())?;
+    let p = on.stream.arg("partials", &partials)?;
+    Ok((partials, c1, p))
 }
 
 /// Both absmax passes over the `n` floats at `x`, writing
@@ -164,27 +194,19 @@ fn absmax_passes(
     f: Format,
     stats: DevPtr<F32>,
 ) -> Result<(DeviceBuffer<f32>, LaunchConfig, LaunchConfig)> {
-    let sm = on.ctx().sm();
-    let m1 = memo!(ptx::generate_absmax_partials, sm)?;
-    check_aligned("x", x.addr, 16)?;
-    let blocks = on.blocks(n);
-    let mut partials = on.ctx().alloc::<f32>(blocks as usize)?;
-    let a1 = AbsmaxPartialsArgs {
-        x,
-        n,
-        partials: on.stream.arg_mut("partials", &mut partials)?,
-    };
-    let c1 = on.launch(m1, blocks, &a1.args())?;
-    let m2 = memo!(ptx::generate_absmax_finalize, sm, f)?;
+    let m2 = memo!(ptx::generate_absmax_finalize, on.ctx().sm(), f)?;
+    let (partials, c1, pp) = partials_pass(on, x, n)?;
     let a2 = AbsmaxFinalizeArgs {
-        partials: on.stream.arg("partials", &partials)?,
-        count: blocks,
+        partials: pp,
+        count: c1.grid.0,
         stats,
     };
     let c2 = on.launch(m2, 1, &a2.args())?;
     Ok((partials, c1, c2))
 }
 
+/// Current scaling: the absmax partials pass, then the quantize kernel,
+/// whose blocks reduce the partials themselves (block 0 writes `stats`).
 fn quantize_core(
     on: On<'_>,
     x: DevPtr<F32>,
@@ -196,8 +218,15 @@ fn quantize_core(
 ) -> Result<()> {
     check_aligned("codes", codes.addr, 4)?;
     let m = memo!(ptx::generate_quantize, on.ctx().sm(), f, codec)?;
-    let _partials = absmax_passes(on, x, n, f, stats)?;
-    let args = QuantizeArgs { x, n, stats, codes };
+    let (_partials, c1, partials) = partials_pass(on, x, n)?;
+    let args = QuantizeArgs {
+        x,
+        n,
+        partials,
+        count: c1.grid.0,
+        stats,
+        codes,
+    };
     on.launch(m, on.blocks(n), &args.args())?;
     Ok(())
 }

@@ -14,7 +14,10 @@ pub(super) fn goal(g: &Goal, row: &ProblemRow, gpu: &Gpu) -> GoalResult {
         Goal::Share(min) => match row.share(gpu) {
             Some(s) => GoalResult {
                 text: format!("≥ {}: {}", pct(*min), pct(s)),
-                met: Some(s >= *min),
+                // Up to rounding: a problem of several memory-bound
+                // kernels at the stream roof sums their times and can
+                // land an ulp under the goal (0.8999999999999999).
+                met: Some(s >= *min - 1e-9),
             },
             None => GoalResult {
                 text: format!("≥ {}", pct(*min)),

@@ -5,8 +5,8 @@
 //! | kernel | what it does |
 //! |---|---|
 //! | [`ABSMAX_PARTIALS`] | grid of blocks; each block folds `max.f32` over `\|x\|` (sign bit cleared on the integer bits) with a grid-stride loop, reduces across the block (warp butterfly shuffles, then shared memory) and writes one partial per block |
-//! | `fp8_absmax_finalize_<fmt>` | one block reduces the partials and writes `stats = [amax, scale, scale_inv]` (scale rule of [`super::host`], `div.rn`) |
-//! | `fp8_quantize_<fmt>` | `codes[i] = encode(x[i] · stats[1])`, the scale read from the device buffer the finalize kernel wrote (no host round trip) |
+//! | `fp8_absmax_finalize_<fmt>` | one block reduces the partials and writes `stats = [amax, scale, scale_inv]` (scale rule of [`super::host`], `div.rn`); run by the absmax entry points |
+//! | `fp8_quantize_<fmt>` | current scaling: every block reduces the partials itself and derives the scale (the finalize kernel's loop, reduction and rule), block 0 writes `stats`; then `codes[i] = encode(x[i] · scale)` (two launches in all, no host round trip) |
 //! | `fp8_quantize_scaled_<fmt>` | the same with a caller-given `scale` parameter (delayed scaling) |
 //! | `fp8_dequantize_<fmt>` | `y[i] = decode(codes[i]) · scale_inv` |
 //! | `fp8_dequantize_stats_<fmt>` | the same with `scale_inv = stats[2]` read from the device buffer a quantize wrote (quantize → dequantize without a host round trip) |
@@ -51,30 +51,27 @@ use crate::kernel_params;
 use crate::target::{Feature, Sm};
 
 mod codec;
+mod tuning;
 
 pub use codec::{SwSpec, rne_shr_model, sw_encode_model};
 pub(crate) use codec::{decode1, decode4, encode1, encode4};
+pub use tuning::{Fp8Tuning, Fp8TuningError};
 
-/// Threads per block of every FP8 kernel (a multiple of 32: the block
-/// reduction shuffles full warps), on every SM.
-///
-/// Why the same on every SM (`docs/tuning.md`): at 256 threads and at most
-/// ~40 registers (software codec) or ~18 (hardware cvt), with no shared
-/// memory beyond the reduction's few words, every FP8 kernel reaches 100 %
-/// theoretical occupancy on every target, limited only by the SM's thread
-/// count; the model has nothing to gain from another shape.
+/// Threads per block of every FP8 kernel in the default tuning
+/// ([`Fp8Tuning::default_for`], which gives the reasons), on every SM.
 pub const BLOCK: u32 = 256;
 /// Elements each thread handles per pass when the grid is not capped: the
 /// grid is `ceil(n / (BLOCK · ITEMS_PER_THREAD))` blocks, at most
 /// [`BLOCKS_PER_SM`] per multiprocessor.
 pub const ITEMS_PER_THREAD: u64 = 16;
-/// Grid cap per multiprocessor: at least the resident CTAs of every target
-/// (4 on sm_75, 6 on sm_86/89/120, 8 elsewhere at 256 threads), so the
-/// first wave fills every SM; the grid-stride loops cover the rest.
+/// Grid cap per multiprocessor of [`grid_blocks`]: at least the resident
+/// CTAs of every target (4 on sm_75, 6 on sm_86/89/120, 8 elsewhere at
+/// 256 threads). The FP8 launch code caps at each SM's resident CTAs
+/// instead ([`Fp8Tuning::default_for`]); the NVFP4 absmax pass uses this.
 pub const BLOCKS_PER_SM: u32 = 8;
 
-/// Grid-stride trips a dequantize thread runs at a time (their loads
-/// issued together).
+/// Grid-stride trips a dequantize thread runs at a time in the default
+/// tuning (their loads issued together).
 pub(crate) const DEQUANTIZE_UNROLL: u64 = 4;
 
 /// Entry name of the first absmax pass (format-independent).
@@ -189,10 +186,15 @@ kernel_params! {
 }
 
 kernel_params! {
-    /// Arguments of `fp8_quantize_<fmt>`: the scale is `stats[1]`.
+    /// Arguments of `fp8_quantize_<fmt>` (current scaling): every block
+    /// reduces the `count` absmax `partials` of [`ABSMAX_PARTIALS`] itself
+    /// and derives the scale (the finalize kernel's rule); block 0 also
+    /// writes `stats = [amax, scale, scale_inv]`.
     pub struct QuantizeArgs => QuantizeRegs {
         x: Ptr<F32>,
         n: U64,
+        partials: Ptr<F32>,
+        count: U32,
         stats: Ptr<F32>,
         codes: Ptr<U8>,
     }
@@ -265,12 +267,32 @@ pub(crate) fn block_max(
 // Kernels
 // ---------------------------------------------------------------------------
 
+/// A builder for a kernel of `t`'s block size, its tuning key `codec`'s
+/// (`"sw"` for the software codec where the SM has the hardware one) and
+/// `t`'s (when not the SM's default), joined by `_`.
+fn tuned_builder(sm: Sm, name: &str, codec_key: &str, t: &Fp8Tuning) -> KernelBuilder {
+    let mut b = KernelBuilder::new(name, sm);
+    b.maxntid(t.threads, 1, 1);
+    let tk = t.key_on(sm);
+    let key = match (codec_key.is_empty(), tk.is_empty()) {
+        (_, true) => codec_key.to_string(),
+        (true, false) => tk,
+        (false, false) => format!("{codec_key}_{tk}"),
+    };
+    b.tuning(key);
+    b
+}
+
 /// First absmax pass.
 pub fn generate_absmax_partials(sm: Sm) -> Result<PtxModule> {
-    let mut b = KernelBuilder::new(ABSMAX_PARTIALS, sm);
-    b.maxntid(BLOCK, 1, 1);
+    absmax_partials_with(sm, &Fp8Tuning::default_for(sm))
+}
+
+fn absmax_partials_with(sm: Sm, t: &Fp8Tuning) -> Result<PtxModule> {
+    t.check()?;
+    let mut b = tuned_builder(sm, ABSMAX_PARTIALS, "", t);
     let p = b.params::<AbsmaxPartialsArgs>();
-    let scratch = b.shared_array::<F32>("warp_max", BLOCK / 32, 4);
+    let scratch = b.shared_array::<F32>("warp_max", t.threads / 32, 4);
     let words: GlobalPtr<U32> = p.x.cast();
     let acc = b.mov(0.0f32);
     grid_stride_vec4(
@@ -300,41 +322,69 @@ pub fn generate_absmax_partials(sm: Sm) -> Result<PtxModule> {
     b.finish()
 }
 
-/// Second absmax pass for format `f`: one block of [`BLOCK`] threads.
-pub fn generate_absmax_finalize(sm: Sm, f: Format) -> Result<PtxModule> {
-    let mut b = KernelBuilder::new(&kernel_name(Kind::AbsmaxFinalize, f), sm);
-    b.maxntid(BLOCK, 1, 1);
-    let p = b.params::<AbsmaxFinalizeArgs>();
-    let scratch = b.shared_array::<F32>("warp_max", BLOCK / 32, 4);
-    let acc = b.mov(0.0f32);
+/// `acc = max(acc, partials[i])` for the `i = %tid.x, %tid.x + %ntid.x,
+/// … < count` of this thread (`max.f32`; the partials are `≥ +0`, never
+/// NaN).
+fn fold_partials(b: &mut KernelBuilder, acc: Reg<F32>, partials: GlobalPtr<F32>, count: Reg<U32>) {
     let tid = b.tid_x();
     let ntid = b.ntid_x();
-    b.for_range(tid, p.count, ntid, |b, i| {
-        let q = b.offset(p.partials, i);
+    b.for_range(tid, count, ntid, |b, i| {
+        let q = b.offset(partials, i);
         let v = b.ld_global(q, 0);
         let next = b.fmax(acc, v);
         b.assign(acc, next);
     });
+}
+
+/// `(scale, scale_inv)` of `amax` for format `f` (the host's rule):
+/// `scale = MAX / amax` (`div.rn`) when `0 < amax < Inf` and the quotient
+/// is finite, else 1; `scale_inv = 1 / scale` (`div.rn`).
+fn scale_of(b: &mut KernelBuilder, f: Format, amax: Reg<F32>) -> (Reg<F32>, Reg<F32>) {
+    // amax ≥ +0 and never NaN here, so the bits order like the values.
+    let abits = b.f32_bits(amax);
+    let am1 = b.sub(abits, 1u32);
+    let finite_pos = b.setp(Cmp::Lt, am1, 0x7F7F_FFFFu32);
+    let max = b.mov(f.max_finite());
+    let q = b.fdiv(Rounding::Rn, max, amax);
+    let qbits = b.f32_bits(q);
+    let q_finite = b.setp(Cmp::Lt, qbits, 0x7F80_0000u32);
+    let ok = b.pand(finite_pos, q_finite);
+    let scale = b.selp(ok, q, 1.0f32);
+    let one = b.mov(1.0f32);
+    let scale_inv = b.fdiv(Rounding::Rn, one, scale);
+    (scale, scale_inv)
+}
+
+/// `stats = [amax, scale, scale_inv]`.
+fn store_stats(
+    b: &mut KernelBuilder,
+    stats: GlobalPtr<F32>,
+    amax: Reg<F32>,
+    scale: Reg<F32>,
+    scale_inv: Reg<F32>,
+) {
+    b.st_global(stats, 0, amax);
+    b.st_global(stats, 1, scale);
+    b.st_global(stats, 2, scale_inv);
+}
+
+/// Second absmax pass for format `f`: one block of [`BLOCK`] threads.
+pub fn generate_absmax_finalize(sm: Sm, f: Format) -> Result<PtxModule> {
+    absmax_finalize_with(sm, f, &Fp8Tuning::default_for(sm))
+}
+
+fn absmax_finalize_with(sm: Sm, f: Format, t: &Fp8Tuning) -> Result<PtxModule> {
+    t.check()?;
+    let mut b = tuned_builder(sm, &kernel_name(Kind::AbsmaxFinalize, f), "", t);
+    let p = b.params::<AbsmaxFinalizeArgs>();
+    let scratch = b.shared_array::<F32>("warp_max", t.threads / 32, 4);
+    let acc = b.mov(0.0f32);
+    fold_partials(&mut b, acc, p.partials, p.count);
     let amax = block_max(&mut b, acc, &scratch);
     let t0 = blocks::is_thread0(&mut b);
     b.if_(t0, |b| {
-        // scale = MAX / amax when 0 < amax < Inf and the quotient is
-        // finite, else 1 (amax ≥ +0 and never NaN here, so the bits order
-        // like the values).
-        let abits = b.f32_bits(amax);
-        let am1 = b.sub(abits, 1u32);
-        let finite_pos = b.setp(Cmp::Lt, am1, 0x7F7F_FFFFu32);
-        let max = b.mov(f.max_finite());
-        let q = b.fdiv(Rounding::Rn, max, amax);
-        let qbits = b.f32_bits(q);
-        let q_finite = b.setp(Cmp::Lt, qbits, 0x7F80_0000u32);
-        let ok = b.pand(finite_pos, q_finite);
-        let scale = b.selp(ok, q, 1.0f32);
-        let one = b.mov(1.0f32);
-        let scale_inv = b.fdiv(Rounding::Rn, one, scale);
-        b.st_global(p.stats, 0, amax);
-        b.st_global(p.stats, 1, scale);
-        b.st_global(p.stats, 2, scale_inv);
+        let (scale, scale_inv) = scale_of(b, f, amax);
+        store_stats(b, p.stats, amax, scale, scale_inv);
     });
     b.finish()
 }
@@ -373,36 +423,70 @@ fn quantize_body(
     );
 }
 
-fn builder_for(sm: Sm, kind: Kind, f: Format, codec: Codec) -> KernelBuilder {
-    let mut b = KernelBuilder::new(&kernel_name(kind, f), sm);
-    b.maxntid(BLOCK, 1, 1);
-    b.tuning(codec.tuning(sm));
-    b
+fn builder_for(sm: Sm, kind: Kind, f: Format, codec: Codec, t: &Fp8Tuning) -> KernelBuilder {
+    tuned_builder(sm, &kernel_name(kind, f), codec.tuning(sm), t)
 }
 
-/// Quantize with the scale read from `stats[1]` (written by the finalize
-/// kernel).
+/// Quantize with current scaling, the finalize pass folded in: every
+/// block first reduces the `count` absmax partials (the finalize kernel's
+/// loop and block reduction; the amax is a `max`, so the same bits in
+/// every block), thread 0 derives the scale by the finalize kernel's rule
+/// and hands it to the block through shared memory, and thread 0 of
+/// block 0 writes `stats`. No block reads what another writes in this
+/// launch: the partials come from the previous launch, and only block 0
+/// touches `stats`.
 pub fn generate_quantize(sm: Sm, f: Format, codec: Codec) -> Result<PtxModule> {
-    let mut b = builder_for(sm, Kind::Quantize, f, codec);
+    quantize_with(sm, f, codec, &Fp8Tuning::default_for(sm))
+}
+
+fn quantize_with(sm: Sm, f: Format, codec: Codec, t: &Fp8Tuning) -> Result<PtxModule> {
+    t.check()?;
+    let mut b = builder_for(sm, Kind::Quantize, f, codec, t);
     let p = b.params::<QuantizeArgs>();
-    let scale = b.ld_global(p.stats, 1);
+    let scratch = b.shared_array::<F32>("warp_max", t.threads / 32, 4);
+    let acc = b.mov(0.0f32);
+    fold_partials(&mut b, acc, p.partials, p.count);
+    let amax = block_max(&mut b, acc, &scratch);
+    // `block_max` read `scratch` after its barrier: another barrier before
+    // thread 0 reuses slot 0 for the scale.
+    b.bar_sync();
+    let t0 = blocks::is_thread0(&mut b);
+    b.if_(t0, |b| {
+        let (scale, scale_inv) = scale_of(b, f, amax);
+        let slot = b.shared_elem(&scratch, 0u32);
+        b.st_shared(slot, 0, scale);
+        let block = b.ctaid_x();
+        let first = b.setp(Cmp::Eq, block, 0u32);
+        b.if_(first, |b| store_stats(b, p.stats, amax, scale, scale_inv));
+    });
+    b.bar_sync();
+    let slot = b.shared_elem(&scratch, 0u32);
+    let scale = b.ld_shared(slot, 0);
     quantize_body(&mut b, f, codec, p.x, p.n, scale, p.codes);
     b.finish()
 }
 
 /// Quantize with a caller-given scale (delayed scaling).
 pub fn generate_quantize_scaled(sm: Sm, f: Format, codec: Codec) -> Result<PtxModule> {
-    let mut b = builder_for(sm, Kind::QuantizeScaled, f, codec);
+    quantize_scaled_with(sm, f, codec, &Fp8Tuning::default_for(sm))
+}
+
+fn quantize_scaled_with(sm: Sm, f: Format, codec: Codec, t: &Fp8Tuning) -> Result<PtxModule> {
+    t.check()?;
+    let mut b = builder_for(sm, Kind::QuantizeScaled, f, codec, t);
     let p = b.params::<QuantizeScaledArgs>();
     quantize_body(&mut b, f, codec, p.x, p.n, p.scale, p.codes);
     b.finish()
 }
 
-/// The dequantize loop: `y[i] = decode(codes[i]) · scale_inv` (`mul.rn`).
+/// The dequantize loop: `y[i] = decode(codes[i]) · scale_inv` (`mul.rn`),
+/// `unroll` grid-stride trips at a time.
+#[allow(clippy::too_many_arguments)]
 fn dequantize_body(
     b: &mut KernelBuilder,
     f: Format,
     codec: Codec,
+    unroll: u64,
     codes: GlobalPtr<U8>,
     n: Reg<U64>,
     scale_inv: Reg<F32>,
@@ -422,16 +506,16 @@ fn dequantize_body(
         b.ld_global_nc(cp, 0)
     };
     // The grid-stride loop of `grid_stride_vec4` (the same groups for the
-    // same threads), [`DEQUANTIZE_UNROLL`] trips at a time while they are
-    // all in range: their code loads (4 bytes a lane) are issued together,
-    // so a thread has four in flight instead of one, every access still
-    // coalesced across the warp.
+    // same threads), `unroll` trips at a time while they are all in range
+    // ([`DEQUANTIZE_UNROLL`] by default): their code loads (4 bytes a
+    // lane) are issued together, so a thread has `unroll` in flight
+    // instead of one, every access still coalesced across the warp.
     let groups = b.shr(n, 2u32);
     let gid = b.global_id_x_u64();
     let (ntid, nctaid) = (b.ntid_x(), b.nctaid_x());
     let stride = b.mul_wide_u32(ntid, nctaid);
-    let last = b.mul_lo(stride, DEQUANTIZE_UNROLL - 1);
-    let step = b.mul_lo(stride, DEQUANTIZE_UNROLL);
+    let last = b.mul_lo(stride, unroll - 1);
+    let step = b.mul_lo(stride, unroll);
     let g = b.mov(gid);
     b.while_(
         |b| {
@@ -440,7 +524,7 @@ fn dequantize_body(
         },
         |b| {
             let mut gs = vec![g];
-            for _ in 1..DEQUANTIZE_UNROLL {
+            for _ in 1..unroll {
                 let prev = gs[gs.len() - 1];
                 gs.push(b.add(prev, stride));
             }
@@ -478,19 +562,31 @@ fn dequantize_body(
 
 /// Dequantize: `y[i] = decode(codes[i]) · scale_inv` (`mul.rn`).
 pub fn generate_dequantize(sm: Sm, f: Format, codec: Codec) -> Result<PtxModule> {
-    let mut b = builder_for(sm, Kind::Dequantize, f, codec);
+    dequantize_with(sm, f, codec, &Fp8Tuning::default_for(sm))
+}
+
+fn dequantize_with(sm: Sm, f: Format, codec: Codec, t: &Fp8Tuning) -> Result<PtxModule> {
+    t.check()?;
+    let mut b = builder_for(sm, Kind::Dequantize, f, codec, t);
     let p = b.params::<DequantizeArgs>();
-    dequantize_body(&mut b, f, codec, p.codes, p.n, p.scale_inv, p.y);
+    let u = u64::from(t.unroll);
+    dequantize_body(&mut b, f, codec, u, p.codes, p.n, p.scale_inv, p.y);
     b.finish()
 }
 
 /// Dequantize with `scale_inv = stats[2]`, loaded once per thread from the
 /// stats buffer a quantize wrote (no host round trip).
 pub fn generate_dequantize_stats(sm: Sm, f: Format, codec: Codec) -> Result<PtxModule> {
-    let mut b = builder_for(sm, Kind::DequantizeStats, f, codec);
+    dequantize_stats_with(sm, f, codec, &Fp8Tuning::default_for(sm))
+}
+
+fn dequantize_stats_with(sm: Sm, f: Format, codec: Codec, t: &Fp8Tuning) -> Result<PtxModule> {
+    t.check()?;
+    let mut b = builder_for(sm, Kind::DequantizeStats, f, codec, t);
     let p = b.params::<DequantizeStatsArgs>();
     let scale_inv = b.ld_global(p.stats, 2);
-    dequantize_body(&mut b, f, codec, p.codes, p.n, scale_inv, p.y);
+    let u = u64::from(t.unroll);
+    dequantize_body(&mut b, f, codec, u, p.codes, p.n, scale_inv, p.y);
     b.finish()
 }
 
@@ -498,13 +594,33 @@ pub fn generate_dequantize_stats(sm: Sm, f: Format, codec: Codec) -> Result<PtxM
 /// absmax kernels). Asking for [`Codec::Hardware`] below sm_89 is an
 /// [`crate::Error::UnsupportedFeature`].
 pub fn generate(sm: Sm, kind: Kind, f: Format, codec: Codec) -> Result<PtxModule> {
+    generate_tuned(sm, kind, f, codec, &Fp8Tuning::default_for(sm))
+}
+
+/// [`generate`] with the launch shape `t` (its `threads` bound the block,
+/// its `unroll` the dequantize loops): launch it with `t.threads` threads
+/// per block and [`Fp8Tuning::grid_blocks`] blocks (the finalize kernel:
+/// one block). `t` equal to [`Fp8Tuning::default_for`]`(sm)` gives
+/// [`generate`]'s module, text and name; the bits are the same for every
+/// tuning.
+///
+/// # Errors
+/// [`crate::Error::InvalidArgument`] for a tuning that fails
+/// [`Fp8Tuning::check`]; as [`generate`] otherwise.
+pub fn generate_tuned(
+    sm: Sm,
+    kind: Kind,
+    f: Format,
+    codec: Codec,
+    t: &Fp8Tuning,
+) -> Result<PtxModule> {
     match kind {
-        Kind::AbsmaxPartials => generate_absmax_partials(sm),
-        Kind::AbsmaxFinalize => generate_absmax_finalize(sm, f),
-        Kind::Quantize => generate_quantize(sm, f, codec),
-        Kind::QuantizeScaled => generate_quantize_scaled(sm, f, codec),
-        Kind::Dequantize => generate_dequantize(sm, f, codec),
-        Kind::DequantizeStats => generate_dequantize_stats(sm, f, codec),
+        Kind::AbsmaxPartials => absmax_partials_with(sm, t),
+        Kind::AbsmaxFinalize => absmax_finalize_with(sm, f, t),
+        Kind::Quantize => quantize_with(sm, f, codec, t),
+        Kind::QuantizeScaled => quantize_scaled_with(sm, f, codec, t),
+        Kind::Dequantize => dequantize_with(sm, f, codec, t),
+        Kind::DequantizeStats => dequantize_stats_with(sm, f, codec, t),
     }
 }
 
