@@ -434,7 +434,7 @@ fn generate_carry<const N: usize>(name: &str, sm: Sm, op: Op<'_, N>) -> Result<P
 }
 
 /// Steps of a chain kernel whose tile totals are loaded together.
-const CHAIN_BATCH: u32 = 8;
+pub(crate) const CHAIN_BATCH: u32 = 8;
 
 /// Value `k` of `N` floats at `p` (`p + k` for one float, no multiply).
 fn carry_ptr<const N: usize>(
