@@ -244,12 +244,12 @@ const LCSE_MANY_ROWS_H200_S: f64 = 47.3e-6;
 
 /// One row of `n_τ` tiles takes the split path: `lcse_fwd_tot` on `n_τ − 1`
 /// tiles and `lcse_fwd` on `n_τ` (linear in `n_τ` for even `n_τ`: its CTAs
-/// take two tiles), `lcse_fwd_carry` one thread whose loop runs
-/// `⌈(n_τ − 1) / CHAIN_BATCH⌉` trips of `CHAIN_BATCH` steps.
+/// take two tiles), `lcse_fwd_carry` the carry tree, linear in `n_τ` and in
+/// the number of runs `⌈n_τ / L⌉` (`L` = 32 up to 4 096 tiles).
 fn lcse_long_row_basis(s: &Shape, _: Sm, _: u32) -> Vec<f64> {
     let n = s[1].div_ceil(logcumsumexp::TILE);
-    let batch = logcumsumexp::ptx::CHAIN_BATCH as usize;
-    vec![1.0, f(n), f((n - 1).div_ceil(batch))]
+    let l = logcumsumexp::host::run_len(n);
+    vec![1.0, f(n), f(n.div_ceil(l))]
 }
 
 /// `[1, n·4096]`, `n` even (so `lcse_fwd`'s CTAs are all full).
@@ -264,8 +264,8 @@ fn lcse_forward_long_row() -> Problem {
         name: "forward [1, 2^24] (one row)".into(),
         roof: Roof::Memory,
         full: lcse_row_of(1 << 12),
-        samples: vec![lcse_row_of(2), lcse_row_of(4), lcse_row_of(18)],
-        check: lcse_row_of(10),
+        samples: vec![lcse_row_of(2), lcse_row_of(4), lcse_row_of(34)],
+        check: lcse_row_of(36),
         capped: None,
         basis: Box::new(lcse_long_row_basis),
         run: Box::new(|st, s, dry| {
@@ -295,13 +295,11 @@ fn lcse_forward_long_row() -> Problem {
             max_s: 1.3 * LCSE_MANY_ROWS_H200_S,
         }),
         note: "the split path (one row: a CTA per tile): lcse_fwd_tot reads every \
-               tile but the last for its total, lcse_fwd_carry chains the 4 095 totals \
-               on one thread (the contract's sequential tile carries), lcse_fwd reads \
-               x and its tile's carry and writes y; essential: x in, y out (8 \
-               B/element); goal: 1.3× the forward [4096, 4096] on the H200 (the same \
-               bytes over many rows, 47.3 µs modeled). The latency term counts full \
-               warps, so lcse_fwd_carry's one-thread chain is modeled about 128× too \
-               short (its SASS gives ≈ 0.4–0.5 ms on the H200): the row's time is a floor",
+               tile but the last for its total, lcse_fwd_carry computes the carry tree \
+               (one CTA: a thread per run of 32 tiles, the tile tree over the runs), \
+               lcse_fwd reads x and its tile's carry and writes y; essential: x in, y \
+               out (8 B/element); goal: 1.3× the forward [4096, 4096] on the H200 (the \
+               same bytes over many rows, 47.3 µs modeled)",
     }
 }
 
