@@ -152,8 +152,9 @@
 //! * forward: `|y − ref| ≤ 16 · 2⁻²³ · max(1, |ref|)` asserted; measured
 //!   worst 8.64 over rows of 100 to 2¹⁶ elements, values within ±0.01 to
 //!   ±30 of 0 and rows shifted by ±1e4, 1e12, −1e30 (the largest at
-//!   `T = 2¹⁶`, values ±0.01; it grows slowly with the number of tile
-//!   carries: 12.6 at `T = 2²²`);
+//!   `T = 2¹⁶`, values ±0.01; with the carry tree 11.8 at `T = 2²⁰` and
+//!   11.6 at `T = 2²²`, `tests/logcumsumexp_runs.rs`, where a chain of
+//!   tile carries gave 12.6);
 //! * backward: `|gx_i − ref_i| ≤ 1e-5 · (1 + Σ_{t≥i} |g_t|·exp(x_i − y_t))`
 //!   asserted for `T` = 1, 2, 31, 33, 4095, 4096, 4097, 12365, 28672,
 //!   2¹⁶ on rows uniform in ±8, ±0.05, ±60, slowly rising and slowly
