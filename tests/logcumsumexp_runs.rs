@@ -51,6 +51,10 @@ fn inputs(rows: usize, t: usize, seed: u32, nan: bool) -> (Vec<f32>, Vec<f32>) {
 /// `rows` rows of `tiles · TILE + extra` on the simulator, both paths, both
 /// directions, against the host model.
 fn check(rows: usize, tiles: usize, extra: usize, seed: u32, nan: bool) {
+    check_paths(rows, tiles, extra, seed, nan, &[Path::Row, Path::Split]);
+}
+
+fn check_paths(rows: usize, tiles: usize, extra: usize, seed: u32, nan: bool, paths: &[Path]) {
     let t = tiles * TILE + extra;
     let s = Shape::new(rows, t).unwrap();
     let (x, g) = inputs(rows, t, seed, nan);
@@ -58,7 +62,7 @@ fn check(rows: usize, tiles: usize, extra: usize, seed: u32, nan: bool) {
     let gx = host::backward(s, &x, &g).unwrap();
     let ctx = Context::sim(Sm::Sm80);
     let st = ctx.default_stream();
-    for path in [Path::Row, Path::Split] {
+    for &path in paths {
         let got = launch::forward_on_path(&st, s, path, &x).unwrap();
         assert_eq!(bits(&got), bits(&y), "forward {rows} × {t} {path:?}");
         let got = launch::backward_on_path(&st, s, path, &x, &g).unwrap();
@@ -86,15 +90,18 @@ fn sim_equals_host_on_rows_of_65_and_67_tiles() {
     check(1, 67, 0, 6, false);
 }
 
-/// The run length `L = max(32, ⌈n/128⌉)` of a row over 128·32 tiles is 33
-/// (runs of 33 tiles, 125 runs, all four warps of the tree). Slow on the
-/// simulator (17 M elements): `PTXSMITH_LCSE_LONG=1`.
+/// Longer rows, slow on the simulator: `PTXSMITH_LCSE_LONG=1`. 1 100 tiles
+/// (35 runs of 32: the tree over the runs spans two warps) on both paths;
+/// 4 129 tiles (`L = max(32, ⌈n/128⌉)` = 33: 126 runs, all four warps) on
+/// the split path only (the row path's one CTA walking 17 M elements
+/// exceeds the simulator's per-launch instruction budget).
 #[test]
-fn sim_equals_host_on_a_row_over_4096_tiles_when_asked() {
+fn sim_equals_host_on_rows_over_1024_and_4096_tiles_when_asked() {
     if std::env::var_os("PTXSMITH_LCSE_LONG").is_none() {
         return;
     }
-    check(1, 4096 + 33, 11, 7, false);
+    check(1, 1100, 7, 7, false);
+    check_paths(1, 4096 + 33, 11, 8, false, &[Path::Split]);
 }
 
 /// Up to 64 tiles the tree's carries are the chain's `C_{τ+1} = C_τ ⊗ T_τ`
