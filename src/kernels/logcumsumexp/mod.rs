@@ -153,7 +153,7 @@
 //!   worst 8.64 over rows of 100 to 2¹⁶ elements, values within ±0.01 to
 //!   ±30 of 0 and rows shifted by ±1e4, 1e12, −1e30 (the largest at
 //!   `T = 2¹⁶`, values ±0.01; with the carry tree 11.8 at `T = 2²⁰` and
-//!   11.6 at `T = 2²²`, `tests/logcumsumexp_runs.rs`, where a chain of
+//!   11.6 at `T = 2²²` (`PTXSMITH_LCSE_LONG=1`), where a chain of
 //!   tile carries gave 12.6);
 //! * backward: `|gx_i − ref_i| ≤ 1e-5 · (1 + Σ_{t≥i} |g_t|·exp(x_i − y_t))`
 //!   asserted for `T` = 1, 2, 31, 33, 4095, 4096, 4097, 12365, 28672,
