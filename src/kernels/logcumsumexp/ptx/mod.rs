@@ -28,7 +28,7 @@ use super::host::{NSEG, TILE};
 use crate::dsl::math;
 use crate::dsl::params::Ptr;
 use crate::dsl::types::{F32, Pred, Reg, U32, U64};
-use crate::dsl::{Cmp, KernelBuilder, PtxModule, SharedArray, SharedPtr};
+use crate::dsl::{Cmp, GlobalPtr, KernelBuilder, PtxModule, SharedArray, SharedPtr};
 use crate::error::Result;
 use crate::kernel_params;
 use crate::target::Sm;
@@ -299,15 +299,8 @@ pub fn generate_fwd(sm: Sm) -> Result<PtxModule> {
             // first tile takes its run prefix as its carry.
             let run = RunPos::new(b, kk, l);
             b.if_(run.start, |b| {
-                let g: Val<NC> = std::array::from_fn(|_| b.mov(0f32));
-                let before = b.setp(Cmp::Lt, c.tid, run.j);
-                b.if_(before, |b| {
-                    for i in 0..NC {
-                        let v = b.ld_shared(segs[i], RUN_AGG);
-                        b.assign(g[i], v);
-                    }
-                });
-                let e = run_prefix(b, c, g, &wt, &qs, &lae_op::<NC>);
+                let load = |b: &mut KernelBuilder, i: usize| b.ld_shared(segs[i], RUN_AGG);
+                let e = run.prefix(b, c, load, &wt, &qs, &lae_op::<NC>);
                 let mine = b.setp(Cmp::Eq, c.tid, run.j);
                 b.if_(mine, |b| {
                     for (i, r) in e.iter().enumerate() {
@@ -568,6 +561,37 @@ fn bwd_smem(b: &mut KernelBuilder) -> BwdSmem {
     }
 }
 
+impl BwdSmem {
+    /// Stage the tile at `start` of the row at `base`: `x` into `xs`
+    /// (padding `−∞`) and, when given, `g` into `gs` (padding `+0`).
+    #[allow(clippy::too_many_arguments)]
+    fn stage(
+        &self,
+        b: &mut KernelBuilder,
+        c: Cta,
+        x: GlobalPtr<F32>,
+        g: Option<GlobalPtr<F32>>,
+        base: Reg<U64>,
+        start: Reg<U32>,
+        t: Reg<U32>,
+    ) {
+        stage(
+            b,
+            c,
+            x,
+            &self.xs,
+            base,
+            start,
+            t,
+            f32::NEG_INFINITY,
+            BWD_BATCH,
+        );
+        if let Some(g) = g {
+            stage(b, c, g, &self.gs, base, start, t, 0.0, BWD_BATCH);
+        }
+    }
+}
+
 /// The forward half of a backward tile (x and g staged): the segment
 /// carry from the pair tree and the carry `cp` (`has`: there is one), then
 /// the per-element walk; returns the segment's affine aggregate.
@@ -639,15 +663,9 @@ pub fn generate_bwd(sm: Sm) -> Result<PtxModule> {
             b.for_range(0u32, p.ntiles, 1u32, |b, tau| {
                 let run = RunPos::new(b, tau, l);
                 b.if_(run.start, |b| {
-                    let g = [b.mov(0f32), b.mov(0f32)];
-                    let before = b.setp(Cmp::Lt, c.tid, run.j);
-                    b.if_(before, |b| {
-                        for (i, r) in g.iter().enumerate() {
-                            let v = b.ld_shared(seg_x, RUN_AGG + i as i32);
-                            b.assign(*r, v);
-                        }
-                    });
-                    let e = run_prefix(b, c, g, &s.wtf, &s.qsf, &pair_op);
+                    let load =
+                        |b: &mut KernelBuilder, i: usize| b.ld_shared(seg_x, RUN_AGG + i as i32);
+                    let e = run.prefix(b, c, load, &s.wtf, &s.qsf, &pair_op);
                     let i = b.add(rowt, tau);
                     let mine = b.setp(Cmp::Eq, c.tid, run.j);
                     b.if_(mine, |b| st_val_global(b, p.fcarry, i, e));
@@ -660,17 +678,7 @@ pub fn generate_bwd(sm: Sm) -> Result<PtxModule> {
                 let tile = b.setp(Cmp::Lt, tau, n1);
                 b.if_(tile, |b| {
                     let start = b.mul_lo(tau, TILE as u32);
-                    stage(
-                        b,
-                        c,
-                        p.x,
-                        &s.xs,
-                        base,
-                        start,
-                        p.t,
-                        f32::NEG_INFINITY,
-                        BWD_BATCH,
-                    );
+                    s.stage(b, c, p.x, None, base, start, p.t);
                     b.bar_sync();
                     let agg = bwd_aggregate(b, seg_x);
                     let inc = kogge_stone(b, c, agg, false, &pair_op);
@@ -704,18 +712,7 @@ pub fn generate_bwd(sm: Sm) -> Result<PtxModule> {
             let tau = b.sub(tau, kk);
             let has = b.setp(Cmp::Ne, tau, 0u32);
             let start = b.mul_lo(tau, TILE as u32);
-            stage(
-                b,
-                c,
-                p.x,
-                &s.xs,
-                base,
-                start,
-                p.t,
-                f32::NEG_INFINITY,
-                BWD_BATCH,
-            );
-            stage(b, c, p.g, &s.gs, base, start, p.t, 0.0, BWD_BATCH);
+            s.stage(b, c, p.x, Some(p.g), base, start, p.t);
             // After the barrier: on the row path thread 0 wrote the carry
             // in pass 1, and the other warps must not read it before.
             b.bar_sync();
@@ -723,15 +720,9 @@ pub fn generate_bwd(sm: Sm) -> Result<PtxModule> {
             // order): a run's first tile starts from its run prefix.
             let run = RunPos::new(b, kk, l);
             b.if_(run.start, |b| {
-                let g = [b.mov(0f32), b.mov(0f32)];
-                let before = b.setp(Cmp::Lt, c.tid, run.j);
-                b.if_(before, |b| {
-                    for (i, r) in g.iter().enumerate() {
-                        let v = b.ld_shared(seg_x, RUN_AGG_REV + i as i32);
-                        b.assign(*r, v);
-                    }
-                });
-                let e = run_prefix(b, c, g, &s.wtf, &s.qsf, &affine_op);
+                let load =
+                    |b: &mut KernelBuilder, i: usize| b.ld_shared(seg_x, RUN_AGG_REV + i as i32);
+                let e = run.prefix(b, c, load, &s.wtf, &s.qsf, &affine_op);
                 let mine = b.setp(Cmp::Eq, c.tid, run.j);
                 b.if_(mine, |b| {
                     let zero = b.mov(0f32);
@@ -794,17 +785,7 @@ pub fn generate_bwd_tot(sm: Sm) -> Result<PtxModule> {
         let base = b.mul_wide_u32(it.row, p.t);
         let rowt = b.mul_lo(it.row, p.ntiles);
         let start = b.mul_lo(it.first, TILE as u32);
-        stage(
-            b,
-            c,
-            p.x,
-            &s.xs,
-            base,
-            start,
-            p.t,
-            f32::NEG_INFINITY,
-            BWD_BATCH,
-        );
+        s.stage(b, c, p.x, None, base, start, p.t);
         b.bar_sync();
         let agg = bwd_aggregate(b, seg_x);
         let inc = kogge_stone(b, c, agg, false, &pair_op);
@@ -839,18 +820,7 @@ pub fn generate_bwd_aff(sm: Sm) -> Result<PtxModule> {
         let i = b.add(rowt, it.first);
         let cp = ld_val_global::<2>(b, p.fcarry, i);
         let start = b.mul_lo(it.first, TILE as u32);
-        stage(
-            b,
-            c,
-            p.x,
-            &s.xs,
-            base,
-            start,
-            p.t,
-            f32::NEG_INFINITY,
-            BWD_BATCH,
-        );
-        stage(b, c, p.g, &s.gs, base, start, p.t, 0.0, BWD_BATCH);
+        s.stage(b, c, p.x, Some(p.g), base, start, p.t);
         b.bar_sync();
         let has = b.setp(Cmp::Ne, it.first, 0u32);
         let aff = bwd_forward_half(b, c, &s, seg_x, seg_g, cp, has, false);

@@ -72,6 +72,30 @@ impl RunPos {
         RunPos { j, first, start }
     }
 
+    /// At a run's first tile (all threads): thread `σ`'s run prefix over
+    /// the finished runs' aggregates (`load(b, i)` reads value `i` of
+    /// thread `σ`'s own, only for `σ < j`; the others' are not read by the
+    /// prefix that is used, run `j`'s).
+    pub(super) fn prefix<const N: usize>(
+        &self,
+        b: &mut KernelBuilder,
+        c: Cta,
+        load: impl Fn(&mut KernelBuilder, usize) -> Reg<F32>,
+        wt: &SharedArray<F32>,
+        qs: &SharedArray<F32>,
+        op: Op<'_, N>,
+    ) -> Val<N> {
+        let g: Val<N> = std::array::from_fn(|_| b.mov(0f32));
+        let before = b.setp(Cmp::Lt, c.tid, self.j);
+        b.if_(before, |b| {
+            for (i, r) in g.iter().enumerate() {
+                let v = load(b, i);
+                b.assign(*r, v);
+            }
+        });
+        run_prefix(b, c, g, wt, qs, op)
+    }
+
     /// `G_j ← total` at a run's first tile, else `G_j ← op(G_j, total)`
     /// (slots `gp`, one per value).
     pub(super) fn accumulate<const N: usize, const M: usize>(
