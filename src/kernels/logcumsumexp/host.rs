@@ -155,6 +155,61 @@ pub fn segment_log_sum(v: &[f32]) -> f32 {
     mp + log_f32(s)
 }
 
+/// Runs per row of the carry tree (one per thread of a CTA).
+pub const RUNS: usize = NSEG;
+/// The shortest run of the carry tree, in tiles.
+pub const RUN: usize = 32;
+
+/// The run length of a row of `n` tiles: `max(RUN, ⌈n / RUNS⌉)`.
+pub fn run_len(n: usize) -> usize {
+    RUN.max(n.div_ceil(RUNS))
+}
+
+/// The carry tree's run prefixes of a row of `n` tiles with totals `tot`
+/// (at least `n − 1`; a later one is never read): runs of `L = run_len(n)`
+/// tiles, run `j`'s aggregate `G_j = T_{jL} ⊗ … ⊗ T_{jL+L−1}` left to
+/// right, and `P_j` the tile tree's exclusive prefix over `G_0 … G_{RUNS−1}`
+/// (the aggregates of runs not wholly before the last tile take any value:
+/// no prefix that is used reads them). Returns `L` and `P_0 … P_{RUNS−1}`
+/// (`P_0` none).
+pub fn run_prefixes<V: Clone>(
+    n: usize,
+    tot: &[V],
+    op: impl Fn(V, V) -> V,
+) -> (usize, Vec<Option<V>>) {
+    let l = run_len(n);
+    let runs = n.div_ceil(l);
+    if runs <= 1 {
+        return (l, vec![None; RUNS]);
+    }
+    let agg: Vec<V> = (0..RUNS)
+        .map(|j| {
+            let j = if j + 1 < runs { j } else { 0 };
+            let run = &tot[j * l..(j + 1) * l];
+            run[1..]
+                .iter()
+                .fold(run[0].clone(), |a, t| op(a, t.clone()))
+        })
+        .collect();
+    (l, tile_tree(&agg, op).0)
+}
+
+/// The tile carries `C_0 … C_{n−1}` of a row of `n` tiles by the carry
+/// tree ([`run_prefixes`]): `C_{jL} = P_j`, `C_{τ+1} = C_τ ⊗ T_τ` within
+/// a run. A row of at most `L` tiles is one run: the plain chain.
+pub fn tile_carries<V: Clone>(n: usize, tot: &[V], op: impl Fn(V, V) -> V) -> Vec<Option<V>> {
+    let (l, prefix) = run_prefixes(n, tot, &op);
+    let mut out: Vec<Option<V>> = vec![None; n];
+    for tau in 0..n {
+        out[tau] = if tau % l == 0 {
+            prefix[tau / l].clone()
+        } else {
+            combine(out[tau - 1].clone(), Some(tot[tau - 1].clone()), &op)
+        };
+    }
+    out
+}
+
 /// One tile of `row` starting at `start`, padded with `pad` past the end.
 fn stage(row: &[f32], start: usize, pad: f32) -> Vec<f32> {
     (start..start + TILE)
@@ -164,11 +219,20 @@ fn stage(row: &[f32], start: usize, pad: f32) -> Vec<f32> {
 
 fn forward_row(x: &[f32], y: &mut [f32]) {
     let t = x.len();
-    let mut carry: Option<f32> = None;
-    for start in (0..t).step_by(TILE) {
-        let tile = stage(x, start, f32::NEG_INFINITY);
-        let agg: Vec<f32> = tile.chunks_exact(SEG).map(segment_log_sum).collect();
-        let (excl, total) = tile_tree(&agg, log_add_exp);
+    let nt = t.div_ceil(TILE);
+    let tiles: Vec<(Vec<f32>, Vec<Option<f32>>, f32)> = (0..nt)
+        .map(|tau| {
+            let tile = stage(x, tau * TILE, f32::NEG_INFINITY);
+            let agg: Vec<f32> = tile.chunks_exact(SEG).map(segment_log_sum).collect();
+            let (excl, total) = tile_tree(&agg, log_add_exp);
+            (tile, excl, total)
+        })
+        .collect();
+    let totals: Vec<f32> = tiles.iter().map(|t| t.2).collect();
+    let carries = tile_carries(nt, &totals, log_add_exp);
+    for (tau, (tile, excl, _)) in tiles.iter().enumerate() {
+        let start = tau * TILE;
+        let carry = carries[tau];
         for (s, seg) in tile.chunks_exact(SEG).enumerate() {
             let base = start + s * SEG;
             if base >= t {
@@ -184,7 +248,6 @@ fn forward_row(x: &[f32], y: &mut [f32]) {
                 y[base + k] = acc;
             }
         }
-        carry = combine(carry, Some(total), log_add_exp);
     }
 }
 
@@ -258,51 +321,97 @@ fn decode(v: f32) -> (f32, bool) {
     (f32::from_bits(b & 0x7fff_ffff), b >> 31 == 1)
 }
 
+/// One tile's forward half of the backward from its carry: the encoded
+/// `(e, n)`, the `r` values and the reverse tree (`excl_r`, tile map).
+struct BwdTile {
+    enc: Vec<f32>,
+    r: Vec<f32>,
+    excl_r: Vec<Option<Affine>>,
+    map: Affine,
+}
+
+fn bwd_tile(xs: &[f32], gs: &[f32], carry: Option<Pair>) -> BwdTile {
+    let (excl, _) = pair_tree(xs);
+    let mut enc = vec![0f32; TILE];
+    let mut r = vec![0f32; TILE];
+    let mut aff: Vec<Affine> = Vec::with_capacity(NSEG);
+    for (s, e_s) in excl.iter().enumerate() {
+        let mut p = combine(carry, *e_s, pair_op).unwrap_or(PAIR_IDENTITY);
+        let (mut a, mut b) = (0f32, 1f32);
+        for i in s * SEG..(s + 1) * SEG {
+            let (np, e, n) = pair_step(p, (xs[i], 1.0));
+            p = np;
+            let rv = if p.1 == 0.0 { 0.0 } else { gs[i] / p.1 };
+            enc[i] = encode(e, n);
+            r[i] = rv;
+            if n {
+                b *= e;
+            }
+            a = b.mul_add(rv, a);
+        }
+        aff.push((a, b));
+    }
+    aff.reverse();
+    let (excl_r, map) = tile_tree(&aff, affine_op);
+    BwdTile {
+        enc,
+        r,
+        excl_r,
+        map,
+    }
+}
+
+/// The reverse carries `Zc` of a row of `n` tiles in reverse order
+/// (`zr[ρ] = Zc_{n−1−ρ}`) from the tile maps in reverse order (`maps[ρ]`
+/// the map of tile `n − 1 − ρ`; at least `n − 1`): the carry tree over
+/// the maps ([`run_prefixes`] with [`affine_op`]), `zr[0] = +0`, a run's
+/// first `zr[jL] = fma(b_P, +0, a_P)` from its prefix `P_j`, then
+/// `zr[ρ+1] = fma(b_ρ, zr[ρ], a_ρ)`.
+pub fn reverse_carries(n: usize, maps: &[Affine]) -> Vec<f32> {
+    let (l, prefix) = run_prefixes(n, maps, affine_op);
+    let mut zr = vec![0f32; n];
+    for rho in 0..n {
+        zr[rho] = if rho % l == 0 {
+            prefix[rho / l].map_or(0.0, |(a, b)| b.mul_add(0.0, a))
+        } else {
+            let (a, b) = maps[rho - 1];
+            b.mul_add(zr[rho - 1], a)
+        };
+    }
+    zr
+}
+
 fn backward_row(x: &[f32], g: &[f32], gx: &mut [f32]) {
     let t = x.len();
     let nt = t.div_ceil(TILE);
-    // Pass 1: the tile carries C_τ (pairs).
-    let mut carries: Vec<Option<Pair>> = vec![None; nt];
-    for tau in 0..nt.saturating_sub(1) {
-        let (_, total) = pair_tree(&stage(x, tau * TILE, f32::NEG_INFINITY));
-        carries[tau + 1] = combine(carries[tau], Some(total), pair_op);
-    }
-    // Pass 2: the tiles from the last, the reverse carry in `zc`.
-    let mut zc = 0f32;
-    for tau in (0..nt).rev() {
+    // Pass 1: the tile carries C_τ (pairs) by the carry tree.
+    let totals: Vec<Pair> = (0..nt.saturating_sub(1))
+        .map(|tau| pair_tree(&stage(x, tau * TILE, f32::NEG_INFINITY)).1)
+        .collect();
+    let carries = tile_carries(nt, &totals, pair_op);
+    // Pass 2: each tile's walk and map; the reverse carries by the carry
+    // tree over the maps in reverse order (ρ = n_τ − 1 − τ).
+    let tiles: Vec<BwdTile> = (0..nt)
+        .map(|tau| {
+            let start = tau * TILE;
+            let xs = stage(x, start, f32::NEG_INFINITY);
+            let gs = stage(g, start, 0.0);
+            bwd_tile(&xs, &gs, carries[tau])
+        })
+        .collect();
+    let maps: Vec<Affine> = tiles.iter().rev().map(|t| t.map).collect();
+    let zr = reverse_carries(nt, &maps);
+    for (tau, tile) in tiles.iter().enumerate() {
         let start = tau * TILE;
-        let xs = stage(x, start, f32::NEG_INFINITY);
-        let gs = stage(g, start, 0.0);
-        let (excl, _) = pair_tree(&xs);
-        let mut enc = vec![0f32; TILE];
-        let mut r = vec![0f32; TILE];
-        let mut aff: Vec<Affine> = Vec::with_capacity(NSEG);
-        for (s, e_s) in excl.iter().enumerate() {
-            let mut p = combine(carries[tau], *e_s, pair_op).unwrap_or(PAIR_IDENTITY);
-            let (mut a, mut b) = (0f32, 1f32);
-            for i in s * SEG..(s + 1) * SEG {
-                let (np, e, n) = pair_step(p, (xs[i], 1.0));
-                p = np;
-                let rv = if p.1 == 0.0 { 0.0 } else { gs[i] / p.1 };
-                enc[i] = encode(e, n);
-                r[i] = rv;
-                if n {
-                    b *= e;
-                }
-                a = b.mul_add(rv, a);
-            }
-            aff.push((a, b));
-        }
-        aff.reverse();
-        let (excl_r, total_r) = tile_tree(&aff, affine_op);
+        let zc = zr[nt - 1 - tau];
         for s in 0..NSEG {
-            let mut z = match excl_r[NSEG - 1 - s] {
+            let mut z = match tile.excl_r[NSEG - 1 - s] {
                 None => zc,
                 Some((a, b)) => b.mul_add(zc, a),
             };
             for i in (s * SEG..(s + 1) * SEG).rev() {
-                let u = r[i] + z;
-                let (e, n) = decode(enc[i]);
+                let u = tile.r[i] + z;
+                let (e, n) = decode(tile.enc[i]);
                 let p = e * u;
                 if start + i < t {
                     gx[start + i] = if n { u } else { p };
@@ -310,7 +419,6 @@ fn backward_row(x: &[f32], g: &[f32], gx: &mut [f32]) {
                 z = if n { p } else { u };
             }
         }
-        zc = total_r.1.mul_add(zc, total_r.0);
     }
 }
 

@@ -63,13 +63,10 @@ fn tile_grid(stream: &Stream, items: u32, per_cta: u32) -> LaunchConfig {
     LaunchConfig::linear(grid::ctas(items.into(), per_cta.into(), mp, 32), THREADS)
 }
 
-/// Grid of a chain kernel (one thread per row).
+/// Grid of a carry-tree kernel (one CTA per row).
 fn chain_grid(stream: &Stream, rows: u32) -> LaunchConfig {
     let mp = stream.context().multiprocessor_count();
-    LaunchConfig::linear(
-        grid::ctas(rows.into(), CHAIN_THREADS.into(), mp, 16),
-        CHAIN_THREADS,
-    )
+    LaunchConfig::linear(grid::ctas(rows.into(), 1, mp, 32), CHAIN_THREADS)
 }
 
 /// `VEC` when `t` and every address allow 16-byte tile accesses.
@@ -635,4 +632,107 @@ pub fn backward(backend: Backend, shape: Shape, x: &[f32], g: &[f32]) -> Result<
         || host::backward(shape, x, g),
         |s| backward_on(s, shape, x, g),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    //! The carry-tree kernels alone on synthetic tile totals: rows of
+    //! thousands of tiles (runs longer than `RUN`, all four warps of the
+    //! tree) at the cost of a few thousand values.
+    use super::*;
+    use crate::kernels::logcumsumexp::host::{pair_op, reverse_carries, tile_carries};
+    use crate::math::log_add_exp;
+    use crate::runtime::Context;
+    use crate::target::Sm;
+
+    fn lcg(seed: u32) -> impl FnMut() -> f32 {
+        let mut s = seed;
+        move || {
+            s = s.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            (s >> 8) as f32 / (1u32 << 24) as f32 * 2.0 - 1.0
+        }
+    }
+
+    /// Runs a carry kernel over `rows` rows of `n` tiles with values `tot`
+    /// (`N` floats a tile), returning the carries buffer.
+    fn run(
+        generate: fn(Sm) -> Result<crate::dsl::PtxModule>,
+        rows: usize,
+        n: usize,
+        tot: &[f32],
+        init: f32,
+    ) -> Vec<f32> {
+        let ctx = Context::sim(Sm::Sm80);
+        let st = ctx.default_stream();
+        let t = st.upload(tot).unwrap();
+        let mut c = st.upload(&vec![init; tot.len()]).unwrap();
+        let a = ChainArgs {
+            tot: st.arg("totals", &t).unwrap(),
+            carry: st.arg_mut("carries", &mut c).unwrap(),
+            rows: rows as u32,
+            ntiles: n as u32,
+        };
+        st.launch(
+            &generate(ctx.sm()).unwrap(),
+            chain_grid(&st, rows as u32),
+            &a.args(),
+        )
+        .unwrap();
+        st.to_vec(&c).unwrap()
+    }
+
+    /// The bits, any NaN as the canonical one (as `tests/common` compares).
+    fn b(v: f32) -> u32 {
+        if v.is_nan() { 0x7fc0_0000 } else { v.to_bits() }
+    }
+
+    const SIZES: [usize; 8] = [2, 33, 64, 65, 67, 1100, 4096, 5000];
+
+    #[test]
+    fn forward_carry_kernel_equals_the_host_tree() {
+        for n in SIZES {
+            let mut r = lcg(n as u32);
+            let mut tot: Vec<f32> = (0..2 * n).map(|_| 3.0 * r()).collect();
+            // A −inf total and a NaN in the second row's last run.
+            tot[n + (n - 2) / 2] = f32::NEG_INFINITY;
+            tot[2 * n - 2] = f32::NAN;
+            let got = run(generate_fwd_carry, 2, n, &tot, 7.0);
+            for row in 0..2 {
+                let want = tile_carries(n, &tot[row * n..(row + 1) * n - 1], log_add_exp);
+                for (tau, w) in want.iter().enumerate().skip(1) {
+                    let g = got[row * n + tau];
+                    let w = w.expect("carries after the first");
+                    assert_eq!(b(g), b(w), "n {n} row {row} τ {tau}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn backward_carry_kernels_equal_the_host_tree() {
+        for n in SIZES {
+            let mut r = lcg(7 * n as u32);
+            let pairs: Vec<f32> = (0..n).flat_map(|_| [4.0 * r(), 1.0 + r().abs()]).collect();
+            let got = run(generate_bwd_carry, 1, n, &pairs, 7.0);
+            let tot: Vec<(f32, f32)> = pairs.chunks(2).map(|p| (p[0], p[1])).collect();
+            let want = tile_carries(n, &tot[..n - 1], pair_op);
+            for (tau, w) in want.iter().enumerate().skip(1) {
+                let (m, s) = w.expect("carries after the first");
+                let g = (got[2 * tau], got[2 * tau + 1]);
+                assert_eq!((b(g.0), b(g.1)), (b(m), b(s)), "n {n} τ {tau}");
+            }
+            // Affine maps of tiles 1..n (b in [0, 1]); Zc of every tile.
+            let maps: Vec<f32> = (0..n).flat_map(|_| [r(), r().abs()]).collect();
+            let got = run(generate_bwd_zcarry, 1, n, &maps, 7.0);
+            let rev: Vec<(f32, f32)> = (1..n)
+                .rev()
+                .map(|t| (maps[2 * t], maps[2 * t + 1]))
+                .collect();
+            let zr = reverse_carries(n, &rev);
+            for (rho, z) in zr.iter().enumerate() {
+                let tau = n - 1 - rho;
+                assert_eq!(b(got[tau]), b(*z), "n {n} τ {tau}");
+            }
+        }
+    }
 }

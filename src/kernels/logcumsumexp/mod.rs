@@ -38,8 +38,30 @@
 //! 3. `E_σ` = `Q_w` when `ℓ = 0` (none for `σ = 0`); `I_{σ−1}` when
 //!    `w = 0, ℓ ≥ 1`; `Q_w ⊗ I_{σ−1}` otherwise.
 //!
-//! Tile carries: `C_0` = none, `C_1 = T_0`, `C_{τ+1} = C_τ ⊗ T_τ`. A
-//! segment's carry is `K_σ = C_τ ⊗ E_σ`, or whichever of the two is not
+//! ## The carry tree
+//!
+//! The tile carries `C_τ` of a row of `n_τ` tiles with totals `T_τ` come
+//! from runs of `L = max(RUN, ⌈n_τ / RUNS⌉)` tiles ([`host::RUN`] = 32,
+//! [`host::RUNS`] = 128 = `NSEG`; `L` = 32 up to 4 096 tiles, so at most
+//! 128 runs): run `j` is tiles `jL .. min(jL + L, n_τ)`.
+//! 1. Run aggregates, left to right: `G_j = T_{jL} ⊗ T_{jL+1} ⊗ … ⊗
+//!    T_{jL+L−1}` for every run wholly before the last tile
+//!    (`jL + L < n_τ`; the others' are never read).
+//! 2. Run prefixes: the tile tree above over `G_0 … G_{RUNS−1}` in the
+//!    place of the segment aggregates; run `j`'s prefix `P_j` is its
+//!    exclusive value `E_j` (none for `j = 0`; `E_j` reads only
+//!    `G_0 … G_{j−1}`).
+//! 3. Carries: `C_0` = none, `C_1 = T_0`; a run's first tile `C_{jL} =
+//!    P_j` (`j ≥ 1`); within a run `C_{τ+1} = C_τ ⊗ T_τ`.
+//!
+//! A row of at most 64 tiles (`T ≤ 2¹⁸`) has one run, or two with `P_1 =
+//! G_0 = C_32`: its carries are the chain `C_{τ+1} = C_τ ⊗ T_τ`, bit for
+//! bit. From 65 tiles on the third run's prefix is `G_0 ⊗ G_1`, not the
+//! chain's, so the bits differ from a chain's (the contract before the
+//! tree). The longest dependent path is `2L` combines plus the tree's
+//! (about 10): 74 for 4 096 tiles instead of 4 095.
+//!
+//! A segment's carry is `K_σ = C_τ ⊗ E_σ`, or whichever of the two is not
 //! none (none when both are). Only full tiles' totals are ever used, so
 //! padding never reaches a stored value except through the segment
 //! aggregates (where it is exact, see below) and the backward's reverse
@@ -96,7 +118,14 @@
 //!   segment the composition `E'_σ` of the segments to its right in the
 //!   tile (none for `σ = NSEG − 1`) and the tile's map `(a_τ, b_τ)`;
 //!   padding elements are maps like any other (`r = +0`, `n = false`);
-//! * reverse carries `Zc_{n_τ−1} = +0`, `Zc_{τ−1} = fma(b_τ, Zc_τ, a_τ)`;
+//! * reverse carries by the carry tree over the tile maps in reverse
+//!   order (`ρ = n_τ − 1 − τ`, map `M_ρ = (a_τ, b_τ)`, `⊗` as in the
+//!   reverse tile tree), runs of `L` maps counted from the last tile:
+//!   `Zc` of `ρ = 0` (the last tile) is `+0`, of a run's first `ρ = jL`
+//!   (`j ≥ 1`) `fma(b_P, +0, a_P)` with `(a_P, b_P) = P_j`, and within a
+//!   run `Zc_{τ−1} = fma(b_τ, Zc_τ, a_τ)` (up to 64 tiles: the chain
+//!   `Zc_{n_τ−1} = +0`, `Zc_{τ−1} = fma(b_τ, Zc_τ, a_τ)`, bit for bit, `b`
+//!   being finite and `a` never `−0`);
 //!   a segment starts from `Z = Zc_τ` (`E'_σ` none) or
 //!   `Z = fma(b_E, Zc_τ, a_E)`;
 //! * outputs, right to left along the segment: `u = r_t + Z`,
@@ -123,8 +152,9 @@
 //! * forward: `|y − ref| ≤ 16 · 2⁻²³ · max(1, |ref|)` asserted; measured
 //!   worst 8.64 over rows of 100 to 2¹⁶ elements, values within ±0.01 to
 //!   ±30 of 0 and rows shifted by ±1e4, 1e12, −1e30 (the largest at
-//!   `T = 2¹⁶`, values ±0.01; it grows slowly with the number of tile
-//!   carries: 12.6 at `T = 2²²`);
+//!   `T = 2¹⁶`, values ±0.01; with the carry tree 11.8 at `T = 2²⁰` and
+//!   11.6 at `T = 2²²` (`PTXSMITH_LCSE_LONG=1`), where a chain of
+//!   tile carries gave 12.6);
 //! * backward: `|gx_i − ref_i| ≤ 1e-5 · (1 + Σ_{t≥i} |g_t|·exp(x_i − y_t))`
 //!   asserted for `T` = 1, 2, 31, 33, 4095, 4096, 4097, 12365, 28672,
 //!   2¹⁶ on rows uniform in ±8, ±0.05, ±60, slowly rising and slowly
@@ -177,17 +207,15 @@
 //! tile its own CTA: kernels for the tile totals, a small carry-chain
 //! kernel, and the tile kernel recomputing each tile from its carries
 //! (forward 12 B per element, backward 24 B per element) — the same bits.
-//! No CTA ever waits for another. The tile carries are a chain, as the
-//! contract defines them (`C_{τ+1} = C_τ ⊗ T_τ`): on the split path one
-//! thread per row walks the row's `n_τ` tile totals, so for a handful of
-//! rows of 2²⁰ elements and more the latency of those `n_τ` dependent
-//! combines (about a hundred dependent instructions each), not memory,
-//! bounds the time; a tree over the tile totals would lift that, at the
-//! price of another contract (a single-pass chained scan would keep the
-//! order and save the separate chain kernel's launch and traffic, not the
-//! chain; not built). The chain kernels load eight steps' totals before
-//! combining them in order, so the loads' latency is paid once per eight
-//! steps, not once a step.
+//! No CTA ever waits for another. The carries are the carry tree (see
+//! the contract): on the split path one CTA of 128 threads per row
+//! (`lcse_fwd_carry`, `lcse_bwd_carry`, `lcse_bwd_zcarry`), thread `j` on
+//! run `j` (its aggregate, the tile tree over the runs, then the run's
+//! chain of carries), so about `2L + 10` dependent combines a row instead
+//! of `n_τ − 1`; on the row path the CTA walking the row keeps the run
+//! aggregates in its tile buffer's padding and computes a run's prefix
+//! (the tile tree over the finished runs) when it reaches the run's first
+//! tile, the backward for both its passes.
 //!
 //! Cost on sm_90 (pinned ptxas; `docs/tuning.md`, `docs/perf.md`,
 //! section *logcumsumexp at the roof*): the forward's segment log-sum

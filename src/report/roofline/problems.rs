@@ -159,6 +159,7 @@ const F32: f64 = 4.0;
 pub fn all() -> Vec<Problem> {
     let mut v = vec![
         lcse_forward(),
+        lcse_forward_long_row(),
         lcse_backward(),
         hmm_forward_backward(64, 1.5e-3),
         hmm_forward_backward(8, 1.2e-3),
@@ -233,6 +234,73 @@ fn lcse_forward() -> Problem {
         note: "one CTA per two rows (T = 4096 is one tile; each thread walks a \
                segment of both rows, two log_add_exp chains in flight): x read and \
                y written once; essential: x in, y out (8 B/element)",
+    }
+}
+
+/// The H200's modeled time of the forward `[4096, 4096]` (the many-rows
+/// problem above, `docs/roofline.tsv`): the one long row's goal is 1.3×
+/// it (issue 33: "a row of 2²⁴ elements within 1.3× of the same bytes
+/// spread over many rows"). Update it with the table.
+const LCSE_MANY_ROWS_H200_S: f64 = 47.1e-6;
+
+/// One row of `n_τ` tiles takes the split path: `lcse_fwd_tot` on `n_τ − 1`
+/// tiles and `lcse_fwd` on `n_τ` (linear in `n_τ` for even `n_τ`: its CTAs
+/// take two tiles), `lcse_fwd_carry` the carry tree, linear in `n_τ` and in
+/// the number of runs `⌈n_τ / L⌉` (`L` = 32 up to 4 096 tiles).
+fn lcse_long_row_basis(s: &Shape, _: Sm, _: u32) -> Vec<f64> {
+    let n = s[1].div_ceil(logcumsumexp::TILE);
+    let l = logcumsumexp::host::run_len(n);
+    vec![1.0, f(n), f(n.div_ceil(l))]
+}
+
+/// `[1, n·4096]`, `n` even (so `lcse_fwd`'s CTAs are all full).
+fn lcse_row_of(tiles: usize) -> Shape {
+    vec![1, tiles * logcumsumexp::TILE]
+}
+
+fn lcse_forward_long_row() -> Problem {
+    let tile = logcumsumexp::TILE;
+    Problem {
+        family: "logcumsumexp",
+        name: "forward [1, 2^24] (one row)".into(),
+        roof: Roof::Memory,
+        full: lcse_row_of(1 << 12),
+        samples: vec![lcse_row_of(2), lcse_row_of(4), lcse_row_of(34)],
+        check: lcse_row_of(36),
+        capped: None,
+        basis: Box::new(lcse_long_row_basis),
+        run: Box::new(|st, s, dry| {
+            let shape = logcumsumexp::Shape::new(s[0], s[1])?;
+            let x = uniform(st, shape.len(), 1, dry, -10.0, 10.0)?;
+            let mut y = out::<f32>(st, shape.len())?;
+            logcumsumexp::forward_dev(st, shape, &x, &mut y)
+        }),
+        traffic: Box::new(move |s, _| {
+            let (rows, t) = (s[0], s[1]);
+            let n = t.div_ceil(tile);
+            vec![
+                (
+                    "lcse_fwd_tot".into(),
+                    F32 * f(rows * (n - 1) * tile + rows * (n - 1)),
+                ),
+                ("lcse_fwd_carry".into(), F32 * f(rows * (n - 1) + rows * n)),
+                (
+                    "lcse_fwd".into(),
+                    2.0 * F32 * f(rows * t) + F32 * f(rows * n),
+                ),
+            ]
+        }),
+        essential: Box::new(|s| 2.0 * F32 * f(s[0] * s[1])),
+        goal: Some(Goal::TimeOn {
+            card: "H200",
+            max_s: 1.3 * LCSE_MANY_ROWS_H200_S,
+        }),
+        note: "the split path (one row: a CTA per tile): lcse_fwd_tot reads every \
+               tile but the last for its total, lcse_fwd_carry computes the carry tree \
+               (one CTA: a thread per run of 32 tiles, the tile tree over the runs), \
+               lcse_fwd reads x and its tile's carry and writes y; essential: x in, y \
+               out (8 B/element); goal: 1.3× the forward [4096, 4096] on the H200 (the \
+               same bytes over many rows, 47.1 µs modeled)",
     }
 }
 

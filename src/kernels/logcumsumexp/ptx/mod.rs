@@ -10,17 +10,18 @@
 //! |---|---|---|
 //! | `lcse_fwd` | a CTA per [`FWD_CHAINS`] rows (row path) or tiles (split path) | the forward of its tiles, a segment of each item per thread, carries on chip or read from `carry` |
 //! | `lcse_fwd_tot` | a CTA per tile `τ < n_τ − 1` | the tile totals `T_τ` (split path) |
-//! | `lcse_fwd_carry` | a thread per row | `C_τ` from the totals (split path) |
+//! | `lcse_fwd_carry` | a CTA per row | `C_τ` from the totals by the carry tree (split path) |
 //! | `lcse_bwd` | a CTA per row or per tile | the backward of its tiles (row path: pass 1 writes the pair carries to `fcarry`, pass 2 walks the tiles from the last) |
 //! | `lcse_bwd_tot` | a CTA per tile `τ < n_τ − 1` | the pair tile totals (split path) |
-//! | `lcse_bwd_carry` | a thread per row | the pair carries `C_τ` (split path) |
+//! | `lcse_bwd_carry` | a CTA per row | the pair carries `C_τ` by the carry tree (split path) |
 //! | `lcse_bwd_aff` | a CTA per tile `τ ≥ 1` | the tile's affine map `(a_τ, b_τ)` (split path) |
-//! | `lcse_bwd_zcarry` | a thread per row | the reverse carries `Zc_τ` (split path) |
+//! | `lcse_bwd_zcarry` | a CTA per row | the reverse carries `Zc_τ` by the carry tree (split path) |
 //!
 //! `flags` bit 0 (`VEC`): `T` is a multiple of 4 and every pointer is
 //! 16-byte aligned, so tiles move with 16-byte loads and stores; bit 1
 //! (`SPLIT`): one CTA per tile. Neither changes a bit of the results.
 
+mod runs;
 mod tile;
 
 use super::host::{NSEG, TILE};
@@ -31,11 +32,12 @@ use crate::dsl::{Cmp, GlobalPtr, KernelBuilder, PtxModule, SharedArray, SharedPt
 use crate::error::Result;
 use crate::kernel_params;
 use crate::target::Sm;
+use runs::*;
 use tile::*;
 
 /// Threads per CTA of the tile kernels (one per segment).
 pub const THREADS: u32 = NSEG as u32;
-/// Threads per CTA of the carry-chain kernels (one per row).
+/// Threads per CTA of the carry-tree kernels (one per run of a row).
 pub const CHAIN_THREADS: u32 = 128;
 /// `flags` bit: 16-byte tile loads and stores.
 pub const VEC: u32 = 1;
@@ -113,7 +115,7 @@ kernel_params! {
 pub const FWD: &str = "lcse_fwd";
 /// The split path's forward: each tile's total.
 pub const FWD_TOT: &str = "lcse_fwd_tot";
-/// The split path's forward: the tile carries, in order along each row.
+/// The split path's forward: the tile carries of each row (the carry tree).
 pub const FWD_CARRY: &str = "lcse_fwd_carry";
 /// The backward, row path and the split path's tile pass.
 pub const BWD: &str = "lcse_bwd";
@@ -273,6 +275,7 @@ pub fn generate_fwd(sm: Sm) -> Result<PtxModule> {
             carry
         });
         // Every slot walks as many tiles (all of a row's, or one).
+        let l = run_len(b, p.ntiles);
         let count = b.sub(slots[0].0.end, slots[0].0.first);
         b.for_range(0u32, count, 1u32, |b, kk| {
             let tau: [Reg<U32>; NC] = std::array::from_fn(|i| b.add(slots[i].0.first, kk));
@@ -292,6 +295,24 @@ pub fn generate_fwd(sm: Sm) -> Result<PtxModule> {
                 );
             }
             b.bar_sync();
+            // The carry tree (row path; on the split path kk = 0): a run's
+            // first tile takes its run prefix as its carry.
+            let run = RunPos::new(b, kk, l);
+            b.if_(run.start, |b| {
+                let load = |b: &mut KernelBuilder, i: usize| b.ld_shared(segs[i], RUN_AGG);
+                let e = run.prefix(b, c, load, &wt, &qs, &lae_op::<NC>);
+                let mine = b.setp(Cmp::Eq, c.tid, run.j);
+                b.if_(mine, |b| {
+                    for (i, r) in e.iter().enumerate() {
+                        b.st_shared_at(&cs, i as u32, *r);
+                    }
+                });
+                b.bar_sync();
+                for (i, r) in carry.iter().enumerate() {
+                    let v = b.ld_shared_at(&cs, i as u32);
+                    b.assign(*r, v);
+                }
+            });
             let a = fwd_aggregate(b, segs);
             let inc = kogge_stone(b, c, a, false, &lae_op::<NC>);
             let has: [Reg<Pred>; NC] = std::array::from_fn(|i| b.setp(Cmp::Ne, tau[i], 0u32));
@@ -309,6 +330,9 @@ pub fn generate_fwd(sm: Sm) -> Result<PtxModule> {
                         let nc = b.selp(has[i], nc, total[i]);
                         b.st_shared_at(&cs, i as u32, nc);
                     }
+                    let gp: [SharedPtr<F32>; NC] =
+                        std::array::from_fn(|i| run_agg_slot(b, &xs[i], run.j, RUN_AGG));
+                    run.accumulate(b, gp, total, &lae_op::<NC>);
                 },
             );
             let e = exclusive(b, c, inc, false, &qs, &lae_op::<NC>);
@@ -380,80 +404,9 @@ fn chain_builder(name: &str, sm: Sm) -> KernelBuilder {
     b
 }
 
-/// `lcse_fwd_carry`: `C_1 = T_0`, `C_{τ+1} = lae(C_τ, T_τ)` per row.
+/// `lcse_fwd_carry`: the tile carries `C_τ` of each row by the carry tree.
 pub fn generate_fwd_carry(sm: Sm) -> Result<PtxModule> {
-    generate_carry::<1>(FWD_CARRY, sm, &lae_op::<1>)
-}
-
-/// The carry chain of both directions, one thread per row: `C_1 = T_0`,
-/// `C_{τ+1} = op(C_τ, T_τ)` for `τ` in `1..ntiles`, over values of `N`
-/// floats (the forward's one log-sum, the backward's `(m, S)` pair).
-///
-/// The totals of [`CHAIN_BATCH`] steps are loaded first (their loads in
-/// flight together), then the steps run in order: one load latency a batch
-/// instead of one a step, the same combines in the same order.
-fn generate_carry<const N: usize>(name: &str, sm: Sm, op: Op<'_, N>) -> Result<PtxModule> {
-    let mut b = chain_builder(name, sm);
-    let p = b.params::<ChainArgs>();
-    b.grid_stride(p.rows, |b, row| {
-        let base = b.mul_lo(row, p.ntiles);
-        let first = ld_carry::<N>(b, p.tot, base);
-        let carry = mov(b, first);
-        b.for_range(1u32, p.ntiles, CHAIN_BATCH, |b, tau0| {
-            // Step τ stores C_τ (τ < n) and, when τ + 1 < n, combines T_τ.
-            let steps: Vec<_> = (0..CHAIN_BATCH)
-                .map(|k| {
-                    let tau = b.add(tau0, k);
-                    let i = b.add(base, tau);
-                    let next = b.add(tau, 1u32);
-                    let more = b.setp(Cmp::Lt, next, p.ntiles);
-                    let tot: Val<N> = std::array::from_fn(|_| b.mov(0f32));
-                    b.guarded(more, |b| {
-                        let v = ld_carry::<N>(b, p.tot, i);
-                        assign(b, tot, v);
-                    });
-                    (tau, i, more, tot)
-                })
-                .collect();
-            for (tau, i, more, tot) in steps {
-                let inb = b.setp(Cmp::Lt, tau, p.ntiles);
-                b.if_(inb, |b| {
-                    let cp = carry_ptr::<N>(b, p.carry, i);
-                    for (j, r) in carry.iter().enumerate() {
-                        b.st_global(cp, j as i32, *r);
-                    }
-                });
-                b.if_(more, |b| {
-                    let nc = op(b, carry, tot);
-                    assign(b, carry, nc);
-                });
-            }
-        });
-    });
-    b.finish()
-}
-
-/// Steps of a chain kernel whose tile totals are loaded together.
-const CHAIN_BATCH: u32 = 8;
-
-/// Value `k` of `N` floats at `p` (`p + k` for one float, no multiply).
-fn carry_ptr<const N: usize>(
-    b: &mut KernelBuilder,
-    p: GlobalPtr<F32>,
-    k: Reg<U32>,
-) -> GlobalPtr<F32> {
-    if N == 1 {
-        b.offset(p, k)
-    } else {
-        let i = b.mul_lo(k, N as u32);
-        b.offset(p, i)
-    }
-}
-
-fn ld_carry<const N: usize>(b: &mut KernelBuilder, p: GlobalPtr<F32>, k: Reg<U32>) -> Val<N> {
-    let q = carry_ptr::<N>(b, p, k);
-    let v: Vec<Reg<F32>> = (0..N as i32).map(|j| b.ld_global(q, j)).collect();
-    std::array::from_fn(|i| v[i])
+    generate_carry::<1>(FWD_CARRY, sm, &lae_op::<1>, false)
 }
 
 // ---------------------------------------------------------------------------
@@ -608,6 +561,37 @@ fn bwd_smem(b: &mut KernelBuilder) -> BwdSmem {
     }
 }
 
+impl BwdSmem {
+    /// Stage the tile at `start` of the row at `base`: `x` into `xs`
+    /// (padding `−∞`) and, when given, `g` into `gs` (padding `+0`).
+    #[allow(clippy::too_many_arguments)]
+    fn stage(
+        &self,
+        b: &mut KernelBuilder,
+        c: Cta,
+        x: GlobalPtr<F32>,
+        g: Option<GlobalPtr<F32>>,
+        base: Reg<U64>,
+        start: Reg<U32>,
+        t: Reg<U32>,
+    ) {
+        stage(
+            b,
+            c,
+            x,
+            &self.xs,
+            base,
+            start,
+            t,
+            f32::NEG_INFINITY,
+            BWD_BATCH,
+        );
+        if let Some(g) = g {
+            stage(b, c, g, &self.gs, base, start, t, 0.0, BWD_BATCH);
+        }
+    }
+}
+
 /// The forward half of a backward tile (x and g staged): the segment
 /// carry from the pair tree and the carry `cp` (`has`: there is one), then
 /// the per-element walk; returns the segment's affine aggregate.
@@ -666,37 +650,51 @@ pub fn generate_bwd(sm: Sm) -> Result<PtxModule> {
         let it = item_of(b, item, p.flags, p.ntiles, p.ntiles, 0);
         let base = b.mul_wide_u32(it.row, p.t);
         let rowt = b.mul_lo(it.row, p.ntiles);
-        // Pass 1 (row path): the pair carries of tiles 1..n into fcarry.
+        // Pass 1 (row path): the pair carries of tiles 1..n into fcarry,
+        // by the carry tree (step τ: a run's first tile τ ≥ 1 takes its run
+        // prefix, then tile τ < n − 1 chains its total into C_{τ+1}).
+        let l = run_len(b, p.ntiles);
         let many = b.setp(Cmp::Gt, p.ntiles, 1u32);
         let row_path = b.pnot(split);
         let pass1 = b.pand(many, row_path);
         b.if_(pass1, |b| {
             let cp = [b.mov(-f32::MAX), b.mov(0f32)];
             let n1 = b.sub(p.ntiles, 1u32);
-            b.for_range(0u32, n1, 1u32, |b, tau| {
-                let start = b.mul_lo(tau, TILE as u32);
-                stage(
-                    b,
-                    c,
-                    p.x,
-                    &s.xs,
-                    base,
-                    start,
-                    p.t,
-                    f32::NEG_INFINITY,
-                    BWD_BATCH,
-                );
-                b.bar_sync();
-                let agg = bwd_aggregate(b, seg_x);
-                let inc = kogge_stone(b, c, agg, false, &pair_op);
-                let has = b.setp(Cmp::Ne, tau, 0u32);
-                warp_chain(b, c, inc, false, &s.wtf, None, &pair_op, |b, total| {
-                    let nc = pair_op(b, cp, total);
-                    let nc = sel(b, has, nc, total);
-                    assign(b, cp, nc);
+            b.for_range(0u32, p.ntiles, 1u32, |b, tau| {
+                let run = RunPos::new(b, tau, l);
+                b.if_(run.start, |b| {
+                    let load =
+                        |b: &mut KernelBuilder, i: usize| b.ld_shared(seg_x, RUN_AGG + i as i32);
+                    let e = run.prefix(b, c, load, &s.wtf, &s.qsf, &pair_op);
                     let i = b.add(rowt, tau);
-                    let i = b.add(i, 1u32);
-                    st_val_global(b, p.fcarry, i, nc);
+                    let mine = b.setp(Cmp::Eq, c.tid, run.j);
+                    b.if_(mine, |b| st_val_global(b, p.fcarry, i, e));
+                    b.bar_sync();
+                    b.if_(c.t0, |b| {
+                        let v = ld_val_global::<2>(b, p.fcarry, i);
+                        assign(b, cp, v);
+                    });
+                });
+                let tile = b.setp(Cmp::Lt, tau, n1);
+                b.if_(tile, |b| {
+                    let start = b.mul_lo(tau, TILE as u32);
+                    s.stage(b, c, p.x, None, base, start, p.t);
+                    b.bar_sync();
+                    let agg = bwd_aggregate(b, seg_x);
+                    let inc = kogge_stone(b, c, agg, false, &pair_op);
+                    let has = b.setp(Cmp::Ne, tau, 0u32);
+                    warp_chain(b, c, inc, false, &s.wtf, None, &pair_op, |b, total| {
+                        let nc = pair_op(b, cp, total);
+                        let nc = sel(b, has, nc, total);
+                        assign(b, cp, nc);
+                        let i = b.add(rowt, tau);
+                        let i = b.add(i, 1u32);
+                        st_val_global(b, p.fcarry, i, nc);
+                        let gp = run_agg_slot(b, &s.xs, run.j, RUN_AGG);
+                        run.accumulate(b, [gp], total, &pair_op);
+                    });
+                    // Before the next tile's staging overwrites the tile.
+                    b.bar_sync();
                 });
             });
         });
@@ -714,21 +712,27 @@ pub fn generate_bwd(sm: Sm) -> Result<PtxModule> {
             let tau = b.sub(tau, kk);
             let has = b.setp(Cmp::Ne, tau, 0u32);
             let start = b.mul_lo(tau, TILE as u32);
-            stage(
-                b,
-                c,
-                p.x,
-                &s.xs,
-                base,
-                start,
-                p.t,
-                f32::NEG_INFINITY,
-                BWD_BATCH,
-            );
-            stage(b, c, p.g, &s.gs, base, start, p.t, 0.0, BWD_BATCH);
+            s.stage(b, c, p.x, Some(p.g), base, start, p.t);
             // After the barrier: on the row path thread 0 wrote the carry
             // in pass 1, and the other warps must not read it before.
             b.bar_sync();
+            // The reverse carry tree (row path; kk = ρ, the tiles in reverse
+            // order): a run's first tile starts from its run prefix.
+            let run = RunPos::new(b, kk, l);
+            b.if_(run.start, |b| {
+                let load =
+                    |b: &mut KernelBuilder, i: usize| b.ld_shared(seg_x, RUN_AGG_REV + i as i32);
+                let e = run.prefix(b, c, load, &s.wtf, &s.qsf, &affine_op);
+                let mine = b.setp(Cmp::Eq, c.tid, run.j);
+                b.if_(mine, |b| {
+                    let zero = b.mov(0f32);
+                    let z = b.ffma(RN, e[1], zero, e[0]);
+                    b.st_shared_at(&s.zs, 0, z);
+                });
+                b.bar_sync();
+                let v = b.ld_shared_at(&s.zs, 0);
+                b.assign(zc, v);
+            });
             let cp = [b.mov(-f32::MAX), b.mov(0f32)];
             b.if_(has, |b| {
                 let i = b.add(rowt, tau);
@@ -748,6 +752,8 @@ pub fn generate_bwd(sm: Sm) -> Result<PtxModule> {
                 |b, total| {
                     let nz = b.ffma(RN, total[1], zc, total[0]);
                     b.st_shared_at(&s.zs, 0, nz);
+                    let gp = run_agg_slot(b, &s.xs, run.j, RUN_AGG_REV);
+                    run.accumulate(b, [gp], total, &affine_op);
                 },
             );
             let e = exclusive(b, c, inc, true, &s.qsr, &affine_op);
@@ -779,17 +785,7 @@ pub fn generate_bwd_tot(sm: Sm) -> Result<PtxModule> {
         let base = b.mul_wide_u32(it.row, p.t);
         let rowt = b.mul_lo(it.row, p.ntiles);
         let start = b.mul_lo(it.first, TILE as u32);
-        stage(
-            b,
-            c,
-            p.x,
-            &s.xs,
-            base,
-            start,
-            p.t,
-            f32::NEG_INFINITY,
-            BWD_BATCH,
-        );
+        s.stage(b, c, p.x, None, base, start, p.t);
         b.bar_sync();
         let agg = bwd_aggregate(b, seg_x);
         let inc = kogge_stone(b, c, agg, false, &pair_op);
@@ -803,7 +799,7 @@ pub fn generate_bwd_tot(sm: Sm) -> Result<PtxModule> {
 
 /// `lcse_bwd_carry`: the pair carries `C_τ` per row.
 pub fn generate_bwd_carry(sm: Sm) -> Result<PtxModule> {
-    generate_carry::<2>(BWD_CARRY, sm, &pair_op)
+    generate_carry::<2>(BWD_CARRY, sm, &pair_op, false)
 }
 
 /// `lcse_bwd_aff`: the affine maps `(a_τ, b_τ)` of tiles `τ ≥ 1`.
@@ -824,18 +820,7 @@ pub fn generate_bwd_aff(sm: Sm) -> Result<PtxModule> {
         let i = b.add(rowt, it.first);
         let cp = ld_val_global::<2>(b, p.fcarry, i);
         let start = b.mul_lo(it.first, TILE as u32);
-        stage(
-            b,
-            c,
-            p.x,
-            &s.xs,
-            base,
-            start,
-            p.t,
-            f32::NEG_INFINITY,
-            BWD_BATCH,
-        );
-        stage(b, c, p.g, &s.gs, base, start, p.t, 0.0, BWD_BATCH);
+        s.stage(b, c, p.x, Some(p.g), base, start, p.t);
         b.bar_sync();
         let has = b.setp(Cmp::Ne, it.first, 0u32);
         let aff = bwd_forward_half(b, c, &s, seg_x, seg_g, cp, has, false);
@@ -847,46 +832,10 @@ pub fn generate_bwd_aff(sm: Sm) -> Result<PtxModule> {
     b.finish()
 }
 
-/// `lcse_bwd_zcarry`: `Zc_{n−1} = +0`, `Zc_{τ−1} = fma(b_τ, Zc_τ, a_τ)`.
+/// `lcse_bwd_zcarry`: the reverse carries `Zc_τ` per row by the carry
+/// tree over the tile maps in reverse order.
 pub fn generate_bwd_zcarry(sm: Sm) -> Result<PtxModule> {
-    let mut b = chain_builder(BWD_ZCARRY, sm);
-    let p = b.params::<ChainArgs>();
-    b.grid_stride(p.rows, |b, row| {
-        let base = b.mul_lo(row, p.ntiles);
-        let z = b.mov(0f32);
-        let lastt = b.sub(p.ntiles, 1u32);
-        let li = b.add(base, lastt);
-        let zp = b.offset(p.carry, li);
-        b.st_global(zp, 0, z);
-        // CHAIN_BATCH steps a trip, their maps loaded first (as in
-        // `generate_carry`).
-        b.for_range(0u32, lastt, CHAIN_BATCH, |b, kk0| {
-            let steps: Vec<_> = (0..CHAIN_BATCH)
-                .map(|k| {
-                    let kk = b.add(kk0, k);
-                    let ok = b.setp(Cmp::Lt, kk, lastt);
-                    let tau = b.sub(lastt, kk);
-                    let i = b.add(base, tau);
-                    let am = [b.mov(0f32), b.mov(0f32)];
-                    b.guarded(ok, |b| {
-                        let v = ld_val_global::<2>(b, p.tot, i);
-                        assign(b, am, v);
-                    });
-                    (ok, i, am)
-                })
-                .collect();
-            for (ok, i, [a, m]) in steps {
-                b.if_(ok, |b| {
-                    let nz = b.ffma(RN, m, z, a);
-                    b.assign(z, nz);
-                    let j = b.sub(i, 1u32);
-                    let zp = b.offset(p.carry, j);
-                    b.st_global(zp, 0, z);
-                });
-            }
-        });
-    });
-    b.finish()
+    generate_carry::<2>(BWD_ZCARRY, sm, &affine_op, true)
 }
 
 /// Every kernel of the family for `sm`.
