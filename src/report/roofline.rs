@@ -45,8 +45,11 @@
 //!   `ceil(CTAs / SMs)` CTAs' share of the work; latency time (kernels whose threads run one dependent chain)
 //!   = warp-instructions of that SM × the mix's dependent-issue latency
 //!   / the warps of the launch the SM holds (the occupancy the kernel
-//!   gets); modeled time = max(memory, issue, latency). Launch overhead,
-//!   barrier waits and cache behaviour are not modelled.
+//!   gets); L2 time = the kernel's global memory accesses in bytes (the
+//!   simulator's, [`l2`], extrapolated like the instructions) / the L2
+//!   bandwidth a kernel reaches ([`speed::L2_FRACTION`] of the card's);
+//!   modeled time = max(memory, L2, issue, latency). Launch overhead,
+//!   barrier waits and L1 behaviour are not modelled.
 //! * **Share of the roof**: for a memory-roof problem, essential bytes /
 //!   bandwidth over the modeled time; for an FP32-roof problem (the score
 //!   GEMM, block-ELL), its useful FP32 instructions (2 per separately
@@ -59,6 +62,7 @@
 
 mod fit;
 mod goals;
+pub mod l2;
 pub mod problems;
 pub mod record;
 pub mod regions;
@@ -283,6 +287,9 @@ pub struct KernelRow {
     pub ctas: u64,
     /// DRAM bytes (the problem description's count).
     pub bytes: f64,
+    /// L2 bytes: the simulator's global memory accesses ([`l2`]),
+    /// extrapolated like the instruction counts.
+    pub l2_bytes: f64,
     /// Extrapolated dynamic PTX instructions (thread-instructions).
     pub ptx: f64,
     /// Extrapolated FP32 math instructions.
@@ -294,6 +301,9 @@ pub struct KernelRow {
     /// Memory time in seconds: `bytes` / the streaming bandwidth
     /// ([`speed::STREAM_FRACTION`] of the card's).
     pub mem_s: f64,
+    /// L2 time in seconds: `l2_bytes` / the L2 bandwidth a kernel reaches
+    /// ([`speed::L2_FRACTION`] of the card's, [`speed::l2_s`]).
+    pub l2_s: f64,
     /// Issue time in seconds (module docs, *Times*); `None` without SASS.
     pub issue_s: Option<f64>,
     /// What bounds the issue time; `None` without SASS.
@@ -312,24 +322,32 @@ impl KernelRow {
         self.ratio.map(|r| self.ptx * r.ratio)
     }
 
-    /// max(memory, issue, latency); `None` without SASS.
+    /// max(memory, L2, issue, latency); `None` without SASS.
     pub fn model_s(&self) -> Option<f64> {
-        self.issue_s
-            .map(|i| i.max(self.mem_s).max(self.latency_s.unwrap_or(0.0)))
+        self.issue_s.map(|i| {
+            i.max(self.mem_s)
+                .max(self.l2_s)
+                .max(self.latency_s.unwrap_or(0.0))
+        })
     }
 
-    /// The term that sets the modeled time: `memory`, `latency`, or the
-    /// issue limit (`dispatch`, a pipe).
+    /// The term that sets the modeled time: `memory`, `L2`, `latency`, or
+    /// the issue limit (`dispatch`, a pipe); on a tie the earlier of
+    /// memory, issue, L2 and latency.
     pub fn bound(&self) -> Option<String> {
         let i = self.issue_s?;
         let l = self.latency_s.unwrap_or(0.0);
-        Some(if self.mem_s >= i && self.mem_s >= l {
-            "memory".into()
-        } else if l > i {
-            "latency".into()
-        } else {
-            self.limit.map_or("issue".into(), |l| l.to_string())
-        })
+        Some(
+            if self.mem_s >= i && self.mem_s >= l && self.mem_s >= self.l2_s {
+                "memory".into()
+            } else if self.l2_s > i && self.l2_s > l {
+                "L2".into()
+            } else if l > i {
+                "latency".into()
+            } else {
+                self.limit.map_or("issue".into(), |l| l.to_string())
+            },
+        )
     }
 }
 
@@ -479,11 +497,13 @@ fn evaluate(
             launches: 1,
             ctas: l.ctas(),
             bytes,
+            l2_bytes: counts[name].l2,
             ptx,
             fp32,
             ratio: ratios[name],
             threads: bx * by * bz,
             mem_s: bytes / (gpu.bytes_per_s() * speed::STREAM_FRACTION),
+            l2_s: speed::l2_s(gpu, counts[name].l2),
             issue_s: None,
             limit: None,
             latency_s: None,
@@ -715,5 +735,54 @@ impl Roofline {
     /// The rows of the card called `name`.
     pub fn gpu(&self, name: &str) -> Option<&GpuRows> {
         self.gpus.iter().find(|g| g.gpu.name == name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(mem_s: f64, l2_s: f64, issue_s: f64, latency_s: Option<f64>) -> KernelRow {
+        KernelRow {
+            kernel: "k".into(),
+            launches: 1,
+            ctas: 1,
+            bytes: 0.0,
+            l2_bytes: 0.0,
+            ptx: 0.0,
+            fp32: 0.0,
+            ratio: None,
+            threads: 32,
+            mem_s,
+            l2_s,
+            issue_s: Some(issue_s),
+            limit: Some(IssueLimit::Dispatch),
+            latency_s,
+            occupancy: None,
+        }
+    }
+
+    /// The L2 term enters the modeled time and names the bound when it
+    /// is the largest; memory wins a tie, as before the term existed.
+    #[test]
+    fn l2_term_sets_the_time_when_largest() {
+        let k = row(1.0, 3.0, 2.0, Some(2.5));
+        assert_eq!(k.model_s(), Some(3.0));
+        assert_eq!(k.bound().as_deref(), Some("L2"));
+        let k = row(3.0, 3.0, 2.0, None);
+        assert_eq!(k.model_s(), Some(3.0));
+        assert_eq!(k.bound().as_deref(), Some("memory"));
+        let k = row(1.0, 2.0, 3.0, None);
+        assert_eq!(k.model_s(), Some(3.0));
+        assert_eq!(k.bound().as_deref(), Some("dispatch"));
+        let k = row(1.0, 2.0, 1.5, Some(4.0));
+        assert_eq!(k.model_s(), Some(4.0));
+        assert_eq!(k.bound().as_deref(), Some("latency"));
+        // No SASS, no modeled time.
+        let k = KernelRow {
+            issue_s: None,
+            ..row(1.0, 2.0, 0.0, None)
+        };
+        assert_eq!(k.model_s(), None);
     }
 }

@@ -16,6 +16,8 @@ use super::record::{Launch, Recorder};
 struct Counts {
     ptx: f64,
     fp32: f64,
+    /// L2 bytes ([`super::l2`]).
+    l2: f64,
     /// Per region ([`super::regions`]); empty when the launches' regions differ.
     regions: Vec<f64>,
     /// Whether the launches ran one module.
@@ -37,6 +39,7 @@ fn by_kernel(log: &[Launch]) -> BTreeMap<String, Counts> {
         });
         c.ptx += l.ptx as f64;
         c.fp32 += l.fp32 as f64;
+        c.l2 += l.l2 as f64;
         c.one_module &= first.module.ptx == l.module.ptx;
         if c.one_module && c.regions.len() == l.regions.len() {
             for (a, &v) in c.regions.iter_mut().zip(&l.regions) {
@@ -117,6 +120,8 @@ pub struct Fit {
     pub ptx: Vec<f64>,
     /// Coefficients of the FP32 math count, laid out as `ptx`.
     pub fp32: Vec<f64>,
+    /// Coefficients of the L2 bytes ([`super::l2`]), laid out as `ptx`.
+    pub l2: Vec<f64>,
     /// Coefficients of each region's dynamic PTX count ([`super::regions`]),
     /// laid out as `ptx`; empty when the samples ran several modules of
     /// the entry.
@@ -128,6 +133,11 @@ impl Fit {
     /// launched (ignored when the fit has no thread term).
     pub fn at(&self, b: &[f64], threads: f64) -> (f64, f64) {
         (dot(&self.ptx, b, threads), dot(&self.fp32, b, threads))
+    }
+
+    /// L2 bytes at basis values `b` with `threads` launched.
+    pub fn l2_at(&self, b: &[f64], threads: f64) -> f64 {
+        dot(&self.l2, b, threads)
     }
 
     /// Each region's dynamic PTX count at basis values `b` with `threads`
@@ -234,6 +244,7 @@ pub fn fit(p: &Problem, sm: Sm, sms: u32) -> Result<(BTreeMap<String, Fit>, Vec<
             Fit {
                 ptx: solve_for(&|c| c.ptx)?,
                 fp32: solve_for(&|c| c.fp32)?,
+                l2: solve_for(&|c| c.l2)?,
                 regions,
             },
         );
@@ -305,6 +316,8 @@ pub fn check_traffic(p: &Problem, sm: Sm, sms: u32) -> Result<Vec<Launch>> {
 pub(super) struct Extrapolated {
     pub(super) ptx: f64,
     pub(super) fp32: f64,
+    /// L2 bytes ([`super::l2`]).
+    pub(super) l2: f64,
     /// Per region ([`super::regions`]); empty when not fitted.
     pub(super) regions: Vec<f64>,
 }
@@ -338,6 +351,7 @@ pub(super) fn extrapolate(
             Extrapolated {
                 ptx,
                 fp32,
+                l2: fits[name].l2_at(&b, t),
                 regions: fits[name].regions_at(&b, t),
             },
         );
