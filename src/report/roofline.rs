@@ -545,10 +545,13 @@ fn evaluate(
 
 /// Build the model of every problem on every card. `sass` holds the
 /// tuning report's SASS summaries; modules it lacks are assembled and
-/// disassembled here. Two worker threads, one job per problem and SM: the
-/// samples are simulated once per SM (grids sized for the first card with
-/// that SM; the samples are small enough that no grid cap binds), the
-/// full-size launches recorded for each card.
+/// disassembled here. Two worker threads, one job per problem (its SMs in
+/// turn): the samples are simulated once per SM (grids sized for the first
+/// card with that SM; the samples are small enough that no grid cap
+/// binds), and not at all on an SM whose sample runs launch the same
+/// modules, but for their target lines, with the same grids as an SM done
+/// before (their counts are reused: `fit.rs`, `SampleMemo`); the full-size
+/// launches are recorded for each card.
 pub fn generate(tools: &NvTools, sass: &SassCache) -> Result<Roofline> {
     generate_with_progress(tools, sass, &|_| {})
 }
@@ -564,12 +567,10 @@ pub fn generate_with_progress(
     let mut sms_of: Vec<Sm> = GPUS.iter().map(|g| g.sm).collect();
     sms_of.sort_unstable();
     sms_of.dedup();
-    let jobs: Vec<(usize, Sm)> = (0..problems.len())
-        .flat_map(|p| sms_of.iter().map(move |&sm| (p, sm)))
-        .collect();
+    let units = problems.len() * sms_of.len();
     progress(super::Progress::Phase {
         name: "roofline problem × SM",
-        units: jobs.len(),
+        units,
     });
     let next = std::sync::atomic::AtomicUsize::new(0);
     let cache = Mutex::new(sass.clone());
@@ -580,51 +581,61 @@ pub fn generate_with_progress(
         BTreeMap<String, Option<Ratio>>,
     )>;
     let times = std::env::var_os("PTXSMITH_ROOFLINE_TIMES").is_some();
+    // One job per problem, its SMs in turn: a sample run whose modules
+    // (but for their target lines) and grids another SM already ran is
+    // not simulated again (`fit::SampleMemo`).
+    let one = |p: &Problem, sm: Sm, memo: &mut fit::SampleMemo| -> Result<Done> {
+        let cards: Vec<&Gpu> = GPUS.iter().filter(|g| g.sm == sm).collect();
+        if !p.runs_on(sm) {
+            return Ok(cards.iter().map(|_| Default::default()).collect());
+        }
+        let (fits, sampled) = fit::fit_memo(p, sm, cards[0].sms, memo)?;
+        let mut done = Vec::new();
+        for g in cards {
+            let full = check_traffic(p, sm, g.sms)?;
+            let counts = extrapolate(p, sm, g.sms, &fits, &sampled, &full)?;
+            let mut ratios = BTreeMap::new();
+            for l in &full {
+                if ratios.contains_key(&l.module.kernel) {
+                    continue;
+                }
+                let r = if sm == Sm::Sm70 {
+                    None
+                } else {
+                    let sum = summary(tools, &cache, &l.module)?;
+                    let c = &counts[&l.module.kernel].regions;
+                    Some(weighted_ratio(&l.module, &sum, c)?)
+                };
+                ratios.insert(l.module.kernel.clone(), r);
+            }
+            done.push((full, counts, ratios));
+        }
+        Ok(done)
+    };
     let results: Vec<((usize, Sm), Result<Done>)> = std::thread::scope(|s| {
         let workers: Vec<_> = (0..2)
             .map(|_| {
                 s.spawn(|| {
                     let mut out = Vec::new();
                     loop {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some(&(pi, sm)) = jobs.get(i) else { break };
-                        let p = &problems[pi];
-                        let t0 = std::time::Instant::now();
-                        let r = (|| -> Result<Done> {
-                            let cards: Vec<&Gpu> = GPUS.iter().filter(|g| g.sm == sm).collect();
-                            if !p.runs_on(sm) {
-                                return Ok(cards.iter().map(|_| Default::default()).collect());
+                        let pi = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(p) = problems.get(pi) else { break };
+                        let mut memo = fit::SampleMemo::default();
+                        for &sm in &sms_of {
+                            let t0 = std::time::Instant::now();
+                            let r = one(p, sm, &mut memo);
+                            if times {
+                                eprintln!(
+                                    "{:>7.2} s  {sm}: {}",
+                                    t0.elapsed().as_secs_f64(),
+                                    p.name
+                                );
                             }
-                            let (fits, sampled) = fit(p, sm, cards[0].sms)?;
-                            let mut done = Vec::new();
-                            for g in cards {
-                                let full = check_traffic(p, sm, g.sms)?;
-                                let counts = extrapolate(p, sm, g.sms, &fits, &sampled, &full)?;
-                                let mut ratios = BTreeMap::new();
-                                for l in &full {
-                                    if ratios.contains_key(&l.module.kernel) {
-                                        continue;
-                                    }
-                                    let r = if sm == Sm::Sm70 {
-                                        None
-                                    } else {
-                                        let sum = summary(tools, &cache, &l.module)?;
-                                        let c = &counts[&l.module.kernel].regions;
-                                        Some(weighted_ratio(&l.module, &sum, c)?)
-                                    };
-                                    ratios.insert(l.module.kernel.clone(), r);
-                                }
-                                done.push((full, counts, ratios));
-                            }
-                            Ok(done)
-                        })();
-                        if times {
-                            eprintln!("{:>7.2} s  {sm}: {}", t0.elapsed().as_secs_f64(), p.name);
+                            progress(super::Progress::Done {
+                                what: &format!("{} {sm}", p.name),
+                            });
+                            out.push(((pi, sm), r));
                         }
-                        progress(super::Progress::Done {
-                            what: &format!("{} {sm}", p.name),
-                        });
-                        out.push(((pi, sm), r));
                     }
                     out
                 })

@@ -35,6 +35,8 @@ pub struct Launch {
     /// Bytes of its global memory accesses, the L2 traffic
     /// ([`super::l2`]); 0 in a dry run.
     pub l2: u64,
+    /// Its arguments (a dry run's pointers are the dry allocator's).
+    pub args: Vec<ArgValue>,
 }
 
 impl Launch {
@@ -229,6 +231,7 @@ impl Executor for Recorder {
             fp32,
             regions,
             l2,
+            args: args.to_vec(),
         });
         Ok(())
     }
