@@ -28,6 +28,31 @@
 //! says which figure was taken. The pages the figures were checked against
 //! were found with the project's search tool (third-party pages quoting the
 //! vendor's tables are named next to the vendor document).
+//!
+//! **L2.** Where each card's L2 figures ([`Gpu::l2_bytes_per_clk`],
+//! [`Gpu::l2_mb`]) come from:
+//! * **Sourced.** A100: 5 120 bytes a clock, 40 MB (NVIDIA, "NVIDIA A100
+//!   Tensor Core GPU Architecture" whitepaper, L2 section: 5 120 B/clk
+//!   against the V100's 2 048); V100: 2 048 B/clk, 6 MB (the same
+//!   comparison, and the V100 whitepaper's 6 MB). The table of L2
+//!   bandwidths in Ultrasonics Sonochemistry 99 (2023) 106546, table 3
+//!   (pmc.ncbi.nlm.nih.gov/articles/PMC10448217), gives V100
+//!   3 133, A100 7 219 and H100 8 986 GB/s, i.e. 2 048, 5 120 and 5 120 B/clk
+//!   at 1 530, 1 410 and 1 755 MHz: the Hopper cards take 5 120 B/clk and
+//!   the 50 MB of the H100 whitepaper (Chips and Cheese, "Nvidia's H100:
+//!   Funny L2, and Tons of Bandwidth", 2023: 50 MB enabled of the die's
+//!   60), the H200 and the NVL parts the same die's figures.
+//! * **Estimates** (no source found that gives the card's L2 bandwidth):
+//!   the nearest sourced architecture's bytes per clock per SM times the
+//!   card's SMs: T4 (Turing) the V100's 25.6 (2 048 / 80); A10 and RTX 3090
+//!   (GA102) the A100's 47.4 (5 120 / 108); L40S (Ada), B200 and RTX 5090
+//!   (Blackwell) the full GH100's 35.6 (5 120 / 144). Capacities: T4 4 MB
+//!   (TU104), A10 and RTX 3090 6 MB (GA102 whitepaper), L40S 96 MB (the
+//!   L40's AD102 configuration, 142 SMs), RTX 5090 96 MB (RTX Blackwell
+//!   whitepaper), B200 126 MB (estimate: two dies of 63 MB).
+//!
+//! The model's L2 term reaches [`crate::report::roofline::speed::L2_FRACTION`]
+//! of these figures.
 
 use crate::target::Sm;
 
@@ -55,6 +80,14 @@ pub struct Gpu {
     pub issue_lanes_per_sm: u32,
     /// DRAM bandwidth in GB/s (10⁹ bytes per second).
     pub mem_gbps: f64,
+    /// L2 bandwidth in bytes per clock (the whole card's L2 slices
+    /// together, at the boost clock; [`Gpu::l2_bytes_per_s`]). Sourced
+    /// per card where a vendor document or a microbenchmark paper gives it,
+    /// else an estimate from the nearest sourced architecture's bytes per
+    /// clock per SM (module docs, *L2*).
+    pub l2_bytes_per_clk: f64,
+    /// L2 capacity in MB (10⁶ bytes).
+    pub l2_mb: f64,
 }
 
 impl Gpu {
@@ -77,6 +110,11 @@ impl Gpu {
     /// DRAM bytes per second.
     pub fn bytes_per_s(&self) -> f64 {
         self.mem_gbps * 1e9
+    }
+
+    /// L2 bytes per second: [`Gpu::l2_bytes_per_clk`] at the boost clock.
+    pub fn l2_bytes_per_s(&self) -> f64 {
+        self.l2_bytes_per_clk * self.boost_mhz * 1e6
     }
 
     /// Whether a device the driver names `device` with `sms` SMs is this
@@ -150,6 +188,8 @@ pub const H100_SXM: Gpu = Gpu {
     fp32_lanes_per_sm: 128,
     issue_lanes_per_sm: 128,
     mem_gbps: 3350.0,
+    l2_bytes_per_clk: 5120.0,
+    l2_mb: 50.0,
 };
 
 /// NVIDIA H200 SXM 141 GB (sm_90): the GH100 of the H100 SXM with HBM3e.
@@ -167,6 +207,8 @@ pub const H200: Gpu = Gpu {
     fp32_lanes_per_sm: 128,
     issue_lanes_per_sm: 128,
     mem_gbps: 4800.0,
+    l2_bytes_per_clk: 5120.0,
+    l2_mb: 50.0,
 };
 
 /// NVIDIA H100 NVL 94 GB (sm_90): the GH100 with the SXM part's 132 SMs
@@ -186,6 +228,8 @@ pub const H100_NVL: Gpu = Gpu {
     fp32_lanes_per_sm: 128,
     issue_lanes_per_sm: 128,
     mem_gbps: 3900.0,
+    l2_bytes_per_clk: 5120.0,
+    l2_mb: 50.0,
 };
 
 /// NVIDIA H200 NVL 141 GB (sm_90): the H200's HBM3e on the H100 NVL's
@@ -204,6 +248,8 @@ pub const H200_NVL: Gpu = Gpu {
     fp32_lanes_per_sm: 128,
     issue_lanes_per_sm: 128,
     mem_gbps: 4800.0,
+    l2_bytes_per_clk: 5120.0,
+    l2_mb: 50.0,
 };
 
 /// NVIDIA A100 SXM4 80 GB (sm_80).
@@ -225,6 +271,8 @@ pub const A100_SXM_80: Gpu = Gpu {
     fp32_lanes_per_sm: 64,
     issue_lanes_per_sm: 128,
     mem_gbps: 2039.0,
+    l2_bytes_per_clk: 5120.0,
+    l2_mb: 40.0,
 };
 
 /// NVIDIA L40S (sm_89).
@@ -242,6 +290,8 @@ pub const L40S: Gpu = Gpu {
     fp32_lanes_per_sm: 128,
     issue_lanes_per_sm: 128,
     mem_gbps: 864.0,
+    l2_bytes_per_clk: 5049.0,
+    l2_mb: 96.0,
 };
 
 /// NVIDIA B200 in HGX B200 (sm_100a: ptxsmith picks the arch-specific
@@ -270,6 +320,8 @@ pub const B200: Gpu = Gpu {
     fp32_lanes_per_sm: 128,
     issue_lanes_per_sm: 128,
     mem_gbps: 7700.0,
+    l2_bytes_per_clk: 5262.0,
+    l2_mb: 126.0,
 };
 
 /// NVIDIA GeForce RTX 5090 (sm_120a, the arch-specific target of compute
@@ -291,6 +343,8 @@ pub const RTX_5090: Gpu = Gpu {
     fp32_lanes_per_sm: 128,
     issue_lanes_per_sm: 128,
     mem_gbps: 1792.0,
+    l2_bytes_per_clk: 6044.0,
+    l2_mb: 96.0,
 };
 
 /// NVIDIA Tesla V100 SXM2 (sm_70: no SASS figures, see the report).
@@ -310,6 +364,8 @@ pub const V100_SXM2: Gpu = Gpu {
     fp32_lanes_per_sm: 64,
     issue_lanes_per_sm: 128,
     mem_gbps: 900.0,
+    l2_bytes_per_clk: 2048.0,
+    l2_mb: 6.0,
 };
 
 /// NVIDIA T4 (sm_75).
@@ -328,6 +384,8 @@ pub const T4: Gpu = Gpu {
     fp32_lanes_per_sm: 64,
     issue_lanes_per_sm: 128,
     mem_gbps: 320.0,
+    l2_bytes_per_clk: 1024.0,
+    l2_mb: 4.0,
 };
 
 /// NVIDIA A10 (sm_86).
@@ -346,6 +404,8 @@ pub const A10: Gpu = Gpu {
     fp32_lanes_per_sm: 128,
     issue_lanes_per_sm: 128,
     mem_gbps: 600.0,
+    l2_bytes_per_clk: 3413.0,
+    l2_mb: 6.0,
 };
 
 /// NVIDIA GeForce RTX 3090 (sm_86).
@@ -365,6 +425,8 @@ pub const RTX_3090: Gpu = Gpu {
     fp32_lanes_per_sm: 128,
     issue_lanes_per_sm: 128,
     mem_gbps: 936.0,
+    l2_bytes_per_clk: 3887.0,
+    l2_mb: 6.0,
 };
 
 #[cfg(test)]
@@ -418,6 +480,16 @@ mod tests {
         assert!(!H100_SXM.matches("NVIDIA H100 NVL", 132));
         assert!(!H200.matches("NVIDIA H200 NVL", 132));
         assert!(!H100_NVL.matches("NVIDIA H100 80GB HBM3", 132));
+        // L2: faster than DRAM on every card, and large enough for the
+        // data the problem descriptions count once (the HMM's 256 KiB
+        // transition matrix, the score tiles); the sourced figures.
+        for g in GPUS {
+            assert!(g.l2_bytes_per_s() > g.bytes_per_s(), "{}", g.name);
+            assert!(g.l2_mb >= 4.0, "{}", g.name);
+        }
+        assert!((A100_SXM_80.l2_bytes_per_s() / 1e9 - 7219.2).abs() < 0.1);
+        assert!((V100_SXM2.l2_bytes_per_s() / 1e9 - 3133.4).abs() < 0.1);
+        assert!((H200.l2_bytes_per_s() / 1e12 - 10.1376).abs() < 1e-4);
         // H100: 132 × 128 × 1.98 GHz = 33.45 T separate-rounding FLOP/s.
         assert!((H100_SXM.fp32_instr_per_s() / 1e12 - 33.454).abs() < 0.01);
     }

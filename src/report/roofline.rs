@@ -45,8 +45,11 @@
 //!   `ceil(CTAs / SMs)` CTAs' share of the work; latency time (kernels whose threads run one dependent chain)
 //!   = warp-instructions of that SM × the mix's dependent-issue latency
 //!   / the warps of the launch the SM holds (the occupancy the kernel
-//!   gets); modeled time = max(memory, issue, latency). Launch overhead,
-//!   barrier waits and cache behaviour are not modelled.
+//!   gets); L2 time = the kernel's global memory accesses in bytes (the
+//!   simulator's, [`l2`], extrapolated like the instructions) / the L2
+//!   bandwidth a kernel reaches ([`speed::L2_FRACTION`] of the card's);
+//!   modeled time = max(memory, L2, issue, latency). Launch overhead,
+//!   barrier waits and L1 behaviour are not modelled.
 //! * **Share of the roof**: for a memory-roof problem, essential bytes /
 //!   bandwidth over the modeled time; for an FP32-roof problem (the score
 //!   GEMM, block-ELL), its useful FP32 instructions (2 per separately
@@ -59,6 +62,7 @@
 
 mod fit;
 mod goals;
+pub mod l2;
 pub mod problems;
 pub mod record;
 pub mod regions;
@@ -283,6 +287,9 @@ pub struct KernelRow {
     pub ctas: u64,
     /// DRAM bytes (the problem description's count).
     pub bytes: f64,
+    /// L2 bytes: the simulator's global memory accesses ([`l2`]),
+    /// extrapolated like the instruction counts.
+    pub l2_bytes: f64,
     /// Extrapolated dynamic PTX instructions (thread-instructions).
     pub ptx: f64,
     /// Extrapolated FP32 math instructions.
@@ -294,6 +301,9 @@ pub struct KernelRow {
     /// Memory time in seconds: `bytes` / the streaming bandwidth
     /// ([`speed::STREAM_FRACTION`] of the card's).
     pub mem_s: f64,
+    /// L2 time in seconds: `l2_bytes` / the L2 bandwidth a kernel reaches
+    /// ([`speed::L2_FRACTION`] of the card's, [`speed::l2_s`]).
+    pub l2_s: f64,
     /// Issue time in seconds (module docs, *Times*); `None` without SASS.
     pub issue_s: Option<f64>,
     /// What bounds the issue time; `None` without SASS.
@@ -312,24 +322,32 @@ impl KernelRow {
         self.ratio.map(|r| self.ptx * r.ratio)
     }
 
-    /// max(memory, issue, latency); `None` without SASS.
+    /// max(memory, L2, issue, latency); `None` without SASS.
     pub fn model_s(&self) -> Option<f64> {
-        self.issue_s
-            .map(|i| i.max(self.mem_s).max(self.latency_s.unwrap_or(0.0)))
+        self.issue_s.map(|i| {
+            i.max(self.mem_s)
+                .max(self.l2_s)
+                .max(self.latency_s.unwrap_or(0.0))
+        })
     }
 
-    /// The term that sets the modeled time: `memory`, `latency`, or the
-    /// issue limit (`dispatch`, a pipe).
+    /// The term that sets the modeled time: `memory`, `L2`, `latency`, or
+    /// the issue limit (`dispatch`, a pipe); on a tie the earlier of
+    /// memory, issue, L2 and latency.
     pub fn bound(&self) -> Option<String> {
         let i = self.issue_s?;
         let l = self.latency_s.unwrap_or(0.0);
-        Some(if self.mem_s >= i && self.mem_s >= l {
-            "memory".into()
-        } else if l > i {
-            "latency".into()
-        } else {
-            self.limit.map_or("issue".into(), |l| l.to_string())
-        })
+        Some(
+            if self.mem_s >= i && self.mem_s >= l && self.mem_s >= self.l2_s {
+                "memory".into()
+            } else if self.l2_s > i && self.l2_s > l {
+                "L2".into()
+            } else if l > i {
+                "latency".into()
+            } else {
+                self.limit.map_or("issue".into(), |l| l.to_string())
+            },
+        )
     }
 }
 
@@ -479,11 +497,13 @@ fn evaluate(
             launches: 1,
             ctas: l.ctas(),
             bytes,
+            l2_bytes: counts[name].l2,
             ptx,
             fp32,
             ratio: ratios[name],
             threads: bx * by * bz,
             mem_s: bytes / (gpu.bytes_per_s() * speed::STREAM_FRACTION),
+            l2_s: speed::l2_s(gpu, counts[name].l2),
             issue_s: None,
             limit: None,
             latency_s: None,
@@ -525,10 +545,13 @@ fn evaluate(
 
 /// Build the model of every problem on every card. `sass` holds the
 /// tuning report's SASS summaries; modules it lacks are assembled and
-/// disassembled here. Two worker threads, one job per problem and SM: the
-/// samples are simulated once per SM (grids sized for the first card with
-/// that SM; the samples are small enough that no grid cap binds), the
-/// full-size launches recorded for each card.
+/// disassembled here. Two worker threads, one job per problem (its SMs in
+/// turn): the samples are simulated once per SM (grids sized for the first
+/// card with that SM; the samples are small enough that no grid cap
+/// binds), and not at all on an SM whose sample runs launch the same
+/// modules, but for their target lines, with the same grids as an SM done
+/// before (their counts are reused: `fit.rs`, `SampleMemo`); the full-size
+/// launches are recorded for each card.
 pub fn generate(tools: &NvTools, sass: &SassCache) -> Result<Roofline> {
     generate_with_progress(tools, sass, &|_| {})
 }
@@ -544,12 +567,10 @@ pub fn generate_with_progress(
     let mut sms_of: Vec<Sm> = GPUS.iter().map(|g| g.sm).collect();
     sms_of.sort_unstable();
     sms_of.dedup();
-    let jobs: Vec<(usize, Sm)> = (0..problems.len())
-        .flat_map(|p| sms_of.iter().map(move |&sm| (p, sm)))
-        .collect();
+    let units = problems.len() * sms_of.len();
     progress(super::Progress::Phase {
         name: "roofline problem × SM",
-        units: jobs.len(),
+        units,
     });
     let next = std::sync::atomic::AtomicUsize::new(0);
     let cache = Mutex::new(sass.clone());
@@ -560,51 +581,61 @@ pub fn generate_with_progress(
         BTreeMap<String, Option<Ratio>>,
     )>;
     let times = std::env::var_os("PTXSMITH_ROOFLINE_TIMES").is_some();
+    // One job per problem, its SMs in turn: a sample run whose modules
+    // (but for their target lines) and grids another SM already ran is
+    // not simulated again (`fit::SampleMemo`).
+    let one = |p: &Problem, sm: Sm, memo: &mut fit::SampleMemo| -> Result<Done> {
+        let cards: Vec<&Gpu> = GPUS.iter().filter(|g| g.sm == sm).collect();
+        if !p.runs_on(sm) {
+            return Ok(cards.iter().map(|_| Default::default()).collect());
+        }
+        let (fits, sampled) = fit::fit_memo(p, sm, cards[0].sms, memo)?;
+        let mut done = Vec::new();
+        for g in cards {
+            let full = check_traffic(p, sm, g.sms)?;
+            let counts = extrapolate(p, sm, g.sms, &fits, &sampled, &full)?;
+            let mut ratios = BTreeMap::new();
+            for l in &full {
+                if ratios.contains_key(&l.module.kernel) {
+                    continue;
+                }
+                let r = if sm == Sm::Sm70 {
+                    None
+                } else {
+                    let sum = summary(tools, &cache, &l.module)?;
+                    let c = &counts[&l.module.kernel].regions;
+                    Some(weighted_ratio(&l.module, &sum, c)?)
+                };
+                ratios.insert(l.module.kernel.clone(), r);
+            }
+            done.push((full, counts, ratios));
+        }
+        Ok(done)
+    };
     let results: Vec<((usize, Sm), Result<Done>)> = std::thread::scope(|s| {
         let workers: Vec<_> = (0..2)
             .map(|_| {
                 s.spawn(|| {
                     let mut out = Vec::new();
                     loop {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some(&(pi, sm)) = jobs.get(i) else { break };
-                        let p = &problems[pi];
-                        let t0 = std::time::Instant::now();
-                        let r = (|| -> Result<Done> {
-                            let cards: Vec<&Gpu> = GPUS.iter().filter(|g| g.sm == sm).collect();
-                            if !p.runs_on(sm) {
-                                return Ok(cards.iter().map(|_| Default::default()).collect());
+                        let pi = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(p) = problems.get(pi) else { break };
+                        let mut memo = fit::SampleMemo::default();
+                        for &sm in &sms_of {
+                            let t0 = std::time::Instant::now();
+                            let r = one(p, sm, &mut memo);
+                            if times {
+                                eprintln!(
+                                    "{:>7.2} s  {sm}: {}",
+                                    t0.elapsed().as_secs_f64(),
+                                    p.name
+                                );
                             }
-                            let (fits, sampled) = fit(p, sm, cards[0].sms)?;
-                            let mut done = Vec::new();
-                            for g in cards {
-                                let full = check_traffic(p, sm, g.sms)?;
-                                let counts = extrapolate(p, sm, g.sms, &fits, &sampled, &full)?;
-                                let mut ratios = BTreeMap::new();
-                                for l in &full {
-                                    if ratios.contains_key(&l.module.kernel) {
-                                        continue;
-                                    }
-                                    let r = if sm == Sm::Sm70 {
-                                        None
-                                    } else {
-                                        let sum = summary(tools, &cache, &l.module)?;
-                                        let c = &counts[&l.module.kernel].regions;
-                                        Some(weighted_ratio(&l.module, &sum, c)?)
-                                    };
-                                    ratios.insert(l.module.kernel.clone(), r);
-                                }
-                                done.push((full, counts, ratios));
-                            }
-                            Ok(done)
-                        })();
-                        if times {
-                            eprintln!("{:>7.2} s  {sm}: {}", t0.elapsed().as_secs_f64(), p.name);
+                            progress(super::Progress::Done {
+                                what: &format!("{} {sm}", p.name),
+                            });
+                            out.push(((pi, sm), r));
                         }
-                        progress(super::Progress::Done {
-                            what: &format!("{} {sm}", p.name),
-                        });
-                        out.push(((pi, sm), r));
                     }
                     out
                 })
@@ -715,5 +746,54 @@ impl Roofline {
     /// The rows of the card called `name`.
     pub fn gpu(&self, name: &str) -> Option<&GpuRows> {
         self.gpus.iter().find(|g| g.gpu.name == name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(mem_s: f64, l2_s: f64, issue_s: f64, latency_s: Option<f64>) -> KernelRow {
+        KernelRow {
+            kernel: "k".into(),
+            launches: 1,
+            ctas: 1,
+            bytes: 0.0,
+            l2_bytes: 0.0,
+            ptx: 0.0,
+            fp32: 0.0,
+            ratio: None,
+            threads: 32,
+            mem_s,
+            l2_s,
+            issue_s: Some(issue_s),
+            limit: Some(IssueLimit::Dispatch),
+            latency_s,
+            occupancy: None,
+        }
+    }
+
+    /// The L2 term enters the modeled time and names the bound when it
+    /// is the largest; memory wins a tie, as before the term existed.
+    #[test]
+    fn l2_term_sets_the_time_when_largest() {
+        let k = row(1.0, 3.0, 2.0, Some(2.5));
+        assert_eq!(k.model_s(), Some(3.0));
+        assert_eq!(k.bound().as_deref(), Some("L2"));
+        let k = row(3.0, 3.0, 2.0, None);
+        assert_eq!(k.model_s(), Some(3.0));
+        assert_eq!(k.bound().as_deref(), Some("memory"));
+        let k = row(1.0, 2.0, 3.0, None);
+        assert_eq!(k.model_s(), Some(3.0));
+        assert_eq!(k.bound().as_deref(), Some("dispatch"));
+        let k = row(1.0, 2.0, 1.5, Some(4.0));
+        assert_eq!(k.model_s(), Some(4.0));
+        assert_eq!(k.bound().as_deref(), Some("latency"));
+        // No SASS, no modeled time.
+        let k = KernelRow {
+            issue_s: None,
+            ..row(1.0, 2.0, 0.0, None)
+        };
+        assert_eq!(k.model_s(), None);
     }
 }

@@ -5,7 +5,9 @@
 
 use std::collections::BTreeMap;
 
+use crate::dsl::params::ArgValue;
 use crate::error::{Error, Result};
+use crate::exec::LaunchConfig;
 use crate::target::Sm;
 
 use super::problems::{Problem, Shape};
@@ -16,6 +18,8 @@ use super::record::{Launch, Recorder};
 struct Counts {
     ptx: f64,
     fp32: f64,
+    /// L2 bytes ([`super::l2`]).
+    l2: f64,
     /// Per region ([`super::regions`]); empty when the launches' regions differ.
     regions: Vec<f64>,
     /// Whether the launches ran one module.
@@ -37,6 +41,7 @@ fn by_kernel(log: &[Launch]) -> BTreeMap<String, Counts> {
         });
         c.ptx += l.ptx as f64;
         c.fp32 += l.fp32 as f64;
+        c.l2 += l.l2 as f64;
         c.one_module &= first.module.ptx == l.module.ptx;
         if c.one_module && c.regions.len() == l.regions.len() {
             for (a, &v) in c.regions.iter_mut().zip(&l.regions) {
@@ -117,6 +122,8 @@ pub struct Fit {
     pub ptx: Vec<f64>,
     /// Coefficients of the FP32 math count, laid out as `ptx`.
     pub fp32: Vec<f64>,
+    /// Coefficients of the L2 bytes ([`super::l2`]), laid out as `ptx`.
+    pub l2: Vec<f64>,
     /// Coefficients of each region's dynamic PTX count ([`super::regions`]),
     /// laid out as `ptx`; empty when the samples ran several modules of
     /// the entry.
@@ -128,6 +135,11 @@ impl Fit {
     /// launched (ignored when the fit has no thread term).
     pub fn at(&self, b: &[f64], threads: f64) -> (f64, f64) {
         (dot(&self.ptx, b, threads), dot(&self.fp32, b, threads))
+    }
+
+    /// L2 bytes at basis values `b` with `threads` launched.
+    pub fn l2_at(&self, b: &[f64], threads: f64) -> f64 {
+        dot(&self.l2, b, threads)
     }
 
     /// Each region's dynamic PTX count at basis values `b` with `threads`
@@ -163,6 +175,93 @@ fn threads_by_kernel(log: &[Launch], name: &str) -> f64 {
 /// sample shapes (grids sized for `sms` SMs, the capped sample's for its
 /// own count), with the launches the samples made.
 pub fn fit(p: &Problem, sm: Sm, sms: u32) -> Result<(BTreeMap<String, Fit>, Vec<Launch>)> {
+    fit_memo(p, sm, sms, &mut SampleMemo::default())
+}
+
+/// A module's PTX without the lines that name its target (the generator's
+/// comment, `.version`, `.target`): two SMs' modules with the same text
+/// here execute the same instructions on the simulator.
+fn target_free(ptx: &str) -> String {
+    ptx.lines()
+        .filter(|l| {
+            let t = l.trim_start();
+            !(t.starts_with(".version")
+                || t.starts_with(".target")
+                || t.starts_with("// Generated"))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// What the simulator would see of a sample run: the sample shape (which
+/// sets the data), and each launch's kernel, target-free module text,
+/// configuration and arguments (pointers included: the dry allocator hands
+/// out the same addresses for the same allocations), from a dry run.
+type RunKey = (String, Vec<(String, String, LaunchConfig, Vec<ArgValue>)>);
+
+/// Simulated sample runs of one problem on the SMs done so far, by their
+/// [`RunKey`] ([`fit_memo`]).
+#[derive(Default)]
+pub struct SampleMemo(Vec<(RunKey, Vec<Launch>)>);
+
+/// The simulated launches of `p` at `shape` on `sm` with `sms` SMs: a
+/// run of another SM whose dry run launched the same kernels with the
+/// same module text (but for the target lines) and configurations, its
+/// launches relabelled with this SM's modules, else simulated now (and
+/// remembered in `memo`). The counts are the same either way: the
+/// simulator runs the same instructions on the same data.
+fn sampled_run(
+    p: &Problem,
+    sm: Sm,
+    sms: u32,
+    shape: &Shape,
+    memo: &mut SampleMemo,
+) -> Result<Vec<Launch>> {
+    let dry = record(p, sm, sms, shape, false)?;
+    let key: RunKey = (
+        format!("{shape:?}"),
+        dry.iter()
+            .map(|l| {
+                (
+                    l.module.kernel.clone(),
+                    target_free(&l.module.ptx),
+                    l.cfg,
+                    l.args.clone(),
+                )
+            })
+            .collect(),
+    );
+    if let Some((_, log)) = memo.0.iter().find(|(k, _)| *k == key) {
+        let ours: BTreeMap<String, &Launch> = dry
+            .iter()
+            .map(|l| (target_free(&l.module.ptx), l))
+            .collect();
+        let relabelled: Option<Vec<Launch>> = log
+            .iter()
+            .map(|l| {
+                ours.get(&target_free(&l.module.ptx)).map(|d| Launch {
+                    module: d.module.clone(),
+                    ..l.clone()
+                })
+            })
+            .collect();
+        if let Some(r) = relabelled {
+            return Ok(r);
+        }
+    }
+    let log = record(p, sm, sms, shape, true)?;
+    memo.0.push((key, log.clone()));
+    Ok(log)
+}
+
+/// [`fit`], reusing (and adding to) `memo`'s simulated runs of the same
+/// problem on other SMs ([`sampled_run`]).
+pub fn fit_memo(
+    p: &Problem,
+    sm: Sm,
+    sms: u32,
+    memo: &mut SampleMemo,
+) -> Result<(BTreeMap<String, Fit>, Vec<Launch>)> {
     let fail = |msg: String| Error::invalid(format!("roofline: {}: {msg}", p.name));
     let mut runs: Vec<(Shape, u32)> = p.samples.iter().map(|s| (s.clone(), sms)).collect();
     if let Some((s, few)) = &p.capped {
@@ -171,7 +270,7 @@ pub fn fit(p: &Problem, sm: Sm, sms: u32) -> Result<(BTreeMap<String, Fit>, Vec<
     let mut basis = Vec::new();
     let mut logs = Vec::new();
     for (s, n) in &runs {
-        logs.push(record(p, sm, *n, s, true)?);
+        logs.push(sampled_run(p, sm, *n, s, memo)?);
         basis.push((p.basis)(s, sm, *n));
     }
     let launched: Vec<Launch> = logs.iter().flatten().cloned().collect();
@@ -234,6 +333,7 @@ pub fn fit(p: &Problem, sm: Sm, sms: u32) -> Result<(BTreeMap<String, Fit>, Vec<
             Fit {
                 ptx: solve_for(&|c| c.ptx)?,
                 fp32: solve_for(&|c| c.fp32)?,
+                l2: solve_for(&|c| c.l2)?,
                 regions,
             },
         );
@@ -305,6 +405,8 @@ pub fn check_traffic(p: &Problem, sm: Sm, sms: u32) -> Result<Vec<Launch>> {
 pub(super) struct Extrapolated {
     pub(super) ptx: f64,
     pub(super) fp32: f64,
+    /// L2 bytes ([`super::l2`]).
+    pub(super) l2: f64,
     /// Per region ([`super::regions`]); empty when not fitted.
     pub(super) regions: Vec<f64>,
 }
@@ -338,6 +440,7 @@ pub(super) fn extrapolate(
             Extrapolated {
                 ptx,
                 fp32,
+                l2: fits[name].l2_at(&b, t),
                 regions: fits[name].regions_at(&b, t),
             },
         );

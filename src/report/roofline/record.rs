@@ -32,6 +32,11 @@ pub struct Launch {
     /// Of those, per region of the entry: one per innermost loop (address
     /// order), then the rest ([`super::regions`]); empty in a dry run.
     pub regions: Vec<u64>,
+    /// Bytes of its global memory accesses, the L2 traffic
+    /// ([`super::l2`]); 0 in a dry run.
+    pub l2: u64,
+    /// Its arguments (a dry run's pointers are the dry allocator's).
+    pub args: Vec<ArgValue>,
 }
 
 impl Launch {
@@ -199,22 +204,24 @@ impl Executor for Recorder {
         cfg: LaunchConfig,
         args: &[ArgValue],
     ) -> Result<()> {
-        let (ptx, fp32, regions) = match &mut self.sim {
+        let (ptx, fp32, regions, l2) = match &mut self.sim {
             Some(s) => {
                 let (i0, f0) = (s.total_instructions(), fp32_total(s.opcode_totals()));
                 s.launch(st, module, cfg, args)?;
                 let prog = s.program(&module.ptx)?;
-                let regions = prog
-                    .entry(&module.kernel)
+                let entry = prog.entry(&module.kernel);
+                let regions = entry
                     .map(|e| super::regions::region_counts(e, s.last_launch_counts()))
                     .unwrap_or_default();
+                let l2 = entry.map_or(0, |e| super::l2::global_bytes(e, s.last_launch_counts()));
                 (
                     s.total_instructions() - i0,
                     fp32_total(s.opcode_totals()) - f0,
                     regions,
+                    l2,
                 )
             }
-            None => (0, 0, Vec::new()),
+            None => (0, 0, Vec::new(), 0),
         };
         self.traffic.launches += 1;
         self.log.lock().expect("launch log poisoned").push(Launch {
@@ -223,6 +230,8 @@ impl Executor for Recorder {
             ptx,
             fp32,
             regions,
+            l2,
+            args: args.to_vec(),
         });
         Ok(())
     }

@@ -74,17 +74,19 @@ fn kernel_line(s: &mut String, k: &KernelRow, p: &ProblemRow, gpu: &Gpu) {
     });
     let _ = writeln!(
         s,
-        "| | `{}` | {} × {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | |",
+        "| | `{}` | {} × {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | |",
         k.kernel,
         k.launches,
         k.ctas,
         mb(k.bytes),
+        mb(k.l2_bytes),
         giga(k.ptx),
         ratio,
         k.sass().map_or("–".into(), giga),
         k.occupancy
             .map_or("–".into(), |o| format!("{:.0} %", 100.0 * o.fraction())),
         us(Some(k.mem_s)),
+        us(Some(k.l2_s)),
         us(k.issue_s),
         us(k.latency_s),
         us(k.model_s()),
@@ -97,8 +99,15 @@ fn gpu_section(s: &mut String, g: &GpuRows) {
     let gpu = &g.gpu;
     let _ = writeln!(
         s,
-        "\n### {} ({}): {} SMs × {} FP32 lanes at {:.0} MHz, {:.0} GB/s\n",
-        gpu.name, gpu.sm, gpu.sms, gpu.fp32_lanes_per_sm, gpu.boost_mhz, gpu.mem_gbps
+        "\n### {} ({}): {} SMs × {} FP32 lanes at {:.0} MHz, {:.0} GB/s, L2 {:.0} MB at {:.1} TB/s\n",
+        gpu.name,
+        gpu.sm,
+        gpu.sms,
+        gpu.fp32_lanes_per_sm,
+        gpu.boost_mhz,
+        gpu.mem_gbps,
+        gpu.l2_mb,
+        gpu.l2_bytes_per_s() / 1e12
     );
     let _ = writeln!(
         s,
@@ -114,11 +123,11 @@ fn gpu_section(s: &mut String, g: &GpuRows) {
     );
     let _ = writeln!(
         s,
-        "| problem | kernel | launches × CTAs | MB | PTX instr | SASS/PTX | SASS instr | occupancy | memory | issue | latency | modeled | bound | share of roof | goal |"
+        "| problem | kernel | launches × CTAs | MB | L2 MB | PTX instr | SASS/PTX | SASS instr | occupancy | memory | L2 | issue | latency | modeled | bound | share of roof | goal |"
     );
     let _ = writeln!(
         s,
-        "|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---|---:|---|"
+        "|---|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---|"
     );
     for p in &g.problems {
         let goal = p.goal.as_ref().map_or(String::new(), |r| {
@@ -132,18 +141,22 @@ fn gpu_section(s: &mut String, g: &GpuRows) {
         let sass: Option<f64> = p.kernels.iter().map(KernelRow::sass).sum();
         let ptx: f64 = p.kernels.iter().map(|k| k.ptx).sum();
         let mem: f64 = p.kernels.iter().map(|k| k.mem_s).sum();
+        let l2: f64 = p.kernels.iter().map(|k| k.l2_s).sum();
+        let l2_bytes: f64 = p.kernels.iter().map(|k| k.l2_bytes).sum();
         let issue: Option<f64> = p.kernels.iter().map(|k| k.issue_s).sum();
         let _ = writeln!(
             s,
-            "| **{}: {}** | all ({} roof) | {} | {} | {} | | {} | | {} | {} | | {} | | **{}** | {} |",
+            "| **{}: {}** | all ({} roof) | {} | {} | {} | {} | | {} | | {} | {} | {} | | {} | | **{}** | {} |",
             p.family,
             p.problem,
             roof_name(p.roof),
             p.kernels.iter().map(|k| k.launches).sum::<usize>(),
             mb(p.bytes()),
+            mb(l2_bytes),
             giga(ptx),
             sass.map_or("–".into(), giga),
             us(Some(mem)),
+            us(Some(l2)),
             us(issue),
             us(p.model_s()),
             pct(p.share(gpu)),
@@ -162,7 +175,7 @@ pub(super) fn markdown(r: &Roofline) -> String {
         "\n## Roofline model\n\nEvery kernel family at a named problem size (the benches' sizes) on every card of `src/report/hardware.rs` (published figures, sources in its doc comments). Definitions: `src/report/roofline.rs`; problems, their byte counts and extrapolation: `src/report/roofline/problems.rs`. Picture: [roofline.svg](roofline.svg).\n\n\
          * **PTX instr**: the simulator's dynamic PTX count (thread-instructions) on scaled-down shapes of the same problem, extrapolated to the full size; **SASS/PTX**: SASS instructions per PTX instruction, each innermost loop's ratio and the rest of the function's weighted by their dynamic PTX counts (`weighted`; `loop ×u`: ptxas unrolled the hot loop `u` times), else the hot loop's (no mark) or the function's (`whole`); **SASS instr** = PTX × ratio, the lane-instructions the model issues.\n\
          * **occupancy**: resident warps per SM over the SM's maximum, from the kernel's registers, shared memory and CTA size (`src/occupancy.rs`).\n\
-         * **memory** = bytes / (0.90 × bandwidth: what a streaming copy reaches, `src/report/roofline/speed.rs`); **issue**: the SASS lane-instructions split over the pipes by the hot loop's mix (FP32, IMAD, ALU, MUFU/conversions, FP64, load/store/shuffle, uniform, control), the most loaded SM (ceil(CTAs / SMs) CTAs) taking the maximum over the dispatch floor (128 a clock) and each pipe at its rate (`src/report/pipes.rs`: FP32 64/128, ALU and IMAD 64, MUFU 16, LSU 32 on sm_90); **latency** (kernels whose threads run one dependent chain): warp-instructions per SM × the mix's dependent-issue latency / the warps the SM holds; **modeled** = max(memory, issue, latency); **bound**: the term that sets it (`memory`, `latency`, or the issue limit: `dispatch`, a pipe, `fp32+imad`). No launch overhead, barrier waits or cache effects.\n\
+         * **memory** = bytes / (0.90 × bandwidth: what a streaming copy reaches, `src/report/roofline/speed.rs`); **L2 MB**: the kernel's global loads and stores as the simulator counts them (every access taken to reach L2, hits and misses; the L1 not modelled; `src/report/roofline/l2.rs`), extrapolated like the instructions; **L2** = L2 bytes / (0.70 × the card's L2 bandwidth, an estimate); **issue**: the SASS lane-instructions split over the pipes by the hot loop's mix (FP32, IMAD, ALU, MUFU/conversions, FP64, load/store/shuffle, uniform, control), the most loaded SM (ceil(CTAs / SMs) CTAs) taking the maximum over the dispatch floor (128 a clock) and each pipe at its rate (`src/report/pipes.rs`: FP32 64/128, ALU and IMAD 64, MUFU 16, LSU 32 on sm_90); **latency** (kernels whose threads run one dependent chain): warp-instructions per SM × the mix's dependent-issue latency / the warps the SM holds; **modeled** = max(memory, L2, issue, latency); **bound**: the term that sets it (`memory`, `L2`, `latency`, or the issue limit: `dispatch`, a pipe, `fp32+imad`). No launch overhead, barrier waits or L1 effects.\n\
          * **share of roof**: on the problem's line, its essential bytes (memory roof) or useful FP32 instructions (FP32 roof: 2 per separately rounded multiply-add, 1 per fused multiply-add) or useful FLOP on the tensor roof (2 per multiply-add of the filled blocks, at the card's dense tensor-core rate for the MMA shape: `HMMA` per SM per clock from the published dense peaks, `src/report/pipes.rs`, at the boost clock) at the roof over the modeled time; on a kernel's line, the same for that kernel's own bytes or FP32 instructions. The issue's goals are stated for H100 SXM; they are evaluated on every card.\n"
     );
     let _ = writeln!(s, "What the byte counts assume, per problem:\n");

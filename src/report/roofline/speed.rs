@@ -27,8 +27,15 @@
 //!   Where `W · c / L` exceeds the four schedulers' one a clock, the issue
 //!   term is the larger and the chain is hidden.
 //!
-//! Modeled time = max(memory, issue, latency). Launch overhead, barriers'
-//! waits beyond their issue, and cache effects are not modelled.
+//! * **L2**: the kernel's global memory accesses in bytes (the
+//!   simulator's count, [`super::l2`]: every global load and store taken
+//!   to reach L2, the L1 not modelled) / ([`L2_FRACTION`] ×
+//!   [`Gpu::l2_bytes_per_s`]): the bound of kernels that re-read data
+//!   living in L2 (the one-CTA HMM kernels' transition matrix every step,
+//!   the score and block-ELL tiles).
+//!
+//! Modeled time = max(memory, L2, issue, latency). Launch overhead,
+//! barriers' waits beyond their issue, and L1 effects are not modelled.
 
 use crate::kernels::logcumsumexp::ptx::FWD_CHAINS;
 use crate::occupancy::{Occupancy, occupancy};
@@ -57,6 +64,24 @@ pub fn tensor_flop_per_s(gpu: &Gpu, shape: MmaShape) -> f64 {
 /// crate's best streaming kernel there (FP8 quantize, 4.16 TB/s,
 /// `docs/perf.md`). Applied to every card until each is measured.
 pub const STREAM_FRACTION: f64 = 0.90;
+
+/// The share of the card's L2 bandwidth ([`Gpu::l2_bytes_per_s`]) a
+/// kernel reaches: 0.70, an estimate (no measurement of this crate's
+/// kernels yet): the L2 figures of `hardware.rs` are the slices' bytes a
+/// clock at the boost clock, and microbenchmarks read 60–75 % of that
+/// (Chips and Cheese's H100 PCIe measurement ran under its power limit, at
+/// clocks down to 80 % of the boost).
+pub const L2_FRACTION: f64 = 0.70;
+
+/// L2 time in seconds of `bytes` of global memory accesses on `gpu`:
+/// bytes / ([`L2_FRACTION`] × the card's L2 bandwidth). Every access
+/// counts, the ones that miss too (their data crosses L2 on its way to
+/// the SM), so for a streaming kernel it is the memory term's bytes at L2
+/// speed, below the memory term; it wins where a kernel re-reads data that
+/// stays in L2 (see [`super::l2`] for what is counted).
+pub fn l2_s(gpu: &Gpu, bytes: f64) -> f64 {
+    bytes / (gpu.l2_bytes_per_s() * L2_FRACTION)
+}
 
 /// Kernels (entry-name prefixes) whose threads run dependent chains, so
 /// that the latency term applies (module docs), with the independent
@@ -237,6 +262,11 @@ mod tests {
         assert!((one.latency_s.unwrap() - 2.0).abs() < 1e-9);
         assert!((two.latency_s.unwrap() - 1.0).abs() < 1e-9);
         assert_eq!(one.issue_s, two.issue_s);
+        // The L2 term: bytes over 0.70 of the card's L2 bandwidth (the
+        // H200: 5 120 bytes a clock at 1.98 GHz).
+        let bw = 5120.0 * 1.98e9 * L2_FRACTION;
+        assert!((l2_s(&H200, bw) - 1.0).abs() < 1e-12);
+        assert!((l2_s(&H200, 3.0 * bw) - 3.0).abs() < 1e-12);
         // Mean latency: half FP32 (4), half shared loads (28): 16.
         let m = mix(&[(Pipe::Fp32, 1.0), (Pipe::Lsu, 1.0)]);
         assert!((mean_latency(&m) - 16.0).abs() < 1e-12);

@@ -1,0 +1,208 @@
+//! A kernel's L2 traffic, from the simulator's per-instruction counts.
+//!
+//! **What is counted**: every global memory access is taken to go to L2:
+//! `ld.global` (`.nc` included), `st.global`, `atom`/`red` on global
+//! memory, `cp.async` (global → shared) and generic `ld`/`st` (which the
+//! kernels use for global memory only), each of its bytes (`size × n` for
+//! a vector access, the width of an atomic). The L1 is not modelled: a
+//! re-read that the SM's L1 (or the texture path of `ld.global.nc`) would
+//! catch counts as L2 traffic, so the figure is an upper bound for kernels
+//! that re-read lines within one SM. Shared memory (`ld.shared`,
+//! `ldmatrix`, `.shared::cluster`), local, parameter and constant accesses
+//! do not reach L2 and are not counted.
+//!
+//! **How**: the simulator counts each PTX instruction's issues
+//! ([`crate::sim::Sim::last_launch_counts`]); the bytes are each memory
+//! instruction's count times its access size. An access whose address
+//! differs between the threads of a warp counts its bytes (the kernels'
+//! such accesses are coalesced, where bytes and 32-byte sectors agree; a
+//! scattered access moving a whole sector for a few bytes is
+//! under-counted); one whose address is the same in every thread (no
+//! `%tid`-derived register in it, a broadcast) counts one sector a warp.
+//! The count includes predicated-off issues (the simulator counts those
+//! too): the kernels'
+//! guarded global accesses are tails, so the excess is small.
+
+use crate::sim::Entry;
+use crate::sim::Space;
+use crate::sim::ir::{Op, Src};
+
+/// Bytes one issue of `op` moves to or from L2 (0 for an instruction that
+/// does not reach it).
+pub(crate) fn access_bytes(op: &Op) -> u64 {
+    let global = |sp: &Space| matches!(sp, Space::Global | Space::Generic);
+    match op {
+        Op::Ld { sp, size, n, .. } | Op::St { sp, size, n } if global(sp) => {
+            u64::from(*size) * u64::from(*n)
+        }
+        Op::Atom { sp, w, .. } if global(sp) => u64::from(*w) / 8,
+        Op::CpAsync { size } => u64::from(*size),
+        _ => 0,
+    }
+}
+
+/// Which register slots of `e` may hold different values in the threads
+/// of one warp: those written from `%tid`, `%laneid` or a lane mask, from
+/// a shuffle, an atomic's old value, a matrix fragment (`mma`,
+/// `ldmatrix`), a load through such an address, or under such a guard, and
+/// everything computed from them (a flow-insensitive fixed point;
+/// divergent control flow is not followed).
+fn varying_regs(e: &Entry) -> Vec<bool> {
+    use crate::sim::ir::{NO_REG, sreg};
+    let mut v = vec![false; e.nregs.max(sreg::COUNT) as usize];
+    for r in (sreg::TID_X..sreg::TID_X + 3)
+        .chain([sreg::LANEID])
+        .chain(sreg::LANEMASK_EQ..=sreg::LANEMASK_GE)
+    {
+        v[r as usize] = true;
+    }
+    let is = |v: &[bool], r: u32| r != NO_REG && v.get(r as usize).copied().unwrap_or(false);
+    loop {
+        let mut changed = false;
+        for i in &e.insts {
+            let lane_op = matches!(
+                i.op,
+                Op::Shfl { .. } | Op::Atom { .. } | Op::Mma { .. } | Op::Ldmatrix { .. }
+            );
+            let from_varying = lane_op
+                || is(&v, i.guard)
+                || i.s.iter().any(|s| matches!(s, Src::Reg(r) if is(&v, *r)));
+            if !from_varying {
+                continue;
+            }
+            for &d in &i.d {
+                if d != NO_REG && (d as usize) < v.len() && !v[d as usize] {
+                    v[d as usize] = true;
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            return v;
+        }
+    }
+}
+
+/// The L2 bytes of a launch of `e` whose per-instruction issue counts are
+/// `per_pc` (module docs); 0 when `per_pc` does not fit the entry. An
+/// access whose address is the same in every thread of a warp (no
+/// [`varying_regs`] register in it: a broadcast) moves one 32-byte sector
+/// per warp (two for a 64-byte vector), counted as that over 32 per
+/// thread.
+pub(crate) fn global_bytes(e: &Entry, per_pc: &[u64]) -> u64 {
+    if per_pc.len() != e.insts.len() {
+        return 0;
+    }
+    let v = varying_regs(e);
+    let (mut lanes, mut warps) = (0u64, 0u64);
+    for (i, &c) in e.insts.iter().zip(per_pc) {
+        let b = access_bytes(&i.op);
+        if b == 0 || c == 0 {
+            continue;
+        }
+        // The global address: `cp.async`'s source, else the first operand.
+        let addr = if matches!(i.op, Op::CpAsync { .. }) {
+            i.s[1]
+        } else {
+            i.s[0]
+        };
+        let uniform = match addr {
+            Src::Reg(r) => !v.get(r as usize).copied().unwrap_or(true),
+            _ => true,
+        };
+        if uniform {
+            warps += c * b.next_multiple_of(SECTOR);
+        } else {
+            lanes += c * b;
+        }
+    }
+    lanes + warps / 32
+}
+
+/// Bytes of an L2 sector.
+const SECTOR: u64 = 32;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::Program;
+
+    const PTX: &str = r#"
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 p)
+{
+    .reg .b64 %rd<4>;
+    .reg .f32 %f<8>;
+    .reg .b32 %r<4>;
+    .shared .align 16 .b8 sm[64];
+    ld.param.u64 %rd1, [p];
+    ld.global.f32 %f1, [%rd1];
+    ld.global.nc.v4.f32 {%f2, %f3, %f4, %f5}, [%rd1+16];
+    ld.shared.f32 %f6, [sm];
+    st.shared.f32 [sm], %f6;
+    st.global.v2.f32 [%rd1+32], {%f1, %f2};
+    atom.global.add.u32 %r1, [%rd1+48], 1;
+    ret;
+}
+"#;
+
+    #[test]
+    fn counts_global_accesses_only() {
+        let prog = Program::parse(PTX).unwrap();
+        let e = prog.entry("k").unwrap();
+        let sizes: Vec<u64> = e.insts.iter().map(|i| access_bytes(&i.op)).collect();
+        // ld.param 0, ld.global 4, ld.global.nc.v4 16, ld.shared 0,
+        // st.shared 0, st.global.v2 8, atom 4, ret 0.
+        assert_eq!(sizes, [0, 4, 16, 0, 0, 8, 4, 0]);
+        // Every address is the parameter's, the same in all threads: one
+        // 32-byte sector a warp per access, 1 byte a thread issue.
+        let counts = [1, 3, 2, 7, 7, 1, 1, 1];
+        assert_eq!(global_bytes(e, &counts), 3 + 2 + 1 + 1);
+        // Counts that do not fit the entry give nothing.
+        assert_eq!(global_bytes(e, &counts[1..]), 0);
+    }
+
+    /// The simulator's own counts of a launch: 32 threads each reading a
+    /// float and writing one at `%tid`-derived addresses (256 bytes), and
+    /// all reading one float at the same address (a broadcast: one
+    /// sector, 32 bytes).
+    #[test]
+    fn from_a_simulated_launch() {
+        use crate::dsl::params::ArgValue;
+        use crate::exec::LaunchConfig;
+        use crate::sim::Sim;
+        let ptx = r#"
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry copy(.param .u64 src, .param .u64 dst)
+{
+    .reg .b64 %rd<8>;
+    .reg .b32 %r<4>;
+    .reg .f32 %f<4>;
+    ld.param.u64 %rd1, [src];
+    ld.param.u64 %rd2, [dst];
+    mov.u32 %r1, %tid.x;
+    mul.wide.u32 %rd3, %r1, 4;
+    add.s64 %rd4, %rd1, %rd3;
+    add.s64 %rd5, %rd2, %rd3;
+    ld.global.f32 %f1, [%rd4];
+    ld.global.f32 %f2, [%rd1];
+    add.rn.f32 %f1, %f1, %f2;
+    st.global.f32 [%rd5], %f1;
+    ret;
+}
+"#;
+        let mut s = Sim::new(crate::target::Sm::Sm80);
+        let a = s.alloc_zeroed(128).unwrap();
+        let b = s.alloc_zeroed(128).unwrap();
+        let prog = s.program(ptx).unwrap();
+        let cfg = LaunchConfig::linear(1, 32);
+        s.launch_program(&prog, "copy", cfg, &[ArgValue::U64(a), ArgValue::U64(b)])
+            .unwrap();
+        let e = prog.entry("copy").unwrap();
+        assert_eq!(global_bytes(e, s.last_launch_counts()), 256 + 32);
+    }
+}
