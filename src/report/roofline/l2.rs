@@ -46,7 +46,8 @@ pub(crate) fn access_bytes(op: &Op) -> u64 {
 /// a shuffle, an atomic's old value, a matrix fragment (`mma`,
 /// `ldmatrix`), a load through such an address, or under such a guard, and
 /// everything computed from them (a flow-insensitive fixed point;
-/// divergent control flow is not followed).
+/// divergent control flow is not followed), except the warp's index
+/// `%tid.x >> k` (`k ≥ 5`, [`warp_index`]) and what is computed from it.
 fn varying_regs(e: &Entry) -> Vec<bool> {
     use crate::sim::ir::{NO_REG, sreg};
     let mut v = vec![false; e.nregs.max(sreg::COUNT) as usize];
@@ -57,9 +58,13 @@ fn varying_regs(e: &Entry) -> Vec<bool> {
         v[r as usize] = true;
     }
     let is = |v: &[bool], r: u32| r != NO_REG && v.get(r as usize).copied().unwrap_or(false);
+    let tid = tid_copies(e);
     loop {
         let mut changed = false;
         for i in &e.insts {
+            if warp_index(i, &tid) && !is(&v, i.guard) {
+                continue;
+            }
             let lane_op = matches!(
                 i.op,
                 Op::Shfl { .. } | Op::Atom { .. } | Op::Mma { .. } | Op::Ldmatrix { .. }
@@ -81,6 +86,39 @@ fn varying_regs(e: &Entry) -> Vec<bool> {
             return v;
         }
     }
+}
+
+/// Which register slots hold `%tid.x` itself: the special register, and
+/// registers whose every write is an unguarded `mov` from it.
+fn tid_copies(e: &Entry) -> Vec<bool> {
+    use crate::sim::ir::{NO_REG, sreg};
+    let n = e.nregs.max(sreg::COUNT) as usize;
+    let (mut copy, mut written) = (vec![true; n], vec![false; n]);
+    for i in &e.insts {
+        let is_copy = matches!(i.op, Op::Mov { .. })
+            && matches!(i.s[0], Src::Reg(r) if r == sreg::TID_X)
+            && i.guard == NO_REG;
+        for &d in i.d.iter().filter(|&&d| d != NO_REG && (d as usize) < n) {
+            written[d as usize] = true;
+            copy[d as usize] &= is_copy;
+        }
+    }
+    for (c, w) in copy.iter_mut().zip(&written) {
+        *c &= *w;
+    }
+    copy[sreg::TID_X as usize] = true;
+    copy
+}
+
+/// Whether `i` is `shr` of `%tid.x` (or a copy) by 5 or more: the warp's
+/// index, the same in every thread of a warp when the CTA's `x` extent is
+/// a multiple of 32 (every kernel's that derives a warp index this way;
+/// a CTA whose warps straddle `y` rows would make it vary, and its loads
+/// would be under-counted).
+fn warp_index(i: &crate::sim::ir::Inst, tid: &[bool]) -> bool {
+    matches!(i.op, Op::Shr { .. })
+        && matches!(i.s[0], Src::Reg(r) if tid.get(r as usize).copied().unwrap_or(false))
+        && matches!(i.s[1], Src::Imm(k) if k >= 5)
 }
 
 /// The L2 bytes of a launch of `e` whose per-instruction issue counts are
@@ -162,6 +200,39 @@ mod tests {
         assert_eq!(global_bytes(e, &counts), 3 + 2 + 1 + 1);
         // Counts that do not fit the entry give nothing.
         assert_eq!(global_bytes(e, &counts[1..]), 0);
+    }
+
+    /// `%tid.x >> 5` is the warp's index: an address from it alone is a
+    /// broadcast within the warp; `>> 4` is not.
+    #[test]
+    fn the_warp_index_is_uniform_in_a_warp() {
+        let ptx = |k: u32| {
+            format!(
+                r#"
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry w(.param .u64 p)
+{{
+    .reg .b64 %rd<4>;
+    .reg .b32 %r<4>;
+    .reg .f32 %f<2>;
+    ld.param.u64 %rd1, [p];
+    mov.u32 %r1, %tid.x;
+    shr.u32 %r2, %r1, {k};
+    mul.wide.u32 %rd2, %r2, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    ld.global.f32 %f1, [%rd3];
+    ret;
+}}
+"#
+            )
+        };
+        let counts = [1, 64, 64, 64, 64, 64, 64];
+        let five = Program::parse(&ptx(5)).unwrap();
+        assert_eq!(global_bytes(five.entry("w").unwrap(), &counts), 64);
+        let four = Program::parse(&ptx(4)).unwrap();
+        assert_eq!(global_bytes(four.entry("w").unwrap(), &counts), 64 * 4);
     }
 
     /// The simulator's own counts of a launch: 32 threads each reading a
