@@ -45,7 +45,11 @@
 //! `(M/16) × (N/8)` accumulator fragments, every `A` fragment feeds `N/8`
 //! `HMMA`s and every `B` fragment `M/16`. The epilogue stores each lane's
 //! two adjacent features with one `st.global.v2.f32` (predicated on `n <
-//! N`; the forward pass adds the bias first with `add.rn`).
+//! N`; the forward pass adds the bias first with `add.rn`), or, when the
+//! `out_bf16` argument is 1 (a CTA-uniform branch, so one module serves
+//! both output types), rounds the pair with one `cvt.rn.bf16x2.f32` (each
+//! half `cvt.rn.bf16.f32` of its f32 result) and stores it with one
+//! `st.global.b32`.
 //!
 //! Empty slots (forward) commit an empty group and skip the MMAs (a
 //! CTA-uniform branch): their values are never read.
@@ -104,6 +108,8 @@ struct Io {
     out_width: Reg<U32>,
     /// output blocks (`R` forward, `C` grad-input)
     blocks: Reg<U32>,
+    /// 1: store bf16 bits (`cvt.rn.bf16x2.f32`), 0: f32
+    out_bf16: Reg<U32>,
 }
 
 /// One entry of an output block's reduction: its slot, the input block it
@@ -550,6 +556,9 @@ fn kernel<T: MmaInput>(
         });
         let rbase = b.add(n0, wt0);
         let rbase = b.add(rbase, g);
+        // per output row of the lane: (inside N, element index of its
+        // first feature, the values)
+        let mut rows = Vec::new();
         for (mi, frags) in acc.iter().enumerate() {
             for h in 0..2u32 {
                 let row = b.add(rbase, mi as u32 * 16 + 8 * h);
@@ -557,9 +566,6 @@ fn kernel<T: MmaInput>(
                 let el = b.mul_wide_u32(row, io.out_width);
                 let f = b.u32_to_u64(f0);
                 let el = b.add(el, f);
-                let by = b.shl(el, 2u32);
-                let p = b.add(by, io.out);
-                let yp = GlobalPtr::<F32>::from_reg(p);
                 let vals: Vec<[Reg<F32>; 2]> = frags
                     .iter()
                     .enumerate()
@@ -574,13 +580,47 @@ fn kernel<T: MmaInput>(
                         }
                     })
                     .collect();
-                b.guarded(inside, |b| {
-                    for (ni, v) in vals.iter().enumerate() {
-                        b.st_global_v2(yp, (ni * 8) as i32, *v);
-                    }
-                });
+                rows.push((inside, el, vals));
             }
         }
+        // the output type, CTA-uniform: one branch
+        let bf16 = b.setp(Cmp::Ne, io.out_bf16, 0u32);
+        b.if_else(
+            bf16,
+            |b| {
+                // each pair rounded once (RNE); the lower feature in the
+                // low half
+                for (inside, el, vals) in &rows {
+                    let by = b.shl(*el, 1u32);
+                    let p = b.add(by, io.out);
+                    let yp = GlobalPtr::<U32>::from_reg(p);
+                    let packed: Vec<Reg<U32>> = vals
+                        .iter()
+                        .map(|v| {
+                            let h2 = b.cvt_to_bf16x2(v[1], v[0]);
+                            b.packed_bits(h2)
+                        })
+                        .collect();
+                    b.guarded(*inside, |b| {
+                        for (ni, w) in packed.iter().enumerate() {
+                            b.st_global(yp, (ni * 4) as i32, *w);
+                        }
+                    });
+                }
+            },
+            |b| {
+                for (inside, el, vals) in &rows {
+                    let by = b.shl(*el, 2u32);
+                    let p = b.add(by, io.out);
+                    let yp = GlobalPtr::<F32>::from_reg(p);
+                    b.guarded(*inside, |b| {
+                        for (ni, v) in vals.iter().enumerate() {
+                            b.st_global_v2(yp, (ni * 8) as i32, *v);
+                        }
+                    });
+                }
+            },
+        );
     });
     b.finish()
 }
@@ -604,6 +644,7 @@ pub(super) fn forward<T: MmaInput>(
         in_width,
         out_width,
         blocks: p.r,
+        out_bf16: p.out_bf16,
     };
     let slots = Slots { col: p.col, k: p.k };
     let bias = Bias {
@@ -632,6 +673,7 @@ pub(super) fn grad_input<T: MmaInput>(
         in_width,
         out_width,
         blocks: p.c,
+        out_bf16: p.out_bf16,
     };
     let index = Index {
         offsets: p.offsets,
