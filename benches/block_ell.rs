@@ -30,7 +30,7 @@ mod timing;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use ptxsmith::Sm;
 use ptxsmith::kernels::block_ell::{self, DeviceTopology, Dims};
-use ptxsmith::kernels::block_ell_tc::{self as tc, TcElem, TcPrecision};
+use ptxsmith::kernels::block_ell_tc::{self as tc, TcElem, TcOutput, TcPrecision};
 use ptxsmith::runtime::Context;
 use ptxsmith::runtime::Stream;
 use ptxsmith::testing::{REQUIRED_GPU_MISSING, gpu_required};
@@ -135,6 +135,7 @@ fn bench(c: &mut Criterion) {
             tc::forward_dev(
                 &sim,
                 TcPrecision::Bf16,
+                TcOutput::F32,
                 &topo,
                 n_tc,
                 &xs,
@@ -381,10 +382,27 @@ impl TcRun {
     ) {
         let (p, t) = (self.prec, &self.topo);
         match op {
-            TcOp::Forward => tc::forward_dev(st, p, t, N_TC, x, v, None, &mut *self.y.borrow_mut()),
-            TcOp::GradInput => {
-                tc::grad_input_dev(st, p, t, N_TC, gy, v, &mut *self.gx.borrow_mut())
-            }
+            TcOp::Forward => tc::forward_dev(
+                st,
+                p,
+                TcOutput::F32,
+                t,
+                N_TC,
+                x,
+                v,
+                None,
+                &mut *self.y.borrow_mut(),
+            ),
+            TcOp::GradInput => tc::grad_input_dev(
+                st,
+                p,
+                TcOutput::F32,
+                t,
+                N_TC,
+                gy,
+                v,
+                &mut *self.gx.borrow_mut(),
+            ),
             TcOp::GradValues => {
                 tc::grad_values_dev(st, p, t, N_TC, x, gy, &mut *self.gv.borrow_mut())
             }

@@ -344,7 +344,7 @@ fn block_ell(st: &Stream) -> Result<Outcome> {
 /// against the host model of the device's SM. Below sm_80 the request must
 /// be refused with `UnsupportedFeature` (no elements run).
 fn block_ell_tc(st: &Stream) -> Result<Outcome> {
-    use kernels::block_ell_tc::{self as tc, DeviceTopology, Dims, TcPrecision, host};
+    use kernels::block_ell_tc::{self as tc, DeviceTopology, Dims, TcOutput, TcPrecision, host};
     let (r, c, k, b, n) = (8, 8, 4, 16, 300);
     let dims = Dims::new(r, c, k, b)?;
     let col: Vec<i32> = (0..r * k)
@@ -377,7 +377,7 @@ fn block_ell_tc(st: &Stream) -> Result<Outcome> {
     let mut y = ctx.alloc::<f32>(n * dims.out_features())?;
     if !sm.supports(ptxsmith::Feature::MmaSync) {
         let refused = matches!(
-            tc::forward_dev(st, p, &topo, n, &dx, &dv, Some(&db), &mut y),
+            tc::forward_dev(st, p, TcOutput::F32, &topo, n, &dx, &dv, Some(&db), &mut y),
             Err(ptxsmith::Error::UnsupportedFeature { .. })
         );
         return Ok(Outcome {
@@ -387,8 +387,8 @@ fn block_ell_tc(st: &Stream) -> Result<Outcome> {
     }
     let mut gx = ctx.alloc::<f32>(n * dims.in_features())?;
     let mut gv = ctx.alloc::<f32>(dims.values_len())?;
-    tc::forward_dev(st, p, &topo, n, &dx, &dv, Some(&db), &mut y)?;
-    tc::grad_input_dev(st, p, &topo, n, &dgy, &dv, &mut gx)?;
+    tc::forward_dev(st, p, TcOutput::F32, &topo, n, &dx, &dv, Some(&db), &mut y)?;
+    tc::grad_input_dev(st, p, TcOutput::F32, &topo, n, &dgy, &dv, &mut gx)?;
     tc::grad_values_dev(st, p, &topo, n, &dx, &dgy, &mut gv)?;
     let exact = same_bits(
         &st.to_vec(&y)?,

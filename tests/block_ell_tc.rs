@@ -8,7 +8,7 @@ mod common;
 
 use common::Rng;
 use ptxsmith::kernels::block_ell_tc::{
-    self as tc, DeviceTopology, Dims, TcElem, TcPrecision, host, to_bf16, to_f16,
+    self as tc, DeviceTopology, Dims, TcElem, TcOutput, TcPrecision, host, to_bf16, to_f16,
 };
 use ptxsmith::runtime::Context;
 use ptxsmith::testing::{self, cuda_for_tests, or_skip};
@@ -78,6 +78,16 @@ fn assert_bits(what: &str, got: &[f32], want: &[f32]) {
     }
 }
 
+/// bf16 output bits against the host model: the f32 results `want`, each
+/// rounded once ([`host::output`]).
+fn assert_bf16(what: &str, got: &[u16], want: &[f32]) {
+    let want = host::output::<u16>(TcOutput::Bf16, want).unwrap();
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    for (e, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert_eq!(g, w, "{what}: element {e}: {g:#06x} != {w:#06x}");
+    }
+}
+
 /// Run the three kernels of one case on `ctx` and compare with the host
 /// model of its device's SM.
 fn case<T: Encode>(
@@ -119,16 +129,53 @@ fn case<T: Encode>(
     let dbias = st.upload(&bias).unwrap();
 
     let mut y = ctx.alloc::<f32>(n * dims.out_features()).unwrap();
-    tc::forward_dev(&st, prec, &topo, n, &dx, &dv, Some(&dbias), &mut y).unwrap();
+    tc::forward_dev(
+        &st,
+        prec,
+        TcOutput::F32,
+        &topo,
+        n,
+        &dx,
+        &dv,
+        Some(&dbias),
+        &mut y,
+    )
+    .unwrap();
     let want = host::forward(sm, prec, &dims, n, &x, &v, &col, Some(&bias)).unwrap();
     assert_bits(&format!("forward {what}"), &st.to_vec(&y).unwrap(), &want);
+    // bf16 output: the same results, each rounded once at the store
+    let mut y16 = ctx.alloc::<u16>(n * dims.out_features()).unwrap();
+    tc::forward_dev(
+        &st,
+        prec,
+        TcOutput::Bf16,
+        &topo,
+        n,
+        &dx,
+        &dv,
+        Some(&dbias),
+        &mut y16,
+    )
+    .unwrap();
+    assert_bf16(
+        &format!("forward bf16 out {what}"),
+        &st.to_vec(&y16).unwrap(),
+        &want,
+    );
 
     let mut gx = ctx.alloc::<f32>(n * dims.in_features()).unwrap();
-    tc::grad_input_dev(&st, prec, &topo, n, &dgy, &dv, &mut gx).unwrap();
+    tc::grad_input_dev(&st, prec, TcOutput::F32, &topo, n, &dgy, &dv, &mut gx).unwrap();
     let want = host::grad_input(sm, prec, &dims, n, &gy, &v, &col).unwrap();
     assert_bits(
         &format!("grad_input {what}"),
         &st.to_vec(&gx).unwrap(),
+        &want,
+    );
+    let mut gx16 = ctx.alloc::<u16>(n * dims.in_features()).unwrap();
+    tc::grad_input_dev(&st, prec, TcOutput::Bf16, &topo, n, &dgy, &dv, &mut gx16).unwrap();
+    assert_bf16(
+        &format!("grad_input bf16 out {what}"),
+        &st.to_vec(&gx16).unwrap(),
         &want,
     );
 
@@ -226,8 +273,18 @@ fn refused_below_sm_80_and_for_b_8() {
         let x = st.upload(&[0u16; 16]).unwrap();
         let v = st.upload(&[0u16; 256]).unwrap();
         let mut y = st.context().alloc::<f32>(16).unwrap();
-        let e =
-            tc::forward_dev(&st, TcPrecision::Bf16, &topo, 1, &x, &v, None, &mut y).unwrap_err();
+        let e = tc::forward_dev(
+            &st,
+            TcPrecision::Bf16,
+            TcOutput::F32,
+            &topo,
+            1,
+            &x,
+            &v,
+            None,
+            &mut y,
+        )
+        .unwrap_err();
         assert!(
             matches!(
                 e,
@@ -275,14 +332,190 @@ fn nothing_written_on_error() {
     let x = st.upload(&[0x3F80u16; 16]).unwrap();
     let v = st.upload(&[0x3F80u16; 255]).unwrap(); // one short
     let mut y = st.upload(&[7.0f32; 16]).unwrap();
-    let e = tc::forward_dev(&st, TcPrecision::Bf16, &topo, 1, &x, &v, None, &mut y).unwrap_err();
+    let e = tc::forward_dev(
+        &st,
+        TcPrecision::Bf16,
+        TcOutput::F32,
+        &topo,
+        1,
+        &x,
+        &v,
+        None,
+        &mut y,
+    )
+    .unwrap_err();
     assert!(e.to_string().contains("values has 255 elements"), "{e}");
     // f32 storage for a bf16 request is refused
     let xf = st.upload(&[1.0f32; 16]).unwrap();
     let vf = st.upload(&[1.0f32; 256]).unwrap();
-    let e = tc::forward_dev(&st, TcPrecision::Bf16, &topo, 1, &xf, &vf, None, &mut y).unwrap_err();
+    let e = tc::forward_dev(
+        &st,
+        TcPrecision::Bf16,
+        TcOutput::F32,
+        &topo,
+        1,
+        &xf,
+        &vf,
+        None,
+        &mut y,
+    )
+    .unwrap_err();
     assert!(e.to_string().contains("not stored as f32"), "{e}");
     assert_eq!(st.to_vec(&y).unwrap(), [7.0; 16]);
+    // an output buffer that is not the output type's storage
+    let v = st.upload(&[0x3F80u16; 256]).unwrap();
+    let e = tc::forward_dev(
+        &st,
+        TcPrecision::Bf16,
+        TcOutput::Bf16,
+        &topo,
+        1,
+        &x,
+        &v,
+        None,
+        &mut y,
+    )
+    .unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
+    assert!(
+        e.to_string().contains("bf16 output is not stored as f32"),
+        "{e}"
+    );
+    let e = tc::grad_input_dev(
+        &st,
+        TcPrecision::Bf16,
+        TcOutput::Bf16,
+        &topo,
+        1,
+        &x,
+        &v,
+        &mut y,
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string().contains("bf16 output is not stored as f32"),
+        "{e}"
+    );
+    assert_eq!(st.to_vec(&y).unwrap(), [7.0; 16]);
+    let mut y16 = st.upload(&[7u16; 16]).unwrap();
+    let e = tc::forward_dev(
+        &st,
+        TcPrecision::Bf16,
+        TcOutput::F32,
+        &topo,
+        1,
+        &x,
+        &v,
+        None,
+        &mut y16,
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string().contains("f32 output is not stored as u16"),
+        "{e}"
+    );
+    assert_eq!(st.to_vec(&y16).unwrap(), [7; 16]);
+}
+
+/// bf16 output rounds each f32 result once, to nearest even, at the
+/// store. Row 0 multiplies zeros, so `y = +0 + bias` is the bias exactly
+/// and the bias picks the f32 results: ties to even (down and up), just
+/// above a tie, `f32::MAX` and a tie at the top rounding to `∞`, the
+/// largest bf16 kept, infinities, NaN with payloads (`0x7FFF`), and
+/// subnormal ties; the other rows are `x + bias` (`W = I`, ragged `N`).
+/// Grad-input (`W = I`: `gx = gy`) gets the same values through `gy` on
+/// tf32 and bf16 inputs; column block 1 has no slot (`+0`), and the empty
+/// slot's values are NaN. Every SM with a tensor-core model.
+#[test]
+fn bf16_output_rounds_once_to_nearest_even() {
+    let special: [(u32, u16); 16] = [
+        (0x3F80_8000, 0x3F80), // 1 + 2⁻⁸: tie, to even (down)
+        (0x3F81_8000, 0x3F82), // 1 + 3·2⁻⁸: tie, to even (up)
+        (0x3F80_8008, 0x3F81), // just above a tie
+        (0xBF80_8000, 0xBF80), // negative tie
+        (0x7F7F_FFFF, 0x7F80), // f32::MAX overflows to ∞
+        (0x7F7F_8000, 0x7F80), // a tie above the largest bf16: ∞
+        (0x7F7F_7FFF, 0x7F7F), // the largest bf16 stays
+        (0xFF7F_FFFF, 0xFF80), // −∞
+        (0x7F80_0000, 0x7F80),
+        (0xFF80_0000, 0xFF80),
+        (0x7FC1_2345, 0x7FFF), // NaN payloads: 0x7FFF
+        (0xFFA0_0001, 0x7FFF),
+        (0x0000_8000, 0x0000), // subnormal tie, to even (down)
+        (0x0001_8000, 0x0002), // subnormal tie, to even (up)
+        (0x8000_0001, 0x8000), // −tiny rounds to −0
+        (0x0000_C000, 0x0001),
+    ];
+    let (b, n) = (16, 19);
+    let dims = Dims::new(1, 2, 2, b).unwrap();
+    let col = [0, -1];
+    let mut rng = Rng(111);
+    let mut w = vec![f32::NAN; dims.values_len()];
+    for i in 0..b {
+        for j in 0..b {
+            w[i * b + j] = if i == j { 1.0 } else { 0.0 };
+        }
+    }
+    let bias: Vec<f32> = special.iter().map(|&(f, _)| f32::from_bits(f)).collect();
+    let mut xf = values(&mut rng, n * dims.in_features(), TcPrecision::Bf16, false);
+    xf[..dims.in_features()].fill(0.0);
+    let mut gyf = values(&mut rng, n * b, TcPrecision::Bf16, false);
+    // gy row 0: the finite specials as tf32 holds them (10 fraction
+    // bits); zeros for ±∞ and NaN, which `0 ×` would spread to the row
+    for (e, &(f, _)) in special.iter().enumerate() {
+        let f = f & 0xFFFF_E000;
+        gyf[e] = if f & 0x7FFF_FFFF >= 0x7F80_0000 {
+            0.0
+        } else {
+            f32::from_bits(f)
+        };
+    }
+    for sm in SMS {
+        let st = Context::sim(sm).default_stream();
+        let topo = DeviceTopology::upload(&st, &dims, &col).unwrap();
+        let dbias = st.upload(&bias).unwrap();
+        let mut y16 = st.upload(&vec![0x5555u16; n * b]).unwrap();
+        let mut gx16 = st.upload(&vec![0x5555u16; n * 2 * b]).unwrap();
+        macro_rules! both {
+            ($prec:expr, $x:expr, $w:expr, $gy:expr) => {{
+                let prec = $prec;
+                let (dx, dw, dgy) = (
+                    st.upload(&$x).unwrap(),
+                    st.upload(&$w).unwrap(),
+                    st.upload(&$gy).unwrap(),
+                );
+                let bd = Some(&dbias as &dyn ptxsmith::runtime::buffer::AsDevice<f32>);
+                tc::forward_dev(&st, prec, TcOutput::Bf16, &topo, n, &dx, &dw, bd, &mut y16)
+                    .unwrap();
+                let y = st.to_vec(&y16).unwrap();
+                let got0: Vec<u16> = y[..b].to_vec();
+                let want0: Vec<u16> = special.iter().map(|s| s.1).collect();
+                assert_eq!(got0, want0, "row 0 {prec} on {sm}");
+                let h = host::forward(sm, prec, &dims, n, &$x, &$w, &col, Some(&bias)).unwrap();
+                assert_bf16(&format!("forward {prec} on {sm}"), &y, &h);
+                tc::grad_input_dev(&st, prec, TcOutput::Bf16, &topo, n, &dgy, &dw, &mut gx16)
+                    .unwrap();
+                let gx = st.to_vec(&gx16).unwrap();
+                let h = host::grad_input(sm, prec, &dims, n, &$gy, &$w, &col).unwrap();
+                assert_bf16(&format!("grad_input {prec} on {sm}"), &gx, &h);
+                for row in gx.chunks(2 * b) {
+                    assert!(
+                        row[b..].iter().all(|v| *v == 0),
+                        "unused column {prec} on {sm}"
+                    );
+                }
+                gx
+            }};
+        }
+        let gx = both!(TcPrecision::Tf32, xf, w, gyf);
+        // tf32 keeps 10 fraction bits: row 0's ties reach the rounding
+        assert_eq!(
+            &gx[..6],
+            &[0x3F80, 0x3F82, 0x3F80, 0xBF80, 0x7F80, 0x7F80],
+            "grad_input row 0 on {sm}"
+        );
+        both!(TcPrecision::Bf16, to_bf16(&xf), to_bf16(&w), to_bf16(&gyf));
+    }
 }
 
 /// The padded rows of grad-values are real `+0 × +0` pairs of the model:
@@ -394,7 +627,18 @@ fn zero_rows() {
     assert!(st.to_vec(&gv).unwrap().iter().all(|v| v.to_bits() == 0));
     let v = st.upload(&vec![0u16; dims.values_len()]).unwrap();
     let mut y = st.context().alloc::<f32>(0).unwrap();
-    tc::forward_dev(&st, TcPrecision::F16, &topo, 0, &empty, &v, None, &mut y).unwrap();
+    tc::forward_dev(
+        &st,
+        TcPrecision::F16,
+        TcOutput::F32,
+        &topo,
+        0,
+        &empty,
+        &v,
+        None,
+        &mut y,
+    )
+    .unwrap();
 }
 
 /// The staged forward and grad-input kernels' edge paths: a single token
@@ -452,7 +696,18 @@ fn staged_edge_paths() {
                     let mut y = st.upload(&vec![7.0f32; n * dims.out_features()]).unwrap();
                     let bias_dev = with_bias
                         .then_some(&dbias as &dyn ptxsmith::runtime::buffer::AsDevice<f32>);
-                    tc::forward_dev(&st, prec, &topo, n, &dx, &dv, bias_dev, &mut y).unwrap();
+                    tc::forward_dev(
+                        &st,
+                        prec,
+                        TcOutput::F32,
+                        &topo,
+                        n,
+                        &dx,
+                        &dv,
+                        bias_dev,
+                        &mut y,
+                    )
+                    .unwrap();
                     let hb = with_bias.then_some(&bias[..]);
                     let want = host::forward(sm, prec, &dims, n, &x, &v, &col, hb).unwrap();
                     let got = st.to_vec(&y).unwrap();
@@ -469,7 +724,7 @@ fn staged_edge_paths() {
                     check(&format!("forward (bias {with_bias})"), got, want);
                 }
                 let mut gx = st.upload(&vec![7.0f32; n * dims.in_features()]).unwrap();
-                tc::grad_input_dev(&st, prec, &topo, n, &dgy, &dv, &mut gx).unwrap();
+                tc::grad_input_dev(&st, prec, TcOutput::F32, &topo, n, &dgy, &dv, &mut gx).unwrap();
                 let want = host::grad_input(sm, prec, &dims, n, &gy, &v, &col).unwrap();
                 let got = st.to_vec(&gx).unwrap();
                 for j in (0..c).filter(|j| !col.contains(&(*j as i32))) {

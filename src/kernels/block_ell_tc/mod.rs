@@ -23,7 +23,14 @@
 //!   ([`tensor_core::f32_to_tf32_rna`](crate::tensor_core::f32_to_tf32_rna)).
 //!   MMA shape `m16n8k8`: chunks of 8.
 //!
-//! Accumulation, `bias`, and every output (`y`, `gx`, `gv`) are `f32`.
+//! Accumulation and `bias` are `f32`. The forward and grad-input outputs
+//! (`y`, `gx`) are `f32`, or, by [`TcOutput::Bf16`], bf16 (`u16` bits):
+//! each f32 result of the contract below rounded **once**, at the store,
+//! by `cvt.rn.bf16.f32` (to nearest even; overflow gives ±∞; every NaN
+//! gives `0x7FFF`; the host model is [`to_bf16`] of the f32 result,
+//! [`host::output`]). Nothing else changes: the accumulation, its order
+//! and the bias `add.rn` are the f32 output's. Grad-values (`gv`) is
+//! always `f32`.
 //! `B` ∈ [`TC_BLOCK_SIZES`] = {16, 32, 64} (`B = 8` is refused: an
 //! `m16` tile does not fit an 8-wide block).
 //!
@@ -95,5 +102,5 @@ pub mod launch;
 pub mod ptx;
 
 pub use super::block_ell::{DeviceTopology, Dims, TransposedIndex, validate_col};
-pub use host::{TC_BLOCK_SIZES, TcElem, TcPrecision, to_bf16, to_f16};
+pub use host::{TC_BLOCK_SIZES, TcElem, TcOutElem, TcOutput, TcPrecision, to_bf16, to_f16};
 pub use launch::{forward_dev, grad_input_dev, grad_values_dev};

@@ -93,6 +93,104 @@ impl TcElem for f32 {
     }
 }
 
+/// The output type of a forward or grad-input call (grad-values is
+/// always f32): the f32 results as they are, or each rounded once to bf16
+/// at the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TcOutput {
+    /// f32 results, stored as `f32`.
+    F32,
+    /// Each f32 result rounded to nearest even by `cvt.rn.bf16.f32`
+    /// ([`to_bf16`]: overflow gives ±∞, every NaN gives `0x7FFF`), stored
+    /// as `u16` bits: half the output bytes.
+    Bf16,
+}
+
+impl TcOutput {
+    /// Every output type.
+    pub const ALL: [TcOutput; 2] = [TcOutput::F32, TcOutput::Bf16];
+
+    /// `"f32"`, `"bf16"`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            TcOutput::F32 => "f32",
+            TcOutput::Bf16 => "bf16",
+        }
+    }
+}
+
+impl std::fmt::Display for TcOutput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// An output element type of the tensor-core path: `f32` ([`TcOutput::F32`])
+/// or `u16` (bf16 bits, [`TcOutput::Bf16`]).
+pub trait TcOutElem: DeviceRepr + Copy {
+    /// The Rust type's name, for error messages.
+    const NAME: &'static str;
+    /// Whether `out` stores its results as `Self`.
+    fn holds(out: TcOutput) -> bool;
+    /// The stored element of an f32 result (`u16`: `cvt.rn.bf16.f32`).
+    fn store(v: f32) -> Self;
+}
+
+impl TcOutElem for f32 {
+    const NAME: &'static str = "f32";
+    fn holds(out: TcOutput) -> bool {
+        out == TcOutput::F32
+    }
+    fn store(v: f32) -> f32 {
+        v
+    }
+}
+
+impl TcOutElem for u16 {
+    const NAME: &'static str = "u16";
+    fn holds(out: TcOutput) -> bool {
+        out == TcOutput::Bf16
+    }
+    fn store(v: f32) -> u16 {
+        tensor_core::f32_to_bf16_rn(v)
+    }
+}
+
+/// Check that `O` is the storage of `out`.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] naming both otherwise.
+pub fn request_output<O: TcOutElem>(out: TcOutput) -> Result<()> {
+    if O::holds(out) {
+        Ok(())
+    } else {
+        Err(Error::invalid(format!(
+            "block_ell_tc: {out} output is not stored as {} (f32 output as f32, bf16 output as u16 \
+             bits)",
+            O::NAME
+        )))
+    }
+}
+
+/// The host model of a call with output type `out`: the f32 results of
+/// [`forward`] or [`grad_input`], each stored as the kernels store it
+/// (bf16: rounded once to nearest even, [`to_bf16`]).
+///
+/// ```
+/// use ptxsmith::kernels::block_ell_tc::host::{TcOutput, output};
+/// let y = [1.0 + 2f32.powi(-8), f32::MAX, f32::NAN];
+/// // a tie rounds to even; past the largest bf16, to ∞; NaN to 0x7FFF
+/// assert_eq!(output::<u16>(TcOutput::Bf16, &y)?, [0x3F80, 0x7F80, 0x7FFF]);
+/// # Ok::<(), ptxsmith::Error>(())
+/// ```
+///
+/// # Errors
+/// As [`request_output`].
+pub fn output<O: TcOutElem>(out: TcOutput, y: &[f32]) -> Result<Vec<O>> {
+    request_output::<O>(out)?;
+    Ok(y.iter().map(|&v| O::store(v)).collect())
+}
+
 /// f32 → bf16 bits, round to nearest even (`cvt.rn.bf16.f32`; NaN gives
 /// `0x7FFF`).
 pub fn to_bf16(v: &[f32]) -> Vec<u16> {

@@ -7,10 +7,10 @@
 //!
 //! Every check runs before anything is queued, so nothing is written on
 //! error: the request ([`host::request`]: `B`, element type, SM from
-//! sm_80), every length, and the kernels' 32-bit limits (`N`, `R·B`, `C·B`
+//! sm_80; [`host::request_output`]: the output buffer's type), every length, and the kernels' 32-bit limits (`N`, `R·B`, `C·B`
 //! below 2³¹, `R·K·B·B ≤ u32::MAX`).
 
-use super::host::{self, TcElem, TcPrecision};
+use super::host::{self, TcElem, TcOutElem, TcOutput, TcPrecision};
 use super::ptx::{
     ForwardArgs, GradInputArgs, GradValuesArgs, THREADS, generate_forward, generate_grad_input,
     generate_grad_values, tile,
@@ -69,10 +69,12 @@ fn bsize(d: &Dims) -> u32 {
 /// `y = x·Wᵀ (+ bias)` for `n` rows on the tensor cores in precision
 /// `prec`, queued on `stream` (see the [contract](super)): `x` `[N, C·B]`
 /// and `values` `[R, K, B, B]` as `T` (`u16` bits for bf16/f16, `f32` for
-/// tf32), `bias` `[R·B]` and `y` `[N, R·B]` f32.
+/// tf32), `bias` `[R·B]` f32, and `y` `[N, R·B]` of output type `out` as
+/// `O` (`f32` for [`TcOutput::F32`]; `u16` bf16 bits for
+/// [`TcOutput::Bf16`], each f32 result rounded once to nearest even).
 ///
 /// ```
-/// use ptxsmith::kernels::block_ell_tc::{self as tc, DeviceTopology, Dims, TcPrecision};
+/// use ptxsmith::kernels::block_ell_tc::{self as tc, DeviceTopology, Dims, TcOutput, TcPrecision};
 /// use ptxsmith::runtime::Context;
 ///
 /// // One 16 × 16 block, W = 0.5·I, on a simulated sm_90 (the H100 model).
@@ -82,31 +84,38 @@ fn bsize(d: &Dims) -> u32 {
 /// let w: Vec<f32> = (0..256).map(|e| if e % 17 == 0 { 0.5 } else { 0.0 }).collect();
 /// let (x, v) = (st.upload(&tc::to_bf16(&[2.0; 16]))?, st.upload(&tc::to_bf16(&w))?);
 /// let mut y = st.context().alloc::<f32>(16)?;
-/// tc::forward_dev(&st, TcPrecision::Bf16, &topo, 1, &x, &v, None, &mut y)?;
+/// tc::forward_dev(&st, TcPrecision::Bf16, TcOutput::F32, &topo, 1, &x, &v, None, &mut y)?;
 /// assert_eq!(st.to_vec(&y)?, [1.0; 16]);
+/// // the same with bf16 output: 1.0 is 0x3F80
+/// let mut y16 = st.context().alloc::<u16>(16)?;
+/// tc::forward_dev(&st, TcPrecision::Bf16, TcOutput::Bf16, &topo, 1, &x, &v, None, &mut y16)?;
+/// assert_eq!(st.to_vec(&y16)?, [0x3F80; 16]);
 /// # Ok::<(), ptxsmith::Error>(())
 /// ```
 ///
 /// # Errors
 /// As [`host::request`] (a `B` outside {16, 32, 64}, a `T` that is not
-/// `prec`'s storage, [`Error::UnsupportedFeature`] below sm_80);
+/// `prec`'s storage, [`Error::UnsupportedFeature`] below sm_80); as
+/// [`host::request_output`] (an `O` that is not `out`'s storage);
 /// [`Error::InvalidArgument`] naming the values for a length that does not
 /// match its shape or sizes past the kernels' limits;
 /// [`Error::WrongContext`]; JIT and launch errors. Nothing is queued on
 /// error.
 #[allow(clippy::too_many_arguments)]
-pub fn forward_dev<T: TcElem>(
+pub fn forward_dev<T: TcElem, O: TcOutElem>(
     stream: &Stream,
     prec: TcPrecision,
+    out: TcOutput,
     topo: &DeviceTopology,
     n: usize,
     x: &impl AsDevice<T>,
     values: &impl AsDevice<T>,
     bias: Option<&dyn AsDevice<f32>>,
-    y: &mut impl AsDeviceMut<f32>,
+    y: &mut impl AsDeviceMut<O>,
 ) -> Result<()> {
     let d = *topo.dims();
     check_call::<T>(stream, prec, &d, n)?;
+    host::request_output::<O>(out)?;
     rows(&d, "x", x.as_device().len(), n, d.in_features(), "N × C·B")?;
     rows(&d, "y", y.as_device().len(), n, d.out_features(), "N × R·B")?;
     values_len(&d, values.as_device().len())?;
@@ -119,7 +128,7 @@ pub fn forward_dev<T: TcElem>(
     let count = tiles("R × token tiles", &[d.r(), n.div_ceil(tokens)])?;
     let xp = operand_ptr(stream, "x", x)?;
     let vp = operand_ptr(stream, "values", values)?;
-    let yp = stream.arg_mut("y", y)?;
+    let yp = stream.arg_mut("y", y)?.addr;
     if count == 0 {
         return Ok(());
     }
@@ -127,35 +136,41 @@ pub fn forward_dev<T: TcElem>(
         x: xp,
         values: vp,
         col: stream.arg("col", topo.col())?,
-        bias: bias.unwrap_or(yp),
-        y: yp,
+        // never read without a bias
+        bias: bias.unwrap_or(DevPtr::new(yp)),
+        y: DevPtr::new(yp),
         n: n as u32,
         r: d.r() as u32,
         c: d.c() as u32,
         k: d.k() as u32,
         has_bias: u32::from(bias.is_some()),
+        out_bf16: u32::from(out == TcOutput::Bf16),
     };
     let m = memo!(generate_forward, stream.context().sm(), prec, bsize(&d))?;
     stream.launch(m, cta_config(stream, count), &args.args())
 }
 
-/// `gx` (`[N, C·B]` f32), the gradient with respect to `x` given `gy`
-/// (`[N, R·B]` as `T`), on the tensor cores over the topology's transposed
-/// index, queued on `stream` (see the [contract](super)).
+/// `gx` (`[N, C·B]` of output type `out` as `O`, as [`forward_dev`]'s
+/// `y`), the gradient with respect to `x` given `gy` (`[N, R·B]` as `T`),
+/// on the tensor cores over the topology's transposed index, queued on
+/// `stream` (see the [contract](super)).
 ///
 /// # Errors
 /// As [`forward_dev`].
-pub fn grad_input_dev<T: TcElem>(
+#[allow(clippy::too_many_arguments)]
+pub fn grad_input_dev<T: TcElem, O: TcOutElem>(
     stream: &Stream,
     prec: TcPrecision,
+    out: TcOutput,
     topo: &DeviceTopology,
     n: usize,
     gy: &impl AsDevice<T>,
     values: &impl AsDevice<T>,
-    gx: &mut impl AsDeviceMut<f32>,
+    gx: &mut impl AsDeviceMut<O>,
 ) -> Result<()> {
     let d = *topo.dims();
     check_call::<T>(stream, prec, &d, n)?;
+    host::request_output::<O>(out)?;
     rows(
         &d,
         "gy",
@@ -177,7 +192,7 @@ pub fn grad_input_dev<T: TcElem>(
     let count = tiles("C × token tiles", &[d.c(), n.div_ceil(tokens)])?;
     let gyp = operand_ptr(stream, "gy", gy)?;
     let vp = operand_ptr(stream, "values", values)?;
-    let gxp = stream.arg_mut("gx", gx)?;
+    let gxp = DevPtr::new(stream.arg_mut("gx", gx)?.addr);
     if count == 0 {
         return Ok(());
     }
@@ -192,6 +207,7 @@ pub fn grad_input_dev<T: TcElem>(
         r: d.r() as u32,
         c: d.c() as u32,
         k: d.k() as u32,
+        out_bf16: u32::from(out == TcOutput::Bf16),
     };
     let m = memo!(generate_grad_input, stream.context().sm(), prec, bsize(&d))?;
     stream.launch(m, cta_config(stream, count), &args.args())

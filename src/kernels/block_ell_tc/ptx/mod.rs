@@ -39,34 +39,38 @@ pub const THREADS: u32 = 32 * WARPS;
 kernel_params! {
     /// Arguments of `block_ell_tc_forward_{p}_b{B}` (`x`, `values`: the
     /// inputs' addresses, u16 or f32 elements by precision; `bias` is read
-    /// only when `has_bias` is 1).
+    /// only when `has_bias` is 1; `y` holds f32 elements, or bf16 bits
+    /// when `out_bf16` is 1).
     pub struct ForwardArgs => ForwardRegs {
         x: Ptr<U32>,
         values: Ptr<U32>,
         col: Ptr<S32>,
         bias: Ptr<F32>,
-        y: Ptr<F32>,
+        y: Ptr<U32>,
         n: U32,
         r: U32,
         c: U32,
         k: U32,
         has_bias: U32,
+        out_bf16: U32,
     }
 }
 
 kernel_params! {
     /// Arguments of `block_ell_tc_grad_input_{p}_b{B}` (`offsets [C+1]`,
-    /// `slots [nnz]`: the transposed index).
+    /// `slots [nnz]`: the transposed index; `gx` holds f32 elements, or
+    /// bf16 bits when `out_bf16` is 1).
     pub struct GradInputArgs => GradInputRegs {
         gy: Ptr<U32>,
         values: Ptr<U32>,
         offsets: Ptr<U32>,
         slots: Ptr<U32>,
-        gx: Ptr<F32>,
+        gx: Ptr<U32>,
         n: U32,
         r: U32,
         c: U32,
         k: U32,
+        out_bf16: U32,
     }
 }
 

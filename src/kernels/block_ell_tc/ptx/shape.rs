@@ -31,6 +31,11 @@ pub(super) struct Shape {
     pub(super) nt: u32,
     /// grad-input: `B` row-major (`values[s, k, f]`)
     pub(super) trans: bool,
+    /// tf32 grad-input: the values block is staged raw into buffer 0 and
+    /// rounded and transposed (`[f][k]`) into buffer 1, so its `B`
+    /// fragments come by `ldmatrix` as the forward pass's (`trans` is then
+    /// false)
+    pub(super) stage_t: bool,
 }
 
 impl Shape {
@@ -62,6 +67,7 @@ impl Shape {
             mt: wm / 16,
             nt: wn / 8,
             trans,
+            stage_t: false,
         }
     }
     /// bytes of one buffer of a token tile

@@ -15,7 +15,8 @@
 //!   are copied with `src_size` 0, i.e. zero-filled (their source address
 //!   clamped to row `N − 1`); they feed only output rows that are never
 //!   stored;
-//! * the **values block** `values[s]`, `B × B`, as stored.
+//! * the **values block** `values[s]`, `B × B`, as stored (tf32
+//!   grad-input: single-buffered, see below).
 //!
 //! Every staged row is padded by 16 bytes, so the 8 row addresses of an
 //! `ldmatrix` phase (same column, consecutive rows) fall in 8 distinct
@@ -28,13 +29,18 @@
 //! k]` forward (rows of `k`: `ldmatrix.x4` without `.trans`) or
 //! `values[s, k, f]` grad-input (row-major `B`: `ldmatrix.x4.trans` for
 //! bf16/f16; tf32 cannot transpose 32-bit elements with `ldmatrix`, so
-//! its grad-input `B` fragments are `ld.shared.b32`). tf32 operands are
+//! its grad-input transposes the block at staging, below, and loads `B`
+//! as the forward pass does). tf32 operands are
 //! loaded as raw f32 bits (an 8×8 `.b16` matrix is an 8 × 4 `f32` matrix,
 //! exactly the tf32 fragment layout) and converted with
 //! `cvt.rna.tf32.f32`: the input tile's per fragment (each element feeds
 //! one warp), the values block's once, in shared memory, by the thread
 //! that staged it, after its `cp.async.wait_group` and before the
-//! `bar.sync` (each element feeds every warp along the tokens). The products of the block FMA are exact and the
+//! `bar.sync` (each element feeds every warp along the tokens). tf32
+//! grad-input stages the raw block into buffer 0 and writes it rounded
+//! and transposed (`[f][k]`, four `st.shared.b32` a 16-byte unit) into
+//! buffer 1; the next entry's copies are issued after that `bar.sync`
+//! (`cp.async.wait_group 0` before it), so one raw buffer suffices. The products of the block FMA are exact and the
 //! pairs keep their `k` order, so which operand is `A` changes no bit:
 //! each output element is the contract's chain (entries ascending, `k`
 //! chunks ascending, one `mma.sync` each) from `+0.0`.
@@ -45,7 +51,11 @@
 //! `(M/16) × (N/8)` accumulator fragments, every `A` fragment feeds `N/8`
 //! `HMMA`s and every `B` fragment `M/16`. The epilogue stores each lane's
 //! two adjacent features with one `st.global.v2.f32` (predicated on `n <
-//! N`; the forward pass adds the bias first with `add.rn`).
+//! N`; the forward pass adds the bias first with `add.rn`), or, when the
+//! `out_bf16` argument is 1 (a CTA-uniform branch, so one module serves
+//! both output types), rounds the pair with one `cvt.rn.bf16x2.f32` (each
+//! half `cvt.rn.bf16.f32` of its f32 result) and stores it with one
+//! `st.global.b32`.
 //!
 //! Empty slots (forward) commit an empty group and skip the MMAs (a
 //! CTA-uniform branch): their values are never read.
@@ -91,7 +101,12 @@ pub fn tile(prec: TcPrecision, bs: u32) -> Tile {
 fn shape<T: MmaInput>(prec: TcPrecision, bs: u32, trans: bool) -> Shape {
     let t = tile(prec, bs);
     let warp = (t.tokens / t.warps_tok, bs / (WARPS / t.warps_tok));
-    Shape::new::<T>(prec, bs, 16, t.tokens, warp, trans)
+    // tf32 cannot transpose 32-bit elements with `ldmatrix`: its
+    // grad-input transposes the values block at staging instead
+    let stage_t = trans && T::FORMAT == InputFormat::Tf32;
+    let mut sh = Shape::new::<T>(prec, bs, 16, t.tokens, warp, trans && !stage_t);
+    sh.stage_t = stage_t;
+    sh
 }
 
 /// The kernel's operands, whichever pass it is.
@@ -104,6 +119,8 @@ struct Io {
     out_width: Reg<U32>,
     /// output blocks (`R` forward, `C` grad-input)
     blocks: Reg<U32>,
+    /// 1: store bf16 bits (`cvt.rn.bf16x2.f32`), 0: f32
+    out_bf16: Reg<U32>,
 }
 
 /// One entry of an output block's reduction: its slot, the input block it
@@ -222,9 +239,17 @@ fn ldsm4_as<T: MmaInput>(
 /// buffer `buf` to tf32 in place (`cvt.rna.tf32.f32`, the conversion the
 /// fragments would do), after its copies completed: every warp's `B`
 /// fragments then load them as they are.
+///
+/// With [`Shape::stage_t`] (grad-input) the units come from buffer 0 and
+/// go transposed into buffer 1: the unit of row `k`, features `4u ..
+/// 4u + 3`, to rows `4u + e`, element `k`.
 fn convert_values(b: &mut KernelBuilder, sh: &Shape, st: &Stage, tid: Reg<U32>, buf: Reg<U32>) {
-    let voff = b.mul_lo(buf, sh.vbuf());
-    let vd = b.add(st.vdst, voff);
+    let vd = if sh.stage_t {
+        st.vdst
+    } else {
+        let voff = b.mul_lo(buf, sh.vbuf());
+        b.add(st.vdst, voff)
+    };
     let count = sh.bs * sh.cpr;
     let rstep = THREADS / sh.cpr;
     let conv = |b: &mut KernelBuilder| {
@@ -237,7 +262,15 @@ fn convert_values(b: &mut KernelBuilder, sh: &Shape, st: &Stage, tid: Reg<U32>, 
                 let t = b.cvt_to_tf32(f);
                 b.packed_bits(t)
             });
-            b.st_shared_v4(p, k, out);
+            if let Some(td) = st.tdst {
+                // stage_t: transposed into buffer 1
+                let q = sptr::<U32>(td);
+                for (e, w) in out.into_iter().enumerate() {
+                    b.st_shared(q, (j * rstep + e as u32 * sh.pitch / 4) as i32, w);
+                }
+            } else {
+                b.st_shared_v4(p, k, out);
+            }
         }
     };
     if count < THREADS {
@@ -260,6 +293,9 @@ struct Stage {
     /// destination (buffer 0)
     vsrc: Reg<U64>,
     vdst: Reg<U32>,
+    /// [`Shape::stage_t`]: the thread's first transposed destination
+    /// (buffer 1)
+    tdst: Option<Reg<U32>>,
 }
 
 /// Issue the copies of `entry` into buffer `buf` (0 or 1).
@@ -287,8 +323,14 @@ fn issue(
         let vb = b.mul_wide_u32(en.slot, sh.bs * sh.rowb);
         let vb = b.add(vb, io.values);
         let vs = b.add(vb, st.vsrc);
-        let voff = b.mul_lo(buf, sh.vbuf());
-        let vd = b.add(st.vdst, voff);
+        // stage_t: always buffer 0 (the raw block is transposed into
+        // buffer 1 before the next copies are issued)
+        let vd = if sh.stage_t {
+            st.vdst
+        } else {
+            let voff = b.mul_lo(buf, sh.vbuf());
+            b.add(st.vdst, voff)
+        };
         let count = sh.bs * sh.cpr;
         let copy = |b: &mut KernelBuilder| {
             for j in 0..count.div_ceil(THREADS) {
@@ -326,8 +368,12 @@ fn compute<T: MmaInput>(
 ) {
     let xoff = b.mul_lo(buf, sh.buf());
     let abase = b.add(ln.a, xoff);
-    let voff = b.mul_lo(buf, sh.vbuf());
-    let bbase = b.add(ln.b, voff);
+    let bbase = if sh.stage_t {
+        b.add(ln.b, sh.vbuf())
+    } else {
+        let voff = b.mul_lo(buf, sh.vbuf());
+        b.add(ln.b, voff)
+    };
     let tf32 = sh.fmt == InputFormat::Tf32;
     for kc in 0..sh.chunks() {
         let frag_a: Vec<FragA<T>> = (0..sh.mt)
@@ -339,31 +385,18 @@ fn compute<T: MmaInput>(
             })
             .collect();
         let mut frag_b: Vec<FragB<T>> = Vec::new();
-        if sh.trans && tf32 {
-            // b0 = values[s, kc·8 + t, f0 + g], b1 = … k + 4 (converted
-            // at staging)
-            for ni in 0..sh.nt {
-                let regs = [0, 4].map(|dk| {
-                    let off = (kc * 8 + dk) * sh.pitch + ni * 32;
-                    let p = b.add(bbase, off);
-                    let u = b.ld_shared(sptr::<U32>(p), 0);
-                    b.u32_as_packed::<T>(u)
-                });
-                frag_b.push(FragB { regs });
-            }
-        } else {
-            for np in 0..sh.nt / 2 {
-                let off = if sh.trans {
-                    kc * 16 * sh.pitch + np * 16 * sh.e
-                } else {
-                    np * 16 * sh.pitch + kc * 32
-                };
-                let p = b.add(bbase, off);
-                // tf32 values were converted at staging
-                let [r0, r1, r2, r3] = ldsm4_as::<T>(b, p, sh.trans, !tf32);
-                frag_b.push(FragB { regs: [r0, r1] });
-                frag_b.push(FragB { regs: [r2, r3] });
-            }
+        for np in 0..sh.nt / 2 {
+            let off = if sh.trans {
+                kc * 16 * sh.pitch + np * 16 * sh.e
+            } else {
+                np * 16 * sh.pitch + kc * 32
+            };
+            let p = b.add(bbase, off);
+            // tf32 values were converted (and for grad-input transposed)
+            // at staging
+            let [r0, r1, r2, r3] = ldsm4_as::<T>(b, p, sh.trans, !tf32);
+            frag_b.push(FragB { regs: [r0, r1] });
+            frag_b.push(FragB { regs: [r2, r3] });
         }
         for (mi, a) in frag_a.iter().enumerate() {
             for (ni, bf) in frag_b.iter().enumerate() {
@@ -409,12 +442,7 @@ fn kernel<T: MmaInput>(
     let arow = b.add(wt0, l16);
     let a = b.mad_lo(arow, sh.pitch, xs0);
     let a = b.mad_lo(hi16, 16u32, a);
-    let bl = if sh.trans && sh.fmt == InputFormat::Tf32 {
-        // ld.shared: row t, feature wf0 + g
-        let p = b.mad_lo(t, sh.pitch, vs0);
-        let f = b.add(wf0, g);
-        b.mad_lo(f, 4u32, p)
-    } else if sh.trans {
+    let bl = if sh.trans {
         // row k = lane % 8 + 8·((lane / 8) % 2), feature wf0 + 8·(lane / 16)
         let k = b.mad_lo(mid, 8u32, l8);
         let p = b.mad_lo(k, sh.pitch, vs0);
@@ -435,6 +463,13 @@ fn kernel<T: MmaInput>(
     let xdst = b.mad_lo(ch, 16u32, xdst);
     let vdst = b.mad_lo(row0, sh.pitch, vs0);
     let vdst = b.mad_lo(ch, 16u32, vdst);
+    // transposed: row 4·ch (+ e), element row0 (+ j·rstep), buffer 1
+    let tdst = sh.stage_t.then(|| {
+        let c4 = b.shl(ch, 2u32);
+        let tdst = b.mad_lo(c4, sh.pitch, vs0);
+        let tdst = b.mad_lo(row0, 4u32, tdst);
+        b.add(tdst, sh.vbuf())
+    });
     let tid16 = b.shl(tid, 4u32);
     let vsrc = b.u32_to_u64(tid16);
     let ch16 = b.shl(ch, 4u32);
@@ -470,6 +505,7 @@ fn kernel<T: MmaInput>(
             xdst,
             vsrc,
             vdst,
+            tdst,
         };
         let acc: Vec<Vec<FragC>> = (0..sh.mt)
             .map(|_| (0..sh.nt).map(|_| b.frag_c_zero()).collect())
@@ -496,28 +532,44 @@ fn kernel<T: MmaInput>(
             let next = b.add(i, 1u32);
             let more = b.setp(Cmp::Lt, next, hi);
             let next_live = b.var::<U32>(0u32);
-            b.if_(more, |b| {
-                let en = entries.entry(b, o, next);
-                issue(b, sh, io, &st, tid, &en, nbuf);
-                let l = match en.live {
-                    Some(p) => b.selp(p, 1u32, 0u32),
-                    None => b.mov(1u32),
-                };
-                b.set(&next_live, l);
-            });
-            b.cp_async_commit_group();
-            b.cp_async_wait_group(1);
-            let tf32 = sh.fmt == InputFormat::Tf32;
-            if !tf32 {
-                b.bar_sync();
-            }
-            let live = b.get(&cur_live);
-            let live = b.setp(Cmp::Ne, live, 0u32);
-            if tf32 {
-                // round the thread's own units, then let every warp read
+            let issue_next = |b: &mut KernelBuilder| {
+                b.if_(more, |b| {
+                    let en = entries.entry(b, o, next);
+                    issue(b, sh, io, &st, tid, &en, nbuf);
+                    let l = match en.live {
+                        Some(p) => b.selp(p, 1u32, 0u32),
+                        None => b.mov(1u32),
+                    };
+                    b.set(&next_live, l);
+                });
+                b.cp_async_commit_group();
+            };
+            let live = if sh.stage_t {
+                // the raw values block is single-buffered: transpose it
+                // (the thread's own units) before the next copies
+                b.cp_async_wait_group(0);
+                let live = b.get(&cur_live);
+                let live = b.setp(Cmp::Ne, live, 0u32);
                 b.if_(live, |b| convert_values(b, sh, &st, tid, cur));
                 b.bar_sync();
-            }
+                issue_next(b);
+                live
+            } else {
+                issue_next(b);
+                b.cp_async_wait_group(1);
+                let tf32 = sh.fmt == InputFormat::Tf32;
+                if !tf32 {
+                    b.bar_sync();
+                }
+                let live = b.get(&cur_live);
+                let live = b.setp(Cmp::Ne, live, 0u32);
+                if tf32 {
+                    // round the thread's own units, then let every warp read
+                    b.if_(live, |b| convert_values(b, sh, &st, tid, cur));
+                    b.bar_sync();
+                }
+                live
+            };
             b.if_(live, |b| compute::<T>(b, sh, &ln, &acc, cur));
             b.bar_sync();
             b.set(&buf, nbuf);
@@ -550,6 +602,9 @@ fn kernel<T: MmaInput>(
         });
         let rbase = b.add(n0, wt0);
         let rbase = b.add(rbase, g);
+        // per output row of the lane: (inside N, element index of its
+        // first feature, the values)
+        let mut rows = Vec::new();
         for (mi, frags) in acc.iter().enumerate() {
             for h in 0..2u32 {
                 let row = b.add(rbase, mi as u32 * 16 + 8 * h);
@@ -557,9 +612,6 @@ fn kernel<T: MmaInput>(
                 let el = b.mul_wide_u32(row, io.out_width);
                 let f = b.u32_to_u64(f0);
                 let el = b.add(el, f);
-                let by = b.shl(el, 2u32);
-                let p = b.add(by, io.out);
-                let yp = GlobalPtr::<F32>::from_reg(p);
                 let vals: Vec<[Reg<F32>; 2]> = frags
                     .iter()
                     .enumerate()
@@ -574,13 +626,47 @@ fn kernel<T: MmaInput>(
                         }
                     })
                     .collect();
-                b.guarded(inside, |b| {
-                    for (ni, v) in vals.iter().enumerate() {
-                        b.st_global_v2(yp, (ni * 8) as i32, *v);
-                    }
-                });
+                rows.push((inside, el, vals));
             }
         }
+        // the output type, CTA-uniform: one branch
+        let bf16 = b.setp(Cmp::Ne, io.out_bf16, 0u32);
+        b.if_else(
+            bf16,
+            |b| {
+                // each pair rounded once (RNE); the lower feature in the
+                // low half
+                for (inside, el, vals) in &rows {
+                    let by = b.shl(*el, 1u32);
+                    let p = b.add(by, io.out);
+                    let yp = GlobalPtr::<U32>::from_reg(p);
+                    let packed: Vec<Reg<U32>> = vals
+                        .iter()
+                        .map(|v| {
+                            let h2 = b.cvt_to_bf16x2(v[1], v[0]);
+                            b.packed_bits(h2)
+                        })
+                        .collect();
+                    b.guarded(*inside, |b| {
+                        for (ni, w) in packed.iter().enumerate() {
+                            b.st_global(yp, (ni * 4) as i32, *w);
+                        }
+                    });
+                }
+            },
+            |b| {
+                for (inside, el, vals) in &rows {
+                    let by = b.shl(*el, 2u32);
+                    let p = b.add(by, io.out);
+                    let yp = GlobalPtr::<F32>::from_reg(p);
+                    b.guarded(*inside, |b| {
+                        for (ni, v) in vals.iter().enumerate() {
+                            b.st_global_v2(yp, (ni * 8) as i32, *v);
+                        }
+                    });
+                }
+            },
+        );
     });
     b.finish()
 }
@@ -604,6 +690,7 @@ pub(super) fn forward<T: MmaInput>(
         in_width,
         out_width,
         blocks: p.r,
+        out_bf16: p.out_bf16,
     };
     let slots = Slots { col: p.col, k: p.k };
     let bias = Bias {
@@ -632,6 +719,7 @@ pub(super) fn grad_input<T: MmaInput>(
         in_width,
         out_width,
         blocks: p.c,
+        out_bf16: p.out_bf16,
     };
     let index = Index {
         offsets: p.offsets,

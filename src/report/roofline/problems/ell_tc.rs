@@ -1,12 +1,13 @@
 //! The tensor-core block-ELL problems of the roofline model
 //! (`block_ell_tc`: forward at 50 % and 25 % of the slots, grad-input and
 //! grad-values at 50 %; bf16 at B = 32 and 64, tf32 at B = 32; 2048 →
-//! 2048, N = 4096),
+//! 2048, N = 4096; f32 output, and the bf16-output forward at B = 32, 25 %,
+//! where the output's bytes matter),
 //! measured against the tensor roof of their `mma.sync` shape, with the
 //! dense tensor-core layer as the goal's bar.
 
 use super::*;
-use crate::kernels::block_ell_tc::{self as tc, TcElem, TcPrecision};
+use crate::kernels::block_ell_tc::{self as tc, TcElem, TcOutput, TcPrecision};
 use crate::report::pipes::MmaShape;
 
 /// The share of the tensor peak the dense layer (`torch.mm` in bf16 or
@@ -91,13 +92,13 @@ enum Op {
     GradValues,
 }
 
-/// Queue `op` at shape `s` in precision `p` with `T` inputs.
+/// Queue `op` at shape `s` in precision `p` with `T` inputs and output
+/// type `o` (forward and grad-input).
 fn run_as<T: TcElem + DeviceRepr>(
     st: &Stream,
     s: &Shape,
     dry: bool,
-    op: Op,
-    p: TcPrecision,
+    (op, p, o): (Op, TcPrecision, TcOutput),
     conv: fn(&[f32]) -> Vec<T>,
 ) -> Result<()> {
     let (d, topo) = topo(st, s)?;
@@ -106,14 +107,22 @@ fn run_as<T: TcElem + DeviceRepr>(
         Op::Forward => {
             let x = tc_in(st, n * d.in_features(), 4, dry, conv)?;
             let v = tc_in(st, d.values_len(), 6, dry, conv)?;
+            if o == TcOutput::Bf16 {
+                let mut y = out::<u16>(st, n * d.out_features())?;
+                return tc::forward_dev(st, p, o, &topo, n, &x, &v, None, &mut y);
+            }
             let mut y = out::<f32>(st, n * d.out_features())?;
-            tc::forward_dev(st, p, &topo, n, &x, &v, None, &mut y)
+            tc::forward_dev(st, p, o, &topo, n, &x, &v, None, &mut y)
         }
         Op::GradInput => {
             let gy = tc_in(st, n * d.out_features(), 5, dry, conv)?;
             let v = tc_in(st, d.values_len(), 6, dry, conv)?;
+            if o == TcOutput::Bf16 {
+                let mut gx = out::<u16>(st, n * d.in_features())?;
+                return tc::grad_input_dev(st, p, o, &topo, n, &gy, &v, &mut gx);
+            }
             let mut gx = out::<f32>(st, n * d.in_features())?;
-            tc::grad_input_dev(st, p, &topo, n, &gy, &v, &mut gx)
+            tc::grad_input_dev(st, p, o, &topo, n, &gy, &v, &mut gx)
         }
         Op::GradValues => {
             let x = tc_in(st, n * d.in_features(), 4, dry, conv)?;
@@ -124,11 +133,11 @@ fn run_as<T: TcElem + DeviceRepr>(
     }
 }
 
-fn run(st: &Stream, s: &Shape, dry: bool, op: Op, p: TcPrecision) -> Result<()> {
-    match p {
-        TcPrecision::Bf16 => run_as(st, s, dry, op, p, tc::to_bf16),
-        TcPrecision::F16 => run_as(st, s, dry, op, p, tc::to_f16),
-        TcPrecision::Tf32 => run_as(st, s, dry, op, p, ident),
+fn run(st: &Stream, s: &Shape, dry: bool, call: (Op, TcPrecision, TcOutput)) -> Result<()> {
+    match call.1 {
+        TcPrecision::Bf16 => run_as(st, s, dry, call, tc::to_bf16),
+        TcPrecision::F16 => run_as(st, s, dry, call, tc::to_f16),
+        TcPrecision::Tf32 => run_as(st, s, dry, call, ident),
     }
 }
 
@@ -143,8 +152,13 @@ fn flop(s: &Shape) -> f64 {
 }
 
 /// One problem: `op` in precision `p` at block size `b` with `pct` % of
-/// the slots filled (2048 → 2048, N = 4096).
+/// the slots filled (2048 → 2048, N = 4096), f32 output.
 fn problem(op: Op, p: TcPrecision, b: usize, pct: usize) -> Problem {
+    problem_out(op, p, b, pct, TcOutput::F32)
+}
+
+/// [`problem`] with output type `o` (forward and grad-input).
+fn problem_out(op: Op, p: TcPrecision, b: usize, pct: usize, o: TcOutput) -> Problem {
     let rc = 2048 / b;
     let k = rc * pct / 100;
     let full = vec![rc, rc, k, k, b, 4096];
@@ -211,7 +225,17 @@ fn problem(op: Op, p: TcPrecision, b: usize, pct: usize) -> Problem {
             }),
         ),
     };
-    let name = format!("tensor-core {what} {p}, 2048 → 2048, B {b}, N 4096, {pct} % of the slots");
+    let outs = match o {
+        TcOutput::F32 => String::new(),
+        TcOutput::Bf16 => ", bf16 output".to_string(),
+    };
+    // bytes of an output element (forward, grad-input)
+    let oe = match o {
+        TcOutput::F32 => F32,
+        TcOutput::Bf16 => 2.0,
+    };
+    let name =
+        format!("tensor-core {what} {p}{outs}, 2048 → 2048, B {b}, N 4096, {pct} % of the slots");
     let dense = 4096.0 * 2048.0 * 2048.0;
     Problem {
         family: "block_ell_tc",
@@ -222,16 +246,16 @@ fn problem(op: Op, p: TcPrecision, b: usize, pct: usize) -> Problem {
         capped: Some((capped, 2)),
         check,
         basis,
-        run: Box::new(move |st, s, dry| run(st, s, dry, op, p)),
+        run: Box::new(move |st, s, dry| run(st, s, dry, (op, p, o))),
         traffic: Box::new(move |s, _| {
             let (b, n) = (s[4], s[5]);
             let x = e * f(n * s[1] * b);
             let gy = e * f(n * s[0] * b);
             let bytes = match op {
                 // x once (shared in L2 by a wave's row blocks), the filled
-                // slots' values once, y (f32) once.
-                Op::Forward => x + e * f(nnz(s) * b * b) + F32 * f(n * s[0] * b),
-                Op::GradInput => gy + e * f(nnz(s) * b * b) + F32 * f(n * s[1] * b),
+                // slots' values once, y (f32 or bf16) once.
+                Op::Forward => x + e * f(nnz(s) * b * b) + oe * f(n * s[0] * b),
+                Op::GradInput => gy + e * f(nnz(s) * b * b) + oe * f(n * s[1] * b),
                 // x and gy once, every slot's gv (f32) written.
                 Op::GradValues => x + gy + F32 * f(s[0] * s[2] * b * b),
             };
@@ -247,16 +271,21 @@ fn problem(op: Op, p: TcPrecision, b: usize, pct: usize) -> Problem {
                 _ => 1.6,
             },
         }),
-        note: match op {
-            Op::Forward => {
+        note: match (op, o) {
+            (Op::Forward, TcOutput::Bf16) => {
+                "x once (the row blocks of a wave share it in L2), the filled slots' values \
+                 once, y (bf16: half the f32 output's bytes) once; roof: the tensor peak of the \
+                 MMA shape, 2 FLOP per multiply-add of the filled blocks"
+            }
+            (Op::Forward, _) => {
                 "x once (the row blocks of a wave share it in L2), the filled slots' values \
                  once, y (f32) once; roof: the tensor peak of the MMA shape, 2 FLOP per \
                  multiply-add of the filled blocks"
             }
-            Op::GradInput => {
+            (Op::GradInput, _) => {
                 "gy once, the filled slots' values once, gx (f32) once; roof: the tensor peak"
             }
-            Op::GradValues => {
+            (Op::GradValues, _) => {
                 "x and gy once, gv (f32, every slot) written once; roof: the tensor peak"
             }
         },
@@ -270,6 +299,7 @@ pub(super) fn block_ell_tc_problems() -> Vec<Problem> {
         problem(Op::Forward, Bf16, 32, 25),
         problem(Op::Forward, Bf16, 64, 50),
         problem(Op::Forward, Bf16, 64, 25),
+        problem_out(Op::Forward, Bf16, 32, 25, TcOutput::Bf16),
         problem(Op::Forward, Tf32, 32, 50),
         problem(Op::Forward, Tf32, 32, 25),
         problem(Op::GradInput, Bf16, 32, 50),
