@@ -118,53 +118,6 @@ pub(super) struct Ex {
     /// First column of this CTA, its column count.
     pub(super) c0: Reg<U32>,
     pub(super) ncol: Reg<U32>,
-    /// The reductions' per-thread constants, computed once (see
-    /// [`cluster_pmax`]).
-    pub(super) red: RedLanes,
-}
-
-/// A thread's place in [`cluster_pmax`]: its lane and warp, whether its
-/// warp holds columns (`warp < ⌈min(ncol, ntid)/32⌉`), whether more than
-/// one warp does, whether it publishes (warp 0, lane `< n`) and the rank
-/// slot it reads (`lane mod n`).
-#[derive(Clone, Copy)]
-pub(super) struct RedLanes {
-    lane: Reg<U32>,
-    warp: Reg<U32>,
-    nact: Reg<U32>,
-    active: Reg<Pred>,
-    multi: Reg<Pred>,
-    w0: Reg<Pred>,
-    publish: Reg<Pred>,
-    slot: Reg<U32>,
-}
-
-impl RedLanes {
-    pub(super) fn new(b: &mut KernelBuilder, n: u32, ncol: Reg<U32>) -> RedLanes {
-        let tid = b.tid_x();
-        let nt = b.ntid_x();
-        let lane = b.and(tid, 31u32);
-        let warp = b.shr(tid, 5u32);
-        let held = b.min(ncol, nt);
-        let held31 = b.add(held, 31u32);
-        let nact = b.shr(held31, 5u32);
-        let active = b.setp(Cmp::Lt, warp, nact);
-        let multi = b.setp(Cmp::Gt, nact, 1u32);
-        let w0 = b.setp(Cmp::Eq, warp, 0u32);
-        let low = b.setp(Cmp::Lt, lane, n);
-        let publish = b.pand(w0, low);
-        let slot = b.and(lane, n - 1);
-        RedLanes {
-            lane,
-            warp,
-            nact,
-            active,
-            multi,
-            w0,
-            publish,
-            slot,
-        }
-    }
 }
 
 /// The forward pass across a cluster of `n` CTAs (`n` in
@@ -193,7 +146,6 @@ pub fn generate_forward_cluster(sm: Sm, cap: u32, n: u32) -> Result<PtxModule> {
     let base = b.mul_wide_u32(seq, ts);
     let ncol = b.shr(p.sp, n.trailing_zeros());
     let c0 = b.mul_lo(rank, ncol);
-    let red_lanes = RedLanes::new(&mut b, n, ncol);
     let ex = Ex {
         n,
         pbuf,
@@ -202,7 +154,6 @@ pub fn generate_forward_cluster(sm: Sm, cap: u32, n: u32) -> Result<PtxModule> {
         rank,
         c0,
         ncol,
-        red: red_lanes,
     };
     let seq_b = b.offset64(p.log_b, base);
     let seq_ah = b.offset64(p.alpha, base);
@@ -465,16 +416,14 @@ pub(super) fn cluster_pmax(
     x: DP,
     flag: Option<Reg<Pred>>,
 ) -> (DP, Option<Reg<Pred>>, Reg<Pred>) {
-    let RedLanes {
-        lane,
-        warp,
-        nact,
-        active,
-        multi,
-        w0,
-        publish,
-        slot: li,
-    } = ex.red;
+    let tid = b.tid_x();
+    let nt = b.ntid_x();
+    let lane = b.and(tid, 31u32);
+    let warp = b.shr(tid, 5u32);
+    let held = b.min(ex.ncol, nt);
+    let held31 = b.add(held, 31u32);
+    let nact = b.shr(held31, 5u32);
+    let active = b.setp(Cmp::Lt, warp, nact);
     let mc = pp::constant(b, f32::NAN, 0.0);
     let fc = b.mov(0u32);
     b.if_(active, |b| {
@@ -486,6 +435,7 @@ pub(super) fn cluster_pmax(
             b.assign(fc, v);
         }
     });
+    let multi = b.setp(Cmp::Gt, nact, 1u32);
     b.if_(multi, |b| {
         let lead = b.setp(Cmp::Eq, lane, 0u32);
         let st = b.pand(lead, active);
@@ -500,6 +450,7 @@ pub(super) fn cluster_pmax(
             }
         });
         b.bar_sync();
+        let w0 = b.setp(Cmp::Eq, warp, 0u32);
         b.if_(w0, |b| {
             let v = pp::constant(b, f32::NAN, 0.0);
             let fv = b.mov(0u32);
@@ -526,6 +477,9 @@ pub(super) fn cluster_pmax(
             }
         });
     });
+    let w0 = b.setp(Cmp::Eq, warp, 0u32);
+    let pub_ = b.setp(Cmp::Lt, lane, ex.n);
+    let publish = b.pand(w0, pub_);
     b.if_(publish, |b| {
         let m = pp::canon(b, mc);
         let ph = b.shared_elem(slots.h, ex.rank);
@@ -543,6 +497,7 @@ pub(super) fn cluster_pmax(
     cluster_barrier(b);
     // Every warp: whether the maximum is −inf (no slot above −inf, one
     // at −inf; a NaN slot holds nothing), lane `l` reading slot `l mod n`.
+    let li = b.and(lane, ex.n - 1);
     let p = b.shared_elem(slots.h, li);
     let h = b.ld_shared(p, 0);
     let above = b.setp(Cmp::Gt, h, f32::NEG_INFINITY);

@@ -14,7 +14,7 @@
 //! same arguments and bits as `hmm_backward_cap<c>`.
 
 use super::cluster::{
-    Ex, RedLanes, Slots, cluster_barrier, cluster_pmax, forward_cluster_name, lin_local, lin_slice,
+    Ex, Slots, cluster_barrier, cluster_pmax, forward_cluster_name, lin_local, lin_slice,
     own_columns, resident_ctas,
 };
 use super::pair::{self as pp, DNorm, DP, Red, assign, padd, pexp, pmax2, pshift, psub};
@@ -79,7 +79,6 @@ pub fn generate_backward_cluster(sm: Sm, cap: u32, n: u32) -> Result<PtxModule> 
     let base = b.mul_wide_u32(seq, ts);
     let ncol = b.shr(p.sp, n.trailing_zeros());
     let c0 = b.mul_lo(rank, ncol);
-    let red_lanes = RedLanes::new(&mut b, n, ncol);
     let ex = Ex {
         n,
         pbuf: qbuf,
@@ -88,7 +87,6 @@ pub fn generate_backward_cluster(sm: Sm, cap: u32, n: u32) -> Result<PtxModule> 
         rank,
         c0,
         ncol,
-        red: red_lanes,
     };
     let mslots = Slots {
         h: &ex.mh,
