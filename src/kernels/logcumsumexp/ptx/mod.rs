@@ -627,15 +627,29 @@ fn bwd_forward_half(
     value_walk(b, seg_x, seg_g, k, write)
 }
 
-/// CTAs per SM `lcse_bwd` asks ptxas to fit (`.minnctapersm`): six, what
-/// its 37 KB of shared memory allow on sm_80/sm_90 (228 KB an SM), so that
-/// its registers (80 a thread) are not the limit (five CTAs at 93).
+/// The most CTAs per SM `lcse_bwd` asks ptxas to fit (`.minnctapersm`):
+/// six, what its 37 KB of shared memory allow on sm_90 (228 KB an SM), so
+/// that its registers (80 a thread) are not the limit (five CTAs at 93).
+/// Where the SM's shared memory holds fewer, it asks for those
+/// ([`bwd_min_ctas`]): asking for more than can be resident only squeezes
+/// the registers (on sm_70, two resident, six asked for spilled 8 bytes).
 pub const BWD_MIN_CTAS: u32 = 6;
+
+/// Shared bytes of `lcse_bwd`, at least (the arrays of `bwd_smem` and
+/// 64 bytes for their alignment; ptxas reports 37 004).
+const BWD_SMEM_BYTES: u32 = 4 * (2 * BUF + 8 * W + 3) + 64;
+
+/// The CTAs per SM `lcse_bwd` asks for on `sm`: as many as its shared
+/// memory holds, at most [`BWD_MIN_CTAS`], at least 1.
+pub fn bwd_min_ctas(sm: Sm) -> u32 {
+    let i = sm.info();
+    (i.smem_per_sm / (BWD_SMEM_BYTES + i.reserved_smem_per_cta)).clamp(1, BWD_MIN_CTAS)
+}
 
 /// `lcse_bwd`: the backward of the work items' tiles.
 pub fn generate_bwd(sm: Sm) -> Result<PtxModule> {
     let mut b = tile_builder(BWD, sm);
-    b.min_ctas_per_sm(BWD_MIN_CTAS);
+    b.min_ctas_per_sm(bwd_min_ctas(sm));
     let p = b.params::<BwdArgs>();
     let s = bwd_smem(&mut b);
     let c = cta(&mut b, p.flags);
