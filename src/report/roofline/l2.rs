@@ -163,41 +163,48 @@ const SECTOR: u64 = 32;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dsl::params::Ptr;
+    use crate::dsl::types::{F32, U32};
+    use crate::dsl::{AtomOp, KernelBuilder, Rounding};
     use crate::sim::Program;
+    use crate::target::Sm;
 
-    const PTX: &str = r#"
-.version 8.0
-.target sm_80
-.address_size 64
-.visible .entry k(.param .u64 p)
-{
-    .reg .b64 %rd<4>;
-    .reg .f32 %f<8>;
-    .reg .b32 %r<4>;
-    .shared .align 16 .b8 sm[64];
-    ld.param.u64 %rd1, [p];
-    ld.global.f32 %f1, [%rd1];
-    ld.global.nc.v4.f32 {%f2, %f3, %f4, %f5}, [%rd1+16];
-    ld.shared.f32 %f6, [sm];
-    st.shared.f32 [sm], %f6;
-    st.global.v2.f32 [%rd1+32], {%f1, %f2};
-    atom.global.add.u32 %r1, [%rd1+48], 1;
-    ret;
-}
-"#;
+    crate::kernel_params! { struct OneArgs => OneRegs { p: Ptr<F32>, q: Ptr<U32> } }
+    crate::kernel_params! { struct CopyArgs => CopyRegs { src: Ptr<F32>, dst: Ptr<F32> } }
+    crate::kernel_params! { struct WarpArgs => WarpRegs { p: Ptr<F32> } }
+
+    /// A kernel's PTX from the DSL, parsed for the simulator.
+    fn program(b: KernelBuilder) -> Program {
+        Program::parse(&b.finish().unwrap().ptx).unwrap()
+    }
 
     #[test]
     fn counts_global_accesses_only() {
-        let prog = Program::parse(PTX).unwrap();
+        let mut b = KernelBuilder::new("k", Sm::Sm80);
+        let OneRegs { p: g, q: gu } = b.params::<OneArgs>();
+        let x = b.ld_global(g, 0);
+        let v = b.ld_global_nc_v4(g, 4);
+        let s = b.shared_array::<F32>("sm", 16, 16);
+        let sp = b.shared_elem(&s, 0u32);
+        let y = b.ld_shared(sp, 0);
+        b.st_shared(sp, 0, y);
+        b.st_global_v2(g, 8, [x, v[0]]);
+        b.atom_global(AtomOp::Add, gu, 1u32, None);
+        let prog = program(b);
         let e = prog.entry("k").unwrap();
-        let sizes: Vec<u64> = e.insts.iter().map(|i| access_bytes(&i.op)).collect();
-        // ld.param 0, ld.global 4, ld.global.nc.v4 16, ld.shared 0,
-        // st.shared 0, st.global.v2 8, atom 4, ret 0.
-        assert_eq!(sizes, [0, 4, 16, 0, 0, 8, 4, 0]);
-        // Every address is the parameter's, the same in all threads: one
-        // 32-byte sector a warp per access, 1 byte a thread issue.
-        let counts = [1, 3, 2, 7, 7, 1, 1, 1];
-        assert_eq!(global_bytes(e, &counts), 3 + 2 + 1 + 1);
+        let sizes: Vec<u64> = e
+            .insts
+            .iter()
+            .map(|i| access_bytes(&i.op))
+            .filter(|&n| n > 0)
+            .collect();
+        // ld.global 4, ld.global.nc.v4 16, st.global.v2 8, atom 4; the
+        // parameter and shared accesses move nothing through L2.
+        assert_eq!(sizes, [4, 16, 8, 4]);
+        // Every address is a parameter's, the same in all threads: one
+        // 32-byte sector a warp per access, 32 issues = one warp each.
+        let counts = vec![32; e.insts.len()];
+        assert_eq!(global_bytes(e, &counts), 4 * 32);
         // Counts that do not fit the entry give nothing.
         assert_eq!(global_bytes(e, &counts[1..]), 0);
     }
@@ -206,33 +213,22 @@ mod tests {
     /// broadcast within the warp; `>> 4` is not.
     #[test]
     fn the_warp_index_is_uniform_in_a_warp() {
-        let ptx = |k: u32| {
-            format!(
-                r#"
-.version 8.0
-.target sm_80
-.address_size 64
-.visible .entry w(.param .u64 p)
-{{
-    .reg .b64 %rd<4>;
-    .reg .b32 %r<4>;
-    .reg .f32 %f<2>;
-    ld.param.u64 %rd1, [p];
-    mov.u32 %r1, %tid.x;
-    shr.u32 %r2, %r1, {k};
-    mul.wide.u32 %rd2, %r2, 4;
-    add.s64 %rd3, %rd1, %rd2;
-    ld.global.f32 %f1, [%rd3];
-    ret;
-}}
-"#
-            )
+        let bytes = |k: u32| {
+            let mut b = KernelBuilder::new("w", Sm::Sm80);
+            let g = b.params::<WarpArgs>().p;
+            let tid = b.tid_x();
+            let w = b.shr(tid, k);
+            let a = b.offset(g, w);
+            let x = b.ld_global(a, 0);
+            b.st_global(g, 0, x);
+            let prog = program(b);
+            let e = prog.entry("w").unwrap();
+            // 64 issues of each instruction: two warps; the store's
+            // address is the parameter's (one sector a warp).
+            global_bytes(e, &vec![64; e.insts.len()])
         };
-        let counts = [1, 64, 64, 64, 64, 64, 64];
-        let five = Program::parse(&ptx(5)).unwrap();
-        assert_eq!(global_bytes(five.entry("w").unwrap(), &counts), 64);
-        let four = Program::parse(&ptx(4)).unwrap();
-        assert_eq!(global_bytes(four.entry("w").unwrap(), &counts), 64 * 4);
+        assert_eq!(bytes(5), 64 + 64);
+        assert_eq!(bytes(4), 64 * 4 + 64);
     }
 
     /// The simulator's own counts of a launch: 32 threads each reading a
@@ -244,32 +240,20 @@ mod tests {
         use crate::dsl::params::ArgValue;
         use crate::exec::LaunchConfig;
         use crate::sim::Sim;
-        let ptx = r#"
-.version 8.0
-.target sm_80
-.address_size 64
-.visible .entry copy(.param .u64 src, .param .u64 dst)
-{
-    .reg .b64 %rd<8>;
-    .reg .b32 %r<4>;
-    .reg .f32 %f<4>;
-    ld.param.u64 %rd1, [src];
-    ld.param.u64 %rd2, [dst];
-    mov.u32 %r1, %tid.x;
-    mul.wide.u32 %rd3, %r1, 4;
-    add.s64 %rd4, %rd1, %rd3;
-    add.s64 %rd5, %rd2, %rd3;
-    ld.global.f32 %f1, [%rd4];
-    ld.global.f32 %f2, [%rd1];
-    add.rn.f32 %f1, %f1, %f2;
-    st.global.f32 [%rd5], %f1;
-    ret;
-}
-"#;
-        let mut s = Sim::new(crate::target::Sm::Sm80);
+        let mut b = KernelBuilder::new("copy", Sm::Sm80);
+        let CopyRegs { src, dst } = b.params::<CopyArgs>();
+        let tid = b.tid_x();
+        let a = b.offset(src, tid);
+        let x = b.ld_global(a, 0);
+        let y = b.ld_global(src, 0);
+        let z = b.fadd(Rounding::Rn, x, y);
+        let d = b.offset(dst, tid);
+        b.st_global(d, 0, z);
+        let ptx = b.finish().unwrap().ptx;
+        let mut s = Sim::new(Sm::Sm80);
         let a = s.alloc_zeroed(128).unwrap();
         let b = s.alloc_zeroed(128).unwrap();
-        let prog = s.program(ptx).unwrap();
+        let prog = s.program(&ptx).unwrap();
         let cfg = LaunchConfig::linear(1, 32);
         s.launch_program(&prog, "copy", cfg, &[ArgValue::U64(a), ArgValue::U64(b)])
             .unwrap();
