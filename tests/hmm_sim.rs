@@ -309,7 +309,7 @@ fn kernel_instructions(t: usize, s: usize) -> [u64; 5] {
         chunks as u32,
         pa.args(),
     );
-    let groups = ((sp / 16) * s.div_ceil(32)).div_ceil(8);
+    let groups = (sp.div_ceil(ptx::XI_ROWS as usize) * s.div_ceil(32)).div_ceil(8);
     let xa = ptx::TransitionArgs {
         log_a: r!(a),
         prep: w!(prep),

@@ -361,7 +361,7 @@ fn launch(
         task_grid(tasks),
         &post.args(),
     )?;
-    let warp_tasks = (sp / XI_ROWS as usize) * s.div_ceil(32);
+    let warp_tasks = sp.div_ceil(XI_ROWS as usize) * s.div_ceil(32);
     let groups = warp_tasks.div_ceil(WARPS as usize);
     let tasks = batch as u64 * groups as u64;
     let xi = TransitionArgs {
