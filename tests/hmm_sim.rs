@@ -138,6 +138,43 @@ fn sim_equals_host_where_the_fallback_runs() {
     }
 }
 
+/// `hmm_transitions` takes 32 states `i` a warp; at S = 40 (S16 = 48) a
+/// sequence has a full row block (states 0..32, its fallback rows 16..32
+/// in the upper half of the warp's registers) and a short one of 16
+/// states (32..48, eight past S), with ragged lengths, ragged lanes `j`
+/// and the underflow fallback in both.
+#[test]
+fn sim_equals_host_with_a_short_last_row_block_and_the_fallback() {
+    let s = 40;
+    for gap in [-200f32, -1e30] {
+        // The ring: the path leaves every state once (45 switches), so the
+        // fallback runs for every row `i`, in both halves of the full
+        // block and in the short one.
+        let m = switching_model(3, 90, s, gap, 2, 43);
+        let (_, fb) = host::forward_backward_counted(m.shape(), &m.inputs()).unwrap();
+        assert!(fb.forward > 0 && fb.backward > 0);
+        same_on(&m, &[Sm::Sm80], &format!("S 40 ring, gap {gap:e}"));
+        let mut m = issue_model(4, 24, s, 41, true);
+        let mut r = Rng(42);
+        for x in m.a.iter_mut() {
+            if r.below(3) == 0 {
+                *x = gap;
+            }
+        }
+        for row in m.b.chunks_mut(s) {
+            let keep = r.below(s);
+            for (j, x) in row.iter_mut().enumerate() {
+                if j != keep && r.below(100) < 90 {
+                    *x = f32::NEG_INFINITY;
+                }
+            }
+        }
+        let (_, fb) = host::forward_backward_counted(m.shape(), &m.inputs()).unwrap();
+        assert!(fb.forward > 0 && fb.backward > 0, "{fb:?}");
+        same_on(&m, &[Sm::Sm80], &format!("S 40, gap {gap:e}"));
+    }
+}
+
 #[test]
 fn sim_equals_host_at_large_magnitudes() {
     for k in [1e4f32, 1e12, 1e30] {
