@@ -263,9 +263,9 @@ fn kernel_instructions(t: usize, s: usize) -> [u64; 5] {
             st.arg_mut("out", &mut $x).unwrap()
         };
     }
-    let mut run = |k: usize, m: ptxsmith::dsl::PtxModule, grid: u32, args: Vec<_>| {
+    let mut run = |k: usize, m: ptxsmith::dsl::PtxModule, grid: u32, threads: u32, args: Vec<_>| {
         let c0 = count();
-        st.launch(&m, LaunchConfig::linear(grid, ptx::THREADS), &args)
+        st.launch(&m, LaunchConfig::linear(grid, threads), &args)
             .unwrap();
         st.synchronize().unwrap();
         out[k] += count() - c0;
@@ -277,7 +277,13 @@ fn kernel_instructions(t: usize, s: usize) -> [u64; 5] {
         s: s32,
         sp: sp32,
     };
-    run(0, ptx::generate_prep_max(sm).unwrap(), 2, pm.args());
+    run(
+        0,
+        ptx::generate_prep_max(sm).unwrap(),
+        2,
+        ptx::THREADS,
+        pm.args(),
+    );
     let pe = ptx::PrepExpArgs {
         log_a: r!(a),
         prep: w!(prep),
@@ -286,7 +292,13 @@ fn kernel_instructions(t: usize, s: usize) -> [u64; 5] {
         s: s32,
         sp: sp32,
     };
-    run(0, ptx::generate_prep_exp(sm).unwrap(), 64, pe.args());
+    run(
+        0,
+        ptx::generate_prep_exp(sm).unwrap(),
+        64,
+        ptx::THREADS,
+        pe.args(),
+    );
     let cap = ptx::cap_for(s);
     let fa = ptx::ForwardArgs {
         log_pi: r!(pi),
@@ -304,7 +316,13 @@ fn kernel_instructions(t: usize, s: usize) -> [u64; 5] {
         s: s32,
         sp: sp32,
     };
-    run(1, ptx::generate_forward(sm, cap).unwrap(), 1, fa.args());
+    run(
+        1,
+        ptx::generate_forward(sm, cap).unwrap(),
+        1,
+        ptx::THREADS,
+        fa.args(),
+    );
     let ba = ptx::BackwardArgs {
         log_a: r!(a),
         log_b: r!(b),
@@ -323,7 +341,13 @@ fn kernel_instructions(t: usize, s: usize) -> [u64; 5] {
         s: s32,
         sp: sp32,
     };
-    run(2, ptx::generate_backward(sm, cap).unwrap(), 1, ba.args());
+    run(
+        2,
+        ptx::generate_backward(sm, cap).unwrap(),
+        1,
+        ptx::THREADS,
+        ba.args(),
+    );
     let chunks = t.div_ceil(8).clamp(1, 64);
     let pa = ptx::PosteriorArgs {
         lengths: r!(lens),
@@ -344,9 +368,11 @@ fn kernel_instructions(t: usize, s: usize) -> [u64; 5] {
         3,
         ptx::generate_posteriors(sm).unwrap(),
         chunks as u32,
+        ptx::THREADS,
         pa.args(),
     );
-    let groups = (sp.div_ceil(ptx::XI_ROWS as usize) * s.div_ceil(32)).div_ceil(8);
+    let groups = (sp.div_ceil(ptx::XI_ROWS as usize) * s.div_ceil(32))
+        .div_ceil(ptx::XI_THREADS as usize / 32);
     let xa = ptx::TransitionArgs {
         log_a: r!(a),
         prep: w!(prep),
@@ -368,6 +394,7 @@ fn kernel_instructions(t: usize, s: usize) -> [u64; 5] {
         4,
         ptx::generate_transitions(sm).unwrap(),
         groups as u32,
+        ptx::XI_THREADS,
         xa.args(),
     );
     // The kernels on their own give the bits of the whole pass.

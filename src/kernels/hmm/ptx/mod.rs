@@ -48,7 +48,9 @@ pub use cluster::{
 };
 pub use cluster_bwd::{backward_cluster_name, generate_backward_cluster};
 use fwd_state::{FwdStep, forward_state};
-pub use post::{PosteriorArgs, TransitionArgs, XI_ROWS, generate_posteriors, generate_transitions};
+pub use post::{
+    PosteriorArgs, TransitionArgs, XI_ROWS, XI_THREADS, generate_posteriors, generate_transitions,
+};
 
 /// Threads per CTA.
 pub const THREADS: u32 = 256;

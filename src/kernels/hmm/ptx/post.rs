@@ -20,6 +20,15 @@ use crate::target::Sm;
 /// or weight past the padded buffers).
 pub const XI_ROWS: u32 = 32;
 
+/// Threads per CTA of the transition counts: 4 warps, so that at small
+/// batches (8 sequences × 64 warp tasks at S 256) the CTAs spread over
+/// more SMs; at ~204 registers a thread two such CTAs fit an SM, the same
+/// 8 warps as one CTA of 256.
+pub const XI_THREADS: u32 = 128;
+
+/// Warps per CTA of the transition counts (a group of warp tasks).
+const XI_WARPS: u32 = XI_THREADS / 32;
+
 /// States `i` of the short last row block where `S16 % XI_ROWS = 16`.
 const XI_HALF: u32 = XI_ROWS / 2;
 
@@ -44,8 +53,8 @@ kernel_params! {
 }
 
 kernel_params! {
-    /// Arguments of `hmm_transitions`: `tasks = batch · groups` CTA tasks,
-    /// a group being 8 warp tasks of (32 states `i`, or 16 in a last
+    /// Arguments of `hmm_transitions`: `tasks = batch · groups` CTA tasks
+    /// of [`XI_THREADS`] threads, a group being 4 warp tasks of (32 states `i`, or 16 in a last
     /// short row block, × 32 states `j`).
     pub struct TransitionArgs => TransitionRegs {
         log_a: Ptr<F32>,
@@ -273,6 +282,7 @@ fn posterior_row(b: &mut KernelBuilder, p: &PosteriorRegs, r: &Row) {
 /// Each `pexp(r_j)` of a step is shared by the warp's [`XI_ROWS`] states.
 pub fn generate_transitions(sm: Sm) -> Result<PtxModule> {
     let mut b = builder("hmm_transitions", sm);
+    b.maxntid(XI_THREADS, 1, 1);
     let p = b.params::<TransitionArgs>();
     let tid = b.tid_x();
     let lane = b.and(tid, 31u32);
@@ -284,7 +294,7 @@ pub fn generate_transitions(sm: Sm) -> Result<PtxModule> {
     let njw = b.shr(s31, 5u32);
     let per_seq = b.mul_lo(nib, njw);
     cta_tasks(&mut b, p.tasks, p.groups, |b, seq, group| {
-        let wt = b.mad_lo(group, WARPS, warp);
+        let wt = b.mad_lo(group, XI_WARPS, warp);
         let in_seq = b.setp(Cmp::Lt, wt, per_seq);
         let ib = b.div(wt, njw);
         let jw = b.rem(wt, njw);
