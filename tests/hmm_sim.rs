@@ -147,10 +147,10 @@ fn sim_equals_host_where_the_fallback_runs() {
 fn sim_equals_host_with_a_short_last_row_block_and_the_fallback() {
     let s = 40;
     for gap in [-200f32, -1e30] {
-        // The ring: the path leaves every state once (45 switches), so the
+        // The ring: the path leaves every state once (47 switches), so the
         // fallback runs for every row `i`, in both halves of the full
         // block and in the short one.
-        let m = switching_model(3, 90, s, gap, 2, 43);
+        let m = switching_model(2, 48, s, gap, 1, 43);
         let (_, fb) = host::forward_backward_counted(m.shape(), &m.inputs()).unwrap();
         assert!(fb.forward > 0 && fb.backward > 0);
         same_on(&m, &[Sm::Sm80], &format!("S 40 ring, gap {gap:e}"));
