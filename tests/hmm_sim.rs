@@ -138,6 +138,43 @@ fn sim_equals_host_where_the_fallback_runs() {
     }
 }
 
+/// `hmm_transitions` takes 32 states `i` a warp; at S = 40 (S16 = 48) a
+/// sequence has a full row block (states 0..32, its fallback rows 16..32
+/// in the upper half of the warp's registers) and a short one of 16
+/// states (32..48, eight past S), with ragged lengths, ragged lanes `j`
+/// and the underflow fallback in both.
+#[test]
+fn sim_equals_host_with_a_short_last_row_block_and_the_fallback() {
+    let s = 40;
+    for gap in [-200f32, -1e30] {
+        // The ring: the path leaves every state once (47 switches), so the
+        // fallback runs for every row `i`, in both halves of the full
+        // block and in the short one.
+        let m = switching_model(2, 48, s, gap, 1, 43);
+        let (_, fb) = host::forward_backward_counted(m.shape(), &m.inputs()).unwrap();
+        assert!(fb.forward > 0 && fb.backward > 0);
+        same_on(&m, &[Sm::Sm80], &format!("S 40 ring, gap {gap:e}"));
+        let mut m = issue_model(4, 24, s, 41, true);
+        let mut r = Rng(42);
+        for x in m.a.iter_mut() {
+            if r.below(3) == 0 {
+                *x = gap;
+            }
+        }
+        for row in m.b.chunks_mut(s) {
+            let keep = r.below(s);
+            for (j, x) in row.iter_mut().enumerate() {
+                if j != keep && r.below(100) < 90 {
+                    *x = f32::NEG_INFINITY;
+                }
+            }
+        }
+        let (_, fb) = host::forward_backward_counted(m.shape(), &m.inputs()).unwrap();
+        assert!(fb.forward > 0 && fb.backward > 0, "{fb:?}");
+        same_on(&m, &[Sm::Sm80], &format!("S 40, gap {gap:e}"));
+    }
+}
+
 #[test]
 fn sim_equals_host_at_large_magnitudes() {
     for k in [1e4f32, 1e12, 1e30] {
@@ -226,9 +263,9 @@ fn kernel_instructions(t: usize, s: usize) -> [u64; 5] {
             st.arg_mut("out", &mut $x).unwrap()
         };
     }
-    let mut run = |k: usize, m: ptxsmith::dsl::PtxModule, grid: u32, args: Vec<_>| {
+    let mut run = |k: usize, m: ptxsmith::dsl::PtxModule, grid: u32, threads: u32, args: Vec<_>| {
         let c0 = count();
-        st.launch(&m, LaunchConfig::linear(grid, ptx::THREADS), &args)
+        st.launch(&m, LaunchConfig::linear(grid, threads), &args)
             .unwrap();
         st.synchronize().unwrap();
         out[k] += count() - c0;
@@ -240,7 +277,13 @@ fn kernel_instructions(t: usize, s: usize) -> [u64; 5] {
         s: s32,
         sp: sp32,
     };
-    run(0, ptx::generate_prep_max(sm).unwrap(), 2, pm.args());
+    run(
+        0,
+        ptx::generate_prep_max(sm).unwrap(),
+        2,
+        ptx::THREADS,
+        pm.args(),
+    );
     let pe = ptx::PrepExpArgs {
         log_a: r!(a),
         prep: w!(prep),
@@ -249,7 +292,13 @@ fn kernel_instructions(t: usize, s: usize) -> [u64; 5] {
         s: s32,
         sp: sp32,
     };
-    run(0, ptx::generate_prep_exp(sm).unwrap(), 64, pe.args());
+    run(
+        0,
+        ptx::generate_prep_exp(sm).unwrap(),
+        64,
+        ptx::THREADS,
+        pe.args(),
+    );
     let cap = ptx::cap_for(s);
     let fa = ptx::ForwardArgs {
         log_pi: r!(pi),
@@ -267,7 +316,13 @@ fn kernel_instructions(t: usize, s: usize) -> [u64; 5] {
         s: s32,
         sp: sp32,
     };
-    run(1, ptx::generate_forward(sm, cap).unwrap(), 1, fa.args());
+    run(
+        1,
+        ptx::generate_forward(sm, cap).unwrap(),
+        1,
+        ptx::THREADS,
+        fa.args(),
+    );
     let ba = ptx::BackwardArgs {
         log_a: r!(a),
         log_b: r!(b),
@@ -286,7 +341,13 @@ fn kernel_instructions(t: usize, s: usize) -> [u64; 5] {
         s: s32,
         sp: sp32,
     };
-    run(2, ptx::generate_backward(sm, cap).unwrap(), 1, ba.args());
+    run(
+        2,
+        ptx::generate_backward(sm, cap).unwrap(),
+        1,
+        ptx::THREADS,
+        ba.args(),
+    );
     let chunks = t.div_ceil(8).clamp(1, 64);
     let pa = ptx::PosteriorArgs {
         lengths: r!(lens),
@@ -307,9 +368,11 @@ fn kernel_instructions(t: usize, s: usize) -> [u64; 5] {
         3,
         ptx::generate_posteriors(sm).unwrap(),
         chunks as u32,
+        ptx::THREADS,
         pa.args(),
     );
-    let groups = ((sp / 16) * s.div_ceil(32)).div_ceil(8);
+    let groups = (sp.div_ceil(ptx::XI_ROWS as usize) * s.div_ceil(32))
+        .div_ceil(ptx::XI_THREADS as usize / 32);
     let xa = ptx::TransitionArgs {
         log_a: r!(a),
         prep: w!(prep),
@@ -331,6 +394,7 @@ fn kernel_instructions(t: usize, s: usize) -> [u64; 5] {
         4,
         ptx::generate_transitions(sm).unwrap(),
         groups as u32,
+        ptx::XI_THREADS,
         xa.args(),
     );
     // The kernels on their own give the bits of the whole pass.

@@ -23,7 +23,7 @@
 use super::host::{self, Inputs, Posteriors, Shape, validate_lengths};
 use super::ptx::{
     BackwardArgs, ForwardArgs, PosteriorArgs, PrepExpArgs, PrepMaxArgs, THREADS, TransitionArgs,
-    WARPS, XI_ROWS, cap_for, cluster_for, cluster_smem_bytes, generate_backward,
+    WARPS, XI_ROWS, XI_THREADS, cap_for, cluster_for, cluster_smem_bytes, generate_backward,
     generate_backward_cluster, generate_forward, generate_forward_cluster, generate_posteriors,
     generate_prep_exp, generate_prep_max, generate_transitions,
 };
@@ -361,8 +361,8 @@ fn launch(
         task_grid(tasks),
         &post.args(),
     )?;
-    let warp_tasks = (sp / XI_ROWS as usize) * s.div_ceil(32);
-    let groups = warp_tasks.div_ceil(WARPS as usize);
+    let warp_tasks = sp.div_ceil(XI_ROWS as usize) * s.div_ceil(32);
+    let groups = warp_tasks.div_ceil((XI_THREADS / 32) as usize);
     let tasks = batch as u64 * groups as u64;
     let xi = TransitionArgs {
         log_a: io.log_a,
@@ -381,11 +381,8 @@ fn launch(
         s: s32,
         sp: sp32,
     };
-    stream.launch(
-        memo!(generate_transitions, sm)?,
-        task_grid(tasks),
-        &xi.args(),
-    )
+    let xi_grid = LaunchConfig::linear(grid::ctas_within(tasks, 1, 1 << 16), XI_THREADS);
+    stream.launch(memo!(generate_transitions, sm)?, xi_grid, &xi.args())
 }
 
 /// The inputs of [`forward_backward_raw`]: raw device addresses of

@@ -13,8 +13,24 @@ use crate::error::Result;
 use crate::kernel_params;
 use crate::target::Sm;
 
-/// States `i` per thread of the transition counts.
-pub const XI_ROWS: u32 = 16;
+/// States `i` per thread of the transition counts (a warp's task is
+/// `XI_ROWS` states `i` × 32 states `j`). The padded count `S16` is a
+/// multiple of 16 only, so a sequence's last row block may hold 16 states
+/// `i` (that task runs a 16-row copy of the loop, which reads no `Ã` quad
+/// or weight past the padded buffers).
+pub const XI_ROWS: u32 = 32;
+
+/// Threads per CTA of the transition counts: 4 warps, so that at small
+/// batches (8 sequences × 64 warp tasks at S 256) the CTAs spread over
+/// more SMs; at ~204 registers a thread two such CTAs fit an SM, the same
+/// 8 warps as one CTA of 256.
+pub const XI_THREADS: u32 = 128;
+
+/// Warps per CTA of the transition counts (a group of warp tasks).
+const XI_WARPS: u32 = XI_THREADS / 32;
+
+/// States `i` of the short last row block where `S16 % XI_ROWS = 16`.
+const XI_HALF: u32 = XI_ROWS / 2;
 
 kernel_params! {
     /// Arguments of `hmm_posteriors`: `tasks = batch · chunks` CTA tasks,
@@ -37,8 +53,9 @@ kernel_params! {
 }
 
 kernel_params! {
-    /// Arguments of `hmm_transitions`: `tasks = batch · groups` CTA tasks,
-    /// a group being 8 warp tasks of (16 states `i`, 32 states `j`).
+    /// Arguments of `hmm_transitions`: `tasks = batch · groups` CTA tasks
+    /// of [`XI_THREADS`] threads, a group being 4 warp tasks of (32 states `i`, or 16 in a last
+    /// short row block, × 32 states `j`).
     pub struct TransitionArgs => TransitionRegs {
         log_a: Ptr<F32>,
         prep: Ptr<F32>,
@@ -259,47 +276,63 @@ fn posterior_row(b: &mut KernelBuilder, p: &PosteriorRegs, r: &Row) {
     });
 }
 
-/// Expected transition counts: a warp per (16 states `i`, 32 states `j`)
-/// of a sequence, the block sums and their Kahan sums in registers.
+/// Expected transition counts: a warp per ([`XI_ROWS`] states `i`, 32
+/// states `j`) of a sequence (16 states `i` in the last row block when
+/// `S16 % 32 = 16`), the block sums and their Kahan sums in registers.
+/// Each `pexp(r_j)` of a step is shared by the warp's [`XI_ROWS`] states.
 pub fn generate_transitions(sm: Sm) -> Result<PtxModule> {
     let mut b = builder("hmm_transitions", sm);
+    b.maxntid(XI_THREADS, 1, 1);
     let p = b.params::<TransitionArgs>();
     let tid = b.tid_x();
     let lane = b.and(tid, 31u32);
     let warp = b.shr(tid, 5u32);
-    let nib = b.shr(p.sp, 4u32);
+    // Row blocks: ⌈S16 / 32⌉ (S16 is a multiple of 16).
+    let sp16 = b.add(p.sp, XI_HALF);
+    let nib = b.shr(sp16, XI_ROWS.trailing_zeros());
     let s31 = b.add(p.s, 31u32);
     let njw = b.shr(s31, 5u32);
     let per_seq = b.mul_lo(nib, njw);
     cta_tasks(&mut b, p.tasks, p.groups, |b, seq, group| {
-        let wt = b.mad_lo(group, WARPS, warp);
+        let wt = b.mad_lo(group, XI_WARPS, warp);
         let in_seq = b.setp(Cmp::Lt, wt, per_seq);
         let ib = b.div(wt, njw);
         let jw = b.rem(wt, njw);
         let j = b.mad_lo(jw, 32u32, lane);
         let jin = b.setp(Cmp::Lt, j, p.s);
         let active = b.pand(in_seq, jin);
-        b.if_(active, |b| transitions_task(b, &p, seq, ib, j));
+        b.if_(active, |b| {
+            let i0 = b.mul_lo(ib, XI_ROWS);
+            let iend = b.add(i0, XI_ROWS);
+            let full = b.setp(Cmp::Le, iend, p.sp);
+            b.if_else(
+                full,
+                |b| transitions_task(b, &p, seq, i0, j, XI_ROWS),
+                |b| transitions_task(b, &p, seq, i0, j, XI_HALF),
+            );
+        });
     });
     b.finish()
 }
 
+/// One warp task: the `rows` states `i0..i0 + rows` (a multiple of 4,
+/// `i0 + rows ≤ S16`) against the lane's state `j`.
 fn transitions_task(
     b: &mut KernelBuilder,
     p: &TransitionRegs,
     seq: Reg<U32>,
-    ib: Reg<U32>,
+    i0: Reg<U32>,
     j: Reg<U32>,
+    rows: u32,
 ) {
-    let n = XI_ROWS as usize;
-    let i0 = b.shl(ib, 4u32);
+    let n = rows as usize;
     let lp = b.offset(p.lengths, seq);
     let len = b.ld_global(lp, 0);
     let steps = b.max(len, 1u32);
     let steps = b.sub(steps, 1u32);
-    // Ã[i][j] for the 16 states i: in the packed-quad layout, quad
+    // Ã[i][j] for the `rows` states i: in the packed-quad layout, quad
     // ⌊i/4⌋ at row j, `((⌊i/4⌋·sp + j)·4`.
-    let ib4 = b.shl(ib, 2u32);
+    let ib4 = b.shr(i0, 2u32);
     let mut at = Vec::with_capacity(n);
     for q in 0..n / 4 {
         let qq = b.add(ib4, q as u32);
