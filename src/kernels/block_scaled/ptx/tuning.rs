@@ -60,12 +60,13 @@ impl BlockScaledTuning {
     ///
     /// Why (`docs/tuning.md`'s occupancy columns and Little's law):
     /// * **Threads and occupancy.** At 256 threads the quantize and
-    ///   dequantize kernels use 30–40 registers on sm_80 and later (49–54
+    ///   dequantize kernels use 30–40 registers on sm_80 and later (48–54
     ///   on sm_75) and no shared memory, so they reach the SM's thread
-    ///   limit (100 % theoretical occupancy) everywhere except the NVFP4
-    ///   quantize at 40 registers on sm_70/80/90/100 (6 CTAs, 75 %). A
-    ///   smaller CTA gains nothing; a larger one rounds worse on the
-    ///   1,536-thread SMs.
+    ///   limit (100 % theoretical occupancy) except the NVFP4 quantize at
+    ///   37–40 registers on sm_80/90/100 (6 CTAs, 75 %) and, on sm_70,
+    ///   every quantize (6 CTAs) and the MXFP8 dequantize (47 registers,
+    ///   5 CTAs). A smaller CTA gains nothing; a larger one rounds worse on
+    ///   the 1,536-thread SMs.
     /// * **Grid cap = resident CTAs.** The grid-stride loops give every
     ///   CTA the same work, so CTAs beyond what an SM holds at once run as
     ///   a second, partial wave (before this type the cap was 8 everywhere:
