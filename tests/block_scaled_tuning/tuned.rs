@@ -55,7 +55,7 @@ pub struct Tuned {
 
 /// The `vec` argument for fresh (aligned) buffers and row length `k`.
 fn vec_flags(k: usize) -> u32 {
-    match (k % 4 == 0, k % 16 == 0) {
+    match (k.is_multiple_of(4), k.is_multiple_of(16)) {
         (true, true) => ptx::VEC | ptx::WIDE,
         (true, false) => ptx::VEC,
         _ => 0,

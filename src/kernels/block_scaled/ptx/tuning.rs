@@ -171,7 +171,7 @@ mod tests {
         for sm in Sm::ALL {
             let d = BlockScaledTuning::default_for(sm);
             d.check().unwrap();
-            assert_eq!(d.threads, 256, "{sm}: the default PTX's .maxntid");
+            assert_eq!(d.threads, 256, "{sm}: the default modules' block size");
             assert_eq!(
                 d.threads * d.ctas_per_sm,
                 sm.info().max_threads_per_sm,
