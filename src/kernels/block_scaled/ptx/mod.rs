@@ -33,6 +33,12 @@
 //! 6-D index space (in `Blocked128x4` order) and writes every destination
 //! byte, 0 for padding.
 //!
+//! **Launch shape.** [`BlockScaledTuning`] (threads per CTA, grid cap
+//! per SM): the launch code uses the SM's default
+//! ([`BlockScaledTuning::default_for`], whose modules are the plain
+//! generators'); [`generate_tuned`] builds a [`Kernel`] for another one,
+//! with the same bits.
+//!
 //! **Arithmetic.** Every f32 operation rounds explicitly (`mul.rn`,
 //! `div.rn`); no `.approx`, no `.ftz`, no atomics. Codecs: see
 //! [`codec`] and [`Codec`] (the FP8 family's type): `Hardware`
