@@ -6,6 +6,15 @@
 //! criterion group, each is timed again (median of 10) next to the
 //! roofline model's time for the card (`docs/roofline.tsv`).
 //!
+//! With `--bench` and a device it then times the tuning candidates
+//! ([`BlockScaledTuning::candidates`]) of each format's quantize and
+//! dequantize on the same tensor, checks that their bits (codes, scales,
+//! NVFP4 global scale, dequantized values, converted scales) equal the
+//! default's, and prints each and the winners (`block_scaled tuning`
+//! lines). On the driver emulator (or with `PTXSMITH_DEVICE_TESTS_SMALL`)
+//! the sweep uses a `[1, 256, 512]` tensor; under `cargo test` (no
+//! `--bench`) it is skipped.
+//!
 //! ```text
 //! cargo bench --bench block_scaled
 //! ```
@@ -14,13 +23,16 @@
 mod roofline;
 #[path = "common/timing.rs"]
 mod timing;
+#[path = "../tests/block_scaled_tuning/tuned.rs"]
+mod tuned;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use ptxsmith::kernels::block_scaled::ptx::BlockScaledTuning;
 use ptxsmith::kernels::block_scaled::{
     self as bs, Format, Recipe, ScaleLayout, Shape, launch, ptx::Codec,
 };
 use ptxsmith::runtime::{AsDevice, AsDeviceMut, Context};
-use ptxsmith::testing::{REQUIRED_GPU_MISSING, gpu_required};
+use ptxsmith::testing::{REQUIRED_GPU_MISSING, gpu_required, small_shapes};
 
 fn data(n: usize, seed: u32) -> Vec<f32> {
     let mut s = seed;
@@ -186,6 +198,87 @@ fn bench(c: &mut Criterion) {
                 &format!("{what} {l} [1, 16384, 8192], Blocked128x4"),
                 "*",
             );
+        }
+    }
+    drop((x, y));
+    if std::env::args().any(|a| a == "--bench") {
+        tune_device(&ctx);
+    } else {
+        println!("block_scaled tuning: sweep skipped (run with --bench)");
+    }
+}
+
+/// Time the tuning candidates ([`BlockScaledTuning::candidates`]) of each
+/// format's quantize (NVFP4: with its absmax and global-scale passes) and
+/// dequantize on the device, `Blocked128x4` scales, each candidate's
+/// outputs compared bit for bit with the default's (a difference panics:
+/// the bits never depend on the tuning), then the winners (`block_scaled
+/// tuning ...` lines; `docs/perf.md` records them and the winners become
+/// `BlockScaledTuning::default_for`). `[1, 16384, 8192]` on a GPU,
+/// `[1, 256, 512]` on the emulator.
+fn tune_device(ctx: &Context) {
+    let st = ctx.default_stream();
+    let name = ctx.info().map_or("?".into(), |i| i.name.clone());
+    let (sm, sms) = (ctx.sm(), ctx.multiprocessor_count());
+    let codec = Codec::for_sm(sm);
+    let (m, k) = if small_shapes(ctx) {
+        (256, 512)
+    } else {
+        (16384, 8192)
+    };
+    let layout = ScaleLayout::Blocked128x4;
+    let x = st.upload(&data(m * k, 3)).unwrap();
+    let default = BlockScaledTuning::default_for(sm);
+    for (f, fname) in FORMATS {
+        let shape = Shape::new(1, m, k, f).unwrap();
+        let r = Recipe::default_for(f);
+        let nv = f == Format::Nvfp4;
+        let mut reference = None;
+        let (mut best_q, mut best_d): (Option<(f64, BlockScaledTuning)>, _) = (None, None);
+        for t in BlockScaledTuning::candidates(sm) {
+            let run =
+                tuned::Tuned::new(&st, &x, shape, r, layout, ScaleLayout::RowMajor, codec, &t);
+            let q = timing::time(&st, || run.run_quantize(&st)).per_launch_s;
+            let d = timing::time(&st, || run.run_dequantize(&st)).per_launch_s;
+            run.run_convert(&st);
+            let out = run.outputs(&st, nv);
+            match &reference {
+                None => reference = Some(out),
+                Some(r0) => assert!(
+                    &out == r0,
+                    "block_scaled tuning {} changed the bits of {fname} on {name}",
+                    t.key()
+                ),
+            }
+            let gbps = |b: u64, s: f64| b as f64 / s / 1e9;
+            println!(
+                "block_scaled tuning {fname} {} ({} threads, {} CTAs/SM) on {name} ({sm}, {sms} SMs), \
+                 [1, {m}, {k}]: quantize {:.1} µs ({:.0} GB/s), dequantize {:.1} µs ({:.0} GB/s), \
+                 bits equal to the default's",
+                t.key(),
+                t.threads,
+                t.ctas_per_sm,
+                q * 1e6,
+                gbps(bytes(&shape, layout, nv), q),
+                d * 1e6,
+                gbps(bytes(&shape, layout, false), d),
+            );
+            if best_q.is_none_or(|(b, _)| q < b) {
+                best_q = Some((q, t));
+            }
+            if best_d.is_none_or(|(b, _)| d < b) {
+                best_d = Some((d, t));
+            }
+        }
+        for (what, best) in [("quantize", best_q), ("dequantize", best_d)] {
+            if let Some((s, t)) = best {
+                println!(
+                    "block_scaled tuning winner ({what} {fname}) on {name} ({sm}): {} ({:.1} µs; default {})",
+                    t.key(),
+                    s * 1e6,
+                    default.key()
+                );
+            }
         }
     }
 }

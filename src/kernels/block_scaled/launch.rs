@@ -145,9 +145,15 @@ fn u32_of(v: usize) -> u32 {
     v as u32
 }
 
+/// The launch of `threads` threads of work in the SM's default tuning
+/// ([`ptx::BlockScaledTuning::default_for`]).
 fn grid(stream: &Stream, threads: u64) -> LaunchConfig {
-    let sms = stream.context().multiprocessor_count();
-    LaunchConfig::linear(ptx::grid_blocks(threads, sms), THREADS)
+    let ctx = stream.context();
+    let t = ptx::BlockScaledTuning::default_for(ctx.sm());
+    LaunchConfig::linear(
+        t.grid_blocks(threads, ctx.multiprocessor_count()),
+        t.threads,
+    )
 }
 
 fn lanes(shape: &Shape) -> u64 {

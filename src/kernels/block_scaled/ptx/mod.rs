@@ -33,6 +33,12 @@
 //! 6-D index space (in `Blocked128x4` order) and writes every destination
 //! byte, 0 for padding.
 //!
+//! **Launch shape.** [`BlockScaledTuning`] (threads per CTA, grid cap
+//! per SM): the launch code uses the SM's default
+//! ([`BlockScaledTuning::default_for`], whose modules are the plain
+//! generators'); [`generate_tuned`] builds a [`Kernel`] for another one,
+//! with the same bits.
+//!
 //! **Arithmetic.** Every f32 operation rounds explicitly (`mul.rn`,
 //! `div.rn`); no `.approx`, no `.ftz`, no atomics. Codecs: see
 //! [`codec`] and [`Codec`] (the FP8 family's type): `Hardware`
@@ -41,6 +47,7 @@
 
 mod access;
 pub mod codec;
+mod tuning;
 
 use super::codec::INV_6;
 use super::host::{Format, Recipe, ScaleMode};
@@ -60,15 +67,18 @@ use codec::{
     NAN_BITS, block_scale_hw, e2m1_decode_pair, e2m1_encode_pair, e8m0_decode, e8m0_floor,
     e8m0_inverse, ue4m3_decode, ue4m3_encode, ue8m0_round_up,
 };
+pub use tuning::{BlockScaledTuning, BlockScaledTuningError};
 
 pub use crate::kernels::fp8::ptx::Codec;
 
-/// Threads per CTA of every kernel (the NVFP4 global-scale kernel's block
-/// reduction is the FP8 family's, written for this size).
+/// Threads per CTA of every kernel in the default tuning
+/// ([`BlockScaledTuning::default_for`], which gives the reasons).
 pub const THREADS: u32 = fp8_ptx::BLOCK;
 /// Elements per lane.
 pub const ELEMS_PER_LANE: u32 = 16;
-/// Grid cap per multiprocessor (the grid-stride loops cover the rest).
+/// Grid cap per multiprocessor of [`grid_blocks`] (the grid-stride loops
+/// cover the rest). The launch code caps at each SM's resident CTAs
+/// instead ([`BlockScaledTuning::default_for`]).
 pub const CTAS_PER_SM: u32 = 8;
 /// Entry name of the NVFP4 global-scale kernel.
 pub const NVFP4_GLOBAL: &str = "block_scaled_nvfp4_global";
@@ -240,10 +250,19 @@ fn check_codec(sm: Sm, codec: Codec) -> Result<()> {
     Ok(())
 }
 
-fn builder(sm: Sm, name: &str, codec: Codec) -> KernelBuilder {
+/// A builder for a kernel of `t`'s block size, its tuning key the
+/// codec's (`"sw"` for a codec other than the SM's default) and `t`'s
+/// (when not the SM's default), joined by `_`.
+fn builder(sm: Sm, name: &str, codec: Codec, t: &BlockScaledTuning) -> KernelBuilder {
     let mut b = KernelBuilder::new(name, sm);
-    b.maxntid(THREADS, 1, 1);
-    b.tuning(if codec == Codec::for_sm(sm) { "" } else { "sw" });
+    b.maxntid(t.threads, 1, 1);
+    let ck = if codec == Codec::for_sm(sm) { "" } else { "sw" };
+    let tk = t.key_on(sm);
+    b.tuning(match (ck.is_empty(), tk.is_empty()) {
+        (_, true) => ck.to_string(),
+        (true, false) => tk,
+        (false, false) => format!("{ck}_{tk}"),
+    });
     b
 }
 
@@ -427,11 +446,16 @@ fn encode_lane(b: &mut KernelBuilder, f: Format, codec: Codec, y: [Reg<F32>; 4])
 /// # Errors
 /// [`Error::UnsupportedFeature`] for [`Codec::Hardware`] below sm_89.
 pub fn generate_quantize(sm: Sm, recipe: Recipe, codec: Codec) -> Result<PtxModule> {
+    quantize_with(sm, recipe, codec, &BlockScaledTuning::default_for(sm))
+}
+
+fn quantize_with(sm: Sm, recipe: Recipe, codec: Codec, t: &BlockScaledTuning) -> Result<PtxModule> {
+    t.check()?;
     check_codec(sm, codec)?;
     let f = recipe.format();
     let bs = f.block_size() as u32;
     let tpb = bs / ELEMS_PER_LANE;
-    let mut b = builder(sm, &quantize_name(recipe), codec);
+    let mut b = builder(sm, &quantize_name(recipe), codec, t);
     let p = b.params::<QuantizeArgs>();
     let strides = [p.s_mm32, p.s_mm4, p.s_mm, p.s_kk4, p.s_kk, p.s_l];
     let nkb_div = Divisor {
@@ -496,10 +520,15 @@ pub fn generate_quantize(sm: Sm, recipe: Recipe, codec: Codec) -> Result<PtxModu
 /// # Errors
 /// [`Error::UnsupportedFeature`] for [`Codec::Hardware`] below sm_89.
 pub fn generate_dequantize(sm: Sm, f: Format, codec: Codec) -> Result<PtxModule> {
+    dequantize_with(sm, f, codec, &BlockScaledTuning::default_for(sm))
+}
+
+fn dequantize_with(sm: Sm, f: Format, codec: Codec, t: &BlockScaledTuning) -> Result<PtxModule> {
+    t.check()?;
     check_codec(sm, codec)?;
     let bs = f.block_size() as u32;
     let tpb = bs / ELEMS_PER_LANE;
-    let mut b = builder(sm, &dequantize_name(f), codec);
+    let mut b = builder(sm, &dequantize_name(f), codec, t);
     let p = b.params::<DequantizeArgs>();
     let strides = [p.s_mm32, p.s_mm4, p.s_mm, p.s_kk4, p.s_kk, p.s_l];
     let nkb_div = Divisor {
@@ -548,15 +577,19 @@ pub fn generate_dequantize(sm: Sm, f: Format, codec: Codec) -> Result<PtxModule>
     b.finish()
 }
 
-/// The NVFP4 global-scale kernel (one CTA of [`THREADS`]): `amax_g =
+/// The NVFP4 global-scale kernel (one CTA of [`THREADS`] by default): `amax_g =
 /// max.f32` of the FP8 family's absmax partials, `S_enc = min(2688 /
 /// amax_g, FLT_MAX)` (`div.rn`, `min.f32`), 1 when `amax_g = 0` or the
 /// quotient is 0, `S_dec = 1 / S_enc` (`div.rn`): [`super::GlobalScale`].
 pub fn generate_nvfp4_global(sm: Sm) -> Result<PtxModule> {
-    let mut b = KernelBuilder::new(NVFP4_GLOBAL, sm);
-    b.maxntid(THREADS, 1, 1);
+    nvfp4_global_with(sm, &BlockScaledTuning::default_for(sm))
+}
+
+fn nvfp4_global_with(sm: Sm, t: &BlockScaledTuning) -> Result<PtxModule> {
+    t.check()?;
+    let mut b = builder(sm, NVFP4_GLOBAL, Codec::for_sm(sm), t);
     let p = b.params::<Nvfp4GlobalArgs>();
-    let scratch = b.shared_array::<F32>("warp_max", THREADS / 32, 4);
+    let scratch = b.shared_array::<F32>("warp_max", t.threads / 32, 4);
     let acc = b.mov(0.0f32);
     let tid = b.tid_x();
     let ntid = b.ntid_x();
@@ -588,8 +621,12 @@ pub fn generate_nvfp4_global(sm: Sm) -> Result<PtxModule> {
 /// scale is copied from `src` (strides `a_*`) to `dst` (strides `b_*`), a
 /// padding position writes 0 when `dst_padded`.
 pub fn generate_convert(sm: Sm) -> Result<PtxModule> {
-    let mut b = KernelBuilder::new(CONVERT_SCALES, sm);
-    b.maxntid(THREADS, 1, 1);
+    convert_with(sm, &BlockScaledTuning::default_for(sm))
+}
+
+fn convert_with(sm: Sm, t: &BlockScaledTuning) -> Result<PtxModule> {
+    t.check()?;
+    let mut b = builder(sm, CONVERT_SCALES, Codec::for_sm(sm), t);
     let p = b.params::<ConvertArgs>();
     let from = [p.a_mm32, p.a_mm4, p.a_mm, p.a_kk4, p.a_kk, p.a_l];
     let to = [p.b_mm32, p.b_mm4, p.b_mm, p.b_kk4, p.b_kk, p.b_l];
@@ -633,6 +670,44 @@ pub fn generate_convert(sm: Sm) -> Result<PtxModule> {
         });
     });
     b.finish()
+}
+
+/// One of the block-scaled kernels, for [`generate_tuned`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kernel {
+    /// [`generate_quantize`] of the recipe.
+    Quantize(Recipe),
+    /// [`generate_dequantize`] of the format.
+    Dequantize(Format),
+    /// [`generate_nvfp4_global`] (one CTA; the codec does not matter).
+    Nvfp4Global,
+    /// [`generate_convert`] (the codec does not matter).
+    Convert,
+}
+
+/// The generator of `kernel` with the launch shape `t` (its `threads`
+/// bound the block): launch it with `t.threads` threads per block and
+/// [`BlockScaledTuning::grid_blocks`] blocks (the NVFP4 global-scale
+/// kernel: one block). `t` equal to [`BlockScaledTuning::default_for`]`(sm)`
+/// gives the plain generator's module, text and name; the bits are the
+/// same for every tuning.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] for a tuning that fails
+/// [`BlockScaledTuning::check`]; [`Error::UnsupportedFeature`] for
+/// [`Codec::Hardware`] below sm_89 (quantize, dequantize).
+pub fn generate_tuned(
+    sm: Sm,
+    kernel: Kernel,
+    codec: Codec,
+    t: &BlockScaledTuning,
+) -> Result<PtxModule> {
+    match kernel {
+        Kernel::Quantize(r) => quantize_with(sm, r, codec, t),
+        Kernel::Dequantize(f) => dequantize_with(sm, f, codec, t),
+        Kernel::Nvfp4Global => nvfp4_global_with(sm, t),
+        Kernel::Convert => convert_with(sm, t),
+    }
 }
 
 /// Every recipe with a kernel: three MX formats × {Floor, RCeil}, NVFP4.
