@@ -93,7 +93,7 @@ impl Fp8Tuning {
         Self {
             threads: DEFAULT_THREADS,
             ctas_per_sm: (info.max_threads_per_sm / DEFAULT_THREADS).min(info.max_ctas_per_sm),
-            unroll: 4,
+            unroll: super::DEQUANTIZE_UNROLL as u32,
         }
     }
 
