@@ -17,6 +17,64 @@ pub(crate) fn ctas_within(work_items: u64, per_cta: u64, cap: u64) -> u32 {
     u32::try_from(want.min(cap)).unwrap_or(u32::MAX)
 }
 
+/// The launch shape the streaming kernels' tunings share (FP8's
+/// `Fp8Tuning`, the block-scaled `BlockScaledTuning`): threads per CTA and
+/// the grid cap per multiprocessor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct StreamShape {
+    pub(crate) threads: u32,
+    pub(crate) ctas_per_sm: u32,
+}
+
+/// Threads per CTA of the streaming kernels' default shape.
+pub(crate) const STREAM_THREADS: u32 = 256;
+
+impl StreamShape {
+    /// The default on `sm`: [`STREAM_THREADS`] threads and a grid cap of
+    /// the CTAs of that size the SM holds at once (grid-stride CTAs all get
+    /// the same work, so more would run as a partial second wave).
+    pub(crate) fn default_for(sm: crate::target::Sm) -> Self {
+        let info = sm.info();
+        Self {
+            threads: STREAM_THREADS,
+            ctas_per_sm: (info.max_threads_per_sm / STREAM_THREADS).min(info.max_ctas_per_sm),
+        }
+    }
+
+    /// The shapes a device sweep times around `self`, `self` first: 128
+    /// and 512 threads at the same threads per SM, and the grid cap
+    /// doubled (a second full wave: shorter CTAs, the tail evened out).
+    pub(crate) fn candidates(self) -> [Self; 4] {
+        let per_sm = self.threads * self.ctas_per_sm;
+        [
+            self,
+            Self {
+                threads: 128,
+                ctas_per_sm: per_sm / 128,
+            },
+            Self {
+                threads: 512,
+                ctas_per_sm: (per_sm / 512).max(1),
+            },
+            Self {
+                ctas_per_sm: 2 * self.ctas_per_sm,
+                ..self
+            },
+        ]
+    }
+
+    /// Whether `threads` is a multiple of 32 from 64 to 1024 (the block
+    /// reductions shuffle whole warps and keep one shared slot a warp).
+    pub(crate) fn threads_ok(threads: u32) -> bool {
+        (64..=crate::target::MAX_THREADS_PER_BLOCK).contains(&threads) && threads.is_multiple_of(32)
+    }
+
+    /// Whether `ctas_per_sm` is from 1 to 32.
+    pub(crate) fn ctas_ok(ctas_per_sm: u32) -> bool {
+        (1..=32).contains(&ctas_per_sm)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,7 +8,8 @@
 //! amaxes are maxima (order-free).
 
 use crate::error::Error;
-use crate::target::{MAX_THREADS_PER_BLOCK, Sm};
+use crate::kernels::grid::StreamShape;
+use crate::target::Sm;
 
 /// The launch shape of the block-scaled kernels (quantize, dequantize,
 /// the NVFP4 global scale, the layout conversion) on one SM. Part of the
@@ -49,11 +50,14 @@ impl From<BlockScaledTuningError> for Error {
     }
 }
 
-/// Threads per CTA of the defaults (the PTX's `.maxntid` before this
-/// type existed: the default modules are unchanged).
-const DEFAULT_THREADS: u32 = 256;
-
 impl BlockScaledTuning {
+    fn from_shape(s: StreamShape) -> Self {
+        Self {
+            threads: s.threads,
+            ctas_per_sm: s.ctas_per_sm,
+        }
+    }
+
     /// The default on `sm`: 256 threads and a grid cap of the CTAs of 256
     /// threads the SM holds at once (8 on sm_70/80/90/100, 6 on
     /// sm_86/89/120, 4 on sm_75).
@@ -81,11 +85,9 @@ impl BlockScaledTuning {
     ///   ~25 KiB per SM an H200 needs (4.8 TB/s × ~700 ns over 132 SMs),
     ///   and dequantize's 16–32 KiB is at the mark, so no unroll knob.
     pub fn default_for(sm: Sm) -> Self {
-        let info = sm.info();
-        Self {
-            threads: DEFAULT_THREADS,
-            ctas_per_sm: (info.max_threads_per_sm / DEFAULT_THREADS).min(info.max_ctas_per_sm),
-        }
+        // 256 threads: the PTX's `.maxntid` before this type existed, so
+        // the default modules are unchanged.
+        Self::from_shape(StreamShape::default_for(sm))
     }
 
     /// The candidates a device sweep times on `sm`, the default first:
@@ -95,26 +97,19 @@ impl BlockScaledTuning {
     /// residency on the 8-CTA SMs).
     pub fn candidates(sm: Sm) -> Vec<Self> {
         let d = Self::default_for(sm);
-        let per_sm = d.threads * d.ctas_per_sm;
-        let mut v = vec![
-            d,
-            Self {
-                threads: 128,
-                ctas_per_sm: per_sm / 128,
-            },
-            Self {
-                threads: 512,
-                ctas_per_sm: (per_sm / 512).max(1),
-            },
-            Self {
-                ctas_per_sm: 2 * d.ctas_per_sm,
-                ..d
-            },
-            Self {
-                ctas_per_sm: 3 * d.ctas_per_sm / 4,
-                ..d
-            },
-        ];
+        let shape = StreamShape {
+            threads: d.threads,
+            ctas_per_sm: d.ctas_per_sm,
+        };
+        let mut v: Vec<Self> = shape
+            .candidates()
+            .into_iter()
+            .map(Self::from_shape)
+            .collect();
+        v.push(Self {
+            ctas_per_sm: 3 * d.ctas_per_sm / 4,
+            ..d
+        });
         v.retain(|t| t.check().is_ok());
         let mut seen = std::collections::HashSet::new();
         v.retain(|t| seen.insert(*t));
@@ -130,10 +125,10 @@ impl BlockScaledTuning {
             threads,
             ctas_per_sm,
         } = *self;
-        if !(64..=MAX_THREADS_PER_BLOCK).contains(&threads) || threads % 32 != 0 {
+        if !StreamShape::threads_ok(threads) {
             return Err(BlockScaledTuningError::Threads { threads });
         }
-        if !(1..=32).contains(&ctas_per_sm) {
+        if !StreamShape::ctas_ok(ctas_per_sm) {
             return Err(BlockScaledTuningError::CtasPerSm { ctas_per_sm });
         }
         Ok(())

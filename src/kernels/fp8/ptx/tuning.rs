@@ -6,7 +6,8 @@
 //! thread handles it, and the amax is a `max` (order-free).
 
 use crate::error::Error;
-use crate::target::{MAX_THREADS_PER_BLOCK, Sm};
+use crate::kernels::grid::StreamShape;
+use crate::target::Sm;
 
 /// The launch shape of the FP8 kernels on one SM. Part of the module
 /// cache key through [`Fp8Tuning::key`] (empty for the SM's default, so
@@ -54,9 +55,6 @@ impl From<Fp8TuningError> for Error {
     }
 }
 
-/// Threads per CTA of the defaults.
-const DEFAULT_THREADS: u32 = 256;
-
 impl Fp8Tuning {
     /// The default on `sm`: 256 threads, a grid cap of the CTAs of 256
     /// threads the SM holds at once (8 on sm_70/80/90/100, 6 on
@@ -89,10 +87,13 @@ impl Fp8Tuning {
     ///   decide (`benches/fp8_kernels.rs`), as no device run has timed
     ///   one yet.
     pub fn default_for(sm: Sm) -> Self {
-        let info = sm.info();
+        let StreamShape {
+            threads,
+            ctas_per_sm,
+        } = StreamShape::default_for(sm);
         Self {
-            threads: DEFAULT_THREADS,
-            ctas_per_sm: (info.max_threads_per_sm / DEFAULT_THREADS).min(info.max_ctas_per_sm),
+            threads,
+            ctas_per_sm,
             unroll: super::DEQUANTIZE_UNROLL as u32,
         }
     }
@@ -103,26 +104,20 @@ impl Fp8Tuning {
     /// and dequantize unroll 2 and 8 (fewer or more bytes in flight).
     pub fn candidates(sm: Sm) -> Vec<Self> {
         let d = Self::default_for(sm);
-        let per_sm = d.threads * d.ctas_per_sm;
-        let mut v = vec![
-            d,
-            Self {
-                threads: 128,
-                ctas_per_sm: per_sm / 128,
+        let shape = StreamShape {
+            threads: d.threads,
+            ctas_per_sm: d.ctas_per_sm,
+        };
+        let mut v: Vec<Self> = shape
+            .candidates()
+            .into_iter()
+            .map(|s| Self {
+                threads: s.threads,
+                ctas_per_sm: s.ctas_per_sm,
                 ..d
-            },
-            Self {
-                threads: 512,
-                ctas_per_sm: (per_sm / 512).max(1),
-                ..d
-            },
-            Self {
-                ctas_per_sm: 2 * d.ctas_per_sm,
-                ..d
-            },
-            Self { unroll: 2, ..d },
-            Self { unroll: 8, ..d },
-        ];
+            })
+            .collect();
+        v.extend([Self { unroll: 2, ..d }, Self { unroll: 8, ..d }]);
         v.retain(|t| t.check().is_ok());
         v.dedup();
         v
@@ -138,10 +133,10 @@ impl Fp8Tuning {
             ctas_per_sm,
             unroll,
         } = *self;
-        if !(64..=MAX_THREADS_PER_BLOCK).contains(&threads) || threads % 32 != 0 {
+        if !StreamShape::threads_ok(threads) {
             return Err(Fp8TuningError::Threads { threads });
         }
-        if !(1..=32).contains(&ctas_per_sm) {
+        if !StreamShape::ctas_ok(ctas_per_sm) {
             return Err(Fp8TuningError::CtasPerSm { ctas_per_sm });
         }
         if ![1, 2, 4, 8].contains(&unroll) {
