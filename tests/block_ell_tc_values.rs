@@ -1,6 +1,7 @@
 //! Issue 31, grad-values with shared operand tiles: a CTA computes a group
-//! of consecutive slots of one block row (`B` ≤ 32: 4 slots, one warp
-//! each; `B` = 64: one slot), staging the row's `gy` tile once per token
+//! of consecutive slots of one block row (`B` ≤ 32: 8 slots, two a warp,
+//! or 4, one a warp, where the token tile would be too short; `B` = 64:
+//! one slot), staging the row's `gy` tile once per token
 //! tile and one `x` tile per non-empty slot. The simulator equals the host
 //! model bit for bit on sm_80, sm_89, sm_90 and sm_100 for groups of every
 //! make-up: full, short (a row's last group when `K` is not a multiple of
@@ -68,20 +69,21 @@ impl Encode for f32 {
     }
 }
 
-/// `R` = 4, `C` = 5, `K` = 6 (groups of 4 at `B` ≤ 32: a full one and a
-/// short one of 2 per row): row 0's first group has an empty slot, its
-/// second one live and one empty slot; row 1 is empty; row 2's first
-/// group has only its last slot live; column blocks 0, 1 and 2 are used by
-/// three rows each, column block 4 by none.
-const COL: [i32; 24] = [
-    0, 1, -1, 3, 2, -1, //
-    -1, -1, -1, -1, -1, -1, //
-    -1, -1, -1, 1, 2, 0, //
-    1, 0, 2, -1, 3, -1,
+/// `R` = 4, `C` = 12, `K` = 10 (groups of 8 slots at `B` = 32: a full one
+/// and a short one of 2 per row; of 4 at `B` = 16: two full and a short
+/// one): row 0's groups have empty slots, its last one a live and an
+/// empty slot; row 1 is empty; row 2's first groups have only their last
+/// slot live; column blocks 0, 1 and 2 are used by three rows each,
+/// column blocks 10 and 11 by none.
+const COL: [i32; 40] = [
+    0, 1, -1, 3, 2, -1, 5, 7, 9, -1, //
+    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, //
+    -1, -1, -1, -1, -1, -1, -1, 1, 2, 0, //
+    1, 0, 2, -1, 3, -1, 4, 6, -1, 8,
 ];
 
 fn case<T: Encode>(sm: Sm, prec: TcPrecision, b: usize, n: usize, seed: u64) {
-    let dims = Dims::new(4, 5, 6, b).unwrap();
+    let dims = Dims::new(4, 12, 10, b).unwrap();
     let mut rng = Rng(seed);
     let x = T::encode(prec, &values(&mut rng, n * dims.in_features(), prec));
     let gy = T::encode(prec, &values(&mut rng, n * dims.out_features(), prec));
@@ -113,18 +115,25 @@ fn case<T: Encode>(sm: Sm, prec: TcPrecision, b: usize, n: usize, seed: u64) {
     }
 }
 
-/// `B` = 32 (groups of 4 slots, one warp each) per SM and precision; `N`
+/// `B` = 32 (groups of 8 slots, two a warp) per SM and precision; `N`
 /// past the first N-chunk and not a multiple of the token tile, and `N`
 /// below one MMA chunk.
 #[test]
 fn b32_groups_per_sm() {
+    // the grouping these cases are made for
+    let slots = |p, b| tc::ptx::values_tile(p, b).slots;
+    assert_eq!(slots(TcPrecision::Bf16, 32), 8);
+    assert_eq!(slots(TcPrecision::Tf32, 32), 8);
+    assert_eq!(slots(TcPrecision::Bf16, 16), 4);
+    assert_eq!(slots(TcPrecision::Tf32, 16), 4);
+    assert_eq!(slots(TcPrecision::F16, 64), 1);
     case::<u16>(Sm::Sm80, TcPrecision::Bf16, 32, 300, 1);
     case::<u16>(Sm::Sm89, TcPrecision::F16, 32, 13, 2);
     case::<f32>(Sm::Sm90, TcPrecision::Tf32, 32, 45, 3);
     case::<u16>(Sm::Sm100, TcPrecision::Bf16, 32, 7, 4);
 }
 
-/// `B` = 16 (groups of 4 slots) and `B` = 64 (one slot a CTA, four warp
+/// `B` = 16 (groups of 4 slots, one a warp) and `B` = 64 (one slot a CTA, four warp
 /// tiles).
 #[test]
 fn b16_and_b64_groups() {

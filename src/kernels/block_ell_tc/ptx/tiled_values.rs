@@ -60,6 +60,10 @@ use super::{GradValuesArgs, GradValuesRegs, THREADS, WARPS, builder, mma_into, n
 /// Static shared memory the staging may use.
 const SHARED_MAX: u32 = 48 * 1024;
 
+/// Slots a warp computes where its warp tile is a whole block (`B` ≤ 32):
+/// each `A` fragment then feeds the MMAs of every one of them.
+const SLOTS_PER_WARP: u32 = 2;
+
 /// The tiling of the staged grad-values kernel of one precision and block
 /// size (see the [module docs](self)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,24 +89,39 @@ fn pitch(prec: TcPrecision, bs: u32) -> u32 {
 
 /// The tiling of precision `prec` at block size `bs` (16, 32 or 64):
 /// warp tiles of 16 × 16 (`B` = 16) or 32 × 32 (`B` = 32: the whole
-/// block; `B` = 64), one warp a slot where a warp tile is the whole block
-/// (groups of [`WARPS`] slots), else one slot a CTA; the most tokens (up
-/// to [`N_CHUNK`]) whose double-buffered gy tile and x tiles (one a slot)
-/// fit 48 KiB of static shared memory.
+/// block; `B` = 64); where a warp tile is the whole block (`B` ≤ 32),
+/// [`SLOTS_PER_WARP`] slots a warp (groups of `WARPS × SLOTS_PER_WARP`
+/// slots), or one where the token tile would then be too short for each
+/// thread to stage a 16-byte unit of its rows; else one slot a CTA. The
+/// tokens: the most (up to [`N_CHUNK`]) whose double-buffered gy tile and
+/// x tiles (one a slot) fit 48 KiB of static shared memory.
 pub fn values_tile(prec: TcPrecision, bs: u32) -> ValuesTile {
     let w = if bs >= 32 { 32 } else { 16 };
-    let slots = if w == bs { WARPS } else { 1 };
-    let per_token = 2 * (1 + slots) * pitch(prec, bs); // tiles × 2 buffers
-    let mut tokens = N_CHUNK as u32;
-    // headroom for the few bytes the builder may add
-    while tokens * per_token > SHARED_MAX - 1024 {
-        tokens /= 2;
+    let pitch = pitch(prec, bs);
+    // 16-byte units of a staged row
+    let units = bs * if prec == TcPrecision::Tf32 { 4 } else { 2 } / 16;
+    let tile = |slots: u32| {
+        let per_token = 2 * (1 + slots) * pitch; // tiles × 2 buffers
+        let mut tokens = N_CHUNK as u32;
+        // headroom for the few bytes the builder may add
+        while tokens * per_token > SHARED_MAX - 1024 {
+            tokens /= 2;
+        }
+        ValuesTile {
+            tokens,
+            wm: w,
+            wn: w,
+            slots,
+        }
+    };
+    if w < bs {
+        return tile(1);
     }
-    ValuesTile {
-        tokens,
-        wm: w,
-        wn: w,
-        slots,
+    let t = tile(WARPS * SLOTS_PER_WARP);
+    if t.tokens * units >= THREADS {
+        t
+    } else {
+        tile(WARPS)
     }
 }
 
@@ -123,9 +142,9 @@ struct Lane {
     gdst: Reg<U32>,
     xdst: Reg<U32>,
     /// fragment addresses (buffer 0, first chunk, first tile; `b` in the
-    /// warp's slot's x tiles)
+    /// x tiles of each of the warp's slots)
     a: Reg<U32>,
-    b: Reg<U32>,
+    b: Vec<Reg<U32>>,
 }
 
 /// The per-group sources of the staging: byte offsets of the group's
@@ -262,56 +281,79 @@ fn ragged(
     }
 }
 
-/// The MMAs of token tile `ti` from buffer `buf` into `part` (MMA chunks
-/// starting at or past `N` skipped).
+/// The MMAs of token tile `ti` from buffer `buf` into the partials of
+/// the warp's slots (`part[k]`, those whose `mine[k]` holds; MMA chunks
+/// starting at or past `N` skipped). The `A` fragments (gy) are loaded
+/// once for all of the warp's slots.
+#[allow(clippy::too_many_arguments)]
 fn compute<T: MmaInput>(
     b: &mut KernelBuilder,
     sh: &Shape,
     io: &Io,
     ln: &Lane,
-    part: &[Vec<FragC>],
+    mine: &[Reg<Pred>],
+    part: &[Vec<Vec<FragC>>],
     ti: Reg<U32>,
     buf: Reg<U32>,
 ) {
     let off = b.mul_lo(buf, sh.buf());
     let abase = b.add(ln.a, off);
-    let bbase = b.add(ln.b, off);
+    let bbase: Vec<Reg<U32>> = ln.b.iter().map(|&p| b.add(p, off)).collect();
     let n0 = b.shl(ti, log2(sh.tokens));
     for kc in 0..sh.tokens / sh.q {
         let start = b.add(n0, kc * sh.q);
         let run = b.setp(Cmp::Lt, start, io.p.n);
         b.if_(run, |b| {
-            let (fa, fb) = if sh.fmt == InputFormat::Tf32 {
-                frags_tf32::<T>(b, sh, abase, bbase, kc)
+            let fa = if sh.fmt == InputFormat::Tf32 {
+                frags_a_tf32::<T>(b, sh, abase, kc)
             } else {
-                frags_16::<T>(b, sh, abase, bbase, kc)
+                frags_a_16::<T>(b, sh, abase, kc)
             };
-            for (mi, a) in fa.iter().enumerate() {
-                for (ni, bf) in fb.iter().enumerate() {
-                    mma_into(b, *a, *bf, part[mi][ni]);
-                }
+            for ((&live, &bb), part) in mine.iter().zip(&bbase).zip(part) {
+                b.if_(live, |b| {
+                    let fb = if sh.fmt == InputFormat::Tf32 {
+                        frags_b_tf32::<T>(b, sh, bb, kc)
+                    } else {
+                        frags_b_16::<T>(b, sh, bb, kc)
+                    };
+                    for (mi, a) in fa.iter().enumerate() {
+                        for (ni, bf) in fb.iter().enumerate() {
+                            mma_into(b, *a, *bf, part[mi][ni]);
+                        }
+                    }
+                });
             }
         });
     }
 }
 
-/// bf16/f16 fragments of MMA chunk `kc`: `ldmatrix.x4.trans` for both.
-fn frags_16<T: MmaInput>(
+/// bf16/f16 `A` fragments of MMA chunk `kc`: `ldmatrix.x4.trans` (as
+/// the `B` fragments).
+fn frags_a_16<T: MmaInput>(
     b: &mut KernelBuilder,
     sh: &Shape,
     abase: Reg<U32>,
-    bbase: Reg<U32>,
     kc: u32,
-) -> (Vec<FragA<T>>, Vec<FragB<T>>) {
+) -> Vec<FragA<T>> {
     let krow = kc * 16 * sh.pitch;
-    let fa = (0..sh.mt)
+    (0..sh.mt)
         .map(|mi| {
             let p = b.add(abase, krow + mi * 16 * sh.e);
             FragA {
                 regs: ldsm4::<T>(b, p, true),
             }
         })
-        .collect();
+        .collect()
+}
+
+/// bf16/f16 `B` fragments of MMA chunk `kc` (see [`frags_a_16`]).
+fn frags_b_16<T: MmaInput>(
+    b: &mut KernelBuilder,
+    sh: &Shape,
+    bbase: Reg<U32>,
+    kc: u32,
+) -> Vec<FragB<T>> {
+    let krow = kc * 16 * sh.pitch;
     let mut fb = Vec::new();
     for np in 0..sh.nt / 2 {
         let p = b.add(bbase, krow + np * 16 * sh.e);
@@ -319,47 +361,58 @@ fn frags_16<T: MmaInput>(
         fb.push(FragB { regs: [r0, r1] });
         fb.push(FragB { regs: [r2, r3] });
     }
-    (fa, fb)
+    fb
 }
 
-/// tf32 fragments of MMA chunk `kc`: `ld.shared.f32` and
-/// `cvt.rna.tf32.f32`. `a_r = gy[k0 + t + 4·(r/2)][i0 + g + 8·(r%2)]`,
-/// `b_r = x[k0 + t + 4·r][j0 + g]`.
-fn frags_tf32<T: MmaInput>(
+/// One tf32 fragment register: `ld.shared.f32` and `cvt.rna.tf32.f32`
+/// (fragments of MMA chunk `kc`: `a_r = gy[k0 + t + 4·(r/2)][i0 + g + 8·(r%2)]`,
+/// `b_r = x[k0 + t + 4·r][j0 + g]`).
+fn load_tf32<T: MmaInput>(b: &mut KernelBuilder, base: Reg<U32>, off: u32) -> Reg<T> {
+    let p = b.add(base, off);
+    let v = b.ld_shared(sptr::<F32>(p), 0);
+    let u = b.f32_bits(v);
+    tf32_operand::<T>(b, u)
+}
+
+/// tf32 `A` fragments of MMA chunk `kc` (see [`load_tf32`]).
+fn frags_a_tf32<T: MmaInput>(
     b: &mut KernelBuilder,
     sh: &Shape,
     abase: Reg<U32>,
-    bbase: Reg<U32>,
     kc: u32,
-) -> (Vec<FragA<T>>, Vec<FragB<T>>) {
-    let load = |b: &mut KernelBuilder, base: Reg<U32>, off: u32| {
-        let p = b.add(base, off);
-        let v = b.ld_shared(sptr::<F32>(p), 0);
-        let u = b.f32_bits(v);
-        tf32_operand::<T>(b, u)
-    };
-    let fa = (0..sh.mt)
+) -> Vec<FragA<T>> {
+    (0..sh.mt)
         .map(|mi| FragA {
             regs: [0u32, 1, 2, 3].map(|r| {
                 let off = (kc * 8 + 4 * (r >> 1)) * sh.pitch + (mi * 16 + 8 * (r & 1)) * 4;
-                load(b, abase, off)
+                load_tf32::<T>(b, abase, off)
             }),
         })
-        .collect();
-    let fb = (0..sh.nt)
+        .collect()
+}
+
+/// tf32 `B` fragments of MMA chunk `kc` (see [`load_tf32`]).
+fn frags_b_tf32<T: MmaInput>(
+    b: &mut KernelBuilder,
+    sh: &Shape,
+    bbase: Reg<U32>,
+    kc: u32,
+) -> Vec<FragB<T>> {
+    (0..sh.nt)
         .map(|ni| FragB {
-            regs: [0u32, 1].map(|r| load(b, bbase, (kc * 8 + 4 * r) * sh.pitch + ni * 32)),
+            regs: [0u32, 1]
+                .map(|r| load_tf32::<T>(b, bbase, (kc * 8 + 4 * r) * sh.pitch + ni * 32)),
         })
-        .collect();
-    (fa, fb)
+        .collect()
 }
 
 /// `block_ell_tc_grad_values_{p}_b{B}`, staged (see the [module docs](self)).
 pub(super) fn grad_values<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Result<PtxModule> {
     let sh = shape::<T>(prec, bs);
     let group = values_tile(prec, bs).slots;
-    // warps a slot, and along its rows `i`
-    let wps = WARPS / group;
+    // warps a slot, slots a warp, and warps along a block's rows `i`
+    let wps = (WARPS / group).max(1);
+    let spw = (group / WARPS).max(1);
     let warps_m = sh.bs / sh.wm;
     debug_assert_eq!(warps_m * (sh.bs / sh.wn), wps);
     let mut b = builder(&name("grad_values", prec, bs), sm);
@@ -373,8 +426,10 @@ pub(super) fn grad_values<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Re
     let tid = b.tid_x();
     let lane = b.and(tid, 31u32);
     let w = b.shr(tid, 5u32);
-    // the warp's slot in the group, and its warp tile within the block
+    // the warp's first slot in the group, and its warp tile within the
+    // block
     let gw = b.shr(w, log2(wps));
+    let gw = b.mul_lo(gw, spw);
     let wt = b.and(w, wps - 1);
     let wi = b.rem(wt, warps_m);
     let wj = b.div(wt, warps_m);
@@ -384,7 +439,7 @@ pub(super) fn grad_values<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Re
     let t = b.and(lane, 3u32);
     let gs0 = b.shared_elem(&gs, 0u32).reg;
     let xs0 = b.shared_elem(&xs, 0u32).reg;
-    // the warp's slot's x tiles
+    // the x tiles of the warp's first slot
     let xw0 = b.mad_lo(gw, xslot(&sh), xs0);
     let (a, bl) = if sh.fmt == InputFormat::Tf32 {
         // token t; A column wm0 + g, B column wn0 + g
@@ -424,7 +479,7 @@ pub(super) fn grad_values<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Re
         gdst,
         xdst,
         a,
-        b: bl,
+        b: (0..spw).map(|k| b.add(bl, k * xslot(&sh))).collect(),
     };
     let ch16 = b.shl(ch, 4u32);
     // the full tiles' running source pointers: row `row0` of each tensor,
@@ -451,12 +506,18 @@ pub(super) fn grad_values<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Re
     let first = b.ctaid_x();
     let step = b.nctaid_x();
     b.for_range(first, groups, step, |b, gi| {
-        let part: Vec<Vec<FragC>> = (0..sh.mt)
-            .map(|_| (0..sh.nt).map(|_| b.frag_c_zero()).collect())
-            .collect();
-        let sum: Vec<Vec<FragC>> = (0..sh.mt)
-            .map(|_| (0..sh.nt).map(|_| b.frag_c_zero()).collect())
-            .collect();
+        // per slot of the warp: the partial and the sum of its fragments
+        let frags = |b: &mut KernelBuilder| -> Vec<Vec<Vec<FragC>>> {
+            (0..spw)
+                .map(|_| {
+                    (0..sh.mt)
+                        .map(|_| (0..sh.nt).map(|_| b.frag_c_zero()).collect())
+                        .collect()
+                })
+                .collect()
+        };
+        let part = frags(b);
+        let sum = frags(b);
         let r = b.div(gi, kg);
         let k0 = b.rem(gi, kg);
         let k0 = b.shl(k0, log2(group));
@@ -487,8 +548,14 @@ pub(super) fn grad_values<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Re
             });
             slots.push((live, cs));
         }
-        // the warp's own slot
-        let (mine_exists, mine, _) = col(b, gw);
+        // the warp's own slots
+        let (mut exists, mut mine) = (Vec::new(), Vec::new());
+        for k in 0..spw {
+            let gk = b.add(gw, k);
+            let (e, m, _) = col(b, gk);
+            exists.push(e);
+            mine.push(m);
+        }
         let any = any.expect("a group has a slot");
         b.if_(any, |b| {
             let unit = b.u32_to_u64(ch16);
@@ -519,7 +586,7 @@ pub(super) fn grad_values<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Re
                 b.cp_async_commit_group();
                 b.cp_async_wait_group(1);
                 b.bar_sync();
-                b.if_(mine, |b| compute::<T>(b, &sh, &io, &ln, &part, ti, cur));
+                compute::<T>(b, &sh, &io, &ln, &mine, &part, ti, cur);
                 b.bar_sync();
                 b.set(&buf, nbuf);
                 // the end of an N-chunk: fold the partial into the sum
@@ -529,7 +596,7 @@ pub(super) fn grad_values<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Re
                 let fold = b.por(end_chunk, end_all);
                 b.if_(fold, |b| {
                     let first = b.setp(Cmp::Lt, ti, per_chunk);
-                    for (ps, ss) in part.iter().zip(&sum) {
+                    for (ps, ss) in part.iter().flatten().zip(sum.iter().flatten()) {
                         for (pf, sf) in ps.iter().zip(ss) {
                             for (&pr, &sr) in pf.regs.iter().zip(&sf.regs) {
                                 let added = b.fadd(Rounding::Rn, sr, pr);
@@ -544,25 +611,28 @@ pub(super) fn grad_values<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Re
         });
         // epilogue: lane (g, t) holds rows g and g + 8 of each 16-row
         // tile, columns 2t and 2t + 1 of each 8-column tile
-        b.if_(mine_exists, |b| {
-            let s = b.add(s0, gw);
-            let i0 = b.add(wm0, g);
-            let t2 = b.shl(t, 1u32);
-            let j0 = b.add(wn0, t2);
-            let sb = b.mul_lo(s, sh.bs);
-            for (mi, frags) in sum.iter().enumerate() {
-                for h in 0..2u32 {
-                    let i = b.add(i0, mi as u32 * 16 + 8 * h);
-                    let row = b.add(sb, i);
-                    let e = b.mad_lo(row, sh.bs, j0);
-                    let gp = b.offset(io.p.gv, e);
-                    for (ni, fc) in frags.iter().enumerate() {
-                        let v = [fc.regs[2 * h as usize], fc.regs[2 * h as usize + 1]];
-                        b.st_global_v2(gp, (ni * 8) as i32, v);
+        for (k, (&e, sum)) in exists.iter().zip(&sum).enumerate() {
+            b.if_(e, |b| {
+                let s = b.add(s0, gw);
+                let s = b.add(s, k as u32);
+                let i0 = b.add(wm0, g);
+                let t2 = b.shl(t, 1u32);
+                let j0 = b.add(wn0, t2);
+                let sb = b.mul_lo(s, sh.bs);
+                for (mi, frags) in sum.iter().enumerate() {
+                    for h in 0..2u32 {
+                        let i = b.add(i0, mi as u32 * 16 + 8 * h);
+                        let row = b.add(sb, i);
+                        let e = b.mad_lo(row, sh.bs, j0);
+                        let gp = b.offset(io.p.gv, e);
+                        for (ni, fc) in frags.iter().enumerate() {
+                            let v = [fc.regs[2 * h as usize], fc.regs[2 * h as usize + 1]];
+                            b.st_global_v2(gp, (ni * 8) as i32, v);
+                        }
                     }
                 }
-            }
-        });
+            });
+        }
     });
     b.finish()
 }
