@@ -1,7 +1,7 @@
 //! Issue 31, grad-values with shared operand tiles: a CTA computes a group
 //! of consecutive slots of one block row (`B` ≤ 32: 8 slots, two a warp,
 //! or 4, one a warp, where the token tile would be too short; `B` = 64:
-//! one slot), staging the row's `gy` tile once per token
+//! two slots, two warps each), staging the row's `gy` tile once per token
 //! tile and one `x` tile per non-empty slot. The simulator equals the host
 //! model bit for bit on sm_80, sm_89, sm_90 and sm_100 for groups of every
 //! make-up: full, short (a row's last group when `K` is not a multiple of
@@ -126,15 +126,15 @@ fn b32_groups_per_sm() {
     assert_eq!(slots(TcPrecision::Tf32, 32), 8);
     assert_eq!(slots(TcPrecision::Bf16, 16), 4);
     assert_eq!(slots(TcPrecision::Tf32, 16), 4);
-    assert_eq!(slots(TcPrecision::F16, 64), 1);
+    assert_eq!(slots(TcPrecision::F16, 64), 2);
     case::<u16>(Sm::Sm80, TcPrecision::Bf16, 32, 300, 1);
     case::<u16>(Sm::Sm89, TcPrecision::F16, 32, 13, 2);
     case::<f32>(Sm::Sm90, TcPrecision::Tf32, 32, 45, 3);
     case::<u16>(Sm::Sm100, TcPrecision::Bf16, 32, 7, 4);
 }
 
-/// `B` = 16 (groups of 4 slots, one a warp) and `B` = 64 (one slot a CTA, four warp
-/// tiles).
+/// `B` = 16 (groups of 4 slots, one a warp) and `B` = 64 (groups of 2
+/// slots, two warp tiles each).
 #[test]
 fn b16_and_b64_groups() {
     case::<u16>(Sm::Sm90, TcPrecision::Bf16, 16, 270, 5);

@@ -35,13 +35,17 @@
 //! in registers.
 //!
 //! # Warps
-//! Each slot of a group is computed by `WARPS / slots` warps (`B` ≤ 32: 4
-//! slots a CTA, one warp a slot computing its whole block; `B` = 64: one
-//! slot a CTA, split into warp tiles of [`ValuesTile::wm`] ×
-//! [`ValuesTile::wn`]); each lane keeps `(wm/16) × (wn/8)` fragments of
-//! the partial and as many of the sum. At `B` = 32 each `A` fragment feeds
-//! 4 `mma.sync` and each `B` fragment 2. A warp whose slot is empty skips
-//! its MMAs (a warp-uniform branch). The epilogue stores each lane's two
+//! Where a warp tile of [`ValuesTile::wm`] × [`ValuesTile::wn`] is a
+//! whole block (`B` ≤ 32: 32 × 32 or 16 × 16), each warp computes
+//! two (`SLOTS_PER_WARP`) slots of the group (groups of 8), or one (groups of
+//! 4) where the token tile would otherwise be too short for every thread
+//! to stage a 16-byte unit (`B` = 16); at `B` = 64 a group is 2 slots,
+//! each split into two warp tiles of 32 × 64. Each lane keeps `(wm/16) ×
+//! (wn/8)` fragments of the partial and as many of the sum per slot of its
+//! warp. The `A` fragments (gy) are loaded once a chunk and feed the MMAs
+//! of every slot of the warp: at `B` = 32 each `A` fragment feeds 8
+//! `mma.sync` and each `B` fragment 2. A warp skips the MMAs of its empty
+//! slots (a warp-uniform branch). The epilogue stores each lane's two
 //! adjacent `j` with one `st.global.v2.f32`; empty slots store `+0.0`
 //! without reading anything.
 
@@ -90,7 +94,7 @@ fn pitch(prec: TcPrecision, bs: u32) -> u32 {
 /// The tiling of precision `prec` at block size `bs` (16, 32 or 64):
 /// warp tiles of 16 × 16 (`B` = 16) or 32 × 32 (`B` = 32: the whole
 /// block; `B` = 64); where a warp tile is the whole block (`B` ≤ 32),
-/// [`SLOTS_PER_WARP`] slots a warp (groups of `WARPS × SLOTS_PER_WARP`
+/// two (`SLOTS_PER_WARP`) slots a warp (groups of `WARPS × SLOTS_PER_WARP`
 /// slots), or one where the token tile would then be too short for each
 /// thread to stage a 16-byte unit of its rows; else one slot a CTA. The
 /// tokens: the most (up to [`N_CHUNK`]) whose double-buffered gy tile and
@@ -100,7 +104,7 @@ pub fn values_tile(prec: TcPrecision, bs: u32) -> ValuesTile {
     let pitch = pitch(prec, bs);
     // 16-byte units of a staged row
     let units = bs * if prec == TcPrecision::Tf32 { 4 } else { 2 } / 16;
-    let tile = |slots: u32| {
+    let tile = |slots: u32, wn: u32| {
         let per_token = 2 * (1 + slots) * pitch; // tiles × 2 buffers
         let mut tokens = N_CHUNK as u32;
         // headroom for the few bytes the builder may add
@@ -110,18 +114,19 @@ pub fn values_tile(prec: TcPrecision, bs: u32) -> ValuesTile {
         ValuesTile {
             tokens,
             wm: w,
-            wn: w,
+            wn,
             slots,
         }
     };
     if w < bs {
-        return tile(1);
+        // `B` = 64: two slots a CTA, two warps a slot (32 × 64 each)
+        return tile(2, bs);
     }
-    let t = tile(WARPS * SLOTS_PER_WARP);
+    let t = tile(WARPS * SLOTS_PER_WARP, w);
     if t.tokens * units >= THREADS {
         t
     } else {
-        tile(WARPS)
+        tile(WARPS, w)
     }
 }
 

@@ -211,10 +211,10 @@ fn problem_out(op: Op, p: TcPrecision, b: usize, pct: usize, o: TcOutput) -> Pro
         Op::GradValues if g > 1 => (
             vec![
                 vec![1, 64, 4, 4, b, vt],
-                vec![1, 64, 4, 2, b, vt],
+                vec![1, 64, 4, 3, b, vt],
                 vec![1, 64, 4, 4, b, 2 * vt],
                 vec![1, 64, 4, 4, b, 512],
-                vec![1, 64, 6, 5, b, vt],
+                vec![1, 64, 5, 5, b, vt],
             ],
             vec![4, 64, 8, 8, b, vt],
             vec![1, 64, 8, 6, b, 3 * vt],
