@@ -84,19 +84,26 @@ const COL: [i32; 40] = [
 
 fn case<T: Encode>(sm: Sm, prec: TcPrecision, b: usize, n: usize, seed: u64) {
     let dims = Dims::new(4, 12, 10, b).unwrap();
+    case_with::<T>(sm, prec, &dims, &COL, n, seed);
+}
+
+/// Grad-values of `col` at `dims` on the simulator of `sm` against the
+/// host model, bit for bit; empty slots `+0.0`.
+fn case_with<T: Encode>(sm: Sm, prec: TcPrecision, dims: &Dims, col: &[i32], n: usize, seed: u64) {
+    let b = dims.b();
     let mut rng = Rng(seed);
     let x = T::encode(prec, &values(&mut rng, n * dims.in_features(), prec));
     let gy = T::encode(prec, &values(&mut rng, n * dims.out_features(), prec));
     let st = Context::sim(sm).default_stream();
-    let topo = DeviceTopology::upload(&st, &dims, &COL).unwrap();
+    let topo = DeviceTopology::upload(&st, dims, col).unwrap();
     let (dx, dgy) = (st.upload(&x).unwrap(), st.upload(&gy).unwrap());
     let mut gv = st.upload(&vec![7.0f32; dims.values_len()]).unwrap();
     tc::grad_values_dev(&st, prec, &topo, n, &dx, &dgy, &mut gv).unwrap();
     let got = st.to_vec(&gv).unwrap();
-    let want = host::grad_values(sm, prec, &dims, n, &x, &gy, &COL).unwrap();
+    let want = host::grad_values(sm, prec, dims, n, &x, &gy, col).unwrap();
     let what = format!("grad_values {prec} B={b} N={n} on {sm}");
     let bb = b * b;
-    for (s, &c) in COL.iter().enumerate() {
+    for (s, &c) in col.iter().enumerate() {
         let (g, w) = (&got[s * bb..(s + 1) * bb], &want[s * bb..(s + 1) * bb]);
         if c < 0 {
             assert!(g.iter().all(|v| v.to_bits() == 0), "{what}: empty slot {s}");
@@ -141,4 +148,30 @@ fn b16_and_b64_groups() {
     case::<f32>(Sm::Sm80, TcPrecision::Tf32, 16, 9, 6);
     case::<u16>(Sm::Sm89, TcPrecision::F16, 64, 70, 7);
     case::<f32>(Sm::Sm100, TcPrecision::Tf32, 64, 20, 8);
+}
+
+/// More groups than the simulator's grid holds (4 SMs × 8 CTAs): a CTA
+/// takes a second group after its first (grid-stride), its partials and
+/// sums starting again from `+0.0`. `R` = 20, `K` = 12: 60 groups of 4 at
+/// `B` = 16, 40 of 8 at `B` = 32; every fifth slot empty.
+#[test]
+fn grid_stride_over_groups() {
+    let (r, k) = (20, 12);
+    let col: Vec<i32> = (0..r * k)
+        .map(|s| {
+            let (row, slot) = (s / k, s % k);
+            if (row + slot) % 5 == 0 {
+                -1
+            } else {
+                ((row + slot) % k) as i32
+            }
+        })
+        .collect();
+    for (sm, prec, b, n) in [
+        (Sm::Sm90, TcPrecision::Bf16, 16, 40),
+        (Sm::Sm80, TcPrecision::F16, 32, 20),
+    ] {
+        let dims = Dims::new(r, k, k, b).unwrap();
+        case_with::<u16>(sm, prec, &dims, &col, n, 9);
+    }
 }
