@@ -93,8 +93,9 @@
 //! commit group per slot), `ldmatrix` fragments, warp tiles of several
 //! MMAs and vectorised stores ([`ptx::tiled`]); the modeled figures are in
 //! `docs/perf.md` ("Tensor-core block-ELL"). Grad-values is staged the
-//! same way, one CTA a slot over double-buffered token tiles of `gy` and
-//! `x` ([`ptx::tiled_values`]). Staging changes no bit: each output element's chain of `mma.sync`
+//! same way, one CTA a group of consecutive slots of one block row over
+//! double-buffered token tiles of `gy` (staged once for the group) and `x`
+//! (one a slot) ([`ptx::tiled_values`]). Staging changes no bit: each output element's chain of `mma.sync`
 //! steps is the contract's.
 
 pub mod host;

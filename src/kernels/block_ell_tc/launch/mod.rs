@@ -13,7 +13,7 @@
 use super::host::{self, TcElem, TcOutElem, TcOutput, TcPrecision};
 use super::ptx::{
     ForwardArgs, GradInputArgs, GradValuesArgs, THREADS, generate_forward, generate_grad_input,
-    generate_grad_values, tile,
+    generate_grad_values, tile, values_tile,
 };
 use crate::dsl::params::{DevPtr, KernelParams};
 use crate::dsl::types::U32;
@@ -247,8 +247,9 @@ pub fn grad_values_dev<T: TcElem>(
         d.values_len(),
         "R × K × B × B",
     )?;
-    // one CTA a slot (empty ones store +0.0)
-    let count = tiles("R·K slots", &[d.slots()])?;
+    // one CTA a group of a row's consecutive slots (empty ones store +0.0)
+    let group = values_tile(prec, bsize(&d)).slots as usize;
+    let count = tiles("R × slot groups", &[d.r(), d.k().div_ceil(group)])?;
     let xp = operand_ptr(stream, "x", x)?;
     let gyp = operand_ptr(stream, "gy", gy)?;
     let gvp = stream.arg_mut("gv", gv)?;

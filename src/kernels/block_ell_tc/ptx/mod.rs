@@ -9,7 +9,7 @@
 //! |---|---|---|
 //! | `block_ell_tc_forward_{p}_b{B}` | a CTA tile of [`tile`]`(p, B).tokens` rows `n` × the `B` outputs of block row `r` ([`tiled`]: `cp.async` staging, `ldmatrix`) | slots `k` ascending (empty ones skipped, CTA-uniform), `j` in chunks |
 //! | `block_ell_tc_grad_input_{p}_b{B}` | a CTA tile of rows `n` × the `B` inputs of column block `c` ([`tiled`]) | the transposed index's slots ascending, `i` in chunks |
-//! | `block_ell_tc_grad_values_{p}_b{B}` | the `B × B` block of one slot ([`tiled_values`]: `cp.async` token tiles of `gy` and `x`, `ldmatrix.trans`) | rows `n` in chunks within each 256-row N-chunk; partials joined by `add.rn` in ascending order in registers |
+//! | `block_ell_tc_grad_values_{p}_b{B}` | the `B × B` blocks of a group of consecutive slots of one block row ([`tiled_values`]: `cp.async` token tiles of `gy`, once for the group, and of `x`, one a slot; `ldmatrix.trans`) | rows `n` in chunks within each 256-row N-chunk; partials joined by `add.rn` in ascending order in registers |
 //!
 //! Every kernel stages its operands in shared memory (see [`tiled`] and
 //! [`tiled_values`]); rows `n ≥ N` are zero-filled (`+0` operands), as

@@ -175,10 +175,11 @@ fn problem_out(op: Op, p: TcPrecision, b: usize, pct: usize, o: TcOutput) -> Pro
     let kernel = format!("block_ell_tc_{kernel}_{p}_b{b}");
     let e = elem(p);
     // The grid-stride unit: a CTA tile of `tokens` rows of N × one output
-    // block (forward, grad-input), one slot (grad-values, over token
-    // tiles of `vt` rows).
+    // block (forward, grad-input), a group of `g` slots of a row
+    // (grad-values, over token tiles of `vt` rows).
     let tokens = tc::ptx::tile(p, b as u32).tokens as usize;
-    let vt = tc::ptx::values_tile(p, b as u32).tokens as usize;
+    let vtile = tc::ptx::values_tile(p, b as u32);
+    let (vt, g) = (vtile.tokens as usize, vtile.slots as usize);
     let (samples, capped, check, basis): (Vec<Shape>, Shape, Shape, Box<BasisFn>) = match op {
         Op::Forward => (
             vec![
@@ -202,9 +203,32 @@ fn problem_out(op: Op, p: TcPrecision, b: usize, pct: usize, o: TcOutput) -> Pro
                 vec![t, t * f(s[3])]
             }),
         ),
-        // one CTA a slot; per filled slot, token tiles of `vt` rows and
-        // N-chunk folds (N a multiple of `vt` throughout, so no tile is
-        // ragged)
+        // one CTA a group of `g` consecutive slots of a row (one slot at
+        // `g` = 1); per group, and per group with a filled slot, token
+        // tiles of `vt` rows (the gy tile) and N-chunk folds; per filled
+        // slot, token tiles (its x tile and MMAs) (N a multiple of `vt`
+        // throughout, so no tile is ragged)
+        Op::GradValues if g > 1 => (
+            vec![
+                vec![1, 64, 4, 4, b, vt],
+                vec![1, 64, 4, 3, b, vt],
+                vec![1, 64, 4, 4, b, 2 * vt],
+                vec![1, 64, 4, 4, b, 512],
+                vec![1, 64, 5, 5, b, vt],
+            ],
+            vec![4, 64, 8, 8, b, vt],
+            vec![1, 64, 8, 6, b, 3 * vt],
+            Box::new(move |s, _, _| {
+                let live = s[0] * s[3].div_ceil(g);
+                vec![
+                    f(s[0] * s[2]),
+                    f(s[0] * s[2].div_ceil(g)),
+                    f(live * s[5].div_ceil(vt)),
+                    f(nnz(s) * s[5].div_ceil(vt)),
+                    f(live * s[5].div_ceil(crate::kernels::block_ell::N_CHUNK)),
+                ]
+            }),
+        ),
         Op::GradValues => (
             vec![
                 vec![1, 64, 4, 4, b, vt],
