@@ -50,6 +50,7 @@ pub use cluster_bwd::{backward_cluster_name, generate_backward_cluster};
 use fwd_state::{FwdStep, forward_state};
 pub use post::{
     PosteriorArgs, TransitionArgs, XI_ROWS, XI_THREADS, generate_posteriors, generate_transitions,
+    transition_groups,
 };
 
 /// Threads per CTA.
