@@ -296,7 +296,7 @@ fn posterior_row(b: &mut KernelBuilder, p: &PosteriorRegs, r: &Row) {
 ///
 /// The steps run in the contract's blocks of [`XI_BLOCK`]: the CTA first
 /// writes the block's `Q_t[j] = pexp(R_t[j])` into a shared tile (each
-/// `pexp` once for the CTA's [`XI_WARPS`] row blocks, not once a warp)
+/// `pexp` once for the CTA's 4 row blocks, not once a warp)
 /// and takes the block's fallback flags as one ballot; then every warp
 /// runs the block's steps with `Ã[i][j]`, the block sums and their Kahan
 /// sums in registers (a step: one shared load of `Q`, the 16-byte loads of
