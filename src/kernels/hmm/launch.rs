@@ -23,9 +23,9 @@
 use super::host::{self, Inputs, Posteriors, Shape, validate_lengths};
 use super::ptx::{
     BackwardArgs, ForwardArgs, PosteriorArgs, PrepExpArgs, PrepMaxArgs, THREADS, TransitionArgs,
-    WARPS, XI_ROWS, XI_THREADS, cap_for, cluster_for, cluster_smem_bytes, generate_backward,
+    WARPS, XI_THREADS, cap_for, cluster_for, cluster_smem_bytes, generate_backward,
     generate_backward_cluster, generate_forward, generate_forward_cluster, generate_posteriors,
-    generate_prep_exp, generate_prep_max, generate_transitions,
+    generate_prep_exp, generate_prep_max, generate_transitions, transition_groups,
 };
 use super::workspace::Workspace;
 use crate::dsl::params::{DevPtr, KernelParams};
@@ -361,8 +361,7 @@ fn launch(
         task_grid(tasks),
         &post.args(),
     )?;
-    let warp_tasks = sp.div_ceil(XI_ROWS as usize) * s.div_ceil(32);
-    let groups = warp_tasks.div_ceil((XI_THREADS / 32) as usize);
+    let groups = transition_groups(s, sp);
     let tasks = batch as u64 * groups as u64;
     let xi = TransitionArgs {
         log_a: io.log_a,

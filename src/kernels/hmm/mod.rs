@@ -177,13 +177,14 @@
 //! and `S` `log` with `O(S)` pair arithmetic, plus the fallback states'
 //! exact sums; the posteriors one `exp` and two divisions per state; the
 //! transition counts a multiply and an `fma` per state pair and one `exp`
-//! per 32 pairs. One CTA runs each sequence's recursions, or on sm_90+
+//! per 128 pairs. One CTA runs each sequence's recursions, or on sm_90+
 //! for `S16 ≥ 64` a thread-block cluster of up to 8 CTAs, each keeping
 //! its share of the shifted matrix in shared memory for the whole
 //! recursion (the same bits; [`ptx::cluster_for`] chooses); the transition
-//! counts use a thread per (32 states `i`, state `j`). At `S = 256` a step
+//! counts use a thread per (32 states `i`, state `j`), each `exp` shared by
+//! a CTA's 4 row blocks. At `S = 256` a step
 //! costs, in simulated PTX instructions, 315 k (forward), 373 k
-//! (backward), 47 k (posteriors) and 336 k (transition counts), against
+//! (backward), 47 k (posteriors) and 249 k (transition counts), against
 //! 4.61 M, 5.14 M, 13 k and 3.67 M for the contract this one replaced
 //! (`tests/hmm_sim.rs`, `docs/perf.md`).
 //!

@@ -8,7 +8,7 @@
 //! | `hmm_backward_cap<c>` | a CTA per sequence | the backward recursion: `β̂` pairs into `log_beta` / workspace, `D_t`, and per step what the transition counts need (`R_t`, `s_i` or `−σ_i`, a fallback flag) |
 //! | `hmm_forward_cluster<n>_cap<c>`, `hmm_backward_cluster<n>_cap<c>` | a cluster of `n` CTAs per sequence (sm_90+, `S16 ≥ 64`, [`cluster_for`]) | the same recursions with each CTA's slice of `Â` / `Ãᵀ` in shared memory, exchanging through DSMEM (`ptx/cluster.rs`, `ptx/cluster_bwd.rs`) |
 //! | `hmm_posteriors` | a warp per position | `gamma`, the final `log_alpha`/`log_beta` in place, `x = gamma/s` |
-//! | `hmm_transitions` | a warp per (32 states `i`, 16 in a short last block, × 32 states `j`) of a sequence | `xi` |
+//! | `hmm_transitions` | a CTA per (32 states `j` × 4 row blocks of 32 states `i`, a warp each, 16 in a short last block) of a sequence, `Q` a block in a shared tile | `xi` |
 //!
 //! The recursions' `S²` work is the contract's linear sum: four chains
 //! over `k mod 4` per state, with the shifted matrix read as 16-byte
@@ -50,6 +50,7 @@ pub use cluster_bwd::{backward_cluster_name, generate_backward_cluster};
 use fwd_state::{FwdStep, forward_state};
 pub use post::{
     PosteriorArgs, TransitionArgs, XI_ROWS, XI_THREADS, generate_posteriors, generate_transitions,
+    transition_groups,
 };
 
 /// Threads per CTA.

@@ -4,11 +4,12 @@
 //! Both loop over CTA tasks with a 64-bit counter (`task = ctaid, ctaid +
 //! nctaid, …` below `tasks`), so any batch fits one launch.
 
+use super::super::host::XI_BLOCK;
 use super::pair::{self as pp, DP, FULL, padd, pexp, pmax2, pshift, psub};
 use super::{PREP_ROWMAX, WARPS, builder, ld_pair, ld_prep};
 use crate::dsl::params::Ptr;
-use crate::dsl::types::{F32, Reg, U32, U64};
-use crate::dsl::{Cmp, GlobalPtr, KernelBuilder, PtxModule, Rounding, ShflMode};
+use crate::dsl::types::{F32, Pred, Reg, U32, U64};
+use crate::dsl::{Cmp, GlobalPtr, KernelBuilder, PtxModule, Rounding, SharedPtr, ShflMode};
 use crate::error::Result;
 use crate::kernel_params;
 use crate::target::Sm;
@@ -28,6 +29,15 @@ pub const XI_THREADS: u32 = 128;
 
 /// Warps per CTA of the transition counts (a group of warp tasks).
 const XI_WARPS: u32 = XI_THREADS / 32;
+
+/// CTA tasks a sequence of the transition counts for `s` states (`sp` =
+/// `S16`): `⌈s / 32⌉` state blocks `j` × `⌈⌈sp / 32⌉ / 4⌉` groups of row
+/// blocks. Where 4 divides the row blocks (e.g. S 256) this is the
+/// `⌈row blocks · ⌈s / 32⌉ / 4⌉` of the warp-task layout before.
+pub fn transition_groups(s: usize, sp: usize) -> usize {
+    let nib = sp.div_ceil(XI_ROWS as usize);
+    s.div_ceil(32) * nib.div_ceil(XI_WARPS as usize)
+}
 
 /// States `i` of the short last row block where `S16 % XI_ROWS = 16`.
 const XI_HALF: u32 = XI_ROWS / 2;
@@ -54,8 +64,9 @@ kernel_params! {
 
 kernel_params! {
     /// Arguments of `hmm_transitions`: `tasks = batch · groups` CTA tasks
-    /// of [`XI_THREADS`] threads, a group being 4 warp tasks of (32 states `i`, or 16 in a last
-    /// short row block, × 32 states `j`).
+    /// of [`XI_THREADS`] threads, `groups` = [`transition_groups`], a
+    /// group being 32 states `j` against 4 row blocks of 32 states `i`
+    /// (16 in a last short row block), a warp each.
     pub struct TransitionArgs => TransitionRegs {
         log_a: Ptr<F32>,
         prep: Ptr<F32>,
@@ -276,162 +287,369 @@ fn posterior_row(b: &mut KernelBuilder, p: &PosteriorRegs, r: &Row) {
     });
 }
 
-/// Expected transition counts: a warp per ([`XI_ROWS`] states `i`, 32
-/// states `j`) of a sequence (16 states `i` in the last row block when
-/// `S16 % 32 = 16`), the block sums and their Kahan sums in registers.
-/// Each `pexp(r_j)` of a step is shared by the warp's [`XI_ROWS`] states.
+/// Expected transition counts. A CTA task is one block of 32 states `j`
+/// (a lane each) against `XI_WARPS` row blocks of [`XI_ROWS`] states `i`
+/// (a warp each; 16 states in the last row block when `S16 % 32 = 16`; a
+/// warp past the last row block only helps with the tile), so a sequence
+/// has `groups = ⌈S / 32⌉ · ⌈nib / XI_WARPS⌉` tasks, `nib = ⌈S16 / 32⌉`
+/// row blocks ([`transition_groups`]).
+///
+/// The steps run in the contract's blocks of [`XI_BLOCK`]: the CTA first
+/// writes the block's `Q_t[j] = pexp(R_t[j])` into a shared tile (each
+/// `pexp` once for the CTA's 4 row blocks, not once a warp)
+/// and takes the block's fallback flags as one ballot; then every warp
+/// runs the block's steps with `Ã[i][j]`, the block sums and their Kahan
+/// sums in registers (a step: one shared load of `Q`, the 16-byte loads of
+/// the warp's 32 weights `x`, a multiply and an `fma` a state), and folds
+/// the block sums once at the block's end. A block without a fallback
+/// step runs a loop with no flag test. The per-(i, j) order is the
+/// contract's: one `fma` chain a block, `t` ascending, then the fold.
 pub fn generate_transitions(sm: Sm) -> Result<PtxModule> {
     let mut b = builder("hmm_transitions", sm);
     b.maxntid(XI_THREADS, 1, 1);
     let p = b.params::<TransitionArgs>();
+    let tile = b.shared_array::<F32>("qt", TILE, 16);
     let tid = b.tid_x();
     let lane = b.and(tid, 31u32);
     let warp = b.shr(tid, 5u32);
-    // Row blocks: ⌈S16 / 32⌉ (S16 is a multiple of 16).
+    // Row blocks: ⌈S16 / 32⌉ (S16 is a multiple of 16), in groups of
+    // XI_WARPS.
     let sp16 = b.add(p.sp, XI_HALF);
     let nib = b.shr(sp16, XI_ROWS.trailing_zeros());
-    let s31 = b.add(p.s, 31u32);
-    let njw = b.shr(s31, 5u32);
-    let per_seq = b.mul_lo(nib, njw);
+    let nig = b.add(nib, XI_WARPS - 1);
+    let nig = b.shr(nig, XI_WARPS.trailing_zeros());
+    // The lane's column of the tile (row 0), the warp's first row in it
+    // (in floats) and the tile loop's stride in R's rows (in bytes).
+    let qlane = b.shared_elem(&tile, lane);
+    let wrow = b.shl(warp, 5u32);
+    let rstep = b.mul_wide_u32(p.s, XI_WARPS * 4);
     cta_tasks(&mut b, p.tasks, p.groups, |b, seq, group| {
-        let wt = b.mad_lo(group, XI_WARPS, warp);
-        let in_seq = b.setp(Cmp::Lt, wt, per_seq);
-        let ib = b.div(wt, njw);
-        let jw = b.rem(wt, njw);
+        let jw = b.div(group, nig);
+        let ig = b.rem(group, nig);
+        let ib = b.mad_lo(ig, XI_WARPS, warp);
+        let rows_in = b.setp(Cmp::Lt, ib, nib);
         let j = b.mad_lo(jw, 32u32, lane);
         let jin = b.setp(Cmp::Lt, j, p.s);
-        let active = b.pand(in_seq, jin);
-        b.if_(active, |b| {
-            let i0 = b.mul_lo(ib, XI_ROWS);
-            let iend = b.add(i0, XI_ROWS);
-            let full = b.setp(Cmp::Le, iend, p.sp);
-            b.if_else(
-                full,
-                |b| transitions_task(b, &p, seq, i0, j, XI_ROWS),
-                |b| transitions_task(b, &p, seq, i0, j, XI_HALF),
-            );
+        let active = b.pand(rows_in, jin);
+        let i0 = b.mul_lo(ib, XI_ROWS);
+        let iend = b.add(i0, XI_ROWS);
+        let full = b.setp(Cmp::Le, iend, p.sp);
+        let task = XiTask::new(b, &p, seq, i0, j, active, full);
+        b.for_range(0u32, task.steps, XI_BLOCK as u32, |b, t0| {
+            let te = b.add(t0, XI_BLOCK as u32);
+            let tend = b.min(te, task.steps);
+            // The previous block's readers are done with the tile.
+            b.bar_sync();
+            // Warp w fills the tile's rows w, w + XI_WARPS, … (steps t0 +
+            // row), by running pointers. A lane past S takes state S − 1's
+            // `Q` (no branch; it never reads its column).
+            let tw = b.add(t0, warp);
+            let k0 = b.mad_lo(tw, p.s, task.jc);
+            let ph = b.offset(task.rh, k0);
+            let ph = b.ptr_copy(ph);
+            let pl = b.offset(task.rl, k0);
+            let pl = b.ptr_copy(pl);
+            let qa = b.shared_offset(qlane, wrow);
+            let qa = b.mov(qa.reg);
+            b.for_range(tw, tend, XI_WARPS, |b, _| {
+                let r = DP {
+                    h: b.ld_global(ph, 0),
+                    l: b.ld_global(pl, 0),
+                };
+                let q = pexp(b, r);
+                b.st_shared(SharedPtr::<F32>::from_reg(qa), 0, q);
+                for ptr in [ph, pl] {
+                    let nx = b.add(ptr.reg, rstep);
+                    b.assign(ptr.reg, nx);
+                }
+                let nq = b.add(qa, XI_WARPS * 128);
+                b.assign(qa, nq);
+            });
+            // Lane l takes step t0 + l's fallback flag.
+            let tl = b.add(t0, lane);
+            let fin = b.setp(Cmp::Lt, tl, tend);
+            let f = b.mov(0u32);
+            b.if_(fin, |b| {
+                let fp = b.offset(task.flags, tl);
+                let v = b.ld_global(fp, 0);
+                b.assign(f, v);
+            });
+            let flagged = b.setp(Cmp::Ne, f, 0u32);
+            let mask = b.vote_ballot(flagged, FULL);
+            b.bar_sync();
+            b.if_(active, |b| {
+                let blk = Block {
+                    t0,
+                    tend,
+                    mask,
+                    qlane,
+                };
+                b.if_else(
+                    full,
+                    |b| task.block(b, &p, &blk, XI_ROWS as usize),
+                    |b| task.block(b, &p, &blk, XI_HALF as usize),
+                );
+            });
         });
+        b.if_(active, |b| task.store(b, &p));
     });
     b.finish()
 }
 
-/// One warp task: the `rows` states `i0..i0 + rows` (a multiple of 4,
-/// `i0 + rows ≤ S16`) against the lane's state `j`.
-fn transitions_task(
-    b: &mut KernelBuilder,
-    p: &TransitionRegs,
+/// The shared `Q` tile: [`XI_BLOCK`] steps × 32 states `j`.
+const TILE: u32 = XI_BLOCK as u32 * 32;
+
+/// One block of steps `t0..tend` of a CTA task: the ballot of its
+/// fallback flags (bit `t − t0`) and the lane's tile column.
+struct Block {
+    t0: Reg<U32>,
+    tend: Reg<U32>,
+    mask: Reg<U32>,
+    qlane: SharedPtr<F32>,
+}
+
+/// A warp's registers for one task: its rows `i0..i0 + 32`, the lane's
+/// state `j`, `Ã[i][j]`, the block sums and their Kahan sums (`sum`,
+/// `comp`), and the sequence's pointers.
+struct XiTask {
     seq: Reg<U32>,
     i0: Reg<U32>,
     j: Reg<U32>,
-    rows: u32,
-) {
-    let n = rows as usize;
-    let lp = b.offset(p.lengths, seq);
-    let len = b.ld_global(lp, 0);
-    let steps = b.max(len, 1u32);
-    let steps = b.sub(steps, 1u32);
-    // Ã[i][j] for the `rows` states i: in the packed-quad layout, quad
-    // ⌊i/4⌋ at row j, `((⌊i/4⌋·sp + j)·4`.
-    let ib4 = b.shr(i0, 2u32);
-    let mut at = Vec::with_capacity(n);
-    for q in 0..n / 4 {
-        let qq = b.add(ib4, q as u32);
-        let e = b.mad_lo(qq, p.sp, j);
-        let e = b.shl(e, 2u32);
-        let ap = b.offset(p.a_til, e);
-        at.extend(b.ld_global_nc_v4(ap, 0));
-    }
-    let blk: Vec<Reg<F32>> = (0..n).map(|_| b.mov(0f32)).collect();
-    let sum: Vec<Reg<F32>> = (0..n).map(|_| b.mov(0f32)).collect();
-    let comp: Vec<Reg<F32>> = (0..n).map(|_| b.mov(0f32)).collect();
-    let ts = b.mul_lo(p.t, p.s);
-    let base = b.mul_wide_u32(seq, ts);
-    let rh = b.offset64(p.rh, base);
-    let rl = b.offset64(p.rl, base);
-    let tsp = b.mul_lo(p.t, p.sp);
-    let wbase = b.mul_wide_u32(seq, tsp);
-    let wseq = b.offset64(p.w, wbase);
-    let sbase = b.mul_wide_u32(seq, p.t);
-    let flags = b.offset64(p.flags, sbase);
-    b.for_range(0u32, steps, 1u32, |b, tt| {
-        let row = b.mul_lo(tt, p.s);
-        let kj = b.add(row, j);
-        let r = ld_pair(b, rh, rl, kj);
-        let q = pexp(b, r);
-        let wrow = b.mad_lo(tt, p.sp, i0);
-        let wp = b.offset(wseq, wrow);
-        let mut x = Vec::with_capacity(n);
-        for k in 0..n / 4 {
-            x.extend(b.ld_global_nc_v4(wp, (4 * k) as i32));
+    /// `min(j, S − 1)`: the lane's column of `R` for the tile.
+    jc: Reg<U32>,
+    steps: Reg<U32>,
+    at: Vec<Reg<F32>>,
+    blk: Vec<Reg<F32>>,
+    sum: Vec<Reg<F32>>,
+    comp: Vec<Reg<F32>>,
+    rh: GlobalPtr<F32>,
+    rl: GlobalPtr<F32>,
+    wseq: GlobalPtr<F32>,
+    flags: GlobalPtr<U32>,
+}
+
+impl XiTask {
+    /// The task's constants; `Ã[i][j]` for the warp's rows loaded where
+    /// `active` (the first 16 rows always, the next 16 where `full`),
+    /// zeros elsewhere.
+    fn new(
+        b: &mut KernelBuilder,
+        p: &TransitionRegs,
+        seq: Reg<U32>,
+        i0: Reg<U32>,
+        j: Reg<U32>,
+        active: Reg<Pred>,
+        full: Reg<Pred>,
+    ) -> XiTask {
+        let n = XI_ROWS as usize;
+        let lp = b.offset(p.lengths, seq);
+        let len = b.ld_global(lp, 0);
+        let steps = b.max(len, 1u32);
+        let steps = b.sub(steps, 1u32);
+        let at: Vec<Reg<F32>> = (0..n).map(|_| b.mov(0f32)).collect();
+        // Ã[i][j] in the packed-quad layout: quad ⌊i/4⌋ at row j,
+        // `((⌊i/4⌋·sp + j)·4`.
+        let ib4 = b.shr(i0, 2u32);
+        let load_quads = |b: &mut KernelBuilder, quads: std::ops::Range<usize>| {
+            for q in quads {
+                let qq = b.add(ib4, q as u32);
+                let e = b.mad_lo(qq, p.sp, j);
+                let e = b.shl(e, 2u32);
+                let ap = b.offset(p.a_til, e);
+                let v = b.ld_global_nc_v4(ap, 0);
+                for (k, x) in v.into_iter().enumerate() {
+                    b.assign(at[4 * q + k], x);
+                }
+            }
+        };
+        b.if_(active, |b| {
+            load_quads(b, 0..n / 8);
+            b.if_(full, |b| load_quads(b, n / 8..n / 4));
+        });
+        let blk = (0..n).map(|_| b.mov(0f32)).collect();
+        let sum = (0..n).map(|_| b.mov(0f32)).collect();
+        let comp = (0..n).map(|_| b.mov(0f32)).collect();
+        let ts = b.mul_lo(p.t, p.s);
+        let base = b.mul_wide_u32(seq, ts);
+        let rh = b.offset64(p.rh, base);
+        let rl = b.offset64(p.rl, base);
+        let tsp = b.mul_lo(p.t, p.sp);
+        let wbase = b.mul_wide_u32(seq, tsp);
+        let wseq = b.offset64(p.w, wbase);
+        let sbase = b.mul_wide_u32(seq, p.t);
+        let flags = b.offset64(p.flags, sbase);
+        let s1 = b.sub(p.s, 1u32);
+        let jc = b.min(j, s1);
+        XiTask {
+            seq,
+            i0,
+            j,
+            jc,
+            steps,
+            at,
+            blk,
+            sum,
+            comp,
+            rh,
+            rl,
+            wseq,
+            flags,
         }
-        let fp = b.offset(flags, tt);
-        let f = b.ld_global(fp, 0);
-        let fast = b.setp(Cmp::Eq, f, 0u32);
+    }
+
+    /// The steps of `blk` for the first `rows` states of the warp, then
+    /// the Kahan fold of their block sums.
+    fn block(&self, b: &mut KernelBuilder, p: &TransitionRegs, blk: &Block, rows: usize) {
+        // The tile's row address runs from the lane's column at row 0 in
+        // steps of 32 floats; the weights' row pointer in steps of S16.
+        let qa0 = blk.qlane.reg;
+        let nsteps = b.sub(blk.tend, blk.t0);
+        let qbytes = b.shl(nsteps, 7u32);
+        let qend = b.add(qa0, qbytes);
+        let w0 = b.mad_lo(blk.t0, p.sp, self.i0);
+        let wp0 = b.offset(self.wseq, w0);
+        let wp = b.ptr_copy(wp0);
+        let sp4 = b.shl(p.sp, 2u32);
+        let wstep = b.u32_to_u64(sp4);
+        let fast = b.setp(Cmp::Eq, blk.mask, 0u32);
         b.if_else(
             fast,
             |b| {
-                for k in 0..n {
-                    let y = b.fmul(Rounding::Rn, at[k], q);
-                    let v = b.ffma(Rounding::Rn, x[k], y, blk[k]);
-                    b.assign(blk[k], v);
-                }
+                // Two steps an iteration (the loop control and the
+                // pointers' updates halved), then an odd last step.
+                let pairs = b.and(nsteps, !1u32);
+                let pbytes = b.shl(pairs, 7u32);
+                let qpend = b.add(qa0, pbytes);
+                let wstep2 = b.shl(wstep, 1u32);
+                b.for_range(qa0, qpend, 256u32, |b, qa| {
+                    let (q0, x0) = self.step_loads(b, qa, 0, wp, rows);
+                    let wp1 = GlobalPtr::from_reg(b.add(wp.reg, wstep));
+                    let (q1, x1) = self.step_loads(b, qa, 32, wp1, rows);
+                    self.fma_rows(b, q0, &x0, rows);
+                    self.fma_rows(b, q1, &x1, rows);
+                    let nx = b.add(wp.reg, wstep2);
+                    b.assign(wp.reg, nx);
+                });
+                let odd = b.setp(Cmp::Lt, qpend, qend);
+                b.if_(odd, |b| {
+                    let (q, x) = self.step_loads(b, qpend, 0, wp, rows);
+                    self.fma_rows(b, q, &x, rows);
+                });
             },
             |b| {
-                for k in 0..n {
-                    let bits = b.f32_bits(x[k]);
-                    let neg = b.setp(Cmp::Ge, bits, 0x8000_0000u32);
+                b.for_range(qa0, qend, 128u32, |b, qa| {
+                    let (q, x) = self.step_loads(b, qa, 0, wp, rows);
+                    let k = b.sub(qa, qa0);
+                    let k = b.shr(k, 7u32);
+                    let bit = b.shr(blk.mask, k);
+                    let bit = b.and(bit, 1u32);
+                    let plain = b.setp(Cmp::Eq, bit, 0u32);
                     b.if_else(
-                        neg,
+                        plain,
+                        |b| self.fma_rows(b, q, &x, rows),
                         |b| {
-                            let xv = b.fneg(x[k]);
-                            let y = b.mov(0f32);
-                            let nz = b.setp(Cmp::Ne, xv, 0f32);
-                            b.if_(nz, |b| {
-                                let i = b.add(i0, k as u32);
-                                let yv = fallback_y(b, p, i, j, row, rh, rl);
-                                b.assign(y, yv);
-                            });
-                            let v = b.ffma(Rounding::Rn, xv, y, blk[k]);
-                            b.assign(blk[k], v);
-                        },
-                        |b| {
-                            let y = b.fmul(Rounding::Rn, at[k], q);
-                            let v = b.ffma(Rounding::Rn, x[k], y, blk[k]);
-                            b.assign(blk[k], v);
+                            let tt = b.add(blk.t0, k);
+                            let row = b.mul_lo(tt, p.s);
+                            for (r, &xr) in x.iter().enumerate() {
+                                self.fallback_row(b, p, q, xr, r, row);
+                            }
                         },
                     );
-                }
+                    let nx = b.add(wp.reg, wstep);
+                    b.assign(wp.reg, nx);
+                });
             },
         );
         // Block end: Kahan-add the block sums.
-        let t1 = b.add(tt, 1u32);
-        let m = b.and(t1, 31u32);
-        let at_end = b.setp(Cmp::Eq, m, 0u32);
-        let last = b.setp(Cmp::Eq, t1, steps);
-        let fold = b.por(at_end, last);
-        b.if_(fold, |b| {
-            for k in 0..n {
-                let y = b.fsub(Rounding::Rn, blk[k], comp[k]);
-                let t = b.fadd(Rounding::Rn, sum[k], y);
-                let d = b.fsub(Rounding::Rn, t, sum[k]);
-                let c = b.fsub(Rounding::Rn, d, y);
-                b.assign(comp[k], c);
-                b.assign(sum[k], t);
-                b.assign(blk[k], 0f32);
-            }
-        });
-    });
-    let ss = b.mul_lo(p.s, p.s);
-    let obase = b.mul_wide_u32(seq, ss);
-    let out = b.offset64(p.xi, obase);
-    for (k, v) in sum.iter().enumerate() {
-        let i = b.add(i0, k as u32);
-        let inside = b.setp(Cmp::Lt, i, p.s);
-        b.if_(inside, |b| {
-            let idx = b.mad_lo(i, p.s, j);
-            let q = b.offset(out, idx);
-            b.st_global(q, 0, *v);
-        });
+        for k in 0..rows {
+            let y = b.fsub(Rounding::Rn, self.blk[k], self.comp[k]);
+            let t = b.fadd(Rounding::Rn, self.sum[k], y);
+            let d = b.fsub(Rounding::Rn, t, self.sum[k]);
+            let c = b.fsub(Rounding::Rn, d, y);
+            b.assign(self.comp[k], c);
+            b.assign(self.sum[k], t);
+            b.assign(self.blk[k], 0f32);
+        }
+    }
+
+    /// A step's `Q_t[j]` from the tile (at shared address `qa`, `off`
+    /// floats on) and the warp's first `rows` weights `x_t[i]` from `wp`.
+    fn step_loads(
+        &self,
+        b: &mut KernelBuilder,
+        qa: Reg<U32>,
+        off: i32,
+        wp: GlobalPtr<F32>,
+        rows: usize,
+    ) -> (Reg<F32>, Vec<Reg<F32>>) {
+        let q = b.ld_shared(SharedPtr::<F32>::from_reg(qa), off);
+        let mut x = Vec::with_capacity(rows);
+        for k in 0..rows / 4 {
+            x.extend(b.ld_global_nc_v4(wp, (4 * k) as i32));
+        }
+        (q, x)
+    }
+
+    /// `blk[k] = fma(x[k], Ã[k]·q, blk[k])` for the first `rows` rows.
+    fn fma_rows(&self, b: &mut KernelBuilder, q: Reg<F32>, x: &[Reg<F32>], rows: usize) {
+        for (k, &xk) in x.iter().enumerate().take(rows) {
+            self.fma_row(b, q, xk, k);
+        }
+    }
+
+    /// `blk[k] = fma(xk, Ã[k]·q, blk[k])`.
+    fn fma_row(&self, b: &mut KernelBuilder, q: Reg<F32>, xk: Reg<F32>, k: usize) {
+        let y = b.fmul(Rounding::Rn, self.at[k], q);
+        let v = b.ffma(Rounding::Rn, xk, y, self.blk[k]);
+        b.assign(self.blk[k], v);
+    }
+
+    /// Row `k`'s term at a step with a fallback flag: a negative `x` marks
+    /// a fallback state (`x = gamma / (−σ)`), whose `y` is the exact
+    /// `pexp(v_j ⊖ pmax_k v_k)` (`0` where `x = 0`); `row = t·S`.
+    fn fallback_row(
+        &self,
+        b: &mut KernelBuilder,
+        p: &TransitionRegs,
+        q: Reg<F32>,
+        xk: Reg<F32>,
+        k: usize,
+        row: Reg<U32>,
+    ) {
+        let bits = b.f32_bits(xk);
+        let neg = b.setp(Cmp::Ge, bits, 0x8000_0000u32);
+        b.if_else(
+            neg,
+            |b| {
+                let xv = b.fneg(xk);
+                let y = b.mov(0f32);
+                let nz = b.setp(Cmp::Ne, xv, 0f32);
+                b.if_(nz, |b| {
+                    let i = b.add(self.i0, k as u32);
+                    let yv = fallback_y(b, p, i, self.j, row, self.rh, self.rl);
+                    b.assign(y, yv);
+                });
+                let v = b.ffma(Rounding::Rn, xv, y, self.blk[k]);
+                b.assign(self.blk[k], v);
+            },
+            |b| self.fma_row(b, q, xk, k),
+        );
+    }
+
+    /// `xi[i][j] = σ` for the warp's rows below `S`.
+    fn store(&self, b: &mut KernelBuilder, p: &TransitionRegs) {
+        let ss = b.mul_lo(p.s, p.s);
+        let obase = b.mul_wide_u32(self.seq, ss);
+        let out = b.offset64(p.xi, obase);
+        for (k, v) in self.sum.iter().enumerate() {
+            let i = b.add(self.i0, k as u32);
+            let inside = b.setp(Cmp::Lt, i, p.s);
+            b.if_(inside, |b| {
+                let idx = b.mad_lo(i, p.s, self.j);
+                let q = b.offset(out, idx);
+                b.st_global(q, 0, *v);
+            });
+        }
     }
 }
 
