@@ -269,14 +269,16 @@ pub fn generate_forward_cluster(sm: Sm, cap: u32, n: u32) -> Result<PtxModule> {
                     b.assign(zero_last, 1u32);
                 },
                 |b| {
+                    // `Mb_t` is loaded where it is used (the column
+                    // threads, thread 0's normalizer), not by every thread.
                     let mbp = b.offset(mbrow, tt);
-                    let mbt = b.ld_global(mbp, 0);
                     lin_slice(b, &ex, &mat, &part, p.sp);
                     b.bar_sync();
                     let prow = b.sub(row, p.s);
                     let xm = pp::constant(b, f32::NAN, 0.0);
                     own_columns(b, &ex, p.s, |b, jl, j| {
                         let sj = lin_local(b, &part, jl, ex.ncol);
+                        let mbt = b.ld_global(mbp, 0);
                         let step = FwdStep {
                             seq_ah,
                             seq_al,
@@ -289,6 +291,7 @@ pub fn generate_forward_cluster(sm: Sm, cap: u32, n: u32) -> Result<PtxModule> {
                     });
                     let (m, d) = exchange(b, &ex, &red, xm, seq_ah, seq_al, row, p.s, p.sp);
                     b.if_(t0, |b| {
+                        let mbt = b.ld_global(mbp, 0);
                         norm.maxima.add(b, mbt);
                         norm.amax.add(b, amax);
                         norm.steps.add(b, m.h);

@@ -260,7 +260,6 @@ pub fn generate_backward_cluster(sm: Sm, cap: u32, n: u32) -> Result<PtxModule> 
                             let live = b.pnot(dead_now);
                             let more = b.pand(t_pos, live);
                             let mbp = b.offset(mbrow, t);
-                            let mbt = b.ld_global(mbp, 0);
                             let prow = b.sub(row, p.s);
                             let rm = pp::constant(b, f32::NAN, 0.0);
                             own_columns(b, &ex, p.s, |b, _, i| {
@@ -269,6 +268,7 @@ pub fn generate_backward_cluster(sm: Sm, cap: u32, n: u32) -> Result<PtxModule> 
                                 let bh = psub(b, u, k);
                                 st_pair(b, seq_bh, seq_bl, k_, bh);
                                 b.if_(more, |b| {
+                                    let mbt = b.ld_global(mbp, 0);
                                     let ep = b.offset(seq_b, k_);
                                     let e = b.ld_global(ep, 0);
                                     let e = pshift(b, e, mbt);
