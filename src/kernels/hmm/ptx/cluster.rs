@@ -622,25 +622,35 @@ pub(super) fn lin_slice(
         let xi = b.mov(xi);
         let xend = b.add(xi, sp4);
         let acc: [Reg<F32>; 4] = std::array::from_fn(|_| b.mov(0f32));
-        b.while_(
-            |b| b.setp(Cmp::Lt, xi, xend),
-            |b| {
-                let xp = b.shared_elem(x, xi);
-                let mp = b.shared_elem(mat, mi);
-                let xv = b.ld_shared_v4(xp, 0);
-                for (step, &xs) in xv.iter().enumerate() {
-                    let m4 = b.ld_shared_v4(mp, 4 * step as i32);
-                    for c in 0..4 {
-                        let v = b.ffma(Rounding::Rn, xs, m4[c], acc[c]);
-                        b.assign(acc[c], v);
-                    }
+        // One block: four successive weights of the chain (`blk` blocks
+        // on), each times its row of the quad's four columns.
+        let block = |b: &mut KernelBuilder, blk: i32| {
+            let xp = b.shared_elem(x, xi);
+            let mp = b.shared_elem(mat, mi);
+            let xv = b.ld_shared_v4(xp, 4 * blk);
+            for (step, &xs) in xv.iter().enumerate() {
+                let m4 = b.ld_shared_v4(mp, 16 * blk + 4 * step as i32);
+                for c in 0..4 {
+                    let v = b.ffma(Rounding::Rn, xs, m4[c], acc[c]);
+                    b.assign(acc[c], v);
                 }
-                let nxi = b.add(xi, 4u32);
+            }
+        };
+        // Two blocks an iteration, then the odd block (S16/16 blocks).
+        let xend2 = b.sub(xend, 4u32);
+        b.while_(
+            |b| b.setp(Cmp::Lt, xi, xend2),
+            |b| {
+                block(b, 0);
+                block(b, 1);
+                let nxi = b.add(xi, 8u32);
                 b.assign(xi, nxi);
-                let nmi = b.add(mi, 16u32);
+                let nmi = b.add(mi, 32u32);
                 b.assign(mi, nmi);
             },
         );
+        let odd = b.setp(Cmp::Lt, xi, xend);
+        b.if_(odd, |b| block(b, 0));
         let at = b.mad_lo(g, ex.ncol, q4);
         let pp_ = b.shared_elem(part, at);
         b.st_shared_v4(pp_, 0, acc);
