@@ -48,6 +48,21 @@ fn cluster_path_equals_host_on_small_shapes() {
 }
 
 #[test]
+fn cluster_path_equals_host_with_padded_states() {
+    // S 70 → S16 80 (20 quads, n 4): ten padded states whose weights sit
+    // at chain-major slots (`(j mod 4)·S16/4 + j/4`) and stay zero; a
+    // chain of 20 steps (five v4 loads); ragged lengths, then the
+    // fallback with padding.
+    let mut m = issue_model(2, 4, 70, 5, true);
+    m.lengths[1] = 3;
+    same_on_cluster_targets(&m, "2x4x70 ragged");
+    let m = switching_model(2, 4, 70, -200.0, 2, 31);
+    let (_, fb) = host::forward_backward_counted(m.shape(), &m.inputs()).unwrap();
+    assert!(fb.forward > 0 && fb.backward > 0, "{fb:?}");
+    same_on_cluster_targets(&m, "2x4x70 fallback");
+}
+
+#[test]
 fn cluster_path_equals_host_where_the_fallback_runs_and_when_impossible() {
     // A gap of −200 between the states forces the fallback (s_j < τ).
     let mut m = switching_model(2, 4, 64, -200.0, 2, 30);

@@ -175,22 +175,17 @@ pub fn generate_forward_cluster(sm: Sm, cap: u32, n: u32) -> Result<PtxModule> {
     let nonempty = b.pnot(empty);
     b.if_(nonempty, |b| {
         // The slice of Â: quads [rank·ncol/4, …), contiguous in the
-        // packed layout ((q·sp + k)·4 + c), `ncol·sp` floats.
-        let span = b.mul_lo(ex.ncol, p.sp);
+        // packed layout ((q·sp + k)·4 + c), `ncol·sp` floats, each quad's
+        // rows put in chain order.
         let from = b.mul_lo(ex.c0, p.sp);
         let src = b.offset(p.a_hat, from);
-        let v4s = b.shr(span, 2u32);
-        b.for_range(tid, v4s, nt, |b, v| {
-            let e = b.shl(v, 2u32);
-            let sp_ = b.offset(src, e);
-            let x = b.ld_global_nc_v4(sp_, 0);
-            let d = b.shared_elem(&mat, e);
-            b.st_shared_v4(d, 0, x);
-        });
+        load_slice(b, &ex, &mat, src, p.sp);
         // Zero padding of the weights (remote stores touch j < S only).
         let zfrom = b.add(p.s, tid);
         b.for_range(zfrom, p.sp, nt, |b, k| {
-            let q = b.shared_elem(&ex.pbuf, k);
+            let sp4 = b.shr(p.sp, 2u32);
+            let kc = chain_slot(b, k, sp4);
+            let q = b.shared_elem(&ex.pbuf, kc);
             b.st_shared(q, 0, 0f32);
         });
         // Emission maxima: a warp per position over the cluster's warps.
@@ -246,7 +241,7 @@ pub fn generate_forward_cluster(sm: Sm, cap: u32, n: u32) -> Result<PtxModule> {
             assign(b, xm, nm);
         });
         let row0 = b.mov(0u32);
-        let (m, dead0) = exchange(b, &ex, &red, xm, seq_ah, seq_al, row0, p.s);
+        let (m, dead0) = exchange(b, &ex, &red, xm, seq_ah, seq_al, row0, p.s, p.sp);
         let cprev = pp::constant(b, 0.0, 0.0);
         b.if_(t0, |b| {
             norm.maxima.add(b, mpi);
@@ -274,14 +269,16 @@ pub fn generate_forward_cluster(sm: Sm, cap: u32, n: u32) -> Result<PtxModule> {
                     b.assign(zero_last, 1u32);
                 },
                 |b| {
+                    // `Mb_t` is loaded where it is used (the column
+                    // threads, thread 0's normalizer), not by every thread.
                     let mbp = b.offset(mbrow, tt);
-                    let mbt = b.ld_global(mbp, 0);
                     lin_slice(b, &ex, &mat, &part, p.sp);
                     b.bar_sync();
                     let prow = b.sub(row, p.s);
                     let xm = pp::constant(b, f32::NAN, 0.0);
                     own_columns(b, &ex, p.s, |b, jl, j| {
                         let sj = lin_local(b, &part, jl, ex.ncol);
+                        let mbt = b.ld_global(mbp, 0);
                         let step = FwdStep {
                             seq_ah,
                             seq_al,
@@ -292,8 +289,9 @@ pub fn generate_forward_cluster(sm: Sm, cap: u32, n: u32) -> Result<PtxModule> {
                         };
                         forward_state(b, &p, &step, sj, j, xm);
                     });
-                    let (m, d) = exchange(b, &ex, &red, xm, seq_ah, seq_al, row, p.s);
+                    let (m, d) = exchange(b, &ex, &red, xm, seq_ah, seq_al, row, p.s, p.sp);
                     b.if_(t0, |b| {
+                        let mbt = b.ld_global(mbp, 0);
                         norm.maxima.add(b, mbt);
                         norm.amax.add(b, amax);
                         norm.steps.add(b, m.h);
@@ -312,8 +310,10 @@ pub fn generate_forward_cluster(sm: Sm, cap: u32, n: u32) -> Result<PtxModule> {
             let z = b.mov(0f32);
             let live = b.setp(Cmp::Eq, zero_last, 0u32);
             b.if_(live, |b| {
+                let sp4 = b.shr(p.sp, 2u32);
                 b.for_range(0u32, p.s, 1u32, |b, j| {
-                    let q = b.shared_elem(&ex.pbuf, j);
+                    let jc = chain_slot(b, j, sp4);
+                    let q = b.shared_elem(&ex.pbuf, jc);
                     let x = b.ld_shared(q, 0);
                     let nz = b.fadd(Rounding::Rn, z, x);
                     b.assign(z, nz);
@@ -364,6 +364,7 @@ fn exchange(
     lo: crate::dsl::GlobalPtr<F32>,
     row: Reg<U32>,
     s: Reg<U32>,
+    sp: Reg<U32>,
 ) -> (DP, Reg<Pred>) {
     let slots = Slots {
         h: &ex.mh,
@@ -371,13 +372,15 @@ fn exchange(
         f: None,
     };
     let (m, _, dead) = cluster_pmax(b, ex, red, &slots, xm, None);
+    let sp4 = b.shr(sp, 2u32);
     own_columns(b, ex, s, |b, _, j| {
         let k = b.add(row, j);
         let x = ld_pair(b, hi, lo, k);
         let a = psub(b, x, m);
         st_pair(b, hi, lo, k, a);
         let w = pexp(b, a);
-        let q = b.shared_elem(&ex.pbuf, j);
+        let jc = chain_slot(b, j, sp4);
+        let q = b.shared_elem(&ex.pbuf, jc);
         for r in 0..ex.n {
             let qr = b.mapa(q, r);
             b.st_cluster(qr, 0, w);
@@ -550,9 +553,52 @@ pub(super) fn cluster_barrier(b: &mut KernelBuilder) {
     b.bar_sync();
 }
 
-/// The linear sums of the CTA's columns from the weights and the slice
-/// `mat` (`mat[(q·sp + k)·4 + c]` for the CTA's quad `q`): chain `g` of a
-/// quad `q4/4` on one thread, `k ≡ g (mod 4)` ascending, left at
+/// Where the weight of state `j` lives in a cluster kernel's weight
+/// buffer: chain-major, `(j mod 4)·(sp/4) + j/4`, so chain `g`'s weights
+/// (`k ≡ g mod 4`, ascending) are one contiguous run and four successive
+/// ones one `ld.shared.v4` ([`lin_slice`]).
+pub(super) fn chain_slot(b: &mut KernelBuilder, j: Reg<U32>, sp4: Reg<U32>) -> Reg<U32> {
+    let g = b.and(j, 3u32);
+    let i = b.shr(j, 2u32);
+    b.mad_lo(g, sp4, i)
+}
+
+/// Copies the CTA's slice of the packed matrix (`ncol/4` quads from
+/// `src`, quad `q` row `k` at `(q·sp + k)·4`, the four columns) into
+/// `mat` with each quad's rows in chain order: row `k` at
+/// `q·sp + (k mod 4)·(sp/4) + k/4` ([`lin_slice`]'s layout).
+pub(super) fn load_slice(
+    b: &mut KernelBuilder,
+    ex: &Ex,
+    mat: &SharedArray<F32>,
+    src: crate::dsl::GlobalPtr<F32>,
+    sp: Reg<U32>,
+) {
+    let tid = b.tid_x();
+    let nt = b.ntid_x();
+    let sp4 = b.shr(sp, 2u32);
+    let quads = b.shr(ex.ncol, 2u32);
+    b.for_range(0u32, quads, 1u32, |b, q| {
+        let qrow = b.mul_lo(q, sp);
+        b.for_range(tid, sp, nt, |b, k| {
+            let r = b.add(qrow, k);
+            let e = b.shl(r, 2u32);
+            let sp_ = b.offset(src, e);
+            let x = b.ld_global_nc_v4(sp_, 0);
+            let kc = chain_slot(b, k, sp4);
+            let d = b.add(qrow, kc);
+            let d4 = b.shl(d, 2u32);
+            let dp = b.shared_elem(mat, d4);
+            b.st_shared_v4(dp, 0, x);
+        });
+    });
+}
+
+/// The linear sums of the CTA's columns from the weights (chain-major,
+/// [`chain_slot`]) and the slice `mat` ([`load_slice`]'s layout): chain
+/// `g` of a quad `q4/4` on one thread, `k ≡ g (mod 4)` ascending (four
+/// successive weights of the chain one `ld.shared.v4`, each followed by
+/// the four columns' row, one `ld.shared.v4` each), left at
 /// `part[g·ncol + q4 …]`.
 pub(super) fn lin_slice(
     b: &mut KernelBuilder,
@@ -564,27 +610,47 @@ pub(super) fn lin_slice(
     let tid = b.tid_x();
     let nt = b.ntid_x();
     let x = &ex.pbuf;
+    let sp4 = b.shr(sp, 2u32);
     b.for_range(tid, ex.ncol, nt, |b, w| {
         let g = b.and(w, 3u32);
         let q4 = b.sub(w, g);
-        let g4 = b.shl(g, 2u32);
-        let start = b.mad_lo(q4, sp, g4);
-        let mi = b.mov(start);
+        // Chain g's rows of quad q4/4 start at (q·sp + g·sp/4)·4.
+        let qg = b.add(q4, g);
+        let mi = b.mul_lo(qg, sp);
+        let mi = b.mov(mi);
+        let xi = b.mul_lo(g, sp4);
+        let xi = b.mov(xi);
+        let xend = b.add(xi, sp4);
         let acc: [Reg<F32>; 4] = std::array::from_fn(|_| b.mov(0f32));
-        b.for_range(g, sp, 16u32, |b, k| {
-            let xp = b.shared_elem(x, k);
+        // One block: four successive weights of the chain (`blk` blocks
+        // on), each times its row of the quad's four columns.
+        let block = |b: &mut KernelBuilder, blk: i32| {
+            let xp = b.shared_elem(x, xi);
             let mp = b.shared_elem(mat, mi);
-            for step in 0..4 {
-                let xv = b.ld_shared(xp, 4 * step);
-                let m4 = b.ld_shared_v4(mp, 16 * step);
+            let xv = b.ld_shared_v4(xp, 4 * blk);
+            for (step, &xs) in xv.iter().enumerate() {
+                let m4 = b.ld_shared_v4(mp, 16 * blk + 4 * step as i32);
                 for c in 0..4 {
-                    let v = b.ffma(Rounding::Rn, xv, m4[c], acc[c]);
+                    let v = b.ffma(Rounding::Rn, xs, m4[c], acc[c]);
                     b.assign(acc[c], v);
                 }
             }
-            let nmi = b.add(mi, 64u32);
-            b.assign(mi, nmi);
-        });
+        };
+        // Two blocks an iteration, then the odd block (S16/16 blocks).
+        let xend2 = b.sub(xend, 4u32);
+        b.while_(
+            |b| b.setp(Cmp::Lt, xi, xend2),
+            |b| {
+                block(b, 0);
+                block(b, 1);
+                let nxi = b.add(xi, 8u32);
+                b.assign(xi, nxi);
+                let nmi = b.add(mi, 32u32);
+                b.assign(mi, nmi);
+            },
+        );
+        let odd = b.setp(Cmp::Lt, xi, xend);
+        b.if_(odd, |b| block(b, 0));
         let at = b.mad_lo(g, ex.ncol, q4);
         let pp_ = b.shared_elem(part, at);
         b.st_shared_v4(pp_, 0, acc);

@@ -14,8 +14,8 @@
 //! same arguments and bits as `hmm_backward_cap<c>`.
 
 use super::cluster::{
-    Ex, Slots, cluster_barrier, cluster_pmax, forward_cluster_name, lin_local, lin_slice,
-    own_columns, resident_ctas,
+    Ex, Slots, chain_slot, cluster_barrier, cluster_pmax, forward_cluster_name, lin_local,
+    lin_slice, load_slice, own_columns, resident_ctas,
 };
 use super::pair::{self as pp, DNorm, DP, Red, assign, padd, pexp, pmax2, pshift, psub};
 use super::{
@@ -113,20 +113,14 @@ pub fn generate_backward_cluster(sm: Sm, cap: u32, n: u32) -> Result<PtxModule> 
     let nonempty = b.setp(Cmp::Ne, len, 0u32);
     b.if_(nonempty, |b| {
         // The slice of Ãᵀ (rows i of this CTA, contiguous when packed).
-        let span = b.mul_lo(ex.ncol, p.sp);
         let from = b.mul_lo(ex.c0, p.sp);
         let src = b.offset(p.a_til, from);
-        let v4s = b.shr(span, 2u32);
-        b.for_range(tid, v4s, nt, |b, v| {
-            let e = b.shl(v, 2u32);
-            let sp_ = b.offset(src, e);
-            let x = b.ld_global_nc_v4(sp_, 0);
-            let d = b.shared_elem(&mat, e);
-            b.st_shared_v4(d, 0, x);
-        });
+        load_slice(b, &ex, &mat, src, p.sp);
         let zfrom = b.add(p.s, tid);
         b.for_range(zfrom, p.sp, nt, |b, k| {
-            let q = b.shared_elem(&ex.pbuf, k);
+            let sp4 = b.shr(p.sp, 2u32);
+            let kc = chain_slot(b, k, sp4);
+            let q = b.shared_elem(&ex.pbuf, kc);
             b.st_shared(q, 0, 0f32);
         });
         // Every CTA has started before any remote store.
@@ -205,7 +199,9 @@ pub fn generate_backward_cluster(sm: Sm, cap: u32, n: u32) -> Result<PtxModule> 
                                 let rr = psub(b, r, mprime);
                                 st_pair(b, seq_rh, seq_rl, k, rr);
                                 let q = pexp(b, rr);
-                                let qp = b.shared_elem(&ex.pbuf, j);
+                                let sp4 = b.shr(p.sp, 2u32);
+                                let jc = chain_slot(b, j, sp4);
+                                let qp = b.shared_elem(&ex.pbuf, jc);
                                 for r in 0..ex.n {
                                     let qr = b.mapa(qp, r);
                                     b.st_cluster(qr, 0, q);
@@ -264,7 +260,6 @@ pub fn generate_backward_cluster(sm: Sm, cap: u32, n: u32) -> Result<PtxModule> 
                             let live = b.pnot(dead_now);
                             let more = b.pand(t_pos, live);
                             let mbp = b.offset(mbrow, t);
-                            let mbt = b.ld_global(mbp, 0);
                             let prow = b.sub(row, p.s);
                             let rm = pp::constant(b, f32::NAN, 0.0);
                             own_columns(b, &ex, p.s, |b, _, i| {
@@ -273,6 +268,7 @@ pub fn generate_backward_cluster(sm: Sm, cap: u32, n: u32) -> Result<PtxModule> 
                                 let bh = psub(b, u, k);
                                 st_pair(b, seq_bh, seq_bl, k_, bh);
                                 b.if_(more, |b| {
+                                    let mbt = b.ld_global(mbp, 0);
                                     let ep = b.offset(seq_b, k_);
                                     let e = b.ld_global(ep, 0);
                                     let e = pshift(b, e, mbt);
