@@ -114,49 +114,43 @@ impl Tuned {
         let lanes = (dims.count() as u64 * tpb).next_multiple_of(32);
         let cfg = LaunchConfig::linear(t.grid_blocks(lanes, sms), t.threads);
         let vec = vec_flags(shape.k());
-        let a = QuantizeArgs {
+        // The quantize and dequantize arguments past the buffers: the
+        // shape, the access path, the divisions' magics, the layout.
+        macro_rules! block_args {
+            ($ty:ident { $($field:ident: $value:expr),* $(,)? }) => {
+                $ty {
+                    $($field: $value,)*
+                    m: shape.m() as u32,
+                    k: shape.k() as u32,
+                    nkb: dims.nkb() as u32,
+                    blocks: dims.count() as u32,
+                    vec,
+                    nkb_magic: nkb.0,
+                    nkb_shift: nkb.1,
+                    m_magic: m.0,
+                    m_shift: m.1,
+                    s_mm32: s[0],
+                    s_mm4: s[1],
+                    s_mm: s[2],
+                    s_kk4: s[3],
+                    s_kk: s[4],
+                    s_l: s[5],
+                }
+            };
+        }
+        let a = block_args!(QuantizeArgs {
             x: st.arg("x", x).unwrap(),
             codes: st.arg_mut("codes", &mut codes).unwrap(),
             scales: st.arg_mut("scales", &mut scales).unwrap(),
             global: st.arg("global", &global).unwrap(),
-            m: shape.m() as u32,
-            k: shape.k() as u32,
-            nkb: dims.nkb() as u32,
-            blocks: dims.count() as u32,
-            vec,
-            nkb_magic: nkb.0,
-            nkb_shift: nkb.1,
-            m_magic: m.0,
-            m_shift: m.1,
-            s_mm32: s[0],
-            s_mm4: s[1],
-            s_mm: s[2],
-            s_kk4: s[3],
-            s_kk: s[4],
-            s_l: s[5],
-        };
+        });
         quantize.push((module(Kernel::Quantize(recipe)), cfg, a.args()));
-        let a = DequantizeArgs {
+        let a = block_args!(DequantizeArgs {
             codes: st.arg("codes", &codes).unwrap(),
             scales: st.arg("scales", &scales).unwrap(),
             global: st.arg("global", &global).unwrap(),
             y: st.arg_mut("y", &mut y).unwrap(),
-            m: shape.m() as u32,
-            k: shape.k() as u32,
-            nkb: dims.nkb() as u32,
-            blocks: dims.count() as u32,
-            vec,
-            nkb_magic: nkb.0,
-            nkb_shift: nkb.1,
-            m_magic: m.0,
-            m_shift: m.1,
-            s_mm32: s[0],
-            s_mm4: s[1],
-            s_mm: s[2],
-            s_kk4: s[3],
-            s_kk: s[4],
-            s_l: s[5],
-        };
+        });
         let dcfg = LaunchConfig::linear(t.grid_blocks(dims.count() as u64 * tpb, sms), t.threads);
         let dequantize = (module(Kernel::Dequantize(f)), dcfg, a.args());
         let count = ScaleLayout::Blocked128x4.len(&dims);
