@@ -47,37 +47,22 @@ fn bench(c: &mut Criterion) {
     let x = data(rows * p, 1);
     let d = data(k * p, 2);
     let label = format!("{:?} rows={rows} K={k} P={p} s={s}", ctx.kind());
+    let route = score::Route {
+        shape: score::ScoreShape { rows, k, p },
+        s,
+    };
 
     // Bytes per call, measured once.
     let t0 = ctx.traffic();
-    route_top_s_on(
-        &st,
-        score::Route {
-            shape: score::ScoreShape { rows, k, p },
-            s,
-        },
-        None,
-        &x,
-        &d,
-    )
-    .unwrap();
+    route_top_s_on(&st, route, None, &x, &d).unwrap();
     let per_call = ctx.traffic().since(&t0);
     let dict = st.upload(&d).unwrap();
     let t1 = ctx.traffic();
     let xb = st.upload(&x).unwrap();
-    route_top_s_dev(
-        &st,
-        score::Route {
-            shape: score::ScoreShape { rows, k, p },
-            s,
-        },
-        None,
-        &xb,
-        &dict,
-    )
-    .unwrap()
-    .download(&st)
-    .unwrap();
+    route_top_s_dev(&st, route, None, &xb, &dict)
+        .unwrap()
+        .download(&st)
+        .unwrap();
     let resident = ctx.traffic().since(&t1);
     println!(
         "resident bench [{label}]: per-call path moves {} B up / {} B down per call; resident path {} B up / {} B down per call (dictionary {} B uploaded once)",
@@ -91,36 +76,15 @@ fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group(format!("route/{label}"));
     g.sample_size(10);
     g.bench_function("per_call_upload", |b| {
-        b.iter(|| {
-            route_top_s_on(
-                &st,
-                score::Route {
-                    shape: score::ScoreShape { rows, k, p },
-                    s,
-                },
-                None,
-                &x,
-                &d,
-            )
-            .unwrap()
-        })
+        b.iter(|| route_top_s_on(&st, route, None, &x, &d).unwrap())
     });
     g.bench_function("resident_dictionary", |b| {
         b.iter(|| {
             let xb = st.upload(&x).unwrap();
-            route_top_s_dev(
-                &st,
-                score::Route {
-                    shape: score::ScoreShape { rows, k, p },
-                    s,
-                },
-                None,
-                &xb,
-                &dict,
-            )
-            .unwrap()
-            .download(&st)
-            .unwrap()
+            route_top_s_dev(&st, route, None, &xb, &dict)
+                .unwrap()
+                .download(&st)
+                .unwrap()
         })
     });
     g.finish();

@@ -196,33 +196,15 @@ fn bench_gpu(c: &mut Criterion) {
     let x = values(rows * p, 3);
     let d = values(k * p, 4);
     let flops = 2.0 * (rows * k * p) as f64;
-    route_top_s_on(
-        &st,
-        score::Route {
-            shape: score::ScoreShape { rows, k, p },
-            s,
-        },
-        None,
-        &x,
-        &d,
-    )
-    .unwrap();
+    let route = score::Route {
+        shape: score::ScoreShape { rows, k, p },
+        s,
+    };
+    route_top_s_on(&st, route, None, &x, &d).unwrap();
     group.throughput(Throughput::Elements(flops as u64));
     group.measurement_time(Duration::from_secs(5));
     group.bench_function(format!("route_rows{rows}_K{k}_P{p}_s{s}"), |b| {
-        b.iter(|| {
-            route_top_s_on(
-                &st,
-                score::Route {
-                    shape: score::ScoreShape { rows, k, p },
-                    s,
-                },
-                None,
-                &x,
-                &d,
-            )
-            .unwrap()
-        })
+        b.iter(|| route_top_s_on(&st, route, None, &x, &d).unwrap())
     });
     // The same route with the dictionary resident: upload `x`, route,
     // download the shortlists.
@@ -230,19 +212,10 @@ fn bench_gpu(c: &mut Criterion) {
     group.bench_function(format!("route_resident_D_rows{rows}_K{k}_P{p}_s{s}"), |b| {
         b.iter(|| {
             let dx = st.upload(&x).unwrap();
-            route_top_s_dev(
-                &st,
-                score::Route {
-                    shape: score::ScoreShape { rows, k, p },
-                    s,
-                },
-                None,
-                &dx,
-                &dd,
-            )
-            .unwrap()
-            .download(&st)
-            .unwrap()
+            route_top_s_dev(&st, route, None, &dx, &dd)
+                .unwrap()
+                .download(&st)
+                .unwrap()
         })
     });
     group.finish();
@@ -250,10 +223,6 @@ fn bench_gpu(c: &mut Criterion) {
     // each call is synchronous and both figures are per call.
     let secs = timing::time(&st, || {
         let dx = st.upload(&x).unwrap();
-        let route = score::Route {
-            shape: score::ScoreShape { rows, k, p },
-            s,
-        };
         route_top_s_dev(&st, route, None, &dx, &dd)
             .unwrap()
             .download(&st)

@@ -11,7 +11,8 @@
 
 use ptxsmith::kernels::block_scaled::ptx::{self, Codec};
 use ptxsmith::kernels::block_scaled::{
-    self, BlockScaled, Format, Recipe, ScaleDims, ScaleLayout, ScaleMode, Shape, launch,
+    self, BlockScaled, Format, Quantization, Recipe, Relayout, ScaleDims, ScaleLayout, ScaleMode,
+    Shape, launch,
 };
 use ptxsmith::runtime::{AsDeviceMut, Backend, Context, Ran, Stream};
 use ptxsmith::testing::cuda_for_tests;
@@ -152,17 +153,7 @@ fn check(st: &Stream, codec: Codec, xs: &[f32], shape: Shape, r: Recipe, layout:
         shape.k()
     );
     let host = block_scaled::host::quantize(xs, shape, r, layout).unwrap();
-    let dev = launch::quantize_on(
-        st,
-        ptxsmith::kernels::block_scaled::Quantization {
-            shape,
-            recipe: r,
-            layout,
-        },
-        codec,
-        xs,
-    )
-    .unwrap();
+    let dev = launch::quantize_on(st, quant(shape, r, layout), codec, xs).unwrap();
     assert_eq!(dev.scales, host.scales, "scales: {what}");
     assert_eq!(dev.codes, host.codes, "codes: {what}");
     assert_eq!(
@@ -173,6 +164,21 @@ fn check(st: &Stream, codec: Codec, xs: &[f32], shape: Shape, r: Recipe, layout:
     let hy = block_scaled::host::dequantize(&host).unwrap();
     let dy = launch::dequantize_on(st, codec, &host).unwrap();
     assert_eq!(bits(&dy), bits(&hy), "dequantize: {what}");
+}
+
+/// The quantization of `shape` with `recipe`, scales in `layout`.
+fn quant(shape: Shape, recipe: Recipe, layout: ScaleLayout) -> Quantization {
+    Quantization {
+        shape,
+        recipe,
+        layout,
+    }
+}
+
+/// What a dequantize of `shape` needs: its format's default recipe (the
+/// dequantize reads only the format), scales in `layout`.
+fn deq(shape: Shape, layout: ScaleLayout) -> Quantization {
+    quant(shape, Recipe::default_for(shape.format()), layout)
 }
 
 fn sim(sm: Sm) -> (Context, Stream) {
@@ -272,11 +278,7 @@ fn golden_bytes() {
     let shape = Shape::new(1, 1, 3, Format::Mxfp4).unwrap();
     let q = launch::quantize_on(
         &st,
-        ptxsmith::kernels::block_scaled::Quantization {
-            shape,
-            recipe: mx4,
-            layout: ScaleLayout::RowMajor,
-        },
+        quant(shape, mx4, ScaleLayout::RowMajor),
         Codec::Hardware,
         &[1.0, f32::NAN, -2.0],
     )
@@ -289,11 +291,7 @@ fn golden_bytes() {
     // a huge finite value non-zero; −0 → 0x8.
     let q = launch::quantize_on(
         &st,
-        ptxsmith::kernels::block_scaled::Quantization {
-            shape,
-            recipe: mx4,
-            layout: ScaleLayout::RowMajor,
-        },
+        quant(shape, mx4, ScaleLayout::RowMajor),
         Codec::Hardware,
         &[f32::NEG_INFINITY, 3e38, -0.0],
     )
@@ -317,11 +315,7 @@ fn golden_bytes() {
     let nv = Recipe::default_for(Format::Nvfp4);
     let q = launch::quantize_on(
         &st,
-        ptxsmith::kernels::block_scaled::Quantization {
-            shape,
-            recipe: nv,
-            layout: ScaleLayout::RowMajor,
-        },
+        quant(shape, nv, ScaleLayout::RowMajor),
         Codec::Hardware,
         &xs,
     )
@@ -364,11 +358,7 @@ fn unaligned_and_oversized_buffers() {
                 let g = nv.then(|| global.as_device_mut());
                 launch::quantize_dev(
                     &st,
-                    ptxsmith::kernels::block_scaled::Quantization {
-                        shape,
-                        recipe: r,
-                        layout,
-                    },
+                    quant(shape, r, layout),
                     codec,
                     &xv,
                     &mut cv,
@@ -395,22 +385,8 @@ fn unaligned_and_oversized_buffers() {
                 let cv = cdev.slice(1..).unwrap();
                 let mut yv = y.slice_mut(1..).unwrap();
                 let g = gdev.as_ref().map(|g| g.slice(..).unwrap());
-                launch::dequantize_dev(
-                    &st,
-                    ptxsmith::kernels::block_scaled::Quantization {
-                        shape,
-                        recipe: ptxsmith::kernels::block_scaled::Recipe::default_for(
-                            (shape).format(),
-                        ),
-                        layout,
-                    },
-                    codec,
-                    &cv,
-                    &sdev,
-                    g,
-                    &mut yv,
-                )
-                .unwrap();
+                launch::dequantize_dev(&st, deq(shape, layout), codec, &cv, &sdev, g, &mut yv)
+                    .unwrap();
             }
             let yv = st.to_vec(&y).unwrap();
             let hy = block_scaled::host::dequantize(&host).unwrap();
@@ -442,20 +418,11 @@ fn layout_conversion_equals_host() {
                 let want = block_scaled::convert(&src, &dims, from, to).unwrap();
                 let s = st.upload(&src).unwrap();
                 let mut d = st.upload(&vec![0xAAu8; to.len(&dims)]).unwrap();
-                launch::convert_layout_dev(
-                    &st,
-                    ptxsmith::kernels::block_scaled::Relayout { dims, from, to },
-                    &s,
-                    &mut d,
-                )
-                .unwrap();
+                launch::convert_layout_dev(&st, Relayout { dims, from, to }, &s, &mut d).unwrap();
                 assert_eq!(st.to_vec(&d).unwrap(), want, "{dims:?} {from:?} → {to:?}");
-                let (got, ran) = launch::convert_layout(
-                    Backend::Sim,
-                    ptxsmith::kernels::block_scaled::Relayout { dims, from, to },
-                    &src,
-                )
-                .unwrap();
+                let (got, ran) =
+                    launch::convert_layout(Backend::Sim, Relayout { dims, from, to }, &src)
+                        .unwrap();
                 assert_eq!((got, ran), (want, Ran::Sim));
             }
         }
@@ -469,27 +436,11 @@ fn slice_api_on_every_backend() {
     for r in ptx::recipes() {
         let shape = Shape::new(1, 129, 70, r.format()).unwrap();
         let xs = tensor(&mut rng, &shape, &SPECIAL, 3);
-        let (h, ran) = launch::quantize(
-            Backend::Host,
-            ptxsmith::kernels::block_scaled::Quantization {
-                shape,
-                recipe: r,
-                layout: ScaleLayout::Atom6D,
-            },
-            &xs,
-        )
-        .unwrap();
+        let (h, ran) =
+            launch::quantize(Backend::Host, quant(shape, r, ScaleLayout::Atom6D), &xs).unwrap();
         assert_eq!(ran, Ran::Host);
-        let (s, ran) = launch::quantize(
-            Backend::Sim,
-            ptxsmith::kernels::block_scaled::Quantization {
-                shape,
-                recipe: r,
-                layout: ScaleLayout::Atom6D,
-            },
-            &xs,
-        )
-        .unwrap();
+        let (s, ran) =
+            launch::quantize(Backend::Sim, quant(shape, r, ScaleLayout::Atom6D), &xs).unwrap();
         assert_eq!((&s, ran), (&h, Ran::Sim));
         let (hy, _) = launch::dequantize(Backend::Host, &h).unwrap();
         let (sy, _) = launch::dequantize(Backend::Sim, &h).unwrap();
@@ -519,150 +470,42 @@ fn errors_write_nothing() {
     let mut scales = st.upload(&vec![0xAAu8; slen + 1]).unwrap();
     let mut g = st.upload(&[9f32; 3]).unwrap();
     let sw = Codec::Software;
-    invalid(
-        launch::quantize_dev(
-            &st,
-            ptxsmith::kernels::block_scaled::Quantization {
-                shape,
-                recipe: nv,
-                layout: pad,
-            },
-            sw,
-            &x,
-            &mut codes,
-            &mut scales,
-            None,
-        ),
-        "recipe is",
-    );
+    // A software-codec quantize on `st` that fails naming `needle`.
+    macro_rules! quantize_fails {
+        ($q:expr, $x:expr, $codes:expr, $scales:expr, $g:expr => $needle:expr) => {
+            invalid(
+                launch::quantize_dev(&st, $q, sw, $x, $codes, $scales, $g),
+                $needle,
+            )
+        };
+    }
+    quantize_fails!(quant(shape, nv, pad), &x, &mut codes, &mut scales, None => "recipe is");
     let mut short = ctx.alloc::<u8>(119).unwrap();
-    invalid(
-        launch::quantize_dev(
-            &st,
-            ptxsmith::kernels::block_scaled::Quantization {
-                shape,
-                recipe: mx,
-                layout: pad,
-            },
-            sw,
-            &x,
-            &mut short,
-            &mut scales,
-            None,
-        ),
-        "codes has 119 elements",
-    );
+    quantize_fails!(quant(shape, mx, pad), &x, &mut short, &mut scales, None
+        => "codes has 119 elements");
     let mut small = ctx.alloc::<u8>(slen - 1).unwrap();
-    invalid(
-        launch::quantize_dev(
-            &st,
-            ptxsmith::kernels::block_scaled::Quantization {
-                shape,
-                recipe: mx,
-                layout: pad,
-            },
-            sw,
-            &x,
-            &mut codes,
-            &mut small,
-            None,
-        ),
-        "scales has 511 elements",
-    );
+    quantize_fails!(quant(shape, mx, pad), &x, &mut codes, &mut small, None
+        => "scales has 511 elements");
     {
         let mut off = scales.slice_mut(1..).unwrap();
-        invalid(
-            launch::quantize_dev(
-                &st,
-                ptxsmith::kernels::block_scaled::Quantization {
-                    shape,
-                    recipe: mx,
-                    layout: pad,
-                },
-                sw,
-                &x,
-                &mut codes,
-                &mut off,
-                None,
-            ),
-            "not 16-byte aligned",
-        );
+        quantize_fails!(quant(shape, mx, pad), &x, &mut codes, &mut off, None
+            => "not 16-byte aligned");
     }
     let xs = x.slice(..119).unwrap();
-    invalid(
-        launch::quantize_dev(
-            &st,
-            ptxsmith::kernels::block_scaled::Quantization {
-                shape,
-                recipe: mx,
-                layout: pad,
-            },
-            sw,
-            &xs,
-            &mut codes,
-            &mut scales,
-            None,
-        ),
-        "x has 119 elements",
-    );
-    invalid(
-        launch::quantize_dev(
-            &st,
-            ptxsmith::kernels::block_scaled::Quantization {
-                shape: nshape,
-                recipe: nv,
-                layout: pad,
-            },
-            sw,
-            &x,
-            &mut codes,
-            &mut scales,
-            None,
-        ),
-        "NVFP4 needs a global-scale buffer",
-    );
-    invalid(
-        launch::quantize_dev(
-            &st,
-            ptxsmith::kernels::block_scaled::Quantization {
-                shape,
-                recipe: mx,
-                layout: pad,
-            },
-            sw,
-            &x,
-            &mut codes,
-            &mut scales,
-            Some(g.as_device_mut()),
-        ),
-        "has no global scale",
-    );
+    quantize_fails!(quant(shape, mx, pad), &xs, &mut codes, &mut scales, None
+        => "x has 119 elements");
+    quantize_fails!(quant(nshape, nv, pad), &x, &mut codes, &mut scales, None
+        => "NVFP4 needs a global-scale buffer");
+    quantize_fails!(quant(shape, mx, pad), &x, &mut codes, &mut scales, Some(g.as_device_mut())
+        => "has no global scale");
     {
         let gs = g.slice_mut(..2).unwrap();
-        invalid(
-            launch::quantize_dev(
-                &st,
-                ptxsmith::kernels::block_scaled::Quantization {
-                    shape: nshape,
-                    recipe: nv,
-                    layout: pad,
-                },
-                sw,
-                &x,
-                &mut codes,
-                &mut scales,
-                Some(gs),
-            ),
-            "global has 2 elements",
-        );
+        quantize_fails!(quant(nshape, nv, pad), &x, &mut codes, &mut scales, Some(gs)
+            => "global has 2 elements");
     }
     match launch::quantize_dev(
         &st,
-        ptxsmith::kernels::block_scaled::Quantization {
-            shape,
-            recipe: mx,
-            layout: pad,
-        },
+        quant(shape, mx, pad),
         Codec::Hardware,
         &x,
         &mut codes,
@@ -679,52 +522,16 @@ fn errors_write_nothing() {
     // Dequantize and convert.
     let mut y = st.upload(&vec![5f32; 120]).unwrap();
     invalid(
-        launch::dequantize_dev(
-            &st,
-            ptxsmith::kernels::block_scaled::Quantization {
-                shape,
-                recipe: ptxsmith::kernels::block_scaled::Recipe::default_for((shape).format()),
-                layout: pad,
-            },
-            sw,
-            &codes,
-            &small,
-            None,
-            &mut y,
-        ),
+        launch::dequantize_dev(&st, deq(shape, pad), sw, &codes, &small, None, &mut y),
         "scales has 511 elements",
     );
     let mut ys = y.slice_mut(..119).unwrap();
     invalid(
-        launch::dequantize_dev(
-            &st,
-            ptxsmith::kernels::block_scaled::Quantization {
-                shape,
-                recipe: ptxsmith::kernels::block_scaled::Recipe::default_for((shape).format()),
-                layout: pad,
-            },
-            sw,
-            &codes,
-            &scales,
-            None,
-            &mut ys,
-        ),
+        launch::dequantize_dev(&st, deq(shape, pad), sw, &codes, &scales, None, &mut ys),
         "y has 119 elements",
     );
     invalid(
-        launch::dequantize_dev(
-            &st,
-            ptxsmith::kernels::block_scaled::Quantization {
-                shape: nshape,
-                recipe: ptxsmith::kernels::block_scaled::Recipe::default_for((nshape).format()),
-                layout: pad,
-            },
-            sw,
-            &codes,
-            &scales,
-            None,
-            &mut y,
-        ),
+        launch::dequantize_dev(&st, deq(nshape, pad), sw, &codes, &scales, None, &mut y),
         "NVFP4 needs",
     );
     assert!(st.to_vec(&y).unwrap().iter().all(|&v| v == 5.0));
@@ -732,7 +539,7 @@ fn errors_write_nothing() {
     invalid(
         launch::convert_layout_dev(
             &st,
-            ptxsmith::kernels::block_scaled::Relayout {
+            Relayout {
                 dims,
                 from: pad,
                 to: ScaleLayout::RowMajor,
@@ -746,7 +553,7 @@ fn errors_write_nothing() {
     invalid(
         launch::convert_layout_dev(
             &st,
-            ptxsmith::kernels::block_scaled::Relayout {
+            Relayout {
                 dims,
                 from: pad,
                 to: ScaleLayout::RowMajor,
@@ -762,16 +569,7 @@ fn errors_write_nothing() {
     assert!(Recipe::new(Format::Nvfp4, ScaleMode::RCeil).is_err());
     assert!(Recipe::new(Format::Mxfp4, ScaleMode::Nvfp4).is_err());
     invalid(
-        launch::quantize(
-            Backend::Sim,
-            ptxsmith::kernels::block_scaled::Quantization {
-                shape,
-                recipe: mx,
-                layout: pad,
-            },
-            &[1.0; 3],
-        )
-        .map(drop),
+        launch::quantize(Backend::Sim, quant(shape, mx, pad), &[1.0; 3]).map(drop),
         "xs has 3 elements",
     );
     let mut q: BlockScaled = block_scaled::host::quantize(&[1.0; 120], shape, mx, pad).unwrap();
@@ -780,7 +578,7 @@ fn errors_write_nothing() {
     assert!(
         launch::convert_layout(
             Backend::Sim,
-            ptxsmith::kernels::block_scaled::Relayout {
+            Relayout {
                 dims,
                 from: pad,
                 to: ScaleLayout::Atom6D
@@ -863,7 +661,7 @@ fn gpu_equals_host_when_present() {
         block_scaled::convert(&src, &dims, ScaleLayout::RowMajor, ScaleLayout::Atom6D).unwrap();
     let got = launch::convert_layout_on(
         &st,
-        ptxsmith::kernels::block_scaled::Relayout {
+        Relayout {
             dims,
             from: ScaleLayout::RowMajor,
             to: ScaleLayout::Atom6D,
@@ -877,16 +675,8 @@ fn gpu_equals_host_when_present() {
         let shape = Shape::new(1, 33, 96, r.format()).unwrap();
         let xs = tensor(&mut rng, &shape, &SPECIAL, 4);
         let host = block_scaled::host::quantize(&xs, shape, r, ScaleLayout::RowMajor).unwrap();
-        let (q, ran) = launch::quantize(
-            Backend::Cuda,
-            ptxsmith::kernels::block_scaled::Quantization {
-                shape,
-                recipe: r,
-                layout: ScaleLayout::RowMajor,
-            },
-            &xs,
-        )
-        .unwrap();
+        let (q, ran) =
+            launch::quantize(Backend::Cuda, quant(shape, r, ScaleLayout::RowMajor), &xs).unwrap();
         assert_eq!(ran, Ran::Cuda);
         assert_eq!((&q.codes, &q.scales), (&host.codes, &host.scales), "{r:?}");
         let (y, ran) = launch::dequantize(Backend::Cuda, &host).unwrap();
@@ -899,7 +689,7 @@ fn gpu_equals_host_when_present() {
     }
     let (got, ran) = launch::convert_layout(
         Backend::Cuda,
-        ptxsmith::kernels::block_scaled::Relayout {
+        Relayout {
             dims,
             from: ScaleLayout::RowMajor,
             to: ScaleLayout::Atom6D,
@@ -957,11 +747,7 @@ fn raw_entry_points_on(ctx: &Context, codec: Codec) {
             unsafe {
                 launch::quantize_raw(
                     &ptxsmith::runtime::Stream::from_raw(ctx, raw).unwrap(),
-                    ptxsmith::kernels::block_scaled::Quantization {
-                        shape,
-                        recipe,
-                        layout,
-                    },
+                    quant(shape, recipe, layout),
                     codec,
                     px,
                     pc,
@@ -971,13 +757,7 @@ fn raw_entry_points_on(ctx: &Context, codec: Codec) {
                 .unwrap();
                 launch::dequantize_raw(
                     &ptxsmith::runtime::Stream::from_raw(ctx, raw).unwrap(),
-                    ptxsmith::kernels::block_scaled::Quantization {
-                        shape,
-                        recipe: ptxsmith::kernels::block_scaled::Recipe::default_for(
-                            (shape).format(),
-                        ),
-                        layout,
-                    },
+                    deq(shape, layout),
                     codec,
                     pc,
                     ps,
@@ -1025,11 +805,7 @@ fn raw_entry_points_on(ctx: &Context, codec: Codec) {
         let e = unsafe {
             launch::quantize_raw(
                 &ptxsmith::runtime::Stream::from_raw(ctx, raw).unwrap(),
-                ptxsmith::kernels::block_scaled::Quantization {
-                    shape,
-                    recipe,
-                    layout: l,
-                },
+                quant(shape, recipe, l),
                 codec,
                 px + 4,
                 ps,
@@ -1043,11 +819,7 @@ fn raw_entry_points_on(ctx: &Context, codec: Codec) {
         let e = unsafe {
             launch::quantize_raw(
                 &ptxsmith::runtime::Stream::from_raw(ctx, raw).unwrap(),
-                ptxsmith::kernels::block_scaled::Quantization {
-                    shape,
-                    recipe,
-                    layout: l,
-                },
+                quant(shape, recipe, l),
                 codec,
                 px,
                 ps,
@@ -1095,11 +867,7 @@ fn software_e2m1_encoder_on_a_sweep_below_8() {
         let st = ctx.default_stream();
         let got = launch::quantize_on(
             &st,
-            ptxsmith::kernels::block_scaled::Quantization {
-                shape,
-                recipe,
-                layout: ScaleLayout::RowMajor,
-            },
+            quant(shape, recipe, ScaleLayout::RowMajor),
             Codec::Software,
             &x,
         )

@@ -10,7 +10,9 @@
 //! tuning's modules are the plain generators'.
 
 use ptxsmith::kernels::block_scaled::ptx::{self, BlockScaledTuning, Codec, Kernel};
-use ptxsmith::kernels::block_scaled::{self as bs, Format, Recipe, ScaleLayout, ScaleMode, Shape};
+use ptxsmith::kernels::block_scaled::{
+    self as bs, Format, Recipe, ScaleLayout, ScaleMode, Shape, launch,
+};
 use ptxsmith::runtime::{Context, Stream};
 use ptxsmith::{Error, Sm};
 
@@ -179,12 +181,46 @@ fn an_invalid_tuning_is_refused_naming_the_value() {
             "ctas_per_sm = 0",
         ),
     ] {
-        for k in [Kernel::Quantize(r), Kernel::Convert, Kernel::Nvfp4Global] {
-            let e = ptx::generate_tuned(Sm::Sm80, k, Codec::Software, &t).unwrap_err();
+        let named = |e: Error| {
             assert!(
                 matches!(&e, Error::InvalidArgument(_)) && e.to_string().contains(needle),
                 "{e}"
             );
+        };
+        for k in [Kernel::Quantize(r), Kernel::Convert, Kernel::Nvfp4Global] {
+            named(ptx::generate_tuned(Sm::Sm80, k, Codec::Software, &t).unwrap_err());
         }
+        // The launch entries refuse it too, before anything is written.
+        let st = Context::sim(Sm::Sm80).default_stream();
+        let shape = Shape::new(1, 2, 32, Format::Mxfp8E4m3).unwrap();
+        let q = bs::Quantization {
+            shape,
+            recipe: r,
+            layout: ScaleLayout::RowMajor,
+        };
+        let x = st.upload(&[1.5f32; 64]).unwrap();
+        let mut codes = st.upload(&[0xAAu8; 64]).unwrap();
+        let mut scales = st.upload(&[0xAAu8; 2]).unwrap();
+        let mut y = st.upload(&[5f32; 64]).unwrap();
+        let sw = Codec::Software;
+        named(
+            launch::quantize_dev_tuned(&st, q, sw, &x, &mut codes, &mut scales, None, &t)
+                .unwrap_err(),
+        );
+        named(
+            launch::dequantize_dev_tuned(&st, q, sw, &codes, &scales, None, &mut y, &t)
+                .unwrap_err(),
+        );
+        let relayout = bs::Relayout {
+            dims: shape.scale_dims(),
+            from: ScaleLayout::RowMajor,
+            to: ScaleLayout::RowMajor,
+        };
+        let mut dst = st.upload(&[0xAAu8; 2]).unwrap();
+        named(launch::convert_layout_dev_tuned(&st, relayout, &scales, &mut dst, &t).unwrap_err());
+        assert_eq!(st.to_vec(&codes).unwrap(), [0xAA; 64]);
+        assert_eq!(st.to_vec(&scales).unwrap(), [0xAA; 2]);
+        assert_eq!(st.to_vec(&y).unwrap(), [5.0; 64]);
+        assert_eq!(st.to_vec(&dst).unwrap(), [0xAA; 2]);
     }
 }

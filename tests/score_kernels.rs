@@ -260,23 +260,17 @@ fn route_plans_are_bounded_and_cover_k() {
 #[test]
 fn host_backend_matches_the_model_and_says_so() {
     let (rows, k, p, s) = (5, 40, 7, 3);
+    let route = score::Route {
+        shape: score::ScoreShape { rows, k, p },
+        s,
+    };
     let x: Vec<f32> = (0..rows * p)
         .map(|i| ((i * 37 % 23) as f32 - 11.0) / 8.0)
         .collect();
     let d: Vec<f32> = (0..k * p)
         .map(|i| ((i * 53 % 29) as f32 - 14.0) / 16.0)
         .collect();
-    let (top, ran) = launch::route_top_s(
-        Backend::Host,
-        score::Route {
-            shape: score::ScoreShape { rows, k, p },
-            s,
-        },
-        None,
-        &x,
-        &d,
-    )
-    .unwrap();
+    let (top, ran) = launch::route_top_s(Backend::Host, route, None, &x, &d).unwrap();
     assert_eq!(ran, Ran::Host);
     assert_eq!(top, host::route_top_s(&x, &d, rows, k, p, s).unwrap());
     let (scores, ran) =
@@ -292,31 +286,11 @@ fn host_backend_matches_the_model_and_says_so() {
     // Auto runs the device when there is one, else the host model, and
     // says which; Cuda without a device fails loud.
     let _only = device_lock();
-    let (auto, ran) = launch::route_top_s(
-        Backend::Auto,
-        score::Route {
-            shape: score::ScoreShape { rows, k, p },
-            s,
-        },
-        None,
-        &x,
-        &d,
-    )
-    .unwrap();
+    let (auto, ran) = launch::route_top_s(Backend::Auto, route, None, &x, &d).unwrap();
     assert_eq!(auto, top);
     if ptxsmith::runtime::cuda_unavailable_reason().is_some() {
         assert_eq!(ran, Ran::Host);
-        let e = launch::route_top_s(
-            Backend::Cuda,
-            score::Route {
-                shape: score::ScoreShape { rows, k, p },
-                s,
-            },
-            None,
-            &x,
-            &d,
-        )
-        .unwrap_err();
+        let e = launch::route_top_s(Backend::Cuda, route, None, &x, &d).unwrap_err();
         assert!(matches!(e, ptxsmith::Error::NoDevice(_)), "{e}");
         let e = launch::score_block(Backend::Cuda, score::ScoreShape { rows, k, p }, &x, &d)
             .unwrap_err();
@@ -329,17 +303,7 @@ fn host_backend_matches_the_model_and_says_so() {
         tm: 3,
         ..ScoreTuning::route_default_for(Sm::Sm80)
     };
-    let e = launch::route_top_s(
-        Backend::Host,
-        score::Route {
-            shape: score::ScoreShape { rows, k, p },
-            s,
-        },
-        Some(bad),
-        &x,
-        &d,
-    )
-    .unwrap_err();
+    let e = launch::route_top_s(Backend::Host, route, Some(bad), &x, &d).unwrap_err();
     assert!(
         matches!(&e, ptxsmith::Error::InvalidArgument(m) if m.contains("micro-tile")),
         "{e}"
@@ -412,21 +376,15 @@ fn device_route_k32768_matches_host_and_downloads_only_shortlists() {
     } else {
         (256, 32768, 64, 4)
     };
+    let route = score::Route {
+        shape: score::ScoreShape { rows, k, p },
+        s,
+    };
     let x = lcg_data(rows * p, 1);
     let d = lcg_data(k * p, 2);
     let want = host::route_top_s_fast(&x, &d, rows, k, p, s).unwrap();
     let before = ctx.traffic();
-    let got = launch::route_top_s_on(
-        &st,
-        score::Route {
-            shape: score::ScoreShape { rows, k, p },
-            s,
-        },
-        None,
-        &x,
-        &d,
-    )
-    .unwrap();
+    let got = launch::route_top_s_on(&st, route, None, &x, &d).unwrap();
     let moved = ctx.traffic().since(&before);
     assert_eq!(got, want);
     assert_eq!(moved.bytes_downloaded, (rows * s * 8) as u64);
@@ -439,19 +397,10 @@ fn device_route_k32768_matches_host_and_downloads_only_shortlists() {
         let xb = lcg_data(rows * p, seed);
         let t0 = ctx.traffic();
         let dx = st.upload(&xb).unwrap();
-        let top = launch::route_top_s_dev(
-            &st,
-            score::Route {
-                shape: score::ScoreShape { rows, k, p },
-                s,
-            },
-            None,
-            &dx,
-            &dd,
-        )
-        .unwrap()
-        .download(&st)
-        .unwrap();
+        let top = launch::route_top_s_dev(&st, route, None, &dx, &dd)
+            .unwrap()
+            .download(&st)
+            .unwrap();
         let moved = ctx.traffic().since(&t0);
         assert_eq!(moved.bytes_uploaded, (rows * p * 4) as u64, "seed {seed}");
         assert_eq!(moved.bytes_downloaded, (rows * s * 8) as u64, "seed {seed}");
@@ -461,17 +410,7 @@ fn device_route_k32768_matches_host_and_downloads_only_shortlists() {
             "seed {seed}"
         );
     }
-    let (top, ran) = launch::route_top_s(
-        Backend::Cuda,
-        score::Route {
-            shape: score::ScoreShape { rows, k, p },
-            s,
-        },
-        None,
-        &x,
-        &d,
-    )
-    .unwrap();
+    let (top, ran) = launch::route_top_s(Backend::Cuda, route, None, &x, &d).unwrap();
     assert_eq!(ran, Ran::Cuda);
     assert_eq!(top, want);
     // The score block on the device, ragged, bit for bit (one-column and

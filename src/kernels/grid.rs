@@ -63,15 +63,43 @@ impl StreamShape {
         ]
     }
 
-    /// Whether `threads` is a multiple of 32 from 64 to 1024 (the block
-    /// reductions shuffle whole warps and keep one shared slot a warp).
-    pub(crate) fn threads_ok(threads: u32) -> bool {
-        (64..=crate::target::MAX_THREADS_PER_BLOCK).contains(&threads) && threads.is_multiple_of(32)
+    /// Check the ranges: `threads` a multiple of 32 from 64 to 1024 (the
+    /// block reductions shuffle whole warps and keep one shared slot a
+    /// warp), `ctas_per_sm` from 1 to 32. The first field out of range
+    /// gives the tuning's own error, built from its value by `threads` or
+    /// `ctas_per_sm`.
+    pub(crate) fn check<E>(
+        self,
+        threads: impl FnOnce(u32) -> E,
+        ctas_per_sm: impl FnOnce(u32) -> E,
+    ) -> Result<(), E> {
+        if !((64..=crate::target::MAX_THREADS_PER_BLOCK).contains(&self.threads)
+            && self.threads.is_multiple_of(32))
+        {
+            return Err(threads(self.threads));
+        }
+        if !(1..=32).contains(&self.ctas_per_sm) {
+            return Err(ctas_per_sm(self.ctas_per_sm));
+        }
+        Ok(())
     }
 
-    /// Whether `ctas_per_sm` is from 1 to 32.
-    pub(crate) fn ctas_ok(ctas_per_sm: u32) -> bool {
-        (1..=32).contains(&ctas_per_sm)
+    /// A tuning's sweep around its default of shape `self`: the
+    /// [`candidates`](Self::candidates) made tunings by `wrap`, then
+    /// `extra`, keeping those `valid` accepts, each once, in that order.
+    pub(crate) fn sweep<T: Copy + Eq + std::hash::Hash>(
+        self,
+        wrap: impl Fn(Self) -> T,
+        extra: impl IntoIterator<Item = T>,
+        valid: impl Fn(&T) -> bool,
+    ) -> Vec<T> {
+        let mut seen = std::collections::HashSet::new();
+        self.candidates()
+            .into_iter()
+            .map(wrap)
+            .chain(extra)
+            .filter(|t| valid(t) && seen.insert(*t))
+            .collect()
     }
 }
 

@@ -1,6 +1,8 @@
 //! Launch code of [`super`]: device entry points on the [`Stream`] /
 //! device-buffer API ([`quantize_dev`], [`dequantize_dev`],
-//! [`convert_layout_dev`]), raw-pointer entry points on another stack's
+//! [`convert_layout_dev`]; under another [`BlockScaledTuning`]:
+//! [`quantize_dev_tuned`], [`dequantize_dev_tuned`],
+//! [`convert_layout_dev_tuned`]), raw-pointer entry points on another stack's
 //! memory and stream ([`quantize_raw`], [`dequantize_raw`]) and the slice
 //! API on every [`Backend`]
 //! ([`quantize`], [`dequantize`], [`convert_layout`]), one launch sequence
@@ -35,8 +37,10 @@
 use super::host::{self, BlockScaled, Format, GlobalScale, Recipe, ScaleMode, Shape, describe};
 use super::layout::{ScaleDims, ScaleLayout};
 use super::ptx::{
-    self, Codec, ConvertArgs, DequantizeArgs, GLOBAL_LEN, Nvfp4GlobalArgs, QuantizeArgs, THREADS,
+    self, BlockScaledTuning, Codec, ConvertArgs, DequantizeArgs, GLOBAL_LEN, Kernel,
+    Nvfp4GlobalArgs, QuantizeArgs,
 };
+use crate::dsl::PtxModule;
 use crate::dsl::params::{DevPtr, KernelParams};
 use crate::dsl::types::{F32, U8};
 use crate::error::{Error, Result};
@@ -47,6 +51,9 @@ use crate::kernels::{check, memo, raw};
 use crate::runtime::backend::{Backend, Ran};
 use crate::runtime::buffer::{AsDevice, AsDeviceMut, DeviceSlice, DeviceSliceMut};
 use crate::runtime::context::Stream;
+
+mod tuned;
+pub use tuned::{convert_layout_dev_tuned, dequantize_dev_tuned, quantize_dev_tuned};
 
 /// The largest `K`, `L·M·nkb` and padded scale size the kernels take
 /// (`2³¹ − 1`).
@@ -145,15 +152,33 @@ fn u32_of(v: usize) -> u32 {
     v as u32
 }
 
-/// The launch of `threads` threads of work in the SM's default tuning
-/// ([`ptx::BlockScaledTuning::default_for`]).
-fn grid(stream: &Stream, threads: u64) -> LaunchConfig {
+/// The launch of `threads` threads of work under `t`.
+fn grid(stream: &Stream, t: &BlockScaledTuning, threads: u64) -> LaunchConfig {
     let ctx = stream.context();
-    let t = ptx::BlockScaledTuning::default_for(ctx.sm());
     LaunchConfig::linear(
         t.grid_blocks(threads, ctx.multiprocessor_count()),
         t.threads,
     )
+}
+
+/// The module of `kernel` with `codec` under `t`: for the SM's default
+/// tuning the plain generators' (memoized as they always were).
+fn module(
+    stream: &Stream,
+    kernel: Kernel,
+    codec: Codec,
+    t: &BlockScaledTuning,
+) -> Result<&'static PtxModule> {
+    let sm = stream.context().sm();
+    if *t != BlockScaledTuning::default_for(sm) {
+        return memo!(ptx::generate_tuned, sm, kernel, codec, t);
+    }
+    match kernel {
+        Kernel::Quantize(r) => memo!(ptx::generate_quantize, sm, r, codec),
+        Kernel::Dequantize(f) => memo!(ptx::generate_dequantize, sm, f, codec),
+        Kernel::Nvfp4Global => memo!(ptx::generate_nvfp4_global, sm),
+        Kernel::Convert => memo!(ptx::generate_convert, sm),
+    }
 }
 
 fn lanes(shape: &Shape) -> u64 {
@@ -258,63 +283,8 @@ pub fn quantize_dev(
     scales: &mut impl AsDeviceMut<u8>,
     global: Option<DeviceSliceMut<'_, f32>>,
 ) -> Result<()> {
-    q.validate()?;
-    let Quantization {
-        shape,
-        recipe,
-        layout,
-    } = q;
-    let f = recipe.format();
-    let (xs, cs, ss) = (x.as_device(), codes.as_device(), scales.as_device());
-    check::len(
-        "block_scaled",
-        "x",
-        xs.len(),
-        shape.len(),
-        format_args!("L·M·K for {}", describe(&shape)),
-    )?;
-    check::at_least(
-        "block_scaled",
-        "codes",
-        cs.len(),
-        shape.codes_len(),
-        describe(&shape),
-    )?;
-    let scale_len = q.scales_len();
-    check::at_least(
-        "block_scaled",
-        "scales",
-        ss.len(),
-        scale_len,
-        format!("layout {layout:?} of {}", describe(&shape)),
-    )?;
-    check_global(f, global.as_ref().map(|g| g.len()))?;
-    check_scale_align(layout, "scales", &ss)?;
-    if f == Format::Nvfp4 {
-        xs.check_aligned("block_scaled: NVFP4 x (absmax pass)", 16)?;
-    }
-    let xp = stream.arg("x", x)?;
-    let cp = stream.arg_mut("codes", codes)?;
-    // Checked before anything is queued: the global buffer's context.
-    let mut global = global;
-    let gp = match global.as_mut() {
-        Some(g) => Some(stream.arg_mut("global", g)?),
-        None => None,
-    };
-    let sp = stream.arg_mut("scales", scales)?;
-    let io = QuantizeIo {
-        x: xp,
-        codes: cp,
-        scales: sp,
-        global: gp,
-    };
-    let zero_padding = |st: &Stream| -> Result<()> {
-        let mut all = scales.as_device_mut();
-        let mut head = all.slice_mut(..scale_len)?;
-        st.zero(&mut head)
-    };
-    let kernels = QuantizeKernels::new(stream, recipe, codec)?;
-    quantize_core(stream, &kernels, io, shape, layout, zero_padding)
+    let t = BlockScaledTuning::default_for(stream.context().sm());
+    quantize_dev_tuned(stream, q, codec, x, codes, scales, global, &t)
 }
 
 /// The device memory of one quantize call.
@@ -328,6 +298,7 @@ struct QuantizeIo {
 /// Every module a quantize call launches, generated before anything is
 /// queued.
 struct QuantizeKernels {
+    tuning: BlockScaledTuning,
     quant: &'static crate::dsl::PtxModule,
     nvfp4: Option<(
         &'static crate::dsl::PtxModule,
@@ -336,18 +307,19 @@ struct QuantizeKernels {
 }
 
 impl QuantizeKernels {
-    fn new(stream: &Stream, recipe: Recipe, codec: Codec) -> Result<Self> {
+    fn new(stream: &Stream, recipe: Recipe, codec: Codec, t: &BlockScaledTuning) -> Result<Self> {
         let sm = stream.context().sm();
         let nvfp4 = if recipe.format() == Format::Nvfp4 {
             Some((
                 memo!(fp8_ptx::generate_absmax_partials, sm)?,
-                memo!(ptx::generate_nvfp4_global, sm)?,
+                module(stream, Kernel::Nvfp4Global, codec, t)?,
             ))
         } else {
             None
         };
         Ok(Self {
-            quant: memo!(ptx::generate_quantize, sm, recipe, codec)?,
+            tuning: *t,
+            quant: module(stream, Kernel::Quantize(recipe), codec, t)?,
             nvfp4,
         })
     }
@@ -386,7 +358,8 @@ fn quantize_core(
             count: blocks,
             global: gp,
         };
-        stream.launch(m2, LaunchConfig::linear(1, THREADS), &a2.args())?;
+        let one = LaunchConfig::linear(1, kernels.tuning.threads);
+        stream.launch(m2, one, &a2.args())?;
     }
     let s = ptx::layout_strides(layout, &dims);
     let nkb_div = ptx::div_magic(u32_of(dims.nkb()));
@@ -412,7 +385,7 @@ fn quantize_core(
         s_kk: s[4],
         s_l: s[5],
     };
-    let cfg = grid(stream, lanes(&shape));
+    let cfg = grid(stream, &kernels.tuning, lanes(&shape));
     stream.launch(kernels.quant, cfg, &args.args())
 }
 
@@ -514,38 +487,8 @@ pub fn dequantize_dev(
     global: Option<DeviceSlice<'_, f32>>,
     y: &mut impl AsDeviceMut<f32>,
 ) -> Result<()> {
-    q.validate()?;
-    let Quantization { shape, layout, .. } = q;
-    let f = shape.format();
-    let (cs, ss, ys) = (codes.as_device(), scales.as_device(), y.as_device());
-    check::at_least(
-        "block_scaled",
-        "codes",
-        cs.len(),
-        shape.codes_len(),
-        describe(&shape),
-    )?;
-    check::at_least(
-        "block_scaled",
-        "scales",
-        ss.len(),
-        q.scales_len(),
-        format!("layout {layout:?} of {}", describe(&shape)),
-    )?;
-    check::at_least("block_scaled", "y", ys.len(), shape.len(), describe(&shape))?;
-    check_global(f, global.as_ref().map(|g| g.len()))?;
-    check_scale_align(layout, "scales", &ss)?;
-    let m = memo!(ptx::generate_dequantize, stream.context().sm(), f, codec)?;
-    let io = DequantizeIo {
-        codes: stream.arg("codes", codes)?,
-        scales: stream.arg("scales", scales)?,
-        global: match &global {
-            Some(g) => Some(stream.arg("global", g)?),
-            None => None,
-        },
-        y: stream.arg_mut("y", y)?,
-    };
-    dequantize_core(stream, m, io, shape, layout)
+    let t = BlockScaledTuning::default_for(stream.context().sm());
+    dequantize_dev_tuned(stream, q, codec, codes, scales, global, y, &t)
 }
 
 /// The device memory of one dequantize call.
@@ -559,6 +502,7 @@ struct DequantizeIo {
 /// The launch of a dequantize call whose arguments have been checked.
 fn dequantize_core(
     stream: &Stream,
+    t: &BlockScaledTuning,
     m: &crate::dsl::PtxModule,
     io: DequantizeIo,
     shape: Shape,
@@ -598,7 +542,7 @@ fn dequantize_core(
         s_kk: s[4],
         s_l: s[5],
     };
-    let cfg = grid(stream, dims.count() as u64 * tpb);
+    let cfg = grid(stream, t, dims.count() as u64 * tpb);
     stream.launch(m, cfg, &args.args())
 }
 
@@ -705,50 +649,8 @@ pub fn convert_layout_dev(
     src: &impl AsDevice<u8>,
     dst: &mut impl AsDeviceMut<u8>,
 ) -> Result<()> {
-    let Relayout { dims, from, to } = r;
-    let count = ScaleLayout::Blocked128x4.len(&dims);
-    limit("the padded scale size", count)?;
-    let (ss, ds) = (src.as_device(), dst.as_device());
-    let of = |l: ScaleLayout| {
-        format!(
-            "layout {l:?} of L = {}, M = {}, nkb = {}",
-            dims.l(),
-            dims.m(),
-            dims.nkb()
-        )
-    };
-    check::at_least("block_scaled", "src", ss.len(), from.len(&dims), of(from))?;
-    check::at_least("block_scaled", "dst", ds.len(), to.len(&dims), of(to))?;
-    check_scale_align(from, "src", &ss)?;
-    check_scale_align(to, "dst", &ds)?;
-    let m = memo!(ptx::generate_convert, stream.context().sm())?;
-    let (a, b) = (
-        ptx::layout_strides(from, &dims),
-        ptx::layout_strides(to, &dims),
-    );
-    let args = ConvertArgs {
-        src: stream.arg("src", src)?,
-        dst: stream.arg_mut("dst", dst)?,
-        m: u32_of(dims.m()),
-        nkb: u32_of(dims.nkb()),
-        m_tiles: u32_of(dims.m_tiles()),
-        k_tiles: u32_of(dims.k_tiles()),
-        count: u32_of(count),
-        dst_padded: u32::from(to.is_padded()),
-        a_mm32: a[0],
-        a_mm4: a[1],
-        a_mm: a[2],
-        a_kk4: a[3],
-        a_kk: a[4],
-        a_l: a[5],
-        b_mm32: b[0],
-        b_mm4: b[1],
-        b_mm: b[2],
-        b_kk4: b[3],
-        b_kk: b[4],
-        b_l: b[5],
-    };
-    stream.launch(m, grid(stream, count as u64), &args.args())
+    let t = BlockScaledTuning::default_for(stream.context().sm());
+    convert_layout_dev_tuned(stream, r, src, dst, &t)
 }
 
 // ---- slice API -------------------------------------------------------------

@@ -58,6 +58,13 @@ impl BlockScaledTuning {
         }
     }
 
+    fn shape(&self) -> StreamShape {
+        StreamShape {
+            threads: self.threads,
+            ctas_per_sm: self.ctas_per_sm,
+        }
+    }
+
     /// The default on `sm`: 256 threads and a grid cap of the CTAs of 256
     /// threads the SM holds at once (8 on sm_70/80/90/100, 6 on
     /// sm_86/89/120, 4 on sm_75).
@@ -97,23 +104,12 @@ impl BlockScaledTuning {
     /// residency on the 8-CTA SMs).
     pub fn candidates(sm: Sm) -> Vec<Self> {
         let d = Self::default_for(sm);
-        let shape = StreamShape {
-            threads: d.threads,
-            ctas_per_sm: d.ctas_per_sm,
-        };
-        let mut v: Vec<Self> = shape
-            .candidates()
-            .into_iter()
-            .map(Self::from_shape)
-            .collect();
-        v.push(Self {
+        let fewer = Self {
             ctas_per_sm: 3 * d.ctas_per_sm / 4,
             ..d
-        });
-        v.retain(|t| t.check().is_ok());
-        let mut seen = std::collections::HashSet::new();
-        v.retain(|t| seen.insert(*t));
-        v
+        };
+        d.shape()
+            .sweep(Self::from_shape, [fewer], |t| t.check().is_ok())
     }
 
     /// Check the fields' ranges.
@@ -121,17 +117,10 @@ impl BlockScaledTuning {
     /// # Errors
     /// The first field out of range, naming its value.
     pub fn check(&self) -> std::result::Result<(), BlockScaledTuningError> {
-        let Self {
-            threads,
-            ctas_per_sm,
-        } = *self;
-        if !StreamShape::threads_ok(threads) {
-            return Err(BlockScaledTuningError::Threads { threads });
-        }
-        if !StreamShape::ctas_ok(ctas_per_sm) {
-            return Err(BlockScaledTuningError::CtasPerSm { ctas_per_sm });
-        }
-        Ok(())
+        self.shape().check(
+            |threads| BlockScaledTuningError::Threads { threads },
+            |ctas_per_sm| BlockScaledTuningError::CtasPerSm { ctas_per_sm },
+        )
     }
 
     /// The module cache key, e.g. `t256_c8`.

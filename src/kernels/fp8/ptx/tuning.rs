@@ -104,23 +104,13 @@ impl Fp8Tuning {
     /// and dequantize unroll 2 and 8 (fewer or more bytes in flight).
     pub fn candidates(sm: Sm) -> Vec<Self> {
         let d = Self::default_for(sm);
-        let shape = StreamShape {
-            threads: d.threads,
-            ctas_per_sm: d.ctas_per_sm,
+        let with = |s: StreamShape| Self {
+            threads: s.threads,
+            ctas_per_sm: s.ctas_per_sm,
+            ..d
         };
-        let mut v: Vec<Self> = shape
-            .candidates()
-            .into_iter()
-            .map(|s| Self {
-                threads: s.threads,
-                ctas_per_sm: s.ctas_per_sm,
-                ..d
-            })
-            .collect();
-        v.extend([Self { unroll: 2, ..d }, Self { unroll: 8, ..d }]);
-        v.retain(|t| t.check().is_ok());
-        v.dedup();
-        v
+        let unrolls = [Self { unroll: 2, ..d }, Self { unroll: 8, ..d }];
+        d.shape().sweep(with, unrolls, |t| t.check().is_ok())
     }
 
     /// Check the fields' ranges.
@@ -128,21 +118,23 @@ impl Fp8Tuning {
     /// # Errors
     /// The first field out of range, naming its value.
     pub fn check(&self) -> std::result::Result<(), Fp8TuningError> {
-        let Self {
-            threads,
-            ctas_per_sm,
-            unroll,
-        } = *self;
-        if !StreamShape::threads_ok(threads) {
-            return Err(Fp8TuningError::Threads { threads });
-        }
-        if !StreamShape::ctas_ok(ctas_per_sm) {
-            return Err(Fp8TuningError::CtasPerSm { ctas_per_sm });
-        }
-        if ![1, 2, 4, 8].contains(&unroll) {
-            return Err(Fp8TuningError::Unroll { unroll });
+        self.shape().check(
+            |threads| Fp8TuningError::Threads { threads },
+            |ctas_per_sm| Fp8TuningError::CtasPerSm { ctas_per_sm },
+        )?;
+        if ![1, 2, 4, 8].contains(&self.unroll) {
+            return Err(Fp8TuningError::Unroll {
+                unroll: self.unroll,
+            });
         }
         Ok(())
+    }
+
+    fn shape(&self) -> StreamShape {
+        StreamShape {
+            threads: self.threads,
+            ctas_per_sm: self.ctas_per_sm,
+        }
     }
 
     /// The module cache key, e.g. `t256_c8_u4`.
