@@ -238,9 +238,9 @@ pub use codec::{
 };
 pub use host::{BlockScaled, Format, GlobalScale, Recipe, ScaleMode, Shape};
 pub use launch::{
-    Quantization, Relayout, convert_layout, convert_layout_dev, convert_layout_on, dequantize,
-    dequantize_dev, dequantize_on, dequantize_raw, quantize, quantize_dev, quantize_on,
-    quantize_raw,
+    Quantization, Relayout, convert_layout, convert_layout_dev, convert_layout_dev_tuned,
+    convert_layout_on, dequantize, dequantize_dev, dequantize_dev_tuned, dequantize_on,
+    dequantize_raw, quantize, quantize_dev, quantize_dev_tuned, quantize_on, quantize_raw,
 };
 pub use layout::{
     AtomIndex, ScaleDims, ScaleLayout, convert, permuted_to_ref_index, ref_to_permuted_index,
