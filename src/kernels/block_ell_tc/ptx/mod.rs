@@ -25,9 +25,11 @@ use crate::target::{Feature, Sm};
 
 use super::host::{TC_BLOCK_SIZES, TcPrecision};
 
+pub mod grouped;
 mod shape;
 pub mod tiled;
 pub mod tiled_values;
+pub use grouped::{GroupTile, group_tile};
 pub use tiled::{Tile, tile};
 pub use tiled_values::{ValuesTile, values_tile};
 
@@ -122,9 +124,9 @@ fn name(kernel: &str, prec: TcPrecision, bs: u32) -> String {
 pub fn generate_forward(sm: Sm, prec: TcPrecision, bs: u32) -> Result<PtxModule> {
     check(sm, bs)?;
     match prec {
-        TcPrecision::Bf16 => tiled::forward::<Bf16x2>(sm, prec, bs),
-        TcPrecision::F16 => tiled::forward::<F16x2>(sm, prec, bs),
-        TcPrecision::Tf32 => tiled::forward::<Tf32>(sm, prec, bs),
+        TcPrecision::Bf16 => grouped::forward::<Bf16x2>(sm, prec, bs),
+        TcPrecision::F16 => grouped::forward::<F16x2>(sm, prec, bs),
+        TcPrecision::Tf32 => grouped::forward::<Tf32>(sm, prec, bs),
     }
 }
 
@@ -135,8 +137,8 @@ pub fn generate_forward(sm: Sm, prec: TcPrecision, bs: u32) -> Result<PtxModule>
 pub fn generate_grad_input(sm: Sm, prec: TcPrecision, bs: u32) -> Result<PtxModule> {
     check(sm, bs)?;
     match prec {
-        TcPrecision::Bf16 => tiled::grad_input::<Bf16x2>(sm, prec, bs),
-        TcPrecision::F16 => tiled::grad_input::<F16x2>(sm, prec, bs),
+        TcPrecision::Bf16 => grouped::grad_input::<Bf16x2>(sm, prec, bs),
+        TcPrecision::F16 => grouped::grad_input::<F16x2>(sm, prec, bs),
         TcPrecision::Tf32 => tiled::grad_input::<Tf32>(sm, prec, bs),
     }
 }
