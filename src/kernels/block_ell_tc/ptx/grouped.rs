@@ -88,7 +88,7 @@ pub fn group_tile(prec: TcPrecision, bs: u32, sm: Sm) -> GroupTile {
         (TcPrecision::Tf32, 16, _) => t(16, 128, 2),
         (TcPrecision::Tf32, 32, true) => t(8, 128, 2),
         (TcPrecision::Tf32, 32, false) => t(4, 128, 2),
-        (TcPrecision::Tf32, _, true) => t(2, 128, 2),
+        (TcPrecision::Tf32, _, true) => t(2, 64, 2),
         (TcPrecision::Tf32, _, false) => t(1, 64, 2),
         (_, 16, _) => t(16, 128, 2),
         (_, 32, _) => t(8, 128, 2),
