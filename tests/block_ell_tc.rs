@@ -859,7 +859,7 @@ fn grad_values_b32_warp_tile_edges() {
 /// end; on sm_80 (`G` = 16 at `B` = 16, 8 at 32) and sm_89 (the smaller
 /// tiles: `B` = 64 with `G` = 4 and 64 tokens, tf32 `B` = 32 with `G` = 4).
 #[test]
-fn grouped_order_duplicates_and_ragged_groups() {
+fn grouped_unsorted_rows_and_ragged_groups() {
     fn one<T: Encode>(sm: Sm, prec: TcPrecision, b: usize, (r, c): (usize, usize), n: usize) {
         let k = 3;
         let dims = Dims::new(r, c, k, b).unwrap();
@@ -923,4 +923,34 @@ fn grouped_order_duplicates_and_ragged_groups() {
     one::<u16>(Sm::Sm80, TcPrecision::F16, 32, (9, 10), 5);
     one::<u16>(Sm::Sm89, TcPrecision::Bf16, 64, (5, 6), 67);
     one::<f32>(Sm::Sm89, TcPrecision::Tf32, 32, (5, 3), 3);
+}
+
+/// The grouped forward's schedule takes `8·G·K` bytes of shared memory
+/// beside the staging: past what the device lets a block opt in to, the
+/// call is refused naming the sizes, and nothing is written.
+#[test]
+fn grouped_forward_refuses_a_schedule_past_shared_memory() {
+    let (k, b) = (300, 64);
+    let dims = Dims::new(1, k, k, b).unwrap();
+    let col: Vec<i32> = (0..k as i32).collect();
+    let st = Context::sim(Sm::Sm89).default_stream();
+    let topo = DeviceTopology::upload(&st, &dims, &col).unwrap();
+    let x = st.upload(&vec![0u16; dims.in_features()]).unwrap();
+    let v = st.upload(&vec![0u16; dims.values_len()]).unwrap();
+    let mut y = st.upload(&vec![7.0f32; dims.out_features()]).unwrap();
+    let e = tc::forward_dev(
+        &st,
+        TcPrecision::Bf16,
+        TcOutput::F32,
+        &topo,
+        1,
+        &x,
+        &v,
+        None,
+        &mut y,
+    )
+    .unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
+    assert!(e.to_string().contains("101376"), "{e}");
+    assert!(st.to_vec(&y).unwrap().iter().all(|&v| v == 7.0));
 }

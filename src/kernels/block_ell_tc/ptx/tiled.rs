@@ -1,8 +1,9 @@
-//! The staged forward and grad-input kernels (issue 31, speed step): one
-//! CTA computes a tile of [`Tile::tokens`] rows of `N` × the `B` output
-//! features of one output block (block row `r` for the forward pass,
-//! column block `c` for grad-input), over that block's entries in the
-//! contract's order.
+//! The one-block staged kernel (issue 31, speed step), now the tf32
+//! grad-input kernel only (the forward kernels and bf16/f16 grad-input
+//! are [`super::grouped`]), and the fragment helpers the other kernels
+//! share: one CTA computes a tile of [`Tile::tokens`] rows of `N` × the
+//! `B` output features of one output block (column block `c`), over that
+//! block's entries in the contract's order.
 //!
 //! # Data movement
 //! Per entry (a slot of row `r`, or an entry of column `c` in the
@@ -82,7 +83,8 @@ pub struct Tile {
     pub warps_tok: u32,
 }
 
-/// The tile of precision `prec` at block size `bs` (16, 32 or 64): as many
+/// The tile of the one-block kernel (tf32 grad-input; also the grad-values
+/// kernels' reference) of precision `prec` at block size `bs` (16, 32 or 64): as many
 /// tokens as the double-buffered staging fits in 48 KiB of static shared
 /// memory.
 pub fn tile(prec: TcPrecision, bs: u32) -> Tile {
