@@ -374,7 +374,7 @@ fn issue(
         let within = b.and(u, upb - 1);
         let slot = pick(b, taken, g);
         let mut go = b.setp(Cmp::Ne, slot, NONE);
-        if total % THREADS != 0 {
+        if !total.is_multiple_of(THREADS) {
             let inside = b.setp(Cmp::Lt, u, total);
             go = b.pand(go, inside);
         }
@@ -456,6 +456,10 @@ fn compute<T: MmaInput>(
     }
 }
 
+/// Builds a CTA's [`Lists`] from the schedule's shared address and the
+/// thread index.
+type MakeLists = dyn Fn(&mut KernelBuilder, Reg<U32>, Reg<U32>) -> Box<dyn Lists>;
+
 /// The pass-specific epilogue input: the bias of the forward pass.
 struct Bias {
     ptr: GlobalPtr<F32>,
@@ -468,7 +472,7 @@ fn kernel<T: MmaInput>(
     sh: &Shape,
     gt: &GroupTile,
     io: &Io,
-    mk_lists: &dyn Fn(&mut KernelBuilder, Reg<U32>, Reg<U32>) -> Box<dyn Lists>,
+    mk_lists: &MakeLists,
     bias: Option<&Bias>,
 ) -> Result<PtxModule> {
     let smem = b.dynamic_shared::<U32>("smem", 16);
