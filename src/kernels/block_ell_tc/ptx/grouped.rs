@@ -335,8 +335,9 @@ struct Stage {
     size: Vec<Reg<U32>>,
     /// the thread's first input-tile destination (buffer 0)
     xdst: Reg<U32>,
-    /// the values area (buffer 0, block 0)
+    /// the values area (buffer 0, block 0), and the thread's copies
     vs0: Reg<U32>,
+    vcopies: Vec<VCopy>,
 }
 
 /// Issue the copies of a step (input block `m`, the taken slots) into
@@ -348,7 +349,6 @@ fn issue(
     gt: &GroupTile,
     io: &Io,
     st: &Stage,
-    tid: Reg<U32>,
     m: Reg<U32>,
     taken: &[Reg<U32>],
     buf: Reg<U32>,
@@ -362,36 +362,86 @@ fn issue(
         let d = b.add(xd, j as u32 * rstep * sh.pitch);
         b.cp_async_cg(sptr::<U32>(d), gptr(s), Some(size.into()));
     }
-    // the values blocks: unit u = tid + j·THREADS of G·B·cpr
-    let upb = sh.bs * sh.cpr;
-    let total = gt.g * upb;
-    let set = gt.g * sh.vbuf();
-    let voff = b.mul_lo(buf, set);
+    // the values blocks: the thread's copies, each from the slot its
+    // block took (none: no copy)
+    let voff = b.mul_lo(buf, gt.g * sh.vbuf());
     let vbase = b.add(st.vs0, voff);
-    for j in 0..total.div_ceil(THREADS) {
-        let u = b.add(tid, j * THREADS);
-        let g = b.shr(u, log2(upb));
-        let within = b.and(u, upb - 1);
-        let slot = pick(b, taken, g);
-        let mut go = b.setp(Cmp::Ne, slot, NONE);
-        if !total.is_multiple_of(THREADS) {
-            let inside = b.setp(Cmp::Lt, u, total);
-            go = b.pand(go, inside);
-        }
+    for vc in st.vcopies.iter() {
+        let cands: Vec<Reg<U32>> = vc.cands.clone().map(|i| taken[i]).collect();
+        let slot = match vc.gi {
+            Some(gi) => pick(b, &cands, gi),
+            None => cands[0],
+        };
+        let go = b.setp(Cmp::Ne, slot, NONE);
         b.if_(go, |b| {
             let vb = b.mul_wide_u32(slot, sh.bs * sh.rowb);
             let vb = b.add(vb, io.values);
-            let w16 = b.shl(within, 4u32);
-            let w16 = b.u32_to_u64(w16);
-            let s = b.add(vb, w16);
-            let row = b.shr(within, log2(sh.cpr));
-            let ch = b.and(within, sh.cpr - 1);
-            let d = b.mad_lo(g, sh.vbuf(), vbase);
-            let d = b.mad_lo(row, sh.pitch, d);
-            let d = b.mad_lo(ch, 16u32, d);
+            let s = b.add(vb, vc.w16);
+            let d = b.add(vbase, vc.doff);
             b.cp_async_cg(sptr::<U32>(d), gptr(s), None);
         });
     }
+}
+
+/// One of a thread's 16-byte copies of the values blocks, the same every
+/// step: unit `u = tid + j·THREADS` of the `G·B·cpr` units of a step,
+/// block `g = u / (B·cpr)`.
+#[derive(Clone)]
+struct VCopy {
+    /// the blocks the copy may belong to (one, or `THREADS / (B·cpr)`
+    /// consecutive ones, picked by `gi`)
+    cands: std::ops::Range<usize>,
+    gi: Option<Reg<U32>>,
+    /// byte offset in a values block (source), and in a values buffer
+    /// (destination, block `g` included)
+    w16: Reg<U64>,
+    doff: Reg<U32>,
+}
+
+/// The thread's [`VCopy`]s (every layout has `G·B·cpr` a multiple of
+/// [`THREADS`]).
+fn vcopies(b: &mut KernelBuilder, sh: &Shape, gt: &GroupTile, tid: Reg<U32>) -> Vec<VCopy> {
+    let upb = sh.bs * sh.cpr;
+    let total = gt.g * upb;
+    assert!(total.is_multiple_of(THREADS) && THREADS.is_power_of_two());
+    let dest = |b: &mut KernelBuilder, g: Reg<U32>, within: Reg<U32>| {
+        let row = b.shr(within, log2(sh.cpr));
+        let ch = b.and(within, sh.cpr - 1);
+        let d = b.mul_lo(g, sh.vbuf());
+        let d = b.mad_lo(row, sh.pitch, d);
+        let d = b.mad_lo(ch, 16u32, d);
+        let w16 = b.shl(within, 4u32);
+        (b.u32_to_u64(w16), d)
+    };
+    (0..total / THREADS)
+        .map(|j| {
+            if upb >= THREADS {
+                let g = (j * THREADS / upb) as usize;
+                let within = b.add(tid, j * THREADS % upb);
+                let gr = b.mov(g as u32);
+                let (w16, doff) = dest(b, gr, within);
+                VCopy {
+                    cands: g..g + 1,
+                    gi: None,
+                    w16,
+                    doff,
+                }
+            } else {
+                let m = THREADS / upb;
+                let gi = b.shr(tid, log2(upb));
+                let within = b.and(tid, upb - 1);
+                let g = b.add(gi, j * m);
+                let (w16, doff) = dest(b, g, within);
+                let c0 = (j * m) as usize;
+                VCopy {
+                    cands: c0..c0 + m as usize,
+                    gi: Some(gi),
+                    w16,
+                    doff,
+                }
+            }
+        })
+        .collect()
 }
 
 /// A warp's sub-tiles: per output block it touches, the block's index in
@@ -538,6 +588,7 @@ fn kernel<T: MmaInput>(
     let groups = b.div(groups, gt.g);
     let total = b.mul_lo(ntiles, groups);
     let lists = mk_lists(&mut b, sched, tid);
+    let vcopies = vcopies(&mut b, sh, gt, tid);
     let first = b.ctaid_x();
     let step = b.nctaid_x();
     b.for_range(first, total, step, |b, tile| {
@@ -563,6 +614,7 @@ fn kernel<T: MmaInput>(
             size,
             xdst,
             vs0,
+            vcopies: vcopies.clone(),
         };
         let acc: Vec<Vec<FragC>> = (0..sh.mt)
             .map(|_| (0..sh.nt).map(|_| b.frag_c_zero()).collect())
@@ -576,7 +628,7 @@ fn kernel<T: MmaInput>(
         let any = b.setp(Cmp::Ne, m, NONE);
         b.if_(any, |b| {
             let zero = b.mov(0u32);
-            issue(b, sh, gt, io, &st, tid, m, &taken, zero);
+            issue(b, sh, gt, io, &st, m, &taken, zero);
         });
         b.cp_async_commit_group();
         let buf = b.var::<U32>(0u32);
@@ -590,7 +642,7 @@ fn kernel<T: MmaInput>(
                 let nbuf = b.xor(cb, 1u32);
                 let (nm, ntaken) = advance(b, &*lists, &ctx, &cursors);
                 let more = b.setp(Cmp::Ne, nm, NONE);
-                b.if_(more, |b| issue(b, sh, gt, io, &st, tid, nm, &ntaken, nbuf));
+                b.if_(more, |b| issue(b, sh, gt, io, &st, nm, &ntaken, nbuf));
                 b.cp_async_commit_group();
                 b.cp_async_wait_group(1);
                 b.bar_sync();
@@ -719,7 +771,9 @@ fn epilogue(
 
 fn builder(name: &str, sm: Sm) -> KernelBuilder {
     let mut b = KernelBuilder::new(name, sm);
-    b.maxntid(THREADS, 1, 1);
+    // one CTA an SM is the design (the tiles' shared memory): ptxas may
+    // then give a thread every register it needs (no spills)
+    b.maxntid(THREADS, 1, 1).min_ctas_per_sm(1);
     b
 }
 
