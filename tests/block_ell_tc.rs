@@ -850,3 +850,107 @@ fn grad_values_b32_warp_tile_edges() {
     // tf32 (64-token tiles): N = 100, one full tile and a ragged one
     one::<f32>(Sm::Sm89, TcPrecision::Tf32, 1, &[1, -1, 0], 100, 103);
 }
+
+/// The grouped forward and grad-input kernels (a CTA over `G` output
+/// blocks): rows with unsorted slots (the forward takes a row's entries
+/// by input block; `validate_col` refuses a block twice in a row), empty
+/// rows and slots, `R` and `C` not multiples of `G` (the last
+/// group's missing blocks never store), two token tiles with a ragged
+/// end; on sm_80 (`G` = 16 at `B` = 16, 8 at 32) and sm_89 (the smaller
+/// tiles: `B` = 64 with `G` = 4 and 64 tokens, tf32 `B` = 32 with `G` = 4).
+#[test]
+fn grouped_unsorted_rows_and_ragged_groups() {
+    fn one<T: Encode>(sm: Sm, prec: TcPrecision, b: usize, (r, c): (usize, usize), n: usize) {
+        let k = 3;
+        let dims = Dims::new(r, c, k, b).unwrap();
+        let mut col: Vec<i32> = (0..r * k)
+            .map(|s| match s % 5 {
+                3 => -1,
+                _ => ((s * 7 + s / k) % c) as i32,
+            })
+            .collect();
+        // row 0: block 2, an empty slot, block 0; row 1 empty; the last
+        // row's slots descending
+        col[..3].copy_from_slice(&[2, -1, 0]);
+        col[3..6].fill(-1);
+        col[(r - 1) * k..].copy_from_slice(&[c as i32 - 1, 1, 0]);
+        let mut rng = Rng(90 + b as u64);
+        let mut vals = values(&mut rng, dims.values_len(), prec, true);
+        for s in (0..r * k).filter(|&s| col[s] < 0) {
+            vals[s * b * b..(s + 1) * b * b].fill(f32::NAN);
+        }
+        let x = T::encode(prec, &values(&mut rng, n * dims.in_features(), prec, true));
+        let gy = T::encode(prec, &values(&mut rng, n * dims.out_features(), prec, true));
+        let v = T::encode(prec, &vals);
+        let bias = values(&mut rng, dims.out_features(), TcPrecision::Tf32, false);
+        let st = Context::sim(sm).default_stream();
+        let topo = DeviceTopology::upload(&st, &dims, &col).unwrap();
+        let (dx, dv, dgy) = (
+            st.upload(&x).unwrap(),
+            st.upload(&v).unwrap(),
+            st.upload(&gy).unwrap(),
+        );
+        let dbias = st.upload(&bias).unwrap();
+        let what = format!("{prec} B={b} R={r} C={c} N={n} on {sm}");
+        let mut y = st.upload(&vec![7.0f32; n * dims.out_features()]).unwrap();
+        tc::forward_dev(
+            &st,
+            prec,
+            TcOutput::F32,
+            &topo,
+            n,
+            &dx,
+            &dv,
+            Some(&dbias),
+            &mut y,
+        )
+        .unwrap();
+        let want = host::forward(sm, prec, &dims, n, &x, &v, &col, Some(&bias)).unwrap();
+        assert_bits(&format!("forward {what}"), &st.to_vec(&y).unwrap(), &want);
+        if prec == TcPrecision::Tf32 {
+            return; // tf32 grad-input keeps the one-block kernel
+        }
+        let mut gx = st.upload(&vec![7.0f32; n * dims.in_features()]).unwrap();
+        tc::grad_input_dev(&st, prec, TcOutput::F32, &topo, n, &dgy, &dv, &mut gx).unwrap();
+        let want = host::grad_input(sm, prec, &dims, n, &gy, &v, &col).unwrap();
+        assert_bits(
+            &format!("grad_input {what}"),
+            &st.to_vec(&gx).unwrap(),
+            &want,
+        );
+    }
+    one::<u16>(Sm::Sm80, TcPrecision::Bf16, 16, (17, 18), 131);
+    one::<u16>(Sm::Sm80, TcPrecision::F16, 32, (9, 10), 5);
+    one::<u16>(Sm::Sm89, TcPrecision::Bf16, 64, (5, 6), 67);
+    one::<f32>(Sm::Sm89, TcPrecision::Tf32, 32, (5, 3), 3);
+}
+
+/// The grouped forward's schedule takes `8·G·K` bytes of shared memory
+/// beside the staging: past what the device lets a block opt in to, the
+/// call is refused naming the sizes, and nothing is written.
+#[test]
+fn grouped_forward_refuses_a_schedule_past_shared_memory() {
+    let (k, b) = (300, 64);
+    let dims = Dims::new(1, k, k, b).unwrap();
+    let col: Vec<i32> = (0..k as i32).collect();
+    let st = Context::sim(Sm::Sm89).default_stream();
+    let topo = DeviceTopology::upload(&st, &dims, &col).unwrap();
+    let x = st.upload(&vec![0u16; dims.in_features()]).unwrap();
+    let v = st.upload(&vec![0u16; dims.values_len()]).unwrap();
+    let mut y = st.upload(&vec![7.0f32; dims.out_features()]).unwrap();
+    let e = tc::forward_dev(
+        &st,
+        TcPrecision::Bf16,
+        TcOutput::F32,
+        &topo,
+        1,
+        &x,
+        &v,
+        None,
+        &mut y,
+    )
+    .unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
+    assert!(e.to_string().contains("101376"), "{e}");
+    assert!(st.to_vec(&y).unwrap().iter().all(|&v| v == 7.0));
+}

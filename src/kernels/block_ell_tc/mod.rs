@@ -43,11 +43,17 @@
 //! resp. 4 or 8) divide it, so a `k16` instruction on a width-8 SM is two
 //! chained blocks, low `k` first. Operands are bf16/f16 bits, or
 //! `cvt.rna.tf32.f32` of the f32 input.
-//! * **Forward** `y[n][r·B+i]`: `acc = +0.0`; for slots `k = 0..K`
-//!   ascending, skipping empty ones, with `c = col[r,k]`, for chunks `j0 =
-//!   0, q, 2q, …` ascending (`q` the chunk size): `acc = tc(acc, (values[r,
-//!   k, i, j0+e], x[n][c·B+j0+e]) for e in 0..q)`; then, with a bias, `acc
-//!   = add.rn(acc, bias[r·B+i])`.
+//! * **Forward** `y[n][r·B+i]`: `acc = +0.0`; for the filled slots `k` of
+//!   row `r` in ascending **(input block `c = col[r,k]`, slot `k`)** order
+//!   ([`host::row_order`]; empty slots skipped), for chunks `j0 = 0, q, 2q,
+//!   …` ascending (`q` the chunk size): `acc = tc(acc, (values[r, k, i,
+//!   j0+e], x[n][c·B+j0+e]) for e in 0..q)`; then, with a bias, `acc =
+//!   add.rn(acc, bias[r·B+i])`. For a row that lists its blocks ascending
+//!   (what [`from_dense`](super::block_ell::from_dense) and the topology
+//!   tools build) this is slot order; a row may hold its blocks in any
+//!   slots and gets the same bits ([`validate_col`] refuses a block twice
+//!   in one row, so the slot never breaks a tie). (Until the grouped
+//!   kernels the order was the slots'.)
 //! * **Grad-input** `gx[n][c·B+j]`: `acc = +0.0`; for each entry `(r,k)`
 //!   of column block `c` in the [`TransposedIndex`] (ascending), for chunks
 //!   `i0` ascending: `acc = tc(acc, (values[r,k,i0+e,j], gy[n][r·B+i0+e]) for
@@ -87,12 +93,16 @@
 //! SM, not the module's `.target`.
 //!
 //! # Speed
-//! The forward and grad-input kernels stage a CTA tile of many tokens ×
-//! the block's `B` features through shared memory: `cp.async`
-//! double-buffered copies of the input tile and the values block (one
-//! commit group per slot), `ldmatrix` fragments, warp tiles of several
-//! MMAs and vectorised stores ([`ptx::tiled`]); the modeled figures are in
-//! `docs/perf.md` ("Tensor-core block-ELL"). Grad-values is staged the
+//! The forward kernels and the bf16/f16 grad-input kernels compute a CTA
+//! tile of many tokens × the `G·B` features of `G` output blocks
+//! ([`ptx::grouped`]): each input block's tile is staged once for all `G`
+//! (the union of their entries, merged in the contract's order), with the
+//! values block of every output block that has an entry on it —
+//! `cp.async` double-buffered copies into dynamic shared memory, `ldmatrix`
+//! fragments, warp tiles of several MMAs, vectorised stores. tf32
+//! grad-input stages one output block's `B` features a CTA
+//! ([`ptx::tiled`]). The modeled figures are in `docs/perf.md`
+//! ("Tensor-core block-ELL"). Grad-values is staged the
 //! same way, one CTA a group of consecutive slots of one block row over
 //! double-buffered token tiles of `gy` (staged once for the group) and `x`
 //! (one a slot) ([`ptx::tiled_values`]). Staging changes no bit: each output element's chain of `mma.sync`

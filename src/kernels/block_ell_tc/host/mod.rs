@@ -253,6 +253,17 @@ fn tc(fma: &BlockFma, acc: f32, pairs: impl Iterator<Item = (u32, u32)>) -> f32 
     fma.dot(acc, pairs)
 }
 
+/// Row `r`'s filled slots in the forward pass's order: `(c, s)` (input
+/// block, global slot `s = r·K + k`) ascending by input block, then slot
+/// (see the [contract](super)).
+pub fn row_order(col: &[i32], r: usize, k: usize) -> Vec<(usize, usize)> {
+    let mut e: Vec<(usize, usize)> = (r * k..(r + 1) * k)
+        .filter_map(|s| slot_col(col, s).map(|c| (c, s)))
+        .collect();
+    e.sort_unstable();
+    e
+}
+
 /// The forward pass `y = x·Wᵀ (+ bias)` on `sm`'s tensor cores, `y` of
 /// `[N, R·B]` (see the [contract](super)).
 ///
@@ -287,15 +298,14 @@ pub fn forward<T: TcElem>(
         check::len("block_ell_tc", "bias", bias.len(), fout, "R·B")?;
     }
     let (b, kn, q) = (dims.b(), dims.k(), prec.chunk());
+    let order: Vec<Vec<(usize, usize)>> = (0..dims.r()).map(|r| row_order(col, r, kn)).collect();
     let mut y = vec![0.0f32; y_len];
     for row in 0..n {
         let xr = &x[row * fin..(row + 1) * fin];
         for r in 0..dims.r() {
             for i in 0..b {
                 let mut acc = 0.0f32;
-                for k in 0..kn {
-                    let s = r * kn + k;
-                    let Some(c) = slot_col(col, s) else { continue };
+                for &(c, s) in &order[r] {
                     let w = &values[(s * b + i) * b..(s * b + i + 1) * b];
                     let xs = &xr[c * b..(c + 1) * b];
                     for j0 in (0..b).step_by(q) {

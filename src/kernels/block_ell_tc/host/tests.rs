@@ -98,3 +98,53 @@ fn requests_are_checked() {
     .unwrap_err();
     assert!(e.to_string().contains("x has 16 elements"), "{e}");
 }
+
+/// The forward pass takes a row's entries by (input block, slot): for the
+/// rows the topology tools build (blocks ascending) that is slot order, so
+/// those topologies keep their bits; a row's distinct blocks may sit in
+/// any slots (the same products, the same order).
+#[test]
+fn forward_order_is_by_input_block_then_slot() {
+    use crate::kernels::block_ell::from_dense;
+    let (r, c, b) = (3, 4, 16);
+    let mask = [
+        true, false, true, true, false, false, false, false, true, true, true, true,
+    ];
+    let dense: Vec<f32> = (0..r * b * c * b).map(|i| (i % 7) as f32).collect();
+    let ell = from_dense(r, c, b, &dense, &mask).unwrap();
+    let k = ell.dims.k();
+    for row in 0..r {
+        let slots: Vec<usize> = row_order(&ell.col, row, k).iter().map(|e| e.1).collect();
+        let filled: Vec<usize> = (row * k..(row + 1) * k)
+            .filter(|&s| ell.col[s] >= 0)
+            .collect();
+        assert_eq!(slots, filled, "row {row}");
+    }
+    // unsorted, with an empty slot
+    assert_eq!(row_order(&[3, -1, 0, 1], 0, 4), [(0, 2), (1, 3), (3, 0)]);
+    // a permuted row gives the same bits (values permuted with it)
+    let dims = Dims::new(1, 3, 3, b).unwrap();
+    let mut g = 1u32;
+    let mut next = || {
+        g = g.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+        let e = (g >> 27) as i32 - 16;
+        f32::from_bits(g >> 9 | 0x3F80_0000) * 2f32.powi(e) - 1.0
+    };
+    let v: Vec<f32> = (0..dims.values_len()).map(|_| next()).collect();
+    let x: Vec<f32> = (0..2 * dims.in_features()).map(|_| next()).collect();
+    let (v, x) = (to_bf16(&v), to_bf16(&x));
+    let bb = b * b;
+    let perm = [2usize, 0, 1];
+    let pcol: Vec<i32> = perm.iter().map(|&s| [0, 1, 2][s]).collect();
+    let pv: Vec<u16> = perm
+        .iter()
+        .flat_map(|&s| v[s * bb..(s + 1) * bb].to_vec())
+        .collect();
+    for sm in [Sm::Sm80, Sm::Sm90] {
+        let p = TcPrecision::Bf16;
+        let a = forward(sm, p, &dims, 2, &x, &v, &[0, 1, 2], None).unwrap();
+        let z = forward(sm, p, &dims, 2, &x, &pv, &pcol, None).unwrap();
+        let bits = |y: &[f32]| y.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&a), bits(&z), "{sm}");
+    }
+}

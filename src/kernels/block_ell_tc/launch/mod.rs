@@ -13,7 +13,7 @@
 use super::host::{self, TcElem, TcOutElem, TcOutput, TcPrecision};
 use super::ptx::{
     ForwardArgs, GradInputArgs, GradValuesArgs, THREADS, generate_forward, generate_grad_input,
-    generate_grad_values, tile, values_tile,
+    generate_grad_values, group_tile, grouped, tile, values_tile,
 };
 use crate::dsl::params::{DevPtr, KernelParams};
 use crate::dsl::types::U32;
@@ -54,6 +54,26 @@ fn operand_ptr<T: TcElem>(st: &Stream, what: &str, v: &impl AsDevice<T>) -> Resu
 fn cta_config(st: &Stream, tiles: usize) -> LaunchConfig {
     let mp = st.context().multiprocessor_count();
     LaunchConfig::linear(grid::ctas(tiles as u64, 1, mp, 8), THREADS)
+}
+
+/// The launch of a grouped kernel ([`grouped`]): `tiles` CTA tiles, at
+/// most 2 CTAs per SM, [`grouped::THREADS`] threads and `smem` bytes of
+/// dynamic shared memory, checked against what `stream`'s device lets a
+/// block opt in to.
+fn group_config(st: &Stream, tiles: usize, smem: u64) -> Result<LaunchConfig> {
+    let sm = st.context().sm();
+    let max = sm.info().max_smem_per_block_optin;
+    if smem > u64::from(max) {
+        return Err(crate::error::Error::invalid(format!(
+            "{FAMILY}: the grouped kernel's staging and schedule need {smem} bytes of shared \
+             memory per block, {sm} allows {max} (the forward pass's schedule takes 8·G·K bytes: \
+             fewer slots per row)"
+        )));
+    }
+    let mp = st.context().multiprocessor_count();
+    let mut cfg = LaunchConfig::linear(grid::ctas(tiles as u64, 1, mp, 2), grouped::THREADS);
+    cfg.dynamic_smem_bytes = smem as u32;
+    Ok(cfg)
 }
 
 fn tiles(what: &str, factors: &[usize]) -> Result<usize> {
@@ -124,8 +144,17 @@ pub fn forward_dev<T: TcElem, O: TcOutElem>(
         check::len(FAMILY, "bias", b.len(), d.out_features(), "R·B")?;
     }
     let bias = bias.map(|b| stream.arg("bias", &b)).transpose()?;
-    let tokens = tile(prec, bsize(&d)).tokens as usize;
-    let count = tiles("R × token tiles", &[d.r(), n.div_ceil(tokens)])?;
+    let sm = stream.context().sm();
+    let gt = group_tile(prec, bsize(&d), sm);
+    let count = tiles(
+        "R / G × token tiles",
+        &[
+            d.r().div_ceil(gt.g as usize),
+            n.div_ceil(gt.tokens as usize),
+        ],
+    )?;
+    let smem = grouped::smem_bytes(prec, bsize(&d), sm, Some(d.k() as u32));
+    let cfg = group_config(stream, count, smem)?;
     let xp = operand_ptr(stream, "x", x)?;
     let vp = operand_ptr(stream, "values", values)?;
     let yp = stream.arg_mut("y", y)?.addr;
@@ -146,8 +175,8 @@ pub fn forward_dev<T: TcElem, O: TcOutElem>(
         has_bias: u32::from(bias.is_some()),
         out_bf16: u32::from(out == TcOutput::Bf16),
     };
-    let m = memo!(generate_forward, stream.context().sm(), prec, bsize(&d))?;
-    stream.launch(m, cta_config(stream, count), &args.args())
+    let m = memo!(generate_forward, sm, prec, bsize(&d))?;
+    stream.launch(m, cfg, &args.args())
 }
 
 /// `gx` (`[N, C·B]` of output type `out` as `O`, as [`forward_dev`]'s
@@ -188,14 +217,32 @@ pub fn grad_input_dev<T: TcElem, O: TcOutElem>(
         "N × C·B",
     )?;
     values_len(&d, values.as_device().len())?;
-    let tokens = tile(prec, bsize(&d)).tokens as usize;
-    let count = tiles("C × token tiles", &[d.c(), n.div_ceil(tokens)])?;
+    // bf16/f16: the grouped kernel; tf32: one column block a CTA
+    let sm = stream.context().sm();
+    let cfg = if prec == TcPrecision::Tf32 {
+        let tokens = tile(prec, bsize(&d)).tokens as usize;
+        let count = tiles("C × token tiles", &[d.c(), n.div_ceil(tokens)])?;
+        (count > 0).then(|| cta_config(stream, count))
+    } else {
+        let gt = group_tile(prec, bsize(&d), sm);
+        let count = tiles(
+            "C / G × token tiles",
+            &[
+                d.c().div_ceil(gt.g as usize),
+                n.div_ceil(gt.tokens as usize),
+            ],
+        )?;
+        let smem = grouped::smem_bytes(prec, bsize(&d), sm, None);
+        (count > 0)
+            .then(|| group_config(stream, count, smem))
+            .transpose()?
+    };
     let gyp = operand_ptr(stream, "gy", gy)?;
     let vp = operand_ptr(stream, "values", values)?;
     let gxp = DevPtr::new(stream.arg_mut("gx", gx)?.addr);
-    if count == 0 {
+    let Some(cfg) = cfg else {
         return Ok(());
-    }
+    };
     let (offsets, slots) = topo.index();
     let args = GradInputArgs {
         gy: gyp,
@@ -209,8 +256,8 @@ pub fn grad_input_dev<T: TcElem, O: TcOutElem>(
         k: d.k() as u32,
         out_bf16: u32::from(out == TcOutput::Bf16),
     };
-    let m = memo!(generate_grad_input, stream.context().sm(), prec, bsize(&d))?;
-    stream.launch(m, cta_config(stream, count), &args.args())
+    let m = memo!(generate_grad_input, sm, prec, bsize(&d))?;
+    stream.launch(m, cfg, &args.args())
 }
 
 /// `gv` (`[R, K, B, B]` f32), the gradient with respect to `values` given

@@ -7,8 +7,8 @@
 //!
 //! | kernel | unit of work | reduction (K of the MMA) |
 //! |---|---|---|
-//! | `block_ell_tc_forward_{p}_b{B}` | a CTA tile of [`tile`]`(p, B).tokens` rows `n` × the `B` outputs of block row `r` ([`tiled`]: `cp.async` staging, `ldmatrix`) | slots `k` ascending (empty ones skipped, CTA-uniform), `j` in chunks |
-//! | `block_ell_tc_grad_input_{p}_b{B}` | a CTA tile of rows `n` × the `B` inputs of column block `c` ([`tiled`]) | the transposed index's slots ascending, `i` in chunks |
+//! | `block_ell_tc_forward_{p}_b{B}` | a CTA tile of [`group_tile`]`(p, B, sm).tokens` rows `n` × the `G·B` outputs of block rows `r0 .. r0+G` ([`grouped`]: each input block staged once for the group, `cp.async`, `ldmatrix`) | each row's slots by (input block, slot) ascending (empty ones skipped), `j` in chunks |
+//! | `block_ell_tc_grad_input_{p}_b{B}` | bf16/f16: a CTA tile of rows `n` × the `G·B` inputs of column blocks `c0 .. c0+G` ([`grouped`]); tf32: rows `n` × the `B` inputs of column block `c` ([`tiled`]) | the transposed index's slots ascending, `i` in chunks |
 //! | `block_ell_tc_grad_values_{p}_b{B}` | the `B × B` blocks of a group of consecutive slots of one block row ([`tiled_values`]: `cp.async` token tiles of `gy`, once for the group, and of `x`, one a slot; `ldmatrix.trans`) | rows `n` in chunks within each 256-row N-chunk; partials joined by `add.rn` in ascending order in registers |
 //!
 //! Every kernel stages its operands in shared memory (see [`tiled`] and
@@ -25,9 +25,11 @@ use crate::target::{Feature, Sm};
 
 use super::host::{TC_BLOCK_SIZES, TcPrecision};
 
+pub mod grouped;
 mod shape;
 pub mod tiled;
 pub mod tiled_values;
+pub use grouped::{GroupTile, group_tile};
 pub use tiled::{Tile, tile};
 pub use tiled_values::{ValuesTile, values_tile};
 
@@ -122,9 +124,9 @@ fn name(kernel: &str, prec: TcPrecision, bs: u32) -> String {
 pub fn generate_forward(sm: Sm, prec: TcPrecision, bs: u32) -> Result<PtxModule> {
     check(sm, bs)?;
     match prec {
-        TcPrecision::Bf16 => tiled::forward::<Bf16x2>(sm, prec, bs),
-        TcPrecision::F16 => tiled::forward::<F16x2>(sm, prec, bs),
-        TcPrecision::Tf32 => tiled::forward::<Tf32>(sm, prec, bs),
+        TcPrecision::Bf16 => grouped::forward::<Bf16x2>(sm, prec, bs),
+        TcPrecision::F16 => grouped::forward::<F16x2>(sm, prec, bs),
+        TcPrecision::Tf32 => grouped::forward::<Tf32>(sm, prec, bs),
     }
 }
 
@@ -135,8 +137,8 @@ pub fn generate_forward(sm: Sm, prec: TcPrecision, bs: u32) -> Result<PtxModule>
 pub fn generate_grad_input(sm: Sm, prec: TcPrecision, bs: u32) -> Result<PtxModule> {
     check(sm, bs)?;
     match prec {
-        TcPrecision::Bf16 => tiled::grad_input::<Bf16x2>(sm, prec, bs),
-        TcPrecision::F16 => tiled::grad_input::<F16x2>(sm, prec, bs),
+        TcPrecision::Bf16 => grouped::grad_input::<Bf16x2>(sm, prec, bs),
+        TcPrecision::F16 => grouped::grad_input::<F16x2>(sm, prec, bs),
         TcPrecision::Tf32 => tiled::grad_input::<Tf32>(sm, prec, bs),
     }
 }

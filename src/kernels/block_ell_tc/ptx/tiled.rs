@@ -1,8 +1,9 @@
-//! The staged forward and grad-input kernels (issue 31, speed step): one
-//! CTA computes a tile of [`Tile::tokens`] rows of `N` × the `B` output
-//! features of one output block (block row `r` for the forward pass,
-//! column block `c` for grad-input), over that block's entries in the
-//! contract's order.
+//! The one-block staged kernel (issue 31, speed step), now the tf32
+//! grad-input kernel only (the forward kernels and bf16/f16 grad-input
+//! are [`super::grouped`]), and the fragment helpers the other kernels
+//! share: one CTA computes a tile of [`Tile::tokens`] rows of `N` × the
+//! `B` output features of one output block (column block `c`), over that
+//! block's entries in the contract's order.
 //!
 //! # Data movement
 //! Per entry (a slot of row `r`, or an entry of column `c` in the
@@ -69,7 +70,7 @@ use crate::tensor_core::InputFormat;
 
 use super::super::host::TcPrecision;
 use super::shape::Shape;
-use super::{ForwardArgs, GradInputArgs, THREADS, WARPS, builder, mma_into, name};
+use super::{GradInputArgs, THREADS, WARPS, builder, mma_into, name};
 
 /// The CTA tile of the staged forward and grad-input kernels of one
 /// precision and block size (see the [module docs](self)).
@@ -82,7 +83,8 @@ pub struct Tile {
     pub warps_tok: u32,
 }
 
-/// The tile of precision `prec` at block size `bs` (16, 32 or 64): as many
+/// The tile of the one-block kernel (tf32 grad-input; also the grad-values
+/// kernels' reference) of precision `prec` at block size `bs` (16, 32 or 64): as many
 /// tokens as the double-buffered staging fits in 48 KiB of static shared
 /// memory.
 pub fn tile(prec: TcPrecision, bs: u32) -> Tile {
@@ -137,29 +139,6 @@ trait Entries {
     fn range(&self, b: &mut KernelBuilder, o: Reg<U32>) -> (Reg<U32>, Reg<U32>);
     /// Entry `i` of output block `o`.
     fn entry(&self, b: &mut KernelBuilder, o: Reg<U32>, i: Reg<U32>) -> Entry;
-}
-
-/// Forward: the slots `k = 0..K` of row `o`, empty ones skipped.
-struct Slots {
-    col: GlobalPtr<crate::dsl::types::S32>,
-    k: Reg<U32>,
-}
-
-impl Entries for Slots {
-    fn range(&self, b: &mut KernelBuilder, _o: Reg<U32>) -> (Reg<U32>, Reg<U32>) {
-        (b.mov(0u32), self.k)
-    }
-    fn entry(&self, b: &mut KernelBuilder, o: Reg<U32>, i: Reg<U32>) -> Entry {
-        let slot = b.mad_lo(o, self.k, i);
-        let cp = b.offset(self.col, slot);
-        let cs = b.ld_global(cp, 0);
-        let live = b.setp(Cmp::Ge, cs, 0i32);
-        Entry {
-            slot,
-            block: b.s32_as_u32(cs),
-            live: Some(live),
-        }
-    }
 }
 
 /// Grad-input: the transposed index's entries of column block `o`.
@@ -669,35 +648,6 @@ fn kernel<T: MmaInput>(
         );
     });
     b.finish()
-}
-
-/// `block_ell_tc_forward_{p}_b{B}`, staged (see the [module docs](self)).
-pub(super) fn forward<T: MmaInput>(
-    sm: crate::target::Sm,
-    prec: TcPrecision,
-    bs: u32,
-) -> Result<PtxModule> {
-    let sh = shape::<T>(prec, bs, false);
-    let mut b = builder(&name("forward", prec, bs), sm);
-    let p = b.params::<ForwardArgs>();
-    let in_width = b.shl(p.c, log2(bs));
-    let out_width = b.shl(p.r, log2(bs));
-    let io = Io {
-        input: p.x.addr(),
-        values: p.values.addr(),
-        out: p.y.addr(),
-        n: p.n,
-        in_width,
-        out_width,
-        blocks: p.r,
-        out_bf16: p.out_bf16,
-    };
-    let slots = Slots { col: p.col, k: p.k };
-    let bias = Bias {
-        ptr: p.bias,
-        on: p.has_bias,
-    };
-    kernel::<T>(b, &sh, &io, &slots, Some(&bias))
 }
 
 /// `block_ell_tc_grad_input_{p}_b{B}`, staged (see the [module docs](self)).

@@ -141,6 +141,37 @@ fn run(st: &Stream, s: &Shape, dry: bool, call: (Op, TcPrecision, TcOutput)) -> 
     }
 }
 
+/// The grouped kernels' steps and entries per token tile at shape `s`
+/// with `g` output blocks a CTA: per group of `g` block rows (forward) or
+/// column blocks (`transposed`, grad-input), the number of distinct
+/// input blocks its entries use (one staged input tile each) and its
+/// entries, summed over the groups, on the problem's topology.
+pub fn group_steps(s: &Shape, g: usize, transposed: bool) -> (usize, usize) {
+    let (r, c, k) = (s[0], s[1], s[2]);
+    let col = topology(r, c, k, s[3]);
+    // (output block, input block) of every entry
+    let pairs: Vec<(usize, usize)> = (0..r * k)
+        .filter(|&e| col[e] >= 0)
+        .map(|e| {
+            let (row, cb) = (e / k, col[e] as usize);
+            if transposed { (cb, row) } else { (row, cb) }
+        })
+        .collect();
+    let blocks = if transposed { c } else { r };
+    let (mut steps, entries) = (0, pairs.len());
+    for g0 in (0..blocks).step_by(g.max(1)) {
+        let mut used: Vec<usize> = pairs
+            .iter()
+            .filter(|(o, _)| (g0..g0 + g).contains(o))
+            .map(|p| p.1)
+            .collect();
+        used.sort_unstable();
+        used.dedup();
+        steps += used.len();
+    }
+    (steps, entries)
+}
+
 /// Non-empty slots.
 fn nnz(s: &Shape) -> usize {
     s[0] * s[3]
@@ -174,24 +205,51 @@ fn problem_out(op: Op, p: TcPrecision, b: usize, pct: usize, o: TcOutput) -> Pro
     };
     let kernel = format!("block_ell_tc_{kernel}_{p}_b{b}");
     let e = elem(p);
-    // The grid-stride unit: a CTA tile of `tokens` rows of N × one output
-    // block (forward, grad-input), a group of `g` slots of a row
-    // (grad-values, over token tiles of `vt` rows).
+    // The grid-stride unit: a CTA tile of `tokens` rows of N × `G` output
+    // blocks (forward; grad-input bf16/f16), one output block (tf32
+    // grad-input), a group of `g` slots of a row (grad-values, over token
+    // tiles of `vt` rows).
     let tokens = tc::ptx::tile(p, b as u32).tokens as usize;
     let vtile = tc::ptx::values_tile(p, b as u32);
     let (vt, g) = (vtile.tokens as usize, vtile.slots as usize);
+    let grouped_gi = p != TcPrecision::Tf32;
     let (samples, capped, check, basis): (Vec<Shape>, Shape, Shape, Box<BasisFn>) = match op {
+        // per CTA tile: the ranking (G·K entries × K), and per token tile
+        // the steps (the union of the group's input blocks) and the
+        // entries
         Op::Forward => (
             vec![
                 vec![1, 64, 8, 8, b, 16],
-                vec![1, 64, 8, 4, b, 16],
                 vec![1, 64, 16, 8, b, 16],
+                vec![1, 64, 12, 4, b, 16],
+                vec![4, 16, 8, 8, b, 16],
+                vec![1, 64, 8, 4, b, 150],
             ],
-            vec![2, 64, 8, 8, b, 256],
-            vec![2, 64, 8, 6, b, 32],
-            Box::new(move |s, _, _| {
-                let t = f(s[0] * s[5].div_ceil(tokens));
-                vec![t, t * f(s[2]), t * f(s[3])]
+            vec![4, 16, 8, 8, b, 640],
+            vec![3, 16, 8, 6, b, 40],
+            Box::new(move |s, sm, _| {
+                let gt = tc::ptx::group_tile(p, b as u32, sm);
+                let (g, tt) = (gt.g as usize, s[5].div_ceil(gt.tokens as usize));
+                let t = f(s[0].div_ceil(g) * tt);
+                let k = f(s[2]);
+                let (u, e) = group_steps(s, g, false);
+                vec![t, t * k, t * k * k, f(tt * u), f(tt * e)]
+            }),
+        ),
+        Op::GradInput if grouped_gi => (
+            vec![
+                vec![8, 8, 4, 4, b, 16],
+                vec![8, 8, 8, 8, b, 16],
+                vec![4, 8, 4, 4, b, 16],
+            ],
+            vec![8, 8, 4, 4, b, 640],
+            vec![8, 8, 8, 4, b, 32],
+            Box::new(move |s, sm, _| {
+                let gt = tc::ptx::group_tile(p, b as u32, sm);
+                let (g, tt) = (gt.g as usize, s[5].div_ceil(gt.tokens as usize));
+                let t = f(s[1].div_ceil(g) * tt);
+                let (u, e) = group_steps(s, g, true);
+                vec![t, f(tt * u), f(tt * e)]
             }),
         ),
         Op::GradInput => (

@@ -1,0 +1,848 @@
+//! The grouped forward and grad-input kernels (issue 31, the L2 step):
+//! one CTA computes a tile of [`GroupTile::tokens`] rows of `N` × the
+//! `G·B` output features of [`GroupTile::g`] consecutive output blocks
+//! (block rows `r0 .. r0+G` forward, column blocks `c0 .. c0+G`
+//! grad-input), staging each input block's tile **once** for all `G`
+//! output blocks.
+//!
+//! # Schedule
+//! Each of the `G` output blocks has a list of entries sorted ascending by
+//! (input block, slot):
+//! * **forward**: row `r`'s slots, ranked at the start of the CTA tile in
+//!   shared memory (each thread ranks entries `(g, k)` against the row's
+//!   other slots: key `col[r,k]` as `u32`, so empty slots, `−1`, sort last
+//!   and are never taken; ties by slot), `G·K` keys and global slot indices;
+//! * **grad-input**: column block `c`'s entries of the transposed index,
+//!   which are ascending by slot `s = r·K + k`, i.e. by (row block, slot),
+//!   read from global memory.
+//!
+//! A step takes the smallest head key `m` over the `G` lists; every list
+//! whose head has key `m` takes that entry (one per output block), the
+//! others wait. So each output block sees its entries in its list's order
+//! (the contract's), and a duplicate of a block in one row takes a second
+//! step on the same input block. Per step the CTA stages the input tile of
+//! block `m` (`tokens × B`, `x[n][m·B..]` or `gy[n][m·B..]`) and the values
+//! block of each taking entry, `cp.async.cg`, double buffered (the next
+//! step's copies are issued before the current step's MMAs, one commit
+//! group a step).
+//!
+//! # Warps
+//! [`THREADS`] threads, 8 warps: `warps_tok` along the tokens, the others
+//! along the `G·B` features, so a warp tile is `wm × wn`; a warp's
+//! features cover whole output blocks (`wn ≥ B`, one sub-tile a block) or
+//! part of one (`wn < B`). A warp runs the MMAs of a sub-tile only when its
+//! output block takes an entry this step (a warp-uniform branch).
+//! Fragments and MMA orientation are those of [`super::tiled`]; tf32
+//! operands (forward only: tf32 grad-input keeps [`super::tiled`]'s
+//! kernel) are converted per fragment with `cvt.rna.tf32.f32`.
+//!
+//! Shared memory is dynamic (`extern .shared`): two input tiles, two sets
+//! of `G` values blocks, and (forward) the `G·K` schedule; its size is
+//! [`smem_bytes`].
+
+use crate::dsl::types::{F32, MmaInput, Pred, Reg, S32, U32, U64};
+use crate::dsl::{Cmp, FragA, FragB, FragC, GlobalPtr, KernelBuilder, PtxModule, Rounding};
+use crate::error::Result;
+use crate::target::Sm;
+use crate::tensor_core::InputFormat;
+
+use super::super::host::TcPrecision;
+use super::shape::Shape;
+use super::tiled::{gptr, ldsm4, log2, sptr};
+use super::{ForwardArgs, GradInputArgs, mma_into, name};
+
+/// Threads per CTA of the grouped kernels (8 warps).
+pub const THREADS: u32 = 256;
+const WARPS: u32 = THREADS / 32;
+/// No entry (a slot index no topology reaches: `R·K·B·B ≤ u32::MAX`).
+const NONE: u32 = u32::MAX;
+
+/// The CTA tile of a grouped kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GroupTile {
+    /// Output blocks per CTA (`G`).
+    pub g: u32,
+    /// Rows of `N` per CTA tile.
+    pub tokens: u32,
+    /// Warps along the tokens (the others split the `G·B` features).
+    pub warps_tok: u32,
+}
+
+/// Whether `sm` lets a block opt in to at least 160 KiB of shared memory
+/// (sm_80, sm_90, sm_100): the larger tiles.
+fn big(sm: Sm) -> bool {
+    sm.info().max_smem_per_block_optin >= 160 * 1024
+}
+
+/// The tile of the grouped kernels of precision `prec` at block size `bs`
+/// on `sm` (the shared memory a block may opt in to picks between two
+/// sizes for some): `G·B` = 256 features × 128 tokens where it fits (128
+/// f32 accumulators a thread).
+pub fn group_tile(prec: TcPrecision, bs: u32, sm: Sm) -> GroupTile {
+    let t = |g, tokens, warps_tok| GroupTile {
+        g,
+        tokens,
+        warps_tok,
+    };
+    match (prec, bs, big(sm)) {
+        (TcPrecision::Tf32, 16, _) => t(16, 128, 2),
+        (TcPrecision::Tf32, 32, true) => t(8, 128, 2),
+        (TcPrecision::Tf32, 32, false) => t(4, 128, 2),
+        (TcPrecision::Tf32, _, true) => t(2, 64, 2),
+        (TcPrecision::Tf32, _, false) => t(1, 64, 2),
+        (_, 16, _) => t(16, 128, 2),
+        (_, 32, _) => t(8, 128, 2),
+        (_, _, true) => t(4, 128, 2),
+        (_, _, false) => t(4, 64, 1),
+    }
+}
+
+/// The shape of a grouped kernel.
+fn shape<T: MmaInput>(prec: TcPrecision, bs: u32, sm: Sm, trans: bool) -> (Shape, GroupTile) {
+    let t = group_tile(prec, bs, sm);
+    let warp = (t.tokens / t.warps_tok, t.g * bs / (WARPS / t.warps_tok));
+    (Shape::new::<T>(prec, bs, 16, t.tokens, warp, trans), t)
+}
+
+/// Bytes of dynamic shared memory of a grouped kernel: two input tiles,
+/// two sets of `G` values blocks, and for the forward pass (`k` slots a
+/// row) the schedule (`G·K` keys and slots).
+pub fn smem_bytes(prec: TcPrecision, bs: u32, sm: Sm, forward_k: Option<u32>) -> u64 {
+    let e = if prec == TcPrecision::Tf32 { 4 } else { 2 };
+    let pitch = u64::from(bs * e + 16);
+    let t = group_tile(prec, bs, sm);
+    let stages = 2 * u64::from(t.tokens) * pitch + 2 * u64::from(t.g * bs) * pitch;
+    stages + forward_k.map_or(0, |k| 8 * u64::from(t.g) * u64::from(k))
+}
+
+/// The kernel's operands.
+struct Io {
+    input: Reg<U64>,
+    values: Reg<U64>,
+    out: Reg<U64>,
+    n: Reg<U32>,
+    in_width: Reg<U32>,
+    out_width: Reg<U32>,
+    /// output blocks (`R` forward, `C` grad-input)
+    blocks: Reg<U32>,
+    out_bf16: Reg<U32>,
+}
+
+/// The `G` sorted entry lists of a CTA tile.
+trait Lists {
+    /// Set up the lists of output blocks `o0 .. o0+G` (the forward pass
+    /// ranks into shared memory; ends with `bar.sync`).
+    fn prepare(&self, b: &mut KernelBuilder, o0: Reg<U32>) -> Vec<Reg<U32>>;
+    /// The head of list `g` at position `p`: its key (`NONE` past the
+    /// end) and global slot.
+    fn head(
+        &self,
+        b: &mut KernelBuilder,
+        ctx: &[Reg<U32>],
+        g: u32,
+        p: Reg<U32>,
+    ) -> (Reg<U32>, Reg<U32>);
+}
+
+/// Forward: row `r`'s slots ranked by (`col` as u32, slot) into shared
+/// memory.
+struct RowLists {
+    col: GlobalPtr<S32>,
+    k: Reg<U32>,
+    r: Reg<U32>,
+    g: u32,
+    /// shared addresses of the keys and the slots (`G·K` u32 each)
+    keys: Reg<U32>,
+    slots: Reg<U32>,
+    tid: Reg<U32>,
+}
+
+impl RowLists {
+    /// The key of slot `k` of row `row` (`NONE` for a row past `R`).
+    fn key(&self, b: &mut KernelBuilder, row: Reg<U32>, k: Reg<U32>) -> Reg<U32> {
+        let v = b.var::<U32>(NONE);
+        let inside = b.setp(Cmp::Lt, row, self.r);
+        b.if_(inside, |b| {
+            let s = b.mad_lo(row, self.k, k);
+            let p = b.offset(self.col, s);
+            let c = b.ld_global(p, 0);
+            let c = b.s32_as_u32(c);
+            b.set(&v, c);
+        });
+        b.get(&v)
+    }
+}
+
+impl Lists for RowLists {
+    fn prepare(&self, b: &mut KernelBuilder, o0: Reg<U32>) -> Vec<Reg<U32>> {
+        // the previous tile's readers are done
+        b.bar_sync();
+        let total = b.mul_lo(self.k, self.g);
+        b.for_range(self.tid, total, THREADS, |b, e| {
+            let g = b.div(e, self.k);
+            let k = b.rem(e, self.k);
+            let row = b.add(o0, g);
+            let key = self.key(b, row, k);
+            let rank = b.var::<U32>(0u32);
+            b.for_range(0u32, self.k, 1u32, |b, k2| {
+                let key2 = self.key(b, row, k2);
+                let lt = b.setp(Cmp::Lt, key2, key);
+                let eq = b.setp(Cmp::Eq, key2, key);
+                let before = b.setp(Cmp::Lt, k2, k);
+                let tie = b.pand(eq, before);
+                let less = b.por(lt, tie);
+                let one = b.selp(less, 1u32, 0u32);
+                let r0 = b.get(&rank);
+                let r1 = b.add(r0, one);
+                b.set(&rank, r1);
+            });
+            let r = b.get(&rank);
+            let at = b.mad_lo(g, self.k, r);
+            let kp = b.mad_lo(at, 4u32, self.keys);
+            b.st_shared(sptr::<U32>(kp), 0, key);
+            let s = b.mad_lo(row, self.k, k);
+            let sp = b.mad_lo(at, 4u32, self.slots);
+            b.st_shared(sptr::<U32>(sp), 0, s);
+        });
+        b.bar_sync();
+        Vec::new()
+    }
+    fn head(
+        &self,
+        b: &mut KernelBuilder,
+        _ctx: &[Reg<U32>],
+        g: u32,
+        p: Reg<U32>,
+    ) -> (Reg<U32>, Reg<U32>) {
+        // clamp to the row (a position past it reads its last entry,
+        // whose key is then replaced by NONE)
+        let last = b.sub(self.k, 1u32);
+        let pc = b.min(p, last);
+        let base = b.mul_lo(self.k, g);
+        let at = b.add(base, pc);
+        let kp = b.mad_lo(at, 4u32, self.keys);
+        let key = b.ld_shared(sptr::<U32>(kp), 0);
+        let sp = b.mad_lo(at, 4u32, self.slots);
+        let slot = b.ld_shared(sptr::<U32>(sp), 0);
+        let inside = b.setp(Cmp::Lt, p, self.k);
+        (b.selp(inside, key, NONE), slot)
+    }
+}
+
+/// Grad-input: column block `c`'s entries of the transposed index (slots
+/// ascending), key `s / K`.
+struct ColLists {
+    offsets: GlobalPtr<U32>,
+    slots: GlobalPtr<U32>,
+    k: Reg<U32>,
+    c: Reg<U32>,
+    g: u32,
+}
+
+impl Lists for ColLists {
+    /// `[lo_g, hi_g)` per column block (empty past `C`).
+    fn prepare(&self, b: &mut KernelBuilder, o0: Reg<U32>) -> Vec<Reg<U32>> {
+        let mut ctx = Vec::new();
+        for g in 0..self.g {
+            let o = b.add(o0, g);
+            let inside = b.setp(Cmp::Lt, o, self.c);
+            let lo = b.var::<U32>(0u32);
+            let hi = b.var::<U32>(0u32);
+            b.if_(inside, |b| {
+                let p = b.offset(self.offsets, o);
+                let l = b.ld_global(p, 0);
+                let h = b.ld_global(p, 1);
+                b.set(&lo, l);
+                b.set(&hi, h);
+            });
+            ctx.push(b.get(&lo));
+            ctx.push(b.get(&hi));
+        }
+        ctx
+    }
+    fn head(
+        &self,
+        b: &mut KernelBuilder,
+        ctx: &[Reg<U32>],
+        g: u32,
+        p: Reg<U32>,
+    ) -> (Reg<U32>, Reg<U32>) {
+        let (lo, hi) = (ctx[2 * g as usize], ctx[2 * g as usize + 1]);
+        let i = b.add(lo, p);
+        let inside = b.setp(Cmp::Lt, i, hi);
+        let key = b.var::<U32>(NONE);
+        let slot = b.var::<U32>(NONE);
+        b.if_(inside, |b| {
+            let sp = b.offset(self.slots, i);
+            let s = b.ld_global(sp, 0);
+            let r = b.div(s, self.k);
+            b.set(&key, r);
+            b.set(&slot, s);
+        });
+        (b.get(&key), b.get(&slot))
+    }
+}
+
+/// One step of the merge: the smallest head key and, per list, the slot
+/// it takes (`NONE` when it waits); advances the cursors.
+fn advance(
+    b: &mut KernelBuilder,
+    lists: &dyn Lists,
+    ctx: &[Reg<U32>],
+    cursors: &[crate::dsl::Var<U32>],
+) -> (Reg<U32>, Vec<Reg<U32>>) {
+    let heads: Vec<(Reg<U32>, Reg<U32>)> = cursors
+        .iter()
+        .enumerate()
+        .map(|(g, c)| {
+            let p = b.get(c);
+            lists.head(b, ctx, g as u32, p)
+        })
+        .collect();
+    let mut m = heads[0].0;
+    for h in &heads[1..] {
+        m = b.min(m, h.0);
+    }
+    let mut taken = Vec::new();
+    for ((key, slot), c) in heads.iter().zip(cursors) {
+        let take = b.setp(Cmp::Eq, *key, m);
+        let live = b.setp(Cmp::Ne, *key, NONE);
+        let take = b.pand(take, live);
+        taken.push(b.selp(take, *slot, NONE));
+        let one = b.selp(take, 1u32, 0u32);
+        let p = b.get(c);
+        let p = b.add(p, one);
+        b.set(c, p);
+    }
+    (m, taken)
+}
+
+/// `slots[g]` for a runtime `g` (a `selp` chain).
+fn pick(b: &mut KernelBuilder, slots: &[Reg<U32>], g: Reg<U32>) -> Reg<U32> {
+    let mut s = slots[0];
+    for (i, &v) in slots.iter().enumerate().skip(1) {
+        let is = b.setp(Cmp::Eq, g, i as u32);
+        s = b.selp(is, v, s);
+    }
+    s
+}
+
+/// Per-thread constants of the staging.
+struct Stage {
+    /// input tile: per copy, the source row's address (plus the thread's
+    /// chunk) and its `src_size` (16, or 0 past `N`)
+    src: Vec<Reg<U64>>,
+    size: Vec<Reg<U32>>,
+    /// the thread's first input-tile destination (buffer 0)
+    xdst: Reg<U32>,
+    /// the values area (buffer 0, block 0), and the thread's copies
+    vs0: Reg<U32>,
+    vcopies: Vec<VCopy>,
+}
+
+/// Issue the copies of a step (input block `m`, the taken slots) into
+/// buffer `buf`.
+#[allow(clippy::too_many_arguments)]
+fn issue(
+    b: &mut KernelBuilder,
+    sh: &Shape,
+    gt: &GroupTile,
+    io: &Io,
+    st: &Stage,
+    m: Reg<U32>,
+    taken: &[Reg<U32>],
+    buf: Reg<U32>,
+) {
+    let cb = b.mul_wide_u32(m, sh.rowb);
+    let xoff = b.mul_lo(buf, sh.buf());
+    let xd = b.add(st.xdst, xoff);
+    let rstep = THREADS / sh.cpr;
+    for (j, (&src, &size)) in st.src.iter().zip(&st.size).enumerate() {
+        let s = b.add(src, cb);
+        let d = b.add(xd, j as u32 * rstep * sh.pitch);
+        b.cp_async_cg(sptr::<U32>(d), gptr(s), Some(size.into()));
+    }
+    // the values blocks: the thread's copies, each from the slot its
+    // block took (none: no copy)
+    let voff = b.mul_lo(buf, gt.g * sh.vbuf());
+    let vbase = b.add(st.vs0, voff);
+    for vc in st.vcopies.iter() {
+        let cands: Vec<Reg<U32>> = vc.cands.clone().map(|i| taken[i]).collect();
+        let slot = match vc.gi {
+            Some(gi) => pick(b, &cands, gi),
+            None => cands[0],
+        };
+        let go = b.setp(Cmp::Ne, slot, NONE);
+        b.if_(go, |b| {
+            let vb = b.mul_wide_u32(slot, sh.bs * sh.rowb);
+            let vb = b.add(vb, io.values);
+            let s = b.add(vb, vc.w16);
+            let d = b.add(vbase, vc.doff);
+            b.cp_async_cg(sptr::<U32>(d), gptr(s), None);
+        });
+    }
+}
+
+/// One of a thread's 16-byte copies of the values blocks, the same every
+/// step: unit `u = tid + j·THREADS` of the `G·B·cpr` units of a step,
+/// block `g = u / (B·cpr)`.
+#[derive(Clone)]
+struct VCopy {
+    /// the blocks the copy may belong to (one, or `THREADS / (B·cpr)`
+    /// consecutive ones, picked by `gi`)
+    cands: std::ops::Range<usize>,
+    gi: Option<Reg<U32>>,
+    /// byte offset in a values block (source), and in a values buffer
+    /// (destination, block `g` included)
+    w16: Reg<U64>,
+    doff: Reg<U32>,
+}
+
+/// The thread's [`VCopy`]s (every layout has `G·B·cpr` a multiple of
+/// [`THREADS`]).
+fn vcopies(b: &mut KernelBuilder, sh: &Shape, gt: &GroupTile, tid: Reg<U32>) -> Vec<VCopy> {
+    let upb = sh.bs * sh.cpr;
+    let total = gt.g * upb;
+    assert!(total.is_multiple_of(THREADS) && THREADS.is_power_of_two());
+    let dest = |b: &mut KernelBuilder, g: Reg<U32>, within: Reg<U32>| {
+        let row = b.shr(within, log2(sh.cpr));
+        let ch = b.and(within, sh.cpr - 1);
+        let d = b.mul_lo(g, sh.vbuf());
+        let d = b.mad_lo(row, sh.pitch, d);
+        let d = b.mad_lo(ch, 16u32, d);
+        let w16 = b.shl(within, 4u32);
+        (b.u32_to_u64(w16), d)
+    };
+    (0..total / THREADS)
+        .map(|j| {
+            if upb >= THREADS {
+                let g = (j * THREADS / upb) as usize;
+                let within = b.add(tid, j * THREADS % upb);
+                let gr = b.mov(g as u32);
+                let (w16, doff) = dest(b, gr, within);
+                VCopy {
+                    cands: g..g + 1,
+                    gi: None,
+                    w16,
+                    doff,
+                }
+            } else {
+                let m = THREADS / upb;
+                let gi = b.shr(tid, log2(upb));
+                let within = b.and(tid, upb - 1);
+                let g = b.add(gi, j * m);
+                let (w16, doff) = dest(b, g, within);
+                let c0 = (j * m) as usize;
+                VCopy {
+                    cands: c0..c0 + m as usize,
+                    gi: Some(gi),
+                    w16,
+                    doff,
+                }
+            }
+        })
+        .collect()
+}
+
+/// A warp's sub-tiles: per output block it touches, the block's index in
+/// the group (runtime) and the fragment columns it owns.
+struct Sub {
+    g: Reg<U32>,
+    nts: std::ops::Range<usize>,
+}
+
+/// The MMAs of one step from buffer `buf`: sub-tile `h` runs when its
+/// output block took an entry (`live[h]`).
+#[allow(clippy::too_many_arguments)]
+fn compute<T: MmaInput>(
+    b: &mut KernelBuilder,
+    sh: &Shape,
+    gt: &GroupTile,
+    a_lane: Reg<U32>,
+    b_lane: Reg<U32>,
+    subs: &[Sub],
+    live: &[Reg<Pred>],
+    acc: &[Vec<FragC>],
+    buf: Reg<U32>,
+) {
+    let xoff = b.mul_lo(buf, sh.buf());
+    let abase = b.add(a_lane, xoff);
+    let voff = b.mul_lo(buf, gt.g * sh.vbuf());
+    let bset = b.add(b_lane, voff);
+    let bbases: Vec<Reg<U32>> = subs
+        .iter()
+        .map(|s| b.mad_lo(s.g, sh.vbuf(), bset))
+        .collect();
+    for kc in 0..sh.chunks() {
+        let frag_a: Vec<FragA<T>> = (0..sh.mt)
+            .map(|mi| {
+                let p = b.add(abase, mi * 16 * sh.pitch + kc * 32);
+                FragA {
+                    regs: ldsm4::<T>(b, p, false),
+                }
+            })
+            .collect();
+        for ((sub, &bb), &lv) in subs.iter().zip(&bbases).zip(live) {
+            b.if_(lv, |b| {
+                let mut frag_b: Vec<FragB<T>> = Vec::new();
+                for np in 0..sub.nts.len() as u32 / 2 {
+                    let off = if sh.trans {
+                        kc * 16 * sh.pitch + np * 16 * sh.e
+                    } else {
+                        np * 16 * sh.pitch + kc * 32
+                    };
+                    let p = b.add(bb, off);
+                    let [r0, r1, r2, r3] = ldsm4::<T>(b, p, sh.trans);
+                    frag_b.push(FragB { regs: [r0, r1] });
+                    frag_b.push(FragB { regs: [r2, r3] });
+                }
+                for (mi, a) in frag_a.iter().enumerate() {
+                    for (bf, ni) in frag_b.iter().zip(sub.nts.clone()) {
+                        mma_into(b, *a, *bf, acc[mi][ni]);
+                    }
+                }
+            });
+        }
+    }
+}
+
+/// Builds a CTA's [`Lists`] from the schedule's shared address and the
+/// thread index.
+type MakeLists = dyn Fn(&mut KernelBuilder, Reg<U32>, Reg<U32>) -> Box<dyn Lists>;
+
+/// The pass-specific epilogue input: the bias of the forward pass.
+struct Bias {
+    ptr: GlobalPtr<F32>,
+    on: Reg<U32>,
+}
+
+#[allow(clippy::too_many_lines)]
+fn kernel<T: MmaInput>(
+    mut b: KernelBuilder,
+    sh: &Shape,
+    gt: &GroupTile,
+    io: &Io,
+    mk_lists: &MakeLists,
+    bias: Option<&Bias>,
+) -> Result<PtxModule> {
+    let smem = b.dynamic_shared::<U32>("smem", 16);
+    let tid = b.tid_x();
+    let lane = b.and(tid, 31u32);
+    let w = b.shr(tid, 5u32);
+    let wtok = b.rem(w, gt.warps_tok);
+    let wfeat = b.div(w, gt.warps_tok);
+    let wt0 = b.mul_lo(wtok, sh.wm);
+    let wf0 = b.mul_lo(wfeat, sh.wn);
+    let g = b.shr(lane, 2u32);
+    let t = b.and(lane, 3u32);
+    let l16 = b.and(lane, 15u32);
+    let l8 = b.and(lane, 7u32);
+    let hi16 = b.shr(lane, 4u32);
+    let mid = b.shr(lane, 3u32);
+    let mid = b.and(mid, 1u32);
+    let xs0 = b.shared_elem(&smem, 0u32).reg;
+    let vs0 = b.add(xs0, 2 * sh.buf());
+    let sched = b.add(vs0, 2 * gt.g * sh.vbuf());
+    // A: row wt0 + lane % 16, 16-byte unit lane / 16
+    let arow = b.add(wt0, l16);
+    let a_lane = b.mad_lo(arow, sh.pitch, xs0);
+    let a_lane = b.mad_lo(hi16, 16u32, a_lane);
+    // the warp's sub-tiles: whole blocks (wn ≥ B) or part of one
+    let fo = if sh.wn >= sh.bs {
+        b.mov(0u32)
+    } else {
+        b.and(wf0, sh.bs - 1)
+    };
+    let b_lane = if sh.trans {
+        let k = b.mad_lo(mid, 8u32, l8);
+        let p = b.mad_lo(k, sh.pitch, vs0);
+        let f = b.mad_lo(hi16, 8u32, fo);
+        b.mad_lo(f, sh.e, p)
+    } else {
+        let f = b.mad_lo(hi16, 8u32, l8);
+        let f = b.add(f, fo);
+        let p = b.mad_lo(f, sh.pitch, vs0);
+        b.mad_lo(mid, 16u32, p)
+    };
+    let g0 = b.shr(wf0, log2(sh.bs));
+    let per = (sh.bs.min(sh.wn) / 8) as usize;
+    let subs: Vec<Sub> = (0..(sh.wn / sh.bs).max(1))
+        .map(|h| Sub {
+            g: b.add(g0, h),
+            nts: h as usize * per..(h as usize + 1) * per,
+        })
+        .collect();
+    // staging: the thread's chunk of a row and first row
+    let ch = b.and(tid, sh.cpr - 1);
+    let row0 = b.shr(tid, log2(sh.cpr));
+    let xdst = b.mad_lo(row0, sh.pitch, xs0);
+    let xdst = b.mad_lo(ch, 16u32, xdst);
+    let ch16 = b.shl(ch, 4u32);
+    let ch16 = b.u32_to_u64(ch16);
+    let last = b.sub(io.n, 1u32);
+    let copies = sh.tokens * sh.cpr / THREADS;
+    let rstep = THREADS / sh.cpr;
+    let ntiles = b.add(io.n, sh.tokens - 1);
+    let ntiles = b.shr(ntiles, log2(sh.tokens));
+    let groups = b.add(io.blocks, gt.g - 1);
+    let groups = b.div(groups, gt.g);
+    let total = b.mul_lo(ntiles, groups);
+    let lists = mk_lists(&mut b, sched, tid);
+    let vcopies = vcopies(&mut b, sh, gt, tid);
+    let first = b.ctaid_x();
+    let step = b.nctaid_x();
+    b.for_range(first, total, step, |b, tile| {
+        let grp = b.rem(tile, groups);
+        let ti = b.div(tile, groups);
+        let o0 = b.mul_lo(grp, gt.g);
+        let n0 = b.shl(ti, log2(sh.tokens));
+        let mut src = Vec::new();
+        let mut size = Vec::new();
+        for j in 0..copies {
+            let r = b.add(n0, row0);
+            let r = b.add(r, j * rstep);
+            let inside = b.setp(Cmp::Lt, r, io.n);
+            size.push(b.selp(inside, 16u32, 0u32));
+            let rc = b.min(r, last);
+            let el = b.mul_wide_u32(rc, io.in_width);
+            let by = b.shl(el, log2(sh.e));
+            let by = b.add(by, ch16);
+            src.push(b.add(by, io.input));
+        }
+        let st = Stage {
+            src,
+            size,
+            xdst,
+            vs0,
+            vcopies: vcopies.clone(),
+        };
+        let acc: Vec<Vec<FragC>> = (0..sh.mt)
+            .map(|_| (0..sh.nt).map(|_| b.frag_c_zero()).collect())
+            .collect();
+        let ctx = lists.prepare(b, o0);
+        let cursors: Vec<_> = (0..gt.g).map(|_| b.var::<U32>(0u32)).collect();
+        // prologue: the first step into buffer 0
+        let (m, taken) = advance(b, &*lists, &ctx, &cursors);
+        let cur_m = b.var::<U32>(m);
+        let cur: Vec<_> = taken.iter().map(|&s| b.var::<U32>(s)).collect();
+        let any = b.setp(Cmp::Ne, m, NONE);
+        b.if_(any, |b| {
+            let zero = b.mov(0u32);
+            issue(b, sh, gt, io, &st, m, &taken, zero);
+        });
+        b.cp_async_commit_group();
+        let buf = b.var::<U32>(0u32);
+        b.while_(
+            |b| {
+                let m = b.get(&cur_m);
+                b.setp(Cmp::Ne, m, NONE)
+            },
+            |b| {
+                let cb = b.get(&buf);
+                let nbuf = b.xor(cb, 1u32);
+                let (nm, ntaken) = advance(b, &*lists, &ctx, &cursors);
+                let more = b.setp(Cmp::Ne, nm, NONE);
+                b.if_(more, |b| issue(b, sh, gt, io, &st, nm, &ntaken, nbuf));
+                b.cp_async_commit_group();
+                b.cp_async_wait_group(1);
+                b.bar_sync();
+                let slots: Vec<Reg<U32>> = cur.iter().map(|v| b.get(v)).collect();
+                let live: Vec<Reg<Pred>> = subs
+                    .iter()
+                    .map(|s| {
+                        let slot = pick(b, &slots, s.g);
+                        b.setp(Cmp::Ne, slot, NONE)
+                    })
+                    .collect();
+                compute::<T>(b, sh, gt, a_lane, b_lane, &subs, &live, &acc, cb);
+                b.bar_sync();
+                b.set(&buf, nbuf);
+                b.set(&cur_m, nm);
+                for (v, s) in cur.iter().zip(&ntaken) {
+                    b.set(v, *s);
+                }
+            },
+        );
+        epilogue(b, sh, gt, io, bias, &acc, (n0, o0), (wt0, wf0), (g, t));
+    });
+    b.finish()
+}
+
+/// Store the warp's accumulators: lane `(g, t)` holds rows `g` and `g + 8`
+/// of each 16-row tile, features `2t`, `2t + 1` of each 8-feature tile;
+/// output features past the last block are not stored.
+#[allow(clippy::too_many_arguments)]
+fn epilogue(
+    b: &mut KernelBuilder,
+    sh: &Shape,
+    gt: &GroupTile,
+    io: &Io,
+    bias: Option<&Bias>,
+    acc: &[Vec<FragC>],
+    (n0, o0): (Reg<U32>, Reg<U32>),
+    (wt0, wf0): (Reg<U32>, Reg<U32>),
+    (g, t): (Reg<U32>, Reg<U32>),
+) {
+    let _ = gt;
+    let obase = b.mul_lo(o0, sh.bs);
+    let f0 = b.add(obase, wf0);
+    let t2 = b.shl(t, 1u32);
+    let f0 = b.add(f0, t2);
+    // per fragment column: the feature is inside the layer
+    let fin: Vec<Reg<Pred>> = (0..sh.nt)
+        .map(|ni| {
+            let f = b.add(f0, ni * 8);
+            b.setp(Cmp::Lt, f, io.out_width)
+        })
+        .collect();
+    let biases = bias.map(|bi| {
+        let on = b.setp(Cmp::Ne, bi.on, 0u32);
+        let vars: Vec<[_; 2]> = (0..sh.nt)
+            .map(|_| [b.var::<F32>(0.0f32), b.var::<F32>(0.0f32)])
+            .collect();
+        b.if_(on, |b| {
+            let bp = b.offset(bi.ptr, f0);
+            for (ni, v) in vars.iter().enumerate() {
+                b.if_(fin[ni], |b| {
+                    let [lo, hi] = b.ld_global_v2(bp, (ni * 8) as i32);
+                    b.set(&v[0], lo);
+                    b.set(&v[1], hi);
+                });
+            }
+        });
+        let regs: Vec<[Reg<F32>; 2]> = vars.iter().map(|v| [b.get(&v[0]), b.get(&v[1])]).collect();
+        (on, regs)
+    });
+    let rbase = b.add(n0, wt0);
+    let rbase = b.add(rbase, g);
+    let mut rows = Vec::new();
+    for (mi, frags) in acc.iter().enumerate() {
+        for h in 0..2u32 {
+            let row = b.add(rbase, mi as u32 * 16 + 8 * h);
+            let inside = b.setp(Cmp::Lt, row, io.n);
+            let el = b.mul_wide_u32(row, io.out_width);
+            let f = b.u32_to_u64(f0);
+            let el = b.add(el, f);
+            let vals: Vec<[Reg<F32>; 2]> = frags
+                .iter()
+                .enumerate()
+                .map(|(ni, fc)| {
+                    let v = [fc.regs[2 * h as usize], fc.regs[2 * h as usize + 1]];
+                    match &biases {
+                        Some((on, bv)) => [0, 1].map(|q| {
+                            let s = b.fadd(Rounding::Rn, v[q], bv[ni][q]);
+                            b.selp(*on, s, v[q])
+                        }),
+                        None => v,
+                    }
+                })
+                .collect();
+            let oks: Vec<Reg<Pred>> = fin.iter().map(|&p| b.pand(inside, p)).collect();
+            rows.push((oks, el, vals));
+        }
+    }
+    let bf16 = b.setp(Cmp::Ne, io.out_bf16, 0u32);
+    b.if_else(
+        bf16,
+        |b| {
+            for (oks, el, vals) in &rows {
+                let by = b.shl(*el, 1u32);
+                let p = b.add(by, io.out);
+                let yp = GlobalPtr::<U32>::from_reg(p);
+                for (ni, v) in vals.iter().enumerate() {
+                    let h2 = b.cvt_to_bf16x2(v[1], v[0]);
+                    let w = b.packed_bits(h2);
+                    b.guarded(oks[ni], |b| b.st_global(yp, (ni * 4) as i32, w));
+                }
+            }
+        },
+        |b| {
+            for (oks, el, vals) in &rows {
+                let by = b.shl(*el, 2u32);
+                let p = b.add(by, io.out);
+                let yp = GlobalPtr::<F32>::from_reg(p);
+                for (ni, v) in vals.iter().enumerate() {
+                    b.guarded(oks[ni], |b| b.st_global_v2(yp, (ni * 8) as i32, *v));
+                }
+            }
+        },
+    );
+}
+
+fn builder(name: &str, sm: Sm) -> KernelBuilder {
+    let mut b = KernelBuilder::new(name, sm);
+    // one CTA an SM is the design (the tiles' shared memory): ptxas may
+    // then give a thread every register it needs (no spills)
+    b.maxntid(THREADS, 1, 1).min_ctas_per_sm(1);
+    b
+}
+
+/// `block_ell_tc_forward_{p}_b{B}`, grouped (see the [module docs](self)).
+pub(super) fn forward<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Result<PtxModule> {
+    let (sh, gt) = shape::<T>(prec, bs, sm, false);
+    let mut b = builder(&name("forward", prec, bs), sm);
+    let p = b.params::<ForwardArgs>();
+    let in_width = b.shl(p.c, log2(bs));
+    let out_width = b.shl(p.r, log2(bs));
+    let io = Io {
+        input: p.x.addr(),
+        values: p.values.addr(),
+        out: p.y.addr(),
+        n: p.n,
+        in_width,
+        out_width,
+        blocks: p.r,
+        out_bf16: p.out_bf16,
+    };
+    let (col, k, r, g) = (p.col, p.k, p.r, gt.g);
+    let mk = move |b: &mut KernelBuilder, sched: Reg<U32>, tid: Reg<U32>| -> Box<dyn Lists> {
+        let gk = b.mul_lo(k, g);
+        let slots = b.mad_lo(gk, 4u32, sched);
+        Box::new(RowLists {
+            col,
+            k,
+            r,
+            g,
+            keys: sched,
+            slots,
+            tid,
+        })
+    };
+    let bias = Bias {
+        ptr: p.bias,
+        on: p.has_bias,
+    };
+    kernel::<T>(b, &sh, &gt, &io, &mk, Some(&bias))
+}
+
+/// `block_ell_tc_grad_input_{p}_b{B}` (bf16, f16), grouped (see the
+/// [module docs](self)).
+pub(super) fn grad_input<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Result<PtxModule> {
+    debug_assert!(T::FORMAT != InputFormat::Tf32);
+    let (sh, gt) = shape::<T>(prec, bs, sm, true);
+    let mut b = builder(&name("grad_input", prec, bs), sm);
+    let p = b.params::<GradInputArgs>();
+    let in_width = b.shl(p.r, log2(bs));
+    let out_width = b.shl(p.c, log2(bs));
+    let io = Io {
+        input: p.gy.addr(),
+        values: p.values.addr(),
+        out: p.gx.addr(),
+        n: p.n,
+        in_width,
+        out_width,
+        blocks: p.c,
+        out_bf16: p.out_bf16,
+    };
+    let (offsets, slots, k, c, g) = (p.offsets, p.slots, p.k, p.c, gt.g);
+    let mk = move |_: &mut KernelBuilder, _: Reg<U32>, _: Reg<U32>| -> Box<dyn Lists> {
+        Box::new(ColLists {
+            offsets,
+            slots,
+            k,
+            c,
+            g,
+        })
+    };
+    kernel::<T>(b, &sh, &gt, &io, &mk, None)
+}
