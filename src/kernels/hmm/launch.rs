@@ -127,7 +127,30 @@ pub fn forward_backward_dev(
         return Ok(());
     }
     let mut ws = Workspace::new(stream.context(), shape)?;
-    launch(stream, &mut ws, shape, inputs.lengths, &io)
+    launch(stream, &mut ws, shape, inputs.lengths, &io, true)
+}
+
+/// [`forward_backward_dev`] with the forward and backward recursions in
+/// two launches one after the other even where one launch of both would
+/// fit the device (`hmm_fwdbwd_cluster<n>_cap<c>`, see `hmm::ptx`): the
+/// same bits, for comparisons and for models of a batch that takes the
+/// two launches at full size (the roofline's batch-64 row, whose small
+/// samples would otherwise take the one launch).
+///
+/// # Errors
+/// As [`forward_backward_dev`].
+pub fn forward_backward_dev_two_launches(
+    stream: &Stream,
+    shape: Shape,
+    inputs: &DeviceInputs<'_>,
+    out: DeviceOutputs<'_>,
+) -> Result<()> {
+    let io = checked(stream, shape, inputs, out)?;
+    if shape.batch() == 0 {
+        return Ok(());
+    }
+    let mut ws = Workspace::new(stream.context(), shape)?;
+    launch(stream, &mut ws, shape, inputs.lengths, &io, false)
 }
 
 /// [`forward_backward_dev`] with the caller's [`Workspace`]: after a first
@@ -182,7 +205,7 @@ pub fn forward_backward_dev_ws(
     if shape.batch() == 0 {
         return Ok(());
     }
-    launch(stream, ws, shape, inputs.lengths, &io)
+    launch(stream, ws, shape, inputs.lengths, &io, true)
 }
 
 /// Check every length and the lengths' values; the caller's memory as
@@ -245,6 +268,7 @@ fn launch(
     shape: Shape,
     lengths: &[u32],
     io: &Ptrs,
+    allow_joint: bool,
 ) -> Result<()> {
     let ctx = stream.context();
     let sm = ctx.sm();
@@ -325,7 +349,7 @@ fn launch(
         // `2·batch·n` CTAs fit the device in one wave: the emission maxima
         // first, then the forward in clusters `0 .. batch` and the
         // backward in the others.
-        Some(n) if joint_fits(sm, ctx.multiprocessor_count(), batch, cap, n) => {
+        Some(n) if allow_joint && joint_fits(sm, ctx.multiprocessor_count(), batch, cap, n) => {
             let mx = MaximaArgs {
                 log_b: io.log_b,
                 lengths: lens_p,
