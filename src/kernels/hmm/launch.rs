@@ -22,10 +22,11 @@
 
 use super::host::{self, Inputs, Posteriors, Shape, validate_lengths};
 use super::ptx::{
-    BackwardArgs, ForwardArgs, PosteriorArgs, PrepExpArgs, PrepMaxArgs, THREADS, TransitionArgs,
-    WARPS, XI_THREADS, cap_for, cluster_for, cluster_smem_bytes, generate_backward,
-    generate_backward_cluster, generate_forward, generate_forward_cluster, generate_posteriors,
-    generate_prep_exp, generate_prep_max, generate_transitions, transition_groups,
+    BackwardArgs, ForwardArgs, JointArgs, MaximaArgs, PosteriorArgs, PrepExpArgs, PrepMaxArgs,
+    THREADS, TransitionArgs, WARPS, XI_THREADS, cap_for, cluster_for, cluster_smem_bytes,
+    generate_backward, generate_backward_cluster, generate_forward, generate_forward_cluster,
+    generate_fwdbwd_cluster, generate_maxima, generate_posteriors, generate_prep_exp,
+    generate_prep_max, generate_transitions, joint_fits, maxima_ctas, transition_groups,
 };
 use super::workspace::Workspace;
 use crate::dsl::params::{DevPtr, KernelParams};
@@ -126,7 +127,30 @@ pub fn forward_backward_dev(
         return Ok(());
     }
     let mut ws = Workspace::new(stream.context(), shape)?;
-    launch(stream, &mut ws, shape, inputs.lengths, &io)
+    launch(stream, &mut ws, shape, inputs.lengths, &io, true)
+}
+
+/// [`forward_backward_dev`] with the forward and backward recursions in
+/// two launches one after the other even where one launch of both would
+/// fit the device (`hmm_fwdbwd_cluster<n>_cap<c>`, see `hmm::ptx`): the
+/// same bits, for comparisons and for models of a batch that takes the
+/// two launches at full size (the roofline's batch-64 row, whose small
+/// samples would otherwise take the one launch).
+///
+/// # Errors
+/// As [`forward_backward_dev`].
+pub fn forward_backward_dev_two_launches(
+    stream: &Stream,
+    shape: Shape,
+    inputs: &DeviceInputs<'_>,
+    out: DeviceOutputs<'_>,
+) -> Result<()> {
+    let io = checked(stream, shape, inputs, out)?;
+    if shape.batch() == 0 {
+        return Ok(());
+    }
+    let mut ws = Workspace::new(stream.context(), shape)?;
+    launch(stream, &mut ws, shape, inputs.lengths, &io, false)
 }
 
 /// [`forward_backward_dev`] with the caller's [`Workspace`]: after a first
@@ -181,7 +205,7 @@ pub fn forward_backward_dev_ws(
     if shape.batch() == 0 {
         return Ok(());
     }
-    launch(stream, ws, shape, inputs.lengths, &io)
+    launch(stream, ws, shape, inputs.lengths, &io, true)
 }
 
 /// Check every length and the lengths' values; the caller's memory as
@@ -244,6 +268,7 @@ fn launch(
     shape: Shape,
     lengths: &[u32],
     io: &Ptrs,
+    allow_joint: bool,
 ) -> Result<()> {
     let ctx = stream.context();
     let sm = ctx.sm();
@@ -300,17 +325,6 @@ fn launch(
         s: s32,
         sp: sp32,
     };
-    match cluster_for(sm, s, sp, cap) {
-        // A cluster of `n` CTAs per sequence, `Â` on chip (`ptx/cluster.rs`):
-        // the grid is `batch · n`, a multiple of the compiled cluster shape.
-        Some(n) => {
-            let mut cfg = LaunchConfig::linear(batch as u32 * n, THREADS);
-            cfg.dynamic_smem_bytes = cluster_smem_bytes(sp, n) as u32;
-            let m = memo!(generate_forward_cluster, sm, cap, n)?;
-            stream.launch(m, cfg, &fwd.args())?;
-        }
-        None => stream.launch(memo!(generate_forward, sm, cap)?, per_seq, &fwd.args())?,
-    }
     let bwd = BackwardArgs {
         log_a: io.log_a,
         log_b: io.log_b,
@@ -329,14 +343,67 @@ fn launch(
         s: s32,
         sp: sp32,
     };
-    match cluster_for(sm, s, sp, cap) {
+    let cluster = cluster_for(sm, s, sp, cap);
+    match cluster {
+        // Both recursions in one launch (`ptx/joint.rs`) when their
+        // `2·batch·n` CTAs fit the device in one wave: the emission maxima
+        // first, then the forward in clusters `0 .. batch` and the
+        // backward in the others.
+        Some(n) if allow_joint && joint_fits(sm, ctx.multiprocessor_count(), batch, cap, n) => {
+            let mx = MaximaArgs {
+                log_b: io.log_b,
+                lengths: lens_p,
+                mb,
+                batch: batch as u32,
+                t: t32,
+                s: s32,
+            };
+            let cfg = LaunchConfig::linear(maxima_ctas(batch as u64 * t as u64), THREADS);
+            stream.launch(memo!(generate_maxima, sm)?, cfg, &mx.args())?;
+            let joint = JointArgs {
+                log_pi: io.log_pi,
+                log_a: io.log_a,
+                log_b: io.log_b,
+                lengths: lens_p,
+                prep,
+                a_hat,
+                a_til,
+                alpha: io.alpha,
+                alpha_lo: io.gamma,
+                mb,
+                cnorm,
+                ll: io.ll,
+                beta: io.beta,
+                beta_lo,
+                dnorm,
+                w,
+                rh,
+                rl,
+                flags,
+                batch: batch as u32,
+                t: t32,
+                s: s32,
+                sp: sp32,
+            };
+            let mut cfg = LaunchConfig::linear(2 * batch as u32 * n, THREADS);
+            cfg.dynamic_smem_bytes = cluster_smem_bytes(sp, n) as u32;
+            let m = memo!(generate_fwdbwd_cluster, sm, cap, n)?;
+            stream.launch(m, cfg, &joint.args())?;
+        }
+        // A cluster of `n` CTAs per sequence, `Â` on chip (`ptx/cluster.rs`):
+        // the grid is `batch · n`, a multiple of the compiled cluster shape.
         Some(n) => {
             let mut cfg = LaunchConfig::linear(batch as u32 * n, THREADS);
             cfg.dynamic_smem_bytes = cluster_smem_bytes(sp, n) as u32;
+            let m = memo!(generate_forward_cluster, sm, cap, n)?;
+            stream.launch(m, cfg, &fwd.args())?;
             let m = memo!(generate_backward_cluster, sm, cap, n)?;
             stream.launch(m, cfg, &bwd.args())?;
         }
-        None => stream.launch(memo!(generate_backward, sm, cap)?, per_seq, &bwd.args())?,
+        None => {
+            stream.launch(memo!(generate_forward, sm, cap)?, per_seq, &fwd.args())?;
+            stream.launch(memo!(generate_backward, sm, cap)?, per_seq, &bwd.args())?;
+        }
     }
 
     let chunks = t.div_ceil(WARPS as usize).clamp(1, 64);

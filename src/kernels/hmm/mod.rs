@@ -240,6 +240,7 @@ pub use host::{
 };
 pub use launch::{
     DeviceInputs, DeviceOutputs, RawInputs, RawOutputs, forward_backward, forward_backward_dev,
-    forward_backward_dev_ws, forward_backward_on, forward_backward_on_ws, forward_backward_raw,
+    forward_backward_dev_two_launches, forward_backward_dev_ws, forward_backward_on,
+    forward_backward_on_ws, forward_backward_raw,
 };
 pub use workspace::Workspace;

@@ -348,23 +348,43 @@ fn hmm_basis(s: &Shape, _: Sm, _: u32) -> Vec<f64> {
     vec![1.0, f(s[0]), f(s[0] * s[1])]
 }
 
-/// The forward's and the backward's entry names for `s` states on `sm`
-/// (a cluster of CTAs per sequence on sm_90+, `hmm::ptx::cluster_for`).
-fn hmm_recursion_names(s: usize, sm: Sm) -> (String, String) {
+/// The recursions' entry names for `batch` sequences of `s` states on
+/// `sm`: a cluster of CTAs per sequence on sm_90+
+/// (`hmm::ptx::cluster_for`), both recursions in one launch after the
+/// emission maxima where `joint` and they fit one wave
+/// (`hmm::ptx::joint_fits`) on the cards of `sm` (all of
+/// [`crate::report::hardware::GPUS`] of sm_90+ have 132 SMs or more: batch
+/// 8 takes the one launch on each, batch 64 on none).
+fn hmm_recursion_names(batch: usize, s: usize, sm: Sm, joint: bool) -> Vec<String> {
     let cap = hmm::ptx::cap_for(s);
     let sp = s.next_multiple_of(16);
+    let sms = crate::report::hardware::GPUS
+        .iter()
+        .filter(|g| g.sm == sm)
+        .map(|g| g.sms)
+        .min()
+        .unwrap_or(0);
     match hmm::ptx::cluster_for(sm, s, sp, cap) {
-        Some(n) => (
+        Some(n) if joint && hmm::ptx::joint_fits(sm, sms, batch, cap, n) => vec![
+            hmm::ptx::MAXIMA_NAME.to_string(),
+            hmm::ptx::fwdbwd_cluster_name(n, cap),
+        ],
+        Some(n) => vec![
             hmm::ptx::forward_cluster_name(n, cap),
             hmm::ptx::backward_cluster_name(n, cap),
-        ),
-        None => (hmm::ptx::forward_name(cap), hmm::ptx::backward_name(cap)),
+        ],
+        None => vec![hmm::ptx::forward_name(cap), hmm::ptx::backward_name(cap)],
     }
 }
 
 /// The forward-backward at `batch` × [`SEQ_FULL`]'s T and S, with issue
-/// 33's goal for that batch (`max_s` on the H200).
+/// 33's goal for that batch (`max_s` on the H200). Batch 64 takes the two
+/// recursion launches at full size on every card, so its runs (the small
+/// samples too) use `forward_backward_dev_two_launches`; batch 8 lets the
+/// launch choose (one launch of both recursions at full size and in the
+/// samples).
 fn hmm_forward_backward(batch: usize, max_s: f64) -> Problem {
+    let joint = batch <= 8;
     Problem {
         family: "hmm",
         name: format!("forward-backward, batch {batch}, T 1000, S 256"),
@@ -374,7 +394,7 @@ fn hmm_forward_backward(batch: usize, max_s: f64) -> Problem {
         check: vec![2, 3, 256],
         capped: None,
         basis: Box::new(hmm_basis),
-        run: Box::new(|st, sh, dry| {
+        run: Box::new(move |st, sh, dry| {
             let shape = hmm::Shape::new(sh[0], sh[1], sh[2])?;
             let (b, t, s) = (sh[0], sh[1], sh[2]);
             let pi = logp(st, s, 1, dry)?;
@@ -399,9 +419,13 @@ fn hmm_forward_backward(batch: usize, max_s: f64) -> Problem {
                 gamma: gamma.as_device_mut(),
                 xi: xi.as_device_mut(),
             };
-            hmm::forward_backward_dev(st, shape, &inputs, outputs)
+            if joint {
+                hmm::forward_backward_dev(st, shape, &inputs, outputs)
+            } else {
+                hmm::forward_backward_dev_two_launches(st, shape, &inputs, outputs)
+            }
         }),
-        traffic: Box::new(|sh, sm| {
+        traffic: Box::new(move |sh, sm| {
             let (b, t, s) = (sh[0], sh[1], sh[2]);
             let sp = s.next_multiple_of(16);
             let plane = F32 * f(b * t * s);
@@ -410,7 +434,14 @@ fn hmm_forward_backward(batch: usize, max_s: f64) -> Problem {
             let steps = F32 * f(b * t);
             let w = F32 * f(b * t * sp);
             let a = F32 * f(s * s);
-            let (fwd, bwd) = hmm_recursion_names(s, sm);
+            let names = hmm_recursion_names(b, s, sm, joint);
+            let fwd = 3.0 * plane + 3.0 * steps + F32 * f(sp * sp);
+            let bwd = 5.0 * plane + w + 4.0 * steps + F32 * f(sp * sp);
+            let (fwd_bytes, bwd_bytes) = if names[0] == hmm::ptx::MAXIMA_NAME {
+                (plane + steps, fwd + bwd)
+            } else {
+                (fwd, bwd)
+            };
             vec![
                 // log_a in, the maxima out
                 ("hmm_prep_max".into(), a),
@@ -420,10 +451,11 @@ fn hmm_forward_backward(batch: usize, max_s: f64) -> Problem {
                 // and the normalizer pairs out; Â once (L2-resident; on the
                 // cluster path each CTA copies its slice into shared memory
                 // once, from L2)
-                (fwd, 3.0 * plane + 3.0 * steps + F32 * f(sp * sp)),
-                // log_b, Mb in; beta (hi, lo), R (hi, lo) out, W, the flags
-                // and the normalizer pairs out; Ã once
-                (bwd, 5.0 * plane + w + 4.0 * steps + F32 * f(sp * sp)),
+                // (the one launch: the forward's and the backward's bytes,
+                // Mb read instead of written; the maxima kernel reads log_b
+                // and writes Mb)
+                (names[0].clone(), fwd_bytes),
+                (names[1].clone(), bwd_bytes),
                 // alpha (hi, lo), beta (hi, lo), W and the normalizers in;
                 // gamma out; log_alpha and log_beta rewritten in place
                 ("hmm_posteriors".into(), 7.0 * plane + w + 4.0 * steps),

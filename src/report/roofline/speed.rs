@@ -88,13 +88,14 @@ pub fn l2_s(gpu: &Gpu, bytes: f64) -> f64 {
 /// chains each thread keeps in flight (the longest matching prefix
 /// counts): `lcse_fwd` walks [`FWD_CHAINS`] segments at once, the split
 /// path's `lcse_fwd_tot` and `lcse_fwd_carry` one.
-pub const CHAIN_KERNELS: [(&str, u32); 7] = [
+pub const CHAIN_KERNELS: [(&str, u32); 8] = [
     ("lcse_fwd", FWD_CHAINS),
     ("lcse_fwd_tot", 1),
     ("lcse_fwd_carry", 1),
     ("lcse_bwd", 1),
     ("hmm_forward", 1),
     ("hmm_backward", 1),
+    ("hmm_fwdbwd_cluster", 1),
     ("viterbi", 1),
 ];
 

@@ -33,8 +33,8 @@
 
 use super::pair::{self as pp, DNorm, DP, Red, assign, cta_fmax, padd, pexp, pmax2, pshift, psub};
 use super::{
-    ForwardArgs, FwdStep, PREP_AMAX, SPLIT_MAX, THREADS, WARPS, builder, forward_state, ld_pair,
-    st_pair, store_norm,
+    ForwardArgs, ForwardRegs, FwdStep, PREP_AMAX, SPLIT_MAX, THREADS, WARPS, builder,
+    forward_state, ld_pair, st_pair, store_norm,
 };
 use crate::dsl::types::{F32, Pred, Reg, U32};
 use crate::dsl::{Cmp, KernelBuilder, PtxModule, Rounding, SharedArray, ShflMode};
@@ -129,14 +129,57 @@ pub fn generate_forward_cluster(sm: Sm, cap: u32, n: u32) -> Result<PtxModule> {
     b.min_ctas_per_sm(resident_ctas(sm, cap, n));
     b.cluster_dims(n, 1, 1);
     let p = b.params::<ForwardArgs>();
-    let pbuf = b.shared_array::<F32>("pw", cap, 16);
-    let part = b.shared_array::<F32>("part", 4 * (cap / n).max(4), 16);
-    let red = Red::new(&mut b, "red", WARPS);
-    let red0 = Red::new(&mut b, "red0", WARPS);
-    let mh = b.shared_array::<F32>("mh", n, 4);
-    let ml = b.shared_array::<F32>("ml", n, 4);
-    let mat = b.dynamic_shared::<F32>("ahat", 16);
-    let seq = b.clusterid_x();
+    let sh = FwdSmem {
+        pbuf: b.shared_array::<F32>("pw", cap, 16),
+        part: b.shared_array::<F32>("part", 4 * (cap / n).max(4), 16),
+        red: Red::new(&mut b, "red", WARPS),
+        red0: Red::new(&mut b, "red0", WARPS),
+        mh: b.shared_array::<F32>("mh", n, 4),
+        ml: b.shared_array::<F32>("ml", n, 4),
+        mat: b.dynamic_shared::<F32>("ahat", 16),
+    };
+    forward_body(&mut b, &p, sh, n, |b| b.clusterid_x(), true);
+    // No CTA leaves while a peer may still store into its shared memory.
+    b.cluster_sync();
+    b.finish()
+}
+
+/// The shared arrays of the cluster forward: the weights, the chains'
+/// partial sums, two CTA reductions, the partial maxima's slots and the
+/// slice of `Â` (dynamic).
+pub(super) struct FwdSmem {
+    pub(super) pbuf: SharedArray<F32>,
+    pub(super) part: SharedArray<F32>,
+    pub(super) red: Red,
+    pub(super) red0: Red,
+    pub(super) mh: SharedArray<F32>,
+    pub(super) ml: SharedArray<F32>,
+    pub(super) mat: SharedArray<F32>,
+}
+
+/// The forward recursion of the sequence `seq(b)` across this CTA's
+/// cluster of `n` (everything of [`generate_forward_cluster`] but the
+/// declarations and the closing cluster barrier). With `maxima` the
+/// cluster computes the emission maxima `Mb_t` into `p.mb` first; without,
+/// it reads them from there (written by an earlier launch).
+pub(super) fn forward_body(
+    b: &mut KernelBuilder,
+    p: &ForwardRegs,
+    sh: FwdSmem,
+    n: u32,
+    seq: impl FnOnce(&mut KernelBuilder) -> Reg<U32>,
+    maxima: bool,
+) {
+    let FwdSmem {
+        pbuf,
+        part,
+        red,
+        red0,
+        mh,
+        ml,
+        mat,
+    } = sh;
+    let seq = seq(b);
     let rank = b.cluster_ctarank();
     let tid = b.tid_x();
     let nt = b.ntid_x();
@@ -189,27 +232,19 @@ pub fn generate_forward_cluster(sm: Sm, cap: u32, n: u32) -> Result<PtxModule> {
             b.st_shared(q, 0, 0f32);
         });
         // Emission maxima: a warp per position over the cluster's warps.
-        let lane = b.and(tid, 31u32);
-        let warp = b.shr(tid, 5u32);
-        let gw = b.mad_lo(rank, WARPS, warp);
-        b.for_range(gw, len, n * WARPS, |b, tt| {
-            let m = b.mov(f32::NAN);
-            let row = b.mul_lo(tt, p.s);
-            b.for_range(lane, p.s, 32u32, |b, j| {
-                let k = b.add(row, j);
-                let ep = b.offset(seq_b, k);
-                let e = b.ld_global(ep, 0);
-                let nm = b.fmax(m, e);
-                b.assign(m, nm);
+        if maxima {
+            let lane = b.and(tid, 31u32);
+            let warp = b.shr(tid, 5u32);
+            let gw = b.mad_lo(rank, WARPS, warp);
+            b.for_range(gw, len, n * WARPS, |b, tt| {
+                let m = row_max(b, seq_b, tt, lane, p.s);
+                let lead = b.setp(Cmp::Eq, lane, 0u32);
+                b.if_(lead, |b| {
+                    let dst = b.offset(mbrow, tt);
+                    b.st_global(dst, 0, m);
+                });
             });
-            let m = pp::warp_fmax(b, m);
-            let m = b.fadd(Rounding::Rn, m, 0f32);
-            let lead = b.setp(Cmp::Eq, lane, 0u32);
-            b.if_(lead, |b| {
-                let dst = b.offset(mbrow, tt);
-                b.st_global(dst, 0, m);
-            });
-        });
+        }
         // Publishes the maxima and the slice; every CTA of the cluster
         // has started before any remote store.
         b.cluster_sync();
@@ -287,7 +322,7 @@ pub fn generate_forward_cluster(sm: Sm, cap: u32, n: u32) -> Result<PtxModule> {
                             prow,
                             mbt,
                         };
-                        forward_state(b, &p, &step, sj, j, xm);
+                        forward_state(b, p, &step, sj, j, xm);
                     });
                     let (m, d) = exchange(b, &ex, &red, xm, seq_ah, seq_al, row, p.s, p.sp);
                     b.if_(t0, |b| {
@@ -326,9 +361,29 @@ pub fn generate_forward_cluster(sm: Sm, cap: u32, n: u32) -> Result<PtxModule> {
             b.st_global(dst, 0, v.h);
         });
     });
-    // No CTA leaves while a peer may still store into its shared memory.
-    b.cluster_sync();
-    b.finish()
+}
+
+/// The emission maximum `Mb_t` of position `tt` (`s` scores from
+/// `seq_b + tt·s`) in every lane of a warp: the lanes' strided `fmax` from
+/// NaN, the warp's butterfly, `+ 0` (no `−0`).
+pub(super) fn row_max(
+    b: &mut KernelBuilder,
+    seq_b: crate::dsl::GlobalPtr<F32>,
+    tt: Reg<U32>,
+    lane: Reg<U32>,
+    s: Reg<U32>,
+) -> Reg<F32> {
+    let m = b.mov(f32::NAN);
+    let row = b.mul_lo(tt, s);
+    b.for_range(lane, s, 32u32, |b, j| {
+        let k = b.add(row, j);
+        let ep = b.offset(seq_b, k);
+        let e = b.ld_global(ep, 0);
+        let nm = b.fmax(m, e);
+        b.assign(m, nm);
+    });
+    let m = pp::warp_fmax(b, m);
+    b.fadd(Rounding::Rn, m, 0f32)
 }
 
 /// `f(b, jl, j)` for this thread's share of the CTA's columns `j = c0 +

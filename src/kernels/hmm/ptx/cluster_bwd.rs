@@ -14,16 +14,16 @@
 //! same arguments and bits as `hmm_backward_cap<c>`.
 
 use super::cluster::{
-    Ex, Slots, chain_slot, cluster_barrier, cluster_pmax, forward_cluster_name, lin_local,
+    Ex, FwdSmem, Slots, chain_slot, cluster_barrier, cluster_pmax, forward_cluster_name, lin_local,
     lin_slice, load_slice, own_columns, resident_ctas,
 };
 use super::pair::{self as pp, DNorm, DP, Red, assign, padd, pexp, pmax2, pshift, psub};
 use super::{
-    BackwardArgs, PREP_AMAX, PREP_DROW_H, PREP_DROW_L, PREP_ROWMAX, WARPS, builder, ld_pair,
-    ld_prep, st_pair, state_log, store_norm,
+    BackwardArgs, BackwardRegs, PREP_AMAX, PREP_DROW_H, PREP_DROW_L, PREP_ROWMAX, WARPS, builder,
+    ld_pair, ld_prep, st_pair, state_log, store_norm,
 };
 use crate::dsl::types::{F32, Reg, U32};
-use crate::dsl::{Cmp, KernelBuilder, PtxModule};
+use crate::dsl::{Cmp, KernelBuilder, PtxModule, SharedArray};
 use crate::error::Result;
 use crate::target::Sm;
 
@@ -63,13 +63,68 @@ pub fn generate_backward_cluster(sm: Sm, cap: u32, n: u32) -> Result<PtxModule> 
         b.shared_array::<F32>("kl", n, 4),
     );
     let kf = b.shared_array::<U32>("kf", n, 4);
+    let sh = BwdSmem {
+        fwd: FwdSmem {
+            pbuf: qbuf,
+            part,
+            red: red_m,
+            red0: red_k,
+            mh,
+            ml,
+            mat: b.dynamic_shared::<F32>("atil", 16),
+        },
+        kh,
+        kl,
+        kf,
+    };
+    backward_body(&mut b, &p, sh, n, |b| b.clusterid_x());
+    // No CTA leaves while a peer may still store into its shared memory.
+    b.cluster_sync();
+    b.finish()
+}
+
+/// The shared arrays of the cluster backward: the forward's (the weights
+/// `Q`, the partial sums, the reductions of `M'` and `K_t`, the slots of
+/// `M'`, the slice of `Ãᵀ`) and the slots of `K_t` and its flag.
+pub(super) struct BwdSmem {
+    pub(super) fwd: FwdSmem,
+    pub(super) kh: SharedArray<F32>,
+    pub(super) kl: SharedArray<F32>,
+    pub(super) kf: SharedArray<U32>,
+}
+
+/// The backward recursion of the sequence `seq(b)` across this CTA's
+/// cluster of `n` (everything of [`generate_backward_cluster`] but the
+/// declarations and the closing cluster barrier); `Mb_t` is read from
+/// `p.mb`.
+pub(super) fn backward_body(
+    b: &mut KernelBuilder,
+    p: &BackwardRegs,
+    sh: BwdSmem,
+    n: u32,
+    seq: impl FnOnce(&mut KernelBuilder) -> Reg<U32>,
+) {
+    let BwdSmem {
+        fwd:
+            FwdSmem {
+                pbuf: qbuf,
+                part,
+                red: red_m,
+                red0: red_k,
+                mh,
+                ml,
+                mat,
+            },
+        kh,
+        kl,
+        kf,
+    } = sh;
     let kslots = Slots {
         h: &kh,
         l: &kl,
         f: Some(&kf),
     };
-    let mat = b.dynamic_shared::<F32>("atil", 16);
-    let seq = b.clusterid_x();
+    let seq = seq(b);
     let rank = b.cluster_ctarank();
     let tid = b.tid_x();
     let nt = b.ntid_x();
@@ -309,7 +364,4 @@ pub fn generate_backward_cluster(sm: Sm, cap: u32, n: u32) -> Result<PtxModule> 
             );
         });
     });
-    // No CTA leaves while a peer may still store into its shared memory.
-    b.cluster_sync();
-    b.finish()
 }

@@ -7,6 +7,7 @@
 //! | `hmm_forward_cap<c>` | a CTA per sequence | emission maxima, then the forward recursion: `â` pairs into `log_alpha` (high) and `gamma` (low), `C_t`, `ll` |
 //! | `hmm_backward_cap<c>` | a CTA per sequence | the backward recursion: `β̂` pairs into `log_beta` / workspace, `D_t`, and per step what the transition counts need (`R_t`, `s_i` or `−σ_i`, a fallback flag) |
 //! | `hmm_forward_cluster<n>_cap<c>`, `hmm_backward_cluster<n>_cap<c>` | a cluster of `n` CTAs per sequence (sm_90+, `S16 ≥ 64`, [`cluster_for`]) | the same recursions with each CTA's slice of `Â` / `Ãᵀ` in shared memory, exchanging through DSMEM (`ptx/cluster.rs`, `ptx/cluster_bwd.rs`) |
+//! | `hmm_fwdbwd_maxima`, `hmm_fwdbwd_cluster<n>_cap<c>` | a warp per position; `2·batch` clusters of `n` CTAs (sm_90+, when they fit the device in one wave) | the emission maxima, then both cluster recursions in one launch, the forward in clusters `0 .. batch`, the backward in the others (`ptx/joint.rs`) |
 //! | `hmm_posteriors` | a warp per position | `gamma`, the final `log_alpha`/`log_beta` in place, `x = gamma/s` |
 //! | `hmm_transitions` | a CTA per (32 states `j` × 4 row blocks of 32 states `i`, a warp each, 16 in a short last block) of a sequence, `Q` a block in a shared tile | `xi` |
 //!
@@ -24,6 +25,7 @@
 mod cluster;
 mod cluster_bwd;
 mod fwd_state;
+mod joint;
 mod pair;
 mod post;
 
@@ -48,6 +50,10 @@ pub use cluster::{
 };
 pub use cluster_bwd::{backward_cluster_name, generate_backward_cluster};
 use fwd_state::{FwdStep, forward_state};
+pub use joint::{
+    JointArgs, MAXIMA_NAME, MaximaArgs, fwdbwd_cluster_name, generate_fwdbwd_cluster,
+    generate_maxima, joint_fits, maxima_ctas,
+};
 pub use post::{
     PosteriorArgs, TransitionArgs, XI_ROWS, XI_THREADS, generate_posteriors, generate_transitions,
     transition_groups,
@@ -970,8 +976,10 @@ pub fn variants(sm: Sm) -> Result<Vec<PtxModule>> {
             for n in CLUSTER_SIZES {
                 v.push(generate_forward_cluster(sm, cap, n)?);
                 v.push(generate_backward_cluster(sm, cap, n)?);
+                v.push(generate_fwdbwd_cluster(sm, cap, n)?);
             }
         }
+        v.push(generate_maxima(sm)?);
     }
     v.push(generate_posteriors(sm)?);
     v.push(generate_transitions(sm)?);
