@@ -122,12 +122,7 @@ pub fn forward_backward_dev(
     inputs: &DeviceInputs<'_>,
     out: DeviceOutputs<'_>,
 ) -> Result<()> {
-    let io = checked(stream, shape, inputs, out)?;
-    if shape.batch() == 0 {
-        return Ok(());
-    }
-    let mut ws = Workspace::new(stream.context(), shape)?;
-    launch(stream, &mut ws, shape, inputs.lengths, &io, true)
+    with_own_workspace(stream, shape, inputs, out, true)
 }
 
 /// [`forward_backward_dev`] with the forward and backward recursions in
@@ -145,12 +140,24 @@ pub fn forward_backward_dev_two_launches(
     inputs: &DeviceInputs<'_>,
     out: DeviceOutputs<'_>,
 ) -> Result<()> {
+    with_own_workspace(stream, shape, inputs, out, false)
+}
+
+/// The checks, a workspace for this call and the launches
+/// (`allow_joint`: one launch of both recursions where it fits).
+fn with_own_workspace(
+    stream: &Stream,
+    shape: Shape,
+    inputs: &DeviceInputs<'_>,
+    out: DeviceOutputs<'_>,
+    allow_joint: bool,
+) -> Result<()> {
     let io = checked(stream, shape, inputs, out)?;
     if shape.batch() == 0 {
         return Ok(());
     }
     let mut ws = Workspace::new(stream.context(), shape)?;
-    launch(stream, &mut ws, shape, inputs.lengths, &io, false)
+    launch(stream, &mut ws, shape, inputs.lengths, &io, allow_joint)
 }
 
 /// [`forward_backward_dev`] with the caller's [`Workspace`]: after a first

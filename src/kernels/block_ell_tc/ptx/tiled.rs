@@ -52,19 +52,14 @@
 //! `(M/16) × (N/8)` accumulator fragments, every `A` fragment feeds `N/8`
 //! `HMMA`s and every `B` fragment `M/16`. The epilogue stores each lane's
 //! two adjacent features with one `st.global.v2.f32` (predicated on `n <
-//! N`; the forward pass adds the bias first with `add.rn`), or, when the
+//! N`), or, when the
 //! `out_bf16` argument is 1 (a CTA-uniform branch, so one module serves
 //! both output types), rounds the pair with one `cvt.rn.bf16x2.f32` (each
 //! half `cvt.rn.bf16.f32` of its f32 result) and stores it with one
 //! `st.global.b32`.
-//!
-//! Empty slots (forward) commit an empty group and skip the MMAs (a
-//! CTA-uniform branch): their values are never read.
 
-use crate::dsl::types::{B32, F32, MmaInput, Pred, Reg, U32, U64};
-use crate::dsl::{
-    Cmp, FragA, FragB, FragC, GlobalPtr, KernelBuilder, PtxModule, Rounding, SharedPtr,
-};
+use crate::dsl::types::{B32, F32, MmaInput, Reg, U32, U64};
+use crate::dsl::{Cmp, FragA, FragB, FragC, GlobalPtr, KernelBuilder, PtxModule, SharedPtr};
 use crate::error::Result;
 use crate::tensor_core::InputFormat;
 
@@ -125,12 +120,11 @@ struct Io {
     out_bf16: Reg<U32>,
 }
 
-/// One entry of an output block's reduction: its slot, the input block it
-/// multiplies, and (forward) whether the slot is filled.
+/// One entry of an output block's reduction: its slot and the input block
+/// it multiplies.
 struct Entry {
     slot: Reg<U32>,
     block: Reg<U32>,
-    live: Option<Reg<Pred>>,
 }
 
 /// Which entries an output block runs over.
@@ -157,11 +151,7 @@ impl Entries for Index {
         let sp = b.offset(self.slots, i);
         let slot = b.ld_global(sp, 0);
         let block = b.div(slot, self.k);
-        Entry {
-            slot,
-            block,
-            live: None,
-        }
+        Entry { slot, block }
     }
 }
 
@@ -325,10 +315,7 @@ fn issue(
             copy(b);
         }
     };
-    match en.live {
-        Some(live) => b.if_(live, body),
-        None => body(b),
-    }
+    body(b);
 }
 
 /// Lane addresses (buffer 0) of the fragments.
@@ -385,18 +372,11 @@ fn compute<T: MmaInput>(
     }
 }
 
-/// The pass-specific epilogue input: the bias of the forward pass.
-struct Bias {
-    ptr: GlobalPtr<F32>,
-    on: Reg<U32>,
-}
-
 fn kernel<T: MmaInput>(
     mut b: KernelBuilder,
     sh: &Shape,
     io: &Io,
     entries: &dyn Entries,
-    bias: Option<&Bias>,
 ) -> Result<PtxModule> {
     let xs = b.shared_array::<U32>("xs", 2 * sh.buf() / 4, 16);
     let vs = b.shared_array::<U32>("vs", 2 * sh.vbuf() / 4, 16);
@@ -497,10 +477,7 @@ fn kernel<T: MmaInput>(
             let en = entries.entry(b, o, lo);
             let zero = b.mov(0u32);
             issue(b, sh, io, &st, tid, &en, zero);
-            let l = match en.live {
-                Some(p) => b.selp(p, 1u32, 0u32),
-                None => b.mov(1u32),
-            };
+            let l = b.mov(1u32);
             b.set(&cur_live, l);
         });
         b.cp_async_commit_group();
@@ -515,10 +492,7 @@ fn kernel<T: MmaInput>(
                 b.if_(more, |b| {
                     let en = entries.entry(b, o, next);
                     issue(b, sh, io, &st, tid, &en, nbuf);
-                    let l = match en.live {
-                        Some(p) => b.selp(p, 1u32, 0u32),
-                        None => b.mov(1u32),
-                    };
+                    let l = b.mov(1u32);
                     b.set(&next_live, l);
                 });
                 b.cp_async_commit_group();
@@ -561,24 +535,6 @@ fn kernel<T: MmaInput>(
         let f0 = b.add(obase, wf0);
         let t2 = b.shl(t, 1u32);
         let f0 = b.add(f0, t2);
-        // the bias (forward), loaded only when there is one
-        let biases = bias.map(|bi| {
-            let on = b.setp(Cmp::Ne, bi.on, 0u32);
-            let vars: Vec<[_; 2]> = (0..sh.nt)
-                .map(|_| [b.var::<F32>(0.0f32), b.var::<F32>(0.0f32)])
-                .collect();
-            b.if_(on, |b| {
-                let bp = b.offset(bi.ptr, f0);
-                for (ni, v) in vars.iter().enumerate() {
-                    let [lo, hi] = b.ld_global_v2(bp, (ni * 8) as i32);
-                    b.set(&v[0], lo);
-                    b.set(&v[1], hi);
-                }
-            });
-            let regs: Vec<[Reg<F32>; 2]> =
-                vars.iter().map(|v| [b.get(&v[0]), b.get(&v[1])]).collect();
-            (on, regs)
-        });
         let rbase = b.add(n0, wt0);
         let rbase = b.add(rbase, g);
         // per output row of the lane: (inside N, element index of its
@@ -593,17 +549,7 @@ fn kernel<T: MmaInput>(
                 let el = b.add(el, f);
                 let vals: Vec<[Reg<F32>; 2]> = frags
                     .iter()
-                    .enumerate()
-                    .map(|(ni, fc)| {
-                        let v = [fc.regs[2 * h as usize], fc.regs[2 * h as usize + 1]];
-                        match &biases {
-                            Some((on, bv)) => [0, 1].map(|q| {
-                                let s = b.fadd(Rounding::Rn, v[q], bv[ni][q]);
-                                b.selp(*on, s, v[q])
-                            }),
-                            None => v,
-                        }
-                    })
+                    .map(|fc| [fc.regs[2 * h as usize], fc.regs[2 * h as usize + 1]])
                     .collect();
                 rows.push((inside, el, vals));
             }
@@ -676,5 +622,5 @@ pub(super) fn grad_input<T: MmaInput>(
         slots: p.slots,
         k: p.k,
     };
-    kernel::<T>(b, &sh, &io, &index, None)
+    kernel::<T>(b, &sh, &io, &index)
 }
