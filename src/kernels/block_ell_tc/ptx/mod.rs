@@ -29,9 +29,11 @@ pub mod grouped;
 mod shape;
 pub mod tiled;
 pub mod tiled_values;
+pub mod values_tiles;
 pub use grouped::{GroupTile, group_tile};
 pub use tiled::{Tile, tile};
 pub use tiled_values::{ValuesTile, values_tile};
+pub use values_tiles::{ValuesTiles, values_tiles};
 
 /// Warps per CTA.
 pub const WARPS: u32 = 4;
@@ -149,10 +151,16 @@ pub fn generate_grad_input(sm: Sm, prec: TcPrecision, bs: u32) -> Result<PtxModu
 /// As [`generate_forward`].
 pub fn generate_grad_values(sm: Sm, prec: TcPrecision, bs: u32) -> Result<PtxModule> {
     check(sm, bs)?;
-    match prec {
-        TcPrecision::Bf16 => tiled_values::grad_values::<Bf16x2>(sm, prec, bs),
-        TcPrecision::F16 => tiled_values::grad_values::<F16x2>(sm, prec, bs),
-        TcPrecision::Tf32 => tiled_values::grad_values::<Tf32>(sm, prec, bs),
+    // `B` ≤ 32: tiles of rows × columns sharing both operands; `B` = 64:
+    // groups of one row's slots
+    let tiles = values_tiles(prec, bs, sm).is_some();
+    match (prec, tiles) {
+        (TcPrecision::Bf16, true) => values_tiles::grad_values::<Bf16x2>(sm, prec, bs),
+        (TcPrecision::F16, true) => values_tiles::grad_values::<F16x2>(sm, prec, bs),
+        (TcPrecision::Tf32, true) => values_tiles::grad_values::<Tf32>(sm, prec, bs),
+        (TcPrecision::Bf16, false) => tiled_values::grad_values::<Bf16x2>(sm, prec, bs),
+        (TcPrecision::F16, false) => tiled_values::grad_values::<F16x2>(sm, prec, bs),
+        (TcPrecision::Tf32, false) => tiled_values::grad_values::<Tf32>(sm, prec, bs),
     }
 }
 
