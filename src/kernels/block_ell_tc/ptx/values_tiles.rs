@@ -80,6 +80,69 @@ impl ValuesTiles {
     }
 }
 
+/// The work of one launch on a topology ([`ValuesTiles::work`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TilesWork {
+    /// Work items (CTAs' units): parts × tiles.
+    pub items: usize,
+    /// Tiles along the block rows (`⌈R / rows⌉`: the items that also
+    /// store the empty slots' zeros).
+    pub row_groups: usize,
+    /// Items with at least one hit (those that stage and compute).
+    pub busy: usize,
+    /// Staged tiles summed over the busy items (per token tile: one `gy`
+    /// tile a row and one `x` tile a column with a hit in the item).
+    pub staged: usize,
+    /// Hits (filled slots) over all items.
+    pub hits: usize,
+}
+
+impl ValuesTiles {
+    /// The work items of a launch on `col` (`r` rows of `k` slots, `c`
+    /// column blocks), as the kernel schedules them: per tile, its hits
+    /// ranked in row-major order of the table, [`slots`](Self::slots) a
+    /// part. The L2 bytes of the staging are `staged × N × B ×` the
+    /// element's bytes (`N` rounded up to whole token tiles).
+    pub fn work(&self, r: usize, c: usize, k: usize, col: &[i32]) -> TilesWork {
+        let (rows, cols) = (self.rows as usize, self.cols as usize);
+        let slots = self.slots() as usize;
+        let (nrg, ncg) = (r.div_ceil(rows), c.div_ceil(cols));
+        let parts = self.parts() as usize;
+        let mut w = TilesWork {
+            items: nrg * ncg * parts,
+            row_groups: nrg,
+            ..TilesWork::default()
+        };
+        for rg in 0..nrg {
+            for cg in 0..ncg {
+                // the table's entries with a hit, row-major
+                let mut hits = Vec::new();
+                for ri in 0..rows.min(r - rg * rows) {
+                    let row = rg * rows + ri;
+                    for &cb in &col[row * k..(row + 1) * k] {
+                        let d = (cb as usize).wrapping_sub(cg * cols);
+                        if cb >= 0 && d < cols {
+                            hits.push(ri * cols + d);
+                        }
+                    }
+                }
+                hits.sort_unstable();
+                for part in hits.chunks(slots) {
+                    let mut used_r: Vec<usize> = part.iter().map(|e| e / cols).collect();
+                    let mut used_c: Vec<usize> = part.iter().map(|e| e % cols).collect();
+                    used_r.dedup();
+                    used_c.sort_unstable();
+                    used_c.dedup();
+                    w.busy += 1;
+                    w.hits += part.len();
+                    w.staged += used_r.len() + used_c.len();
+                }
+            }
+        }
+        w
+    }
+}
+
 /// Bytes of a staged row's 16-byte units and of an element.
 fn elem(prec: TcPrecision) -> u32 {
     if prec == TcPrecision::Tf32 { 4 } else { 2 }
