@@ -642,3 +642,36 @@ fn zero_slot(b: &mut KernelBuilder, sh: &Shape, io: &Io, s: Reg<U32>, tid: Reg<U
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::target::Feature;
+
+    /// Every tiling fits the shared memory its SM lets a block opt in to,
+    /// stages one 16-byte copy a thread a tile, and its table fits a warp's
+    /// ballot; `B` = 64 has none.
+    #[test]
+    fn tilings_fit_every_sm() {
+        for sm in Sm::ALL.into_iter().filter(|s| s.supports(Feature::MmaSync)) {
+            for prec in TcPrecision::ALL {
+                assert!(values_tiles(prec, 64, sm).is_none());
+                for bs in [16, 32] {
+                    let t = values_tiles(prec, bs, sm).unwrap();
+                    let smem = smem_bytes(prec, bs, sm).unwrap();
+                    assert!(
+                        smem <= u64::from(sm.info().max_smem_per_block_optin),
+                        "{sm}"
+                    );
+                    assert!(
+                        t.rows * t.cols <= 32 && t.cols >= 4,
+                        "{sm} {prec} {bs}: {t:?}"
+                    );
+                    let units = bs * elem(prec) / 16;
+                    assert_eq!(t.tokens * units, THREADS);
+                    assert_eq!(N_CHUNK as u32 % t.tokens, 0);
+                }
+            }
+        }
+    }
+}
