@@ -106,7 +106,7 @@
 //! same way, one CTA the filled slots of a tile of block rows × column
 //! blocks over double-buffered token tiles of `gy` (one a row) and `x`
 //! (one a column block), each staged once for all of the tile's slots
-//! that use it ([`ptx::values_tiles`]); at `B` = 64 one CTA a group of
+//! that use it ([`ptx::values_tiles`](mod@ptx::values_tiles)); at `B` = 64 one CTA a group of
 //! consecutive slots of one block row, its `gy` tile staged once and one
 //! `x` tile a slot ([`ptx::tiled_values`]). Staging changes no bit: each
 //! output element's chain of `mma.sync` steps is the contract's.
