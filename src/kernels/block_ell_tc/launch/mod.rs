@@ -307,6 +307,13 @@ pub fn grad_values_dev<T: TcElem>(
                 ],
             )?;
             let smem = super::ptx::values_tiles::smem_bytes(prec, bsize(&d), sm).unwrap_or(0);
+            let max = sm.info().max_smem_per_block_optin;
+            if smem > u64::from(max) {
+                return Err(crate::error::Error::invalid(format!(
+                    "{FAMILY}: the grad-values tile kernel's staging needs {smem} bytes of \
+                     shared memory per block, {sm} allows {max}"
+                )));
+            }
             let mp = stream.context().multiprocessor_count();
             let mut cfg = LaunchConfig::linear(
                 grid::ctas(count as u64, 1, mp, 8),
