@@ -102,11 +102,14 @@
 //! fragments, warp tiles of several MMAs, vectorised stores. tf32
 //! grad-input stages one output block's `B` features a CTA
 //! ([`ptx::tiled`]). The modeled figures are in `docs/perf.md`
-//! ("Tensor-core block-ELL"). Grad-values is staged the
-//! same way, one CTA a group of consecutive slots of one block row over
-//! double-buffered token tiles of `gy` (staged once for the group) and `x`
-//! (one a slot) ([`ptx::tiled_values`]). Staging changes no bit: each output element's chain of `mma.sync`
-//! steps is the contract's.
+//! ("Tensor-core block-ELL"). Grad-values at `B` ≤ 32 is staged the
+//! same way, one CTA the filled slots of a tile of block rows × column
+//! blocks over double-buffered token tiles of `gy` (one a row) and `x`
+//! (one a column block), each staged once for all of the tile's slots
+//! that use it ([`ptx::values_tiles`](mod@ptx::values_tiles)); at `B` = 64 one CTA a group of
+//! consecutive slots of one block row, its `gy` tile staged once and one
+//! `x` tile a slot ([`ptx::tiled_values`]). Staging changes no bit: each
+//! output element's chain of `mma.sync` steps is the contract's.
 
 pub mod host;
 pub mod launch;

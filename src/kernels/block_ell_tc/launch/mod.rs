@@ -13,7 +13,7 @@
 use super::host::{self, TcElem, TcOutElem, TcOutput, TcPrecision};
 use super::ptx::{
     ForwardArgs, GradInputArgs, GradValuesArgs, THREADS, generate_forward, generate_grad_input,
-    generate_grad_values, group_tile, grouped, tile, values_tile,
+    generate_grad_values, group_tile, grouped, tile, values_tile, values_tiles,
 };
 use crate::dsl::params::{DevPtr, KernelParams};
 use crate::dsl::types::U32;
@@ -294,15 +294,48 @@ pub fn grad_values_dev<T: TcElem>(
         d.values_len(),
         "R × K × B × B",
     )?;
-    // one CTA a group of a row's consecutive slots (empty ones store +0.0)
-    let group = values_tile(prec, bsize(&d)).slots as usize;
-    let count = tiles("R × slot groups", &[d.r(), d.k().div_ceil(group)])?;
+    let sm = stream.context().sm();
+    let cfg = match values_tiles(prec, bsize(&d), sm) {
+        // `B` ≤ 32: one CTA a part of a tile of rows × column blocks
+        Some(vt) => {
+            let count = tiles(
+                "R / rows × C / cols × parts",
+                &[
+                    d.r().div_ceil(vt.rows as usize),
+                    d.c().div_ceil(vt.cols as usize),
+                    vt.parts() as usize,
+                ],
+            )?;
+            let smem = super::ptx::values_tiles::smem_bytes(prec, bsize(&d), sm).unwrap_or(0);
+            let max = sm.info().max_smem_per_block_optin;
+            if smem > u64::from(max) {
+                return Err(crate::error::Error::invalid(format!(
+                    "{FAMILY}: the grad-values tile kernel's staging needs {smem} bytes of \
+                     shared memory per block, {sm} allows {max}"
+                )));
+            }
+            let mp = stream.context().multiprocessor_count();
+            let mut cfg = LaunchConfig::linear(
+                grid::ctas(count as u64, 1, mp, 8),
+                super::ptx::values_tiles::THREADS,
+            );
+            cfg.dynamic_smem_bytes = smem as u32;
+            (count > 0).then_some(cfg)
+        }
+        // `B` = 64: one CTA a group of a row's consecutive slots (empty
+        // ones store +0.0)
+        None => {
+            let group = values_tile(prec, bsize(&d)).slots as usize;
+            let count = tiles("R × slot groups", &[d.r(), d.k().div_ceil(group)])?;
+            (count > 0).then(|| cta_config(stream, count))
+        }
+    };
     let xp = operand_ptr(stream, "x", x)?;
     let gyp = operand_ptr(stream, "gy", gy)?;
     let gvp = stream.arg_mut("gv", gv)?;
-    if count == 0 {
+    let Some(cfg) = cfg else {
         return Ok(());
-    }
+    };
     let args = GradValuesArgs {
         x: xp,
         gy: gyp,
@@ -313,6 +346,6 @@ pub fn grad_values_dev<T: TcElem>(
         c: d.c() as u32,
         k: d.k() as u32,
     };
-    let m = memo!(generate_grad_values, stream.context().sm(), prec, bsize(&d))?;
-    stream.launch(m, cta_config(stream, count), &args.args())
+    let m = memo!(generate_grad_values, sm, prec, bsize(&d))?;
+    stream.launch(m, cfg, &args.args())
 }

@@ -9,10 +9,10 @@
 //! |---|---|---|
 //! | `block_ell_tc_forward_{p}_b{B}` | a CTA tile of [`group_tile`]`(p, B, sm).tokens` rows `n` × the `G·B` outputs of block rows `r0 .. r0+G` ([`grouped`]: each input block staged once for the group, `cp.async`, `ldmatrix`) | each row's slots by (input block, slot) ascending (empty ones skipped), `j` in chunks |
 //! | `block_ell_tc_grad_input_{p}_b{B}` | bf16/f16: a CTA tile of rows `n` × the `G·B` inputs of column blocks `c0 .. c0+G` ([`grouped`]); tf32: rows `n` × the `B` inputs of column block `c` ([`tiled`]) | the transposed index's slots ascending, `i` in chunks |
-//! | `block_ell_tc_grad_values_{p}_b{B}` | the `B × B` blocks of a group of consecutive slots of one block row ([`tiled_values`]: `cp.async` token tiles of `gy`, once for the group, and of `x`, one a slot; `ldmatrix.trans`) | rows `n` in chunks within each 256-row N-chunk; partials joined by `add.rn` in ascending order in registers |
+//! | `block_ell_tc_grad_values_{p}_b{B}` | `B` ≤ 32: the filled `B × B` blocks of a tile of block rows × column blocks ([`values_tiles`](mod@values_tiles): `cp.async` token tiles of `gy`, one a row, and of `x`, one a column block, each once for the tile; `ldmatrix.trans`); `B` = 64: a group of consecutive slots of one block row ([`tiled_values`]: `gy` once for the group, `x` one a slot) | rows `n` in chunks within each 256-row N-chunk; partials joined by `add.rn` in ascending order in registers |
 //!
-//! Every kernel stages its operands in shared memory (see [`tiled`] and
-//! [`tiled_values`]); rows `n ≥ N` are zero-filled (`+0` operands), as
+//! Every kernel stages its operands in shared memory (see [`tiled`],
+//! [`tiled_values`] and [`values_tiles`](mod@values_tiles)); rows `n ≥ N` are zero-filled (`+0` operands), as
 //! the host model pads.
 
 use crate::dsl::params::Ptr;
@@ -29,9 +29,11 @@ pub mod grouped;
 mod shape;
 pub mod tiled;
 pub mod tiled_values;
+pub mod values_tiles;
 pub use grouped::{GroupTile, group_tile};
 pub use tiled::{Tile, tile};
 pub use tiled_values::{ValuesTile, values_tile};
+pub use values_tiles::{ValuesTiles, values_tiles};
 
 /// Warps per CTA.
 pub const WARPS: u32 = 4;
@@ -149,10 +151,16 @@ pub fn generate_grad_input(sm: Sm, prec: TcPrecision, bs: u32) -> Result<PtxModu
 /// As [`generate_forward`].
 pub fn generate_grad_values(sm: Sm, prec: TcPrecision, bs: u32) -> Result<PtxModule> {
     check(sm, bs)?;
-    match prec {
-        TcPrecision::Bf16 => tiled_values::grad_values::<Bf16x2>(sm, prec, bs),
-        TcPrecision::F16 => tiled_values::grad_values::<F16x2>(sm, prec, bs),
-        TcPrecision::Tf32 => tiled_values::grad_values::<Tf32>(sm, prec, bs),
+    // `B` ≤ 32: tiles of rows × columns sharing both operands; `B` = 64:
+    // groups of one row's slots
+    let tiles = values_tiles(prec, bs, sm).is_some();
+    match (prec, tiles) {
+        (TcPrecision::Bf16, true) => values_tiles::grad_values::<Bf16x2>(sm, prec, bs),
+        (TcPrecision::F16, true) => values_tiles::grad_values::<F16x2>(sm, prec, bs),
+        (TcPrecision::Tf32, true) => values_tiles::grad_values::<Tf32>(sm, prec, bs),
+        (TcPrecision::Bf16, false) => tiled_values::grad_values::<Bf16x2>(sm, prec, bs),
+        (TcPrecision::F16, false) => tiled_values::grad_values::<F16x2>(sm, prec, bs),
+        (TcPrecision::Tf32, false) => tiled_values::grad_values::<Tf32>(sm, prec, bs),
     }
 }
 

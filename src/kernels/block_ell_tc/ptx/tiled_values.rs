@@ -84,7 +84,7 @@ pub struct ValuesTile {
 }
 
 /// The padded pitch in bytes of a staged row of `bs` elements.
-fn pitch(prec: TcPrecision, bs: u32) -> u32 {
+pub(super) fn pitch(prec: TcPrecision, bs: u32) -> u32 {
     match prec {
         TcPrecision::Tf32 => bs * 4 + 32,
         _ => bs * 2 + 16,
@@ -334,7 +334,7 @@ fn compute<T: MmaInput>(
 
 /// bf16/f16 `A` fragments of MMA chunk `kc`: `ldmatrix.x4.trans` (as
 /// the `B` fragments).
-fn frags_a_16<T: MmaInput>(
+pub(super) fn frags_a_16<T: MmaInput>(
     b: &mut KernelBuilder,
     sh: &Shape,
     abase: Reg<U32>,
@@ -352,7 +352,7 @@ fn frags_a_16<T: MmaInput>(
 }
 
 /// bf16/f16 `B` fragments of MMA chunk `kc` (see [`frags_a_16`]).
-fn frags_b_16<T: MmaInput>(
+pub(super) fn frags_b_16<T: MmaInput>(
     b: &mut KernelBuilder,
     sh: &Shape,
     bbase: Reg<U32>,
@@ -380,7 +380,7 @@ fn load_tf32<T: MmaInput>(b: &mut KernelBuilder, base: Reg<U32>, off: u32) -> Re
 }
 
 /// tf32 `A` fragments of MMA chunk `kc` (see [`load_tf32`]).
-fn frags_a_tf32<T: MmaInput>(
+pub(super) fn frags_a_tf32<T: MmaInput>(
     b: &mut KernelBuilder,
     sh: &Shape,
     abase: Reg<U32>,
@@ -397,7 +397,7 @@ fn frags_a_tf32<T: MmaInput>(
 }
 
 /// tf32 `B` fragments of MMA chunk `kc` (see [`load_tf32`]).
-fn frags_b_tf32<T: MmaInput>(
+pub(super) fn frags_b_tf32<T: MmaInput>(
     b: &mut KernelBuilder,
     sh: &Shape,
     bbase: Reg<U32>,

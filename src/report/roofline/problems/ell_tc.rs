@@ -261,6 +261,50 @@ fn problem_out(op: Op, p: TcPrecision, b: usize, pct: usize, o: TcOutput) -> Pro
                 vec![t, t * f(s[3])]
             }),
         ),
+        // `B` ≤ 32: one CTA a part of a tile of rows × column blocks
+        // ([`tc::ptx::values_tiles`]); per item the table; per row group
+        // the empty slots' zeros (`K` is the full size's throughout, so
+        // the zeros are a row-group term less the hits); per busy item,
+        // and per busy item per token tile, the loop; per staged tile and
+        // per hit, per token tile, the copies and the MMAs; per busy item
+        // and N-chunk, the fold; per hit, the epilogue (N a multiple of
+        // the token tile throughout, so no tile is ragged)
+        Op::GradValues if tc::ptx::values_tiles(p, b as u32, Sm::Sm90).is_some() => {
+            let vt = tc::ptx::values_tiles(p, b as u32, Sm::Sm90).map_or(64, |t| t.tokens as usize);
+            (
+                vec![
+                    vec![4, 32, 32, 16, b, 2 * vt],
+                    vec![4, 64, 32, 32, b, vt],
+                    vec![4, 32, 32, 1, b, 512],
+                    vec![8, 32, 32, 8, b, vt],
+                    vec![4, 64, 32, 4, b, 512],
+                    vec![4, 96, 32, 16, b, vt],
+                    vec![4, 32, 32, 1, b, 2 * vt],
+                    vec![4, 32, 32, 1, b, vt],
+                ],
+                vec![8, 64, 32, 8, b, vt],
+                vec![8, 64, 32, 12, b, 3 * vt],
+                Box::new(move |s, sm, _| {
+                    let (r, c, k) = (s[0], s[1], s[2]);
+                    let Some(t) = tc::ptx::values_tiles(p, b as u32, sm) else {
+                        return vec![0.0; 8];
+                    };
+                    let w = t.work(r, c, k, &topology(r, c, k, s[3]));
+                    let tt = s[5].div_ceil(t.tokens as usize);
+                    let chunks = s[5].div_ceil(crate::kernels::block_ell::N_CHUNK);
+                    vec![
+                        f(w.items),
+                        f(w.row_groups),
+                        f(w.busy),
+                        f(w.busy * tt),
+                        f(w.staged * tt),
+                        f(w.hits * tt),
+                        f(w.busy * chunks),
+                        f(w.hits),
+                    ]
+                }),
+            )
+        }
         // one CTA a group of `g` consecutive slots of a row (one slot at
         // `g` = 1); per group, and per group with a filled slot, token
         // tiles of `vt` rows (the gy tile) and N-chunk folds; per filled
