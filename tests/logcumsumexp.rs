@@ -635,7 +635,7 @@ fn bad_input_is_a_typed_error() {
 }
 
 #[test]
-fn ptx_has_no_approximate_instruction_or_atomic_on_any_sm() {
+fn ptx_has_no_approximate_instruction_or_float_atomic_on_any_sm() {
     for sm in Sm::ALL {
         for m in lcse::ptx::variants(sm).unwrap() {
             for bad in [".approx", "ex2.", "lg2.", ".ftz", "rcp.", "sqrt."] {
@@ -647,9 +647,21 @@ fn ptx_has_no_approximate_instruction_or_atomic_on_any_sm() {
             }
             for line in m.ptx.lines() {
                 let ins = line.trim_start().trim_start_matches(['@', '!']);
+                // The split path's look-back hands tickets and published
+                // words between CTAs by integer atomics (no float atomic,
+                // no `red`); no other kernel has one.
+                let integer_atomic = [
+                    "atom.global.add.u32",
+                    "atom.global.add.u64",
+                    "atom.global.exch.b64",
+                ]
+                .iter()
+                .any(|a| ins.starts_with(a));
+                let allowed = m.kernel == lcse::ptx::FWD_SPLIT && integer_atomic;
                 assert!(
-                    !ins.starts_with("atom.") && !ins.starts_with("red."),
-                    "{line}"
+                    allowed || (!ins.starts_with("atom.") && !ins.starts_with("red.")),
+                    "{} on {sm}: {line}",
+                    m.kernel
                 );
                 // The one division is the backward's g / S, rounded to
                 // nearest.

@@ -12,9 +12,9 @@
 
 use super::host::{self, Shape};
 use super::ptx::{
-    AffArgs, BwdArgs, CHAIN_THREADS, ChainArgs, FWD_CHAINS, FwdArgs, SPLIT, THREADS, TotArgs, VEC,
-    generate_bwd, generate_bwd_aff, generate_bwd_carry, generate_bwd_tot, generate_bwd_zcarry,
-    generate_fwd, generate_fwd_carry, generate_fwd_tot,
+    AffArgs, BwdArgs, CHAIN_THREADS, ChainArgs, FWD_CHAINS, FwdArgs, SPLIT, SplitArgs, THREADS,
+    TotArgs, VEC, generate_bwd, generate_bwd_aff, generate_bwd_carry, generate_bwd_tot,
+    generate_bwd_zcarry, generate_fwd, generate_fwd_split, scratch_words,
 };
 use crate::dsl::params::{DevPtr, KernelParams};
 use crate::dsl::types::F32;
@@ -108,47 +108,22 @@ fn forward_core(
             &a.args(),
         );
     }
-    let tiles = shape.rows() * shape.tiles();
-    let mut tot = ctx.alloc::<f32>(tiles)?;
-    let mut carry = ctx.alloc::<f32>(tiles)?;
-    let items = rows * (n - 1);
-    let a = TotArgs {
-        x,
-        tot: stream.arg_mut("tile totals", &mut tot)?,
-        items,
-        t,
-        ntiles: n,
-        flags: flags | SPLIT,
-    };
-    stream.launch(
-        memo!(generate_fwd_tot, sm)?,
-        tile_grid(stream, items, 1),
-        &a.args(),
-    )?;
-    let a = ChainArgs {
-        tot: stream.arg("tile totals", &tot)?,
-        carry: stream.arg_mut("tile carries", &mut carry)?,
-        rows,
-        ntiles: n,
-    };
-    stream.launch(
-        memo!(generate_fwd_carry, sm)?,
-        chain_grid(stream, rows),
-        &a.args(),
-    )?;
-    let items = rows * n;
-    let a = FwdArgs {
+    // The split path: one launch, a CTA per tile (tickets), the carries by
+    // the look-back over published totals in a zeroed scratch.
+    let mut scratch = ctx.alloc::<u64>(scratch_words(shape.rows(), shape.tiles()))?;
+    stream.zero(&mut scratch)?;
+    let a = SplitArgs {
         x,
         y,
-        carry: stream.arg("tile carries", &carry)?,
-        items,
+        scratch: stream.arg_mut("look-back scratch", &mut scratch)?,
+        rows,
         t,
         ntiles: n,
-        flags: flags | SPLIT,
+        flags,
     };
     stream.launch(
-        memo!(generate_fwd, sm)?,
-        tile_grid(stream, items, FWD_CHAINS),
+        memo!(generate_fwd_split, sm)?,
+        tile_grid(stream, rows * n, 1),
         &a.args(),
     )
 }

@@ -21,8 +21,11 @@
 //! 16-byte aligned, so tiles move with 16-byte loads and stores; bit 1
 //! (`SPLIT`): one CTA per tile. Neither changes a bit of the results.
 
+mod lookback;
 mod runs;
 mod tile;
+
+pub use lookback::{SplitArgs, generate_fwd_split, scratch_words};
 
 use super::host::{NSEG, TILE};
 use crate::dsl::math;
@@ -113,6 +116,9 @@ kernel_params! {
 
 /// The forward, row path (one CTA per row) and the split path's tile pass.
 pub const FWD: &str = "lcse_fwd";
+/// The split path's forward in one launch (a CTA per tile, the carries by
+/// a look-back over the published tile totals).
+pub const FWD_SPLIT: &str = "lcse_fwd_split";
 /// The split path's forward: each tile's total.
 pub const FWD_TOT: &str = "lcse_fwd_tot";
 /// The split path's forward: the tile carries of each row (the carry tree).
@@ -856,6 +862,7 @@ pub fn generate_bwd_zcarry(sm: Sm) -> Result<PtxModule> {
 pub fn variants(sm: Sm) -> Result<Vec<PtxModule>> {
     Ok(vec![
         generate_fwd(sm)?,
+        generate_fwd_split(sm)?,
         generate_fwd_tot(sm)?,
         generate_fwd_carry(sm)?,
         generate_bwd(sm)?,
