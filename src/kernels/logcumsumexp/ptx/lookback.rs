@@ -61,6 +61,14 @@ pub fn scratch_words(rows: usize, ntiles: usize) -> usize {
     2 * rows * ntiles + rows * RUNS + 1
 }
 
+/// `flags` bit of `lcse_fwd_split` (tests only): only the first tile of a
+/// row or run publishes its inclusive carry, so every other tile looks back
+/// to its run's first tile and folds the totals in between (the deepest
+/// look-back a GPU can meet; in the simulator, where the CTAs run in
+/// order, a tile otherwise always finds its predecessor's carry). The
+/// same bits.
+pub const DEEP: u32 = 4;
+
 /// The flag of a published word (its high half).
 const READY: u64 = 1 << 32;
 
@@ -132,6 +140,8 @@ pub fn generate_fwd_split(sm: Sm) -> Result<PtxModule> {
     let ticket = b.offset(p.scratch, tw).cast::<U32>();
     let l = run_len(&mut b, p.ntiles);
     let n1 = b.sub(p.ntiles, 1u32);
+    let deep = b.and(p.flags, DEEP);
+    let shallow = b.setp(Cmp::Eq, deep, 0u32);
     let item = b.mov(0u32);
     let fetch = |b: &mut KernelBuilder| {
         b.if_(c.t0, |b| {
@@ -241,8 +251,10 @@ pub fn generate_fwd_split(sm: Sm) -> Result<PtxModule> {
                             b.assign(cv, nc);
                         });
                         b.st_shared_at(&cs, 0, cv);
-                        let nc = math::log_add_exp(b, cv, total);
-                        publish(b, inc, me, nc);
+                        b.if_(shallow, |b| {
+                            let nc = math::log_add_exp(b, cv, total);
+                            publish(b, inc, me, nc);
+                        });
                     });
                 },
             );
