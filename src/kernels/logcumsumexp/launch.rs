@@ -35,8 +35,9 @@ pub enum Path {
     Auto,
     /// One CTA per row walks the row's tiles.
     Row,
-    /// One CTA per tile, with the carries from separate kernels (rows of
-    /// one tile take the row path: they have no carries).
+    /// One CTA per tile: the forward's carries by a look-back within its
+    /// one launch, the backward's from separate kernels (rows of one tile
+    /// take the row path: they have no carries).
     Split,
 }
 
@@ -143,8 +144,9 @@ fn forward_split(
 
 /// `y = logcumsumexp(x)` along each row of `[rows, T]` device buffers or
 /// foreign views, queued on `stream` (see the [module contract](super)).
-/// When the split path runs, two scratch buffers of a float per tile are
-/// allocated for the call.
+/// When the split path runs, a scratch of
+/// [`scratch_words`](super::ptx::scratch_words) 8-byte words (two per tile,
+/// 128 per row, one) is allocated and zeroed on `stream` for the call.
 ///
 /// ```
 /// use ptxsmith::kernels::logcumsumexp::{self, Shape};
