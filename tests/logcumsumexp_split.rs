@@ -4,11 +4,14 @@
 //! path and the host model at the carry tree's run boundaries (1, 2, 31,
 //! 32, 33, 64, 65 and 200 tiles, the last tile ragged), several rows,
 //! special values, and a second call on the same stream (the scratch is
-//! zeroed per call).
+//! zeroed per call); on a GPU (or the driver emulator) the same, where the
+//! CTAs really wait for each other: a row of 2²⁴, a row of 4 129 tiles
+//! (runs of 33) and several rows, each three times.
 
 use ptxsmith::Sm;
 use ptxsmith::kernels::logcumsumexp::{Shape, TILE, host, launch};
 use ptxsmith::runtime::Context;
+use ptxsmith::testing::cuda_for_tests;
 
 mod common;
 use common::bits;
@@ -103,4 +106,25 @@ fn split_forward_twice_and_in_place() {
             .unwrap();
     }
     assert_eq!(bits(&xy.to_vec().unwrap()), want);
+}
+
+#[test]
+fn gpu_split_forward_matches_the_host_model() {
+    let Some(ctx) = cuda_for_tests() else { return };
+    let st = ctx.default_stream();
+    // Smaller on the driver emulator (kernels on the simulator).
+    let shapes: &[(usize, usize)] = if ptxsmith::testing::small_shapes(&ctx) {
+        &[(1, 67 * TILE - 3), (3, 33 * TILE)]
+    } else {
+        &[(1, 1 << 24), (1, 4129 * TILE + 11), (7, 200 * TILE + 3)]
+    };
+    for &(rows, t) in shapes {
+        let s = Shape::new(rows, t).unwrap();
+        let x = inputs(rows, t, 10);
+        let want = bits(&host::forward(s, &x).unwrap());
+        for round in 0..3 {
+            let got = launch::forward_on_path(&st, s, Path::Split, &x).unwrap();
+            assert_eq!(bits(&got), want, "{rows} × {t}, round {round}");
+        }
+    }
 }
