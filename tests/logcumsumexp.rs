@@ -548,19 +548,23 @@ fn split_rule_and_auto_path() {
     assert!(launch::split_rule(132, s));
     assert!(!launch::split_rule(132, shape(528, 2 * TILE)));
     assert!(!launch::split_rule(132, shape(1, TILE)));
-    // The simulator has 4 multiprocessors: 3 rows of two tiles split, 16
-    // rows do not; both give the host model's bits.
+    // The simulator has 4 multiprocessors: 3 rows of two tiles split (one
+    // launch, with its look-back scratch: one more allocation), 16 rows do
+    // not; both give the host model's bits.
     let ctx = Context::sim(Sm::Sm80);
     let st = ctx.default_stream();
+    let mut allocs = Vec::new();
     for rows in [3, 16] {
         let s = shape(rows, 2 * TILE);
         let x = data(s.len(), 3, 4.0);
-        let before = st.traffic().launches;
+        let before = st.traffic();
         let y = launch::forward_on(&st, s, &x).unwrap();
-        let launches = st.traffic().launches - before;
-        assert_eq!(launches, if rows == 3 { 3 } else { 1 }, "rows {rows}");
+        let after = st.traffic();
+        assert_eq!(after.launches - before.launches, 1, "rows {rows}");
+        allocs.push(after.allocations - before.allocations);
         assert_eq!(bits(&y), bits(&host::forward(s, &x).unwrap()));
     }
+    assert_eq!(allocs[0], allocs[1] + 1, "{allocs:?}");
 }
 
 #[test]
