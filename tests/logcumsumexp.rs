@@ -557,11 +557,11 @@ fn split_rule_and_auto_path() {
     for rows in [3, 16] {
         let s = shape(rows, 2 * TILE);
         let x = data(s.len(), 3, 4.0);
-        let before = st.traffic();
+        let (before, allocs0) = (st.traffic(), ctx.traffic().allocations);
         let y = launch::forward_on(&st, s, &x).unwrap();
         let after = st.traffic();
         assert_eq!(after.launches - before.launches, 1, "rows {rows}");
-        allocs.push(after.allocations - before.allocations);
+        allocs.push(ctx.traffic().allocations - allocs0);
         assert_eq!(bits(&y), bits(&host::forward(s, &x).unwrap()));
     }
     assert_eq!(allocs[0], allocs[1] + 1, "{allocs:?}");

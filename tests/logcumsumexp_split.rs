@@ -128,3 +128,54 @@ fn gpu_split_forward_matches_the_host_model() {
         }
     }
 }
+
+/// A wait that never ends stops at the simulator's instruction budget: the
+/// ticket counter starts at 1, so the one CTA takes tile 1 of a row of two
+/// and looks back for tile 0's inclusive carry, which nobody publishes.
+#[test]
+fn a_look_back_nobody_answers_ends_at_the_instruction_budget() {
+    use ptxsmith::dsl::params::ArgValue;
+    use ptxsmith::kernels::logcumsumexp::ptx;
+    use ptxsmith::runtime::exec::LaunchConfig;
+    use ptxsmith::sim::{Program, Sim, SimError, SimOptions};
+
+    let m = ptx::generate_fwd_split(Sm::Sm80).unwrap();
+    let prog = Program::parse(&m.ptx).unwrap();
+    let mut sim = Sim::new(Sm::Sm80);
+    sim.set_options(SimOptions {
+        max_instructions: Some(3_000_000),
+        ..Default::default()
+    });
+    let t = 2 * TILE;
+    let x = sim.alloc(4 * t).unwrap();
+    let data: Vec<u8> = inputs(1, t, 11)
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    sim.write(x, &data).unwrap();
+    let y = sim.alloc(4 * t).unwrap();
+    let words = ptx::scratch_words(1, 2);
+    let scratch = sim.alloc_zeroed(8 * words).unwrap();
+    sim.write(scratch + 8 * (words as u64 - 1), &1u64.to_le_bytes())
+        .unwrap();
+    let args = [
+        ArgValue::Ptr(x),
+        ArgValue::Ptr(y),
+        ArgValue::Ptr(scratch),
+        ArgValue::U32(1),
+        ArgValue::U32(t as u32),
+        ArgValue::U32(2),
+        ArgValue::U32(0),
+    ];
+    let e = sim
+        .launch_program(&prog, ptx::FWD_SPLIT, LaunchConfig::linear(1, 128), &args)
+        .unwrap_err();
+    match e {
+        SimError::InstructionLimit { site, limit } => {
+            assert_eq!(limit, 3_000_000);
+            assert_eq!(site.kernel, ptx::FWD_SPLIT);
+            assert_eq!(site.tid, (0, 0, 0), "thread 0 looks back");
+        }
+        e => panic!("expected the instruction-budget finding, got {e}"),
+    }
+}
