@@ -145,7 +145,7 @@ fn forward_split(
 /// `y = logcumsumexp(x)` along each row of `[rows, T]` device buffers or
 /// foreign views, queued on `stream` (see the [module contract](super)).
 /// When the split path runs, a scratch of
-/// [`scratch_words`](super::ptx::scratch_words) 8-byte words (two per tile,
+/// [`scratch_words`] 8-byte words (two per tile,
 /// 128 per row, one) is allocated and zeroed on `stream` for the call.
 ///
 /// ```
