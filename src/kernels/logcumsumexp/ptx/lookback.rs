@@ -26,6 +26,11 @@
 //!   `C_{k+1}` and folds `C_τ = C_{k+1} ⊗ T_{k+1} ⊗ … ⊗ T_{τ−1}` left to
 //!   right: the contract's chain `C_{τ+1} = C_τ ⊗ T_τ` from a state of it,
 //!   so the same bits whichever `k` it finds.
+//! * **Waiting.** Thread 0 polls (the look-back, the run aggregate's fold)
+//!   while its warp's other lanes wait at the next barrier or shuffle, and
+//!   threads `i < j` poll for `G_i` before the run prefix's shuffles: sound
+//!   under independent thread scheduling (every target is sm_70+). Polls
+//!   are back to back (the DSL has no `nanosleep` yet).
 //! * The tile itself is `lcse_fwd`'s (staged once: 8 B per element).
 
 use super::super::host::{RUNS, TILE};

@@ -18,7 +18,8 @@
 //!
 //! `flags` bit 0 (`VEC`): `T` is a multiple of 4 and every pointer is
 //! 16-byte aligned, so tiles move with 16-byte loads and stores; bit 1
-//! (`SPLIT`): one CTA per tile. Neither changes a bit of the results.
+//! (`SPLIT`): one CTA per tile; bit 2 ([`DEEP`], `lcse_fwd_split`, tests
+//! only): the deepest look-back. None changes a bit of the results.
 
 mod lookback;
 mod runs;
