@@ -12,9 +12,9 @@
 
 use super::host::{self, Shape};
 use super::ptx::{
-    AffArgs, BwdArgs, CHAIN_THREADS, ChainArgs, FWD_CHAINS, FwdArgs, SPLIT, THREADS, TotArgs, VEC,
-    generate_bwd, generate_bwd_aff, generate_bwd_carry, generate_bwd_tot, generate_bwd_zcarry,
-    generate_fwd, generate_fwd_carry, generate_fwd_tot,
+    AffArgs, BwdArgs, CHAIN_THREADS, ChainArgs, FWD_CHAINS, FwdArgs, SPLIT, SplitArgs, THREADS,
+    TotArgs, VEC, generate_bwd, generate_bwd_aff, generate_bwd_carry, generate_bwd_tot,
+    generate_bwd_zcarry, generate_fwd, generate_fwd_split, scratch_words,
 };
 use crate::dsl::params::{DevPtr, KernelParams};
 use crate::dsl::types::F32;
@@ -35,8 +35,9 @@ pub enum Path {
     Auto,
     /// One CTA per row walks the row's tiles.
     Row,
-    /// One CTA per tile, with the carries from separate kernels (rows of
-    /// one tile take the row path: they have no carries).
+    /// One CTA per tile: the forward's carries by a look-back within its
+    /// one launch, the backward's from separate kernels (rows of one tile
+    /// take the row path: they have no carries).
     Split,
 }
 
@@ -108,55 +109,44 @@ fn forward_core(
             &a.args(),
         );
     }
-    let tiles = shape.rows() * shape.tiles();
-    let mut tot = ctx.alloc::<f32>(tiles)?;
-    let mut carry = ctx.alloc::<f32>(tiles)?;
-    let items = rows * (n - 1);
-    let a = TotArgs {
-        x,
-        tot: stream.arg_mut("tile totals", &mut tot)?,
-        items,
-        t,
-        ntiles: n,
-        flags: flags | SPLIT,
-    };
-    stream.launch(
-        memo!(generate_fwd_tot, sm)?,
-        tile_grid(stream, items, 1),
-        &a.args(),
-    )?;
-    let a = ChainArgs {
-        tot: stream.arg("tile totals", &tot)?,
-        carry: stream.arg_mut("tile carries", &mut carry)?,
-        rows,
-        ntiles: n,
-    };
-    stream.launch(
-        memo!(generate_fwd_carry, sm)?,
-        chain_grid(stream, rows),
-        &a.args(),
-    )?;
-    let items = rows * n;
-    let a = FwdArgs {
+    forward_split(stream, shape, x, y, flags)
+}
+
+/// The split path's forward: one launch of `lcse_fwd_split`, a CTA per
+/// tile (tickets), the carries by the look-back over published totals in a
+/// scratch of [`scratch_words`] 8-byte words, zeroed on the stream.
+fn forward_split(
+    stream: &Stream,
+    shape: Shape,
+    x: DevPtr<F32>,
+    y: DevPtr<F32>,
+    flags: u32,
+) -> Result<()> {
+    let ctx = stream.context();
+    let (rows, t, n) = (shape.rows() as u32, shape.t() as u32, shape.tiles() as u32);
+    let mut scratch = ctx.alloc::<u64>(scratch_words(shape.rows(), shape.tiles()))?;
+    stream.zero(&mut scratch)?;
+    let a = SplitArgs {
         x,
         y,
-        carry: stream.arg("tile carries", &carry)?,
-        items,
+        scratch: stream.arg_mut("look-back scratch", &mut scratch)?,
+        rows,
         t,
         ntiles: n,
-        flags: flags | SPLIT,
+        flags,
     };
     stream.launch(
-        memo!(generate_fwd, sm)?,
-        tile_grid(stream, items, FWD_CHAINS),
+        memo!(generate_fwd_split, ctx.sm())?,
+        tile_grid(stream, rows * n, 1),
         &a.args(),
     )
 }
 
 /// `y = logcumsumexp(x)` along each row of `[rows, T]` device buffers or
 /// foreign views, queued on `stream` (see the [module contract](super)).
-/// When the split path runs, two scratch buffers of a float per tile are
-/// allocated for the call.
+/// When the split path runs, a scratch of
+/// [`scratch_words`] 8-byte words (two per tile,
+/// 128 per row, one) is allocated and zeroed on `stream` for the call.
 ///
 /// ```
 /// use ptxsmith::kernels::logcumsumexp::{self, Shape};
@@ -636,12 +626,13 @@ pub fn backward(backend: Backend, shape: Shape, x: &[f32], g: &[f32]) -> Result<
 
 #[cfg(test)]
 mod tests {
-    //! The carry-tree kernels alone on synthetic tile totals: rows of
-    //! thousands of tiles (runs longer than `RUN`, all four warps of the
-    //! tree) at the cost of a few thousand values.
+    //! The backward's carry-tree kernels alone on synthetic tile totals:
+    //! rows of thousands of tiles (runs longer than `RUN`, all four warps
+    //! of the tree) at the cost of a few thousand values; the split
+    //! forward's deepest look-back.
     use super::*;
     use crate::kernels::logcumsumexp::host::{pair_op, reverse_carries, tile_carries};
-    use crate::math::log_add_exp;
+    use crate::kernels::logcumsumexp::ptx::DEEP;
     use crate::runtime::Context;
     use crate::target::Sm;
 
@@ -688,22 +679,33 @@ mod tests {
 
     const SIZES: [usize; 8] = [2, 33, 64, 65, 67, 1100, 4096, 5000];
 
+    /// `lcse_fwd_split` with only run-first tiles publishing their
+    /// inclusive carry ([`DEEP`]): every other tile looks back to its run's
+    /// first and folds the totals in between, which the simulator's
+    /// in-order CTAs never need otherwise. The same bits as the host model
+    /// (3 rows of 33 tiles; a row of 67: three runs, the last ragged).
     #[test]
-    fn forward_carry_kernel_equals_the_host_tree() {
-        for n in SIZES {
-            let mut r = lcg(n as u32);
-            let mut tot: Vec<f32> = (0..2 * n).map(|_| 3.0 * r()).collect();
-            // A −inf total and a NaN in the second row's last run.
-            tot[n + (n - 2) / 2] = f32::NEG_INFINITY;
-            tot[2 * n - 2] = f32::NAN;
-            let got = run(generate_fwd_carry, 2, n, &tot, 7.0);
-            for row in 0..2 {
-                let want = tile_carries(n, &tot[row * n..(row + 1) * n - 1], log_add_exp);
-                for (tau, w) in want.iter().enumerate().skip(1) {
-                    let g = got[row * n + tau];
-                    let w = w.expect("carries after the first");
-                    assert_eq!(b(g), b(w), "n {n} row {row} τ {tau}");
-                }
+    fn split_forward_with_the_deepest_look_back_equals_the_host_model() {
+        let ctx = Context::sim(Sm::Sm80);
+        let st = ctx.default_stream();
+        for (rows, t) in [
+            (3, 33 * host::TILE - 5),
+            (1, 67 * host::TILE - 1000),
+            (1, 34 * host::TILE),
+        ] {
+            let shape = Shape::new(rows, t).unwrap();
+            let mut r = lcg(t as u32);
+            let mut x: Vec<f32> = (0..rows * t).map(|_| 6.0 * r()).collect();
+            x[..host::TILE + 3].fill(f32::NEG_INFINITY);
+            let want = host::forward(shape, &x).unwrap();
+            let dx = st.upload(&x).unwrap();
+            let mut y = ctx.alloc::<f32>(rows * t).unwrap();
+            let (xp, yp) = (st.arg("x", &dx).unwrap(), st.arg_mut("y", &mut y).unwrap());
+            let flags = vec_flag(t as u32, &[xp.addr, yp.addr]) | DEEP;
+            forward_split(&st, shape, xp, yp, flags).unwrap();
+            let got = st.to_vec(&y).unwrap();
+            for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                assert_eq!(b(*g), b(*w), "{rows} × {t}, element {i}");
             }
         }
     }

@@ -196,26 +196,38 @@
 //! *row path*): a tile is staged in shared memory with coalesced (16-byte
 //! when `T` and the pointers allow) loads and stores, each thread works on
 //! its segment from shared memory, the carries stay on chip. The forward's
-//! CTA takes [`ptx::FWD_CHAINS`] = 2 rows at once (two tiles on the split
-//! path) and each thread walks segment `σ` of both, interleaved: two
-//! independent `log_add_exp` chains in flight per thread, the same bits
-//! (the contract fixes the order of the combines, not the thread). The forward
-//! moves 8 B per element; the backward 12 B per element for `T ≤ TILE`
-//! and 16 B above (a first pass over `x` computes the tile carries `C_τ`,
-//! the second walks the tiles from the last). When the rows are too few to
-//! fill the device ([`launch::split_rule`]), the *split path* gives every
-//! tile its own CTA: kernels for the tile totals, a small carry-chain
-//! kernel, and the tile kernel recomputing each tile from its carries
-//! (forward 12 B per element, backward 24 B per element) — the same bits.
-//! No CTA ever waits for another. The carries are the carry tree (see
-//! the contract): on the split path one CTA of 128 threads per row
-//! (`lcse_fwd_carry`, `lcse_bwd_carry`, `lcse_bwd_zcarry`), thread `j` on
-//! run `j` (its aggregate, the tile tree over the runs, then the run's
-//! chain of carries), so about `2L + 10` dependent combines a row instead
-//! of `n_τ − 1`; on the row path the CTA walking the row keeps the run
-//! aggregates in its tile buffer's padding and computes a run's prefix
-//! (the tile tree over the finished runs) when it reaches the run's first
-//! tile, the backward for both its passes.
+//! CTA takes [`ptx::FWD_CHAINS`] = 2 rows at once and each thread walks
+//! segment `σ` of both, interleaved: two independent `log_add_exp` chains
+//! in flight per thread, the same bits (the contract fixes the order of
+//! the combines, not the thread). The forward moves 8 B per element; the
+//! backward 12 B per element for `T ≤ TILE` and 16 B above (a first pass
+//! over `x` computes the tile carries `C_τ`, the second walks the tiles
+//! from the last). When the rows are too few to fill the device
+//! ([`launch::split_rule`]), the *split path* gives every tile its own CTA.
+//! The forward's is one launch, `lcse_fwd_split` (8 B per element: `x` read
+//! once): a CTA takes a tile by a ticket (an atomic counter, so that it
+//! only ever waits for tiles whose CTAs started before it), stages it,
+//! publishes its total `T_τ`, then gets its carry by a *look-back* that
+//! follows the carry tree exactly: the last tile of a run folds and
+//! publishes the run's aggregate `G_j`; a run's first tile computes `P_j`
+//! by the tile tree over the published `G_0 … G_{j−1}`; any other tile
+//! starts from the nearest inclusive carry `C_{k+1}` published in its run
+//! and folds the totals `T_{k+1} … T_{τ−1}` after it left to right (a
+//! state of the contract's chain: the same bits whichever `k` it finds).
+//! Each published value travels with its flag in one 8-byte atomic word
+//! (no fence needed), in a scratch of `2·rows·n_τ + 128·rows + 1` words
+//! (totals, inclusive carries, run aggregates, the ticket: 66 KB for a row
+//! of 2²⁴) allocated and zeroed on the stream per call. The backward's
+//! split path is still four launches and no CTA waits for another: the
+//! pair tile totals, the carry tree (`lcse_bwd_carry`, `lcse_bwd_zcarry`:
+//! one CTA of 128 threads per row, thread `j` on run `j`: its aggregate,
+//! the tile tree over the runs, then the run's chain of carries, about
+//! `2L + 10` dependent combines a row instead of `n_τ − 1`), the tile maps,
+//! and the tile kernel recomputing each tile from its carries (24 B per
+//! element) — the same bits. On the row path the CTA walking the row keeps
+//! the run aggregates in its tile buffer's padding and computes a run's
+//! prefix (the tile tree over the finished runs) when it reaches the run's
+//! first tile, the backward for both its passes.
 //!
 //! Cost on sm_90 (pinned ptxas; `docs/tuning.md`, `docs/perf.md`,
 //! section *logcumsumexp at the roof*): the forward's segment log-sum

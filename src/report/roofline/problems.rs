@@ -243,17 +243,17 @@ fn lcse_forward() -> Problem {
 /// spread over many rows"). Update it with the table.
 const LCSE_MANY_ROWS_H200_S: f64 = 47.1e-6;
 
-/// One row of `n_τ` tiles takes the split path: `lcse_fwd_tot` on `n_τ − 1`
-/// tiles and `lcse_fwd` on `n_τ` (linear in `n_τ` for even `n_τ`: its CTAs
-/// take two tiles), `lcse_fwd_carry` the carry tree, linear in `n_τ` and in
-/// the number of runs `⌈n_τ / L⌉` (`L` = 32 up to 4 096 tiles).
+/// One row of `n_τ` tiles takes the split path: `lcse_fwd_split`, a CTA
+/// per tile (linear in `n_τ`), plus per run of `L` tiles the run
+/// aggregate's fold and the run prefix's tree (linear in the number of
+/// runs `⌈n_τ / L⌉`, `L` = 32 up to 4 096 tiles).
 fn lcse_long_row_basis(s: &Shape, _: Sm, _: u32) -> Vec<f64> {
     let n = s[1].div_ceil(logcumsumexp::TILE);
     let l = logcumsumexp::host::run_len(n);
     vec![1.0, f(n), f(n.div_ceil(l))]
 }
 
-/// `[1, n·4096]`, `n` even (so `lcse_fwd`'s CTAs are all full).
+/// `[1, n·4096]`.
 fn lcse_row_of(tiles: usize) -> Shape {
     vec![1, tiles * logcumsumexp::TILE]
 }
@@ -278,29 +278,28 @@ fn lcse_forward_long_row() -> Problem {
         traffic: Box::new(move |s, _| {
             let (rows, t) = (s[0], s[1]);
             let n = t.div_ceil(tile);
-            vec![
-                (
-                    "lcse_fwd_tot".into(),
-                    F32 * f(rows * (n - 1) * tile + rows * (n - 1)),
-                ),
-                ("lcse_fwd_carry".into(), F32 * f(rows * (n - 1) + rows * n)),
-                (
-                    "lcse_fwd".into(),
-                    2.0 * F32 * f(rows * t) + F32 * f(rows * n),
-                ),
-            ]
+            // x in, y out; the zeroed scratch's 8-byte words, each tile
+            // publishing two and reading about two.
+            let words = logcumsumexp::ptx::scratch_words(rows, n);
+            vec![(
+                "lcse_fwd_split".into(),
+                2.0 * F32 * f(rows * t) + 8.0 * f(words + 4 * rows * n),
+            )]
         }),
         essential: Box::new(|s| 2.0 * F32 * f(s[0] * s[1])),
         goal: Some(Goal::TimeOn {
             card: "H200",
             max_s: 1.3 * LCSE_MANY_ROWS_H200_S,
         }),
-        note: "the split path (one row: a CTA per tile): lcse_fwd_tot reads every \
-               tile but the last for its total, lcse_fwd_carry computes the carry tree \
-               (one CTA: a thread per run of 32 tiles, the tile tree over the runs), \
-               lcse_fwd reads x and its tile's carry and writes y; essential: x in, y \
-               out (8 B/element); goal: 1.3× the forward [4096, 4096] on the H200 (the \
-               same bytes over many rows, 47.1 µs modeled)",
+        note: "the split path (one row: a CTA per tile) in one launch, lcse_fwd_split: \
+               a CTA takes a tile by ticket, stages it, publishes its total, gets its \
+               carry by a look-back over the published totals in the carry tree's \
+               order (a run's last tile folds the run's aggregate, a run's first \
+               tile the tree over the runs) and writes y: x read once (8 B/element, \
+               plus 8-byte flagged words per tile); the waits between CTAs are not \
+               modeled; essential: x in, y out (8 B/element); goal: 1.3× the \
+               forward [4096, 4096] on the H200 (the same bytes over many rows, \
+               47.1 µs modeled)",
     }
 }
 

@@ -87,11 +87,10 @@ pub fn l2_s(gpu: &Gpu, bytes: f64) -> f64 {
 /// that the latency term applies (module docs), with the independent
 /// chains each thread keeps in flight (the longest matching prefix
 /// counts): `lcse_fwd` walks [`FWD_CHAINS`] segments at once, the split
-/// path's `lcse_fwd_tot` and `lcse_fwd_carry` one.
-pub const CHAIN_KERNELS: [(&str, u32); 8] = [
+/// path's `lcse_fwd_split` one (a tile a CTA).
+pub const CHAIN_KERNELS: [(&str, u32); 7] = [
     ("lcse_fwd", FWD_CHAINS),
-    ("lcse_fwd_tot", 1),
-    ("lcse_fwd_carry", 1),
+    ("lcse_fwd_split", 1),
     ("lcse_bwd", 1),
     ("hmm_forward", 1),
     ("hmm_backward", 1),
@@ -252,13 +251,13 @@ mod tests {
         // Independent chains per thread divide the latency term: the
         // same launch as `hmm_forward_cap256` above, each thread walking
         // two chains (`lcse_fwd`), takes half as long; the split path's
-        // `lcse_fwd_tot` (longest prefix) one chain.
+        // `lcse_fwd_split` (longest prefix) one chain.
         assert_eq!(chains_per_thread("lcse_fwd"), Some(FWD_CHAINS));
-        assert_eq!(chains_per_thread("lcse_fwd_tot"), Some(1));
+        assert_eq!(chains_per_thread("lcse_fwd_split"), Some(1));
         assert_eq!(chains_per_thread("lcse_bwd_aff"), Some(1));
         assert_eq!(chains_per_thread("dot_rows"), None);
         assert_eq!(FWD_CHAINS, 2);
-        let one = terms(&H200, "lcse_fwd_tot", lanes, &m, 132, 256, 32, 0);
+        let one = terms(&H200, "lcse_fwd_split", lanes, &m, 132, 256, 32, 0);
         let two = terms(&H200, "lcse_fwd", lanes, &m, 132, 256, 32, 0);
         assert!((one.latency_s.unwrap() - 2.0).abs() < 1e-9);
         assert!((two.latency_s.unwrap() - 1.0).abs() < 1e-9);

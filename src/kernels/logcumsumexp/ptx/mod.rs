@@ -8,9 +8,8 @@
 //!
 //! | kernel | grid | does |
 //! |---|---|---|
-//! | `lcse_fwd` | a CTA per [`FWD_CHAINS`] rows (row path) or tiles (split path) | the forward of its tiles, a segment of each item per thread, carries on chip or read from `carry` |
-//! | `lcse_fwd_tot` | a CTA per tile `τ < n_τ − 1` | the tile totals `T_τ` (split path) |
-//! | `lcse_fwd_carry` | a CTA per row | `C_τ` from the totals by the carry tree (split path) |
+//! | `lcse_fwd` | a CTA per [`FWD_CHAINS`] rows (row path) | the forward of its rows' tiles, a segment of each row per thread, carries on chip (its `SPLIT` mode, tiles with carries read from `carry`, is no longer launched) |
+//! | `lcse_fwd_split` | a CTA per tile, by ticket | the split path's forward in one launch: the tile, its total published, its carry by a look-back over published totals (see `lookback`) |
 //! | `lcse_bwd` | a CTA per row or per tile | the backward of its tiles (row path: pass 1 writes the pair carries to `fcarry`, pass 2 walks the tiles from the last) |
 //! | `lcse_bwd_tot` | a CTA per tile `τ < n_τ − 1` | the pair tile totals (split path) |
 //! | `lcse_bwd_carry` | a CTA per row | the pair carries `C_τ` by the carry tree (split path) |
@@ -19,10 +18,14 @@
 //!
 //! `flags` bit 0 (`VEC`): `T` is a multiple of 4 and every pointer is
 //! 16-byte aligned, so tiles move with 16-byte loads and stores; bit 1
-//! (`SPLIT`): one CTA per tile. Neither changes a bit of the results.
+//! (`SPLIT`): one CTA per tile; bit 2 ([`DEEP`], `lcse_fwd_split`, tests
+//! only): the deepest look-back. None changes a bit of the results.
 
+mod lookback;
 mod runs;
 mod tile;
+
+pub use lookback::{DEEP, SplitArgs, generate_fwd_split, scratch_words};
 
 use super::host::{NSEG, TILE};
 use crate::dsl::math;
@@ -58,7 +61,7 @@ kernel_params! {
 }
 
 kernel_params! {
-    /// Arguments of `lcse_fwd_tot` and `lcse_bwd_tot` (`tot` holds one
+    /// Arguments of `lcse_bwd_tot` (`tot` holds one
     /// value, resp. one pair, per tile).
     pub struct TotArgs => TotRegs {
         x: Ptr<F32>,
@@ -71,7 +74,7 @@ kernel_params! {
 }
 
 kernel_params! {
-    /// Arguments of the chain kernels `lcse_fwd_carry`, `lcse_bwd_carry`,
+    /// Arguments of the chain kernels `lcse_bwd_carry`,
     /// `lcse_bwd_zcarry` (`tot` read, `carry` written, per tile).
     pub struct ChainArgs => ChainRegs {
         tot: Ptr<F32>,
@@ -113,10 +116,9 @@ kernel_params! {
 
 /// The forward, row path (one CTA per row) and the split path's tile pass.
 pub const FWD: &str = "lcse_fwd";
-/// The split path's forward: each tile's total.
-pub const FWD_TOT: &str = "lcse_fwd_tot";
-/// The split path's forward: the tile carries of each row (the carry tree).
-pub const FWD_CARRY: &str = "lcse_fwd_carry";
+/// The split path's forward in one launch (a CTA per tile, the carries by
+/// a look-back over the published tile totals).
+pub const FWD_SPLIT: &str = "lcse_fwd_split";
 /// The backward, row path and the split path's tile pass.
 pub const BWD: &str = "lcse_bwd";
 /// The split path's backward: each tile's (max, scaled sum) pair.
@@ -359,54 +361,10 @@ pub fn generate_fwd(sm: Sm) -> Result<PtxModule> {
     b.finish()
 }
 
-/// `lcse_fwd_tot`: tile totals `T_τ` of tiles `τ < n_τ − 1`.
-pub fn generate_fwd_tot(sm: Sm) -> Result<PtxModule> {
-    let mut b = tile_builder(FWD_TOT, sm);
-    let p = b.params::<TotArgs>();
-    let xs = b.shared_array::<F32>("xs", BUF, 16);
-    let wt = b.shared_array::<F32>("wt", W, 4);
-    let c = cta(&mut b, p.flags);
-    let seg = segment(&mut b, c, &xs);
-    let ctaid = b.ctaid_x();
-    let nct = b.nctaid_x();
-    let per_row = b.sub(p.ntiles, 1u32);
-    b.for_range(ctaid, p.items, nct, |b, item| {
-        let it = item_of(b, item, p.flags, p.ntiles, per_row, 0);
-        let base = b.mul_wide_u32(it.row, p.t);
-        let rowt = b.mul_lo(it.row, p.ntiles);
-        let start = b.mul_lo(it.first, TILE as u32);
-        stage(
-            b,
-            c,
-            p.x,
-            &xs,
-            base,
-            start,
-            p.t,
-            f32::NEG_INFINITY,
-            FWD_BATCH,
-        );
-        b.bar_sync();
-        let a = fwd_aggregate(b, [seg]);
-        let inc = kogge_stone(b, c, a, false, &lae_op::<1>);
-        warp_chain(b, c, inc, false, &wt, None, &lae_op::<1>, |b, total| {
-            let i = b.add(rowt, it.first);
-            let tp = b.offset(p.tot, i);
-            b.st_global(tp, 0, total[0]);
-        });
-    });
-    b.finish()
-}
-
 fn chain_builder(name: &str, sm: Sm) -> KernelBuilder {
     let mut b = KernelBuilder::new(name, sm);
     b.maxntid(CHAIN_THREADS, 1, 1);
     b
-}
-
-/// `lcse_fwd_carry`: the tile carries `C_τ` of each row by the carry tree.
-pub fn generate_fwd_carry(sm: Sm) -> Result<PtxModule> {
-    generate_carry::<1>(FWD_CARRY, sm, &lae_op::<1>, false)
 }
 
 // ---------------------------------------------------------------------------
@@ -856,8 +814,7 @@ pub fn generate_bwd_zcarry(sm: Sm) -> Result<PtxModule> {
 pub fn variants(sm: Sm) -> Result<Vec<PtxModule>> {
     Ok(vec![
         generate_fwd(sm)?,
-        generate_fwd_tot(sm)?,
-        generate_fwd_carry(sm)?,
+        generate_fwd_split(sm)?,
         generate_bwd(sm)?,
         generate_bwd_tot(sm)?,
         generate_bwd_carry(sm)?,
