@@ -514,13 +514,19 @@ fn evaluate(
         let (Some(sass), Some(r)) = (k.sass(), k.ratio) else {
             continue;
         };
+        // The heaviest CTA over the mean (`speed::busiest_sm`).
+        let c = &counts[&k.kernel];
+        let skew = if c.ptx > 0.0 && c.heaviest > 0.0 {
+            c.heaviest / c.ptx
+        } else {
+            1.0
+        };
         let t = speed::terms(
-            gpu, &k.kernel, sass, &r.mix, k.ctas, k.threads, r.regs, r.smem,
+            gpu, &k.kernel, sass, skew, &r.mix, k.ctas, k.threads, r.regs, r.smem,
         );
         // The FP32 pipe never takes fewer clocks than the PTX's own FP32
         // count needs (the hot loop's share can miss FP32 work outside it).
-        let ctas = (k.ctas as f64).max(1.0);
-        let fp32_sm = k.fp32 / ctas * (ctas / f64::from(gpu.sms)).ceil();
+        let fp32_sm = speed::busiest_sm(k.fp32, skew, k.ctas, gpu.sms);
         let fp = fp32_sm / (f64::from(gpu.fp32_lanes_per_sm) * gpu.boost_mhz * 1e6);
         k.issue_s = Some(t.issue_s.max(fp));
         k.limit = Some(if fp > t.issue_s {
