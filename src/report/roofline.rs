@@ -41,11 +41,14 @@
 //!   the dispatch floor (128 lane-instructions a clock) and each pipe at
 //!   its rate (FP32 64 or 128, integer ALU and `IMAD` 64, `MUFU` and
 //!   conversions 16, loads/stores/shuffles 32, …), and never less than the
-//!   PTX's FP32 count at the FP32 rate; the most loaded SM gets
-//!   `ceil(CTAs / SMs)` CTAs' share of the work; latency time (kernels whose threads run one dependent chain)
-//!   = warp-instructions of that SM × the mix's dependent-issue latency
-//!   / the warps of the launch the SM holds (the occupancy the kernel
-//!   gets); L2 time = the kernel's global memory accesses in bytes (the
+//!   PTX's FP32 count at the FP32 rate; the most loaded SM gets the
+//!   greedy bound max(`ceil(CTAs / SMs)` mean CTAs, the heaviest CTA) of
+//!   the work (the simulator's heaviest CTA, extrapolated:
+//!   [`speed::busiest_sm`]); latency time (kernels whose threads run one
+//!   dependent chain) = warp-instructions of that SM × the mix's
+//!   dependent-issue latency / the warps of the launch the SM holds (the
+//!   occupancy the kernel gets), or the heaviest CTA's at its own warps
+//!   where that is longer; L2 time = the kernel's global memory accesses in bytes (the
 //!   simulator's, [`l2`], extrapolated like the instructions) / the L2
 //!   bandwidth a kernel reaches ([`speed::L2_FRACTION`] of the card's);
 //!   modeled time = max(memory, L2, issue, latency). Launch overhead,

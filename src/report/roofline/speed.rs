@@ -16,16 +16,19 @@
 //!   (the joint HMM launch's backward clusters carry about 1.6× its
 //!   forward ones'; a ragged last CTA carries less). The simulator
 //!   reports each launch's heaviest CTA
-//!   ([`crate::sim::LaunchReport::heaviest_block`]), extrapolated to the
-//!   full size as a count ([`super::fit::Fit::heaviest`]), so a kernel
-//!   has a *skew* = heaviest CTA / mean CTA (≥ 1; 1 when every CTA does
-//!   the same work). The hardware hands CTAs to SMs as slots free, so the
-//!   busiest SM's share is the greedy bound max(`ceil(CTAs / SMs)` mean
-//!   CTAs, the heaviest CTA): with at most one CTA an SM (one wave of
-//!   one CTA a slot) the heaviest CTA's SM, exactly; with several, the
-//!   mean share unless one CTA outweighs it (list scheduling ends at most
-//!   one CTA later than this bound; an even launch's figure is the mean
-//!   share, as before).
+//!   ([`crate::sim::LaunchReport::heaviest_block`]), which the fit
+//!   extrapolates to the full size as a count, the launches' CTAs × their
+//!   heaviest CTA ([`super::Fit::heaviest`], checked on each
+//!   problem's check shape by `tests/roofline.rs`); over the PTX count it
+//!   gives the kernel's *skew* = heaviest CTA / mean CTA (≥ 1; 1 when
+//!   every CTA does the same work). **Rule**: the hardware hands CTAs to
+//!   SMs as slots free, so the busiest SM's share of the issue is the
+//!   greedy bound max(`ceil(CTAs / SMs)` mean CTAs, the heaviest CTA):
+//!   with at most one CTA an SM, the heaviest CTA's SM, exactly; with
+//!   several (one wave of several CTAs an SM, or several waves), the mean
+//!   share unless one CTA outweighs it (list scheduling ends at most one
+//!   CTA after this bound; which CTAs share an SM is not modelled). An
+//!   even launch's figure is the mean share, as before.
 //! * **Latency** (kernels of [`CHAIN_KERNELS`] only: their threads' work
 //!   is dependent chains, the logcumsumexp segment's `log_add_exp`
 //!   chain, the HMM and Viterbi time recursions): a warp on a dependent
@@ -42,10 +45,11 @@
 //!   term is the larger and the chain is hidden. A CTA's chains cannot
 //!   end before its own warps have issued its instructions, so the term is
 //!   at least the heaviest CTA's warp-instructions × `L` / (its warps ·
-//!   `c`) / clock: the greedy bound again, the mean share at the SM's
-//!   warps or the heaviest CTA at its own (with one CTA an SM, the
-//!   heaviest CTA's time; an even launch's term as before, the mean share
-//!   never being the smaller).
+//!   `c`) / clock: the larger of the mean share at the SM's `W` warps and
+//!   the heaviest CTA at its own. In one wave (the SM's CTAs all
+//!   resident) that is the heaviest CTA's chain; over several waves, the
+//!   mean share unless one CTA outweighs the SM's rounds; an even
+//!   launch's term is as before (the mean share is never the smaller).
 //!
 //! * **L2**: the kernel's global memory accesses in bytes (the
 //!   simulator's count, [`super::l2`]: every global load and store taken
