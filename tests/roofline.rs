@@ -1,6 +1,8 @@
 //! The roofline model's extrapolation: each problem's basis, fitted on its
 //! sample shapes, predicts the simulator's dynamic counts on a further
-//! shape (`Problem::check`) it was not fitted on; and its full-size launch
+//! shape (`Problem::check`) it was not fitted on (the PTX and FP32 counts,
+//! and the heaviest CTA's count times the CTAs, whose ratio to the PTX
+//! count is the speed model's skew); and its full-size launch
 //! sequence (a dry run through the family's launch code) matches the
 //! kernels its traffic list names. No NVIDIA tools needed.
 
@@ -12,6 +14,25 @@ use ptxsmith::report::roofline::problems;
 /// basis (0.00 %); the routed top-s merge depends on the data (how many
 /// candidates each split contributes), about 4 % off on the check shape.
 const TOLERANCE: f64 = 0.05;
+
+/// `(problem prefix, kernel, why)`: kernels whose heaviest CTA the
+/// extrapolation does not predict on the check shape, and why the full
+/// size's skew is still what the model needs (or does not matter there).
+const SKEW_UNCHECKED: &[(&str, &str, &str)] = &[
+    (
+        "routed top-4",
+        "score_route_merge_f32",
+        "data-dependent: how many candidates each split contributes (its PTX \
+         count is 4 % off too)",
+    ),
+    (
+        "tensor-core grad-values bf16, 2048 → 2048, B 64",
+        "block_ell_tc_grad_values_bf16_b64",
+        "the check shape's last group of slots is ragged, the samples' are \
+         not; at the full size its 256 CTAs are L2-bound, the issue term \
+         (the one the skew enters) well below",
+    ),
+];
 
 #[test]
 fn every_problem_basis_predicts_its_check_shape() {
@@ -62,13 +83,29 @@ fn check(p: &problems::Problem, sms: u32, worst: &mut f64, failures: &mut Vec<St
     assert!(!rows.is_empty(), "{}: nothing launched", p.name);
     for r in rows {
         let (k, (ptx, fp32), (ptx_sim, fp32_sim)) = (r.kernel, r.predicted, r.simulated);
+        let (heavy, heavy_sim) = r.heaviest;
         let rel = (ptx - ptx_sim).abs() / ptx_sim.max(1.0);
         *worst = worst.max(rel);
         println!(
-            "{:<60} {sms:>3} SMs {k:<40} PTX predicted {ptx:>12.0} simulated {ptx_sim:>12.0} ({:+.2} %)",
+            "{:<60} {sms:>3} SMs {k:<40} PTX predicted {ptx:>12.0} simulated {ptx_sim:>12.0} ({:+.2} %), \
+             skew predicted {:.4} simulated {:.4}",
             p.name,
-            100.0 * (ptx - ptx_sim) / ptx_sim.max(1.0)
+            100.0 * (ptx - ptx_sim) / ptx_sim.max(1.0),
+            heavy / ptx.max(1.0),
+            heavy_sim / ptx_sim.max(1.0),
         );
+        // The heaviest CTA (CTAs × its count, `Fit::heaviest`): the skew
+        // the speed model takes from it.
+        let unchecked = SKEW_UNCHECKED
+            .iter()
+            .any(|(pp, kk, _)| p.name.starts_with(pp) && *kk == k);
+        if !unchecked && (heavy - heavy_sim).abs() >= TOLERANCE * heavy_sim.max(1.0) {
+            failures.push(format!(
+                "{} / {k} ({sms} SMs): predicted {heavy} for CTAs × the heaviest CTA at {:?}, \
+                 the simulator ran {heavy_sim}",
+                p.name, p.check
+            ));
+        }
         if rel >= TOLERANCE {
             failures.push(format!(
                     "{} / {k} ({sms} SMs): predicted {ptx} PTX instructions at {:?}, the simulator ran {ptx_sim}",

@@ -41,11 +41,14 @@
 //!   the dispatch floor (128 lane-instructions a clock) and each pipe at
 //!   its rate (FP32 64 or 128, integer ALU and `IMAD` 64, `MUFU` and
 //!   conversions 16, loads/stores/shuffles 32, …), and never less than the
-//!   PTX's FP32 count at the FP32 rate; the most loaded SM gets
-//!   `ceil(CTAs / SMs)` CTAs' share of the work; latency time (kernels whose threads run one dependent chain)
-//!   = warp-instructions of that SM × the mix's dependent-issue latency
-//!   / the warps of the launch the SM holds (the occupancy the kernel
-//!   gets); L2 time = the kernel's global memory accesses in bytes (the
+//!   PTX's FP32 count at the FP32 rate; the most loaded SM gets the
+//!   greedy bound max(`ceil(CTAs / SMs)` mean CTAs, the heaviest CTA) of
+//!   the work (the simulator's heaviest CTA, extrapolated:
+//!   [`speed::busiest_sm`]); latency time (kernels whose threads run one
+//!   dependent chain) = warp-instructions of that SM × the mix's
+//!   dependent-issue latency / the warps of the launch the SM holds (the
+//!   occupancy the kernel gets), or the heaviest CTA's at its own warps
+//!   where that is longer; L2 time = the kernel's global memory accesses in bytes (the
 //!   simulator's, [`l2`], extrapolated like the instructions) / the L2
 //!   bandwidth a kernel reaches ([`speed::L2_FRACTION`] of the card's);
 //!   modeled time = max(memory, L2, issue, latency). Launch overhead,
@@ -514,13 +517,19 @@ fn evaluate(
         let (Some(sass), Some(r)) = (k.sass(), k.ratio) else {
             continue;
         };
+        // The heaviest CTA over the mean (`speed::busiest_sm`).
+        let c = &counts[&k.kernel];
+        let skew = if c.ptx > 0.0 && c.heaviest > 0.0 {
+            c.heaviest / c.ptx
+        } else {
+            1.0
+        };
         let t = speed::terms(
-            gpu, &k.kernel, sass, &r.mix, k.ctas, k.threads, r.regs, r.smem,
+            gpu, &k.kernel, sass, skew, &r.mix, k.ctas, k.threads, r.regs, r.smem,
         );
         // The FP32 pipe never takes fewer clocks than the PTX's own FP32
         // count needs (the hot loop's share can miss FP32 work outside it).
-        let ctas = (k.ctas as f64).max(1.0);
-        let fp32_sm = k.fp32 / ctas * (ctas / f64::from(gpu.sms)).ceil();
+        let fp32_sm = speed::busiest_sm(k.fp32, skew, k.ctas, gpu.sms);
         let fp = fp32_sm / (f64::from(gpu.fp32_lanes_per_sm) * gpu.boost_mhz * 1e6);
         k.issue_s = Some(t.issue_s.max(fp));
         k.limit = Some(if fp > t.issue_s {

@@ -133,7 +133,7 @@ fn run_live(
     ex.cluster_prepare((dx, dy, dz), explicit);
     let mut recs = scratch.pool.pop().unwrap_or_default();
     let mut order: Vec<(u32, u32, u32)> = Vec::new();
-    let (mut p, mut clock_reads) = (0u64, 0u64);
+    let (mut p, mut clock_reads, mut heaviest) = (0u64, 0u64, 0u64);
     let mut printf = Vec::new();
     let mut outcome = Ok(());
     let size = (dx * dy * dz) as usize;
@@ -171,6 +171,8 @@ fn run_live(
                     break 'clusters;
                 }
                 p += issued;
+                // the cluster's CTAs run one code: its mean stands for each
+                heaviest = heaviest.max(issued.div_ceil(size as u64));
                 clock_reads += ex.clock;
             }
         }
@@ -189,6 +191,7 @@ fn run_live(
             .map(|&l| ex.counts[l as usize])
             .collect(),
         barriers: ex.barriers,
+        heaviest,
         clock_reads,
         lockstep: 0,
         printf,

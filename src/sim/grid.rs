@@ -65,6 +65,9 @@ pub(crate) struct GridTotals {
     /// Per instruction: issued count over every CTA.
     pub counts: Vec<u64>,
     pub barriers: u64,
+    /// The heaviest CTA's issued instructions (in a clustered launch, the
+    /// heaviest cluster's over its CTAs, rounded up); 0 for an empty grid.
+    pub heaviest: u64,
     pub clock_reads: u64,
     /// CTAs that completed in lockstep (workers' runs, accepted or not).
     pub lockstep: u64,
@@ -209,7 +212,7 @@ pub(crate) fn run(
             (walked, w.totals())
         }
     };
-    let (outcome, clock_reads, same) = walked;
+    let (outcome, clock_reads, same, heaviest) = walked;
     commit(mem, &scratch.done, k.checks);
     scratch.tables = tables;
     scratch.pool = pool.into_inner().unwrap_or_else(|e| e.into_inner());
@@ -217,6 +220,7 @@ pub(crate) fn run(
     outcome.map(|()| GridTotals {
         counts: per_instruction(k, &blocks.0),
         barriers: blocks.1,
+        heaviest,
         clock_reads,
         lockstep: blocks.2,
         printf: Vec::new(),
@@ -365,9 +369,9 @@ fn rerun(
 }
 
 /// The launch's outcome, the `%clock` reads of the accepted CTAs (which
-/// are in the scratch's `done`) and their same-value write-write
-/// conflicts.
-type Walked = (Result<(), SimError>, u64, Warnings);
+/// are in the scratch's `done`), their same-value write-write conflicts
+/// and the most instructions one of them issued.
+type Walked = (Result<(), SimError>, u64, Warnings, u64);
 
 /// The ordered walk (module docs, step 2) over the runs `next_run` hands
 /// out in any order (`None` once every worker stopped), with the merged
@@ -391,6 +395,7 @@ fn walk(
     let mut more = true;
     let mut p = 0u64;
     let mut clock_reads = 0;
+    let mut heaviest = 0u64;
     let mut outcome = Ok(());
     let mut same = Warnings::default();
     for lin in 0..ncta {
@@ -443,6 +448,7 @@ fn walk(
                     launch.merge(&run.recs.recs);
                 }
                 p += run.issued;
+                heaviest = heaviest.max(run.issued);
                 clock_reads += run.clock;
                 same.add(&run.recs.same);
                 done.push(&run.recs);
@@ -462,7 +468,7 @@ fn walk(
             Some(Stop::Aborted) => unreachable!("re-runs are not aborted"),
         }
     }
-    (outcome, clock_reads, same)
+    (outcome, clock_reads, same, heaviest)
 }
 
 /// CTAs one after another on live memory (entries whose CTAs may
@@ -482,6 +488,7 @@ fn run_live(
     let mut recs = scratch.pool.pop().unwrap_or_default();
     let mut p = 0u64;
     let mut clock_reads = 0;
+    let mut heaviest = 0u64;
     let mut outcome = Ok(());
     let mut printf = Vec::new();
     let mut same = Warnings::default();
@@ -506,6 +513,7 @@ fn run_live(
             scratch.done.push(&recs);
         }
         p += issued;
+        heaviest = heaviest.max(issued);
         clock_reads += ex.clock;
         same.add(&warned);
     }
@@ -517,6 +525,7 @@ fn run_live(
     outcome.map(|()| GridTotals {
         counts: per_instruction(k, &ex.counts),
         barriers: ex.barriers,
+        heaviest,
         clock_reads,
         lockstep: 0,
         printf,
@@ -812,5 +821,62 @@ mod tests {
                 .unwrap();
         }
         assert_eq!(waiting.load(Ordering::Acquire), 0);
+    }
+
+    /// CTA `c` of `uneven` loops `c + 1` times: its 32 threads issue
+    /// `32 · (a + 3c)` instructions, `a` the count of CTA 0.
+    const UNEVEN: &str = "
+.version 7.0
+.target sm_80
+.address_size 64
+.visible .entry uneven()
+{
+.reg .b32 %r<3>;
+.reg .pred %p<2>;
+mov.u32 %r0, %ctaid.x;
+mov.u32 %r1, 0;
+$LOOP:
+add.u32 %r1, %r1, 1;
+setp.le.u32 %p0, %r1, %r0;
+@%p0 bra $LOOP;
+ret;
+}
+";
+
+    /// The report's heaviest block on every worker count: the last CTA
+    /// of an uneven launch, the mean of an even one.
+    #[test]
+    fn the_report_names_the_heaviest_block() {
+        use crate::exec::LaunchConfig;
+        use crate::sim::{Sim, SimOptions};
+        for threads in [1, 2, 3] {
+            let mut sim = Sim::new(crate::Sm::Sm80);
+            sim.set_options(SimOptions {
+                threads,
+                ..sim.options()
+            });
+            let prog = sim.program(UNEVEN).unwrap();
+            let one = sim
+                .launch_program(&prog, "uneven", LaunchConfig::linear(1, 32), &[])
+                .unwrap();
+            assert_eq!(one.heaviest_block, one.instructions);
+            assert_eq!(sim.last_launch_heaviest_block(), one.instructions);
+            let a = one.instructions;
+            let g = 9u64;
+            let r = sim
+                .launch_program(&prog, "uneven", LaunchConfig::linear(g as u32, 32), &[])
+                .unwrap();
+            assert_eq!(r.instructions, g * a + 32 * 3 * g * (g - 1) / 2);
+            assert_eq!(r.heaviest_block, a + 32 * 3 * (g - 1), "{threads} threads");
+            assert_eq!(sim.last_launch_heaviest_block(), r.heaviest_block);
+            // an even launch: every block the mean
+            let prog = sim
+                .program(&UNEVEN.replace("%ctaid.x", "%nctaid.y"))
+                .unwrap();
+            let r = sim
+                .launch_program(&prog, "uneven", LaunchConfig::linear(g as u32, 32), &[])
+                .unwrap();
+            assert_eq!(r.heaviest_block * r.blocks, r.instructions);
+        }
     }
 }

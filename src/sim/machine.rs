@@ -41,6 +41,8 @@ pub struct Sim {
     /// Issued instructions per PTX instruction (index into the entry's
     /// instructions) of the last launch.
     pub(crate) last_counts: Vec<u64>,
+    /// The heaviest block's issued instructions in the last launch.
+    pub(crate) last_heaviest: u64,
     /// Blocks run in lockstep over every launch so far.
     pub(crate) lockstep_blocks: u64,
     pub(crate) clock: u64,
@@ -67,6 +69,7 @@ impl Sim {
             totals: BTreeMap::new(),
             total_instructions: 0,
             last_counts: Vec::new(),
+            last_heaviest: 0,
             lockstep_blocks: 0,
             clock: 0,
             scratch: Scratch::default(),
@@ -130,6 +133,13 @@ impl Sim {
     /// these.
     pub fn last_launch_counts(&self) -> &[u64] {
         &self.last_counts
+    }
+
+    /// The last launch's [`LaunchReport::heaviest_block`] (0 before the
+    /// first launch), for callers that launch through the executor
+    /// interface, which returns no report.
+    pub fn last_launch_heaviest_block(&self) -> u64 {
+        self.last_heaviest
     }
 
     /// Blocks that ran their threads in lockstep ([`SimOptions::lockstep`])
@@ -346,6 +356,7 @@ impl Sim {
             threads_per_block: n as u32,
             blocks: gx as u64 * gy as u64 * gz as u64,
             barriers: totals.barriers,
+            heaviest_block: totals.heaviest,
             same_value_writes: totals.same.count,
             first_same_value_write: totals.same.first,
             ..Default::default()
@@ -380,6 +391,7 @@ impl Sim {
         report.merge_into(&mut self.totals);
         self.total_instructions += report.instructions;
         self.last_counts = counts;
+        self.last_heaviest = report.heaviest_block;
         self.traffic.launches += 1;
         Ok(report)
     }

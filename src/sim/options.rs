@@ -198,6 +198,13 @@ pub struct LaunchReport {
     pub threads_per_block: u32,
     /// Completed CTA-wide barriers, over all blocks.
     pub barriers: u64,
+    /// The most instructions one block issued (counted as
+    /// [`LaunchReport::instructions`]; `instructions / blocks` is the
+    /// mean): how unequal the launch's blocks are, which the roofline
+    /// model's busiest SM needs (`report::roofline::speed`). In a launch
+    /// in thread-block clusters, the heaviest cluster's count over its
+    /// blocks (rounded up): the simulator counts a cluster as a whole.
+    pub heaviest_block: u64,
     /// Executed approximate instructions (see [`SimOptions::approx`]); when
     /// non-zero the results are not bit-exact with the GPU.
     pub approximate: u64,

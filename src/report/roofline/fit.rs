@@ -20,6 +20,8 @@ struct Counts {
     fp32: f64,
     /// L2 bytes ([`super::l2`]).
     l2: f64,
+    /// Each launch's CTAs × its heaviest CTA's PTX count ([`Fit::heaviest`]).
+    heaviest: f64,
     /// Per region ([`super::regions`]); empty when the launches' regions differ.
     regions: Vec<f64>,
     /// Whether the launches ran one module.
@@ -42,6 +44,7 @@ fn by_kernel(log: &[Launch]) -> BTreeMap<String, Counts> {
         c.ptx += l.ptx as f64;
         c.fp32 += l.fp32 as f64;
         c.l2 += l.l2 as f64;
+        c.heaviest += l.heaviest as f64 * l.ctas() as f64;
         c.one_module &= first.module.ptx == l.module.ptx;
         if c.one_module && c.regions.len() == l.regions.len() {
             for (a, &v) in c.regions.iter_mut().zip(&l.regions) {
@@ -124,6 +127,15 @@ pub struct Fit {
     pub fp32: Vec<f64>,
     /// Coefficients of the L2 bytes ([`super::l2`]), laid out as `ptx`.
     pub l2: Vec<f64>,
+    /// Coefficients, laid out as `ptx`, of the PTX count the launches
+    /// would have were each of their CTAs as heavy as their heaviest
+    /// (a launch's CTAs × its heaviest CTA's count, summed over the
+    /// launches). Over the PTX count it gives the kernel's *skew*, the
+    /// heaviest CTA over the mean ([`super::speed`]); fitted like the
+    /// counts because it is one: where a launch's CTAs differ in kind
+    /// (the joint HMM launch's forward and backward clusters), or by a
+    /// ragged last CTA, it follows the basis as the total does.
+    pub heaviest: Vec<f64>,
     /// Coefficients of each region's dynamic PTX count ([`super::regions`]),
     /// laid out as `ptx`; empty when the samples ran several modules of
     /// the entry.
@@ -140,6 +152,12 @@ impl Fit {
     /// L2 bytes at basis values `b` with `threads` launched.
     pub fn l2_at(&self, b: &[f64], threads: f64) -> f64 {
         dot(&self.l2, b, threads)
+    }
+
+    /// [`Fit::heaviest`]'s count at basis values `b` with `threads`
+    /// launched.
+    pub fn heaviest_at(&self, b: &[f64], threads: f64) -> f64 {
+        dot(&self.heaviest, b, threads)
     }
 
     /// Each region's dynamic PTX count at basis values `b` with `threads`
@@ -334,6 +352,7 @@ pub fn fit_memo(
                 ptx: solve_for(&|c| c.ptx)?,
                 fp32: solve_for(&|c| c.fp32)?,
                 l2: solve_for(&|c| c.l2)?,
+                heaviest: solve_for(&|c| c.heaviest)?,
                 regions,
             },
         );
@@ -351,6 +370,8 @@ pub struct Predicted {
     pub predicted: (f64, f64),
     /// `(PTX, FP32)` instructions the simulator executed.
     pub simulated: (f64, f64),
+    /// [`Fit::heaviest`]'s count: `(predicted, simulated)`.
+    pub heaviest: (f64, f64),
 }
 
 /// Predicted and simulated counts of `p`'s kernels at `shape` on `sm` with
@@ -367,6 +388,10 @@ pub fn check_fit(p: &Problem, sm: Sm, sms: u32, shape: &Shape) -> Result<Vec<Pre
             Predicted {
                 predicted: fits.get(&k).map_or((0.0, 0.0), |f| f.at(&b, t)),
                 simulated: (c.ptx, c.fp32),
+                heaviest: (
+                    fits.get(&k).map_or(0.0, |f| f.heaviest_at(&b, t)),
+                    c.heaviest,
+                ),
                 kernel: k,
             }
         })
@@ -407,6 +432,8 @@ pub(super) struct Extrapolated {
     pub(super) fp32: f64,
     /// L2 bytes ([`super::l2`]).
     pub(super) l2: f64,
+    /// [`Fit::heaviest`]'s count.
+    pub(super) heaviest: f64,
     /// Per region ([`super::regions`]); empty when not fitted.
     pub(super) regions: Vec<f64>,
 }
@@ -441,6 +468,7 @@ pub(super) fn extrapolate(
                 ptx,
                 fp32,
                 l2: fits[name].l2_at(&b, t),
+                heaviest: fits[name].heaviest_at(&b, t),
                 regions: fits[name].regions_at(&b, t),
             },
         );

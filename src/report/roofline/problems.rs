@@ -376,32 +376,41 @@ fn hmm_recursion_names(batch: usize, s: usize, sm: Sm, joint: bool) -> Vec<Strin
     }
 }
 
-/// Whether the batch-8 row models the library's joint launch
-/// (`hmm_fwdbwd_cluster`, both recursions in one launch). Off: the model's
-/// latency term spreads a launch's instructions evenly over its CTAs
-/// (`speed::terms`), but the joint kernel's backward CTAs carry about 1.6×
-/// its forward CTAs' work and set its time, so the model would charge the
-/// mean of the halves (1.19 ms at batch 8 on the H200 where the slower
-/// half gives about 1.51 ms): an optimistic figure that would meet the
-/// goal by construction. Until the simulator reports the heaviest CTA's
-/// count, the row models the two launches (a pessimistic figure) and
-/// docs/perf.md states the joint launch's estimate.
-const MODEL_JOINT_LAUNCH: bool = false;
-
 /// The forward-backward at `batch` × [`SEQ_FULL`]'s T and S, with issue
-/// 33's goal for that batch (`max_s` on the H200). The runs (the small
-/// samples too) use `forward_backward_dev_two_launches`, the launches
-/// batch 64 takes at full size on every card (see [`MODEL_JOINT_LAUNCH`]
-/// for batch 8).
+/// 33's goal for that batch (`max_s` on the H200). Batch 8 runs the
+/// library's `forward_backward_dev`, which takes the joint launch
+/// (`hmm_fwdbwd_cluster`, both recursions in one launch of `2·batch`
+/// clusters) where it fits one wave, the samples (batch 1 and 2) too: its
+/// backward clusters carry about 1.6× its forward ones' work, which the
+/// model charges through the launch's heaviest CTA (`speed::busiest_sm`).
+/// Batch 64 runs `forward_backward_dev_two_launches`, the launches it
+/// takes at full size on every card, so that its small samples run the
+/// same kernels.
 fn hmm_forward_backward(batch: usize, max_s: f64) -> Problem {
-    let joint = MODEL_JOINT_LAUNCH && batch <= 8;
+    let joint = batch <= 8;
     Problem {
         family: "hmm",
         name: format!("forward-backward, batch {batch}, T 1000, S 256"),
         roof: Roof::Memory,
         full: vec![batch, SEQ_FULL[1], SEQ_FULL[2]],
-        samples: vec![vec![1, 2, 256], vec![1, 3, 256], vec![2, 2, 256]],
-        check: vec![2, 3, 256],
+        // The joint launch's heaviest CTA is a backward one from T 3 on
+        // (a forward CTA below: its fixed cost is larger, its steps
+        // cheaper), and the skew's fit (`Fit::heaviest`, linear in the
+        // basis) holds only where the samples' heaviest CTAs are of the
+        // full size's kind: its samples and check shape start at T 8.
+        // Their `batch · T` is a multiple of 8, as the full size's is, so
+        // that `hmm_fwdbwd_maxima` (a warp per position, 8 a CTA) launches
+        // full CTAs whose count follows `batch · T`.
+        samples: if joint {
+            vec![vec![1, 8, 256], vec![1, 16, 256], vec![2, 8, 256]]
+        } else {
+            vec![vec![1, 2, 256], vec![1, 3, 256], vec![2, 2, 256]]
+        },
+        check: if joint {
+            vec![2, 16, 256]
+        } else {
+            vec![2, 3, 256]
+        },
         capped: None,
         basis: Box::new(hmm_basis),
         run: Box::new(move |st, sh, dry| {

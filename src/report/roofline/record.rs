@@ -35,6 +35,9 @@ pub struct Launch {
     /// Bytes of its global memory accesses, the L2 traffic
     /// ([`super::l2`]); 0 in a dry run.
     pub l2: u64,
+    /// Dynamic PTX instructions of its heaviest CTA
+    /// ([`crate::sim::LaunchReport::heaviest_block`]); 0 in a dry run.
+    pub heaviest: u64,
     /// Its arguments (a dry run's pointers are the dry allocator's).
     pub args: Vec<ArgValue>,
 }
@@ -204,7 +207,7 @@ impl Executor for Recorder {
         cfg: LaunchConfig,
         args: &[ArgValue],
     ) -> Result<()> {
-        let (ptx, fp32, regions, l2) = match &mut self.sim {
+        let (ptx, fp32, regions, l2, heaviest) = match &mut self.sim {
             Some(s) => {
                 let (i0, f0) = (s.total_instructions(), fp32_total(s.opcode_totals()));
                 s.launch(st, module, cfg, args)?;
@@ -219,9 +222,10 @@ impl Executor for Recorder {
                     fp32_total(s.opcode_totals()) - f0,
                     regions,
                     l2,
+                    s.last_launch_heaviest_block(),
                 )
             }
-            None => (0, 0, Vec::new(), 0),
+            None => (0, 0, Vec::new(), 0, 0),
         };
         self.traffic.launches += 1;
         self.log.lock().expect("launch log poisoned").push(Launch {
@@ -231,6 +235,7 @@ impl Executor for Recorder {
             fp32,
             regions,
             l2,
+            heaviest,
             args: args.to_vec(),
         });
         Ok(())

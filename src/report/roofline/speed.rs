@@ -8,10 +8,27 @@
 //! * **Issue**: the kernel's SASS lane-instructions split over the pipes
 //!   by the shares of its regions weighted by their dynamic counts
 //!   ([`super::regions`]; else its hot loop's, or its whole function's
-//!   when it has no loop); the most loaded SM gets `ceil(CTAs / SMs)` CTAs' share of
-//!   them (every CTA the same work), and its clocks come from
-//!   [`issue_clocks`] (the maximum over the dispatch floor of
-//!   128 lane-instructions a clock and each pipe at its rate).
+//!   when it has no loop); the most loaded SM's share of them is
+//!   [`busiest_sm`]'s, and its clocks come from [`issue_clocks`] (the
+//!   maximum over the dispatch floor of 128 lane-instructions a clock and
+//!   each pipe at its rate).
+//! * **The busiest SM** ([`busiest_sm`]): CTAs need not carry equal work
+//!   (the joint HMM launch's backward clusters carry about 1.6× its
+//!   forward ones'; a ragged last CTA carries less). The simulator
+//!   reports each launch's heaviest CTA
+//!   ([`crate::sim::LaunchReport::heaviest_block`]), which the fit
+//!   extrapolates to the full size as a count, the launches' CTAs × their
+//!   heaviest CTA ([`super::Fit::heaviest`], checked on each
+//!   problem's check shape by `tests/roofline.rs`); over the PTX count it
+//!   gives the kernel's *skew* = heaviest CTA / mean CTA (≥ 1; 1 when
+//!   every CTA does the same work). **Rule**: the hardware hands CTAs to
+//!   SMs as slots free, so the busiest SM's share of the issue is the
+//!   greedy bound max(`ceil(CTAs / SMs)` mean CTAs, the heaviest CTA):
+//!   with at most one CTA an SM, the heaviest CTA's SM, exactly; with
+//!   several (one wave of several CTAs an SM, or several waves), the mean
+//!   share unless one CTA outweighs it (list scheduling ends at most one
+//!   CTA after this bound; which CTAs share an SM is not modelled). An
+//!   even launch's figure is the mean share, as before.
 //! * **Latency** (kernels of [`CHAIN_KERNELS`] only: their threads' work
 //!   is dependent chains, the logcumsumexp segment's `log_add_exp`
 //!   chain, the HMM and Viterbi time recursions): a warp on a dependent
@@ -25,7 +42,14 @@
 //!   `W` = min(the occupancy's CTAs per SM, the CTAs the launch gives each
 //!   busy SM) × warps per CTA: the occupancy the kernel actually gets.
 //!   Where `W · c / L` exceeds the four schedulers' one a clock, the issue
-//!   term is the larger and the chain is hidden.
+//!   term is the larger and the chain is hidden. A CTA's chains cannot
+//!   end before its own warps have issued its instructions, so the term is
+//!   at least the heaviest CTA's warp-instructions × `L` / (its warps ·
+//!   `c`) / clock: the larger of the mean share at the SM's `W` warps and
+//!   the heaviest CTA at its own. In one wave (the SM's CTAs all
+//!   resident) that is the heaviest CTA's chain; over several waves, the
+//!   mean share unless one CTA outweighs the SM's rounds; an even
+//!   launch's term is as before (the mean share is never the smaller).
 //!
 //! * **L2**: the kernel's global memory accesses in bytes (the
 //!   simulator's count, [`super::l2`]: every global load and store taken
@@ -165,14 +189,28 @@ pub struct Terms {
     pub occupancy: Occupancy,
 }
 
+/// The work of the most loaded of `sms` SMs, of a launch of `ctas` CTAs
+/// carrying `total` in all (lane-instructions, or any count that CTAs
+/// share), its heaviest CTA `skew` times the mean (values below 1 count
+/// as 1): the greedy bound max(`ceil(CTAs / SMs)` × the mean CTA, the
+/// heaviest CTA) (module docs, *The busiest SM*).
+pub fn busiest_sm(total: f64, skew: f64, ctas: u64, sms: u32) -> f64 {
+    let ctas = (ctas as f64).max(1.0);
+    let mean = total / ctas;
+    (mean * (ctas / f64::from(sms.max(1))).ceil()).max(mean * skew.max(1.0))
+}
+
 /// The issue and latency terms of a kernel of `sass` lane-instructions
-/// with pipe shares `mix`, launched as `ctas` CTAs of `threads` threads
-/// using `regs` registers and `smem` bytes of static shared memory.
+/// with pipe shares `mix` whose heaviest CTA carries `skew` times the
+/// mean CTA's (1 for an even launch; [`busiest_sm`]), launched as `ctas`
+/// CTAs of `threads` threads using `regs` registers and `smem` bytes of
+/// static shared memory.
 #[allow(clippy::too_many_arguments)]
 pub fn terms(
     gpu: &Gpu,
     kernel: &str,
     sass: f64,
+    skew: f64,
     mix: &PipeMix,
     ctas: u64,
     threads: u32,
@@ -181,17 +219,22 @@ pub fn terms(
 ) -> Terms {
     let busy = f64::from(gpu.sms).min(ctas as f64).max(1.0);
     let clock = gpu.boost_mhz * 1e6;
-    // The most loaded SM: ceil(CTAs / SMs) CTAs' share of the work.
-    let ctas_f = (ctas as f64).max(1.0);
-    let sass_sm = sass / ctas_f * (ctas_f / f64::from(gpu.sms)).ceil();
+    // The most loaded SM: the greedy bound over its CTAs.
+    let sass_sm = busiest_sm(sass, skew, ctas, gpu.sms);
     let per_sm = mix.scaled_to(sass_sm);
     let (clocks, limit) = issue_clocks(&per_sm, &PipeRates::of(gpu.sm));
     let occ = occupancy(gpu.sm, threads, regs, smem);
     let latency_s = chains_per_thread(kernel).map(|chains| {
+        let ctas_f = (ctas as f64).max(1.0);
+        let mean_cta = sass / ctas_f;
         let warps_per_cta = f64::from(threads.div_ceil(32).max(1));
-        let ctas_here = (ctas as f64 / busy).ceil();
+        let ctas_here = (ctas_f / busy).ceil();
         let w = (f64::from(occ.ctas_per_sm.max(1)).min(ctas_here) * warps_per_cta).max(1.0);
-        sass_sm / 32.0 * mean_latency(mix) / (w * f64::from(chains)) / clock
+        // the mean share at the SM's resident warps, or the heaviest CTA
+        // at its own warps, whichever takes longer
+        let mean_share = mean_cta * ctas_here / w;
+        let heaviest = mean_cta * skew.max(1.0) / warps_per_cta;
+        mean_share.max(heaviest) / 32.0 * mean_latency(mix) / f64::from(chains) / clock
     });
     Terms {
         issue_s: clocks / clock,
@@ -221,7 +264,7 @@ mod tests {
         // one second of issue.
         let lanes = 132.0 * 128.0 * 1.98e9;
         let m = mix(&[(Pipe::Fp32, 1.0)]);
-        let t = terms(&H200, "dot_rows", lanes, &m, 132, 256, 32, 0);
+        let t = terms(&H200, "dot_rows", lanes, 1.0, &m, 132, 256, 32, 0);
         assert!((t.issue_s - 1.0).abs() < 1e-9);
         assert_eq!(t.limit, IssueLimit::Dispatch);
         assert_eq!(t.latency_s, None);
@@ -230,6 +273,7 @@ mod tests {
             &H200,
             "dot_rows",
             lanes,
+            1.0,
             &mix(&[(Pipe::Alu, 1.0)]),
             132,
             256,
@@ -240,12 +284,12 @@ mod tests {
         // A chain kernel with one CTA of 8 warps per SM: each warp issues
         // every 4 clocks, 8 warps 2 a clock of the 4 the SM could: the
         // latency term is twice the issue term.
-        let t = terms(&H200, "hmm_forward_cap256", lanes, &m, 132, 256, 32, 0);
+        let t = terms(&H200, "hmm_forward_cap256", lanes, 1.0, &m, 132, 256, 32, 0);
         let l = t.latency_s.unwrap();
         assert!((l - 2.0).abs() < 1e-9, "{l}");
         // With 8 CTAs per SM resident the chain is hidden (64 warps:
         // 16 a clock, above the 4 the schedulers issue).
-        let t = terms(&H200, "lcse_fwd", lanes, &m, 132 * 8, 256, 32, 0);
+        let t = terms(&H200, "lcse_fwd", lanes, 1.0, &m, 132 * 8, 256, 32, 0);
         assert!(t.latency_s.unwrap() < t.issue_s);
         assert_eq!(t.occupancy.ctas_per_sm, 8);
         // Independent chains per thread divide the latency term: the
@@ -257,8 +301,8 @@ mod tests {
         assert_eq!(chains_per_thread("lcse_bwd_aff"), Some(1));
         assert_eq!(chains_per_thread("dot_rows"), None);
         assert_eq!(FWD_CHAINS, 2);
-        let one = terms(&H200, "lcse_fwd_split", lanes, &m, 132, 256, 32, 0);
-        let two = terms(&H200, "lcse_fwd", lanes, &m, 132, 256, 32, 0);
+        let one = terms(&H200, "lcse_fwd_split", lanes, 1.0, &m, 132, 256, 32, 0);
+        let two = terms(&H200, "lcse_fwd", lanes, 1.0, &m, 132, 256, 32, 0);
         assert!((one.latency_s.unwrap() - 2.0).abs() < 1e-9);
         assert!((two.latency_s.unwrap() - 1.0).abs() < 1e-9);
         assert_eq!(one.issue_s, two.issue_s);
@@ -270,5 +314,130 @@ mod tests {
         // Mean latency: half FP32 (4), half shared loads (28): 16.
         let m = mix(&[(Pipe::Fp32, 1.0), (Pipe::Lsu, 1.0)]);
         assert!((mean_latency(&m) - 16.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn the_busiest_sm_is_the_greedy_bound() {
+        // One CTA an SM: the heaviest CTA's SM.
+        assert_eq!(busiest_sm(1000.0, 1.0, 100, 132), 10.0);
+        assert_eq!(busiest_sm(1000.0, 1.6, 100, 132), 16.0);
+        // Several waves: the mean share, unless one CTA outweighs it.
+        assert_eq!(busiest_sm(2640.0, 1.0, 264, 132), 20.0);
+        assert_eq!(busiest_sm(2640.0, 1.5, 264, 132), 20.0);
+        assert_eq!(busiest_sm(2640.0, 3.0, 264, 132), 30.0);
+        // A skew below 1 (an extrapolation's rounding) counts as 1.
+        assert_eq!(busiest_sm(1000.0, 0.9, 100, 132), 10.0);
+    }
+
+    #[test]
+    fn an_unequal_launch_gets_its_heaviest_cta() {
+        // The joint HMM launch's shape: 128 CTAs of 256 threads on the
+        // H200's 132 SMs (one CTA an SM, 8 warps each), a chain kernel.
+        let m = mix(&[(Pipe::Fp32, 1.0)]);
+        let lanes = 128.0 * 128.0 * 1.98e9;
+        let even = terms(
+            &H200,
+            "hmm_fwdbwd_cluster8_cap256",
+            lanes,
+            1.0,
+            &m,
+            128,
+            256,
+            64,
+            0,
+        );
+        // Each SM: 128 × 1.98e9 lane-instructions, one second at the
+        // dispatch floor; the chain: 8 warps issue 2 a clock, two seconds.
+        assert!((even.issue_s - 1.0).abs() < 1e-9, "{}", even.issue_s);
+        assert!((even.latency_s.unwrap() - 2.0).abs() < 1e-9);
+        // Half the CTAs carry 1.6× the others' work: the mean is 1.3× the
+        // light ones', the heaviest 1.6/1.3 of the mean; issue and latency
+        // both follow the heaviest CTA.
+        let skew = 1.6 / 1.3;
+        let t = terms(
+            &H200,
+            "hmm_fwdbwd_cluster8_cap256",
+            lanes,
+            skew,
+            &m,
+            128,
+            256,
+            64,
+            0,
+        );
+        assert!((t.issue_s - skew).abs() < 1e-9, "{}", t.issue_s);
+        assert!((t.latency_s.unwrap() - 2.0 * skew).abs() < 1e-9);
+        assert_eq!(t.occupancy, even.occupancy);
+        // One wave of four CTAs an SM (528 CTAs, 4 resident): the SM's
+        // issue is their sum (the mean share, 4 mean CTAs), but its
+        // chains end with its heaviest CTA's: latency × 1.3.
+        let lanes = 528.0 * 128.0 * 1.98e9;
+        let even = terms(&H200, "hmm_forward_cap256", lanes, 1.0, &m, 528, 256, 64, 0);
+        let t = terms(&H200, "hmm_forward_cap256", lanes, 1.3, &m, 528, 256, 64, 0);
+        assert_eq!(even.occupancy.ctas_per_sm, 4);
+        assert_eq!(t.issue_s, even.issue_s);
+        let l = even.latency_s.unwrap();
+        assert!((t.latency_s.unwrap() - 1.3 * l).abs() < 1e-9 * l);
+        // Two waves (1 056 CTAs, 8 an SM, 4 resident): the mean share
+        // (8 CTAs at 32 warps: a quarter of a mean CTA a warp) outweighs a
+        // heaviest CTA below twice the mean at its own 8 warps: unchanged.
+        let lanes = 1056.0 * 128.0 * 1.98e9;
+        let even = terms(
+            &H200,
+            "hmm_forward_cap256",
+            lanes,
+            1.0,
+            &m,
+            1056,
+            256,
+            64,
+            0,
+        );
+        let l = even.latency_s.unwrap();
+        assert_eq!(
+            terms(
+                &H200,
+                "hmm_forward_cap256",
+                lanes,
+                1.3,
+                &m,
+                1056,
+                256,
+                64,
+                0
+            ),
+            even
+        );
+        // A heaviest CTA of 3 mean ones sets the latency (3/8 against
+        // 2/8), not the issue (8 mean CTAs an SM); one of 12 sets both.
+        let t = terms(
+            &H200,
+            "hmm_forward_cap256",
+            lanes,
+            3.0,
+            &m,
+            1056,
+            256,
+            64,
+            0,
+        );
+        assert_eq!(t.issue_s, even.issue_s);
+        assert!((t.latency_s.unwrap() - 1.5 * l).abs() < 1e-9 * l);
+        let t = terms(
+            &H200,
+            "hmm_forward_cap256",
+            lanes,
+            12.0,
+            &m,
+            1056,
+            256,
+            64,
+            0,
+        );
+        assert!((t.issue_s - 1.5 * even.issue_s).abs() < 1e-9 * even.issue_s);
+        assert!((t.latency_s.unwrap() - 6.0 * l).abs() < 1e-9 * l);
+        // A kernel outside the chain kernels has no latency term.
+        let t = terms(&H200, "dot_rows", lanes, 6.0, &m, 528, 256, 64, 0);
+        assert_eq!(t.latency_s, None);
     }
 }
