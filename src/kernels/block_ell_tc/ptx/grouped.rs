@@ -41,14 +41,14 @@
 //! [`smem_bytes`].
 
 use crate::dsl::types::{F32, MmaInput, Pred, Reg, S32, U32, U64};
-use crate::dsl::{Cmp, FragA, FragB, FragC, GlobalPtr, KernelBuilder, PtxModule, Rounding};
+use crate::dsl::{Cmp, FragA, FragB, FragC, GlobalPtr, KernelBuilder, PtxModule, Rounding, Var};
 use crate::error::Result;
 use crate::target::Sm;
 use crate::tensor_core::InputFormat;
 
 use super::super::host::TcPrecision;
+use super::common::{gptr, ldsm4, log2, sptr, tf32_operand};
 use super::shape::Shape;
-use super::tiled::{gptr, ldsm4, log2, sptr};
 use super::{ForwardArgs, GradInputArgs, mma_into, name};
 
 /// Threads per CTA of the grouped kernels (8 warps).
@@ -104,15 +104,41 @@ fn shape<T: MmaInput>(prec: TcPrecision, bs: u32, sm: Sm, trans: bool) -> (Shape
     (Shape::new::<T>(prec, bs, 16, t.tokens, warp, trans), t)
 }
 
-/// Bytes of dynamic shared memory of a grouped kernel: two input tiles,
-/// two sets of `G` values blocks, and for the forward pass (`k` slots a
-/// row) the schedule (`G·K` keys and slots).
-pub fn smem_bytes(prec: TcPrecision, bs: u32, sm: Sm, forward_k: Option<u32>) -> u64 {
+/// Bytes of a grouped kernel's staging: two input tiles and two sets of
+/// `G` values blocks.
+fn stage_bytes(prec: TcPrecision, bs: u32, sm: Sm) -> u64 {
     let e = if prec == TcPrecision::Tf32 { 4 } else { 2 };
     let pitch = u64::from(bs * e + 16);
     let t = group_tile(prec, bs, sm);
-    let stages = 2 * u64::from(t.tokens) * pitch + 2 * u64::from(t.g * bs) * pitch;
-    stages + forward_k.map_or(0, |k| 8 * u64::from(t.g) * u64::from(k))
+    2 * u64::from(t.tokens) * pitch + 2 * u64::from(t.g * bs) * pitch
+}
+
+/// The forward pass's schedule window `W` on `sm`: the ranked entries
+/// (a `u32` key and a `u32` slot each) a list keeps in shared memory, as
+/// many as the shared memory a block may opt in to leaves beside the
+/// staging. A row of `K ≤ W` slots is ranked whole at the start of a CTA
+/// tile; a longer one a window at a time.
+pub fn window(prec: TcPrecision, bs: u32, sm: Sm) -> u32 {
+    let free = u64::from(sm.info().max_smem_per_block_optin) - stage_bytes(prec, bs, sm);
+    let g = u64::from(group_tile(prec, bs, sm).g);
+    (free / (8 * g)) as u32
+}
+
+/// Bytes of dynamic shared memory of a grouped kernel: the staging, and
+/// for the forward pass (`k` slots a row, window `w`) the schedule
+/// (`G·min(K, w)` keys and slots).
+fn smem_bytes_in(prec: TcPrecision, bs: u32, sm: Sm, forward_kw: Option<(u32, u32)>) -> u64 {
+    let g = u64::from(group_tile(prec, bs, sm).g);
+    let sched = forward_kw.map_or(0, |(k, w)| 8 * g * u64::from(k.min(w)));
+    stage_bytes(prec, bs, sm) + sched
+}
+
+/// Bytes of dynamic shared memory of a grouped kernel: the staging, and
+/// for the forward pass (`k` slots a row) the schedule (`G·min(K, W)`
+/// keys and slots, [`window`]); never more than `sm` lets a block opt in
+/// to.
+pub fn smem_bytes(prec: TcPrecision, bs: u32, sm: Sm, forward_k: Option<u32>) -> u64 {
+    smem_bytes_in(prec, bs, sm, forward_k.map(|k| (k, window(prec, bs, sm))))
 }
 
 /// The kernel's operands.
@@ -142,19 +168,36 @@ trait Lists {
         g: u32,
         p: Reg<U32>,
     ) -> (Reg<U32>, Reg<U32>);
+    /// After a step moved the `cursors`: bring the lists' heads into
+    /// shared memory where they left it (the forward pass's windows;
+    /// nothing by default).
+    fn refill(
+        &self,
+        _b: &mut KernelBuilder,
+        _ctx: &[Reg<U32>],
+        _o0: Reg<U32>,
+        _cursors: &[Var<U32>],
+    ) {
+    }
 }
 
 /// Forward: row `r`'s slots ranked by (`col` as u32, slot) into shared
-/// memory.
+/// memory, a window of `w` ranked entries a list at a time.
 struct RowLists {
     col: GlobalPtr<S32>,
     k: Reg<U32>,
     r: Reg<U32>,
     g: u32,
-    /// shared addresses of the keys and the slots (`G·K` u32 each)
+    /// shared addresses of the keys and the slots (`G·w` u32 each)
     keys: Reg<U32>,
     slots: Reg<U32>,
     tid: Reg<U32>,
+    /// entries a list keeps in shared memory: `min(K, W)`
+    w: Reg<U32>,
+    /// `K − 1`
+    last: Reg<U32>,
+    /// `K > W`: a list's windows are refilled as its head moves on
+    windowed: Reg<Pred>,
 }
 
 impl RowLists {
@@ -171,9 +214,53 @@ impl RowLists {
         });
         b.get(&v)
     }
+
+    /// Rank slot `k` of list `g` (row `row`) against the row's other
+    /// slots and, when its rank falls in the window `[lo, lo + w)`, store
+    /// its key and slot at position `rank − lo` of the list's window.
+    fn rank_into(
+        &self,
+        b: &mut KernelBuilder,
+        (g, row, k): (Reg<U32>, Reg<U32>, Reg<U32>),
+        lo: Option<Reg<U32>>,
+    ) {
+        let key = self.key(b, row, k);
+        let rank = b.var::<U32>(0u32);
+        b.for_range(0u32, self.k, 1u32, |b, k2| {
+            let key2 = self.key(b, row, k2);
+            let lt = b.setp(Cmp::Lt, key2, key);
+            let eq = b.setp(Cmp::Eq, key2, key);
+            let before = b.setp(Cmp::Lt, k2, k);
+            let tie = b.pand(eq, before);
+            let less = b.por(lt, tie);
+            let one = b.selp(less, 1u32, 0u32);
+            let r0 = b.get(&rank);
+            let r1 = b.add(r0, one);
+            b.set(&rank, r1);
+        });
+        let r = b.get(&rank);
+        // position in the window (unsigned: a rank below `lo` wraps past
+        // `w` and is not stored)
+        let i = match lo {
+            Some(lo) => b.sub(r, lo),
+            None => r,
+        };
+        let inside = b.setp(Cmp::Lt, i, self.w);
+        b.if_(inside, |b| {
+            let at = b.mad_lo(g, self.w, i);
+            let kp = b.mad_lo(at, 4u32, self.keys);
+            b.st_shared(sptr::<U32>(kp), 0, key);
+            let s = b.mad_lo(row, self.k, k);
+            let sp = b.mad_lo(at, 4u32, self.slots);
+            b.st_shared(sptr::<U32>(sp), 0, s);
+        });
+    }
 }
 
 impl Lists for RowLists {
+    /// Ranks every list's first window; the context is, per list, the
+    /// offset `g·w − lo` from a head position to its window position
+    /// (`lo` the rank of the window's first entry, 0 here).
     fn prepare(&self, b: &mut KernelBuilder, o0: Reg<U32>) -> Vec<Reg<U32>> {
         // the previous tile's readers are done
         b.bar_sync();
@@ -182,50 +269,76 @@ impl Lists for RowLists {
             let g = b.div(e, self.k);
             let k = b.rem(e, self.k);
             let row = b.add(o0, g);
-            let key = self.key(b, row, k);
-            let rank = b.var::<U32>(0u32);
-            b.for_range(0u32, self.k, 1u32, |b, k2| {
-                let key2 = self.key(b, row, k2);
-                let lt = b.setp(Cmp::Lt, key2, key);
-                let eq = b.setp(Cmp::Eq, key2, key);
-                let before = b.setp(Cmp::Lt, k2, k);
-                let tie = b.pand(eq, before);
-                let less = b.por(lt, tie);
-                let one = b.selp(less, 1u32, 0u32);
-                let r0 = b.get(&rank);
-                let r1 = b.add(r0, one);
-                b.set(&rank, r1);
-            });
-            let r = b.get(&rank);
-            let at = b.mad_lo(g, self.k, r);
-            let kp = b.mad_lo(at, 4u32, self.keys);
-            b.st_shared(sptr::<U32>(kp), 0, key);
-            let s = b.mad_lo(row, self.k, k);
-            let sp = b.mad_lo(at, 4u32, self.slots);
-            b.st_shared(sptr::<U32>(sp), 0, s);
+            self.rank_into(b, (g, row, k), None);
         });
         b.bar_sync();
-        Vec::new()
+        (0..self.g)
+            .map(|g| {
+                let off = b.mul_lo(self.w, g);
+                b.var::<U32>(off).reg()
+            })
+            .collect()
     }
     fn head(
         &self,
         b: &mut KernelBuilder,
-        _ctx: &[Reg<U32>],
+        ctx: &[Reg<U32>],
         g: u32,
         p: Reg<U32>,
     ) -> (Reg<U32>, Reg<U32>) {
-        // clamp to the row (a position past it reads its last entry,
-        // whose key is then replaced by NONE)
-        let last = b.sub(self.k, 1u32);
-        let pc = b.min(p, last);
-        let base = b.mul_lo(self.k, g);
-        let at = b.add(base, pc);
+        // the window position, clamped to the row (a position past it
+        // reads the row's last entry, in the last window, whose key is
+        // then replaced by NONE)
+        let pc = b.min(p, self.last);
+        let at = b.add(pc, ctx[g as usize]);
         let kp = b.mad_lo(at, 4u32, self.keys);
         let key = b.ld_shared(sptr::<U32>(kp), 0);
         let sp = b.mad_lo(at, 4u32, self.slots);
         let slot = b.ld_shared(sptr::<U32>(sp), 0);
         let inside = b.setp(Cmp::Lt, p, self.k);
         (b.selp(inside, key, NONE), slot)
+    }
+    /// A list whose head reached its window's end with entries left gets
+    /// its next window: the CTA ranks the row's slots again and keeps the
+    /// ranks `[p, p + w)` (`p` the head). The cursors are CTA-uniform, so
+    /// are the branches; nothing runs unless `K > W`.
+    fn refill(&self, b: &mut KernelBuilder, ctx: &[Reg<U32>], o0: Reg<U32>, cursors: &[Var<U32>]) {
+        b.if_(self.windowed, |b| {
+            let needs: Vec<Reg<Pred>> = cursors
+                .iter()
+                .enumerate()
+                .map(|(g, c)| {
+                    let p = b.get(c);
+                    let at = b.add(p, ctx[g]);
+                    let end = b.mul_lo(self.w, g as u32 + 1);
+                    let full = b.setp(Cmp::Eq, at, end);
+                    let left = b.setp(Cmp::Lt, p, self.k);
+                    b.pand(full, left)
+                })
+                .collect();
+            let mut any = needs[0];
+            for &n in &needs[1..] {
+                any = b.por(any, n);
+            }
+            b.if_(any, |b| {
+                // every thread has read the old windows
+                b.bar_sync();
+                for (g, (&need, c)) in needs.iter().zip(cursors).enumerate() {
+                    b.if_(need, |b| {
+                        let lo = b.get(c);
+                        let gr = b.mov(g as u32);
+                        let row = b.add(o0, g as u32);
+                        b.for_range(self.tid, self.k, THREADS, |b, k| {
+                            self.rank_into(b, (gr, row, k), Some(lo));
+                        });
+                        let gw = b.mul_lo(self.w, g as u32);
+                        let off = b.sub(gw, lo);
+                        b.assign(ctx[g], off);
+                    });
+                }
+                b.bar_sync();
+            });
+        });
     }
 }
 
@@ -288,8 +401,8 @@ impl Lists for ColLists {
 fn advance(
     b: &mut KernelBuilder,
     lists: &dyn Lists,
-    ctx: &[Reg<U32>],
-    cursors: &[crate::dsl::Var<U32>],
+    (ctx, o0): (&[Reg<U32>], Reg<U32>),
+    cursors: &[Var<U32>],
 ) -> (Reg<U32>, Vec<Reg<U32>>) {
     let heads: Vec<(Reg<U32>, Reg<U32>)> = cursors
         .iter()
@@ -314,6 +427,7 @@ fn advance(
         let p = b.add(p, one);
         b.set(c, p);
     }
+    lists.refill(b, ctx, o0, cursors);
     (m, taken)
 }
 
@@ -485,16 +599,31 @@ fn compute<T: MmaInput>(
         for ((sub, &bb), &lv) in subs.iter().zip(&bbases).zip(live) {
             b.if_(lv, |b| {
                 let mut frag_b: Vec<FragB<T>> = Vec::new();
-                for np in 0..sub.nts.len() as u32 / 2 {
-                    let off = if sh.trans {
-                        kc * 16 * sh.pitch + np * 16 * sh.e
-                    } else {
-                        np * 16 * sh.pitch + kc * 32
-                    };
-                    let p = b.add(bb, off);
-                    let [r0, r1, r2, r3] = ldsm4::<T>(b, p, sh.trans);
-                    frag_b.push(FragB { regs: [r0, r1] });
-                    frag_b.push(FragB { regs: [r2, r3] });
+                if sh.trans && sh.fmt == InputFormat::Tf32 {
+                    // tf32 grad-input: `ldmatrix` cannot transpose 32-bit
+                    // elements; lane (g, t) loads `B[t][g]` and `B[t+4][g]`
+                    // of each 8 × 8 fragment (rows `k`, features `f`)
+                    // and converts them
+                    for ni in 0..sub.nts.len() as u32 {
+                        let regs = [0, 4].map(|dk| {
+                            let off = (kc * 8 + dk) * sh.pitch + ni * 32;
+                            let u = b.ld_shared(sptr::<U32>(bb), (off / 4) as i32);
+                            tf32_operand::<T>(b, u)
+                        });
+                        frag_b.push(FragB { regs });
+                    }
+                } else {
+                    for np in 0..sub.nts.len() as u32 / 2 {
+                        let off = if sh.trans {
+                            kc * 16 * sh.pitch + np * 16 * sh.e
+                        } else {
+                            np * 16 * sh.pitch + kc * 32
+                        };
+                        let p = b.add(bb, off);
+                        let [r0, r1, r2, r3] = ldsm4::<T>(b, p, sh.trans);
+                        frag_b.push(FragB { regs: [r0, r1] });
+                        frag_b.push(FragB { regs: [r2, r3] });
+                    }
                 }
                 for (mi, a) in frag_a.iter().enumerate() {
                     for (bf, ni) in frag_b.iter().zip(sub.nts.clone()) {
@@ -553,7 +682,12 @@ fn kernel<T: MmaInput>(
     } else {
         b.and(wf0, sh.bs - 1)
     };
-    let b_lane = if sh.trans {
+    let b_lane = if sh.trans && sh.fmt == InputFormat::Tf32 {
+        // row k = t, feature fo + g (4-byte elements)
+        let p = b.mad_lo(t, sh.pitch, vs0);
+        let f = b.add(fo, g);
+        b.mad_lo(f, 4u32, p)
+    } else if sh.trans {
         let k = b.mad_lo(mid, 8u32, l8);
         let p = b.mad_lo(k, sh.pitch, vs0);
         let f = b.mad_lo(hi16, 8u32, fo);
@@ -622,7 +756,7 @@ fn kernel<T: MmaInput>(
         let ctx = lists.prepare(b, o0);
         let cursors: Vec<_> = (0..gt.g).map(|_| b.var::<U32>(0u32)).collect();
         // prologue: the first step into buffer 0
-        let (m, taken) = advance(b, &*lists, &ctx, &cursors);
+        let (m, taken) = advance(b, &*lists, (&ctx, o0), &cursors);
         let cur_m = b.var::<U32>(m);
         let cur: Vec<_> = taken.iter().map(|&s| b.var::<U32>(s)).collect();
         let any = b.setp(Cmp::Ne, m, NONE);
@@ -640,7 +774,7 @@ fn kernel<T: MmaInput>(
             |b| {
                 let cb = b.get(&buf);
                 let nbuf = b.xor(cb, 1u32);
-                let (nm, ntaken) = advance(b, &*lists, &ctx, &cursors);
+                let (nm, ntaken) = advance(b, &*lists, (&ctx, o0), &cursors);
                 let more = b.setp(Cmp::Ne, nm, NONE);
                 b.if_(more, |b| issue(b, sh, gt, io, &st, nm, &ntaken, nbuf));
                 b.cp_async_commit_group();
@@ -777,8 +911,20 @@ fn builder(name: &str, sm: Sm) -> KernelBuilder {
     b
 }
 
-/// `block_ell_tc_forward_{p}_b{B}`, grouped (see the [module docs](self)).
+/// `block_ell_tc_forward_{p}_b{B}`, grouped (see the [module docs](self)),
+/// with the schedule window [`window`].
 pub(super) fn forward<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Result<PtxModule> {
+    forward_windowed::<T>(sm, prec, bs, window(prec, bs, sm))
+}
+
+/// [`forward`] with a schedule window of `wmax` entries (tests force
+/// small windows with it).
+fn forward_windowed<T: MmaInput>(
+    sm: Sm,
+    prec: TcPrecision,
+    bs: u32,
+    wmax: u32,
+) -> Result<PtxModule> {
     let (sh, gt) = shape::<T>(prec, bs, sm, false);
     let mut b = builder(&name("forward", prec, bs), sm);
     let p = b.params::<ForwardArgs>();
@@ -796,8 +942,10 @@ pub(super) fn forward<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Result
     };
     let (col, k, r, g) = (p.col, p.k, p.r, gt.g);
     let mk = move |b: &mut KernelBuilder, sched: Reg<U32>, tid: Reg<U32>| -> Box<dyn Lists> {
-        let gk = b.mul_lo(k, g);
-        let slots = b.mad_lo(gk, 4u32, sched);
+        let w = b.min(k, wmax);
+        let windowed = b.setp(Cmp::Gt, k, wmax);
+        let gw = b.mul_lo(w, g);
+        let slots = b.mad_lo(gw, 4u32, sched);
         Box::new(RowLists {
             col,
             k,
@@ -806,6 +954,9 @@ pub(super) fn forward<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Result
             keys: sched,
             slots,
             tid,
+            w,
+            last: b.sub(k, 1u32),
+            windowed,
         })
     };
     let bias = Bias {
@@ -815,10 +966,9 @@ pub(super) fn forward<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Result
     kernel::<T>(b, &sh, &gt, &io, &mk, Some(&bias))
 }
 
-/// `block_ell_tc_grad_input_{p}_b{B}` (bf16, f16), grouped (see the
-/// [module docs](self)).
+/// `block_ell_tc_grad_input_{p}_b{B}`, grouped (see the [module
+/// docs](self)).
 pub(super) fn grad_input<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Result<PtxModule> {
-    debug_assert!(T::FORMAT != InputFormat::Tf32);
     let (sh, gt) = shape::<T>(prec, bs, sm, true);
     let mut b = builder(&name("grad_input", prec, bs), sm);
     let p = b.params::<GradInputArgs>();
@@ -846,3 +996,7 @@ pub(super) fn grad_input<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Res
     };
     kernel::<T>(b, &sh, &gt, &io, &mk, None)
 }
+
+#[cfg(test)]
+#[path = "grouped_tests.rs"]
+mod tests;

@@ -25,12 +25,12 @@ use crate::target::{Feature, Sm};
 
 use super::host::{TC_BLOCK_SIZES, TcPrecision};
 
+mod common;
 pub mod grouped;
 mod shape;
 pub mod tiled;
 pub mod tiled_values;
 pub use grouped::{GroupTile, group_tile};
-pub use tiled::{Tile, tile};
 pub use tiled_values::{ValuesTile, values_tile};
 
 /// Warps per CTA.
@@ -139,7 +139,7 @@ pub fn generate_grad_input(sm: Sm, prec: TcPrecision, bs: u32) -> Result<PtxModu
     match prec {
         TcPrecision::Bf16 => grouped::grad_input::<Bf16x2>(sm, prec, bs),
         TcPrecision::F16 => grouped::grad_input::<F16x2>(sm, prec, bs),
-        TcPrecision::Tf32 => tiled::grad_input::<Tf32>(sm, prec, bs),
+        TcPrecision::Tf32 => grouped::grad_input::<Tf32>(sm, prec, bs),
     }
 }
 
