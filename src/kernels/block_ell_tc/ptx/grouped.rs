@@ -168,6 +168,10 @@ trait Lists {
         g: u32,
         p: Reg<U32>,
     ) -> (Reg<U32>, Reg<U32>);
+    /// The first position of list `g`, when not 0.
+    fn start(&self, _ctx: &[Reg<U32>], _g: u32) -> Option<Reg<U32>> {
+        None
+    }
     /// After a step moved the `cursors`: bring the lists' heads into
     /// shared memory where they left it (the forward pass's windows;
     /// nothing by default).
@@ -353,6 +357,10 @@ struct ColLists {
 }
 
 impl Lists for ColLists {
+    /// The position is the index's: list `g` starts at its `lo`.
+    fn start(&self, ctx: &[Reg<U32>], g: u32) -> Option<Reg<U32>> {
+        Some(ctx[2 * g as usize])
+    }
     /// `[lo_g, hi_g)` per column block (empty past `C`).
     fn prepare(&self, b: &mut KernelBuilder, o0: Reg<U32>) -> Vec<Reg<U32>> {
         let mut ctx = Vec::new();
@@ -380,8 +388,8 @@ impl Lists for ColLists {
         g: u32,
         p: Reg<U32>,
     ) -> (Reg<U32>, Reg<U32>) {
-        let (lo, hi) = (ctx[2 * g as usize], ctx[2 * g as usize + 1]);
-        let i = b.add(lo, p);
+        // the position is the index entry's (it starts at `lo`)
+        let (i, hi) = (p, ctx[2 * g as usize + 1]);
         let inside = b.setp(Cmp::Lt, i, hi);
         let key = b.var::<U32>(NONE);
         let slot = b.var::<U32>(NONE);
@@ -754,7 +762,12 @@ fn kernel<T: MmaInput>(
             .map(|_| (0..sh.nt).map(|_| b.frag_c_zero()).collect())
             .collect();
         let ctx = lists.prepare(b, o0);
-        let cursors: Vec<_> = (0..gt.g).map(|_| b.var::<U32>(0u32)).collect();
+        let cursors: Vec<_> = (0..gt.g)
+            .map(|g| match lists.start(&ctx, g) {
+                Some(p0) => b.var::<U32>(p0),
+                None => b.var::<U32>(0u32),
+            })
+            .collect();
         // prologue: the first step into buffer 0
         let (m, taken) = advance(b, &*lists, (&ctx, o0), &cursors);
         let cur_m = b.var::<U32>(m);
