@@ -93,15 +93,16 @@
 //! SM, not the module's `.target`.
 //!
 //! # Speed
-//! The forward kernels and the bf16/f16 grad-input kernels compute a CTA
-//! tile of many tokens × the `G·B` features of `G` output blocks
-//! ([`ptx::grouped`]): each input block's tile is staged once for all `G`
-//! (the union of their entries, merged in the contract's order), with the
-//! values block of every output block that has an entry on it —
-//! `cp.async` double-buffered copies into dynamic shared memory, `ldmatrix`
-//! fragments, warp tiles of several MMAs, vectorised stores. tf32
-//! grad-input stages one output block's `B` features a CTA
-//! ([`ptx::tiled`]). The modeled figures are in `docs/perf.md`
+//! The forward and grad-input kernels compute a CTA tile of many tokens ×
+//! the `G·B` features of `G` output blocks ([`ptx::grouped`]): each input
+//! block's tile is staged once for all `G` (the union of their entries,
+//! merged in the contract's order), with the values block of every output
+//! block that has an entry on it — `cp.async` double-buffered copies into
+//! dynamic shared memory, `ldmatrix` fragments (tf32 grad-input's `B`
+//! fragments by `ld.shared`), warp tiles of several MMAs, vectorised
+//! stores. Every row length runs: the forward pass ranks a long row's
+//! slots a window at a time ([`ptx::grouped::window`]). The modeled
+//! figures are in `docs/perf.md`
 //! ("Tensor-core block-ELL"). Grad-values is staged the
 //! same way, one CTA a group of consecutive slots of one block row over
 //! double-buffered token tiles of `gy` (staged once for the group) and `x`

@@ -8,10 +8,18 @@
 //! # Schedule
 //! Each of the `G` output blocks has a list of entries sorted ascending by
 //! (input block, slot):
-//! * **forward**: row `r`'s slots, ranked at the start of the CTA tile in
-//!   shared memory (each thread ranks entries `(g, k)` against the row's
-//!   other slots: key `col[r,k]` as `u32`, so empty slots, `−1`, sort last
-//!   and are never taken; ties by slot), `G·K` keys and global slot indices;
+//! * **forward**: row `r`'s slots, ranked in shared memory (each thread
+//!   ranks entries `(g, k)` against the row's other slots: key `col[r,k]`
+//!   as `u32`, so empty slots, `−1`, sort last and are never taken; ties
+//!   by slot), a **window** of `w = min(K, W)` keys and global slot
+//!   indices a list ([`window`]: `W` is what the opt-in shared memory
+//!   leaves beside the staging). The first window of every list is ranked
+//!   at the start of the CTA tile (`K ≤ W`: the whole row, as before the
+//!   windows); when a list's head reaches its window's end with entries
+//!   left, the CTA ranks that row again and keeps the next `w` ranks (a
+//!   CTA-uniform branch after the step's heads are read, between two
+//!   `bar.sync`). So no row length is refused, and a row of `K ≤ W` slots
+//!   costs what it did;
 //! * **grad-input**: column block `c`'s entries of the transposed index,
 //!   which are ascending by slot `s = r·K + k`, i.e. by (row block, slot),
 //!   read from global memory.
@@ -32,12 +40,24 @@
 //! features cover whole output blocks (`wn ≥ B`, one sub-tile a block) or
 //! part of one (`wn < B`). A warp runs the MMAs of a sub-tile only when its
 //! output block takes an entry this step (a warp-uniform branch).
-//! Fragments and MMA orientation are those of [`super::tiled`]; tf32
-//! operands (forward only: tf32 grad-input keeps [`super::tiled`]'s
-//! kernel) are converted per fragment with `cvt.rna.tf32.f32`.
+//!
+//! # MMA orientation
+//! The MMA's `M` is the tokens and its `N` the output features: `A` = the
+//! input tile (row-major: `ldmatrix.x4`), `B[k][f]` = `values[s, f, k]`
+//! forward (rows of `k`: `ldmatrix.x4` without `.trans`) or `values[s, k,
+//! f]` grad-input (`ldmatrix.x4.trans` for bf16/f16). tf32 operands are
+//! loaded as raw f32 bits and converted per fragment with
+//! `cvt.rna.tf32.f32`; `ldmatrix` cannot transpose 32-bit elements, so
+//! tf32 grad-input loads its `B` fragments with `ld.shared.b32` (lane
+//! `(g, t)`: `B[t][g]` and `B[t+4][g]` of each 8 × 8 fragment). The
+//! products of the block FMA are exact and the pairs keep their `k`
+//! order, so which operand is `A` changes no bit. Every staged row is
+//! padded by 16 bytes (the 8 row addresses of an `ldmatrix` phase fall
+//! in distinct bank groups); rows `n ≥ N` are copied with `src_size` 0
+//! (zero-filled) and never stored.
 //!
 //! Shared memory is dynamic (`extern .shared`): two input tiles, two sets
-//! of `G` values blocks, and (forward) the `G·K` schedule; its size is
+//! of `G` values blocks, and (forward) the `G·w` schedule; its size is
 //! [`smem_bytes`].
 
 use crate::dsl::types::{F32, MmaInput, Pred, Reg, S32, U32, U64};
@@ -172,9 +192,23 @@ trait Lists {
     fn start(&self, _ctx: &[Reg<U32>], _g: u32) -> Option<Reg<U32>> {
         None
     }
-    /// After a step moved the `cursors`: bring the lists' heads into
-    /// shared memory where they left it (the forward pass's windows;
-    /// nothing by default).
+    /// Whether the lists keep windows ([`Lists::pending`],
+    /// [`Lists::refill`]).
+    fn windowed(&self) -> bool {
+        false
+    }
+    /// After a step moved the `cursors`: set `need` to 1 when a list's
+    /// head left its window with entries left.
+    fn pending(
+        &self,
+        _b: &mut KernelBuilder,
+        _ctx: &[Reg<U32>],
+        _cursors: &[Var<U32>],
+        _need: &Var<U32>,
+    ) {
+    }
+    /// Bring the heads that left their windows into shared memory (a
+    /// CTA-wide step between two `bar.sync`).
     fn refill(
         &self,
         _b: &mut KernelBuilder,
@@ -302,47 +336,72 @@ impl Lists for RowLists {
         let inside = b.setp(Cmp::Lt, p, self.k);
         (b.selp(inside, key, NONE), slot)
     }
-    /// A list whose head reached its window's end with entries left gets
-    /// its next window: the CTA ranks the row's slots again and keeps the
-    /// ranks `[p, p + w)` (`p` the head). The cursors are CTA-uniform, so
-    /// are the branches; nothing runs unless `K > W`.
-    fn refill(&self, b: &mut KernelBuilder, ctx: &[Reg<U32>], o0: Reg<U32>, cursors: &[Var<U32>]) {
+    fn windowed(&self) -> bool {
+        true
+    }
+    /// Nothing runs unless `K > W` (a CTA-uniform branch: so are the
+    /// cursors).
+    fn pending(
+        &self,
+        b: &mut KernelBuilder,
+        ctx: &[Reg<U32>],
+        cursors: &[Var<U32>],
+        need: &Var<U32>,
+    ) {
         b.if_(self.windowed, |b| {
-            let needs: Vec<Reg<Pred>> = cursors
-                .iter()
-                .enumerate()
-                .map(|(g, c)| {
-                    let p = b.get(c);
-                    let at = b.add(p, ctx[g]);
-                    let end = b.mul_lo(self.w, g as u32 + 1);
-                    let full = b.setp(Cmp::Eq, at, end);
-                    let left = b.setp(Cmp::Lt, p, self.k);
-                    b.pand(full, left)
-                })
-                .collect();
+            let needs = self.needs(b, ctx, cursors);
             let mut any = needs[0];
             for &n in &needs[1..] {
                 any = b.por(any, n);
             }
-            b.if_(any, |b| {
-                // every thread has read the old windows
-                b.bar_sync();
-                for (g, (&need, c)) in needs.iter().zip(cursors).enumerate() {
-                    b.if_(need, |b| {
-                        let lo = b.get(c);
-                        let gr = b.mov(g as u32);
-                        let row = b.add(o0, g as u32);
-                        b.for_range(self.tid, self.k, THREADS, |b, k| {
-                            self.rank_into(b, (gr, row, k), Some(lo));
-                        });
-                        let gw = b.mul_lo(self.w, g as u32);
-                        let off = b.sub(gw, lo);
-                        b.assign(ctx[g], off);
-                    });
-                }
-                b.bar_sync();
-            });
+            let v = b.selp(any, 1u32, 0u32);
+            b.set(need, v);
         });
+    }
+    /// A list whose head reached its window's end with entries left gets
+    /// its next window: the CTA ranks the row's slots again and keeps the
+    /// ranks `[p, p + w)` (`p` the head).
+    fn refill(&self, b: &mut KernelBuilder, ctx: &[Reg<U32>], o0: Reg<U32>, cursors: &[Var<U32>]) {
+        let needs = self.needs(b, ctx, cursors);
+        // every thread has read the old windows
+        b.bar_sync();
+        for (g, (&need, c)) in needs.iter().zip(cursors).enumerate() {
+            b.if_(need, |b| {
+                let lo = b.get(c);
+                let gr = b.mov(g as u32);
+                let row = b.add(o0, g as u32);
+                b.for_range(self.tid, self.k, THREADS, |b, k| {
+                    self.rank_into(b, (gr, row, k), Some(lo));
+                });
+                let gw = b.mul_lo(self.w, g as u32);
+                let off = b.sub(gw, lo);
+                b.assign(ctx[g], off);
+            });
+        }
+        b.bar_sync();
+    }
+}
+
+impl RowLists {
+    /// Per list: its head is at its window's end with entries left.
+    fn needs(
+        &self,
+        b: &mut KernelBuilder,
+        ctx: &[Reg<U32>],
+        cursors: &[Var<U32>],
+    ) -> Vec<Reg<Pred>> {
+        cursors
+            .iter()
+            .enumerate()
+            .map(|(g, c)| {
+                let p = b.get(c);
+                let at = b.add(p, ctx[g]);
+                let end = b.mul_lo(self.w, g as u32 + 1);
+                let full = b.setp(Cmp::Eq, at, end);
+                let left = b.setp(Cmp::Lt, p, self.k);
+                b.pand(full, left)
+            })
+            .collect()
     }
 }
 
@@ -409,7 +468,7 @@ impl Lists for ColLists {
 fn advance(
     b: &mut KernelBuilder,
     lists: &dyn Lists,
-    (ctx, o0): (&[Reg<U32>], Reg<U32>),
+    ctx: &[Reg<U32>],
     cursors: &[Var<U32>],
 ) -> (Reg<U32>, Vec<Reg<U32>>) {
     let heads: Vec<(Reg<U32>, Reg<U32>)> = cursors
@@ -435,7 +494,6 @@ fn advance(
         let p = b.add(p, one);
         b.set(c, p);
     }
-    lists.refill(b, ctx, o0, cursors);
     (m, taken)
 }
 
@@ -769,7 +827,13 @@ fn kernel<T: MmaInput>(
             })
             .collect();
         // prologue: the first step into buffer 0
-        let (m, taken) = advance(b, &*lists, (&ctx, o0), &cursors);
+        let (m, taken) = advance(b, &*lists, &ctx, &cursors);
+        // windowed lists: 1 while a refill is due
+        let need = lists.windowed().then(|| {
+            let need = b.var::<U32>(0u32);
+            lists.pending(b, &ctx, &cursors, &need);
+            need
+        });
         let cur_m = b.var::<U32>(m);
         let cur: Vec<_> = taken.iter().map(|&s| b.var::<U32>(s)).collect();
         let any = b.setp(Cmp::Ne, m, NONE);
@@ -779,37 +843,62 @@ fn kernel<T: MmaInput>(
         });
         b.cp_async_commit_group();
         let buf = b.var::<U32>(0u32);
-        b.while_(
-            |b| {
-                let m = b.get(&cur_m);
-                b.setp(Cmp::Ne, m, NONE)
-            },
-            |b| {
-                let cb = b.get(&buf);
-                let nbuf = b.xor(cb, 1u32);
-                let (nm, ntaken) = advance(b, &*lists, (&ctx, o0), &cursors);
-                let more = b.setp(Cmp::Ne, nm, NONE);
-                b.if_(more, |b| issue(b, sh, gt, io, &st, nm, &ntaken, nbuf));
-                b.cp_async_commit_group();
-                b.cp_async_wait_group(1);
-                b.bar_sync();
-                let slots: Vec<Reg<U32>> = cur.iter().map(|v| b.get(v)).collect();
-                let live: Vec<Reg<Pred>> = subs
-                    .iter()
-                    .map(|s| {
-                        let slot = pick(b, &slots, s.g);
-                        b.setp(Cmp::Ne, slot, NONE)
-                    })
-                    .collect();
-                compute::<T>(b, sh, gt, a_lane, b_lane, &subs, &live, &acc, cb);
-                b.bar_sync();
-                b.set(&buf, nbuf);
-                b.set(&cur_m, nm);
-                for (v, s) in cur.iter().zip(&ntaken) {
-                    b.set(v, *s);
-                }
-            },
-        );
+        let running = |b: &mut KernelBuilder| {
+            let m = b.get(&cur_m);
+            b.setp(Cmp::Ne, m, NONE)
+        };
+        // one step: the next step's heads and copies, then this step's
+        // MMAs
+        let step = |b: &mut KernelBuilder| {
+            let cb = b.get(&buf);
+            let nbuf = b.xor(cb, 1u32);
+            let (nm, ntaken) = advance(b, &*lists, &ctx, &cursors);
+            if let Some(need) = &need {
+                lists.pending(b, &ctx, &cursors, need);
+            }
+            let more = b.setp(Cmp::Ne, nm, NONE);
+            b.if_(more, |b| issue(b, sh, gt, io, &st, nm, &ntaken, nbuf));
+            b.cp_async_commit_group();
+            b.cp_async_wait_group(1);
+            b.bar_sync();
+            let slots: Vec<Reg<U32>> = cur.iter().map(|v| b.get(v)).collect();
+            let live: Vec<Reg<Pred>> = subs
+                .iter()
+                .map(|s| {
+                    let slot = pick(b, &slots, s.g);
+                    b.setp(Cmp::Ne, slot, NONE)
+                })
+                .collect();
+            compute::<T>(b, sh, gt, a_lane, b_lane, &subs, &live, &acc, cb);
+            b.bar_sync();
+            b.set(&buf, nbuf);
+            b.set(&cur_m, nm);
+            for (v, s) in cur.iter().zip(&ntaken) {
+                b.set(v, *s);
+            }
+        };
+        match &need {
+            None => b.while_(running, step),
+            // the steps run in an inner loop that leaves when a refill is
+            // due (so it holds no loop: the ranking is outside it)
+            Some(need) => b.while_(running, |b| {
+                b.while_(
+                    |b| {
+                        let on = running(b);
+                        let n = b.get(need);
+                        let calm = b.setp(Cmp::Eq, n, 0u32);
+                        b.pand(on, calm)
+                    },
+                    step,
+                );
+                let n = b.get(need);
+                let due = b.setp(Cmp::Ne, n, 0u32);
+                b.if_(due, |b| {
+                    lists.refill(b, &ctx, o0, &cursors);
+                    b.set(need, 0u32);
+                });
+            }),
+        }
         epilogue(b, sh, gt, io, bias, &acc, (n0, o0), (wt0, wf0), (g, t));
     });
     b.finish()

@@ -8,10 +8,10 @@
 //! | kernel | unit of work | reduction (K of the MMA) |
 //! |---|---|---|
 //! | `block_ell_tc_forward_{p}_b{B}` | a CTA tile of [`group_tile`]`(p, B, sm).tokens` rows `n` × the `G·B` outputs of block rows `r0 .. r0+G` ([`grouped`]: each input block staged once for the group, `cp.async`, `ldmatrix`) | each row's slots by (input block, slot) ascending (empty ones skipped), `j` in chunks |
-//! | `block_ell_tc_grad_input_{p}_b{B}` | bf16/f16: a CTA tile of rows `n` × the `G·B` inputs of column blocks `c0 .. c0+G` ([`grouped`]); tf32: rows `n` × the `B` inputs of column block `c` ([`tiled`]) | the transposed index's slots ascending, `i` in chunks |
+//! | `block_ell_tc_grad_input_{p}_b{B}` | a CTA tile of rows `n` × the `G·B` inputs of column blocks `c0 .. c0+G` ([`grouped`]) | the transposed index's slots ascending, `i` in chunks |
 //! | `block_ell_tc_grad_values_{p}_b{B}` | the `B × B` blocks of a group of consecutive slots of one block row ([`tiled_values`]: `cp.async` token tiles of `gy`, once for the group, and of `x`, one a slot; `ldmatrix.trans`) | rows `n` in chunks within each 256-row N-chunk; partials joined by `add.rn` in ascending order in registers |
 //!
-//! Every kernel stages its operands in shared memory (see [`tiled`] and
+//! Every kernel stages its operands in shared memory (see [`grouped`] and
 //! [`tiled_values`]); rows `n ≥ N` are zero-filled (`+0` operands), as
 //! the host model pads.
 
