@@ -93,23 +93,24 @@
 //! SM, not the module's `.target`.
 //!
 //! # Speed
-//! The forward kernels and the bf16/f16 grad-input kernels compute a CTA
-//! tile of many tokens × the `G·B` features of `G` output blocks
-//! ([`ptx::grouped`]): each input block's tile is staged once for all `G`
-//! (the union of their entries, merged in the contract's order), with the
-//! values block of every output block that has an entry on it —
-//! `cp.async` double-buffered copies into dynamic shared memory, `ldmatrix`
-//! fragments, warp tiles of several MMAs, vectorised stores. tf32
-//! grad-input stages one output block's `B` features a CTA
-//! ([`ptx::tiled`]). The modeled figures are in `docs/perf.md`
-//! ("Tensor-core block-ELL"). Grad-values at `B` ≤ 32 is staged the
-//! same way, one CTA the filled slots of a tile of block rows × column
-//! blocks over double-buffered token tiles of `gy` (one a row) and `x`
-//! (one a column block), each staged once for all of the tile's slots
-//! that use it ([`ptx::values_tiles`](mod@ptx::values_tiles)); at `B` = 64 one CTA a group of
-//! consecutive slots of one block row, its `gy` tile staged once and one
-//! `x` tile a slot ([`ptx::tiled_values`]). Staging changes no bit: each
-//! output element's chain of `mma.sync` steps is the contract's.
+//! The forward and grad-input kernels compute a CTA tile of many tokens ×
+//! the `G·B` features of `G` output blocks ([`ptx::grouped`]): each input
+//! block's tile is staged once for all `G` (the union of their entries,
+//! merged in the contract's order), with the values block of every output
+//! block that has an entry on it — `cp.async` double-buffered copies into
+//! dynamic shared memory, `ldmatrix` fragments (tf32 grad-input's `B`
+//! fragments by `ld.shared`), warp tiles of several MMAs, vectorised
+//! stores. Every row length runs: the forward pass ranks a long row's
+//! slots a window at a time ([`ptx::grouped::window`]). The modeled
+//! figures are in `docs/perf.md` ("Tensor-core block-ELL"). Grad-values
+//! at `B` ≤ 32 is staged the same way, one CTA the filled slots of a tile
+//! of block rows × column blocks over double-buffered token tiles of `gy`
+//! (one a row) and `x` (one a column block), each staged once for all of
+//! the tile's slots that use it
+//! ([`ptx::values_tiles`](mod@ptx::values_tiles)); at `B` = 64 one CTA a
+//! group of consecutive slots of one block row, its `gy` tile staged once
+//! and one `x` tile a slot ([`ptx::tiled_values`]). Staging changes no
+//! bit: each output element's chain of `mma.sync` steps is the contract's.
 
 pub mod host;
 pub mod launch;

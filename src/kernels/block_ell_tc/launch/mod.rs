@@ -13,7 +13,7 @@
 use super::host::{self, TcElem, TcOutElem, TcOutput, TcPrecision};
 use super::ptx::{
     ForwardArgs, GradInputArgs, GradValuesArgs, THREADS, generate_forward, generate_grad_input,
-    generate_grad_values, group_tile, grouped, tile, values_tile, values_tiles,
+    generate_grad_values, group_tile, grouped, values_tile, values_tiles,
 };
 use crate::dsl::params::{DevPtr, KernelParams};
 use crate::dsl::types::U32;
@@ -58,22 +58,14 @@ fn cta_config(st: &Stream, tiles: usize) -> LaunchConfig {
 
 /// The launch of a grouped kernel ([`grouped`]): `tiles` CTA tiles, at
 /// most 2 CTAs per SM, [`grouped::THREADS`] threads and `smem` bytes of
-/// dynamic shared memory, checked against what `stream`'s device lets a
-/// block opt in to.
-fn group_config(st: &Stream, tiles: usize, smem: u64) -> Result<LaunchConfig> {
-    let sm = st.context().sm();
-    let max = sm.info().max_smem_per_block_optin;
-    if smem > u64::from(max) {
-        return Err(crate::error::Error::invalid(format!(
-            "{FAMILY}: the grouped kernel's staging and schedule need {smem} bytes of shared \
-             memory per block, {sm} allows {max} (the forward pass's schedule takes 8·G·K bytes: \
-             fewer slots per row)"
-        )));
-    }
+/// dynamic shared memory ([`grouped::smem_bytes`], which fits what every
+/// SM lets a block opt in to: the forward pass's schedule is windowed).
+fn group_config(st: &Stream, tiles: usize, smem: u64) -> LaunchConfig {
+    debug_assert!(smem <= u64::from(st.context().sm().info().max_smem_per_block_optin));
     let mp = st.context().multiprocessor_count();
     let mut cfg = LaunchConfig::linear(grid::ctas(tiles as u64, 1, mp, 2), grouped::THREADS);
     cfg.dynamic_smem_bytes = smem as u32;
-    Ok(cfg)
+    cfg
 }
 
 fn tiles(what: &str, factors: &[usize]) -> Result<usize> {
@@ -154,7 +146,7 @@ pub fn forward_dev<T: TcElem, O: TcOutElem>(
         ],
     )?;
     let smem = grouped::smem_bytes(prec, bsize(&d), sm, Some(d.k() as u32));
-    let cfg = group_config(stream, count, smem)?;
+    let cfg = group_config(stream, count, smem);
     let xp = operand_ptr(stream, "x", x)?;
     let vp = operand_ptr(stream, "values", values)?;
     let yp = stream.arg_mut("y", y)?.addr;
@@ -217,26 +209,17 @@ pub fn grad_input_dev<T: TcElem, O: TcOutElem>(
         "N × C·B",
     )?;
     values_len(&d, values.as_device().len())?;
-    // bf16/f16: the grouped kernel; tf32: one column block a CTA
     let sm = stream.context().sm();
-    let cfg = if prec == TcPrecision::Tf32 {
-        let tokens = tile(prec, bsize(&d)).tokens as usize;
-        let count = tiles("C × token tiles", &[d.c(), n.div_ceil(tokens)])?;
-        (count > 0).then(|| cta_config(stream, count))
-    } else {
-        let gt = group_tile(prec, bsize(&d), sm);
-        let count = tiles(
-            "C / G × token tiles",
-            &[
-                d.c().div_ceil(gt.g as usize),
-                n.div_ceil(gt.tokens as usize),
-            ],
-        )?;
-        let smem = grouped::smem_bytes(prec, bsize(&d), sm, None);
-        (count > 0)
-            .then(|| group_config(stream, count, smem))
-            .transpose()?
-    };
+    let gt = group_tile(prec, bsize(&d), sm);
+    let count = tiles(
+        "C / G × token tiles",
+        &[
+            d.c().div_ceil(gt.g as usize),
+            n.div_ceil(gt.tokens as usize),
+        ],
+    )?;
+    let smem = grouped::smem_bytes(prec, bsize(&d), sm, None);
+    let cfg = (count > 0).then(|| group_config(stream, count, smem));
     let gyp = operand_ptr(stream, "gy", gy)?;
     let vp = operand_ptr(stream, "values", values)?;
     let gxp = DevPtr::new(stream.arg_mut("gx", gx)?.addr);

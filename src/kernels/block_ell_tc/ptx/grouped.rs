@@ -8,10 +8,18 @@
 //! # Schedule
 //! Each of the `G` output blocks has a list of entries sorted ascending by
 //! (input block, slot):
-//! * **forward**: row `r`'s slots, ranked at the start of the CTA tile in
-//!   shared memory (each thread ranks entries `(g, k)` against the row's
-//!   other slots: key `col[r,k]` as `u32`, so empty slots, `−1`, sort last
-//!   and are never taken; ties by slot), `G·K` keys and global slot indices;
+//! * **forward**: row `r`'s slots, ranked in shared memory (each thread
+//!   ranks entries `(g, k)` against the row's other slots: key `col[r,k]`
+//!   as `u32`, so empty slots, `−1`, sort last and are never taken; ties
+//!   by slot), a **window** of `w = min(K, W)` keys and global slot
+//!   indices a list ([`window`]: `W` is what the opt-in shared memory
+//!   leaves beside the staging). The first window of every list is ranked
+//!   at the start of the CTA tile (`K ≤ W`: the whole row, as before the
+//!   windows); when a list's head reaches its window's end with entries
+//!   left, the CTA ranks that row again and keeps the next `w` ranks (a
+//!   CTA-uniform branch after the step's heads are read, between two
+//!   `bar.sync`). So no row length is refused, and a row of `K ≤ W` slots
+//!   costs what it did;
 //! * **grad-input**: column block `c`'s entries of the transposed index,
 //!   which are ascending by slot `s = r·K + k`, i.e. by (row block, slot),
 //!   read from global memory.
@@ -32,30 +40,43 @@
 //! features cover whole output blocks (`wn ≥ B`, one sub-tile a block) or
 //! part of one (`wn < B`). A warp runs the MMAs of a sub-tile only when its
 //! output block takes an entry this step (a warp-uniform branch).
-//! Fragments and MMA orientation are those of [`super::tiled`]; tf32
-//! operands (forward only: tf32 grad-input keeps [`super::tiled`]'s
-//! kernel) are converted per fragment with `cvt.rna.tf32.f32`.
+//!
+//! # MMA orientation
+//! The MMA's `M` is the tokens and its `N` the output features: `A` = the
+//! input tile (row-major: `ldmatrix.x4`), `B[k][f]` = `values[s, f, k]`
+//! forward (rows of `k`: `ldmatrix.x4` without `.trans`) or `values[s, k,
+//! f]` grad-input (`ldmatrix.x4.trans` for bf16/f16). tf32 operands are
+//! loaded as raw f32 bits and converted per fragment with
+//! `cvt.rna.tf32.f32`; `ldmatrix` cannot transpose 32-bit elements, so
+//! tf32 grad-input loads its `B` fragments with `ld.shared.b32` (lane
+//! `(g, t)`: `B[t][g]` and `B[t+4][g]` of each 8 × 8 fragment). The
+//! products of the block FMA are exact and the pairs keep their `k`
+//! order, so which operand is `A` changes no bit. Every staged row is
+//! padded by 16 bytes (the 8 row addresses of an `ldmatrix` phase fall
+//! in distinct bank groups); rows `n ≥ N` are copied with `src_size` 0
+//! (zero-filled) and never stored.
 //!
 //! Shared memory is dynamic (`extern .shared`): two input tiles, two sets
-//! of `G` values blocks, and (forward) the `G·K` schedule; its size is
+//! of `G` values blocks, and (forward) the `G·w` schedule; its size is
 //! [`smem_bytes`].
 
-use crate::dsl::types::{F32, MmaInput, Pred, Reg, S32, U32, U64};
+use crate::dsl::types::{F32, MmaInput, Pred, Reg, U32, U64};
 use crate::dsl::{Cmp, FragA, FragB, FragC, GlobalPtr, KernelBuilder, PtxModule, Rounding};
 use crate::error::Result;
 use crate::target::Sm;
 use crate::tensor_core::InputFormat;
 
 use super::super::host::TcPrecision;
+use super::common::{gptr, ldsm4, log2, sptr, tf32_operand};
+use super::grouped_sched::{ColLists, Lists, RowLists, advance};
 use super::shape::Shape;
-use super::tiled::{gptr, ldsm4, log2, sptr};
 use super::{ForwardArgs, GradInputArgs, mma_into, name};
 
 /// Threads per CTA of the grouped kernels (8 warps).
 pub const THREADS: u32 = 256;
 const WARPS: u32 = THREADS / 32;
 /// No entry (a slot index no topology reaches: `R·K·B·B ≤ u32::MAX`).
-const NONE: u32 = u32::MAX;
+pub(super) const NONE: u32 = u32::MAX;
 
 /// The CTA tile of a grouped kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,15 +125,41 @@ fn shape<T: MmaInput>(prec: TcPrecision, bs: u32, sm: Sm, trans: bool) -> (Shape
     (Shape::new::<T>(prec, bs, 16, t.tokens, warp, trans), t)
 }
 
-/// Bytes of dynamic shared memory of a grouped kernel: two input tiles,
-/// two sets of `G` values blocks, and for the forward pass (`k` slots a
-/// row) the schedule (`G·K` keys and slots).
-pub fn smem_bytes(prec: TcPrecision, bs: u32, sm: Sm, forward_k: Option<u32>) -> u64 {
+/// Bytes of a grouped kernel's staging: two input tiles and two sets of
+/// `G` values blocks.
+fn stage_bytes(prec: TcPrecision, bs: u32, sm: Sm) -> u64 {
     let e = if prec == TcPrecision::Tf32 { 4 } else { 2 };
     let pitch = u64::from(bs * e + 16);
     let t = group_tile(prec, bs, sm);
-    let stages = 2 * u64::from(t.tokens) * pitch + 2 * u64::from(t.g * bs) * pitch;
-    stages + forward_k.map_or(0, |k| 8 * u64::from(t.g) * u64::from(k))
+    2 * u64::from(t.tokens) * pitch + 2 * u64::from(t.g * bs) * pitch
+}
+
+/// The forward pass's schedule window `W` on `sm`: the ranked entries
+/// (a `u32` key and a `u32` slot each) a list keeps in shared memory, as
+/// many as the shared memory a block may opt in to leaves beside the
+/// staging. A row of `K ≤ W` slots is ranked whole at the start of a CTA
+/// tile; a longer one a window at a time.
+pub fn window(prec: TcPrecision, bs: u32, sm: Sm) -> u32 {
+    let free = u64::from(sm.info().max_smem_per_block_optin) - stage_bytes(prec, bs, sm);
+    let g = u64::from(group_tile(prec, bs, sm).g);
+    (free / (8 * g)) as u32
+}
+
+/// Bytes of dynamic shared memory of a grouped kernel: the staging, and
+/// for the forward pass (`k` slots a row, window `w`) the schedule
+/// (`G·min(K, w)` keys and slots).
+fn smem_bytes_in(prec: TcPrecision, bs: u32, sm: Sm, forward_kw: Option<(u32, u32)>) -> u64 {
+    let g = u64::from(group_tile(prec, bs, sm).g);
+    let sched = forward_kw.map_or(0, |(k, w)| 8 * g * u64::from(k.min(w)));
+    stage_bytes(prec, bs, sm) + sched
+}
+
+/// Bytes of dynamic shared memory of a grouped kernel: the staging, and
+/// for the forward pass (`k` slots a row) the schedule (`G·min(K, W)`
+/// keys and slots, [`window`]); never more than `sm` lets a block opt in
+/// to.
+pub fn smem_bytes(prec: TcPrecision, bs: u32, sm: Sm, forward_k: Option<u32>) -> u64 {
+    smem_bytes_in(prec, bs, sm, forward_k.map(|k| (k, window(prec, bs, sm))))
 }
 
 /// The kernel's operands.
@@ -126,195 +173,6 @@ struct Io {
     /// output blocks (`R` forward, `C` grad-input)
     blocks: Reg<U32>,
     out_bf16: Reg<U32>,
-}
-
-/// The `G` sorted entry lists of a CTA tile.
-trait Lists {
-    /// Set up the lists of output blocks `o0 .. o0+G` (the forward pass
-    /// ranks into shared memory; ends with `bar.sync`).
-    fn prepare(&self, b: &mut KernelBuilder, o0: Reg<U32>) -> Vec<Reg<U32>>;
-    /// The head of list `g` at position `p`: its key (`NONE` past the
-    /// end) and global slot.
-    fn head(
-        &self,
-        b: &mut KernelBuilder,
-        ctx: &[Reg<U32>],
-        g: u32,
-        p: Reg<U32>,
-    ) -> (Reg<U32>, Reg<U32>);
-}
-
-/// Forward: row `r`'s slots ranked by (`col` as u32, slot) into shared
-/// memory.
-struct RowLists {
-    col: GlobalPtr<S32>,
-    k: Reg<U32>,
-    r: Reg<U32>,
-    g: u32,
-    /// shared addresses of the keys and the slots (`G·K` u32 each)
-    keys: Reg<U32>,
-    slots: Reg<U32>,
-    tid: Reg<U32>,
-}
-
-impl RowLists {
-    /// The key of slot `k` of row `row` (`NONE` for a row past `R`).
-    fn key(&self, b: &mut KernelBuilder, row: Reg<U32>, k: Reg<U32>) -> Reg<U32> {
-        let v = b.var::<U32>(NONE);
-        let inside = b.setp(Cmp::Lt, row, self.r);
-        b.if_(inside, |b| {
-            let s = b.mad_lo(row, self.k, k);
-            let p = b.offset(self.col, s);
-            let c = b.ld_global(p, 0);
-            let c = b.s32_as_u32(c);
-            b.set(&v, c);
-        });
-        b.get(&v)
-    }
-}
-
-impl Lists for RowLists {
-    fn prepare(&self, b: &mut KernelBuilder, o0: Reg<U32>) -> Vec<Reg<U32>> {
-        // the previous tile's readers are done
-        b.bar_sync();
-        let total = b.mul_lo(self.k, self.g);
-        b.for_range(self.tid, total, THREADS, |b, e| {
-            let g = b.div(e, self.k);
-            let k = b.rem(e, self.k);
-            let row = b.add(o0, g);
-            let key = self.key(b, row, k);
-            let rank = b.var::<U32>(0u32);
-            b.for_range(0u32, self.k, 1u32, |b, k2| {
-                let key2 = self.key(b, row, k2);
-                let lt = b.setp(Cmp::Lt, key2, key);
-                let eq = b.setp(Cmp::Eq, key2, key);
-                let before = b.setp(Cmp::Lt, k2, k);
-                let tie = b.pand(eq, before);
-                let less = b.por(lt, tie);
-                let one = b.selp(less, 1u32, 0u32);
-                let r0 = b.get(&rank);
-                let r1 = b.add(r0, one);
-                b.set(&rank, r1);
-            });
-            let r = b.get(&rank);
-            let at = b.mad_lo(g, self.k, r);
-            let kp = b.mad_lo(at, 4u32, self.keys);
-            b.st_shared(sptr::<U32>(kp), 0, key);
-            let s = b.mad_lo(row, self.k, k);
-            let sp = b.mad_lo(at, 4u32, self.slots);
-            b.st_shared(sptr::<U32>(sp), 0, s);
-        });
-        b.bar_sync();
-        Vec::new()
-    }
-    fn head(
-        &self,
-        b: &mut KernelBuilder,
-        _ctx: &[Reg<U32>],
-        g: u32,
-        p: Reg<U32>,
-    ) -> (Reg<U32>, Reg<U32>) {
-        // clamp to the row (a position past it reads its last entry,
-        // whose key is then replaced by NONE)
-        let last = b.sub(self.k, 1u32);
-        let pc = b.min(p, last);
-        let base = b.mul_lo(self.k, g);
-        let at = b.add(base, pc);
-        let kp = b.mad_lo(at, 4u32, self.keys);
-        let key = b.ld_shared(sptr::<U32>(kp), 0);
-        let sp = b.mad_lo(at, 4u32, self.slots);
-        let slot = b.ld_shared(sptr::<U32>(sp), 0);
-        let inside = b.setp(Cmp::Lt, p, self.k);
-        (b.selp(inside, key, NONE), slot)
-    }
-}
-
-/// Grad-input: column block `c`'s entries of the transposed index (slots
-/// ascending), key `s / K`.
-struct ColLists {
-    offsets: GlobalPtr<U32>,
-    slots: GlobalPtr<U32>,
-    k: Reg<U32>,
-    c: Reg<U32>,
-    g: u32,
-}
-
-impl Lists for ColLists {
-    /// `[lo_g, hi_g)` per column block (empty past `C`).
-    fn prepare(&self, b: &mut KernelBuilder, o0: Reg<U32>) -> Vec<Reg<U32>> {
-        let mut ctx = Vec::new();
-        for g in 0..self.g {
-            let o = b.add(o0, g);
-            let inside = b.setp(Cmp::Lt, o, self.c);
-            let lo = b.var::<U32>(0u32);
-            let hi = b.var::<U32>(0u32);
-            b.if_(inside, |b| {
-                let p = b.offset(self.offsets, o);
-                let l = b.ld_global(p, 0);
-                let h = b.ld_global(p, 1);
-                b.set(&lo, l);
-                b.set(&hi, h);
-            });
-            ctx.push(b.get(&lo));
-            ctx.push(b.get(&hi));
-        }
-        ctx
-    }
-    fn head(
-        &self,
-        b: &mut KernelBuilder,
-        ctx: &[Reg<U32>],
-        g: u32,
-        p: Reg<U32>,
-    ) -> (Reg<U32>, Reg<U32>) {
-        let (lo, hi) = (ctx[2 * g as usize], ctx[2 * g as usize + 1]);
-        let i = b.add(lo, p);
-        let inside = b.setp(Cmp::Lt, i, hi);
-        let key = b.var::<U32>(NONE);
-        let slot = b.var::<U32>(NONE);
-        b.if_(inside, |b| {
-            let sp = b.offset(self.slots, i);
-            let s = b.ld_global(sp, 0);
-            let r = b.div(s, self.k);
-            b.set(&key, r);
-            b.set(&slot, s);
-        });
-        (b.get(&key), b.get(&slot))
-    }
-}
-
-/// One step of the merge: the smallest head key and, per list, the slot
-/// it takes (`NONE` when it waits); advances the cursors.
-fn advance(
-    b: &mut KernelBuilder,
-    lists: &dyn Lists,
-    ctx: &[Reg<U32>],
-    cursors: &[crate::dsl::Var<U32>],
-) -> (Reg<U32>, Vec<Reg<U32>>) {
-    let heads: Vec<(Reg<U32>, Reg<U32>)> = cursors
-        .iter()
-        .enumerate()
-        .map(|(g, c)| {
-            let p = b.get(c);
-            lists.head(b, ctx, g as u32, p)
-        })
-        .collect();
-    let mut m = heads[0].0;
-    for h in &heads[1..] {
-        m = b.min(m, h.0);
-    }
-    let mut taken = Vec::new();
-    for ((key, slot), c) in heads.iter().zip(cursors) {
-        let take = b.setp(Cmp::Eq, *key, m);
-        let live = b.setp(Cmp::Ne, *key, NONE);
-        let take = b.pand(take, live);
-        taken.push(b.selp(take, *slot, NONE));
-        let one = b.selp(take, 1u32, 0u32);
-        let p = b.get(c);
-        let p = b.add(p, one);
-        b.set(c, p);
-    }
-    (m, taken)
 }
 
 /// `slots[g]` for a runtime `g` (a `selp` chain).
@@ -485,16 +343,31 @@ fn compute<T: MmaInput>(
         for ((sub, &bb), &lv) in subs.iter().zip(&bbases).zip(live) {
             b.if_(lv, |b| {
                 let mut frag_b: Vec<FragB<T>> = Vec::new();
-                for np in 0..sub.nts.len() as u32 / 2 {
-                    let off = if sh.trans {
-                        kc * 16 * sh.pitch + np * 16 * sh.e
-                    } else {
-                        np * 16 * sh.pitch + kc * 32
-                    };
-                    let p = b.add(bb, off);
-                    let [r0, r1, r2, r3] = ldsm4::<T>(b, p, sh.trans);
-                    frag_b.push(FragB { regs: [r0, r1] });
-                    frag_b.push(FragB { regs: [r2, r3] });
+                if sh.trans && sh.fmt == InputFormat::Tf32 {
+                    // tf32 grad-input: `ldmatrix` cannot transpose 32-bit
+                    // elements; lane (g, t) loads `B[t][g]` and `B[t+4][g]`
+                    // of each 8 × 8 fragment (rows `k`, features `f`)
+                    // and converts them
+                    for ni in 0..sub.nts.len() as u32 {
+                        let regs = [0, 4].map(|dk| {
+                            let off = (kc * 8 + dk) * sh.pitch + ni * 32;
+                            let u = b.ld_shared(sptr::<U32>(bb), (off / 4) as i32);
+                            tf32_operand::<T>(b, u)
+                        });
+                        frag_b.push(FragB { regs });
+                    }
+                } else {
+                    for np in 0..sub.nts.len() as u32 / 2 {
+                        let off = if sh.trans {
+                            kc * 16 * sh.pitch + np * 16 * sh.e
+                        } else {
+                            np * 16 * sh.pitch + kc * 32
+                        };
+                        let p = b.add(bb, off);
+                        let [r0, r1, r2, r3] = ldsm4::<T>(b, p, sh.trans);
+                        frag_b.push(FragB { regs: [r0, r1] });
+                        frag_b.push(FragB { regs: [r2, r3] });
+                    }
                 }
                 for (mi, a) in frag_a.iter().enumerate() {
                     for (bf, ni) in frag_b.iter().zip(sub.nts.clone()) {
@@ -553,7 +426,12 @@ fn kernel<T: MmaInput>(
     } else {
         b.and(wf0, sh.bs - 1)
     };
-    let b_lane = if sh.trans {
+    let b_lane = if sh.trans && sh.fmt == InputFormat::Tf32 {
+        // row k = t, feature fo + g (4-byte elements)
+        let p = b.mad_lo(t, sh.pitch, vs0);
+        let f = b.add(fo, g);
+        b.mad_lo(f, 4u32, p)
+    } else if sh.trans {
         let k = b.mad_lo(mid, 8u32, l8);
         let p = b.mad_lo(k, sh.pitch, vs0);
         let f = b.mad_lo(hi16, 8u32, fo);
@@ -620,9 +498,20 @@ fn kernel<T: MmaInput>(
             .map(|_| (0..sh.nt).map(|_| b.frag_c_zero()).collect())
             .collect();
         let ctx = lists.prepare(b, o0);
-        let cursors: Vec<_> = (0..gt.g).map(|_| b.var::<U32>(0u32)).collect();
+        let cursors: Vec<_> = (0..gt.g)
+            .map(|g| match lists.start(&ctx, g) {
+                Some(p0) => b.var::<U32>(p0),
+                None => b.var::<U32>(0u32),
+            })
+            .collect();
         // prologue: the first step into buffer 0
         let (m, taken) = advance(b, &*lists, &ctx, &cursors);
+        // windowed lists: 1 while a refill is due
+        let need = lists.windowed().then(|| {
+            let need = b.var::<U32>(0u32);
+            lists.pending(b, &ctx, &cursors, &need);
+            need
+        });
         let cur_m = b.var::<U32>(m);
         let cur: Vec<_> = taken.iter().map(|&s| b.var::<U32>(s)).collect();
         let any = b.setp(Cmp::Ne, m, NONE);
@@ -632,37 +521,62 @@ fn kernel<T: MmaInput>(
         });
         b.cp_async_commit_group();
         let buf = b.var::<U32>(0u32);
-        b.while_(
-            |b| {
-                let m = b.get(&cur_m);
-                b.setp(Cmp::Ne, m, NONE)
-            },
-            |b| {
-                let cb = b.get(&buf);
-                let nbuf = b.xor(cb, 1u32);
-                let (nm, ntaken) = advance(b, &*lists, &ctx, &cursors);
-                let more = b.setp(Cmp::Ne, nm, NONE);
-                b.if_(more, |b| issue(b, sh, gt, io, &st, nm, &ntaken, nbuf));
-                b.cp_async_commit_group();
-                b.cp_async_wait_group(1);
-                b.bar_sync();
-                let slots: Vec<Reg<U32>> = cur.iter().map(|v| b.get(v)).collect();
-                let live: Vec<Reg<Pred>> = subs
-                    .iter()
-                    .map(|s| {
-                        let slot = pick(b, &slots, s.g);
-                        b.setp(Cmp::Ne, slot, NONE)
-                    })
-                    .collect();
-                compute::<T>(b, sh, gt, a_lane, b_lane, &subs, &live, &acc, cb);
-                b.bar_sync();
-                b.set(&buf, nbuf);
-                b.set(&cur_m, nm);
-                for (v, s) in cur.iter().zip(&ntaken) {
-                    b.set(v, *s);
-                }
-            },
-        );
+        let running = |b: &mut KernelBuilder| {
+            let m = b.get(&cur_m);
+            b.setp(Cmp::Ne, m, NONE)
+        };
+        // one step: the next step's heads and copies, then this step's
+        // MMAs
+        let step = |b: &mut KernelBuilder| {
+            let cb = b.get(&buf);
+            let nbuf = b.xor(cb, 1u32);
+            let (nm, ntaken) = advance(b, &*lists, &ctx, &cursors);
+            if let Some(need) = &need {
+                lists.pending(b, &ctx, &cursors, need);
+            }
+            let more = b.setp(Cmp::Ne, nm, NONE);
+            b.if_(more, |b| issue(b, sh, gt, io, &st, nm, &ntaken, nbuf));
+            b.cp_async_commit_group();
+            b.cp_async_wait_group(1);
+            b.bar_sync();
+            let slots: Vec<Reg<U32>> = cur.iter().map(|v| b.get(v)).collect();
+            let live: Vec<Reg<Pred>> = subs
+                .iter()
+                .map(|s| {
+                    let slot = pick(b, &slots, s.g);
+                    b.setp(Cmp::Ne, slot, NONE)
+                })
+                .collect();
+            compute::<T>(b, sh, gt, a_lane, b_lane, &subs, &live, &acc, cb);
+            b.bar_sync();
+            b.set(&buf, nbuf);
+            b.set(&cur_m, nm);
+            for (v, s) in cur.iter().zip(&ntaken) {
+                b.set(v, *s);
+            }
+        };
+        match &need {
+            None => b.while_(running, step),
+            // the steps run in an inner loop that leaves when a refill is
+            // due (so it holds no loop: the ranking is outside it)
+            Some(need) => b.while_(running, |b| {
+                b.while_(
+                    |b| {
+                        let on = running(b);
+                        let n = b.get(need);
+                        let calm = b.setp(Cmp::Eq, n, 0u32);
+                        b.pand(on, calm)
+                    },
+                    step,
+                );
+                let n = b.get(need);
+                let due = b.setp(Cmp::Ne, n, 0u32);
+                b.if_(due, |b| {
+                    lists.refill(b, &ctx, o0, &cursors);
+                    b.set(need, 0u32);
+                });
+            }),
+        }
         epilogue(b, sh, gt, io, bias, &acc, (n0, o0), (wt0, wf0), (g, t));
     });
     b.finish()
@@ -777,8 +691,20 @@ fn builder(name: &str, sm: Sm) -> KernelBuilder {
     b
 }
 
-/// `block_ell_tc_forward_{p}_b{B}`, grouped (see the [module docs](self)).
+/// `block_ell_tc_forward_{p}_b{B}`, grouped (see the [module docs](self)),
+/// with the schedule window [`window`].
 pub(super) fn forward<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Result<PtxModule> {
+    forward_windowed::<T>(sm, prec, bs, window(prec, bs, sm))
+}
+
+/// [`forward`] with a schedule window of `wmax` entries (tests force
+/// small windows with it).
+fn forward_windowed<T: MmaInput>(
+    sm: Sm,
+    prec: TcPrecision,
+    bs: u32,
+    wmax: u32,
+) -> Result<PtxModule> {
     let (sh, gt) = shape::<T>(prec, bs, sm, false);
     let mut b = builder(&name("forward", prec, bs), sm);
     let p = b.params::<ForwardArgs>();
@@ -796,8 +722,10 @@ pub(super) fn forward<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Result
     };
     let (col, k, r, g) = (p.col, p.k, p.r, gt.g);
     let mk = move |b: &mut KernelBuilder, sched: Reg<U32>, tid: Reg<U32>| -> Box<dyn Lists> {
-        let gk = b.mul_lo(k, g);
-        let slots = b.mad_lo(gk, 4u32, sched);
+        let w = b.min(k, wmax);
+        let windowed = b.setp(Cmp::Gt, k, wmax);
+        let gw = b.mul_lo(w, g);
+        let slots = b.mad_lo(gw, 4u32, sched);
         Box::new(RowLists {
             col,
             k,
@@ -806,6 +734,9 @@ pub(super) fn forward<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Result
             keys: sched,
             slots,
             tid,
+            w,
+            last: b.sub(k, 1u32),
+            windowed,
         })
     };
     let bias = Bias {
@@ -815,10 +746,9 @@ pub(super) fn forward<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Result
     kernel::<T>(b, &sh, &gt, &io, &mk, Some(&bias))
 }
 
-/// `block_ell_tc_grad_input_{p}_b{B}` (bf16, f16), grouped (see the
-/// [module docs](self)).
+/// `block_ell_tc_grad_input_{p}_b{B}`, grouped (see the [module
+/// docs](self)).
 pub(super) fn grad_input<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Result<PtxModule> {
-    debug_assert!(T::FORMAT != InputFormat::Tf32);
     let (sh, gt) = shape::<T>(prec, bs, sm, true);
     let mut b = builder(&name("grad_input", prec, bs), sm);
     let p = b.params::<GradInputArgs>();
@@ -846,3 +776,7 @@ pub(super) fn grad_input<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Res
     };
     kernel::<T>(b, &sh, &gt, &io, &mk, None)
 }
+
+#[cfg(test)]
+#[path = "grouped_tests.rs"]
+mod tests;

@@ -8,10 +8,10 @@
 //! | kernel | unit of work | reduction (K of the MMA) |
 //! |---|---|---|
 //! | `block_ell_tc_forward_{p}_b{B}` | a CTA tile of [`group_tile`]`(p, B, sm).tokens` rows `n` × the `G·B` outputs of block rows `r0 .. r0+G` ([`grouped`]: each input block staged once for the group, `cp.async`, `ldmatrix`) | each row's slots by (input block, slot) ascending (empty ones skipped), `j` in chunks |
-//! | `block_ell_tc_grad_input_{p}_b{B}` | bf16/f16: a CTA tile of rows `n` × the `G·B` inputs of column blocks `c0 .. c0+G` ([`grouped`]); tf32: rows `n` × the `B` inputs of column block `c` ([`tiled`]) | the transposed index's slots ascending, `i` in chunks |
+//! | `block_ell_tc_grad_input_{p}_b{B}` | a CTA tile of rows `n` × the `G·B` inputs of column blocks `c0 .. c0+G` ([`grouped`]) | the transposed index's slots ascending, `i` in chunks |
 //! | `block_ell_tc_grad_values_{p}_b{B}` | `B` ≤ 32: the filled `B × B` blocks of a tile of block rows × column blocks ([`values_tiles`](mod@values_tiles): `cp.async` token tiles of `gy`, one a row, and of `x`, one a column block, each once for the tile; `ldmatrix.trans`); `B` = 64: a group of consecutive slots of one block row ([`tiled_values`]: `gy` once for the group, `x` one a slot) | rows `n` in chunks within each 256-row N-chunk; partials joined by `add.rn` in ascending order in registers |
 //!
-//! Every kernel stages its operands in shared memory (see [`tiled`],
+//! Every kernel stages its operands in shared memory (see [`grouped`],
 //! [`tiled_values`] and [`values_tiles`](mod@values_tiles)); rows `n ≥ N` are zero-filled (`+0` operands), as
 //! the host model pads.
 
@@ -25,13 +25,13 @@ use crate::target::{Feature, Sm};
 
 use super::host::{TC_BLOCK_SIZES, TcPrecision};
 
+mod common;
 pub mod grouped;
+mod grouped_sched;
 mod shape;
-pub mod tiled;
 pub mod tiled_values;
 pub mod values_tiles;
 pub use grouped::{GroupTile, group_tile};
-pub use tiled::{Tile, tile};
 pub use tiled_values::{ValuesTile, values_tile};
 pub use values_tiles::{ValuesTiles, values_tiles};
 
@@ -141,7 +141,7 @@ pub fn generate_grad_input(sm: Sm, prec: TcPrecision, bs: u32) -> Result<PtxModu
     match prec {
         TcPrecision::Bf16 => grouped::grad_input::<Bf16x2>(sm, prec, bs),
         TcPrecision::F16 => grouped::grad_input::<F16x2>(sm, prec, bs),
-        TcPrecision::Tf32 => tiled::grad_input::<Tf32>(sm, prec, bs),
+        TcPrecision::Tf32 => grouped::grad_input::<Tf32>(sm, prec, bs),
     }
 }
 

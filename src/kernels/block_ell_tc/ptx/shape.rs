@@ -1,4 +1,4 @@
-//! The staged layout the tensor-core kernels share ([`super::tiled`] and
+//! The staged layout the tensor-core kernels share ([`super::grouped`] and
 //! [`super::tiled_values`]): token tiles of `B` elements a row, staged in
 //! shared memory with a padded row pitch, and a warp tile of `wm × wn`
 //! MMA outputs.
@@ -31,11 +31,6 @@ pub(super) struct Shape {
     pub(super) nt: u32,
     /// grad-input: `B` row-major (`values[s, k, f]`)
     pub(super) trans: bool,
-    /// tf32 grad-input: the values block is staged raw into buffer 0 and
-    /// rounded and transposed (`[f][k]`) into buffer 1, so its `B`
-    /// fragments come by `ldmatrix` as the forward pass's (`trans` is then
-    /// false)
-    pub(super) stage_t: bool,
 }
 
 impl Shape {
@@ -67,7 +62,6 @@ impl Shape {
             mt: wm / 16,
             nt: wn / 8,
             trans,
-            stage_t: false,
         }
     }
     /// bytes of one buffer of a token tile

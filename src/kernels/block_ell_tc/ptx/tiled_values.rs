@@ -9,7 +9,7 @@
 //! The tokens go in CTA tiles of [`values_tile`] rows (a power of two that
 //! divides [`N_CHUNK`], so a tile never straddles two N-chunks). Per tile
 //! the CTA stages into shared memory with `cp.async.cg` (16 bytes a copy,
-//! one commit group per tile), double buffered as in [`super::tiled`]:
+//! one commit group per tile), double buffered as in [`super::grouped`]:
 //! the **gy tile** `gy[n][r·B ..]` once, and for each non-empty slot `s`
 //! of the group (`c = col[s]`) its **x tile** `x[n][c·B ..]`, each `tokens
 //! × B` elements (an empty slot, or one past `K` in a row's last group,
@@ -57,8 +57,8 @@ use crate::target::Sm;
 use crate::tensor_core::InputFormat;
 
 use super::super::host::TcPrecision;
+use super::common::{gptr, ldsm4, log2, sptr, tf32_operand};
 use super::shape::Shape;
-use super::tiled::{gptr, ldsm4, log2, sptr, tf32_operand};
 use super::{GradValuesArgs, GradValuesRegs, THREADS, WARPS, builder, mma_into, name};
 
 /// Static shared memory the staging may use.

@@ -41,8 +41,8 @@ use crate::target::Sm;
 use crate::tensor_core::InputFormat;
 
 use super::super::host::TcPrecision;
+use super::common::{gptr, log2, sptr};
 use super::shape::Shape;
-use super::tiled::{gptr, log2, sptr};
 use super::tiled_values::{frags_a_16, frags_a_tf32, frags_b_16, frags_b_tf32, pitch};
 use super::{GradValuesArgs, GradValuesRegs, mma_into, name};
 

@@ -206,13 +206,10 @@ fn problem_out(op: Op, p: TcPrecision, b: usize, pct: usize, o: TcOutput) -> Pro
     let kernel = format!("block_ell_tc_{kernel}_{p}_b{b}");
     let e = elem(p);
     // The grid-stride unit: a CTA tile of `tokens` rows of N × `G` output
-    // blocks (forward; grad-input bf16/f16), one output block (tf32
-    // grad-input), a group of `g` slots of a row (grad-values, over token
-    // tiles of `vt` rows).
-    let tokens = tc::ptx::tile(p, b as u32).tokens as usize;
+    // blocks (forward, grad-input), a group of `g` slots of a row
+    // (grad-values, over token tiles of `vt` rows).
     let vtile = tc::ptx::values_tile(p, b as u32);
     let (vt, g) = (vtile.tokens as usize, vtile.slots as usize);
-    let grouped_gi = p != TcPrecision::Tf32;
     let (samples, capped, check, basis): (Vec<Shape>, Shape, Shape, Box<BasisFn>) = match op {
         // per CTA tile: the ranking (G·K entries × K), and per token tile
         // the steps (the union of the group's input blocks) and the
@@ -236,7 +233,7 @@ fn problem_out(op: Op, p: TcPrecision, b: usize, pct: usize, o: TcOutput) -> Pro
                 vec![t, t * k, t * k * k, f(tt * u), f(tt * e)]
             }),
         ),
-        Op::GradInput if grouped_gi => (
+        Op::GradInput => (
             vec![
                 vec![8, 8, 4, 4, b, 16],
                 vec![8, 8, 8, 8, b, 16],
@@ -250,15 +247,6 @@ fn problem_out(op: Op, p: TcPrecision, b: usize, pct: usize, o: TcOutput) -> Pro
                 let t = f(s[1].div_ceil(g) * tt);
                 let (u, e) = group_steps(s, g, true);
                 vec![t, f(tt * u), f(tt * e)]
-            }),
-        ),
-        Op::GradInput => (
-            vec![vec![8, 8, 4, 4, b, 16], vec![8, 8, 8, 8, b, 16]],
-            vec![8, 8, 4, 4, b, 512],
-            vec![8, 8, 8, 4, b, 32],
-            Box::new(move |s, _, _| {
-                let t = f(s[1] * s[5].div_ceil(tokens));
-                vec![t, t * f(s[3])]
             }),
         ),
         // `B` ≤ 32: one CTA a part of a tile of rows × column blocks

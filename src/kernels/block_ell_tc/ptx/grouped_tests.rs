@@ -1,0 +1,166 @@
+//! The forward pass's windowed schedule with windows forced small (a
+//! knob only these tests have): rows of many windows, a block that two
+//! rows of a group hold at ranks on either side of a window edge, empty
+//! slots, unsorted rows, ragged `N` and `R`; the simulator equals the host
+//! model bit for bit.
+
+use super::*;
+use crate::dsl::params::{DevPtr, KernelParams};
+use crate::dsl::types::{Bf16x2, Tf32};
+use crate::exec::LaunchConfig;
+use crate::kernels::block_ell::{DeviceTopology, Dims};
+use crate::kernels::block_ell_tc::{TcElem, host, to_bf16};
+use crate::runtime::Context;
+
+/// A small xorshift generator: values in ±[1, 2)·2^[−6, 6].
+fn vals(seed: &mut u64, len: usize) -> Vec<f32> {
+    (0..len)
+        .map(|_| {
+            *seed ^= *seed << 13;
+            *seed ^= *seed >> 7;
+            *seed ^= *seed << 17;
+            let m = 1.0 + (*seed >> 44) as f32 / (1u64 << 20) as f32;
+            let e = ((*seed >> 8) % 13) as i32 - 6;
+            let s = if *seed & 1 == 1 { -1.0 } else { 1.0 };
+            s * m * 2f32.powi(e)
+        })
+        .collect()
+}
+
+/// Run the forward kernel with a window of `w` entries on the simulator
+/// of `sm` and compare with the host model.
+#[allow(clippy::too_many_arguments)]
+fn run<T: TcElem, M: MmaInput>(
+    sm: Sm,
+    prec: TcPrecision,
+    bs: usize,
+    (r, c, k): (usize, usize, usize),
+    col: &[i32],
+    n: usize,
+    w: u32,
+    enc: fn(&[f32]) -> Vec<T>,
+) {
+    let dims = Dims::new(r, c, k, bs).unwrap();
+    let mut seed = 0x9E37_79B9_7F4A_7C15 ^ (bs * r * k) as u64;
+    let mut vf = vals(&mut seed, dims.values_len());
+    for s in (0..r * k).filter(|&s| col[s] < 0) {
+        // empty slots are never read into a result
+        vf[s * bs * bs..(s + 1) * bs * bs].fill(f32::NAN);
+    }
+    let x = enc(&vals(&mut seed, n * dims.in_features()));
+    let v = enc(&vf);
+    let bias = vals(&mut seed, dims.out_features());
+    let st = Context::sim(sm).default_stream();
+    let topo = DeviceTopology::upload(&st, &dims, col).unwrap();
+    let (dx, dv, db) = (
+        st.upload(&x).unwrap(),
+        st.upload(&v).unwrap(),
+        st.upload(&bias).unwrap(),
+    );
+    let mut y = st.upload(&vec![7.0f32; n * dims.out_features()]).unwrap();
+    let gt = group_tile(prec, bs as u32, sm);
+    let tiles = r.div_ceil(gt.g as usize) * n.div_ceil(gt.tokens as usize);
+    let mut cfg = LaunchConfig::linear(tiles as u32, THREADS);
+    cfg.dynamic_smem_bytes = smem_bytes_in(prec, bs as u32, sm, Some((k as u32, w))) as u32;
+    let args = ForwardArgs {
+        x: DevPtr::new(st.arg("x", &dx).unwrap().addr),
+        values: DevPtr::new(st.arg("values", &dv).unwrap().addr),
+        col: st.arg("col", topo.col()).unwrap(),
+        bias: st.arg("bias", &db).unwrap(),
+        y: DevPtr::new(st.arg_mut("y", &mut y).unwrap().addr),
+        n: n as u32,
+        r: r as u32,
+        c: c as u32,
+        k: k as u32,
+        has_bias: 1,
+        out_bf16: 0,
+    };
+    let m = forward_windowed::<M>(sm, prec, bs as u32, w).unwrap();
+    st.launch(&m, cfg, &args.args()).unwrap();
+    let want = host::forward(sm, prec, &dims, n, &x, &v, col, Some(&bias)).unwrap();
+    let got = st.to_vec(&y).unwrap();
+    assert_eq!(got.len(), want.len());
+    let live = want.iter().filter(|v| v.is_finite() && **v != 0.0).count();
+    assert!(4 * live >= 3 * want.len(), "{prec} B={bs}: {live} live");
+    for (e, (g, h)) in got.iter().zip(&want).enumerate() {
+        assert_eq!(
+            g.to_bits(),
+            h.to_bits(),
+            "{prec} B={bs} on {sm}, window {w}: y[{e}] {g} != {h}"
+        );
+    }
+}
+
+/// Rows of `k` slots over `c` blocks: row `i` holds the blocks
+/// `(i + 7·j) mod c` for `j` below its length `k − i mod 3`, in slots
+/// permuted by a stride prime to `k`, the rest empty. Rows 0 and 1 hold the same
+/// blocks shifted by one rank, so a block sits at a window's end in one
+/// list and at the next window's start in the other.
+fn topology(r: usize, c: usize, k: usize) -> Vec<i32> {
+    let mut col = vec![-1i32; r * k];
+    for i in 0..r {
+        let len = k - i % 3;
+        for j in 0..len {
+            let slot = (j * 3 + i) % k;
+            let block = if i < 2 { j + i } else { (i + 7 * j) % c };
+            col[i * k + slot] = block as i32;
+        }
+    }
+    col
+}
+
+#[test]
+fn forced_windows_match_the_host_model() {
+    // bf16, B 16, G 16: 19 rows (a ragged second group), 10 slots a row,
+    // windows of 3 (up to 4 a row), N = 131 (a ragged token tile)
+    let (r, c, k) = (19, 12, 10);
+    let col = topology(r, c, k);
+    run::<u16, Bf16x2>(
+        Sm::Sm80,
+        TcPrecision::Bf16,
+        16,
+        (r, c, k),
+        &col,
+        131,
+        3,
+        to_bf16,
+    );
+}
+
+/// tf32, B 32 on sm_89 (G 4): 5 rows (a ragged second group), windows
+/// of 2.
+#[test]
+fn forced_windows_tf32() {
+    let (r, c, k) = (5, 9, 7);
+    let col = topology(r, c, k);
+    run::<f32, Tf32>(
+        Sm::Sm89,
+        TcPrecision::Tf32,
+        32,
+        (r, c, k),
+        &col,
+        70,
+        2,
+        |v| v.to_vec(),
+    );
+}
+
+#[test]
+fn windows_fit_the_opt_in_shared_memory() {
+    for sm in Sm::ALL
+        .into_iter()
+        .filter(|s| s.supports(crate::Feature::MmaSync))
+    {
+        for prec in TcPrecision::ALL {
+            for bs in [16, 32, 64] {
+                let w = window(prec, bs, sm);
+                let max = u64::from(sm.info().max_smem_per_block_optin);
+                assert!(w >= 32, "{prec} B {bs} on {sm}: window {w}");
+                assert!(smem_bytes(prec, bs, sm, Some(1 << 20)) <= max);
+                assert!(smem_bytes(prec, bs, sm, Some(w + 1)) == smem_bytes(prec, bs, sm, Some(w)));
+            }
+        }
+    }
+    // sm_86, bf16, B 64: 288 entries (the row length refused before)
+    assert_eq!(window(TcPrecision::Bf16, 64, Sm::Sm86), 288);
+}
