@@ -32,6 +32,25 @@ const SKEW_UNCHECKED: &[(&str, &str, &str)] = &[
          not; at the full size its 256 CTAs are L2-bound, the issue term \
          (the one the skew enters) well below",
     ),
+    (
+        "forward [1, 2^24]",
+        "lcse_fwd_split",
+        "tiles taken by ticket: the simulator runs the CTAs in order, so its \
+         first CTA takes every ticket (skew = the CTA count); the model takes \
+         the skew as 1 (`speed::TICKET_KERNELS`), what the tickets give on a GPU",
+    ),
+    (
+        "tensor-core grad-values bf16, 2048 → 2048, B 32",
+        "block_ell_tc_grad_values_bf16_b32",
+        "data-dependent: a CTA's work items are tile parts of the topology with \
+         different numbers of filled slots; at the full size its CTAs are \
+         L2-bound, the issue term (the one the skew enters) well below",
+    ),
+    (
+        "tensor-core grad-values tf32, 2048 → 2048, B 32",
+        "block_ell_tc_grad_values_tf32_b32",
+        "as the bf16 row: data-dependent work items, L2-bound at the full size",
+    ),
 ];
 
 #[test]

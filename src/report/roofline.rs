@@ -520,7 +520,7 @@ fn evaluate(
         // The heaviest CTA over the mean (`speed::busiest_sm`).
         let c = &counts[&k.kernel];
         let skew = if c.ptx > 0.0 && c.heaviest > 0.0 {
-            c.heaviest / c.ptx
+            speed::ticket_skew(&k.kernel, c.heaviest / c.ptx)
         } else {
             1.0
         };

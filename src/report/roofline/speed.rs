@@ -21,7 +21,9 @@
 //!   heaviest CTA ([`super::Fit::heaviest`], checked on each
 //!   problem's check shape by `tests/roofline.rs`); over the PTX count it
 //!   gives the kernel's *skew* = heaviest CTA / mean CTA (≥ 1; 1 when
-//!   every CTA does the same work). **Rule**: the hardware hands CTAs to
+//!   every CTA does the same work; taken as 1 for the ticketed kernels
+//!   of [`TICKET_KERNELS`], whose first simulated CTA takes every ticket).
+//!   **Rule**: the hardware hands CTAs to
 //!   SMs as slots free, so the busiest SM's share of the issue is the
 //!   greedy bound max(`ceil(CTAs / SMs)` mean CTAs, the heaviest CTA):
 //!   with at most one CTA an SM, the heaviest CTA's SM, exactly; with
@@ -121,6 +123,24 @@ pub const CHAIN_KERNELS: [(&str, u32); 7] = [
     ("hmm_fwdbwd_cluster", 1),
     ("viterbi", 1),
 ];
+
+/// Kernels whose CTAs take their work by ticket (an atomic counter) in a
+/// loop: on a GPU the CTAs resident at once share the tickets, so the
+/// work is spread as evenly as the tickets allow, but the simulator runs
+/// such a launch's CTAs one after another (atomics), so its first CTA
+/// takes every ticket and the measured heaviest CTA is the whole launch.
+/// Their skew is taken as 1 ([`ticket_skew`]).
+pub const TICKET_KERNELS: [&str; 1] = ["lcse_fwd_split"];
+
+/// The skew the model uses for `kernel` given the simulator's `skew`:
+/// 1 for [`TICKET_KERNELS`] (see there), else `skew`.
+pub fn ticket_skew(kernel: &str, skew: f64) -> f64 {
+    if TICKET_KERNELS.contains(&kernel) {
+        1.0
+    } else {
+        skew
+    }
+}
 
 /// Dependent-issue latency in clocks of an instruction of `pipe` (the
 /// clocks before an instruction that uses its result can issue): FP32,
@@ -314,6 +334,13 @@ mod tests {
         // Mean latency: half FP32 (4), half shared loads (28): 16.
         let m = mix(&[(Pipe::Fp32, 1.0), (Pipe::Lsu, 1.0)]);
         assert!((mean_latency(&m) - 16.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn ticketed_kernels_take_skew_one() {
+        assert_eq!(ticket_skew("lcse_fwd_split", 35.6), 1.0);
+        assert_eq!(ticket_skew("lcse_fwd", 1.3), 1.3);
+        assert_eq!(ticket_skew("hmm_fwdbwd_cluster8_cap256", 1.15), 1.15);
     }
 
     #[test]
