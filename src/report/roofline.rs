@@ -41,7 +41,8 @@
 //!   the dispatch floor (128 lane-instructions a clock) and each pipe at
 //!   its rate (FP32 64 or 128, integer ALU and `IMAD` 64, `MUFU` and
 //!   conversions 16, loads/stores/shuffles 32, …), and never less than the
-//!   PTX's FP32 count at the FP32 rate; the most loaded SM gets the
+//!   PTX's FP32 count at the FP32 rate nor its `mma` count at the tensor
+//!   pipe's `HMMA` rate (one `HMMA` a warp's `mma.sync`); the most loaded SM gets the
 //!   greedy bound max(`ceil(CTAs / SMs)` mean CTAs, the heaviest CTA) of
 //!   the work (the simulator's heaviest CTA, extrapolated:
 //!   [`speed::busiest_sm`]); latency time (kernels whose threads run one
@@ -86,7 +87,7 @@ use crate::target::Sm;
 
 use super::FP32_MATH;
 use super::hardware::{GPUS, Gpu};
-use super::pipes::{IssueLimit, Pipe, PipeMix};
+use super::pipes::{IssueLimit, Pipe, PipeMix, PipeRates};
 use crate::occupancy::Occupancy;
 use fit::{Extrapolated, extrapolate};
 use problems::{Problem, Roof};
@@ -297,6 +298,9 @@ pub struct KernelRow {
     pub ptx: f64,
     /// Extrapolated FP32 math instructions.
     pub fp32: f64,
+    /// Extrapolated warp-level MMA thread-instructions (`mma.*`; 32 a
+    /// warp's `mma.sync`, one `HMMA`).
+    pub mma: f64,
     /// `None` on sm_70 (no SASS).
     pub ratio: Option<Ratio>,
     /// Threads per CTA of its launches.
@@ -493,7 +497,7 @@ fn evaluate(
                     p.name
                 ))
             })?;
-        let (ptx, fp32) = (counts[name].ptx, counts[name].fp32);
+        let (ptx, fp32, mma) = (counts[name].ptx, counts[name].fp32, counts[name].mma);
         let (bx, by, bz) = l.cfg.block;
         kernels.push(KernelRow {
             kernel: name.clone(),
@@ -503,6 +507,7 @@ fn evaluate(
             l2_bytes: counts[name].l2,
             ptx,
             fp32,
+            mma,
             ratio: ratios[name],
             threads: bx * by * bz,
             mem_s: bytes / (gpu.bytes_per_s() * speed::STREAM_FRACTION),
@@ -531,9 +536,16 @@ fn evaluate(
         // count needs (the hot loop's share can miss FP32 work outside it).
         let fp32_sm = speed::busiest_sm(k.fp32, skew, k.ctas, gpu.sms);
         let fp = fp32_sm / (f64::from(gpu.fp32_lanes_per_sm) * gpu.boost_mhz * 1e6);
-        k.issue_s = Some(t.issue_s.max(fp));
-        k.limit = Some(if fp > t.issue_s {
+        // Likewise the tensor pipe and the PTX's own MMA count: every
+        // `mma.sync` is one `HMMA` (the hot loop's mix can miss MMAs that
+        // sit in another loop of the kernel).
+        let mma_sm = speed::busiest_sm(k.mma, skew, k.ctas, gpu.sms);
+        let tc = mma_sm / (PipeRates::of(gpu.sm).tensor_lanes() * gpu.boost_mhz * 1e6);
+        k.issue_s = Some(t.issue_s.max(fp).max(tc));
+        k.limit = Some(if fp > t.issue_s && fp >= tc {
             IssueLimit::Pipe(Pipe::Fp32)
+        } else if tc > t.issue_s {
+            IssueLimit::Pipe(Pipe::Tensor)
         } else {
             t.limit
         });
@@ -771,6 +783,7 @@ mod tests {
             l2_bytes: 0.0,
             ptx: 0.0,
             fp32: 0.0,
+            mma: 0.0,
             ratio: None,
             threads: 32,
             mem_s,

@@ -18,6 +18,7 @@ use super::record::{Launch, Recorder};
 struct Counts {
     ptx: f64,
     fp32: f64,
+    mma: f64,
     /// L2 bytes ([`super::l2`]).
     l2: f64,
     /// Each launch's CTAs × its heaviest CTA's PTX count ([`Fit::heaviest`]).
@@ -43,6 +44,7 @@ fn by_kernel(log: &[Launch]) -> BTreeMap<String, Counts> {
         });
         c.ptx += l.ptx as f64;
         c.fp32 += l.fp32 as f64;
+        c.mma += l.mma as f64;
         c.l2 += l.l2 as f64;
         c.heaviest += l.heaviest as f64 * l.ctas() as f64;
         c.one_module &= first.module.ptx == l.module.ptx;
@@ -125,6 +127,9 @@ pub struct Fit {
     pub ptx: Vec<f64>,
     /// Coefficients of the FP32 math count, laid out as `ptx`.
     pub fp32: Vec<f64>,
+    /// Coefficients of the warp-level MMA count (thread-instructions of
+    /// `mma.*`), laid out as `ptx`: the tensor pipe's floor.
+    pub mma: Vec<f64>,
     /// Coefficients of the L2 bytes ([`super::l2`]), laid out as `ptx`.
     pub l2: Vec<f64>,
     /// Coefficients, laid out as `ptx`, of the PTX count the launches
@@ -147,6 +152,12 @@ impl Fit {
     /// launched (ignored when the fit has no thread term).
     pub fn at(&self, b: &[f64], threads: f64) -> (f64, f64) {
         (dot(&self.ptx, b, threads), dot(&self.fp32, b, threads))
+    }
+
+    /// MMA thread-instructions at basis values `b` with `threads`
+    /// launched.
+    pub fn mma_at(&self, b: &[f64], threads: f64) -> f64 {
+        dot(&self.mma, b, threads)
     }
 
     /// L2 bytes at basis values `b` with `threads` launched.
@@ -351,6 +362,7 @@ pub fn fit_memo(
             Fit {
                 ptx: solve_for(&|c| c.ptx)?,
                 fp32: solve_for(&|c| c.fp32)?,
+                mma: solve_for(&|c| c.mma)?,
                 l2: solve_for(&|c| c.l2)?,
                 heaviest: solve_for(&|c| c.heaviest)?,
                 regions,
@@ -430,6 +442,8 @@ pub fn check_traffic(p: &Problem, sm: Sm, sms: u32) -> Result<Vec<Launch>> {
 pub(super) struct Extrapolated {
     pub(super) ptx: f64,
     pub(super) fp32: f64,
+    /// MMA thread-instructions ([`Fit::mma`]).
+    pub(super) mma: f64,
     /// L2 bytes ([`super::l2`]).
     pub(super) l2: f64,
     /// [`Fit::heaviest`]'s count.
@@ -467,6 +481,7 @@ pub(super) fn extrapolate(
             Extrapolated {
                 ptx,
                 fp32,
+                mma: fits[name].mma_at(&b, t),
                 l2: fits[name].l2_at(&b, t),
                 heaviest: fits[name].heaviest_at(&b, t),
                 regions: fits[name].regions_at(&b, t),

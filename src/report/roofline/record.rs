@@ -29,6 +29,9 @@ pub struct Launch {
     pub ptx: u64,
     /// Of those, FP32 arithmetic (`add/sub/mul/fma/min/max` on `.f32`).
     pub fp32: u64,
+    /// Of those, warp-level matrix multiply-adds (`mma.*`, counted per
+    /// thread like the rest: 32 a warp's `mma.sync`, one `HMMA`).
+    pub mma: u64,
     /// Of those, per region of the entry: one per innermost loop (address
     /// order), then the rest ([`super::regions`]); empty in a dry run.
     pub regions: Vec<u64>,
@@ -107,6 +110,15 @@ impl Recorder {
             log,
         )
     }
+}
+
+/// Thread-instructions of the warp-level MMAs (`mma.sync…`, every shape).
+fn mma_total(totals: &BTreeMap<String, u64>) -> u64 {
+    totals
+        .iter()
+        .filter(|(k, _)| k.starts_with("mma."))
+        .map(|(_, v)| *v)
+        .sum()
 }
 
 fn fp32_total(totals: &BTreeMap<String, u64>) -> u64 {
@@ -207,9 +219,10 @@ impl Executor for Recorder {
         cfg: LaunchConfig,
         args: &[ArgValue],
     ) -> Result<()> {
-        let (ptx, fp32, regions, l2, heaviest) = match &mut self.sim {
+        let (ptx, fp32, mma, regions, l2, heaviest) = match &mut self.sim {
             Some(s) => {
                 let (i0, f0) = (s.total_instructions(), fp32_total(s.opcode_totals()));
+                let m0 = mma_total(s.opcode_totals());
                 s.launch(st, module, cfg, args)?;
                 let prog = s.program(&module.ptx)?;
                 let entry = prog.entry(&module.kernel);
@@ -220,12 +233,13 @@ impl Executor for Recorder {
                 (
                     s.total_instructions() - i0,
                     fp32_total(s.opcode_totals()) - f0,
+                    mma_total(s.opcode_totals()) - m0,
                     regions,
                     l2,
                     s.last_launch_heaviest_block(),
                 )
             }
-            None => (0, 0, Vec::new(), 0, 0),
+            None => (0, 0, 0, Vec::new(), 0, 0),
         };
         self.traffic.launches += 1;
         self.log.lock().expect("launch log poisoned").push(Launch {
@@ -233,6 +247,7 @@ impl Executor for Recorder {
             cfg,
             ptx,
             fp32,
+            mma,
             regions,
             l2,
             heaviest,
