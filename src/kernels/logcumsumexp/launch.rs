@@ -97,7 +97,6 @@ fn forward_core(
         let a = FwdArgs {
             x,
             y,
-            carry: DevPtr::new(0),
             items: rows,
             t,
             ntiles: n,

@@ -8,7 +8,7 @@
 //!
 //! | kernel | grid | does |
 //! |---|---|---|
-//! | `lcse_fwd` | a CTA per [`FWD_CHAINS`] rows (row path) | the forward of its rows' tiles, a segment of each row per thread, carries on chip (its `SPLIT` mode, tiles with carries read from `carry`, is no longer launched) |
+//! | `lcse_fwd` | a CTA per [`FWD_CHAINS`] rows (row path) | the forward of its rows' tiles, a segment of each row per thread, carries on chip |
 //! | `lcse_fwd_split` | a CTA per tile, by ticket | the split path's forward in one launch: the tile, its total published, its carry by a look-back over published totals (see `lookback`) |
 //! | `lcse_bwd` | a CTA per row or per tile | the backward of its tiles (row path: pass 1 writes the pair carries to `fcarry`, pass 2 walks the tiles from the last) |
 //! | `lcse_bwd_tot` | a CTA per tile `τ < n_τ − 1` | the pair tile totals (split path) |
@@ -18,8 +18,9 @@
 //!
 //! `flags` bit 0 (`VEC`): `T` is a multiple of 4 and every pointer is
 //! 16-byte aligned, so tiles move with 16-byte loads and stores; bit 1
-//! (`SPLIT`): one CTA per tile; bit 2 ([`DEEP`], `lcse_fwd_split`, tests
-//! only): the deepest look-back. None changes a bit of the results.
+//! (`SPLIT`, the backward's tile kernels): one CTA per tile; bit 2
+//! ([`DEEP`], `lcse_fwd_split`, tests only): the deepest look-back. None
+//! changes a bit of the results.
 
 mod lookback;
 mod runs;
@@ -48,11 +49,11 @@ pub const VEC: u32 = 1;
 pub const SPLIT: u32 = 2;
 
 kernel_params! {
-    /// Arguments of `lcse_fwd` (`x` and `y` may be the same buffer).
+    /// Arguments of `lcse_fwd` (`x` and `y` may be the same buffer; `items`:
+    /// the rows).
     pub struct FwdArgs => FwdRegs {
         x: Ptr<F32>,
         y: Ptr<F32>,
-        carry: Ptr<F32>,
         items: U32,
         t: U32,
         ntiles: U32,
@@ -114,7 +115,7 @@ kernel_params! {
     }
 }
 
-/// The forward, row path (one CTA per row) and the split path's tile pass.
+/// The forward, row path ([`FWD_CHAINS`] rows a CTA).
 pub const FWD: &str = "lcse_fwd";
 /// The split path's forward in one launch (a CTA per tile, the carries by
 /// a look-back over the published tile totals).
@@ -135,11 +136,10 @@ pub const BWD_ZCARRY: &str = "lcse_bwd_zcarry";
 // ---------------------------------------------------------------------------
 
 /// Independent segment chains each thread of `lcse_fwd` walks at once: a
-/// CTA takes this many work items (rows, or tiles on the split path) and
-/// thread `σ` walks segment `σ` of each, interleaved, so that the
-/// `log_add_exp` chains overlap (instruction-level parallelism). Which
-/// elements combine in which order is the contract's, whoever runs it, so
-/// the bits are the same for any count.
+/// CTA takes this many rows and thread `σ` walks segment `σ` of each,
+/// interleaved, so that the `log_add_exp` chains overlap (instruction-level
+/// parallelism). Which elements combine in which order is the contract's,
+/// whoever runs it, so the bits are the same for any count.
 pub const FWD_CHAINS: u32 = 2;
 const NC: usize = FWD_CHAINS as usize;
 
@@ -230,14 +230,13 @@ fn fwd_outputs<const N: usize>(
     });
 }
 
-/// One slot of a `lcse_fwd` CTA: the work item, its row's first element,
-/// its row's first carry index, the length its copies see (0 for an empty
-/// slot).
-type Slot = (Item, Reg<U64>, Reg<U32>, Reg<U32>);
+/// One slot of a `lcse_fwd` CTA: its row's first element and the length
+/// its copies see (0 for an empty slot).
+type Slot = (Reg<U64>, Reg<U32>);
 
-/// `lcse_fwd`: the forward of the work items' tiles, [`FWD_CHAINS`] items
-/// a CTA at a time (items `FWD_CHAINS·g + i`; past the last item a slot
-/// repeats item `FWD_CHAINS·g` with `T = 0`: all padding, nothing stored).
+/// `lcse_fwd`: the forward of the rows' tiles, [`FWD_CHAINS`] rows a CTA
+/// at a time (rows `FWD_CHAINS·g + i`; past the last row a slot repeats
+/// row `FWD_CHAINS·g` with `T = 0`: all padding, nothing stored).
 pub fn generate_fwd(sm: Sm) -> Result<PtxModule> {
     let mut b = tile_builder(FWD, sm);
     let p = b.params::<FwdArgs>();
@@ -257,33 +256,19 @@ pub fn generate_fwd(sm: Sm) -> Result<PtxModule> {
         let slots: [Slot; NC] = std::array::from_fn(|i| {
             let raw = b.add(g0, i as u32);
             let valid = b.setp(Cmp::Lt, raw, p.items);
-            let item = b.selp(valid, raw, g0);
-            let it = item_of(b, item, p.flags, p.ntiles, p.ntiles, 0);
-            let base = b.mul_wide_u32(it.row, p.t);
-            let rowt = b.mul_lo(it.row, p.ntiles);
+            let row = b.selp(valid, raw, g0);
+            let base = b.mul_wide_u32(row, p.t);
             let t = b.selp(valid, p.t, 0u32);
-            (it, base, rowt, t)
+            (base, t)
         });
-        let carry: Val<NC> = std::array::from_fn(|i| {
-            let (it, _, rowt, _) = &slots[i];
-            let carry = b.mov(f32::NEG_INFINITY);
-            let later = b.setp(Cmp::Ne, it.first, 0u32);
-            b.if_(later, |b| {
-                let ci = b.add(*rowt, it.first);
-                let cp = b.offset(p.carry, ci);
-                let v = b.ld_global(cp, 0);
-                b.assign(carry, v);
-            });
-            carry
-        });
-        // Every slot walks as many tiles (all of a row's, or one).
+        let carry: Val<NC> = std::array::from_fn(|_| b.mov(f32::NEG_INFINITY));
+        // Every slot walks all of its row's tiles, tile `kk` at trip `kk`
+        // (the start and the first-tile test per slot, as ever).
         let l = run_len(b, p.ntiles);
-        let count = b.sub(slots[0].0.end, slots[0].0.first);
-        b.for_range(0u32, count, 1u32, |b, kk| {
-            let tau: [Reg<U32>; NC] = std::array::from_fn(|i| b.add(slots[i].0.first, kk));
-            let start: [Reg<U32>; NC] = std::array::from_fn(|i| b.mul_lo(tau[i], TILE as u32));
+        b.for_range(0u32, p.ntiles, 1u32, |b, kk| {
+            let start: [Reg<U32>; NC] = std::array::from_fn(|_| b.mul_lo(kk, TILE as u32));
             for i in 0..NC {
-                let (_, base, _, t) = slots[i];
+                let (base, t) = slots[i];
                 stage(
                     b,
                     c,
@@ -297,8 +282,8 @@ pub fn generate_fwd(sm: Sm) -> Result<PtxModule> {
                 );
             }
             b.bar_sync();
-            // The carry tree (row path; on the split path kk = 0): a run's
-            // first tile takes its run prefix as its carry.
+            // The carry tree: a run's first tile takes its run prefix as its
+            // carry.
             let run = RunPos::new(b, kk, l);
             b.if_(run.start, |b| {
                 let load = |b: &mut KernelBuilder, i: usize| b.ld_shared(segs[i], RUN_AGG);
@@ -317,7 +302,7 @@ pub fn generate_fwd(sm: Sm) -> Result<PtxModule> {
             });
             let a = fwd_aggregate(b, segs);
             let inc = kogge_stone(b, c, a, false, &lae_op::<NC>);
-            let has: [Reg<Pred>; NC] = std::array::from_fn(|i| b.setp(Cmp::Ne, tau[i], 0u32));
+            let has: [Reg<Pred>; NC] = std::array::from_fn(|_| b.setp(Cmp::Ne, kk, 0u32));
             warp_chain(
                 b,
                 c,
@@ -348,7 +333,7 @@ pub fn generate_fwd(sm: Sm) -> Result<PtxModule> {
             fwd_outputs(b, segs, k, none);
             b.bar_sync();
             for i in 0..NC {
-                let (_, base, _, t) = slots[i];
+                let (base, t) = slots[i];
                 store(b, c, p.y, &xs[i], base, start[i], t, FWD_BATCH);
             }
             for (i, r) in carry.iter().enumerate() {
