@@ -8,13 +8,12 @@
 //! same prep kernels.
 
 use ptxsmith::Sm;
-use ptxsmith::dsl::params::KernelParams;
-use ptxsmith::exec::LaunchConfig;
 use ptxsmith::kernels::hmm::{self, host, ptx};
 use ptxsmith::runtime::Context;
 
 mod hmm_common;
-use hmm_common::{Model, Rng, assert_same, issue_model, nan_bits, switching_model};
+use hmm_common::recursions::{Recursions, assert_same_outputs, recursion_outputs};
+use hmm_common::{Model, Rng, assert_same, issue_model, switching_model};
 
 const SMS: [Sm; 2] = [Sm::Sm90, Sm::Sm100];
 
@@ -77,112 +76,6 @@ fn cluster_path_equals_host_where_the_fallback_runs_and_when_impossible() {
     same_on_cluster_targets(&m, "impossible");
 }
 
-/// The recursions' outputs (forward: `alpha`, `alpha_lo`, `mb`, `cnorm`,
-/// `ll`; backward: `beta`, `beta_lo`, `dnorm`, `w`, `rh`, `rl`, `flags`)
-/// of the one-CTA kernels (`n = None`) or the cluster kernels over `n`
-/// CTAs, on a simulated `sm`, after the two prep kernels.
-fn recursion_outputs(m: &Model, sm: Sm, n: Option<u32>) -> Vec<Vec<u32>> {
-    let ctx = Context::sim(sm);
-    let st = ctx.default_stream();
-    let (batch, t, s) = (m.batch, m.t, m.s);
-    let sp = m.s.div_ceil(16) * 16;
-    let cap = ptx::cap_for(s);
-    let pi = st.upload(&m.pi).unwrap();
-    let a = st.upload(&m.a).unwrap();
-    let lb = st.upload(&m.b).unwrap();
-    let lens = st.upload(&m.lengths).unwrap();
-    let zeros = |k: usize| st.upload(&vec![0f32; k.max(1)]).unwrap();
-    let mut prep = zeros(ptx::prep_len(sp));
-    let (mut a_hat, mut a_til) = (zeros(sp * sp), zeros(sp * sp));
-    let n_el = batch * t * s;
-    let (mut alpha, mut alpha_lo) = (zeros(n_el), zeros(n_el));
-    let (mut mb, mut cnorm, mut ll) = (zeros(batch * t), zeros(2 * batch * t), zeros(batch));
-    let threads = ptx::THREADS;
-    let pm = ptx::PrepMaxArgs {
-        log_a: st.arg("a", &a).unwrap(),
-        prep: st.arg_mut("prep", &mut prep).unwrap(),
-        s: s as u32,
-        sp: sp as u32,
-    };
-    let grid = LaunchConfig::linear((2 * s).div_ceil(threads as usize) as u32, threads);
-    st.launch(&ptx::generate_prep_max(sm).unwrap(), grid, &pm.args())
-        .unwrap();
-    let pe = ptx::PrepExpArgs {
-        log_a: st.arg("a", &a).unwrap(),
-        prep: st.arg_mut("prep", &mut prep).unwrap(),
-        a_hat: st.arg_mut("a_hat", &mut a_hat).unwrap(),
-        a_til: st.arg_mut("a_til", &mut a_til).unwrap(),
-        s: s as u32,
-        sp: sp as u32,
-    };
-    let grid = LaunchConfig::linear(sp as u32, threads);
-    st.launch(&ptx::generate_prep_exp(sm).unwrap(), grid, &pe.args())
-        .unwrap();
-    let fwd = ptx::ForwardArgs {
-        log_pi: st.arg("pi", &pi).unwrap(),
-        log_a: st.arg("a", &a).unwrap(),
-        log_b: st.arg("b", &lb).unwrap(),
-        lengths: st.arg("lengths", &lens).unwrap(),
-        prep: st.arg_mut("prep", &mut prep).unwrap(),
-        a_hat: st.arg_mut("a_hat", &mut a_hat).unwrap(),
-        alpha: st.arg_mut("alpha", &mut alpha).unwrap(),
-        alpha_lo: st.arg_mut("alpha_lo", &mut alpha_lo).unwrap(),
-        mb: st.arg_mut("mb", &mut mb).unwrap(),
-        cnorm: st.arg_mut("cnorm", &mut cnorm).unwrap(),
-        ll: st.arg_mut("ll", &mut ll).unwrap(),
-        t: t as u32,
-        s: s as u32,
-        sp: sp as u32,
-    };
-    let mut beta = zeros(n_el);
-    let (mut beta_lo, mut rh, mut rl) = (zeros(n_el), zeros(n_el), zeros(n_el));
-    let (mut dnorm, mut w) = (zeros(2 * batch * t), zeros(batch * t * sp));
-    let mut flags = st.upload(&vec![0u32; (batch * t).max(1)]).unwrap();
-    let bwd = ptx::BackwardArgs {
-        log_a: st.arg("a", &a).unwrap(),
-        log_b: st.arg("b", &lb).unwrap(),
-        lengths: st.arg("lengths", &lens).unwrap(),
-        prep: fwd.prep,
-        a_til: st.arg_mut("a_til", &mut a_til).unwrap(),
-        mb: fwd.mb,
-        beta: st.arg_mut("beta", &mut beta).unwrap(),
-        beta_lo: st.arg_mut("beta_lo", &mut beta_lo).unwrap(),
-        dnorm: st.arg_mut("dnorm", &mut dnorm).unwrap(),
-        w: st.arg_mut("w", &mut w).unwrap(),
-        rh: st.arg_mut("rh", &mut rh).unwrap(),
-        rl: st.arg_mut("rl", &mut rl).unwrap(),
-        flags: st.arg_mut("flags", &mut flags).unwrap(),
-        t: t as u32,
-        s: s as u32,
-        sp: sp as u32,
-    };
-    match n {
-        None => {
-            let cfg = LaunchConfig::linear(batch as u32, threads);
-            let k = ptx::generate_forward(sm, cap).unwrap();
-            st.launch(&k, cfg, &fwd.args()).unwrap();
-            let k = ptx::generate_backward(sm, cap).unwrap();
-            st.launch(&k, cfg, &bwd.args()).unwrap();
-        }
-        Some(n) => {
-            let mut cfg = LaunchConfig::linear(batch as u32 * n, threads);
-            cfg.dynamic_smem_bytes = ptx::cluster_smem_bytes(sp, n) as u32;
-            let k = ptx::generate_forward_cluster(sm, cap, n).unwrap();
-            st.launch(&k, cfg, &fwd.args()).unwrap();
-            let k = ptx::generate_backward_cluster(sm, cap, n).unwrap();
-            st.launch(&k, cfg, &bwd.args()).unwrap();
-        }
-    }
-    let mut out: Vec<Vec<u32>> = [
-        &alpha, &alpha_lo, &mb, &cnorm, &ll, &beta, &beta_lo, &dnorm, &w, &rh, &rl,
-    ]
-    .into_iter()
-    .map(|b| nan_bits(&st.to_vec(b).unwrap()))
-    .collect();
-    out.push(st.to_vec(&flags).unwrap());
-    out
-}
-
 #[test]
 fn cluster_kernels_give_the_one_cta_kernels_bits_forward_and_backward() {
     // Below CLUSTER_MIN_STATES the launch keeps the one-CTA kernel; the
@@ -202,19 +95,13 @@ fn cluster_kernels_give_the_one_cta_kernels_bits_forward_and_backward() {
         (ragged, "ragged S 40"),
     ] {
         for sm in SMS {
-            let want = recursion_outputs(&m, sm, None);
+            let want = recursion_outputs(&m, sm, Recursions::OneCta);
             for n in [2, 4, 8] {
                 if !(m.s.div_ceil(16) * 16 / 4).is_multiple_of(n as usize) {
                     continue;
                 }
-                let got = recursion_outputs(&m, sm, Some(n));
-                let names = [
-                    "alpha", "alpha_lo", "mb", "cnorm", "ll", "beta", "beta_lo", "dnorm", "w",
-                    "rh", "rl", "flags",
-                ];
-                for ((g, w), name) in got.iter().zip(&want).zip(names) {
-                    assert_eq!(g, w, "{what} on {sm}, n = {n}: {name}");
-                }
+                let got = recursion_outputs(&m, sm, Recursions::Cluster(n));
+                assert_same_outputs(&got, &want, &format!("{what} on {sm}, n = {n}"));
             }
         }
     }
@@ -230,18 +117,12 @@ fn cluster_kernels_with_several_warps_of_columns_give_the_one_cta_bits() {
     fb.lengths = vec![4, 3];
     let mut ragged = issue_model(2, 4, 144, 21, true);
     ragged.b[100] = f32::NEG_INFINITY;
-    let names = [
-        "alpha", "alpha_lo", "mb", "cnorm", "ll", "beta", "beta_lo", "dnorm", "w", "rh", "rl",
-        "flags",
-    ];
     for (m, what) in [(fb, "fallback S 144"), (ragged, "ragged S 144")] {
         let sm = Sm::Sm90;
-        let want = recursion_outputs(&m, sm, None);
+        let want = recursion_outputs(&m, sm, Recursions::OneCta);
         for n in [2, 4] {
-            let got = recursion_outputs(&m, sm, Some(n));
-            for ((g, w), name) in got.iter().zip(&want).zip(names) {
-                assert_eq!(g, w, "{what} on {sm}, n = {n}: {name}");
-            }
+            let got = recursion_outputs(&m, sm, Recursions::Cluster(n));
+            assert_same_outputs(&got, &want, &format!("{what} on {sm}, n = {n}"));
         }
     }
 }

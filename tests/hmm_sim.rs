@@ -4,29 +4,14 @@
 //! scores of magnitude 1e4 … 1e30, a CRF, and a few thousand steps.
 
 use ptxsmith::Sm;
-use ptxsmith::kernels::hmm::{self, Posteriors, host};
-use ptxsmith::runtime::Context;
+use ptxsmith::kernels::hmm::{self, host};
 
 mod hmm_common;
+use hmm_common::by_hand::run_by_hand;
 use hmm_common::{
-    MAGNITUDE_CASES, Model, Rng, assert_same, at_magnitude, crf_scores, issue_model,
-    switching_model,
+    MAGNITUDE_CASES, Model, Rng, assert_same, at_magnitude, crf_scores, host_run, issue_model,
+    nan_bits, same_on, switching_model,
 };
-
-fn sim(m: &Model, sm: Sm) -> Posteriors {
-    hmm::forward_backward_on(&Context::sim(sm).default_stream(), m.shape(), &m.inputs()).unwrap()
-}
-
-fn host_run(m: &Model) -> Posteriors {
-    host::forward_backward(m.shape(), &m.inputs()).unwrap()
-}
-
-fn same_on(m: &Model, sms: &[Sm], what: &str) {
-    let want = host_run(m);
-    for &sm in sms {
-        assert_same(&sim(m, sm), &want, &format!("{what} on {sm}"));
-    }
-}
 
 #[test]
 fn sim_equals_host_on_ragged_shapes_and_special_values() {
@@ -233,181 +218,17 @@ fn slice_api_on_the_simulator() {
 /// steps over `s` states (sm_90 PTX): prep, forward, backward,
 /// posteriors, transitions.
 fn kernel_instructions(t: usize, s: usize) -> [u64; 5] {
-    use ptxsmith::dsl::params::KernelParams;
     use ptxsmith::kernels::hmm::ptx;
-    use ptxsmith::runtime::LaunchConfig;
     let m = issue_model(1, t, s, 90, false);
-    let ctx = Context::sim(Sm::Sm90);
-    let st = ctx.default_stream();
     let sp = s.div_ceil(16) * 16;
-    let up = |v: &[f32]| st.upload(v).unwrap();
-    let (pi, a, b) = (up(&m.pi), up(&m.a), up(&m.b));
-    let lens = st.upload(&m.lengths).unwrap();
-    let f = |n: usize| ctx.alloc::<f32>(n.max(1)).unwrap();
-    let n = t * s;
-    let (mut alpha, mut beta, mut ll, mut gamma, mut xi) = (f(n), f(n), f(1), f(n), f(s * s));
-    let (mut prep, mut a_hat, mut a_til) = (f(ptx::prep_len(sp)), f(sp * sp), f(sp * sp));
-    let (mut mb, mut cn, mut dn) = (f(t), f(2 * t), f(2 * t));
-    let mut flags = ctx.alloc::<u32>(t).unwrap();
-    let (mut bl, mut w, mut rh, mut rl) = (f(n), f(t * sp), f(n), f(n));
-    let count = || ctx.with_sim(|x| x.total_instructions()).unwrap();
-    let mut out = [0u64; 5];
-    let (t32, s32, sp32) = (t as u32, s as u32, sp as u32);
-    macro_rules! r {
-        ($x:expr) => {
-            st.arg("in", &$x).unwrap()
-        };
-    }
-    macro_rules! w {
-        ($x:expr) => {
-            st.arg_mut("out", &mut $x).unwrap()
-        };
-    }
-    let mut run = |k: usize, m: ptxsmith::dsl::PtxModule, grid: u32, threads: u32, args: Vec<_>| {
-        let c0 = count();
-        st.launch(&m, LaunchConfig::linear(grid, threads), &args)
-            .unwrap();
-        st.synchronize().unwrap();
-        out[k] += count() - c0;
-    };
-    let sm = Sm::Sm90;
-    let pm = ptx::PrepMaxArgs {
-        log_a: r!(a),
-        prep: w!(prep),
-        s: s32,
-        sp: sp32,
-    };
-    run(
-        0,
-        ptx::generate_prep_max(sm).unwrap(),
-        2,
-        ptx::THREADS,
-        pm.args(),
-    );
-    let pe = ptx::PrepExpArgs {
-        log_a: r!(a),
-        prep: w!(prep),
-        a_hat: w!(a_hat),
-        a_til: w!(a_til),
-        s: s32,
-        sp: sp32,
-    };
-    run(
-        0,
-        ptx::generate_prep_exp(sm).unwrap(),
-        64,
-        ptx::THREADS,
-        pe.args(),
-    );
-    let cap = ptx::cap_for(s);
-    let fa = ptx::ForwardArgs {
-        log_pi: r!(pi),
-        log_a: r!(a),
-        log_b: r!(b),
-        lengths: r!(lens),
-        prep: w!(prep),
-        a_hat: w!(a_hat),
-        alpha: w!(alpha),
-        alpha_lo: w!(gamma),
-        mb: w!(mb),
-        cnorm: w!(cn),
-        ll: w!(ll),
-        t: t32,
-        s: s32,
-        sp: sp32,
-    };
-    run(
-        1,
-        ptx::generate_forward(sm, cap).unwrap(),
-        1,
-        ptx::THREADS,
-        fa.args(),
-    );
-    let ba = ptx::BackwardArgs {
-        log_a: r!(a),
-        log_b: r!(b),
-        lengths: r!(lens),
-        prep: w!(prep),
-        a_til: w!(a_til),
-        mb: w!(mb),
-        beta: w!(beta),
-        beta_lo: w!(bl),
-        dnorm: w!(dn),
-        w: w!(w),
-        rh: w!(rh),
-        rl: w!(rl),
-        flags: w!(flags),
-        t: t32,
-        s: s32,
-        sp: sp32,
-    };
-    run(
-        2,
-        ptx::generate_backward(sm, cap).unwrap(),
-        1,
-        ptx::THREADS,
-        ba.args(),
-    );
-    let chunks = t.div_ceil(8).clamp(1, 64);
-    let pa = ptx::PosteriorArgs {
-        lengths: r!(lens),
-        alpha: w!(alpha),
-        gamma: w!(gamma),
-        beta: w!(beta),
-        beta_lo: w!(bl),
-        cnorm: w!(cn),
-        dnorm: w!(dn),
-        w: w!(w),
-        tasks: chunks as u64,
-        chunks: chunks as u32,
-        t: t32,
-        s: s32,
-        sp: sp32,
-    };
-    run(
-        3,
-        ptx::generate_posteriors(sm).unwrap(),
-        chunks as u32,
-        ptx::THREADS,
-        pa.args(),
-    );
     let groups = (sp.div_ceil(ptx::XI_ROWS as usize) * s.div_ceil(32))
         .div_ceil(ptx::XI_THREADS as usize / 32);
-    let xa = ptx::TransitionArgs {
-        log_a: r!(a),
-        prep: w!(prep),
-        a_til: w!(a_til),
-        lengths: r!(lens),
-        gamma: w!(gamma),
-        w: w!(w),
-        rh: w!(rh),
-        rl: w!(rl),
-        flags: w!(flags),
-        xi: w!(xi),
-        tasks: groups as u64,
-        groups: groups as u32,
-        t: t32,
-        s: s32,
-        sp: sp32,
-    };
-    run(
-        4,
-        ptx::generate_transitions(sm).unwrap(),
-        groups as u32,
-        ptx::XI_THREADS,
-        xa.args(),
-    );
+    let got = run_by_hand(&m, Sm::Sm90, groups, groups as u32);
     // The kernels on their own give the bits of the whole pass.
     let want = host_run(&m);
-    assert_eq!(
-        hmm_common::nan_bits(&st.to_vec(&gamma).unwrap()),
-        hmm_common::nan_bits(&want.gamma)
-    );
-    assert_eq!(
-        hmm_common::nan_bits(&st.to_vec(&xi).unwrap()),
-        hmm_common::nan_bits(&want.xi)
-    );
-    out
+    assert_eq!(nan_bits(&got.gamma), nan_bits(&want.gamma));
+    assert_eq!(nan_bits(&got.xi), nan_bits(&want.xi));
+    got.instructions
 }
 
 /// Simulated PTX instructions per step of one sequence at S = 256 (the

@@ -7,22 +7,11 @@
 //! over several tasks (the tile reused across them).
 
 use ptxsmith::Sm;
-use ptxsmith::dsl::params::KernelParams;
-use ptxsmith::kernels::hmm::{self, Posteriors, host, ptx};
-use ptxsmith::runtime::{Context, LaunchConfig};
+use ptxsmith::kernels::hmm::{host, ptx};
 
 mod hmm_common;
-use hmm_common::{Model, Rng, assert_same, issue_model, nan_bits, switching_model};
-
-fn host_run(m: &Model) -> Posteriors {
-    host::forward_backward(m.shape(), &m.inputs()).unwrap()
-}
-
-fn same_on(m: &Model, sm: Sm, what: &str) {
-    let got = hmm::forward_backward_on(&Context::sim(sm).default_stream(), m.shape(), &m.inputs())
-        .unwrap();
-    assert_same(&got, &host_run(m), &format!("{what} on {sm}"));
-}
+use hmm_common::by_hand::run_by_hand;
+use hmm_common::{Model, Rng, host_run, issue_model, nan_bits, same_on, switching_model};
 
 /// Row-block groups with idle warps and short blocks, step counts of one
 /// and two whole blocks, a partial odd block and none (lengths `t`, `t/2`,
@@ -32,12 +21,20 @@ fn sim_equals_host_over_the_tiles() {
     // S 100: S16 112, 4 row blocks, the last one short; 4 state blocks j,
     // the last with 28 lanes past S. T 66: 65 steps (two blocks and an
     // odd one), 33 → 32 steps (one block), 1 → none, 65 → 64 (two).
-    same_on(&issue_model(4, 66, 100, 5, true), Sm::Sm80, "S 100, T 66");
+    same_on(
+        &issue_model(4, 66, 100, 5, true),
+        &[Sm::Sm80],
+        "S 100, T 66",
+    );
     // S 200: S16 208, 7 row blocks (a group of 4 and one of 3 with an idle
     // warp, the last block short). T 36: 35 steps, 18 → 17, 1, 35 → 34.
-    same_on(&issue_model(4, 36, 200, 6, true), Sm::Sm90, "S 200, T 36");
+    same_on(
+        &issue_model(4, 36, 200, 6, true),
+        &[Sm::Sm90],
+        "S 200, T 36",
+    );
     // S 16: one short row block, three idle warps, 16 lanes past S.
-    same_on(&issue_model(3, 40, 16, 7, true), Sm::Sm80, "S 16, T 40");
+    same_on(&issue_model(3, 40, 16, 7, true), &[Sm::Sm80], "S 16, T 40");
 }
 
 /// The fallback: in the ring every step is flagged (the flagged blocks'
@@ -50,7 +47,7 @@ fn sim_equals_host_with_flagged_steps() {
         let m = switching_model(2, 100, s, gap, dwell, 11);
         let (_, fb) = host::forward_backward_counted(m.shape(), &m.inputs()).unwrap();
         assert!(fb.backward > 0, "S {s}: no fallback");
-        same_on(&m, Sm::Sm80, &format!("ring S {s}, dwell {dwell}"));
+        same_on(&m, &[Sm::Sm80], &format!("ring S {s}, dwell {dwell}"));
     }
     for (s, dwell, gap) in [(8, 13, -200f32), (40, 7, -1e30)] {
         let m = sparse_switches(s, dwell, gap);
@@ -58,7 +55,7 @@ fn sim_equals_host_with_flagged_steps() {
         assert!(fb.backward > 0, "S {s}: no fallback");
         same_on(
             &m,
-            Sm::Sm80,
+            &[Sm::Sm80],
             &format!("sparse switches S {s}, dwell {dwell}"),
         );
     }
@@ -108,159 +105,7 @@ fn transitions_with_fewer_ctas_than_tasks() {
 /// Every kernel of the pass on the simulator (sm_80 PTX), the transition
 /// counts on `grid` CTAs; returns `xi`.
 fn run_cut(m: &Model, grid: u32) -> Vec<f32> {
-    let (batch, t, s) = (m.batch, m.t, m.s);
-    let sm = Sm::Sm80;
-    let ctx = Context::sim(sm);
-    let st = ctx.default_stream();
-    let sp = s.div_ceil(16) * 16;
-    let up = |v: &[f32]| st.upload(v).unwrap();
-    let (pi, a, b) = (up(&m.pi), up(&m.a), up(&m.b));
-    let lens = st.upload(&m.lengths).unwrap();
-    let f = |n: usize| ctx.alloc::<f32>(n.max(1)).unwrap();
-    let n = batch * t * s;
-    let (mut alpha, mut beta, mut ll, mut gamma, mut xi) =
-        (f(n), f(n), f(batch), f(n), f(batch * s * s));
-    let (mut prep, mut a_hat, mut a_til) = (f(ptx::prep_len(sp)), f(sp * sp), f(sp * sp));
-    let (mut mb, mut cn, mut dn) = (f(batch * t), f(2 * batch * t), f(2 * batch * t));
-    let mut flags = ctx.alloc::<u32>(batch * t).unwrap();
-    let (mut bl, mut w, mut rh, mut rl) = (f(n), f(batch * t * sp), f(n), f(n));
-    let (t32, s32, sp32) = (t as u32, s as u32, sp as u32);
-    macro_rules! r {
-        ($x:expr) => {
-            st.arg("in", &$x).unwrap()
-        };
-    }
-    macro_rules! w {
-        ($x:expr) => {
-            st.arg_mut("out", &mut $x).unwrap()
-        };
-    }
-    let run = |m: ptxsmith::dsl::PtxModule, grid: u32, threads: u32, args: Vec<_>| {
-        st.launch(&m, LaunchConfig::linear(grid, threads), &args)
-            .unwrap();
-    };
-    let pm = ptx::PrepMaxArgs {
-        log_a: r!(a),
-        prep: w!(prep),
-        s: s32,
-        sp: sp32,
-    };
-    run(
-        ptx::generate_prep_max(sm).unwrap(),
-        2,
-        ptx::THREADS,
-        pm.args(),
-    );
-    let pe = ptx::PrepExpArgs {
-        log_a: r!(a),
-        prep: w!(prep),
-        a_hat: w!(a_hat),
-        a_til: w!(a_til),
-        s: s32,
-        sp: sp32,
-    };
-    run(
-        ptx::generate_prep_exp(sm).unwrap(),
-        64,
-        ptx::THREADS,
-        pe.args(),
-    );
-    let cap = ptx::cap_for(s);
-    let fa = ptx::ForwardArgs {
-        log_pi: r!(pi),
-        log_a: r!(a),
-        log_b: r!(b),
-        lengths: r!(lens),
-        prep: w!(prep),
-        a_hat: w!(a_hat),
-        alpha: w!(alpha),
-        alpha_lo: w!(gamma),
-        mb: w!(mb),
-        cnorm: w!(cn),
-        ll: w!(ll),
-        t: t32,
-        s: s32,
-        sp: sp32,
-    };
-    let seqs = batch as u32;
-    run(
-        ptx::generate_forward(sm, cap).unwrap(),
-        seqs,
-        ptx::THREADS,
-        fa.args(),
-    );
-    let ba = ptx::BackwardArgs {
-        log_a: r!(a),
-        log_b: r!(b),
-        lengths: r!(lens),
-        prep: w!(prep),
-        a_til: w!(a_til),
-        mb: w!(mb),
-        beta: w!(beta),
-        beta_lo: w!(bl),
-        dnorm: w!(dn),
-        w: w!(w),
-        rh: w!(rh),
-        rl: w!(rl),
-        flags: w!(flags),
-        t: t32,
-        s: s32,
-        sp: sp32,
-    };
-    run(
-        ptx::generate_backward(sm, cap).unwrap(),
-        seqs,
-        ptx::THREADS,
-        ba.args(),
-    );
-    let chunks = t.div_ceil(8).clamp(1, 64);
-    let pa = ptx::PosteriorArgs {
-        lengths: r!(lens),
-        alpha: w!(alpha),
-        gamma: w!(gamma),
-        beta: w!(beta),
-        beta_lo: w!(bl),
-        cnorm: w!(cn),
-        dnorm: w!(dn),
-        w: w!(w),
-        tasks: (batch * chunks) as u64,
-        chunks: chunks as u32,
-        t: t32,
-        s: s32,
-        sp: sp32,
-    };
-    let pgrid = (batch * chunks) as u32;
-    run(
-        ptx::generate_posteriors(sm).unwrap(),
-        pgrid,
-        ptx::THREADS,
-        pa.args(),
-    );
-    let groups = ptx::transition_groups(s, sp);
-    let xa = ptx::TransitionArgs {
-        log_a: r!(a),
-        prep: w!(prep),
-        a_til: w!(a_til),
-        lengths: r!(lens),
-        gamma: w!(gamma),
-        w: w!(w),
-        rh: w!(rh),
-        rl: w!(rl),
-        flags: w!(flags),
-        xi: w!(xi),
-        tasks: (batch * groups) as u64,
-        groups: groups as u32,
-        t: t32,
-        s: s32,
-        sp: sp32,
-    };
-    assert!(batch * groups > 2 * grid as usize);
-    run(
-        ptx::generate_transitions(sm).unwrap(),
-        grid,
-        ptx::XI_THREADS,
-        xa.args(),
-    );
-    st.synchronize().unwrap();
-    st.to_vec(&xi).unwrap()
+    let groups = ptx::transition_groups(m.s, m.s.div_ceil(16) * 16);
+    assert!(m.batch * groups > 2 * grid as usize);
+    run_by_hand(m, Sm::Sm80, groups, grid).xi
 }

@@ -15,16 +15,8 @@ use ptxsmith::testing::cuda_for_tests;
 use ptxsmith::{Error, Sm};
 
 mod common;
-use common::{bits, foreign_get, foreign_put};
+use common::{bits, foreign_get, foreign_put, lcg};
 use launch::Path;
-
-fn lcg(seed: u32) -> impl FnMut() -> f32 {
-    let mut s = seed;
-    move || {
-        s = s.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
-        (s >> 8) as f32 / (1u32 << 24) as f32 * 2.0 - 1.0
-    }
-}
 
 /// `n` values uniform in `[−scale, scale)`.
 fn data(n: usize, seed: u32, scale: f32) -> Vec<f32> {

@@ -14,16 +14,8 @@ use ptxsmith::runtime::Context;
 use ptxsmith::testing::cuda_for_tests;
 
 mod common;
-use common::bits;
+use common::{bits, lcg};
 use launch::Path;
-
-fn lcg(seed: u32) -> impl FnMut() -> f32 {
-    let mut s = seed;
-    move || {
-        s = s.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
-        (s >> 8) as f32 / (1u32 << 24) as f32 * 2.0 - 1.0
-    }
-}
 
 /// `rows` rows of `t` values in ±5 with special values: row 0 starts with
 /// a tile and a half of `−∞` and has a `−∞` tile in its middle; row 1 (when

@@ -86,6 +86,16 @@ pub fn foreign_get<T: bytemuck::Pod>(ctx: &Context, addr: u64, n: usize) -> Vec<
     out
 }
 
+/// A linear congruential generator of values in `[−1, 1)` (24 bits of
+/// the state), seeded by hand: the logcumsumexp tests' data.
+pub fn lcg(seed: u32) -> impl FnMut() -> f32 {
+    let mut s = seed;
+    move || {
+        s = s.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+        (s >> 8) as f32 / (1u32 << 24) as f32 * 2.0 - 1.0
+    }
+}
+
 /// splitmix64: a small deterministic generator (seeded by hand or by
 /// proptest) for test data.
 pub struct Rng(pub u64);

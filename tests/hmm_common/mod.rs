@@ -9,6 +9,9 @@
 //! every term (no linear sums, no thresholds), f64 `exp`/`ln`.
 #![allow(dead_code)]
 
+pub mod by_hand;
+pub mod recursions;
+
 /// The reference for one sequence.
 pub struct Ref {
     /// Log-likelihood (`−inf` for an impossible sequence), as a
@@ -403,6 +406,22 @@ pub fn assert_same(
     same(&got.log_likelihood, &want.log_likelihood, "ll");
     same(&got.gamma, &want.gamma, "gamma");
     same(&got.xi, &want.xi, "xi");
+}
+
+/// The host model's pass over `m`.
+pub fn host_run(m: &Model) -> ptxsmith::kernels::hmm::Posteriors {
+    ptxsmith::kernels::hmm::host::forward_backward(m.shape(), &m.inputs()).unwrap()
+}
+
+/// The whole pass over `m` on the simulator of each of `sms` has the host
+/// model's bits.
+pub fn same_on(m: &Model, sms: &[ptxsmith::Sm], what: &str) {
+    let want = host_run(m);
+    for &sm in sms {
+        let st = ptxsmith::runtime::Context::sim(sm).default_stream();
+        let got = ptxsmith::kernels::hmm::forward_backward_on(&st, m.shape(), &m.inputs()).unwrap();
+        assert_same(&got, &want, &format!("{what} on {sm}"));
+    }
 }
 
 /// `m` with its scores moved to magnitude `k` in one of several ways (the
