@@ -1,9 +1,11 @@
 //! logcumsumexp forward and backward: the host model always; on a GPU the
-//! kernels at `[4096, 4096]`, in GB/s (`2 · rows · T · 4` bytes for the
-//! forward) next to the card's memory bandwidth, and the per-launch time
-//! of queued launches (`benches/common/timing.rs`) next to the roofline
-//! model's time for the card
-//! (`docs/roofline.tsv`).
+//! kernels at `[4096, 4096]` and the forward of one row of `2²⁴` (the
+//! split path: `lcse_fwd_split`, the same bytes in one row), in GB/s
+//! (`2 · rows · T · 4` bytes for the forward) next to the card's memory
+//! bandwidth, and the per-launch time of queued launches
+//! (`benches/common/timing.rs`) next to the roofline model's time for the
+//! card (`docs/roofline.tsv`), with the one row's time over the many
+//! rows' (issue 33's goal: at most 1.3×).
 //!
 //! ```text
 //! cargo bench --bench logcumsumexp
@@ -32,6 +34,7 @@ fn data(n: usize, seed: u32) -> Vec<f32> {
 fn bench(c: &mut Criterion) {
     roofline::check_rows(&[
         ("logcumsumexp", "forward [4096, 4096]"),
+        ("logcumsumexp", "forward [1, 2^24] (one row)"),
         ("logcumsumexp", "backward [4096, 4096]"),
     ]);
     let shape = Shape::new(64, 4096).unwrap();
@@ -58,6 +61,8 @@ fn bench(c: &mut Criterion) {
     };
     let shape = Shape::new(4096, 4096).unwrap();
     let n = shape.len();
+    // The same 2²⁴ elements as one row (the split path).
+    let row = Shape::new(1, n).unwrap();
     let st = ctx.default_stream();
     let dx = st.upload(&data(n, 3)).unwrap();
     let dg = st.upload(&data(n, 4)).unwrap();
@@ -77,6 +82,11 @@ fn bench(c: &mut Criterion) {
             timing::iter_queued(&st, iters, || {
                 forward_dev(&st, shape, &dx, &mut dy).unwrap()
             })
+        })
+    });
+    grp.bench_function("forward_1x16777216", |b| {
+        b.iter_custom(|iters| {
+            timing::iter_queued(&st, iters, || forward_dev(&st, row, &dx, &mut dy).unwrap())
         })
     });
     grp.throughput(Throughput::Bytes((12 * n) as u64));
@@ -99,6 +109,20 @@ fn bench(c: &mut Criterion) {
         "logcumsumexp",
         "forward [4096, 4096]",
         "*",
+    );
+    let one = timing::time(&st, || forward_dev(&st, row, &dx, &mut dy).unwrap());
+    roofline::compare(
+        "logcumsumexp forward 1x16777216",
+        (one.per_launch_s, one.single_s),
+        &dev,
+        sms,
+        "logcumsumexp",
+        "forward [1, 2^24] (one row)",
+        "*",
+    );
+    println!(
+        "logcumsumexp forward: one row of 2^24 takes {:.2}x the time of [4096, 4096] (per launch, queued; goal <= 1.3x)",
+        one.per_launch_s / fwd.per_launch_s
     );
     let bwd = timing::time(&st, || {
         backward_dev(&st, shape, &dx, &dg, &mut dgx).unwrap()
