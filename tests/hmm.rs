@@ -15,12 +15,9 @@ use ptxsmith::runtime::Stream;
 mod common;
 mod hmm_common;
 use hmm_common::{
-    Errors, MAGNITUDE_CASES, Model, Rng, at_magnitude, crf_scores, issue_model, switching_model,
+    Errors, MAGNITUDE_CASES, Model, Rng, at_magnitude, crf_scores, gaps_and_holes, host_run,
+    issue_model, switching_model,
 };
-
-fn host_run(m: &Model) -> Posteriors {
-    host::forward_backward(m.shape(), &m.inputs()).unwrap()
-}
 
 /// Compare every sequence of `m` with the reference; the worst errors.
 fn check(m: &Model, p: &Posteriors, what: &str) -> Errors {
@@ -262,20 +259,7 @@ fn fallback_takes_over_where_the_linear_sum_underflows() {
     // Gaps mixed into a dense random model, emissions with holes.
     for (gap, holes) in [(-200f32, 0), (-1e30, 0), (-200.0, 30), (-1e30, 30)] {
         let mut m = issue_model(3, 400, 6, 60, true);
-        let mut r = Rng(61);
-        for x in m.a.iter_mut() {
-            if r.below(3) == 0 {
-                *x = gap;
-            }
-        }
-        for row in m.b.chunks_mut(6) {
-            let keep = r.below(6);
-            for (j, x) in row.iter_mut().enumerate() {
-                if j != keep && r.below(100) < holes {
-                    *x = f32::NEG_INFINITY;
-                }
-            }
-        }
+        gaps_and_holes(&mut m, gap, holes, &mut Rng(61));
         let (p, fb) = host::forward_backward_counted(m.shape(), &m.inputs()).unwrap();
         let e = check(&m, &p, &format!("dense, gap {gap:e}, {holes} % holes"));
         lines.push(format!(

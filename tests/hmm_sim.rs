@@ -9,8 +9,8 @@ use ptxsmith::kernels::hmm::{self, host};
 mod hmm_common;
 use hmm_common::by_hand::run_by_hand;
 use hmm_common::{
-    MAGNITUDE_CASES, Model, Rng, assert_same, at_magnitude, crf_scores, host_run, issue_model,
-    nan_bits, same_on, switching_model,
+    MAGNITUDE_CASES, Model, Rng, assert_same, at_magnitude, crf_scores, gaps_and_holes, host_run,
+    issue_model, nan_bits, same_on, switching_model,
 };
 
 #[test]
@@ -103,20 +103,7 @@ fn sim_equals_host_where_the_fallback_runs() {
     }
     for (gap, holes) in [(-200f32, 30), (-1e30, 30)] {
         let mut m = issue_model(3, 30, 6, 31, true);
-        let mut r = Rng(32);
-        for x in m.a.iter_mut() {
-            if r.below(3) == 0 {
-                *x = gap;
-            }
-        }
-        for row in m.b.chunks_mut(6) {
-            let keep = r.below(6);
-            for (j, x) in row.iter_mut().enumerate() {
-                if j != keep && r.below(100) < holes {
-                    *x = f32::NEG_INFINITY;
-                }
-            }
-        }
+        gaps_and_holes(&mut m, gap, holes, &mut Rng(32));
         let (_, fb) = host::forward_backward_counted(m.shape(), &m.inputs()).unwrap();
         assert!(fb.forward > 0 && fb.backward > 0, "{fb:?}");
         same_on(&m, &[Sm::Sm80], &format!("dense, gap {gap:e}"));
@@ -140,20 +127,7 @@ fn sim_equals_host_with_a_short_last_row_block_and_the_fallback() {
         assert!(fb.forward > 0 && fb.backward > 0);
         same_on(&m, &[Sm::Sm80], &format!("S 40 ring, gap {gap:e}"));
         let mut m = issue_model(4, 24, s, 41, true);
-        let mut r = Rng(42);
-        for x in m.a.iter_mut() {
-            if r.below(3) == 0 {
-                *x = gap;
-            }
-        }
-        for row in m.b.chunks_mut(s) {
-            let keep = r.below(s);
-            for (j, x) in row.iter_mut().enumerate() {
-                if j != keep && r.below(100) < 90 {
-                    *x = f32::NEG_INFINITY;
-                }
-            }
-        }
+        gaps_and_holes(&mut m, gap, 90, &mut Rng(42));
         let (_, fb) = host::forward_backward_counted(m.shape(), &m.inputs()).unwrap();
         assert!(fb.forward > 0 && fb.backward > 0, "{fb:?}");
         same_on(&m, &[Sm::Sm80], &format!("S 40, gap {gap:e}"));

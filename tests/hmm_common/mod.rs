@@ -341,6 +341,26 @@ impl Rng {
     }
 }
 
+/// Gaps and holes in `m`, drawn from `r`: each transition `gap` with
+/// chance 1/3, then in each emission row one state kept and every other
+/// `−inf` with chance `holes` % (the fallback's test models).
+pub fn gaps_and_holes(m: &mut Model, gap: f32, holes: usize, r: &mut Rng) {
+    for x in m.a.iter_mut() {
+        if r.below(3) == 0 {
+            *x = gap;
+        }
+    }
+    let s = m.s;
+    for row in m.b.chunks_mut(s) {
+        let keep = r.below(s);
+        for (j, x) in row.iter_mut().enumerate() {
+            if j != keep && r.below(100) < holes {
+                *x = f32::NEG_INFINITY;
+            }
+        }
+    }
+}
+
 fn norm_log(v: Vec<f64>) -> Vec<f32> {
     let z: f64 = v.iter().sum();
     v.iter().map(|x| (x / z).ln() as f32).collect()
