@@ -16,6 +16,7 @@ use super::ptx::{
     TotArgs, VEC, generate_bwd, generate_bwd_aff, generate_bwd_carry, generate_bwd_tot,
     generate_bwd_zcarry, generate_fwd, generate_fwd_split, scratch_words,
 };
+use crate::dsl::PtxModule;
 use crate::dsl::params::{DevPtr, KernelParams};
 use crate::dsl::types::F32;
 use crate::error::Result;
@@ -68,6 +69,25 @@ fn tile_grid(stream: &Stream, items: u32, per_cta: u32) -> LaunchConfig {
 fn chain_grid(stream: &Stream, rows: u32) -> LaunchConfig {
     let mp = stream.context().multiprocessor_count();
     LaunchConfig::linear(grid::ctas(rows.into(), 1, mp, 32), CHAIN_THREADS)
+}
+
+/// One launch of a carry-tree kernel (`lcse_bwd_carry`, `lcse_bwd_zcarry`):
+/// a CTA per row, `tot` read and `carry` written per tile.
+fn chain_launch(
+    stream: &Stream,
+    kernel: &PtxModule,
+    tot: DevPtr<F32>,
+    carry: DevPtr<F32>,
+    rows: u32,
+    ntiles: u32,
+) -> Result<()> {
+    let a = ChainArgs {
+        tot,
+        carry,
+        rows,
+        ntiles,
+    };
+    stream.launch(kernel, chain_grid(stream, rows), &a.args())
 }
 
 /// `VEC` when `t` and every address allow 16-byte tile accesses.
@@ -309,16 +329,13 @@ fn backward_core(stream: &Stream, shape: Shape, path: Path, io: BackwardPtrs) ->
         tile_grid(stream, items, 1),
         &a.args(),
     )?;
-    let a = ChainArgs {
-        tot: stream.arg("pair totals", &tot)?,
-        carry: stream.arg_mut("pair carries", &mut fcarry)?,
-        rows,
-        ntiles: n,
-    };
-    stream.launch(
+    chain_launch(
+        stream,
         memo!(generate_bwd_carry, sm)?,
-        chain_grid(stream, rows),
-        &a.args(),
+        stream.arg("pair totals", &tot)?,
+        stream.arg_mut("pair carries", &mut fcarry)?,
+        rows,
+        n,
     )?;
     let a = AffArgs {
         x: io.x,
@@ -335,16 +352,13 @@ fn backward_core(stream: &Stream, shape: Shape, path: Path, io: BackwardPtrs) ->
         tile_grid(stream, items, 1),
         &a.args(),
     )?;
-    let a = ChainArgs {
-        tot: stream.arg("tile maps", &aff)?,
-        carry: stream.arg_mut("reverse carries", &mut zcarry)?,
-        rows,
-        ntiles: n,
-    };
-    stream.launch(
+    chain_launch(
+        stream,
         memo!(generate_bwd_zcarry, sm)?,
-        chain_grid(stream, rows),
-        &a.args(),
+        stream.arg("tile maps", &aff)?,
+        stream.arg_mut("reverse carries", &mut zcarry)?,
+        rows,
+        n,
     )?;
     let items = rows * n;
     let a = BwdArgs {

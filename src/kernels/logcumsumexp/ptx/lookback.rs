@@ -103,6 +103,24 @@ fn value(b: &mut KernelBuilder, w: Reg<U64>) -> Reg<F32> {
     b.f32_from_bits(lo)
 }
 
+/// `acc ← acc ⊕ T_k` for the published totals `k` in `from..to` of the
+/// row whose first total is at `rowt`, left to right (waiting for each).
+fn fold_totals(
+    b: &mut KernelBuilder,
+    tot: GlobalPtr<U64>,
+    rowt: Reg<U32>,
+    acc: Reg<F32>,
+    from: Reg<U32>,
+    to: Reg<U32>,
+) {
+    b.for_range(from, to, 1u32, |b, k| {
+        let i = b.add(rowt, k);
+        let v = wait(b, tot, i);
+        let n = math::log_add_exp(b, acc, v);
+        b.assign(acc, n);
+    });
+}
+
 /// The value at word `i` of `p` once published (spins until then).
 fn wait(b: &mut KernelBuilder, p: GlobalPtr<U64>, i: Reg<U32>) -> Reg<F32> {
     let w = b.mov(0u64);
@@ -207,12 +225,7 @@ pub fn generate_fwd_split(sm: Sm) -> Result<PtxModule> {
                         let i0 = b.add(rowt, r0);
                         let g = wait(b, tot, i0);
                         let from = b.add(r0, 1u32);
-                        b.for_range(from, tau, 1u32, |b, k| {
-                            let i = b.add(rowt, k);
-                            let v = wait(b, tot, i);
-                            let ng = math::log_add_exp(b, g, v);
-                            b.assign(g, ng);
-                        });
+                        fold_totals(b, tot, rowt, g, from, tau);
                         let ng = math::log_add_exp(b, g, total);
                         let gi = b.mul_lo(row, RUNS as u32);
                         let gi = b.add(gi, run.j);
@@ -249,12 +262,7 @@ pub fn generate_fwd_split(sm: Sm) -> Result<PtxModule> {
                         );
                         let cv = value(b, w);
                         let from = b.add(k, 1u32);
-                        b.for_range(from, tau, 1u32, |b, kk| {
-                            let i = b.add(rowt, kk);
-                            let v = wait(b, tot, i);
-                            let nc = math::log_add_exp(b, cv, v);
-                            b.assign(cv, nc);
-                        });
+                        fold_totals(b, tot, rowt, cv, from, tau);
                         b.st_shared_at(&cs, 0, cv);
                         b.if_(shallow, |b| {
                             let nc = math::log_add_exp(b, cv, total);
