@@ -31,10 +31,10 @@
 //! kernel can be launched using the classical `<<< , >>>`"); the grid,
 //! `batch · n` CTAs, is a multiple of the cluster by construction.
 
-use super::pair::{self as pp, DNorm, DP, Red, assign, cta_fmax, padd, pexp, pmax2, pshift, psub};
+use super::pair::{self as pp, DNorm, DP, Red, assign, pexp, pmax2, psub};
 use super::{
-    ForwardArgs, ForwardRegs, FwdStep, PREP_AMAX, SPLIT_MAX, THREADS, WARPS, builder,
-    forward_state, ld_pair, st_pair, store_norm,
+    ForwardArgs, ForwardRegs, FwdStep, SPLIT_MAX, THREADS, WARPS, builder, forward_state,
+    forward_state0, input_maxima, ld_pair, st_pair, store_norm,
 };
 use crate::dsl::types::{F32, Pred, Reg, U32};
 use crate::dsl::{Cmp, KernelBuilder, PtxModule, Rounding, SharedArray, ShflMode};
@@ -248,32 +248,13 @@ pub(super) fn forward_body(
         // Publishes the maxima and the slice; every CTA of the cluster
         // has started before any remote store.
         b.cluster_sync();
-        let v = b.mov(f32::NAN);
-        b.for_range(tid, p.s, nt, |b, j| {
-            let pp_ = b.offset(p.log_pi, j);
-            let x = b.ld_global(pp_, 0);
-            let nv = b.fmax(v, x);
-            b.assign(v, nv);
-        });
-        let mpi = cta_fmax(b, v, &red0);
-        let amax_at = b.mul_lo(p.sp, PREP_AMAX);
-        let amax_p = b.offset(p.prep, amax_at);
-        let amax = b.ld_global(amax_p, 0);
+        let (mpi, amax) = input_maxima(b, p, tid, nt, &red0);
         let norm = DNorm::new(b);
         // Step 0.
         let mb0 = b.ld_global(mbrow, 0);
         let xm = pp::constant(b, f32::NAN, 0.0);
         own_columns(b, &ex, p.s, |b, _, j| {
-            let pip = b.offset(p.log_pi, j);
-            let pi = b.ld_global(pip, 0);
-            let ep = b.offset(seq_b, j);
-            let e = b.ld_global(ep, 0);
-            let a = pshift(b, pi, mpi);
-            let e = pshift(b, e, mb0);
-            let x = padd(b, a, e);
-            st_pair(b, seq_ah, seq_al, j, x);
-            let nm = pmax2(b, xm, x);
-            assign(b, xm, nm);
+            forward_state0(b, p, (seq_ah, seq_al, seq_b), (mpi, mb0), j, xm);
         });
         let row0 = b.mov(0u32);
         let (m, dead0) = exchange(b, &ex, &red, xm, seq_ah, seq_al, row0, p.s, p.sp);

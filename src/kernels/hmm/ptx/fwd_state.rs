@@ -1,10 +1,11 @@
-//! The forward's work for one state of a step, shared by the one-CTA
-//! (`hmm_forward_cap<c>`) and the cluster (`hmm_forward_cluster<n>_cap<c>`)
-//! kernels.
+//! The forward's work for one state of a step (and its input maxima),
+//! shared by the one-CTA (`hmm_forward_cap<c>`) and the cluster
+//! (`hmm_forward_cluster<n>_cap<c>`) kernels.
 
-use super::pair::{DP, assign, padd, pmax2, pshift};
+use super::pair::{DP, Red, assign, cta_fmax, padd, pmax2, pshift};
 use super::{
-    ForwardRegs, PREP_COLMAX, PREP_DCOL_H, PREP_DCOL_L, ld_pair, ld_prep, st_pair, state_log,
+    ForwardRegs, PREP_AMAX, PREP_COLMAX, PREP_DCOL_H, PREP_DCOL_L, ld_pair, ld_prep, st_pair,
+    state_log,
 };
 use crate::dsl::types::{F32, Reg, U32};
 use crate::dsl::{GlobalPtr, KernelBuilder};
@@ -64,6 +65,55 @@ pub(super) fn forward_state(
     let x = padd(b, l, dcol);
     let x = padd(b, x, e);
     st_pair(b, seq_ah, seq_al, k, x);
+    let nm = pmax2(b, xm, x);
+    assign(b, xm, nm);
+}
+
+/// The forward's input maxima: `Mπ = max_j log π_j` across the CTA
+/// (`fmax` from NaN, so NaN entries drop out) and the prep's `amax`.
+pub(super) fn input_maxima(
+    b: &mut KernelBuilder,
+    p: &ForwardRegs,
+    tid: Reg<U32>,
+    nt: Reg<U32>,
+    red0: &Red,
+) -> (Reg<F32>, Reg<F32>) {
+    let v = b.mov(f32::NAN);
+    b.for_range(tid, p.s, nt, |b, j| {
+        let pp_ = b.offset(p.log_pi, j);
+        let x = b.ld_global(pp_, 0);
+        let nv = b.fmax(v, x);
+        b.assign(v, nv);
+    });
+    let mpi = cta_fmax(b, v, red0);
+    let amax_at = b.mul_lo(p.sp, PREP_AMAX);
+    let amax_p = b.offset(p.prep, amax_at);
+    let amax = b.ld_global(amax_p, 0);
+    (mpi, amax)
+}
+
+/// The forward's state `j` of step 0 (the sequence's `â` pairs and
+/// emissions `(seq_ah, seq_al, seq_b)`, the maxima `(Mπ, Mb_0)`):
+/// `X_j = (log π_j − Mπ) + (e_0[j] − Mb_0)` stored as the pair at `j`, and
+/// folded into the running maximum `xm`.
+pub(super) fn forward_state0(
+    b: &mut KernelBuilder,
+    p: &ForwardRegs,
+    seq: (GlobalPtr<F32>, GlobalPtr<F32>, GlobalPtr<F32>),
+    maxima: (Reg<F32>, Reg<F32>),
+    j: Reg<U32>,
+    xm: DP,
+) {
+    let (seq_ah, seq_al, seq_b) = seq;
+    let (mpi, mb0) = maxima;
+    let pip = b.offset(p.log_pi, j);
+    let pi = b.ld_global(pip, 0);
+    let ep = b.offset(seq_b, j);
+    let e = b.ld_global(ep, 0);
+    let a = pshift(b, pi, mpi);
+    let e = pshift(b, e, mb0);
+    let x = padd(b, a, e);
+    st_pair(b, seq_ah, seq_al, j, x);
     let nm = pmax2(b, xm, x);
     assign(b, xm, nm);
 }

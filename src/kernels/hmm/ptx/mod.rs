@@ -49,7 +49,7 @@ pub use cluster::{
     generate_forward_cluster,
 };
 pub use cluster_bwd::{backward_cluster_name, generate_backward_cluster};
-use fwd_state::{FwdStep, forward_state};
+use fwd_state::{FwdStep, forward_state, forward_state0, input_maxima};
 pub use joint::{
     JointArgs, MAXIMA_NAME, MaximaArgs, fwdbwd_cluster_name, generate_fwdbwd_cluster,
     generate_maxima, joint_fits, maxima_ctas,
@@ -528,32 +528,13 @@ pub fn generate_forward(sm: Sm, cap: u32) -> Result<PtxModule> {
             });
         });
         // Mpi (its barrier also publishes the maxima).
-        let v = b.mov(f32::NAN);
-        b.for_range(tid, p.s, nt, |b, j| {
-            let pp_ = b.offset(p.log_pi, j);
-            let x = b.ld_global(pp_, 0);
-            let nv = b.fmax(v, x);
-            b.assign(v, nv);
-        });
-        let mpi = cta_fmax(b, v, &red0);
-        let amax_at = b.mul_lo(p.sp, PREP_AMAX);
-        let amax_p = b.offset(p.prep, amax_at);
-        let amax = b.ld_global(amax_p, 0);
+        let (mpi, amax) = input_maxima(b, &p, tid, nt, &red0);
         let norm = DNorm::new(b);
         // Step 0.
         let mb0 = b.ld_global(mbrow, 0);
         let xm = pp::constant(b, f32::NAN, 0.0);
         b.for_range(tid, p.s, nt, |b, j| {
-            let pip = b.offset(p.log_pi, j);
-            let pi = b.ld_global(pip, 0);
-            let ep = b.offset(seq_b, j);
-            let e = b.ld_global(ep, 0);
-            let a = pshift(b, pi, mpi);
-            let e = pshift(b, e, mb0);
-            let x = padd(b, a, e);
-            st_pair(b, seq_ah, seq_al, j, x);
-            let nm = pmax2(b, xm, x);
-            assign(b, xm, nm);
+            forward_state0(b, &p, (seq_ah, seq_al, seq_b), (mpi, mb0), j, xm);
         });
         let (m, _) = cta_pmax(b, xm, None, &red);
         let row0 = b.mov(0u32);
