@@ -260,11 +260,7 @@ pub(super) fn forward_body(
         let (m, dead0) = exchange(b, &ex, &red, xm, seq_ah, seq_al, row0, p.s, p.sp);
         let cprev = pp::constant(b, 0.0, 0.0);
         b.if_(t0, |b| {
-            norm.maxima.add(b, mpi);
-            norm.maxima.add(b, mb0);
-            norm.steps.add(b, m.h);
-            norm.steps.add(b, m.l);
-            let cv = norm.value(b);
+            let cv = norm.add_step(b, &[mpi, mb0], None, &[m.h, m.l]);
             assign(b, cprev, cv);
         });
         b.if_(is_r0, |b| store_norm(b, tid, cn, row0, cprev));
@@ -308,11 +304,7 @@ pub(super) fn forward_body(
                     let (m, d) = exchange(b, &ex, &red, xm, seq_ah, seq_al, row, p.s, p.sp);
                     b.if_(t0, |b| {
                         let mbt = b.ld_global(mbp, 0);
-                        norm.maxima.add(b, mbt);
-                        norm.amax.add(b, amax);
-                        norm.steps.add(b, m.h);
-                        norm.steps.add(b, m.l);
-                        let cv = norm.value(b);
+                        let cv = norm.add_step(b, &[mbt], Some(amax), &[m.h, m.l]);
                         assign(b, cprev, cv);
                     });
                     b.if_(is_r0, |b| store_norm(b, tid, cn, tt, cprev));

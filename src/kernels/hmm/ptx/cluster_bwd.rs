@@ -338,12 +338,8 @@ pub(super) fn backward_body(
                                 let t1 = b.add(t, 1u32);
                                 let mbn_p = b.offset(mbrow, t1);
                                 let mbn = b.ld_global(mbn_p, 0);
-                                norm.maxima.add(b, mbn);
-                                norm.amax.add(b, amax);
-                                for x in [mprime.h, mprime.l, k.h, k.l] {
-                                    norm.steps.add(b, x);
-                                }
-                                let d = norm.value(b);
+                                let steps = [mprime.h, mprime.l, k.h, k.l];
+                                let d = norm.add_step(b, &[mbn], Some(amax), &steps);
                                 assign(b, dprev, d);
                             });
                             b.if_(is_r0, |b| store_norm(b, tid, dn, t, dprev));

@@ -543,11 +543,7 @@ pub fn generate_forward(sm: Sm, cap: u32) -> Result<PtxModule> {
         let t0 = b.setp(Cmp::Eq, tid, 0u32);
         let cprev = pp::constant(b, 0.0, 0.0);
         b.if_(t0, |b| {
-            norm.maxima.add(b, mpi);
-            norm.maxima.add(b, mb0);
-            norm.steps.add(b, m.h);
-            norm.steps.add(b, m.l);
-            let cv = norm.value(b);
+            let cv = norm.add_step(b, &[mpi, mb0], None, &[m.h, m.l]);
             assign(b, cprev, cv);
         });
         store_norm(b, tid, cn, row0, cprev);
@@ -591,11 +587,7 @@ pub fn generate_forward(sm: Sm, cap: u32) -> Result<PtxModule> {
                     let (m, _) = cta_pmax(b, xm, None, &red);
                     normalize_row(b, &pbuf, seq_ah, seq_al, row, p.s, m);
                     b.if_(t0, |b| {
-                        norm.maxima.add(b, mbt);
-                        norm.amax.add(b, amax);
-                        norm.steps.add(b, m.h);
-                        norm.steps.add(b, m.l);
-                        let cv = norm.value(b);
+                        let cv = norm.add_step(b, &[mbt], Some(amax), &[m.h, m.l]);
                         assign(b, cprev, cv);
                     });
                     store_norm(b, tid, cn, tt, cprev);
@@ -923,12 +915,8 @@ fn backward_step(b: &mut KernelBuilder, c: &BackStep<'_>, t: Reg<U32>) {
         let t1 = b.add(t, 1u32);
         let mbn_p = b.offset(c.mbrow, t1);
         let mbn = b.ld_global(mbn_p, 0);
-        c.norm.maxima.add(b, mbn);
-        c.norm.amax.add(b, c.amax);
-        for x in [c.mprime.h, c.mprime.l, k.h, k.l] {
-            c.norm.steps.add(b, x);
-        }
-        let d = c.norm.value(b);
+        let steps = [c.mprime.h, c.mprime.l, k.h, k.l];
+        let d = c.norm.add_step(b, &[mbn], Some(c.amax), &steps);
         assign(b, c.dprev, d);
     });
     store_norm(b, tid, c.dn, t, c.dprev);

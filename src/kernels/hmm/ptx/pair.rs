@@ -249,6 +249,26 @@ impl DNorm {
             steps: DComp::new(b),
         }
     }
+    /// One step's terms added (each of `maxima`, then `amax` if any, then
+    /// each of `steps`); the new [`value`](Self::value).
+    pub(crate) fn add_step(
+        self,
+        b: &mut KernelBuilder,
+        maxima: &[Reg<F32>],
+        amax: Option<Reg<F32>>,
+        steps: &[Reg<F32>],
+    ) -> DP {
+        for &x in maxima {
+            self.maxima.add(b, x);
+        }
+        if let Some(x) = amax {
+            self.amax.add(b, x);
+        }
+        for &x in steps {
+            self.steps.add(b, x);
+        }
+        self.value(b)
+    }
     /// `(maxima + amax) + steps`.
     pub(crate) fn value(self, b: &mut KernelBuilder) -> DP {
         let ab = padd(b, self.maxima.0, self.amax.0);
