@@ -107,17 +107,14 @@ fn sequences(ctx: &Context, times: usize) {
     assert_eq!(bits(st.to_vec(&outs[4]).unwrap()), bits(host.xi));
 }
 
-#[test]
-fn device_and_sim_warm_launches_generate_and_hash_nothing() {
-    let sim = Context::sim(Sm::Sm80);
-    launch(&sim, 1);
-    sequences(&sim, 1);
-    let (generated, printed) = (memo::generations(), memo::modules_printed());
-    launch(&sim, 200);
-    sequences(&sim, 2);
-    // Another context of the same target shares the memoised modules.
-    launch(&Context::sim(Sm::Sm80), 3);
-    sequences(&Context::sim(Sm::Sm80), 1);
+/// PTX generations and printed modules so far (process-wide).
+fn ptx_counts() -> (u64, u64) {
+    (memo::generations(), memo::modules_printed())
+}
+
+/// No PTX generated or printed since `counts` ([`ptx_counts`]).
+fn assert_no_ptx_since(counts: (u64, u64)) {
+    let (generated, printed) = counts;
     assert_eq!(
         memo::generations(),
         generated,
@@ -128,6 +125,20 @@ fn device_and_sim_warm_launches_generate_and_hash_nothing() {
         printed,
         "a warm launch printed PTX"
     );
+}
+
+#[test]
+fn device_and_sim_warm_launches_generate_and_hash_nothing() {
+    let sim = Context::sim(Sm::Sm80);
+    launch(&sim, 1);
+    sequences(&sim, 1);
+    let counts = ptx_counts();
+    launch(&sim, 200);
+    sequences(&sim, 2);
+    // Another context of the same target shares the memoised modules.
+    launch(&Context::sim(Sm::Sm80), 3);
+    sequences(&Context::sim(Sm::Sm80), 1);
+    assert_no_ptx_since(counts);
 
     let Some(ctx) = cuda_for_tests() else { return };
     launch(&ctx, 1);
@@ -135,20 +146,11 @@ fn device_and_sim_warm_launches_generate_and_hash_nothing() {
     let before = ctx
         .module_cache_stats()
         .expect("a GPU context has a JIT cache");
-    let (generated, printed) = (memo::generations(), memo::modules_printed());
+    let counts = ptx_counts();
     launch(&ctx, 200);
     sequences(&ctx, 2);
     let after = ctx.module_cache_stats().unwrap();
-    assert_eq!(
-        memo::generations(),
-        generated,
-        "a warm launch generated PTX"
-    );
-    assert_eq!(
-        memo::modules_printed(),
-        printed,
-        "a warm launch printed PTX"
-    );
+    assert_no_ptx_since(counts);
     assert_eq!(after.loads, before.loads, "a warm launch compiled");
     assert_eq!(
         after.text_hashes, before.text_hashes,
