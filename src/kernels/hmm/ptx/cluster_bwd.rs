@@ -20,7 +20,7 @@ use super::cluster::{
 use super::pair::{self as pp, DNorm, DP, Red, assign, padd, pexp, pmax2, pshift, psub};
 use super::{
     BackwardArgs, BackwardRegs, PREP_AMAX, PREP_DROW_H, PREP_DROW_L, PREP_ROWMAX, WARPS, builder,
-    ld_pair, ld_prep, st_pair, state_log, store_norm,
+    dead_back_state, ld_pair, ld_prep, st_pair, state_log, store_norm,
 };
 use crate::dsl::types::{F32, Reg, U32};
 use crate::dsl::{Cmp, KernelBuilder, PtxModule, SharedArray};
@@ -228,17 +228,8 @@ pub(super) fn backward_body(
                         is_dead,
                         |b| {
                             own_all(b, &ex, |b, i| {
-                                let inside = b.setp(Cmp::Lt, i, p.s);
-                                b.if_(inside, |b| {
-                                    let k = b.add(row, i);
-                                    let ninf = pp::constant(b, f32::NEG_INFINITY, 0.0);
-                                    st_pair(b, seq_bh, seq_bl, k, ninf);
-                                    st_pair(b, seq_rh, seq_rl, k, ninf);
-                                });
-                                let wv = b.selp(inside, -1f32, 0f32);
-                                let kw = b.add(wrow, i);
-                                let wp = b.offset(seq_w, kw);
-                                b.st_global(wp, 0, wv);
+                                let seq = [seq_bh, seq_bl, seq_rh, seq_rl, seq_w];
+                                dead_back_state(b, p.s, (row, wrow), i, seq);
                             });
                             b.if_(is_r0, |b| store_norm(b, tid, dn, t, dprev));
                             b.if_(lead, |b| {

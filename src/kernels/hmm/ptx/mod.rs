@@ -737,17 +737,8 @@ pub fn generate_backward(sm: Sm, cap: u32) -> Result<PtxModule> {
                         is_dead,
                         |b| {
                             b.for_range(tid, p.sp, nt, |b, i| {
-                                let inside = b.setp(Cmp::Lt, i, p.s);
-                                b.if_(inside, |b| {
-                                    let k = b.add(row, i);
-                                    let ninf = pp::constant(b, f32::NEG_INFINITY, 0.0);
-                                    st_pair(b, seq_bh, seq_bl, k, ninf);
-                                    st_pair(b, seq_rh, seq_rl, k, ninf);
-                                });
-                                let wv = b.selp(inside, -1f32, 0f32);
-                                let kw = b.add(wrow, i);
-                                let wp = b.offset(seq_w, kw);
-                                b.st_global(wp, 0, wv);
+                                let seq = [seq_bh, seq_bl, seq_rh, seq_rl, seq_w];
+                                dead_back_state(b, p.s, (row, wrow), i, seq);
                             });
                             store_norm(b, tid, dn, t, dprev);
                             let t0 = b.setp(Cmp::Eq, tid, 0u32);
@@ -791,6 +782,32 @@ pub fn generate_backward(sm: Sm, cap: u32) -> Result<PtxModule> {
         });
     });
     b.finish()
+}
+
+/// A dead backward step's state slot `i < S16` (no path from step `t`
+/// reaches the end): for `i < S` the `β̂` and `r` pairs
+/// (`seq = [bh, bl, rh, rl, w]`) at `row + i` are `−inf`, and `w` at
+/// `wrow + i` is `−1` (`0` past `S`). Shared by the one-CTA and the
+/// cluster backward kernels.
+pub(super) fn dead_back_state(
+    b: &mut KernelBuilder,
+    s: Reg<U32>,
+    (row, wrow): (Reg<U32>, Reg<U32>),
+    i: Reg<U32>,
+    seq: [GlobalPtr<F32>; 5],
+) {
+    let [seq_bh, seq_bl, seq_rh, seq_rl, seq_w] = seq;
+    let inside = b.setp(Cmp::Lt, i, s);
+    b.if_(inside, |b| {
+        let k = b.add(row, i);
+        let ninf = pp::constant(b, f32::NEG_INFINITY, 0.0);
+        st_pair(b, seq_bh, seq_bl, k, ninf);
+        st_pair(b, seq_rh, seq_rl, k, ninf);
+    });
+    let wv = b.selp(inside, -1f32, 0f32);
+    let kw = b.add(wrow, i);
+    let wp = b.offset(seq_w, kw);
+    b.st_global(wp, 0, wv);
 }
 
 /// Everything one live backward step uses.
