@@ -94,7 +94,8 @@ pub use builder::params;
 
 pub use builder::{
     BuildError, ClusterPtr, CpAsyncSize, DeviceFn, FnArg, FnValues, FragA, FragB, FragC, GlobalPtr,
-    IntoArg, IntoArgs, KernelBuilder, Label, LdmatrixInput, SharedArray, SharedPtr, Var,
+    IntoArg, IntoArgs, KernelBuilder, Label, LdmatrixInput, SharedArray, SharedMbarrier, SharedPtr,
+    Var,
 };
 pub use ir::{
     AtomOp, ClusterArrive, Cmp, Fp8Format, IntRounding, ReduxOp, Rounding, ShflMode, Special,
