@@ -11,6 +11,16 @@
 //! `ldmatrix`, `.shared::cluster`), local, parameter and constant accesses
 //! do not reach L2 and are not counted.
 //!
+//! **Bulk copies**: `cp.async.bulk` (global → shared, issue 31) counts
+//! its size once per issuing thread, whatever its address: one copy is one
+//! L2 read, and with `.multicast::cluster` that one read is delivered to
+//! the shared memory of every CTA in the mask, so a multicast counts its
+//! bytes **once**, not once per destination (the L2 saving multicast is
+//! for). Only a constant size is known to this static count; a copy whose
+//! size is in a register counts 0 bytes. The issuing thread should be
+//! chosen by a branch (`if_`), not a guard: a guarded copy's
+//! predicated-off issues count too.
+//!
 //! **How**: the simulator counts each PTX instruction's issues
 //! ([`crate::sim::Sim::last_launch_counts`]); the bytes are each memory
 //! instruction's count times its access size. An access whose address
@@ -37,6 +47,7 @@ pub(crate) fn access_bytes(op: &Op) -> u64 {
         }
         Op::Atom { sp, w, .. } if global(sp) => u64::from(*w) / 8,
         Op::CpAsync { size } => u64::from(*size),
+        Op::CpAsyncBulk { size, .. } => u64::from(*size),
         _ => 0,
     }
 }
@@ -136,6 +147,11 @@ pub(crate) fn global_bytes(e: &Entry, per_pc: &[u64]) -> u64 {
     for (i, &c) in e.insts.iter().zip(per_pc) {
         let b = access_bytes(&i.op);
         if b == 0 || c == 0 {
+            continue;
+        }
+        // a bulk copy is one whole read per issue (a multicast's too)
+        if matches!(i.op, Op::CpAsyncBulk { .. }) {
+            lanes += c * b;
             continue;
         }
         // The global address: `cp.async`'s source, else the first operand.
