@@ -171,6 +171,53 @@ impl KernelBuilder {
     /// 16; a constant that is not is [`BuildError::BulkCopySize`]) from
     /// global to this CTA's shared memory, both addresses 16-byte aligned;
     /// complete-tx of `bytes` on `bar` when they have landed.
+    ///
+    /// One thread initialises the barrier, announces the bytes and
+    /// issues the copy; every thread waits for phase 0, then reads the
+    /// tile (here on the simulator, as an implicit cluster of one CTA):
+    ///
+    /// ```
+    /// use ptxsmith::dsl::params::Ptr;
+    /// use ptxsmith::dsl::types::U32;
+    /// use ptxsmith::dsl::*;
+    /// use ptxsmith::exec::LaunchConfig;
+    /// use ptxsmith::sim::{Program, Sim};
+    /// use ptxsmith::{Sm, kernel_params};
+    ///
+    /// kernel_params! { struct Args => Regs { src: Ptr<U32>, dst: Ptr<U32> } }
+    /// let mut b = KernelBuilder::new("copy_tile", Sm::Sm90);
+    /// let Regs { src, dst } = b.params::<Args>();
+    /// let tile = b.shared_array::<U32>("tile", 64, 16);
+    /// let bar = b.shared_mbarrier("bar");
+    /// let t = b.tid_x();
+    /// let first = b.setp(Cmp::Eq, t, 0u32);
+    /// b.if_(first, |b| b.mbarrier_init(bar, 1u32));
+    /// b.bar_sync();
+    /// b.if_(first, |b| {
+    ///     let _ = b.mbarrier_arrive_expect_tx(bar, 256u32);
+    ///     let s = b.shared_elem(&tile, 0u32);
+    ///     b.cp_async_bulk(s, src, 256u32, bar);
+    /// });
+    /// b.mbarrier_wait(bar, 0u32);
+    /// let v = b.shared_elem(&tile, t);
+    /// let v = b.ld_shared(v, 0);
+    /// let o = b.offset(dst, t);
+    /// b.st_global(o, 0, v);
+    /// let m = b.finish()?;
+    ///
+    /// let mut sim = Sim::new(Sm::Sm90);
+    /// let words: Vec<u8> = (0..64u32).flat_map(|i| (i * 3).to_le_bytes()).collect();
+    /// let (s, d) = (sim.alloc(256)?, sim.alloc(256)?);
+    /// sim.write(s, &words)?;
+    /// let mut params = s.to_le_bytes().to_vec();
+    /// params.extend(d.to_le_bytes());
+    /// let prog = Program::parse(&m.ptx)?;
+    /// sim.launch_program_bytes(&prog, "copy_tile", LaunchConfig::linear(1, 64), &params)?;
+    /// let mut out = vec![0u8; 256];
+    /// sim.read(d, &mut out)?;
+    /// assert_eq!(out, words);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[track_caller]
     pub fn cp_async_bulk<E>(
         &mut self,

@@ -276,4 +276,46 @@ mod tests {
         let e = prog.entry("copy").unwrap();
         assert_eq!(global_bytes(e, s.last_launch_counts()), 256 + 32);
     }
+
+    /// A cluster of two where thread 0 of each CTA multicasts 128 bytes
+    /// into both CTAs: 2 copies of 128 bytes read from L2 (256 bytes), not
+    /// one per destination (512).
+    #[test]
+    fn a_multicast_bulk_copy_counts_its_bytes_once() {
+        use crate::dsl::Cmp;
+        use crate::dsl::params::ArgValue;
+        use crate::exec::LaunchConfig;
+        use crate::sim::Sim;
+        let mut b = KernelBuilder::new("mc", Sm::Sm90);
+        b.cluster_dims(2, 1, 1);
+        let CopyRegs { src, .. } = b.params::<CopyArgs>();
+        let tile = b.shared_array::<F32>("tile", 64, 16);
+        let bar = b.shared_mbarrier("bar");
+        let t = b.tid_x();
+        let first = b.setp(Cmp::Eq, t, 0u32);
+        b.if_(first, |b| {
+            b.mbarrier_init(bar, 1u32);
+            b.fence_mbarrier_init();
+        });
+        b.cluster_sync();
+        b.if_(first, |b| {
+            let _ = b.mbarrier_arrive_expect_tx(bar, 256u32);
+            let r = b.cluster_ctarank();
+            let h = b.mul_lo(r, 32u32);
+            let g = b.offset(src, h);
+            let s = b.shared_elem(&tile, h);
+            b.cp_async_bulk_multicast(s, g, 128u32, bar, 3u32);
+        });
+        b.mbarrier_wait(bar, 0u32);
+        b.cluster_sync();
+        let ptx = b.finish().unwrap().ptx;
+        let mut s = Sim::new(Sm::Sm90);
+        let a = s.alloc_zeroed(256).unwrap();
+        let prog = s.program(&ptx).unwrap();
+        let cfg = LaunchConfig::linear(2, 32);
+        s.launch_program(&prog, "mc", cfg, &[ArgValue::U64(a), ArgValue::U64(a)])
+            .unwrap();
+        let e = prog.entry("mc").unwrap();
+        assert_eq!(global_bytes(e, s.last_launch_counts()), 256);
+    }
 }
