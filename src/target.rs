@@ -521,7 +521,7 @@ impl fmt::Display for Feature {
             Feature::BlockScaleCvt => "block-scale cvt (e2m1x2/ue8m0x2)",
             Feature::Cluster => "thread-block clusters (mapa, shared::cluster, cluster barriers)",
             Feature::ClusterRelaxed => "relaxed cluster barrier arrive",
-            Feature::BulkCopy => "mbarrier transaction counts and cp.async.bulk",
+            Feature::BulkCopy => "mbarrier transaction counts and bulk async copies (multicast)",
         };
         f.write_str(s)
     }
