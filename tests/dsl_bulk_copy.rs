@@ -326,3 +326,88 @@ fn gates_and_ptxas() {
     let lower = m.ptx.replace(".version 8.0\n", ".version 7.8\n");
     assert!(tools.assemble(&lower, Sm::Sm90).is_err());
 }
+
+/// Clusters of two: rank 1's thread 0 arrives (remotely, release at
+/// cluster scope) on rank 0's barrier; rank 0's threads wait for the
+/// phase, then write `src[0] + t` to `out[t]`. `arrive`: rank 1 arrives at
+/// all. (No data is handed over through the barrier: the simulator's
+/// distributed shared-memory race check orders accesses of two CTAs by
+/// the cluster barrier only, and would call a store to the peer before
+/// the remote arrive and the peer's read after its wait a race.)
+fn remote_arrive(sm: Sm, arrive: bool) -> ptxsmith::Result<PtxModule> {
+    let mut b = KernelBuilder::new("remote_arrive", sm);
+    b.cluster_dims(2, 1, 1);
+    let p = b.params::<TileArgs>();
+    let bar = b.shared_mbarrier("bar");
+    let t = b.tid_x();
+    let rank = b.cluster_ctarank();
+    let first = b.setp(Cmp::Eq, t, 0u32);
+    b.if_(first, |b| {
+        b.mbarrier_init(bar, 1u32);
+        b.fence_mbarrier_init();
+    });
+    b.cluster_sync();
+    let r1 = b.setp(Cmp::Eq, rank, 1u32);
+    let producer = b.pand(r1, first);
+    if arrive {
+        b.if_(producer, |b| {
+            let rb = b.mapa_mbarrier(bar, 0u32);
+            b.mbarrier_arrive_remote(rb);
+        });
+    }
+    let r0 = b.setp(Cmp::Eq, rank, 0u32);
+    b.if_(r0, |b| {
+        b.mbarrier_wait(bar, 0u32);
+        let x = b.ld_global(p.src, 0);
+        let v = b.add(x, t);
+        let o = b.offset(p.out, t);
+        b.st_global(o, 0, v);
+    });
+    b.cluster_sync();
+    b.finish()
+}
+
+fn run_remote(m: &PtxModule) -> Result<Vec<u32>, SimError> {
+    let prog = Program::parse(&m.ptx)?;
+    let mut sim = Sim::new(Sm::Sm90);
+    let s = sim.alloc(4).unwrap();
+    sim.write(s, &0xC0FF_EE11u32.to_le_bytes()).unwrap();
+    let d = sim.alloc(32 * 4).unwrap();
+    sim.write(d, &[0; 128]).unwrap();
+    let mut params = s.to_le_bytes().to_vec();
+    params.extend(d.to_le_bytes());
+    sim.launch_program_bytes(&prog, &m.kernel, LaunchConfig::linear(2, 32), &params)?;
+    let mut raw = vec![0u8; 128];
+    sim.read(d, &mut raw).unwrap();
+    Ok(raw
+        .chunks(4)
+        .map(|x| u32::from_le_bytes([x[0], x[1], x[2], x[3]]))
+        .collect())
+}
+
+#[test]
+fn a_remote_arrive_completes_the_peers_phase() {
+    let m = remote_arrive(Sm::Sm90, true).unwrap();
+    assert!(
+        m.ptx
+            .contains("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%r"),
+        "{}",
+        m.ptx
+    );
+    let want: Vec<u32> = (0..32).map(|t| 0xC0FF_EE11 + t).collect();
+    assert_eq!(run_remote(&m).unwrap(), want);
+    // nobody arrives: rank 0's phase can never complete
+    let m = remote_arrive(Sm::Sm90, false).unwrap();
+    match run_remote(&m) {
+        Err(SimError::Deadlock { parked, .. }) => {
+            assert!(parked.contains("1 of 1 arrivals pending"), "{parked}")
+        }
+        other => panic!("{other:?}"),
+    }
+    if let Some(tools) = NvTools::for_tests() {
+        let m = remote_arrive(Sm::Sm90, true).unwrap();
+        if let Err(e) = tools.assemble(&m.ptx, Sm::Sm90) {
+            panic!("remote arrive rejected by ptxas: {e}\n{}", m.ptx);
+        }
+    }
+}

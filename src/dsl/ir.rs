@@ -635,6 +635,11 @@ pub(crate) enum Op {
         bar: RegId,
         tx: Option<Value>,
     },
+    /// `mbarrier.arrive.release.cluster.shared::cluster.b64 _, [bar]` (a
+    /// barrier of any CTA of the cluster, from `mapa`)
+    MbarArriveRemote {
+        bar: RegId,
+    },
     /// `mbarrier.try_wait.parity.shared::cta.b64 p, [bar], parity`
     MbarTryWait {
         p: RegId,
@@ -827,6 +832,7 @@ impl Op {
                 }
                 f(*state, false);
             }
+            Op::MbarArriveRemote { bar } => f(*bar, true),
             Op::MbarTryWait { p, bar, parity } => {
                 f(*bar, true);
                 v(parity, &mut f);
@@ -930,6 +936,7 @@ impl Op {
             Op::ClusterArrive(ClusterArrive::Relaxed) => Some(Feature::ClusterRelaxed),
             Op::MbarInit { .. }
             | Op::MbarArrive { .. }
+            | Op::MbarArriveRemote { .. }
             | Op::MbarTryWait { .. }
             | Op::FenceMbarInit
             | Op::FenceProxyAsync

@@ -630,6 +630,10 @@ fn op_text(op: &Op) -> String {
             reg(*bar),
             val(*tx)
         ),
+        Op::MbarArriveRemote { bar } => format!(
+            "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [{}];",
+            reg(*bar)
+        ),
         Op::MbarTryWait { p, bar, parity } => format!(
             "mbarrier.try_wait.parity.shared::cta.b64 {}, [{}], {};",
             reg(*p),

@@ -557,9 +557,12 @@ pub enum Op {
     /// `interp::bulk`).
     MbarInit,
     /// `mbarrier.arrive{.expect_tx}.shared{::cta}.b64 d0, [s0+off]{, s1}`:
-    /// d0 the opaque state (the phase number).
+    /// d0 the opaque state (the phase number); `remote`:
+    /// `mbarrier.arrive.release.cluster.shared::cluster.b64 _, [s0+off]`
+    /// (a barrier of any CTA of the cluster).
     MbarArrive {
         tx: bool,
+        remote: bool,
     },
     /// `mbarrier.try_wait.parity.shared{::cta}.b64 d0, [s0+off], s1`: parks
     /// the thread while the phase of parity `s1 & 1` has not completed.

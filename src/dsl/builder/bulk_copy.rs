@@ -63,6 +63,13 @@ impl SharedMbarrier {
     }
 }
 
+/// An mbarrier of another CTA of the cluster (its 32-bit
+/// `.shared::cluster` address), made by [`KernelBuilder::mapa_mbarrier`].
+#[derive(Debug, Clone, Copy)]
+pub struct ClusterMbarrier {
+    pub(crate) reg: Reg<U32>,
+}
+
 impl KernelBuilder {
     /// Declare a shared `.b64` mbarrier named `name` (8-byte aligned) and
     /// take its address. Initialise it with
@@ -118,6 +125,31 @@ impl KernelBuilder {
             bar: bar.reg.id(),
             tx: Some(tx.v),
         })
+    }
+
+    /// The same barrier as `bar` in the CTA of rank `rank` of the cluster
+    /// (`mapa.shared::cluster.u32`; the rank must be below
+    /// `%cluster_nctarank`).
+    #[track_caller]
+    pub fn mapa_mbarrier(
+        &mut self,
+        bar: SharedMbarrier,
+        rank: impl Into<Src<U32>>,
+    ) -> ClusterMbarrier {
+        let p = super::memory::SharedPtr::<U64>::from_reg(bar.reg);
+        ClusterMbarrier {
+            reg: self.mapa(p, rank).addr(),
+        }
+    }
+
+    /// `mbarrier.arrive.release.cluster.shared::cluster.b64 _, [bar]`: one
+    /// arrival on a barrier of another CTA of the cluster (release at
+    /// cluster scope: this thread's earlier accesses are visible to the
+    /// threads whose wait sees the phase complete), e.g. "this CTA has
+    /// read the buffer the peer multicasts into".
+    #[track_caller]
+    pub fn mbarrier_arrive_remote(&mut self, bar: ClusterMbarrier) {
+        self.push(Op::MbarArriveRemote { bar: bar.reg.id() });
     }
 
     /// `mbarrier.try_wait.parity.shared::cta.b64 p, [bar], parity`: whether

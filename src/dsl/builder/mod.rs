@@ -63,7 +63,7 @@ mod var;
 
 pub use self::core::{KernelBuilder, Label};
 pub use async_copy::CpAsyncSize;
-pub use bulk_copy::SharedMbarrier;
+pub use bulk_copy::{ClusterMbarrier, SharedMbarrier};
 pub use cluster::ClusterPtr;
 pub use error::BuildError;
 pub use func::{DeviceFn, FnArg, FnReg, FnVal, FnValues, IntoArg, IntoArgs};

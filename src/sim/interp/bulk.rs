@@ -56,9 +56,18 @@
 //! `fence.mbarrier_init` and cluster barrier); with checks on, two pending
 //! copies to one byte and a shared access to a pending copy's bytes by a
 //! thread of the destination CTA. Not modelled: `.shared::cluster`
-//! accesses of another CTA to a pending copy's bytes, and the
+//! accesses of another CTA to a pending copy's bytes; the
 //! generic/async proxy ordering `fence.proxy.async` provides (fences are
-//! no-ops of the simulator).
+//! no-ops of the simulator); whether an init is visible to the peers (only
+//! that it happened before their copy or arrive); and the ordering a
+//! remote `mbarrier.arrive.release.cluster` and the peer's wait give to
+//! other accesses: the distributed shared-memory race check
+//! (`interp::cluster`) orders two CTAs' accesses by the cluster barrier
+//! only, so data handed to a peer with `st.shared::cluster` before a
+//! remote arrive is reported as a race.
+//!
+//! `mbarrier.arrive.release.cluster.shared::cluster.b64 _, [a]` arrives
+//! on the barrier of the CTA `a` names (from `mapa`).
 //!
 //! [`SimError::BulkCopy`]: crate::sim::SimError::BulkCopy
 //! [`SimError::Deadlock`]: crate::sim::SimError::Deadlock
@@ -235,11 +244,40 @@ impl Exec<'_> {
     }
 
     /// `mbarrier.arrive{.expect_tx} d, [s0+off]{, s1}`: the state (the
-    /// phase number before the arrive).
-    pub(crate) fn exec_mbar_arrive(&mut self, rf: &[u64], i: &XInst, tx: bool) -> Res<u64> {
-        let o = self.mbar_off(rf, i)?;
+    /// phase number before the arrive); `remote`: the barrier is a
+    /// `.shared::cluster` address of any CTA of the cluster.
+    pub(crate) fn exec_mbar_arrive(
+        &mut self,
+        rf: &[u64],
+        i: &XInst,
+        tx: bool,
+        remote: bool,
+    ) -> Res<u64> {
+        let (rank, o) = if remote {
+            let a = reg(rf, i.s[0]).wrapping_add(i.off as u64) & 0xFFFF_FFFF;
+            let (n, cur) = self.cluster_ranks();
+            let rank = match a >> RANK_SHIFT {
+                0 => cur,
+                h => (h - 1) as usize,
+            };
+            let o = a & OFFSET_MASK;
+            if !a.is_multiple_of(8) {
+                return fault(Fault::Misaligned(Space::SharedCluster, a, 8));
+            }
+            if rank >= n || o + 8 > self.k.smem as u64 {
+                return fault(Fault::Oob(Space::SharedCluster, a, 8));
+            }
+            if self.rank_exited(rank) {
+                return misuse(format!(
+                    "a remote mbarrier.arrive on rank {rank}, which has exited"
+                ));
+            }
+            (rank, o as u32)
+        } else {
+            (self.cluster_ranks().1, self.mbar_off(rf, i)?)
+        };
         let n = if tx { reg(rf, i.s[1]) & 0xFFFF_FFFF } else { 0 };
-        let Some(b) = self.cta.bulk.bar(o) else {
+        let Some(b) = self.cta_of(rank).bulk.bar(o) else {
             return uninit(o);
         };
         if b.pending == 0 {

@@ -380,7 +380,7 @@ impl Exec<'_> {
             Op::CpAsyncWait { n } => tri!(self.exec_cp_wait(t, pc, n)),
             Op::Vprintf => tri!(self.exec_vprintf(t, pc, rf, i)),
             Op::MbarInit => tri!(self.exec_mbar_init(rf, i)),
-            Op::MbarArrive { tx } => match self.exec_mbar_arrive(rf, i, tx) {
+            Op::MbarArrive { tx, remote } => match self.exec_mbar_arrive(rf, i, tx, remote) {
                 Ok(v) => out!(v),
                 Err(f) => return self.raise(f),
             },

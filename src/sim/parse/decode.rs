@@ -142,7 +142,7 @@ impl Decoder<'_> {
             .replace("shared::cluster", "shared_cluster");
         // `.shared::cluster` only with `ld`, `st`, `mapa` and the bulk copy
         // (sm_90+)
-        let cluster_ok = matches!(base, "ld" | "st" | "mapa" | "cp");
+        let cluster_ok = matches!(base, "ld" | "st" | "mapa" | "cp" | "mbarrier");
         if norm.contains("::cluster") || norm.contains("::func") {
             return unsup("cluster / function state spaces");
         }

@@ -197,10 +197,12 @@ impl Decoder<'_> {
             .copied()
             .filter(|m| !matches!(*m, "release" | "acquire" | "cta"))
             .collect();
+        let arrive = |tx, remote| Op::MbarArrive { tx, remote };
         let (op, nops, dst) = match rest.as_slice() {
             ["init", "shared", "b64"] => (Op::MbarInit, 2, false),
-            ["arrive", "shared", "b64"] => (Op::MbarArrive { tx: false }, 2, true),
-            ["arrive", "expect_tx", "shared", "b64"] => (Op::MbarArrive { tx: true }, 3, true),
+            ["arrive", "shared", "b64"] => (arrive(false, false), 2, true),
+            ["arrive", "expect_tx", "shared", "b64"] => (arrive(true, false), 3, true),
+            ["arrive", "cluster", "shared_cluster", "b64"] => (arrive(false, true), 2, true),
             ["try_wait", "parity", "shared", "b64"] => (Op::MbarTryWait, 3, true),
             _ => return unsup(format!("mbarrier form `mbarrier.{}`", mods.join("."))),
         };
@@ -212,8 +214,13 @@ impl Decoder<'_> {
         } else {
             ops
         };
-        let (a, off, sp) = self.mem_operand(&ops[0], Space::Shared)?;
-        if sp != Space::Shared {
+        let space = if matches!(op, Op::MbarArrive { remote: true, .. }) {
+            Space::SharedCluster
+        } else {
+            Space::Shared
+        };
+        let (a, off, sp) = self.mem_operand(&ops[0], space)?;
+        if sp != space {
             return perr("mbarrier objects are in .shared");
         }
         i.s[0] = a;
