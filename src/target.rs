@@ -430,6 +430,20 @@ pub enum Feature {
     /// "Modifier '.relaxed' on 'barrier.cluster.arrive' requires PTX ISA
     /// .version 8.0 or later").
     ClusterRelaxed,
+    /// Shared-memory barriers with transaction counts and bulk copies
+    /// (sm_90, PTX 8.0; issue 31): `mbarrier.init`/`arrive`/
+    /// `arrive.expect_tx`/`try_wait.parity` on `.shared::cta`,
+    /// `fence.mbarrier_init.release.cluster`, `fence.proxy.async.shared::cta`
+    /// and `cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes`
+    /// with the optional `.multicast::cluster`. The PTX ISA's pages give
+    /// the base `mbarrier` forms sm_80/PTX 7.0 (`.shared::cta` PTX 7.8) and
+    /// `try_wait` sm_90/PTX 7.8, but `expect_tx`, the fences and
+    /// `cp.async.bulk` need sm_90 and PTX 8.0 (ptxas 12.9: "Feature
+    /// 'mbarrier.arrive.expect_tx' requires PTX ISA .version 8.0 or
+    /// later", "Modifier '.mbarrier_init' requires .target sm_90 or
+    /// higher"), and the DSL's barrier exists for the bulk copies, so the
+    /// family is gated as one.
+    BulkCopy,
 }
 
 impl Feature {
@@ -448,7 +462,7 @@ impl Feature {
             | Feature::MmaSync
             | Feature::CpAsync => Sm::Sm80,
             Feature::Fp8Cvt => Sm::Sm89,
-            Feature::Cluster | Feature::ClusterRelaxed => Sm::Sm90,
+            Feature::Cluster | Feature::ClusterRelaxed | Feature::BulkCopy => Sm::Sm90,
             Feature::BlockScaleCvt => Sm::Sm100a,
         }
     }
@@ -475,7 +489,7 @@ impl Feature {
             // .version 8.6 or later"; sm_120a itself needs 8.7.
             Feature::BlockScaleCvt => PtxVersion::new(8, 6),
             Feature::Cluster => PtxVersion::new(7, 8),
-            Feature::ClusterRelaxed => PtxVersion::new(8, 0),
+            Feature::ClusterRelaxed | Feature::BulkCopy => PtxVersion::new(8, 0),
         }
     }
 
@@ -507,6 +521,7 @@ impl fmt::Display for Feature {
             Feature::BlockScaleCvt => "block-scale cvt (e2m1x2/ue8m0x2)",
             Feature::Cluster => "thread-block clusters (mapa, shared::cluster, cluster barriers)",
             Feature::ClusterRelaxed => "relaxed cluster barrier arrive",
+            Feature::BulkCopy => "mbarrier transaction counts and bulk async copies (multicast)",
         };
         f.write_str(s)
     }

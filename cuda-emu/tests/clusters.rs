@@ -5,7 +5,9 @@
 //! not a multiple of the shape, a shape other than the kernel's, and a
 //! cluster on an sm_80 device; the cluster function and device
 //! attributes; a planted race between the CTAs of a cluster is the
-//! launch's sticky fault.
+//! launch's sticky fault; a cluster of two filling each CTA's shared tile
+//! with `cp.async.bulk ... .multicast::cluster` halves on `mbarrier`s
+//! (issue 31) runs through the emulator with the host's result.
 
 use std::ffi::c_void;
 use std::ptr::null_mut;
@@ -220,4 +222,73 @@ fn clusters_are_refused_on_an_sm_80_device() {
     );
     ok(launch_ex(f, 2, s, d, &mut [cluster_attr(1)]));
     assert_eq!(read_u32(d, src.len()), src);
+}
+
+/// Clusters of two: rank `r` multicasts words `32r..32r+32` of tile
+/// `%clusterid.x` (64 words) of `src` into both CTAs' `tile`, completing
+/// on each CTA's mbarrier; after the wait thread `t` writes `tile[t]` and
+/// `tile[t + 32]` to `dst[64·ctaid + ..]`.
+fn multicast_tile() -> PtxModule {
+    let mut b = KernelBuilder::new("multicast_tile", Sm::Sm90);
+    b.cluster_dims(2, 1, 1);
+    let p = b.params::<Args>();
+    let tile = b.shared_array::<U32>("tile", 2 * THREADS, 16);
+    let bar = b.shared_mbarrier("bar");
+    let t = b.tid_x();
+    let first = b.setp(Cmp::Eq, t, 0u32);
+    b.if_(first, |b| {
+        b.mbarrier_init(bar, 1u32);
+        b.fence_mbarrier_init();
+    });
+    b.cluster_sync();
+    b.if_(first, |b| {
+        let _ = b.mbarrier_arrive_expect_tx(bar, 8 * THREADS);
+        let rank = b.cluster_ctarank();
+        let cid = b.clusterid_x();
+        let half = b.mul_lo(rank, THREADS);
+        let w = b.mad_lo(cid, 2 * THREADS, half);
+        let g = b.offset(p.src, w);
+        let s = b.shared_elem(&tile, half);
+        b.cp_async_bulk_multicast(s, g, 4 * THREADS, bar, 0b11u32);
+    });
+    b.mbarrier_wait(bar, 0u32);
+    let cta = b.ctaid_x();
+    let base = b.mad_lo(cta, 2 * THREADS, t);
+    let out = b.offset(p.dst, base);
+    let s = b.shared_elem(&tile, t);
+    let lo = b.ld_shared(s, 0);
+    let hi = b.ld_shared(s, THREADS as i32);
+    b.st_global(out, 0, lo);
+    b.st_global(out, THREADS as i32, hi);
+    b.cluster_sync();
+    b.finish().unwrap()
+}
+
+#[test]
+fn a_multicast_bulk_copy_fills_both_ctas_of_a_cluster() {
+    let _c = TestCtx::new();
+    let blocks = 4;
+    let src: Vec<u32> = (0..blocks * THREADS)
+        .map(|i| i.wrapping_mul(0x9E37_79B9) ^ 0x5A5A)
+        .collect();
+    let want: Vec<u32> = (0..blocks * 2 * THREADS)
+        .map(|i| {
+            let (cta, w) = (i / (2 * THREADS), i % (2 * THREADS));
+            src[((cta / 2) * 2 * THREADS + w) as usize]
+        })
+        .collect();
+    let s = alloc(src.len() * 4);
+    ok(htod(s, &src));
+    let d = alloc(want.len() * 4);
+    let f = function(load(&multicast_tile().ptx), "multicast_tile").unwrap();
+    ok(launch(
+        f,
+        blocks,
+        THREADS,
+        0,
+        CUstream::default(),
+        &[Arg::U64(s), Arg::U64(d)],
+    ));
+    ok(ctx_sync());
+    assert_eq!(read_u32(d, want.len()), want);
 }

@@ -624,6 +624,41 @@ pub(crate) enum Op {
     ClusterWait,
     /// `fence.acq_rel.cluster`
     FenceCluster,
+    /// `mbarrier.init.shared::cta.b64 [bar], count`
+    MbarInit {
+        bar: RegId,
+        count: Value,
+    },
+    /// `mbarrier.arrive{.expect_tx}.shared::cta.b64 state, [bar]{, tx}`
+    MbarArrive {
+        state: RegId,
+        bar: RegId,
+        tx: Option<Value>,
+    },
+    /// `mbarrier.arrive.release.cluster.shared::cluster.b64 _, [bar]` (a
+    /// barrier of any CTA of the cluster, from `mapa`)
+    MbarArriveRemote {
+        bar: RegId,
+    },
+    /// `mbarrier.try_wait.parity.shared::cta.b64 p, [bar], parity`
+    MbarTryWait {
+        p: RegId,
+        bar: RegId,
+        parity: Value,
+    },
+    /// `fence.mbarrier_init.release.cluster`
+    FenceMbarInit,
+    /// `fence.proxy.async.shared::cta`
+    FenceProxyAsync,
+    /// `cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes
+    /// {.multicast::cluster} [dst], [src], size, [bar]{, mask}`
+    CpAsyncBulk {
+        dst: RegId,
+        src: RegId,
+        size: Value,
+        bar: RegId,
+        mask: Option<Value>,
+    },
     Label(u32),
     Bra {
         target: u32,
@@ -786,6 +821,38 @@ impl Op {
                     v(n, &mut f);
                 }
             }
+            Op::MbarInit { bar, count } => {
+                f(*bar, true);
+                v(count, &mut f);
+            }
+            Op::MbarArrive { state, bar, tx } => {
+                f(*bar, true);
+                if let Some(x) = tx {
+                    v(x, &mut f);
+                }
+                f(*state, false);
+            }
+            Op::MbarArriveRemote { bar } => f(*bar, true),
+            Op::MbarTryWait { p, bar, parity } => {
+                f(*bar, true);
+                v(parity, &mut f);
+                f(*p, false);
+            }
+            Op::CpAsyncBulk {
+                dst,
+                src,
+                size,
+                bar,
+                mask,
+            } => {
+                f(*dst, true);
+                f(*src, true);
+                v(size, &mut f);
+                f(*bar, true);
+                if let Some(m) = mask {
+                    v(m, &mut f);
+                }
+            }
             Op::Pack4x8 { d, b } => {
                 for r in b {
                     f(*r, true);
@@ -837,6 +904,8 @@ impl Op {
             | Op::ClusterArrive(_)
             | Op::ClusterWait
             | Op::FenceCluster
+            | Op::FenceMbarInit
+            | Op::FenceProxyAsync
             | Op::Comment(_) => {}
         }
     }
@@ -865,6 +934,13 @@ impl Op {
             Op::Ldmatrix { .. } => Some(Feature::Ldmatrix),
             Op::CpAsync { .. } | Op::CpAsyncCommit | Op::CpAsyncWait(_) => Some(Feature::CpAsync),
             Op::ClusterArrive(ClusterArrive::Relaxed) => Some(Feature::ClusterRelaxed),
+            Op::MbarInit { .. }
+            | Op::MbarArrive { .. }
+            | Op::MbarArriveRemote { .. }
+            | Op::MbarTryWait { .. }
+            | Op::FenceMbarInit
+            | Op::FenceProxyAsync
+            | Op::CpAsyncBulk { .. } => Some(Feature::BulkCopy),
             Op::Mapa { .. }
             | Op::IsExplicitCluster { .. }
             | Op::ClusterArrive(_)

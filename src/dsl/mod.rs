@@ -93,8 +93,9 @@ pub mod types;
 pub use builder::params;
 
 pub use builder::{
-    BuildError, ClusterPtr, CpAsyncSize, DeviceFn, FnArg, FnValues, FragA, FragB, FragC, GlobalPtr,
-    IntoArg, IntoArgs, KernelBuilder, Label, LdmatrixInput, SharedArray, SharedPtr, Var,
+    BuildError, ClusterMbarrier, ClusterPtr, CpAsyncSize, DeviceFn, FnArg, FnValues, FragA, FragB,
+    FragC, GlobalPtr, IntoArg, IntoArgs, KernelBuilder, Label, LdmatrixInput, SharedArray,
+    SharedMbarrier, SharedPtr, Var,
 };
 pub use ir::{
     AtomOp, ClusterArrive, Cmp, Fp8Format, IntRounding, ReduxOp, Rounding, ShflMode, Special,

@@ -604,6 +604,63 @@ fn op_text(op: &Op) -> String {
             )
         }
         Op::BarSync => "bar.sync 0;".to_string(),
+        Op::MbarInit { bar, count } => {
+            format!(
+                "mbarrier.init.shared::cta.b64 [{}], {};",
+                reg(*bar),
+                val(*count)
+            )
+        }
+        Op::MbarArrive {
+            state,
+            bar,
+            tx: None,
+        } => format!(
+            "mbarrier.arrive.shared::cta.b64 {}, [{}];",
+            reg(*state),
+            reg(*bar)
+        ),
+        Op::MbarArrive {
+            state,
+            bar,
+            tx: Some(tx),
+        } => format!(
+            "mbarrier.arrive.expect_tx.shared::cta.b64 {}, [{}], {};",
+            reg(*state),
+            reg(*bar),
+            val(*tx)
+        ),
+        Op::MbarArriveRemote { bar } => format!(
+            "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [{}];",
+            reg(*bar)
+        ),
+        Op::MbarTryWait { p, bar, parity } => format!(
+            "mbarrier.try_wait.parity.shared::cta.b64 {}, [{}], {};",
+            reg(*p),
+            reg(*bar),
+            val(*parity)
+        ),
+        Op::FenceMbarInit => "fence.mbarrier_init.release.cluster;".to_string(),
+        Op::FenceProxyAsync => "fence.proxy.async.shared::cta;".to_string(),
+        Op::CpAsyncBulk {
+            dst,
+            src,
+            size,
+            bar,
+            mask,
+        } => format!(
+            "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes{} [{}], [{}], {}, [{}]{};",
+            if mask.is_some() {
+                ".multicast::cluster"
+            } else {
+                ""
+            },
+            reg(*dst),
+            reg(*src),
+            val(*size),
+            reg(*bar),
+            mask.map_or(String::new(), |m| format!(", {}", val(m)))
+        ),
         Op::Mapa { d, a, rank } => format!(
             "mapa.shared::cluster.u32 {}, {}, {};",
             reg(*d),

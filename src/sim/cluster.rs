@@ -16,7 +16,9 @@ use crate::exec::LaunchConfig;
 use crate::target::Sm;
 
 /// Whether entry `e` uses a cluster feature (`mapa`, `barrier.cluster`,
-/// `.shared::cluster`, a cluster special register): it then runs as
+/// `.shared::cluster`, a cluster special register, an `mbarrier` or a
+/// bulk copy: the simulator runs those on the cluster schedule, whose
+/// parking of `mbarrier.try_wait` lets the other CTAs go on): it then runs as
 /// clusters of one CTA when the launch names no cluster shape (the GPU's
 /// implicit 1×1×1 clusters).
 fn uses_cluster(e: &Entry) -> bool {
@@ -27,6 +29,10 @@ fn uses_cluster(e: &Entry) -> bool {
             Op::Mapa
                 | Op::ClusterArrive { .. }
                 | Op::ClusterWait
+                | Op::MbarInit
+                | Op::MbarArrive { .. }
+                | Op::MbarTryWait
+                | Op::CpAsyncBulk { .. }
                 | Op::Ld {
                     sp: Space::SharedCluster,
                     ..

@@ -277,6 +277,10 @@ pub(crate) fn src_reads(op: &Op) -> &'static [usize] {
         // destination, source, source offset, source size
         Op::CpAsync { .. } => ABCD,
         Op::CpAsyncCommit | Op::CpAsyncWait { .. } => NONE,
+        // barrier, count / byte count / parity
+        Op::MbarInit | Op::MbarArrive { .. } | Op::MbarTryWait => AB,
+        // destination, source, size, barrier, mask
+        Op::CpAsyncBulk { .. } => &[0, 1, 2, 3, 4],
     }
 }
 
@@ -305,7 +309,9 @@ pub(crate) fn dst_writes(op: &Op) -> &'static [usize] {
         | Op::ClusterWait
         | Op::CpAsync { .. }
         | Op::CpAsyncCommit
-        | Op::CpAsyncWait { .. } => NONE,
+        | Op::CpAsyncWait { .. }
+        | Op::MbarInit
+        | Op::CpAsyncBulk { .. } => NONE,
         _ => D,
     }
 }
@@ -470,6 +476,12 @@ pub(crate) fn lower(e: &Entry) -> Code {
             }
             Op::Exit | Op::Trap | Op::CallTooDeep | Op::AssertFail => leader[pc + 1] = true,
             op if op.is_sync() => leader[pc + 1] = true,
+            // a thread parked at `mbarrier.try_wait` runs it again: it
+            // must start a block
+            Op::MbarTryWait => {
+                leader[pc] = true;
+                leader[pc + 1] = true;
+            }
             _ => {}
         }
     }
@@ -535,6 +547,10 @@ pub(crate) fn lower(e: &Entry) -> Code {
                     | Op::Mapa
                     | Op::ClusterArrive { .. }
                     | Op::ClusterWait
+                    | Op::MbarInit
+                    | Op::MbarArrive { .. }
+                    | Op::MbarTryWait
+                    | Op::CpAsyncBulk { .. }
             )
     });
     Code {

@@ -62,6 +62,8 @@ pub(crate) struct CtaState {
     pub probe: Option<Box<super::checks::probe::Probe>>,
     /// The pending `cp.async`s (`interp::async_copy`).
     pub asyncs: super::interp::async_copy::AsyncCopies,
+    /// The mbarriers and pending bulk copies (`interp::bulk`).
+    pub bulk: super::interp::bulk::BulkState,
     /// The CTA's same-value write-write conflicts in shared memory
     /// (`checks::benign`).
     pub same: super::checks::benign::SameWrites,
@@ -183,6 +185,7 @@ impl CtaState {
                 checks && code.insts.iter().any(|i| i.op.is_cp_async()),
             ),
             same: Default::default(),
+            bulk: Default::default(),
         }
     }
 
@@ -208,6 +211,7 @@ impl CtaState {
         self.pc.fill(0);
         self.state.fill(TState::Run);
         self.same = Default::default();
+        self.bulk.reset();
         if !checks {
             self.shared.fill(0);
         }

@@ -393,6 +393,22 @@ pub enum SimError {
         size: u64,
     },
 
+    /// Misuse of an `mbarrier` or a `cp.async.bulk` (`interp::bulk`): a
+    /// barrier used before `mbarrier.init`, more arrivals than its count,
+    /// a bulk copy whose size is not a non-zero multiple of 16, whose
+    /// multicast mask names no CTA or one outside the cluster, whose
+    /// destination CTA has not initialised the barrier (a missing
+    /// `fence.mbarrier_init` and cluster barrier), two pending copies to
+    /// one byte, or a shared access to the bytes of a pending copy (a read
+    /// before the wait on its barrier).
+    #[error("mbarrier / bulk copy misuse: {message}: {site}")]
+    BulkCopy {
+        /// The thread and instruction of the finding.
+        site: Box<Site>,
+        /// What is wrong, with the values.
+        message: String,
+    },
+
     /// Misuse of `barrier.cluster`: a second arrive before the thread's
     /// wait, or a wait without an arrive.
     #[error("cluster barrier misuse: {message}: {site}")]

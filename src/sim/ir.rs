@@ -553,6 +553,28 @@ pub enum Op {
     CpAsyncWait {
         n: Option<u32>,
     },
+    /// `mbarrier.init.shared{::cta}.b64 [s0+off], s1` (sm_90 here; see
+    /// `interp::bulk`).
+    MbarInit,
+    /// `mbarrier.arrive{.expect_tx}.shared{::cta}.b64 d0, [s0+off]{, s1}`:
+    /// d0 the opaque state (the phase number); `remote`:
+    /// `mbarrier.arrive.release.cluster.shared::cluster.b64 _, [s0+off]`
+    /// (a barrier of any CTA of the cluster).
+    MbarArrive {
+        tx: bool,
+        remote: bool,
+    },
+    /// `mbarrier.try_wait.parity.shared{::cta}.b64 d0, [s0+off], s1`: parks
+    /// the thread while the phase of parity `s1 & 1` has not completed.
+    MbarTryWait,
+    /// `cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes
+    /// {.multicast::cluster} [s0+off], [s1], s2, [s3]{, s4}`: s2 the size,
+    /// s3 the barrier, s4 the CTA mask; `size` the size if it is an
+    /// immediate (0 for a register), for the L2 traffic model.
+    CpAsyncBulk {
+        multicast: bool,
+        size: u32,
+    },
     /// The `vprintf` builtin (an inlined `call vprintf`): d0 = the
     /// returned argument count, s0 = format address, s1 = argument buffer.
     Vprintf,

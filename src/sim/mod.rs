@@ -334,6 +334,13 @@
 //!   Launches in clusters: [`Sim::launch_program_bytes_clustered`] or an
 //!   entry's `.reqnctapercluster`; the grid must be a multiple of the
 //!   shape.
+//! * `mbarrier` and `cp.async.bulk` (sm_90, PTX 8.0; `interp::bulk` has
+//!   the rules): barrier phases, pending arrivals and tx-counts; a bulk
+//!   copy (with `.multicast::cluster`, into every CTA of its mask) lands
+//!   at the wait that needs it; [`SimError::BulkCopy`] for a read of its
+//!   bytes before that wait, a mask past the cluster, an odd size, a
+//!   barrier used before its init (also in a peer CTA); a wait whose phase
+//!   can never complete is a [`SimError::Deadlock`].
 //!
 //! Launch validation ([`SimError::InvalidLaunch`]): non-zero grid and block,
 //! block ≤ (1024, 1024, 64) and ≤ 1024 threads, grid ≤ (2³¹−1, 65535,

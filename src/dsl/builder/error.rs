@@ -272,4 +272,32 @@ pub enum BuildError {
         /// What failed, with the values.
         message: String,
     },
+
+    /// A constant `cp.async.bulk` size that is zero or not a multiple of
+    /// 16 bytes (PTX ISA "cp.async.bulk": the size must be a multiple of
+    /// 16).
+    #[error("cp.async.bulk of {bytes} bytes: the size must be a non-zero multiple of 16")]
+    BulkCopySize {
+        /// The size given.
+        bytes: u64,
+    },
+
+    /// A constant `.multicast::cluster` CTA mask that names no CTA or a
+    /// bit past the 16 a `ctaMask` has.
+    #[error("cp.async.bulk multicast mask {mask:#x}: must name 1 to 16 CTAs (bits 0..16)")]
+    ClusterMask {
+        /// The mask given.
+        mask: u64,
+    },
+
+    /// A constant `mbarrier` count out of its range (PTX ISA "Contents of
+    /// the mbarrier object": the expected arrival count is 1 to 2²⁰ − 1,
+    /// the tx-count −(2²⁰ − 1) to 2²⁰ − 1).
+    #[error("mbarrier {what} {value} is outside 1..=1048575")]
+    MbarrierCount {
+        /// `"arrival count"` or `"expect_tx byte count"`.
+        what: &'static str,
+        /// The value given.
+        value: u64,
+    },
 }

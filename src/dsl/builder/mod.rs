@@ -27,6 +27,8 @@
 //!   fragments ([`FragA`], [`FragB`], [`FragC`]);
 //! * `ldmatrix`: `ldmatrix` into `mma.sync` fragments;
 //! * `async_copy`: `cp.async` and its commit/wait groups;
+//! * `bulk_copy`: shared-memory barriers (`mbarrier`) and bulk copies
+//!   (`cp.async.bulk`, optionally multicast to the CTAs of a cluster);
 //! * `control`: predicates, branches and structured control flow,
 //!   barriers and warp operations;
 //! * `loops`: grid-stride loops;
@@ -41,6 +43,7 @@
 
 mod async_copy;
 mod block_scale;
+mod bulk_copy;
 mod cluster;
 mod control;
 mod convert;
@@ -60,6 +63,7 @@ mod var;
 
 pub use self::core::{KernelBuilder, Label};
 pub use async_copy::CpAsyncSize;
+pub use bulk_copy::{ClusterMbarrier, SharedMbarrier};
 pub use cluster::ClusterPtr;
 pub use error::BuildError;
 pub use func::{DeviceFn, FnArg, FnReg, FnVal, FnValues, IntoArg, IntoArgs};

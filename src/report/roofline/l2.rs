@@ -11,6 +11,16 @@
 //! `ldmatrix`, `.shared::cluster`), local, parameter and constant accesses
 //! do not reach L2 and are not counted.
 //!
+//! **Bulk copies**: `cp.async.bulk` (global → shared, issue 31) counts
+//! its size once per issuing thread, whatever its address: one copy is one
+//! L2 read, and with `.multicast::cluster` that one read is delivered to
+//! the shared memory of every CTA in the mask, so a multicast counts its
+//! bytes **once**, not once per destination (the L2 saving multicast is
+//! for). Only a constant size is known to this static count; a copy whose
+//! size is in a register counts 0 bytes. The issuing thread should be
+//! chosen by a branch (`if_`), not a guard: a guarded copy's
+//! predicated-off issues count too.
+//!
 //! **How**: the simulator counts each PTX instruction's issues
 //! ([`crate::sim::Sim::last_launch_counts`]); the bytes are each memory
 //! instruction's count times its access size. An access whose address
@@ -37,6 +47,7 @@ pub(crate) fn access_bytes(op: &Op) -> u64 {
         }
         Op::Atom { sp, w, .. } if global(sp) => u64::from(*w) / 8,
         Op::CpAsync { size } => u64::from(*size),
+        Op::CpAsyncBulk { size, .. } => u64::from(*size),
         _ => 0,
     }
 }
@@ -136,6 +147,11 @@ pub(crate) fn global_bytes(e: &Entry, per_pc: &[u64]) -> u64 {
     for (i, &c) in e.insts.iter().zip(per_pc) {
         let b = access_bytes(&i.op);
         if b == 0 || c == 0 {
+            continue;
+        }
+        // a bulk copy is one whole read per issue (a multicast's too)
+        if matches!(i.op, Op::CpAsyncBulk { .. }) {
+            lanes += c * b;
             continue;
         }
         // The global address: `cp.async`'s source, else the first operand.
@@ -259,5 +275,47 @@ mod tests {
             .unwrap();
         let e = prog.entry("copy").unwrap();
         assert_eq!(global_bytes(e, s.last_launch_counts()), 256 + 32);
+    }
+
+    /// A cluster of two where thread 0 of each CTA multicasts 128 bytes
+    /// into both CTAs: 2 copies of 128 bytes read from L2 (256 bytes), not
+    /// one per destination (512).
+    #[test]
+    fn a_multicast_bulk_copy_counts_its_bytes_once() {
+        use crate::dsl::Cmp;
+        use crate::dsl::params::ArgValue;
+        use crate::exec::LaunchConfig;
+        use crate::sim::Sim;
+        let mut b = KernelBuilder::new("mc", Sm::Sm90);
+        b.cluster_dims(2, 1, 1);
+        let CopyRegs { src, .. } = b.params::<CopyArgs>();
+        let tile = b.shared_array::<F32>("tile", 64, 16);
+        let bar = b.shared_mbarrier("bar");
+        let t = b.tid_x();
+        let first = b.setp(Cmp::Eq, t, 0u32);
+        b.if_(first, |b| {
+            b.mbarrier_init(bar, 1u32);
+            b.fence_mbarrier_init();
+        });
+        b.cluster_sync();
+        b.if_(first, |b| {
+            let _ = b.mbarrier_arrive_expect_tx(bar, 256u32);
+            let r = b.cluster_ctarank();
+            let h = b.mul_lo(r, 32u32);
+            let g = b.offset(src, h);
+            let s = b.shared_elem(&tile, h);
+            b.cp_async_bulk_multicast(s, g, 128u32, bar, 3u32);
+        });
+        b.mbarrier_wait(bar, 0u32);
+        b.cluster_sync();
+        let ptx = b.finish().unwrap().ptx;
+        let mut s = Sim::new(Sm::Sm90);
+        let a = s.alloc_zeroed(256).unwrap();
+        let prog = s.program(&ptx).unwrap();
+        let cfg = LaunchConfig::linear(2, 32);
+        s.launch_program(&prog, "mc", cfg, &[ArgValue::U64(a), ArgValue::U64(a)])
+            .unwrap();
+        let e = prog.entry("mc").unwrap();
+        assert_eq!(global_bytes(e, s.last_launch_counts()), 256);
     }
 }

@@ -420,6 +420,7 @@ impl CtaState {
         atomic: bool,
     ) -> Result<(), Box<Fault>> {
         self.asyncs.check(t, off, len, write || atomic)?;
+        self.bulk.check(off, len, write || atomic)?;
         if self.sh.fast(&self.access(t, off, len, write, atomic)) {
             Ok(())
         } else {

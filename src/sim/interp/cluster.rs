@@ -58,12 +58,12 @@ use super::{Exec, Fault, Res, Stop, fault};
 
 /// `.shared::cluster` addresses carry `rank + 1` from this bit on.
 pub(crate) const RANK_SHIFT: u32 = 24;
-const OFFSET_MASK: u64 = (1 << RANK_SHIFT) - 1;
+pub(crate) const OFFSET_MASK: u64 = (1 << RANK_SHIFT) - 1;
 /// The most CTAs of a cluster the simulator runs (the GPU's non-portable
 /// maximum; 8 is the portable one).
 pub(crate) const MAX_CLUSTER: u32 = 16;
 /// The thread field of remote writes in the owner's shared tags.
-const REMOTE_T: usize = 1023;
+pub(crate) const REMOTE_T: usize = 1023;
 const NONE: usize = usize::MAX;
 
 /// A CTA of the cluster while another runs.
@@ -98,6 +98,11 @@ pub(crate) struct ClusterRun {
     /// Per rank: the remote access with the highest arrive count (tag,
     /// kind).
     remote: Vec<Option<(u64, AccessKind)>>,
+    /// mbarrier events (init, arrive, bulk copy issued or landed) so far,
+    /// and their count when the threads parked at `mbarrier.try_wait` were
+    /// last woken (`interp::bulk`).
+    pub(crate) mbar_events: u64,
+    mbar_seen: u64,
 }
 
 fn pack(rank: usize, t: usize, pc: usize, a: u32) -> u64 {
@@ -172,6 +177,8 @@ impl Exec<'_> {
                 Vec::new()
             },
             remote: vec![None; size],
+            mbar_events: 0,
+            mbar_seen: 0,
         }));
     }
 
@@ -228,6 +235,8 @@ impl Exec<'_> {
                 t.fill([0; 2]);
             }
             cl.remote.fill(None);
+            cl.mbar_events = 0;
+            cl.mbar_seen = 0;
         }
         let size = self.cl.as_ref().map_or(0, |c| c.size);
         for r in 0..size {
@@ -325,7 +334,7 @@ impl Exec<'_> {
                 return Ok(());
             }
             self.park_running();
-            if !self.complete_phase() {
+            if !self.complete_phase() && !self.mbar_wake() {
                 return Err(Stop::Finding(self.cluster_deadlock()));
             }
         }
@@ -362,19 +371,77 @@ impl Exec<'_> {
         released
     }
 
+    /// Wake the threads parked at `mbarrier.try_wait` if an mbarrier
+    /// event happened since they were last woken (they run the
+    /// `try_wait` again); whether any was woken. Without an event no
+    /// waited-for phase can have completed: the caller reports a deadlock.
+    fn mbar_wake(&mut self) -> bool {
+        let code = self.k.code;
+        let cl = self.cl.as_mut().expect("a cluster launch");
+        if cl.mbar_events == cl.mbar_seen {
+            return false;
+        }
+        cl.mbar_seen = cl.mbar_events;
+        let mut woke = false;
+        for r in 0..cl.size {
+            let c = &mut cl.slots[r].cta;
+            for t in 0..cl.n {
+                if c.state[t] == TState::Park
+                    && matches!(code.insts[c.pc[t] as usize].op, Op::MbarTryWait)
+                {
+                    c.state[t] = TState::Run;
+                    woke = true;
+                }
+            }
+        }
+        woke
+    }
+
+    /// The CTAs of the running cluster and the running rank (`(1, 0)`
+    /// outside a cluster).
+    pub(crate) fn cluster_ranks(&self) -> (usize, usize) {
+        self.cl.as_ref().map_or((1, 0), |c| (c.size, c.cur))
+    }
+
+    /// Whether rank `r` of the running cluster has exited.
+    pub(crate) fn rank_exited(&self, r: usize) -> bool {
+        self.cl.as_ref().is_some_and(|c| c.done[r])
+    }
+
+    /// Rank `r`'s CTA state (the running CTA's is `self.cta`).
+    pub(crate) fn cta_of(&mut self, r: usize) -> &mut CtaState {
+        let other = self.cl.as_ref().is_some_and(|c| c.cur != r);
+        if other {
+            &mut self.cl.as_mut().expect("a cluster launch").slots[r].cta
+        } else {
+            &mut self.cta
+        }
+    }
+
+    /// Count an mbarrier event (see [`Exec::mbar_wake`]).
+    pub(crate) fn mbar_event(&mut self) {
+        if let Some(c) = self.cl.as_mut() {
+            c.mbar_events += 1;
+        }
+    }
+
     /// The deadlock finding of a cluster no thread of which can go on.
     #[cold]
     fn cluster_deadlock(&mut self) -> SimError {
         let cl = self.cl.as_ref().expect("a cluster launch");
         let code = self.k.code;
         let mut parked = Vec::new();
+        let mut any_mbar = false;
         for r in 0..cl.size {
             let c = &cl.slots[r].cta;
             let (mut at_wait, mut elsewhere, mut arrived) = (0, 0, 0);
+            let mut at_mbar = Vec::new();
             for t in 0..cl.n {
                 if c.state[t] == TState::Park {
                     if matches!(code.insts[c.pc[t] as usize].op, Op::ClusterWait) {
                         at_wait += 1;
+                    } else if matches!(code.insts[c.pc[t] as usize].op, Op::MbarTryWait) {
+                        at_mbar.push(t);
                     } else {
                         elsewhere += 1;
                     }
@@ -384,16 +451,34 @@ impl Exec<'_> {
                 }
             }
             let b = cl.ctaids[r];
+            any_mbar |= !at_mbar.is_empty();
+            let mbar = if at_mbar.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    ", {} threads at an mbarrier.try_wait whose phase can never complete ({})",
+                    at_mbar.len(),
+                    c.bulk.describe()
+                )
+            };
             parked.push(format!(
                 "block ({},{},{}) (rank {r}): {at_wait} threads at barrier.cluster.wait, \
-                 {elsewhere} parked elsewhere, {arrived} of {} arrived at phase {}",
+                 {elsewhere} parked elsewhere, {arrived} of {} arrived at phase {}{mbar}",
                 b.0, b.1, b.2, cl.n, cl.phase
             ));
         }
         SimError::Deadlock {
             kernel: self.k.e.name.clone(),
             ctaid: cl.ctaids[0],
-            parked: format!("the cluster barrier cannot complete: {}", parked.join("; ")),
+            parked: format!(
+                "{} cannot complete: {}",
+                if any_mbar {
+                    "an mbarrier phase"
+                } else {
+                    "the cluster barrier"
+                },
+                parked.join("; ")
+            ),
         }
     }
 
@@ -649,7 +734,9 @@ impl Exec<'_> {
 /// `e` with `site` in place of a [`blank_site`].
 pub(crate) fn with_site(mut e: SimError, at: Box<Site>) -> SimError {
     match &mut e {
-        SimError::ClusterRank { site, .. } | SimError::ClusterBarrier { site, .. }
+        SimError::ClusterRank { site, .. }
+        | SimError::ClusterBarrier { site, .. }
+        | SimError::BulkCopy { site, .. }
             if site.kernel.is_empty() =>
         {
             *site = at;
@@ -660,7 +747,7 @@ pub(crate) fn with_site(mut e: SimError, at: Box<Site>) -> SimError {
 }
 
 /// A placeholder site: [`Exec::to_err`] fills in the faulting thread's.
-fn blank_site() -> Box<Site> {
+pub(crate) fn blank_site() -> Box<Site> {
     Box::new(Site {
         kernel: String::new(),
         ctaid: (0, 0, 0),

@@ -105,6 +105,29 @@ impl Exec<'_> {
                     copy_text: e.texts.get(cp).cloned().unwrap_or_default(),
                 }
             }
+            Fault::BulkPending {
+                offset,
+                write,
+                copy_tid,
+                copy_rank,
+                copy_pc,
+            } => {
+                let e = self.k.e;
+                let cp = copy_pc as usize;
+                let (x, y, z) = self.tid_of(copy_tid as usize);
+                SimError::BulkCopy {
+                    site,
+                    message: format!(
+                        "shared-memory {} at shared offset {offset:#x} of a byte a pending \
+                         cp.async.bulk will write (line {} `{}` of thread ({x},{y},{z}) of \
+                         cluster rank {copy_rank}): no mbarrier wait has seen its barrier's \
+                         phase complete",
+                        if write { "write" } else { "read" },
+                        e.lines.get(cp).copied().unwrap_or(0),
+                        e.texts.get(cp).cloned().unwrap_or_default(),
+                    ),
+                }
+            }
             Fault::Trap(message) => SimError::Trap {
                 site,
                 message: message.into(),

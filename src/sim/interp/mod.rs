@@ -10,6 +10,7 @@
 mod access;
 pub(crate) mod async_copy;
 mod builtins;
+pub(crate) mod bulk;
 pub(crate) mod cluster;
 mod convert;
 mod findings;
@@ -67,6 +68,16 @@ pub(crate) enum Fault {
         offset: u64,
         write: bool,
         copy_tid: u32,
+        copy_pc: u32,
+    },
+    /// A shared access (`write`: a store) to `offset`, which the pending
+    /// bulk copy at `copy_pc` of thread `copy_tid` of rank `copy_rank`
+    /// will write (`bulk`).
+    BulkPending {
+        offset: u64,
+        write: bool,
+        copy_tid: u32,
+        copy_rank: u32,
         copy_pc: u32,
     },
     UninitGlobal(u64, u32),
@@ -438,7 +449,10 @@ impl<'a> Exec<'a> {
                             at_bar += 1;
                             one_bar &= bar_pc == u32::MAX || bar_pc == pc;
                             bar_pc = pc;
-                        } else if matches!(code.insts[pc as usize].op, Op::ClusterWait) {
+                        } else if matches!(
+                            code.insts[pc as usize].op,
+                            Op::ClusterWait | Op::MbarTryWait
+                        ) {
                             at_cluster += 1;
                         } else {
                             at_warp += 1;

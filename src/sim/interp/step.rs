@@ -379,6 +379,19 @@ impl Exec<'_> {
             Op::CpAsyncCommit => self.exec_cp_commit(t),
             Op::CpAsyncWait { n } => tri!(self.exec_cp_wait(t, pc, n)),
             Op::Vprintf => tri!(self.exec_vprintf(t, pc, rf, i)),
+            Op::MbarInit => tri!(self.exec_mbar_init(rf, i)),
+            Op::MbarArrive { tx, remote } => match self.exec_mbar_arrive(rf, i, tx, remote) {
+                Ok(v) => out!(v),
+                Err(f) => return self.raise(f),
+            },
+            Op::MbarTryWait => match self.exec_mbar_try_wait(rf, i) {
+                Ok(Some(v)) => out!(u64::from(v)),
+                Ok(None) => return PARK,
+                Err(f) => return self.raise(f),
+            },
+            Op::CpAsyncBulk { multicast, .. } => {
+                tri!(self.exec_cp_async_bulk(t, pc, rf, i, multicast))
+            }
             Op::AssertFail => {
                 let f = self.assert_fault(t, pc, rf, i);
                 return self.raise(f);

@@ -127,6 +127,7 @@ impl Decoder<'_> {
             "clz", "popc", "brev", "setp", "selp", "cvt", "cvta", "ld", "st", "atom", "red", "bra",
             "ret", "exit", "trap", "membar", "fence", "bar", "barrier", "shfl", "vote", "redux",
             "ex2", "lg2", "rsqrt", "sin", "cos", "tanh", "mma", "ldmatrix", "cp", "mapa",
+            "mbarrier",
         ];
         let base = opname.split('.').next().unwrap_or("");
         if !KNOWN.contains(&base) {
@@ -136,9 +137,12 @@ impl Decoder<'_> {
         let norm = opname
             .replace("::cta", "")
             .replace("::entry", "")
+            .replace("mbarrier::complete_tx::bytes", "mbarrier_complete_tx_bytes")
+            .replace("multicast::cluster", "multicast_cluster")
             .replace("shared::cluster", "shared_cluster");
-        // `.shared::cluster` only with `ld`, `st` and `mapa` (sm_90+)
-        let cluster_ok = matches!(base, "ld" | "st" | "mapa");
+        // `.shared::cluster` only with `ld`, `st`, `mapa` and the bulk copy
+        // (sm_90+)
+        let cluster_ok = matches!(base, "ld" | "st" | "mapa" | "cp" | "mbarrier");
         if norm.contains("::cluster") || norm.contains("::func") {
             return unsup("cluster / function state spaces");
         }
@@ -588,6 +592,7 @@ impl Decoder<'_> {
             "mma" => self.decode_mma(mods, ops),
             "ldmatrix" => self.decode_ldmatrix(mods, ops),
             "cp" => self.decode_cp(mods, ops),
+            "mbarrier" => self.decode_mbarrier(mods, ops),
             "redux" => {
                 if self.sm < 80 {
                     return unsup(format!(

@@ -77,6 +77,7 @@ impl Decoder<'_> {
             ));
         }
         match &mods[1..] {
+            ["bulk", rest @ ..] => self.decode_bulk(rest, ops),
             ["commit_group"] => {
                 self.nops(ops, 0)?;
                 Ok(blank_inst(Op::CpAsyncCommit))
@@ -126,5 +127,107 @@ impl Decoder<'_> {
             }
             _ => unsup(format!("cp.async form `cp.{}`", mods.join("."))),
         }
+    }
+
+    /// `cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes
+    /// {.multicast::cluster} [dst], [src], size, [mbar]{, ctaMask}` (sm_90,
+    /// PTX 8.0; PTX ISA "cp.async.bulk"). `mods` follow `cp.async.bulk`.
+    fn decode_bulk(&self, mods: &[&str], ops: &[Opnd]) -> Result<Inst, DErr> {
+        if self.sm < 90 {
+            return unsup(format!(
+                "cp.async.bulk needs sm_90+, module targets sm_{}",
+                self.sm
+            ));
+        }
+        let multicast = match mods {
+            ["shared_cluster", "global", "mbarrier_complete_tx_bytes"] => false,
+            [
+                "shared_cluster",
+                "global",
+                "mbarrier_complete_tx_bytes",
+                "multicast_cluster",
+            ] => true,
+            _ => {
+                return unsup(format!(
+                    "cp.async.bulk form `cp.async.bulk.{}`",
+                    mods.join(".")
+                ));
+            }
+        };
+        self.nops(ops, if multicast { 5 } else { 4 })?;
+        let (d, doff, _) = self.mem_operand(&ops[0], Space::SharedCluster)?;
+        let (s, soff, _) = self.mem_operand(&ops[1], Space::Global)?;
+        let (b, boff, _) = self.mem_operand(&ops[3], Space::SharedCluster)?;
+        if soff != 0 || boff != 0 {
+            return unsup("cp.async.bulk with an offset in the source or barrier address");
+        }
+        let size = self.src(&ops[2], Cls::Int)?;
+        let imm = match size {
+            Src::Imm(n) => u32::try_from(n).unwrap_or(0),
+            _ => 0,
+        };
+        let mut i = blank_inst(Op::CpAsyncBulk {
+            multicast,
+            size: imm,
+        });
+        i.s[0] = d;
+        i.off = doff;
+        i.s[1] = s;
+        i.s[2] = size;
+        i.s[3] = b;
+        if multicast {
+            i.s[4] = self.src(&ops[4], Cls::Int)?;
+        }
+        Ok(i)
+    }
+
+    /// `mbarrier.init`, `mbarrier.arrive{.expect_tx}` and
+    /// `mbarrier.try_wait.parity` on `.shared{::cta}` `.b64` objects (sm_90
+    /// in the simulator; PTX ISA "mbarrier").
+    pub(super) fn decode_mbarrier(&self, mods: &[&str], ops: &[Opnd]) -> Result<Inst, DErr> {
+        if self.sm < 90 {
+            return unsup(format!(
+                "mbarrier needs sm_90 in the simulator, module targets sm_{}",
+                self.sm
+            ));
+        }
+        // the default semantics (`.release.cta` / `.acquire.cta`) only
+        let rest: Vec<&str> = mods
+            .iter()
+            .copied()
+            .filter(|m| !matches!(*m, "release" | "acquire" | "cta"))
+            .collect();
+        let arrive = |tx, remote| Op::MbarArrive { tx, remote };
+        let (op, nops, dst) = match rest.as_slice() {
+            ["init", "shared", "b64"] => (Op::MbarInit, 2, false),
+            ["arrive", "shared", "b64"] => (arrive(false, false), 2, true),
+            ["arrive", "expect_tx", "shared", "b64"] => (arrive(true, false), 3, true),
+            ["arrive", "cluster", "shared_cluster", "b64"] => (arrive(false, true), 2, true),
+            ["try_wait", "parity", "shared", "b64"] => (Op::MbarTryWait, 3, true),
+            _ => return unsup(format!("mbarrier form `mbarrier.{}`", mods.join("."))),
+        };
+        self.nops(ops, nops)?;
+        let mut i = blank_inst(op);
+        let ops = if dst {
+            i.d[0] = self.reg(&ops[0])?;
+            &ops[1..]
+        } else {
+            ops
+        };
+        let space = if matches!(op, Op::MbarArrive { remote: true, .. }) {
+            Space::SharedCluster
+        } else {
+            Space::Shared
+        };
+        let (a, off, sp) = self.mem_operand(&ops[0], space)?;
+        if sp != space {
+            return perr("mbarrier objects are in .shared");
+        }
+        i.s[0] = a;
+        i.off = off;
+        if let Some(o) = ops.get(1) {
+            i.s[1] = self.src(o, Cls::Int)?;
+        }
+        Ok(i)
     }
 }
