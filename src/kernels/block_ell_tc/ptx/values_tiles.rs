@@ -48,7 +48,7 @@ use crate::target::Sm;
 use crate::tensor_core::InputFormat;
 
 use super::super::host::TcPrecision;
-use super::common::{gptr, log2, sptr};
+use super::common::{at_chunk_end, fold_regs, gptr, log2, sptr};
 use super::shape::Shape;
 use super::tiled_values::{frags_a_16, frags_a_tf32, frags_b_16, frags_b_tf32, pitch};
 use super::{GradValuesArgs, GradValuesRegs, mma_into, name};
@@ -513,26 +513,16 @@ pub(super) fn grad_values<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Re
             b.st_shared(sptr::<S32>(pt), 0, -1i32);
         });
         b.bar_sync();
-        let scan = b.mul_lo(io.p.k, rows);
-        b.for_range(tid, scan, THREADS, |b, e| {
-            let ri = b.div(e, io.p.k);
-            let row = b.add(r0, ri);
-            let ok = b.setp(Cmp::Lt, row, io.p.r);
-            b.if_(ok, |b| {
-                let kk = b.rem(e, io.p.k);
-                let s = b.mad_lo(row, io.p.k, kk);
-                let cp = b.offset(io.p.col, s);
-                let c = b.ld_global(cp, 0);
-                let c = b.s32_as_u32(c);
-                let d = b.sub(c, c0);
-                // -1 wraps past `cols`
-                let hit = b.setp(Cmp::Lt, d, cols);
-                b.if_(hit, |b| {
-                    let at = b.mad_lo(ri, cols, d);
-                    let pt = b.mad_lo(at, 4u32, tab);
-                    let sv = b.u32_as_s32(s);
-                    b.st_shared(sptr::<S32>(pt), 0, sv);
-                });
+        scan_rows(b, &io, (r0, rows), (tid, THREADS), |b, ri, s, c| {
+            let c = b.s32_as_u32(c);
+            let d = b.sub(c, c0);
+            // -1 wraps past `cols`
+            let hit = b.setp(Cmp::Lt, d, cols);
+            b.if_(hit, |b| {
+                let at = b.mad_lo(ri, cols, d);
+                let pt = b.mad_lo(at, 4u32, tab);
+                let sv = b.u32_as_s32(s);
+                b.st_shared(sptr::<S32>(pt), 0, sv);
             });
         });
         b.bar_sync();
@@ -614,19 +604,9 @@ pub(super) fn grad_values<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Re
         let zc = b.setp(Cmp::Eq, cg, 0u32);
         let zero_here = b.pand(zq, zc);
         b.if_(zero_here, |b| {
-            let scan = b.mul_lo(io.p.k, rows);
-            b.for_range(0u32, scan, 1u32, |b, e| {
-                let ri = b.div(e, io.p.k);
-                let row = b.add(r0, ri);
-                let ok = b.setp(Cmp::Lt, row, io.p.r);
-                b.if_(ok, |b| {
-                    let kk = b.rem(e, io.p.k);
-                    let s = b.mad_lo(row, io.p.k, kk);
-                    let cp = b.offset(io.p.col, s);
-                    let c = b.ld_global(cp, 0);
-                    let empty = b.setp(Cmp::Lt, c, 0i32);
-                    b.if_(empty, |b| zero_slot(b, &sh, &io, s, tid));
-                });
+            scan_rows(b, &io, (r0, rows), (0u32, 1), |b, _, s, c| {
+                let empty = b.setp(Cmp::Lt, c, 0i32);
+                b.if_(empty, |b| zero_slot(b, &sh, &io, s, tid));
             });
         });
         let all_hits = part_hits[1..].iter().fold(part_hits[0], |a, &h| b.or(a, h));
@@ -709,27 +689,15 @@ pub(super) fn grad_values<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Re
                 b.bar_sync();
                 b.set(&buf, nbuf);
                 // the end of an N-chunk: fold the partial into the sum
-                let pos = b.rem(next, per_chunk);
-                let end_chunk = b.setp(Cmp::Eq, pos, 0u32);
-                let end_all = b.setp(Cmp::Eq, next, ntiles);
-                let fold = b.por(end_chunk, end_all);
-                b.if_(fold, |b| {
-                    let first = b.setp(Cmp::Lt, ti, per_chunk);
-                    if let Some(sb) = sbase {
-                        fold_shared(b, sb, &part, first, end_all);
-                        return;
-                    }
-                    for (ps, ss) in part.iter().flatten().zip(sum.iter().flatten()) {
-                        for (pf, sf) in ps.iter().zip(ss) {
-                            for (&pr, &sr) in pf.regs.iter().zip(&sf.regs) {
-                                let added = b.fadd(Rounding::Rn, sr, pr);
-                                let v = b.selp(first, pr, added);
-                                b.assign(sr, v);
-                                b.assign(pr, 0.0f32);
-                            }
-                        }
-                    }
-                });
+                at_chunk_end(
+                    b,
+                    (ti, next, ntiles),
+                    per_chunk,
+                    |b, first, last| match sbase {
+                        Some(sb) => fold_shared(b, sb, &part, first, last),
+                        None => fold_regs(b, &part, &sum, first),
+                    },
+                );
             });
         });
         // epilogue: lane (g, t) holds rows g and g + 8 of each 16-row
@@ -793,6 +761,32 @@ fn fold_shared(
             b.st_shared(sptr::<F32>(sbase), e as i32 * 32, pr);
             b.assign(pr, 0.0f32);
         }
+    });
+}
+
+/// The slots of block rows `r0 .. r0 + rows` (those below `R`), entries
+/// `from, from + step, …` of the `rows × K` scan: `body(b, ri, s, c)`
+/// with the row's index in the tile `ri`, the slot `s = row·K + k` and
+/// its column block `c = col[s]`.
+fn scan_rows(
+    b: &mut KernelBuilder,
+    io: &Io,
+    (r0, rows): (Reg<U32>, u32),
+    (from, step): (impl Into<crate::dsl::types::Src<U32>>, u32),
+    body: impl FnOnce(&mut KernelBuilder, Reg<U32>, Reg<U32>, Reg<S32>),
+) {
+    let scan = b.mul_lo(io.p.k, rows);
+    b.for_range(from, scan, step, |b, e| {
+        let ri = b.div(e, io.p.k);
+        let row = b.add(r0, ri);
+        let ok = b.setp(Cmp::Lt, row, io.p.r);
+        b.if_(ok, |b| {
+            let kk = b.rem(e, io.p.k);
+            let s = b.mad_lo(row, io.p.k, kk);
+            let cp = b.offset(io.p.col, s);
+            let c = b.ld_global(cp, 0);
+            body(b, ri, s, c);
+        });
     });
 }
 
