@@ -241,12 +241,15 @@ struct Io {
 }
 
 /// One staged tile of a work item: whether it is staged, the byte offset
-/// of its column block within a row plus the thread's unit; whether it is
-/// gy's. (Row `row0`'s address is added per token tile: 16 staged tiles'
-/// 64-bit bases would cost 64 registers.)
+/// of its column block within a row plus the thread's unit, and (for
+/// tiles of at most 32 entries) that plus row `row0` and the tensor's
+/// address; whether it is gy's. (The 8 × 8 tiles add row `row0`'s
+/// address per token tile instead: 16 staged tiles' 64-bit bases would
+/// cost 32 more registers.)
 struct Src {
     live: Reg<Pred>,
     col: Reg<U64>,
+    base: Option<Reg<U64>>,
     gy: bool,
 }
 
@@ -280,14 +283,15 @@ fn issue(
         |b| {
             let tg = b.mul_wide_u32(n0, io.fout);
             let tg = b.shl(tg, log2(sh.e));
-            let tg = b.add(tg, rows0.0);
+            let based = srcs.iter().all(|s| s.base.is_some());
+            let tg = if based { tg } else { b.add(tg, rows0.0) };
             let tx = b.mul_wide_u32(n0, io.fin);
             let tx = b.shl(tx, log2(sh.e));
-            let tx = b.add(tx, rows0.1);
+            let tx = if based { tx } else { b.add(tx, rows0.1) };
             for (u, s) in srcs.iter().enumerate() {
                 b.if_(s.live, |b| {
                     let (t, st) = if s.gy { (tg, steps.0) } else { (tx, steps.1) };
-                    let mut p = b.add(s.col, t);
+                    let mut p = b.add(s.base.unwrap_or(s.col), t);
                     let d = b.add(d0, u as u32 * tile);
                     for j in 0..copies {
                         if j > 0 {
@@ -662,9 +666,11 @@ pub(super) fn grad_values<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Re
                     };
                     let colb = b.mul_wide_u32(blk, sh.rowb);
                     let colb = b.add(colb, unit);
+                    let base = (entries <= 32).then(|| b.add(colb, if gy { grow0 } else { xrow0 }));
                     Src {
                         live,
                         col: colb,
+                        base,
                         gy,
                     }
                 })
