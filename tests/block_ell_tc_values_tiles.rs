@@ -165,10 +165,10 @@ fn case_signs<T: Encode>(
 
 /// The schedule these cases are made for: at `B` = 32, 4 × 8 tiles
 /// (4 × 4 on sm_89) of 16 slots a CTA on sm_80, so the crowded tile is
-/// two parts and the parts and staged tiles are as counted; 8 × 8 tiles
-/// of 32 slots a CTA, the sums in shared memory, on sm_90 and sm_100; at
-/// `B` = 16, 32 slots a CTA (one part of a 4 × 8 tile, two of an 8 × 8
-/// tile on sm_90 and sm_100); `B` = 64 has no tiles.
+/// two parts and the parts and staged tiles are as counted (the same on
+/// sm_90); at `B` = 16, 32 slots a CTA (one part of a 4 × 8 tile, two of
+/// an 8 × 8 tile on sm_90 and sm_100, the sums in registers); `B` = 64 has
+/// no tiles.
 #[test]
 fn schedule_on_the_topology() {
     let t = tc::ptx::values_tiles(TcPrecision::Bf16, 32, Sm::Sm80).unwrap();
@@ -185,18 +185,19 @@ fn schedule_on_the_topology() {
     assert_eq!(w.staged, (2 + 8) * 2 + (3 + 3) + (1 + 1) + (1 + 2));
     let t89 = tc::ptx::values_tiles(TcPrecision::F16, 32, Sm::Sm89).unwrap();
     assert_eq!((t89.rows, t89.cols, t89.parts()), (4, 4, 1));
-    // sm_90: one row group × two column groups; (rows 0-5, cols 0-7):
-    // part 0 the 32 hits of rows 0-3, part 1 row 4's block 0; (rows 0-5,
-    // cols 8-11): 8, 11 / 9 / 11 / 9, 11 → rows 0, 1, 2, 4, columns 8, 9,
-    // 11
     for prec in TcPrecision::ALL {
-        let t = tc::ptx::values_tiles(prec, 32, Sm::Sm90).unwrap();
-        assert_eq!((t.rows, t.cols, t.slots(), t.parts()), (8, 8, 32, 2));
-        assert!(t.sums_shared);
-        let w = t.work(6, 12, 10, &COL);
-        assert_eq!((w.items, w.busy, w.hits), (4, 3, 39));
-        assert_eq!(w.staged, (4 + 8) + (1 + 1) + (4 + 3));
+        let t90 = tc::ptx::values_tiles(prec, 32, Sm::Sm90).unwrap();
+        assert_eq!((t90.rows, t90.cols, t90.parts()), (4, 8, 2));
+        assert!(!t90.sums_shared);
     }
+    // B 16 on sm_90: one row group × two column groups; (rows 0-5, cols
+    // 0-7): part 0 the 32 hits of rows 0-3, part 1 row 4's block 0; (rows
+    // 0-5, cols 8-11): 8, 11 / 9 / 11 / 9, 11 → rows 0, 1, 2, 4, columns
+    // 8, 9, 11
+    let t = tc::ptx::values_tiles(TcPrecision::Bf16, 16, Sm::Sm90).unwrap();
+    let w = t.work(6, 12, 10, &COL);
+    assert_eq!((w.items, w.busy, w.hits), (4, 3, 39));
+    assert_eq!(w.staged, (4 + 8) + (1 + 1) + (4 + 3));
     let t16 = tc::ptx::values_tiles(TcPrecision::Tf32, 16, Sm::Sm80).unwrap();
     assert_eq!((t16.slots(), t16.parts()), (32, 1));
     let t16 = tc::ptx::values_tiles(TcPrecision::Tf32, 16, Sm::Sm100).unwrap();
@@ -267,7 +268,7 @@ fn crowded_col() -> Vec<i32> {
         .map(|s| {
             let (row, slot) = (s / k, s % k);
             match (row, slot) {
-                (0..8, 0..8) => ((slot * 3 + row * 5) % 8) as i32,
+                (0..8, 0..8) => (slot * 3 + row * 5) % 8,
                 (0 | 5, 8) => 8,
                 (8, 1) => 0,
                 (8, 4) => 8,
@@ -277,14 +278,12 @@ fn crowded_col() -> Vec<i32> {
         .collect()
 }
 
-/// The 8 × 8 tiles of 32 slots a CTA with the N-chunk sums in shared
-/// memory (sm_90, sm_100 at `B` = 32): a crowded tile (every slot
-/// filled, two parts), `N` over three N-chunks with a ragged last token
-/// tile (the first fold stores the partial, the middle one loads, adds
-/// and stores, the last keeps the sum in registers) and over two, `N`
-/// below one MMA chunk (one fold, nothing stored), `−0.0` sums, ±∞, NaN
-/// and the format's limits; the same topology on sm_80 and sm_89 (4 × 8 and
-/// 4 × 4 tiles) and at `B` = 16 (8 × 8 tiles, sums in registers) and 64.
+/// A crowded tile (every slot of 8 rows × 8 column blocks filled: two
+/// parts of the 8 × 8 tiles at `B` = 16 on sm_90 and sm_100, four of the
+/// 4 × 8 tiles at `B` = 32), `N` over three N-chunks with a ragged last
+/// token tile and over two, `N` below one MMA chunk, `−0.0` sums (the
+/// N-chunk partials' `add.rn`), ±∞, NaN and the format's limits, on
+/// sm_80, sm_89, sm_90 and sm_100 at `B` = 16, 32 and 64.
 #[test]
 fn wide_tiles_sums_in_shared_memory() {
     let col = crowded_col();

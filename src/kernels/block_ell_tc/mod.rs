@@ -108,8 +108,8 @@
 //! (one a row) and `x` (one a column block), each staged once for all of
 //! the tile's slots that use it
 //! ([`ptx::values_tiles`](mod@ptx::values_tiles): 8 × 8 tiles of 32 slots
-//! a CTA on sm_90 and sm_100, at `B` = 32 with the N-chunk sums in shared
-//! memory; 4 × 8 or 4 × 4 elsewhere); at `B` = 64 one CTA a
+//! a CTA at `B` = 16 on sm_90 and sm_100; 4 × 8 or 4 × 4 elsewhere); at
+//! `B` = 64 one CTA a
 //! group of consecutive slots of one block row, its `gy` tile staged once
 //! and one `x` tile a slot ([`ptx::tiled_values`]). Staging changes no
 //! bit: each output element's chain of `mma.sync` steps is the contract's.

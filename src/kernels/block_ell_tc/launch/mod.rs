@@ -245,7 +245,7 @@ pub fn grad_input_dev<T: TcElem, O: TcOutElem>(
 
 /// `gv` (`[R, K, B, B]` f32), the gradient with respect to `values` given
 /// `x` (`[N, C·B]`) and `gy` (`[N, R·B]`) as `T`, on the tensor cores by
-/// the N-chunk tree (in registers or shared memory: no scratch), queued on `stream` (see
+/// the N-chunk tree (in registers: no scratch), queued on `stream` (see
 /// the [contract](super)). Empty slots get `+0.0`.
 ///
 /// # Errors

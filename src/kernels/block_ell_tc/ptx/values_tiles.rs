@@ -167,15 +167,15 @@ fn elem(prec: TcPrecision) -> u32 {
 /// The tiling of precision `prec` at block size `bs` on `sm`, or `None`
 /// for `B` = 64 (which keeps [`super::tiled_values`]).
 ///
-/// Where the shared memory a block may opt in to holds it (sm_90,
-/// sm_100): tiles of 8 block rows × 8 column blocks, four slots a warp
-/// (32 a CTA: a crowded tile is two parts); at `B` = 32 the N-chunk
-/// running sums in shared memory ([`ValuesTiles::sums_shared`]) and token
-/// tiles of half a 16-byte copy a thread a staged tile (32 tokens at
-/// bf16/f16, 16 at tf32); at `B` = 16 the sums in registers and one copy
-/// a thread (128 tokens at bf16/f16, 64 at tf32).
+/// At `B` = 16 where the shared memory a block may opt in to holds it
+/// (sm_90, sm_100): tiles of 8 block rows × 8 column blocks, four slots a
+/// warp (32 a CTA: a crowded tile is two parts), the sums in registers,
+/// one 16-byte copy a thread a staged tile (128 tokens at bf16/f16, 64 at
+/// tf32). (The kernel also builds 8 × 8 tiles at `B` = 32 with the N-chunk
+/// running sums in shared memory, [`ValuesTiles::sums_shared`], and
+/// 32-token tiles; no SM picks them: see the comment in the body.)
 ///
-/// Elsewhere: tiles of 4 block rows × 8 column blocks (4 × 4 where the
+/// Elsewhere (and at `B` = 32): tiles of 4 block rows × 8 column blocks (4 × 4 where the
 /// shared memory a block may opt in to holds no more), two slots a warp
 /// at `B` = 32 (16 a CTA: a crowded tile is two parts), four at `B` = 16
 /// (32 a CTA: one part); token tiles of one 16-byte copy a thread a
@@ -198,7 +198,10 @@ pub fn values_tiles(prec: TcPrecision, bs: u32, sm: Sm) -> Option<ValuesTiles> {
         },
         sums_shared: bs == 32,
     };
-    if smem_of(prec, bs, &wide) <= max {
+    // `B` = 32 keeps the 4 × 8 tiles: at 2048 → 2048, 50 %, the 8 × 8
+    // tiles' 32 hits a CTA leave 64 busy CTAs on 132 SMs, about 59 µs of
+    // issue on the H200 against 58 µs in L2 today (docs/perf.md)
+    if bs == 16 && smem_of(prec, bs, &wide) <= max {
         return Some(wide);
     }
     let mut t = ValuesTiles {
@@ -253,6 +256,10 @@ struct Src {
     gy: bool,
 }
 
+/// Two 64-bit registers: gy's and x's (row steps, or row `row0`'s
+/// addresses).
+type Wide2 = (Reg<U64>, Reg<U64>);
+
 /// Issue the copies of token tile `ti` into buffer `buf` of each staged
 /// tile (see [`super::tiled_values`]: running pointers for a full tile,
 /// clamped sources and `src_size` 0 past `N` for the ragged one).
@@ -264,7 +271,7 @@ fn issue(
     row0: Reg<U32>,
     dst: Reg<U32>,
     srcs: &[Src],
-    (steps, rows0): ((Reg<U64>, Reg<U64>), (Reg<U64>, Reg<U64>)),
+    (steps, rows0): (Wide2, Wide2),
     ti: Reg<U32>,
     buf: Reg<U32>,
 ) {
@@ -404,7 +411,7 @@ pub(super) fn grad_values<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Re
     let pad = pitch(prec, bs) - bs * elem(prec);
     let sh = Shape::new::<T>(prec, bs, pad, vt.tokens, (bs, bs), false);
     let span = vt.span(sh.cpr);
-    debug_assert!(THREADS % span == 0 && sh.tokens * sh.cpr % span == 0);
+    debug_assert!(THREADS.is_multiple_of(span) && (sh.tokens * sh.cpr).is_multiple_of(span));
     // groups of threads, each staging every `groups`-th tile
     let groups = THREADS / span;
     let mut b = KernelBuilder::new(&name("grad_values", prec, bs), sm);

@@ -257,22 +257,18 @@ fn problem_out(op: Op, p: TcPrecision, b: usize, pct: usize, o: TcOutput) -> Pro
         // per hit, per token tile, the copies and the MMAs; per busy item
         // and N-chunk, the fold; per hit, the epilogue (N a multiple of
         // the token tile throughout, so no tile is ragged)
-        // The samples: whole row groups of 8 rows (a tile's row scans cost
-        // what its valid rows do), the tokens a multiple of every SM's token
-        // tile (sm_80's, the longest), and column counts that leave edge
-        // tiles staging fewer rows and columns than a full one.
         Op::GradValues if tc::ptx::values_tiles(p, b as u32, Sm::Sm90).is_some() => {
-            let vt = tc::ptx::values_tiles(p, b as u32, Sm::Sm80).map_or(64, |t| t.tokens as usize);
+            let vt = tc::ptx::values_tiles(p, b as u32, Sm::Sm90).map_or(64, |t| t.tokens as usize);
             (
                 vec![
-                    vec![8, 32, 32, 16, b, 2 * vt],
-                    vec![8, 32, 32, 32, b, vt],
-                    vec![8, 32, 32, 1, b, 512],
-                    vec![16, 32, 32, 8, b, vt],
-                    vec![8, 64, 32, 4, b, 512],
-                    vec![8, 36, 32, 4, b, vt],
-                    vec![8, 32, 32, 1, b, 2 * vt],
-                    vec![8, 40, 32, 12, b, vt],
+                    vec![4, 32, 32, 16, b, 2 * vt],
+                    vec![4, 64, 32, 32, b, vt],
+                    vec![4, 32, 32, 1, b, 512],
+                    vec![8, 32, 32, 8, b, vt],
+                    vec![4, 64, 32, 4, b, 512],
+                    vec![4, 96, 32, 16, b, vt],
+                    vec![4, 32, 32, 1, b, 2 * vt],
+                    vec![4, 32, 32, 1, b, vt],
                 ],
                 vec![8, 64, 32, 8, b, vt],
                 vec![8, 64, 32, 12, b, 3 * vt],
