@@ -285,7 +285,7 @@ fn crowded_col() -> Vec<i32> {
 /// N-chunk partials' `add.rn`), ±∞, NaN and the format's limits, on
 /// sm_80, sm_89, sm_90 and sm_100 at `B` = 16, 32 and 64.
 #[test]
-fn wide_tiles_sums_in_shared_memory() {
+fn crowded_tiles_and_signed_zeros() {
     let col = crowded_col();
     let dims = |b| Dims::new(9, 10, 9, b).unwrap();
     case_signs::<u16>(Sm::Sm90, TcPrecision::Bf16, &dims(32), &col, 528, 11, true);
