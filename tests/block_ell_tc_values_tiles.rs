@@ -94,10 +94,43 @@ fn case<T: Encode>(sm: Sm, prec: TcPrecision, b: usize, n: usize, seed: u64) {
 /// Grad-values of `col` at `dims` on the simulator of `sm` against the
 /// host model, bit for bit; empty slots `+0.0`.
 fn case_with<T: Encode>(sm: Sm, prec: TcPrecision, dims: &Dims, col: &[i32], n: usize, seed: u64) {
+    case_signs::<T>(sm, prec, dims, col, n, seed, false);
+}
+
+/// [`case_with`]; with `neg_zero` (bf16, tf32; `N − 1` a multiple of 16
+/// less one), feature 0 of every block of `x` is `2⁻⁷⁵` and of `gy`
+/// `−2⁻⁷⁵` at the last token of each N-chunk, `+0` at every other token,
+/// so element (0, 0) of every live slot is, per N-chunk, a product too
+/// small for f32 with a negative sign in the chunk's last block (`−0.0`,
+/// rounded toward zero, after blocks of zero products that keep `+0`):
+/// the N-chunk partials are `−0.0` and so is their `add.rn` sum (asserted
+/// to occur in the model).
+fn case_signs<T: Encode>(
+    sm: Sm,
+    prec: TcPrecision,
+    dims: &Dims,
+    col: &[i32],
+    n: usize,
+    seed: u64,
+    neg_zero: bool,
+) {
     let b = dims.b();
     let mut rng = Rng(seed);
-    let x = T::encode(prec, &values(&mut rng, n * dims.in_features(), prec));
-    let gy = T::encode(prec, &values(&mut rng, n * dims.out_features(), prec));
+    let mut xf = values(&mut rng, n * dims.in_features(), prec);
+    let mut gyf = values(&mut rng, n * dims.out_features(), prec);
+    if neg_zero {
+        let tiny = 2f32.powi(-75);
+        for (v, sign) in [(&mut xf, 1.0), (&mut gyf, -1.0)] {
+            let width = v.len() / n;
+            for e in (0..v.len()).step_by(b) {
+                let t = e / width;
+                let last = t % 256 == 255 || t == n - 1;
+                v[e] = if last { sign * tiny } else { 0.0 };
+            }
+        }
+    }
+    let x = T::encode(prec, &xf);
+    let gy = T::encode(prec, &gyf);
     let st = Context::sim(sm).default_stream();
     let topo = DeviceTopology::upload(&st, dims, col).unwrap();
     let (dx, dgy) = (st.upload(&x).unwrap(), st.upload(&gy).unwrap());
@@ -107,6 +140,10 @@ fn case_with<T: Encode>(sm: Sm, prec: TcPrecision, dims: &Dims, col: &[i32], n: 
     let want = host::grad_values(sm, prec, dims, n, &x, &gy, col).unwrap();
     let what = format!("grad_values {prec} B={b} N={n} on {sm}");
     let bb = b * b;
+    if neg_zero {
+        let nz = want.iter().filter(|v| v.to_bits() == 0x8000_0000).count();
+        assert!(nz > 0, "{what}: no -0.0 result");
+    }
     for (s, &c) in col.iter().enumerate() {
         let (g, w) = (&got[s * bb..(s + 1) * bb], &want[s * bb..(s + 1) * bb]);
         if c < 0 {
@@ -127,13 +164,16 @@ fn case_with<T: Encode>(sm: Sm, prec: TcPrecision, dims: &Dims, col: &[i32], n: 
 }
 
 /// The schedule these cases are made for: at `B` = 32, 4 × 8 tiles
-/// (4 × 4 on sm_89) of 16 slots a CTA, so the crowded tile is two parts
-/// on sm_90 and the parts and staged tiles are as counted; at `B` = 16,
-/// 32 slots a CTA (one part); `B` = 64 has no tiles.
+/// (4 × 4 on sm_89) of 16 slots a CTA on sm_80, so the crowded tile is
+/// two parts and the parts and staged tiles are as counted (the same on
+/// sm_90); at `B` = 16, 32 slots a CTA (one part of a 4 × 8 tile, two of
+/// an 8 × 8 tile on sm_90 and sm_100, the sums in registers); `B` = 64 has
+/// no tiles.
 #[test]
 fn schedule_on_the_topology() {
-    let t = tc::ptx::values_tiles(TcPrecision::Bf16, 32, Sm::Sm90).unwrap();
+    let t = tc::ptx::values_tiles(TcPrecision::Bf16, 32, Sm::Sm80).unwrap();
     assert_eq!((t.rows, t.cols, t.slots(), t.parts()), (4, 8, 16, 2));
+    assert!(!t.sums_shared);
     let w = t.work(6, 12, 10, &COL);
     // tiles: (rows 0-3, cols 0-7): 2 parts of 16 (rows 0-1 and 2-3, all
     // 8 columns each); (rows 0-3, cols 8-11): hits 8, 11 / 9 / 11 → rows
@@ -145,8 +185,27 @@ fn schedule_on_the_topology() {
     assert_eq!(w.staged, (2 + 8) * 2 + (3 + 3) + (1 + 1) + (1 + 2));
     let t89 = tc::ptx::values_tiles(TcPrecision::F16, 32, Sm::Sm89).unwrap();
     assert_eq!((t89.rows, t89.cols, t89.parts()), (4, 4, 1));
-    let t16 = tc::ptx::values_tiles(TcPrecision::Tf32, 16, Sm::Sm100).unwrap();
+    for prec in TcPrecision::ALL {
+        let t90 = tc::ptx::values_tiles(prec, 32, Sm::Sm90).unwrap();
+        assert_eq!((t90.rows, t90.cols, t90.parts()), (4, 8, 2));
+        assert!(!t90.sums_shared);
+    }
+    // B 16 on sm_90: one row group × two column groups; (rows 0-5, cols
+    // 0-7): part 0 the 32 hits of rows 0-3, part 1 row 4's block 0; (rows
+    // 0-5, cols 8-11): 8, 11 / 9 / 11 / 9, 11 → rows 0, 1, 2, 4, columns
+    // 8, 9, 11
+    let t = tc::ptx::values_tiles(TcPrecision::Bf16, 16, Sm::Sm90).unwrap();
+    let w = t.work(6, 12, 10, &COL);
+    assert_eq!((w.items, w.busy, w.hits), (4, 3, 39));
+    assert_eq!(w.staged, (4 + 8) + (1 + 1) + (4 + 3));
+    let t16 = tc::ptx::values_tiles(TcPrecision::Tf32, 16, Sm::Sm80).unwrap();
     assert_eq!((t16.slots(), t16.parts()), (32, 1));
+    let t16 = tc::ptx::values_tiles(TcPrecision::Tf32, 16, Sm::Sm100).unwrap();
+    assert_eq!(
+        (t16.rows, t16.cols, t16.slots(), t16.parts()),
+        (8, 8, 32, 2)
+    );
+    assert!(!t16.sums_shared);
     assert!(tc::ptx::values_tiles(TcPrecision::Bf16, 64, Sm::Sm90).is_none());
 }
 
@@ -195,4 +254,47 @@ fn grid_stride_over_items() {
         let dims = Dims::new(r, c, k, b).unwrap();
         case_with::<u16>(sm, prec, &dims, &col, n, 9);
     }
+}
+
+/// `R` = 9, `C` = 10, `K` = 9: rows 0–7 fill every slot of the 8 × 8
+/// tile of column blocks 0–7 (64 hits: two full parts of 32 slots on
+/// sm_90 and sm_100, four of 16 on sm_80; each row in its own slot
+/// order), rows 0 and 5 use block 8 besides; row 8 has empty slots and
+/// blocks 0 and 8. Column block 0 is used by all nine rows, block 9 by
+/// none.
+fn crowded_col() -> Vec<i32> {
+    let k = 9;
+    (0..9 * k)
+        .map(|s| {
+            let (row, slot) = (s / k, s % k);
+            match (row, slot) {
+                (0..8, 0..8) => (slot * 3 + row * 5) % 8,
+                (0 | 5, 8) => 8,
+                (8, 1) => 0,
+                (8, 4) => 8,
+                _ => -1,
+            }
+        })
+        .collect()
+}
+
+/// A crowded tile (every slot of 8 rows × 8 column blocks filled: two
+/// parts of the 8 × 8 tiles at `B` = 16 on sm_90 and sm_100, four of the
+/// 4 × 8 tiles at `B` = 32), `N` over three N-chunks with a ragged last
+/// token tile and over two, `N` below one MMA chunk, `−0.0` sums (the
+/// N-chunk partials' `add.rn`), ±∞, NaN and the format's limits, on
+/// sm_80, sm_89, sm_90 and sm_100 at `B` = 16, 32 and 64.
+#[test]
+fn crowded_tiles_and_signed_zeros() {
+    let col = crowded_col();
+    let dims = |b| Dims::new(9, 10, 9, b).unwrap();
+    case_signs::<u16>(Sm::Sm90, TcPrecision::Bf16, &dims(32), &col, 528, 11, true);
+    case_signs::<f32>(Sm::Sm100, TcPrecision::Tf32, &dims(32), &col, 272, 12, true);
+    case_with::<u16>(Sm::Sm100, TcPrecision::F16, &dims(32), &col, 40, 13);
+    case_with::<u16>(Sm::Sm90, TcPrecision::F16, &dims(32), &col, 5, 14);
+    case_signs::<u16>(Sm::Sm80, TcPrecision::Bf16, &dims(32), &col, 32, 15, true);
+    case_with::<u16>(Sm::Sm89, TcPrecision::F16, &dims(32), &col, 20, 16);
+    case_signs::<u16>(Sm::Sm90, TcPrecision::Bf16, &dims(16), &col, 272, 17, true);
+    case_with::<f32>(Sm::Sm100, TcPrecision::Tf32, &dims(16), &col, 33, 18);
+    case_signs::<u16>(Sm::Sm90, TcPrecision::Bf16, &dims(64), &col, 16, 19, true);
 }

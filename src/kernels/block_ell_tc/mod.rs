@@ -107,7 +107,9 @@
 //! of block rows × column blocks over double-buffered token tiles of `gy`
 //! (one a row) and `x` (one a column block), each staged once for all of
 //! the tile's slots that use it
-//! ([`ptx::values_tiles`](mod@ptx::values_tiles)); at `B` = 64 one CTA a
+//! ([`ptx::values_tiles`](mod@ptx::values_tiles): 8 × 8 tiles of 32 slots
+//! a CTA at `B` = 16 on sm_90 and sm_100; 4 × 8 or 4 × 4 elsewhere); at
+//! `B` = 64 one CTA a
 //! group of consecutive slots of one block row, its `gy` tile staged once
 //! and one `x` tile a slot ([`ptx::tiled_values`]). Staging changes no
 //! bit: each output element's chain of `mma.sync` steps is the contract's.

@@ -1,12 +1,13 @@
 //! Fragment and addressing helpers the tensor-core kernels share
-//! ([`super::grouped`], [`super::tiled_values`]).
+//! ([`super::grouped`], [`super::tiled_values`], [`super::values_tiles`]),
+//! and the grad-values kernels' N-chunk fold.
 //!
 //! tf32 operands are loaded as raw f32 bits (an 8×8 `.b16` matrix of
 //! `ldmatrix` is an 8 × 4 `f32` matrix, exactly the tf32 fragment layout)
 //! and converted with `cvt.rna.tf32.f32`.
 
-use crate::dsl::types::{B32, MmaInput, Reg, U32, U64};
-use crate::dsl::{GlobalPtr, KernelBuilder, SharedPtr};
+use crate::dsl::types::{B32, MmaInput, Pred, Reg, U32, U64};
+use crate::dsl::{Cmp, FragC, GlobalPtr, KernelBuilder, Rounding, SharedPtr};
 use crate::tensor_core::InputFormat;
 
 pub(super) fn log2(v: u32) -> u32 {
@@ -40,5 +41,46 @@ pub(super) fn ldsm4<T: MmaInput>(b: &mut KernelBuilder, p: Reg<U32>, trans: bool
         })
     } else {
         b.ldmatrix_x4::<T, U32>(sptr(p), trans)
+    }
+}
+
+/// After token tile `ti` of `ntiles` (`next` = `ti + 1`) of a grad-values
+/// kernel, when it ends an N-chunk (`per_chunk` tiles) or the reduction:
+/// `body(b, first, last)`, `first` when the tile is in the first
+/// N-chunk, `last` at the reduction's end.
+pub(super) fn at_chunk_end(
+    b: &mut KernelBuilder,
+    (ti, next, ntiles): (Reg<U32>, Reg<U32>, Reg<U32>),
+    per_chunk: u32,
+    body: impl FnOnce(&mut KernelBuilder, Reg<Pred>, Reg<Pred>),
+) {
+    let pos = b.rem(next, per_chunk);
+    let end_chunk = b.setp(Cmp::Eq, pos, 0u32);
+    let end_all = b.setp(Cmp::Eq, next, ntiles);
+    let fold = b.por(end_chunk, end_all);
+    b.if_(fold, |b| {
+        let first = b.setp(Cmp::Lt, ti, per_chunk);
+        body(b, first, end_all);
+    });
+}
+
+/// The N-chunk fold with the running sums in registers: each element of
+/// `sum` becomes the partial (`first` N-chunk) or `add.rn(sum, partial)`,
+/// and the partial restarts at `+0.0`.
+pub(super) fn fold_regs(
+    b: &mut KernelBuilder,
+    part: &[Vec<Vec<FragC>>],
+    sum: &[Vec<Vec<FragC>>],
+    first: Reg<Pred>,
+) {
+    for (ps, ss) in part.iter().flatten().zip(sum.iter().flatten()) {
+        for (pf, sf) in ps.iter().zip(ss) {
+            for (&pr, &sr) in pf.regs.iter().zip(&sf.regs) {
+                let added = b.fadd(Rounding::Rn, sr, pr);
+                let v = b.selp(first, pr, added);
+                b.assign(sr, v);
+                b.assign(pr, 0.0f32);
+            }
+        }
     }
 }

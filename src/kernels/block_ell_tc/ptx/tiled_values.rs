@@ -50,14 +50,14 @@
 //! without reading anything.
 
 use crate::dsl::types::{F32, MmaInput, Pred, Reg, U32, U64};
-use crate::dsl::{Cmp, FragA, FragB, FragC, KernelBuilder, PtxModule, Rounding};
+use crate::dsl::{Cmp, FragA, FragB, FragC, KernelBuilder, PtxModule};
 use crate::error::Result;
 use crate::kernels::block_ell::N_CHUNK;
 use crate::target::Sm;
 use crate::tensor_core::InputFormat;
 
 use super::super::host::TcPrecision;
-use super::common::{gptr, ldsm4, log2, sptr, tf32_operand};
+use super::common::{at_chunk_end, fold_regs, gptr, ldsm4, log2, sptr, tf32_operand};
 use super::shape::Shape;
 use super::{GradValuesArgs, GradValuesRegs, THREADS, WARPS, builder, mma_into, name};
 
@@ -595,22 +595,8 @@ pub(super) fn grad_values<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Re
                 b.bar_sync();
                 b.set(&buf, nbuf);
                 // the end of an N-chunk: fold the partial into the sum
-                let pos = b.rem(next, per_chunk);
-                let end_chunk = b.setp(Cmp::Eq, pos, 0u32);
-                let end_all = b.setp(Cmp::Eq, next, ntiles);
-                let fold = b.por(end_chunk, end_all);
-                b.if_(fold, |b| {
-                    let first = b.setp(Cmp::Lt, ti, per_chunk);
-                    for (ps, ss) in part.iter().flatten().zip(sum.iter().flatten()) {
-                        for (pf, sf) in ps.iter().zip(ss) {
-                            for (&pr, &sr) in pf.regs.iter().zip(&sf.regs) {
-                                let added = b.fadd(Rounding::Rn, sr, pr);
-                                let v = b.selp(first, pr, added);
-                                b.assign(sr, v);
-                                b.assign(pr, 0.0f32);
-                            }
-                        }
-                    }
+                at_chunk_end(b, (ti, next, ntiles), per_chunk, |b, first, _| {
+                    fold_regs(b, &part, &sum, first)
                 });
             });
         });

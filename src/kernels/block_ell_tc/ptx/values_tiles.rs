@@ -17,21 +17,28 @@
 //! [`ValuesTiles::slots`] a CTA: part `q` takes ranks `q·slots ..
 //! (q+1)·slots` (a crowded tile is split into several CTAs, each staging
 //! only the rows and columns of its own hits; a part without hits does
-//! nothing). One ballot over the table gives every warp its slots and the
-//! CTA the rows and columns to stage (`rows × cols` ≤ 32, one entry a
-//! lane). Part 0 of the tiles of column group 0 also stores `+0.0` to the
-//! empty slots of its rows.
+//! nothing). One ballot over the table (two for the 64 entries of an
+//! 8 × 8 tile: entries `lane` and `lane + 32`, ranked low word first)
+//! gives every warp its slots and the CTA the rows and columns to stage.
+//! Part 0 of the tiles of column group 0 also stores `+0.0` to the empty
+//! slots of its rows.
 //!
 //! # Data movement and arithmetic
 //! As [`super::tiled_values`]: double-buffered `cp.async.cg` token tiles of
-//! [`ValuesTiles::tokens`] rows (one 16-byte copy a thread a staged tile,
-//! a power of two dividing [`N_CHUNK`]) in dynamic shared memory, the
-//! ragged last tile zero-filled; `ldmatrix.x4.trans` fragments (bf16/f16),
-//! `ld.shared.f32` + `cvt.rna.tf32.f32` (tf32); per slot a warp tile of
-//! the whole `B × B` block, its N-chunk partial and sum in registers,
-//! joined by `add.rn` in ascending order. Each output element is the
-//! contract's chain of `mma.sync` steps: which CTA or warp computes a slot
-//! changes no bit.
+//! [`ValuesTiles::tokens`] rows (a power of two dividing [`N_CHUNK`]; one
+//! 16-byte copy a thread a staged tile, or, for a tile of fewer units
+//! than threads, the threads in groups each staging every other tile) in
+//! dynamic shared memory, the ragged last tile zero-filled;
+//! `ldmatrix.x4.trans` fragments (bf16/f16), `ld.shared.f32` +
+//! `cvt.rna.tf32.f32` (tf32); per slot a warp tile of the whole `B × B`
+//! block, its N-chunk partial in registers and its running sum in
+//! registers or, with [`ValuesTiles::sums_shared`], in shared memory
+//! (each lane its own elements: at an N-chunk's end `ld.shared`, `add.rn`
+//! of the partial, `st.shared`; the first chunk's sum is its partial, the
+//! last fold's stays in registers for the store), joined by `add.rn` in
+//! ascending order. Each output element is the contract's chain of
+//! `mma.sync` steps: which CTA or warp computes a slot, and where its sum
+//! waits, changes no bit.
 
 use crate::dsl::types::{F32, MmaInput, Pred, Reg, S32, U32, U64};
 use crate::dsl::{Cmp, FragC, KernelBuilder, PtxModule, Rounding, ShflMode};
@@ -41,7 +48,7 @@ use crate::target::Sm;
 use crate::tensor_core::InputFormat;
 
 use super::super::host::TcPrecision;
-use super::common::{gptr, log2, sptr};
+use super::common::{at_chunk_end, fold_regs, gptr, log2, sptr};
 use super::shape::Shape;
 use super::tiled_values::{frags_a_16, frags_a_tf32, frags_b_16, frags_b_tf32, pitch};
 use super::{GradValuesArgs, GradValuesRegs, mma_into, name};
@@ -62,6 +69,9 @@ pub struct ValuesTiles {
     pub spw: u32,
     /// Tokens (rows of `N`) per staged token tile.
     pub tokens: u32,
+    /// Whether the N-chunk running sums live in shared memory (only the
+    /// N-chunk partials in registers), so that a warp holds more slots.
+    pub sums_shared: bool,
 }
 
 impl ValuesTiles {
@@ -77,6 +87,12 @@ impl ValuesTiles {
     /// Staged tiles per token tile at most: one a row, one a column.
     fn staged(&self) -> u32 {
         self.rows + self.cols
+    }
+    /// Threads staging one tile's token tile (one 16-byte unit each; all
+    /// of them, or a part when the tile is shorter than one copy a thread),
+    /// given `cpr` copies a row.
+    fn span(&self, cpr: u32) -> u32 {
+        (self.tokens * cpr).min(THREADS)
     }
 }
 
@@ -149,24 +165,52 @@ fn elem(prec: TcPrecision) -> u32 {
 }
 
 /// The tiling of precision `prec` at block size `bs` on `sm`, or `None`
-/// for `B` = 64 (which keeps [`super::tiled_values`]): tiles of 4 block
-/// rows × 8 column blocks (4 × 4 where the shared memory a block may opt
-/// in to holds no more), two slots a warp at `B` = 32 (16 a CTA: a
-/// crowded tile is two parts), four at `B` = 16 (32 a CTA: one part);
-/// token tiles of one 16-byte copy a thread a staged tile (64 tokens at
-/// bf16/f16 `B` = 32, 128 at `B` = 16; tf32 half as many).
+/// for `B` = 64 (which keeps [`super::tiled_values`]).
+///
+/// At `B` = 16 where the shared memory a block may opt in to holds it
+/// (sm_90, sm_100): tiles of 8 block rows × 8 column blocks, four slots a
+/// warp (32 a CTA: a crowded tile is two parts), the sums in registers,
+/// one 16-byte copy a thread a staged tile (128 tokens at bf16/f16, 64 at
+/// tf32). (The kernel also builds 8 × 8 tiles at `B` = 32 with the N-chunk
+/// running sums in shared memory, [`ValuesTiles::sums_shared`], and
+/// 32-token tiles; no SM picks them: see the comment in the body.)
+///
+/// Elsewhere (and at `B` = 32): tiles of 4 block rows × 8 column blocks (4 × 4 where the
+/// shared memory a block may opt in to holds no more), two slots a warp
+/// at `B` = 32 (16 a CTA: a crowded tile is two parts), four at `B` = 16
+/// (32 a CTA: one part); token tiles of one 16-byte copy a thread a
+/// staged tile (64 tokens at bf16/f16 `B` = 32, 128 at `B` = 16; tf32
+/// half as many); sums in registers.
 pub fn values_tiles(prec: TcPrecision, bs: u32, sm: Sm) -> Option<ValuesTiles> {
     if bs > 32 {
         return None;
     }
     let units = bs * elem(prec) / 16;
+    let max = u64::from(sm.info().max_smem_per_block_optin);
+    let wide = ValuesTiles {
+        rows: 8,
+        cols: 8,
+        spw: 4,
+        tokens: if bs == 32 {
+            THREADS / units / 2
+        } else {
+            THREADS / units
+        },
+        sums_shared: bs == 32,
+    };
+    // `B` = 32 keeps the 4 × 8 tiles: at 2048 → 2048, 50 %, the 8 × 8
+    // tiles' 32 hits a CTA leave 64 busy CTAs on 132 SMs, about 59 µs of
+    // issue on the H200 against 58 µs in L2 today (docs/perf.md)
+    if bs == 16 && smem_of(prec, bs, &wide) <= max {
+        return Some(wide);
+    }
     let mut t = ValuesTiles {
         rows: 4,
         cols: 8,
         spw: if bs == 32 { 2 } else { 4 },
         tokens: THREADS / units,
+        sums_shared: false,
     };
-    let max = u64::from(sm.info().max_smem_per_block_optin);
     while smem_of(prec, bs, &t) > max && t.cols > 1 {
         t.cols /= 2;
     }
@@ -175,12 +219,18 @@ pub fn values_tiles(prec: TcPrecision, bs: u32, sm: Sm) -> Option<ValuesTiles> {
 
 fn smem_of(prec: TcPrecision, bs: u32, t: &ValuesTiles) -> u64 {
     let buf = u64::from(t.tokens * pitch(prec, bs));
-    2 * u64::from(t.staged()) * buf + 4 * u64::from(t.rows * t.cols)
+    let sums = if t.sums_shared {
+        4 * u64::from(t.slots() * bs * bs)
+    } else {
+        0
+    };
+    2 * u64::from(t.staged()) * buf + 4 * u64::from(t.rows * t.cols) + sums
 }
 
 /// Bytes of dynamic shared memory of the kernel of `prec`, `bs` on `sm`
-/// (double-buffered token tiles of every row and column of a tile, and
-/// its table); `None` as [`values_tiles`].
+/// (double-buffered token tiles of every row and column of a tile, its
+/// table, and the running sums where [`ValuesTiles::sums_shared`]); `None`
+/// as [`values_tiles`].
 pub fn smem_bytes(prec: TcPrecision, bs: u32, sm: Sm) -> Option<u64> {
     values_tiles(prec, bs, sm).map(|t| smem_of(prec, bs, &t))
 }
@@ -194,14 +244,21 @@ struct Io {
 }
 
 /// One staged tile of a work item: whether it is staged, the byte offset
-/// of its column block within a row plus the thread's unit, and that
-/// plus row `row0` and the tensor's address; whether it is gy's.
+/// of its column block within a row plus the thread's unit, and (for
+/// tiles of at most 32 entries) that plus row `row0` and the tensor's
+/// address; whether it is gy's. (The 8 × 8 tiles add row `row0`'s
+/// address per token tile instead: 16 staged tiles' 64-bit bases would
+/// cost 32 more registers.)
 struct Src {
     live: Reg<Pred>,
     col: Reg<U64>,
-    base: Reg<U64>,
+    base: Option<Reg<U64>>,
     gy: bool,
 }
+
+/// Two 64-bit registers: gy's and x's (row steps, or row `row0`'s
+/// addresses).
+type Wide2 = (Reg<U64>, Reg<U64>);
 
 /// Issue the copies of token tile `ti` into buffer `buf` of each staged
 /// tile (see [`super::tiled_values`]: running pointers for a full tile,
@@ -214,7 +271,7 @@ fn issue(
     row0: Reg<U32>,
     dst: Reg<U32>,
     srcs: &[Src],
-    steps: (Reg<U64>, Reg<U64>),
+    (steps, rows0): (Wide2, Wide2),
     ti: Reg<U32>,
     buf: Reg<U32>,
 ) {
@@ -222,7 +279,9 @@ fn issue(
     let off = b.mul_lo(buf, sh.buf());
     let d0 = b.add(dst, off);
     let rstep = THREADS / sh.cpr;
-    let copies = sh.tokens * sh.cpr / THREADS;
+    // a tile shorter than one copy a thread: one copy each of the
+    // threads of its group
+    let copies = (sh.tokens * sh.cpr / THREADS).max(1);
     let end = b.add(n0, sh.tokens);
     let full = b.setp(Cmp::Le, end, io.p.n);
     let tile = 2 * sh.buf();
@@ -231,12 +290,15 @@ fn issue(
         |b| {
             let tg = b.mul_wide_u32(n0, io.fout);
             let tg = b.shl(tg, log2(sh.e));
+            let based = srcs.iter().all(|s| s.base.is_some());
+            let tg = if based { tg } else { b.add(tg, rows0.0) };
             let tx = b.mul_wide_u32(n0, io.fin);
             let tx = b.shl(tx, log2(sh.e));
+            let tx = if based { tx } else { b.add(tx, rows0.1) };
             for (u, s) in srcs.iter().enumerate() {
                 b.if_(s.live, |b| {
                     let (t, st) = if s.gy { (tg, steps.0) } else { (tx, steps.1) };
-                    let mut p = b.add(s.base, t);
+                    let mut p = b.add(s.base.unwrap_or(s.col), t);
                     let d = b.add(d0, u as u32 * tile);
                     for j in 0..copies {
                         if j > 0 {
@@ -343,10 +405,15 @@ pub(super) fn grad_values<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Re
     let vt = values_tiles(prec, bs, sm).expect("B ≤ 32");
     let (rows, cols, spw) = (vt.rows, vt.cols, vt.spw);
     let entries = rows * cols;
-    debug_assert!(entries <= 32);
+    debug_assert!(entries <= 64);
+    // table entries a lane (one bit of a ballot each)
+    let words = entries.div_ceil(32);
     let pad = pitch(prec, bs) - bs * elem(prec);
     let sh = Shape::new::<T>(prec, bs, pad, vt.tokens, (bs, bs), false);
-    debug_assert_eq!(sh.tokens * sh.cpr % THREADS, 0);
+    let span = vt.span(sh.cpr);
+    debug_assert!(THREADS.is_multiple_of(span) && (sh.tokens * sh.cpr).is_multiple_of(span));
+    // groups of threads, each staging every `groups`-th tile
+    let groups = THREADS / span;
     let mut b = KernelBuilder::new(&name("grad_values", prec, bs), sm);
     b.maxntid(THREADS, 1, 1);
     let p = b.params::<GradValuesArgs>();
@@ -389,7 +456,13 @@ pub(super) fn grad_values<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Re
     let boff = b.add(boff, s0);
     // staging: the thread's 16-byte unit of a row, and its first row
     let ch = b.and(tid, sh.cpr - 1);
-    let row0 = b.shr(tid, log2(sh.cpr));
+    let row0 = if groups > 1 {
+        let lt = b.and(tid, span - 1);
+        b.shr(lt, log2(sh.cpr))
+    } else {
+        b.shr(tid, log2(sh.cpr))
+    };
+    let grp = (groups > 1).then(|| b.shr(tid, log2(span)));
     let dst = b.mad_lo(row0, sh.pitch, s0);
     let dst = b.mad_lo(ch, 16u32, dst);
     let ch16 = b.shl(ch, 4u32);
@@ -413,10 +486,25 @@ pub(super) fn grad_values<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Re
     let ncg = b.shr(ncg, log2(cols));
     let tiles = b.mul_lo(nrg, ncg);
     let items = b.mul_lo(tiles, vt.parts());
-    // the lane's entry of the table, and the lanes below it
-    let in_tab = b.setp(Cmp::Lt, lane, entries);
-    let lane_e = b.min(lane, entries - 1);
-    let tab_e = b.mad_lo(lane_e, 4u32, tab);
+    // the lane's entries of the table (`lane + 32·word`), and the lanes
+    // below it
+    let (in_tab, tab_e): (Vec<_>, Vec<_>) = (0..words)
+        .map(|wd| {
+            let e = if wd == 0 { lane } else { b.add(lane, 32 * wd) };
+            let in_tab = b.setp(Cmp::Lt, e, entries);
+            let lane_e = b.min(e, entries - 1);
+            (in_tab, b.mad_lo(lane_e, 4u32, tab))
+        })
+        .unzip();
+    // the running sums (`sums_shared`): per warp its slots' fragments,
+    // register `e` of the lane's at `e·32 + lane`
+    let regs_slot = sh.mt * sh.nt * 4;
+    let sbase = vt.sums_shared.then(|| {
+        let sums = b.add(tab, entries * 4);
+        let ws = b.mul_lo(w, spw * regs_slot * 128);
+        let sb = b.add(sums, ws);
+        b.mad_lo(lane, 4u32, sb)
+    });
     let below = b.shl(1u32, lane);
     let below = b.sub(below, 1u32);
     let first = b.ctaid_x();
@@ -436,54 +524,77 @@ pub(super) fn grad_values<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Re
             b.st_shared(sptr::<S32>(pt), 0, -1i32);
         });
         b.bar_sync();
-        let scan = b.mul_lo(io.p.k, rows);
-        b.for_range(tid, scan, THREADS, |b, e| {
-            let ri = b.div(e, io.p.k);
-            let row = b.add(r0, ri);
-            let ok = b.setp(Cmp::Lt, row, io.p.r);
-            b.if_(ok, |b| {
-                let kk = b.rem(e, io.p.k);
-                let s = b.mad_lo(row, io.p.k, kk);
-                let cp = b.offset(io.p.col, s);
-                let c = b.ld_global(cp, 0);
-                let c = b.s32_as_u32(c);
-                let d = b.sub(c, c0);
-                // -1 wraps past `cols`
-                let hit = b.setp(Cmp::Lt, d, cols);
-                b.if_(hit, |b| {
-                    let at = b.mad_lo(ri, cols, d);
-                    let pt = b.mad_lo(at, 4u32, tab);
-                    let sv = b.u32_as_s32(s);
-                    b.st_shared(sptr::<S32>(pt), 0, sv);
-                });
+        scan_rows(b, &io, (r0, rows), (tid, THREADS), |b, ri, s, c| {
+            let c = b.s32_as_u32(c);
+            let d = b.sub(c, c0);
+            // -1 wraps past `cols`
+            let hit = b.setp(Cmp::Lt, d, cols);
+            b.if_(hit, |b| {
+                let at = b.mad_lo(ri, cols, d);
+                let pt = b.mad_lo(at, 4u32, tab);
+                let sv = b.u32_as_s32(s);
+                b.st_shared(sptr::<S32>(pt), 0, sv);
             });
         });
         b.bar_sync();
         // the hits (one table entry a lane), their ranks, this part's
-        let v = b.ld_shared(sptr::<S32>(tab_e), 0);
-        let filled = b.setp(Cmp::Ge, v, 0i32);
-        let hit = b.pand(filled, in_tab);
-        let hits = b.vote_ballot(hit, u32::MAX);
-        let rank = b.and(hits, below);
-        let rank = b.popc(rank);
+        let mut v = Vec::new();
+        let mut hit = Vec::new();
+        let mut hits = Vec::new();
+        for wd in 0..words as usize {
+            v.push(b.ld_shared(sptr::<S32>(tab_e[wd]), 0));
+            let filled = b.setp(Cmp::Ge, v[wd], 0i32);
+            hit.push(b.pand(filled, in_tab[wd]));
+            hits.push(b.vote_ballot(hit[wd], u32::MAX));
+        }
+        // ranks in the table's order: the hits of the lower words first
+        let mut rank = Vec::new();
+        for wd in 0..words as usize {
+            let r = b.and(hits[wd], below);
+            let mut r = b.popc(r);
+            for h in &hits[..wd] {
+                let c = b.popc(*h);
+                r = b.add(r, c);
+            }
+            rank.push(r);
+        }
         let lo = b.mul_lo(q, vt.slots());
-        let rel = b.sub(rank, lo);
-        let inside = b.setp(Cmp::Lt, rel, vt.slots());
-        let inpart = b.pand(hit, inside);
-        let part_hits = b.vote_ballot(inpart, u32::MAX);
-        let vu = b.s32_as_u32(v);
+        let part_hits: Vec<Reg<U32>> = (0..words as usize)
+            .map(|wd| {
+                let rel = b.sub(rank[wd], lo);
+                let inside = b.setp(Cmp::Lt, rel, vt.slots());
+                let inpart = b.pand(hit[wd], inside);
+                b.vote_ballot(inpart, u32::MAX)
+            })
+            .collect();
+        let vu: Vec<Reg<U32>> = v.iter().map(|&v| b.s32_as_u32(v)).collect();
         let wbase = b.mad_lo(w, spw, lo);
         let mine: Vec<Mine> = (0..spw)
             .map(|j| {
                 let want = b.add(wbase, j);
-                let is = b.setp(Cmp::Eq, rank, want);
-                let is = b.pand(is, hit);
-                let m = b.vote_ballot(is, u32::MAX);
-                let exists = b.setp(Cmp::Ne, m, 0u32);
-                let e = b.sub(m, 1u32);
-                let e = b.popc(e);
-                let e = b.and(e, 31u32);
-                let slot = b.shfl(ShflMode::Idx, vu, e, 0x1f, u32::MAX);
+                // per word: the lane with the rank, its entry and slot
+                let found: Vec<_> = (0..words as usize)
+                    .map(|wd| {
+                        let is = b.setp(Cmp::Eq, rank[wd], want);
+                        let is = b.pand(is, hit[wd]);
+                        let m = b.vote_ballot(is, u32::MAX);
+                        let exists = b.setp(Cmp::Ne, m, 0u32);
+                        let e = b.sub(m, 1u32);
+                        let e = b.popc(e);
+                        let e = b.and(e, 31u32);
+                        let slot = b.shfl(ShflMode::Idx, vu[wd], e, 0x1f, u32::MAX);
+                        (exists, e, slot)
+                    })
+                    .collect();
+                let (exists, e, slot) = found[0];
+                let (e, slot, exists) = match found.get(1) {
+                    None => (e, slot, exists),
+                    Some(&(x1, e1, s1)) => {
+                        let e1 = b.add(e1, 32u32);
+                        let any = b.por(exists, x1);
+                        (b.selp(exists, e, e1), b.selp(exists, slot, s1), any)
+                    }
+                };
                 let ri = b.shr(e, log2(cols));
                 let ci = b.and(e, cols - 1);
                 let a = b.mad_lo(ri, tile, aoff);
@@ -504,22 +615,13 @@ pub(super) fn grad_values<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Re
         let zc = b.setp(Cmp::Eq, cg, 0u32);
         let zero_here = b.pand(zq, zc);
         b.if_(zero_here, |b| {
-            let scan = b.mul_lo(io.p.k, rows);
-            b.for_range(0u32, scan, 1u32, |b, e| {
-                let ri = b.div(e, io.p.k);
-                let row = b.add(r0, ri);
-                let ok = b.setp(Cmp::Lt, row, io.p.r);
-                b.if_(ok, |b| {
-                    let kk = b.rem(e, io.p.k);
-                    let s = b.mad_lo(row, io.p.k, kk);
-                    let cp = b.offset(io.p.col, s);
-                    let c = b.ld_global(cp, 0);
-                    let empty = b.setp(Cmp::Lt, c, 0i32);
-                    b.if_(empty, |b| zero_slot(b, &sh, &io, s, tid));
-                });
+            scan_rows(b, &io, (r0, rows), (0u32, 1), |b, _, s, c| {
+                let empty = b.setp(Cmp::Lt, c, 0i32);
+                b.if_(empty, |b| zero_slot(b, &sh, &io, s, tid));
             });
         });
-        let any = b.setp(Cmp::Ne, part_hits, 0u32);
+        let all_hits = part_hits[1..].iter().fold(part_hits[0], |a, &h| b.or(a, h));
+        let any = b.setp(Cmp::Ne, all_hits, 0u32);
         let any = b.pand(any, any_tile);
         let frags = |b: &mut KernelBuilder| -> Vec<Vec<Vec<FragC>>> {
             (0..spw)
@@ -531,7 +633,8 @@ pub(super) fn grad_values<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Re
                 .collect()
         };
         let part = frags(b);
-        let sum = frags(b);
+        // with the sums in shared memory, `part` ends as the sum
+        let sum = if vt.sums_shared { Vec::new() } else { frags(b) };
         b.if_(any, |b| {
             // the staged tiles: gy of each row, x of each column with a
             // hit in this part
@@ -540,18 +643,37 @@ pub(super) fn grad_values<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Re
                 .map(|u| {
                     // the table entries of the row (or column)
                     let (mask, blk, gy) = if u < rows {
-                        let m = ((1u32 << cols) - 1) << (u * cols);
+                        let m = ((1u64 << cols) - 1) << (u * cols);
                         (m, b.add(r0, u), true)
                     } else {
                         let ci = u - rows;
-                        let m = (0..rows).fold(0u32, |m, ri| m | 1 << (ri * cols + ci));
+                        let m = (0..rows).fold(0u64, |m, ri| m | 1 << (ri * cols + ci));
                         (m, b.add(c0, ci), false)
                     };
-                    let used = b.and(part_hits, mask);
+                    let mut used: Option<Reg<U32>> = None;
+                    for (wd, &ph) in part_hits.iter().enumerate() {
+                        let mw = (mask >> (32 * wd)) as u32;
+                        if mw != 0 {
+                            let x = b.and(ph, mw);
+                            used = Some(match used {
+                                None => x,
+                                Some(u) => b.or(u, x),
+                            });
+                        }
+                    }
+                    let used = used.expect("a row or column has table entries");
                     let live = b.setp(Cmp::Ne, used, 0u32);
+                    // the thread's group stages every `groups`-th tile
+                    let live = match grp {
+                        Some(g) => {
+                            let ours = b.setp(Cmp::Eq, g, u % groups);
+                            b.pand(live, ours)
+                        }
+                        None => live,
+                    };
                     let colb = b.mul_wide_u32(blk, sh.rowb);
                     let colb = b.add(colb, unit);
-                    let base = b.add(colb, if gy { grow0 } else { xrow0 });
+                    let base = (entries <= 32).then(|| b.add(colb, if gy { grow0 } else { xrow0 }));
                     Src {
                         live,
                         col: colb,
@@ -560,7 +682,7 @@ pub(super) fn grad_values<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Re
                     }
                 })
                 .collect();
-            let steps = (gstep, xstep);
+            let steps = ((gstep, xstep), (grow0, xrow0));
             let zero = b.mov(0u32);
             issue(b, &sh, &io, row0, dst, &srcs, steps, zero, zero);
             b.cp_async_commit_group();
@@ -580,23 +702,15 @@ pub(super) fn grad_values<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Re
                 b.bar_sync();
                 b.set(&buf, nbuf);
                 // the end of an N-chunk: fold the partial into the sum
-                let pos = b.rem(next, per_chunk);
-                let end_chunk = b.setp(Cmp::Eq, pos, 0u32);
-                let end_all = b.setp(Cmp::Eq, next, ntiles);
-                let fold = b.por(end_chunk, end_all);
-                b.if_(fold, |b| {
-                    let first = b.setp(Cmp::Lt, ti, per_chunk);
-                    for (ps, ss) in part.iter().flatten().zip(sum.iter().flatten()) {
-                        for (pf, sf) in ps.iter().zip(ss) {
-                            for (&pr, &sr) in pf.regs.iter().zip(&sf.regs) {
-                                let added = b.fadd(Rounding::Rn, sr, pr);
-                                let v = b.selp(first, pr, added);
-                                b.assign(sr, v);
-                                b.assign(pr, 0.0f32);
-                            }
-                        }
-                    }
-                });
+                at_chunk_end(
+                    b,
+                    (ti, next, ntiles),
+                    per_chunk,
+                    |b, first, last| match sbase {
+                        Some(sb) => fold_shared(b, sb, &part, first, last),
+                        None => fold_regs(b, &part, &sum, first),
+                    },
+                );
             });
         });
         // epilogue: lane (g, t) holds rows g and g + 8 of each 16-row
@@ -604,7 +718,8 @@ pub(super) fn grad_values<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Re
         let g = b.shr(lane, 2u32);
         let t = b.and(lane, 3u32);
         let j0 = b.shl(t, 1u32);
-        for (m, sum) in mine.iter().zip(&sum) {
+        let sum = if vt.sums_shared { &part } else { &sum };
+        for (m, sum) in mine.iter().zip(sum) {
             b.if_(m.exists, |b| {
                 let sb = b.mul_lo(m.slot, sh.bs);
                 for (mi, frags) in sum.iter().enumerate() {
@@ -623,6 +738,69 @@ pub(super) fn grad_values<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Re
         }
     });
     b.finish()
+}
+
+/// The fold at an N-chunk's end with the running sums in shared memory
+/// (`sbase`: the lane's first sum element): after the first N-chunk
+/// (not `first`) each partial element becomes `add.rn(sum, partial)`
+/// (the first chunk's sum is its partial, as the registers' fold);
+/// unless it is the last (`last`), it is stored as the sum and the
+/// partial restarts at `+0.0`. After the last fold the partials hold the
+/// sums. Each lane reads and writes only its own elements.
+fn fold_shared(
+    b: &mut KernelBuilder,
+    sbase: Reg<U32>,
+    part: &[Vec<Vec<FragC>>],
+    first: Reg<Pred>,
+    last: Reg<Pred>,
+) {
+    let regs: Vec<Reg<F32>> = part
+        .iter()
+        .flatten()
+        .flatten()
+        .flat_map(|f| f.regs)
+        .collect();
+    let later = b.pnot(first);
+    b.if_(later, |b| {
+        for (e, &pr) in regs.iter().enumerate() {
+            let s = b.ld_shared(sptr::<F32>(sbase), e as i32 * 32);
+            let added = b.fadd(Rounding::Rn, s, pr);
+            b.assign(pr, added);
+        }
+    });
+    let more = b.pnot(last);
+    b.if_(more, |b| {
+        for (e, &pr) in regs.iter().enumerate() {
+            b.st_shared(sptr::<F32>(sbase), e as i32 * 32, pr);
+            b.assign(pr, 0.0f32);
+        }
+    });
+}
+
+/// The slots of block rows `r0 .. r0 + rows` (those below `R`), entries
+/// `from, from + step, …` of the `rows × K` scan: `body(b, ri, s, c)`
+/// with the row's index in the tile `ri`, the slot `s = row·K + k` and
+/// its column block `c = col[s]`.
+fn scan_rows(
+    b: &mut KernelBuilder,
+    io: &Io,
+    (r0, rows): (Reg<U32>, u32),
+    (from, step): (impl Into<crate::dsl::types::Src<U32>>, u32),
+    body: impl FnOnce(&mut KernelBuilder, Reg<U32>, Reg<U32>, Reg<S32>),
+) {
+    let scan = b.mul_lo(io.p.k, rows);
+    b.for_range(from, scan, step, |b, e| {
+        let ri = b.div(e, io.p.k);
+        let row = b.add(r0, ri);
+        let ok = b.setp(Cmp::Lt, row, io.p.r);
+        b.if_(ok, |b| {
+            let kk = b.rem(e, io.p.k);
+            let s = b.mad_lo(row, io.p.k, kk);
+            let cp = b.offset(io.p.col, s);
+            let c = b.ld_global(cp, 0);
+            body(b, ri, s, c);
+        });
+    });
 }
 
 /// `+0.0` into the `B × B` block of empty slot `s` (the CTA's threads
@@ -664,11 +842,12 @@ mod tests {
                         "{sm}"
                     );
                     assert!(
-                        t.rows * t.cols <= 32 && t.cols >= 4,
+                        t.rows * t.cols <= 64 && t.cols >= 4,
                         "{sm} {prec} {bs}: {t:?}"
                     );
                     let units = bs * elem(prec) / 16;
-                    assert_eq!(t.tokens * units, THREADS);
+                    assert_eq!(THREADS % t.span(units), 0);
+                    assert_eq!(t.tokens * units % t.span(units), 0);
                     assert_eq!(N_CHUNK as u32 % t.tokens, 0);
                 }
             }
