@@ -26,22 +26,16 @@
 //! # Data movement and arithmetic
 //! As [`super::tiled_values`]: double-buffered `cp.async.cg` token tiles of
 //! [`ValuesTiles::tokens`] rows (a power of two dividing [`N_CHUNK`]; one
-//! 16-byte copy a thread a staged tile, or, for a tile of fewer units
-//! than threads, the threads in groups each staging every other tile) in
-//! dynamic shared memory, the ragged last tile zero-filled;
-//! `ldmatrix.x4.trans` fragments (bf16/f16), `ld.shared.f32` +
-//! `cvt.rna.tf32.f32` (tf32); per slot a warp tile of the whole `B × B`
-//! block, its N-chunk partial in registers and its running sum in
-//! registers or, with [`ValuesTiles::sums_shared`], in shared memory
-//! (each lane its own elements: at an N-chunk's end `ld.shared`, `add.rn`
-//! of the partial, `st.shared`; the first chunk's sum is its partial, the
-//! last fold's stays in registers for the store), joined by `add.rn` in
-//! ascending order. Each output element is the contract's chain of
-//! `mma.sync` steps: which CTA or warp computes a slot, and where its sum
-//! waits, changes no bit.
+//! or more 16-byte copies a thread a staged tile) in dynamic shared
+//! memory, the ragged last tile zero-filled; `ldmatrix.x4.trans` fragments
+//! (bf16/f16), `ld.shared.f32` + `cvt.rna.tf32.f32` (tf32); per slot a
+//! warp tile of the whole `B × B` block, its N-chunk partial and running
+//! sum in registers, joined by `add.rn` in ascending order. Each output
+//! element is the contract's chain of `mma.sync` steps: which CTA or warp
+//! computes a slot changes no bit.
 
 use crate::dsl::types::{F32, MmaInput, Pred, Reg, S32, U32, U64};
-use crate::dsl::{Cmp, FragC, KernelBuilder, PtxModule, Rounding, ShflMode};
+use crate::dsl::{Cmp, FragC, KernelBuilder, PtxModule, ShflMode};
 use crate::error::Result;
 use crate::kernels::block_ell::N_CHUNK;
 use crate::target::Sm;
@@ -69,9 +63,6 @@ pub struct ValuesTiles {
     pub spw: u32,
     /// Tokens (rows of `N`) per staged token tile.
     pub tokens: u32,
-    /// Whether the N-chunk running sums live in shared memory (only the
-    /// N-chunk partials in registers), so that a warp holds more slots.
-    pub sums_shared: bool,
 }
 
 impl ValuesTiles {
@@ -87,12 +78,6 @@ impl ValuesTiles {
     /// Staged tiles per token tile at most: one a row, one a column.
     fn staged(&self) -> u32 {
         self.rows + self.cols
-    }
-    /// Threads staging one tile's token tile (one 16-byte unit each; all
-    /// of them, or a part when the tile is shorter than one copy a thread),
-    /// given `cpr` copies a row.
-    fn span(&self, cpr: u32) -> u32 {
-        (self.tokens * cpr).min(THREADS)
     }
 }
 
@@ -171,9 +156,7 @@ fn elem(prec: TcPrecision) -> u32 {
 /// (sm_90, sm_100): tiles of 8 block rows × 8 column blocks, four slots a
 /// warp (32 a CTA: a crowded tile is two parts), the sums in registers,
 /// one 16-byte copy a thread a staged tile (128 tokens at bf16/f16, 64 at
-/// tf32). (The kernel also builds 8 × 8 tiles at `B` = 32 with the N-chunk
-/// running sums in shared memory, [`ValuesTiles::sums_shared`], and
-/// 32-token tiles; no SM picks them: see the comment in the body.)
+/// tf32). (`B` = 32 keeps the 4 × 8 tiles: see the comment in the body.)
 ///
 /// Elsewhere (and at `B` = 32): tiles of 4 block rows × 8 column blocks (4 × 4 where the
 /// shared memory a block may opt in to holds no more), two slots a warp
@@ -191,16 +174,13 @@ pub fn values_tiles(prec: TcPrecision, bs: u32, sm: Sm) -> Option<ValuesTiles> {
         rows: 8,
         cols: 8,
         spw: 4,
-        tokens: if bs == 32 {
-            THREADS / units / 2
-        } else {
-            THREADS / units
-        },
-        sums_shared: bs == 32,
+        tokens: THREADS / units,
     };
-    // `B` = 32 keeps the 4 × 8 tiles: at 2048 → 2048, 50 %, the 8 × 8
-    // tiles' 32 hits a CTA leave 64 busy CTAs on 132 SMs, about 59 µs of
-    // issue on the H200 against 58 µs in L2 today (docs/perf.md)
+    // `B` = 32 keeps the 4 × 8 tiles: 8 × 8 tiles there need the N-chunk
+    // running sums in shared memory (4 slots a warp), and at 2048 → 2048,
+    // 50 %, their 32 hits a CTA leave 64 busy CTAs on 132 SMs, about 59 µs
+    // of issue on the H200 against 58 µs in L2 today (docs/perf.md; built,
+    // measured in the model, removed)
     if bs == 16 && smem_of(prec, bs, &wide) <= max {
         return Some(wide);
     }
@@ -209,7 +189,6 @@ pub fn values_tiles(prec: TcPrecision, bs: u32, sm: Sm) -> Option<ValuesTiles> {
         cols: 8,
         spw: if bs == 32 { 2 } else { 4 },
         tokens: THREADS / units,
-        sums_shared: false,
     };
     while smem_of(prec, bs, &t) > max && t.cols > 1 {
         t.cols /= 2;
@@ -219,18 +198,12 @@ pub fn values_tiles(prec: TcPrecision, bs: u32, sm: Sm) -> Option<ValuesTiles> {
 
 fn smem_of(prec: TcPrecision, bs: u32, t: &ValuesTiles) -> u64 {
     let buf = u64::from(t.tokens * pitch(prec, bs));
-    let sums = if t.sums_shared {
-        4 * u64::from(t.slots() * bs * bs)
-    } else {
-        0
-    };
-    2 * u64::from(t.staged()) * buf + 4 * u64::from(t.rows * t.cols) + sums
+    2 * u64::from(t.staged()) * buf + 4 * u64::from(t.rows * t.cols)
 }
 
 /// Bytes of dynamic shared memory of the kernel of `prec`, `bs` on `sm`
 /// (double-buffered token tiles of every row and column of a tile, its
-/// table, and the running sums where [`ValuesTiles::sums_shared`]); `None`
-/// as [`values_tiles`].
+/// table); `None` as [`values_tiles`].
 pub fn smem_bytes(prec: TcPrecision, bs: u32, sm: Sm) -> Option<u64> {
     values_tiles(prec, bs, sm).map(|t| smem_of(prec, bs, &t))
 }
@@ -279,9 +252,7 @@ fn issue(
     let off = b.mul_lo(buf, sh.buf());
     let d0 = b.add(dst, off);
     let rstep = THREADS / sh.cpr;
-    // a tile shorter than one copy a thread: one copy each of the
-    // threads of its group
-    let copies = (sh.tokens * sh.cpr / THREADS).max(1);
+    let copies = sh.tokens * sh.cpr / THREADS;
     let end = b.add(n0, sh.tokens);
     let full = b.setp(Cmp::Le, end, io.p.n);
     let tile = 2 * sh.buf();
@@ -410,10 +381,7 @@ pub(super) fn grad_values<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Re
     let words = entries.div_ceil(32);
     let pad = pitch(prec, bs) - bs * elem(prec);
     let sh = Shape::new::<T>(prec, bs, pad, vt.tokens, (bs, bs), false);
-    let span = vt.span(sh.cpr);
-    debug_assert!(THREADS.is_multiple_of(span) && (sh.tokens * sh.cpr).is_multiple_of(span));
-    // groups of threads, each staging every `groups`-th tile
-    let groups = THREADS / span;
+    debug_assert!((sh.tokens * sh.cpr).is_multiple_of(THREADS));
     let mut b = KernelBuilder::new(&name("grad_values", prec, bs), sm);
     b.maxntid(THREADS, 1, 1);
     let p = b.params::<GradValuesArgs>();
@@ -456,13 +424,7 @@ pub(super) fn grad_values<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Re
     let boff = b.add(boff, s0);
     // staging: the thread's 16-byte unit of a row, and its first row
     let ch = b.and(tid, sh.cpr - 1);
-    let row0 = if groups > 1 {
-        let lt = b.and(tid, span - 1);
-        b.shr(lt, log2(sh.cpr))
-    } else {
-        b.shr(tid, log2(sh.cpr))
-    };
-    let grp = (groups > 1).then(|| b.shr(tid, log2(span)));
+    let row0 = b.shr(tid, log2(sh.cpr));
     let dst = b.mad_lo(row0, sh.pitch, s0);
     let dst = b.mad_lo(ch, 16u32, dst);
     let ch16 = b.shl(ch, 4u32);
@@ -496,15 +458,6 @@ pub(super) fn grad_values<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Re
             (in_tab, b.mad_lo(lane_e, 4u32, tab))
         })
         .unzip();
-    // the running sums (`sums_shared`): per warp its slots' fragments,
-    // register `e` of the lane's at `e·32 + lane`
-    let regs_slot = sh.mt * sh.nt * 4;
-    let sbase = vt.sums_shared.then(|| {
-        let sums = b.add(tab, entries * 4);
-        let ws = b.mul_lo(w, spw * regs_slot * 128);
-        let sb = b.add(sums, ws);
-        b.mad_lo(lane, 4u32, sb)
-    });
     let below = b.shl(1u32, lane);
     let below = b.sub(below, 1u32);
     let first = b.ctaid_x();
@@ -633,8 +586,7 @@ pub(super) fn grad_values<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Re
                 .collect()
         };
         let part = frags(b);
-        // with the sums in shared memory, `part` ends as the sum
-        let sum = if vt.sums_shared { Vec::new() } else { frags(b) };
+        let sum = frags(b);
         b.if_(any, |b| {
             // the staged tiles: gy of each row, x of each column with a
             // hit in this part
@@ -663,14 +615,6 @@ pub(super) fn grad_values<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Re
                     }
                     let used = used.expect("a row or column has table entries");
                     let live = b.setp(Cmp::Ne, used, 0u32);
-                    // the thread's group stages every `groups`-th tile
-                    let live = match grp {
-                        Some(g) => {
-                            let ours = b.setp(Cmp::Eq, g, u % groups);
-                            b.pand(live, ours)
-                        }
-                        None => live,
-                    };
                     let colb = b.mul_wide_u32(blk, sh.rowb);
                     let colb = b.add(colb, unit);
                     let base = (entries <= 32).then(|| b.add(colb, if gy { grow0 } else { xrow0 }));
@@ -702,15 +646,9 @@ pub(super) fn grad_values<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Re
                 b.bar_sync();
                 b.set(&buf, nbuf);
                 // the end of an N-chunk: fold the partial into the sum
-                at_chunk_end(
-                    b,
-                    (ti, next, ntiles),
-                    per_chunk,
-                    |b, first, last| match sbase {
-                        Some(sb) => fold_shared(b, sb, &part, first, last),
-                        None => fold_regs(b, &part, &sum, first),
-                    },
-                );
+                at_chunk_end(b, (ti, next, ntiles), per_chunk, |b, first, _| {
+                    fold_regs(b, &part, &sum, first)
+                });
             });
         });
         // epilogue: lane (g, t) holds rows g and g + 8 of each 16-row
@@ -718,8 +656,7 @@ pub(super) fn grad_values<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Re
         let g = b.shr(lane, 2u32);
         let t = b.and(lane, 3u32);
         let j0 = b.shl(t, 1u32);
-        let sum = if vt.sums_shared { &part } else { &sum };
-        for (m, sum) in mine.iter().zip(sum) {
+        for (m, sum) in mine.iter().zip(&sum) {
             b.if_(m.exists, |b| {
                 let sb = b.mul_lo(m.slot, sh.bs);
                 for (mi, frags) in sum.iter().enumerate() {
@@ -738,43 +675,6 @@ pub(super) fn grad_values<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Re
         }
     });
     b.finish()
-}
-
-/// The fold at an N-chunk's end with the running sums in shared memory
-/// (`sbase`: the lane's first sum element): after the first N-chunk
-/// (not `first`) each partial element becomes `add.rn(sum, partial)`
-/// (the first chunk's sum is its partial, as the registers' fold);
-/// unless it is the last (`last`), it is stored as the sum and the
-/// partial restarts at `+0.0`. After the last fold the partials hold the
-/// sums. Each lane reads and writes only its own elements.
-fn fold_shared(
-    b: &mut KernelBuilder,
-    sbase: Reg<U32>,
-    part: &[Vec<Vec<FragC>>],
-    first: Reg<Pred>,
-    last: Reg<Pred>,
-) {
-    let regs: Vec<Reg<F32>> = part
-        .iter()
-        .flatten()
-        .flatten()
-        .flat_map(|f| f.regs)
-        .collect();
-    let later = b.pnot(first);
-    b.if_(later, |b| {
-        for (e, &pr) in regs.iter().enumerate() {
-            let s = b.ld_shared(sptr::<F32>(sbase), e as i32 * 32);
-            let added = b.fadd(Rounding::Rn, s, pr);
-            b.assign(pr, added);
-        }
-    });
-    let more = b.pnot(last);
-    b.if_(more, |b| {
-        for (e, &pr) in regs.iter().enumerate() {
-            b.st_shared(sptr::<F32>(sbase), e as i32 * 32, pr);
-            b.assign(pr, 0.0f32);
-        }
-    });
 }
 
 /// The slots of block rows `r0 .. r0 + rows` (those below `R`), entries
@@ -846,8 +746,7 @@ mod tests {
                         "{sm} {prec} {bs}: {t:?}"
                     );
                     let units = bs * elem(prec) / 16;
-                    assert_eq!(THREADS % t.span(units), 0);
-                    assert_eq!(t.tokens * units % t.span(units), 0);
+                    assert_eq!(t.tokens * units % THREADS, 0);
                     assert_eq!(N_CHUNK as u32 % t.tokens, 0);
                 }
             }
