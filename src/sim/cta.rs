@@ -65,6 +65,10 @@ pub(crate) struct CtaState {
     /// The CTA's same-value write-write conflicts in shared memory
     /// (`checks::benign`).
     pub same: super::checks::benign::SameWrites,
+    /// Per warp: the instructions its threads issued in the running CTA
+    /// (thread-instructions, counted as the launch's: predicated-off ones
+    /// included), for [`crate::sim::LaunchReport::heaviest_warp`].
+    pub warp_issued: Vec<u64>,
 }
 
 impl CtaState {
@@ -183,6 +187,7 @@ impl CtaState {
                 checks && code.insts.iter().any(|i| i.op.is_cp_async()),
             ),
             same: Default::default(),
+            warp_issued: vec![0; n.div_ceil(32)],
         }
     }
 
@@ -222,6 +227,7 @@ impl CtaState {
         self.epoch += 1;
         self.epoch0 = self.epoch;
         self.wepoch.fill(0);
+        self.warp_issued.fill(0);
         self.bu_cnt.fill(0);
         for v in self.bu_out.iter_mut() {
             v.clear();

@@ -43,6 +43,8 @@ pub struct Sim {
     pub(crate) last_counts: Vec<u64>,
     /// The heaviest block's issued instructions in the last launch.
     pub(crate) last_heaviest: u64,
+    /// The heaviest warp's issued instructions in the last launch.
+    pub(crate) last_heaviest_warp: u64,
     /// Blocks run in lockstep over every launch so far.
     pub(crate) lockstep_blocks: u64,
     pub(crate) clock: u64,
@@ -70,6 +72,7 @@ impl Sim {
             total_instructions: 0,
             last_counts: Vec::new(),
             last_heaviest: 0,
+            last_heaviest_warp: 0,
             lockstep_blocks: 0,
             clock: 0,
             scratch: Scratch::default(),
@@ -140,6 +143,12 @@ impl Sim {
     /// interface, which returns no report.
     pub fn last_launch_heaviest_block(&self) -> u64 {
         self.last_heaviest
+    }
+
+    /// The last launch's [`LaunchReport::heaviest_warp`] (0 before the
+    /// first launch), as [`Sim::last_launch_heaviest_block`].
+    pub fn last_launch_heaviest_warp(&self) -> u64 {
+        self.last_heaviest_warp
     }
 
     /// Blocks that ran their threads in lockstep ([`SimOptions::lockstep`])
@@ -357,6 +366,8 @@ impl Sim {
             blocks: gx as u64 * gy as u64 * gz as u64,
             barriers: totals.barriers,
             heaviest_block: totals.heaviest,
+            heaviest_warp: totals.heaviest_warp.0,
+            heaviest_warp_at: (totals.heaviest_warp.1, totals.heaviest_warp.2),
             same_value_writes: totals.same.count,
             first_same_value_write: totals.same.first,
             ..Default::default()
@@ -392,6 +403,7 @@ impl Sim {
         self.total_instructions += report.instructions;
         self.last_counts = counts;
         self.last_heaviest = report.heaviest_block;
+        self.last_heaviest_warp = report.heaviest_warp;
         self.traffic.launches += 1;
         Ok(report)
     }

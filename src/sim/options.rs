@@ -205,6 +205,20 @@ pub struct LaunchReport {
     /// in thread-block clusters, the heaviest cluster's count over its
     /// blocks (rounded up): the simulator counts a cluster as a whole.
     pub heaviest_block: u64,
+    /// The most instructions one warp issued, as the thread-instructions
+    /// of its lanes (counted as [`LaunchReport::instructions`]: a warp of
+    /// 32 threads that stay together issues a 32nd of it as
+    /// warp-instructions); 0 for an empty grid. Where a block's warps do
+    /// unequal work (one warp walks a dependent chain while the others
+    /// wait at barriers), the roofline model's latency term needs it:
+    /// a warp cannot issue its chain faster than the chain allows
+    /// (`report::roofline::speed`). Counted per warp in every schedule,
+    /// clusters included.
+    pub heaviest_warp: u64,
+    /// Where [`LaunchReport::heaviest_warp`] ran: its block's linear index
+    /// (x fastest) and its warp index in the block (`%tid` linear / 32);
+    /// the lowest block, then warp, on ties; `(0, 0)` for an empty grid.
+    pub heaviest_warp_at: (u64, u32),
     /// Executed approximate instructions (see [`SimOptions::approx`]); when
     /// non-zero the results are not bit-exact with the GPU.
     pub approximate: u64,

@@ -248,6 +248,17 @@ impl Exec<'_> {
         (issued, stop)
     }
 
+    /// After a cluster ran: its heaviest warp, as the thread-instructions
+    /// its lanes issued, its CTA's linear index and its index in the CTA
+    /// (the first in rank order on ties).
+    pub(crate) fn cluster_heaviest_warp(&self) -> (u64, u64, u32) {
+        let cl = self.cl.as_ref().expect("a cluster launch");
+        (0..cl.size).fold((0, 0, 0), |b, r| {
+            let (c, w) = super::heaviest_of(&cl.slots[r].cta.warp_issued);
+            if c > b.0 { (c, cl.lins[r], w) } else { b }
+        })
+    }
+
     /// After a cluster ran: its `vprintf` output (rank by rank, each
     /// CTA's by thread) to `printf`, and, if `accept`, its global
     /// accesses into the watch list, `done` and `order` (rank by rank).

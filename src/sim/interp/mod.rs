@@ -274,6 +274,14 @@ pub(crate) struct Exec<'a> {
     pub cl: Option<Box<cluster::ClusterRun>>,
 }
 
+/// The largest of per-warp counts `w` and its index (the first on ties;
+/// `(0, 0)` when empty).
+pub(crate) fn heaviest_of(w: &[u64]) -> (u64, u32) {
+    w.iter()
+        .enumerate()
+        .fold((0, 0), |b, (i, &c)| if c > b.0 { (c, i as u32) } else { b })
+}
+
 #[inline(always)]
 pub(crate) fn mask(w: u8) -> u64 {
     // w is 1..=64 (operation widths)
@@ -510,10 +518,26 @@ impl<'a> Exec<'a> {
         let (ns, pitch) = (self.cta.stride, self.cta.pitch);
         for t in 0..self.cta.n {
             if self.cta.state[t] == TState::Run {
-                self.interpret(t, &mut regs[t * pitch..][..ns], counts)?;
+                let before = self.cta_issued();
+                let r = self.interpret(t, &mut regs[t * pitch..][..ns], counts);
+                self.cta.warp_issued[t / 32] += self.cta_issued() - before;
+                r?;
             }
         }
         Ok(())
+    }
+
+    /// Instructions the running CTA (in a cluster, the cluster) issued so
+    /// far: what the finished chunks used and the current one's use.
+    #[inline(always)]
+    pub(crate) fn cta_issued(&self) -> u64 {
+        self.issued + (self.chunk - self.budget)
+    }
+
+    /// The running CTA's heaviest warp: the thread-instructions its lanes
+    /// issued and its index in the CTA (the first such warp on ties).
+    pub(crate) fn heaviest_warp(&self) -> (u64, u32) {
+        heaviest_of(&self.cta.warp_issued)
     }
 
     fn interpret(&mut self, t: usize, rf: &mut [u64], counts: &mut [u64]) -> Result<(), Stop> {
