@@ -3,7 +3,7 @@
 //! shape (`Problem::check`) it was not fitted on (the PTX and FP32 counts,
 //! the heaviest CTA's count times the CTAs, whose ratio to the PTX count
 //! is the speed model's skew, and the heaviest warp's count times the
-//! warps, which the latency term takes); and its full-size launch
+//! warps, a diagnostic of the chain kernels' latency); and its full-size launch
 //! sequence (a dry run through the family's launch code) matches the
 //! kernels its traffic list names. No NVIDIA tools needed.
 
@@ -57,8 +57,8 @@ const SKEW_UNCHECKED: &[(&str, &str, &str)] = &[
 /// `(problem prefix, kernel, why)`: chain kernels whose heaviest warp the
 /// extrapolation does not predict on the check shape, and why the full
 /// size's is still what the model needs (or does not matter there). Only
-/// the chain kernels (`speed::is_chain`) are checked: the heaviest warp
-/// enters the latency term alone, and some other kernels' warps take
+/// the chain kernels (`speed::is_chain`) are checked: the heaviest warp is
+/// a diagnostic of their latency (it does not enter the model), and some other kernels' warps take
 /// data-dependent work (the routed merge's candidates, the block-ELL
 /// tensor-core kernels' filled slots per warp), which no basis predicts.
 const WARP_UNCHECKED: &[(&str, &str, &str)] = &[(
@@ -66,9 +66,9 @@ const WARP_UNCHECKED: &[(&str, &str, &str)] = &[(
     "lcse_fwd_split",
     "tiles taken by ticket: the simulated first CTA takes every ticket, so \
      its heaviest warp is a share of the whole launch (10 % off on the \
-     check shape, as its CTA skew); the model takes the heaviest warp over \
-     that CTA's mean warp (`speed::ticket_warp_skew`), the work's shape \
-     within a CTA, which the tickets do not change",
+     check shape, as its CTA skew); the heaviest warp over that CTA's \
+     mean warp is the work's shape within a CTA, which the tickets do not \
+     change",
 )];
 
 #[test]
@@ -146,8 +146,8 @@ fn check(p: &problems::Problem, sms: u32, worst: &mut f64, failures: &mut Vec<St
                 p.name, p.check
             ));
         }
-        // The heaviest warp (warps × its count, `Fit::heaviest_warp`): the
-        // latency term's busiest warp.
+        // The heaviest warp (warps × its count, `Fit::heaviest_warp`): a
+        // diagnostic of the chain kernels' latency.
         let unchecked = !speed::is_chain(&k)
             || WARP_UNCHECKED
                 .iter()

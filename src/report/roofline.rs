@@ -48,10 +48,8 @@
 //!   [`speed::busiest_sm`]); latency time (kernels whose threads run one
 //!   dependent chain) = warp-instructions of that SM × the mix's
 //!   dependent-issue latency / the warps of the launch the SM holds (the
-//!   occupancy the kernel gets), or the heaviest CTA's at its own warps,
-//!   or the heaviest warp's alone (the simulator's busiest warp,
-//!   extrapolated: one warp cannot issue its chain faster however many
-//!   wait beside it), whichever is longest; L2 time = the kernel's global memory accesses in bytes (the
+//!   occupancy the kernel gets), or the heaviest CTA's at its own warps
+//!   where that is longer; L2 time = the kernel's global memory accesses in bytes (the
 //!   simulator's, [`l2`], extrapolated like the instructions) / the L2
 //!   bandwidth a kernel reaches ([`speed::L2_FRACTION`] of the card's);
 //!   modeled time = max(memory, L2, issue, latency). Launch overhead,
@@ -526,20 +524,13 @@ fn evaluate(
         };
         // The heaviest CTA over the mean (`speed::busiest_sm`).
         let c = &counts[&k.kernel];
-        let raw = if c.ptx > 0.0 && c.heaviest > 0.0 {
-            c.heaviest / c.ptx
-        } else {
-            1.0
-        };
-        let skew = speed::ticket_skew(&k.kernel, raw);
-        // The heaviest warp over the mean (the latency term's busy warp).
-        let warp_skew = if c.ptx > 0.0 && c.heaviest_warp > 0.0 {
-            speed::ticket_warp_skew(&k.kernel, raw, c.heaviest_warp / c.ptx)
+        let skew = if c.ptx > 0.0 && c.heaviest > 0.0 {
+            speed::ticket_skew(&k.kernel, c.heaviest / c.ptx)
         } else {
             1.0
         };
         let t = speed::terms(
-            gpu, &k.kernel, sass, skew, warp_skew, &r.mix, k.ctas, k.threads, r.regs, r.smem,
+            gpu, &k.kernel, sass, skew, &r.mix, k.ctas, k.threads, r.regs, r.smem,
         );
         // The FP32 pipe never takes fewer clocks than the PTX's own FP32
         // count needs (the hot loop's share can miss FP32 work outside it).

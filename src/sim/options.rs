@@ -210,10 +210,9 @@ pub struct LaunchReport {
     /// 32 threads that stay together issues a 32nd of it as
     /// warp-instructions); 0 for an empty grid. Where a block's warps do
     /// unequal work (one warp walks a dependent chain while the others
-    /// wait at barriers), the roofline model's latency term needs it:
-    /// a warp cannot issue its chain faster than the chain allows
-    /// (`report::roofline::speed`). Counted per warp in every schedule,
-    /// clusters included.
+    /// wait at barriers), it says which warp a latency bound must follow
+    /// (the roofline recorder fits it as a diagnostic; `docs/perf.md`).
+    /// Counted per warp in every schedule, clusters included.
     pub heaviest_warp: u64,
     /// Where [`LaunchReport::heaviest_warp`] ran: its block's linear index
     /// (x fastest) and its warp index in the block (`%tid` linear / 32);

@@ -149,9 +149,11 @@ pub struct Fit {
     /// would have were each of their warps as heavy as their heaviest (a
     /// launch's warps × its heaviest warp's thread-instructions, summed
     /// over the launches): over the PTX count, the heaviest warp over the
-    /// mean warp, which the latency term needs where one warp of a CTA
+    /// mean warp, a diagnostic of the latency where one warp of a CTA
     /// carries a dependent chain while the others wait (the HMM cluster
-    /// recursions; [`super::speed`]). Fitted as [`Fit::heaviest`].
+    /// recursions; `docs/perf.md`); the model does not use it (one chain
+    /// at the mix's mean latency overcharges the warp's independent work).
+    /// Fitted as [`Fit::heaviest`].
     pub heaviest_warp: Vec<f64>,
     /// Coefficients of each region's dynamic PTX count ([`super::regions`]),
     /// laid out as `ptx`; empty when the samples ran several modules of
@@ -473,8 +475,6 @@ pub(super) struct Extrapolated {
     pub(super) l2: f64,
     /// [`Fit::heaviest`]'s count.
     pub(super) heaviest: f64,
-    /// [`Fit::heaviest_warp`]'s count.
-    pub(super) heaviest_warp: f64,
     /// Per region ([`super::regions`]); empty when not fitted.
     pub(super) regions: Vec<f64>,
 }
@@ -511,7 +511,6 @@ pub(super) fn extrapolate(
                 mma: fits[name].mma_at(&b, t),
                 l2: fits[name].l2_at(&b, t),
                 heaviest: fits[name].heaviest_at(&b, t),
-                heaviest_warp: fits[name].heaviest_warp_at(&b, t),
                 regions: fits[name].regions_at(&b, t),
             },
         );

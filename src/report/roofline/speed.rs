@@ -52,26 +52,6 @@
 //!   resident) that is the heaviest CTA's chain; over several waves, the
 //!   mean share unless one CTA outweighs the SM's rounds; an even
 //!   launch's term is as before (the mean share is never the smaller).
-//!   **The heaviest warp**: both assume a CTA's warps share its work
-//!   evenly, but a warp's chains are its own: a warp cannot issue its
-//!   dependent instructions faster than `c` every `L` clocks however many
-//!   warps wait beside it. In the HMM cluster recursions one warp of a
-//!   CTA of 8 carries most of a step (the linear sums, then the
-//!   per-state work) while the other 7 wait at barriers. The simulator
-//!   reports each launch's heaviest warp
-//!   ([`crate::sim::LaunchReport::heaviest_warp`], the thread-instructions
-//!   of its lanes), which the fit extrapolates as the launches' warps × it
-//!   ([`super::Fit::heaviest_warp`], checked like the heaviest CTA); over
-//!   the PTX count it gives the *warp skew* = heaviest warp / mean warp
-//!   (≥ 1; for the ticketed kernels, whose simulated first CTA takes every
-//!   ticket, the heaviest warp over its own CTA's mean warp:
-//!   [`ticket_warp_skew`]). **Rule**: the latency term is at least the
-//!   heaviest warp's warp-instructions (its thread-instructions / 32) ×
-//!   `L` / `c` / clock; so latency time = max(the mean share at the SM's
-//!   `W` warps, the heaviest CTA at its own warps, the heaviest warp
-//!   alone). A launch whose warps are even (warp skew = CTA skew) keeps
-//!   its term: the heaviest warp alone is then the heaviest CTA's mean
-//!   warp, which its warps together already charge.
 //!
 //! * **L2**: the kernel's global memory accesses in bytes (the
 //!   simulator's count, [`super::l2`]: every global load and store taken
@@ -162,20 +142,6 @@ pub fn ticket_skew(kernel: &str, skew: f64) -> f64 {
     }
 }
 
-/// The warp skew (heaviest warp / mean warp) the model uses for `kernel`
-/// given the simulator's CTA `skew` and `warp_skew`: for
-/// [`TICKET_KERNELS`], whose simulated heaviest CTA took every ticket,
-/// the heaviest warp over the mean warp of its own CTA (`warp_skew` /
-/// `skew`, the shape of the work within a CTA, which the tickets do not
-/// change); else `warp_skew`.
-pub fn ticket_warp_skew(kernel: &str, skew: f64, warp_skew: f64) -> f64 {
-    if TICKET_KERNELS.contains(&kernel) && skew > 0.0 {
-        warp_skew / skew
-    } else {
-        warp_skew
-    }
-}
-
 /// Dependent-issue latency in clocks of an instruction of `pipe` (the
 /// clocks before an instruction that uses its result can issue): FP32,
 /// integer and `IMAD` about 4 on Volta through Hopper (Jia et al.,
@@ -256,18 +222,15 @@ pub fn busiest_sm(total: f64, skew: f64, ctas: u64, sms: u32) -> f64 {
 
 /// The issue and latency terms of a kernel of `sass` lane-instructions
 /// with pipe shares `mix` whose heaviest CTA carries `skew` times the
-/// mean CTA's (1 for an even launch; [`busiest_sm`]) and whose heaviest
-/// warp carries `warp_skew` times the mean warp's (1 for an even launch;
-/// module docs, *The heaviest warp*), launched as `ctas` CTAs of
-/// `threads` threads using `regs` registers and `smem` bytes of static
-/// shared memory.
+/// mean CTA's (1 for an even launch; [`busiest_sm`]), launched as `ctas`
+/// CTAs of `threads` threads using `regs` registers and `smem` bytes of
+/// static shared memory.
 #[allow(clippy::too_many_arguments)]
 pub fn terms(
     gpu: &Gpu,
     kernel: &str,
     sass: f64,
     skew: f64,
-    warp_skew: f64,
     mix: &PipeMix,
     ctas: u64,
     threads: u32,
@@ -287,15 +250,11 @@ pub fn terms(
         let warps_per_cta = f64::from(threads.div_ceil(32).max(1));
         let ctas_here = (ctas_f / busy).ceil();
         let w = (f64::from(occ.ctas_per_sm.max(1)).min(ctas_here) * warps_per_cta).max(1.0);
-        // the mean share at the SM's resident warps, the heaviest CTA at
-        // its own warps, or the heaviest warp alone, whichever takes
-        // longest (lane-instructions a warp)
+        // the mean share at the SM's resident warps, or the heaviest CTA
+        // at its own warps, whichever takes longer
         let mean_share = mean_cta * ctas_here / w;
         let heaviest = mean_cta * skew.max(1.0) / warps_per_cta;
-        let heaviest_warp = mean_cta / warps_per_cta * warp_skew.max(1.0);
-        mean_share.max(heaviest).max(heaviest_warp) / 32.0 * mean_latency(mix)
-            / f64::from(chains)
-            / clock
+        mean_share.max(heaviest) / 32.0 * mean_latency(mix) / f64::from(chains) / clock
     });
     Terms {
         issue_s: clocks / clock,
@@ -325,7 +284,7 @@ mod tests {
         // one second of issue.
         let lanes = 132.0 * 128.0 * 1.98e9;
         let m = mix(&[(Pipe::Fp32, 1.0)]);
-        let t = terms(&H200, "dot_rows", lanes, 1.0, 1.0, &m, 132, 256, 32, 0);
+        let t = terms(&H200, "dot_rows", lanes, 1.0, &m, 132, 256, 32, 0);
         assert!((t.issue_s - 1.0).abs() < 1e-9);
         assert_eq!(t.limit, IssueLimit::Dispatch);
         assert_eq!(t.latency_s, None);
@@ -334,7 +293,6 @@ mod tests {
             &H200,
             "dot_rows",
             lanes,
-            1.0,
             1.0,
             &mix(&[(Pipe::Alu, 1.0)]),
             132,
@@ -346,23 +304,12 @@ mod tests {
         // A chain kernel with one CTA of 8 warps per SM: each warp issues
         // every 4 clocks, 8 warps 2 a clock of the 4 the SM could: the
         // latency term is twice the issue term.
-        let t = terms(
-            &H200,
-            "hmm_forward_cap256",
-            lanes,
-            1.0,
-            1.0,
-            &m,
-            132,
-            256,
-            32,
-            0,
-        );
+        let t = terms(&H200, "hmm_forward_cap256", lanes, 1.0, &m, 132, 256, 32, 0);
         let l = t.latency_s.unwrap();
         assert!((l - 2.0).abs() < 1e-9, "{l}");
         // With 8 CTAs per SM resident the chain is hidden (64 warps:
         // 16 a clock, above the 4 the schedulers issue).
-        let t = terms(&H200, "lcse_fwd", lanes, 1.0, 1.0, &m, 132 * 8, 256, 32, 0);
+        let t = terms(&H200, "lcse_fwd", lanes, 1.0, &m, 132 * 8, 256, 32, 0);
         assert!(t.latency_s.unwrap() < t.issue_s);
         assert_eq!(t.occupancy.ctas_per_sm, 8);
         // Independent chains per thread divide the latency term: the
@@ -374,19 +321,8 @@ mod tests {
         assert_eq!(chains_per_thread("lcse_bwd_aff"), Some(1));
         assert_eq!(chains_per_thread("dot_rows"), None);
         assert_eq!(FWD_CHAINS, 2);
-        let one = terms(
-            &H200,
-            "lcse_fwd_split",
-            lanes,
-            1.0,
-            1.0,
-            &m,
-            132,
-            256,
-            32,
-            0,
-        );
-        let two = terms(&H200, "lcse_fwd", lanes, 1.0, 1.0, &m, 132, 256, 32, 0);
+        let one = terms(&H200, "lcse_fwd_split", lanes, 1.0, &m, 132, 256, 32, 0);
+        let two = terms(&H200, "lcse_fwd", lanes, 1.0, &m, 132, 256, 32, 0);
         assert!((one.latency_s.unwrap() - 2.0).abs() < 1e-9);
         assert!((two.latency_s.unwrap() - 1.0).abs() < 1e-9);
         assert_eq!(one.issue_s, two.issue_s);
@@ -405,63 +341,6 @@ mod tests {
         assert_eq!(ticket_skew("lcse_fwd_split", 35.6), 1.0);
         assert_eq!(ticket_skew("lcse_fwd", 1.3), 1.3);
         assert_eq!(ticket_skew("hmm_fwdbwd_cluster8_cap256", 1.15), 1.15);
-    }
-
-    #[test]
-    fn one_busy_warp_sets_the_latency_term() {
-        // 128 CTAs of 8 warps, one CTA an SM (the joint HMM launch's
-        // shape), a chain kernel: even, the 8 warps issue 2 a clock of
-        // the 4 the SM could: latency 2 s, issue 1 s.
-        let m = mix(&[(Pipe::Fp32, 1.0)]);
-        let lanes = 128.0 * 128.0 * 1.98e9;
-        let k = "hmm_fwdbwd_cluster8_cap256";
-        let even = terms(&H200, k, lanes, 1.0, 1.0, &m, 128, 256, 64, 0);
-        assert!((even.latency_s.unwrap() - 2.0).abs() < 1e-9);
-        // Warp 0 of each CTA carries half its CTA's work, the other 7
-        // the rest: the heaviest warp is 4 mean warps, and its chain
-        // alone (a warp-instruction every 4 clocks) takes 8 s; the
-        // issue term is the SM's, unchanged.
-        let t = terms(&H200, k, lanes, 1.0, 4.0, &m, 128, 256, 64, 0);
-        assert!(
-            (t.latency_s.unwrap() - 8.0).abs() < 1e-9,
-            "{:?}",
-            t.latency_s
-        );
-        assert_eq!(t.issue_s, even.issue_s);
-        // A warp skew up to the CTA skew changes nothing (the CTA's
-        // warps together already charge its mean warp), nor does one
-        // below 1 (an extrapolation's rounding).
-        for (skew, warp) in [(1.0, 1.0), (1.0, 0.97), (1.3, 1.0), (1.3, 1.3)] {
-            let a = terms(&H200, k, lanes, skew, warp, &m, 128, 256, 64, 0);
-            let b = terms(&H200, k, lanes, skew, 1.0, &m, 128, 256, 64, 0);
-            assert_eq!(a, b, "{skew} {warp}");
-        }
-        // Its chains divide it: two a thread (`lcse_fwd`), 4 s.
-        let t = terms(&H200, "lcse_fwd", lanes, 1.0, 4.0, &m, 128, 256, 64, 0);
-        assert!((t.latency_s.unwrap() - 4.0).abs() < 1e-9);
-        // Over several waves the busy warp still bounds the term: 1 056
-        // CTAs (8 an SM, 4 resident, 32 warps) take the mean share of 8
-        // CTAs at 32 warps, a quarter of a mean CTA a warp; a warp skew
-        // of 2 (a quarter of a mean CTA) equals it, one of 8 (a whole
-        // mean CTA) takes 4 times as long.
-        let lanes = 1056.0 * 128.0 * 1.98e9;
-        let k = "hmm_forward_cap256";
-        let even = terms(&H200, k, lanes, 1.0, 1.0, &m, 1056, 256, 64, 0);
-        assert_eq!(terms(&H200, k, lanes, 1.0, 2.0, &m, 1056, 256, 64, 0), even);
-        let l = even.latency_s.unwrap();
-        let t = terms(&H200, k, lanes, 1.0, 8.0, &m, 1056, 256, 64, 0);
-        assert!((t.latency_s.unwrap() - 4.0 * l).abs() < 1e-9 * l);
-        // No latency term outside the chain kernels.
-        let t = terms(&H200, "dot_rows", lanes, 1.0, 8.0, &m, 1056, 256, 64, 0);
-        assert_eq!(t.latency_s, None);
-    }
-
-    #[test]
-    fn ticketed_kernels_take_their_cta_s_warp_skew() {
-        // The simulated first CTA took every ticket (skew 35.6) and its
-        // heaviest warp is 2 of its mean warps: warp skew 2.
-        assert!((ticket_warp_skew("lcse_fwd_split", 35.6, 71.2) - 2.0).abs() < 1e-12);
-        assert_eq!(ticket_warp_skew("lcse_fwd", 1.3, 2.6), 2.6);
     }
 
     #[test]
@@ -488,7 +367,6 @@ mod tests {
             "hmm_fwdbwd_cluster8_cap256",
             lanes,
             1.0,
-            1.0,
             &m,
             128,
             256,
@@ -508,7 +386,6 @@ mod tests {
             "hmm_fwdbwd_cluster8_cap256",
             lanes,
             skew,
-            skew,
             &m,
             128,
             256,
@@ -522,30 +399,8 @@ mod tests {
         // issue is their sum (the mean share, 4 mean CTAs), but its
         // chains end with its heaviest CTA's: latency × 1.3.
         let lanes = 528.0 * 128.0 * 1.98e9;
-        let even = terms(
-            &H200,
-            "hmm_forward_cap256",
-            lanes,
-            1.0,
-            1.0,
-            &m,
-            528,
-            256,
-            64,
-            0,
-        );
-        let t = terms(
-            &H200,
-            "hmm_forward_cap256",
-            lanes,
-            1.3,
-            1.3,
-            &m,
-            528,
-            256,
-            64,
-            0,
-        );
+        let even = terms(&H200, "hmm_forward_cap256", lanes, 1.0, &m, 528, 256, 64, 0);
+        let t = terms(&H200, "hmm_forward_cap256", lanes, 1.3, &m, 528, 256, 64, 0);
         assert_eq!(even.occupancy.ctas_per_sm, 4);
         assert_eq!(t.issue_s, even.issue_s);
         let l = even.latency_s.unwrap();
@@ -559,7 +414,6 @@ mod tests {
             "hmm_forward_cap256",
             lanes,
             1.0,
-            1.0,
             &m,
             1056,
             256,
@@ -572,7 +426,6 @@ mod tests {
                 &H200,
                 "hmm_forward_cap256",
                 lanes,
-                1.3,
                 1.3,
                 &m,
                 1056,
@@ -589,7 +442,6 @@ mod tests {
             "hmm_forward_cap256",
             lanes,
             3.0,
-            3.0,
             &m,
             1056,
             256,
@@ -603,7 +455,6 @@ mod tests {
             "hmm_forward_cap256",
             lanes,
             12.0,
-            12.0,
             &m,
             1056,
             256,
@@ -613,7 +464,7 @@ mod tests {
         assert!((t.issue_s - 1.5 * even.issue_s).abs() < 1e-9 * even.issue_s);
         assert!((t.latency_s.unwrap() - 6.0 * l).abs() < 1e-9 * l);
         // A kernel outside the chain kernels has no latency term.
-        let t = terms(&H200, "dot_rows", lanes, 6.0, 6.0, &m, 528, 256, 64, 0);
+        let t = terms(&H200, "dot_rows", lanes, 6.0, &m, 528, 256, 64, 0);
         assert_eq!(t.latency_s, None);
     }
 }
