@@ -135,6 +135,7 @@ fn run_live(
     let mut order: Vec<(u32, u32, u32)> = Vec::new();
     let (mut p, mut clock_reads, mut heaviest) = (0u64, 0u64, 0u64);
     let mut heaviest_warp: super::grid::WarpAt = (0, 0, 0);
+    let mut critical_path: super::grid::WarpAt = (0, 0, 0);
     let mut printf = Vec::new();
     let mut outcome = Ok(());
     let size = (dx * dy * dz) as usize;
@@ -176,6 +177,7 @@ fn run_live(
                 heaviest = heaviest.max(issued.div_ceil(size as u64));
                 // its warps, by CTA
                 heaviest_warp = super::grid::heavier(heaviest_warp, ex.cluster_heaviest_warp());
+                critical_path = super::grid::heavier(critical_path, ex.cluster_critical_path());
                 clock_reads += ex.clock;
             }
         }
@@ -196,6 +198,7 @@ fn run_live(
         barriers: ex.barriers,
         heaviest,
         heaviest_warp,
+        critical_path,
         clock_reads,
         lockstep: 0,
         printf,

@@ -69,6 +69,9 @@ pub(crate) struct CtaState {
     /// (thread-instructions, counted as the launch's: predicated-off ones
     /// included), for [`crate::sim::LaunchReport::heaviest_warp`].
     pub warp_issued: Vec<u64>,
+    /// The critical-path scoreboard, when the launch keeps one
+    /// (`interp::timing`; reset with the CTA by `Exec`).
+    pub time: Option<Box<crate::sim::interp::timing::Scoreboard>>,
 }
 
 impl CtaState {
@@ -188,6 +191,7 @@ impl CtaState {
             ),
             same: Default::default(),
             warp_issued: vec![0; n.div_ceil(32)],
+            time: None,
         }
     }
 

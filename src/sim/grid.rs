@@ -60,6 +60,8 @@ struct CtaRun {
     clock: u64,
     /// Its heaviest warp: thread-instructions and index.
     warp: (u64, u32),
+    /// Its critical path: clocks and thread (`interp::timing`).
+    path: (u64, u32),
 }
 
 /// What a successful launch adds up to.
@@ -72,6 +74,9 @@ pub(crate) struct GridTotals {
     pub heaviest: u64,
     /// The heaviest warp ([`WarpAt`]).
     pub heaviest_warp: WarpAt,
+    /// The longest critical path (`interp::timing`), as a [`WarpAt`] of
+    /// clocks, CTA and thread; `(0, 0, 0)` without the scoreboard.
+    pub critical_path: WarpAt,
     pub clock_reads: u64,
     /// CTAs that completed in lockstep (workers' runs, accepted or not).
     pub lockstep: u64,
@@ -230,7 +235,7 @@ pub(crate) fn run(
             (walked, w.totals())
         }
     };
-    let (outcome, clock_reads, same, heaviest, heaviest_warp) = walked;
+    let (outcome, clock_reads, same, heaviest, heaviest_warp, critical_path) = walked;
     commit(mem, &scratch.done, k.checks);
     scratch.tables = tables;
     scratch.pool = pool.into_inner().unwrap_or_else(|e| e.into_inner());
@@ -240,6 +245,7 @@ pub(crate) fn run(
         barriers: blocks.1,
         heaviest,
         heaviest_warp,
+        critical_path,
         clock_reads,
         lockstep: blocks.2,
         printf: Vec::new(),
@@ -345,6 +351,7 @@ impl<'a> Worker<'a> {
             recs,
             clock: self.ex.clock,
             warp: self.ex.heaviest_warp(),
+            path: self.ex.critical_path(),
         })
     }
 
@@ -386,13 +393,15 @@ fn rerun(
         recs,
         clock: ex.clock,
         warp: ex.heaviest_warp(),
+        path: ex.critical_path(),
     }
 }
 
 /// The launch's outcome, the `%clock` reads of the accepted CTAs (which
 /// are in the scratch's `done`), their same-value write-write conflicts,
-/// the most instructions one of them issued and their heaviest warp.
-type Walked = (Result<(), SimError>, u64, Warnings, u64, WarpAt);
+/// the most instructions one of them issued, their heaviest warp and
+/// their longest critical path.
+type Walked = (Result<(), SimError>, u64, Warnings, u64, WarpAt, WarpAt);
 
 /// The ordered walk (module docs, step 2) over the runs `next_run` hands
 /// out in any order (`None` once every worker stopped), with the merged
@@ -418,6 +427,7 @@ fn walk(
     let mut clock_reads = 0;
     let mut heaviest = 0u64;
     let mut heaviest_warp: WarpAt = (0, 0, 0);
+    let mut critical_path: WarpAt = (0, 0, 0);
     let mut outcome = Ok(());
     let mut same = Warnings::default();
     for lin in 0..ncta {
@@ -472,6 +482,7 @@ fn walk(
                 p += run.issued;
                 heaviest = heaviest.max(run.issued);
                 heaviest_warp = heavier(heaviest_warp, (run.warp.0, lin, run.warp.1));
+                critical_path = heavier(critical_path, (run.path.0, lin, run.path.1));
                 clock_reads += run.clock;
                 same.add(&run.recs.same);
                 done.push(&run.recs);
@@ -491,7 +502,14 @@ fn walk(
             Some(Stop::Aborted) => unreachable!("re-runs are not aborted"),
         }
     }
-    (outcome, clock_reads, same, heaviest, heaviest_warp)
+    (
+        outcome,
+        clock_reads,
+        same,
+        heaviest,
+        heaviest_warp,
+        critical_path,
+    )
 }
 
 /// CTAs one after another on live memory (entries whose CTAs may
@@ -513,6 +531,7 @@ fn run_live(
     let mut clock_reads = 0;
     let mut heaviest = 0u64;
     let mut heaviest_warp: WarpAt = (0, 0, 0);
+    let mut critical_path: WarpAt = (0, 0, 0);
     let mut outcome = Ok(());
     let mut printf = Vec::new();
     let mut same = Warnings::default();
@@ -540,6 +559,8 @@ fn run_live(
         heaviest = heaviest.max(issued);
         let (c, w) = ex.heaviest_warp();
         heaviest_warp = heavier(heaviest_warp, (c, lin, w));
+        let (c, t) = ex.critical_path();
+        critical_path = heavier(critical_path, (c, lin, t));
         clock_reads += ex.clock;
         same.add(&warned);
     }
@@ -553,6 +574,7 @@ fn run_live(
         barriers: ex.barriers,
         heaviest,
         heaviest_warp,
+        critical_path,
         clock_reads,
         lockstep: 0,
         printf,
@@ -778,6 +800,8 @@ fn pool_of(n: usize) -> Option<Workers> {
     Some(p)
 }
 
+#[cfg(test)]
+mod timing_tests;
 #[cfg(test)]
 mod warp_tests;
 

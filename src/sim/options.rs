@@ -218,6 +218,17 @@ pub struct LaunchReport {
     /// (x fastest) and its warp index in the block (`%tid` linear / 32);
     /// the lowest block, then warp, on ties; `(0, 0)` for an empty grid.
     pub heaviest_warp_at: (u64, u32),
+    /// With the scoreboard on ([`crate::sim::Sim::set_timing`]; else 0):
+    /// the longest critical path of a block, in clocks: the latest clock
+    /// a thread of it reached at exit, each instruction issued once its
+    /// sources were ready and barriers joining their threads (rules and
+    /// latencies in `sim::interp::timing`). Blocks are timed each from
+    /// clock 0: what a block's chain takes, not the launch's waves.
+    pub critical_path: u64,
+    /// Where [`LaunchReport::critical_path`] ended: its block's linear
+    /// index and the thread's linear index in the block (the lowest on
+    /// ties); `(0, 0)` without the scoreboard.
+    pub critical_path_at: (u64, u32),
     /// Executed approximate instructions (see [`SimOptions::approx`]); when
     /// non-zero the results are not bit-exact with the GPU.
     pub approximate: u64,

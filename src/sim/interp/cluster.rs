@@ -235,6 +235,7 @@ impl Exec<'_> {
             self.cta
                 .reset(self.k.code, ctaids[r], lins[r], self.k.checks);
             self.cta.asyncs.reset();
+            self.reset_time();
             self.printf.clear();
             self.g.shadow.clear();
             self.set_cluster_sregs(r);
@@ -246,6 +247,24 @@ impl Exec<'_> {
         self.park_running();
         let issued = self.issued + (self.chunk - self.budget);
         (issued, stop)
+    }
+
+    /// After a cluster ran: its critical path ([`super::timing`]), its
+    /// CTA's linear index and the thread (the first in rank order on
+    /// ties); `(0, 0, 0)` without the scoreboard.
+    pub(crate) fn cluster_critical_path(&self) -> (u64, u64, u32) {
+        let cl = self.cl.as_ref().expect("a cluster launch");
+        (0..cl.size).fold((0, 0, 0), |b, r| match cl.slots[r].cta.time.as_ref() {
+            Some(s) => {
+                let (c, t) = s.latest();
+                if c > b.0 {
+                    (c, cl.lins[r], t as u32)
+                } else {
+                    b
+                }
+            }
+            None => b,
+        })
     }
 
     /// After a cluster ran: its heaviest warp, as the thread-instructions
@@ -355,6 +374,14 @@ impl Exec<'_> {
             return false;
         }
         cl.phase += 1;
+        // the scoreboard (`timing`): the barrier completes its latency
+        // after the phase's last arrival
+        let done = (0..cl.size)
+            .flat_map(|r| (0..n).map(move |t| (r, t)))
+            .filter(|&(r, t)| cl.slots[r].cta.state[t] != TState::Exit)
+            .filter_map(|(r, t)| cl.slots[r].cta.time.as_ref().map(|s| s.arrive[t]))
+            .max()
+            .map(|a| a + super::timing::CLUSTER_BARRIER_CLOCKS);
         let mut released = false;
         for r in 0..cl.size {
             for t in 0..n {
@@ -365,6 +392,9 @@ impl Exec<'_> {
                 {
                     c.state[t] = TState::Run;
                     c.pc[t] += 1;
+                    if let (Some(s), Some(done)) = (c.time.as_mut(), done) {
+                        s.clk[t] = s.clk[t].max(done);
+                    }
                     cl.wait[r * n + t] = cl.arrive[r * n + t];
                     released = true;
                 }
