@@ -45,6 +45,8 @@ pub struct Sim {
     pub(crate) last_heaviest: u64,
     /// The heaviest warp's issued instructions in the last launch.
     pub(crate) last_heaviest_warp: u64,
+    /// The last launch's critical path (0 without the scoreboard).
+    pub(crate) last_critical_path: u64,
     /// Keep the critical-path scoreboard ([`Sim::set_timing`]).
     pub(crate) timing: bool,
     /// Blocks run in lockstep over every launch so far.
@@ -75,6 +77,7 @@ impl Sim {
             last_counts: Vec::new(),
             last_heaviest: 0,
             last_heaviest_warp: 0,
+            last_critical_path: 0,
             timing: false,
             lockstep_blocks: 0,
             clock: 0,
@@ -152,6 +155,13 @@ impl Sim {
     /// first launch), as [`Sim::last_launch_heaviest_block`].
     pub fn last_launch_heaviest_warp(&self) -> u64 {
         self.last_heaviest_warp
+    }
+
+    /// The last launch's [`LaunchReport::critical_path`] (0 before the
+    /// first launch or without the scoreboard), as
+    /// [`Sim::last_launch_heaviest_block`].
+    pub fn last_launch_critical_path(&self) -> u64 {
+        self.last_critical_path
     }
 
     /// Keep a critical-path scoreboard in the following launches (off by
@@ -428,6 +438,7 @@ impl Sim {
         self.last_counts = counts;
         self.last_heaviest = report.heaviest_block;
         self.last_heaviest_warp = report.heaviest_warp;
+        self.last_critical_path = report.critical_path;
         self.traffic.launches += 1;
         Ok(report)
     }
