@@ -70,14 +70,12 @@
 //!   model issue bandwidth (the issue term does) nor DRAM misses (the
 //!   memory term does): its global loads take an L2 hit. **Not yet in
 //!   the term** (reported as [`super::KernelRow::critical_path_s`]): the
-//!   scoreboard issues in PTX order, one thread in order, so a load whose
-//!   value the next instruction uses stalls the thread for the load's
-//!   whole latency, where ptxas hoists the loads of an unrolled loop
-//!   ahead of their uses. Taken into the term it moved the HMM, Viterbi
-//!   and logcumsumexp rows up to 2.6× (`docs/perf.md`, HMM section),
-//!   more than the scheduling it misses can be ruled out for: the bound
-//!   needs the SASS order (or a reordering window) before the model
-//!   takes it.
+//!   scoreboard issues PTX in order but for the loads (hoisted to when
+//!   their address is ready), so what else ptxas reorders or unrolls
+//!   counts in full. Taken as the term's floor it moved the HMM, Viterbi
+//!   and logcumsumexp rows up to 2.6× (`docs/perf.md`, HMM section): the
+//!   HMM step about 2× a hand estimate of its critical path, Viterbi's
+//!   not explained yet. It enters the term once those are understood.
 //!
 //! * **L2**: the kernel's global memory accesses in bytes (the
 //!   simulator's count, [`super::l2`]: every global load and store taken

@@ -86,6 +86,29 @@ fn independent_chains_overlap() {
 }
 
 #[test]
+fn loads_issue_once_their_address_is_ready() {
+    // n loads from shared memory, each used by the next instruction of a
+    // dependent sum: hoisted, the sum's chain (4 a step) sets the path,
+    // not a load's latency a step (28 + 4)
+    let sums = |n: usize| {
+        format!(
+            ".shared .align 4 .f32 buf[4];\nst.shared.f32 [buf], %f2;\n{}",
+            "ld.shared.f32 %f9, [buf];\nadd.rn.f32 %f1, %f1, %f9;\n".repeat(n)
+        )
+    };
+    // (one thread: the others would race on `buf`)
+    let short = timed(&kernel(&sums(10), false), 1, 1, 1, crate::Sm::Sm80);
+    let long = timed(&kernel(&sums(110), false), 1, 1, 1, crate::Sm::Sm80);
+    assert_eq!(
+        long.critical_path - short.critical_path,
+        100 * ALU_CLOCKS,
+        "{} {}",
+        long.critical_path,
+        short.critical_path
+    );
+}
+
+#[test]
 fn a_barrier_joins_the_slow_warp_into_the_others() {
     // warp 0 runs a chain of 200 before the barrier, warp 1 one of 20
     // after it: warp 1 ends the barrier's cost and its 20 after warp 0's

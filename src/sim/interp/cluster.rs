@@ -394,6 +394,7 @@ impl Exec<'_> {
                     c.pc[t] += 1;
                     if let (Some(s), Some(done)) = (c.time.as_mut(), done) {
                         s.clk[t] = s.clk[t].max(done);
+                        s.fence[t] = s.clk[t];
                     }
                     cl.wait[r * n + t] = cl.arrive[r * n + t];
                     released = true;

@@ -4,7 +4,15 @@
 //! An executed instruction issues at `max(thread clock + 1, ready of its
 //! source registers and guard)`; its destination registers become ready
 //! at issue + [`latency`] of its class. A predicated-off instruction costs
-//! one clock (after its guard is ready). Barriers join: at a `bar.sync`
+//! one clock (after its guard is ready). Loads are the exception: a load
+//! issues once its address (and guard) is ready and after the thread's
+//! last store, atomic or barrier release, taking one issue slot, not
+//! after the instructions before it in PTX order — ptxas schedules the
+//! loads of an unrolled loop ahead of their uses, which PTX order does
+//! not show (in PTX order a load used by the next instruction would stall
+//! the thread for its whole latency each time). This is the optimistic
+//! side: no limit on the loads in flight, and hoisting across loop
+//! iterations as if every loop were unrolled. Barriers join: at a `bar.sync`
 //! release every participating thread's clock becomes the latest of theirs
 //! plus [`BAR_CLOCKS`]; at a `barrier.cluster.wait` release, a waiter's
 //! clock is at least the latest arrival of the cluster's threads plus
@@ -88,14 +96,14 @@ pub(crate) fn latency(op: &Op) -> u64 {
         },
         Op::Ldmatrix { .. } | Op::Shfl { .. } | Op::Vote { .. } | Op::Redux { .. } => SHARED_CLOCKS,
         Op::Mma { .. } => MMA_CLOCKS,
-        Op::F32 { op, .. } => match op {
-            FOp::Div | FOp::Sqrt | FOp::Rcp => XU_CLOCKS + 4 * ALU_CLOCKS,
-            _ => ALU_CLOCKS,
-        },
-        Op::F64 { op } => match op {
-            FOp::Div | FOp::Sqrt | FOp::Rcp => XU_CLOCKS + 8 * FP64_CLOCKS,
-            _ => FP64_CLOCKS,
-        },
+        Op::F32 {
+            op: FOp::Div | FOp::Sqrt | FOp::Rcp,
+            ..
+        } => XU_CLOCKS + 4 * ALU_CLOCKS,
+        Op::F64 {
+            op: FOp::Div | FOp::Sqrt | FOp::Rcp,
+        } => XU_CLOCKS + 8 * FP64_CLOCKS,
+        Op::F64 { .. } => FP64_CLOCKS,
         Op::F64MinMax { .. } | Op::F64Abs | Op::F64Neg => FP64_CLOCKS,
         Op::Div { .. } | Op::Rem { .. } => 60,
         Op::Cvt { d, s, .. } => {
@@ -130,6 +138,9 @@ pub(crate) struct Scoreboard {
     pub arrive: Vec<u64>,
     /// Per thread: the clock its last `cp.async` completes at.
     pub copies: Vec<u64>,
+    /// Per thread: the earliest clock a load may issue at (its last
+    /// store, atomic or barrier release: [`Scoreboard::issue`]).
+    pub fence: Vec<u64>,
     pitch: usize,
 }
 
@@ -141,6 +152,7 @@ impl Scoreboard {
             ready: vec![0; n * pitch],
             arrive: vec![0; n],
             copies: vec![0; n],
+            fence: vec![0; n],
             pitch,
         }
     }
@@ -151,6 +163,7 @@ impl Scoreboard {
         self.ready.fill(0);
         self.arrive.fill(0);
         self.copies.fill(0);
+        self.fence.fill(0);
     }
 
     /// The clock register `s` of thread `t` is ready at (0 for an absent
@@ -178,7 +191,30 @@ impl Scoreboard {
         if let Op::CpAsyncWait { .. } = inst.op {
             at = at.max(self.copies[t]);
         }
+        if let Op::Ld { .. } = inst.op {
+            // hoisted: a load issues once its address is ready (and after
+            // the thread's last store or barrier), not after the
+            // instructions before it in PTX order, as ptxas schedules the
+            // loads of an unrolled loop ahead of their uses; it takes the
+            // thread's next issue slot
+            let mut early = self.fence[t].max(self.ready_of(t, inst.guard));
+            for &s in &inst.s {
+                early = early.max(self.ready_of(t, s));
+            }
+            self.clk[t] += 1;
+            let done = early + latency(&inst.op);
+            for &k in super::super::code::dst_writes(&inst.op) {
+                let d = inst.d[k] as usize;
+                if d < self.pitch {
+                    self.ready[t * self.pitch + d] = done;
+                }
+            }
+            return;
+        }
         self.clk[t] = at;
+        if matches!(inst.op, Op::St { .. } | Op::Atom { .. }) {
+            self.fence[t] = at;
+        }
         match inst.op {
             Op::ClusterArrive { .. } => self.arrive[t] = at,
             Op::CpAsync { .. } => self.copies[t] = self.copies[t].max(at + L2_HIT_CLOCKS),
@@ -201,6 +237,7 @@ impl Scoreboard {
         };
         for t in ts {
             self.clk[t] = m + cost;
+            self.fence[t] = m + cost;
         }
     }
 
@@ -214,6 +251,7 @@ impl Scoreboard {
         let done = m + latency(&inst.op);
         for t in ts {
             self.clk[t] = m;
+            self.fence[t] = self.fence[t].max(m);
             for &k in super::super::code::dst_writes(&inst.op) {
                 let d = inst.d[k] as usize;
                 if d < self.pitch {
