@@ -49,7 +49,9 @@
 //!   dependent chain) = warp-instructions of that SM × the mix's
 //!   dependent-issue latency / the warps of the launch the SM holds (the
 //!   occupancy the kernel gets), or the heaviest CTA's at its own warps
-//!   where that is longer; L2 time = the kernel's global memory accesses in bytes (the
+//!   where that is longer (the simulated critical path,
+//!   [`speed::critical_path_s`], is reported beside it, not yet taken:
+//!   [`KernelRow::critical_path_s`]); L2 time = the kernel's global memory accesses in bytes (the
 //!   simulator's, [`l2`], extrapolated like the instructions) / the L2
 //!   bandwidth a kernel reaches ([`speed::L2_FRACTION`] of the card's);
 //!   modeled time = max(memory, L2, issue, latency). Launch overhead,
@@ -318,6 +320,10 @@ pub struct KernelRow {
     /// Latency time of a dependent chain in seconds (chain kernels with
     /// SASS only, [`speed::CHAIN_KERNELS`]).
     pub latency_s: Option<f64>,
+    /// The critical-path bound ([`speed::critical_path_s`]; chain kernels
+    /// with a simulated path only): a diagnostic beside the latency term,
+    /// which does not take it yet (`speed`, *The critical path*).
+    pub critical_path_s: Option<f64>,
     /// The occupancy the kernel gets (`None` without SASS: no resource
     /// figures read).
     pub occupancy: Option<Occupancy>,
@@ -515,6 +521,7 @@ fn evaluate(
             issue_s: None,
             limit: None,
             latency_s: None,
+            critical_path_s: None,
             occupancy: None,
         });
     }
@@ -549,7 +556,34 @@ fn evaluate(
         } else {
             t.limit
         });
+        // The critical path (`speed::critical_path_s`): the fit's CTAs ×
+        // path over the launches' CTAs is the mean launch's path; the
+        // ticketed kernels' simulated first CTA took every ticket, so its
+        // path is over the CTA skew (as their skew is taken as 1).
+        let path = if speed::is_chain(&k.kernel) && c.critical_path > 0.0 {
+            let ctas: u64 = full
+                .iter()
+                .filter(|l| l.module.kernel == k.kernel)
+                .map(|l| l.ctas())
+                .sum();
+            let mut path = c.critical_path / (ctas.max(1) as f64);
+            if speed::TICKET_KERNELS.contains(&k.kernel.as_str()) && c.ptx > 0.0 {
+                path /= (c.heaviest / c.ptx).max(1.0);
+            }
+            Some(speed::critical_path_s(
+                gpu,
+                path,
+                k.launches,
+                k.ctas,
+                t.occupancy.ctas_per_sm,
+            ))
+        } else {
+            None
+        };
+        // reported, not taken into the latency term (`speed`, *The
+        // critical path*: in PTX order it misses ptxas's scheduling)
         k.latency_s = t.latency_s;
+        k.critical_path_s = path;
         k.occupancy = Some(t.occupancy);
     }
     let mut row = ProblemRow {
@@ -791,6 +825,7 @@ mod tests {
             issue_s: Some(issue_s),
             limit: Some(IssueLimit::Dispatch),
             latency_s,
+            critical_path_s: None,
             occupancy: None,
         }
     }

@@ -140,6 +140,8 @@ fn run_live(
     let mut recs = scratch.pool.pop().unwrap_or_default();
     let mut order: Vec<(u32, u32, u32)> = Vec::new();
     let (mut p, mut clock_reads, mut heaviest) = (0u64, 0u64, 0u64);
+    let mut heaviest_warp: super::grid::WarpAt = (0, 0, 0);
+    let mut critical_path: super::grid::WarpAt = (0, 0, 0);
     let mut printf = Vec::new();
     let mut outcome = Ok(());
     let size = (dx * dy * dz) as usize;
@@ -179,6 +181,9 @@ fn run_live(
                 p += issued;
                 // the cluster's CTAs run one code: its mean stands for each
                 heaviest = heaviest.max(issued.div_ceil(size as u64));
+                // its warps, by CTA
+                heaviest_warp = super::grid::heavier(heaviest_warp, ex.cluster_heaviest_warp());
+                critical_path = super::grid::heavier(critical_path, ex.cluster_critical_path());
                 clock_reads += ex.clock;
             }
         }
@@ -198,6 +203,8 @@ fn run_live(
             .collect(),
         barriers: ex.barriers,
         heaviest,
+        heaviest_warp,
+        critical_path,
         clock_reads,
         lockstep: 0,
         printf,

@@ -67,6 +67,13 @@ pub(crate) struct CtaState {
     /// The CTA's same-value write-write conflicts in shared memory
     /// (`checks::benign`).
     pub same: super::checks::benign::SameWrites,
+    /// Per warp: the instructions its threads issued in the running CTA
+    /// (thread-instructions, counted as the launch's: predicated-off ones
+    /// included), for [`crate::sim::LaunchReport::heaviest_warp`].
+    pub warp_issued: Vec<u64>,
+    /// The critical-path scoreboard, when the launch keeps one
+    /// (`interp::timing`; reset with the CTA by `Exec`).
+    pub time: Option<Box<crate::sim::interp::timing::Scoreboard>>,
 }
 
 impl CtaState {
@@ -186,6 +193,8 @@ impl CtaState {
             ),
             same: Default::default(),
             bulk: Default::default(),
+            warp_issued: vec![0; n.div_ceil(32)],
+            time: None,
         }
     }
 
@@ -226,6 +235,7 @@ impl CtaState {
         self.epoch += 1;
         self.epoch0 = self.epoch;
         self.wepoch.fill(0);
+        self.warp_issued.fill(0);
         self.bu_cnt.fill(0);
         for v in self.bu_out.iter_mut() {
             v.clear();

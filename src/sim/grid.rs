@@ -58,6 +58,10 @@ struct CtaRun {
     /// Its accesses and writes, in a buffer of the pool.
     recs: CtaRecs,
     clock: u64,
+    /// Its heaviest warp: thread-instructions and index.
+    warp: (u64, u32),
+    /// Its critical path: clocks and thread (`interp::timing`).
+    path: (u64, u32),
 }
 
 /// What a successful launch adds up to.
@@ -68,6 +72,11 @@ pub(crate) struct GridTotals {
     /// The heaviest CTA's issued instructions (in a clustered launch, the
     /// heaviest cluster's over its CTAs, rounded up); 0 for an empty grid.
     pub heaviest: u64,
+    /// The heaviest warp ([`WarpAt`]).
+    pub heaviest_warp: WarpAt,
+    /// The longest critical path (`interp::timing`), as a [`WarpAt`] of
+    /// clocks, CTA and thread; `(0, 0, 0)` without the scoreboard.
+    pub critical_path: WarpAt,
     pub clock_reads: u64,
     /// CTAs that completed in lockstep (workers' runs, accepted or not).
     pub lockstep: u64,
@@ -76,6 +85,20 @@ pub(crate) struct GridTotals {
     pub printf: Vec<u8>,
     /// Same-value write-write conflicts of the CTAs (`checks::benign`).
     pub same: Warnings,
+}
+
+/// A warp's issued instructions (thread-instructions of its lanes), its
+/// CTA's linear index and its index in the CTA; `(0, 0, 0)` for none.
+pub(crate) type WarpAt = (u64, u64, u32);
+
+/// The heavier of `best` and `w`: more instructions, else the lower CTA
+/// and warp (so that the result does not depend on the order CTAs ran).
+pub(crate) fn heavier(best: WarpAt, w: WarpAt) -> WarpAt {
+    if w.0 > best.0 || (w.0 == best.0 && w.0 > 0 && (w.1, w.2) < (best.1, best.2)) {
+        w
+    } else {
+        best
+    }
 }
 
 /// The block index of linear CTA `lin` (x fastest).
@@ -212,7 +235,7 @@ pub(crate) fn run(
             (walked, w.totals())
         }
     };
-    let (outcome, clock_reads, same, heaviest) = walked;
+    let (outcome, clock_reads, same, heaviest, heaviest_warp, critical_path) = walked;
     commit(mem, &scratch.done, k.checks);
     scratch.tables = tables;
     scratch.pool = pool.into_inner().unwrap_or_else(|e| e.into_inner());
@@ -221,6 +244,8 @@ pub(crate) fn run(
         counts: per_instruction(k, &blocks.0),
         barriers: blocks.1,
         heaviest,
+        heaviest_warp,
+        critical_path,
         clock_reads,
         lockstep: blocks.2,
         printf: Vec::new(),
@@ -325,6 +350,8 @@ impl<'a> Worker<'a> {
             stop,
             recs,
             clock: self.ex.clock,
+            warp: self.ex.heaviest_warp(),
+            path: self.ex.critical_path(),
         })
     }
 
@@ -365,13 +392,16 @@ fn rerun(
         stop,
         recs,
         clock: ex.clock,
+        warp: ex.heaviest_warp(),
+        path: ex.critical_path(),
     }
 }
 
 /// The launch's outcome, the `%clock` reads of the accepted CTAs (which
-/// are in the scratch's `done`), their same-value write-write conflicts
-/// and the most instructions one of them issued.
-type Walked = (Result<(), SimError>, u64, Warnings, u64);
+/// are in the scratch's `done`), their same-value write-write conflicts,
+/// the most instructions one of them issued, their heaviest warp and
+/// their longest critical path.
+type Walked = (Result<(), SimError>, u64, Warnings, u64, WarpAt, WarpAt);
 
 /// The ordered walk (module docs, step 2) over the runs `next_run` hands
 /// out in any order (`None` once every worker stopped), with the merged
@@ -396,6 +426,8 @@ fn walk(
     let mut p = 0u64;
     let mut clock_reads = 0;
     let mut heaviest = 0u64;
+    let mut heaviest_warp: WarpAt = (0, 0, 0);
+    let mut critical_path: WarpAt = (0, 0, 0);
     let mut outcome = Ok(());
     let mut same = Warnings::default();
     for lin in 0..ncta {
@@ -449,6 +481,8 @@ fn walk(
                 }
                 p += run.issued;
                 heaviest = heaviest.max(run.issued);
+                heaviest_warp = heavier(heaviest_warp, (run.warp.0, lin, run.warp.1));
+                critical_path = heavier(critical_path, (run.path.0, lin, run.path.1));
                 clock_reads += run.clock;
                 same.add(&run.recs.same);
                 done.push(&run.recs);
@@ -468,7 +502,14 @@ fn walk(
             Some(Stop::Aborted) => unreachable!("re-runs are not aborted"),
         }
     }
-    (outcome, clock_reads, same, heaviest)
+    (
+        outcome,
+        clock_reads,
+        same,
+        heaviest,
+        heaviest_warp,
+        critical_path,
+    )
 }
 
 /// CTAs one after another on live memory (entries whose CTAs may
@@ -489,6 +530,8 @@ fn run_live(
     let mut p = 0u64;
     let mut clock_reads = 0;
     let mut heaviest = 0u64;
+    let mut heaviest_warp: WarpAt = (0, 0, 0);
+    let mut critical_path: WarpAt = (0, 0, 0);
     let mut outcome = Ok(());
     let mut printf = Vec::new();
     let mut same = Warnings::default();
@@ -514,6 +557,10 @@ fn run_live(
         }
         p += issued;
         heaviest = heaviest.max(issued);
+        let (c, w) = ex.heaviest_warp();
+        heaviest_warp = heavier(heaviest_warp, (c, lin, w));
+        let (c, t) = ex.critical_path();
+        critical_path = heavier(critical_path, (c, lin, t));
         clock_reads += ex.clock;
         same.add(&warned);
     }
@@ -526,6 +573,8 @@ fn run_live(
         counts: per_instruction(k, &ex.counts),
         barriers: ex.barriers,
         heaviest,
+        heaviest_warp,
+        critical_path,
         clock_reads,
         lockstep: 0,
         printf,
@@ -750,6 +799,11 @@ fn pool_of(n: usize) -> Option<Workers> {
     pools.insert(n, p.clone());
     Some(p)
 }
+
+#[cfg(test)]
+mod timing_tests;
+#[cfg(test)]
+mod warp_tests;
 
 #[cfg(test)]
 mod tests {

@@ -43,6 +43,12 @@ pub struct Sim {
     pub(crate) last_counts: Vec<u64>,
     /// The heaviest block's issued instructions in the last launch.
     pub(crate) last_heaviest: u64,
+    /// The heaviest warp's issued instructions in the last launch.
+    pub(crate) last_heaviest_warp: u64,
+    /// The last launch's critical path (0 without the scoreboard).
+    pub(crate) last_critical_path: u64,
+    /// Keep the critical-path scoreboard ([`Sim::set_timing`]).
+    pub(crate) timing: bool,
     /// Blocks run in lockstep over every launch so far.
     pub(crate) lockstep_blocks: u64,
     pub(crate) clock: u64,
@@ -70,6 +76,9 @@ impl Sim {
             total_instructions: 0,
             last_counts: Vec::new(),
             last_heaviest: 0,
+            last_heaviest_warp: 0,
+            last_critical_path: 0,
+            timing: false,
             lockstep_blocks: 0,
             clock: 0,
             scratch: Scratch::default(),
@@ -140,6 +149,37 @@ impl Sim {
     /// interface, which returns no report.
     pub fn last_launch_heaviest_block(&self) -> u64 {
         self.last_heaviest
+    }
+
+    /// The last launch's [`LaunchReport::heaviest_warp`] (0 before the
+    /// first launch), as [`Sim::last_launch_heaviest_block`].
+    pub fn last_launch_heaviest_warp(&self) -> u64 {
+        self.last_heaviest_warp
+    }
+
+    /// The last launch's [`LaunchReport::critical_path`] (0 before the
+    /// first launch or without the scoreboard), as
+    /// [`Sim::last_launch_heaviest_block`].
+    pub fn last_launch_critical_path(&self) -> u64 {
+        self.last_critical_path
+    }
+
+    /// Keep a critical-path scoreboard in the following launches (off by
+    /// default): per thread a clock and a ready-clock per register, each
+    /// executed instruction issuing once its sources are ready and its
+    /// results ready after its class's latency, barriers joining their
+    /// threads' clocks (`sim::interp::timing` has the rules and the cited
+    /// latencies). Each launch then reports its
+    /// [`LaunchReport::critical_path`]. Results are the same either way;
+    /// the blocks run one thread after another (no lockstep) and each
+    /// instruction costs a little more on the host.
+    pub fn set_timing(&mut self, on: bool) {
+        self.timing = on;
+    }
+
+    /// Whether the scoreboard is on ([`Sim::set_timing`]).
+    pub fn timing(&self) -> bool {
+        self.timing
     }
 
     /// Blocks that ran their threads in lockstep ([`SimOptions::lockstep`])
@@ -346,6 +386,7 @@ impl Sim {
             lockstep: self.options.lockstep,
             sm: self.sm,
             cluster,
+            timing: self.timing,
         };
         let totals = grid::run(&mut self.mem, &k, threads, &mut self.scratch)?;
         self.clock = self.clock.wrapping_add(totals.clock_reads);
@@ -357,6 +398,10 @@ impl Sim {
             blocks: gx as u64 * gy as u64 * gz as u64,
             barriers: totals.barriers,
             heaviest_block: totals.heaviest,
+            heaviest_warp: totals.heaviest_warp.0,
+            heaviest_warp_at: (totals.heaviest_warp.1, totals.heaviest_warp.2),
+            critical_path: totals.critical_path.0,
+            critical_path_at: (totals.critical_path.1, totals.critical_path.2),
             same_value_writes: totals.same.count,
             first_same_value_write: totals.same.first,
             ..Default::default()
@@ -392,6 +437,8 @@ impl Sim {
         self.total_instructions += report.instructions;
         self.last_counts = counts;
         self.last_heaviest = report.heaviest_block;
+        self.last_heaviest_warp = report.heaviest_warp;
+        self.last_critical_path = report.critical_path;
         self.traffic.launches += 1;
         Ok(report)
     }

@@ -205,6 +205,30 @@ pub struct LaunchReport {
     /// in thread-block clusters, the heaviest cluster's count over its
     /// blocks (rounded up): the simulator counts a cluster as a whole.
     pub heaviest_block: u64,
+    /// The most instructions one warp issued, as the thread-instructions
+    /// of its lanes (counted as [`LaunchReport::instructions`]: a warp of
+    /// 32 threads that stay together issues a 32nd of it as
+    /// warp-instructions); 0 for an empty grid. Where a block's warps do
+    /// unequal work (one warp walks a dependent chain while the others
+    /// wait at barriers), it says which warp a latency bound must follow
+    /// (the roofline recorder fits it as a diagnostic; `docs/perf.md`).
+    /// Counted per warp in every schedule, clusters included.
+    pub heaviest_warp: u64,
+    /// Where [`LaunchReport::heaviest_warp`] ran: its block's linear index
+    /// (x fastest) and its warp index in the block (`%tid` linear / 32);
+    /// the lowest block, then warp, on ties; `(0, 0)` for an empty grid.
+    pub heaviest_warp_at: (u64, u32),
+    /// With the scoreboard on ([`crate::sim::Sim::set_timing`]; else 0):
+    /// the longest critical path of a block, in clocks: the latest clock
+    /// a thread of it reached at exit, each instruction issued once its
+    /// sources were ready and barriers joining their threads (rules and
+    /// latencies in `sim::interp::timing`). Blocks are timed each from
+    /// clock 0: what a block's chain takes, not the launch's waves.
+    pub critical_path: u64,
+    /// Where [`LaunchReport::critical_path`] ended: its block's linear
+    /// index and the thread's linear index in the block (the lowest on
+    /// ties); `(0, 0)` without the scoreboard.
+    pub critical_path_at: (u64, u32),
     /// Executed approximate instructions (see [`SimOptions::approx`]); when
     /// non-zero the results are not bit-exact with the GPU.
     pub approximate: u64,

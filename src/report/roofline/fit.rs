@@ -23,6 +23,12 @@ struct Counts {
     l2: f64,
     /// Each launch's CTAs × its heaviest CTA's PTX count ([`Fit::heaviest`]).
     heaviest: f64,
+    /// Each launch's warps × its heaviest warp's PTX count
+    /// ([`Fit::heaviest_warp`]).
+    heaviest_warp: f64,
+    /// Each launch's CTAs × its critical path in clocks
+    /// ([`Fit::critical_path`]).
+    critical_path: f64,
     /// Per region ([`super::regions`]); empty when the launches' regions differ.
     regions: Vec<f64>,
     /// Whether the launches ran one module.
@@ -47,6 +53,8 @@ fn by_kernel(log: &[Launch]) -> BTreeMap<String, Counts> {
         c.mma += l.mma as f64;
         c.l2 += l.l2 as f64;
         c.heaviest += l.heaviest as f64 * l.ctas() as f64;
+        c.heaviest_warp += l.heaviest_warp as f64 * l.warps() as f64;
+        c.critical_path += l.critical_path as f64 * l.ctas() as f64;
         c.one_module &= first.module.ptx == l.module.ptx;
         if c.one_module && c.regions.len() == l.regions.len() {
             for (a, &v) in c.regions.iter_mut().zip(&l.regions) {
@@ -141,6 +149,24 @@ pub struct Fit {
     /// (the joint HMM launch's forward and backward clusters), or by a
     /// ragged last CTA, it follows the basis as the total does.
     pub heaviest: Vec<f64>,
+    /// Coefficients, laid out as `ptx`, of the PTX count the launches
+    /// would have were each of their warps as heavy as their heaviest (a
+    /// launch's warps × its heaviest warp's thread-instructions, summed
+    /// over the launches): over the PTX count, the heaviest warp over the
+    /// mean warp, a diagnostic of the latency where one warp of a CTA
+    /// carries a dependent chain while the others wait (the HMM cluster
+    /// recursions; `docs/perf.md`); the model does not use it (one chain
+    /// at the mix's mean latency overcharges the warp's independent work).
+    /// Fitted as [`Fit::heaviest`].
+    pub heaviest_warp: Vec<f64>,
+    /// Coefficients, laid out as `ptx`, of the launches' critical paths
+    /// weighted by their CTAs (a launch's CTAs × its critical path in
+    /// clocks, [`crate::sim::LaunchReport::critical_path`], summed over
+    /// the launches): a count like the others, which follows the basis
+    /// where the work does (the HMM: CTAs ∝ batch, path ∝ T); over the
+    /// launches' CTAs, the mean launch's critical path
+    /// ([`super::speed`], the latency term).
+    pub critical_path: Vec<f64>,
     /// Coefficients of each region's dynamic PTX count ([`super::regions`]),
     /// laid out as `ptx`; empty when the samples ran several modules of
     /// the entry.
@@ -169,6 +195,18 @@ impl Fit {
     /// launched.
     pub fn heaviest_at(&self, b: &[f64], threads: f64) -> f64 {
         dot(&self.heaviest, b, threads)
+    }
+
+    /// [`Fit::heaviest_warp`]'s count at basis values `b` with `threads`
+    /// launched.
+    pub fn heaviest_warp_at(&self, b: &[f64], threads: f64) -> f64 {
+        dot(&self.heaviest_warp, b, threads)
+    }
+
+    /// [`Fit::critical_path`]'s count at basis values `b` with `threads`
+    /// launched.
+    pub fn critical_path_at(&self, b: &[f64], threads: f64) -> f64 {
+        dot(&self.critical_path, b, threads)
     }
 
     /// Each region's dynamic PTX count at basis values `b` with `threads`
@@ -365,6 +403,8 @@ pub fn fit_memo(
                 mma: solve_for(&|c| c.mma)?,
                 l2: solve_for(&|c| c.l2)?,
                 heaviest: solve_for(&|c| c.heaviest)?,
+                heaviest_warp: solve_for(&|c| c.heaviest_warp)?,
+                critical_path: solve_for(&|c| c.critical_path)?,
                 regions,
             },
         );
@@ -384,6 +424,10 @@ pub struct Predicted {
     pub simulated: (f64, f64),
     /// [`Fit::heaviest`]'s count: `(predicted, simulated)`.
     pub heaviest: (f64, f64),
+    /// [`Fit::heaviest_warp`]'s count: `(predicted, simulated)`.
+    pub heaviest_warp: (f64, f64),
+    /// [`Fit::critical_path`]'s count: `(predicted, simulated)`.
+    pub critical_path: (f64, f64),
 }
 
 /// Predicted and simulated counts of `p`'s kernels at `shape` on `sm` with
@@ -403,6 +447,14 @@ pub fn check_fit(p: &Problem, sm: Sm, sms: u32, shape: &Shape) -> Result<Vec<Pre
                 heaviest: (
                     fits.get(&k).map_or(0.0, |f| f.heaviest_at(&b, t)),
                     c.heaviest,
+                ),
+                heaviest_warp: (
+                    fits.get(&k).map_or(0.0, |f| f.heaviest_warp_at(&b, t)),
+                    c.heaviest_warp,
+                ),
+                critical_path: (
+                    fits.get(&k).map_or(0.0, |f| f.critical_path_at(&b, t)),
+                    c.critical_path,
                 ),
                 kernel: k,
             }
@@ -448,6 +500,8 @@ pub(super) struct Extrapolated {
     pub(super) l2: f64,
     /// [`Fit::heaviest`]'s count.
     pub(super) heaviest: f64,
+    /// [`Fit::critical_path`]'s count.
+    pub(super) critical_path: f64,
     /// Per region ([`super::regions`]); empty when not fitted.
     pub(super) regions: Vec<f64>,
 }
@@ -484,6 +538,7 @@ pub(super) fn extrapolate(
                 mma: fits[name].mma_at(&b, t),
                 l2: fits[name].l2_at(&b, t),
                 heaviest: fits[name].heaviest_at(&b, t),
+                critical_path: fits[name].critical_path_at(&b, t),
                 regions: fits[name].regions_at(&b, t),
             },
         );

@@ -41,6 +41,15 @@ pub struct Launch {
     /// Dynamic PTX instructions of its heaviest CTA
     /// ([`crate::sim::LaunchReport::heaviest_block`]); 0 in a dry run.
     pub heaviest: u64,
+    /// Dynamic PTX instructions of its heaviest warp, the
+    /// thread-instructions of its lanes
+    /// ([`crate::sim::LaunchReport::heaviest_warp`]); 0 in a dry run.
+    pub heaviest_warp: u64,
+    /// Its critical path in clocks: the longest CTA's, each instruction
+    /// issued once its sources are ready and barriers joining their
+    /// threads ([`crate::sim::LaunchReport::critical_path`]; the recorder
+    /// keeps the simulator's scoreboard on); 0 in a dry run.
+    pub critical_path: u64,
     /// Its arguments (a dry run's pointers are the dry allocator's).
     pub args: Vec<ArgValue>,
 }
@@ -50,6 +59,12 @@ impl Launch {
     pub fn ctas(&self) -> u64 {
         let (x, y, z) = self.cfg.grid;
         u64::from(x) * u64::from(y) * u64::from(z)
+    }
+
+    /// Warps launched: its CTAs × the warps of a CTA.
+    pub fn warps(&self) -> u64 {
+        let (x, y, z) = self.cfg.block;
+        self.ctas() * u64::from((x * y * z).div_ceil(32))
     }
 }
 
@@ -91,6 +106,7 @@ impl Recorder {
         let sim = simulate.then(|| {
             let mut s = Sim::new(sm);
             s.set_checks(false);
+            s.set_timing(true);
             let mut o = s.options();
             o.max_instructions = None;
             s.set_options(o);
@@ -219,7 +235,9 @@ impl Executor for Recorder {
         cfg: LaunchConfig,
         args: &[ArgValue],
     ) -> Result<()> {
-        let (ptx, fp32, mma, regions, l2, heaviest) = match &mut self.sim {
+        let (ptx, fp32, mma, regions, l2, heaviest, heaviest_warp, critical_path) = match &mut self
+            .sim
+        {
             Some(s) => {
                 let (i0, f0) = (s.total_instructions(), fp32_total(s.opcode_totals()));
                 let m0 = mma_total(s.opcode_totals());
@@ -237,9 +255,11 @@ impl Executor for Recorder {
                     regions,
                     l2,
                     s.last_launch_heaviest_block(),
+                    s.last_launch_heaviest_warp(),
+                    s.last_launch_critical_path(),
                 )
             }
-            None => (0, 0, 0, Vec::new(), 0, 0),
+            None => (0, 0, 0, Vec::new(), 0, 0, 0, 0),
         };
         self.traffic.launches += 1;
         self.log.lock().expect("launch log poisoned").push(Launch {
@@ -251,6 +271,8 @@ impl Executor for Recorder {
             regions,
             l2,
             heaviest,
+            heaviest_warp,
+            critical_path,
             args: args.to_vec(),
         });
         Ok(())

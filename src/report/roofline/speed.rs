@@ -52,6 +52,30 @@
 //!   resident) that is the heaviest CTA's chain; over several waves, the
 //!   mean share unless one CTA outweighs the SM's rounds; an even
 //!   launch's term is as before (the mean share is never the smaller).
+//!   **The critical path**: both figures assume a CTA's warps share its
+//!   work and its chains are as long as its instructions × `L` / `c`.
+//!   Where one warp of a CTA carries a step while the others wait at
+//!   barriers (the HMM cluster recursions), or a thread's chains overlap
+//!   more or less than `c` says, neither holds. The simulator times each
+//!   CTA on a scoreboard (`sim::interp::timing`: every instruction issues
+//!   once its sources are ready, its result ready its class's latency
+//!   later; barriers and cluster barriers join their threads;
+//!   [`crate::sim::LaunchReport::critical_path`]) and the fit
+//!   extrapolates it ([`super::Fit::critical_path`]). The bound it gives
+//!   is the launch's critical path / clock × the waves that serialize
+//!   it, [`critical_path_s`]: a CTA beyond the SMs' resident slots
+//!   (occupancy CTAs per SM × SMs) starts when one finishes, so
+//!   `ceil(CTAs / slots)` paths run one after another; a kernel launched
+//!   `n` times in sequence takes `n` of them. The scoreboard does not
+//!   model issue bandwidth (the issue term does) nor DRAM misses (the
+//!   memory term does): its global loads take an L2 hit. **Not yet in
+//!   the term** (reported as [`super::KernelRow::critical_path_s`]): the
+//!   scoreboard issues PTX in order but for the loads (hoisted to when
+//!   their address is ready), so what else ptxas reorders or unrolls
+//!   counts in full. Taken as the term's floor it moved the HMM, Viterbi
+//!   and logcumsumexp rows up to 2.6× (`docs/perf.md`, HMM section): the
+//!   HMM step about 2× a hand estimate of its critical path, Viterbi's
+//!   not explained yet. It enters the term once those are understood.
 //!
 //! * **L2**: the kernel's global memory accesses in bytes (the
 //!   simulator's count, [`super::l2`]: every global load and store taken
@@ -264,10 +288,37 @@ pub fn terms(
     }
 }
 
+/// The critical-path bound in seconds (module docs, *The critical
+/// path*): `path` clocks a launch (the mean over its CTAs of the simulated
+/// critical path, extrapolated), `launches` launches in sequence, each of
+/// `ctas` CTAs of which `ctas_per_sm` fit an SM at once, at the card's
+/// boost clock.
+pub fn critical_path_s(gpu: &Gpu, path: f64, launches: usize, ctas: u64, ctas_per_sm: u32) -> f64 {
+    let slots = u64::from(ctas_per_sm.max(1)) * u64::from(gpu.sms.max(1));
+    let waves = ctas.max(1).div_ceil(slots) as f64;
+    path.max(0.0) * waves * launches.max(1) as f64 / (gpu.boost_mhz * 1e6)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::report::hardware::H200;
+
+    #[test]
+    fn the_critical_path_repeats_per_wave_and_launch() {
+        let clock = H200.boost_mhz * 1e6;
+        // one wave: the path itself
+        let one = critical_path_s(&H200, clock, 1, 128, 1);
+        assert!((one - 1.0).abs() < 1e-12);
+        assert_eq!(critical_path_s(&H200, clock, 1, 132, 1), one);
+        // 133 CTAs, one an SM: two waves
+        assert!((critical_path_s(&H200, clock, 1, 133, 1) - 2.0).abs() < 1e-12);
+        // four resident an SM: 528 CTAs are one wave, 529 two
+        assert_eq!(critical_path_s(&H200, clock, 1, 528, 4), one);
+        assert!((critical_path_s(&H200, clock, 1, 529, 4) - 2.0).abs() < 1e-12);
+        // three launches in sequence
+        assert!((critical_path_s(&H200, clock, 3, 128, 1) - 3.0).abs() < 1e-12);
+    }
 
     fn mix(v: &[(Pipe, f64)]) -> PipeMix {
         let mut m = PipeMix::default();

@@ -244,6 +244,7 @@ impl Exec<'_> {
             self.cta
                 .reset(self.k.code, ctaids[r], lins[r], self.k.checks);
             self.cta.asyncs.reset();
+            self.reset_time();
             self.printf.clear();
             self.g.shadow.clear();
             self.set_cluster_sregs(r);
@@ -255,6 +256,35 @@ impl Exec<'_> {
         self.park_running();
         let issued = self.issued + (self.chunk - self.budget);
         (issued, stop)
+    }
+
+    /// After a cluster ran: its critical path ([`super::timing`]), its
+    /// CTA's linear index and the thread (the first in rank order on
+    /// ties); `(0, 0, 0)` without the scoreboard.
+    pub(crate) fn cluster_critical_path(&self) -> (u64, u64, u32) {
+        let cl = self.cl.as_ref().expect("a cluster launch");
+        (0..cl.size).fold((0, 0, 0), |b, r| match cl.slots[r].cta.time.as_ref() {
+            Some(s) => {
+                let (c, t) = s.latest();
+                if c > b.0 {
+                    (c, cl.lins[r], t as u32)
+                } else {
+                    b
+                }
+            }
+            None => b,
+        })
+    }
+
+    /// After a cluster ran: its heaviest warp, as the thread-instructions
+    /// its lanes issued, its CTA's linear index and its index in the CTA
+    /// (the first in rank order on ties).
+    pub(crate) fn cluster_heaviest_warp(&self) -> (u64, u64, u32) {
+        let cl = self.cl.as_ref().expect("a cluster launch");
+        (0..cl.size).fold((0, 0, 0), |b, r| {
+            let (c, w) = super::heaviest_of(&cl.slots[r].cta.warp_issued);
+            if c > b.0 { (c, cl.lins[r], w) } else { b }
+        })
     }
 
     /// After a cluster ran: its `vprintf` output (rank by rank, each
@@ -353,6 +383,14 @@ impl Exec<'_> {
             return false;
         }
         cl.phase += 1;
+        // the scoreboard (`timing`): the barrier completes its latency
+        // after the phase's last arrival
+        let done = (0..cl.size)
+            .flat_map(|r| (0..n).map(move |t| (r, t)))
+            .filter(|&(r, t)| cl.slots[r].cta.state[t] != TState::Exit)
+            .filter_map(|(r, t)| cl.slots[r].cta.time.as_ref().map(|s| s.arrive[t]))
+            .max()
+            .map(|a| a + super::timing::CLUSTER_BARRIER_CLOCKS);
         let mut released = false;
         for r in 0..cl.size {
             for t in 0..n {
@@ -363,6 +401,10 @@ impl Exec<'_> {
                 {
                     c.state[t] = TState::Run;
                     c.pc[t] += 1;
+                    if let (Some(s), Some(done)) = (c.time.as_mut(), done) {
+                        s.clk[t] = s.clk[t].max(done);
+                        s.fence[t] = s.clk[t];
+                    }
                     cl.wait[r * n + t] = cl.arrive[r * n + t];
                     released = true;
                 }

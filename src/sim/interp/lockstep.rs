@@ -74,6 +74,8 @@ impl<'a> Exec<'a> {
         // a warp at a time: the register files of 32 threads stay in the
         // host's L1 cache from one instruction to the next
         let mut lanes = 0..0;
+        // the instructions issued when the current warp started
+        let mut mark = self.cta_issued();
         loop {
             // the group: the runnable threads of the warp at the lowest pc,
             // in order, and the lowest pc of the others (which wait there
@@ -101,7 +103,12 @@ impl<'a> Exec<'a> {
                 }
             }
             if group.is_empty() {
-                // the warp parked or exited: the next one
+                // the warp parked or exited: its count, then the next one
+                if !lanes.is_empty() {
+                    let now = self.cta_issued();
+                    self.cta.warp_issued[lanes.start / 32] += now - mark;
+                    mark = now;
+                }
                 if lanes.end >= n {
                     return Ok(());
                 }

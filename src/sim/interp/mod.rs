@@ -21,6 +21,7 @@ mod lockstep;
 mod mma;
 mod printf;
 mod step;
+pub(crate) mod timing;
 mod warp;
 
 use std::sync::Mutex;
@@ -153,6 +154,8 @@ pub(crate) struct Kernel<'a> {
     /// The cluster shape and whether the launch named it, for a launch
     /// in clusters (`super::cluster`).
     pub cluster: Option<((u32, u32, u32), bool)>,
+    /// Keep the critical-path scoreboard ([`timing`]).
+    pub timing: bool,
 }
 
 impl Kernel<'_> {
@@ -285,6 +288,14 @@ pub(crate) struct Exec<'a> {
     pub cl: Option<Box<cluster::ClusterRun>>,
 }
 
+/// The largest of per-warp counts `w` and its index (the first on ties;
+/// `(0, 0)` when empty).
+pub(crate) fn heaviest_of(w: &[u64]) -> (u64, u32) {
+    w.iter()
+        .enumerate()
+        .fold((0, 0), |b, (i, &c)| if c > b.0 { (c, i as u32) } else { b })
+}
+
 #[inline(always)]
 pub(crate) fn mask(w: u8) -> u64 {
     // w is 1..=64 (operation widths)
@@ -362,6 +373,7 @@ impl<'a> Exec<'a> {
         self.lin = lin;
         self.cta.reset(self.k.code, ctaid, lin, self.k.checks);
         self.cta.asyncs.reset();
+        self.reset_time();
         self.printf.clear();
         self.clock = 0;
         self.issued = 0;
@@ -379,6 +391,7 @@ impl<'a> Exec<'a> {
     /// are checked when the walk takes it).
     fn lockstep_allowed(&self) -> bool {
         self.k.lockstep
+            && !self.k.timing
             && self.k.checks
             && self.g.shadow.probe.is_none()
             && self.cta.probe.is_none()
@@ -475,6 +488,9 @@ impl<'a> Exec<'a> {
             // the common barrier: every thread at one `bar.sync` without a
             // thread count
             if at_bar == n && one_bar && code.insts[bar_pc as usize].s[1] == NO_REG {
+                if let Some(s) = self.cta.time.as_mut() {
+                    s.join(0..n, timing::BAR_CLOCKS);
+                }
                 self.cta.state.fill(TState::Run);
                 self.cta.pc.fill(bar_pc + 1);
                 self.cta.epoch += 1;
@@ -524,10 +540,57 @@ impl<'a> Exec<'a> {
         let (ns, pitch) = (self.cta.stride, self.cta.pitch);
         for t in 0..self.cta.n {
             if self.cta.state[t] == TState::Run {
-                self.interpret(t, &mut regs[t * pitch..][..ns], counts)?;
+                let before = self.cta_issued();
+                let r = self.interpret(t, &mut regs[t * pitch..][..ns], counts);
+                self.cta.warp_issued[t / 32] += self.cta_issued() - before;
+                r?;
             }
         }
         Ok(())
+    }
+
+    /// Instructions the running CTA (in a cluster, the cluster) issued so
+    /// far: what the finished chunks used and the current one's use.
+    #[inline(always)]
+    pub(crate) fn cta_issued(&self) -> u64 {
+        self.issued + (self.chunk - self.budget)
+    }
+
+    /// The running CTA's heaviest warp: the thread-instructions its lanes
+    /// issued and its index in the CTA (the first such warp on ties).
+    pub(crate) fn heaviest_warp(&self) -> (u64, u32) {
+        heaviest_of(&self.cta.warp_issued)
+    }
+
+    /// The running CTA's critical path ([`timing`]): its latest thread
+    /// clock and that thread; `(0, 0)` without the scoreboard.
+    pub(crate) fn critical_path(&self) -> (u64, u32) {
+        self.cta.time.as_ref().map_or((0, 0), |s| {
+            let (c, t) = s.latest();
+            (c, t as u32)
+        })
+    }
+
+    /// A scoreboard at clock 0 for the running CTA when the launch keeps
+    /// one ([`timing`]).
+    pub(crate) fn reset_time(&mut self) {
+        if self.k.timing {
+            let (n, pitch) = (self.cta.n, self.cta.pitch);
+            self.cta
+                .time
+                .get_or_insert_with(|| Box::new(timing::Scoreboard::new(n, pitch)))
+                .reset();
+        }
+    }
+
+    /// Thread `t` issues `inst` on the scoreboard (`executed`: false for a
+    /// predicated-off instruction).
+    #[cold]
+    #[inline(never)]
+    fn time(&mut self, t: usize, inst: &XInst, executed: bool) {
+        if let Some(s) = self.cta.time.as_mut() {
+            s.issue(t, inst, executed);
+        }
     }
 
     fn interpret(&mut self, t: usize, rf: &mut [u64], counts: &mut [u64]) -> Result<(), Stop> {
@@ -568,12 +631,20 @@ impl<'a> Exec<'a> {
                 if inst.flags != 0 {
                     match self.pre_step(t, at, rf, inst) {
                         Ok(true) => {}
-                        Ok(false) => continue,
+                        Ok(false) => {
+                            if self.k.timing {
+                                self.time(t, inst, false);
+                            }
+                            continue;
+                        }
                         Err(e) => {
                             self.sync_budget(budget);
                             return Err(e);
                         }
                     }
+                }
+                if self.k.timing {
+                    self.time(t, inst, true);
                 }
                 let r = self.step(t, at, rf, inst);
                 if r != NEXT {
@@ -683,8 +754,14 @@ impl<'a> Exec<'a> {
                 counts[pc] += 1;
             }
             if inst.flags != 0 && !self.pre_step(t, pc, rf, inst)? {
+                if self.k.timing {
+                    self.time(t, inst, false);
+                }
                 pc += 1;
                 continue;
+            }
+            if self.k.timing {
+                self.time(t, inst, true);
             }
             // one instruction at a time: a `setp` fused with its `bra`
             // runs alone, its `bra` next

@@ -117,6 +117,12 @@ impl<'a> Exec<'a> {
                     }
                 }
                 self.exec_collective(w, members, inst, pc)?;
+                if let Some(s) = self.cta.time.as_mut() {
+                    let ts = (0..lanes)
+                        .filter(move |ml| members & (1 << ml) != 0)
+                        .map(move |ml| w * 32 + ml);
+                    s.collective(ts, inst);
+                }
                 for ml in 0..lanes {
                     if members & (1 << ml) != 0 {
                         let mt = w * 32 + ml;
@@ -361,6 +367,9 @@ impl<'a> Exec<'a> {
                     ),
                 });
             }
+        }
+        if let Some(s) = self.cta.time.as_mut() {
+            s.join(same.iter().copied(), super::timing::BAR_CLOCKS);
         }
         for &t in &same {
             self.cta.state[t] = TState::Run;
