@@ -48,7 +48,8 @@ pub struct Launch {
     /// Its critical path in clocks: the longest CTA's, each instruction
     /// issued once its sources are ready and barriers joining their
     /// threads ([`crate::sim::LaunchReport::critical_path`]; the recorder
-    /// keeps the simulator's scoreboard on); 0 in a dry run.
+    /// turns the simulator's scoreboard on for the chain kernels only,
+    /// [`super::speed::CHAIN_KERNELS`]); 0 for the others and in a dry run.
     pub critical_path: u64,
     /// Its arguments (a dry run's pointers are the dry allocator's).
     pub args: Vec<ArgValue>,
@@ -106,7 +107,6 @@ impl Recorder {
         let sim = simulate.then(|| {
             let mut s = Sim::new(sm);
             s.set_checks(false);
-            s.set_timing(true);
             let mut o = s.options();
             o.max_instructions = None;
             s.set_options(o);
@@ -241,6 +241,10 @@ impl Executor for Recorder {
             Some(s) => {
                 let (i0, f0) = (s.total_instructions(), fp32_total(s.opcode_totals()));
                 let m0 = mma_total(s.opcode_totals());
+                // The scoreboard only where the report reads it (chain
+                // kernels' critical paths): it costs the simulator about
+                // half again its time, and CI runs every recorded launch.
+                s.set_timing(super::speed::is_chain(&module.kernel));
                 s.launch(st, module, cfg, args)?;
                 let prog = s.program(&module.ptx)?;
                 let entry = prog.entry(&module.kernel);
