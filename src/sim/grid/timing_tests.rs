@@ -167,3 +167,114 @@ fn the_scoreboard_is_off_by_default_and_changes_no_result() {
     assert_eq!(on.instructions, off.instructions);
     assert_eq!(on.heaviest_warp, off.heaviest_warp);
 }
+
+/// `body` (one instruction a line, from line 10) as a kernel, run as one
+/// block of `threads` with the scoreboard attributed by line.
+fn by_line(body: &[&str], threads: u32) -> LaunchReport {
+    let ptx = format!(
+        ".version 7.0\n.target sm_80\n.address_size 64\n.visible .entry k()\n{{\n\
+         .reg .b32 %r<4>;\n.reg .f32 %f<4>;\n.reg .pred %p<2>;\n\
+         .shared .align 4 .f32 buf[1];\n{}\n}}\n",
+        body.join("\n")
+    );
+    let mut sim = Sim::new(crate::Sm::Sm80);
+    sim.set_timing_by_line(true);
+    assert!(sim.timing());
+    let prog = sim.program(&ptx).unwrap();
+    sim.launch_program(&prog, "k", LaunchConfig::linear(1, threads), &[])
+        .unwrap()
+}
+
+/// The report's attribution as (line, issue, wait, join), PTX order; its
+/// clocks sum to the critical path.
+fn rows(r: &LaunchReport) -> Vec<(u32, u64, u64, u64)> {
+    let v: Vec<_> = (r.critical_path_lines.iter())
+        .map(|l| (l.line, l.issue, l.wait, l.join))
+        .collect();
+    let sum: u64 = r.critical_path_lines.iter().map(|l| l.clocks()).sum();
+    assert_eq!(sum, r.critical_path, "{v:?}");
+    v
+}
+
+#[test]
+fn attribution_charges_a_stall_to_the_producer() {
+    // one thread, clocks by hand (ALU 4, shared load 28):
+    // 10 mov    issues at 1, %f1 ready at 5
+    // 11 st     waits for %f1: issues at 5 (3 stalled, charged to 10)
+    // 12 ld     hoisted to the store (5), ready at 33; its slot: clock 6
+    // 13 add    waits for %f2: issues at 33 (26 stalled, charged to 12)
+    // 14 add    waits for %f3: issues at 37 (3 stalled, charged to 13)
+    // 15 ret    issues at 38
+    let r = by_line(
+        &[
+            "mov.f32 %f1, 0f3F800000;",
+            "st.shared.f32 [buf], %f1;",
+            "ld.shared.f32 %f2, [buf];",
+            "add.rn.f32 %f3, %f2, %f1;",
+            "add.rn.f32 %f3, %f3, %f3;",
+            "ret;",
+        ],
+        1,
+    );
+    assert_eq!(r.critical_path, 38);
+    let want = vec![
+        (10, 1, 3, 0),
+        (11, 1, 0, 0),
+        (12, 1, 26, 0),
+        (13, 1, 3, 0),
+        (14, 1, 0, 0),
+        (15, 1, 0, 0),
+    ];
+    assert_eq!(rows(&r), want);
+    let top = r.critical_path_by_line();
+    assert_eq!((top[0].line, top[0].clocks()), (12, 27));
+    assert_eq!(top[0].text, "ld.shared.f32 %f2, [buf];");
+}
+
+#[test]
+fn attribution_follows_the_slow_warp_through_a_barrier() {
+    // two warps; warp 1 runs three multiply-adds before the barrier, so
+    // the barrier releases everyone at its clock (23) plus 24: thread 0
+    // ends at 48 with warp 1's row (clocks by hand):
+    // 10 mov    1, %r0 ready 5
+    // 11 shr    5 (3 stalled on 10), ready 9
+    // 12 setp   9 (3 stalled on 11), ready 13 (not next to its branch,
+    //           which the simulator would fuse with it)
+    // 13 mov    10, ready 14
+    // 14 bra    13 (2 stalled on 12; warp 1 predicated off)
+    // 15 fma    14, ready 18
+    // 16 fma    18 (3 stalled on 15), ready 22
+    // 17 fma    22 (3 stalled on 16)
+    // 19 bar    23, released at 47 (24 joined)
+    // 20 ret    48
+    let r = by_line(
+        &[
+            "mov.u32 %r0, %tid.x;",
+            "shr.u32 %r1, %r0, 5;",
+            "setp.eq.u32 %p0, %r1, 0;",
+            "mov.f32 %f1, 0f3F800000;",
+            "@%p0 bra $B;",
+            "fma.rn.f32 %f1, %f1, %f1, %f1;",
+            "fma.rn.f32 %f1, %f1, %f1, %f1;",
+            "fma.rn.f32 %f1, %f1, %f1, %f1;",
+            "$B:",
+            "bar.sync 0;",
+            "ret;",
+        ],
+        64,
+    );
+    assert_eq!((r.critical_path, r.critical_path_at), (48, (0, 0)));
+    let want = vec![
+        (10, 1, 3, 0),
+        (11, 1, 3, 0),
+        (12, 1, 2, 0),
+        (13, 1, 0, 0),
+        (14, 1, 0, 0),
+        (15, 1, 3, 0),
+        (16, 1, 3, 0),
+        (17, 1, 0, 0),
+        (19, 1, 0, BAR_CLOCKS),
+        (20, 1, 0, 0),
+    ];
+    assert_eq!(rows(&r), want);
+}
