@@ -51,6 +51,9 @@ pub struct Sim {
     pub(crate) timing: bool,
     /// Attribute it by instruction ([`Sim::set_timing_by_line`]).
     pub(crate) timing_lines: bool,
+    /// Per kernel name, its last attributed launch's critical path and
+    /// [`LaunchReport::critical_path_lines`].
+    pub(crate) path_lines: BTreeMap<String, (u64, Vec<super::PathLine>)>,
     /// Blocks run in lockstep over every launch so far.
     pub(crate) lockstep_blocks: u64,
     pub(crate) clock: u64,
@@ -82,6 +85,7 @@ impl Sim {
             last_critical_path: 0,
             timing: false,
             timing_lines: false,
+            path_lines: BTreeMap::new(),
             lockstep_blocks: 0,
             clock: 0,
             scratch: Scratch::default(),
@@ -191,6 +195,16 @@ impl Sim {
         if on {
             self.timing = true;
         }
+    }
+
+    /// Per kernel name (in name order), its last launch with attribution
+    /// on ([`Sim::set_timing_by_line`]): its critical path and
+    /// [`LaunchReport::critical_path_lines`] (for launches made through a
+    /// runtime context, whose reports the caller does not see).
+    pub fn critical_path_lines_by_kernel(
+        &self,
+    ) -> impl Iterator<Item = (&str, u64, &[super::PathLine])> {
+        (self.path_lines.iter()).map(|(k, (c, v))| (k.as_str(), *c, v.as_slice()))
     }
 
     /// Whether the scoreboard is on ([`Sim::set_timing`]).
@@ -473,6 +487,10 @@ impl Sim {
         self.last_heaviest = report.heaviest_block;
         self.last_heaviest_warp = report.heaviest_warp;
         self.last_critical_path = report.critical_path;
+        if self.timing && self.timing_lines {
+            let v = (report.critical_path, report.critical_path_lines.clone());
+            self.path_lines.insert(report.kernel.clone(), v);
+        }
         self.traffic.launches += 1;
         Ok(report)
     }
