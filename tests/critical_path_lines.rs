@@ -54,6 +54,34 @@ fn per_step(kernel: &str, short: &(u64, Vec<PathLine>), long: &(u64, Vec<PathLin
             e.1[2] += sign * l.join as i64;
         }
     }
+    // by opcode (issue, wait, join a step)
+    let mut ops: BTreeMap<String, [i64; 3]> = BTreeMap::new();
+    for (text, c) in d.values() {
+        let op = text.split_whitespace().next().unwrap_or("");
+        let op = if op.starts_with('@') {
+            text.split_whitespace().nth(1).unwrap_or("")
+        } else {
+            op
+        };
+        let key: Vec<&str> = op.split('.').take(2).collect();
+        let e = ops.entry(key.join(".")).or_default();
+        for k in 0..3 {
+            e[k] += c[k];
+        }
+    }
+    let mut o: Vec<_> = ops.into_iter().collect();
+    o.sort_by_key(|(_, c)| -(c.iter().sum::<i64>()));
+    let o: Vec<String> = (o.iter().take(10))
+        .map(|(k, c)| {
+            format!(
+                "{k} {:.0}/{:.0}/{:.0}",
+                c[0] as f64 / steps,
+                c[1] as f64 / steps,
+                c[2] as f64 / steps
+            )
+        })
+        .collect();
+    eprintln!("  by opcode (issue/wait/join a step): {}", o.join(", "));
     let mut v: Vec<_> = d.into_iter().collect();
     v.sort_by_key(|(_, (_, c))| -(c.iter().sum::<i64>()));
     for (line, (text, c)) in v.iter().take(top) {

@@ -22,6 +22,12 @@
 //! thread's last `cp.async` (any group: an overcount for a wait that
 //! leaves groups pending) to complete at [`L2_HIT_CLOCKS`].
 //!
+//! An unguarded `mov` is free: no issue slot, its destination ready when
+//! its source is (ptxas propagates register copies, the loop-carried
+//! `mov`s of the DSL's `assign` included, and folds symbol addresses and
+//! immediates into their users; a `mov` from a special register, an
+//! `S2R` of about 20 clocks on the GPU, is undercounted).
+//!
 //! It models one thread's dependent chain and the joins between threads,
 //! not issue bandwidth: a thread issues at most one instruction a clock
 //! and never waits for a pipe another thread occupies. The CTA's critical
@@ -276,6 +282,25 @@ impl Scoreboard {
     /// Thread `t` issues `inst`, instruction `pc`; `executed` is false for
     /// a predicated-off instruction (one clock once its guard is ready).
     pub fn issue(&mut self, t: usize, pc: usize, inst: &XInst, executed: bool) {
+        if let Op::Mov { .. } = inst.op
+            && inst.guard == NO_REG
+        {
+            // an unguarded copy is free: its destination is ready with its
+            // source (module docs)
+            let (d, s0) = (inst.d[0] as usize, inst.s[0]);
+            if d < self.pitch {
+                self.ready[t * self.pitch + d] = self.ready_of(t, s0);
+                if self.lines > 0 {
+                    let w = if (s0 as usize) < self.pitch {
+                        self.from[t * self.pitch + s0 as usize]
+                    } else {
+                        u32::MAX
+                    };
+                    self.from[t * self.pitch + d] = w;
+                }
+            }
+            return;
+        }
         let base = self.clk[t] + 1;
         let mut at = base.max(self.ready_of(t, inst.guard));
         if !executed {
