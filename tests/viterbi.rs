@@ -166,6 +166,40 @@ fn ties_go_to_the_lowest_state_and_nan_is_defined() {
 }
 
 #[test]
+fn ties_inside_a_group_of_predecessors_go_to_the_lowest_state() {
+    // The kernel loads predecessors in groups of four (1-4, 5-8, then one
+    // at a time): states 2 and 3 tie at the start (one group), 6 and 7
+    // too where S 9 has them; the lowest wins, as on the host.
+    for s in [5, 9] {
+        let t = 4;
+        let mut pi = vec![-5.0; s];
+        pi[2] = 0.0;
+        pi[3] = 0.0;
+        let m = Model {
+            pi,
+            a: vec![-0.5; s * s],
+            b: vec![-0.25; t * s],
+            lengths: vec![t as u32],
+            batch: 1,
+            t,
+            s,
+        };
+        let got = host_run(&m);
+        assert_eq!(got.paths, vec![2, 0, 0, 0], "S {s}");
+        for sm in [Sm::Sm80, Sm::Sm90] {
+            assert_same(&sim_run(&m, sm), &got, &format!("ties S {s} {sm}"));
+        }
+        let mut late = m;
+        late.pi = vec![-5.0; s];
+        late.pi[s - 2] = 0.0;
+        late.pi[s - 1] = 0.0;
+        let got = host_run(&late);
+        assert_eq!(got.paths[0], s as u32 - 2, "S {s}");
+        assert_same(&sim_run(&late, Sm::Sm90), &got, &format!("late ties S {s}"));
+    }
+}
+
+#[test]
 fn sim_equals_host_on_ragged_shapes_and_special_values() {
     for (batch, t, s, seed) in [
         (5, 1, 1, 10),

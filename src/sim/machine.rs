@@ -49,6 +49,11 @@ pub struct Sim {
     pub(crate) last_critical_path: u64,
     /// Keep the critical-path scoreboard ([`Sim::set_timing`]).
     pub(crate) timing: bool,
+    /// Attribute it by instruction ([`Sim::set_timing_by_line`]).
+    pub(crate) timing_lines: bool,
+    /// Per kernel name, its last attributed launch's critical path and
+    /// [`LaunchReport::critical_path_lines`].
+    pub(crate) path_lines: BTreeMap<String, (u64, Vec<super::PathLine>)>,
     /// Blocks run in lockstep over every launch so far.
     pub(crate) lockstep_blocks: u64,
     pub(crate) clock: u64,
@@ -79,6 +84,8 @@ impl Sim {
             last_heaviest_warp: 0,
             last_critical_path: 0,
             timing: false,
+            timing_lines: false,
+            path_lines: BTreeMap::new(),
             lockstep_blocks: 0,
             clock: 0,
             scratch: Scratch::default(),
@@ -175,6 +182,29 @@ impl Sim {
     /// instruction costs a little more on the host.
     pub fn set_timing(&mut self, on: bool) {
         self.timing = on;
+    }
+
+    /// With `on`, also attribute the scoreboard's clocks by instruction
+    /// (and turn the scoreboard on; off turns only the attribution off):
+    /// each launch then reports [`LaunchReport::critical_path_lines`], where
+    /// the longest path's clocks went (`sim::interp::timing` has the
+    /// rules). It keeps a row per thread and instruction and copies rows
+    /// at barriers: a diagnostic, slower than the scoreboard alone.
+    pub fn set_timing_by_line(&mut self, on: bool) {
+        self.timing_lines = on;
+        if on {
+            self.timing = true;
+        }
+    }
+
+    /// Per kernel name (in name order), its last launch with attribution
+    /// on ([`Sim::set_timing_by_line`]): its critical path and
+    /// [`LaunchReport::critical_path_lines`] (for launches made through a
+    /// runtime context, whose reports the caller does not see).
+    pub fn critical_path_lines_by_kernel(
+        &self,
+    ) -> impl Iterator<Item = (&str, u64, &[super::PathLine])> {
+        (self.path_lines.iter()).map(|(k, (c, v))| (k.as_str(), *c, v.as_slice()))
     }
 
     /// Whether the scoreboard is on ([`Sim::set_timing`]).
@@ -387,6 +417,7 @@ impl Sim {
             sm: self.sm,
             cluster,
             timing: self.timing,
+            path_lines: (self.timing && self.timing_lines).then(Default::default),
         };
         let totals = grid::run(&mut self.mem, &k, threads, &mut self.scratch)?;
         self.clock = self.clock.wrapping_add(totals.clock_reads);
@@ -406,6 +437,23 @@ impl Sim {
             first_same_value_write: totals.same.first,
             ..Default::default()
         };
+        if let Some(best) = k.path_lines.as_ref() {
+            let best = best.lock().unwrap_or_else(|e| e.into_inner()).take();
+            let at = totals.critical_path;
+            if let Some((key, row)) = best.filter(|(key, _)| *key == at) {
+                debug_assert_eq!(key, at);
+                report.critical_path_lines = row
+                    .into_iter()
+                    .map(|(pc, c)| super::PathLine {
+                        line: e.lines[pc as usize],
+                        text: e.texts[pc as usize].clone(),
+                        issue: c[0],
+                        wait: c[1],
+                        join: c[2],
+                    })
+                    .collect();
+            }
+        }
         // per opcode index first: the maps get one entry per opcode, not
         // one string per instruction
         let mut per_op = vec![0u64; e.opcodes.len()];
@@ -439,6 +487,10 @@ impl Sim {
         self.last_heaviest = report.heaviest_block;
         self.last_heaviest_warp = report.heaviest_warp;
         self.last_critical_path = report.critical_path;
+        if self.timing && self.timing_lines {
+            let v = (report.critical_path, report.critical_path_lines.clone());
+            self.path_lines.insert(report.kernel.clone(), v);
+        }
         self.traffic.launches += 1;
         Ok(report)
     }

@@ -388,6 +388,6 @@ pub use error::{AccessKind, SimError, Site};
 pub use global_mem::{CONST_WINDOW, GLOBAL_BASE, LOCAL_WINDOW, SHARED_WINDOW};
 pub use ir::{Entry, ParamInfo, Space};
 pub use machine::{SIM_DEFAULT_STREAM, SM_COUNT, Sim};
-pub use options::{DEFAULT_INSTRUCTION_BUDGET, LaunchReport, SimOptions};
+pub use options::{DEFAULT_INSTRUCTION_BUDGET, LaunchReport, PathLine, SimOptions};
 pub use options::{DEFAULT_INSTRUCTIONS_PER_THREAD, THREADS_ENV};
 pub use parse::Program;

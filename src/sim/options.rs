@@ -229,6 +229,12 @@ pub struct LaunchReport {
     /// index and the thread's linear index in the block (the lowest on
     /// ties); `(0, 0)` without the scoreboard.
     pub critical_path_at: (u64, u32),
+    /// With attribution on ([`crate::sim::Sim::set_timing_by_line`]; else
+    /// empty): where [`LaunchReport::critical_path`] went, per PTX
+    /// instruction of its thread with a charge, in PTX order (rules in
+    /// `sim::interp::timing`); the clocks sum to the critical path.
+    /// [`LaunchReport::critical_path_by_line`] sorts them.
+    pub critical_path_lines: Vec<PathLine>,
     /// Executed approximate instructions (see [`SimOptions::approx`]); when
     /// non-zero the results are not bit-exact with the GPU.
     pub approximate: u64,
@@ -259,7 +265,40 @@ pub struct LaunchReport {
     pub first_same_value_write: Option<String>,
 }
 
+/// The clocks one PTX instruction added to a critical path
+/// ([`LaunchReport::critical_path_lines`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PathLine {
+    /// Its source line (1-based).
+    pub line: u32,
+    /// Its source text.
+    pub text: String,
+    /// Its own issue slots: one clock each time the thread issued it.
+    pub issue: u64,
+    /// Clocks the thread stalled for its result (a load's latency, an
+    /// arithmetic chain's), charged to it as the producer of the source
+    /// ready last.
+    pub wait: u64,
+    /// Clocks waited at it as a barrier, its release cost included.
+    pub join: u64,
+}
+
+impl PathLine {
+    /// Its clocks: `issue + wait + join`.
+    pub fn clocks(&self) -> u64 {
+        self.issue + self.wait + self.join
+    }
+}
+
 impl LaunchReport {
+    /// [`LaunchReport::critical_path_lines`], most clocks first (PTX
+    /// order on ties).
+    pub fn critical_path_by_line(&self) -> Vec<&PathLine> {
+        let mut v: Vec<&PathLine> = self.critical_path_lines.iter().collect();
+        v.sort_by_key(|l| std::cmp::Reverse(l.clocks()));
+        v
+    }
+
     pub(crate) fn merge_into(&self, tot: &mut BTreeMap<String, u64>) {
         for (k, v) in &self.per_opcode {
             *tot.entry(k.clone()).or_default() += v;

@@ -33,7 +33,12 @@ pub enum Recursions {
 /// `flags`) of the kernels `how` names, on a simulated `sm`, after the two
 /// prep kernels.
 pub fn recursion_outputs(m: &Model, sm: Sm, how: Recursions) -> Vec<Vec<u32>> {
-    let ctx = Context::sim(sm);
+    recursion_outputs_in(&Context::sim(sm), m, sm, how)
+}
+
+/// [`recursion_outputs`] in `ctx` (a simulator of `sm` whose settings the
+/// caller chose, its scoreboard for one).
+pub fn recursion_outputs_in(ctx: &Context, m: &Model, sm: Sm, how: Recursions) -> Vec<Vec<u32>> {
     let st = ctx.default_stream();
     let (batch, t, s) = (m.batch, m.t, m.s);
     let sp = m.s.div_ceil(16) * 16;

@@ -25,6 +25,8 @@ pub fn kernel_name(cap: u32) -> String {
 }
 /// Threads per CTA.
 pub const THREADS: u32 = 256;
+/// Predecessors a thread loads before it compares them (a power of two).
+const UNROLL: u32 = 4;
 /// The shared-buffer capacities variants are generated for.
 pub const CAPS: [u32; 3] = [256, 1024, 4096];
 
@@ -88,6 +90,11 @@ pub fn generate(sm: Sm, cap: u32) -> Result<PtxModule> {
     b.if_(nonempty, |b| {
         // delta_0[j] = log_pi[j] + log_b[seq, 0, j]
         first_row(b, &c, p.s, p.log_pi, seq_b, &buf, None);
+        // The predecessor scan's groups end at 1 + ((S - 1) rounded down
+        // to a multiple of UNROLL) (S ≥ 1 wherever a step runs).
+        let preds = b.sub(p.s, 1u32);
+        let whole = b.and(preds, !(UNROLL - 1));
+        let groups_end = b.add(whole, 1u32);
         // Steps 1..len: `cur` starts at (tt-1 & 1)·cap, `next` at (tt & 1)·cap.
         b.for_range(1u32, len, 1u32, |b, tt| {
             let par = b.and(tt, 1u32);
@@ -104,20 +111,36 @@ pub fn generate(sm: Sm, cap: u32) -> Result<PtxModule> {
                 let best = b.fadd(Rounding::Rn, d0, a0);
                 let arg = b.mov(0u32);
                 let best_r = b.mov(best);
-                b.for_range(1u32, p.s, 1u32, |b, i| {
-                    let ci = b.add(cur_off, i);
-                    let cp = b.shared_elem(&buf, ci);
-                    let di = b.ld_shared(cp, 0);
-                    let ij = b.mad_lo(i, p.s, j);
-                    let aip = b.offset(p.log_a, ij);
-                    let ai = b.ld_global(aip, 0);
-                    let c = b.fadd(Rounding::Rn, di, ai);
-                    let take = better(b, c, best_r);
-                    let nb = b.selp(take, c, best_r);
-                    let na = b.selp(take, i, arg);
-                    b.assign(best_r, nb);
-                    b.assign(arg, na);
-                });
+                // The predecessors 1.. in groups of UNROLL, then one at a
+                // time: a group's loads first, then its candidates in
+                // ascending order (the same fold, so the same bits). In
+                // PTX order a load used by the next comparison stalls the
+                // thread for its latency each predecessor; issued together
+                // they stall it once a group (`docs/perf.md`, "Where the
+                // critical path goes").
+                let scan = |b: &mut KernelBuilder, i: Reg<U32>, k: u32| {
+                    let mut loaded = Vec::with_capacity(k as usize);
+                    for q in 0..k {
+                        let iq = if q == 0 { i } else { b.add(i, q) };
+                        let ci = b.add(cur_off, iq);
+                        let cp = b.shared_elem(&buf, ci);
+                        let di = b.ld_shared(cp, 0);
+                        let ij = b.mad_lo(iq, p.s, j);
+                        let aip = b.offset(p.log_a, ij);
+                        let ai = b.ld_global(aip, 0);
+                        loaded.push((iq, di, ai));
+                    }
+                    for (iq, di, ai) in loaded {
+                        let c = b.fadd(Rounding::Rn, di, ai);
+                        let take = better(b, c, best_r);
+                        let nb = b.selp(take, c, best_r);
+                        let na = b.selp(take, iq, arg);
+                        b.assign(best_r, nb);
+                        b.assign(arg, na);
+                    }
+                };
+                b.for_range(1u32, groups_end, UNROLL, |b, i| scan(b, i, UNROLL));
+                b.for_range(groups_end, p.s, 1u32, |b, i| scan(b, i, 1));
                 let ep = b.offset(row_b, j);
                 let e = b.ld_global(ep, 0);
                 let d = b.fadd(Rounding::Rn, best_r, e);

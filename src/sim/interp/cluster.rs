@@ -265,6 +265,9 @@ impl Exec<'_> {
         let cl = self.cl.as_ref().expect("a cluster launch");
         (0..cl.size).fold((0, 0, 0), |b, r| match cl.slots[r].cta.time.as_ref() {
             Some(s) => {
+                if let Some(best) = &self.k.path_lines {
+                    super::timing::offer(best, s, cl.lins[r]);
+                }
                 let (c, t) = s.latest();
                 if c > b.0 {
                     (c, cl.lins[r], t as u32)
@@ -402,8 +405,7 @@ impl Exec<'_> {
                     c.state[t] = TState::Run;
                     c.pc[t] += 1;
                     if let (Some(s), Some(done)) = (c.time.as_mut(), done) {
-                        s.clk[t] = s.clk[t].max(done);
-                        s.fence[t] = s.clk[t];
+                        s.release(t, done, c.pc[t] as usize - 1);
                     }
                     cl.wait[r * n + t] = cl.arrive[r * n + t];
                     released = true;

@@ -156,6 +156,9 @@ pub(crate) struct Kernel<'a> {
     pub cluster: Option<((u32, u32, u32), bool)>,
     /// Keep the critical-path scoreboard ([`timing`]).
     pub timing: bool,
+    /// With the scoreboard, its attribution by instruction ([`timing`]):
+    /// the longest path's row so far.
+    pub path_lines: Option<timing::PathBest>,
 }
 
 impl Kernel<'_> {
@@ -489,7 +492,7 @@ impl<'a> Exec<'a> {
             // thread count
             if at_bar == n && one_bar && code.insts[bar_pc as usize].s[1] == NO_REG {
                 if let Some(s) = self.cta.time.as_mut() {
-                    s.join(0..n, timing::BAR_CLOCKS);
+                    s.join(0..n, timing::BAR_CLOCKS, bar_pc as usize);
                 }
                 self.cta.state.fill(TState::Run);
                 self.cta.pc.fill(bar_pc + 1);
@@ -566,6 +569,9 @@ impl<'a> Exec<'a> {
     /// clock and that thread; `(0, 0)` without the scoreboard.
     pub(crate) fn critical_path(&self) -> (u64, u32) {
         self.cta.time.as_ref().map_or((0, 0), |s| {
+            if let Some(best) = &self.k.path_lines {
+                timing::offer(best, s, self.lin);
+            }
             let (c, t) = s.latest();
             (c, t as u32)
         })
@@ -576,9 +582,14 @@ impl<'a> Exec<'a> {
     pub(crate) fn reset_time(&mut self) {
         if self.k.timing {
             let (n, pitch) = (self.cta.n, self.cta.pitch);
+            let lines = self
+                .k
+                .path_lines
+                .as_ref()
+                .map_or(0, |_| self.k.code.insts.len());
             self.cta
                 .time
-                .get_or_insert_with(|| Box::new(timing::Scoreboard::new(n, pitch)))
+                .get_or_insert_with(|| Box::new(timing::Scoreboard::new(n, pitch, lines)))
                 .reset();
         }
     }
@@ -587,9 +598,9 @@ impl<'a> Exec<'a> {
     /// predicated-off instruction).
     #[cold]
     #[inline(never)]
-    fn time(&mut self, t: usize, inst: &XInst, executed: bool) {
+    fn time(&mut self, t: usize, pc: usize, inst: &XInst, executed: bool) {
         if let Some(s) = self.cta.time.as_mut() {
-            s.issue(t, inst, executed);
+            s.issue(t, pc, inst, executed);
         }
     }
 
@@ -633,7 +644,7 @@ impl<'a> Exec<'a> {
                         Ok(true) => {}
                         Ok(false) => {
                             if self.k.timing {
-                                self.time(t, inst, false);
+                                self.time(t, at, inst, false);
                             }
                             continue;
                         }
@@ -644,7 +655,7 @@ impl<'a> Exec<'a> {
                     }
                 }
                 if self.k.timing {
-                    self.time(t, inst, true);
+                    self.time(t, at, inst, true);
                 }
                 let r = self.step(t, at, rf, inst);
                 if r != NEXT {
@@ -755,13 +766,13 @@ impl<'a> Exec<'a> {
             }
             if inst.flags != 0 && !self.pre_step(t, pc, rf, inst)? {
                 if self.k.timing {
-                    self.time(t, inst, false);
+                    self.time(t, pc, inst, false);
                 }
                 pc += 1;
                 continue;
             }
             if self.k.timing {
-                self.time(t, inst, true);
+                self.time(t, pc, inst, true);
             }
             // one instruction at a time: a `setp` fused with its `bra`
             // runs alone, its `bra` next

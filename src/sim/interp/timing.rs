@@ -22,6 +22,12 @@
 //! thread's last `cp.async` (any group: an overcount for a wait that
 //! leaves groups pending) to complete at [`L2_HIT_CLOCKS`].
 //!
+//! An unguarded `mov` is free: no issue slot, its destination ready when
+//! its source is (ptxas propagates register copies, the loop-carried
+//! `mov`s of the DSL's `assign` included, and folds symbol addresses and
+//! immediates into their users; a `mov` from a special register, an
+//! `S2R` of about 20 clocks on the GPU, is undercounted).
+//!
 //! It models one thread's dependent chain and the joins between threads,
 //! not issue bandwidth: a thread issues at most one instruction a clock
 //! and never waits for a pipe another thread occupies. The CTA's critical
@@ -142,11 +148,32 @@ pub(crate) struct Scoreboard {
     /// store, atomic or barrier release: [`Scoreboard::issue`]).
     pub fence: Vec<u64>,
     pitch: usize,
+    /// Instructions per attribution row; 0 without attribution.
+    lines: usize,
+    /// Per thread, instruction and bucket ([`ISSUE`], [`WAIT`],
+    /// [`JOIN`]): the clocks charged (module docs).
+    cost: Vec<u64>,
+    /// Per thread and register slot: the instruction that last wrote it.
+    from: Vec<u32>,
 }
 
+/// Attribution bucket: the instruction's own issue slots.
+pub(crate) const ISSUE: usize = 0;
+/// Attribution bucket: clocks threads stalled for the instruction's
+/// result.
+pub(crate) const WAIT: usize = 1;
+/// Attribution bucket: clocks threads waited at the instruction as a
+/// barrier (its release cost included).
+pub(crate) const JOIN: usize = 2;
+
+/// One thread's attribution row: per instruction with a charge, its index
+/// and its clocks per bucket.
+pub(crate) type Row = Vec<(u32, [u64; 3])>;
+
 impl Scoreboard {
-    /// A scoreboard for `n` threads of `pitch` register slots, at clock 0.
-    pub fn new(n: usize, pitch: usize) -> Self {
+    /// A scoreboard for `n` threads of `pitch` register slots, at clock 0,
+    /// with attribution rows of `lines` instructions (0: none).
+    pub fn new(n: usize, pitch: usize, lines: usize) -> Self {
         Scoreboard {
             clk: vec![0; n],
             ready: vec![0; n * pitch],
@@ -154,7 +181,80 @@ impl Scoreboard {
             copies: vec![0; n],
             fence: vec![0; n],
             pitch,
+            lines,
+            cost: vec![0; n * lines * 3],
+            from: vec![u32::MAX; if lines > 0 { n * pitch } else { 0 }],
         }
+    }
+
+    /// Charge `c` clocks of thread `t` to instruction `pc`, bucket `k`.
+    #[inline]
+    fn charge(&mut self, t: usize, pc: usize, k: usize, c: u64) {
+        if c > 0 && pc < self.lines {
+            self.cost[(t * self.lines + pc) * 3 + k] += c;
+        }
+    }
+
+    /// With attribution: charge thread `t`'s issue of `pc` at `at` (its
+    /// earliest slot `base`): one clock to `pc`, the stall to the writer
+    /// of the guard or source that was ready last (`pc` itself if none).
+    fn account(&mut self, t: usize, pc: usize, inst: &XInst, executed: bool, base: u64, at: u64) {
+        self.charge(t, pc, ISSUE, 1);
+        if at <= base {
+            return;
+        }
+        let srcs: &[u32] = if executed { &inst.s } else { &[] };
+        let who = std::iter::once(&inst.guard)
+            .chain(srcs)
+            .find(|&&s| (s as usize) < self.pitch && self.ready_of(t, s) == at)
+            .map(|&s| self.from[t * self.pitch + s as usize])
+            .filter(|&w| w != u32::MAX)
+            .map_or(pc, |w| w as usize);
+        self.charge(t, who, WAIT, at - base);
+    }
+
+    /// With attribution: thread `t`'s destinations of `inst` were written
+    /// by `pc`.
+    fn wrote(&mut self, t: usize, pc: usize, inst: &XInst) {
+        for &k in super::super::code::dst_writes(&inst.op) {
+            let d = inst.d[k] as usize;
+            if d < self.pitch {
+                self.from[t * self.pitch + d] = pc as u32;
+            }
+        }
+    }
+
+    /// Thread `t` takes thread `w`'s attribution row.
+    fn take_row(&mut self, t: usize, w: usize) {
+        if t != w && self.lines > 0 {
+            let l = self.lines * 3;
+            self.cost.copy_within(w * l..(w + 1) * l, t * l);
+        }
+    }
+
+    /// Thread `t`'s attribution row (empty without attribution).
+    pub fn row(&self, t: usize) -> Row {
+        if self.lines == 0 {
+            return Vec::new();
+        }
+        let l = self.lines * 3;
+        self.cost[t * l..(t + 1) * l]
+            .chunks_exact(3)
+            .enumerate()
+            .filter(|(_, c)| c.iter().any(|&x| x > 0))
+            .map(|(pc, c)| (pc as u32, [c[0], c[1], c[2]]))
+            .collect()
+    }
+
+    /// A cluster barrier released thread `t`, waiting at `pc`, at `done`
+    /// (its latest arrival plus the barrier's cost).
+    pub fn release(&mut self, t: usize, done: u64, pc: usize) {
+        if done > self.clk[t] {
+            let c = done - self.clk[t];
+            self.charge(t, pc, JOIN, c);
+            self.clk[t] = done;
+        }
+        self.fence[t] = self.clk[t];
     }
 
     /// Back to clock 0 (a new CTA).
@@ -164,6 +264,8 @@ impl Scoreboard {
         self.arrive.fill(0);
         self.copies.fill(0);
         self.fence.fill(0);
+        self.cost.fill(0);
+        self.from.fill(u32::MAX);
     }
 
     /// The clock register `s` of thread `t` is ready at (0 for an absent
@@ -177,12 +279,35 @@ impl Scoreboard {
         }
     }
 
-    /// Thread `t` issues `inst`; `executed` is false for a predicated-off
-    /// instruction (one clock once its guard is ready).
-    pub fn issue(&mut self, t: usize, inst: &XInst, executed: bool) {
-        let mut at = (self.clk[t] + 1).max(self.ready_of(t, inst.guard));
+    /// Thread `t` issues `inst`, instruction `pc`; `executed` is false for
+    /// a predicated-off instruction (one clock once its guard is ready).
+    pub fn issue(&mut self, t: usize, pc: usize, inst: &XInst, executed: bool) {
+        if let Op::Mov { .. } = inst.op
+            && inst.guard == NO_REG
+        {
+            // an unguarded copy is free: its destination is ready with its
+            // source (module docs)
+            let (d, s0) = (inst.d[0] as usize, inst.s[0]);
+            if d < self.pitch {
+                self.ready[t * self.pitch + d] = self.ready_of(t, s0);
+                if self.lines > 0 {
+                    let w = if (s0 as usize) < self.pitch {
+                        self.from[t * self.pitch + s0 as usize]
+                    } else {
+                        u32::MAX
+                    };
+                    self.from[t * self.pitch + d] = w;
+                }
+            }
+            return;
+        }
+        let base = self.clk[t] + 1;
+        let mut at = base.max(self.ready_of(t, inst.guard));
         if !executed {
             self.clk[t] = at;
+            if self.lines > 0 {
+                self.account(t, pc, inst, false, base, at);
+            }
             return;
         }
         for &s in &inst.s {
@@ -202,6 +327,10 @@ impl Scoreboard {
                 early = early.max(self.ready_of(t, s));
             }
             self.clk[t] += 1;
+            if self.lines > 0 {
+                self.charge(t, pc, ISSUE, 1);
+                self.wrote(t, pc, inst);
+            }
             let done = early + latency(&inst.op);
             for &k in super::super::code::dst_writes(&inst.op) {
                 let d = inst.d[k] as usize;
@@ -212,6 +341,10 @@ impl Scoreboard {
             return;
         }
         self.clk[t] = at;
+        if self.lines > 0 {
+            self.account(t, pc, inst, true, base, at);
+            self.wrote(t, pc, inst);
+        }
         if matches!(inst.op, Op::St { .. } | Op::Atom { .. }) {
             self.fence[t] = at;
         }
@@ -229,29 +362,48 @@ impl Scoreboard {
         }
     }
 
-    /// Threads `ts` leave a barrier together: each one's clock becomes
-    /// the latest of theirs plus `cost`.
-    pub fn join(&mut self, ts: impl Iterator<Item = usize> + Clone, cost: u64) {
-        let Some(m) = ts.clone().map(|t| self.clk[t]).max() else {
+    /// Threads `ts` leave a barrier, instruction `pc`, together: each
+    /// one's clock becomes the latest of theirs plus `cost` (with
+    /// attribution, the latest one's row plus `cost` charged to `pc`).
+    pub fn join(&mut self, ts: impl Iterator<Item = usize> + Clone, cost: u64, pc: usize) {
+        let Some((m, w)) = self.latest_of(ts.clone()) else {
             return;
         };
-        for t in ts {
+        for t in ts.clone() {
             self.clk[t] = m + cost;
             self.fence[t] = m + cost;
+            self.take_row(t, w);
+        }
+        if self.lines > 0 {
+            for t in ts {
+                self.charge(t, pc, JOIN, cost);
+            }
         }
     }
 
-    /// The members `ts` of a warp collective `inst` completed: they issue
-    /// it at the latest member's clock, its results ready its latency
-    /// later.
-    pub fn collective(&mut self, ts: impl Iterator<Item = usize> + Clone, inst: &XInst) {
-        let Some(m) = ts.clone().map(|t| self.clk[t]).max() else {
+    /// The latest clock of threads `ts` and the first thread at it.
+    fn latest_of(&self, ts: impl Iterator<Item = usize>) -> Option<(u64, usize)> {
+        ts.fold(None, |b, t| match b {
+            Some((m, _)) if m >= self.clk[t] => b,
+            _ => Some((self.clk[t], t)),
+        })
+    }
+
+    /// The members `ts` of a warp collective `inst`, instruction `pc`,
+    /// completed: they issue it at the latest member's clock (with
+    /// attribution, taking its row), its results ready its latency later.
+    pub fn collective(&mut self, ts: impl Iterator<Item = usize> + Clone, inst: &XInst, pc: usize) {
+        let Some((m, w)) = self.latest_of(ts.clone()) else {
             return;
         };
         let done = m + latency(&inst.op);
         for t in ts {
             self.clk[t] = m;
             self.fence[t] = self.fence[t].max(m);
+            if self.lines > 0 {
+                self.take_row(t, w);
+                self.wrote(t, pc, inst);
+            }
             for &k in super::super::code::dst_writes(&inst.op) {
                 let d = inst.d[k] as usize;
                 if d < self.pitch {
@@ -268,5 +420,26 @@ impl Scoreboard {
             .iter()
             .enumerate()
             .fold((0, 0), |b, (t, &c)| if c > b.0 { (c, t) } else { b })
+    }
+}
+
+/// A launch's longest critical path so far (clocks, CTA, thread, as
+/// `grid::WarpAt`) with its thread's attribution row.
+pub(crate) type PathBest = std::sync::Mutex<Option<((u64, u64, u32), Row)>>;
+
+/// A CTA (linear index `lin`) ended with scoreboard `s`: its latest
+/// thread's row replaces `best`'s when its path is longer (the lower CTA,
+/// then thread, on ties, as `grid::heavier`, so that the result does not
+/// depend on the order the CTAs ran).
+pub(crate) fn offer(best: &PathBest, s: &Scoreboard, lin: u64) {
+    let (c, t) = s.latest();
+    let key = (c, lin, t as u32);
+    let mut b = best.lock().unwrap_or_else(|e| e.into_inner());
+    let better = match &*b {
+        None => true,
+        Some((k, _)) => super::super::grid::heavier(*k, key) != *k,
+    };
+    if better {
+        *b = Some((key, s.row(t)));
     }
 }

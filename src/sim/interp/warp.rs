@@ -121,7 +121,7 @@ impl<'a> Exec<'a> {
                     let ts = (0..lanes)
                         .filter(move |ml| members & (1 << ml) != 0)
                         .map(move |ml| w * 32 + ml);
-                    s.collective(ts, inst);
+                    s.collective(ts, inst, pc);
                 }
                 for ml in 0..lanes {
                     if members & (1 << ml) != 0 {
@@ -369,7 +369,7 @@ impl<'a> Exec<'a> {
             }
         }
         if let Some(s) = self.cta.time.as_mut() {
-            s.join(same.iter().copied(), super::timing::BAR_CLOCKS);
+            s.join(same.iter().copied(), super::timing::BAR_CLOCKS, pc0);
         }
         for &t in &same {
             self.cta.state[t] = TState::Run;
