@@ -202,14 +202,6 @@ fn finding(flaw: Flaw) -> SimError {
     }
 }
 
-/// A [`SimError::BulkCopy`]'s text (panics on another finding).
-fn bulk_message(flaw: Flaw) -> String {
-    match finding(flaw) {
-        e @ SimError::BulkCopy { .. } => e.to_string(),
-        other => panic!("{flaw:?}: {other}"),
-    }
-}
-
 #[test]
 fn multicast_halves_make_the_whole_tile_in_both_ctas() {
     let clusters = 2;
@@ -242,54 +234,54 @@ fn expect_tx_accounting() {
     }
 }
 
-#[test]
-fn reading_before_the_wait_is_a_finding() {
-    let msg = bulk_message(Flaw::NoWait);
-    assert!(msg.contains("pending cp.async.bulk will write"), "{msg}");
-    assert!(msg.contains("ld.shared"), "{msg}");
-    assert!(
-        msg.contains("cp.async.bulk.shared::cluster.global"),
-        "{msg}"
-    );
-}
+/// A finding of the kind `kind` tells.
+type KindOf = fn(&SimError) -> bool;
 
 #[test]
-fn misaligned_and_out_of_bounds_copies_are_findings() {
-    match finding(Flaw::MisalignedDst) {
-        SimError::Misaligned { size: 16, .. } => {}
-        other => panic!("{other}"),
-    }
-    match finding(Flaw::MisalignedSrc) {
-        SimError::Misaligned { size: 16, .. } => {}
-        other => panic!("{other}"),
-    }
-    match finding(Flaw::DstPastShared) {
-        e @ SimError::OutOfBounds { .. } => {
-            assert!(e.to_string().contains("cp.async.bulk"), "{e}")
+fn misuses_are_findings() {
+    let bulk: KindOf = |e| matches!(e, SimError::BulkCopy { .. });
+    let misaligned: KindOf = |e| matches!(e, SimError::Misaligned { size: 16, .. });
+    let oob: KindOf = |e| matches!(e, SimError::OutOfBounds { .. });
+    // (defect, the finding's kind, what its text names)
+    let table: [(Flaw, KindOf, &[&str]); 7] = [
+        // a read of the tile before the wait
+        (
+            Flaw::NoWait,
+            bulk,
+            &[
+                "pending cp.async.bulk will write",
+                "ld.shared",
+                "cp.async.bulk.shared::cluster.global",
+            ],
+        ),
+        (Flaw::MisalignedDst, misaligned, &[]),
+        (Flaw::MisalignedSrc, misaligned, &[]),
+        (Flaw::DstPastShared, oob, &["cp.async.bulk"]),
+        (Flaw::OddSize, bulk, &["cp.async.bulk of 24 bytes"]),
+        (
+            Flaw::MaskPastCluster,
+            bulk,
+            &[
+                "mask 0x0005 names rank 2",
+                "block (0,0,0)",
+                "thread (0,0,0)",
+            ],
+        ),
+        // a copy to a peer before its init is visible
+        (
+            Flaw::NoInitSync,
+            bulk,
+            &["of rank 1, which that CTA has not initialised"],
+        ),
+    ];
+    for (flaw, kind, texts) in table {
+        let e = finding(flaw);
+        assert!(kind(&e), "{flaw:?}: {e}");
+        let msg = e.to_string();
+        for t in texts {
+            assert!(msg.contains(t), "{flaw:?}: {msg}");
         }
-        other => panic!("{other}"),
     }
-    let msg = bulk_message(Flaw::OddSize);
-    assert!(msg.contains("cp.async.bulk of 24 bytes"), "{msg}");
-}
-
-#[test]
-fn a_mask_past_the_cluster_is_a_finding() {
-    let msg = bulk_message(Flaw::MaskPastCluster);
-    assert!(msg.contains("mask 0x0005 names rank 2"), "{msg}");
-    assert!(
-        msg.contains("block (0,0,0)") && msg.contains("thread (0,0,0)"),
-        "{msg}"
-    );
-}
-
-#[test]
-fn a_copy_to_a_peer_before_its_init_is_a_finding() {
-    let msg = bulk_message(Flaw::NoInitSync);
-    assert!(
-        msg.contains("of rank 1, which that CTA has not initialised"),
-        "{msg}"
-    );
 }
 
 #[test]
@@ -330,10 +322,7 @@ fn gates_and_ptxas() {
 /// Clusters of two: rank 1's thread 0 arrives (remotely, release at
 /// cluster scope) on rank 0's barrier; rank 0's threads wait for the
 /// phase, then write `src[0] + t` to `out[t]`. `arrive`: rank 1 arrives at
-/// all. (No data is handed over through the barrier: the simulator's
-/// distributed shared-memory race check orders accesses of two CTAs by
-/// the cluster barrier only, and would call a store to the peer before
-/// the remote arrive and the peer's read after its wait a race.)
+/// all. (Data handed over through such a phase: `tests/sim_mbarrier_order.rs`.)
 fn remote_arrive(sm: Sm, arrive: bool) -> ptxsmith::Result<PtxModule> {
     let mut b = KernelBuilder::new("remote_arrive", sm);
     b.cluster_dims(2, 1, 1);
@@ -342,11 +331,7 @@ fn remote_arrive(sm: Sm, arrive: bool) -> ptxsmith::Result<PtxModule> {
     let t = b.tid_x();
     let rank = b.cluster_ctarank();
     let first = b.setp(Cmp::Eq, t, 0u32);
-    b.if_(first, |b| {
-        b.mbarrier_init(bar, 1u32);
-        b.fence_mbarrier_init();
-    });
-    b.cluster_sync();
+    b.mbarrier_init_cluster(first, &[(bar, 1)]);
     let r1 = b.setp(Cmp::Eq, rank, 1u32);
     let producer = b.pand(r1, first);
     if arrive {

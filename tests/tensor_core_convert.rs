@@ -10,18 +10,9 @@ use ptxsmith::tensor_core::{
     cvt_rn_f16x2_f32, f16_to_f32, f32_to_bf16_rn, f32_to_f16_rn, f32_to_tf32_rna, tf32_to_f32,
 };
 
-/// A small deterministic generator (splitmix64).
-struct Rng(u64);
+mod common;
 
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-}
+use common::Rng;
 
 #[test]
 fn f16_to_f32_is_exact_for_every_f16() {

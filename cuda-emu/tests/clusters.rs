@@ -7,7 +7,8 @@
 //! attributes; a planted race between the CTAs of a cluster is the
 //! launch's sticky fault; a cluster of two filling each CTA's shared tile
 //! with `cp.async.bulk ... .multicast::cluster` halves on `mbarrier`s
-//! (issue 31) runs through the emulator with the host's result.
+//! (issue 31) runs through the emulator with the host's result, as does
+//! data handed to the peer CTA through a remote `mbarrier` arrive.
 
 use std::ffi::c_void;
 use std::ptr::null_mut;
@@ -236,11 +237,7 @@ fn multicast_tile() -> PtxModule {
     let bar = b.shared_mbarrier("bar");
     let t = b.tid_x();
     let first = b.setp(Cmp::Eq, t, 0u32);
-    b.if_(first, |b| {
-        b.mbarrier_init(bar, 1u32);
-        b.fence_mbarrier_init();
-    });
-    b.cluster_sync();
+    b.mbarrier_init_cluster(first, &[(bar, 1)]);
     b.if_(first, |b| {
         let _ = b.mbarrier_arrive_expect_tx(bar, 8 * THREADS);
         let rank = b.cluster_ctarank();
@@ -291,4 +288,80 @@ fn a_multicast_bulk_copy_fills_both_ctas_of_a_cluster() {
     ));
     ok(ctx_sync());
     assert_eq!(read_u32(d, want.len()), want);
+}
+
+/// Clusters of two: rank 0's thread `t` stores `src[32·%clusterid.x + t]`
+/// into rank 1's `recv[t]` (`st.shared::cluster`) and, if `handoff`,
+/// arrives remotely on rank 1's mbarrier; rank 1 (after waiting on it, if
+/// `handoff`) writes `recv[t]` to `dst[32·%clusterid.x + t]`. The arrive
+/// and wait order the store before the read (`sim::interp::mbar_order`).
+fn mbarrier_handoff(handoff: bool) -> PtxModule {
+    let mut b = KernelBuilder::new("mbarrier_handoff", Sm::Sm90);
+    b.cluster_dims(2, 1, 1);
+    let p = b.params::<Args>();
+    let recv = b.shared_array::<U32>("recv", THREADS, 16);
+    let full = b.shared_mbarrier("full");
+    let t = b.tid_x();
+    let first = b.setp(Cmp::Eq, t, 0u32);
+    b.mbarrier_init_cluster(first, &[(full, THREADS)]);
+    let rank = b.cluster_ctarank();
+    let cid = b.clusterid_x();
+    let g = b.mad_lo(cid, THREADS, t);
+    let r = b.shared_elem(&recv, t);
+    let producer = b.setp(Cmp::Eq, rank, 0u32);
+    b.if_else(
+        producer,
+        |b| {
+            let s = b.offset(p.src, g);
+            let x = b.ld_global(s, 0);
+            let q = b.mapa(r, 1u32);
+            b.st_cluster(q, 0, x);
+            if handoff {
+                let rb = b.mapa_mbarrier(full, 1u32);
+                b.mbarrier_arrive_remote(rb);
+            }
+        },
+        |b| {
+            if handoff {
+                b.mbarrier_wait(full, 0u32);
+            }
+            let y = b.ld_shared(r, 0);
+            let d = b.offset(p.dst, g);
+            b.st_global(d, 0, y);
+        },
+    );
+    b.cluster_sync();
+    b.finish().unwrap()
+}
+
+#[test]
+fn a_remote_mbarrier_arrive_hands_data_to_the_peer() {
+    let _c = TestCtx::new();
+    let blocks = 4;
+    let src: Vec<u32> = (0..blocks * THREADS)
+        .map(|i| i.wrapping_mul(0x9E37_79B9) ^ 0xA5A5)
+        .collect();
+    let want: Vec<u32> = src[..(blocks / 2 * THREADS) as usize].to_vec();
+    let s = alloc(src.len() * 4);
+    ok(htod(s, &src));
+    let d = alloc(want.len() * 4);
+    for handoff in [true, false] {
+        let m = mbarrier_handoff(handoff);
+        let f = function(load(&m.ptx), "mbarrier_handoff").unwrap();
+        ok(launch(
+            f,
+            blocks,
+            THREADS,
+            0,
+            CUstream::default(),
+            &[Arg::U64(s), Arg::U64(d)],
+        ));
+        if handoff {
+            ok(ctx_sync());
+            assert_eq!(read_u32(d, want.len()), want);
+        } else {
+            // without the arrive and the wait: a race between the CTAs
+            is(ctx_sync(), CUDA_ERROR_LAUNCH_FAILED);
+        }
+    }
 }

@@ -426,7 +426,7 @@ pub enum SimError {
     /// `barrier.cluster.wait` (acquire) of the later one between them.
     /// `site` is the later access, `other_site` the earlier one.
     #[error(
-        "distributed shared-memory race at shared offset {offset:#x} of block ({},{},{}) (cluster rank {rank}) in kernel `{}`: {} races with the earlier {} (no barrier.cluster.arrive/wait between them)",
+        "distributed shared-memory race at shared offset {offset:#x} of block ({},{},{}) (cluster rank {rank}) in kernel `{}`: {} races with the earlier {} (no phase of barrier.cluster or of an mbarrier orders them)",
         owner_ctaid.0, owner_ctaid.1, owner_ctaid.2, site.kernel, access(*this, site, true), access(*other, other_site, true)
     )]
     ClusterRace {

@@ -190,6 +190,24 @@ impl KernelBuilder {
         self.push(Op::FenceMbarInit);
     }
 
+    /// The prologue of a cluster's mbarriers: the threads where `leader`
+    /// holds (one per CTA, typically `%tid.x == 0`) initialise each
+    /// `(bar, count)` of `bars` ([`mbarrier_init`](Self::mbarrier_init))
+    /// and [`fence_mbarrier_init`](Self::fence_mbarrier_init); then every
+    /// thread passes a [`cluster_sync`](Self::cluster_sync). After it any
+    /// thread of the cluster may arrive on the barriers, wait on its own
+    /// CTA's, and copy into them.
+    #[track_caller]
+    pub fn mbarrier_init_cluster(&mut self, leader: Reg<Pred>, bars: &[(SharedMbarrier, u32)]) {
+        self.if_(leader, |b| {
+            for &(bar, count) in bars {
+                b.mbarrier_init(bar, count);
+            }
+            b.fence_mbarrier_init();
+        });
+        self.cluster_sync();
+    }
+
     /// `fence.proxy.async.shared::cta`: order this thread's earlier
     /// generic shared accesses before later async-proxy ones (a bulk copy
     /// reusing a buffer the CTA read).

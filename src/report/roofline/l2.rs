@@ -293,11 +293,7 @@ mod tests {
         let bar = b.shared_mbarrier("bar");
         let t = b.tid_x();
         let first = b.setp(Cmp::Eq, t, 0u32);
-        b.if_(first, |b| {
-            b.mbarrier_init(bar, 1u32);
-            b.fence_mbarrier_init();
-        });
-        b.cluster_sync();
+        b.mbarrier_init_cluster(first, &[(bar, 1)]);
         b.if_(first, |b| {
             let _ = b.mbarrier_arrive_expect_tx(bar, 256u32);
             let r = b.cluster_ctarank();

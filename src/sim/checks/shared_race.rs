@@ -105,17 +105,56 @@ pub(crate) struct Access {
     pub same: u64,
 }
 
-/// The step of the per-byte rule (see the module docs) for a byte at
-/// offset `i` with tags `(wt, rt)`: its new tags, or the finding.
+/// Whether the access of thread `ot` recorded in byte `i`'s write tag
+/// (`true`) or read tag (`false`) happens before the access being checked
+/// by an ordering the epochs do not see (an mbarrier phase,
+/// `interp::mbar_order`); [`NO_HB`] knows none.
+pub(crate) trait Hb: Fn(usize, u64, bool) -> bool {}
+impl<F: Fn(usize, u64, bool) -> bool> Hb for F {}
+
+/// No ordering besides the epochs'.
 #[inline(always)]
-fn step(a: &Access, i: usize, wt: u64, rt: u64) -> Result<(u64, u64), Box<Fault>> {
+pub(crate) fn no_hb(_: usize, _: u64, _: bool) -> bool {
+    false
+}
+
+/// [`no_hb`] as the check's default.
+pub(crate) const NO_HB: fn(usize, u64, bool) -> bool = no_hb;
+
+impl Access {
+    /// A write or read of a CTA's shared memory by no thread of the CTA (a
+    /// `st`/`ld.shared::cluster` of another CTA, a landed bulk copy): the
+    /// thread [`REMOTE_T`](crate::sim::interp::cluster::REMOTE_T) at the
+    /// CTA's first epoch `epoch0`, which no access of the CTA's own threads
+    /// conflicts with, never graded same-value.
+    pub(crate) fn remote(off: usize, len: usize, write: bool, epoch0: u32) -> Access {
+        Access {
+            t: super::super::interp::cluster::REMOTE_T,
+            off,
+            len,
+            write,
+            atomic: false,
+            epoch: epoch0,
+            epoch0,
+            wepoch: 0,
+            same: 0,
+        }
+    }
+}
+
+/// The step of the per-byte rule (see the module docs) for a byte at
+/// offset `i` with tags `(wt, rt)`: its new tags, or the finding. A
+/// conflicting tag of a single thread that `hb` orders before the access
+/// is no conflict.
+#[inline(always)]
+fn step(a: &Access, i: usize, wt: u64, rt: u64, hb: &impl Hb) -> Result<(u64, u64), Box<Fault>> {
     let (t, ep, write, atomic) = (a.t, a.epoch, a.write, a.atomic);
     let w = t / 32;
     if (!write || atomic) && ((wt >> 32) as u32) < a.epoch0 {
         return Err(Box::new(Fault::UninitShared(a.off as u64, a.len as u32)));
     }
     let wepoch = a.wepoch;
-    let conflict = |tg: u64| -> bool {
+    let conflict = |tg: u64, wtag: bool| -> bool {
         if (tg >> 32) as u32 != ep {
             return false;
         }
@@ -124,11 +163,15 @@ fn step(a: &Access, i: usize, wt: u64, rt: u64) -> Result<(u64, u64), Box<Fault>
             return false;
         }
         // same warp, separated by a bar.warp.sync since: ordered
-        !(tag_warp(ot) == Some(w) && ((tg >> 12) & 0xF_FFFF) as u32 != wepoch & 0xF_FFFF)
+        let warp_synced =
+            tag_warp(ot) == Some(w) && ((tg >> 12) & 0xF_FFFF) as u32 != wepoch & 0xF_FFFF;
+        // a single thread's access ordered by `hb`
+        let ordered = ot < MULTI_WARP && hb(i, ot, wtag);
+        !(warp_synced || ordered)
     };
     // a plain write over another thread's plain write of the same byte
     let same = write && !atomic && wt & ATOMIC_BIT == 0 && a.same >> (i - a.off) & 1 != 0;
-    let clash = conflict(wt) && !(atomic && wt & ATOMIC_BIT != 0);
+    let clash = conflict(wt, true) && !(atomic && wt & ATOMIC_BIT != 0);
     if clash && !same {
         let ot = wt & 0x7FF;
         return Err(race(
@@ -143,7 +186,7 @@ fn step(a: &Access, i: usize, wt: u64, rt: u64) -> Result<(u64, u64), Box<Fault>
         ));
     }
     if write {
-        if conflict(rt) {
+        if conflict(rt, false) {
             let ot = rt & 0x7FF;
             let ot = if ot >= MULTI_WARP {
                 u32::MAX
@@ -304,25 +347,31 @@ impl SharedShadow {
     #[cold]
     #[inline(never)]
     pub fn check(&mut self, a: &Access) -> Result<(), Box<Fault>> {
+        self.check_hb(a, &NO_HB)
+    }
+
+    /// [`SharedShadow::check`] where `hb` orders single threads' accesses
+    /// the epochs do not (see [`Hb`]).
+    pub fn check_hb(&mut self, a: &Access, hb: &impl Hb) -> Result<(), Box<Fault>> {
         let (off, end) = (a.off, a.off + a.len);
         if (off | end) & 3 == 0 {
             for k in off / 4..end / 4 {
-                self.word(a, k)?;
+                self.word(a, k, hb)?;
             }
             Ok(())
         } else {
-            self.pieces(a, off, end)
+            self.pieces(a, off, end, hb)
         }
     }
 
     /// The access to the whole word `k`.
     #[inline(always)]
-    fn word(&mut self, a: &Access, k: usize) -> Result<(), Box<Fault>> {
+    fn word(&mut self, a: &Access, k: usize, hb: &impl Hb) -> Result<(), Box<Fault>> {
         let [wt, rt] = self.words[k];
         if wt == SPLIT {
-            return self.split_bytes(a, k, 4 * k, 4 * k + 4);
+            return self.split_bytes(a, k, 4 * k, 4 * k + 4, hb);
         }
-        let (w, r) = step(a, 4 * k, wt, rt)?;
+        let (w, r) = step(a, 4 * k, wt, rt, hb)?;
         self.words[k] = [w, r];
         Ok(())
     }
@@ -330,15 +379,21 @@ impl SharedShadow {
     /// The bytes `off..end` of the access, word by word (not all whole).
     #[cold]
     #[inline(never)]
-    fn pieces(&mut self, a: &Access, off: usize, end: usize) -> Result<(), Box<Fault>> {
+    fn pieces(
+        &mut self,
+        a: &Access,
+        off: usize,
+        end: usize,
+        hb: &impl Hb,
+    ) -> Result<(), Box<Fault>> {
         let mut i = off;
         while i < end {
             let k = i / 4;
             let e = end.min(4 * k + 4);
             if i == 4 * k && e == 4 * k + 4 {
-                self.word(a, k)?;
+                self.word(a, k, hb)?;
             } else {
-                self.split_bytes(a, k, i, e)?;
+                self.split_bytes(a, k, i, e, hb)?;
             }
             i = e;
         }
@@ -349,7 +404,14 @@ impl SharedShadow {
     /// the word again when its bytes end with equal tags.
     #[cold]
     #[inline(never)]
-    fn split_bytes(&mut self, a: &Access, k: usize, i: usize, e: usize) -> Result<(), Box<Fault>> {
+    fn split_bytes(
+        &mut self,
+        a: &Access,
+        k: usize,
+        i: usize,
+        e: usize,
+        hb: &impl Hb,
+    ) -> Result<(), Box<Fault>> {
         let b = 4 * k;
         if self.words[k][0] != SPLIT {
             if self.bytes.is_empty() {
@@ -361,7 +423,7 @@ impl SharedShadow {
         }
         for j in i..e {
             let [wt, rt] = self.bytes[j];
-            let (w, r) = step(a, j, wt, rt)?;
+            let (w, r) = step(a, j, wt, rt, hb)?;
             self.bytes[j] = [w, r];
         }
         let q = &self.bytes[b..b + 4];
@@ -429,7 +491,14 @@ impl CtaState {
     }
 
     #[inline(always)]
-    fn access(&self, t: usize, off: usize, len: usize, write: bool, atomic: bool) -> Access {
+    pub(crate) fn access(
+        &self,
+        t: usize,
+        off: usize,
+        len: usize,
+        write: bool,
+        atomic: bool,
+    ) -> Access {
         Access {
             t,
             off,
@@ -457,21 +526,22 @@ impl CtaState {
     ) -> Result<(), Box<Fault>> {
         match self.shared_check_at(t, pc, off, new.len(), true, false) {
             Ok(()) => Ok(()),
-            Err(f) => self.shared_same_write(t, pc, off, new, f),
+            Err(f) => self.shared_same_write(t, pc, off, new, f, &NO_HB),
         }
     }
 
     /// The cold path of [`CtaState::shared_write_check`]: the race `f`
-    /// again with the values.
+    /// again with the values (and the order `hb`).
     #[cold]
     #[inline(never)]
-    fn shared_same_write(
+    pub(crate) fn shared_same_write(
         &mut self,
         t: usize,
         pc: usize,
         off: usize,
         new: &[u8],
         f: Box<Fault>,
+        hb: &impl Hb,
     ) -> Result<(), Box<Fault>> {
         let Fault::Race {
             offset,
@@ -489,7 +559,7 @@ impl CtaState {
         a.same = same;
         // (the bytes before the race already carry this write's tags:
         // stepping them again changes nothing)
-        self.sh.check(&a)?;
+        self.sh.check_hb(&a, hb)?;
         if let Some(p) = &mut self.probe {
             Probe::note(p, off as u64, new.len(), t, pc, Kind::Write);
         }

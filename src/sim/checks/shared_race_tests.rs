@@ -304,3 +304,58 @@ fn split_words_join_again() {
     // the second word was never split
     assert_eq!(sh.words[1], [0, 0]);
 }
+
+#[test]
+fn an_ordering_beyond_the_epochs_clears_single_threads_only() {
+    let a = |t, off, len, write| Access {
+        t,
+        off,
+        len,
+        write,
+        atomic: false,
+        epoch: 2,
+        epoch0: 1,
+        wepoch: 0,
+        same: 0,
+    };
+    // `hb`: thread 3's accesses are ordered before the checked one
+    let hb = |_: usize, ot: u64, _: bool| ot == 3;
+    let mut sh = SharedShadow::new(16);
+    sh.access(&a(3, 0, 4, true)).map_err(|f| key(&f)).unwrap();
+    // thread 40 (another warp) reads thread 3's write: a race without hb
+    let mut plain = SharedShadow::new(16);
+    plain
+        .access(&a(3, 0, 4, true))
+        .map_err(|f| key(&f))
+        .unwrap();
+    assert!(plain.access(&a(40, 0, 4, false)).is_err());
+    sh.check_hb(&a(40, 0, 4, false), &hb)
+        .map_err(|f| key(&f))
+        .unwrap();
+    // thread 41 reads too (byte by byte, a split word): several readers
+    for i in 0..4 {
+        sh.check_hb(&a(41, i, 1, false), &hb)
+            .map_err(|f| key(&f))
+            .unwrap();
+    }
+    // thread 3 writes over the readers: they are several, which `hb`
+    // (asked about single threads) does not clear
+    let hb_all = |_: usize, _: u64, _: bool| true;
+    match sh.check_hb(&a(3, 0, 4, true), &hb_all).map_err(|f| key(&f)) {
+        Err(k) => assert!(k.starts_with("race"), "{k}"),
+        Ok(()) => panic!("a write over several readers was cleared"),
+    }
+    // a single reader that `hb` orders: no finding, and the write tag is
+    // the writer's
+    let mut one = SharedShadow::new(16);
+    one.access(&a(40, 8, 4, true)).map_err(|f| key(&f)).unwrap();
+    let by_40 = |_: usize, ot: u64, w: bool| ot == 40 && w;
+    let by_3 = |_: usize, ot: u64, w: bool| ot == 3 && !w;
+    one.check_hb(&a(3, 8, 4, false), &by_40)
+        .map_err(|f| key(&f))
+        .unwrap();
+    one.check_hb(&a(40, 8, 4, true), &by_3)
+        .map_err(|f| key(&f))
+        .unwrap();
+    assert_eq!(one.byte_tags(8)[0], tag(2, 0, 40, false));
+}

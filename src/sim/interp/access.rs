@@ -551,7 +551,9 @@ impl Exec<'_> {
             Space::Shared => {
                 let o = self.shared_at(ra, total)?;
                 if self.k.checks {
-                    self.cta.shared_check_at(t, pc, o, l, false, false)?;
+                    if let Err(f) = self.cta.shared_check_at(t, pc, o, l, false, false) {
+                        self.shared_race_hb(t, pc, o, l, false, false, f)?;
+                    }
                     if self.cl.is_some() {
                         self.cluster_local(t, pc, o, l, false)?;
                     }
@@ -605,7 +607,11 @@ impl Exec<'_> {
             Space::Shared => {
                 let o = self.shared_at(ra, total)?;
                 if self.k.checks {
-                    self.cta.shared_write_check(t, pc, o, new)?;
+                    if self.cl.as_deref().is_some_and(|c| c.clocks()) {
+                        self.shared_store_hb(t, pc, o, new)?;
+                    } else {
+                        self.cta.shared_write_check(t, pc, o, new)?;
+                    }
                     if self.cl.is_some() {
                         self.cluster_local(t, pc, o, l, true)?;
                     }
@@ -647,7 +653,12 @@ impl Exec<'_> {
         let o = self.shared_at(ra, len)?;
         let l = len as usize;
         if self.k.checks {
-            self.cta.shared_check_at(t, pc, o, l, true, true)?;
+            if let Err(f) = self.cta.shared_check_at(t, pc, o, l, true, true) {
+                self.shared_race_hb(t, pc, o, l, true, true, f)?;
+            }
+            if self.cl.is_some() {
+                self.cluster_local(t, pc, o, l, true)?;
+            }
         }
         let old = get_le(&self.cta.shared[o..o + l], len as u8);
         put_le(&mut self.cta.shared[o..o + l], len as u8, f(old));

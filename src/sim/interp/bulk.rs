@@ -59,12 +59,8 @@
 //! accesses of another CTA to a pending copy's bytes; the
 //! generic/async proxy ordering `fence.proxy.async` provides (fences are
 //! no-ops of the simulator); whether an init is visible to the peers (only
-//! that it happened before their copy or arrive); and the ordering a
-//! remote `mbarrier.arrive.release.cluster` and the peer's wait give to
-//! other accesses: the distributed shared-memory race check
-//! (`interp::cluster`) orders two CTAs' accesses by the cluster barrier
-//! only, so data handed to a peer with `st.shared::cluster` before a
-//! remote arrive is reported as a race.
+//! that it happened before their copy or arrive). The order an arrive and
+//! a successful wait give to other accesses is `interp::mbar_order`'s.
 //!
 //! `mbarrier.arrive.release.cluster.shared::cluster.b64 _, [a]` arrives
 //! on the barrier of the CTA `a` names (from `mapa`).
@@ -80,7 +76,7 @@ use super::super::checks::shared_race::Access;
 use super::super::code::XInst;
 use super::super::error::SimError;
 use super::super::ir::*;
-use super::cluster::{OFFSET_MASK, RANK_SHIFT, REMOTE_T, blank_site};
+use super::cluster::{OFFSET_MASK, RANK_SHIFT, blank_site};
 use super::step::reg;
 use super::{Exec, Fault, Res, fault};
 
@@ -88,7 +84,7 @@ use super::{Exec, Fault, Res, fault};
 const MBAR_MAX: u64 = (1 << 20) - 1;
 
 /// One initialised barrier of a CTA.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Mbar {
     /// Shared offset of the object.
     off: u32,
@@ -100,6 +96,10 @@ struct Mbar {
     tx: i64,
     /// Completed phases.
     phase: u32,
+    /// The clocks its arrives released, and those at the latest phase
+    /// completion (`interp::mbar_order`; empty without clocks).
+    acc: Vec<u32>,
+    done: Vec<u32>,
 }
 
 impl Mbar {
@@ -108,6 +108,7 @@ impl Mbar {
         if self.pending == 0 && self.tx == 0 {
             self.phase += 1;
             self.pending = self.count;
+            self.done.clone_from(&self.acc);
         }
     }
 }
@@ -234,6 +235,8 @@ impl Exec<'_> {
             pending: count as u32,
             tx: 0,
             phase: 0,
+            acc: Vec::new(),
+            done: Vec::new(),
         };
         match self.cta.bulk.bar(o) {
             Some(x) => *x = b,
@@ -243,11 +246,13 @@ impl Exec<'_> {
         Ok(())
     }
 
-    /// `mbarrier.arrive{.expect_tx} d, [s0+off]{, s1}`: the state (the
-    /// phase number before the arrive); `remote`: the barrier is a
-    /// `.shared::cluster` address of any CTA of the cluster.
+    /// `mbarrier.arrive{.expect_tx} d, [s0+off]{, s1}` by thread `t`: the
+    /// state (the phase number before the arrive); `remote`: the barrier
+    /// is a `.shared::cluster` address of any CTA of the cluster. A
+    /// release (`interp::mbar_order`).
     pub(crate) fn exec_mbar_arrive(
         &mut self,
+        t: usize,
         rf: &[u64],
         i: &XInst,
         tx: bool,
@@ -277,6 +282,7 @@ impl Exec<'_> {
             (self.cluster_ranks().1, self.mbar_off(rf, i)?)
         };
         let n = if tx { reg(rf, i.s[1]) & 0xFFFF_FFFF } else { 0 };
+        let clock = self.cl.as_deref_mut().and_then(|c| c.release(t));
         let Some(b) = self.cta_of(rank).bulk.bar(o) else {
             return uninit(o);
         };
@@ -296,17 +302,26 @@ impl Exec<'_> {
             ));
         }
         let state = u64::from(b.phase);
+        if let Some(c) = &clock {
+            super::mbar_order::join(&mut b.acc, c);
+        }
         b.pending -= 1;
         b.settle();
         self.mbar_event();
         Ok(state)
     }
 
-    /// `mbarrier.try_wait.parity d, [s0+off], s1`: `Some(true)` when the
-    /// phase of parity `s1 & 1` has completed (after landing this CTA's
-    /// pending copies on the barrier, oldest first, as far as needed);
-    /// `None` to park the thread.
-    pub(crate) fn exec_mbar_try_wait(&mut self, rf: &[u64], i: &XInst) -> Res<Option<bool>> {
+    /// `mbarrier.try_wait.parity d, [s0+off], s1` by thread `t`:
+    /// `Some(true)` when the phase of parity `s1 & 1` has completed (after
+    /// landing this CTA's pending copies on the barrier, oldest first, as
+    /// far as needed; an acquire of what that completion released,
+    /// `interp::mbar_order`); `None` to park the thread.
+    pub(crate) fn exec_mbar_try_wait(
+        &mut self,
+        t: usize,
+        rf: &[u64],
+        i: &XInst,
+    ) -> Res<Option<bool>> {
         let o = self.mbar_off(rf, i)?;
         let parity = (reg(rf, i.s[1]) & 1) as u32;
         loop {
@@ -314,6 +329,9 @@ impl Exec<'_> {
                 return uninit(o);
             };
             if b.phase & 1 != parity {
+                if let Some(c) = self.cl.as_deref_mut() {
+                    c.acquire(t, &b.done);
+                }
                 return Ok(Some(true));
             }
             let Some(k) = self.cta.bulk.copies.iter().position(|c| c.bar == o) else {
@@ -334,17 +352,7 @@ impl Exec<'_> {
         let (o, l) = (c.dst as usize, c.data.len());
         if self.k.checks {
             let e0 = self.cta.epoch0;
-            self.cta.sh.check(&Access {
-                t: REMOTE_T,
-                off: o,
-                len: l,
-                write: true,
-                atomic: false,
-                epoch: e0,
-                epoch0: e0,
-                wepoch: 0,
-                same: 0,
-            })?;
+            self.cta.sh.check(&Access::remote(o, l, true, e0))?;
         }
         self.cta.shared[o..o + l].copy_from_slice(&c.data);
         Ok(())

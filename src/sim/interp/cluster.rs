@@ -31,12 +31,15 @@
 //!   thread and its arrive count; an earlier access of another CTA is
 //!   ordered before this one when that thread's next release arrive (the
 //!   first non-`.relaxed` one from that count) belongs to a phase this
-//!   thread has waited for. Otherwise (at least one write) it is a
-//!   [`SimError::ClusterRace`] naming both accesses. Races within one
-//!   CTA stay the shared-memory check's.
+//!   thread has waited for, or by an mbarrier phase (the tags also carry
+//!   the thread's mbarrier stamp, `interp::mbar_order`). Otherwise (at
+//!   least one write) it is a [`SimError::ClusterRace`] naming both
+//!   accesses. Races within one CTA stay the shared-memory check's (which
+//!   asks these tags for the mbarrier order).
 //! * A CTA exiting while a thread of another CTA may still access its
-//!   shared memory (an access not ordered before the exit by a phase some
-//!   thread of the exiting CTA waited for), and any access after it
+//!   shared memory (each thread's latest access not ordered before the
+//!   exit by a cluster-barrier or mbarrier phase some thread of the
+//!   exiting CTA waited for), and any access after it
 //!   exited: [`SimError::ClusterExit`] (the PTX ISA requires a CTA's
 //!   shared memory to stay until the other CTAs are done with it).
 //! * A second `barrier.cluster.arrive` before the thread's wait, and a
@@ -79,8 +82,8 @@ pub(crate) struct ClusterRun {
     pub size: usize,
     pub explicit: bool,
     /// Threads per CTA.
-    n: usize,
-    cur: usize,
+    pub(super) n: usize,
+    pub(super) cur: usize,
     slots: Vec<Slot>,
     pub ctaids: Vec<(u32, u32, u32)>,
     pub lins: Vec<u64>,
@@ -90,14 +93,21 @@ pub(crate) struct ClusterRun {
     phase: u32,
     /// Per thread (`rank · n + t`): arrives and completed waits.
     arrive: Vec<u32>,
-    wait: Vec<u32>,
+    pub(super) wait: Vec<u32>,
     /// (thread, arrive number) of the `.relaxed` arrives.
     relaxed: BTreeSet<(u32, u32)>,
     /// Per rank, per shared byte: the last write's and a read's tag.
-    tags: Vec<Vec<[u64; 2]>>,
-    /// Per rank: the remote access with the highest arrive count (tag,
-    /// kind).
-    remote: Vec<Option<(u64, AccessKind)>>,
+    pub(super) tags: Vec<Vec<[u64; 2]>>,
+    /// Per rank, per thread of the cluster: the thread's latest access to
+    /// the rank's memory from another CTA (tag, mbarrier stamp, kind).
+    remote: Vec<Vec<Option<(u64, u32, AccessKind)>>>,
+    /// The mbarrier clocks (`interp::mbar_order`; empty without checks or
+    /// in a kernel that arrives on no mbarrier): per thread its arrives
+    /// and its clock (empty until its first acquire), per rank and shared
+    /// byte the stamps of the `tags`' accesses.
+    pub(super) mrel: Vec<u32>,
+    pub(super) vc: Vec<Vec<u32>>,
+    pub(super) mtags: Vec<Vec<[u32; 2]>>,
     /// mbarrier events (init, arrive, bulk copy issued or landed) so far,
     /// and their count when the threads parked at `mbarrier.try_wait` were
     /// last woken (`interp::bulk`).
@@ -132,9 +142,20 @@ fn kind_of(write: bool) -> AccessKind {
 }
 
 impl ClusterRun {
+    /// Whether the access of `tag` (with mbarrier stamp `c`) is ordered
+    /// before the next access of thread `i` (cluster index), which
+    /// completed `waits` cluster-barrier waits: by a phase of the cluster
+    /// barrier or of an mbarrier (`interp::mbar_order`).
+    pub(super) fn ordered(&self, tag: u64, c: u32, i: usize, waits: u32) -> bool {
+        self.cluster_ordered(tag, waits) || {
+            let (rank, t, _, _) = unpack(tag);
+            self.mbar_ordered(rank * self.n + t, c, i)
+        }
+    }
+
     /// Whether the access of `tag` is ordered before an access by a
-    /// thread that completed `waits` waits.
-    fn ordered(&self, tag: u64, waits: u32) -> bool {
+    /// thread that completed `waits` cluster-barrier waits.
+    fn cluster_ordered(&self, tag: u64, waits: u32) -> bool {
         let (rank, t, _, a) = unpack(tag);
         let idx = (rank * self.n + t) as u32;
         let mut m = a;
@@ -142,6 +163,12 @@ impl ClusterRun {
             m += 1;
         }
         self.arrive[idx as usize] > m && m < waits
+    }
+
+    /// (rank, thread) of a tag.
+    pub(super) fn tag_thread(&self, tag: u64) -> (usize, usize) {
+        let (rank, t, _, _) = unpack(tag);
+        (rank, t)
     }
 }
 
@@ -176,7 +203,16 @@ impl Exec<'_> {
             } else {
                 Vec::new()
             },
-            remote: vec![None; size],
+            remote: vec![vec![None; size * self.cta.n]; size],
+            mrel: Vec::new(),
+            vc: Vec::new(),
+            mtags: if k.checks
+                && (k.code.insts.iter()).any(|i| matches!(i.op, Op::MbarArrive { .. }))
+            {
+                vec![vec![[0; 2]; k.smem]; size]
+            } else {
+                Vec::new()
+            },
             mbar_events: 0,
             mbar_seen: 0,
         }));
@@ -234,7 +270,18 @@ impl Exec<'_> {
             for t in cl.tags.iter_mut() {
                 t.fill([0; 2]);
             }
-            cl.remote.fill(None);
+            for r in cl.remote.iter_mut() {
+                r.fill(None);
+            }
+            if cl.clocks() {
+                cl.mrel.clear();
+                cl.mrel.resize(nt, 0);
+                cl.vc.clear();
+                cl.vc.resize(nt, Vec::new());
+                for t in cl.mtags.iter_mut() {
+                    t.fill([0; 2]);
+                }
+            }
             cl.mbar_events = 0;
             cl.mbar_seen = 0;
         }
@@ -536,9 +583,15 @@ impl Exec<'_> {
         }
         let n = cl.n;
         let waits = (0..n).map(|t| cl.wait[r * n + t]).max().unwrap_or(0);
-        if let Some((tag, kind)) = cl.remote[r]
-            && !cl.ordered(tag, waits)
-        {
+        // each thread's latest access is ordered before the exit by the
+        // cluster barrier or an mbarrier phase some thread of `r` waited for
+        let unordered = cl.remote[r].iter().flatten().find(|&&(tag, c, _)| {
+            !cl.cluster_ordered(tag, waits) && {
+                let (rank, t) = cl.tag_thread(tag);
+                !(0..n).any(|x| cl.mbar_ordered(rank * n + t, c, r * n + x))
+            }
+        });
+        if let Some(&(tag, _, kind)) = unordered {
             let exited_ctaid = cl.ctaids[r];
             return Err(Stop::Finding(SimError::ClusterExit {
                 site: self.tag_site(tag),
@@ -550,7 +603,7 @@ impl Exec<'_> {
     }
 
     /// The site of the access of `tag`.
-    fn tag_site(&self, tag: u64) -> Box<Site> {
+    pub(super) fn tag_site(&self, tag: u64) -> Box<Site> {
         let cl = self.cl.as_ref().expect("a cluster launch");
         let (rank, t, pc, _) = unpack(tag);
         let mut s = self.site(t, pc);
@@ -640,7 +693,9 @@ impl Exec<'_> {
         let (o, l) = (off as usize, len as usize);
         if rank == cur {
             if self.k.checks {
-                self.cta.shared_check_at(t, pc, o, l, write, false)?;
+                if let Err(f) = self.cta.shared_check_at(t, pc, o, l, write, false) {
+                    self.shared_race_hb(t, pc, o, l, write, false, f)?;
+                }
                 self.cluster_note(t, pc, rank, o, l, write)?;
             }
             return Ok(&mut self.cta.shared[o..o + l]);
@@ -678,25 +733,12 @@ impl Exec<'_> {
         let cur = cl.cur;
         let owner = &mut cl.slots[rank].cta;
         let e0 = owner.epoch0;
-        owner.sh.check(&Access {
-            t: REMOTE_T,
-            off,
-            len,
-            write,
-            atomic: false,
-            epoch: e0,
-            epoch0: e0,
-            wepoch: 0,
-            // remote stores are never graded same-value (every conflict
-            // between CTAs of a cluster is a race)
-            same: 0,
-        })?;
-        let a = cl.arrive[cur * cl.n + t];
-        let tag = pack(cur, t, pc, a);
-        match cl.remote[rank] {
-            Some((old, _)) if unpack(old).3 >= a => {}
-            _ => cl.remote[rank] = Some((tag, kind_of(write))),
-        }
+        // remote stores are never graded same-value (every conflict
+        // between CTAs of a cluster is a race)
+        owner.sh.check(&Access::remote(off, len, write, e0))?;
+        let i = cur * cl.n + t;
+        let tag = pack(cur, t, pc, cl.arrive[i]);
+        cl.remote[rank][i] = Some((tag, cl.stamp(t), kind_of(write)));
         Ok(())
     }
 
@@ -737,12 +779,14 @@ impl Exec<'_> {
         let i = cur * cl.n + t;
         let (a, waits) = (cl.arrive[i], cl.wait[i]);
         let me = pack(cur, t, pc, a);
+        let stamp = cl.stamp(t);
         for b in off..off + len {
             let [wt, rt] = cl.tags[rank][b];
+            let [wc, rc] = cl.mtags.get(rank).map_or([0; 2], |m| m[b]);
             let foreign = |tag: u64| tag != 0 && unpack(tag).0 != cur;
-            let other = if foreign(wt) && !cl.ordered(wt, waits) {
+            let other = if foreign(wt) && !cl.ordered(wt, wc, i, waits) {
                 Some((wt, AccessKind::Write))
-            } else if write && foreign(rt) && !cl.ordered(rt, waits) {
+            } else if write && foreign(rt) && !cl.ordered(rt, rc, i, waits) {
                 Some((rt, AccessKind::Read))
             } else {
                 None
@@ -763,12 +807,17 @@ impl Exec<'_> {
             }
             // a read keeps the tag of a read of another CTA this one is
             // not ordered after
-            let keep = !write && foreign(rt) && !cl.ordered(rt, waits);
-            let p = &mut cl.tags[rank][b];
-            if write {
-                p[0] = me;
+            let keep = !write && foreign(rt) && !cl.ordered(rt, rc, i, waits);
+            let k = if write {
+                0
             } else if !keep {
-                p[1] = me;
+                1
+            } else {
+                continue;
+            };
+            cl.tags[rank][b][k] = me;
+            if let Some(m) = cl.mtags.get_mut(rank) {
+                m[b][k] = stamp;
             }
         }
         Ok(())

@@ -52,7 +52,7 @@ impl Exec<'_> {
                 } else {
                     self.tid_of(other_tid as usize)
                 },
-                other_site: None,
+                other_site: self.cluster_earlier(offset, other, other_tid),
             },
             Fault::Sim(e) => super::cluster::with_site(*e, site),
             Fault::UninitGlobal(addr, size) => SimError::UninitializedGlobal { site, addr, size },

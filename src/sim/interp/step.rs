@@ -380,11 +380,11 @@ impl Exec<'_> {
             Op::CpAsyncWait { n } => tri!(self.exec_cp_wait(t, pc, n)),
             Op::Vprintf => tri!(self.exec_vprintf(t, pc, rf, i)),
             Op::MbarInit => tri!(self.exec_mbar_init(rf, i)),
-            Op::MbarArrive { tx, remote } => match self.exec_mbar_arrive(rf, i, tx, remote) {
+            Op::MbarArrive { tx, remote } => match self.exec_mbar_arrive(t, rf, i, tx, remote) {
                 Ok(v) => out!(v),
                 Err(f) => return self.raise(f),
             },
-            Op::MbarTryWait => match self.exec_mbar_try_wait(rf, i) {
+            Op::MbarTryWait => match self.exec_mbar_try_wait(t, rf, i) {
                 Ok(Some(v)) => out!(u64::from(v)),
                 Ok(None) => return PARK,
                 Err(f) => return self.raise(f),
