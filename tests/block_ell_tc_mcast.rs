@@ -168,12 +168,12 @@ fn multicast_forward_matches_the_host_model() {
 /// and a single row.
 #[test]
 fn even_tiles_and_one_row() {
-    case(Sm::Sm90, TcPrecision::Bf16, 32, 9, 256, 7);
-    case(Sm::Sm100, TcPrecision::F16, 16, 17, 1, 8);
+    case(Sm::Sm90, TcPrecision::Bf16, 64, 9, 256, 7);
+    case(Sm::Sm100, TcPrecision::F16, 64, 9, 1, 8);
 }
 
-/// The cluster and the multicast are in the kernels of sm_90, sm_100 and
-/// sm_100a only.
+/// The cluster and the multicast are in the bf16/f16 `B` 64 kernels of
+/// sm_90, sm_100 and sm_100a only.
 #[test]
 fn cluster_only_where_it_multicasts() {
     for sm in [
@@ -185,10 +185,18 @@ fn cluster_only_where_it_multicasts() {
         Sm::Sm100a,
         Sm::Sm120,
     ] {
-        let on = matches!(sm, Sm::Sm90 | Sm::Sm100 | Sm::Sm100a);
-        assert_eq!(ptx::grouped::forward_cluster(sm), if on { 2 } else { 1 });
-        for prec in [TcPrecision::Bf16, TcPrecision::F16, TcPrecision::Tf32] {
-            let t = ptx::generate_forward(sm, prec, 32).unwrap().ptx;
+        for (prec, b) in [TcPrecision::Bf16, TcPrecision::F16, TcPrecision::Tf32]
+            .into_iter()
+            .flat_map(|p| [(p, 16), (p, 32), (p, 64)])
+        {
+            let on = matches!(sm, Sm::Sm90 | Sm::Sm100 | Sm::Sm100a)
+                && prec != TcPrecision::Tf32
+                && b == 64;
+            assert_eq!(
+                ptx::grouped::forward_cluster(sm, prec, b),
+                if on { 2 } else { 1 }
+            );
+            let t = ptx::generate_forward(sm, prec, b).unwrap().ptx;
             assert_eq!(
                 t.contains(".reqnctapercluster 2, 1, 1"),
                 on,
@@ -196,7 +204,7 @@ fn cluster_only_where_it_multicasts() {
             );
             assert_eq!(t.contains(".multicast::cluster"), on, "{sm} {prec:?}");
             // grad-input keeps its kernel
-            let g = ptx::generate_grad_input(sm, prec, 32).unwrap().ptx;
+            let g = ptx::generate_grad_input(sm, prec, b).unwrap().ptx;
             assert!(!g.contains("reqnctapercluster"), "{sm} {prec:?}");
         }
     }

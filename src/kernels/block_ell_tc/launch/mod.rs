@@ -143,7 +143,7 @@ pub fn forward_dev<T: TcElem, O: TcOutElem>(
     let sm = stream.context().sm();
     let gt = group_tile(prec, bsize(&d), sm);
     // a cluster of `cl` CTAs takes `cl` adjacent token tiles of a group
-    let cl = grouped::forward_cluster(sm) as usize;
+    let cl = grouped::forward_cluster(sm, prec, bsize(&d)) as usize;
     let count = tiles(
         "R / G × token tiles",
         &[

@@ -59,6 +59,15 @@
 //! Shared memory is dynamic (`extern .shared`): two input tiles, two sets
 //! of `G` values blocks, and (forward) the `G·w` schedule; its size is
 //! [`smem_bytes`].
+//!
+//! # Clusters (forward bf16/f16 `B` 64, sm_90, sm_100, sm_100a)
+//! There the forward runs in clusters of two CTAs ([`forward_cluster`]):
+//! both take the same group and adjacent token tiles, so their schedules
+//! are the same, and the values blocks of a step are read from L2 once:
+//! each CTA issues half of the rows as bulk copies multicast into both
+//! CTAs' shared memory, completing on a per-buffer mbarrier; a split
+//! cluster barrier keeps a buffer until the peer has read it (module
+//! `grouped_mcast`). `x` stays on `cp.async`, per CTA.
 
 use crate::dsl::types::{F32, MmaInput, Pred, Reg, U32, U64};
 use crate::dsl::{Cmp, FragA, FragB, FragC, GlobalPtr, KernelBuilder, PtxModule, Rounding};
@@ -144,7 +153,7 @@ fn stage_bytes(prec: TcPrecision, bs: u32, sm: Sm) -> u64 {
 pub fn window(prec: TcPrecision, bs: u32, sm: Sm) -> u32 {
     // the multicast forward's mbarriers are static shared memory
     let fixed = stage_bytes(prec, bs, sm)
-        + if mcast::enabled(sm) {
+        + if mcast::enabled(sm, prec, bs) {
             mcast::STATIC_BYTES
         } else {
             0
@@ -171,11 +180,12 @@ pub fn smem_bytes(prec: TcPrecision, bs: u32, sm: Sm, forward_k: Option<u32>) ->
     smem_bytes_in(prec, bs, sm, forward_k.map(|k| (k, window(prec, bs, sm))))
 }
 
-/// CTAs of a cluster of the grouped forward on `sm`: 2 where it multicasts
-/// its values blocks (sm_90, sm_100, sm_100a: the CTAs take adjacent token
-/// tiles of one group), else 1.
-pub fn forward_cluster(sm: Sm) -> u32 {
-    if mcast::enabled(sm) {
+/// CTAs of a cluster of the grouped forward of `prec` at `B` = `bs` on
+/// `sm`: 2 where it multicasts its values blocks (bf16/f16 `B` 64 on sm_90,
+/// sm_100, sm_100a: the CTAs take adjacent token tiles of one group), else
+/// 1.
+pub fn forward_cluster(sm: Sm, prec: TcPrecision, bs: u32) -> u32 {
+    if mcast::enabled(sm, prec, bs) {
         mcast::CLUSTER
     } else {
         1
@@ -196,7 +206,7 @@ struct Io {
 }
 
 /// `slots[g]` for a runtime `g` (a `selp` chain).
-fn pick(b: &mut KernelBuilder, slots: &[Reg<U32>], g: Reg<U32>) -> Reg<U32> {
+pub(super) fn pick(b: &mut KernelBuilder, slots: &[Reg<U32>], g: Reg<U32>) -> Reg<U32> {
     let mut s = slots[0];
     for (i, &v) in slots.iter().enumerate().skip(1) {
         let is = b.setp(Cmp::Eq, g, i as u32);
@@ -267,7 +277,7 @@ fn issue_values(
     let voff = b.mul_lo(buf, gt.g * sh.vbuf());
     let vbase = b.add(st.vs0, voff);
     if let Some(mc) = &st.mc {
-        mcast::issue_values(b, sh, mc, io.values, taken, vbase, buf, pick);
+        mcast::issue_values(b, sh, mc, io.values, taken, vbase, buf);
         return;
     }
     for vc in st.vcopies.iter() {
@@ -669,9 +679,10 @@ fn kernel<T: MmaInput>(
         }
         epilogue(b, sh, gt, io, bias, &acc, (n0, o0), (wt0, wf0), (g, t));
     });
-    if mc.is_some() {
+    if let Some(mc) = &mc {
         // no CTA exits while its peer may still be at a cluster barrier
         b.cluster_wait();
+        mcast::slow_path(&mut b, mc);
     }
     b.finish()
 }
@@ -803,7 +814,7 @@ fn forward_windowed<T: MmaInput>(
     wmax: u32,
 ) -> Result<PtxModule> {
     let (sh, gt) = shape::<T>(prec, bs, sm, false);
-    let cluster = mcast::enabled(sm);
+    let cluster = mcast::enabled(sm, prec, bs);
     let mut b = builder(&name("forward", prec, bs), sm, cluster);
     let p = b.params::<ForwardArgs>();
     let in_width = b.shl(p.c, log2(bs));

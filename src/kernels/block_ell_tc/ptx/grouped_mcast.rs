@@ -1,5 +1,5 @@
 //! The values blocks of the grouped forward multicast across a cluster of
-//! two CTAs (issue 31, the L2 step; sm_90, sm_100, sm_100a).
+//! two CTAs (issue 31, the L2 step; bf16/f16 `B` 64 on sm_90, sm_100, sm_100a).
 //!
 //! The two CTAs of a cluster take the same group of output blocks and
 //! adjacent token tiles (`2·p + rank`; the second tile of an odd count
@@ -22,11 +22,13 @@
 //! once before it exits, so arrives and waits alternate.
 
 use crate::dsl::types::{Pred, Reg, U32, U64};
-use crate::dsl::{ClusterArrive, Cmp, KernelBuilder, SharedMbarrier, Var};
+use crate::dsl::{ClusterArrive, Cmp, KernelBuilder, Label, SharedMbarrier, Var};
 use crate::target::Sm;
 
+use super::super::host::TcPrecision;
+
 use super::common::{gptr, log2, sptr};
-use super::grouped::{GroupTile, NONE, THREADS};
+use super::grouped::{GroupTile, NONE, THREADS, pick};
 use super::shape::Shape;
 
 /// CTAs of a cluster.
@@ -36,9 +38,13 @@ pub(super) const CLUSTER: u32 = 2;
 /// the schedule window leaves beside the dynamic shared memory.
 pub(super) const STATIC_BYTES: u64 = 16;
 
-/// Whether the grouped forward multicasts its values blocks on `sm`.
-pub(super) fn enabled(sm: Sm) -> bool {
-    matches!(sm, Sm::Sm90 | Sm::Sm100 | Sm::Sm100a)
+/// Whether the grouped forward of `prec` at `B` = `bs` multicasts its
+/// values blocks on `sm`: bf16/f16 at `B` = 64 only. At `B` 16/32 and in
+/// tf32 the roofline model reads the cluster kernel slower (its weighted
+/// SASS/PTX ratio rises from about 0.6 to 1.45 with the wait in the step
+/// loop; docs/perf.md), so those keep the kernel without a cluster.
+pub(super) fn enabled(sm: Sm, prec: TcPrecision, bs: u32) -> bool {
+    matches!(sm, Sm::Sm90 | Sm::Sm100 | Sm::Sm100a) && prec != TcPrecision::Tf32 && bs == 64
 }
 
 /// Per-thread constants of the multicast staging.
@@ -56,6 +62,14 @@ pub(super) struct Mc {
     dst: Reg<U32>,
     /// bit `b`: the parity of buffer `b`'s next phase
     phases: Var<U32>,
+    /// the wait's retry loop, out of line after the kernel's end (so the
+    /// step loop stays an innermost loop): entered when the first
+    /// `try_wait` fails, back at `resume`; the barrier and parity it
+    /// waits on
+    slow: Label,
+    resume: Label,
+    wbar: Var<U32>,
+    wpar: Var<U32>,
 }
 
 /// Declare and initialise the barriers, the thread's row, and the kernel's
@@ -83,6 +97,8 @@ pub(super) fn setup(b: &mut KernelBuilder, sh: &Shape, gt: &GroupTile, tid: Reg<
     let dst = b.mad_lo(row, sh.pitch, dst);
     let phases = b.var::<U32>(0u32);
     b.cluster_arrive(ClusterArrive::Release);
+    let (slow, resume) = (b.label(), b.label());
+    let (wbar, wpar) = (b.var::<U32>(0u32), b.var::<U32>(0u32));
     Mc {
         full,
         rank,
@@ -92,6 +108,10 @@ pub(super) fn setup(b: &mut KernelBuilder, sh: &Shape, gt: &GroupTile, tid: Reg<
         src,
         dst,
         phases,
+        slow,
+        resume,
+        wbar,
+        wpar,
     }
 }
 
@@ -104,7 +124,6 @@ fn bar(b: &mut KernelBuilder, mc: &Mc, buf: Reg<U32>) -> SharedMbarrier {
 /// Thread 0 announces the step's bytes on buffer `buf`'s barrier; each
 /// thread with a row multicasts it from the slot its block took (none: no
 /// copy) into `vbase` (buffer `buf`'s values area).
-#[allow(clippy::too_many_arguments)]
 pub(super) fn issue_values(
     b: &mut KernelBuilder,
     sh: &Shape,
@@ -113,7 +132,6 @@ pub(super) fn issue_values(
     taken: &[Reg<U32>],
     vbase: Reg<U32>,
     buf: Reg<U32>,
-    pick: fn(&mut KernelBuilder, &[Reg<U32>], Reg<U32>) -> Reg<U32>,
 ) {
     let fb = bar(b, mc, buf);
     b.if_(mc.first, |b| {
@@ -139,13 +157,20 @@ pub(super) fn issue_values(
 }
 
 /// Every thread waits for buffer `buf`'s current phase (its bulk copies
-/// have landed) and flips the buffer's parity.
+/// have landed) and flips the buffer's parity: one `try_wait`, and the
+/// retry loop out of line ([`slow_path`]) when it fails; the warp
+/// reconverges (`bar.warp.sync`) before its MMAs.
 pub(super) fn wait_full(b: &mut KernelBuilder, mc: &Mc, buf: Reg<U32>) {
     let fb = bar(b, mc, buf);
     let ph = b.get(&mc.phases);
     let par = b.shr(ph, buf);
     let par = b.and(par, 1u32);
-    b.mbarrier_wait(fb, par);
+    b.set(&mc.wbar, fb.reg);
+    b.set(&mc.wpar, par);
+    let done = b.mbarrier_try_wait_parity(fb, par);
+    b.bra_if(done, true, mc.slow);
+    b.place(mc.resume);
+    b.bar_warp_sync(u32::MAX);
     let bit = b.shl(1u32, buf);
     let ph = b.xor(ph, bit);
     b.set(&mc.phases, ph);
@@ -156,4 +181,17 @@ pub(super) fn wait_full(b: &mut KernelBuilder, mc: &Mc, buf: Reg<U32>) {
 pub(super) fn release(b: &mut KernelBuilder) {
     b.fence_proxy_async_shared();
     b.cluster_arrive(ClusterArrive::Release);
+}
+
+/// The end of the kernel: `ret`, then the wait's retry loop (see
+/// [`Mc::slow`]), which branches back to the step.
+pub(super) fn slow_path(b: &mut KernelBuilder, mc: &Mc) {
+    b.ret();
+    b.place(mc.slow);
+    let fb = SharedMbarrier {
+        reg: b.get(&mc.wbar),
+    };
+    let par = b.get(&mc.wpar);
+    b.mbarrier_wait(fb, par);
+    b.bra(mc.resume);
 }
