@@ -56,14 +56,18 @@ fn cta_config(st: &Stream, tiles: usize) -> LaunchConfig {
     LaunchConfig::linear(grid::ctas(tiles as u64, 1, mp, 8), THREADS)
 }
 
-/// The launch of a grouped kernel ([`grouped`]): `tiles` CTA tiles, at
-/// most 2 CTAs per SM, [`grouped::THREADS`] threads and `smem` bytes of
+/// The launch of a grouped kernel ([`grouped`]): `tiles` CTA tiles (pairs
+/// of them for a cluster of 2), at most 2 CTAs per SM, [`grouped::THREADS`] threads and `smem` bytes of
 /// dynamic shared memory ([`grouped::smem_bytes`], which fits what every
 /// SM lets a block opt in to: the forward pass's schedule is windowed).
-fn group_config(st: &Stream, tiles: usize, smem: u64) -> LaunchConfig {
+fn group_config(st: &Stream, tiles: usize, smem: u64, cluster: u32) -> LaunchConfig {
     debug_assert!(smem <= u64::from(st.context().sm().info().max_smem_per_block_optin));
     let mp = st.context().multiprocessor_count();
-    let mut cfg = LaunchConfig::linear(grid::ctas(tiles as u64, 1, mp, 2), grouped::THREADS);
+    // clusters of `cluster` CTAs, each taking `tiles` units: a multiple of
+    // the compiled cluster shape, at most 2 CTAs per SM
+    let clusters = grid::ctas(tiles as u64, 1, mp, 2 / cluster);
+    let ctas = clusters.saturating_mul(cluster);
+    let mut cfg = LaunchConfig::linear(ctas, grouped::THREADS);
     cfg.dynamic_smem_bytes = smem as u32;
     cfg
 }
@@ -138,15 +142,17 @@ pub fn forward_dev<T: TcElem, O: TcOutElem>(
     let bias = bias.map(|b| stream.arg("bias", &b)).transpose()?;
     let sm = stream.context().sm();
     let gt = group_tile(prec, bsize(&d), sm);
+    // a cluster of `cl` CTAs takes `cl` adjacent token tiles of a group
+    let cl = grouped::forward_cluster(sm, prec, bsize(&d)) as usize;
     let count = tiles(
         "R / G × token tiles",
         &[
             d.r().div_ceil(gt.g as usize),
-            n.div_ceil(gt.tokens as usize),
+            n.div_ceil(gt.tokens as usize).div_ceil(cl),
         ],
     )?;
     let smem = grouped::smem_bytes(prec, bsize(&d), sm, Some(d.k() as u32));
-    let cfg = group_config(stream, count, smem);
+    let cfg = group_config(stream, count, smem, cl as u32);
     let xp = operand_ptr(stream, "x", x)?;
     let vp = operand_ptr(stream, "values", values)?;
     let yp = stream.arg_mut("y", y)?.addr;
@@ -219,7 +225,7 @@ pub fn grad_input_dev<T: TcElem, O: TcOutElem>(
         ],
     )?;
     let smem = grouped::smem_bytes(prec, bsize(&d), sm, None);
-    let cfg = (count > 0).then(|| group_config(stream, count, smem));
+    let cfg = (count > 0).then(|| group_config(stream, count, smem, 1));
     let gyp = operand_ptr(stream, "gy", gy)?;
     let vp = operand_ptr(stream, "values", values)?;
     let gxp = DevPtr::new(stream.arg_mut("gx", gx)?.addr);

@@ -59,15 +59,26 @@
 //! Shared memory is dynamic (`extern .shared`): two input tiles, two sets
 //! of `G` values blocks, and (forward) the `G·w` schedule; its size is
 //! [`smem_bytes`].
+//!
+//! # Clusters (forward bf16/f16 `B` 64, sm_90, sm_100, sm_100a)
+//! There the forward runs in clusters of two CTAs ([`forward_cluster`]):
+//! both take the same group and adjacent token tiles, so their schedules
+//! are the same, and the values blocks of a step are read from L2 once:
+//! each CTA issues half of the rows as bulk copies multicast into both
+//! CTAs' shared memory, completing on a per-buffer mbarrier; a split
+//! cluster barrier keeps a buffer until the peer has read it (module
+//! `grouped_mcast`). `x` stays on `cp.async`, per CTA.
 
 use crate::dsl::types::{F32, MmaInput, Pred, Reg, U32, U64};
 use crate::dsl::{Cmp, FragA, FragB, FragC, GlobalPtr, KernelBuilder, PtxModule, Rounding};
 use crate::error::Result;
 use crate::target::Sm;
 use crate::tensor_core::InputFormat;
+use std::rc::Rc;
 
 use super::super::host::TcPrecision;
 use super::common::{gptr, ldsm4, log2, sptr, tf32_operand};
+use super::grouped_mcast::{self as mcast, Mc};
 use super::grouped_sched::{ColLists, Lists, RowLists, advance};
 use super::shape::Shape;
 use super::{ForwardArgs, GradInputArgs, mma_into, name};
@@ -140,7 +151,14 @@ fn stage_bytes(prec: TcPrecision, bs: u32, sm: Sm) -> u64 {
 /// staging. A row of `K ≤ W` slots is ranked whole at the start of a CTA
 /// tile; a longer one a window at a time.
 pub fn window(prec: TcPrecision, bs: u32, sm: Sm) -> u32 {
-    let free = u64::from(sm.info().max_smem_per_block_optin) - stage_bytes(prec, bs, sm);
+    // the multicast forward's mbarriers are static shared memory
+    let fixed = stage_bytes(prec, bs, sm)
+        + if mcast::enabled(sm, prec, bs) {
+            mcast::STATIC_BYTES
+        } else {
+            0
+        };
+    let free = u64::from(sm.info().max_smem_per_block_optin) - fixed;
     let g = u64::from(group_tile(prec, bs, sm).g);
     (free / (8 * g)) as u32
 }
@@ -162,6 +180,18 @@ pub fn smem_bytes(prec: TcPrecision, bs: u32, sm: Sm, forward_k: Option<u32>) ->
     smem_bytes_in(prec, bs, sm, forward_k.map(|k| (k, window(prec, bs, sm))))
 }
 
+/// CTAs of a cluster of the grouped forward of `prec` at `B` = `bs` on
+/// `sm`: 2 where it multicasts its values blocks (bf16/f16 `B` 64 on sm_90,
+/// sm_100, sm_100a: the CTAs take adjacent token tiles of one group), else
+/// 1.
+pub fn forward_cluster(sm: Sm, prec: TcPrecision, bs: u32) -> u32 {
+    if mcast::enabled(sm, prec, bs) {
+        mcast::CLUSTER
+    } else {
+        1
+    }
+}
+
 /// The kernel's operands.
 struct Io {
     input: Reg<U64>,
@@ -176,7 +206,7 @@ struct Io {
 }
 
 /// `slots[g]` for a runtime `g` (a `selp` chain).
-fn pick(b: &mut KernelBuilder, slots: &[Reg<U32>], g: Reg<U32>) -> Reg<U32> {
+pub(super) fn pick(b: &mut KernelBuilder, slots: &[Reg<U32>], g: Reg<U32>) -> Reg<U32> {
     let mut s = slots[0];
     for (i, &v) in slots.iter().enumerate().skip(1) {
         let is = b.setp(Cmp::Eq, g, i as u32);
@@ -196,6 +226,8 @@ struct Stage {
     /// the values area (buffer 0, block 0), and the thread's copies
     vs0: Reg<U32>,
     vcopies: Vec<VCopy>,
+    /// the multicast staging (a cluster; `vcopies` is then empty)
+    mc: Option<Rc<Mc>>,
 }
 
 /// Issue the copies of a step (input block `m`, the taken slots) into
@@ -211,6 +243,12 @@ fn issue(
     taken: &[Reg<U32>],
     buf: Reg<U32>,
 ) {
+    issue_x(b, sh, st, m, buf);
+    issue_values(b, sh, gt, io, st, taken, buf);
+}
+
+/// The input tile's copies of a step (input block `m`) into buffer `buf`.
+fn issue_x(b: &mut KernelBuilder, sh: &Shape, st: &Stage, m: Reg<U32>, buf: Reg<U32>) {
     let cb = b.mul_wide_u32(m, sh.rowb);
     let xoff = b.mul_lo(buf, sh.buf());
     let xd = b.add(st.xdst, xoff);
@@ -220,10 +258,28 @@ fn issue(
         let d = b.add(xd, j as u32 * rstep * sh.pitch);
         b.cp_async_cg(sptr::<U32>(d), gptr(s), Some(size.into()));
     }
+}
+
+/// The values blocks' copies of a step (the taken slots) into buffer
+/// `buf`: the thread's `cp.async` units, or (a cluster) its multicast
+/// row.
+fn issue_values(
+    b: &mut KernelBuilder,
+    sh: &Shape,
+    gt: &GroupTile,
+    io: &Io,
+    st: &Stage,
+    taken: &[Reg<U32>],
+    buf: Reg<U32>,
+) {
     // the values blocks: the thread's copies, each from the slot its
     // block took (none: no copy)
     let voff = b.mul_lo(buf, gt.g * sh.vbuf());
     let vbase = b.add(st.vs0, voff);
+    if let Some(mc) = &st.mc {
+        mcast::issue_values(b, sh, mc, io.values, taken, vbase, buf);
+        return;
+    }
     for vc in st.vcopies.iter() {
         let cands: Vec<Reg<U32>> = vc.cands.clone().map(|i| taken[i]).collect();
         let slot = match vc.gi {
@@ -397,6 +453,7 @@ fn kernel<T: MmaInput>(
     io: &Io,
     mk_lists: &MakeLists,
     bias: Option<&Bias>,
+    cluster: bool,
 ) -> Result<PtxModule> {
     let smem = b.dynamic_shared::<U32>("smem", 16);
     let tid = b.tid_x();
@@ -466,12 +523,32 @@ fn kernel<T: MmaInput>(
     let groups = b.div(groups, gt.g);
     let total = b.mul_lo(ntiles, groups);
     let lists = mk_lists(&mut b, sched, tid);
-    let vcopies = vcopies(&mut b, sh, gt, tid);
-    let first = b.ctaid_x();
-    let step = b.nctaid_x();
+    let mc = cluster.then(|| Rc::new(mcast::setup(&mut b, sh, gt, tid)));
+    let vcopies = if cluster {
+        Vec::new()
+    } else {
+        vcopies(&mut b, sh, gt, tid)
+    };
+    // a cluster takes token tiles 2·p and 2·p + 1 of a group (pairs `p`)
+    let (first, step, total) = match &mc {
+        None => (b.ctaid_x(), b.nctaid_x(), total),
+        Some(_) => {
+            let cid = b.ctaid_x();
+            let cid = b.shr(cid, 1u32);
+            let ncl = b.nctaid_x();
+            let ncl = b.shr(ncl, 1u32);
+            let pairs = b.add(ntiles, 1u32);
+            let pairs = b.shr(pairs, 1u32);
+            (cid, ncl, b.mul_lo(pairs, groups))
+        }
+    };
     b.for_range(first, total, step, |b, tile| {
         let grp = b.rem(tile, groups);
         let ti = b.div(tile, groups);
+        let ti = match &mc {
+            None => ti,
+            Some(mc) => b.mad_lo(ti, mcast::CLUSTER, mc.rank),
+        };
         let o0 = b.mul_lo(grp, gt.g);
         let n0 = b.shl(ti, log2(sh.tokens));
         let mut src = Vec::new();
@@ -493,6 +570,7 @@ fn kernel<T: MmaInput>(
             xdst,
             vs0,
             vcopies: vcopies.clone(),
+            mc: mc.clone(),
         };
         let acc: Vec<Vec<FragC>> = (0..sh.mt)
             .map(|_| (0..sh.nt).map(|_| b.frag_c_zero()).collect())
@@ -515,10 +593,17 @@ fn kernel<T: MmaInput>(
         let cur_m = b.var::<U32>(m);
         let cur: Vec<_> = taken.iter().map(|&s| b.var::<U32>(s)).collect();
         let any = b.setp(Cmp::Ne, m, NONE);
+        if mc.is_some() {
+            // the peer has read both buffers (the previous tile)
+            b.cluster_wait();
+        }
         b.if_(any, |b| {
             let zero = b.mov(0u32);
             issue(b, sh, gt, io, &st, m, &taken, zero);
         });
+        if mc.is_some() {
+            b.cluster_arrive(crate::dsl::ClusterArrive::Release);
+        }
         b.cp_async_commit_group();
         let buf = b.var::<U32>(0u32);
         let running = |b: &mut KernelBuilder| {
@@ -535,10 +620,22 @@ fn kernel<T: MmaInput>(
                 lists.pending(b, &ctx, &cursors, need);
             }
             let more = b.setp(Cmp::Ne, nm, NONE);
-            b.if_(more, |b| issue(b, sh, gt, io, &st, nm, &ntaken, nbuf));
+            match &mc {
+                None => b.if_(more, |b| issue(b, sh, gt, io, &st, nm, &ntaken, nbuf)),
+                Some(_) => {
+                    // `x` first; the values once the peer has read
+                    // buffer `nbuf` (the previous step)
+                    b.if_(more, |b| issue_x(b, sh, &st, nm, nbuf));
+                    b.cluster_wait();
+                    b.if_(more, |b| issue_values(b, sh, gt, io, &st, &ntaken, nbuf));
+                }
+            }
             b.cp_async_commit_group();
             b.cp_async_wait_group(1);
             b.bar_sync();
+            if let Some(mc) = &mc {
+                mcast::wait_full(b, mc, cb);
+            }
             let slots: Vec<Reg<U32>> = cur.iter().map(|v| b.get(v)).collect();
             let live: Vec<Reg<Pred>> = subs
                 .iter()
@@ -548,6 +645,9 @@ fn kernel<T: MmaInput>(
                 })
                 .collect();
             compute::<T>(b, sh, gt, a_lane, b_lane, &subs, &live, &acc, cb);
+            if mc.is_some() {
+                mcast::release(b);
+            }
             b.bar_sync();
             b.set(&buf, nbuf);
             b.set(&cur_m, nm);
@@ -579,6 +679,11 @@ fn kernel<T: MmaInput>(
         }
         epilogue(b, sh, gt, io, bias, &acc, (n0, o0), (wt0, wf0), (g, t));
     });
+    if let Some(mc) = &mc {
+        // no CTA exits while its peer may still be at a cluster barrier
+        b.cluster_wait();
+        mcast::slow_path(&mut b, mc);
+    }
     b.finish()
 }
 
@@ -683,11 +788,14 @@ fn epilogue(
     );
 }
 
-fn builder(name: &str, sm: Sm) -> KernelBuilder {
+fn builder(name: &str, sm: Sm, cluster: bool) -> KernelBuilder {
     let mut b = KernelBuilder::new(name, sm);
     // one CTA an SM is the design (the tiles' shared memory): ptxas may
     // then give a thread every register it needs (no spills)
     b.maxntid(THREADS, 1, 1).min_ctas_per_sm(1);
+    if cluster {
+        b.cluster_dims(mcast::CLUSTER, 1, 1);
+    }
     b
 }
 
@@ -706,7 +814,8 @@ fn forward_windowed<T: MmaInput>(
     wmax: u32,
 ) -> Result<PtxModule> {
     let (sh, gt) = shape::<T>(prec, bs, sm, false);
-    let mut b = builder(&name("forward", prec, bs), sm);
+    let cluster = mcast::enabled(sm, prec, bs);
+    let mut b = builder(&name("forward", prec, bs), sm, cluster);
     let p = b.params::<ForwardArgs>();
     let in_width = b.shl(p.c, log2(bs));
     let out_width = b.shl(p.r, log2(bs));
@@ -743,14 +852,14 @@ fn forward_windowed<T: MmaInput>(
         ptr: p.bias,
         on: p.has_bias,
     };
-    kernel::<T>(b, &sh, &gt, &io, &mk, Some(&bias))
+    kernel::<T>(b, &sh, &gt, &io, &mk, Some(&bias), cluster)
 }
 
 /// `block_ell_tc_grad_input_{p}_b{B}`, grouped (see the [module
 /// docs](self)).
 pub(super) fn grad_input<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Result<PtxModule> {
     let (sh, gt) = shape::<T>(prec, bs, sm, true);
-    let mut b = builder(&name("grad_input", prec, bs), sm);
+    let mut b = builder(&name("grad_input", prec, bs), sm, false);
     let p = b.params::<GradInputArgs>();
     let in_width = b.shl(p.r, log2(bs));
     let out_width = b.shl(p.c, log2(bs));
@@ -774,7 +883,7 @@ pub(super) fn grad_input<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Res
             g,
         })
     };
-    kernel::<T>(b, &sh, &gt, &io, &mk, None)
+    kernel::<T>(b, &sh, &gt, &io, &mk, None, false)
 }
 
 #[cfg(test)]

@@ -27,6 +27,7 @@ use super::host::{TC_BLOCK_SIZES, TcPrecision};
 
 mod common;
 pub mod grouped;
+mod grouped_mcast;
 mod grouped_sched;
 mod shape;
 pub mod tiled_values;

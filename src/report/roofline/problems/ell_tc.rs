@@ -226,7 +226,11 @@ fn problem_out(op: Op, p: TcPrecision, b: usize, pct: usize, o: TcOutput) -> Pro
             vec![3, 16, 8, 6, b, 40],
             Box::new(move |s, sm, _| {
                 let gt = tc::ptx::group_tile(p, b as u32, sm);
-                let (g, tt) = (gt.g as usize, s[5].div_ceil(gt.tokens as usize));
+                // a cluster of `cl` CTAs runs `cl` token tiles a group,
+                // the last past `N` when their count is not a multiple
+                let cl = tc::ptx::grouped::forward_cluster(sm, p, b as u32) as usize;
+                let tt = s[5].div_ceil(gt.tokens as usize).div_ceil(cl) * cl;
+                let g = gt.g as usize;
                 let t = f(s[0].div_ceil(g) * tt);
                 let k = f(s[2]);
                 let (u, e) = group_steps(s, g, false);
