@@ -41,8 +41,10 @@ pub(super) const STATIC_BYTES: u64 = 16;
 /// Whether the grouped forward of `prec` at `B` = `bs` multicasts its
 /// values blocks on `sm`: bf16/f16 at `B` = 64 only. At `B` 16/32 and in
 /// tf32 the roofline model reads the cluster kernel slower (its weighted
-/// SASS/PTX ratio rises from about 0.6 to 1.45 with the wait in the step
-/// loop; docs/perf.md), so those keep the kernel without a cluster.
+/// SASS/PTX ratio rises from about 0.6 to 1.45: a bulk copy takes its
+/// addresses in uniform registers, so ptxas issues a copy whose addresses
+/// differ per lane once per lane, a loop of about 9 SASS a lane;
+/// docs/perf.md), so those keep the kernel without a cluster.
 pub(super) fn enabled(sm: Sm, prec: TcPrecision, bs: u32) -> bool {
     matches!(sm, Sm::Sm90 | Sm::Sm100 | Sm::Sm100a) && prec != TcPrecision::Tf32 && bs == 64
 }
