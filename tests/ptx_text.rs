@@ -18,6 +18,11 @@ fn required_version(sm: Sm, ptx: &str) -> PtxVersion {
     if uses("e4m3x2") || uses("e5m2x2") {
         v = v.max(Feature::Fp8Cvt.min_ptx(sm));
     }
+    // Hopper bulk copies and the transaction-count mbarrier forms they
+    // complete on: PTX 8.0 (the block-ELL forward's cluster multicast).
+    if uses("cp.async.bulk") || uses(".expect_tx") {
+        v = v.max(Feature::BulkCopy.min_ptx(sm));
+    }
     if uses("redux.sync") || uses(".NaN.") {
         v = v.max(PtxVersion::new(7, 0));
     }
