@@ -136,6 +136,7 @@ use std::process::Command;
 
 use crate::target::Sm;
 
+mod batch;
 mod report;
 mod run;
 mod sass;

@@ -11,11 +11,13 @@
 use ptxsmith::Sm;
 use ptxsmith::dsl::PtxModule;
 use ptxsmith::kernels::all_variants;
-use ptxsmith::nvtools::NvTools;
+use ptxsmith::nvtools::{Assembly, NvTools, Sass};
 use ptxsmith::target::STATIC_SMEM_LIMIT;
 
-/// One variant's checks; `Err` names the kernel, the target and what failed.
-fn check_variant(tools: &NvTools, sm: Sm, m: &PtxModule) -> Result<(), String> {
+/// One variant's ptxas checks (its report and its `.version`); `Err` names
+/// the kernel, the target and what failed. `Ok` holds the assembly when its
+/// SASS is to be checked too (see [`check_sass`]).
+fn check_variant(tools: &NvTools, sm: Sm, m: &PtxModule) -> Result<Option<Assembly>, String> {
     let asm = tools
         .assemble(&m.ptx, sm)
         .map_err(|e| format!("{} on {sm}: ptxas rejected it: {e}", m.kernel))?;
@@ -43,18 +45,7 @@ fn check_variant(tools: &NvTools, sm: Sm, m: &PtxModule) -> Result<(), String> {
                 .iter()
                 .any(|op| t.starts_with(op))
     });
-    if NvTools::can_disassemble(sm) && !uses_fma {
-        let sass = tools
-            .disassemble(&asm)
-            .map_err(|e| format!("{} on {sm}: nvdisasm failed: {e}", m.kernel))?;
-        if sass.count("FFMA") != 0 {
-            return fail("FFMA in SASS of a separate-rounding kernel".into());
-        }
-        if sass.count("FMUL") + sass.count("FADD") == 0 && m.ptx.contains("mul.rn.f32") {
-            return fail("mul.rn.f32 in the PTX but no FMUL/FADD in the SASS".into());
-        }
-    }
-    // The `.version` is minimal: one ISA step lower is rejected.
+    let sass_check = NvTools::can_disassemble(sm) && !uses_fma;
     let v = m.version;
     let lower = if v.minor > 0 {
         format!("{}.{}", v.major, v.minor - 1)
@@ -71,6 +62,19 @@ fn check_variant(tools: &NvTools, sm: Sm, m: &PtxModule) -> Result<(), String> {
     }
     if tools.assemble(&text, sm).is_ok() {
         return fail(format!("ptxas accepts .version {lower}"));
+    }
+    Ok(sass_check.then_some(asm))
+}
+
+/// No FFMA in the SASS of a separate-rounding kernel, and its `mul.rn`
+/// became FMUL or FADD.
+fn check_sass(m: &PtxModule, sass: &Sass) -> Result<(), String> {
+    let fail = |what: &str| Err(format!("{} on {}: {what}", m.kernel, sass.sm));
+    if sass.count("FFMA") != 0 {
+        return fail("FFMA in SASS of a separate-rounding kernel");
+    }
+    if sass.count("FMUL") + sass.count("FADD") == 0 && m.ptx.contains("mul.rn.f32") {
+        return fail("mul.rn.f32 in the PTX but no FMUL/FADD in the SASS");
     }
     Ok(())
 }
@@ -92,7 +96,8 @@ fn every_variant_assembles_without_spills_and_without_ffma() {
     // ptxas and nvdisasm are separate processes: run them on every core.
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let failures: Vec<String> = std::thread::scope(|scope| {
+    let to_disassemble = std::sync::Mutex::new(Vec::new());
+    let mut failures: Vec<String> = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..threads)
             .map(|_| {
                 scope.spawn(|| {
@@ -102,8 +107,10 @@ fn every_variant_assembles_without_spills_and_without_ffma() {
                         let Some((sm, m)) = work.get(i) else {
                             break failed;
                         };
-                        if let Err(e) = check_variant(&tools, *sm, m) {
-                            failed.push(e);
+                        match check_variant(&tools, *sm, m) {
+                            Ok(Some(asm)) => to_disassemble.lock().unwrap().push((i, asm)),
+                            Ok(None) => {}
+                            Err(e) => failed.push(e),
                         }
                     }
                 })
@@ -114,6 +121,17 @@ fn every_variant_assembles_without_spills_and_without_ffma() {
             .flat_map(|w| w.join().unwrap())
             .collect()
     });
+    // One nvdisasm run per target (`NvTools::disassemble_many`).
+    let (index, asms): (Vec<usize>, Vec<Assembly>) =
+        to_disassemble.into_inner().unwrap().into_iter().unzip();
+    let listings = tools.disassemble_many(&asms.iter().collect::<Vec<_>>());
+    for (i, sass) in index.into_iter().zip(listings) {
+        let (sm, m) = &work[i];
+        match sass {
+            Ok(sass) => failures.extend(check_sass(m, &sass).err()),
+            Err(e) => failures.push(format!("{} on {sm}: nvdisasm failed: {e}", m.kernel)),
+        }
+    }
     assert!(
         failures.is_empty(),
         "{} of {} variants failed:\n{}",

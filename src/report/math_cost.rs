@@ -119,20 +119,30 @@ fn tool_error(sm: Sm, body: Body, e: impl std::fmt::Display) -> Error {
     }
 }
 
-/// SASS instructions of the measuring kernel with `body` for `sm`, `NOP`s
-/// not counted.
-fn sass_count(tools: &NvTools, sm: Sm, body: Body) -> Result<usize> {
-    let m = kernel(sm, body)?;
-    let asm = tools
-        .assemble(&m.ptx, sm)
-        .map_err(|e| tool_error(sm, body, e))?;
-    let sass = tools
-        .disassemble(&asm)
-        .map_err(|e| tool_error(sm, body, e))?;
-    let f = sass
-        .function(ENTRY)
-        .ok_or_else(|| tool_error(sm, body, "no SASS for the entry"))?;
-    Ok(f.instructions.iter().filter(|i| !i.is("NOP")).count())
+/// SASS instructions of the measuring kernel with each of `bodies` for
+/// `sm`, `NOP`s not counted (one nvdisasm run for them all).
+fn sass_counts(tools: &NvTools, sm: Sm, bodies: &[Body]) -> Result<Vec<usize>> {
+    let mut asms = Vec::with_capacity(bodies.len());
+    for &body in bodies {
+        let m = kernel(sm, body)?;
+        asms.push(
+            tools
+                .assemble(&m.ptx, sm)
+                .map_err(|e| tool_error(sm, body, e))?,
+        );
+    }
+    let listings = tools.disassemble_many(&asms.iter().collect::<Vec<_>>());
+    bodies
+        .iter()
+        .zip(listings)
+        .map(|(&body, sass)| {
+            let sass = sass.map_err(|e| tool_error(sm, body, e))?;
+            let f = sass
+                .function(ENTRY)
+                .ok_or_else(|| tool_error(sm, body, "no SASS for the entry"))?;
+            Ok(f.instructions.iter().filter(|i| !i.is("NOP")).count())
+        })
+        .collect()
 }
 
 /// SASS instructions of one call of each routine of [`Routine::ALL`] on
@@ -142,12 +152,14 @@ pub fn per_call(tools: &NvTools, sm: Sm) -> Result<Option<[usize; 4]>> {
     if !NvTools::can_disassemble(sm) {
         return Ok(None);
     }
-    let unary = sass_count(tools, sm, Body::Copy)?;
+    let mut bodies = vec![Body::Copy, Body::Add];
+    bodies.extend(Routine::ALL.map(Body::Call));
+    let counts = sass_counts(tools, sm, &bodies)?;
+    let unary = counts[0];
     // the call replaces the binary baseline's FADD
-    let binary = sass_count(tools, sm, Body::Add)? - 1;
+    let binary = counts[1] - 1;
     let mut out = [0; 4];
-    for (slot, r) in out.iter_mut().zip(Routine::ALL) {
-        let with = sass_count(tools, sm, Body::Call(r))?;
+    for ((slot, r), &with) in out.iter_mut().zip(Routine::ALL).zip(&counts[2..]) {
         let base = if r.binary() { binary } else { unary };
         *slot = with.checked_sub(base).ok_or_else(|| {
             tool_error(

@@ -43,7 +43,7 @@ use std::fmt::Write as _;
 use crate::dsl::PtxModule;
 use crate::error::{Error, Result};
 use crate::kernels;
-use crate::nvtools::{NvTools, SassFunction};
+use crate::nvtools::{Assembly, NvTools, Sass, SassFunction};
 use crate::occupancy::{Occupancy, occupancy};
 use crate::target::Sm;
 use math_cost::MathCost;
@@ -248,25 +248,17 @@ fn tool_error(m: &PtxModule, e: impl std::fmt::Display) -> Error {
     }
 }
 
-/// Assemble, disassemble and measure one module; also its SASS summary
-/// for the roofline model (`None` on sm_70).
-fn row(tools: &NvTools, m: &PtxModule) -> Result<(Row, Option<SassSummary>)> {
-    let asm = tools.assemble(&m.ptx, m.sm).map_err(|e| tool_error(m, e))?;
+/// Measure one module from its assembly and disassembly (`None` on
+/// sm_70); also its SASS summary for the roofline model.
+fn row(m: &PtxModule, asm: &Assembly, sass: Option<&Sass>) -> Result<(Row, Option<SassSummary>)> {
     let usage = asm
         .function(&m.kernel)
         .ok_or_else(|| tool_error(m, "no resource report for the entry"))?
         .clone();
     let threads = threads_of(m)?;
-    let (hot, summary) = if m.sm == Sm::Sm70 {
-        (None, None)
-    } else {
-        let sass = tools.disassemble(&asm).map_err(|e| tool_error(m, e))?;
-        let f = sass.function(&m.kernel);
-        (
-            f.and_then(|f| hot_loop(&m.kernel, f)),
-            f.map(|f| SassSummary::of(f).with_resources(usage.registers, usage.shared_bytes)),
-        )
-    };
+    let f = sass.and_then(|s| s.function(&m.kernel));
+    let hot = f.and_then(|f| hot_loop(&m.kernel, f));
+    let summary = f.map(|f| SassSummary::of(f).with_resources(usage.registers, usage.shared_bytes));
     let row = Row {
         kernel: m.kernel.clone(),
         tuning: m.tuning.clone(),
@@ -327,9 +319,11 @@ pub fn generate_with_progress(tools: &NvTools, progress: ProgressFn<'_>) -> Resu
     let tools_v = tools
         .versions()
         .map_err(|e| Error::invalid(format!("NVIDIA tools: {e}")))?;
+    // Assemble on two worker threads, then disassemble every target's
+    // cubins with one nvdisasm run (`NvTools::disassemble_many`: its
+    // start-up costs more than a kernel's disassembly).
     let next = std::sync::atomic::AtomicUsize::new(0);
-    type Measured = (Row, Option<SassSummary>);
-    let results: Vec<(usize, Result<Measured>)> = std::thread::scope(|s| {
+    let mut assembled: Vec<(usize, Result<Assembly>)> = std::thread::scope(|s| {
         let workers: Vec<_> = (0..2)
             .map(|_| {
                 s.spawn(|| {
@@ -337,7 +331,10 @@ pub fn generate_with_progress(tools: &NvTools, progress: ProgressFn<'_>) -> Resu
                     loop {
                         let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         let Some(m) = modules.get(i) else { break };
-                        out.push((i, row(tools, m)));
+                        out.push((
+                            i,
+                            tools.assemble(&m.ptx, m.sm).map_err(|e| tool_error(m, e)),
+                        ));
                         progress(Progress::Done {
                             what: &format!("{}[{}] {}", m.kernel, m.tuning, m.sm),
                         });
@@ -351,12 +348,24 @@ pub fn generate_with_progress(tools: &NvTools, progress: ProgressFn<'_>) -> Resu
             .flat_map(|w| w.join().expect("report worker"))
             .collect()
     });
-    let mut rows: Vec<(usize, Row)> = Vec::with_capacity(results.len());
+    assembled.sort_by_key(|(i, _)| *i);
+    let mut asms = Vec::with_capacity(assembled.len());
+    for (_, a) in assembled {
+        asms.push(a?);
+    }
+    let readable: Vec<usize> = (0..asms.len())
+        .filter(|&i| NvTools::can_disassemble(modules[i].sm))
+        .collect();
+    let listings = tools.disassemble_many(&readable.iter().map(|&i| &asms[i]).collect::<Vec<_>>());
+    let mut sass_of: Vec<Option<Sass>> = asms.iter().map(|_| None).collect();
+    for (&i, l) in readable.iter().zip(listings) {
+        sass_of[i] = Some(l.map_err(|e| tool_error(&modules[i], e))?);
+    }
+    let mut rows: Vec<(usize, Row)> = Vec::with_capacity(asms.len());
     let mut sass = SassCache::new();
-    for (i, r) in results {
-        let (row, summary) = r?;
+    for (i, (m, asm)) in modules.iter().zip(&asms).enumerate() {
+        let (row, summary) = row(m, asm, sass_of[i].as_ref())?;
         if let Some(s) = summary {
-            let m = &modules[i];
             sass.insert((m.kernel.clone(), m.tuning.clone(), m.sm, m.ptx.clone()), s);
         }
         rows.push((i, row));
