@@ -12,10 +12,13 @@
 # 4. a control: the same test without the runner must fail (no driver, or
 #    a real GPU that is not the emulator), so the pass came from the runner.
 #
-# Everything is built inside the temporary folder (one target folder shared
-# by the install, the runner's emulator library and the scratch crate, so
-# cargo compiles ptxsmith's release library once where the three agree on
-# features; its own emulator cache) and removed at the end. Prints one PASS
+# The scratch crate, the runner's root and the emulator cache lie in the
+# temporary folder, removed at the end; the builds (the install, the
+# runner's emulator library and the scratch crate) share this repository's
+# target folder, so what the emulator pass of scripts/test.sh compiled
+# (ptxsmith and the emulator, release) is reused rather than compiled
+# again from nothing (about 80 s on 2 cores); cargo's fingerprints rebuild
+# whatever differs, so the result is the same as a separate folder's. Prints one PASS
 # or FAIL line; exit status 0 on PASS. Offline when the cargo registry
 # cache holds every crate (the scratch crate starts from this repository's
 # Cargo.lock).
@@ -42,6 +45,9 @@ if cargo metadata --offline --locked --format-version 1 --manifest-path "$repo/C
     >/dev/null 2>&1; then
     offline=(--offline)
 fi
+
+target="$(cd "$repo" && cargo metadata --no-deps --format-version 1 |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')"
 
 crate="$tmp/scratch"
 mkdir -p "$crate/src" "$crate/tests"
@@ -85,7 +91,7 @@ fn gpu_dot_rows_on_device_zero() {
 EOF
 
 echo "dependent-emu-check: installing the runner (cargo install --path cuda-emu --locked)"
-if ! CARGO_TARGET_DIR="$tmp/target" cargo install --quiet --locked "${offline[@]}" \
+if ! CARGO_TARGET_DIR="$target" cargo install --quiet --locked "${offline[@]}" \
     --path "$repo/cuda-emu" --root "$tmp/bin-root"; then
     fail "cargo install --path cuda-emu failed"
 fi
@@ -95,8 +101,8 @@ runner="$tmp/bin-root/bin/ptxsmith-emu"
 echo "dependent-emu-check: runner installed ($(($(date +%s) - t0)) s); ptxsmith-emu cargo test --release in $crate"
 log="$tmp/test.log"
 if ! (cd "$crate" &&
-    CARGO_TARGET_DIR="$tmp/target" XDG_CACHE_HOME="$tmp/cache" \
-        PTXSMITH_EMU_CACHE="$tmp/emu-cache" PTXSMITH_EMU_TARGET_DIR="$tmp/target" \
+    CARGO_TARGET_DIR="$target" XDG_CACHE_HOME="$tmp/cache" \
+        PTXSMITH_EMU_CACHE="$tmp/emu-cache" PTXSMITH_EMU_TARGET_DIR="$target" \
         PTXSMITH_REQUIRE_GPU=1 \
         "$runner" cargo test --release --quiet "${offline[@]}" -- --nocapture) >"$log" 2>&1; then
     tail -n 40 "$log" >&2
@@ -112,7 +118,7 @@ grep -q 'test result: ok. 1 passed' "$log" || {
 }
 
 # control: without the runner the same test must fail
-if (cd "$crate" && CARGO_TARGET_DIR="$tmp/target" PTXSMITH_REQUIRE_GPU=1 \
+if (cd "$crate" && CARGO_TARGET_DIR="$target" PTXSMITH_REQUIRE_GPU=1 \
     cargo test --release --quiet "${offline[@]}") >"$tmp/control.log" 2>&1; then
     fail "the GPU test also passed without ptxsmith-emu: the check proves nothing"
 fi
