@@ -7,6 +7,8 @@
 //! sequence (a dry run through the family's launch code) matches the
 //! kernels its traffic list names. No NVIDIA tools needed.
 
+use std::fmt::Write as _;
+
 use ptxsmith::Sm;
 use ptxsmith::report::hardware::H100_SXM;
 use ptxsmith::report::roofline::{problems, speed};
@@ -85,19 +87,47 @@ const PATH_UNCHECKED: &[(&str, &str, &str)] = &[(
 
 #[test]
 fn every_problem_basis_predicts_its_check_shape() {
-    let mut worst = 0f64;
-    let mut failures = Vec::new();
-    for p in problems::all() {
+    // (problem, SM count) jobs on two threads (the simulator runs a
+    // launch's CTAs in parallel, but the small check shapes leave a core
+    // idle); the lines are printed in job order.
+    let all = problems::all();
+    let mut jobs = Vec::new();
+    for (i, p) in all.iter().enumerate() {
         // Problems with a per-thread term are also checked with grids
         // capped by a small SM count (2 SMs).
-        let sms: &[u32] = if p.capped.is_some() {
-            &[H100_SXM.sms, 2]
-        } else {
-            &[H100_SXM.sms]
-        };
-        for &n in sms {
-            check(&p, n, &mut worst, &mut failures);
+        jobs.push((i, H100_SXM.sms));
+        if p.capped.is_some() {
+            jobs.push((i, 2));
         }
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut done: Vec<(usize, Checked)> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..2)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut out = Vec::new();
+                    loop {
+                        let j = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(&(i, n)) = jobs.get(j) else {
+                            break out;
+                        };
+                        out.push((j, check(&all[i], n)));
+                    }
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap())
+            .collect()
+    });
+    done.sort_by_key(|(j, _)| *j);
+    let mut worst = 0f64;
+    let mut failures = Vec::new();
+    for (_, c) in done {
+        print!("{}", c.lines);
+        worst = worst.max(c.worst);
+        failures.extend(c.failures);
     }
     println!("worst relative error {:.3} %", 100.0 * worst);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
@@ -126,7 +156,19 @@ fn full_size_launches_match_the_traffic_lists() {
     }
 }
 
-fn check(p: &problems::Problem, sms: u32, worst: &mut f64, failures: &mut Vec<String>) {
+/// What [`check`] found for one problem at one SM count.
+#[derive(Default)]
+struct Checked {
+    /// The table lines it prints.
+    lines: String,
+    /// Its largest relative error of the PTX count.
+    worst: f64,
+    failures: Vec<String>,
+}
+
+fn check(p: &problems::Problem, sms: u32) -> Checked {
+    let mut c = Checked::default();
+    let (worst, failures) = (&mut c.worst, &mut c.failures);
     let rows = ptxsmith::report::roofline::check_fit(p, Sm::Sm90, sms, &p.check)
         .unwrap_or_else(|e| panic!("{}: {e}", p.name));
     assert!(!rows.is_empty(), "{}: nothing launched", p.name);
@@ -136,7 +178,8 @@ fn check(p: &problems::Problem, sms: u32, worst: &mut f64, failures: &mut Vec<St
         let (warp, warp_sim) = r.heaviest_warp;
         let rel = (ptx - ptx_sim).abs() / ptx_sim.max(1.0);
         *worst = worst.max(rel);
-        println!(
+        let _ = writeln!(
+            c.lines,
             "{:<60} {sms:>3} SMs {k:<40} PTX predicted {ptx:>12.0} simulated {ptx_sim:>12.0} ({:+.2} %), \
              skew predicted {:.4} simulated {:.4}, warp skew predicted {:.4} simulated {:.4}",
             p.name,
@@ -179,7 +222,8 @@ fn check(p: &problems::Problem, sms: u32, worst: &mut f64, failures: &mut Vec<St
                 .iter()
                 .any(|(pp, kk, _)| p.name.starts_with(pp) && *kk == k);
         if speed::is_chain(&k) {
-            println!(
+            let _ = writeln!(
+                c.lines,
                 "    critical path × CTAs predicted {path:.0} simulated {path_sim:.0} ({:+.2} %)",
                 100.0 * (path - path_sim) / path_sim.max(1.0)
             );
@@ -204,4 +248,5 @@ fn check(p: &problems::Problem, sms: u32, worst: &mut f64, failures: &mut Vec<St
                 ));
         }
     }
+    c
 }
