@@ -100,13 +100,17 @@ struct Placed {
 
 impl NvTools {
     /// [`disassemble`](Self::disassemble) for many cubins, with one
-    /// nvdisasm run per target among them (see the [module
-    /// docs](self::batch) for how). The result for each cubin has the same
-    /// functions, instructions and branch targets as `disassemble` gives,
-    /// no labels, and a listing (`Sass::text`) with one `name:` line
-    /// before each function's instructions. Cubins for a target nvdisasm
-    /// does not read (sm_70) are run one by one, so each gets
-    /// `disassemble`'s error.
+    /// nvdisasm run per target among them: each target's code sections are
+    /// laid end to end, disassembled in raw mode (`nvdisasm -b SM90`) and
+    /// cut back into functions by section and function symbol, addresses
+    /// and code-address operands rebased to their section. The result for
+    /// each cubin has the same functions, instructions, operands and branch
+    /// targets as `disassemble` gives, no labels (branch operands are
+    /// addresses), and a listing (`Sass::text`) with a `name:` line before
+    /// each function's instructions. Cubins for a target nvdisasm does not
+    /// read (sm_70) are run one by one, so each gets `disassemble`'s error;
+    /// a cubin that is not an ELF file gets [`ToolError::Nvdisasm`] saying
+    /// so, and the others are still read.
     pub fn disassemble_many(&self, cubins: &[&Assembly]) -> Vec<Result<Sass, ToolError>> {
         let mut results: Vec<Option<Result<Sass, ToolError>>> =
             cubins.iter().map(|_| None).collect();
