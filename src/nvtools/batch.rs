@@ -24,6 +24,7 @@ use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::fmt::Write as _;
 use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use object::read::elf::ElfFile64;
 use object::{
@@ -118,62 +119,94 @@ impl NvTools {
         for (i, a) in cubins.iter().enumerate() {
             by_sm.entry(a.sm).or_default().push(i);
         }
-        for (sm, members) in by_sm {
-            if !Self::can_disassemble(sm) {
-                for i in members {
-                    results[i] = Some(self.disassemble(cubins[i]));
-                }
-                continue;
-            }
-            let mut code = Vec::new();
-            let mut placed = Vec::new();
-            for &i in &members {
-                match code_sections(sm, &cubins[i].cubin) {
-                    Ok(sections) => {
-                        for s in sections {
-                            let base = code.len() as u32;
-                            code.extend_from_slice(s.bytes);
-                            let section = base..code.len() as u32;
-                            let ends = s.functions.iter().skip(1).map(|f| base + f.1 as u32);
-                            let ends = ends.chain([section.end]);
-                            for ((name, at), end) in s.functions.iter().zip(ends) {
-                                placed.push(Placed {
-                                    cubin: i,
-                                    name: name.clone(),
-                                    section: section.clone(),
-                                    start: base + *at as u32,
-                                    end,
-                                });
-                            }
+        // The targets on worker threads (a large target's run takes a few
+        // seconds: nvdisasm's listing, not its start-up, then).
+        let groups: Vec<(Sm, Vec<usize>)> = by_sm.into_iter().collect();
+        let next = AtomicUsize::new(0);
+        let workers = std::thread::available_parallelism().map_or(2, |n| n.get().min(groups.len()));
+        let done: Vec<(usize, Result<Sass, ToolError>)> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..workers)
+                .map(|_| {
+                    s.spawn(|| {
+                        let mut out = Vec::new();
+                        while let Some((sm, members)) =
+                            groups.get(next.fetch_add(1, Ordering::Relaxed))
+                        {
+                            out.extend(self.one_target(*sm, cubins, members));
                         }
-                    }
-                    Err(e) => results[i] = Some(Err(e)),
-                }
-            }
-            let listing = self.disassemble_raw(sm, &code);
-            let mut texts = match &listing {
-                Ok(text) => split(text, &placed),
-                Err(_) => BTreeMap::new(),
-            };
-            for &i in &members {
-                if results[i].is_some() {
-                    continue;
-                }
-                results[i] = Some(match &listing {
-                    Ok(_) => {
-                        let text = texts.remove(&i).unwrap_or_default();
-                        let mut sass = Sass::parse(sm, &text);
-                        sass.text = text;
-                        Ok(sass)
-                    }
-                    Err(e) => Err(e.clone_for(sm)),
-                });
-            }
+                        out
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().expect("nvdisasm worker"))
+                .collect()
+        });
+        for (i, r) in done {
+            results[i] = Some(r);
         }
         results
             .into_iter()
             .map(|r| r.expect("every cubin has a result"))
             .collect()
+    }
+
+    /// [`disassemble_many`](Self::disassemble_many) for the cubins
+    /// `members` (indices into `cubins`), all for `sm`.
+    fn one_target(
+        &self,
+        sm: Sm,
+        cubins: &[&Assembly],
+        members: &[usize],
+    ) -> Vec<(usize, Result<Sass, ToolError>)> {
+        if !Self::can_disassemble(sm) {
+            return members
+                .iter()
+                .map(|&i| (i, self.disassemble(cubins[i])))
+                .collect();
+        }
+        let mut out = Vec::with_capacity(members.len());
+        let mut code = Vec::new();
+        let mut placed = Vec::new();
+        let mut read = Vec::with_capacity(members.len());
+        for &i in members {
+            match code_sections(sm, &cubins[i].cubin) {
+                Ok(sections) => {
+                    read.push(i);
+                    for s in sections {
+                        let base = code.len() as u32;
+                        code.extend_from_slice(s.bytes);
+                        let section = base..code.len() as u32;
+                        let ends = s.functions.iter().skip(1).map(|f| base + f.1 as u32);
+                        let ends = ends.chain([section.end]);
+                        for ((name, at), end) in s.functions.iter().zip(ends) {
+                            placed.push(Placed {
+                                cubin: i,
+                                name: name.clone(),
+                                section: section.clone(),
+                                start: base + *at as u32,
+                                end,
+                            });
+                        }
+                    }
+                }
+                Err(e) => out.push((i, Err(e))),
+            }
+        }
+        match self.disassemble_raw(sm, &code) {
+            Ok(listing) => {
+                let mut texts = split(&listing, &placed);
+                for i in read {
+                    let text = texts.remove(&i).unwrap_or_default();
+                    let mut sass = Sass::parse(sm, &text);
+                    sass.text = text;
+                    out.push((i, Ok(sass)));
+                }
+            }
+            Err(e) => out.extend(read.into_iter().map(|i| (i, Err(e.clone_for(sm))))),
+        }
+        out
     }
 
     /// nvdisasm on raw code for `sm`: its listing (stdout).
