@@ -16,12 +16,19 @@
 //!   the buffer through a second barrier for a second round: no finding;
 //!   without the wait, or waiting on the previous phase's parity in the
 //!   second round: a shared-memory race naming both accesses.
+//! * The clocks' budget (`MBAR_CLOCK_BUDGET`): a 16 × 1,024 cluster whose
+//!   threads all arrive and wait is refused at launch with checks on
+//!   (`SimError::MbarClockBudget` naming the threads, one barrier, the
+//!   bytes and the budget) and runs with them off; 16 × 256 runs with
+//!   them on. A 16 × 510 cluster whose CTAs arrive on 2 barriers each
+//!   (32 with clocks, just within the budget) runs, cluster after cluster;
+//!   on 3 each it stops at the 33rd barrier's first arrive.
 
 use ptxsmith::dsl::params::Ptr;
 use ptxsmith::dsl::types::{Reg, U32};
 use ptxsmith::dsl::*;
 use ptxsmith::exec::LaunchConfig;
-use ptxsmith::sim::{AccessKind, Program, Sim, SimError};
+use ptxsmith::sim::{AccessKind, MBAR_CLOCK_BUDGET, Program, Sim, SimError};
 use ptxsmith::{Sm, kernel_params};
 
 kernel_params! {
@@ -351,4 +358,108 @@ fn within_a_cta_a_read_without_the_wait_is_a_race() {
 #[test]
 fn waiting_on_the_previous_phases_parity_orders_nothing_new() {
     local_race(&run(&local(Local::StaleParity), 1, 2 * W).unwrap_err());
+}
+
+/// Clusters of 16 CTAs whose threads all arrive on one barrier (count:
+/// the CTA's threads) and wait for its phase.
+fn all_wait(threads: u32) -> PtxModule {
+    let mut b = KernelBuilder::new("mbar_all", Sm::Sm90);
+    b.cluster_dims(16, 1, 1);
+    let _ = b.params::<OutArgs>();
+    let full = b.shared_mbarrier("full");
+    let t = b.tid_x();
+    let first = b.setp(Cmp::Eq, t, 0u32);
+    b.if_(first, |b| b.mbarrier_init(full, threads));
+    b.bar_sync();
+    b.mbarrier_arrive(full);
+    b.mbarrier_wait(full, 0u32);
+    b.cluster_sync();
+    b.finish().unwrap()
+}
+
+/// Clusters of 16 CTAs whose thread 0 initialises `bars` barriers (count
+/// 1), arrives on each and waits for its phase.
+fn many_bars(bars: u32) -> PtxModule {
+    let mut b = KernelBuilder::new("mbar_many", Sm::Sm90);
+    b.cluster_dims(16, 1, 1);
+    let _ = b.params::<OutArgs>();
+    let bs: Vec<_> = (0..bars)
+        .map(|i| b.shared_mbarrier(&format!("bar{i}")))
+        .collect();
+    let t = b.tid_x();
+    let first = b.setp(Cmp::Eq, t, 0u32);
+    b.if_(first, |b| {
+        for &bar in &bs {
+            b.mbarrier_init(bar, 1u32);
+            b.mbarrier_arrive(bar);
+            b.mbarrier_wait(bar, 0u32);
+        }
+    });
+    b.cluster_sync();
+    b.finish().unwrap()
+}
+
+/// Launch `m` over `blocks` CTAs of `threads` with the checks `checks`.
+fn launch(m: &PtxModule, blocks: u32, threads: u32, checks: bool) -> Result<(), SimError> {
+    let prog = Program::parse(&m.ptx)?;
+    let mut sim = Sim::new(Sm::Sm90);
+    sim.set_checks(checks);
+    let d = sim.alloc(4).unwrap();
+    let params = d.to_le_bytes().to_vec();
+    let cfg = LaunchConfig::linear(blocks, threads);
+    sim.launch_program_bytes(&prog, &m.kernel, cfg, &params)
+        .map(|_| ())
+}
+
+#[test]
+fn the_clocks_of_a_16_by_1024_cluster_are_refused_with_checks_on() {
+    let m = all_wait(1024);
+    let e = launch(&m, 16, 1024, true).unwrap_err();
+    let threads = 16 * 1024u64;
+    assert_eq!(
+        e,
+        SimError::MbarClockBudget {
+            kernel: "mbar_all".into(),
+            threads,
+            mbarriers: 1,
+            bytes: 4 * threads * (threads + 2),
+            budget: MBAR_CLOCK_BUDGET,
+        }
+    );
+    let text = e.to_string();
+    for part in [
+        "16384 threads",
+        "1 mbarrier",
+        "268435456",
+        "without race checks",
+    ] {
+        assert!(text.contains(part), "{text}");
+    }
+    assert_eq!(MBAR_CLOCK_BUDGET, 256 << 20);
+    // with the checks off it runs; a smaller cluster runs with them on
+    launch(&m, 16, 1024, false).unwrap();
+    launch(&all_wait(256), 32, 256, true).unwrap();
+}
+
+#[test]
+fn the_barriers_clocks_count_against_the_budget() {
+    // 16 × 510 threads: the threads' clocks and 32 barriers' fit in
+    // 256 MiB, a 33rd barrier's do not
+    let threads = 16 * 510u64;
+    assert!(4 * threads * (threads + 2 * 32) <= MBAR_CLOCK_BUDGET);
+    assert!(4 * threads * (threads + 2 * 33) > MBAR_CLOCK_BUDGET);
+    // two clusters: the count starts again at each
+    launch(&many_bars(2), 32, 510, true).unwrap();
+    let e = launch(&many_bars(3), 16, 510, true).unwrap_err();
+    assert_eq!(
+        e,
+        SimError::MbarClockBudget {
+            kernel: "mbar_many".into(),
+            threads,
+            mbarriers: 33,
+            bytes: 4 * threads * (threads + 66),
+            budget: MBAR_CLOCK_BUDGET,
+        }
+    );
+    launch(&many_bars(3), 16, 510, false).unwrap();
 }

@@ -8,7 +8,11 @@
 //! launch's sticky fault; a cluster of two filling each CTA's shared tile
 //! with `cp.async.bulk ... .multicast::cluster` halves on `mbarrier`s
 //! (issue 31) runs through the emulator with the host's result, as does
-//! data handed to the peer CTA through a remote `mbarrier` arrive.
+//! data handed to the peer CTA through a remote `mbarrier` arrive. A
+//! cluster of 8 × 1,024 threads arriving on an `mbarrier`, whose race
+//! checks' clocks would take more than the simulator's budget, is the
+//! launch's sticky `CUDA_ERROR_LAUNCH_FAILED` (no panic), and runs with
+//! `PTXSMITH_EMU_CHECKS=0`.
 
 use std::ffi::c_void;
 use std::ptr::null_mut;
@@ -364,4 +368,44 @@ fn a_remote_mbarrier_arrive_hands_data_to_the_peer() {
             is(ctx_sync(), CUDA_ERROR_LAUNCH_FAILED);
         }
     }
+}
+
+/// Clusters of 8 CTAs of 1,024 threads that all arrive on one mbarrier
+/// and wait for its phase.
+fn all_arrive() -> PtxModule {
+    let mut b = KernelBuilder::new("all_arrive", Sm::Sm90);
+    b.cluster_dims(8, 1, 1);
+    let full = b.shared_mbarrier("full");
+    let t = b.tid_x();
+    let first = b.setp(Cmp::Eq, t, 0u32);
+    b.if_(first, |b| b.mbarrier_init(full, 1024u32));
+    b.bar_sync();
+    b.mbarrier_arrive(full);
+    b.mbarrier_wait(full, 0u32);
+    b.cluster_sync();
+    b.finish().unwrap()
+}
+
+#[test]
+fn mbarrier_clocks_over_the_simulators_budget_are_the_launchs_fault() {
+    let _c = TestCtx::new();
+    let f = function(load(&all_arrive().ptx), "all_arrive").unwrap();
+    ok(launch(f, 8, 1024, 0, CUstream::default(), &[]));
+    // the simulator refuses the race checks' clocks (8,192 threads: over
+    // 256 MiB): a driver error, not a panic
+    is(ctx_sync(), CUDA_ERROR_LAUNCH_FAILED);
+}
+
+#[test]
+fn mbarrier_clocks_over_the_budget_run_with_the_checks_off() {
+    if !in_emulator_process_with(
+        "mbarrier_clocks_over_the_budget_run_with_the_checks_off",
+        &[("PTXSMITH_EMU_CHECKS", "0")],
+    ) {
+        return;
+    }
+    let _c = TestCtx::new();
+    let f = function(load(&all_arrive().ptx), "all_arrive").unwrap();
+    ok(launch(f, 8, 1024, 0, CUstream::default(), &[]));
+    ok(ctx_sync());
 }

@@ -43,6 +43,16 @@ pub enum AccessKind {
 }
 
 impl AccessKind {
+    /// The kind of an access that writes (`write`) or not, atomically
+    /// (`atomic`, a read-modify-write whichever `write` says) or not.
+    pub(crate) fn of(write: bool, atomic: bool) -> AccessKind {
+        match (write, atomic) {
+            (_, true) => AccessKind::Atomic,
+            (true, _) => AccessKind::Write,
+            _ => AccessKind::Read,
+        }
+    }
+
     /// `"read"`, `"write"` or `"atomic"`.
     pub fn name(self) -> &'static str {
         match self {
@@ -462,6 +472,37 @@ pub enum SimError {
         this: AccessKind,
         /// The block that exited.
         exited_ctaid: (u32, u32, u32),
+    },
+
+    /// With race checks on, the mbarrier clocks of a cluster launch
+    /// (`interp::mbar_order`: a vector clock of 4 bytes per thread of the
+    /// cluster for each thread, two for each barrier an arrive reached)
+    /// would take more than
+    /// [`MBAR_CLOCK_BUDGET`](super::MBAR_CLOCK_BUDGET) bytes. Raised at
+    /// launch (`mbarriers` 1: a kernel that arrives has a barrier) before
+    /// any thread runs, or at the arrive that would give one more barrier
+    /// clocks. Run the launch with the checks off
+    /// ([`Sim::set_checks`](super::Sim::set_checks)`(false)`), or with
+    /// fewer threads per cluster.
+    #[error(
+        "race checks of kernel `{kernel}`: the mbarrier clocks of a cluster of {threads} \
+         threads with {mbarriers} mbarrier(s) would take {bytes} bytes, above the budget of \
+         {budget} bytes (MBAR_CLOCK_BUDGET); run the launch without race checks \
+         (Sim::set_checks(false), PTXSMITH_EMU_CHECKS=0 in the emulator) or with fewer \
+         threads per cluster"
+    )]
+    MbarClockBudget {
+        /// The kernel.
+        kernel: String,
+        /// Threads per cluster (CTAs × threads per CTA).
+        threads: u64,
+        /// Barriers holding clocks (counted so far, or 1 at launch).
+        mbarriers: u64,
+        /// The bytes the clocks would take: `4 · threads · (threads + 2 ·
+        /// mbarriers)`.
+        bytes: u64,
+        /// The budget.
+        budget: u64,
     },
 
     /// The launch itself is invalid (shape, directives, shared memory,

@@ -335,6 +335,15 @@ impl Sim {
             )));
         }
         let cluster = super::cluster::shape(e, &cfg, cluster, self.sm)?;
+        if let Some((d, _)) = cluster
+            && self.options.checks
+            && super::interp::mbar_order::arrives(&e.code)
+        {
+            // the race checks' mbarrier clocks, with the one barrier such a
+            // kernel arrives on, within their budget (`interp::mbar_order`)
+            let threads = d.0 as u64 * d.1 as u64 * d.2 as u64 * nthreads;
+            super::interp::mbar_order::check_budget(entry, threads, 1)?;
+        }
         let smem = e.dyn_shared_offset() as u64 + cfg.dynamic_smem_bytes as u64;
         let limit = self.sm.info().max_smem_per_block_optin as u64;
         if cfg.dynamic_smem_bytes > 0 && smem > limit {

@@ -347,6 +347,12 @@
 //! 65535), `.maxntid` (product) and `.reqntid` (exact), shared memory within
 //! the SM's opt-in limit, the module's `.target` not newer than the
 //! simulated SM, and one argument of the parameter's size per parameter.
+//! With checks on, a cluster launch of a kernel that arrives on an
+//! mbarrier is refused with [`SimError::MbarClockBudget`] when the race
+//! checks' clocks would take more than [`MBAR_CLOCK_BUDGET`] (256 MiB; the
+//! square of the threads per cluster: a 16 × 1,024 cluster is refused), as
+//! is the arrive that gives one barrier too many clocks; with checks off it
+//! runs.
 //!
 //! Instruction budget (always on unless lifted): a launch may issue at most
 //! its budget of instructions over all its blocks and threads
@@ -386,6 +392,7 @@ pub mod parse;
 
 pub use error::{AccessKind, SimError, Site};
 pub use global_mem::{CONST_WINDOW, GLOBAL_BASE, LOCAL_WINDOW, SHARED_WINDOW};
+pub use interp::mbar_order::MBAR_CLOCK_BUDGET;
 pub use ir::{Entry, ParamInfo, Space};
 pub use machine::{SIM_DEFAULT_STREAM, SM_COUNT, Sim};
 pub use options::{DEFAULT_INSTRUCTION_BUDGET, LaunchReport, PathLine, SimOptions};

@@ -457,12 +457,7 @@ impl CtaState {
     ) -> Result<(), Box<Fault>> {
         self.shared_check(t, off, len, write, atomic)?;
         if let Some(p) = &mut self.probe {
-            let kind = match (write, atomic) {
-                (_, true) => Kind::Atomic,
-                (true, _) => Kind::Write,
-                _ => Kind::Read,
-            };
-            Probe::note(p, off as u64, len, t, pc, kind);
+            Probe::note(p, off as u64, len, t, pc, Kind::of(write, atomic));
         }
         Ok(())
     }

@@ -41,13 +41,7 @@ impl Reference {
             }
             !(tag_warp(ot) == Some(w) && ((tg >> 12) & 0xF_FFFF) as u32 != wepoch & 0xF_FFFF)
         };
-        let this = if atomic {
-            Kind::Atomic
-        } else if write {
-            Kind::Write
-        } else {
-            Kind::Read
-        };
+        let this = Kind::of(write, atomic);
         if conflict(wt) && !(atomic && wt & ATOMIC_BIT != 0) {
             let other = if wt & ATOMIC_BIT != 0 {
                 Kind::Atomic

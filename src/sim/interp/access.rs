@@ -552,7 +552,8 @@ impl Exec<'_> {
                 let o = self.shared_at(ra, total)?;
                 if self.k.checks {
                     if let Err(f) = self.cta.shared_check_at(t, pc, o, l, false, false) {
-                        self.shared_race_hb(t, pc, o, l, false, false, f)?;
+                        let a = self.cta.access(t, o, l, false, false);
+                        self.shared_race_hb(pc, &a, f)?;
                     }
                     if self.cl.is_some() {
                         self.cluster_local(t, pc, o, l, false)?;
@@ -654,7 +655,8 @@ impl Exec<'_> {
         let l = len as usize;
         if self.k.checks {
             if let Err(f) = self.cta.shared_check_at(t, pc, o, l, true, true) {
-                self.shared_race_hb(t, pc, o, l, true, true, f)?;
+                let a = self.cta.access(t, o, l, true, true);
+                self.shared_race_hb(pc, &a, f)?;
             }
             if self.cl.is_some() {
                 self.cluster_local(t, pc, o, l, true)?;

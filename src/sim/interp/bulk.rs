@@ -239,7 +239,15 @@ impl Exec<'_> {
             done: Vec::new(),
         };
         match self.cta.bulk.bar(o) {
-            Some(x) => *x = b,
+            Some(x) => {
+                // a barrier initialised again drops its clocks
+                if !x.acc.is_empty()
+                    && let Some(cl) = self.cl.as_deref_mut()
+                {
+                    cl.mbar_clocked = cl.mbar_clocked.saturating_sub(1);
+                }
+                *x = b;
+            }
             None => self.cta.bulk.bars.push(b),
         }
         self.mbar_event();
@@ -283,6 +291,12 @@ impl Exec<'_> {
         };
         let n = if tx { reg(rf, i.s[1]) & 0xFFFF_FFFF } else { 0 };
         let clock = self.cl.as_deref_mut().and_then(|c| c.release(t));
+        if clock.is_some()
+            && (self.cta_of(rank).bulk.bar(o)).is_some_and(|b| b.acc.is_empty() && b.pending > 0)
+        {
+            // the barrier's first clocks: within the budget?
+            self.clock_barrier()?;
+        }
         let Some(b) = self.cta_of(rank).bulk.bar(o) else {
             return uninit(o);
         };

@@ -108,6 +108,9 @@ pub(crate) struct ClusterRun {
     pub(super) mrel: Vec<u32>,
     pub(super) vc: Vec<Vec<u32>>,
     pub(super) mtags: Vec<Vec<[u32; 2]>>,
+    /// Barriers of the cluster whose arrives released clocks (what
+    /// `MBAR_CLOCK_BUDGET` counts, `interp::mbar_order`).
+    pub(super) mbar_clocked: u64,
     /// mbarrier events (init, arrive, bulk copy issued or landed) so far,
     /// and their count when the threads parked at `mbarrier.try_wait` were
     /// last woken (`interp::bulk`).
@@ -131,14 +134,6 @@ fn unpack(tag: u64) -> (usize, usize, usize, u32) {
         ((tag >> 26) & 0x3F_FFFF) as usize,
         (tag & 0x3FF_FFFF) as u32,
     )
-}
-
-fn kind_of(write: bool) -> AccessKind {
-    if write {
-        AccessKind::Write
-    } else {
-        AccessKind::Read
-    }
 }
 
 impl ClusterRun {
@@ -206,13 +201,12 @@ impl Exec<'_> {
             remote: vec![vec![None; size * self.cta.n]; size],
             mrel: Vec::new(),
             vc: Vec::new(),
-            mtags: if k.checks
-                && (k.code.insts.iter()).any(|i| matches!(i.op, Op::MbarArrive { .. }))
-            {
+            mtags: if k.checks && super::mbar_order::arrives(k.code) {
                 vec![vec![[0; 2]; k.smem]; size]
             } else {
                 Vec::new()
             },
+            mbar_clocked: 0,
             mbar_events: 0,
             mbar_seen: 0,
         }));
@@ -281,6 +275,7 @@ impl Exec<'_> {
                 for t in cl.mtags.iter_mut() {
                     t.fill([0; 2]);
                 }
+                cl.mbar_clocked = 0;
             }
             cl.mbar_events = 0;
             cl.mbar_seen = 0;
@@ -694,7 +689,8 @@ impl Exec<'_> {
         if rank == cur {
             if self.k.checks {
                 if let Err(f) = self.cta.shared_check_at(t, pc, o, l, write, false) {
-                    self.shared_race_hb(t, pc, o, l, write, false, f)?;
+                    let a = self.cta.access(t, o, l, write, false);
+                    self.shared_race_hb(pc, &a, f)?;
                 }
                 self.cluster_note(t, pc, rank, o, l, write)?;
             }
@@ -725,7 +721,7 @@ impl Exec<'_> {
         {
             return fault(Fault::Sim(Box::new(SimError::ClusterExit {
                 site: self.site(t, pc),
-                this: kind_of(write),
+                this: AccessKind::of(write, false),
                 exited_ctaid: cl.ctaids[rank],
             })));
         }
@@ -738,7 +734,7 @@ impl Exec<'_> {
         owner.sh.check(&Access::remote(off, len, write, e0))?;
         let i = cur * cl.n + t;
         let tag = pack(cur, t, pc, cl.arrive[i]);
-        cl.remote[rank][i] = Some((tag, cl.stamp(t), kind_of(write)));
+        cl.remote[rank][i] = Some((tag, cl.stamp(t), AccessKind::of(write, false)));
         Ok(())
     }
 
@@ -800,7 +796,7 @@ impl Exec<'_> {
                     rank: rank as u32,
                     owner_ctaid: cl.ctaids[rank],
                     offset: b as u64,
-                    this: kind_of(write),
+                    this: AccessKind::of(write, false),
                     other: kind,
                     other_site,
                 })));

@@ -95,11 +95,7 @@ impl Exec<'_> {
                 SimError::AsyncCopyPending {
                     site,
                     offset,
-                    this: if write {
-                        AccessKind::Write
-                    } else {
-                        AccessKind::Read
-                    },
+                    this: AccessKind::of(write, false),
                     copy_tid: self.tid_of(copy_tid as usize),
                     copy_line: e.lines.get(cp).copied().unwrap_or(0),
                     copy_text: e.texts.get(cp).cloned().unwrap_or_default(),

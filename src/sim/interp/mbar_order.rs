@@ -43,12 +43,68 @@
 //!
 //! Bulk copies land as writes of no thread (`interp::bulk`): they are
 //! ordered by the wait that lands them, not by these clocks.
+//!
+//! # The budget
+//! A clock is 4 bytes per thread of the cluster, and every thread and
+//! every barrier an arrive reached may hold one (a barrier two), so the
+//! clocks grow as the square of the threads per cluster: 1 GiB for the
+//! threads of a 16 × 1,024 cluster alone. They may take at most
+//! [`MBAR_CLOCK_BUDGET`] bytes per running cluster, counted as
+//! [`clock_bytes`] with every thread's clock: a launch over it with one
+//! barrier is refused before any thread runs, and an arrive that would
+//! give one barrier too many clocks stops the launch
+//! ([`SimError::MbarClockBudget`] for both, naming the threads, the
+//! barriers, the bytes and the budget).
 
 use super::super::checks::global::Kind;
 use super::super::checks::probe::Probe;
-use super::super::error::{AccessKind, Site};
+use super::super::checks::shared_race::Access;
+use super::super::code::Code;
+use super::super::error::{AccessKind, SimError, Site};
+use super::super::ir::Op;
 use super::cluster::ClusterRun;
-use super::{Exec, Fault, Res};
+use super::{Exec, Fault, Res, fault};
+
+/// The most bytes the mbarrier clocks of the race checks may take in one
+/// running cluster (module `interp::mbar_order`; each simulator worker
+/// runs one cluster at a time): 256 MiB, the threads' clocks of an 8 ×
+/// 1,024 cluster. A launch whose clocks would take more is refused with
+/// [`SimError::MbarClockBudget`]; with the checks off it runs.
+pub const MBAR_CLOCK_BUDGET: u64 = 256 << 20;
+
+/// Whether `code` arrives on an mbarrier: with checks on, a cluster launch
+/// of it keeps the clocks.
+pub(crate) fn arrives(code: &Code) -> bool {
+    code.insts
+        .iter()
+        .any(|i| matches!(i.op, Op::MbarArrive { .. }))
+}
+
+/// The bytes the clocks of a cluster of `threads` threads take at most
+/// with `bars` barriers holding clocks: one clock of `threads` 4-byte
+/// entries per thread, two per barrier.
+pub(crate) fn clock_bytes(threads: u64, bars: u64) -> u64 {
+    threads
+        .saturating_mul(4)
+        .saturating_mul(threads.saturating_add(bars.saturating_mul(2)))
+}
+
+/// [`SimError::MbarClockBudget`] when the clocks of a cluster of `threads`
+/// threads with `bars` barriers holding clocks exceed
+/// [`MBAR_CLOCK_BUDGET`].
+pub(crate) fn check_budget(kernel: &str, threads: u64, bars: u64) -> Result<(), SimError> {
+    let bytes = clock_bytes(threads, bars);
+    if bytes <= MBAR_CLOCK_BUDGET {
+        return Ok(());
+    }
+    Err(SimError::MbarClockBudget {
+        kernel: kernel.to_string(),
+        threads,
+        mbarriers: bars,
+        bytes,
+        budget: MBAR_CLOCK_BUDGET,
+    })
+}
 
 /// `acc` joined with `other` (element-wise maximum; an empty `acc` takes
 /// `other`).
@@ -164,7 +220,8 @@ impl Exec<'_> {
         let Err(f) = self.cta.shared_check_at(t, pc, off, l, true, false) else {
             return Ok(());
         };
-        match self.shared_race_hb(t, pc, off, l, true, false, f) {
+        let a = self.cta.access(t, off, l, true, false);
+        match self.shared_race_hb(pc, &a, f) {
             Err(f) if matches!(*f, Fault::Race { .. }) => {
                 let cl = self.cl.as_deref().expect("a cluster launch");
                 let i = cl.cur * cl.n + t;
@@ -177,45 +234,79 @@ impl Exec<'_> {
         }
     }
 
-    /// The shared-memory check's finding `f` for an access by thread `t`
-    /// at `pc` of `len` bytes at `off` of the running CTA: a race is
-    /// checked again with the mbarrier order (module docs); the finding
+    /// The shared-memory check's finding `f` for the access `a` (built by
+    /// `CtaState::access`) by instruction `pc` of the running CTA: a race
+    /// is checked again with the mbarrier order (module docs); the finding
     /// stays if that does not order it.
     #[cold]
     #[inline(never)]
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn shared_race_hb(
-        &mut self,
-        t: usize,
-        pc: usize,
-        off: usize,
-        len: usize,
-        write: bool,
-        atomic: bool,
-        f: Box<Fault>,
-    ) -> Res<()> {
+    pub(crate) fn shared_race_hb(&mut self, pc: usize, a: &Access, f: Box<Fault>) -> Res<()> {
         let Some(cl) = self.cl.as_deref() else {
             return Err(f);
         };
         if !matches!(*f, Fault::Race { .. }) || !cl.clocks() {
             return Err(f);
         }
-        let i = cl.cur * cl.n + t;
+        let i = cl.cur * cl.n + a.t;
         let waits = cl.wait[i];
-        let a = self.cta.access(t, off, len, write, atomic);
         // the bytes before the race already carry this access's tags:
         // stepping them again changes nothing
         self.cta
             .sh
-            .check_hb(&a, &|b, ot, w| cl.hb_local(b, ot, w, i, waits))?;
+            .check_hb(a, &|b, ot, w| cl.hb_local(b, ot, w, i, waits))?;
         if let Some(p) = &mut self.cta.probe {
-            let kind = match (write, atomic) {
-                (_, true) => Kind::Atomic,
-                (true, _) => Kind::Write,
-                _ => Kind::Read,
-            };
-            Probe::note(p, off as u64, len, t, pc, kind);
+            let kind = Kind::of(a.write, a.atomic);
+            Probe::note(p, a.off as u64, a.len, a.t, pc, kind);
         }
         Ok(())
+    }
+
+    /// One more barrier of the running cluster takes clocks (its first
+    /// arrive with clocks): [`SimError::MbarClockBudget`] when that would
+    /// take the clocks past [`MBAR_CLOCK_BUDGET`] (module docs).
+    pub(crate) fn clock_barrier(&mut self) -> Res<()> {
+        let kernel = &self.k.e.name;
+        let Some(cl) = self.cl.as_deref_mut() else {
+            return Ok(());
+        };
+        let threads = (cl.size * cl.n) as u64;
+        if let Err(e) = check_budget(kernel, threads, cl.mbar_clocked + 1) {
+            return fault(Fault::Sim(Box::new(e)));
+        }
+        cl.mbar_clocked += 1;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_budget_counts_a_clock_per_thread_and_two_per_barrier() {
+        assert_eq!(clock_bytes(3, 0), 36);
+        assert_eq!(clock_bytes(3, 2), 4 * 3 * 7);
+        assert_eq!(clock_bytes(u64::MAX, 1), u64::MAX);
+        // 8 × 1,024 threads fill it alone; one barrier more is refused
+        assert!(check_budget("k", 8192, 0).is_ok());
+        let e = check_budget("k", 8192, 1).unwrap_err();
+        assert_eq!(
+            e,
+            SimError::MbarClockBudget {
+                kernel: "k".into(),
+                threads: 8192,
+                mbarriers: 1,
+                bytes: 4 * 8192 * 8194,
+                budget: MBAR_CLOCK_BUDGET,
+            }
+        );
+    }
+
+    #[test]
+    fn an_access_kind_is_atomic_then_write_then_read() {
+        assert_eq!(Kind::of(false, false), Kind::Read);
+        assert_eq!(Kind::of(true, false), Kind::Write);
+        assert_eq!(Kind::of(true, true), Kind::Atomic);
+        assert_eq!(Kind::of(false, true), Kind::Atomic);
     }
 }

@@ -18,7 +18,7 @@ mod float;
 mod int;
 mod ldst;
 mod lockstep;
-mod mbar_order;
+pub(crate) mod mbar_order;
 mod mma;
 mod printf;
 mod step;
