@@ -9,42 +9,14 @@
 //! without a cluster.
 
 mod common;
+#[path = "common/block_ell_tc.rs"]
+mod tc_common;
 
 use common::Rng;
 use ptxsmith::Sm;
-use ptxsmith::kernels::block_ell_tc::{
-    self as tc, DeviceTopology, Dims, TcOutput, TcPrecision, host, ptx, to_bf16, to_f16,
-};
+use ptxsmith::kernels::block_ell_tc::{Dims, TcPrecision, ptx};
 use ptxsmith::runtime::Context;
-
-/// Values `±[1, 2)·2^[−6, 6]`; with `specials`, ±∞ and NaN at a few places.
-fn values(rng: &mut Rng, len: usize, specials: bool) -> Vec<f32> {
-    let mut v: Vec<f32> = (0..len)
-        .map(|_| {
-            let e = rng.below(13) as i32 - 6;
-            let s = if rng.chance(50) { -1.0 } else { 1.0 };
-            s * (1.0 + rng.below(1 << 10) as f32 / 1024.0) * 2f32.powi(e)
-        })
-        .collect();
-    if specials && len > 40 {
-        v[3] = f32::INFINITY;
-        v[len / 2] = f32::NEG_INFINITY;
-        v[len / 3] = f32::NAN;
-    }
-    v
-}
-
-fn assert_bits(what: &str, got: &[u32], want: &[u32]) {
-    assert_eq!(got.len(), want.len(), "{what}: length");
-    let live = want
-        .iter()
-        .filter(|&&w| w & 0x7FFF_FFFF != 0 && w & 0x7F80_0000 != 0x7F80_0000)
-        .count();
-    assert!(4 * live >= want.len(), "{what}: only {live} live");
-    for (e, (g, w)) in got.iter().zip(want).enumerate() {
-        assert_eq!(g, w, "{what}: element {e}: {g:#x} != {w:#x}");
-    }
-}
+use tc_common::{Inputs, forward_case, specials, values};
 
 /// Row `r`'s slots: blocks by a stride, slot 1 of every third row empty,
 /// row 2 all empty; the values of empty slots are NaN (never read).
@@ -62,82 +34,39 @@ fn topology(r: usize, c: usize, k: usize) -> Vec<i32> {
 }
 
 /// The forward pass of `prec` at `B` = `b` on `sm` for `n` rows against the
-/// host model, f32 output with a bias and bf16 output without.
+/// host model, f32 output with a bias and bf16 output without; inputs
+/// `±[1, 2)·2^[−6, 6]` with ±∞ and NaN.
 fn case(sm: Sm, prec: TcPrecision, b: usize, r: usize, n: usize, seed: u64) {
     let (c, k) = (7, 4);
     let dims = Dims::new(r, c, k, b).unwrap();
-    let col = topology(r, c, k);
     let mut rng = Rng(seed);
-    let mut vf = values(&mut rng, dims.values_len(), true);
-    for s in (0..r * k).filter(|&s| col[s] < 0) {
-        vf[s * b * b..(s + 1) * b * b].fill(f32::NAN);
-    }
+    let mut v = values(&mut rng, dims.values_len(), 6, 10);
+    specials(&mut v, None);
+    let mut x = values(&mut rng, n * dims.in_features(), 6, 10);
     // (a single row with a NaN input would be NaN throughout)
-    let xf = values(&mut rng, n * dims.in_features(), n > 8);
-    let enc = |v: &[f32]| match prec {
-        TcPrecision::F16 => to_f16(v),
-        _ => to_bf16(v),
-    };
-    let (x, v) = (enc(&xf), enc(&vf));
-    let bias = values(&mut rng, dims.out_features(), false);
-    let st = Context::sim(sm).default_stream();
-    let topo = DeviceTopology::upload(&st, &dims, &col).unwrap();
-    let (dx, dv, db) = (
-        st.upload(&x).unwrap(),
-        st.upload(&v).unwrap(),
-        st.upload(&bias).unwrap(),
+    if n > 8 {
+        specials(&mut x, None);
+    }
+    let bias = Some(values(&mut rng, dims.out_features(), 6, 10));
+    let f = forward_case::<u16>(
+        &Context::sim(sm),
+        prec,
+        dims,
+        topology(r, c, k),
+        n,
+        Inputs { values: v, x, bias },
     );
     let what = format!("{prec:?} B={b} R={r} N={n} on {sm}");
-    let mut y = st.upload(&vec![7.0f32; n * dims.out_features()]).unwrap();
-    tc::forward_dev(
-        &st,
-        prec,
-        TcOutput::F32,
-        &topo,
-        n,
-        &dx,
-        &dv,
-        Some(&db),
-        &mut y,
-    )
-    .unwrap();
-    let want = host::forward(sm, prec, &dims, n, &x, &v, &col, Some(&bias)).unwrap();
-    let got: Vec<u32> = st.to_vec(&y).unwrap().iter().map(|v| v.to_bits()).collect();
-    let want32: Vec<u32> = want.iter().map(|v| v.to_bits()).collect();
-    assert_bits(&format!("f32 {what}"), &got, &want32);
+    let got = f.check_f32(true, &format!("f32 {what}"));
     // row block 2 has no entry: +0.0 plus its bias
-    let out = dims.out_features();
+    let (out, bias) = (dims.out_features(), f.bias.as_ref().unwrap());
     for row in 0..n {
         for f in 2 * b..3 * b {
-            assert_eq!(got[row * out + f], (0.0f32 + bias[f]).to_bits(), "{what}");
+            let want = (0.0f32 + bias[f]).to_bits();
+            assert_eq!(got[row * out + f].to_bits(), want, "{what}");
         }
     }
-    let mut y16 = st.upload(&vec![0x7777u16; n * out]).unwrap();
-    tc::forward_dev(
-        &st,
-        prec,
-        TcOutput::Bf16,
-        &topo,
-        n,
-        &dx,
-        &dv,
-        None,
-        &mut y16,
-    )
-    .unwrap();
-    let want = host::forward(sm, prec, &dims, n, &x, &v, &col, None).unwrap();
-    let got: Vec<u32> = st
-        .to_vec(&y16)
-        .unwrap()
-        .iter()
-        .map(|&h| u32::from(h) << 16)
-        .collect();
-    let want16: Vec<u32> = host::output::<u16>(TcOutput::Bf16, &want)
-        .unwrap()
-        .iter()
-        .map(|&h| u32::from(h) << 16)
-        .collect();
-    assert_bits(&format!("bf16 out {what}"), &got, &want16);
+    f.check_bf16(false, &format!("bf16 out {what}"));
 }
 
 /// bf16 and f16 at `B` 64 (where the cluster multicasts; the kernels
