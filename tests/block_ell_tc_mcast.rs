@@ -13,9 +13,9 @@ mod common;
 mod tc_common;
 
 use common::Rng;
-use ptxsmith::Sm;
 use ptxsmith::kernels::block_ell_tc::{Dims, TcPrecision, ptx};
 use ptxsmith::runtime::Context;
+use ptxsmith::{Feature, Sm};
 use tc_common::{Inputs, forward_case, specials, values};
 
 /// Row `r`'s slots: blocks by a stride, slot 1 of every third row empty,
@@ -69,27 +69,37 @@ fn case(sm: Sm, prec: TcPrecision, b: usize, r: usize, n: usize, seed: u64) {
     f.check_bf16(false, &format!("bf16 out {what}"));
 }
 
+/// The targets whose grouped forward multicasts across a cluster (bf16 or
+/// f16 at `B` 64: sm_90, sm_100 and sm_100a today), from
+/// [`ptx::grouped::forward_cluster`] over [`Sm::ALL`], so that a new
+/// target that enables the cluster is tested here.
+fn multicast_sms() -> Vec<Sm> {
+    let cluster = |sm, prec| ptx::grouped::forward_cluster(sm, prec, 64) > 1;
+    Sm::ALL
+        .into_iter()
+        .filter(|&sm| cluster(sm, TcPrecision::Bf16) || cluster(sm, TcPrecision::F16))
+        .collect()
+}
+
 /// bf16 and f16 at `B` 64 (where the cluster multicasts; the kernels
 /// without a cluster at `B` 16/32 are `tests/block_ell_tc*.rs`'s) on
-/// sm_90, sm_100 and sm_100a: an odd number of token tiles (the last
-/// pair's second tile past `N`), `N` ragged; `R` gives 2-3 groups, so with
-/// 2-4 pairs of tiles a group some clusters take a second pair (the
+/// every target of [`multicast_sms`]: an odd number of token tiles (the
+/// last pair's second tile past `N`), `N` ragged; `R` gives 2-3 groups, so
+/// with 2-4 pairs of tiles a group some clusters take a second pair (the
 /// simulator's grid holds 4 clusters).
 #[test]
 fn multicast_forward_matches_the_host_model() {
-    for (i, sm) in [Sm::Sm90, Sm::Sm100, Sm::Sm100a].into_iter().enumerate() {
-        {
-            let (b, r) = (64usize, 10usize);
-            let prec = if i % 2 == 0 {
-                TcPrecision::Bf16
-            } else {
-                TcPrecision::F16
-            };
-            let tokens = ptx::group_tile(prec, b as u32, sm).tokens as usize;
-            // odd token tiles: 3 (sm_90), 5, 1
-            let n = [3, 5, 1][i] * tokens - [5, 37, 3][i];
-            case(sm, prec, b, r, n, 102 + 10 * i as u64);
-        }
+    for (i, sm) in multicast_sms().into_iter().enumerate() {
+        let (b, r) = (64usize, 10usize);
+        let prec = if i % 2 == 0 {
+            TcPrecision::Bf16
+        } else {
+            TcPrecision::F16
+        };
+        let tokens = ptx::group_tile(prec, b as u32, sm).tokens as usize;
+        // odd token tiles: 3 (sm_90), 5, 1
+        let n = [3, 5, 1][i % 3] * tokens - [5, 37, 3][i % 3];
+        case(sm, prec, b, r, n, 102 + 10 * i as u64);
     }
 }
 
@@ -101,40 +111,44 @@ fn even_tiles_and_one_row() {
     case(Sm::Sm100, TcPrecision::F16, 64, 9, 1, 8);
 }
 
-/// The cluster and the multicast are in the bf16/f16 `B` 64 kernels of
-/// sm_90, sm_100 and sm_100a only.
+/// On every target: the forward kernel has the cluster of 2 and the
+/// multicast exactly where [`ptx::grouped::forward_cluster`] says 2, and
+/// that only for bf16/f16 at `B` 64 on targets with clusters and bulk
+/// copies (some target does: [`multicast_sms`] is not empty);
+/// grad-input keeps its kernel without a cluster; the targets without
+/// tensor cores refuse both.
 #[test]
 fn cluster_only_where_it_multicasts() {
-    for sm in [
-        Sm::Sm80,
-        Sm::Sm86,
-        Sm::Sm89,
-        Sm::Sm90,
-        Sm::Sm100,
-        Sm::Sm100a,
-        Sm::Sm120,
-    ] {
+    assert!(!multicast_sms().is_empty());
+    for sm in Sm::ALL {
         for (prec, b) in [TcPrecision::Bf16, TcPrecision::F16, TcPrecision::Tf32]
             .into_iter()
             .flat_map(|p| [(p, 16), (p, 32), (p, 64)])
         {
-            let on = matches!(sm, Sm::Sm90 | Sm::Sm100 | Sm::Sm100a)
-                && prec != TcPrecision::Tf32
-                && b == 64;
-            assert_eq!(
-                ptx::grouped::forward_cluster(sm, prec, b),
-                if on { 2 } else { 1 }
-            );
-            let t = ptx::generate_forward(sm, prec, b).unwrap().ptx;
+            let cluster = ptx::grouped::forward_cluster(sm, prec, b);
+            assert!(cluster == 1 || cluster == 2, "{sm} {prec:?} B {b}");
+            let on = cluster == 2;
+            if on {
+                assert!(prec != TcPrecision::Tf32 && b == 64, "{sm} {prec:?} B {b}");
+                for f in [Feature::Cluster, Feature::BulkCopy] {
+                    assert!(sm.supports(f), "{sm} {prec:?} B {b}: {f}");
+                }
+            }
+            let Ok(fwd) = ptx::generate_forward(sm, prec, b) else {
+                assert!(!sm.supports(Feature::MmaSync) && !on, "{sm} {prec:?}");
+                assert!(ptx::generate_grad_input(sm, prec, b).is_err());
+                continue;
+            };
+            let t = fwd.ptx;
             assert_eq!(
                 t.contains(".reqnctapercluster 2, 1, 1"),
                 on,
-                "{sm} {prec:?}"
+                "{sm} {prec:?} B {b}"
             );
-            assert_eq!(t.contains(".multicast::cluster"), on, "{sm} {prec:?}");
+            assert_eq!(t.contains(".multicast::cluster"), on, "{sm} {prec:?} B {b}");
             // grad-input keeps its kernel
             let g = ptx::generate_grad_input(sm, prec, b).unwrap().ptx;
-            assert!(!g.contains("reqnctapercluster"), "{sm} {prec:?}");
+            assert!(!g.contains("reqnctapercluster"), "{sm} {prec:?} B {b}");
         }
     }
 }
