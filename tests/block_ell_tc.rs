@@ -5,77 +5,35 @@
 //! result) and inputs with ±∞, NaN and values at the format's limits.
 
 mod common;
+#[path = "common/block_ell_tc.rs"]
+mod tc_common;
 
 use common::Rng;
 use ptxsmith::kernels::block_ell_tc::{
-    self as tc, DeviceTopology, Dims, TcElem, TcOutput, TcPrecision, host, to_bf16, to_f16,
+    self as tc, DeviceTopology, Dims, TcOutput, TcPrecision, host, to_bf16,
 };
 use ptxsmith::runtime::Context;
 use ptxsmith::testing::{self, cuda_for_tests, or_skip};
 use ptxsmith::{Error, Feature, Sm};
+use tc_common::{Encode, Inputs, assert_bits, forward_case};
 
 /// Random values with a wide exponent spread (truncated alignment and the
 /// block width matter), a few specials when `specials`.
 fn values(rng: &mut Rng, len: usize, prec: TcPrecision, specials: bool) -> Vec<f32> {
     let span = if prec == TcPrecision::F16 { 6 } else { 18 };
-    let mut v: Vec<f32> = (0..len)
-        .map(|_| {
-            let e = rng.below(2 * span + 1) as i32 - span as i32;
-            let sign = if rng.chance(50) { -1.0 } else { 1.0 };
-            sign * (1.0 + rng.below(1 << 20) as f32 / (1u32 << 20) as f32) * 2f32.powi(e)
-        })
-        .collect();
-    if specials && len > 40 {
-        let (max, tiny) = match prec {
+    let mut v = tc_common::values(rng, len, span, 20);
+    if specials {
+        let extremes = match prec {
             TcPrecision::F16 => (65504.0, 2f32.powi(-24)),
             _ => (f32::from_bits(0x7F7F_0000), f32::from_bits(0x0001_0000)),
         };
-        v[3] = f32::INFINITY;
-        v[len / 2] = f32::NEG_INFINITY;
-        v[len / 3] = f32::NAN;
-        v[len / 5] = max;
-        v[len / 7] = -max;
-        v[len / 4] = tiny;
-        v[len - 9] = -tiny;
+        tc_common::specials(&mut v, Some(extremes));
     }
     v
 }
 
-/// The inputs of `prec` as `T`.
-trait Encode: TcElem + Sized {
-    fn encode(prec: TcPrecision, v: &[f32]) -> Vec<Self>;
-}
-impl Encode for u16 {
-    fn encode(prec: TcPrecision, v: &[f32]) -> Vec<u16> {
-        if prec == TcPrecision::F16 {
-            to_f16(v)
-        } else {
-            to_bf16(v)
-        }
-    }
-}
-impl Encode for f32 {
-    fn encode(_: TcPrecision, v: &[f32]) -> Vec<f32> {
-        v.to_vec()
-    }
-}
-
 fn bits(v: &[f32]) -> Vec<u32> {
     v.iter().map(|x| x.to_bits()).collect()
-}
-
-fn assert_bits(what: &str, got: &[f32], want: &[f32]) {
-    assert_eq!(got.len(), want.len(), "{what}: length");
-    // a meaningful comparison: most results are finite and non-zero
-    let live = want.iter().filter(|x| x.is_finite() && **x != 0.0).count();
-    assert!(
-        2 * live >= want.len() / 2,
-        "{what}: only {live} of {} live",
-        want.len()
-    );
-    for (e, (g, w)) in bits(got).iter().zip(bits(want)).enumerate() {
-        assert_eq!(*g, w, "{what}: element {e}: {g:#010x} != {w:#010x}");
-    }
 }
 
 /// bf16 output bits against the host model: the f32 results `want`, each
@@ -102,77 +60,42 @@ fn case<T: Encode>(
     let (r, c, k) = (2, 3, 3);
     let dims = Dims::new(r, c, k, b).unwrap();
     // row 0: blocks 2, (empty), 0; row 1: (empty), 1, (empty)
-    let col = [2, -1, 0, -1, 1, -1];
+    let col = vec![2, -1, 0, -1, 1, -1];
     let mut rng = Rng(seed);
-    let mut vals = values(&mut rng, dims.values_len(), prec, specials);
-    // empty slots hold NaN: never read into a result
-    for s in [1usize, 3, 5] {
-        vals[s * b * b..(s + 1) * b * b].fill(f32::NAN);
-    }
+    let vals = values(&mut rng, dims.values_len(), prec, specials);
     let xf = values(&mut rng, n * dims.in_features(), prec, specials);
     let gyf = values(&mut rng, n * dims.out_features(), prec, specials);
-    let bias: Vec<f32> = values(&mut rng, dims.out_features(), TcPrecision::Tf32, false);
-    let (x, v, gy) = (
-        T::encode(prec, &xf),
-        T::encode(prec, &vals),
-        T::encode(prec, &gyf),
-    );
+    let bias = Some(values(
+        &mut rng,
+        dims.out_features(),
+        TcPrecision::Tf32,
+        false,
+    ));
+    let inputs = Inputs {
+        values: vals,
+        x: xf,
+        bias,
+    };
+    // (empty slots hold NaN: never read into a result)
+    let f = forward_case::<T>(ctx, prec, dims, col, n, inputs);
     let what = format!("{prec} B={b} N={n} on {sm}, seed {seed}");
-
-    let st = ctx.default_stream();
-    let topo = DeviceTopology::upload(&st, &dims, &col).unwrap();
-    let (dx, dv, dgy) = (
-        st.upload(&x).unwrap(),
-        st.upload(&v).unwrap(),
-        st.upload(&gy).unwrap(),
-    );
-    let dbias = st.upload(&bias).unwrap();
-
-    let mut y = ctx.alloc::<f32>(n * dims.out_features()).unwrap();
-    tc::forward_dev(
-        &st,
-        prec,
-        TcOutput::F32,
-        &topo,
-        n,
-        &dx,
-        &dv,
-        Some(&dbias),
-        &mut y,
-    )
-    .unwrap();
-    let want = host::forward(sm, prec, &dims, n, &x, &v, &col, Some(&bias)).unwrap();
-    assert_bits(&format!("forward {what}"), &st.to_vec(&y).unwrap(), &want);
+    f.check_f32(true, &format!("forward {what}"));
     // bf16 output: the same results, each rounded once at the store
-    let mut y16 = ctx.alloc::<u16>(n * dims.out_features()).unwrap();
-    tc::forward_dev(
-        &st,
-        prec,
-        TcOutput::Bf16,
-        &topo,
-        n,
-        &dx,
-        &dv,
-        Some(&dbias),
-        &mut y16,
-    )
-    .unwrap();
-    assert_bf16(
-        &format!("forward bf16 out {what}"),
-        &st.to_vec(&y16).unwrap(),
-        &want,
-    );
+    f.check_bf16(true, &format!("forward bf16 out {what}"));
 
+    let (st, topo, col) = (&f.st, &f.topo, &f.col);
+    let gy = T::encode(prec, &gyf);
+    let dgy = st.upload(&gy).unwrap();
     let mut gx = ctx.alloc::<f32>(n * dims.in_features()).unwrap();
-    tc::grad_input_dev(&st, prec, TcOutput::F32, &topo, n, &dgy, &dv, &mut gx).unwrap();
-    let want = host::grad_input(sm, prec, &dims, n, &gy, &v, &col).unwrap();
+    tc::grad_input_dev(st, prec, TcOutput::F32, topo, n, &dgy, &f.dv, &mut gx).unwrap();
+    let want = host::grad_input(sm, prec, &dims, n, &gy, &f.v, col).unwrap();
     assert_bits(
         &format!("grad_input {what}"),
         &st.to_vec(&gx).unwrap(),
         &want,
     );
     let mut gx16 = ctx.alloc::<u16>(n * dims.in_features()).unwrap();
-    tc::grad_input_dev(&st, prec, TcOutput::Bf16, &topo, n, &dgy, &dv, &mut gx16).unwrap();
+    tc::grad_input_dev(st, prec, TcOutput::Bf16, topo, n, &dgy, &f.dv, &mut gx16).unwrap();
     assert_bf16(
         &format!("grad_input bf16 out {what}"),
         &st.to_vec(&gx16).unwrap(),
@@ -180,8 +103,8 @@ fn case<T: Encode>(
     );
 
     let mut gv = ctx.alloc::<f32>(dims.values_len()).unwrap();
-    tc::grad_values_dev(&st, prec, &topo, n, &dx, &dgy, &mut gv).unwrap();
-    let want = host::grad_values(sm, prec, &dims, n, &x, &gy, &col).unwrap();
+    tc::grad_values_dev(st, prec, topo, n, &f.dx, &dgy, &mut gv).unwrap();
+    let want = host::grad_values(sm, prec, &dims, n, &f.x, &gy, col).unwrap();
     assert_bits(
         &format!("grad_values {what}"),
         &st.to_vec(&gv).unwrap(),
@@ -875,41 +798,28 @@ fn grouped_unsorted_rows_and_ragged_groups() {
         col[3..6].fill(-1);
         col[(r - 1) * k..].copy_from_slice(&[c as i32 - 1, 1, 0]);
         let mut rng = Rng(90 + b as u64);
-        let mut vals = values(&mut rng, dims.values_len(), prec, true);
-        for s in (0..r * k).filter(|&s| col[s] < 0) {
-            vals[s * b * b..(s + 1) * b * b].fill(f32::NAN);
-        }
-        let x = T::encode(prec, &values(&mut rng, n * dims.in_features(), prec, true));
+        let vals = values(&mut rng, dims.values_len(), prec, true);
+        let x = values(&mut rng, n * dims.in_features(), prec, true);
         let gy = T::encode(prec, &values(&mut rng, n * dims.out_features(), prec, true));
-        let v = T::encode(prec, &vals);
-        let bias = values(&mut rng, dims.out_features(), TcPrecision::Tf32, false);
-        let st = Context::sim(sm).default_stream();
-        let topo = DeviceTopology::upload(&st, &dims, &col).unwrap();
-        let (dx, dv, dgy) = (
-            st.upload(&x).unwrap(),
-            st.upload(&v).unwrap(),
-            st.upload(&gy).unwrap(),
-        );
-        let dbias = st.upload(&bias).unwrap();
+        let bias = Some(values(
+            &mut rng,
+            dims.out_features(),
+            TcPrecision::Tf32,
+            false,
+        ));
+        let inputs = Inputs {
+            values: vals,
+            x,
+            bias,
+        };
+        let f = forward_case::<T>(&Context::sim(sm), prec, dims, col, n, inputs);
         let what = format!("{prec} B={b} R={r} C={c} N={n} on {sm}");
-        let mut y = st.upload(&vec![7.0f32; n * dims.out_features()]).unwrap();
-        tc::forward_dev(
-            &st,
-            prec,
-            TcOutput::F32,
-            &topo,
-            n,
-            &dx,
-            &dv,
-            Some(&dbias),
-            &mut y,
-        )
-        .unwrap();
-        let want = host::forward(sm, prec, &dims, n, &x, &v, &col, Some(&bias)).unwrap();
-        assert_bits(&format!("forward {what}"), &st.to_vec(&y).unwrap(), &want);
+        f.check_f32(true, &format!("forward {what}"));
+        let st = &f.st;
+        let dgy = st.upload(&gy).unwrap();
         let mut gx = st.upload(&vec![7.0f32; n * dims.in_features()]).unwrap();
-        tc::grad_input_dev(&st, prec, TcOutput::F32, &topo, n, &dgy, &dv, &mut gx).unwrap();
-        let want = host::grad_input(sm, prec, &dims, n, &gy, &v, &col).unwrap();
+        tc::grad_input_dev(st, prec, TcOutput::F32, &f.topo, n, &dgy, &f.dv, &mut gx).unwrap();
+        let want = host::grad_input(sm, prec, &dims, n, &gy, &f.v, &f.col).unwrap();
         assert_bits(
             &format!("grad_input {what}"),
             &st.to_vec(&gx).unwrap(),

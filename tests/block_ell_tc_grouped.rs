@@ -4,46 +4,23 @@
 //! grouped; the simulator equals the host model bit for bit.
 
 mod common;
+#[path = "common/block_ell_tc.rs"]
+mod tc_common;
 
 use common::Rng;
 use ptxsmith::Sm;
-use ptxsmith::kernels::block_ell_tc::{
-    self as tc, DeviceTopology, Dims, TcOutput, TcPrecision, host, ptx, to_bf16,
-};
+use ptxsmith::kernels::block_ell_tc::{self as tc, Dims, TcOutput, TcPrecision, host, ptx};
 use ptxsmith::runtime::Context;
+use tc_common::{Inputs, assert_bits, forward_case};
 
-/// Values `±[1, 2)·2^[−8, 8]`; with `specials`, ±∞, NaN and the format's
+/// Values `±[1, 2)·2^[−8, 8]`; with `specials`, ±∞, NaN and the f32
 /// extremes at a few places.
 fn values(rng: &mut Rng, len: usize, specials: bool) -> Vec<f32> {
-    let mut v: Vec<f32> = (0..len)
-        .map(|_| {
-            let e = rng.below(17) as i32 - 8;
-            let s = if rng.chance(50) { -1.0 } else { 1.0 };
-            s * (1.0 + rng.below(1 << 20) as f32 / (1u32 << 20) as f32) * 2f32.powi(e)
-        })
-        .collect();
-    if specials && len > 40 {
-        v[3] = f32::INFINITY;
-        v[len / 2] = f32::NEG_INFINITY;
-        v[len / 3] = f32::NAN;
-        v[len / 5] = f32::MAX;
-        v[len / 7] = -f32::MAX;
-        v[len / 4] = f32::from_bits(1);
+    let mut v = tc_common::values(rng, len, 8, 20);
+    if specials {
+        tc_common::specials(&mut v, Some((f32::MAX, f32::from_bits(1))));
     }
     v
-}
-
-fn assert_bits(what: &str, got: &[f32], want: &[f32]) {
-    assert_eq!(got.len(), want.len(), "{what}: length");
-    let live = want.iter().filter(|v| v.is_finite() && **v != 0.0).count();
-    assert!(4 * live >= want.len(), "{what}: only {live} live");
-    for (e, (g, w)) in got.iter().zip(want).enumerate() {
-        assert_eq!(
-            g.to_bits(),
-            w.to_bits(),
-            "{what}: element {e}: {g:e} != {w:e}"
-        );
-    }
 }
 
 /// sm_86, bf16, `B` = 64: the window is 288 entries (99 KiB of shared
@@ -70,36 +47,13 @@ fn forward_rows_past_the_window_run() {
         col[k + j] = 290 - j as i32;
     }
     let mut rng = Rng(86);
-    let mut vf = values(&mut rng, dims.values_len(), false);
-    for s in (0..r * k).filter(|&s| col[s] < 0) {
-        vf[s * b * b..(s + 1) * b * b].fill(f32::NAN);
-    }
+    let v = values(&mut rng, dims.values_len(), false);
     let n = 1;
-    let x = to_bf16(&values(&mut rng, n * dims.in_features(), false));
-    let v = to_bf16(&vf);
-    let bias = values(&mut rng, dims.out_features(), false);
-    let st = Context::sim(sm).default_stream();
-    let topo = DeviceTopology::upload(&st, &dims, &col).unwrap();
-    let (dx, dv, db) = (
-        st.upload(&x).unwrap(),
-        st.upload(&v).unwrap(),
-        st.upload(&bias).unwrap(),
-    );
-    let mut y = st.upload(&vec![7.0f32; n * dims.out_features()]).unwrap();
-    tc::forward_dev(
-        &st,
-        TcPrecision::Bf16,
-        TcOutput::F32,
-        &topo,
-        n,
-        &dx,
-        &dv,
-        Some(&db),
-        &mut y,
-    )
-    .unwrap();
-    let want = host::forward(sm, TcPrecision::Bf16, &dims, n, &x, &v, &col, Some(&bias)).unwrap();
-    assert_bits("forward, 3 windows", &st.to_vec(&y).unwrap(), &want);
+    let x = values(&mut rng, n * dims.in_features(), false);
+    let bias = Some(values(&mut rng, dims.out_features(), false));
+    let inputs = Inputs { values: v, x, bias };
+    let f = forward_case::<u16>(&Context::sim(sm), TcPrecision::Bf16, dims, col, n, inputs);
+    f.check_f32(true, "forward, 3 windows");
 }
 
 /// tf32 grad-input (and the forward pass) against the host model on
@@ -133,23 +87,21 @@ fn tf32_grouped_grad_input_matches_the_host_model() {
             col[..3].copy_from_slice(&[(c - 1) as i32, -1, 0]);
             let n = [5, 70, 131, 67][i];
             let mut rng = Rng(31 + 7 * i as u64 + j as u64);
-            let mut vf = values(&mut rng, dims.values_len(), true);
-            for s in (0..r * k).filter(|&s| col[s] < 0) {
-                vf[s * b * b..(s + 1) * b * b].fill(f32::NAN);
-            }
+            let v = values(&mut rng, dims.values_len(), true);
             let gy = values(&mut rng, n * dims.out_features(), true);
             let x = values(&mut rng, n * dims.in_features(), true);
-            let st = Context::sim(sm).default_stream();
-            let topo = DeviceTopology::upload(&st, &dims, &col).unwrap();
-            let (dgy, dv, dx) = (
-                st.upload(&gy).unwrap(),
-                st.upload(&vf).unwrap(),
-                st.upload(&x).unwrap(),
-            );
+            let inputs = Inputs {
+                values: v,
+                x,
+                bias: None,
+            };
+            let f = forward_case::<f32>(&Context::sim(sm), prec, dims, col, n, inputs);
+            let (st, col) = (&f.st, &f.col);
+            let dgy = st.upload(&gy).unwrap();
             let what = format!("tf32 B={b} R={r} C={c} N={n} on {sm}");
             let mut gx = st.upload(&vec![7.0f32; n * dims.in_features()]).unwrap();
-            tc::grad_input_dev(&st, prec, TcOutput::F32, &topo, n, &dgy, &dv, &mut gx).unwrap();
-            let want = host::grad_input(sm, prec, &dims, n, &gy, &vf, &col).unwrap();
+            tc::grad_input_dev(st, prec, TcOutput::F32, &f.topo, n, &dgy, &f.dv, &mut gx).unwrap();
+            let want = host::grad_input(sm, prec, &dims, n, &gy, &f.v, col).unwrap();
             let got = st.to_vec(&gx).unwrap();
             // column block 1 has no entry: +0.0
             let fin = dims.in_features();
@@ -161,10 +113,7 @@ fn tf32_grouped_grad_input_matches_the_host_model() {
                 );
             }
             assert_bits(&format!("grad_input {what}"), &got, &want);
-            let mut y = st.upload(&vec![7.0f32; n * dims.out_features()]).unwrap();
-            tc::forward_dev(&st, prec, TcOutput::F32, &topo, n, &dx, &dv, None, &mut y).unwrap();
-            let want = host::forward(sm, prec, &dims, n, &x, &vf, &col, None).unwrap();
-            assert_bits(&format!("forward {what}"), &st.to_vec(&y).unwrap(), &want);
+            f.check_f32(false, &format!("forward {what}"));
         }
     }
 }

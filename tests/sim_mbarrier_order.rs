@@ -270,6 +270,18 @@ fn cluster_race(
     (site.tid.0, other_site.tid.0)
 }
 
+/// `kind` run on two CTAs fails with a race between rank 1's
+/// `ld.shared` and rank 0's `st.shared::cluster` (the read the later
+/// access if `read_last`), by the threads `(later, earlier)`.
+#[track_caller]
+fn assert_peer_race(kind: Peer, read_last: bool, threads: (u32, u32)) {
+    let e = run(&peer(kind), 2, W).unwrap_err();
+    let ld = (AccessKind::Read, 1, "ld.shared.u32");
+    let st = (AccessKind::Write, 0, "st.shared::cluster.u32");
+    let (this, other) = if read_last { (ld, st) } else { (st, ld) };
+    assert_eq!(cluster_race(&e, this, other), threads, "{kind:?}: {e}");
+}
+
 #[test]
 fn a_remote_arrive_orders_the_stores_before_the_peers_reads() {
     let m = peer(Peer::Handoff);
@@ -279,39 +291,21 @@ fn a_remote_arrive_orders_the_stores_before_the_peers_reads() {
 #[test]
 fn without_arrive_and_wait_the_peers_read_is_a_race() {
     for kind in [Peer::NoSync, Peer::ReadBeforeWait] {
-        let e = run(&peer(kind), 2, W).unwrap_err();
-        let (t, o) = cluster_race(
-            &e,
-            (AccessKind::Read, 1, "ld.shared.u32"),
-            (AccessKind::Write, 0, "st.shared::cluster.u32"),
-        );
-        assert_eq!((t, o), (0, 0), "{kind:?}: {e}");
+        assert_peer_race(kind, true, (0, 0));
     }
 }
 
 #[test]
 fn one_threads_arrive_does_not_order_another_threads_store() {
-    let e = run(&peer(Peer::OneArrive), 2, W).unwrap_err();
     // thread 0's store is ordered by its arrive; thread 1's is not
-    let (t, o) = cluster_race(
-        &e,
-        (AccessKind::Read, 1, "ld.shared.u32"),
-        (AccessKind::Write, 0, "st.shared::cluster.u32"),
-    );
-    assert_eq!((t, o), (1, 1), "{e}");
+    assert_peer_race(Peer::OneArrive, true, (1, 1));
 }
 
 #[test]
 fn a_remote_arrive_frees_the_buffer_for_the_next_round() {
     assert_eq!(run(&peer(Peer::TwoRounds), 2, W).unwrap(), want(2));
     // freed before it was read: rank 0's second store races rank 1's read
-    let e = run(&peer(Peer::FreeBeforeRead), 2, W).unwrap_err();
-    let (t, o) = cluster_race(
-        &e,
-        (AccessKind::Write, 0, "st.shared::cluster.u32"),
-        (AccessKind::Read, 1, "ld.shared.u32"),
-    );
-    assert_eq!((t, o), (0, 0), "{e}");
+    assert_peer_race(Peer::FreeBeforeRead, false, (0, 0));
 }
 
 /// The shared-memory race `e` must name both accesses: a store by a

@@ -55,6 +55,19 @@ fn four_chains(n: usize) -> String {
         .collect()
 }
 
+/// Clusters of 2: rank 0 runs a chain of 200 multiply-adds before the
+/// cluster barrier, rank 1 one of 20 after it.
+fn cluster_kernel() -> String {
+    let body = format!(
+        "mov.u32 %r2, %cluster_ctarank;\nsetp.ne.u32 %p0, %r2, 0;\n@%p0 bra $B;\n{}$B:\n\
+         barrier.cluster.arrive;\nbarrier.cluster.wait;\n\
+         setp.eq.u32 %p1, %r2, 0;\n@%p1 bra $E;\n{}$E:\n",
+        chain(200),
+        chain(20)
+    );
+    kernel(&body, true)
+}
+
 #[test]
 fn a_dependent_chain_takes_its_latency_each() {
     // the prologue: 2 instructions (its `mov`s are free), then the
@@ -136,16 +149,7 @@ fn a_barrier_joins_the_slow_warp_into_the_others() {
 
 #[test]
 fn the_cluster_barrier_joins_the_cluster() {
-    // rank 0 runs a chain of 200 before the cluster barrier, rank 1
-    // one of 20 after it
-    let body = format!(
-        "mov.u32 %r2, %cluster_ctarank;\nsetp.ne.u32 %p0, %r2, 0;\n@%p0 bra $B;\n{}$B:\n\
-         barrier.cluster.arrive;\nbarrier.cluster.wait;\n\
-         setp.eq.u32 %p1, %r2, 0;\n@%p1 bra $E;\n{}$E:\n",
-        chain(200),
-        chain(20)
-    );
-    let r = timed(&kernel(&body, true), 4, 32, 1, crate::Sm::Sm90);
+    let r = timed(&cluster_kernel(), 4, 32, 1, crate::Sm::Sm90);
     let p = r.critical_path;
     // (the chains' first multiply-adds issue at once: 219 latencies)
     let lo = 219 * ALU_CLOCKS + CLUSTER_BARRIER_CLOCKS;
@@ -278,32 +282,23 @@ fn attribution_follows_the_slow_warp_through_a_barrier() {
 
 #[test]
 fn attribution_charges_a_cluster_wait_to_the_wait() {
-    // rank 0 runs 200 multiply-adds before the cluster barrier, rank 1
-    // 20 after it: rank 1's path is its own instructions, the barrier's
-    // wait (rank 0's chain and the release, charged to its
-    // `barrier.cluster.wait`) and its 20 multiply-adds
-    let body = format!(
-        "mov.u32 %r2, %cluster_ctarank;\nsetp.ne.u32 %p0, %r2, 0;\n@%p0 bra $B;\n{}$B:\n\
-         barrier.cluster.arrive;\nbarrier.cluster.wait;\n\
-         setp.eq.u32 %p1, %r2, 0;\n@%p1 bra $E;\n{}$E:\n",
-        chain(200),
-        chain(20)
-    );
+    // rank 1's path is its own instructions, the barrier's wait (rank
+    // 0's chain and the release, charged to its `barrier.cluster.wait`)
+    // and its 20 multiply-adds
     let mut sim = Sim::new(crate::Sm::Sm90);
     sim.set_timing_by_line(true);
-    let prog = sim.program(&kernel(&body, true)).unwrap();
+    let prog = sim.program(&cluster_kernel()).unwrap();
     let r = sim
         .launch_program(&prog, "k", LaunchConfig::linear(4, 32), &[])
         .unwrap();
     assert_eq!(r.critical_path_at, (1, 0));
-    let sum: u64 = r.critical_path_lines.iter().map(|l| l.clocks()).sum();
-    assert_eq!(sum, r.critical_path);
+    rows(&r); // (its clocks sum to the critical path)
     let top = r.critical_path_by_line();
     assert_eq!(top[0].text, "barrier.cluster.wait;");
     assert!(top[0].join >= 199 * ALU_CLOCKS + CLUSTER_BARRIER_CLOCKS - 20);
     assert_eq!((top[0].issue, top[0].wait), (1, 0));
     // the plain scoreboard gives the same path
-    let plain = timed(&kernel(&body, true), 4, 32, 1, crate::Sm::Sm90);
+    let plain = timed(&cluster_kernel(), 4, 32, 1, crate::Sm::Sm90);
     assert_eq!(plain.critical_path, r.critical_path);
     assert!(plain.critical_path_lines.is_empty());
 }
