@@ -14,13 +14,14 @@
 //! fails.
 
 mod common;
+#[path = "common/block_ell_tc.rs"]
+mod tc_common;
 
 use common::Rng;
 use ptxsmith::Sm;
-use ptxsmith::kernels::block_ell_tc::{
-    self as tc, DeviceTopology, Dims, TcElem, TcPrecision, host, to_bf16, to_f16,
-};
+use ptxsmith::kernels::block_ell_tc::{self as tc, DeviceTopology, Dims, TcPrecision, host};
 use ptxsmith::runtime::Context;
+use tc_common::Encode;
 
 /// Random values with a wide exponent spread, and ±∞, NaN and the
 /// format's largest and smallest values at fixed places.
@@ -49,25 +50,6 @@ fn values(rng: &mut Rng, len: usize, prec: TcPrecision) -> Vec<f32> {
         v[at] = x;
     }
     v
-}
-
-/// The inputs of `prec` as `T`.
-trait Encode: TcElem + Sized {
-    fn encode(prec: TcPrecision, v: &[f32]) -> Vec<Self>;
-}
-impl Encode for u16 {
-    fn encode(prec: TcPrecision, v: &[f32]) -> Vec<u16> {
-        if prec == TcPrecision::F16 {
-            to_f16(v)
-        } else {
-            to_bf16(v)
-        }
-    }
-}
-impl Encode for f32 {
-    fn encode(_: TcPrecision, v: &[f32]) -> Vec<f32> {
-        v.to_vec()
-    }
 }
 
 /// `R` = 6, `C` = 12, `K` = 10: rows 0–3 fill every slot of the tile of

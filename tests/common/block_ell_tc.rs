@@ -1,5 +1,6 @@
 //! The tensor-core block-ELL tests' shared setup (`tests/block_ell_tc.rs`,
-//! `tests/block_ell_tc_grouped.rs`, `tests/block_ell_tc_mcast.rs`): random
+//! `tests/block_ell_tc_grouped.rs`, `tests/block_ell_tc_mcast.rs`; `Encode` also
+//! in `tests/block_ell_tc_values{,_tiles}.rs`): random
 //! inputs, a forward case on a context (topology, encoded inputs, their
 //! uploads) and its comparison with the host model, bit for bit. Included
 //! beside `mod common;` with
