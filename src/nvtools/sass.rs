@@ -76,10 +76,17 @@ impl SassFunction {
 
     /// Loops: for every backward branch (a `BRA*`, predicated or not, to a
     /// strictly earlier address) the range `target..=branch address`.
-    /// Sorted by start then end, duplicates removed. The self-branch
-    /// (`.L_x_3: BRA .L_x_3`) ptxas puts after the final `EXIT` is not a
-    /// loop and is left out.
+    /// Sorted by start then end, duplicates removed. Left out: the
+    /// self-branch (`.L_x_3: BRA .L_x_3`) ptxas puts after the final
+    /// `EXIT`, and a back-jump whose range holds an unguarded `EXIT`
+    /// before the branch: out-of-line code placed after the kernel's exit
+    /// (a `div.rn` slow path) jumping back to where it was called from,
+    /// which runs the code in between once, not again.
     pub fn loops(&self) -> Vec<RangeInclusive<u32>> {
+        let exits: Vec<u32> = (self.instructions.iter())
+            .filter(|i| i.base() == "EXIT" && i.predicate.as_deref().is_none_or(|p| p == "PT"))
+            .map(|i| i.address)
+            .collect();
         let mut v: Vec<RangeInclusive<u32>> = self
             .instructions
             .iter()
@@ -88,6 +95,7 @@ impl SassFunction {
                 Some(t) if t < i.address => Some(t..=i.address),
                 _ => None,
             })
+            .filter(|r| !exits.iter().any(|e| r.start() <= e && e < r.end()))
             .collect();
         v.sort_by_key(|r| (*r.start(), *r.end()));
         v.dedup();
@@ -271,11 +279,39 @@ pub fn parse_sass(text: &str) -> Vec<SassFunction> {
     funcs
 }
 
+/// The label operands `` `(.L_x_2) `` of `operands`, in order: each
+/// one's byte range (backquote to closing parenthesis) and its name.
+fn label_operands(operands: &str) -> impl Iterator<Item = (std::ops::Range<usize>, &str)> {
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        let k = at + operands[at..].find("`(")?;
+        let end = k + operands[k..].find(')')?;
+        at = end + 1;
+        Some((k..end + 1, operands[k + 2..end].trim()))
+    })
+}
+
 /// The label of a branch operand `` `(.L_x_2) ``.
 fn branch_label(operands: &str) -> Option<String> {
-    let (_, r) = operands.split_once("`(")?;
-    let (label, _) = r.split_once(')')?;
-    Some(label.trim().to_string())
+    label_operands(operands).next().map(|(_, l)| l.to_string())
+}
+
+/// `operands` with each label operand `` `(name) `` that `address` knows
+/// replaced by its address (`0x1c0`, as `nvdisasm` prints operands in raw
+/// mode); a label it does not know is kept as written.
+pub fn replace_labels(operands: &str, address: impl Fn(&str) -> Option<u32>) -> String {
+    let mut out = String::new();
+    let mut from = 0;
+    for (range, label) in label_operands(operands) {
+        out.push_str(&operands[from..range.start]);
+        match address(label) {
+            Some(a) => out.push_str(&format!("0x{a:x}")),
+            None => out.push_str(&operands[range.clone()]),
+        }
+        from = range.end;
+    }
+    out.push_str(&operands[from..]);
+    out
 }
 
 /// Parse one instruction line `/*0120*/  @!P1 FMUL R5, R0, R5 ;` (already
@@ -341,5 +377,58 @@ mod tests {
         assert_eq!(i.target, Some(0x120));
         assert!(parse_sass_line("/*0000*/ \t.byte\t0xff, 0xff").is_none());
         assert!(parse_sass_line("MOV R1, R2 ;").is_none());
+    }
+
+    #[test]
+    fn label_operands_are_replaced_by_address() {
+        let known = |l: &str| (l == ".L_x_2").then_some(0x1c0);
+        assert_eq!(replace_labels("`(.L_x_2)", known), "0x1c0");
+        assert_eq!(
+            replace_labels("R0, `(.L_x_2), `(.L_x_9) ;", known),
+            "R0, 0x1c0, `(.L_x_9) ;"
+        );
+        assert_eq!(replace_labels("R1, R2", known), "R1, R2");
+        assert_eq!(branch_label("`( .L_x_3 )"), Some(".L_x_3".into()));
+        assert_eq!(branch_label("`(.L_x_3"), None);
+    }
+
+    /// A function from raw listing lines (addresses give the branch
+    /// targets).
+    fn function(lines: &[&str]) -> SassFunction {
+        SassFunction {
+            name: "k".into(),
+            instructions: lines.iter().map(|l| parse_sass_line(l).unwrap()).collect(),
+            labels: BTreeMap::new(),
+        }
+    }
+
+    #[test]
+    fn out_of_line_back_jumps_are_not_loops() {
+        // A loop (0x20..=0x40), a call into out-of-line code after the
+        // exit (0x50 -> 0x80) that jumps back (0x90 -> 0x60), a guarded
+        // early exit inside a second loop (0x60..=0x70 holds @P1 EXIT).
+        let f = function(&[
+            "/*0000*/ MOV R1, R2 ;",
+            "/*0010*/ MOV R3, RZ ;",
+            "/*0020*/ FFMA R3, R1, R1, R3 ;",
+            "/*0030*/ ISETP.NE.AND P0, PT, R3, RZ, PT ;",
+            "/*0040*/ @P0 BRA 0x20 ;",
+            "/*0050*/ @P0 BRA 0x80 ;",
+            "/*0060*/ @P1 EXIT ;",
+            "/*0070*/ @P0 BRA 0x60 ;",
+            "/*0080*/ EXIT ;",
+            "/*0090*/ FADD R1, R1, R1 ;",
+            "/*00a0*/ BRA 0x60 ;",
+            "/*00b0*/ BRA 0xb0 ;",
+        ]);
+        assert_eq!(f.loops(), vec![0x20..=0x40, 0x60..=0x70]);
+        assert_eq!(f.innermost_loops(), vec![0x20..=0x40, 0x60..=0x70]);
+        // `@PT EXIT` is unguarded too.
+        let g = function(&[
+            "/*0000*/ NOP ;",
+            "/*0010*/ @PT EXIT ;",
+            "/*0020*/ BRA 0x0 ;",
+        ]);
+        assert!(g.loops().is_empty());
     }
 }
