@@ -18,6 +18,7 @@ use std::process::ExitCode;
 
 use ptxsmith::Sm;
 use ptxsmith::nvtools::NvTools;
+use rayon::prelude::*;
 
 fn usage() -> ExitCode {
     eprintln!("usage: dump_ptx --sm <sm_XY|all> --out <DIR> [--assemble [--cache <DIR>]]");
@@ -116,34 +117,14 @@ fn main() -> ExitCode {
 /// Assemble each written file, as read back from disk, on every core; the
 /// failures, each naming its file.
 fn assemble_all(tools: &NvTools, files: &[(Sm, PathBuf)]) -> Vec<String> {
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
-    std::thread::scope(|s| {
-        let handles: Vec<_> = (0..workers)
-            .map(|_| {
-                s.spawn(|| {
-                    let mut failed = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some((sm, path)) = files.get(i) else {
-                            return failed;
-                        };
-                        let result = std::fs::read_to_string(path)
-                            .map_err(|e| e.to_string())
-                            .and_then(|ptx| tools.assemble(&ptx, *sm).map_err(|e| e.to_string()));
-                        if let Err(e) = result {
-                            failed.push(format!("ptxas rejected {}: {e}", path.display()));
-                        }
-                    }
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| vec!["a worker panicked".into()])
-            })
-            .collect()
-    })
+    (files.par_iter())
+        .filter_map(|(sm, path)| {
+            let result = std::fs::read_to_string(path)
+                .map_err(|e| e.to_string())
+                .and_then(|ptx| tools.assemble(&ptx, *sm).map_err(|e| e.to_string()));
+            result
+                .err()
+                .map(|e| format!("ptxas rejected {}: {e}", path.display()))
+        })
+        .collect()
 }

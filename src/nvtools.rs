@@ -148,7 +148,7 @@ mod sass;
 pub use report::{
     Diagnostic, ModuleUsage, ResourceUsage, Severity, parse_diagnostics, parse_resource_report,
 };
-pub use sass::{Sass, SassFunction, SassInstr, parse_sass, parse_sass_line};
+pub use sass::{Sass, SassFunction, SassInstr, parse_sass, parse_sass_line, replace_labels};
 
 /// Environment variable naming a folder that holds `ptxas` and `nvdisasm`
 /// (directly, in `bin/`, or in the wheel layout).

@@ -21,53 +21,49 @@
 //! `scripts/test.sh` with `CI=true`). Each sweep prints its time.
 
 use ptxsmith::kernels::block_scaled::{self as bs, Format};
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use rayon::prelude::*;
 use std::time::Instant;
 
 const CHUNK: u64 = 1 << 22;
 
 /// Runs `check(bits)` for every `bits` in `[start, end)` (a `step` apart)
-/// on every core; returns how many failed and the first few failures.
+/// on every core (chunks of [`CHUNK`] inputs); returns how many failed and
+/// the first few failures (the lowest inputs).
 fn sweep(name: &str, start: u64, end: u64, step: u64, check: impl Fn(u32) -> bool + Sync) {
     let t0 = Instant::now();
-    let next = AtomicU64::new(start);
-    let failures = AtomicU64::new(0);
-    let examples = Mutex::new(Vec::new());
-    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
-    std::thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| {
-                loop {
-                    let lo = next.fetch_add(CHUNK * step, Ordering::Relaxed);
-                    if lo >= end {
-                        break;
+    let chunks = (end - start).div_ceil(CHUNK * step);
+    // Per chunk: its mismatches and up to 8 of them, in input order.
+    let (failed, examples) = (0..chunks)
+        .into_par_iter()
+        .map(|c| {
+            let lo = start + c * CHUNK * step;
+            let hi = (lo + CHUNK * step).min(end);
+            let mut bad = (0u64, Vec::new());
+            for b in (lo..hi).step_by(step as usize) {
+                if !check(b as u32) {
+                    bad.0 += 1;
+                    if bad.1.len() < 8 {
+                        bad.1.push(b as u32);
                     }
-                    let hi = (lo + CHUNK * step).min(end);
-                    let mut bad = 0u64;
-                    let mut b = lo;
-                    while b < hi {
-                        if !check(b as u32) {
-                            bad += 1;
-                            let mut ex = examples.lock().unwrap();
-                            if ex.len() < 8 {
-                                ex.push(b as u32);
-                            }
-                        }
-                        b += step;
-                    }
-                    failures.fetch_add(bad, Ordering::Relaxed);
                 }
-            });
-        }
-    });
-    let failed = failures.load(Ordering::Relaxed);
+            }
+            bad
+        })
+        .reduce(
+            || (0, Vec::new()),
+            |mut a, b| {
+                a.0 += b.0;
+                a.1.extend(b.1);
+                a.1.truncate(8);
+                a
+            },
+        );
     let count = (end - start).div_ceil(step);
     println!(
-        "{name}: {count} inputs, {failed} mismatches, {:.1} s on {threads} threads",
-        t0.elapsed().as_secs_f64()
+        "{name}: {count} inputs, {failed} mismatches, {:.1} s on {} threads",
+        t0.elapsed().as_secs_f64(),
+        rayon::current_num_threads()
     );
-    let examples = examples.into_inner().unwrap();
     let shown: Vec<String> = examples.iter().map(|b| format!("{b:#010x}")).collect();
     assert_eq!(failed, 0, "{name}: first mismatching inputs {shown:?}");
 }

@@ -13,6 +13,7 @@ use ptxsmith::dsl::PtxModule;
 use ptxsmith::kernels::all_variants;
 use ptxsmith::nvtools::{Assembly, NvTools, Sass};
 use ptxsmith::target::STATIC_SMEM_LIMIT;
+use rayon::prelude::*;
 
 /// One variant's ptxas checks (its report and its `.version`); `Err` names
 /// the kernel, the target and what failed. `Ok` holds the assembly when its
@@ -94,36 +95,22 @@ fn every_variant_assembles_without_spills_and_without_ffma() {
         .collect();
     assert!(work.len() >= Sm::ALL.len());
     // ptxas and nvdisasm are separate processes: run them on every core.
-    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let to_disassemble = std::sync::Mutex::new(Vec::new());
-    let mut failures: Vec<String> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut failed = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some((sm, m)) = work.get(i) else {
-                            break failed;
-                        };
-                        match check_variant(&tools, *sm, m) {
-                            Ok(Some(asm)) => to_disassemble.lock().unwrap().push((i, asm)),
-                            Ok(None) => {}
-                            Err(e) => failed.push(e),
-                        }
-                    }
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .flat_map(|w| w.join().unwrap())
-            .collect()
-    });
+    let checked: Vec<Result<Option<Assembly>, String>> = (work.par_iter())
+        .map(|(sm, m)| check_variant(&tools, *sm, m))
+        .collect();
+    let mut failures = Vec::new();
+    let (mut index, mut asms) = (Vec::new(), Vec::new());
+    for (i, c) in checked.into_iter().enumerate() {
+        match c {
+            Ok(Some(asm)) => {
+                index.push(i);
+                asms.push(asm);
+            }
+            Ok(None) => {}
+            Err(e) => failures.push(e),
+        }
+    }
     // One nvdisasm run per target (`NvTools::disassemble_many`).
-    let (index, asms): (Vec<usize>, Vec<Assembly>) =
-        to_disassemble.into_inner().unwrap().into_iter().unzip();
     let listings = tools.disassemble_many(&asms.iter().collect::<Vec<_>>());
     for (i, sass) in index.into_iter().zip(listings) {
         let (sm, m) = &work[i];

@@ -17,6 +17,7 @@
 //! result must be exactly the correctly rounded one (so overflow and
 //! underflow to zero happen exactly where they should), see [`distance`].
 
+use rayon::prelude::*;
 use std::time::Instant;
 
 use ptxsmith::math::{
@@ -190,29 +191,17 @@ fn tally_block(f: Func, lo: u64, hi: u64) -> Tally {
 }
 
 fn exhaustive(f: Func) {
-    const THREADS: u64 = 2;
     const BLOCKS: u64 = 256;
     let t0 = Instant::now();
-    let total = std::thread::scope(|s| {
-        let workers: Vec<_> = (0..THREADS)
-            .map(|w| {
-                s.spawn(move || {
-                    let mut t = Tally::default();
-                    for blk in (w..BLOCKS).step_by(THREADS as usize) {
-                        let lo = (blk << 32) / BLOCKS;
-                        let hi = ((blk + 1) << 32) / BLOCKS;
-                        t.add(&tally_block(f, lo, hi));
-                    }
-                    t
-                })
-            })
-            .collect();
-        let mut t = Tally::default();
-        for w in workers {
-            t.add(&w.join().unwrap());
-        }
-        t
-    });
+    // Blocks on every core, folded in block order (`first_bad` is the
+    // lowest failing input).
+    let total = (0..BLOCKS)
+        .into_par_iter()
+        .map(|blk| tally_block(f, (blk << 32) / BLOCKS, ((blk + 1) << 32) / BLOCKS))
+        .reduce(Tally::default, |mut a, b| {
+            a.add(&b);
+            a
+        });
     let secs = t0.elapsed().as_secs_f64();
     assert_eq!(total.inputs, 1 << 32);
     let max = if total.bad > 0 {
@@ -1139,27 +1128,15 @@ const LAE_MAX_ERR: f64 = 1.01;
 #[test]
 #[ignore = "exhaustive: all 2^32 d (about a minute in release mode)"]
 fn exhaustive_log_add_exp() {
-    const THREADS: u64 = 2;
     const BLOCKS: u64 = 256;
     let t0 = Instant::now();
-    let total = std::thread::scope(|s| {
-        let workers: Vec<_> = (0..THREADS)
-            .map(|w| {
-                s.spawn(move || {
-                    let mut t = LaeTally::default();
-                    for blk in (w..BLOCKS).step_by(THREADS as usize) {
-                        t.add(&lae_block((blk << 32) / BLOCKS, ((blk + 1) << 32) / BLOCKS));
-                    }
-                    t
-                })
-            })
-            .collect();
-        let mut t = LaeTally::default();
-        for w in workers {
-            t.add(&w.join().unwrap());
-        }
-        t
-    });
+    let total = (0..BLOCKS)
+        .into_par_iter()
+        .map(|blk| lae_block((blk << 32) / BLOCKS, ((blk + 1) << 32) / BLOCKS))
+        .reduce(LaeTally::default, |mut a, b| {
+            a.add(&b);
+            a
+        });
     let secs = t0.elapsed().as_secs_f64();
     assert_eq!(total.inputs, 1 << 32);
     let neg = total.nontrivial - total.positive;

@@ -11,7 +11,8 @@
 
 use ptxsmith::Sm;
 use ptxsmith::kernels::all_variants;
-use ptxsmith::nvtools::{NvTools, Sass, SassFunction, ToolError};
+use ptxsmith::nvtools::{NvTools, Sass, SassFunction, ToolError, replace_labels};
+use rayon::prelude::*;
 
 /// The kernels compared (each ELF-mode run costs nvdisasm's 0.5 s start-up,
 /// so a few chosen for what could go wrong): the `div.rn` slow path as a
@@ -32,25 +33,13 @@ fn tools() -> Option<NvTools> {
 /// `operands` with each label `` `(name) `` replaced by the address `f` (or
 /// a function of the listing) gives it, as raw mode prints it.
 fn resolve(operands: &str, f: &SassFunction, elf: &Sass) -> String {
-    let mut out = String::new();
-    let mut r = operands;
-    while let Some(k) = r.find("`(") {
-        out.push_str(&r[..k]);
-        let Some(end) = r[k..].find(')') else { break };
-        let label = &r[k + 2..k + end];
-        let addr = f.labels.get(label).copied().or_else(|| {
+    replace_labels(operands, |label| {
+        f.labels.get(label).copied().or_else(|| {
             elf.function(label)
                 .and_then(|g| g.instructions.first())
                 .map(|i| i.address)
-        });
-        match addr {
-            Some(a) => out.push_str(&format!("0x{a:x}")),
-            None => out.push_str(&r[k..k + end + 1]),
-        }
-        r = &r[k + end + 1..];
-    }
-    out.push_str(r);
-    out
+        })
+    })
 }
 
 fn same_functions(kernel: &str, sm: Sm, elf: &Sass, raw: &Sass) -> Result<(), String> {
@@ -121,31 +110,13 @@ fn compare_on(tools: &NvTools, sm: Sm) -> (usize, Vec<String>) {
 #[test]
 fn batched_raw_disassembly_equals_the_elf_listing_on_every_target() {
     let Some(tools) = tools() else { return };
-    // One target per job on two threads (each ELF-mode run is a process).
+    // One target per job on every core (rayon) (each ELF-mode run is a process).
     let sms: Vec<Sm> = Sm::ALL
         .into_iter()
         .filter(|&sm| NvTools::can_disassemble(sm))
         .collect();
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let results: Vec<(usize, Vec<String>)> = std::thread::scope(|s| {
-        let workers: Vec<_> = (0..2)
-            .map(|_| {
-                s.spawn(|| {
-                    let mut out = Vec::new();
-                    while let Some(&sm) =
-                        sms.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
-                    {
-                        out.push(compare_on(&tools, sm));
-                    }
-                    out
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .flat_map(|w| w.join().unwrap())
-            .collect()
-    });
+    let results: Vec<(usize, Vec<String>)> =
+        (sms.par_iter()).map(|&sm| compare_on(&tools, sm)).collect();
     let checked: usize = results.iter().map(|r| r.0).sum();
     let failures: Vec<String> = results.into_iter().flat_map(|r| r.1).collect();
     assert!(failures.is_empty(), "{}", failures.join("\n"));

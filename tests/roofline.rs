@@ -12,6 +12,7 @@ use std::fmt::Write as _;
 use ptxsmith::Sm;
 use ptxsmith::report::hardware::H100_SXM;
 use ptxsmith::report::roofline::{problems, speed};
+use rayon::prelude::*;
 
 /// Relative error allowed. Most kernels' counts are exactly linear in their
 /// basis (0.00 %); the routed top-s merge depends on the data (how many
@@ -87,7 +88,7 @@ const PATH_UNCHECKED: &[(&str, &str, &str)] = &[(
 
 #[test]
 fn every_problem_basis_predicts_its_check_shape() {
-    // (problem, SM count) jobs on two threads (the simulator runs a
+    // (problem, SM count) jobs on every core (rayon) (the simulator runs a
     // launch's CTAs in parallel, but the small check shapes leave a core
     // idle); the lines are printed in job order.
     let all = problems::all();
@@ -100,31 +101,10 @@ fn every_problem_basis_predicts_its_check_shape() {
             jobs.push((i, 2));
         }
     }
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let mut done: Vec<(usize, Checked)> = std::thread::scope(|s| {
-        let workers: Vec<_> = (0..2)
-            .map(|_| {
-                s.spawn(|| {
-                    let mut out = Vec::new();
-                    loop {
-                        let j = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some(&(i, n)) = jobs.get(j) else {
-                            break out;
-                        };
-                        out.push((j, check(&all[i], n)));
-                    }
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .flat_map(|w| w.join().unwrap())
-            .collect()
-    });
-    done.sort_by_key(|(j, _)| *j);
+    let done: Vec<Checked> = (jobs.par_iter()).map(|&(i, n)| check(&all[i], n)).collect();
     let mut worst = 0f64;
     let mut failures = Vec::new();
-    for (_, c) in done {
+    for c in done {
         print!("{}", c.lines);
         worst = worst.max(c.worst);
         failures.extend(c.failures);

@@ -20,11 +20,11 @@
 //! equal the ELF-mode ones of [`NvTools::disassemble`] (addresses, guards,
 //! opcodes, operands and branch targets) on every target.
 
+use rayon::prelude::*;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::fmt::Write as _;
 use std::ops::Range;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use object::read::elf::ElfFile64;
 use object::{
@@ -122,27 +122,9 @@ impl NvTools {
         // The targets on worker threads (a large target's run takes a few
         // seconds: nvdisasm's listing, not its start-up, then).
         let groups: Vec<(Sm, Vec<usize>)> = by_sm.into_iter().collect();
-        let next = AtomicUsize::new(0);
-        let workers = std::thread::available_parallelism().map_or(2, |n| n.get().min(groups.len()));
-        let done: Vec<(usize, Result<Sass, ToolError>)> = std::thread::scope(|s| {
-            let handles: Vec<_> = (0..workers)
-                .map(|_| {
-                    s.spawn(|| {
-                        let mut out = Vec::new();
-                        while let Some((sm, members)) =
-                            groups.get(next.fetch_add(1, Ordering::Relaxed))
-                        {
-                            out.extend(self.one_target(*sm, cubins, members));
-                        }
-                        out
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .flat_map(|h| h.join().expect("nvdisasm worker"))
-                .collect()
-        });
+        let done: Vec<(usize, Result<Sass, ToolError>)> = (groups.par_iter())
+            .flat_map_iter(|(sm, members)| self.one_target(*sm, cubins, members))
+            .collect();
         for (i, r) in done {
             results[i] = Some(r);
         }

@@ -47,6 +47,7 @@ use crate::nvtools::{Assembly, NvTools, Sass, SassFunction};
 use crate::occupancy::{Occupancy, occupancy};
 use crate::target::Sm;
 use math_cost::MathCost;
+use rayon::prelude::*;
 use roofline::{Roofline, SassCache, SassSummary};
 
 /// FP32 math opcodes counted in the hot loop (`FMNMX3`: the three-input
@@ -297,7 +298,7 @@ pub enum Progress<'a> {
 /// A progress callback: called from the report's worker threads.
 pub type ProgressFn<'f> = &'f (dyn Fn(Progress<'_>) + Sync);
 
-/// Build the report for every variant × target (two worker threads), the
+/// Build the report for every variant × target (ptxas on every core), the
 /// math routines' cost per call, then the roofline model on the SASS it
 /// measured.
 pub fn generate(tools: &NvTools) -> Result<Report> {
@@ -319,40 +320,20 @@ pub fn generate_with_progress(tools: &NvTools, progress: ProgressFn<'_>) -> Resu
     let tools_v = tools
         .versions()
         .map_err(|e| Error::invalid(format!("NVIDIA tools: {e}")))?;
-    // Assemble on two worker threads, then disassemble every target's
-    // cubins with one nvdisasm run (`NvTools::disassemble_many`: its
-    // start-up costs more than a kernel's disassembly).
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let mut assembled: Vec<(usize, Result<Assembly>)> = std::thread::scope(|s| {
-        let workers: Vec<_> = (0..2)
-            .map(|_| {
-                s.spawn(|| {
-                    let mut out = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some(m) = modules.get(i) else { break };
-                        out.push((
-                            i,
-                            tools.assemble(&m.ptx, m.sm).map_err(|e| tool_error(m, e)),
-                        ));
-                        progress(Progress::Done {
-                            what: &format!("{}[{}] {}", m.kernel, m.tuning, m.sm),
-                        });
-                    }
-                    out
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .flat_map(|w| w.join().expect("report worker"))
-            .collect()
-    });
-    assembled.sort_by_key(|(i, _)| *i);
-    let mut asms = Vec::with_capacity(assembled.len());
-    for (_, a) in assembled {
-        asms.push(a?);
-    }
+    // Assemble on every core (ptxas is a process a module), then
+    // disassemble every target's cubins with one nvdisasm run
+    // (`NvTools::disassemble_many`: its start-up costs more than a
+    // kernel's disassembly).
+    let asms: Vec<Assembly> = modules
+        .par_iter()
+        .map(|m| {
+            let a = tools.assemble(&m.ptx, m.sm).map_err(|e| tool_error(m, e));
+            progress(Progress::Done {
+                what: &format!("{}[{}] {}", m.kernel, m.tuning, m.sm),
+            });
+            a
+        })
+        .collect::<Result<_>>()?;
     let readable: Vec<usize> = (0..asms.len())
         .filter(|&i| NvTools::can_disassemble(modules[i].sm))
         .collect();

@@ -81,6 +81,8 @@ mod svg;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
+use rayon::prelude::*;
+
 use crate::dsl::PtxModule;
 use crate::error::{Error, Result};
 use crate::nvtools::{NvTools, SassFunction};
@@ -627,7 +629,6 @@ pub fn generate_with_progress(
         name: "roofline problem × SM",
         units,
     });
-    let next = std::sync::atomic::AtomicUsize::new(0);
     let cache = Mutex::new(sass.clone());
     // Per card of the SM: (full-size launches, counts, SASS ratios).
     type Done = Vec<(
@@ -667,40 +668,25 @@ pub fn generate_with_progress(
         }
         Ok(done)
     };
-    let results: Vec<((usize, Sm), Result<Done>)> = std::thread::scope(|s| {
-        let workers: Vec<_> = (0..2)
-            .map(|_| {
-                s.spawn(|| {
-                    let mut out = Vec::new();
-                    loop {
-                        let pi = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some(p) = problems.get(pi) else { break };
-                        let mut memo = fit::SampleMemo::default();
-                        for &sm in &sms_of {
-                            let t0 = std::time::Instant::now();
-                            let r = one(p, sm, &mut memo);
-                            if times {
-                                eprintln!(
-                                    "{:>7.2} s  {sm}: {}",
-                                    t0.elapsed().as_secs_f64(),
-                                    p.name
-                                );
-                            }
-                            progress(super::Progress::Done {
-                                what: &format!("{} {sm}", p.name),
-                            });
-                            out.push(((pi, sm), r));
-                        }
+    // Problems on every core (the simulator's CTAs share rayon's pool).
+    let results: Vec<((usize, Sm), Result<Done>)> = (problems.par_iter().enumerate())
+        .flat_map_iter(|(pi, p)| {
+            let mut memo = fit::SampleMemo::default();
+            (sms_of.iter())
+                .map(|&sm| {
+                    let t0 = std::time::Instant::now();
+                    let r = one(p, sm, &mut memo);
+                    if times {
+                        eprintln!("{:>7.2} s  {sm}: {}", t0.elapsed().as_secs_f64(), p.name);
                     }
-                    out
+                    progress(super::Progress::Done {
+                        what: &format!("{} {sm}", p.name),
+                    });
+                    ((pi, sm), r)
                 })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .flat_map(|w| w.join().expect("roofline worker"))
-            .collect()
-    });
+                .collect::<Vec<_>>()
+        })
+        .collect();
     let mut done: BTreeMap<(usize, Sm), Done> = BTreeMap::new();
     for (k, r) in results {
         done.insert(k, r?);
