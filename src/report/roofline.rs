@@ -602,7 +602,7 @@ fn evaluate(
 
 /// Build the model of every problem on every card. `sass` holds the
 /// tuning report's SASS summaries; modules it lacks are assembled and
-/// disassembled here. Two worker threads, one job per problem (its SMs in
+/// disassembled here. One job per problem on rayon's pool (its SMs in
 /// turn): the samples are simulated once per SM (grids sized for the first
 /// card with that SM; the samples are small enough that no grid cap
 /// binds), and not at all on an SM whose sample runs launch the same
