@@ -279,6 +279,7 @@ pub fn generate_fwd(sm: Sm) -> Result<PtxModule> {
                     t,
                     f32::NEG_INFINITY,
                     FWD_BATCH,
+                    true,
                 );
             }
             b.bar_sync();
@@ -334,7 +335,7 @@ pub fn generate_fwd(sm: Sm) -> Result<PtxModule> {
             b.bar_sync();
             for i in 0..NC {
                 let (base, t) = slots[i];
-                store(b, c, p.y, &xs[i], base, start[i], t, FWD_BATCH);
+                store(b, c, p.y, &xs[i], base, start[i], t, FWD_BATCH, true);
             }
             for (i, r) in carry.iter().enumerate() {
                 let nc = b.ld_shared_at(&cs, i as u32);
@@ -528,9 +529,10 @@ impl BwdSmem {
             t,
             f32::NEG_INFINITY,
             BWD_BATCH,
+            false,
         );
         if let Some(g) = g {
-            stage(b, c, g, &self.gs, base, start, t, 0.0, BWD_BATCH);
+            stage(b, c, g, &self.gs, base, start, t, 0.0, BWD_BATCH, false);
         }
     }
 }
@@ -718,7 +720,7 @@ pub fn generate_bwd(sm: Sm) -> Result<PtxModule> {
             let zin = b.selp(last, zc, ez);
             output_walk(b, seg_x, seg_g, zin);
             b.bar_sync();
-            store(b, c, p.gx, &s.gs, base, start, p.t, BWD_BATCH);
+            store(b, c, p.gx, &s.gs, base, start, p.t, BWD_BATCH, false);
             let nz = b.ld_shared_at(&s.zs, 0);
             b.assign(zc, nz);
             b.bar_sync();

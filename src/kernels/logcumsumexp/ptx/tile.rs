@@ -155,7 +155,8 @@ pub(super) fn copy_steps(vec: bool, vec_batch: u32) -> (u32, u32, u32, u32) {
 }
 
 /// Stage tile `start..start+TILE` of the row at element `base` of `src`
-/// into `buf` (padding `pad` past `t`).
+/// into `buf` (padding `pad` past `t`). With `unrolled`, a full tile on
+/// the vector path is copied straight, unguarded.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn stage(
     b: &mut KernelBuilder,
@@ -167,6 +168,7 @@ pub(super) fn stage(
     t: Reg<U32>,
     pad: f32,
     vec_batch: u32,
+    unrolled: bool,
 ) {
     let path = |b: &mut KernelBuilder, vec: bool| {
         let (pos0, gp, sp) = copy_addrs(b, c, vec, src, buf, base, start);
@@ -206,10 +208,43 @@ pub(super) fn stage(
             b.assign(sp.reg, ns);
         });
     };
-    b.if_else(c.vec, |b| path(b, true), |b| path(b, false));
+    // A full tile on the vector path: every load in bounds, so no test, no
+    // padding, no loop (the same words land in `buf`).
+    let full_path = |b: &mut KernelBuilder| {
+        let (_, gp, sp) = copy_addrs(b, c, true, src, buf, base, start);
+        let (de, ds, trips, batch) = copy_steps(true, vec_batch);
+        for trip in 0..trips {
+            let js: Vec<u32> = (0..batch).map(|j| trip * batch + j).collect();
+            let vals: Vec<[Reg<F32>; 4]> = js
+                .iter()
+                .map(|&j| b.ld_global_v4(gp, (de * j) as i32))
+                .collect();
+            for (&j, v) in js.iter().zip(vals) {
+                b.st_shared_v4(sp, (ds * j) as i32, v);
+            }
+        }
+    };
+    if !unrolled {
+        b.if_else(c.vec, |b| path(b, true), |b| path(b, false));
+        return;
+    }
+    let full = full_tile(b, start, t);
+    b.if_else(
+        c.vec,
+        |b| b.if_else(full, full_path, |b| path(b, true)),
+        |b| path(b, false),
+    );
 }
 
-/// Store the tile in `buf` to `dst` (elements before `t` only).
+/// Whether the tile at `start` lies wholly before `t` (no padding; CTA
+/// uniform). `T < 2³¹`, so `start + TILE` does not wrap.
+fn full_tile(b: &mut KernelBuilder, start: Reg<U32>, t: Reg<U32>) -> Reg<Pred> {
+    let end = b.add(start, TILE as u32);
+    b.setp(Cmp::Le, end, t)
+}
+
+/// Store the tile in `buf` to `dst` (elements before `t` only;
+/// `unrolled` as in [`stage`]).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn store(
     b: &mut KernelBuilder,
@@ -220,6 +255,7 @@ pub(super) fn store(
     start: Reg<U32>,
     t: Reg<U32>,
     vec_batch: u32,
+    unrolled: bool,
 ) {
     let path = |b: &mut KernelBuilder, vec: bool| {
         let (pos0, gp, sp) = copy_addrs(b, c, vec, dst, buf, base, start);
@@ -244,7 +280,25 @@ pub(super) fn store(
             b.assign(sp.reg, ns);
         });
     };
-    b.if_else(c.vec, |b| path(b, true), |b| path(b, false));
+    // A full tile on the vector path: no test, no loop.
+    let full_path = |b: &mut KernelBuilder| {
+        let (_, gp, sp) = copy_addrs(b, c, true, dst, buf, base, start);
+        let (de, ds, trips, batch) = copy_steps(true, vec_batch);
+        for j in 0..trips * batch {
+            let v = b.ld_shared_v4(sp, (ds * j) as i32);
+            b.st_global_v4(gp, (de * j) as i32, v);
+        }
+    };
+    if !unrolled {
+        b.if_else(c.vec, |b| path(b, true), |b| path(b, false));
+        return;
+    }
+    let full = full_tile(b, start, t);
+    b.if_else(
+        c.vec,
+        |b| b.if_else(full, full_path, |b| path(b, true)),
+        |b| path(b, false),
+    );
 }
 
 /// The first word of thread `tid`'s segment in `buf`.
