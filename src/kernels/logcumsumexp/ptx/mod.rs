@@ -29,6 +29,7 @@ mod tile;
 pub use lookback::{DEEP, SplitArgs, generate_fwd_split, scratch_words};
 
 use super::host::{NSEG, TILE};
+use crate::Feature;
 use crate::dsl::math;
 use crate::dsl::params::Ptr;
 use crate::dsl::types::{F32, Pred, Reg, U32, U64};
@@ -150,18 +151,34 @@ fn lae_op<const N: usize>(b: &mut KernelBuilder, e: Val<N>, l: Val<N>) -> Val<N>
 
 /// The forward's segment aggregates (see the contract) of `N` segments,
 /// their loops interleaved.
+///
+/// Where `max.NaN` exists (sm_80 on), the maximum is taken with it: `mn`
+/// is the contract's `m` unless the segment holds a NaN (then `mn` is NaN,
+/// `m' = +0`, and `A` is NaN as the contract's: the NaN's term makes `s`
+/// NaN whatever the others are). Then every `x − m'` is `≤ 0` or NaN but
+/// when `mn = +∞`, whose `A` is `+∞` (every term non-negative, one `+∞`)
+/// and is set so after the sum: the terms take [`math::exp_bounded`], one
+/// instruction an element fewer than [`math::exp`], the same bits.
 fn fwd_aggregate<const N: usize>(b: &mut KernelBuilder, segs: [SharedPtr<F32>; N]) -> Val<N> {
-    let mp: Val<N> = std::array::from_fn(|n| {
+    let nan_max = b.sm().supports(Feature::MinMaxNaN);
+    let mx: Val<N> = std::array::from_fn(|n| {
         let mut m = b.mov(f32::NEG_INFINITY);
         for k in 0..GROUPS {
             let v = b.ld_shared_v4(segs[n], 4 * k as i32);
             for x in v {
-                m = b.fmax(m, x);
+                m = if nan_max {
+                    b.fmax_nan(m, x)
+                } else {
+                    b.fmax(m, x)
+                };
             }
         }
-        let am = b.fabs(m);
+        m
+    });
+    let mp: Val<N> = std::array::from_fn(|n| {
+        let am = b.fabs(mx[n]);
         let fin = b.setp(Cmp::Lt, am, f32::INFINITY);
-        b.selp(fin, m, 0f32)
+        b.selp(fin, mx[n], 0f32)
     });
     let s: Val<N> = std::array::from_fn(|_| b.mov(0f32));
     b.for_range(0u32, GROUPS, 1u32, |b, k| {
@@ -173,7 +190,11 @@ fn fwd_aggregate<const N: usize>(b: &mut KernelBuilder, segs: [SharedPtr<F32>; N
         for j in 0..4 {
             for ((vn, &m), &sn) in v.iter().zip(&mp).zip(&s) {
                 let d = b.fsub(RN, vn[j], m);
-                let e = math::exp(b, d);
+                let e = if nan_max {
+                    math::exp_bounded(b, d)
+                } else {
+                    math::exp(b, d)
+                };
                 let ns = b.fadd(RN, sn, e);
                 b.assign(sn, ns);
             }
@@ -181,7 +202,13 @@ fn fwd_aggregate<const N: usize>(b: &mut KernelBuilder, segs: [SharedPtr<F32>; N
     });
     std::array::from_fn(|n| {
         let l = math::log(b, s[n]);
-        b.fadd(RN, mp[n], l)
+        let a = b.fadd(RN, mp[n], l);
+        if nan_max {
+            let inf = b.setp(Cmp::Eq, mx[n], f32::INFINITY);
+            b.selp(inf, f32::INFINITY, a)
+        } else {
+            a
+        }
     })
 }
 
