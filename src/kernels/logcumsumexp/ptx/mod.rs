@@ -28,12 +28,12 @@ mod tile;
 
 pub use lookback::{DEEP, SplitArgs, generate_fwd_split, scratch_words};
 
-use super::host::{NSEG, TILE};
+use super::host::{KS_STEPS, NSEG, TILE};
 use crate::Feature;
 use crate::dsl::math;
 use crate::dsl::params::Ptr;
 use crate::dsl::types::{F32, Pred, Reg, U32, U64};
-use crate::dsl::{Cmp, GlobalPtr, KernelBuilder, PtxModule, SharedArray, SharedPtr};
+use crate::dsl::{Cmp, GlobalPtr, KernelBuilder, PtxModule, SharedArray, SharedPtr, ShflMode};
 use crate::error::Result;
 use crate::kernel_params;
 use crate::target::Sm;
@@ -147,6 +147,35 @@ const NC: usize = FWD_CHAINS as usize;
 /// `lae` on each of `N` independent values.
 fn lae_op<const N: usize>(b: &mut KernelBuilder, e: Val<N>, l: Val<N>) -> Val<N> {
     std::array::from_fn(|i| math::log_add_exp(b, e[i], l[i]))
+}
+
+/// The tile tree's Kogge–Stone level over the forward's `N` interleaved
+/// chains ([`kogge_stone`] with `lae`). With two chains the last step
+/// (`d = 16`: lanes 16..32 combine, lanes 0..16 idle) is shared out: lane
+/// `ℓ ≥ 16` combines chain 0's `I_{ℓ−16} ⊗ I_ℓ`, lane `ℓ − 16` chain 1's
+/// (both fetched by shuffles, the result shuffled back up): one `lae` a
+/// thread instead of two, each on the same operands in the same order, so
+/// the same bits.
+fn fwd_kogge_stone<const N: usize>(b: &mut KernelBuilder, c: Cta, v: Val<N>) -> Val<N> {
+    let Some((&last, first)) = KS_STEPS.split_last() else {
+        return v;
+    };
+    if N != 2 || last != 16 {
+        return kogge_stone(b, c, v, false, &lae_op::<N>);
+    }
+    let mut v = kogge_stone_steps(b, c, v, false, &lae_op::<N>, first);
+    let d = last as u32;
+    let hi = b.setp(Cmp::Ge, c.lane, d);
+    // Lanes ≥ 16: chain 0 of lane ℓ − 16; lanes < 16: chain 1 of ℓ + 16.
+    let e0 = b.shfl(ShflMode::Up, v[0], d, 0, FULL);
+    let l1 = b.shfl(ShflMode::Down, v[1], d, 0x1f, FULL);
+    let e = b.selp(hi, e0, v[1]);
+    let l = b.selp(hi, v[0], l1);
+    let r = math::log_add_exp(b, e, l);
+    let r1 = b.shfl(ShflMode::Up, r, d, 0, FULL);
+    v[0] = b.selp(hi, r, v[0]);
+    v[1] = b.selp(hi, r1, v[1]);
+    v
 }
 
 /// The forward's segment aggregates (see the contract) of `N` segments,
@@ -329,7 +358,7 @@ pub fn generate_fwd(sm: Sm) -> Result<PtxModule> {
                 }
             });
             let a = fwd_aggregate(b, segs);
-            let inc = kogge_stone(b, c, a, false, &lae_op::<NC>);
+            let inc = fwd_kogge_stone(b, c, a);
             let has: [Reg<Pred>; NC] = std::array::from_fn(|_| b.setp(Cmp::Ne, kk, 0u32));
             warp_chain(
                 b,

@@ -12,7 +12,7 @@ use crate::dsl::{Cmp, GlobalPtr, KernelBuilder, Rounding, SharedArray, SharedPtr
 use crate::target::Sm;
 
 pub(super) const RN: Rounding = Rounding::Rn;
-const FULL: u32 = 0xffff_ffff;
+pub(super) const FULL: u32 = 0xffff_ffff;
 /// Words per segment in shared memory (32 elements and 4 words of pad).
 pub(super) const STRIDE: u32 = SEG as u32 + 4;
 /// Words of a staged tile.
@@ -341,8 +341,20 @@ pub(super) fn kogge_stone<const N: usize>(
     rev: bool,
     op: Op<'_, N>,
 ) -> Val<N> {
+    kogge_stone_steps(b, c, v, rev, op, &KS_STEPS)
+}
+
+/// [`kogge_stone`]'s steps `steps` only.
+pub(super) fn kogge_stone_steps<const N: usize>(
+    b: &mut KernelBuilder,
+    c: Cta,
+    v: Val<N>,
+    rev: bool,
+    op: Op<'_, N>,
+    steps: &[usize],
+) -> Val<N> {
     let mut v = v;
-    for d in KS_STEPS {
+    for &d in steps {
         let d = d as u32;
         let o = shfl(b, v, rev, d);
         let nv = op(b, o, v);
