@@ -504,6 +504,53 @@ fn sim_equals_host_on_both_paths_ragged_shapes_and_special_values() {
     }
 }
 
+/// Segment 5 of each row set to a mix of `±∞`, NaN and values above
+/// `exp`'s clamp (89): the segment aggregate's `+∞` and NaN cases (seen in
+/// the later segments' outputs, through the carries), on both paths, on
+/// targets with and without `max.NaN`.
+#[test]
+fn sim_equals_host_on_segments_mixing_infinities_nan_and_large_values() {
+    let (ni, pi, nan) = (f32::NEG_INFINITY, f32::INFINITY, f32::NAN);
+    let neg_nan = f32::from_bits(0xffc0_0000);
+    let patterns: [&[(usize, f32)]; 9] = [
+        &[(3, pi), (10, 100.0), (11, 1e30), (12, 89.5), (13, f32::MAX)],
+        &[(3, pi), (20, nan), (21, 1e30)],
+        &[(0, nan), (1, 1e30), (2, 200.0), (3, ni), (4, pi)],
+        &[(0, neg_nan), (5, 95.0)],
+        &[(30, f32::MAX), (31, pi)],
+        &[(0, 1e30), (1, -1e30), (7, ni), (9, 3e38)],
+        &[],
+        &[(31, pi)],
+        &[(0, nan)],
+    ];
+    let rows = patterns.len() + 2;
+    for t in [TILE, TILE + 40] {
+        let s = shape(rows, t);
+        let mut x = data(s.len(), 41, 5.0);
+        for (r, p) in patterns.iter().enumerate() {
+            let seg = &mut x[r * t + 5 * SEG..r * t + 6 * SEG];
+            if r == 6 || r == 7 {
+                seg.fill(ni);
+            }
+            for &(k, v) in p.iter() {
+                seg[k] = v;
+            }
+        }
+        // Two whole segments of NaN and of +∞.
+        x[9 * t + 5 * SEG..9 * t + 6 * SEG].fill(nan);
+        x[10 * t + 5 * SEG..10 * t + 6 * SEG].fill(pi);
+        let y = host::forward(s, &x).unwrap();
+        for sm in [Sm::Sm75, Sm::Sm80, Sm::Sm90] {
+            let ctx = Context::sim(sm);
+            let st = ctx.default_stream();
+            for path in [Path::Row, Path::Split] {
+                let got = launch::forward_on_path(&st, s, path, &x).unwrap();
+                assert_eq!(bits(&got), bits(&y), "T {t} {path:?} {sm}");
+            }
+        }
+    }
+}
+
 #[test]
 fn sim_equals_host_on_every_target() {
     for sm in Sm::ALL {

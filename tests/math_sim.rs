@@ -345,6 +345,60 @@ fn sim_sm90_matches_host_bit_for_bit() {
     check_on(&Context::sim(Sm::Sm90), 1 << 17, 3);
 }
 
+kernel_params! {
+    struct UnaryArgs => UnaryRegs {
+        x: Ptr<F32>,
+        n: U32,
+        out: Ptr<F32>,
+    }
+}
+
+/// `dm::exp_bounded` (exp without its upper clamp) is `exp_f32` bit for
+/// bit wherever its contract holds: `x ≤ 89` and NaN.
+#[test]
+fn sim_exp_bounded_matches_host_up_to_the_clamp() {
+    let (all, _) = inputs(1 << 16, 4);
+    let xs: Vec<f32> = all
+        .into_iter()
+        .filter(|x| x.is_nan() || *x <= math::EXP_CLAMP_HI)
+        .collect();
+    assert!(xs.contains(&math::EXP_CLAMP_HI) && xs.iter().any(|x| x.is_nan()));
+    for sm in [Sm::Sm70, Sm::Sm90] {
+        let mut b = KernelBuilder::new("exp_bounded", sm);
+        b.maxntid(BLOCK, 1, 1);
+        let p = b.params::<UnaryArgs>();
+        let i = b.global_id_x();
+        let inside = b.setp(Cmp::Lt, i, p.n);
+        b.if_(inside, |b| {
+            let xp = b.offset(p.x, i);
+            let x = b.ld_global(xp, 0);
+            let r = dm::exp_bounded(b, x);
+            let op = b.offset(p.out, i);
+            b.st_global(op, 0, r);
+        });
+        let module = b.finish().unwrap();
+        let ctx = Context::sim(sm);
+        let st = ctx.default_stream();
+        let xb = st.upload(&xs).unwrap();
+        let mut out = ctx.alloc::<f32>(xs.len()).unwrap();
+        let args = UnaryArgs {
+            x: st.arg("x", &xb).unwrap(),
+            n: xs.len() as u32,
+            out: st.arg_mut("out", &mut out).unwrap(),
+        };
+        let grid = (xs.len() as u32).div_ceil(BLOCK);
+        st.launch(&module, LaunchConfig::linear(grid, BLOCK), &args.args())
+            .unwrap();
+        for (x, g) in xs.iter().zip(st.to_vec(&out).unwrap()) {
+            let w = math::exp_f32(*x);
+            assert!(
+                same(g, w),
+                "{sm}: exp_bounded({x:e}) = {g:e}, exp_f32 {w:e}"
+            );
+        }
+    }
+}
+
 /// The same check on a real GPU (its own SM's variant), with a larger
 /// sample; without one `cuda_for_tests` prints SKIP and the test passes.
 /// On the driver emulator (kernels on the simulator) the sample is the

@@ -230,16 +230,18 @@
 //! first tile, the backward for both its passes.
 //!
 //! Cost on sm_90 (pinned ptxas; `docs/tuning.md`, `docs/perf.md`,
-//! section *logcumsumexp at the roof*): the forward's segment log-sum
-//! loop is 120 SASS instructions per 4 elements (an `exp` each) and its
-//! output loop 175 per 4 (a `log_add_exp` each): 74 per element that the
-//! contract fixes, about 91 in all with the tile tree (about 10) and the
-//! tile copies; no exact scheme with these routines needs fewer than an
-//! `exp` and a `log` (or a `log_add_exp`) per element, so the forward stays
-//! issue-bound on an H200 (about 37 µs at `[4096, 4096]` for those two
-//! alone, against 28 µs of memory), so the issue's 35 µs goal is out of
-//! reach under this contract. `lcse_fwd` keeps six CTAs an SM on sm_90
-//! (79 registers, two staged tiles: 36.9 KB), 48 chains in flight. The backward's per-element walk is 122
+//! sections *logcumsumexp at the roof* and *logcumsumexp forward: where
+//! the SASS goes*): `lcse_fwd`'s segment log-sum loop is 113 SASS
+//! instructions per 4 elements (an `exp` each, without its upper clamp:
+//! `x − m'` is `≤ 0` but for `m = +∞`, set after the sum) and its output
+//! loop 173 per 4 (a `log_add_exp` each): 71.4 per element that the
+//! contract fixes, 85.7 in all with the tile tree (about 9), the maximum
+//! and the tile copies (a full tile copied unguarded, 2.4). No schedule of
+//! these routines gets under about 85, so the forward stays issue-bound on
+//! an H200 (44.5 µs modeled at `[4096, 4096]`, against 31 µs of memory)
+//! and the issue's 35 µs goal (≤ 69 per element) is out of reach under
+//! this contract. `lcse_fwd` keeps six CTAs an SM on sm_90
+//! (80 registers, two staged tiles: 36.9 KB), 48 chains in flight. The backward's per-element walk is 122
 //! per 2 elements (an `exp` and a `div.rn` each), its pair aggregates 36 per
 //! element, about 125 per element in all; `lcse_bwd` is built for six CTAs
 //! an SM (`.minnctapersm`, 80 registers) to hide its dependent chains.

@@ -194,6 +194,7 @@ pub fn generate_fwd_split(sm: Sm) -> Result<PtxModule> {
                 p.t,
                 f32::NEG_INFINITY,
                 FWD_BATCH,
+                true,
             );
             b.bar_sync();
             let run = RunPos::new(b, tau, l);
@@ -300,7 +301,7 @@ pub fn generate_fwd_split(sm: Sm) -> Result<PtxModule> {
             let none = b.pand(first, c.t0);
             fwd_outputs(b, [seg], k, [none]);
             b.bar_sync();
-            store(b, c, p.y, &xs, base, start, p.t, FWD_BATCH);
+            store(b, c, p.y, &xs, base, start, p.t, FWD_BATCH, true);
             fetch(b);
         },
     );

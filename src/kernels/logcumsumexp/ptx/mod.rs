@@ -28,11 +28,12 @@ mod tile;
 
 pub use lookback::{DEEP, SplitArgs, generate_fwd_split, scratch_words};
 
-use super::host::{NSEG, TILE};
+use super::host::{KS_STEPS, NSEG, TILE};
+use crate::Feature;
 use crate::dsl::math;
 use crate::dsl::params::Ptr;
 use crate::dsl::types::{F32, Pred, Reg, U32, U64};
-use crate::dsl::{Cmp, GlobalPtr, KernelBuilder, PtxModule, SharedArray, SharedPtr};
+use crate::dsl::{Cmp, GlobalPtr, KernelBuilder, PtxModule, SharedArray, SharedPtr, ShflMode};
 use crate::error::Result;
 use crate::kernel_params;
 use crate::target::Sm;
@@ -148,20 +149,65 @@ fn lae_op<const N: usize>(b: &mut KernelBuilder, e: Val<N>, l: Val<N>) -> Val<N>
     std::array::from_fn(|i| math::log_add_exp(b, e[i], l[i]))
 }
 
+/// The tile tree's Kogge–Stone level over the forward's `N` interleaved
+/// chains ([`kogge_stone`] with `lae`). With two chains the last step
+/// (`d = 16`: lanes 16..32 combine, lanes 0..16 idle) is shared out: lane
+/// `ℓ ≥ 16` combines chain 0's `I_{ℓ−16} ⊗ I_ℓ`, lane `ℓ − 16` chain 1's
+/// (both fetched by shuffles, the result shuffled back up): one `lae` a
+/// thread instead of two, each on the same operands in the same order, so
+/// the same bits.
+fn fwd_kogge_stone<const N: usize>(b: &mut KernelBuilder, c: Cta, v: Val<N>) -> Val<N> {
+    let Some((&last, first)) = KS_STEPS.split_last() else {
+        return v;
+    };
+    if N != 2 || last != 16 {
+        return kogge_stone(b, c, v, false, &lae_op::<N>);
+    }
+    let mut v = kogge_stone_steps(b, c, v, false, &lae_op::<N>, first);
+    let d = last as u32;
+    let hi = b.setp(Cmp::Ge, c.lane, d);
+    // Lanes ≥ 16: chain 0 of lane ℓ − 16; lanes < 16: chain 1 of ℓ + 16.
+    let e0 = b.shfl(ShflMode::Up, v[0], d, 0, FULL);
+    let l1 = b.shfl(ShflMode::Down, v[1], d, 0x1f, FULL);
+    let e = b.selp(hi, e0, v[1]);
+    let l = b.selp(hi, v[0], l1);
+    let r = math::log_add_exp(b, e, l);
+    let r1 = b.shfl(ShflMode::Up, r, d, 0, FULL);
+    v[0] = b.selp(hi, r, v[0]);
+    v[1] = b.selp(hi, r1, v[1]);
+    v
+}
+
 /// The forward's segment aggregates (see the contract) of `N` segments,
 /// their loops interleaved.
+///
+/// Where `max.NaN` exists (sm_80 on), the maximum is taken with it: `mn`
+/// is the contract's `m` unless the segment holds a NaN (then `mn` is NaN,
+/// `m' = +0`, and `A` is NaN as the contract's: the NaN's term makes `s`
+/// NaN whatever the others are). Then every `x − m'` is `≤ 0` or NaN but
+/// when `mn = +∞`, whose `A` is `+∞` (every term non-negative, one `+∞`)
+/// and is set so after the sum: the terms take [`math::exp_bounded`], one
+/// instruction an element fewer than [`math::exp`], the same bits.
 fn fwd_aggregate<const N: usize>(b: &mut KernelBuilder, segs: [SharedPtr<F32>; N]) -> Val<N> {
-    let mp: Val<N> = std::array::from_fn(|n| {
+    let nan_max = b.sm().supports(Feature::MinMaxNaN);
+    let mx: Val<N> = std::array::from_fn(|n| {
         let mut m = b.mov(f32::NEG_INFINITY);
         for k in 0..GROUPS {
             let v = b.ld_shared_v4(segs[n], 4 * k as i32);
             for x in v {
-                m = b.fmax(m, x);
+                m = if nan_max {
+                    b.fmax_nan(m, x)
+                } else {
+                    b.fmax(m, x)
+                };
             }
         }
-        let am = b.fabs(m);
+        m
+    });
+    let mp: Val<N> = std::array::from_fn(|n| {
+        let am = b.fabs(mx[n]);
         let fin = b.setp(Cmp::Lt, am, f32::INFINITY);
-        b.selp(fin, m, 0f32)
+        b.selp(fin, mx[n], 0f32)
     });
     let s: Val<N> = std::array::from_fn(|_| b.mov(0f32));
     b.for_range(0u32, GROUPS, 1u32, |b, k| {
@@ -173,7 +219,11 @@ fn fwd_aggregate<const N: usize>(b: &mut KernelBuilder, segs: [SharedPtr<F32>; N
         for j in 0..4 {
             for ((vn, &m), &sn) in v.iter().zip(&mp).zip(&s) {
                 let d = b.fsub(RN, vn[j], m);
-                let e = math::exp(b, d);
+                let e = if nan_max {
+                    math::exp_bounded(b, d)
+                } else {
+                    math::exp(b, d)
+                };
                 let ns = b.fadd(RN, sn, e);
                 b.assign(sn, ns);
             }
@@ -181,7 +231,13 @@ fn fwd_aggregate<const N: usize>(b: &mut KernelBuilder, segs: [SharedPtr<F32>; N
     });
     std::array::from_fn(|n| {
         let l = math::log(b, s[n]);
-        b.fadd(RN, mp[n], l)
+        let a = b.fadd(RN, mp[n], l);
+        if nan_max {
+            let inf = b.setp(Cmp::Eq, mx[n], f32::INFINITY);
+            b.selp(inf, f32::INFINITY, a)
+        } else {
+            a
+        }
     })
 }
 
@@ -279,6 +335,7 @@ pub fn generate_fwd(sm: Sm) -> Result<PtxModule> {
                     t,
                     f32::NEG_INFINITY,
                     FWD_BATCH,
+                    true,
                 );
             }
             b.bar_sync();
@@ -301,7 +358,7 @@ pub fn generate_fwd(sm: Sm) -> Result<PtxModule> {
                 }
             });
             let a = fwd_aggregate(b, segs);
-            let inc = kogge_stone(b, c, a, false, &lae_op::<NC>);
+            let inc = fwd_kogge_stone(b, c, a);
             let has: [Reg<Pred>; NC] = std::array::from_fn(|_| b.setp(Cmp::Ne, kk, 0u32));
             warp_chain(
                 b,
@@ -334,7 +391,7 @@ pub fn generate_fwd(sm: Sm) -> Result<PtxModule> {
             b.bar_sync();
             for i in 0..NC {
                 let (base, t) = slots[i];
-                store(b, c, p.y, &xs[i], base, start[i], t, FWD_BATCH);
+                store(b, c, p.y, &xs[i], base, start[i], t, FWD_BATCH, true);
             }
             for (i, r) in carry.iter().enumerate() {
                 let nc = b.ld_shared_at(&cs, i as u32);
@@ -528,9 +585,10 @@ impl BwdSmem {
             t,
             f32::NEG_INFINITY,
             BWD_BATCH,
+            false,
         );
         if let Some(g) = g {
-            stage(b, c, g, &self.gs, base, start, t, 0.0, BWD_BATCH);
+            stage(b, c, g, &self.gs, base, start, t, 0.0, BWD_BATCH, false);
         }
     }
 }
@@ -718,7 +776,7 @@ pub fn generate_bwd(sm: Sm) -> Result<PtxModule> {
             let zin = b.selp(last, zc, ez);
             output_walk(b, seg_x, seg_g, zin);
             b.bar_sync();
-            store(b, c, p.gx, &s.gs, base, start, p.t, BWD_BATCH);
+            store(b, c, p.gx, &s.gs, base, start, p.t, BWD_BATCH, false);
             let nz = b.ld_shared_at(&s.zs, 0);
             b.assign(zc, nz);
             b.bar_sync();

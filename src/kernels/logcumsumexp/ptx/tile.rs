@@ -12,7 +12,7 @@ use crate::dsl::{Cmp, GlobalPtr, KernelBuilder, Rounding, SharedArray, SharedPtr
 use crate::target::Sm;
 
 pub(super) const RN: Rounding = Rounding::Rn;
-const FULL: u32 = 0xffff_ffff;
+pub(super) const FULL: u32 = 0xffff_ffff;
 /// Words per segment in shared memory (32 elements and 4 words of pad).
 pub(super) const STRIDE: u32 = SEG as u32 + 4;
 /// Words of a staged tile.
@@ -155,7 +155,8 @@ pub(super) fn copy_steps(vec: bool, vec_batch: u32) -> (u32, u32, u32, u32) {
 }
 
 /// Stage tile `start..start+TILE` of the row at element `base` of `src`
-/// into `buf` (padding `pad` past `t`).
+/// into `buf` (padding `pad` past `t`). With `unrolled`, a full tile on
+/// the vector path is copied straight, unguarded.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn stage(
     b: &mut KernelBuilder,
@@ -167,6 +168,7 @@ pub(super) fn stage(
     t: Reg<U32>,
     pad: f32,
     vec_batch: u32,
+    unrolled: bool,
 ) {
     let path = |b: &mut KernelBuilder, vec: bool| {
         let (pos0, gp, sp) = copy_addrs(b, c, vec, src, buf, base, start);
@@ -206,10 +208,43 @@ pub(super) fn stage(
             b.assign(sp.reg, ns);
         });
     };
-    b.if_else(c.vec, |b| path(b, true), |b| path(b, false));
+    // A full tile on the vector path: every load in bounds, so no test, no
+    // padding, no loop (the same words land in `buf`).
+    let full_path = |b: &mut KernelBuilder| {
+        let (_, gp, sp) = copy_addrs(b, c, true, src, buf, base, start);
+        let (de, ds, trips, batch) = copy_steps(true, vec_batch);
+        for trip in 0..trips {
+            let js: Vec<u32> = (0..batch).map(|j| trip * batch + j).collect();
+            let vals: Vec<[Reg<F32>; 4]> = js
+                .iter()
+                .map(|&j| b.ld_global_v4(gp, (de * j) as i32))
+                .collect();
+            for (&j, v) in js.iter().zip(vals) {
+                b.st_shared_v4(sp, (ds * j) as i32, v);
+            }
+        }
+    };
+    if !unrolled {
+        b.if_else(c.vec, |b| path(b, true), |b| path(b, false));
+        return;
+    }
+    let full = full_tile(b, start, t);
+    b.if_else(
+        c.vec,
+        |b| b.if_else(full, full_path, |b| path(b, true)),
+        |b| path(b, false),
+    );
 }
 
-/// Store the tile in `buf` to `dst` (elements before `t` only).
+/// Whether the tile at `start` lies wholly before `t` (no padding; CTA
+/// uniform). `T < 2³¹`, so `start + TILE` does not wrap.
+fn full_tile(b: &mut KernelBuilder, start: Reg<U32>, t: Reg<U32>) -> Reg<Pred> {
+    let end = b.add(start, TILE as u32);
+    b.setp(Cmp::Le, end, t)
+}
+
+/// Store the tile in `buf` to `dst` (elements before `t` only;
+/// `unrolled` as in [`stage`]).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn store(
     b: &mut KernelBuilder,
@@ -220,6 +255,7 @@ pub(super) fn store(
     start: Reg<U32>,
     t: Reg<U32>,
     vec_batch: u32,
+    unrolled: bool,
 ) {
     let path = |b: &mut KernelBuilder, vec: bool| {
         let (pos0, gp, sp) = copy_addrs(b, c, vec, dst, buf, base, start);
@@ -244,7 +280,25 @@ pub(super) fn store(
             b.assign(sp.reg, ns);
         });
     };
-    b.if_else(c.vec, |b| path(b, true), |b| path(b, false));
+    // A full tile on the vector path: no test, no loop.
+    let full_path = |b: &mut KernelBuilder| {
+        let (_, gp, sp) = copy_addrs(b, c, true, dst, buf, base, start);
+        let (de, ds, trips, batch) = copy_steps(true, vec_batch);
+        for j in 0..trips * batch {
+            let v = b.ld_shared_v4(sp, (ds * j) as i32);
+            b.st_global_v4(gp, (de * j) as i32, v);
+        }
+    };
+    if !unrolled {
+        b.if_else(c.vec, |b| path(b, true), |b| path(b, false));
+        return;
+    }
+    let full = full_tile(b, start, t);
+    b.if_else(
+        c.vec,
+        |b| b.if_else(full, full_path, |b| path(b, true)),
+        |b| path(b, false),
+    );
 }
 
 /// The first word of thread `tid`'s segment in `buf`.
@@ -287,8 +341,20 @@ pub(super) fn kogge_stone<const N: usize>(
     rev: bool,
     op: Op<'_, N>,
 ) -> Val<N> {
+    kogge_stone_steps(b, c, v, rev, op, &KS_STEPS)
+}
+
+/// [`kogge_stone`]'s steps `steps` only.
+pub(super) fn kogge_stone_steps<const N: usize>(
+    b: &mut KernelBuilder,
+    c: Cta,
+    v: Val<N>,
+    rev: bool,
+    op: Op<'_, N>,
+    steps: &[usize],
+) -> Val<N> {
     let mut v = v;
-    for d in KS_STEPS {
+    for &d in steps {
         let d = d as u32;
         let o = shfl(b, v, rev, d);
         let nv = op(b, o, v);
