@@ -358,27 +358,42 @@ pub(super) fn forward_body(
                 },
             );
         });
-        // ll (rank 0): the last row's linear weights in ascending order.
-        b.if_(lead, |b| {
-            let z = b.mov(0f32);
-            let live = b.setp(Cmp::Eq, zero_last, 0u32);
-            b.if_(live, |b| {
-                let sp4 = b.shr(p.sp, 2u32);
-                b.for_range(0u32, p.s, 1u32, |b, j| {
-                    let jc = chain_slot(b, j, sp4);
-                    let q = b.shared_elem(&ex.pbuf, jc);
-                    let x = b.ld_shared(q, 0);
-                    let nz = b.fadd(Rounding::Rn, z, x);
-                    b.assign(z, nz);
-                });
-            });
-            let lz = crate::dsl::math::log(b, z);
-            norm.steps.add(b, lz);
-            let v = norm.value(b);
-            let dst = b.offset(p.ll, seq);
-            b.st_global(dst, 0, v.h);
+        // ll (rank 0): the last row's linear weights in ascending order
+        // (nested tests: `lead` kept across the steps made ptxas spill
+        // it at cap 256, n = 4, sm_90's 80 registers).
+        b.if_(is_r0, |b| {
+            b.if_(t0, |b| ll_of_last_row(b, p, &ex, zero_last, norm, seq));
         });
     });
+}
+
+/// Rank 0's thread 0: `ll` from the last row's linear weights in ascending
+/// order (zero when the sequence died, `zero_last`) and the normalizer.
+fn ll_of_last_row(
+    b: &mut KernelBuilder,
+    p: &ForwardRegs,
+    ex: &Ex,
+    zero_last: Reg<U32>,
+    norm: DNorm,
+    seq: Reg<U32>,
+) {
+    let z = b.mov(0f32);
+    let live = b.setp(Cmp::Eq, zero_last, 0u32);
+    b.if_(live, |b| {
+        let sp4 = b.shr(p.sp, 2u32);
+        b.for_range(0u32, p.s, 1u32, |b, j| {
+            let jc = chain_slot(b, j, sp4);
+            let q = b.shared_elem(&ex.pbuf, jc);
+            let x = b.ld_shared(q, 0);
+            let nz = b.fadd(Rounding::Rn, z, x);
+            b.assign(z, nz);
+        });
+    });
+    let lz = crate::dsl::math::log(b, z);
+    norm.steps.add(b, lz);
+    let v = norm.value(b);
+    let dst = b.offset(p.ll, seq);
+    b.st_global(dst, 0, v.h);
 }
 
 /// The emission maximum `Mb_t` of position `tt` (`s` scores from
