@@ -443,6 +443,7 @@ pub(super) fn own_columns(
 /// `pexp(â)` into every CTA's weight buffer; returns `M` (in the warps
 /// that hold columns, thread 0's among them) and, in every thread,
 /// whether `M` is `−inf`. Two cluster barriers.
+#[allow(clippy::too_many_arguments)]
 fn exchange(
     b: &mut KernelBuilder,
     ex: &Ex,
