@@ -1,8 +1,10 @@
 //! A cluster kernel thread's columns held in registers across the step
 //! loop (issue 33): the cluster kernels require `THREADS` threads a CTA
 //! (`.reqntid`), so a thread's columns of the CTA's `ncol = S16/n` are
-//! fixed, `jl = tid + c·THREADS` for `c < ⌈(cap/n)/THREADS⌉` (one at most
-//! caps but 1024 over two CTAs, two there), a compile-time bound. Their
+//! fixed, `jl = tid + c·THREADS` for `c < ⌈(cap/n)/THREADS⌉` (one at
+//! every cap but 1024 over two CTAs, two there; the shapes
+//! [`super::cluster_for`] picks keep `S16/n` at 116 at most, so the second
+//! is never live today), a compile-time bound. Their
 //! loop-invariant prep values, the emissions prefetched a step ahead and
 //! the pairs a step stores and would read back live in arrays of
 //! registers indexed by `c`; no thread owns more columns than the bound,
