@@ -34,7 +34,7 @@
 use super::cols::{
     cluster_builder, fixed_columns, forward_prep, pairs, per_thread, prefetch_emissions, regs,
 };
-use super::fwd_state::FwdCol;
+use super::fwd_state::{FwdCol, FwdIn};
 use super::pair::{self as pp, DNorm, DP, Red, assign, pexp, pmax2, psub};
 use super::{
     ForwardArgs, ForwardRegs, FwdStep, SPLIT_MAX, THREADS, WARPS, forward_state, forward_state0,
@@ -281,7 +281,7 @@ pub(super) fn forward_body(
         let mb0 = b.ld_global(mbrow, 0);
         let xm = pp::constant(b, f32::NAN, 0.0);
         fixed_columns(b, &ex, Some(p.s), |b, c, _, j| {
-            let x = forward_state0(b, p, seq_b, (mpi, mb0), j, xm);
+            let x = forward_state0(b, p, seq_b, None, (mpi, mb0), j, xm);
             assign(b, xs[c], x);
         });
         let row0 = b.mov(0u32);
@@ -329,7 +329,7 @@ pub(super) fn forward_body(
                             dcol: dcol[c],
                             e: es[c],
                         };
-                        let x = forward_state(b, p, &step, &col, sj, j, xm);
+                        let x = forward_state(b, p, &step, FwdIn::Held(&col), sj, j, xm);
                         assign(b, xs[c], x);
                         // The next step's emission, in flight across the
                         // exchange.

@@ -4,7 +4,8 @@
 
 use super::pair::{DP, Red, assign, cta_fmax, padd, pmax2, pshift};
 use super::{
-    ForwardRegs, PREP_AMAX, PREP_COLMAX, PREP_DCOL_H, PREP_DCOL_L, ld_pair, ld_prep, state_log,
+    ForwardRegs, PREP_AMAX, PREP_COLMAX, PREP_DCOL_H, PREP_DCOL_L, ld_pair, ld_prep, st_pair,
+    state_log,
 };
 use crate::dsl::types::{F32, Reg, U32};
 use crate::dsl::{GlobalPtr, KernelBuilder};
@@ -20,48 +21,38 @@ pub(super) struct FwdStep {
 }
 
 /// What the forward's state `j` takes from outside the step: the column
-/// maximum `colmax_j`, the pair `dcol_j` and the emission `log b_t[j]`
-/// (the cluster kernels keep them in registers across steps, the one-CTA
-/// kernel loads them per step: [`FwdCol::load`]).
+/// maximum `colmax_j`, the pair `dcol_j` and the emission `log b_t[j]`.
 pub(super) struct FwdCol {
     pub colmax: Reg<F32>,
     pub dcol: DP,
     pub e: Reg<F32>,
 }
 
-impl FwdCol {
-    /// `colmax_j`, `dcol_j` from the prep and the emission at `row + j`
-    /// of `seq_b`.
-    pub(super) fn load(
-        b: &mut KernelBuilder,
-        p: &ForwardRegs,
+/// Where [`forward_state`] finds its [`FwdCol`] and leaves `X_j`.
+pub(super) enum FwdIn<'a> {
+    /// In registers (the cluster kernels keep them across steps); `X_j`
+    /// is returned only (the exchange normalizes it in registers).
+    Held(&'a FwdCol),
+    /// Loaded from the prep and `seq_b[row + j]` where they are used, and
+    /// `X_j` stored at `row + j` of the `â` pairs (the one-CTA kernel,
+    /// whose `normalize_row` reads it back).
+    Memory {
         seq_b: GlobalPtr<F32>,
         row: Reg<U32>,
-        j: Reg<U32>,
-    ) -> FwdCol {
-        let colmax = ld_prep(b, p.prep, PREP_COLMAX, p.sp, j);
-        let dcol = DP {
-            h: ld_prep(b, p.prep, PREP_DCOL_H, p.sp, j),
-            l: ld_prep(b, p.prep, PREP_DCOL_L, p.sp, j),
-        };
-        let k = b.add(row, j);
-        let ep = b.offset(seq_b, k);
-        let e = b.ld_global(ep, 0);
-        FwdCol { colmax, dcol, e }
-    }
+    },
 }
 
 /// The forward's state `j` of a step, given its linear sum `sj` (the
 /// contract's step `t ≥ 1`): `L_j` (`log sj`, or the exact fallback over
 /// the previous pairs and `lc`), `X_j = (L_j + dcol_j) + (e_t[j] ⊖ Mb_t)`,
-/// folded into the running maximum `xm` and returned (the caller stores
-/// it or keeps it for the normalization). Shared by the one-CTA and the
-/// cluster forward kernels.
+/// folded into the running maximum `xm` and returned (and stored with
+/// [`FwdIn::Memory`]). Shared by the one-CTA and the cluster forward
+/// kernels.
 pub(super) fn forward_state(
     b: &mut KernelBuilder,
     p: &ForwardRegs,
     c: &FwdStep,
-    col: &FwdCol,
+    input: FwdIn<'_>,
     sj: Reg<F32>,
     j: Reg<U32>,
     xm: DP,
@@ -72,7 +63,10 @@ pub(super) fn forward_state(
         prow,
         mbt,
     } = *c;
-    let colmax = col.colmax;
+    let colmax = match &input {
+        FwdIn::Held(col) => col.colmax,
+        FwdIn::Memory { .. } => ld_prep(b, p.prep, PREP_COLMAX, p.sp, j),
+    };
     let term = |b: &mut KernelBuilder, i: Reg<U32>| {
         let k = b.add(prow, i);
         let a = ld_pair(b, seq_ah, seq_al, k);
@@ -83,9 +77,24 @@ pub(super) fn forward_state(
         padd(b, a, lc)
     };
     let (l, _, _) = state_log(b, sj, p.s, &term);
-    let e = pshift(b, col.e, mbt);
-    let x = padd(b, l, col.dcol);
+    let (dcol, e, store) = match input {
+        FwdIn::Held(col) => (col.dcol, col.e, None),
+        FwdIn::Memory { seq_b, row } => {
+            let dcol = DP {
+                h: ld_prep(b, p.prep, PREP_DCOL_H, p.sp, j),
+                l: ld_prep(b, p.prep, PREP_DCOL_L, p.sp, j),
+            };
+            let k = b.add(row, j);
+            let ep = b.offset(seq_b, k);
+            (dcol, b.ld_global(ep, 0), Some(k))
+        }
+    };
+    let e = pshift(b, e, mbt);
+    let x = padd(b, l, dcol);
     let x = padd(b, x, e);
+    if let Some(k) = store {
+        st_pair(b, seq_ah, seq_al, k, x);
+    }
     let nm = pmax2(b, xm, x);
     assign(b, xm, nm);
     x
@@ -116,12 +125,14 @@ pub(super) fn input_maxima(
 
 /// The forward's state `j` of step 0 (the sequence's emissions `seq_b`,
 /// the maxima `(Mπ, Mb_0)`):
-/// `X_j = (log π_j − Mπ) + (e_0[j] − Mb_0)`, folded into the running
-/// maximum `xm` and returned (the caller stores it at `j` or keeps it).
+/// `X_j = (log π_j − Mπ) + (e_0[j] − Mb_0)`, stored as the pair at `j` of
+/// `store` (the one-CTA kernel; the cluster kernels keep it), folded into
+/// the running maximum `xm` and returned.
 pub(super) fn forward_state0(
     b: &mut KernelBuilder,
     p: &ForwardRegs,
     seq_b: GlobalPtr<F32>,
+    store: Option<(GlobalPtr<F32>, GlobalPtr<F32>)>,
     maxima: (Reg<F32>, Reg<F32>),
     j: Reg<U32>,
     xm: DP,
@@ -134,6 +145,9 @@ pub(super) fn forward_state0(
     let a = pshift(b, pi, mpi);
     let e = pshift(b, e, mb0);
     let x = padd(b, a, e);
+    if let Some((seq_ah, seq_al)) = store {
+        st_pair(b, seq_ah, seq_al, j, x);
+    }
     let nm = pmax2(b, xm, x);
     assign(b, xm, nm);
     x

@@ -50,7 +50,7 @@ pub use cluster::{
     generate_forward_cluster,
 };
 pub use cluster_bwd::{backward_cluster_name, generate_backward_cluster};
-use fwd_state::{FwdCol, FwdStep, forward_state, forward_state0, input_maxima};
+use fwd_state::{FwdIn, FwdStep, forward_state, forward_state0, input_maxima};
 pub use joint::{
     JointArgs, MAXIMA_NAME, MaximaArgs, fwdbwd_cluster_name, generate_fwdbwd_cluster,
     generate_maxima, joint_fits, maxima_ctas,
@@ -535,8 +535,7 @@ pub fn generate_forward(sm: Sm, cap: u32) -> Result<PtxModule> {
         let mb0 = b.ld_global(mbrow, 0);
         let xm = pp::constant(b, f32::NAN, 0.0);
         b.for_range(tid, p.s, nt, |b, j| {
-            let x = forward_state0(b, &p, seq_b, (mpi, mb0), j, xm);
-            st_pair(b, seq_ah, seq_al, j, x);
+            forward_state0(b, &p, seq_b, Some((seq_ah, seq_al)), (mpi, mb0), j, xm);
         });
         let (m, _) = cta_pmax(b, xm, None, &red);
         let row0 = b.mov(0u32);
@@ -582,10 +581,8 @@ pub fn generate_forward(sm: Sm, cap: u32) -> Result<PtxModule> {
                             prow,
                             mbt,
                         };
-                        let col = FwdCol::load(b, &p, seq_b, row, j);
-                        let x = forward_state(b, &p, &step, &col, sj, j, xm);
-                        let k = b.add(row, j);
-                        st_pair(b, seq_ah, seq_al, k, x);
+                        let input = FwdIn::Memory { seq_b, row };
+                        forward_state(b, &p, &step, input, sj, j, xm);
                     });
                     let (m, _) = cta_pmax(b, xm, None, &red);
                     normalize_row(b, &pbuf, seq_ah, seq_al, row, p.s, m);
