@@ -1,5 +1,6 @@
 //! The critical path attributed by PTX line (`Sim::set_timing_by_line`) on
-//! the HMM cluster recursions and the Viterbi kernel at S 256 on sm_90:
+//! the HMM cluster recursions (two launches, and the joint launch) and the
+//! Viterbi kernel at S 256 on sm_90:
 //! every kernel's lines add up to its critical path, and the lines that
 //! carry a step (the difference between `T 8` and `T 4`, a quarter of it
 //! a step) are printed (`--nocapture`) for `docs/perf.md` ("Where the
@@ -115,6 +116,26 @@ fn hmm_cluster_recursions_by_line() {
         assert!(b.0 > a.0, "{k}: {} {}", a.0, b.0);
         per_step(k, a, b);
     }
+}
+
+/// The joint launch (`hmm_fwdbwd_cluster8_cap256`, one sequence: the
+/// forward in one cluster, the backward in the other, so its path is the
+/// longer half's) at S 256 on sm_90.
+#[test]
+fn hmm_joint_recursion_by_line() {
+    let runs: Vec<_> = [4, 8]
+        .map(|t| {
+            let m = issue_model(1, t, 256, 7, false);
+            attributed(|ctx| {
+                recursion_outputs_in(ctx, &m, Sm::Sm90, Recursions::Joint(8));
+            })
+        })
+        .into_iter()
+        .collect();
+    let k = "hmm_fwdbwd_cluster8_cap256";
+    let (a, b) = (&runs[0][k], &runs[1][k]);
+    assert!(b.0 > a.0, "{k}: {} {}", a.0, b.0);
+    per_step(k, a, b);
 }
 
 #[test]

@@ -107,6 +107,27 @@ fn cluster_kernels_give_the_one_cta_kernels_bits_forward_and_backward() {
     }
 }
 
+/// Sequences of 3, 1, 1 and 2 positions (the issue model's ragged
+/// lengths at T 3): the cluster kernels load a step's emissions and `Mb`
+/// a step ahead only while that step exists (forward `t + 1 < len`,
+/// backward `t − 1 > 0`), so a sequence of one or two positions takes
+/// none or one, the last batch entry's loads stay inside the buffers
+/// (the simulator's bounds checks), and the bits are the one-CTA
+/// kernels', on two launches and the joint one.
+#[test]
+fn cluster_kernels_at_lengths_one_to_three_give_the_one_cta_bits() {
+    let m = issue_model(4, 3, 64, 13, true);
+    assert_eq!(m.lengths, [3, 1, 1, 2]);
+    let sm = Sm::Sm90;
+    let want = recursion_outputs(&m, sm, Recursions::OneCta);
+    for n in [2, 4, 8] {
+        let got = recursion_outputs(&m, sm, Recursions::Cluster(n));
+        assert_same_outputs(&got, &want, &format!("lengths 3, 1, 1, 2, n = {n}"));
+    }
+    let got = recursion_outputs(&m, sm, Recursions::Joint(8));
+    assert_same_outputs(&got, &want, "lengths 3, 1, 1, 2, joint");
+}
+
 /// More columns a CTA than a warp (S 144: 72 columns a CTA at n = 2,
 /// 36 at n = 4), so the cluster maxima and the fallback flag go through
 /// the CTA's warp slots before the peers' (`cluster_pmax`'s several-warp

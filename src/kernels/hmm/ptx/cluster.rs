@@ -31,10 +31,14 @@
 //! kernel can be launched using the classical `<<< , >>>`"); the grid,
 //! `batch · n` CTAs, is a multiple of the cluster by construction.
 
+use super::cols::{
+    cluster_builder, fixed_columns, forward_prep, pairs, per_thread, prefetch_emissions, regs,
+};
+use super::fwd_state::{FwdCol, FwdIn};
 use super::pair::{self as pp, DNorm, DP, Red, assign, pexp, pmax2, psub};
 use super::{
-    ForwardArgs, ForwardRegs, FwdStep, SPLIT_MAX, THREADS, WARPS, builder, forward_state,
-    forward_state0, input_maxima, ld_pair, st_pair, store_norm,
+    ForwardArgs, ForwardRegs, FwdStep, SPLIT_MAX, THREADS, WARPS, forward_state, forward_state0,
+    input_maxima, st_pair, store_norm,
 };
 use crate::dsl::types::{F32, Pred, Reg, U32};
 use crate::dsl::{Cmp, KernelBuilder, PtxModule, Rounding, SharedArray, ShflMode};
@@ -118,6 +122,8 @@ pub(super) struct Ex {
     /// First column of this CTA, its column count.
     pub(super) c0: Reg<U32>,
     pub(super) ncol: Reg<U32>,
+    /// The most columns a thread owns ([`super::cols::per_thread`]).
+    pub(super) per: usize,
 }
 
 /// The forward pass across a cluster of `n` CTAs (`n` in
@@ -125,9 +131,7 @@ pub(super) struct Ex {
 /// bits as `hmm_forward_cap<cap>`, launched with `batch · n` CTAs and
 /// [`cluster_smem_bytes`] of dynamic shared memory.
 pub fn generate_forward_cluster(sm: Sm, cap: u32, n: u32) -> Result<PtxModule> {
-    let mut b = builder(&forward_cluster_name(n, cap), sm);
-    b.min_ctas_per_sm(resident_ctas(sm, cap, n));
-    b.cluster_dims(n, 1, 1);
+    let mut b = cluster_builder(&forward_cluster_name(n, cap), sm, cap, n);
     let p = b.params::<ForwardArgs>();
     let sh = FwdSmem {
         pbuf: b.shared_array::<F32>("pw", cap, 16),
@@ -138,7 +142,7 @@ pub fn generate_forward_cluster(sm: Sm, cap: u32, n: u32) -> Result<PtxModule> {
         ml: b.shared_array::<F32>("ml", n, 4),
         mat: b.dynamic_shared::<F32>("ahat", 16),
     };
-    forward_body(&mut b, &p, sh, n, |b| b.clusterid_x(), true);
+    forward_body(&mut b, &p, sh, (n, cap), |b| b.clusterid_x(), true);
     // No CTA leaves while a peer may still store into its shared memory.
     b.cluster_sync();
     b.finish()
@@ -158,15 +162,23 @@ pub(super) struct FwdSmem {
 }
 
 /// The forward recursion of the sequence `seq(b)` across this CTA's
-/// cluster of `n` (everything of [`generate_forward_cluster`] but the
-/// declarations and the closing cluster barrier). With `maxima` the
-/// cluster computes the emission maxima `Mb_t` into `p.mb` first; without,
-/// it reads them from there (written by an earlier launch).
+/// cluster of `n` (everything of [`generate_forward_cluster`] for `cap`
+/// but the declarations and the closing cluster barrier). With `maxima`
+/// the cluster computes the emission maxima `Mb_t` into `p.mb` first;
+/// without, it reads them from there (written by an earlier launch).
+///
+/// A thread's columns are fixed ([`super::cols`]): their `colmax` and
+/// `dcol` are loaded once, before the steps; the emissions `log b_{t+1}`
+/// of its columns and `Mb_{t+1}` (in the threads that hold columns,
+/// thread 0 among them, which keeps the normalizer) are loaded during
+/// step `t` (when `t + 1 < len`) into loop-carried registers; and the
+/// pairs `X_j` stay in registers for [`exchange`], which stores `â`
+/// (nothing reads `X` from memory, so it is not stored).
 pub(super) fn forward_body(
     b: &mut KernelBuilder,
     p: &ForwardRegs,
     sh: FwdSmem,
-    n: u32,
+    (n, cap): (u32, u32),
     seq: impl FnOnce(&mut KernelBuilder) -> Reg<U32>,
     maxima: bool,
 ) {
@@ -197,6 +209,7 @@ pub(super) fn forward_body(
         rank,
         c0,
         ncol,
+        per: per_thread(cap, n),
     };
     let seq_b = b.offset64(p.log_b, base);
     let seq_ah = b.offset64(p.alpha, base);
@@ -250,14 +263,29 @@ pub(super) fn forward_body(
         b.cluster_sync();
         let (mpi, amax) = input_maxima(b, p, tid, nt, &red0);
         let norm = DNorm::new(b);
+        // The columns' loop-invariant prep, their pairs X, the next
+        // step's emissions and Mb (step 1's, when there is one).
+        let (colmax, dcol) = forward_prep(b, &ex, p.prep, (p.s, p.sp));
+        let xs = pairs(b, ex.per);
+        let es = regs(b, ex.per);
+        let mbt = b.mov(0f32);
+        let holds = b.setp(Cmp::Lt, tid, ex.ncol);
+        let one = b.setp(Cmp::Gt, len, 1u32);
+        let first = b.pand(one, holds);
+        b.if_(first, |b| {
+            let v = b.ld_global(mbrow, 1);
+            b.assign(mbt, v);
+        });
+        prefetch_emissions(b, &ex, (seq_b, p.s, p.s), one, &es);
         // Step 0.
         let mb0 = b.ld_global(mbrow, 0);
         let xm = pp::constant(b, f32::NAN, 0.0);
-        own_columns(b, &ex, p.s, |b, _, j| {
-            forward_state0(b, p, (seq_ah, seq_al, seq_b), (mpi, mb0), j, xm);
+        fixed_columns(b, &ex, Some(p.s), |b, c, _, j| {
+            let x = forward_state0(b, p, seq_b, None, (mpi, mb0), j, xm);
+            assign(b, xs[c], x);
         });
         let row0 = b.mov(0u32);
-        let (m, dead0) = exchange(b, &ex, &red, xm, seq_ah, seq_al, row0, p.s, p.sp);
+        let (m, dead0) = exchange(b, &ex, &red, xm, (seq_ah, seq_al), row0, &xs, (p.s, p.sp));
         let cprev = pp::constant(b, 0.0, 0.0);
         b.if_(t0, |b| {
             let cv = norm.add_step(b, &[mpi, mb0], None, &[m.h, m.l]);
@@ -281,31 +309,48 @@ pub(super) fn forward_body(
                     b.assign(zero_last, 1u32);
                 },
                 |b| {
-                    // `Mb_t` is loaded where it is used (the column
-                    // threads, thread 0's normalizer), not by every thread.
-                    let mbp = b.offset(mbrow, tt);
                     lin_slice(b, &ex, &mat, &part, p.sp);
                     b.bar_sync();
                     let prow = b.sub(row, p.s);
+                    let nrow = b.add(row, p.s);
+                    let t1 = b.add(tt, 1u32);
+                    let more = b.setp(Cmp::Lt, t1, len);
                     let xm = pp::constant(b, f32::NAN, 0.0);
-                    own_columns(b, &ex, p.s, |b, jl, j| {
+                    fixed_columns(b, &ex, Some(p.s), |b, c, jl, j| {
                         let sj = lin_local(b, &part, jl, ex.ncol);
-                        let mbt = b.ld_global(mbp, 0);
                         let step = FwdStep {
                             seq_ah,
                             seq_al,
-                            seq_b,
-                            row,
                             prow,
                             mbt,
                         };
-                        forward_state(b, p, &step, sj, j, xm);
+                        let col = FwdCol {
+                            colmax: colmax[c],
+                            dcol: dcol[c],
+                            e: es[c],
+                        };
+                        let x = forward_state(b, p, &step, FwdIn::Held(&col), sj, j, xm);
+                        assign(b, xs[c], x);
+                        // The next step's emission, in flight across the
+                        // exchange.
+                        b.if_(more, |b| {
+                            let k = b.add(nrow, j);
+                            let ep = b.offset(seq_b, k);
+                            let e = b.ld_global(ep, 0);
+                            b.assign(es[c], e);
+                        });
                     });
-                    let (m, d) = exchange(b, &ex, &red, xm, seq_ah, seq_al, row, p.s, p.sp);
+                    let (m, d) =
+                        exchange(b, &ex, &red, xm, (seq_ah, seq_al), row, &xs, (p.s, p.sp));
                     b.if_(t0, |b| {
-                        let mbt = b.ld_global(mbp, 0);
                         let cv = norm.add_step(b, &[mbt], Some(amax), &[m.h, m.l]);
                         assign(b, cprev, cv);
+                    });
+                    let next = b.pand(more, holds);
+                    b.if_(next, |b| {
+                        let mbp = b.offset(mbrow, t1);
+                        let v = b.ld_global(mbp, 0);
+                        b.assign(mbt, v);
                     });
                     b.if_(is_r0, |b| store_norm(b, tid, cn, tt, cprev));
                     let dv: Reg<U32> = b.selp(d, 1u32, 0u32);
@@ -313,27 +358,42 @@ pub(super) fn forward_body(
                 },
             );
         });
-        // ll (rank 0): the last row's linear weights in ascending order.
-        b.if_(lead, |b| {
-            let z = b.mov(0f32);
-            let live = b.setp(Cmp::Eq, zero_last, 0u32);
-            b.if_(live, |b| {
-                let sp4 = b.shr(p.sp, 2u32);
-                b.for_range(0u32, p.s, 1u32, |b, j| {
-                    let jc = chain_slot(b, j, sp4);
-                    let q = b.shared_elem(&ex.pbuf, jc);
-                    let x = b.ld_shared(q, 0);
-                    let nz = b.fadd(Rounding::Rn, z, x);
-                    b.assign(z, nz);
-                });
-            });
-            let lz = crate::dsl::math::log(b, z);
-            norm.steps.add(b, lz);
-            let v = norm.value(b);
-            let dst = b.offset(p.ll, seq);
-            b.st_global(dst, 0, v.h);
+        // ll (rank 0): the last row's linear weights in ascending order
+        // (nested tests: `lead` kept across the steps made ptxas spill
+        // it at cap 256, n = 4, sm_90's 80 registers).
+        b.if_(is_r0, |b| {
+            b.if_(t0, |b| ll_of_last_row(b, p, &ex, zero_last, norm, seq));
         });
     });
+}
+
+/// Rank 0's thread 0: `ll` from the last row's linear weights in ascending
+/// order (zero when the sequence died, `zero_last`) and the normalizer.
+fn ll_of_last_row(
+    b: &mut KernelBuilder,
+    p: &ForwardRegs,
+    ex: &Ex,
+    zero_last: Reg<U32>,
+    norm: DNorm,
+    seq: Reg<U32>,
+) {
+    let z = b.mov(0f32);
+    let live = b.setp(Cmp::Eq, zero_last, 0u32);
+    b.if_(live, |b| {
+        let sp4 = b.shr(p.sp, 2u32);
+        b.for_range(0u32, p.s, 1u32, |b, j| {
+            let jc = chain_slot(b, j, sp4);
+            let q = b.shared_elem(&ex.pbuf, jc);
+            let x = b.ld_shared(q, 0);
+            let nz = b.fadd(Rounding::Rn, z, x);
+            b.assign(z, nz);
+        });
+    });
+    let lz = crate::dsl::math::log(b, z);
+    norm.steps.add(b, lz);
+    let v = norm.value(b);
+    let dst = b.offset(p.ll, seq);
+    b.st_global(dst, 0, v.h);
 }
 
 /// The emission maximum `Mb_t` of position `tt` (`s` scores from
@@ -378,21 +438,21 @@ pub(super) fn own_columns(
 }
 
 /// The step's maximum from each thread's running `xm` over the cluster,
-/// then `â = X ⊖ M` for the CTA's columns of `row` (stored back) and
-/// their weights `pexp(â)` into every CTA's weight buffer; returns `M`
-/// (in the warps that hold columns, thread 0's among them) and, in every
-/// thread, whether `M` is `−inf`. Two cluster barriers.
+/// then `â = X ⊖ M` for the CTA's columns (`X` of this thread's `c`-th
+/// column in `xs[c]`), stored at `row` of `(hi, lo)`, and their weights
+/// `pexp(â)` into every CTA's weight buffer; returns `M` (in the warps
+/// that hold columns, thread 0's among them) and, in every thread,
+/// whether `M` is `−inf`. Two cluster barriers.
 #[allow(clippy::too_many_arguments)]
 fn exchange(
     b: &mut KernelBuilder,
     ex: &Ex,
     red: &Red,
     xm: DP,
-    hi: crate::dsl::GlobalPtr<F32>,
-    lo: crate::dsl::GlobalPtr<F32>,
+    (hi, lo): (crate::dsl::GlobalPtr<F32>, crate::dsl::GlobalPtr<F32>),
     row: Reg<U32>,
-    s: Reg<U32>,
-    sp: Reg<U32>,
+    xs: &[DP],
+    (s, sp): (Reg<U32>, Reg<U32>),
 ) -> (DP, Reg<Pred>) {
     let slots = Slots {
         h: &ex.mh,
@@ -401,10 +461,9 @@ fn exchange(
     };
     let (m, _, dead) = cluster_pmax(b, ex, red, &slots, xm, None);
     let sp4 = b.shr(sp, 2u32);
-    own_columns(b, ex, s, |b, _, j| {
+    fixed_columns(b, ex, Some(s), |b, c, _, j| {
         let k = b.add(row, j);
-        let x = ld_pair(b, hi, lo, k);
-        let a = psub(b, x, m);
+        let a = psub(b, xs[c], m);
         st_pair(b, hi, lo, k, a);
         let w = pexp(b, a);
         let jc = chain_slot(b, j, sp4);

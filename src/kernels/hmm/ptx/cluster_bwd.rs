@@ -15,12 +15,15 @@
 
 use super::cluster::{
     Ex, FwdSmem, Slots, chain_slot, cluster_barrier, cluster_pmax, forward_cluster_name, lin_local,
-    lin_slice, load_slice, own_columns, resident_ctas,
+    lin_slice, load_slice,
+};
+use super::cols::{
+    cluster_builder, fixed_columns, pairs, per_thread, prefetch_emissions, prep_cols, regs,
 };
 use super::pair::{self as pp, DNorm, DP, Red, assign, padd, pexp, pmax2, pshift, psub};
 use super::{
-    BackwardArgs, BackwardRegs, PREP_AMAX, PREP_DROW_H, PREP_DROW_L, PREP_ROWMAX, WARPS, builder,
-    dead_back_state, ld_pair, ld_prep, st_pair, state_log, store_norm,
+    BackwardArgs, BackwardRegs, PREP_AMAX, PREP_DROW_H, PREP_DROW_L, PREP_ROWMAX, WARPS,
+    dead_back_state, ld_pair, st_pair, state_log, store_norm,
 };
 use crate::dsl::types::{F32, Reg, U32};
 use crate::dsl::{Cmp, KernelBuilder, PtxModule, SharedArray};
@@ -48,9 +51,7 @@ fn own_all(b: &mut KernelBuilder, ex: &Ex, mut f: impl FnMut(&mut KernelBuilder,
 /// `hmm_backward_cap<cap>`, launched with `batch · n` CTAs and
 /// [`super::cluster_smem_bytes`] of dynamic shared memory.
 pub fn generate_backward_cluster(sm: Sm, cap: u32, n: u32) -> Result<PtxModule> {
-    let mut b = builder(&backward_cluster_name(n, cap), sm);
-    b.min_ctas_per_sm(resident_ctas(sm, cap, n));
-    b.cluster_dims(n, 1, 1);
+    let mut b = cluster_builder(&backward_cluster_name(n, cap), sm, cap, n);
     let p = b.params::<BackwardArgs>();
     let qbuf = b.shared_array::<F32>("qw", cap, 16);
     let part = b.shared_array::<F32>("part", 4 * (cap / n).max(4), 16);
@@ -77,7 +78,7 @@ pub fn generate_backward_cluster(sm: Sm, cap: u32, n: u32) -> Result<PtxModule> 
         kl,
         kf,
     };
-    backward_body(&mut b, &p, sh, n, |b| b.clusterid_x());
+    backward_body(&mut b, &p, sh, (n, cap), |b| b.clusterid_x());
     // No CTA leaves while a peer may still store into its shared memory.
     b.cluster_sync();
     b.finish()
@@ -95,13 +96,22 @@ pub(super) struct BwdSmem {
 
 /// The backward recursion of the sequence `seq(b)` across this CTA's
 /// cluster of `n` (everything of [`generate_backward_cluster`] but the
-/// declarations and the closing cluster barrier); `Mb_t` is read from
-/// `p.mb`.
+/// declarations and the closing cluster barrier, for `cap`); `Mb_t` is
+/// read from `p.mb`.
+///
+/// A thread's states are fixed ([`super::cols`]): their `rowmax` and
+/// `drow` are loaded once, before the steps; the emissions `log b_{t−1}`
+/// of its states and `Mb_{t−1}` (in the threads that hold states, thread
+/// 0 among them, which keeps `Mb_t` for the next step's normalizer) are
+/// loaded during step `t` (when `t − 1 > 0`) into loop-carried registers;
+/// the next step's `r` of its states and `u` stay in registers (nothing
+/// reads them from memory: `R_t = r ⊖ M'` and `β̂_t = u ⊖ K_t` are
+/// stored over them, so they are not stored).
 pub(super) fn backward_body(
     b: &mut KernelBuilder,
     p: &BackwardRegs,
     sh: BwdSmem,
-    n: u32,
+    (n, cap): (u32, u32),
     seq: impl FnOnce(&mut KernelBuilder) -> Reg<U32>,
 ) {
     let BwdSmem {
@@ -142,6 +152,7 @@ pub(super) fn backward_body(
         rank,
         c0,
         ncol,
+        per: per_thread(cap, n),
     };
     let mslots = Slots {
         h: &ex.mh,
@@ -194,7 +205,28 @@ pub(super) fn backward_body(
         let has_steps = b.setp(Cmp::Gt, last, 0u32);
         let rrow0 = b.sub(lrow, p.s);
         let rm = pp::constant(b, f32::NAN, 0.0);
-        own_columns(b, &ex, p.s, |b, _, j| {
+        // The states' loop-invariant prep; their r (the step's R row
+        // before `⊖ M'`) and u; the step's emissions and Mb (step
+        // L−2's, when it has one: `L − 2 > 0`), and Mb_{t+1} (`Mb_{L−1}`).
+        let rowmax = prep_cols(b, &ex, p.prep, (p.s, p.sp), PREP_ROWMAX);
+        let drh = prep_cols(b, &ex, p.prep, (p.s, p.sp), PREP_DROW_H);
+        let drl = prep_cols(b, &ex, p.prep, (p.s, p.sp), PREP_DROW_L);
+        let drow: Vec<DP> = drh.into_iter().zip(drl).map(|(h, l)| DP { h, l }).collect();
+        let rs = pairs(b, ex.per);
+        let us = pairs(b, ex.per);
+        let es = regs(b, ex.per);
+        let holds = b.setp(Cmp::Lt, tid, ex.ncol);
+        let mbn = b.mov(mbl);
+        let mbt = b.mov(0f32);
+        let ahead = b.setp(Cmp::Gt, last, 1u32);
+        let first = b.pand(ahead, holds);
+        b.if_(first, |b| {
+            let mbp = b.offset(mbrow, last);
+            let v = b.ld_global(mbp, -1);
+            b.assign(mbt, v);
+        });
+        prefetch_emissions(b, &ex, (seq_b, rrow0, p.s), ahead, &es);
+        fixed_columns(b, &ex, Some(p.s), |b, c, _, j| {
             let k = b.add(lrow, j);
             st_pair(b, seq_bh, seq_bl, k, zero);
             b.if_(has_steps, |b| {
@@ -202,8 +234,7 @@ pub(super) fn backward_body(
                 let e = b.ld_global(ep, 0);
                 let e = pshift(b, e, mbl);
                 let r = padd(b, e, zero);
-                let kr = b.add(rrow0, j);
-                st_pair(b, seq_rh, seq_rl, kr, r);
+                assign(b, rs[c], r);
                 let nm = pmax2(b, rm, r);
                 assign(b, rm, nm);
             });
@@ -239,10 +270,9 @@ pub(super) fn backward_body(
                         },
                         |b| {
                             // R_t = r ⊖ M', Q = pexp(R) into every CTA.
-                            own_columns(b, &ex, p.s, |b, _, j| {
+                            fixed_columns(b, &ex, Some(p.s), |b, c, _, j| {
                                 let k = b.add(row, j);
-                                let r = ld_pair(b, seq_rh, seq_rl, k);
-                                let rr = psub(b, r, mprime);
+                                let rr = psub(b, rs[c], mprime);
                                 st_pair(b, seq_rh, seq_rl, k, rr);
                                 let q = pexp(b, rr);
                                 let sp4 = b.shr(p.sp, 2u32);
@@ -258,10 +288,7 @@ pub(super) fn backward_body(
                             b.bar_sync();
                             let um = pp::constant(b, f32::NAN, 0.0);
                             let fell_any = b.mov(0u32);
-                            let tid_ = b.tid_x();
-                            let nt_ = b.ntid_x();
-                            b.for_range(tid_, ex.ncol, nt_, |b, il| {
-                                let i = b.add(ex.c0, il);
+                            fixed_columns(b, &ex, None, |b, c, il, i| {
                                 let kw = b.add(wrow, i);
                                 let wp = b.offset(seq_w, kw);
                                 let inside = b.setp(Cmp::Lt, i, p.s);
@@ -269,7 +296,7 @@ pub(super) fn backward_body(
                                     inside,
                                     |b| {
                                         let si = lin_local(b, &part, il, ex.ncol);
-                                        let rowmax = ld_prep(b, p.prep, PREP_ROWMAX, p.sp, i);
+                                        let rowmax = rowmax[c];
                                         let arow = b.mul_lo(i, p.s);
                                         let term = |b: &mut KernelBuilder, j: Reg<U32>| {
                                             let ai = b.add(arow, j);
@@ -282,13 +309,8 @@ pub(super) fn backward_body(
                                         };
                                         let (l, w, fell) = state_log(b, si, p.s, &term);
                                         b.st_global(wp, 0, w);
-                                        let drow = DP {
-                                            h: ld_prep(b, p.prep, PREP_DROW_H, p.sp, i),
-                                            l: ld_prep(b, p.prep, PREP_DROW_L, p.sp, i),
-                                        };
-                                        let u = padd(b, l, drow);
-                                        let k = b.add(row, i);
-                                        st_pair(b, seq_bh, seq_bl, k, u);
+                                        let u = padd(b, l, drow[c]);
+                                        assign(b, us[c], u);
                                         let nm = pmax2(b, um, u);
                                         assign(b, um, nm);
                                         let f: Reg<U32> = b.selp(fell, 1u32, 0u32);
@@ -305,33 +327,42 @@ pub(super) fn backward_body(
                             let t_pos = b.setp(Cmp::Gt, t, 0u32);
                             let live = b.pnot(dead_now);
                             let more = b.pand(t_pos, live);
-                            let mbp = b.offset(mbrow, t);
                             let prow = b.sub(row, p.s);
+                            // Step t − 1 has a next r (t − 1 > 0).
+                            let ahead = b.setp(Cmp::Gt, t, 1u32);
                             let rm = pp::constant(b, f32::NAN, 0.0);
-                            own_columns(b, &ex, p.s, |b, _, i| {
+                            fixed_columns(b, &ex, Some(p.s), |b, c, _, i| {
                                 let k_ = b.add(row, i);
-                                let u = ld_pair(b, seq_bh, seq_bl, k_);
-                                let bh = psub(b, u, k);
+                                let bh = psub(b, us[c], k);
                                 st_pair(b, seq_bh, seq_bl, k_, bh);
                                 b.if_(more, |b| {
-                                    let mbt = b.ld_global(mbp, 0);
-                                    let ep = b.offset(seq_b, k_);
-                                    let e = b.ld_global(ep, 0);
-                                    let e = pshift(b, e, mbt);
+                                    let e = pshift(b, es[c], mbt);
                                     let r = padd(b, e, bh);
-                                    let kr = b.add(prow, i);
-                                    st_pair(b, seq_rh, seq_rl, kr, r);
+                                    assign(b, rs[c], r);
                                     let nm = pmax2(b, rm, r);
                                     assign(b, rm, nm);
                                 });
+                                b.if_(ahead, |b| {
+                                    let kp = b.add(prow, i);
+                                    let ep = b.offset(seq_b, kp);
+                                    let e = b.ld_global(ep, 0);
+                                    b.assign(es[c], e);
+                                });
                             });
                             b.if_(t0, |b| {
-                                let t1 = b.add(t, 1u32);
-                                let mbn_p = b.offset(mbrow, t1);
-                                let mbn = b.ld_global(mbn_p, 0);
                                 let steps = [mprime.h, mprime.l, k.h, k.l];
                                 let d = norm.add_step(b, &[mbn], Some(amax), &steps);
                                 assign(b, dprev, d);
+                            });
+                            // Mb_t for step t − 1's normalizer, Mb_{t−1}
+                            // for its r.
+                            b.if_(holds, |b| {
+                                b.assign(mbn, mbt);
+                                b.if_(ahead, |b| {
+                                    let mbp = b.offset(mbrow, t);
+                                    let v = b.ld_global(mbp, -1);
+                                    b.assign(mbt, v);
+                                });
                             });
                             b.if_(is_r0, |b| store_norm(b, tid, dn, t, dprev));
                             b.if_(lead, |b| {

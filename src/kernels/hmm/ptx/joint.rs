@@ -19,6 +19,7 @@
 
 use super::cluster::{FwdSmem, forward_body, forward_cluster_name, resident_ctas, row_max};
 use super::cluster_bwd::{BwdSmem, backward_body};
+use super::cols::cluster_builder;
 use super::pair::Red;
 use super::{BackwardRegs, ForwardRegs, THREADS, WARPS, builder};
 use crate::dsl::params::Ptr;
@@ -130,9 +131,7 @@ pub fn maxima_ctas(positions: u64) -> u32 {
 /// then `hmm_backward_cluster<n>_cap<c>`, bit for bit.
 pub fn generate_fwdbwd_cluster(sm: Sm, cap: u32, n: u32) -> Result<PtxModule> {
     debug_assert_eq!(THREADS, 256);
-    let mut b = builder(&fwdbwd_cluster_name(n, cap), sm);
-    b.min_ctas_per_sm(resident_ctas(sm, cap, n));
-    b.cluster_dims(n, 1, 1);
+    let mut b = cluster_builder(&fwdbwd_cluster_name(n, cap), sm, cap, n);
     let p = b.params::<JointArgs>();
     let pbuf = b.shared_array::<F32>("pw", cap, 16);
     let part = b.shared_array::<F32>("part", 4 * (cap / n).max(4), 16);
@@ -214,9 +213,9 @@ pub fn generate_fwdbwd_cluster(sm: Sm, cap: u32, n: u32) -> Result<PtxModule> {
     // cluster's threads or none.
     b.if_else(
         forward,
-        |b| forward_body(b, &fwd, fsh, n, |b| b.clusterid_x(), false),
+        |b| forward_body(b, &fwd, fsh, (n, cap), |b| b.clusterid_x(), false),
         |b| {
-            backward_body(b, &bwd, bsh, n, |b| {
+            backward_body(b, &bwd, bsh, (n, cap), |b| {
                 let c = b.clusterid_x();
                 b.sub(c, batch)
             })

@@ -24,6 +24,7 @@
 
 mod cluster;
 mod cluster_bwd;
+mod cols;
 mod fwd_state;
 mod joint;
 mod pair;
@@ -49,7 +50,7 @@ pub use cluster::{
     generate_forward_cluster,
 };
 pub use cluster_bwd::{backward_cluster_name, generate_backward_cluster};
-use fwd_state::{FwdStep, forward_state, forward_state0, input_maxima};
+use fwd_state::{FwdIn, FwdStep, forward_state, forward_state0, input_maxima};
 pub use joint::{
     JointArgs, MAXIMA_NAME, MaximaArgs, fwdbwd_cluster_name, generate_fwdbwd_cluster,
     generate_maxima, joint_fits, maxima_ctas,
@@ -534,7 +535,7 @@ pub fn generate_forward(sm: Sm, cap: u32) -> Result<PtxModule> {
         let mb0 = b.ld_global(mbrow, 0);
         let xm = pp::constant(b, f32::NAN, 0.0);
         b.for_range(tid, p.s, nt, |b, j| {
-            forward_state0(b, &p, (seq_ah, seq_al, seq_b), (mpi, mb0), j, xm);
+            forward_state0(b, &p, seq_b, Some((seq_ah, seq_al)), (mpi, mb0), j, xm);
         });
         let (m, _) = cta_pmax(b, xm, None, &red);
         let row0 = b.mov(0u32);
@@ -577,12 +578,11 @@ pub fn generate_forward(sm: Sm, cap: u32) -> Result<PtxModule> {
                         let step = FwdStep {
                             seq_ah,
                             seq_al,
-                            seq_b,
-                            row,
                             prow,
                             mbt,
                         };
-                        forward_state(b, &p, &step, sj, j, xm);
+                        let input = FwdIn::Memory { seq_b, row };
+                        forward_state(b, &p, &step, input, sj, j, xm);
                     });
                     let (m, _) = cta_pmax(b, xm, None, &red);
                     normalize_row(b, &pbuf, seq_ah, seq_al, row, p.s, m);
