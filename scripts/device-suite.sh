@@ -14,7 +14,7 @@
 #                          bin/tests/unit_ptxsmith
 #     bin/benches/<name>   fp8_kernels, score_kernels, resident, logcumsumexp,
 #                          hmm, block_ell, block_scaled
-#     bin/examples/<name>  demo, interop, device_info
+#     bin/examples/<name>  demo, interop, device_info, calibrate
 #     run.sh               this script
 #     torch_baselines.py   PyTorch on the same shapes (scripts/torch_baselines.py)
 #     MANIFEST.txt         what was built from what, sizes, sha256, and the
@@ -30,6 +30,7 @@
 #     1. pack integrity (sha256), glibc, `device_info cuda`, nvidia-smi
 #     2. every packed test binary: `<bin> --include-ignored gpu_ device`
 #     3. the examples demo and interop (must report that they ran on the GPU)
+#        and calibrate (its table of latencies shown in the report)
 #     4. the benches: fp8_kernels `--bench`; score_kernels and resident
 #        `--bench --quick --noplot --measurement-time 3` (criterion's quick
 #        mode: each benchmark stops once its estimate is stable, at most
@@ -73,7 +74,7 @@ set -uo pipefail
 # filters; a test matching any one is a device test).
 DEVICE_FILTERS=(gpu_ device)
 GPU_BENCHES=(fp8_kernels score_kernels resident logcumsumexp hmm viterbi block_ell block_scaled)
-GPU_EXAMPLES=(demo interop device_info)
+GPU_EXAMPLES=(demo interop device_info calibrate)
 # Test binaries run under compute-sanitizer: one per kernel family.
 SANITIZED_TESTS=(dot_end_to_end fp8_kernels score_kernels device_resident viterbi logcumsumexp hmm block_ell_kernels block_scaled_kernels runtime_no_device)
 SANITIZER_TOOLS=(memcheck racecheck synccheck initcheck)
@@ -561,6 +562,9 @@ run_suite() {
     # back to the simulator; their output must show the GPU too.
     step --expect 'backend cuda' "example demo" 120 -- "$bin/examples/demo"
     step --expect '^GPU: foreign views' "example interop" 120 -- "$bin/examples/interop"
+    # The scoreboard's latencies timed on the GPU beside the simulator's
+    # (docs/perf.md, "Calibrating the scoreboard"): the table in the report.
+    step --show --expect '^GPU: ' "example calibrate" 120 -- "$bin/examples/calibrate"
 
     # 4. Benches.
     step --expect '^== device:' "bench fp8_kernels" 180 -- "$bin/benches/fp8_kernels" --bench

@@ -618,6 +618,10 @@ pub(crate) enum Op {
     IsExplicitCluster {
         d: RegId,
     },
+    /// `mov.u64 d, %clock64`: the SM's cycle counter.
+    Clock64 {
+        d: RegId,
+    },
     /// `barrier.cluster.arrive{.relaxed}`
     ClusterArrive(ClusterArrive),
     /// `barrier.cluster.wait` (acquire, the ISA's default)
@@ -709,6 +713,7 @@ impl Op {
             }
             Op::MovSpecial { d, .. }
             | Op::IsExplicitCluster { d }
+            | Op::Clock64 { d }
             | Op::MovVarAddr { d, .. }
             | Op::LdParam { d, .. }
             | Op::LdParamAt { d, .. } => f(*d, false),

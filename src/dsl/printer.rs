@@ -668,6 +668,7 @@ fn op_text(op: &Op) -> String {
             val(*rank)
         ),
         Op::IsExplicitCluster { d } => format!("mov.pred {}, %is_explicit_cluster;", reg(*d)),
+        Op::Clock64 { d } => format!("mov.u64 {}, %clock64;", reg(*d)),
         Op::ClusterArrive(ClusterArrive::Release) => "barrier.cluster.arrive;".to_string(),
         Op::ClusterArrive(ClusterArrive::Relaxed) => "barrier.cluster.arrive.relaxed;".to_string(),
         Op::ClusterWait => "barrier.cluster.wait;".to_string(),

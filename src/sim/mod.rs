@@ -190,7 +190,9 @@
 //!   in the deterministic thread order below.
 //! * `%clock/%clock64` read a counter that increases by one per read of a
 //!   block (every block counts from the launch's start value, which each
-//!   launch advances by its reads);
+//!   launch advances by its reads); with the critical-path scoreboard on
+//!   ([`Sim::set_timing`]) they read the thread's scoreboard clock instead
+//!   (so two reads time the code between them as the scoreboard does);
 //!   `%smid` is the linear block index modulo 4; `%warpid` = linear tid / 32.
 //! * Instruction counts include predicated-off instructions (issued).
 //!
@@ -385,6 +387,8 @@ pub mod fp;
 mod global_mem;
 mod grid;
 mod interp;
+/// The scoreboard's latencies (`testing::calibrate` times them).
+pub(crate) use interp::timing as latency;
 pub(crate) mod ir;
 mod machine;
 mod options;

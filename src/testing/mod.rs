@@ -17,7 +17,12 @@
 //!   the tools are missing ([`or_skip`]);
 //! * [`inputs`]: `f32` edge values and deterministic mixed vectors for
 //!   property tests ([`special_f32s`], [`mixed_f32`]).
+//!
+//! [`calibrate`]: probes that time, with `%clock64`, the latencies the
+//! simulator's critical-path scoreboard assumes, on a GPU and on the
+//! scoreboard itself (`examples/calibrate.rs`).
 
+pub mod calibrate;
 pub mod device;
 pub mod inputs;
 pub mod inspect;

@@ -36,6 +36,19 @@ impl KernelBuilder {
         self.special(Special::NctaidX)
     }
 
+    /// `%clock64`: the SM's 64-bit cycle counter (`mov.u64 d, %clock64`),
+    /// to time a stretch of a kernel (the difference of two reads in one
+    /// thread; counters of different SMs are not synchronised). Every
+    /// target has it. In the simulator a read returns the thread's clock
+    /// on the critical-path scoreboard when the launch keeps one
+    /// ([`crate::sim::Sim::set_timing`]), else a counter that goes up by
+    /// one at each read (`testing::calibrate` times the scoreboard's
+    /// latencies with it).
+    #[track_caller]
+    pub fn clock64(&mut self) -> Reg<U64> {
+        self.def(|d| Op::Clock64 { d })
+    }
+
     /// `ctaid.x * ntid.x + tid.x` in 32 bits.
     #[track_caller]
     pub fn global_id_x(&mut self) -> Reg<U32> {

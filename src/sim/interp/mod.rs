@@ -834,7 +834,12 @@ impl<'a> Exec<'a> {
         }
         if inst.flags & F_CLOCK != 0 {
             self.clock += 1;
-            let v = self.k.clock_base.wrapping_add(self.clock);
+            // With the scoreboard: the thread's clock (the issue slot after
+            // its last instruction's), so two reads time what lies between.
+            let v = match self.cta.time.as_deref() {
+                Some(s) if self.k.timing => s.clk[t] + 1,
+                _ => self.k.clock_base.wrapping_add(self.clock),
+            };
             let code = self.k.code;
             rf[code.clock32 as usize] = v & 0xFFFF_FFFF;
             rf[code.clock64 as usize] = v;
