@@ -224,14 +224,27 @@ pub(super) fn stage(
             }
         }
     };
+    by_path(b, c, (start, t), unrolled, path, full_path);
+}
+
+/// A copy's paths ([`stage`], [`store`]): `path(vec)` by `c.vec`, except
+/// that with `unrolled` a full tile on the vector path takes `full`.
+fn by_path(
+    b: &mut KernelBuilder,
+    c: Cta,
+    (start, t): (Reg<U32>, Reg<U32>),
+    unrolled: bool,
+    path: impl Fn(&mut KernelBuilder, bool),
+    full: impl FnOnce(&mut KernelBuilder),
+) {
     if !unrolled {
         b.if_else(c.vec, |b| path(b, true), |b| path(b, false));
         return;
     }
-    let full = full_tile(b, start, t);
+    let whole = full_tile(b, start, t);
     b.if_else(
         c.vec,
-        |b| b.if_else(full, full_path, |b| path(b, true)),
+        |b| b.if_else(whole, full, |b| path(b, true)),
         |b| path(b, false),
     );
 }
@@ -289,16 +302,7 @@ pub(super) fn store(
             b.st_global_v4(gp, (de * j) as i32, v);
         }
     };
-    if !unrolled {
-        b.if_else(c.vec, |b| path(b, true), |b| path(b, false));
-        return;
-    }
-    let full = full_tile(b, start, t);
-    b.if_else(
-        c.vec,
-        |b| b.if_else(full, full_path, |b| path(b, true)),
-        |b| path(b, false),
-    );
+    by_path(b, c, (start, t), unrolled, path, full_path);
 }
 
 /// The first word of thread `tid`'s segment in `buf`.
