@@ -46,6 +46,18 @@ const BLOCK: u32 = 256;
 /// A unary routine of `ptxsmith::dsl::math`.
 type Unary = fn(&mut KernelBuilder, Reg<F32>) -> Reg<F32>;
 
+/// The elementwise kernels' shape: `f(b, i)` for this thread's global
+/// index `i` when `i < n` (one thread an element, the grid rounded up).
+fn each_index_below(
+    b: &mut KernelBuilder,
+    n: Reg<U32>,
+    f: impl FnOnce(&mut KernelBuilder, Reg<U32>),
+) {
+    let i = b.global_id_x();
+    let inside = b.setp(Cmp::Lt, i, n);
+    b.if_(inside, |b| f(b, i));
+}
+
 /// `exp_out[i] = exp(x[i])`, `log_out[i] = log(x[i])`,
 /// `log1p_out[i] = log1p(x[i])`, `lae_out[i] = log_add_exp(x[i], y[i])`
 /// for `i < n`.
@@ -53,9 +65,7 @@ fn routines_kernel(sm: Sm) -> PtxModule {
     let mut b = KernelBuilder::new("math_routines", sm);
     b.maxntid(BLOCK, 1, 1);
     let p = b.params::<MathArgs>();
-    let i = b.global_id_x();
-    let inside = b.setp(Cmp::Lt, i, p.n);
-    b.if_(inside, |b| {
+    each_index_below(&mut b, p.n, |b, i| {
         let xp = b.offset(p.x, i);
         let x = b.ld_global(xp, 0);
         let yp = b.offset(p.y, i);
@@ -367,9 +377,7 @@ fn sim_exp_bounded_matches_host_up_to_the_clamp() {
         let mut b = KernelBuilder::new("exp_bounded", sm);
         b.maxntid(BLOCK, 1, 1);
         let p = b.params::<UnaryArgs>();
-        let i = b.global_id_x();
-        let inside = b.setp(Cmp::Lt, i, p.n);
-        b.if_(inside, |b| {
+        each_index_below(&mut b, p.n, |b, i| {
             let xp = b.offset(p.x, i);
             let x = b.ld_global(xp, 0);
             let r = dm::exp_bounded(b, x);
