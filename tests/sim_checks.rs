@@ -206,6 +206,48 @@ fn barrier_in_divergent_branch() {
     ));
 }
 
+/// `barrier.sync` without `.aligned`: warps may meet at different
+/// instructions (the first warp publishes a value behind its own barrier,
+/// the second waits at another), and the barrier orders the store before
+/// every later read; an aligned `bar.sync` on one side, or a thread that
+/// exits, is still divergence.
+#[test]
+fn unaligned_barrier_at_different_instructions() {
+    let split = |first: &str, second: &str| {
+        format!(
+            "setp.lt.u32 %p1, %r0, 32;\n@!%p1 bra $L_b;\nmov.u32 %r2, 7;\nst.shared.u32 [s], %r2;\n{first}\nbra.uni $L_j;\n\
+             $L_b:\n{second}\n$L_j:\nld.shared.u32 %r1, [s];\nst.global.u32 [%rd1], %r1;"
+        )
+    };
+    let ptx = kernel(
+        ".shared .align 4 .b32 s[1];",
+        &split("barrier.sync 0;", "barrier.sync 0;"),
+    );
+    assert_eq!(launch(&ptx, 64, 64).unwrap(), vec![7; 64]);
+    for (first, second) in [
+        ("barrier.sync 0;", "bar.sync 0;"),
+        ("barrier.sync.aligned 0;", "barrier.sync 0;"),
+    ] {
+        let ptx = kernel(".shared .align 4 .b32 s[1];", &split(first, second));
+        assert!(
+            matches!(
+                launch(&ptx, 64, 64).unwrap_err(),
+                SimError::BarrierDivergence { .. }
+            ),
+            "{first} / {second}"
+        );
+    }
+    // the second warp exits instead of arriving
+    let ptx = kernel(
+        ".shared .align 4 .b32 s[1];",
+        &split("barrier.sync 0;", "ret;"),
+    );
+    assert!(matches!(
+        launch(&ptx, 64, 64).unwrap_err(),
+        SimError::BarrierDivergence { .. }
+    ));
+}
+
 #[test]
 fn uninitialized_shared_read() {
     let ptx = kernel(

@@ -578,6 +578,9 @@ pub(crate) enum Op {
         c: Option<Value>,
     },
     BarSync,
+    /// `barrier.sync 0`: the CTA barrier without `.aligned`, so threads may
+    /// reach it at different instructions (PTX 6.0)
+    BarrierSync,
     /// `bar.warp.sync mask` (sm_70+, PTX 6.0)
     BarWarpSync {
         mask: u32,
@@ -900,6 +903,7 @@ impl Op {
                 f(*d, false);
             }
             Op::BarSync
+            | Op::BarrierSync
             | Op::BarWarpSync { .. }
             | Op::Label(_)
             | Op::Bra { .. }

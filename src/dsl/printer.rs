@@ -604,6 +604,7 @@ fn op_text(op: &Op) -> String {
             )
         }
         Op::BarSync => "bar.sync 0;".to_string(),
+        Op::BarrierSync => "barrier.sync 0;".to_string(),
         Op::MbarInit { bar, count } => {
             format!(
                 "mbarrier.init.shared::cta.b64 [{}], {};",

@@ -265,7 +265,7 @@ pub(crate) fn src_reads(op: &Op) -> &'static [usize] {
             }
         }
         // barrier id (never read), count; the scheduler reads them
-        Op::Bar => &[1],
+        Op::Bar { .. } => &[1],
         Op::BarWarp => A,
         Op::Mapa => AB,
         Op::ClusterArrive { .. } | Op::ClusterWait => NONE,
@@ -303,7 +303,7 @@ pub(crate) fn dst_writes(op: &Op) -> &'static [usize] {
         | Op::Trap
         | Op::CallTooDeep
         | Op::AssertFail
-        | Op::Bar
+        | Op::Bar { .. }
         | Op::BarWarp
         | Op::ClusterArrive { .. }
         | Op::ClusterWait

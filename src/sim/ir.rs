@@ -500,8 +500,13 @@ pub enum Op {
     /// A call past the recursion depth the inliner allows (`parse/func.rs`,
     /// `MAX_RECURSION`): a trap naming the limit.
     CallTooDeep,
-    /// `bar.sync a{, b}`: s0 = barrier, s1 = count (Src::None when absent).
-    Bar,
+    /// `bar.sync a{, b}` / `barrier.sync{.aligned} a{, b}`: s0 = barrier,
+    /// s1 = count (Src::None when absent). `aligned`: every thread reaches
+    /// the same instruction (`bar.sync`, `barrier.sync.aligned`); without
+    /// it (`barrier.sync`) threads may wait at different ones.
+    Bar {
+        aligned: bool,
+    },
     /// `bar.warp.sync mask`: s0 = mask
     BarWarp,
     /// `mapa.shared::cluster.u32 d, a, rank`: d0 = d; s0 = a, s1 = rank.
@@ -619,7 +624,7 @@ impl Op {
     pub fn is_sync(&self) -> bool {
         matches!(
             self,
-            Op::Bar
+            Op::Bar { .. }
                 | Op::BarWarp
                 | Op::ClusterWait
                 | Op::Shfl { .. }

@@ -214,6 +214,22 @@ impl KernelBuilder {
         self.push(Op::BarSync);
     }
 
+    /// CTA-wide barrier that threads may reach at **different**
+    /// instructions (`barrier.sync 0`, no `.aligned`; PTX ISA,
+    /// "Parallel Synchronization and Communication Instructions:
+    /// bar, barrier": without `.aligned` the barrier is not required to be
+    /// executed by all threads at the same instruction): e.g. warps with no
+    /// work in a loop's step running a short loop of their own that meets
+    /// the busy warps' barriers. Every thread of the CTA must still arrive
+    /// (the simulator releases the barrier when all of them wait at
+    /// `barrier.sync` instructions, and reports divergence when one waits at
+    /// an aligned `bar.sync` meanwhile). Within a warp the threads must be
+    /// converged at it, as for every barrier the DSL emits.
+    #[track_caller]
+    pub fn barrier_sync_unaligned(&mut self) {
+        self.push(Op::BarrierSync);
+    }
+
     /// Warp barrier (`bar.warp.sync mask`): the threads in `mask` wait for
     /// each other, and their earlier memory accesses (shared and global)
     /// are ordered before their later ones, so lanes of one warp can hand

@@ -462,7 +462,7 @@ impl<'a> Exec<'a> {
                     TState::Exit => exited += 1,
                     TState::Park => {
                         let pc = self.cta.pc[t];
-                        if matches!(code.insts[pc as usize].op, Op::Bar) {
+                        if matches!(code.insts[pc as usize].op, Op::Bar { .. }) {
                             at_bar += 1;
                             one_bar &= bar_pc == u32::MAX || bar_pc == pc;
                             bar_pc = pc;

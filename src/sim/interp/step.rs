@@ -406,7 +406,7 @@ impl Exec<'_> {
                 Ok(false) => return PARK,
                 Err(f) => return self.raise(f),
             },
-            Op::Bar
+            Op::Bar { .. }
             | Op::BarWarp
             | Op::Shfl { .. }
             | Op::Vote { .. }

@@ -33,7 +33,7 @@ impl<'a> Exec<'a> {
                 }
                 let pc = self.cta.pc[t] as usize;
                 let inst = &code.insts[pc];
-                if !inst.op.is_sync() || matches!(inst.op, Op::Bar | Op::ClusterWait) {
+                if !inst.op.is_sync() || matches!(inst.op, Op::Bar { .. } | Op::ClusterWait) {
                     continue;
                 }
                 // `mma.sync` and `ldmatrix` have no membermask: the whole
@@ -276,7 +276,7 @@ impl<'a> Exec<'a> {
         let at_bar: Vec<usize> = (0..n)
             .filter(|&t| {
                 self.cta.state[t] == TState::Park
-                    && matches!(code.insts[self.cta.pc[t] as usize].op, Op::Bar)
+                    && matches!(code.insts[self.cta.pc[t] as usize].op, Op::Bar { .. })
             })
             .collect();
         let kernel = e.name.clone();
@@ -315,6 +315,25 @@ impl<'a> Exec<'a> {
                     .map_err(|f| self.to_err(*f, t0, pc0))?,
             ),
         };
+        // `barrier.sync` without `.aligned` and without a count: released
+        // once every thread of the CTA waits at one, whichever instruction
+        // each waits at (the busy and idle warps of a step meeting there)
+        let unaligned = |t: usize| {
+            let i = &code.insts[self.cta.pc[t] as usize];
+            matches!(i.op, Op::Bar { aligned: false }) && i.s[1] == NO_REG
+        };
+        if at_bar.len() == n && at_bar.iter().all(|&t| unaligned(t)) {
+            if let Some(s) = self.cta.time.as_mut() {
+                s.join(0..n, super::timing::BAR_CLOCKS, pc0);
+            }
+            for t in 0..n {
+                self.cta.state[t] = TState::Run;
+                self.cta.pc[t] += 1;
+            }
+            self.cta.epoch += 1;
+            self.barriers += 1;
+            return Ok(());
+        }
         let same: Vec<usize> = at_bar
             .iter()
             .copied()

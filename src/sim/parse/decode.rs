@@ -534,7 +534,9 @@ impl Decoder<'_> {
                 if ops.is_empty() || ops.len() > 2 {
                     return perr("bar.sync takes 1 or 2 operands");
                 }
-                let mut i = blank_inst(Op::Bar);
+                // `bar.sync` is `barrier.sync.aligned` (PTX ISA, bar/barrier)
+                let aligned = base == "bar" || has("aligned");
+                let mut i = blank_inst(Op::Bar { aligned });
                 i.s[0] = self.src(&ops[0], Cls::Int)?;
                 if ops.len() == 2 {
                     i.s[1] = self.src(&ops[1], Cls::Int)?;
