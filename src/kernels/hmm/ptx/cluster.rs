@@ -124,6 +124,29 @@ pub(super) struct Ex {
     pub(super) ncol: Reg<U32>,
     /// The most columns a thread owns ([`super::cols::per_thread`]).
     pub(super) per: usize,
+    /// The warps that hold no column run a step of their own that meets
+    /// the others' barriers only ([`idle_step`]), so every CTA barrier of
+    /// a step is the unaligned `barrier.sync` ([`cta_barrier`]).
+    pub(super) split: bool,
+}
+
+/// The CTA barrier of a step: `barrier.sync` where the warps take
+/// different paths to it ([`Ex::split`]), else `bar.sync`.
+pub(super) fn cta_barrier(b: &mut KernelBuilder, ex: &Ex) {
+    if ex.split {
+        b.barrier_sync_unaligned();
+    } else {
+        b.bar_sync();
+    }
+}
+
+/// The warps that hold columns (those of [`own_columns`]: `tid <
+/// min(ncol, ntid)`), as a count: warps `0 .. nact` of the CTA.
+pub(super) fn active_warps(b: &mut KernelBuilder, ex: &Ex) -> Reg<U32> {
+    let nt = b.ntid_x();
+    let held = b.min(ex.ncol, nt);
+    let held31 = b.add(held, 31u32);
+    b.shr(held31, 5u32)
 }
 
 /// The forward pass across a cluster of `n` CTAs (`n` in
@@ -210,6 +233,7 @@ pub(super) fn forward_body(
         c0,
         ncol,
         per: per_thread(cap, n),
+        split: true,
     };
     let seq_b = b.offset64(p.log_b, base);
     let seq_ah = b.offset64(p.alpha, base);
@@ -294,6 +318,11 @@ pub(super) fn forward_body(
         b.if_(is_r0, |b| store_norm(b, tid, cn, row0, cprev));
         let dead: Reg<U32> = b.selp(dead0, 1u32, 0u32);
         let zero_last = b.mov(0u32);
+        // The warps past those that hold columns take `idle_step`.
+        let warp = b.shr(tid, 5u32);
+        let nact = active_warps(b, &ex);
+        let idle = b.setp(Cmp::Ge, warp, nact);
+        let multi = b.setp(Cmp::Gt, nact, 1u32);
         b.for_range(1u32, len, 1u32, |b, tt| {
             let is_dead = b.setp(Cmp::Ne, dead, 0u32);
             let row = b.mul_lo(tt, p.s);
@@ -309,52 +338,62 @@ pub(super) fn forward_body(
                     b.assign(zero_last, 1u32);
                 },
                 |b| {
-                    lin_slice(b, &ex, &mat, &part, p.sp);
-                    b.bar_sync();
-                    let prow = b.sub(row, p.s);
-                    let nrow = b.add(row, p.s);
-                    let t1 = b.add(tt, 1u32);
-                    let more = b.setp(Cmp::Lt, t1, len);
-                    let xm = pp::constant(b, f32::NAN, 0.0);
-                    fixed_columns(b, &ex, Some(p.s), |b, c, jl, j| {
-                        let sj = lin_local(b, &part, jl, ex.ncol);
-                        let step = FwdStep {
-                            seq_ah,
-                            seq_al,
-                            prow,
-                            mbt,
-                        };
-                        let col = FwdCol {
-                            colmax: colmax[c],
-                            dcol: dcol[c],
-                            e: es[c],
-                        };
-                        let x = forward_state(b, p, &step, FwdIn::Held(&col), sj, j, xm);
-                        assign(b, xs[c], x);
-                        // The next step's emission, in flight across the
-                        // exchange.
-                        b.if_(more, |b| {
-                            let k = b.add(nrow, j);
-                            let ep = b.offset(seq_b, k);
-                            let e = b.ld_global(ep, 0);
-                            b.assign(es[c], e);
-                        });
-                    });
-                    let (m, d) =
-                        exchange(b, &ex, &red, xm, (seq_ah, seq_al), row, &xs, (p.s, p.sp));
-                    b.if_(t0, |b| {
-                        let cv = norm.add_step(b, &[mbt], Some(amax), &[m.h, m.l]);
-                        assign(b, cprev, cv);
-                    });
-                    let next = b.pand(more, holds);
-                    b.if_(next, |b| {
-                        let mbp = b.offset(mbrow, t1);
-                        let v = b.ld_global(mbp, 0);
-                        b.assign(mbt, v);
-                    });
-                    b.if_(is_r0, |b| store_norm(b, tid, cn, tt, cprev));
-                    let dv: Reg<U32> = b.selp(d, 1u32, 0u32);
-                    b.assign(dead, dv);
+                    b.if_else(
+                        idle,
+                        |b| {
+                            let d = idle_step(b, &ex, multi);
+                            let dv: Reg<U32> = b.selp(d, 1u32, 0u32);
+                            b.assign(dead, dv);
+                        },
+                        |b| {
+                            lin_slice(b, &ex, &mat, &part, p.sp);
+                            cta_barrier(b, &ex);
+                            let prow = b.sub(row, p.s);
+                            let nrow = b.add(row, p.s);
+                            let t1 = b.add(tt, 1u32);
+                            let more = b.setp(Cmp::Lt, t1, len);
+                            let xm = pp::constant(b, f32::NAN, 0.0);
+                            fixed_columns(b, &ex, Some(p.s), |b, c, jl, j| {
+                                let sj = lin_local(b, &part, jl, ex.ncol);
+                                let step = FwdStep {
+                                    seq_ah,
+                                    seq_al,
+                                    prow,
+                                    mbt,
+                                };
+                                let col = FwdCol {
+                                    colmax: colmax[c],
+                                    dcol: dcol[c],
+                                    e: es[c],
+                                };
+                                let x = forward_state(b, p, &step, FwdIn::Held(&col), sj, j, xm);
+                                assign(b, xs[c], x);
+                                // The next step's emission, in flight across the
+                                // exchange.
+                                b.if_(more, |b| {
+                                    let k = b.add(nrow, j);
+                                    let ep = b.offset(seq_b, k);
+                                    let e = b.ld_global(ep, 0);
+                                    b.assign(es[c], e);
+                                });
+                            });
+                            let (m, d) =
+                                exchange(b, &ex, &red, xm, (seq_ah, seq_al), row, &xs, (p.s, p.sp));
+                            b.if_(t0, |b| {
+                                let cv = norm.add_step(b, &[mbt], Some(amax), &[m.h, m.l]);
+                                assign(b, cprev, cv);
+                            });
+                            let next = b.pand(more, holds);
+                            b.if_(next, |b| {
+                                let mbp = b.offset(mbrow, t1);
+                                let v = b.ld_global(mbp, 0);
+                                b.assign(mbt, v);
+                            });
+                            b.if_(is_r0, |b| store_norm(b, tid, cn, tt, cprev));
+                            let dv: Reg<U32> = b.selp(d, 1u32, 0u32);
+                            b.assign(dead, dv);
+                        },
+                    );
                 },
             );
         });
@@ -473,7 +512,7 @@ fn exchange(
             b.st_cluster(qr, 0, w);
         }
     });
-    cluster_barrier(b);
+    cluster_barrier(b, ex);
     (m, dead)
 }
 
@@ -507,12 +546,9 @@ pub(super) fn cluster_pmax(
     flag: Option<Reg<Pred>>,
 ) -> (DP, Option<Reg<Pred>>, Reg<Pred>) {
     let tid = b.tid_x();
-    let nt = b.ntid_x();
     let lane = b.and(tid, 31u32);
     let warp = b.shr(tid, 5u32);
-    let held = b.min(ex.ncol, nt);
-    let held31 = b.add(held, 31u32);
-    let nact = b.shr(held31, 5u32);
+    let nact = active_warps(b, ex);
     let active = b.setp(Cmp::Lt, warp, nact);
     let mc = pp::constant(b, f32::NAN, 0.0);
     let fc = b.mov(0u32);
@@ -539,7 +575,7 @@ pub(super) fn cluster_pmax(
                 b.st_shared(p, 0, fc);
             }
         });
-        b.bar_sync();
+        cta_barrier(b, ex);
         let w0 = b.setp(Cmp::Eq, warp, 0u32);
         b.if_(w0, |b| {
             let v = pp::constant(b, f32::NAN, 0.0);
@@ -584,18 +620,8 @@ pub(super) fn cluster_pmax(
             b.st_cluster(q, 0, fc);
         }
     });
-    cluster_barrier(b);
-    // Every warp: whether the maximum is −inf (no slot above −inf, one
-    // at −inf; a NaN slot holds nothing), lane `l` reading slot `l mod n`.
-    let li = b.and(lane, ex.n - 1);
-    let p = b.shared_elem(slots.h, li);
-    let h = b.ld_shared(p, 0);
-    let above = b.setp(Cmp::Gt, h, f32::NEG_INFINITY);
-    let at = b.setp(Cmp::Eq, h, f32::NEG_INFINITY);
-    let any_above = b.vote(false, above, pp::FULL);
-    let any_at = b.vote(false, at, pp::FULL);
-    let none_above = b.pnot(any_above);
-    let dead = b.pand(none_above, any_at);
+    cluster_barrier(b, ex);
+    let (dead, li, h) = slots_dead(b, ex, slots.h);
     // The warps that hold values: the maximum by a butterfly over the
     // `n` slots.
     let m = pp::constant(b, f32::NAN, 0.0);
@@ -629,15 +655,54 @@ pub(super) fn cluster_pmax(
     (m, flag, dead)
 }
 
+/// Every warp: whether the cluster's maximum is −inf (no slot above
+/// −inf, one at −inf; a NaN slot holds nothing), lane `l` reading slot
+/// `l mod n` of `h` (after the barrier that published them); also
+/// returns that slot's index and value.
+fn slots_dead(
+    b: &mut KernelBuilder,
+    ex: &Ex,
+    h: &SharedArray<F32>,
+) -> (Reg<Pred>, Reg<U32>, Reg<F32>) {
+    let tid = b.tid_x();
+    let lane = b.and(tid, 31u32);
+    let li = b.and(lane, ex.n - 1);
+    let p = b.shared_elem(h, li);
+    let h = b.ld_shared(p, 0);
+    let above = b.setp(Cmp::Gt, h, f32::NEG_INFINITY);
+    let at = b.setp(Cmp::Eq, h, f32::NEG_INFINITY);
+    let any_above = b.vote(false, above, pp::FULL);
+    let any_at = b.vote(false, at, pp::FULL);
+    let none_above = b.pnot(any_above);
+    (b.pand(none_above, any_at), li, h)
+}
+
+/// A live forward step in a warp that holds no column: the barriers of
+/// [`lin_slice`]'s end, [`cluster_pmax`] (its CTA reduction where more
+/// than one warp holds columns, `multi`) and [`exchange`]'s two cluster
+/// barriers, in that order, and the step's `dead` test between them (the
+/// same reads and votes as the busy warps', so the same value). Nothing
+/// else: the busy warps' work is theirs alone, and the per-step
+/// instructions these warps used to walk past (guards, reductions'
+/// preambles) are a third of a step's.
+fn idle_step(b: &mut KernelBuilder, ex: &Ex, multi: Reg<Pred>) -> Reg<Pred> {
+    cta_barrier(b, ex);
+    b.if_(multi, |b| cta_barrier(b, ex));
+    cluster_barrier(b, ex);
+    let (dead, _, _) = slots_dead(b, ex, &ex.mh);
+    cluster_barrier(b, ex);
+    dead
+}
+
 /// `barrier.cluster` (release arrive, acquire wait), then `bar.sync`: the
 /// simulator's shared-memory race check orders the accesses of one CTA's
 /// threads by CTA barriers only (a store a thread made into its own CTA
 /// through `st.shared::cluster` and another thread's read after the
 /// cluster barrier would otherwise be reported), and the CTA barrier
 /// costs little beside the cluster's.
-pub(super) fn cluster_barrier(b: &mut KernelBuilder) {
+pub(super) fn cluster_barrier(b: &mut KernelBuilder, ex: &Ex) {
     b.cluster_sync();
-    b.bar_sync();
+    cta_barrier(b, ex);
 }
 
 /// Where the weight of state `j` lives in a cluster kernel's weight

@@ -153,6 +153,7 @@ pub(super) fn backward_body(
         c0,
         ncol,
         per: per_thread(cap, n),
+        split: false,
     };
     let mslots = Slots {
         h: &ex.mh,
@@ -190,7 +191,7 @@ pub(super) fn backward_body(
             b.st_shared(q, 0, 0f32);
         });
         // Every CTA has started before any remote store.
-        cluster_barrier(b);
+        cluster_barrier(b, &ex);
         let amax_at = b.mul_lo(p.sp, PREP_AMAX);
         let amax_p = b.offset(p.prep, amax_at);
         let amax = b.ld_global(amax_p, 0);
@@ -283,7 +284,7 @@ pub(super) fn backward_body(
                                     b.st_cluster(qr, 0, q);
                                 }
                             });
-                            cluster_barrier(b);
+                            cluster_barrier(b, &ex);
                             lin_slice(b, &ex, &mat, &part, p.sp);
                             b.bar_sync();
                             let um = pp::constant(b, f32::NAN, 0.0);
