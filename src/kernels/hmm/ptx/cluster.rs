@@ -659,7 +659,7 @@ pub(super) fn cluster_pmax(
 /// −inf, one at −inf; a NaN slot holds nothing), lane `l` reading slot
 /// `l mod n` of `h` (after the barrier that published them); also
 /// returns that slot's index and value.
-fn slots_dead(
+pub(super) fn slots_dead(
     b: &mut KernelBuilder,
     ex: &Ex,
     h: &SharedArray<F32>,

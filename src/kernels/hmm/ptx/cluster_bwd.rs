@@ -14,8 +14,8 @@
 //! same arguments and bits as `hmm_backward_cap<c>`.
 
 use super::cluster::{
-    Ex, FwdSmem, Slots, chain_slot, cluster_barrier, cluster_pmax, forward_cluster_name, lin_local,
-    lin_slice, load_slice,
+    Ex, FwdSmem, Slots, active_warps, chain_slot, cluster_barrier, cluster_pmax, cta_barrier,
+    forward_cluster_name, lin_local, lin_slice, load_slice,
 };
 use super::cols::{
     cluster_builder, fixed_columns, pairs, per_thread, prefetch_emissions, prep_cols, regs,
@@ -153,7 +153,7 @@ pub(super) fn backward_body(
         c0,
         ncol,
         per: per_thread(cap, n),
-        split: false,
+        split: true,
     };
     let mslots = Slots {
         h: &ex.mh,
@@ -248,6 +248,11 @@ pub(super) fn backward_body(
             };
             let dead = b.mov(0u32);
             let tt = b.mov(last);
+            // The warps past those that hold states take `idle_back_step`.
+            let warp = b.shr(tid, 5u32);
+            let nact = active_warps(b, &ex);
+            let idle = b.setp(Cmp::Ge, warp, nact);
+            let multi = b.setp(Cmp::Gt, nact, 1u32);
             b.while_(
                 |b| b.setp(Cmp::Gt, tt, 0u32),
                 |b| {
@@ -270,117 +275,157 @@ pub(super) fn backward_body(
                             });
                         },
                         |b| {
-                            // R_t = r ⊖ M', Q = pexp(R) into every CTA.
-                            fixed_columns(b, &ex, Some(p.s), |b, c, _, j| {
-                                let k = b.add(row, j);
-                                let rr = psub(b, rs[c], mprime);
-                                st_pair(b, seq_rh, seq_rl, k, rr);
-                                let q = pexp(b, rr);
-                                let sp4 = b.shr(p.sp, 2u32);
-                                let jc = chain_slot(b, j, sp4);
-                                let qp = b.shared_elem(&ex.pbuf, jc);
-                                for r in 0..ex.n {
-                                    let qr = b.mapa(qp, r);
-                                    b.st_cluster(qr, 0, q);
-                                }
-                            });
-                            cluster_barrier(b, &ex);
-                            lin_slice(b, &ex, &mat, &part, p.sp);
-                            b.bar_sync();
-                            let um = pp::constant(b, f32::NAN, 0.0);
-                            let fell_any = b.mov(0u32);
-                            fixed_columns(b, &ex, None, |b, c, il, i| {
-                                let kw = b.add(wrow, i);
-                                let wp = b.offset(seq_w, kw);
-                                let inside = b.setp(Cmp::Lt, i, p.s);
-                                b.if_else(
-                                    inside,
-                                    |b| {
-                                        let si = lin_local(b, &part, il, ex.ncol);
-                                        let rowmax = rowmax[c];
-                                        let arow = b.mul_lo(i, p.s);
-                                        let term = |b: &mut KernelBuilder, j: Reg<U32>| {
-                                            let ai = b.add(arow, j);
-                                            let ap = b.offset(p.log_a, ai);
-                                            let la = b.ld_global(ap, 0);
-                                            let lr = pshift(b, la, rowmax);
-                                            let k = b.add(row, j);
-                                            let r = ld_pair(b, seq_rh, seq_rl, k);
-                                            padd(b, lr, r)
-                                        };
-                                        let (l, w, fell) = state_log(b, si, p.s, &term);
-                                        b.st_global(wp, 0, w);
-                                        let u = padd(b, l, drow[c]);
-                                        assign(b, us[c], u);
-                                        let nm = pmax2(b, um, u);
-                                        assign(b, um, nm);
-                                        let f: Reg<U32> = b.selp(fell, 1u32, 0u32);
-                                        let nf = b.or(fell_any, f);
-                                        b.assign(fell_any, nf);
-                                    },
-                                    |b| b.st_global(wp, 0, 0f32),
-                                );
-                            });
-                            let fell = b.setp(Cmp::Ne, fell_any, 0u32);
-                            let (k, any, dead_now) =
-                                cluster_pmax(b, &ex, &red_k, &kslots, um, Some(fell));
-                            let any = any.expect("flag requested");
-                            let t_pos = b.setp(Cmp::Gt, t, 0u32);
-                            let live = b.pnot(dead_now);
-                            let more = b.pand(t_pos, live);
-                            let prow = b.sub(row, p.s);
-                            // Step t − 1 has a next r (t − 1 > 0).
-                            let ahead = b.setp(Cmp::Gt, t, 1u32);
-                            let rm = pp::constant(b, f32::NAN, 0.0);
-                            fixed_columns(b, &ex, Some(p.s), |b, c, _, i| {
-                                let k_ = b.add(row, i);
-                                let bh = psub(b, us[c], k);
-                                st_pair(b, seq_bh, seq_bl, k_, bh);
-                                b.if_(more, |b| {
-                                    let e = pshift(b, es[c], mbt);
-                                    let r = padd(b, e, bh);
-                                    assign(b, rs[c], r);
-                                    let nm = pmax2(b, rm, r);
-                                    assign(b, rm, nm);
-                                });
-                                b.if_(ahead, |b| {
-                                    let kp = b.add(prow, i);
-                                    let ep = b.offset(seq_b, kp);
-                                    let e = b.ld_global(ep, 0);
-                                    b.assign(es[c], e);
-                                });
-                            });
-                            b.if_(t0, |b| {
-                                let steps = [mprime.h, mprime.l, k.h, k.l];
-                                let d = norm.add_step(b, &[mbn], Some(amax), &steps);
-                                assign(b, dprev, d);
-                            });
-                            // Mb_t for step t − 1's normalizer, Mb_{t−1}
-                            // for its r.
-                            b.if_(holds, |b| {
-                                b.assign(mbn, mbt);
-                                b.if_(ahead, |b| {
-                                    let mbp = b.offset(mbrow, t);
-                                    let v = b.ld_global(mbp, -1);
-                                    b.assign(mbt, v);
-                                });
-                            });
-                            b.if_(is_r0, |b| store_norm(b, tid, dn, t, dprev));
-                            b.if_(lead, |b| {
-                                let f: Reg<U32> = b.selp(any, 1u32, 0u32);
-                                let fp = b.offset(flags, t);
-                                b.st_global(fp, 0, f);
-                            });
-                            let dv: Reg<U32> = b.selp(dead_now, 1u32, 0u32);
-                            b.assign(dead, dv);
-                            b.if_(more, |b| {
-                                let (m, _, _) = cluster_pmax(b, &ex, &red_m, &mslots, rm, None);
-                                assign(b, mprime, m);
-                            });
+                            b.if_else(
+                                idle,
+                                |b| {
+                                    let d = idle_back_step(b, &ex, multi, kslots.h, t);
+                                    let dv: Reg<U32> = b.selp(d, 1u32, 0u32);
+                                    b.assign(dead, dv);
+                                },
+                                |b| {
+                                    // R_t = r ⊖ M', Q = pexp(R) into every CTA.
+                                    fixed_columns(b, &ex, Some(p.s), |b, c, _, j| {
+                                        let k = b.add(row, j);
+                                        let rr = psub(b, rs[c], mprime);
+                                        st_pair(b, seq_rh, seq_rl, k, rr);
+                                        let q = pexp(b, rr);
+                                        let sp4 = b.shr(p.sp, 2u32);
+                                        let jc = chain_slot(b, j, sp4);
+                                        let qp = b.shared_elem(&ex.pbuf, jc);
+                                        for r in 0..ex.n {
+                                            let qr = b.mapa(qp, r);
+                                            b.st_cluster(qr, 0, q);
+                                        }
+                                    });
+                                    cluster_barrier(b, &ex);
+                                    lin_slice(b, &ex, &mat, &part, p.sp);
+                                    cta_barrier(b, &ex);
+                                    let um = pp::constant(b, f32::NAN, 0.0);
+                                    let fell_any = b.mov(0u32);
+                                    fixed_columns(b, &ex, None, |b, c, il, i| {
+                                        let kw = b.add(wrow, i);
+                                        let wp = b.offset(seq_w, kw);
+                                        let inside = b.setp(Cmp::Lt, i, p.s);
+                                        b.if_else(
+                                            inside,
+                                            |b| {
+                                                let si = lin_local(b, &part, il, ex.ncol);
+                                                let rowmax = rowmax[c];
+                                                let arow = b.mul_lo(i, p.s);
+                                                let term = |b: &mut KernelBuilder, j: Reg<U32>| {
+                                                    let ai = b.add(arow, j);
+                                                    let ap = b.offset(p.log_a, ai);
+                                                    let la = b.ld_global(ap, 0);
+                                                    let lr = pshift(b, la, rowmax);
+                                                    let k = b.add(row, j);
+                                                    let r = ld_pair(b, seq_rh, seq_rl, k);
+                                                    padd(b, lr, r)
+                                                };
+                                                let (l, w, fell) = state_log(b, si, p.s, &term);
+                                                b.st_global(wp, 0, w);
+                                                let u = padd(b, l, drow[c]);
+                                                assign(b, us[c], u);
+                                                let nm = pmax2(b, um, u);
+                                                assign(b, um, nm);
+                                                let f: Reg<U32> = b.selp(fell, 1u32, 0u32);
+                                                let nf = b.or(fell_any, f);
+                                                b.assign(fell_any, nf);
+                                            },
+                                            |b| b.st_global(wp, 0, 0f32),
+                                        );
+                                    });
+                                    let fell = b.setp(Cmp::Ne, fell_any, 0u32);
+                                    let (k, any, dead_now) =
+                                        cluster_pmax(b, &ex, &red_k, &kslots, um, Some(fell));
+                                    let any = any.expect("flag requested");
+                                    let t_pos = b.setp(Cmp::Gt, t, 0u32);
+                                    let live = b.pnot(dead_now);
+                                    let more = b.pand(t_pos, live);
+                                    let prow = b.sub(row, p.s);
+                                    // Step t − 1 has a next r (t − 1 > 0).
+                                    let ahead = b.setp(Cmp::Gt, t, 1u32);
+                                    let rm = pp::constant(b, f32::NAN, 0.0);
+                                    fixed_columns(b, &ex, Some(p.s), |b, c, _, i| {
+                                        let k_ = b.add(row, i);
+                                        let bh = psub(b, us[c], k);
+                                        st_pair(b, seq_bh, seq_bl, k_, bh);
+                                        b.if_(more, |b| {
+                                            let e = pshift(b, es[c], mbt);
+                                            let r = padd(b, e, bh);
+                                            assign(b, rs[c], r);
+                                            let nm = pmax2(b, rm, r);
+                                            assign(b, rm, nm);
+                                        });
+                                        b.if_(ahead, |b| {
+                                            let kp = b.add(prow, i);
+                                            let ep = b.offset(seq_b, kp);
+                                            let e = b.ld_global(ep, 0);
+                                            b.assign(es[c], e);
+                                        });
+                                    });
+                                    b.if_(t0, |b| {
+                                        let steps = [mprime.h, mprime.l, k.h, k.l];
+                                        let d = norm.add_step(b, &[mbn], Some(amax), &steps);
+                                        assign(b, dprev, d);
+                                    });
+                                    // Mb_t for step t − 1's normalizer, Mb_{t−1}
+                                    // for its r.
+                                    b.if_(holds, |b| {
+                                        b.assign(mbn, mbt);
+                                        b.if_(ahead, |b| {
+                                            let mbp = b.offset(mbrow, t);
+                                            let v = b.ld_global(mbp, -1);
+                                            b.assign(mbt, v);
+                                        });
+                                    });
+                                    b.if_(is_r0, |b| store_norm(b, tid, dn, t, dprev));
+                                    b.if_(lead, |b| {
+                                        let f: Reg<U32> = b.selp(any, 1u32, 0u32);
+                                        let fp = b.offset(flags, t);
+                                        b.st_global(fp, 0, f);
+                                    });
+                                    let dv: Reg<U32> = b.selp(dead_now, 1u32, 0u32);
+                                    b.assign(dead, dv);
+                                    b.if_(more, |b| {
+                                        let (m, _, _) =
+                                            cluster_pmax(b, &ex, &red_m, &mslots, rm, None);
+                                        assign(b, mprime, m);
+                                    });
+                                },
+                            );
                         },
                     );
                 },
             );
         });
     });
+}
+
+/// A live backward step `t` in a warp that holds no state: the barriers
+/// of the `Q` exchange, [`lin_slice`]'s end, the `K_t` reduction
+/// ([`cluster_pmax`]: its CTA reduction where `multi`, its cluster
+/// barrier) and, when the recursion goes on (`t > 0` and `K_t` above
+/// −inf), the next `M'` reduction's, in the busy warps' order, with the
+/// `dead` test of `K_t`'s slots between (the busy warps' reads and votes,
+/// so the same value); see [`super::cluster`]'s `idle_step`.
+fn idle_back_step(
+    b: &mut KernelBuilder,
+    ex: &Ex,
+    multi: crate::dsl::types::Reg<crate::dsl::types::Pred>,
+    kh: &SharedArray<F32>,
+    t: Reg<U32>,
+) -> crate::dsl::types::Reg<crate::dsl::types::Pred> {
+    cluster_barrier(b, ex);
+    cta_barrier(b, ex);
+    b.if_(multi, |b| cta_barrier(b, ex));
+    cluster_barrier(b, ex);
+    let (dead, _, _) = super::cluster::slots_dead(b, ex, kh);
+    let t_pos = b.setp(Cmp::Gt, t, 0u32);
+    let live = b.pnot(dead);
+    let more = b.pand(t_pos, live);
+    b.if_(more, |b| {
+        b.if_(multi, |b| cta_barrier(b, ex));
+        cluster_barrier(b, ex);
+    });
+    dead
 }
