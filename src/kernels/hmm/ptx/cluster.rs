@@ -140,6 +140,23 @@ pub(super) fn cta_barrier(b: &mut KernelBuilder, ex: &Ex) {
     }
 }
 
+/// Whether this thread's warp holds no column (`warp ≥`
+/// [`active_warps`]), computed where it is used: kept across the step
+/// loop it cost registers (a spill at `n = 4`, cap 256).
+pub(super) fn idle_warp(b: &mut KernelBuilder, ex: &Ex) -> Reg<Pred> {
+    let tid = b.tid_x();
+    let warp = b.shr(tid, 5u32);
+    let nact = active_warps(b, ex);
+    b.setp(Cmp::Ge, warp, nact)
+}
+
+/// Whether more than one warp holds columns (so [`cluster_pmax`] reduces
+/// across warps through a CTA barrier).
+pub(super) fn multi_warp(b: &mut KernelBuilder, ex: &Ex) -> Reg<Pred> {
+    let nact = active_warps(b, ex);
+    b.setp(Cmp::Gt, nact, 1u32)
+}
+
 /// The warps that hold columns (those of [`own_columns`]: `tid <
 /// min(ncol, ntid)`), as a count: warps `0 .. nact` of the CTA.
 pub(super) fn active_warps(b: &mut KernelBuilder, ex: &Ex) -> Reg<U32> {
@@ -319,10 +336,7 @@ pub(super) fn forward_body(
         let dead: Reg<U32> = b.selp(dead0, 1u32, 0u32);
         let zero_last = b.mov(0u32);
         // The warps past those that hold columns take `idle_step`.
-        let warp = b.shr(tid, 5u32);
-        let nact = active_warps(b, &ex);
-        let idle = b.setp(Cmp::Ge, warp, nact);
-        let multi = b.setp(Cmp::Gt, nact, 1u32);
+
         b.for_range(1u32, len, 1u32, |b, tt| {
             let is_dead = b.setp(Cmp::Ne, dead, 0u32);
             let row = b.mul_lo(tt, p.s);
@@ -338,10 +352,11 @@ pub(super) fn forward_body(
                     b.assign(zero_last, 1u32);
                 },
                 |b| {
+                    let idle = idle_warp(b, &ex);
                     b.if_else(
                         idle,
                         |b| {
-                            let d = idle_step(b, &ex, multi);
+                            let d = idle_step(b, &ex);
                             let dv: Reg<U32> = b.selp(d, 1u32, 0u32);
                             b.assign(dead, dv);
                         },
@@ -685,7 +700,8 @@ pub(super) fn slots_dead(
 /// else: the busy warps' work is theirs alone, and the per-step
 /// instructions these warps used to walk past (guards, reductions'
 /// preambles) are a third of a step's.
-fn idle_step(b: &mut KernelBuilder, ex: &Ex, multi: Reg<Pred>) -> Reg<Pred> {
+fn idle_step(b: &mut KernelBuilder, ex: &Ex) -> Reg<Pred> {
+    let multi = multi_warp(b, ex);
     cta_barrier(b, ex);
     b.if_(multi, |b| cta_barrier(b, ex));
     cluster_barrier(b, ex);

@@ -14,8 +14,8 @@
 //! same arguments and bits as `hmm_backward_cap<c>`.
 
 use super::cluster::{
-    Ex, FwdSmem, Slots, active_warps, chain_slot, cluster_barrier, cluster_pmax, cta_barrier,
-    forward_cluster_name, lin_local, lin_slice, load_slice,
+    Ex, FwdSmem, Slots, chain_slot, cluster_barrier, cluster_pmax, cta_barrier,
+    forward_cluster_name, idle_warp, lin_local, lin_slice, load_slice, multi_warp,
 };
 use super::cols::{
     cluster_builder, fixed_columns, pairs, per_thread, prefetch_emissions, prep_cols, regs,
@@ -249,10 +249,7 @@ pub(super) fn backward_body(
             let dead = b.mov(0u32);
             let tt = b.mov(last);
             // The warps past those that hold states take `idle_back_step`.
-            let warp = b.shr(tid, 5u32);
-            let nact = active_warps(b, &ex);
-            let idle = b.setp(Cmp::Ge, warp, nact);
-            let multi = b.setp(Cmp::Gt, nact, 1u32);
+
             b.while_(
                 |b| b.setp(Cmp::Gt, tt, 0u32),
                 |b| {
@@ -275,10 +272,11 @@ pub(super) fn backward_body(
                             });
                         },
                         |b| {
+                            let idle = idle_warp(b, &ex);
                             b.if_else(
                                 idle,
                                 |b| {
-                                    let d = idle_back_step(b, &ex, multi, kslots.h, t);
+                                    let d = idle_back_step(b, &ex, kslots.h, t);
                                     let dv: Reg<U32> = b.selp(d, 1u32, 0u32);
                                     b.assign(dead, dv);
                                 },
@@ -411,10 +409,10 @@ pub(super) fn backward_body(
 fn idle_back_step(
     b: &mut KernelBuilder,
     ex: &Ex,
-    multi: crate::dsl::types::Reg<crate::dsl::types::Pred>,
     kh: &SharedArray<F32>,
     t: Reg<U32>,
 ) -> crate::dsl::types::Reg<crate::dsl::types::Pred> {
+    let multi = multi_warp(b, ex);
     cluster_barrier(b, ex);
     cta_barrier(b, ex);
     b.if_(multi, |b| cta_barrier(b, ex));
