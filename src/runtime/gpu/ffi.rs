@@ -430,6 +430,49 @@ pub(crate) fn pointer_info(addr: u64) -> CudaResult<PointerInfo> {
     })
 }
 
+/// `cuTensorMapEncodeTiled` of a validated description into `map` (the
+/// driver's opaque 128 bytes); `CUDA_ERROR_NOT_SUPPORTED` when the loaded
+/// driver lacks the entry point (before CUDA 12.0).
+pub(crate) fn tensor_map_encode_tiled(
+    map: &mut crate::tensor_map::TensorMap,
+    d: &crate::tensor_map::TiledDesc,
+) -> CudaResult<()> {
+    let api = try_driver()?;
+    let f = api
+        .cu_tensor_map_encode_tiled
+        .ok_or(CudaError::NotSupported)?;
+    let rank = d.rank();
+    if rank == 0
+        || d.global_strides.len() + 1 != rank
+        || d.box_dims.len() != rank
+        || d.element_strides.len() != rank
+    {
+        return Err(CudaError::InvalidValue);
+    }
+    // SAFETY: `map` is 128 bytes, 64-byte aligned (`TensorMap`'s repr), and
+    // exclusively borrowed; each array holds the entries the driver reads
+    // for `rank` (checked above: `rank` dims, box dims and element
+    // strides, `rank - 1` strides); the global address is a plain value the
+    // driver stores, never dereferenced by the call.
+    let rc = unsafe {
+        f(
+            map.0.as_mut_ptr().cast(),
+            d.dtype as u32,
+            rank as u32,
+            d.global_address as *mut c_void,
+            d.global_dims.as_ptr(),
+            d.global_strides.as_ptr(),
+            d.box_dims.as_ptr(),
+            d.element_strides.as_ptr(),
+            d.interleave as u32,
+            d.swizzle as u32,
+            d.l2_promotion as u32,
+            d.oob_fill as u32,
+        )
+    };
+    oxicuda_driver::check(rc)
+}
+
 /// Wait for every stream of the current context.
 pub(crate) fn context_synchronize() -> CudaResult<()> {
     let api = try_driver()?;
