@@ -64,8 +64,9 @@ fn fnv1a(b: &[u8]) -> u32 {
     })
 }
 
-/// Encode a validated description.
-pub(crate) fn encode(d: &TiledDesc) -> [u8; 128] {
+/// Encode a description ([`TiledDesc::validate`]d first: the bytes of an
+/// invalid one decode to its error).
+pub fn encode(d: &TiledDesc) -> [u8; 128] {
     let mut b = [0u8; 128];
     b[0..4].copy_from_slice(&MAGIC);
     b[4..6].copy_from_slice(&VERSION.to_le_bytes());
