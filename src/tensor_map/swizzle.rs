@@ -4,11 +4,15 @@
 //! row index within the pattern, on the **shared-memory byte address**:
 //! bits 4.. of the address (the 16-byte chunk) are XORed with bits 7.. (the
 //! 128-byte row), one bit for 32B, two for 64B, three for 128B — CuTe's
-//! `Swizzle<1,4,3>`, `Swizzle<2,4,3>` and `Swizzle<3,4,3>` (CUDA C++
-//! Programming Guide, "Tensor Memory Access": "Shared memory bank swizzling";
-//! PTX ISA 8.x "Tensor": "Tensor swizzling modes"). The pattern repeats
-//! every 256, 512 and 1024 bytes, so a copy's destination is aligned to
-//! that ([`Swizzle::pattern_bytes`]).
+//! `Swizzle<1,4,3>`, `Swizzle<2,4,3>` and `Swizzle<3,4,3>`, the byte
+//! swizzles CUTLASS maps to `CU_TENSOR_MAP_SWIZZLE_32B/64B/128B`
+//! (`include/cute/atom/copy_traits_sm90_tma_swizzle.hpp`,
+//! `get_tma_swizzle_bits`: `M == 4`, `S == 3`, `B` = 1, 2, 3). The
+//! pattern repeats every 256, 512 and 1024 bytes, so a copy's destination
+//! is aligned to that ([`Swizzle::pattern_bytes`]; the PTX ISA's
+//! "Tensor swizzling modes" and the CUDA C++ Programming Guide's TMA
+//! swizzle section describe these modes; their text was not at hand here,
+//! so the definition rests on CUTLASS's mapping and awaits a GPU check).
 
 use super::Swizzle;
 
