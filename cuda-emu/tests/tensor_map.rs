@@ -25,6 +25,9 @@ struct Raw {
     codes: [u32; 4],
 }
 
+/// A change to a valid description.
+type Edit = Box<dyn Fn(&mut Raw)>;
+
 fn valid() -> Raw {
     Raw {
         dtype: 7,
@@ -38,6 +41,7 @@ fn valid() -> Raw {
 }
 
 fn encode(r: &Raw, map: &mut TensorMap, offset: usize) -> CUresult {
+    // SAFETY: `offset` is within the 128 bytes.
     let p = unsafe { map.0.as_mut_ptr().add(offset) };
     // SAFETY: `map` is 128 bytes (with `offset` 0; other offsets are refused
     // before the write); the arrays hold the rank's entries.
@@ -76,7 +80,7 @@ fn encodes_privately_and_refuses_what_the_driver_documents() {
     assert_eq!(m.decode_private().unwrap(), want);
     assert_eq!(m, TensorMap::encode_private(&want).unwrap());
 
-    let bad: Vec<(&str, Box<dyn Fn(&mut Raw)>)> = vec![
+    let bad: Vec<(&str, Edit)> = vec![
         ("rank 0", Box::new(|r| r.dims.clear())),
         (
             "rank 6",
