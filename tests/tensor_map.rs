@@ -6,7 +6,8 @@
 //! `KernelBuilder::swizzled_chunk`; the simulator's result (checks on)
 //! equals the plain-Rust box bit for bit. The simulator's findings: a map
 //! that does not decode (the bytes a real driver writes), a rank other than
-//! the instruction's, a destination not aligned to the swizzle pattern.
+//! the instruction's, a destination not aligned to the swizzle pattern, a read of
+//! the tile before the mbarrier wait.
 //! The DSL refuses it below sm_90; the pinned ptxas assembles it on sm_90,
 //! sm_100, sm_100a and sm_120 (PTX 8.0, not 7.8) into `UTMALDG` (sm_120's
 //! multicast form into a software loop without it). Through the
@@ -54,9 +55,10 @@ fn kernel(
     cluster: u32,
     dims: usize,
     pattern: u32,
+    wait: bool,
 ) -> ptxsmith::Result<PtxModule> {
     // one name per variant (a context caches modules by name)
-    let name = format!("tmap_box_{s:?}_c{cluster}_d{dims}_a{pattern}").to_lowercase();
+    let name = format!("tmap_box_{s:?}_c{cluster}_d{dims}_a{pattern}_w{wait}").to_lowercase();
     let mut b = KernelBuilder::new(&name, sm);
     if cluster > 1 {
         b.cluster_dims(cluster, 1, 1);
@@ -97,7 +99,9 @@ fn kernel(
             b.cp_async_bulk_tensor(start, p.map, &coords, bar);
         }
     });
-    b.mbarrier_wait(bar, 0u32);
+    if wait {
+        b.mbarrier_wait(bar, 0u32);
+    }
     let chunks = rb / 16;
     let live = b.setp(Cmp::Lt, t, ROWS * chunks);
     b.if_(live, |b| {
@@ -202,7 +206,7 @@ fn run(
 fn boxes_land_swizzled_and_read_back_bit_exact() {
     for s in Swizzle::ALL {
         let words = (row_bytes(s) / 4 * ROWS) as usize;
-        let m = kernel(Sm::Sm90, s, 1, 2, s.pattern_bytes().max(128)).unwrap();
+        let m = kernel(Sm::Sm90, s, 1, 2, s.pattern_bytes().max(128), true).unwrap();
         // inside, across the right and bottom edges, across the left and top
         for (x, y) in [(4, 3), (W as i32 - 5, H as i32 - 3), (-3, -2)] {
             let map = |g| TensorMap::encode_private(&desc(g, s, TensorDataType::U32)).unwrap();
@@ -226,7 +230,7 @@ fn swizzled_layout_is_not_row_major() {
     // helper is what makes the readback right)
     let s = Swizzle::B64;
     let words = (row_bytes(s) / 4 * ROWS) as usize;
-    let m = kernel(Sm::Sm90, Swizzle::None, 1, 2, 1024).unwrap();
+    let m = kernel(Sm::Sm90, Swizzle::None, 1, 2, 1024, true).unwrap();
     let map = |g| TensorMap::encode_private(&desc(g, s, TensorDataType::U32)).unwrap();
     let got = run(&m, map, 1, 0, 0, words).unwrap();
     let plain = host(s, 0, 0, 0);
@@ -243,7 +247,7 @@ fn swizzled_layout_is_not_row_major() {
 fn multicast_to_a_cluster_of_two() {
     for s in [Swizzle::B64, Swizzle::B128] {
         let words = (row_bytes(s) / 4 * ROWS) as usize;
-        let m = kernel(Sm::Sm90, s, 2, 2, s.pattern_bytes()).unwrap();
+        let m = kernel(Sm::Sm90, s, 2, 2, s.pattern_bytes(), true).unwrap();
         let map = |g| TensorMap::encode_private(&desc(g, s, TensorDataType::U32)).unwrap();
         let got = run(&m, map, 2, 30, -4, words).unwrap();
         let one = host(s, 30, -4, 0);
@@ -258,12 +262,12 @@ fn findings() {
     let words = (row_bytes(s) / 4 * ROWS) as usize;
     let good = |g| TensorMap::encode_private(&desc(g, s, TensorDataType::U32)).unwrap();
     // a destination 512-byte aligned under the 1,024-byte pattern
-    let m = kernel(Sm::Sm90, s, 1, 2, 512).unwrap();
+    let m = kernel(Sm::Sm90, s, 1, 2, 512, true).unwrap();
     let e = run(&m, good, 1, 0, 0, words).unwrap_err();
     assert!(matches!(e, SimError::BulkCopy { .. }), "{e}");
     assert!(e.to_string().contains("not 1024-byte aligned"), "{e}");
     // bytes that are not the private encoding (a real driver's map)
-    let m = kernel(Sm::Sm90, s, 1, 2, 1024).unwrap();
+    let m = kernel(Sm::Sm90, s, 1, 2, 1024, true).unwrap();
     let e = run(&m, |_| TensorMap([0x11; 128]), 1, 0, 0, words).unwrap_err();
     let msg = e.to_string();
     assert!(matches!(e, SimError::BulkCopy { .. }), "{e}");
@@ -272,7 +276,7 @@ fn findings() {
         "{msg}"
     );
     // a 3D copy with a 2D map
-    let m = kernel(Sm::Sm90, s, 1, 3, 1024).unwrap();
+    let m = kernel(Sm::Sm90, s, 1, 3, 1024, true).unwrap();
     let e = run(&m, good, 1, 0, 0, words).unwrap_err();
     assert!(
         e.to_string().contains("3d with a tensor map of rank 2"),
@@ -281,9 +285,24 @@ fn findings() {
 }
 
 #[test]
+fn a_read_before_the_wait_is_a_finding() {
+    let s = Swizzle::B128;
+    let words = (row_bytes(s) / 4 * ROWS) as usize;
+    let m = kernel(Sm::Sm90, s, 1, 2, 1024, false).unwrap();
+    let good = |g| TensorMap::encode_private(&desc(g, s, TensorDataType::U32)).unwrap();
+    let e = run(&m, good, 1, 0, 0, words).unwrap_err();
+    let msg = e.to_string();
+    assert!(matches!(e, SimError::BulkCopy { .. }), "{e}");
+    assert!(
+        msg.contains("ld.shared") && msg.contains("will write"),
+        "{msg}"
+    );
+}
+
+#[test]
 fn gates_and_ptxas() {
     for sm in [Sm::Sm80, Sm::Sm89] {
-        match kernel(sm, Swizzle::B128, 1, 2, 1024) {
+        match kernel(sm, Swizzle::B128, 1, 2, 1024, true) {
             Err(Error::UnsupportedFeature { feature, .. }) => {
                 assert!(
                     matches!(feature, Feature::TensorCopy | Feature::BulkCopy),
@@ -303,7 +322,7 @@ fn gates_and_ptxas() {
         Err(Error::Build { error, .. }) => assert_eq!(error, BuildError::TensorCoords { n: 4 }),
         other => panic!("{other:?}"),
     }
-    let m = kernel(Sm::Sm90, Swizzle::B128, 2, 2, 1024).unwrap();
+    let m = kernel(Sm::Sm90, Swizzle::B128, 2, 2, 1024, true).unwrap();
     assert!(m.ptx.contains(".version 8.0\n"), "{}", m.ptx);
     assert!(
         m.ptx.contains(".param .align 64 .b8 p_map[128]"),
@@ -322,7 +341,7 @@ fn gates_and_ptxas() {
     };
     for sm in [Sm::Sm90, Sm::Sm100, Sm::Sm100a, Sm::Sm120] {
         for cluster in [1, 2] {
-            let m = kernel(sm, Swizzle::B128, cluster, 2, 1024).unwrap();
+            let m = kernel(sm, Swizzle::B128, cluster, 2, 1024, true).unwrap();
             let asm = tools
                 .assemble(&m.ptx, sm)
                 .unwrap_or_else(|e| panic!("{sm}: ptxas: {e}\n{}", m.ptx));
@@ -355,7 +374,7 @@ fn through_runtime(ctx: &ptxsmith::runtime::Context) {
     }
     for (s, cluster) in [(Swizzle::B128, 1), (Swizzle::B64, 2), (Swizzle::None, 1)] {
         let words = (row_bytes(s) / 4 * ROWS) as usize;
-        let m = kernel(sm, s, cluster, 2, s.pattern_bytes().max(128)).unwrap();
+        let m = kernel(sm, s, cluster, 2, s.pattern_bytes().max(128), true).unwrap();
         let k = Kernel::<Args>::from_module(m).unwrap();
         let src = ctx.upload(&tensor()).unwrap();
         let out = ctx.alloc_zeroed::<u32>(words * cluster as usize).unwrap();
