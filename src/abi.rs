@@ -58,6 +58,20 @@ pub enum ParamKind {
         /// The alignment, in bytes, every launch argument must have.
         align: u32,
     },
+    /// A tensor map passed by value (`.param .align 64 .b8 name[128]`,
+    /// [`crate::tensor_map::TensorMap`]).
+    TensorMap,
+}
+
+impl ParamKind {
+    /// The parameter's size in bytes.
+    pub const fn size(self) -> u32 {
+        match self {
+            ParamKind::Scalar(t) => t.size(),
+            ParamKind::GlobalPtr { .. } => 8,
+            ParamKind::TensorMap => 128,
+        }
+    }
 }
 
 /// One kernel parameter: name and kind.
@@ -86,13 +100,31 @@ pub enum ArgValue {
     F64(f64),
     /// A device address (global memory) for a [`ParamKind::GlobalPtr`].
     Ptr(u64),
+    /// A tensor map for a [`ParamKind::TensorMap`].
+    TensorMap(crate::tensor_map::TensorMap),
 }
 
 impl ArgValue {
+    /// The bytes the driver copies into the parameter buffer
+    /// ([`size`](Self::size) of them, little-endian).
+    pub fn to_le_bytes(&self) -> Vec<u8> {
+        match self {
+            ArgValue::TensorMap(m) => m.0.to_vec(),
+            a => {
+                let mut s = [0u8; 8];
+                a.write_le(&mut s);
+                s[..a.size() as usize].to_vec()
+            }
+        }
+    }
+
     /// Write the little-endian bytes the driver copies into the parameter
-    /// buffer to the front of `out` (4 or 8 bytes; the rest is untouched).
+    /// buffer to the front of `out` (4 or 8 bytes; the rest is untouched;
+    /// nothing for a tensor map, which [`to_le_bytes`](Self::to_le_bytes)
+    /// gives).
     pub fn write_le(self, out: &mut [u8; 8]) {
         match self {
+            ArgValue::TensorMap(_) => {}
             ArgValue::U32(v) => out[..4].copy_from_slice(&v.to_le_bytes()),
             ArgValue::S32(v) => out[..4].copy_from_slice(&v.to_le_bytes()),
             ArgValue::F32(v) => out[..4].copy_from_slice(&v.to_le_bytes()),
@@ -102,10 +134,11 @@ impl ArgValue {
         }
     }
 
-    /// Size of the value in bytes (4 or 8).
+    /// Size of the value in bytes (4 or 8; 128 for a tensor map).
     pub const fn size(self) -> u32 {
         match self {
             ArgValue::U32(_) | ArgValue::S32(_) | ArgValue::F32(_) => 4,
+            ArgValue::TensorMap(_) => 128,
             _ => 8,
         }
     }
@@ -120,6 +153,7 @@ impl ArgValue {
                 | (ArgValue::F32(_), ParamKind::Scalar(ScalarType::F32))
                 | (ArgValue::F64(_), ParamKind::Scalar(ScalarType::F64))
                 | (ArgValue::Ptr(_), ParamKind::GlobalPtr { .. })
+                | (ArgValue::TensorMap(_), ParamKind::TensorMap)
         )
     }
 }

@@ -383,6 +383,11 @@ pub enum Error {
     #[error(transparent)]
     Sim(#[from] crate::sim::SimError),
 
+    /// A tensor-map description refused before encoding
+    /// ([`crate::tensor_map::TiledDesc::validate`]).
+    #[error("tensor map: {0}")]
+    TensorMap(#[from] crate::tensor_map::TensorMapError),
+
     /// A backend was asked for that this entry point or build cannot run.
     #[error("backend {backend} unavailable: {reason}")]
     BackendUnavailable {

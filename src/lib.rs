@@ -29,6 +29,7 @@ pub mod runtime;
 pub mod sim;
 pub mod target;
 pub mod tensor_core;
+pub mod tensor_map;
 pub mod testing;
 pub mod tune;
 

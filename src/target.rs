@@ -444,6 +444,9 @@ pub enum Feature {
     /// higher"), and the DSL's barrier exists for the bulk copies, so the
     /// family is gated as one.
     BulkCopy,
+    /// Tensor-map copies (`cp.async.bulk.tensor`, a tensor map's
+    /// parameter address by `cvta.param`): sm_90, PTX ISA 8.0.
+    TensorCopy,
 }
 
 impl Feature {
@@ -462,7 +465,10 @@ impl Feature {
             | Feature::MmaSync
             | Feature::CpAsync => Sm::Sm80,
             Feature::Fp8Cvt => Sm::Sm89,
-            Feature::Cluster | Feature::ClusterRelaxed | Feature::BulkCopy => Sm::Sm90,
+            Feature::Cluster
+            | Feature::ClusterRelaxed
+            | Feature::BulkCopy
+            | Feature::TensorCopy => Sm::Sm90,
             Feature::BlockScaleCvt => Sm::Sm100a,
         }
     }
@@ -489,7 +495,9 @@ impl Feature {
             // .version 8.6 or later"; sm_120a itself needs 8.7.
             Feature::BlockScaleCvt => PtxVersion::new(8, 6),
             Feature::Cluster => PtxVersion::new(7, 8),
-            Feature::ClusterRelaxed | Feature::BulkCopy => PtxVersion::new(8, 0),
+            Feature::ClusterRelaxed | Feature::BulkCopy | Feature::TensorCopy => {
+                PtxVersion::new(8, 0)
+            }
         }
     }
 
@@ -522,6 +530,7 @@ impl fmt::Display for Feature {
             Feature::Cluster => "thread-block clusters (mapa, shared::cluster, cluster barriers)",
             Feature::ClusterRelaxed => "relaxed cluster barrier arrive",
             Feature::BulkCopy => "mbarrier transaction counts and bulk async copies (multicast)",
+            Feature::TensorCopy => "tensor-map bulk copies (TMA)",
         };
         f.write_str(s)
     }

@@ -532,6 +532,12 @@ pub(crate) enum Op {
         d: RegId,
         a: RegId,
     },
+    /// `mov.u64 d, name` then `cvta.param.u64 d, d`: the generic address
+    /// of a by-value kernel parameter (a tensor map's).
+    ParamAddr {
+        d: RegId,
+        name: String,
+    },
     /// `ld.param.T d, [name+offset]` with the name as printed: a device
     /// function's own parameter, or a call's return value in the caller.
     LdParamAt {
@@ -666,6 +672,15 @@ pub(crate) enum Op {
         bar: RegId,
         mask: Option<Value>,
     },
+    /// `cp.async.bulk.tensor.Nd.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+    /// {.multicast::cluster} [dst], [map, {coords}], [bar]{, mask}`
+    CpAsyncBulkTensor {
+        dst: RegId,
+        map: RegId,
+        coords: Vec<RegId>,
+        bar: RegId,
+        mask: Option<Value>,
+    },
     Label(u32),
     Bra {
         target: u32,
@@ -719,6 +734,7 @@ impl Op {
             | Op::Clock64 { d }
             | Op::MovVarAddr { d, .. }
             | Op::LdParam { d, .. }
+            | Op::ParamAddr { d, .. }
             | Op::LdParamAt { d, .. } => f(*d, false),
             Op::StParamAt { a, .. } => v(a, &mut f),
             Op::Call { args, rets, .. } => {
@@ -861,6 +877,23 @@ impl Op {
                     v(m, &mut f);
                 }
             }
+            Op::CpAsyncBulkTensor {
+                dst,
+                map,
+                coords,
+                bar,
+                mask,
+            } => {
+                f(*dst, true);
+                f(*map, true);
+                for c in coords {
+                    f(*c, true);
+                }
+                f(*bar, true);
+                if let Some(m) = mask {
+                    v(m, &mut f);
+                }
+            }
             Op::Pack4x8 { d, b } => {
                 for r in b {
                     f(*r, true);
@@ -950,6 +983,7 @@ impl Op {
             | Op::FenceMbarInit
             | Op::FenceProxyAsync
             | Op::CpAsyncBulk { .. } => Some(Feature::BulkCopy),
+            Op::CpAsyncBulkTensor { .. } | Op::ParamAddr { .. } => Some(Feature::TensorCopy),
             Op::Mapa { .. }
             | Op::IsExplicitCluster { .. }
             | Op::ClusterArrive(_)

@@ -95,7 +95,7 @@ pub use builder::params;
 pub use builder::{
     BuildError, ClusterMbarrier, ClusterPtr, CpAsyncSize, DeviceFn, FnArg, FnValues, FragA, FragB,
     FragC, GlobalPtr, IntoArg, IntoArgs, KernelBuilder, Label, LdmatrixInput, SharedArray,
-    SharedMbarrier, SharedPtr, Var,
+    SharedMbarrier, SharedPtr, TensorMapParam, TensorMapRef, Var,
 };
 pub use ir::{
     AtomOp, ClusterArrive, Cmp, Fp8Format, IntRounding, ReduxOp, Rounding, ShflMode, Special,

@@ -515,6 +515,31 @@ fn op_text(op: &Op) -> String {
             format!("ld.param{} {}, [{}];", ty(*t), reg(*d), param_name(name))
         }
         Op::CvtaGlobal { d, a } => format!("cvta.to.global.u64 {}, {};", reg(*d), reg(*a)),
+        Op::ParamAddr { d, name } => format!(
+            "mov.u64 {0}, {1};\n\tcvta.param.u64 {0}, {0};",
+            reg(*d),
+            param_name(name)
+        ),
+        Op::CpAsyncBulkTensor {
+            dst,
+            map,
+            coords,
+            bar,
+            mask,
+        } => format!(
+            "cp.async.bulk.tensor.{}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes{} [{}], [{}, {{{}}}], [{}]{};",
+            coords.len(),
+            mask.map_or("", |_| ".multicast::cluster"),
+            reg(*dst),
+            reg(*map),
+            coords
+                .iter()
+                .map(|c| reg(*c))
+                .collect::<Vec<_>>()
+                .join(", "),
+            reg(*bar),
+            mask.map_or(String::new(), |m| format!(", {}", val(m)))
+        ),
         Op::LdParamAt {
             ty: t,
             d,
@@ -830,6 +855,9 @@ fn param_decl(p: &ParamDesc) -> String {
     let t = match p.kind {
         ParamKind::Scalar(s) => scalar_ty(s),
         ParamKind::GlobalPtr { .. } => Ty::U64,
+        ParamKind::TensorMap => {
+            return format!(".param .align 64 .b8 {}[128]", param_name(&p.name));
+        }
     };
     format!(".param {} {}", ty(t), param_name(&p.name))
 }

@@ -33,6 +33,7 @@ fn uses_cluster(e: &Entry) -> bool {
                 | Op::MbarArrive { .. }
                 | Op::MbarTryWait
                 | Op::CpAsyncBulk { .. }
+                | Op::CpAsyncBulkTensor { .. }
                 | Op::Ld {
                     sp: Space::SharedCluster,
                     ..

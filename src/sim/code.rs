@@ -281,6 +281,9 @@ pub(crate) fn src_reads(op: &Op) -> &'static [usize] {
         Op::MbarInit | Op::MbarArrive { .. } | Op::MbarTryWait => AB,
         // destination, source, size, barrier, mask
         Op::CpAsyncBulk { .. } => &[0, 1, 2, 3, 4],
+        // destination, map, barrier, mask (the coordinates are in
+        // `Entry::mma`; the interpreter reads them)
+        Op::CpAsyncBulkTensor { .. } => &[0, 1, 2, 3],
     }
 }
 
@@ -311,7 +314,8 @@ pub(crate) fn dst_writes(op: &Op) -> &'static [usize] {
         | Op::CpAsyncCommit
         | Op::CpAsyncWait { .. }
         | Op::MbarInit
-        | Op::CpAsyncBulk { .. } => NONE,
+        | Op::CpAsyncBulk { .. }
+        | Op::CpAsyncBulkTensor { .. } => NONE,
         _ => D,
     }
 }
@@ -551,6 +555,7 @@ pub(crate) fn lower(e: &Entry) -> Code {
                     | Op::MbarArrive { .. }
                     | Op::MbarTryWait
                     | Op::CpAsyncBulk { .. }
+                    | Op::CpAsyncBulkTensor { .. }
             )
     });
     Code {

@@ -23,6 +23,9 @@ pub(crate) const WINDOW_SIZE: u64 = 1 << 32;
 /// not loaded yet (`MODULE_WINDOW + offset in the module image`; unmapped,
 /// and relocated when the module is loaded: see `parse/globals.rs`).
 pub(crate) const MODULE_WINDOW: u64 = 0x0000_7B00_0000_0000;
+/// The generic addresses of the kernel parameters (`cvta.param`:
+/// `PARAM_WINDOW + offset`; only a tensor-map copy reads through them).
+pub(crate) const PARAM_WINDOW: u64 = 0x0000_7A00_0000_0000;
 /// First global allocation address; allocations are 256-byte aligned and
 /// separated by at least `GUARD` unmapped bytes.
 pub const GLOBAL_BASE: u64 = 0x0000_0001_0000_0000;

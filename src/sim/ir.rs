@@ -580,6 +580,16 @@ pub enum Op {
         multicast: bool,
         size: u32,
     },
+    /// `cp.async.bulk.tensor.{dims}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+    /// {.multicast::cluster} [s0+off], [s1, {coords}], [s2]{, s3}`: s1 the
+    /// tensor map's generic address, s2 the barrier, s3 the CTA mask; the
+    /// coordinates' register slots are [`Entry::mma`]`[ops][..dims]`
+    /// (`interp::bulk_tensor`).
+    CpAsyncBulkTensor {
+        dims: u8,
+        multicast: bool,
+        ops: u32,
+    },
     /// The `vprintf` builtin (an inlined `call vprintf`): d0 = the
     /// returned argument count, s0 = format address, s1 = argument buffer.
     Vprintf,
@@ -717,7 +727,9 @@ pub struct Entry {
     /// generic access: CTAs may communicate through it.
     pub(crate) strong_global: bool,
     /// The A (4), B (2) and C (4) register slots of each `mma.sync`, in
-    /// PTX operand order, indexed by [`Op::Mma`]'s `ops`.
+    /// PTX operand order, indexed by [`Op::Mma`]'s `ops`; and the
+    /// coordinates' slots of each `cp.async.bulk.tensor`
+    /// ([`Op::CpAsyncBulkTensor`]'s `ops`, the rest unused).
     pub(crate) mma: Vec<[u32; 10]>,
     /// `(instruction, source slot)` holding a module variable's address
     /// (relocated when the module is loaded; see `parse/globals.rs`).

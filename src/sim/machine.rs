@@ -523,9 +523,8 @@ fn param_buffer(e: &Entry, entry: &str, args: &[ArgValue]) -> Result<Vec<u8>, Si
     }
     let mut params = vec![0u8; e.param_bytes as usize];
     for (p, a) in e.params.iter().zip(args) {
-        let mut slot = [0u8; 8];
-        a.write_le(&mut slot);
-        let len = a.size() as usize;
+        let slot = a.to_le_bytes();
+        let len = slot.len();
         if len != p.size as usize {
             return Err(SimError::InvalidLaunch(format!(
                 "parameter `{}` of `{entry}` has {} bytes, argument {a:?} has {len} \

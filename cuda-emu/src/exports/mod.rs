@@ -27,6 +27,7 @@ mod module;
 mod per_thread;
 mod proc;
 mod stream;
+mod tensor_map;
 mod unsupported;
 
 pub use context::*;
@@ -41,6 +42,7 @@ pub use module::*;
 pub use per_thread::*;
 pub use proc::*;
 pub use stream::*;
+pub use tensor_map::*;
 pub use unsupported::*;
 
 use std::ffi::c_void;

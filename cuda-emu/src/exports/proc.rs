@@ -79,6 +79,7 @@ fn since(name: &str) -> c_int {
         | "cuKernelGetParamInfo"
         | "cuFuncGetParamInfo" => 12040,
         "cuKernelGetLibrary" => 12050,
+        "cuTensorMapEncodeTiled" => 12000,
         "cuLinkCreate_v2" | "cuLinkAddData_v2" | "cuLinkAddFile_v2" => 6050,
         "cuLinkCreate" | "cuLinkAddData" | "cuLinkAddFile" | "cuLinkComplete" | "cuLinkDestroy" => {
             5050
@@ -242,6 +243,7 @@ pub fn symbols() -> &'static [Symbol] {
             cuPointerGetAttribute,
             cuPointerGetAttributes,
             cuMemAllocManaged,
+            cuTensorMapEncodeTiled,
             cuMemAdvise,
             cuMemPrefetchAsync,
             cuModuleLoadData,

@@ -289,6 +289,13 @@ pub enum BuildError {
         /// The mask given.
         mask: u64,
     },
+    /// A tensor-map copy with a coordinate count outside 1 to 3 (the
+    /// DSL's `cp.async.bulk.tensor` forms: 1d, 2d, 3d).
+    #[error("cp.async.bulk.tensor with {n} coordinates (1 to 3)")]
+    TensorCoords {
+        /// The count given.
+        n: usize,
+    },
 
     /// A constant `mbarrier` count out of its range (PTX ISA "Contents of
     /// the mbarrier object": the expected arrival count is 1 to 2²⁰ − 1,

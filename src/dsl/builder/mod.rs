@@ -59,6 +59,7 @@ mod memory;
 mod mma;
 pub mod params;
 mod special;
+mod tensor_copy;
 mod var;
 
 pub use self::core::{KernelBuilder, Label};
@@ -70,4 +71,5 @@ pub use func::{DeviceFn, FnArg, FnReg, FnVal, FnValues, IntoArg, IntoArgs};
 pub use ldmatrix::LdmatrixInput;
 pub use memory::{GlobalPtr, SharedArray, SharedPtr};
 pub use mma::{FragA, FragB, FragC};
+pub use tensor_copy::{TensorMapParam, TensorMapRef};
 pub use var::Var;

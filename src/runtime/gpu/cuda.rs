@@ -15,7 +15,7 @@ use oxicuda_driver::error::CudaError;
 use oxicuda_driver::module::{JitOptions, Module};
 use oxicuda_driver::stream::Stream;
 
-use crate::abi::{ArgValue, ParamDesc, ParamKind};
+use crate::abi::{ArgValue, ParamDesc};
 use crate::dsl::PtxModule;
 use crate::error::{ArgError, Error, FOREIGN_CONTEXT, Result};
 use crate::exec::{Executor, LaunchConfig, RawStream, Traffic};
@@ -43,10 +43,7 @@ fn ptx_param_sizes(module: &PtxModule) -> Result<Vec<u32>> {
 /// signature, so a module whose text declares more or larger parameters
 /// than its [`ParamDesc`]s would make it read past the pack.
 fn check_declared(module: &PtxModule, in_ptx: &[u32]) -> Result<()> {
-    let size = |p: &ParamDesc| match p.kind {
-        ParamKind::Scalar(t) => t.size(),
-        ParamKind::GlobalPtr { .. } => 8,
-    };
+    let size = |p: &ParamDesc| p.kind.size();
     let declared: Vec<u32> = module.params.iter().map(size).collect();
     if declared != in_ptx {
         return Err(Error::invalid(format!(
@@ -676,7 +673,7 @@ mod tests {
 #[cfg(test)]
 mod signature_tests {
     use super::*;
-    use crate::abi::ScalarType;
+    use crate::abi::{ParamKind, ScalarType};
 
     #[test]
     fn the_entry_signature_in_the_ptx_must_match_the_description() {

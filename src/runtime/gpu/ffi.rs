@@ -53,7 +53,7 @@ pub(crate) const SLOT_BYTES: usize = 8;
 struct Slot([u8; SLOT_BYTES]);
 
 /// Launch arguments packed for `cuLaunchKernel`: one [`Slot`] per kernel
-/// parameter, in parameter order.
+/// parameter (a tensor map's 128 bytes for a [`ParamKind::TensorMap`](crate::abi::ParamKind::TensorMap)), in parameter order.
 ///
 /// Only [`ArgPack::new`] builds one, after [`check_args`] accepted the
 /// arguments against the module's [`ParamDesc`]s, and the runtime checks
@@ -63,6 +63,9 @@ struct Slot([u8; SLOT_BYTES]);
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ArgPack {
     slots: Vec<Slot>,
+    /// The tensor maps by parameter index (boxed: 64-byte aligned, at a
+    /// stable address); their slots are unused.
+    maps: Vec<(usize, Box<crate::tensor_map::TensorMap>)>,
 }
 
 impl ArgPack {
@@ -78,7 +81,15 @@ impl ArgPack {
                 slot
             })
             .collect();
-        Ok(Self { slots })
+        let maps = args
+            .iter()
+            .enumerate()
+            .filter_map(|(i, a)| match a {
+                ArgValue::TensorMap(m) => Some((i, Box::new(*m))),
+                _ => None,
+            })
+            .collect();
+        Ok(Self { slots, maps })
     }
 
     /// Number of packed arguments.
@@ -97,7 +108,11 @@ impl ArgPack {
     fn param_ptrs(&self) -> Vec<*mut c_void> {
         self.slots
             .iter()
-            .map(|s| std::ptr::from_ref(s).cast_mut().cast::<c_void>())
+            .enumerate()
+            .map(|(i, s)| match self.maps.iter().find(|(k, _)| *k == i) {
+                Some((_, m)) => std::ptr::from_ref(&**m).cast_mut().cast::<c_void>(),
+                None => std::ptr::from_ref(s).cast_mut().cast::<c_void>(),
+            })
             .collect()
     }
 }
@@ -124,7 +139,8 @@ pub(crate) fn launch(
     let mut ptrs = args.param_ptrs();
     // SAFETY: `function` is a live `CUfunction` of a loaded module (the
     // caller's `LoadedKernel` holds the module). `ptrs` has exactly one entry per kernel
-    // parameter (ArgPack invariant), each pointing into `args.slots`, which
+    // parameter (ArgPack invariant), each pointing into `args.slots` (a
+    // slot or a boxed tensor map, the parameter's size), which
     // is borrowed for this whole call; `cuLaunchKernel` copies the values
     // into the launch before returning. `extra` is null. A stream that is
     // not valid in the current context makes the driver return an error.
@@ -430,6 +446,49 @@ pub(crate) fn pointer_info(addr: u64) -> CudaResult<PointerInfo> {
     })
 }
 
+/// `cuTensorMapEncodeTiled` of a validated description into `map` (the
+/// driver's opaque 128 bytes); `CUDA_ERROR_NOT_SUPPORTED` when the loaded
+/// driver lacks the entry point (before CUDA 12.0).
+pub(crate) fn tensor_map_encode_tiled(
+    map: &mut crate::tensor_map::TensorMap,
+    d: &crate::tensor_map::TiledDesc,
+) -> CudaResult<()> {
+    let api = try_driver()?;
+    let f = api
+        .cu_tensor_map_encode_tiled
+        .ok_or(CudaError::NotSupported)?;
+    let rank = d.rank();
+    if rank == 0
+        || d.global_strides.len() + 1 != rank
+        || d.box_dims.len() != rank
+        || d.element_strides.len() != rank
+    {
+        return Err(CudaError::InvalidValue);
+    }
+    // SAFETY: `map` is 128 bytes, 64-byte aligned (`TensorMap`'s repr), and
+    // exclusively borrowed; each array holds the entries the driver reads
+    // for `rank` (checked above: `rank` dims, box dims and element
+    // strides, `rank - 1` strides); the global address is a plain value the
+    // driver stores, never dereferenced by the call.
+    let rc = unsafe {
+        f(
+            map.0.as_mut_ptr().cast(),
+            d.dtype as u32,
+            rank as u32,
+            d.global_address as *mut c_void,
+            d.global_dims.as_ptr(),
+            d.global_strides.as_ptr(),
+            d.box_dims.as_ptr(),
+            d.element_strides.as_ptr(),
+            d.interleave as u32,
+            d.swizzle as u32,
+            d.l2_promotion as u32,
+            d.oob_fill as u32,
+        )
+    };
+    oxicuda_driver::check(rc)
+}
+
 /// Wait for every stream of the current context.
 pub(crate) fn context_synchronize() -> CudaResult<()> {
     let api = try_driver()?;
@@ -529,6 +588,29 @@ mod tests {
         for w in ptrs.windows(2) {
             assert_eq!(w[1] as usize - w[0] as usize, SLOT_BYTES);
         }
+    }
+
+    #[test]
+    fn a_tensor_map_argument_points_at_its_128_bytes() {
+        let p = vec![
+            ParamDesc {
+                name: "map".into(),
+                kind: ParamKind::TensorMap,
+            },
+            ParamDesc {
+                name: "n".into(),
+                kind: ParamKind::Scalar(ScalarType::U32),
+            },
+        ];
+        let m = crate::tensor_map::TensorMap([7; 128]);
+        let pack = ArgPack::new("k", &p, &[ArgValue::TensorMap(m), ArgValue::U32(5)]).unwrap();
+        let ptrs = pack.param_ptrs();
+        assert_eq!(ptrs[0] as usize % 64, 0);
+        // SAFETY: the pointer is the boxed map's, alive with `pack`.
+        let bytes = unsafe { std::slice::from_raw_parts(ptrs[0].cast::<u8>(), 128) };
+        assert_eq!(bytes, &[7u8; 128][..]);
+        assert_eq!(pack.slot_bytes(1).unwrap(), [5, 0, 0, 0, 0, 0, 0, 0]);
+        assert!(ArgPack::new("k", &p, &[ArgValue::U64(1), ArgValue::U32(5)]).is_err());
     }
 
     #[test]

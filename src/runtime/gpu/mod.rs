@@ -13,7 +13,7 @@
 pub mod cache;
 mod cuda;
 #[allow(unsafe_code)]
-mod ffi;
+pub(crate) mod ffi;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;

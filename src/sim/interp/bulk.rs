@@ -196,7 +196,7 @@ impl BulkState {
     }
 }
 
-fn misuse<T>(message: String) -> Res<T> {
+pub(super) fn misuse<T>(message: String) -> Res<T> {
     fault(Fault::Sim(Box::new(SimError::BulkCopy {
         site: blank_site(),
         message,
@@ -402,20 +402,41 @@ impl Exec<'_> {
         if !bar.is_multiple_of(8) {
             return fault(Fault::Misaligned(Space::SharedCluster, bar, 8));
         }
+        let mask = multicast.then(|| reg(rf, i.s[4]) & 0xFFFF);
+        let (ranks, doff, boff) = self.bulk_targets("cp.async.bulk", mask, dst, bar, size)?;
+        let mut data = Vec::with_capacity(size as usize);
+        for k in (0..size).step_by(16) {
+            data.extend_from_slice(self.g.load(t, pc, src + k, 16)?);
+        }
+        self.bulk_pending(t, pc, &ranks, doff, boff, data.into());
+        Ok(())
+    }
+
+    /// The destination CTAs of a bulk copy (`what`) of `size` bytes to
+    /// `.shared::cluster` address `dst` completing on `bar`, with the
+    /// multicast `mask` if any, and the shared offsets of the bytes and the
+    /// barrier in each, after the checks (module docs).
+    pub(super) fn bulk_targets(
+        &mut self,
+        what: &str,
+        mask: Option<u64>,
+        dst: u64,
+        bar: u64,
+        size: u64,
+    ) -> Res<(Vec<usize>, u64, u64)> {
         let (n, cur) = self.cluster_ranks();
         let rank_of = |a: u64| match a >> RANK_SHIFT {
             0 => cur,
             h => (h - 1) as usize,
         };
         let (doff, boff) = (dst & OFFSET_MASK, bar & OFFSET_MASK);
-        let ranks: Vec<usize> = if multicast {
-            let mask = reg(rf, i.s[4]) & 0xFFFF;
+        let ranks: Vec<usize> = if let Some(mask) = mask {
             if mask == 0 {
-                return misuse("cp.async.bulk multicast mask 0 names no CTA".into());
+                return misuse(format!("{what} multicast mask 0 names no CTA"));
             }
             if let Some(r) = (n..16).find(|r| mask >> r & 1 == 1) {
                 return misuse(format!(
-                    "cp.async.bulk multicast mask {mask:#06x} names rank {r}; the cluster \
+                    "{what} multicast mask {mask:#06x} names rank {r}; the cluster \
                      has {n} CTAs"
                 ));
             }
@@ -427,7 +448,7 @@ impl Exec<'_> {
             }
             if br != dr {
                 return misuse(format!(
-                    "cp.async.bulk to rank {dr} completes on a barrier of rank {br} (the \
+                    "{what} to rank {dr} completes on a barrier of rank {br} (the \
                      barrier must be in the destination's CTA)"
                 ));
             }
@@ -444,12 +465,12 @@ impl Exec<'_> {
         let lines = &self.k.e.lines;
         for &r in &ranks {
             if self.rank_exited(r) {
-                return misuse(format!("cp.async.bulk into rank {r}, which has exited"));
+                return misuse(format!("{what} into rank {r}, which has exited"));
             }
             let st = &self.cta_of(r).bulk;
             if !st.bars.iter().any(|b| u64::from(b.off) == boff) {
                 return misuse(format!(
-                    "cp.async.bulk completes on the mbarrier at shared offset {boff:#x} of \
+                    "{what} completes on the mbarrier at shared offset {boff:#x} of \
                      rank {r}, which that CTA has not initialised when the copy is issued \
                      (mbarrier.init, fence.mbarrier_init.release.cluster and a cluster \
                      barrier come first)"
@@ -463,19 +484,29 @@ impl Exec<'_> {
             {
                 let line = lines.get(c.pc as usize).copied().unwrap_or(0);
                 return misuse(format!(
-                    "cp.async.bulk writes shared offset {:#x} of rank {r}, which the pending \
-                     cp.async.bulk at line {line} also writes (two pending copies to one byte \
+                    "{what} writes shared offset {:#x} of rank {r}, which the pending \
+                     bulk copy at line {line} also writes (two pending copies to one byte \
                      are unordered)",
                     doff.max(u64::from(c.dst))
                 ));
             }
         }
-        let mut data = Vec::with_capacity(size as usize);
-        for k in (0..size).step_by(16) {
-            data.extend_from_slice(self.g.load(t, pc, src + k, 16)?);
-        }
-        let data: Arc<[u8]> = data.into();
-        for &r in &ranks {
+        Ok((ranks, doff, boff))
+    }
+
+    /// Leave `data` pending in each of `ranks` (issued by thread `t` at
+    /// `pc`), to land at `doff` and complete on the barrier at `boff`.
+    pub(super) fn bulk_pending(
+        &mut self,
+        t: usize,
+        pc: usize,
+        ranks: &[usize],
+        doff: u64,
+        boff: u64,
+        data: Arc<[u8]>,
+    ) {
+        let cur = self.cluster_ranks().1;
+        for &r in ranks {
             let p = Pending {
                 dst: doff as u32,
                 bar: boff as u32,
@@ -487,6 +518,5 @@ impl Exec<'_> {
             self.cta_of(r).bulk.copies.push(p);
         }
         self.mbar_event();
-        Ok(())
     }
 }

@@ -11,6 +11,7 @@ mod access;
 pub(crate) mod async_copy;
 mod builtins;
 pub(crate) mod bulk;
+mod bulk_tensor;
 pub(crate) mod cluster;
 mod convert;
 mod findings;

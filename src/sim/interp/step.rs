@@ -3,7 +3,7 @@
 
 use super::super::code::XInst;
 use super::super::fp::{self, F32_NAN, FOp, MiniFmt, Rnd};
-use super::super::global_mem::{CONST_WINDOW, LOCAL_WINDOW, SHARED_WINDOW};
+use super::super::global_mem::{CONST_WINDOW, LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW};
 use super::super::ir::*;
 use super::convert::cvt;
 use super::float::{approx, fcmp};
@@ -349,6 +349,7 @@ impl Exec<'_> {
                     Space::Shared => SHARED_WINDOW,
                     Space::Local => LOCAL_WINDOW,
                     Space::Const => CONST_WINDOW,
+                    Space::Param => PARAM_WINDOW,
                     _ => 0,
                 };
                 out!(if to {
@@ -391,6 +392,13 @@ impl Exec<'_> {
             },
             Op::CpAsyncBulk { multicast, .. } => {
                 tri!(self.exec_cp_async_bulk(t, pc, rf, i, multicast))
+            }
+            Op::CpAsyncBulkTensor {
+                dims,
+                multicast,
+                ops,
+            } => {
+                tri!(self.exec_cp_async_bulk_tensor(t, pc, rf, i, dims, multicast, ops))
             }
             Op::AssertFail => {
                 let f = self.assert_fault(t, pc, rf, i);

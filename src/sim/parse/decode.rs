@@ -472,6 +472,7 @@ impl Decoder<'_> {
                     Some(&"shared") => Space::Shared,
                     Some(&"local") => Space::Local,
                     Some(&"const") => Space::Const,
+                    Some(&"param") if !to => Space::Param,
                     _ => return unsup("cvta state space"),
                 };
                 let w = match last {

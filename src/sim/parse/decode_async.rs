@@ -139,6 +139,9 @@ impl Decoder<'_> {
                 self.sm
             ));
         }
+        if let ["tensor", rest @ ..] = mods {
+            return self.decode_bulk_tensor(rest, ops);
+        }
         let multicast = match mods {
             ["shared_cluster", "global", "mbarrier_complete_tx_bytes"] => false,
             [
@@ -177,6 +180,79 @@ impl Decoder<'_> {
         i.s[3] = b;
         if multicast {
             i.s[4] = self.src(&ops[4], Cls::Int)?;
+        }
+        Ok(i)
+    }
+
+    /// `cp.async.bulk.tensor.{1d,2d,3d}.shared::cluster.global{.tile}
+    /// .mbarrier::complete_tx::bytes{.multicast::cluster} [dst], [map,
+    /// {c…}], [mbar]{, ctaMask}` (sm_90, PTX 8.0; PTX ISA
+    /// "cp.async.bulk.tensor"); `mods` follow `cp.async.bulk.tensor`. The
+    /// map is a 64-bit register (its generic address), the coordinates
+    /// registers.
+    fn decode_bulk_tensor(&self, mods: &[&str], ops: &[Opnd]) -> Result<Inst, DErr> {
+        let form = || unsup(format!("cp.async.bulk.tensor form `{}`", mods.join(".")));
+        let dims: u8 = match mods.first() {
+            Some(&"1d") => 1,
+            Some(&"2d") => 2,
+            Some(&"3d") => 3,
+            _ => return form(),
+        };
+        let rest: Vec<&str> = mods[1..].iter().copied().filter(|m| *m != "tile").collect();
+        let multicast = match rest.as_slice() {
+            ["shared_cluster", "global", "mbarrier_complete_tx_bytes"] => false,
+            [
+                "shared_cluster",
+                "global",
+                "mbarrier_complete_tx_bytes",
+                "multicast_cluster",
+            ] => true,
+            _ => return form(),
+        };
+        self.nops(ops, if multicast { 4 } else { 3 })?;
+        let (d, doff, _) = self.mem_operand(&ops[0], Space::SharedCluster)?;
+        let Opnd::Tensor(map, coords) = &ops[1] else {
+            return perr("cp.async.bulk.tensor's source is [map, {coordinates}]");
+        };
+        if coords.len() != dims as usize {
+            return perr(format!(
+                "cp.async.bulk.tensor.{dims}d with {} coordinates",
+                coords.len()
+            ));
+        }
+        let m = match self.regs.get(map) {
+            Some(r) => Src::Reg(*r),
+            None => {
+                return unsup(format!(
+                    "cp.async.bulk.tensor map operand `{map}` (a 64-bit register holding its \
+                     generic address)"
+                ));
+            }
+        };
+        let mut slots = [0u32; 10];
+        for (s, c) in slots.iter_mut().zip(coords) {
+            match self.src(c, Cls::Int)? {
+                Src::Reg(r) => *s = r,
+                _ => return unsup("cp.async.bulk.tensor coordinates other than registers"),
+            }
+        }
+        let (b, boff, _) = self.mem_operand(&ops[2], Space::SharedCluster)?;
+        if boff != 0 {
+            return unsup("cp.async.bulk.tensor with an offset in the barrier address");
+        }
+        let mut table = self.mma.borrow_mut();
+        let mut i = blank_inst(Op::CpAsyncBulkTensor {
+            dims,
+            multicast,
+            ops: table.len() as u32,
+        });
+        table.push(slots);
+        i.s[0] = d;
+        i.off = doff;
+        i.s[1] = m;
+        i.s[2] = b;
+        if multicast {
+            i.s[3] = self.src(&ops[3], Cls::Int)?;
         }
         Ok(i)
     }

@@ -18,6 +18,9 @@ pub(super) enum Opnd {
     Vec(Vec<Opnd>),
     Pair(Box<Opnd>, Box<Opnd>),
     Mem(Option<String>, i64, Option<u64>),
+    /// `[map, {c0, ...}]`: a tensor map's address and coordinates
+    /// (`cp.async.bulk.tensor`).
+    Tensor(String, Vec<Opnd>),
 }
 
 /// A variable in a state space.
@@ -124,6 +127,15 @@ pub(super) fn operand(t: &[Tok]) -> Result<Opnd, DErr> {
             let v = operands(inner)?;
             Ok(Opnd::Vec(v))
         }
+        [
+            Tok::P('['),
+            Tok::Id(map),
+            Tok::P(','),
+            Tok::P('{'),
+            coords @ ..,
+            Tok::P('}'),
+            Tok::P(']'),
+        ] => Ok(Opnd::Tensor(map.clone(), operands(coords)?)),
         [Tok::P('['), inner @ .., Tok::P(']')] => {
             let (base, rest) = match inner {
                 [Tok::Id(s), rest @ ..] => (Some(s.clone()), rest),
