@@ -29,6 +29,7 @@ mod fwd_state;
 mod joint;
 mod pair;
 mod post;
+mod xi;
 
 use crate::dsl::math;
 use crate::dsl::params::Ptr;
@@ -55,9 +56,10 @@ pub use joint::{
     JointArgs, MAXIMA_NAME, MaximaArgs, fwdbwd_cluster_name, generate_fwdbwd_cluster,
     generate_maxima, joint_fits, maxima_ctas,
 };
-pub use post::{
-    PosteriorArgs, TransitionArgs, XI_ROWS, XI_THREADS, generate_posteriors, generate_transitions,
-    transition_groups,
+pub use post::{PosteriorArgs, generate_posteriors};
+pub use xi::{
+    TransitionArgs, XI_COLS, XI_THREADS, generate_transitions, transition_groups,
+    transition_threads,
 };
 
 /// Threads per CTA.
