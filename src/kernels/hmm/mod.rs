@@ -153,16 +153,17 @@
 //! and score magnitude tested, `|gamma − ref| ≤ 1e-5`,
 //! `|xi − ref| ≤ 1e-5·(1 + ref)` and `|ll − ref| ≤ 2e-6·max(1, |ref|)`,
 //! with no `+inf`/NaN where the reference is finite. Measured worst
-//! errors:
+//! errors (`xi` since the transition counts' chains leave `Ã` out of the
+//! per-step product, 2026-11-30):
 //!
 //! | inputs | `gamma` | `xi` (rel. `1 + ref`) | `ll` (rel.) |
 //! |---|---|---|---|
-//! | S = 4, T = 1 … 20 000 (standard-normal emission log-probabilities) | 1.4e-7 | 1.0e-7 | 2.0e-7 |
+//! | S = 4, T = 1 … 20 000 (standard-normal emission log-probabilities) | 1.4e-7 | 1.1e-7 | 2.0e-7 |
 //! | S = 4, T = 2^20 | 1.4e-7 | 8.8e-8 | 1.4e-8 |
 //! | S = 1 … 256, T 40 … 300; S = 1024, T = 8; S = 4096, T = 3 | 1.1e-7 | 1.3e-7 | 1.1e-6 (2.4e-7 up to S = 1024) |
-//! | scores shifted to ±1e4, ±1e12, ±1e30 (9 constructions each: per-step and constant emission shifts, transition and start shifts, ties one ulp apart, far outliers, all at once; S 4 and 16, T 2000 and 300) | 1.3e-7 | 4.2e-7 | 5.0e-8 |
-//! | S = 4, T = 2^20, emission maxima ±1e30 cancelling in pairs | 4.2e-8 | 4.5e-7 | 3.6e-8 |
-//! | transitions of −200 and −1e30 (forced and mixed in), 30 % `−inf` emissions, unreachable states, dead ends | 1.3e-7 | 1.3e-7 | 7.3e-8 |
+//! | scores shifted to ±1e4, ±1e12, ±1e30 (9 constructions each: per-step and constant emission shifts, transition and start shifts, ties one ulp apart, far outliers, all at once; S 4 and 16, T 2000 and 300) | 1.3e-7 | 4.0e-7 | 5.0e-8 |
+//! | S = 4, T = 2^20, emission maxima ±1e30 cancelling in pairs | 4.2e-8 | 4.6e-7 | 3.6e-8 |
+//! | transitions of −200 and −1e30 (forced and mixed in), 30 % `−inf` emissions, unreachable states, dead ends | 1.3e-7 | 1.2e-7 | 7.3e-8 |
 //! | CRF (S 3, T 5) against brute force, scores 1 … 1e30 | 8.7e-8 | – | 5.4e-8 |
 //!
 //! Each step adds a rounding error of a few ulps of `O(1)` normalized
@@ -186,7 +187,8 @@
 //! and `S` `log` with `O(S)` pair arithmetic, plus the fallback states'
 //! exact sums; the posteriors one `exp` and two divisions per state; the
 //! transition counts one `fma` per state pair and step (the block's
-//! multiply by `Ã` once per 32 steps) and one `exp` per 256 pairs. One CTA runs each sequence's recursions, or on sm_90+
+//! multiply by `Ã` once per 32 steps) and one `exp` per 256 pairs (128
+//! at small batches). One CTA runs each sequence's recursions, or on sm_90+
 //! for `S16 ≥ 64` a thread-block cluster of up to 8 CTAs, each keeping
 //! its share of the shifted matrix in shared memory for the whole
 //! recursion (the same bits; [`ptx::cluster_for`] chooses); the transition
@@ -194,7 +196,7 @@
 //! a CTA of 256 threads taking 256 states `i` × 32 states `j`, so that each
 //! `exp` is computed once a sequence at `S ≤ 256`. At `S = 256` a step
 //! costs, in simulated PTX instructions, 315 k (forward), 373 k
-//! (backward), 47 k (posteriors) and 164 k (transition counts), against
+//! (backward), 47 k (posteriors) and 163 k (transition counts), against
 //! 4.61 M, 5.14 M, 13 k and 3.67 M for the contract this one replaced
 //! (`tests/hmm_sim.rs`, `docs/perf.md`).
 //!

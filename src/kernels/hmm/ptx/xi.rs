@@ -3,7 +3,7 @@
 //! of the weights `x_t[i]` and the column terms `Q_t[j]` per step.
 
 use super::super::host::XI_BLOCK;
-use super::pair::{self as pp, FULL, padd, pexp, pmax2, pshift, psub};
+use super::pair::{self as pp, DP, FULL, padd, pexp, pmax2, pshift, psub};
 use super::post::cta_tasks;
 use super::{PREP_ROWMAX, builder, ld_pair, ld_prep};
 use crate::dsl::params::Ptr;
@@ -120,61 +120,82 @@ pub fn generate_transitions(sm: Sm) -> Result<PtxModule> {
     let g4 = b.shl(g, 2u32);
     let xst = b.mad_lo(r0, XT_ROW, g4);
     let xst = b.shared_elem(&xt, xst);
-    let s1 = b.sub(p.s, 1u32);
+    // The Q staging: rows of nt/32 steps a pass, strides in R (bytes)
+    // and in the tile (bytes); the x staging's strides (4 steps).
+    let qcell = b.shared_elem(&qt, tid);
+    let qr = b.shr(tid, 5u32);
+    let qrows = b.shr(nt, 5u32);
+    let rs = b.mul_lo(qrows, p.s);
+    let rs = b.shl(rs, 2u32);
+    let rstep = b.u32_to_u64(rs);
+    let qstep = b.shl(qrows, (XI_COLS * 4).trailing_zeros());
+    let wstep = b.shl(p.sp, 4u32);
+    let wstep = b.u32_to_u64(wstep);
     cta_tasks(&mut b, p.tasks, p.groups, |b, seq, group| {
         let jb = b.div(group, nib);
         let ib = b.rem(group, nib);
         let j0 = b.mul_lo(jb, XI_COLS);
         let i0 = b.mul_lo(ib, nt);
-        let task = XiTask::new(b, &p, seq, i0, j0, xrow, qcol);
+        let task = XiTask::new(b, &p, seq, i0, j0, xrow, qcol, lane);
         b.for_range(0u32, task.steps, XI_BLOCK as u32, |b, t0| {
             let te = b.add(t0, XI_BLOCK as u32);
             let tend = b.min(te, task.steps);
             let n = b.sub(tend, t0);
             // The previous block's readers are done with the tiles.
             b.bar_sync();
-            // Q: tile entry e = r·32 + c (step t0 + r, state j0 + c; a
-            // state past S takes state S − 1's, never read).
-            let qn = b.shl(n, XI_COLS.trailing_zeros());
-            b.for_range(tid, qn, nt, |b, e| {
-                let r = b.shr(e, XI_COLS.trailing_zeros());
-                let c = b.and(e, XI_COLS - 1);
-                let j = b.add(j0, c);
-                let j = b.min(j, s1);
-                let tt = b.add(t0, r);
-                let k = b.mad_lo(tt, p.s, j);
-                let r = ld_pair(b, task.rh, task.rl, k);
+            // Q: thread k takes column c = k mod 32 (state j0 + c; a state
+            // past S takes state S − 1's, never read) of the steps
+            // ⌊k/32⌋ + m·(nt/32), by running pointers; its tile entry
+            // starts at k.
+            let tr = b.add(t0, qr);
+            let k0 = b.mad_lo(tr, p.s, task.jq);
+            let ph = b.offset(task.rh, k0);
+            let ph = b.ptr_copy(ph);
+            let pl = b.offset(task.rl, k0);
+            let pl = b.ptr_copy(pl);
+            let qa = b.mov(qcell.reg);
+            b.for_range(qr, n, qrows, |b, _| {
+                let r = DP {
+                    h: b.ld_global(ph, 0),
+                    l: b.ld_global(pl, 0),
+                };
                 let q = pexp(b, r);
-                let a = b.shared_elem(&qt, e);
-                b.st_shared(a, 0, q);
+                b.st_shared(SharedPtr::<F32>::from_reg(qa), 0, q);
+                for ptr in [ph, pl] {
+                    let nx = b.add(ptr.reg, rstep);
+                    b.assign(ptr.reg, nx);
+                }
+                let nq = b.add(qa, qstep);
+                b.assign(qa, nq);
             });
-            // x: rows past S16 take zeros.
+            // x: quad g of the steps r0 + 4m by running pointers; rows
+            // past S16 take zeros.
             let i = b.add(i0, g4);
             let iin = b.setp(Cmp::Lt, i, p.sp);
-            let trow = b.add(t0, r0);
-            let wk = b.mad_lo(trow, p.sp, i);
-            let wp = b.offset(task.wseq, wk);
-            let wp = b.ptr_copy(wp);
-            let wstep = b.shl(p.sp, 4u32);
-            let wstep = b.u32_to_u64(wstep);
-            for m in 0..XI_BLOCK as u32 / 4 {
-                let r = b.add(r0, 4 * m);
-                let live = b.setp(Cmp::Lt, r, n);
-                b.if_(live, |b| {
-                    let v: [Reg<F32>; 4] = std::array::from_fn(|_| b.mov(0f32));
-                    b.if_(iin, |b| {
-                        let x = b.ld_global_nc_v4(wp, 0);
-                        for (d, s) in v.iter().zip(x) {
-                            b.assign(*d, s);
-                        }
+            b.if_else(
+                iin,
+                |b| {
+                    let trow = b.add(t0, r0);
+                    let wk = b.mad_lo(trow, p.sp, i);
+                    let wp = b.offset(task.wseq, wk);
+                    let wp = b.ptr_copy(wp);
+                    let xa = b.mov(xst.reg);
+                    b.for_range(r0, n, 4u32, |b, _| {
+                        let v = b.ld_global_nc_v4(wp, 0);
+                        b.st_shared_v4(SharedPtr::<F32>::from_reg(xa), 0, v);
+                        let nx = b.add(wp.reg, wstep);
+                        b.assign(wp.reg, nx);
+                        let na = b.add(xa, 4 * XT_ROW * 4);
+                        b.assign(xa, na);
                     });
-                    b.st_shared_v4(xst, (4 * m * XT_ROW) as i32, v);
-                });
-                if m + 1 < XI_BLOCK as u32 / 4 {
-                    let nx = b.add(wp.reg, wstep);
-                    b.assign(wp.reg, nx);
-                }
-            }
+                },
+                |b| {
+                    let z = b.mov(0f32);
+                    for m in 0..XI_BLOCK as u32 / 4 {
+                        b.st_shared_v4(xst, (4 * m * XT_ROW) as i32, [z; 4]);
+                    }
+                },
+            );
             // Lane l takes step t0 + l's fallback flag.
             let tl = b.add(t0, lane);
             let fin = b.setp(Cmp::Lt, tl, tend);
@@ -210,6 +231,8 @@ struct XiTask {
     seq: Reg<U32>,
     ir: Reg<U32>,
     jr: Reg<U32>,
+    /// `min(j0 + lane, S − 1)`: the thread's column of `R` for the tile.
+    jq: Reg<U32>,
     steps: Reg<U32>,
     at: Vec<Reg<F32>>,
     lin: Vec<Reg<F32>>,
@@ -228,6 +251,7 @@ impl XiTask {
     /// The task's constants: `Ã` of the tile in the packed-quad layout
     /// (quad `⌊i/4⌋` at row `j`: `(⌊i/4⌋·S16 + j)·4`; zeros for rows past
     /// `S16`, a column past `S` reading column `S − 1`), sums at `+0`.
+    #[allow(clippy::too_many_arguments)]
     fn new(
         b: &mut KernelBuilder,
         p: &TransitionRegs,
@@ -236,6 +260,7 @@ impl XiTask {
         j0: Reg<U32>,
         xrow: Reg<U32>,
         qcol: Reg<U32>,
+        lane: Reg<U32>,
     ) -> XiTask {
         let lp = b.offset(p.lengths, seq);
         let len = b.ld_global(lp, 0);
@@ -275,10 +300,13 @@ impl XiTask {
         let wseq = b.offset64(p.w, wbase);
         let sbase = b.mul_wide_u32(seq, p.t);
         let flags = b.offset64(p.flags, sbase);
+        let jq = b.add(j0, lane);
+        let jq = b.min(jq, s1);
         XiTask {
             seq,
             ir,
             jr,
+            jq,
             steps,
             at,
             lin,
@@ -512,7 +540,7 @@ impl XiTask {
 /// `y_j = pexp(v_j ⊖ pmax_k v_k)`, `v_k = lr[i][k] + R[k]`; the maximum
 /// once a state, the terms a column.
 struct Fallback {
-    m: pp::DP,
+    m: DP,
     rowmax: Reg<F32>,
     arow: Reg<U32>,
     row: Reg<U32>,
@@ -550,7 +578,7 @@ impl Fallback {
     }
 
     /// `v_k = lr[i][k] + R[k]`.
-    fn v(&self, b: &mut KernelBuilder, p: &TransitionRegs, k: Reg<U32>) -> pp::DP {
+    fn v(&self, b: &mut KernelBuilder, p: &TransitionRegs, k: Reg<U32>) -> DP {
         let ai = b.add(self.arow, k);
         let ap = b.offset(p.log_a, ai);
         let la = b.ld_global(ap, 0);
