@@ -195,9 +195,8 @@ fn kernel_instructions(t: usize, s: usize) -> [u64; 5] {
     use ptxsmith::kernels::hmm::ptx;
     let m = issue_model(1, t, s, 90, false);
     let sp = s.div_ceil(16) * 16;
-    let groups = (sp.div_ceil(ptx::XI_ROWS as usize) * s.div_ceil(32))
-        .div_ceil(ptx::XI_THREADS as usize / 32);
-    let got = run_by_hand(&m, Sm::Sm90, groups, groups as u32);
+    let groups = ptx::transition_groups(s, sp, ptx::XI_THREADS);
+    let got = run_by_hand(&m, Sm::Sm90, ptx::XI_THREADS, groups as u32);
     // The kernels on their own give the bits of the whole pass.
     let want = host_run(&m);
     assert_eq!(nan_bits(&got.gamma), nan_bits(&want.gamma));

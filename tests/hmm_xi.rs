@@ -1,10 +1,10 @@
 //! `hmm_transitions`' tiling on the simulator, bit for bit against the host
-//! model: a CTA task is 32 states `j` against 4 row blocks of 32 states
-//! `i` (fewer where `⌈S16 / 32⌉` is not a multiple of 4, a short 16-row
-//! block where `S16 % 32 = 16`), the steps in blocks of 32 through a
-//! shared tile of `Q`, two steps an iteration with an odd last one, a
-//! flag-free block's loop apart from a flagged one's; and one CTA looping
-//! over several tasks (the tile reused across them).
+//! model: a CTA task of `n` threads (128 or 256) is 32 states `j` against
+//! `n` states `i` (rows past `S16` and columns past `S` idle), each thread
+//! an 8 × 4 register tile; the steps in blocks of 32 through shared tiles
+//! of `Q` and `x`, a whole flag-free block unrolled, a short or flagged
+//! one looped; and one CTA looping over several tasks (the tiles reused
+//! across them).
 
 use ptxsmith::Sm;
 use ptxsmith::kernels::hmm::{host, ptx};
@@ -33,8 +33,16 @@ fn sim_equals_host_over_the_tiles() {
         &[Sm::Sm90],
         "S 200, T 36",
     );
-    // S 16: one short row block, three idle warps, 16 lanes past S.
+    // S 16: 16 rows of 128, 16 columns past S.
     same_on(&issue_model(3, 40, 16, 7, true), &[Sm::Sm80], "S 16, T 40");
+    // CTAs of 256 threads (the library takes them at large batches): S
+    // 300 (S16 304: a row block of 256 and one of 48, the last column
+    // block 12 wide), lengths 66, 33, 1, 65.
+    let m = issue_model(4, 66, 300, 8, true);
+    let want = host_run(&m);
+    let groups = ptx::transition_groups(m.s, 304, ptx::XI_THREADS);
+    let got = run_by_hand(&m, Sm::Sm90, ptx::XI_THREADS, (m.batch * groups) as u32);
+    assert_eq!(nan_bits(&got.xi), nan_bits(&want.xi), "256 threads");
 }
 
 /// The fallback: in the ring every step is flagged (the flagged blocks'
@@ -96,16 +104,22 @@ fn sparse_switches(s: usize, dwell: usize, gap: f32) -> Model {
 fn transitions_with_fewer_ctas_than_tasks() {
     let m = issue_model(3, 40, 72, 21, true);
     let want = host_run(&m);
-    for grid in [1u32, 2] {
-        let xi = run_cut(&m, grid);
-        assert_eq!(nan_bits(&xi), nan_bits(&want.xi), "grid {grid}");
+    for threads in [128u32, 256] {
+        for grid in [1u32, 2] {
+            let xi = run_cut(&m, threads, grid);
+            assert_eq!(
+                nan_bits(&xi),
+                nan_bits(&want.xi),
+                "{threads} threads, grid {grid}"
+            );
+        }
     }
 }
 
 /// Every kernel of the pass on the simulator (sm_80 PTX), the transition
-/// counts on `grid` CTAs; returns `xi`.
-fn run_cut(m: &Model, grid: u32) -> Vec<f32> {
-    let groups = ptx::transition_groups(m.s, m.s.div_ceil(16) * 16);
+/// counts in CTAs of `threads` on `grid` CTAs; returns `xi`.
+fn run_cut(m: &Model, threads: u32, grid: u32) -> Vec<f32> {
+    let groups = ptx::transition_groups(m.s, m.s.div_ceil(16) * 16, threads);
     assert!(m.batch * groups > 2 * grid as usize);
-    run_by_hand(m, Sm::Sm80, groups, grid).xi
+    run_by_hand(m, Sm::Sm80, threads, grid).xi
 }

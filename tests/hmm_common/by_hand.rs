@@ -23,9 +23,10 @@ pub struct ByHand {
 }
 
 /// Every kernel of the pass over `m` on a simulated `sm`, one launch each
-/// (the transition counts with `xi_groups` row-block groups a sequence,
-/// on `xi_grid` CTAs), synchronised after each launch.
-pub fn run_by_hand(m: &Model, sm: Sm, xi_groups: usize, xi_grid: u32) -> ByHand {
+/// (the transition counts in CTAs of `xi_threads` threads, on `xi_grid`
+/// CTAs), synchronised after each launch.
+pub fn run_by_hand(m: &Model, sm: Sm, xi_threads: u32, xi_grid: u32) -> ByHand {
+    let xi_groups = ptx::transition_groups(m.s, m.s.div_ceil(16) * 16, xi_threads);
     let (batch, t, s) = (m.batch, m.t, m.s);
     let ctx = Context::sim(sm);
     let st = ctx.default_stream();
@@ -183,7 +184,7 @@ pub fn run_by_hand(m: &Model, sm: Sm, xi_groups: usize, xi_grid: u32) -> ByHand 
         4,
         ptx::generate_transitions(sm).unwrap(),
         xi_grid,
-        ptx::XI_THREADS,
+        xi_threads,
         xa.args(),
     );
     ByHand {

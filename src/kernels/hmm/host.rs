@@ -460,7 +460,10 @@ pub(crate) fn fallback_y(p: &Prep, log_a: &[f32], s: usize, i: usize, r: &[P]) -
 }
 
 /// One sequence's `xi` (`[S, S]`) from its backward records and `gamma`
-/// rows.
+/// rows: per block of [`XI_BLOCK`] steps a linear chain `L = fma(x,
+/// Q_t[j], L)` over its linear states' steps, `Ã[i][j]·L` Kahan-added at
+/// the block's end; a fallback state's term `x·y` Kahan-added at its step
+/// (the [module contract](super)).
 fn xi_seq(p: &Prep, log_a: &[f32], bw: &Bwd, gamma: &[f32], s: usize, out: &mut [f32]) {
     let steps = bw.r.len() / s;
     let q: Vec<f32> = bw.r.iter().map(|&r| pexp(r)).collect();
@@ -480,19 +483,22 @@ fn xi_seq(p: &Prep, log_a: &[f32], bw: &Bwd, gamma: &[f32], s: usize, out: &mut 
     }
     for i in 0..s {
         for j in 0..s {
+            let a = p.a_til[i * s + j];
             let mut sum = Kahan::default();
-            let mut blk = 0f32;
+            let mut lin = 0f32;
             for t in 0..steps {
                 let k = t * s + i;
-                let y = match (&ys[k], bw.w[k].is_sign_negative()) {
-                    (Some(row), _) => row[j],
-                    (None, true) => 0.0,
-                    (None, false) => p.a_til[i * s + j] * q[t * s + j],
-                };
-                blk = x[k].mul_add(y, blk);
+                if bw.w[k].is_sign_negative() {
+                    // A fallback state: its term at once (none where x = 0).
+                    if let Some(row) = &ys[k] {
+                        sum.add(x[k] * row[j]);
+                    }
+                } else {
+                    lin = x[k].mul_add(q[t * s + j], lin);
+                }
                 if (t + 1) % XI_BLOCK == 0 || t + 1 == steps {
-                    sum.add(blk);
-                    blk = 0.0;
+                    sum.add(a * lin);
+                    lin = 0.0;
                 }
             }
             out[i * s + j] = sum.sum;

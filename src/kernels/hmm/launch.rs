@@ -23,10 +23,10 @@
 use super::host::{self, Inputs, Posteriors, Shape, validate_lengths};
 use super::ptx::{
     BackwardArgs, ForwardArgs, JointArgs, MaximaArgs, PosteriorArgs, PrepExpArgs, PrepMaxArgs,
-    THREADS, TransitionArgs, WARPS, XI_THREADS, cap_for, cluster_for, cluster_smem_bytes,
-    generate_backward, generate_backward_cluster, generate_forward, generate_forward_cluster,
-    generate_fwdbwd_cluster, generate_maxima, generate_posteriors, generate_prep_exp,
-    generate_prep_max, generate_transitions, joint_fits, maxima_ctas, transition_groups,
+    THREADS, TransitionArgs, WARPS, cap_for, cluster_for, cluster_smem_bytes, generate_backward,
+    generate_backward_cluster, generate_forward, generate_forward_cluster, generate_fwdbwd_cluster,
+    generate_maxima, generate_posteriors, generate_prep_exp, generate_prep_max,
+    generate_transitions, joint_fits, maxima_ctas, transition_groups, transition_threads,
 };
 use super::workspace::Workspace;
 use crate::dsl::params::{DevPtr, KernelParams};
@@ -435,7 +435,8 @@ fn launch(
         task_grid(tasks),
         &post.args(),
     )?;
-    let groups = transition_groups(s, sp);
+    let xi_threads = transition_threads(batch, s, sp);
+    let groups = transition_groups(s, sp, xi_threads);
     let tasks = batch as u64 * groups as u64;
     let xi = TransitionArgs {
         log_a: io.log_a,
@@ -454,7 +455,7 @@ fn launch(
         s: s32,
         sp: sp32,
     };
-    let xi_grid = LaunchConfig::linear(grid::ctas_within(tasks, 1, 1 << 16), XI_THREADS);
+    let xi_grid = LaunchConfig::linear(grid::ctas_within(tasks, 1, 1 << 16), xi_threads);
     stream.launch(memo!(generate_transitions, sm)?, xi_grid, &xi.args())
 }
 

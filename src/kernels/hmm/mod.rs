@@ -108,14 +108,23 @@
 //!
 //! **Transition counts**: for the pair of steps `t → t+1` (`t ≤ L−2`) and
 //! the backward step `t`'s state `i`: `x = gamma_t[i] / s_i` (linear) or
-//! `gamma_t[i] / σ_i` (fallback); `y = Ã[i][j]·Q_j` (linear), so that
-//! `Σ_j x·y = gamma_t[i]` up to rounding; for a fallback state `y = 0` if
-//! `x = 0`, else `y = pexp(v_j ⊖ pmax_k v_k)` with `v_k = lr[i][k] +
-//! R_t[k]`. Blocks of [`XI_BLOCK`] = 32 steps (`t ∈ [32k, 32k+32) ∩
-//! [0, L−1)`) are summed as one `fma(x, y, acc)` chain from `+0`, `t`
-//! ascending; the block sums are added by Kahan summation, `k` ascending
-//! (`(σ, c) = (+0, +0)`; `y = B − c; t = σ + y; c = (t − σ) − y; σ = t`);
-//! `xi[i][j] = σ`.
+//! `gamma_t[i] / σ_i` (fallback), so that `Σ_j x·Ã[i][j]·Q_j =
+//! gamma_t[i]` up to rounding for a linear state. Per (`i`, `j`) a Kahan
+//! sum `(σ, c) = (+0, +0)` (adding `v`: `y = v − c; t = σ + y; c = (t − σ)
+//! − y; σ = t`) runs over the steps in blocks of [`XI_BLOCK`] = 32 (`t ∈
+//! [32k, 32k+32) ∩ [0, L−1)`, `k` ascending). In a block, `t` ascending,
+//! a linear state's step extends the block's chain `L = fma(x, Q_t[j], L)`
+//! (from `+0`: `Ã[i][j]` is out of the per-step product); a fallback
+//! state's step with `x ≠ 0` adds its term `x·y` (one rounding) to the
+//! Kahan sum at once, `y = pexp(v_j ⊖ pmax_k v_k)` with `v_k = lr[i][k] +
+//! R_t[k]` (one with `x = 0` adds nothing). At the block's end `Ã[i][j]·L`
+//! (one rounding) is added; `xi[i][j] = σ`. No new overflow or underflow
+//! path: `s_i ≥ τ = 2^−64` and `gamma ≤ 1` give `x ≤ 2^64`, `Q ≤ 1`, so
+//! `|L| ≤ 32·2^64 = 2^69` stays finite, and `Ã ≤ 1` makes `Ã·L` no larger;
+//! a product `x·Q_t[j]` is at least the `x·(Ã·Q_t[j])` of the contract
+//! before (which rounded `Ã·Q` first), so nothing underflows that did not
+//! before; each term now takes one rounding in its chain (an `fma`) and
+//! the block one more, where each took two (a multiply and an `fma`).
 //!
 //! **Lengths and special values.** Past a sequence's length `log_alpha`
 //! and `log_beta` hold `−inf` and `gamma` `0`. A sequence of length 0 has
@@ -144,16 +153,17 @@
 //! and score magnitude tested, `|gamma − ref| ≤ 1e-5`,
 //! `|xi − ref| ≤ 1e-5·(1 + ref)` and `|ll − ref| ≤ 2e-6·max(1, |ref|)`,
 //! with no `+inf`/NaN where the reference is finite. Measured worst
-//! errors:
+//! errors (`xi` since the transition counts' chains leave `Ã` out of the
+//! per-step product, 2026-11-30):
 //!
 //! | inputs | `gamma` | `xi` (rel. `1 + ref`) | `ll` (rel.) |
 //! |---|---|---|---|
-//! | S = 4, T = 1 … 20 000 (standard-normal emission log-probabilities) | 1.4e-7 | 1.0e-7 | 2.0e-7 |
+//! | S = 4, T = 1 … 20 000 (standard-normal emission log-probabilities) | 1.4e-7 | 1.1e-7 | 2.0e-7 |
 //! | S = 4, T = 2^20 | 1.4e-7 | 8.8e-8 | 1.4e-8 |
 //! | S = 1 … 256, T 40 … 300; S = 1024, T = 8; S = 4096, T = 3 | 1.1e-7 | 1.3e-7 | 1.1e-6 (2.4e-7 up to S = 1024) |
-//! | scores shifted to ±1e4, ±1e12, ±1e30 (9 constructions each: per-step and constant emission shifts, transition and start shifts, ties one ulp apart, far outliers, all at once; S 4 and 16, T 2000 and 300) | 1.3e-7 | 4.2e-7 | 5.0e-8 |
-//! | S = 4, T = 2^20, emission maxima ±1e30 cancelling in pairs | 4.2e-8 | 4.5e-7 | 3.6e-8 |
-//! | transitions of −200 and −1e30 (forced and mixed in), 30 % `−inf` emissions, unreachable states, dead ends | 1.3e-7 | 1.3e-7 | 7.3e-8 |
+//! | scores shifted to ±1e4, ±1e12, ±1e30 (9 constructions each: per-step and constant emission shifts, transition and start shifts, ties one ulp apart, far outliers, all at once; S 4 and 16, T 2000 and 300) | 1.3e-7 | 4.0e-7 | 5.0e-8 |
+//! | S = 4, T = 2^20, emission maxima ±1e30 cancelling in pairs | 4.2e-8 | 4.6e-7 | 3.6e-8 |
+//! | transitions of −200 and −1e30 (forced and mixed in), 30 % `−inf` emissions, unreachable states, dead ends | 1.3e-7 | 1.2e-7 | 7.3e-8 |
 //! | CRF (S 3, T 5) against brute force, scores 1 … 1e30 | 8.7e-8 | – | 5.4e-8 |
 //!
 //! Each step adds a rounding error of a few ulps of `O(1)` normalized
@@ -176,15 +186,17 @@
 //! `fma` (four chains, 16-byte loads of the shifted matrices), `S` `exp`
 //! and `S` `log` with `O(S)` pair arithmetic, plus the fallback states'
 //! exact sums; the posteriors one `exp` and two divisions per state; the
-//! transition counts a multiply and an `fma` per state pair and one `exp`
-//! per 128 pairs. One CTA runs each sequence's recursions, or on sm_90+
+//! transition counts one `fma` per state pair and step (the block's
+//! multiply by `Ã` once per 32 steps) and one `exp` per 256 pairs (128
+//! at small batches). One CTA runs each sequence's recursions, or on sm_90+
 //! for `S16 ≥ 64` a thread-block cluster of up to 8 CTAs, each keeping
 //! its share of the shifted matrix in shared memory for the whole
 //! recursion (the same bits; [`ptx::cluster_for`] chooses); the transition
-//! counts use a thread per (32 states `i`, state `j`), each `exp` shared by
-//! a CTA's 4 row blocks. At `S = 256` a step
+//! counts use a thread per 8 states `i` × 4 states `j` (a register tile),
+//! a CTA of 256 threads taking 256 states `i` × 32 states `j`, so that each
+//! `exp` is computed once a sequence at `S ≤ 256`. At `S = 256` a step
 //! costs, in simulated PTX instructions, 315 k (forward), 373 k
-//! (backward), 47 k (posteriors) and 249 k (transition counts), against
+//! (backward), 47 k (posteriors) and 163 k (transition counts), against
 //! 4.61 M, 5.14 M, 13 k and 3.67 M for the contract this one replaced
 //! (`tests/hmm_sim.rs`, `docs/perf.md`).
 //!

@@ -1,4 +1,5 @@
-//! The kernels of [`super`] (all with 256 threads a CTA):
+//! The kernels of [`super`] (all with 256 threads a CTA, but the
+//! transition counts' 128 at small batches):
 //!
 //! | kernel | grid | does |
 //! |---|---|---|
@@ -9,7 +10,7 @@
 //! | `hmm_forward_cluster<n>_cap<c>`, `hmm_backward_cluster<n>_cap<c>` | a cluster of `n` CTAs per sequence (sm_90+, `S16 ≥ 64`, [`cluster_for`]) | the same recursions with each CTA's slice of `Â` / `Ãᵀ` in shared memory, exchanging through DSMEM (`ptx/cluster.rs`, `ptx/cluster_bwd.rs`) |
 //! | `hmm_fwdbwd_maxima`, `hmm_fwdbwd_cluster<n>_cap<c>` | a warp per position; `2·batch` clusters of `n` CTAs (sm_90+, when they fit the device in one wave) | the emission maxima, then both cluster recursions in one launch, the forward in clusters `0 .. batch`, the backward in the others (`ptx/joint.rs`) |
 //! | `hmm_posteriors` | a warp per position | `gamma`, the final `log_alpha`/`log_beta` in place, `x = gamma/s` |
-//! | `hmm_transitions` | a CTA per (32 states `j` × 4 row blocks of 32 states `i`, a warp each, 16 in a short last block) of a sequence, `Q` a block in a shared tile | `xi` |
+//! | `hmm_transitions` | a CTA of `n` threads (256, or 128 at small batches: [`transition_threads`]) per (32 states `j` × `n` states `i`) of a sequence, an 8 × 4 register tile a thread, `Q` and `x` a block in shared tiles | `xi` |
 //!
 //! The recursions' `S²` work is the contract's linear sum: four chains
 //! over `k mod 4` per state, with the shifted matrix read as 16-byte
@@ -20,7 +21,7 @@
 //! four partial sums after a barrier; the 4096 variant gives a thread all
 //! four chains of its 4 states. The bits are the same: the chains and
 //! their pairing are the contract's, not the launch's. `ptx/post.rs`
-//! holds the last two kernels.
+//! holds the posteriors, `ptx/xi.rs` the transition counts.
 
 mod cluster;
 mod cluster_bwd;
@@ -29,6 +30,7 @@ mod fwd_state;
 mod joint;
 mod pair;
 mod post;
+mod xi;
 
 use crate::dsl::math;
 use crate::dsl::params::Ptr;
@@ -55,9 +57,10 @@ pub use joint::{
     JointArgs, MAXIMA_NAME, MaximaArgs, fwdbwd_cluster_name, generate_fwdbwd_cluster,
     generate_maxima, joint_fits, maxima_ctas,
 };
-pub use post::{
-    PosteriorArgs, TransitionArgs, XI_ROWS, XI_THREADS, generate_posteriors, generate_transitions,
-    transition_groups,
+pub use post::{PosteriorArgs, generate_posteriors};
+pub use xi::{
+    TransitionArgs, XI_COLS, XI_THREADS, generate_transitions, transition_groups,
+    transition_threads,
 };
 
 /// Threads per CTA.
