@@ -141,9 +141,8 @@ pub(super) fn cta_barrier(b: &mut KernelBuilder, ex: &Ex) {
 }
 
 /// Whether this thread's warp holds no column (`warp ≥`
-/// [`active_warps`]): such warps run the step loop of [`idle_step`]
-/// (the test is taken once, before the loop: held across the busy
-/// warps' loop it cost registers, a spill at `n = 4`, cap 256).
+/// [`active_warps`]), computed where it is used: kept across the step
+/// loop it cost registers (a spill at `n = 4`, cap 256).
 pub(super) fn idle_warp(b: &mut KernelBuilder, ex: &Ex) -> Reg<Pred> {
     let tid = b.tid_x();
     let warp = b.shr(tid, 5u32);
@@ -336,36 +335,30 @@ pub(super) fn forward_body(
         b.if_(is_r0, |b| store_norm(b, tid, cn, row0, cprev));
         let dead: Reg<U32> = b.selp(dead0, 1u32, 0u32);
         let zero_last = b.mov(0u32);
-        // The warps past those that hold columns run a step loop of their
-        // own (`idle_step`), chosen once: no per-step role test.
-        let idle = idle_warp(b, &ex);
-        b.if_else(
-            idle,
-            |b| {
-                let multi = multi_warp(b, &ex);
-                b.for_range(1u32, len, 1u32, |b, _| {
-                    let live = b.setp(Cmp::Eq, dead, 0u32);
-                    b.if_(live, |b| {
-                        let d = idle_step(b, &ex, multi);
-                        let dv: Reg<U32> = b.selp(d, 1u32, 0u32);
-                        b.assign(dead, dv);
+        // The warps past those that hold columns take `idle_step`.
+
+        b.for_range(1u32, len, 1u32, |b, tt| {
+            let is_dead = b.setp(Cmp::Ne, dead, 0u32);
+            let row = b.mul_lo(tt, p.s);
+            b.if_else(
+                is_dead,
+                |b| {
+                    own_columns(b, &ex, p.s, |b, _, j| {
+                        let k = b.add(row, j);
+                        let ninf = pp::constant(b, f32::NEG_INFINITY, 0.0);
+                        st_pair(b, seq_ah, seq_al, k, ninf);
                     });
-                });
-            },
-            |b| {
-                b.for_range(1u32, len, 1u32, |b, tt| {
-                    let is_dead = b.setp(Cmp::Ne, dead, 0u32);
-                    let row = b.mul_lo(tt, p.s);
+                    b.if_(is_r0, |b| store_norm(b, tid, cn, tt, cprev));
+                    b.assign(zero_last, 1u32);
+                },
+                |b| {
+                    let idle = idle_warp(b, &ex);
                     b.if_else(
-                        is_dead,
+                        idle,
                         |b| {
-                            own_columns(b, &ex, p.s, |b, _, j| {
-                                let k = b.add(row, j);
-                                let ninf = pp::constant(b, f32::NEG_INFINITY, 0.0);
-                                st_pair(b, seq_ah, seq_al, k, ninf);
-                            });
-                            b.if_(is_r0, |b| store_norm(b, tid, cn, tt, cprev));
-                            b.assign(zero_last, 1u32);
+                            let d = idle_step(b, &ex);
+                            let dv: Reg<U32> = b.selp(d, 1u32, 0u32);
+                            b.assign(dead, dv);
                         },
                         |b| {
                             lin_slice(b, &ex, &mat, &part, p.sp);
@@ -416,9 +409,9 @@ pub(super) fn forward_body(
                             b.assign(dead, dv);
                         },
                     );
-                });
-            },
-        );
+                },
+            );
+        });
         // ll (rank 0): the last row's linear weights in ascending order
         // (nested tests: `lead` kept across the steps made ptxas spill
         // it at cap 256, n = 4, sm_90's 80 registers).
@@ -707,7 +700,8 @@ pub(super) fn slots_dead(
 /// else: the busy warps' work is theirs alone, and the per-step
 /// instructions these warps used to walk past (guards, reductions'
 /// preambles) are a third of a step's.
-fn idle_step(b: &mut KernelBuilder, ex: &Ex, multi: Reg<Pred>) -> Reg<Pred> {
+fn idle_step(b: &mut KernelBuilder, ex: &Ex) -> Reg<Pred> {
+    let multi = multi_warp(b, ex);
     cta_barrier(b, ex);
     b.if_(multi, |b| cta_barrier(b, ex));
     cluster_barrier(b, ex);

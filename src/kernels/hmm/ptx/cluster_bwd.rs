@@ -248,48 +248,37 @@ pub(super) fn backward_body(
             };
             let dead = b.mov(0u32);
             let tt = b.mov(last);
-            // The warps past those that hold states run a step loop of
-            // their own (`idle_back_step`), chosen once.
-            let idle = idle_warp(b, &ex);
-            b.if_else(
-                idle,
+            // The warps past those that hold states take `idle_back_step`.
+
+            b.while_(
+                |b| b.setp(Cmp::Gt, tt, 0u32),
                 |b| {
-                    let multi = multi_warp(b, &ex);
-                    b.while_(
-                        |b| b.setp(Cmp::Gt, tt, 0u32),
+                    let t = b.sub(tt, 1u32);
+                    b.assign(tt, t);
+                    let row = b.mul_lo(t, p.s);
+                    let wrow = b.mul_lo(t, p.sp);
+                    let is_dead = b.setp(Cmp::Ne, dead, 0u32);
+                    b.if_else(
+                        is_dead,
                         |b| {
-                            let t = b.sub(tt, 1u32);
-                            b.assign(tt, t);
-                            let live = b.setp(Cmp::Eq, dead, 0u32);
-                            b.if_(live, |b| {
-                                let d = idle_back_step(b, &ex, multi, kslots.h, t);
-                                let dv: Reg<U32> = b.selp(d, 1u32, 0u32);
-                                b.assign(dead, dv);
+                            own_all(b, &ex, |b, i| {
+                                let seq = [seq_bh, seq_bl, seq_rh, seq_rl, seq_w];
+                                dead_back_state(b, p.s, (row, wrow), i, seq);
+                            });
+                            b.if_(is_r0, |b| store_norm(b, tid, dn, t, dprev));
+                            b.if_(lead, |b| {
+                                let fp = b.offset(flags, t);
+                                b.st_global(fp, 0, 1u32);
                             });
                         },
-                    );
-                },
-                |b| {
-                    b.while_(
-                        |b| b.setp(Cmp::Gt, tt, 0u32),
                         |b| {
-                            let t = b.sub(tt, 1u32);
-                            b.assign(tt, t);
-                            let row = b.mul_lo(t, p.s);
-                            let wrow = b.mul_lo(t, p.sp);
-                            let is_dead = b.setp(Cmp::Ne, dead, 0u32);
+                            let idle = idle_warp(b, &ex);
                             b.if_else(
-                                is_dead,
+                                idle,
                                 |b| {
-                                    own_all(b, &ex, |b, i| {
-                                        let seq = [seq_bh, seq_bl, seq_rh, seq_rl, seq_w];
-                                        dead_back_state(b, p.s, (row, wrow), i, seq);
-                                    });
-                                    b.if_(is_r0, |b| store_norm(b, tid, dn, t, dprev));
-                                    b.if_(lead, |b| {
-                                        let fp = b.offset(flags, t);
-                                        b.st_global(fp, 0, 1u32);
-                                    });
+                                    let d = idle_back_step(b, &ex, kslots.h, t);
+                                    let dv: Reg<U32> = b.selp(d, 1u32, 0u32);
+                                    b.assign(dead, dv);
                                 },
                                 |b| {
                                     // R_t = r ⊖ M', Q = pexp(R) into every CTA.
@@ -420,10 +409,10 @@ pub(super) fn backward_body(
 fn idle_back_step(
     b: &mut KernelBuilder,
     ex: &Ex,
-    multi: crate::dsl::types::Reg<crate::dsl::types::Pred>,
     kh: &SharedArray<F32>,
     t: Reg<U32>,
 ) -> crate::dsl::types::Reg<crate::dsl::types::Pred> {
+    let multi = multi_warp(b, ex);
     cluster_barrier(b, ex);
     cta_barrier(b, ex);
     b.if_(multi, |b| cta_barrier(b, ex));
