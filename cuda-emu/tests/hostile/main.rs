@@ -204,6 +204,7 @@ mod graphs;
 mod launches;
 mod memory;
 mod newer;
+mod tensor_map;
 
 /// The hostile calls of export `name`. A `_ptsz`/`_ptds` variant (its
 /// base under `with_per_thread_default`, nothing else) gets its base's
@@ -227,6 +228,7 @@ fn cases<'a>(name: &'a str, e: &'a Env) -> Vec<Case<'a>> {
     v.extend(launches::cases(name, e));
     v.extend(newer::cases(name, e));
     v.extend(graphs::cases(name, e));
+    v.extend(tensor_map::cases(name, e));
     v
 }
 
