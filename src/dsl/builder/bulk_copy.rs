@@ -295,8 +295,16 @@ impl KernelBuilder {
         bar: SharedMbarrier,
         mask: impl Into<Src<U32>>,
     ) {
-        let mask = mask.into();
-        let m = match mask.as_int() {
+        let m = self.cluster_mask_operand(mask.into());
+        self.bulk(dst, src, bytes.into(), bar, Some(m));
+    }
+
+    /// A multicast's `ctaMask` operand: a constant checked against the 16
+    /// CTAs a cluster may hold (`BuildError::ClusterMask` otherwise), or
+    /// the low half of a register (the operand is 16 bits wide). Shared
+    /// by the bulk and the tensor-map copies.
+    pub(super) fn cluster_mask_operand(&mut self, mask: Src<U32>) -> Value {
+        match mask.as_int() {
             Some(k) => {
                 if !(1..=0xFFFF).contains(&k) {
                     self.fail(BuildError::ClusterMask {
@@ -306,8 +314,6 @@ impl KernelBuilder {
                 mask.v
             }
             None => {
-                // the `ctaMask` operand is 16 bits wide: the low half of
-                // the register
                 let Value::Reg(r) = mask.v else {
                     unreachable!("a non-constant operand is a register")
                 };
@@ -315,8 +321,7 @@ impl KernelBuilder {
                 let (lo, _) = self.unpack_2x16(w);
                 Value::Reg(lo.id())
             }
-        };
-        self.bulk(dst, src, bytes.into(), bar, Some(m));
+        }
     }
 
     #[track_caller]

@@ -98,25 +98,7 @@ impl KernelBuilder {
         bar: SharedMbarrier,
         mask: impl Into<Src<U32>>,
     ) {
-        let mask = mask.into();
-        let m = match mask.as_int() {
-            Some(k) => {
-                if !(1..=0xFFFF).contains(&k) {
-                    self.fail(BuildError::ClusterMask {
-                        mask: u64::try_from(k).unwrap_or(u64::MAX),
-                    });
-                }
-                mask.v
-            }
-            None => {
-                let Value::Reg(r) = mask.v else {
-                    unreachable!("a non-constant operand is a register")
-                };
-                let w = self.u32_as_b32(Reg::<U32>::new(r.idx, r.owner));
-                let (lo, _) = self.unpack_2x16(w);
-                Value::Reg(lo.id())
-            }
-        };
+        let m = self.cluster_mask_operand(mask.into());
         self.tensor_copy(dst, map, coords, bar, Some(m));
     }
 
