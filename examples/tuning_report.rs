@@ -12,6 +12,7 @@
 //! cargo run --release --example tuning_report   # writes docs/tuning.{md,svg}, docs/roofline.{svg,tsv}
 //! cargo run --release --example tuning_report -- --out /tmp/report
 //! cargo run --release --example tuning_report -- --roofline-only   # prints the model's section
+//! PTXSMITH_ROOFLINE_ONLY=hmm cargo run --release --example tuning_report -- --roofline-only   # its HMM problems only
 //! ```
 //!
 //! `--roofline-only` builds the roofline model alone (assembling only the

@@ -620,7 +620,15 @@ pub fn generate_with_progress(
     sass: &SassCache,
     progress: super::ProgressFn<'_>,
 ) -> Result<Roofline> {
-    let problems = problems::all();
+    // `PTXSMITH_ROOFLINE_ONLY=<text>`: only the problems whose family or
+    // name contains `text` (a quicker model while one kernel is tuned).
+    let only = std::env::var("PTXSMITH_ROOFLINE_ONLY").ok();
+    let problems: Vec<Problem> = (problems::all().into_iter())
+        .filter(|p| {
+            only.as_deref()
+                .is_none_or(|o| p.family.contains(o) || p.name.contains(o))
+        })
+        .collect();
     let mut sms_of: Vec<Sm> = GPUS.iter().map(|g| g.sm).collect();
     sms_of.sort_unstable();
     sms_of.dedup();
