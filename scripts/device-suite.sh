@@ -76,7 +76,7 @@ DEVICE_FILTERS=(gpu_ device)
 GPU_BENCHES=(fp8_kernels score_kernels resident logcumsumexp hmm viterbi block_ell block_scaled)
 GPU_EXAMPLES=(demo interop device_info calibrate)
 # Test binaries run under compute-sanitizer: one per kernel family.
-SANITIZED_TESTS=(dot_end_to_end fp8_kernels score_kernels device_resident viterbi logcumsumexp hmm block_ell_kernels block_scaled_kernels runtime_no_device)
+SANITIZED_TESTS=(dot_end_to_end fp8_kernels score_kernels device_resident viterbi viterbi_cluster logcumsumexp hmm block_ell_kernels block_scaled_kernels runtime_no_device)
 SANITIZER_TOOLS=(memcheck racecheck synccheck initcheck)
 REPORT_NAME=device-suite-report.md
 

@@ -6,7 +6,7 @@
 //! against [`Stream`] so the GPU and the simulator run the same sequence.
 
 use super::host::{self, Shape, Viterbi, validate_lengths};
-use super::ptx::{THREADS, ViterbiArgs, cap_for, generate};
+use super::ptx::{THREADS, ViterbiArgs, cap_for, cluster, generate};
 use crate::dsl::params::KernelParams;
 use crate::error::Result;
 use crate::exec::{CUdeviceptr, LaunchConfig};
@@ -120,7 +120,21 @@ where
         return Ok(());
     }
     let ctx = stream.context();
-    let module = memo!(generate, ctx.sm(), cap_for(s))?;
+    // A cluster a sequence with the matrix on chip where clusters exist
+    // (`ptx::cluster`), else a CTA a sequence.
+    let (module, ctas_per_seq) = if cluster::uses_cluster(ctx.sm(), s) {
+        (memo!(cluster::generate, ctx.sm())?, cluster::CLUSTER)
+    } else {
+        (memo!(generate, ctx.sm(), cap_for(s))?, 1)
+    };
+    // The grid's x dimension is at most 2^31 − 1 CTAs.
+    let ctas = (batch as u64) * u64::from(ctas_per_seq);
+    if ctas > i32::MAX as u64 {
+        return Err(crate::Error::invalid(format!(
+            "viterbi: batch = {batch} needs {ctas} CTAs ({ctas_per_seq} a sequence); \
+             a launch takes at most 2^31 − 1"
+        )));
+    }
     let lens = stream.upload(lengths)?;
     let mut psi = ctx.alloc::<u32>(batch * t * s)?;
     let args = ViterbiArgs {
@@ -134,7 +148,7 @@ where
         t: t as u32,
         s: s as u32,
     };
-    let cfg = LaunchConfig::linear(batch as u32, THREADS);
+    let cfg = LaunchConfig::linear(ctas as u32, THREADS);
     stream.launch(module, cfg, &args.args())
 }
 

@@ -26,7 +26,13 @@
 //! Limits: `1 ≤ S ≤` [`MAX_STATES`]; `T × S < 2^32` and `batch < 2^32`
 //! (32-bit indices within a sequence; 64-bit across the batch); the
 //! kernel keeps a `[batch, T, S]` `u32` backpointer workspace on the
-//! device. Work is `L · S²` per sequence; one CTA decodes one sequence.
+//! device. Work is `L · S²` per sequence. One CTA decodes one sequence
+//! ([`ptx::generate`]); on sm_90 and later, for `65 ≤ S ≤ 256`, a cluster
+//! of 8 CTAs does, each holding its 32 columns of `log_a` in shared memory
+//! for the whole recursion ([`ptx::cluster`]). Both give the contract's
+//! bits: the cluster's CTAs split each state's scan into ascending parts
+//! of 32 predecessors and fold the parts' results in ascending order by
+//! the same rule, which yields the scan's result.
 //!
 //! # Entry points
 //! One request, [`Shape`] `{ batch, t, s }` and the `lengths` (a host

@@ -536,10 +536,16 @@ fn viterbi() -> Problem {
                 },
             )
         }),
-        traffic: Box::new(|sh, _| {
+        traffic: Box::new(|sh, sm| {
             let (b, t, s) = (sh[0], sh[1], sh[2]);
-            let name = viterbi::ptx::kernel_name(viterbi::ptx::cap_for(s));
-            // log_b in, the u32 backpointers written, paths out.
+            // log_b in, the u32 backpointers written, paths out; log_a once
+            // (the cluster kernel's CTAs each read their slice once; the
+            // one-CTA kernel's re-reads stay in L2).
+            let name = if viterbi::ptx::cluster::uses_cluster(sm, s) {
+                viterbi::ptx::cluster::kernel_name()
+            } else {
+                viterbi::ptx::kernel_name(viterbi::ptx::cap_for(s))
+            };
             vec![(name, F32 * (2.0 * f(b * t * s) + f(b * t) + f(s * s)))]
         }),
         essential: Box::new(|sh| F32 * (f(sh[0] * sh[1] * sh[2]) + f(sh[0] * sh[1]))),

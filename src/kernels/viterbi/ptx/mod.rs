@@ -1,4 +1,5 @@
-//! The Viterbi kernel of [`super`]: one CTA per sequence.
+//! The Viterbi kernels of [`super`]: one CTA per sequence (here), or a
+//! cluster of CTAs per sequence with the matrix on chip ([`cluster`]).
 //!
 //! Threads stride over the states `j`; for each `j` one thread scans the
 //! predecessors `i` in ascending order (the contract's tie rule needs no
@@ -14,7 +15,9 @@ use crate::dsl::{Cmp, KernelBuilder, PtxModule, Rounding};
 use crate::error::Result;
 use crate::kernel_params;
 use crate::kernels::seq::{first_row, seq_cta, zero_if_empty};
-use crate::target::Sm;
+use crate::target::{Feature, Sm};
+
+pub mod cluster;
 
 /// Entry-name prefix; a variant is `viterbi_f32_cap<cap>`.
 pub const VITERBI: &str = "viterbi_f32";
@@ -56,7 +59,7 @@ kernel_params! {
 /// The contract's "candidate replaces best" test: `c > best`, or `c` NaN
 /// where `best` is not. `gtu` is "greater or unordered", so the second
 /// half only has to exclude a NaN `best`.
-fn better(b: &mut KernelBuilder, c: Reg<F32>, best: Reg<F32>) -> Reg<Pred> {
+pub(super) fn better(b: &mut KernelBuilder, c: Reg<F32>, best: Reg<F32>) -> Reg<Pred> {
     let gtu = b.setp(Cmp::Gtu, c, best);
     let best_num = b.setp(Cmp::Num, best, best);
     b.pand(gtu, best_num)
@@ -196,7 +199,15 @@ pub fn generate(sm: Sm, cap: u32) -> Result<PtxModule> {
     b.finish()
 }
 
-/// Every variant for `sm` (one per shared-buffer capacity).
+/// Every variant for `sm`: one per shared-buffer capacity, and the
+/// cluster kernel where clusters exist ([`cluster`]).
 pub fn variants(sm: Sm) -> Result<Vec<PtxModule>> {
-    CAPS.into_iter().map(|c| generate(sm, c)).collect()
+    let mut all: Vec<PtxModule> = CAPS
+        .into_iter()
+        .map(|c| generate(sm, c))
+        .collect::<Result<_>>()?;
+    if sm.supports(Feature::Cluster) {
+        all.push(cluster::generate(sm)?);
+    }
+    Ok(all)
 }
