@@ -154,6 +154,22 @@ fn ties_and_nan_across_the_parts_follow_the_scan_rule() {
     pi[3] = f32::NAN;
     pi[100] = 10.0;
     same_everywhere(&flat(pi), "NaN first");
+    // NaN candidates made by the scan itself, from finite-looking parts:
+    // +inf + −inf (a +inf score, an impossible transition into column 3;
+    // a −inf score, a +inf transition into column 200), after a maximum.
+    let mut m = flat(vec![-5.0; s]);
+    m.pi[10] = 0.0;
+    m.pi[50] = f32::INFINITY;
+    m.a[50 * s + 3] = f32::NEG_INFINITY;
+    m.pi[140] = f32::NEG_INFINITY;
+    m.a[140 * s + 200] = f32::INFINITY;
+    let want = m.host();
+    assert!(
+        want.scores[0].is_nan() || want.paths[1] == 50,
+        "{:?}",
+        &want.paths
+    );
+    same_everywhere(&m, "inf - inf candidates");
 }
 
 #[test]

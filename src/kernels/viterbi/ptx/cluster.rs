@@ -15,7 +15,11 @@
 //!   replaced when `c > best`, or when `c` is NaN and the best is not), into
 //!   a partial `(best, arg)`, fully unrolled; where the last part passes `S`
 //!   it reads padding (scores `−inf`, transitions 0), whose `−inf`
-//!   candidates replace nothing;
+//!   candidates replace nothing. Where no candidate of the part can be NaN
+//!   (its 32 scores, checked a step by a vote, and the lane's 32
+//!   transitions, checked once, hold no NaN and no `+inf`) the rule is the
+//!   plain `c > best`, one comparison fewer a predecessor; otherwise the
+//!   whole rule runs;
 //! * warp 0 folds the partials of the warps `0, 1, …` in ascending order
 //!   by the same rule. The fold gives the scan's result: a part's partial
 //!   is its first NaN if it has one, else its first maximum; a later part
@@ -171,6 +175,20 @@ pub fn generate(sm: Sm) -> Result<PtxModule> {
         let scans = b.pand(col, has_part);
         let w0 = b.setp(Cmp::Eq, warp, 0u32);
         let folds = b.pand(w0, col);
+        // Whether the lane's 32 transitions of its part hold no NaN and no
+        // +inf (the slice and its padding are written: the barrier above).
+        let a_ok = b.mov(1u32);
+        b.if_(scans, |b| {
+            let ak = b.mad_lo(i0, COLS, lane);
+            let ap = b.shared_elem(&sh.a, ak);
+            for k in 0..COLS {
+                let v = b.ld_shared(ap, (k * COLS) as i32);
+                let bad = b.setp(Cmp::Gtu, v, f32::MAX);
+                let z = b.selp(bad, 0u32, a_ok);
+                b.assign(a_ok, z);
+            }
+        });
+        let a_ok = b.setp(Cmp::Ne, a_ok, 0u32);
         b.for_range(1u32, len, 1u32, |b, tt| {
             step(
                 b,
@@ -179,7 +197,7 @@ pub fn generate(sm: Sm) -> Result<PtxModule> {
                 (seq_b, seq_psi),
                 tt,
                 [j, lane, warp, i0],
-                Preds { scans, folds },
+                Preds { scans, folds, a_ok },
             );
         });
         // Final state and backtrack (rank 0's thread 0).
@@ -243,6 +261,8 @@ struct Preds {
     scans: Reg<Pred>,
     /// warp 0 with a column: folds the partials and stores the score
     folds: Reg<Pred>,
+    /// the lane's part of its column holds no NaN and no `+inf`
+    a_ok: Reg<Pred>,
 }
 
 /// One step `tt ≥ 1` of the recursion (the module docs' order).
@@ -267,6 +287,17 @@ fn step(
         let v = b.ld_global(ep, 0);
         b.assign(e, v);
     });
+    // No candidate of the part can be NaN when its scores hold no NaN and
+    // no +inf and the lane's transitions neither (−inf + −inf = −inf): the
+    // rule's "NaN over a number" cannot fire, and it is `c > best`.
+    let dl = b.add(cur_off, i0);
+    let dl = b.add(dl, lane);
+    let dlp = b.shared_elem(&sh.delta, dl);
+    let dv = b.ld_shared(dlp, 0);
+    let d_bad = b.setp(Cmp::Gtu, dv, f32::MAX);
+    let any_bad = b.vote(false, d_bad, u32::MAX);
+    let d_ok = b.pnot(any_bad);
+    let plain = b.pand(d_ok, pr.a_ok);
     // The part's scan: predecessors i0 .. i0 + 32, ascending.
     let best = b.mov(0f32);
     let arg = b.mov(0u32);
@@ -280,30 +311,34 @@ fn step(
         let c0 = b.fadd(Rounding::Rn, d0, a0);
         b.assign(best, c0);
         b.assign(arg, i0);
-        let fold = |b: &mut KernelBuilder, c: Reg<F32>, i: Reg<U32>| {
-            let take = better(b, c, best);
-            let nb = b.selp(take, c, best);
-            let na = b.selp(take, i, arg);
-            b.assign(best, nb);
-            b.assign(arg, na);
-        };
         // 32 predecessors, the scores four at a time (16-byte aligned:
         // both offsets are multiples of 32); past `S` the padding (score
         // `−inf`, transition 0) gives `−inf` candidates, which replace
-        // nothing.
-        for q in 0..COLS / 4 {
-            let d = b.ld_shared_v4(dp, (4 * q) as i32);
-            for (u, &dv) in d.iter().enumerate() {
-                let k = 4 * q + u as u32;
-                if k == 0 {
-                    continue;
+        // nothing. `nan_free`: the plain comparison.
+        let scan = |b: &mut KernelBuilder, nan_free: bool| {
+            for q in 0..COLS / 4 {
+                let d = b.ld_shared_v4(dp, (4 * q) as i32);
+                for (u, &dv) in d.iter().enumerate() {
+                    let k = 4 * q + u as u32;
+                    if k == 0 {
+                        continue;
+                    }
+                    let av = b.ld_shared(ap, (k * COLS) as i32);
+                    let c = b.fadd(Rounding::Rn, dv, av);
+                    let take = if nan_free {
+                        b.setp(Cmp::Gt, c, best)
+                    } else {
+                        better(b, c, best)
+                    };
+                    let nb = b.selp(take, c, best);
+                    let i = b.add(i0, k);
+                    let na = b.selp(take, i, arg);
+                    b.assign(best, nb);
+                    b.assign(arg, na);
                 }
-                let av = b.ld_shared(ap, (k * COLS) as i32);
-                let c = b.fadd(Rounding::Rn, dv, av);
-                let i = b.add(i0, k);
-                fold(b, c, i);
             }
-        }
+        };
+        b.if_else(plain, |b| scan(b, true), |b| scan(b, false));
         let slot = b.mad_lo(warp, COLS, lane);
         let bp = b.shared_elem(&sh.pbest, slot);
         b.st_shared(bp, 0, best);
