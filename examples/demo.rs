@@ -241,6 +241,26 @@ fn viterbi(st: &Stream) -> Result<Outcome> {
     })
 }
 
+/// Viterbi at 100 states: 8 sequences of up to 40 steps; on sm_90 and
+/// later the cluster kernel (the matrix on chip across 8 CTAs), elsewhere
+/// the one-CTA kernel, the same bits either way.
+fn viterbi_cluster(st: &Stream) -> Result<Outcome> {
+    let (batch, t, s) = (8, 40, 100);
+    let mut r = lcg(19);
+    let mut lp = move || r() * 4.0 - 4.0;
+    let pi: Vec<f32> = (0..s).map(|_| lp()).collect();
+    let a: Vec<f32> = (0..s * s).map(|_| lp()).collect();
+    let b: Vec<f32> = (0..batch * t * s).map(|_| lp()).collect();
+    let lengths: Vec<u32> = (0..batch as u32).map(|i| 40 - (i * 5) % 37).collect();
+    let shape = kernels::viterbi::Shape { batch, t, s };
+    let got = kernels::viterbi::viterbi_on(st, shape, &lengths, &pi, &a, &b)?;
+    let want = kernels::viterbi::host::viterbi(&pi, &a, &b, &lengths, batch, t, s)?;
+    Ok(Outcome {
+        elements: batch * t * s,
+        exact: got.paths == want.paths && same_bits(&got.scores, &want.scores),
+    })
+}
+
 /// logcumsumexp forward and backward over 8 rows of 1000.
 fn logcumsumexp(st: &Stream) -> Result<Outcome> {
     use kernels::logcumsumexp::{self as lcse, Shape, host};
@@ -464,6 +484,7 @@ fn cases() -> Vec<Case> {
         ("route, resident D, 3x", score_route_resident),
         ("fp8 quant->dequant chain", fp8_chain),
         ("viterbi_f32", viterbi),
+        ("viterbi S 100 (cluster 90+)", viterbi_cluster),
         ("logcumsumexp fwd+bwd", logcumsumexp),
         ("hmm forward-backward", hmm),
         ("block-ELL 50% fwd+grads", block_ell),
