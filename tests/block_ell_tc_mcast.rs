@@ -233,3 +233,26 @@ fn cluster_only_where_it_multicasts() {
         }
     }
 }
+
+/// The pinned ptxas assembles the cluster forward's values copies into
+/// tensor-map copies (`UTMALDG`), with no bulk copy (`UBLKCP`: the
+/// per-row copies whose per-lane loop the tensor map replaced), on every
+/// target of [`multicast_sms`]. SKIP without the tools.
+#[test]
+fn sass_has_tensor_copies_and_no_row_copies() {
+    let Some(tools) = ptxsmith::nvtools::NvTools::for_tests() else {
+        return;
+    };
+    for sm in multicast_sms(64) {
+        for prec in [TcPrecision::Bf16, TcPrecision::F16] {
+            let m = ptx::generate_forward(sm, prec, 64).unwrap();
+            let asm = tools
+                .assemble(&m.ptx, sm)
+                .unwrap_or_else(|e| panic!("{sm} {prec:?}: ptxas: {e}"));
+            let sass = tools.disassemble(&asm).unwrap();
+            let what = format!("{sm} {prec:?}: {:?}", sass.opcode_histogram());
+            assert!(sass.count("UTMALDG") >= 1, "{what}");
+            assert_eq!(sass.count("UBLKCP"), 0, "{what}");
+        }
+    }
+}
