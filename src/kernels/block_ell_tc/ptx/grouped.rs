@@ -196,7 +196,7 @@ pub fn smem_bytes(prec: TcPrecision, bs: u32, sm: Sm, forward_k: Option<u32>) ->
 /// CTAs of a cluster of the grouped forward of `prec` at `B` = `bs` on
 /// `sm`: 2 where it multicasts its values blocks by tensor map (bf16/f16
 /// `B` 64 on sm_90, sm_100, sm_100a: the CTAs take adjacent token tiles
-/// of one group; the kernel then takes [`ForwardTmaArgs`](super::ForwardTmaArgs),
+/// of one group; the kernel then takes [`ForwardTmaArgs`],
 /// the values as a tensor map of [`forward_values_map`](super::forward_values_map)),
 /// else 1. At `B` 16/32 the cluster kernel exists but the roofline model
 /// reads it slower (a loop ptxas puts around each tensor copy; docs/perf.md).

@@ -87,7 +87,8 @@ pub(super) fn align_slack(rowb: u32) -> u64 {
 
 /// The tensor map's description of the values array at `address` (`u16`
 /// elements of `prec`, `slots` = `R·K` blocks of `B × B` = `bs`): rows of
-/// `B` elements, box `B × B`, [`swizzle`] of a row.
+/// `B` elements, box `B × B`, the swizzle whose span is a row (32, 64 or
+/// 128 bytes).
 pub fn values_map(prec: TcPrecision, bs: u32, address: u64, slots: u64) -> TiledDesc {
     let dtype = match prec {
         TcPrecision::F16 => TensorDataType::F16,
