@@ -1,21 +1,28 @@
 //! Issue 31, the grouped forward whose values blocks are multicast across a
-//! cluster of two CTAs (sm_90, sm_100, sm_100a: adjacent token tiles of one
-//! group, `cp.async.bulk` multicast into both CTAs): the simulator, with its
-//! checks on (races, barriers, bulk-copy findings), equals the host model
-//! bit for bit, for an odd number of token tiles (the second tile of the
-//! last pair has no row inside `N`), `N` not a multiple of the tile, more
-//! clusters of work than the simulator's grid holds (grid-stride), empty
-//! rows, `−1` slots and ±∞/NaN inputs; the other targets keep the kernel
-//! without a cluster.
+//! cluster of two CTAs (bf16/f16 `B` 64 on sm_90, sm_100, sm_100a:
+//! adjacent token tiles of one group, one `cp.async.bulk.tensor` multicast a
+//! values block through a tensor map of the values, landed swizzled, into
+//! both CTAs): the simulator, with its checks on (races, barriers, bulk and
+//! tensor-copy findings), equals the host model bit for bit, for an odd
+//! number of token tiles (the second tile of the last pair has no row
+//! inside `N`), `N` not a multiple of the tile, more clusters of work than
+//! the simulator's grid holds (grid-stride), empty rows, `−1` slots and
+//! ±∞/NaN inputs; a values array the tensor map cannot describe is a typed
+//! error before anything runs; the other targets keep the kernel without a
+//! cluster (the cluster kernel at `B` 16/32, built but not enabled, is
+//! checked by the unit tests of `ptx::grouped`).
 
 mod common;
 #[path = "common/block_ell_tc.rs"]
 mod tc_common;
 
 use common::Rng;
-use ptxsmith::kernels::block_ell_tc::{Dims, TcPrecision, ptx};
+use ptxsmith::kernels::block_ell_tc::{
+    self as tc, DeviceTopology, Dims, TcOutput, TcPrecision, ptx, to_bf16,
+};
 use ptxsmith::runtime::Context;
-use ptxsmith::{Feature, Sm};
+use ptxsmith::tensor_map::TensorMapError;
+use ptxsmith::{Error, Feature, Sm};
 use tc_common::{Inputs, forward_case, specials, values};
 
 /// Row `r`'s slots: blocks by a stride, slot 1 of every third row empty,
@@ -69,38 +76,44 @@ fn case(sm: Sm, prec: TcPrecision, b: usize, r: usize, n: usize, seed: u64) {
     f.check_bf16(false, &format!("bf16 out {what}"));
 }
 
-/// The targets whose grouped forward multicasts across a cluster (bf16 or
-/// f16 at `B` 64: sm_90, sm_100 and sm_100a today), from
+/// The targets whose grouped forward multicasts across a cluster at `B`
+/// = `b` (bf16 or f16: sm_90, sm_100 and sm_100a today), from
 /// [`ptx::grouped::forward_cluster`] over [`Sm::ALL`], so that a new
 /// target that enables the cluster is tested here.
-fn multicast_sms() -> Vec<Sm> {
-    let cluster = |sm, prec| ptx::grouped::forward_cluster(sm, prec, 64) > 1;
+fn multicast_sms(b: u32) -> Vec<Sm> {
+    let cluster = |sm, prec| ptx::grouped::forward_cluster(sm, prec, b) > 1;
     Sm::ALL
         .into_iter()
         .filter(|&sm| cluster(sm, TcPrecision::Bf16) || cluster(sm, TcPrecision::F16))
         .collect()
 }
 
-/// bf16 and f16 at `B` 64 (where the cluster multicasts; the kernels
-/// without a cluster at `B` 16/32 are `tests/block_ell_tc*.rs`'s) on
-/// every target of [`multicast_sms`]: an odd number of token tiles (the
-/// last pair's second tile past `N`), `N` ragged; `R` gives 2-3 groups, so
-/// with 2-4 pairs of tiles a group some clusters take a second pair (the
-/// simulator's grid holds 4 clusters).
-#[test]
-fn multicast_forward_matches_the_host_model() {
-    for (i, sm) in multicast_sms().into_iter().enumerate() {
-        let (b, r) = (64usize, 10usize);
+/// bf16 and f16 at `B` = `b` on every target of [`multicast_sms`] (the
+/// precision alternating): an odd number of token tiles (the last pair's
+/// second tile past `N`), `N` ragged; `R` = 2.5 groups (a ragged last
+/// group), so with 2-4 pairs of tiles a group some clusters take a second
+/// pair (the simulator's grid holds 4 clusters).
+fn multicast_case(b: usize, seed: u64) {
+    let sms = multicast_sms(b as u32);
+    assert!(!sms.is_empty(), "B {b}");
+    for (i, sm) in sms.into_iter().enumerate() {
         let prec = if i % 2 == 0 {
             TcPrecision::Bf16
         } else {
             TcPrecision::F16
         };
-        let tokens = ptx::group_tile(prec, b as u32, sm).tokens as usize;
+        let gt = ptx::group_tile(prec, b as u32, sm);
+        let r = 5 * gt.g as usize / 2;
+        let tokens = gt.tokens as usize;
         // odd token tiles: 3 (sm_90), 5, 1
         let n = [3, 5, 1][i % 3] * tokens - [5, 37, 3][i % 3];
-        case(sm, prec, b, r, n, 102 + 10 * i as u64);
+        case(sm, prec, b, r, n, seed + 10 * i as u64);
     }
+}
+
+#[test]
+fn multicast_forward_b64_matches_the_host_model() {
+    multicast_case(64, 102);
 }
 
 /// An even number of token tiles (both CTAs of every cluster inside `N`)
@@ -109,17 +122,76 @@ fn multicast_forward_matches_the_host_model() {
 fn even_tiles_and_one_row() {
     case(Sm::Sm90, TcPrecision::Bf16, 64, 9, 256, 7);
     case(Sm::Sm100, TcPrecision::F16, 64, 9, 1, 8);
+    case(Sm::Sm100a, TcPrecision::Bf16, 64, 9, 1, 10);
+}
+
+/// The values' tensor map needs a 16-byte aligned array: a view of the
+/// values that starts one element in is refused as the map's error
+/// ([`TensorMapError::Address`]) before anything is queued (the output
+/// keeps its 7.0s), at every `B` where the forward runs in clusters.
+#[test]
+fn misaligned_values_are_a_typed_error() {
+    for b in [16usize, 32, 64]
+        .into_iter()
+        .filter(|&b| ptx::grouped::forward_cluster(Sm::Sm90, TcPrecision::Bf16, b as u32) > 1)
+    {
+        let sm = Sm::Sm90;
+        let dims = Dims::new(2, 2, 1, b).unwrap();
+        let st = Context::sim(sm).default_stream();
+        let topo = DeviceTopology::upload(&st, &dims, &[0, 1]).unwrap();
+        let n = 3;
+        let x = st
+            .upload(&to_bf16(&vec![1.0; n * dims.in_features()]))
+            .unwrap();
+        let v = st
+            .upload(&to_bf16(&vec![1.0; dims.values_len() + 1]))
+            .unwrap();
+        let view = v.slice(1..).unwrap();
+        let mut y = st.upload(&vec![7.0f32; n * dims.out_features()]).unwrap();
+        let e = tc::forward_dev(
+            &st,
+            TcPrecision::Bf16,
+            TcOutput::F32,
+            &topo,
+            n,
+            &x,
+            &view,
+            None,
+            &mut y,
+        )
+        .unwrap_err();
+        assert!(
+            matches!(e, Error::TensorMap(TensorMapError::Address { .. })),
+            "B {b}: {e:?}"
+        );
+        assert!(st.to_vec(&y).unwrap().iter().all(|&v| v == 7.0), "B {b}");
+        // the aligned array runs
+        tc::forward_dev(
+            &st,
+            TcPrecision::Bf16,
+            TcOutput::F32,
+            &topo,
+            n,
+            &x,
+            &v.slice(..dims.values_len()).unwrap(),
+            None,
+            &mut y,
+        )
+        .unwrap();
+        let want = b as f32;
+        assert!(st.to_vec(&y).unwrap().iter().all(|&v| v == want), "B {b}");
+    }
 }
 
 /// On every target: the forward kernel has the cluster of 2 and the
-/// multicast exactly where [`ptx::grouped::forward_cluster`] says 2, and
-/// that only for bf16/f16 at `B` 64 on targets with clusters and bulk
-/// copies (some target does: [`multicast_sms`] is not empty);
-/// grad-input keeps its kernel without a cluster; the targets without
-/// tensor cores refuse both.
+/// tensor-map multicast (and no per-row bulk copy) exactly where
+/// [`ptx::grouped::forward_cluster`] says 2, and that only for bf16/f16
+/// at `B` 64 on targets with clusters and tensor copies (some target
+/// does: [`multicast_sms`] is not empty); grad-input keeps its kernel
+/// without a cluster; the targets without tensor cores refuse both.
 #[test]
 fn cluster_only_where_it_multicasts() {
-    assert!(!multicast_sms().is_empty());
+    assert!(!multicast_sms(64).is_empty());
     for sm in Sm::ALL {
         for (prec, b) in [TcPrecision::Bf16, TcPrecision::F16, TcPrecision::Tf32]
             .into_iter()
@@ -130,7 +202,7 @@ fn cluster_only_where_it_multicasts() {
             let on = cluster == 2;
             if on {
                 assert!(prec != TcPrecision::Tf32 && b == 64, "{sm} {prec:?} B {b}");
-                for f in [Feature::Cluster, Feature::BulkCopy] {
+                for f in [Feature::Cluster, Feature::TensorCopy] {
                     assert!(sm.supports(f), "{sm} {prec:?} B {b}: {f}");
                 }
             }
@@ -146,9 +218,41 @@ fn cluster_only_where_it_multicasts() {
                 "{sm} {prec:?} B {b}"
             );
             assert_eq!(t.contains(".multicast::cluster"), on, "{sm} {prec:?} B {b}");
+            assert_eq!(
+                t.contains("cp.async.bulk.tensor.2d"),
+                on,
+                "{sm} {prec:?} B {b}"
+            );
+            assert!(
+                !t.contains("cp.async.bulk.shared::cluster.global"),
+                "{sm} {prec:?} B {b}"
+            );
             // grad-input keeps its kernel
             let g = ptx::generate_grad_input(sm, prec, b).unwrap().ptx;
             assert!(!g.contains("reqnctapercluster"), "{sm} {prec:?} B {b}");
+        }
+    }
+}
+
+/// The pinned ptxas assembles the cluster forward's values copies into
+/// tensor-map copies (`UTMALDG`), with no bulk copy (`UBLKCP`: the
+/// per-row copies whose per-lane loop the tensor map replaced), on every
+/// target of [`multicast_sms`]. SKIP without the tools.
+#[test]
+fn sass_has_tensor_copies_and_no_row_copies() {
+    let Some(tools) = ptxsmith::nvtools::NvTools::for_tests() else {
+        return;
+    };
+    for sm in multicast_sms(64) {
+        for prec in [TcPrecision::Bf16, TcPrecision::F16] {
+            let m = ptx::generate_forward(sm, prec, 64).unwrap();
+            let asm = tools
+                .assemble(&m.ptx, sm)
+                .unwrap_or_else(|e| panic!("{sm} {prec:?}: ptxas: {e}"));
+            let sass = tools.disassemble(&asm).unwrap();
+            let what = format!("{sm} {prec:?}: {:?}", sass.opcode_histogram());
+            assert!(sass.count("UTMALDG") >= 1, "{what}");
+            assert_eq!(sass.count("UBLKCP"), 0, "{what}");
         }
     }
 }

@@ -12,8 +12,9 @@
 
 use super::host::{self, TcElem, TcOutElem, TcOutput, TcPrecision};
 use super::ptx::{
-    ForwardArgs, GradInputArgs, GradValuesArgs, THREADS, generate_forward, generate_grad_input,
-    generate_grad_values, group_tile, grouped, values_tile, values_tiles,
+    ForwardArgs, ForwardTmaArgs, GradInputArgs, GradValuesArgs, THREADS, forward_values_map,
+    generate_forward, generate_grad_input, generate_grad_values, group_tile, grouped, values_tile,
+    values_tiles,
 };
 use crate::dsl::params::{DevPtr, KernelParams};
 use crate::dsl::types::U32;
@@ -26,6 +27,7 @@ use crate::kernels::block_ell::{DeviceTopology, Dims};
 use crate::kernels::{check, grid, memo};
 use crate::runtime::buffer::{AsDevice, AsDeviceMut};
 use crate::runtime::context::Stream;
+use crate::tensor_map::TensorMap;
 
 /// The name errors of these kernels carry.
 const FAMILY: &str = "block_ell_tc";
@@ -174,6 +176,27 @@ pub fn forward_dev<T: TcElem, O: TcOutElem>(
         out_bf16: u32::from(out == TcOutput::Bf16),
     };
     let m = memo!(generate_forward, sm, prec, bsize(&d))?;
+    if cl == 1 {
+        return stream.launch(m, cfg, &args.args());
+    }
+    // the cluster kernel reads the values through a tensor map (an
+    // encoding error is returned before the launch)
+    let slots = (d.r() * d.k()) as u64;
+    let desc = forward_values_map(prec, bsize(&d), vp.addr, slots);
+    let vmap = TensorMap::encode_tiled(stream.context(), &desc)?;
+    let args = ForwardTmaArgs {
+        x: args.x,
+        col: args.col,
+        bias: args.bias,
+        y: args.y,
+        n: args.n,
+        r: args.r,
+        c: args.c,
+        k: args.k,
+        has_bias: args.has_bias,
+        out_bf16: args.out_bf16,
+        vmap,
+    };
     stream.launch(m, cfg, &args.args())
 }
 

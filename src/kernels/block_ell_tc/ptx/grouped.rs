@@ -64,13 +64,18 @@
 //! There the forward runs in clusters of two CTAs ([`forward_cluster`]):
 //! both take the same group and adjacent token tiles, so their schedules
 //! are the same, and the values blocks of a step are read from L2 once:
-//! each CTA issues half of the rows as bulk copies multicast into both
-//! CTAs' shared memory, completing on a per-buffer mbarrier; a split
-//! cluster barrier keeps a buffer until the peer has read it (module
-//! `grouped_mcast`). `x` stays on `cp.async`, per CTA.
+//! per step thread 0 of each CTA issues one tensor-map copy a taken block
+//! of its rank's parity (a map over the values array, a kernel parameter)
+//! multicast into both CTAs' shared memory, where the block lands
+//! unpadded and swizzled (its rows are read through the swizzle),
+//! completing on a per-buffer mbarrier; a split cluster barrier keeps a
+//! buffer until the peer has read it (module `grouped_mcast`). `x` stays
+//! on `cp.async`, per CTA, in padded rows.
 
 use crate::dsl::types::{F32, MmaInput, Pred, Reg, U32, U64};
-use crate::dsl::{Cmp, FragA, FragB, FragC, GlobalPtr, KernelBuilder, PtxModule, Rounding};
+use crate::dsl::{
+    Cmp, FragA, FragB, FragC, GlobalPtr, KernelBuilder, PtxModule, Rounding, TensorMapRef,
+};
 use crate::error::Result;
 use crate::target::Sm;
 use crate::tensor_core::InputFormat;
@@ -81,7 +86,7 @@ use super::common::{gptr, ldsm4, log2, sptr, tf32_operand};
 use super::grouped_mcast::{self as mcast, Mc};
 use super::grouped_sched::{ColLists, Lists, RowLists, advance};
 use super::shape::Shape;
-use super::{ForwardArgs, GradInputArgs, mma_into, name};
+use super::{ForwardArgs, ForwardTmaArgs, GradInputArgs, mma_into, name};
 
 /// Threads per CTA of the grouped kernels (8 warps).
 pub const THREADS: u32 = 256;
@@ -136,12 +141,20 @@ fn shape<T: MmaInput>(prec: TcPrecision, bs: u32, sm: Sm, trans: bool) -> (Shape
     (Shape::new::<T>(prec, bs, 16, t.tokens, warp, trans), t)
 }
 
-/// Bytes of a grouped kernel's staging: two input tiles and two sets of
-/// `G` values blocks.
-fn stage_bytes(prec: TcPrecision, bs: u32, sm: Sm) -> u64 {
+/// Bytes of a grouped kernel's staging (`forward`: the forward pass's):
+/// two input tiles and two sets of `G` values blocks (unpadded where the
+/// forward multicasts them by tensor map).
+fn stage_bytes(prec: TcPrecision, bs: u32, sm: Sm, forward: bool) -> u64 {
     let e = if prec == TcPrecision::Tf32 { 4 } else { 2 };
     let pitch = u64::from(bs * e + 16);
     let t = group_tile(prec, bs, sm);
+    if forward && mcast::enabled(sm, prec, bs) {
+        // the values blocks unpadded, from the swizzle's repeat on
+        let vblock = u64::from(bs * bs * e);
+        return 2 * u64::from(t.tokens) * pitch
+            + mcast::align_slack(bs * e)
+            + 2 * u64::from(t.g) * vblock;
+    }
     2 * u64::from(t.tokens) * pitch + 2 * u64::from(t.g * bs) * pitch
 }
 
@@ -152,7 +165,7 @@ fn stage_bytes(prec: TcPrecision, bs: u32, sm: Sm) -> u64 {
 /// tile; a longer one a window at a time.
 pub fn window(prec: TcPrecision, bs: u32, sm: Sm) -> u32 {
     // the multicast forward's mbarriers are static shared memory
-    let fixed = stage_bytes(prec, bs, sm)
+    let fixed = stage_bytes(prec, bs, sm, true)
         + if mcast::enabled(sm, prec, bs) {
             mcast::STATIC_BYTES
         } else {
@@ -169,7 +182,7 @@ pub fn window(prec: TcPrecision, bs: u32, sm: Sm) -> u32 {
 fn smem_bytes_in(prec: TcPrecision, bs: u32, sm: Sm, forward_kw: Option<(u32, u32)>) -> u64 {
     let g = u64::from(group_tile(prec, bs, sm).g);
     let sched = forward_kw.map_or(0, |(k, w)| 8 * g * u64::from(k.min(w)));
-    stage_bytes(prec, bs, sm) + sched
+    stage_bytes(prec, bs, sm, forward_kw.is_some()) + sched
 }
 
 /// Bytes of dynamic shared memory of a grouped kernel: the staging, and
@@ -181,9 +194,12 @@ pub fn smem_bytes(prec: TcPrecision, bs: u32, sm: Sm, forward_k: Option<u32>) ->
 }
 
 /// CTAs of a cluster of the grouped forward of `prec` at `B` = `bs` on
-/// `sm`: 2 where it multicasts its values blocks (bf16/f16 `B` 64 on sm_90,
-/// sm_100, sm_100a: the CTAs take adjacent token tiles of one group), else
-/// 1.
+/// `sm`: 2 where it multicasts its values blocks by tensor map (bf16/f16
+/// `B` 64 on sm_90, sm_100, sm_100a: the CTAs take adjacent token tiles
+/// of one group; the kernel then takes [`ForwardTmaArgs`],
+/// the values as a tensor map of [`forward_values_map`](super::forward_values_map)),
+/// else 1. At `B` 16/32 the cluster kernel exists but the roofline model
+/// reads it slower (a loop ptxas puts around each tensor copy; docs/perf.md).
 pub fn forward_cluster(sm: Sm, prec: TcPrecision, bs: u32) -> u32 {
     if mcast::enabled(sm, prec, bs) {
         mcast::CLUSTER
@@ -195,7 +211,8 @@ pub fn forward_cluster(sm: Sm, prec: TcPrecision, bs: u32) -> u32 {
 /// The kernel's operands.
 struct Io {
     input: Reg<U64>,
-    values: Reg<U64>,
+    /// none in the cluster kernel (its values come by the tensor map)
+    values: Option<Reg<U64>>,
     out: Reg<U64>,
     n: Reg<U32>,
     in_width: Reg<U32>,
@@ -277,9 +294,12 @@ fn issue_values(
     let voff = b.mul_lo(buf, gt.g * sh.vbuf());
     let vbase = b.add(st.vs0, voff);
     if let Some(mc) = &st.mc {
-        mcast::issue_values(b, sh, mc, io.values, taken, vbase, buf);
+        mcast::issue_values(b, sh, mc, taken, vbase, buf);
         return;
     }
+    let Some(values) = io.values else {
+        unreachable!("only the cluster kernel has no values pointer")
+    };
     for vc in st.vcopies.iter() {
         let cands: Vec<Reg<U32>> = vc.cands.clone().map(|i| taken[i]).collect();
         let slot = match vc.gi {
@@ -289,7 +309,7 @@ fn issue_values(
         let go = b.setp(Cmp::Ne, slot, NONE);
         b.if_(go, |b| {
             let vb = b.mul_wide_u32(slot, sh.bs * sh.rowb);
-            let vb = b.add(vb, io.values);
+            let vb = b.add(vb, values);
             let s = b.add(vb, vc.w16);
             let d = b.add(vbase, vc.doff);
             b.cp_async_cg(sptr::<U32>(d), gptr(s), None);
@@ -365,6 +385,15 @@ struct Sub {
     nts: std::ops::Range<usize>,
 }
 
+/// The lane's `B` operand address in buffer 0, block 0.
+enum BLane {
+    /// in the padded rows (chunk `kc` at `+ 32·kc`)
+    Padded(Reg<U32>),
+    /// in the swizzled rows of a tensor-map copy, one a chunk `kc`
+    /// ([`mcast::b_lanes`])
+    Swizzled(Vec<Reg<U32>>),
+}
+
 /// The MMAs of one step from buffer `buf`: sub-tile `h` runs when its
 /// output block took an entry (`live[h]`).
 #[allow(clippy::too_many_arguments)]
@@ -373,7 +402,7 @@ fn compute<T: MmaInput>(
     sh: &Shape,
     gt: &GroupTile,
     a_lane: Reg<U32>,
-    b_lane: Reg<U32>,
+    b_lane: &BLane,
     subs: &[Sub],
     live: &[Reg<Pred>],
     acc: &[Vec<FragC>],
@@ -382,7 +411,10 @@ fn compute<T: MmaInput>(
     let xoff = b.mul_lo(buf, sh.buf());
     let abase = b.add(a_lane, xoff);
     let voff = b.mul_lo(buf, gt.g * sh.vbuf());
-    let bset = b.add(b_lane, voff);
+    let bset = match b_lane {
+        BLane::Padded(l) => b.add(*l, voff),
+        BLane::Swizzled(_) => voff,
+    };
     let bbases: Vec<Reg<U32>> = subs
         .iter()
         .map(|s| b.mad_lo(s.g, sh.vbuf(), bset))
@@ -411,6 +443,15 @@ fn compute<T: MmaInput>(
                             tf32_operand::<T>(b, u)
                         });
                         frag_b.push(FragB { regs });
+                    }
+                } else if let BLane::Swizzled(lanes) = b_lane {
+                    // rows `np·16 ..` of chunk `kc`: a whole repeat on
+                    let q = b.add(bb, lanes[kc as usize]);
+                    for np in 0..sub.nts.len() as u32 / 2 {
+                        let p = b.add(q, np * 16 * sh.vpitch);
+                        let [r0, r1, r2, r3] = ldsm4::<T>(b, p, false);
+                        frag_b.push(FragB { regs: [r0, r1] });
+                        frag_b.push(FragB { regs: [r2, r3] });
                     }
                 } else {
                     for np in 0..sub.nts.len() as u32 / 2 {
@@ -453,8 +494,9 @@ fn kernel<T: MmaInput>(
     io: &Io,
     mk_lists: &MakeLists,
     bias: Option<&Bias>,
-    cluster: bool,
+    map: Option<TensorMapRef>,
 ) -> Result<PtxModule> {
+    let cluster = map.is_some();
     let smem = b.dynamic_shared::<U32>("smem", 16);
     let tid = b.tid_x();
     let lane = b.and(tid, 31u32);
@@ -472,6 +514,11 @@ fn kernel<T: MmaInput>(
     let mid = b.and(mid, 1u32);
     let xs0 = b.shared_elem(&smem, 0u32).reg;
     let vs0 = b.add(xs0, 2 * sh.buf());
+    let vs0 = if cluster {
+        mcast::values_base(&mut b, sh, vs0)
+    } else {
+        vs0
+    };
     let sched = b.add(vs0, 2 * gt.g * sh.vbuf());
     // A: row wt0 + lane % 16, 16-byte unit lane / 16
     let arow = b.add(wt0, l16);
@@ -487,17 +534,21 @@ fn kernel<T: MmaInput>(
         // row k = t, feature fo + g (4-byte elements)
         let p = b.mad_lo(t, sh.pitch, vs0);
         let f = b.add(fo, g);
-        b.mad_lo(f, 4u32, p)
+        BLane::Padded(b.mad_lo(f, 4u32, p))
     } else if sh.trans {
         let k = b.mad_lo(mid, 8u32, l8);
         let p = b.mad_lo(k, sh.pitch, vs0);
         let f = b.mad_lo(hi16, 8u32, fo);
-        b.mad_lo(f, sh.e, p)
+        BLane::Padded(b.mad_lo(f, sh.e, p))
     } else {
         let f = b.mad_lo(hi16, 8u32, l8);
         let f = b.add(f, fo);
-        let p = b.mad_lo(f, sh.pitch, vs0);
-        b.mad_lo(mid, 16u32, p)
+        if cluster {
+            BLane::Swizzled(mcast::b_lanes(&mut b, sh, vs0, f, mid))
+        } else {
+            let p = b.mad_lo(f, sh.pitch, vs0);
+            BLane::Padded(b.mad_lo(mid, 16u32, p))
+        }
     };
     let g0 = b.shr(wf0, log2(sh.bs));
     let per = (sh.bs.min(sh.wn) / 8) as usize;
@@ -523,7 +574,7 @@ fn kernel<T: MmaInput>(
     let groups = b.div(groups, gt.g);
     let total = b.mul_lo(ntiles, groups);
     let lists = mk_lists(&mut b, sched, tid);
-    let mc = cluster.then(|| Rc::new(mcast::setup(&mut b, sh, gt, tid)));
+    let mc = map.map(|m| Rc::new(mcast::setup(&mut b, gt, tid, m)));
     let vcopies = if cluster {
         Vec::new()
     } else {
@@ -644,7 +695,7 @@ fn kernel<T: MmaInput>(
                     b.setp(Cmp::Ne, slot, NONE)
                 })
                 .collect();
-            compute::<T>(b, sh, gt, a_lane, b_lane, &subs, &live, &acc, cb);
+            compute::<T>(b, sh, gt, a_lane, &b_lane, &subs, &live, &acc, cb);
             if mc.is_some() {
                 mcast::release(b);
             }
@@ -813,23 +864,47 @@ fn forward_windowed<T: MmaInput>(
     bs: u32,
     wmax: u32,
 ) -> Result<PtxModule> {
+    forward_built::<T>(sm, prec, bs, wmax, mcast::enabled(sm, prec, bs))
+}
+
+/// [`forward_windowed`], in clusters when `cluster` (tests build the
+/// cluster kernel where it is not enabled: [`mcast::buildable`]).
+fn forward_built<T: MmaInput>(
+    sm: Sm,
+    prec: TcPrecision,
+    bs: u32,
+    wmax: u32,
+    cluster: bool,
+) -> Result<PtxModule> {
     let (sh, gt) = shape::<T>(prec, bs, sm, false);
-    let cluster = mcast::enabled(sm, prec, bs);
+    let cluster = cluster && mcast::buildable(sm, prec, bs);
     let mut b = builder(&name("forward", prec, bs), sm, cluster);
-    let p = b.params::<ForwardArgs>();
-    let in_width = b.shl(p.c, log2(bs));
-    let out_width = b.shl(p.r, log2(bs));
-    let io = Io {
-        input: p.x.addr(),
-        values: p.values.addr(),
-        out: p.y.addr(),
-        n: p.n,
-        in_width,
-        out_width,
-        blocks: p.r,
-        out_bf16: p.out_bf16,
+    // the cluster kernel takes the values as a tensor map
+    macro_rules! io {
+        ($p:expr, $values:expr) => {
+            Io {
+                input: $p.x.addr(),
+                values: $values,
+                out: $p.y.addr(),
+                n: $p.n,
+                in_width: b.shl($p.c, log2(bs)),
+                out_width: b.shl($p.r, log2(bs)),
+                blocks: $p.r,
+                out_bf16: $p.out_bf16,
+            }
+        };
+    }
+    let (io, map, (col, k, bias, has_bias)) = if cluster {
+        let p = b.params::<ForwardTmaArgs>();
+        let io = io!(p, None);
+        (io, Some(p.vmap), (p.col, p.k, p.bias, p.has_bias))
+    } else {
+        let p = b.params::<ForwardArgs>();
+        let io = io!(p, Some(p.values.addr()));
+        (io, None, (p.col, p.k, p.bias, p.has_bias))
     };
-    let (col, k, r, g) = (p.col, p.k, p.r, gt.g);
+    let sh = if cluster { sh.tma_values() } else { sh };
+    let (r, g) = (io.blocks, gt.g);
     let mk = move |b: &mut KernelBuilder, sched: Reg<U32>, tid: Reg<U32>| -> Box<dyn Lists> {
         let w = b.min(k, wmax);
         let windowed = b.setp(Cmp::Gt, k, wmax);
@@ -849,10 +924,10 @@ fn forward_windowed<T: MmaInput>(
         })
     };
     let bias = Bias {
-        ptr: p.bias,
-        on: p.has_bias,
+        ptr: bias,
+        on: has_bias,
     };
-    kernel::<T>(b, &sh, &gt, &io, &mk, Some(&bias), cluster)
+    kernel::<T>(b, &sh, &gt, &io, &mk, Some(&bias), map)
 }
 
 /// `block_ell_tc_grad_input_{p}_b{B}`, grouped (see the [module
@@ -865,7 +940,7 @@ pub(super) fn grad_input<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Res
     let out_width = b.shl(p.c, log2(bs));
     let io = Io {
         input: p.gy.addr(),
-        values: p.values.addr(),
+        values: Some(p.values.addr()),
         out: p.gx.addr(),
         n: p.n,
         in_width,
@@ -883,7 +958,7 @@ pub(super) fn grad_input<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Res
             g,
         })
     };
-    kernel::<T>(b, &sh, &gt, &io, &mk, None, false)
+    kernel::<T>(b, &sh, &gt, &io, &mk, None, None)
 }
 
 #[cfg(test)]

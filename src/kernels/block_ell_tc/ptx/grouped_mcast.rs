@@ -1,17 +1,23 @@
 //! The values blocks of the grouped forward multicast across a cluster of
-//! two CTAs (issue 31, the L2 step; bf16/f16 `B` 64 on sm_90, sm_100, sm_100a).
+//! two CTAs by tensor-map copies (issue 31, the L2 step; bf16/f16 `B` 64
+//! on sm_90, sm_100, sm_100a: [`enabled`]; built for `B` 16 and 32 too).
 //!
 //! The two CTAs of a cluster take the same group of output blocks and
 //! adjacent token tiles (`2·p + rank`; the second tile of an odd count
 //! still runs, its rows `n ≥ N` zero-filled and never stored). Their
 //! schedules depend only on the topology and the group, so they stage the
-//! same values blocks in the same order: per step each CTA issues the rows
-//! of parity `rank` of the taken blocks as bulk copies (one a padded row,
-//! `B·e` bytes, 16-byte aligned) multicast into both CTAs' shared memory,
-//! completing on the buffer's "full" mbarrier in each. Thread 0 announces
-//! the step's bytes into its own CTA (`B·B·e` per taken block, both CTAs'
-//! rows); every thread waits on the buffer's phase. `x` stays on
-//! `cp.async`, per CTA.
+//! same values blocks in the same order. A 2D tensor map over the values
+//! array (rows of `B` elements, `R·K·B` rows; box `B × B`, the swizzle
+//! whose span is a row: 32, 64, 128 bytes at bf16/f16 `B` 16, 32, 64;
+//! [`values_map`]) lets **one** thread copy a whole block: per step
+//! thread 0 of rank `r` issues `cp.async.bulk.tensor` multicast (mask
+//! `0b11`) of the taken blocks `g ≡ r (mod 2)`, at coordinates `(0,
+//! slot·B)`, into block `g`'s unpadded slot of the buffer in both CTAs'
+//! shared memory (aligned to the swizzle's repeat), completing on the
+//! buffer's "full" mbarrier in each. Thread 0 announces the step's bytes
+//! into its own CTA (`B·B·e` per taken block, both CTAs' blocks); every
+//! thread waits on the buffer's phase. `ldmatrix` reads the swizzled rows
+//! at [`b_lanes`]' addresses. `x` stays on `cp.async`, per CTA.
 //!
 //! Buffer reuse across the CTAs: after a step's MMAs every thread fences
 //! its generic reads before the async proxy's writes and arrives at the
@@ -22,13 +28,14 @@
 //! once before it exits, so arrives and waits alternate.
 
 use crate::dsl::types::{Pred, Reg, U32, U64};
-use crate::dsl::{ClusterArrive, Cmp, KernelBuilder, Label, SharedMbarrier, Var};
+use crate::dsl::{ClusterArrive, Cmp, KernelBuilder, Label, SharedMbarrier, TensorMapRef, Var};
 use crate::target::Sm;
+use crate::tensor_map::{Swizzle, TensorDataType, TiledDesc};
 
 use super::super::host::TcPrecision;
 
-use super::common::{gptr, log2, sptr};
-use super::grouped::{GroupTile, NONE, THREADS, pick};
+use super::common::sptr;
+use super::grouped::{GroupTile, NONE};
 use super::shape::Shape;
 
 /// CTAs of a cluster.
@@ -39,14 +46,59 @@ pub(super) const CLUSTER: u32 = 2;
 pub(super) const STATIC_BYTES: u64 = 16;
 
 /// Whether the grouped forward of `prec` at `B` = `bs` multicasts its
-/// values blocks on `sm`: bf16/f16 at `B` = 64 only. At `B` 16/32 and in
-/// tf32 the roofline model reads the cluster kernel slower (its weighted
-/// SASS/PTX ratio rises from about 0.6 to 1.45: a bulk copy takes its
-/// addresses in uniform registers, so ptxas issues a copy whose addresses
-/// differ per lane once per lane, a loop of about 9 SASS a lane;
-/// docs/perf.md), so those keep the kernel without a cluster.
+/// values blocks on `sm` (sm_90, sm_100, sm_100a): bf16/f16 at `B` 64.
+/// The kernel is built and correct at `B` 16 and 32 too ([`buildable`];
+/// tested on the simulator), but the roofline model reads it slower there:
+/// ptxas wraps a tensor copy under a `tid == 0` branch in a loop over the
+/// active lanes (`ELECT` … `BRA.U.ANY`; it runs once here, but the step
+/// loop is then no longer innermost in the model, weighted SASS/PTX 0.6 →
+/// 1.5; under `elect.sync` ptxas emits no loop, and the DSL has no
+/// `elect.sync` yet; docs/perf.md). tf32 rounds its values at staging, so
+/// they cannot land by a tensor copy unchanged: it keeps the kernel
+/// without a cluster (sm_120 lowers the multicast to a software loop: no
+/// cluster there either).
 pub(super) fn enabled(sm: Sm, prec: TcPrecision, bs: u32) -> bool {
-    matches!(sm, Sm::Sm90 | Sm::Sm100 | Sm::Sm100a) && prec != TcPrecision::Tf32 && bs == 64
+    buildable(sm, prec, bs) && bs == 64
+}
+
+/// Whether the cluster kernel exists for `prec` at `B` = `bs` on `sm`:
+/// bf16/f16 at every `B` on sm_90, sm_100, sm_100a.
+pub(super) fn buildable(sm: Sm, prec: TcPrecision, bs: u32) -> bool {
+    matches!(sm, Sm::Sm90 | Sm::Sm100 | Sm::Sm100a)
+        && prec != TcPrecision::Tf32
+        && matches!(bs, 16 | 32 | 64)
+}
+
+/// The shared-memory swizzle of a values block whose rows are `rowb`
+/// bytes (the span equals the row: 32, 64 or 128 bytes).
+pub(super) fn swizzle(rowb: u32) -> Swizzle {
+    match rowb {
+        32 => Swizzle::B32,
+        64 => Swizzle::B64,
+        _ => Swizzle::B128,
+    }
+}
+
+/// Bytes the values area's start may move up to reach the swizzle's
+/// repeat (the dynamic shared memory is only 16-byte aligned).
+pub(super) fn align_slack(rowb: u32) -> u64 {
+    u64::from(swizzle(rowb).pattern_bytes())
+}
+
+/// The tensor map's description of the values array at `address` (`u16`
+/// elements of `prec`, `slots` = `R·K` blocks of `B × B` = `bs`): rows of
+/// `B` elements, box `B × B`, the swizzle whose span is a row (32, 64 or
+/// 128 bytes).
+pub fn values_map(prec: TcPrecision, bs: u32, address: u64, slots: u64) -> TiledDesc {
+    let dtype = match prec {
+        TcPrecision::F16 => TensorDataType::F16,
+        TcPrecision::Bf16 => TensorDataType::Bf16,
+        TcPrecision::Tf32 => TensorDataType::F32,
+    };
+    let e = u64::from(dtype.size_bytes());
+    let b = u64::from(bs);
+    TiledDesc::new(dtype, address, &[b, slots * b], &[b * e], &[bs, bs])
+        .swizzle(swizzle(bs * e as u32))
 }
 
 /// Per-thread constants of the multicast staging.
@@ -56,12 +108,9 @@ pub(super) struct Mc {
     pub(super) rank: Reg<U32>,
     /// thread 0
     first: Reg<Pred>,
-    /// the thread has a row (`tid < G·B / 2`): block `gi`, source offset
-    /// in a values block, destination offset in a values buffer
-    on: Reg<Pred>,
-    gi: Reg<U32>,
-    src: Reg<U64>,
-    dst: Reg<U32>,
+    /// rank 1
+    odd: Reg<Pred>,
+    map: TensorMapRef,
     /// bit `b`: the parity of buffer `b`'s next phase
     phases: Var<U32>,
     /// the wait's retry loop, out of line after the kernel's end (so the
@@ -74,15 +123,15 @@ pub(super) struct Mc {
     wpar: Var<U32>,
 }
 
-/// Declare and initialise the barriers, the thread's row, and the kernel's
-/// first cluster arrive.
-pub(super) fn setup(b: &mut KernelBuilder, sh: &Shape, gt: &GroupTile, tid: Reg<U32>) -> Mc {
-    let rows = gt.g * sh.bs;
-    assert!(rows.is_multiple_of(CLUSTER) && rows / CLUSTER <= THREADS);
+/// Declare and initialise the barriers and the kernel's first cluster
+/// arrive.
+pub(super) fn setup(b: &mut KernelBuilder, gt: &GroupTile, tid: Reg<U32>, map: TensorMapRef) -> Mc {
+    assert!(gt.g.is_multiple_of(CLUSTER));
     let bars = b.shared_array::<U64>("full", 2, 8);
     let full = b.shared_elem(&bars, 0u32).reg;
     let rank = b.cluster_ctarank();
     let first = b.setp(Cmp::Eq, tid, 0u32);
+    let odd = b.setp(Cmp::Ne, rank, 0u32);
     b.if_(first, |b| {
         for i in 0..2u32 {
             let a = b.add(full, 8 * i);
@@ -90,13 +139,6 @@ pub(super) fn setup(b: &mut KernelBuilder, sh: &Shape, gt: &GroupTile, tid: Reg<
         }
         b.fence_mbarrier_init();
     });
-    let on = b.setp(Cmp::Lt, tid, rows / CLUSTER);
-    let u = b.mad_lo(tid, CLUSTER, rank);
-    let gi = b.shr(u, log2(sh.bs));
-    let row = b.and(u, sh.bs - 1);
-    let src = b.mul_wide_u32(row, sh.rowb);
-    let dst = b.mul_lo(gi, sh.vbuf());
-    let dst = b.mad_lo(row, sh.pitch, dst);
     let phases = b.var::<U32>(0u32);
     b.cluster_arrive(ClusterArrive::Release);
     let (slow, resume) = (b.label(), b.label());
@@ -105,10 +147,8 @@ pub(super) fn setup(b: &mut KernelBuilder, sh: &Shape, gt: &GroupTile, tid: Reg<
         full,
         rank,
         first,
-        on,
-        gi,
-        src,
-        dst,
+        odd,
+        map,
         phases,
         slow,
         resume,
@@ -117,20 +157,50 @@ pub(super) fn setup(b: &mut KernelBuilder, sh: &Shape, gt: &GroupTile, tid: Reg<
     }
 }
 
+/// The values area's start (buffer 0, block 0): `at` rounded up to the
+/// swizzle's repeat ([`align_slack`] bytes are reserved for it).
+pub(super) fn values_base(b: &mut KernelBuilder, sh: &Shape, at: Reg<U32>) -> Reg<U32> {
+    let p = swizzle(sh.rowb).pattern_bytes();
+    let up = b.add(at, p - 1);
+    b.and(up, !(p - 1))
+}
+
+/// The lane's `ldmatrix` row address of each MMA chunk `kc` of a values
+/// block at `vs0` (buffer 0, block 0) in the forward orientation: row `f`
+/// (the lane's feature within the block), 16-byte chunk `mid + 2·kc`,
+/// through the swizzle. Every block and buffer offset, and the 16 rows
+/// of a fragment pair, are multiples of the swizzle's repeat, so they add
+/// to these unchanged.
+pub(super) fn b_lanes(
+    b: &mut KernelBuilder,
+    sh: &Shape,
+    vs0: Reg<U32>,
+    f: Reg<U32>,
+    mid: Reg<U32>,
+) -> Vec<Reg<U32>> {
+    let s = swizzle(sh.rowb);
+    assert!((16 * sh.rowb).is_multiple_of(s.pattern_bytes()));
+    (0..sh.chunks())
+        .map(|kc| {
+            let c = b.add(mid, 2 * kc);
+            b.swizzled_chunk(sptr::<U32>(vs0), s, sh.rowb, f, c).reg
+        })
+        .collect()
+}
+
 fn bar(b: &mut KernelBuilder, mc: &Mc, buf: Reg<U32>) -> SharedMbarrier {
     SharedMbarrier {
         reg: b.mad_lo(buf, 8u32, mc.full),
     }
 }
 
-/// Thread 0 announces the step's bytes on buffer `buf`'s barrier; each
-/// thread with a row multicasts it from the slot its block took (none: no
-/// copy) into `vbase` (buffer `buf`'s values area).
+/// Thread 0 announces the step's bytes on buffer `buf`'s barrier and
+/// multicasts the taken blocks of its rank's parity, each from the slot it
+/// took (none: no copy), into `vbase` (buffer `buf`'s values area).
 pub(super) fn issue_values(
     b: &mut KernelBuilder,
     sh: &Shape,
     mc: &Mc,
-    values: Reg<U64>,
     taken: &[Reg<U32>],
     vbase: Reg<U32>,
     buf: Reg<U32>,
@@ -144,17 +214,19 @@ pub(super) fn issue_values(
             bytes = b.selp(t, more, bytes);
         }
         let _ = b.mbarrier_arrive_expect_tx(fb, bytes);
-    });
-    b.if_(mc.on, |b| {
-        let slot = pick(b, taken, mc.gi);
-        let go = b.setp(Cmp::Ne, slot, NONE);
-        b.if_(go, |b| {
-            let vb = b.mul_wide_u32(slot, sh.bs * sh.rowb);
-            let vb = b.add(vb, values);
-            let s = b.add(vb, mc.src);
-            let d = b.add(vbase, mc.dst);
-            b.cp_async_bulk_multicast(sptr::<U32>(d), gptr(s), sh.rowb, fb, 0b11u32);
-        });
+        // block `2·j + rank`
+        let own = b.mad_lo(mc.rank, sh.vbuf(), vbase);
+        for (j, pair) in taken.chunks(2).enumerate() {
+            let slot = b.selp(mc.odd, pair[1], pair[0]);
+            let go = b.setp(Cmp::Ne, slot, NONE);
+            b.if_(go, |b| {
+                let row = b.shl(slot, sh.bs.trailing_zeros());
+                let row = b.u32_as_s32(row);
+                let d = b.add(own, 2 * j as u32 * sh.vbuf());
+                let coords = [0i32.into(), row.into()];
+                b.cp_async_bulk_tensor_multicast(sptr::<U32>(d), mc.map, &coords, fb, 0b11u32);
+            });
+        }
     });
 }
 

@@ -6,11 +6,12 @@
 
 use super::*;
 use crate::dsl::params::{DevPtr, KernelParams};
-use crate::dsl::types::{Bf16x2, Tf32};
+use crate::dsl::types::{Bf16x2, F16x2, Tf32};
 use crate::exec::LaunchConfig;
 use crate::kernels::block_ell::{DeviceTopology, Dims};
-use crate::kernels::block_ell_tc::{TcElem, host, to_bf16};
+use crate::kernels::block_ell_tc::{TcElem, host, to_bf16, to_f16};
 use crate::runtime::Context;
+use crate::tensor_map::TensorMap;
 
 /// A small xorshift generator: values in ±[1, 2)·2^[−6, 6].
 fn vals(seed: &mut u64, len: usize) -> Vec<f32> {
@@ -163,4 +164,120 @@ fn windows_fit_the_opt_in_shared_memory() {
     }
     // sm_86, bf16, B 64: 288 entries (the row length refused before)
     assert_eq!(window(TcPrecision::Bf16, 64, Sm::Sm86), 288);
+}
+
+/// Grad-input stages padded values blocks on every target (only the
+/// forward's cluster kernel lands them unpadded): its shared memory is
+/// two padded input tiles and two sets of `G` padded blocks, and the
+/// forward's is never more than that plus the swizzle's alignment.
+#[test]
+fn grad_input_keeps_its_padded_staging() {
+    for sm in Sm::ALL
+        .into_iter()
+        .filter(|s| s.supports(crate::Feature::MmaSync))
+    {
+        for prec in TcPrecision::ALL {
+            for bs in [16, 32, 64] {
+                let e = if prec == TcPrecision::Tf32 { 4 } else { 2 };
+                let pitch = u64::from(bs * e + 16);
+                let t = group_tile(prec, bs, sm);
+                let padded = 2 * u64::from(t.tokens) * pitch + 2 * u64::from(t.g * bs) * pitch;
+                assert_eq!(smem_bytes(prec, bs, sm, None), padded, "{prec} B {bs} {sm}");
+                let fwd = smem_bytes_in(prec, bs, sm, Some((0, 0)));
+                if forward_cluster(sm, prec, bs) > 1 {
+                    let slack = u64::from(mcast::swizzle(bs * e).pattern_bytes());
+                    let vals = 2 * u64::from(t.g * bs * bs * e);
+                    assert_eq!(fwd, 2 * u64::from(t.tokens) * pitch + slack + vals);
+                    assert!(fwd < padded, "{prec} B {bs} {sm}");
+                } else {
+                    assert_eq!(fwd, padded, "{prec} B {bs} {sm}");
+                }
+            }
+        }
+    }
+}
+
+/// The cluster kernel (values by tensor-map multicast) where it is built
+/// but not enabled (bf16/f16 `B` 16 and 32: [`mcast::buildable`]) on the
+/// simulator of `sm` (checks on), launched as the forward's launch code
+/// launches it (pairs of CTAs, the values' tensor map): equal to the host
+/// model bit for bit, with windows of 3, an odd token-tile count, ragged
+/// `N` and `R`, empty slots, more cluster tiles than clusters, and ±∞/NaN
+/// inputs.
+fn run_cluster<M: MmaInput>(sm: Sm, prec: TcPrecision, bs: usize, r: usize, n: usize) {
+    assert!(mcast::buildable(sm, prec, bs as u32) && !mcast::enabled(sm, prec, bs as u32));
+    let (c, k, w) = (12, 7, 3);
+    let col = topology(r, c, k);
+    let dims = Dims::new(r, c, k, bs).unwrap();
+    let mut seed = 0x2545_F491_4F6C_DD1D ^ (bs * r) as u64;
+    let mut vf = vals(&mut seed, dims.values_len());
+    for s in (0..r * k).filter(|&s| col[s] < 0) {
+        vf[s * bs * bs..(s + 1) * bs * bs].fill(f32::NAN);
+    }
+    // an infinite weight (slot 0 of row 1 is filled)
+    vf[k * bs * bs + 5] = f32::INFINITY;
+    let mut xf = vals(&mut seed, n * dims.in_features());
+    xf[7] = f32::NAN;
+    xf[3 * dims.in_features() + 1] = f32::NEG_INFINITY;
+    let enc = if prec == TcPrecision::F16 {
+        to_f16
+    } else {
+        to_bf16
+    };
+    let (x, v) = (enc(&xf), enc(&vf));
+    let bias = vals(&mut seed, dims.out_features());
+    let st = Context::sim(sm).default_stream();
+    let topo = DeviceTopology::upload(&st, &dims, &col).unwrap();
+    let (dx, dv, db) = (
+        st.upload(&x).unwrap(),
+        st.upload(&v).unwrap(),
+        st.upload(&bias).unwrap(),
+    );
+    let mut y = st.upload(&vec![7.0f32; n * dims.out_features()]).unwrap();
+    // two clusters for more pairs of tiles
+    let mut cfg = LaunchConfig::linear(4, THREADS);
+    cfg.dynamic_smem_bytes = smem_bytes_in(prec, bs as u32, sm, Some((k as u32, w))) as u32;
+    let vaddr = st.arg("values", &dv).unwrap().addr;
+    let desc = mcast::values_map(prec, bs as u32, vaddr, (r * k) as u64);
+    let args = ForwardTmaArgs {
+        x: DevPtr::new(st.arg("x", &dx).unwrap().addr),
+        col: st.arg("col", topo.col()).unwrap(),
+        bias: st.arg("bias", &db).unwrap(),
+        y: DevPtr::new(st.arg_mut("y", &mut y).unwrap().addr),
+        n: n as u32,
+        r: r as u32,
+        c: c as u32,
+        k: k as u32,
+        has_bias: 1,
+        out_bf16: 0,
+        vmap: TensorMap::encode_tiled(st.context(), &desc).unwrap(),
+    };
+    let m = forward_built::<M>(sm, prec, bs as u32, w, true).unwrap();
+    st.launch(&m, cfg, &args.args()).unwrap();
+    let want = host::forward(sm, prec, &dims, n, &x, &v, &col, Some(&bias)).unwrap();
+    let got = st.to_vec(&y).unwrap();
+    assert_eq!(got.len(), want.len());
+    let live = want.iter().filter(|v| v.is_finite() && **v != 0.0).count();
+    assert!(4 * live >= 3 * want.len(), "{prec} B={bs}: {live} live");
+    assert!(want.iter().any(|v| v.is_nan()) && want.iter().any(|v| v.is_infinite()));
+    for (e, (g, h)) in got.iter().zip(&want).enumerate() {
+        assert_eq!(
+            g.to_bits(),
+            h.to_bits(),
+            "{prec} B={bs} on {sm}, cluster: y[{e}] {g} != {h}"
+        );
+    }
+}
+
+/// bf16 `B` 32 on sm_90 (G 8): `R` 12 (a ragged second group), 3 token
+/// tiles (the last pair's second past `N`).
+#[test]
+fn cluster_kernel_b32_matches_the_host_model() {
+    run_cluster::<Bf16x2>(Sm::Sm90, TcPrecision::Bf16, 32, 12, 3 * 128 - 5);
+}
+
+/// f16 `B` 16 on sm_100 (G 16): `R` 20, 2 token tiles, `N` ragged.
+#[test]
+fn cluster_kernel_b16_matches_the_host_model() {
+    run_cluster::<F16x2>(Sm::Sm100, TcPrecision::F16, 16, 20, 2 * 128 - 37);
 }

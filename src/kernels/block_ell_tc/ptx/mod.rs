@@ -17,7 +17,7 @@
 
 use crate::dsl::params::Ptr;
 use crate::dsl::types::{Bf16x2, F16x2, F32, MmaInput, S32, Tf32, U32};
-use crate::dsl::{FragA, FragB, FragC, KernelBuilder, PtxModule};
+use crate::dsl::{FragA, FragB, FragC, KernelBuilder, PtxModule, TensorMapParam};
 use crate::error::Result;
 use crate::kernel_params;
 use crate::kernels::block_ell::Dims;
@@ -33,6 +33,7 @@ mod shape;
 pub mod tiled_values;
 pub mod values_tiles;
 pub use grouped::{GroupTile, group_tile};
+pub use grouped_mcast::values_map as forward_values_map;
 pub use tiled_values::{ValuesTile, values_tile};
 pub use values_tiles::{ValuesTiles, values_tiles};
 
@@ -58,6 +59,27 @@ kernel_params! {
         k: U32,
         has_bias: U32,
         out_bf16: U32,
+    }
+}
+
+kernel_params! {
+    /// Arguments of `block_ell_tc_forward_{p}_b{B}` where it runs in
+    /// clusters ([`grouped::forward_cluster`] > 1): [`ForwardArgs`] with
+    /// the values as a tensor map ([`forward_values_map`], encoded by
+    /// [`TensorMap::encode_tiled`](crate::tensor_map::TensorMap::encode_tiled))
+    /// instead of a pointer.
+    pub struct ForwardTmaArgs => ForwardTmaRegs {
+        x: Ptr<U32>,
+        col: Ptr<S32>,
+        bias: Ptr<F32>,
+        y: Ptr<U32>,
+        n: U32,
+        r: U32,
+        c: U32,
+        k: U32,
+        has_bias: U32,
+        out_bf16: U32,
+        vmap: TensorMapParam,
     }
 }
 

@@ -18,6 +18,10 @@ pub(super) struct Shape {
     /// bytes of a staged row (`B` elements) and its padded pitch
     pub(super) rowb: u32,
     pub(super) pitch: u32,
+    /// bytes between the rows of a staged values block: the padded
+    /// `pitch`, or the unpadded row where a tensor-map copy lands it
+    /// swizzled ([`Shape::tma_values`])
+    pub(super) vpitch: u32,
     /// 16-byte copies per staged row
     pub(super) cpr: u32,
     /// token rows per staged tile
@@ -54,6 +58,7 @@ impl Shape {
             e,
             rowb,
             pitch: rowb + pad,
+            vpitch: rowb + pad,
             cpr: rowb / 16,
             tokens,
             q: prec.chunk() as u32,
@@ -68,9 +73,17 @@ impl Shape {
     pub(super) fn buf(&self) -> u32 {
         self.tokens * self.pitch
     }
+    /// The shape with its values blocks unpadded (rows of `B` elements,
+    /// landed swizzled by a tensor-map copy).
+    pub(super) fn tma_values(self) -> Self {
+        Shape {
+            vpitch: self.rowb,
+            ..self
+        }
+    }
     /// bytes of one buffer of a `B × B` block
     pub(super) fn vbuf(&self) -> u32 {
-        self.bs * self.pitch
+        self.bs * self.vpitch
     }
     /// MMA chunks per block
     pub(super) fn chunks(&self) -> u32 {
