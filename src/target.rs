@@ -447,6 +447,8 @@ pub enum Feature {
     /// Tensor-map copies (`cp.async.bulk.tensor`, a tensor map's
     /// parameter address by `cvta.param`): sm_90, PTX ISA 8.0.
     TensorCopy,
+    /// `elect.sync`: one leader of a warp's threads, sm_90, PTX ISA 8.0.
+    Elect,
 }
 
 impl Feature {
@@ -468,7 +470,8 @@ impl Feature {
             Feature::Cluster
             | Feature::ClusterRelaxed
             | Feature::BulkCopy
-            | Feature::TensorCopy => Sm::Sm90,
+            | Feature::TensorCopy
+            | Feature::Elect => Sm::Sm90,
             Feature::BlockScaleCvt => Sm::Sm100a,
         }
     }
@@ -495,7 +498,7 @@ impl Feature {
             // .version 8.6 or later"; sm_120a itself needs 8.7.
             Feature::BlockScaleCvt => PtxVersion::new(8, 6),
             Feature::Cluster => PtxVersion::new(7, 8),
-            Feature::ClusterRelaxed | Feature::BulkCopy | Feature::TensorCopy => {
+            Feature::ClusterRelaxed | Feature::BulkCopy | Feature::TensorCopy | Feature::Elect => {
                 PtxVersion::new(8, 0)
             }
         }
@@ -531,6 +534,7 @@ impl fmt::Display for Feature {
             Feature::ClusterRelaxed => "relaxed cluster barrier arrive",
             Feature::BulkCopy => "mbarrier transaction counts and bulk async copies (multicast)",
             Feature::TensorCopy => "tensor-map bulk copies (TMA)",
+            Feature::Elect => "elect.sync",
         };
         f.write_str(s)
     }

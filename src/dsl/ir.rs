@@ -610,6 +610,13 @@ pub(crate) enum Op {
         p: RegId,
         mask: u32,
     },
+    /// `elect.sync d|p, mask`: `d` the leader's lane, `p` true in the
+    /// leader only.
+    Elect {
+        d: RegId,
+        p: RegId,
+        mask: u32,
+    },
     Redux {
         op: ReduxOp,
         ty: Ty,

@@ -725,6 +725,9 @@ fn op_text(op: &Op) -> String {
         Op::VoteBallot { d, p, mask } => {
             format!("vote.sync.ballot.b32 {}, {}, {mask:#x};", reg(*d), reg(*p))
         }
+        Op::Elect { d, p, mask } => {
+            format!("elect.sync {}|{}, {mask:#x};", reg(*d), reg(*p))
+        }
         Op::VoteAny { all, d, p, mask } => {
             let m = if *all { "all" } else { "any" };
             format!("vote.sync.{m}.pred {}, {}, {mask:#x};", reg(*d), reg(*p))

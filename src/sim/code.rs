@@ -272,6 +272,7 @@ pub(crate) fn src_reads(op: &Op) -> &'static [usize] {
         // mask first (per lane), then b, c, and a of the source lane
         Op::Shfl { .. } => &[3, 1, 2, 0],
         Op::Vote { .. } | Op::Redux { .. } => &[1, 0],
+        Op::Elect => A,
         // the A/B/C slots are in `Entry::mma`; the interpreter reads them
         Op::Mma { .. } => NONE,
         // destination, source, source offset, source size
@@ -296,7 +297,9 @@ pub(crate) fn dst_writes(op: &Op) -> &'static [usize] {
         Op::Unpack { n, .. } | Op::Ld { n, .. } => &ALL4[..*n as usize],
         Op::Mma { .. } => ALL4,
         Op::Ldmatrix { num, .. } => &ALL4[..*num as usize],
-        Op::SetpI { .. } | Op::SetpIBra { .. } | Op::SetpF { .. } | Op::Shfl { .. } => &ALL4[..2],
+        Op::SetpI { .. } | Op::SetpIBra { .. } | Op::SetpF { .. } | Op::Shfl { .. } | Op::Elect => {
+            &ALL4[..2]
+        }
         Op::St { .. }
         | Op::Nop
         | Op::Bra { .. }

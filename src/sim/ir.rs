@@ -526,6 +526,9 @@ pub enum Op {
     Vote {
         mode: VoteMode,
     },
+    /// `elect.sync d|p, mask`: d0 = the leader's lane, d1 = p (the leader
+    /// only); s0 = mask. The simulator elects the lowest lane.
+    Elect,
     /// d0 = d; s0 = a, s1 = mask
     Redux {
         op: ReduxOp,
@@ -639,6 +642,7 @@ impl Op {
                 | Op::ClusterWait
                 | Op::Shfl { .. }
                 | Op::Vote { .. }
+                | Op::Elect
                 | Op::Redux { .. }
                 | Op::Mma { .. }
                 | Op::Ldmatrix { .. }

@@ -286,6 +286,21 @@ impl KernelBuilder {
         })
     }
 
+    /// `elect.sync`: one leader among the threads of `mask` (every one of
+    /// which must execute it, converged): returns the leader's lane and a
+    /// predicate true in the leader only (sm_90+, PTX 8.0). Which lane
+    /// leads is the hardware's choice (PTX ISA: deterministic for a
+    /// mask); the simulator elects the lowest lane, so a kernel's results
+    /// must not depend on which. Unlike a `tid == 0` guard, ptxas knows the
+    /// leader's code runs in one lane: an instruction taking uniform
+    /// operands there (a bulk or tensor-map copy) needs no loop over lanes.
+    #[track_caller]
+    pub fn elect_sync(&mut self, mask: u32) -> (Reg<U32>, Reg<Pred>) {
+        let p = self.reg::<Pred>();
+        let d = self.def(|d| Op::Elect { d, p: p.id(), mask });
+        (d, p)
+    }
+
     /// Warp-wide integer reduction (sm_80+).
     #[track_caller]
     pub fn redux<T: IntType>(&mut self, op: ReduxOp, a: Reg<T>, mask: u32) -> Reg<T> {

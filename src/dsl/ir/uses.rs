@@ -106,6 +106,10 @@ impl Op {
                 f(*p, true);
                 f(*d, false);
             }
+            Op::Elect { d, p, .. } => {
+                f(*d, false);
+                f(*p, false);
+            }
             Op::CvtToFp8x2 { d, hi, lo, .. }
             | Op::CvtToE2m1x2 { d, hi, lo }
             | Op::CvtToUe8m0x2 { d, hi, lo, .. } => {
@@ -260,6 +264,7 @@ impl Op {
             | Op::VoteAny { .. }
             | Op::BarWarpSync { .. } => Some(Feature::WarpSync),
             Op::Redux { .. } => Some(Feature::Redux),
+            Op::Elect { .. } => Some(Feature::Elect),
             Op::FMinMax { nan: true, .. } => Some(Feature::MinMaxNaN),
             Op::CvtToFp8x2 { .. } | Op::CvtFromFp8x2 { .. } => Some(Feature::Fp8Cvt),
             Op::CvtToE2m1x2 { .. }

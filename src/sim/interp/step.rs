@@ -418,6 +418,7 @@ impl Exec<'_> {
             | Op::BarWarp
             | Op::Shfl { .. }
             | Op::Vote { .. }
+            | Op::Elect
             | Op::Redux { .. }
             | Op::Mma { .. }
             | Op::Ldmatrix { .. } => {

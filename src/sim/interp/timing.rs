@@ -100,7 +100,9 @@ pub(crate) fn latency(op: &Op) -> u64 {
             Space::Global | Space::Generic => L2_HIT_CLOCKS,
             Space::Param | Space::Const => SHARED_CLOCKS,
         },
-        Op::Ldmatrix { .. } | Op::Shfl { .. } | Op::Vote { .. } | Op::Redux { .. } => SHARED_CLOCKS,
+        Op::Ldmatrix { .. } | Op::Shfl { .. } | Op::Vote { .. } | Op::Elect | Op::Redux { .. } => {
+            SHARED_CLOCKS
+        }
         Op::Mma { .. } => MMA_CLOCKS,
         Op::F32 {
             op: FOp::Div | FOp::Sqrt | FOp::Rcp,

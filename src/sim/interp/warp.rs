@@ -12,7 +12,7 @@ impl<'a> Exec<'a> {
     pub(crate) fn mask_src(op: &Op) -> usize {
         match op {
             Op::Shfl { .. } => 3,
-            Op::BarWarp => 0,
+            Op::BarWarp | Op::Elect => 0,
             _ => 1,
         }
     }
@@ -230,6 +230,16 @@ impl<'a> Exec<'a> {
                 };
                 for &l in lanes {
                     self.w_collective(w * 32 + l, inst.d[0], r);
+                }
+            }
+            Op::Elect => {
+                // The lowest lane of those executing it leads (the PTX ISA
+                // leaves the choice to the hardware, deterministic per mask).
+                let leader = lanes[0] as u64;
+                for &l in lanes {
+                    let t = w * 32 + l;
+                    self.w_collective(t, inst.d[0], leader);
+                    self.w_collective(t, inst.d[1], u64::from(l as u64 == leader));
                 }
             }
             Op::Redux { op, s } => {

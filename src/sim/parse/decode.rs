@@ -127,7 +127,7 @@ impl Decoder<'_> {
             "clz", "popc", "brev", "setp", "selp", "cvt", "cvta", "ld", "st", "atom", "red", "bra",
             "ret", "exit", "trap", "membar", "fence", "bar", "barrier", "shfl", "vote", "redux",
             "ex2", "lg2", "rsqrt", "sin", "cos", "tanh", "mma", "ldmatrix", "cp", "mapa",
-            "mbarrier",
+            "mbarrier", "elect",
         ];
         let base = opname.split('.').next().unwrap_or("");
         if !KNOWN.contains(&base) {
@@ -590,6 +590,28 @@ impl Decoder<'_> {
                 i.s[0] = a;
                 i.neg = neg;
                 i.s[1] = self.src(&ops[2], Cls::Int)?;
+                Ok(i)
+            }
+            "elect" => {
+                if !has("sync") {
+                    return unsup("elect without .sync");
+                }
+                if self.sm < 90 {
+                    return unsup(format!(
+                        "elect.sync needs sm_90, module targets sm_{}",
+                        self.sm
+                    ));
+                }
+                self.nops(ops, 2)?;
+                let mut i = blank_inst(Op::Elect);
+                match &ops[0] {
+                    Opnd::Pair(a, b) => {
+                        i.d[0] = self.reg(a)?;
+                        i.d[1] = self.reg(b)?;
+                    }
+                    _ => return unsup("elect.sync without its d|p destinations"),
+                }
+                i.s[0] = self.src(&ops[1], Cls::Int)?;
                 Ok(i)
             }
             "mma" => self.decode_mma(mods, ops),
