@@ -106,8 +106,8 @@ pub(super) struct Mc {
     /// `full[0]` (8 bytes each)
     full: Reg<U32>,
     pub(super) rank: Reg<U32>,
-    /// thread 0
-    first: Reg<Pred>,
+    /// warp 0 (whose elected lane issues a step's copies)
+    warp0: Reg<Pred>,
     /// rank 1
     odd: Reg<Pred>,
     map: TensorMapRef,
@@ -131,6 +131,7 @@ pub(super) fn setup(b: &mut KernelBuilder, gt: &GroupTile, tid: Reg<U32>, map: T
     let full = b.shared_elem(&bars, 0u32).reg;
     let rank = b.cluster_ctarank();
     let first = b.setp(Cmp::Eq, tid, 0u32);
+    let warp0 = b.setp(Cmp::Lt, tid, 32u32);
     let odd = b.setp(Cmp::Ne, rank, 0u32);
     b.if_(first, |b| {
         for i in 0..2u32 {
@@ -146,7 +147,7 @@ pub(super) fn setup(b: &mut KernelBuilder, gt: &GroupTile, tid: Reg<U32>, map: T
     Mc {
         full,
         rank,
-        first,
+        warp0,
         odd,
         map,
         phases,
@@ -194,9 +195,12 @@ fn bar(b: &mut KernelBuilder, mc: &Mc, buf: Reg<U32>) -> SharedMbarrier {
     }
 }
 
-/// Thread 0 announces the step's bytes on buffer `buf`'s barrier and
-/// multicasts the taken blocks of its rank's parity, each from the slot it
-/// took (none: no copy), into `vbase` (buffer `buf`'s values area).
+/// One lane of warp 0, chosen by `elect.sync`, announces the step's bytes
+/// on buffer `buf`'s barrier and multicasts the taken blocks of its rank's
+/// parity, each from the slot it took (none: no copy), into `vbase`
+/// (buffer `buf`'s values area). Under `elect.sync` ptxas knows one lane
+/// issues the copies, so it emits each `UTMALDG` once, without the loop
+/// over active lanes it builds under a `tid == 0` branch.
 pub(super) fn issue_values(
     b: &mut KernelBuilder,
     sh: &Shape,
@@ -206,28 +210,41 @@ pub(super) fn issue_values(
     buf: Reg<U32>,
 ) {
     let fb = bar(b, mc, buf);
-    b.if_(mc.first, |b| {
-        let mut bytes = b.mov(0u32);
-        for &s in taken {
-            let t = b.setp(Cmp::Ne, s, NONE);
-            let more = b.add(bytes, sh.bs * sh.rowb);
-            bytes = b.selp(t, more, bytes);
-        }
-        let _ = b.mbarrier_arrive_expect_tx(fb, bytes);
-        // block `2·j + rank`
-        let own = b.mad_lo(mc.rank, sh.vbuf(), vbase);
-        for (j, pair) in taken.chunks(2).enumerate() {
-            let slot = b.selp(mc.odd, pair[1], pair[0]);
-            let go = b.setp(Cmp::Ne, slot, NONE);
-            b.if_(go, |b| {
-                let row = b.shl(slot, sh.bs.trailing_zeros());
-                let row = b.u32_as_s32(row);
-                let d = b.add(own, 2 * j as u32 * sh.vbuf());
-                let coords = [0i32.into(), row.into()];
-                b.cp_async_bulk_tensor_multicast(sptr::<U32>(d), mc.map, &coords, fb, 0b11u32);
-            });
-        }
+    b.if_(mc.warp0, |b| {
+        let (_, leader) = b.elect_sync(u32::MAX);
+        b.if_(leader, |b| issue_elected(b, sh, mc, taken, vbase, fb));
     });
+}
+
+/// The elected lane's part of [`issue_values`].
+fn issue_elected(
+    b: &mut KernelBuilder,
+    sh: &Shape,
+    mc: &Mc,
+    taken: &[Reg<U32>],
+    vbase: Reg<U32>,
+    fb: SharedMbarrier,
+) {
+    let mut bytes = b.mov(0u32);
+    for &s in taken {
+        let t = b.setp(Cmp::Ne, s, NONE);
+        let more = b.add(bytes, sh.bs * sh.rowb);
+        bytes = b.selp(t, more, bytes);
+    }
+    let _ = b.mbarrier_arrive_expect_tx(fb, bytes);
+    // block `2·j + rank`
+    let own = b.mad_lo(mc.rank, sh.vbuf(), vbase);
+    for (j, pair) in taken.chunks(2).enumerate() {
+        let slot = b.selp(mc.odd, pair[1], pair[0]);
+        let go = b.setp(Cmp::Ne, slot, NONE);
+        b.if_(go, |b| {
+            let row = b.shl(slot, sh.bs.trailing_zeros());
+            let row = b.u32_as_s32(row);
+            let d = b.add(own, 2 * j as u32 * sh.vbuf());
+            let coords = [0i32.into(), row.into()];
+            b.cp_async_bulk_tensor_multicast(sptr::<U32>(d), mc.map, &coords, fb, 0b11u32);
+        });
+    }
 }
 
 /// Every thread waits for buffer `buf`'s current phase (its bulk copies
