@@ -116,6 +116,11 @@ fn multicast_forward_b64_matches_the_host_model() {
     multicast_case(64, 102);
 }
 
+#[test]
+fn multicast_forward_b32_matches_the_host_model() {
+    multicast_case(32, 202);
+}
+
 /// An even number of token tiles (both CTAs of every cluster inside `N`)
 /// and a single row.
 #[test]
@@ -123,6 +128,8 @@ fn even_tiles_and_one_row() {
     case(Sm::Sm90, TcPrecision::Bf16, 64, 9, 256, 7);
     case(Sm::Sm100, TcPrecision::F16, 64, 9, 1, 8);
     case(Sm::Sm100a, TcPrecision::Bf16, 64, 9, 1, 10);
+    case(Sm::Sm90, TcPrecision::F16, 32, 9, 256, 11);
+    case(Sm::Sm100, TcPrecision::Bf16, 32, 9, 1, 12);
 }
 
 /// The values' tensor map needs a 16-byte aligned array: a view of the
@@ -186,12 +193,12 @@ fn misaligned_values_are_a_typed_error() {
 /// On every target: the forward kernel has the cluster of 2 and the
 /// tensor-map multicast (and no per-row bulk copy) exactly where
 /// [`ptx::grouped::forward_cluster`] says 2, and that only for bf16/f16
-/// at `B` 64 on targets with clusters and tensor copies (some target
-/// does: [`multicast_sms`] is not empty); grad-input keeps its kernel
+/// at `B` 32 and 64 on targets with clusters and tensor copies (some
+/// target does: [`multicast_sms`] is not empty); grad-input keeps its kernel
 /// without a cluster; the targets without tensor cores refuse both.
 #[test]
 fn cluster_only_where_it_multicasts() {
-    assert!(!multicast_sms(64).is_empty());
+    assert!(!multicast_sms(64).is_empty() && !multicast_sms(32).is_empty());
     for sm in Sm::ALL {
         for (prec, b) in [TcPrecision::Bf16, TcPrecision::F16, TcPrecision::Tf32]
             .into_iter()
@@ -201,7 +208,7 @@ fn cluster_only_where_it_multicasts() {
             assert!(cluster == 1 || cluster == 2, "{sm} {prec:?} B {b}");
             let on = cluster == 2;
             if on {
-                assert!(prec != TcPrecision::Tf32 && b == 64, "{sm} {prec:?} B {b}");
+                assert!(prec != TcPrecision::Tf32 && b >= 32, "{sm} {prec:?} B {b}");
                 for f in [Feature::Cluster, Feature::TensorCopy] {
                     assert!(sm.supports(f), "{sm} {prec:?} B {b}: {f}");
                 }
@@ -243,16 +250,21 @@ fn sass_has_tensor_copies_and_no_row_copies() {
     let Some(tools) = ptxsmith::nvtools::NvTools::for_tests() else {
         return;
     };
-    for sm in multicast_sms(64) {
-        for prec in [TcPrecision::Bf16, TcPrecision::F16] {
-            let m = ptx::generate_forward(sm, prec, 64).unwrap();
-            let asm = tools
-                .assemble(&m.ptx, sm)
-                .unwrap_or_else(|e| panic!("{sm} {prec:?}: ptxas: {e}"));
-            let sass = tools.disassemble(&asm).unwrap();
-            let what = format!("{sm} {prec:?}: {:?}", sass.opcode_histogram());
-            assert!(sass.count("UTMALDG") >= 1, "{what}");
-            assert_eq!(sass.count("UBLKCP"), 0, "{what}");
+    for b in [32u32, 64] {
+        for sm in multicast_sms(b) {
+            for prec in [TcPrecision::Bf16, TcPrecision::F16] {
+                let m = ptx::generate_forward(sm, prec, b).unwrap();
+                let asm = tools
+                    .assemble(&m.ptx, sm)
+                    .unwrap_or_else(|e| panic!("{sm} {prec:?} B {b}: ptxas: {e}"));
+                let sass = tools.disassemble(&asm).unwrap();
+                let what = format!("{sm} {prec:?} B {b}: {:?}", sass.opcode_histogram());
+                assert!(sass.count("UTMALDG") >= 1, "{what}");
+                assert_eq!(sass.count("UBLKCP"), 0, "{what}");
+                // issued under `elect.sync`: no loop over the active lanes
+                // around the copies (`ELECT` … `BRA.U.ANY`)
+                assert_eq!(sass.count("BRA.U.ANY"), 0, "{what}");
+            }
         }
     }
 }

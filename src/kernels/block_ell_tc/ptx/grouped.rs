@@ -60,11 +60,12 @@
 //! of `G` values blocks, and (forward) the `G·w` schedule; its size is
 //! [`smem_bytes`].
 //!
-//! # Clusters (forward bf16/f16 `B` 64, sm_90, sm_100, sm_100a)
+//! # Clusters (forward bf16/f16 `B` 32 and 64, sm_90, sm_100, sm_100a)
 //! There the forward runs in clusters of two CTAs ([`forward_cluster`]):
 //! both take the same group and adjacent token tiles, so their schedules
 //! are the same, and the values blocks of a step are read from L2 once:
-//! per step thread 0 of each CTA issues one tensor-map copy a taken block
+//! per step one lane of warp 0 (`elect.sync`) of each CTA issues one
+//! tensor-map copy a taken block
 //! of its rank's parity (a map over the values array, a kernel parameter)
 //! multicast into both CTAs' shared memory, where the block lands
 //! unpadded and swizzled (its rows are read through the swizzle),
@@ -195,11 +196,12 @@ pub fn smem_bytes(prec: TcPrecision, bs: u32, sm: Sm, forward_k: Option<u32>) ->
 
 /// CTAs of a cluster of the grouped forward of `prec` at `B` = `bs` on
 /// `sm`: 2 where it multicasts its values blocks by tensor map (bf16/f16
-/// `B` 64 on sm_90, sm_100, sm_100a: the CTAs take adjacent token tiles
-/// of one group; the kernel then takes [`ForwardTmaArgs`],
-/// the values as a tensor map of [`forward_values_map`](super::forward_values_map)),
-/// else 1. At `B` 16/32 the cluster kernel exists but the roofline model
-/// reads it slower (a loop ptxas puts around each tensor copy; docs/perf.md).
+/// `B` 32 and 64 on sm_90, sm_100, sm_100a: the CTAs take adjacent token
+/// tiles of one group; the kernel then takes [`ForwardTmaArgs`], the
+/// values as a tensor map of
+/// [`forward_values_map`](super::forward_values_map)), else 1. At `B` 16
+/// the cluster kernel exists and is tested, but no roofline problem
+/// measures it, so it is not used (`grouped_mcast::enabled`).
 pub fn forward_cluster(sm: Sm, prec: TcPrecision, bs: u32) -> u32 {
     if mcast::enabled(sm, prec, bs) {
         mcast::CLUSTER

@@ -1,6 +1,6 @@
 //! The values blocks of the grouped forward multicast across a cluster of
-//! two CTAs by tensor-map copies (issue 31, the L2 step; bf16/f16 `B` 64
-//! on sm_90, sm_100, sm_100a: [`enabled`]; built for `B` 16 and 32 too).
+//! two CTAs by tensor-map copies (issue 31, the L2 step; bf16/f16 `B` 32
+//! and 64 on sm_90, sm_100, sm_100a: [`enabled`]; built for `B` 16 too).
 //!
 //! The two CTAs of a cluster take the same group of output blocks and
 //! adjacent token tiles (`2·p + rank`; the second tile of an odd count
@@ -10,12 +10,13 @@
 //! array (rows of `B` elements, `R·K·B` rows; box `B × B`, the swizzle
 //! whose span is a row: 32, 64, 128 bytes at bf16/f16 `B` 16, 32, 64;
 //! [`values_map`]) lets **one** thread copy a whole block: per step
-//! thread 0 of rank `r` issues `cp.async.bulk.tensor` multicast (mask
+//! the lane `elect.sync` picks in warp 0 of rank `r` issues
+//! `cp.async.bulk.tensor` multicast (mask
 //! `0b11`) of the taken blocks `g ≡ r (mod 2)`, at coordinates `(0,
 //! slot·B)`, into block `g`'s unpadded slot of the buffer in both CTAs'
 //! shared memory (aligned to the swizzle's repeat), completing on the
-//! buffer's "full" mbarrier in each. Thread 0 announces the step's bytes
-//! into its own CTA (`B·B·e` per taken block, both CTAs' blocks); every
+//! buffer's "full" mbarrier in each. The same lane announces the step's
+//! bytes into its own CTA (`B·B·e` per taken block, both CTAs' blocks); every
 //! thread waits on the buffer's phase. `ldmatrix` reads the swizzled rows
 //! at [`b_lanes`]' addresses. `x` stays on `cp.async`, per CTA.
 //!
@@ -46,19 +47,20 @@ pub(super) const CLUSTER: u32 = 2;
 pub(super) const STATIC_BYTES: u64 = 16;
 
 /// Whether the grouped forward of `prec` at `B` = `bs` multicasts its
-/// values blocks on `sm` (sm_90, sm_100, sm_100a): bf16/f16 at `B` 64.
-/// The kernel is built and correct at `B` 16 and 32 too ([`buildable`];
-/// tested on the simulator), but the roofline model reads it slower there:
-/// ptxas wraps a tensor copy under a `tid == 0` branch in a loop over the
-/// active lanes (`ELECT` … `BRA.U.ANY`; it runs once here, but the step
-/// loop is then no longer innermost in the model, weighted SASS/PTX 0.6 →
-/// 1.5; under `elect.sync` ptxas emits no loop, and the DSL has no
-/// `elect.sync` yet; docs/perf.md). tf32 rounds its values at staging, so
-/// they cannot land by a tensor copy unchanged: it keeps the kernel
-/// without a cluster (sm_120 lowers the multicast to a software loop: no
-/// cluster there either).
+/// values blocks on `sm` (sm_90, sm_100, sm_100a): bf16/f16 at `B` 32 and
+/// 64, where the roofline model reads the cluster kernel faster (H200,
+/// 50 %: `B` 32 43.1 → 38.4 µs, `B` 64 39.4 → 23.7 µs; docs/perf.md). The
+/// kernel is built and correct at `B` 16 too ([`buildable`]; tested on
+/// the simulator), but no roofline problem measures `B` 16, so it keeps
+/// the kernel without a cluster. The copies are issued by the lane
+/// `elect.sync` picks in warp 0: under a `tid == 0` branch ptxas wrapped
+/// each tensor copy in a loop over the active lanes (`ELECT` …
+/// `BRA.U.ANY`), which took the step loop out of the model's innermost
+/// loops. tf32 rounds its values at staging, so they cannot land by a
+/// tensor copy unchanged: it keeps the kernel without a cluster (sm_120
+/// lowers the multicast to a software loop: no cluster there either).
 pub(super) fn enabled(sm: Sm, prec: TcPrecision, bs: u32) -> bool {
-    buildable(sm, prec, bs) && bs == 64
+    buildable(sm, prec, bs) && bs >= 32
 }
 
 /// Whether the cluster kernel exists for `prec` at `B` = `bs` on `sm`:
