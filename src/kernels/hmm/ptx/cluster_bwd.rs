@@ -154,6 +154,7 @@ pub(super) fn backward_body(
         ncol,
         per: per_thread(cap, n),
         split: true,
+        one_warp: super::roles::one_warp(cap, n),
     };
     let mslots = Slots {
         h: &ex.mh,
@@ -241,7 +242,7 @@ pub(super) fn backward_body(
             });
         });
         b.if_(has_steps, |b| {
-            let (m0, _, _) = cluster_pmax(b, &ex, &red_m, &mslots, rm, None);
+            let (m0, _, _) = cluster_pmax(b, &ex, &red_m, &mslots, rm, None, false);
             let mprime = DP {
                 h: b.mov(m0.h),
                 l: b.mov(m0.l),
@@ -276,9 +277,8 @@ pub(super) fn backward_body(
                             b.if_else(
                                 idle,
                                 |b| {
-                                    let d = idle_back_step(b, &ex, kslots.h, t);
-                                    let dv: Reg<U32> = b.selp(d, 1u32, 0u32);
-                                    b.assign(dead, dv);
+                                    let d = idle_back_step(b, &ex, &red_m.f);
+                                    b.assign(dead, d);
                                 },
                                 |b| {
                                     // R_t = r ⊖ M', Q = pexp(R) into every CTA.
@@ -334,8 +334,15 @@ pub(super) fn backward_body(
                                     });
                                     let fell = b.setp(Cmp::Ne, fell_any, 0u32);
                                     let (k, any, dead_now) =
-                                        cluster_pmax(b, &ex, &red_k, &kslots, um, Some(fell));
+                                        cluster_pmax(b, &ex, &red_k, &kslots, um, Some(fell), true);
                                     let any = any.expect("flag requested");
+                                    // For the idle warps (`idle_back_step`),
+                                    // read after the `M'` reduction's barrier.
+                                    b.if_(t0, |b| {
+                                        let dv: Reg<U32> = b.selp(dead_now, 1u32, 0u32);
+                                        let p = b.shared_elem(&red_m.f, 0u32);
+                                        b.st_shared(p, 0, dv);
+                                    });
                                     let t_pos = b.setp(Cmp::Gt, t, 0u32);
                                     let live = b.pnot(dead_now);
                                     let more = b.pand(t_pos, live);
@@ -384,11 +391,13 @@ pub(super) fn backward_body(
                                     });
                                     let dv: Reg<U32> = b.selp(dead_now, 1u32, 0u32);
                                     b.assign(dead, dv);
-                                    b.if_(more, |b| {
-                                        let (m, _, _) =
-                                            cluster_pmax(b, &ex, &red_m, &mslots, rm, None);
-                                        assign(b, mprime, m);
-                                    });
+                                    // Every step (its barrier is the idle
+                                    // warps' `dead`); `M'` only when the
+                                    // recursion goes on (`rm` is the NaN pair
+                                    // otherwise, the maximum unused).
+                                    let (m, _, _) =
+                                        cluster_pmax(b, &ex, &red_m, &mslots, rm, None, true);
+                                    b.if_(more, |b| assign(b, mprime, m));
                                 },
                             );
                         },
@@ -399,31 +408,24 @@ pub(super) fn backward_body(
     });
 }
 
-/// A live backward step `t` in a warp that holds no state: the barriers
-/// of the `Q` exchange, [`lin_slice`]'s end, the `K_t` reduction
+/// A live backward step in a warp that holds no state: the barriers of
+/// the `Q` exchange, [`lin_slice`]'s end, the `K_t` reduction
 /// ([`cluster_pmax`]: its CTA reduction where `multi`, its cluster
-/// barrier) and, when the recursion goes on (`t > 0` and `K_t` above
-/// −inf), the next `M'` reduction's, in the busy warps' order, with the
-/// `dead` test of `K_t`'s slots between (the busy warps' reads and votes,
-/// so the same value); see [`super::cluster`]'s `idle_step`.
-fn idle_back_step(
-    b: &mut KernelBuilder,
-    ex: &Ex,
-    kh: &SharedArray<F32>,
-    t: Reg<U32>,
-) -> crate::dsl::types::Reg<crate::dsl::types::Pred> {
+/// barrier) and the next `M'` reduction's (the busy warps take it every
+/// step), in the busy warps' order; then the step's `dead` test of `K_t`
+/// as thread 0 left it in `dflag` between the last two (the next store
+/// waits for this warp at the next step's first barrier); see
+/// [`super::cluster`]'s `idle_step`.
+fn idle_back_step(b: &mut KernelBuilder, ex: &Ex, dflag: &SharedArray<U32>) -> Reg<U32> {
     let multi = multi_warp(b, ex);
     cluster_barrier(b, ex);
     cta_barrier(b, ex);
-    b.if_(multi, |b| cta_barrier(b, ex));
-    cluster_barrier(b, ex);
-    let (dead, _, _) = super::cluster::slots_dead(b, ex, kh);
-    let t_pos = b.setp(Cmp::Gt, t, 0u32);
-    let live = b.pnot(dead);
-    let more = b.pand(t_pos, live);
-    b.if_(more, |b| {
-        b.if_(multi, |b| cta_barrier(b, ex));
+    for _ in 0..2 {
+        if let Some(multi) = multi {
+            b.if_(multi, |b| cta_barrier(b, ex));
+        }
         cluster_barrier(b, ex);
-    });
-    dead
+    }
+    let p = b.shared_elem(dflag, 0u32);
+    b.ld_shared(p, 0)
 }
