@@ -319,10 +319,11 @@ pub(super) fn forward_body(
 
         b.for_range(1u32, len, 1u32, |b, tt| {
             let is_dead = b.setp(Cmp::Ne, dead, 0u32);
-            let row = b.mul_lo(tt, p.s);
+            // (`row` in the branches that use it, not the idle warps.)
             b.if_else(
                 is_dead,
                 |b| {
+                    let row = b.mul_lo(tt, p.s);
                     own_columns(b, &ex, p.s, |b, _, j| {
                         let k = b.add(row, j);
                         let ninf = pp::constant(b, f32::NEG_INFINITY, 0.0);
@@ -342,6 +343,7 @@ pub(super) fn forward_body(
                         |b| {
                             lin_slice(b, &ex, &mat, &part, p.sp);
                             cta_barrier(b, &ex);
+                            let row = b.mul_lo(tt, p.s);
                             let prow = b.sub(row, p.s);
                             let nrow = b.add(row, p.s);
                             let t1 = b.add(tt, 1u32);
@@ -825,19 +827,25 @@ pub(super) fn lin_slice(
                 }
             }
         };
-        // Two blocks an iteration, then the odd block (S16/16 blocks).
+        // `nb` blocks, then on past them.
+        let run = |b: &mut KernelBuilder, nb: i32| {
+            for blk in 0..nb {
+                block(b, blk);
+            }
+            let nxi = b.add(xi, 4 * nb as u32);
+            b.assign(xi, nxi);
+            let nmi = b.add(mi, 16 * nb as u32);
+            b.assign(mi, nmi);
+        };
+        // Four blocks an iteration (S16/16 blocks, at least 4: one test
+        // and one pair of pointer steps a 64 `fma`), then two and one.
+        // (max(xend, 12) − 12: chain 0's end is `sp/4`, 4 at S16 16.)
+        let xend12 = b.max(xend, 12u32);
+        let xend4 = b.sub(xend12, 12u32);
+        b.while_(|b| b.setp(Cmp::Lt, xi, xend4), |b| run(b, 4));
         let xend2 = b.sub(xend, 4u32);
-        b.while_(
-            |b| b.setp(Cmp::Lt, xi, xend2),
-            |b| {
-                block(b, 0);
-                block(b, 1);
-                let nxi = b.add(xi, 8u32);
-                b.assign(xi, nxi);
-                let nmi = b.add(mi, 32u32);
-                b.assign(mi, nmi);
-            },
-        );
+        let two = b.setp(Cmp::Lt, xi, xend2);
+        b.if_(two, |b| run(b, 2));
         let odd = b.setp(Cmp::Lt, xi, xend);
         b.if_(odd, |b| block(b, 0));
         let at = b.mad_lo(g, ex.ncol, q4);

@@ -256,12 +256,14 @@ pub(super) fn backward_body(
                 |b| {
                     let t = b.sub(tt, 1u32);
                     b.assign(tt, t);
-                    let row = b.mul_lo(t, p.s);
-                    let wrow = b.mul_lo(t, p.sp);
+                    // (`row`, `wrow` in the branches that use them, not
+                    // the idle warps.)
+                    let rows = |b: &mut KernelBuilder| (b.mul_lo(t, p.s), b.mul_lo(t, p.sp));
                     let is_dead = b.setp(Cmp::Ne, dead, 0u32);
                     b.if_else(
                         is_dead,
                         |b| {
+                            let (row, wrow) = rows(b);
                             own_all(b, &ex, |b, i| {
                                 let seq = [seq_bh, seq_bl, seq_rh, seq_rl, seq_w];
                                 dead_back_state(b, p.s, (row, wrow), i, seq);
@@ -281,6 +283,7 @@ pub(super) fn backward_body(
                                     b.assign(dead, d);
                                 },
                                 |b| {
+                                    let (row, wrow) = rows(b);
                                     // R_t = r ⊖ M', Q = pexp(R) into every CTA.
                                     fixed_columns(b, &ex, Some(p.s), |b, c, _, j| {
                                         let k = b.add(row, j);
