@@ -337,6 +337,8 @@ pub(super) fn forward_body(
                     b.if_else(
                         idle,
                         |b| {
+                            // `dead` in `red`'s flags (the forward's maximum
+                            // carries no flag: they are free).
                             let d = idle_step(b, &ex, &red.f);
                             b.assign(dead, d);
                         },

@@ -279,6 +279,8 @@ pub(super) fn backward_body(
                             b.if_else(
                                 idle,
                                 |b| {
+                                    // `dead` in the `M'` reduction's flags
+                                    // (it carries none: they are free).
                                     let d = idle_back_step(b, &ex, &red_m.f);
                                     b.assign(dead, d);
                                 },
