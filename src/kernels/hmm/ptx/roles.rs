@@ -5,8 +5,8 @@
 //!
 //! Where a CTA's columns fit one warp (`cap / n ≤ 32`: the batch-64
 //! kernels at S 256, `hmm_*_cluster8_cap256`), the roles are known when the
-//! kernel is generated: warp 0 is the only busy warp (a cluster kernel
-//! runs at `S16 ≥ 64`, so `ncol = S16/n ≥ 8`), the idle test is `tid ≥ 32`
+//! kernel is generated: warp 0 is the only busy warp (`ncol = S16/n ≥ 2`;
+//! the launch takes a cluster from `S16 = 64`), the idle test is `warp ≠ 0`
 //! and no CTA reduction across warps is ever taken; the step tests none of
 //! it ([`Ex::one_warp`]). Otherwise the tests read `ncol` each step (held
 //! across the step loop they cost registers: a spill at `n = 4`, cap 256).
