@@ -36,6 +36,8 @@ use super::cols::{
 };
 use super::fwd_state::{FwdCol, FwdIn};
 use super::pair::{self as pp, DNorm, DP, Red, assign, pexp, pmax2, psub};
+use super::roles::{active_warps, one_warp, own_col};
+pub(super) use super::roles::{cta_barrier, idle_warp, multi_warp};
 use super::{
     ForwardArgs, ForwardRegs, FwdStep, SPLIT_MAX, THREADS, WARPS, forward_state, forward_state0,
     input_maxima, st_pair, store_norm,
@@ -128,42 +130,9 @@ pub(super) struct Ex {
     /// the others' barriers only ([`idle_step`]), so every CTA barrier of
     /// a step is the unaligned `barrier.sync` ([`cta_barrier`]).
     pub(super) split: bool,
-}
-
-/// The CTA barrier of a step: `barrier.sync` where the warps take
-/// different paths to it ([`Ex::split`]), else `bar.sync`.
-pub(super) fn cta_barrier(b: &mut KernelBuilder, ex: &Ex) {
-    if ex.split {
-        b.barrier_sync_unaligned();
-    } else {
-        b.bar_sync();
-    }
-}
-
-/// Whether this thread's warp holds no column (`warp ≥`
-/// [`active_warps`]), computed where it is used: kept across the step
-/// loop it cost registers (a spill at `n = 4`, cap 256).
-pub(super) fn idle_warp(b: &mut KernelBuilder, ex: &Ex) -> Reg<Pred> {
-    let tid = b.tid_x();
-    let warp = b.shr(tid, 5u32);
-    let nact = active_warps(b, ex);
-    b.setp(Cmp::Ge, warp, nact)
-}
-
-/// Whether more than one warp holds columns (so [`cluster_pmax`] reduces
-/// across warps through a CTA barrier).
-pub(super) fn multi_warp(b: &mut KernelBuilder, ex: &Ex) -> Reg<Pred> {
-    let nact = active_warps(b, ex);
-    b.setp(Cmp::Gt, nact, 1u32)
-}
-
-/// The warps that hold columns (those of [`own_columns`]: `tid <
-/// min(ncol, ntid)`), as a count: warps `0 .. nact` of the CTA.
-pub(super) fn active_warps(b: &mut KernelBuilder, ex: &Ex) -> Reg<U32> {
-    let nt = b.ntid_x();
-    let held = b.min(ex.ncol, nt);
-    let held31 = b.add(held, 31u32);
-    b.shr(held31, 5u32)
+    /// Warp 0 holds every column of the CTA ([`super::roles::one_warp`]):
+    /// the warps' roles are fixed when the kernel is generated.
+    pub(super) one_warp: bool,
 }
 
 /// The forward pass across a cluster of `n` CTAs (`n` in
@@ -251,6 +220,7 @@ pub(super) fn forward_body(
         ncol,
         per: per_thread(cap, n),
         split: true,
+        one_warp: one_warp(cap, n),
     };
     let seq_b = b.offset64(p.log_b, base);
     let seq_ah = b.offset64(p.alpha, base);
@@ -326,7 +296,17 @@ pub(super) fn forward_body(
             assign(b, xs[c], x);
         });
         let row0 = b.mov(0u32);
-        let (m, dead0) = exchange(b, &ex, &red, xm, (seq_ah, seq_al), row0, &xs, (p.s, p.sp));
+        let (m, dead0) = exchange(
+            b,
+            &ex,
+            &red,
+            xm,
+            (seq_ah, seq_al),
+            row0,
+            &xs,
+            (p.s, p.sp),
+            None,
+        );
         let cprev = pp::constant(b, 0.0, 0.0);
         b.if_(t0, |b| {
             let cv = norm.add_step(b, &[mpi, mb0], None, &[m.h, m.l]);
@@ -339,10 +319,11 @@ pub(super) fn forward_body(
 
         b.for_range(1u32, len, 1u32, |b, tt| {
             let is_dead = b.setp(Cmp::Ne, dead, 0u32);
-            let row = b.mul_lo(tt, p.s);
+            // (`row` in the branches that use it, not the idle warps.)
             b.if_else(
                 is_dead,
                 |b| {
+                    let row = b.mul_lo(tt, p.s);
                     own_columns(b, &ex, p.s, |b, _, j| {
                         let k = b.add(row, j);
                         let ninf = pp::constant(b, f32::NEG_INFINITY, 0.0);
@@ -356,13 +337,15 @@ pub(super) fn forward_body(
                     b.if_else(
                         idle,
                         |b| {
-                            let d = idle_step(b, &ex);
-                            let dv: Reg<U32> = b.selp(d, 1u32, 0u32);
-                            b.assign(dead, dv);
+                            // `dead` in `red`'s flags (the forward's maximum
+                            // carries no flag: they are free).
+                            let d = idle_step(b, &ex, &red.f);
+                            b.assign(dead, d);
                         },
                         |b| {
                             lin_slice(b, &ex, &mat, &part, p.sp);
                             cta_barrier(b, &ex);
+                            let row = b.mul_lo(tt, p.s);
                             let prow = b.sub(row, p.s);
                             let nrow = b.add(row, p.s);
                             let t1 = b.add(tt, 1u32);
@@ -392,8 +375,17 @@ pub(super) fn forward_body(
                                     b.assign(es[c], e);
                                 });
                             });
-                            let (m, d) =
-                                exchange(b, &ex, &red, xm, (seq_ah, seq_al), row, &xs, (p.s, p.sp));
+                            let (m, d) = exchange(
+                                b,
+                                &ex,
+                                &red,
+                                xm,
+                                (seq_ah, seq_al),
+                                row,
+                                &xs,
+                                (p.s, p.sp),
+                                Some(&red.f),
+                            );
                             b.if_(t0, |b| {
                                 let cv = norm.add_step(b, &[mbt], Some(amax), &[m.h, m.l]);
                                 assign(b, cprev, cv);
@@ -495,8 +487,11 @@ pub(super) fn own_columns(
 /// then `â = X ⊖ M` for the CTA's columns (`X` of this thread's `c`-th
 /// column in `xs[c]`), stored at `row` of `(hi, lo)`, and their weights
 /// `pexp(â)` into every CTA's weight buffer; returns `M` (in the warps
-/// that hold columns, thread 0's among them) and, in every thread,
-/// whether `M` is `−inf`. Two cluster barriers.
+/// that hold columns, thread 0's among them) and, in every calling
+/// thread, whether `M` is `−inf`. Two cluster barriers. With `dflag` only
+/// the warps that hold columns call it (the step loop; the others take
+/// [`idle_step`]), and thread 0 stores that test (1 or 0) into `dflag[0]`
+/// before the second barrier, for the idle warps.
 #[allow(clippy::too_many_arguments)]
 fn exchange(
     b: &mut KernelBuilder,
@@ -507,13 +502,24 @@ fn exchange(
     row: Reg<U32>,
     xs: &[DP],
     (s, sp): (Reg<U32>, Reg<U32>),
+    dflag: Option<&SharedArray<U32>>,
 ) -> (DP, Reg<Pred>) {
     let slots = Slots {
         h: &ex.mh,
         l: &ex.ml,
         f: None,
     };
-    let (m, _, dead) = cluster_pmax(b, ex, red, &slots, xm, None);
+    let (m, _, dead) = cluster_pmax(b, ex, red, &slots, xm, None, dflag.is_some());
+    if let Some(dflag) = dflag {
+        // For the idle warps ([`idle_step`]), read after the barrier below.
+        let tid = b.tid_x();
+        let t0 = b.setp(Cmp::Eq, tid, 0u32);
+        b.if_(t0, |b| {
+            let dv: Reg<U32> = b.selp(dead, 1u32, 0u32);
+            let p = b.shared_elem(dflag, 0u32);
+            b.st_shared(p, 0, dv);
+        });
+    }
     let sp4 = b.shr(sp, 2u32);
     fixed_columns(b, ex, Some(s), |b, c, _, j| {
         let k = b.add(row, j);
@@ -552,6 +558,7 @@ pub(super) struct Slots<'a> {
 /// rank-order fold. Returns the maximum and the flag, both valid in the
 /// warps that hold values only (the others keep the NaN pair and false),
 /// and, in every thread, whether the maximum is `−inf`.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn cluster_pmax(
     b: &mut KernelBuilder,
     ex: &Ex,
@@ -559,15 +566,30 @@ pub(super) fn cluster_pmax(
     slots: &Slots<'_>,
     x: DP,
     flag: Option<Reg<Pred>>,
+    busy: bool,
 ) -> (DP, Option<Reg<Pred>>, Reg<Pred>) {
     let tid = b.tid_x();
-    let lane = b.and(tid, 31u32);
-    let warp = b.shr(tid, 5u32);
-    let nact = active_warps(b, ex);
-    let active = b.setp(Cmp::Lt, warp, nact);
+    // Whether this warp holds values: `None` where every caller's warp
+    // does (`busy` and [`Ex::one_warp`]: warp 0 alone calls it).
+    let (active, lane, warp) = if ex.one_warp {
+        let active = (!busy).then(|| {
+            let warp = b.shr(tid, 5u32);
+            b.setp(Cmp::Eq, warp, 0u32)
+        });
+        (active, None, None)
+    } else {
+        let lane = b.and(tid, 31u32);
+        let warp = b.shr(tid, 5u32);
+        let nact = active_warps(b, ex);
+        (Some(b.setp(Cmp::Lt, warp, nact)), Some(lane), Some(warp))
+    };
+    let when_active = |b: &mut KernelBuilder, f: &mut dyn FnMut(&mut KernelBuilder)| match active {
+        Some(a) => b.if_(a, |b| f(b)),
+        None => f(b),
+    };
     let mc = pp::constant(b, f32::NAN, 0.0);
     let fc = b.mov(0u32);
-    b.if_(active, |b| {
+    when_active(b, &mut |b| {
         let w = pp::warp_pmax(b, x);
         assign(b, mc, w);
         if let Some(f) = flag {
@@ -576,62 +598,64 @@ pub(super) fn cluster_pmax(
             b.assign(fc, v);
         }
     });
-    let multi = b.setp(Cmp::Gt, nact, 1u32);
-    b.if_(multi, |b| {
-        let lead = b.setp(Cmp::Eq, lane, 0u32);
-        let st = b.pand(lead, active);
-        b.if_(st, |b| {
-            let p = b.shared_elem(&red.h, warp);
-            b.st_shared(p, 0, mc.h);
-            let p = b.shared_elem(&red.l, warp);
-            b.st_shared(p, 0, mc.l);
-            if flag.is_some() {
-                let p = b.shared_elem(&red.f, warp);
-                b.st_shared(p, 0, fc);
-            }
-        });
-        cta_barrier(b, ex);
-        let w0 = b.setp(Cmp::Eq, warp, 0u32);
-        b.if_(w0, |b| {
-            let v = pp::constant(b, f32::NAN, 0.0);
-            let fv = b.mov(0u32);
-            let has = b.setp(Cmp::Lt, lane, nact);
-            b.if_(has, |b| {
-                let p = b.shared_elem(&red.h, lane);
-                let h = b.ld_shared(p, 0);
-                let p = b.shared_elem(&red.l, lane);
-                let l = b.ld_shared(p, 0);
-                assign(b, v, DP { h, l });
+    if let (Some(lane), Some(warp), Some(active)) = (lane, warp, active) {
+        let nact = active_warps(b, ex);
+        let multi = b.setp(Cmp::Gt, nact, 1u32);
+        b.if_(multi, |b| {
+            let lead = b.setp(Cmp::Eq, lane, 0u32);
+            let st = b.pand(lead, active);
+            b.if_(st, |b| {
+                let p = b.shared_elem(&red.h, warp);
+                b.st_shared(p, 0, mc.h);
+                let p = b.shared_elem(&red.l, warp);
+                b.st_shared(p, 0, mc.l);
                 if flag.is_some() {
-                    let p = b.shared_elem(&red.f, lane);
-                    let f = b.ld_shared(p, 0);
-                    b.assign(fv, f);
+                    let p = b.shared_elem(&red.f, warp);
+                    b.st_shared(p, 0, fc);
                 }
             });
-            let w = pp::warp_pmax(b, v);
-            assign(b, mc, w);
-            if flag.is_some() {
-                let nz = b.setp(Cmp::Ne, fv, 0u32);
-                let any = b.vote(false, nz, pp::FULL);
-                let v: Reg<U32> = b.selp(any, 1u32, 0u32);
-                b.assign(fc, v);
-            }
+            cta_barrier(b, ex);
+            let w0 = b.setp(Cmp::Eq, warp, 0u32);
+            b.if_(w0, |b| {
+                let v = pp::constant(b, f32::NAN, 0.0);
+                let fv = b.mov(0u32);
+                let has = b.setp(Cmp::Lt, lane, nact);
+                b.if_(has, |b| {
+                    let p = b.shared_elem(&red.h, lane);
+                    let h = b.ld_shared(p, 0);
+                    let p = b.shared_elem(&red.l, lane);
+                    let l = b.ld_shared(p, 0);
+                    assign(b, v, DP { h, l });
+                    if flag.is_some() {
+                        let p = b.shared_elem(&red.f, lane);
+                        let f = b.ld_shared(p, 0);
+                        b.assign(fv, f);
+                    }
+                });
+                let w = pp::warp_pmax(b, v);
+                assign(b, mc, w);
+                if flag.is_some() {
+                    let nz = b.setp(Cmp::Ne, fv, 0u32);
+                    let any = b.vote(false, nz, pp::FULL);
+                    let v: Reg<U32> = b.selp(any, 1u32, 0u32);
+                    b.assign(fc, v);
+                }
+            });
         });
-    });
-    let w0 = b.setp(Cmp::Eq, warp, 0u32);
-    let pub_ = b.setp(Cmp::Lt, lane, ex.n);
-    let publish = b.pand(w0, pub_);
+    }
+    // Lanes `r < n` of warp 0 publish (`tid < n`: n ≤ 8).
+    let publish = b.setp(Cmp::Lt, tid, ex.n);
     b.if_(publish, |b| {
         let m = pp::canon(b, mc);
         let ph = b.shared_elem(slots.h, ex.rank);
-        let q = b.mapa(ph, lane);
+        let q = b.mapa(ph, tid);
         b.st_cluster(q, 0, m.h);
         let pl = b.shared_elem(slots.l, ex.rank);
-        let q = b.mapa(pl, lane);
+        let q = b.mapa(pl, tid);
         b.st_cluster(q, 0, m.l);
         if let Some(f) = slots.f {
             let pf = b.shared_elem(f, ex.rank);
-            let q = b.mapa(pf, lane);
+            let q = b.mapa(pf, tid);
             b.st_cluster(q, 0, fc);
         }
     });
@@ -641,7 +665,7 @@ pub(super) fn cluster_pmax(
     // `n` slots.
     let m = pp::constant(b, f32::NAN, 0.0);
     let f = slots.f.map(|_| b.mov(0u32));
-    b.if_(active, |b| {
+    when_active(b, &mut |b| {
         let p = b.shared_elem(slots.l, li);
         let l = b.ld_shared(p, 0);
         let mut v = DP { h, l };
@@ -679,9 +703,9 @@ pub(super) fn slots_dead(
     ex: &Ex,
     h: &SharedArray<F32>,
 ) -> (Reg<Pred>, Reg<U32>, Reg<F32>) {
+    // n divides 32: tid mod n is the lane's slot.
     let tid = b.tid_x();
-    let lane = b.and(tid, 31u32);
-    let li = b.and(lane, ex.n - 1);
+    let li = b.and(tid, ex.n - 1);
     let p = b.shared_elem(h, li);
     let h = b.ld_shared(p, 0);
     let above = b.setp(Cmp::Gt, h, f32::NEG_INFINITY);
@@ -695,19 +719,22 @@ pub(super) fn slots_dead(
 /// A live forward step in a warp that holds no column: the barriers of
 /// [`lin_slice`]'s end, [`cluster_pmax`] (its CTA reduction where more
 /// than one warp holds columns, `multi`) and [`exchange`]'s two cluster
-/// barriers, in that order, and the step's `dead` test between them (the
-/// same reads and votes as the busy warps', so the same value). Nothing
+/// barriers, in that order, then the step's `dead` test as thread 0 left
+/// it in `dflag` before the last of them ([`exchange`]; the next store
+/// waits for this warp at the next step's first barrier). Nothing
 /// else: the busy warps' work is theirs alone, and the per-step
 /// instructions these warps used to walk past (guards, reductions'
 /// preambles) are a third of a step's.
-fn idle_step(b: &mut KernelBuilder, ex: &Ex) -> Reg<Pred> {
+fn idle_step(b: &mut KernelBuilder, ex: &Ex, dflag: &SharedArray<U32>) -> Reg<U32> {
     let multi = multi_warp(b, ex);
     cta_barrier(b, ex);
-    b.if_(multi, |b| cta_barrier(b, ex));
+    if let Some(multi) = multi {
+        b.if_(multi, |b| cta_barrier(b, ex));
+    }
     cluster_barrier(b, ex);
-    let (dead, _, _) = slots_dead(b, ex, &ex.mh);
     cluster_barrier(b, ex);
-    dead
+    let p = b.shared_elem(dflag, 0u32);
+    b.ld_shared(p, 0)
 }
 
 /// `barrier.cluster` (release arrive, acquire wait), then `bar.sync`: the
@@ -775,11 +802,9 @@ pub(super) fn lin_slice(
     part: &SharedArray<F32>,
     sp: Reg<U32>,
 ) {
-    let tid = b.tid_x();
-    let nt = b.ntid_x();
     let x = &ex.pbuf;
     let sp4 = b.shr(sp, 2u32);
-    b.for_range(tid, ex.ncol, nt, |b, w| {
+    own_col(b, ex, |b, w| {
         let g = b.and(w, 3u32);
         let q4 = b.sub(w, g);
         // Chain g's rows of quad q4/4 start at (q·sp + g·sp/4)·4.
@@ -804,19 +829,25 @@ pub(super) fn lin_slice(
                 }
             }
         };
-        // Two blocks an iteration, then the odd block (S16/16 blocks).
+        // `nb` blocks, then on past them.
+        let run = |b: &mut KernelBuilder, nb: i32| {
+            for blk in 0..nb {
+                block(b, blk);
+            }
+            let nxi = b.add(xi, 4 * nb as u32);
+            b.assign(xi, nxi);
+            let nmi = b.add(mi, 16 * nb as u32);
+            b.assign(mi, nmi);
+        };
+        // Four blocks an iteration (S16/16 blocks, at least 4: one test
+        // and one pair of pointer steps a 64 `fma`), then two and one.
+        // (max(xend, 12) − 12: chain 0's end is `sp/4`, 4 at S16 16.)
+        let xend12 = b.max(xend, 12u32);
+        let xend4 = b.sub(xend12, 12u32);
+        b.while_(|b| b.setp(Cmp::Lt, xi, xend4), |b| run(b, 4));
         let xend2 = b.sub(xend, 4u32);
-        b.while_(
-            |b| b.setp(Cmp::Lt, xi, xend2),
-            |b| {
-                block(b, 0);
-                block(b, 1);
-                let nxi = b.add(xi, 8u32);
-                b.assign(xi, nxi);
-                let nmi = b.add(mi, 32u32);
-                b.assign(mi, nmi);
-            },
-        );
+        let two = b.setp(Cmp::Lt, xi, xend2);
+        b.if_(two, |b| run(b, 2));
         let odd = b.setp(Cmp::Lt, xi, xend);
         b.if_(odd, |b| block(b, 0));
         let at = b.mad_lo(g, ex.ncol, q4);

@@ -154,6 +154,7 @@ pub(super) fn backward_body(
         ncol,
         per: per_thread(cap, n),
         split: true,
+        one_warp: super::roles::one_warp(cap, n),
     };
     let mslots = Slots {
         h: &ex.mh,
@@ -241,7 +242,7 @@ pub(super) fn backward_body(
             });
         });
         b.if_(has_steps, |b| {
-            let (m0, _, _) = cluster_pmax(b, &ex, &red_m, &mslots, rm, None);
+            let (m0, _, _) = cluster_pmax(b, &ex, &red_m, &mslots, rm, None, false);
             let mprime = DP {
                 h: b.mov(m0.h),
                 l: b.mov(m0.l),
@@ -255,12 +256,14 @@ pub(super) fn backward_body(
                 |b| {
                     let t = b.sub(tt, 1u32);
                     b.assign(tt, t);
-                    let row = b.mul_lo(t, p.s);
-                    let wrow = b.mul_lo(t, p.sp);
+                    // (`row`, `wrow` in the branches that use them, not
+                    // the idle warps.)
+                    let rows = |b: &mut KernelBuilder| (b.mul_lo(t, p.s), b.mul_lo(t, p.sp));
                     let is_dead = b.setp(Cmp::Ne, dead, 0u32);
                     b.if_else(
                         is_dead,
                         |b| {
+                            let (row, wrow) = rows(b);
                             own_all(b, &ex, |b, i| {
                                 let seq = [seq_bh, seq_bl, seq_rh, seq_rl, seq_w];
                                 dead_back_state(b, p.s, (row, wrow), i, seq);
@@ -276,11 +279,13 @@ pub(super) fn backward_body(
                             b.if_else(
                                 idle,
                                 |b| {
-                                    let d = idle_back_step(b, &ex, kslots.h, t);
-                                    let dv: Reg<U32> = b.selp(d, 1u32, 0u32);
-                                    b.assign(dead, dv);
+                                    // `dead` in the `M'` reduction's flags
+                                    // (it carries none: they are free).
+                                    let d = idle_back_step(b, &ex, &red_m.f);
+                                    b.assign(dead, d);
                                 },
                                 |b| {
+                                    let (row, wrow) = rows(b);
                                     // R_t = r ⊖ M', Q = pexp(R) into every CTA.
                                     fixed_columns(b, &ex, Some(p.s), |b, c, _, j| {
                                         let k = b.add(row, j);
@@ -334,8 +339,15 @@ pub(super) fn backward_body(
                                     });
                                     let fell = b.setp(Cmp::Ne, fell_any, 0u32);
                                     let (k, any, dead_now) =
-                                        cluster_pmax(b, &ex, &red_k, &kslots, um, Some(fell));
+                                        cluster_pmax(b, &ex, &red_k, &kslots, um, Some(fell), true);
                                     let any = any.expect("flag requested");
+                                    // For the idle warps (`idle_back_step`),
+                                    // read after the `M'` reduction's barrier.
+                                    b.if_(t0, |b| {
+                                        let dv: Reg<U32> = b.selp(dead_now, 1u32, 0u32);
+                                        let p = b.shared_elem(&red_m.f, 0u32);
+                                        b.st_shared(p, 0, dv);
+                                    });
                                     let t_pos = b.setp(Cmp::Gt, t, 0u32);
                                     let live = b.pnot(dead_now);
                                     let more = b.pand(t_pos, live);
@@ -384,11 +396,13 @@ pub(super) fn backward_body(
                                     });
                                     let dv: Reg<U32> = b.selp(dead_now, 1u32, 0u32);
                                     b.assign(dead, dv);
-                                    b.if_(more, |b| {
-                                        let (m, _, _) =
-                                            cluster_pmax(b, &ex, &red_m, &mslots, rm, None);
-                                        assign(b, mprime, m);
-                                    });
+                                    // Every step (its barrier is the idle
+                                    // warps' `dead`); `M'` only when the
+                                    // recursion goes on (`rm` is the NaN pair
+                                    // otherwise, the maximum unused).
+                                    let (m, _, _) =
+                                        cluster_pmax(b, &ex, &red_m, &mslots, rm, None, true);
+                                    b.if_(more, |b| assign(b, mprime, m));
                                 },
                             );
                         },
@@ -399,31 +413,24 @@ pub(super) fn backward_body(
     });
 }
 
-/// A live backward step `t` in a warp that holds no state: the barriers
-/// of the `Q` exchange, [`lin_slice`]'s end, the `K_t` reduction
+/// A live backward step in a warp that holds no state: the barriers of
+/// the `Q` exchange, [`lin_slice`]'s end, the `K_t` reduction
 /// ([`cluster_pmax`]: its CTA reduction where `multi`, its cluster
-/// barrier) and, when the recursion goes on (`t > 0` and `K_t` above
-/// −inf), the next `M'` reduction's, in the busy warps' order, with the
-/// `dead` test of `K_t`'s slots between (the busy warps' reads and votes,
-/// so the same value); see [`super::cluster`]'s `idle_step`.
-fn idle_back_step(
-    b: &mut KernelBuilder,
-    ex: &Ex,
-    kh: &SharedArray<F32>,
-    t: Reg<U32>,
-) -> crate::dsl::types::Reg<crate::dsl::types::Pred> {
+/// barrier) and the next `M'` reduction's (the busy warps take it every
+/// step), in the busy warps' order; then the step's `dead` test of `K_t`
+/// as thread 0 left it in `dflag` between the last two (the next store
+/// waits for this warp at the next step's first barrier); see
+/// [`super::cluster`]'s `idle_step`.
+fn idle_back_step(b: &mut KernelBuilder, ex: &Ex, dflag: &SharedArray<U32>) -> Reg<U32> {
     let multi = multi_warp(b, ex);
     cluster_barrier(b, ex);
     cta_barrier(b, ex);
-    b.if_(multi, |b| cta_barrier(b, ex));
-    cluster_barrier(b, ex);
-    let (dead, _, _) = super::cluster::slots_dead(b, ex, kh);
-    let t_pos = b.setp(Cmp::Gt, t, 0u32);
-    let live = b.pnot(dead);
-    let more = b.pand(t_pos, live);
-    b.if_(more, |b| {
-        b.if_(multi, |b| cta_barrier(b, ex));
+    for _ in 0..2 {
+        if let Some(multi) = multi {
+            b.if_(multi, |b| cta_barrier(b, ex));
+        }
         cluster_barrier(b, ex);
-    });
-    dead
+    }
+    let p = b.shared_elem(dflag, 0u32);
+    b.ld_shared(p, 0)
 }

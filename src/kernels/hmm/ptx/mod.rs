@@ -30,6 +30,7 @@ mod fwd_state;
 mod joint;
 mod pair;
 mod post;
+mod roles;
 mod xi;
 
 use crate::dsl::math;
