@@ -534,7 +534,7 @@ impl fmt::Display for Feature {
             Feature::ClusterRelaxed => "relaxed cluster barrier arrive",
             Feature::BulkCopy => "mbarrier transaction counts and bulk async copies (multicast)",
             Feature::TensorCopy => "tensor-map bulk copies (TMA)",
-            Feature::Elect => "elect.sync",
+            Feature::Elect => "warp leader election (elect)",
         };
         f.write_str(s)
     }
