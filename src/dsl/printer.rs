@@ -4,14 +4,17 @@
 use std::fmt::Write;
 
 use super::ir::*;
-use super::types::{RegClass, RegId, Ty, Value};
+use super::types::{RegClass, RegId, Ty};
 use crate::abi::ParamDesc;
 use crate::target::{PtxVersion, Sm};
 use crate::tensor_core::InputFormat;
 
 mod calls;
+mod text;
 pub(crate) use calls::{FUNC_RETVAL, func_param_name, ret_layout};
 use calls::{call_text, param_addr, param_decl, param_name, slot_decl};
+pub(crate) use text::reg;
+use text::{class_decl, ty, val};
 
 /// Everything the printer needs about one kernel.
 pub(crate) struct KernelText<'a> {
@@ -51,53 +54,6 @@ pub(crate) struct SharedDecl {
     /// The dynamic array (`.extern .shared … name[]`, module scope; its
     /// size is the launch's dynamic shared memory): `bytes` is 0.
     pub dynamic: bool,
-}
-
-fn class_decl(c: RegClass) -> (&'static str, &'static str) {
-    match c {
-        RegClass::Pred => (".pred", "%p"),
-        RegClass::B16 => (".b16", "%h"),
-        RegClass::B32 => (".b32", "%b"),
-        RegClass::U32 => (".u32", "%r"),
-        RegClass::S32 => (".s32", "%s"),
-        RegClass::F32 => (".f32", "%f"),
-        RegClass::U64 => (".u64", "%rd"),
-        RegClass::S64 => (".s64", "%sd"),
-        RegClass::F64 => (".f64", "%fd"),
-        RegClass::B8 => (".b8", "%c"),
-    }
-}
-
-fn ty(t: Ty) -> &'static str {
-    match t {
-        Ty::Pred => ".pred",
-        Ty::B8 => ".b8",
-        Ty::B16 => ".b16",
-        Ty::B32 => ".b32",
-        Ty::B64 => ".b64",
-        Ty::U8 => ".u8",
-        Ty::U16 => ".u16",
-        Ty::U32 => ".u32",
-        Ty::U64 => ".u64",
-        Ty::S32 => ".s32",
-        Ty::S64 => ".s64",
-        Ty::F16 => ".f16",
-        Ty::F32 => ".f32",
-        Ty::F64 => ".f64",
-    }
-}
-
-pub(crate) fn reg(r: RegId) -> String {
-    format!("{}{}", class_decl(r.class).1, r.idx)
-}
-
-fn val(v: Value) -> String {
-    match v {
-        Value::Reg(r) => reg(r),
-        Value::Int(i) => i.to_string(),
-        Value::F32Bits(b) => format!("0f{b:08X}"),
-        Value::F64Bits(b) => format!("0d{b:016X}"),
-    }
 }
 
 fn addr(a: &Addr) -> String {

@@ -2,7 +2,7 @@
 //! layout, device-function calls (as NVRTC prints them) and the kernel's
 //! parameter declarations.
 
-use super::{reg, ty, val};
+use super::text::{reg, ty, val};
 use crate::abi::{ParamDesc, ParamKind};
 use crate::dsl::types::{RegId, Ty, Value, scalar_ty};
 
