@@ -45,7 +45,7 @@ use crate::error::Result;
 use crate::kernels::seq::{SeqCta, zero_if_empty};
 use crate::target::{Feature, Sm};
 
-use super::{THREADS, ViterbiArgs, ViterbiRegs, better};
+use super::{THREADS, ViterbiArgs, ViterbiRegs, better, final_state_and_path};
 
 /// CTAs of a cluster (one sequence).
 pub const CLUSTER: u32 = 8;
@@ -202,42 +202,7 @@ pub fn generate(sm: Sm) -> Result<PtxModule> {
         });
         // Final state and backtrack (rank 0's thread 0).
         b.if_(lead, |b| {
-            let last = b.sub(len, 1u32);
-            let par = b.and(last, 1u32);
-            let off = b.mul_lo(par, CAP);
-            let d0p = b.shared_elem(&sh.delta, off);
-            let d0 = b.ld_shared(d0p, 0);
-            let best = b.mov(d0);
-            let state = b.mov(0u32);
-            b.for_range(1u32, p.s, 1u32, |b, j| {
-                let k = b.add(off, j);
-                let cp = b.shared_elem(&sh.delta, k);
-                let c = b.ld_shared(cp, 0);
-                let take = better(b, c, best);
-                let nb = b.selp(take, c, best);
-                let ns = b.selp(take, j, state);
-                b.assign(best, nb);
-                b.assign(state, ns);
-            });
-            let sp = b.offset(p.scores, seq);
-            b.st_global(sp, 0, best);
-            let lp = b.offset(seq_paths, last);
-            b.st_global(lp, 0, state);
-            let tt = b.mov(last);
-            b.while_(
-                |b| b.setp(Cmp::Gt, tt, 0u32),
-                |b| {
-                    let row = b.mul_wide_u32(tt, p.s);
-                    let rp = b.offset64(seq_psi, row);
-                    let sp = b.offset(rp, state);
-                    let prev = b.ld_global(sp, 0);
-                    b.assign(state, prev);
-                    let t1 = b.sub(tt, 1u32);
-                    b.assign(tt, t1);
-                    let dst = b.offset(seq_paths, tt);
-                    b.st_global(dst, 0, state);
-                },
-            );
+            final_state_and_path(b, &sh.delta, CAP, len, &p, seq, seq_psi, seq_paths);
         });
     });
     b.finish()

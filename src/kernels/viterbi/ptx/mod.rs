@@ -11,7 +11,7 @@
 
 use crate::dsl::params::Ptr;
 use crate::dsl::types::{F32, Pred, Reg, U32};
-use crate::dsl::{Cmp, KernelBuilder, PtxModule, Rounding};
+use crate::dsl::{Cmp, GlobalPtr, KernelBuilder, PtxModule, Rounding, SharedArray};
 use crate::error::Result;
 use crate::kernel_params;
 use crate::kernels::seq::{first_row, seq_cta, zero_if_empty};
@@ -157,46 +157,64 @@ pub fn generate(sm: Sm, cap: u32) -> Result<PtxModule> {
         });
         // Final state and backtrack (thread 0).
         b.if_(zero_tid, |b| {
-            let last = b.sub(len, 1u32);
-            let par = b.and(last, 1u32);
-            let off = b.mul_lo(par, cap);
-            let c0 = b.shared_elem(&buf, off);
-            let d0 = b.ld_shared(c0, 0);
-            let best_r = b.mov(d0);
-            let state = b.mov(0u32);
-            b.for_range(1u32, p.s, 1u32, |b, j| {
-                let k = b.add(off, j);
-                let cp = b.shared_elem(&buf, k);
-                let c = b.ld_shared(cp, 0);
-                let take = better(b, c, best_r);
-                let nb = b.selp(take, c, best_r);
-                let ns = b.selp(take, j, state);
-                b.assign(best_r, nb);
-                b.assign(state, ns);
-            });
-            let sp = b.offset(p.scores, seq);
-            b.st_global(sp, 0, best_r);
-            let lp = b.offset(seq_paths, last);
-            b.st_global(lp, 0, state);
-            // for tt = last down to 1: state = psi[tt][state]; path[tt-1] = state
-            let tt = b.mov(last);
-            b.while_(
-                |b| b.setp(Cmp::Gt, tt, 0u32),
-                |b| {
-                    let row = b.mul_wide_u32(tt, p.s);
-                    let rp = b.offset64(seq_psi, row);
-                    let sp = b.offset(rp, state);
-                    let prev = b.ld_global(sp, 0);
-                    b.assign(state, prev);
-                    let t1 = b.sub(tt, 1u32);
-                    b.assign(tt, t1);
-                    let dst = b.offset(seq_paths, tt);
-                    b.st_global(dst, 0, state);
-                },
-            );
+            final_state_and_path(b, &buf, cap, len, &p, seq, seq_psi, seq_paths);
         });
     });
     b.finish()
+}
+
+/// One thread's end of a decode: the final state (the best of the last
+/// score row, at `(len − 1 & 1)·cap` of `delta`, by the contract's rule),
+/// the score, and the path by the backpointers in `psi` (shared by the
+/// one-CTA and the cluster kernel, [`cluster`]).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn final_state_and_path(
+    b: &mut KernelBuilder,
+    delta: &SharedArray<F32>,
+    cap: u32,
+    len: Reg<U32>,
+    p: &ViterbiRegs,
+    seq: Reg<U32>,
+    seq_psi: GlobalPtr<U32>,
+    seq_paths: GlobalPtr<U32>,
+) {
+    let last = b.sub(len, 1u32);
+    let par = b.and(last, 1u32);
+    let off = b.mul_lo(par, cap);
+    let c0 = b.shared_elem(delta, off);
+    let d0 = b.ld_shared(c0, 0);
+    let best_r = b.mov(d0);
+    let state = b.mov(0u32);
+    b.for_range(1u32, p.s, 1u32, |b, j| {
+        let k = b.add(off, j);
+        let cp = b.shared_elem(delta, k);
+        let c = b.ld_shared(cp, 0);
+        let take = better(b, c, best_r);
+        let nb = b.selp(take, c, best_r);
+        let ns = b.selp(take, j, state);
+        b.assign(best_r, nb);
+        b.assign(state, ns);
+    });
+    let sp = b.offset(p.scores, seq);
+    b.st_global(sp, 0, best_r);
+    let lp = b.offset(seq_paths, last);
+    b.st_global(lp, 0, state);
+    // for tt = last down to 1: state = psi[tt][state]; path[tt-1] = state
+    let tt = b.mov(last);
+    b.while_(
+        |b| b.setp(Cmp::Gt, tt, 0u32),
+        |b| {
+            let row = b.mul_wide_u32(tt, p.s);
+            let rp = b.offset64(seq_psi, row);
+            let sp = b.offset(rp, state);
+            let prev = b.ld_global(sp, 0);
+            b.assign(state, prev);
+            let t1 = b.sub(tt, 1u32);
+            b.assign(tt, t1);
+            let dst = b.offset(seq_paths, tt);
+            b.st_global(dst, 0, state);
+        },
+    );
 }
 
 /// Every variant for `sm`: one per shared-buffer capacity, and the
