@@ -9,79 +9,10 @@ use ptxsmith::testing::{cuda_for_tests, small_shapes};
 use ptxsmith::{Error, Sm};
 
 mod common;
+#[path = "common/viterbi.rs"]
+mod viterbi_model;
 use common::{bits, foreign_get, foreign_put};
-
-fn lcg(seed: u32) -> impl FnMut() -> f32 {
-    let mut s = seed;
-    move || {
-        s = s.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
-        // Log-probability-like values in (-8, 0].
-        -((s >> 8) as f32 / (1u32 << 24) as f32) * 8.0
-    }
-}
-
-struct Model {
-    pi: Vec<f32>,
-    a: Vec<f32>,
-    b: Vec<f32>,
-    lengths: Vec<u32>,
-    batch: usize,
-    t: usize,
-    s: usize,
-}
-
-fn model(batch: usize, t: usize, s: usize, seed: u32) -> Model {
-    let mut r = lcg(seed);
-    let lengths = (0..batch)
-        .map(|i| match i % 4 {
-            0 => t as u32,
-            1 => (t / 2) as u32,
-            2 => t.min(1) as u32,
-            _ => (t as u32).saturating_sub(1),
-        })
-        .collect();
-    Model {
-        pi: (0..s).map(|_| r()).collect(),
-        a: (0..s * s).map(|_| r()).collect(),
-        b: (0..batch * t * s).map(|_| r()).collect(),
-        lengths,
-        batch,
-        t,
-        s,
-    }
-}
-
-impl Model {
-    fn shape(&self) -> viterbi::Shape {
-        viterbi::Shape {
-            batch: self.batch,
-            t: self.t,
-            s: self.s,
-        }
-    }
-}
-
-fn host_run(m: &Model) -> viterbi::Viterbi {
-    host::viterbi(&m.pi, &m.a, &m.b, &m.lengths, m.batch, m.t, m.s).unwrap()
-}
-
-fn sim_run(m: &Model, sm: Sm) -> viterbi::Viterbi {
-    let ctx = Context::sim(sm);
-    launch::viterbi_on(
-        &ctx.default_stream(),
-        m.shape(),
-        &m.lengths,
-        &m.pi,
-        &m.a,
-        &m.b,
-    )
-    .unwrap()
-}
-
-fn assert_same(got: &viterbi::Viterbi, want: &viterbi::Viterbi, what: &str) {
-    assert_eq!(got.paths, want.paths, "{what}: paths");
-    assert_eq!(bits(&got.scores), bits(&want.scores), "{what}: scores");
-}
+use viterbi_model::{Model, assert_same};
 
 /// The score of a path, summed left to right like the recursion.
 fn path_score(m: &Model, b: usize, path: &[u32]) -> f32 {
@@ -96,8 +27,8 @@ fn path_score(m: &Model, b: usize, path: &[u32]) -> f32 {
 #[test]
 fn host_model_equals_brute_force_over_every_path() {
     for (s, t, seed) in [(1, 5, 1), (2, 6, 2), (3, 5, 3), (4, 6, 4), (4, 1, 5)] {
-        let m = model(4, t, s, seed);
-        let got = host_run(&m);
+        let m = Model::new(4, t, s, seed);
+        let got = m.host();
         for b in 0..m.batch {
             let len = m.lengths[b] as usize;
             let row = &got.paths[b * t..(b + 1) * t];
@@ -148,17 +79,17 @@ fn ties_go_to_the_lowest_state_and_nan_is_defined() {
         t,
         s,
     };
-    let got = host_run(&m);
+    let got = m.host();
     assert_eq!(got.paths, vec![0, 0, 0, 0]);
     assert_eq!(got.scores[0], -1.0 - 0.25 + 3.0 * (-0.5 - 0.25));
-    assert_same(&sim_run(&m, Sm::Sm80), &got, "ties");
+    assert_same(&m.sim(Sm::Sm80), &got, "ties");
     // A NaN emission at state 2, t = 1: it wins there and propagates.
     let mut nan = m;
     nan.b[s + 2] = f32::NAN;
-    let got = host_run(&nan);
+    let got = nan.host();
     assert!(got.scores[0].is_nan());
     assert_eq!(got.paths[1], 2, "{:?}", got.paths);
-    assert_same(&sim_run(&nan, Sm::Sm80), &got, "nan");
+    assert_same(&nan.sim(Sm::Sm80), &got, "nan");
     // Host rule itself.
     assert!(host::better(1.0, 0.0) && !host::better(0.0, 0.0));
     assert!(host::better(f32::NAN, 0.0) && !host::better(f32::NAN, f32::NAN));
@@ -184,18 +115,18 @@ fn ties_inside_a_group_of_predecessors_go_to_the_lowest_state() {
             t,
             s,
         };
-        let got = host_run(&m);
+        let got = m.host();
         assert_eq!(got.paths, vec![2, 0, 0, 0], "S {s}");
         for sm in [Sm::Sm80, Sm::Sm90] {
-            assert_same(&sim_run(&m, sm), &got, &format!("ties S {s} {sm}"));
+            assert_same(&m.sim(sm), &got, &format!("ties S {s} {sm}"));
         }
         let mut late = m;
         late.pi = vec![-5.0; s];
         late.pi[s - 2] = 0.0;
         late.pi[s - 1] = 0.0;
-        let got = host_run(&late);
+        let got = late.host();
         assert_eq!(got.paths[0], s as u32 - 2, "S {s}");
-        assert_same(&sim_run(&late, Sm::Sm90), &got, &format!("late ties S {s}"));
+        assert_same(&late.sim(Sm::Sm90), &got, &format!("late ties S {s}"));
     }
 }
 
@@ -209,9 +140,9 @@ fn sim_equals_host_on_ragged_shapes_and_special_values() {
         (3, 5, 70, 14),
         (2, 3, 300, 15),
     ] {
-        let mut m = model(batch, t, s, seed);
-        let plain = host_run(&m);
-        assert_same(&sim_run(&m, Sm::Sm80), &plain, &format!("{batch}x{t}x{s}"));
+        let mut m = Model::new(batch, t, s, seed);
+        let plain = m.host();
+        assert_same(&m.sim(Sm::Sm80), &plain, &format!("{batch}x{t}x{s}"));
         // A -inf emission row, an impossible transition, +inf and NaN
         // inside, a length-0 sequence.
         m.b[..s].fill(f32::NEG_INFINITY);
@@ -223,10 +154,10 @@ fn sim_equals_host_on_ragged_shapes_and_special_values() {
             m.b[(t + 1) * s - 1] = f32::NAN;
             m.lengths[batch - 1] = 0;
         }
-        let special = host_run(&m);
+        let special = m.host();
         for sm in [Sm::Sm70, Sm::Sm90] {
             assert_same(
-                &sim_run(&m, sm),
+                &m.sim(sm),
                 &special,
                 &format!("{batch}x{t}x{s} special {sm}"),
             );
@@ -236,7 +167,7 @@ fn sim_equals_host_on_ragged_shapes_and_special_values() {
 
 #[test]
 fn device_entry_point_writes_paths_and_scores_on_the_device() {
-    let m = model(3, 6, 5, 21);
+    let m = Model::new(3, 6, 5, 21);
     let ctx = Context::sim(Sm::Sm80);
     let st = ctx.default_stream();
     let (pi, a, b) = (
@@ -266,7 +197,7 @@ fn device_entry_point_writes_paths_and_scores_on_the_device() {
         (1, 0, 1),
         "only the lengths go up"
     );
-    let want = host_run(&m);
+    let want = m.host();
     assert_eq!(paths.to_vec().unwrap(), want.paths);
     assert_eq!(bits(&scores.to_vec().unwrap()), bits(&want.scores));
     // Slice API on every backend but Cuda.
@@ -287,7 +218,7 @@ fn device_entry_point_writes_paths_and_scores_on_the_device() {
 
 #[test]
 fn bad_input_is_a_typed_error_naming_the_values() {
-    let m = model(2, 4, 3, 31);
+    let m = Model::new(2, 4, 3, 31);
     let run = |pi: &[f32], a: &[f32], b: &[f32], l: &[u32], batch, t, s| {
         host::viterbi(pi, a, b, l, batch, t, s).unwrap_err()
     };
@@ -356,16 +287,16 @@ fn gpu_viterbi_matches_the_host_model() {
         [(64, 200, 48), (4, 1000, 1024), (1, 50, 4096)]
     };
     for (batch, t, s) in shapes {
-        let m = model(batch, t, s, 41);
+        let m = Model::new(batch, t, s, 41);
         let got = launch::viterbi_on(&st, m.shape(), &m.lengths, &m.pi, &m.a, &m.b).unwrap();
-        assert_same(&got, &host_run(&m), &format!("gpu {batch}x{t}x{s}"));
+        assert_same(&got, &m.host(), &format!("gpu {batch}x{t}x{s}"));
     }
     // The slice API on the device.
-    let m = model(5, 9, 40, 43);
+    let m = Model::new(5, 9, 40, 43);
     let (got, ran) =
         launch::viterbi(Backend::Cuda, m.shape(), &m.lengths, &m.pi, &m.a, &m.b).unwrap();
     assert_eq!(ran, Ran::Cuda);
-    assert_same(&got, &host_run(&m), "slice API, Backend::Cuda");
+    assert_same(&got, &m.host(), "slice API, Backend::Cuda");
 }
 
 #[test]
@@ -413,7 +344,7 @@ fn gpu_raw_entry_point_runs_on_driver_allocations() {
 }
 
 fn raw_entry_point_on(ctx: &Context) {
-    let m = model(6, 33, 37, 9);
+    let m = Model::new(6, 33, 37, 9);
     let raw = ctx.default_stream().raw();
     let (pi, a, b) = (
         foreign_put(ctx, &m.pi),
@@ -443,7 +374,7 @@ fn raw_entry_point_on(ctx: &Context) {
         paths: foreign_get(ctx, paths, m.batch * m.t),
         scores: foreign_get(ctx, scores, m.batch),
     };
-    assert_same(&got, &host_run(&m), "viterbi_raw");
+    assert_same(&got, &m.host(), "viterbi_raw");
     // Lengths are still checked.
     let mut bad = m.lengths.clone();
     bad[0] = 34;

@@ -6,82 +6,16 @@
 //! parts, infinities; the GPU (or the driver emulator, an sm_90) when one
 //! is present.
 
-use ptxsmith::kernels::viterbi::{self, host, launch, ptx};
-use ptxsmith::runtime::Context;
+use ptxsmith::kernels::viterbi::{launch, ptx};
 use ptxsmith::testing::{cuda_for_tests, small_shapes};
 use ptxsmith::{Feature, Sm};
 
 mod common;
-use common::bits;
+#[path = "common/viterbi.rs"]
+mod viterbi_model;
+use viterbi_model::{Model, assert_same};
 
 const CLUSTER_SMS: [Sm; 3] = [Sm::Sm90, Sm::Sm100, Sm::Sm120];
-
-struct Model {
-    pi: Vec<f32>,
-    a: Vec<f32>,
-    b: Vec<f32>,
-    lengths: Vec<u32>,
-    batch: usize,
-    t: usize,
-    s: usize,
-}
-
-impl Model {
-    fn new(batch: usize, t: usize, s: usize, seed: u32) -> Model {
-        let mut st = seed;
-        let mut r = move || {
-            st = st.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
-            -((st >> 8) as f32 / (1u32 << 24) as f32) * 8.0
-        };
-        Model {
-            pi: (0..s).map(|_| r()).collect(),
-            a: (0..s * s).map(|_| r()).collect(),
-            b: (0..batch * t * s).map(|_| r()).collect(),
-            lengths: (0..batch)
-                .map(|i| [t, t / 2, t.min(1), t.saturating_sub(1)][i % 4] as u32)
-                .collect(),
-            batch,
-            t,
-            s,
-        }
-    }
-    fn shape(&self) -> viterbi::Shape {
-        viterbi::Shape {
-            batch: self.batch,
-            t: self.t,
-            s: self.s,
-        }
-    }
-    fn host(&self) -> viterbi::Viterbi {
-        host::viterbi(
-            &self.pi,
-            &self.a,
-            &self.b,
-            &self.lengths,
-            self.batch,
-            self.t,
-            self.s,
-        )
-        .unwrap()
-    }
-    fn sim(&self, sm: Sm) -> viterbi::Viterbi {
-        let ctx = Context::sim(sm);
-        launch::viterbi_on(
-            &ctx.default_stream(),
-            self.shape(),
-            &self.lengths,
-            &self.pi,
-            &self.a,
-            &self.b,
-        )
-        .unwrap()
-    }
-}
-
-fn assert_same(got: &viterbi::Viterbi, want: &viterbi::Viterbi, what: &str) {
-    assert_eq!(got.paths, want.paths, "{what}: paths");
-    assert_eq!(bits(&got.scores), bits(&want.scores), "{what}: scores");
-}
 
 /// Host, one-CTA kernel (sm_80) and cluster kernel (every cluster target)
 /// agree bit for bit.
