@@ -12,9 +12,10 @@
 
 use super::host::{self, TcElem, TcOutElem, TcOutput, TcPrecision};
 use super::ptx::{
-    ForwardArgs, ForwardTmaArgs, GradInputArgs, GradValuesArgs, THREADS, forward_values_map,
+    ForwardArgs, ForwardTmaArgs, GradInputArgs, GradValuesArgs, GradValuesTmaArgs, THREADS,
+    forward_values_map,
     generate_forward, generate_grad_input, generate_grad_values, group_tile, grouped, values_tile,
-    values_tiles,
+    values_cluster, values_tiles,
 };
 use crate::dsl::params::{DevPtr, KernelParams};
 use crate::dsl::types::U32;
@@ -307,7 +308,31 @@ pub fn grad_values_dev<T: TcElem>(
         "R × K × B × B",
     )?;
     let sm = stream.context().sm();
+    let cluster = values_cluster::enabled(sm, prec, bsize(&d));
     let cfg = match values_tiles(prec, bsize(&d), sm) {
+        // bf16/f16 `B` 32 on sm_90/sm_100: clusters of 4 CTAs a part of a
+        // cluster tile of 16 rows × 8 column blocks
+        Some(_) if cluster => {
+            let vt = values_cluster::cluster_tiles(prec, bsize(&d));
+            let cl = values_cluster::CLUSTER as usize;
+            let count = tiles(
+                "R / (4·rows) × C / cols × parts",
+                &[
+                    d.r().div_ceil(cl * vt.rows as usize),
+                    d.c().div_ceil(vt.cols as usize),
+                    vt.parts() as usize,
+                ],
+            )?;
+            let mp = stream.context().multiprocessor_count();
+            // at most 8 CTAs an SM, a whole number of clusters
+            let clusters = grid::ctas(count as u64, 1, mp, 8 / cl as u32);
+            let mut cfg = LaunchConfig::linear(
+                clusters.saturating_mul(cl as u32),
+                super::ptx::values_tiles::THREADS,
+            );
+            cfg.dynamic_smem_bytes = values_cluster::smem_bytes(prec, bsize(&d)) as u32;
+            (count > 0).then_some(cfg)
+        }
         // `B` ≤ 32: one CTA a part of a tile of rows × column blocks
         Some(vt) => {
             let count = tiles(
@@ -359,5 +384,29 @@ pub fn grad_values_dev<T: TcElem>(
         k: d.k() as u32,
     };
     let m = memo!(generate_grad_values, sm, prec, bsize(&d))?;
+    if !cluster {
+        return stream.launch(m, cfg, &args.args());
+    }
+    // the cluster kernel reads `x` through a tensor map (an encoding
+    // error, e.g. `x` not 16-byte aligned, is returned before the launch)
+    let desc = values_cluster::x_map(
+        prec,
+        bsize(&d),
+        xp.addr,
+        n as u64,
+        d.in_features() as u64,
+    );
+    let xmap = TensorMap::encode_tiled(stream.context(), &desc)?;
+    let args = GradValuesTmaArgs {
+        x: args.x,
+        gy: args.gy,
+        col: args.col,
+        gv: args.gv,
+        n: args.n,
+        r: args.r,
+        c: args.c,
+        k: args.k,
+        xmap,
+    };
     stream.launch(m, cfg, &args.args())
 }

@@ -31,10 +31,12 @@ mod grouped_mcast;
 mod grouped_sched;
 mod shape;
 pub mod tiled_values;
+pub mod values_cluster;
 pub mod values_tiles;
 pub use grouped::{GroupTile, group_tile};
 pub use grouped_mcast::values_map as forward_values_map;
 pub use tiled_values::{ValuesTile, values_tile};
+pub use values_cluster::GradValuesTmaArgs;
 pub use values_tiles::{ValuesTiles, values_tiles};
 
 /// Warps per CTA.
@@ -176,6 +178,12 @@ pub fn generate_grad_values(sm: Sm, prec: TcPrecision, bs: u32) -> Result<PtxMod
     check(sm, bs)?;
     // `B` ≤ 32: tiles of rows × columns sharing both operands; `B` = 64:
     // groups of one row's slots
+    if values_cluster::enabled(sm, prec, bs) {
+        return match prec {
+            TcPrecision::F16 => values_cluster::grad_values::<F16x2>(sm, prec, bs),
+            _ => values_cluster::grad_values::<Bf16x2>(sm, prec, bs),
+        };
+    }
     let tiles = values_tiles(prec, bs, sm).is_some();
     match (prec, tiles) {
         (TcPrecision::Bf16, true) => values_tiles::grad_values::<Bf16x2>(sm, prec, bs),

@@ -145,7 +145,7 @@ impl ValuesTiles {
 }
 
 /// Bytes of a staged row's 16-byte units and of an element.
-fn elem(prec: TcPrecision) -> u32 {
+pub(super) fn elem(prec: TcPrecision) -> u32 {
     if prec == TcPrecision::Tf32 { 4 } else { 2 }
 }
 
@@ -209,11 +209,11 @@ pub fn smem_bytes(prec: TcPrecision, bs: u32, sm: Sm) -> Option<u64> {
 }
 
 /// The kernel's scalar arguments.
-struct Io {
-    p: GradValuesRegs,
-    fin: Reg<U32>,
-    fout: Reg<U32>,
-    last: Reg<U32>,
+pub(super) struct Io {
+    pub(super) p: GradValuesRegs,
+    pub(super) fin: Reg<U32>,
+    pub(super) fout: Reg<U32>,
+    pub(super) last: Reg<U32>,
 }
 
 /// One staged tile of a work item: whether it is staged, the byte offset
@@ -222,22 +222,22 @@ struct Io {
 /// address; whether it is gy's. (The 8 × 8 tiles add row `row0`'s
 /// address per token tile instead: 16 staged tiles' 64-bit bases would
 /// cost 32 more registers.)
-struct Src {
-    live: Reg<Pred>,
-    col: Reg<U64>,
-    base: Option<Reg<U64>>,
-    gy: bool,
+pub(super) struct Src {
+    pub(super) live: Reg<Pred>,
+    pub(super) col: Reg<U64>,
+    pub(super) base: Option<Reg<U64>>,
+    pub(super) gy: bool,
 }
 
 /// Two 64-bit registers: gy's and x's (row steps, or row `row0`'s
 /// addresses).
-type Wide2 = (Reg<U64>, Reg<U64>);
+pub(super) type Wide2 = (Reg<U64>, Reg<U64>);
 
 /// Issue the copies of token tile `ti` into buffer `buf` of each staged
 /// tile (see [`super::tiled_values`]: running pointers for a full tile,
 /// clamped sources and `src_size` 0 past `N` for the ragged one).
 #[allow(clippy::too_many_arguments)]
-fn issue(
+pub(super) fn issue(
     b: &mut KernelBuilder,
     sh: &Shape,
     io: &Io,
@@ -681,7 +681,7 @@ pub(super) fn grad_values<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Re
 /// `from, from + step, …` of the `rows × K` scan: `body(b, ri, s, c)`
 /// with the row's index in the tile `ri`, the slot `s = row·K + k` and
 /// its column block `c = col[s]`.
-fn scan_rows(
+pub(super) fn scan_rows(
     b: &mut KernelBuilder,
     io: &Io,
     (r0, rows): (Reg<U32>, u32),
@@ -705,7 +705,7 @@ fn scan_rows(
 
 /// `+0.0` into the `B × B` block of empty slot `s` (the CTA's threads
 /// together: `B²` / [`THREADS`] elements each).
-fn zero_slot(b: &mut KernelBuilder, sh: &Shape, io: &Io, s: Reg<U32>, tid: Reg<U32>) {
+pub(super) fn zero_slot(b: &mut KernelBuilder, sh: &Shape, io: &Io, s: Reg<U32>, tid: Reg<U32>) {
     let per = sh.bs * sh.bs / THREADS;
     let e = b.mul_lo(s, sh.bs * sh.bs);
     let e = b.mad_lo(tid, per, e);
