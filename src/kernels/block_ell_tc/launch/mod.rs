@@ -13,9 +13,8 @@
 use super::host::{self, TcElem, TcOutElem, TcOutput, TcPrecision};
 use super::ptx::{
     ForwardArgs, ForwardTmaArgs, GradInputArgs, GradValuesArgs, GradValuesTmaArgs, THREADS,
-    forward_values_map,
-    generate_forward, generate_grad_input, generate_grad_values, group_tile, grouped, values_tile,
-    values_cluster, values_tiles,
+    forward_values_map, generate_forward, generate_grad_input, generate_grad_values, group_tile,
+    grouped, values_cluster, values_tile, values_tiles,
 };
 use crate::dsl::params::{DevPtr, KernelParams};
 use crate::dsl::types::U32;
@@ -389,13 +388,7 @@ pub fn grad_values_dev<T: TcElem>(
     }
     // the cluster kernel reads `x` through a tensor map (an encoding
     // error, e.g. `x` not 16-byte aligned, is returned before the launch)
-    let desc = values_cluster::x_map(
-        prec,
-        bsize(&d),
-        xp.addr,
-        n as u64,
-        d.in_features() as u64,
-    );
+    let desc = values_cluster::x_map(prec, bsize(&d), xp.addr, n as u64, d.in_features() as u64);
     let xmap = TensorMap::encode_tiled(stream.context(), &desc)?;
     let args = GradValuesTmaArgs {
         x: args.x,

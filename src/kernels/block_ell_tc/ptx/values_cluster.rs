@@ -111,7 +111,11 @@ pub fn cluster_tiles(prec: TcPrecision, bs: u32) -> ValuesTiles {
 /// The swizzle of an `x` tile whose rows are `rowb` bytes (the span is
 /// the row).
 fn swizzle(rowb: u32) -> Swizzle {
-    if rowb == 32 { Swizzle::B32 } else { Swizzle::B64 }
+    if rowb == 32 {
+        Swizzle::B32
+    } else {
+        Swizzle::B64
+    }
 }
 
 /// Bytes of dynamic shared memory of the cluster kernel: the slack to
@@ -135,8 +139,14 @@ pub fn x_map(prec: TcPrecision, bs: u32, address: u64, n: u64, in_width: u64) ->
         _ => TensorDataType::Bf16,
     };
     let t = cluster_tiles(prec, bs);
-    TiledDesc::new(dtype, address, &[in_width, n.max(1)], &[in_width * 2], &[bs, t.tokens])
-        .swizzle(swizzle(bs * 2))
+    TiledDesc::new(
+        dtype,
+        address,
+        &[in_width, n.max(1)],
+        &[in_width * 2],
+        &[bs, t.tokens],
+    )
+    .swizzle(swizzle(bs * 2))
 }
 
 /// The work of a launch of the cluster kernel on a topology
@@ -257,14 +267,7 @@ struct Xs {
 
 /// Multicast token tile `ti`'s `x` tiles into buffer `buf` (see the
 /// [module docs](self)).
-fn issue_x(
-    b: &mut KernelBuilder,
-    sh: &Shape,
-    mc: &Mc,
-    xs: &Xs,
-    ti: Reg<U32>,
-    buf: Reg<U32>,
-) {
+fn issue_x(b: &mut KernelBuilder, sh: &Shape, mc: &Mc, xs: &Xs, ti: Reg<U32>, buf: Reg<U32>) {
     let xbuf = sh.tokens * sh.rowb;
     let fb = SharedMbarrier {
         reg: b.mad_lo(buf, 8u32, mc.full),
@@ -282,7 +285,13 @@ fn issue_x(
                 b.if_(go, |b| {
                     let d = b.add(dst, off);
                     let coords = [col.into(), n0.into()];
-                    b.cp_async_bulk_tensor_multicast(sptr::<U32>(d), mc.map, &coords, fb, 0b1111u32);
+                    b.cp_async_bulk_tensor_multicast(
+                        sptr::<U32>(d),
+                        mc.map,
+                        &coords,
+                        fb,
+                        0b1111u32,
+                    );
                 });
             }
         });
