@@ -333,3 +333,19 @@ fn sass_has_tensor_copies_and_no_lane_loop() {
         }
     }
 }
+
+/// `N` = 0 in clusters: no token tile, no copy (the map still encodes, its
+/// rows taken as 1); every slot `+0.0` (the empty N-chunk tree), over
+/// whatever `gv` held.
+#[test]
+fn zero_rows_store_zeros() {
+    let dims = Dims::new(5, 9, 2, 32).unwrap();
+    let col = [1, -1, 0, 8, -1, -1, 3, 4, 2, 7];
+    let st = Context::sim(Sm::Sm90).default_stream();
+    let topo = DeviceTopology::upload(&st, &dims, &col).unwrap();
+    let empty = st.context().alloc::<u16>(0).unwrap();
+    let mut gv = st.upload(&vec![5.0f32; dims.values_len()]).unwrap();
+    let prec = TcPrecision::Bf16;
+    tc::grad_values_dev(&st, prec, &topo, 0, &empty, &empty, &mut gv).unwrap();
+    assert!(st.to_vec(&gv).unwrap().iter().all(|v| v.to_bits() == 0));
+}

@@ -709,3 +709,56 @@ pub(super) fn grad_values<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Re
     b.bra(mc.resume);
     b.finish()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dsl::types::{Bf16x2, F16x2};
+
+    /// The shared memory fits what every enabled SM lets a block opt in
+    /// to; an `x` tile buffer and 16 of its rows (an MMA chunk) are whole
+    /// swizzle repeats, so the lane's swizzled chunk addresses take the
+    /// buffer, column and chunk offsets unchanged; one `gy` copy a thread.
+    #[test]
+    fn layout_fits_and_keeps_the_swizzle() {
+        for sm in [Sm::Sm90, Sm::Sm100, Sm::Sm100a] {
+            for prec in [TcPrecision::Bf16, TcPrecision::F16] {
+                for bs in [16, 32] {
+                    assert!(buildable(sm, prec, bs));
+                    assert_eq!(enabled(sm, prec, bs), bs == 32);
+                    let t = cluster_tiles(prec, bs);
+                    let max = u64::from(sm.info().max_smem_per_block_optin);
+                    assert!(smem_bytes(prec, bs) + 16 <= max, "{sm} {prec} B {bs}");
+                    let rowb = bs * 2;
+                    let pat = swizzle(rowb).pattern_bytes();
+                    assert_eq!(swizzle(rowb).span_bytes(), Some(rowb));
+                    assert!((t.tokens * rowb).is_multiple_of(pat));
+                    assert!((16 * rowb).is_multiple_of(pat));
+                    assert_eq!(t.tokens * rowb / 16, THREADS);
+                    assert_eq!(t.rows * t.cols, 32);
+                }
+            }
+        }
+        assert!(!buildable(Sm::Sm90, TcPrecision::Tf32, 32));
+        assert!(!buildable(Sm::Sm90, TcPrecision::Bf16, 64));
+        assert!(!buildable(Sm::Sm80, TcPrecision::Bf16, 32));
+        assert!(!buildable(Sm::Sm120a, TcPrecision::Bf16, 32));
+    }
+
+    /// `B` 16 (built, not enabled) generates the cluster kernel (`x` as a
+    /// tensor map), as `B` 32 does; the dispatch keeps the kernel without
+    /// a cluster at `B` 16.
+    #[test]
+    fn b16_builds_in_clusters() {
+        let has_map = |m: &PtxModule| m.params.iter().any(|p| p.name == "xmap");
+        for sm in [Sm::Sm90, Sm::Sm100] {
+            let m = grad_values::<Bf16x2>(sm, TcPrecision::Bf16, 16).unwrap();
+            let f = grad_values::<F16x2>(sm, TcPrecision::F16, 32).unwrap();
+            assert!(has_map(&m) && has_map(&f), "{sm}");
+            let plain = super::super::generate_grad_values(sm, TcPrecision::Bf16, 16).unwrap();
+            assert!(!has_map(&plain), "{sm}");
+            let used = super::super::generate_grad_values(sm, TcPrecision::F16, 32).unwrap();
+            assert_eq!(used.ptx, f.ptx, "{sm}");
+        }
+    }
+}
