@@ -4,7 +4,10 @@
 //! consecutive column blocks of the block grid, staging per token tile
 //! the `gy` tile of each of its rows and the `x` tile of each of its
 //! column blocks once, however many of the tile's slots use them (the
-//! kernel of [`super::tiled_values`] stages one `x` tile a slot).
+//! kernel of [`super::tiled_values`] stages one `x` tile a slot). At
+//! bf16/f16 `B` = 32 on sm_90, sm_100 and sm_100a four such CTAs (4 × 8
+//! tiles, one above the other) run as a cluster that stages each `x` tile
+//! once for the four by tensor-map multicast ([`super::values_cluster`]).
 //!
 //! # Work items
 //! The schedule is computed in the kernel from `col`, so nothing beyond
