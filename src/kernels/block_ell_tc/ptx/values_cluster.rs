@@ -1,4 +1,4 @@
-//! The two-operand grad-values kernel ([`super::values_tiles`]) in
+//! The two-operand grad-values kernel ([`super::values_tiles`](mod@super::values_tiles)) in
 //! **clusters of [`CLUSTER`] CTAs** that share the `x` tiles by
 //! tensor-map multicast (issue 31, the L2 step; bf16/f16 `B` 32 on sm_90,
 //! sm_100, sm_100a: [`enabled`]; built for `B` 16 too: [`buildable`]).
