@@ -1,16 +1,19 @@
 //! Issue 31, the grouped forward whose values blocks are multicast across a
-//! cluster of two CTAs (bf16/f16 `B` 64 on sm_90, sm_100, sm_100a:
+//! cluster of two CTAs (bf16/f16 `B` 32 and 64 on sm_90, sm_100, sm_100a:
 //! adjacent token tiles of one group, one `cp.async.bulk.tensor` multicast a
 //! values block through a tensor map of the values, landed swizzled, into
-//! both CTAs): the simulator, with its checks on (races, barriers, bulk and
+//! both CTAs; each CTA's input tile `x` one tensor copy a step through a
+//! second map, landed swizzled, rows `n ≥ N` zero-filled by the copy): the
+//! simulator, with its checks on (races, barriers, bulk and
 //! tensor-copy findings), equals the host model bit for bit, for an odd
 //! number of token tiles (the second tile of the last pair has no row
-//! inside `N`), `N` not a multiple of the tile, more clusters of work than
+//! inside `N`), `N` not a multiple of the tile, `N` below one tile,
+//! `C ≠ R`, more clusters of work than
 //! the simulator's grid holds (grid-stride), empty rows, `−1` slots and
-//! ±∞/NaN inputs; a values array the tensor map cannot describe is a typed
-//! error before anything runs; the other targets keep the kernel without a
-//! cluster (the cluster kernel at `B` 16/32, built but not enabled, is
-//! checked by the unit tests of `ptx::grouped`).
+//! ±∞/NaN inputs; a values or `x` array the tensor maps cannot describe is
+//! a typed error before anything runs; the other targets keep the kernel
+//! without a cluster (the cluster kernel at `B` 16, built but not enabled,
+//! is checked by the unit tests of `ptx::grouped`).
 
 mod common;
 #[path = "common/block_ell_tc.rs"]
@@ -121,8 +124,10 @@ fn multicast_forward_b32_matches_the_host_model() {
     multicast_case(32, 202);
 }
 
-/// An even number of token tiles (both CTAs of every cluster inside `N`)
-/// and a single row.
+/// An even number of token tiles (both CTAs of every cluster inside `N`),
+/// a single row, and `N` below one token tile (the first CTA's input
+/// tiles partly, the second's wholly, filled by the tensor copy); `C` = 7
+/// is more than `R` (3) in some cases and less (9) in others.
 #[test]
 fn even_tiles_and_one_row() {
     case(Sm::Sm90, TcPrecision::Bf16, 64, 9, 256, 7);
@@ -130,6 +135,13 @@ fn even_tiles_and_one_row() {
     case(Sm::Sm100a, TcPrecision::Bf16, 64, 9, 1, 10);
     case(Sm::Sm90, TcPrecision::F16, 32, 9, 256, 11);
     case(Sm::Sm100, TcPrecision::Bf16, 32, 9, 1, 12);
+    for (sm, prec, b, seed) in [
+        (Sm::Sm90, TcPrecision::Bf16, 32, 13),
+        (Sm::Sm100a, TcPrecision::F16, 64, 14),
+    ] {
+        let tokens = ptx::group_tile(prec, b as u32, sm).tokens as usize;
+        case(sm, prec, b, 3, tokens - 29, seed);
+    }
 }
 
 /// The values' tensor map needs a 16-byte aligned array: a view of the
@@ -190,6 +202,56 @@ fn misaligned_values_are_a_typed_error() {
     }
 }
 
+/// The input's tensor map needs a 16-byte aligned `x` (its rows, `C·B`
+/// elements, are multiples of 16 bytes at every `B` of the cluster
+/// kernel): a view of `x` that starts one element in is refused as the
+/// map's error ([`TensorMapError::Address`]) before anything is queued
+/// (the output keeps its 7.0s), at every `B` where the forward runs in
+/// clusters; the aligned view of the same buffer runs. (Without a cluster
+/// the kernel copies `x` by 16-byte `cp.async`, which needs the same
+/// alignment.)
+#[test]
+fn misaligned_x_is_a_typed_error() {
+    let sm = Sm::Sm90;
+    let bs: Vec<usize> = [16usize, 32, 64]
+        .into_iter()
+        .filter(|&b| ptx::grouped::forward_cluster(sm, TcPrecision::Bf16, b as u32) > 1)
+        .collect();
+    assert_eq!(bs, [32, 64]);
+    for b in bs {
+        let dims = Dims::new(2, 3, 1, b).unwrap();
+        let st = Context::sim(sm).default_stream();
+        let topo = DeviceTopology::upload(&st, &dims, &[0, 2]).unwrap();
+        let n = 5;
+        let len = n * dims.in_features();
+        let x = st.upload(&to_bf16(&vec![1.0; len + 1])).unwrap();
+        let v = st.upload(&to_bf16(&vec![1.0; dims.values_len()])).unwrap();
+        let mut y = st.upload(&vec![7.0f32; n * dims.out_features()]).unwrap();
+        let fwd = |x: &ptxsmith::runtime::DeviceSlice<'_, u16>, y: &mut _| {
+            tc::forward_dev(
+                &st,
+                TcPrecision::Bf16,
+                TcOutput::F32,
+                &topo,
+                n,
+                x,
+                &v,
+                None,
+                y,
+            )
+        };
+        let e = fwd(&x.slice(1..).unwrap(), &mut y).unwrap_err();
+        assert!(
+            matches!(e, Error::TensorMap(TensorMapError::Address { .. })),
+            "B {b}: {e:?}"
+        );
+        assert!(st.to_vec(&y).unwrap().iter().all(|&v| v == 7.0), "B {b}");
+        fwd(&x.slice(..len).unwrap(), &mut y).unwrap();
+        let want = b as f32;
+        assert!(st.to_vec(&y).unwrap().iter().all(|&v| v == want), "B {b}");
+    }
+}
+
 /// On every target: the forward kernel has the cluster of 2 and the
 /// tensor-map multicast (and no per-row bulk copy) exactly where
 /// [`ptx::grouped::forward_cluster`] says 2, and that only for bf16/f16
@@ -234,6 +296,14 @@ fn cluster_only_where_it_multicasts() {
                 !t.contains("cp.async.bulk.shared::cluster.global"),
                 "{sm} {prec:?} B {b}"
             );
+            // the cluster kernel's `x` by a tensor copy without multicast
+            // (and no `cp.async` left); the other kernel's by `cp.async`
+            let unicast = t
+                .lines()
+                .filter(|l| l.contains("cp.async.bulk.tensor") && !l.contains(".multicast"))
+                .count();
+            assert_eq!(unicast > 0, on, "{sm} {prec:?} B {b}");
+            assert_eq!(t.contains("cp.async.cg"), !on, "{sm} {prec:?} B {b}");
             // grad-input keeps its kernel
             let g = ptx::generate_grad_input(sm, prec, b).unwrap().ptx;
             assert!(!g.contains("reqnctapercluster"), "{sm} {prec:?} B {b}");
@@ -241,10 +311,13 @@ fn cluster_only_where_it_multicasts() {
     }
 }
 
-/// The pinned ptxas assembles the cluster forward's values copies into
-/// tensor-map copies (`UTMALDG`), with no bulk copy (`UBLKCP`: the
-/// per-row copies whose per-lane loop the tensor map replaced), on every
-/// target of [`multicast_sms`]. SKIP without the tools.
+/// The pinned ptxas assembles the cluster forward's copies into
+/// tensor-map copies of two kinds: the values' multicast
+/// (`UTMALDG.2D.MULTICAST`) and the input tile's (`UTMALDG.2D`), with no
+/// bulk copy (`UBLKCP`: the per-row copies whose per-lane loop the
+/// tensor map replaced) and no `cp.async` (`LDGSTS`: the input tile's
+/// per-thread copies before), on every target of [`multicast_sms`]. SKIP
+/// without the tools.
 #[test]
 fn sass_has_tensor_copies_and_no_row_copies() {
     let Some(tools) = ptxsmith::nvtools::NvTools::for_tests() else {
@@ -259,8 +332,10 @@ fn sass_has_tensor_copies_and_no_row_copies() {
                     .unwrap_or_else(|e| panic!("{sm} {prec:?} B {b}: ptxas: {e}"));
                 let sass = tools.disassemble(&asm).unwrap();
                 let what = format!("{sm} {prec:?} B {b}: {:?}", sass.opcode_histogram());
-                assert!(sass.count("UTMALDG") >= 1, "{what}");
+                assert!(sass.count("UTMALDG.2D.MULTICAST") >= 1, "{what}");
+                assert!(sass.count("UTMALDG.2D") >= 1, "{what}");
                 assert_eq!(sass.count("UBLKCP"), 0, "{what}");
+                assert_eq!(sass.count("LDGSTS"), 0, "{what}");
                 // issued under `elect.sync`: no loop over the active lanes
                 // around the copies (`ELECT` … `BRA.U.ANY`)
                 assert_eq!(sass.count("BRA.U.ANY"), 0, "{what}");

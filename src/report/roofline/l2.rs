@@ -21,6 +21,14 @@
 //! chosen by a branch (`if_`), not a guard: a guarded copy's
 //! predicated-off issues count too.
 //!
+//! **Tensor-map copies**: `cp.async.bulk.tensor` counts its box's bytes
+//! (`TiledDesc::box_bytes`, out-of-bounds fill included) once per issue,
+//! a multicast once, as a bulk copy. The box is in the map, not in the
+//! instruction: [`launch_bytes`] finds the kernel parameter the map
+//! operand is the address of (a `mov` of the parameter, `cvta.param`) and
+//! decodes the launch's argument for it (the private encoding the
+//! simulator reads); a map it cannot resolve counts 0 bytes.
+//!
 //! **How**: the simulator counts each PTX instruction's issues
 //! ([`crate::sim::Sim::last_launch_counts`]); the bytes are each memory
 //! instruction's count times its access size. An access whose address
@@ -33,6 +41,7 @@
 //! too): the kernels'
 //! guarded global accesses are tails, so the excess is small.
 
+use crate::dsl::params::ArgValue;
 use crate::sim::Entry;
 use crate::sim::Space;
 use crate::sim::ir::{Op, Src};
@@ -176,6 +185,59 @@ pub(crate) fn global_bytes(e: &Entry, per_pc: &[u64]) -> u64 {
 /// Bytes of an L2 sector.
 const SECTOR: u64 = 32;
 
+/// The L2 bytes of a launch of `e` with arguments `args`: [`global_bytes`]
+/// and each tensor-map copy's box bytes per issue (module docs).
+pub(crate) fn launch_bytes(e: &Entry, per_pc: &[u64], args: &[ArgValue]) -> u64 {
+    global_bytes(e, per_pc) + tensor_copy_bytes(e, per_pc, args)
+}
+
+/// The tensor-map copies' bytes: per issue, the box of the map its
+/// operand names (0 where it is not resolved).
+fn tensor_copy_bytes(e: &Entry, per_pc: &[u64], args: &[ArgValue]) -> u64 {
+    if per_pc.len() != e.insts.len() {
+        return 0;
+    }
+    e.insts
+        .iter()
+        .zip(per_pc)
+        .filter(|(i, c)| **c > 0 && matches!(i.op, Op::CpAsyncBulkTensor { .. }))
+        .map(|(i, c)| c * map_box_bytes(e, i.s[1], args).unwrap_or(0))
+        .sum()
+}
+
+/// The box bytes of the tensor map whose generic address register `map`
+/// holds: every write of it a `mov` of one parameter's offset or a
+/// `cvta.param` of itself, that parameter's argument a map.
+fn map_box_bytes(e: &Entry, map: Src, args: &[ArgValue]) -> Option<u64> {
+    let Src::Reg(r) = map else {
+        return None;
+    };
+    let mut offset = None;
+    for i in e.insts.iter().filter(|i| i.d.contains(&r)) {
+        match (&i.op, i.s[0]) {
+            (Op::Mov { .. }, Src::Imm(o)) if offset.is_none_or(|x| x == o) => offset = Some(o),
+            (
+                Op::Cvta {
+                    to: false,
+                    sp: Space::Param,
+                    ..
+                },
+                Src::Reg(q),
+            ) if q == r => {}
+            _ => return None,
+        }
+    }
+    let offset = offset?;
+    let k = e
+        .params
+        .iter()
+        .position(|p| u64::from(p.offset) == offset)?;
+    match args.get(k)? {
+        ArgValue::TensorMap(m) => m.decode_private().ok().map(|d| d.box_bytes()),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -313,5 +375,58 @@ mod tests {
             .unwrap();
         let e = prog.entry("mc").unwrap();
         assert_eq!(global_bytes(e, s.last_launch_counts()), 256);
+    }
+
+    crate::kernel_params! {
+        struct MapArgs => MapRegs { a: crate::dsl::TensorMapParam, b: crate::dsl::TensorMapParam }
+    }
+
+    /// One CTA whose elected lane copies a 64-byte box of map `a` (twice)
+    /// and a 512-byte box of map `b` (once, rows past the tensor filled):
+    /// 2·64 + 512 bytes, found through the maps (none without the
+    /// arguments: the instruction holds no size).
+    #[test]
+    fn a_tensor_copy_counts_its_box_once_per_issue() {
+        use crate::dsl::Cmp;
+        use crate::exec::LaunchConfig;
+        use crate::sim::Sim;
+        use crate::tensor_map::{TensorDataType, TensorMap, TiledDesc};
+        let mut b = KernelBuilder::new("tc", Sm::Sm90);
+        let MapRegs { a, b: bm } = b.params::<MapArgs>();
+        let tile = b.shared_array::<U32>("tile", 1024, 128);
+        let bar = b.shared_mbarrier("bar");
+        let t = b.tid_x();
+        let first = b.setp(Cmp::Eq, t, 0u32);
+        b.if_(first, |b| {
+            b.mbarrier_init(bar, 1u32);
+            b.fence_mbarrier_init();
+        });
+        b.bar_sync();
+        b.if_(first, |b| {
+            let _ = b.mbarrier_arrive_expect_tx(bar, 640u32);
+            let s0 = b.shared_elem(&tile, 0u32);
+            let s1 = b.shared_elem(&tile, 128u32);
+            let s2 = b.shared_elem(&tile, 256u32);
+            b.cp_async_bulk_tensor(s0, a, &[0i32.into(), 0i32.into()], bar);
+            b.cp_async_bulk_tensor(s1, a, &[4i32.into(), 0i32.into()], bar);
+            b.cp_async_bulk_tensor(s2, bm, &[0i32.into(), 2i32.into()], bar);
+        });
+        b.mbarrier_wait(bar, 0u32);
+        let ptx = b.finish().unwrap().ptx;
+        let mut s = Sim::new(Sm::Sm90);
+        let g = s.alloc_zeroed(4096).unwrap();
+        let prog = s.program(&ptx).unwrap();
+        // a: 16 × 4 u32 of a 32 × 8 tensor, box 4 × 4 (64 bytes); b: box
+        // 8 × 16 (512 bytes), 8 of its rows past the tensor's 10
+        let ma = TiledDesc::new(TensorDataType::U32, g, &[32, 8], &[128], &[4, 4]);
+        let mb = TiledDesc::new(TensorDataType::U32, g, &[32, 10], &[128], &[8, 16]);
+        let args = [ma, mb].map(|d| ArgValue::TensorMap(TensorMap::encode_private(&d).unwrap()));
+        s.launch_program(&prog, "tc", LaunchConfig::linear(1, 32), &args)
+            .unwrap();
+        let e = prog.entry("tc").unwrap();
+        let counts = s.last_launch_counts();
+        assert_eq!(global_bytes(e, counts), 0);
+        assert_eq!(launch_bytes(e, counts, &args), 2 * 64 + 512);
+        assert_eq!(launch_bytes(e, counts, &[]), 0);
     }
 }

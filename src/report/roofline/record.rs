@@ -235,36 +235,37 @@ impl Executor for Recorder {
         cfg: LaunchConfig,
         args: &[ArgValue],
     ) -> Result<()> {
-        let (ptx, fp32, mma, regions, l2, heaviest, heaviest_warp, critical_path) = match &mut self
-            .sim
-        {
-            Some(s) => {
-                let (i0, f0) = (s.total_instructions(), fp32_total(s.opcode_totals()));
-                let m0 = mma_total(s.opcode_totals());
-                // The scoreboard only where the report reads it (chain
-                // kernels' critical paths): it costs the simulator about
-                // half again its time, and CI runs every recorded launch.
-                s.set_timing(super::speed::is_chain(&module.kernel));
-                s.launch(st, module, cfg, args)?;
-                let prog = s.program(&module.ptx)?;
-                let entry = prog.entry(&module.kernel);
-                let regions = entry
-                    .map(|e| super::regions::region_counts(e, s.last_launch_counts()))
-                    .unwrap_or_default();
-                let l2 = entry.map_or(0, |e| super::l2::global_bytes(e, s.last_launch_counts()));
-                (
-                    s.total_instructions() - i0,
-                    fp32_total(s.opcode_totals()) - f0,
-                    mma_total(s.opcode_totals()) - m0,
-                    regions,
-                    l2,
-                    s.last_launch_heaviest_block(),
-                    s.last_launch_heaviest_warp(),
-                    s.last_launch_critical_path(),
-                )
-            }
-            None => (0, 0, 0, Vec::new(), 0, 0, 0, 0),
-        };
+        let (ptx, fp32, mma, regions, l2, heaviest, heaviest_warp, critical_path) =
+            match &mut self.sim {
+                Some(s) => {
+                    let (i0, f0) = (s.total_instructions(), fp32_total(s.opcode_totals()));
+                    let m0 = mma_total(s.opcode_totals());
+                    // The scoreboard only where the report reads it (chain
+                    // kernels' critical paths): it costs the simulator about
+                    // half again its time, and CI runs every recorded launch.
+                    s.set_timing(super::speed::is_chain(&module.kernel));
+                    s.launch(st, module, cfg, args)?;
+                    let prog = s.program(&module.ptx)?;
+                    let entry = prog.entry(&module.kernel);
+                    let regions = entry
+                        .map(|e| super::regions::region_counts(e, s.last_launch_counts()))
+                        .unwrap_or_default();
+                    let l2 = entry.map_or(0, |e| {
+                        super::l2::launch_bytes(e, s.last_launch_counts(), args)
+                    });
+                    (
+                        s.total_instructions() - i0,
+                        fp32_total(s.opcode_totals()) - f0,
+                        mma_total(s.opcode_totals()) - m0,
+                        regions,
+                        l2,
+                        s.last_launch_heaviest_block(),
+                        s.last_launch_heaviest_warp(),
+                        s.last_launch_critical_path(),
+                    )
+                }
+                None => (0, 0, 0, Vec::new(), 0, 0, 0, 0),
+            };
         self.traffic.launches += 1;
         self.log.lock().expect("launch log poisoned").push(Launch {
             module: Arc::new(module.clone()),

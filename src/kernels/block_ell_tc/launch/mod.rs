@@ -13,8 +13,8 @@
 use super::host::{self, TcElem, TcOutElem, TcOutput, TcPrecision};
 use super::ptx::{
     ForwardArgs, ForwardTmaArgs, GradInputArgs, GradValuesArgs, GradValuesTmaArgs, THREADS,
-    forward_values_map, generate_forward, generate_grad_input, generate_grad_values, group_tile,
-    grouped, values_cluster, values_tile, values_tiles,
+    forward_input_map, forward_values_map, generate_forward, generate_grad_input,
+    generate_grad_values, group_tile, grouped, values_cluster, values_tile, values_tiles,
 };
 use crate::dsl::params::{DevPtr, KernelParams};
 use crate::dsl::types::U32;
@@ -117,6 +117,11 @@ fn bsize(d: &Dims) -> u32 {
 /// [`host::request_output`] (an `O` that is not `out`'s storage);
 /// [`Error::InvalidArgument`] naming the values for a length that does not
 /// match its shape or sizes past the kernels' limits;
+/// [`Error::TensorMap`] where the forward runs in clusters
+/// ([`grouped::forward_cluster`] > 1: bf16/f16 `B` 32 and 64 on sm_90,
+/// sm_100, sm_100a), which reads `values` and `x` through tensor maps,
+/// for a `values` or `x` view that does not start 16-byte aligned
+/// ([`TensorMapError::Address`](crate::tensor_map::TensorMapError::Address));
 /// [`Error::WrongContext`]; JIT and launch errors. Nothing is queued on
 /// error.
 #[allow(clippy::too_many_arguments)]
@@ -179,11 +184,15 @@ pub fn forward_dev<T: TcElem, O: TcOutElem>(
     if cl == 1 {
         return stream.launch(m, cfg, &args.args());
     }
-    // the cluster kernel reads the values through a tensor map (an
-    // encoding error is returned before the launch)
+    // the cluster kernel reads the values and `x` through tensor maps (an
+    // encoding error, e.g. a view not 16-byte aligned, is returned before
+    // the launch)
     let slots = (d.r() * d.k()) as u64;
     let desc = forward_values_map(prec, bsize(&d), vp.addr, slots);
     let vmap = TensorMap::encode_tiled(stream.context(), &desc)?;
+    let (inw, rows) = (d.in_features() as u64, n as u64);
+    let desc = forward_input_map(prec, bsize(&d), gt.tokens, xp.addr, rows, inw);
+    let xmap = TensorMap::encode_tiled(stream.context(), &desc)?;
     let args = ForwardTmaArgs {
         x: args.x,
         col: args.col,
@@ -196,6 +205,7 @@ pub fn forward_dev<T: TcElem, O: TcOutElem>(
         has_bias: args.has_bias,
         out_bf16: args.out_bf16,
         vmap,
+        xmap,
     };
     stream.launch(m, cfg, &args.args())
 }

@@ -53,8 +53,10 @@
 //! products of the block FMA are exact and the pairs keep their `k`
 //! order, so which operand is `A` changes no bit. Every staged row is
 //! padded by 16 bytes (the 8 row addresses of an `ldmatrix` phase fall
-//! in distinct bank groups); rows `n ≥ N` are copied with `src_size` 0
-//! (zero-filled) and never stored.
+//! in distinct bank groups; the cluster kernel's tensor copies land
+//! unpadded and swizzled instead, which does the same); rows `n ≥ N` are
+//! copied with `src_size` 0 (zero-filled; by the map's fill in the
+//! cluster kernel) and never stored.
 //!
 //! Shared memory is dynamic (`extern .shared`): two input tiles, two sets
 //! of `G` values blocks, and (forward) the `G·w` schedule; its size is
@@ -70,13 +72,16 @@
 //! multicast into both CTAs' shared memory, where the block lands
 //! unpadded and swizzled (its rows are read through the swizzle),
 //! completing on a per-buffer mbarrier; a split cluster barrier keeps a
-//! buffer until the peer has read it (module `grouped_mcast`). `x` stays
-//! on `cp.async`, per CTA, in padded rows.
+//! buffer until the peer has read it (module `grouped_mcast`). The same
+//! lane copies its CTA's input tile of the step by one tensor-map copy
+//! (no multicast; a second map, over `x`: box `B × tokens` at `(m·B,
+//! n0)`, rows `n ≥ N` zero-filled by the copy), which lands unpadded and
+//! swizzled too, on the same mbarrier: no `cp.async` is left in the
+//! step, and the `A` fragments' rows are read through the swizzle
+//! (`mcast::a_lanes`, one address a chunk, hoisted out of the loops).
 
 use crate::dsl::types::{F32, MmaInput, Pred, Reg, U32, U64};
-use crate::dsl::{
-    Cmp, FragA, FragB, FragC, GlobalPtr, KernelBuilder, PtxModule, Rounding, TensorMapRef,
-};
+use crate::dsl::{Cmp, FragA, FragB, FragC, GlobalPtr, KernelBuilder, PtxModule, TensorMapRef};
 use crate::error::Result;
 use crate::target::Sm;
 use crate::tensor_core::InputFormat;
@@ -88,6 +93,10 @@ use super::grouped_mcast::{self as mcast, Mc};
 use super::grouped_sched::{ColLists, Lists, RowLists, advance};
 use super::shape::Shape;
 use super::{ForwardArgs, ForwardTmaArgs, GradInputArgs, mma_into, name};
+
+#[path = "grouped_epilogue.rs"]
+mod epilogue;
+use epilogue::epilogue;
 
 /// Threads per CTA of the grouped kernels (8 warps).
 pub const THREADS: u32 = 256;
@@ -143,17 +152,18 @@ fn shape<T: MmaInput>(prec: TcPrecision, bs: u32, sm: Sm, trans: bool) -> (Shape
 }
 
 /// Bytes of a grouped kernel's staging (`forward`: the forward pass's):
-/// two input tiles and two sets of `G` values blocks (unpadded where the
-/// forward multicasts them by tensor map).
+/// two input tiles and two sets of `G` values blocks (all unpadded where
+/// the forward copies them by tensor map, in clusters).
 fn stage_bytes(prec: TcPrecision, bs: u32, sm: Sm, forward: bool) -> u64 {
     let e = if prec == TcPrecision::Tf32 { 4 } else { 2 };
     let pitch = u64::from(bs * e + 16);
     let t = group_tile(prec, bs, sm);
     if forward && mcast::enabled(sm, prec, bs) {
-        // the values blocks unpadded, from the swizzle's repeat on
-        let vblock = u64::from(bs * bs * e);
-        return 2 * u64::from(t.tokens) * pitch
-            + mcast::align_slack(bs * e)
+        // the input tiles and values blocks unpadded, from the swizzle's
+        // repeat on
+        let (row, vblock) = (u64::from(bs * e), u64::from(bs * bs * e));
+        return mcast::align_slack(bs * e)
+            + 2 * u64::from(t.tokens) * row
             + 2 * u64::from(t.g) * vblock;
     }
     2 * u64::from(t.tokens) * pitch + 2 * u64::from(t.g * bs) * pitch
@@ -240,8 +250,11 @@ struct Stage {
     /// chunk) and its `src_size` (16, or 0 past `N`)
     src: Vec<Reg<U64>>,
     size: Vec<Reg<U32>>,
-    /// the thread's first input-tile destination (buffer 0)
+    /// the thread's first input-tile destination (buffer 0); where the
+    /// tile comes by tensor map (`mc.xmap`), the tile's start
     xdst: Reg<U32>,
+    /// where the tile comes by tensor map: its first row `n0`
+    n0: Reg<U32>,
     /// the values area (buffer 0, block 0), and the thread's copies
     vs0: Reg<U32>,
     vcopies: Vec<VCopy>,
@@ -262,8 +275,15 @@ fn issue(
     taken: &[Reg<U32>],
     buf: Reg<U32>,
 ) {
-    issue_x(b, sh, st, m, buf);
-    issue_values(b, sh, gt, io, st, taken, buf);
+    if !x_by_map(st) {
+        issue_x(b, sh, st, m, buf);
+    }
+    issue_values(b, sh, gt, io, st, m, taken, buf);
+}
+
+/// Whether the input tile lands by a tensor-map copy ([`mcast::XCopy`]).
+fn x_by_map(st: &Stage) -> bool {
+    st.mc.as_ref().is_some_and(|mc| mc.xmap.is_some())
 }
 
 /// The input tile's copies of a step (input block `m`) into buffer `buf`.
@@ -274,20 +294,23 @@ fn issue_x(b: &mut KernelBuilder, sh: &Shape, st: &Stage, m: Reg<U32>, buf: Reg<
     let rstep = THREADS / sh.cpr;
     for (j, (&src, &size)) in st.src.iter().zip(&st.size).enumerate() {
         let s = b.add(src, cb);
-        let d = b.add(xd, j as u32 * rstep * sh.pitch);
+        let d = b.add(xd, j as u32 * rstep * sh.xpitch);
         b.cp_async_cg(sptr::<U32>(d), gptr(s), Some(size.into()));
     }
 }
 
 /// The values blocks' copies of a step (the taken slots) into buffer
-/// `buf`: the thread's `cp.async` units, or (a cluster) its multicast
-/// row.
+/// `buf`: the thread's `cp.async` units, or (a cluster) the elected
+/// lane's multicast copies, and there the input tile of block `m` too
+/// where it comes by tensor map.
+#[allow(clippy::too_many_arguments)]
 fn issue_values(
     b: &mut KernelBuilder,
     sh: &Shape,
     gt: &GroupTile,
     io: &Io,
     st: &Stage,
+    m: Reg<U32>,
     taken: &[Reg<U32>],
     buf: Reg<U32>,
 ) {
@@ -296,7 +319,12 @@ fn issue_values(
     let voff = b.mul_lo(buf, gt.g * sh.vbuf());
     let vbase = b.add(st.vs0, voff);
     if let Some(mc) = &st.mc {
-        mcast::issue_values(b, sh, mc, taken, vbase, buf);
+        let x = x_by_map(st).then_some(mcast::XCopy {
+            tile: st.xdst,
+            m,
+            n0: st.n0,
+        });
+        mcast::issue_values(b, sh, mc, taken, vbase, buf, x);
         return;
     }
     let Some(values) = io.values else {
@@ -396,6 +424,15 @@ enum BLane {
     Swizzled(Vec<Reg<U32>>),
 }
 
+/// The lane's `A` operand address in buffer 0.
+enum ALane {
+    /// in the padded rows (chunk `kc` at `+ 32·kc`)
+    Padded(Reg<U32>),
+    /// in the swizzled rows of a tensor-map copy, one a chunk `kc`
+    /// ([`mcast::a_lanes`])
+    Swizzled(Vec<Reg<U32>>),
+}
+
 /// The MMAs of one step from buffer `buf`: sub-tile `h` runs when its
 /// output block took an entry (`live[h]`).
 #[allow(clippy::too_many_arguments)]
@@ -403,7 +440,7 @@ fn compute<T: MmaInput>(
     b: &mut KernelBuilder,
     sh: &Shape,
     gt: &GroupTile,
-    a_lane: Reg<U32>,
+    a_lane: &ALane,
     b_lane: &BLane,
     subs: &[Sub],
     live: &[Reg<Pred>],
@@ -411,7 +448,10 @@ fn compute<T: MmaInput>(
     buf: Reg<U32>,
 ) {
     let xoff = b.mul_lo(buf, sh.buf());
-    let abase = b.add(a_lane, xoff);
+    let abase = match a_lane {
+        ALane::Padded(l) => b.add(*l, xoff),
+        ALane::Swizzled(_) => xoff,
+    };
     let voff = b.mul_lo(buf, gt.g * sh.vbuf());
     let bset = match b_lane {
         BLane::Padded(l) => b.add(*l, voff),
@@ -422,9 +462,14 @@ fn compute<T: MmaInput>(
         .map(|s| b.mad_lo(s.g, sh.vbuf(), bset))
         .collect();
     for kc in 0..sh.chunks() {
+        // the chunk's row `wt0 + lane % 16` (+ 16·mi: whole repeats on)
+        let (abase, at) = match a_lane {
+            ALane::Padded(_) => (abase, kc * 32),
+            ALane::Swizzled(lanes) => (b.add(abase, lanes[kc as usize]), 0),
+        };
         let frag_a: Vec<FragA<T>> = (0..sh.mt)
             .map(|mi| {
-                let p = b.add(abase, mi * 16 * sh.pitch + kc * 32);
+                let p = b.add(abase, mi * 16 * sh.xpitch + at);
                 FragA {
                     regs: ldsm4::<T>(b, p, false),
                 }
@@ -496,9 +541,11 @@ fn kernel<T: MmaInput>(
     io: &Io,
     mk_lists: &MakeLists,
     bias: Option<&Bias>,
-    map: Option<TensorMapRef>,
+    map: Option<(TensorMapRef, Option<TensorMapRef>)>,
 ) -> Result<PtxModule> {
     let cluster = map.is_some();
+    // the input tile by tensor map (the forward's cluster kernel)
+    let xmap = map.and_then(|(_, x)| x);
     let smem = b.dynamic_shared::<U32>("smem", 16);
     let tid = b.tid_x();
     let lane = b.and(tid, 31u32);
@@ -515,8 +562,15 @@ fn kernel<T: MmaInput>(
     let mid = b.shr(lane, 3u32);
     let mid = b.and(mid, 1u32);
     let xs0 = b.shared_elem(&smem, 0u32).reg;
+    // a token tile a tensor copy lands is aligned to the swizzle's
+    // repeat, and so are the values blocks after both buffers
+    let xs0 = if xmap.is_some() {
+        mcast::values_base(&mut b, sh, xs0)
+    } else {
+        xs0
+    };
     let vs0 = b.add(xs0, 2 * sh.buf());
-    let vs0 = if cluster {
+    let vs0 = if cluster && xmap.is_none() {
         mcast::values_base(&mut b, sh, vs0)
     } else {
         vs0
@@ -524,8 +578,12 @@ fn kernel<T: MmaInput>(
     let sched = b.add(vs0, 2 * gt.g * sh.vbuf());
     // A: row wt0 + lane % 16, 16-byte unit lane / 16
     let arow = b.add(wt0, l16);
-    let a_lane = b.mad_lo(arow, sh.pitch, xs0);
-    let a_lane = b.mad_lo(hi16, 16u32, a_lane);
+    let a_lane = if xmap.is_some() {
+        ALane::Swizzled(mcast::a_lanes(&mut b, sh, xs0, arow, hi16))
+    } else {
+        let a_lane = b.mad_lo(arow, sh.xpitch, xs0);
+        ALane::Padded(b.mad_lo(hi16, 16u32, a_lane))
+    };
     // the warp's sub-tiles: whole blocks (wn ≥ B) or part of one
     let fo = if sh.wn >= sh.bs {
         b.mov(0u32)
@@ -563,8 +621,12 @@ fn kernel<T: MmaInput>(
     // staging: the thread's chunk of a row and first row
     let ch = b.and(tid, sh.cpr - 1);
     let row0 = b.shr(tid, log2(sh.cpr));
-    let xdst = b.mad_lo(row0, sh.pitch, xs0);
-    let xdst = b.mad_lo(ch, 16u32, xdst);
+    let xdst = if xmap.is_some() {
+        xs0
+    } else {
+        let xdst = b.mad_lo(row0, sh.xpitch, xs0);
+        b.mad_lo(ch, 16u32, xdst)
+    };
     let ch16 = b.shl(ch, 4u32);
     let ch16 = b.u32_to_u64(ch16);
     let last = b.sub(io.n, 1u32);
@@ -576,7 +638,11 @@ fn kernel<T: MmaInput>(
     let groups = b.div(groups, gt.g);
     let total = b.mul_lo(ntiles, groups);
     let lists = mk_lists(&mut b, sched, tid);
-    let mc = map.map(|m| Rc::new(mcast::setup(&mut b, gt, tid, m)));
+    let mc = map.map(|(m, x)| Rc::new(mcast::setup(&mut b, gt, tid, m, x)));
+    // the warp's sub-tiles' words of `took` (a cluster)
+    let took: Option<Vec<Reg<U32>>> = mc
+        .as_ref()
+        .map(|mc| subs.iter().map(|s| b.mad_lo(s.g, 4u32, mc.took)).collect());
     let vcopies = if cluster {
         Vec::new()
     } else {
@@ -606,7 +672,8 @@ fn kernel<T: MmaInput>(
         let n0 = b.shl(ti, log2(sh.tokens));
         let mut src = Vec::new();
         let mut size = Vec::new();
-        for j in 0..copies {
+        // (none where the tile comes by tensor map)
+        for j in 0..if xmap.is_some() { 0 } else { copies } {
             let r = b.add(n0, row0);
             let r = b.add(r, j * rstep);
             let inside = b.setp(Cmp::Lt, r, io.n);
@@ -621,6 +688,7 @@ fn kernel<T: MmaInput>(
             src,
             size,
             xdst,
+            n0,
             vs0,
             vcopies: vcopies.clone(),
             mc: mc.clone(),
@@ -644,7 +712,11 @@ fn kernel<T: MmaInput>(
             need
         });
         let cur_m = b.var::<U32>(m);
-        let cur: Vec<_> = taken.iter().map(|&s| b.var::<U32>(s)).collect();
+        // (a cluster reads them from `took`)
+        let cur: Vec<_> = match &took {
+            None => taken.iter().map(|&s| b.var::<U32>(s)).collect(),
+            Some(_) => Vec::new(),
+        };
         let any = b.setp(Cmp::Ne, m, NONE);
         if mc.is_some() {
             // the peer has read both buffers (the previous tile)
@@ -657,7 +729,9 @@ fn kernel<T: MmaInput>(
         if mc.is_some() {
             b.cluster_arrive(crate::dsl::ClusterArrive::Release);
         }
-        b.cp_async_commit_group();
+        if xmap.is_none() {
+            b.cp_async_commit_group();
+        }
         let buf = b.var::<U32>(0u32);
         let running = |b: &mut KernelBuilder| {
             let m = b.get(&cur_m);
@@ -675,29 +749,44 @@ fn kernel<T: MmaInput>(
             let more = b.setp(Cmp::Ne, nm, NONE);
             match &mc {
                 None => b.if_(more, |b| issue(b, sh, gt, io, &st, nm, &ntaken, nbuf)),
+                Some(_) if xmap.is_some() => {
+                    // `x` and the values by the elected lane once the
+                    // peer has read buffer `nbuf` (the previous step)
+                    b.cluster_wait();
+                    b.if_(more, |b| issue(b, sh, gt, io, &st, nm, &ntaken, nbuf));
+                }
                 Some(_) => {
                     // `x` first; the values once the peer has read
                     // buffer `nbuf` (the previous step)
                     b.if_(more, |b| issue_x(b, sh, &st, nm, nbuf));
                     b.cluster_wait();
-                    b.if_(more, |b| issue_values(b, sh, gt, io, &st, &ntaken, nbuf));
+                    b.if_(more, |b| {
+                        issue_values(b, sh, gt, io, &st, nm, &ntaken, nbuf);
+                    });
                 }
             }
-            b.cp_async_commit_group();
-            b.cp_async_wait_group(1);
+            // (no `cp.async` where every copy is a tensor copy)
+            if xmap.is_none() {
+                b.cp_async_commit_group();
+                b.cp_async_wait_group(1);
+            }
             b.bar_sync();
             if let Some(mc) = &mc {
                 mcast::wait_full(b, mc, cb);
             }
-            let slots: Vec<Reg<U32>> = cur.iter().map(|v| b.get(v)).collect();
-            let live: Vec<Reg<Pred>> = subs
-                .iter()
-                .map(|s| {
-                    let slot = pick(b, &slots, s.g);
-                    b.setp(Cmp::Ne, slot, NONE)
-                })
-                .collect();
-            compute::<T>(b, sh, gt, a_lane, &b_lane, &subs, &live, &acc, cb);
+            let live: Vec<Reg<Pred>> = match (&mc, &took) {
+                (Some(mc), Some(at)) => at.iter().map(|&a| mcast::took(b, mc, a, cb)).collect(),
+                _ => {
+                    let slots: Vec<Reg<U32>> = cur.iter().map(|v| b.get(v)).collect();
+                    subs.iter()
+                        .map(|s| {
+                            let slot = pick(b, &slots, s.g);
+                            b.setp(Cmp::Ne, slot, NONE)
+                        })
+                        .collect()
+                }
+            };
+            compute::<T>(b, sh, gt, &a_lane, &b_lane, &subs, &live, &acc, cb);
             if mc.is_some() {
                 mcast::release(b);
             }
@@ -738,107 +827,6 @@ fn kernel<T: MmaInput>(
         mcast::slow_path(&mut b, mc);
     }
     b.finish()
-}
-
-/// Store the warp's accumulators: lane `(g, t)` holds rows `g` and `g + 8`
-/// of each 16-row tile, features `2t`, `2t + 1` of each 8-feature tile;
-/// output features past the last block are not stored.
-#[allow(clippy::too_many_arguments)]
-fn epilogue(
-    b: &mut KernelBuilder,
-    sh: &Shape,
-    gt: &GroupTile,
-    io: &Io,
-    bias: Option<&Bias>,
-    acc: &[Vec<FragC>],
-    (n0, o0): (Reg<U32>, Reg<U32>),
-    (wt0, wf0): (Reg<U32>, Reg<U32>),
-    (g, t): (Reg<U32>, Reg<U32>),
-) {
-    let _ = gt;
-    let obase = b.mul_lo(o0, sh.bs);
-    let f0 = b.add(obase, wf0);
-    let t2 = b.shl(t, 1u32);
-    let f0 = b.add(f0, t2);
-    // per fragment column: the feature is inside the layer
-    let fin: Vec<Reg<Pred>> = (0..sh.nt)
-        .map(|ni| {
-            let f = b.add(f0, ni * 8);
-            b.setp(Cmp::Lt, f, io.out_width)
-        })
-        .collect();
-    let biases = bias.map(|bi| {
-        let on = b.setp(Cmp::Ne, bi.on, 0u32);
-        let vars: Vec<[_; 2]> = (0..sh.nt)
-            .map(|_| [b.var::<F32>(0.0f32), b.var::<F32>(0.0f32)])
-            .collect();
-        b.if_(on, |b| {
-            let bp = b.offset(bi.ptr, f0);
-            for (ni, v) in vars.iter().enumerate() {
-                b.if_(fin[ni], |b| {
-                    let [lo, hi] = b.ld_global_v2(bp, (ni * 8) as i32);
-                    b.set(&v[0], lo);
-                    b.set(&v[1], hi);
-                });
-            }
-        });
-        let regs: Vec<[Reg<F32>; 2]> = vars.iter().map(|v| [b.get(&v[0]), b.get(&v[1])]).collect();
-        (on, regs)
-    });
-    let rbase = b.add(n0, wt0);
-    let rbase = b.add(rbase, g);
-    let mut rows = Vec::new();
-    for (mi, frags) in acc.iter().enumerate() {
-        for h in 0..2u32 {
-            let row = b.add(rbase, mi as u32 * 16 + 8 * h);
-            let inside = b.setp(Cmp::Lt, row, io.n);
-            let el = b.mul_wide_u32(row, io.out_width);
-            let f = b.u32_to_u64(f0);
-            let el = b.add(el, f);
-            let vals: Vec<[Reg<F32>; 2]> = frags
-                .iter()
-                .enumerate()
-                .map(|(ni, fc)| {
-                    let v = [fc.regs[2 * h as usize], fc.regs[2 * h as usize + 1]];
-                    match &biases {
-                        Some((on, bv)) => [0, 1].map(|q| {
-                            let s = b.fadd(Rounding::Rn, v[q], bv[ni][q]);
-                            b.selp(*on, s, v[q])
-                        }),
-                        None => v,
-                    }
-                })
-                .collect();
-            let oks: Vec<Reg<Pred>> = fin.iter().map(|&p| b.pand(inside, p)).collect();
-            rows.push((oks, el, vals));
-        }
-    }
-    let bf16 = b.setp(Cmp::Ne, io.out_bf16, 0u32);
-    b.if_else(
-        bf16,
-        |b| {
-            for (oks, el, vals) in &rows {
-                let by = b.shl(*el, 1u32);
-                let p = b.add(by, io.out);
-                let yp = GlobalPtr::<U32>::from_reg(p);
-                for (ni, v) in vals.iter().enumerate() {
-                    let h2 = b.cvt_to_bf16x2(v[1], v[0]);
-                    let w = b.packed_bits(h2);
-                    b.guarded(oks[ni], |b| b.st_global(yp, (ni * 4) as i32, w));
-                }
-            }
-        },
-        |b| {
-            for (oks, el, vals) in &rows {
-                let by = b.shl(*el, 2u32);
-                let p = b.add(by, io.out);
-                let yp = GlobalPtr::<F32>::from_reg(p);
-                for (ni, v) in vals.iter().enumerate() {
-                    b.guarded(oks[ni], |b| b.st_global_v2(yp, (ni * 8) as i32, *v));
-                }
-            }
-        },
-    );
 }
 
 fn builder(name: &str, sm: Sm, cluster: bool) -> KernelBuilder {
@@ -899,13 +887,21 @@ fn forward_built<T: MmaInput>(
     let (io, map, (col, k, bias, has_bias)) = if cluster {
         let p = b.params::<ForwardTmaArgs>();
         let io = io!(p, None);
-        (io, Some(p.vmap), (p.col, p.k, p.bias, p.has_bias))
+        (
+            io,
+            Some((p.vmap, Some(p.xmap))),
+            (p.col, p.k, p.bias, p.has_bias),
+        )
     } else {
         let p = b.params::<ForwardArgs>();
         let io = io!(p, Some(p.values.addr()));
         (io, None, (p.col, p.k, p.bias, p.has_bias))
     };
-    let sh = if cluster { sh.tma_values() } else { sh };
+    let sh = if cluster {
+        sh.tma_values().tma_input()
+    } else {
+        sh
+    };
     let (r, g) = (io.blocks, gt.g);
     let mk = move |b: &mut KernelBuilder, sched: Reg<U32>, tid: Reg<U32>| -> Box<dyn Lists> {
         let w = b.min(k, wmax);

@@ -16,14 +16,43 @@
 //! slot·B)`, into block `g`'s unpadded slot of the buffer in both CTAs'
 //! shared memory (aligned to the swizzle's repeat), completing on the
 //! buffer's "full" mbarrier in each. The same lane announces the step's
-//! bytes into its own CTA (`B·B·e` per taken block, both CTAs' blocks); every
+//! bytes into its own CTA (`B·B·e` per taken block, both CTAs' blocks,
+//! and its input tile's); every
 //! thread waits on the buffer's phase. `ldmatrix` reads the swizzled rows
-//! at [`b_lanes`]' addresses. `x` stays on `cp.async`, per CTA.
+//! at [`b_lanes`]' addresses.
+//!
+//! The input tile `x` of a step (`tokens × B` elements of block `m`) lands
+//! the same way in the forward ([`Mc::xmap`]): a second map over `x`
+//! (`[N, C·B]`; box `B × tokens`, the same swizzle; [`input_map`]), and
+//! the elected lane of each CTA issues **one** copy (no multicast: each
+//! CTA has its own token tile) at `(m·B, n0)` into the buffer's tile
+//! (aligned to the swizzle's repeat), completing on the same barrier:
+//! its `arrive.expect_tx` counts the tile's `tokens·B·e` bytes too, rows
+//! `n ≥ N` included (the copy fills them with zeros and counts them,
+//! PTX ISA "Tensor Memory Access"; the simulator models the same).
+//! `ldmatrix` reads the `A` rows at [`a_lanes`]' addresses (row = token,
+//! 16-byte chunk = `k/8`, through the swizzle). The map's address must
+//! be 16-byte aligned and its row stride a multiple of 16 bytes (`C·B·e`
+//! always is at `B` ≥ 16): the launch encodes it before anything is
+//! queued, so a misaligned view of `x` is the map's typed error.
+//!
+//! The same lane stores the step's `G` taken slots into `took[buf]`
+//! (static shared memory, [`Mc::took`]); after the step's `bar.sync`
+//! each warp reads its sub-tiles' slots there with one load each
+//! ([`took`]) instead of picking them out of the `G` slot registers by a
+//! runtime index. (`took` is declared before the barriers: declared
+//! after them, ptxas wrapped the barriers' `tid == 0` initialisation in
+//! a loop over the active lanes.)
 //!
 //! Buffer reuse across the CTAs: after a step's MMAs every thread fences
-//! its generic reads before the async proxy's writes and arrives at the
+//! its generic reads before the async proxy's writes
+//! (`fence.proxy.async`: of the values blocks and, where it comes by tensor
+//! map, of the input tile, which the CTA's next `bar.sync` then orders
+//! before its own lane's next copy into it) and arrives at the
 //! cluster barrier (release); the wait comes just before the next copies
-//! into a buffer (one step later), after the CTA's own `x` copies. Each
+//! into a buffer (one step later), after the CTA's own `x` copies where
+//! they are `cp.async` (a kernel without [`Mc::xmap`]), else before the
+//! elected lane's `x` and values copies. Each
 //! CTA tile's prologue waits and arrives once more (nothing read in
 //! between), the kernel arrives once after the barriers' init and waits
 //! once before it exits, so arrives and waits alternate.
@@ -42,14 +71,18 @@ use super::shape::Shape;
 /// CTAs of a cluster.
 pub(super) const CLUSTER: u32 = 2;
 
-/// Bytes of the kernel's static shared memory (the two mbarriers), which
-/// the schedule window leaves beside the dynamic shared memory.
-pub(super) const STATIC_BYTES: u64 = 16;
+/// Bytes of the kernel's static shared memory (the two mbarriers, and
+/// the taken slots of both buffers, [`Mc::took`]: `2·G` words, `G` ≤
+/// 16), which the schedule window leaves beside the dynamic shared
+/// memory.
+pub(super) const STATIC_BYTES: u64 = 16 + 2 * 16 * 4;
 
 /// Whether the grouped forward of `prec` at `B` = `bs` multicasts its
 /// values blocks on `sm` (sm_90, sm_100, sm_100a): bf16/f16 at `B` 32 and
 /// 64, where the roofline model reads the cluster kernel faster (H200,
-/// 50 %: `B` 32 43.1 → 38.4 µs, `B` 64 39.4 → 23.7 µs; docs/perf.md). The
+/// 50 %, the tensor copies' L2 bytes counted: `B` 32 43.1 → 33.6 µs, the
+/// L2 traffic 305.7 → 238.6 MB; `B` 64 L2-bound at 33.2 µs, 235.6 MB
+/// against ≈ 300 MB without a cluster; docs/perf.md). The
 /// kernel is built and correct at `B` 16 too ([`buildable`]; tested on
 /// the simulator), but no roofline problem measures `B` 16, so it keeps
 /// the kernel without a cluster. The copies are issued by the lane
@@ -92,15 +125,45 @@ pub(super) fn align_slack(rowb: u32) -> u64 {
 /// `B` elements, box `B × B`, the swizzle whose span is a row (32, 64 or
 /// 128 bytes).
 pub fn values_map(prec: TcPrecision, bs: u32, address: u64, slots: u64) -> TiledDesc {
-    let dtype = match prec {
-        TcPrecision::F16 => TensorDataType::F16,
-        TcPrecision::Bf16 => TensorDataType::Bf16,
-        TcPrecision::Tf32 => TensorDataType::F32,
-    };
+    let dtype = dtype(prec);
     let e = u64::from(dtype.size_bytes());
     let b = u64::from(bs);
     TiledDesc::new(dtype, address, &[b, slots * b], &[b * e], &[bs, bs])
         .swizzle(swizzle(bs * e as u32))
+}
+
+/// The tensor map's description of the forward's input `x` at `address`
+/// (`u16` elements of `prec`, `[n, in_width]` row-major; bf16/f16 `B` =
+/// `bs` of 16, 32 or 64) for CTA tiles of `tokens` rows: box `B ×
+/// tokens` (one input block of a token tile), the swizzle whose span is
+/// the box's row (32, 64, 128 bytes), rows `n ≥ N` zero-filled by the
+/// copy.
+pub fn input_map(
+    prec: TcPrecision,
+    bs: u32,
+    tokens: u32,
+    address: u64,
+    n: u64,
+    in_width: u64,
+) -> TiledDesc {
+    let dtype = dtype(prec);
+    let e = u64::from(dtype.size_bytes());
+    TiledDesc::new(
+        dtype,
+        address,
+        &[in_width, n],
+        &[in_width * e],
+        &[bs, tokens],
+    )
+    .swizzle(swizzle(bs * e as u32))
+}
+
+fn dtype(prec: TcPrecision) -> TensorDataType {
+    match prec {
+        TcPrecision::F16 => TensorDataType::F16,
+        TcPrecision::Bf16 => TensorDataType::Bf16,
+        TcPrecision::Tf32 => TensorDataType::F32,
+    }
 }
 
 /// Per-thread constants of the multicast staging.
@@ -113,6 +176,16 @@ pub(super) struct Mc {
     /// rank 1
     odd: Reg<Pred>,
     map: TensorMapRef,
+    /// the input tile's map ([`input_map`]) where `x` lands by tensor
+    /// copy too (the forward), else none (`x` by `cp.async`)
+    pub(super) xmap: Option<TensorMapRef>,
+    /// `took[buf][g]` (`G` words a buffer): the slot output block `g`
+    /// takes in the step staged into buffer `buf` (none: `u32::MAX`),
+    /// stored by the elected lane with the step's copies, so that each
+    /// warp reads its sub-tiles' with one load each instead of picking
+    /// them from the `G` registers (a `selp` chain a sub-tile)
+    pub(super) took: Reg<U32>,
+    g: u32,
     /// bit `b`: the parity of buffer `b`'s next phase
     phases: Var<U32>,
     /// the wait's retry loop, out of line after the kernel's end (so the
@@ -127,8 +200,17 @@ pub(super) struct Mc {
 
 /// Declare and initialise the barriers and the kernel's first cluster
 /// arrive.
-pub(super) fn setup(b: &mut KernelBuilder, gt: &GroupTile, tid: Reg<U32>, map: TensorMapRef) -> Mc {
+pub(super) fn setup(
+    b: &mut KernelBuilder,
+    gt: &GroupTile,
+    tid: Reg<U32>,
+    map: TensorMapRef,
+    xmap: Option<TensorMapRef>,
+) -> Mc {
     assert!(gt.g.is_multiple_of(CLUSTER));
+    assert!(gt.g <= 16 && gt.g.is_multiple_of(4));
+    let took = b.shared_array::<U32>("took", 2 * gt.g, 16);
+    let took = b.shared_elem(&took, 0u32).reg;
     let bars = b.shared_array::<U64>("full", 2, 8);
     let full = b.shared_elem(&bars, 0u32).reg;
     let rank = b.cluster_ctarank();
@@ -152,6 +234,9 @@ pub(super) fn setup(b: &mut KernelBuilder, gt: &GroupTile, tid: Reg<U32>, map: T
         warp0,
         odd,
         map,
+        xmap,
+        took,
+        g: gt.g,
         phases,
         slow,
         resume,
@@ -191,6 +276,30 @@ pub(super) fn b_lanes(
         .collect()
 }
 
+/// The lane's `ldmatrix` row address of each MMA chunk `kc` of a token
+/// tile a tensor-map copy landed at `xs0` (buffer 0; rows of `B`
+/// elements): row `row` (`wt0 + lane % 16`), 16-byte chunk `hi + 2·kc`
+/// (`hi` = `lane / 16`), through the swizzle. The buffer offset and the
+/// 16 rows of each further fragment are multiples of the swizzle's
+/// repeat, so they add to these unchanged.
+pub(super) fn a_lanes(
+    b: &mut KernelBuilder,
+    sh: &Shape,
+    xs0: Reg<U32>,
+    row: Reg<U32>,
+    hi: Reg<U32>,
+) -> Vec<Reg<U32>> {
+    let s = swizzle(sh.rowb);
+    assert!((16 * sh.rowb).is_multiple_of(s.pattern_bytes()));
+    assert!(sh.buf().is_multiple_of(s.pattern_bytes()));
+    (0..sh.chunks())
+        .map(|kc| {
+            let c = b.add(hi, 2 * kc);
+            b.swizzled_chunk(sptr::<U32>(xs0), s, sh.rowb, row, c).reg
+        })
+        .collect()
+}
+
 fn bar(b: &mut KernelBuilder, mc: &Mc, buf: Reg<U32>) -> SharedMbarrier {
     SharedMbarrier {
         reg: b.mad_lo(buf, 8u32, mc.full),
@@ -210,12 +319,25 @@ pub(super) fn issue_values(
     taken: &[Reg<U32>],
     vbase: Reg<U32>,
     buf: Reg<U32>,
+    x: Option<XCopy>,
 ) {
     let fb = bar(b, mc, buf);
     b.if_(mc.warp0, |b| {
         let (_, leader) = b.elect_sync(u32::MAX);
-        b.if_(leader, |b| issue_elected(b, sh, mc, taken, vbase, fb));
+        b.if_(leader, |b| {
+            issue_elected(b, sh, mc, taken, vbase, (fb, buf), x)
+        });
     });
+}
+
+/// A step's input-tile copy by [`Mc::xmap`]: the box of input block `m`
+/// at `(m·B, n0)` into the buffer's token tile (buffer 0's at `tile`,
+/// aligned to the swizzle's repeat), in this CTA only.
+#[derive(Clone, Copy)]
+pub(super) struct XCopy {
+    pub(super) tile: Reg<U32>,
+    pub(super) m: Reg<U32>,
+    pub(super) n0: Reg<U32>,
 }
 
 /// The elected lane's part of [`issue_values`].
@@ -225,15 +347,30 @@ fn issue_elected(
     mc: &Mc,
     taken: &[Reg<U32>],
     vbase: Reg<U32>,
-    fb: SharedMbarrier,
+    (fb, buf): (SharedMbarrier, Reg<U32>),
+    x: Option<XCopy>,
 ) {
-    let mut bytes = b.mov(0u32);
+    // the input tile's bytes (rows past `N` filled, and counted), then
+    // each taken block's
+    let mut bytes = b.mov(if x.is_some() { sh.buf() } else { 0 });
     for &s in taken {
         let t = b.setp(Cmp::Ne, s, NONE);
         let more = b.add(bytes, sh.bs * sh.rowb);
         bytes = b.selp(t, more, bytes);
     }
     let _ = b.mbarrier_arrive_expect_tx(fb, bytes);
+    // the slots for the warps' sub-tiles (read after the next `bar.sync`)
+    let at = b.mad_lo(buf, 4 * mc.g, mc.took);
+    for (j, four) in taken.chunks(4).enumerate() {
+        let v = [four[0], four[1], four[2], four[3]];
+        b.st_shared_v4(sptr::<U32>(at), 4 * j as i32, v);
+    }
+    if let (Some(x), Some(map)) = (x, mc.xmap) {
+        let dst = b.mad_lo(buf, sh.buf(), x.tile);
+        let col = b.shl(x.m, sh.bs.trailing_zeros());
+        let coords = [b.u32_as_s32(col).into(), b.u32_as_s32(x.n0).into()];
+        b.cp_async_bulk_tensor(sptr::<U32>(dst), map, &coords, fb);
+    }
     // block `2·j + rank`
     let own = b.mad_lo(mc.rank, sh.vbuf(), vbase);
     for (j, pair) in taken.chunks(2).enumerate() {
@@ -247,6 +384,14 @@ fn issue_elected(
             b.cp_async_bulk_tensor_multicast(sptr::<U32>(d), mc.map, &coords, fb, 0b11u32);
         });
     }
+}
+
+/// Whether output block `g` of sub-tile `at` (= [`Mc::took`] `+ 4·g`,
+/// the warp's, hoisted) takes an entry in the step of buffer `buf`.
+pub(super) fn took(b: &mut KernelBuilder, mc: &Mc, at: Reg<U32>, buf: Reg<U32>) -> Reg<Pred> {
+    let a = b.mad_lo(buf, 4 * mc.g, at);
+    let slot = b.ld_shared(sptr::<U32>(a), 0);
+    b.setp(Cmp::Ne, slot, NONE)
 }
 
 /// Every thread waits for buffer `buf`'s current phase (its bulk copies

@@ -169,7 +169,8 @@ fn windows_fit_the_opt_in_shared_memory() {
 /// Grad-input stages padded values blocks on every target (only the
 /// forward's cluster kernel lands them unpadded): its shared memory is
 /// two padded input tiles and two sets of `G` padded blocks, and the
-/// forward's is never more than that plus the swizzle's alignment.
+/// forward's is never more than that (its cluster kernel's: unpadded
+/// input tiles and values blocks, and the swizzle's alignment).
 #[test]
 fn grad_input_keeps_its_padded_staging() {
     for sm in Sm::ALL
@@ -185,9 +186,10 @@ fn grad_input_keeps_its_padded_staging() {
                 assert_eq!(smem_bytes(prec, bs, sm, None), padded, "{prec} B {bs} {sm}");
                 let fwd = smem_bytes_in(prec, bs, sm, Some((0, 0)));
                 if forward_cluster(sm, prec, bs) > 1 {
+                    // the input tiles unpadded too (by tensor map)
                     let slack = u64::from(mcast::swizzle(bs * e).pattern_bytes());
                     let vals = 2 * u64::from(t.g * bs * bs * e);
-                    assert_eq!(fwd, 2 * u64::from(t.tokens) * pitch + slack + vals);
+                    assert_eq!(fwd, 2 * u64::from(t.tokens * bs * e) + slack + vals);
                     assert!(fwd < padded, "{prec} B {bs} {sm}");
                 } else {
                     assert_eq!(fwd, padded, "{prec} B {bs} {sm}");
@@ -197,11 +199,12 @@ fn grad_input_keeps_its_padded_staging() {
     }
 }
 
-/// The cluster kernel (values by tensor-map multicast) at bf16/f16 `B`
+/// The cluster kernel (values by tensor-map multicast, `x` by a tensor
+/// map) at bf16/f16 `B`
 /// 16 (built, [`mcast::buildable`], but not enabled) and 32 (enabled), with
 /// small schedule windows, on the simulator of `sm` (checks on), launched
 /// as the forward's launch code
-/// launches it (pairs of CTAs, the values' tensor map): equal to the host
+/// launches it (pairs of CTAs, the values' and the input's tensor maps): equal to the host
 /// model bit for bit, with windows of 3, an odd token-tile count, ragged
 /// `N` and `R`, empty slots, more cluster tiles than clusters, and ±∞/NaN
 /// inputs.
@@ -241,6 +244,10 @@ fn run_cluster<M: MmaInput>(sm: Sm, prec: TcPrecision, bs: usize, r: usize, n: u
     cfg.dynamic_smem_bytes = smem_bytes_in(prec, bs as u32, sm, Some((k as u32, w))) as u32;
     let vaddr = st.arg("values", &dv).unwrap().addr;
     let desc = mcast::values_map(prec, bs as u32, vaddr, (r * k) as u64);
+    let xaddr = st.arg("x", &dx).unwrap().addr;
+    let tokens = group_tile(prec, bs as u32, sm).tokens;
+    let inw = dims.in_features() as u64;
+    let xdesc = mcast::input_map(prec, bs as u32, tokens, xaddr, n as u64, inw);
     let args = ForwardTmaArgs {
         x: DevPtr::new(st.arg("x", &dx).unwrap().addr),
         col: st.arg("col", topo.col()).unwrap(),
@@ -253,6 +260,7 @@ fn run_cluster<M: MmaInput>(sm: Sm, prec: TcPrecision, bs: usize, r: usize, n: u
         has_bias: 1,
         out_bf16: 0,
         vmap: TensorMap::encode_tiled(st.context(), &desc).unwrap(),
+        xmap: TensorMap::encode_tiled(st.context(), &xdesc).unwrap(),
     };
     let m = forward_built::<M>(sm, prec, bs as u32, w, true).unwrap();
     st.launch(&m, cfg, &args.args()).unwrap();

@@ -34,6 +34,7 @@ pub mod tiled_values;
 pub mod values_cluster;
 pub mod values_tiles;
 pub use grouped::{GroupTile, group_tile};
+pub use grouped_mcast::input_map as forward_input_map;
 pub use grouped_mcast::values_map as forward_values_map;
 pub use tiled_values::{ValuesTile, values_tile};
 pub use values_cluster::GradValuesTmaArgs;
@@ -69,7 +70,8 @@ kernel_params! {
     /// clusters ([`grouped::forward_cluster`] > 1): [`ForwardArgs`] with
     /// the values as a tensor map ([`forward_values_map`], encoded by
     /// [`TensorMap::encode_tiled`](crate::tensor_map::TensorMap::encode_tiled))
-    /// instead of a pointer.
+    /// instead of a pointer, and `x` as a second one too
+    /// ([`forward_input_map`]; the pointer `x` is then not read).
     pub struct ForwardTmaArgs => ForwardTmaRegs {
         x: Ptr<U32>,
         col: Ptr<S32>,
@@ -82,6 +84,7 @@ kernel_params! {
         has_bias: U32,
         out_bf16: U32,
         vmap: TensorMapParam,
+        xmap: TensorMapParam,
     }
 }
 

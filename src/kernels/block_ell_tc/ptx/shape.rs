@@ -22,6 +22,10 @@ pub(super) struct Shape {
     /// `pitch`, or the unpadded row where a tensor-map copy lands it
     /// swizzled ([`Shape::tma_values`])
     pub(super) vpitch: u32,
+    /// bytes between the rows of a staged token tile: the padded
+    /// `pitch`, or the unpadded row where a tensor-map copy lands it
+    /// swizzled ([`Shape::tma_input`])
+    pub(super) xpitch: u32,
     /// 16-byte copies per staged row
     pub(super) cpr: u32,
     /// token rows per staged tile
@@ -59,6 +63,7 @@ impl Shape {
             rowb,
             pitch: rowb + pad,
             vpitch: rowb + pad,
+            xpitch: rowb + pad,
             cpr: rowb / 16,
             tokens,
             q: prec.chunk() as u32,
@@ -71,13 +76,21 @@ impl Shape {
     }
     /// bytes of one buffer of a token tile
     pub(super) fn buf(&self) -> u32 {
-        self.tokens * self.pitch
+        self.tokens * self.xpitch
     }
     /// The shape with its values blocks unpadded (rows of `B` elements,
     /// landed swizzled by a tensor-map copy).
     pub(super) fn tma_values(self) -> Self {
         Shape {
             vpitch: self.rowb,
+            ..self
+        }
+    }
+    /// The shape with its token tiles unpadded (rows of `B` elements,
+    /// landed swizzled by a tensor-map copy).
+    pub(super) fn tma_input(self) -> Self {
+        Shape {
+            xpitch: self.rowb,
             ..self
         }
     }
