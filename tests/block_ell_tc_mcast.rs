@@ -194,8 +194,9 @@ fn misaligned_values_are_a_typed_error() {
 /// tensor-map multicast (and no per-row bulk copy) exactly where
 /// [`ptx::grouped::forward_cluster`] says 2, and that only for bf16/f16
 /// at `B` 32 and 64 on targets with clusters and tensor copies (some
-/// target does: [`multicast_sms`] is not empty); grad-input keeps its kernel
-/// without a cluster; the targets without tensor cores refuse both.
+/// target does: [`multicast_sms`] is not empty); grad-input has its
+/// cluster where [`ptx::grouped::grad_input_cluster`] says 2; the targets
+/// without tensor cores refuse both.
 #[test]
 fn cluster_only_where_it_multicasts() {
     assert!(!multicast_sms(64).is_empty() && !multicast_sms(32).is_empty());
@@ -234,9 +235,11 @@ fn cluster_only_where_it_multicasts() {
                 !t.contains("cp.async.bulk.shared::cluster.global"),
                 "{sm} {prec:?} B {b}"
             );
-            // grad-input keeps its kernel
+            // grad-input has its cluster by its own rule
+            // (tests/block_ell_tc_gi_mcast.rs)
             let g = ptx::generate_grad_input(sm, prec, b).unwrap().ptx;
-            assert!(!g.contains("reqnctapercluster"), "{sm} {prec:?} B {b}");
+            let gi = ptx::grouped::grad_input_cluster(sm, prec, b) > 1;
+            assert_eq!(g.contains("reqnctapercluster"), gi, "{sm} {prec:?} B {b}");
         }
     }
 }

@@ -166,12 +166,13 @@ fn windows_fit_the_opt_in_shared_memory() {
     assert_eq!(window(TcPrecision::Bf16, 64, Sm::Sm86), 288);
 }
 
-/// Grad-input stages padded values blocks on every target (only the
-/// forward's cluster kernel lands them unpadded): its shared memory is
-/// two padded input tiles and two sets of `G` padded blocks, and the
-/// forward's is never more than that plus the swizzle's alignment.
+/// The grouped kernels stage padded values blocks except where they run
+/// in clusters (the forward's and grad-input's cluster kernels land them
+/// unpadded): two padded input tiles and two sets of `G` padded blocks,
+/// or the input tiles, the swizzle's alignment and two sets of unpadded
+/// blocks (less).
 #[test]
-fn grad_input_keeps_its_padded_staging() {
+fn staging_is_unpadded_only_in_clusters() {
     for sm in Sm::ALL
         .into_iter()
         .filter(|s| s.supports(crate::Feature::MmaSync))
@@ -182,16 +183,24 @@ fn grad_input_keeps_its_padded_staging() {
                 let pitch = u64::from(bs * e + 16);
                 let t = group_tile(prec, bs, sm);
                 let padded = 2 * u64::from(t.tokens) * pitch + 2 * u64::from(t.g * bs) * pitch;
-                assert_eq!(smem_bytes(prec, bs, sm, None), padded, "{prec} B {bs} {sm}");
-                let fwd = smem_bytes_in(prec, bs, sm, Some((0, 0)));
-                if forward_cluster(sm, prec, bs) > 1 {
-                    let slack = u64::from(mcast::swizzle(bs * e).pattern_bytes());
-                    let vals = 2 * u64::from(t.g * bs * bs * e);
-                    assert_eq!(fwd, 2 * u64::from(t.tokens) * pitch + slack + vals);
-                    assert!(fwd < padded, "{prec} B {bs} {sm}");
+                let slack = u64::from(mcast::swizzle(bs * e).pattern_bytes());
+                let tma =
+                    2 * u64::from(t.tokens) * pitch + slack + 2 * u64::from(t.g * bs * bs * e);
+                assert!(tma < padded, "{prec} B {bs} {sm}");
+                let gi = smem_bytes(prec, bs, sm, None);
+                let want = if grad_input_cluster(sm, prec, bs) > 1 {
+                    tma
                 } else {
-                    assert_eq!(fwd, padded, "{prec} B {bs} {sm}");
-                }
+                    padded
+                };
+                assert_eq!(gi, want, "{prec} B {bs} {sm}");
+                let fwd = smem_bytes_in(prec, bs, sm, Some((0, 0)));
+                let want = if forward_cluster(sm, prec, bs) > 1 {
+                    tma
+                } else {
+                    padded
+                };
+                assert_eq!(fwd, want, "{prec} B {bs} {sm}");
             }
         }
     }
@@ -282,4 +291,67 @@ fn cluster_kernel_b32_matches_the_host_model() {
 #[test]
 fn cluster_kernel_b16_matches_the_host_model() {
     run_cluster::<F16x2>(Sm::Sm100, TcPrecision::F16, 16, 20, 2 * 128 - 37);
+}
+
+/// The grad-input cluster kernel at f16 `B` 16 on sm_100 (G 16; built,
+/// [`mcast::buildable`], but not enabled), launched as the launch code
+/// launches an enabled one (pairs of CTAs, the values' tensor map; two
+/// clusters for three pairs of tiles): equal to the host model bit for
+/// bit, with `C` 20 (a ragged second group), 5 token tiles (the last
+/// pair's second past `N`), empty slots and ±∞/NaN inputs.
+#[test]
+fn grad_input_cluster_kernel_b16_matches_the_host_model() {
+    let (sm, prec, bs) = (Sm::Sm100, TcPrecision::F16, 16usize);
+    let (r, c, k, n) = (14, 20, 7, 5 * 128 - 37);
+    assert!(mcast::buildable(sm, prec, bs as u32));
+    assert!(!mcast::grad_input_enabled(sm, prec, bs as u32));
+    let col = topology(r, c, k);
+    let dims = Dims::new(r, c, k, bs).unwrap();
+    let mut seed = 0x2545_F491_4F6C_DD1D ^ (bs * c) as u64;
+    let mut vf = vals(&mut seed, dims.values_len());
+    for s in (0..r * k).filter(|&s| col[s] < 0) {
+        vf[s * bs * bs..(s + 1) * bs * bs].fill(f32::NAN);
+    }
+    vf[k * bs * bs + 5] = f32::INFINITY;
+    let mut gyf = vals(&mut seed, n * dims.out_features());
+    gyf[7] = f32::NAN;
+    gyf[3 * dims.out_features() + 1] = f32::NEG_INFINITY;
+    let (gy, v) = (to_f16(&gyf), to_f16(&vf));
+    let st = Context::sim(sm).default_stream();
+    let topo = DeviceTopology::upload(&st, &dims, &col).unwrap();
+    let (dgy, dv) = (st.upload(&gy).unwrap(), st.upload(&v).unwrap());
+    let mut gx = st.upload(&vec![7.0f32; n * dims.in_features()]).unwrap();
+    let mut cfg = LaunchConfig::linear(4, THREADS);
+    cfg.dynamic_smem_bytes = stage_bytes(prec, bs as u32, sm, true) as u32;
+    let vaddr = st.arg("values", &dv).unwrap().addr;
+    let desc = mcast::values_map(prec, bs as u32, vaddr, (r * k) as u64);
+    let (offsets, slots) = topo.index();
+    let args = super::super::GradInputTmaArgs {
+        gy: DevPtr::new(st.arg("gy", &dgy).unwrap().addr),
+        offsets: st.arg("offsets", offsets).unwrap(),
+        slots: st.arg("slots", slots).unwrap(),
+        gx: DevPtr::new(st.arg_mut("gx", &mut gx).unwrap().addr),
+        n: n as u32,
+        r: r as u32,
+        c: c as u32,
+        k: k as u32,
+        out_bf16: 0,
+        vmap: TensorMap::encode_tiled(st.context(), &desc).unwrap(),
+    };
+    let m = gi::grad_input_built::<F16x2>(sm, prec, bs as u32, true).unwrap();
+    assert!(m.ptx.contains(".reqnctapercluster 2, 1, 1"));
+    st.launch(&m, cfg, &args.args()).unwrap();
+    let want = host::grad_input(sm, prec, &dims, n, &gy, &v, &col).unwrap();
+    let got = st.to_vec(&gx).unwrap();
+    assert_eq!(got.len(), want.len());
+    let live = want.iter().filter(|v| v.is_finite() && **v != 0.0).count();
+    assert!(2 * live >= want.len(), "{live} live");
+    assert!(want.iter().any(|v| v.is_nan()) && want.iter().any(|v| v.is_infinite()));
+    for (e, (g, h)) in got.iter().zip(&want).enumerate() {
+        assert_eq!(
+            g.to_bits(),
+            h.to_bits(),
+            "grad-input cluster: gx[{e}] {g} != {h}"
+        );
+    }
 }
