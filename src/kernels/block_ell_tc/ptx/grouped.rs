@@ -60,18 +60,23 @@
 //! of `G` values blocks, and (forward) the `G·w` schedule; its size is
 //! [`smem_bytes`].
 //!
-//! # Clusters (forward bf16/f16 `B` 32 and 64, sm_90, sm_100, sm_100a)
-//! There the forward runs in clusters of two CTAs ([`forward_cluster`]):
-//! both take the same group and adjacent token tiles, so their schedules
-//! are the same, and the values blocks of a step are read from L2 once:
+//! # Clusters (bf16/f16 `B` 32 and 64, sm_90, sm_100, sm_100a)
+//! There the forward and grad-input run in clusters of two CTAs
+//! ([`forward_cluster`], [`grad_input_cluster`]; the grad-input builder
+//! is in `grouped_gi.rs`): both take the same group and adjacent token
+//! tiles, so their schedules are the same (grad-input's lists are read
+//! from the same index entries by both), and the values blocks of a step
+//! are read from L2 once:
 //! per step one lane of warp 0 (`elect.sync`) of each CTA issues one
 //! tensor-map copy a taken block
 //! of its rank's parity (a map over the values array, a kernel parameter)
 //! multicast into both CTAs' shared memory, where the block lands
 //! unpadded and swizzled (its rows are read through the swizzle),
 //! completing on a per-buffer mbarrier; a split cluster barrier keeps a
-//! buffer until the peer has read it (module `grouped_mcast`). `x` stays
-//! on `cp.async`, per CTA, in padded rows.
+//! buffer until the peer has read it (module `grouped_mcast`). Grad-input
+//! reads its blocks' rows `k` by `ldmatrix.trans` through the swizzle
+//! and takes its keys `s / K` by a multiply (`grouped_sched::div_by_k`).
+//! The input tile stays on `cp.async`, per CTA, in padded rows.
 
 use crate::dsl::types::{F32, MmaInput, Pred, Reg, U32, U64};
 use crate::dsl::{

@@ -76,13 +76,16 @@ pub(super) fn grad_input_built<T: MmaInput>(
     };
     let sh = if cluster { sh.tma_values() } else { sh };
     let g = gt.g;
-    let mk = move |_: &mut KernelBuilder, _: Reg<U32>, _: Reg<U32>| -> Box<dyn Lists> {
+    // the cluster kernel takes its keys by a multiply (`div_by_k`)
+    let mk = move |b: &mut KernelBuilder, _: Reg<U32>, _: Reg<U32>| -> Box<dyn Lists> {
+        let rcp = cluster.then(|| b.div(u32::MAX, k));
         Box::new(ColLists {
             offsets,
             slots,
             k,
             c,
             g,
+            rcp,
         })
     };
     kernel::<T>(b, &sh, &gt, &io, &mk, None, map)

@@ -248,6 +248,24 @@ pub(super) struct ColLists {
     pub(super) k: Reg<U32>,
     pub(super) c: Reg<U32>,
     pub(super) g: u32,
+    /// `⌊(2³² − 1) / K⌋`, computed once, where the key is taken by a
+    /// multiply ([`div_by_k`]; the cluster kernel), else none (`div`)
+    pub(super) rcp: Option<Reg<U32>>,
+}
+
+/// `⌊s / K⌋` for `s < 2²⁴` (the launch's `R·K·B·B ≤ u32::MAX` with `B ≥
+/// 16`) from `m = ⌊(2³² − 1) / K⌋`: `q = ⌊s·m / 2³²⌋` is `⌊s / K⌋` or one
+/// less (`m > 2³²/K − 1 − 1/K`, so `s·m / 2³²` falls short of `s / K` by
+/// less than `s·(1 + 1/K) / 2³² < 1`), and one step fixes it: `q + 1` when
+/// `s − q·K ≥ K`. Exact for every such `s`; four instructions instead of
+/// a division.
+pub(super) fn div_by_k(b: &mut KernelBuilder, s: Reg<U32>, k: Reg<U32>, m: Reg<U32>) -> Reg<U32> {
+    let q = b.mul_hi(s, m);
+    let qk = b.mul_lo(q, k);
+    let r = b.sub(s, qk);
+    let short = b.setp(Cmp::Ge, r, k);
+    let up = b.add(q, 1u32);
+    b.selp(short, up, q)
 }
 
 impl Lists for ColLists {
@@ -290,7 +308,10 @@ impl Lists for ColLists {
         b.if_(inside, |b| {
             let sp = b.offset(self.slots, i);
             let s = b.ld_global(sp, 0);
-            let r = b.div(s, self.k);
+            let r = match self.rcp {
+                Some(m) => div_by_k(b, s, self.k, m),
+                None => b.div(s, self.k),
+            };
             b.set(&key, r);
             b.set(&slot, s);
         });

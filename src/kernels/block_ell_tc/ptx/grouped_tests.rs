@@ -355,3 +355,68 @@ fn grad_input_cluster_kernel_b16_matches_the_host_model() {
         );
     }
 }
+
+crate::kernel_params! {
+    struct DivArgs => DivRegs { s: crate::dsl::params::Ptr<U32>, q: crate::dsl::params::Ptr<U32>, k: U32 }
+}
+
+/// `div_by_k` (grad-input's keys in the cluster kernel) on the simulator
+/// equals `s / K` for `s` at the ends of the range it promises (`s <
+/// 2²⁴`), around multiples of `K`, for `K` from 1 to `2²⁴ − 1`.
+#[test]
+fn keys_by_a_multiply_are_exact() {
+    use super::super::grouped_sched::div_by_k;
+    let mut b = KernelBuilder::new("div_by_k", Sm::Sm90);
+    let p = b.params::<DivArgs>();
+    let tid = b.tid_x();
+    let m = b.div(u32::MAX, p.k);
+    let sp = b.offset(p.s, tid);
+    let s = b.ld_global(sp, 0);
+    let q = div_by_k(&mut b, s, p.k, m);
+    let qp = b.offset(p.q, tid);
+    b.st_global(qp, 0, q);
+    let module = b.finish().unwrap();
+    let st = Context::sim(Sm::Sm90).default_stream();
+    let top = (1u32 << 24) - 1;
+    for k in [
+        1u32,
+        2,
+        3,
+        7,
+        31,
+        32,
+        1000,
+        4097,
+        65_535,
+        65_537,
+        1 << 23,
+        top - 2,
+        top,
+    ] {
+        let mut ss: Vec<u32> = vec![0, 1, 2, top, top - 1, top - k % 97];
+        for mult in [1u32, 2, 3, 255, top / k, top / k - 1, (top / k) / 2] {
+            let at = mult.saturating_mul(k);
+            ss.extend(
+                [at.wrapping_sub(1), at, at.wrapping_add(1)]
+                    .iter()
+                    .filter(|&&x| x <= top),
+            );
+        }
+        ss.resize(64, top / 3);
+        let ds = st.upload(&ss).unwrap();
+        let mut dq = st.upload(&vec![0u32; ss.len()]).unwrap();
+        let args = DivArgs {
+            s: st.arg("s", &ds).unwrap(),
+            q: st.arg_mut("q", &mut dq).unwrap(),
+            k,
+        };
+        st.launch(
+            &module,
+            LaunchConfig::linear(1, ss.len() as u32),
+            &args.args(),
+        )
+        .unwrap();
+        let want: Vec<u32> = ss.iter().map(|s| s / k).collect();
+        assert_eq!(st.to_vec(&dq).unwrap(), want, "K {k}");
+    }
+}
