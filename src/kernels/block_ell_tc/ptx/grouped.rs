@@ -75,7 +75,8 @@
 //! completing on a per-buffer mbarrier; a split cluster barrier keeps a
 //! buffer until the peer has read it (module `grouped_mcast`). Grad-input
 //! reads its blocks' rows `k` by `ldmatrix.trans` through the swizzle
-//! and takes its keys `s / K` by a multiply (`grouped_sched::div_by_k`).
+//! and takes its keys `s / K` by a multiply (`grouped_sched::div_by_k`),
+//! keeping each list's head in registers until the list takes it.
 //! The input tile stays on `cp.async`, per CTA, in padded rows.
 
 use crate::dsl::types::{F32, MmaInput, Pred, Reg, U32, U64};

@@ -86,6 +86,7 @@ pub(super) fn grad_input_built<T: MmaInput>(
             c,
             g,
             rcp,
+            cache: cluster.then(|| std::cell::RefCell::new(Vec::new())),
         })
     };
     kernel::<T>(b, &sh, &gt, &io, &mk, None, map)

@@ -70,7 +70,7 @@ pub(super) fn enabled(sm: Sm, prec: TcPrecision, bs: u32) -> bool {
 /// values blocks on `sm`: the forward's rule ([`enabled`]; the same map,
 /// each block's rows `k` read by `ldmatrix.trans` through the swizzle,
 /// [`lanes`]), where the roofline model reads the cluster kernel faster
-/// (H200, 50 %: `B` 32 47.4 → 39.9 µs, `B` 64 43.8 → 24.9 µs;
+/// (H200, 50 %: `B` 32 47.4 → 35.2 µs, `B` 64 43.8 → 24.3 µs;
 /// docs/perf.md).
 pub(super) fn grad_input_enabled(sm: Sm, prec: TcPrecision, bs: u32) -> bool {
     enabled(sm, prec, bs)
