@@ -256,8 +256,9 @@ fn misaligned_x_is_a_typed_error() {
 /// tensor-map multicast (and no per-row bulk copy) exactly where
 /// [`ptx::grouped::forward_cluster`] says 2, and that only for bf16/f16
 /// at `B` 32 and 64 on targets with clusters and tensor copies (some
-/// target does: [`multicast_sms`] is not empty); grad-input keeps its kernel
-/// without a cluster; the targets without tensor cores refuse both.
+/// target does: [`multicast_sms`] is not empty); grad-input has its
+/// cluster where [`ptx::grouped::grad_input_cluster`] says 2; the targets
+/// without tensor cores refuse both.
 #[test]
 fn cluster_only_where_it_multicasts() {
     assert!(!multicast_sms(64).is_empty() && !multicast_sms(32).is_empty());
@@ -304,9 +305,11 @@ fn cluster_only_where_it_multicasts() {
                 .count();
             assert_eq!(unicast > 0, on, "{sm} {prec:?} B {b}");
             assert_eq!(t.contains("cp.async.cg"), !on, "{sm} {prec:?} B {b}");
-            // grad-input keeps its kernel
+            // grad-input has its cluster by its own rule
+            // (tests/block_ell_tc_gi_mcast.rs)
             let g = ptx::generate_grad_input(sm, prec, b).unwrap().ptx;
-            assert!(!g.contains("reqnctapercluster"), "{sm} {prec:?} B {b}");
+            let gi = ptx::grouped::grad_input_cluster(sm, prec, b) > 1;
+            assert_eq!(g.contains("reqnctapercluster"), gi, "{sm} {prec:?} B {b}");
         }
     }
 }

@@ -12,9 +12,10 @@
 
 use super::host::{self, TcElem, TcOutElem, TcOutput, TcPrecision};
 use super::ptx::{
-    ForwardArgs, ForwardTmaArgs, GradInputArgs, GradValuesArgs, GradValuesTmaArgs, THREADS,
-    forward_input_map, forward_values_map, generate_forward, generate_grad_input,
-    generate_grad_values, group_tile, grouped, values_cluster, values_tile, values_tiles,
+    ForwardArgs, ForwardTmaArgs, GradInputArgs, GradInputTmaArgs, GradValuesArgs,
+    GradValuesTmaArgs, THREADS, forward_input_map, forward_values_map, generate_forward,
+    generate_grad_input, generate_grad_values, group_tile, grouped, values_cluster, values_tile,
+    values_tiles,
 };
 use crate::dsl::params::{DevPtr, KernelParams};
 use crate::dsl::types::U32;
@@ -250,15 +251,17 @@ pub fn grad_input_dev<T: TcElem, O: TcOutElem>(
     values_len(&d, values.as_device().len())?;
     let sm = stream.context().sm();
     let gt = group_tile(prec, bsize(&d), sm);
+    // a cluster of `cl` CTAs takes `cl` adjacent token tiles of a group
+    let cl = grouped::grad_input_cluster(sm, prec, bsize(&d)) as usize;
     let count = tiles(
         "C / G × token tiles",
         &[
             d.c().div_ceil(gt.g as usize),
-            n.div_ceil(gt.tokens as usize),
+            n.div_ceil(gt.tokens as usize).div_ceil(cl),
         ],
     )?;
     let smem = grouped::smem_bytes(prec, bsize(&d), sm, None);
-    let cfg = (count > 0).then(|| group_config(stream, count, smem, 1));
+    let cfg = (count > 0).then(|| group_config(stream, count, smem, cl as u32));
     let gyp = operand_ptr(stream, "gy", gy)?;
     let vp = operand_ptr(stream, "values", values)?;
     let gxp = DevPtr::new(stream.arg_mut("gx", gx)?.addr);
@@ -279,6 +282,26 @@ pub fn grad_input_dev<T: TcElem, O: TcOutElem>(
         out_bf16: u32::from(out == TcOutput::Bf16),
     };
     let m = memo!(generate_grad_input, sm, prec, bsize(&d))?;
+    if cl == 1 {
+        return stream.launch(m, cfg, &args.args());
+    }
+    // the cluster kernel reads the values through the forward's tensor
+    // map (an encoding error is returned before the launch)
+    let slots = (d.r() * d.k()) as u64;
+    let desc = forward_values_map(prec, bsize(&d), vp.addr, slots);
+    let vmap = TensorMap::encode_tiled(stream.context(), &desc)?;
+    let args = GradInputTmaArgs {
+        gy: args.gy,
+        offsets: args.offsets,
+        slots: args.slots,
+        gx: args.gx,
+        n: args.n,
+        r: args.r,
+        c: args.c,
+        k: args.k,
+        out_bf16: args.out_bf16,
+        vmap,
+    };
     stream.launch(m, cfg, &args.args())
 }
 

@@ -62,23 +62,31 @@
 //! of `G` values blocks, and (forward) the `G·w` schedule; its size is
 //! [`smem_bytes`].
 //!
-//! # Clusters (forward bf16/f16 `B` 32 and 64, sm_90, sm_100, sm_100a)
-//! There the forward runs in clusters of two CTAs ([`forward_cluster`]):
-//! both take the same group and adjacent token tiles, so their schedules
-//! are the same, and the values blocks of a step are read from L2 once:
+//! # Clusters (bf16/f16 `B` 32 and 64, sm_90, sm_100, sm_100a)
+//! There the forward and grad-input run in clusters of two CTAs
+//! ([`forward_cluster`], [`grad_input_cluster`]; the grad-input builder
+//! is in `grouped_gi.rs`): both take the same group and adjacent token
+//! tiles, so their schedules are the same (grad-input's lists are read
+//! from the same index entries by both), and the values blocks of a step
+//! are read from L2 once:
 //! per step one lane of warp 0 (`elect.sync`) of each CTA issues one
 //! tensor-map copy a taken block
 //! of its rank's parity (a map over the values array, a kernel parameter)
 //! multicast into both CTAs' shared memory, where the block lands
 //! unpadded and swizzled (its rows are read through the swizzle),
 //! completing on a per-buffer mbarrier; a split cluster barrier keeps a
-//! buffer until the peer has read it (module `grouped_mcast`). The same
-//! lane copies its CTA's input tile of the step by one tensor-map copy
-//! (no multicast; a second map, over `x`: box `B × tokens` at `(m·B,
-//! n0)`, rows `n ≥ N` zero-filled by the copy), which lands unpadded and
-//! swizzled too, on the same mbarrier: no `cp.async` is left in the
-//! step, and the `A` fragments' rows are read through the swizzle
-//! (`mcast::a_lanes`, one address a chunk, hoisted out of the loops).
+//! buffer until the peer has read it (module `grouped_mcast`). In the
+//! forward the same lane copies its CTA's input tile of the step by one
+//! tensor-map copy (no multicast; a second map, over `x`: box `B ×
+//! tokens` at `(m·B, n0)`, rows `n ≥ N` zero-filled by the copy), which
+//! lands unpadded and swizzled too, on the same mbarrier: no `cp.async`
+//! is left in the step, and the `A` fragments' rows are read through the
+//! swizzle (`mcast::a_lanes`, one address a chunk, hoisted out of the
+//! loops). Grad-input reads its blocks' rows `k` by `ldmatrix.trans`
+//! through the swizzle and takes its keys `s / K` by a multiply
+//! (`grouped_sched::div_by_k`), keeping each list's head in registers
+//! until the list takes it; its input tile stays on `cp.async`, per CTA,
+//! in padded rows.
 
 use crate::dsl::types::{F32, MmaInput, Pred, Reg, U32, U64};
 use crate::dsl::{Cmp, FragA, FragB, FragC, GlobalPtr, KernelBuilder, PtxModule, TensorMapRef};
@@ -92,7 +100,7 @@ use super::common::{gptr, ldsm4, log2, sptr, tf32_operand};
 use super::grouped_mcast::{self as mcast, Mc};
 use super::grouped_sched::{ColLists, Lists, RowLists, advance};
 use super::shape::Shape;
-use super::{ForwardArgs, ForwardTmaArgs, GradInputArgs, mma_into, name};
+use super::{ForwardArgs, ForwardTmaArgs, mma_into, name};
 
 #[path = "grouped_epilogue.rs"]
 mod epilogue;
@@ -151,17 +159,17 @@ fn shape<T: MmaInput>(prec: TcPrecision, bs: u32, sm: Sm, trans: bool) -> (Shape
     (Shape::new::<T>(prec, bs, 16, t.tokens, warp, trans), t)
 }
 
-/// Bytes of a grouped kernel's staging (`forward`: the forward pass's):
-/// two input tiles and two sets of `G` values blocks (all unpadded where
-/// the forward copies them by tensor map, in clusters).
-fn stage_bytes(prec: TcPrecision, bs: u32, sm: Sm, forward: bool) -> u64 {
+/// Bytes of a grouped kernel's staging: two input tiles and two sets of
+/// `G` values blocks. In clusters (`tma`) the values blocks land unpadded
+/// by tensor map, and so do the forward pass's (`forward`) input tiles;
+/// both from the swizzle's repeat on.
+fn stage_bytes(prec: TcPrecision, bs: u32, sm: Sm, forward: bool, tma: bool) -> u64 {
     let e = if prec == TcPrecision::Tf32 { 4 } else { 2 };
     let pitch = u64::from(bs * e + 16);
     let t = group_tile(prec, bs, sm);
-    if forward && mcast::enabled(sm, prec, bs) {
-        // the input tiles and values blocks unpadded, from the swizzle's
-        // repeat on
-        let (row, vblock) = (u64::from(bs * e), u64::from(bs * bs * e));
+    if tma {
+        let row = if forward { u64::from(bs * e) } else { pitch };
+        let vblock = u64::from(bs * bs * e);
         return mcast::align_slack(bs * e)
             + 2 * u64::from(t.tokens) * row
             + 2 * u64::from(t.g) * vblock;
@@ -176,12 +184,8 @@ fn stage_bytes(prec: TcPrecision, bs: u32, sm: Sm, forward: bool) -> u64 {
 /// tile; a longer one a window at a time.
 pub fn window(prec: TcPrecision, bs: u32, sm: Sm) -> u32 {
     // the multicast forward's mbarriers are static shared memory
-    let fixed = stage_bytes(prec, bs, sm, true)
-        + if mcast::enabled(sm, prec, bs) {
-            mcast::STATIC_BYTES
-        } else {
-            0
-        };
+    let on = mcast::enabled(sm, prec, bs);
+    let fixed = stage_bytes(prec, bs, sm, true, on) + if on { mcast::STATIC_BYTES } else { 0 };
     let free = u64::from(sm.info().max_smem_per_block_optin) - fixed;
     let g = u64::from(group_tile(prec, bs, sm).g);
     (free / (8 * g)) as u32
@@ -193,7 +197,11 @@ pub fn window(prec: TcPrecision, bs: u32, sm: Sm) -> u32 {
 fn smem_bytes_in(prec: TcPrecision, bs: u32, sm: Sm, forward_kw: Option<(u32, u32)>) -> u64 {
     let g = u64::from(group_tile(prec, bs, sm).g);
     let sched = forward_kw.map_or(0, |(k, w)| 8 * g * u64::from(k.min(w)));
-    stage_bytes(prec, bs, sm, forward_kw.is_some()) + sched
+    let tma = match forward_kw {
+        Some(_) => mcast::enabled(sm, prec, bs),
+        None => mcast::grad_input_enabled(sm, prec, bs),
+    };
+    stage_bytes(prec, bs, sm, forward_kw.is_some(), tma) + sched
 }
 
 /// Bytes of dynamic shared memory of a grouped kernel: the staging, and
@@ -491,6 +499,16 @@ fn compute<T: MmaInput>(
                         });
                         frag_b.push(FragB { regs });
                     }
+                } else if let (BLane::Swizzled(lanes), true) = (b_lane, sh.trans) {
+                    // grad-input: rows `kc·16 ..` (whole repeats), the
+                    // lane's chunk of each fragment pair `np`
+                    let q = b.add(bb, kc * 16 * sh.vpitch);
+                    for &l in lanes {
+                        let p = b.add(q, l);
+                        let [r0, r1, r2, r3] = ldsm4::<T>(b, p, true);
+                        frag_b.push(FragB { regs: [r0, r1] });
+                        frag_b.push(FragB { regs: [r2, r3] });
+                    }
                 } else if let BLane::Swizzled(lanes) = b_lane {
                     // rows `np·16 ..` of chunk `kc`: a whole repeat on
                     let q = b.add(bb, lanes[kc as usize]);
@@ -597,9 +615,17 @@ fn kernel<T: MmaInput>(
         BLane::Padded(b.mad_lo(f, 4u32, p))
     } else if sh.trans {
         let k = b.mad_lo(mid, 8u32, l8);
-        let p = b.mad_lo(k, sh.pitch, vs0);
-        let f = b.mad_lo(hi16, 8u32, fo);
-        BLane::Padded(b.mad_lo(f, sh.e, p))
+        if cluster {
+            // row k, chunk `hi16 + fo/8` (+ 2 a fragment pair)
+            let fc = b.shr(fo, 3u32);
+            let c0 = b.add(hi16, fc);
+            let n = sh.bs.min(sh.wn) / 16;
+            BLane::Swizzled(mcast::lanes(&mut b, sh, vs0, k, c0, n))
+        } else {
+            let p = b.mad_lo(k, sh.pitch, vs0);
+            let f = b.mad_lo(hi16, 8u32, fo);
+            BLane::Padded(b.mad_lo(f, sh.e, p))
+        }
     } else {
         let f = b.mad_lo(hi16, 8u32, l8);
         let f = b.add(f, fo);
@@ -928,36 +954,10 @@ fn forward_built<T: MmaInput>(
     kernel::<T>(b, &sh, &gt, &io, &mk, Some(&bias), map)
 }
 
-/// `block_ell_tc_grad_input_{p}_b{B}`, grouped (see the [module
-/// docs](self)).
-pub(super) fn grad_input<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Result<PtxModule> {
-    let (sh, gt) = shape::<T>(prec, bs, sm, true);
-    let mut b = builder(&name("grad_input", prec, bs), sm, false);
-    let p = b.params::<GradInputArgs>();
-    let in_width = b.shl(p.r, log2(bs));
-    let out_width = b.shl(p.c, log2(bs));
-    let io = Io {
-        input: p.gy.addr(),
-        values: Some(p.values.addr()),
-        out: p.gx.addr(),
-        n: p.n,
-        in_width,
-        out_width,
-        blocks: p.c,
-        out_bf16: p.out_bf16,
-    };
-    let (offsets, slots, k, c, g) = (p.offsets, p.slots, p.k, p.c, gt.g);
-    let mk = move |_: &mut KernelBuilder, _: Reg<U32>, _: Reg<U32>| -> Box<dyn Lists> {
-        Box::new(ColLists {
-            offsets,
-            slots,
-            k,
-            c,
-            g,
-        })
-    };
-    kernel::<T>(b, &sh, &gt, &io, &mk, None, None)
-}
+#[path = "grouped_gi.rs"]
+mod gi;
+pub(super) use gi::grad_input;
+pub use gi::grad_input_cluster;
 
 #[cfg(test)]
 #[path = "grouped_tests.rs"]

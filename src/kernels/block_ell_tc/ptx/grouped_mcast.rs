@@ -1,6 +1,9 @@
-//! The values blocks of the grouped forward multicast across a cluster of
-//! two CTAs by tensor-map copies (issue 31, the L2 step; bf16/f16 `B` 32
-//! and 64 on sm_90, sm_100, sm_100a: [`enabled`]; built for `B` 16 too).
+//! The values blocks of the grouped forward and grad-input multicast
+//! across a cluster of two CTAs by tensor-map copies (issue 31, the L2
+//! step; bf16/f16 `B` 32 and 64 on sm_90, sm_100, sm_100a: [`enabled`],
+//! [`grad_input_enabled`]; built for `B` 16 too). Both passes use the
+//! same map: grad-input's `B[k][f]` = `values[s, k, f]` is the block's
+//! row `k`, read by `ldmatrix.trans` at [`lanes`]' addresses.
 //!
 //! The two CTAs of a cluster take the same group of output blocks and
 //! adjacent token tiles (`2·p + rank`; the second tile of an odd count
@@ -96,8 +99,19 @@ pub(super) fn enabled(sm: Sm, prec: TcPrecision, bs: u32) -> bool {
     buildable(sm, prec, bs) && bs >= 32
 }
 
-/// Whether the cluster kernel exists for `prec` at `B` = `bs` on `sm`:
-/// bf16/f16 at every `B` on sm_90, sm_100, sm_100a.
+/// Whether the grouped grad-input of `prec` at `B` = `bs` multicasts its
+/// values blocks on `sm`: the forward's rule ([`enabled`]; the same map,
+/// each block's rows `k` read by `ldmatrix.trans` through the swizzle,
+/// [`lanes`]), where the roofline model reads the cluster kernel faster
+/// (H200, 50 %: `B` 32 47.4 → 35.2 µs, `B` 64 43.8 → 24.3 µs;
+/// docs/perf.md).
+pub(super) fn grad_input_enabled(sm: Sm, prec: TcPrecision, bs: u32) -> bool {
+    enabled(sm, prec, bs)
+}
+
+/// Whether the cluster kernel exists for `prec` at `B` = `bs` on `sm`
+/// (forward and grad-input): bf16/f16 at every `B` on sm_90, sm_100,
+/// sm_100a.
 pub(super) fn buildable(sm: Sm, prec: TcPrecision, bs: u32) -> bool {
     matches!(sm, Sm::Sm90 | Sm::Sm100 | Sm::Sm100a)
         && prec != TcPrecision::Tf32
@@ -266,12 +280,28 @@ pub(super) fn b_lanes(
     f: Reg<U32>,
     mid: Reg<U32>,
 ) -> Vec<Reg<U32>> {
+    lanes(b, sh, vs0, f, mid, sh.chunks())
+}
+
+/// The lane's `ldmatrix` row address in a values block at `vs0` of row
+/// `row`, 16-byte chunks `c0 + 2·i` for `i < n`, through the swizzle: the
+/// forward's [`b_lanes`] (row `f`, a chunk per MMA chunk), or grad-input's
+/// (`.trans`: row `k` = `mid·8 + l8`, a chunk per pair of 8-feature
+/// fragments; its MMA chunks are 16 rows apart, whole repeats).
+pub(super) fn lanes(
+    b: &mut KernelBuilder,
+    sh: &Shape,
+    vs0: Reg<U32>,
+    row: Reg<U32>,
+    c0: Reg<U32>,
+    n: u32,
+) -> Vec<Reg<U32>> {
     let s = swizzle(sh.rowb);
     assert!((16 * sh.rowb).is_multiple_of(s.pattern_bytes()));
-    (0..sh.chunks())
-        .map(|kc| {
-            let c = b.add(mid, 2 * kc);
-            b.swizzled_chunk(sptr::<U32>(vs0), s, sh.rowb, f, c).reg
+    (0..n)
+        .map(|i| {
+            let c = b.add(c0, 2 * i);
+            b.swizzled_chunk(sptr::<U32>(vs0), s, sh.rowb, row, c).reg
         })
         .collect()
 }

@@ -5,6 +5,7 @@
 
 use crate::dsl::types::{Pred, Reg, S32, U32};
 use crate::dsl::{Cmp, GlobalPtr, KernelBuilder, Var};
+use std::cell::RefCell;
 
 use super::common::sptr;
 use super::grouped::{NONE, THREADS};
@@ -50,6 +51,17 @@ pub(super) trait Lists {
         _ctx: &[Reg<U32>],
         _o0: Reg<U32>,
         _cursors: &[Var<U32>],
+    ) {
+    }
+    /// After list `g` took its head (`took`), its cursor now `p`: lists
+    /// that keep their heads in registers load the next one.
+    fn took(
+        &self,
+        _b: &mut KernelBuilder,
+        _ctx: &[Reg<U32>],
+        _g: u32,
+        _took: Reg<Pred>,
+        _p: Reg<U32>,
     ) {
     }
 }
@@ -248,6 +260,57 @@ pub(super) struct ColLists {
     pub(super) k: Reg<U32>,
     pub(super) c: Reg<U32>,
     pub(super) g: u32,
+    /// `⌊(2³² − 1) / K⌋`, computed once, where the key is taken by a
+    /// multiply ([`div_by_k`]; the cluster kernel), else none (`div`)
+    pub(super) rcp: Option<Reg<U32>>,
+    /// the cluster kernel keeps each list's head (key, slot) in registers
+    /// from one step to the next, loading a new one only when the list
+    /// took its head ([`Lists::took`]); `None`: every step loads them all
+    pub(super) cache: Option<RefCell<Vec<Head>>>,
+}
+
+/// A list's head kept in registers: its key and slot.
+pub(super) type Head = (Var<U32>, Var<U32>);
+
+impl ColLists {
+    /// The entry at index position `i` (`NONE` from `hi` on) into the
+    /// head `kv` (key, slot), its key by [`div_by_k`].
+    fn load_into(
+        &self,
+        b: &mut KernelBuilder,
+        i: Reg<U32>,
+        hi: Reg<U32>,
+        kv: &(Var<U32>, Var<U32>),
+    ) {
+        let m = self
+            .rcp
+            .expect("the cached lists take their keys by a multiply");
+        b.set(&kv.0, NONE);
+        b.set(&kv.1, NONE);
+        let inside = b.setp(Cmp::Lt, i, hi);
+        b.if_(inside, |b| {
+            let sp = b.offset(self.slots, i);
+            let s = b.ld_global(sp, 0);
+            let r = div_by_k(b, s, self.k, m);
+            b.set(&kv.0, r);
+            b.set(&kv.1, s);
+        });
+    }
+}
+
+/// `⌊s / K⌋` for `s < 2²⁴` (the launch's `R·K·B·B ≤ u32::MAX` with `B ≥
+/// 16`) from `m = ⌊(2³² − 1) / K⌋`: `q = ⌊s·m / 2³²⌋` is `⌊s / K⌋` or one
+/// less (`m > 2³²/K − 1 − 1/K`, so `s·m / 2³²` falls short of `s / K` by
+/// less than `s·(1 + 1/K) / 2³² < 1`), and one step fixes it: `q + 1` when
+/// `s − q·K ≥ K`. Exact for every such `s`; four instructions instead of
+/// a division.
+pub(super) fn div_by_k(b: &mut KernelBuilder, s: Reg<U32>, k: Reg<U32>, m: Reg<U32>) -> Reg<U32> {
+    let q = b.mul_hi(s, m);
+    let qk = b.mul_lo(q, k);
+    let r = b.sub(s, qk);
+    let short = b.setp(Cmp::Ge, r, k);
+    let up = b.add(q, 1u32);
+    b.selp(short, up, q)
 }
 
 impl Lists for ColLists {
@@ -273,7 +336,26 @@ impl Lists for ColLists {
             ctx.push(b.get(&lo));
             ctx.push(b.get(&hi));
         }
+        if let Some(cache) = &self.cache {
+            // the first heads
+            let heads: Vec<_> = (0..self.g as usize)
+                .map(|g| {
+                    let kv = (b.var::<U32>(NONE), b.var::<U32>(NONE));
+                    self.load_into(b, ctx[2 * g], ctx[2 * g + 1], &kv);
+                    kv
+                })
+                .collect();
+            *cache.borrow_mut() = heads;
+        }
         ctx
+    }
+    fn took(&self, b: &mut KernelBuilder, ctx: &[Reg<U32>], g: u32, took: Reg<Pred>, p: Reg<U32>) {
+        let Some(cache) = &self.cache else {
+            return;
+        };
+        let cache = cache.borrow();
+        let kv = &cache[g as usize];
+        b.if_(took, |b| self.load_into(b, p, ctx[2 * g as usize + 1], kv));
     }
     fn head(
         &self,
@@ -282,6 +364,11 @@ impl Lists for ColLists {
         g: u32,
         p: Reg<U32>,
     ) -> (Reg<U32>, Reg<U32>) {
+        if let Some(cache) = &self.cache {
+            let cache = cache.borrow();
+            let (kv, sv) = &cache[g as usize];
+            return (b.get(kv), b.get(sv));
+        }
         // the position is the index entry's (it starts at `lo`)
         let (i, hi) = (p, ctx[2 * g as usize + 1]);
         let inside = b.setp(Cmp::Lt, i, hi);
@@ -290,7 +377,10 @@ impl Lists for ColLists {
         b.if_(inside, |b| {
             let sp = b.offset(self.slots, i);
             let s = b.ld_global(sp, 0);
-            let r = b.div(s, self.k);
+            let r = match self.rcp {
+                Some(m) => div_by_k(b, s, self.k, m),
+                None => b.div(s, self.k),
+            };
             b.set(&key, r);
             b.set(&slot, s);
         });
@@ -319,7 +409,7 @@ pub(super) fn advance(
         m = b.min(m, h.0);
     }
     let mut taken = Vec::new();
-    for ((key, slot), c) in heads.iter().zip(cursors) {
+    for (g, ((key, slot), c)) in heads.iter().zip(cursors).enumerate() {
         let take = b.setp(Cmp::Eq, *key, m);
         let live = b.setp(Cmp::Ne, *key, NONE);
         let take = b.pand(take, live);
@@ -328,6 +418,7 @@ pub(super) fn advance(
         let p = b.get(c);
         let p = b.add(p, one);
         b.set(c, p);
+        lists.took(b, ctx, g as u32, take, p);
     }
     (m, taken)
 }

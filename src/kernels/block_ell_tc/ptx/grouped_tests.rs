@@ -166,13 +166,12 @@ fn windows_fit_the_opt_in_shared_memory() {
     assert_eq!(window(TcPrecision::Bf16, 64, Sm::Sm86), 288);
 }
 
-/// Grad-input stages padded values blocks on every target (only the
-/// forward's cluster kernel lands them unpadded): its shared memory is
-/// two padded input tiles and two sets of `G` padded blocks, and the
-/// forward's is never more than that (its cluster kernel's: unpadded
-/// input tiles and values blocks, and the swizzle's alignment).
+/// The grouped kernels stage padded input tiles and values blocks except
+/// where they run in clusters: grad-input's cluster kernel lands its
+/// values blocks unpadded (two padded input tiles, the swizzle's alignment
+/// and two sets of unpadded blocks), the forward's its input tiles too.
 #[test]
-fn grad_input_keeps_its_padded_staging() {
+fn staging_is_unpadded_only_in_clusters() {
     for sm in Sm::ALL
         .into_iter()
         .filter(|s| s.supports(crate::Feature::MmaSync))
@@ -183,17 +182,25 @@ fn grad_input_keeps_its_padded_staging() {
                 let pitch = u64::from(bs * e + 16);
                 let t = group_tile(prec, bs, sm);
                 let padded = 2 * u64::from(t.tokens) * pitch + 2 * u64::from(t.g * bs) * pitch;
-                assert_eq!(smem_bytes(prec, bs, sm, None), padded, "{prec} B {bs} {sm}");
-                let fwd = smem_bytes_in(prec, bs, sm, Some((0, 0)));
-                if forward_cluster(sm, prec, bs) > 1 {
-                    // the input tiles unpadded too (by tensor map)
-                    let slack = u64::from(mcast::swizzle(bs * e).pattern_bytes());
-                    let vals = 2 * u64::from(t.g * bs * bs * e);
-                    assert_eq!(fwd, 2 * u64::from(t.tokens * bs * e) + slack + vals);
-                    assert!(fwd < padded, "{prec} B {bs} {sm}");
+                let slack = u64::from(mcast::swizzle(bs * e).pattern_bytes());
+                let vals = 2 * u64::from(t.g * bs * bs * e);
+                let gi_tma = 2 * u64::from(t.tokens) * pitch + slack + vals;
+                let fwd_tma = 2 * u64::from(t.tokens * bs * e) + slack + vals;
+                assert!(fwd_tma < gi_tma && gi_tma < padded, "{prec} B {bs} {sm}");
+                let gi = smem_bytes(prec, bs, sm, None);
+                let want = if grad_input_cluster(sm, prec, bs) > 1 {
+                    gi_tma
                 } else {
-                    assert_eq!(fwd, padded, "{prec} B {bs} {sm}");
-                }
+                    padded
+                };
+                assert_eq!(gi, want, "{prec} B {bs} {sm}");
+                let fwd = smem_bytes_in(prec, bs, sm, Some((0, 0)));
+                let want = if forward_cluster(sm, prec, bs) > 1 {
+                    fwd_tma
+                } else {
+                    padded
+                };
+                assert_eq!(fwd, want, "{prec} B {bs} {sm}");
             }
         }
     }
@@ -290,4 +297,132 @@ fn cluster_kernel_b32_matches_the_host_model() {
 #[test]
 fn cluster_kernel_b16_matches_the_host_model() {
     run_cluster::<F16x2>(Sm::Sm100, TcPrecision::F16, 16, 20, 2 * 128 - 37);
+}
+
+/// The grad-input cluster kernel at f16 `B` 16 on sm_100 (G 16; built,
+/// [`mcast::buildable`], but not enabled), launched as the launch code
+/// launches an enabled one (pairs of CTAs, the values' tensor map; two
+/// clusters for three pairs of tiles): equal to the host model bit for
+/// bit, with `C` 20 (a ragged second group), 5 token tiles (the last
+/// pair's second past `N`), empty slots and ±∞/NaN inputs.
+#[test]
+fn grad_input_cluster_kernel_b16_matches_the_host_model() {
+    let (sm, prec, bs) = (Sm::Sm100, TcPrecision::F16, 16usize);
+    let (r, c, k, n) = (14, 20, 7, 5 * 128 - 37);
+    assert!(mcast::buildable(sm, prec, bs as u32));
+    assert!(!mcast::grad_input_enabled(sm, prec, bs as u32));
+    let col = topology(r, c, k);
+    let dims = Dims::new(r, c, k, bs).unwrap();
+    let mut seed = 0x2545_F491_4F6C_DD1D ^ (bs * c) as u64;
+    let mut vf = vals(&mut seed, dims.values_len());
+    for s in (0..r * k).filter(|&s| col[s] < 0) {
+        vf[s * bs * bs..(s + 1) * bs * bs].fill(f32::NAN);
+    }
+    vf[k * bs * bs + 5] = f32::INFINITY;
+    let mut gyf = vals(&mut seed, n * dims.out_features());
+    gyf[7] = f32::NAN;
+    gyf[3 * dims.out_features() + 1] = f32::NEG_INFINITY;
+    let (gy, v) = (to_f16(&gyf), to_f16(&vf));
+    let st = Context::sim(sm).default_stream();
+    let topo = DeviceTopology::upload(&st, &dims, &col).unwrap();
+    let (dgy, dv) = (st.upload(&gy).unwrap(), st.upload(&v).unwrap());
+    let mut gx = st.upload(&vec![7.0f32; n * dims.in_features()]).unwrap();
+    let mut cfg = LaunchConfig::linear(4, THREADS);
+    cfg.dynamic_smem_bytes = stage_bytes(prec, bs as u32, sm, true) as u32;
+    let vaddr = st.arg("values", &dv).unwrap().addr;
+    let desc = mcast::values_map(prec, bs as u32, vaddr, (r * k) as u64);
+    let (offsets, slots) = topo.index();
+    let args = super::super::GradInputTmaArgs {
+        gy: DevPtr::new(st.arg("gy", &dgy).unwrap().addr),
+        offsets: st.arg("offsets", offsets).unwrap(),
+        slots: st.arg("slots", slots).unwrap(),
+        gx: DevPtr::new(st.arg_mut("gx", &mut gx).unwrap().addr),
+        n: n as u32,
+        r: r as u32,
+        c: c as u32,
+        k: k as u32,
+        out_bf16: 0,
+        vmap: TensorMap::encode_tiled(st.context(), &desc).unwrap(),
+    };
+    let m = gi::grad_input_built::<F16x2>(sm, prec, bs as u32, true).unwrap();
+    assert!(m.ptx.contains(".reqnctapercluster 2, 1, 1"));
+    st.launch(&m, cfg, &args.args()).unwrap();
+    let want = host::grad_input(sm, prec, &dims, n, &gy, &v, &col).unwrap();
+    let got = st.to_vec(&gx).unwrap();
+    assert_eq!(got.len(), want.len());
+    let live = want.iter().filter(|v| v.is_finite() && **v != 0.0).count();
+    assert!(2 * live >= want.len(), "{live} live");
+    assert!(want.iter().any(|v| v.is_nan()) && want.iter().any(|v| v.is_infinite()));
+    for (e, (g, h)) in got.iter().zip(&want).enumerate() {
+        assert_eq!(
+            g.to_bits(),
+            h.to_bits(),
+            "grad-input cluster: gx[{e}] {g} != {h}"
+        );
+    }
+}
+
+crate::kernel_params! {
+    struct DivArgs => DivRegs { s: crate::dsl::params::Ptr<U32>, q: crate::dsl::params::Ptr<U32>, k: U32 }
+}
+
+/// `div_by_k` (grad-input's keys in the cluster kernel) on the simulator
+/// equals `s / K` for `s` at the ends of the range it promises (`s <
+/// 2²⁴`), around multiples of `K`, for `K` from 1 to `2²⁴ − 1`.
+#[test]
+fn keys_by_a_multiply_are_exact() {
+    use super::super::grouped_sched::div_by_k;
+    let mut b = KernelBuilder::new("div_by_k", Sm::Sm90);
+    let p = b.params::<DivArgs>();
+    let tid = b.tid_x();
+    let m = b.div(u32::MAX, p.k);
+    let sp = b.offset(p.s, tid);
+    let s = b.ld_global(sp, 0);
+    let q = div_by_k(&mut b, s, p.k, m);
+    let qp = b.offset(p.q, tid);
+    b.st_global(qp, 0, q);
+    let module = b.finish().unwrap();
+    let st = Context::sim(Sm::Sm90).default_stream();
+    let top = (1u32 << 24) - 1;
+    for k in [
+        1u32,
+        2,
+        3,
+        7,
+        31,
+        32,
+        1000,
+        4097,
+        65_535,
+        65_537,
+        1 << 23,
+        top - 2,
+        top,
+    ] {
+        let mut ss: Vec<u32> = vec![0, 1, 2, top, top - 1, top - k % 97];
+        for mult in [1u32, 2, 3, 255, top / k, top / k - 1, (top / k) / 2] {
+            let at = mult.saturating_mul(k);
+            ss.extend(
+                [at.wrapping_sub(1), at, at.wrapping_add(1)]
+                    .iter()
+                    .filter(|&&x| x <= top),
+            );
+        }
+        ss.resize(64, top / 3);
+        let ds = st.upload(&ss).unwrap();
+        let mut dq = st.upload(&vec![0u32; ss.len()]).unwrap();
+        let args = DivArgs {
+            s: st.arg("s", &ds).unwrap(),
+            q: st.arg_mut("q", &mut dq).unwrap(),
+            k,
+        };
+        st.launch(
+            &module,
+            LaunchConfig::linear(1, ss.len() as u32),
+            &args.args(),
+        )
+        .unwrap();
+        let want: Vec<u32> = ss.iter().map(|s| s / k).collect();
+        assert_eq!(st.to_vec(&dq).unwrap(), want, "K {k}");
+    }
 }

@@ -107,6 +107,25 @@ kernel_params! {
 }
 
 kernel_params! {
+    /// Arguments of `block_ell_tc_grad_input_{p}_b{B}` where it runs in
+    /// clusters ([`grouped::grad_input_cluster`] > 1): [`GradInputArgs`]
+    /// with the values as a tensor map (the forward's,
+    /// [`forward_values_map`]) instead of a pointer.
+    pub struct GradInputTmaArgs => GradInputTmaRegs {
+        gy: Ptr<U32>,
+        offsets: Ptr<U32>,
+        slots: Ptr<U32>,
+        gx: Ptr<U32>,
+        n: U32,
+        r: U32,
+        c: U32,
+        k: U32,
+        out_bf16: U32,
+        vmap: TensorMapParam,
+    }
+}
+
+kernel_params! {
     /// Arguments of `block_ell_tc_grad_values_{p}_b{B}`.
     pub struct GradValuesArgs => GradValuesRegs {
         x: Ptr<U32>,

@@ -247,7 +247,11 @@ fn problem_out(op: Op, p: TcPrecision, b: usize, pct: usize, o: TcOutput) -> Pro
             vec![8, 8, 8, 4, b, 32],
             Box::new(move |s, sm, _| {
                 let gt = tc::ptx::group_tile(p, b as u32, sm);
-                let (g, tt) = (gt.g as usize, s[5].div_ceil(gt.tokens as usize));
+                // a cluster of `cl` CTAs runs `cl` token tiles a group, as
+                // the forward's
+                let cl = tc::ptx::grouped::grad_input_cluster(sm, p, b as u32) as usize;
+                let tt = s[5].div_ceil(gt.tokens as usize).div_ceil(cl) * cl;
+                let g = gt.g as usize;
                 let t = f(s[1].div_ceil(g) * tt);
                 let (u, e) = group_steps(s, g, true);
                 vec![t, f(tt * u), f(tt * e)]
