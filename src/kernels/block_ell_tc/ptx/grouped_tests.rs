@@ -328,7 +328,7 @@ fn grad_input_cluster_kernel_b16_matches_the_host_model() {
     let (dgy, dv) = (st.upload(&gy).unwrap(), st.upload(&v).unwrap());
     let mut gx = st.upload(&vec![7.0f32; n * dims.in_features()]).unwrap();
     let mut cfg = LaunchConfig::linear(4, THREADS);
-    cfg.dynamic_smem_bytes = stage_bytes(prec, bs as u32, sm, true) as u32;
+    cfg.dynamic_smem_bytes = stage_bytes(prec, bs as u32, sm, false, true) as u32;
     let vaddr = st.arg("values", &dv).unwrap().addr;
     let desc = mcast::values_map(prec, bs as u32, vaddr, (r * k) as u64);
     let (offsets, slots) = topo.index();
