@@ -1,17 +1,17 @@
 //! Issue 31, the grouped grad-input whose values blocks are multicast
-//! across a cluster of two CTAs (bf16/f16 `B` 32 and 64 on sm_90, sm_100,
+//! across a cluster of four CTAs (bf16/f16 `B` 32 and 64 on sm_90, sm_100,
 //! sm_100a, as the forward: adjacent token tiles of one group of column
 //! blocks, one `cp.async.bulk.tensor` multicast a values block through the
 //! forward's tensor map of the values, landed swizzled into both CTAs and
 //! read by `ldmatrix.trans` through the swizzle): the simulator, with its
 //! checks on (races, barriers, bulk and tensor-copy findings), equals the
 //! host model bit for bit, f32 and bf16 output, for an odd number of token
-//! tiles (the second tile of the last pair has no row inside `N`), `N` not
+//! tiles (the last run's tiles past the count have no row inside `N`), `N` not
 //! a multiple of the tile, more clusters of work than the simulator's grid
 //! holds (grid-stride), a column block without entries, `−1` slots and
 //! ±∞/NaN inputs; a values array the tensor map cannot describe is a typed
 //! error before anything runs; the kernel has the cluster exactly where
-//! [`ptx::grouped::grad_input_cluster`] says 2 (the cluster kernel at `B`
+//! [`ptx::grouped::grad_input_cluster`] says 4 (the cluster kernel at `B`
 //! 16, built but not enabled, is checked by the unit tests of
 //! `ptx::grouped`).
 
@@ -100,10 +100,11 @@ fn multicast_sms(b: u32) -> Vec<Sm> {
 }
 
 /// bf16 and f16 at `B` = `b` on every target of [`multicast_sms`] (the
-/// precision alternating): an odd number of token tiles (the last pair's
-/// second tile past `N`), `N` ragged; `C` = 2.5 groups (a ragged last
-/// group, column block 2 empty), so with 2-3 pairs of tiles a group some
-/// clusters take a second pair (the simulator's grid holds 4 clusters).
+/// precision alternating): an odd number of token tiles (the last run of
+/// four: one to three tiles past `N`), `N` ragged; `C` = 2.5 groups (a ragged last
+/// group, column block 2 empty), so with 1-2 runs of four tiles a group
+/// some clusters take a second run (the simulator's grid holds 2
+/// clusters of 4).
 fn multicast_case(b: usize, seed: u64) {
     let sms = multicast_sms(b as u32);
     assert!(!sms.is_empty(), "B {b}");
@@ -183,9 +184,9 @@ fn misaligned_values_are_a_typed_error() {
     }
 }
 
-/// On every target: the grad-input kernel has the cluster of 2 and the
+/// On every target: the grad-input kernel has the cluster of 4 and the
 /// tensor-map multicast exactly where
-/// [`ptx::grouped::grad_input_cluster`] says 2, and that only for
+/// [`ptx::grouped::grad_input_cluster`] says 4, and that only for
 /// bf16/f16 at `B` 32 and 64 on targets with clusters and tensor copies
 /// (some target does).
 #[test]
@@ -198,8 +199,8 @@ fn cluster_only_where_it_multicasts() {
         {
             let what = format!("{sm} {prec:?} B {b}");
             let cluster = ptx::grouped::grad_input_cluster(sm, prec, b);
-            assert!(cluster == 1 || cluster == 2, "{what}");
-            let on = cluster == 2;
+            assert!(cluster == 1 || cluster == 4, "{what}");
+            let on = cluster == 4;
             if on {
                 assert!(prec != TcPrecision::Tf32 && b >= 32, "{what}");
                 for f in [Feature::Cluster, Feature::TensorCopy] {
@@ -207,7 +208,7 @@ fn cluster_only_where_it_multicasts() {
                 }
             }
             let t = ptx::generate_grad_input(sm, prec, b).unwrap().ptx;
-            assert_eq!(t.contains(".reqnctapercluster 2, 1, 1"), on, "{what}");
+            assert_eq!(t.contains(".reqnctapercluster 4, 1, 1"), on, "{what}");
             assert_eq!(t.contains(".multicast::cluster"), on, "{what}");
             assert_eq!(t.contains("cp.async.bulk.tensor.2d"), on, "{what}");
             // the values' `ldmatrix` stays transposed (tf32: `ld.shared`)

@@ -1,12 +1,12 @@
 //! Issue 31, the grouped forward whose values blocks are multicast across a
-//! cluster of two CTAs (bf16/f16 `B` 32 and 64 on sm_90, sm_100, sm_100a:
+//! cluster of four CTAs (bf16/f16 `B` 32 and 64 on sm_90, sm_100, sm_100a:
 //! adjacent token tiles of one group, one `cp.async.bulk.tensor` multicast a
 //! values block through a tensor map of the values, landed swizzled, into
 //! both CTAs; each CTA's input tile `x` one tensor copy a step through a
 //! second map, landed swizzled, rows `n ≥ N` zero-filled by the copy): the
 //! simulator, with its checks on (races, barriers, bulk and
 //! tensor-copy findings), equals the host model bit for bit, for an odd
-//! number of token tiles (the second tile of the last pair has no row
+//! number of token tiles (the last run's tiles past the count have no row
 //! inside `N`), `N` not a multiple of the tile, `N` below one tile,
 //! `C ≠ R`, more clusters of work than
 //! the simulator's grid holds (grid-stride), empty rows, `−1` slots and
@@ -92,10 +92,10 @@ fn multicast_sms(b: u32) -> Vec<Sm> {
 }
 
 /// bf16 and f16 at `B` = `b` on every target of [`multicast_sms`] (the
-/// precision alternating): an odd number of token tiles (the last pair's
-/// second tile past `N`), `N` ragged; `R` = 2.5 groups (a ragged last
-/// group), so with 2-4 pairs of tiles a group some clusters take a second
-/// pair (the simulator's grid holds 4 clusters).
+/// precision alternating): an odd number of token tiles (the last run of
+/// four: one to three tiles past `N`), `N` ragged; `R` = 2.5 groups (a ragged last
+/// group), so with 1-2 runs of four tiles a group some clusters take a
+/// second run (the simulator's grid holds 2 clusters of 4).
 fn multicast_case(b: usize, seed: u64) {
     let sms = multicast_sms(b as u32);
     assert!(!sms.is_empty(), "B {b}");
@@ -268,8 +268,8 @@ fn cluster_only_where_it_multicasts() {
             .flat_map(|p| [(p, 16), (p, 32), (p, 64)])
         {
             let cluster = ptx::grouped::forward_cluster(sm, prec, b);
-            assert!(cluster == 1 || cluster == 2, "{sm} {prec:?} B {b}");
-            let on = cluster == 2;
+            assert!(cluster == 1 || cluster == 4, "{sm} {prec:?} B {b}");
+            let on = cluster == 4;
             if on {
                 assert!(prec != TcPrecision::Tf32 && b >= 32, "{sm} {prec:?} B {b}");
                 for f in [Feature::Cluster, Feature::TensorCopy] {
@@ -283,7 +283,7 @@ fn cluster_only_where_it_multicasts() {
             };
             let t = fwd.ptx;
             assert_eq!(
-                t.contains(".reqnctapercluster 2, 1, 1"),
+                t.contains(".reqnctapercluster 4, 1, 1"),
                 on,
                 "{sm} {prec:?} B {b}"
             );

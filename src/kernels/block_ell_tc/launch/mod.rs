@@ -59,8 +59,8 @@ fn cta_config(st: &Stream, tiles: usize) -> LaunchConfig {
     LaunchConfig::linear(grid::ctas(tiles as u64, 1, mp, 8), THREADS)
 }
 
-/// The launch of a grouped kernel ([`grouped`]): `tiles` CTA tiles (pairs
-/// of them for a cluster of 2), at most 2 CTAs per SM, [`grouped::THREADS`] threads and `smem` bytes of
+/// The launch of a grouped kernel ([`grouped`]): `tiles` CTA tiles (runs
+/// of `cluster` of them in a cluster), at most 2 CTAs per SM, [`grouped::THREADS`] threads and `smem` bytes of
 /// dynamic shared memory ([`grouped::smem_bytes`], which fits what every
 /// SM lets a block opt in to: the forward pass's schedule is windowed).
 fn group_config(st: &Stream, tiles: usize, smem: u64, cluster: u32) -> LaunchConfig {
@@ -68,7 +68,8 @@ fn group_config(st: &Stream, tiles: usize, smem: u64, cluster: u32) -> LaunchCon
     let mp = st.context().multiprocessor_count();
     // clusters of `cluster` CTAs, each taking `tiles` units: a multiple of
     // the compiled cluster shape, at most 2 CTAs per SM
-    let clusters = grid::ctas(tiles as u64, 1, mp, 2 / cluster);
+    let cap = (u64::from(mp.max(1)) * 2 / u64::from(cluster)).max(1);
+    let clusters = grid::ctas_within(tiles as u64, 1, cap);
     let ctas = clusters.saturating_mul(cluster);
     let mut cfg = LaunchConfig::linear(ctas, grouped::THREADS);
     cfg.dynamic_smem_bytes = smem as u32;

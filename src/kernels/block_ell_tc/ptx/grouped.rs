@@ -674,17 +674,18 @@ fn kernel<T: MmaInput>(
     } else {
         vcopies(&mut b, sh, gt, tid)
     };
-    // a cluster takes token tiles 2·p and 2·p + 1 of a group (pairs `p`)
+    // a cluster takes token tiles C·p … C·p + C − 1 of a group (runs `p`)
     let (first, step, total) = match &mc {
         None => (b.ctaid_x(), b.nctaid_x(), total),
         Some(_) => {
+            let lc = log2(mcast::CLUSTER);
             let cid = b.ctaid_x();
-            let cid = b.shr(cid, 1u32);
+            let cid = b.shr(cid, lc);
             let ncl = b.nctaid_x();
-            let ncl = b.shr(ncl, 1u32);
-            let pairs = b.add(ntiles, 1u32);
-            let pairs = b.shr(pairs, 1u32);
-            (cid, ncl, b.mul_lo(pairs, groups))
+            let ncl = b.shr(ncl, lc);
+            let runs = b.add(ntiles, mcast::CLUSTER - 1);
+            let runs = b.shr(runs, lc);
+            (cid, ncl, b.mul_lo(runs, groups))
         }
     };
     b.for_range(first, total, step, |b, tile| {

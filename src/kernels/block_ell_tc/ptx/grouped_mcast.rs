@@ -72,7 +72,7 @@ use super::grouped::{GroupTile, NONE};
 use super::shape::Shape;
 
 /// CTAs of a cluster.
-pub(super) const CLUSTER: u32 = 2;
+pub(super) const CLUSTER: u32 = 4;
 
 /// Bytes of the kernel's static shared memory (the two mbarriers, and
 /// the taken slots of both buffers, [`Mc::took`]: `2·G` words, `G` ≤
@@ -187,8 +187,8 @@ pub(super) struct Mc {
     pub(super) rank: Reg<U32>,
     /// warp 0 (whose elected lane issues a step's copies)
     warp0: Reg<Pred>,
-    /// rank 1
-    odd: Reg<Pred>,
+    /// rank `r` for `r` in `1..CLUSTER` (`is_rank[r - 1]`)
+    is_rank: Vec<Reg<Pred>>,
     map: TensorMapRef,
     /// the input tile's map ([`input_map`]) where `x` lands by tensor
     /// copy too (the forward), else none (`x` by `cp.async`)
@@ -230,7 +230,7 @@ pub(super) fn setup(
     let rank = b.cluster_ctarank();
     let first = b.setp(Cmp::Eq, tid, 0u32);
     let warp0 = b.setp(Cmp::Lt, tid, 32u32);
-    let odd = b.setp(Cmp::Ne, rank, 0u32);
+    let is_rank = (1..CLUSTER).map(|r| b.setp(Cmp::Eq, rank, r)).collect();
     b.if_(first, |b| {
         for i in 0..2u32 {
             let a = b.add(full, 8 * i);
@@ -246,7 +246,7 @@ pub(super) fn setup(
         full,
         rank,
         warp0,
-        odd,
+        is_rank,
         map,
         xmap,
         took,
@@ -401,17 +401,21 @@ fn issue_elected(
         let coords = [b.u32_as_s32(col).into(), b.u32_as_s32(x.n0).into()];
         b.cp_async_bulk_tensor(sptr::<U32>(dst), map, &coords, fb);
     }
-    // block `2·j + rank`
+    // block `C·j + rank`
     let own = b.mad_lo(mc.rank, sh.vbuf(), vbase);
-    for (j, pair) in taken.chunks(2).enumerate() {
-        let slot = b.selp(mc.odd, pair[1], pair[0]);
+    for (j, run) in taken.chunks(CLUSTER as usize).enumerate() {
+        let mut slot = run[0];
+        for (r, &is) in mc.is_rank.iter().enumerate() {
+            slot = b.selp(is, run[r + 1], slot);
+        }
         let go = b.setp(Cmp::Ne, slot, NONE);
         b.if_(go, |b| {
             let row = b.shl(slot, sh.bs.trailing_zeros());
             let row = b.u32_as_s32(row);
-            let d = b.add(own, 2 * j as u32 * sh.vbuf());
+            let d = b.add(own, CLUSTER * j as u32 * sh.vbuf());
             let coords = [0i32.into(), row.into()];
-            b.cp_async_bulk_tensor_multicast(sptr::<U32>(d), mc.map, &coords, fb, 0b11u32);
+            let mask = (1u32 << CLUSTER) - 1;
+            b.cp_async_bulk_tensor_multicast(sptr::<U32>(d), mc.map, &coords, fb, mask);
         });
     }
 }

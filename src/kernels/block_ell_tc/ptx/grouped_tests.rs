@@ -246,7 +246,7 @@ fn run_cluster<M: MmaInput>(sm: Sm, prec: TcPrecision, bs: usize, r: usize, n: u
         st.upload(&bias).unwrap(),
     );
     let mut y = st.upload(&vec![7.0f32; n * dims.out_features()]).unwrap();
-    // two clusters for more pairs of tiles
+    // one cluster of 4 for more runs of tiles (grid-stride)
     let mut cfg = LaunchConfig::linear(4, THREADS);
     cfg.dynamic_smem_bytes = smem_bytes_in(prec, bs as u32, sm, Some((k as u32, w))) as u32;
     let vaddr = st.arg("values", &dv).unwrap().addr;
@@ -345,7 +345,7 @@ fn grad_input_cluster_kernel_b16_matches_the_host_model() {
         vmap: TensorMap::encode_tiled(st.context(), &desc).unwrap(),
     };
     let m = gi::grad_input_built::<F16x2>(sm, prec, bs as u32, true).unwrap();
-    assert!(m.ptx.contains(".reqnctapercluster 2, 1, 1"));
+    assert!(m.ptx.contains(".reqnctapercluster 4, 1, 1"));
     st.launch(&m, cfg, &args.args()).unwrap();
     let want = host::grad_input(sm, prec, &dims, n, &gy, &v, &col).unwrap();
     let got = st.to_vec(&gx).unwrap();
