@@ -102,9 +102,9 @@
 //! fragments by `ld.shared`), warp tiles of several MMAs, vectorised
 //! stores. Every row length runs: the forward pass ranks a long row's
 //! slots a window at a time ([`ptx::grouped::window`]). At bf16/f16 `B`
-//! 32 and 64 on sm_90, sm_100 and sm_100a both run in clusters of two
+//! 32 and 64 on sm_90, sm_100 and sm_100a both run in clusters of four
 //! CTAs (adjacent token tiles of one group) whose values blocks land by
-//! one tensor-map multicast a block, read from L2 once for the pair
+//! one tensor-map multicast a block, read from L2 once for the four
 //! ([`ptx::grouped::forward_cluster`],
 //! [`ptx::grouped::grad_input_cluster`]). The modeled
 //! figures are in `docs/perf.md` ("Tensor-core block-ELL"). Grad-values

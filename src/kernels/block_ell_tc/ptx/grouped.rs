@@ -63,19 +63,19 @@
 //! [`smem_bytes`].
 //!
 //! # Clusters (bf16/f16 `B` 32 and 64, sm_90, sm_100, sm_100a)
-//! There the forward and grad-input run in clusters of two CTAs
+//! There the forward and grad-input run in clusters of four CTAs
 //! ([`forward_cluster`], [`grad_input_cluster`]; the grad-input builder
-//! is in `grouped_gi.rs`): both take the same group and adjacent token
-//! tiles, so their schedules are the same (grad-input's lists are read
-//! from the same index entries by both), and the values blocks of a step
-//! are read from L2 once:
+//! is in `grouped_gi.rs`): all take the same group and four adjacent
+//! token tiles, so their schedules are the same (grad-input's lists are
+//! read from the same index entries by all), and the values blocks of a
+//! step are read from L2 once a cluster:
 //! per step one lane of warp 0 (`elect.sync`) of each CTA issues one
 //! tensor-map copy a taken block
-//! of its rank's parity (a map over the values array, a kernel parameter)
-//! multicast into both CTAs' shared memory, where the block lands
+//! `g ≡ rank (mod 4)` (a map over the values array, a kernel parameter)
+//! multicast into all four CTAs' shared memory, where the block lands
 //! unpadded and swizzled (its rows are read through the swizzle),
 //! completing on a per-buffer mbarrier; a split cluster barrier keeps a
-//! buffer until the peer has read it (module `grouped_mcast`). In the
+//! buffer until every peer has read it (module `grouped_mcast`). In the
 //! forward the same lane copies its CTA's input tile of the step by one
 //! tensor-map copy (no multicast; a second map, over `x`: box `B ×
 //! tokens` at `(m·B, n0)`, rows `n ≥ N` zero-filled by the copy), which

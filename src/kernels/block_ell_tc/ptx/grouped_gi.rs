@@ -1,7 +1,7 @@
 //! The grouped grad-input kernel's builder (a child of [`super`], whose
 //! `kernel` it shares with the forward): the column blocks' lists of the
 //! transposed index ([`ColLists`]), and where [`grad_input_cluster`] says
-//! 2 the cluster of two CTAs whose values blocks land by tensor-map
+//! 4 the cluster of four CTAs whose values blocks land by tensor-map
 //! multicast (module `grouped_mcast`; the blocks' rows `k` are read by
 //! `ldmatrix.trans` through the swizzle).
 
@@ -15,7 +15,7 @@ use super::super::{GradInputArgs, GradInputTmaArgs, name};
 use super::{ColLists, Io, Lists, builder, kernel, log2, mcast, shape};
 
 /// CTAs of a cluster of the grouped grad-input of `prec` at `B` = `bs` on
-/// `sm`: 2 where it multicasts its values blocks by tensor map (bf16/f16
+/// `sm`: 4 where it multicasts its values blocks by tensor map (bf16/f16
 /// `B` 32 and 64 on sm_90, sm_100, sm_100a, as the forward,
 /// [`forward_cluster`](super::forward_cluster); the kernel then takes
 /// [`GradInputTmaArgs`], the values as a tensor map of

@@ -1,13 +1,14 @@
 //! The values blocks of the grouped forward and grad-input multicast
-//! across a cluster of two CTAs by tensor-map copies (issue 31, the L2
+//! across a cluster of [`CLUSTER`] (4) CTAs by tensor-map copies (issue 31, the L2
 //! step; bf16/f16 `B` 32 and 64 on sm_90, sm_100, sm_100a: [`enabled`],
 //! [`grad_input_enabled`]; built for `B` 16 too). Both passes use the
 //! same map: grad-input's `B[k][f]` = `values[s, k, f]` is the block's
 //! row `k`, read by `ldmatrix.trans` at [`lanes`]' addresses.
 //!
-//! The two CTAs of a cluster take the same group of output blocks and
-//! adjacent token tiles (`2·p + rank`; the second tile of an odd count
-//! still runs, its rows `n ≥ N` zero-filled and never stored). Their
+//! The four CTAs of a cluster take the same group of output blocks and
+//! adjacent token tiles (`4·p + rank`; where the count is not a multiple
+//! of 4 the last run's one to three tiles past it still run, their rows
+//! `n ≥ N` zero-filled and never stored). Their
 //! schedules depend only on the topology and the group, so they stage the
 //! same values blocks in the same order. A 2D tensor map over the values
 //! array (rows of `B` elements, `R·K·B` rows; box `B × B`, the swizzle
@@ -15,11 +16,12 @@
 //! [`values_map`]) lets **one** thread copy a whole block: per step
 //! the lane `elect.sync` picks in warp 0 of rank `r` issues
 //! `cp.async.bulk.tensor` multicast (mask
-//! `0b11`) of the taken blocks `g ≡ r (mod 2)`, at coordinates `(0,
-//! slot·B)`, into block `g`'s unpadded slot of the buffer in both CTAs'
+//! `0b1111`) of the taken blocks `g ≡ r (mod 4)` (`G` is a multiple of
+//! 4), at coordinates `(0, slot·B)`, into block `g`'s unpadded slot of
+//! the buffer in all four CTAs'
 //! shared memory (aligned to the swizzle's repeat), completing on the
 //! buffer's "full" mbarrier in each. The same lane announces the step's
-//! bytes into its own CTA (`B·B·e` per taken block, both CTAs' blocks,
+//! bytes into its own CTA (`B·B·e` per taken block, every rank's blocks,
 //! and its input tile's); every
 //! thread waits on the buffer's phase. `ldmatrix` reads the swizzled rows
 //! at [`b_lanes`]' addresses.
@@ -71,7 +73,9 @@ use super::common::sptr;
 use super::grouped::{GroupTile, NONE};
 use super::shape::Shape;
 
-/// CTAs of a cluster.
+/// CTAs of a cluster: 4, where the roofline model reads the kernels
+/// faster than with 2 at every row it measures (H200: the values read
+/// from L2 once per four token tiles, not two; docs/perf.md, 2026-11-30).
 pub(super) const CLUSTER: u32 = 4;
 
 /// Bytes of the kernel's static shared memory (the two mbarriers, and
@@ -83,9 +87,9 @@ pub(super) const STATIC_BYTES: u64 = 16 + 2 * 16 * 4;
 /// Whether the grouped forward of `prec` at `B` = `bs` multicasts its
 /// values blocks on `sm` (sm_90, sm_100, sm_100a): bf16/f16 at `B` 32 and
 /// 64, where the roofline model reads the cluster kernel faster (H200,
-/// 50 %, the tensor copies' L2 bytes counted: `B` 32 43.1 → 33.6 µs, the
-/// L2 traffic 305.7 → 238.6 MB; `B` 64 L2-bound at 33.2 µs, 235.6 MB
-/// against ≈ 300 MB without a cluster; docs/perf.md). The
+/// 50 %, the tensor copies' L2 bytes counted, clusters of 4: `B` 32
+/// 32.3 µs, L2 205.1 MB against 305.7 MB without a cluster; `B` 64
+/// 28.5 µs, 202.0 MB; docs/perf.md). The
 /// kernel is built and correct at `B` 16 too ([`buildable`]; tested on
 /// the simulator), but no roofline problem measures `B` 16, so it keeps
 /// the kernel without a cluster. The copies are issued by the lane
@@ -103,8 +107,8 @@ pub(super) fn enabled(sm: Sm, prec: TcPrecision, bs: u32) -> bool {
 /// values blocks on `sm`: the forward's rule ([`enabled`]; the same map,
 /// each block's rows `k` read by `ldmatrix.trans` through the swizzle,
 /// [`lanes`]), where the roofline model reads the cluster kernel faster
-/// (H200, 50 %: `B` 32 47.4 → 35.2 µs, `B` 64 43.8 → 24.3 µs;
-/// docs/perf.md).
+/// (H200, 50 %, clusters of 4: `B` 32 47.4 → 30.9 µs, `B` 64 43.8 →
+/// 29.0 µs; docs/perf.md).
 pub(super) fn grad_input_enabled(sm: Sm, prec: TcPrecision, bs: u32) -> bool {
     enabled(sm, prec, bs)
 }
@@ -337,8 +341,8 @@ fn bar(b: &mut KernelBuilder, mc: &Mc, buf: Reg<U32>) -> SharedMbarrier {
 }
 
 /// One lane of warp 0, chosen by `elect.sync`, announces the step's bytes
-/// on buffer `buf`'s barrier and multicasts the taken blocks of its rank's
-/// parity, each from the slot it took (none: no copy), into `vbase`
+/// on buffer `buf`'s barrier and multicasts the taken blocks `g ≡ rank (mod
+/// CLUSTER)`, each from the slot it took (none: no copy), into `vbase`
 /// (buffer `buf`'s values area). Under `elect.sync` ptxas knows one lane
 /// issues the copies, so it emits each `UTMALDG` once, without the loop
 /// over active lanes it builds under a `tid == 0` branch.

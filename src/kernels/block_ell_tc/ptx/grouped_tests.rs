@@ -211,8 +211,8 @@ fn staging_is_unpadded_only_in_clusters() {
 /// 16 (built, [`mcast::buildable`], but not enabled) and 32 (enabled), with
 /// small schedule windows, on the simulator of `sm` (checks on), launched
 /// as the forward's launch code
-/// launches it (pairs of CTAs, the values' and the input's tensor maps): equal to the host
-/// model bit for bit, with windows of 3, an odd token-tile count, ragged
+/// launches it (clusters of 4 CTAs, the values' and the input's tensor maps; one cluster here):
+/// equal to the host model bit for bit, with windows of 3, a token-tile count not a multiple of 4, ragged
 /// `N` and `R`, empty slots, more cluster tiles than clusters, and ±∞/NaN
 /// inputs.
 fn run_cluster<M: MmaInput>(sm: Sm, prec: TcPrecision, bs: usize, r: usize, n: usize) {
@@ -287,13 +287,14 @@ fn run_cluster<M: MmaInput>(sm: Sm, prec: TcPrecision, bs: usize, r: usize, n: u
 }
 
 /// bf16 `B` 32 on sm_90 (G 8): `R` 12 (a ragged second group), 3 token
-/// tiles (the last pair's second past `N`).
+/// tiles (the cluster's fourth past `N`).
 #[test]
 fn cluster_kernel_b32_matches_the_host_model() {
     run_cluster::<Bf16x2>(Sm::Sm90, TcPrecision::Bf16, 32, 12, 3 * 128 - 5);
 }
 
-/// f16 `B` 16 on sm_100 (G 16): `R` 20, 2 token tiles, `N` ragged.
+/// f16 `B` 16 on sm_100 (G 16): `R` 20, 2 token tiles (two of the
+/// cluster's past `N`), `N` ragged.
 #[test]
 fn cluster_kernel_b16_matches_the_host_model() {
     run_cluster::<F16x2>(Sm::Sm100, TcPrecision::F16, 16, 20, 2 * 128 - 37);
@@ -301,10 +302,10 @@ fn cluster_kernel_b16_matches_the_host_model() {
 
 /// The grad-input cluster kernel at f16 `B` 16 on sm_100 (G 16; built,
 /// [`mcast::buildable`], but not enabled), launched as the launch code
-/// launches an enabled one (pairs of CTAs, the values' tensor map; two
-/// clusters for three pairs of tiles): equal to the host model bit for
+/// launches an enabled one (clusters of 4 CTAs, the values' tensor map;
+/// one cluster for four cluster tiles): equal to the host model bit for
 /// bit, with `C` 20 (a ragged second group), 5 token tiles (the last
-/// pair's second past `N`), empty slots and ±∞/NaN inputs.
+/// run's three past `N`), empty slots and ±∞/NaN inputs.
 #[test]
 fn grad_input_cluster_kernel_b16_matches_the_host_model() {
     let (sm, prec, bs) = (Sm::Sm100, TcPrecision::F16, 16usize);
