@@ -24,7 +24,7 @@
 //! **Tensor-map copies**: `cp.async.bulk.tensor` counts its box's bytes
 //! (`TiledDesc::box_bytes`, out-of-bounds fill included) once per issue,
 //! a multicast once, as a bulk copy. The box is in the map, not in the
-//! instruction: [`launch_bytes`] finds the kernel parameter the map
+//! instruction: `launch_bytes` finds the kernel parameter the map
 //! operand is the address of (a `mov` of the parameter, `cvta.param`) and
 //! decodes the launch's argument for it (the private encoding the
 //! simulator reads); a map it cannot resolve counts 0 bytes.
