@@ -10,7 +10,7 @@
 //! Hand-worked cases are in `tests/tensor_core_cases.rs`.
 
 use proptest::prelude::*;
-use ptxsmith::tensor_core::{BlockFma, FinalRounding, InputFormat, PublishedModel};
+use ptxsmith::tensor_core::{BlockFma, FinalRounding, InputFormat, PublishedModel, mma_tile};
 
 /// 2^n as an f64 (n in the normal range).
 fn pow2(n: i32) -> f64 {
@@ -274,6 +274,48 @@ proptest! {
     #[test]
     fn model_equals_reference_any_bits((p, c, pairs) in with_set(anything)) {
         check(&p, c, &pairs)?;
+    }
+}
+
+/// `(m, n, k, A, B, C)` of one tile.
+type Tile = (usize, usize, usize, Vec<u32>, Vec<u32>, Vec<f32>);
+
+/// A tile (`m × k` by `k × n`) of operands drawn from all bit patterns.
+fn tile_inputs(p: BlockFma) -> BoxedStrategy<Tile> {
+    let fmt = p.input;
+    (1..=3usize, 1..=3usize, 0..=2 * p.width + 1)
+        .prop_flat_map(move |(m, n, k)| {
+            (
+                Just((m, n, k)),
+                proptest::collection::vec(any_operand(fmt), m * k),
+                proptest::collection::vec(any_operand(fmt), k * n),
+                proptest::collection::vec(any::<u32>().prop_map(f32::from_bits), m * n),
+            )
+        })
+        .prop_map(|((m, n, k), a, b, c)| (m, n, k, a, b, c))
+        .boxed()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(500))]
+
+    /// `mma_tile` (each operand decoded once for the tile) gives every
+    /// element the reference's bits over its row of `A` and column of `B`.
+    #[test]
+    fn tile_equals_reference_per_element(
+        (p, (m, n, k, a, b, c)) in (0..all_sets().len()).prop_flat_map(|i| {
+            let p = all_sets()[i];
+            tile_inputs(p).prop_map(move |t| (p, t))
+        })
+    ) {
+        let d = mma_tile(&p, (m, n, k), &a, &b, &c).unwrap();
+        for i in 0..m {
+            for j in 0..n {
+                let pairs: Vec<(u32, u32)> = (0..k).map(|kk| (a[i * k + kk], b[kk * n + j])).collect();
+                prop_assert_eq!(d[i * n + j].to_bits(), ref_dot(&p, c[i * n + j], &pairs),
+                    "{:?} {:?} ({}, {}) of {}×{}×{}", p.source, p.input, i, j, m, n, k);
+            }
+        }
     }
 }
 

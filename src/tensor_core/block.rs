@@ -12,7 +12,7 @@ pub const CANONICAL_NAN: u32 = 0x7FFF_FFFF;
 
 /// One operand or `c`, decoded.
 #[derive(Debug, Clone, Copy)]
-enum Class {
+pub(super) enum Class {
     Zero,
     /// `(-1)^neg · sig · 2^(exp − frac)`, `frac` the format's fraction
     /// bits, `exp = max(⌊log2|x|⌋, emin)` (lines 114–121).
@@ -29,7 +29,7 @@ enum Class {
 
 /// Splits the bits of a binary format with `eb` exponent and `mb` fraction
 /// bits (`bits` holds exactly those `1 + eb + mb` bits).
-fn decode(bits: u32, eb: u32, mb: u32) -> Class {
+pub(super) fn decode(bits: u32, eb: u32, mb: u32) -> Class {
     let neg = (bits >> (eb + mb)) & 1 == 1;
     let e = (bits >> mb) & ((1 << eb) - 1);
     let f = u64::from(bits & ((1 << mb) - 1));
@@ -63,7 +63,7 @@ fn decode(bits: u32, eb: u32, mb: u32) -> Class {
 
 /// Decodes an operand of `fmt` (f16/bf16: the low 16 bits; tf32: the top
 /// 19 bits of the f32 pattern).
-fn decode_operand(fmt: InputFormat, bits: u32) -> Class {
+pub(super) fn decode_operand(fmt: InputFormat, bits: u32) -> Class {
     match fmt {
         InputFormat::F16 => decode(bits & 0xFFFF, 5, 10),
         InputFormat::Bf16 => decode(bits & 0xFFFF, 8, 7),
@@ -84,7 +84,7 @@ impl BlockFma {
     {
         const STACK: usize = 64;
         let width = self.width.max(1);
-        let mut acc = c;
+        let mut acc = c.to_bits();
         if width <= STACK {
             // no allocation for the published widths
             let mut block = [(0u32, 0u32); STACK];
@@ -93,33 +93,33 @@ impl BlockFma {
                 block[n] = pair;
                 n += 1;
                 if n == width {
-                    acc = self.block(acc, &block[..n]);
+                    acc = self.block_pairs(acc, &block[..n]);
                     n = 0;
                 }
             }
             if n > 0 {
-                acc = self.block(acc, &block[..n]);
+                acc = self.block_pairs(acc, &block[..n]);
             }
         } else {
             let mut block = Vec::with_capacity(width);
             for pair in pairs {
                 block.push(pair);
                 if block.len() == width {
-                    acc = self.block(acc, &block);
+                    acc = self.block_bits(acc, &block);
                     block.clear();
                 }
             }
             if !block.is_empty() {
-                acc = self.block(acc, &block);
+                acc = self.block_bits(acc, &block);
             }
         }
-        acc
+        f32::from_bits(acc)
     }
 
     /// One block FMA over `pairs` (at most [`BlockFma::width`] of them for
     /// the published models; more are summed as one block).
     pub fn block(&self, c: f32, pairs: &[(u32, u32)]) -> f32 {
-        f32::from_bits(self.block_bits(c.to_bits(), pairs))
+        f32::from_bits(self.block_pairs(c.to_bits(), pairs))
     }
 
     /// `c` as a term: a zero c takes no part (1082–1084).
@@ -132,12 +132,12 @@ impl BlockFma {
         }
     }
 
-    /// One product as a term, its significand on the grid of
+    /// One product of decoded operands as a term, its significand on the grid of
     /// `23 + neab` fraction bits.
-    fn product_term(&self, a: u32, b: u32) -> Term {
+    pub(super) fn product(&self, a: Class, b: Class) -> Term {
         let fb = self.input.fraction_bits();
         let grid = 23 + self.extra_align_bits;
-        match (decode_operand(self.input, a), decode_operand(self.input, b)) {
+        match (a, b) {
             (Class::Nan, _) | (_, Class::Nan) => Term::Nan,
             // ∞·0 is NaN (GEMM.m 227 forms the products in double)
             (Class::Inf { .. }, Class::Zero) | (Class::Zero, Class::Inf { .. }) => Term::Nan,
@@ -165,17 +165,33 @@ impl BlockFma {
         }
     }
 
-    fn block_bits(&self, c: u32, pairs: &[(u32, u32)]) -> u32 {
+    /// One block on the model's general path ([`BlockFma::sum_block`]).
+    pub(super) fn block_bits(&self, c: u32, pairs: &[(u32, u32)]) -> u32 {
+        let fmt = self.input;
+        let products = pairs
+            .iter()
+            .map(|&(a, b)| self.product(decode_operand(fmt, a), decode_operand(fmt, b)));
+        if pairs.len() <= 64 {
+            let mut block = [Term::None; 64];
+            for (slot, t) in block.iter_mut().zip(products) {
+                *slot = t;
+            }
+            self.sum_block(c, &block[..pairs.len()])
+        } else {
+            self.sum_block(c, &products.collect::<Vec<_>>())
+        }
+    }
+
+    /// One block FMA: `c` (f32 bits) plus the product `terms`.
+    pub(super) fn sum_block(&self, c: u32, products: &[Term]) -> u32 {
         let grid = 23 + self.extra_align_bits;
-        let terms = || {
-            std::iter::once(self.c_term(c))
-                .chain(pairs.iter().map(|&(a, b)| self.product_term(a, b)))
-        };
+        let c = self.c_term(c);
+        let terms = || std::iter::once(&c).chain(products);
         // First pass: specials and the largest exponent.
         let (mut nan, mut pos_inf, mut neg_inf) = (false, false, false);
         let mut max_exp: Option<i32> = None;
         for t in terms() {
-            match t {
+            match *t {
                 Term::Nan => nan = true,
                 Term::Inf(true) => neg_inf = true,
                 Term::Inf(false) => pos_inf = true,
@@ -202,7 +218,7 @@ impl BlockFma {
         // Second pass: truncating alignment (1106, 1127–1128) and the exact
         // sum (501).
         let sum: i64 = terms()
-            .map(|t| match t {
+            .map(|t| match *t {
                 Term::Finite(neg, sig, exp) => {
                     let shift = (max_exp - exp) as u32;
                     let mag = if shift >= 64 {
@@ -230,7 +246,7 @@ impl BlockFma {
 
 /// One term of a block.
 #[derive(Debug, Clone, Copy)]
-enum Term {
+pub(super) enum Term {
     /// Takes no part (a zero product or a zero `c`).
     None,
     Nan,
@@ -245,7 +261,7 @@ enum Term {
 /// read off the first 23 fraction bits, 310–311) or round-to-nearest-even
 /// (287–290); a biased exponent of 255 is ±∞ (329–335); a negative value
 /// below the smallest subnormal gives −0 (315–317).
-fn round_to_f32(neg: bool, mag: u64, scale: i32, rounding: FinalRounding) -> u32 {
+pub(super) fn round_to_f32(neg: bool, mag: u64, scale: i32, rounding: FinalRounding) -> u32 {
     let top = 63 - mag.leading_zeros() as i32;
     let exp = scale + top; // exponent of the leading bit
     let ulp = exp.max(-126) - 23;

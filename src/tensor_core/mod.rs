@@ -54,6 +54,7 @@
 
 mod block;
 mod convert;
+mod tile;
 
 pub use block::CANONICAL_NAN;
 pub use convert::{
@@ -279,15 +280,7 @@ pub fn mma_tile(
     check("A", a.len(), m, k)?;
     check("B", b.len(), k, n)?;
     check("C", c.len(), m, n)?;
-    let mut d = Vec::with_capacity(m * n);
-    for i in 0..m {
-        let row = &a[i * k..(i + 1) * k];
-        for j in 0..n {
-            let pairs = row.iter().enumerate().map(|(kk, &x)| (x, b[kk * n + j]));
-            d.push(fma.dot(c[i * n + j], pairs));
-        }
-    }
-    Ok(d)
+    Ok(fma.tile((m, n, k), a, b, c))
 }
 
 /// [`mma_tile`] with the block FMA of `sm` for `input` operands, or
