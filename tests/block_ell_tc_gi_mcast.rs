@@ -143,10 +143,11 @@ fn even_tiles_and_one_row() {
     case(Sm::Sm90, TcPrecision::Bf16, 32, 9, 256, 20);
 }
 
-/// The values' tensor map needs a 16-byte aligned array: a view of the
-/// values that starts one element in is refused as the map's error
-/// ([`TensorMapError::Address`]) before anything is queued (the output
-/// keeps its 7.0s), at every `B` where grad-input runs in clusters.
+/// The values' and `gy`'s tensor maps need 16-byte aligned arrays: a
+/// view of the values, or of `gy`, that starts one element in is refused
+/// as the map's error ([`TensorMapError::Address`]) before anything is
+/// queued (the output keeps its 7.0s), at every `B` where grad-input runs
+/// in clusters.
 #[test]
 fn misaligned_values_are_a_typed_error() {
     let on: Vec<usize> = [16usize, 32, 64]
@@ -160,9 +161,9 @@ fn misaligned_values_are_a_typed_error() {
         let st = Context::sim(sm).default_stream();
         let topo = DeviceTopology::upload(&st, &dims, &[0, 1]).unwrap();
         let n = 3;
-        let gy = st
-            .upload(&to_bf16(&vec![1.0; n * dims.out_features()]))
-            .unwrap();
+        let gylen = n * dims.out_features();
+        let gy1 = st.upload(&to_bf16(&vec![1.0; gylen + 1])).unwrap();
+        let gy = gy1.slice(..gylen).unwrap();
         let v = st
             .upload(&to_bf16(&vec![1.0; dims.values_len() + 1]))
             .unwrap();
@@ -176,7 +177,16 @@ fn misaligned_values_are_a_typed_error() {
             "B {b}: {e:?}"
         );
         assert!(st.to_vec(&gx).unwrap().iter().all(|&v| v == 7.0), "B {b}");
-        // the aligned array runs
+        let gy_off = gy1.slice(1..).unwrap();
+        let aligned = v.slice(..dims.values_len()).unwrap();
+        let e = tc::grad_input_dev(&st, bf, TcOutput::F32, &topo, n, &gy_off, &aligned, &mut gx)
+            .unwrap_err();
+        assert!(
+            matches!(e, Error::TensorMap(TensorMapError::Address { .. })),
+            "B {b} gy: {e:?}"
+        );
+        assert!(st.to_vec(&gx).unwrap().iter().all(|&v| v == 7.0), "B {b}");
+        // the aligned arrays run
         let aligned = v.slice(..dims.values_len()).unwrap();
         tc::grad_input_dev(&st, bf, TcOutput::F32, &topo, n, &gy, &aligned, &mut gx).unwrap();
         let want = b as f32;
@@ -218,11 +228,13 @@ fn cluster_only_where_it_multicasts() {
     }
 }
 
-/// The pinned ptxas assembles the cluster grad-input's values copies into
-/// tensor-map copies (`UTMALDG`), with no bulk copy (`UBLKCP`) and no loop
-/// over the active lanes around them (`BRA.U.ANY`: the copies are issued
-/// under `elect.sync`), on every target of [`multicast_sms`]. SKIP without
-/// the tools.
+/// The pinned ptxas assembles the cluster grad-input's values and `gy`
+/// copies into tensor-map copies (`UTMALDG`: multicast and not), with no
+/// bulk copy (`UBLKCP`), no `cp.async` (`LDGSTS`: `gy`'s per-thread
+/// copies before it came by tensor map) and no loop over the active
+/// lanes around them (`BRA.U.ANY`: the copies are issued under
+/// `elect.sync`), on every target of [`multicast_sms`]. SKIP without the
+/// tools.
 #[test]
 fn sass_has_tensor_copies_and_no_lane_loop() {
     let Some(tools) = ptxsmith::nvtools::NvTools::for_tests() else {
@@ -237,8 +249,10 @@ fn sass_has_tensor_copies_and_no_lane_loop() {
                     .unwrap_or_else(|e| panic!("{sm} {prec:?} B {b}: ptxas: {e}"));
                 let sass = tools.disassemble(&asm).unwrap();
                 let what = format!("{sm} {prec:?} B {b}: {:?}", sass.opcode_histogram());
-                assert!(sass.count("UTMALDG") >= 1, "{what}");
+                assert!(sass.count("UTMALDG.2D.MULTICAST") >= 1, "{what}");
+                assert!(sass.count("UTMALDG.2D") >= 1, "{what}");
                 assert_eq!(sass.count("UBLKCP"), 0, "{what}");
+                assert_eq!(sass.count("LDGSTS"), 0, "{what}");
                 assert_eq!(sass.count("BRA.U.ANY"), 0, "{what}");
             }
         }

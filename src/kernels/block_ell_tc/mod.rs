@@ -106,7 +106,9 @@
 //! CTAs (adjacent token tiles of one group) whose values blocks land by
 //! one tensor-map multicast a block, read from L2 once for the four
 //! ([`ptx::grouped::forward_cluster`],
-//! [`ptx::grouped::grad_input_cluster`]). The modeled
+//! [`ptx::grouped::grad_input_cluster`]), and whose input tiles (`x`,
+//! `gy`) land by one tensor-map copy a step; there warp 0 alone merges
+//! the lists and hands the other warps each step's key. The modeled
 //! figures are in `docs/perf.md` ("Tensor-core block-ELL"). Grad-values
 //! at `B` ≤ 32 is staged the same way, one CTA the filled slots of a tile
 //! of block rows × column blocks over double-buffered token tiles of `gy`

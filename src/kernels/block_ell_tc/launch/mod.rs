@@ -287,10 +287,15 @@ pub fn grad_input_dev<T: TcElem, O: TcOutElem>(
         return stream.launch(m, cfg, &args.args());
     }
     // the cluster kernel reads the values through the forward's tensor
-    // map (an encoding error is returned before the launch)
+    // map and `gy` through a second one, as the forward's `x` (an
+    // encoding error, e.g. a view not 16-byte aligned, is returned
+    // before the launch)
     let slots = (d.r() * d.k()) as u64;
     let desc = forward_values_map(prec, bsize(&d), vp.addr, slots);
     let vmap = TensorMap::encode_tiled(stream.context(), &desc)?;
+    let (outw, rows) = (d.out_features() as u64, n as u64);
+    let desc = forward_input_map(prec, bsize(&d), gt.tokens, gyp.addr, rows, outw);
+    let gymap = TensorMap::encode_tiled(stream.context(), &desc)?;
     let args = GradInputTmaArgs {
         gy: args.gy,
         offsets: args.offsets,
@@ -302,6 +307,7 @@ pub fn grad_input_dev<T: TcElem, O: TcOutElem>(
         k: args.k,
         out_bf16: args.out_bf16,
         vmap,
+        gymap,
     };
     stream.launch(m, cfg, &args.args())
 }

@@ -82,11 +82,17 @@
 //! lands unpadded and swizzled too, on the same mbarrier: no `cp.async`
 //! is left in the step, and the `A` fragments' rows are read through the
 //! swizzle (`mcast::a_lanes`, one address a chunk, hoisted out of the
-//! loops). Grad-input reads its blocks' rows `k` by `ldmatrix.trans`
+//! loops). Grad-input's `gy` tile lands the same way (a map over `gy`,
+//! `[N, R·B]`); it reads its blocks' rows `k` by `ldmatrix.trans`
 //! through the swizzle and takes its keys `s / K` by a multiply
 //! (`grouped_sched::div_by_k`), keeping each list's head in registers
-//! until the list takes it; its input tile stays on `cp.async`, per CTA,
-//! in padded rows.
+//! until the list takes it. As every copy of a step is the elected
+//! lane's, **warp 0 alone** runs the merge (the other warps ran the same
+//! `G`-way merge for nothing: about a quarter of the `B` 32 step's
+//! issue): it publishes the step's key (and a due window refill, with
+//! the cursors) in static shared memory, which the other warps read
+//! after the step's `bar.sync` (`mcast::publish`, `mcast::fetch`,
+//! `mcast::cursors`); the warps' MMAs read their slots from `took`.
 
 use crate::dsl::types::{F32, MmaInput, Pred, Reg, U32, U64};
 use crate::dsl::{Cmp, FragA, FragB, FragC, GlobalPtr, KernelBuilder, PtxModule, TensorMapRef};
@@ -105,6 +111,9 @@ use super::{ForwardArgs, ForwardTmaArgs, mma_into, name};
 #[path = "grouped_epilogue.rs"]
 mod epilogue;
 use epilogue::epilogue;
+#[path = "grouped_stage.rs"]
+mod stage;
+use stage::{VCopy, vcopies};
 
 /// Threads per CTA of the grouped kernels (8 warps).
 pub const THREADS: u32 = 256;
@@ -160,15 +169,14 @@ fn shape<T: MmaInput>(prec: TcPrecision, bs: u32, sm: Sm, trans: bool) -> (Shape
 }
 
 /// Bytes of a grouped kernel's staging: two input tiles and two sets of
-/// `G` values blocks. In clusters (`tma`) the values blocks land unpadded
-/// by tensor map, and so do the forward pass's (`forward`) input tiles;
-/// both from the swizzle's repeat on.
-fn stage_bytes(prec: TcPrecision, bs: u32, sm: Sm, forward: bool, tma: bool) -> u64 {
+/// `G` values blocks. In clusters (`tma`) the values blocks and the input
+/// tiles land unpadded by tensor map, from the swizzle's repeat on.
+fn stage_bytes(prec: TcPrecision, bs: u32, sm: Sm, tma: bool) -> u64 {
     let e = if prec == TcPrecision::Tf32 { 4 } else { 2 };
     let pitch = u64::from(bs * e + 16);
     let t = group_tile(prec, bs, sm);
     if tma {
-        let row = if forward { u64::from(bs * e) } else { pitch };
+        let row = u64::from(bs * e);
         let vblock = u64::from(bs * bs * e);
         return mcast::align_slack(bs * e)
             + 2 * u64::from(t.tokens) * row
@@ -185,7 +193,7 @@ fn stage_bytes(prec: TcPrecision, bs: u32, sm: Sm, forward: bool, tma: bool) -> 
 pub fn window(prec: TcPrecision, bs: u32, sm: Sm) -> u32 {
     // the multicast forward's mbarriers are static shared memory
     let on = mcast::enabled(sm, prec, bs);
-    let fixed = stage_bytes(prec, bs, sm, true, on) + if on { mcast::STATIC_BYTES } else { 0 };
+    let fixed = stage_bytes(prec, bs, sm, on) + if on { mcast::STATIC_BYTES } else { 0 };
     let free = u64::from(sm.info().max_smem_per_block_optin) - fixed;
     let g = u64::from(group_tile(prec, bs, sm).g);
     (free / (8 * g)) as u32
@@ -201,7 +209,7 @@ fn smem_bytes_in(prec: TcPrecision, bs: u32, sm: Sm, forward_kw: Option<(u32, u3
         Some(_) => mcast::enabled(sm, prec, bs),
         None => mcast::grad_input_enabled(sm, prec, bs),
     };
-    stage_bytes(prec, bs, sm, forward_kw.is_some(), tma) + sched
+    stage_bytes(prec, bs, sm, tma) + sched
 }
 
 /// Bytes of dynamic shared memory of a grouped kernel: the staging, and
@@ -291,7 +299,7 @@ fn issue(
 
 /// Whether the input tile lands by a tensor-map copy ([`mcast::XCopy`]).
 fn x_by_map(st: &Stage) -> bool {
-    st.mc.as_ref().is_some_and(|mc| mc.xmap.is_some())
+    st.mc.is_some()
 }
 
 /// The input tile's copies of a step (input block `m`) into buffer `buf`.
@@ -353,67 +361,6 @@ fn issue_values(
             b.cp_async_cg(sptr::<U32>(d), gptr(s), None);
         });
     }
-}
-
-/// One of a thread's 16-byte copies of the values blocks, the same every
-/// step: unit `u = tid + j·THREADS` of the `G·B·cpr` units of a step,
-/// block `g = u / (B·cpr)`.
-#[derive(Clone)]
-struct VCopy {
-    /// the blocks the copy may belong to (one, or `THREADS / (B·cpr)`
-    /// consecutive ones, picked by `gi`)
-    cands: std::ops::Range<usize>,
-    gi: Option<Reg<U32>>,
-    /// byte offset in a values block (source), and in a values buffer
-    /// (destination, block `g` included)
-    w16: Reg<U64>,
-    doff: Reg<U32>,
-}
-
-/// The thread's [`VCopy`]s (every layout has `G·B·cpr` a multiple of
-/// [`THREADS`]).
-fn vcopies(b: &mut KernelBuilder, sh: &Shape, gt: &GroupTile, tid: Reg<U32>) -> Vec<VCopy> {
-    let upb = sh.bs * sh.cpr;
-    let total = gt.g * upb;
-    assert!(total.is_multiple_of(THREADS) && THREADS.is_power_of_two());
-    let dest = |b: &mut KernelBuilder, g: Reg<U32>, within: Reg<U32>| {
-        let row = b.shr(within, log2(sh.cpr));
-        let ch = b.and(within, sh.cpr - 1);
-        let d = b.mul_lo(g, sh.vbuf());
-        let d = b.mad_lo(row, sh.pitch, d);
-        let d = b.mad_lo(ch, 16u32, d);
-        let w16 = b.shl(within, 4u32);
-        (b.u32_to_u64(w16), d)
-    };
-    (0..total / THREADS)
-        .map(|j| {
-            if upb >= THREADS {
-                let g = (j * THREADS / upb) as usize;
-                let within = b.add(tid, j * THREADS % upb);
-                let gr = b.mov(g as u32);
-                let (w16, doff) = dest(b, gr, within);
-                VCopy {
-                    cands: g..g + 1,
-                    gi: None,
-                    w16,
-                    doff,
-                }
-            } else {
-                let m = THREADS / upb;
-                let gi = b.shr(tid, log2(upb));
-                let within = b.and(tid, upb - 1);
-                let g = b.add(gi, j * m);
-                let (w16, doff) = dest(b, g, within);
-                let c0 = (j * m) as usize;
-                VCopy {
-                    cands: c0..c0 + m as usize,
-                    gi: Some(gi),
-                    w16,
-                    doff,
-                }
-            }
-        })
-        .collect()
 }
 
 /// A warp's sub-tiles: per output block it touches, the block's index in
@@ -559,11 +506,11 @@ fn kernel<T: MmaInput>(
     io: &Io,
     mk_lists: &MakeLists,
     bias: Option<&Bias>,
-    map: Option<(TensorMapRef, Option<TensorMapRef>)>,
+    map: Option<(TensorMapRef, TensorMapRef)>,
 ) -> Result<PtxModule> {
     let cluster = map.is_some();
-    // the input tile by tensor map (the forward's cluster kernel)
-    let xmap = map.and_then(|(_, x)| x);
+    // the input tile by tensor map (the cluster kernels)
+    let xmap = map.map(|(_, x)| x);
     let smem = b.dynamic_shared::<U32>("smem", 16);
     let tid = b.tid_x();
     let lane = b.and(tid, 31u32);
@@ -588,11 +535,6 @@ fn kernel<T: MmaInput>(
         xs0
     };
     let vs0 = b.add(xs0, 2 * sh.buf());
-    let vs0 = if cluster && xmap.is_none() {
-        mcast::values_base(&mut b, sh, vs0)
-    } else {
-        vs0
-    };
     let sched = b.add(vs0, 2 * gt.g * sh.vbuf());
     // A: row wt0 + lane % 16, 16-byte unit lane / 16
     let arow = b.add(wt0, l16);
@@ -665,6 +607,9 @@ fn kernel<T: MmaInput>(
     let total = b.mul_lo(ntiles, groups);
     let lists = mk_lists(&mut b, sched, tid);
     let mc = map.map(|(m, x)| Rc::new(mcast::setup(&mut b, gt, tid, m, x)));
+    // (a cluster) every copy by warp 0's elected lane: warp 0 alone
+    // merges
+    let solo = mc.as_deref();
     // the warp's sub-tiles' words of `took` (a cluster)
     let took: Option<Vec<Reg<U32>>> = mc
         .as_ref()
@@ -730,31 +675,68 @@ fn kernel<T: MmaInput>(
                 None => b.var::<U32>(0u32),
             })
             .collect();
+        // windowed lists: 1 while a refill is due (made by the first
+        // merge)
+        let need = std::cell::OnceCell::new();
+        // a step's merge into buffer `nbuf`: where warp 0's elected lane
+        // issues every copy (`solo`), warp 0 alone, which publishes its
+        // key (and refill) to the CTA
+        let merge = |b: &mut KernelBuilder, nbuf: Option<Reg<U32>>| {
+            let mut out = None;
+            let mut run = |b: &mut KernelBuilder| {
+                let (m, taken) = advance(b, &*lists, &ctx, &cursors);
+                if lists.windowed() {
+                    let need = need.get_or_init(|| b.var::<U32>(0u32));
+                    lists.pending(b, &ctx, &cursors, need);
+                }
+                if let (Some(mc), Some(nbuf)) = (solo, nbuf) {
+                    mcast::publish(b, mc, nbuf, m, need.get(), &cursors);
+                }
+                out = Some((m, taken));
+            };
+            match solo {
+                Some(mc) => b.if_(mc.warp0, run),
+                None => run(b),
+            }
+            out.expect("the merge ran")
+        };
         // prologue: the first step into buffer 0
-        let (m, taken) = advance(b, &*lists, &ctx, &cursors);
-        // windowed lists: 1 while a refill is due
-        let need = lists.windowed().then(|| {
-            let need = b.var::<U32>(0u32);
-            lists.pending(b, &ctx, &cursors, &need);
-            need
-        });
-        let cur_m = b.var::<U32>(m);
+        let zero = solo.map(|_| b.mov(0u32));
+        let (m, taken) = merge(b, zero);
+        let need = need.get();
+        // (solo: set once warp 0 has published it)
+        let cur_m = match solo {
+            Some(_) => b.var::<U32>(NONE),
+            None => b.var::<U32>(m),
+        };
         // (a cluster reads them from `took`)
         let cur: Vec<_> = match &took {
             None => taken.iter().map(|&s| b.var::<U32>(s)).collect(),
             Some(_) => Vec::new(),
         };
-        let any = b.setp(Cmp::Ne, m, NONE);
         if mc.is_some() {
             // the peer has read both buffers (the previous tile)
             b.cluster_wait();
         }
-        b.if_(any, |b| {
-            let zero = b.mov(0u32);
-            issue(b, sh, gt, io, &st, m, &taken, zero);
-        });
+        let first = |b: &mut KernelBuilder| {
+            let any = b.setp(Cmp::Ne, m, NONE);
+            b.if_(any, |b| {
+                let zero = zero.unwrap_or_else(|| b.mov(0u32));
+                issue(b, sh, gt, io, &st, m, &taken, zero);
+            });
+        };
+        match solo {
+            Some(mc) => b.if_(mc.warp0, first),
+            None => first(b),
+        }
         if mc.is_some() {
             b.cluster_arrive(crate::dsl::ClusterArrive::Release);
+        }
+        if let (Some(mc), Some(zero)) = (solo, zero) {
+            // every thread learns the first key
+            b.bar_sync();
+            let m = mcast::fetch(b, mc, zero, need);
+            b.set(&cur_m, m);
         }
         if xmap.is_none() {
             b.cp_async_commit_group();
@@ -769,27 +751,19 @@ fn kernel<T: MmaInput>(
         let step = |b: &mut KernelBuilder| {
             let cb = b.get(&buf);
             let nbuf = b.xor(cb, 1u32);
-            let (nm, ntaken) = advance(b, &*lists, &ctx, &cursors);
-            if let Some(need) = &need {
-                lists.pending(b, &ctx, &cursors, need);
-            }
-            let more = b.setp(Cmp::Ne, nm, NONE);
+            let (nm, ntaken) = merge(b, Some(nbuf));
+            let next = |b: &mut KernelBuilder| {
+                let more = b.setp(Cmp::Ne, nm, NONE);
+                b.if_(more, |b| issue(b, sh, gt, io, &st, nm, &ntaken, nbuf));
+            };
             match &mc {
-                None => b.if_(more, |b| issue(b, sh, gt, io, &st, nm, &ntaken, nbuf)),
-                Some(_) if xmap.is_some() => {
-                    // `x` and the values by the elected lane once the
-                    // peer has read buffer `nbuf` (the previous step)
+                None => next(b),
+                Some(mc) => {
+                    // the input tile and the values by the elected lane
+                    // once the peer has read buffer `nbuf` (the previous
+                    // step)
                     b.cluster_wait();
-                    b.if_(more, |b| issue(b, sh, gt, io, &st, nm, &ntaken, nbuf));
-                }
-                Some(_) => {
-                    // `x` first; the values once the peer has read
-                    // buffer `nbuf` (the previous step)
-                    b.if_(more, |b| issue_x(b, sh, &st, nm, nbuf));
-                    b.cluster_wait();
-                    b.if_(more, |b| {
-                        issue_values(b, sh, gt, io, &st, nm, &ntaken, nbuf);
-                    });
+                    b.if_(mc.warp0, next);
                 }
             }
             // (no `cp.async` where every copy is a tensor copy)
@@ -798,6 +772,11 @@ fn kernel<T: MmaInput>(
                 b.cp_async_wait_group(1);
             }
             b.bar_sync();
+            // (every thread learns the next key)
+            let nm = match solo {
+                Some(mc) => mcast::fetch(b, mc, nbuf, need),
+                None => nm,
+            };
             if let Some(mc) = &mc {
                 mcast::wait_full(b, mc, cb);
             }
@@ -841,6 +820,9 @@ fn kernel<T: MmaInput>(
                 let n = b.get(need);
                 let due = b.setp(Cmp::Ne, n, 0u32);
                 b.if_(due, |b| {
+                    if let Some(mc) = solo {
+                        mcast::cursors(b, mc, &cursors);
+                    }
                     lists.refill(b, &ctx, o0, &cursors);
                     b.set(need, 0u32);
                 });
@@ -914,11 +896,7 @@ fn forward_built<T: MmaInput>(
     let (io, map, (col, k, bias, has_bias)) = if cluster {
         let p = b.params::<ForwardTmaArgs>();
         let io = io!(p, None);
-        (
-            io,
-            Some((p.vmap, Some(p.xmap))),
-            (p.col, p.k, p.bias, p.has_bias),
-        )
+        (io, Some((p.vmap, p.xmap)), (p.col, p.k, p.bias, p.has_bias))
     } else {
         let p = b.params::<ForwardArgs>();
         let io = io!(p, Some(p.values.addr()));

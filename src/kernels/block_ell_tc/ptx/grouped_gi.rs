@@ -68,13 +68,17 @@ pub(super) fn grad_input_built<T: MmaInput>(
     let (io, map, (offsets, slots, k, c)) = if cluster {
         let p = b.params::<GradInputTmaArgs>();
         let io = io!(p, None);
-        (io, Some(p.vmap), (p.offsets, p.slots, p.k, p.c))
+        (io, Some((p.vmap, p.gymap)), (p.offsets, p.slots, p.k, p.c))
     } else {
         let p = b.params::<GradInputArgs>();
         let io = io!(p, Some(p.values.addr()));
         (io, None, (p.offsets, p.slots, p.k, p.c))
     };
-    let sh = if cluster { sh.tma_values() } else { sh };
+    let sh = if cluster {
+        sh.tma_values().tma_input()
+    } else {
+        sh
+    };
     let g = gt.g;
     // the cluster kernel takes its keys by a multiply (`div_by_k`)
     let mk = move |b: &mut KernelBuilder, _: Reg<U32>, _: Reg<U32>| -> Box<dyn Lists> {
@@ -89,5 +93,5 @@ pub(super) fn grad_input_built<T: MmaInput>(
             cache: cluster.then(|| std::cell::RefCell::new(Vec::new())),
         })
     };
-    kernel::<T>(b, &sh, &gt, &io, &mk, None, map.map(|v| (v, None)))
+    kernel::<T>(b, &sh, &gt, &io, &mk, None, map)
 }

@@ -26,9 +26,10 @@
 //! thread waits on the buffer's phase. `ldmatrix` reads the swizzled rows
 //! at [`b_lanes`]' addresses.
 //!
-//! The input tile `x` of a step (`tokens × B` elements of block `m`) lands
-//! the same way in the forward ([`Mc::xmap`]): a second map over `x`
-//! (`[N, C·B]`; box `B × tokens`, the same swizzle; [`input_map`]), and
+//! The input tile of a step (`tokens × B` elements of block `m`: `x`
+//! forward, `gy` grad-input) lands the same way ([`Mc::xmap`]): a second
+//! map over the input (`[N, C·B]` or `[N, R·B]`; box `B × tokens`, the
+//! same swizzle; [`input_map`]), and
 //! the elected lane of each CTA issues **one** copy (no multicast: each
 //! CTA has its own token tile) at `(m·B, n0)` into the buffer's tile
 //! (aligned to the swizzle's repeat), completing on the same barrier:
@@ -55,9 +56,8 @@
 //! map, of the input tile, which the CTA's next `bar.sync` then orders
 //! before its own lane's next copy into it) and arrives at the
 //! cluster barrier (release); the wait comes just before the next copies
-//! into a buffer (one step later), after the CTA's own `x` copies where
-//! they are `cp.async` (a kernel without [`Mc::xmap`]), else before the
-//! elected lane's `x` and values copies. Each
+//! into a buffer (one step later), before the elected lane's input-tile
+//! and values copies. Each
 //! CTA tile's prologue waits and arrives once more (nothing read in
 //! between), the kernel arrives once after the barriers' init and waits
 //! once before it exits, so arrives and waits alternate.
@@ -78,18 +78,18 @@ use super::shape::Shape;
 /// from L2 once per four token tiles, not two; docs/perf.md, 2026-11-30).
 pub(super) const CLUSTER: u32 = 4;
 
-/// Bytes of the kernel's static shared memory (the two mbarriers, and
-/// the taken slots of both buffers, [`Mc::took`]: `2·G` words, `G` ≤
-/// 16), which the schedule window leaves beside the dynamic shared
-/// memory.
-pub(super) const STATIC_BYTES: u64 = 16 + 2 * 16 * 4;
+/// Bytes of the kernel's static shared memory (the two mbarriers, the
+/// taken slots of both buffers, [`Mc::took`]: `2·G` words, `G` ≤ 16, and
+/// the schedule's broadcast, [`Mc::next`]: `4 + G` words), which the
+/// schedule window leaves beside the dynamic shared memory.
+pub(super) const STATIC_BYTES: u64 = 16 + 2 * 16 * 4 + (4 + 16) * 4;
 
 /// Whether the grouped forward of `prec` at `B` = `bs` multicasts its
 /// values blocks on `sm` (sm_90, sm_100, sm_100a): bf16/f16 at `B` 32 and
 /// 64, where the roofline model reads the cluster kernel faster (H200,
-/// 50 %, the tensor copies' L2 bytes counted, clusters of 4: `B` 32
-/// 32.3 µs, L2 205.1 MB against 305.7 MB without a cluster; `B` 64
-/// 28.5 µs, 202.0 MB; docs/perf.md). The
+/// 50 %, the tensor copies' L2 bytes counted, clusters of 4, warp 0
+/// alone merging: `B` 32 28.9 µs, L2 205.1 MB against 305.7 MB without a
+/// cluster; `B` 64 28.5 µs, 202.0 MB; docs/perf.md). The
 /// kernel is built and correct at `B` 16 too ([`buildable`]; tested on
 /// the simulator), but no roofline problem measures `B` 16, so it keeps
 /// the kernel without a cluster. The copies are issued by the lane
@@ -107,8 +107,8 @@ pub(super) fn enabled(sm: Sm, prec: TcPrecision, bs: u32) -> bool {
 /// values blocks on `sm`: the forward's rule ([`enabled`]; the same map,
 /// each block's rows `k` read by `ldmatrix.trans` through the swizzle,
 /// [`lanes`]), where the roofline model reads the cluster kernel faster
-/// (H200, 50 %, clusters of 4: `B` 32 47.4 → 30.9 µs, `B` 64 43.8 →
-/// 29.0 µs; docs/perf.md).
+/// (H200, 50 %, clusters of 4, `gy` by tensor map and warp 0 alone
+/// merging: `B` 32 47.4 → 28.9 µs, `B` 64 43.8 → 28.6 µs; docs/perf.md).
 pub(super) fn grad_input_enabled(sm: Sm, prec: TcPrecision, bs: u32) -> bool {
     enabled(sm, prec, bs)
 }
@@ -150,8 +150,9 @@ pub fn values_map(prec: TcPrecision, bs: u32, address: u64, slots: u64) -> Tiled
         .swizzle(swizzle(bs * e as u32))
 }
 
-/// The tensor map's description of the forward's input `x` at `address`
-/// (`u16` elements of `prec`, `[n, in_width]` row-major; bf16/f16 `B` =
+/// The tensor map's description of the forward's input `x` (or
+/// grad-input's `gy`) at `address` (`u16` elements of `prec`, `[n,
+/// in_width]` row-major; bf16/f16 `B` =
 /// `bs` of 16, 32 or 64) for CTA tiles of `tokens` rows: box `B ×
 /// tokens` (one input block of a token tile), the swizzle whose span is
 /// the box's row (32, 64, 128 bytes), rows `n ≥ N` zero-filled by the
@@ -189,20 +190,26 @@ pub(super) struct Mc {
     /// `full[0]` (8 bytes each)
     full: Reg<U32>,
     pub(super) rank: Reg<U32>,
-    /// warp 0 (whose elected lane issues a step's copies)
-    warp0: Reg<Pred>,
+    /// warp 0 (whose elected lane issues a step's copies, and which
+    /// alone runs the schedule's merge: [`publish`])
+    pub(super) warp0: Reg<Pred>,
     /// rank `r` for `r` in `1..CLUSTER` (`is_rank[r - 1]`)
     is_rank: Vec<Reg<Pred>>,
     map: TensorMapRef,
-    /// the input tile's map ([`input_map`]) where `x` lands by tensor
-    /// copy too (the forward), else none (`x` by `cp.async`)
-    pub(super) xmap: Option<TensorMapRef>,
+    /// the input tile's map ([`input_map`]: `x` forward, `gy`
+    /// grad-input)
+    xmap: TensorMapRef,
     /// `took[buf][g]` (`G` words a buffer): the slot output block `g`
     /// takes in the step staged into buffer `buf` (none: `u32::MAX`),
     /// stored by the elected lane with the step's copies, so that each
     /// warp reads its sub-tiles' with one load each instead of picking
     /// them from the `G` registers (a `selp` chain a sub-tile)
     pub(super) took: Reg<U32>,
+    /// the merge's results warp 0 hands the CTA ([`publish`]): the key
+    /// `m` of the step staged into buffer `buf` at word `buf`, whether a
+    /// window refill is due after it at word `2 + buf`, and (when one is)
+    /// the `G` cursors from word 4
+    next: Reg<U32>,
     g: u32,
     /// bit `b`: the parity of buffer `b`'s next phase
     phases: Var<U32>,
@@ -223,12 +230,14 @@ pub(super) fn setup(
     gt: &GroupTile,
     tid: Reg<U32>,
     map: TensorMapRef,
-    xmap: Option<TensorMapRef>,
+    xmap: TensorMapRef,
 ) -> Mc {
     assert!(gt.g.is_multiple_of(CLUSTER));
     assert!(gt.g <= 16 && gt.g.is_multiple_of(4));
     let took = b.shared_array::<U32>("took", 2 * gt.g, 16);
     let took = b.shared_elem(&took, 0u32).reg;
+    let next = b.shared_array::<U32>("next", 4 + gt.g, 16);
+    let next = b.shared_elem(&next, 0u32).reg;
     let bars = b.shared_array::<U64>("full", 2, 8);
     let full = b.shared_elem(&bars, 0u32).reg;
     let rank = b.cluster_ctarank();
@@ -254,6 +263,7 @@ pub(super) fn setup(
         map,
         xmap,
         took,
+        next,
         g: gt.g,
         phases,
         slow,
@@ -399,7 +409,8 @@ fn issue_elected(
         let v = [four[0], four[1], four[2], four[3]];
         b.st_shared_v4(sptr::<U32>(at), 4 * j as i32, v);
     }
-    if let (Some(x), Some(map)) = (x, mc.xmap) {
+    if let Some(x) = x {
+        let map = mc.xmap;
         let dst = b.mad_lo(buf, sh.buf(), x.tile);
         let col = b.shl(x.m, sh.bs.trailing_zeros());
         let coords = [b.u32_as_s32(col).into(), b.u32_as_s32(x.n0).into()];
@@ -430,6 +441,59 @@ pub(super) fn took(b: &mut KernelBuilder, mc: &Mc, at: Reg<U32>, buf: Reg<U32>) 
     let a = b.mad_lo(buf, 4 * mc.g, at);
     let slot = b.ld_shared(sptr::<U32>(a), 0);
     b.setp(Cmp::Ne, slot, NONE)
+}
+
+/// Warp 0, after its merge of the step staged into buffer `buf`: hand the
+/// CTA the step's key `m` and (windowed lists, `need`) whether a refill
+/// is due, with the cursors when one is. The other warps read them after
+/// the step's `bar.sync` ([`fetch`], [`cursors`]); the words of buffer
+/// `buf` are written again two steps later, after two more `bar.sync`s.
+pub(super) fn publish(
+    b: &mut KernelBuilder,
+    mc: &Mc,
+    buf: Reg<U32>,
+    m: Reg<U32>,
+    need: Option<&Var<U32>>,
+    cursors: &[Var<U32>],
+) {
+    let at = b.mad_lo(buf, 4u32, mc.next);
+    b.st_shared(sptr::<U32>(at), 0, m);
+    if let Some(need) = need {
+        let n = b.get(need);
+        b.st_shared(sptr::<U32>(at), 2, n);
+        let due = b.setp(Cmp::Ne, n, 0u32);
+        b.if_(due, |b| {
+            for (g, c) in cursors.iter().enumerate() {
+                let p = b.get(c);
+                b.st_shared(sptr::<U32>(mc.next), 4 + g as i32, p);
+            }
+        });
+    }
+}
+
+/// Every thread, after the `bar.sync` that follows warp 0's [`publish`]
+/// for buffer `buf`: the step's key `m`, and `need` set.
+pub(super) fn fetch(
+    b: &mut KernelBuilder,
+    mc: &Mc,
+    buf: Reg<U32>,
+    need: Option<&Var<U32>>,
+) -> Reg<U32> {
+    let at = b.mad_lo(buf, 4u32, mc.next);
+    if let Some(need) = need {
+        let n = b.ld_shared(sptr::<U32>(at), 2);
+        b.set(need, n);
+    }
+    b.ld_shared(sptr::<U32>(at), 0)
+}
+
+/// Every thread, before a window refill: the cursors warp 0 published
+/// with the step that made it due.
+pub(super) fn cursors(b: &mut KernelBuilder, mc: &Mc, cursors: &[Var<U32>]) {
+    for (g, c) in cursors.iter().enumerate() {
+        let p = b.ld_shared(sptr::<U32>(mc.next), 4 + g as i32);
+        b.set(c, p);
+    }
 }
 
 /// Every thread waits for buffer `buf`'s current phase (its bulk copies

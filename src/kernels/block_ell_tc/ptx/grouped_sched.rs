@@ -1,7 +1,9 @@
 //! The grouped kernels' schedule ([`super::grouped`]): the `G` sorted
 //! entry lists of a CTA tile — the forward pass's rows ranked into
 //! windows in shared memory, grad-input's column blocks of the transposed
-//! index — and the merge step that takes the smallest head.
+//! index — and the merge step that takes the smallest head (in the
+//! cluster kernels run by warp 0 alone, which hands the CTA each step's
+//! key: `grouped_mcast::publish`).
 
 use crate::dsl::types::{Pred, Reg, S32, U32};
 use crate::dsl::{Cmp, GlobalPtr, KernelBuilder, Var};

@@ -167,9 +167,9 @@ fn windows_fit_the_opt_in_shared_memory() {
 }
 
 /// The grouped kernels stage padded input tiles and values blocks except
-/// where they run in clusters: grad-input's cluster kernel lands its
-/// values blocks unpadded (two padded input tiles, the swizzle's alignment
-/// and two sets of unpadded blocks), the forward's its input tiles too.
+/// where they run in clusters: there both land their values blocks and
+/// input tiles unpadded (two unpadded input tiles, the swizzle's
+/// alignment and two sets of unpadded blocks).
 #[test]
 fn staging_is_unpadded_only_in_clusters() {
     for sm in Sm::ALL
@@ -184,9 +184,9 @@ fn staging_is_unpadded_only_in_clusters() {
                 let padded = 2 * u64::from(t.tokens) * pitch + 2 * u64::from(t.g * bs) * pitch;
                 let slack = u64::from(mcast::swizzle(bs * e).pattern_bytes());
                 let vals = 2 * u64::from(t.g * bs * bs * e);
-                let gi_tma = 2 * u64::from(t.tokens) * pitch + slack + vals;
                 let fwd_tma = 2 * u64::from(t.tokens * bs * e) + slack + vals;
-                assert!(fwd_tma < gi_tma && gi_tma < padded, "{prec} B {bs} {sm}");
+                let gi_tma = fwd_tma;
+                assert!(fwd_tma < padded, "{prec} B {bs} {sm}");
                 let gi = smem_bytes(prec, bs, sm, None);
                 let want = if grad_input_cluster(sm, prec, bs) > 1 {
                     gi_tma
@@ -212,14 +212,26 @@ fn staging_is_unpadded_only_in_clusters() {
 /// small schedule windows, on the simulator of `sm` (checks on), launched
 /// as the forward's launch code
 /// launches it (clusters of 4 CTAs, the values' and the input's tensor maps; one cluster here):
-/// equal to the host model bit for bit, with windows of 3, a token-tile count not a multiple of 4, ragged
-/// `N` and `R`, empty slots, more cluster tiles than clusters, and ±∞/NaN
-/// inputs.
-fn run_cluster<M: MmaInput>(sm: Sm, prec: TcPrecision, bs: usize, r: usize, n: usize) {
+/// equal to the host model bit for bit, with windows of 3 (refills: warp
+/// 0 alone merges and hands the cursors to the CTA), a token-tile count
+/// not a multiple of 4, ragged `N` and `R`, empty slots, more cluster
+/// tiles than clusters, and ±∞/NaN inputs; `empty_last`: the last group's
+/// rows have no entry at all (its first merge finds no key: no step).
+fn run_cluster<M: MmaInput>(
+    sm: Sm,
+    prec: TcPrecision,
+    bs: usize,
+    (r, n): (usize, usize),
+    empty_last: bool,
+) {
     assert!(mcast::buildable(sm, prec, bs as u32));
     assert_eq!(mcast::enabled(sm, prec, bs as u32), bs >= 32);
     let (c, k, w) = (12, 7, 3);
-    let col = topology(r, c, k);
+    let mut col = topology(r, c, k);
+    if empty_last {
+        let g = group_tile(prec, bs as u32, sm).g as usize;
+        col[(r - 1) / g * g * k..].fill(-1);
+    }
     let dims = Dims::new(r, c, k, bs).unwrap();
     let mut seed = 0x2545_F491_4F6C_DD1D ^ (bs * r) as u64;
     let mut vf = vals(&mut seed, dims.values_len());
@@ -290,20 +302,22 @@ fn run_cluster<M: MmaInput>(sm: Sm, prec: TcPrecision, bs: usize, r: usize, n: u
 /// tiles (the cluster's fourth past `N`).
 #[test]
 fn cluster_kernel_b32_matches_the_host_model() {
-    run_cluster::<Bf16x2>(Sm::Sm90, TcPrecision::Bf16, 32, 12, 3 * 128 - 5);
+    run_cluster::<Bf16x2>(Sm::Sm90, TcPrecision::Bf16, 32, (12, 3 * 128 - 5), false);
 }
 
 /// f16 `B` 16 on sm_100 (G 16): `R` 20, 2 token tiles (two of the
-/// cluster's past `N`), `N` ragged.
+/// cluster's past `N`), `N` ragged, the second group (rows 16–19)
+/// without entries (its outputs are the bias).
 #[test]
 fn cluster_kernel_b16_matches_the_host_model() {
-    run_cluster::<F16x2>(Sm::Sm100, TcPrecision::F16, 16, 20, 2 * 128 - 37);
+    let (r, n) = (20, 2 * 128 - 37);
+    run_cluster::<F16x2>(Sm::Sm100, TcPrecision::F16, 16, (r, n), true);
 }
 
 /// The grad-input cluster kernel at f16 `B` 16 on sm_100 (G 16; built,
 /// [`mcast::buildable`], but not enabled), launched as the launch code
-/// launches an enabled one (clusters of 4 CTAs, the values' tensor map;
-/// one cluster for four cluster tiles): equal to the host model bit for
+/// launches an enabled one (clusters of 4 CTAs, the values' and `gy`'s
+/// tensor maps; one cluster for four cluster tiles): equal to the host model bit for
 /// bit, with `C` 20 (a ragged second group), 5 token tiles (the last
 /// run's three past `N`), empty slots and ±∞/NaN inputs.
 #[test]
@@ -329,9 +343,13 @@ fn grad_input_cluster_kernel_b16_matches_the_host_model() {
     let (dgy, dv) = (st.upload(&gy).unwrap(), st.upload(&v).unwrap());
     let mut gx = st.upload(&vec![7.0f32; n * dims.in_features()]).unwrap();
     let mut cfg = LaunchConfig::linear(4, THREADS);
-    cfg.dynamic_smem_bytes = stage_bytes(prec, bs as u32, sm, false, true) as u32;
+    cfg.dynamic_smem_bytes = stage_bytes(prec, bs as u32, sm, true) as u32;
     let vaddr = st.arg("values", &dv).unwrap().addr;
     let desc = mcast::values_map(prec, bs as u32, vaddr, (r * k) as u64);
+    let gyaddr = st.arg("gy", &dgy).unwrap().addr;
+    let tokens = group_tile(prec, bs as u32, sm).tokens;
+    let outw = dims.out_features() as u64;
+    let gydesc = mcast::input_map(prec, bs as u32, tokens, gyaddr, n as u64, outw);
     let (offsets, slots) = topo.index();
     let args = super::super::GradInputTmaArgs {
         gy: DevPtr::new(st.arg("gy", &dgy).unwrap().addr),
@@ -344,6 +362,7 @@ fn grad_input_cluster_kernel_b16_matches_the_host_model() {
         k: k as u32,
         out_bf16: 0,
         vmap: TensorMap::encode_tiled(st.context(), &desc).unwrap(),
+        gymap: TensorMap::encode_tiled(st.context(), &gydesc).unwrap(),
     };
     let m = gi::grad_input_built::<F16x2>(sm, prec, bs as u32, true).unwrap();
     assert!(m.ptx.contains(".reqnctapercluster 4, 1, 1"));

@@ -110,7 +110,9 @@ kernel_params! {
     /// Arguments of `block_ell_tc_grad_input_{p}_b{B}` where it runs in
     /// clusters ([`grouped::grad_input_cluster`] > 1): [`GradInputArgs`]
     /// with the values as a tensor map (the forward's,
-    /// [`forward_values_map`]) instead of a pointer.
+    /// [`forward_values_map`]) instead of a pointer, and `gy` as a second
+    /// one too ([`forward_input_map`] over `[N, R·B]`; the pointer `gy`
+    /// is then not read).
     pub struct GradInputTmaArgs => GradInputTmaRegs {
         gy: Ptr<U32>,
         offsets: Ptr<U32>,
@@ -122,6 +124,7 @@ kernel_params! {
         k: U32,
         out_bf16: U32,
         vmap: TensorMapParam,
+        gymap: TensorMapParam,
     }
 }
 
