@@ -1,9 +1,10 @@
 //! Issue 31, grad-values in clusters of four CTAs sharing the `x` tiles
-//! by tensor-map multicast (bf16/f16 `B` 32 on sm_90, sm_100, sm_100a):
-//! rank `k` of a cluster computes rows `4k .. 4k + 4` of a 16 × 8 cluster
-//! tile as the kernel without a cluster computes a 4 × 8 tile, its `gy`
-//! tiles by `cp.async`, and the `x` tiles of the union of the four ranks'
-//! hits land in all four CTAs by one multicast each. The simulator, with
+//! by tensor-map multicast (bf16/f16 `B` 32 and 64 on sm_90, sm_100,
+//! sm_100a): rank `k` of a cluster computes rows `4k .. 4k + 4` of a 16 ×
+//! 8 cluster tile as the kernel without a cluster computes a 4 × 8 tile
+//! (at `B` 64 two warps a slot, 4 slots a part), its `gy` tiles by
+//! `cp.async`, and the `x` tiles of the union of the four ranks' hits
+//! land in all four CTAs by one multicast each. The simulator, with
 //! its checks on (races, barriers, initialisation, bulk and tensor-copy
 //! findings), equals the host model bit for bit on the problem's parity
 //! topology and on irregular ones: a crowded rank needing two parts (its
@@ -140,7 +141,7 @@ fn parity(r: usize, c: usize, k: usize, filled: usize) -> Vec<i32> {
 /// blocks 0, 2, 6, 12. Cluster tile 1 (rows 16–21) is past `R` for ranks
 /// 2 and 3 and holds an empty row (19). Column group 1 is blocks 8–12
 /// (`C` not a multiple of 8).
-fn irregular() -> (Dims, Vec<i32>) {
+fn irregular(b: usize) -> (Dims, Vec<i32>) {
     let k = 10;
     let rows: [&[i32]; 22] = [
         &[0, 1, 2, 3, 4, 5, 6, 7, 12],
@@ -170,7 +171,7 @@ fn irregular() -> (Dims, Vec<i32>) {
     for (r, s) in rows.iter().enumerate() {
         col[r * k..r * k + s.len()].copy_from_slice(s);
     }
-    (Dims::new(rows.len(), 13, k, 32).unwrap(), col)
+    (Dims::new(rows.len(), 13, k, b).unwrap(), col)
 }
 
 /// The tiling and the work the roofline model counts: per rank 4 × 8 of
@@ -206,13 +207,35 @@ fn tiling_and_work() {
     // columns 8–12: rank 0 rows 0, 1, 2, 3 (8, 9, 12), rank 1 row 6 (10),
     // rank 2 rows 8, 10 (8, 12, 11), rank 3 row 15 (12); cluster tile 1:
     // rows 16, 18, 20, 21 (blocks 0, 1, 3, 4, 5, 6) and rows 16, 20 (9, 12)
-    let (d, col) = irregular();
+    let (d, col) = irregular(32);
     let w = vc::cluster_work(&t, d.r(), d.c(), d.k(), &col);
     assert_eq!(w.items, 4 * 2 * 2 * 2);
     assert_eq!(w.busy, 4 * 5);
     assert_eq!(w.hits, col.iter().filter(|&&c| c >= 0).count());
     assert_eq!(w.gy, (2 + 3 + 3) + 2 + (4 + 1 + 2 + 1) + 4 + 2);
     assert_eq!(w.x, 8 + 8 + 5 + 6 + 2);
+    // B 64: two warps a slot, 4 slots a CTA, so a rank's 4 × 8 entries
+    // are 8 parts; on the problem's parity topology (32 rows × 32 column
+    // blocks, 16 slots a row) part q of every rank is its row q's 4 hits
+    // (one gy tile) of the 4 column blocks of q's parity (one x tile a
+    // CTA): 2 tiles a 4 slots, against 3 a 2-slot group of the kernel
+    // without a cluster (a third of its tiles)
+    for prec in [TcPrecision::Bf16, TcPrecision::F16] {
+        let t = vc::cluster_tiles(prec, 64);
+        assert_eq!((t.rows, t.cols, t.slots(), t.parts()), (4, 8, 4, 8));
+        assert_eq!((t.spw, t.wps, t.tokens), (1, 2, 32));
+    }
+    let t = vc::cluster_tiles(TcPrecision::Bf16, 64);
+    let col = parity(32, 32, 16, 16);
+    let w = vc::cluster_work(&t, 32, 32, 16, &col);
+    // 2 × 4 cluster tiles × 8 parts, 4 CTAs each; parts 4–7 idle
+    assert_eq!(w.items, 4 * 2 * 4 * 8);
+    assert_eq!(w.row_groups, 4 * 2);
+    assert_eq!(w.busy, 4 * 2 * 4 * 4);
+    assert_eq!(w.hits, 32 * 16);
+    assert_eq!((w.gy, w.x), (w.busy, w.busy));
+    let g = ptx::values_tile(TcPrecision::Bf16, 64).slots as usize;
+    assert_eq!(3 * 32 * 16 / g, 3 * (w.gy + w.x));
     // the cluster kernel exactly where it is enabled: bf16/f16 B 32 on
     // sm_90, sm_100, sm_100a
     for sm in Sm::ALL {
@@ -221,7 +244,7 @@ fn tiling_and_work() {
                 let on = vc::enabled(sm, prec, b);
                 let want = matches!(sm, Sm::Sm90 | Sm::Sm100 | Sm::Sm100a)
                     && prec != TcPrecision::Tf32
-                    && b == 32;
+                    && b >= 32;
                 assert_eq!(on, want, "{sm} {prec:?} B {b}");
                 let Ok(m) = ptx::generate_grad_values(sm, prec, b) else {
                     assert!(!on);
@@ -250,14 +273,22 @@ fn parity_topology() {
 
 /// The irregular topology ([`irregular`]) on sm_90, sm_100 and sm_100a,
 /// bf16 and f16: `N` over three N-chunks with `−0.0` sums, `N` below one
-/// MMA chunk, `N` over two N-chunks ragged.
+/// MMA chunk, `N` over two N-chunks ragged. At `B` 64 (a rank's 32
+/// entries are 8 parts, so rank 0's full rows are 8 items, and the 2 × 2
+/// cluster tiles' 32 items outnumber the simulator's 8 clusters: grid
+/// stride) `N` over one N-chunk with `−0.0` sums and a ragged last token
+/// tile, and below one MMA chunk.
 #[test]
 fn irregular_topology() {
-    let (dims, col) = irregular();
+    let (dims, col) = irregular(32);
     case(Sm::Sm90, TcPrecision::Bf16, &dims, &col, 528, 3, true);
     case(Sm::Sm100, TcPrecision::F16, &dims, &col, 5, 4, false);
     case(Sm::Sm100a, TcPrecision::Bf16, &dims, &col, 70, 5, false);
     case(Sm::Sm90, TcPrecision::F16, &dims, &col, 270, 6, false);
+    let (dims, col) = irregular(64);
+    case(Sm::Sm90, TcPrecision::Bf16, &dims, &col, 270, 13, true);
+    case(Sm::Sm100, TcPrecision::F16, &dims, &col, 5, 14, false);
+    case(Sm::Sm100a, TcPrecision::Bf16, &dims, &col, 5, 15, false);
 }
 
 /// More cluster items than the simulator's grid holds (4 SMs: 8
@@ -286,8 +317,14 @@ fn grid_stride_over_cluster_items() {
 /// its 7.0s); the aligned array runs.
 #[test]
 fn misaligned_x_is_a_typed_error() {
+    for b in [32, 64] {
+        misaligned_x(b);
+    }
+}
+
+fn misaligned_x(b: usize) {
     let sm = Sm::Sm90;
-    let dims = Dims::new(2, 2, 1, 32).unwrap();
+    let dims = Dims::new(2, 2, 1, b).unwrap();
     let st = Context::sim(sm).default_stream();
     let topo = DeviceTopology::upload(&st, &dims, &[0, 1]).unwrap();
     let n = 3;
@@ -313,20 +350,25 @@ fn misaligned_x_is_a_typed_error() {
 /// The pinned ptxas assembles the `x` copies into tensor-map copies
 /// (`UTMALDG`) issued once under `elect.sync` (no `BRA.U.ANY` loop over
 /// the active lanes), with no spill, on every target where the cluster
-/// kernel runs. SKIP without the tools.
+/// kernel runs (bf16 and f16 at `B` 32, bf16 at `B` 64). SKIP without the
+/// tools.
 #[test]
 fn sass_has_tensor_copies_and_no_lane_loop() {
     let Some(tools) = ptxsmith::nvtools::NvTools::for_tests() else {
         return;
     };
     for sm in [Sm::Sm90, Sm::Sm100, Sm::Sm100a] {
-        for prec in [TcPrecision::Bf16, TcPrecision::F16] {
-            let m = ptx::generate_grad_values(sm, prec, 32).unwrap();
+        for (prec, b) in [
+            (TcPrecision::Bf16, 32),
+            (TcPrecision::F16, 32),
+            (TcPrecision::Bf16, 64),
+        ] {
+            let m = ptx::generate_grad_values(sm, prec, b).unwrap();
             let asm = tools
                 .assemble(&m.ptx, sm)
-                .unwrap_or_else(|e| panic!("{sm} {prec:?}: ptxas: {e}"));
+                .unwrap_or_else(|e| panic!("{sm} {prec:?} B {b}: ptxas: {e}"));
             let sass = tools.disassemble(&asm).unwrap();
-            let what = format!("{sm} {prec:?}: {:?}", sass.opcode_histogram());
+            let what = format!("{sm} {prec:?} B {b}: {:?}", sass.opcode_histogram());
             assert!(sass.count("UTMALDG") >= 1, "{what}");
             assert_eq!(sass.count("BRA.U.ANY"), 0, "{what}");
             assert_eq!(sass.count("STL"), 0, "{what}");
@@ -339,13 +381,18 @@ fn sass_has_tensor_copies_and_no_lane_loop() {
 /// whatever `gv` held.
 #[test]
 fn zero_rows_store_zeros() {
-    let dims = Dims::new(5, 9, 2, 32).unwrap();
-    let col = [1, -1, 0, 8, -1, -1, 3, 4, 2, 7];
-    let st = Context::sim(Sm::Sm90).default_stream();
-    let topo = DeviceTopology::upload(&st, &dims, &col).unwrap();
-    let empty = st.context().alloc::<u16>(0).unwrap();
-    let mut gv = st.upload(&vec![5.0f32; dims.values_len()]).unwrap();
-    let prec = TcPrecision::Bf16;
-    tc::grad_values_dev(&st, prec, &topo, 0, &empty, &empty, &mut gv).unwrap();
-    assert!(st.to_vec(&gv).unwrap().iter().all(|v| v.to_bits() == 0));
+    for b in [32, 64] {
+        let dims = Dims::new(5, 9, 2, b).unwrap();
+        let col = [1, -1, 0, 8, -1, -1, 3, 4, 2, 7];
+        let st = Context::sim(Sm::Sm90).default_stream();
+        let topo = DeviceTopology::upload(&st, &dims, &col).unwrap();
+        let empty = st.context().alloc::<u16>(0).unwrap();
+        let mut gv = st.upload(&vec![5.0f32; dims.values_len()]).unwrap();
+        let prec = TcPrecision::Bf16;
+        tc::grad_values_dev(&st, prec, &topo, 0, &empty, &empty, &mut gv).unwrap();
+        assert!(
+            st.to_vec(&gv).unwrap().iter().all(|v| v.to_bits() == 0),
+            "B {b}"
+        );
+    }
 }

@@ -3,7 +3,9 @@
 //! SMs whose blocks opt in to less shared memory: sm_89), staging each
 //! row's `gy` tile and each column's `x` tile once; a crowded tile (more
 //! hits than a CTA's 16 slots at `B` = 32) is split into parts. `B` = 64
-//! keeps one CTA a group of a row's slots. The simulator equals the host
+//! keeps one CTA a group of a row's slots (but bf16/f16 on sm_90/sm_100,
+//! which run in clusters: `block_ell_tc_values_cluster.rs`, as `B` = 32
+//! there). The simulator equals the host
 //! model bit for bit on sm_80, sm_89, sm_90 and sm_100 at `B` = 16, 32
 //! and 64 with: a crowded tile (all 32 of its slots filled, blocks in any
 //! slot order), edge tiles (`R`, `C` not multiples of the tile), empty

@@ -30,13 +30,6 @@ const SKEW_UNCHECKED: &[(&str, &str, &str)] = &[
          count is 4 % off too)",
     ),
     (
-        "tensor-core grad-values bf16, 2048 → 2048, B 64",
-        "block_ell_tc_grad_values_bf16_b64",
-        "the check shape's last group of slots is ragged, the samples' are \
-         not; at the full size its 256 CTAs are L2-bound, the issue term \
-         (the one the skew enters) well below",
-    ),
-    (
         "forward [1, 2^24]",
         "lcse_fwd_split",
         "tiles taken by ticket: the simulator runs the CTAs in order, so its \

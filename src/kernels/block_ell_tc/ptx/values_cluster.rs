@@ -1,13 +1,16 @@
 //! The two-operand grad-values kernel ([`super::values_tiles`](mod@super::values_tiles)) in
 //! **clusters of [`CLUSTER`] CTAs** that share the `x` tiles by
-//! tensor-map multicast (issue 31, the L2 step; bf16/f16 `B` 32 on sm_90,
-//! sm_100, sm_100a: [`enabled`]; built for `B` 16 too: [`buildable`]).
+//! tensor-map multicast (issue 31, the L2 step; bf16/f16 `B` 32 and 64 on
+//! sm_90, sm_100, sm_100a: [`enabled`]; built for `B` 16 too:
+//! [`buildable`]).
 //!
 //! # Work items
 //! A cluster tile is `CLUSTER · rows` consecutive block rows × `cols`
 //! column blocks ([`cluster_tiles`]: 16 × 8); rank `k` of the cluster
 //! takes rows `4k .. 4k + 4` of it, with its own table, hits, parts and
-//! slots exactly as the kernel without a cluster takes a 4 × 8 tile.
+//! slots exactly as the kernel without a cluster takes a 4 × 8 tile (at
+//! `B` 64, which that kernel lacks, two warps a slot, each a 32 × 64
+//! half of it: 4 slots a CTA, so a rank's 32 entries are 8 parts).
 //! Cluster item `it` of `parts × cluster tiles` (grid-stride over the
 //! clusters) is part `q = it / tiles` of cluster tile `it % tiles` for
 //! every rank. Every CTA writes the whole cluster tile's table (4 ranks'
@@ -21,8 +24,9 @@
 //! # Data movement
 //! `gy`: per CTA, as the kernel without a cluster (`cp.async.cg`, the
 //! padded pitch, one tile a row with a hit). `x`: a 2D tensor map over
-//! `x` `[N, C·B]` (box `B × tokens`, the swizzle whose span is a row: 64
-//! bytes at bf16 `B` 32, 32 at `B` 16; rows `n ≥ N` zero-filled by the
+//! `x` `[N, C·B]` (box `B × tokens`, the swizzle whose span is a row: 128
+//! bytes at bf16 `B` 64, 64 at `B` 32, 32 at `B` 16; rows `n ≥ N`
+//! zero-filled by the
 //! copy; [`x_map`]); per token tile the lane `elect.sync` picks in warp 0
 //! of rank `k` multicasts (mask `0b1111`) the used column blocks `ci ≡ k
 //! (mod 4)` into buffer `buf` of column `ci`'s tile in all four CTAs,
@@ -77,33 +81,43 @@ kernel_params! {
 }
 
 /// Whether the cluster kernel exists for `prec` at `B` = `bs` on `sm`:
-/// bf16/f16 at `B` 16 and 32 on sm_90, sm_100, sm_100a (tf32 rounds its
-/// operands at staging, so `x` cannot land by a tensor copy unchanged).
+/// bf16/f16 at every `B` (16, 32, 64) on sm_90, sm_100, sm_100a (tf32
+/// rounds its operands at staging, so `x` cannot land by a tensor copy
+/// unchanged).
 pub fn buildable(sm: Sm, prec: TcPrecision, bs: u32) -> bool {
     matches!(sm, Sm::Sm90 | Sm::Sm100 | Sm::Sm100a)
         && prec != TcPrecision::Tf32
-        && matches!(bs, 16 | 32)
+        && matches!(bs, 16 | 32 | 64)
 }
 
 /// Whether grad-values of `prec` at `B` = `bs` runs in clusters on `sm`:
-/// bf16/f16 at `B` 32, where the roofline model reads it faster
+/// bf16/f16 at `B` 32 and 64, where the roofline model reads it faster
 /// (docs/perf.md). `B` 16 is built and tested ([`buildable`]) but no
 /// roofline problem measures it, so it keeps the kernel without a
 /// cluster.
 pub fn enabled(sm: Sm, prec: TcPrecision, bs: u32) -> bool {
-    buildable(sm, prec, bs) && bs == 32
+    buildable(sm, prec, bs) && bs >= 32
 }
 
 /// The tiling of one rank of the cluster kernel: 4 block rows × 8 column
 /// blocks (a cluster tile of 16 × 8), two slots a warp at `B` = 32 (a
-/// crowded rank is two parts), four at `B` = 16; token tiles of one
-/// 16-byte `gy` copy a thread a row.
+/// crowded rank is two parts), four at `B` = 16, and at `B` = 64 two
+/// warps a slot (each a 32 × 64 half: 4 slots a CTA, so a rank's 32
+/// entries are 8 parts); token tiles of one 16-byte `gy` copy a thread a
+/// row.
 pub fn cluster_tiles(prec: TcPrecision, bs: u32) -> ValuesTiles {
     let units = bs * elem(prec) / 16;
     ValuesTiles {
         rows: 4,
         cols: 8,
-        spw: if bs == 32 { 2 } else { 4 },
+        spw: if bs == 16 {
+            4
+        } else if bs == 32 {
+            2
+        } else {
+            1
+        },
+        wps: if bs == 64 { 2 } else { 1 },
         tokens: THREADS / units,
     }
 }
@@ -111,10 +125,10 @@ pub fn cluster_tiles(prec: TcPrecision, bs: u32) -> ValuesTiles {
 /// The swizzle of an `x` tile whose rows are `rowb` bytes (the span is
 /// the row).
 fn swizzle(rowb: u32) -> Swizzle {
-    if rowb == 32 {
-        Swizzle::B32
-    } else {
-        Swizzle::B64
+    match rowb {
+        32 => Swizzle::B32,
+        64 => Swizzle::B64,
+        _ => Swizzle::B128,
     }
 }
 
@@ -369,12 +383,13 @@ fn compute<T: MmaInput>(
 pub(super) fn grad_values<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Result<PtxModule> {
     assert!(buildable(sm, prec, bs));
     let vt = cluster_tiles(prec, bs);
-    let (rows, cols, spw) = (vt.rows, vt.cols, vt.spw);
+    let (rows, cols, spw, wps) = (vt.rows, vt.cols, vt.spw, vt.wps);
     let entries = rows * cols;
     debug_assert_eq!(entries, 32);
     let crows = CLUSTER * rows;
     let pad = pitch(prec, bs) - bs * elem(prec);
-    let sh = Shape::new::<T>(prec, bs, pad, vt.tokens, (bs, bs), false);
+    // a warp tile: the whole block, or its share of the rows `i`
+    let sh = Shape::new::<T>(prec, bs, pad, vt.tokens, (bs / wps, bs), false);
     let sw = swizzle(sh.rowb);
     let xbuf = sh.tokens * sh.rowb;
     let (tile, xtile) = (2 * sh.buf(), 2 * xbuf);
@@ -410,6 +425,14 @@ pub(super) fn grad_values<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Re
     let tid = b.tid_x();
     let lane = b.and(tid, 31u32);
     let w = b.shr(tid, 5u32);
+    // `B` 64: warp `w` takes rows `wm·(w % 2) ..` of slot `w / 2` of the
+    // part's group of the CTA's warps
+    let (wslot, wm0) = if wps > 1 {
+        let wh = b.and(w, wps - 1);
+        (b.shr(w, log2(wps)), Some(b.mul_lo(wh, sh.wm)))
+    } else {
+        (w, None)
+    };
     let l8 = b.and(lane, 7u32);
     let hi16 = b.shr(lane, 4u32);
     let mid = b.shr(lane, 3u32);
@@ -420,6 +443,10 @@ pub(super) fn grad_values<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Re
     let ia = b.shl(mid, 3u32);
     let aoff = b.mad_lo(ia, sh.e, pa);
     let aoff = b.add(aoff, gs0);
+    let aoff = match wm0 {
+        Some(m0) => b.mad_lo(m0, sh.e, aoff),
+        None => aoff,
+    };
     // B (x, swizzled): token lane % 8 + 8·((lane / 8) % 2), 16-byte chunk
     // lane / 16 + 2·(fragment pair)
     let kb = b.mad_lo(mid, 8u32, l8);
@@ -569,7 +596,7 @@ pub(super) fn grad_values<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Re
         // this rank's word: its slots
         let (v, hit, rk, ph) = word(b, tab_own);
         let vu = b.s32_as_u32(v);
-        let wbase = b.mad_lo(w, spw, lo);
+        let wbase = b.mad_lo(wslot, spw, lo);
         let mine: Vec<Mine> = (0..spw)
             .map(|j| {
                 let want = b.add(wbase, j);
@@ -675,8 +702,13 @@ pub(super) fn grad_values<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Re
             });
         });
         // epilogue: lane (g, t) holds rows g and g + 8 of each 16-row
-        // tile, columns 2t and 2t + 1 of each 8-column tile
+        // tile (of the warp's half at `B` 64), columns 2t and 2t + 1 of
+        // each 8-column tile
         let g = b.shr(lane, 2u32);
+        let g = match wm0 {
+            Some(m0) => b.add(g, m0),
+            None => g,
+        };
         let t = b.and(lane, 3u32);
         let j0 = b.shl(t, 1u32);
         for (m, sum) in mine.iter().zip(&sum) {
@@ -723,9 +755,9 @@ mod tests {
     fn layout_fits_and_keeps_the_swizzle() {
         for sm in [Sm::Sm90, Sm::Sm100, Sm::Sm100a] {
             for prec in [TcPrecision::Bf16, TcPrecision::F16] {
-                for bs in [16, 32] {
+                for bs in [16, 32, 64] {
                     assert!(buildable(sm, prec, bs));
-                    assert_eq!(enabled(sm, prec, bs), bs == 32);
+                    assert_eq!(enabled(sm, prec, bs), bs >= 32);
                     let t = cluster_tiles(prec, bs);
                     let max = u64::from(sm.info().max_smem_per_block_optin);
                     assert!(smem_bytes(prec, bs) + 16 <= max, "{sm} {prec} B {bs}");
@@ -736,11 +768,14 @@ mod tests {
                     assert!((16 * rowb).is_multiple_of(pat));
                     assert_eq!(t.tokens * rowb / 16, THREADS);
                     assert_eq!(t.rows * t.cols, 32);
+                    // a warp tile of at most 32 × 64 (the partials and
+                    // sums of its slots in registers)
+                    assert!(t.spw * bs * bs / t.wps <= 2048);
                 }
             }
         }
         assert!(!buildable(Sm::Sm90, TcPrecision::Tf32, 32));
-        assert!(!buildable(Sm::Sm90, TcPrecision::Bf16, 64));
+        assert!(!buildable(Sm::Sm90, TcPrecision::Bf16, 128));
         assert!(!buildable(Sm::Sm80, TcPrecision::Bf16, 32));
         assert!(!buildable(Sm::Sm120a, TcPrecision::Bf16, 32));
     }

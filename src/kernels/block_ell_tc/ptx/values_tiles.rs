@@ -62,16 +62,20 @@ pub struct ValuesTiles {
     pub rows: u32,
     /// Consecutive column blocks per tile.
     pub cols: u32,
-    /// Slots a warp (each a whole `B × B` warp tile).
+    /// Slots a warp (each a whole `B × B` warp tile, or its share of
+    /// one: [`wps`](Self::wps)).
     pub spw: u32,
+    /// Warps a slot: 1 where a warp tile is the whole block (`B` ≤ 32),
+    /// 2 at `B` = 64 (two 32 × 64 halves, [`super::values_cluster`]).
+    pub wps: u32,
     /// Tokens (rows of `N`) per staged token tile.
     pub tokens: u32,
 }
 
 impl ValuesTiles {
-    /// Slots a CTA: [`spw`](Self::spw) × 8 warps.
+    /// Slots a CTA: [`spw`](Self::spw) × 8 warps / [`wps`](Self::wps).
     pub fn slots(&self) -> u32 {
-        WARPS * self.spw
+        WARPS * self.spw / self.wps
     }
     /// CTAs (parts) a tile is split into, so that a tile with every slot
     /// filled fits.
@@ -177,6 +181,7 @@ pub fn values_tiles(prec: TcPrecision, bs: u32, sm: Sm) -> Option<ValuesTiles> {
         rows: 8,
         cols: 8,
         spw: 4,
+        wps: 1,
         tokens: THREADS / units,
     };
     // `B` = 32 keeps the 4 × 8 tiles: 8 × 8 tiles there need the N-chunk
@@ -191,6 +196,7 @@ pub fn values_tiles(prec: TcPrecision, bs: u32, sm: Sm) -> Option<ValuesTiles> {
         rows: 4,
         cols: 8,
         spw: if bs == 32 { 2 } else { 4 },
+        wps: 1,
         tokens: THREADS / units,
     };
     while smem_of(prec, bs, &t) > max && t.cols > 1 {

@@ -265,41 +265,52 @@ fn problem_out(op: Op, p: TcPrecision, b: usize, pct: usize, o: TcOutput) -> Pro
         // per hit, per token tile, the copies and the MMAs; per busy item
         // and N-chunk, the fold; per hit, the epilogue (N a multiple of
         // the token tile throughout, so no tile is ragged)
-        // bf16/f16 `B` 32: clusters of 4 CTAs along the rows on sm_90 and
-        // sm_100 ([`tc::ptx::values_cluster`]), the kernel without a
-        // cluster elsewhere. The samples are the problem's own topology
-        // (every row's 32 slots filled with the column blocks of its
-        // parity, `C` = 64) on fewer rows (whole 16-row cluster tiles) and
-        // tokens, so every busy item is alike and the heaviest CTA is the
-        // full size's one busy item: per work item the table; per item and
-        // token tile the staging and the MMAs; per item and N-chunk the
-        // fold. (A basis over varied topologies fits the counts but not
-        // the heaviest CTA, whose busiest item changes with the topology.)
-        Op::GradValues if b == 32 && tc::ptx::values_cluster::buildable(Sm::Sm90, p, 32) => {
-            let vt = tc::ptx::values_cluster::cluster_tiles(p, 32).tokens as usize;
+        // bf16/f16 `B` 32 and 64: clusters of 4 CTAs along the rows on
+        // sm_90 and sm_100 ([`tc::ptx::values_cluster`]), the kernel
+        // without a cluster elsewhere (`B` 64: groups of a row's slots,
+        // [`tc::ptx::tiled_values`]). The samples are the problem's own
+        // topology (every row's `C` / 2 slots filled with the column
+        // blocks of its parity) on fewer rows (whole 16-row cluster tiles)
+        // and tokens, so every busy item is alike and the heaviest CTA is
+        // the full size's one busy item: per work item the table; per item
+        // and token tile the staging and the MMAs; per item and N-chunk
+        // the fold. (A basis over varied topologies fits the counts but
+        // not the heaviest CTA, whose busiest item changes with the
+        // topology.)
+        Op::GradValues if b >= 32 && tc::ptx::values_cluster::buildable(Sm::Sm90, p, b as u32) => {
+            let vt = tc::ptx::values_cluster::cluster_tiles(p, b as u32).tokens as usize;
+            // (`B` 64, four times the work a slot: a second N-chunk in 9
+            // token tiles, the check on 16 rows and 2 token tiles)
+            let h = rc / 2;
+            let (n, check) = if b == 32 {
+                (512, vec![48, rc, h, h, b, 3 * vt])
+            } else {
+                (9 * vt, vec![16, rc, h, h, b, 2 * vt])
+            };
             (
                 vec![
-                    vec![16, 64, 32, 32, b, vt],
-                    vec![16, 64, 32, 32, b, 512],
-                    vec![32, 64, 32, 32, b, 2 * vt],
+                    vec![16, rc, h, h, b, vt],
+                    vec![16, rc, h, h, b, n],
+                    vec![32, rc, h, h, b, 2 * vt],
                 ],
-                vec![32, 64, 32, 32, b, vt],
-                vec![48, 64, 32, 32, b, 3 * vt],
+                vec![32, rc, h, h, b, vt],
+                check,
                 Box::new(move |s, sm, _| {
                     let (r, c, k) = (s[0], s[1], s[2]);
                     let col = topology(r, c, k, s[3]);
                     let chunks = s[5].div_ceil(crate::kernels::block_ell::N_CHUNK);
-                    let (items, tokens) = if tc::ptx::values_cluster::enabled(sm, p, 32) {
-                        let t = tc::ptx::values_cluster::cluster_tiles(p, 32);
+                    let bs = b as u32;
+                    let (items, tokens) = if tc::ptx::values_cluster::enabled(sm, p, bs) {
+                        let t = tc::ptx::values_cluster::cluster_tiles(p, bs);
                         (
                             tc::ptx::values_cluster::cluster_work(&t, r, c, k, &col).items,
                             t.tokens,
                         )
-                    } else {
-                        let Some(t) = tc::ptx::values_tiles(p, 32, sm) else {
-                            return vec![0.0; 3];
-                        };
+                    } else if let Some(t) = tc::ptx::values_tiles(p, bs, sm) {
                         (t.work(r, c, k, &col).items, t.tokens)
+                    } else {
+                        // a group of `g` consecutive slots of a row a CTA
+                        (r * k.div_ceil(g), vtile.tokens)
                     };
                     let tt = s[5].div_ceil(tokens as usize);
                     vec![f(items), f(items * tt), f(items * chunks)]
