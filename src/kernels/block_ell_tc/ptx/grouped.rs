@@ -62,7 +62,7 @@
 //! of `G` values blocks, and (forward) the `G·w` schedule; its size is
 //! [`smem_bytes`].
 //!
-//! # Clusters (bf16/f16 `B` 32 and 64, sm_90, sm_100, sm_100a)
+//! # Clusters (bf16/f16 `B` 32 and 64, tf32 `B` 32; sm_90, sm_100, sm_100a)
 //! There the forward and grad-input run in clusters of four CTAs
 //! ([`forward_cluster`], [`grad_input_cluster`]; the grad-input builder
 //! is in `grouped_gi.rs`): all take the same group and four adjacent
@@ -93,6 +93,12 @@
 //! the cursors) in static shared memory, which the other warps read
 //! after the step's `bar.sync` (`mcast::publish`, `mcast::fetch`,
 //! `mcast::cursors`); the warps' MMAs read their slots from `took`.
+//! tf32 (`B` 32: G 8, rows of 128 bytes) lands its f32 tiles unrounded by
+//! maps of f32 elements and rounds each fragment register by `cvt.rna`
+//! after `ldmatrix` (its transposed grad-input `B` fragments by
+//! `ld.shared.b32` at lane addresses through the swizzle,
+//! `mcast::tf32_b_lanes`): the rounding is per element, so the bits are
+//! those of the kernel without a cluster.
 
 use crate::dsl::types::{F32, MmaInput, Pred, Reg, U32, U64};
 use crate::dsl::{Cmp, FragA, FragB, FragC, GlobalPtr, KernelBuilder, PtxModule, TensorMapRef};
@@ -221,8 +227,8 @@ pub fn smem_bytes(prec: TcPrecision, bs: u32, sm: Sm, forward_k: Option<u32>) ->
 }
 
 /// CTAs of a cluster of the grouped forward of `prec` at `B` = `bs` on
-/// `sm`: 2 where it multicasts its values blocks by tensor map (bf16/f16
-/// `B` 32 and 64 on sm_90, sm_100, sm_100a: the CTAs take adjacent token
+/// `sm`: 4 where it multicasts its values blocks by tensor map (bf16/f16
+/// `B` 32 and 64, tf32 `B` 32, on sm_90, sm_100, sm_100a: the CTAs take adjacent token
 /// tiles of one group; the kernel then takes [`ForwardTmaArgs`], the
 /// values as a tensor map of
 /// [`forward_values_map`](super::forward_values_map)), else 1. At `B` 16
@@ -437,11 +443,20 @@ fn compute<T: MmaInput>(
                     // tf32 grad-input: `ldmatrix` cannot transpose 32-bit
                     // elements; lane (g, t) loads `B[t][g]` and `B[t+4][g]`
                     // of each 8 × 8 fragment (rows `k`, features `f`)
-                    // and converts them
-                    for ni in 0..sub.nts.len() as u32 {
-                        let regs = [0, 4].map(|dk| {
-                            let off = (kc * 8 + dk) * sh.pitch + ni * 32;
-                            let u = b.ld_shared(sptr::<U32>(bb), (off / 4) as i32);
+                    // and converts them (in the swizzled rows of a
+                    // cluster: at the lane's addresses, rows `kc·8 ..`
+                    // whole repeats on)
+                    let nn = sub.nts.len() as u32;
+                    for ni in 0..nn {
+                        let regs = [0u32, 4].map(|dk| {
+                            let (p, off) = match b_lane {
+                                BLane::Padded(_) => (bb, (kc * 8 + dk) * sh.pitch + ni * 32),
+                                BLane::Swizzled(l) => {
+                                    let at = l[(dk / 4 * nn + ni) as usize];
+                                    (b.add(bb, at), kc * 8 * sh.vpitch)
+                                }
+                            };
+                            let u = b.ld_shared(sptr::<U32>(p), (off / 4) as i32);
                             tf32_operand::<T>(b, u)
                         });
                         frag_b.push(FragB { regs });
@@ -550,7 +565,18 @@ fn kernel<T: MmaInput>(
     } else {
         b.and(wf0, sh.bs - 1)
     };
-    let b_lane = if sh.trans && sh.fmt == InputFormat::Tf32 {
+    let b_lane = if sh.trans && sh.fmt == InputFormat::Tf32 && cluster {
+        // rows k = t and t + 4, feature fo + 8·ni + g (4-byte elements)
+        // through the swizzle: one address a (row, fragment)
+        let per = sh.bs.min(sh.wn) / 8;
+        let g4 = b.and(g, 3u32);
+        let g4 = b.shl(g4, 2u32);
+        let c0 = b.shr(fo, 2u32);
+        let gc = b.shr(g, 2u32);
+        let c0 = b.add(c0, gc);
+        let rows = [t, b.add(t, 4u32)];
+        BLane::Swizzled(mcast::tf32_b_lanes(&mut b, sh, vs0, rows, c0, g4, per))
+    } else if sh.trans && sh.fmt == InputFormat::Tf32 {
         // row k = t, feature fo + g (4-byte elements)
         let p = b.mad_lo(t, sh.pitch, vs0);
         let f = b.add(fo, g);

@@ -1,6 +1,6 @@
 //! The values blocks of the grouped forward and grad-input multicast
 //! across a cluster of [`CLUSTER`] (4) CTAs by tensor-map copies (issue 31, the L2
-//! step; bf16/f16 `B` 32 and 64 on sm_90, sm_100, sm_100a: [`enabled`],
+//! step; bf16/f16 `B` 32 and 64, tf32 `B` 32, on sm_90, sm_100, sm_100a: [`enabled`],
 //! [`grad_input_enabled`]; built for `B` 16 too). Both passes use the
 //! same map: grad-input's `B[k][f]` = `values[s, k, f]` is the block's
 //! row `k`, read by `ldmatrix.trans` at [`lanes`]' addresses.
@@ -13,6 +13,9 @@
 //! same values blocks in the same order. A 2D tensor map over the values
 //! array (rows of `B` elements, `R·K·B` rows; box `B × B`, the swizzle
 //! whose span is a row: 32, 64, 128 bytes at bf16/f16 `B` 16, 32, 64;
+//! 64, 128 bytes at tf32 `B` 16, 32 (f32 elements, landed
+//! unrounded: each fragment register is rounded by `cvt.rna` after its
+//! load, the same bits as rounding at staging);
 //! [`values_map`]) lets **one** thread copy a whole block: per step
 //! the lane `elect.sync` picks in warp 0 of rank `r` issues
 //! `cp.async.bulk.tensor` multicast (mask
@@ -96,9 +99,11 @@ pub(super) const STATIC_BYTES: u64 = 16 + 2 * 16 * 4 + (4 + 16) * 4;
 /// `elect.sync` picks in warp 0: under a `tid == 0` branch ptxas wrapped
 /// each tensor copy in a loop over the active lanes (`ELECT` …
 /// `BRA.U.ANY`), which took the step loop out of the model's innermost
-/// loops. tf32 rounds its values at staging, so they cannot land by a
-/// tensor copy unchanged: it keeps the kernel without a cluster (sm_120
-/// lowers the multicast to a software loop: no cluster there either).
+/// loops. tf32 at `B` 32 too (G 8; H200, 50 %: 80.9 → 61.5 µs modeled,
+/// L2 574 → 373 MB; its f32 tiles land unrounded and each fragment is
+/// rounded in registers, as without a cluster); tf32 `B` 64's group of 2
+/// is no multiple of the cluster, and its 256-byte rows no swizzle span
+/// (sm_120 lowers the multicast to a software loop: no cluster there).
 pub(super) fn enabled(sm: Sm, prec: TcPrecision, bs: u32) -> bool {
     buildable(sm, prec, bs) && bs >= 32
 }
@@ -114,12 +119,15 @@ pub(super) fn grad_input_enabled(sm: Sm, prec: TcPrecision, bs: u32) -> bool {
 }
 
 /// Whether the cluster kernel exists for `prec` at `B` = `bs` on `sm`
-/// (forward and grad-input): bf16/f16 at every `B` on sm_90, sm_100,
-/// sm_100a.
+/// (forward and grad-input): bf16/f16 at every `B`, tf32 at `B` 16 and
+/// 32 (rows of at most 128 bytes, a swizzle span; `G` a multiple of 4),
+/// on sm_90, sm_100, sm_100a.
 pub(super) fn buildable(sm: Sm, prec: TcPrecision, bs: u32) -> bool {
     matches!(sm, Sm::Sm90 | Sm::Sm100 | Sm::Sm100a)
-        && prec != TcPrecision::Tf32
-        && matches!(bs, 16 | 32 | 64)
+        && match prec {
+            TcPrecision::Tf32 => matches!(bs, 16 | 32),
+            _ => matches!(bs, 16 | 32 | 64),
+        }
 }
 
 /// The shared-memory swizzle of a values block whose rows are `rowb`
@@ -139,7 +147,7 @@ pub(super) fn align_slack(rowb: u32) -> u64 {
 }
 
 /// The tensor map's description of the values array at `address` (`u16`
-/// elements of `prec`, `slots` = `R·K` blocks of `B × B` = `bs`): rows of
+/// elements of bf16/f16, `f32` of tf32, `slots` = `R·K` blocks of `B × B` = `bs`): rows of
 /// `B` elements, box `B × B`, the swizzle whose span is a row (32, 64 or
 /// 128 bytes).
 pub fn values_map(prec: TcPrecision, bs: u32, address: u64, slots: u64) -> TiledDesc {
@@ -151,9 +159,9 @@ pub fn values_map(prec: TcPrecision, bs: u32, address: u64, slots: u64) -> Tiled
 }
 
 /// The tensor map's description of the forward's input `x` (or
-/// grad-input's `gy`) at `address` (`u16` elements of `prec`, `[n,
-/// in_width]` row-major; bf16/f16 `B` =
-/// `bs` of 16, 32 or 64) for CTA tiles of `tokens` rows: box `B ×
+/// grad-input's `gy`) at `address` (`u16` elements of bf16/f16, `f32` of
+/// tf32, `[n, in_width]` row-major; bf16/f16 `B` = `bs` of 16, 32 or 64,
+/// tf32 of 16 or 32) for CTA tiles of `tokens` rows: box `B ×
 /// tokens` (one input block of a token tile), the swizzle whose span is
 /// the box's row (32, 64, 128 bytes), rows `n ≥ N` zero-filled by the
 /// copy.
@@ -318,6 +326,34 @@ pub(super) fn lanes(
             b.swizzled_chunk(sptr::<U32>(vs0), s, sh.rowb, row, c).reg
         })
         .collect()
+}
+
+/// tf32 grad-input's `B` addresses in a values block at `vs0` (buffer 0,
+/// block 0; `ldmatrix` cannot transpose 32-bit elements, so each lane
+/// loads its elements with `ld.shared.b32`): for row `rows[i]` (`t`,
+/// `t + 4`) and fragment `ni < per`, 16-byte chunk `c0 + 2·ni` through the
+/// swizzle, plus the lane's `within` bytes (`4·(g mod 4)`). Rows `kc·8`
+/// further on are whole repeats, so they add to these unchanged.
+pub(super) fn tf32_b_lanes(
+    b: &mut KernelBuilder,
+    sh: &Shape,
+    vs0: Reg<U32>,
+    rows: [Reg<U32>; 2],
+    c0: Reg<U32>,
+    within: Reg<U32>,
+    per: u32,
+) -> Vec<Reg<U32>> {
+    let s = swizzle(sh.rowb);
+    assert!((8 * sh.rowb).is_multiple_of(s.pattern_bytes()));
+    let mut out = Vec::new();
+    for row in rows {
+        for ni in 0..per {
+            let c = b.add(c0, 2 * ni);
+            let p = b.swizzled_chunk(sptr::<U32>(vs0), s, sh.rowb, row, c).reg;
+            out.push(b.add(p, within));
+        }
+    }
+    out
 }
 
 /// The lane's `ldmatrix` row address of each MMA chunk `kc` of a token
