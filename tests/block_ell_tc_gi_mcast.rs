@@ -146,8 +146,8 @@ fn multicast_grad_input_b32_matches_the_host_model() {
 
 /// tf32 at `B` 32 (G 8) on every target where its grad-input runs in
 /// clusters (the f32 tiles land unrounded by tensor map; the values'
-/// rows `k` read by `ld.shared` through the swizzle and rounded in
-/// registers): 5, 2 and 1 token tiles, `N` ragged, `C` = 1.5 groups (a
+/// rows `k` read by `ld.shared` through the swizzle, the tiles rounded
+/// in shared memory): 5, 2 and 1 token tiles, `N` ragged, `C` = 1.5 groups (a
 /// ragged last group, column block 2 empty).
 #[test]
 fn multicast_grad_input_tf32_b32_matches_the_host_model() {

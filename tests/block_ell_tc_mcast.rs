@@ -1,6 +1,6 @@
 //! Issue 31, the grouped forward whose values blocks are multicast across a
 //! cluster of four CTAs (bf16/f16 `B` 32 and 64, tf32 `B` 32 with its f32
-//! tiles landed unrounded and rounded in registers, on sm_90, sm_100, sm_100a:
+//! tiles landed unrounded and rounded in shared memory, on sm_90, sm_100, sm_100a:
 //! adjacent token tiles of one group, one `cp.async.bulk.tensor` multicast a
 //! values block through a tensor map of the values, landed swizzled, into
 //! both CTAs; each CTA's input tile `x` one tensor copy a step through a
@@ -145,7 +145,7 @@ fn multicast_forward_b32_matches_the_host_model() {
 
 /// tf32 at `B` 32 (G 8) on every target where its forward runs in
 /// clusters (the f32 tiles land unrounded by tensor map and are rounded
-/// in registers): 5, 2 and 1 token tiles (the unit test of
+/// in shared memory): 5, 2 and 1 token tiles (the unit test of
 /// `ptx::grouped` takes 3), `N` ragged, `R` = 1.5 groups (a ragged last
 /// group).
 #[test]

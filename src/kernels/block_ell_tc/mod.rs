@@ -109,8 +109,8 @@
 //! ([`ptx::grouped::forward_cluster`],
 //! [`ptx::grouped::grad_input_cluster`]), and whose input tiles (`x`,
 //! `gy`) land by one tensor-map copy a step (tf32: f32 tiles landed
-//! unrounded, each fragment rounded in registers by `cvt.rna`, as without
-//! a cluster); there warp 0 alone merges the lists and hands the other
+//! unrounded, each tile rounded once in shared memory by `cvt.rna`: the
+//! bits of rounding at staging); there warp 0 alone merges the lists and hands the other
 //! warps each step's key. The modeled
 //! figures are in `docs/perf.md` ("Tensor-core block-ELL"). Grad-values
 //! at `B` ≤ 32 is staged the same way, one CTA the filled slots of a tile

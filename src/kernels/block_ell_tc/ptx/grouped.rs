@@ -94,8 +94,10 @@
 //! after the step's `bar.sync` (`mcast::publish`, `mcast::fetch`,
 //! `mcast::cursors`); the warps' MMAs read their slots from `took`.
 //! tf32 (`B` 32: G 8, rows of 128 bytes) lands its f32 tiles unrounded by
-//! maps of f32 elements and rounds each fragment register by `cvt.rna`
-//! after `ldmatrix` (its transposed grad-input `B` fragments by
+//! maps of f32 elements and rounds each landed tile once a CTA in shared
+//! memory by `cvt.rna` (`mcast::round_in_place`, after the buffer's
+//! wait, before the step's `bar.sync`); its fragments then load without
+//! a conversion (its transposed grad-input `B` fragments by
 //! `ld.shared.b32` at lane addresses through the swizzle,
 //! `mcast::tf32_b_lanes`): the rounding is per element, so the bits are
 //! those of the kernel without a cluster.
@@ -108,7 +110,7 @@ use crate::tensor_core::InputFormat;
 use std::rc::Rc;
 
 use super::super::host::TcPrecision;
-use super::common::{gptr, ldsm4, log2, sptr, tf32_operand};
+use super::common::{gptr, ldsm4_in, log2, sptr, tf32_operand};
 use super::grouped_mcast::{self as mcast, Mc};
 use super::grouped_sched::{ColLists, Lists, RowLists, advance};
 use super::shape::Shape;
@@ -432,7 +434,7 @@ fn compute<T: MmaInput>(
             .map(|mi| {
                 let p = b.add(abase, mi * 16 * sh.xpitch + at);
                 FragA {
-                    regs: ldsm4::<T>(b, p, false),
+                    regs: ldsm4_in::<T>(b, p, false, sh.rounded),
                 }
             })
             .collect();
@@ -457,7 +459,11 @@ fn compute<T: MmaInput>(
                                 }
                             };
                             let u = b.ld_shared(sptr::<U32>(p), (off / 4) as i32);
-                            tf32_operand::<T>(b, u)
+                            if sh.rounded {
+                                b.u32_as_packed::<T>(u)
+                            } else {
+                                tf32_operand::<T>(b, u)
+                            }
                         });
                         frag_b.push(FragB { regs });
                     }
@@ -467,7 +473,7 @@ fn compute<T: MmaInput>(
                     let q = b.add(bb, kc * 16 * sh.vpitch);
                     for &l in lanes {
                         let p = b.add(q, l);
-                        let [r0, r1, r2, r3] = ldsm4::<T>(b, p, true);
+                        let [r0, r1, r2, r3] = ldsm4_in::<T>(b, p, true, sh.rounded);
                         frag_b.push(FragB { regs: [r0, r1] });
                         frag_b.push(FragB { regs: [r2, r3] });
                     }
@@ -476,7 +482,7 @@ fn compute<T: MmaInput>(
                     let q = b.add(bb, lanes[kc as usize]);
                     for np in 0..sub.nts.len() as u32 / 2 {
                         let p = b.add(q, np * 16 * sh.vpitch);
-                        let [r0, r1, r2, r3] = ldsm4::<T>(b, p, false);
+                        let [r0, r1, r2, r3] = ldsm4_in::<T>(b, p, false, sh.rounded);
                         frag_b.push(FragB { regs: [r0, r1] });
                         frag_b.push(FragB { regs: [r2, r3] });
                     }
@@ -488,7 +494,7 @@ fn compute<T: MmaInput>(
                             np * 16 * sh.pitch + kc * 32
                         };
                         let p = b.add(bb, off);
-                        let [r0, r1, r2, r3] = ldsm4::<T>(b, p, sh.trans);
+                        let [r0, r1, r2, r3] = ldsm4_in::<T>(b, p, sh.trans, sh.rounded);
                         frag_b.push(FragB { regs: [r0, r1] });
                         frag_b.push(FragB { regs: [r2, r3] });
                     }
@@ -797,13 +803,19 @@ fn kernel<T: MmaInput>(
                 b.cp_async_commit_group();
                 b.cp_async_wait_group(1);
             }
+            // tf32 in a cluster: the landed tiles of buffer `cb` rounded
+            // once in shared memory before the barrier
+            if let (Some(mc), true) = (&mc, sh.rounded) {
+                mcast::wait_full(b, mc, cb);
+                mcast::round_in_place(b, sh, gt, mc, (xs0, vs0), tid, cb);
+            }
             b.bar_sync();
             // (every thread learns the next key)
             let nm = match solo {
                 Some(mc) => mcast::fetch(b, mc, nbuf, need),
                 None => nm,
             };
-            if let Some(mc) = &mc {
+            if let (Some(mc), false) = (&mc, sh.rounded) {
                 mcast::wait_full(b, mc, cb);
             }
             let live: Vec<Reg<Pred>> = match (&mc, &took) {
@@ -930,6 +942,11 @@ fn forward_built<T: MmaInput>(
     };
     let sh = if cluster {
         sh.tma_values().tma_input()
+    } else {
+        sh
+    };
+    let sh = if cluster && prec == TcPrecision::Tf32 {
+        sh.pre_rounded()
     } else {
         sh
     };

@@ -246,7 +246,7 @@ fn run_cluster<T: TcElem, M: MmaInput>(
     xf[7] = f32::NAN;
     xf[3 * dims.in_features() + 1] = f32::NEG_INFINITY;
     // tf32: low 13 bits at the rounding tie (away from zero) and just
-    // below it (down), which `cvt.rna` in registers must round as the
+    // below it (down), which `cvt.rna` in shared memory must round as the
     // host model does
     xf[2] = f32::from_bits((xf[2].to_bits() & !0x1fff) | 0x1000);
     xf[dims.in_features() + 3] = f32::from_bits((xf[3].to_bits() & !0x1fff) | 0x0fff);
@@ -316,7 +316,7 @@ fn cluster_kernel_b32_matches_the_host_model() {
 }
 
 /// tf32 `B` 32 on sm_90 (G 8; the f32 tiles land unrounded by tensor
-/// map, rounded in registers): `R` 12 (a ragged second group), 3 token
+/// map, rounded in shared memory): `R` 12 (a ragged second group), 3 token
 /// tiles (the cluster's fourth past `N`; `tests/block_ell_tc_mcast.rs`
 /// takes 5, 2 and 1), values at the rounding tie.
 #[test]
