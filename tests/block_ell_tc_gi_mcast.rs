@@ -1,6 +1,6 @@
 //! Issue 31, the grouped grad-input whose values blocks are multicast
-//! across a cluster of four CTAs (bf16/f16 `B` 32 and 64 on sm_90, sm_100,
-//! sm_100a, as the forward: adjacent token tiles of one group of column
+//! across a cluster of four CTAs (bf16/f16 `B` 32 and 64, tf32 `B` 32, on
+//! sm_90, sm_100, sm_100a, as the forward: adjacent token tiles of one group of column
 //! blocks, one `cp.async.bulk.tensor` multicast a values block through the
 //! forward's tensor map of the values, landed swizzled into both CTAs and
 //! read by `ldmatrix.trans` through the swizzle): the simulator, with its
@@ -49,21 +49,32 @@ fn topology(r: usize, c: usize, k: usize) -> Vec<i32> {
 /// `±[1, 2)·2^[−6, 6]` with ±∞ and NaN (the values of empty slots NaN,
 /// never read).
 fn case(sm: Sm, prec: TcPrecision, b: usize, c: usize, n: usize, seed: u64) {
+    if prec == TcPrecision::Tf32 {
+        case_of::<f32>(sm, prec, b, c, n, seed);
+    } else {
+        case_of::<u16>(sm, prec, b, c, n, seed);
+    }
+}
+
+/// [`case`] with the inputs stored as `T` (tf32: f32 whose low 13 bits,
+/// which `cvt.rna` rounds away, are not all zero).
+fn case_of<T: Encode>(sm: Sm, prec: TcPrecision, b: usize, c: usize, n: usize, seed: u64) {
     let (r, k) = (9, 3);
+    let frac = if prec == TcPrecision::Tf32 { 20 } else { 10 };
     let dims = Dims::new(r, c, k, b).unwrap();
     let col = topology(r, c, k);
     let mut rng = Rng(seed);
-    let mut vf = values(&mut rng, dims.values_len(), 6, 10);
+    let mut vf = values(&mut rng, dims.values_len(), 6, frac);
     specials(&mut vf, None);
     for s in (0..r * k).filter(|&s| col[s] < 0) {
         vf[s * b * b..(s + 1) * b * b].fill(f32::NAN);
     }
-    let mut gyf = values(&mut rng, n * dims.out_features(), 6, 10);
+    let mut gyf = values(&mut rng, n * dims.out_features(), 6, frac);
     // (a single row with a NaN input would be NaN throughout)
     if n > 8 {
         specials(&mut gyf, None);
     }
-    let (gy, v) = (u16::encode(prec, &gyf), u16::encode(prec, &vf));
+    let (gy, v) = (T::encode(prec, &gyf), T::encode(prec, &vf));
     let st = Context::sim(sm).default_stream();
     let topo = DeviceTopology::upload(&st, &dims, &col).unwrap();
     let (dgy, dv) = (st.upload(&gy).unwrap(), st.upload(&v).unwrap());
@@ -133,6 +144,27 @@ fn multicast_grad_input_b32_matches_the_host_model() {
     multicast_case(32, 402);
 }
 
+/// tf32 at `B` 32 (G 8) on every target where its grad-input runs in
+/// clusters (the f32 tiles land unrounded by tensor map; the values'
+/// rows `k` read by `ld.shared` through the swizzle, the tiles rounded
+/// in shared memory): 5, 2 and 1 token tiles, `N` ragged, `C` = 1.5 groups (a
+/// ragged last group, column block 2 empty).
+#[test]
+fn multicast_grad_input_tf32_b32_matches_the_host_model() {
+    let prec = TcPrecision::Tf32;
+    let sms: Vec<Sm> = Sm::ALL
+        .into_iter()
+        .filter(|&sm| ptx::grouped::grad_input_cluster(sm, prec, 32) > 1)
+        .collect();
+    assert_eq!(sms, [Sm::Sm90, Sm::Sm100, Sm::Sm100a]);
+    for (i, sm) in sms.into_iter().enumerate() {
+        let gt = ptx::group_tile(prec, 32, sm);
+        let tokens = gt.tokens as usize;
+        let n = [5, 2, 1][i] * tokens - [37, 5, 3][i];
+        case(sm, prec, 32, 3 * gt.g as usize / 2, n, 502 + i as u64);
+    }
+}
+
 /// An even number of token tiles (both CTAs of every cluster inside `N`)
 /// and a single row.
 #[test]
@@ -192,12 +224,33 @@ fn misaligned_values_are_a_typed_error() {
         let want = b as f32;
         assert!(st.to_vec(&gx).unwrap().iter().all(|&v| v == want), "B {b}");
     }
+    // tf32 `B` 32: maps of f32 elements, `gy` one f32 in
+    let (sm, tf) = (Sm::Sm90, TcPrecision::Tf32);
+    assert_eq!(ptx::grouped::grad_input_cluster(sm, tf, 32), 4);
+    let dims = Dims::new(2, 2, 1, 32).unwrap();
+    let st = Context::sim(sm).default_stream();
+    let topo = DeviceTopology::upload(&st, &dims, &[0, 1]).unwrap();
+    let n = 3;
+    let gylen = n * dims.out_features();
+    let gy1 = st.upload(&vec![1.0f32; gylen + 1]).unwrap();
+    let v = st.upload(&vec![1.0f32; dims.values_len()]).unwrap();
+    let mut gx = st.upload(&vec![7.0f32; n * dims.in_features()]).unwrap();
+    let off = gy1.slice(1..).unwrap();
+    let e = tc::grad_input_dev(&st, tf, TcOutput::F32, &topo, n, &off, &v, &mut gx).unwrap_err();
+    assert!(
+        matches!(e, Error::TensorMap(TensorMapError::Address { .. })),
+        "tf32 gy: {e:?}"
+    );
+    assert!(st.to_vec(&gx).unwrap().iter().all(|&v| v == 7.0), "tf32");
+    let gy = gy1.slice(..gylen).unwrap();
+    tc::grad_input_dev(&st, tf, TcOutput::F32, &topo, n, &gy, &v, &mut gx).unwrap();
+    assert!(st.to_vec(&gx).unwrap().iter().all(|&v| v == 32.0), "tf32");
 }
 
 /// On every target: the grad-input kernel has the cluster of 4 and the
 /// tensor-map multicast exactly where
 /// [`ptx::grouped::grad_input_cluster`] says 4, and that only for
-/// bf16/f16 at `B` 32 and 64 on targets with clusters and tensor copies
+/// bf16/f16 at `B` 32 and 64 and tf32 at `B` 32 on targets with clusters and tensor copies
 /// (some target does).
 #[test]
 fn cluster_only_where_it_multicasts() {
@@ -212,7 +265,10 @@ fn cluster_only_where_it_multicasts() {
             assert!(cluster == 1 || cluster == 4, "{what}");
             let on = cluster == 4;
             if on {
-                assert!(prec != TcPrecision::Tf32 && b >= 32, "{what}");
+                // tf32 only at `B` 32 (`B` 64's group of 2 is no
+                // multiple of the cluster)
+                assert!(b >= 32, "{what}");
+                assert!(prec != TcPrecision::Tf32 || b == 32, "{what}");
                 for f in [Feature::Cluster, Feature::TensorCopy] {
                     assert!(sm.supports(f), "{what}: {f}");
                 }
@@ -242,7 +298,11 @@ fn sass_has_tensor_copies_and_no_lane_loop() {
     };
     for b in [32u32, 64] {
         for sm in multicast_sms(b) {
-            for prec in [TcPrecision::Bf16, TcPrecision::F16] {
+            // (tf32 where it runs in clusters: `B` 32)
+            for prec in [TcPrecision::Bf16, TcPrecision::F16, TcPrecision::Tf32]
+                .into_iter()
+                .filter(|&p| ptx::grouped::grad_input_cluster(sm, p, b) > 1)
+            {
                 let m = ptx::generate_grad_input(sm, prec, b).unwrap();
                 let asm = tools
                     .assemble(&m.ptx, sm)

@@ -1,5 +1,6 @@
 //! Issue 31, the grouped forward whose values blocks are multicast across a
-//! cluster of four CTAs (bf16/f16 `B` 32 and 64 on sm_90, sm_100, sm_100a:
+//! cluster of four CTAs (bf16/f16 `B` 32 and 64, tf32 `B` 32 with its f32
+//! tiles landed unrounded and rounded in shared memory, on sm_90, sm_100, sm_100a:
 //! adjacent token tiles of one group, one `cp.async.bulk.tensor` multicast a
 //! values block through a tensor map of the values, landed swizzled, into
 //! both CTAs; each CTA's input tile `x` one tensor copy a step through a
@@ -47,18 +48,36 @@ fn topology(r: usize, c: usize, k: usize) -> Vec<i32> {
 /// host model, f32 output with a bias and bf16 output without; inputs
 /// `±[1, 2)·2^[−6, 6]` with ±∞ and NaN.
 fn case(sm: Sm, prec: TcPrecision, b: usize, r: usize, n: usize, seed: u64) {
+    if prec == TcPrecision::Tf32 {
+        case_of::<f32>(sm, prec, b, r, n, seed);
+    } else {
+        case_of::<u16>(sm, prec, b, r, n, seed);
+    }
+}
+
+/// [`case`] with the inputs stored as `T` (tf32: f32 whose low 13 bits,
+/// which `cvt.rna` rounds away, are not all zero).
+fn case_of<T: tc_common::Encode>(
+    sm: Sm,
+    prec: TcPrecision,
+    b: usize,
+    r: usize,
+    n: usize,
+    seed: u64,
+) {
     let (c, k) = (7, 4);
+    let frac = if prec == TcPrecision::Tf32 { 20 } else { 10 };
     let dims = Dims::new(r, c, k, b).unwrap();
     let mut rng = Rng(seed);
-    let mut v = values(&mut rng, dims.values_len(), 6, 10);
+    let mut v = values(&mut rng, dims.values_len(), 6, frac);
     specials(&mut v, None);
-    let mut x = values(&mut rng, n * dims.in_features(), 6, 10);
+    let mut x = values(&mut rng, n * dims.in_features(), 6, frac);
     // (a single row with a NaN input would be NaN throughout)
     if n > 8 {
         specials(&mut x, None);
     }
     let bias = Some(values(&mut rng, dims.out_features(), 6, 10));
-    let f = forward_case::<u16>(
+    let f = forward_case::<T>(
         &Context::sim(sm),
         prec,
         dims,
@@ -122,6 +141,27 @@ fn multicast_forward_b64_matches_the_host_model() {
 #[test]
 fn multicast_forward_b32_matches_the_host_model() {
     multicast_case(32, 202);
+}
+
+/// tf32 at `B` 32 (G 8) on every target where its forward runs in
+/// clusters (the f32 tiles land unrounded by tensor map and are rounded
+/// in shared memory): 5, 2 and 1 token tiles (the unit test of
+/// `ptx::grouped` takes 3), `N` ragged, `R` = 1.5 groups (a ragged last
+/// group).
+#[test]
+fn multicast_forward_tf32_b32_matches_the_host_model() {
+    let prec = TcPrecision::Tf32;
+    let sms: Vec<Sm> = Sm::ALL
+        .into_iter()
+        .filter(|&sm| ptx::grouped::forward_cluster(sm, prec, 32) > 1)
+        .collect();
+    assert_eq!(sms, [Sm::Sm90, Sm::Sm100, Sm::Sm100a]);
+    for (i, sm) in sms.into_iter().enumerate() {
+        let gt = ptx::group_tile(prec, 32, sm);
+        let tokens = gt.tokens as usize;
+        let n = [5, 2, 1][i] * tokens - [37, 5, 3][i];
+        case(sm, prec, 32, 3 * gt.g as usize / 2, n, 302 + i as u64);
+    }
 }
 
 /// An even number of token tiles (both CTAs of every cluster inside `N`),
@@ -250,12 +290,34 @@ fn misaligned_x_is_a_typed_error() {
         let want = b as f32;
         assert!(st.to_vec(&y).unwrap().iter().all(|&v| v == want), "B {b}");
     }
+    // tf32 `B` 32: a map of f32 elements, `x` one f32 in
+    assert_eq!(ptx::grouped::forward_cluster(sm, TcPrecision::Tf32, 32), 4);
+    let dims = Dims::new(2, 3, 1, 32).unwrap();
+    let st = Context::sim(sm).default_stream();
+    let topo = DeviceTopology::upload(&st, &dims, &[0, 2]).unwrap();
+    let n = 5;
+    let len = n * dims.in_features();
+    let x = st.upload(&vec![1.0f32; len + 1]).unwrap();
+    let v = st.upload(&vec![1.0f32; dims.values_len()]).unwrap();
+    let mut y = st.upload(&vec![7.0f32; n * dims.out_features()]).unwrap();
+    let fwd = |x: &ptxsmith::runtime::DeviceSlice<'_, f32>, y: &mut _| {
+        let p = TcPrecision::Tf32;
+        tc::forward_dev(&st, p, TcOutput::F32, &topo, n, x, &v, None, y)
+    };
+    let e = fwd(&x.slice(1..).unwrap(), &mut y).unwrap_err();
+    assert!(
+        matches!(e, Error::TensorMap(TensorMapError::Address { .. })),
+        "tf32: {e:?}"
+    );
+    assert!(st.to_vec(&y).unwrap().iter().all(|&v| v == 7.0), "tf32");
+    fwd(&x.slice(..len).unwrap(), &mut y).unwrap();
+    assert!(st.to_vec(&y).unwrap().iter().all(|&v| v == 32.0), "tf32");
 }
 
 /// On every target: the forward kernel has the cluster of 2 and the
 /// tensor-map multicast (and no per-row bulk copy) exactly where
-/// [`ptx::grouped::forward_cluster`] says 2, and that only for bf16/f16
-/// at `B` 32 and 64 on targets with clusters and tensor copies (some
+/// [`ptx::grouped::forward_cluster`] says 4, and that only for bf16/f16
+/// at `B` 32 and 64 and tf32 at `B` 32 on targets with clusters and tensor copies (some
 /// target does: [`multicast_sms`] is not empty); grad-input has its
 /// cluster where [`ptx::grouped::grad_input_cluster`] says 2; the targets
 /// without tensor cores refuse both.
@@ -271,7 +333,10 @@ fn cluster_only_where_it_multicasts() {
             assert!(cluster == 1 || cluster == 4, "{sm} {prec:?} B {b}");
             let on = cluster == 4;
             if on {
-                assert!(prec != TcPrecision::Tf32 && b >= 32, "{sm} {prec:?} B {b}");
+                // tf32 only at `B` 32 (`B` 64's group of 2 is no multiple
+                // of the cluster, and its 256-byte rows no swizzle span)
+                assert!(b >= 32, "{sm} {prec:?} B {b}");
+                assert!(prec != TcPrecision::Tf32 || b == 32, "{sm} {prec:?} B {b}");
                 for f in [Feature::Cluster, Feature::TensorCopy] {
                     assert!(sm.supports(f), "{sm} {prec:?} B {b}: {f}");
                 }
@@ -328,7 +393,11 @@ fn sass_has_tensor_copies_and_no_row_copies() {
     };
     for b in [32u32, 64] {
         for sm in multicast_sms(b) {
-            for prec in [TcPrecision::Bf16, TcPrecision::F16] {
+            // (tf32 where it runs in clusters: `B` 32)
+            for prec in [TcPrecision::Bf16, TcPrecision::F16, TcPrecision::Tf32]
+                .into_iter()
+                .filter(|&p| ptx::grouped::forward_cluster(sm, p, b) > 1)
+            {
                 let m = ptx::generate_forward(sm, prec, b).unwrap();
                 let asm = tools
                     .assemble(&m.ptx, sm)

@@ -102,13 +102,16 @@
 //! fragments by `ld.shared`), warp tiles of several MMAs, vectorised
 //! stores. Every row length runs: the forward pass ranks a long row's
 //! slots a window at a time ([`ptx::grouped::window`]). At bf16/f16 `B`
-//! 32 and 64 on sm_90, sm_100 and sm_100a both run in clusters of four
+//! 32 and 64 and tf32 `B` 32 on sm_90, sm_100 and sm_100a both run in
+//! clusters of four
 //! CTAs (adjacent token tiles of one group) whose values blocks land by
 //! one tensor-map multicast a block, read from L2 once for the four
 //! ([`ptx::grouped::forward_cluster`],
 //! [`ptx::grouped::grad_input_cluster`]), and whose input tiles (`x`,
-//! `gy`) land by one tensor-map copy a step; there warp 0 alone merges
-//! the lists and hands the other warps each step's key. The modeled
+//! `gy`) land by one tensor-map copy a step (tf32: f32 tiles landed
+//! unrounded, each tile rounded once in shared memory by `cvt.rna`: the
+//! bits of rounding at staging); there warp 0 alone merges the lists and hands the other
+//! warps each step's key. The modeled
 //! figures are in `docs/perf.md` ("Tensor-core block-ELL"). Grad-values
 //! at `B` ≤ 32 is staged the same way, one CTA the filled slots of a tile
 //! of block rows × column blocks over double-buffered token tiles of `gy`

@@ -120,7 +120,8 @@ fn bsize(d: &Dims) -> u32 {
 /// [`Error::InvalidArgument`] naming the values for a length that does not
 /// match its shape or sizes past the kernels' limits;
 /// [`Error::TensorMap`] where the forward runs in clusters
-/// ([`grouped::forward_cluster`] > 1: bf16/f16 `B` 32 and 64 on sm_90,
+/// ([`grouped::forward_cluster`] > 1: bf16/f16 `B` 32 and 64 and tf32
+/// `B` 32 on sm_90,
 /// sm_100, sm_100a), which reads `values` and `x` through tensor maps,
 /// for a `values` or `x` view that does not start 16-byte aligned
 /// ([`TensorMapError::Address`](crate::tensor_map::TensorMapError::Address));

@@ -30,6 +30,32 @@ pub(super) fn tf32_operand<T: MmaInput>(b: &mut KernelBuilder, bits: Reg<U32>) -
     b.u32_as_packed::<T>(w)
 }
 
+/// f32 bits rounded to tf32 (`cvt.rna.tf32.f32`), as bits.
+pub(super) fn tf32_round_bits(b: &mut KernelBuilder, bits: Reg<U32>) -> Reg<U32> {
+    let f = b.f32_from_bits(bits);
+    let t = b.cvt_to_tf32(f);
+    b.packed_bits(t)
+}
+
+/// [`ldsm4`], or where the tf32 operands were rounded in shared memory
+/// (`rounded`) the raw registers taken as they are.
+pub(super) fn ldsm4_in<T: MmaInput>(
+    b: &mut KernelBuilder,
+    p: Reg<U32>,
+    trans: bool,
+    rounded: bool,
+) -> [Reg<T>; 4] {
+    if rounded && T::FORMAT == InputFormat::Tf32 {
+        let raw = b.ldmatrix_x4::<B32, U32>(sptr(p), trans);
+        raw.map(|r| {
+            let u = b.b32_as_u32(r);
+            b.u32_as_packed::<T>(u)
+        })
+    } else {
+        ldsm4::<T>(b, p, trans)
+    }
+}
+
 /// `ldmatrix.x4` (no `.trans` unless `trans`) into four operand registers
 /// of `T` (tf32: raw bits converted with `cvt.rna.tf32.f32`).
 pub(super) fn ldsm4<T: MmaInput>(b: &mut KernelBuilder, p: Reg<U32>, trans: bool) -> [Reg<T>; 4] {

@@ -62,7 +62,7 @@
 //! of `G` values blocks, and (forward) the `G·w` schedule; its size is
 //! [`smem_bytes`].
 //!
-//! # Clusters (bf16/f16 `B` 32 and 64, sm_90, sm_100, sm_100a)
+//! # Clusters (bf16/f16 `B` 32 and 64, tf32 `B` 32; sm_90, sm_100, sm_100a)
 //! There the forward and grad-input run in clusters of four CTAs
 //! ([`forward_cluster`], [`grad_input_cluster`]; the grad-input builder
 //! is in `grouped_gi.rs`): all take the same group and four adjacent
@@ -93,6 +93,14 @@
 //! the cursors) in static shared memory, which the other warps read
 //! after the step's `bar.sync` (`mcast::publish`, `mcast::fetch`,
 //! `mcast::cursors`); the warps' MMAs read their slots from `took`.
+//! tf32 (`B` 32: G 8, rows of 128 bytes) lands its f32 tiles unrounded by
+//! maps of f32 elements and rounds each landed tile once a CTA in shared
+//! memory by `cvt.rna` (`mcast::round_in_place`, after the buffer's
+//! wait, before the step's `bar.sync`); its fragments then load without
+//! a conversion (its transposed grad-input `B` fragments by
+//! `ld.shared.b32` at lane addresses through the swizzle,
+//! `mcast::tf32_b_lanes`): the rounding is per element, so the bits are
+//! those of the kernel without a cluster.
 
 use crate::dsl::types::{F32, MmaInput, Pred, Reg, U32, U64};
 use crate::dsl::{Cmp, FragA, FragB, FragC, GlobalPtr, KernelBuilder, PtxModule, TensorMapRef};
@@ -102,7 +110,7 @@ use crate::tensor_core::InputFormat;
 use std::rc::Rc;
 
 use super::super::host::TcPrecision;
-use super::common::{gptr, ldsm4, log2, sptr, tf32_operand};
+use super::common::{gptr, ldsm4_in, log2, sptr, tf32_operand};
 use super::grouped_mcast::{self as mcast, Mc};
 use super::grouped_sched::{ColLists, Lists, RowLists, advance};
 use super::shape::Shape;
@@ -221,8 +229,8 @@ pub fn smem_bytes(prec: TcPrecision, bs: u32, sm: Sm, forward_k: Option<u32>) ->
 }
 
 /// CTAs of a cluster of the grouped forward of `prec` at `B` = `bs` on
-/// `sm`: 2 where it multicasts its values blocks by tensor map (bf16/f16
-/// `B` 32 and 64 on sm_90, sm_100, sm_100a: the CTAs take adjacent token
+/// `sm`: 4 where it multicasts its values blocks by tensor map (bf16/f16
+/// `B` 32 and 64, tf32 `B` 32, on sm_90, sm_100, sm_100a: the CTAs take adjacent token
 /// tiles of one group; the kernel then takes [`ForwardTmaArgs`], the
 /// values as a tensor map of
 /// [`forward_values_map`](super::forward_values_map)), else 1. At `B` 16
@@ -426,7 +434,7 @@ fn compute<T: MmaInput>(
             .map(|mi| {
                 let p = b.add(abase, mi * 16 * sh.xpitch + at);
                 FragA {
-                    regs: ldsm4::<T>(b, p, false),
+                    regs: ldsm4_in::<T>(b, p, false, sh.rounded),
                 }
             })
             .collect();
@@ -437,12 +445,25 @@ fn compute<T: MmaInput>(
                     // tf32 grad-input: `ldmatrix` cannot transpose 32-bit
                     // elements; lane (g, t) loads `B[t][g]` and `B[t+4][g]`
                     // of each 8 × 8 fragment (rows `k`, features `f`)
-                    // and converts them
-                    for ni in 0..sub.nts.len() as u32 {
-                        let regs = [0, 4].map(|dk| {
-                            let off = (kc * 8 + dk) * sh.pitch + ni * 32;
-                            let u = b.ld_shared(sptr::<U32>(bb), (off / 4) as i32);
-                            tf32_operand::<T>(b, u)
+                    // and converts them (in the swizzled rows of a
+                    // cluster: at the lane's addresses, rows `kc·8 ..`
+                    // whole repeats on)
+                    let nn = sub.nts.len() as u32;
+                    for ni in 0..nn {
+                        let regs = [0u32, 4].map(|dk| {
+                            let (p, off) = match b_lane {
+                                BLane::Padded(_) => (bb, (kc * 8 + dk) * sh.pitch + ni * 32),
+                                BLane::Swizzled(l) => {
+                                    let at = l[(dk / 4 * nn + ni) as usize];
+                                    (b.add(bb, at), kc * 8 * sh.vpitch)
+                                }
+                            };
+                            let u = b.ld_shared(sptr::<U32>(p), (off / 4) as i32);
+                            if sh.rounded {
+                                b.u32_as_packed::<T>(u)
+                            } else {
+                                tf32_operand::<T>(b, u)
+                            }
                         });
                         frag_b.push(FragB { regs });
                     }
@@ -452,7 +473,7 @@ fn compute<T: MmaInput>(
                     let q = b.add(bb, kc * 16 * sh.vpitch);
                     for &l in lanes {
                         let p = b.add(q, l);
-                        let [r0, r1, r2, r3] = ldsm4::<T>(b, p, true);
+                        let [r0, r1, r2, r3] = ldsm4_in::<T>(b, p, true, sh.rounded);
                         frag_b.push(FragB { regs: [r0, r1] });
                         frag_b.push(FragB { regs: [r2, r3] });
                     }
@@ -461,7 +482,7 @@ fn compute<T: MmaInput>(
                     let q = b.add(bb, lanes[kc as usize]);
                     for np in 0..sub.nts.len() as u32 / 2 {
                         let p = b.add(q, np * 16 * sh.vpitch);
-                        let [r0, r1, r2, r3] = ldsm4::<T>(b, p, false);
+                        let [r0, r1, r2, r3] = ldsm4_in::<T>(b, p, false, sh.rounded);
                         frag_b.push(FragB { regs: [r0, r1] });
                         frag_b.push(FragB { regs: [r2, r3] });
                     }
@@ -473,7 +494,7 @@ fn compute<T: MmaInput>(
                             np * 16 * sh.pitch + kc * 32
                         };
                         let p = b.add(bb, off);
-                        let [r0, r1, r2, r3] = ldsm4::<T>(b, p, sh.trans);
+                        let [r0, r1, r2, r3] = ldsm4_in::<T>(b, p, sh.trans, sh.rounded);
                         frag_b.push(FragB { regs: [r0, r1] });
                         frag_b.push(FragB { regs: [r2, r3] });
                     }
@@ -550,7 +571,18 @@ fn kernel<T: MmaInput>(
     } else {
         b.and(wf0, sh.bs - 1)
     };
-    let b_lane = if sh.trans && sh.fmt == InputFormat::Tf32 {
+    let b_lane = if sh.trans && sh.fmt == InputFormat::Tf32 && cluster {
+        // rows k = t and t + 4, feature fo + 8·ni + g (4-byte elements)
+        // through the swizzle: one address a (row, fragment)
+        let per = sh.bs.min(sh.wn) / 8;
+        let g4 = b.and(g, 3u32);
+        let g4 = b.shl(g4, 2u32);
+        let c0 = b.shr(fo, 2u32);
+        let gc = b.shr(g, 2u32);
+        let c0 = b.add(c0, gc);
+        let rows = [t, b.add(t, 4u32)];
+        BLane::Swizzled(mcast::tf32_b_lanes(&mut b, sh, vs0, rows, c0, g4, per))
+    } else if sh.trans && sh.fmt == InputFormat::Tf32 {
         // row k = t, feature fo + g (4-byte elements)
         let p = b.mad_lo(t, sh.pitch, vs0);
         let f = b.add(fo, g);
@@ -771,13 +803,19 @@ fn kernel<T: MmaInput>(
                 b.cp_async_commit_group();
                 b.cp_async_wait_group(1);
             }
+            // tf32 in a cluster: the landed tiles of buffer `cb` rounded
+            // once in shared memory before the barrier
+            if let (Some(mc), true) = (&mc, sh.rounded) {
+                mcast::wait_full(b, mc, cb);
+                mcast::round_in_place(b, sh, gt, mc, (xs0, vs0), tid, cb);
+            }
             b.bar_sync();
             // (every thread learns the next key)
             let nm = match solo {
                 Some(mc) => mcast::fetch(b, mc, nbuf, need),
                 None => nm,
             };
-            if let Some(mc) = &mc {
+            if let (Some(mc), false) = (&mc, sh.rounded) {
                 mcast::wait_full(b, mc, cb);
             }
             let live: Vec<Reg<Pred>> = match (&mc, &took) {
@@ -904,6 +942,11 @@ fn forward_built<T: MmaInput>(
     };
     let sh = if cluster {
         sh.tma_values().tma_input()
+    } else {
+        sh
+    };
+    let sh = if cluster && prec == TcPrecision::Tf32 {
+        sh.pre_rounded()
     } else {
         sh
     };

@@ -16,7 +16,7 @@ use super::{ColLists, Io, Lists, builder, kernel, log2, mcast, shape};
 
 /// CTAs of a cluster of the grouped grad-input of `prec` at `B` = `bs` on
 /// `sm`: 4 where it multicasts its values blocks by tensor map (bf16/f16
-/// `B` 32 and 64 on sm_90, sm_100, sm_100a, as the forward,
+/// `B` 32 and 64, tf32 `B` 32, on sm_90, sm_100, sm_100a, as the forward,
 /// [`forward_cluster`](super::forward_cluster); the kernel then takes
 /// [`GradInputTmaArgs`], the values as a tensor map of
 /// [`forward_values_map`](super::super::forward_values_map): the same
@@ -76,6 +76,12 @@ pub(super) fn grad_input_built<T: MmaInput>(
     };
     let sh = if cluster {
         sh.tma_values().tma_input()
+    } else {
+        sh
+    };
+    // tf32: each landed tile rounded once in shared memory
+    let sh = if cluster && prec == TcPrecision::Tf32 {
+        sh.pre_rounded()
     } else {
         sh
     };

@@ -1,6 +1,6 @@
 //! The values blocks of the grouped forward and grad-input multicast
 //! across a cluster of [`CLUSTER`] (4) CTAs by tensor-map copies (issue 31, the L2
-//! step; bf16/f16 `B` 32 and 64 on sm_90, sm_100, sm_100a: [`enabled`],
+//! step; bf16/f16 `B` 32 and 64, tf32 `B` 32, on sm_90, sm_100, sm_100a: [`enabled`],
 //! [`grad_input_enabled`]; built for `B` 16 too). Both passes use the
 //! same map: grad-input's `B[k][f]` = `values[s, k, f]` is the block's
 //! row `k`, read by `ldmatrix.trans` at [`lanes`]' addresses.
@@ -13,6 +13,9 @@
 //! same values blocks in the same order. A 2D tensor map over the values
 //! array (rows of `B` elements, `R·K·B` rows; box `B × B`, the swizzle
 //! whose span is a row: 32, 64, 128 bytes at bf16/f16 `B` 16, 32, 64;
+//! 128 bytes at tf32 `B` 32 (f32 elements, landed unrounded: each tile
+//! is rounded by `cvt.rna` in shared memory once it has landed,
+//! [`round_in_place`], the same bits as rounding at staging);
 //! [`values_map`]) lets **one** thread copy a whole block: per step
 //! the lane `elect.sync` picks in warp 0 of rank `r` issues
 //! `cp.async.bulk.tensor` multicast (mask
@@ -69,7 +72,7 @@ use crate::tensor_map::{Swizzle, TensorDataType, TiledDesc};
 
 use super::super::host::TcPrecision;
 
-use super::common::sptr;
+use super::common::{sptr, tf32_round_bits};
 use super::grouped::{GroupTile, NONE};
 use super::shape::Shape;
 
@@ -96,9 +99,11 @@ pub(super) const STATIC_BYTES: u64 = 16 + 2 * 16 * 4 + (4 + 16) * 4;
 /// `elect.sync` picks in warp 0: under a `tid == 0` branch ptxas wrapped
 /// each tensor copy in a loop over the active lanes (`ELECT` …
 /// `BRA.U.ANY`), which took the step loop out of the model's innermost
-/// loops. tf32 rounds its values at staging, so they cannot land by a
-/// tensor copy unchanged: it keeps the kernel without a cluster (sm_120
-/// lowers the multicast to a software loop: no cluster there either).
+/// loops. tf32 at `B` 32 too (G 8; H200, 50 %: 80.9 → 55.6 µs modeled,
+/// L2 574 → 373 MB; its f32 tiles land unrounded and are rounded in
+/// shared memory, [`round_in_place`]); tf32 `B` 64's group of 2
+/// is no multiple of the cluster, and its 256-byte rows no swizzle span
+/// (sm_120 lowers the multicast to a software loop: no cluster there).
 pub(super) fn enabled(sm: Sm, prec: TcPrecision, bs: u32) -> bool {
     buildable(sm, prec, bs) && bs >= 32
 }
@@ -114,12 +119,16 @@ pub(super) fn grad_input_enabled(sm: Sm, prec: TcPrecision, bs: u32) -> bool {
 }
 
 /// Whether the cluster kernel exists for `prec` at `B` = `bs` on `sm`
-/// (forward and grad-input): bf16/f16 at every `B` on sm_90, sm_100,
-/// sm_100a.
+/// (forward and grad-input): bf16/f16 at every `B`, tf32 at `B` 32 (rows
+/// of 128 bytes, a swizzle span; `G` 8; a values block a whole number of
+/// 16-byte units a thread for [`round_in_place`]),
+/// on sm_90, sm_100, sm_100a.
 pub(super) fn buildable(sm: Sm, prec: TcPrecision, bs: u32) -> bool {
     matches!(sm, Sm::Sm90 | Sm::Sm100 | Sm::Sm100a)
-        && prec != TcPrecision::Tf32
-        && matches!(bs, 16 | 32 | 64)
+        && match prec {
+            TcPrecision::Tf32 => bs == 32,
+            _ => matches!(bs, 16 | 32 | 64),
+        }
 }
 
 /// The shared-memory swizzle of a values block whose rows are `rowb`
@@ -139,7 +148,7 @@ pub(super) fn align_slack(rowb: u32) -> u64 {
 }
 
 /// The tensor map's description of the values array at `address` (`u16`
-/// elements of `prec`, `slots` = `R·K` blocks of `B × B` = `bs`): rows of
+/// elements of bf16/f16, `f32` of tf32, `slots` = `R·K` blocks of `B × B` = `bs`): rows of
 /// `B` elements, box `B × B`, the swizzle whose span is a row (32, 64 or
 /// 128 bytes).
 pub fn values_map(prec: TcPrecision, bs: u32, address: u64, slots: u64) -> TiledDesc {
@@ -151,9 +160,9 @@ pub fn values_map(prec: TcPrecision, bs: u32, address: u64, slots: u64) -> Tiled
 }
 
 /// The tensor map's description of the forward's input `x` (or
-/// grad-input's `gy`) at `address` (`u16` elements of `prec`, `[n,
-/// in_width]` row-major; bf16/f16 `B` =
-/// `bs` of 16, 32 or 64) for CTA tiles of `tokens` rows: box `B ×
+/// grad-input's `gy`) at `address` (`u16` elements of bf16/f16, `f32` of
+/// tf32, `[n, in_width]` row-major; bf16/f16 `B` = `bs` of 16, 32 or 64,
+/// tf32 of 32) for CTA tiles of `tokens` rows: box `B ×
 /// tokens` (one input block of a token tile), the swizzle whose span is
 /// the box's row (32, 64, 128 bytes), rows `n ≥ N` zero-filled by the
 /// copy.
@@ -318,6 +327,34 @@ pub(super) fn lanes(
             b.swizzled_chunk(sptr::<U32>(vs0), s, sh.rowb, row, c).reg
         })
         .collect()
+}
+
+/// tf32 grad-input's `B` addresses in a values block at `vs0` (buffer 0,
+/// block 0; `ldmatrix` cannot transpose 32-bit elements, so each lane
+/// loads its elements with `ld.shared.b32`): for row `rows[i]` (`t`,
+/// `t + 4`) and fragment `ni < per`, 16-byte chunk `c0 + 2·ni` through the
+/// swizzle, plus the lane's `within` bytes (`4·(g mod 4)`). Rows `kc·8`
+/// further on are whole repeats, so they add to these unchanged.
+pub(super) fn tf32_b_lanes(
+    b: &mut KernelBuilder,
+    sh: &Shape,
+    vs0: Reg<U32>,
+    rows: [Reg<U32>; 2],
+    c0: Reg<U32>,
+    within: Reg<U32>,
+    per: u32,
+) -> Vec<Reg<U32>> {
+    let s = swizzle(sh.rowb);
+    assert!((8 * sh.rowb).is_multiple_of(s.pattern_bytes()));
+    let mut out = Vec::new();
+    for row in rows {
+        for ni in 0..per {
+            let c = b.add(c0, 2 * ni);
+            let p = b.swizzled_chunk(sptr::<U32>(vs0), s, sh.rowb, row, c).reg;
+            out.push(b.add(p, within));
+        }
+    }
+    out
 }
 
 /// The lane's `ldmatrix` row address of each MMA chunk `kc` of a token
@@ -514,6 +551,52 @@ pub(super) fn wait_full(b: &mut KernelBuilder, mc: &Mc, buf: Reg<U32>) {
     let bit = b.shl(1u32, buf);
     let ph = b.xor(ph, bit);
     b.set(&mc.phases, ph);
+}
+
+/// tf32: every thread, after buffer `buf`'s copies have landed
+/// ([`wait_full`]) and before the `bar.sync` that precedes the MMAs,
+/// rounds its share of the buffer's token tile and of each taken values
+/// block in place (`cvt.rna.tf32.f32`, 16 bytes at a time), so that each
+/// element is rounded once a CTA instead of once a fragment load in
+/// every warp that reads it (the same bits: the rounding is per
+/// element). Blocks no output block took hold stale data and are left
+/// alone; the step's `fence.proxy.async` ([`release`]) orders these
+/// writes before the buffer's next tensor copies.
+pub(super) fn round_in_place(
+    b: &mut KernelBuilder,
+    sh: &Shape,
+    gt: &GroupTile,
+    mc: &Mc,
+    (xs0, vs0): (Reg<U32>, Reg<U32>),
+    tid: Reg<U32>,
+    buf: Reg<U32>,
+) {
+    let threads = super::grouped::THREADS;
+    let (xunits, vunits) = (sh.buf() / 16, sh.vbuf() / 16);
+    assert!(xunits.is_multiple_of(threads) && vunits.is_multiple_of(threads));
+    let round4 = |b: &mut KernelBuilder, p: Reg<U32>, k: i32| {
+        let v = b.ld_shared_v4::<U32>(sptr::<U32>(p), k);
+        let r = v.map(|u| tf32_round_bits(b, u));
+        b.st_shared_v4(sptr::<U32>(p), k, r);
+    };
+    let t16 = b.shl(tid, 4u32);
+    let xa = b.mad_lo(buf, sh.buf(), xs0);
+    let xa = b.add(xa, t16);
+    for j in 0..xunits / threads {
+        round4(b, xa, (j * threads * 4) as i32);
+    }
+    let va = b.mad_lo(buf, gt.g * sh.vbuf(), vs0);
+    let va = b.add(va, t16);
+    let at = b.mad_lo(buf, 4 * mc.g, mc.took);
+    for g in 0..gt.g {
+        let slot = b.ld_shared(sptr::<U32>(at), g as i32);
+        let go = b.setp(Cmp::Ne, slot, NONE);
+        b.if_(go, |b| {
+            for j in 0..vunits / threads {
+                round4(b, va, ((g * vunits + j * threads) * 4) as i32);
+            }
+        });
+    }
 }
 
 /// After a step's reads of a buffer: fence them before the async proxy's

@@ -208,7 +208,8 @@ fn staging_is_unpadded_only_in_clusters() {
 
 /// The cluster kernel (values by tensor-map multicast, `x` by a tensor
 /// map) at bf16/f16 `B`
-/// 16 (built, [`mcast::buildable`], but not enabled) and 32 (enabled), with
+/// 16 (built, [`mcast::buildable`], but not enabled) and 32 (enabled; tf32
+/// too), with
 /// small schedule windows, on the simulator of `sm` (checks on), launched
 /// as the forward's launch code
 /// launches it (clusters of 4 CTAs, the values' and the input's tensor maps; one cluster here):
@@ -217,12 +218,13 @@ fn staging_is_unpadded_only_in_clusters() {
 /// not a multiple of 4, ragged `N` and `R`, empty slots, more cluster
 /// tiles than clusters, and ±∞/NaN inputs; `empty_last`: the last group's
 /// rows have no entry at all (its first merge finds no key: no step).
-fn run_cluster<M: MmaInput>(
+fn run_cluster<T: TcElem, M: MmaInput>(
     sm: Sm,
     prec: TcPrecision,
     bs: usize,
     (r, n): (usize, usize),
     empty_last: bool,
+    enc: fn(&[f32]) -> Vec<T>,
 ) {
     assert!(mcast::buildable(sm, prec, bs as u32));
     assert_eq!(mcast::enabled(sm, prec, bs as u32), bs >= 32);
@@ -243,11 +245,12 @@ fn run_cluster<M: MmaInput>(
     let mut xf = vals(&mut seed, n * dims.in_features());
     xf[7] = f32::NAN;
     xf[3 * dims.in_features() + 1] = f32::NEG_INFINITY;
-    let enc = if prec == TcPrecision::F16 {
-        to_f16
-    } else {
-        to_bf16
-    };
+    // tf32: low 13 bits at the rounding tie (away from zero) and just
+    // below it (down), which `cvt.rna` in shared memory must round as the
+    // host model does
+    xf[2] = f32::from_bits((xf[2].to_bits() & !0x1fff) | 0x1000);
+    xf[dims.in_features() + 3] = f32::from_bits((xf[3].to_bits() & !0x1fff) | 0x0fff);
+    vf[k * bs * bs + 9] = f32::from_bits((vf[k * bs * bs + 9].to_bits() & !0x1fff) | 0x1000);
     let (x, v) = (enc(&xf), enc(&vf));
     let bias = vals(&mut seed, dims.out_features());
     let st = Context::sim(sm).default_stream();
@@ -302,7 +305,31 @@ fn run_cluster<M: MmaInput>(
 /// tiles (the cluster's fourth past `N`).
 #[test]
 fn cluster_kernel_b32_matches_the_host_model() {
-    run_cluster::<Bf16x2>(Sm::Sm90, TcPrecision::Bf16, 32, (12, 3 * 128 - 5), false);
+    run_cluster::<_, Bf16x2>(
+        Sm::Sm90,
+        TcPrecision::Bf16,
+        32,
+        (12, 3 * 128 - 5),
+        false,
+        to_bf16,
+    );
+}
+
+/// tf32 `B` 32 on sm_90 (G 8; the f32 tiles land unrounded by tensor
+/// map, rounded in shared memory): `R` 12 (a ragged second group), 3 token
+/// tiles (the cluster's fourth past `N`; `tests/block_ell_tc_mcast.rs`
+/// takes 5, 2 and 1), values at the rounding tie.
+#[test]
+fn cluster_kernel_tf32_b32_matches_the_host_model() {
+    let f32s: fn(&[f32]) -> Vec<f32> = <[f32]>::to_vec;
+    run_cluster::<f32, Tf32>(
+        Sm::Sm90,
+        TcPrecision::Tf32,
+        32,
+        (12, 3 * 128 - 37),
+        false,
+        f32s,
+    );
 }
 
 /// f16 `B` 16 on sm_100 (G 16): `R` 20, 2 token tiles (two of the
@@ -311,7 +338,7 @@ fn cluster_kernel_b32_matches_the_host_model() {
 #[test]
 fn cluster_kernel_b16_matches_the_host_model() {
     let (r, n) = (20, 2 * 128 - 37);
-    run_cluster::<F16x2>(Sm::Sm100, TcPrecision::F16, 16, (r, n), true);
+    run_cluster::<_, F16x2>(Sm::Sm100, TcPrecision::F16, 16, (r, n), true, to_f16);
 }
 
 /// The grad-input cluster kernel at f16 `B` 16 on sm_100 (G 16; built,

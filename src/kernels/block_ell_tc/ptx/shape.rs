@@ -39,6 +39,10 @@ pub(super) struct Shape {
     pub(super) nt: u32,
     /// grad-input: `B` row-major (`values[s, k, f]`)
     pub(super) trans: bool,
+    /// tf32 operands already rounded in shared memory (the cluster
+    /// kernels round each landed tile once, [`Shape::pre_rounded`]): the
+    /// fragments are loaded without a conversion
+    pub(super) rounded: bool,
 }
 
 impl Shape {
@@ -72,6 +76,7 @@ impl Shape {
             mt: wm / 16,
             nt: wn / 8,
             trans,
+            rounded: false,
         }
     }
     /// bytes of one buffer of a token tile
@@ -91,6 +96,14 @@ impl Shape {
     pub(super) fn tma_input(self) -> Self {
         Shape {
             xpitch: self.rowb,
+            ..self
+        }
+    }
+    /// The shape whose tf32 operands are rounded in shared memory before
+    /// the fragments are loaded.
+    pub(super) fn pre_rounded(self) -> Self {
+        Shape {
+            rounded: true,
             ..self
         }
     }
