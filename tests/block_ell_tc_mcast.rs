@@ -240,6 +240,38 @@ fn misaligned_values_are_a_typed_error() {
         let want = b as f32;
         assert!(st.to_vec(&y).unwrap().iter().all(|&v| v == want), "B {b}");
     }
+    // tf32 (f32 storage) where its forward runs in clusters: a view one
+    // f32 in (4 bytes) is refused the same way, the aligned one runs.
+    for b in [16usize, 32, 64]
+        .into_iter()
+        .filter(|&b| ptx::grouped::forward_cluster(Sm::Sm90, TcPrecision::Tf32, b as u32) > 1)
+    {
+        let st = Context::sim(Sm::Sm90).default_stream();
+        let dims = Dims::new(2, 2, 1, b).unwrap();
+        let topo = DeviceTopology::upload(&st, &dims, &[0, 1]).unwrap();
+        let n = 3;
+        let x = st.upload(&vec![1.0f32; n * dims.in_features()]).unwrap();
+        let v = st.upload(&vec![1.0f32; dims.values_len() + 1]).unwrap();
+        let mut y = st.upload(&vec![7.0f32; n * dims.out_features()]).unwrap();
+        let view = v.slice(1..).unwrap();
+        let (p, o) = (TcPrecision::Tf32, TcOutput::F32);
+        let e = tc::forward_dev(&st, p, o, &topo, n, &x, &view, None, &mut y).unwrap_err();
+        assert!(
+            matches!(e, Error::TensorMap(TensorMapError::Address { .. })),
+            "tf32 B {b}: {e:?}"
+        );
+        assert!(
+            st.to_vec(&y).unwrap().iter().all(|&v| v == 7.0),
+            "tf32 B {b}"
+        );
+        let aligned = v.slice(..dims.values_len()).unwrap();
+        tc::forward_dev(&st, p, o, &topo, n, &x, &aligned, None, &mut y).unwrap();
+        let want = b as f32;
+        assert!(
+            st.to_vec(&y).unwrap().iter().all(|&v| v == want),
+            "tf32 B {b}"
+        );
+    }
 }
 
 /// The input's tensor map needs a 16-byte aligned `x` (its rows, `C·B`
