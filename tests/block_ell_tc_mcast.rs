@@ -240,8 +240,10 @@ fn misaligned_values_are_a_typed_error() {
         let want = b as f32;
         assert!(st.to_vec(&y).unwrap().iter().all(|&v| v == want), "B {b}");
     }
-    // tf32 (f32 storage) where its forward runs in clusters: a view one
-    // f32 in (4 bytes) is refused the same way, the aligned one runs.
+    // tf32 (f32 storage) where its forward runs in clusters (B 32 at
+    // least): a view one f32 in (4 bytes) is refused the same way, the
+    // aligned one runs.
+    let mut tf32_cases = 0;
     for b in [16usize, 32, 64]
         .into_iter()
         .filter(|&b| ptx::grouped::forward_cluster(Sm::Sm90, TcPrecision::Tf32, b as u32) > 1)
@@ -271,7 +273,12 @@ fn misaligned_values_are_a_typed_error() {
             st.to_vec(&y).unwrap().iter().all(|&v| v == want),
             "tf32 B {b}"
         );
+        tf32_cases += 1;
     }
+    assert!(
+        tf32_cases > 0,
+        "no tf32 block size runs in clusters on sm_90"
+    );
 }
 
 /// The input's tensor map needs a 16-byte aligned `x` (its rows, `C·B`
