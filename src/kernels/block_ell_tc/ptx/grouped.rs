@@ -940,16 +940,7 @@ fn forward_built<T: MmaInput>(
         let io = io!(p, Some(p.values.addr()));
         (io, None, (p.col, p.k, p.bias, p.has_bias))
     };
-    let sh = if cluster {
-        sh.tma_values().tma_input()
-    } else {
-        sh
-    };
-    let sh = if cluster && prec == TcPrecision::Tf32 {
-        sh.pre_rounded()
-    } else {
-        sh
-    };
+    let sh = if cluster { sh.for_cluster(prec) } else { sh };
     let (r, g) = (io.blocks, gt.g);
     let mk = move |b: &mut KernelBuilder, sched: Reg<U32>, tid: Reg<U32>| -> Box<dyn Lists> {
         let w = b.min(k, wmax);

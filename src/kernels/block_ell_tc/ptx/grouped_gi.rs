@@ -74,17 +74,7 @@ pub(super) fn grad_input_built<T: MmaInput>(
         let io = io!(p, Some(p.values.addr()));
         (io, None, (p.offsets, p.slots, p.k, p.c))
     };
-    let sh = if cluster {
-        sh.tma_values().tma_input()
-    } else {
-        sh
-    };
-    // tf32: each landed tile rounded once in shared memory
-    let sh = if cluster && prec == TcPrecision::Tf32 {
-        sh.pre_rounded()
-    } else {
-        sh
-    };
+    let sh = if cluster { sh.for_cluster(prec) } else { sh };
     let g = gt.g;
     // the cluster kernel takes its keys by a multiply (`div_by_k`)
     let mk = move |b: &mut KernelBuilder, _: Reg<U32>, _: Reg<U32>| -> Box<dyn Lists> {

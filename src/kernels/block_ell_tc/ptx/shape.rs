@@ -107,6 +107,17 @@ impl Shape {
             ..self
         }
     }
+    /// The cluster kernels' shape (forward and grad-input): values and
+    /// input tiles landed unpadded by tensor-map copies, and tf32 tiles
+    /// rounded once in shared memory.
+    pub(super) fn for_cluster(self, prec: TcPrecision) -> Self {
+        let sh = self.tma_values().tma_input();
+        if prec == TcPrecision::Tf32 {
+            sh.pre_rounded()
+        } else {
+            sh
+        }
+    }
     /// bytes of one buffer of a `B × B` block
     pub(super) fn vbuf(&self) -> u32 {
         self.bs * self.vpitch
