@@ -27,6 +27,13 @@ Shapes match the benches:
                 them, eager, captured in a CUDA graph, and with the step
                 torch.compile'd; and the old, weak baseline (logsumexp of a
                 [b, S, S] broadcast sum per step), labelled "old, weak"
+  viterbi       batch 64, T 1000, S 256 and S 4096 (benches/viterbi.rs): the
+                max-product recursion a competent user writes, per step
+                (delta[:, :, None] + log_a).max(dim=1) (the first maximal
+                state on ties, as ptxsmith's contract) with the backpointers
+                kept, then the backtrack by one gather a step; eager,
+                captured in a CUDA graph (S 256), and with the step
+                torch.compile'd (the add fused into the reduction)
   score GEMM    the bench's shape: x [4096, 256] @ D^T [256, 16384] (rows 4096,
                 K 16384, P 256; benches/score_kernels.rs), fp32 with TF32 off
   fp8           256 Mi f32 -> float8_e4m3fn and back (benches/fp8_kernels.rs):
@@ -40,8 +47,9 @@ Shapes match the benches:
                 TF32 (allow_tf32 on) and bf16, each eager, graph and compiled:
                 the bars of the tensor-core block-ELL goals (issue 31)
 
-`--selftest` runs the logcumsumexp and HMM baselines' functions on tiny CPU
-shapes against float64 log-domain references (no GPU needed; needs torch).
+`--selftest` runs the logcumsumexp, HMM and Viterbi baselines' functions on
+tiny CPU shapes against float64 references (log-domain recursions; every path
+enumerated for Viterbi) (no GPU needed; needs torch).
 """
 import statistics
 import sys
@@ -303,6 +311,53 @@ def hmm(t, dev):
     )
 
 
+def viterbi_step(delta, log_a, bt):
+    """One max-product step: the best predecessor of every state (the first
+    on ties) and the new scores."""
+    v, i = (delta[:, :, None] + log_a[None]).max(dim=1)
+    return v + bt, i
+
+
+def viterbi_decode(log_pi, log_a, log_b, step=viterbi_step):
+    """Best paths [b, T] and their scores [b] (every sequence of length T)."""
+    import torch
+
+    b, T, S = log_b.shape
+    delta = log_pi[None] + log_b[:, 0]
+    bps = []
+    for s in range(1, T):
+        delta, i = step(delta, log_a, log_b[:, s])
+        bps.append(i)
+    score, last = delta.max(dim=1)
+    path = [last]
+    for i in reversed(bps):
+        last = i.gather(1, last[:, None])[:, 0]
+        path.append(last)
+    return score, torch.stack(path[::-1], 1)
+
+
+def viterbi(t, dev):
+    unit = "G B·T·S² terms/s"
+    for S, slow in ((256, {"queued": 1, "reps": 3}), (4096, {"queued": 1, "reps": 1})):
+        b, T = 64, 1000
+        log_pi, log_a, log_b = hmm_inputs(b, T, S, dev)
+        terms = lambda s, S=S, b=b, T=T: b * T * S * S / s / 1e9  # noqa: E731
+        dec = lambda lp=log_pi, la=log_a, lb=log_b: viterbi_decode(lp, la, lb)  # noqa: E731
+        label = f"torch Viterbi (max-product, backtrack by gather) b{b} T{T} S{S}"
+        t.run(label, "eager", lambda dec=dec: dec, terms, unit, **slow)
+        if S <= 256:
+            # the [b, S, S] step temporaries of S 4096 (4 GiB each) would
+            # stay in the graph's pool for all T steps
+            t.run(label, "graph", lambda dec=dec: graphed(dec), terms, unit, **slow)
+
+        def with_compiled_step(lp=log_pi, la=log_a, lb=log_b):
+            step = compiled(viterbi_step)
+            return lambda: viterbi_decode(lp, la, lb, step)
+
+        t.run(label, "compiled step", with_compiled_step, terms, unit, **slow)
+        del log_pi, log_a, log_b
+
+
 def selftest():
     """The baselines' functions on tiny CPU shapes against log-domain
     references in float64 (no GPU)."""
@@ -344,6 +399,23 @@ def selftest():
     (gx,) = torch.autograd.grad(y, x, g, retain_graph=True)
     gx_ref = torch.exp(x) * torch.flip(torch.cumsum(torch.flip(g * torch.exp(-y), [1]), 1), [1])
     errs["logcumsumexp bwd"] = (gx - gx_ref).abs().max().item()
+    # Viterbi against every path enumerated
+    import itertools
+
+    vb, vT, vS = 3, 4, 3
+    lp, la, lb = hmm_inputs(vb, vT, vS, "cpu", torch.float64)
+    score, path = viterbi_decode(lp, la, lb)
+    worst, wrong = 0.0, 0
+    for q in range(vb):
+        best = max(
+            itertools.product(range(vS), repeat=vT),
+            key=lambda p: lp[p[0]] + lb[q, 0, p[0]] + sum(la[p[s - 1], p[s]] + lb[q, s, p[s]] for s in range(1, vT)),
+        )
+        ref = lp[best[0]] + lb[q, 0, best[0]] + sum(la[best[s - 1], best[s]] + lb[q, s, best[s]] for s in range(1, vT))
+        worst = max(worst, abs(score[q].item() - ref.item()))
+        wrong += int(tuple(path[q].tolist()) != best)
+    errs["viterbi score"] = worst
+    errs["viterbi paths wrong"] = float(wrong)
     ok = True
     for k, e in errs.items():
         good = e < 1e-9
@@ -532,7 +604,7 @@ def main():
     except Exception as e:  # noqa: BLE001
         print(f"torchao not available: {type(e).__name__}: {e}")
     t = Table()
-    for part in (logcumsumexp, hmm, score_gemm, dense_layer, fp8, block_scaled):
+    for part in (logcumsumexp, hmm, viterbi, score_gemm, dense_layer, fp8, block_scaled):
         try:
             part(t, dev)
         except Exception as e:  # noqa: BLE001 - one failing part must not hide the others
