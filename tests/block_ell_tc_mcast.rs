@@ -470,10 +470,8 @@ fn sass_has_tensor_copies_and_no_row_copies() {
                 // copies at least; by a plain copy in a cluster of one
                 // group)
                 let grid = ptx::grouped::forward_cluster_shape(sm, prec, b).1 > 1;
-                assert!(
-                    sass.count("UTMALDG.2D.MULTICAST") >= 1 + usize::from(grid),
-                    "{what}"
-                );
+                let want = 1 + usize::from(grid);
+                assert!(sass.count("UTMALDG.2D.MULTICAST") >= want, "{what}");
                 assert_eq!(sass.count("UTMALDG.2D") >= 1, !grid, "{what}");
                 assert!(sass.count("HMMA") >= 1, "{what}");
                 assert_eq!(sass.count("UBLKCP"), 0, "{what}");
