@@ -223,7 +223,7 @@ fn problem_out(op: Op, p: TcPrecision, b: usize, pct: usize, o: TcOutput) -> Pro
             // size's; the other kernels' basis (per group) fits them too
             let grid = tc::ptx::grouped::forward_cluster_shape(Sm::Sm90, p, b as u32).1;
             let l = grid as usize * tc::ptx::group_tile(p, b as u32, Sm::Sm90).g as usize;
-            // (one or two filled slots a row and 4 or 8 column blocks: a
+            // (one or two filled slots a row and 2 or 4 column blocks: a
             // unit's steps and entries few, the simulation cheap; `N` 256,
             // whole token tiles as at the full size, so the outputs'
             // stores follow the tiles)
@@ -232,11 +232,11 @@ fn problem_out(op: Op, p: TcPrecision, b: usize, pct: usize, o: TcOutput) -> Pro
                     vec![
                         vec![l, 4, 4, 1, b, 256],
                         vec![l, 4, 8, 1, b, 256],
-                        vec![l, 8, 6, 2, b, 256],
-                        vec![2 * l, 4, 5, 1, b, 256],
-                        vec![l, 4, 5, 2, b, 256],
+                        vec![l, 4, 6, 1, b, 256],
+                        vec![l, 2, 4, 1, b, 256],
+                        vec![l, 2, 4, 2, b, 256],
                     ],
-                    vec![2 * l, 4, 4, 1, b, 640],
+                    vec![l, 4, 4, 1, b, 640],
                     vec![l, 8, 4, 2, b, 256],
                 )
             } else {
