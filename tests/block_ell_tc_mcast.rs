@@ -1,9 +1,12 @@
 //! Issue 31, the grouped forward whose values blocks are multicast across a
-//! cluster of four CTAs (bf16/f16 `B` 32 and 64, tf32 `B` 32 with its f32
-//! tiles landed unrounded and rounded in shared memory, on sm_90, sm_100, sm_100a:
-//! adjacent token tiles of one group, one `cp.async.bulk.tensor` multicast a
-//! values block through a tensor map of the values, landed swizzled, into
-//! both CTAs; each CTA's input tile `x` one tensor copy a step through a
+//! cluster (on sm_90, sm_100, sm_100a; bf16/f16 `B` 32 and 64: 2 adjacent
+//! token tiles × 4 consecutive groups, all eight CTAs walking the union
+//! schedule of the cluster's rows, each step's input tile multicast to the
+//! four groups of its token tile; tf32 `B` 32, with its f32 tiles landed
+//! unrounded and rounded in shared memory: 4 adjacent token tiles of one
+//! group, each CTA's input tile its own copy): one `cp.async.bulk.tensor`
+//! multicast a values block through a tensor map of the values, landed
+//! swizzled, into the CTAs of its group; the input tile `x` through a
 //! second map, landed swizzled, rows `n ≥ N` zero-filled by the copy): the
 //! simulator, with its checks on (races, barriers, bulk and
 //! tensor-copy findings), equals the host model bit for bit, for an odd
@@ -369,8 +372,18 @@ fn cluster_only_where_it_multicasts() {
             .flat_map(|p| [(p, 16), (p, 32), (p, 64)])
         {
             let cluster = ptx::grouped::forward_cluster(sm, prec, b);
-            assert!(cluster == 1 || cluster == 4, "{sm} {prec:?} B {b}");
-            let on = cluster == 4;
+            // bf16/f16: 2 token tiles × 4 groups (GRID, `x` multicast
+            // too); tf32: 4 token tiles of one group
+            let grid = cluster == 8;
+            assert!(cluster == 1 || cluster == 4 || grid, "{sm} {prec:?} B {b}");
+            assert_eq!(
+                grid,
+                cluster > 1 && prec != TcPrecision::Tf32,
+                "{sm} {prec:?} B {b}"
+            );
+            let (tok, grps) = ptx::grouped::forward_cluster_shape(sm, prec, b);
+            assert_eq!(tok * grps, cluster, "{sm} {prec:?} B {b}");
+            let on = cluster > 1;
             if on {
                 // tf32 only at `B` 32 (`B` 64's group of 2 is no multiple
                 // of the cluster, and its 256-byte rows no swizzle span)
@@ -387,7 +400,7 @@ fn cluster_only_where_it_multicasts() {
             };
             let t = fwd.ptx;
             assert_eq!(
-                t.contains(".reqnctapercluster 4, 1, 1"),
+                t.contains(&format!(".reqnctapercluster {cluster}, 1, 1")),
                 on,
                 "{sm} {prec:?} B {b}"
             );
@@ -401,13 +414,21 @@ fn cluster_only_where_it_multicasts() {
                 !t.contains("cp.async.bulk.shared::cluster.global"),
                 "{sm} {prec:?} B {b}"
             );
-            // the cluster kernel's `x` by a tensor copy without multicast
-            // (and no `cp.async` left); the other kernel's by `cp.async`
-            let unicast = t
-                .lines()
-                .filter(|l| l.contains("cp.async.bulk.tensor") && !l.contains(".multicast"))
-                .count();
-            assert_eq!(unicast > 0, on, "{sm} {prec:?} B {b}");
+            // the cluster kernel's `x` by a tensor copy, without multicast
+            // in a cluster of one group, multicast to the token tile's
+            // four groups in a GRID (and no `cp.async` left); the other
+            // kernel's by `cp.async`
+            let copies = |multicast: bool| {
+                t.lines()
+                    .filter(|l| {
+                        l.contains("cp.async.bulk.tensor") && l.contains(".multicast") == multicast
+                    })
+                    .count()
+            };
+            assert_eq!(copies(false) > 0, on && !grid, "{sm} {prec:?} B {b}");
+            // (GRID: the values' copies per `tok` blocks and `x`'s)
+            let want = if grid { 2 } else { 1 };
+            assert_eq!(copies(true) >= want, on, "{sm} {prec:?} B {b}");
             assert_eq!(t.contains("cp.async.cg"), !on, "{sm} {prec:?} B {b}");
             // grad-input has its cluster by its own rule
             // (tests/block_ell_tc_gi_mcast.rs)
@@ -420,7 +441,8 @@ fn cluster_only_where_it_multicasts() {
 
 /// The pinned ptxas assembles the cluster forward's copies into
 /// tensor-map copies of two kinds: the values' multicast
-/// (`UTMALDG.2D.MULTICAST`) and the input tile's (`UTMALDG.2D`), with no
+/// (`UTMALDG.2D.MULTICAST`) and the input tile's (`UTMALDG.2D`; in a GRID
+/// cluster a multicast too), its MMAs into `HMMA`, with no
 /// bulk copy (`UBLKCP`: the per-row copies whose per-lane loop the
 /// tensor map replaced) and no `cp.async` (`LDGSTS`: the input tile's
 /// per-thread copies before), on every target of [`multicast_sms`]. SKIP
@@ -444,7 +466,14 @@ fn sass_has_tensor_copies_and_no_row_copies() {
                 let sass = tools.disassemble(&asm).unwrap();
                 let what = format!("{sm} {prec:?} B {b}: {:?}", sass.opcode_histogram());
                 assert!(sass.count("UTMALDG.2D.MULTICAST") >= 1, "{what}");
-                assert!(sass.count("UTMALDG.2D") >= 1, "{what}");
+                // (`x` multicast in a GRID, the values' and its: two
+                // copies at least; by a plain copy in a cluster of one
+                // group)
+                let grid = ptx::grouped::forward_cluster_shape(sm, prec, b).1 > 1;
+                let want = 1 + usize::from(grid);
+                assert!(sass.count("UTMALDG.2D.MULTICAST") >= want, "{what}");
+                assert_eq!(sass.count("UTMALDG.2D") >= 1, !grid, "{what}");
+                assert!(sass.count("HMMA") >= 1, "{what}");
                 assert_eq!(sass.count("UBLKCP"), 0, "{what}");
                 assert_eq!(sass.count("LDGSTS"), 0, "{what}");
                 // issued under `elect.sync`: no loop over the active lanes

@@ -111,7 +111,11 @@
 //! `gy`) land by one tensor-map copy a step (tf32: f32 tiles landed
 //! unrounded, each tile rounded once in shared memory by `cvt.rna`: the
 //! bits of rounding at staging); there warp 0 alone merges the lists and hands the other
-//! warps each step's key. The modeled
+//! warps each step's key. The bf16/f16 forward at `B` 32 and 64 runs in
+//! clusters of eight instead (2 token tiles × 4 groups): each step's
+//! input tile is multicast to the four groups of its token tile, and all
+//! eight CTAs walk the union schedule of the cluster's rows, merged one
+//! list a lane of warp 0. The modeled
 //! figures are in `docs/perf.md` ("Tensor-core block-ELL"). Grad-values
 //! at `B` ≤ 32 is staged the same way, one CTA the filled slots of a tile
 //! of block rows × column blocks over double-buffered token tiles of `gy`

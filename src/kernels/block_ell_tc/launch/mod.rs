@@ -152,13 +152,15 @@ pub fn forward_dev<T: TcElem, O: TcOutElem>(
     let bias = bias.map(|b| stream.arg("bias", &b)).transpose()?;
     let sm = stream.context().sm();
     let gt = group_tile(prec, bsize(&d), sm);
-    // a cluster of `cl` CTAs takes `cl` adjacent token tiles of a group
+    // a cluster of `cl` CTAs takes `tok` adjacent token tiles of `grps`
+    // consecutive groups
     let cl = grouped::forward_cluster(sm, prec, bsize(&d)) as usize;
+    let (tok, grps) = grouped::forward_cluster_shape(sm, prec, bsize(&d));
     let count = tiles(
         "R / G × token tiles",
         &[
-            d.r().div_ceil(gt.g as usize),
-            n.div_ceil(gt.tokens as usize).div_ceil(cl),
+            d.r().div_ceil(gt.g as usize).div_ceil(grps as usize),
+            n.div_ceil(gt.tokens as usize).div_ceil(tok as usize),
         ],
     )?;
     let smem = grouped::smem_bytes(prec, bsize(&d), sm, Some(d.k() as u32));

@@ -93,6 +93,17 @@
 //! the cursors) in static shared memory, which the other warps read
 //! after the step's `bar.sync` (`mcast::publish`, `mcast::fetch`,
 //! `mcast::cursors`); the warps' MMAs read their slots from `took`.
+//! The bf16/f16 forward at `B` 32 and 64 runs in clusters of **eight**
+//! instead (`mcast::GRID`, issue 31 at 25 %): 2 adjacent token tiles × 4
+//! consecutive groups. A values block is multicast to the 2 CTAs of its
+//! group, each step's input tile by group 0's CTA to the 4 CTAs of its
+//! token tile, so `x` is read from L2 once per four groups (not once per
+//! group) and the values once per two token tiles; as the four groups
+//! must stage the same input block at each step, every CTA walks the
+//! union schedule of the cluster's `4·G` rows, merged one list a lane of
+//! warp 0 (module `grouped_union`), and a CTA whose group takes nothing
+//! at a step skips its MMAs but joins its copies' barrier and the
+//! cluster barriers.
 //! tf32 (`B` 32: G 8, rows of 128 bytes) lands its f32 tiles unrounded by
 //! maps of f32 elements and rounds each landed tile once a CTA in shared
 //! memory by `cvt.rna` (`mcast::round_in_place`, after the buffer's
@@ -103,22 +114,28 @@
 //! those of the kernel without a cluster.
 
 use crate::dsl::types::{F32, MmaInput, Pred, Reg, U32, U64};
-use crate::dsl::{Cmp, FragA, FragB, FragC, GlobalPtr, KernelBuilder, PtxModule, TensorMapRef};
+use crate::dsl::{Cmp, FragC, GlobalPtr, KernelBuilder, PtxModule, TensorMapRef};
 use crate::error::Result;
 use crate::target::Sm;
 use crate::tensor_core::InputFormat;
 use std::rc::Rc;
 
 use super::super::host::TcPrecision;
-use super::common::{gptr, ldsm4_in, log2, sptr, tf32_operand};
+use super::common::{gptr, log2, sptr};
 use super::grouped_mcast::{self as mcast, Mc};
 use super::grouped_sched::{ColLists, Lists, RowLists, advance};
 use super::shape::Shape;
-use super::{ForwardArgs, ForwardTmaArgs, mma_into, name};
+use super::{ForwardArgs, ForwardTmaArgs, name};
 
 #[path = "grouped_epilogue.rs"]
 mod epilogue;
 use epilogue::epilogue;
+#[path = "grouped_compute.rs"]
+mod compute;
+use compute::{ALane, BLane, Sub, compute};
+#[path = "grouped_union.rs"]
+mod union;
+use union::Union;
 #[path = "grouped_stage.rs"]
 mod stage;
 use stage::{VCopy, vcopies};
@@ -201,17 +218,28 @@ fn stage_bytes(prec: TcPrecision, bs: u32, sm: Sm, tma: bool) -> u64 {
 pub fn window(prec: TcPrecision, bs: u32, sm: Sm) -> u32 {
     // the multicast forward's mbarriers are static shared memory
     let on = mcast::enabled(sm, prec, bs);
-    let fixed = stage_bytes(prec, bs, sm, on) + if on { mcast::STATIC_BYTES } else { 0 };
+    let g = group_tile(prec, bs, sm).g;
+    let lay = mcast::forward_layout(prec, bs);
+    let fixed = stage_bytes(prec, bs, sm, on) + if on { mcast::static_bytes(lay, g) } else { 0 };
     let free = u64::from(sm.info().max_smem_per_block_optin) - fixed;
-    let g = u64::from(group_tile(prec, bs, sm).g);
-    (free / (8 * g)) as u32
+    (free / (8 * u64::from(forward_lists(sm, prec, bs)))) as u32
+}
+
+/// The forward's lists a CTA keeps: `G`, or in a GRID cluster the
+/// cluster's `grps·G` rows (`grouped_union`).
+fn forward_lists(sm: Sm, prec: TcPrecision, bs: u32) -> u32 {
+    let g = group_tile(prec, bs, sm).g;
+    match mcast::enabled(sm, prec, bs) {
+        true => mcast::forward_layout(prec, bs).grps * g,
+        false => g,
+    }
 }
 
 /// Bytes of dynamic shared memory of a grouped kernel: the staging, and
 /// for the forward pass (`k` slots a row, window `w`) the schedule
 /// (`G·min(K, w)` keys and slots).
 fn smem_bytes_in(prec: TcPrecision, bs: u32, sm: Sm, forward_kw: Option<(u32, u32)>) -> u64 {
-    let g = u64::from(group_tile(prec, bs, sm).g);
+    let g = u64::from(forward_lists(sm, prec, bs));
     let sched = forward_kw.map_or(0, |(k, w)| 8 * g * u64::from(k.min(w)));
     let tma = match forward_kw {
         Some(_) => mcast::enabled(sm, prec, bs),
@@ -229,18 +257,32 @@ pub fn smem_bytes(prec: TcPrecision, bs: u32, sm: Sm, forward_k: Option<u32>) ->
 }
 
 /// CTAs of a cluster of the grouped forward of `prec` at `B` = `bs` on
-/// `sm`: 4 where it multicasts its values blocks by tensor map (bf16/f16
-/// `B` 32 and 64, tf32 `B` 32, on sm_90, sm_100, sm_100a: the CTAs take adjacent token
-/// tiles of one group; the kernel then takes [`ForwardTmaArgs`], the
+/// `sm`: where it multicasts its values blocks by tensor map, 8 at
+/// bf16/f16 `B` 32 and 64 (2 adjacent token tiles × 4 consecutive groups,
+/// `x` multicast too, the union schedule: `grouped_union`) and 4 at tf32
+/// `B` 32 (adjacent token tiles of one group), on sm_90, sm_100, sm_100a;
+/// the kernel then takes [`ForwardTmaArgs`], the
 /// values as a tensor map of
 /// [`forward_values_map`](super::forward_values_map)), else 1. At `B` 16
 /// the cluster kernel exists and is tested, but no roofline problem
 /// measures it, so it is not used (`grouped_mcast::enabled`).
 pub fn forward_cluster(sm: Sm, prec: TcPrecision, bs: u32) -> u32 {
     if mcast::enabled(sm, prec, bs) {
-        mcast::CLUSTER
+        mcast::forward_layout(prec, bs).ctas()
     } else {
         1
+    }
+}
+
+/// The forward's cluster as (token tiles, groups) of `G` output blocks:
+/// `(tok, grps)` where [`forward_cluster`] > 1 (its product), else `(1,
+/// 1)`.
+pub fn forward_cluster_shape(sm: Sm, prec: TcPrecision, bs: u32) -> (u32, u32) {
+    if mcast::enabled(sm, prec, bs) {
+        let lay = mcast::forward_layout(prec, bs);
+        (lay.tok, lay.grps)
+    } else {
+        (1, 1)
     }
 }
 
@@ -371,144 +413,6 @@ fn issue_values(
     }
 }
 
-/// A warp's sub-tiles: per output block it touches, the block's index in
-/// the group (runtime) and the fragment columns it owns.
-struct Sub {
-    g: Reg<U32>,
-    nts: std::ops::Range<usize>,
-}
-
-/// The lane's `B` operand address in buffer 0, block 0.
-enum BLane {
-    /// in the padded rows (chunk `kc` at `+ 32·kc`)
-    Padded(Reg<U32>),
-    /// in the swizzled rows of a tensor-map copy, one a chunk `kc`
-    /// ([`mcast::b_lanes`])
-    Swizzled(Vec<Reg<U32>>),
-}
-
-/// The lane's `A` operand address in buffer 0.
-enum ALane {
-    /// in the padded rows (chunk `kc` at `+ 32·kc`)
-    Padded(Reg<U32>),
-    /// in the swizzled rows of a tensor-map copy, one a chunk `kc`
-    /// ([`mcast::a_lanes`])
-    Swizzled(Vec<Reg<U32>>),
-}
-
-/// The MMAs of one step from buffer `buf`: sub-tile `h` runs when its
-/// output block took an entry (`live[h]`).
-#[allow(clippy::too_many_arguments)]
-fn compute<T: MmaInput>(
-    b: &mut KernelBuilder,
-    sh: &Shape,
-    gt: &GroupTile,
-    a_lane: &ALane,
-    b_lane: &BLane,
-    subs: &[Sub],
-    live: &[Reg<Pred>],
-    acc: &[Vec<FragC>],
-    buf: Reg<U32>,
-) {
-    let xoff = b.mul_lo(buf, sh.buf());
-    let abase = match a_lane {
-        ALane::Padded(l) => b.add(*l, xoff),
-        ALane::Swizzled(_) => xoff,
-    };
-    let voff = b.mul_lo(buf, gt.g * sh.vbuf());
-    let bset = match b_lane {
-        BLane::Padded(l) => b.add(*l, voff),
-        BLane::Swizzled(_) => voff,
-    };
-    let bbases: Vec<Reg<U32>> = subs
-        .iter()
-        .map(|s| b.mad_lo(s.g, sh.vbuf(), bset))
-        .collect();
-    for kc in 0..sh.chunks() {
-        // the chunk's row `wt0 + lane % 16` (+ 16·mi: whole repeats on)
-        let (abase, at) = match a_lane {
-            ALane::Padded(_) => (abase, kc * 32),
-            ALane::Swizzled(lanes) => (b.add(abase, lanes[kc as usize]), 0),
-        };
-        let frag_a: Vec<FragA<T>> = (0..sh.mt)
-            .map(|mi| {
-                let p = b.add(abase, mi * 16 * sh.xpitch + at);
-                FragA {
-                    regs: ldsm4_in::<T>(b, p, false, sh.rounded),
-                }
-            })
-            .collect();
-        for ((sub, &bb), &lv) in subs.iter().zip(&bbases).zip(live) {
-            b.if_(lv, |b| {
-                let mut frag_b: Vec<FragB<T>> = Vec::new();
-                if sh.trans && sh.fmt == InputFormat::Tf32 {
-                    // tf32 grad-input: `ldmatrix` cannot transpose 32-bit
-                    // elements; lane (g, t) loads `B[t][g]` and `B[t+4][g]`
-                    // of each 8 × 8 fragment (rows `k`, features `f`)
-                    // and converts them (in the swizzled rows of a
-                    // cluster: at the lane's addresses, rows `kc·8 ..`
-                    // whole repeats on)
-                    let nn = sub.nts.len() as u32;
-                    for ni in 0..nn {
-                        let regs = [0u32, 4].map(|dk| {
-                            let (p, off) = match b_lane {
-                                BLane::Padded(_) => (bb, (kc * 8 + dk) * sh.pitch + ni * 32),
-                                BLane::Swizzled(l) => {
-                                    let at = l[(dk / 4 * nn + ni) as usize];
-                                    (b.add(bb, at), kc * 8 * sh.vpitch)
-                                }
-                            };
-                            let u = b.ld_shared(sptr::<U32>(p), (off / 4) as i32);
-                            if sh.rounded {
-                                b.u32_as_packed::<T>(u)
-                            } else {
-                                tf32_operand::<T>(b, u)
-                            }
-                        });
-                        frag_b.push(FragB { regs });
-                    }
-                } else if let (BLane::Swizzled(lanes), true) = (b_lane, sh.trans) {
-                    // grad-input: rows `kc·16 ..` (whole repeats), the
-                    // lane's chunk of each fragment pair `np`
-                    let q = b.add(bb, kc * 16 * sh.vpitch);
-                    for &l in lanes {
-                        let p = b.add(q, l);
-                        let [r0, r1, r2, r3] = ldsm4_in::<T>(b, p, true, sh.rounded);
-                        frag_b.push(FragB { regs: [r0, r1] });
-                        frag_b.push(FragB { regs: [r2, r3] });
-                    }
-                } else if let BLane::Swizzled(lanes) = b_lane {
-                    // rows `np·16 ..` of chunk `kc`: a whole repeat on
-                    let q = b.add(bb, lanes[kc as usize]);
-                    for np in 0..sub.nts.len() as u32 / 2 {
-                        let p = b.add(q, np * 16 * sh.vpitch);
-                        let [r0, r1, r2, r3] = ldsm4_in::<T>(b, p, false, sh.rounded);
-                        frag_b.push(FragB { regs: [r0, r1] });
-                        frag_b.push(FragB { regs: [r2, r3] });
-                    }
-                } else {
-                    for np in 0..sub.nts.len() as u32 / 2 {
-                        let off = if sh.trans {
-                            kc * 16 * sh.pitch + np * 16 * sh.e
-                        } else {
-                            np * 16 * sh.pitch + kc * 32
-                        };
-                        let p = b.add(bb, off);
-                        let [r0, r1, r2, r3] = ldsm4_in::<T>(b, p, sh.trans, sh.rounded);
-                        frag_b.push(FragB { regs: [r0, r1] });
-                        frag_b.push(FragB { regs: [r2, r3] });
-                    }
-                }
-                for (mi, a) in frag_a.iter().enumerate() {
-                    for (bf, ni) in frag_b.iter().zip(sub.nts.clone()) {
-                        mma_into(b, *a, *bf, acc[mi][ni]);
-                    }
-                }
-            });
-        }
-    }
-}
-
 /// Builds a CTA's [`Lists`] from the schedule's shared address and the
 /// thread index.
 type MakeLists = dyn Fn(&mut KernelBuilder, Reg<U32>, Reg<U32>) -> Box<dyn Lists>;
@@ -527,11 +431,11 @@ fn kernel<T: MmaInput>(
     io: &Io,
     mk_lists: &MakeLists,
     bias: Option<&Bias>,
-    map: Option<(TensorMapRef, TensorMapRef)>,
+    map: Option<(TensorMapRef, TensorMapRef, mcast::Layout)>,
 ) -> Result<PtxModule> {
     let cluster = map.is_some();
     // the input tile by tensor map (the cluster kernels)
-    let xmap = map.map(|(_, x)| x);
+    let xmap = map.map(|(_, x, _)| x);
     let smem = b.dynamic_shared::<U32>("smem", 16);
     let tid = b.tid_x();
     let lane = b.and(tid, 31u32);
@@ -638,7 +542,16 @@ fn kernel<T: MmaInput>(
     let groups = b.div(groups, gt.g);
     let total = b.mul_lo(ntiles, groups);
     let lists = mk_lists(&mut b, sched, tid);
-    let mc = map.map(|(m, x)| Rc::new(mcast::setup(&mut b, gt, tid, m, x)));
+    let mc = map.map(|(m, x, lay)| Rc::new(mcast::setup(&mut b, gt, tid, m, x, lay)));
+    // a GRID cluster walks the union of its groups' lists, one a lane of
+    // warp 0
+    let union = match &mc {
+        Some(mc) if mc.lay != mcast::LINE => {
+            let rows = lists.as_rows().expect("the forward's row lists");
+            Some(Union::new(&mut b, rows, gt.g, lane))
+        }
+        _ => None,
+    };
     // (a cluster) every copy by warp 0's elected lane: warp 0 alone
     // merges
     let solo = mc.as_deref();
@@ -651,26 +564,44 @@ fn kernel<T: MmaInput>(
     } else {
         vcopies(&mut b, sh, gt, tid)
     };
-    // a cluster takes token tiles C·p … C·p + C − 1 of a group (runs `p`)
-    let (first, step, total) = match &mc {
+    // a cluster takes token tiles tok·p … tok·p + tok − 1 (runs `p`) of
+    // groups grps·u … grps·u + grps − 1 (units `u`)
+    let lay = mc.as_ref().map(|mc| mc.lay);
+    let units = match lay {
+        Some(lay) if lay.grps > 1 => {
+            let u = b.add(groups, lay.grps - 1);
+            b.shr(u, log2(lay.grps))
+        }
+        _ => groups,
+    };
+    let (first, step, total) = match lay {
         None => (b.ctaid_x(), b.nctaid_x(), total),
-        Some(_) => {
-            let lc = log2(mcast::CLUSTER);
+        Some(lay) => {
+            let lc = log2(lay.ctas());
             let cid = b.ctaid_x();
             let cid = b.shr(cid, lc);
             let ncl = b.nctaid_x();
             let ncl = b.shr(ncl, lc);
-            let runs = b.add(ntiles, mcast::CLUSTER - 1);
-            let runs = b.shr(runs, lc);
-            (cid, ncl, b.mul_lo(runs, groups))
+            let runs = b.add(ntiles, lay.tok - 1);
+            let runs = b.shr(runs, log2(lay.tok));
+            (cid, ncl, b.mul_lo(runs, units))
         }
     };
     b.for_range(first, total, step, |b, tile| {
-        let grp = b.rem(tile, groups);
-        let ti = b.div(tile, groups);
+        let grp = b.rem(tile, units);
+        let ti = b.div(tile, units);
         let ti = match &mc {
             None => ti,
-            Some(mc) => b.mad_lo(ti, mcast::CLUSTER, mc.rank),
+            Some(mc) => b.mad_lo(ti, mc.lay.tok, mc.t),
+        };
+        // (GRID) the cluster's first row block, and the CTA's group
+        let oc = match (&mc, &union) {
+            (Some(mc), Some(_)) => Some(b.mul_lo(grp, gt.g * mc.lay.grps)),
+            _ => None,
+        };
+        let grp = match (&mc, &union) {
+            (Some(mc), Some(_)) => b.mad_lo(grp, mc.lay.grps, mc.q),
+            _ => grp,
         };
         let o0 = b.mul_lo(grp, gt.g);
         let n0 = b.shl(ti, log2(sh.tokens));
@@ -700,8 +631,15 @@ fn kernel<T: MmaInput>(
         let acc: Vec<Vec<FragC>> = (0..sh.mt)
             .map(|_| (0..sh.nt).map(|_| b.frag_c_zero()).collect())
             .collect();
-        let ctx = lists.prepare(b, o0);
-        let cursors: Vec<_> = (0..gt.g)
+        let heads = match (&union, oc) {
+            (Some(u), Some(oc)) => Some(u.prepare(b, oc)),
+            _ => None,
+        };
+        let ctx = match heads {
+            Some(_) => Vec::new(),
+            None => lists.prepare(b, o0),
+        };
+        let cursors: Vec<_> = (0..if heads.is_some() { 0 } else { gt.g })
             .map(|g| match lists.start(&ctx, g) {
                 Some(p0) => b.var::<U32>(p0),
                 None => b.var::<U32>(0u32),
@@ -716,6 +654,17 @@ fn kernel<T: MmaInput>(
         let merge = |b: &mut KernelBuilder, nbuf: Option<Reg<U32>>| {
             let mut out = None;
             let mut run = |b: &mut KernelBuilder| {
+                if let (Some(u), Some(h), Some(mc)) = (&union, &heads, solo) {
+                    let need = lists
+                        .windowed()
+                        .then(|| need.get_or_init(|| b.var::<U32>(0u32)));
+                    let (m, taken) = u.advance(b, h, mc.q, need);
+                    if let Some(nbuf) = nbuf {
+                        u.publish(b, mc, nbuf, m, need, h);
+                    }
+                    out = Some((m, taken));
+                    return;
+                }
                 let (m, taken) = advance(b, &*lists, &ctx, &cursors);
                 if lists.windowed() {
                     let need = need.get_or_init(|| b.var::<U32>(0u32));
@@ -858,10 +807,14 @@ fn kernel<T: MmaInput>(
                 let n = b.get(need);
                 let due = b.setp(Cmp::Ne, n, 0u32);
                 b.if_(due, |b| {
-                    if let Some(mc) = solo {
-                        mcast::cursors(b, mc, &cursors);
+                    if let (Some(u), Some(h), Some(mc), Some(oc)) = (&union, &heads, solo, oc) {
+                        u.refill(b, mc, oc, h);
+                    } else {
+                        if let Some(mc) = solo {
+                            mcast::cursors(b, mc, &cursors);
+                        }
+                        lists.refill(b, &ctx, o0, &cursors);
                     }
-                    lists.refill(b, &ctx, o0, &cursors);
                     b.set(need, 0u32);
                 });
             }),
@@ -876,13 +829,13 @@ fn kernel<T: MmaInput>(
     b.finish()
 }
 
-fn builder(name: &str, sm: Sm, cluster: bool) -> KernelBuilder {
+fn builder(name: &str, sm: Sm, cluster: Option<mcast::Layout>) -> KernelBuilder {
     let mut b = KernelBuilder::new(name, sm);
     // one CTA an SM is the design (the tiles' shared memory): ptxas may
     // then give a thread every register it needs (no spills)
     b.maxntid(THREADS, 1, 1).min_ctas_per_sm(1);
-    if cluster {
-        b.cluster_dims(mcast::CLUSTER, 1, 1);
+    if let Some(lay) = cluster {
+        b.cluster_dims(lay.ctas(), 1, 1);
     }
     b
 }
@@ -915,7 +868,8 @@ fn forward_built<T: MmaInput>(
 ) -> Result<PtxModule> {
     let (sh, gt) = shape::<T>(prec, bs, sm, false);
     let cluster = cluster && mcast::buildable(sm, prec, bs);
-    let mut b = builder(&name("forward", prec, bs), sm, cluster);
+    let lay = mcast::forward_layout(prec, bs);
+    let mut b = builder(&name("forward", prec, bs), sm, cluster.then_some(lay));
     // the cluster kernel takes the values as a tensor map
     macro_rules! io {
         ($p:expr, $values:expr) => {
@@ -934,14 +888,20 @@ fn forward_built<T: MmaInput>(
     let (io, map, (col, k, bias, has_bias)) = if cluster {
         let p = b.params::<ForwardTmaArgs>();
         let io = io!(p, None);
-        (io, Some((p.vmap, p.xmap)), (p.col, p.k, p.bias, p.has_bias))
+        (
+            io,
+            Some((p.vmap, p.xmap, lay)),
+            (p.col, p.k, p.bias, p.has_bias),
+        )
     } else {
         let p = b.params::<ForwardArgs>();
         let io = io!(p, Some(p.values.addr()));
         (io, None, (p.col, p.k, p.bias, p.has_bias))
     };
     let sh = if cluster { sh.for_cluster(prec) } else { sh };
-    let (r, g) = (io.blocks, gt.g);
+    // (a GRID cluster ranks the cluster's `grps·G` rows)
+    let g = if cluster { lay.grps * gt.g } else { gt.g };
+    let r = io.blocks;
     let mk = move |b: &mut KernelBuilder, sched: Reg<U32>, tid: Reg<U32>| -> Box<dyn Lists> {
         let w = b.min(k, wmax);
         let windowed = b.setp(Cmp::Gt, k, wmax);

@@ -49,7 +49,11 @@ pub(super) fn grad_input_built<T: MmaInput>(
 ) -> Result<PtxModule> {
     let (sh, gt) = shape::<T>(prec, bs, sm, true);
     let cluster = cluster && mcast::buildable(sm, prec, bs);
-    let mut b = builder(&name("grad_input", prec, bs), sm, cluster);
+    let mut b = builder(
+        &name("grad_input", prec, bs),
+        sm,
+        cluster.then_some(mcast::LINE),
+    );
     // the cluster kernel takes the values as a tensor map
     macro_rules! io {
         ($p:expr, $values:expr) => {
@@ -68,7 +72,11 @@ pub(super) fn grad_input_built<T: MmaInput>(
     let (io, map, (offsets, slots, k, c)) = if cluster {
         let p = b.params::<GradInputTmaArgs>();
         let io = io!(p, None);
-        (io, Some((p.vmap, p.gymap)), (p.offsets, p.slots, p.k, p.c))
+        (
+            io,
+            Some((p.vmap, p.gymap, mcast::LINE)),
+            (p.offsets, p.slots, p.k, p.c),
+        )
     } else {
         let p = b.params::<GradInputArgs>();
         let io = io!(p, Some(p.values.addr()));

@@ -5,6 +5,13 @@
 //! same map: grad-input's `B[k][f]` = `values[s, k, f]` is the block's
 //! row `k`, read by `ldmatrix.trans` at [`lanes`]' addresses.
 //!
+//! (The bf16/f16 forward at `B` 32 and 64 uses clusters of 8 instead,
+//! [`GRID`]: 2 token tiles × 4 groups, the values' multicast mask the 2
+//! CTAs of a group, the input tile multicast by group 0's CTA to the 4
+//! CTAs of its token tile, the union schedule; what follows describes
+//! the [`LINE`] of four, and holds for a GRID with "the CTAs of a group"
+//! for the values and "its token tile's CTAs" for the input tile.)
+//!
 //! The four CTAs of a cluster take the same group of output blocks and
 //! adjacent token tiles (`4·p + rank`; where the count is not a multiple
 //! of 4 the last run's one to three tiles past it still run, their rows
@@ -81,11 +88,64 @@ use super::shape::Shape;
 /// from L2 once per four token tiles, not two; docs/perf.md, 2026-11-30).
 pub(super) const CLUSTER: u32 = 4;
 
+/// The shape of a cluster: `tok` adjacent token tiles × `grps`
+/// consecutive groups of `G` output blocks (rank `t + tok·q`: token tile
+/// `t`, group `q`). A values block is multicast to the `tok` CTAs of its
+/// group; with `grps > 1` the input tile of a step is multicast to the
+/// `grps` CTAs of its token tile (by the CTA of group 0), and all
+/// `tok·grps` CTAs walk the union schedule of the cluster's `grps·G`
+/// rows (`grouped_union`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Layout {
+    pub(super) tok: u32,
+    pub(super) grps: u32,
+}
+
+impl Layout {
+    /// CTAs of the cluster.
+    pub(super) fn ctas(self) -> u32 {
+        self.tok * self.grps
+    }
+}
+
+/// Four token tiles of one group (the grad-input, tf32 and `B` 16
+/// forward clusters).
+pub(super) const LINE: Layout = Layout {
+    tok: CLUSTER,
+    grps: 1,
+};
+
+/// Two token tiles × four groups: the bf16/f16 forward at `B` 32 and 64
+/// (issue 31 at 25 %: `x` read from L2 once per four groups, the values
+/// once per two token tiles; H200, modeled, docs/perf.md 2026-12-01).
+pub(super) const GRID: Layout = Layout { tok: 2, grps: 4 };
+
+/// The forward's cluster layout for `prec` at `B` = `bs` (where
+/// [`enabled`]).
+pub(super) fn forward_layout(prec: TcPrecision, bs: u32) -> Layout {
+    if prec != TcPrecision::Tf32 && bs >= 32 {
+        GRID
+    } else {
+        LINE
+    }
+}
+
 /// Bytes of the kernel's static shared memory (the two mbarriers, the
 /// taken slots of both buffers, [`Mc::took`]: `2·G` words, `G` ≤ 16, and
 /// the schedule's broadcast, [`Mc::next`]: `4 + G` words), which the
 /// schedule window leaves beside the dynamic shared memory.
 pub(super) const STATIC_BYTES: u64 = 16 + 2 * 16 * 4 + (4 + 16) * 4;
+
+/// [`STATIC_BYTES`] of a cluster of layout `lay` for groups of `g`
+/// output blocks: the union schedule's broadcast holds `4 + grps·G` words
+/// ([`LINE`]: `STATIC_BYTES`).
+pub(super) fn static_bytes(lay: Layout, g: u32) -> u64 {
+    if lay == LINE {
+        STATIC_BYTES
+    } else {
+        16 + 2 * 16 * 4 + u64::from(4 + lay.grps * g) * 4
+    }
+}
 
 /// Whether the grouped forward of `prec` at `B` = `bs` multicasts its
 /// values blocks on `sm` (sm_90, sm_100, sm_100a): bf16/f16 at `B` 32 and
@@ -198,11 +258,20 @@ fn dtype(prec: TcPrecision) -> TensorDataType {
 pub(super) struct Mc {
     /// `full[0]` (8 bytes each)
     full: Reg<U32>,
-    pub(super) rank: Reg<U32>,
+    /// the cluster's layout, the CTA's token tile `t` (= its rank in a
+    /// [`LINE`]) and group `q` within it
+    pub(super) lay: Layout,
+    pub(super) t: Reg<U32>,
+    pub(super) q: Reg<U32>,
+    /// ([`GRID`]) the values' multicast mask (the `tok` CTAs of group
+    /// `q`), the input tile's (the `grps` CTAs of token tile `t`), and
+    /// whether this CTA issues the input tile (group 0)
+    vmask: Option<Reg<U32>>,
+    xmask: Option<(Reg<U32>, Reg<Pred>)>,
     /// warp 0 (whose elected lane issues a step's copies, and which
     /// alone runs the schedule's merge: [`publish`])
     pub(super) warp0: Reg<Pred>,
-    /// rank `r` for `r` in `1..CLUSTER` (`is_rank[r - 1]`)
+    /// token tile `r` for `r` in `1..tok` (`is_rank[r - 1]`)
     is_rank: Vec<Reg<Pred>>,
     map: TensorMapRef,
     /// the input tile's map ([`input_map`]: `x` forward, `gy`
@@ -218,7 +287,7 @@ pub(super) struct Mc {
     /// `m` of the step staged into buffer `buf` at word `buf`, whether a
     /// window refill is due after it at word `2 + buf`, and (when one is)
     /// the `G` cursors from word 4
-    next: Reg<U32>,
+    pub(super) next: Reg<U32>,
     g: u32,
     /// bit `b`: the parity of buffer `b`'s next phase
     phases: Var<U32>,
@@ -240,19 +309,39 @@ pub(super) fn setup(
     tid: Reg<U32>,
     map: TensorMapRef,
     xmap: TensorMapRef,
+    lay: Layout,
 ) -> Mc {
-    assert!(gt.g.is_multiple_of(CLUSTER));
+    assert!(gt.g.is_multiple_of(lay.tok));
     assert!(gt.g <= 16 && gt.g.is_multiple_of(4));
     let took = b.shared_array::<U32>("took", 2 * gt.g, 16);
     let took = b.shared_elem(&took, 0u32).reg;
-    let next = b.shared_array::<U32>("next", 4 + gt.g, 16);
+    let next = b.shared_array::<U32>("next", 4 + lay.grps * gt.g, 16);
     let next = b.shared_elem(&next, 0u32).reg;
     let bars = b.shared_array::<U64>("full", 2, 8);
     let full = b.shared_elem(&bars, 0u32).reg;
     let rank = b.cluster_ctarank();
     let first = b.setp(Cmp::Eq, tid, 0u32);
     let warp0 = b.setp(Cmp::Lt, tid, 32u32);
-    let is_rank = (1..CLUSTER).map(|r| b.setp(Cmp::Eq, rank, r)).collect();
+    let (t, q) = if lay == LINE {
+        (rank, rank)
+    } else {
+        (
+            b.and(rank, lay.tok - 1),
+            b.shr(rank, lay.tok.trailing_zeros()),
+        )
+    };
+    let is_rank = (1..lay.tok).map(|r| b.setp(Cmp::Eq, t, r)).collect();
+    let (vmask, xmask) = if lay == LINE {
+        (None, None)
+    } else {
+        let run = (1u32 << lay.tok) - 1;
+        let qt = b.mul_lo(q, lay.tok);
+        let vmask = b.shl(run, qt);
+        // ranks t, t + tok, …: the CTAs of token tile `t`
+        let every = (0..lay.grps).fold(0u32, |m, j| m | (1 << (j * lay.tok)));
+        let xmask = b.shl(every, t);
+        (Some(vmask), Some((xmask, b.setp(Cmp::Eq, q, 0u32))))
+    };
     b.if_(first, |b| {
         for i in 0..2u32 {
             let a = b.add(full, 8 * i);
@@ -266,7 +355,11 @@ pub(super) fn setup(
     let (wbar, wpar) = (b.var::<U32>(0u32), b.var::<U32>(0u32));
     Mc {
         full,
-        rank,
+        lay,
+        t,
+        q,
+        vmask,
+        xmask,
         warp0,
         is_rank,
         map,
@@ -451,11 +544,18 @@ fn issue_elected(
         let dst = b.mad_lo(buf, sh.buf(), x.tile);
         let col = b.shl(x.m, sh.bs.trailing_zeros());
         let coords = [b.u32_as_s32(col).into(), b.u32_as_s32(x.n0).into()];
-        b.cp_async_bulk_tensor(sptr::<U32>(dst), map, &coords, fb);
+        match mc.xmask {
+            None => b.cp_async_bulk_tensor(sptr::<U32>(dst), map, &coords, fb),
+            // group 0's CTA multicasts the tile to its token tile's CTAs
+            Some((mask, lead)) => b.if_(lead, |b| {
+                b.cp_async_bulk_tensor_multicast(sptr::<U32>(dst), map, &coords, fb, mask);
+            }),
+        }
     }
-    // block `C·j + rank`
-    let own = b.mad_lo(mc.rank, sh.vbuf(), vbase);
-    for (j, run) in taken.chunks(CLUSTER as usize).enumerate() {
+    // block `tok·j + t`
+    let tok = mc.lay.tok;
+    let own = b.mad_lo(mc.t, sh.vbuf(), vbase);
+    for (j, run) in taken.chunks(tok as usize).enumerate() {
         let mut slot = run[0];
         for (r, &is) in mc.is_rank.iter().enumerate() {
             slot = b.selp(is, run[r + 1], slot);
@@ -464,10 +564,17 @@ fn issue_elected(
         b.if_(go, |b| {
             let row = b.shl(slot, sh.bs.trailing_zeros());
             let row = b.u32_as_s32(row);
-            let d = b.add(own, CLUSTER * j as u32 * sh.vbuf());
+            let d = b.add(own, tok * j as u32 * sh.vbuf());
             let coords = [0i32.into(), row.into()];
-            let mask = (1u32 << CLUSTER) - 1;
-            b.cp_async_bulk_tensor_multicast(sptr::<U32>(d), mc.map, &coords, fb, mask);
+            match mc.vmask {
+                None => {
+                    let mask = (1u32 << CLUSTER) - 1;
+                    b.cp_async_bulk_tensor_multicast(sptr::<U32>(d), mc.map, &coords, fb, mask);
+                }
+                Some(mask) => {
+                    b.cp_async_bulk_tensor_multicast(sptr::<U32>(d), mc.map, &coords, fb, mask);
+                }
+            }
         });
     }
 }

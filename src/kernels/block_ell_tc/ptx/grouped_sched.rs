@@ -55,6 +55,11 @@ pub(super) trait Lists {
         _cursors: &[Var<U32>],
     ) {
     }
+    /// The forward's row lists (the union schedule ranks with them,
+    /// `grouped_union`).
+    fn as_rows(&self) -> Option<&RowLists> {
+        None
+    }
     /// After list `g` took its head (`took`), its cursor now `p`: lists
     /// that keep their heads in registers load the next one.
     fn took(
@@ -105,7 +110,7 @@ impl RowLists {
     /// Rank slot `k` of list `g` (row `row`) against the row's other
     /// slots and, when its rank falls in the window `[lo, lo + w)`, store
     /// its key and slot at position `rank − lo` of the list's window.
-    fn rank_into(
+    pub(super) fn rank_into(
         &self,
         b: &mut KernelBuilder,
         (g, row, k): (Reg<U32>, Reg<U32>, Reg<U32>),
@@ -145,6 +150,9 @@ impl RowLists {
 }
 
 impl Lists for RowLists {
+    fn as_rows(&self) -> Option<&RowLists> {
+        Some(self)
+    }
     /// Ranks every list's first window; the context is, per list, the
     /// offset `g·w − lo` from a head position to its window position
     /// (`lo` the rank of the window's first entry, 0 here).

@@ -212,7 +212,8 @@ fn staging_is_unpadded_only_in_clusters() {
 /// too), with
 /// small schedule windows, on the simulator of `sm` (checks on), launched
 /// as the forward's launch code
-/// launches it (clusters of 4 CTAs, the values' and the input's tensor maps; one cluster here):
+/// launches it (clusters of 4 CTAs, or 8 of a GRID walking the union
+/// schedule, the values' and the input's tensor maps; one cluster here):
 /// equal to the host model bit for bit, with windows of 3 (refills: warp
 /// 0 alone merges and hands the cursors to the CTA), a token-tile count
 /// not a multiple of 4, ragged `N` and `R`, empty slots, more cluster
@@ -230,6 +231,15 @@ fn run_cluster<T: TcElem, M: MmaInput>(
     assert_eq!(mcast::enabled(sm, prec, bs as u32), bs >= 32);
     let (c, k, w) = (12, 7, 3);
     let mut col = topology(r, c, k);
+    // the rows past the first group use no block below 3: at the union
+    // steps of blocks 0–2 only the first group takes (in a GRID cluster
+    // the other groups' CTAs skip their MMAs there)
+    let g = group_tile(prec, bs as u32, sm).g as usize;
+    for c in &mut col[g * k..] {
+        if (0..3).contains(c) {
+            *c = -1;
+        }
+    }
     if empty_last {
         let g = group_tile(prec, bs as u32, sm).g as usize;
         col[(r - 1) / g * g * k..].fill(-1);
@@ -261,8 +271,10 @@ fn run_cluster<T: TcElem, M: MmaInput>(
         st.upload(&bias).unwrap(),
     );
     let mut y = st.upload(&vec![7.0f32; n * dims.out_features()]).unwrap();
-    // one cluster of 4 for more runs of tiles (grid-stride)
-    let mut cfg = LaunchConfig::linear(4, THREADS);
+    // one cluster (4 CTAs, or 8 of a GRID) for more runs of tiles
+    // (grid-stride)
+    let ctas = mcast::forward_layout(prec, bs as u32).ctas();
+    let mut cfg = LaunchConfig::linear(ctas, THREADS);
     cfg.dynamic_smem_bytes = smem_bytes_in(prec, bs as u32, sm, Some((k as u32, w))) as u32;
     let vaddr = st.arg("values", &dv).unwrap().addr;
     let desc = mcast::values_map(prec, bs as u32, vaddr, (r * k) as u64);
@@ -301,8 +313,9 @@ fn run_cluster<T: TcElem, M: MmaInput>(
     }
 }
 
-/// bf16 `B` 32 on sm_90 (G 8): `R` 12 (a ragged second group), 3 token
-/// tiles (the cluster's fourth past `N`).
+/// bf16 `B` 32 on sm_90 (G 8, a GRID cluster: 32 lists): `R` 12 (a
+/// ragged second group, the third and fourth past `R`), 3 token tiles (2
+/// runs of 2: the fourth past `N`; one cluster takes both runs).
 #[test]
 fn cluster_kernel_b32_matches_the_host_model() {
     run_cluster::<_, Bf16x2>(
@@ -313,6 +326,15 @@ fn cluster_kernel_b32_matches_the_host_model() {
         false,
         to_bf16,
     );
+}
+
+/// f16 `B` 64 on sm_100a (G 4, a GRID of 2 token tiles × 4 groups: 16
+/// lists, one a lane of warp 0's first half): `R` 11 (groups 0–2, the
+/// third ragged, the fourth past `R`), 1 token tile (the second CTA of
+/// each group past `N`), windows of 3.
+#[test]
+fn cluster_kernel_b64_matches_the_host_model() {
+    run_cluster::<_, F16x2>(Sm::Sm100a, TcPrecision::F16, 64, (11, 100), false, to_f16);
 }
 
 /// tf32 `B` 32 on sm_90 (G 8; the f32 tiles land unrounded by tensor

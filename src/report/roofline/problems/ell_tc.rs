@@ -214,29 +214,64 @@ fn problem_out(op: Op, p: TcPrecision, b: usize, pct: usize, o: TcOutput) -> Pro
         // per CTA tile: the ranking (G·K entries × K), and per token tile
         // the steps (the union of the group's input blocks) and the
         // entries
-        Op::Forward => (
-            vec![
-                vec![1, 64, 8, 8, b, 16],
-                vec![1, 64, 16, 8, b, 16],
-                vec![1, 64, 12, 4, b, 16],
-                vec![4, 16, 8, 8, b, 16],
-                vec![1, 64, 8, 4, b, 150],
-            ],
-            vec![4, 16, 8, 8, b, 640],
-            vec![3, 16, 8, 6, b, 40],
-            Box::new(move |s, sm, _| {
-                let gt = tc::ptx::group_tile(p, b as u32, sm);
-                // a cluster of `cl` CTAs runs `cl` token tiles a group,
-                // the last past `N` when their count is not a multiple
-                let cl = tc::ptx::grouped::forward_cluster(sm, p, b as u32) as usize;
-                let tt = s[5].div_ceil(gt.tokens as usize).div_ceil(cl) * cl;
-                let g = gt.g as usize;
-                let t = f(s[0].div_ceil(g) * tt);
-                let k = f(s[2]);
-                let (u, e) = group_steps(s, g, false);
-                vec![t, t * k, t * k * k, f(tt * u), f(tt * e)]
-            }),
-        ),
+        Op::Forward => {
+            // bf16/f16 `B` 32 and 64 run in GRID clusters on sm_90/sm_100
+            // (2 token tiles × 4 groups walking the union schedule of
+            // their `L` = 4·G rows): samples of whole units of `L` rows
+            // (the full size's: every row inside `R`), so that a unit's
+            // ranking (`L·K` entries × `K`) and union steps are the full
+            // size's; the other kernels' basis (per group) fits them too
+            let grid = tc::ptx::grouped::forward_cluster_shape(Sm::Sm90, p, b as u32).1;
+            let l = grid as usize * tc::ptx::group_tile(p, b as u32, Sm::Sm90).g as usize;
+            // (one or two filled slots a row and 2 or 4 column blocks: a
+            // unit's steps and entries few, the simulation cheap; `N` 256,
+            // whole token tiles as at the full size, so the outputs'
+            // stores follow the tiles)
+            let (samples, capped, check) = if grid > 1 {
+                (
+                    vec![
+                        vec![l, 4, 4, 1, b, 256],
+                        vec![l, 4, 8, 1, b, 256],
+                        vec![l, 4, 6, 1, b, 256],
+                        vec![l, 2, 4, 1, b, 256],
+                        vec![l, 2, 4, 2, b, 256],
+                    ],
+                    vec![l, 4, 4, 1, b, 640],
+                    vec![l, 8, 4, 2, b, 256],
+                )
+            } else {
+                (
+                    vec![
+                        vec![1, 64, 8, 8, b, 16],
+                        vec![1, 64, 16, 8, b, 16],
+                        vec![1, 64, 12, 4, b, 16],
+                        vec![4, 16, 8, 8, b, 16],
+                        vec![1, 64, 8, 4, b, 150],
+                    ],
+                    vec![4, 16, 8, 8, b, 640],
+                    vec![3, 16, 8, 6, b, 40],
+                )
+            };
+            (
+                samples,
+                capped,
+                check,
+                Box::new(move |s, sm, _| {
+                    let gt = tc::ptx::group_tile(p, b as u32, sm);
+                    // a cluster runs `tok` token tiles of `grps` groups, the
+                    // last past `N` when their count is not a multiple; all
+                    // its CTAs walk the union of its `grps·G` rows' lists
+                    let (tok, grps) = tc::ptx::grouped::forward_cluster_shape(sm, p, b as u32);
+                    let (tok, grps) = (tok as usize, grps as usize);
+                    let tt = s[5].div_ceil(gt.tokens as usize).div_ceil(tok) * tok;
+                    let g = gt.g as usize * grps;
+                    let t = f(s[0].div_ceil(g) * grps * tt);
+                    let k = f(s[2]);
+                    let (u, e) = group_steps(s, g, false);
+                    vec![t, t * k, t * k * k, f(tt * u), f(tt * e)]
+                }),
+            )
+        }
         Op::GradInput => (
             vec![
                 vec![8, 8, 4, 4, b, 16],
