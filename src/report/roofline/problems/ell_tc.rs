@@ -474,9 +474,12 @@ fn problem_out(op: Op, p: TcPrecision, b: usize, pct: usize, o: TcOutput) -> Pro
         goal: Some(Goal::TensorDenseSpeedup {
             dense_macs: dense,
             shape: mma_shape(p),
-            min: match (op, pct) {
-                (Op::GradValues, _) => 1.3,
-                (_, 25) => 3.0,
+            // issue 31's bars: bf16 1.6× at 50 %, 3× at 25 %, grad-values
+            // 1.3×; the tf32 path 1.6× (the issue sets no 25 % bar for it)
+            min: match (op, p, pct) {
+                (Op::GradValues, _, _) => 1.3,
+                (_, TcPrecision::Tf32, _) => 1.6,
+                (_, _, 25) => 3.0,
                 _ => 1.6,
             },
         }),
