@@ -32,6 +32,7 @@ mod grouped_sched;
 mod shape;
 pub mod tiled_values;
 pub mod values_cluster;
+mod values_cluster_tf32;
 pub mod values_tiles;
 pub use grouped::{GroupTile, group_tile};
 pub use grouped_mcast::input_map as forward_input_map;
@@ -207,7 +208,8 @@ pub fn generate_grad_values(sm: Sm, prec: TcPrecision, bs: u32) -> Result<PtxMod
     if values_cluster::enabled(sm, prec, bs) {
         return match prec {
             TcPrecision::F16 => values_cluster::grad_values::<F16x2>(sm, prec, bs),
-            _ => values_cluster::grad_values::<Bf16x2>(sm, prec, bs),
+            TcPrecision::Tf32 => values_cluster::grad_values::<Tf32>(sm, prec, bs),
+            TcPrecision::Bf16 => values_cluster::grad_values::<Bf16x2>(sm, prec, bs),
         };
     }
     let tiles = values_tiles(prec, bs, sm).is_some();
