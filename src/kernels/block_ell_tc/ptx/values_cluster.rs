@@ -372,6 +372,7 @@ fn compute<T: MmaInput>(
                     let (fa, fb) = if sh.fmt == InputFormat::Tf32 {
                         tf32::frags::<T>(b, sh, *ab, bb, kc)
                     } else {
+                        let fa = frags_a_16::<T>(b, sh, *ab, kc);
                         let mut fb = Vec::new();
                         for &p in bb {
                             let p = b.add(p, kc * 16 * sh.rowb);
@@ -379,7 +380,7 @@ fn compute<T: MmaInput>(
                             fb.push(FragB { regs: [r0, r1] });
                             fb.push(FragB { regs: [r2, r3] });
                         }
-                        (frags_a_16::<T>(b, sh, *ab, kc), fb)
+                        (fa, fb)
                     };
                     for (mi, a) in fa.iter().enumerate() {
                         for (ni, bf) in fb.iter().enumerate() {
