@@ -1,8 +1,8 @@
 //! The two-operand grad-values kernel ([`super::values_tiles`](mod@super::values_tiles)) in
 //! **clusters of [`CLUSTER`] CTAs** that share the `x` tiles by
-//! tensor-map multicast (issue 31, the L2 step; bf16/f16 `B` 32 and 64 on
-//! sm_90, sm_100, sm_100a: [`enabled`]; built for `B` 16 too:
-//! [`buildable`]).
+//! tensor-map multicast (issue 31, the L2 step; bf16/f16 `B` 32 and 64,
+//! tf32 `B` 32 on sm_90, sm_100, sm_100a: [`enabled`]; bf16/f16 built
+//! for `B` 16 too: [`buildable`]).
 //!
 //! # Work items
 //! A cluster tile is `CLUSTER · rows` consecutive block rows × `cols`
@@ -40,6 +40,15 @@
 //! wait comes just before the next copies into that buffer. The MMA
 //! chain, N-chunk folds and epilogue are the kernel without a cluster's:
 //! the same bits.
+//!
+//! # tf32 (`B` 32)
+//! `x` by a map of f32 elements (box 32 × 64, rows of 128 bytes, the
+//! 128-byte swizzle), token tiles of 64 (two `gy` copies a thread a row);
+//! both operands land unrounded and each thread rounds its share of a
+//! landed token tile in place before the barrier that precedes the MMAs;
+//! the fragments come by `ld.shared.v2` / `ld.shared.b32` at feature maps
+//! chosen so that no register moves precede an MMA and no load conflicts
+//! (`ptx/values_cluster_tf32.rs`). Same bits as rounding at staging.
 
 use crate::dsl::params::Ptr;
 use crate::dsl::types::{F32, MmaInput, Pred, Reg, S32, U32, U64};
@@ -85,7 +94,7 @@ kernel_params! {
 /// Whether the cluster kernel exists for `prec` at `B` = `bs` on `sm`:
 /// bf16/f16 at every `B` (16, 32, 64), tf32 at `B` 32 (rows of 128
 /// bytes, a swizzle span; `x` lands unrounded and is rounded in shared
-/// memory, [`super::values_cluster_tf32`]) on sm_90, sm_100, sm_100a.
+/// memory, `ptx/values_cluster_tf32.rs`) on sm_90, sm_100, sm_100a.
 pub fn buildable(sm: Sm, prec: TcPrecision, bs: u32) -> bool {
     matches!(sm, Sm::Sm90 | Sm::Sm100 | Sm::Sm100a)
         && match prec {
