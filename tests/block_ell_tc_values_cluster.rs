@@ -1,10 +1,13 @@
 //! Issue 31, grad-values in clusters of four CTAs sharing the `x` tiles
-//! by tensor-map multicast (bf16/f16 `B` 32 and 64 on sm_90, sm_100,
-//! sm_100a): rank `k` of a cluster computes rows `4k .. 4k + 4` of a 16 ×
+//! by tensor-map multicast (bf16/f16 `B` 32 and 64, tf32 `B` 32 on sm_90,
+//! sm_100, sm_100a): rank `k` of a cluster computes rows `4k .. 4k + 4` of a 16 ×
 //! 8 cluster tile as the kernel without a cluster computes a 4 × 8 tile
 //! (at `B` 64 two warps a slot, 4 slots a part), its `gy` tiles by
 //! `cp.async`, and the `x` tiles of the union of the four ranks' hits
-//! land in all four CTAs by one multicast each. The simulator, with
+//! land in all four CTAs by one multicast each (tf32: f32 tiles landed
+//! unrounded and rounded in shared memory; inputs with 20 fraction bits,
+//! so the low 13 bits `cvt.rna` rounds away matter, and values at its tie
+//! and just below it). The simulator, with
 //! its checks on (races, barriers, initialisation, bulk and tensor-copy
 //! findings), equals the host model bit for bit on the problem's parity
 //! topology and on irregular ones: a crowded rank needing two parts (its
@@ -22,16 +25,16 @@ mod tc_common;
 
 use common::Rng;
 use ptxsmith::kernels::block_ell_tc::ptx::values_cluster::{self as vc, CLUSTER};
-use ptxsmith::kernels::block_ell_tc::{
-    self as tc, DeviceTopology, Dims, TcPrecision, host, ptx, to_bf16,
-};
+use ptxsmith::kernels::block_ell_tc::{self as tc, DeviceTopology, Dims, TcPrecision, host, ptx};
 use ptxsmith::runtime::Context;
 use ptxsmith::tensor_map::TensorMapError;
 use ptxsmith::{Error, Sm};
 use tc_common::Encode;
 
-/// Random values with a wide exponent spread, and ±∞, NaN and the
-/// format's largest and smallest values at fixed places.
+/// Random values with a wide exponent spread (20 fraction bits), and ±∞,
+/// NaN and the format's largest and smallest values at fixed places
+/// (tf32: also values whose low 13 bits are the `cvt.rna` tie `0x1000`
+/// and `0x0fff` just below it).
 fn values(rng: &mut Rng, len: usize, prec: TcPrecision) -> Vec<f32> {
     let span = if prec == TcPrecision::F16 { 6 } else { 18 };
     let mut v: Vec<f32> = (0..len)
@@ -43,8 +46,15 @@ fn values(rng: &mut Rng, len: usize, prec: TcPrecision) -> Vec<f32> {
         .collect();
     let (max, tiny) = match prec {
         TcPrecision::F16 => (65504.0, 2f32.powi(-24)),
-        _ => (f32::from_bits(0x7F7F_0000), f32::from_bits(0x0001_0000)),
+        TcPrecision::Tf32 => (f32::from_bits(0x7F7F_E000), f32::from_bits(0x0000_2000)),
+        TcPrecision::Bf16 => (f32::from_bits(0x7F7F_0000), f32::from_bits(0x0001_0000)),
     };
+    if prec == TcPrecision::Tf32 {
+        for (i, x) in v.iter_mut().enumerate().skip(11).step_by(37) {
+            let low = if i % 2 == 0 { 0x1000 } else { 0x0fff };
+            *x = f32::from_bits(x.to_bits() & !0x1fff | low);
+        }
+    }
     for (at, x) in [
         (3, f32::INFINITY),
         (len / 2, f32::NEG_INFINITY),
@@ -66,6 +76,22 @@ fn values(rng: &mut Rng, len: usize, prec: TcPrecision) -> Vec<f32> {
 /// at every other token: element (0, 0) of every live slot is `−0.0` per
 /// N-chunk, and so is the `add.rn` of the partials (asserted to occur).
 fn case(sm: Sm, prec: TcPrecision, dims: &Dims, col: &[i32], n: usize, seed: u64, neg_zero: bool) {
+    if prec == TcPrecision::Tf32 {
+        case_of::<f32>(sm, prec, dims, col, (n, seed), neg_zero);
+    } else {
+        case_of::<u16>(sm, prec, dims, col, (n, seed), neg_zero);
+    }
+}
+
+/// [`case`] with the inputs stored as `T` (tf32: f32).
+fn case_of<T: Encode>(
+    sm: Sm,
+    prec: TcPrecision,
+    dims: &Dims,
+    col: &[i32],
+    (n, seed): (usize, u64),
+    neg_zero: bool,
+) {
     assert!(vc::enabled(sm, prec, dims.b() as u32), "{sm} {prec:?}");
     let b = dims.b();
     let mut rng = Rng(seed);
@@ -82,8 +108,8 @@ fn case(sm: Sm, prec: TcPrecision, dims: &Dims, col: &[i32], n: usize, seed: u64
             }
         }
     }
-    let x = u16::encode(prec, &xf);
-    let gy = u16::encode(prec, &gyf);
+    let x = T::encode(prec, &xf);
+    let gy = T::encode(prec, &gyf);
     let st = Context::sim(sm).default_stream();
     let topo = DeviceTopology::upload(&st, dims, col).unwrap();
     let (dx, dgy) = (st.upload(&x).unwrap(), st.upload(&gy).unwrap());
@@ -182,10 +208,12 @@ fn irregular(b: usize) -> (Dims, Vec<i32>) {
 /// cluster stages (4 + 8 a CTA).
 #[test]
 fn tiling_and_work() {
-    for prec in [TcPrecision::Bf16, TcPrecision::F16] {
+    for prec in TcPrecision::ALL {
         let t = vc::cluster_tiles(prec, 32);
         assert_eq!((t.rows, t.cols, t.slots(), t.parts()), (4, 8, 16, 2));
-        assert_eq!(t.tokens, 64);
+        // one 16-byte gy copy a thread a row (tf32: two)
+        let want = 64;
+        assert_eq!(t.tokens, want);
     }
     let col = parity(32, 16, 8, 8);
     let t = vc::cluster_tiles(TcPrecision::Bf16, 32);
@@ -236,15 +264,14 @@ fn tiling_and_work() {
     assert_eq!((w.gy, w.x), (w.busy, w.busy));
     let g = ptx::values_tile(TcPrecision::Bf16, 64).slots as usize;
     assert_eq!(3 * 32 * 16 / g, 3 * (w.gy + w.x));
-    // the cluster kernel exactly where it is enabled: bf16/f16 B 32 on
-    // sm_90, sm_100, sm_100a
+    // the cluster kernel exactly where it is enabled: bf16/f16 B 32 and
+    // 64, tf32 B 32 on sm_90, sm_100, sm_100a
     for sm in Sm::ALL {
         for prec in TcPrecision::ALL {
             for b in [16, 32, 64] {
                 let on = vc::enabled(sm, prec, b);
                 let want = matches!(sm, Sm::Sm90 | Sm::Sm100 | Sm::Sm100a)
-                    && prec != TcPrecision::Tf32
-                    && b >= 32;
+                    && (b == 32 || (b == 64 && prec != TcPrecision::Tf32));
                 assert_eq!(on, want, "{sm} {prec:?} B {b}");
                 let Ok(m) = ptx::generate_grad_values(sm, prec, b) else {
                     assert!(!on);
@@ -262,18 +289,19 @@ fn tiling_and_work() {
 
 /// The problem's parity topology (every rank's part 0 holds 16 hits of
 /// 4 columns; the cluster stages all 8 `x` tiles), `N` over two N-chunks
-/// with a ragged last token tile, and `N` below one token tile.
+/// with a ragged last token tile, bf16 and tf32.
 #[test]
 fn parity_topology() {
     let dims = Dims::new(32, 16, 8, 32).unwrap();
     let col = parity(32, 16, 8, 8);
     case(Sm::Sm90, TcPrecision::Bf16, &dims, &col, 300, 1, false);
-    case(Sm::Sm100, TcPrecision::F16, &dims, &col, 40, 2, false);
+    case(Sm::Sm100, TcPrecision::Tf32, &dims, &col, 300, 2, false);
 }
 
 /// The irregular topology ([`irregular`]) on sm_90, sm_100 and sm_100a,
-/// bf16 and f16: `N` over three N-chunks with `−0.0` sums, `N` below one
-/// MMA chunk, `N` over two N-chunks ragged. At `B` 64 (a rank's 32
+/// bf16, f16 and tf32: `N` over three N-chunks with `−0.0` sums, `N`
+/// below one MMA chunk, tf32 over three token tiles ragged, `N` over two
+/// N-chunks ragged. At `B` 64 (a rank's 32
 /// entries are 8 parts, so rank 0's full rows are 8 items, and the 2 × 2
 /// cluster tiles' 32 items outnumber the simulator's 8 clusters: grid
 /// stride) `N` over one N-chunk with `−0.0` sums and a ragged last token
@@ -283,7 +311,7 @@ fn irregular_topology() {
     let (dims, col) = irregular(32);
     case(Sm::Sm90, TcPrecision::Bf16, &dims, &col, 528, 3, true);
     case(Sm::Sm100, TcPrecision::F16, &dims, &col, 5, 4, false);
-    case(Sm::Sm100a, TcPrecision::Bf16, &dims, &col, 70, 5, false);
+    case(Sm::Sm100a, TcPrecision::Tf32, &dims, &col, 70, 5, false);
     case(Sm::Sm90, TcPrecision::F16, &dims, &col, 270, 6, false);
     let (dims, col) = irregular(64);
     case(Sm::Sm90, TcPrecision::Bf16, &dims, &col, 270, 13, true);
@@ -293,7 +321,8 @@ fn irregular_topology() {
 
 /// More cluster items than the simulator's grid holds (4 SMs: 8
 /// clusters): `R` = 40, `C` = 24, `K` = 8: 3 × 3 cluster tiles × 2
-/// parts; every fifth slot empty.
+/// parts; every fifth slot empty; tf32, `N` below one token tile and the
+/// last MMA chunk ragged.
 #[test]
 fn grid_stride_over_cluster_items() {
     let (r, c, k) = (40, 24, 8);
@@ -308,33 +337,34 @@ fn grid_stride_over_cluster_items() {
         })
         .collect();
     let dims = Dims::new(r, c, k, 32).unwrap();
-    case(Sm::Sm90, TcPrecision::Bf16, &dims, &col, 20, 9, false);
+    case(Sm::Sm90, TcPrecision::Tf32, &dims, &col, 20, 9, false);
 }
 
 /// `x`'s tensor map needs a 16-byte aligned array: a view of `x` that
-/// starts one element in is refused as the map's error
-/// ([`TensorMapError::Address`]) before anything is queued (`gv` keeps
-/// its 7.0s); the aligned array runs.
+/// starts one element in (bf16 `B` 32 and 64, tf32 `B` 32: one f32) is
+/// refused as the map's error ([`TensorMapError::Address`]) before
+/// anything is queued (`gv` keeps its 7.0s); the aligned array runs.
 #[test]
 fn misaligned_x_is_a_typed_error() {
     for b in [32, 64] {
-        misaligned_x(b);
+        misaligned_x::<u16>(TcPrecision::Bf16, b);
     }
+    misaligned_x::<f32>(TcPrecision::Tf32, 32);
 }
 
-fn misaligned_x(b: usize) {
+fn misaligned_x<T: Encode>(prec: TcPrecision, b: usize) {
     let sm = Sm::Sm90;
+    assert!(vc::enabled(sm, prec, b as u32), "{prec:?} B {b}");
     let dims = Dims::new(2, 2, 1, b).unwrap();
     let st = Context::sim(sm).default_stream();
     let topo = DeviceTopology::upload(&st, &dims, &[0, 1]).unwrap();
     let n = 3;
     let len = n * dims.in_features();
-    let x = st.upload(&to_bf16(&vec![1.0; len + 1])).unwrap();
+    let x = st.upload(&T::encode(prec, &vec![1.0; len + 1])).unwrap();
     let gy = st
-        .upload(&to_bf16(&vec![1.0; n * dims.out_features()]))
+        .upload(&T::encode(prec, &vec![1.0; n * dims.out_features()]))
         .unwrap();
     let mut gv = st.upload(&vec![7.0f32; dims.values_len()]).unwrap();
-    let prec = TcPrecision::Bf16;
     let view = x.slice(1..).unwrap();
     let e = tc::grad_values_dev(&st, prec, &topo, n, &view, &gy, &mut gv).unwrap_err();
     assert!(
@@ -350,7 +380,7 @@ fn misaligned_x(b: usize) {
 /// The pinned ptxas assembles the `x` copies into tensor-map copies
 /// (`UTMALDG`) issued once under `elect.sync` (no `BRA.U.ANY` loop over
 /// the active lanes), with no spill, on every target where the cluster
-/// kernel runs (bf16 and f16 at `B` 32, bf16 at `B` 64). SKIP without the
+/// kernel runs (bf16 and f16 at `B` 32, bf16 at `B` 64, tf32 at `B` 32). SKIP without the
 /// tools.
 #[test]
 fn sass_has_tensor_copies_and_no_lane_loop() {
@@ -362,6 +392,7 @@ fn sass_has_tensor_copies_and_no_lane_loop() {
             (TcPrecision::Bf16, 32),
             (TcPrecision::F16, 32),
             (TcPrecision::Bf16, 64),
+            (TcPrecision::Tf32, 32),
         ] {
             let m = ptx::generate_grad_values(sm, prec, b).unwrap();
             let asm = tools

@@ -43,11 +43,6 @@ const SKEW_UNCHECKED: &[(&str, &str, &str)] = &[
          different numbers of filled slots; at the full size its CTAs are \
          L2-bound, the issue term (the one the skew enters) well below",
     ),
-    (
-        "tensor-core grad-values tf32, 2048 → 2048, B 32",
-        "block_ell_tc_grad_values_tf32_b32",
-        "as the bf16 row: data-dependent work items, L2-bound at the full size",
-    ),
 ];
 
 /// `(problem prefix, kernel, why)`: chain kernels whose heaviest warp the

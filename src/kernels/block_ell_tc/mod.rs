@@ -123,9 +123,10 @@
 //! the tile's slots that use it
 //! ([`ptx::values_tiles`](mod@ptx::values_tiles): 8 × 8 tiles of 32 slots
 //! a CTA at `B` = 16 on sm_90 and sm_100; 4 × 8 or 4 × 4 elsewhere; at
-//! bf16/f16 `B` = 32 on sm_90, sm_100 and sm_100a in clusters of 4 CTAs
-//! along the block rows whose `x` tiles land in all four by one
-//! tensor-map multicast each, [`ptx::values_cluster`]); at
+//! bf16/f16 `B` = 32 and 64 and tf32 `B` = 32 on sm_90, sm_100 and
+//! sm_100a in clusters of 4 CTAs along the block rows whose `x` tiles
+//! land in all four by one tensor-map multicast each (tf32: landed
+//! unrounded, rounded once in shared memory), [`ptx::values_cluster`]); at
 //! `B` = 64 one CTA a
 //! group of consecutive slots of one block row, its `gy` tile staged once
 //! and one `x` tile a slot ([`ptx::tiled_values`]). Staging changes no

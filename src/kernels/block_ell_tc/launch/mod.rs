@@ -352,8 +352,8 @@ pub fn grad_values_dev<T: TcElem>(
     let sm = stream.context().sm();
     let cluster = values_cluster::enabled(sm, prec, bsize(&d));
     let cfg = match values_tiles(prec, bsize(&d), sm) {
-        // bf16/f16 `B` 32 and 64 on sm_90/sm_100: clusters of 4 CTAs a
-        // part of a cluster tile of 16 rows × 8 column blocks
+        // bf16/f16 `B` 32 and 64, tf32 `B` 32 on sm_90/sm_100: clusters
+        // of 4 CTAs a part of a cluster tile of 16 rows × 8 column blocks
         _ if cluster => {
             let vt = values_cluster::cluster_tiles(prec, bsize(&d));
             let cl = values_cluster::CLUSTER as usize;

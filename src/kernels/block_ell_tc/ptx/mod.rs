@@ -9,7 +9,7 @@
 //! |---|---|---|
 //! | `block_ell_tc_forward_{p}_b{B}` | a CTA tile of [`group_tile`]`(p, B, sm).tokens` rows `n` × the `G·B` outputs of block rows `r0 .. r0+G` ([`grouped`]: each input block staged once for the group, `cp.async`, `ldmatrix`) | each row's slots by (input block, slot) ascending (empty ones skipped), `j` in chunks |
 //! | `block_ell_tc_grad_input_{p}_b{B}` | a CTA tile of rows `n` × the `G·B` inputs of column blocks `c0 .. c0+G` ([`grouped`]) | the transposed index's slots ascending, `i` in chunks |
-//! | `block_ell_tc_grad_values_{p}_b{B}` | `B` ≤ 32: the filled `B × B` blocks of a tile of block rows × column blocks ([`values_tiles`](mod@values_tiles): `cp.async` token tiles of `gy`, one a row, and of `x`, one a column block, each once for the tile; `ldmatrix.trans`; 8 × 8 tiles of 32 slots a CTA at `B` = 16 on sm_90/sm_100); bf16/f16 `B` = 32 and 64 on sm_90/sm_100/sm_100a: clusters of 4 CTAs over 16 × 8 tiles, `x` multicast by tensor map (`B` = 64: two warps a slot, 4 slots a CTA), [`values_cluster`]; `B` = 64 elsewhere: a group of consecutive slots of one block row ([`tiled_values`]: `gy` once for the group, `x` one a slot) | rows `n` in chunks within each 256-row N-chunk; partials joined by `add.rn` in ascending order, the running sums in registers |
+//! | `block_ell_tc_grad_values_{p}_b{B}` | `B` ≤ 32: the filled `B × B` blocks of a tile of block rows × column blocks ([`values_tiles`](mod@values_tiles): `cp.async` token tiles of `gy`, one a row, and of `x`, one a column block, each once for the tile; `ldmatrix.trans`; 8 × 8 tiles of 32 slots a CTA at `B` = 16 on sm_90/sm_100); bf16/f16 `B` = 32 and 64, tf32 `B` = 32 on sm_90/sm_100/sm_100a: clusters of 4 CTAs over 16 × 8 tiles, `x` multicast by tensor map (`B` = 64: two warps a slot, 4 slots a CTA; tf32: tiles rounded once in shared memory, `values_cluster_tf32.rs`), [`values_cluster`]; `B` = 64 elsewhere: a group of consecutive slots of one block row ([`tiled_values`]: `gy` once for the group, `x` one a slot) | rows `n` in chunks within each 256-row N-chunk; partials joined by `add.rn` in ascending order, the running sums in registers |
 //!
 //! Every kernel stages its operands in shared memory (see [`grouped`],
 //! [`tiled_values`], [`values_tiles`](mod@values_tiles) and [`values_cluster`]); rows `n ≥ N` are zero-filled (`+0` operands), as
@@ -32,6 +32,7 @@ mod grouped_sched;
 mod shape;
 pub mod tiled_values;
 pub mod values_cluster;
+mod values_cluster_tf32;
 pub mod values_tiles;
 pub use grouped::{GroupTile, group_tile};
 pub use grouped_mcast::input_map as forward_input_map;
@@ -201,13 +202,15 @@ pub fn generate_grad_input(sm: Sm, prec: TcPrecision, bs: u32) -> Result<PtxModu
 /// As [`generate_forward`].
 pub fn generate_grad_values(sm: Sm, prec: TcPrecision, bs: u32) -> Result<PtxModule> {
     check(sm, bs)?;
-    // bf16/f16 `B` 32 and 64 on sm_90/sm_100: clusters sharing `x`;
+    // bf16/f16 `B` 32 and 64, tf32 `B` 32 on sm_90/sm_100: clusters
+    // sharing `x`;
     // else `B` ≤ 32: tiles of rows × columns sharing both operands; `B` =
     // 64: groups of one row's slots
     if values_cluster::enabled(sm, prec, bs) {
         return match prec {
             TcPrecision::F16 => values_cluster::grad_values::<F16x2>(sm, prec, bs),
-            _ => values_cluster::grad_values::<Bf16x2>(sm, prec, bs),
+            TcPrecision::Tf32 => values_cluster::grad_values::<Tf32>(sm, prec, bs),
+            TcPrecision::Bf16 => values_cluster::grad_values::<Bf16x2>(sm, prec, bs),
         };
     }
     let tiles = values_tiles(prec, bs, sm).is_some();

@@ -1,8 +1,8 @@
 //! The two-operand grad-values kernel ([`super::values_tiles`](mod@super::values_tiles)) in
 //! **clusters of [`CLUSTER`] CTAs** that share the `x` tiles by
-//! tensor-map multicast (issue 31, the L2 step; bf16/f16 `B` 32 and 64 on
-//! sm_90, sm_100, sm_100a: [`enabled`]; built for `B` 16 too:
-//! [`buildable`]).
+//! tensor-map multicast (issue 31, the L2 step; bf16/f16 `B` 32 and 64,
+//! tf32 `B` 32 on sm_90, sm_100, sm_100a: [`enabled`]; bf16/f16 built
+//! for `B` 16 too: [`buildable`]).
 //!
 //! # Work items
 //! A cluster tile is `CLUSTER · rows` consecutive block rows × `cols`
@@ -40,6 +40,15 @@
 //! wait comes just before the next copies into that buffer. The MMA
 //! chain, N-chunk folds and epilogue are the kernel without a cluster's:
 //! the same bits.
+//!
+//! # tf32 (`B` 32)
+//! `x` by a map of f32 elements (box 32 × 64, rows of 128 bytes, the
+//! 128-byte swizzle), token tiles of 64 (two `gy` copies a thread a row);
+//! both operands land unrounded and each thread rounds its share of a
+//! landed token tile in place before the barrier that precedes the MMAs;
+//! the fragments come by `ld.shared.v2` / `ld.shared.b32` at feature maps
+//! chosen so that no register moves precede an MMA and no load conflicts
+//! (`ptx/values_cluster_tf32.rs`). Same bits as rounding at staging.
 
 use crate::dsl::params::Ptr;
 use crate::dsl::types::{F32, MmaInput, Pred, Reg, S32, U32, U64};
@@ -57,8 +66,10 @@ use super::super::host::TcPrecision;
 use super::common::{at_chunk_end, fold_regs, ldsm4, log2, sptr};
 use super::shape::Shape;
 use super::tiled_values::{frags_a_16, pitch};
+use super::values_cluster_tf32 as tf32;
 use super::values_tiles::{Io, Src, THREADS, ValuesTiles, elem, issue, scan_rows, zero_slot};
 use super::{GradValuesRegs, mma_into, name};
+use crate::tensor_core::InputFormat;
 
 /// CTAs of a cluster (along the block rows).
 pub const CLUSTER: u32 = 4;
@@ -81,18 +92,20 @@ kernel_params! {
 }
 
 /// Whether the cluster kernel exists for `prec` at `B` = `bs` on `sm`:
-/// bf16/f16 at every `B` (16, 32, 64) on sm_90, sm_100, sm_100a (tf32
-/// rounds its operands at staging, so `x` cannot land by a tensor copy
-/// unchanged).
+/// bf16/f16 at every `B` (16, 32, 64), tf32 at `B` 32 (rows of 128
+/// bytes, a swizzle span; `x` lands unrounded and is rounded in shared
+/// memory, `ptx/values_cluster_tf32.rs`) on sm_90, sm_100, sm_100a.
 pub fn buildable(sm: Sm, prec: TcPrecision, bs: u32) -> bool {
     matches!(sm, Sm::Sm90 | Sm::Sm100 | Sm::Sm100a)
-        && prec != TcPrecision::Tf32
-        && matches!(bs, 16 | 32 | 64)
+        && match prec {
+            TcPrecision::Tf32 => bs == 32,
+            _ => matches!(bs, 16 | 32 | 64),
+        }
 }
 
 /// Whether grad-values of `prec` at `B` = `bs` runs in clusters on `sm`:
-/// bf16/f16 at `B` 32 and 64, where the roofline model reads it faster
-/// (docs/perf.md). `B` 16 is built and tested ([`buildable`]) but no
+/// bf16/f16 at `B` 32 and 64 and tf32 at `B` 32, where the roofline
+/// model reads it faster (docs/perf.md). `B` 16 is built and tested ([`buildable`]) but no
 /// roofline problem measures it, so it keeps the kernel without a
 /// cluster.
 pub fn enabled(sm: Sm, prec: TcPrecision, bs: u32) -> bool {
@@ -104,9 +117,13 @@ pub fn enabled(sm: Sm, prec: TcPrecision, bs: u32) -> bool {
 /// crowded rank is two parts), four at `B` = 16, and at `B` = 64 two
 /// warps a slot (each a 32 × 64 half: 4 slots a CTA, so a rank's 32
 /// entries are 8 parts); token tiles of one 16-byte `gy` copy a thread a
-/// row.
+/// row, two at tf32 (64 tokens: the same per-tile work, the barriers,
+/// waits, copies and the fold's test, over twice the MMAs; 210 KiB of
+/// shared memory, one CTA an SM, which the problem's 128 busy CTAs of
+/// 132 SMs leave idle anyway; docs/perf.md).
 pub fn cluster_tiles(prec: TcPrecision, bs: u32) -> ValuesTiles {
     let units = bs * elem(prec) / 16;
+    let copies = if prec == TcPrecision::Tf32 { 2 } else { 1 };
     ValuesTiles {
         rows: 4,
         cols: 8,
@@ -118,7 +135,7 @@ pub fn cluster_tiles(prec: TcPrecision, bs: u32) -> ValuesTiles {
             1
         },
         wps: if bs == 64 { 2 } else { 1 },
-        tokens: THREADS / units,
+        tokens: copies * THREADS / units,
     }
 }
 
@@ -145,22 +162,24 @@ pub fn smem_bytes(prec: TcPrecision, bs: u32) -> u64 {
 }
 
 /// The tensor map's description of `x` at `address` (`n` rows of
-/// `in_width` `u16` elements of `prec`; `n` at least 1): box `B ×
-/// tokens`, the swizzle whose span is a row.
+/// `in_width` elements of `prec`: `u16` bf16/f16, `f32` tf32; `n` at
+/// least 1): box `B × tokens`, the swizzle whose span is a row.
 pub fn x_map(prec: TcPrecision, bs: u32, address: u64, n: u64, in_width: u64) -> TiledDesc {
     let dtype = match prec {
         TcPrecision::F16 => TensorDataType::F16,
-        _ => TensorDataType::Bf16,
+        TcPrecision::Bf16 => TensorDataType::Bf16,
+        TcPrecision::Tf32 => TensorDataType::F32,
     };
+    let e = elem(prec);
     let t = cluster_tiles(prec, bs);
     TiledDesc::new(
         dtype,
         address,
         &[in_width, n.max(1)],
-        &[in_width * 2],
+        &[in_width * u64::from(e)],
         &[bs, t.tokens],
     )
-    .swizzle(swizzle(bs * 2))
+    .swizzle(swizzle(bs * e))
 }
 
 /// The work of a launch of the cluster kernel on a topology
@@ -359,14 +378,19 @@ fn compute<T: MmaInput>(
         b.if_(run, |b| {
             for ((m, (ab, bb)), part) in mine.iter().zip(&bases).zip(part) {
                 b.if_(m.run, |b| {
-                    let fa = frags_a_16::<T>(b, sh, *ab, kc);
-                    let mut fb = Vec::new();
-                    for &p in bb {
-                        let p = b.add(p, kc * 16 * sh.rowb);
-                        let [r0, r1, r2, r3] = ldsm4::<T>(b, p, true);
-                        fb.push(FragB { regs: [r0, r1] });
-                        fb.push(FragB { regs: [r2, r3] });
-                    }
+                    let (fa, fb) = if sh.fmt == InputFormat::Tf32 {
+                        tf32::frags::<T>(b, sh, *ab, bb, kc)
+                    } else {
+                        let fa = frags_a_16::<T>(b, sh, *ab, kc);
+                        let mut fb = Vec::new();
+                        for &p in bb {
+                            let p = b.add(p, kc * 16 * sh.rowb);
+                            let [r0, r1, r2, r3] = ldsm4::<T>(b, p, true);
+                            fb.push(FragB { regs: [r0, r1] });
+                            fb.push(FragB { regs: [r2, r3] });
+                        }
+                        (fa, fb)
+                    };
                     for (mi, a) in fa.iter().enumerate() {
                         for (ni, bf) in fb.iter().enumerate() {
                             mma_into(b, *a, *bf, part[mi][ni]);
@@ -391,6 +415,8 @@ pub(super) fn grad_values<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Re
     // a warp tile: the whole block, or its share of the rows `i`
     let sh = Shape::new::<T>(prec, bs, pad, vt.tokens, (bs / wps, bs), false);
     let sw = swizzle(sh.rowb);
+    let tf32 = prec == TcPrecision::Tf32;
+    debug_assert!(!tf32 || wps == 1);
     let xbuf = sh.tokens * sh.rowb;
     let (tile, xtile) = (2 * sh.buf(), 2 * xbuf);
     let mut b = KernelBuilder::new(&name("grad_values", prec, bs), sm);
@@ -433,29 +459,34 @@ pub(super) fn grad_values<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Re
     } else {
         (w, None)
     };
-    let l8 = b.and(lane, 7u32);
-    let hi16 = b.shr(lane, 4u32);
-    let mid = b.shr(lane, 3u32);
-    let mid = b.and(mid, 1u32);
-    // A (gy, padded): token lane % 8 + 8·(lane / 16), column 8·((lane / 8) % 2)
-    let ka = b.mad_lo(hi16, 8u32, l8);
-    let pa = b.mul_lo(ka, sh.pitch);
-    let ia = b.shl(mid, 3u32);
-    let aoff = b.mad_lo(ia, sh.e, pa);
-    let aoff = b.add(aoff, gs0);
-    let aoff = match wm0 {
-        Some(m0) => b.mad_lo(m0, sh.e, aoff),
-        None => aoff,
+    let (aoff, boffs) = if tf32 {
+        tf32::lanes(&mut b, &sh, sw, (gs0, xs0), lane)
+    } else {
+        let l8 = b.and(lane, 7u32);
+        let hi16 = b.shr(lane, 4u32);
+        let mid = b.shr(lane, 3u32);
+        let mid = b.and(mid, 1u32);
+        // A (gy, padded): token lane % 8 + 8·(lane / 16), column 8·((lane / 8) % 2)
+        let ka = b.mad_lo(hi16, 8u32, l8);
+        let pa = b.mul_lo(ka, sh.pitch);
+        let ia = b.shl(mid, 3u32);
+        let aoff = b.mad_lo(ia, sh.e, pa);
+        let aoff = b.add(aoff, gs0);
+        let aoff = match wm0 {
+            Some(m0) => b.mad_lo(m0, sh.e, aoff),
+            None => aoff,
+        };
+        // B (x, swizzled): token lane % 8 + 8·((lane / 8) % 2), 16-byte chunk
+        // lane / 16 + 2·(fragment pair)
+        let kb = b.mad_lo(mid, 8u32, l8);
+        let boffs: Vec<Reg<U32>> = (0..sh.nt / 2)
+            .map(|np| {
+                let c = b.add(hi16, 2 * np);
+                b.swizzled_chunk(sptr::<U32>(xs0), sw, sh.rowb, kb, c).reg
+            })
+            .collect();
+        (aoff, boffs)
     };
-    // B (x, swizzled): token lane % 8 + 8·((lane / 8) % 2), 16-byte chunk
-    // lane / 16 + 2·(fragment pair)
-    let kb = b.mad_lo(mid, 8u32, l8);
-    let boffs: Vec<Reg<U32>> = (0..sh.nt / 2)
-        .map(|np| {
-            let c = b.add(hi16, 2 * np);
-            b.swizzled_chunk(sptr::<U32>(xs0), sw, sh.rowb, kb, c).reg
-        })
-        .collect();
     // gy staging: the thread's 16-byte unit of a row, and its first row
     let ch = b.and(tid, sh.cpr - 1);
     let row0 = b.shr(tid, log2(sh.cpr));
@@ -667,6 +698,23 @@ pub(super) fn grad_values<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Re
                 })
                 .collect();
             let steps = ((gstep, gstep), (grow0, grow0));
+            // tf32: the columns this rank uses (its part's hits), whose
+            // landed `x` tiles it rounds
+            let xcol: Vec<Reg<Pred>> = if tf32 {
+                let h = b.shr(ph, 16u32);
+                let h = b.or(ph, h);
+                let q8 = b.shr(h, 8u32);
+                let h = b.or(h, q8);
+                (0..cols)
+                    .map(|ci| {
+                        let bit = b.and(h, 1u32 << ci);
+                        b.setp(Cmp::Ne, bit, 0u32)
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            let live: Vec<Reg<Pred>> = srcs.iter().map(|s| s.live).collect();
             let zero = b.mov(0u32);
             issue(b, &sh, &io, row0, dst, &srcs, steps, zero, zero);
             // the peers have read both buffers (the previous item)
@@ -689,8 +737,16 @@ pub(super) fn grad_values<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Re
                 b.if_(more, |b| issue_x(b, &sh, &mc, &xs, next, nbuf));
                 b.cp_async_commit_group();
                 b.cp_async_wait_group(1);
-                b.bar_sync();
-                wait_full(b, &mc, cur);
+                if tf32 {
+                    // the landed tiles rounded once before the barrier
+                    wait_full(b, &mc, cur);
+                    let xs = (xs0, xcol.as_slice(), xtile);
+                    tf32::round_tiles(b, &sh, (dst, &live), xs, tid, cur);
+                    b.bar_sync();
+                } else {
+                    b.bar_sync();
+                    wait_full(b, &mc, cur);
+                }
                 compute::<T>(b, &sh, &io, &mine, &part, ti, cur);
                 b.fence_proxy_async_shared();
                 b.cluster_arrive(ClusterArrive::Release);
@@ -701,6 +757,15 @@ pub(super) fn grad_values<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Re
                 });
             });
         });
+        if tf32 {
+            for (m, sum) in mine.iter().zip(&sum) {
+                b.if_(m.exists, |b| {
+                    let sb = b.mul_lo(m.slot, sh.bs);
+                    tf32::store(b, &sh, &io, sum, sb, lane);
+                });
+            }
+            return;
+        }
         // epilogue: lane (g, t) holds rows g and g + 8 of each 16-row
         // tile (of the warp's half at `B` 64), columns 2t and 2t + 1 of
         // each 8-column tile
@@ -754,19 +819,24 @@ mod tests {
     #[test]
     fn layout_fits_and_keeps_the_swizzle() {
         for sm in [Sm::Sm90, Sm::Sm100, Sm::Sm100a] {
-            for prec in [TcPrecision::Bf16, TcPrecision::F16] {
+            for prec in TcPrecision::ALL {
                 for bs in [16, 32, 64] {
-                    assert!(buildable(sm, prec, bs));
-                    assert_eq!(enabled(sm, prec, bs), bs >= 32);
+                    let tf32 = prec == TcPrecision::Tf32;
+                    assert_eq!(buildable(sm, prec, bs), !tf32 || bs == 32);
+                    assert_eq!(enabled(sm, prec, bs), bs == 32 || (!tf32 && bs == 64));
+                    if !buildable(sm, prec, bs) {
+                        continue;
+                    }
                     let t = cluster_tiles(prec, bs);
                     let max = u64::from(sm.info().max_smem_per_block_optin);
                     assert!(smem_bytes(prec, bs) + 16 <= max, "{sm} {prec} B {bs}");
-                    let rowb = bs * 2;
+                    let rowb = bs * elem(prec);
                     let pat = swizzle(rowb).pattern_bytes();
                     assert_eq!(swizzle(rowb).span_bytes(), Some(rowb));
                     assert!((t.tokens * rowb).is_multiple_of(pat));
                     assert!((16 * rowb).is_multiple_of(pat));
-                    assert_eq!(t.tokens * rowb / 16, THREADS);
+                    let copies = if tf32 { 2 } else { 1 };
+                    assert_eq!(t.tokens * rowb / 16, copies * THREADS);
                     assert_eq!(t.rows * t.cols, 32);
                     // a warp tile of at most 32 × 64 (the partials and
                     // sums of its slots in registers)
@@ -774,7 +844,6 @@ mod tests {
                 }
             }
         }
-        assert!(!buildable(Sm::Sm90, TcPrecision::Tf32, 32));
         assert!(!buildable(Sm::Sm90, TcPrecision::Bf16, 128));
         assert!(!buildable(Sm::Sm80, TcPrecision::Bf16, 32));
         assert!(!buildable(Sm::Sm120a, TcPrecision::Bf16, 32));

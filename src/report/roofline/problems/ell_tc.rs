@@ -315,18 +315,24 @@ fn problem_out(op: Op, p: TcPrecision, b: usize, pct: usize, o: TcOutput) -> Pro
         Op::GradValues if b >= 32 && tc::ptx::values_cluster::buildable(Sm::Sm90, p, b as u32) => {
             let vt = tc::ptx::values_cluster::cluster_tiles(p, b as u32).tokens as usize;
             // (`B` 64, four times the work a slot: a second N-chunk in 9
-            // token tiles, the check on 16 rows and 2 token tiles)
+            // token tiles, the check on 16 rows and 2 token tiles; `B` 32:
+            // a second N-chunk in 5 token tiles of 64 (bf16/f16 and tf32
+            // alike), every sample one cluster tile of rows (the three
+            // token counts alone separate the terms; the capped sample and
+            // the check take more rows), the check on 48 rows and one token
+            // tile: the smallest shapes that fit, the tf32 row's MMAs
+            // being twice bf16's a token)
             let h = rc / 2;
-            let (n, check) = if b == 32 {
-                (512, vec![48, rc, h, h, b, 3 * vt])
+            let (rows, n, check) = if b == 32 {
+                (16, 5 * vt, vec![48, rc, h, h, b, vt])
             } else {
-                (9 * vt, vec![16, rc, h, h, b, 2 * vt])
+                (32, 9 * vt, vec![16, rc, h, h, b, 2 * vt])
             };
             (
                 vec![
                     vec![16, rc, h, h, b, vt],
                     vec![16, rc, h, h, b, n],
-                    vec![32, rc, h, h, b, 2 * vt],
+                    vec![rows, rc, h, h, b, 2 * vt],
                 ],
                 vec![32, rc, h, h, b, vt],
                 check,
