@@ -82,6 +82,32 @@ fn tiles(what: &str, factors: &[usize]) -> Result<usize> {
     Ok(t)
 }
 
+/// The two tensor maps of the forward and grad-input cluster kernels: the
+/// values (`R·K` blocks) and the input tile (`x`, resp. `gy`: `rows` ×
+/// `width` elements at `ptr`, boxes of `tokens` rows). An encoding error
+/// (a view not 16-byte aligned) is returned before anything is queued.
+fn cluster_maps(
+    stream: &Stream,
+    prec: TcPrecision,
+    d: &Dims,
+    tokens: u32,
+    values: DevPtr<U32>,
+    (input, width, rows): (DevPtr<U32>, usize, usize),
+) -> Result<(TensorMap, TensorMap)> {
+    let slots = (d.r() * d.k()) as u64;
+    let desc = forward_values_map(prec, bsize(d), values.addr, slots);
+    let vmap = TensorMap::encode_tiled(stream.context(), &desc)?;
+    let desc = forward_input_map(
+        prec,
+        bsize(d),
+        tokens,
+        input.addr,
+        rows as u64,
+        width as u64,
+    );
+    Ok((vmap, TensorMap::encode_tiled(stream.context(), &desc)?))
+}
+
 fn bsize(d: &Dims) -> u32 {
     d.b() as u32
 }
@@ -192,12 +218,7 @@ pub fn forward_dev<T: TcElem, O: TcOutElem>(
     // the cluster kernel reads the values and `x` through tensor maps (an
     // encoding error, e.g. a view not 16-byte aligned, is returned before
     // the launch)
-    let slots = (d.r() * d.k()) as u64;
-    let desc = forward_values_map(prec, bsize(&d), vp.addr, slots);
-    let vmap = TensorMap::encode_tiled(stream.context(), &desc)?;
-    let (inw, rows) = (d.in_features() as u64, n as u64);
-    let desc = forward_input_map(prec, bsize(&d), gt.tokens, xp.addr, rows, inw);
-    let xmap = TensorMap::encode_tiled(stream.context(), &desc)?;
+    let (vmap, xmap) = cluster_maps(stream, prec, &d, gt.tokens, vp, (xp, d.in_features(), n))?;
     let args = ForwardTmaArgs {
         x: args.x,
         col: args.col,
@@ -293,12 +314,7 @@ pub fn grad_input_dev<T: TcElem, O: TcOutElem>(
     // map and `gy` through a second one, as the forward's `x` (an
     // encoding error, e.g. a view not 16-byte aligned, is returned
     // before the launch)
-    let slots = (d.r() * d.k()) as u64;
-    let desc = forward_values_map(prec, bsize(&d), vp.addr, slots);
-    let vmap = TensorMap::encode_tiled(stream.context(), &desc)?;
-    let (outw, rows) = (d.out_features() as u64, n as u64);
-    let desc = forward_input_map(prec, bsize(&d), gt.tokens, gyp.addr, rows, outw);
-    let gymap = TensorMap::encode_tiled(stream.context(), &desc)?;
+    let (vmap, gymap) = cluster_maps(stream, prec, &d, gt.tokens, vp, (gyp, d.out_features(), n))?;
     let args = GradInputTmaArgs {
         gy: args.gy,
         offsets: args.offsets,
