@@ -37,6 +37,14 @@ pub(super) fn tf32_round_bits(b: &mut KernelBuilder, bits: Reg<U32>) -> Reg<U32>
     b.packed_bits(t)
 }
 
+/// The 16 bytes at `p + 4·k` (four f32) rounded to tf32 in place in
+/// shared memory (`ld.shared.v4`, [`tf32_round_bits`], `st.shared.v4`).
+pub(super) fn round16_in_place(b: &mut KernelBuilder, p: Reg<U32>, k: i32) {
+    let v = b.ld_shared_v4::<U32>(sptr::<U32>(p), k);
+    let r = v.map(|u| tf32_round_bits(b, u));
+    b.st_shared_v4(sptr::<U32>(p), k, r);
+}
+
 /// [`ldsm4`], or where the tf32 operands were rounded in shared memory
 /// (`rounded`) the raw registers taken as they are.
 pub(super) fn ldsm4_in<T: MmaInput>(
