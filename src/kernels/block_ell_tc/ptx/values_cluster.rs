@@ -64,7 +64,7 @@ use crate::tensor_map::TiledDesc;
 
 use super::super::host::TcPrecision;
 use super::cluster_copy::{self as cc, Full};
-use super::common::{at_chunk_end, fold_regs, ldsm4, log2, sptr};
+use super::common::{ldsm4, log2, sptr, store_block, token_loop};
 use super::grouped_mcast::{input_map, swizzle};
 use super::shape::Shape;
 use super::tiled_values::{frags_a_16, pitch};
@@ -648,39 +648,36 @@ pub(super) fn grad_values<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Re
             issue_x(b, &sh, &mc, &xs, zero, zero);
             b.cluster_arrive(ClusterArrive::Release);
             b.cp_async_commit_group();
-            let buf = b.var::<U32>(0u32);
-            b.for_range(0u32, ntiles, 1u32, |b, ti| {
-                let cur = b.get(&buf);
-                let nbuf = b.xor(cur, 1u32);
-                let next = b.add(ti, 1u32);
-                let more = b.setp(Cmp::Lt, next, ntiles);
-                b.if_(more, |b| {
-                    issue(b, &sh, &io, row0, dst, &srcs, steps, next, nbuf)
-                });
-                // x once the peers have read buffer `nbuf` (the previous
-                // token tile)
-                b.cluster_wait();
-                b.if_(more, |b| issue_x(b, &sh, &mc, &xs, next, nbuf));
-                b.cp_async_commit_group();
-                b.cp_async_wait_group(1);
-                if tf32 {
-                    // the landed tiles rounded once before the barrier
-                    cc::wait_full(b, &mc.fl, cur);
-                    let xs = (xs0, xcol.as_slice(), xtile);
-                    tf32::round_tiles(b, &sh, (dst, &live), xs, tid, cur);
-                    b.bar_sync();
-                } else {
-                    b.bar_sync();
-                    cc::wait_full(b, &mc.fl, cur);
-                }
-                compute::<T>(b, &sh, &io, &mine, &part, ti, cur);
-                cc::release(b);
-                b.bar_sync();
-                b.set(&buf, nbuf);
-                at_chunk_end(b, (ti, next, ntiles), per_chunk, |b, first, _| {
-                    fold_regs(b, &part, &sum, first)
-                });
-            });
+            token_loop(
+                b,
+                (ntiles, per_chunk),
+                (&part, &sum),
+                |b, more, next, nbuf| {
+                    b.if_(more, |b| {
+                        issue(b, &sh, &io, row0, dst, &srcs, steps, next, nbuf)
+                    });
+                    // x once the peers have read buffer `nbuf` (the
+                    // previous token tile)
+                    b.cluster_wait();
+                    b.if_(more, |b| issue_x(b, &sh, &mc, &xs, next, nbuf));
+                },
+                |b, cur| {
+                    if tf32 {
+                        // the landed tiles rounded once before the barrier
+                        cc::wait_full(b, &mc.fl, cur);
+                        let xs = (xs0, xcol.as_slice(), xtile);
+                        tf32::round_tiles(b, &sh, (dst, &live), xs, tid, cur);
+                        b.bar_sync();
+                    } else {
+                        b.bar_sync();
+                        cc::wait_full(b, &mc.fl, cur);
+                    }
+                },
+                |b, ti, cur| {
+                    compute::<T>(b, &sh, &io, &mine, &part, ti, cur);
+                    cc::release(b);
+                },
+            );
         });
         if tf32 {
             for (m, sum) in mine.iter().zip(&sum) {
@@ -704,18 +701,7 @@ pub(super) fn grad_values<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Re
         for (m, sum) in mine.iter().zip(&sum) {
             b.if_(m.exists, |b| {
                 let sb = b.mul_lo(m.slot, sh.bs);
-                for (mi, frags) in sum.iter().enumerate() {
-                    for h in 0..2u32 {
-                        let i = b.add(g, mi as u32 * 16 + 8 * h);
-                        let row = b.add(sb, i);
-                        let e = b.mad_lo(row, sh.bs, j0);
-                        let gp = b.offset(io.p.gv, e);
-                        for (ni, fc) in frags.iter().enumerate() {
-                            let v = [fc.regs[2 * h as usize], fc.regs[2 * h as usize + 1]];
-                            b.st_global_v2(gp, (ni * 8) as i32, v);
-                        }
-                    }
-                }
+                store_block(b, (io.p.gv, sh.bs), sum, sb, (g, j0));
             });
         }
     });
