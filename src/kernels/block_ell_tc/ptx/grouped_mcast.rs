@@ -60,7 +60,8 @@
 //! after them, ptxas wrapped the barriers' `tid == 0` initialisation in
 //! a loop over the active lanes.)
 //!
-//! Buffer reuse across the CTAs: after a step's MMAs every thread fences
+//! Buffer reuse across the CTAs (the protocol in `cluster_copy.rs`):
+//! after a step's MMAs every thread fences
 //! its generic reads before the async proxy's writes
 //! (`fence.proxy.async`: of the values blocks and, where it comes by tensor
 //! map, of the input tile, which the CTA's next `bar.sync` then orders

@@ -34,8 +34,8 @@
 //! whole union's bytes on its own CTA's barrier. `ldmatrix.x4.trans` reads
 //! the swizzled rows (the lane's chunk addresses hoisted out of the loops;
 //! token-tile, buffer and column offsets are multiples of the swizzle's
-//! repeat). Buffer reuse across the cluster as in the grouped forward's multicast (`grouped_mcast.rs`):
-//! after a token tile's MMAs every thread fences its reads before the
+//! repeat). Buffer reuse across the cluster by the protocol the grouped
+//! forward shares (`cluster_copy.rs`): after a token tile's MMAs every thread fences its reads before the
 //! async proxy's writes and arrives at the cluster barrier (release); the
 //! wait comes just before the next copies into that buffer. The MMA
 //! chain, N-chunk folds and epilogue are the kernel without a cluster's:
