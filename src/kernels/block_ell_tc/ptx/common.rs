@@ -6,7 +6,7 @@
 //! `ldmatrix` is an 8 × 4 `f32` matrix, exactly the tf32 fragment layout)
 //! and converted with `cvt.rna.tf32.f32`.
 
-use crate::dsl::types::{B32, MmaInput, Pred, Reg, U32, U64};
+use crate::dsl::types::{B32, F32, MmaInput, Pred, Reg, U32, U64};
 use crate::dsl::{Cmp, FragC, GlobalPtr, KernelBuilder, Rounding, SharedPtr};
 use crate::tensor_core::InputFormat;
 
@@ -35,6 +35,14 @@ pub(super) fn tf32_round_bits(b: &mut KernelBuilder, bits: Reg<U32>) -> Reg<U32>
     let f = b.f32_from_bits(bits);
     let t = b.cvt_to_tf32(f);
     b.packed_bits(t)
+}
+
+/// The 16 bytes at `p + 4·k` (four f32) rounded to tf32 in place in
+/// shared memory (`ld.shared.v4`, [`tf32_round_bits`], `st.shared.v4`).
+pub(super) fn round16_in_place(b: &mut KernelBuilder, p: Reg<U32>, k: i32) {
+    let v = b.ld_shared_v4::<U32>(sptr::<U32>(p), k);
+    let r = v.map(|u| tf32_round_bits(b, u));
+    b.st_shared_v4(sptr::<U32>(p), k, r);
 }
 
 /// [`ldsm4`], or where the tf32 operands were rounded in shared memory
@@ -88,6 +96,72 @@ pub(super) fn at_chunk_end(
         let first = b.setp(Cmp::Lt, ti, per_chunk);
         body(b, first, end_all);
     });
+}
+
+/// The accumulators of a warp's slots (slot, `mi`, `ni`).
+pub(super) type Accs = [Vec<Vec<FragC>>];
+
+/// The double-buffered token loop of a grad-values kernel, once its
+/// prologue has staged tile 0 into buffer 0 and committed the group: per
+/// tile `ti` (buffer `cur`), `stage(b, more, next, nbuf)` queues tile
+/// `next` = `ti + 1` (where `more`: `next < ntiles`) into buffer `nbuf`;
+/// the group is committed and all but it waited for; `ready(b, cur)`
+/// makes the tile visible to the CTA (its `bar.sync`); `compute(b, ti,
+/// cur)` runs its MMAs into `part`; a `bar.sync` before the buffer is
+/// staged again; at an N-chunk's end the partials fold into `sum`
+/// ([`at_chunk_end`], [`fold_regs`]).
+pub(super) fn token_loop(
+    b: &mut KernelBuilder,
+    (ntiles, per_chunk): (Reg<U32>, u32),
+    (part, sum): (&Accs, &Accs),
+    stage: impl FnOnce(&mut KernelBuilder, Reg<Pred>, Reg<U32>, Reg<U32>),
+    ready: impl FnOnce(&mut KernelBuilder, Reg<U32>),
+    compute: impl FnOnce(&mut KernelBuilder, Reg<U32>, Reg<U32>),
+) {
+    let buf = b.var::<U32>(0u32);
+    b.for_range(0u32, ntiles, 1u32, |b, ti| {
+        let cur = b.get(&buf);
+        let nbuf = b.xor(cur, 1u32);
+        let next = b.add(ti, 1u32);
+        let more = b.setp(Cmp::Lt, next, ntiles);
+        stage(b, more, next, nbuf);
+        b.cp_async_commit_group();
+        b.cp_async_wait_group(1);
+        ready(b, cur);
+        compute(b, ti, cur);
+        b.bar_sync();
+        b.set(&buf, nbuf);
+        // the end of an N-chunk: fold the partial into the sum
+        at_chunk_end(b, (ti, next, ntiles), per_chunk, |b, first, _| {
+            fold_regs(b, part, sum, first)
+        });
+    });
+}
+
+/// The epilogue of one `B × B` block of `gv` (`bs` = `B`) at element
+/// `sb·B`: lane `(g, t)` holds rows `i0 + 16·mi` and `+ 8` of each
+/// 16-row fragment `mi` of `sum` (`i0` = `g`, plus the warp's first row),
+/// columns `j0`, `j0 + 1` of each 8-column fragment (`j0` = `2t`, plus
+/// the warp's first column): one `st.global.v2` a register pair.
+pub(super) fn store_block(
+    b: &mut KernelBuilder,
+    (gv, bs): (GlobalPtr<F32>, u32),
+    sum: &[Vec<FragC>],
+    sb: Reg<U32>,
+    (i0, j0): (Reg<U32>, Reg<U32>),
+) {
+    for (mi, frags) in sum.iter().enumerate() {
+        for h in 0..2u32 {
+            let i = b.add(i0, mi as u32 * 16 + 8 * h);
+            let row = b.add(sb, i);
+            let e = b.mad_lo(row, bs, j0);
+            let gp = b.offset(gv, e);
+            for (ni, fc) in frags.iter().enumerate() {
+                let v = [fc.regs[2 * h as usize], fc.regs[2 * h as usize + 1]];
+                b.st_global_v2(gp, (ni * 8) as i32, v);
+            }
+        }
+    }
 }
 
 /// The N-chunk fold with the running sums in registers: each element of

@@ -121,6 +121,7 @@ use crate::tensor_core::InputFormat;
 use std::rc::Rc;
 
 use super::super::host::TcPrecision;
+use super::cluster_copy as cc;
 use super::common::{gptr, log2, sptr};
 use super::grouped_mcast::{self as mcast, Mc};
 use super::grouped_sched::{ColLists, Lists, RowLists, advance};
@@ -755,7 +756,7 @@ fn kernel<T: MmaInput>(
             // tf32 in a cluster: the landed tiles of buffer `cb` rounded
             // once in shared memory before the barrier
             if let (Some(mc), true) = (&mc, sh.rounded) {
-                mcast::wait_full(b, mc, cb);
+                cc::wait_full(b, &mc.fl, cb);
                 mcast::round_in_place(b, sh, gt, mc, (xs0, vs0), tid, cb);
             }
             b.bar_sync();
@@ -765,7 +766,7 @@ fn kernel<T: MmaInput>(
                 None => nm,
             };
             if let (Some(mc), false) = (&mc, sh.rounded) {
-                mcast::wait_full(b, mc, cb);
+                cc::wait_full(b, &mc.fl, cb);
             }
             let live: Vec<Reg<Pred>> = match (&mc, &took) {
                 (Some(mc), Some(at)) => at.iter().map(|&a| mcast::took(b, mc, a, cb)).collect(),
@@ -781,7 +782,7 @@ fn kernel<T: MmaInput>(
             };
             compute::<T>(b, sh, gt, &a_lane, &b_lane, &subs, &live, &acc, cb);
             if mc.is_some() {
-                mcast::release(b);
+                cc::release(b);
             }
             b.bar_sync();
             b.set(&buf, nbuf);
@@ -824,7 +825,7 @@ fn kernel<T: MmaInput>(
     if let Some(mc) = &mc {
         // no CTA exits while its peer may still be at a cluster barrier
         b.cluster_wait();
-        mcast::slow_path(&mut b, mc);
+        cc::slow_path(&mut b, &mc.fl);
     }
     b.finish()
 }

@@ -60,7 +60,8 @@
 //! after them, ptxas wrapped the barriers' `tid == 0` initialisation in
 //! a loop over the active lanes.)
 //!
-//! Buffer reuse across the CTAs: after a step's MMAs every thread fences
+//! Buffer reuse across the CTAs (the protocol in `cluster_copy.rs`):
+//! after a step's MMAs every thread fences
 //! its generic reads before the async proxy's writes
 //! (`fence.proxy.async`: of the values blocks and, where it comes by tensor
 //! map, of the input tile, which the CTA's next `bar.sync` then orders
@@ -72,14 +73,15 @@
 //! between), the kernel arrives once after the barriers' init and waits
 //! once before it exits, so arrives and waits alternate.
 
-use crate::dsl::types::{Pred, Reg, U32, U64};
-use crate::dsl::{ClusterArrive, Cmp, KernelBuilder, Label, SharedMbarrier, TensorMapRef, Var};
+use crate::dsl::types::{Pred, Reg, U32};
+use crate::dsl::{Cmp, KernelBuilder, SharedMbarrier, TensorMapRef, Var};
 use crate::target::Sm;
 use crate::tensor_map::{Swizzle, TensorDataType, TiledDesc};
 
 use super::super::host::TcPrecision;
 
-use super::common::{sptr, tf32_round_bits};
+use super::cluster_copy::{self as cc, Full};
+use super::common::{round16_in_place, sptr};
 use super::grouped::{GroupTile, NONE};
 use super::shape::Shape;
 
@@ -256,8 +258,8 @@ fn dtype(prec: TcPrecision) -> TensorDataType {
 
 /// Per-thread constants of the multicast staging.
 pub(super) struct Mc {
-    /// `full[0]` (8 bytes each)
-    full: Reg<U32>,
+    /// the buffers' "full" barriers and the wait's state
+    pub(super) fl: Full,
     /// the cluster's layout, the CTA's token tile `t` (= its rank in a
     /// [`LINE`]) and group `q` within it
     pub(super) lay: Layout,
@@ -289,16 +291,6 @@ pub(super) struct Mc {
     /// the `G` cursors from word 4
     pub(super) next: Reg<U32>,
     g: u32,
-    /// bit `b`: the parity of buffer `b`'s next phase
-    phases: Var<U32>,
-    /// the wait's retry loop, out of line after the kernel's end (so the
-    /// step loop stays an innermost loop): entered when the first
-    /// `try_wait` fails, back at `resume`; the barrier and parity it
-    /// waits on
-    slow: Label,
-    resume: Label,
-    wbar: Var<U32>,
-    wpar: Var<U32>,
 }
 
 /// Declare and initialise the barriers and the kernel's first cluster
@@ -317,8 +309,7 @@ pub(super) fn setup(
     let took = b.shared_elem(&took, 0u32).reg;
     let next = b.shared_array::<U32>("next", 4 + lay.grps * gt.g, 16);
     let next = b.shared_elem(&next, 0u32).reg;
-    let bars = b.shared_array::<U64>("full", 2, 8);
-    let full = b.shared_elem(&bars, 0u32).reg;
+    let full = cc::declare(b);
     let rank = b.cluster_ctarank();
     let first = b.setp(Cmp::Eq, tid, 0u32);
     let warp0 = b.setp(Cmp::Lt, tid, 32u32);
@@ -342,19 +333,9 @@ pub(super) fn setup(
         let xmask = b.shl(every, t);
         (Some(vmask), Some((xmask, b.setp(Cmp::Eq, q, 0u32))))
     };
-    b.if_(first, |b| {
-        for i in 0..2u32 {
-            let a = b.add(full, 8 * i);
-            b.mbarrier_init(SharedMbarrier { reg: a }, 1u32);
-        }
-        b.fence_mbarrier_init();
-    });
-    let phases = b.var::<U32>(0u32);
-    b.cluster_arrive(ClusterArrive::Release);
-    let (slow, resume) = (b.label(), b.label());
-    let (wbar, wpar) = (b.var::<U32>(0u32), b.var::<U32>(0u32));
+    let fl = cc::init(b, full, first);
     Mc {
-        full,
+        fl,
         lay,
         t,
         q,
@@ -367,11 +348,6 @@ pub(super) fn setup(
         took,
         next,
         g: gt.g,
-        phases,
-        slow,
-        resume,
-        wbar,
-        wpar,
     }
 }
 
@@ -474,18 +450,10 @@ pub(super) fn a_lanes(
         .collect()
 }
 
-fn bar(b: &mut KernelBuilder, mc: &Mc, buf: Reg<U32>) -> SharedMbarrier {
-    SharedMbarrier {
-        reg: b.mad_lo(buf, 8u32, mc.full),
-    }
-}
-
-/// One lane of warp 0, chosen by `elect.sync`, announces the step's bytes
-/// on buffer `buf`'s barrier and multicasts the taken blocks `g ≡ rank (mod
-/// CLUSTER)`, each from the slot it took (none: no copy), into `vbase`
-/// (buffer `buf`'s values area). Under `elect.sync` ptxas knows one lane
-/// issues the copies, so it emits each `UTMALDG` once, without the loop
-/// over active lanes it builds under a `tid == 0` branch.
+/// One lane of warp 0, chosen by `elect.sync` ([`cc::elected`]),
+/// announces the step's bytes on buffer `buf`'s barrier and multicasts the
+/// taken blocks `g ≡ rank (mod CLUSTER)`, each from the slot it took
+/// (none: no copy), into `vbase` (buffer `buf`'s values area).
 pub(super) fn issue_values(
     b: &mut KernelBuilder,
     sh: &Shape,
@@ -495,12 +463,9 @@ pub(super) fn issue_values(
     buf: Reg<U32>,
     x: Option<XCopy>,
 ) {
-    let fb = bar(b, mc, buf);
-    b.if_(mc.warp0, |b| {
-        let (_, leader) = b.elect_sync(u32::MAX);
-        b.if_(leader, |b| {
-            issue_elected(b, sh, mc, taken, vbase, (fb, buf), x)
-        });
+    let fb = cc::bar(b, &mc.fl, buf);
+    cc::elected(b, mc.warp0, |b| {
+        issue_elected(b, sh, mc, taken, vbase, (fb, buf), x)
     });
 }
 
@@ -640,34 +605,14 @@ pub(super) fn cursors(b: &mut KernelBuilder, mc: &Mc, cursors: &[Var<U32>]) {
     }
 }
 
-/// Every thread waits for buffer `buf`'s current phase (its bulk copies
-/// have landed) and flips the buffer's parity: one `try_wait`, and the
-/// retry loop out of line ([`slow_path`]) when it fails; the warp
-/// reconverges (`bar.warp.sync`) before its MMAs.
-pub(super) fn wait_full(b: &mut KernelBuilder, mc: &Mc, buf: Reg<U32>) {
-    let fb = bar(b, mc, buf);
-    let ph = b.get(&mc.phases);
-    let par = b.shr(ph, buf);
-    let par = b.and(par, 1u32);
-    b.set(&mc.wbar, fb.reg);
-    b.set(&mc.wpar, par);
-    let done = b.mbarrier_try_wait_parity(fb, par);
-    b.bra_if(done, true, mc.slow);
-    b.place(mc.resume);
-    b.bar_warp_sync(u32::MAX);
-    let bit = b.shl(1u32, buf);
-    let ph = b.xor(ph, bit);
-    b.set(&mc.phases, ph);
-}
-
 /// tf32: every thread, after buffer `buf`'s copies have landed
-/// ([`wait_full`]) and before the `bar.sync` that precedes the MMAs,
+/// ([`cc::wait_full`]) and before the `bar.sync` that precedes the MMAs,
 /// rounds its share of the buffer's token tile and of each taken values
 /// block in place (`cvt.rna.tf32.f32`, 16 bytes at a time), so that each
 /// element is rounded once a CTA instead of once a fragment load in
 /// every warp that reads it (the same bits: the rounding is per
 /// element). Blocks no output block took hold stale data and are left
-/// alone; the step's `fence.proxy.async` ([`release`]) orders these
+/// alone; the step's `fence.proxy.async` ([`cc::release`]) orders these
 /// writes before the buffer's next tensor copies.
 pub(super) fn round_in_place(
     b: &mut KernelBuilder,
@@ -681,16 +626,11 @@ pub(super) fn round_in_place(
     let threads = super::grouped::THREADS;
     let (xunits, vunits) = (sh.buf() / 16, sh.vbuf() / 16);
     assert!(xunits.is_multiple_of(threads) && vunits.is_multiple_of(threads));
-    let round4 = |b: &mut KernelBuilder, p: Reg<U32>, k: i32| {
-        let v = b.ld_shared_v4::<U32>(sptr::<U32>(p), k);
-        let r = v.map(|u| tf32_round_bits(b, u));
-        b.st_shared_v4(sptr::<U32>(p), k, r);
-    };
     let t16 = b.shl(tid, 4u32);
     let xa = b.mad_lo(buf, sh.buf(), xs0);
     let xa = b.add(xa, t16);
     for j in 0..xunits / threads {
-        round4(b, xa, (j * threads * 4) as i32);
+        round16_in_place(b, xa, (j * threads * 4) as i32);
     }
     let va = b.mad_lo(buf, gt.g * sh.vbuf(), vs0);
     let va = b.add(va, t16);
@@ -700,28 +640,8 @@ pub(super) fn round_in_place(
         let go = b.setp(Cmp::Ne, slot, NONE);
         b.if_(go, |b| {
             for j in 0..vunits / threads {
-                round4(b, va, ((g * vunits + j * threads) * 4) as i32);
+                round16_in_place(b, va, ((g * vunits + j * threads) * 4) as i32);
             }
         });
     }
-}
-
-/// After a step's reads of a buffer: fence them before the async proxy's
-/// writes, and arrive at the cluster barrier (release).
-pub(super) fn release(b: &mut KernelBuilder) {
-    b.fence_proxy_async_shared();
-    b.cluster_arrive(ClusterArrive::Release);
-}
-
-/// The end of the kernel: `ret`, then the wait's retry loop (see
-/// [`Mc::slow`]), which branches back to the step.
-pub(super) fn slow_path(b: &mut KernelBuilder, mc: &Mc) {
-    b.ret();
-    b.place(mc.slow);
-    let fb = SharedMbarrier {
-        reg: b.get(&mc.wbar),
-    };
-    let par = b.get(&mc.wpar);
-    b.mbarrier_wait(fb, par);
-    b.bra(mc.resume);
 }

@@ -25,6 +25,7 @@ use crate::target::{Feature, Sm};
 
 use super::host::{TC_BLOCK_SIZES, TcPrecision};
 
+mod cluster_copy;
 mod common;
 pub mod grouped;
 mod grouped_mcast;

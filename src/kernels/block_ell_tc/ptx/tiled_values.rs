@@ -57,7 +57,7 @@ use crate::target::Sm;
 use crate::tensor_core::InputFormat;
 
 use super::super::host::TcPrecision;
-use super::common::{at_chunk_end, fold_regs, gptr, ldsm4, log2, sptr, tf32_operand};
+use super::common::{gptr, ldsm4, log2, sptr, store_block, tf32_operand, token_loop};
 use super::shape::Shape;
 use super::{GradValuesArgs, GradValuesRegs, THREADS, WARPS, builder, mma_into, name};
 
@@ -581,24 +581,16 @@ pub(super) fn grad_values<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Re
             let zero = b.mov(0u32);
             issue(b, &sh, &io, &ln, &src, &steps, zero, zero);
             b.cp_async_commit_group();
-            let buf = b.var::<U32>(0u32);
-            b.for_range(0u32, ntiles, 1u32, |b, ti| {
-                let cur = b.get(&buf);
-                let nbuf = b.xor(cur, 1u32);
-                let next = b.add(ti, 1u32);
-                let more = b.setp(Cmp::Lt, next, ntiles);
-                b.if_(more, |b| issue(b, &sh, &io, &ln, &src, &steps, next, nbuf));
-                b.cp_async_commit_group();
-                b.cp_async_wait_group(1);
-                b.bar_sync();
-                compute::<T>(b, &sh, &io, &ln, &mine, &part, ti, cur);
-                b.bar_sync();
-                b.set(&buf, nbuf);
-                // the end of an N-chunk: fold the partial into the sum
-                at_chunk_end(b, (ti, next, ntiles), per_chunk, |b, first, _| {
-                    fold_regs(b, &part, &sum, first)
-                });
-            });
+            token_loop(
+                b,
+                (ntiles, per_chunk),
+                (&part, &sum),
+                |b, more, next, nbuf| {
+                    b.if_(more, |b| issue(b, &sh, &io, &ln, &src, &steps, next, nbuf))
+                },
+                |b, _| b.bar_sync(),
+                |b, ti, cur| compute::<T>(b, &sh, &io, &ln, &mine, &part, ti, cur),
+            );
         });
         // epilogue: lane (g, t) holds rows g and g + 8 of each 16-row
         // tile, columns 2t and 2t + 1 of each 8-column tile
@@ -610,18 +602,7 @@ pub(super) fn grad_values<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Re
                 let t2 = b.shl(t, 1u32);
                 let j0 = b.add(wn0, t2);
                 let sb = b.mul_lo(s, sh.bs);
-                for (mi, frags) in sum.iter().enumerate() {
-                    for h in 0..2u32 {
-                        let i = b.add(i0, mi as u32 * 16 + 8 * h);
-                        let row = b.add(sb, i);
-                        let e = b.mad_lo(row, sh.bs, j0);
-                        let gp = b.offset(io.p.gv, e);
-                        for (ni, fc) in frags.iter().enumerate() {
-                            let v = [fc.regs[2 * h as usize], fc.regs[2 * h as usize + 1]];
-                            b.st_global_v2(gp, (ni * 8) as i32, v);
-                        }
-                    }
-                }
+                store_block(b, (io.p.gv, sh.bs), sum, sb, (i0, j0));
             });
         }
     });

@@ -34,8 +34,8 @@
 //! whole union's bytes on its own CTA's barrier. `ldmatrix.x4.trans` reads
 //! the swizzled rows (the lane's chunk addresses hoisted out of the loops;
 //! token-tile, buffer and column offsets are multiples of the swizzle's
-//! repeat). Buffer reuse across the cluster as in the grouped forward's multicast (`grouped_mcast.rs`):
-//! after a token tile's MMAs every thread fences its reads before the
+//! repeat). Buffer reuse across the cluster by the protocol the grouped
+//! forward shares (`cluster_copy.rs`): after a token tile's MMAs every thread fences its reads before the
 //! async proxy's writes and arrives at the cluster barrier (release); the
 //! wait comes just before the next copies into that buffer. The MMA
 //! chain, N-chunk folds and epilogue are the kernel without a cluster's:
@@ -51,19 +51,21 @@
 //! (`ptx/values_cluster_tf32.rs`). Same bits as rounding at staging.
 
 use crate::dsl::params::Ptr;
-use crate::dsl::types::{F32, MmaInput, Pred, Reg, S32, U32, U64};
+use crate::dsl::types::{F32, MmaInput, Pred, Reg, S32, U32};
 use crate::dsl::{
-    ClusterArrive, Cmp, FragB, FragC, KernelBuilder, Label, PtxModule, SharedMbarrier, ShflMode,
-    TensorMapParam, TensorMapRef, Var,
+    ClusterArrive, Cmp, FragB, FragC, KernelBuilder, PtxModule, ShflMode, TensorMapParam,
+    TensorMapRef,
 };
 use crate::error::Result;
 use crate::kernel_params;
 use crate::kernels::block_ell::N_CHUNK;
 use crate::target::Sm;
-use crate::tensor_map::{Swizzle, TensorDataType, TiledDesc};
+use crate::tensor_map::TiledDesc;
 
 use super::super::host::TcPrecision;
-use super::common::{at_chunk_end, fold_regs, ldsm4, log2, sptr};
+use super::cluster_copy::{self as cc, Full};
+use super::common::{ldsm4, log2, sptr, store_block, token_loop};
+use super::grouped_mcast::{input_map, swizzle};
 use super::shape::Shape;
 use super::tiled_values::{frags_a_16, pitch};
 use super::values_cluster_tf32 as tf32;
@@ -96,11 +98,8 @@ kernel_params! {
 /// bytes, a swizzle span; `x` lands unrounded and is rounded in shared
 /// memory, `ptx/values_cluster_tf32.rs`) on sm_90, sm_100, sm_100a.
 pub fn buildable(sm: Sm, prec: TcPrecision, bs: u32) -> bool {
-    matches!(sm, Sm::Sm90 | Sm::Sm100 | Sm::Sm100a)
-        && match prec {
-            TcPrecision::Tf32 => bs == 32,
-            _ => matches!(bs, 16 | 32 | 64),
-        }
+    // the grouped cluster kernels' rule (`grouped_mcast::buildable`)
+    super::grouped_mcast::buildable(sm, prec, bs)
 }
 
 /// Whether grad-values of `prec` at `B` = `bs` runs in clusters on `sm`:
@@ -139,16 +138,6 @@ pub fn cluster_tiles(prec: TcPrecision, bs: u32) -> ValuesTiles {
     }
 }
 
-/// The swizzle of an `x` tile whose rows are `rowb` bytes (the span is
-/// the row).
-fn swizzle(rowb: u32) -> Swizzle {
-    match rowb {
-        32 => Swizzle::B32,
-        64 => Swizzle::B64,
-        _ => Swizzle::B128,
-    }
-}
-
 /// Bytes of dynamic shared memory of the cluster kernel: the slack to
 /// align the `x` tiles to the swizzle's repeat, double-buffered `x` tiles
 /// (unpadded) of the 8 columns and `gy` tiles (padded) of the 4 rows,
@@ -163,23 +152,12 @@ pub fn smem_bytes(prec: TcPrecision, bs: u32) -> u64 {
 
 /// The tensor map's description of `x` at `address` (`n` rows of
 /// `in_width` elements of `prec`: `u16` bf16/f16, `f32` tf32; `n` at
-/// least 1): box `B × tokens`, the swizzle whose span is a row.
+/// least 1): box `B × tokens`, the swizzle whose span is a row (the
+/// grouped forward's input map, `grouped_mcast::input_map`, at this
+/// kernel's token tiles).
 pub fn x_map(prec: TcPrecision, bs: u32, address: u64, n: u64, in_width: u64) -> TiledDesc {
-    let dtype = match prec {
-        TcPrecision::F16 => TensorDataType::F16,
-        TcPrecision::Bf16 => TensorDataType::Bf16,
-        TcPrecision::Tf32 => TensorDataType::F32,
-    };
-    let e = elem(prec);
     let t = cluster_tiles(prec, bs);
-    TiledDesc::new(
-        dtype,
-        address,
-        &[in_width, n.max(1)],
-        &[in_width * u64::from(e)],
-        &[bs, t.tokens],
-    )
-    .swizzle(swizzle(bs * e))
+    input_map(prec, bs, t.tokens, address, n.max(1), in_width)
 }
 
 /// The work of a launch of the cluster kernel on a topology
@@ -264,19 +242,14 @@ pub fn cluster_work(t: &ValuesTiles, r: usize, c: usize, k: usize, col: &[i32]) 
     w
 }
 
-/// The barriers of the `x` multicast and the wait's out-of-line retry.
+/// The barriers of the `x` multicast and the wait's out-of-line retry
+/// ([`cc::Full`]), the CTA's rank, warp 0 (whose elected lane issues the
+/// copies) and the map.
 struct Mc {
-    /// `full[0]` (8 bytes each)
-    full: Reg<U32>,
+    fl: Full,
     rank: Reg<U32>,
     warp0: Reg<Pred>,
     map: TensorMapRef,
-    /// bit `b`: the parity of buffer `b`'s next phase
-    phases: Var<U32>,
-    slow: Label,
-    resume: Label,
-    wbar: Var<U32>,
-    wpar: Var<U32>,
 }
 
 /// One slot of a warp: whether it has it (and the tokens to reduce), its
@@ -302,53 +275,22 @@ struct Xs {
 /// [module docs](self)).
 fn issue_x(b: &mut KernelBuilder, sh: &Shape, mc: &Mc, xs: &Xs, ti: Reg<U32>, buf: Reg<U32>) {
     let xbuf = sh.tokens * sh.rowb;
-    let fb = SharedMbarrier {
-        reg: b.mad_lo(buf, 8u32, mc.full),
-    };
+    let fb = cc::bar(b, &mc.fl, buf);
     let off = b.mul_lo(buf, xbuf);
-    b.if_(mc.warp0, |b| {
-        let (_, leader) = b.elect_sync(u32::MAX);
-        b.if_(leader, |b| {
-            let n = b.popc(xs.used);
-            let bytes = b.mul_lo(n, xbuf);
-            let _ = b.mbarrier_arrive_expect_tx(fb, bytes);
-            let n0 = b.shl(ti, log2(sh.tokens));
-            let n0 = b.u32_as_s32(n0);
-            for &(go, dst, col) in &xs.mine {
-                b.if_(go, |b| {
-                    let d = b.add(dst, off);
-                    let coords = [col.into(), n0.into()];
-                    b.cp_async_bulk_tensor_multicast(
-                        sptr::<U32>(d),
-                        mc.map,
-                        &coords,
-                        fb,
-                        0b1111u32,
-                    );
-                });
-            }
-        });
+    cc::elected(b, mc.warp0, |b| {
+        let n = b.popc(xs.used);
+        let bytes = b.mul_lo(n, xbuf);
+        let _ = b.mbarrier_arrive_expect_tx(fb, bytes);
+        let n0 = b.shl(ti, log2(sh.tokens));
+        let n0 = b.u32_as_s32(n0);
+        for &(go, dst, col) in &xs.mine {
+            b.if_(go, |b| {
+                let d = b.add(dst, off);
+                let coords = [col.into(), n0.into()];
+                b.cp_async_bulk_tensor_multicast(sptr::<U32>(d), mc.map, &coords, fb, 0b1111u32);
+            });
+        }
     });
-}
-
-/// Every thread waits for buffer `buf`'s phase (one `try_wait`, the retry
-/// out of line) and flips its parity.
-fn wait_full(b: &mut KernelBuilder, mc: &Mc, buf: Reg<U32>) {
-    let fb = SharedMbarrier {
-        reg: b.mad_lo(buf, 8u32, mc.full),
-    };
-    let ph = b.get(&mc.phases);
-    let par = b.shr(ph, buf);
-    let par = b.and(par, 1u32);
-    b.set(&mc.wbar, fb.reg);
-    b.set(&mc.wpar, par);
-    let done = b.mbarrier_try_wait_parity(fb, par);
-    b.bra_if(done, true, mc.slow);
-    b.place(mc.resume);
-    b.bar_warp_sync(u32::MAX);
-    let bit = b.shl(1u32, buf);
-    let ph = b.xor(ph, bit);
-    b.set(&mc.phases, ph);
 }
 
 /// The MMAs of token tile `ti` from buffer `buf` into the partials of the
@@ -438,8 +380,7 @@ pub(super) fn grad_values<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Re
     let fout = b.shl(p.r, log2(bs));
     let last = b.sub(p.n, 1u32);
     let io = Io { p, fin, fout, last };
-    let bars = b.shared_array::<U64>("full", 2, 8);
-    let full = b.shared_elem(&bars, 0u32).reg;
+    let full = cc::declare(&mut b);
     let smem = b.dynamic_shared::<U32>("smem", 16);
     let s0 = b.shared_elem(&smem, 0u32).reg;
     // x tiles (aligned to the swizzle's repeat), gy tiles, the table
@@ -506,27 +447,12 @@ pub(super) fn grad_values<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Re
     let rank = b.cluster_ctarank();
     let first = b.setp(Cmp::Eq, tid, 0u32);
     let warp0 = b.setp(Cmp::Lt, tid, 32u32);
-    b.if_(first, |b| {
-        for i in 0..2u32 {
-            let a = b.add(full, 8 * i);
-            b.mbarrier_init(SharedMbarrier { reg: a }, 1u32);
-        }
-        b.fence_mbarrier_init();
-    });
-    let phases = b.var::<U32>(0u32);
-    b.cluster_arrive(ClusterArrive::Release);
-    let (slow, resume) = (b.label(), b.label());
-    let (wbar, wpar) = (b.var::<U32>(0u32), b.var::<U32>(0u32));
+    let fl = cc::init(&mut b, full, first);
     let mc = Mc {
-        full,
+        fl,
         rank,
         warp0,
         map,
-        phases,
-        slow,
-        resume,
-        wbar,
-        wpar,
     };
     // cluster items: parts × cluster tiles
     let nrg = b.add(io.p.r, crows - 1);
@@ -722,40 +648,36 @@ pub(super) fn grad_values<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Re
             issue_x(b, &sh, &mc, &xs, zero, zero);
             b.cluster_arrive(ClusterArrive::Release);
             b.cp_async_commit_group();
-            let buf = b.var::<U32>(0u32);
-            b.for_range(0u32, ntiles, 1u32, |b, ti| {
-                let cur = b.get(&buf);
-                let nbuf = b.xor(cur, 1u32);
-                let next = b.add(ti, 1u32);
-                let more = b.setp(Cmp::Lt, next, ntiles);
-                b.if_(more, |b| {
-                    issue(b, &sh, &io, row0, dst, &srcs, steps, next, nbuf)
-                });
-                // x once the peers have read buffer `nbuf` (the previous
-                // token tile)
-                b.cluster_wait();
-                b.if_(more, |b| issue_x(b, &sh, &mc, &xs, next, nbuf));
-                b.cp_async_commit_group();
-                b.cp_async_wait_group(1);
-                if tf32 {
-                    // the landed tiles rounded once before the barrier
-                    wait_full(b, &mc, cur);
-                    let xs = (xs0, xcol.as_slice(), xtile);
-                    tf32::round_tiles(b, &sh, (dst, &live), xs, tid, cur);
-                    b.bar_sync();
-                } else {
-                    b.bar_sync();
-                    wait_full(b, &mc, cur);
-                }
-                compute::<T>(b, &sh, &io, &mine, &part, ti, cur);
-                b.fence_proxy_async_shared();
-                b.cluster_arrive(ClusterArrive::Release);
-                b.bar_sync();
-                b.set(&buf, nbuf);
-                at_chunk_end(b, (ti, next, ntiles), per_chunk, |b, first, _| {
-                    fold_regs(b, &part, &sum, first)
-                });
-            });
+            token_loop(
+                b,
+                (ntiles, per_chunk),
+                (&part, &sum),
+                |b, more, next, nbuf| {
+                    b.if_(more, |b| {
+                        issue(b, &sh, &io, row0, dst, &srcs, steps, next, nbuf)
+                    });
+                    // x once the peers have read buffer `nbuf` (the
+                    // previous token tile)
+                    b.cluster_wait();
+                    b.if_(more, |b| issue_x(b, &sh, &mc, &xs, next, nbuf));
+                },
+                |b, cur| {
+                    if tf32 {
+                        // the landed tiles rounded once before the barrier
+                        cc::wait_full(b, &mc.fl, cur);
+                        let xs = (xs0, xcol.as_slice(), xtile);
+                        tf32::round_tiles(b, &sh, (dst, &live), xs, tid, cur);
+                        b.bar_sync();
+                    } else {
+                        b.bar_sync();
+                        cc::wait_full(b, &mc.fl, cur);
+                    }
+                },
+                |b, ti, cur| {
+                    compute::<T>(b, &sh, &io, &mine, &part, ti, cur);
+                    cc::release(b);
+                },
+            );
         });
         if tf32 {
             for (m, sum) in mine.iter().zip(&sum) {
@@ -779,31 +701,13 @@ pub(super) fn grad_values<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Re
         for (m, sum) in mine.iter().zip(&sum) {
             b.if_(m.exists, |b| {
                 let sb = b.mul_lo(m.slot, sh.bs);
-                for (mi, frags) in sum.iter().enumerate() {
-                    for h in 0..2u32 {
-                        let i = b.add(g, mi as u32 * 16 + 8 * h);
-                        let row = b.add(sb, i);
-                        let e = b.mad_lo(row, sh.bs, j0);
-                        let gp = b.offset(io.p.gv, e);
-                        for (ni, fc) in frags.iter().enumerate() {
-                            let v = [fc.regs[2 * h as usize], fc.regs[2 * h as usize + 1]];
-                            b.st_global_v2(gp, (ni * 8) as i32, v);
-                        }
-                    }
-                }
+                store_block(b, (io.p.gv, sh.bs), sum, sb, (g, j0));
             });
         }
     });
     // no CTA exits while a peer may still be at a cluster barrier
     b.cluster_wait();
-    b.ret();
-    b.place(mc.slow);
-    let fb = SharedMbarrier {
-        reg: b.get(&mc.wbar),
-    };
-    let par = b.get(&mc.wpar);
-    b.mbarrier_wait(fb, par);
-    b.bra(mc.resume);
+    cc::slow_path(&mut b, &mc.fl);
     b.finish()
 }
 

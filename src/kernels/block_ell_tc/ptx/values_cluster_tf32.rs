@@ -39,7 +39,7 @@ use crate::dsl::types::{MmaInput, Pred, Reg, U32};
 use crate::dsl::{FragA, FragB, FragC, KernelBuilder};
 use crate::tensor_map::Swizzle;
 
-use super::common::{sptr, tf32_round_bits};
+use super::common::{round16_in_place, sptr};
 use super::shape::Shape;
 use super::values_tiles::{Io, THREADS};
 
@@ -141,11 +141,6 @@ pub(super) fn round_tiles(
     tid: Reg<U32>,
     buf: Reg<U32>,
 ) {
-    let round4 = |b: &mut KernelBuilder, p: Reg<U32>, k: i32| {
-        let v = b.ld_shared_v4::<U32>(sptr::<U32>(p), k);
-        let r = v.map(|u| tf32_round_bits(b, u));
-        b.st_shared_v4(sptr::<U32>(p), k, r);
-    };
     let rstep = THREADS / sh.cpr;
     let copies = sh.tokens * sh.cpr / THREADS;
     let tile = 2 * sh.buf();
@@ -153,7 +148,7 @@ pub(super) fn round_tiles(
     for (u, &on) in live.iter().enumerate() {
         b.if_(on, |b| {
             for j in 0..copies {
-                round4(b, g, ((u as u32 * tile + j * rstep * sh.pitch) / 4) as i32);
+                round16_in_place(b, g, ((u as u32 * tile + j * rstep * sh.pitch) / 4) as i32);
             }
         });
     }
@@ -166,7 +161,7 @@ pub(super) fn round_tiles(
     for (ci, &on) in xcol.iter().enumerate() {
         b.if_(on, |b| {
             for j in 0..units / THREADS {
-                round4(b, x, ((ci as u32 * xtile + j * THREADS * 16) / 4) as i32);
+                round16_in_place(b, x, ((ci as u32 * xtile + j * THREADS * 16) / 4) as i32);
             }
         });
     }

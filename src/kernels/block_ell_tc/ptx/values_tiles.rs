@@ -45,7 +45,7 @@ use crate::target::Sm;
 use crate::tensor_core::InputFormat;
 
 use super::super::host::TcPrecision;
-use super::common::{at_chunk_end, fold_regs, gptr, log2, sptr};
+use super::common::{gptr, log2, sptr, store_block, token_loop};
 use super::shape::Shape;
 use super::tiled_values::{frags_a_16, frags_a_tf32, frags_b_16, frags_b_tf32, pitch};
 use super::{GradValuesArgs, GradValuesRegs, mma_into, name};
@@ -639,26 +639,18 @@ pub(super) fn grad_values<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Re
             let zero = b.mov(0u32);
             issue(b, &sh, &io, row0, dst, &srcs, steps, zero, zero);
             b.cp_async_commit_group();
-            let buf = b.var::<U32>(0u32);
-            b.for_range(0u32, ntiles, 1u32, |b, ti| {
-                let cur = b.get(&buf);
-                let nbuf = b.xor(cur, 1u32);
-                let next = b.add(ti, 1u32);
-                let more = b.setp(Cmp::Lt, next, ntiles);
-                b.if_(more, |b| {
-                    issue(b, &sh, &io, row0, dst, &srcs, steps, next, nbuf)
-                });
-                b.cp_async_commit_group();
-                b.cp_async_wait_group(1);
-                b.bar_sync();
-                compute::<T>(b, &sh, &io, &mine, &part, ti, cur);
-                b.bar_sync();
-                b.set(&buf, nbuf);
-                // the end of an N-chunk: fold the partial into the sum
-                at_chunk_end(b, (ti, next, ntiles), per_chunk, |b, first, _| {
-                    fold_regs(b, &part, &sum, first)
-                });
-            });
+            token_loop(
+                b,
+                (ntiles, per_chunk),
+                (&part, &sum),
+                |b, more, next, nbuf| {
+                    b.if_(more, |b| {
+                        issue(b, &sh, &io, row0, dst, &srcs, steps, next, nbuf)
+                    })
+                },
+                |b, _| b.bar_sync(),
+                |b, ti, cur| compute::<T>(b, &sh, &io, &mine, &part, ti, cur),
+            );
         });
         // epilogue: lane (g, t) holds rows g and g + 8 of each 16-row
         // tile, columns 2t and 2t + 1 of each 8-column tile
@@ -668,18 +660,7 @@ pub(super) fn grad_values<T: MmaInput>(sm: Sm, prec: TcPrecision, bs: u32) -> Re
         for (m, sum) in mine.iter().zip(&sum) {
             b.if_(m.exists, |b| {
                 let sb = b.mul_lo(m.slot, sh.bs);
-                for (mi, frags) in sum.iter().enumerate() {
-                    for h in 0..2u32 {
-                        let i = b.add(g, mi as u32 * 16 + 8 * h);
-                        let row = b.add(sb, i);
-                        let e = b.mad_lo(row, sh.bs, j0);
-                        let gp = b.offset(io.p.gv, e);
-                        for (ni, fc) in frags.iter().enumerate() {
-                            let v = [fc.regs[2 * h as usize], fc.regs[2 * h as usize + 1]];
-                            b.st_global_v2(gp, (ni * 8) as i32, v);
-                        }
-                    }
-                }
+                store_block(b, (io.p.gv, sh.bs), sum, sb, (g, j0));
             });
         }
     });
