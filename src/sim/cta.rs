@@ -53,6 +53,14 @@ pub(crate) struct CtaState {
     pub epoch0: u32,
     /// Per warp: `bar.warp.sync` epoch.
     pub wepoch: Vec<u32>,
+    /// The cluster barrier's window (`interp::cluster`, *Order within a
+    /// CTA*): per thread, whether it arrived at the current phase; how
+    /// many threads did; whether one of them accessed the CTA's shared
+    /// memory after its arrive (then the phase's completion starts no new
+    /// epoch).
+    pub cl_arrived: Vec<bool>,
+    pub cl_pending: u32,
+    pub cl_window: bool,
     /// Per (thread, `bra.uni`): dynamic occurrences so far.
     pub bu_cnt: Vec<u32>,
     /// Per (warp, `bra.uni`): the outcome of each dynamic occurrence.
@@ -183,6 +191,9 @@ impl CtaState {
             epoch: 0,
             epoch0: 1,
             wepoch: vec![0; n.div_ceil(32)],
+            cl_arrived: vec![false; n],
+            cl_pending: 0,
+            cl_window: false,
             bu_cnt: vec![0; n * n_brauni as usize],
             bu_out: vec![Bits::default(); n.div_ceil(32) * n_brauni as usize],
             probe: None,
@@ -235,6 +246,9 @@ impl CtaState {
         self.epoch += 1;
         self.epoch0 = self.epoch;
         self.wepoch.fill(0);
+        self.cl_arrived.fill(false);
+        self.cl_pending = 0;
+        self.cl_window = false;
         self.warp_issued.fill(0);
         self.bu_cnt.fill(0);
         for v in self.bu_out.iter_mut() {

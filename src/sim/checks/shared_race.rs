@@ -476,6 +476,12 @@ impl CtaState {
         write: bool,
         atomic: bool,
     ) -> Result<(), Box<Fault>> {
+        // an access inside the thread's cluster-barrier window (after its
+        // arrive, before the phase completes) keeps the phase from
+        // ordering the CTA's accesses (`interp::cluster`)
+        if self.cl_pending != 0 && self.cl_arrived[t] {
+            self.cl_window = true;
+        }
         self.asyncs.check(t, off, len, write || atomic)?;
         self.bulk.check(off, len, write || atomic)?;
         if self.sh.fast(&self.access(t, off, len, write, atomic)) {

@@ -45,6 +45,20 @@
 //! * A second `barrier.cluster.arrive` before the thread's wait, and a
 //!   wait without an arrive: [`SimError::ClusterBarrier`].
 //!
+//! # Order within a CTA
+//! A phase of the cluster barrier orders the accesses of every thread of
+//! a CTA before its arrive with those after its wait (a release arrive
+//! and an acquire wait, PTX ISA "barrier.cluster"), as `bar.sync` does:
+//! its completion starts a new barrier epoch of the shared-memory check
+//! in each CTA where that holds for every access of the interval. A CTA
+//! keeps its epoch when one of its threads arrived `.relaxed` (no
+//! release), when one has exited (an exit releases nothing), or when one
+//! accessed the CTA's shared memory after its arrive and before the
+//! phase completed (`CtaState::cl_window`: such an access is not ordered
+//! before the other threads' accesses after their waits). Accesses after
+//! the completion and before the thread's own wait fall in the new epoch,
+//! unordered with the others' there, as they are on the GPU.
+//!
 //! Global memory: the cluster is one unit of the launch's global checks
 //! (its accesses are checked against earlier clusters'); accesses of two
 //! CTAs of one cluster to the same global byte are not compared (they
@@ -428,6 +442,20 @@ impl Exec<'_> {
             return false;
         }
         cl.phase += 1;
+        // the order within each CTA (module docs, *Order within a CTA*)
+        for r in 0..cl.size {
+            let base = (r * n) as u32;
+            let c = &mut cl.slots[r].cta;
+            let orders = !c.cl_window
+                && c.state.iter().all(|&s| s != TState::Exit)
+                && !(0..n as u32).any(|t| cl.relaxed.contains(&(base + t, phase)));
+            c.cl_arrived.fill(false);
+            c.cl_pending = 0;
+            c.cl_window = false;
+            if orders {
+                c.epoch += 1;
+            }
+        }
         // the scoreboard (`timing`): the barrier completes its latency
         // after the phase's last arrival
         let done = (0..cl.size)
@@ -639,6 +667,10 @@ impl Exec<'_> {
             cl.relaxed.insert((i as u32, cl.arrive[i]));
         }
         cl.arrive[i] += 1;
+        if !self.cta.cl_arrived[t] {
+            self.cta.cl_arrived[t] = true;
+            self.cta.cl_pending += 1;
+        }
         Ok(())
     }
 

@@ -31,8 +31,9 @@
 //! * Between CTAs of a cluster (`ClusterRun::ordered`): the per-byte tags
 //!   of the distributed shared-memory check carry the stamp (`mtags`), and
 //!   the exit check asks it of each thread's latest remote access.
-//! * Within a CTA: the shared-memory check's epochs see `bar.sync` and
-//!   `bar.warp.sync` only. A race it reports with a single other thread is
+//! * Within a CTA: the shared-memory check's epochs see `bar.sync`,
+//!   `bar.warp.sync` and the cluster barrier's phases (`interp::cluster`,
+//!   *Order within a CTA*), not mbarrier phases. A race it reports with a single other thread is
 //!   asked again ([`Exec::shared_race_hb`]) with the ordering of the
 //!   cluster tags' last write or read of the byte, when that is the other
 //!   thread's (the tags of this CTA's own accesses, kept as for a peer's).

@@ -351,9 +351,11 @@ fn step(
 /// A cluster barrier (release arrive, acquire wait), then the CTA's
 /// `bar.sync`. The cluster barrier alone orders the CTA's own shared
 /// accesses too (PTX ISA, "barrier.cluster": its arrive releases and its
-/// wait acquires at cluster scope), but the simulator's race check orders
-/// a CTA's own accesses by its `bar.sync` epochs only (the HMM cluster
-/// kernels pair them the same way); the `bar.sync` costs a few SASS a step.
+/// wait acquires at cluster scope), and the simulator's race check now
+/// sees that (`sim::interp::cluster`, *Order within a CTA*: the kernel's
+/// simulator tests pass without the `bar.sync`); the `bar.sync`, a few
+/// SASS a step, stays until a GPU run has checked the PTX without it (the
+/// HMM cluster kernels pair them the same way).
 fn cluster_barrier(b: &mut KernelBuilder) {
     b.cluster_sync();
     b.bar_sync();
