@@ -8,8 +8,9 @@
 //! another warp's words and a word every thread read before (so the
 //! write after the second barrier meets a byte with several readers,
 //! which only the epoch orders), with planted defects around the barrier:
-//! a `.relaxed` arrive, an access inside the arrive–wait window, a writer
-//! that exited before the barrier, no barrier.
+//! a `.relaxed` arrive, an access inside the arrive–wait window (in shared
+//! and in global memory), a writer that exited before the barrier, no
+//! barrier.
 
 use ptxsmith::dsl::params::Ptr;
 use ptxsmith::dsl::types::{Reg, U32};
@@ -21,6 +22,7 @@ use ptxsmith::{Sm, kernel_params};
 kernel_params! {
     struct OrderArgs => OrderRegs {
         dst: Ptr<U32>,
+        scratch: Ptr<U32>,
     }
 }
 
@@ -41,11 +43,23 @@ enum Between {
     /// Thread 63 exits after its first stores, the others pass the
     /// barrier: an exit releases nothing.
     ExitedWriter,
+    /// The arrive, a store to `scratch[g]` in global memory, the wait;
+    /// after it each thread reads the other warp's word: a race between
+    /// the CTA's warps (the cluster barrier orders no global access in
+    /// the simulator's check, which watches the window in shared memory
+    /// only).
+    WindowGlobalStore,
     /// No barrier at all.
     Nothing,
 }
 
-fn barrier(b: &mut KernelBuilder, between: Between, late: SharedPtr<U32>, t: Reg<U32>) {
+fn barrier(
+    b: &mut KernelBuilder,
+    between: Between,
+    late: SharedPtr<U32>,
+    scratch: GlobalPtr<U32>,
+    t: Reg<U32>,
+) {
     match between {
         Between::ClusterSync | Between::ExitedWriter => b.cluster_sync(),
         Between::Relaxed => {
@@ -56,6 +70,13 @@ fn barrier(b: &mut KernelBuilder, between: Between, late: SharedPtr<U32>, t: Reg
             b.cluster_arrive(ClusterArrive::Release);
             let v = b.add(t, 1000u32);
             b.st_shared(late, 0, v);
+            b.cluster_wait();
+        }
+        Between::WindowGlobalStore => {
+            b.cluster_arrive(ClusterArrive::Release);
+            let g = b.global_id_x();
+            let q = b.offset(scratch, g);
+            b.st_global(q, 0, t);
             b.cluster_wait();
         }
         Between::Nothing => {}
@@ -83,7 +104,7 @@ fn kernel(between: Between) -> PtxModule {
         let last = b.setp(Cmp::Eq, t, THREADS - 1);
         b.if_(last, |b| b.ret());
     }
-    barrier(&mut b, between, sl, t);
+    barrier(&mut b, between, sl, p.scratch, t);
     let o = b.add(t, 32u32);
     let o = b.rem(o, THREADS);
     let first = b.ld_shared_at(&buf, 0);
@@ -92,7 +113,14 @@ fn kernel(between: Between) -> PtxModule {
     let slo = b.shared_elem(&late, o);
     let y = b.ld_shared(slo, 0);
     let s = b.add(first, x);
-    let s = b.add(s, y);
+    let mut s = b.add(s, y);
+    if between == Between::WindowGlobalStore {
+        let base = b.sub(g, t);
+        let go = b.add(base, o);
+        let q = b.offset(p.scratch, go);
+        let z = b.ld_global(q, 0);
+        s = b.add(s, z);
+    }
     b.cluster_sync();
     let zero = b.setp(Cmp::Eq, t, 0u32);
     b.if_(zero, |b| b.st_shared_at(&buf, 0, 7u32));
@@ -109,8 +137,12 @@ fn run(m: &PtxModule) -> Result<Vec<u32>, SimError> {
     let words = (blocks * THREADS) as usize;
     let d = sim.alloc(words * 4).unwrap();
     sim.write(d, &vec![0; words * 4]).unwrap();
+    let s = sim.alloc(words * 4).unwrap();
+    sim.write(s, &vec![0; words * 4]).unwrap();
+    let mut params = d.to_le_bytes().to_vec();
+    params.extend(s.to_le_bytes());
     let cfg = LaunchConfig::linear(blocks, THREADS);
-    sim.launch_program_bytes(&prog, &m.kernel, cfg, &d.to_le_bytes())?;
+    sim.launch_program_bytes(&prog, &m.kernel, cfg, &params)?;
     let mut raw = vec![0u8; words * 4];
     sim.read(d, &mut raw).unwrap();
     Ok(raw
@@ -182,4 +214,15 @@ fn without_a_barrier_the_reads_are_findings() {
         is_read_after_write(&r) || matches!(r, Err(SimError::UninitializedShared { .. })),
         "{r:?}"
     );
+}
+
+#[test]
+fn a_global_store_between_arrive_and_completion_is_not_ordered() {
+    let r = run(&kernel(Between::WindowGlobalStore));
+    match &r {
+        Err(SimError::WarpGlobalRace { site, .. }) => {
+            assert!(site.instr.starts_with("ld.global.u32"), "{site:?}")
+        }
+        other => panic!("{other:?}"),
+    }
 }

@@ -61,6 +61,11 @@ pub(crate) struct CtaState {
     pub cl_arrived: Vec<bool>,
     pub cl_pending: u32,
     pub cl_window: bool,
+    /// The epochs the cluster barrier's phases started in this CTA: the
+    /// global check between warps (`checks::warp_race`) counts `epoch −
+    /// cl_bumps`, the `bar.sync` epochs alone (it does not see the window
+    /// of global accesses, so the cluster barrier orders none there).
+    pub cl_bumps: u32,
     /// Per (thread, `bra.uni`): dynamic occurrences so far.
     pub bu_cnt: Vec<u32>,
     /// Per (warp, `bra.uni`): the outcome of each dynamic occurrence.
@@ -194,6 +199,7 @@ impl CtaState {
             cl_arrived: vec![false; n],
             cl_pending: 0,
             cl_window: false,
+            cl_bumps: 0,
             bu_cnt: vec![0; n * n_brauni as usize],
             bu_out: vec![Bits::default(); n.div_ceil(32) * n_brauni as usize],
             probe: None,
@@ -249,6 +255,7 @@ impl CtaState {
         self.cl_arrived.fill(false);
         self.cl_pending = 0;
         self.cl_window = false;
+        self.cl_bumps = 0;
         self.warp_issued.fill(0);
         self.bu_cnt.fill(0);
         for v in self.bu_out.iter_mut() {

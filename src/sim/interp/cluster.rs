@@ -57,7 +57,9 @@
 //! phase completed (`CtaState::cl_window`: such an access is not ordered
 //! before the other threads' accesses after their waits). Accesses after
 //! the completion and before the thread's own wait fall in the new epoch,
-//! unordered with the others' there, as they are on the GPU.
+//! unordered with the others' there, as they are on the GPU. Global
+//! accesses of a CTA's warps stay ordered by `bar.sync` alone
+//! (`CtaState::cl_bumps`): the window is watched in shared memory only.
 //!
 //! Global memory: the cluster is one unit of the launch's global checks
 //! (its accesses are checked against earlier clusters'); accesses of two
@@ -454,6 +456,7 @@ impl Exec<'_> {
             c.cl_window = false;
             if orders {
                 c.epoch += 1;
+                c.cl_bumps += 1;
             }
         }
         // the scoreboard (`timing`): the barrier completes its latency

@@ -442,8 +442,9 @@ impl<'a> Exec<'a> {
             let (mut exited, mut at_bar, mut at_warp, mut at_cluster) = (0, 0, 0, 0);
             let mut bar_pc = u32::MAX;
             let mut one_bar = true;
-            // (barriers change the epoch only between rounds)
-            self.g.shadow.epoch = self.cta.epoch;
+            // (barriers change the epoch only between rounds; the global
+            // check's is the `bar.sync` epochs', `CtaState::cl_bumps`)
+            self.g.shadow.epoch = self.cta.epoch - self.cta.cl_bumps;
             let mut regs = std::mem::take(&mut self.cta.regs);
             let ran = if self.g.lockstep {
                 let mut counts = std::mem::take(&mut self.lcounts);
