@@ -334,12 +334,15 @@ fn gpu_launch_arguments_are_checked_before_launching() {
     let Some(ctx) = cuda_for_tests() else {
         return;
     };
-    let st = ctx.default_stream();
+    // A stream of our own: the context is shared with the other device
+    // tests of this binary, which run in parallel (a launch of theirs in
+    // the context's counters failed this test once on the emulator).
+    let st = ctx.new_stream().unwrap();
     let module = scale_module();
     let a = st.upload(&[1.0f32, 2.0, 3.0, 4.0]).unwrap();
     let pa = ArgValue::Ptr(a.device_ptr());
     let cfg = LaunchConfig::linear(1, 32);
-    let before = ctx.traffic();
+    let before = st.traffic();
     // Wrong count and wrong kind.
     assert!(matches!(
         st.launch(&module, cfg, &[pa]),
@@ -385,7 +388,7 @@ fn gpu_launch_arguments_are_checked_before_launching() {
         st.launch(&lying, cfg, &ok[..4]),
         Err(Error::InvalidArgument(m)) if m.contains("description")
     ));
-    assert_eq!(ctx.traffic().since(&before).launches, 0);
+    assert_eq!(st.traffic().since(&before).launches, 0);
     // And the real thing works in place (out == in).
     st.launch(&module, cfg, &ok).unwrap();
     // scale 1, offset 0: the values come back unchanged.
